@@ -1,0 +1,240 @@
+//! Capture: where packets enter kafkashark.
+//!
+//! Place in the data path: the first stage. A [`FrameSource`] (a pcap/pcapng
+//! file, standard input or a live interface, all through libpcap) yields
+//! [`Frame`]s; [`link::decode_segment`] turns one frame into a TCP
+//! [`Segment`] for the reassembler in `flow`.
+//!
+//! Invariants:
+//! - `Frame::index` is the 1-based pcap frame number, counted over every
+//!   record the source delivered, so it matches Wireshark's `frame.number`.
+//! - `Frame::data` holds exactly `caplen` bytes; `origlen >= caplen` is not
+//!   assumed (a corrupt file may claim less) and every reader uses checked
+//!   arithmetic.
+//! - The adapters in [`source`] are the only I/O in the engine; link-layer
+//!   decoding is a pure function of the frame bytes.
+
+#![deny(clippy::indexing_slicing)]
+
+pub mod link;
+pub mod source;
+
+use bytes::Bytes;
+use std::fmt;
+
+pub use link::{decode_segment, Segment, Skip, TcpFlags};
+pub use source::{CaptureStats, FileSource, LiveConfig, LiveSource, Polled};
+
+/// A packet timestamp: seconds since the Unix epoch and nanoseconds within the second.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Timestamp {
+    /// Whole seconds since 1970-01-01T00:00:00Z (negative before it).
+    pub secs: i64,
+    /// Nanoseconds within the second, `0..1_000_000_000`.
+    pub nanos: u32,
+}
+
+impl Timestamp {
+    /// A timestamp from seconds and nanoseconds; nanoseconds past one second carry over.
+    pub fn new(secs: i64, nanos: u32) -> Timestamp {
+        let carry = i64::from(nanos / 1_000_000_000);
+        Timestamp {
+            secs: secs.saturating_add(carry),
+            nanos: nanos % 1_000_000_000,
+        }
+    }
+
+    /// Epoch seconds as a float (what `print` shows as `ts`).
+    pub fn as_f64(self) -> f64 {
+        self.secs as f64 + f64::from(self.nanos) / 1e9
+    }
+
+    /// Nanoseconds since the epoch, saturating at the ends of `i128`'s tiny subset we use.
+    pub fn as_nanos(self) -> i128 {
+        i128::from(self.secs) * 1_000_000_000 + i128::from(self.nanos)
+    }
+
+    /// `self - earlier` in nanoseconds, 0 when `earlier` is later (packet clocks can step back).
+    pub fn nanos_since(self, earlier: Timestamp) -> u64 {
+        let d = self.as_nanos() - earlier.as_nanos();
+        if d <= 0 {
+            0
+        } else {
+            u64::try_from(d).unwrap_or(u64::MAX)
+        }
+    }
+}
+
+impl fmt::Display for Timestamp {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}.{:09}", self.secs, self.nanos)
+    }
+}
+
+/// A link-layer header type, by its pcap `LINKTYPE_`/`DLT_` number.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct LinkType(pub u32);
+
+impl LinkType {
+    /// BSD loopback: 4-byte address family in the writer's byte order.
+    pub const NULL: LinkType = LinkType(0);
+    /// Ethernet II (with optional 802.1Q / QinQ tags).
+    pub const ETHERNET: LinkType = LinkType(1);
+    /// Raw IP as libpcap's `DLT_RAW` on Linux and most systems.
+    pub const RAW_DLT: LinkType = LinkType(12);
+    /// Raw IP, `LINKTYPE_RAW` as written in files.
+    pub const RAW: LinkType = LinkType(101);
+    /// OpenBSD loopback: 4-byte address family in network byte order.
+    pub const LOOP: LinkType = LinkType(108);
+    /// Linux cooked capture v1 (`-i any` on older libpcap).
+    pub const LINUX_SLL: LinkType = LinkType(113);
+    /// Raw IPv4.
+    pub const IPV4: LinkType = LinkType(228);
+    /// Raw IPv6.
+    pub const IPV6: LinkType = LinkType(229);
+    /// Linux cooked capture v2 (`-i any` on libpcap >= 1.10).
+    pub const LINUX_SLL2: LinkType = LinkType(276);
+
+    /// A short name for messages (`"EN10MB"`-style names are libpcap's; these are ours).
+    pub fn name(self) -> &'static str {
+        match self {
+            LinkType::NULL => "NULL",
+            LinkType::ETHERNET => "Ethernet",
+            LinkType::RAW_DLT | LinkType::RAW => "raw IP",
+            LinkType::LOOP => "LOOP",
+            LinkType::LINUX_SLL => "Linux SLL",
+            LinkType::IPV4 => "raw IPv4",
+            LinkType::IPV6 => "raw IPv6",
+            LinkType::LINUX_SLL2 => "Linux SLL2",
+            _ => "unsupported",
+        }
+    }
+}
+
+impl fmt::Display for LinkType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} ({})", self.name(), self.0)
+    }
+}
+
+/// One captured packet, as read from the source.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Frame {
+    /// 1-based pcap frame number.
+    pub index: u64,
+    /// Capture time (nanosecond precision when the source has it).
+    pub ts: Timestamp,
+    /// Bytes captured (`data.len()`).
+    pub caplen: u32,
+    /// Bytes on the wire; more than `caplen` when the snaplen cut the packet.
+    pub origlen: u32,
+    /// Link-layer header type of `data`.
+    pub link: LinkType,
+    /// The captured bytes, starting with the link-layer header.
+    pub data: Bytes,
+}
+
+/// Why a capture source could not deliver a frame.
+#[derive(Debug)]
+pub enum CaptureError {
+    /// The file (or `-` for stdin) could not be opened or is not a pcap/pcapng file.
+    Open {
+        /// Path as given.
+        path: String,
+        /// libpcap's reason.
+        reason: String,
+    },
+    /// Reading stopped inside the file: truncated record, bad block, I/O error.
+    Read {
+        /// Path as given.
+        path: String,
+        /// 1-based frame number that could not be read (frames before it were delivered).
+        frame: u64,
+        /// libpcap's reason.
+        reason: String,
+    },
+    /// The live interface could not be opened or configured.
+    Live {
+        /// Interface name.
+        iface: String,
+        /// What was being done (`"open"`, `"filter"`, ...).
+        step: &'static str,
+        /// libpcap's reason.
+        reason: String,
+    },
+    /// Statistics could not be read from the capture handle.
+    Stats {
+        /// libpcap's reason.
+        reason: String,
+    },
+}
+
+impl fmt::Display for CaptureError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CaptureError::Open { path, reason } => {
+                write!(f, "{path}: cannot open as pcap/pcapng: {reason}")
+            }
+            CaptureError::Read {
+                path,
+                frame,
+                reason,
+            } => write!(
+                f,
+                "{path}: frame {frame}: read failed ({reason}); frames 1..{frame} were read"
+            ),
+            CaptureError::Live {
+                iface,
+                step,
+                reason,
+            } => write!(f, "interface {iface}: {step} failed: {reason}"),
+            CaptureError::Stats { reason } => write!(f, "capture statistics unavailable: {reason}"),
+        }
+    }
+}
+
+impl std::error::Error for CaptureError {}
+
+/// A source of frames: a file, stdin or a live interface.
+pub trait FrameSource {
+    /// Wait for the next frame: `Frame`, `Timeout` (live only; lets callers tick), or `End`.
+    fn poll(&mut self) -> Result<Polled, CaptureError>;
+
+    /// The next frame, skipping live read timeouts; `None` at the end of the input.
+    fn next_frame(&mut self) -> Result<Option<Frame>, CaptureError> {
+        loop {
+            match self.poll()? {
+                Polled::Frame(f) => return Ok(Some(f)),
+                Polled::Timeout => continue,
+                Polled::End => return Ok(None),
+            }
+        }
+    }
+
+    /// Counters: frames delivered and, for live captures, kernel and interface drops.
+    fn stats(&mut self) -> Result<CaptureStats, CaptureError>;
+
+    /// The link type of the frames this source yields.
+    fn link(&self) -> LinkType;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn timestamp_float_and_carry() {
+        let t = Timestamp::new(10, 1_500_000_000);
+        assert_eq!(
+            t,
+            Timestamp {
+                secs: 11,
+                nanos: 500_000_000
+            }
+        );
+        assert!((t.as_f64() - 11.5).abs() < 1e-9);
+        assert_eq!(t.nanos_since(Timestamp::new(11, 0)), 500_000_000);
+        assert_eq!(Timestamp::new(11, 0).nanos_since(t), 0);
+        assert_eq!(t.to_string(), "11.500000000");
+    }
+}

@@ -1,0 +1,251 @@
+//! Capture adapters: libpcap (through the `pcap` crate) for files, stdin and
+//! live interfaces. The only module of the engine that does I/O.
+//!
+//! Invariants: frame numbers start at 1 and count every record libpcap
+//! returned; timestamps are read at nanosecond precision (libpcap scales
+//! microsecond files up); after a read error the source reports `End`, so a
+//! caller that keeps polling never loops on the same error. Frames read before
+//! a truncation have already been delivered when the error is returned.
+
+use super::{CaptureError, Frame, FrameSource, LinkType, Timestamp};
+use bytes::Bytes;
+use pcap::{Active, Capture, Offline, Precision};
+
+/// What one poll of a source produced.
+#[derive(Debug)]
+pub enum Polled {
+    /// A frame.
+    Frame(Frame),
+    /// A live read timeout passed with no packet: a chance to tick.
+    Timeout,
+    /// The input has ended (end of file, or after a read error).
+    End,
+}
+
+/// Counters of a capture source.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CaptureStats {
+    /// Frames delivered by this source.
+    pub frames: u64,
+    /// Packets the kernel received (live only; libpcap's `ps_recv`).
+    pub received: Option<u32>,
+    /// Packets dropped for lack of buffer space (live only; `ps_drop`).
+    pub dropped: Option<u32>,
+    /// Packets dropped by the interface or driver (live only; `ps_ifdrop`).
+    pub if_dropped: Option<u32>,
+}
+
+fn frame_from(
+    index: u64,
+    link: LinkType,
+    nano: bool,
+    header: &pcap::PacketHeader,
+    data: &[u8],
+) -> Frame {
+    let secs = header.ts.tv_sec;
+    let frac = u32::try_from(header.ts.tv_usec).unwrap_or(0);
+    let nanos = if nano {
+        frac
+    } else {
+        frac.saturating_mul(1000)
+    };
+    Frame {
+        index,
+        ts: Timestamp::new(secs, nanos),
+        caplen: u32::try_from(data.len()).unwrap_or(u32::MAX),
+        origlen: header.len,
+        link,
+        data: Bytes::copy_from_slice(data),
+    }
+}
+
+fn link_of(dlt: pcap::Linktype) -> LinkType {
+    LinkType(u32::try_from(dlt.0).unwrap_or(u32::MAX))
+}
+
+/// An offline capture: a pcap or pcapng file, or standard input when the path is `-`.
+pub struct FileSource {
+    cap: Capture<Offline>,
+    path: String,
+    link: LinkType,
+    frames: u64,
+    done: bool,
+}
+
+impl FileSource {
+    /// Open a pcap/pcapng file; `-` reads the capture from standard input (libpcap does this itself).
+    pub fn open(path: &str) -> Result<FileSource, CaptureError> {
+        let cap = Capture::from_file_with_precision(path, Precision::Nano).map_err(|e| {
+            CaptureError::Open {
+                path: path.to_string(),
+                reason: e.to_string(),
+            }
+        })?;
+        let link = link_of(cap.get_datalink());
+        Ok(FileSource {
+            cap,
+            path: path.to_string(),
+            link,
+            frames: 0,
+            done: false,
+        })
+    }
+
+    /// The path this source was opened with.
+    pub fn path(&self) -> &str {
+        &self.path
+    }
+}
+
+impl FrameSource for FileSource {
+    fn poll(&mut self) -> Result<Polled, CaptureError> {
+        if self.done {
+            return Ok(Polled::End);
+        }
+        let index = self.frames.saturating_add(1);
+        match self.cap.next_packet() {
+            Ok(p) => {
+                self.frames = index;
+                Ok(Polled::Frame(frame_from(
+                    index, self.link, true, p.header, p.data,
+                )))
+            }
+            Err(pcap::Error::NoMorePackets) => {
+                self.done = true;
+                Ok(Polled::End)
+            }
+            Err(e) => {
+                self.done = true;
+                Err(CaptureError::Read {
+                    path: self.path.clone(),
+                    frame: index,
+                    reason: e.to_string(),
+                })
+            }
+        }
+    }
+
+    fn stats(&mut self) -> Result<CaptureStats, CaptureError> {
+        Ok(CaptureStats {
+            frames: self.frames,
+            ..CaptureStats::default()
+        })
+    }
+
+    fn link(&self) -> LinkType {
+        self.link
+    }
+}
+
+/// How to open a live capture.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LiveConfig {
+    /// Interface name; `any` captures on all interfaces (Linux SLL/SLL2 link type).
+    pub iface: String,
+    /// BPF filter, e.g. `tcp port 9092`.
+    pub filter: Option<String>,
+    /// Bytes kept per packet.
+    pub snaplen: i32,
+    /// Read timeout in milliseconds: how often `poll` returns `Timeout` when idle.
+    pub timeout_ms: i32,
+    /// Kernel buffer size in bytes, if not libpcap's default.
+    pub buffer_size: Option<i32>,
+}
+
+impl LiveConfig {
+    /// Defaults: no filter, snaplen 262144, 100 ms timeout, libpcap's buffer.
+    pub fn new(iface: &str) -> LiveConfig {
+        LiveConfig {
+            iface: iface.to_string(),
+            filter: None,
+            snaplen: 262_144,
+            timeout_ms: 100,
+            buffer_size: None,
+        }
+    }
+}
+
+/// A live capture on an interface (promiscuous mode off).
+pub struct LiveSource {
+    cap: Capture<Active>,
+    link: LinkType,
+    nano: bool,
+    frames: u64,
+}
+
+impl LiveSource {
+    /// Open the interface, apply the filter; needs capture privileges.
+    pub fn open(cfg: &LiveConfig) -> Result<LiveSource, CaptureError> {
+        let err = |step: &'static str, e: pcap::Error| CaptureError::Live {
+            iface: cfg.iface.clone(),
+            step,
+            reason: e.to_string(),
+        };
+        let inactive = |nano: bool| -> Result<Capture<pcap::Inactive>, CaptureError> {
+            let mut c = Capture::from_device(cfg.iface.as_str())
+                .map_err(|e| err("find device", e))?
+                .promisc(false)
+                .snaplen(cfg.snaplen)
+                .timeout(cfg.timeout_ms);
+            if let Some(b) = cfg.buffer_size {
+                c = c.buffer_size(b);
+            }
+            if nano {
+                c = c.precision(Precision::Nano);
+            }
+            Ok(c)
+        };
+        // Nanosecond stamps where the platform has them; fall back to microseconds.
+        let (mut cap, nano) = match inactive(true)?.open() {
+            Ok(c) => (c, true),
+            Err(_) => (inactive(false)?.open().map_err(|e| err("open", e))?, false),
+        };
+        if let Some(f) = &cfg.filter {
+            cap.filter(f, true).map_err(|e| err("filter", e))?;
+        }
+        let link = link_of(cap.get_datalink());
+        Ok(LiveSource {
+            cap,
+            link,
+            nano,
+            frames: 0,
+        })
+    }
+}
+
+impl FrameSource for LiveSource {
+    fn poll(&mut self) -> Result<Polled, CaptureError> {
+        let index = self.frames.saturating_add(1);
+        match self.cap.next_packet() {
+            Ok(p) => {
+                self.frames = index;
+                Ok(Polled::Frame(frame_from(
+                    index, self.link, self.nano, p.header, p.data,
+                )))
+            }
+            Err(pcap::Error::TimeoutExpired) => Ok(Polled::Timeout),
+            Err(pcap::Error::NoMorePackets) => Ok(Polled::End),
+            Err(e) => Err(CaptureError::Read {
+                path: "live".to_string(),
+                frame: index,
+                reason: e.to_string(),
+            }),
+        }
+    }
+
+    fn stats(&mut self) -> Result<CaptureStats, CaptureError> {
+        let s = self.cap.stats().map_err(|e| CaptureError::Stats {
+            reason: e.to_string(),
+        })?;
+        Ok(CaptureStats {
+            frames: self.frames,
+            received: Some(s.received),
+            dropped: Some(s.dropped),
+            if_dropped: Some(s.if_dropped),
+        })
+    }
+
+    fn link(&self) -> LinkType {
+        self.link
+    }
+}

@@ -1,0 +1,1072 @@
+//! TCP reassembly: segments → per-connection, per-direction ordered byte chunks.
+//!
+//! Place in the data path: after link decoding (`capture::link`), before Kafka
+//! framing. Sans-IO: [`Reassembler::push`] takes one segment with its frame
+//! number and time and appends [`FlowEvent`]s; time comes only from packets.
+//!
+//! Rules:
+//! - A connection is keyed by its unordered address pair. Its broker side is
+//!   the endpoint whose port is in [`Ports::List`]; with [`Ports::Any`] it is
+//!   the receiver of a SYN (or sender of a SYN-ACK), else the lower port.
+//! - Each direction counts bytes from 0: the byte after the SYN when the SYN
+//!   was seen, else the first payload byte seen ("SYN-less start"). Sequence
+//!   numbers are compared as signed 32-bit distances from the next expected
+//!   byte, so wrap past 2^32 needs no special case; offsets are 64-bit.
+//! - Bytes before the next expected offset are retransmissions and dropped.
+//!   Overlapping out-of-order data: the first bytes received win; differing
+//!   overlaps are counted as conflicts.
+//! - A hole is declared a [`FlowEvent::Gap`] when the buffered out-of-order
+//!   bytes exceed the per-direction bound, the total bound is exceeded, the
+//!   oldest buffered piece is older than `gap_timeout` (packet time), or the
+//!   connection closes. Delivery then resumes at the next buffered byte.
+//!   Payload cut by the snaplen is a gap of that length, never data.
+//! - FIN closes a direction once every byte before it was delivered; two FINs
+//!   or one RST close the connection (buffered bytes are flushed behind gaps).
+//!   A closed connection is remembered briefly so late retransmissions do not
+//!   open a new stream; a fresh SYN does.
+//! - Connections idle longer than `idle_timeout` (packet time) are flushed and
+//!   closed; at most `max_connections` are tracked (the least recently active
+//!   one is evicted first).
+//!
+//! Invariants: for every direction, the `Data`/`Gap` events have contiguous,
+//! increasing `stream_offset`s starting at 0; every `Data` byte was carried by
+//! the frame named in its event; memory held per direction is bounded by
+//! `max_buffer_per_dir` plus one segment.
+
+#![deny(clippy::indexing_slicing)]
+
+use crate::capture::{Segment, Timestamp};
+use bytes::Bytes;
+use std::collections::{BTreeMap, HashMap};
+use std::net::SocketAddr;
+
+/// Which TCP ports are Kafka brokers.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Ports {
+    /// Broker ports: a connection with one endpoint on one of them is Kafka.
+    List(Vec<u16>),
+    /// Any port: every TCP connection is a candidate; the pipeline decides by shape.
+    Any,
+}
+
+impl Default for Ports {
+    fn default() -> Ports {
+        Ports::List(vec![9092])
+    }
+}
+
+impl Ports {
+    /// True when `port` is a listed broker port (always false for `Any`).
+    pub fn is_broker(&self, port: u16) -> bool {
+        match self {
+            Ports::List(l) => l.contains(&port),
+            Ports::Any => false,
+        }
+    }
+}
+
+/// Direction of bytes in a Kafka connection.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Direction {
+    /// Client → broker: requests.
+    ClientToBroker,
+    /// Broker → client: responses.
+    BrokerToClient,
+}
+
+impl Direction {
+    /// The other direction.
+    pub fn reverse(self) -> Direction {
+        match self {
+            Direction::ClientToBroker => Direction::BrokerToClient,
+            Direction::BrokerToClient => Direction::ClientToBroker,
+        }
+    }
+
+    /// 0 for client → broker, 1 for broker → client.
+    pub fn index(self) -> usize {
+        match self {
+            Direction::ClientToBroker => 0,
+            Direction::BrokerToClient => 1,
+        }
+    }
+}
+
+/// Why bytes are missing.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GapReason {
+    /// Never captured: a lost segment (declared on bound, timeout or close).
+    Lost,
+    /// Cut by the snaplen.
+    Snaplen,
+}
+
+/// Why a connection ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CloseReason {
+    /// Both sides sent FIN and all data before them was delivered.
+    Fin,
+    /// A RST was seen.
+    Reset,
+    /// No packet for `idle_timeout`, or evicted to respect `max_connections`.
+    Idle,
+    /// A new SYN reused the address pair.
+    Reused,
+    /// End of input (`finish`).
+    End,
+}
+
+/// What reassembly produces.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum FlowEvent {
+    /// A new connection (first segment seen).
+    Open {
+        /// 0-based connection index, in order of first appearance.
+        stream: u64,
+        /// Client endpoint.
+        client: SocketAddr,
+        /// Broker endpoint.
+        broker: SocketAddr,
+        /// Frame that opened it.
+        frame: u64,
+        /// Time of that frame.
+        ts: Timestamp,
+    },
+    /// A direction's byte 0 was fixed: by its SYN (`syn_seen`) or by its first payload.
+    Start {
+        /// Connection index.
+        stream: u64,
+        /// Direction.
+        dir: Direction,
+        /// True when the SYN was seen, so offset 0 is the true start of the stream.
+        syn_seen: bool,
+        /// Frame that fixed it.
+        frame: u64,
+    },
+    /// In-order bytes.
+    Data {
+        /// Connection index.
+        stream: u64,
+        /// Direction.
+        dir: Direction,
+        /// The bytes (a slice of the frame that carried them).
+        data: Bytes,
+        /// Offset of `data[0]` in the direction's byte stream.
+        stream_offset: u64,
+        /// Frame that carried these bytes.
+        frame: u64,
+        /// Time of that frame.
+        ts: Timestamp,
+    },
+    /// Bytes that will never arrive; the stream continues after them.
+    Gap {
+        /// Connection index.
+        stream: u64,
+        /// Direction.
+        dir: Direction,
+        /// Offset of the first missing byte.
+        stream_offset: u64,
+        /// Number of missing bytes.
+        len: u64,
+        /// Frame after the gap (or the frame whose payload was cut).
+        frame: u64,
+        /// Time of that frame.
+        ts: Timestamp,
+        /// Lost or cut by the snaplen.
+        reason: GapReason,
+    },
+    /// The connection ended; no more events for `stream`.
+    Closed {
+        /// Connection index.
+        stream: u64,
+        /// Why.
+        reason: CloseReason,
+        /// Frame that closed it (the last frame seen on it for idle/end).
+        frame: u64,
+        /// Time of that frame.
+        ts: Timestamp,
+    },
+}
+
+/// Limits and policies of the reassembler.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FlowConfig {
+    /// Which ports are brokers.
+    pub ports: Ports,
+    /// Out-of-order bytes buffered per direction before a gap is declared.
+    pub max_buffer_per_dir: usize,
+    /// Out-of-order bytes buffered over all connections.
+    pub max_buffer_total: usize,
+    /// A hole older than this (nanoseconds of packet time) is declared a gap.
+    pub gap_timeout_ns: u64,
+    /// A connection silent for this long (nanoseconds of packet time) is closed.
+    pub idle_timeout_ns: u64,
+    /// Connections tracked at once.
+    pub max_connections: usize,
+}
+
+impl Default for FlowConfig {
+    fn default() -> FlowConfig {
+        FlowConfig {
+            ports: Ports::default(),
+            max_buffer_per_dir: 4 << 20,
+            max_buffer_total: 256 << 20,
+            gap_timeout_ns: 10_000_000_000,
+            idle_timeout_ns: 600_000_000_000,
+            max_connections: 100_000,
+        }
+    }
+}
+
+/// Counters of the reassembler.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct FlowStats {
+    /// Segments pushed.
+    pub segments: u64,
+    /// Segments ignored: no endpoint on a broker port.
+    pub not_broker_port: u64,
+    /// Segments ignored: on a closed connection (late retransmissions, final ACKs).
+    pub after_close: u64,
+    /// Connections opened.
+    pub connections: u64,
+    /// Payload bytes already delivered or buffered when they arrived again.
+    pub retransmitted_bytes: u64,
+    /// Overlaps whose bytes differed from the first copy (first copy kept).
+    pub overlap_conflicts: u64,
+    /// Gaps declared.
+    pub gaps: u64,
+    /// Bytes missing in those gaps.
+    pub gap_bytes: u64,
+    /// Connections closed for idleness or to respect `max_connections`.
+    pub evicted: u64,
+}
+
+type Key = (SocketAddr, SocketAddr);
+
+fn key_of(a: SocketAddr, b: SocketAddr) -> Key {
+    if a <= b {
+        (a, b)
+    } else {
+        (b, a)
+    }
+}
+
+/// A buffered out-of-order piece: bytes, or a snaplen-cut hole of `len` bytes.
+#[derive(Clone, Debug)]
+struct Piece {
+    data: Option<Bytes>,
+    len: u64,
+    frame: u64,
+    ts: Timestamp,
+}
+
+#[derive(Debug, Default)]
+struct Half {
+    started: bool,
+    next_seq: u32,
+    next_off: u64,
+    buf: BTreeMap<u64, Piece>,
+    buffered: usize,
+    fin_off: Option<u64>,
+    fin_frame: u64,
+    done: bool,
+}
+
+#[derive(Debug)]
+struct Conn {
+    stream: u64,
+    client: SocketAddr,
+    halves: [Half; 2],
+    last_ts: Timestamp,
+    last_frame: u64,
+    closed: bool,
+}
+
+impl Conn {
+    fn half(&mut self, dir: Direction) -> &mut Half {
+        match dir {
+            Direction::ClientToBroker => &mut self.halves[0],
+            Direction::BrokerToClient => &mut self.halves[1],
+        }
+    }
+}
+
+/// The TCP reassembler for all connections of a capture.
+#[derive(Debug)]
+pub struct Reassembler {
+    cfg: FlowConfig,
+    conns: HashMap<Key, Conn>,
+    next_stream: u64,
+    buffered_total: usize,
+    last_sweep: Option<Timestamp>,
+    stats: FlowStats,
+}
+
+/// Time a closed connection is remembered to absorb late packets.
+const TOMBSTONE_NS: u64 = 60_000_000_000;
+
+impl Reassembler {
+    /// A reassembler with the given limits.
+    pub fn new(cfg: FlowConfig) -> Reassembler {
+        Reassembler {
+            cfg,
+            conns: HashMap::new(),
+            next_stream: 0,
+            buffered_total: 0,
+            last_sweep: None,
+            stats: FlowStats::default(),
+        }
+    }
+
+    /// Counters so far.
+    pub fn stats(&self) -> &FlowStats {
+        &self.stats
+    }
+
+    /// Connections currently tracked (open or recently closed).
+    pub fn tracked(&self) -> usize {
+        self.conns.len()
+    }
+
+    /// Out-of-order bytes currently buffered over all connections.
+    pub fn buffered(&self) -> usize {
+        self.buffered_total
+    }
+
+    /// Feed one segment carried by frame `frame` at time `ts`.
+    pub fn push(&mut self, seg: &Segment, frame: u64, ts: Timestamp, out: &mut Vec<FlowEvent>) {
+        self.stats.segments += 1;
+        self.sweep(ts, out);
+        let key = key_of(seg.src, seg.dst);
+        let pure_syn = seg.flags.syn && !seg.flags.ack;
+
+        // A fresh SYN on a known pair with a different ISN is a new connection.
+        if pure_syn {
+            if let Some(c) = self.conns.get_mut(&key) {
+                let reuse = c.closed || {
+                    let h = &c.halves[0];
+                    c.client != seg.src
+                        || (h.started
+                            && seg.seq.wrapping_add(1)
+                                != h.next_seq.wrapping_sub(h.next_off as u32))
+                };
+                if reuse {
+                    if let Some(mut old) = self.conns.remove(&key) {
+                        if !old.closed {
+                            self.close(&mut old, CloseReason::Reused, frame, ts, out);
+                        }
+                    }
+                }
+            }
+        }
+
+        if !self.conns.contains_key(&key) {
+            // Pure ACKs, FINs and RSTs do not open connections: they are the tail of
+            // something we did not see.
+            if !seg.flags.syn && seg.payload.is_empty() && seg.payload_truncated_by == 0 {
+                return;
+            }
+            let Some(broker) = self.broker_of(seg) else {
+                self.stats.not_broker_port += 1;
+                return;
+            };
+            if self.conns.len() >= self.cfg.max_connections {
+                self.evict_oldest(frame, ts, out);
+            }
+            let client = if broker == seg.src { seg.dst } else { seg.src };
+            let stream = self.next_stream;
+            self.next_stream += 1;
+            self.stats.connections += 1;
+            out.push(FlowEvent::Open {
+                stream,
+                client,
+                broker,
+                frame,
+                ts,
+            });
+            self.conns.insert(
+                key,
+                Conn {
+                    stream,
+                    client,
+                    halves: [Half::default(), Half::default()],
+                    last_ts: ts,
+                    last_frame: frame,
+                    closed: false,
+                },
+            );
+        }
+
+        let Some(mut conn) = self.conns.remove(&key) else {
+            return;
+        };
+        if conn.closed {
+            self.stats.after_close += 1;
+            conn.last_ts = ts;
+            self.conns.insert(key, conn);
+            return;
+        }
+        conn.last_ts = ts;
+        conn.last_frame = frame;
+        let dir = if seg.src == conn.client {
+            Direction::ClientToBroker
+        } else {
+            Direction::BrokerToClient
+        };
+        self.segment(&mut conn, dir, seg, frame, ts, out);
+
+        if seg.flags.rst {
+            self.close(&mut conn, CloseReason::Reset, frame, ts, out);
+        } else if conn.halves.iter().all(|h| h.done) {
+            self.close(&mut conn, CloseReason::Fin, frame, ts, out);
+        }
+        self.conns.insert(key, conn);
+    }
+
+    /// End of input: flush every connection (buffered bytes behind gaps) and close it.
+    pub fn finish(&mut self, out: &mut Vec<FlowEvent>) {
+        let mut conns: Vec<Conn> = self.conns.drain().map(|(_, c)| c).collect();
+        conns.sort_by_key(|c| c.stream);
+        for mut c in conns {
+            if !c.closed {
+                let (f, t) = (c.last_frame, c.last_ts);
+                self.close(&mut c, CloseReason::End, f, t, out);
+            }
+        }
+    }
+
+    fn broker_of(&self, seg: &Segment) -> Option<SocketAddr> {
+        let (s, d) = (seg.src, seg.dst);
+        match &self.cfg.ports {
+            Ports::List(l) => match (l.contains(&s.port()), l.contains(&d.port())) {
+                (false, false) => None,
+                (true, false) => Some(s),
+                (false, true) => Some(d),
+                (true, true) => Some(if seg.flags.syn && seg.flags.ack { s } else { d }),
+            },
+            Ports::Any => Some(if seg.flags.syn {
+                if seg.flags.ack {
+                    s
+                } else {
+                    d
+                }
+            } else if s.port() < d.port() {
+                s
+            } else {
+                d
+            }),
+        }
+    }
+
+    fn segment(
+        &mut self,
+        conn: &mut Conn,
+        dir: Direction,
+        seg: &Segment,
+        frame: u64,
+        ts: Timestamp,
+        out: &mut Vec<FlowEvent>,
+    ) {
+        let stream = conn.stream;
+        let cut = u64::from(seg.payload_truncated_by);
+        let plen = seg.payload.len() as u64;
+        let h = conn.half(dir);
+        let mut data_seq = seg.seq;
+        if seg.flags.syn {
+            data_seq = seg.seq.wrapping_add(1);
+            if !h.started {
+                h.started = true;
+                h.next_seq = data_seq;
+                h.next_off = 0;
+                out.push(FlowEvent::Start {
+                    stream,
+                    dir,
+                    syn_seen: true,
+                    frame,
+                });
+            }
+        }
+        if !h.started {
+            if plen == 0 && cut == 0 {
+                return;
+            }
+            h.started = true;
+            h.next_seq = data_seq;
+            h.next_off = 0;
+            out.push(FlowEvent::Start {
+                stream,
+                dir,
+                syn_seen: false,
+                frame,
+            });
+        }
+        // Signed distance from the next expected byte: correct across the 2^32 wrap.
+        let delta = i64::from(data_seq.wrapping_sub(h.next_seq) as i32);
+        let Some(off) = i128::from(h.next_off).checked_add(i128::from(delta)) else {
+            return;
+        };
+        let len = plen + cut;
+        if seg.flags.fin {
+            let fin_at = off + i128::from(len);
+            if h.fin_off.is_none() && fin_at >= i128::from(h.next_off) {
+                h.fin_off = u64::try_from(fin_at).ok();
+                h.fin_frame = frame;
+            }
+        }
+        if len > 0 {
+            let end = off + i128::from(len);
+            let next = i128::from(h.next_off);
+            if end <= next {
+                self.stats.retransmitted_bytes += len;
+            } else {
+                // Trim what was already delivered.
+                let skip = u64::try_from(next - off).unwrap_or(0).min(len);
+                if skip > 0 {
+                    self.stats.retransmitted_bytes += skip;
+                }
+                let start = u64::try_from(off.max(next)).unwrap_or(0);
+                let (data, hole) = if skip < plen {
+                    let from = usize::try_from(skip).unwrap_or(usize::MAX);
+                    (Some(seg.payload.slice(from.min(seg.payload.len())..)), cut)
+                } else {
+                    (None, len - skip)
+                };
+                let mut at = start;
+                if let Some(d) = data {
+                    let dl = d.len() as u64;
+                    if dl > 0 {
+                        self.insert(
+                            conn.half(dir),
+                            at,
+                            Piece {
+                                data: Some(d),
+                                len: dl,
+                                frame,
+                                ts,
+                            },
+                        );
+                    }
+                    at += dl;
+                }
+                if hole > 0 {
+                    self.insert(
+                        conn.half(dir),
+                        at,
+                        Piece {
+                            data: None,
+                            len: hole,
+                            frame,
+                            ts,
+                        },
+                    );
+                }
+            }
+        }
+        self.deliver(conn, dir, out);
+        // Bounds: per direction, then total.
+        while conn.half(dir).buffered > self.cfg.max_buffer_per_dir
+            || (self.buffered_total > self.cfg.max_buffer_total && conn.half(dir).buffered > 0)
+        {
+            if !self.force_gap(conn, dir, out) {
+                break;
+            }
+        }
+        Self::check_fin(conn, dir);
+    }
+
+    /// Insert a piece at `off`, keeping bytes already buffered (first received wins).
+    fn insert(&mut self, h: &mut Half, off: u64, p: Piece) {
+        let end = off + p.len;
+        let mut overlapping: Vec<(u64, u64)> = Vec::new();
+        if let Some((&k, q)) = h.buf.range(..off).next_back() {
+            if k + q.len > off {
+                overlapping.push((k, q.len));
+            }
+        }
+        overlapping.extend(h.buf.range(off..end).map(|(&k, q)| (k, q.len)));
+        let mut cursor = off;
+        let mut fresh: Vec<(u64, u64)> = Vec::new();
+        for (k, klen) in overlapping {
+            if cursor < k {
+                fresh.push((cursor, k));
+            }
+            let (os, oe) = (k.max(off), (k + klen).min(end));
+            if oe > os {
+                self.stats.retransmitted_bytes += oe - os;
+                if let (Some(new), Some(old)) =
+                    (&p.data, h.buf.get(&k).and_then(|q| q.data.as_ref()))
+                {
+                    let a = new.get(rel(os - off)..rel(oe - off));
+                    let b = old.get(rel(os - k)..rel(oe - k));
+                    if a != b {
+                        self.stats.overlap_conflicts += 1;
+                    }
+                }
+            }
+            cursor = cursor.max(k + klen);
+        }
+        if cursor < end {
+            fresh.push((cursor, end));
+        }
+        for (s, e) in fresh {
+            let data = match &p.data {
+                Some(d) => match d.get(rel(s - off)..rel(e - off)) {
+                    Some(_) => Some(d.slice(rel(s - off)..rel(e - off))),
+                    None => continue,
+                },
+                None => None,
+            };
+            let n = if data.is_some() { rel(e - s) } else { 0 };
+            h.buffered += n;
+            self.buffered_total += n;
+            h.buf.insert(
+                s,
+                Piece {
+                    data,
+                    len: e - s,
+                    frame: p.frame,
+                    ts: p.ts,
+                },
+            );
+        }
+    }
+
+    /// Emit every piece contiguous with the next expected offset.
+    fn deliver(&mut self, conn: &mut Conn, dir: Direction, out: &mut Vec<FlowEvent>) {
+        let stream = conn.stream;
+        let h = conn.half(dir);
+        while let Some(entry) = h.buf.first_entry() {
+            if *entry.key() > h.next_off {
+                break;
+            }
+            let k = *entry.key();
+            let p = entry.remove();
+            if p.data.is_some() {
+                let n = rel(p.len);
+                h.buffered = h.buffered.saturating_sub(n);
+                self.buffered_total = self.buffered_total.saturating_sub(n);
+            }
+            // Pieces never start before next_off (trimmed on insert); be safe anyway.
+            let skip = h.next_off.saturating_sub(k);
+            if skip >= p.len {
+                continue;
+            }
+            let len = p.len - skip;
+            match p.data {
+                Some(d) => {
+                    let data = d.slice(rel(skip).min(d.len())..);
+                    out.push(FlowEvent::Data {
+                        stream,
+                        dir,
+                        data,
+                        stream_offset: h.next_off,
+                        frame: p.frame,
+                        ts: p.ts,
+                    });
+                }
+                None => {
+                    self.stats.gaps += 1;
+                    self.stats.gap_bytes += len;
+                    out.push(FlowEvent::Gap {
+                        stream,
+                        dir,
+                        stream_offset: h.next_off,
+                        len,
+                        frame: p.frame,
+                        ts: p.ts,
+                        reason: GapReason::Snaplen,
+                    });
+                }
+            }
+            h.next_off += len;
+            h.next_seq = h.next_seq.wrapping_add(len as u32);
+        }
+    }
+
+    /// Declare the hole before the first buffered piece lost; false when nothing is buffered.
+    fn force_gap(&mut self, conn: &mut Conn, dir: Direction, out: &mut Vec<FlowEvent>) -> bool {
+        let stream = conn.stream;
+        let h = conn.half(dir);
+        let Some((&k, p)) = h.buf.iter().next() else {
+            return false;
+        };
+        if k > h.next_off {
+            let len = k - h.next_off;
+            self.stats.gaps += 1;
+            self.stats.gap_bytes += len;
+            out.push(FlowEvent::Gap {
+                stream,
+                dir,
+                stream_offset: h.next_off,
+                len,
+                frame: p.frame,
+                ts: p.ts,
+                reason: GapReason::Lost,
+            });
+            h.next_off = k;
+            h.next_seq = h.next_seq.wrapping_add(len as u32);
+        }
+        self.deliver(conn, dir, out);
+        true
+    }
+
+    fn check_fin(conn: &mut Conn, dir: Direction) {
+        let h = conn.half(dir);
+        if let Some(f) = h.fin_off {
+            if h.next_off >= f && h.buf.is_empty() {
+                h.done = true;
+            }
+        }
+    }
+
+    fn close(
+        &mut self,
+        conn: &mut Conn,
+        reason: CloseReason,
+        frame: u64,
+        ts: Timestamp,
+        out: &mut Vec<FlowEvent>,
+    ) {
+        for dir in [Direction::ClientToBroker, Direction::BrokerToClient] {
+            while self.force_gap(conn, dir, out) {
+                if conn.half(dir).buf.is_empty() {
+                    break;
+                }
+            }
+            // Bytes before a FIN that never arrived.
+            let stream = conn.stream;
+            let h = conn.half(dir);
+            if let Some(f) = h.fin_off {
+                if f > h.next_off {
+                    let len = f - h.next_off;
+                    self.stats.gaps += 1;
+                    self.stats.gap_bytes += len;
+                    out.push(FlowEvent::Gap {
+                        stream,
+                        dir,
+                        stream_offset: h.next_off,
+                        len,
+                        frame: h.fin_frame,
+                        ts,
+                        reason: GapReason::Lost,
+                    });
+                    h.next_off = f;
+                }
+            }
+            h.done = true;
+        }
+        conn.closed = true;
+        out.push(FlowEvent::Closed {
+            stream: conn.stream,
+            reason,
+            frame,
+            ts,
+        });
+    }
+
+    /// Packet-time housekeeping, at most once per second of packet time.
+    fn sweep(&mut self, now: Timestamp, out: &mut Vec<FlowEvent>) {
+        match self.last_sweep {
+            Some(t) if now.nanos_since(t) < 1_000_000_000 => return,
+            _ => self.last_sweep = Some(now),
+        }
+        let mut keys: Vec<(u64, Key)> = self.conns.iter().map(|(k, c)| (c.stream, *k)).collect();
+        keys.sort();
+        for (_, key) in keys {
+            let Some(mut c) = self.conns.remove(&key) else {
+                continue;
+            };
+            let idle = now.nanos_since(c.last_ts);
+            if c.closed {
+                if idle < TOMBSTONE_NS.min(self.cfg.idle_timeout_ns) {
+                    self.conns.insert(key, c);
+                }
+                continue;
+            }
+            if idle >= self.cfg.idle_timeout_ns {
+                self.stats.evicted += 1;
+                let f = c.last_frame;
+                self.close(&mut c, CloseReason::Idle, f, now, out);
+                continue;
+            }
+            for dir in [Direction::ClientToBroker, Direction::BrokerToClient] {
+                loop {
+                    let oldest = c.half(dir).buf.values().map(|p| p.ts).min();
+                    match oldest {
+                        Some(t) if now.nanos_since(t) >= self.cfg.gap_timeout_ns => {
+                            if !self.force_gap(&mut c, dir, out) {
+                                break;
+                            }
+                        }
+                        _ => break,
+                    }
+                }
+                Self::check_fin(&mut c, dir);
+            }
+            if c.halves.iter().all(|h| h.done) {
+                let f = c.last_frame;
+                self.close(&mut c, CloseReason::Fin, f, now, out);
+            }
+            self.conns.insert(key, c);
+        }
+    }
+
+    fn evict_oldest(&mut self, frame: u64, ts: Timestamp, out: &mut Vec<FlowEvent>) {
+        let victim = self
+            .conns
+            .iter()
+            .min_by_key(|(_, c)| (!c.closed, c.last_ts, c.stream))
+            .map(|(k, _)| *k);
+        if let Some(k) = victim {
+            if let Some(mut c) = self.conns.remove(&k) {
+                if !c.closed {
+                    self.stats.evicted += 1;
+                    self.close(&mut c, CloseReason::Idle, frame, ts, out);
+                }
+            }
+        }
+    }
+}
+
+fn rel(x: u64) -> usize {
+    usize::try_from(x).unwrap_or(usize::MAX)
+}
+
+#[cfg(test)]
+#[allow(clippy::indexing_slicing)]
+mod tests {
+    use super::*;
+    use crate::capture::TcpFlags;
+
+    const C: &str = "10.0.0.1:40000";
+    const B: &str = "10.0.0.2:9092";
+
+    fn seg(from_client: bool, seq: u32, payload: &[u8], flags: TcpFlags) -> Segment {
+        let (c, b) = (C.parse().unwrap(), B.parse().unwrap());
+        Segment {
+            src: if from_client { c } else { b },
+            dst: if from_client { b } else { c },
+            seq,
+            ack: 0,
+            flags,
+            payload: Bytes::copy_from_slice(payload),
+            payload_truncated_by: 0,
+        }
+    }
+
+    const ACK: TcpFlags = TcpFlags {
+        syn: false,
+        fin: false,
+        rst: false,
+        ack: true,
+    };
+    const SYN: TcpFlags = TcpFlags {
+        syn: true,
+        fin: false,
+        rst: false,
+        ack: false,
+    };
+
+    fn data_of(ev: &[FlowEvent], dir: Direction) -> Vec<u8> {
+        let mut v = Vec::new();
+        for e in ev {
+            if let FlowEvent::Data { dir: d, data, .. } = e {
+                if *d == dir {
+                    v.extend_from_slice(data);
+                }
+            }
+        }
+        v
+    }
+
+    #[test]
+    fn reorder_overlap_and_wrap() {
+        let mut r = Reassembler::new(FlowConfig::default());
+        let mut out = Vec::new();
+        let isn = u32::MAX - 3;
+        let t = Timestamp::new(1, 0);
+        r.push(&seg(true, isn, b"", SYN), 1, t, &mut out);
+        // Bytes 0..10 = "0123456789", starting at isn+1 (wraps after 3 bytes).
+        let base = isn.wrapping_add(1);
+        r.push(
+            &seg(true, base.wrapping_add(5), b"56789", ACK),
+            2,
+            t,
+            &mut out,
+        );
+        r.push(
+            &seg(true, base.wrapping_add(3), b"3X5", ACK),
+            3,
+            t,
+            &mut out,
+        ); // X conflicts with nothing yet; 5 overlaps
+        r.push(&seg(true, base, b"012", ACK), 4, t, &mut out);
+        assert_eq!(data_of(&out, Direction::ClientToBroker), b"0123X56789");
+        assert_eq!(r.stats().overlap_conflicts, 0);
+        r.push(&seg(true, base.wrapping_add(2), b"2Y", ACK), 5, t, &mut out); // pure retransmission
+        assert_eq!(r.stats().retransmitted_bytes, 1 + 2);
+        assert!(matches!(out[0], FlowEvent::Open { stream: 0, .. }));
+        assert!(matches!(out[1], FlowEvent::Start { syn_seen: true, .. }));
+    }
+
+    #[test]
+    fn first_received_wins_and_conflict_counted() {
+        let mut r = Reassembler::new(FlowConfig::default());
+        let mut out = Vec::new();
+        let t = Timestamp::new(1, 0);
+        r.push(&seg(true, 100, b"a", ACK), 1, t, &mut out); // SYN-less start at 100
+        r.push(&seg(true, 103, b"DEF", ACK), 2, t, &mut out);
+        r.push(&seg(true, 102, b"cdXf", ACK), 3, t, &mut out);
+        r.push(&seg(true, 101, b"b", ACK), 4, t, &mut out);
+        assert_eq!(data_of(&out, Direction::ClientToBroker), b"abcDEF");
+        assert_eq!(r.stats().overlap_conflicts, 1);
+        // Provenance: "c" came from frame 3, "DEF" from frame 2.
+        let frames: Vec<(u64, u64)> = out
+            .iter()
+            .filter_map(|e| match e {
+                FlowEvent::Data {
+                    stream_offset,
+                    frame,
+                    ..
+                } => Some((*stream_offset, *frame)),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(frames, vec![(0, 1), (1, 4), (2, 3), (3, 2)]);
+    }
+
+    #[test]
+    fn gap_on_bound_then_resume() {
+        let cfg = FlowConfig {
+            max_buffer_per_dir: 8,
+            ..FlowConfig::default()
+        };
+        let mut r = Reassembler::new(cfg);
+        let mut out = Vec::new();
+        let t = Timestamp::new(1, 0);
+        r.push(&seg(true, 0, b"ab", ACK), 1, t, &mut out);
+        r.push(&seg(true, 5, b"fghij", ACK), 2, t, &mut out); // 3 bytes missing
+        assert!(!out.iter().any(|e| matches!(e, FlowEvent::Gap { .. })));
+        r.push(&seg(true, 10, b"klmno", ACK), 3, t, &mut out); // 10 buffered > 8
+        let gap = out
+            .iter()
+            .find(|e| matches!(e, FlowEvent::Gap { .. }))
+            .unwrap();
+        assert_eq!(
+            *gap,
+            FlowEvent::Gap {
+                stream: 0,
+                dir: Direction::ClientToBroker,
+                stream_offset: 2,
+                len: 3,
+                frame: 2,
+                ts: t,
+                reason: GapReason::Lost
+            }
+        );
+        assert_eq!(data_of(&out, Direction::ClientToBroker), b"abfghijklmno");
+        assert_eq!(r.buffered(), 0);
+    }
+
+    #[test]
+    fn gap_on_timeout_fin_and_close() {
+        let mut r = Reassembler::new(FlowConfig::default());
+        let mut out = Vec::new();
+        r.push(&seg(true, 0, b"ab", ACK), 1, Timestamp::new(1, 0), &mut out);
+        r.push(&seg(true, 4, b"ef", ACK), 2, Timestamp::new(1, 0), &mut out);
+        r.push(
+            &seg(false, 50, b"zz", ACK),
+            3,
+            Timestamp::new(12, 0),
+            &mut out,
+        );
+        assert_eq!(data_of(&out, Direction::ClientToBroker), b"abef");
+        let fin = TcpFlags { fin: true, ..ACK };
+        r.push(&seg(true, 6, b"", fin), 4, Timestamp::new(12, 0), &mut out);
+        r.push(
+            &seg(false, 52, b"", fin),
+            5,
+            Timestamp::new(12, 0),
+            &mut out,
+        );
+        assert!(matches!(
+            out.last(),
+            Some(FlowEvent::Closed {
+                reason: CloseReason::Fin,
+                frame: 5,
+                ..
+            })
+        ));
+        // The final ACK after close neither reopens nor emits.
+        let n = out.len();
+        r.push(&seg(true, 7, b"", ACK), 6, Timestamp::new(12, 0), &mut out);
+        r.push(
+            &seg(true, 2, b"cd", ACK),
+            7,
+            Timestamp::new(12, 0),
+            &mut out,
+        );
+        assert_eq!(out.len(), n);
+        assert_eq!(r.stats().after_close, 2);
+    }
+
+    #[test]
+    fn snaplen_cut_is_a_gap() {
+        let mut r = Reassembler::new(FlowConfig::default());
+        let mut out = Vec::new();
+        let t = Timestamp::new(1, 0);
+        let mut s = seg(true, 0, b"abc", ACK);
+        s.payload_truncated_by = 7;
+        r.push(&s, 1, t, &mut out);
+        r.push(&seg(true, 10, b"k", ACK), 2, t, &mut out);
+        let kinds: Vec<String> = out
+            .iter()
+            .map(|e| match e {
+                FlowEvent::Data {
+                    stream_offset,
+                    data,
+                    ..
+                } => format!("D{stream_offset}+{}", data.len()),
+                FlowEvent::Gap {
+                    stream_offset,
+                    len,
+                    reason,
+                    ..
+                } => format!("G{stream_offset}+{len}{reason:?}"),
+                _ => String::new(),
+            })
+            .filter(|s| !s.is_empty())
+            .collect();
+        assert_eq!(kinds, vec!["D0+3", "G3+7Snaplen", "D10+1"]);
+    }
+
+    #[test]
+    fn ports_decide_sides_and_filter() {
+        let mut r = Reassembler::new(FlowConfig::default());
+        let mut out = Vec::new();
+        let t = Timestamp::new(1, 0);
+        r.push(&seg(false, 0, b"x", ACK), 1, t, &mut out); // broker speaks first
+        assert!(matches!(&out[0], FlowEvent::Open { client, broker, .. }
+            if *client == C.parse().unwrap() && *broker == B.parse().unwrap()));
+        let mut other = seg(true, 0, b"x", ACK);
+        other.dst = "10.0.0.2:80".parse().unwrap();
+        r.push(&other, 2, t, &mut out);
+        assert_eq!(r.stats().not_broker_port, 1);
+        // A RST closes and flushes.
+        let rst = TcpFlags { rst: true, ..ACK };
+        r.push(&seg(true, 0, b"", rst), 3, t, &mut out);
+        assert!(matches!(
+            out.last(),
+            Some(FlowEvent::Closed {
+                reason: CloseReason::Reset,
+                ..
+            })
+        ));
+        // A new SYN reuses the pair as stream 1.
+        r.push(&seg(true, 500, b"", SYN), 4, t, &mut out);
+        assert!(matches!(
+            out.last(),
+            Some(FlowEvent::Start { stream: 1, .. })
+        ));
+    }
+}

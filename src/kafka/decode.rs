@@ -1,0 +1,1245 @@
+//! The schema-driven decoder: one interpreter for every API key and version.
+//!
+//! Place in the data path: framing hands it one size-prefixed message; it
+//! returns a [`Decoded`]: the header facts and the field tree. Requests are
+//! self-describing (their header names api key and version); a response is
+//! decoded with the api key and version of the request it answers.
+//!
+//! Invariants:
+//! - nothing here panics or allocates from a length read off the wire before
+//!   checking it against the bytes that remain;
+//! - every node's span is written when the node is made, offsets counted from
+//!   the first byte of the 4-byte size prefix;
+//! - on malformed input the tree keeps everything that decoded and ends in a
+//!   node with `error` set; [`Decoded::error`] names what, where and the field path;
+//! - an unknown api key or a version beyond the tables decodes the header and
+//!   says so; the body is not guessed at.
+
+#![deny(clippy::indexing_slicing)]
+
+use std::fmt;
+
+use super::errors::error_name;
+use super::records::decode_record_set;
+use super::schema::{
+    self, Elem, FieldDef, FieldKind, MessageDef, MessageKind, Prim, StructDef,
+};
+use super::tree::{ByteSource, Node, Role, Text, Value};
+use super::wire::{Reader, WireError};
+
+/// Limits and switches for decoding one message.
+#[derive(Clone, Debug)]
+pub struct DecodeOptions {
+    /// Most bytes one compressed batch (or legacy wrapper) may decompress to;
+    /// past it the batch is marked and its records are not shown. Default 64 MiB.
+    pub max_decompressed: usize,
+    /// Decode record sets into batches and records (off for summaries).
+    pub records: bool,
+    /// Show SASL passwords, SCRAM proofs and tokens instead of redacting them.
+    pub show_secrets: bool,
+}
+
+impl Default for DecodeOptions {
+    fn default() -> Self {
+        DecodeOptions {
+            max_decompressed: 64 << 20,
+            records: true,
+            show_secrets: false,
+        }
+    }
+}
+
+/// Most elements an array may claim when its elements can be zero bytes long;
+/// beyond it the count is treated as hostile rather than looped over.
+const MAX_ZERO_SIZE_ELEMENTS: usize = 10_000;
+
+/// Why and where decoding stopped.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DecodeError {
+    /// Offset of the failing read, from the first byte of the size prefix
+    /// (or within the byte source named by `source`).
+    pub offset: usize,
+    /// The byte source of `offset` (0 = the message).
+    pub source: u16,
+    /// The field path, e.g. `ProduceRequest.TopicData[0].Name`.
+    pub path: String,
+    /// What was wrong.
+    pub what: String,
+}
+
+impl fmt::Display for DecodeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} at 0x{:04x}", self.what, self.offset)?;
+        if self.source != 0 {
+            write!(f, " of byte source #{}", self.source)?;
+        }
+        if !self.path.is_empty() {
+            write!(f, " in {}", self.path)?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for DecodeError {}
+
+/// Request or response.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Kind {
+    /// Client to broker.
+    Request,
+    /// Broker to client.
+    Response,
+}
+
+/// One decoded message.
+#[derive(Clone, Debug)]
+pub struct Decoded {
+    /// Request or response.
+    pub kind: Kind,
+    /// The api key (from the header for requests, from the caller for responses).
+    pub api_key: Option<i16>,
+    /// The api version.
+    pub api_version: Option<i16>,
+    /// The correlation id, when the header had one.
+    pub correlation_id: Option<i32>,
+    /// The request's client id (requests with header v1+ only).
+    pub client_id: Option<String>,
+    /// The field tree; its root spans the whole message.
+    pub root: Node,
+    /// Decompressed byte sources that nodes with `source > 0` point into.
+    pub sources: Vec<ByteSource>,
+    /// The first problem, or `None` when every byte decoded.
+    pub error: Option<DecodeError>,
+}
+
+impl Decoded {
+    /// The body node (the last child of the root named like the message), if decoded that far.
+    pub fn body(&self) -> Option<&Node> {
+        self.root.children.iter().find(|n| n.ty == "struct")
+    }
+}
+
+/// Decodes a request: `msg` is one whole message including its 4-byte size prefix.
+pub fn decode_request(msg: &[u8], opts: &DecodeOptions) -> Decoded {
+    let mut d = Decoder::new(msg, opts);
+    let mut out = Decoded {
+        kind: Kind::Request,
+        api_key: None,
+        api_version: None,
+        correlation_id: None,
+        client_id: None,
+        root: Node::new("Request", "message", Value::None, 0, msg.len(), Role::Message),
+        sources: Vec::new(),
+        error: None,
+    };
+    let mut children = Vec::new();
+    let Some(end) = d.frame(&mut children) else {
+        out.root.children = children;
+        out.error = d.error;
+        return out;
+    };
+    let mut r = Reader::new(msg.get(..end).unwrap_or(msg));
+    let _ = r.take(4);
+
+    // Peek api key and version to choose the header version; they are decoded
+    // again as header fields below.
+    let peek_key = msg.get(4..6).map(|b| i16::from_be_bytes([b[0], b[1]]));
+    let peek_ver = msg.get(6..8).map(|b| i16::from_be_bytes([b[0], b[1]]));
+    let def = match (peek_key, peek_ver) {
+        (Some(k), Some(v)) => schema::message(k, MessageKind::Request, v),
+        _ => None,
+    };
+    let hv = match (peek_key, peek_ver) {
+        (Some(k), Some(v)) if def.is_some() => schema::request_header_version(k, v),
+        _ => 1,
+    };
+    out.api_key = peek_key;
+    out.api_version = peek_ver;
+    let header_start = r.pos();
+    let mut hnode = Node::new(
+        "RequestHeader",
+        format!("v{hv}"),
+        Value::None,
+        header_start,
+        0,
+        Role::Header,
+    )
+    .with_about("common request header");
+    let hres = d.request_header(&mut r, hv, &mut hnode.children, &mut out);
+    hnode.length = r.pos() - header_start;
+    children.push(hnode);
+    if hres.is_ok() {
+        match (def, peek_key, peek_ver) {
+            (Some(def), _, Some(v)) => {
+                out.root.name = def.name.into();
+                out.root.ty = format!("message v{v}").into();
+                d.body(&mut r, def, v, Role::RequestBody, &mut children);
+            }
+            (None, Some(k), Some(v)) => {
+                d.unknown_body(&mut r, k, v, MessageKind::Request, &mut children);
+            }
+            _ => {}
+        }
+    }
+    d.finish(&mut r, end, &mut children);
+    out.root.children = children;
+    out.sources = d.sources;
+    out.error = d.error;
+    out
+}
+
+/// Decodes a response to a request with `api_key` and `api_version`: `msg` is one
+/// whole message including its 4-byte size prefix.
+pub fn decode_response(
+    msg: &[u8],
+    api_key: i16,
+    api_version: i16,
+    opts: &DecodeOptions,
+) -> Decoded {
+    let mut d = Decoder::new(msg, opts);
+    let def = schema::message(api_key, MessageKind::Response, api_version);
+    let mut out = Decoded {
+        kind: Kind::Response,
+        api_key: Some(api_key),
+        api_version: Some(api_version),
+        correlation_id: None,
+        client_id: None,
+        root: Node::new(
+            def.map_or("Response", |m| m.name),
+            format!("message v{api_version}"),
+            Value::None,
+            0,
+            msg.len(),
+            Role::Message,
+        ),
+        sources: Vec::new(),
+        error: None,
+    };
+    let mut children = Vec::new();
+    let Some(end) = d.frame(&mut children) else {
+        out.root.children = children;
+        out.error = d.error;
+        return out;
+    };
+    let mut r = Reader::new(msg.get(..end).unwrap_or(msg));
+    let _ = r.take(4);
+    let hv = schema::response_header_version(api_key, api_version);
+    let header_start = r.pos();
+    let mut hnode = Node::new(
+        "ResponseHeader",
+        format!("v{hv}"),
+        Value::None,
+        header_start,
+        0,
+        Role::Header,
+    )
+    .with_about(if api_key == 18 {
+        "common response header (always v0 for ApiVersions)"
+    } else {
+        "common response header"
+    });
+    let hres = d.response_header(&mut r, hv, &mut hnode.children, &mut out);
+    hnode.length = r.pos() - header_start;
+    children.push(hnode);
+    if hres.is_ok() {
+        match def {
+            Some(def) => d.body(&mut r, def, api_version, Role::ResponseBody, &mut children),
+            None => d.unknown_body(
+                &mut r,
+                api_key,
+                api_version,
+                MessageKind::Response,
+                &mut children,
+            ),
+        }
+    }
+    d.finish(&mut r, end, &mut children);
+    out.root.children = children;
+    out.sources = d.sources;
+    out.error = d.error;
+    out
+}
+
+/// Decodes the bytes of a data schema (e.g. ConsumerProtocolSubscription) that start
+/// with their own int16 version, as found inside JoinGroup and SyncGroup. `base` is
+/// the offset of `data` in the message. Returns the nodes, or `None` when the bytes
+/// do not decode completely with that schema.
+pub fn decode_embedded(
+    data: &[u8],
+    base: usize,
+    def: &'static MessageDef,
+    role: Role,
+) -> Option<Vec<Node>> {
+    let opts = DecodeOptions::default();
+    let mut d = Decoder::new(data, &opts);
+    d.base = base;
+    let mut r = Reader::new(data);
+    let version = r.i16().ok()?;
+    // Newer versions of the consumer protocol only add fields at the end, and
+    // Kafka reads them with the newest version it knows.
+    let v = version.min(def.valid.max);
+    if v < def.valid.min {
+        return None;
+    }
+    let mut nodes = vec![Node::new("Version", "int16", Value::Int(version.into()), base, 2, role)
+        .with_about("version of the embedded structure")];
+    d.version = v;
+    d.flexible = def.is_flexible(v);
+    d.role = role;
+    d.path.push(def.name);
+    d.fields(&mut r, def.body, &mut nodes).ok()?;
+    if r.remaining() != 0 || d.error.is_some() {
+        return None;
+    }
+    Some(nodes)
+}
+
+/// Signals that decoding stopped; the reason is in `Decoder::error`.
+#[derive(Debug)]
+struct Stop;
+
+type Step = Result<(), Stop>;
+
+struct Decoder<'a> {
+    msg: &'a [u8],
+    opts: &'a DecodeOptions,
+    /// Offset of the reader's buffer in the message (non-zero for embedded data).
+    base: usize,
+    version: i16,
+    flexible: bool,
+    role: Role,
+    path: Vec<&'static str>,
+    sources: Vec<ByteSource>,
+    error: Option<DecodeError>,
+    /// The api key of the message, for embedded-protocol and secret rules.
+    api_key: i16,
+    /// The value of the last `ProtocolType` string seen, if any.
+    protocol_type: Option<String>,
+}
+
+impl<'a> Decoder<'a> {
+    fn new(msg: &'a [u8], opts: &'a DecodeOptions) -> Decoder<'a> {
+        Decoder {
+            msg,
+            opts,
+            base: 0,
+            version: 0,
+            flexible: false,
+            role: Role::RequestBody,
+            path: Vec::new(),
+            sources: Vec::new(),
+            error: None,
+            api_key: -1,
+            protocol_type: None,
+        }
+    }
+
+    /// Records the first problem.
+    fn fail(&mut self, offset: usize, what: impl Into<String>) {
+        if self.error.is_none() {
+            self.error = Some(DecodeError {
+                offset,
+                source: 0,
+                path: self.path.join("."),
+                what: what.into(),
+            });
+        }
+    }
+
+    /// Appends a node marking the bytes from `at` on as undecodable and records the problem.
+    fn malformed(&mut self, r: &Reader<'_>, at: usize, what: String, out: &mut Vec<Node>) -> Stop {
+        let off = self.base + at;
+        let len = r.buf().len().saturating_sub(at);
+        let mut n = Node::new(
+            "malformed",
+            "bytes",
+            Value::bytes(r.buf().get(at..).unwrap_or(&[])),
+            off,
+            len,
+            Role::Malformed,
+        );
+        n.error = Some(what.clone());
+        out.push(n);
+        self.fail(off, what);
+        Stop
+    }
+
+    fn wire(&mut self, r: &Reader<'_>, e: WireError, name: &str, out: &mut Vec<Node>) -> Stop {
+        let what = match &e {
+            WireError::Truncated { .. } => format!("{name}: truncated, {e}"),
+            WireError::VarintOverflow { .. } => format!("{name}: {e}"),
+        };
+        self.malformed(r, e.offset(), what, out)
+    }
+
+    /// The size prefix: pushes the Frame node and returns where the message ends,
+    /// or `None` when not even the size is there.
+    fn frame(&mut self, out: &mut Vec<Node>) -> Option<usize> {
+        let mut frame = Node::new("Frame", "", Value::None, 0, 4.min(self.msg.len()), Role::Frame)
+            .with_about("length-prefixed framing");
+        let mut r = Reader::new(self.msg);
+        let end = match r.i32() {
+            Ok(size) => {
+                frame.children.push(
+                    Node::new("size", "int32", Value::Int(size.into()), 0, 4, Role::Frame)
+                        .with_about("bytes in the message after this field"),
+                );
+                let want = usize::try_from(size).ok().and_then(|s| s.checked_add(4));
+                match want {
+                    Some(w) if w == self.msg.len() => w,
+                    Some(w) if w < self.msg.len() => {
+                        self.fail(w, format!("{} bytes beyond the size field", self.msg.len() - w));
+                        w
+                    }
+                    Some(w) => {
+                        self.fail(
+                            self.msg.len(),
+                            format!("message truncated: size says {} bytes, {} present", w - 4, self.msg.len() - 4),
+                        );
+                        self.msg.len()
+                    }
+                    None => {
+                        self.fail(0, format!("negative message size {size}"));
+                        self.msg.len()
+                    }
+                }
+            }
+            Err(e) => {
+                frame.error = Some(format!("size: truncated, {e}"));
+                self.fail(0, format!("size: truncated, {e}"));
+                out.push(frame);
+                return None;
+            }
+        };
+        out.push(frame);
+        Some(end)
+    }
+
+    /// Marks bytes left after the body and any bytes beyond the size field.
+    fn finish(&mut self, r: &mut Reader<'_>, end: usize, out: &mut Vec<Node>) {
+        if self.error.as_ref().is_some_and(|e| e.offset < end) {
+            return;
+        }
+        if r.remaining() > 0 {
+            let at = r.pos();
+            let n = r.remaining();
+            let _ = self.malformed(r, at, format!("{n} bytes left after the body"), out);
+        }
+        if end < self.msg.len() {
+            let mut n = Node::new(
+                "beyond size",
+                "bytes",
+                Value::bytes(self.msg.get(end..).unwrap_or(&[])),
+                end,
+                self.msg.len() - end,
+                Role::Malformed,
+            );
+            n.error = Some("bytes beyond the message's size field".into());
+            out.push(n);
+        }
+    }
+
+    fn request_header(
+        &mut self,
+        r: &mut Reader<'_>,
+        hv: i16,
+        out: &mut Vec<Node>,
+        dec: &mut Decoded,
+    ) -> Step {
+        self.path.push("RequestHeader");
+        let res = self.request_header_inner(r, hv, out, dec);
+        self.path.pop();
+        res
+    }
+
+    fn request_header_inner(
+        &mut self,
+        r: &mut Reader<'_>,
+        hv: i16,
+        out: &mut Vec<Node>,
+        dec: &mut Decoded,
+    ) -> Step {
+        let at = r.pos();
+        let key = r.i16().map_err(|e| self.wire(r, e, "request_api_key", out))?;
+        let mut n = Node::new("request_api_key", "int16", Value::Int(key.into()), at, 2, Role::Header)
+            .with_about("which API this request invokes");
+        if let Some(name) = schema::api_name(key) {
+            n.detail = Some(name.into());
+        }
+        out.push(n);
+        let at = r.pos();
+        let ver = r.i16().map_err(|e| self.wire(r, e, "request_api_version", out))?;
+        out.push(
+            Node::new("request_api_version", "int16", Value::Int(ver.into()), at, 2, Role::Header)
+                .with_about("version of that API"),
+        );
+        let at = r.pos();
+        let corr = r.i32().map_err(|e| self.wire(r, e, "correlation_id", out))?;
+        dec.correlation_id = Some(corr);
+        out.push(
+            Node::new("correlation_id", "int32", Value::Int(corr.into()), at, 4, Role::Header)
+                .with_about("returned unchanged in the response"),
+        );
+        if hv >= 1 {
+            // ClientId keeps its int16 length even in flexible header v2 so that any
+            // broker can read an ApiVersions request's header.
+            let at = r.pos();
+            let len = r.i16().map_err(|e| self.wire(r, e, "client_id", out))?;
+            let (value, detail) = if len < 0 {
+                (Value::Null, format!("int16 len={len}"))
+            } else {
+                let b = r
+                    .take(len as usize)
+                    .map_err(|e| self.wire(r, e, "client_id", out))?;
+                let s = String::from_utf8_lossy(b).into_owned();
+                dec.client_id = Some(s.clone());
+                (Value::Str(s), format!("int16 len={len}"))
+            };
+            out.push(
+                Node::new("client_id", "nullable_string", value, at, r.pos() - at, Role::Header)
+                    .with_detail(detail)
+                    .with_about("always a non-flexible int16-prefixed string"),
+            );
+        }
+        if hv >= 2 {
+            self.flexible = true;
+            self.version = hv;
+            self.role = Role::Header;
+            self.tagged_fields(r, schema::REQUEST_HEADER.body, out, "in the header")?;
+        }
+        Ok(())
+    }
+
+    fn response_header(
+        &mut self,
+        r: &mut Reader<'_>,
+        hv: i16,
+        out: &mut Vec<Node>,
+        dec: &mut Decoded,
+    ) -> Step {
+        self.path.push("ResponseHeader");
+        let at = r.pos();
+        let corr = match r.i32() {
+            Ok(c) => c,
+            Err(e) => {
+                let s = self.wire(r, e, "correlation_id", out);
+                self.path.pop();
+                return Err(s);
+            }
+        };
+        dec.correlation_id = Some(corr);
+        out.push(
+            Node::new("correlation_id", "int32", Value::Int(corr.into()), at, 4, Role::Header)
+                .with_about("the correlation id of the request answered"),
+        );
+        let res = if hv >= 1 {
+            self.flexible = true;
+            self.version = hv;
+            self.role = Role::Header;
+            self.tagged_fields(r, schema::RESPONSE_HEADER.body, out, "in the header")
+        } else {
+            Ok(())
+        };
+        self.path.pop();
+        res
+    }
+
+    fn unknown_body(
+        &mut self,
+        r: &mut Reader<'_>,
+        key: i16,
+        ver: i16,
+        kind: MessageKind,
+        out: &mut Vec<Node>,
+    ) {
+        let what = match (schema::api_name(key), schema::definitions(key, kind).next()) {
+            (Some(name), Some(_)) => {
+                let known: Vec<String> =
+                    schema::definitions(key, kind).map(|d| d.valid.to_string()).collect();
+                format!(
+                    "{name} v{ver} is beyond the known versions ({}); body not decoded",
+                    known.join(", ")
+                )
+            }
+            _ => format!("unknown api key {key}; body not decoded"),
+        };
+        let at = r.pos();
+        let _ = self.malformed(r, at, what, out);
+        r.skip_rest();
+    }
+
+    fn body(
+        &mut self,
+        r: &mut Reader<'_>,
+        def: &'static MessageDef,
+        version: i16,
+        role: Role,
+        out: &mut Vec<Node>,
+    ) {
+        self.version = version;
+        self.flexible = def.is_flexible(version);
+        self.role = role;
+        self.api_key = def.api_key;
+        self.path.push(def.name);
+        let at = r.pos();
+        let mut node = Node::new(def.name, "struct", Value::None, at, 0, role)
+            .with_about(format!("message body, version {version}"));
+        let _ = self.fields(r, def.body, &mut node.children);
+        node.length = r.pos() - at;
+        self.path.pop();
+        out.push(node);
+    }
+
+    /// Decodes the fields of `def` present in this version, then its tagged fields.
+    fn fields(&mut self, r: &mut Reader<'_>, def: &'static StructDef, out: &mut Vec<Node>) -> Step {
+        for f in def.fields {
+            if !f.versions.contains(self.version) || f.tagged.contains(self.version) {
+                continue;
+            }
+            self.field(r, f, out)?;
+        }
+        if self.flexible {
+            self.tagged_fields(r, def, out, "in this struct")?;
+        }
+        Ok(())
+    }
+
+    fn field_flexible(&self, f: &FieldDef) -> bool {
+        match f.flexible {
+            Some(v) => v.contains(self.version),
+            None => self.flexible,
+        }
+    }
+
+    fn field(&mut self, r: &mut Reader<'_>, f: &'static FieldDef, out: &mut Vec<Node>) -> Step {
+        self.path.push(f.name);
+        let res = match f.kind {
+            FieldKind::Prim(p) => self.prim(r, f, p, out),
+            FieldKind::Struct(s) => self.struct_field(r, f, s, out),
+            FieldKind::Array(e) => self.array(r, f, e, out),
+        };
+        self.path.pop();
+        res
+    }
+
+    fn about(f: &FieldDef) -> Text {
+        describe_field(f).into()
+    }
+
+    fn prim(
+        &mut self,
+        r: &mut Reader<'_>,
+        f: &'static FieldDef,
+        p: Prim,
+        out: &mut Vec<Node>,
+    ) -> Step {
+        let at = r.pos();
+        let flex = self.field_flexible(f);
+        let nullable = f.nullable.contains(self.version);
+        let (value, detail, children) = match p {
+            Prim::String | Prim::Bytes | Prim::Records => {
+                let lp = match self.length_prefix(r, flex, p != Prim::String) {
+                    Ok(x) => x,
+                    Err(e) => return Err(self.wire(r, e, f.name, out)),
+                };
+                let detail = lp.detail();
+                let Some(len) = lp.len else {
+                    let mut n = Node::new(f.name, f.type_name, Value::Null, self.base + at, r.pos() - at, self.role)
+                        .with_detail(detail)
+                        .with_about(Self::about(f));
+                    if !nullable {
+                        n.about = Some(format!("null, although the schema does not allow null in v{}", self.version).into());
+                    }
+                    if p == Prim::Records {
+                        n.detail = None;
+                        n.children.push(self.length_node(at, r.pos() - at, lp));
+                    }
+                    out.push(n);
+                    return Ok(());
+                };
+                let len_end = r.pos();
+                let b = match r.take(len) {
+                    Ok(b) => b,
+                    Err(e) => return Err(self.wire(r, e, f.name, out)),
+                };
+                match p {
+                    Prim::String => {
+                        let s = String::from_utf8_lossy(b).into_owned();
+                        if f.name == "ProtocolType" {
+                            self.protocol_type = Some(s.clone());
+                        }
+                        (Value::Str(s), Some(detail), Vec::new())
+                    }
+                    Prim::Bytes => {
+                        let value = if self.is_secret(f) && !self.opts.show_secrets {
+                            Value::Text(format!("<redacted, {len} bytes>").into())
+                        } else {
+                            Value::bytes(b)
+                        };
+                        let kids = self.embedded(f, b, self.base + len_end);
+                        (value, Some(detail), kids)
+                    }
+                    _ => {
+                        let mut kids = vec![self.length_node(at, len_end - at, lp)];
+                        let summary = if self.opts.records && self.base == 0 {
+                            let rs = decode_record_set(b, len_end, 0, self.opts, &mut self.sources);
+                            if let Some((off, src, what)) = rs.problem {
+                                if self.error.is_none() {
+                                    self.error = Some(DecodeError {
+                                        offset: off,
+                                        source: src,
+                                        path: self.path.join("."),
+                                        what,
+                                    });
+                                }
+                            }
+                            kids.extend(rs.nodes);
+                            rs.summary
+                        } else {
+                            format!("{len} bytes")
+                        };
+                        (Value::Text(summary.into()), None, kids)
+                    }
+                }
+            }
+            _ => {
+                let v = match read_fixed(r, p) {
+                    Ok(v) => v,
+                    Err(e) => return Err(self.wire(r, e, f.name, out)),
+                };
+                let detail = meaning(f, &v);
+                (v, detail, Vec::new())
+            }
+        };
+        let mut n = Node::new(f.name, f.type_name, value, self.base + at, r.pos() - at, self.role)
+            .with_about(Self::about(f));
+        n.detail = detail.map(Into::into);
+        n.children = children;
+        out.push(n);
+        Ok(())
+    }
+
+    fn length_node(&self, at: usize, len: usize, lp: LenPrefix) -> Node {
+        let n = Node::new("length", lp.wire_type(), Value::Int(lp.raw), self.base + at, len, self.role)
+            .with_about("size of the record set in bytes");
+        if lp.compact {
+            n.with_detail("compact, n+1")
+        } else {
+            n
+        }
+    }
+
+    /// Reads a string/bytes length prefix.
+    fn length_prefix(&self, r: &mut Reader<'_>, flex: bool, int32: bool) -> Result<LenPrefix, WireError> {
+        let (raw, len) = if flex {
+            let n = r.uvarint()?;
+            (i64::from(n), n.checked_sub(1).map(|l| l as usize))
+        } else if int32 {
+            let n = r.i32()?;
+            (i64::from(n), usize::try_from(n).ok())
+        } else {
+            let n = r.i16()?;
+            (i64::from(n), usize::try_from(n).ok())
+        };
+        Ok(LenPrefix { raw, len, compact: flex, int32 })
+    }
+
+    fn struct_field(
+        &mut self,
+        r: &mut Reader<'_>,
+        f: &'static FieldDef,
+        s: &'static StructDef,
+        out: &mut Vec<Node>,
+    ) -> Step {
+        let at = r.pos();
+        let mut n = Node::new(f.name, f.type_name, Value::Text("struct".into()), self.base + at, 0, self.role)
+            .with_about(Self::about(f));
+        if f.nullable.contains(self.version) {
+            // A nullable struct is preceded by an int8 marker: -1 null, 1 present.
+            let m = match r.i8() {
+                Ok(m) => m,
+                Err(e) => return Err(self.wire(r, e, f.name, out)),
+            };
+            n.children.push(
+                Node::new("present", "int8", Value::Int(m.into()), self.base + at, 1, self.role)
+                    .with_about("-1 when the struct is null, 1 when it follows"),
+            );
+            if m < 0 {
+                n.value = Value::Null;
+                n.length = 1;
+                out.push(n);
+                return Ok(());
+            }
+        }
+        let res = self.fields(r, s, &mut n.children);
+        n.length = r.pos() - at;
+        out.push(n);
+        res
+    }
+
+    fn array(
+        &mut self,
+        r: &mut Reader<'_>,
+        f: &'static FieldDef,
+        e: Elem,
+        out: &mut Vec<Node>,
+    ) -> Step {
+        let at = r.pos();
+        let flex = self.field_flexible(f);
+        let count: Option<usize>;
+        let len_node = if flex {
+            let n = match r.uvarint() {
+                Ok(n) => n,
+                Err(err) => return Err(self.wire(r, err, f.name, out)),
+            };
+            count = n.checked_sub(1).map(|c| c as usize);
+            Node::new("length", "uvarint", Value::Int(n.into()), self.base + at, r.pos() - at, self.role)
+                .with_detail("compact, n+1")
+        } else {
+            let n = match r.i32() {
+                Ok(n) => n,
+                Err(err) => return Err(self.wire(r, err, f.name, out)),
+            };
+            count = usize::try_from(n).ok();
+            Node::new("length", "int32", Value::Int(n.into()), self.base + at, 4, self.role)
+        };
+        let len_node = len_node.with_about("number of elements");
+        let mut n = Node::new(f.name, f.type_name, Value::Null, self.base + at, 0, self.role)
+            .with_about(Self::about(f));
+        n.children.push(len_node);
+        let Some(count) = count else {
+            n.length = r.pos() - at;
+            out.push(n);
+            return Ok(());
+        };
+        n.value = Value::Text(
+            if count == 1 {
+                "1 element".to_string()
+            } else {
+                format!("{count} elements")
+            }
+            .into(),
+        );
+        // Never trust the count: each element needs at least `min` bytes.
+        let min = self.min_elem_size(e, flex);
+        let plausible = if min == 0 {
+            count <= MAX_ZERO_SIZE_ELEMENTS
+        } else {
+            count <= r.remaining() / min
+        };
+        if !plausible {
+            let what = format!(
+                "{}: {count} elements claimed, {} bytes remain",
+                f.name,
+                r.remaining()
+            );
+            let pos = r.pos();
+            let s = self.malformed(r, pos, what, &mut n.children);
+            n.length = r.buf().len() - at;
+            out.push(n);
+            return Err(s);
+        }
+        let mut res = Ok(());
+        for i in 0..count {
+            res = match e {
+                Elem::Prim(p) => self.array_prim(r, f, p, i, &mut n.children),
+                Elem::Struct(s) => {
+                    let eat = r.pos();
+                    let mut en = Node::new(
+                        format!("{}[{i}]", s.name),
+                        s.name,
+                        Value::Text("struct".into()),
+                        self.base + eat,
+                        0,
+                        self.role,
+                    );
+                    let res = self.fields(r, s, &mut en.children);
+                    en.length = r.pos() - eat;
+                    n.children.push(en);
+                    res
+                }
+            };
+            if res.is_err() {
+                break;
+            }
+        }
+        n.length = r.pos() - at;
+        out.push(n);
+        res
+    }
+
+    fn array_prim(
+        &mut self,
+        r: &mut Reader<'_>,
+        f: &'static FieldDef,
+        p: Prim,
+        i: usize,
+        out: &mut Vec<Node>,
+    ) -> Step {
+        let at = r.pos();
+        let name = format!("{}[{i}]", f.name);
+        let (value, detail) = match p {
+            Prim::String | Prim::Bytes | Prim::Records => {
+                let flex = self.field_flexible(f);
+                let lp = match self.length_prefix(r, flex, p != Prim::String) {
+                    Ok(x) => x,
+                    Err(e) => return Err(self.wire(r, e, f.name, out)),
+                };
+                let detail = lp.detail();
+                match lp.len {
+                    None => (Value::Null, detail),
+                    Some(len) => {
+                        let b = match r.take(len) {
+                            Ok(b) => b,
+                            Err(e) => return Err(self.wire(r, e, f.name, out)),
+                        };
+                        if p == Prim::String {
+                            (Value::Str(String::from_utf8_lossy(b).into_owned()), detail)
+                        } else {
+                            (Value::bytes(b), detail)
+                        }
+                    }
+                }
+            }
+            _ => {
+                let v = match read_fixed(r, p) {
+                    Ok(v) => v,
+                    Err(e) => return Err(self.wire(r, e, f.name, out)),
+                };
+                let d = meaning(f, &v);
+                (v, d.unwrap_or_default())
+            }
+        };
+        let mut n = Node::new(name, p.name(), value, self.base + at, r.pos() - at, self.role);
+        if !detail.is_empty() {
+            n.detail = Some(detail.into());
+        }
+        out.push(n);
+        Ok(())
+    }
+
+    /// The fewest bytes one element can occupy in this version.
+    fn min_elem_size(&self, e: Elem, flex: bool) -> usize {
+        match e {
+            Elem::Prim(p) => prim_min_size(p, flex),
+            Elem::Struct(s) => self.min_struct_size(s, 0),
+        }
+    }
+
+    fn min_struct_size(&self, s: &StructDef, depth: u8) -> usize {
+        if depth > 8 {
+            return 0;
+        }
+        let mut n = usize::from(self.flexible);
+        for f in s.fields {
+            if !f.versions.contains(self.version) || f.tagged.contains(self.version) {
+                continue;
+            }
+            let flex = self.field_flexible(f);
+            n += match f.kind {
+                FieldKind::Prim(p) => prim_min_size(p, flex),
+                FieldKind::Array(_) => {
+                    if flex {
+                        1
+                    } else {
+                        4
+                    }
+                }
+                FieldKind::Struct(inner) => {
+                    if f.nullable.contains(self.version) {
+                        1
+                    } else {
+                        self.min_struct_size(inner, depth + 1)
+                    }
+                }
+            };
+        }
+        n
+    }
+
+    /// The tagged-field section of a flexible struct: a uvarint count, then
+    /// (tag, size, bytes) entries; known tags decode with their schema field.
+    fn tagged_fields(
+        &mut self,
+        r: &mut Reader<'_>,
+        def: &'static StructDef,
+        out: &mut Vec<Node>,
+        scope: &'static str,
+    ) -> Step {
+        let at = r.pos();
+        let count = match r.uvarint() {
+            Ok(c) => c,
+            Err(e) => return Err(self.wire(r, e, "tagged_fields", out)),
+        };
+        let mut n = Node::new(
+            "tagged_fields",
+            "uvarint",
+            Value::Int(count.into()),
+            self.base + at,
+            r.pos() - at,
+            self.role,
+        )
+        .with_about(format!("number of tagged fields {scope}"));
+        if count as usize > r.remaining() / 2 {
+            let what = format!("tagged_fields: {count} claimed, {} bytes remain", r.remaining());
+            let pos = r.pos();
+            let s = self.malformed(r, pos, what, &mut n.children);
+            n.length = r.buf().len() - at;
+            out.push(n);
+            return Err(s);
+        }
+        let mut res = Ok(());
+        for _ in 0..count {
+            res = self.tagged_entry(r, def, &mut n.children);
+            if res.is_err() {
+                break;
+            }
+        }
+        n.length = r.pos() - at;
+        out.push(n);
+        res
+    }
+
+    fn tagged_entry(&mut self, r: &mut Reader<'_>, def: &'static StructDef, out: &mut Vec<Node>) -> Step {
+        let at = r.pos();
+        let tag = match r.uvarint() {
+            Ok(t) => t,
+            Err(e) => return Err(self.wire(r, e, "tag", out)),
+        };
+        let tag_end = r.pos();
+        let size = match r.uvarint() {
+            Ok(s) => s as usize,
+            Err(e) => return Err(self.wire(r, e, "tag size", out)),
+        };
+        let size_end = r.pos();
+        let payload = match r.take(size) {
+            Ok(p) => p,
+            Err(e) => return Err(self.wire(r, e, "tagged field", out)),
+        };
+        let version = self.version;
+        let known = def
+            .fields
+            .iter()
+            .find(|f| f.tag == Some(tag) && f.tagged.contains(version) && f.versions.contains(version));
+        let mut kids = vec![
+            Node::new("tag", "uvarint", Value::Int(tag.into()), self.base + at, tag_end - at, Role::TaggedFields),
+            Node::new("size", "uvarint", Value::Int(size as i64), self.base + tag_end, size_end - tag_end, Role::TaggedFields),
+        ];
+        let (name, ty, value): (Text, Text, Value) = match known {
+            Some(f) => {
+                // Decode the field inside its own bounded reader, so a bad size can't
+                // read past the entry.
+                let mut sub = Reader::new(payload);
+                let saved_base = self.base;
+                self.base += size_end;
+                self.path.push(f.name);
+                let res = match f.kind {
+                    FieldKind::Prim(p) => self.prim(&mut sub, f, p, &mut kids),
+                    FieldKind::Struct(s) => self.struct_field(&mut sub, f, s, &mut kids),
+                    FieldKind::Array(e) => self.array(&mut sub, f, e, &mut kids),
+                };
+                self.path.pop();
+                if res.is_ok() && sub.remaining() > 0 {
+                    let pos = sub.pos();
+                    let n = sub.remaining();
+                    let _ = self.malformed(&sub, pos, format!("{n} bytes left in tagged field {}", f.name), &mut kids);
+                }
+                self.base = saved_base;
+                (f.name.into(), f.type_name.into(), Value::Text(format!("tag {tag}, {size} bytes").into()))
+            }
+            None => {
+                kids.push(Node::new("data", "bytes", Value::bytes(payload), self.base + size_end, size, Role::TaggedFields));
+                (format!("unknown tag {tag}").into(), "tagged field".into(), Value::Text(format!("{size} bytes").into()))
+            }
+        };
+        let mut n = Node::new(name, ty, value, self.base + at, r.pos() - at, Role::TaggedFields);
+        n.about = Some("tagged field".into());
+        n.children = kids;
+        out.push(n);
+        // A malformed known tag is marked (and reported) but, bounded by its
+        // size, does not stop the rest of the message.
+        Ok(())
+    }
+
+    /// Secret-bearing bytes: SaslAuthenticate's AuthBytes (PLAIN passwords,
+    /// SCRAM proofs, OAUTHBEARER tokens) and delegation-token HMACs.
+    fn is_secret(&self, f: &FieldDef) -> bool {
+        matches!(
+            (self.api_key, f.name),
+            (36, "AuthBytes") | (38..=41, "Hmac") | (38..=41, "TokenHmac")
+        )
+    }
+
+    /// The consumer protocol inside JoinGroup/SyncGroup bytes (protocol type "consumer").
+    fn embedded(&self, f: &FieldDef, b: &[u8], base: usize) -> Vec<Node> {
+        if b.is_empty() || self.protocol_type.as_deref().is_some_and(|p| p != "consumer") {
+            return Vec::new();
+        }
+        let def = match (self.api_key, f.name) {
+            (11, "Metadata") => &schema::CONSUMER_PROTOCOL_SUBSCRIPTION,
+            (14, "Assignment") => &schema::CONSUMER_PROTOCOL_ASSIGNMENT,
+            _ => return Vec::new(),
+        };
+        decode_embedded(b, base, def, self.role).unwrap_or_default()
+    }
+}
+
+/// A decoded string/bytes length prefix.
+#[derive(Clone, Copy)]
+struct LenPrefix {
+    /// The number on the wire (length+1 when compact, -1 for null otherwise).
+    raw: i64,
+    /// The byte length, `None` for null.
+    len: Option<usize>,
+    compact: bool,
+    int32: bool,
+}
+
+impl LenPrefix {
+    fn wire_type(self) -> &'static str {
+        match (self.compact, self.int32) {
+            (true, _) => "uvarint",
+            (false, true) => "int32",
+            (false, false) => "int16",
+        }
+    }
+
+    /// `compact, len+1=N` or `int16 len=N`, as the seed shows string lengths.
+    fn detail(self) -> String {
+        if self.compact {
+            format!("compact, len+1={}", self.raw)
+        } else {
+            format!("{} len={}", self.wire_type(), self.raw)
+        }
+    }
+}
+
+fn prim_min_size(p: Prim, flex: bool) -> usize {
+    match p {
+        Prim::Bool | Prim::Int8 => 1,
+        Prim::Int16 | Prim::Uint16 => 2,
+        Prim::Int32 | Prim::Uint32 => 4,
+        Prim::Int64 | Prim::Float64 => 8,
+        Prim::Uuid => 16,
+        Prim::String => {
+            if flex {
+                1
+            } else {
+                2
+            }
+        }
+        Prim::Bytes | Prim::Records => {
+            if flex {
+                1
+            } else {
+                4
+            }
+        }
+    }
+}
+
+fn read_fixed(r: &mut Reader<'_>, p: Prim) -> Result<Value, WireError> {
+    Ok(match p {
+        Prim::Bool => Value::Bool(r.u8()? != 0),
+        Prim::Int8 => Value::Int(r.i8()?.into()),
+        Prim::Int16 => Value::Int(r.i16()?.into()),
+        Prim::Uint16 => Value::Uint(r.u16()?.into()),
+        Prim::Int32 => Value::Int(r.i32()?.into()),
+        Prim::Uint32 => Value::Uint(r.u32()?.into()),
+        Prim::Int64 => Value::Int(r.i64()?),
+        Prim::Float64 => Value::Float(r.f64()?),
+        Prim::Uuid => Value::Uuid(r.uuid()?),
+        Prim::String | Prim::Bytes | Prim::Records => Value::Null,
+    })
+}
+
+/// What a value means, where the schema's metadata says: error names, api names, dates.
+fn meaning(f: &FieldDef, v: &Value) -> Option<String> {
+    let Value::Int(i) = *v else { return None };
+    if f.name.ends_with("ErrorCode") {
+        let code = i16::try_from(i).ok()?;
+        return Some(error_name(code).map_or_else(|| "unknown error".to_string(), str::to_string));
+    }
+    if f.name == "ApiKey" || f.name == "RequestApiKey" {
+        return schema::api_name(i16::try_from(i).ok()?).map(str::to_string);
+    }
+    if (f.name.ends_with("Timestamp") || f.name.ends_with("TimestampMs") || f.name.ends_with("AppendTimeMs"))
+        && f.type_name == "int64"
+    {
+        return format_epoch_ms(i);
+    }
+    None
+}
+
+/// An epoch-milliseconds timestamp as an ISO-8601 UTC date, when it lies in 1990..2200.
+pub fn format_epoch_ms(ms: i64) -> Option<String> {
+    const LO: i64 = 631_152_000_000; // 1990-01-01
+    const HI: i64 = 7_258_118_400_000; // 2200-01-01
+    if !(LO..HI).contains(&ms) {
+        return None;
+    }
+    let secs = ms.div_euclid(1000);
+    let milli = ms.rem_euclid(1000);
+    let days = secs.div_euclid(86_400);
+    let sod = secs.rem_euclid(86_400);
+    // Civil-from-days (Howard Hinnant's algorithm), proleptic Gregorian.
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let y = yoe + era * 400;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = if m <= 2 { y + 1 } else { y };
+    Some(format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{milli:03}Z",
+        sod / 3600,
+        (sod / 60) % 60,
+        sod % 60
+    ))
+}
+
+/// A description of a schema field from its metadata (never Kafka's prose):
+/// its versions, nullability, tag and entity type.
+pub fn describe_field(f: &FieldDef) -> String {
+    let mut s = String::new();
+    if !f.entity_type.is_empty() {
+        s.push_str(f.entity_type);
+        s.push_str(", ");
+    }
+    s.push_str("versions ");
+    s.push_str(&f.versions.to_string());
+    if !f.nullable.is_empty() {
+        s.push_str(", nullable ");
+        s.push_str(&f.nullable.to_string());
+    }
+    if let Some(t) = f.tag {
+        s.push_str(&format!(", tag {t} in {}", f.tagged));
+    }
+    if f.map_key {
+        s.push_str(", map key");
+    }
+    if !f.default.is_empty() {
+        s.push_str(", default ");
+        s.push_str(f.default);
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dates() {
+        assert_eq!(
+            format_epoch_ms(1_711_648_200_000).as_deref(),
+            Some("2024-03-28T17:50:00.000Z")
+        );
+        assert_eq!(format_epoch_ms(-1), None);
+        assert_eq!(format_epoch_ms(0), None);
+    }
+}

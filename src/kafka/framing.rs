@@ -1,0 +1,880 @@
+//! Kafka framing: one direction's ordered bytes → size-prefixed Kafka messages.
+//!
+//! Place in the data path: after TCP reassembly (`flow`), before decoding and
+//! pairing. Sans-IO: a [`Framer`] per (stream, direction) receives the
+//! `Data`/`Gap` events of that direction and yields [`FramerEvent`]s.
+//!
+//! Every Kafka message is an int32 size followed by `size` bytes. A partial
+//! size prefix or body is "need more", never an error. A stream whose start was
+//! seen (SYN) is trusted: messages are cut back to back. Otherwise — capture
+//! started mid-stream, a gap hit a message boundary, a size was insane — the
+//! framer resynchronises: it scans forward for the first offset where a message
+//! plausibly starts (requests: sane size, known api key, version in range,
+//! plausible client id; responses: sane size and a correlation id that is
+//! pending, or a plausible following boundary) and reports the bytes skipped.
+//! A gap inside a message whose size is known does not need a resync: the
+//! framer keeps the received prefix as a [`FramerEvent::Partial`] and skips to
+//! the known end of the message.
+//!
+//! Invariants: no allocation is sized from a wire length before those bytes
+//! arrived (a message is copied out only once complete, and only when it spans
+//! several chunks; a message inside one chunk is a zero-copy slice); buffered
+//! bytes are bounded by `max_message + 4` in trusted mode and by
+//! `resync_wait` plus one chunk while resynchronising; every message byte maps
+//! to the frame that carried it through `RawMessage::provenance`.
+
+#![deny(clippy::indexing_slicing)]
+
+use crate::capture::Timestamp;
+pub use crate::flow::Direction;
+use crate::kafka::schema;
+use bytes::{Bytes, BytesMut};
+use std::collections::VecDeque;
+
+/// Framing limits.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FramerConfig {
+    /// Largest message size accepted (the int32 size field), default 100 MiB.
+    pub max_message: usize,
+    /// While resynchronising, how far ahead a candidate may need bytes before it is given up.
+    pub resync_wait: usize,
+}
+
+impl Default for FramerConfig {
+    fn default() -> FramerConfig {
+        FramerConfig {
+            max_message: 100 << 20,
+            resync_wait: 4 << 20,
+        }
+    }
+}
+
+/// A whole Kafka message as it crossed the wire.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RawMessage {
+    /// Connection index.
+    pub stream: u64,
+    /// Client → broker (a request) or broker → client (a response).
+    pub dir: Direction,
+    /// The message including its 4-byte size prefix (for a partial message, the prefix received).
+    pub bytes: Bytes,
+    /// Offset of the size prefix in the direction's byte stream.
+    pub stream_offset: u64,
+    /// Frame that carried the first byte.
+    pub first_frame: u64,
+    /// Frame that carried the last byte (completed the message).
+    pub last_frame: u64,
+    /// Time of `first_frame`.
+    pub first_ts: Timestamp,
+    /// Time of `last_frame`.
+    pub last_ts: Timestamp,
+    /// `(offset in message, frame)` at each change of carrying frame; starts at offset 0.
+    pub provenance: Vec<(u32, u64)>,
+    /// True for the first message after a resynchronisation.
+    pub resynced: bool,
+    /// Bytes skipped (not framed) just before this message.
+    pub skipped_before: u64,
+    /// Bytes of the message that never arrived (0 for a complete message).
+    pub missing: u64,
+}
+
+impl RawMessage {
+    /// The size field (bytes after the prefix), from the prefix itself.
+    pub fn size(&self) -> Option<i32> {
+        be_i32(self.bytes.get(0..4))
+    }
+
+    /// True for a request (client → broker).
+    pub fn is_request(&self) -> bool {
+        self.dir == Direction::ClientToBroker
+    }
+
+    /// The correlation id: bytes 8..12 of a request, 4..8 of a response.
+    pub fn correlation_id(&self) -> Option<i32> {
+        match self.dir {
+            Direction::ClientToBroker => be_i32(self.bytes.get(8..12)),
+            Direction::BrokerToClient => be_i32(self.bytes.get(4..8)),
+        }
+    }
+
+    /// `(api_key, api_version)` of a request; `None` for responses.
+    pub fn request_key_version(&self) -> Option<(i16, i16)> {
+        if self.dir != Direction::ClientToBroker {
+            return None;
+        }
+        Some((be_i16(self.bytes.get(4..6))?, be_i16(self.bytes.get(6..8))?))
+    }
+
+    /// The frame that carried byte `offset` of the message.
+    pub fn frame_of(&self, offset: u32) -> u64 {
+        let i = self.provenance.partition_point(|&(o, _)| o <= offset);
+        i.checked_sub(1)
+            .and_then(|i| self.provenance.get(i))
+            .map_or(self.first_frame, |&(_, f)| f)
+    }
+}
+
+/// What a framer produces.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum FramerEvent {
+    /// A complete message.
+    Message(RawMessage),
+    /// The received prefix of a message cut by a gap (`missing > 0`).
+    Partial(RawMessage),
+    /// A plausible boundary was found after skipping `skipped` bytes.
+    Resynced {
+        /// Bytes skipped.
+        skipped: u64,
+        /// Stream offset of the boundary found.
+        stream_offset: u64,
+        /// Frame that carried the boundary's first byte.
+        frame: u64,
+    },
+    /// A trusted stream held an impossible size: framing falls back to resynchronising.
+    Desync {
+        /// Stream offset of the size field.
+        stream_offset: u64,
+        /// The size read.
+        size: i32,
+        /// Frame that carried it.
+        frame: u64,
+    },
+    /// Bytes left at the end of the stream that form no message.
+    Discarded {
+        /// How many.
+        bytes: u64,
+        /// Frame that carried the first of them.
+        frame: u64,
+    },
+}
+
+#[derive(Clone, Debug)]
+struct Chunk {
+    data: Bytes,
+    frame: u64,
+    ts: Timestamp,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum State {
+    Trusted,
+    Resync,
+    /// Drop bytes until this stream offset, then trust it as a boundary.
+    Skip(u64),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Verdict {
+    Accept,
+    Reject,
+    NeedMore,
+}
+
+/// Cuts one direction's bytes into Kafka messages.
+#[derive(Debug)]
+pub struct Framer {
+    stream: u64,
+    dir: Direction,
+    cfg: FramerConfig,
+    chunks: VecDeque<Chunk>,
+    /// Stream offset of the first buffered byte.
+    head: u64,
+    /// Buffered bytes.
+    avail: u64,
+    state: State,
+    skipped: u64,
+    skipped_frame: u64,
+    resynced: bool,
+    queue: VecDeque<FramerEvent>,
+}
+
+impl Framer {
+    /// A framer for one direction; `trusted` when the stream start (SYN) was seen.
+    pub fn new(stream: u64, dir: Direction, trusted: bool, cfg: FramerConfig) -> Framer {
+        Framer {
+            stream,
+            dir,
+            cfg,
+            chunks: VecDeque::new(),
+            head: 0,
+            avail: 0,
+            state: if trusted {
+                State::Trusted
+            } else {
+                State::Resync
+            },
+            skipped: 0,
+            skipped_frame: 0,
+            resynced: false,
+            queue: VecDeque::new(),
+        }
+    }
+
+    /// The connection index this framer belongs to.
+    pub fn stream(&self) -> u64 {
+        self.stream
+    }
+
+    /// The direction this framer cuts.
+    pub fn dir(&self) -> Direction {
+        self.dir
+    }
+
+    /// True while looking for a message boundary.
+    pub fn is_resyncing(&self) -> bool {
+        self.state == State::Resync
+    }
+
+    /// Bytes buffered and not yet part of a message.
+    pub fn buffered(&self) -> u64 {
+        self.avail
+    }
+
+    /// Stop trusting the current position: resynchronise from here.
+    pub fn resync(&mut self) {
+        self.state = State::Resync;
+    }
+
+    /// Append in-order bytes at `stream_offset` (as delivered by `flow`).
+    pub fn push(&mut self, data: Bytes, stream_offset: u64, frame: u64, ts: Timestamp) {
+        let end = self.head + self.avail;
+        let mut data = data;
+        let mut off = stream_offset;
+        if off > end {
+            // Bytes are missing that no gap announced: treat them as one.
+            self.gap(end, off - end, frame, &|_| false);
+        } else if off < end {
+            let dup = usize::try_from(end - off).unwrap_or(usize::MAX);
+            if dup >= data.len() {
+                return;
+            }
+            data = data.slice(dup..);
+            off = end;
+        }
+        if let State::Skip(until) = self.state {
+            let drop = until.saturating_sub(off);
+            let n = usize::try_from(drop).unwrap_or(usize::MAX);
+            if n >= data.len() {
+                self.head = off + data.len() as u64;
+                return;
+            }
+            data = data.slice(n..);
+            self.head = until;
+            self.state = State::Trusted;
+        }
+        if data.is_empty() {
+            return;
+        }
+        if self.avail == 0 {
+            self.head = off.max(self.head);
+        }
+        self.avail += data.len() as u64;
+        self.chunks.push_back(Chunk { data, frame, ts });
+    }
+
+    /// `len` bytes at `stream_offset` will never arrive. The bytes before the gap are
+    /// framed as if the stream ended there (`is_pending` as for [`Framer::next_event`]).
+    pub fn gap(
+        &mut self,
+        stream_offset: u64,
+        len: u64,
+        frame: u64,
+        is_pending: &dyn Fn(i32) -> bool,
+    ) {
+        let gap_end = stream_offset.saturating_add(len);
+        if let State::Skip(until) = self.state {
+            if gap_end <= until {
+                return;
+            }
+        }
+        // Cut what is complete before the gap; a resync treats the gap as an end of data.
+        loop {
+            match self.state {
+                State::Trusted => match self.cut_trusted() {
+                    Some(ev) => self.queue.push_back(ev),
+                    None => break,
+                },
+                State::Resync => {
+                    if !self.scan(true, is_pending) {
+                        break;
+                    }
+                }
+                State::Skip(_) => break,
+            }
+        }
+        let known_end = match (self.state, self.size_at(0)) {
+            (State::Trusted, Some(size)) if self.size_sane(size) => {
+                Some(self.head + 4 + u64::try_from(size).unwrap_or(0))
+            }
+            _ => None,
+        };
+        match known_end {
+            Some(msg_end) => {
+                let missing = msg_end.saturating_sub(self.head + self.avail);
+                let mut m = self.take_all();
+                if let Some(m) = m.as_mut() {
+                    m.missing = missing;
+                }
+                if let Some(m) = m {
+                    self.queue.push_back(FramerEvent::Partial(m));
+                }
+                if gap_end <= msg_end {
+                    self.state = State::Skip(msg_end);
+                } else {
+                    self.state = State::Resync;
+                }
+            }
+            None => {
+                self.discard_all(frame);
+                self.state = State::Resync;
+            }
+        }
+        self.head = gap_end;
+        self.avail = 0;
+        self.chunks.clear();
+    }
+
+    /// The next event, if any; `is_pending(correlation_id)` tells response resync which ids
+    /// have an outstanding request (pass `&|_| false` when unknown).
+    pub fn next_event(&mut self, is_pending: &dyn Fn(i32) -> bool) -> Option<FramerEvent> {
+        self.step(false, is_pending)
+    }
+
+    /// End of the stream: emit what can still be framed, then a `Partial` or `Discarded`
+    /// for the rest.
+    pub fn finish(&mut self, is_pending: &dyn Fn(i32) -> bool, out: &mut Vec<FramerEvent>) {
+        while let Some(ev) = self.step(true, is_pending) {
+            out.push(ev);
+        }
+        if self.avail == 0 && self.skipped == 0 {
+            return;
+        }
+        match (self.state, self.size_at(0)) {
+            (State::Trusted, Some(size)) if self.avail > 0 && self.size_sane(size) => {
+                let missing = (4 + u64::try_from(size).unwrap_or(0)).saturating_sub(self.avail);
+                if let Some(mut m) = self.take_all() {
+                    m.missing = missing;
+                    out.push(FramerEvent::Partial(m));
+                }
+            }
+            _ => {
+                let frame = if self.skipped > 0 {
+                    self.skipped_frame
+                } else {
+                    self.chunks.front().map_or(0, |c| c.frame)
+                };
+                out.push(FramerEvent::Discarded {
+                    bytes: self.avail + self.skipped,
+                    frame,
+                });
+                self.skipped = 0;
+                self.chunks.clear();
+                self.head += self.avail;
+                self.avail = 0;
+            }
+        }
+    }
+
+    fn step(&mut self, eof: bool, is_pending: &dyn Fn(i32) -> bool) -> Option<FramerEvent> {
+        if let Some(ev) = self.queue.pop_front() {
+            return Some(ev);
+        }
+        if self.state == State::Resync && !self.scan(eof, is_pending) {
+            return None;
+        }
+        if self.state != State::Trusted {
+            return None;
+        }
+        if let Some(ev) = self.queue.pop_front() {
+            return Some(ev);
+        }
+        self.cut_trusted()
+    }
+
+    fn min_size(&self) -> i32 {
+        match self.dir {
+            Direction::ClientToBroker => 8,
+            Direction::BrokerToClient => 4,
+        }
+    }
+
+    fn size_sane(&self, size: i32) -> bool {
+        size >= self.min_size() && usize::try_from(size).is_ok_and(|s| s <= self.cfg.max_message)
+    }
+
+    fn cut_trusted(&mut self) -> Option<FramerEvent> {
+        let size = self.size_at(0)?;
+        if !self.size_sane(size) {
+            let frame = self.chunks.front().map_or(0, |c| c.frame);
+            self.state = State::Resync;
+            return Some(FramerEvent::Desync {
+                stream_offset: self.head,
+                size,
+                frame,
+            });
+        }
+        let total = 4 + u64::try_from(size).ok()?;
+        if self.avail < total {
+            return None;
+        }
+        self.take(total).map(FramerEvent::Message)
+    }
+
+    /// Scan for a boundary; true when one was found (state is then Trusted).
+    fn scan(&mut self, eof: bool, is_pending: &dyn Fn(i32) -> bool) -> bool {
+        let mut p = 0u64;
+        let found = loop {
+            if p >= self.avail {
+                break false;
+            }
+            let v = match self.dir {
+                Direction::ClientToBroker => self.check_request(p, eof),
+                Direction::BrokerToClient => self.check_response(p, eof, is_pending),
+            };
+            match v {
+                Verdict::Accept => break true,
+                Verdict::NeedMore => break false,
+                Verdict::Reject => p += 1,
+            }
+        };
+        if p > 0 {
+            if self.skipped == 0 {
+                self.skipped_frame = self.chunks.front().map_or(0, |c| c.frame);
+            }
+            self.skipped += p;
+            self.drop_front(p);
+        }
+        if found {
+            self.state = State::Trusted;
+            self.resynced = true;
+            if self.skipped > 0 {
+                let frame = self.chunks.front().map_or(0, |c| c.frame);
+                self.queue.push_back(FramerEvent::Resynced {
+                    skipped: self.skipped,
+                    stream_offset: self.head,
+                    frame,
+                });
+            }
+        }
+        found
+    }
+
+    fn check_request(&self, p: u64, eof: bool) -> Verdict {
+        let need_more = if eof {
+            Verdict::Reject
+        } else {
+            Verdict::NeedMore
+        };
+        let Some(h) = self.read::<14>(p) else {
+            return need_more;
+        };
+        let Some(size) = request_header_plausible(&h, self.cfg.max_message) else {
+            return Verdict::Reject;
+        };
+        // A non-empty client id must look like text.
+        if let Some(n) = client_id_len(&h) {
+            let check = u64::from(n.min(64));
+            let mut ok = true;
+            for i in 0..check {
+                match self.read::<1>(p + 14 + i) {
+                    Some([b]) if (0x20..0x7f).contains(&b) => {}
+                    Some(_) => {
+                        ok = false;
+                        break;
+                    }
+                    None => return need_more,
+                }
+            }
+            if !ok {
+                return Verdict::Reject;
+            }
+        }
+        let q = p + 4 + u64::from(size);
+        if let Some(h2) = self.read::<14>(q) {
+            return if request_header_plausible(&h2, self.cfg.max_message).is_some() {
+                Verdict::Accept
+            } else {
+                Verdict::Reject
+            };
+        }
+        if self.avail == q || (eof && self.avail >= q) {
+            // The candidate ends exactly where the data ends: segments end on messages.
+            return Verdict::Accept;
+        }
+        if eof || (self.avail < q && q - p > self.cfg.resync_wait as u64) {
+            return Verdict::Reject;
+        }
+        Verdict::NeedMore
+    }
+
+    fn check_response(&self, p: u64, eof: bool, is_pending: &dyn Fn(i32) -> bool) -> Verdict {
+        let Some(h) = self.read::<8>(p) else {
+            return if eof {
+                Verdict::Reject
+            } else {
+                Verdict::NeedMore
+            };
+        };
+        let (size, corr) = split8(h);
+        if !self.size_sane(size) {
+            return Verdict::Reject;
+        }
+        let pending = is_pending(corr);
+        if !pending && corr < 0 {
+            return Verdict::Reject;
+        }
+        let q = p + 4 + u64::try_from(size).unwrap_or(0);
+        if let Some(h2) = self.read::<8>(q) {
+            let (size2, corr2) = split8(h2);
+            let near = corr2 >= 0 && (i64::from(corr2) - i64::from(corr)).abs() <= 1 << 16;
+            return if self.size_sane(size2) && (is_pending(corr2) || near) {
+                Verdict::Accept
+            } else {
+                Verdict::Reject
+            };
+        }
+        if pending || (eof && self.avail >= q) {
+            return Verdict::Accept;
+        }
+        if eof || (self.avail < q && q - p > self.cfg.resync_wait as u64) {
+            return Verdict::Reject;
+        }
+        Verdict::NeedMore
+    }
+
+    fn size_at(&self, p: u64) -> Option<i32> {
+        self.read::<4>(p).map(i32::from_be_bytes)
+    }
+
+    /// `N` bytes at buffer offset `p`, if buffered.
+    fn read<const N: usize>(&self, p: u64) -> Option<[u8; N]> {
+        let end = p.checked_add(N as u64)?;
+        if end > self.avail {
+            return None;
+        }
+        let mut out = [0u8; N];
+        let mut filled = 0usize;
+        let mut base = 0u64;
+        for c in &self.chunks {
+            let clen = c.data.len() as u64;
+            if base + clen > p + filled as u64 {
+                let from = usize::try_from(p + filled as u64 - base).ok()?;
+                let src = c.data.get(from..)?;
+                let n = src.len().min(N - filled);
+                out.get_mut(filled..filled + n)?
+                    .copy_from_slice(src.get(..n)?);
+                filled += n;
+                if filled == N {
+                    return Some(out);
+                }
+            }
+            base += clen;
+        }
+        None
+    }
+
+    fn drop_front(&mut self, mut n: u64) {
+        n = n.min(self.avail);
+        self.head += n;
+        self.avail -= n;
+        while n > 0 {
+            let Some(c) = self.chunks.front_mut() else {
+                break;
+            };
+            let clen = c.data.len() as u64;
+            if clen <= n {
+                n -= clen;
+                self.chunks.pop_front();
+            } else {
+                let k = usize::try_from(n).unwrap_or(usize::MAX).min(c.data.len());
+                c.data = c.data.slice(k..);
+                n = 0;
+            }
+        }
+    }
+
+    fn discard_all(&mut self, frame: u64) {
+        if self.avail > 0 {
+            if self.skipped == 0 {
+                self.skipped_frame = self.chunks.front().map_or(frame, |c| c.frame);
+            }
+            self.skipped += self.avail;
+        }
+    }
+
+    fn take_all(&mut self) -> Option<RawMessage> {
+        if self.avail == 0 {
+            return None;
+        }
+        self.take(self.avail)
+    }
+
+    /// Remove the first `n` buffered bytes as a message.
+    fn take(&mut self, n: u64) -> Option<RawMessage> {
+        if n == 0 || n > self.avail {
+            return None;
+        }
+        let first = self.chunks.front()?.clone();
+        let stream_offset = self.head;
+        let len = usize::try_from(n).ok()?;
+        let mut provenance = vec![(0u32, first.frame)];
+        let (bytes, last_frame, last_ts) = if first.data.len() >= len {
+            (first.data.slice(..len), first.frame, first.ts)
+        } else {
+            // Spans chunks: all `len` bytes are buffered, so this allocation is backed by data.
+            let mut buf = BytesMut::with_capacity(len);
+            let mut last = (first.frame, first.ts);
+            for c in &self.chunks {
+                let room = len - buf.len();
+                if room == 0 {
+                    break;
+                }
+                if !buf.is_empty() && last.0 != c.frame {
+                    provenance.push((u32::try_from(buf.len()).unwrap_or(u32::MAX), c.frame));
+                }
+                let part = c.data.get(..room.min(c.data.len()))?;
+                buf.extend_from_slice(part);
+                last = (c.frame, c.ts);
+            }
+            (buf.freeze(), last.0, last.1)
+        };
+        self.drop_front(n);
+        let m = RawMessage {
+            stream: self.stream,
+            dir: self.dir,
+            bytes,
+            stream_offset,
+            first_frame: first.frame,
+            last_frame,
+            first_ts: first.ts,
+            last_ts,
+            provenance,
+            resynced: std::mem::take(&mut self.resynced),
+            skipped_before: std::mem::take(&mut self.skipped),
+            missing: 0,
+        };
+        Some(m)
+    }
+}
+
+fn be_i32(b: Option<&[u8]>) -> Option<i32> {
+    match b {
+        Some(&[a, b, c, d]) => Some(i32::from_be_bytes([a, b, c, d])),
+        _ => None,
+    }
+}
+
+fn be_i16(b: Option<&[u8]>) -> Option<i16> {
+    match b {
+        Some(&[a, b]) => Some(i16::from_be_bytes([a, b])),
+        _ => None,
+    }
+}
+
+fn split8(h: [u8; 8]) -> (i32, i32) {
+    let [a, b, c, d, e, f, g, i] = h;
+    (
+        i32::from_be_bytes([a, b, c, d]),
+        i32::from_be_bytes([e, f, g, i]),
+    )
+}
+
+/// Length of a non-empty client id in a request header prefix, when the header has one.
+fn client_id_len(h: &[u8; 14]) -> Option<u16> {
+    let [_, _, _, _, k0, k1, v0, v1, _, _, _, _, l0, l1] = *h;
+    let (key, ver) = (i16::from_be_bytes([k0, k1]), i16::from_be_bytes([v0, v1]));
+    if key == 7 && ver == 0 {
+        return None; // ControlledShutdown v0: request header v0, no client id.
+    }
+    u16::try_from(i16::from_be_bytes([l0, l1]))
+        .ok()
+        .filter(|&n| n > 0)
+}
+
+/// Whether 14 bytes look like the start of a Kafka request: size (4), api key (2),
+/// api version (2), correlation id (4), client id length (2). Returns the size when
+/// plausible: `8 <= size <= max_message`, the key is known with the version in its
+/// range, and the client id length is -1 or fits in the message.
+pub fn request_header_plausible(h: &[u8; 14], max_message: usize) -> Option<u32> {
+    let [s0, s1, s2, s3, k0, k1, v0, v1, _, _, _, _, l0, l1] = *h;
+    let size = i32::from_be_bytes([s0, s1, s2, s3]);
+    let key = i16::from_be_bytes([k0, k1]);
+    let ver = i16::from_be_bytes([v0, v1]);
+    let cid = i16::from_be_bytes([l0, l1]);
+    let usize_ = usize::try_from(size).ok()?;
+    if size < 8 || usize_ > max_message {
+        return None;
+    }
+    if !schema::known_versions(key)?.contains(ver) {
+        return None;
+    }
+    if key == 7 && ver == 0 {
+        return u32::try_from(size).ok();
+    }
+    if size < 10 || !(cid == -1 || (0..=size - 10).contains(&i32::from(cid))) {
+        return None;
+    }
+    u32::try_from(size).ok()
+}
+
+#[cfg(test)]
+#[allow(clippy::indexing_slicing)]
+mod tests {
+    use super::*;
+
+    /// A Metadata v1 request: size, key 3, version 1, correlation id, client id "cli", body.
+    fn request(corr: i32, body: &[u8]) -> Vec<u8> {
+        let mut m = Vec::new();
+        m.extend_from_slice(&3i16.to_be_bytes()); // api key: Metadata
+        m.extend_from_slice(&1i16.to_be_bytes()); // api version 1
+        m.extend_from_slice(&corr.to_be_bytes()); // correlation id
+        m.extend_from_slice(&3i16.to_be_bytes()); // client id length 3
+        m.extend_from_slice(b"cli"); // client id
+        m.extend_from_slice(body);
+        let mut out = (m.len() as i32).to_be_bytes().to_vec(); // size prefix
+        out.extend(m);
+        out
+    }
+
+    fn response(corr: i32, body: &[u8]) -> Vec<u8> {
+        let mut out = ((4 + body.len()) as i32).to_be_bytes().to_vec();
+        out.extend_from_slice(&corr.to_be_bytes());
+        out.extend_from_slice(body);
+        out
+    }
+
+    fn drain(f: &mut Framer, pending: &dyn Fn(i32) -> bool) -> Vec<FramerEvent> {
+        let mut v = Vec::new();
+        while let Some(e) = f.next_event(pending) {
+            v.push(e);
+        }
+        v
+    }
+
+    fn messages(ev: &[FramerEvent]) -> Vec<&RawMessage> {
+        ev.iter()
+            .filter_map(|e| match e {
+                FramerEvent::Message(m) => Some(m),
+                _ => None,
+            })
+            .collect()
+    }
+
+    const T: Timestamp = Timestamp { secs: 1, nanos: 0 };
+
+    #[test]
+    fn byte_by_byte_and_zero_copy() {
+        let stream: Vec<u8> = [request(1, b"xy"), request(2, b"")].concat();
+        let mut f = Framer::new(0, Direction::ClientToBroker, true, FramerConfig::default());
+        let mut ev = Vec::new();
+        for (i, b) in stream.iter().enumerate() {
+            f.push(Bytes::copy_from_slice(&[*b]), i as u64, 10 + i as u64, T);
+            ev.extend(drain(&mut f, &|_| false));
+        }
+        let ms = messages(&ev);
+        assert_eq!(ms.len(), 2);
+        assert_eq!(&ms[0].bytes[..], &request(1, b"xy")[..]);
+        assert_eq!(ms[0].provenance.len(), ms[0].bytes.len());
+        assert_eq!(ms[0].first_frame, 10);
+        assert_eq!(ms[1].frame_of(0), 10 + 19);
+        assert_eq!(ms[1].correlation_id(), Some(2));
+        assert_eq!(ms[1].request_key_version(), Some((3, 1)));
+        // One chunk holding one message: a slice of the chunk, not a copy.
+        let one = Bytes::from(request(7, b"abc"));
+        let mut f = Framer::new(0, Direction::ClientToBroker, true, FramerConfig::default());
+        f.push(one.clone(), 0, 1, T);
+        let ev = drain(&mut f, &|_| false);
+        assert_eq!(messages(&ev)[0].bytes.as_ptr(), one.as_ptr());
+    }
+
+    #[test]
+    fn resync_requests_mid_stream() {
+        let a = request(1, b"0123456789");
+        let stream: Vec<u8> = [&a[5..], &request(2, b"")[..], &request(3, b"zz")[..]].concat();
+        let mut f = Framer::new(4, Direction::ClientToBroker, false, FramerConfig::default());
+        f.push(Bytes::from(stream), 100, 1, T);
+        let ev = drain(&mut f, &|_| false);
+        assert!(
+            matches!(ev[0], FramerEvent::Resynced { skipped, stream_offset: 122, .. } if skipped == a.len() as u64 - 5),
+            "{ev:?}"
+        );
+        let ms = messages(&ev);
+        assert_eq!(ms.len(), 2);
+        assert!(ms[0].resynced && !ms[1].resynced);
+        assert_eq!(ms[0].skipped_before, a.len() as u64 - 5);
+        assert_eq!(ms[0].stream_offset, 100 + a.len() as u64 - 5);
+    }
+
+    #[test]
+    fn resync_responses_with_pending_ids() {
+        let stream: Vec<u8> = [&response(41, &[0; 30])[9..], &response(42, &[1; 6])[..]].concat();
+        let mut f = Framer::new(0, Direction::BrokerToClient, false, FramerConfig::default());
+        f.push(Bytes::from(stream), 0, 1, T);
+        let ev = drain(&mut f, &|c| c == 42);
+        let ms = messages(&ev);
+        assert_eq!(ms.len(), 1);
+        assert_eq!(ms[0].correlation_id(), Some(42));
+        assert_eq!(ms[0].skipped_before, 38 - 9);
+    }
+
+    #[test]
+    fn gap_inside_known_message_skips_exactly() {
+        let a = request(1, &[b'a'; 40]);
+        let b = request(2, b"b");
+        let mut f = Framer::new(0, Direction::ClientToBroker, true, FramerConfig::default());
+        f.push(Bytes::copy_from_slice(&a[..20]), 0, 1, T);
+        assert!(drain(&mut f, &|_| false).is_empty());
+        f.gap(20, 10, 2, &|_| false);
+        f.push(Bytes::copy_from_slice(&a[30..]), 30, 2, T);
+        f.push(Bytes::from(b.clone()), a.len() as u64, 3, T);
+        let ev = drain(&mut f, &|_| false);
+        match &ev[0] {
+            FramerEvent::Partial(m) => {
+                assert_eq!(m.bytes.len(), 20);
+                assert_eq!(m.missing, a.len() as u64 - 20);
+            }
+            e => panic!("{e:?}"),
+        }
+        let ms = messages(&ev);
+        assert_eq!(ms.len(), 1);
+        assert_eq!(&ms[0].bytes[..], &b[..]);
+        assert!(!ms[0].resynced);
+    }
+
+    #[test]
+    fn insane_size_desyncs_and_partial_prefix_waits() {
+        let mut f = Framer::new(0, Direction::ClientToBroker, true, FramerConfig::default());
+        f.push(Bytes::from_static(&[0x80, 0]), 0, 1, T);
+        assert!(drain(&mut f, &|_| false).is_empty()); // a partial prefix is "need more"
+        f.push(Bytes::from_static(&[0, 0, 0, 3]), 2, 2, T);
+        let ev = drain(&mut f, &|_| false);
+        assert_eq!(
+            ev,
+            vec![FramerEvent::Desync {
+                stream_offset: 0,
+                size: i32::MIN,
+                frame: 1
+            }]
+        );
+        assert!(f.is_resyncing());
+        let mut out = Vec::new();
+        f.finish(&|_| false, &mut out);
+        assert_eq!(out, vec![FramerEvent::Discarded { bytes: 6, frame: 1 }]);
+    }
+
+    #[test]
+    fn huge_size_does_not_allocate() {
+        let cfg = FramerConfig {
+            max_message: 1 << 20,
+            ..FramerConfig::default()
+        };
+        let mut f = Framer::new(0, Direction::BrokerToClient, true, cfg);
+        // Claims 1 MiB; only 8 bytes exist.
+        f.push(Bytes::from_static(&[0, 0x10, 0, 0, 0, 0, 0, 1]), 0, 1, T);
+        assert!(drain(&mut f, &|_| false).is_empty());
+        assert_eq!(f.buffered(), 8);
+        let mut out = Vec::new();
+        f.finish(&|_| false, &mut out);
+        assert!(matches!(&out[0], FramerEvent::Partial(m) if m.missing == (1 << 20) + 4 - 8));
+    }
+}

@@ -1,0 +1,736 @@
+//! RecordBatch v2 (magic 2) and its records.
+//!
+//! A batch is a 61-byte header (baseOffset .. recordsCount) followed by its
+//! records, inline or compressed as one block. The CRC-32C covers attributes
+//! to the end of the batch. Each record is bounded by its own varint length:
+//! a field that reads past it is an error inside that record only, and the
+//! next record is still decoded.
+
+use super::compression::codec_name;
+use super::cursor::{content_value, iso8601_ms, Cur};
+use super::{loc, plural, Ctx, Inflate};
+use crate::kafka::tree::{Node, Role, Value};
+
+const RB: Role = Role::RecordBatch;
+const REC: Role = Role::Record;
+
+/// The header fields the records depend on.
+pub(crate) struct Hdr {
+    base_offset: i64,
+    attributes: i16,
+    base_ts: i64,
+    count: i32,
+}
+
+impl Hdr {
+    fn control(&self) -> bool {
+        self.attributes & 0x20 != 0
+    }
+}
+
+/// Unwraps a field read, or pushes its error node and returns `None`.
+macro_rules! field {
+    ($kids:expr, $e:expr) => {
+        match $e {
+            Ok(x) => x,
+            Err(e) => {
+                $kids.push(e);
+                return None;
+            }
+        }
+    };
+}
+
+/// The attributes as words: `gzip, LogAppendTime, transactional`.
+pub(crate) fn attributes_detail(a: i16) -> String {
+    let mut s = format!(
+        "{}, {}",
+        codec_name(a),
+        if a & 0x08 != 0 {
+            "LogAppendTime"
+        } else {
+            "CreateTime"
+        }
+    );
+    for (bit, word) in [
+        (0x10, "transactional"),
+        (0x20, "control"),
+        (0x40, "deleteHorizon"),
+    ] {
+        if a & bit != 0 {
+            s.push_str(", ");
+            s.push_str(word);
+        }
+    }
+    s
+}
+
+/// A timestamp node's detail: the date, when the value is a plausible time.
+fn with_time(mut n: Node, ms: i64) -> Node {
+    if let Some(t) = iso8601_ms(ms) {
+        n.detail = Some(t.into());
+    }
+    n
+}
+
+/// Reads the 61-byte header into `kids`. `whole` is the complete batch when
+/// the CRC can be checked (`None` for a partial batch). Returns the header
+/// and whether its CRC was found not to match.
+fn header(c: &mut Cur<'_>, whole: Option<&[u8]>, kids: &mut Vec<Node>) -> Option<(Hdr, bool)> {
+    let (base_offset, n) = field!(
+        kids,
+        c.int(
+            "baseOffset",
+            "int64",
+            RB,
+            "offset of the batch's first record; each record adds its offsetDelta"
+        )
+    );
+    kids.push(n);
+    let (_, n) = field!(
+        kids,
+        c.int(
+            "batchLength",
+            "int32",
+            RB,
+            "how many bytes of batch follow this field"
+        )
+    );
+    kids.push(n);
+    let (_, n) = field!(
+        kids,
+        c.int(
+            "partitionLeaderEpoch",
+            "int32",
+            RB,
+            "leader epoch the broker stamps on append; producers send -1"
+        )
+    );
+    kids.push(n);
+    let (_, n) = field!(
+        kids,
+        c.int(
+            "magic",
+            "int8",
+            RB,
+            "record format version: 2 is the RecordBatch"
+        )
+    );
+    kids.push(n);
+    let (stored, mut n) = field!(kids, c.int("crc", "uint32", RB, ""));
+    let stored = stored as u32;
+    let mut bad = false;
+    match whole.and_then(|w| w.get(21..)) {
+        Some(region) => {
+            let calc = crc32c::crc32c(region);
+            if calc == stored {
+                n.value = Value::Text("crc32c of the bytes that follow".into());
+                n.about = Some(
+                    format!("CRC-32C over attributes .. end of batch: 0x{stored:08x}, valid")
+                        .into(),
+                );
+            } else {
+                bad = true;
+                n.detail =
+                    Some(format!("0x{stored:08x}, CRC MISMATCH: expected 0x{calc:08x}").into());
+                n.about = Some(
+                    format!(
+                        "CRC-32C over attributes .. end of batch: stored 0x{stored:08x}, \
+                         computed 0x{calc:08x}: mismatch"
+                    )
+                    .into(),
+                );
+            }
+        }
+        None => {
+            n.detail = Some("not checked: the batch is incomplete".into());
+            n.about = Some("CRC-32C over attributes .. end of batch".into());
+        }
+    }
+    kids.push(n);
+    let (attributes, mut n) = field!(
+        kids,
+        c.int(
+            "attributes",
+            "int16",
+            RB,
+            "bits 0-2 codec, 3 timestamp type, 4 transactional, 5 control, 6 delete horizon"
+        )
+    );
+    let attributes = attributes as i16;
+    // The seed documents show a plain `0`: words only when a bit is set.
+    if attributes != 0 {
+        n.detail = Some(attributes_detail(attributes).into());
+    }
+    kids.push(n);
+    let (_, n) = field!(
+        kids,
+        c.int(
+            "lastOffsetDelta",
+            "int32",
+            RB,
+            "offsetDelta of the batch's last record (-1 when it holds none)"
+        )
+    );
+    kids.push(n);
+    let (base_ts, n) = field!(
+        kids,
+        c.int(
+            "baseTimestamp",
+            "int64",
+            RB,
+            "timestamp of the first record, in ms since the epoch; records add their timestampDelta"
+        )
+    );
+    kids.push(with_time(n, base_ts));
+    let (max_ts, n) = field!(
+        kids,
+        c.int(
+            "maxTimestamp",
+            "int64",
+            RB,
+            "the latest record timestamp in the batch (ms)"
+        )
+    );
+    kids.push(with_time(n, max_ts));
+    let (_, n) = field!(
+        kids,
+        c.int(
+            "producerId",
+            "int64",
+            RB,
+            "idempotent or transactional producer id; -1 for plain producers"
+        )
+    );
+    kids.push(n);
+    let (_, n) = field!(
+        kids,
+        c.int(
+            "producerEpoch",
+            "int16",
+            RB,
+            "epoch of that producer id; -1 when unused"
+        )
+    );
+    kids.push(n);
+    let (_, n) = field!(
+        kids,
+        c.int(
+            "baseSequence",
+            "int32",
+            RB,
+            "producer sequence number of the first record; -1 when unused"
+        )
+    );
+    kids.push(n);
+    let (count, mut n) = field!(
+        kids,
+        c.int(
+            "recordsCount",
+            "int32",
+            RB,
+            "how many records the batch holds"
+        )
+    );
+    let count = count as i32;
+    if count < 0 {
+        n.error = Some(format!("recordsCount {count} is negative"));
+        n.role = Role::Malformed;
+    }
+    kids.push(n);
+    Some((
+        Hdr {
+            base_offset,
+            attributes,
+            base_ts,
+            count,
+        },
+        bad,
+    ))
+}
+
+/// Decodes one complete batch (`c` covers exactly its 12 + batchLength bytes).
+/// Returns the node and the records it declares.
+pub(crate) fn decode_batch(ctx: &mut Ctx<'_>, mut c: Cur<'_>) -> (Node, u64) {
+    let whole = c.r.buf();
+    let mut kids = Vec::new();
+    let mut details: Vec<&str> = Vec::new();
+    let hdr = header(&mut c, Some(whole), &mut kids);
+    let mut declared = 0;
+    let value = match &hdr {
+        None => Value::Text("malformed".into()),
+        Some((h, bad)) => {
+            if *bad {
+                ctx.crc_mismatches += 1;
+                details.push("CRC MISMATCH");
+            }
+            declared = u64::try_from(h.count).unwrap_or(0);
+            let codec = (h.attributes & 0x07) as u8;
+            if h.count >= 0 && ctx.opts.records {
+                if codec == 0 {
+                    records(&mut c, h, &mut kids);
+                } else if compressed(ctx, &mut c, h, codec, &mut kids) {
+                    details.push("decompressed size exceeds the limit");
+                }
+            }
+            let mut v = if h.count == 0 {
+                "empty".to_string()
+            } else {
+                plural(declared, "record", "records")
+            };
+            if codec != 0 {
+                v.push_str(", ");
+                v.push_str(codec_name(h.attributes));
+            }
+            if h.control() {
+                v.push_str(", control");
+            }
+            Value::Text(v.into())
+        }
+    };
+    let mut n = Node::new("RecordBatch", "v2", value, c.base, whole.len(), RB)
+        .with_about("a batch of records sharing one header (message format v2, Kafka 0.11+)");
+    n.source = c.source;
+    if !details.is_empty() {
+        n.detail = Some(details.join("; ").into());
+    }
+    n.children = kids;
+    (n, declared)
+}
+
+/// Decompresses the records block into a new source and decodes the records
+/// there. Returns true when the size limit refused it.
+fn compressed(
+    ctx: &mut Ctx<'_>,
+    c: &mut Cur<'_>,
+    h: &Hdr,
+    codec: u8,
+    kids: &mut Vec<Node>,
+) -> bool {
+    let start = c.pos();
+    let comp = c.r.rest();
+    c.r.skip_rest();
+    let name = codec_name(h.attributes);
+    let mut n = c
+        .node_from(
+            start,
+            "records",
+            name,
+            Value::Text(plural(comp.len() as u64, "byte", "bytes").into()),
+            RB,
+        )
+        .with_about("the records, compressed as one block; decoded in their own byte source");
+    let source_name = format!(
+        "{name}-decompressed records of the RecordBatch at {}",
+        loc(c.source, c.base)
+    );
+    let mut refused = false;
+    match ctx.inflate(codec, comp, c.source, c.base + start, source_name) {
+        Inflate::Done { id, len, note } => {
+            n.value = Value::Text(format!("{} bytes → {len} bytes", comp.len()).into());
+            n.detail = note.map(Into::into);
+            let data = ctx
+                .sources
+                .get(usize::from(id) - 1)
+                .map(|s| s.data.as_slice())
+                .unwrap_or(&[]);
+            let mut rc = Cur::new(data, 0, id);
+            records(&mut rc, h, &mut n.children);
+        }
+        Inflate::TooLarge(limit) => {
+            refused = true;
+            n.detail = Some("decompressed size exceeds the limit".into());
+            n.about = Some(
+                format!(
+                    "the records, compressed as one block; not shown: they decompress \
+                     to more than {limit} bytes"
+                )
+                .into(),
+            );
+        }
+        Inflate::Failed(what) => {
+            n.error = Some(what);
+        }
+    }
+    kids.push(n);
+    refused
+}
+
+/// Decodes `h.count` records from `c` into `kids`, stopping at the first
+/// record that does not fit.
+fn records(c: &mut Cur<'_>, h: &Hdr, kids: &mut Vec<Node>) {
+    let count = u64::try_from(h.count).unwrap_or(0);
+    let mut i = 0u64;
+    while i < count {
+        if c.remaining() == 0 {
+            let mut e = Node::new(
+                "missing records",
+                "bytes",
+                Value::None,
+                c.abs(),
+                0,
+                Role::Malformed,
+            );
+            e.source = c.source;
+            e.error = Some(format!(
+                "recordsCount is {count} but the batch holds only {i} records"
+            ));
+            kids.push(e);
+            return;
+        }
+        let (n, go_on) = record(c, i, h);
+        kids.push(n);
+        i += 1;
+        if !go_on {
+            return;
+        }
+    }
+    if c.remaining() > 0 {
+        let e = c.fail(
+            "trailing bytes",
+            "bytes",
+            format!(
+                "{} bytes follow the last of the batch's {count} records",
+                c.remaining()
+            ),
+        );
+        c.r.skip_rest();
+        kids.push(e);
+    }
+}
+
+/// One record. The flag says whether the next record can be read (false when
+/// this one's length could not be trusted).
+fn record(c: &mut Cur<'_>, i: u64, h: &Hdr) -> (Node, bool) {
+    let start = c.pos();
+    let name = format!("Record[{i}]");
+    let mut kids = Vec::new();
+    let mut go_on = false;
+    let mut summary = None;
+    match c.int(
+        "length",
+        "varint",
+        REC,
+        "bytes in this record after the length field",
+    ) {
+        Err(e) => kids.push(e),
+        Ok((len, mut n)) => {
+            let rem = c.remaining();
+            match usize::try_from(len).ok().filter(|&l| l <= rem) {
+                None => {
+                    n.error = Some(if len < 0 {
+                        format!("record length {len} is negative")
+                    } else {
+                        format!("record length {len} exceeds the {rem} bytes that remain")
+                    });
+                    n.role = Role::Malformed;
+                    kids.push(n);
+                    if rem > 0 {
+                        let mut u = c.fail("undecoded", "bytes", String::new());
+                        u.error = None;
+                        kids.push(u);
+                    }
+                    c.r.skip_rest();
+                }
+                Some(l) => {
+                    kids.push(n);
+                    if let Some(mut b) = c.sub(l) {
+                        go_on = true;
+                        summary = body(&mut b, h, &mut kids);
+                        if b.remaining() > 0 {
+                            let mut e = b.fail("unclaimed", "bytes", String::new());
+                            if summary.is_some() {
+                                e.error = Some(format!(
+                                    "{} bytes inside the record's length that no field claims",
+                                    b.remaining()
+                                ));
+                            } else {
+                                e.error = None;
+                            }
+                            kids.push(e);
+                        }
+                    }
+                }
+            }
+        }
+    }
+    let value = Value::Text(summary.unwrap_or_else(|| "malformed".into()).into());
+    let mut n = c
+        .node_from(start, name, "Record", value, REC)
+        .with_about("one record: deltas against the batch header, key, value, headers");
+    n.children = kids;
+    (n, go_on)
+}
+
+/// Reads a varint length and the content it announces. `Some(None)` is a
+/// null (-1, when allowed); `Some(Some(i))` the index of the content node.
+fn sized<'a>(
+    b: &mut Cur<'a>,
+    kids: &mut Vec<Node>,
+    names: (&'static str, &'static str),
+    nullable: bool,
+    abouts: (&'static str, &'static str),
+) -> Option<Option<(&'a [u8], usize)>> {
+    let (len, mut n) = field!(kids, b.int(names.0, "varint", REC, abouts.0));
+    if len == -1 && nullable {
+        n.detail = Some("null".into());
+        kids.push(n);
+        return Some(None);
+    }
+    let Ok(len) = usize::try_from(len) else {
+        n.error = Some(format!("{} {len} is negative", names.0));
+        n.role = Role::Malformed;
+        kids.push(n);
+        return None;
+    };
+    kids.push(n);
+    let ty = if names.1.ends_with("Key") {
+        "string"
+    } else {
+        "bytes"
+    };
+    let (data, mut n) = field!(kids, b.bytes(names.1, ty, len, REC));
+    n.value = if ty == "string" {
+        Value::Str(String::from_utf8_lossy(data).into_owned())
+    } else {
+        content_value(data)
+    };
+    n.about = Some(abouts.1.into());
+    kids.push(n);
+    Some(Some((data, kids.len() - 1)))
+}
+
+/// The fields of a record after its length; returns the record's summary.
+fn body(b: &mut Cur<'_>, h: &Hdr, kids: &mut Vec<Node>) -> Option<String> {
+    let (_, n) = field!(
+        kids,
+        b.int(
+            "attributes",
+            "int8",
+            REC,
+            "per-record attributes; none are defined, 0"
+        )
+    );
+    kids.push(n);
+    let (tsd, n) = field!(
+        kids,
+        b.int(
+            "timestampDelta",
+            "varlong",
+            REC,
+            "this record's timestamp minus the batch's baseTimestamp (ms)"
+        )
+    );
+    let ts = if h.base_ts >= 0 {
+        h.base_ts.checked_add(tsd).unwrap_or(-1)
+    } else {
+        -1
+    };
+    kids.push(with_time(n, ts));
+    let (od, mut n) = field!(
+        kids,
+        b.int(
+            "offsetDelta",
+            "varint",
+            REC,
+            "this record's offset minus the batch's baseOffset"
+        )
+    );
+    let offset = h.base_offset.wrapping_add(od);
+    n.detail = Some(format!("offset {offset}").into());
+    kids.push(n);
+    let mut summary = format!("offset {offset}");
+    let key = sized(
+        b,
+        kids,
+        ("keyLength", "key"),
+        true,
+        ("key size in bytes, -1 for a null key", "the record key"),
+    )?;
+    let mut control_type = None;
+    if let Some((data, at)) = key {
+        if h.control() {
+            if let Some(k) = kids.get_mut(at) {
+                control_type = control_key(k, data);
+                if let Some(t) = control_type {
+                    summary.push_str(", ");
+                    summary.push_str(control_name(t));
+                }
+            }
+        }
+    }
+    let value = sized(
+        b,
+        kids,
+        ("valueLength", "value"),
+        true,
+        (
+            "value size in bytes, -1 for a null value (a tombstone)",
+            "the record value",
+        ),
+    )?;
+    if let (Some((data, at)), Some(0 | 1)) = (value, control_type) {
+        if let Some(v) = kids.get_mut(at) {
+            end_txn_marker(v, data);
+        }
+    }
+    let (count, mut n) = field!(
+        kids,
+        b.int("headersCount", "varint", REC, "how many headers follow")
+    );
+    if count < 0 {
+        n.error = Some(format!("headersCount {count} is negative"));
+        n.role = Role::Malformed;
+        kids.push(n);
+        return None;
+    }
+    kids.push(n);
+    // Each header takes at least two bytes, so the loop ends with the record.
+    for j in 0..count {
+        let start = b.pos();
+        let mut hk = Vec::new();
+        let key = record_header(b, &mut hk);
+        let ok = key.is_some();
+        let value = key.map_or(Value::Text("malformed".into()), Value::Str);
+        let mut n = b
+            .node_from(start, format!("Header[{j}]"), "Header", value, REC)
+            .with_about("a key/value pair attached to the record");
+        n.children = hk;
+        kids.push(n);
+        if !ok {
+            return None;
+        }
+    }
+    Some(summary)
+}
+
+/// One header's fields; returns its key.
+fn record_header(b: &mut Cur<'_>, kids: &mut Vec<Node>) -> Option<String> {
+    let key = sized(
+        b,
+        kids,
+        ("headerKeyLength", "headerKey"),
+        false,
+        ("header key size in bytes", "the header key (UTF-8)"),
+    )?;
+    sized(
+        b,
+        kids,
+        ("headerValueLength", "headerValue"),
+        true,
+        (
+            "header value size in bytes, -1 for null",
+            "the header value",
+        ),
+    )?;
+    key.map(|(d, _)| String::from_utf8_lossy(d).into_owned())
+}
+
+/// Kafka's control record types.
+fn control_name(t: i16) -> &'static str {
+    match t {
+        0 => "ABORT",
+        1 => "COMMIT",
+        2 => "LEADER_CHANGE",
+        3 => "SNAPSHOT_HEADER",
+        4 => "SNAPSHOT_FOOTER",
+        5 => "KRAFT_VERSION",
+        6 => "KRAFT_VOTERS",
+        _ => "UNKNOWN",
+    }
+}
+
+/// Decodes a control record's key (int16 version, int16 type) as children of
+/// its node; returns the type.
+fn control_key(k: &mut Node, data: &[u8]) -> Option<i16> {
+    let mut c = Cur::new(data, k.offset, k.source);
+    k.value = Value::Text("control record key".into());
+    let r = (|| {
+        let (_, n) = field!(
+            k.children,
+            c.int("version", "int16", REC, "control key format version")
+        );
+        k.children.push(n);
+        let (t, n) = field!(
+            k.children,
+            c.int("type", "int16", REC, "what the control record marks")
+        );
+        let t = t as i16;
+        k.children.push(n.with_detail(control_name(t)));
+        Some(t)
+    })();
+    if let Some(t) = r {
+        k.detail = Some(control_name(t).into());
+    }
+    unparsed(&mut c, &mut k.children);
+    r
+}
+
+/// Decodes an ABORT/COMMIT marker's value (int16 version, int32 coordinator epoch).
+fn end_txn_marker(v: &mut Node, data: &[u8]) {
+    let mut c = Cur::new(data, v.offset, v.source);
+    v.value = Value::Text("EndTxnMarker".into());
+    let _ = (|| {
+        let (_, n) = field!(
+            v.children,
+            c.int("version", "int16", REC, "marker format version")
+        );
+        v.children.push(n);
+        let (_, n) = field!(
+            v.children,
+            c.int(
+                "coordinatorEpoch",
+                "int32",
+                REC,
+                "epoch of the transaction coordinator that wrote the marker"
+            )
+        );
+        v.children.push(n);
+        Some(())
+    })();
+    unparsed(&mut c, &mut v.children);
+}
+
+/// Bytes of a control structure past the fields this version knows.
+fn unparsed(c: &mut Cur<'_>, kids: &mut Vec<Node>) {
+    if c.remaining() > 0 {
+        let start = c.pos();
+        let rest = c.r.rest();
+        c.r.skip_rest();
+        kids.push(
+            c.node_from(start, "unparsed", "bytes", Value::bytes(rest), REC)
+                .with_about("fields of a newer version of this structure"),
+        );
+    }
+}
+
+/// The header fields that fit in a batch cut short (no CRC check, no error).
+pub(crate) fn partial_fields(c: &Cur<'_>) -> Vec<Node> {
+    let mut p = Cur::new(c.r.rest(), c.abs(), c.source);
+    let mut kids = Vec::new();
+    let _ = header(&mut p, None, &mut kids);
+    if kids.last().is_some_and(|k| k.error.is_some()) {
+        kids.pop();
+    }
+    kids
+}
+
+/// The offset and length fields at the cursor, for a batch or message that
+/// cannot be decoded further.
+pub(crate) fn size_nodes(c: &Cur<'_>, magic: Option<u8>) -> Vec<Node> {
+    let legacy = matches!(magic, Some(0 | 1));
+    let mut p = Cur::new(c.r.rest(), c.abs(), c.source);
+    let mut kids = Vec::new();
+    let names = if legacy {
+        ("offset", "messageSize")
+    } else {
+        ("baseOffset", "batchLength")
+    };
+    if let Ok((_, n)) = p.int(names.0, "int64", RB, "offset of the first record") {
+        kids.push(n);
+        if let Ok((_, n)) = p.int(names.1, "int32", RB, "bytes that follow this field") {
+            kids.push(n);
+        }
+    }
+    kids
+}

@@ -1,0 +1,240 @@
+//! A checked cursor that turns wire reads into field-tree nodes with spans.
+//!
+//! Every node made here carries the cursor's byte source and an offset in that
+//! source (`base` + the reader's position), written when the node is made. A
+//! read that fails produces an error node covering the bytes that remain in
+//! the cursor, so the caller can push it and stop.
+
+use crate::kafka::tree::{Node, Role, Value};
+use crate::kafka::wire::Reader;
+
+/// A reader over one slice of a byte source, positioned at `base` in it.
+pub(crate) struct Cur<'a> {
+    pub(crate) r: Reader<'a>,
+    /// Where `buf[0]` sits in the byte source.
+    pub(crate) base: usize,
+    /// The byte source id.
+    pub(crate) source: u16,
+}
+
+impl<'a> Cur<'a> {
+    /// A cursor over `buf`, whose first byte is at `base` in `source`.
+    pub(crate) fn new(buf: &'a [u8], base: usize, source: u16) -> Cur<'a> {
+        Cur {
+            r: Reader::new(buf),
+            base,
+            source,
+        }
+    }
+
+    /// The position inside the slice.
+    pub(crate) fn pos(&self) -> usize {
+        self.r.pos()
+    }
+
+    /// The position in the byte source.
+    pub(crate) fn abs(&self) -> usize {
+        self.base + self.r.pos()
+    }
+
+    /// Bytes left.
+    pub(crate) fn remaining(&self) -> usize {
+        self.r.remaining()
+    }
+
+    /// A node spanning from local offset `start` to the current position.
+    pub(crate) fn node_from(
+        &self,
+        start: usize,
+        name: impl Into<crate::kafka::tree::Text>,
+        ty: impl Into<crate::kafka::tree::Text>,
+        value: Value,
+        role: Role,
+    ) -> Node {
+        let mut n = Node::new(
+            name,
+            ty,
+            value,
+            self.base + start,
+            self.r.pos().saturating_sub(start),
+            role,
+        );
+        n.source = self.source;
+        n
+    }
+
+    /// An error node for `name` covering every byte that remains (the cursor
+    /// does not move; `int` and `bytes` move it to the end after a failure).
+    pub(crate) fn fail(&self, name: &'static str, ty: &'static str, what: String) -> Node {
+        let mut n = Node::new(
+            name,
+            ty,
+            Value::None,
+            self.abs(),
+            self.remaining(),
+            Role::Malformed,
+        );
+        n.source = self.source;
+        n.error = Some(what);
+        n
+    }
+
+    /// Reads an integer of wire type `ty` (`int8`, `int16`, `int32`, `int64`,
+    /// `uint32`, `varint`, `varlong`) as a node; on failure the error node,
+    /// covering what remains, and the cursor moves to the end.
+    pub(crate) fn int(
+        &mut self,
+        name: &'static str,
+        ty: &'static str,
+        role: Role,
+        about: &'static str,
+    ) -> Result<(i64, Node), Node> {
+        let start = self.pos();
+        let read = match ty {
+            "int8" => self.r.i8().map(i64::from),
+            "int16" => self.r.i16().map(i64::from),
+            "int32" => self.r.i32().map(i64::from),
+            "int64" => self.r.i64(),
+            "uint32" => self.r.u32().map(i64::from),
+            "varint" => self.r.varint().map(i64::from),
+            _ => self.r.varlong(),
+        };
+        match read {
+            Ok(v) => {
+                let value = if ty == "uint32" {
+                    Value::Uint(v as u64)
+                } else {
+                    Value::Int(v)
+                };
+                Ok((
+                    v,
+                    self.node_from(start, name, ty, value, role)
+                        .with_about(about),
+                ))
+            }
+            Err(e) => {
+                let n = self.fail(name, ty, format!("{name}: {e}"));
+                self.r.skip_rest();
+                Err(n)
+            }
+        }
+    }
+
+    /// Takes `n` bytes as a node of type `ty`; the value is filled by the caller.
+    pub(crate) fn bytes(
+        &mut self,
+        name: &'static str,
+        ty: &'static str,
+        n: usize,
+        role: Role,
+    ) -> Result<(&'a [u8], Node), Node> {
+        let start = self.pos();
+        match self.r.take(n) {
+            Ok(b) => Ok((b, self.node_from(start, name, ty, Value::None, role))),
+            Err(e) => {
+                let n = self.fail(name, ty, format!("{name}: {e}"));
+                self.r.skip_rest();
+                Err(n)
+            }
+        }
+    }
+
+    /// A cursor over the next `n` bytes (which the caller has checked exist),
+    /// advancing this one past them.
+    pub(crate) fn sub(&mut self, n: usize) -> Option<Cur<'a>> {
+        let base = self.abs();
+        let source = self.source;
+        self.r.take(n).ok().map(|b| Cur::new(b, base, source))
+    }
+}
+
+/// How a key, value or header value is shown: a string when it is valid,
+/// printable UTF-8 of modest size, else bytes.
+pub(crate) fn content_value(b: &[u8]) -> Value {
+    const MAX_STR: usize = 4096;
+    if b.len() <= MAX_STR {
+        if let Ok(s) = std::str::from_utf8(b) {
+            if !s
+                .chars()
+                .any(|c| c.is_control() && !matches!(c, '\t' | '\n' | '\r'))
+            {
+                return Value::Str(s.to_string());
+            }
+        }
+    }
+    Value::bytes(b)
+}
+
+/// Milliseconds since the epoch as an ISO-8601 UTC date, when it falls
+/// between 1970 and the year 9999 (anything else is not a wall-clock time).
+pub fn iso8601_ms(ms: i64) -> Option<String> {
+    const MAX_MS: i64 = 253_402_300_800_000; // 10000-01-01T00:00:00Z
+    if !(0..MAX_MS).contains(&ms) {
+        return None;
+    }
+    let secs = ms / 1000;
+    let days = secs / 86_400;
+    let sod = secs % 86_400;
+    let (y, m, d) = civil_from_days(days);
+    Some(format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{:03}Z",
+        sod / 3600,
+        sod / 60 % 60,
+        sod % 60,
+        ms % 1000
+    ))
+}
+
+/// Days since 1970-01-01 to a proleptic Gregorian (year, month, day), after
+/// Howard Hinnant's `civil_from_days` (eras of 400 years, March-based years).
+pub(crate) fn civil_from_days(z: i64) -> (i64, u32, u32) {
+    let z = z + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097); // [0, 146096]
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365; // [0, 399]
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100); // [0, 365]
+    let mp = (5 * doy + 2) / 153; // [0, 11], March = 0
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    (y, m, d)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dates() {
+        assert_eq!(civil_from_days(0), (1970, 1, 1));
+        assert_eq!(civil_from_days(59), (1970, 3, 1));
+        assert_eq!(civil_from_days(11_016), (2000, 2, 29));
+        assert_eq!(
+            iso8601_ms(1_700_000_000_123).as_deref(),
+            Some("2023-11-14T22:13:20.123Z")
+        );
+        assert_eq!(iso8601_ms(-1), None);
+        assert_eq!(iso8601_ms(i64::MAX), None);
+        assert_eq!(
+            iso8601_ms(253_402_300_799_999).as_deref(),
+            Some("9999-12-31T23:59:59.999Z")
+        );
+    }
+
+    #[test]
+    fn content_is_text_only_when_printable() {
+        assert_eq!(content_value(b"hello"), Value::Str("hello".into()));
+        assert_eq!(content_value(b"a\x1bb"), Value::bytes(b"a\x1bb"));
+        assert_eq!(content_value(&[0xff, 0xfe]), Value::bytes(&[0xff, 0xfe]));
+    }
+
+    #[test]
+    fn failed_reads_cover_the_rest() {
+        let mut c = Cur::new(&[0, 1, 2], 10, 3);
+        let (v, n) = c.int("a", "int16", Role::Record, "").unwrap();
+        assert_eq!((v, n.offset, n.length, n.source), (1, 10, 2, 3));
+        let e = c.int("b", "int32", Role::Record, "").unwrap_err();
+        assert_eq!((e.offset, e.length, e.source), (12, 1, 3));
+        assert!(e.error.is_some());
+    }
+}

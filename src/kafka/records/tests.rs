@@ -1,0 +1,592 @@
+//! Unit tests of the record-set decoder: the seed batch, spans, every-prefix
+//! truncation, CRC marks, control records and hostile lengths.
+
+#![allow(clippy::indexing_slicing)]
+
+use super::*;
+use crate::kafka::tree::render_text;
+
+/// A record for the test encoder.
+#[derive(Clone, Default)]
+pub(super) struct Rec {
+    pub key: Option<Vec<u8>>,
+    pub value: Option<Vec<u8>>,
+    pub headers: Vec<(Vec<u8>, Option<Vec<u8>>)>,
+    pub ts_delta: i64,
+    pub off_delta: i64,
+}
+
+pub(super) fn uvarint(out: &mut Vec<u8>, mut v: u64) {
+    while v >= 0x80 {
+        out.push((v as u8) | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
+
+pub(super) fn varint(out: &mut Vec<u8>, v: i64) {
+    uvarint(out, ((v << 1) ^ (v >> 63)) as u64);
+}
+
+fn sized(out: &mut Vec<u8>, b: &Option<Vec<u8>>) {
+    match b {
+        None => varint(out, -1),
+        Some(b) => {
+            varint(out, b.len() as i64);
+            out.extend_from_slice(b);
+        }
+    }
+}
+
+/// A record's bytes, with its length prefix.
+pub(super) fn record(r: &Rec) -> Vec<u8> {
+    let mut body = vec![0u8]; // attributes
+    varint(&mut body, r.ts_delta);
+    varint(&mut body, r.off_delta);
+    sized(&mut body, &r.key);
+    sized(&mut body, &r.value);
+    varint(&mut body, r.headers.len() as i64);
+    for (k, v) in &r.headers {
+        sized(&mut body, &Some(k.clone()));
+        sized(&mut body, v);
+    }
+    let mut out = Vec::new();
+    varint(&mut out, body.len() as i64);
+    out.extend_from_slice(&body);
+    out
+}
+
+/// A RecordBatch v2 around `payload` (the records, compressed or not).
+pub(super) fn batch(
+    base_offset: i64,
+    attributes: i16,
+    count: i32,
+    base_ts: i64,
+    payload: &[u8],
+) -> Vec<u8> {
+    let mut b = Vec::new();
+    b.extend_from_slice(&base_offset.to_be_bytes());
+    b.extend_from_slice(&0i32.to_be_bytes()); // batchLength, patched
+    b.extend_from_slice(&(-1i32).to_be_bytes()); // partitionLeaderEpoch
+    b.push(2); // magic
+    b.extend_from_slice(&0u32.to_be_bytes()); // crc, patched
+    b.extend_from_slice(&attributes.to_be_bytes());
+    b.extend_from_slice(&(count - 1).to_be_bytes()); // lastOffsetDelta
+    b.extend_from_slice(&base_ts.to_be_bytes());
+    b.extend_from_slice(&base_ts.to_be_bytes()); // maxTimestamp
+    b.extend_from_slice(&(-1i64).to_be_bytes()); // producerId
+    b.extend_from_slice(&(-1i16).to_be_bytes()); // producerEpoch
+    b.extend_from_slice(&(-1i32).to_be_bytes()); // baseSequence
+    b.extend_from_slice(&count.to_be_bytes());
+    b.extend_from_slice(payload);
+    fix(&mut b);
+    b
+}
+
+/// Rewrites batchLength and the CRC after an edit.
+pub(super) fn fix(b: &mut [u8]) {
+    let len = (b.len() - 12) as i32;
+    b[8..12].copy_from_slice(&len.to_be_bytes());
+    let crc = crc32c::crc32c(&b[21..]);
+    b[17..21].copy_from_slice(&crc.to_be_bytes());
+}
+
+fn recs() -> Vec<Rec> {
+    vec![
+        Rec {
+            key: Some(b"k0".to_vec()),
+            value: Some(b"hello".to_vec()),
+            ..Rec::default()
+        },
+        Rec {
+            key: None,
+            value: Some(vec![0, 1, 2, 0xff]),
+            headers: vec![(b"h".to_vec(), Some(b"v".to_vec())), (b"n".to_vec(), None)],
+            ts_delta: 5,
+            off_delta: 1,
+        },
+        Rec {
+            key: Some(Vec::new()),
+            value: None,
+            ts_delta: -3,
+            off_delta: 2,
+            ..Rec::default()
+        },
+    ]
+}
+
+fn plain_batch(base_offset: i64) -> Vec<u8> {
+    let payload: Vec<u8> = recs().iter().flat_map(record).collect();
+    batch(base_offset, 0, 3, 1_700_000_000_000, &payload)
+}
+
+fn decode(data: &[u8], base: usize) -> (RecordSet, Vec<ByteSource>) {
+    let mut sources = Vec::new();
+    let rs = decode_record_set(data, base, 0, &DecodeOptions::default(), &mut sources);
+    (rs, sources)
+}
+
+/// Every node lies inside its source; children in the same source lie inside
+/// their parent; nothing overlaps among siblings in one source.
+pub(super) fn check_spans(nodes: &[Node], outer: std::ops::Range<usize>, sources: &[ByteSource]) {
+    fn bound(
+        n: &Node,
+        outer: &std::ops::Range<usize>,
+        sources: &[ByteSource],
+    ) -> std::ops::Range<usize> {
+        if n.source == 0 {
+            outer.clone()
+        } else {
+            0..sources[usize::from(n.source) - 1].data.len()
+        }
+    }
+    fn go(n: &Node, outer: &std::ops::Range<usize>, sources: &[ByteSource]) {
+        let b = bound(n, outer, sources);
+        assert!(
+            n.offset >= b.start && n.end() <= b.end,
+            "{} [{}:{}, {}] outside {b:?}",
+            n.name,
+            n.source,
+            n.offset,
+            n.length
+        );
+        let mut last_end = 0;
+        for c in &n.children {
+            if c.source == n.source {
+                assert!(
+                    c.offset >= n.offset && c.end() <= n.end(),
+                    "{} outside parent {}",
+                    c.name,
+                    n.name
+                );
+                assert!(c.offset >= last_end, "{} overlaps its sibling", c.name);
+                last_end = c.end();
+            }
+            go(c, outer, sources);
+        }
+    }
+    for n in nodes {
+        go(n, &outer, sources);
+    }
+}
+
+fn lines(n: &Node) -> Vec<(String, String, String, usize, usize)> {
+    let mut v = Vec::new();
+    n.walk(&mut |n, _| {
+        v.push((
+            n.name.to_string(),
+            n.ty.to_string(),
+            n.value_text(),
+            n.offset,
+            n.length,
+        ))
+    });
+    v
+}
+
+#[test]
+fn seed_empty_batch_is_reproduced() {
+    let b = batch(0, 0, 0, -1, &[]);
+    assert_eq!(b.len(), 61);
+    let (rs, sources) = decode(&b, 0x1e);
+    assert!(sources.is_empty());
+    assert_eq!(rs.summary, "1 RecordBatch");
+    assert_eq!((rs.batches, rs.records, rs.crc_mismatches), (1, 0, 0));
+    assert_eq!(rs.problem, None);
+    assert_eq!(rs.nodes.len(), 1);
+    let want: &[(&str, &str, &str, usize, usize)] = &[
+        ("RecordBatch", "v2", "empty", 0x1e, 61),
+        ("baseOffset", "int64", "0", 0x1e, 8),
+        ("batchLength", "int32", "49", 0x26, 4),
+        ("partitionLeaderEpoch", "int32", "-1", 0x2a, 4),
+        ("magic", "int8", "2", 0x2e, 1),
+        ("crc", "uint32", "crc32c of the bytes that follow", 0x2f, 4),
+        ("attributes", "int16", "0", 0x33, 2),
+        ("lastOffsetDelta", "int32", "-1", 0x35, 4),
+        ("baseTimestamp", "int64", "-1", 0x39, 8),
+        ("maxTimestamp", "int64", "-1", 0x41, 8),
+        ("producerId", "int64", "-1", 0x49, 8),
+        ("producerEpoch", "int16", "-1", 0x51, 2),
+        ("baseSequence", "int32", "-1", 0x53, 4),
+        ("recordsCount", "int32", "0", 0x57, 4),
+    ];
+    let got = lines(&rs.nodes[0]);
+    let want: Vec<_> = want
+        .iter()
+        .map(|&(a, b, c, d, e)| (a.to_string(), b.to_string(), c.to_string(), d, e))
+        .collect();
+    assert_eq!(got, want);
+    for n in &rs.nodes[0].children {
+        assert_eq!(n.role, Role::RecordBatch);
+        assert!(n.about.is_some(), "{}", n.name);
+    }
+    assert!(render_text(&rs.nodes[0]).contains("crc32c of the bytes that follow"));
+}
+
+#[test]
+fn empty_set() {
+    let (rs, _) = decode(&[], 7);
+    assert_eq!(rs.summary, "empty");
+    assert!(rs.nodes.is_empty() && rs.problem.is_none());
+}
+
+#[test]
+fn records_have_exact_spans() {
+    let base = 100;
+    let b = plain_batch(40);
+    let (rs, sources) = decode(&b, base);
+    assert_eq!(rs.problem, None);
+    assert_eq!(rs.summary, "1 RecordBatch, 3 records");
+    let bn = &rs.nodes[0];
+    assert_eq!(bn.value_text(), "3 records");
+    assert_eq!(
+        bn.child("attributes").unwrap().value_text(),
+        "0",
+        "a zero attributes field shows no words"
+    );
+    assert_eq!(
+        bn.child("baseTimestamp").unwrap().value_text(),
+        "1700000000000 (2023-11-14T22:13:20.000Z)"
+    );
+    check_spans(&rs.nodes, base..base + b.len(), &sources);
+    // Record[0] starts right after the 61-byte header.
+    let r0 = bn.child("Record[0]").unwrap();
+    let r0_bytes = record(&recs()[0]);
+    assert_eq!((r0.offset, r0.length), (base + 61, r0_bytes.len()));
+    assert_eq!(r0.value_text(), "offset 40");
+    assert_eq!(r0.role, Role::Record);
+    let names: Vec<_> = r0.children.iter().map(|c| c.name.to_string()).collect();
+    assert_eq!(
+        names,
+        [
+            "length",
+            "attributes",
+            "timestampDelta",
+            "offsetDelta",
+            "keyLength",
+            "key",
+            "valueLength",
+            "value",
+            "headersCount"
+        ]
+    );
+    // length(1) attributes(1) timestampDelta(1) offsetDelta(1) keyLength(1) key(2)
+    let key = r0.child("key").unwrap();
+    assert_eq!((key.offset, key.length), (base + 61 + 5, 2));
+    assert_eq!(key.value, Value::Str("k0".into()));
+    assert_eq!(key.ty, "bytes");
+    let value = r0.child("value").unwrap();
+    assert_eq!((value.offset, value.length), (base + 61 + 8, 5));
+    assert_eq!(r0.child("length").unwrap().ty, "varint");
+    assert_eq!(r0.child("timestampDelta").unwrap().ty, "varlong");
+    // Record[1]: null key, binary value, two headers.
+    let r1 = bn.child("Record[1]").unwrap();
+    assert_eq!(r1.offset, r0.end());
+    assert_eq!(r1.value_text(), "offset 41");
+    assert_eq!(r1.child("keyLength").unwrap().value_text(), "-1 (null)");
+    assert!(r1.child("key").is_none());
+    assert_eq!(
+        r1.child("value").unwrap().value,
+        Value::bytes(&[0, 1, 2, 0xff])
+    );
+    assert_eq!(
+        r1.child("timestampDelta").unwrap().value_text(),
+        "5 (2023-11-14T22:13:20.005Z)"
+    );
+    let h0 = r1.child("Header[0]").unwrap();
+    assert_eq!(h0.value, Value::Str("h".into()));
+    assert_eq!(h0.length, 4);
+    assert_eq!(h0.child("headerKey").unwrap().ty, "string");
+    assert_eq!(
+        h0.child("headerValue").unwrap().value,
+        Value::Str("v".into())
+    );
+    let h1 = r1.child("Header[1]").unwrap();
+    assert_eq!(
+        h1.child("headerValueLength").unwrap().value_text(),
+        "-1 (null)"
+    );
+    assert_eq!(h1.end(), r1.end());
+    let r2 = bn.child("Record[2]").unwrap();
+    assert_eq!(r2.end(), base + b.len());
+    assert_eq!(r2.child("key").unwrap().length, 0);
+}
+
+#[test]
+fn every_prefix_of_a_set_is_partial_not_a_problem() {
+    let first = plain_batch(0);
+    let second = plain_batch(3);
+    let set = [first.clone(), second.clone()].concat();
+    let (whole, _) = decode(&set, 0);
+    for cut in 0..set.len() {
+        let (rs, sources) = decode(&set[..cut], 10);
+        assert_eq!(rs.problem, None, "cut at {cut}");
+        check_spans(&rs.nodes, 10..10 + cut, &sources);
+        if cut == 0 {
+            assert!(rs.nodes.is_empty());
+            continue;
+        }
+        let last = rs.nodes.last().unwrap();
+        if cut == first.len() {
+            assert_eq!(rs.nodes.len(), 1);
+            continue;
+        }
+        assert_eq!(last.name, "partial batch", "cut at {cut}");
+        assert_eq!(last.end(), 10 + cut);
+        assert!(rs.summary.ends_with("+ partial batch"), "{}", rs.summary);
+        if cut > first.len() {
+            // The first batch is intact, spans shifted by the base only.
+            let a = &rs.nodes[0];
+            let b = &whole.nodes[0];
+            assert_eq!(lines(a).len(), lines(b).len());
+            for (x, y) in lines(a).iter().zip(lines(b)) {
+                assert_eq!(
+                    (x.0.as_str(), x.2.as_str(), x.3, x.4),
+                    (y.0.as_str(), y.2.as_str(), y.3 + 10, y.4)
+                );
+            }
+            let rem = cut - first.len();
+            if rem >= 12 {
+                assert_eq!(
+                    last.value_text(),
+                    format!(
+                        "truncated by the broker's fetch size limit: {rem} of {} bytes",
+                        second.len()
+                    )
+                );
+                assert_eq!(
+                    last.child("batchLength").unwrap().value,
+                    Value::Int(second.len() as i64 - 12)
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn records_cut_inside_a_complete_batch_stop_at_the_cut() {
+    // batchLength and CRC are rewritten so the batch itself is whole, but its
+    // records end early: a real problem, with the records before the cut intact.
+    let full = plain_batch(0);
+    let r0 = record(&recs()[0]).len();
+    for cut in 61..full.len() {
+        let mut b = full[..cut].to_vec();
+        fix(&mut b);
+        let (rs, sources) = decode(&b, 0);
+        check_spans(&rs.nodes, 0..b.len(), &sources);
+        assert_eq!(rs.crc_mismatches, 0);
+        let (off, src, what) = rs.problem.clone().expect("a problem");
+        assert_eq!(src, 0);
+        assert!(off <= cut, "problem at {off} past the cut {cut}: {what}");
+        let bn = &rs.nodes[0];
+        if cut >= 61 + r0 {
+            let r = bn.child("Record[0]").unwrap();
+            assert_eq!(r.value_text(), "offset 0");
+            assert!(r.first_error().is_none());
+        }
+    }
+}
+
+#[test]
+fn crc_mismatch_is_a_mark_not_a_problem() {
+    let mut b = plain_batch(0);
+    b[61 + 8] ^= 0x01; // "hello" → "iello"
+    let (rs, _) = decode(&b, 0);
+    assert_eq!(rs.problem, None);
+    assert_eq!(rs.crc_mismatches, 1);
+    let crc = rs.nodes[0].child("crc").unwrap();
+    assert!(matches!(crc.value, Value::Uint(_)));
+    assert!(
+        crc.value_text().contains("CRC MISMATCH: expected 0x"),
+        "{}",
+        crc.value_text()
+    );
+    assert!(crc.about.as_deref().unwrap().contains("mismatch"));
+    assert_eq!(rs.nodes[0].value_text(), "3 records (CRC MISMATCH)");
+    let (ok, _) = decode(&plain_batch(0), 0);
+    assert!(ok.nodes[0]
+        .child("crc")
+        .unwrap()
+        .about
+        .as_deref()
+        .unwrap()
+        .ends_with("valid"));
+}
+
+#[test]
+fn control_record_commit_marker() {
+    let r = Rec {
+        key: Some(vec![0, 0, 0, 1]),         // version 0, type 1 (COMMIT)
+        value: Some(vec![0, 0, 0, 0, 0, 7]), // version 0, coordinatorEpoch 7
+        ..Rec::default()
+    };
+    let b = batch(9, 0x30, 1, -1, &record(&r)); // transactional + control
+    let (rs, sources) = decode(&b, 0);
+    assert_eq!(rs.problem, None);
+    check_spans(&rs.nodes, 0..b.len(), &sources);
+    let bn = &rs.nodes[0];
+    assert_eq!(bn.value_text(), "1 record, control");
+    assert_eq!(
+        bn.child("attributes").unwrap().value_text(),
+        "48 (none, CreateTime, transactional, control)"
+    );
+    let rec = bn.child("Record[0]").unwrap();
+    assert_eq!(rec.value_text(), "offset 9, COMMIT");
+    let key = rec.child("key").unwrap();
+    assert_eq!(key.value_text(), "control record key (COMMIT)");
+    let ty = key.child("type").unwrap();
+    assert_eq!(
+        (ty.value_text().as_str(), ty.offset, ty.length),
+        ("1 (COMMIT)", key.offset + 2, 2)
+    );
+    let value = rec.child("value").unwrap();
+    assert_eq!(value.value_text(), "EndTxnMarker");
+    let epoch = value.child("coordinatorEpoch").unwrap();
+    assert_eq!(
+        (epoch.value.clone(), epoch.offset, epoch.length),
+        (Value::Int(7), value.offset + 2, 4)
+    );
+}
+
+#[test]
+fn a_huge_records_count_stops_at_the_first_record_that_does_not_fit() {
+    let payload = record(&recs()[0]);
+    let b = batch(0, 0, 1_000_000_000, -1, &payload);
+    let (rs, _) = decode(&b, 0);
+    let bn = &rs.nodes[0];
+    assert_eq!(
+        bn.children
+            .iter()
+            .filter(|c| c.name.starts_with("Record["))
+            .count(),
+        1
+    );
+    let missing = bn.child("missing records").unwrap();
+    assert_eq!((missing.offset, missing.length), (b.len(), 0));
+    assert_eq!(rs.problem.unwrap().0, b.len());
+    // A huge headersCount with few bytes ends with the record.
+    let mut body = vec![0u8, 0, 0, 1, 1]; // attrs, tsDelta, offDelta, key null, value null
+    varint(&mut body, i64::from(i32::MAX));
+    body.extend_from_slice(&[2, b'a', 1]); // one header: key "a", value null
+    let mut rec = Vec::new();
+    varint(&mut rec, body.len() as i64);
+    rec.extend_from_slice(&body);
+    let b = batch(0, 0, 1, -1, &rec);
+    let (rs, _) = decode(&b, 0);
+    let r = rs.nodes[0].child("Record[0]").unwrap();
+    assert!(r.child("Header[0]").is_some());
+    assert!(r.child("Header[1]").unwrap().first_error().is_some());
+    assert!(rs.problem.is_some());
+}
+
+#[test]
+fn a_record_longer_than_the_batch_is_an_error_and_bytes_it_does_not_use_are_marked() {
+    let mut rec = record(&recs()[0]);
+    rec[0] = 0x7e; // length 63, far past the batch
+    let b = batch(0, 0, 1, -1, &rec);
+    let (rs, _) = decode(&b, 0);
+    let (off, _, what) = rs.problem.unwrap();
+    assert_eq!(off, 61);
+    assert!(what.contains("exceeds"), "{what}");
+
+    let mut rec = record(&recs()[0]);
+    rec[0] += 4; // two more bytes inside the length (zigzag: +2 per unit)
+    rec.extend_from_slice(&[0xaa, 0xbb]);
+    let b = batch(0, 0, 1, -1, &rec);
+    let (rs, _) = decode(&b, 0);
+    let r = rs.nodes[0].child("Record[0]").unwrap();
+    let u = r.child("unclaimed").unwrap();
+    assert_eq!((u.offset, u.length), (b.len() - 2, 2));
+    assert!(u.error.as_deref().unwrap().contains("no field claims"));
+}
+
+#[test]
+fn negative_length_and_unknown_magic_are_problems() {
+    let mut b = plain_batch(0);
+    b[8..12].copy_from_slice(&(-5i32).to_be_bytes());
+    let (rs, _) = decode(&b, 0);
+    assert!(rs.problem.unwrap().2.contains("negative"));
+    let mut b = plain_batch(0);
+    b[16] = 7;
+    let (rs, _) = decode(&b, 0);
+    assert!(rs.problem.unwrap().2.contains("magic 7"));
+    assert_eq!(
+        rs.nodes[0].child("batchLength").unwrap().value,
+        Value::Int(b.len() as i64 - 12)
+    );
+}
+
+#[test]
+fn hostile_bytes_never_panic() {
+    // Deterministic mutations of a valid batch and of a gzip batch.
+    let mut seed = 0x2545_f491_4f6c_dd1du64;
+    let mut next = move || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed
+    };
+    let plain = plain_batch(0);
+    let payload: Vec<u8> = recs().iter().flat_map(record).collect();
+    let gz = {
+        use std::io::Write;
+        let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        e.write_all(&payload).unwrap();
+        batch(0, 1, 3, -1, &e.finish().unwrap())
+    };
+    let opts = DecodeOptions {
+        max_decompressed: 1 << 16,
+        ..DecodeOptions::default()
+    };
+    for input in [plain, gz] {
+        for _ in 0..3000 {
+            let mut b = input.clone();
+            for _ in 0..(next() % 4 + 1) {
+                let i = (next() as usize) % b.len();
+                b[i] = next() as u8;
+            }
+            if next() % 2 == 0 {
+                fix(&mut b);
+            }
+            let mut sources = Vec::new();
+            let rs = decode_record_set(&b, 0, 0, &opts, &mut sources);
+            check_spans(&rs.nodes, 0..b.len(), &sources);
+        }
+    }
+}
+
+#[test]
+fn summaries() {
+    let two = [plain_batch(0), plain_batch(3)].concat();
+    assert_eq!(decode(&two, 0).0.summary, "2 RecordBatches, 6 records");
+    assert_eq!(decode(&two, 0).0.records, 6);
+    assert_eq!(decode(&[0; 5], 0).0.summary, "5 bytes + partial batch");
+}
+
+#[test]
+fn every_prefix_of_decompressed_records_is_a_problem_in_that_source() {
+    use std::io::Write;
+    let payload: Vec<u8> = recs().iter().flat_map(record).collect();
+    let r0 = record(&recs()[0]).len();
+    for cut in 0..payload.len() {
+        let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        e.write_all(&payload[..cut]).unwrap();
+        let b = batch(0, 1, 3, -1, &e.finish().unwrap());
+        let (rs, sources) = decode(&b, 0);
+        check_spans(&rs.nodes, 0..b.len(), &sources);
+        assert_eq!(sources.len(), 1);
+        let (off, src, _) = rs.problem.expect("a problem");
+        assert_eq!(src, 1, "cut at {cut}");
+        assert!(off <= cut);
+        let container = rs.nodes[0].child("records").unwrap();
+        assert_eq!(
+            container.value_text(),
+            format!("{} bytes → {cut} bytes", b.len() - 61)
+        );
+        if cut >= r0 {
+            let r = container.child("Record[0]").unwrap();
+            assert_eq!((r.source, r.offset, r.length), (1, 0, r0));
+            assert!(r.first_error().is_none());
+        }
+    }
+}

@@ -1,0 +1,282 @@
+//! Kafka message schemas as static tables.
+//!
+//! Place in the data path: consulted by framing (is this api key / version
+//! plausible?), by the decoder (what comes next on the wire?) and by the views
+//! (api names). The tables in `generated.rs` are written by the `schemagen`
+//! tool from Kafka's own JSON message definitions (Apache Kafka 4.2.1, plus the
+//! Kafka 3.9 definitions for the versions that 4.0 removed, KIP-896); this
+//! module only defines their types and the lookups over them.
+//!
+//! Invariants: every `MessageDef` in [`MESSAGES`] covers a disjoint set of
+//! versions for its (api key, kind); a 4.2.1 definition always wins over a
+//! legacy one for a version both list.
+
+#[rustfmt::skip]
+mod generated;
+
+pub use generated::{
+    CONSUMER_PROTOCOL_ASSIGNMENT, CONSUMER_PROTOCOL_SUBSCRIPTION, DATA_SCHEMAS, MESSAGES,
+    REQUEST_HEADER, RESPONSE_HEADER,
+};
+
+/// An inclusive range of versions; `min > max` means "none".
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Versions {
+    /// Lowest version in the range.
+    pub min: i16,
+    /// Highest version in the range (`i16::MAX` for an open range like `"3+"`).
+    pub max: i16,
+}
+
+impl Versions {
+    /// The empty range (`"none"`).
+    pub const NONE: Versions = Versions { min: 0, max: -1 };
+    /// Every version (`"0+"`).
+    pub const ALL: Versions = Versions {
+        min: 0,
+        max: i16::MAX,
+    };
+
+    /// A range from `min` to `max` inclusive.
+    pub const fn new(min: i16, max: i16) -> Versions {
+        Versions { min, max }
+    }
+
+    /// True when `v` lies in the range.
+    pub const fn contains(self, v: i16) -> bool {
+        v >= self.min && v <= self.max
+    }
+
+    /// True when the range holds no version.
+    pub const fn is_empty(self) -> bool {
+        self.min > self.max
+    }
+}
+
+impl std::fmt::Display for Versions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.is_empty() {
+            f.write_str("none")
+        } else if self.max == i16::MAX {
+            write!(f, "{}+", self.min)
+        } else if self.min == self.max {
+            write!(f, "{}", self.min)
+        } else {
+            write!(f, "{}-{}", self.min, self.max)
+        }
+    }
+}
+
+/// A primitive wire type of Kafka's message definitions.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Prim {
+    /// `bool`: one byte, non-zero is true.
+    Bool,
+    /// `int8`
+    Int8,
+    /// `int16`, big-endian.
+    Int16,
+    /// `uint16`, big-endian.
+    Uint16,
+    /// `int32`, big-endian.
+    Int32,
+    /// `uint32`, big-endian.
+    Uint32,
+    /// `int64`, big-endian.
+    Int64,
+    /// `float64`, IEEE 754 big-endian.
+    Float64,
+    /// `uuid`: 16 bytes.
+    Uuid,
+    /// `string`: int16 length (or compact uvarint length+1 in flexible versions), UTF-8.
+    String,
+    /// `bytes`: int32 length (or compact uvarint length+1).
+    Bytes,
+    /// `records`: bytes holding a record set (RecordBatch v2 or a legacy message set).
+    Records,
+}
+
+impl Prim {
+    /// The name Kafka's JSON uses for this type.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Prim::Bool => "bool",
+            Prim::Int8 => "int8",
+            Prim::Int16 => "int16",
+            Prim::Uint16 => "uint16",
+            Prim::Int32 => "int32",
+            Prim::Uint32 => "uint32",
+            Prim::Int64 => "int64",
+            Prim::Float64 => "float64",
+            Prim::Uuid => "uuid",
+            Prim::String => "string",
+            Prim::Bytes => "bytes",
+            Prim::Records => "records",
+        }
+    }
+}
+
+/// What an array holds.
+#[derive(Clone, Copy, Debug)]
+pub enum Elem {
+    /// An array of primitives, e.g. `[]int32`.
+    Prim(Prim),
+    /// An array of structs, e.g. `[]TopicProduceData`.
+    Struct(&'static StructDef),
+}
+
+/// The shape of a field.
+#[derive(Clone, Copy, Debug)]
+pub enum FieldKind {
+    /// A single primitive value.
+    Prim(Prim),
+    /// A nested struct (not an array), e.g. ProduceResponse's `CurrentLeader`.
+    Struct(&'static StructDef),
+    /// An array, int32-counted or compact.
+    Array(Elem),
+}
+
+/// A struct: a named, ordered list of fields.
+#[derive(Debug)]
+pub struct StructDef {
+    /// The struct's type name (`TopicProduceData`), or the message name for a body.
+    pub name: &'static str,
+    /// The fields in wire order (tagged fields are listed too, in declaration order).
+    pub fields: &'static [FieldDef],
+}
+
+/// One field of a struct, with everything Kafka's JSON says about it except its prose.
+#[derive(Debug)]
+pub struct FieldDef {
+    /// Kafka's field name, verbatim (`ThrottleTimeMs`).
+    pub name: &'static str,
+    /// Kafka's type text, verbatim (`int16`, `[]TopicProduceData`, `LeaderIdAndEpoch`).
+    pub type_name: &'static str,
+    /// The decoded shape of the type.
+    pub kind: FieldKind,
+    /// Versions in which the field exists.
+    pub versions: Versions,
+    /// Versions in which the field may be null.
+    pub nullable: Versions,
+    /// Versions in which the field is sent as a tagged field.
+    pub tagged: Versions,
+    /// The tag number, for tagged fields.
+    pub tag: Option<u32>,
+    /// A field-level override of the message's flexible versions (RequestHeader's ClientId: none).
+    pub flexible: Option<Versions>,
+    /// The default value text (`"-1"`, `"null"`, `"false"`), empty when none is given.
+    pub default: &'static str,
+    /// The entity type (`topicName`, `groupId`, ...), empty when none is given.
+    pub entity_type: &'static str,
+    /// True when the field is the map key of its array element.
+    pub map_key: bool,
+    /// True when a sender may drop the field in versions that lack it.
+    pub ignorable: bool,
+}
+
+/// Whether a definition is a request, a response, a header or a data schema.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum MessageKind {
+    /// A request body.
+    Request,
+    /// A response body.
+    Response,
+    /// RequestHeader or ResponseHeader.
+    Header,
+    /// A data schema embedded in other bytes (ConsumerProtocolSubscription, ...).
+    Data,
+}
+
+/// Which Kafka release a definition was generated from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum SchemaSet {
+    /// Apache Kafka 4.2.1, the authoritative set.
+    Kafka421,
+    /// Apache Kafka 3.9, used only for the versions 4.x no longer lists.
+    Kafka39,
+}
+
+/// A top-level message definition.
+#[derive(Debug)]
+pub struct MessageDef {
+    /// The message name (`ProduceRequest`).
+    pub name: &'static str,
+    /// The API key, or -1 for headers and data schemas.
+    pub api_key: i16,
+    /// Request, response, header or data.
+    pub kind: MessageKind,
+    /// The versions this definition decodes (for legacy definitions: only those 4.2.1 lacks).
+    pub valid: Versions,
+    /// The flexible (compact + tagged fields) versions.
+    pub flexible: Versions,
+    /// Versions marked deprecated.
+    pub deprecated: Versions,
+    /// True when the newest version is marked unstable (`latestVersionUnstable`).
+    pub latest_unstable: bool,
+    /// The release this definition comes from.
+    pub set: SchemaSet,
+    /// The body: the top-level fields.
+    pub body: &'static StructDef,
+}
+
+impl MessageDef {
+    /// True when `version` is a flexible version of this message.
+    pub fn is_flexible(&self, version: i16) -> bool {
+        self.flexible.contains(version)
+    }
+}
+
+/// The definition that decodes (`api_key`, `kind`, `version`), if any.
+pub fn message(api_key: i16, kind: MessageKind, version: i16) -> Option<&'static MessageDef> {
+    MESSAGES
+        .iter()
+        .find(|m| m.api_key == api_key && m.kind == kind && m.valid.contains(version))
+}
+
+/// Every definition for an api key and kind, 4.2.1 first, then legacy.
+pub fn definitions(api_key: i16, kind: MessageKind) -> impl Iterator<Item = &'static MessageDef> {
+    MESSAGES
+        .iter()
+        .filter(move |m| m.api_key == api_key && m.kind == kind)
+}
+
+/// The union of versions known for an api key's requests (4.2.1 and legacy), if the key is known.
+pub fn known_versions(api_key: i16) -> Option<Versions> {
+    let mut out: Option<Versions> = None;
+    for m in definitions(api_key, MessageKind::Request) {
+        out = Some(match out {
+            None => m.valid,
+            Some(v) => Versions::new(v.min.min(m.valid.min), v.max.max(m.valid.max)),
+        });
+    }
+    out
+}
+
+/// The API name for a key (`Produce`), from the request definition's name.
+pub fn api_name(api_key: i16) -> Option<&'static str> {
+    definitions(api_key, MessageKind::Request)
+        .next()
+        .map(|m| m.name.strip_suffix("Request").unwrap_or(m.name))
+}
+
+/// The request header version for an api key and version: 2 when flexible, else 1
+/// (0 only for ControlledShutdown v0, which predates the client id).
+pub fn request_header_version(api_key: i16, version: i16) -> i16 {
+    match message(api_key, MessageKind::Request, version) {
+        Some(m) if m.is_flexible(version) => 2,
+        _ if api_key == 7 && version == 0 => 0,
+        _ => 1,
+    }
+}
+
+/// The response header version: 1 when flexible, else 0; ApiVersions (key 18) always
+/// answers with header v0 so that a client can read it whatever version it asked for.
+pub fn response_header_version(api_key: i16, version: i16) -> i16 {
+    if api_key == 18 {
+        return 0;
+    }
+    match message(api_key, MessageKind::Response, version) {
+        Some(m) if m.is_flexible(version) => 1,
+        _ => 0,
+    }
+}

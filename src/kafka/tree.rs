@@ -1,0 +1,458 @@
+//! The field tree: what the decoder produces and every view reads.
+//!
+//! Place in the data path: decode → **tree** → print / TUI / JSON. Invariants:
+//! every node carries its span (`offset`, `length`) in the byte source named by
+//! `source`, written when the node is made; a parent's span covers its
+//! children's spans; offsets in source 0 count from the first byte of the
+//! 4-byte size prefix. A node whose bytes could not be decoded is kept, with
+//! `error` set, and the decoded part of the tree before it is intact.
+
+use std::borrow::Cow;
+use std::fmt::{self, Write as _};
+
+/// A short, shareable piece of text: usually a `&'static str` from the schema tables.
+pub type Text = Cow<'static, str>;
+
+/// What a node's bytes belong to, for the legend and colours of the byte view.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Role {
+    /// The whole message (root).
+    Message,
+    /// The 4-byte size prefix.
+    Frame,
+    /// The request or response header.
+    Header,
+    /// A request body field.
+    RequestBody,
+    /// A response body field.
+    ResponseBody,
+    /// A RecordBatch (or legacy message) header field.
+    RecordBatch,
+    /// A Record inside a batch.
+    Record,
+    /// A tagged-field section or entry.
+    TaggedFields,
+    /// Bytes that could not be decoded.
+    Malformed,
+}
+
+/// A decoded value.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Value {
+    /// No value of its own (a container such as the header or a body).
+    None,
+    /// A signed integer of any width.
+    Int(i64),
+    /// An unsigned integer of any width.
+    Uint(u64),
+    /// A float64.
+    Float(f64),
+    /// A bool.
+    Bool(bool),
+    /// A string (invalid UTF-8 is replaced; views escape control characters).
+    Str(String),
+    /// A null string, bytes, array or struct.
+    Null,
+    /// A bytes value: its length and up to [`BYTES_PREVIEW`] leading bytes.
+    Bytes {
+        /// The length of the value.
+        len: usize,
+        /// The first bytes, for display.
+        head: Vec<u8>,
+    },
+    /// A uuid.
+    Uuid([u8; 16]),
+    /// A description standing in for a value: `struct`, `1 element`, `empty`.
+    Text(Text),
+}
+
+/// How many leading bytes a [`Value::Bytes`] keeps for display.
+pub const BYTES_PREVIEW: usize = 32;
+
+impl Value {
+    /// A bytes value from its full content.
+    pub fn bytes(b: &[u8]) -> Value {
+        Value::Bytes {
+            len: b.len(),
+            head: b.get(..BYTES_PREVIEW.min(b.len())).unwrap_or(&[]).to_vec(),
+        }
+    }
+
+    /// The value as it is shown in the tree (without the node's detail).
+    pub fn display(&self) -> String {
+        let mut s = String::new();
+        self.write_display(&mut s);
+        s
+    }
+
+    fn write_display(&self, s: &mut String) {
+        match self {
+            Value::None => {}
+            Value::Int(v) => {
+                let _ = write!(s, "{v}");
+            }
+            Value::Uint(v) => {
+                let _ = write!(s, "{v}");
+            }
+            Value::Float(v) => {
+                let _ = write!(s, "{v}");
+            }
+            Value::Bool(v) => {
+                let _ = write!(s, "{v}");
+            }
+            Value::Str(v) => {
+                let _ = write!(s, "{v:?}");
+            }
+            Value::Null => s.push_str("null"),
+            Value::Bytes { len, head } => {
+                if *len == 0 {
+                    s.push_str("(empty)");
+                } else {
+                    for b in head {
+                        let _ = write!(s, "{b:02x}");
+                    }
+                    if *len > head.len() {
+                        s.push('…');
+                    }
+                }
+            }
+            Value::Uuid(u) => s.push_str(&format_uuid(u)),
+            Value::Text(t) => s.push_str(t),
+        }
+    }
+
+    /// The value as JSON.
+    pub fn to_json(&self) -> serde_json::Value {
+        use serde_json::Value as J;
+        match self {
+            Value::None => J::Null,
+            Value::Int(v) => J::from(*v),
+            Value::Uint(v) => J::from(*v),
+            Value::Float(v) => serde_json::Number::from_f64(*v)
+                .map(J::Number)
+                .unwrap_or_else(|| J::String(v.to_string())),
+            Value::Bool(v) => J::Bool(*v),
+            Value::Str(v) => J::String(v.clone()),
+            Value::Null => J::Null,
+            Value::Bytes { .. } | Value::Uuid(_) | Value::Text(_) => J::String(self.display()),
+        }
+    }
+}
+
+/// A uuid in its canonical 8-4-4-4-12 hex form.
+pub fn format_uuid(u: &[u8; 16]) -> String {
+    let mut s = String::with_capacity(36);
+    for (i, b) in u.iter().enumerate() {
+        if matches!(i, 4 | 6 | 8 | 10) {
+            s.push('-');
+        }
+        let _ = write!(s, "{b:02x}");
+    }
+    s
+}
+
+/// One node of the field tree.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Node {
+    /// The field name (Kafka's name for schema fields, e.g. `ThrottleTimeMs`).
+    pub name: Text,
+    /// The type as shown: the schema's type text, `uvarint`, `v2`, `message v12`.
+    pub ty: Text,
+    /// The value.
+    pub value: Value,
+    /// What the value means or how it was encoded, shown in parentheses after it.
+    pub detail: Option<Text>,
+    /// First byte, in `source`.
+    pub offset: usize,
+    /// Number of bytes.
+    pub length: usize,
+    /// The byte source: 0 is the message, n > 0 is `Decoded::sources[n - 1]`.
+    pub source: u16,
+    /// What the bytes belong to.
+    pub role: Role,
+    /// A one-line description (the project's own words or the schema metadata).
+    pub about: Option<Text>,
+    /// Set when these bytes could not be decoded: what was wrong.
+    pub error: Option<String>,
+    /// The children, in byte order.
+    pub children: Vec<Node>,
+}
+
+impl Node {
+    /// A node with the given name, type, value and span; everything else empty.
+    pub fn new(
+        name: impl Into<Text>,
+        ty: impl Into<Text>,
+        value: Value,
+        offset: usize,
+        length: usize,
+        role: Role,
+    ) -> Node {
+        Node {
+            name: name.into(),
+            ty: ty.into(),
+            value,
+            detail: None,
+            offset,
+            length,
+            source: 0,
+            role,
+            about: None,
+            error: None,
+            children: Vec::new(),
+        }
+    }
+
+    /// Sets the detail text.
+    pub fn with_detail(mut self, d: impl Into<Text>) -> Node {
+        self.detail = Some(d.into());
+        self
+    }
+
+    /// Sets the description.
+    pub fn with_about(mut self, a: impl Into<Text>) -> Node {
+        self.about = Some(a.into());
+        self
+    }
+
+    /// The value text with its detail: `0 (Produce)`, `"" (compact, len+1=1)`.
+    pub fn value_text(&self) -> String {
+        let mut s = self.value.display();
+        if let Some(d) = &self.detail {
+            if s.is_empty() {
+                s.push_str(d);
+            } else {
+                let _ = write!(s, " ({d})");
+            }
+        }
+        s
+    }
+
+    /// The end of the span (exclusive).
+    pub fn end(&self) -> usize {
+        self.offset.saturating_add(self.length)
+    }
+
+    /// The first child with this name.
+    pub fn child(&self, name: &str) -> Option<&Node> {
+        self.children.iter().find(|c| c.name == name)
+    }
+
+    /// Follows a path of child names (`["ProduceResponse", "ThrottleTimeMs"]`).
+    pub fn path(&self, names: &[&str]) -> Option<&Node> {
+        let mut n = self;
+        for name in names {
+            n = n.child(name)?;
+        }
+        Some(n)
+    }
+
+    /// Visits this node and all descendants, depth first, in byte order.
+    pub fn walk<'a>(&'a self, f: &mut dyn FnMut(&'a Node, usize)) {
+        fn go<'a>(n: &'a Node, depth: usize, f: &mut dyn FnMut(&'a Node, usize)) {
+            f(n, depth);
+            for c in &n.children {
+                go(c, depth + 1, f);
+            }
+        }
+        go(self, 0, f);
+    }
+
+    /// The first node (depth first) that carries an error.
+    pub fn first_error(&self) -> Option<&Node> {
+        let mut found = None;
+        self.walk(&mut |n, _| {
+            if found.is_none() && n.error.is_some() {
+                found = Some(n);
+            }
+        });
+        found
+    }
+
+    /// The tree as JSON: `{name, type, value, display, offset, length, source, children}`
+    /// (`source`, `error` and `about` only when set; `children` always).
+    pub fn to_json(&self) -> serde_json::Value {
+        let mut m = serde_json::Map::new();
+        m.insert("name".into(), self.name.as_ref().into());
+        m.insert("type".into(), self.ty.as_ref().into());
+        m.insert("value".into(), self.value.to_json());
+        m.insert("display".into(), self.value_text().into());
+        m.insert("offset".into(), self.offset.into());
+        m.insert("length".into(), self.length.into());
+        if self.source != 0 {
+            m.insert("source".into(), self.source.into());
+        }
+        if let Some(e) = &self.error {
+            m.insert("error".into(), e.as_str().into());
+        }
+        m.insert(
+            "children".into(),
+            serde_json::Value::Array(self.children.iter().map(Node::to_json).collect()),
+        );
+        serde_json::Value::Object(m)
+    }
+}
+
+/// A byte source other than the message: decompressed record data.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ByteSource {
+    /// What the bytes are (`gzip-decompressed records of the batch at 0x001e`).
+    pub name: String,
+    /// The decompressed bytes.
+    pub data: Vec<u8>,
+    /// The source holding the compressed bytes.
+    pub parent: u16,
+    /// Where the compressed bytes start in the parent.
+    pub parent_offset: usize,
+    /// How many compressed bytes there are in the parent.
+    pub parent_length: usize,
+}
+
+/// Renders a tree in the text layout of the project's seed document:
+/// `name  type  = value  [0x0000, 4B]  description`, with `+--` / `|` guides.
+pub fn render_text(root: &Node) -> String {
+    struct Line {
+        name: String,
+        ty: String,
+        value: String,
+        span: String,
+        about: String,
+    }
+    let mut lines: Vec<Line> = Vec::new();
+    fn collect(n: &Node, prefix: &str, last: bool, top: bool, out: &mut Vec<Line>) {
+        let name = if top {
+            n.name.to_string()
+        } else {
+            format!("{prefix}+-- {}", escape_text(&n.name))
+        };
+        let v = n.value_text();
+        let value = if v.is_empty() {
+            String::new()
+        } else {
+            format!("= {}", escape_text(&v))
+        };
+        let src = if n.source != 0 {
+            format!("#{}:", n.source)
+        } else {
+            String::new()
+        };
+        let mut about = n.about.as_deref().map(escape_text).unwrap_or_default();
+        if let Some(e) = &n.error {
+            if !about.is_empty() {
+                about.push_str(" — ");
+            }
+            about.push_str("MALFORMED: ");
+            about.push_str(&escape_text(e));
+        }
+        out.push(Line {
+            name,
+            ty: escape_text(&n.ty),
+            value,
+            span: format!("[{src}0x{:04x}, {}B]", n.offset, n.length),
+            about,
+        });
+        let child_prefix = if top {
+            String::new()
+        } else if last {
+            format!("{prefix}    ")
+        } else {
+            format!("{prefix}|   ")
+        };
+        let count = n.children.len();
+        for (i, c) in n.children.iter().enumerate() {
+            collect(c, &child_prefix, i + 1 == count, false, out);
+        }
+    }
+    collect(root, "", true, true, &mut lines);
+    let w = |f: fn(&Line) -> usize, min: usize| lines.iter().map(f).max().unwrap_or(0).max(min);
+    let name_w = w(|l| l.name.chars().count() + 2, 54);
+    let ty_w = w(|l| l.ty.chars().count() + 2, 24);
+    let val_w = w(|l| l.value.chars().count() + 2, 35);
+    let span_w = w(|l| l.span.chars().count() + 2, 15);
+    let mut s = String::new();
+    for l in &lines {
+        let mut line = String::new();
+        pad(&mut line, &l.name, name_w);
+        pad(&mut line, &l.ty, ty_w);
+        pad(&mut line, &l.value, val_w);
+        if l.about.is_empty() {
+            line.push_str(&l.span);
+        } else {
+            pad(&mut line, &l.span, span_w);
+            line.push_str(&l.about);
+        }
+        s.push_str(line.trim_end());
+        s.push('\n');
+    }
+    s
+}
+
+fn pad(out: &mut String, s: &str, width: usize) {
+    out.push_str(s);
+    for _ in s.chars().count()..width {
+        out.push(' ');
+    }
+}
+
+/// Escapes control characters (ESC, CR, BEL, ...) so captured bytes can never
+/// drive the terminal: they are shown as `\u{1b}`-style escapes.
+pub fn escape_text(s: &str) -> String {
+    if !s.chars().any(char::is_control) {
+        return s.to_string();
+    }
+    let mut o = String::with_capacity(s.len() + 8);
+    for c in s.chars() {
+        if c.is_control() {
+            o.extend(c.escape_default());
+        } else {
+            o.push(c);
+        }
+    }
+    o
+}
+
+impl fmt::Display for Node {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&render_text(self))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn value_text_joins_value_and_detail() {
+        let n = Node::new("request_api_key", "int16", Value::Int(0), 4, 2, Role::Header)
+            .with_detail("Produce");
+        assert_eq!(n.value_text(), "0 (Produce)");
+        let s = Node::new("Name", "string", Value::Str(String::new()), 0, 1, Role::RequestBody)
+            .with_detail("compact, len+1=1");
+        assert_eq!(s.value_text(), r#""" (compact, len+1=1)"#);
+    }
+
+    #[test]
+    fn control_characters_are_escaped_in_text() {
+        let n = Node::new(
+            "Name",
+            "string",
+            Value::Str("a\u{1b}[2Jb".into()),
+            0,
+            7,
+            Role::RequestBody,
+        );
+        let t = render_text(&n);
+        assert!(!t.contains('\u{1b}'));
+        assert!(t.contains(r"\u{1b}[2Jb"), "{t}");
+    }
+
+    #[test]
+    fn uuid_format() {
+        let u = [
+            0x55, 0x0e, 0x84, 0x00, 0xe2, 0x9b, 0x41, 0xd4, 0xa7, 0x16, 0x44, 0x66, 0x55, 0x44,
+            0x00, 0x00,
+        ];
+        assert_eq!(format_uuid(&u), "550e8400-e29b-41d4-a716-446655440000");
+    }
+}

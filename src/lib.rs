@@ -1,0 +1,15 @@
+//! kafkashark's engine: everything between packets and the views.
+//!
+//! The data path runs one way: frames (`capture`) → per-connection byte
+//! streams (`flow`) → size-prefixed Kafka messages (`kafka::framing`) →
+//! decoded field trees with byte spans (`kafka::decode`) → request/response
+//! exchanges (`pairing`) → figures (`stats`). Apart from the capture adapters
+//! the core is sans-IO: a pure function of the frames fed to it. No terminal
+//! code lives here; the `kafkashark` binary in `ui/` is a thin shell.
+
+#![forbid(unsafe_code)]
+
+pub mod capture;
+pub mod flow;
+pub mod kafka;
+pub mod pipeline;

@@ -1,0 +1,1002 @@
+//! The pipeline: frames in, Kafka messages and stream events out.
+//!
+//! Place in the data path: ties capture decoding (`capture::link`), TCP
+//! reassembly (`flow`) and Kafka framing (`kafka::framing`) together, sans-IO.
+//! The caller reads frames from any source and calls [`Pipeline::push`] for
+//! each, then [`Pipeline::finish`] at the end of the input; decoding and
+//! pairing are built on the [`Event`]s it appends.
+//!
+//! Sides: with [`Ports::List`] the endpoint on a listed port is the broker and
+//! every such connection is Kafka. With [`Ports::Any`] every TCP connection is
+//! a candidate: its first bytes are held back (at most `detect_limit`) until
+//! one direction carries a plausible Kafka request (the framing resync check);
+//! that direction's sender is the client. When the client's SYN was seen only
+//! the SYN sender can be the client. A connection that shows no plausible
+//! request within the limit, or closes first, is not Kafka and is dropped.
+//!
+//! Invariants: events of one stream come in capture order; per direction,
+//! messages come in stream order; a request's correlation id is remembered (at
+//! most `max_pending_per_stream` per stream) until a response with the same id
+//! is framed, which lets response resynchronisation prefer real boundaries.
+
+use crate::capture::{decode_segment, Frame, Skip, Timestamp};
+use crate::flow::{
+    CloseReason, Direction, FlowConfig, FlowEvent, FlowStats, GapReason, Ports, Reassembler,
+};
+use crate::kafka::framing::{Framer, FramerConfig, FramerEvent, RawMessage};
+use std::collections::{HashMap, VecDeque};
+use std::fmt;
+use std::net::SocketAddr;
+
+/// Pipeline settings.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PipelineConfig {
+    /// Broker ports, or `Any` to detect Kafka by shape.
+    pub ports: Ports,
+    /// Largest Kafka message accepted (size field), default 100 MiB.
+    pub max_message: usize,
+    /// How far a resync candidate may wait for bytes (see `FramerConfig`).
+    pub resync_wait: usize,
+    /// Out-of-order bytes buffered per TCP direction, default 4 MiB.
+    pub max_buffer_per_dir: usize,
+    /// Out-of-order bytes buffered over all connections, default 256 MiB.
+    pub max_buffer_total: usize,
+    /// Packet-time age after which a hole becomes a gap, default 10 s.
+    pub gap_timeout_ns: u64,
+    /// Packet-time silence after which a connection is closed, default 600 s.
+    pub idle_timeout_ns: u64,
+    /// Connections tracked at once, default 100 000.
+    pub max_connections: usize,
+    /// With `Ports::Any`: bytes held per connection while deciding whether it is Kafka.
+    pub detect_limit: usize,
+    /// Correlation ids of unanswered requests remembered per stream.
+    pub max_pending_per_stream: usize,
+}
+
+impl Default for PipelineConfig {
+    fn default() -> PipelineConfig {
+        let f = FlowConfig::default();
+        let m = FramerConfig::default();
+        PipelineConfig {
+            ports: Ports::default(),
+            max_message: m.max_message,
+            resync_wait: m.resync_wait,
+            max_buffer_per_dir: f.max_buffer_per_dir,
+            max_buffer_total: f.max_buffer_total,
+            gap_timeout_ns: f.gap_timeout_ns,
+            idle_timeout_ns: f.idle_timeout_ns,
+            max_connections: f.max_connections,
+            detect_limit: 1 << 20,
+            max_pending_per_stream: 4096,
+        }
+    }
+}
+
+impl PipelineConfig {
+    /// Defaults with the given ports.
+    pub fn with_ports(ports: Ports) -> PipelineConfig {
+        PipelineConfig {
+            ports,
+            ..PipelineConfig::default()
+        }
+    }
+}
+
+/// Something worth telling the user about a frame or stream.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Warning {
+    /// The frame could not be used: unsupported link type, IP fragment, malformed header.
+    Packet(Skip),
+    /// A trusted stream held an impossible message size; framing resynchronises.
+    BadSize {
+        /// Connection index.
+        stream: u64,
+        /// Direction.
+        dir: Direction,
+        /// The size read.
+        size: i32,
+    },
+}
+
+impl fmt::Display for Warning {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Warning::Packet(s) => s.fmt(f),
+            Warning::BadSize { stream, dir, size } => write!(
+                f,
+                "stream {stream} {dir:?}: impossible message size {size}; resynchronising"
+            ),
+        }
+    }
+}
+
+/// What the pipeline produces.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Event {
+    /// A Kafka connection: from here on its messages carry `stream`.
+    StreamOpen {
+        /// 0-based connection index, in order of first appearance.
+        stream: u64,
+        /// Client endpoint.
+        client: SocketAddr,
+        /// Broker endpoint.
+        broker: SocketAddr,
+        /// Frame of the connection's first segment.
+        frame: u64,
+        /// Time of that frame.
+        ts: Timestamp,
+    },
+    /// A complete Kafka message (request when `dir` is client → broker).
+    Message(RawMessage),
+    /// The received prefix of a message whose rest is missing (`missing > 0`).
+    Partial(RawMessage),
+    /// Bytes missing from a direction.
+    Gap {
+        /// Connection index.
+        stream: u64,
+        /// Direction.
+        dir: Direction,
+        /// Stream offset of the first missing byte.
+        stream_offset: u64,
+        /// Bytes missing.
+        len: u64,
+        /// Frame after the gap (or whose payload was cut).
+        frame: u64,
+        /// Lost or cut by the snaplen.
+        reason: GapReason,
+    },
+    /// Framing found a plausible message boundary after skipping bytes.
+    Resync {
+        /// Connection index.
+        stream: u64,
+        /// Direction.
+        dir: Direction,
+        /// Bytes skipped.
+        skipped: u64,
+        /// Stream offset of the boundary.
+        stream_offset: u64,
+        /// Frame carrying the boundary.
+        frame: u64,
+    },
+    /// Bytes at the end of a direction that formed no message.
+    Discarded {
+        /// Connection index.
+        stream: u64,
+        /// Direction.
+        dir: Direction,
+        /// Bytes.
+        bytes: u64,
+        /// Frame carrying the first of them.
+        frame: u64,
+    },
+    /// The connection ended.
+    StreamClosed {
+        /// Connection index.
+        stream: u64,
+        /// Why.
+        reason: CloseReason,
+        /// Frame that closed it.
+        frame: u64,
+        /// Time of that frame.
+        ts: Timestamp,
+    },
+    /// A frame or stream problem that did not stop processing.
+    Warning {
+        /// Frame concerned.
+        frame: u64,
+        /// Offset: in the frame for packet problems, in the stream for framing ones.
+        offset: Option<u64>,
+        /// What.
+        what: Warning,
+    },
+}
+
+/// Counters of the pipeline.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PipelineStats {
+    /// Frames pushed.
+    pub frames: u64,
+    /// Frames that decoded to a TCP segment.
+    pub tcp_segments: u64,
+    /// Frames without IP.
+    pub not_ip: u64,
+    /// IP packets that are not TCP.
+    pub not_tcp: u64,
+    /// IP fragments (unsupported).
+    pub fragmented: u64,
+    /// Frames with a malformed header.
+    pub malformed: u64,
+    /// Frames of an unsupported link type.
+    pub unsupported_link: u64,
+    /// Requests framed.
+    pub requests: u64,
+    /// Responses framed.
+    pub responses: u64,
+    /// Partial messages.
+    pub partial: u64,
+    /// Resynchronisations that skipped bytes.
+    pub resyncs: u64,
+    /// Bytes skipped or discarded by framing.
+    pub skipped_bytes: u64,
+    /// Kafka connections.
+    pub kafka_streams: u64,
+    /// Connections found not to be Kafka (`Ports::Any`).
+    pub other_streams: u64,
+    /// Reassembly counters.
+    pub flow: FlowStats,
+}
+
+enum Role {
+    Undecided(Box<Probe>),
+    Kafka { flip: bool },
+    NotKafka,
+}
+
+struct Probe {
+    held: Vec<FlowEvent>,
+    held_bytes: usize,
+    framers: [Option<Framer>; 2],
+    syn: [bool; 2],
+}
+
+struct StreamState {
+    client: SocketAddr,
+    broker: SocketAddr,
+    frame: u64,
+    ts: Timestamp,
+    role: Role,
+    framers: [Option<Framer>; 2],
+    pending: VecDeque<i32>,
+}
+
+/// Frames → Kafka messages, sans-IO.
+pub struct Pipeline {
+    cfg: PipelineConfig,
+    framing: FramerConfig,
+    flow: Reassembler,
+    streams: HashMap<u64, StreamState>,
+    scratch: Vec<FlowEvent>,
+    warned_link: bool,
+    stats: PipelineStats,
+}
+
+impl Pipeline {
+    /// A pipeline with the given settings.
+    pub fn new(cfg: PipelineConfig) -> Pipeline {
+        let flow = Reassembler::new(FlowConfig {
+            ports: cfg.ports.clone(),
+            max_buffer_per_dir: cfg.max_buffer_per_dir,
+            max_buffer_total: cfg.max_buffer_total,
+            gap_timeout_ns: cfg.gap_timeout_ns,
+            idle_timeout_ns: cfg.idle_timeout_ns,
+            max_connections: cfg.max_connections,
+        });
+        let framing = FramerConfig {
+            max_message: cfg.max_message,
+            resync_wait: cfg.resync_wait,
+        };
+        Pipeline {
+            cfg,
+            framing,
+            flow,
+            streams: HashMap::new(),
+            scratch: Vec::new(),
+            warned_link: false,
+            stats: PipelineStats::default(),
+        }
+    }
+
+    /// Counters so far.
+    pub fn stats(&self) -> PipelineStats {
+        PipelineStats {
+            flow: *self.flow.stats(),
+            ..self.stats
+        }
+    }
+
+    /// Feed one frame; events are appended to `out`.
+    pub fn push(&mut self, frame: &Frame, out: &mut Vec<Event>) {
+        self.stats.frames += 1;
+        let seg = match decode_segment(frame) {
+            Ok(s) => s,
+            Err(skip) => {
+                let warn = match &skip {
+                    Skip::NotIp => {
+                        self.stats.not_ip += 1;
+                        false
+                    }
+                    Skip::NotTcp { .. } => {
+                        self.stats.not_tcp += 1;
+                        false
+                    }
+                    Skip::Fragmented => {
+                        self.stats.fragmented += 1;
+                        true
+                    }
+                    Skip::Malformed { .. } => {
+                        self.stats.malformed += 1;
+                        true
+                    }
+                    Skip::UnsupportedLink(_) => {
+                        self.stats.unsupported_link += 1;
+                        !std::mem::replace(&mut self.warned_link, true)
+                    }
+                };
+                if warn {
+                    let offset = match &skip {
+                        Skip::Malformed { offset, .. } => Some(*offset as u64),
+                        _ => None,
+                    };
+                    out.push(Event::Warning {
+                        frame: frame.index,
+                        offset,
+                        what: Warning::Packet(skip),
+                    });
+                }
+                return;
+            }
+        };
+        self.stats.tcp_segments += 1;
+        let mut evs = std::mem::take(&mut self.scratch);
+        self.flow.push(&seg, frame.index, frame.ts, &mut evs);
+        for ev in evs.drain(..) {
+            self.flow_event(ev, out);
+        }
+        self.scratch = evs;
+    }
+
+    /// End of input: flush every connection and framer.
+    pub fn finish(&mut self, out: &mut Vec<Event>) {
+        let mut evs = std::mem::take(&mut self.scratch);
+        self.flow.finish(&mut evs);
+        for ev in evs.drain(..) {
+            self.flow_event(ev, out);
+        }
+        self.scratch = evs;
+    }
+
+    fn flow_event(&mut self, ev: FlowEvent, out: &mut Vec<Event>) {
+        let stream = match &ev {
+            FlowEvent::Open {
+                stream,
+                client,
+                broker,
+                frame,
+                ts,
+            } => {
+                let role = match self.cfg.ports {
+                    Ports::List(_) => {
+                        self.stats.kafka_streams += 1;
+                        out.push(Event::StreamOpen {
+                            stream: *stream,
+                            client: *client,
+                            broker: *broker,
+                            frame: *frame,
+                            ts: *ts,
+                        });
+                        Role::Kafka { flip: false }
+                    }
+                    Ports::Any => Role::Undecided(Box::new(Probe {
+                        held: Vec::new(),
+                        held_bytes: 0,
+                        framers: [None, None],
+                        syn: [false, false],
+                    })),
+                };
+                self.streams.insert(
+                    *stream,
+                    StreamState {
+                        client: *client,
+                        broker: *broker,
+                        frame: *frame,
+                        ts: *ts,
+                        role,
+                        framers: [None, None],
+                        pending: VecDeque::new(),
+                    },
+                );
+                return;
+            }
+            FlowEvent::Start { stream, .. }
+            | FlowEvent::Data { stream, .. }
+            | FlowEvent::Gap { stream, .. }
+            | FlowEvent::Closed { stream, .. } => *stream,
+        };
+        let Some(mut st) = self.streams.remove(&stream) else {
+            return;
+        };
+        let closed = matches!(ev, FlowEvent::Closed { .. });
+        match std::mem::replace(&mut st.role, Role::NotKafka) {
+            Role::Kafka { flip } => {
+                st.role = Role::Kafka { flip };
+                self.kafka_event(&mut st, ev, flip, out);
+            }
+            Role::NotKafka => {}
+            Role::Undecided(mut probe) => match self.probe(&mut probe, &ev, closed) {
+                Some(flip) => {
+                    self.stats.kafka_streams += 1;
+                    let (client, broker) = if flip {
+                        (st.broker, st.client)
+                    } else {
+                        (st.client, st.broker)
+                    };
+                    st.client = client;
+                    st.broker = broker;
+                    out.push(Event::StreamOpen {
+                        stream,
+                        client,
+                        broker,
+                        frame: st.frame,
+                        ts: st.ts,
+                    });
+                    st.role = Role::Kafka { flip };
+                    for held in probe.held.drain(..) {
+                        self.kafka_event(&mut st, held, flip, out);
+                    }
+                    self.kafka_event(&mut st, ev, flip, out);
+                }
+                None if closed || probe.held_bytes > self.cfg.detect_limit => {
+                    self.stats.other_streams += 1;
+                    st.role = Role::NotKafka;
+                }
+                None => {
+                    probe.held.push(ev);
+                    st.role = Role::Undecided(probe);
+                }
+            },
+        }
+        if !closed {
+            self.streams.insert(stream, st);
+        }
+    }
+
+    /// Feed a held-back event to the request probes; `Some(flip)` once a side is decided.
+    fn probe(&self, p: &mut Probe, ev: &FlowEvent, closed: bool) -> Option<bool> {
+        let no = |_: i32| false;
+        match ev {
+            FlowEvent::Start { dir, syn_seen, .. } => {
+                if let Some(s) = p.syn.get_mut(dir.index()) {
+                    *s = *syn_seen;
+                }
+            }
+            FlowEvent::Data {
+                dir,
+                data,
+                stream_offset,
+                frame,
+                ts,
+                ..
+            } => {
+                p.held_bytes += data.len();
+                let f = p.framers.get_mut(dir.index())?.get_or_insert_with(|| {
+                    Framer::new(0, Direction::ClientToBroker, false, self.framing)
+                });
+                f.push(data.clone(), *stream_offset, *frame, *ts);
+            }
+            FlowEvent::Gap {
+                dir,
+                stream_offset,
+                len,
+                frame,
+                ts: _,
+                ..
+            } => {
+                if let Some(Some(f)) = p.framers.get_mut(dir.index()) {
+                    f.gap(*stream_offset, *len, *frame, &no);
+                }
+            }
+            _ => {}
+        }
+        // The SYN sender is the client when its SYN was seen.
+        let client_syn = p.syn.first().copied().unwrap_or(false);
+        for (i, dir) in [Direction::ClientToBroker, Direction::BrokerToClient]
+            .into_iter()
+            .enumerate()
+        {
+            if client_syn && dir == Direction::BrokerToClient {
+                continue;
+            }
+            let syn = p.syn.get(i).copied().unwrap_or(false);
+            let Some(Some(f)) = p.framers.get_mut(i) else {
+                continue;
+            };
+            let mut evs = Vec::new();
+            if closed {
+                f.finish(&no, &mut evs);
+            } else {
+                while let Some(e) = f.next_event(&no) {
+                    evs.push(e);
+                }
+            }
+            for e in evs {
+                if let FramerEvent::Message(m) = e {
+                    if !syn || m.skipped_before == 0 {
+                        return Some(dir == Direction::BrokerToClient);
+                    }
+                }
+            }
+        }
+        None
+    }
+
+    fn kafka_event(
+        &mut self,
+        st: &mut StreamState,
+        ev: FlowEvent,
+        flip: bool,
+        out: &mut Vec<Event>,
+    ) {
+        let map = |d: Direction| if flip { d.reverse() } else { d };
+        match ev {
+            FlowEvent::Open { .. } => {}
+            FlowEvent::Start {
+                stream,
+                dir,
+                syn_seen,
+                ..
+            } => {
+                let dir = map(dir);
+                if let Some(slot) = st.framers.get_mut(dir.index()) {
+                    *slot = Some(Framer::new(stream, dir, syn_seen, self.framing));
+                }
+            }
+            FlowEvent::Data {
+                stream,
+                dir,
+                data,
+                stream_offset,
+                frame,
+                ts,
+            } => {
+                let dir = map(dir);
+                let framing = self.framing;
+                if let Some(slot) = st.framers.get_mut(dir.index()) {
+                    slot.get_or_insert_with(|| Framer::new(stream, dir, false, framing))
+                        .push(data, stream_offset, frame, ts);
+                }
+                self.drain(st, dir, false, out);
+            }
+            FlowEvent::Gap {
+                stream,
+                dir,
+                stream_offset,
+                len,
+                frame,
+                ts: _,
+                reason,
+            } => {
+                let dir = map(dir);
+                out.push(Event::Gap {
+                    stream,
+                    dir,
+                    stream_offset,
+                    len,
+                    frame,
+                    reason,
+                });
+                let StreamState {
+                    framers, pending, ..
+                } = st;
+                if let Some(Some(f)) = framers.get_mut(dir.index()) {
+                    let pend: &VecDeque<i32> = pending;
+                    f.gap(stream_offset, len, frame, &|c| pend.contains(&c));
+                }
+                self.drain(st, dir, false, out);
+            }
+            FlowEvent::Closed {
+                stream,
+                reason,
+                frame,
+                ts,
+            } => {
+                self.drain(st, Direction::ClientToBroker, true, out);
+                self.drain(st, Direction::BrokerToClient, true, out);
+                out.push(Event::StreamClosed {
+                    stream,
+                    reason,
+                    frame,
+                    ts,
+                });
+            }
+        }
+    }
+
+    fn drain(&mut self, st: &mut StreamState, dir: Direction, finish: bool, out: &mut Vec<Event>) {
+        let StreamState {
+            framers, pending, ..
+        } = st;
+        let Some(Some(f)) = framers.get_mut(dir.index()) else {
+            return;
+        };
+        let mut evs = Vec::new();
+        {
+            let pend: &VecDeque<i32> = pending;
+            let is_pending = |c: i32| pend.contains(&c);
+            if finish {
+                f.finish(&is_pending, &mut evs);
+            } else {
+                while let Some(e) = f.next_event(&is_pending) {
+                    evs.push(e);
+                }
+            }
+        }
+        for e in evs {
+            match e {
+                FramerEvent::Message(m) => {
+                    if let Some(c) = m.correlation_id() {
+                        if m.is_request() {
+                            self.stats.requests += 1;
+                            if pending.len() >= self.cfg.max_pending_per_stream {
+                                pending.pop_front();
+                            }
+                            pending.push_back(c);
+                        } else {
+                            self.stats.responses += 1;
+                            if let Some(i) = pending.iter().position(|&p| p == c) {
+                                pending.remove(i);
+                            }
+                        }
+                    }
+                    self.stats.skipped_bytes += m.skipped_before;
+                    out.push(Event::Message(m));
+                }
+                FramerEvent::Partial(m) => {
+                    self.stats.partial += 1;
+                    self.stats.skipped_bytes += m.skipped_before;
+                    if m.is_request() {
+                        if let Some(c) = m.correlation_id() {
+                            pending.push_back(c);
+                        }
+                    }
+                    out.push(Event::Partial(m));
+                }
+                FramerEvent::Resynced {
+                    skipped,
+                    stream_offset,
+                    frame,
+                } => {
+                    self.stats.resyncs += 1;
+                    out.push(Event::Resync {
+                        stream: f.stream(),
+                        dir,
+                        skipped,
+                        stream_offset,
+                        frame,
+                    });
+                }
+                FramerEvent::Desync {
+                    stream_offset,
+                    size,
+                    frame,
+                } => out.push(Event::Warning {
+                    frame,
+                    offset: Some(stream_offset),
+                    what: Warning::BadSize {
+                        stream: f.stream(),
+                        dir,
+                        size,
+                    },
+                }),
+                FramerEvent::Discarded { bytes, frame } => {
+                    self.stats.skipped_bytes += bytes;
+                    out.push(Event::Discarded {
+                        stream: f.stream(),
+                        dir,
+                        bytes,
+                        frame,
+                    });
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::indexing_slicing)]
+mod tests {
+    use super::*;
+    use crate::capture::LinkType;
+    use bytes::Bytes;
+    use std::net::SocketAddrV4;
+
+    /// A raw-IPv4 frame carrying one TCP segment. Flags: S=SYN A=ACK F=FIN R=RST.
+    fn frame(index: u64, src: &str, dst: &str, seq: u32, flags: &str, payload: &[u8]) -> Frame {
+        let (s, d): (SocketAddrV4, SocketAddrV4) = (src.parse().unwrap(), dst.parse().unwrap());
+        let total = (40 + payload.len()) as u16;
+        let mut f = vec![0x45, 0, 0, 0, 0, 0, 0x40, 0, 64, 6, 0, 0]; // IPv4, DF, TTL 64, TCP
+        f[2..4].copy_from_slice(&total.to_be_bytes()); // total length
+        f.extend(s.ip().octets()); // source address
+        f.extend(d.ip().octets()); // destination address
+        f.extend(s.port().to_be_bytes()); // source port
+        f.extend(d.port().to_be_bytes()); // destination port
+        f.extend(seq.to_be_bytes()); // sequence number
+        f.extend(0u32.to_be_bytes()); // acknowledgment number
+        let mut fl = 0u8;
+        for c in flags.chars() {
+            fl |= match c {
+                'F' => 0x01,
+                'S' => 0x02,
+                'R' => 0x04,
+                'A' => 0x10,
+                _ => 0,
+            };
+        }
+        f.extend([0x50, fl, 0xff, 0xff, 0, 0, 0, 0]); // data offset 5, flags, window, csum, urg
+        f.extend_from_slice(payload);
+        Frame {
+            index,
+            ts: Timestamp::new(100 + index as i64, 0),
+            caplen: f.len() as u32,
+            origlen: f.len() as u32,
+            link: LinkType::RAW,
+            data: Bytes::from(f),
+        }
+    }
+
+    fn request(key: i16, ver: i16, corr: i32, cid: &str, body: &[u8]) -> Vec<u8> {
+        let mut m = Vec::new();
+        m.extend(key.to_be_bytes());
+        m.extend(ver.to_be_bytes());
+        m.extend(corr.to_be_bytes());
+        m.extend((cid.len() as i16).to_be_bytes());
+        m.extend(cid.as_bytes());
+        m.extend_from_slice(body);
+        let mut out = (m.len() as i32).to_be_bytes().to_vec();
+        out.extend(m);
+        out
+    }
+
+    fn response(corr: i32, body: &[u8]) -> Vec<u8> {
+        let mut out = ((body.len() + 4) as i32).to_be_bytes().to_vec();
+        out.extend(corr.to_be_bytes());
+        out.extend_from_slice(body);
+        out
+    }
+
+    fn run(cfg: PipelineConfig, frames: &[Frame]) -> Vec<Event> {
+        let mut p = Pipeline::new(cfg);
+        let mut out = Vec::new();
+        for f in frames {
+            p.push(f, &mut out);
+        }
+        p.finish(&mut out);
+        out
+    }
+
+    const C: &str = "10.0.0.1:50000";
+    const B: &str = "10.0.0.2:9092";
+
+    #[test]
+    fn handshake_reorder_and_close() {
+        let req = request(18, 3, 7, "cli", b"body");
+        let resp = response(7, &[0, 0, 1, 2, 3]);
+        let frames = vec![
+            frame(1, C, B, 1000, "S", b""),
+            frame(2, B, C, 5000, "SA", b""),
+            frame(3, C, B, 1001 + 6, "A", &req[6..]), // second half first
+            frame(4, C, B, 1001, "A", &req[..6]),
+            frame(5, B, C, 5001, "A", &resp),
+            frame(6, C, B, 1001 + req.len() as u32, "FA", b""),
+            frame(7, B, C, 5001 + resp.len() as u32, "FA", b""),
+        ];
+        let ev = run(PipelineConfig::default(), &frames);
+        assert!(matches!(
+            ev[0],
+            Event::StreamOpen {
+                stream: 0,
+                frame: 1,
+                ..
+            }
+        ));
+        let Event::Message(m) = &ev[1] else {
+            panic!("{ev:?}")
+        };
+        assert_eq!(&m.bytes[..], &req[..]);
+        assert_eq!((m.first_frame, m.last_frame), (4, 3));
+        assert_eq!(m.provenance, vec![(0, 4), (6, 3)]);
+        assert!(!m.resynced);
+        let Event::Message(r) = &ev[2] else {
+            panic!("{ev:?}")
+        };
+        assert_eq!(r.dir, Direction::BrokerToClient);
+        assert_eq!(r.correlation_id(), Some(7));
+        // One segment, one message: a slice of the frame's own buffer.
+        assert_eq!(r.bytes.as_ptr(), frames[4].data[40..].as_ptr());
+        assert!(matches!(
+            ev[3],
+            Event::StreamClosed {
+                reason: CloseReason::Fin,
+                frame: 7,
+                ..
+            }
+        ));
+        assert_eq!(ev.len(), 4);
+    }
+
+    #[test]
+    fn mid_stream_start_resyncs_and_lost_segment_is_a_gap() {
+        let a = request(3, 1, 1, "cli", &[9; 50]);
+        let b = request(3, 1, 2, "cli", &[8; 30]);
+        let c = request(3, 1, 3, "cli", &[7; 10]);
+        let frames = vec![
+            frame(1, C, B, 100, "A", &a[20..]), // capture starts inside `a`
+            frame(2, C, B, 100 + (a.len() - 20) as u32, "A", &b),
+            // `c`'s first 5 bytes are lost; the rest arrives, then the connection resets.
+            frame(
+                3,
+                C,
+                B,
+                100 + (a.len() - 20 + b.len() + 5) as u32,
+                "A",
+                &c[5..],
+            ),
+            frame(
+                4,
+                C,
+                B,
+                100 + (a.len() - 20 + b.len() + c.len()) as u32,
+                "A",
+                &b,
+            ),
+            frame(5, C, B, 0, "R", b""),
+        ];
+        let ev = run(PipelineConfig::default(), &frames);
+        let kinds: Vec<String> = ev
+            .iter()
+            .map(|e| match e {
+                Event::StreamOpen { .. } => "open".into(),
+                Event::Resync { skipped, frame, .. } => format!("resync {skipped} @{frame}"),
+                Event::Message(m) => {
+                    format!("msg {} @{}", m.correlation_id().unwrap(), m.last_frame)
+                }
+                Event::Gap { len, frame, .. } => format!("gap {len} @{frame}"),
+                Event::Discarded { bytes, .. } => format!("discarded {bytes}"),
+                Event::StreamClosed { reason, .. } => format!("closed {reason:?}"),
+                e => format!("{e:?}"),
+            })
+            .collect();
+        assert_eq!(
+            kinds,
+            vec![
+                "open".to_string(),
+                format!("resync {} @2", a.len() - 20),
+                "msg 2 @2".into(),
+                "gap 5 @3".into(),
+                format!("resync {} @4", c.len() - 5),
+                "msg 2 @4".into(),
+                "closed Reset".into(),
+            ]
+        );
+    }
+
+    #[test]
+    fn any_ports_detects_kafka_and_its_client() {
+        // The broker listens on a port above the client's: shape, not port order, decides.
+        let (c, b) = ("10.0.0.1:4000", "10.0.0.2:60000");
+        let req = request(18, 0, 1, "probe", b"");
+        let frames = vec![
+            frame(1, c, b, 10, "A", &req),
+            frame(2, b, c, 20, "A", &response(1, &[0, 0, 0, 0, 0, 0])),
+            // Not Kafka: text on another connection.
+            frame(
+                3,
+                "10.0.0.3:5555",
+                "10.0.0.4:80",
+                1,
+                "A",
+                b"GET / HTTP/1.1\r\nHost: x\r\n\r\n",
+            ),
+            frame(
+                4,
+                "10.0.0.4:80",
+                "10.0.0.3:5555",
+                1,
+                "A",
+                b"HTTP/1.1 200 OK\r\n\r\n",
+            ),
+        ];
+        let ev = run(PipelineConfig::with_ports(Ports::Any), &frames);
+        let opens: Vec<_> = ev
+            .iter()
+            .filter_map(|e| match e {
+                Event::StreamOpen { client, broker, .. } => Some((*client, *broker)),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(opens, vec![(c.parse().unwrap(), b.parse().unwrap())]);
+        let msgs: Vec<_> = ev
+            .iter()
+            .filter_map(|e| match e {
+                Event::Message(m) => Some((m.dir, m.correlation_id())),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(
+            msgs,
+            vec![
+                (Direction::ClientToBroker, Some(1)),
+                (Direction::BrokerToClient, Some(1))
+            ]
+        );
+    }
+
+    #[test]
+    fn warnings_and_counters() {
+        let mut frag = frame(1, C, B, 0, "A", b"x");
+        let mut d = frag.data.to_vec();
+        d[6] = 0x20; // more fragments
+        frag.data = Bytes::from(d);
+        let mut udp = frame(2, C, B, 0, "A", b"x");
+        let mut d = udp.data.to_vec();
+        d[9] = 17;
+        udp.data = Bytes::from(d);
+        let mut odd = frame(3, C, B, 0, "A", b"x");
+        odd.link = LinkType(147);
+        let mut p = Pipeline::new(PipelineConfig::default());
+        let mut out = Vec::new();
+        for f in [&frag, &udp, &odd, &odd] {
+            p.push(f, &mut out);
+        }
+        assert!(
+            matches!(
+                &out[..],
+                [
+                    Event::Warning {
+                        frame: 1,
+                        what: Warning::Packet(Skip::Fragmented),
+                        ..
+                    },
+                    Event::Warning {
+                        frame: 3,
+                        what: Warning::Packet(Skip::UnsupportedLink(_)),
+                        ..
+                    },
+                ]
+            ),
+            "{out:?}"
+        );
+        let s = p.stats();
+        assert_eq!(
+            (s.fragmented, s.not_tcp, s.unsupported_link, s.frames),
+            (1, 1, 2, 4)
+        );
+    }
+
+    #[test]
+    fn snaplen_cut_request_is_partial_and_next_is_whole() {
+        let a = request(0, 3, 1, "p", &[1; 200]);
+        let b = request(3, 1, 2, "cli", b"");
+        let mut cut = frame(2, C, B, 1001, "A", &a);
+        let keep = cut.data.len() - 150;
+        cut.data = cut.data.slice(..keep);
+        cut.caplen = keep as u32;
+        let frames = vec![
+            frame(1, C, B, 1000, "S", b""),
+            cut,
+            frame(3, C, B, 1001 + a.len() as u32, "A", &b),
+        ];
+        let ev = run(PipelineConfig::default(), &frames);
+        let Some(Event::Partial(p)) = ev.iter().find(|e| matches!(e, Event::Partial(_))) else {
+            panic!("{ev:?}")
+        };
+        assert_eq!(p.bytes.len(), a.len() - 150);
+        assert_eq!(p.missing, 150);
+        assert_eq!(p.request_key_version(), Some((0, 3)));
+        assert!(ev.iter().any(|e| matches!(
+            e,
+            Event::Gap {
+                len: 150,
+                reason: GapReason::Snaplen,
+                ..
+            }
+        )));
+        let whole: Vec<_> = ev
+            .iter()
+            .filter_map(|e| match e {
+                Event::Message(m) => Some(m.correlation_id()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(whole, vec![Some(2)]);
+    }
+}

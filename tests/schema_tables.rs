@@ -1,0 +1,311 @@
+//! The generated schema tables: drift against Kafka's JSON definitions, and
+//! spot checks of what the tables say, through kafkashark's public API.
+//!
+//! The drift test regenerates `src/kafka/schema/generated.rs` in memory with
+//! `schemagen` and compares it byte for byte with the checked-in file. It
+//! needs the schema directory `../shared/kafka-message-schemas` next to the
+//! workspace; when that is absent the tests that need it print a line and
+//! pass (the table checks that need only the compiled tables always run).
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+use kafkashark::kafka::schema::{
+    api_name, definitions, known_versions, message, request_header_version, response_header_version,
+    Elem, FieldDef, FieldKind, MessageDef, MessageKind, Prim, SchemaSet, StructDef, Versions,
+    CONSUMER_PROTOCOL_ASSIGNMENT, CONSUMER_PROTOCOL_SUBSCRIPTION, DATA_SCHEMAS, MESSAGES,
+    REQUEST_HEADER, RESPONSE_HEADER,
+};
+
+const SCHEMA_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/kafka-message-schemas");
+const GENERATED: &str = include_str!("../src/kafka/schema/generated.rs");
+
+/// The schema directory, or `None` (after saying so) when it is not there.
+fn schema_dir() -> Option<PathBuf> {
+    let dir = Path::new(SCHEMA_DIR);
+    if dir.is_dir() {
+        Some(dir.to_path_buf())
+    } else {
+        println!("skipping: ../shared not present ({SCHEMA_DIR} is not a directory)");
+        None
+    }
+}
+
+#[test]
+fn generated_file_matches_the_schemas() {
+    let Some(dir) = schema_dir() else { return };
+    let fresh = schemagen::generate(&dir).unwrap_or_else(|e| panic!("schemagen failed: {e}"));
+    if fresh != GENERATED {
+        let line = fresh
+            .lines()
+            .zip(GENERATED.lines())
+            .position(|(a, b)| a != b)
+            .map(|i| i + 1)
+            .unwrap_or_else(|| fresh.lines().count().min(GENERATED.lines().count()) + 1);
+        panic!(
+            "src/kafka/schema/generated.rs is out of date (first difference at line {line}): \
+             run `cargo run -p schemagen` from the workspace root and commit the result"
+        );
+    }
+}
+
+#[test]
+fn generation_is_deterministic() {
+    let Some(dir) = schema_dir() else { return };
+    let a = schemagen::generate(&dir).expect("generate");
+    let b = schemagen::generate(&dir).expect("generate");
+    assert!(a == b, "two runs over the same input differ");
+}
+
+fn field<'a>(s: &'a StructDef, name: &str) -> &'a FieldDef {
+    s.fields
+        .iter()
+        .find(|f| f.name == name)
+        .unwrap_or_else(|| panic!("{} has no field {name}", s.name))
+}
+
+fn inner(f: &FieldDef) -> &'static StructDef {
+    match f.kind {
+        FieldKind::Struct(s) | FieldKind::Array(Elem::Struct(s)) => s,
+        other => panic!("{} is not a struct or struct array: {other:?}", f.name),
+    }
+}
+
+#[test]
+fn produce_request_v12() {
+    let m = message(0, MessageKind::Request, 12).expect("Produce v12");
+    assert_eq!(m.name, "ProduceRequest");
+    assert_eq!(m.set, SchemaSet::Kafka421);
+    assert!(m.is_flexible(12));
+    assert!(!m.is_flexible(8));
+    let names: Vec<&str> = m.body.fields.iter().map(|f| f.name).collect();
+    for want in ["TransactionalId", "Acks", "TimeoutMs", "TopicData"] {
+        assert!(names.contains(&want), "ProduceRequest body lacks {want}: {names:?}");
+    }
+    assert_eq!(m.body.name, "ProduceRequest");
+    let tid = field(m.body, "TransactionalId");
+    assert!(tid.nullable.contains(12));
+    assert_eq!(tid.default, "null");
+    assert_eq!(tid.entity_type, "transactionalId");
+
+    let topic_data = field(m.body, "TopicData");
+    assert_eq!(topic_data.type_name, "[]TopicProduceData");
+    let topic = inner(topic_data);
+    assert_eq!(topic.name, "TopicProduceData");
+    assert!(field(topic, "Name").map_key);
+    assert_eq!(field(topic, "TopicId").versions, Versions::new(13, i16::MAX));
+    let part = inner(field(topic, "PartitionData"));
+    let records = field(part, "Records");
+    assert!(matches!(records.kind, FieldKind::Prim(Prim::Records)));
+}
+
+#[test]
+fn produce_response_v13_tagged_fields() {
+    let m = message(0, MessageKind::Response, 13).expect("ProduceResponse v13");
+    let endpoints = field(m.body, "NodeEndpoints");
+    assert_eq!(endpoints.tag, Some(0));
+    assert!(endpoints.tagged.contains(13));
+    assert!(matches!(endpoints.kind, FieldKind::Array(Elem::Struct(s)) if s.name == "NodeEndpoint"));
+
+    let partitions = inner(field(inner(field(m.body, "Responses")), "PartitionResponses"));
+    let leader = field(partitions, "CurrentLeader");
+    assert_eq!(leader.type_name, "LeaderIdAndEpoch");
+    assert!(matches!(leader.kind, FieldKind::Struct(s) if s.name == "LeaderIdAndEpoch"));
+    assert_eq!(leader.tag, Some(0));
+    assert_eq!(leader.tagged, Versions::new(10, i16::MAX));
+}
+
+#[test]
+fn produce_legacy_versions_come_from_kafka_3_9() {
+    for v in 0..=2 {
+        let m = message(0, MessageKind::Request, v).expect("Produce v0-2");
+        assert_eq!(m.set, SchemaSet::Kafka39, "v{v}");
+        assert_eq!(m.valid, Versions::new(0, 2));
+        assert!(!m.is_flexible(v));
+    }
+    assert_eq!(message(0, MessageKind::Request, 3).unwrap().set, SchemaSet::Kafka421);
+    assert_eq!(message(0, MessageKind::Response, 2).unwrap().set, SchemaSet::Kafka39);
+    assert!(message(0, MessageKind::Request, 14).is_none());
+    assert_eq!(known_versions(0), Some(Versions::new(0, 13)));
+    let defs: Vec<&MessageDef> = definitions(0, MessageKind::Request).collect();
+    assert_eq!(defs.len(), 2);
+    assert_eq!(defs[0].set, SchemaSet::Kafka421);
+}
+
+#[test]
+fn api_names() {
+    assert_eq!(api_name(0), Some("Produce"));
+    assert_eq!(api_name(1), Some("Fetch"));
+    assert_eq!(api_name(4), Some("LeaderAndIsr"));
+    assert_eq!(api_name(18), Some("ApiVersions"));
+    assert_eq!(api_name(74), Some("ListConfigResources"));
+    assert_eq!(api_name(89), Some("StreamsGroupDescribe"));
+    assert_eq!(api_name(92), Some("DeleteShareGroupOffsets"));
+    assert_eq!(api_name(93), None);
+    assert_eq!(api_name(-1), None);
+}
+
+#[test]
+fn removed_apis_have_legacy_definitions() {
+    for (key, name, max) in [
+        (4, "LeaderAndIsr", 7),
+        (5, "StopReplica", 4),
+        (6, "UpdateMetadata", 8),
+        (7, "ControlledShutdown", 3),
+    ] {
+        for kind in [MessageKind::Request, MessageKind::Response] {
+            let defs: Vec<&MessageDef> = definitions(key, kind).collect();
+            assert_eq!(defs.len(), 1, "{name} {kind:?}");
+            assert_eq!(defs[0].set, SchemaSet::Kafka39);
+            assert_eq!(defs[0].valid, Versions::new(0, max), "{name} {kind:?}");
+            assert!(defs[0].name.starts_with(name));
+        }
+    }
+    // ControlledShutdown v0 is the one request that uses request header v0.
+    assert_eq!(request_header_version(7, 0), 0);
+    assert_eq!(request_header_version(7, 1), 1);
+    assert_eq!(request_header_version(7, 3), 2);
+}
+
+#[test]
+fn every_listed_api_has_request_and_response() {
+    let Some(dir) = schema_dir() else { return };
+    let mut listed = BTreeSet::new();
+    for entry in std::fs::read_dir(&dir).expect("read schema dir") {
+        let path = entry.expect("dir entry").path();
+        if path.extension() != Some(std::ffi::OsStr::new("json")) {
+            continue;
+        }
+        let msg = schemagen::load_file(&path).unwrap_or_else(|e| panic!("{e}"));
+        if let (Some(key), false) = (msg.api_key, msg.valid.is_empty()) {
+            listed.insert((key, msg.valid.min, msg.valid.max));
+        }
+    }
+    assert!(listed.len() > 80, "found only {} listed api files", listed.len());
+    for key in 0..=92i16 {
+        let ranges: Vec<_> = listed.iter().filter(|(k, ..)| *k == key).collect();
+        if ranges.is_empty() {
+            continue;
+        }
+        for kind in [MessageKind::Request, MessageKind::Response] {
+            let defs: Vec<_> = definitions(key, kind).collect();
+            assert!(!defs.is_empty(), "api key {key}: no {kind:?} definition");
+            assert_eq!(defs[0].set, SchemaSet::Kafka421, "api key {key} {kind:?}");
+            for v in defs[0].valid.min..=defs[0].valid.max {
+                assert!(message(key, kind, v).is_some(), "api key {key} {kind:?} v{v}");
+            }
+        }
+    }
+}
+
+#[test]
+fn versions_per_api_do_not_overlap_and_are_sorted() {
+    for (i, a) in MESSAGES.iter().enumerate() {
+        assert!(!a.valid.is_empty(), "{} has an empty range", a.name);
+        assert!(matches!(a.kind, MessageKind::Request | MessageKind::Response));
+        for b in &MESSAGES[i + 1..] {
+            if a.api_key == b.api_key && a.kind == b.kind {
+                assert!(
+                    a.valid.max < b.valid.min || b.valid.max < a.valid.min,
+                    "{} {} and {} overlap",
+                    a.name,
+                    a.valid,
+                    b.valid
+                );
+            }
+        }
+    }
+    let order = |m: &MessageDef| {
+        (
+            m.api_key,
+            m.kind == MessageKind::Response,
+            m.set == SchemaSet::Kafka39,
+        )
+    };
+    assert!(MESSAGES.windows(2).all(|w| order(&w[0]) < order(&w[1])), "MESSAGES is not sorted");
+}
+
+#[test]
+fn headers() {
+    assert_eq!(REQUEST_HEADER.kind, MessageKind::Header);
+    assert_eq!(REQUEST_HEADER.api_key, -1);
+    assert_eq!(REQUEST_HEADER.valid, Versions::new(0, 2), "request header v0 must decode");
+    assert!(REQUEST_HEADER.is_flexible(2) && !REQUEST_HEADER.is_flexible(1));
+    let client_id = field(REQUEST_HEADER.body, "ClientId");
+    assert!(!client_id.versions.contains(0) && client_id.versions.contains(1));
+    assert_eq!(client_id.flexible, Some(Versions::NONE));
+    assert_eq!(field(REQUEST_HEADER.body, "CorrelationId").flexible, None);
+
+    assert_eq!(RESPONSE_HEADER.valid, Versions::new(0, 1));
+    assert_eq!(RESPONSE_HEADER.body.fields[0].name, "CorrelationId");
+    assert_eq!(response_header_version(18, 4), 0);
+    assert_eq!(response_header_version(0, 9), 1);
+    assert_eq!(response_header_version(0, 8), 0);
+}
+
+#[test]
+fn data_schemas() {
+    let names: Vec<&str> = DATA_SCHEMAS.iter().map(|m| m.name).collect();
+    assert_eq!(
+        names,
+        [
+            "ConsumerProtocolAssignment",
+            "ConsumerProtocolSubscription",
+            "DefaultPrincipalData",
+            "EndTxnMarker",
+            "KRaftVersionRecord",
+            "LeaderChangeMessage",
+            "SnapshotFooterRecord",
+            "SnapshotHeaderRecord",
+            "VotersRecord",
+        ]
+    );
+    assert!(DATA_SCHEMAS.iter().all(|m| m.kind == MessageKind::Data && m.api_key == -1));
+    for m in [&CONSUMER_PROTOCOL_SUBSCRIPTION, &CONSUMER_PROTOCOL_ASSIGNMENT] {
+        assert_eq!(m.valid, Versions::new(0, 3));
+        assert_eq!(m.flexible, Versions::NONE);
+    }
+    assert!(is_array(field(CONSUMER_PROTOCOL_SUBSCRIPTION.body, "Topics")));
+}
+
+fn is_array(fd: &FieldDef) -> bool {
+    matches!(fd.kind, FieldKind::Array(_))
+}
+
+/// Walks every struct reachable from `s` (each at most once per path; the tables have no cycles).
+fn walk(s: &'static StructDef, f: &mut dyn FnMut(&'static StructDef, &'static FieldDef)) {
+    for fd in s.fields {
+        f(s, fd);
+        if let FieldKind::Struct(inner) | FieldKind::Array(Elem::Struct(inner)) = fd.kind {
+            walk(inner, f);
+        }
+    }
+}
+
+#[test]
+fn tagged_fields_are_consistent() {
+    let all = MESSAGES
+        .iter()
+        .chain([&REQUEST_HEADER, &RESPONSE_HEADER])
+        .chain(DATA_SCHEMAS.iter().copied());
+    let mut tagged_count = 0;
+    for m in all {
+        walk(m.body, &mut |s, fd| {
+            assert_eq!(fd.tag.is_some(), !fd.tagged.is_empty(), "{}.{} in {}", s.name, fd.name, m.name);
+            if !fd.tagged.is_empty() {
+                tagged_count += 1;
+                // Tagged fields only exist in flexible versions.
+                assert!(
+                    m.flexible.contains(fd.tagged.min),
+                    "{}.{} in {} is tagged outside the flexible versions",
+                    s.name,
+                    fd.name,
+                    m.name
+                );
+            }
+            let type_is_array = fd.type_name.starts_with("[]");
+            assert_eq!(type_is_array, is_array(fd), "{}.{}", s.name, fd.name);
+        });
+    }
+    assert!(tagged_count > 30, "only {tagged_count} tagged fields");
+}

@@ -1,0 +1,204 @@
+//! The `kafkashark` command: a thin shell over the engine in the `kafkashark`
+//! library. It parses arguments, reads files, and writes what the engine
+//! decoded; it never decodes anything itself.
+
+use std::io::{Read, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand, ValueEnum};
+use kafkashark::kafka::{decode_request, decode_response, tree, DecodeOptions, Decoded};
+
+mod cli_error;
+use cli_error::CliError;
+
+/// Wireshark for Kafka, in the terminal.
+#[derive(Parser, Debug)]
+#[command(name = "kafkashark", version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Decode one size-prefixed Kafka message (binary or hex file, or --hex).
+    Decode(DecodeArgs),
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]
+enum Format {
+    /// The field tree as text: name, type, value, [offset, size], description.
+    Text,
+    /// `{kind, api_key, api_version, correlation_id, fields}`.
+    Json,
+}
+
+#[derive(clap::Args, Debug)]
+struct DecodeArgs {
+    /// A file holding the message: raw bytes, or hex text (whitespace ignored); `-` reads standard input.
+    #[arg(conflicts_with = "hex", required_unless_present = "hex")]
+    file: Option<PathBuf>,
+    /// The message as hex on the command line.
+    #[arg(long)]
+    hex: Option<String>,
+    /// Decode as a response (needs --api-key and --api-version, the request's).
+    #[arg(long, requires_all = ["api_key", "api_version"])]
+    response: bool,
+    /// The api key of the request this response answers.
+    #[arg(long)]
+    api_key: Option<i16>,
+    /// The api version of the request this response answers.
+    #[arg(long)]
+    api_version: Option<i16>,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    format: Format,
+    /// Most bytes a compressed batch may decompress to.
+    #[arg(long, default_value_t = 64 << 20)]
+    max_decompressed: usize,
+    /// Show SASL passwords, SCRAM proofs and tokens instead of redacting them.
+    #[arg(long)]
+    show_secrets: bool,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let res = match cli.command {
+        Command::Decode(a) => run_decode(&a),
+    };
+    match res {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("kafkashark: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn run_decode(a: &DecodeArgs) -> Result<ExitCode, CliError> {
+    let bytes = match (&a.hex, &a.file) {
+        (Some(h), _) => parse_hex(h).map_err(|e| CliError::Input {
+            what: "--hex".into(),
+            why: e,
+        })?,
+        (None, Some(p)) => read_message_file(p)?,
+        (None, None) => return Err(CliError::Usage("give a FILE or --hex".into())),
+    };
+    let opts = DecodeOptions {
+        max_decompressed: a.max_decompressed,
+        show_secrets: a.show_secrets,
+        ..DecodeOptions::default()
+    };
+    let d = if a.response {
+        let (Some(k), Some(v)) = (a.api_key, a.api_version) else {
+            return Err(CliError::Usage(
+                "--response needs --api-key and --api-version".into(),
+            ));
+        };
+        decode_response(&bytes, k, v, &opts)
+    } else {
+        decode_request(&bytes, &opts)
+    };
+    let out = match a.format {
+        Format::Text => render_text(&d),
+        Format::Json => {
+            let mut s = serde_json::to_string_pretty(&decoded_json(&d)).unwrap_or_default();
+            s.push('\n');
+            s
+        }
+    };
+    let mut stdout = std::io::stdout().lock();
+    stdout
+        .write_all(out.as_bytes())
+        .and_then(|()| stdout.flush())
+        .map_err(CliError::Output)?;
+    if let Some(e) = &d.error {
+        eprintln!("kafkashark: decode error: {e}");
+        return Ok(ExitCode::from(1));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn render_text(d: &Decoded) -> String {
+    let mut s = tree::render_text(&d.root);
+    for (i, src) in d.sources.iter().enumerate() {
+        s.push_str(&format!(
+            "\nbyte source #{}: {} ({} bytes)\n",
+            i + 1,
+            tree::escape_text(&src.name),
+            src.data.len()
+        ));
+    }
+    s
+}
+
+/// The JSON contract of `decode --format json`.
+fn decoded_json(d: &Decoded) -> serde_json::Value {
+    serde_json::json!({
+        "kind": d.kind,
+        "api_key": d.api_key,
+        "api_version": d.api_version,
+        "correlation_id": d.correlation_id,
+        "decode_error": d.error.as_ref().map(ToString::to_string),
+        "sources": d.sources.iter().enumerate().map(|(i, s)| serde_json::json!({
+            "id": i + 1, "name": s.name, "length": s.data.len(),
+            "parent": s.parent, "parent_offset": s.parent_offset, "parent_length": s.parent_length,
+        })).collect::<Vec<_>>(),
+        "fields": d.root.to_json(),
+    })
+}
+
+fn read_message_file(p: &PathBuf) -> Result<Vec<u8>, CliError> {
+    let mut raw = Vec::new();
+    let res = if p.as_os_str() == "-" {
+        std::io::stdin().read_to_end(&mut raw)
+    } else {
+        std::fs::File::open(p).and_then(|mut f| f.read_to_end(&mut raw))
+    };
+    res.map_err(|e| CliError::Io {
+        path: p.display().to_string(),
+        err: e,
+    })?;
+    // A file of hex digits and whitespace is hex text; anything else is raw bytes.
+    let looks_hex = !raw.is_empty()
+        && raw
+            .iter()
+            .all(|b| b.is_ascii_hexdigit() || b.is_ascii_whitespace());
+    if looks_hex {
+        let text = String::from_utf8_lossy(&raw);
+        return parse_hex(&text).map_err(|why| CliError::Input {
+            what: p.display().to_string(),
+            why,
+        });
+    }
+    Ok(raw)
+}
+
+/// Hex digits with any whitespace between them.
+fn parse_hex(s: &str) -> Result<Vec<u8>, String> {
+    let digits: Vec<u8> = s.bytes().filter(|b| !b.is_ascii_whitespace()).collect();
+    if digits.len() % 2 != 0 {
+        return Err(format!("odd number of hex digits ({})", digits.len()));
+    }
+    digits
+        .chunks(2)
+        .enumerate()
+        .map(|(i, pair)| {
+            let t = std::str::from_utf8(pair).unwrap_or("??");
+            u8::from_str_radix(t, 16).map_err(|_| format!("not hex at digit {}: {t:?}", i * 2))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hex_parsing() {
+        assert_eq!(parse_hex("00 0a\nff"), Ok(vec![0, 10, 255]));
+        assert!(parse_hex("0").is_err());
+        assert!(parse_hex("zz").is_err());
+    }
+}
