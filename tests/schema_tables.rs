@@ -11,13 +11,16 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 use kafkashark::kafka::schema::{
-    api_name, definitions, known_versions, message, request_header_version, response_header_version,
-    Elem, FieldDef, FieldKind, MessageDef, MessageKind, Prim, SchemaSet, StructDef, Versions,
-    CONSUMER_PROTOCOL_ASSIGNMENT, CONSUMER_PROTOCOL_SUBSCRIPTION, DATA_SCHEMAS, MESSAGES,
-    REQUEST_HEADER, RESPONSE_HEADER,
+    api_name, definitions, known_versions, message, request_header_version,
+    response_header_version, Elem, FieldDef, FieldKind, MessageDef, MessageKind, Prim, SchemaSet,
+    StructDef, Versions, CONSUMER_PROTOCOL_ASSIGNMENT, CONSUMER_PROTOCOL_SUBSCRIPTION,
+    DATA_SCHEMAS, MESSAGES, REQUEST_HEADER, RESPONSE_HEADER,
 };
 
-const SCHEMA_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/kafka-message-schemas");
+const SCHEMA_DIR: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../shared/kafka-message-schemas"
+);
 const GENERATED: &str = include_str!("../src/kafka/schema/generated.rs");
 
 /// The schema directory, or `None` (after saying so) when it is not there.
@@ -80,7 +83,10 @@ fn produce_request_v12() {
     assert!(!m.is_flexible(8));
     let names: Vec<&str> = m.body.fields.iter().map(|f| f.name).collect();
     for want in ["TransactionalId", "Acks", "TimeoutMs", "TopicData"] {
-        assert!(names.contains(&want), "ProduceRequest body lacks {want}: {names:?}");
+        assert!(
+            names.contains(&want),
+            "ProduceRequest body lacks {want}: {names:?}"
+        );
     }
     assert_eq!(m.body.name, "ProduceRequest");
     let tid = field(m.body, "TransactionalId");
@@ -93,7 +99,10 @@ fn produce_request_v12() {
     let topic = inner(topic_data);
     assert_eq!(topic.name, "TopicProduceData");
     assert!(field(topic, "Name").map_key);
-    assert_eq!(field(topic, "TopicId").versions, Versions::new(13, i16::MAX));
+    assert_eq!(
+        field(topic, "TopicId").versions,
+        Versions::new(13, i16::MAX)
+    );
     let part = inner(field(topic, "PartitionData"));
     let records = field(part, "Records");
     assert!(matches!(records.kind, FieldKind::Prim(Prim::Records)));
@@ -105,9 +114,14 @@ fn produce_response_v13_tagged_fields() {
     let endpoints = field(m.body, "NodeEndpoints");
     assert_eq!(endpoints.tag, Some(0));
     assert!(endpoints.tagged.contains(13));
-    assert!(matches!(endpoints.kind, FieldKind::Array(Elem::Struct(s)) if s.name == "NodeEndpoint"));
+    assert!(
+        matches!(endpoints.kind, FieldKind::Array(Elem::Struct(s)) if s.name == "NodeEndpoint")
+    );
 
-    let partitions = inner(field(inner(field(m.body, "Responses")), "PartitionResponses"));
+    let partitions = inner(field(
+        inner(field(m.body, "Responses")),
+        "PartitionResponses",
+    ));
     let leader = field(partitions, "CurrentLeader");
     assert_eq!(leader.type_name, "LeaderIdAndEpoch");
     assert!(matches!(leader.kind, FieldKind::Struct(s) if s.name == "LeaderIdAndEpoch"));
@@ -123,8 +137,14 @@ fn produce_legacy_versions_come_from_kafka_3_9() {
         assert_eq!(m.valid, Versions::new(0, 2));
         assert!(!m.is_flexible(v));
     }
-    assert_eq!(message(0, MessageKind::Request, 3).unwrap().set, SchemaSet::Kafka421);
-    assert_eq!(message(0, MessageKind::Response, 2).unwrap().set, SchemaSet::Kafka39);
+    assert_eq!(
+        message(0, MessageKind::Request, 3).unwrap().set,
+        SchemaSet::Kafka421
+    );
+    assert_eq!(
+        message(0, MessageKind::Response, 2).unwrap().set,
+        SchemaSet::Kafka39
+    );
     assert!(message(0, MessageKind::Request, 14).is_none());
     assert_eq!(known_versions(0), Some(Versions::new(0, 13)));
     let defs: Vec<&MessageDef> = definitions(0, MessageKind::Request).collect();
@@ -181,7 +201,11 @@ fn every_listed_api_has_request_and_response() {
             listed.insert((key, msg.valid.min, msg.valid.max));
         }
     }
-    assert!(listed.len() > 80, "found only {} listed api files", listed.len());
+    assert!(
+        listed.len() > 80,
+        "found only {} listed api files",
+        listed.len()
+    );
     for key in 0..=92i16 {
         let ranges: Vec<_> = listed.iter().filter(|(k, ..)| *k == key).collect();
         if ranges.is_empty() {
@@ -192,7 +216,10 @@ fn every_listed_api_has_request_and_response() {
             assert!(!defs.is_empty(), "api key {key}: no {kind:?} definition");
             assert_eq!(defs[0].set, SchemaSet::Kafka421, "api key {key} {kind:?}");
             for v in defs[0].valid.min..=defs[0].valid.max {
-                assert!(message(key, kind, v).is_some(), "api key {key} {kind:?} v{v}");
+                assert!(
+                    message(key, kind, v).is_some(),
+                    "api key {key} {kind:?} v{v}"
+                );
             }
         }
     }
@@ -202,7 +229,10 @@ fn every_listed_api_has_request_and_response() {
 fn versions_per_api_do_not_overlap_and_are_sorted() {
     for (i, a) in MESSAGES.iter().enumerate() {
         assert!(!a.valid.is_empty(), "{} has an empty range", a.name);
-        assert!(matches!(a.kind, MessageKind::Request | MessageKind::Response));
+        assert!(matches!(
+            a.kind,
+            MessageKind::Request | MessageKind::Response
+        ));
         for b in &MESSAGES[i + 1..] {
             if a.api_key == b.api_key && a.kind == b.kind {
                 assert!(
@@ -222,14 +252,21 @@ fn versions_per_api_do_not_overlap_and_are_sorted() {
             m.set == SchemaSet::Kafka39,
         )
     };
-    assert!(MESSAGES.windows(2).all(|w| order(&w[0]) < order(&w[1])), "MESSAGES is not sorted");
+    assert!(
+        MESSAGES.windows(2).all(|w| order(&w[0]) < order(&w[1])),
+        "MESSAGES is not sorted"
+    );
 }
 
 #[test]
 fn headers() {
     assert_eq!(REQUEST_HEADER.kind, MessageKind::Header);
     assert_eq!(REQUEST_HEADER.api_key, -1);
-    assert_eq!(REQUEST_HEADER.valid, Versions::new(0, 2), "request header v0 must decode");
+    assert_eq!(
+        REQUEST_HEADER.valid,
+        Versions::new(0, 2),
+        "request header v0 must decode"
+    );
     assert!(REQUEST_HEADER.is_flexible(2) && !REQUEST_HEADER.is_flexible(1));
     let client_id = field(REQUEST_HEADER.body, "ClientId");
     assert!(!client_id.versions.contains(0) && client_id.versions.contains(1));
@@ -260,12 +297,20 @@ fn data_schemas() {
             "VotersRecord",
         ]
     );
-    assert!(DATA_SCHEMAS.iter().all(|m| m.kind == MessageKind::Data && m.api_key == -1));
-    for m in [&CONSUMER_PROTOCOL_SUBSCRIPTION, &CONSUMER_PROTOCOL_ASSIGNMENT] {
+    assert!(DATA_SCHEMAS
+        .iter()
+        .all(|m| m.kind == MessageKind::Data && m.api_key == -1));
+    for m in [
+        &CONSUMER_PROTOCOL_SUBSCRIPTION,
+        &CONSUMER_PROTOCOL_ASSIGNMENT,
+    ] {
         assert_eq!(m.valid, Versions::new(0, 3));
         assert_eq!(m.flexible, Versions::NONE);
     }
-    assert!(is_array(field(CONSUMER_PROTOCOL_SUBSCRIPTION.body, "Topics")));
+    assert!(is_array(field(
+        CONSUMER_PROTOCOL_SUBSCRIPTION.body,
+        "Topics"
+    )));
 }
 
 fn is_array(fd: &FieldDef) -> bool {
@@ -291,7 +336,14 @@ fn tagged_fields_are_consistent() {
     let mut tagged_count = 0;
     for m in all {
         walk(m.body, &mut |s, fd| {
-            assert_eq!(fd.tag.is_some(), !fd.tagged.is_empty(), "{}.{} in {}", s.name, fd.name, m.name);
+            assert_eq!(
+                fd.tag.is_some(),
+                !fd.tagged.is_empty(),
+                "{}.{} in {}",
+                s.name,
+                fd.name,
+                m.name
+            );
             if !fd.tagged.is_empty() {
                 tagged_count += 1;
                 // Tagged fields only exist in flexible versions.

@@ -67,10 +67,16 @@ struct Row {
 fn parse_tree(text: &str) -> Vec<Row> {
     let mut rows = Vec::new();
     for line in text.lines() {
-        let Some(span_at) = line.find("[0x") else { continue };
+        let Some(span_at) = line.find("[0x") else {
+            continue;
+        };
         let chars: Vec<char> = line.chars().collect();
         let col = |a: usize, b: usize| -> String {
-            chars.get(a..b.min(chars.len())).unwrap_or(&[]).iter().collect::<String>()
+            chars
+                .get(a..b.min(chars.len()))
+                .unwrap_or(&[])
+                .iter()
+                .collect::<String>()
         };
         let name_col = col(0, 54);
         let guide: String = name_col
@@ -125,10 +131,17 @@ fn seed_request_decodes_to_the_seed_tree_exactly() {
 
     // Our renderer puts every column where the seed does: each line agrees
     // with the seed's up to the end of its span.
-    let seed_lines: Vec<&str> = seed[start..end].lines().filter(|l| l.contains("[0x")).collect();
+    let seed_lines: Vec<&str> = seed[start..end]
+        .lines()
+        .filter(|l| l.contains("[0x"))
+        .collect();
     for (ours, theirs) in text.lines().zip(seed_lines) {
         let cut = theirs.find(']').expect("span") + 1;
-        assert_eq!(&ours[..cut.min(ours.len())], &theirs[..cut], "column layout");
+        assert_eq!(
+            &ours[..cut.min(ours.len())],
+            &theirs[..cut],
+            "column layout"
+        );
     }
 }
 
@@ -136,18 +149,30 @@ fn seed_request_decodes_to_the_seed_tree_exactly() {
 fn seed_request_facts_hold_without_the_seed_file() {
     let d = decode_request(&seed_bytes(), &DecodeOptions::default());
     assert_eq!(d.error, None);
-    assert_eq!((d.api_key, d.api_version, d.correlation_id), (Some(0), Some(12), Some(0)));
+    assert_eq!(
+        (d.api_key, d.api_version, d.correlation_id),
+        (Some(0), Some(12), Some(0))
+    );
     assert_eq!(d.client_id.as_deref(), Some(""));
     let batch = d
         .root
-        .path(&["ProduceRequest", "TopicData", "TopicProduceData[0]", "PartitionData", "PartitionProduceData[0]", "Records", "RecordBatch"])
+        .path(&[
+            "ProduceRequest",
+            "TopicData",
+            "TopicProduceData[0]",
+            "PartitionData",
+            "PartitionProduceData[0]",
+            "Records",
+            "RecordBatch",
+        ])
         .expect("batch node");
     assert_eq!((batch.offset, batch.length), (0x1e, 61));
     let crc = batch.child("crc").expect("crc");
     assert_eq!(crc.value_text(), "crc32c of the bytes that follow");
     // The shipped copy of the seed (used by the README's run command) is these bytes.
     let shipped = std::fs::read_to_string(
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("captures/messages/produce-v12-request-minimal.hex"),
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("captures/messages/produce-v12-request-minimal.hex"),
     )
     .expect("shipped seed hex");
     let digits: String = shipped.split_whitespace().collect();
@@ -164,25 +189,52 @@ fn every_prefix_of_the_seed_decodes_without_panic_and_keeps_what_came_before() {
     let whole = decode_request(&full, &DecodeOptions::default());
     for cut in 0..full.len() {
         let d = decode_request(&full[..cut], &DecodeOptions::default());
-        let e = d.error.as_ref().unwrap_or_else(|| panic!("prefix {cut} must report an error"));
-        assert!(e.offset <= cut, "error offset {} beyond the cut {cut}", e.offset);
+        let e = d
+            .error
+            .as_ref()
+            .unwrap_or_else(|| panic!("prefix {cut} must report an error"));
+        assert!(
+            e.offset <= cut,
+            "error offset {} beyond the cut {cut}",
+            e.offset
+        );
         // Every node that ends before the cut in the full tree and decoded in the
         // prefix tree has the same span and value.
         let mut full_nodes = Vec::new();
-        whole.root.walk(&mut |n, depth| full_nodes.push((depth, n.name.to_string(), n.offset, n.length, n.value_text())));
+        whole.root.walk(&mut |n, depth| {
+            full_nodes.push((
+                depth,
+                n.name.to_string(),
+                n.offset,
+                n.length,
+                n.value_text(),
+            ))
+        });
         let mut cut_nodes = Vec::new();
         d.root.walk(&mut |n, depth| {
             if n.error.is_none() && n.end() <= cut && depth > 1 && n.children.is_empty() {
-                cut_nodes.push((depth, n.name.to_string(), n.offset, n.length, n.value_text()));
+                cut_nodes.push((
+                    depth,
+                    n.name.to_string(),
+                    n.offset,
+                    n.length,
+                    n.value_text(),
+                ));
             }
         });
         for node in &cut_nodes {
-            assert!(full_nodes.contains(node), "prefix {cut}: {node:?} not in the full tree");
+            assert!(
+                full_nodes.contains(node),
+                "prefix {cut}: {node:?} not in the full tree"
+            );
         }
         // The leaf nodes of the full tree that lie wholly before the last
         // fully-read field are present in the prefix tree.
         if cut >= 15 {
-            assert!(d.root.path(&["RequestHeader", "client_id"]).is_some(), "prefix {cut} lost the header");
+            assert!(
+                d.root.path(&["RequestHeader", "client_id"]).is_some(),
+                "prefix {cut} lost the header"
+            );
         }
     }
 }

@@ -181,7 +181,8 @@ impl fmt::Display for CaptureError {
                 reason,
             } => write!(
                 f,
-                "{path}: frame {frame}: read failed ({reason}); frames 1..{frame} were read"
+                "{path}: frame {frame}: cannot read ({reason}); the {} frame(s) before it were read",
+                frame.saturating_sub(1)
             ),
             CaptureError::Live {
                 iface,

@@ -21,9 +21,7 @@ use std::fmt;
 
 use super::errors::error_name;
 use super::records::decode_record_set;
-use super::schema::{
-    self, Elem, FieldDef, FieldKind, MessageDef, MessageKind, Prim, StructDef,
-};
+use super::schema::{self, Elem, FieldDef, FieldKind, MessageDef, MessageKind, Prim, StructDef};
 use super::tree::{ByteSource, Node, Role, Text, Value};
 use super::wire::{Reader, WireError};
 
@@ -129,7 +127,14 @@ pub fn decode_request(msg: &[u8], opts: &DecodeOptions) -> Decoded {
         api_version: None,
         correlation_id: None,
         client_id: None,
-        root: Node::new("Request", "message", Value::None, 0, msg.len(), Role::Message),
+        root: Node::new(
+            "Request",
+            "message",
+            Value::None,
+            0,
+            msg.len(),
+            Role::Message,
+        ),
         sources: Vec::new(),
         error: None,
     };
@@ -144,8 +149,11 @@ pub fn decode_request(msg: &[u8], opts: &DecodeOptions) -> Decoded {
 
     // Peek api key and version to choose the header version; they are decoded
     // again as header fields below.
-    let peek_key = msg.get(4..6).map(|b| i16::from_be_bytes([b[0], b[1]]));
-    let peek_ver = msg.get(6..8).map(|b| i16::from_be_bytes([b[0], b[1]]));
+    let peek = |at: usize| {
+        let mut r = Reader::new(msg.get(at..).unwrap_or(&[]));
+        r.i16().ok()
+    };
+    let (peek_key, peek_ver) = (peek(4), peek(6));
     let def = match (peek_key, peek_ver) {
         (Some(k), Some(v)) => schema::message(k, MessageKind::Request, v),
         _ => None,
@@ -282,8 +290,15 @@ pub fn decode_embedded(
     if v < def.valid.min {
         return None;
     }
-    let mut nodes = vec![Node::new("Version", "int16", Value::Int(version.into()), base, 2, role)
-        .with_about("version of the embedded structure")];
+    let mut nodes = vec![Node::new(
+        "Version",
+        "int16",
+        Value::Int(version.into()),
+        base,
+        2,
+        role,
+    )
+    .with_about("version of the embedded structure")];
     d.version = v;
     d.flexible = def.is_flexible(v);
     d.role = role;
@@ -376,8 +391,15 @@ impl<'a> Decoder<'a> {
     /// The size prefix: pushes the Frame node and returns where the message ends,
     /// or `None` when not even the size is there.
     fn frame(&mut self, out: &mut Vec<Node>) -> Option<usize> {
-        let mut frame = Node::new("Frame", "", Value::None, 0, 4.min(self.msg.len()), Role::Frame)
-            .with_about("length-prefixed framing");
+        let mut frame = Node::new(
+            "Frame",
+            "",
+            Value::None,
+            0,
+            4.min(self.msg.len()),
+            Role::Frame,
+        )
+        .with_about("length-prefixed framing");
         let mut r = Reader::new(self.msg);
         let end = match r.i32() {
             Ok(size) => {
@@ -389,13 +411,20 @@ impl<'a> Decoder<'a> {
                 match want {
                     Some(w) if w == self.msg.len() => w,
                     Some(w) if w < self.msg.len() => {
-                        self.fail(w, format!("{} bytes beyond the size field", self.msg.len() - w));
+                        self.fail(
+                            w,
+                            format!("{} bytes beyond the size field", self.msg.len() - w),
+                        );
                         w
                     }
                     Some(w) => {
                         self.fail(
                             self.msg.len(),
-                            format!("message truncated: size says {} bytes, {} present", w - 4, self.msg.len() - 4),
+                            format!(
+                                "message truncated: size says {} bytes, {} present",
+                                w - 4,
+                                self.msg.len() - 4
+                            ),
                         );
                         self.msg.len()
                     }
@@ -461,25 +490,52 @@ impl<'a> Decoder<'a> {
         dec: &mut Decoded,
     ) -> Step {
         let at = r.pos();
-        let key = r.i16().map_err(|e| self.wire(r, e, "request_api_key", out))?;
-        let mut n = Node::new("request_api_key", "int16", Value::Int(key.into()), at, 2, Role::Header)
-            .with_about("which API this request invokes");
+        let key = r
+            .i16()
+            .map_err(|e| self.wire(r, e, "request_api_key", out))?;
+        let mut n = Node::new(
+            "request_api_key",
+            "int16",
+            Value::Int(key.into()),
+            at,
+            2,
+            Role::Header,
+        )
+        .with_about("which API this request invokes");
         if let Some(name) = schema::api_name(key) {
             n.detail = Some(name.into());
         }
         out.push(n);
         let at = r.pos();
-        let ver = r.i16().map_err(|e| self.wire(r, e, "request_api_version", out))?;
+        let ver = r
+            .i16()
+            .map_err(|e| self.wire(r, e, "request_api_version", out))?;
         out.push(
-            Node::new("request_api_version", "int16", Value::Int(ver.into()), at, 2, Role::Header)
-                .with_about("version of that API"),
+            Node::new(
+                "request_api_version",
+                "int16",
+                Value::Int(ver.into()),
+                at,
+                2,
+                Role::Header,
+            )
+            .with_about("version of that API"),
         );
         let at = r.pos();
-        let corr = r.i32().map_err(|e| self.wire(r, e, "correlation_id", out))?;
+        let corr = r
+            .i32()
+            .map_err(|e| self.wire(r, e, "correlation_id", out))?;
         dec.correlation_id = Some(corr);
         out.push(
-            Node::new("correlation_id", "int32", Value::Int(corr.into()), at, 4, Role::Header)
-                .with_about("returned unchanged in the response"),
+            Node::new(
+                "correlation_id",
+                "int32",
+                Value::Int(corr.into()),
+                at,
+                4,
+                Role::Header,
+            )
+            .with_about("returned unchanged in the response"),
         );
         if hv >= 1 {
             // ClientId keeps its int16 length even in flexible header v2 so that any
@@ -497,9 +553,16 @@ impl<'a> Decoder<'a> {
                 (Value::Str(s), format!("int16 len={len}"))
             };
             out.push(
-                Node::new("client_id", "nullable_string", value, at, r.pos() - at, Role::Header)
-                    .with_detail(detail)
-                    .with_about("always a non-flexible int16-prefixed string"),
+                Node::new(
+                    "client_id",
+                    "nullable_string",
+                    value,
+                    at,
+                    r.pos() - at,
+                    Role::Header,
+                )
+                .with_detail(detail)
+                .with_about("always a non-flexible int16-prefixed string"),
             );
         }
         if hv >= 2 {
@@ -530,8 +593,15 @@ impl<'a> Decoder<'a> {
         };
         dec.correlation_id = Some(corr);
         out.push(
-            Node::new("correlation_id", "int32", Value::Int(corr.into()), at, 4, Role::Header)
-                .with_about("the correlation id of the request answered"),
+            Node::new(
+                "correlation_id",
+                "int32",
+                Value::Int(corr.into()),
+                at,
+                4,
+                Role::Header,
+            )
+            .with_about("the correlation id of the request answered"),
         );
         let res = if hv >= 1 {
             self.flexible = true;
@@ -555,8 +625,9 @@ impl<'a> Decoder<'a> {
     ) {
         let what = match (schema::api_name(key), schema::definitions(key, kind).next()) {
             (Some(name), Some(_)) => {
-                let known: Vec<String> =
-                    schema::definitions(key, kind).map(|d| d.valid.to_string()).collect();
+                let known: Vec<String> = schema::definitions(key, kind)
+                    .map(|d| d.valid.to_string())
+                    .collect();
                 format!(
                     "{name} v{ver} is beyond the known versions ({}); body not decoded",
                     known.join(", ")
@@ -645,11 +716,24 @@ impl<'a> Decoder<'a> {
                 };
                 let detail = lp.detail();
                 let Some(len) = lp.len else {
-                    let mut n = Node::new(f.name, f.type_name, Value::Null, self.base + at, r.pos() - at, self.role)
-                        .with_detail(detail)
-                        .with_about(Self::about(f));
+                    let mut n = Node::new(
+                        f.name,
+                        f.type_name,
+                        Value::Null,
+                        self.base + at,
+                        r.pos() - at,
+                        self.role,
+                    )
+                    .with_detail(detail)
+                    .with_about(Self::about(f));
                     if !nullable {
-                        n.about = Some(format!("null, although the schema does not allow null in v{}", self.version).into());
+                        n.about = Some(
+                            format!(
+                                "null, although the schema does not allow null in v{}",
+                                self.version
+                            )
+                            .into(),
+                        );
                     }
                     if p == Prim::Records {
                         n.detail = None;
@@ -712,8 +796,15 @@ impl<'a> Decoder<'a> {
                 (v, detail, Vec::new())
             }
         };
-        let mut n = Node::new(f.name, f.type_name, value, self.base + at, r.pos() - at, self.role)
-            .with_about(Self::about(f));
+        let mut n = Node::new(
+            f.name,
+            f.type_name,
+            value,
+            self.base + at,
+            r.pos() - at,
+            self.role,
+        )
+        .with_about(Self::about(f));
         n.detail = detail.map(Into::into);
         n.children = children;
         out.push(n);
@@ -721,8 +812,15 @@ impl<'a> Decoder<'a> {
     }
 
     fn length_node(&self, at: usize, len: usize, lp: LenPrefix) -> Node {
-        let n = Node::new("length", lp.wire_type(), Value::Int(lp.raw), self.base + at, len, self.role)
-            .with_about("size of the record set in bytes");
+        let n = Node::new(
+            "length",
+            lp.wire_type(),
+            Value::Int(lp.raw),
+            self.base + at,
+            len,
+            self.role,
+        )
+        .with_about("size of the record set in bytes");
         if lp.compact {
             n.with_detail("compact, n+1")
         } else {
@@ -731,7 +829,12 @@ impl<'a> Decoder<'a> {
     }
 
     /// Reads a string/bytes length prefix.
-    fn length_prefix(&self, r: &mut Reader<'_>, flex: bool, int32: bool) -> Result<LenPrefix, WireError> {
+    fn length_prefix(
+        &self,
+        r: &mut Reader<'_>,
+        flex: bool,
+        int32: bool,
+    ) -> Result<LenPrefix, WireError> {
         let (raw, len) = if flex {
             let n = r.uvarint()?;
             (i64::from(n), n.checked_sub(1).map(|l| l as usize))
@@ -742,7 +845,12 @@ impl<'a> Decoder<'a> {
             let n = r.i16()?;
             (i64::from(n), usize::try_from(n).ok())
         };
-        Ok(LenPrefix { raw, len, compact: flex, int32 })
+        Ok(LenPrefix {
+            raw,
+            len,
+            compact: flex,
+            int32,
+        })
     }
 
     fn struct_field(
@@ -753,8 +861,15 @@ impl<'a> Decoder<'a> {
         out: &mut Vec<Node>,
     ) -> Step {
         let at = r.pos();
-        let mut n = Node::new(f.name, f.type_name, Value::Text("struct".into()), self.base + at, 0, self.role)
-            .with_about(Self::about(f));
+        let mut n = Node::new(
+            f.name,
+            f.type_name,
+            Value::Text("struct".into()),
+            self.base + at,
+            0,
+            self.role,
+        )
+        .with_about(Self::about(f));
         if f.nullable.contains(self.version) {
             // A nullable struct is preceded by an int8 marker: -1 null, 1 present.
             let m = match r.i8() {
@@ -762,8 +877,15 @@ impl<'a> Decoder<'a> {
                 Err(e) => return Err(self.wire(r, e, f.name, out)),
             };
             n.children.push(
-                Node::new("present", "int8", Value::Int(m.into()), self.base + at, 1, self.role)
-                    .with_about("-1 when the struct is null, 1 when it follows"),
+                Node::new(
+                    "present",
+                    "int8",
+                    Value::Int(m.into()),
+                    self.base + at,
+                    1,
+                    self.role,
+                )
+                .with_about("-1 when the struct is null, 1 when it follows"),
             );
             if m < 0 {
                 n.value = Value::Null;
@@ -794,19 +916,40 @@ impl<'a> Decoder<'a> {
                 Err(err) => return Err(self.wire(r, err, f.name, out)),
             };
             count = n.checked_sub(1).map(|c| c as usize);
-            Node::new("length", "uvarint", Value::Int(n.into()), self.base + at, r.pos() - at, self.role)
-                .with_detail("compact, n+1")
+            Node::new(
+                "length",
+                "uvarint",
+                Value::Int(n.into()),
+                self.base + at,
+                r.pos() - at,
+                self.role,
+            )
+            .with_detail("compact, n+1")
         } else {
             let n = match r.i32() {
                 Ok(n) => n,
                 Err(err) => return Err(self.wire(r, err, f.name, out)),
             };
             count = usize::try_from(n).ok();
-            Node::new("length", "int32", Value::Int(n.into()), self.base + at, 4, self.role)
+            Node::new(
+                "length",
+                "int32",
+                Value::Int(n.into()),
+                self.base + at,
+                4,
+                self.role,
+            )
         };
         let len_node = len_node.with_about("number of elements");
-        let mut n = Node::new(f.name, f.type_name, Value::Null, self.base + at, 0, self.role)
-            .with_about(Self::about(f));
+        let mut n = Node::new(
+            f.name,
+            f.type_name,
+            Value::Null,
+            self.base + at,
+            0,
+            self.role,
+        )
+        .with_about(Self::about(f));
         n.children.push(len_node);
         let Some(count) = count else {
             n.length = r.pos() - at;
@@ -823,10 +966,9 @@ impl<'a> Decoder<'a> {
         );
         // Never trust the count: each element needs at least `min` bytes.
         let min = self.min_elem_size(e, flex);
-        let plausible = if min == 0 {
-            count <= MAX_ZERO_SIZE_ELEMENTS
-        } else {
-            count <= r.remaining() / min
+        let plausible = match r.remaining().checked_div(min) {
+            Some(fit) => count <= fit,
+            None => count <= MAX_ZERO_SIZE_ELEMENTS,
         };
         if !plausible {
             let what = format!(
@@ -911,7 +1053,14 @@ impl<'a> Decoder<'a> {
                 (v, d.unwrap_or_default())
             }
         };
-        let mut n = Node::new(name, p.name(), value, self.base + at, r.pos() - at, self.role);
+        let mut n = Node::new(
+            name,
+            p.name(),
+            value,
+            self.base + at,
+            r.pos() - at,
+            self.role,
+        );
         if !detail.is_empty() {
             n.detail = Some(detail.into());
         }
@@ -982,7 +1131,10 @@ impl<'a> Decoder<'a> {
         )
         .with_about(format!("number of tagged fields {scope}"));
         if count as usize > r.remaining() / 2 {
-            let what = format!("tagged_fields: {count} claimed, {} bytes remain", r.remaining());
+            let what = format!(
+                "tagged_fields: {count} claimed, {} bytes remain",
+                r.remaining()
+            );
             let pos = r.pos();
             let s = self.malformed(r, pos, what, &mut n.children);
             n.length = r.buf().len() - at;
@@ -1001,7 +1153,12 @@ impl<'a> Decoder<'a> {
         res
     }
 
-    fn tagged_entry(&mut self, r: &mut Reader<'_>, def: &'static StructDef, out: &mut Vec<Node>) -> Step {
+    fn tagged_entry(
+        &mut self,
+        r: &mut Reader<'_>,
+        def: &'static StructDef,
+        out: &mut Vec<Node>,
+    ) -> Step {
         let at = r.pos();
         let tag = match r.uvarint() {
             Ok(t) => t,
@@ -1018,13 +1175,26 @@ impl<'a> Decoder<'a> {
             Err(e) => return Err(self.wire(r, e, "tagged field", out)),
         };
         let version = self.version;
-        let known = def
-            .fields
-            .iter()
-            .find(|f| f.tag == Some(tag) && f.tagged.contains(version) && f.versions.contains(version));
+        let known = def.fields.iter().find(|f| {
+            f.tag == Some(tag) && f.tagged.contains(version) && f.versions.contains(version)
+        });
         let mut kids = vec![
-            Node::new("tag", "uvarint", Value::Int(tag.into()), self.base + at, tag_end - at, Role::TaggedFields),
-            Node::new("size", "uvarint", Value::Int(size as i64), self.base + tag_end, size_end - tag_end, Role::TaggedFields),
+            Node::new(
+                "tag",
+                "uvarint",
+                Value::Int(tag.into()),
+                self.base + at,
+                tag_end - at,
+                Role::TaggedFields,
+            ),
+            Node::new(
+                "size",
+                "uvarint",
+                Value::Int(size as i64),
+                self.base + tag_end,
+                size_end - tag_end,
+                Role::TaggedFields,
+            ),
         ];
         let (name, ty, value): (Text, Text, Value) = match known {
             Some(f) => {
@@ -1043,17 +1213,44 @@ impl<'a> Decoder<'a> {
                 if res.is_ok() && sub.remaining() > 0 {
                     let pos = sub.pos();
                     let n = sub.remaining();
-                    let _ = self.malformed(&sub, pos, format!("{n} bytes left in tagged field {}", f.name), &mut kids);
+                    let _ = self.malformed(
+                        &sub,
+                        pos,
+                        format!("{n} bytes left in tagged field {}", f.name),
+                        &mut kids,
+                    );
                 }
                 self.base = saved_base;
-                (f.name.into(), f.type_name.into(), Value::Text(format!("tag {tag}, {size} bytes").into()))
+                (
+                    f.name.into(),
+                    f.type_name.into(),
+                    Value::Text(format!("tag {tag}, {size} bytes").into()),
+                )
             }
             None => {
-                kids.push(Node::new("data", "bytes", Value::bytes(payload), self.base + size_end, size, Role::TaggedFields));
-                (format!("unknown tag {tag}").into(), "tagged field".into(), Value::Text(format!("{size} bytes").into()))
+                kids.push(Node::new(
+                    "data",
+                    "bytes",
+                    Value::bytes(payload),
+                    self.base + size_end,
+                    size,
+                    Role::TaggedFields,
+                ));
+                (
+                    format!("unknown tag {tag}").into(),
+                    "tagged field".into(),
+                    Value::Text(format!("{size} bytes").into()),
+                )
             }
         };
-        let mut n = Node::new(name, ty, value, self.base + at, r.pos() - at, Role::TaggedFields);
+        let mut n = Node::new(
+            name,
+            ty,
+            value,
+            self.base + at,
+            r.pos() - at,
+            Role::TaggedFields,
+        );
         n.about = Some("tagged field".into());
         n.children = kids;
         out.push(n);
@@ -1073,7 +1270,12 @@ impl<'a> Decoder<'a> {
 
     /// The consumer protocol inside JoinGroup/SyncGroup bytes (protocol type "consumer").
     fn embedded(&self, f: &FieldDef, b: &[u8], base: usize) -> Vec<Node> {
-        if b.is_empty() || self.protocol_type.as_deref().is_some_and(|p| p != "consumer") {
+        if b.is_empty()
+            || self
+                .protocol_type
+                .as_deref()
+                .is_some_and(|p| p != "consumer")
+        {
             return Vec::new();
         }
         let def = match (self.api_key, f.name) {
@@ -1164,7 +1366,9 @@ fn meaning(f: &FieldDef, v: &Value) -> Option<String> {
     if f.name == "ApiKey" || f.name == "RequestApiKey" {
         return schema::api_name(i16::try_from(i).ok()?).map(str::to_string);
     }
-    if (f.name.ends_with("Timestamp") || f.name.ends_with("TimestampMs") || f.name.ends_with("AppendTimeMs"))
+    if (f.name.ends_with("Timestamp")
+        || f.name.ends_with("TimestampMs")
+        || f.name.ends_with("AppendTimeMs"))
         && f.type_name == "int64"
     {
         return format_epoch_ms(i);

@@ -424,11 +424,25 @@ mod tests {
 
     #[test]
     fn value_text_joins_value_and_detail() {
-        let n = Node::new("request_api_key", "int16", Value::Int(0), 4, 2, Role::Header)
-            .with_detail("Produce");
+        let n = Node::new(
+            "request_api_key",
+            "int16",
+            Value::Int(0),
+            4,
+            2,
+            Role::Header,
+        )
+        .with_detail("Produce");
         assert_eq!(n.value_text(), "0 (Produce)");
-        let s = Node::new("Name", "string", Value::Str(String::new()), 0, 1, Role::RequestBody)
-            .with_detail("compact, len+1=1");
+        let s = Node::new(
+            "Name",
+            "string",
+            Value::Str(String::new()),
+            0,
+            1,
+            Role::RequestBody,
+        )
+        .with_detail("compact, len+1=1");
         assert_eq!(s.value_text(), r#""" (compact, len+1=1)"#);
     }
 

@@ -178,7 +178,7 @@ fn read_message_file(p: &PathBuf) -> Result<Vec<u8>, CliError> {
 /// Hex digits with any whitespace between them.
 fn parse_hex(s: &str) -> Result<Vec<u8>, String> {
     let digits: Vec<u8> = s.bytes().filter(|b| !b.is_ascii_whitespace()).collect();
-    if digits.len() % 2 != 0 {
+    if !digits.len().is_multiple_of(2) {
         return Err(format!("odd number of hex digits ({})", digits.len()));
     }
     digits

@@ -296,6 +296,7 @@ pub(crate) fn xxh32(input: &[u8], seed: u32) -> u32 {
 }
 
 #[cfg(test)]
+#[allow(clippy::indexing_slicing)]
 mod tests {
     use super::*;
     use std::io::Write;
