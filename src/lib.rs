@@ -12,4 +12,6 @@
 pub mod capture;
 pub mod flow;
 pub mod kafka;
+pub mod model;
+pub mod pairing;
 pub mod pipeline;

@@ -49,7 +49,7 @@ impl Timestamp {
         self.secs as f64 + f64::from(self.nanos) / 1e9
     }
 
-    /// Nanoseconds since the epoch, saturating at the ends of `i128`'s tiny subset we use.
+    /// Nanoseconds since the epoch.
     pub fn as_nanos(self) -> i128 {
         i128::from(self.secs) * 1_000_000_000 + i128::from(self.nanos)
     }

@@ -10,6 +10,7 @@
 use super::{CaptureError, Frame, FrameSource, LinkType, Timestamp};
 use bytes::Bytes;
 use pcap::{Active, Capture, Offline, Precision};
+use std::time::{Duration, Instant};
 
 /// What one poll of a source produced.
 #[derive(Debug)]
@@ -146,7 +147,7 @@ pub struct LiveConfig {
     pub filter: Option<String>,
     /// Bytes kept per packet.
     pub snaplen: i32,
-    /// Read timeout in milliseconds: how often `poll` returns `Timeout` when idle.
+    /// Milliseconds `poll` waits for a packet before returning `Timeout` (so callers can tick).
     pub timeout_ms: i32,
     /// Kernel buffer size in bytes, if not libpcap's default.
     pub buffer_size: Option<i32>,
@@ -171,7 +172,11 @@ pub struct LiveSource {
     link: LinkType,
     nano: bool,
     frames: u64,
+    timeout: Duration,
 }
+
+/// Sleep between reads of an idle non-blocking live handle.
+const IDLE_SLEEP: Duration = Duration::from_millis(2);
 
 impl LiveSource {
     /// Open the interface, apply the filter; needs capture privileges.
@@ -186,7 +191,10 @@ impl LiveSource {
                 .map_err(|e| err("find device", e))?
                 .promisc(false)
                 .snaplen(cfg.snaplen)
-                .timeout(cfg.timeout_ms);
+                .timeout(cfg.timeout_ms)
+                // Deliver packets as they come; with buffering, Linux TPACKET_V3 may hold
+                // an idle poll past the read timeout.
+                .immediate_mode(true);
             if let Some(b) = cfg.buffer_size {
                 c = c.buffer_size(b);
             }
@@ -203,12 +211,16 @@ impl LiveSource {
         if let Some(f) = &cfg.filter {
             cap.filter(f, true).map_err(|e| err("filter", e))?;
         }
+        // libpcap on Linux (TPACKET_V3) blocks past the read timeout while no packet
+        // arrives, so the handle is non-blocking and `poll` waits in short sleeps.
+        let cap = cap.setnonblock().map_err(|e| err("set non-blocking", e))?;
         let link = link_of(cap.get_datalink());
         Ok(LiveSource {
             cap,
             link,
             nano,
             frames: 0,
+            timeout: Duration::from_millis(u64::try_from(cfg.timeout_ms.max(1)).unwrap_or(100)),
         })
     }
 }
@@ -216,20 +228,31 @@ impl LiveSource {
 impl FrameSource for LiveSource {
     fn poll(&mut self) -> Result<Polled, CaptureError> {
         let index = self.frames.saturating_add(1);
-        match self.cap.next_packet() {
-            Ok(p) => {
-                self.frames = index;
-                Ok(Polled::Frame(frame_from(
-                    index, self.link, self.nano, p.header, p.data,
-                )))
+        let start = Instant::now();
+        loop {
+            match self.cap.next_packet() {
+                Ok(p) => {
+                    self.frames = index;
+                    return Ok(Polled::Frame(frame_from(
+                        index, self.link, self.nano, p.header, p.data,
+                    )));
+                }
+                Err(pcap::Error::TimeoutExpired) => {
+                    let waited = start.elapsed();
+                    if waited >= self.timeout {
+                        return Ok(Polled::Timeout);
+                    }
+                    std::thread::sleep(IDLE_SLEEP.min(self.timeout - waited));
+                }
+                Err(pcap::Error::NoMorePackets) => return Ok(Polled::End),
+                Err(e) => {
+                    return Err(CaptureError::Read {
+                        path: "live".to_string(),
+                        frame: index,
+                        reason: e.to_string(),
+                    })
+                }
             }
-            Err(pcap::Error::TimeoutExpired) => Ok(Polled::Timeout),
-            Err(pcap::Error::NoMorePackets) => Ok(Polled::End),
-            Err(e) => Err(CaptureError::Read {
-                path: "live".to_string(),
-                frame: index,
-                reason: e.to_string(),
-            }),
         }
     }
 

@@ -120,6 +120,19 @@ impl Decoded {
 
 /// Decodes a request: `msg` is one whole message including its 4-byte size prefix.
 pub fn decode_request(msg: &[u8], opts: &DecodeOptions) -> Decoded {
+    let d = decode_request_with(msg, opts, None);
+    // ControlledShutdown v0 is the one request defined with header v0 (no client
+    // id), but some clients send it with header v1; take whichever decodes whole.
+    if d.error.is_some() && d.api_key == Some(7) && d.api_version == Some(0) {
+        let v1 = decode_request_with(msg, opts, Some(1));
+        if v1.error.is_none() {
+            return v1;
+        }
+    }
+    d
+}
+
+fn decode_request_with(msg: &[u8], opts: &DecodeOptions, header: Option<i16>) -> Decoded {
     let mut d = Decoder::new(msg, opts);
     let mut out = Decoded {
         kind: Kind::Request,
@@ -158,8 +171,9 @@ pub fn decode_request(msg: &[u8], opts: &DecodeOptions) -> Decoded {
         (Some(k), Some(v)) => schema::message(k, MessageKind::Request, v),
         _ => None,
     };
-    let hv = match (peek_key, peek_ver) {
-        (Some(k), Some(v)) if def.is_some() => schema::request_header_version(k, v),
+    let hv = match (header, peek_key, peek_ver) {
+        (Some(h), _, _) => h,
+        (None, Some(k), Some(v)) if def.is_some() => schema::request_header_version(k, v),
         _ => 1,
     };
     out.api_key = peek_key;
@@ -710,9 +724,14 @@ impl<'a> Decoder<'a> {
         let nullable = f.nullable.contains(self.version);
         let (value, detail, children) = match p {
             Prim::String | Prim::Bytes | Prim::Records => {
+                let at_len = r.pos();
                 let lp = match self.length_prefix(r, flex, p != Prim::String) {
                     Ok(x) => x,
-                    Err(e) => return Err(self.wire(r, e, f.name, out)),
+                    Err(LenError::Wire(e)) => return Err(self.wire(r, e, f.name, out)),
+                    Err(LenError::Negative(n)) => {
+                        let what = format!("{}: invalid length {n}", f.name);
+                        return Err(self.malformed(r, at_len, what, out));
+                    }
                 };
                 let detail = lp.detail();
                 let Some(len) = lp.len else {
@@ -834,7 +853,7 @@ impl<'a> Decoder<'a> {
         r: &mut Reader<'_>,
         flex: bool,
         int32: bool,
-    ) -> Result<LenPrefix, WireError> {
+    ) -> Result<LenPrefix, LenError> {
         let (raw, len) = if flex {
             let n = r.uvarint()?;
             (i64::from(n), n.checked_sub(1).map(|l| l as usize))
@@ -845,6 +864,10 @@ impl<'a> Decoder<'a> {
             let n = r.i16()?;
             (i64::from(n), usize::try_from(n).ok())
         };
+        // Only -1 means null; any other negative length is invalid.
+        if raw < -1 {
+            return Err(LenError::Negative(raw));
+        }
         Ok(LenPrefix {
             raw,
             len,
@@ -1024,9 +1047,14 @@ impl<'a> Decoder<'a> {
         let (value, detail) = match p {
             Prim::String | Prim::Bytes | Prim::Records => {
                 let flex = self.field_flexible(f);
+                let at_len = r.pos();
                 let lp = match self.length_prefix(r, flex, p != Prim::String) {
                     Ok(x) => x,
-                    Err(e) => return Err(self.wire(r, e, f.name, out)),
+                    Err(LenError::Wire(e)) => return Err(self.wire(r, e, f.name, out)),
+                    Err(LenError::Negative(n)) => {
+                        let what = format!("{}: invalid length {n}", f.name);
+                        return Err(self.malformed(r, at_len, what, out));
+                    }
                 };
                 let detail = lp.detail();
                 match lp.len {
@@ -1284,6 +1312,20 @@ impl<'a> Decoder<'a> {
             _ => return Vec::new(),
         };
         decode_embedded(b, base, def, self.role).unwrap_or_default()
+    }
+}
+
+/// Why a length prefix could not be used.
+enum LenError {
+    /// The prefix itself could not be read.
+    Wire(WireError),
+    /// A negative length other than -1 (null).
+    Negative(i64),
+}
+
+impl From<WireError> for LenError {
+    fn from(e: WireError) -> LenError {
+        LenError::Wire(e)
     }
 }
 

@@ -23,6 +23,8 @@ pub enum CliError {
     Usage(String),
     /// Writing the output failed.
     Output(std::io::Error),
+    /// The capture could not be opened or read.
+    Capture(kafkashark::capture::CaptureError),
 }
 
 impl fmt::Display for CliError {
@@ -32,6 +34,7 @@ impl fmt::Display for CliError {
             CliError::Input { what, why } => write!(f, "{what}: {why}"),
             CliError::Usage(s) => f.write_str(s),
             CliError::Output(e) => write!(f, "writing output: {e}"),
+            CliError::Capture(e) => write!(f, "{e}"),
         }
     }
 }

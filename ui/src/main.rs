@@ -10,7 +10,9 @@ use clap::{Parser, Subcommand, ValueEnum};
 use kafkashark::kafka::{decode_request, decode_response, tree, DecodeOptions, Decoded};
 
 mod cli_error;
+mod print;
 use cli_error::CliError;
+use kafkashark::flow::Ports;
 
 /// Wireshark for Kafka, in the terminal.
 #[derive(Parser, Debug)]
@@ -24,6 +26,62 @@ struct Cli {
 enum Command {
     /// Decode one size-prefixed Kafka message (binary or hex file, or --hex).
     Decode(DecodeArgs),
+    /// Print every Kafka message of a capture (file, `-` for stdin, or -i IFACE).
+    Print(PrintArgs),
+}
+
+#[derive(clap::Args, Debug)]
+struct PrintArgs {
+    /// A pcap or pcapng file; `-` reads standard input.
+    #[arg(required_unless_present = "interface", conflicts_with = "interface")]
+    file: Option<String>,
+    /// Capture live on this interface (`any` for all).
+    #[arg(short = 'i', long = "interface")]
+    interface: Option<String>,
+    /// BPF filter for live capture (default: the Kafka ports).
+    #[arg(short = 'f', long = "filter")]
+    filter: Option<String>,
+    /// Broker ports, comma separated, or `any` to detect Kafka on any port.
+    #[arg(long, default_value = "9092", value_parser = parse_ports)]
+    ports: Ports,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = print::PrintFormat::Text)]
+    format: print::PrintFormat,
+    /// Show the full field tree of every message.
+    #[arg(short = 'V', long)]
+    verbose: bool,
+    /// Stop after this many messages.
+    #[arg(short = 'c', long)]
+    count: Option<u64>,
+    /// Stop after this many seconds (live capture).
+    #[arg(long)]
+    duration: Option<f64>,
+    /// Show SASL passwords, SCRAM proofs and tokens instead of redacting them.
+    #[arg(long)]
+    show_secrets: bool,
+    /// Most bytes a compressed batch may decompress to.
+    #[arg(long, default_value_t = 64 << 20)]
+    max_decompressed: usize,
+}
+
+/// `9092,9093` or `any`.
+fn parse_ports(s: &str) -> Result<Ports, String> {
+    if s.eq_ignore_ascii_case("any") {
+        return Ok(Ports::Any);
+    }
+    let ports: Result<Vec<u16>, String> = s
+        .split(',')
+        .map(|p| {
+            p.trim()
+                .parse::<u16>()
+                .map_err(|_| format!("not a port: {p:?}"))
+        })
+        .collect();
+    let ports = ports?;
+    if ports.is_empty() {
+        return Err("no port given".into());
+    }
+    Ok(Ports::List(ports))
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]
@@ -66,6 +124,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let res = match cli.command {
         Command::Decode(a) => run_decode(&a),
+        Command::Print(a) => run_print(a),
     };
     match res {
         Ok(code) => code,
@@ -117,6 +176,34 @@ fn run_decode(a: &DecodeArgs) -> Result<ExitCode, CliError> {
         eprintln!("kafkashark: decode error: {e}");
         return Ok(ExitCode::from(1));
     }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn run_print(a: PrintArgs) -> Result<ExitCode, CliError> {
+    let input = match (a.interface, a.file) {
+        (Some(iface), _) => print::Input::Live {
+            iface,
+            filter: a.filter,
+        },
+        (None, Some(f)) => print::Input::File(f),
+        (None, None) => return Err(CliError::Usage("give a FILE or -i IFACE".into())),
+    };
+    let duration = match a.duration {
+        Some(d) if d.is_finite() && d >= 0.0 => Some(std::time::Duration::from_secs_f64(d)),
+        Some(d) => return Err(CliError::Usage(format!("--duration {d}: not a duration"))),
+        None => None,
+    };
+    let opts = print::PrintOptions {
+        input,
+        ports: a.ports,
+        format: a.format,
+        verbose: a.verbose,
+        count: a.count,
+        duration,
+        show_secrets: a.show_secrets,
+        max_decompressed: a.max_decompressed,
+    };
+    print::run(&opts)?;
     Ok(ExitCode::SUCCESS)
 }
 

@@ -1,0 +1,453 @@
+//! The model the views read: every Kafka message of a capture, decoded and paired.
+//!
+//! Place in the data path: frames → [`Pipeline`] (reassembly, framing) →
+//! decode → [`Pairer`] → **[`MessageRecord`]s** → print, stats, TUI. The
+//! [`Analyzer`] is sans-IO: it is fed frames and appends records to a vector,
+//! so files, live capture, tests and benchmarks drive the same code.
+//!
+//! Invariants: records come out in capture order (the order in which messages
+//! were completed); each carries the facts of the JSONL contract in
+//! DESIGN.md; a response is decoded with its paired request's api key and
+//! version, or — unpaired — with the one schema that decodes its whole body,
+//! marked as inferred. Memory follows the open connections and the requests in
+//! flight, not the capture's length.
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+
+use crate::capture::{Frame, Timestamp};
+use crate::flow::Direction;
+use crate::kafka::decode::Kind;
+use crate::kafka::framing::RawMessage;
+use crate::kafka::schema::{self, MessageKind};
+use crate::kafka::tree::{Node, Value};
+use crate::kafka::{decode_request, decode_response, DecodeOptions, Decoded};
+use crate::pairing::{Pairer, PendingRequest};
+use crate::pipeline::{Event, Pipeline, PipelineConfig, PipelineStats};
+
+/// Settings of an analysis.
+#[derive(Clone, Debug)]
+pub struct AnalyzerConfig {
+    /// Reassembly and framing settings (ports, bounds).
+    pub pipeline: PipelineConfig,
+    /// Decoding settings; `records: false` skips record sets for summaries.
+    pub decode: DecodeOptions,
+    /// Keep each message's decoded tree in its record (for `print -V`).
+    pub keep_trees: bool,
+    /// Try to infer the api of responses whose request was not captured.
+    pub infer_unpaired: bool,
+    /// Unanswered requests remembered per connection.
+    pub max_pending_per_stream: usize,
+}
+
+impl Default for AnalyzerConfig {
+    fn default() -> Self {
+        AnalyzerConfig {
+            pipeline: PipelineConfig::default(),
+            decode: DecodeOptions::default(),
+            keep_trees: false,
+            infer_unpaired: true,
+            max_pending_per_stream: 4096,
+        }
+    }
+}
+
+/// The facts about one Kafka message (the JSONL contract's keys).
+#[derive(Clone, Debug, PartialEq)]
+pub struct MessageInfo {
+    /// 0-based position in capture order.
+    pub index: u64,
+    /// Frame that completed the message.
+    pub frame: u64,
+    /// Frame that carried its first byte.
+    pub first_frame: u64,
+    /// Time of `frame`.
+    pub ts: Timestamp,
+    /// Time of `first_frame`.
+    pub first_ts: Timestamp,
+    /// Connection index, 0-based, in order of first appearance.
+    pub stream: u64,
+    /// Client endpoint.
+    pub client: SocketAddr,
+    /// Broker endpoint.
+    pub broker: SocketAddr,
+    /// Request or response.
+    pub kind: Kind,
+    /// Api key (for responses: the paired or inferred request's).
+    pub api_key: Option<i16>,
+    /// Api version (for responses: the paired or inferred request's).
+    pub api_version: Option<i16>,
+    /// Correlation id.
+    pub correlation_id: Option<i32>,
+    /// The size field: bytes after the 4-byte prefix.
+    pub length: i32,
+    /// The request's client id.
+    pub client_id: Option<String>,
+    /// Paired with its request / response.
+    pub paired: bool,
+    /// Index of the message it is paired with.
+    pub peer: Option<u64>,
+    /// For responses: the api was inferred from the body (request not captured).
+    pub inferred: bool,
+    /// For requests: a response is expected (false for Produce with acks=0).
+    pub expects_response: bool,
+    /// For paired responses: ts(first_frame of the response) − ts(frame of the request).
+    pub latency_ns: Option<u64>,
+    /// The response's ThrottleTimeMs, when its schema has one.
+    pub throttle_time_ms: Option<i32>,
+    /// Every non-zero error code anywhere in a response body.
+    pub error_codes: Vec<i16>,
+    /// `None` when every byte decoded, else the reason with its offset.
+    pub decode_error: Option<String>,
+    /// The first message after a resynchronisation.
+    pub resynced: bool,
+    /// Bytes skipped just before it.
+    pub skipped_before: u64,
+}
+
+impl MessageInfo {
+    /// The API name (`Produce`), when the api key is known.
+    pub fn api_name(&self) -> Option<&'static str> {
+        self.api_key.and_then(schema::api_name)
+    }
+
+    /// Latency in milliseconds.
+    pub fn latency_ms(&self) -> Option<f64> {
+        self.latency_ns.map(|n| n as f64 / 1e6)
+    }
+}
+
+/// One message: its facts, its bytes and (when asked for) its tree.
+#[derive(Clone, Debug)]
+pub struct MessageRecord {
+    /// The facts.
+    pub info: MessageInfo,
+    /// The message as it crossed the wire, with provenance.
+    pub raw: RawMessage,
+    /// The decoded tree, when `keep_trees` is set.
+    pub decoded: Option<Decoded>,
+}
+
+/// Something the analysis tells besides messages.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Notice {
+    /// A pipeline event worth reporting (gap, resync, warning, discarded bytes).
+    Stream(Event),
+    /// A request that never got its response (connection closed or capture ended).
+    Unanswered {
+        /// Connection.
+        stream: u64,
+        /// The request.
+        request: PendingRequest,
+    },
+}
+
+/// What the analyzer appends to its output.
+#[derive(Clone, Debug)]
+pub enum Output {
+    /// A decoded message.
+    Message(Box<MessageRecord>),
+    /// A notice.
+    Notice(Notice),
+}
+
+struct StreamInfo {
+    client: SocketAddr,
+    broker: SocketAddr,
+}
+
+/// Frames in, decoded and paired messages out.
+pub struct Analyzer {
+    cfg: AnalyzerConfig,
+    pipeline: Pipeline,
+    pairer: Pairer,
+    streams: HashMap<u64, StreamInfo>,
+    next_index: u64,
+    events: Vec<Event>,
+}
+
+impl Analyzer {
+    /// An analyzer with these settings.
+    pub fn new(cfg: AnalyzerConfig) -> Analyzer {
+        Analyzer {
+            pipeline: Pipeline::new(cfg.pipeline.clone()),
+            pairer: Pairer::new(cfg.max_pending_per_stream),
+            cfg,
+            streams: HashMap::new(),
+            next_index: 0,
+            events: Vec::new(),
+        }
+    }
+
+    /// Reassembly and framing counters.
+    pub fn pipeline_stats(&self) -> PipelineStats {
+        self.pipeline.stats()
+    }
+
+    /// Requests evicted from full pending tables.
+    pub fn evicted_requests(&self) -> u64 {
+        self.pairer.evicted()
+    }
+
+    /// Feeds one frame.
+    pub fn push(&mut self, frame: &Frame, out: &mut Vec<Output>) {
+        let mut evs = std::mem::take(&mut self.events);
+        self.pipeline.push(frame, &mut evs);
+        for ev in evs.drain(..) {
+            self.event(ev, out);
+        }
+        self.events = evs;
+    }
+
+    /// End of input: flushes every connection; unanswered requests are reported.
+    pub fn finish(&mut self, out: &mut Vec<Output>) {
+        let mut evs = std::mem::take(&mut self.events);
+        self.pipeline.finish(&mut evs);
+        for ev in evs.drain(..) {
+            self.event(ev, out);
+        }
+        self.events = evs;
+        let mut streams: Vec<u64> = self.streams.keys().copied().collect();
+        streams.sort_unstable();
+        for s in streams {
+            self.close(s, out);
+        }
+    }
+
+    fn close(&mut self, stream: u64, out: &mut Vec<Output>) {
+        self.streams.remove(&stream);
+        for request in self.pairer.close(stream) {
+            out.push(Output::Notice(Notice::Unanswered { stream, request }));
+        }
+    }
+
+    fn event(&mut self, ev: Event, out: &mut Vec<Output>) {
+        match ev {
+            Event::StreamOpen {
+                stream,
+                client,
+                broker,
+                ..
+            } => {
+                self.streams.insert(stream, StreamInfo { client, broker });
+            }
+            Event::Message(m) => self.message(m, out),
+            Event::StreamClosed { stream, .. } => {
+                out.push(Output::Notice(Notice::Stream(ev)));
+                self.close(stream, out);
+            }
+            other => out.push(Output::Notice(Notice::Stream(other))),
+        }
+    }
+
+    fn message(&mut self, raw: RawMessage, out: &mut Vec<Output>) {
+        let Some(st) = self.streams.get(&raw.stream) else {
+            return;
+        };
+        let (client, broker) = (st.client, st.broker);
+        let index = self.next_index;
+        self.next_index += 1;
+        let mut info = MessageInfo {
+            index,
+            frame: raw.last_frame,
+            first_frame: raw.first_frame,
+            ts: raw.last_ts,
+            first_ts: raw.first_ts,
+            stream: raw.stream,
+            client,
+            broker,
+            kind: Kind::Request,
+            api_key: None,
+            api_version: None,
+            correlation_id: raw.correlation_id(),
+            length: raw.size().unwrap_or(0),
+            client_id: None,
+            paired: false,
+            peer: None,
+            inferred: false,
+            expects_response: false,
+            latency_ns: None,
+            throttle_time_ms: None,
+            error_codes: Vec::new(),
+            decode_error: None,
+            resynced: raw.resynced,
+            skipped_before: raw.skipped_before,
+        };
+        let decoded = match raw.dir {
+            Direction::ClientToBroker => {
+                let d = decode_request(&raw.bytes, &self.cfg.decode);
+                info.api_key = d.api_key;
+                info.api_version = d.api_version;
+                info.client_id = d.client_id.clone();
+                info.expects_response = expects_response(&d);
+                if let (true, Some(k), Some(v), Some(c)) = (
+                    info.expects_response,
+                    d.api_key,
+                    d.api_version,
+                    d.correlation_id,
+                ) {
+                    // A request whose body is malformed still pairs: its header is enough.
+                    let pending = PendingRequest {
+                        index,
+                        api_key: k,
+                        api_version: v,
+                        frame: raw.last_frame,
+                        ts: raw.last_ts,
+                    };
+                    if let Some(old) = self.pairer.request(raw.stream, c, pending) {
+                        out.push(Output::Notice(Notice::Unanswered {
+                            stream: raw.stream,
+                            request: old,
+                        }));
+                    }
+                }
+                d
+            }
+            Direction::BrokerToClient => {
+                info.kind = Kind::Response;
+                let req = info
+                    .correlation_id
+                    .and_then(|c| self.pairer.response(raw.stream, c));
+                match req {
+                    Some(req) => {
+                        info.paired = true;
+                        info.peer = Some(req.index);
+                        info.latency_ns = Some(raw.first_ts.nanos_since(req.ts));
+                        info.api_key = Some(req.api_key);
+                        info.api_version = Some(req.api_version);
+                        decode_paired_response(
+                            &raw.bytes,
+                            req.api_key,
+                            req.api_version,
+                            &self.cfg.decode,
+                        )
+                    }
+                    None => {
+                        let inferred = if self.cfg.infer_unpaired {
+                            infer_response(&raw.bytes, &self.cfg.decode)
+                        } else {
+                            None
+                        };
+                        match inferred {
+                            Some((k, v, d)) => {
+                                info.api_key = Some(k);
+                                info.api_version = Some(v);
+                                info.inferred = true;
+                                d
+                            }
+                            None => {
+                                // Only the header can be read: decode it with an unknown api.
+                                decode_response(&raw.bytes, -1, 0, &self.cfg.decode)
+                            }
+                        }
+                    }
+                }
+            }
+        };
+        if info.kind == Kind::Response {
+            let (throttle, errors) = response_facts(&decoded.root);
+            info.throttle_time_ms = throttle;
+            info.error_codes = errors;
+            if info.api_key.is_none() {
+                info.decode_error = Some("response without a captured request; api unknown".into());
+            }
+        }
+        if info.decode_error.is_none() {
+            info.decode_error = decoded.error.as_ref().map(ToString::to_string);
+        }
+        let decoded = self.cfg.keep_trees.then_some(decoded);
+        out.push(Output::Message(Box::new(MessageRecord {
+            info,
+            raw,
+            decoded,
+        })));
+    }
+}
+
+/// Decodes a response with its request's api key and version. A broker that does
+/// not support the ApiVersions version asked for answers in v0 with
+/// UNSUPPORTED_VERSION (35), so the client can retry lower (KIP-511).
+fn decode_paired_response(bytes: &[u8], key: i16, version: i16, opts: &DecodeOptions) -> Decoded {
+    let d = decode_response(bytes, key, version, opts);
+    if key == 18 && version > 0 && d.error.is_some() && bytes.get(8..10) == Some(&[0, 35]) {
+        let v0 = decode_response(bytes, key, 0, opts);
+        if v0.error.is_none() {
+            return v0;
+        }
+    }
+    d
+}
+
+/// False only for requests that get no response: Produce with acks=0.
+fn expects_response(d: &Decoded) -> bool {
+    if d.api_key != Some(0) {
+        return true;
+    }
+    !matches!(
+        d.body().and_then(|b| b.child("Acks")).map(|n| &n.value),
+        Some(Value::Int(0))
+    )
+}
+
+/// ThrottleTimeMs (top level of the body) and every non-zero error code in a response.
+pub fn response_facts(root: &Node) -> (Option<i32>, Vec<i16>) {
+    let body = root.children.iter().find(|n| n.ty == "struct");
+    let throttle = body
+        .and_then(|b| b.child("ThrottleTimeMs"))
+        .and_then(|n| match n.value {
+            Value::Int(v) => i32::try_from(v).ok(),
+            _ => None,
+        });
+    let mut errors = Vec::new();
+    if let Some(b) = body {
+        b.walk(&mut |n, _| {
+            if n.name.ends_with("ErrorCode") {
+                if let Value::Int(v) = n.value {
+                    if v != 0 {
+                        if let Ok(c) = i16::try_from(v) {
+                            errors.push(c);
+                        }
+                    }
+                }
+            }
+        });
+    }
+    (throttle, errors)
+}
+
+/// Largest unpaired response for which inference is attempted.
+const MAX_INFER_BYTES: usize = 1 << 20;
+
+/// The one (api key, version) whose response schema decodes the whole body, if
+/// exactly one does. Versions with identical layouts decode alike, so an
+/// inference is only made when the layouts disagree everywhere else.
+fn infer_response(bytes: &[u8], opts: &DecodeOptions) -> Option<(i16, i16, Decoded)> {
+    if bytes.len() > MAX_INFER_BYTES {
+        return None;
+    }
+    let lean = DecodeOptions {
+        records: false,
+        ..opts.clone()
+    };
+    let mut found: Option<(i16, i16)> = None;
+    for def in schema::MESSAGES
+        .iter()
+        .filter(|m| m.kind == MessageKind::Response)
+    {
+        let (lo, hi) = (
+            def.valid.min,
+            def.valid.max.min(def.valid.min.saturating_add(64)),
+        );
+        for v in lo..=hi {
+            let d = decode_response(bytes, def.api_key, v, &lean);
+            if d.error.is_none() {
+                if found.is_some() {
+                    return None;
+                }
+                found = Some((def.api_key, v));
+            }
+        }
+    }
+    let (k, v) = found?;
+    Some((k, v, decode_response(bytes, k, v, opts)))
+}

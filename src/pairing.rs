@@ -1,0 +1,197 @@
+//! Pairing: matching each response to the request it answers.
+//!
+//! Place in the data path: framing → decode → **pairing** → exchanges. Kafka
+//! answers requests on a connection in order, and every response echoes its
+//! request's correlation id; the response itself does not say which API it
+//! belongs to, so its api key and version come from the paired request.
+//!
+//! Invariants: per connection, at most `max_pending` requests wait for an
+//! answer (the oldest is evicted and counted beyond that), so memory follows
+//! what is in flight, never the capture's length. When a correlation id is
+//! reused while an earlier request with it is still waiting, a response pairs
+//! with the nearest earlier request (the latest one sent).
+
+use std::collections::{HashMap, VecDeque};
+
+use crate::capture::Timestamp;
+
+/// A request that waits for its response.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PendingRequest {
+    /// Index of the request in the message sequence.
+    pub index: u64,
+    /// Its api key.
+    pub api_key: i16,
+    /// Its api version.
+    pub api_version: i16,
+    /// The frame that completed it.
+    pub frame: u64,
+    /// The time of that frame.
+    pub ts: Timestamp,
+}
+
+#[derive(Default)]
+struct StreamPending {
+    by_corr: HashMap<i32, Vec<PendingRequest>>,
+    /// Arrival order, for evicting the oldest; may hold entries already answered.
+    order: VecDeque<(i32, u64)>,
+    live: usize,
+}
+
+impl StreamPending {
+    fn remove(&mut self, corr: i32, index: u64) -> Option<PendingRequest> {
+        let list = self.by_corr.get_mut(&corr)?;
+        let pos = list.iter().position(|p| p.index == index)?;
+        let p = list.remove(pos);
+        if list.is_empty() {
+            self.by_corr.remove(&corr);
+        }
+        self.live -= 1;
+        Some(p)
+    }
+}
+
+/// Per-connection tables of requests waiting for responses.
+pub struct Pairer {
+    max_pending: usize,
+    streams: HashMap<u64, StreamPending>,
+    evicted: u64,
+}
+
+impl Pairer {
+    /// A pairer remembering at most `max_pending` unanswered requests per connection.
+    pub fn new(max_pending: usize) -> Pairer {
+        Pairer {
+            max_pending: max_pending.max(1),
+            streams: HashMap::new(),
+            evicted: 0,
+        }
+    }
+
+    /// Remembers a request that expects a response. Returns the request evicted to
+    /// make room, if the connection already had `max_pending` waiting.
+    pub fn request(
+        &mut self,
+        stream: u64,
+        corr: i32,
+        req: PendingRequest,
+    ) -> Option<PendingRequest> {
+        let max = self.max_pending;
+        let st = self.streams.entry(stream).or_default();
+        st.by_corr.entry(corr).or_default().push(req);
+        st.order.push_back((corr, req.index));
+        st.live += 1;
+        let mut evicted = None;
+        while st.live > max {
+            let Some((c, i)) = st.order.pop_front() else {
+                break;
+            };
+            if let Some(p) = st.remove(c, i) {
+                evicted = Some(p);
+                self.evicted += 1;
+            }
+        }
+        // Answered requests leave stale entries in `order`; compact so it stays
+        // proportional to what is in flight.
+        if st.order.len() > 2 * st.live + 64 {
+            let by_corr = &st.by_corr;
+            st.order.retain(|(c, i)| {
+                by_corr
+                    .get(c)
+                    .is_some_and(|l| l.iter().any(|p| p.index == *i))
+            });
+        }
+        evicted
+    }
+
+    /// Takes the request a response with `corr` answers: the latest one sent with that id.
+    pub fn response(&mut self, stream: u64, corr: i32) -> Option<PendingRequest> {
+        let st = self.streams.get_mut(&stream)?;
+        let index = st.by_corr.get(&corr)?.last()?.index;
+        st.remove(corr, index)
+    }
+
+    /// True when a request with `corr` waits on `stream`.
+    pub fn is_pending(&self, stream: u64, corr: i32) -> bool {
+        self.streams
+            .get(&stream)
+            .is_some_and(|s| s.by_corr.contains_key(&corr))
+    }
+
+    /// Forgets a closed connection; returns the requests never answered, oldest first.
+    pub fn close(&mut self, stream: u64) -> Vec<PendingRequest> {
+        let Some(st) = self.streams.remove(&stream) else {
+            return Vec::new();
+        };
+        let mut left: Vec<PendingRequest> = st.by_corr.into_values().flatten().collect();
+        left.sort_by_key(|p| p.index);
+        left
+    }
+
+    /// Requests waiting over all connections.
+    pub fn pending(&self) -> usize {
+        self.streams.values().map(|s| s.live).sum()
+    }
+
+    /// Requests evicted because a connection had too many waiting.
+    pub fn evicted(&self) -> u64 {
+        self.evicted
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn req(index: u64) -> PendingRequest {
+        PendingRequest {
+            index,
+            api_key: 3,
+            api_version: 12,
+            frame: index + 1,
+            ts: Timestamp::new(0, 0),
+        }
+    }
+
+    #[test]
+    fn pairs_by_correlation_id_per_stream() {
+        let mut p = Pairer::new(16);
+        p.request(0, 7, req(0));
+        p.request(1, 7, req(1));
+        assert_eq!(p.response(1, 7).map(|r| r.index), Some(1));
+        assert_eq!(p.response(1, 7), None);
+        assert_eq!(p.response(0, 7).map(|r| r.index), Some(0));
+        assert_eq!(p.pending(), 0);
+    }
+
+    #[test]
+    fn reused_id_pairs_with_the_nearest_earlier_request() {
+        let mut p = Pairer::new(16);
+        p.request(0, 1, req(0));
+        p.request(0, 1, req(5));
+        assert_eq!(p.response(0, 1).map(|r| r.index), Some(5));
+        assert_eq!(p.response(0, 1).map(|r| r.index), Some(0));
+    }
+
+    #[test]
+    fn bounded_per_stream_and_order_stays_compact() {
+        let mut p = Pairer::new(4);
+        for i in 0..10 {
+            p.request(0, i as i32, req(i));
+        }
+        assert_eq!(p.pending(), 4);
+        assert_eq!(p.evicted(), 6);
+        assert_eq!(p.response(0, 0), None, "the oldest were evicted");
+        assert_eq!(p.response(0, 9).map(|r| r.index), Some(9));
+        // Many answered requests leave no growth behind.
+        for i in 100..10_000u64 {
+            p.request(0, i as i32, req(i));
+            p.response(0, i as i32);
+        }
+        let st = p.streams.get(&0).expect("stream");
+        assert!(st.order.len() <= 2 * st.live + 64, "{}", st.order.len());
+        let left = p.close(0);
+        assert_eq!(left.len(), 3);
+        assert!(left.windows(2).all(|w| w[0].index < w[1].index));
+    }
+}
