@@ -15,3 +15,4 @@ pub mod kafka;
 pub mod model;
 pub mod pairing;
 pub mod pipeline;
+pub mod topics;

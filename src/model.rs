@@ -24,6 +24,7 @@ use crate::kafka::tree::{Node, Value};
 use crate::kafka::{decode_request, decode_response, DecodeOptions, Decoded};
 use crate::pairing::{Pairer, PendingRequest};
 use crate::pipeline::{Event, Pipeline, PipelineConfig, PipelineStats};
+use crate::topics::TopicNames;
 
 /// Settings of an analysis.
 #[derive(Clone, Debug)]
@@ -164,6 +165,7 @@ pub struct Analyzer {
     streams: HashMap<u64, StreamInfo>,
     next_index: u64,
     events: Vec<Event>,
+    topics: TopicNames,
 }
 
 impl Analyzer {
@@ -176,12 +178,18 @@ impl Analyzer {
             streams: HashMap::new(),
             next_index: 0,
             events: Vec::new(),
+            topics: TopicNames::default(),
         }
     }
 
     /// Reassembly and framing counters.
     pub fn pipeline_stats(&self) -> PipelineStats {
         self.pipeline.stats()
+    }
+
+    /// Topic names learned so far from the capture.
+    pub fn topic_names(&self) -> &TopicNames {
+        &self.topics
     }
 
     /// Requests evicted from full pending tables.
@@ -355,7 +363,14 @@ impl Analyzer {
         if info.decode_error.is_none() {
             info.decode_error = decoded.error.as_ref().map(ToString::to_string);
         }
-        let decoded = self.cfg.keep_trees.then_some(decoded);
+        if info.kind == Kind::Response {
+            self.topics.learn(info.api_key, &decoded.root);
+        }
+        let decoded = self.cfg.keep_trees.then(|| {
+            let mut d = decoded;
+            self.topics.annotate(&mut d.root);
+            d
+        });
         out.push(Output::Message(Box::new(MessageRecord {
             info,
             raw,

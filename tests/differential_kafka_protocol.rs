@@ -452,8 +452,8 @@ fn ours_only(def: &'static MessageDef, v: i16, run: &mut Run) {
         .insert((def.api_key, v, kind == MessageKind::Request));
     let mut rng = StdRng::seed_from_u64(seed(def.api_key, kind, v));
     let mut problems = Vec::new();
-    let fills = std::iter::once(Fill::Default)
-        .chain(std::iter::repeat(Fill::Random).take(RANDOM_PER_TRIPLE));
+    // The defaults first, then the random messages.
+    let fills = (0..=RANDOM_PER_TRIPLE).map(|i| if i == 0 { Fill::Default } else { Fill::Random });
     for (i, fill) in fills.enumerate() {
         let body = match encode_body(def, v, fill, &mut rng) {
             Ok(b) => b,

@@ -206,6 +206,7 @@ fn decode_request_with(msg: &[u8], opts: &DecodeOptions, header: Option<i16>) ->
     }
     d.finish(&mut r, end, &mut children);
     out.root.children = children;
+    fit_spans(&mut out.root);
     out.sources = d.sources;
     out.error = d.error;
     out
@@ -278,6 +279,7 @@ pub fn decode_response(
     }
     d.finish(&mut r, end, &mut children);
     out.root.children = children;
+    fit_spans(&mut out.root);
     out.sources = d.sources;
     out.error = d.error;
     out
@@ -345,6 +347,8 @@ struct Decoder<'a> {
     api_key: i16,
     /// The value of the last `ProtocolType` string seen, if any.
     protocol_type: Option<String>,
+    /// Set once a `malformed` node has taken the rest of the bytes.
+    stopped: bool,
 }
 
 impl<'a> Decoder<'a> {
@@ -361,6 +365,7 @@ impl<'a> Decoder<'a> {
             error: None,
             api_key: -1,
             protocol_type: None,
+            stopped: false,
         }
     }
 
@@ -391,6 +396,9 @@ impl<'a> Decoder<'a> {
         n.error = Some(what.clone());
         out.push(n);
         self.fail(off, what);
+        if self.base == 0 {
+            self.stopped = true;
+        }
         Stop
     }
 
@@ -461,7 +469,7 @@ impl<'a> Decoder<'a> {
 
     /// Marks bytes left after the body and any bytes beyond the size field.
     fn finish(&mut self, r: &mut Reader<'_>, end: usize, out: &mut Vec<Node>) {
-        if self.error.as_ref().is_some_and(|e| e.offset < end) {
+        if self.stopped {
             return;
         }
         if r.remaining() > 0 {
@@ -995,7 +1003,7 @@ impl<'a> Decoder<'a> {
         };
         if !plausible {
             let what = format!(
-                "{}: {count} elements claimed, {} bytes remain",
+                "{}: {count} element(s) claimed, {} bytes remain",
                 f.name,
                 r.remaining()
             );
@@ -1357,6 +1365,20 @@ impl LenPrefix {
             format!("{} len={}", self.wire_type(), self.raw)
         }
     }
+}
+
+/// Widens each container to cover its children in the same byte source: after an
+/// error the `malformed` node reaches to the end of the bytes, past where the
+/// containers around it had stopped reading.
+fn fit_spans(n: &mut Node) {
+    let mut end = n.end();
+    for c in &mut n.children {
+        fit_spans(c);
+        if c.source == n.source {
+            end = end.max(c.end());
+        }
+    }
+    n.length = end - n.offset;
 }
 
 fn prim_min_size(p: Prim, flex: bool) -> usize {

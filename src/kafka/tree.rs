@@ -68,7 +68,7 @@ pub enum Value {
 }
 
 /// How many leading bytes a [`Value::Bytes`] keeps for display.
-pub const BYTES_PREVIEW: usize = 32;
+pub const BYTES_PREVIEW: usize = 16;
 
 impl Value {
     /// A bytes value from its full content.
@@ -257,6 +257,14 @@ impl Node {
             }
         }
         go(self, 0, f);
+    }
+
+    /// Visits this node and all descendants mutably, depth first.
+    pub fn walk_mut(&mut self, f: &mut dyn FnMut(&mut Node)) {
+        f(self);
+        for c in &mut self.children {
+            c.walk_mut(f);
+        }
     }
 
     /// The first node (depth first) that carries an error.

@@ -138,7 +138,7 @@ pub fn run(opts: &PrintOptions) -> Result<u64, CliError> {
             w.flush().map_err(CliError::Output)?;
         }
     }
-    if !opts.count.is_some_and(|c| printer.printed >= c) {
+    if opts.count.is_none_or(|c| printer.printed < c) {
         analyzer.finish(&mut out);
         printer.emit(&mut out, &mut w, opts.count)?;
     }
