@@ -466,3 +466,74 @@ fn infer_response(bytes: &[u8], opts: &DecodeOptions) -> Option<(i16, i16, Decod
     let (k, v) = found?;
     Some((k, v, decode_response(bytes, k, v, opts)))
 }
+
+/// Holds messages back so that a request leaves only once its response is known,
+/// keeping capture order: then a request's `paired` and `peer` are final when it
+/// is printed. Memory is bounded: at most `cap` messages wait; past that the
+/// oldest leaves as it is (unpaired so far).
+pub struct Reorder {
+    queue: std::collections::VecDeque<(Box<MessageRecord>, bool)>,
+    cap: usize,
+}
+
+impl Reorder {
+    /// A reorder buffer holding at most `cap` messages.
+    pub fn new(cap: usize) -> Reorder {
+        Reorder {
+            queue: std::collections::VecDeque::new(),
+            cap: cap.max(1),
+        }
+    }
+
+    /// Takes the analyzer's outputs; appends to `out` what may leave now, in order.
+    /// Notices pass straight through.
+    pub fn push(&mut self, o: Output, out: &mut Vec<Output>) {
+        match o {
+            Output::Message(m) => {
+                if m.info.kind == Kind::Response {
+                    if let (true, Some(req)) = (m.info.paired, m.info.peer) {
+                        if let Some((r, waiting)) = self.find(req) {
+                            r.info.paired = true;
+                            r.info.peer = Some(m.info.index);
+                            *waiting = false;
+                        }
+                    }
+                }
+                let waiting = m.info.kind == Kind::Request && m.info.expects_response;
+                self.queue.push_back((m, waiting));
+            }
+            Output::Notice(n) => {
+                if let Notice::Unanswered { request, .. } = &n {
+                    if let Some((_, waiting)) = self.find(request.index) {
+                        *waiting = false;
+                    }
+                }
+                out.push(Output::Notice(n));
+            }
+        }
+        self.release(out, false);
+    }
+
+    /// Releases everything still held (end of input).
+    pub fn flush(&mut self, out: &mut Vec<Output>) {
+        self.release(out, true);
+    }
+
+    fn find(&mut self, index: u64) -> Option<(&mut MessageRecord, &mut bool)> {
+        let front = self.queue.front()?.0.info.index;
+        let pos = usize::try_from(index.checked_sub(front)?).ok()?;
+        let (m, w) = self.queue.get_mut(pos)?;
+        (m.info.index == index).then_some((&mut **m, w))
+    }
+
+    fn release(&mut self, out: &mut Vec<Output>, all: bool) {
+        while let Some((_, waiting)) = self.queue.front() {
+            if *waiting && !all && self.queue.len() <= self.cap {
+                break;
+            }
+            if let Some((m, _)) = self.queue.pop_front() {
+                out.push(Output::Message(m));
+            }
+        }
+    }
+}

@@ -25,7 +25,7 @@ use bytes::Bytes;
 use kafkashark::capture::{decode_segment, FileSource, FrameSource, Timestamp};
 use kafkashark::flow::Ports;
 use kafkashark::model::{Analyzer, AnalyzerConfig, MessageRecord, Notice, Output};
-use kafkashark::pipeline::PipelineConfig;
+use kafkashark::pipeline::{PipelineConfig, PipelineStats};
 use std::collections::HashMap;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::path::{Path, PathBuf};
@@ -257,7 +257,11 @@ pub fn sll2(ip: &[u8]) -> Vec<u8> {
 /// A BSD NULL frame: the address family in the writer's (here little-endian) order.
 /// IPv6 uses 30 (macOS's AF_INET6).
 pub fn null(ip: &[u8]) -> Vec<u8> {
-    let family: u32 = if ethertype_of(ip) == ETHERTYPE_IPV6 { 30 } else { 2 };
+    let family: u32 = if ethertype_of(ip) == ETHERTYPE_IPV6 {
+        30
+    } else {
+        2
+    };
     let mut v = family.to_le_bytes().to_vec();
     v.extend_from_slice(ip);
     v
@@ -265,7 +269,11 @@ pub fn null(ip: &[u8]) -> Vec<u8> {
 
 /// An OpenBSD LOOP frame: the address family in network order. IPv6 uses 24.
 pub fn loop_(ip: &[u8]) -> Vec<u8> {
-    let family: u32 = if ethertype_of(ip) == ETHERTYPE_IPV6 { 24 } else { 2 };
+    let family: u32 = if ethertype_of(ip) == ETHERTYPE_IPV6 {
+        24
+    } else {
+        2
+    };
     let mut v = family.to_be_bytes().to_vec();
     v.extend_from_slice(ip);
     v
@@ -339,7 +347,11 @@ impl PcapWriter {
 
     /// One record: `data` is what was captured, `origlen` what was on the wire.
     pub fn record(&mut self, ts: Timestamp, data: &[u8], origlen: u32) {
-        let frac = if self.nanos { ts.nanos } else { ts.nanos / 1000 };
+        let frac = if self.nanos {
+            ts.nanos
+        } else {
+            ts.nanos / 1000
+        };
         self.buf
             .extend_from_slice(&u32::try_from(ts.secs).expect("ts").to_le_bytes());
         self.buf.extend_from_slice(&frac.to_le_bytes());
@@ -356,9 +368,7 @@ impl PcapWriter {
 }
 
 fn pad4(v: &mut Vec<u8>) {
-    while v.len() % 4 != 0 {
-        v.push(0);
-    }
+    v.resize(v.len().next_multiple_of(4), 0);
 }
 
 fn block(out: &mut Vec<u8>, ty: u32, body: &[u8]) {
@@ -580,6 +590,8 @@ pub struct Analysis {
     pub notices: Vec<Notice>,
     /// Frames read.
     pub frames: u64,
+    /// Reassembly and framing counters at the end.
+    pub stats: PipelineStats,
 }
 
 /// Runs the [`Analyzer`] over a capture file with the given broker ports.
@@ -601,6 +613,7 @@ pub fn analyze(path: &Path, ports: Ports) -> Analysis {
         messages: Vec::new(),
         notices: Vec::new(),
         frames,
+        stats: an.pipeline_stats(),
     };
     for o in out {
         match o {

@@ -12,7 +12,7 @@ use kafkashark::flow::Ports;
 use kafkashark::kafka::decode::Kind;
 use kafkashark::kafka::errors::error_name;
 use kafkashark::kafka::tree;
-use kafkashark::model::{Analyzer, AnalyzerConfig, MessageRecord, Notice, Output};
+use kafkashark::model::{Analyzer, AnalyzerConfig, MessageRecord, Notice, Output, Reorder};
 use kafkashark::pipeline::{Event, PipelineConfig};
 
 use crate::cli_error::CliError;
@@ -95,9 +95,13 @@ pub fn run(opts: &PrintOptions) -> Result<u64, CliError> {
     cfg.decode.show_secrets = opts.show_secrets;
     cfg.decode.max_decompressed = opts.max_decompressed;
     let mut analyzer = Analyzer::new(cfg);
+    let live = matches!(opts.input, Input::Live { .. });
     let stdout = std::io::stdout();
     let mut w = std::io::BufWriter::new(stdout.lock());
     let mut out = Vec::new();
+    let mut ready = Vec::new();
+    // Requests wait (bounded) for their responses so `paired` is final when printed.
+    let mut reorder = Reorder::new(if live { 1024 } else { 65_536 });
     let mut printer = Printer {
         format: opts.format,
         verbose: opts.verbose,
@@ -107,7 +111,6 @@ pub fn run(opts: &PrintOptions) -> Result<u64, CliError> {
         name,
     };
     let started = Instant::now();
-    let live = matches!(opts.input, Input::Live { .. });
     let mut read_error: Option<CaptureError> = None;
     loop {
         if opts.count.is_some_and(|c| printer.printed >= c)
@@ -133,14 +136,21 @@ pub fn run(opts: &PrintOptions) -> Result<u64, CliError> {
             printer.first_ts = Some(frame.ts);
         }
         analyzer.push(&frame, &mut out);
-        printer.emit(&mut out, &mut w, opts.count)?;
+        for o in out.drain(..) {
+            reorder.push(o, &mut ready);
+        }
+        printer.emit(&mut ready, &mut w, opts.count)?;
         if live {
             w.flush().map_err(CliError::Output)?;
         }
     }
     if opts.count.is_none_or(|c| printer.printed < c) {
         analyzer.finish(&mut out);
-        printer.emit(&mut out, &mut w, opts.count)?;
+        for o in out.drain(..) {
+            reorder.push(o, &mut ready);
+        }
+        reorder.flush(&mut ready);
+        printer.emit(&mut ready, &mut w, opts.count)?;
     }
     w.flush().map_err(CliError::Output)?;
     if let Some(e) = read_error {

@@ -1,0 +1,190 @@
+//! The `kafkashark` binary end to end: `decode` and `print` on files shipped in
+//! the repository, their output contracts and exit codes.
+
+use std::process::Command;
+
+fn bin() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_kafkashark"))
+}
+
+fn repo(p: &str) -> String {
+    format!("{}/../{p}", env!("CARGO_MANIFEST_DIR"))
+}
+
+#[test]
+fn decode_prints_the_seed_tree() {
+    let out = bin()
+        .args([
+            "decode",
+            &repo("captures/messages/produce-v12-request-minimal.hex"),
+        ])
+        .output()
+        .expect("run");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).expect("utf-8");
+    let first = text.lines().next().expect("a line");
+    assert!(first.starts_with("ProduceRequest"), "{first}");
+    assert!(first.ends_with("[0x0000, 94B]"), "{first}");
+    assert!(text.contains("= 0 (Produce)"));
+    assert!(text.contains("crc32c of the bytes that follow"));
+    assert_eq!(text.lines().count(), 40);
+}
+
+#[test]
+fn decode_json_has_the_contract_keys() {
+    let out = bin()
+        .args([
+            "decode",
+            &repo("captures/messages/produce-v12-request-minimal.hex"),
+            "--format",
+            "json",
+        ])
+        .output()
+        .expect("run");
+    assert!(out.status.success());
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(v["kind"], "request");
+    assert_eq!(v["api_key"], 0);
+    assert_eq!(v["api_version"], 12);
+    assert_eq!(v["correlation_id"], 0);
+    let f = &v["fields"];
+    assert_eq!(f["offset"], 0);
+    assert_eq!(f["length"], 94);
+    let header = &f["children"][1];
+    assert_eq!(header["name"], "RequestHeader");
+    assert_eq!(header["children"][0]["name"], "request_api_key");
+    assert_eq!(header["children"][0]["value"], 0);
+    assert_eq!(header["children"][0]["offset"], 4);
+    assert_eq!(header["children"][0]["length"], 2);
+}
+
+#[test]
+fn decode_hex_response_and_malformed_exit_code() {
+    // A Produce v13 response cut short: the tree up to the cut is printed, exit 1.
+    let out = bin()
+        .args([
+            "decode",
+            "--hex",
+            "0000000a 00000007 00 02",
+            "--response",
+            "--api-key",
+            "0",
+            "--api-version",
+            "13",
+        ])
+        .output()
+        .expect("run");
+    assert_eq!(out.status.code(), Some(1));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("correlation_id"), "{text}");
+    assert!(text.contains("MALFORMED"), "{text}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("decode error"), "{err}");
+}
+
+#[test]
+fn unreadable_input_names_the_file() {
+    let out = bin()
+        .args(["print", "/nonexistent/capture.pcap"])
+        .output()
+        .expect("run");
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("/nonexistent/capture.pcap"), "{err}");
+}
+
+#[test]
+fn print_jsonl_on_a_shipped_capture() {
+    let path = repo("captures/a2-confluent-compression-codecs.pcap");
+    let out = bin()
+        .args(["print", &path, "--format", "jsonl"])
+        .output()
+        .expect("run");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let lines: Vec<serde_json::Value> = String::from_utf8(out.stdout)
+        .expect("utf-8")
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("json line"))
+        .collect();
+    // The tshark reading beside the capture counts 74 Kafka PDUs.
+    assert_eq!(lines.len(), 74);
+    let keys = [
+        "frame",
+        "first_frame",
+        "ts",
+        "stream",
+        "client",
+        "broker",
+        "kind",
+        "api_key",
+        "api_name",
+        "api_version",
+        "correlation_id",
+        "length",
+        "paired",
+        "decode_error",
+    ];
+    for l in &lines {
+        for k in keys {
+            assert!(l.get(k).is_some(), "missing {k} in {l}");
+        }
+        assert!(l["decode_error"].is_null(), "{l}");
+        assert!(l["paired"].as_bool().expect("bool"), "{l}");
+        if l["kind"] == "response" {
+            assert!(l["latency_ms"].as_f64().expect("latency") >= 0.0);
+            assert!(l.get("throttle_time_ms").is_some());
+            assert!(l["error_codes"].is_array());
+        }
+    }
+    // Frames are in capture order.
+    let frames: Vec<u64> = lines
+        .iter()
+        .map(|l| l["frame"].as_u64().expect("frame"))
+        .collect();
+    assert!(frames.windows(2).all(|w| w[0] <= w[1]));
+    let produce = lines
+        .iter()
+        .filter(|l| l["api_name"] == "Produce" && l["kind"] == "request")
+        .count();
+    assert!(produce >= 5, "{produce} produce requests");
+}
+
+#[test]
+fn print_verbose_shows_records_of_every_codec() {
+    let path = repo("captures/a2-confluent-compression-codecs.pcap");
+    let out = bin().args(["print", &path, "-V"]).output().expect("run");
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    for codec in ["gzip", "snappy", "lz4", "zstd"] {
+        assert!(
+            text.contains(&format!("{codec}-decompressed"))
+                || text.contains(&format!("= {codec}"))
+                || text.contains(codec),
+            "no {codec} batch shown"
+        );
+    }
+    assert!(!text.contains("MALFORMED"));
+    assert!(
+        !text.contains('\u{1b}'),
+        "no raw escape characters reach the terminal"
+    );
+}
+
+#[test]
+fn print_count_stops_early() {
+    let path = repo("captures/a1-kcat-produce-consume-group.pcap");
+    let out = bin()
+        .args(["print", &path, "-c", "3"])
+        .output()
+        .expect("run");
+    assert!(out.status.success());
+    assert_eq!(String::from_utf8_lossy(&out.stdout).lines().count(), 3);
+}
