@@ -104,6 +104,8 @@ pub struct MessageInfo {
     pub resynced: bool,
     /// Bytes skipped just before it.
     pub skipped_before: u64,
+    /// Topics the message names, by name or by a topic id learned from the capture.
+    pub topics: Vec<String>,
 }
 
 impl MessageInfo {
@@ -280,6 +282,7 @@ impl Analyzer {
             decode_error: None,
             resynced: raw.resynced,
             skipped_before: raw.skipped_before,
+            topics: Vec::new(),
         };
         let decoded = match raw.dir {
             Direction::ClientToBroker => {
@@ -365,6 +368,14 @@ impl Analyzer {
         }
         if info.kind == Kind::Response {
             self.topics.learn(info.api_key, &decoded.root);
+        }
+        info.topics = decoded.topics.clone();
+        for id in &decoded.topic_ids {
+            if let Some(name) = self.topics.name(id) {
+                if !info.topics.iter().any(|t| t == name) {
+                    info.topics.push(name.to_string());
+                }
+            }
         }
         let decoded = self.cfg.keep_trees.then(|| {
             let mut d = decoded;

@@ -109,7 +109,14 @@ pub struct Decoded {
     pub sources: Vec<ByteSource>,
     /// The first problem, or `None` when every byte decoded.
     pub error: Option<DecodeError>,
+    /// Topic names the message mentions (fields of entity type topicName), in order, deduplicated.
+    pub topics: Vec<String>,
+    /// Topic ids the message mentions (fields named `TopicId`), deduplicated.
+    pub topic_ids: Vec<[u8; 16]>,
 }
+
+/// Most topic names or ids remembered per message.
+const MAX_TOPICS: usize = 64;
 
 impl Decoded {
     /// The body node (the last child of the root named like the message), if decoded that far.
@@ -150,6 +157,8 @@ fn decode_request_with(msg: &[u8], opts: &DecodeOptions, header: Option<i16>) ->
         ),
         sources: Vec::new(),
         error: None,
+        topics: Vec::new(),
+        topic_ids: Vec::new(),
     };
     let mut children = Vec::new();
     let Some(end) = d.frame(&mut children) else {
@@ -209,6 +218,8 @@ fn decode_request_with(msg: &[u8], opts: &DecodeOptions, header: Option<i16>) ->
     fit_spans(&mut out.root);
     out.sources = d.sources;
     out.error = d.error;
+    out.topics = d.topics;
+    out.topic_ids = d.topic_ids;
     out
 }
 
@@ -238,6 +249,8 @@ pub fn decode_response(
         ),
         sources: Vec::new(),
         error: None,
+        topics: Vec::new(),
+        topic_ids: Vec::new(),
     };
     let mut children = Vec::new();
     let Some(end) = d.frame(&mut children) else {
@@ -282,6 +295,8 @@ pub fn decode_response(
     fit_spans(&mut out.root);
     out.sources = d.sources;
     out.error = d.error;
+    out.topics = d.topics;
+    out.topic_ids = d.topic_ids;
     out
 }
 
@@ -349,6 +364,8 @@ struct Decoder<'a> {
     protocol_type: Option<String>,
     /// Set once a `malformed` node has taken the rest of the bytes.
     stopped: bool,
+    topics: Vec<String>,
+    topic_ids: Vec<[u8; 16]>,
 }
 
 impl<'a> Decoder<'a> {
@@ -366,6 +383,8 @@ impl<'a> Decoder<'a> {
             api_key: -1,
             protocol_type: None,
             stopped: false,
+            topics: Vec::new(),
+            topic_ids: Vec::new(),
         }
     }
 
@@ -780,6 +799,7 @@ impl<'a> Decoder<'a> {
                         if f.name == "ProtocolType" {
                             self.protocol_type = Some(s.clone());
                         }
+                        self.note_topic(f, &s);
                         (Value::Str(s), Some(detail), Vec::new())
                     }
                     Prim::Bytes => {
@@ -820,6 +840,9 @@ impl<'a> Decoder<'a> {
                     Err(e) => return Err(self.wire(r, e, f.name, out)),
                 };
                 let detail = meaning(f, &v);
+                if let Value::Uuid(u) = &v {
+                    self.note_topic_id(f, u);
+                }
                 (v, detail, Vec::new())
             }
         };
@@ -1073,7 +1096,9 @@ impl<'a> Decoder<'a> {
                             Err(e) => return Err(self.wire(r, e, f.name, out)),
                         };
                         if p == Prim::String {
-                            (Value::Str(String::from_utf8_lossy(b).into_owned()), detail)
+                            let s = String::from_utf8_lossy(b).into_owned();
+                            self.note_topic(f, &s);
+                            (Value::Str(s), detail)
                         } else {
                             (Value::bytes(b), detail)
                         }
@@ -1293,6 +1318,26 @@ impl<'a> Decoder<'a> {
         // A malformed known tag is marked (and reported) but, bounded by its
         // size, does not stop the rest of the message.
         Ok(())
+    }
+
+    fn note_topic(&mut self, f: &FieldDef, name: &str) {
+        if f.entity_type == "topicName"
+            && !name.is_empty()
+            && self.topics.len() < MAX_TOPICS
+            && !self.topics.iter().any(|t| t == name)
+        {
+            self.topics.push(name.to_string());
+        }
+    }
+
+    fn note_topic_id(&mut self, f: &FieldDef, id: &[u8; 16]) {
+        if f.name == "TopicId"
+            && *id != [0; 16]
+            && self.topic_ids.len() < MAX_TOPICS
+            && !self.topic_ids.contains(id)
+        {
+            self.topic_ids.push(*id);
+        }
     }
 
     /// Secret-bearing bytes: SaslAuthenticate's AuthBytes (PLAIN passwords,
