@@ -1,23 +1,34 @@
 #!/usr/bin/env python3
-"""Requests the broker answers with errors, and acks=0 Produce requests (which get no
-response at all).
+"""Requests the broker answers with errors, and Produce requests with acks=0.
 
-kafka-python 3.0 (KafkaAdminClient and hand-built requests sent on its connection, with
-versions negotiated from ApiVersions as usual):
-  - CreateTopics err-topic (1 partition), then CreateTopics err-topic again (TOPIC_ALREADY_EXISTS);
-  - Metadata for a topic that does not exist;
-  - Produce (acks=1) to a topic that does not exist, and to partition 7 of err-topic;
-  - Fetch (v12, by topic name) for a topic that does not exist and for partition 7 of err-topic;
-  - Fetch (newest version, by topic id) with a made-up topic id;
-  - ListOffsets for a topic that does not exist and for partition 9 of err-topic;
-  - DeleteTopics for a topic that does not exist;
-  - Heartbeat / OffsetCommit / SyncGroup / LeaveGroup for a group and member that do not exist;
-  - a hand-built Produce with acks=0 to a topic that does not exist (the error is never sent).
-Then a consumer group err-group (kafka-python KafkaConsumer), whose first JoinGroup is
-answered MEMBER_ID_REQUIRED, and a confluent-kafka consumer in group err-group-rdk (same).
-acks=0 producers: confluent-kafka (librdkafka 2.16) acks=0 10 records, kafka-python acks=0
-10 records, both to err-topic; the consumers above read them back.
-usage: errors-acks0.py BOOTSTRAP"""
+Steps, in order (what tansu 0.6.0 answers in brackets):
+kafka-python 3.0 KafkaAdminClient, plus hand-built requests sent on its connection (versions
+negotiated from ApiVersions as usual):
+  - CreateTopics err-topic (1 partition) [ok], CreateTopics err-topic again [36 TOPIC_ALREADY_EXISTS];
+  - Metadata for no-such-topic [3 UNKNOWN_TOPIC_OR_PARTITION];
+  - Fetch v12 (by name) for no-such-topic and for partition 7 of err-topic [0, empty];
+  - Fetch v17 (by topic id) with a made-up topic id [partition error 3];
+  - ListOffsets for no-such-topic and for partition 9 of err-topic [0];
+  - DeleteTopics no-such-topic [3];
+  - Produce acks=1 to no-such-topic and to err-topic partition 7 [0: tansu's memory engine
+    accepts writes to any topic/partition name];
+  - Heartbeat / OffsetCommit / SyncGroup / LeaveGroup for a member of a group that does not
+    exist [25 UNKNOWN_MEMBER_ID, except OffsetCommit: 0];
+  - Produce acks=0 (hand-built) to no-such-topic-acks0.
+acks=0 producers: confluent-kafka (librdkafka 2.16) 10 records, kafka-python 10 records, both
+to err-topic. tansu answers acks=0 Produce requests anyway (a Kafka broker sends nothing),
+so every acks=0 request above is followed by a response its client does not expect
+(kafka-python drops the connection on it and reconnects for each record).
+Fire-and-forget: acks=0 Produce v9 requests (1, then 3 pipelined) written on fresh
+connections that are then reset (SO_LINGER 0) while the broker is paused (SIGSTOP on
+$BROKER_PID): these stay unanswered.
+Consumer groups err-group (kafka-python) and err-group-rdk (confluent-kafka) read err-topic;
+each member's first JoinGroup is answered 79 MEMBER_ID_REQUIRED.
+usage: BROKER_PID=PID errors-acks0.py BOOTSTRAP"""
+import os
+import signal
+import socket
+import struct
 import sys
 import time
 import uuid
@@ -69,14 +80,6 @@ step('create_topics again (TOPIC_ALREADY_EXISTS)', adm.create_topics,
      [NewTopic(TOPIC, num_partitions=1, replication_factor=1)])
 step('describe_topics unknown (Metadata)', adm.describe_topics, [GHOST])
 
-P = ProduceRequest.TopicProduceData
-step('Produce acks=1 unknown topic', send, ProduceRequest(
-    transactional_id=None, acks=1, timeout_ms=5000,
-    topic_data=[P(name=GHOST, partition_data=[P.PartitionProduceData(index=0, records=records(2, 'ghost'))])]))
-step('Produce acks=1 err-topic partition 7', send, ProduceRequest(
-    transactional_id=None, acks=1, timeout_ms=5000,
-    topic_data=[P(name=TOPIC, partition_data=[P.PartitionProduceData(index=7, records=records(2, 'p7'))])]))
-
 F = FetchRequest.FetchTopic
 
 
@@ -107,6 +110,16 @@ step('ListOffsets unknown topic / partition', send, ListOffsetsRequest(
                                                              timestamp=-2, max_num_offsets=1)])]))
 step('delete_topics unknown', adm.delete_topics, [GHOST])
 
+# tansu 0.6.0's memory engine accepts Produce to any topic/partition name (no error; the
+# partition springs into existence), so these two are answered error_code 0.
+P = ProduceRequest.TopicProduceData
+step('Produce acks=1 unknown topic', send, ProduceRequest(
+    transactional_id=None, acks=1, timeout_ms=5000,
+    topic_data=[P(name=GHOST, partition_data=[P.PartitionProduceData(index=0, records=records(2, b'ghost'))])]))
+step('Produce acks=1 err-topic partition 7', send, ProduceRequest(
+    transactional_id=None, acks=1, timeout_ms=5000,
+    topic_data=[P(name=TOPIC, partition_data=[P.PartitionProduceData(index=7, records=records(2, b'p7'))])]))
+
 # group-coordinator requests for a group/member that does not exist (sent to the broker,
 # which is also the coordinator of every group in a single-node tansu)
 step('Heartbeat ghost member', send, HeartbeatRequest(
@@ -125,10 +138,11 @@ step('LeaveGroup ghost member', send, LeaveGroupRequest(
     members=[LeaveGroupRequest.MemberIdentity(member_id='ghost-member', group_instance_id=None,
                                               reason='never joined')]))
 
-# acks=0 with an error the broker cannot report: no response is expected
+# acks=0 Produce to another topic that does not exist: no response on the wire, whatever
+# the outcome (tansu accepts it, as above)
 step('Produce acks=0 unknown topic (no response)', lambda: mgr.send(ProduceRequest(
     transactional_id=None, acks=0, timeout_ms=5000,
-    topic_data=[P(name=GHOST, partition_data=[P.PartitionProduceData(index=0, records=records(1, 'ghost0'))])])))
+    topic_data=[P(name=GHOST + '-acks0', partition_data=[P.PartitionProduceData(index=0, records=records(1, b'ghost0'))])])))
 time.sleep(0.5)
 
 # acks=0 producers
@@ -147,6 +161,42 @@ kp.flush()
 kp.close()
 time.sleep(0.5)
 
+
+
+# tansu 0.6.0 answers acks=0 Produce requests anyway (a Kafka broker sends nothing back), so
+# the acks=0 requests above all get a response. For Produce requests that really stay
+# unanswered: a fire-and-forget sender writes acks=0 requests on a fresh connection and
+# resets it (SO_LINGER 0) right away. So that the reset always wins the race against the
+# broker's reply, the broker is paused (SIGSTOP; its pid comes from $BROKER_PID, set by the
+# recording script) while this happens; the kernel still accepts the connection.
+def fire_and_forget(n, first_corr):
+    host, port = BOOT.rsplit(':', 1)
+    data = b''
+    for i in range(n):
+        req = ProduceRequest(transactional_id=None, acks=0, timeout_ms=5000, topic_data=[
+            P(name=TOPIC, partition_data=[P.PartitionProduceData(index=0, records=records(1, b'ff%d' % i))])])
+        req.with_header(correlation_id=first_corr + i, client_id='acks0-fire-and-forget')
+        data += req.encode(version=9, header=True, framed=True)
+    s = socket.create_connection((host, int(port)))
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack('ii', 1, 0))
+    s.sendall(data)
+    time.sleep(0.05)
+    s.close()
+    print('fire-and-forget: %d acks=0 Produce v9 request(s), connection reset' % n)
+
+
+broker_pid = int(os.environ.get('BROKER_PID') or 0)
+if broker_pid:
+    os.kill(broker_pid, signal.SIGSTOP)
+try:
+    fire_and_forget(1, 100)
+    fire_and_forget(3, 200)
+finally:
+    if broker_pid:
+        time.sleep(0.1)
+        os.kill(broker_pid, signal.SIGCONT)
+time.sleep(0.5)
+
 # consumer groups: the first JoinGroup of each member gets MEMBER_ID_REQUIRED
 c = KafkaConsumer(TOPIC, bootstrap_servers=BOOT, client_id='err-kp-consumer', group_id='err-group',
                   auto_offset_reset='earliest', enable_auto_commit=False, consumer_timeout_ms=4000)
@@ -160,10 +210,12 @@ rc = Consumer({'bootstrap.servers': BOOT, 'client.id': 'err-rdk-consumer', 'grou
 rc.subscribe([TOPIC])
 got = 0
 deadline = time.time() + 15
-while time.time() < deadline and got < 20:
+idle_since = time.time()
+while time.time() < deadline and time.time() - idle_since < 3:
     m = rc.poll(0.5)
     if m is not None and not m.error():
         got += 1
+        idle_since = time.time()
 print('confluent group consumed', got)
 rc.commit(asynchronous=False) if got else None
 rc.close()

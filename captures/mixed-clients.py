@@ -2,12 +2,14 @@
 """Two client libraries against one broker on a non-default port:
   - confluent-kafka (librdkafka 2.16) AdminClient creates topics mixed-events (2 partitions)
     and mixed-scratch (1 partition);
+  - one consumer group, mixed-group, with one member of each library (two threads; the
+    librdkafka member joins first, the kafka-python member a second later, so the group
+    rebalances to one partition each);
   - confluent-kafka Producer sends 20 keyed records with a header, zstd;
   - kafka-python KafkaProducer sends 20 keyed records with a header, gzip
-    (kafka-python has no zstd without the optional `zstandard` module);
-  - one consumer group, mixed-group, with one member of each library (consumers run in two
-    threads at the same time, so the group rebalances between them), reading all 40 records
-    and committing;
+    (the kafka-python consumer needs the `zstandard` module to read librdkafka's zstd batches:
+    pip install zstandard);
+  - the two members read the 40 records (20 each) and commit, then leave the group;
   - kafka-python KafkaAdminClient deletes mixed-scratch; confluent-kafka lists topics.
 usage: mixed-clients.py BOOTSTRAP   (e.g. 127.0.0.1:19092)"""
 import sys
@@ -15,6 +17,7 @@ import threading
 import time
 
 import kafka
+import zstandard  # noqa: F401  (kafka-python's zstd codec; fail early if missing)
 from confluent_kafka import Consumer, Producer, libversion, version
 from confluent_kafka.admin import AdminClient, NewTopic
 from kafka import KafkaConsumer, KafkaProducer
@@ -37,7 +40,64 @@ for t, f in ca.create_topics([NewTopic(TOPIC, 2, 1), NewTopic('mixed-scratch', 1
         print('create', t, 'failed:', e)
 time.sleep(0.5)
 
-# 2. produce: librdkafka with zstd, kafka-python with gzip
+# 2. one consumer group, one member from each library, in two threads. Both members join
+#    (and the group rebalances to one partition each) before anything is produced.
+total = PER_CLIENT * 2
+got = {'rdk': 0, 'kp': 0}
+assigned = {'rdk': threading.Event(), 'kp': threading.Event()}
+both_in = threading.Event()
+deadline = time.time() + 60
+
+
+def rdk_member():
+    c = Consumer({'bootstrap.servers': BOOT, 'client.id': 'mixed-rdk-consumer', 'group.id': 'mixed-group',
+                  'auto.offset.reset': 'earliest', 'enable.auto.commit': False,
+                  'partition.assignment.strategy': 'range', 'session.timeout.ms': 10000,
+                  'heartbeat.interval.ms': 1000})
+    c.subscribe([TOPIC])
+    pending = 0
+    while time.time() < deadline:
+        m = c.poll(0.3)
+        if len(c.assignment()) == 1:
+            assigned['rdk'].set()
+        if m is not None and not m.error():
+            got['rdk'] += 1
+            pending += 1
+        elif pending:
+            c.commit(asynchronous=False)  # OffsetCommit once a burst has been read
+            pending = 0
+        if sum(got.values()) >= total and not pending:
+            break
+    c.close()  # LeaveGroup
+
+
+def kp_member():
+    c = KafkaConsumer(bootstrap_servers=BOOT, client_id='mixed-kp-consumer', group_id='mixed-group',
+                      auto_offset_reset='earliest', enable_auto_commit=False,
+                      partition_assignment_strategy=[RangePartitionAssignor],
+                      session_timeout_ms=10000, heartbeat_interval_ms=1000)
+    c.subscribe([TOPIC])
+    while time.time() < deadline:
+        recs = c.poll(timeout_ms=300)
+        if len(c.assignment()) == 1:
+            assigned['kp'].set()
+        n = sum(len(v) for v in recs.values())
+        if n:
+            got['kp'] += n
+            c.commit()
+        if sum(got.values()) >= total:
+            break
+    c.close()  # LeaveGroup
+
+
+threads = [threading.Thread(target=rdk_member), threading.Thread(target=kp_member)]
+for t in threads:
+    t.start()
+    time.sleep(1.0)
+for k, e in assigned.items():
+    print(k, 'has one partition:', e.wait(30))
+
+# 3. produce: librdkafka with zstd, kafka-python with gzip; alternate partitions
 p = Producer({'bootstrap.servers': BOOT, 'client.id': 'mixed-rdk-producer',
               'compression.type': 'zstd', 'linger.ms': 50, 'acks': 'all'})
 for i in range(PER_CLIENT):
@@ -55,46 +115,6 @@ for i in range(PER_CLIENT):
 kp.flush()
 kp.close()
 print('kafka-python produced', PER_CLIENT)
-
-# 3. one consumer group, one member from each library, running concurrently
-total = PER_CLIENT * 2
-got = {'rdk': 0, 'kp': 0}
-deadline = time.time() + 40
-
-
-def rdk_member():
-    c = Consumer({'bootstrap.servers': BOOT, 'client.id': 'mixed-rdk-consumer', 'group.id': 'mixed-group',
-                  'auto.offset.reset': 'earliest', 'enable.auto.commit': False,
-                  'partition.assignment.strategy': 'range', 'session.timeout.ms': 10000,
-                  'heartbeat.interval.ms': 1000})
-    c.subscribe([TOPIC])
-    while sum(got.values()) < total and time.time() < deadline:
-        m = c.poll(0.5)
-        if m is None or m.error():
-            continue
-        got['rdk'] += 1
-        c.commit(message=m, asynchronous=False)
-    c.close()
-
-
-def kp_member():
-    c = KafkaConsumer(TOPIC, bootstrap_servers=BOOT, client_id='mixed-kp-consumer', group_id='mixed-group',
-                      auto_offset_reset='earliest', enable_auto_commit=False,
-                      partition_assignment_strategy=[RangePartitionAssignor],
-                      session_timeout_ms=10000, heartbeat_interval_ms=1000)
-    while sum(got.values()) < total and time.time() < deadline:
-        recs = c.poll(timeout_ms=500)
-        n = sum(len(v) for v in recs.values())
-        if n:
-            got['kp'] += n
-            c.commit()
-    c.close()
-
-
-threads = [threading.Thread(target=rdk_member), threading.Thread(target=kp_member)]
-for t in threads:
-    t.start()
-    time.sleep(1.0)
 for t in threads:
     t.join()
 print('consumed', got)

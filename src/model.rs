@@ -157,6 +157,20 @@ pub enum Output {
 struct StreamInfo {
     client: SocketAddr,
     broker: SocketAddr,
+    sasl: SaslState,
+}
+
+/// After a SaslHandshake v0, SASL tokens travel as bare size-prefixed blobs
+/// without a Kafka header until authentication ends (KIP-43); v1+ wraps them in
+/// SaslAuthenticate instead.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum SaslState {
+    /// Ordinary Kafka messages.
+    Kafka,
+    /// A SaslHandshake v0 request with this correlation id waits for its response.
+    Handshake(i32),
+    /// Raw SASL tokens flow until the next request that decodes as Kafka.
+    RawTokens,
 }
 
 /// Frames in, decoded and paired messages out.
@@ -239,7 +253,14 @@ impl Analyzer {
                 broker,
                 ..
             } => {
-                self.streams.insert(stream, StreamInfo { client, broker });
+                self.streams.insert(
+                    stream,
+                    StreamInfo {
+                        client,
+                        broker,
+                        sasl: SaslState::Kafka,
+                    },
+                );
             }
             Event::Message(m) => self.message(m, out),
             Event::StreamClosed { stream, .. } => {
@@ -254,7 +275,7 @@ impl Analyzer {
         let Some(st) = self.streams.get(&raw.stream) else {
             return;
         };
-        let (client, broker) = (st.client, st.broker);
+        let (client, broker, sasl) = (st.client, st.broker, st.sasl);
         let index = self.next_index;
         self.next_index += 1;
         let mut info = MessageInfo {
@@ -291,8 +312,10 @@ impl Analyzer {
                 info.api_version = d.api_version;
                 info.client_id = d.client_id.clone();
                 info.expects_response = expects_response(&d);
-                if let (true, Some(k), Some(v), Some(c)) = (
+                let raw_token = sasl == SaslState::RawTokens && d.error.is_some();
+                if let (true, false, Some(k), Some(v), Some(c)) = (
                     info.expects_response,
+                    raw_token,
                     d.api_key,
                     d.api_version,
                     d.correlation_id,
@@ -311,6 +334,22 @@ impl Analyzer {
                             request: old,
                         }));
                     }
+                } else if let (false, false, Some(k), Some(v), Some(c)) = (
+                    info.expects_response,
+                    raw_token,
+                    d.api_key,
+                    d.api_version,
+                    d.correlation_id,
+                ) {
+                    // acks=0: no response is due, but pair one if the broker sends it.
+                    let pending = PendingRequest {
+                        index,
+                        api_key: k,
+                        api_version: v,
+                        frame: raw.last_frame,
+                        ts: raw.last_ts,
+                    };
+                    self.pairer.optional_request(raw.stream, c, pending);
                 }
                 d
             }
@@ -334,7 +373,7 @@ impl Analyzer {
                         )
                     }
                     None => {
-                        let inferred = if self.cfg.infer_unpaired {
+                        let inferred = if self.cfg.infer_unpaired && sasl != SaslState::RawTokens {
                             infer_response(&raw.bytes, &self.cfg.decode)
                         } else {
                             None
@@ -355,7 +394,13 @@ impl Analyzer {
                 }
             }
         };
-        if info.kind == Kind::Response {
+        let decoded = match self.sasl_step(&raw, sasl, &mut info, decoded) {
+            Some(d) => d,
+            None => return,
+        };
+        if info.kind == Kind::Response
+            && !info.decode_error.as_deref().is_some_and(|e| e == SASL_NOTE)
+        {
             let (throttle, errors) = response_facts(&decoded.root);
             info.throttle_time_ms = throttle;
             info.error_codes = errors;
@@ -363,7 +408,9 @@ impl Analyzer {
                 info.decode_error = Some("response without a captured request; api unknown".into());
             }
         }
-        if info.decode_error.is_none() {
+        if info.decode_error.as_deref() == Some(SASL_NOTE) {
+            info.decode_error = None;
+        } else if info.decode_error.is_none() {
             info.decode_error = decoded.error.as_ref().map(ToString::to_string);
         }
         if info.kind == Kind::Response {
@@ -387,6 +434,116 @@ impl Analyzer {
             raw,
             decoded,
         })));
+    }
+}
+
+/// Internal marker: the message is a raw SASL token (never shown).
+const SASL_NOTE: &str = "\0raw SASL token";
+
+impl Analyzer {
+    /// Tracks SaslHandshake v0 and turns raw SASL tokens into redacted records.
+    /// Returns the tree to keep (`None` never happens today; kept for clarity).
+    fn sasl_step(
+        &mut self,
+        raw: &RawMessage,
+        state: SaslState,
+        info: &mut MessageInfo,
+        decoded: Decoded,
+    ) -> Option<Decoded> {
+        let next = match (state, info.kind) {
+            (SaslState::Kafka, Kind::Request)
+                if info.api_key == Some(17)
+                    && info.api_version == Some(0)
+                    && decoded.error.is_none() =>
+            {
+                info.correlation_id
+                    .map_or(SaslState::Kafka, SaslState::Handshake)
+            }
+            (SaslState::Handshake(c), Kind::Response) if info.correlation_id == Some(c) => {
+                let (_, errors) = response_facts(&decoded.root);
+                if errors.is_empty() && decoded.error.is_none() {
+                    SaslState::RawTokens
+                } else {
+                    SaslState::Kafka
+                }
+            }
+            (SaslState::RawTokens, Kind::Request)
+                if decoded.error.is_none() && info.api_key.and_then(schema::api_name).is_some() =>
+            {
+                SaslState::Kafka
+            }
+            (SaslState::RawTokens, _) if info.kind == Kind::Request || !info.paired => {
+                // A raw token: no Kafka header, and secret by nature.
+                info.api_key = None;
+                info.api_version = None;
+                info.correlation_id = None;
+                info.client_id = None;
+                info.expects_response = false;
+                info.inferred = false;
+                info.decode_error = Some(SASL_NOTE.into());
+                return Some(sasl_token_tree(
+                    raw,
+                    info.kind,
+                    self.cfg.decode.show_secrets,
+                ));
+            }
+            (s, _) => s,
+        };
+        if let Some(st) = self.streams.get_mut(&raw.stream) {
+            st.sasl = next;
+        }
+        Some(decoded)
+    }
+}
+
+/// The tree of a raw SASL token: its size prefix and the (redacted) token.
+fn sasl_token_tree(raw: &RawMessage, kind: Kind, show_secrets: bool) -> Decoded {
+    use crate::kafka::tree::Role;
+    let bytes = &raw.bytes[..];
+    let len = bytes.len().saturating_sub(4);
+    let mut root = Node::new(
+        "SaslToken",
+        "raw SASL token",
+        Value::None,
+        0,
+        bytes.len(),
+        Role::Message,
+    )
+    .with_about("a SASL token sent without a Kafka header after SaslHandshake v0");
+    let mut frame = Node::new("Frame", "", Value::None, 0, 4.min(bytes.len()), Role::Frame);
+    if let Some(size) = raw.size() {
+        frame.children.push(Node::new(
+            "size",
+            "int32",
+            Value::Int(size.into()),
+            0,
+            4,
+            Role::Frame,
+        ));
+    }
+    root.children.push(frame);
+    let value = if show_secrets {
+        Value::bytes(bytes.get(4..).unwrap_or(&[]))
+    } else {
+        Value::Text(format!("<redacted, {len} bytes>").into())
+    };
+    let role = match kind {
+        Kind::Request => Role::RequestBody,
+        Kind::Response => Role::ResponseBody,
+    };
+    root.children
+        .push(Node::new("token", "bytes", value, 4, len, role));
+    Decoded {
+        kind,
+        api_key: None,
+        api_version: None,
+        correlation_id: None,
+        client_id: None,
+        root,
+        sources: Vec::new(),
+        error: None,
+        topics: Vec::new(),
+        topic_ids: Vec::new(),
     }
 }
 

@@ -36,7 +36,13 @@ struct StreamPending {
     /// Arrival order, for evicting the oldest; may hold entries already answered.
     order: VecDeque<(i32, u64)>,
     live: usize,
+    /// The latest requests that expect no response (Produce with acks=0), kept
+    /// only so that a broker answering them anyway is still paired.
+    optional: VecDeque<(i32, PendingRequest)>,
 }
+
+/// Requests without an expected response remembered per connection.
+const OPTIONAL_PER_STREAM: usize = 64;
 
 impl StreamPending {
     fn remove(&mut self, corr: i32, index: u64) -> Option<PendingRequest> {
@@ -104,11 +110,31 @@ impl Pairer {
         evicted
     }
 
-    /// Takes the request a response with `corr` answers: the latest one sent with that id.
+    /// Remembers a request that expects no response (Produce with acks=0), in a
+    /// small per-connection ring: never reported as unanswered, but paired if a
+    /// broker answers it anyway.
+    pub fn optional_request(&mut self, stream: u64, corr: i32, req: PendingRequest) {
+        let st = self.streams.entry(stream).or_default();
+        if st.optional.len() >= OPTIONAL_PER_STREAM {
+            st.optional.pop_front();
+        }
+        st.optional.push_back((corr, req));
+    }
+
+    /// Takes the request a response with `corr` answers: the latest one sent with
+    /// that id that expects a response, else the latest acks=0 request with it.
     pub fn response(&mut self, stream: u64, corr: i32) -> Option<PendingRequest> {
         let st = self.streams.get_mut(&stream)?;
-        let index = st.by_corr.get(&corr)?.last()?.index;
-        st.remove(corr, index)
+        if let Some(index) = st
+            .by_corr
+            .get(&corr)
+            .and_then(|l| l.last())
+            .map(|p| p.index)
+        {
+            return st.remove(corr, index);
+        }
+        let pos = st.optional.iter().rposition(|(c, _)| *c == corr)?;
+        st.optional.remove(pos).map(|(_, p)| p)
     }
 
     /// True when a request with `corr` waits on `stream`.
@@ -171,6 +197,18 @@ mod tests {
         p.request(0, 1, req(5));
         assert_eq!(p.response(0, 1).map(|r| r.index), Some(5));
         assert_eq!(p.response(0, 1).map(|r| r.index), Some(0));
+    }
+
+    #[test]
+    fn acks0_requests_pair_when_answered_and_are_never_unanswered() {
+        let mut p = Pairer::new(16);
+        for i in 0..100 {
+            p.optional_request(0, i as i32, req(i));
+        }
+        assert_eq!(p.pending(), 0);
+        assert_eq!(p.response(0, 99).map(|r| r.index), Some(99));
+        assert_eq!(p.response(0, 0), None, "only the latest few are kept");
+        assert!(p.close(0).is_empty());
     }
 
     #[test]

@@ -39,9 +39,16 @@ fn capture_files(root: &Path, dir: &Path, out: &mut BTreeSet<String>) {
         let path = entry.unwrap().path();
         if path.is_dir() {
             capture_files(root, &path, out);
-        } else if path.file_name().and_then(|n| n.to_str()).is_some_and(is_capture_name) {
+        } else if path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .is_some_and(is_capture_name)
+        {
             let rel = path.strip_prefix(root).unwrap();
-            let rel: Vec<_> = rel.iter().map(|c| c.to_string_lossy().into_owned()).collect();
+            let rel: Vec<_> = rel
+                .iter()
+                .map(|c| c.to_string_lossy().into_owned())
+                .collect();
             out.insert(rel.join("/"));
         }
     }
@@ -114,7 +121,10 @@ fn readme_lists_every_capture_file() {
     let mut files = BTreeSet::new();
     capture_files(&dir, &dir, &mut files);
     assert!(!files.is_empty(), "no capture files in {}", dir.display());
-    let listed: BTreeSet<String> = named_captures(&readme()).into_iter().map(|(n, _)| n).collect();
+    let listed: BTreeSet<String> = named_captures(&readme())
+        .into_iter()
+        .map(|(n, _)| n)
+        .collect();
     let missing: Vec<_> = files.difference(&listed).collect();
     assert!(
         missing.is_empty(),
@@ -146,7 +156,9 @@ fn every_capture_names_its_recording_script_and_the_script_is_present() {
     for capture in &files {
         let lines = catalog_lines(&readme, capture);
         if lines.is_empty() {
-            problems.push(format!("{capture}: no README line starts with it"));
+            problems.push(format!(
+                "{capture}: no README line describes it (names it first)"
+            ));
             continue;
         }
         // Recording scripts are the shell scripts named on the capture's line.
@@ -156,14 +168,18 @@ fn every_capture_names_its_recording_script_and_the_script_is_present() {
             .filter(|t| t.ends_with(".sh"))
             .collect();
         if scripts.is_empty() {
-            problems.push(format!("{capture}: its README line names no recording script (*.sh)"));
+            problems.push(format!(
+                "{capture}: its README line names no recording script (*.sh)"
+            ));
             continue;
         }
         let base = Path::new(capture).file_name().unwrap().to_str().unwrap();
         let mut recorders = Vec::new();
         for s in scripts {
             match fs::read_to_string(dir.join(s)) {
-                Err(_) => problems.push(format!("{capture}: README names {s}, which is not in captures/")),
+                Err(_) => problems.push(format!(
+                    "{capture}: README names {s}, which is not in captures/"
+                )),
                 Ok(text) if text.contains(base) => recorders.push((s, text)),
                 Ok(_) => {} // a helper such as reclib.sh, named for context
             }
@@ -176,12 +192,18 @@ fn every_capture_names_its_recording_script_and_the_script_is_present() {
         for (s, text) in recorders {
             for dep in script_dependencies(&text) {
                 if !dir.join(&dep).is_file() {
-                    problems.push(format!("{capture}: {s} uses {dep}, which is not in captures/"));
+                    problems.push(format!(
+                        "{capture}: {s} uses {dep}, which is not in captures/"
+                    ));
                 }
             }
         }
     }
-    assert!(problems.is_empty(), "capture catalog problems:\n  {}", problems.join("\n  "));
+    assert!(
+        problems.is_empty(),
+        "capture catalog problems:\n  {}",
+        problems.join("\n  ")
+    );
 }
 
 #[test]
@@ -199,14 +221,25 @@ fn every_script_in_captures_is_described() {
         }
     }
     orphans.sort();
-    assert!(orphans.is_empty(), "captures/README.md does not mention these scripts: {orphans:?}");
+    assert!(
+        orphans.is_empty(),
+        "captures/README.md does not mention these scripts: {orphans:?}"
+    );
 }
 
 #[test]
 fn tokenizer_and_dependency_scan() {
     assert_eq!(
         tokens("| `a1-x.pcap` | kcat 1.7.1, port 9092 | `record-a1-kcat.sh` → `codecs.py`. |"),
-        ["a1-x.pcap", "kcat", "1.7.1", "port", "9092", "record-a1-kcat.sh", "codecs.py"]
+        [
+            "a1-x.pcap",
+            "kcat",
+            "1.7.1",
+            "port",
+            "9092",
+            "record-a1-kcat.sh",
+            "codecs.py"
+        ]
     );
     let deps = script_dependencies(
         "#!/bin/sh\n# $HERE/ignored.py\nsource \"$(dirname \"$0\")/reclib.sh\"\n\

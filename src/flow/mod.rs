@@ -15,13 +15,18 @@
 //! - Bytes before the next expected offset are retransmissions and dropped.
 //!   Overlapping out-of-order data: the first bytes received win; differing
 //!   overlaps are counted as conflicts.
-//! - A hole is declared a [`FlowEvent::Gap`] when the buffered out-of-order
-//!   bytes exceed the per-direction bound, the total bound is exceeded, the
-//!   oldest buffered piece is older than `gap_timeout` (packet time), or the
-//!   connection closes. Delivery then resumes at the next buffered byte.
-//!   Payload cut by the snaplen is a gap of that length, never data.
-//! - FIN closes a direction once every byte before it was delivered; two FINs
-//!   or one RST close the connection (buffered bytes are flushed behind gaps).
+//! - A hole is declared a [`FlowEvent::Gap`] as soon as the peer's cumulative
+//!   ACK covers bytes after it (the receiver had them, so the capture lost
+//!   them; RFC 9293 §3.4), when the buffered out-of-order bytes exceed the
+//!   per-direction bound, the total bound is exceeded, the oldest buffered
+//!   piece is older than `gap_timeout` (packet time), or the connection
+//!   closes. Delivery then resumes at the next buffered byte. ACKs only count
+//!   up to the last byte (or FIN) seen in the acknowledged direction, so a
+//!   bogus ACK cannot invent a gap past the data. Payload cut by the snaplen
+//!   is a gap of that length, never data.
+//! - FIN closes a direction once every byte before it was delivered or the
+//!   peer acknowledged the FIN; once both FINs were seen, or on one RST, the
+//!   connection closes (buffered bytes are flushed behind gaps).
 //!   A closed connection is remembered briefly so late retransmissions do not
 //!   open a new stream; a fresh SYN does.
 //! - Connections idle longer than `idle_timeout` (packet time) are flushed and
@@ -95,7 +100,7 @@ impl Direction {
 /// Why bytes are missing.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum GapReason {
-    /// Never captured: a lost segment (declared on bound, timeout or close).
+    /// Never captured: a lost segment (declared on ACK, bound, timeout or close).
     Lost,
     /// Cut by the snaplen.
     Snaplen,
@@ -104,7 +109,7 @@ pub enum GapReason {
 /// Why a connection ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum CloseReason {
-    /// Both sides sent FIN and all data before them was delivered.
+    /// Both sides sent FIN (bytes still missing before them became gaps).
     Fin,
     /// A RST was seen.
     Reset,
@@ -269,7 +274,30 @@ struct Half {
     buffered: usize,
     fin_off: Option<u64>,
     fin_frame: u64,
+    /// Highest offset the peer acknowledged (0 until an ACK is seen).
+    acked: u64,
     done: bool,
+}
+
+impl Half {
+    /// One past the last offset seen in this direction: delivered, buffered or FIN.
+    fn frontier(&self) -> u64 {
+        let buffered = self.buf.last_key_value().map_or(0, |(&k, p)| k + p.len);
+        self.next_off.max(buffered).max(self.fin_off.unwrap_or(0))
+    }
+
+    /// Record the peer's acknowledgment number `ack` for this direction.
+    fn note_ack(&mut self, ack: u32) {
+        if !self.started {
+            return;
+        }
+        // Signed distance, as for sequence numbers; ACKs at or before the next
+        // expected byte say nothing new.
+        let delta = ack.wrapping_sub(self.next_seq) as i32;
+        if let Ok(ahead) = u64::try_from(delta) {
+            self.acked = self.acked.max(self.next_off + ahead);
+        }
+    }
 }
 
 #[derive(Debug)]
@@ -413,11 +441,21 @@ impl Reassembler {
         } else {
             Direction::BrokerToClient
         };
+        // The ACK speaks for the other direction: settle its holes first, so the
+        // bytes it acknowledged come out before this segment's own bytes.
+        if seg.flags.ack && !seg.flags.rst {
+            let back = dir.reverse();
+            conn.half(back).note_ack(seg.ack);
+            self.flush_acked(&mut conn, back, frame, ts, out);
+            Self::check_fin(&mut conn, back);
+        }
         self.segment(&mut conn, dir, seg, frame, ts, out);
 
         if seg.flags.rst {
             self.close(&mut conn, CloseReason::Reset, frame, ts, out);
-        } else if conn.halves.iter().all(|h| h.done) {
+        } else if conn.halves.iter().all(|h| h.done || h.fin_off.is_some()) {
+            // Both FINs seen: neither side sends more data, so the holes still
+            // open are capture losses; `close` turns them into gaps.
             self.close(&mut conn, CloseReason::Fin, frame, ts, out);
         }
         self.conns.insert(key, conn);
@@ -563,6 +601,7 @@ impl Reassembler {
             }
         }
         self.deliver(conn, dir, out);
+        self.flush_acked(conn, dir, frame, ts, out);
         // Bounds: per direction, then total.
         while conn.half(dir).buffered > self.cfg.max_buffer_per_dir
             || (self.buffered_total > self.cfg.max_buffer_total && conn.half(dir).buffered > 0)
@@ -685,28 +724,72 @@ impl Reassembler {
 
     /// Declare the hole before the first buffered piece lost; false when nothing is buffered.
     fn force_gap(&mut self, conn: &mut Conn, dir: Direction, out: &mut Vec<FlowEvent>) -> bool {
-        let stream = conn.stream;
-        let h = conn.half(dir);
-        let Some((&k, p)) = h.buf.iter().next() else {
+        let Some((&k, p)) = conn.half(dir).buf.iter().next() else {
             return false;
         };
-        if k > h.next_off {
-            let len = k - h.next_off;
-            self.stats.gaps += 1;
-            self.stats.gap_bytes += len;
-            out.push(FlowEvent::Gap {
-                stream,
-                dir,
-                stream_offset: h.next_off,
-                len,
-                frame: p.frame,
-                ts: p.ts,
-                reason: GapReason::Lost,
-            });
-            h.next_off = k;
-            h.next_seq = h.next_seq.wrapping_add(len as u32);
-        }
+        let (frame, ts) = (p.frame, p.ts);
+        self.lose(conn, dir, k, frame, ts, out);
         self.deliver(conn, dir, out);
+        true
+    }
+
+    /// Declare lost every missing byte the peer acknowledged, up to the frontier.
+    fn flush_acked(
+        &mut self,
+        conn: &mut Conn,
+        dir: Direction,
+        frame: u64,
+        ts: Timestamp,
+        out: &mut Vec<FlowEvent>,
+    ) {
+        loop {
+            let h = conn.half(dir);
+            let limit = h.acked.min(h.frontier());
+            if h.next_off >= limit {
+                return;
+            }
+            // `deliver` ran, so the first piece (if any) starts after `next_off`.
+            let (end, f, t) = match h.buf.first_key_value() {
+                Some((&k, p)) if k <= limit => (k, p.frame, p.ts),
+                _ if h.fin_off == Some(limit) => (limit, h.fin_frame, ts),
+                _ => (limit, frame, ts),
+            };
+            if !self.lose(conn, dir, end, f, t, out) {
+                return;
+            }
+            self.deliver(conn, dir, out);
+        }
+    }
+
+    /// Emit a `Lost` gap from the next expected offset to `end`; false when empty.
+    fn lose(
+        &mut self,
+        conn: &mut Conn,
+        dir: Direction,
+        end: u64,
+        frame: u64,
+        ts: Timestamp,
+        out: &mut Vec<FlowEvent>,
+    ) -> bool {
+        let stream = conn.stream;
+        let h = conn.half(dir);
+        if end <= h.next_off {
+            return false;
+        }
+        let len = end - h.next_off;
+        self.stats.gaps += 1;
+        self.stats.gap_bytes += len;
+        out.push(FlowEvent::Gap {
+            stream,
+            dir,
+            stream_offset: h.next_off,
+            len,
+            frame,
+            ts,
+            reason: GapReason::Lost,
+        });
+        h.next_off = end;
+        h.next_seq = h.next_seq.wrapping_add(len as u32);
         true
     }
 
@@ -734,26 +817,12 @@ impl Reassembler {
                 }
             }
             // Bytes before a FIN that never arrived.
-            let stream = conn.stream;
             let h = conn.half(dir);
             if let Some(f) = h.fin_off {
-                if f > h.next_off {
-                    let len = f - h.next_off;
-                    self.stats.gaps += 1;
-                    self.stats.gap_bytes += len;
-                    out.push(FlowEvent::Gap {
-                        stream,
-                        dir,
-                        stream_offset: h.next_off,
-                        len,
-                        frame: h.fin_frame,
-                        ts,
-                        reason: GapReason::Lost,
-                    });
-                    h.next_off = f;
-                }
+                let fin_frame = h.fin_frame;
+                self.lose(conn, dir, f, fin_frame, ts, out);
             }
-            h.done = true;
+            conn.half(dir).done = true;
         }
         conn.closed = true;
         out.push(FlowEvent::Closed {

@@ -163,6 +163,27 @@ enum State {
     Skip(u64),
 }
 
+/// Smallest response size field in trusted framing: the correlation id. A broker
+/// may answer an api it does not know with nothing else.
+const MIN_RESPONSE_SIZE: i32 = 4;
+
+/// Smallest response size field a resync accepts without a pending correlation id:
+/// a correlation id and an int16 ErrorCode (HeartbeatResponse v0, LeaveGroupResponse
+/// v0, UpdateMetadataResponse v0-5). Every other response schema is longer; no
+/// response of a known api has an empty body.
+const MIN_GUESSED_RESPONSE_SIZE: i32 = 6;
+
+/// Smallest request size field: api key, version and correlation id
+/// (ControlledShutdown v0 has no client id).
+const MIN_REQUEST_SIZE: i32 = 8;
+
+/// Responses after a resync candidate that must look right before a boundary is
+/// accepted on structure alone (no pending correlation id in the chain).
+const RESPONSE_CHAIN: usize = 2;
+
+/// Largest step between the correlation ids of consecutive responses.
+const CORR_WINDOW: i64 = 1 << 16;
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Verdict {
     Accept,
@@ -393,8 +414,8 @@ impl Framer {
 
     fn min_size(&self) -> i32 {
         match self.dir {
-            Direction::ClientToBroker => 8,
-            Direction::BrokerToClient => 4,
+            Direction::ClientToBroker => MIN_REQUEST_SIZE,
+            Direction::BrokerToClient => MIN_RESPONSE_SIZE,
         }
     }
 
@@ -507,6 +528,10 @@ impl Framer {
         Verdict::NeedMore
     }
 
+    /// Whether a response starts at buffer offset `p`. Without a pending correlation
+    /// id the boundary must be confirmed by the responses that follow it: their sizes
+    /// sane and their ids pending or increasing (Kafka answers a connection's requests
+    /// in order, and clients number requests upwards).
     fn check_response(&self, p: u64, eof: bool, is_pending: &dyn Fn(i32) -> bool) -> Verdict {
         let Some(h) = self.read::<8>(p) else {
             return if eof {
@@ -515,29 +540,57 @@ impl Framer {
                 Verdict::NeedMore
             };
         };
+        // An unanswered request vouches for its response; anything else must look
+        // like the response of a known api.
+        let plausible = |size: i32, pending: bool| {
+            self.size_sane(size) && (pending || size >= MIN_GUESSED_RESPONSE_SIZE)
+        };
         let (size, corr) = split8(h);
-        if !self.size_sane(size) {
-            return Verdict::Reject;
-        }
         let pending = is_pending(corr);
-        if !pending && corr < 0 {
+        if !plausible(size, pending) || (!pending && corr < 0) {
             return Verdict::Reject;
         }
-        let q = p + 4 + u64::try_from(size).unwrap_or(0);
-        if let Some(h2) = self.read::<8>(q) {
+        let end = p + 4 + u64::try_from(size).unwrap_or(0);
+        // Walk the chain of boundaries after the candidate.
+        let (mut at, mut prev, mut followers, mut strong) = (end, corr, 0usize, pending);
+        while followers < RESPONSE_CHAIN {
+            let Some(h2) = self.read::<8>(at) else {
+                break;
+            };
             let (size2, corr2) = split8(h2);
-            let near = corr2 >= 0 && (i64::from(corr2) - i64::from(corr)).abs() <= 1 << 16;
-            return if self.size_sane(size2) && (is_pending(corr2) || near) {
+            let pending2 = is_pending(corr2);
+            let next = i64::from(corr2) - i64::from(prev);
+            if !plausible(size2, pending2) || !(pending2 || (1..=CORR_WINDOW).contains(&next)) {
+                return Verdict::Reject;
+            }
+            followers += 1;
+            strong |= pending2;
+            prev = corr2;
+            at += 4 + u64::try_from(size2).unwrap_or(0);
+        }
+        if followers >= RESPONSE_CHAIN || strong {
+            return Verdict::Accept;
+        }
+        if eof {
+            // No more bytes will come: a complete candidate whose readable followers
+            // all fit is the best boundary there is.
+            return if self.avail >= end {
                 Verdict::Accept
             } else {
                 Verdict::Reject
             };
         }
-        if pending || (eof && self.avail >= q) {
+        if followers > 0 && self.avail == at {
+            // The chain ends exactly where the data ends: segments end on messages.
             return Verdict::Accept;
         }
-        if eof || (self.avail < q && q - p > self.cfg.resync_wait as u64) {
-            return Verdict::Reject;
+        if at + 8 - p > self.cfg.resync_wait as u64 {
+            // Waiting for the next header would hold too much: decide on what is here.
+            return if followers > 0 {
+                Verdict::Accept
+            } else {
+                Verdict::Reject
+            };
         }
         Verdict::NeedMore
     }

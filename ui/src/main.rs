@@ -10,16 +10,57 @@ use clap::{Parser, Subcommand, ValueEnum};
 use kafkashark::kafka::{decode_request, decode_response, tree, DecodeOptions, Decoded};
 
 mod cli_error;
+mod filter;
 mod print;
+mod tui;
 use cli_error::CliError;
 use kafkashark::flow::Ports;
 
 /// Wireshark for Kafka, in the terminal.
+///
+/// `kafkashark FILE` opens a capture (or `-` for standard input) in the
+/// terminal UI; `kafkashark live -i IFACE` captures live into it.
 #[derive(Parser, Debug)]
-#[command(name = "kafkashark", version, about)]
+#[command(name = "kafkashark", version, about, args_conflicts_with_subcommands = true)]
 struct Cli {
     #[command(subcommand)]
-    command: Command,
+    command: Option<Command>,
+    #[command(flatten)]
+    tui: TuiArgs,
+}
+
+/// Opening a file in the terminal UI (no subcommand).
+#[derive(clap::Args, Debug)]
+struct TuiArgs {
+    /// A pcap or pcapng file to open in the terminal UI; `-` reads standard input.
+    /// A `.hex` file (or any file with --message) is one size-prefixed message.
+    file: Option<String>,
+    /// Open FILE as one size-prefixed Kafka message (raw bytes or hex text).
+    #[arg(long)]
+    message: bool,
+    /// Broker ports, comma separated, or `any` to detect Kafka on any port.
+    #[arg(long, default_value = "9092", value_parser = parse_ports)]
+    ports: Ports,
+    /// No colours (also when the NO_COLOR environment variable is set).
+    #[arg(long)]
+    no_color: bool,
+}
+
+/// Live capture into the terminal UI.
+#[derive(clap::Args, Debug)]
+struct LiveArgs {
+    /// Capture on this interface (`any` for all).
+    #[arg(short = 'i', long = "interface")]
+    interface: String,
+    /// BPF filter (default: the Kafka ports).
+    #[arg(short = 'f', long = "filter")]
+    filter: Option<String>,
+    /// Broker ports, comma separated, or `any` to detect Kafka on any port.
+    #[arg(long, default_value = "9092", value_parser = parse_ports)]
+    ports: Ports,
+    /// No colours (also when the NO_COLOR environment variable is set).
+    #[arg(long)]
+    no_color: bool,
 }
 
 #[derive(Subcommand, Debug)]
@@ -28,6 +69,8 @@ enum Command {
     Decode(DecodeArgs),
     /// Print every Kafka message of a capture (file, `-` for stdin, or -i IFACE).
     Print(PrintArgs),
+    /// Capture live from an interface into the terminal UI.
+    Live(LiveArgs),
 }
 
 #[derive(clap::Args, Debug)]
@@ -123,8 +166,24 @@ struct DecodeArgs {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let res = match cli.command {
-        Command::Decode(a) => run_decode(&a),
-        Command::Print(a) => run_print(a),
+        Some(Command::Decode(a)) => run_decode(&a),
+        Some(Command::Print(a)) => run_print(a),
+        Some(Command::Live(a)) => run_tui(tui::Options {
+            input: tui::Input::Live {
+                iface: a.interface,
+                filter: a.filter,
+            },
+            ports: a.ports,
+            color: use_color(a.no_color),
+        }),
+        None => match open_tui_args(cli.tui) {
+            Ok(Some(o)) => run_tui(o),
+            Ok(None) => {
+                let _ = <Cli as clap::CommandFactory>::command().print_help();
+                return ExitCode::from(2);
+            }
+            Err(e) => Err(e),
+        },
     };
     match res {
         Ok(code) => code,
@@ -133,6 +192,40 @@ fn main() -> ExitCode {
             ExitCode::from(2)
         }
     }
+}
+
+/// Colours unless `--no-color` or a non-empty NO_COLOR (no-color.org).
+fn use_color(no_color: bool) -> bool {
+    !no_color && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+}
+
+/// The TUI's input from the arguments given without a subcommand.
+fn open_tui_args(a: TuiArgs) -> Result<Option<tui::Options>, CliError> {
+    let Some(file) = a.file else {
+        return Ok(None);
+    };
+    let input = if a.message || file.ends_with(".hex") {
+        let bytes = read_message_file(&PathBuf::from(&file))?;
+        tui::Input::Message { bytes, name: file }
+    } else {
+        tui::Input::File(file)
+    };
+    Ok(Some(tui::Options {
+        input,
+        ports: a.ports,
+        color: use_color(a.no_color),
+    }))
+}
+
+fn run_tui(o: tui::Options) -> Result<ExitCode, CliError> {
+    use std::io::IsTerminal;
+    if !std::io::stdout().is_terminal() {
+        return Err(CliError::Usage(
+            "the terminal UI needs a terminal; use `kafkashark print` for text output".into(),
+        ));
+    }
+    tui::run(o)?;
+    Ok(ExitCode::SUCCESS)
 }
 
 fn run_decode(a: &DecodeArgs) -> Result<ExitCode, CliError> {

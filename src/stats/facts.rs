@@ -1,0 +1,439 @@
+//! Facts the stats read from a decoded field tree: errors with the topic and
+//! partition they belong to, record sets (batches, records, codecs, sizes),
+//! consumer-group fields and the client software an ApiVersions request names.
+//!
+//! Invariants: reading only, never decoding; every lookup is by node name and
+//! value type, so a malformed or partial tree yields fewer facts, never a panic.
+//! The error walk visits exactly the nodes `model::response_facts` counts
+//! (every `*ErrorCode` with a non-zero int16 value in the body), so the per-API
+//! error counts here always equal the JSONL `error_codes`.
+
+use crate::kafka::decode::Decoded;
+use crate::kafka::records::codec_name;
+use crate::kafka::tree::{format_uuid, Node, Value};
+use crate::topics::TopicNames;
+
+/// The message body: the root's child typed `struct` (as `Decoded::body`).
+pub(crate) fn body(root: &Node) -> Option<&Node> {
+    root.children.iter().find(|n| n.ty == "struct")
+}
+
+/// Visits every node below `n` with the chain of its ancestors (nearest last).
+pub(crate) fn walk_with_path<'a>(
+    n: &'a Node,
+    path: &mut Vec<&'a Node>,
+    f: &mut dyn FnMut(&'a Node, &[&'a Node]),
+) {
+    f(n, path);
+    path.push(n);
+    for c in &n.children {
+        walk_with_path(c, path, f);
+    }
+    path.pop();
+}
+
+/// A child's string value.
+pub(crate) fn str_child<'a>(n: &'a Node, name: &str) -> Option<&'a str> {
+    match &n.child(name)?.value {
+        Value::Str(s) => Some(s),
+        _ => None,
+    }
+}
+
+/// A child's integer value.
+pub(crate) fn int_child(n: &Node, name: &str) -> Option<i64> {
+    match n.child(name)?.value {
+        Value::Int(v) => Some(v),
+        Value::Uint(v) => i64::try_from(v).ok(),
+        _ => None,
+    }
+}
+
+/// The elements of an array node (children named `X[i]`).
+pub(crate) fn elements(arr: &Node) -> impl Iterator<Item = &Node> {
+    arr.children.iter().filter(|c| c.name.ends_with(']'))
+}
+
+/// Where a node sits: the topic and partition of the nearest enclosing
+/// element that names them (siblings first, then each ancestor's children).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Place {
+    pub(crate) topic: Option<String>,
+    pub(crate) partition: Option<i32>,
+}
+
+const TOPIC_NAMES: &[&str] = &["Name", "Topic", "TopicName"];
+const PARTITION_NAMES: &[&str] = &["PartitionIndex", "Partition", "Index"];
+
+/// The topic and partition of a node whose ancestors are `path` (nearest last).
+pub(crate) fn place(path: &[&Node], topics: &TopicNames) -> Place {
+    let mut p = Place::default();
+    for anc in path.iter().rev() {
+        if p.partition.is_none() {
+            p.partition = anc.children.iter().find_map(|c| match c.value {
+                Value::Int(v) if PARTITION_NAMES.contains(&&*c.name) => i32::try_from(v).ok(),
+                _ => None,
+            });
+        }
+        if p.topic.is_none() {
+            p.topic = topic_of(anc, topics);
+        }
+        if p.topic.is_some() {
+            break;
+        }
+    }
+    p
+}
+
+/// The topic an element names: a non-empty name string, else its `TopicId`
+/// (the learned name, or the id itself when the capture never named it).
+fn topic_of(n: &Node, topics: &TopicNames) -> Option<String> {
+    let by_name = n.children.iter().find_map(|c| match &c.value {
+        Value::Str(s) if TOPIC_NAMES.contains(&&*c.name) && !s.is_empty() => Some(s.clone()),
+        _ => None,
+    });
+    by_name.or_else(|| {
+        n.children.iter().find_map(|c| match &c.value {
+            Value::Uuid(u) if c.name == "TopicId" && *u != [0; 16] => Some(
+                topics
+                    .name(u)
+                    .map_or_else(|| format_uuid(u), str::to_string),
+            ),
+            _ => None,
+        })
+    })
+}
+
+/// One non-zero error code found in a response body.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct ErrorAt {
+    pub(crate) code: i16,
+    pub(crate) place: Place,
+}
+
+/// Every non-zero `*ErrorCode` of a response, with its place.
+pub(crate) fn errors(root: &Node, topics: &TopicNames) -> Vec<ErrorAt> {
+    let mut out = Vec::new();
+    let Some(b) = body(root) else { return out };
+    walk_with_path(b, &mut Vec::new(), &mut |n, path| {
+        if !n.name.ends_with("ErrorCode") {
+            return;
+        }
+        if let Value::Int(v) = n.value {
+            if let (true, Ok(code)) = (v != 0, i16::try_from(v)) {
+                out.push(ErrorAt {
+                    code,
+                    place: place(path, topics),
+                });
+            }
+        }
+    });
+    out
+}
+
+/// A record-level error of a Produce response (KIP-467).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct RecordError {
+    pub(crate) place: Place,
+    pub(crate) batch_index: i32,
+    pub(crate) message: Option<String>,
+}
+
+/// Every `BatchIndex` (+ `BatchIndexErrorMessage`) of a response.
+pub(crate) fn record_errors(root: &Node, topics: &TopicNames) -> Vec<RecordError> {
+    let mut out = Vec::new();
+    let Some(b) = body(root) else { return out };
+    walk_with_path(b, &mut Vec::new(), &mut |n, path| {
+        let Some(i) = int_child(n, "BatchIndex").and_then(|v| i32::try_from(v).ok()) else {
+            return;
+        };
+        let mut full = path.to_vec();
+        full.push(n);
+        out.push(RecordError {
+            place: place(&full, topics),
+            batch_index: i,
+            message: str_child(n, "BatchIndexErrorMessage").map(str::to_string),
+        });
+    });
+    out
+}
+
+/// What one `records` field held.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub(crate) struct SetFacts {
+    pub(crate) place: Place,
+    /// Bytes of the record set (the field without its length prefix).
+    pub(crate) bytes: u64,
+    /// RecordBatches plus top-level legacy messages.
+    pub(crate) batches: u64,
+    /// Batches cut at the end of the set (a fetch size limit).
+    pub(crate) partial: u64,
+    /// Records declared by the batches (legacy: leaf messages).
+    pub(crate) records: u64,
+    /// Batches per codec name.
+    pub(crate) codecs: Vec<(&'static str, u64)>,
+    /// Bytes of uncompressed (codec none) batches.
+    pub(crate) plain_bytes: u64,
+    /// Compressed payload bytes of compressed batches that were decompressed.
+    pub(crate) compressed: u64,
+    /// What those payloads decompressed to.
+    pub(crate) decompressed: u64,
+}
+
+/// Every record set (`records`-typed field) of a message, with its place.
+pub(crate) fn record_sets(d: &Decoded, topics: &TopicNames) -> Vec<SetFacts> {
+    let mut out = Vec::new();
+    let Some(b) = body(&d.root) else { return out };
+    walk_with_path(b, &mut Vec::new(), &mut |n, path| {
+        if n.ty != "records" || n.source != 0 {
+            return;
+        }
+        let mut f = SetFacts {
+            place: place(path, topics),
+            ..SetFacts::default()
+        };
+        let prefix = n.child("length").map_or(0, |l| l.length);
+        f.bytes = n.length.saturating_sub(prefix) as u64;
+        for c in &n.children {
+            let codec = match &*c.name {
+                "RecordBatch" if c.ty == "v2" => {
+                    f.records += int_child(c, "recordsCount")
+                        .and_then(|v| u64::try_from(v).ok())
+                        .unwrap_or(0);
+                    int_child(c, "attributes")
+                }
+                name if name.starts_with("Message[") => {
+                    f.records += leaves(c);
+                    int_child(c, "attributes")
+                }
+                "partial batch" | "partial message" => {
+                    f.partial += 1;
+                    continue;
+                }
+                _ => continue,
+            };
+            f.batches += 1;
+            let codec = codec.map_or("none", |a| codec_name((a & 0x07) as i16));
+            match f.codecs.iter_mut().find(|(c, _)| *c == codec) {
+                Some((_, k)) => *k += 1,
+                None => f.codecs.push((codec, 1)),
+            }
+            if codec == "none" {
+                f.plain_bytes += c.length as u64;
+            }
+            // Top-level decompressed sources whose compressed bytes lie in this batch.
+            for s in d.sources.iter().filter(|s| {
+                s.parent == c.source && s.parent_offset >= c.offset && s.parent_offset < c.end()
+            }) {
+                f.compressed += s.parent_length as u64;
+                f.decompressed += s.data.len() as u64;
+            }
+        }
+        out.push(f);
+    });
+    out
+}
+
+/// Leaf messages of a legacy message (a wrapper holds its inner messages).
+fn leaves(n: &Node) -> u64 {
+    fn inner(n: &Node) -> u64 {
+        n.children
+            .iter()
+            .map(|c| {
+                if c.name.starts_with("Message[") {
+                    leaves(c)
+                } else {
+                    inner(c)
+                }
+            })
+            .sum()
+    }
+    inner(n).max(1)
+}
+
+/// `ClientSoftwareName` and `ClientSoftwareVersion` of an ApiVersions v3+ request.
+pub(crate) fn client_software(root: &Node) -> Option<(String, String)> {
+    let b = body(root)?;
+    let name = str_child(b, "ClientSoftwareName")?;
+    let version = str_child(b, "ClientSoftwareVersion").unwrap_or("");
+    Some((name.to_string(), version.to_string()))
+}
+
+/// The `Acks` of a Produce request.
+pub(crate) fn acks(root: &Node) -> Option<i16> {
+    int_child(body(root)?, "Acks").and_then(|v| i16::try_from(v).ok())
+}
+
+/// The fields of a group request the stats follow.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub(crate) struct GroupRequest {
+    pub(crate) group: String,
+    pub(crate) member_id: Option<String>,
+    pub(crate) generation: Option<i32>,
+    pub(crate) protocol_type: Option<String>,
+    pub(crate) protocols: Vec<String>,
+    pub(crate) member_epoch: Option<i32>,
+}
+
+/// Group facts of a JoinGroup, Heartbeat, LeaveGroup, SyncGroup or
+/// ConsumerGroupHeartbeat request.
+pub(crate) fn group_request(root: &Node) -> Option<GroupRequest> {
+    let b = body(root)?;
+    let group = str_child(b, "GroupId")?.to_string();
+    let i32_of = |name| int_child(b, name).and_then(|v| i32::try_from(v).ok());
+    Some(GroupRequest {
+        group,
+        member_id: str_child(b, "MemberId").map(str::to_string),
+        generation: i32_of("GenerationId"),
+        protocol_type: str_child(b, "ProtocolType").map(str::to_string),
+        protocols: b
+            .child("Protocols")
+            .map(|p| {
+                elements(p)
+                    .filter_map(|e| str_child(e, "Name").map(str::to_string))
+                    .collect()
+            })
+            .unwrap_or_default(),
+        member_epoch: i32_of("MemberEpoch"),
+    })
+}
+
+/// The fields of a group response the stats follow.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub(crate) struct GroupResponse {
+    pub(crate) error: i16,
+    pub(crate) generation: Option<i32>,
+    pub(crate) protocol_type: Option<String>,
+    pub(crate) protocol_name: Option<String>,
+    pub(crate) leader: Option<String>,
+    pub(crate) member_id: Option<String>,
+    /// Members listed (JoinGroup: only the leader's response lists them).
+    pub(crate) members: Vec<String>,
+    pub(crate) member_epoch: Option<i32>,
+    /// ConsumerGroupHeartbeat: `Some` when the response carries an assignment.
+    pub(crate) assignment: Option<Vec<(String, Vec<i32>)>>,
+}
+
+/// Group facts of a JoinGroup, SyncGroup or ConsumerGroupHeartbeat response.
+pub(crate) fn group_response(root: &Node, topics: &TopicNames) -> Option<GroupResponse> {
+    let b = body(root)?;
+    let s = |name| str_child(b, name).filter(|s| !s.is_empty()).map(str::to_string);
+    let i32_of = |name| int_child(b, name).and_then(|v| i32::try_from(v).ok());
+    let assignment = b.child("Assignment").filter(|a| a.value != Value::Null).map(|a| {
+        a.child("TopicPartitions")
+            .map(|tps| {
+                elements(tps)
+                    .map(|tp| {
+                        let topic = topic_of(tp, topics).unwrap_or_default();
+                        let parts = tp
+                            .child("Partitions")
+                            .map(|p| {
+                                elements(p)
+                                    .filter_map(|e| match e.value {
+                                        Value::Int(v) => i32::try_from(v).ok(),
+                                        _ => None,
+                                    })
+                                    .collect()
+                            })
+                            .unwrap_or_default();
+                        (topic, parts)
+                    })
+                    .collect()
+            })
+            .unwrap_or_default()
+    });
+    Some(GroupResponse {
+        error: int_child(b, "ErrorCode")
+            .and_then(|v| i16::try_from(v).ok())
+            .unwrap_or(0),
+        generation: i32_of("GenerationId"),
+        protocol_type: s("ProtocolType"),
+        protocol_name: s("ProtocolName"),
+        leader: s("Leader"),
+        member_id: s("MemberId"),
+        members: b
+            .child("Members")
+            .map(|m| {
+                elements(m)
+                    .filter_map(|e| str_child(e, "MemberId").map(str::to_string))
+                    .collect()
+            })
+            .unwrap_or_default(),
+        member_epoch: i32_of("MemberEpoch"),
+        assignment,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kafka::tree::Role;
+
+    fn n(name: &str, ty: &str, value: Value) -> Node {
+        Node::new(name.to_string(), ty.to_string(), value, 0, 0, Role::ResponseBody)
+    }
+
+    fn with(mut p: Node, kids: Vec<Node>) -> Node {
+        p.children = kids;
+        p
+    }
+
+    #[test]
+    fn errors_take_the_nearest_topic_and_partition() {
+        // ProduceResponse { Responses [ { Name "t", PartitionResponses [ { Index 3, ErrorCode 6 } ] } ] }
+        let part = with(
+            n("PartitionProduceResponse[0]", "PartitionProduceResponse", Value::None),
+            vec![
+                n("Index", "int32", Value::Int(3)),
+                n("ErrorCode", "int16", Value::Int(6)),
+            ],
+        );
+        let topic = with(
+            n("TopicProduceResponse[0]", "TopicProduceResponse", Value::None),
+            vec![
+                n("Name", "string", Value::Str("t".into())),
+                with(n("PartitionResponses", "[]", Value::None), vec![part]),
+            ],
+        );
+        let root = with(
+            n("ProduceResponse", "message v9", Value::None),
+            vec![with(
+                n("ProduceResponse", "struct", Value::None),
+                vec![
+                    n("ErrorCode", "int16", Value::Int(0)),
+                    with(n("Responses", "[]", Value::None), vec![topic]),
+                    n("ThrottleTimeMs", "int32", Value::Int(0)),
+                ],
+            )],
+        );
+        let e = errors(&root, &TopicNames::default());
+        assert_eq!(
+            e,
+            vec![ErrorAt {
+                code: 6,
+                place: Place {
+                    topic: Some("t".into()),
+                    partition: Some(3)
+                }
+            }]
+        );
+    }
+
+    #[test]
+    fn unknown_topic_ids_show_as_uuids() {
+        let t = with(
+            n("T[0]", "T", Value::None),
+            vec![
+                n("TopicId", "uuid", Value::Uuid([1; 16])),
+                n("ErrorCode", "int16", Value::Int(100)),
+            ],
+        );
+        let root = with(
+            n("R", "message", Value::None),
+            vec![with(n("R", "struct", Value::None), vec![t])],
+        );
+        let e = errors(&root, &TopicNames::default());
+        assert_eq!(e[0].place.topic.as_deref(), Some(format_uuid(&[1; 16]).as_str()));
+        assert_eq!(e[0].place.partition, None);
+    }
+}

@@ -1,0 +1,512 @@
+//! The report: what `kafkashark stats --format json` prints (the DESIGN.md
+//! contract: `apis`, `clients`, `groups`, `topics`, `hints`, `slow`,
+//! `throttle`, `errors`, …). Plain data, built by [`super::Stats::report`].
+//!
+//! Invariants: every list is sorted deterministically (by key, or by the
+//! figure it ranks), so the same capture gives the same JSON; times are
+//! milliseconds (`*_ms`) or epoch seconds (`ts`, `second`); `frame` numbers are
+//! the pcap's, 1-based.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+pub use super::hist::LatencyMs;
+
+/// Everything `stats` reports.
+#[derive(Clone, Debug, Serialize)]
+pub struct StatsReport {
+    /// Totals over the whole input.
+    pub summary: Summary,
+    /// One entry per api key, by key.
+    pub apis: Vec<ApiReport>,
+    /// The client inventory.
+    pub clients: Vec<ClientReport>,
+    /// Latency per broker endpoint.
+    pub brokers: Vec<BrokerReport>,
+    /// Latency per connection.
+    pub connections: Vec<ConnectionReport>,
+    /// Consumer groups: rebalance timelines and KIP-848 heartbeats.
+    pub groups: Vec<GroupReport>,
+    /// Traffic shape per topic and partition.
+    pub topics: Vec<TopicReport>,
+    /// Produce `Acks` settings seen.
+    pub acks: Vec<AcksReport>,
+    /// Expert hints about Kafka behaviour, each with its evidence frames.
+    pub hints: Vec<Hint>,
+    /// The slowest exchanges, slowest first.
+    pub slow: Vec<SlowExchange>,
+    /// Throttling (ThrottleTimeMs > 0), apart from latency.
+    pub throttle: ThrottleReport,
+    /// Error codes with where they were found.
+    pub errors: Vec<ErrorReport>,
+    /// Record-level Produce errors (BatchIndex, KIP-467).
+    pub record_errors: Vec<RecordErrorReport>,
+    /// Facts dropped because a bounded table was full.
+    pub overflow: Overflow,
+}
+
+/// Totals over the whole input.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Summary {
+    /// Kafka messages seen.
+    pub messages: u64,
+    /// Requests.
+    pub requests: u64,
+    /// Responses.
+    pub responses: u64,
+    /// Messages whose api is unknown (raw SASL tokens, responses without request).
+    pub without_api: u64,
+    /// Requests reported never answered.
+    pub unanswered: u64,
+    /// Requests still waiting for their response when the report was made.
+    pub in_flight: u64,
+    /// Epoch seconds of the first message.
+    pub first_ts: Option<f64>,
+    /// Epoch seconds of the last message.
+    pub last_ts: Option<f64>,
+}
+
+/// Throttle totals of a set of responses.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct ThrottleMs {
+    /// Largest ThrottleTimeMs.
+    pub max: i64,
+    /// Sum of ThrottleTimeMs.
+    pub sum: i64,
+}
+
+/// One api key.
+#[derive(Clone, Debug, Serialize)]
+pub struct ApiReport {
+    /// The api key.
+    pub api_key: i16,
+    /// Its name, when known.
+    pub api_name: Option<&'static str>,
+    /// Requests.
+    pub requests: u64,
+    /// Responses.
+    pub responses: u64,
+    /// `unanswered + responses_without_request`.
+    pub unpaired: u64,
+    /// Requests that expected a response and got none.
+    pub unanswered: u64,
+    /// Responses whose request was not captured.
+    pub responses_without_request: u64,
+    /// Latency of paired exchanges.
+    pub latency_ms: Option<LatencyMs>,
+    /// Responses with ThrottleTimeMs > 0.
+    pub throttled: u64,
+    /// Throttle totals over those responses.
+    pub throttle_time_ms: ThrottleMs,
+    /// Error name → count, every level of the response body.
+    pub errors: BTreeMap<String, u64>,
+    /// Per version.
+    pub versions: Vec<VersionReport>,
+}
+
+/// One (api key, version).
+#[derive(Clone, Debug, Serialize)]
+pub struct VersionReport {
+    /// The version.
+    pub version: i16,
+    /// Requests.
+    pub requests: u64,
+    /// Responses.
+    pub responses: u64,
+    /// Latency of paired exchanges.
+    pub latency_ms: Option<LatencyMs>,
+    /// The version was removed in Kafka 4.0 (KIP-896).
+    pub removed_in_kafka_4: bool,
+}
+
+/// One client: a client id together with the software its connections named.
+#[derive(Clone, Debug, Serialize)]
+pub struct ClientReport {
+    /// The request header's client id.
+    pub client_id: Option<String>,
+    /// ClientSoftwareName from ApiVersions v3+.
+    pub software_name: Option<String>,
+    /// ClientSoftwareVersion from ApiVersions v3+.
+    pub software_version: Option<String>,
+    /// Client endpoints (`ip:port`) it used.
+    pub addresses: Vec<String>,
+    /// Requests.
+    pub requests: u64,
+    /// Responses.
+    pub responses: u64,
+    /// Requests never answered.
+    pub unanswered: u64,
+    /// Non-zero error codes in its responses.
+    pub errors: u64,
+    /// Latency of its exchanges.
+    pub latency_ms: Option<LatencyMs>,
+    /// Throttled responses.
+    pub throttled: u64,
+    /// Throttle totals.
+    pub throttle_time_ms: ThrottleMs,
+    /// Every (api, version) it used.
+    pub apis: Vec<ClientApi>,
+    /// Produce `Acks` value → requests.
+    pub acks: BTreeMap<String, u64>,
+    /// Produce record-set bytes.
+    pub produce_bytes: u64,
+    /// Of those, bytes in uncompressed batches.
+    pub produce_uncompressed_bytes: u64,
+}
+
+/// An (api, version) a client used.
+#[derive(Clone, Debug, Serialize)]
+pub struct ClientApi {
+    /// Api key.
+    pub api_key: i16,
+    /// Api name.
+    pub api_name: Option<&'static str>,
+    /// Version.
+    pub version: i16,
+    /// Requests.
+    pub requests: u64,
+    /// First request's frame.
+    pub first_frame: u64,
+    /// The version was removed in Kafka 4.0.
+    pub removed_in_kafka_4: bool,
+}
+
+/// Latency per broker.
+#[derive(Clone, Debug, Serialize)]
+pub struct BrokerReport {
+    /// `ip:port`.
+    pub broker: String,
+    /// Requests.
+    pub requests: u64,
+    /// Responses.
+    pub responses: u64,
+    /// Latency.
+    pub latency_ms: Option<LatencyMs>,
+}
+
+/// Latency per connection.
+#[derive(Clone, Debug, Serialize)]
+pub struct ConnectionReport {
+    /// Connection index.
+    pub stream: u64,
+    /// Client `ip:port`.
+    pub client: String,
+    /// Broker `ip:port`.
+    pub broker: String,
+    /// Client id of its last request.
+    pub client_id: Option<String>,
+    /// Requests.
+    pub requests: u64,
+    /// Responses.
+    pub responses: u64,
+    /// Latency.
+    pub latency_ms: Option<LatencyMs>,
+}
+
+/// A consumer group.
+#[derive(Clone, Debug, Serialize)]
+pub struct GroupReport {
+    /// GroupId.
+    pub group_id: String,
+    /// ProtocolType (`consumer`, `connect`, …).
+    pub protocol_type: Option<String>,
+    /// Assignment protocols offered in JoinGroup requests.
+    pub protocols: Vec<String>,
+    /// Member ids seen.
+    pub members: Vec<String>,
+    /// JoinGroup requests.
+    pub joins: u64,
+    /// SyncGroup requests.
+    pub syncs: u64,
+    /// Heartbeat requests.
+    pub heartbeats: u64,
+    /// LeaveGroup requests.
+    pub leaves: u64,
+    /// Error name → count in this group's responses.
+    pub errors: BTreeMap<String, u64>,
+    /// Generations, in order of first appearance.
+    pub generations: Vec<GenerationReport>,
+    /// KIP-848 ConsumerGroupHeartbeat members.
+    pub heartbeat_members: Vec<HeartbeatMember>,
+}
+
+/// One generation of a classic group.
+#[derive(Clone, Debug, Serialize)]
+pub struct GenerationReport {
+    /// GenerationId from JoinGroup responses.
+    pub generation_id: i32,
+    /// ProtocolName chosen.
+    pub protocol_name: Option<String>,
+    /// Leader member id.
+    pub leader: Option<String>,
+    /// Members that got a JoinGroup response for this generation.
+    pub members: Vec<String>,
+    /// Members the leader's response listed.
+    pub listed_members: u64,
+    /// Epoch seconds of the first JoinGroup response.
+    pub ts: f64,
+    /// First JoinGroup request frame of the round that led here.
+    pub join_request_frame: Option<u64>,
+    /// First JoinGroup response frame.
+    pub join_response_frame: u64,
+    /// SyncGroup response frames (successful ones).
+    pub sync_response_frames: Vec<u64>,
+    /// Longest member rebalance: JoinGroup request → successful SyncGroup response.
+    pub rebalance_ms: Option<f64>,
+}
+
+/// A KIP-848 member seen in ConsumerGroupHeartbeat responses.
+#[derive(Clone, Debug, Serialize)]
+pub struct HeartbeatMember {
+    /// MemberId.
+    pub member_id: String,
+    /// Distinct successive MemberEpochs.
+    pub epochs: Vec<i32>,
+    /// The last assignment received: topic → partitions.
+    pub assignment: Option<Vec<TopicPartitions>>,
+    /// Heartbeats answered.
+    pub heartbeats: u64,
+    /// First response frame.
+    pub first_frame: u64,
+    /// Last response frame.
+    pub last_frame: u64,
+}
+
+/// A topic and its partitions.
+#[derive(Clone, Debug, Serialize)]
+pub struct TopicPartitions {
+    /// Topic name (or id).
+    pub topic: String,
+    /// Partitions.
+    pub partitions: Vec<i32>,
+}
+
+/// Traffic of one topic partition.
+#[derive(Clone, Debug, Serialize)]
+pub struct TopicReport {
+    /// Topic name, or its id when the capture never named it.
+    pub topic: Option<String>,
+    /// Partition.
+    pub partition: Option<i32>,
+    /// Produce requests' record sets.
+    pub produce: SideReport,
+    /// Fetch responses' record sets.
+    pub fetch: SideReport,
+    /// Codec → batches (both directions).
+    pub codecs: BTreeMap<String, u64>,
+    /// Compressed payload bytes of compressed batches (both directions).
+    pub compressed_bytes: u64,
+    /// What they decompressed to.
+    pub decompressed_bytes: u64,
+    /// decompressed / compressed.
+    pub compression_ratio: Option<f64>,
+    /// Produce `Acks` value → requests that wrote here.
+    pub acks: BTreeMap<String, u64>,
+}
+
+/// Record sets in one direction.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct SideReport {
+    /// `records` fields.
+    pub record_sets: u64,
+    /// Bytes of those fields (without their length prefixes).
+    pub bytes: u64,
+    /// RecordBatches and top-level legacy messages.
+    pub batches: u64,
+    /// Records.
+    pub records: u64,
+    /// records / batches.
+    pub records_per_batch: Option<f64>,
+    /// Batches cut at the end of a fetch response.
+    pub partial_batches: u64,
+}
+
+/// A Produce `Acks` value.
+#[derive(Clone, Debug, Serialize)]
+pub struct AcksReport {
+    /// -1 (all), 0 (none), 1 (leader).
+    pub acks: i16,
+    /// Produce requests.
+    pub requests: u64,
+    /// Evidence frames.
+    pub frames: Vec<u64>,
+}
+
+/// An expert hint.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Hint {
+    /// Which rule: `throttling`, `tiny_batches`, `no_compression`, `acks_0`,
+    /// `mixed_versions`, `rebalance_loop`, `repeated_error`, `unanswered`.
+    pub kind: &'static str,
+    /// `warning` or `note`.
+    pub severity: &'static str,
+    /// What it means, in one line.
+    pub message: String,
+    /// Frames that show it.
+    pub frames: Vec<u64>,
+}
+
+/// One of the slowest exchanges.
+#[derive(Clone, Debug, Serialize)]
+pub struct SlowExchange {
+    /// Latency.
+    pub latency_ms: f64,
+    /// Frame that completed the request.
+    pub request_frame: Option<u64>,
+    /// Frame carrying the response's first byte.
+    pub response_first_frame: u64,
+    /// Frame that completed the response.
+    pub response_frame: u64,
+    /// Api key.
+    pub api_key: i16,
+    /// Api name.
+    pub api_name: Option<&'static str>,
+    /// Api version.
+    pub api_version: Option<i16>,
+    /// Client id.
+    pub client_id: Option<String>,
+    /// Client software (`librdkafka 2.16.0`).
+    pub software: Option<String>,
+    /// Client `ip:port`.
+    pub client: String,
+    /// Broker `ip:port`.
+    pub broker: String,
+    /// Connection.
+    pub stream: u64,
+    /// The response's ThrottleTimeMs.
+    pub throttle_time_ms: Option<i32>,
+}
+
+/// Throttling.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct ThrottleReport {
+    /// Responses with ThrottleTimeMs > 0.
+    pub throttled: u64,
+    /// Sum of their ThrottleTimeMs.
+    pub sum_ms: i64,
+    /// Largest.
+    pub max_ms: i64,
+    /// Per client and api.
+    pub by_client: Vec<ThrottleByClient>,
+    /// Per epoch second of the response.
+    pub series: Vec<ThrottleSecond>,
+    /// Latency of the throttled exchanges (the throttle is not part of it).
+    pub throttled_latency_ms: Option<LatencyMs>,
+    /// The most throttled exchanges, with latency and throttle apart.
+    pub exchanges: Vec<ThrottledExchange>,
+}
+
+/// Throttle of one client on one api.
+#[derive(Clone, Debug, Serialize)]
+pub struct ThrottleByClient {
+    /// Client id.
+    pub client_id: Option<String>,
+    /// Client software.
+    pub software: Option<String>,
+    /// Api key.
+    pub api_key: i16,
+    /// Api name.
+    pub api_name: Option<&'static str>,
+    /// Throttled responses.
+    pub count: u64,
+    /// Sum.
+    pub sum_ms: i64,
+    /// Max.
+    pub max_ms: i64,
+}
+
+/// Throttle in one second.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct ThrottleSecond {
+    /// Epoch second (floor of the response's `ts`).
+    pub second: i64,
+    /// Throttled responses.
+    pub count: u64,
+    /// Sum.
+    pub sum_ms: i64,
+    /// Max.
+    pub max_ms: i64,
+}
+
+/// A throttled exchange: delay and throttle shown apart.
+#[derive(Clone, Debug, Serialize)]
+pub struct ThrottledExchange {
+    /// ThrottleTimeMs.
+    pub throttle_ms: i32,
+    /// Latency (request frame → response first byte).
+    pub latency_ms: Option<f64>,
+    /// Request frame.
+    pub request_frame: Option<u64>,
+    /// Response frame.
+    pub response_frame: u64,
+    /// Api key.
+    pub api_key: i16,
+    /// Api name.
+    pub api_name: Option<&'static str>,
+    /// Client id.
+    pub client_id: Option<String>,
+}
+
+/// An error code at a place.
+#[derive(Clone, Debug, Serialize)]
+pub struct ErrorReport {
+    /// Kafka's name (`NOT_LEADER_OR_FOLLOWER`), or `UNKNOWN(n)`.
+    pub error: String,
+    /// The code.
+    pub code: i16,
+    /// Api key of the response.
+    pub api_key: i16,
+    /// Api name.
+    pub api_name: Option<&'static str>,
+    /// Enclosing topic (name, or id when never named).
+    pub topic: Option<String>,
+    /// Enclosing partition.
+    pub partition: Option<i32>,
+    /// Occurrences.
+    pub count: u64,
+    /// First response frame carrying it.
+    pub first_frame: u64,
+    /// Last response frame carrying it.
+    pub last_frame: u64,
+}
+
+/// A record-level Produce error.
+#[derive(Clone, Debug, Serialize)]
+pub struct RecordErrorReport {
+    /// Topic.
+    pub topic: Option<String>,
+    /// Partition.
+    pub partition: Option<i32>,
+    /// BatchIndex.
+    pub batch_index: i32,
+    /// BatchIndexErrorMessage.
+    pub message: Option<String>,
+    /// Response frame.
+    pub frame: u64,
+}
+
+/// Facts dropped because a bounded table was full (0 everywhere on a normal capture).
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Overflow {
+    /// Api keys / (key, version) pairs not tracked.
+    pub apis: u64,
+    /// Client entries not tracked.
+    pub clients: u64,
+    /// Latency histograms not kept (client, broker, connection).
+    pub histograms: u64,
+    /// Topic partitions not tracked.
+    pub topics: u64,
+    /// Error (name, topic, partition) entries not tracked.
+    pub errors: u64,
+    /// Groups (or entries inside a group) not tracked.
+    pub groups: u64,
+    /// Throttle seconds not tracked.
+    pub series: u64,
+    /// Requests forgotten before their response (too many in flight).
+    pub pending: u64,
+    /// Connections whose client software was not tracked.
+    pub streams: u64,
+    /// Other capped lists (addresses, record errors, …).
+    pub lists: u64,
+}

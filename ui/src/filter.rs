@@ -1,0 +1,2128 @@
+//! The filter language: which messages a view shows (the TUI's `/` bar, and
+//! `print --filter`).
+//!
+//! Place in the data path: model ([`MessageInfo`]) → **filter** → the views. The
+//! text is lexed into tokens that remember their column, parsed by recursive
+//! descent into an expression tree, and evaluated against one message and its
+//! paired peer. docs/filter.md is the user's description of the language.
+//!
+//! Invariants: [`Filter::parse`] never panics, whatever the input; every error
+//! says what was expected and at which 0-based character column; nesting is
+//! capped at [`MAX_DEPTH`], so evaluation, display and drop recurse a bounded
+//! amount. Evaluation reads only the message and its peer — no clock, no I/O.
+//! Every comparison needs its field: a message without a latency matches neither
+//! `latency>5ms` nor `latency!=5ms` (but does match `not latency>5ms`).
+
+use std::fmt;
+use std::sync::OnceLock;
+
+use kafkashark::kafka::decode::Kind;
+use kafkashark::kafka::errors::{error_code, error_name};
+use kafkashark::kafka::schema::api_name;
+use kafkashark::model::MessageInfo;
+
+/// Deepest nesting of parentheses and `not`s accepted.
+pub const MAX_DEPTH: usize = 64;
+
+/// Api keys looked up for names (`produce` … ); Kafka 4.x stops well below.
+const MAX_API_KEY: i16 = 200;
+
+/// Error codes looked up for did-you-mean suggestions.
+const MAX_ERROR_CODE: i16 = 300;
+
+/// A parsed filter expression; the empty filter matches every message.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Filter {
+    expr: Option<Expr>,
+}
+
+/// Why a filter expression does not parse, and where.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FilterError {
+    /// 0-based character (not byte) index into the input.
+    pub column: usize,
+    /// What was expected, and what was found instead.
+    pub message: String,
+}
+
+impl fmt::Display for FilterError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "col {}: {}", self.column, self.message)
+    }
+}
+
+impl std::error::Error for FilterError {}
+
+impl Filter {
+    /// Parses `input`; empty or whitespace-only input matches everything.
+    pub fn parse(input: &str) -> Result<Filter, FilterError> {
+        let (toks, end) = lex(input)?;
+        if toks.is_empty() {
+            return Ok(Filter { expr: None });
+        }
+        let mut p = Parser {
+            toks,
+            pos: 0,
+            end,
+            depth: 0,
+        };
+        let expr = p.parse_or()?;
+        if let Some(t) = p.peek() {
+            let message = if t.tok == Tok::RParen {
+                "unmatched ')': no '(' before it".to_string()
+            } else {
+                format!("expected 'and' or 'or', found '{}'", t.text)
+            };
+            return Err(error(t.col, message));
+        }
+        Ok(Filter { expr: Some(expr) })
+    }
+
+    /// Whether message `m` passes; `peer` is its paired message, if any.
+    ///
+    /// For a request, the response-side predicates (latency, throttle, error)
+    /// are evaluated against `peer`, its response.
+    pub fn matches(&self, m: &MessageInfo, peer: Option<&MessageInfo>) -> bool {
+        match &self.expr {
+            Some(e) => e.matches(m, peer),
+            None => true,
+        }
+    }
+
+    /// True for the filter that matches everything (empty input).
+    pub fn is_empty(&self) -> bool {
+        self.expr.is_none()
+    }
+}
+
+/// The canonical text of a filter: `Filter::parse` of it gives the same filter.
+impl fmt::Display for Filter {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.expr {
+            Some(e) => write!(f, "{e}"),
+            None => Ok(()),
+        }
+    }
+}
+
+fn error(column: usize, message: impl Into<String>) -> FilterError {
+    FilterError {
+        column,
+        message: message.into(),
+    }
+}
+
+// ---------------------------------------------------------------- the tree
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Expr {
+    Or(Vec<Expr>),
+    And(Vec<Expr>),
+    Not(Box<Expr>),
+    Pred(Pred),
+}
+
+/// A comparison operator, as written.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Op {
+    Eq,
+    Ne,
+    Lt,
+    Le,
+    Gt,
+    Ge,
+    /// `~`: substring.
+    Tilde,
+}
+
+impl Op {
+    fn symbol(self) -> &'static str {
+        match self {
+            Op::Eq => "=",
+            Op::Ne => "!=",
+            Op::Lt => "<",
+            Op::Le => "<=",
+            Op::Gt => ">",
+            Op::Ge => ">=",
+            Op::Tilde => "~",
+        }
+    }
+
+    fn compare(self, lhs: i128, rhs: i128) -> bool {
+        match self {
+            Op::Eq => lhs == rhs,
+            Op::Ne => lhs != rhs,
+            Op::Lt => lhs < rhs,
+            Op::Le => lhs <= rhs,
+            Op::Gt => lhs > rhs,
+            Op::Ge => lhs >= rhs,
+            Op::Tilde => false,
+        }
+    }
+}
+
+const EQ_NE: &[Op] = &[Op::Eq, Op::Ne];
+const TEXT_OPS: &[Op] = &[Op::Eq, Op::Ne, Op::Tilde];
+const ORDER_OPS: &[Op] = &[Op::Eq, Op::Ne, Op::Lt, Op::Le, Op::Gt, Op::Ge];
+
+/// One test on a message. Durations are nanoseconds, sizes bytes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Pred {
+    Api(Op, i16),
+    Version(Op, i64),
+    Kind(Op, Kind),
+    Client(Op, String),
+    ClientId(Op, String),
+    Broker(Op, String),
+    Stream(Op, i64),
+    Corr(Op, i64),
+    Frame(Op, i64),
+    Size(Op, i64),
+    Topic(Op, String),
+    Latency(Op, i64),
+    Throttle(Op, i64),
+    Throttled,
+    AnyError,
+    Error(Op, i16),
+    Unpaired,
+    Inferred,
+    Resynced,
+    Malformed,
+    NoResponse,
+}
+
+/// A predicate that takes an operator and a value.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Field {
+    Api,
+    Version,
+    Kind,
+    Client,
+    ClientId,
+    Broker,
+    Stream,
+    Corr,
+    Frame,
+    Size,
+    Topic,
+    Latency,
+    Throttle,
+    Error,
+}
+
+/// Every field name and alias, for lookup and suggestions.
+const FIELD_NAMES: &[(&str, Field)] = &[
+    ("api", Field::Api),
+    ("version", Field::Version),
+    ("v", Field::Version),
+    ("kind", Field::Kind),
+    ("client", Field::Client),
+    ("client_id", Field::ClientId),
+    ("broker", Field::Broker),
+    ("stream", Field::Stream),
+    ("corr", Field::Corr),
+    ("correlation_id", Field::Corr),
+    ("frame", Field::Frame),
+    ("size", Field::Size),
+    ("len", Field::Size),
+    ("topic", Field::Topic),
+    ("latency", Field::Latency),
+    ("throttle", Field::Throttle),
+    ("error", Field::Error),
+];
+
+/// Every flag (a predicate written alone) other than api names.
+const FLAG_NAMES: &[&str] = &[
+    "request",
+    "response",
+    "throttled",
+    "error",
+    "unpaired",
+    "inferred",
+    "resync",
+    "resynced",
+    "malformed",
+    "acks0",
+    "noresponse",
+];
+
+fn flag(lower: &str) -> Option<Pred> {
+    Some(match lower {
+        "request" => Pred::Kind(Op::Eq, Kind::Request),
+        "response" => Pred::Kind(Op::Eq, Kind::Response),
+        "throttled" => Pred::Throttled,
+        "error" => Pred::AnyError,
+        "unpaired" => Pred::Unpaired,
+        "inferred" => Pred::Inferred,
+        "resync" | "resynced" => Pred::Resynced,
+        "malformed" => Pred::Malformed,
+        "acks0" | "noresponse" => Pred::NoResponse,
+        _ => return None,
+    })
+}
+
+impl Field {
+    fn from_word(lower: &str) -> Option<Field> {
+        FIELD_NAMES
+            .iter()
+            .find(|(name, _)| *name == lower)
+            .map(|(_, f)| *f)
+    }
+
+    fn ops(self) -> &'static [Op] {
+        match self {
+            Field::Api | Field::Kind | Field::Error => EQ_NE,
+            Field::Client | Field::ClientId | Field::Broker | Field::Topic => TEXT_OPS,
+            Field::Version
+            | Field::Stream
+            | Field::Corr
+            | Field::Frame
+            | Field::Size
+            | Field::Latency
+            | Field::Throttle => ORDER_OPS,
+        }
+    }
+
+    /// What its value looks like, for "expected …" messages.
+    fn expects(self) -> &'static str {
+        match self {
+            Field::Api => "an api name or key (like Produce or 0)",
+            Field::Kind => "'request' or 'response'",
+            Field::Error => "an error name or code (like NOT_LEADER_OR_FOLLOWER or 6)",
+            Field::Client | Field::ClientId | Field::Broker => "a text (quote it if it has spaces)",
+            Field::Topic => "a topic name (may hold * wildcards)",
+            Field::Version | Field::Stream | Field::Corr | Field::Frame => "an integer",
+            Field::Size => "a size (like 100000, 64KiB or 1MB)",
+            Field::Latency | Field::Throttle => "a duration (like 50ms, 200us or 1s)",
+        }
+    }
+
+    fn example(self) -> &'static str {
+        match self {
+            Field::Api => "api=Produce",
+            Field::Version => "v>=12",
+            Field::Kind => "kind=request",
+            Field::Client => "client=10.0.0.7",
+            Field::ClientId => "client_id=rdkafka",
+            Field::Broker => "broker=:9093",
+            Field::Stream => "stream=3",
+            Field::Corr => "corr=42",
+            Field::Frame => "frame>=100",
+            Field::Size => "size>100kB",
+            Field::Topic => "topic=orders-*",
+            Field::Latency => "latency>50ms",
+            Field::Throttle => "throttle>100ms",
+            Field::Error => "error=NOT_LEADER_OR_FOLLOWER",
+        }
+    }
+
+    /// Parses the value text `v`, which starts at column `col`.
+    fn value(self, op: Op, v: &str, col: usize, lead: &str) -> Result<Pred, FilterError> {
+        let integer = || {
+            v.parse::<i64>().map_err(|_| {
+                error(
+                    col,
+                    format!("expected {} after '{lead}', found '{v}'", self.expects()),
+                )
+            })
+        };
+        Ok(match self {
+            Field::Api => Pred::Api(op, api_value(v, col)?),
+            Field::Version => Pred::Version(op, integer()?),
+            Field::Stream => Pred::Stream(op, integer()?),
+            Field::Corr => Pred::Corr(op, integer()?),
+            Field::Frame => Pred::Frame(op, integer()?),
+            Field::Kind => {
+                let kind = match v.to_ascii_lowercase().as_str() {
+                    "request" => Kind::Request,
+                    "response" => Kind::Response,
+                    _ => {
+                        return Err(error(
+                            col,
+                            format!("expected 'request' or 'response', found '{v}'"),
+                        ))
+                    }
+                };
+                Pred::Kind(op, kind)
+            }
+            Field::Client => Pred::Client(op, v.to_string()),
+            Field::ClientId => Pred::ClientId(op, v.to_string()),
+            Field::Broker => Pred::Broker(op, v.to_string()),
+            Field::Topic => Pred::Topic(op, v.to_string()),
+            Field::Size => Pred::Size(op, scaled(v, col, lead, self, SIZE_UNITS)?),
+            Field::Latency => Pred::Latency(op, scaled(v, col, lead, self, DURATION_UNITS)?),
+            Field::Throttle => Pred::Throttle(op, scaled(v, col, lead, self, DURATION_UNITS)?),
+            Field::Error => Pred::Error(op, error_value(v, col)?),
+        })
+    }
+}
+
+// ---------------------------------------------------------------- values
+
+/// Size suffixes, matched case-insensitively; the empty suffix means bytes.
+const SIZE_UNITS: &[(&str, u128)] = &[
+    ("", 1),
+    ("b", 1),
+    ("kb", 1_000),
+    ("kib", 1 << 10),
+    ("mb", 1_000_000),
+    ("mib", 1 << 20),
+    ("gb", 1_000_000_000),
+    ("gib", 1 << 30),
+];
+const SIZE_UNIT_LIST: &str = "B, kB, KiB, MB, MiB, GB or GiB";
+
+/// Duration suffixes in nanoseconds; the empty suffix means milliseconds.
+const DURATION_UNITS: &[(&str, u128)] = &[
+    ("", 1_000_000),
+    ("ns", 1),
+    ("us", 1_000),
+    ("µs", 1_000),
+    ("ms", 1_000_000),
+    ("s", 1_000_000_000),
+];
+const DURATION_UNIT_LIST: &str = "ns, us, ms or s";
+
+/// A non-negative decimal number with a unit suffix (`1.5MB`, `50ms`), in base units.
+fn scaled(
+    v: &str,
+    col: usize,
+    lead: &str,
+    field: Field,
+    units: &[(&str, u128)],
+) -> Result<i64, FilterError> {
+    let split = v
+        .char_indices()
+        .find(|(_, c)| !(c.is_ascii_digit() || *c == '.'))
+        .map_or(v.len(), |(i, _)| i);
+    let (number, unit) = v.split_at(split);
+    let Some((mantissa, scale)) = decimal(number) else {
+        return Err(error(
+            col,
+            format!("expected {} after '{lead}', found '{v}'", field.expects()),
+        ));
+    };
+    let lower = unit.to_lowercase();
+    let Some(factor) = units.iter().find(|(u, _)| *u == lower).map(|(_, f)| *f) else {
+        let list = if field == Field::Size {
+            SIZE_UNIT_LIST
+        } else {
+            DURATION_UNIT_LIST
+        };
+        return Err(error(
+            col + number.chars().count(),
+            format!("unknown unit '{unit}': expected {list}"),
+        ));
+    };
+    let too_large = || error(col, format!("'{v}' is too large"));
+    let divisor = 10u128.checked_pow(scale).ok_or_else(too_large)?;
+    let scaled = mantissa.checked_mul(factor).ok_or_else(too_large)?;
+    // Round to the nearest base unit: `1.5ns` is 2ns.
+    let rounded = scaled.checked_add(divisor / 2).ok_or_else(too_large)? / divisor;
+    i64::try_from(rounded).map_err(|_| too_large())
+}
+
+/// `digits[.digits]` as (all digits as an integer, number of fraction digits).
+fn decimal(s: &str) -> Option<(u128, u32)> {
+    let (int, frac) = s.split_once('.').unwrap_or((s, ""));
+    if (int.is_empty() && frac.is_empty()) || frac.contains('.') {
+        return None;
+    }
+    let mut mantissa: u128 = 0;
+    for c in int.chars().chain(frac.chars()) {
+        let d = c.to_digit(10)?;
+        mantissa = mantissa.checked_mul(10)?.checked_add(u128::from(d))?;
+    }
+    let scale = u32::try_from(frac.len()).ok()?;
+    Some((mantissa, scale))
+}
+
+/// Lowercase without `_` and `-`, so `api_versions` finds `ApiVersions`.
+fn normalize(s: &str) -> String {
+    s.chars()
+        .filter(|c| *c != '_' && *c != '-')
+        .flat_map(char::to_lowercase)
+        .collect()
+}
+
+/// (key, name, normalized name) of every api Kafka defines.
+fn apis() -> &'static [(i16, &'static str, String)] {
+    static APIS: OnceLock<Vec<(i16, &'static str, String)>> = OnceLock::new();
+    APIS.get_or_init(|| {
+        (0..=MAX_API_KEY)
+            .filter_map(|k| api_name(k).map(|n| (k, n, normalize(n))))
+            .collect()
+    })
+}
+
+fn api_by_name(word: &str) -> Option<i16> {
+    let n = normalize(word);
+    apis()
+        .iter()
+        .find(|(_, _, norm)| *norm == n)
+        .map(|(k, _, _)| *k)
+}
+
+fn api_value(v: &str, col: usize) -> Result<i16, FilterError> {
+    if let Ok(key) = v.parse::<i16>() {
+        return Ok(key);
+    }
+    api_by_name(v).ok_or_else(|| {
+        let hint = did_you_mean(v, apis().iter().map(|(_, n, _)| *n));
+        error(col, format!("unknown api '{v}'{hint}"))
+    })
+}
+
+fn error_value(v: &str, col: usize) -> Result<i16, FilterError> {
+    if let Ok(code) = v.parse::<i16>() {
+        return Ok(code);
+    }
+    error_code(v).ok_or_else(|| {
+        let names = (-1..=MAX_ERROR_CODE).filter_map(error_name);
+        let hint = did_you_mean(v, names);
+        error(col, format!("unknown error name '{v}'{hint}"))
+    })
+}
+
+/// `"; did you mean 'X'?"` for the nearest candidate, or nothing if none is close.
+fn did_you_mean<'a>(word: &str, candidates: impl Iterator<Item = &'a str>) -> String {
+    let w: Vec<char> = word.to_lowercase().chars().collect();
+    if w.is_empty() || w.len() > 64 {
+        return String::new();
+    }
+    let limit = (w.len() / 3).clamp(1, 3);
+    let mut best: Option<(usize, &str)> = None;
+    for c in candidates {
+        let cand: Vec<char> = c.to_lowercase().chars().collect();
+        let d = distance(&w, &cand);
+        if d <= limit && !matches!(best, Some((bd, _)) if bd <= d) {
+            best = Some((d, c));
+        }
+    }
+    best.map_or_else(String::new, |(_, c)| format!("; did you mean '{c}'?"))
+}
+
+/// Edit distance counting adjacent transpositions as one edit
+/// (optimal string alignment), so `prodcue` is one edit from `produce`.
+fn distance(a: &[char], b: &[char]) -> usize {
+    let width = b.len() + 1;
+    let mut d = vec![0usize; (a.len() + 1) * width];
+    let at = |i: usize, j: usize| i * width + j;
+    for i in 0..=a.len() {
+        d[at(i, 0)] = i;
+    }
+    for j in 0..=b.len() {
+        d[at(0, j)] = j;
+    }
+    for i in 1..=a.len() {
+        for j in 1..=b.len() {
+            let cost = usize::from(a[i - 1] != b[j - 1]);
+            let mut v = (d[at(i - 1, j)] + 1)
+                .min(d[at(i, j - 1)] + 1)
+                .min(d[at(i - 1, j - 1)] + cost);
+            if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
+                v = v.min(d[at(i - 2, j - 2)] + 1);
+            }
+            d[at(i, j)] = v;
+        }
+    }
+    d[at(a.len(), b.len())]
+}
+
+/// `*` matches any run of characters (including none); everything else itself.
+fn glob(pattern: &str, text: &str) -> bool {
+    let p: Vec<char> = pattern.chars().collect();
+    let t: Vec<char> = text.chars().collect();
+    let (mut pi, mut ti) = (0, 0);
+    // Where the last `*` was, and how much text it has swallowed so far.
+    let mut star: Option<(usize, usize)> = None;
+    while ti < t.len() {
+        match (p.get(pi), t.get(ti)) {
+            (Some('*'), _) => {
+                star = Some((pi, ti));
+                pi += 1;
+            }
+            (Some(pc), Some(tc)) if pc == tc => {
+                pi += 1;
+                ti += 1;
+            }
+            _ => match star {
+                Some((sp, st)) => {
+                    pi = sp + 1;
+                    ti = st + 1;
+                    star = Some((sp, st + 1));
+                }
+                None => return false,
+            },
+        }
+    }
+    p.get(pi..)
+        .is_some_and(|rest| rest.iter().all(|c| *c == '*'))
+}
+
+fn contains_ci(hay: &str, needle: &str) -> bool {
+    hay.to_lowercase().contains(&needle.to_lowercase())
+}
+
+// ---------------------------------------------------------------- lexer
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Tok {
+    LParen,
+    RParen,
+    /// `!`
+    Bang,
+    /// `&&`
+    AndAnd,
+    /// `||`
+    OrOr,
+    Op(Op),
+    Word(String),
+    Quoted(String),
+}
+
+#[derive(Clone, Debug)]
+struct Token {
+    tok: Tok,
+    /// 0-based character index of its first character.
+    col: usize,
+    /// As written, for messages.
+    text: String,
+}
+
+fn is_word_char(c: char) -> bool {
+    !c.is_whitespace() && !matches!(c, '(' | ')' | '&' | '|' | '!' | '=' | '<' | '>' | '~' | '"')
+}
+
+/// The tokens of `input`, and its length in characters.
+fn lex(input: &str) -> Result<(Vec<Token>, usize), FilterError> {
+    let chars: Vec<char> = input.chars().collect();
+    let mut toks = Vec::new();
+    let mut i = 0;
+    while let Some(&c) = chars.get(i) {
+        let col = i;
+        let next = chars.get(i + 1).copied();
+        let (tok, len) = match (c, next) {
+            (c, _) if c.is_whitespace() => {
+                i += 1;
+                continue;
+            }
+            ('(', _) => (Tok::LParen, 1),
+            (')', _) => (Tok::RParen, 1),
+            ('&', Some('&')) => (Tok::AndAnd, 2),
+            ('&', _) => return Err(error(col, "expected '&&' or 'and', found a single '&'")),
+            ('|', Some('|')) => (Tok::OrOr, 2),
+            ('|', _) => return Err(error(col, "expected '||' or 'or', found a single '|'")),
+            ('!', Some('=')) => (Tok::Op(Op::Ne), 2),
+            ('!', _) => (Tok::Bang, 1),
+            ('=', Some('=')) => (Tok::Op(Op::Eq), 2),
+            ('=', _) => (Tok::Op(Op::Eq), 1),
+            ('<', Some('=')) => (Tok::Op(Op::Le), 2),
+            ('<', _) => (Tok::Op(Op::Lt), 1),
+            ('>', Some('=')) => (Tok::Op(Op::Ge), 2),
+            ('>', _) => (Tok::Op(Op::Gt), 1),
+            ('~', _) => (Tok::Op(Op::Tilde), 1),
+            ('"', _) => {
+                let mut s = String::new();
+                let mut j = i + 1;
+                loop {
+                    match chars.get(j) {
+                        None => {
+                            return Err(error(col, "unterminated string: expected a closing '\"'"))
+                        }
+                        Some('"') => break,
+                        Some('\\') => match chars.get(j + 1) {
+                            Some(&e) => {
+                                s.push(e);
+                                j += 2;
+                            }
+                            None => {
+                                return Err(error(
+                                    col,
+                                    "unterminated string: expected a closing '\"'",
+                                ))
+                            }
+                        },
+                        Some(&ch) => {
+                            s.push(ch);
+                            j += 1;
+                        }
+                    }
+                }
+                (Tok::Quoted(s), j + 1 - i)
+            }
+            _ => {
+                let len = chars.get(i..).map_or(0, |rest| {
+                    rest.iter().take_while(|c| is_word_char(**c)).count()
+                });
+                let word: String = chars.iter().skip(i).take(len).collect();
+                (Tok::Word(word), len)
+            }
+        };
+        let text = chars.iter().skip(i).take(len).collect();
+        toks.push(Token { tok, col, text });
+        i += len.max(1);
+    }
+    Ok((toks, chars.len()))
+}
+
+// ---------------------------------------------------------------- parser
+
+struct Parser {
+    toks: Vec<Token>,
+    pos: usize,
+    /// Length of the input in characters: the column of "end of input".
+    end: usize,
+    depth: usize,
+}
+
+fn is_keyword(t: &Token, word: &str) -> bool {
+    matches!(&t.tok, Tok::Word(w) if w.eq_ignore_ascii_case(word))
+}
+
+/// Words that join predicates; as values they must be quoted.
+fn is_connective(t: &Token) -> bool {
+    is_keyword(t, "and") || is_keyword(t, "or") || is_keyword(t, "not")
+}
+
+fn collapse(mut items: Vec<Expr>, make: fn(Vec<Expr>) -> Expr) -> Expr {
+    if items.len() == 1 {
+        if let Some(e) = items.pop() {
+            return e;
+        }
+    }
+    make(items)
+}
+
+impl Parser {
+    fn peek(&self) -> Option<&Token> {
+        self.toks.get(self.pos)
+    }
+
+    fn bump(&mut self) {
+        self.pos += 1;
+    }
+
+    /// Consumes the next token if `pred` holds for it.
+    fn eat(&mut self, pred: impl Fn(&Token) -> bool) -> bool {
+        let hit = self.peek().is_some_and(pred);
+        if hit {
+            self.bump();
+        }
+        hit
+    }
+
+    fn enter(&mut self) -> Result<(), FilterError> {
+        self.depth += 1;
+        if self.depth > MAX_DEPTH {
+            let col = self.peek().map_or(self.end, |t| t.col);
+            return Err(error(
+                col,
+                format!("expression nested too deeply (more than {MAX_DEPTH} levels)"),
+            ));
+        }
+        Ok(())
+    }
+
+    fn parse_or(&mut self) -> Result<Expr, FilterError> {
+        let mut items = vec![self.parse_and()?];
+        while self.eat(|t| t.tok == Tok::OrOr || is_keyword(t, "or")) {
+            items.push(self.parse_and()?);
+        }
+        Ok(collapse(items, Expr::Or))
+    }
+
+    fn parse_and(&mut self) -> Result<Expr, FilterError> {
+        let mut items = vec![self.parse_not()?];
+        while self.eat(|t| t.tok == Tok::AndAnd || is_keyword(t, "and")) {
+            items.push(self.parse_not()?);
+        }
+        Ok(collapse(items, Expr::And))
+    }
+
+    fn parse_not(&mut self) -> Result<Expr, FilterError> {
+        if self.eat(|t| t.tok == Tok::Bang || is_keyword(t, "not")) {
+            self.enter()?;
+            let inner = self.parse_not()?;
+            self.depth -= 1;
+            return Ok(Expr::Not(Box::new(inner)));
+        }
+        self.parse_atom()
+    }
+
+    /// "expected a predicate" where the next token is, naming what came before.
+    fn expected_predicate(&self) -> FilterError {
+        let prev = self
+            .pos
+            .checked_sub(1)
+            .and_then(|i| self.toks.get(i))
+            .map(|t| t.text.as_str());
+        match (self.peek(), prev) {
+            (Some(t), _) => error(t.col, format!("expected a predicate, found '{}'", t.text)),
+            (None, Some(p)) => error(self.end, format!("expected a predicate after '{p}'")),
+            (None, None) => error(self.end, "expected a predicate"),
+        }
+    }
+
+    fn parse_atom(&mut self) -> Result<Expr, FilterError> {
+        let Some(t) = self.peek().cloned() else {
+            return Err(self.expected_predicate());
+        };
+        match t.tok {
+            Tok::LParen => {
+                self.bump();
+                self.enter()?;
+                if let Some(close) = self.peek().filter(|n| n.tok == Tok::RParen) {
+                    return Err(error(close.col, "expected a predicate inside '( )'"));
+                }
+                let inner = self.parse_or()?;
+                match self.peek() {
+                    Some(n) if n.tok == Tok::RParen => self.bump(),
+                    Some(n) => {
+                        return Err(error(
+                            n.col,
+                            format!("expected 'and', 'or' or ')', found '{}'", n.text),
+                        ))
+                    }
+                    None => {
+                        return Err(error(
+                            self.end,
+                            format!("expected ')' to close the '(' at col {}", t.col),
+                        ))
+                    }
+                }
+                self.depth -= 1;
+                Ok(inner)
+            }
+            Tok::Word(ref w) if !is_connective(&t) => {
+                Ok(Expr::Pred(self.parse_predicate(w, t.col)?))
+            }
+            _ => Err(self.expected_predicate()),
+        }
+    }
+
+    /// A predicate starting with `word` (not yet consumed) at column `col`.
+    fn parse_predicate(&mut self, word: &str, col: usize) -> Result<Pred, FilterError> {
+        self.bump();
+        let lower = word.to_lowercase();
+        let op = match self.peek() {
+            Some(Token {
+                tok: Tok::Op(op),
+                col,
+                ..
+            }) => Some((*op, *col)),
+            _ => None,
+        };
+        let Some((op, op_col)) = op else {
+            if let Some(p) = flag(&lower) {
+                return Ok(p);
+            }
+            if let Some(key) = api_by_name(word) {
+                return Ok(Pred::Api(Op::Eq, key));
+            }
+            if let Some(f) = Field::from_word(&lower) {
+                return Err(error(
+                    col + word.chars().count(),
+                    format!("expected an operator after '{word}' (like {})", f.example()),
+                ));
+            }
+            let candidates = FLAG_NAMES
+                .iter()
+                .copied()
+                .chain(FIELD_NAMES.iter().map(|(n, _)| *n))
+                .chain(apis().iter().map(|(_, n, _)| *n));
+            let hint = did_you_mean(word, candidates);
+            return Err(error(col, format!("unknown api or keyword '{word}'{hint}")));
+        };
+        let Some(field) = Field::from_word(&lower) else {
+            if flag(&lower).is_some() || api_by_name(word).is_some() {
+                return Err(error(
+                    op_col,
+                    format!("'{word}' takes no operator or value: write it alone"),
+                ));
+            }
+            let hint = did_you_mean(word, FIELD_NAMES.iter().map(|(n, _)| *n));
+            return Err(error(col, format!("unknown field '{word}'{hint}")));
+        };
+        self.bump();
+        let lead = format!("{word}{}", op.symbol());
+        if !field.ops().contains(&op) {
+            let allowed: Vec<&str> = field.ops().iter().map(|o| o.symbol()).collect();
+            return Err(error(
+                op_col,
+                format!(
+                    "'{}' does not apply to '{word}': use {}",
+                    op.symbol(),
+                    allowed.join(" ")
+                ),
+            ));
+        }
+        let (value, value_col) = match self.peek() {
+            Some(t) if is_connective(t) => {
+                return Err(error(
+                    t.col,
+                    format!(
+                        "expected {} after '{lead}', found '{}' (quote it to use it as a value)",
+                        field.expects(),
+                        t.text
+                    ),
+                ))
+            }
+            Some(Token {
+                tok: Tok::Word(v),
+                col,
+                ..
+            }) => (v.clone(), *col),
+            Some(Token {
+                tok: Tok::Quoted(v),
+                col,
+                ..
+            }) => (v.clone(), *col + 1),
+            Some(t) => {
+                return Err(error(
+                    t.col,
+                    format!(
+                        "expected {} after '{lead}', found '{}'",
+                        field.expects(),
+                        t.text
+                    ),
+                ))
+            }
+            None => {
+                return Err(error(
+                    self.end,
+                    format!("expected {} after '{lead}'", field.expects()),
+                ))
+            }
+        };
+        self.bump();
+        field.value(op, &value, value_col, &lead)
+    }
+}
+
+// ---------------------------------------------------------------- evaluation
+
+/// The message that carries the response-side facts: `m` itself if it is a
+/// response, else its paired response.
+fn response_of<'a>(m: &'a MessageInfo, peer: Option<&'a MessageInfo>) -> Option<&'a MessageInfo> {
+    match m.kind {
+        Kind::Response => Some(m),
+        Kind::Request => peer.filter(|p| p.kind == Kind::Response),
+    }
+}
+
+/// Responses carry no client id: theirs is their request's.
+fn client_id_of<'a>(m: &'a MessageInfo, peer: Option<&'a MessageInfo>) -> Option<&'a str> {
+    m.client_id
+        .as_deref()
+        .or_else(|| peer.and_then(|p| p.client_id.as_deref()))
+}
+
+/// A message's own topics, or its peer's when it names none.
+fn topics_of<'a>(m: &'a MessageInfo, peer: Option<&'a MessageInfo>) -> &'a [String] {
+    match peer {
+        Some(p) if m.topics.is_empty() => &p.topics,
+        _ => &m.topics,
+    }
+}
+
+/// Text tests: `=` and `~` are substring, `!=` is "no substring"; all case-insensitive.
+fn text_matches<'a>(op: Op, needle: &str, mut hay: impl Iterator<Item = &'a str>) -> bool {
+    match op {
+        Op::Ne => hay.all(|h| !contains_ci(h, needle)),
+        _ => hay.any(|h| contains_ci(h, needle)),
+    }
+}
+
+impl Expr {
+    fn matches(&self, m: &MessageInfo, peer: Option<&MessageInfo>) -> bool {
+        match self {
+            Expr::Or(items) => items.iter().any(|e| e.matches(m, peer)),
+            Expr::And(items) => items.iter().all(|e| e.matches(m, peer)),
+            Expr::Not(inner) => !inner.matches(m, peer),
+            Expr::Pred(p) => p.matches(m, peer),
+        }
+    }
+}
+
+impl Pred {
+    fn matches(&self, m: &MessageInfo, peer: Option<&MessageInfo>) -> bool {
+        let cmp = |op: Op, have: Option<i128>, want: i64| {
+            have.is_some_and(|h| op.compare(h, i128::from(want)))
+        };
+        match self {
+            Pred::Api(op, key) => m
+                .api_key
+                .is_some_and(|k| op.compare(i128::from(k), i128::from(*key))),
+            Pred::Version(op, n) => cmp(*op, m.api_version.map(i128::from), *n),
+            Pred::Kind(op, kind) => match op {
+                Op::Ne => m.kind != *kind,
+                _ => m.kind == *kind,
+            },
+            Pred::Client(op, s) => {
+                let addr = m.client.to_string();
+                let id = client_id_of(m, peer);
+                text_matches(*op, s, std::iter::once(addr.as_str()).chain(id))
+            }
+            Pred::ClientId(op, s) => {
+                client_id_of(m, peer).is_some_and(|id| text_matches(*op, s, std::iter::once(id)))
+            }
+            Pred::Broker(op, s) => {
+                let addr = m.broker.to_string();
+                text_matches(*op, s, std::iter::once(addr.as_str()))
+            }
+            Pred::Stream(op, n) => cmp(*op, Some(i128::from(m.stream)), *n),
+            Pred::Corr(op, n) => cmp(*op, m.correlation_id.map(i128::from), *n),
+            Pred::Frame(op, n) => {
+                // A message spans first_frame..=frame; test the span, not one end.
+                let (lo, hi) = (
+                    i128::from(m.first_frame.min(m.frame)),
+                    i128::from(m.first_frame.max(m.frame)),
+                );
+                let n = i128::from(*n);
+                match op {
+                    Op::Eq => lo <= n && n <= hi,
+                    Op::Ne => !(lo <= n && n <= hi),
+                    Op::Lt => lo < n,
+                    Op::Le => lo <= n,
+                    Op::Gt => hi > n,
+                    Op::Ge => hi >= n,
+                    Op::Tilde => false,
+                }
+            }
+            Pred::Size(op, n) => cmp(*op, Some(i128::from(m.length)), *n),
+            Pred::Topic(op, pat) => {
+                let topics = topics_of(m, peer);
+                match op {
+                    Op::Eq => topics.iter().any(|t| glob(pat, t)),
+                    Op::Ne => !topics.is_empty() && !topics.iter().any(|t| glob(pat, t)),
+                    _ => topics.iter().any(|t| contains_ci(t, pat)),
+                }
+            }
+            Pred::Latency(op, ns) => {
+                let have = response_of(m, peer).and_then(|r| r.latency_ns);
+                cmp(*op, have.map(i128::from), *ns)
+            }
+            Pred::Throttle(op, ns) => {
+                let have = response_of(m, peer).and_then(|r| r.throttle_time_ms);
+                cmp(*op, have.map(|ms| i128::from(ms) * 1_000_000), *ns)
+            }
+            Pred::Throttled => response_of(m, peer)
+                .and_then(|r| r.throttle_time_ms)
+                .is_some_and(|t| t > 0),
+            Pred::AnyError => response_of(m, peer).is_some_and(|r| !r.error_codes.is_empty()),
+            Pred::Error(op, code) => response_of(m, peer).is_some_and(|r| {
+                // error_codes holds only non-zero codes: `error=NONE` means "none of them".
+                let has = if *code == 0 {
+                    r.error_codes.is_empty()
+                } else {
+                    r.error_codes.contains(code)
+                };
+                has == (*op == Op::Eq)
+            }),
+            Pred::Unpaired => match m.kind {
+                Kind::Response => !m.paired,
+                Kind::Request => m.expects_response && !m.paired,
+            },
+            Pred::Inferred => m.inferred,
+            Pred::Resynced => m.resynced,
+            Pred::Malformed => m.decode_error.is_some(),
+            Pred::NoResponse => m.kind == Kind::Request && !m.expects_response,
+        }
+    }
+}
+
+// ---------------------------------------------------------------- display
+
+impl fmt::Display for Expr {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // Parenthesize exactly where the parser would otherwise group differently.
+        fn join(
+            f: &mut fmt::Formatter<'_>,
+            items: &[Expr],
+            sep: &str,
+            paren: fn(&Expr) -> bool,
+        ) -> fmt::Result {
+            for (i, e) in items.iter().enumerate() {
+                if i > 0 {
+                    f.write_str(sep)?;
+                }
+                if paren(e) {
+                    write!(f, "({e})")?;
+                } else {
+                    write!(f, "{e}")?;
+                }
+            }
+            Ok(())
+        }
+        match self {
+            Expr::Or(items) => join(f, items, " or ", |e| matches!(e, Expr::Or(_))),
+            Expr::And(items) => join(f, items, " and ", |e| {
+                matches!(e, Expr::Or(_) | Expr::And(_))
+            }),
+            Expr::Not(inner) => match **inner {
+                Expr::Or(_) | Expr::And(_) => write!(f, "not ({inner})"),
+                _ => write!(f, "not {inner}"),
+            },
+            Expr::Pred(p) => write!(f, "{p}"),
+        }
+    }
+}
+
+struct Quoted<'a>(&'a str);
+
+impl fmt::Display for Quoted<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("\"")?;
+        for c in self.0.chars() {
+            if c == '"' || c == '\\' {
+                f.write_str("\\")?;
+            }
+            write!(f, "{c}")?;
+        }
+        f.write_str("\"")
+    }
+}
+
+struct Duration(i64);
+
+impl fmt::Display for Duration {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let ns = self.0;
+        for (unit, per) in [("s", 1_000_000_000), ("ms", 1_000_000), ("us", 1_000)] {
+            if ns % per == 0 {
+                return write!(f, "{}{unit}", ns / per);
+            }
+        }
+        write!(f, "{ns}ns")
+    }
+}
+
+impl fmt::Display for Pred {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Pred::Api(op, k) => match (op, api_name(*k)) {
+                (Op::Eq, Some(name)) => f.write_str(name),
+                (_, Some(name)) => write!(f, "api{}{name}", op.symbol()),
+                (_, None) => write!(f, "api{}{k}", op.symbol()),
+            },
+            Pred::Version(op, n) => write!(f, "version{}{n}", op.symbol()),
+            Pred::Kind(Op::Eq, Kind::Request) => f.write_str("request"),
+            Pred::Kind(Op::Eq, Kind::Response) => f.write_str("response"),
+            Pred::Kind(op, k) => {
+                let k = match k {
+                    Kind::Request => "request",
+                    Kind::Response => "response",
+                };
+                write!(f, "kind{}{k}", op.symbol())
+            }
+            Pred::Client(op, s) => write!(f, "client{}{}", op.symbol(), Quoted(s)),
+            Pred::ClientId(op, s) => write!(f, "client_id{}{}", op.symbol(), Quoted(s)),
+            Pred::Broker(op, s) => write!(f, "broker{}{}", op.symbol(), Quoted(s)),
+            Pred::Stream(op, n) => write!(f, "stream{}{n}", op.symbol()),
+            Pred::Corr(op, n) => write!(f, "corr{}{n}", op.symbol()),
+            Pred::Frame(op, n) => write!(f, "frame{}{n}", op.symbol()),
+            Pred::Size(op, n) => write!(f, "size{}{n}", op.symbol()),
+            Pred::Topic(op, s) => write!(f, "topic{}{}", op.symbol(), Quoted(s)),
+            Pred::Latency(op, ns) => write!(f, "latency{}{}", op.symbol(), Duration(*ns)),
+            Pred::Throttle(op, ns) => write!(f, "throttle{}{}", op.symbol(), Duration(*ns)),
+            Pred::Throttled => f.write_str("throttled"),
+            Pred::AnyError => f.write_str("error"),
+            Pred::Error(op, code) => match error_name(*code) {
+                Some(name) => write!(f, "error{}{name}", op.symbol()),
+                None => write!(f, "error{}{code}", op.symbol()),
+            },
+            Pred::Unpaired => f.write_str("unpaired"),
+            Pred::Inferred => f.write_str("inferred"),
+            Pred::Resynced => f.write_str("resynced"),
+            Pred::Malformed => f.write_str("malformed"),
+            Pred::NoResponse => f.write_str("noresponse"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kafkashark::capture::Timestamp;
+
+    // ------------------------------------------------------------ fixtures
+
+    /// A Produce v9 request, stream 3, corr 42, frames 8..=10, 2048 bytes.
+    fn request() -> MessageInfo {
+        MessageInfo {
+            index: 0,
+            frame: 10,
+            first_frame: 8,
+            ts: Timestamp::new(100, 0),
+            first_ts: Timestamp::new(100, 0),
+            stream: 3,
+            client: "10.0.0.5:50123".parse().unwrap(),
+            broker: "10.0.0.1:9092".parse().unwrap(),
+            kind: Kind::Request,
+            api_key: Some(0),
+            api_version: Some(9),
+            correlation_id: Some(42),
+            length: 2048,
+            client_id: Some("billing-app".into()),
+            paired: true,
+            peer: Some(1),
+            inferred: false,
+            expects_response: true,
+            latency_ns: None,
+            throttle_time_ms: None,
+            error_codes: Vec::new(),
+            decode_error: None,
+            resynced: false,
+            skipped_before: 0,
+            topics: vec!["orders-eu".into()],
+        }
+    }
+
+    /// Its response: 75 ms later, throttled 150 ms, NOT_LEADER_OR_FOLLOWER (6).
+    fn response() -> MessageInfo {
+        MessageInfo {
+            index: 1,
+            frame: 12,
+            first_frame: 12,
+            kind: Kind::Response,
+            length: 60,
+            client_id: None,
+            peer: Some(0),
+            expects_response: false,
+            latency_ns: Some(75_000_000),
+            throttle_time_ms: Some(150),
+            error_codes: vec![6],
+            ..request()
+        }
+    }
+
+    /// A clean, unthrottled Fetch v12 response whose request was not captured.
+    fn lone_fetch_response() -> MessageInfo {
+        MessageInfo {
+            index: 5,
+            frame: 30,
+            first_frame: 30,
+            stream: 4,
+            kind: Kind::Response,
+            api_key: Some(1),
+            api_version: Some(12),
+            correlation_id: Some(7),
+            length: 150_000,
+            client_id: None,
+            paired: false,
+            peer: None,
+            inferred: true,
+            expects_response: false,
+            latency_ns: None,
+            throttle_time_ms: Some(0),
+            error_codes: Vec::new(),
+            topics: vec!["payments".into()],
+            ..request()
+        }
+    }
+
+    fn parse(f: &str) -> Filter {
+        Filter::parse(f).unwrap_or_else(|e| panic!("{f:?}: {e}"))
+    }
+
+    /// Whether `f` matches `m` with no peer.
+    fn hit(f: &str, m: &MessageInfo) -> bool {
+        parse(f).matches(m, None)
+    }
+
+    fn err(f: &str) -> (usize, String) {
+        match Filter::parse(f) {
+            Ok(x) => panic!("{f:?} parsed as {x:?}"),
+            Err(e) => (e.column, e.message),
+        }
+    }
+
+    fn assert_err(f: &str, column: usize, needle: &str) {
+        let (c, m) = err(f);
+        assert!(m.contains(needle), "{f:?}: message {m:?} lacks {needle:?}");
+        assert_eq!(c, column, "{f:?}: column, message {m:?}");
+    }
+
+    // ------------------------------------------------------------ predicates
+
+    #[test]
+    fn empty_input_matches_everything() {
+        for f in ["", "   ", "\t\n"] {
+            let filter = parse(f);
+            assert!(filter.is_empty());
+            assert!(filter.matches(&request(), None));
+            assert!(filter.matches(&lone_fetch_response(), None));
+            assert_eq!(filter.to_string(), "");
+        }
+        assert!(!parse("produce").is_empty());
+    }
+
+    #[test]
+    fn api_by_bare_name_case_insensitive() {
+        let req = request();
+        for f in [
+            "produce",
+            "Produce",
+            "PRODUCE",
+            "api=produce",
+            "api=0",
+            "api==Produce",
+        ] {
+            assert!(hit(f, &req), "{f}");
+        }
+        for f in ["fetch", "Metadata", "ApiVersions", "api=1", "api!=produce"] {
+            assert!(!hit(f, &req), "{f}");
+        }
+        let fetch = lone_fetch_response();
+        assert!(hit("Fetch", &fetch));
+        assert!(hit("api!=0", &fetch));
+        assert!(hit(
+            "api_versions",
+            &MessageInfo {
+                api_key: Some(18),
+                ..request()
+            }
+        ));
+        // An unknown api matches neither `=` nor `!=`.
+        let unknown = MessageInfo {
+            api_key: None,
+            ..response()
+        };
+        assert!(!hit("produce", &unknown));
+        assert!(!hit("api!=produce", &unknown));
+    }
+
+    #[test]
+    fn version_comparisons() {
+        let req = request(); // v9
+        for f in [
+            "v=9",
+            "version=9",
+            "v!=8",
+            "v<10",
+            "v<=9",
+            "v>8",
+            "v>=9",
+            "V>=9",
+        ] {
+            assert!(hit(f, &req), "{f}");
+        }
+        for f in ["v=8", "v!=9", "v<9", "v<=8", "v>9", "v>=10"] {
+            assert!(!hit(f, &req), "{f}");
+        }
+        assert!(!hit(
+            "v>=0",
+            &MessageInfo {
+                api_version: None,
+                ..req
+            }
+        ));
+    }
+
+    #[test]
+    fn request_response_and_kind() {
+        let (req, resp) = (request(), response());
+        assert!(hit("request", &req) && !hit("request", &resp));
+        assert!(hit("response", &resp) && !hit("response", &req));
+        assert!(hit("kind=request", &req) && !hit("kind=request", &resp));
+        assert!(hit("kind=Response", &resp) && !hit("kind=response", &req));
+        assert!(hit("kind!=response", &req) && !hit("kind!=response", &resp));
+    }
+
+    #[test]
+    fn client_matches_address_or_client_id() {
+        let req = request();
+        for f in [
+            "client=10.0.0.5",
+            "client=:50123",
+            "client=10.0.0.5:50123",
+            "client=billing",
+            "client~BILLING",
+            "client!=other",
+            "client=\"billing-app\"",
+        ] {
+            assert!(hit(f, &req), "{f}");
+        }
+        for f in [
+            "client=10.0.0.6",
+            "client=9092",
+            "client!=billing",
+            "client=\"my app\"",
+        ] {
+            assert!(!hit(f, &req), "{f}");
+        }
+        let spaced = MessageInfo {
+            client_id: Some("my app".into()),
+            ..request()
+        };
+        assert!(hit("client=\"my app\"", &spaced));
+        assert!(hit("client_id=\"MY APP\"", &spaced));
+    }
+
+    #[test]
+    fn client_id_and_broker() {
+        let req = request();
+        assert!(hit("client_id=billing", &req));
+        assert!(hit("client_id~app", &req));
+        assert!(
+            !hit("client_id=10.0.0.5", &req),
+            "client_id ignores the address"
+        );
+        assert!(hit("client_id!=orders", &req));
+        assert!(!hit(
+            "client_id=x",
+            &MessageInfo {
+                client_id: None,
+                ..request()
+            }
+        ));
+        assert!(hit("broker=10.0.0.1:9092", &req));
+        assert!(hit("broker=:9092", &req));
+        assert!(!hit("broker=10.0.0.5", &req));
+        assert!(hit("broker!=:9093", &req));
+        // A response carries no client id: its request's counts.
+        let (req, resp) = (request(), response());
+        assert!(!parse("client_id=billing").matches(&resp, None));
+        assert!(parse("client_id=billing").matches(&resp, Some(&req)));
+        assert!(parse("client=billing").matches(&resp, Some(&req)));
+    }
+
+    #[test]
+    fn stream_corr_frame() {
+        let req = request(); // stream 3, corr 42, frames 8..=10
+        for f in [
+            "stream=3",
+            "stream>2",
+            "stream<=3",
+            "corr=42",
+            "correlation_id=42",
+            "corr>=42",
+            "corr!=41",
+            "frame=8",
+            "frame=9",
+            "frame=10",
+            "frame>9",
+            "frame<9",
+            "frame>=10",
+            "frame<=8",
+            "frame!=11",
+        ] {
+            assert!(hit(f, &req), "{f}");
+        }
+        for f in [
+            "stream=4", "stream<3", "corr=41", "corr<42", "frame=7", "frame=11", "frame>10",
+            "frame<8", "frame!=9",
+        ] {
+            assert!(!hit(f, &req), "{f}");
+        }
+        assert!(!hit(
+            "corr>=0",
+            &MessageInfo {
+                correlation_id: None,
+                ..req
+            }
+        ));
+        assert!(hit(
+            "corr=-1",
+            &MessageInfo {
+                correlation_id: Some(-1),
+                ..request()
+            }
+        ));
+    }
+
+    #[test]
+    fn size_with_units() {
+        let req = request(); // 2048 bytes
+        for f in [
+            "size=2048",
+            "len=2048",
+            "size>2kB",
+            "size>2KB",
+            "size=2KiB",
+            "size=2kib",
+            "size<0.01MB",
+            "size<1MiB",
+            "size>=2048B",
+            "size<1GB",
+            "size<1GiB",
+            "size>2.047KB",
+        ] {
+            assert!(hit(f, &req), "{f}");
+        }
+        for f in ["size>2KiB", "size<2kB", "size>100000", "size!=2048"] {
+            assert!(!hit(f, &req), "{f}");
+        }
+        assert!(hit("size>100000", &lone_fetch_response()));
+    }
+
+    #[test]
+    fn topic_exact_glob_substring() {
+        let req = request(); // orders-eu
+        for f in [
+            "topic=orders-eu",
+            "topic=orders-*",
+            "topic=*-eu",
+            "topic=*",
+            "topic=o*s-e*",
+            "topic=\"orders-eu\"",
+            "topic~ders",
+            "topic~ORDERS",
+            "topic!=payments",
+        ] {
+            assert!(hit(f, &req), "{f}");
+        }
+        for f in [
+            "topic=orders",
+            "topic=Orders-eu",
+            "topic=*-us",
+            "topic~pay",
+            "topic!=orders-*",
+        ] {
+            assert!(!hit(f, &req), "{f}");
+        }
+        let none = MessageInfo {
+            topics: Vec::new(),
+            ..response()
+        };
+        assert!(!hit("topic=*", &none));
+        assert!(
+            !hit("topic!=x", &none),
+            "no topic at all is not 'a topic other than x'"
+        );
+        // A message naming no topic borrows its peer's.
+        assert!(parse("topic=orders-eu").matches(&none, Some(&request())));
+    }
+
+    #[test]
+    fn latency_with_units() {
+        let resp = response(); // 75 ms
+        for f in [
+            "latency>50ms",
+            "latency>50",
+            "latency=75ms",
+            "latency<1s",
+            "latency>=75000us",
+            "latency<=75000000ns",
+            "latency>0.07s",
+            "latency<75.5",
+            "latency!=1ms",
+            "latency>74999µs",
+        ] {
+            assert!(hit(f, &resp), "{f}");
+        }
+        for f in [
+            "latency>75ms",
+            "latency<50ms",
+            "latency>=1s",
+            "latency<200us",
+            "latency=74",
+        ] {
+            assert!(!hit(f, &resp), "{f}");
+        }
+        assert!(hit("latency=75", &resp), "a plain number is milliseconds");
+        assert!(
+            !hit("latency>0", &lone_fetch_response()),
+            "no latency, no match"
+        );
+        assert!(!hit("latency!=5ms", &lone_fetch_response()));
+        assert!(hit("not latency>0", &lone_fetch_response()));
+    }
+
+    #[test]
+    fn throttle() {
+        let resp = response(); // 150 ms
+        assert!(hit("throttled", &resp));
+        assert!(hit("throttle>100ms", &resp));
+        assert!(hit("throttle=150", &resp));
+        assert!(hit("throttle=0.15s", &resp));
+        assert!(!hit("throttle>150ms", &resp));
+        let clean = lone_fetch_response(); // 0 ms
+        assert!(!hit("throttled", &clean));
+        assert!(hit("throttle=0", &clean));
+        assert!(!hit("throttle>0", &clean));
+        let no_field = MessageInfo {
+            throttle_time_ms: None,
+            ..response()
+        };
+        assert!(!hit("throttled", &no_field));
+        assert!(!hit("throttle<1s", &no_field));
+    }
+
+    #[test]
+    fn errors_by_name_and_code() {
+        let resp = response(); // [6]
+        for f in [
+            "error",
+            "error=NOT_LEADER_OR_FOLLOWER",
+            "error=not_leader_or_follower",
+            "error=6",
+            "error=\"NOT_LEADER_OR_FOLLOWER\"",
+            "error!=UNKNOWN_TOPIC_OR_PARTITION",
+            "error!=NONE",
+            "error!=0",
+        ] {
+            assert!(hit(f, &resp), "{f}");
+        }
+        for f in [
+            "error=3",
+            "error=UNKNOWN_TOPIC_OR_PARTITION",
+            "error!=6",
+            "error=NONE",
+        ] {
+            assert!(!hit(f, &resp), "{f}");
+        }
+        let clean = lone_fetch_response();
+        assert!(!hit("error", &clean));
+        assert!(hit("error=NONE", &clean));
+        assert!(hit("error!=6", &clean));
+        assert!(!hit("error=6", &clean));
+        // A request without its response has no error facts.
+        assert!(!hit("error", &request()));
+        assert!(!hit("error!=6", &request()));
+        assert!(!hit("error=NONE", &request()));
+        assert!(hit(
+            "error=-1",
+            &MessageInfo {
+                error_codes: vec![-1],
+                ..response()
+            }
+        ));
+    }
+
+    #[test]
+    fn requests_use_their_response_for_response_side_predicates() {
+        let (req, resp) = (request(), response());
+        for f in [
+            "latency>50ms",
+            "throttled",
+            "throttle>100ms",
+            "error",
+            "error=6",
+            "error!=3",
+        ] {
+            let filter = parse(f);
+            assert!(filter.matches(&req, Some(&resp)), "{f} with peer");
+            assert!(filter.matches(&resp, Some(&req)), "{f} on the response");
+            assert!(!filter.matches(&req, None), "{f} without peer");
+        }
+        // The peer is consulted only for response-side facts.
+        assert!(!parse("response").matches(&req, Some(&resp)));
+        assert!(!parse("v=10").matches(
+            &req,
+            Some(&MessageInfo {
+                api_version: Some(10),
+                ..resp.clone()
+            })
+        ));
+        // A request never borrows facts from a peer that is not a response.
+        assert!(!parse("latency>0").matches(&req, Some(&req)));
+    }
+
+    #[test]
+    fn flags() {
+        let (req, resp, lone) = (request(), response(), lone_fetch_response());
+        assert!(hit("unpaired", &lone));
+        assert!(!hit("unpaired", &resp));
+        assert!(!hit("unpaired", &req));
+        let waiting = MessageInfo {
+            paired: false,
+            peer: None,
+            ..request()
+        };
+        assert!(hit("unpaired", &waiting));
+        let acks0 = MessageInfo {
+            paired: false,
+            peer: None,
+            expects_response: false,
+            ..request()
+        };
+        assert!(!hit("unpaired", &acks0), "acks=0 expects nothing");
+        assert!(hit("acks0", &acks0) && hit("noresponse", &acks0));
+        assert!(!hit("acks0", &req) && !hit("noresponse", &resp));
+
+        assert!(hit("inferred", &lone) && !hit("inferred", &resp));
+        let resynced = MessageInfo {
+            resynced: true,
+            skipped_before: 12,
+            ..request()
+        };
+        assert!(hit("resync", &resynced) && hit("resynced", &resynced) && !hit("resync", &req));
+        let bad = MessageInfo {
+            decode_error: Some("short at 12".into()),
+            ..response()
+        };
+        assert!(hit("malformed", &bad) && !hit("malformed", &resp));
+        assert!(hit("UNPAIRED", &lone), "keywords are case-insensitive");
+    }
+
+    // ------------------------------------------------------------ structure
+
+    #[test]
+    fn precedence_not_binds_tighter_than_and_than_or() {
+        // not a and b or c  ==  ((not a) and b) or c
+        let f = parse("not produce and request or fetch");
+        assert_eq!(f.to_string(), "not Produce and request or Fetch");
+        let produce_req = request();
+        let metadata_req = MessageInfo {
+            api_key: Some(3),
+            ..request()
+        };
+        let fetch_resp = lone_fetch_response();
+        let metadata_resp = MessageInfo {
+            api_key: Some(3),
+            ..response()
+        };
+        assert!(!f.matches(&produce_req, None));
+        assert!(f.matches(&metadata_req, None));
+        assert!(f.matches(&fetch_resp, None));
+        assert!(!f.matches(&metadata_resp, None));
+        // Symbols and words are interchangeable.
+        assert_eq!(parse("!produce && request || fetch"), f);
+        assert_eq!(parse("NOT produce AND request OR fetch"), f);
+        // a or b and c  ==  a or (b and c)
+        let g = parse("fetch or produce and response");
+        assert!(g.matches(&fetch_resp, None));
+        assert!(!g.matches(&produce_req, None));
+        assert!(g.matches(&response(), None));
+    }
+
+    #[test]
+    fn parentheses_group() {
+        let f = parse("not (produce and request) and (fetch or metadata)");
+        assert_eq!(
+            f.to_string(),
+            "not (Produce and request) and (Fetch or Metadata)"
+        );
+        assert!(f.matches(&lone_fetch_response(), None));
+        assert!(!f.matches(&request(), None));
+        let g = parse("(fetch or produce) and response");
+        assert!(!g.matches(&request(), None));
+        assert!(g.matches(&response(), None));
+        assert_eq!(parse("((produce))"), parse("produce"));
+        assert_eq!(parse("not not produce").to_string(), "not not Produce");
+        assert!(parse("not not produce").matches(&request(), None));
+    }
+
+    #[test]
+    fn display_is_canonical() {
+        for (input, shown) in [
+            ("v>=12", "version>=12"),
+            ("api!=0", "api!=Produce"),
+            ("api=999", "api=999"),
+            ("client=\"my \\\"app\\\"\"", "client=\"my \\\"app\\\"\""),
+            ("latency>50", "latency>50ms"),
+            ("latency>1.5s", "latency>1500ms"),
+            ("latency<200us", "latency<200us"),
+            ("latency<7ns", "latency<7ns"),
+            ("size>1KiB", "size>1024"),
+            ("error=6", "error=NOT_LEADER_OR_FOLLOWER"),
+            ("error!=9999", "error!=9999"),
+            ("kind=request", "request"),
+            ("kind!=request", "kind!=request"),
+            ("acks0", "noresponse"),
+            (
+                "(api_versions or fetch) or produce",
+                "(ApiVersions or Fetch) or Produce",
+            ),
+        ] {
+            let f = parse(input);
+            assert_eq!(f.to_string(), shown, "{input}");
+            assert_eq!(parse(shown), f, "{shown} round-trips");
+        }
+    }
+
+    #[test]
+    fn examples_from_the_docs_parse() {
+        for f in [
+            "produce and latency>50ms",
+            "error=NOT_LEADER_OR_FOLLOWER or throttled",
+            "not (metadata or apiversions) and client=\"my app\"",
+            "topic=orders-* and size>1MiB",
+            "api-versions",
+            "response and produce",
+            "error and fetch",
+            "produce and acks0",
+            "api=Fetch",
+            "api!=18",
+            "kind!=response",
+            "client=:50412",
+            "client_id=\"my app\"",
+            "broker=:9093",
+            "corr=1234",
+            "frame>=500 and frame<600",
+            "size>=1MiB",
+            "topic=*-dlq",
+            "topic~audit",
+            "latency>=1.5s",
+            "throttle>100ms",
+            "error!=6",
+            "error=0",
+        ] {
+            parse(f);
+        }
+        assert_eq!(
+            parse("v>=12 and not (throttled or latency>1.5s)").to_string(),
+            "version>=12 and not (throttled or latency>1500ms)"
+        );
+    }
+
+    // ------------------------------------------------------------ errors
+
+    #[test]
+    fn unknown_word_with_suggestion() {
+        let (c, m) = err("prodcue");
+        assert_eq!(c, 0);
+        assert_eq!(
+            m,
+            "unknown api or keyword 'prodcue'; did you mean 'Produce'?"
+        );
+        assert_err("request and Fecth", 12, "did you mean 'Fetch'?");
+        assert_err(
+            "latncy>5",
+            0,
+            "unknown field 'latncy'; did you mean 'latency'?",
+        );
+        let (_, m) = err("zzzzzzzz");
+        assert_eq!(m, "unknown api or keyword 'zzzzzzzz'");
+        assert_eq!(
+            Filter::parse("prodcue").unwrap_err().to_string(),
+            "col 0: unknown api or keyword 'prodcue'; did you mean 'Produce'?"
+        );
+    }
+
+    #[test]
+    fn missing_value() {
+        assert_err(
+            "latency>",
+            8,
+            "expected a duration (like 50ms, 200us or 1s) after 'latency>'",
+        );
+        assert_err("produce and v>=", 15, "expected an integer after 'v>='");
+        assert_err("latency> and produce", 9, "found 'and'");
+        assert_err("topic=)", 6, "expected a topic name");
+        assert_err(
+            "latency",
+            7,
+            "expected an operator after 'latency' (like latency>50ms)",
+        );
+    }
+
+    #[test]
+    fn bad_values() {
+        assert_err(
+            "latency>5parsecs",
+            9,
+            "unknown unit 'parsecs': expected ns, us, ms or s",
+        );
+        assert_err("latency>-5ms", 8, "expected a duration");
+        assert_err("latency>ms", 8, "expected a duration");
+        assert_err("latency>1.2.3", 8, "expected a duration");
+        assert_err("size>5k", 6, "unknown unit 'k': expected B, kB, KiB");
+        assert_err("size>99999999999999999999999999999999GiB", 5, "too large");
+        assert_err(
+            "v>=twelve",
+            3,
+            "expected an integer after 'v>=', found 'twelve'",
+        );
+        assert_err("kind=both", 5, "expected 'request' or 'response'");
+        assert_err(
+            "api=Prodcue",
+            4,
+            "unknown api 'Prodcue'; did you mean 'Produce'?",
+        );
+        assert_err("error=NOT_A_THING", 6, "unknown error name 'NOT_A_THING'");
+        assert_err(
+            "error=NOT_LEADER_OR_FOLOWER",
+            6,
+            "did you mean 'NOT_LEADER_OR_FOLLOWER'?",
+        );
+        assert_err("error=\"NOT_A_THING\"", 7, "unknown error name");
+    }
+
+    #[test]
+    fn unbalanced_parentheses() {
+        assert_err("(produce", 8, "expected ')' to close the '(' at col 0");
+        assert_err(
+            "fetch or ((produce)",
+            19,
+            "expected ')' to close the '(' at col 9",
+        );
+        assert_err("produce)", 7, "unmatched ')'");
+        assert_err("()", 1, "expected a predicate inside '( )'");
+        assert_err(
+            "(produce fetch)",
+            9,
+            "expected 'and', 'or' or ')', found 'fetch'",
+        );
+    }
+
+    #[test]
+    fn trailing_or_misplaced_operators() {
+        assert_err("produce and", 11, "expected a predicate after 'and'");
+        assert_err("produce ||", 10, "expected a predicate after '||'");
+        assert_err("not", 3, "expected a predicate after 'not'");
+        assert_err("and produce", 0, "expected a predicate, found 'and'");
+        assert_err(
+            "produce and or fetch",
+            12,
+            "expected a predicate, found 'or'",
+        );
+        assert_err("produce fetch", 8, "expected 'and' or 'or', found 'fetch'");
+        assert_err("=5", 0, "expected a predicate, found '='");
+        assert_err("produce & fetch", 8, "found a single '&'");
+        assert_err("produce | fetch", 8, "found a single '|'");
+        assert_err("produce=1", 7, "'produce' takes no operator or value");
+        assert_err("topic<5", 5, "'<' does not apply to 'topic': use = != ~");
+        assert_err("v~1", 1, "'~' does not apply to 'v'");
+        assert_err("client=\"abc", 7, "unterminated string");
+        assert_err("\"x\"", 0, "expected a predicate, found '\"x\"'");
+    }
+
+    #[test]
+    fn columns_count_characters_not_bytes() {
+        assert_err("topic=\"ü\" and prodcue", 14, "unknown api or keyword");
+    }
+
+    #[test]
+    fn nesting_is_capped() {
+        let deep = format!("{}produce{}", "(".repeat(MAX_DEPTH), ")".repeat(MAX_DEPTH));
+        assert!(Filter::parse(&deep).is_ok());
+        let deeper = format!("{}produce{}", "(".repeat(10_000), ")".repeat(10_000));
+        let (_, m) = err(&deeper);
+        assert!(m.contains("nested too deeply"), "{m}");
+        let nots = format!("{}produce", "not ".repeat(10_000));
+        let (_, m) = err(&nots);
+        assert!(m.contains("nested too deeply"), "{m}");
+        // Long flat chains are not nesting.
+        let chain = vec!["produce"; 10_000].join(" or ");
+        assert!(Filter::parse(&chain).is_ok());
+    }
+
+    // ------------------------------------------------------------ properties
+
+    /// xorshift64*: a fixed-seed generator, so failures reproduce.
+    struct Rng(u64);
+
+    impl Rng {
+        fn next(&mut self) -> u64 {
+            self.0 ^= self.0 >> 12;
+            self.0 ^= self.0 << 25;
+            self.0 ^= self.0 >> 27;
+            self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+        }
+
+        fn below(&mut self, n: usize) -> usize {
+            (self.next() % n as u64) as usize
+        }
+    }
+
+    const PIECES: &[&str] = &[
+        "produce",
+        "Fetch",
+        "api",
+        "v",
+        "version",
+        "kind",
+        "request",
+        "response",
+        "client",
+        "client_id",
+        "broker",
+        "stream",
+        "corr",
+        "frame",
+        "size",
+        "len",
+        "topic",
+        "latency",
+        "throttle",
+        "throttled",
+        "error",
+        "unpaired",
+        "inferred",
+        "resync",
+        "malformed",
+        "acks0",
+        "and",
+        "or",
+        "not",
+        "&&",
+        "||",
+        "!",
+        "(",
+        ")",
+        "=",
+        "!=",
+        "<",
+        "<=",
+        ">",
+        ">=",
+        "~",
+        "==",
+        "\"",
+        "\"my app\"",
+        "\\",
+        "5",
+        "-1",
+        "1.5",
+        "50ms",
+        "1s",
+        "2KiB",
+        "orders-*",
+        "*",
+        "NOT_LEADER_OR_FOLLOWER",
+        "NONE",
+        "6",
+        "&",
+        "|",
+        "ü",
+        "µs",
+        " ",
+        "  ",
+        "\t",
+        "x",
+        "9999999999999999999999",
+        ".",
+        "0.0.0.0:9092",
+    ];
+
+    /// Random sequences of language fragments and arbitrary characters.
+    fn random_input(rng: &mut Rng) -> String {
+        let mut s = String::new();
+        for _ in 0..rng.below(12) {
+            if rng.below(8) == 0 {
+                let c = char::from_u32(rng.next() as u32 % 0x11_0000).unwrap_or('?');
+                s.push(c);
+            } else {
+                s.push_str(PIECES[rng.below(PIECES.len())]);
+            }
+            if rng.below(3) != 0 {
+                s.push(' ');
+            }
+        }
+        s
+    }
+
+    #[test]
+    fn random_input_never_panics_and_display_round_trips() {
+        let mut rng = Rng(0x5eed_cafe_f00d_0001);
+        let samples = [request(), response(), lone_fetch_response()];
+        let mut parsed = 0;
+        for _ in 0..10_000 {
+            let input = random_input(&mut rng);
+            match Filter::parse(&input) {
+                Ok(f) => {
+                    parsed += 1;
+                    let shown = f.to_string();
+                    assert_eq!(
+                        Filter::parse(&shown).as_ref(),
+                        Ok(&f),
+                        "{input:?} → {shown:?}"
+                    );
+                    for m in &samples {
+                        let _ = f.matches(m, None);
+                        let _ = f.matches(m, Some(&samples[1]));
+                    }
+                }
+                Err(e) => {
+                    assert!(e.column <= input.chars().count(), "{input:?}: {e}");
+                    assert!(!e.message.is_empty());
+                }
+            }
+        }
+        assert!(
+            parsed > 500,
+            "the generator should reach valid filters ({parsed})"
+        );
+    }
+
+    const VALID_PREDICATES: &[&str] = &[
+        "produce",
+        "ApiVersions",
+        "api!=1",
+        "v>=9",
+        "version<3",
+        "request",
+        "kind!=response",
+        "client=billing",
+        "client~\"my app\"",
+        "client_id!=x",
+        "broker=:9092",
+        "stream=3",
+        "corr=-1",
+        "frame<=9",
+        "size>1.5kB",
+        "len<2MiB",
+        "topic=orders-*",
+        "topic~EU",
+        "topic!=payments",
+        "latency>50ms",
+        "latency<=0.5",
+        "throttle>=100us",
+        "throttled",
+        "error",
+        "error=NOT_LEADER_OR_FOLLOWER",
+        "error!=NONE",
+        "error=-1",
+        "unpaired",
+        "inferred",
+        "resync",
+        "malformed",
+        "acks0",
+        "noresponse",
+    ];
+
+    /// A random well-formed expression, nested at most `depth` deep.
+    fn random_valid(rng: &mut Rng, depth: usize) -> String {
+        let choice = if depth == 0 { 0 } else { rng.below(5) };
+        match choice {
+            1 => format!("not {}", random_valid(rng, depth - 1)),
+            2 => format!("({})", random_valid(rng, depth - 1)),
+            3 => format!(
+                "{} and {}",
+                random_valid(rng, depth - 1),
+                random_valid(rng, depth - 1)
+            ),
+            4 => format!(
+                "{} || {}",
+                random_valid(rng, depth - 1),
+                random_valid(rng, depth - 1)
+            ),
+            _ => VALID_PREDICATES[rng.below(VALID_PREDICATES.len())].to_string(),
+        }
+    }
+
+    #[test]
+    fn random_valid_filters_parse_and_round_trip_with_the_same_meaning() {
+        let mut rng = Rng(0x0dd_ba11_2024);
+        let (req, resp, lone) = (request(), response(), lone_fetch_response());
+        for _ in 0..3_000 {
+            let input = random_valid(&mut rng, 5);
+            let f = parse(&input);
+            let again = parse(&f.to_string());
+            assert_eq!(again, f, "{input:?}");
+            for (m, peer) in [(&req, Some(&resp)), (&resp, Some(&req)), (&lone, None)] {
+                assert_eq!(again.matches(m, peer), f.matches(m, peer), "{input:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn every_prefix_of_valid_filters_parses_or_errors_in_range() {
+        let inputs = [
+            "not (produce and v>=9) or client=\"my app\" && latency>=1.5ms || error=NONE",
+            "topic=orders-* and size>1MiB and !throttled and frame<=100",
+        ];
+        for input in inputs {
+            let chars: Vec<char> = input.chars().collect();
+            for n in 0..=chars.len() {
+                let prefix: String = chars.iter().take(n).collect();
+                if let Err(e) = Filter::parse(&prefix) {
+                    assert!(e.column <= n, "{prefix:?}: {e}");
+                }
+            }
+        }
+    }
+}

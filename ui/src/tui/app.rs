@@ -1,0 +1,1266 @@
+//! The terminal UI's state and its update function.
+//!
+//! Place in the data path: the loader's batches of [`Entry`]s and the
+//! terminal's key, mouse and resize events arrive as [`Msg`]s; [`App::update`]
+//! folds them into the state and returns [`Effect`]s for the shell. No I/O
+//! happens here: no clock, no terminal, no files — decoding a selected message
+//! is a pure function of its bytes. The render (`ui.rs`) reads this state only.
+//!
+//! Invariants: `entries[i].info.index == i`; `matched[i]` says whether entry
+//! `i` passes the filter; `view` lists the matched entries in the current sort
+//! order; `selected`, when set, is an entry index and `list_pos` its position
+//! in `view` (or the nearest row when the filter hides it); the decoded tree
+//! cached in `detail` is always the selected message's.
+
+use std::collections::HashSet;
+
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers, MouseButton, MouseEvent, MouseEventKind};
+use kafkashark::capture::Timestamp;
+use kafkashark::kafka::decode::Kind;
+use kafkashark::kafka::framing::RawMessage;
+use kafkashark::kafka::{decode_request, decode_response, DecodeOptions, Decoded, Node, Role};
+use kafkashark::model::MessageInfo;
+use kafkashark::topics::TopicNames;
+use ratatui::layout::{Position, Rect};
+
+use super::filtering::Filter;
+use super::ui;
+
+/// One message of the list: its facts and its bytes (the tree is decoded on demand).
+#[derive(Clone, Debug)]
+pub struct Entry {
+    /// The facts (the JSONL contract's keys).
+    pub info: MessageInfo,
+    /// The bytes as they crossed the wire, with provenance.
+    pub raw: RawMessage,
+}
+
+/// Everything that can happen to the UI.
+#[derive(Debug)]
+pub enum Msg {
+    /// A key was pressed.
+    Key(KeyEvent),
+    /// The mouse was clicked, dragged or scrolled.
+    Mouse(MouseEvent),
+    /// The terminal now has this size (columns, rows).
+    Resize(u16, u16),
+    /// Messages decoded by the loader, in capture order.
+    Loaded(Vec<Entry>),
+    /// Bytes of the input read so far, of `total` when known.
+    Progress {
+        /// Bytes read.
+        bytes: u64,
+        /// Input size, when known.
+        total: Option<u64>,
+    },
+    /// Capture counters.
+    Stats {
+        /// Frames read.
+        frames: u64,
+        /// Kafka connections seen.
+        streams: u64,
+        /// Gaps in the TCP streams.
+        gaps: u64,
+        /// Resynchronisations of the framing.
+        resyncs: u64,
+        /// Packets the kernel dropped (live only).
+        kernel_drops: Option<u64>,
+    },
+    /// The time of the first frame: relative times count from it.
+    Origin(Timestamp),
+    /// Topic names learned by the loader (for topic-id annotations).
+    Topics(Box<TopicNames>),
+    /// The input could not be read further.
+    LoadError(String),
+    /// The input has ended.
+    LoadDone,
+    /// Time passes (for the spinner).
+    Tick,
+}
+
+/// What the shell must do after an update.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Effect {
+    /// Leave the UI.
+    Quit,
+}
+
+/// Where the input comes from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SourceKind {
+    /// A capture file or standard input.
+    File,
+    /// A live interface.
+    Live,
+    /// One size-prefixed message.
+    Message,
+}
+
+/// Fixed settings of a session.
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// The file or interface name shown in the status bar.
+    pub title: String,
+    /// The kind of input.
+    pub kind: SourceKind,
+    /// Colours on (`--no-color` and `NO_COLOR` turn them off).
+    pub color: bool,
+}
+
+/// The panes, in Tab order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Pane {
+    /// The message list.
+    List,
+    /// The field tree.
+    Tree,
+    /// The byte layout.
+    Hex,
+}
+
+/// Order of the message list.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Sort {
+    /// Capture order.
+    Capture,
+    /// Slowest responses first.
+    LatencyDesc,
+    /// Largest messages first.
+    SizeDesc,
+}
+
+impl Sort {
+    /// The name shown in the status bar.
+    pub fn label(self) -> &'static str {
+        match self {
+            Sort::Capture => "capture",
+            Sort::LatencyDesc => "latency↓",
+            Sort::SizeDesc => "size↓",
+        }
+    }
+}
+
+/// How the time column is shown.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TimeMode {
+    /// Seconds since the first frame.
+    Relative,
+    /// Time of day (UTC).
+    Absolute,
+}
+
+/// The `/` bar being edited.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct FilterBar {
+    /// The text typed.
+    pub text: String,
+    /// Cursor position in characters.
+    pub cursor: usize,
+    /// The parse error of the text, with its 0-based character column.
+    pub error: Option<(usize, String)>,
+}
+
+/// A popup over the panes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Popup {
+    /// The key list.
+    Help,
+}
+
+/// Load counters.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LoadStats {
+    /// Frames read.
+    pub frames: u64,
+    /// Kafka connections.
+    pub streams: u64,
+    /// TCP gaps.
+    pub gaps: u64,
+    /// Framing resynchronisations.
+    pub resyncs: u64,
+    /// Kernel drops (live).
+    pub kernel_drops: Option<u64>,
+}
+
+/// The decoded tree of the selected message.
+#[derive(Clone, Debug)]
+pub struct Detail {
+    /// The entry it belongs to.
+    pub entry: usize,
+    /// The tree and its byte sources.
+    pub decoded: Decoded,
+}
+
+/// One visible row of the field tree.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TreeRow {
+    /// Child indices from the root.
+    pub path: Vec<u32>,
+    /// The seed's guides before the name: `|   +-- `.
+    pub guides: String,
+    /// The node has children.
+    pub has_children: bool,
+}
+
+/// The field tree's expansion, cursor and scroll.
+#[derive(Clone, Debug, Default)]
+pub struct TreeState {
+    /// Paths of expanded nodes.
+    pub expanded: HashSet<Vec<u32>>,
+    /// The visible rows, flattened.
+    pub rows: Vec<TreeRow>,
+    /// Row of the cursor.
+    pub cursor: usize,
+    /// First row shown.
+    pub offset: usize,
+}
+
+/// The byte view's source, cursor and scroll.
+#[derive(Clone, Debug, Default)]
+pub struct HexState {
+    /// 0 = the message, n = `decoded.sources[n - 1]`.
+    pub source: u16,
+    /// Byte under the cursor.
+    pub cursor: usize,
+    /// First row (of 16 bytes) shown.
+    pub offset_row: usize,
+    /// What each byte of the source belongs to (the deepest node's role).
+    pub roles: Vec<Role>,
+}
+
+/// The whole UI state.
+pub struct App {
+    /// Session settings.
+    pub cfg: Config,
+    /// Every message loaded, in capture order.
+    pub entries: Vec<Entry>,
+    /// Whether each entry passes the filter.
+    pub matched: Vec<bool>,
+    /// The entries shown, in sort order.
+    pub view: Vec<usize>,
+    /// The applied filter.
+    pub filter: Option<Filter>,
+    /// Its text.
+    pub filter_text: String,
+    /// The `/` bar, while open.
+    pub bar: Option<FilterBar>,
+    /// List order.
+    pub sort: Sort,
+    /// Time column mode.
+    pub time: TimeMode,
+    /// Time of the first frame.
+    pub origin: Option<Timestamp>,
+    /// Focused pane.
+    pub focus: Pane,
+    /// Selected entry.
+    pub selected: Option<usize>,
+    /// Row of the selection in `view`.
+    pub list_pos: usize,
+    /// First list row shown.
+    pub list_offset: usize,
+    /// The selected message's tree.
+    pub detail: Option<Detail>,
+    /// Field tree state.
+    pub tree: TreeState,
+    /// Byte view state.
+    pub hex: HexState,
+    /// Open popup.
+    pub popup: Option<Popup>,
+    /// A one-line message for the user (frames of a field, peer hidden, …).
+    pub notice: Option<String>,
+    /// Keep the newest message selected as messages arrive.
+    pub follow: bool,
+    /// Terminal size.
+    pub size: (u16, u16),
+    /// Load counters.
+    pub stats: LoadStats,
+    /// Bytes read and input size.
+    pub progress: (u64, Option<u64>),
+    /// The input has ended.
+    pub done: bool,
+    /// Why loading stopped early.
+    pub load_error: Option<String>,
+    /// Topic ids → names.
+    pub topics: TopicNames,
+    /// Ticks seen (spinner).
+    pub ticks: u64,
+    opts: DecodeOptions,
+}
+
+/// Rows the wheel scrolls.
+const WHEEL_ROWS: usize = 3;
+
+impl App {
+    /// An empty UI for this input, of this size.
+    pub fn new(cfg: Config, size: (u16, u16)) -> App {
+        let follow = cfg.kind == SourceKind::Live;
+        let focus = if cfg.kind == SourceKind::Message {
+            Pane::Tree
+        } else {
+            Pane::List
+        };
+        App {
+            cfg,
+            entries: Vec::new(),
+            matched: Vec::new(),
+            view: Vec::new(),
+            filter: None,
+            filter_text: String::new(),
+            bar: None,
+            sort: Sort::Capture,
+            time: TimeMode::Relative,
+            origin: None,
+            focus,
+            selected: None,
+            list_pos: 0,
+            list_offset: 0,
+            detail: None,
+            tree: TreeState::default(),
+            hex: HexState::default(),
+            popup: None,
+            notice: None,
+            follow,
+            size,
+            stats: LoadStats::default(),
+            progress: (0, None),
+            done: false,
+            load_error: None,
+            topics: TopicNames::default(),
+            ticks: 0,
+            opts: DecodeOptions::default(),
+        }
+    }
+
+    /// Folds one message into the state.
+    pub fn update(&mut self, msg: Msg) -> Vec<Effect> {
+        match msg {
+            Msg::Key(k) => return self.key(k),
+            Msg::Mouse(m) => self.mouse(m),
+            Msg::Resize(w, h) => {
+                self.size = (w, h);
+                self.scroll_all();
+            }
+            Msg::Loaded(batch) => self.loaded(batch),
+            Msg::Progress { bytes, total } => self.progress = (bytes, total),
+            Msg::Stats {
+                frames,
+                streams,
+                gaps,
+                resyncs,
+                kernel_drops,
+            } => {
+                self.stats = LoadStats {
+                    frames,
+                    streams,
+                    gaps,
+                    resyncs,
+                    kernel_drops,
+                }
+            }
+            Msg::Origin(ts) => self.origin = Some(ts),
+            Msg::Topics(t) => self.topics = *t,
+            Msg::LoadError(e) => self.load_error = Some(e),
+            Msg::LoadDone => self.done = true,
+            Msg::Tick => self.ticks = self.ticks.wrapping_add(1),
+        }
+        Vec::new()
+    }
+
+    // ----- loading and the view -------------------------------------------
+
+    fn loaded(&mut self, batch: Vec<Entry>) {
+        let start = self.entries.len();
+        let mut touched: Vec<usize> = Vec::new();
+        for mut e in batch {
+            let idx = self.entries.len();
+            e.info.index = idx as u64;
+            if e.info.kind == Kind::Response {
+                if let (true, Some(p)) = (e.info.paired, e.info.peer) {
+                    let p = p as usize;
+                    if let Some(req) = self.entries.get_mut(p) {
+                        req.info.paired = true;
+                        req.info.peer = Some(idx as u64);
+                        if p < start {
+                            touched.push(p);
+                        }
+                    }
+                }
+            }
+            if self.origin.is_none() {
+                self.origin = Some(e.info.first_ts);
+            }
+            self.entries.push(e);
+        }
+        for i in start..self.entries.len() {
+            let m = self.eval(i);
+            self.matched.push(m);
+        }
+        let mut changed = false;
+        for r in touched {
+            let m = self.eval(r);
+            if let Some(old) = self.matched.get_mut(r) {
+                if *old != m {
+                    *old = m;
+                    changed = true;
+                }
+            }
+        }
+        if changed {
+            self.rebuild_view();
+        } else {
+            let mut fresh: Vec<usize> = (start..self.entries.len())
+                .filter(|&i| self.matched.get(i).copied().unwrap_or(false))
+                .collect();
+            if self.sort == Sort::Capture {
+                self.view.extend(fresh);
+            } else {
+                fresh.sort_by(|&a, &b| self.cmp(a, b));
+                let old = std::mem::take(&mut self.view);
+                self.view = merge(old, fresh, |a, b| self.cmp(a, b));
+            }
+            self.sync_list_pos();
+        }
+        if self.follow && !self.view.is_empty() {
+            self.select_pos(self.view.len() - 1);
+        } else if self.selected.is_none() && !self.view.is_empty() {
+            self.select_pos(0);
+        }
+    }
+
+    fn eval(&self, i: usize) -> bool {
+        let Some(f) = &self.filter else { return true };
+        let Some(e) = self.entries.get(i) else {
+            return false;
+        };
+        let peer = e
+            .info
+            .peer
+            .and_then(|p| self.entries.get(p as usize))
+            .map(|p| &p.info);
+        f.matches(&e.info, peer)
+    }
+
+    fn cmp(&self, a: usize, b: usize) -> std::cmp::Ordering {
+        let (ea, eb) = (&self.entries[a].info, &self.entries[b].info);
+        match self.sort {
+            Sort::Capture => a.cmp(&b),
+            Sort::LatencyDesc => match (ea.latency_ns, eb.latency_ns) {
+                (Some(x), Some(y)) => y.cmp(&x).then(a.cmp(&b)),
+                (Some(_), None) => std::cmp::Ordering::Less,
+                (None, Some(_)) => std::cmp::Ordering::Greater,
+                (None, None) => a.cmp(&b),
+            },
+            Sort::SizeDesc => eb.length.cmp(&ea.length).then(a.cmp(&b)),
+        }
+    }
+
+    /// Recomputes `view` from `matched` and the sort.
+    fn rebuild_view(&mut self) {
+        let mut v: Vec<usize> = (0..self.entries.len())
+            .filter(|&i| self.matched.get(i).copied().unwrap_or(false))
+            .collect();
+        if self.sort != Sort::Capture {
+            v.sort_by(|&a, &b| self.cmp(a, b));
+        }
+        self.view = v;
+        self.sync_list_pos();
+    }
+
+    /// Puts `list_pos` on the selected entry (or the nearest row when it is hidden).
+    fn sync_list_pos(&mut self) {
+        if let Some(sel) = self.selected {
+            if let Some(p) = self.view_position(sel) {
+                self.list_pos = p;
+            } else {
+                self.list_pos = self.list_pos.min(self.view.len().saturating_sub(1));
+            }
+        }
+        self.scroll_list();
+    }
+
+    fn view_position(&self, entry: usize) -> Option<usize> {
+        if self.sort == Sort::Capture {
+            self.view.binary_search(&entry).ok()
+        } else {
+            self.view.iter().position(|&i| i == entry)
+        }
+    }
+
+    fn apply_filter(&mut self, text: &str) {
+        let f = Filter::parse(text).ok().filter(|f| !f.is_empty());
+        self.filter = f;
+        self.filter_text = if self.filter.is_some() {
+            text.to_string()
+        } else {
+            String::new()
+        };
+        self.matched = (0..self.entries.len()).map(|i| self.eval(i)).collect();
+        self.rebuild_view();
+        self.after_view_change();
+    }
+
+    /// After the view changed under the selection: keep it if shown, else take the nearest row.
+    fn after_view_change(&mut self) {
+        let shown = self.selected.and_then(|s| self.view_position(s));
+        match shown {
+            Some(p) => {
+                self.list_pos = p;
+                self.scroll_list();
+            }
+            None if !self.view.is_empty() => {
+                let p = self.list_pos.min(self.view.len() - 1);
+                self.select_pos(p);
+            }
+            None => {}
+        }
+    }
+
+    // ----- selection --------------------------------------------------------
+
+    /// Selects the list row `pos`.
+    pub fn select_pos(&mut self, pos: usize) {
+        let Some(&idx) = self.view.get(pos) else {
+            return;
+        };
+        self.list_pos = pos;
+        self.scroll_list();
+        if self.selected != Some(idx) || self.detail.is_none() {
+            self.select_entry(idx);
+        }
+    }
+
+    fn select_entry(&mut self, idx: usize) {
+        self.selected = Some(idx);
+        let Some(e) = self.entries.get(idx) else {
+            return;
+        };
+        let mut decoded = decode_entry(e, &self.opts);
+        if e.info.kind == Kind::Response {
+            self.topics.learn(e.info.api_key, &decoded.root);
+        }
+        self.topics.annotate(&mut decoded.root);
+        let mut expanded = HashSet::new();
+        expanded.insert(Vec::new());
+        for i in 0..decoded.root.children.len() {
+            expanded.insert(vec![i as u32]);
+        }
+        self.detail = Some(Detail {
+            entry: idx,
+            decoded,
+        });
+        self.tree = TreeState {
+            expanded,
+            ..TreeState::default()
+        };
+        self.rebuild_rows();
+        self.hex = HexState::default();
+        self.field_selected();
+    }
+
+    /// The selected entry.
+    pub fn selected_entry(&self) -> Option<&Entry> {
+        self.selected.and_then(|i| self.entries.get(i))
+    }
+
+    /// The node under the tree cursor.
+    pub fn selected_node(&self) -> Option<&Node> {
+        let d = self.detail.as_ref()?;
+        let row = self.tree.rows.get(self.tree.cursor)?;
+        node_at(&d.decoded.root, &row.path)
+    }
+
+    /// The bytes of the hex view's current source.
+    pub fn hex_bytes(&self) -> &[u8] {
+        let Some(d) = &self.detail else { return &[] };
+        match self.hex.source {
+            0 => self
+                .entries
+                .get(d.entry)
+                .map_or(&[][..], |e| &e.raw.bytes[..]),
+            n => d
+                .decoded
+                .sources
+                .get(usize::from(n) - 1)
+                .map_or(&[][..], |s| &s.data[..]),
+        }
+    }
+
+    /// The span (start, end) the selected field covers in the current source.
+    pub fn highlight(&self) -> Option<(usize, usize)> {
+        let n = self.selected_node()?;
+        (n.source == self.hex.source).then(|| (n.offset, n.end()))
+    }
+
+    /// Which peer of the selected message, and whether it is shown.
+    fn jump_peer(&mut self) {
+        let Some(e) = self.selected_entry() else {
+            return;
+        };
+        let Some(p) = e.info.peer else {
+            self.notice = Some(match e.info.kind {
+                Kind::Request if !e.info.expects_response => {
+                    "this request expects no response (acks=0)".into()
+                }
+                Kind::Request => "no response to this request was captured".into(),
+                Kind::Response => "the request of this response was not captured".into(),
+            });
+            return;
+        };
+        let p = p as usize;
+        match self.view_position(p) {
+            Some(pos) => {
+                self.follow = false;
+                self.select_pos(pos);
+            }
+            None => {
+                let frame = self.entries.get(p).map_or(0, |e| e.info.frame);
+                self.notice = Some(format!("its peer (frame {frame}) is hidden by the filter"));
+            }
+        }
+    }
+
+    // ----- tree ------------------------------------------------------------
+
+    fn rebuild_rows(&mut self) {
+        let keep = self.tree.rows.get(self.tree.cursor).map(|r| r.path.clone());
+        self.tree.rows = match &self.detail {
+            Some(d) => flatten(&d.decoded.root, &self.tree.expanded),
+            None => Vec::new(),
+        };
+        if let Some(path) = keep {
+            self.tree.cursor = self.row_of(&path);
+        }
+        self.tree.cursor = self.tree.cursor.min(self.tree.rows.len().saturating_sub(1));
+        self.scroll_tree();
+    }
+
+    /// Row of `path`, or of its nearest visible ancestor.
+    fn row_of(&self, path: &[u32]) -> usize {
+        let mut p = path.to_vec();
+        loop {
+            if let Some(i) = self.tree.rows.iter().position(|r| r.path == p) {
+                return i;
+            }
+            if p.pop().is_none() {
+                return 0;
+            }
+        }
+    }
+
+    fn tree_move(&mut self, to: usize) {
+        if self.tree.rows.is_empty() {
+            return;
+        }
+        self.tree.cursor = to.min(self.tree.rows.len() - 1);
+        self.scroll_tree();
+        self.field_selected();
+    }
+
+    fn tree_toggle(&mut self) {
+        let Some(row) = self.tree.rows.get(self.tree.cursor) else {
+            return;
+        };
+        if !row.has_children {
+            return;
+        }
+        let path = row.path.clone();
+        if !self.tree.expanded.remove(&path) {
+            self.tree.expanded.insert(path);
+        }
+        self.rebuild_rows();
+    }
+
+    fn tree_right(&mut self) {
+        let Some(row) = self.tree.rows.get(self.tree.cursor) else {
+            return;
+        };
+        if !row.has_children {
+            return;
+        }
+        if self.tree.expanded.insert(row.path.clone()) {
+            self.rebuild_rows();
+        } else {
+            self.tree_move(self.tree.cursor + 1);
+        }
+    }
+
+    fn tree_left(&mut self) {
+        let Some(row) = self.tree.rows.get(self.tree.cursor) else {
+            return;
+        };
+        let path = row.path.clone();
+        if row.has_children && self.tree.expanded.remove(&path) {
+            self.rebuild_rows();
+            return;
+        }
+        if path.is_empty() {
+            return;
+        }
+        let parent = &path[..path.len() - 1];
+        let r = self.row_of(parent);
+        self.tree_move(r);
+    }
+
+    fn expand_all(&mut self, on: bool) {
+        let Some(d) = &self.detail else { return };
+        if on {
+            let mut all = HashSet::new();
+            collect_parents(&d.decoded.root, &mut Vec::new(), &mut all);
+            self.tree.expanded = all;
+        } else {
+            self.tree.expanded = std::iter::once(Vec::new()).collect();
+        }
+        self.rebuild_rows();
+        self.field_selected();
+    }
+
+    /// The tree cursor moved: the hex view follows the field (switching source).
+    fn field_selected(&mut self) {
+        let Some(n) = self.selected_node() else {
+            self.hex = HexState::default();
+            return;
+        };
+        let (source, offset) = (n.source, n.offset);
+        if source != self.hex.source || self.hex.roles.is_empty() {
+            self.hex.source = source;
+            self.hex.roles = match &self.detail {
+                Some(d) => byte_roles(&d.decoded.root, source, self.hex_bytes().len()),
+                None => Vec::new(),
+            };
+        }
+        self.hex.cursor = offset.min(self.hex_bytes().len().saturating_sub(1));
+        self.scroll_hex();
+    }
+
+    /// The hex cursor moved to `byte`: select the deepest field holding it.
+    fn hex_move(&mut self, byte: usize) {
+        let len = self.hex_bytes().len();
+        if len == 0 {
+            return;
+        }
+        self.hex.cursor = byte.min(len - 1);
+        self.scroll_hex();
+        let Some(d) = &self.detail else { return };
+        let Some(path) = deepest_at(&d.decoded.root, self.hex.source, self.hex.cursor) else {
+            return;
+        };
+        for k in 0..path.len() {
+            self.tree.expanded.insert(path[..k].to_vec());
+        }
+        self.rebuild_rows();
+        self.tree.cursor = self.row_of(&path);
+        self.scroll_tree();
+    }
+
+    /// The frames that carried the selected field's bytes.
+    fn frames_notice(&mut self) {
+        let (Some(e), Some(n), Some(d)) =
+            (self.selected_entry(), self.selected_node(), &self.detail)
+        else {
+            return;
+        };
+        // A field in decompressed bytes came from the compressed blob it was inflated from.
+        let (mut start, mut end, mut src, mut via) = (n.offset, n.end(), n.source, None);
+        while src != 0 {
+            let Some(s) = d.decoded.sources.get(usize::from(src) - 1) else {
+                break;
+            };
+            via.get_or_insert_with(|| format!(" (compressed in #{src})"));
+            start = s.parent_offset;
+            end = s.parent_offset + s.parent_length;
+            src = s.parent;
+        }
+        let frames = frames_of(&e.raw, start, end.max(start + 1));
+        let list = frames
+            .iter()
+            .map(u64::to_string)
+            .collect::<Vec<_>>()
+            .join(", ");
+        let word = if frames.len() == 1 { "frame" } else { "frames" };
+        self.notice = Some(format!(
+            "bytes 0x{start:04x}..0x{end:04x} of {}{} came in {word} {list}",
+            kafkashark::kafka::tree::escape_text(&n.name),
+            via.unwrap_or_default()
+        ));
+    }
+
+    // ----- scrolling ---------------------------------------------------------
+
+    fn scroll_all(&mut self) {
+        self.scroll_list();
+        self.scroll_tree();
+        self.scroll_hex();
+    }
+
+    fn scroll_list(&mut self) {
+        let rows = ui::layout(self).list_rows.max(1);
+        self.list_offset = keep_visible(self.list_offset, self.list_pos, rows);
+    }
+
+    fn scroll_tree(&mut self) {
+        let rows = ui::layout(self).tree_rows.max(1);
+        self.tree.offset = keep_visible(self.tree.offset, self.tree.cursor, rows);
+    }
+
+    fn scroll_hex(&mut self) {
+        let rows = ui::layout(self).hex_rows.max(1);
+        let total = self.hex_bytes().len().div_ceil(16);
+        let row = self.hex.cursor / 16;
+        // Show as much of the selected field as fits.
+        let mut off = keep_visible(self.hex.offset_row, row, rows);
+        if let Some((s, e)) = self.highlight() {
+            let (fs, fe) = (s / 16, e.saturating_sub(1) / 16);
+            if fs >= off && fe >= off + rows && fs == row {
+                off = fs.min(fe + 1 - rows.min(fe + 1));
+                off = off.max(row + 1 - rows.min(row + 1)).min(row);
+            }
+        }
+        self.hex.offset_row = off.min(total.saturating_sub(1));
+    }
+
+    // ----- input -----------------------------------------------------------------
+
+    fn key(&mut self, k: KeyEvent) -> Vec<Effect> {
+        if k.kind == crossterm::event::KeyEventKind::Release {
+            return Vec::new();
+        }
+        let ctrl = k.modifiers.contains(KeyModifiers::CONTROL);
+        if ctrl && matches!(k.code, KeyCode::Char('c')) {
+            return vec![Effect::Quit];
+        }
+        if self.bar.is_some() {
+            self.bar_key(k);
+            return Vec::new();
+        }
+        if self.popup.is_some() {
+            self.popup = None;
+            return Vec::new();
+        }
+        self.notice = None;
+        let page = |rows: usize| rows.saturating_sub(1).max(1);
+        let lay = ui::layout(self);
+        match k.code {
+            KeyCode::Char('q') => return vec![Effect::Quit],
+            KeyCode::Char('?') => self.popup = Some(Popup::Help),
+            KeyCode::Char('/') => {
+                let text = self.filter_text.clone();
+                let cursor = text.chars().count();
+                self.bar = Some(FilterBar {
+                    text,
+                    cursor,
+                    error: None,
+                });
+                self.validate_bar();
+            }
+            KeyCode::Tab => self.focus = next_pane(self.focus, self.has_list(), true),
+            KeyCode::BackTab => self.focus = next_pane(self.focus, self.has_list(), false),
+            KeyCode::Char('F') => {
+                self.follow = !self.follow;
+                if self.follow && !self.view.is_empty() {
+                    self.select_pos(self.view.len() - 1);
+                }
+            }
+            KeyCode::Char('t') => {
+                self.time = match self.time {
+                    TimeMode::Relative => TimeMode::Absolute,
+                    TimeMode::Absolute => TimeMode::Relative,
+                }
+            }
+            KeyCode::Char('s') => {
+                self.sort = match self.sort {
+                    Sort::Capture => Sort::LatencyDesc,
+                    Sort::LatencyDesc => Sort::SizeDesc,
+                    Sort::SizeDesc => Sort::Capture,
+                };
+                self.rebuild_view();
+                self.after_view_change();
+            }
+            KeyCode::Char('p') => self.jump_peer(),
+            KeyCode::Char('f') => self.frames_notice(),
+            KeyCode::Char('e') => self.expand_all(true),
+            KeyCode::Char('c') => self.expand_all(false),
+            code => match self.focus {
+                Pane::List => self.list_key(code, page(lay.list_rows)),
+                Pane::Tree => self.tree_key(code, page(lay.tree_rows)),
+                Pane::Hex => self.hex_key(code, page(lay.hex_rows)),
+            },
+        }
+        Vec::new()
+    }
+
+    fn has_list(&self) -> bool {
+        self.cfg.kind != SourceKind::Message
+    }
+
+    fn list_key(&mut self, code: KeyCode, page: usize) {
+        let last = self.view.len().saturating_sub(1);
+        let pos = self.list_pos;
+        let to = match code {
+            KeyCode::Down | KeyCode::Char('j') => pos + 1,
+            KeyCode::Up | KeyCode::Char('k') => pos.saturating_sub(1),
+            KeyCode::PageDown => pos + page,
+            KeyCode::PageUp => pos.saturating_sub(page),
+            KeyCode::Char('g') | KeyCode::Home => 0,
+            KeyCode::Char('G') | KeyCode::End => last,
+            KeyCode::Enter | KeyCode::Right | KeyCode::Char('l') | KeyCode::Char(' ') => {
+                self.focus = Pane::Tree;
+                return;
+            }
+            _ => return,
+        };
+        self.follow = self.follow && to >= last;
+        self.select_pos(to.min(last));
+    }
+
+    fn tree_key(&mut self, code: KeyCode, page: usize) {
+        let cur = self.tree.cursor;
+        match code {
+            KeyCode::Down | KeyCode::Char('j') => self.tree_move(cur + 1),
+            KeyCode::Up | KeyCode::Char('k') => self.tree_move(cur.saturating_sub(1)),
+            KeyCode::PageDown => self.tree_move(cur + page),
+            KeyCode::PageUp => self.tree_move(cur.saturating_sub(page)),
+            KeyCode::Char('g') | KeyCode::Home => self.tree_move(0),
+            KeyCode::Char('G') | KeyCode::End => self.tree_move(usize::MAX),
+            KeyCode::Enter | KeyCode::Char(' ') => self.tree_toggle(),
+            KeyCode::Right | KeyCode::Char('l') => self.tree_right(),
+            KeyCode::Left | KeyCode::Char('h') => self.tree_left(),
+            _ => {}
+        }
+    }
+
+    fn hex_key(&mut self, code: KeyCode, page: usize) {
+        let cur = self.hex.cursor;
+        let last = self.hex_bytes().len().saturating_sub(1);
+        let to = match code {
+            KeyCode::Right | KeyCode::Char('l') => cur + 1,
+            KeyCode::Left | KeyCode::Char('h') => cur.saturating_sub(1),
+            KeyCode::Down | KeyCode::Char('j') => cur + 16,
+            KeyCode::Up | KeyCode::Char('k') => cur.saturating_sub(16),
+            KeyCode::PageDown => cur + 16 * page,
+            KeyCode::PageUp => cur.saturating_sub(16 * page),
+            KeyCode::Char('g') | KeyCode::Home => 0,
+            KeyCode::Char('G') | KeyCode::End => last,
+            KeyCode::Enter | KeyCode::Char(' ') => {
+                self.focus = Pane::Tree;
+                return;
+            }
+            _ => return,
+        };
+        self.hex_move(to.min(last));
+    }
+
+    fn bar_key(&mut self, k: KeyEvent) {
+        let Some(bar) = &mut self.bar else { return };
+        match k.code {
+            KeyCode::Esc => {
+                self.bar = None;
+                return;
+            }
+            KeyCode::Enter => {
+                if let Some((col, msg)) = &bar.error {
+                    self.notice = Some(format!("filter not applied: col {col}: {msg}"));
+                    return;
+                }
+                let text = bar.text.clone();
+                self.bar = None;
+                self.apply_filter(&text);
+                return;
+            }
+            KeyCode::Backspace => {
+                if bar.cursor > 0 {
+                    bar.cursor -= 1;
+                    remove_char(&mut bar.text, bar.cursor);
+                }
+            }
+            KeyCode::Delete => remove_char(&mut bar.text, bar.cursor),
+            KeyCode::Left => bar.cursor = bar.cursor.saturating_sub(1),
+            KeyCode::Right => bar.cursor = (bar.cursor + 1).min(bar.text.chars().count()),
+            KeyCode::Home => bar.cursor = 0,
+            KeyCode::End => bar.cursor = bar.text.chars().count(),
+            KeyCode::Char(c) => {
+                let at = byte_index(&bar.text, bar.cursor);
+                bar.text.insert(at, c);
+                bar.cursor += 1;
+            }
+            _ => return,
+        }
+        self.validate_bar();
+    }
+
+    fn validate_bar(&mut self) {
+        if let Some(bar) = &mut self.bar {
+            bar.error = match Filter::parse(&bar.text) {
+                Ok(_) => None,
+                Err(e) => Some((e.column, e.message)),
+            };
+        }
+    }
+
+    fn mouse(&mut self, m: MouseEvent) {
+        if self.popup.is_some() || self.bar.is_some() {
+            return;
+        }
+        let lay = ui::layout(self);
+        let at = Position::new(m.column, m.row);
+        let inside = |r: Rect| r.contains(at);
+        let pane = if lay.list.is_some_and(inside) {
+            Pane::List
+        } else if inside(lay.tree) {
+            Pane::Tree
+        } else if inside(lay.hex) {
+            Pane::Hex
+        } else {
+            return;
+        };
+        match m.kind {
+            MouseEventKind::Down(MouseButton::Left) => {
+                self.focus = pane;
+                match pane {
+                    Pane::List => {
+                        let Some(r) = lay.list else { return };
+                        // Border, then the header row.
+                        let row = usize::from(m.row).checked_sub(usize::from(r.y) + 2);
+                        if let Some(row) = row.filter(|&row| row < lay.list_rows) {
+                            let pos = self.list_offset + row;
+                            if pos < self.view.len() {
+                                self.follow = false;
+                                self.select_pos(pos);
+                            }
+                        }
+                    }
+                    Pane::Tree => {
+                        let row = usize::from(m.row).checked_sub(usize::from(lay.tree.y) + 1);
+                        if let Some(row) = row.filter(|&row| row < lay.tree_rows) {
+                            let idx = self.tree.offset + row;
+                            if idx < self.tree.rows.len() {
+                                let was = self.tree.cursor;
+                                self.tree_move(idx);
+                                // A click on the marker column toggles.
+                                if was == idx || m.column <= lay.tree.x + 2 {
+                                    self.tree_toggle();
+                                }
+                            }
+                        }
+                    }
+                    Pane::Hex => {
+                        if let Some(b) = ui::hex_byte_at(self, &lay, m.column, m.row) {
+                            self.hex_move(b);
+                        }
+                    }
+                }
+            }
+            MouseEventKind::ScrollDown | MouseEventKind::ScrollUp => {
+                let down = m.kind == MouseEventKind::ScrollDown;
+                let step = |v: usize, n: usize| {
+                    if down {
+                        v + n
+                    } else {
+                        v.saturating_sub(n)
+                    }
+                };
+                match pane {
+                    Pane::List => {
+                        let last = self.view.len().saturating_sub(1);
+                        self.follow = false;
+                        self.select_pos(step(self.list_pos, WHEEL_ROWS).min(last));
+                    }
+                    Pane::Tree => self.tree_move(step(self.tree.cursor, WHEEL_ROWS)),
+                    Pane::Hex => {
+                        let last = self.hex_bytes().len().saturating_sub(1);
+                        self.hex_move(step(self.hex.cursor, 16 * WHEEL_ROWS).min(last));
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+/// The next pane in Tab order (the list is skipped for a single message).
+fn next_pane(p: Pane, has_list: bool, forward: bool) -> Pane {
+    let order: &[Pane] = if has_list {
+        &[Pane::List, Pane::Tree, Pane::Hex]
+    } else {
+        &[Pane::Tree, Pane::Hex]
+    };
+    let i = order.iter().position(|&x| x == p).unwrap_or(0);
+    let n = order.len();
+    let j = if forward {
+        (i + 1) % n
+    } else {
+        (i + n - 1) % n
+    };
+    order[j]
+}
+
+/// A scroll offset that keeps `cursor` within `rows` rows.
+fn keep_visible(offset: usize, cursor: usize, rows: usize) -> usize {
+    if cursor < offset {
+        cursor
+    } else if cursor >= offset + rows {
+        cursor + 1 - rows
+    } else {
+        offset
+    }
+}
+
+fn merge(
+    a: Vec<usize>,
+    b: Vec<usize>,
+    cmp: impl Fn(usize, usize) -> std::cmp::Ordering,
+) -> Vec<usize> {
+    let mut out = Vec::with_capacity(a.len() + b.len());
+    let (mut i, mut j) = (0, 0);
+    while i < a.len() && j < b.len() {
+        if cmp(b[j], a[i]) == std::cmp::Ordering::Less {
+            out.push(b[j]);
+            j += 1;
+        } else {
+            out.push(a[i]);
+            i += 1;
+        }
+    }
+    out.extend_from_slice(&a[i..]);
+    out.extend_from_slice(&b[j..]);
+    out
+}
+
+fn byte_index(s: &str, chars: usize) -> usize {
+    s.char_indices().nth(chars).map_or(s.len(), |(i, _)| i)
+}
+
+fn remove_char(s: &mut String, chars: usize) {
+    let at = byte_index(s, chars);
+    if at < s.len() {
+        s.remove(at);
+    }
+}
+
+/// Decodes an entry's tree: requests by their header, responses with the api
+/// key and version of their request (the ApiVersions v0 fallback of KIP-511
+/// as the model does), unknown responses header only.
+pub fn decode_entry(e: &Entry, opts: &DecodeOptions) -> Decoded {
+    let bytes = &e.raw.bytes[..];
+    match (e.info.kind, e.info.api_key, e.info.api_version) {
+        (Kind::Request, _, _) => decode_request(bytes, opts),
+        (Kind::Response, Some(k), Some(v)) => {
+            let d = decode_response(bytes, k, v, opts);
+            if k == 18 && v > 0 && d.error.is_some() && bytes.get(8..10) == Some(&[0, 35]) {
+                let v0 = decode_response(bytes, k, 0, opts);
+                if v0.error.is_none() {
+                    return v0;
+                }
+            }
+            d
+        }
+        (Kind::Response, _, _) => decode_response(bytes, -1, 0, opts),
+    }
+}
+
+/// The node at a path of child indices.
+pub fn node_at<'a>(root: &'a Node, path: &[u32]) -> Option<&'a Node> {
+    let mut n = root;
+    for &i in path {
+        n = n.children.get(i as usize)?;
+    }
+    Some(n)
+}
+
+/// The visible rows of a tree given its expanded nodes, with the seed's guides.
+pub fn flatten(root: &Node, expanded: &HashSet<Vec<u32>>) -> Vec<TreeRow> {
+    fn go(
+        n: &Node,
+        path: &mut Vec<u32>,
+        prefix: &str,
+        guides: String,
+        expanded: &HashSet<Vec<u32>>,
+        out: &mut Vec<TreeRow>,
+    ) {
+        out.push(TreeRow {
+            path: path.clone(),
+            guides,
+            has_children: !n.children.is_empty(),
+        });
+        if n.children.is_empty() || !expanded.contains(path) {
+            return;
+        }
+        let count = n.children.len();
+        for (i, c) in n.children.iter().enumerate() {
+            let last = i + 1 == count;
+            path.push(i as u32);
+            let next_prefix = if last {
+                format!("{prefix}    ")
+            } else {
+                format!("{prefix}|   ")
+            };
+            go(
+                c,
+                path,
+                &next_prefix,
+                format!("{prefix}+-- "),
+                expanded,
+                out,
+            );
+            path.pop();
+        }
+    }
+    let mut out = Vec::new();
+    go(root, &mut Vec::new(), "", String::new(), expanded, &mut out);
+    out
+}
+
+fn collect_parents(n: &Node, path: &mut Vec<u32>, out: &mut HashSet<Vec<u32>>) {
+    if n.children.is_empty() {
+        return;
+    }
+    out.insert(path.clone());
+    for (i, c) in n.children.iter().enumerate() {
+        path.push(i as u32);
+        collect_parents(c, path, out);
+        path.pop();
+    }
+}
+
+/// What each byte of a source belongs to: the role of the deepest node over it.
+pub fn byte_roles(root: &Node, source: u16, len: usize) -> Vec<Role> {
+    let mut roles = vec![Role::Message; len];
+    root.walk(&mut |n, _| {
+        if n.source == source && n.length > 0 {
+            let end = n.end().min(len);
+            if let Some(slot) = roles.get_mut(n.offset.min(end)..end) {
+                slot.fill(n.role);
+            }
+        }
+    });
+    roles
+}
+
+/// The path of the deepest node of `source` whose span holds `byte`.
+pub fn deepest_at(root: &Node, source: u16, byte: usize) -> Option<Vec<u32>> {
+    fn go(n: &Node, source: u16, byte: usize, path: &mut Vec<u32>, best: &mut Option<Vec<u32>>) {
+        if n.source == source && n.length > 0 && n.offset <= byte && byte < n.end() {
+            *best = Some(path.clone());
+        }
+        for (i, c) in n.children.iter().enumerate() {
+            path.push(i as u32);
+            go(c, source, byte, path, best);
+            path.pop();
+        }
+    }
+    let mut best = None;
+    go(root, source, byte, &mut Vec::new(), &mut best);
+    best
+}
+
+/// The frames that carried bytes `start..end` of a message, in order.
+pub fn frames_of(raw: &RawMessage, start: usize, end: usize) -> Vec<u64> {
+    let s = u32::try_from(start).unwrap_or(u32::MAX);
+    let e = u32::try_from(end).unwrap_or(u32::MAX);
+    let mut out = vec![raw.frame_of(s)];
+    for &(off, f) in &raw.provenance {
+        if off > s && off < e && out.last() != Some(&f) {
+            out.push(f);
+        }
+    }
+    out
+}

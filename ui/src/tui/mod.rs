@@ -1,0 +1,427 @@
+//! The terminal UI: a message list, a field tree and a byte layout, for
+//! capture files, standard input, live interfaces and single messages.
+//!
+//! Place in the data path: a shell around the engine. A loader thread feeds
+//! frames to the [`Analyzer`] and sends [`Msg::Loaded`] batches over a bounded
+//! channel; the UI thread polls the terminal with a short timeout, drains the
+//! channel, folds everything into [`App::update`] and draws with
+//! [`ui::render`]. All OS access (terminal, files, pcap, threads) lives in this
+//! file; `app.rs` and `ui.rs` are pure.
+//!
+//! Invariant: the terminal is restored (raw mode off, main screen, mouse
+//! released, cursor shown) on every exit path: normal quit, errors (the
+//! [`TerminalGuard`] drop) and panics (the panic hook).
+
+pub mod app;
+pub mod filtering;
+pub mod ui;
+
+#[cfg(test)]
+mod tests_render;
+#[cfg(test)]
+mod tests_update;
+#[cfg(test)]
+mod testutil;
+
+use std::io::{self, Write};
+use std::net::{Ipv4Addr, SocketAddr};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{sync_channel, Receiver, SyncSender, TryRecvError};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crossterm::event::{self, DisableMouseCapture, EnableMouseCapture, Event};
+use crossterm::execute;
+use crossterm::terminal::{
+    disable_raw_mode, enable_raw_mode, EnterAlternateScreen, LeaveAlternateScreen,
+};
+use kafkashark::capture::{FileSource, FrameSource, LiveConfig, LiveSource, Polled, Timestamp};
+use kafkashark::flow::{Direction, Ports};
+use kafkashark::kafka::decode::Kind;
+use kafkashark::kafka::framing::RawMessage;
+use kafkashark::kafka::{decode_request, DecodeOptions};
+use kafkashark::model::{Analyzer, AnalyzerConfig, MessageInfo, Notice, Output};
+use kafkashark::pipeline::{Event as PipeEvent, PipelineConfig};
+use ratatui::backend::CrosstermBackend;
+use ratatui::Terminal;
+
+use crate::cli_error::CliError;
+pub use app::{App, Config, Effect, Entry, Msg, SourceKind};
+
+/// What the TUI reads.
+pub enum Input {
+    /// A pcap/pcapng file, or `-` for standard input.
+    File(String),
+    /// A live interface and its BPF filter.
+    Live {
+        /// Interface name.
+        iface: String,
+        /// BPF filter (default: the broker ports).
+        filter: Option<String>,
+    },
+    /// One size-prefixed message (the bytes) and where it came from.
+    Message {
+        /// The message.
+        bytes: Vec<u8>,
+        /// Its file name.
+        name: String,
+    },
+}
+
+/// Options of a TUI session.
+pub struct Options {
+    /// The input.
+    pub input: Input,
+    /// Broker ports.
+    pub ports: Ports,
+    /// Colours on.
+    pub color: bool,
+}
+
+/// Messages per batch sent by the loader.
+const BATCH: usize = 2000;
+/// Longest a loader batch waits before it is sent.
+const BATCH_WAIT: Duration = Duration::from_millis(50);
+/// Batches in flight between loader and UI.
+const CHANNEL: usize = 16;
+/// How long the UI waits for a key before it looks at the channel again.
+const POLL: Duration = Duration::from_millis(40);
+
+/// Runs the TUI until the user quits.
+pub fn run(opts: Options) -> Result<(), CliError> {
+    // Open the input before touching the terminal, so errors print plainly.
+    let (title, kind, source): (String, SourceKind, Option<Box<dyn FrameSource + Send>>) =
+        match &opts.input {
+            Input::File(p) => (
+                p.clone(),
+                SourceKind::File,
+                Some(Box::new(FileSource::open(p).map_err(CliError::Capture)?)),
+            ),
+            Input::Live { iface, filter } => {
+                let mut cfg = LiveConfig::new(iface);
+                cfg.filter = filter
+                    .clone()
+                    .or_else(|| crate::print::default_filter(&opts.ports));
+                (
+                    format!("live: {iface}"),
+                    SourceKind::Live,
+                    Some(Box::new(LiveSource::open(&cfg).map_err(CliError::Capture)?)),
+                )
+            }
+            Input::Message { name, .. } => (name.clone(), SourceKind::Message, None),
+        };
+    let total = match &opts.input {
+        Input::File(p) if p != "-" => std::fs::metadata(p).ok().map(|m| m.len()),
+        _ => None,
+    };
+    let size = crossterm::terminal::size().unwrap_or((80, 24));
+    let mut app = App::new(
+        Config {
+            title,
+            kind,
+            color: opts.color,
+        },
+        size,
+    );
+    let stop = Arc::new(AtomicBool::new(false));
+    let rx = match (source, opts.input) {
+        (Some(src), _) => {
+            let (tx, rx) = sync_channel(CHANNEL);
+            let stop2 = Arc::clone(&stop);
+            let ports = opts.ports.clone();
+            std::thread::Builder::new()
+                .name("kafkashark-loader".into())
+                .spawn(move || load(src, ports, total, &tx, &stop2))
+                .map_err(|e| CliError::Io {
+                    path: "loader thread".into(),
+                    err: e,
+                })?;
+            Some(rx)
+        }
+        (None, Input::Message { bytes, .. }) => {
+            app.update(Msg::Loaded(vec![message_entry(bytes)]));
+            app.update(Msg::LoadDone);
+            None
+        }
+        (None, _) => None,
+    };
+    let res = event_loop(&mut app, rx.as_ref());
+    stop.store(true, Ordering::Relaxed);
+    res
+}
+
+/// Restores the terminal when dropped.
+struct TerminalGuard;
+
+impl Drop for TerminalGuard {
+    fn drop(&mut self) {
+        restore_terminal();
+    }
+}
+
+fn restore_terminal() {
+    let _ = disable_raw_mode();
+    let mut out = io::stdout();
+    let _ = execute!(
+        out,
+        DisableMouseCapture,
+        LeaveAlternateScreen,
+        crossterm::cursor::Show
+    );
+    let _ = out.flush();
+}
+
+fn term_err(e: io::Error) -> CliError {
+    CliError::Io {
+        path: "terminal".into(),
+        err: e,
+    }
+}
+
+fn event_loop(app: &mut App, rx: Option<&Receiver<Msg>>) -> Result<(), CliError> {
+    enable_raw_mode().map_err(term_err)?;
+    let guard = TerminalGuard;
+    let prev = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        restore_terminal();
+        prev(info);
+    }));
+    execute!(io::stdout(), EnterAlternateScreen, EnableMouseCapture).map_err(term_err)?;
+    let mut term = Terminal::new(CrosstermBackend::new(io::stdout())).map_err(term_err)?;
+    term.clear().map_err(term_err)?;
+    if let Ok(s) = term.size() {
+        app.update(Msg::Resize(s.width, s.height));
+    }
+    let mut dirty = true;
+    let mut last_tick = Instant::now();
+    let mut loader_open = rx.is_some();
+    'main: loop {
+        if dirty {
+            term.draw(|f| ui::render(f, app)).map_err(term_err)?;
+            dirty = false;
+        }
+        // Keys first: the UI never waits behind the loader.
+        if event::poll(if loader_open {
+            Duration::from_millis(5)
+        } else {
+            POLL
+        })
+        .map_err(term_err)?
+        {
+            loop {
+                let msg = match event::read().map_err(term_err)? {
+                    Event::Key(k) => Some(Msg::Key(k)),
+                    Event::Mouse(m) => Some(Msg::Mouse(m)),
+                    Event::Resize(w, h) => Some(Msg::Resize(w, h)),
+                    _ => None,
+                };
+                if let Some(m) = msg {
+                    if app.update(m).contains(&Effect::Quit) {
+                        break 'main;
+                    }
+                    dirty = true;
+                }
+                if !event::poll(Duration::ZERO).map_err(term_err)? {
+                    break;
+                }
+            }
+        }
+        if let Some(rx) = rx {
+            // A bounded number of batches per frame keeps keys responsive.
+            for _ in 0..4 {
+                match rx.try_recv() {
+                    Ok(m) => {
+                        app.update(m);
+                        dirty = true;
+                    }
+                    Err(TryRecvError::Empty) => break,
+                    Err(TryRecvError::Disconnected) => {
+                        loader_open = false;
+                        break;
+                    }
+                }
+            }
+        }
+        if last_tick.elapsed() >= Duration::from_millis(200) {
+            last_tick = Instant::now();
+            app.update(Msg::Tick);
+            dirty |= !app.done;
+        }
+    }
+    drop(term);
+    drop(guard);
+    Ok(())
+}
+
+/// The loader: frames → analyzer → batches of entries, progress and counters.
+fn load(
+    mut src: Box<dyn FrameSource + Send>,
+    ports: Ports,
+    total: Option<u64>,
+    tx: &SyncSender<Msg>,
+    stop: &AtomicBool,
+) {
+    let mut cfg = AnalyzerConfig {
+        pipeline: PipelineConfig::with_ports(ports),
+        keep_trees: false,
+        ..AnalyzerConfig::default()
+    };
+    cfg.decode.records = false;
+    let mut an = Analyzer::new(cfg);
+    let mut out = Vec::new();
+    let mut batch: Vec<Entry> = Vec::new();
+    let mut gaps = 0u64;
+    let mut bytes = 24u64;
+    let mut first = true;
+    let mut topics_known = 0usize;
+    let mut last = Instant::now();
+    let flush = |an: &Analyzer,
+                 src: &mut Box<dyn FrameSource + Send>,
+                 batch: &mut Vec<Entry>,
+                 gaps: u64,
+                 bytes: u64,
+                 topics_known: &mut usize|
+     -> bool {
+        let ps = an.pipeline_stats();
+        let drops = src.stats().ok().and_then(|s| {
+            s.dropped
+                .map(|d| u64::from(d) + u64::from(s.if_dropped.unwrap_or(0)))
+        });
+        let mut msgs = vec![
+            Msg::Stats {
+                frames: ps.frames,
+                streams: ps.kafka_streams,
+                gaps,
+                resyncs: ps.resyncs,
+                kernel_drops: drops,
+            },
+            Msg::Progress {
+                bytes: total.map_or(bytes, |t| bytes.min(t)),
+                total,
+            },
+        ];
+        if an.topic_names().len() != *topics_known {
+            *topics_known = an.topic_names().len();
+            msgs.push(Msg::Topics(Box::new(an.topic_names().clone())));
+        }
+        if !batch.is_empty() {
+            msgs.push(Msg::Loaded(std::mem::take(batch)));
+        }
+        msgs.into_iter().all(|m| tx.send(m).is_ok())
+    };
+    let take = |out: &mut Vec<Output>, batch: &mut Vec<Entry>, gaps: &mut u64| {
+        for o in out.drain(..) {
+            match o {
+                Output::Message(m) => batch.push(Entry {
+                    info: m.info,
+                    raw: m.raw,
+                }),
+                Output::Notice(Notice::Stream(PipeEvent::Gap { .. })) => *gaps += 1,
+                Output::Notice(_) => {}
+            }
+        }
+    };
+    loop {
+        if stop.load(Ordering::Relaxed) {
+            return;
+        }
+        match src.poll() {
+            Ok(Polled::Frame(f)) => {
+                if first {
+                    first = false;
+                    if tx.send(Msg::Origin(f.ts)).is_err() {
+                        return;
+                    }
+                }
+                bytes += u64::from(f.caplen) + 16;
+                an.push(&f, &mut out);
+                take(&mut out, &mut batch, &mut gaps);
+            }
+            Ok(Polled::Timeout) => {}
+            Ok(Polled::End) => break,
+            Err(e) => {
+                let _ = tx.send(Msg::LoadError(e.to_string()));
+                break;
+            }
+        }
+        if batch.len() >= BATCH || last.elapsed() >= BATCH_WAIT {
+            last = Instant::now();
+            if !flush(&an, &mut src, &mut batch, gaps, bytes, &mut topics_known) {
+                return;
+            }
+        }
+    }
+    an.finish(&mut out);
+    take(&mut out, &mut batch, &mut gaps);
+    if flush(
+        &an,
+        &mut src,
+        &mut batch,
+        gaps,
+        total.unwrap_or(bytes),
+        &mut topics_known,
+    ) {
+        let _ = tx.send(Msg::LoadDone);
+    }
+}
+
+/// An entry for a single size-prefixed message read from a file (decoded as a
+/// request: a request names its own api key and version).
+pub fn message_entry(bytes: Vec<u8>) -> Entry {
+    let d = decode_request(
+        &bytes,
+        &DecodeOptions {
+            records: false,
+            ..DecodeOptions::default()
+        },
+    );
+    let len = bytes.len();
+    let raw = RawMessage {
+        stream: 0,
+        dir: Direction::ClientToBroker,
+        bytes: bytes.into(),
+        stream_offset: 0,
+        first_frame: 1,
+        last_frame: 1,
+        first_ts: Timestamp::new(0, 0),
+        last_ts: Timestamp::new(0, 0),
+        provenance: vec![(0, 1)],
+        resynced: false,
+        skipped_before: 0,
+        missing: 0,
+    };
+    let nowhere = SocketAddr::from((Ipv4Addr::UNSPECIFIED, 0));
+    let info = MessageInfo {
+        index: 0,
+        frame: 1,
+        first_frame: 1,
+        ts: raw.last_ts,
+        first_ts: raw.first_ts,
+        stream: 0,
+        client: nowhere,
+        broker: nowhere,
+        kind: Kind::Request,
+        api_key: d.api_key,
+        api_version: d.api_version,
+        correlation_id: d.correlation_id,
+        length: raw.size().unwrap_or(i32::try_from(len).unwrap_or(i32::MAX)),
+        client_id: d.client_id.clone(),
+        paired: false,
+        peer: None,
+        inferred: false,
+        // Only Produce with acks=0 expects no response.
+        expects_response: !(d.api_key == Some(0)
+            && matches!(
+                d.body().and_then(|b| b.child("Acks")).map(|n| &n.value),
+                Some(kafkashark::kafka::Value::Int(0))
+            )),
+        latency_ns: None,
+        throttle_time_ms: None,
+        error_codes: Vec::new(),
+        decode_error: d.error.as_ref().map(ToString::to_string),
+        resynced: false,
+        skipped_before: 0,
+        topics: d.topics.clone(),
+    };
+    Entry { info, raw }
+}

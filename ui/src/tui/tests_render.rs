@@ -1,0 +1,266 @@
+//! Render snapshots: the UI drawn into ratatui's `TestBackend` at 120x40 and
+//! 80x24, kept as text in `snapshots/`. Cells drawn in reverse video (the
+//! selection and the selected field's bytes) are listed under the screen.
+
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use kafkashark::kafka::decode::Kind;
+use kafkashark::kafka::DecodeOptions;
+use ratatui::backend::TestBackend;
+use ratatui::buffer::Buffer;
+use ratatui::style::Modifier;
+use ratatui::Terminal;
+
+use super::app::{decode_entry, App, Config, Msg, Pane, SourceKind};
+use super::testutil::{app_with, entries, message_app};
+use super::ui;
+
+const A1: &str = "captures/a1-kcat-produce-consume-group.pcap";
+const SEED: &str = "captures/messages/produce-v12-request-minimal.hex";
+const SIZES: [(u16, u16); 2] = [(120, 40), (80, 24)];
+
+fn key(app: &mut App, code: KeyCode) {
+    app.update(Msg::Key(KeyEvent::new(code, KeyModifiers::NONE)));
+}
+
+fn keys(app: &mut App, s: &str) {
+    for c in s.chars() {
+        key(app, KeyCode::Char(c));
+    }
+}
+
+fn draw(app: &App) -> Buffer {
+    let (w, h) = app.size;
+    let mut t = Terminal::new(TestBackend::new(w, h)).expect("terminal");
+    t.draw(|f| ui::render(f, app)).expect("draw");
+    t.backend().buffer().clone()
+}
+
+/// The screen as text, one line per row, trailing spaces trimmed.
+pub fn screen_text(b: &Buffer) -> String {
+    let mut s = String::new();
+    for y in 0..b.area.height {
+        let mut line = String::new();
+        for x in 0..b.area.width {
+            line.push_str(b[(x, y)].symbol());
+        }
+        s.push_str(line.trim_end());
+        s.push('\n');
+    }
+    s
+}
+
+/// The screen, then the runs of reverse-video cells per row.
+fn snapshot_text(app: &App) -> String {
+    let b = draw(app);
+    let mut s = screen_text(&b);
+    s.push_str("--- reversed cells (row: columns) ---\n");
+    for y in 0..b.area.height {
+        let mut runs: Vec<(u16, u16)> = Vec::new();
+        for x in 0..b.area.width {
+            if b[(x, y)].modifier.contains(Modifier::REVERSED) {
+                match runs.last_mut() {
+                    Some((_, e)) if *e + 1 == x => *e = x,
+                    _ => runs.push((x, x)),
+                }
+            }
+        }
+        if !runs.is_empty() {
+            let r: Vec<String> = runs.iter().map(|(a, e)| format!("{a}-{e}")).collect();
+            s.push_str(&format!("{y:2}: {}\n", r.join(" ")));
+        }
+    }
+    s
+}
+
+fn tree_to(app: &mut App, name: &str) {
+    while app.focus != Pane::Tree {
+        key(app, KeyCode::Tab);
+    }
+    key(app, KeyCode::Char('g'));
+    for _ in 0..app.tree.rows.len() {
+        if app.selected_node().is_some_and(|n| n.name == name) {
+            return;
+        }
+        key(app, KeyCode::Down);
+    }
+    panic!("no field {name}");
+}
+
+fn select_where(app: &mut App, f: impl Fn(&super::app::Entry) -> bool) {
+    let pos = app
+        .view
+        .iter()
+        .position(|&i| f(&app.entries[i]))
+        .expect("a matching message");
+    app.select_pos(pos);
+}
+
+#[test]
+fn message_list() {
+    for (w, h) in SIZES {
+        let app = app_with(A1, w, h);
+        insta::assert_snapshot!(format!("list_{w}x{h}"), snapshot_text(&app));
+    }
+}
+
+#[test]
+fn selected_field_with_its_bytes_highlighted() {
+    for (w, h) in SIZES {
+        let mut app = app_with(A1, w, h);
+        select_where(&mut app, |e| {
+            e.info.api_key == Some(0) && e.info.kind == Kind::Request
+        });
+        tree_to(&mut app, "client_id");
+        let text = snapshot_text(&app);
+        let (s, e) = app.highlight().expect("highlight");
+        assert!(e > s);
+        insta::assert_snapshot!(format!("field_bytes_{w}x{h}"), text);
+    }
+}
+
+#[test]
+fn malformed_message() {
+    for (w, h) in SIZES {
+        let mut es = entries(A1);
+        es.truncate(40);
+        // A real Produce request cut 20 bytes short (the size prefix still claims them all).
+        let mut bad = es
+            .iter()
+            .find(|e| e.info.api_key == Some(0) && e.info.kind == Kind::Request)
+            .expect("produce")
+            .clone();
+        let n = bad.raw.bytes.len() - 20;
+        bad.raw.bytes = bad.raw.bytes.slice(..n);
+        bad.info.paired = false;
+        bad.info.peer = None;
+        bad.info.frame = 9999;
+        bad.info.decode_error = decode_entry(&bad, &DecodeOptions::default())
+            .error
+            .map(|e| e.to_string());
+        assert!(bad.info.decode_error.is_some());
+        es.push(bad);
+        let mut app = App::new(
+            Config {
+                title: "malformed".into(),
+                kind: SourceKind::File,
+                color: true,
+            },
+            (w, h),
+        );
+        app.update(Msg::Origin(es[0].info.first_ts));
+        app.update(Msg::Loaded(es));
+        app.update(Msg::LoadDone);
+        key(&mut app, KeyCode::Char('G'));
+        key(&mut app, KeyCode::Char('e'));
+        key(&mut app, KeyCode::Tab);
+        key(&mut app, KeyCode::Char('G'));
+        assert!(app.selected_node().is_some_and(|n| n.error.is_some()));
+        insta::assert_snapshot!(format!("malformed_{w}x{h}"), snapshot_text(&app));
+    }
+}
+
+#[test]
+fn response_paired_to_its_request() {
+    for (w, h) in SIZES {
+        let mut app = app_with(A1, w, h);
+        select_where(&mut app, |e| {
+            e.info.api_key == Some(0) && e.info.kind == Kind::Request && e.info.paired
+        });
+        key(&mut app, KeyCode::Char('p'));
+        assert_eq!(
+            app.selected_entry().map(|e| e.info.kind),
+            Some(Kind::Response)
+        );
+        insta::assert_snapshot!(format!("paired_response_{w}x{h}"), snapshot_text(&app));
+    }
+}
+
+#[test]
+fn help_screen() {
+    for (w, h) in SIZES {
+        let mut app = app_with(A1, w, h);
+        key(&mut app, KeyCode::Char('?'));
+        let text = snapshot_text(&app);
+        for (k, _) in ui::KEYS {
+            assert!(text.contains(k), "{k} missing at {w}x{h}");
+        }
+        insta::assert_snapshot!(format!("help_{w}x{h}"), text);
+    }
+}
+
+#[test]
+fn bad_filter() {
+    for (w, h) in SIZES {
+        let mut app = app_with(A1, w, h);
+        key(&mut app, KeyCode::Char('/'));
+        keys(&mut app, "produce and latency>");
+        let text = snapshot_text(&app);
+        assert!(text.contains("✗ col 20"), "{text}");
+        insta::assert_snapshot!(format!("bad_filter_{w}x{h}"), text);
+    }
+}
+
+#[test]
+fn no_color_still_marks_the_selection() {
+    let mut app = app_with(A1, 120, 40);
+    app.cfg.color = false;
+    let b = draw(&app);
+    for y in 0..b.area.height {
+        for x in 0..b.area.width {
+            let c = &b[(x, y)];
+            assert_eq!(c.fg, ratatui::style::Color::Reset, "{x},{y}");
+            assert_eq!(c.bg, ratatui::style::Color::Reset, "{x},{y}");
+        }
+    }
+    assert!(snapshot_text(&app).contains(" 2: 1-118"));
+}
+
+/// The seed message: its whole tree and its 94 bytes in six rows of 16 with
+/// the seed's legend.
+#[test]
+fn seed_message() {
+    let mut app = message_app(SEED, 140, 60);
+    key(&mut app, KeyCode::Char('e'));
+    let text = snapshot_text(&app);
+    let hex_rows: Vec<&str> = text
+        .lines()
+        .filter(|l| {
+            l.len() > 6 && l.starts_with('│') && {
+                let t = l.trim_start_matches('│');
+                t.len() > 6 && t[..4].chars().all(|c| c.is_ascii_hexdigit()) && &t[4..6] == "  "
+            }
+        })
+        .collect();
+    assert_eq!(hex_rows.len(), 6, "{text}");
+    for (i, r) in hex_rows.iter().enumerate() {
+        assert!(r
+            .trim_start_matches('│')
+            .starts_with(&format!("{:04x}", i * 16)));
+    }
+    assert!(hex_rows[0].contains("00 00 00 5a 00 00 00 0c  00 00 00 00 00 00 00 01"));
+    assert!(
+        hex_rows[5].contains("ff ff ff ff ff ff ff 00  00 00 00 00 00 00"),
+        "{}",
+        hex_rows[5]
+    );
+    assert!(text.contains(
+        "■ frame  ■ rpc header  ■ request body  ■ RecordBatch  ■ Record  ■ response body  ■ tagged_fields"
+    ));
+    assert!(text.contains("bytes: message (94 bytes)"));
+    // Every node of the seed's tree, in order, with the seed's guides.
+    let seed =
+        kafkashark::kafka::tree::render_text(&app.detail.as_ref().expect("decoded").decoded.root);
+    let mut at = 0;
+    for line in seed.lines() {
+        let name = line.split("  ").next().unwrap_or("").trim_end();
+        let found = text[at..]
+            .find(name)
+            .unwrap_or_else(|| panic!("{name} missing"));
+        at += found + name.len();
+    }
+    assert_eq!(seed.lines().count(), 40);
+    insta::assert_snapshot!("seed_140x60", text);
+    // And the default view at 120x40: two levels open.
+    let app = message_app(SEED, 120, 40);
+    insta::assert_snapshot!("seed_120x40", snapshot_text(&app));
+}

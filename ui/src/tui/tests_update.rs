@@ -1,0 +1,535 @@
+//! State tests: everything through `App::update`, no rendering, no threads,
+//! no sleeps. Entries come from the real captures in `captures/`.
+
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers, MouseButton, MouseEvent, MouseEventKind};
+use kafkashark::kafka::decode::Kind;
+
+use super::app::{App, Config, Effect, Msg, Pane, Sort, SourceKind, TimeMode};
+use super::testutil::{app_with, entries, message_app};
+use super::ui;
+
+const A1: &str = "captures/a1-kcat-produce-consume-group.pcap";
+const A2: &str = "captures/a2-confluent-compression-codecs.pcap";
+const SEED: &str = "captures/messages/produce-v12-request-minimal.hex";
+
+fn key(app: &mut App, code: KeyCode) -> Vec<Effect> {
+    app.update(Msg::Key(KeyEvent::new(code, KeyModifiers::NONE)))
+}
+
+fn keys(app: &mut App, s: &str) {
+    for c in s.chars() {
+        key(app, KeyCode::Char(c));
+    }
+}
+
+fn selected_name(app: &App) -> String {
+    app.selected_node()
+        .map(|n| n.name.to_string())
+        .unwrap_or_default()
+}
+
+/// Focus the tree and put its cursor on the first row whose node is named `name`.
+fn tree_to(app: &mut App, name: &str) {
+    while app.focus != Pane::Tree {
+        key(app, KeyCode::Tab);
+    }
+    key(app, KeyCode::Char('g'));
+    for _ in 0..app.tree.rows.len() {
+        if selected_name(app) == name {
+            return;
+        }
+        key(app, KeyCode::Down);
+    }
+    panic!("no field {name} in the tree");
+}
+
+#[test]
+fn batches_load_incrementally_and_pair_requests() {
+    let all = entries(A2);
+    let mut app = App::new(
+        Config {
+            title: "a2".into(),
+            kind: SourceKind::File,
+            color: true,
+        },
+        (120, 40),
+    );
+    assert!(app.selected.is_none());
+    for chunk in all.chunks(7) {
+        app.update(Msg::Loaded(chunk.to_vec()));
+        // The first screen shows as soon as the first batch arrives.
+        assert_eq!(app.selected, Some(0));
+        assert!(app.detail.is_some());
+    }
+    app.update(Msg::LoadDone);
+    assert!(app.done);
+    assert_eq!(app.entries.len(), all.len());
+    assert_eq!(app.view, (0..all.len()).collect::<Vec<_>>());
+    // Requests learn their response's index even when it came in a later batch.
+    let mut pairs = 0;
+    for (i, e) in app.entries.iter().enumerate() {
+        if e.info.kind == Kind::Response && e.info.paired {
+            let req = e.info.peer.expect("peer") as usize;
+            assert_eq!(app.entries[req].info.peer, Some(i as u64));
+            assert!(app.entries[req].info.paired);
+            pairs += 1;
+        }
+    }
+    assert!(pairs > 10, "{pairs}");
+}
+
+#[test]
+fn progress_and_stats_are_kept() {
+    let mut app = app_with(A1, 120, 40);
+    app.update(Msg::Progress {
+        bytes: 10,
+        total: Some(100),
+    });
+    app.update(Msg::Stats {
+        frames: 336,
+        streams: 19,
+        gaps: 1,
+        resyncs: 2,
+        kernel_drops: Some(3),
+    });
+    assert_eq!(app.progress, (10, Some(100)));
+    assert_eq!(app.stats.streams, 19);
+    assert_eq!(app.stats.kernel_drops, Some(3));
+}
+
+#[test]
+fn selection_moves_with_keys() {
+    let mut app = app_with(A1, 120, 40);
+    assert_eq!(app.list_pos, 0);
+    keys(&mut app, "jj");
+    assert_eq!(app.list_pos, 2);
+    assert_eq!(app.selected, Some(2));
+    key(&mut app, KeyCode::Up);
+    assert_eq!(app.selected, Some(1));
+    key(&mut app, KeyCode::Char('G'));
+    assert_eq!(app.selected, Some(app.entries.len() - 1));
+    // The list scrolled so the selection is visible.
+    let rows = ui::layout(&app).list_rows;
+    assert!(app.list_pos >= app.list_offset && app.list_pos < app.list_offset + rows);
+    key(&mut app, KeyCode::Char('g'));
+    assert_eq!(app.selected, Some(0));
+    assert_eq!(app.list_offset, 0);
+    key(&mut app, KeyCode::PageDown);
+    assert_eq!(app.list_pos, rows - 1);
+    key(&mut app, KeyCode::PageUp);
+    assert_eq!(app.list_pos, 0);
+    // The tree is decoded for the selected message only.
+    let d = app.detail.as_ref().expect("decoded");
+    assert_eq!(d.entry, 0);
+    assert_eq!(d.decoded.root.name, "ApiVersionsRequest");
+}
+
+#[test]
+fn tab_cycles_panes_and_quit_keys() {
+    let mut app = app_with(A1, 120, 40);
+    assert_eq!(app.focus, Pane::List);
+    key(&mut app, KeyCode::Tab);
+    assert_eq!(app.focus, Pane::Tree);
+    key(&mut app, KeyCode::Tab);
+    assert_eq!(app.focus, Pane::Hex);
+    key(&mut app, KeyCode::Tab);
+    assert_eq!(app.focus, Pane::List);
+    key(&mut app, KeyCode::BackTab);
+    assert_eq!(app.focus, Pane::Hex);
+    assert_eq!(key(&mut app, KeyCode::Char('q')), vec![Effect::Quit]);
+    let ctrl_c = KeyEvent::new(KeyCode::Char('c'), KeyModifiers::CONTROL);
+    assert_eq!(app.update(Msg::Key(ctrl_c)), vec![Effect::Quit]);
+}
+
+#[test]
+fn tree_expands_and_collapses() {
+    let mut app = app_with(A1, 120, 40);
+    // The first CreateTopics response: its Topics array starts collapsed (level 3).
+    let pos = app
+        .view
+        .iter()
+        .position(|&i| {
+            let e = &app.entries[i];
+            e.info.api_key == Some(19) && e.info.kind == Kind::Response
+        })
+        .expect("a CreateTopics response");
+    app.select_pos(pos);
+    // Default: the root and its children are expanded.
+    let shown: Vec<String> = app.tree.rows.iter().map(|r| r.guides.clone()).collect();
+    assert!(shown.iter().all(|g| g.len() <= 8), "{shown:?}");
+    tree_to(&mut app, "Topics");
+    let before = app.tree.rows.len();
+    key(&mut app, KeyCode::Enter);
+    assert!(app.tree.rows.len() > before);
+    key(&mut app, KeyCode::Char(' '));
+    assert_eq!(app.tree.rows.len(), before);
+    key(&mut app, KeyCode::Right);
+    assert!(app.tree.rows.len() > before);
+    // Right again goes to the first child.
+    key(&mut app, KeyCode::Char('l'));
+    assert_eq!(selected_name(&app), "length");
+    // Left on a leaf goes to the parent, then collapses it.
+    key(&mut app, KeyCode::Char('h'));
+    assert_eq!(selected_name(&app), "Topics");
+    key(&mut app, KeyCode::Left);
+    assert_eq!(app.tree.rows.len(), before);
+    // Expand all, collapse all.
+    key(&mut app, KeyCode::Char('e'));
+    let mut n = 0;
+    app.detail
+        .as_ref()
+        .expect("decoded")
+        .decoded
+        .root
+        .walk(&mut |_, _| n += 1);
+    assert_eq!(app.tree.rows.len(), n);
+    key(&mut app, KeyCode::Char('c'));
+    assert_eq!(app.tree.rows.len(), 4);
+}
+
+#[test]
+fn p_jumps_between_request_and_response() {
+    let mut app = app_with(A1, 120, 40);
+    let req = app
+        .entries
+        .iter()
+        .position(|e| e.info.kind == Kind::Request && e.info.paired)
+        .expect("a paired request");
+    let resp = app.entries[req].info.peer.expect("peer") as usize;
+    app.select_pos(app.view.iter().position(|&i| i == req).expect("shown"));
+    key(&mut app, KeyCode::Char('p'));
+    assert_eq!(app.selected, Some(resp));
+    assert_eq!(app.detail.as_ref().map(|d| d.entry), Some(resp));
+    key(&mut app, KeyCode::Char('p'));
+    assert_eq!(app.selected, Some(req));
+}
+
+#[test]
+fn filter_applies_and_bad_filter_is_shown_not_applied() {
+    let mut app = app_with(A1, 120, 40);
+    let total = app.view.len();
+    key(&mut app, KeyCode::Char('/'));
+    assert!(app.bar.is_some());
+    keys(&mut app, "produce");
+    assert_eq!(app.bar.as_ref().map(|b| b.error.clone()), Some(None));
+    key(&mut app, KeyCode::Enter);
+    assert!(app.bar.is_none());
+    assert_eq!(app.filter_text, "produce");
+    assert!(!app.view.is_empty() && app.view.len() < total);
+    assert!(app
+        .view
+        .iter()
+        .all(|&i| app.entries[i].info.api_key == Some(0)));
+    // The selection moved onto a shown message.
+    let sel = app.selected.expect("selected");
+    assert_eq!(app.entries[sel].info.api_key, Some(0));
+
+    // A bad filter: the error and its column are shown as it is typed.
+    key(&mut app, KeyCode::Char('/'));
+    for _ in 0..10 {
+        key(&mut app, KeyCode::Backspace);
+    }
+    keys(&mut app, "produce and");
+    let err = app
+        .bar
+        .as_ref()
+        .and_then(|b| b.error.clone())
+        .expect("error");
+    assert_eq!(err.0, 11);
+    assert!(err.1.contains("expected a predicate"), "{}", err.1);
+    key(&mut app, KeyCode::Enter);
+    // Not applied: the bar stays open, the old filter stays.
+    assert!(app.bar.is_some());
+    assert_eq!(app.filter_text, "produce");
+    key(&mut app, KeyCode::Esc);
+    assert!(app.bar.is_none());
+    assert_eq!(app.filter_text, "produce");
+
+    // An empty filter shows everything again.
+    key(&mut app, KeyCode::Char('/'));
+    for _ in 0..10 {
+        key(&mut app, KeyCode::Backspace);
+    }
+    key(&mut app, KeyCode::Enter);
+    assert_eq!(app.view.len(), total);
+}
+
+#[test]
+fn filter_is_applied_to_batches_as_they_arrive() {
+    let all = entries(A1);
+    let mut app = App::new(
+        Config {
+            title: "a1".into(),
+            kind: SourceKind::File,
+            color: false,
+        },
+        (120, 40),
+    );
+    key(&mut app, KeyCode::Char('/'));
+    // Requests match latency through their response, which arrives later.
+    keys(&mut app, "latency>0");
+    key(&mut app, KeyCode::Enter);
+    for chunk in all.chunks(5) {
+        app.update(Msg::Loaded(chunk.to_vec()));
+    }
+    let mut whole = app_with(A1, 120, 40);
+    key(&mut whole, KeyCode::Char('/'));
+    keys(&mut whole, "latency>0");
+    key(&mut whole, KeyCode::Enter);
+    assert_eq!(app.view, whole.view);
+    assert!(app
+        .view
+        .iter()
+        .any(|&i| app.entries[i].info.kind == Kind::Request));
+}
+
+#[test]
+fn sort_cycles_capture_latency_size() {
+    let mut app = app_with(A2, 120, 40);
+    key(&mut app, KeyCode::Char('s'));
+    assert_eq!(app.sort, Sort::LatencyDesc);
+    let lat: Vec<Option<u64>> = app
+        .view
+        .iter()
+        .map(|&i| app.entries[i].info.latency_ns)
+        .collect();
+    let known: Vec<u64> = lat.iter().flatten().copied().collect();
+    assert!(known.windows(2).all(|w| w[0] >= w[1]));
+    // Messages without a latency come after those with one.
+    let first_none = lat.iter().position(Option::is_none).unwrap_or(lat.len());
+    assert!(lat[first_none..].iter().all(Option::is_none));
+    // The selection stays on the same message.
+    assert_eq!(app.view[app.list_pos], app.selected.expect("selected"));
+    key(&mut app, KeyCode::Char('s'));
+    assert_eq!(app.sort, Sort::SizeDesc);
+    let sizes: Vec<i32> = app
+        .view
+        .iter()
+        .map(|&i| app.entries[i].info.length)
+        .collect();
+    assert!(sizes.windows(2).all(|w| w[0] >= w[1]));
+    key(&mut app, KeyCode::Char('s'));
+    assert_eq!(app.sort, Sort::Capture);
+    assert_eq!(app.view, (0..app.entries.len()).collect::<Vec<_>>());
+}
+
+#[test]
+fn sorted_view_stays_sorted_as_batches_arrive() {
+    let all = entries(A2);
+    let mut app = App::new(
+        Config {
+            title: "a2".into(),
+            kind: SourceKind::File,
+            color: true,
+        },
+        (120, 40),
+    );
+    key(&mut app, KeyCode::Char('s'));
+    key(&mut app, KeyCode::Char('s'));
+    for chunk in all.chunks(9) {
+        app.update(Msg::Loaded(chunk.to_vec()));
+    }
+    let mut whole = app_with(A2, 120, 40);
+    keys(&mut whole, "ss");
+    assert_eq!(app.view, whole.view);
+}
+
+#[test]
+fn follow_keeps_the_newest_selected() {
+    let all = entries(A1);
+    let mut app = App::new(
+        Config {
+            title: "lo".into(),
+            kind: SourceKind::Live,
+            color: true,
+        },
+        (80, 24),
+    );
+    // Live captures start in follow mode.
+    assert!(app.follow);
+    for chunk in all.chunks(10) {
+        app.update(Msg::Loaded(chunk.to_vec()));
+        assert_eq!(app.selected, Some(app.entries.len() - 1));
+        let rows = ui::layout(&app).list_rows;
+        assert!(app.list_pos < app.list_offset + rows);
+    }
+    // Moving up leaves follow mode; F turns it back on and jumps to the newest.
+    key(&mut app, KeyCode::Up);
+    assert!(!app.follow);
+    key(&mut app, KeyCode::Char('F'));
+    assert!(app.follow);
+    assert_eq!(app.selected, Some(app.entries.len() - 1));
+    key(&mut app, KeyCode::Char('F'));
+    assert!(!app.follow);
+}
+
+#[test]
+fn time_mode_toggles() {
+    let mut app = app_with(A1, 120, 40);
+    assert_eq!(app.time, TimeMode::Relative);
+    let e = &app.entries[0];
+    assert_eq!(ui::time_text(&app, e), "0.000000");
+    key(&mut app, KeyCode::Char('t'));
+    assert_eq!(app.time, TimeMode::Absolute);
+    let t = ui::time_text(&app, &app.entries[0]);
+    assert_eq!(t.len(), 15, "{t}");
+    assert_eq!(&t[2..3], ":");
+}
+
+#[test]
+fn field_selection_highlights_its_bytes() {
+    let mut app = message_app(SEED, 120, 40);
+    tree_to(&mut app, "correlation_id");
+    assert_eq!(app.highlight(), Some((8, 12)));
+    assert_eq!(app.hex.cursor, 8);
+    assert_eq!(app.hex.source, 0);
+    tree_to(&mut app, "TimeoutMs");
+    assert_eq!(app.highlight(), Some((0x12, 0x16)));
+}
+
+#[test]
+fn hex_cursor_selects_the_deepest_field() {
+    let mut app = message_app(SEED, 120, 40);
+    // Without a list the tree has the focus; Tab goes to the bytes and back.
+    assert_eq!(app.focus, Pane::Tree);
+    key(&mut app, KeyCode::Tab);
+    assert_eq!(app.focus, Pane::Hex);
+    key(&mut app, KeyCode::Tab);
+    assert_eq!(app.focus, Pane::Tree);
+    key(&mut app, KeyCode::Tab);
+    assert_eq!(app.focus, Pane::Hex);
+    key(&mut app, KeyCode::Char('g'));
+    assert_eq!(selected_name(&app), "size");
+    key(&mut app, KeyCode::Right);
+    assert_eq!(app.hex.cursor, 1);
+    assert_eq!(selected_name(&app), "size");
+    // Down a row: byte 0x11 is inside Acks (0x10, 2 bytes).
+    key(&mut app, KeyCode::Down);
+    assert_eq!(app.hex.cursor, 0x11);
+    assert_eq!(selected_name(&app), "Acks");
+    assert_eq!(app.highlight(), Some((0x10, 0x12)));
+    // Deep inside the RecordBatch (collapsed by default): the tree opens to it.
+    for _ in 0..3 {
+        key(&mut app, KeyCode::Down);
+    }
+    assert_eq!(app.hex.cursor, 0x41);
+    assert_eq!(selected_name(&app), "maxTimestamp");
+    let rows = ui::layout(&app).tree_rows;
+    assert!(app.tree.cursor >= app.tree.offset && app.tree.cursor < app.tree.offset + rows);
+    key(&mut app, KeyCode::Char('G'));
+    assert_eq!(app.hex.cursor, 93);
+    assert_eq!(selected_name(&app), "tagged_fields");
+}
+
+#[test]
+fn decompressed_field_switches_the_byte_source() {
+    let mut app = app_with(A2, 120, 40);
+    // The first Produce request whose records decompress into a byte source.
+    (0..app.view.len())
+        .find(|&p| {
+            app.select_pos(p);
+            app.detail
+                .as_ref()
+                .is_some_and(|d| !d.decoded.sources.is_empty())
+        })
+        .expect("a compressed batch");
+    let src_name = app.detail.as_ref().expect("d").decoded.sources[0]
+        .name
+        .clone();
+    assert!(src_name.contains("decompressed"), "{src_name}");
+    key(&mut app, KeyCode::Char('e'));
+    while app.focus != Pane::Tree {
+        key(&mut app, KeyCode::Tab);
+    }
+    key(&mut app, KeyCode::Char('g'));
+    let mut found = false;
+    for _ in 0..app.tree.rows.len() {
+        if app.selected_node().is_some_and(|n| n.source == 1) {
+            found = true;
+            break;
+        }
+        key(&mut app, KeyCode::Down);
+    }
+    assert!(found, "a field in source #1");
+    assert_eq!(app.hex.source, 1);
+    let data = app.detail.as_ref().expect("d").decoded.sources[0]
+        .data
+        .clone();
+    assert_eq!(app.hex_bytes(), &data[..]);
+    let n = app.selected_node().expect("node");
+    assert_eq!(app.highlight(), Some((n.offset, n.end())));
+    assert_eq!(app.hex.roles.len(), data.len());
+    // Back to a field of the message: the view switches back.
+    key(&mut app, KeyCode::Char('g'));
+    assert_eq!(app.hex.source, 0);
+}
+
+#[test]
+fn frames_key_names_the_carrying_frames() {
+    let mut app = app_with(A1, 120, 40);
+    key(&mut app, KeyCode::Char('f'));
+    let n = app.notice.clone().expect("notice");
+    let frame = app.entries[0].info.frame;
+    assert!(n.contains(&format!("frame {frame}")), "{n}");
+    // Any other key clears it.
+    key(&mut app, KeyCode::Char('j'));
+    assert!(app.notice.is_none());
+}
+
+#[test]
+fn help_opens_and_any_key_closes_it() {
+    let mut app = app_with(A1, 120, 40);
+    key(&mut app, KeyCode::Char('?'));
+    assert!(app.popup.is_some());
+    // q closes the help rather than quitting.
+    assert!(key(&mut app, KeyCode::Char('q')).is_empty());
+    assert!(app.popup.is_none());
+}
+
+#[test]
+fn mouse_clicks_and_wheel() {
+    let mut app = app_with(A1, 120, 40);
+    let lay = ui::layout(&app);
+    let list = lay.list.expect("list");
+    let click = |col: u16, row: u16| {
+        Msg::Mouse(MouseEvent {
+            kind: MouseEventKind::Down(MouseButton::Left),
+            column: col,
+            row,
+            modifiers: KeyModifiers::NONE,
+        })
+    };
+    // Border, header, then rows: the fourth row.
+    app.update(click(10, list.y + 2 + 3));
+    assert_eq!(app.selected, Some(3));
+    // Wheel over the list moves the selection.
+    app.update(Msg::Mouse(MouseEvent {
+        kind: MouseEventKind::ScrollDown,
+        column: 10,
+        row: list.y + 3,
+        modifiers: KeyModifiers::NONE,
+    }));
+    assert_eq!(app.selected, Some(6));
+    // A click in the tree focuses it and selects the row.
+    let lay = ui::layout(&app);
+    app.update(click(40, lay.tree.y + 1 + 2));
+    assert_eq!(app.focus, Pane::Tree);
+    assert_eq!(app.tree.cursor, 2);
+    // A click on a byte selects it and its field.
+    let lay = ui::layout(&app);
+    let (x, y) = (lay.hex.x + 1 + 6 + 3 * 9 + 1, lay.hex.y + 1);
+    app.update(click(x, y));
+    assert_eq!(app.focus, Pane::Hex);
+    assert_eq!(app.hex.cursor, 9);
+    assert!(app.highlight().is_some_and(|(s, e)| s <= 9 && 9 < e));
+}
+
+#[test]
+fn resize_keeps_the_selection_visible() {
+    let mut app = app_with(A1, 120, 40);
+    key(&mut app, KeyCode::Char('G'));
+    app.update(Msg::Resize(80, 24));
+    let rows = ui::layout(&app).list_rows;
+    assert!(rows >= 3);
+    assert!(app.list_pos >= app.list_offset && app.list_pos < app.list_offset + rows);
+}

@@ -1,0 +1,89 @@
+//! Test helpers: entries from the real captures in `captures/`, run through
+//! the engine's Analyzer exactly as the loader does (records not decoded).
+
+use kafkashark::capture::{FileSource, FrameSource};
+use kafkashark::model::{Analyzer, AnalyzerConfig, Output};
+
+use super::app::{App, Config, Entry, Msg, SourceKind};
+
+thread_local! {
+    /// Frames, streams and resyncs of the last capture read by [`entries`].
+    static STATS: std::cell::Cell<(u64, u64, u64)> = const { std::cell::Cell::new((0, 0, 0)) };
+}
+
+/// A file of the repository.
+pub fn repo(p: &str) -> String {
+    format!("{}/../{p}", env!("CARGO_MANIFEST_DIR"))
+}
+
+/// Every message of a capture in `captures/`, as the loader would send them.
+pub fn entries(capture: &str) -> Vec<Entry> {
+    let mut src = FileSource::open(&repo(capture)).expect("capture opens");
+    let mut cfg = AnalyzerConfig::default();
+    cfg.decode.records = false;
+    let mut an = Analyzer::new(cfg);
+    let mut out = Vec::new();
+    while let Some(f) = src.next_frame().expect("frame") {
+        an.push(&f, &mut out);
+    }
+    an.finish(&mut out);
+    let ps = an.pipeline_stats();
+    STATS.with(|s| s.set((ps.frames, ps.kafka_streams, ps.resyncs)));
+    out.into_iter()
+        .filter_map(|o| match o {
+            Output::Message(m) => Some(Entry {
+                info: m.info,
+                raw: m.raw,
+            }),
+            Output::Notice(_) => None,
+        })
+        .collect()
+}
+
+/// An app of this size holding every message of a capture, loaded in one batch.
+pub fn app_with(capture: &str, w: u16, h: u16) -> App {
+    let mut app = App::new(
+        Config {
+            title: capture.to_string(),
+            kind: SourceKind::File,
+            color: true,
+        },
+        (w, h),
+    );
+    let es = entries(capture);
+    if let Some(e) = es.first() {
+        app.update(Msg::Origin(e.info.first_ts));
+    }
+    app.update(Msg::Loaded(es));
+    let (frames, streams, resyncs) = STATS.with(std::cell::Cell::get);
+    app.update(Msg::Stats {
+        frames,
+        streams,
+        gaps: 0,
+        resyncs,
+        kernel_drops: None,
+    });
+    app.update(Msg::LoadDone);
+    app
+}
+
+/// An app holding the one message of a hex file in `captures/messages/`.
+pub fn message_app(file: &str, w: u16, h: u16) -> App {
+    let text = std::fs::read_to_string(repo(file)).expect("message file");
+    let digits: String = text.chars().filter(|c| !c.is_whitespace()).collect();
+    let bytes: Vec<u8> = (0..digits.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&digits[i..i + 2], 16).expect("hex"))
+        .collect();
+    let mut app = App::new(
+        Config {
+            title: file.to_string(),
+            kind: SourceKind::Message,
+            color: true,
+        },
+        (w, h),
+    );
+    app.update(Msg::Loaded(vec![super::message_entry(bytes)]));
+    app.update(Msg::LoadDone);
+    app
+}

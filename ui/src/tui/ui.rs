@@ -1,0 +1,892 @@
+//! The render: draws an [`App`] into a ratatui frame. A pure function of the
+//! state; it reads, never changes. Only the visible rows of the list, tree and
+//! byte view are built, so a million messages cost no more than a hundred.
+//!
+//! Every string that came from the capture (client ids, topics, values,
+//! names) passes through `escape_text` before it reaches the terminal.
+
+use kafkashark::kafka::decode::Kind;
+use kafkashark::kafka::errors::error_name;
+use kafkashark::kafka::tree::escape_text;
+use kafkashark::kafka::Role;
+use ratatui::layout::{Alignment, Rect};
+use ratatui::style::{Color, Modifier, Style};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, BorderType, Borders, Clear, Paragraph};
+use ratatui::Frame;
+
+use super::app::{node_at, App, Entry, Pane, Popup, SourceKind, TimeMode};
+
+/// Where each pane goes, and how many content rows it has.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Layout {
+    /// The message list (none for a single message).
+    pub list: Option<Rect>,
+    /// The field tree.
+    pub tree: Rect,
+    /// The byte view.
+    pub hex: Rect,
+    /// The filter bar or notice line, when there is one.
+    pub line: Option<Rect>,
+    /// The status bar.
+    pub status: Rect,
+    /// Message rows in the list (header excluded).
+    pub list_rows: usize,
+    /// Rows of the tree.
+    pub tree_rows: usize,
+    /// Rows of 16 bytes in the byte view (legend excluded).
+    pub hex_rows: usize,
+}
+
+/// Width of the byte view's content: offset, 16 hex bytes, ASCII.
+const HEX_WIDTH: u16 = 72;
+
+/// Splits the terminal among the panes. Wide terminals put the tree and the
+/// bytes side by side; otherwise list, tree and bytes are stacked and the
+/// byte view shrinks on short terminals.
+pub fn layout(app: &App) -> Layout {
+    let (w, h) = app.size;
+    let full = Rect::new(0, 0, w, h);
+    let status = Rect::new(0, h.saturating_sub(1), w, h.min(1));
+    let has_line = app.bar.is_some() || app.notice.is_some() || app.load_error.is_some();
+    let line = has_line.then(|| Rect::new(0, h.saturating_sub(2), w, h.min(2) - h.min(1)));
+    let main_h = h.saturating_sub(1 + u16::from(has_line));
+    let has_list = app.cfg.kind != SourceKind::Message;
+    let hex_needed = u16::try_from(app.hex_bytes().len().div_ceil(16).max(1)).unwrap_or(u16::MAX);
+    let list_wanted = if has_list {
+        let rows = u16::try_from(app.view.len().max(1)).unwrap_or(u16::MAX);
+        rows.saturating_add(3).min((main_h * 35 / 100).max(5))
+    } else {
+        0
+    };
+    let side_by_side = w >= 160 && main_h >= 20;
+    let (list, tree, hex) = if side_by_side {
+        let list_h = if has_list {
+            (main_h * 40 / 100).max(5)
+        } else {
+            0
+        };
+        let rest = main_h.saturating_sub(list_h);
+        let hex_w = HEX_WIDTH + 2;
+        let tree = Rect::new(0, list_h, w.saturating_sub(hex_w), rest);
+        let hex_h = hex_needed.saturating_add(3).min(rest);
+        let hex = Rect::new(tree.width, list_h, hex_w.min(w), hex_h);
+        (Rect::new(0, 0, w, list_h), tree, hex)
+    } else {
+        let cap = if main_h >= 30 { 8 } else { 4 };
+        let mut hex_h = hex_needed.min(cap) + 3;
+        let mut list_h = list_wanted;
+        // The tree keeps at least four rows: shrink the bytes, then the list.
+        while main_h.saturating_sub(list_h + hex_h) < 6 && hex_h > 4 {
+            hex_h -= 1;
+        }
+        while main_h.saturating_sub(list_h + hex_h) < 6 && list_h > 4 {
+            list_h -= 1;
+        }
+        let tree_h = main_h.saturating_sub(list_h + hex_h);
+        (
+            Rect::new(0, 0, w, list_h),
+            Rect::new(0, list_h, w, tree_h),
+            Rect::new(
+                0,
+                list_h + tree_h,
+                w,
+                hex_h.min(main_h - list_h.min(main_h)),
+            ),
+        )
+    };
+    let clip = |r: Rect| r.intersection(full);
+    let rows = |r: Rect, extra: u16| usize::from(r.height.saturating_sub(2 + extra));
+    Layout {
+        list: has_list.then(|| clip(list)),
+        tree: clip(tree),
+        hex: clip(hex),
+        line,
+        status,
+        list_rows: if has_list { rows(list, 1) } else { 0 },
+        tree_rows: rows(tree, 0),
+        hex_rows: rows(hex, 1),
+    }
+}
+
+/// Colours and emphasis, or none of them with `--no-color`.
+struct Palette {
+    color: bool,
+}
+
+impl Palette {
+    fn fg(&self, c: Color) -> Style {
+        if self.color {
+            Style::default().fg(c)
+        } else {
+            Style::default()
+        }
+    }
+
+    fn role(&self, r: Role) -> Style {
+        match r {
+            Role::Message => self.fg(Color::Gray),
+            Role::Frame => self.fg(Color::LightBlue),
+            Role::Header => self.fg(Color::Cyan),
+            Role::RequestBody => self.fg(Color::Green),
+            Role::ResponseBody => self.fg(Color::LightGreen),
+            Role::RecordBatch => self.fg(Color::Yellow),
+            Role::Record => self.fg(Color::LightYellow),
+            Role::TaggedFields => self.fg(Color::DarkGray),
+            Role::Malformed => {
+                if self.color {
+                    Style::default().fg(Color::White).bg(Color::Magenta)
+                } else {
+                    Style::default().add_modifier(Modifier::UNDERLINED)
+                }
+            }
+        }
+    }
+
+    fn border(&self, focused: bool) -> (Style, BorderType) {
+        if focused {
+            (
+                self.fg(Color::LightCyan).add_modifier(Modifier::BOLD),
+                BorderType::Thick,
+            )
+        } else {
+            (self.fg(Color::DarkGray), BorderType::Plain)
+        }
+    }
+}
+
+/// The legend of the byte view, in the seed's words.
+pub const LEGEND: [(Role, &str); 7] = [
+    (Role::Frame, "frame"),
+    (Role::Header, "rpc header"),
+    (Role::RequestBody, "request body"),
+    (Role::RecordBatch, "RecordBatch"),
+    (Role::Record, "Record"),
+    (Role::ResponseBody, "response body"),
+    (Role::TaggedFields, "tagged_fields"),
+];
+
+/// Draws the whole UI.
+pub fn render(f: &mut Frame, app: &App) {
+    let lay = layout(app);
+    let pal = Palette {
+        color: app.cfg.color,
+    };
+    if let Some(r) = lay.list {
+        render_list(f, app, &pal, r, lay.list_rows);
+    }
+    render_tree(f, app, &pal, lay.tree, lay.tree_rows);
+    render_hex(f, app, &pal, lay.hex, lay.hex_rows);
+    if let Some(r) = lay.line {
+        render_line(f, app, &pal, r);
+    }
+    render_status(f, app, lay.status);
+    if app.popup == Some(Popup::Help) {
+        render_help(f, &pal, f.area());
+    }
+}
+
+fn block<'a>(title: Line<'a>, focused: bool, pal: &Palette) -> Block<'a> {
+    let (style, ty) = pal.border(focused);
+    Block::default()
+        .borders(Borders::ALL)
+        .border_type(ty)
+        .border_style(style)
+        .title(title)
+}
+
+/// Truncates to `w` characters (with `…`) and pads to exactly `w`.
+fn fit(s: &str, w: usize) -> String {
+    let n = s.chars().count();
+    if n <= w {
+        let mut o = s.to_string();
+        o.extend(std::iter::repeat_n(' ', w - n));
+        o
+    } else if w == 0 {
+        String::new()
+    } else {
+        let mut o: String = s.chars().take(w - 1).collect();
+        o.push('…');
+        o
+    }
+}
+
+/// Like [`fit`], keeping the last column as a gap.
+fn fit_gap(s: &str, w: usize) -> String {
+    if w == 0 {
+        return String::new();
+    }
+    let mut o = fit(s, w - 1);
+    o.push(' ');
+    o
+}
+
+fn fit_right(s: &str, w: usize) -> String {
+    let n = s.chars().count();
+    if n >= w {
+        fit(s, w)
+    } else {
+        format!("{}{s}", " ".repeat(w - n))
+    }
+}
+
+/// API families for the list's colours.
+fn api_color(key: Option<i16>) -> Color {
+    match key {
+        Some(0) => Color::Green,
+        Some(1) => Color::Cyan,
+        Some(8..=16 | 22 | 24..=28 | 42 | 47 | 68 | 69 | 76..=80 | 88 | 89) => Color::LightBlue,
+        Some(2 | 3 | 17 | 18 | 36 | 60 | 75) | None => Color::Reset,
+        Some(_) => Color::LightMagenta,
+    }
+}
+
+/// Column widths of the list at a given width.
+struct Cols {
+    time: usize,
+    ends: usize,
+    api: usize,
+}
+
+fn cols(width: usize, time: TimeMode) -> Cols {
+    let time = match time {
+        TimeMode::Relative => 11,
+        TimeMode::Absolute => 15,
+    };
+    if width >= 112 {
+        Cols {
+            time,
+            ends: 32,
+            api: 22,
+        }
+    } else {
+        Cols {
+            time,
+            ends: 0,
+            api: 18,
+        }
+    }
+}
+
+/// The time column.
+pub fn time_text(app: &App, e: &Entry) -> String {
+    match app.time {
+        TimeMode::Relative => {
+            let o = app.origin.map_or(0.0, |t| t.as_f64());
+            format!("{:.6}", e.info.ts.as_f64() - o)
+        }
+        TimeMode::Absolute => {
+            let secs = e.info.ts.secs.rem_euclid(86_400);
+            format!(
+                "{:02}:{:02}:{:02}.{:06}",
+                secs / 3600,
+                secs / 60 % 60,
+                secs % 60,
+                e.info.ts.nanos / 1000
+            )
+        }
+    }
+}
+
+fn api_text(e: &Entry) -> String {
+    let i = &e.info;
+    match (i.api_name(), i.api_version, i.api_key) {
+        (Some(n), Some(v), _) => format!("{n} v{v}"),
+        (Some(n), None, _) => n.to_string(),
+        (None, _, Some(k)) => format!("api {k}"),
+        (None, _, None) => "unknown".into(),
+    }
+}
+
+fn latency_text(ns: u64) -> String {
+    let ms = ns as f64 / 1e6;
+    if ms >= 10_000.0 {
+        format!("{:.1}s", ms / 1000.0)
+    } else {
+        format!("{ms:.3}ms")
+    }
+}
+
+/// Throttle, errors and marks of a message.
+pub fn notes_text(e: &Entry) -> String {
+    let i = &e.info;
+    let mut s = Vec::new();
+    if let Some(t) = i.throttle_time_ms.filter(|&t| t > 0) {
+        s.push(format!("throttle={t}ms"));
+    }
+    if !i.error_codes.is_empty() {
+        let mut names: Vec<String> = i
+            .error_codes
+            .iter()
+            .map(|&c| error_name(c).map_or(c.to_string(), str::to_string))
+            .collect();
+        names.dedup();
+        s.push(names.join(","));
+    }
+    if i.kind == Kind::Request && !i.expects_response {
+        s.push("[no response expected]".into());
+    }
+    if i.kind == Kind::Response && !i.paired {
+        s.push(
+            if i.inferred {
+                "[inferred]"
+            } else {
+                "[unpaired]"
+            }
+            .into(),
+        );
+    }
+    if i.resynced {
+        s.push(format!("[resync, {} bytes skipped]", i.skipped_before));
+    }
+    if e.raw.missing > 0 {
+        s.push(format!("[{} bytes missing]", e.raw.missing));
+    }
+    if let Some(err) = &i.decode_error {
+        s.push(format!("[malformed: {}]", escape_text(err)));
+    }
+    s.join(" ")
+}
+
+fn render_list(f: &mut Frame, app: &App, pal: &Palette, area: Rect, rows: usize) {
+    let inner_w = usize::from(area.width.saturating_sub(2));
+    let c = cols(inner_w, app.time);
+    let mut header = format!(
+        "{} {} {} ",
+        fit_right("No.", 7),
+        fit_right("Time", c.time),
+        fit("Str", 4)
+    );
+    if c.ends > 0 {
+        header.push_str(&fit("From → To", c.ends));
+        header.push(' ');
+    }
+    header.push_str(&format!(
+        "{} {} {} {} {} Notes",
+        fit("API", c.api),
+        fit("Kind", 4),
+        fit_right("Corr", 5),
+        fit_right("Size", 7),
+        fit_right("Latency", 9)
+    ));
+    let mut lines = vec![Line::from(Span::styled(
+        fit(&header, inner_w),
+        Style::default().add_modifier(Modifier::BOLD),
+    ))];
+    let end = (app.list_offset + rows).min(app.view.len());
+    for pos in app.list_offset..end {
+        let Some(e) = app.view.get(pos).and_then(|&i| app.entries.get(i)) else {
+            continue;
+        };
+        let i = &e.info;
+        let (from, to) = match i.kind {
+            Kind::Request => (i.client, i.broker),
+            Kind::Response => (i.broker, i.client),
+        };
+        let mut left = format!(
+            "{} {} {} ",
+            fit_right(&i.frame.to_string(), 7),
+            fit_right(&time_text(app, e), c.time),
+            fit(&format!("s{}", i.stream), 4)
+        );
+        if c.ends > 0 {
+            left.push_str(&fit(&format!("{from} → {to}"), c.ends));
+            left.push(' ');
+        }
+        let api = fit(&api_text(e), c.api);
+        let right = format!(
+            " {} {} {} {} {}",
+            fit(
+                match i.kind {
+                    Kind::Request => "Req",
+                    Kind::Response => "Resp",
+                },
+                4
+            ),
+            fit_right(&i.correlation_id.map_or("?".into(), |c| c.to_string()), 5),
+            fit_right(&i.length.to_string(), 7),
+            fit_right(&i.latency_ns.map(latency_text).unwrap_or_default(), 9),
+            notes_text(e)
+        );
+        let trouble = if i.decode_error.is_some() {
+            Some(Color::Magenta)
+        } else if !i.error_codes.is_empty() {
+            Some(Color::LightRed)
+        } else if i.throttle_time_ms.is_some_and(|t| t > 0) {
+            Some(Color::Yellow)
+        } else {
+            None
+        };
+        let base = trouble.map_or(Style::default(), |c| pal.fg(c));
+        let api_style = trouble.map_or_else(|| pal.fg(api_color(i.api_key)), |c| pal.fg(c));
+        let used = left.chars().count() + api.chars().count();
+        let right = fit(&right, inner_w.saturating_sub(used));
+        let mut line = Line::from(vec![
+            Span::styled(left, base),
+            Span::styled(api, api_style),
+            Span::styled(right, base),
+        ]);
+        if pos == app.list_pos && app.selected == Some(e.info.index as usize) {
+            line = line.patch_style(Style::default().add_modifier(Modifier::REVERSED));
+        }
+        lines.push(line);
+    }
+    let title = format!(" messages {}/{} ", app.view.len(), app.entries.len());
+    let mut b = block(Line::from(title), app.focus == Pane::List, pal);
+    // The selected message's marks in full (the Notes column may be cut short).
+    if let Some(e) = app.selected_entry() {
+        let notes = notes_text(e);
+        if !notes.is_empty() {
+            let t = fit_title(&format!(" {notes} "), inner_w.saturating_sub(2));
+            b = b.title_bottom(Line::from(t).alignment(Alignment::Right));
+        }
+    }
+    let p = Paragraph::new(lines).block(b);
+    f.render_widget(p, area);
+}
+
+fn render_tree(f: &mut Frame, app: &App, pal: &Palette, area: Rect, rows: usize) {
+    let inner_w = usize::from(area.width.saturating_sub(2));
+    let mut lines = Vec::new();
+    let title = match app.selected_entry() {
+        Some(e) => {
+            let i = &e.info;
+            let (from, to) = match i.kind {
+                Kind::Request => (i.client, i.broker),
+                Kind::Response => (i.broker, i.client),
+            };
+            let mut t = format!(
+                " frame {}: {} {} ",
+                i.frame,
+                api_text(e),
+                match i.kind {
+                    Kind::Request => "Request",
+                    Kind::Response => "Response",
+                }
+            );
+            if app.cfg.kind != SourceKind::Message {
+                t.push_str(&format!("{from} → {to} "));
+            }
+            if let Some(c) = &i.client_id {
+                t.push_str(&format!("client_id={:?} ", escape_text(c)));
+            }
+            t
+        }
+        None => " fields ".into(),
+    };
+    if let Some(d) = &app.detail {
+        let end = (app.tree.offset + rows).min(app.tree.rows.len());
+        let visible = app.tree.rows.get(app.tree.offset..end).unwrap_or(&[]);
+        // Column widths from the rows shown, shrunk to fit the pane.
+        struct Cells {
+            name: String,
+            ty: String,
+            value: String,
+            span: String,
+        }
+        let cells: Vec<(Cells, &kafkashark::kafka::Node)> = visible
+            .iter()
+            .filter_map(|r| {
+                let n = node_at(&d.decoded.root, &r.path)?;
+                let marker = if !r.has_children {
+                    "  "
+                } else if app.tree.expanded.contains(&r.path) {
+                    "▾ "
+                } else {
+                    "▸ "
+                };
+                let v = n.value_text();
+                let mut value = if v.is_empty() {
+                    String::new()
+                } else {
+                    format!("= {}", escape_text(&v))
+                };
+                if let Some(e) = &n.error {
+                    value.push_str(&format!("  MALFORMED: {}", escape_text(e)));
+                }
+                let src = if n.source != 0 {
+                    format!("#{}:", n.source)
+                } else {
+                    String::new()
+                };
+                Some((
+                    Cells {
+                        name: format!("{marker}{}{}", r.guides, escape_text(&n.name)),
+                        ty: escape_text(&n.ty),
+                        value,
+                        span: format!("[{src}0x{:04x}, {}B]", n.offset, n.length),
+                    },
+                    n,
+                ))
+            })
+            .collect();
+        let maxw = |g: fn(&Cells) -> usize| cells.iter().map(|(c, _)| g(c)).max().unwrap_or(0);
+        let span_w = maxw(|c| c.span.chars().count());
+        let mut name_w = maxw(|c| c.name.chars().count()) + 2;
+        let mut ty_w = maxw(|c| c.ty.chars().count()) + 2;
+        let avail = inner_w.saturating_sub(span_w);
+        name_w = name_w.min(avail * 45 / 100).max(10.min(avail));
+        ty_w = ty_w.min(avail.saturating_sub(name_w) * 35 / 100);
+        let val_w = avail.saturating_sub(name_w + ty_w);
+        for (k, (c, n)) in cells.iter().enumerate() {
+            let row = app.tree.offset + k;
+            let trouble = n.error.is_some();
+            let vstyle = if trouble {
+                pal.role(Role::Malformed)
+            } else {
+                Style::default()
+            };
+            let mut line = Line::from(vec![
+                Span::styled(fit_gap(&c.name, name_w), pal.role(n.role)),
+                Span::styled(fit_gap(&c.ty, ty_w), pal.fg(Color::Gray)),
+                Span::styled(fit(&c.value, val_w), vstyle),
+                Span::styled(c.span.clone(), pal.fg(Color::DarkGray)),
+            ]);
+            if row == app.tree.cursor {
+                line = line.patch_style(Style::default().add_modifier(Modifier::REVERSED));
+            }
+            lines.push(line);
+        }
+    } else if app.entries.is_empty() {
+        lines.push(Line::from(if app.done {
+            "no Kafka messages found (try --ports)"
+        } else {
+            "loading…"
+        }));
+    }
+    let mut b = block(
+        Line::from(fit_title(&title, inner_w)),
+        app.focus == Pane::Tree,
+        pal,
+    );
+    if let Some(n) = app.selected_node() {
+        // The field's problem first, else its description.
+        let bottom = match (&n.error, &n.about) {
+            (Some(e), _) => Some(Span::styled(
+                format!(" MALFORMED: {} ", escape_text(e)),
+                pal.role(Role::Malformed),
+            )),
+            (None, Some(a)) => Some(Span::raw(format!(" {} ", escape_text(a)))),
+            (None, None) => None,
+        };
+        if let Some(mut sp) = bottom {
+            sp.content = fit_title(&sp.content, inner_w.saturating_sub(2)).into();
+            b = b.title_bottom(Line::from(sp));
+        }
+    }
+    f.render_widget(Paragraph::new(lines).block(b), area);
+}
+
+fn fit_title(s: &str, w: usize) -> String {
+    if s.chars().count() <= w {
+        s.to_string()
+    } else {
+        let mut t = fit(s, w.saturating_sub(1));
+        t.push(' ');
+        t
+    }
+}
+
+/// Width of the offset column for a source of `len` bytes.
+fn offset_width(len: usize) -> usize {
+    let mut w = 4;
+    while len > 0 && (len - 1) >> (4 * w) != 0 {
+        w += 1;
+    }
+    w
+}
+
+/// The byte under a screen position of the byte view.
+pub fn hex_byte_at(app: &App, lay: &Layout, col: u16, row: u16) -> Option<usize> {
+    let r = lay.hex;
+    let y = usize::from(row.checked_sub(r.y + 1)?);
+    if y >= lay.hex_rows {
+        return None;
+    }
+    let x = usize::from(col.checked_sub(r.x + 1)?);
+    let len = app.hex_bytes().len();
+    let ow = offset_width(len);
+    let hex0 = ow + 2;
+    let j = if x >= hex0 && x < hex0 + 49 {
+        let rel = x - hex0;
+        let rel = if rel >= 24 { rel - 1 } else { rel };
+        rel / 3
+    } else if x >= hex0 + 50 && x < hex0 + 66 {
+        x - hex0 - 50
+    } else {
+        return None;
+    };
+    let b = (app.hex.offset_row + y) * 16 + j.min(15);
+    (b < len).then_some(b)
+}
+
+fn render_hex(f: &mut Frame, app: &App, pal: &Palette, area: Rect, rows: usize) {
+    let bytes = app.hex_bytes();
+    let inner_w = usize::from(area.width.saturating_sub(2));
+    let ow = offset_width(bytes.len());
+    let hl = app.highlight();
+    let cursor = app.hex.cursor;
+    let mut lines = Vec::new();
+    for r in app.hex.offset_row..app.hex.offset_row + rows {
+        let start = r * 16;
+        if start >= bytes.len() {
+            break;
+        }
+        let mut hex_spans = vec![Span::styled(
+            format!("{start:0ow$x}  "),
+            pal.fg(Color::DarkGray),
+        )];
+        let mut ascii_spans = vec![Span::raw(" ")];
+        for j in 0..16 {
+            let b = start + j;
+            if j == 8 {
+                hex_spans.push(Span::raw(" "));
+            }
+            let Some(&v) = bytes.get(b) else {
+                hex_spans.push(Span::raw("   "));
+                continue;
+            };
+            let role = app.hex.roles.get(b).copied().unwrap_or(Role::Message);
+            let mut style = pal.role(role);
+            if hl.is_some_and(|(s, e)| b >= s && b < e) {
+                style = style.add_modifier(Modifier::REVERSED);
+            }
+            let mut cstyle = style;
+            if b == cursor && app.focus == Pane::Hex {
+                cstyle = cstyle.add_modifier(Modifier::UNDERLINED | Modifier::BOLD);
+            }
+            hex_spans.push(Span::styled(format!("{v:02x}"), cstyle));
+            // The gap after a byte takes the highlight when the next byte has it too.
+            let next_in = hl.is_some_and(|(s, e)| b + 1 >= s && b + 1 < e && b >= s) && j != 7;
+            hex_spans.push(Span::styled(
+                " ",
+                if next_in && j != 15 {
+                    style
+                } else {
+                    Style::default()
+                },
+            ));
+            let ch = if v.is_ascii_graphic() || v == b' ' {
+                v as char
+            } else {
+                '.'
+            };
+            ascii_spans.push(Span::styled(ch.to_string(), cstyle));
+        }
+        hex_spans.extend(ascii_spans);
+        lines.push(Line::from(hex_spans));
+    }
+    // The legend, in the seed's words.
+    let wide = inner_w >= 96;
+    let mut legend = Vec::new();
+    for (k, (role, label)) in LEGEND.iter().enumerate() {
+        if k > 0 {
+            legend.push(Span::raw(if wide { "  " } else { " " }));
+        }
+        if wide {
+            legend.push(Span::styled("■ ", pal.role(*role)));
+        }
+        legend.push(Span::styled(*label, pal.role(*role)));
+    }
+    while lines.len() < rows {
+        lines.push(Line::default());
+    }
+    lines.push(Line::from(legend));
+    let title = match (app.hex.source, &app.detail) {
+        (0, _) => format!(" bytes: message ({} bytes) ", bytes.len()),
+        (n, Some(d)) => {
+            let name = d
+                .decoded
+                .sources
+                .get(usize::from(n) - 1)
+                .map_or(String::new(), |s| escape_text(&s.name));
+            format!(" bytes: #{n} {name} ({} bytes) ", bytes.len())
+        }
+        (n, None) => format!(" bytes: #{n} "),
+    };
+    let mut b = block(
+        Line::from(fit_title(&title, inner_w)),
+        app.focus == Pane::Hex,
+        pal,
+    );
+    if !bytes.is_empty() {
+        let pos = match hl {
+            Some((s, e)) => format!(
+                " 0x{:04x} · field 0x{s:04x}..0x{e:04x} ({}B) ",
+                cursor,
+                e - s
+            ),
+            None => format!(" 0x{cursor:04x} "),
+        };
+        b = b.title_bottom(Line::from(pos).alignment(Alignment::Right));
+    }
+    f.render_widget(Paragraph::new(lines).block(b), area);
+}
+
+fn render_line(f: &mut Frame, app: &App, pal: &Palette, area: Rect) {
+    let line = if let Some(bar) = &app.bar {
+        let mut spans = vec![Span::styled(
+            "/",
+            pal.fg(Color::LightCyan).add_modifier(Modifier::BOLD),
+        )];
+        let err_col = bar.error.as_ref().map(|(c, _)| *c);
+        let bad = if app.cfg.color {
+            Style::default().fg(Color::White).bg(Color::Red)
+        } else {
+            Style::default().add_modifier(Modifier::UNDERLINED)
+        };
+        let chars: Vec<char> = bar.text.chars().collect();
+        for k in 0..=chars.len() {
+            let c = chars
+                .get(k)
+                .map_or(" ".to_string(), |c| escape_text(&c.to_string()));
+            let mut st = Style::default();
+            if err_col == Some(k) {
+                st = bad;
+            }
+            if k == bar.cursor {
+                st = st.add_modifier(Modifier::REVERSED);
+            }
+            spans.push(Span::styled(c, st));
+        }
+        match &bar.error {
+            Some((col, msg)) => spans.push(Span::styled(
+                format!("  ✗ col {col}: {}", escape_text(msg)),
+                pal.fg(Color::LightRed).add_modifier(Modifier::BOLD),
+            )),
+            None => spans.push(Span::styled(
+                "  ✓ Enter applies, Esc cancels",
+                pal.fg(Color::Green),
+            )),
+        }
+        Line::from(spans)
+    } else if let Some(n) = &app.notice {
+        Line::from(Span::styled(escape_text(n), pal.fg(Color::LightYellow)))
+    } else if let Some(e) = &app.load_error {
+        Line::from(Span::styled(
+            format!("read error: {}", escape_text(e)),
+            pal.fg(Color::LightRed),
+        ))
+    } else {
+        Line::default()
+    };
+    f.render_widget(Paragraph::new(line), area);
+}
+
+fn render_status(f: &mut Frame, app: &App, area: Rect) {
+    let s = &app.stats;
+    let name = std::path::Path::new(&app.cfg.title)
+        .file_name()
+        .map_or(app.cfg.title.clone(), |n| n.to_string_lossy().into_owned());
+    let mut parts = vec![escape_text(&name)];
+    parts.push(format!("{}/{} msgs", app.view.len(), app.entries.len()));
+    // Counters that give way first on narrow terminals.
+    let mut optional = Vec::new();
+    if app.cfg.kind != SourceKind::Message {
+        optional.push(format!("{} pkts", s.frames));
+        optional.push(format!("{} streams", s.streams));
+        optional.push(format!("gaps {}", s.gaps));
+        optional.push(format!("resyncs {}", s.resyncs));
+    }
+    if let Some(d) = s.kernel_drops {
+        parts.push(format!("drops {d}"));
+    }
+    if !app.done {
+        const SPIN: [char; 4] = ['|', '/', '-', '\\'];
+        let spin = SPIN[(app.ticks % 4) as usize];
+        parts.push(match app.progress {
+            (b, Some(t)) if t > 0 && app.cfg.kind == SourceKind::File => {
+                format!("loading {}% {spin}", (b.min(t) * 100 / t))
+            }
+            _ if app.cfg.kind == SourceKind::Live => format!("capturing {spin}"),
+            _ => format!("loading {spin}"),
+        });
+    }
+    if app.follow {
+        parts.push("FOLLOW".into());
+    }
+    parts.push(format!("sort {}", app.sort.label()));
+    if !app.filter_text.is_empty() {
+        parts.push(format!("filter: {}", escape_text(&app.filter_text)));
+    }
+    let right = "? help";
+    let w = usize::from(area.width);
+    let join = |opt: &[String]| {
+        let mut all = vec![parts[0].clone(), parts[1].clone()];
+        all.extend(opt.iter().cloned());
+        all.extend(parts[2..].iter().cloned());
+        all.join(" │ ")
+    };
+    let mut left = join(&optional);
+    while left.chars().count() + right.len() + 2 > w && !optional.is_empty() {
+        optional.pop();
+        left = join(&optional);
+    }
+    let text = if left.chars().count() + right.len() + 2 <= w {
+        format!("{}{right}", fit(&left, w - right.len()))
+    } else {
+        fit(&left, w)
+    };
+    let style = if app.cfg.color {
+        Style::default().bg(Color::DarkGray).fg(Color::White)
+    } else {
+        Style::default().add_modifier(Modifier::REVERSED)
+    };
+    f.render_widget(Paragraph::new(Line::from(Span::styled(text, style))), area);
+}
+
+/// Every key, for the help screen and docs/tui.md.
+pub const KEYS: &[(&str, &str)] = &[
+    ("q, Ctrl-C", "quit"),
+    ("?", "this help (any key closes it)"),
+    ("Tab, Shift-Tab", "next / previous pane"),
+    ("↑ ↓, j k", "move (list, tree; bytes: a row)"),
+    ("← →, h l", "tree: collapse/parent, expand; bytes: a byte"),
+    ("PgUp, PgDn", "a page up / down"),
+    ("g, G, Home, End", "first / last"),
+    ("Enter, Space", "tree: expand/collapse; list: go to tree"),
+    ("e, c", "expand all / collapse all"),
+    ("p", "jump request ↔ response (peer)"),
+    ("f", "frames that carried the field's bytes"),
+    ("/", "filter (Enter applies, Esc cancels)"),
+    ("s", "sort: capture → latency desc → size desc"),
+    ("t", "time: relative / absolute (UTC)"),
+    ("F", "follow: keep the newest message selected"),
+    ("mouse click", "select a message, field or byte"),
+    ("mouse wheel", "scroll the pane under the pointer"),
+];
+
+fn render_help(f: &mut Frame, pal: &Palette, area: Rect) {
+    let kw = KEYS
+        .iter()
+        .map(|(k, _)| k.chars().count())
+        .max()
+        .unwrap_or(0);
+    let mut lines: Vec<Line> = KEYS
+        .iter()
+        .map(|(k, d)| {
+            Line::from(vec![
+                Span::styled(
+                    fit(k, kw + 2),
+                    pal.fg(Color::LightCyan).add_modifier(Modifier::BOLD),
+                ),
+                Span::raw(*d),
+            ])
+        })
+        .collect();
+    lines.push(Line::default());
+    lines.push(Line::from(
+        "Bytes are coloured by what they belong to; the selected field is reversed.",
+    ));
+    let w = (area.width.saturating_sub(4)).min(78);
+    let h = (u16::try_from(lines.len()).unwrap_or(u16::MAX) + 2).min(area.height);
+    let r = Rect::new(
+        area.x + (area.width - w) / 2,
+        area.y + (area.height - h) / 2,
+        w,
+        h,
+    );
+    f.render_widget(Clear, r);
+    let b = block(Line::from(" kafkashark keys "), true, pal);
+    f.render_widget(Paragraph::new(lines).block(b), r);
+}

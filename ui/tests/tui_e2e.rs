@@ -1,0 +1,169 @@
+//! The terminal UI end to end: the real binary in a real terminal (tmux, 120x40):
+//! moving through messages and fields, filtering, help, quitting, and the
+//! terminal restored afterwards. Skips (with a message) when tmux is missing.
+//!
+//! Each step polls `capture-pane` until the expected text shows or a deadline
+//! passes; there are no fixed sleeps.
+
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+const DEADLINE: Duration = Duration::from_secs(20);
+
+struct Tmux {
+    socket: String,
+}
+
+impl Tmux {
+    fn run(&self, args: &[&str]) -> Output {
+        Command::new("tmux")
+            .arg("-L")
+            .arg(&self.socket)
+            .args(args)
+            .output()
+            .expect("tmux runs")
+    }
+
+    fn screen(&self) -> String {
+        String::from_utf8_lossy(&self.run(&["capture-pane", "-p", "-t", "e2e"]).stdout).into_owned()
+    }
+
+    fn keys(&self, keys: &[&str]) {
+        let mut args = vec!["send-keys", "-t", "e2e"];
+        args.extend_from_slice(keys);
+        assert!(self.run(&args).status.success());
+    }
+
+    /// Waits until the screen satisfies `ok`; returns it.
+    fn wait(&self, what: &str, ok: impl Fn(&str) -> bool) -> String {
+        let start = Instant::now();
+        loop {
+            let s = self.screen();
+            if ok(&s) {
+                return s;
+            }
+            assert!(
+                start.elapsed() < DEADLINE,
+                "timed out waiting for {what}; screen:\n{s}"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    fn wait_for(&self, text: &str) -> String {
+        self.wait(text, |s| s.contains(text))
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        let _ = self.run(&["kill-server"]);
+    }
+}
+
+fn have_tmux() -> bool {
+    Command::new("tmux")
+        .arg("-V")
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+#[test]
+fn browse_filter_help_and_quit_in_tmux() {
+    if !have_tmux() {
+        eprintln!("skipping: tmux is not installed");
+        return;
+    }
+    let bin = env!("CARGO_BIN_EXE_kafkashark");
+    let cap = format!(
+        "{}/../captures/a1-kcat-produce-consume-group.pcap",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let t = Tmux {
+        socket: format!("kafkashark-e2e-{}", std::process::id()),
+    };
+    // The shell prints a marker once the UI has exited, then waits.
+    let cmd = format!("'{bin}' '{cap}'; echo \"kafkashark exited $?\"; sleep 60");
+    let out = t.run(&[
+        "new-session", "-d", "-s", "e2e", "-x", "120", "-y", "40", "sh", "-c", &cmd,
+    ]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+
+    // The first screen: the list, the first message's tree and its bytes.
+    let s = t.wait("the first screen", |s| {
+        s.contains("messages 157/157") && s.contains("ApiVersionsRequest") && s.contains("■ frame")
+    });
+    assert!(s.contains("frame 4: ApiVersions v0 Request"), "{s}");
+    assert!(s.contains("0000  00 00 00 15 00 12 00 00"), "{s}");
+
+    // Down two messages: the CreateTopics request.
+    t.keys(&["j", "j"]);
+    t.wait_for("frame 12: CreateTopics v7 Request");
+
+    // Into the tree, down to request_api_key: its bytes and description show.
+    t.keys(&["Tab", "j", "j", "j", "j"]);
+    let s = t.wait_for("field 0x0004..0x0006 (2B)");
+    assert!(s.contains("request_api_key"), "{s}");
+
+    // Filter: only Produce.
+    t.keys(&["/", "produce"]);
+    t.wait_for("✓ Enter applies");
+    t.keys(&["Enter"]);
+    let s = t.wait_for("filter: produce");
+    let list: Vec<&str> = s
+        .lines()
+        .skip(2)
+        .take_while(|l| !l.starts_with('┗') && !l.starts_with('└'))
+        .collect();
+    assert!(!list.is_empty(), "{s}");
+    assert!(list.iter().all(|l| l.contains("Produce v")), "{s}");
+
+    // A bad filter shows its error and column.
+    t.keys(&["/", "C-u"]);
+    t.keys(&["latency>"]);
+    t.wait_for("✗ col");
+    t.keys(&["Escape"]);
+    t.wait("the bar to close", |s| !s.contains("✗ col"));
+
+    // Help, closed by any key.
+    t.keys(&["?"]);
+    t.wait_for("kafkashark keys");
+    t.keys(&["Escape"]);
+    t.wait("the help to close", |s| !s.contains("kafkashark keys"));
+
+    // Quit: the process exits and the terminal is back to the shell.
+    t.keys(&["q"]);
+    let s = t.wait_for("kafkashark exited 0");
+    assert!(!s.contains("messages "), "the UI is still on screen:\n{s}");
+    let alt = t.run(&["display-message", "-p", "-t", "e2e", "#{alternate_on}"]);
+    assert_eq!(String::from_utf8_lossy(&alt.stdout).trim(), "0");
+}
+
+#[test]
+fn seed_message_in_tmux() {
+    if !have_tmux() {
+        eprintln!("skipping: tmux is not installed");
+        return;
+    }
+    let bin = env!("CARGO_BIN_EXE_kafkashark");
+    let msg = format!(
+        "{}/../captures/messages/produce-v12-request-minimal.hex",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let t = Tmux {
+        socket: format!("kafkashark-e2e-seed-{}", std::process::id()),
+    };
+    let cmd = format!("NO_COLOR=1 '{bin}' '{msg}'; echo \"kafkashark exited $?\"; sleep 60");
+    let out = t.run(&[
+        "new-session", "-d", "-s", "e2e", "-x", "120", "-y", "40", "sh", "-c", &cmd,
+    ]);
+    assert!(out.status.success());
+    let s = t.wait_for("bytes: message (94 bytes)");
+    assert!(s.contains("0050  ff ff ff ff ff ff ff 00  00 00 00 00 00 00"), "{s}");
+    assert!(s.contains("ProduceRequest"), "{s}");
+    // Expand all: the RecordBatch fields appear.
+    t.keys(&["e"]);
+    t.wait_for("baseSequence");
+    t.keys(&["C-c"]);
+    t.wait_for("kafkashark exited 0");
+}
