@@ -15,4 +15,5 @@ pub mod kafka;
 pub mod model;
 pub mod pairing;
 pub mod pipeline;
+pub mod stats;
 pub mod topics;

@@ -399,7 +399,7 @@ impl Analyzer {
             None => return,
         };
         if info.kind == Kind::Response
-            && !info.decode_error.as_deref().is_some_and(|e| e == SASL_NOTE)
+            && info.decode_error.as_deref().is_none_or(|e| e != SASL_NOTE)
         {
             let (throttle, errors) = response_facts(&decoded.root);
             info.throttle_time_ms = throttle;
@@ -544,6 +544,21 @@ fn sasl_token_tree(raw: &RawMessage, kind: Kind, show_secrets: bool) -> Decoded 
         error: None,
         topics: Vec::new(),
         topic_ids: Vec::new(),
+    }
+}
+
+/// Decodes a message again the way the analyzer did (views decode trees lazily):
+/// requests by their header, responses with the api key and version in `info`,
+/// and raw SASL tokens — the only messages with neither an api key nor a decode
+/// error — as a redacted token.
+pub fn redecode(info: &MessageInfo, raw: &RawMessage, opts: &DecodeOptions) -> Decoded {
+    if info.api_key.is_none() && info.decode_error.is_none() {
+        return sasl_token_tree(raw, info.kind, opts.show_secrets);
+    }
+    match (info.kind, info.api_key, info.api_version) {
+        (Kind::Request, _, _) => decode_request(&raw.bytes, opts),
+        (Kind::Response, Some(k), Some(v)) => decode_paired_response(&raw.bytes, k, v, opts),
+        (Kind::Response, _, _) => decode_response(&raw.bytes, -1, 0, opts),
     }
 }
 

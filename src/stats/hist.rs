@@ -3,8 +3,9 @@
 //! Invariants: a histogram grows only to the largest value recorded (so one that
 //! saw only sub-second latencies stays small); percentiles are nearest-rank
 //! (rank = ⌈p·n⌉, computed in integers, never in floating point) and report the
-//! highest value of the rank's bucket, so they are within 0.1% (+1 µs of
-//! rounding) of the exact nearest-rank value; count, min, max and mean are exact.
+//! highest value of the rank's bucket (clamped to the exact min and max), so
+//! they are within 0.1% (+1 µs of rounding) of the exact nearest-rank value;
+//! count, min, max and mean are exact.
 
 use hdrhistogram::Histogram;
 
@@ -43,7 +44,11 @@ impl LatencyHist {
 
     /// Records one latency, in nanoseconds.
     pub fn record(&mut self, ns: u64) {
-        self.hist.saturating_record(ns_to_us(ns));
+        let us = ns_to_us(ns);
+        // `record` grows the histogram to fit; `saturating_record` would clamp.
+        if self.hist.record(us).is_err() {
+            self.hist.saturating_record(us);
+        }
         self.count += 1;
         self.sum_ns += u128::from(ns);
         self.min_ns = self.min_ns.min(ns);
@@ -78,7 +83,13 @@ impl LatencyHist {
         if self.count == 0 {
             return None;
         }
-        let us = |p| self.value_at_permille(p).map_or(0.0, |v| v as f64 / 1e3);
+        // A bucket's highest value may pass the exact extremes; keep percentiles inside them.
+        let (lo, hi) = (self.min_ns as f64 / 1e6, self.max_ns as f64 / 1e6);
+        let us = |p| {
+            self.value_at_permille(p)
+                .map_or(0.0, |v| v as f64 / 1e3)
+                .clamp(lo, hi)
+        };
         Some(LatencyMs {
             count: self.count,
             p50: us(500),

@@ -12,6 +12,7 @@ use kafkashark::kafka::{decode_request, decode_response, tree, DecodeOptions, De
 mod cli_error;
 mod filter;
 mod print;
+mod stats_cmd;
 mod tui;
 use cli_error::CliError;
 use kafkashark::flow::Ports;
@@ -71,6 +72,8 @@ enum Command {
     Print(PrintArgs),
     /// Capture live from an interface into the terminal UI.
     Live(LiveArgs),
+    /// Latency, throttle, errors, traffic, clients and groups of a capture (file or -i IFACE).
+    Stats(stats_cmd::StatsArgs),
 }
 
 #[derive(clap::Args, Debug)]
@@ -168,6 +171,7 @@ fn main() -> ExitCode {
     let res = match cli.command {
         Some(Command::Decode(a)) => run_decode(&a),
         Some(Command::Print(a)) => run_print(a),
+        Some(Command::Stats(a)) => stats_cmd::run_args(a),
         Some(Command::Live(a)) => run_tui(tui::Options {
             input: tui::Input::Live {
                 iface: a.interface,

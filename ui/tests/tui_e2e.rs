@@ -85,9 +85,23 @@ fn browse_filter_help_and_quit_in_tmux() {
     // The shell prints a marker once the UI has exited, then waits.
     let cmd = format!("'{bin}' '{cap}'; echo \"kafkashark exited $?\"; sleep 60");
     let out = t.run(&[
-        "new-session", "-d", "-s", "e2e", "-x", "120", "-y", "40", "sh", "-c", &cmd,
+        "new-session",
+        "-d",
+        "-s",
+        "e2e",
+        "-x",
+        "120",
+        "-y",
+        "40",
+        "sh",
+        "-c",
+        &cmd,
     ]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 
     // The first screen: the list, the first message's tree and its bytes.
     let s = t.wait("the first screen", |s| {
@@ -155,15 +169,50 @@ fn seed_message_in_tmux() {
     };
     let cmd = format!("NO_COLOR=1 '{bin}' '{msg}'; echo \"kafkashark exited $?\"; sleep 60");
     let out = t.run(&[
-        "new-session", "-d", "-s", "e2e", "-x", "120", "-y", "40", "sh", "-c", &cmd,
+        "new-session",
+        "-d",
+        "-s",
+        "e2e",
+        "-x",
+        "120",
+        "-y",
+        "40",
+        "sh",
+        "-c",
+        &cmd,
     ]);
     assert!(out.status.success());
     let s = t.wait_for("bytes: message (94 bytes)");
-    assert!(s.contains("0050  ff ff ff ff ff ff ff 00  00 00 00 00 00 00"), "{s}");
+    assert!(
+        s.contains("0050  ff ff ff ff ff ff ff 00  00 00 00 00 00 00"),
+        "{s}"
+    );
     assert!(s.contains("ProduceRequest"), "{s}");
     // Expand all: the RecordBatch fields appear.
     t.keys(&["e"]);
-    t.wait_for("baseSequence");
+    t.wait_for("batchLength");
     t.keys(&["C-c"]);
     t.wait_for("kafkashark exited 0");
+}
+
+#[test]
+fn without_a_terminal_the_ui_refuses_and_print_still_works() {
+    let bin = env!("CARGO_BIN_EXE_kafkashark");
+    let cap = format!(
+        "{}/../captures/a1-kcat-produce-consume-group.pcap",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let out = Command::new(bin).arg(&cap).output().expect("run");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("needs a terminal"));
+    let out = Command::new(bin)
+        .args(["print", &cap, "-c", "1"])
+        .output()
+        .expect("run");
+    assert!(out.status.success());
+    assert!(String::from_utf8_lossy(&out.stdout).contains("ApiVersions v0 Request"));
+    // No arguments: the usage, exit status 2.
+    let out = Command::new(bin).output().expect("run");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("live"));
 }

@@ -18,7 +18,7 @@ use crossterm::event::{KeyCode, KeyEvent, KeyModifiers, MouseButton, MouseEvent,
 use kafkashark::capture::Timestamp;
 use kafkashark::kafka::decode::Kind;
 use kafkashark::kafka::framing::RawMessage;
-use kafkashark::kafka::{decode_request, decode_response, DecodeOptions, Decoded, Node, Role};
+use kafkashark::kafka::{DecodeOptions, Decoded, Node, Role};
 use kafkashark::model::MessageInfo;
 use kafkashark::topics::TopicNames;
 use ratatui::layout::{Position, Rect};
@@ -1140,21 +1140,7 @@ fn remove_char(s: &mut String, chars: usize) {
 /// key and version of their request (the ApiVersions v0 fallback of KIP-511
 /// as the model does), unknown responses header only.
 pub fn decode_entry(e: &Entry, opts: &DecodeOptions) -> Decoded {
-    let bytes = &e.raw.bytes[..];
-    match (e.info.kind, e.info.api_key, e.info.api_version) {
-        (Kind::Request, _, _) => decode_request(bytes, opts),
-        (Kind::Response, Some(k), Some(v)) => {
-            let d = decode_response(bytes, k, v, opts);
-            if k == 18 && v > 0 && d.error.is_some() && bytes.get(8..10) == Some(&[0, 35]) {
-                let v0 = decode_response(bytes, k, 0, opts);
-                if v0.error.is_none() {
-                    return v0;
-                }
-            }
-            d
-        }
-        (Kind::Response, _, _) => decode_response(bytes, -1, 0, opts),
-    }
+    kafkashark::model::redecode(&e.info, &e.raw, opts)
 }
 
 /// The node at a path of child indices.

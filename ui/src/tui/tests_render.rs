@@ -264,3 +264,34 @@ fn seed_message() {
     let app = message_app(SEED, 120, 40);
     insta::assert_snapshot!("seed_120x40", snapshot_text(&app));
 }
+
+#[test]
+fn docs_list_every_key() {
+    let doc = std::fs::read_to_string(super::testutil::repo("docs/tui.md")).expect("docs/tui.md");
+    for (k, _) in ui::KEYS {
+        for part in k.split(", ") {
+            let part = part.trim();
+            let shown = match part {
+                "↑ ↓" => "`↑` `↓`".to_string(),
+                "← →" => "`←` `→`".to_string(),
+                "j k" => "`j` `k`".to_string(),
+                "h l" => "`h` `l`".to_string(),
+                p if p.starts_with("mouse") => p.to_string(),
+                p => format!("`{p}`"),
+            };
+            assert!(doc.contains(&shown), "docs/tui.md lacks {shown}");
+        }
+    }
+    // The screens in docs/screens are the current snapshots.
+    for name in ["list_120x40", "paired_response_120x40", "seed_140x60"] {
+        let screen =
+            std::fs::read_to_string(super::testutil::repo(&format!("docs/screens/{name}.txt")))
+                .expect("screen");
+        let snap = std::fs::read_to_string(format!(
+            "{}/src/tui/snapshots/kafkashark__tui__tests_render__{name}.snap",
+            env!("CARGO_MANIFEST_DIR")
+        ))
+        .expect("snapshot");
+        assert!(snap.contains(&screen), "docs/screens/{name}.txt is stale");
+    }
+}

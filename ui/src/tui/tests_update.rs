@@ -459,6 +459,17 @@ fn decompressed_field_switches_the_byte_source() {
     let n = app.selected_node().expect("node");
     assert_eq!(app.highlight(), Some((n.offset, n.end())));
     assert_eq!(app.hex.roles.len(), data.len());
+    // In the decompressed source the byte cursor selects fields of that source.
+    while app.focus != Pane::Hex {
+        key(&mut app, KeyCode::Tab);
+    }
+    key(&mut app, KeyCode::Char('G'));
+    assert_eq!(app.hex.source, 1);
+    assert_eq!(app.hex.cursor, data.len() - 1);
+    assert!(app.selected_node().is_some_and(|n| n.source == 1));
+    while app.focus != Pane::Tree {
+        key(&mut app, KeyCode::Tab);
+    }
     // Back to a field of the message: the view switches back.
     key(&mut app, KeyCode::Char('g'));
     assert_eq!(app.hex.source, 0);

@@ -467,6 +467,16 @@ fn render_tree(f: &mut Frame, app: &App, pal: &Palette, area: Rect, rows: usize)
             if app.cfg.kind != SourceKind::Message {
                 t.push_str(&format!("{from} → {to} "));
             }
+            if let Some(p) = i.peer.and_then(|p| app.entries.get(p as usize)) {
+                let what = match i.kind {
+                    Kind::Request => "response",
+                    Kind::Response => "request",
+                };
+                t.push_str(&format!("│ {what} in frame {} ", p.info.frame));
+            }
+            if let Some(l) = i.latency_ns {
+                t.push_str(&format!("│ latency {} ", latency_text(l)));
+            }
             if let Some(c) = &i.client_id {
                 t.push_str(&format!("client_id={:?} ", escape_text(c)));
             }

@@ -1,0 +1,1310 @@
+//! Figures over a capture: latency, throttle, errors, traffic shape, clients,
+//! consumer groups and expert hints — what `kafkashark stats` prints.
+//!
+//! Place in the data path: frames → `Analyzer` → [`MessageRecord`]s and
+//! [`Notice`]s → **[`Stats`]** → [`StatsReport`] (JSON) / [`StatsReport::to_text`].
+//! `Stats` is sans-IO: a function of the records and notices fed to it, in
+//! capture order; it can be asked for a report at any time (live mode asks
+//! every second).
+//!
+//! Invariants:
+//! - bounded: every table has a cap ([`StatsConfig`]); facts past a cap are
+//!   counted in [`Overflow`], never stored; latency histograms are HdrHistogram
+//!   (µs resolution, 3 significant digits) and the slow list keeps N entries;
+//! - the per-API counts are those of the JSONL contract: a response's errors
+//!   are its `error_codes`, its latency `latency_ns`, its throttle
+//!   `throttle_time_ms`; the trees (when kept) only add where (topic,
+//!   partition) and what (batches, records, group fields);
+//! - a request waits in a bounded table (by message index) until its response
+//!   or its [`Notice::Unanswered`]; that is how a response learns its client id
+//!   and its request frame.
+//!
+//! Feed it records produced with [`Stats::analyzer_config`] (trees kept,
+//! records decoded) to get topics, codecs, groups and error places; with
+//! summaries only, the per-API, client, latency and throttle figures remain.
+
+mod facts;
+mod hints;
+mod hist;
+mod report;
+mod text;
+
+use std::cmp::Reverse;
+use std::collections::btree_map::Entry;
+use std::collections::{BTreeMap, BTreeSet, BinaryHeap, HashMap};
+use std::net::SocketAddr;
+
+use crate::capture::Timestamp;
+use crate::kafka::decode::Kind;
+use crate::kafka::errors::error_name;
+use crate::kafka::schema::{self, MessageKind, SchemaSet};
+use crate::kafka::Decoded;
+use crate::model::{AnalyzerConfig, MessageInfo, MessageRecord, Notice, Output};
+use crate::pipeline::Event;
+use crate::topics::TopicNames;
+
+pub use hist::{LatencyHist, SIGFIG};
+pub use report::*;
+
+/// Limits and switches of a [`Stats`].
+#[derive(Clone, Debug)]
+pub struct StatsConfig {
+    /// Length of the slow list (and of the most-throttled list).
+    pub slow: usize,
+    /// Most entries per table: clients, topic partitions, groups, error places.
+    pub max_keys: usize,
+    /// Most latency histograms per dimension (api versions, clients, brokers,
+    /// connections); each holds up to a few tens of KiB.
+    pub max_histograms: usize,
+    /// Most seconds in the throttle time series.
+    pub max_series: usize,
+    /// Most requests waiting for their response.
+    pub max_pending: usize,
+    /// Most items in small lists (addresses of a client, members, generations…).
+    pub max_list: usize,
+}
+
+impl Default for StatsConfig {
+    fn default() -> Self {
+        StatsConfig {
+            slow: 20,
+            max_keys: 10_000,
+            max_histograms: 1_000,
+            max_series: 86_400,
+            max_pending: 100_000,
+            max_list: 256,
+        }
+    }
+}
+
+/// Who sent a request: the client id with the software its connection named
+/// in ApiVersions v3+ (KIP-511).
+#[derive(Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ClientKey {
+    /// The request header's client id.
+    pub client_id: Option<String>,
+    /// ClientSoftwareName.
+    pub software_name: Option<String>,
+    /// ClientSoftwareVersion.
+    pub software_version: Option<String>,
+}
+
+impl ClientKey {
+    /// `librdkafka 2.16.0`, when the software is known.
+    pub fn software(&self) -> Option<String> {
+        self.software_name.as_ref().map(|n| match &self.software_version {
+            Some(v) if !v.is_empty() => format!("{n} {v}"),
+            _ => n.clone(),
+        })
+    }
+}
+
+/// True when Kafka 4.0 removed this request version (KIP-896): only the 3.9
+/// schema set still defines it.
+pub fn removed_in_kafka_4(api_key: i16, version: i16) -> bool {
+    schema::message(api_key, MessageKind::Request, version).map(|m| m.set)
+        == Some(SchemaSet::Kafka39)
+}
+
+/// The error's name, or `UNKNOWN(n)` for a code this build does not know.
+pub fn error_label(code: i16) -> String {
+    error_name(code).map_or_else(|| format!("UNKNOWN({code})"), str::to_string)
+}
+
+/// A map that stops growing at `cap` entries and counts what it refused.
+#[derive(Clone, Debug)]
+struct Capped<K, V> {
+    map: BTreeMap<K, V>,
+    cap: usize,
+    overflow: u64,
+}
+
+impl<K: Ord, V> Capped<K, V> {
+    fn new(cap: usize) -> Self {
+        Capped {
+            map: BTreeMap::new(),
+            cap,
+            overflow: 0,
+        }
+    }
+
+    /// The entry for `k`, made by `f` if there is room; `None` (counted) if full.
+    fn entry(&mut self, k: K, f: impl FnOnce() -> V) -> Option<&mut V> {
+        let full = self.map.len() >= self.cap;
+        match self.map.entry(k) {
+            Entry::Occupied(o) => Some(o.into_mut()),
+            Entry::Vacant(v) if !full => Some(v.insert(f())),
+            Entry::Vacant(_) => {
+                self.overflow += 1;
+                None
+            }
+        }
+    }
+}
+
+/// A few frames that show a fact: the first ones and the last.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+struct Evidence {
+    first: Vec<u64>,
+    last: u64,
+    count: u64,
+}
+
+/// First frames an [`Evidence`] keeps.
+const EVIDENCE: usize = 5;
+
+impl Evidence {
+    fn add(&mut self, frame: u64) {
+        self.count += 1;
+        if self.first.len() < EVIDENCE {
+            self.first.push(frame);
+        }
+        self.last = frame;
+    }
+
+    /// The first frames and the last one.
+    fn frames(&self) -> Vec<u64> {
+        let mut v = self.first.clone();
+        if self.count > 0 && !v.contains(&self.last) {
+            v.push(self.last);
+        }
+        v
+    }
+}
+
+#[derive(Clone, Debug, Default)]
+struct Throttle {
+    count: u64,
+    sum: i64,
+    max: i64,
+}
+
+impl Throttle {
+    fn add(&mut self, ms: i32) {
+        self.count += 1;
+        self.sum = self.sum.saturating_add(i64::from(ms));
+        self.max = self.max.max(i64::from(ms));
+    }
+
+    fn ms(&self) -> ThrottleMs {
+        ThrottleMs {
+            max: self.max,
+            sum: self.sum,
+        }
+    }
+}
+
+#[derive(Debug, Default)]
+struct ApiAcc {
+    requests: u64,
+    responses: u64,
+    unanswered: u64,
+    orphans: u64,
+    latency: LatencyHist,
+    throttle: Throttle,
+    errors: BTreeMap<String, u64>,
+}
+
+#[derive(Debug, Default)]
+struct VersionAcc {
+    requests: u64,
+    responses: u64,
+    latency: LatencyHist,
+}
+
+#[derive(Debug, Default)]
+struct ClientAcc {
+    addresses: BTreeSet<String>,
+    requests: u64,
+    responses: u64,
+    unanswered: u64,
+    errors: u64,
+    throttle: Throttle,
+    /// (api, version) → (requests, first frame).
+    apis: BTreeMap<(i16, i16), (u64, u64)>,
+    acks: BTreeMap<i16, Evidence>,
+    produce_bytes: u64,
+    produce_plain_bytes: u64,
+    produce_frames: Evidence,
+    /// api → throttle, with evidence.
+    throttle_by_api: BTreeMap<i16, Throttle>,
+    throttle_frames: Evidence,
+    /// Distinct epoch seconds with a throttled response (responses come in time order).
+    throttle_seconds: u64,
+    last_throttle_second: Option<i64>,
+}
+
+#[derive(Debug, Default)]
+struct Side {
+    sets: u64,
+    bytes: u64,
+    batches: u64,
+    records: u64,
+    partial: u64,
+}
+
+#[derive(Debug, Default)]
+struct PartAcc {
+    produce: Side,
+    fetch: Side,
+    codecs: BTreeMap<&'static str, u64>,
+    compressed: u64,
+    decompressed: u64,
+    acks: BTreeMap<i16, u64>,
+    produce_frames: Evidence,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+struct ErrorKey {
+    name: String,
+    code: i16,
+    api_key: i16,
+    topic: Option<String>,
+    partition: Option<i32>,
+}
+
+#[derive(Debug, Default)]
+struct ErrorAcc {
+    count: u64,
+    first: u64,
+    last: u64,
+}
+
+#[derive(Debug, Default)]
+struct GenerationAcc {
+    generation_id: i32,
+    protocol_name: Option<String>,
+    leader: Option<String>,
+    members: BTreeSet<String>,
+    listed: u64,
+    ts: f64,
+    join_request_frame: Option<u64>,
+    join_response_frame: u64,
+    sync_frames: Vec<u64>,
+    rebalance_ns: Option<u64>,
+}
+
+#[derive(Debug, Default)]
+struct HeartbeatAcc {
+    epochs: Vec<i32>,
+    assignment: Option<Vec<(String, Vec<i32>)>>,
+    heartbeats: u64,
+    first: u64,
+    last: u64,
+}
+
+#[derive(Debug, Default)]
+struct GroupAcc {
+    protocol_type: Option<String>,
+    protocols: BTreeSet<String>,
+    members: BTreeSet<String>,
+    joins: u64,
+    syncs: u64,
+    heartbeats: u64,
+    leaves: u64,
+    errors: BTreeMap<String, u64>,
+    generations: Vec<GenerationAcc>,
+    /// Per connection: the first JoinGroup request (frame, time) of the open round.
+    rounds: BTreeMap<u64, (u64, Timestamp)>,
+    cgh: BTreeMap<String, HeartbeatAcc>,
+}
+
+/// What a request leaves for its response.
+#[derive(Clone, Debug)]
+struct Pending {
+    frame: u64,
+    client: ClientKey,
+    group: Option<facts::GroupRequest>,
+}
+
+#[derive(Clone, Debug)]
+struct StreamFacts {
+    software: Option<(String, String)>,
+}
+
+#[derive(Debug, Default)]
+struct ConnAcc {
+    client: String,
+    broker: String,
+    client_id: Option<String>,
+    requests: u64,
+    responses: u64,
+    latency: LatencyHist,
+}
+
+#[derive(Debug, Default)]
+struct BrokerAcc {
+    requests: u64,
+    responses: u64,
+    latency: LatencyHist,
+}
+
+/// A slow-list entry, ordered by latency then (reversed) frame, so the heap's
+/// minimum is the entry to evict.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+struct SlowKey {
+    latency_ns: u64,
+    frame: Reverse<u64>,
+    index: u64,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+struct ThrottleKey {
+    throttle: i32,
+    frame: Reverse<u64>,
+    index: u64,
+}
+
+/// The statistics accumulator.
+#[derive(Debug)]
+pub struct Stats {
+    cfg: StatsConfig,
+    topics: TopicNames,
+    pending: BTreeMap<u64, Pending>,
+    streams: HashMap<u64, StreamFacts>,
+    summary: Summary,
+    apis: Capped<i16, ApiAcc>,
+    versions: Capped<(i16, i16), VersionAcc>,
+    clients: Capped<ClientKey, ClientAcc>,
+    client_latency: Capped<ClientKey, LatencyHist>,
+    brokers: Capped<SocketAddr, BrokerAcc>,
+    conns: Capped<u64, ConnAcc>,
+    slow: BinaryHeap<Reverse<SlowKey>>,
+    slow_items: HashMap<u64, SlowExchange>,
+    throttle: Throttle,
+    throttle_series: Capped<i64, Throttle>,
+    throttle_latency: LatencyHist,
+    throttled: BinaryHeap<Reverse<ThrottleKey>>,
+    throttled_items: HashMap<u64, ThrottledExchange>,
+    errors: Capped<ErrorKey, ErrorAcc>,
+    record_errors: Vec<RecordErrorReport>,
+    parts: Capped<(Option<String>, Option<i32>), PartAcc>,
+    acks: BTreeMap<i16, Evidence>,
+    groups: Capped<String, GroupAcc>,
+    unanswered: Evidence,
+    overflow: Overflow,
+}
+
+impl Stats {
+    /// An empty accumulator.
+    pub fn new(cfg: StatsConfig) -> Stats {
+        Stats {
+            topics: TopicNames::default(),
+            pending: BTreeMap::new(),
+            streams: HashMap::new(),
+            summary: Summary::default(),
+            apis: Capped::new(cfg.max_histograms),
+            versions: Capped::new(cfg.max_histograms),
+            clients: Capped::new(cfg.max_keys),
+            client_latency: Capped::new(cfg.max_histograms),
+            brokers: Capped::new(cfg.max_histograms),
+            conns: Capped::new(cfg.max_histograms),
+            slow: BinaryHeap::new(),
+            slow_items: HashMap::new(),
+            throttle: Throttle::default(),
+            throttle_series: Capped::new(cfg.max_series),
+            throttle_latency: LatencyHist::new(),
+            throttled: BinaryHeap::new(),
+            throttled_items: HashMap::new(),
+            errors: Capped::new(cfg.max_keys),
+            record_errors: Vec::new(),
+            parts: Capped::new(cfg.max_keys),
+            acks: BTreeMap::new(),
+            groups: Capped::new(cfg.max_keys),
+            unanswered: Evidence::default(),
+            overflow: Overflow::default(),
+            cfg,
+        }
+    }
+
+    /// The analyzer settings that give `Stats` everything it reads: trees kept
+    /// and record sets decoded, on top of `base`.
+    pub fn analyzer_config(base: AnalyzerConfig) -> AnalyzerConfig {
+        let mut cfg = base;
+        cfg.keep_trees = true;
+        cfg.decode.records = true;
+        cfg
+    }
+
+    /// Feeds one analyzer output (a message or a notice).
+    pub fn push(&mut self, o: &Output) {
+        match o {
+            Output::Message(m) => self.message(m),
+            Output::Notice(n) => self.notice(n),
+        }
+    }
+
+    /// Feeds one message, in capture order.
+    pub fn message(&mut self, m: &MessageRecord) {
+        self.message_info(&m.info, m.decoded.as_ref());
+    }
+
+    /// Feeds one message given as its facts and (optionally) its tree.
+    pub fn message_info(&mut self, i: &MessageInfo, d: Option<&Decoded>) {
+        self.summary.messages += 1;
+        let ts = i.ts.as_f64();
+        if self.summary.first_ts.is_none() {
+            self.summary.first_ts = Some(ts);
+        }
+        self.summary.last_ts = Some(ts);
+        match i.kind {
+            Kind::Request => {
+                self.summary.requests += 1;
+                self.request(i, d);
+            }
+            Kind::Response => {
+                self.summary.responses += 1;
+                self.response(i, d);
+            }
+        }
+    }
+
+    /// Feeds one notice: unanswered requests and closed connections matter.
+    pub fn notice(&mut self, n: &Notice) {
+        match n {
+            Notice::Unanswered { request, .. } => {
+                self.summary.unanswered += 1;
+                self.unanswered.add(request.frame);
+                if let Some(a) = self.apis.entry(request.api_key, ApiAcc::default) {
+                    a.unanswered += 1;
+                }
+                if let Some(p) = self.pending.remove(&request.index) {
+                    if let Some(c) = self.clients.map.get_mut(&p.client) {
+                        c.unanswered += 1;
+                    }
+                }
+            }
+            Notice::Stream(Event::StreamClosed { stream, .. }) => {
+                self.streams.remove(stream);
+            }
+            Notice::Stream(_) => {}
+        }
+    }
+
+    fn request(&mut self, i: &MessageInfo, d: Option<&Decoded>) {
+        let (Some(api), Some(version)) = (i.api_key, i.api_version) else {
+            self.summary.without_api += 1;
+            return;
+        };
+        let root = d.map(|d| &d.root);
+        // The connection's software, learned from its ApiVersions v3+ request.
+        if !self.streams.contains_key(&i.stream) {
+            if self.streams.len() >= self.cfg.max_keys {
+                self.overflow.streams += 1;
+            } else {
+                self.streams.insert(i.stream, StreamFacts { software: None });
+            }
+        }
+        if api == 18 && version >= 3 {
+            if let (Some(sw), Some(st)) = (
+                root.and_then(facts::client_software),
+                self.streams.get_mut(&i.stream),
+            ) {
+                st.software = Some(sw);
+            }
+        }
+        let software = self.streams.get(&i.stream).and_then(|s| s.software.clone());
+        let client = ClientKey {
+            client_id: i.client_id.clone(),
+            software_name: software.as_ref().map(|s| s.0.clone()),
+            software_version: software.map(|s| s.1),
+        };
+        if let Some(a) = self.apis.entry(api, ApiAcc::default) {
+            a.requests += 1;
+        }
+        if let Some(v) = self.versions.entry((api, version), VersionAcc::default) {
+            v.requests += 1;
+        }
+        if let Some(b) = self.brokers.entry(i.broker, BrokerAcc::default) {
+            b.requests += 1;
+        }
+        if let Some(c) = self.conns.entry(i.stream, || ConnAcc {
+            client: i.client.to_string(),
+            broker: i.broker.to_string(),
+            ..ConnAcc::default()
+        }) {
+            c.requests += 1;
+            c.client_id.clone_from(&i.client_id);
+        }
+        let max_list = self.cfg.max_list;
+        let mut lists_overflow = 0;
+        if let Some(c) = self.clients.entry(client.clone(), ClientAcc::default) {
+            c.requests += 1;
+            let addr = i.client.to_string();
+            if !c.addresses.contains(&addr) {
+                if c.addresses.len() < max_list {
+                    c.addresses.insert(addr);
+                } else {
+                    lists_overflow += 1;
+                }
+            }
+            let known = c.apis.contains_key(&(api, version));
+            if known || c.apis.len() < max_list {
+                c.apis.entry((api, version)).or_insert((0, i.frame)).0 += 1;
+            } else {
+                lists_overflow += 1;
+            }
+        }
+        self.overflow.lists += lists_overflow;
+
+        let mut group = None;
+        if let Some(root) = root {
+            match api {
+                0 => self.produce(i, d, &client, facts::acks(root)),
+                11..=14 | 68 => {
+                    group = facts::group_request(root);
+                    if let Some(g) = &group {
+                        self.group_request(api, g, i.stream, i.frame, i.ts);
+                    }
+                }
+                _ => {}
+            }
+        }
+        if i.expects_response && i.correlation_id.is_some() {
+            self.pending.insert(
+                i.index,
+                Pending {
+                    frame: i.frame,
+                    client,
+                    group,
+                },
+            );
+            if self.pending.len() > self.cfg.max_pending {
+                self.pending.pop_first();
+                self.overflow.pending += 1;
+            }
+        }
+    }
+
+    fn produce(&mut self, i: &MessageInfo, d: Option<&Decoded>, client: &ClientKey, acks: Option<i16>) {
+        if let Some(a) = acks {
+            self.acks.entry(a).or_default().add(i.frame);
+        }
+        let sets = d
+            .map(|d| facts::record_sets(d, &self.topics))
+            .unwrap_or_default();
+        if let Some(c) = self.clients.map.get_mut(client) {
+            if let Some(a) = acks {
+                c.acks.entry(a).or_default().add(i.frame);
+            }
+            for s in &sets {
+                c.produce_bytes += s.bytes;
+                c.produce_plain_bytes += s.plain_bytes;
+            }
+            if !sets.is_empty() {
+                c.produce_frames.add(i.frame);
+            }
+        }
+        for s in sets {
+            let key = (s.place.topic.clone(), s.place.partition);
+            let Some(p) = self.parts.entry(key, PartAcc::default) else {
+                continue;
+            };
+            p.produce_frames.add(i.frame);
+            if let Some(a) = acks {
+                *p.acks.entry(a).or_default() += 1;
+            }
+            add_set(p, &s, true);
+        }
+    }
+
+    fn response(&mut self, i: &MessageInfo, d: Option<&Decoded>) {
+        let Some(api) = i.api_key else {
+            self.summary.without_api += 1;
+            return;
+        };
+        let root = d.map(|d| &d.root);
+        if let Some(root) = root {
+            self.topics.learn(Some(api), root);
+        }
+        let pending = if i.paired {
+            i.peer.and_then(|p| self.pending.remove(&p))
+        } else {
+            None
+        };
+        let client = match &pending {
+            Some(p) => p.client.clone(),
+            None => {
+                let sw = self.streams.get(&i.stream).and_then(|s| s.software.clone());
+                ClientKey {
+                    client_id: self.conns.map.get(&i.stream).and_then(|c| c.client_id.clone()),
+                    software_name: sw.as_ref().map(|s| s.0.clone()),
+                    software_version: sw.map(|s| s.1),
+                }
+            }
+        };
+        let request_frame = pending.as_ref().map(|p| p.frame);
+
+        // Errors: counted from `error_codes` (the JSONL facts), placed from the tree.
+        let places = root.map(|r| facts::errors(r, &self.topics));
+        let placed: Vec<facts::ErrorAt> = match places {
+            Some(p) => p,
+            None => i
+                .error_codes
+                .iter()
+                .map(|&code| facts::ErrorAt {
+                    code,
+                    place: facts::Place::default(),
+                })
+                .collect(),
+        };
+
+        if let Some(a) = self.apis.entry(api, ApiAcc::default) {
+            a.responses += 1;
+            if !i.paired {
+                a.orphans += 1;
+            }
+            if let Some(ns) = i.latency_ns {
+                a.latency.record(ns);
+            }
+            if let Some(t) = i.throttle_time_ms.filter(|&t| t > 0) {
+                a.throttle.add(t);
+            }
+            for &c in &i.error_codes {
+                *a.errors.entry(error_label(c)).or_default() += 1;
+            }
+        }
+        if let Some(version) = i.api_version {
+            if let Some(v) = self.versions.entry((api, version), VersionAcc::default) {
+                v.responses += 1;
+                if let Some(ns) = i.latency_ns {
+                    v.latency.record(ns);
+                }
+            }
+        }
+        if let Some(b) = self.brokers.entry(i.broker, BrokerAcc::default) {
+            b.responses += 1;
+            if let Some(ns) = i.latency_ns {
+                b.latency.record(ns);
+            }
+        }
+        if let Some(c) = self.conns.entry(i.stream, || ConnAcc {
+            client: i.client.to_string(),
+            broker: i.broker.to_string(),
+            ..ConnAcc::default()
+        }) {
+            c.responses += 1;
+            if let Some(ns) = i.latency_ns {
+                c.latency.record(ns);
+            }
+        }
+        if let Some(ns) = i.latency_ns {
+            if let Some(h) = self.client_latency.entry(client.clone(), LatencyHist::new) {
+                h.record(ns);
+            }
+        }
+        let throttle = i.throttle_time_ms.filter(|&t| t > 0);
+        let second = i.ts.secs;
+        if let Some(c) = self.clients.entry(client.clone(), ClientAcc::default) {
+            c.responses += 1;
+            c.errors += i.error_codes.len() as u64;
+            if let Some(t) = throttle {
+                c.throttle.add(t);
+                c.throttle_by_api.entry(api).or_default().add(t);
+                c.throttle_frames.add(i.frame);
+                if c.last_throttle_second != Some(second) {
+                    c.throttle_seconds += 1;
+                    c.last_throttle_second = Some(second);
+                }
+            }
+        }
+
+        if let Some(ns) = i.latency_ns {
+            self.slow_push(i, api, ns, request_frame, &client);
+        }
+        if let Some(t) = throttle {
+            self.throttle.add(t);
+            if let Some(s) = self.throttle_series.entry(second, Throttle::default) {
+                s.add(t);
+            }
+            if let Some(ns) = i.latency_ns {
+                self.throttle_latency.record(ns);
+            }
+            self.throttled_push(i, api, t, request_frame, &client);
+        }
+
+        for e in placed {
+            let key = ErrorKey {
+                name: error_label(e.code),
+                code: e.code,
+                api_key: api,
+                topic: e.place.topic,
+                partition: e.place.partition,
+            };
+            if let Some(acc) = self.errors.entry(key, || ErrorAcc {
+                first: i.frame,
+                ..ErrorAcc::default()
+            }) {
+                acc.count += 1;
+                acc.last = i.frame;
+            }
+        }
+        if let Some(root) = root {
+            if api == 0 {
+                for r in facts::record_errors(root, &self.topics) {
+                    if self.record_errors.len() >= self.cfg.max_keys {
+                        self.overflow.lists += 1;
+                        break;
+                    }
+                    self.record_errors.push(RecordErrorReport {
+                        topic: r.place.topic,
+                        partition: r.place.partition,
+                        batch_index: r.batch_index,
+                        message: r.message,
+                        frame: i.frame,
+                    });
+                }
+            }
+            if matches!(api, 1 | 78) {
+                if let Some(d) = d {
+                    for s in facts::record_sets(d, &self.topics) {
+                        let key = (s.place.topic.clone(), s.place.partition);
+                        if let Some(p) = self.parts.entry(key, PartAcc::default) {
+                            add_set(p, &s, false);
+                        }
+                    }
+                }
+            }
+            if let Some(g) = pending.as_ref().and_then(|p| p.group.as_ref()) {
+                if matches!(api, 11 | 14 | 68) {
+                    if let Some(r) = facts::group_response(root, &self.topics) {
+                        self.group_response(api, g, &r, i);
+                    }
+                }
+                if let Some(acc) = self.groups.map.get_mut(&g.group) {
+                    for &c in &i.error_codes {
+                        *acc.errors.entry(error_label(c)).or_default() += 1;
+                    }
+                }
+            }
+        }
+    }
+
+    fn slow_push(
+        &mut self,
+        i: &MessageInfo,
+        api: i16,
+        ns: u64,
+        request_frame: Option<u64>,
+        client: &ClientKey,
+    ) {
+        if self.cfg.slow == 0 {
+            return;
+        }
+        let key = SlowKey {
+            latency_ns: ns,
+            frame: Reverse(i.frame),
+            index: i.index,
+        };
+        if self.slow.len() >= self.cfg.slow {
+            match self.slow.peek() {
+                Some(Reverse(min)) if *min < key => {}
+                _ => return,
+            }
+            if let Some(Reverse(old)) = self.slow.pop() {
+                self.slow_items.remove(&old.index);
+            }
+        }
+        self.slow.push(Reverse(key));
+        self.slow_items.insert(
+            i.index,
+            SlowExchange {
+                latency_ms: ns as f64 / 1e6,
+                request_frame,
+                response_first_frame: i.first_frame,
+                response_frame: i.frame,
+                api_key: api,
+                api_name: schema::api_name(api),
+                api_version: i.api_version,
+                client_id: client.client_id.clone(),
+                software: client.software(),
+                client: i.client.to_string(),
+                broker: i.broker.to_string(),
+                stream: i.stream,
+                throttle_time_ms: i.throttle_time_ms,
+            },
+        );
+    }
+
+    fn throttled_push(
+        &mut self,
+        i: &MessageInfo,
+        api: i16,
+        t: i32,
+        request_frame: Option<u64>,
+        client: &ClientKey,
+    ) {
+        if self.cfg.slow == 0 {
+            return;
+        }
+        let key = ThrottleKey {
+            throttle: t,
+            frame: Reverse(i.frame),
+            index: i.index,
+        };
+        if self.throttled.len() >= self.cfg.slow {
+            match self.throttled.peek() {
+                Some(Reverse(min)) if *min < key => {}
+                _ => return,
+            }
+            if let Some(Reverse(old)) = self.throttled.pop() {
+                self.throttled_items.remove(&old.index);
+            }
+        }
+        self.throttled.push(Reverse(key));
+        self.throttled_items.insert(
+            i.index,
+            ThrottledExchange {
+                throttle_ms: t,
+                latency_ms: i.latency_ms(),
+                request_frame,
+                response_frame: i.frame,
+                api_key: api,
+                api_name: schema::api_name(api),
+                client_id: client.client_id.clone(),
+            },
+        );
+    }
+
+    fn group_request(
+        &mut self,
+        api: i16,
+        g: &facts::GroupRequest,
+        stream: u64,
+        frame: u64,
+        ts: Timestamp,
+    ) {
+        let max_list = self.cfg.max_list;
+        let Some(acc) = self.groups.entry(g.group.clone(), GroupAcc::default) else {
+            return;
+        };
+        let mut refused = 0;
+        match api {
+            11 => {
+                acc.joins += 1;
+                if acc.protocol_type.is_none() {
+                    acc.protocol_type.clone_from(&g.protocol_type);
+                }
+                for p in &g.protocols {
+                    if acc.protocols.len() < max_list {
+                        acc.protocols.insert(p.clone());
+                    }
+                }
+                if !acc.rounds.contains_key(&stream) {
+                    if acc.rounds.len() < max_list {
+                        acc.rounds.insert(stream, (frame, ts));
+                    } else {
+                        refused += 1;
+                    }
+                }
+            }
+            12 => acc.heartbeats += 1,
+            13 => acc.leaves += 1,
+            14 => acc.syncs += 1,
+            _ => {}
+        }
+        if let Some(mid) = g.member_id.as_ref().filter(|m| !m.is_empty()) {
+            if acc.members.len() < max_list {
+                acc.members.insert(mid.clone());
+            } else if !acc.members.contains(mid) {
+                refused += 1;
+            }
+        }
+        self.overflow.groups += refused;
+    }
+
+    fn group_response(
+        &mut self,
+        api: i16,
+        g: &facts::GroupRequest,
+        r: &facts::GroupResponse,
+        i: &MessageInfo,
+    ) {
+        let max_list = self.cfg.max_list;
+        let Some(acc) = self.groups.map.get_mut(&g.group) else {
+            return;
+        };
+        let mut refused = 0;
+        match api {
+            11 if r.error == 0 => {
+                let Some(gen) = r.generation else { return };
+                if acc.protocol_type.is_none() {
+                    acc.protocol_type.clone_from(&r.protocol_type);
+                }
+                let round = acc.rounds.get(&i.stream).map(|x| x.0);
+                let pos = acc.generations.iter().rposition(|x| x.generation_id == gen);
+                let e = match pos {
+                    Some(p) => acc.generations.get_mut(p),
+                    None if acc.generations.len() < max_list => {
+                        acc.generations.push(GenerationAcc {
+                            generation_id: gen,
+                            ts: i.ts.as_f64(),
+                            join_response_frame: i.frame,
+                            join_request_frame: round,
+                            ..GenerationAcc::default()
+                        });
+                        acc.generations.last_mut()
+                    }
+                    None => {
+                        refused += 1;
+                        None
+                    }
+                };
+                if let Some(e) = e {
+                    if e.protocol_name.is_none() {
+                        e.protocol_name.clone_from(&r.protocol_name);
+                    }
+                    if e.leader.is_none() {
+                        e.leader.clone_from(&r.leader);
+                    }
+                    e.listed = e.listed.max(r.members.len() as u64);
+                    if let Some(mid) = &r.member_id {
+                        if e.members.len() < max_list {
+                            e.members.insert(mid.clone());
+                        }
+                    }
+                }
+                if let Some(mid) = &r.member_id {
+                    if acc.members.len() < max_list {
+                        acc.members.insert(mid.clone());
+                    }
+                }
+            }
+            14 if r.error == 0 => {
+                if acc.protocol_type.is_none() {
+                    acc.protocol_type.clone_from(&r.protocol_type);
+                }
+                let started = acc.rounds.remove(&i.stream);
+                let gen = g.generation;
+                let e = acc
+                    .generations
+                    .iter_mut()
+                    .rev()
+                    .find(|x| Some(x.generation_id) == gen);
+                if let Some(e) = e {
+                    if e.sync_frames.len() < max_list {
+                        e.sync_frames.push(i.frame);
+                    }
+                    if let Some((_, t0)) = started {
+                        let ns = i.first_ts.nanos_since(t0);
+                        e.rebalance_ns = Some(e.rebalance_ns.map_or(ns, |x| x.max(ns)));
+                    }
+                }
+            }
+            68 => {
+                let mid = r
+                    .member_id
+                    .clone()
+                    .or_else(|| g.member_id.clone())
+                    .unwrap_or_default();
+                let full = acc.cgh.len() >= max_list && !acc.cgh.contains_key(&mid);
+                if full {
+                    refused += 1;
+                } else {
+                    let h = acc.cgh.entry(mid).or_insert_with(|| HeartbeatAcc {
+                        first: i.frame,
+                        ..HeartbeatAcc::default()
+                    });
+                    h.heartbeats += 1;
+                    h.last = i.frame;
+                    if let Some(ep) = r.member_epoch.filter(|_| r.error == 0) {
+                        if h.epochs.last() != Some(&ep) && h.epochs.len() < max_list {
+                            h.epochs.push(ep);
+                        }
+                    }
+                    if r.assignment.is_some() {
+                        h.assignment.clone_from(&r.assignment);
+                    }
+                }
+            }
+            _ => {}
+        }
+        self.overflow.groups += refused;
+    }
+
+    /// The report of everything fed so far.
+    pub fn report(&self) -> StatsReport {
+        let mut summary = self.summary.clone();
+        summary.in_flight = self.pending.len() as u64;
+        let apis = self
+            .apis
+            .map
+            .iter()
+            .map(|(&k, a)| ApiReport {
+                api_key: k,
+                api_name: schema::api_name(k),
+                requests: a.requests,
+                responses: a.responses,
+                unpaired: a.unanswered + a.orphans,
+                unanswered: a.unanswered,
+                responses_without_request: a.orphans,
+                latency_ms: a.latency.summary(),
+                throttled: a.throttle.count,
+                throttle_time_ms: a.throttle.ms(),
+                errors: a.errors.clone(),
+                versions: self
+                    .versions
+                    .map
+                    .range((k, i16::MIN)..=(k, i16::MAX))
+                    .map(|(&(_, v), x)| VersionReport {
+                        version: v,
+                        requests: x.requests,
+                        responses: x.responses,
+                        latency_ms: x.latency.summary(),
+                        removed_in_kafka_4: removed_in_kafka_4(k, v),
+                    })
+                    .collect(),
+            })
+            .collect();
+        let clients = self
+            .clients
+            .map
+            .iter()
+            .map(|(k, c)| ClientReport {
+                client_id: k.client_id.clone(),
+                software_name: k.software_name.clone(),
+                software_version: k.software_version.clone(),
+                addresses: c.addresses.iter().cloned().collect(),
+                requests: c.requests,
+                responses: c.responses,
+                unanswered: c.unanswered,
+                errors: c.errors,
+                latency_ms: self.client_latency.map.get(k).and_then(LatencyHist::summary),
+                throttled: c.throttle.count,
+                throttle_time_ms: c.throttle.ms(),
+                apis: c
+                    .apis
+                    .iter()
+                    .map(|(&(a, v), &(n, first))| ClientApi {
+                        api_key: a,
+                        api_name: schema::api_name(a),
+                        version: v,
+                        requests: n,
+                        first_frame: first,
+                        removed_in_kafka_4: removed_in_kafka_4(a, v),
+                    })
+                    .collect(),
+                acks: c.acks.iter().map(|(a, e)| (a.to_string(), e.count)).collect(),
+                produce_bytes: c.produce_bytes,
+                produce_uncompressed_bytes: c.produce_plain_bytes,
+            })
+            .collect();
+        let brokers = self
+            .brokers
+            .map
+            .iter()
+            .map(|(b, x)| BrokerReport {
+                broker: b.to_string(),
+                requests: x.requests,
+                responses: x.responses,
+                latency_ms: x.latency.summary(),
+            })
+            .collect();
+        let connections = self
+            .conns
+            .map
+            .iter()
+            .map(|(&s, c)| ConnectionReport {
+                stream: s,
+                client: c.client.clone(),
+                broker: c.broker.clone(),
+                client_id: c.client_id.clone(),
+                requests: c.requests,
+                responses: c.responses,
+                latency_ms: c.latency.summary(),
+            })
+            .collect();
+        let groups = self.groups.map.iter().map(|(id, g)| group_report(id, g)).collect();
+        let topics = self
+            .parts
+            .map
+            .iter()
+            .map(|((t, p), x)| TopicReport {
+                topic: t.clone(),
+                partition: *p,
+                produce: side_report(&x.produce),
+                fetch: side_report(&x.fetch),
+                codecs: x.codecs.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
+                compressed_bytes: x.compressed,
+                decompressed_bytes: x.decompressed,
+                compression_ratio: (x.compressed > 0)
+                    .then(|| x.decompressed as f64 / x.compressed as f64),
+                acks: x.acks.iter().map(|(a, n)| (a.to_string(), *n)).collect(),
+            })
+            .collect();
+        let acks = self
+            .acks
+            .iter()
+            .map(|(&a, e)| AcksReport {
+                acks: a,
+                requests: e.count,
+                frames: e.frames(),
+            })
+            .collect();
+        let mut slow: Vec<SlowExchange> = self.slow_items.values().cloned().collect();
+        slow.sort_by(|a, b| {
+            b.latency_ms
+                .total_cmp(&a.latency_ms)
+                .then(a.response_frame.cmp(&b.response_frame))
+        });
+        let mut exchanges: Vec<ThrottledExchange> =
+            self.throttled_items.values().cloned().collect();
+        exchanges.sort_by(|a, b| {
+            b.throttle_ms
+                .cmp(&a.throttle_ms)
+                .then(a.response_frame.cmp(&b.response_frame))
+        });
+        let mut by_client = Vec::new();
+        for (k, c) in &self.clients.map {
+            for (&api, t) in &c.throttle_by_api {
+                by_client.push(ThrottleByClient {
+                    client_id: k.client_id.clone(),
+                    software: k.software(),
+                    api_key: api,
+                    api_name: schema::api_name(api),
+                    count: t.count,
+                    sum_ms: t.sum,
+                    max_ms: t.max,
+                });
+            }
+        }
+        let throttle = ThrottleReport {
+            throttled: self.throttle.count,
+            sum_ms: self.throttle.sum,
+            max_ms: self.throttle.max,
+            by_client,
+            series: self
+                .throttle_series
+                .map
+                .iter()
+                .map(|(&s, t)| ThrottleSecond {
+                    second: s,
+                    count: t.count,
+                    sum_ms: t.sum,
+                    max_ms: t.max,
+                })
+                .collect(),
+            throttled_latency_ms: self.throttle_latency.summary(),
+            exchanges,
+        };
+        let mut errors: Vec<ErrorReport> = self
+            .errors
+            .map
+            .iter()
+            .map(|(k, e)| ErrorReport {
+                error: k.name.clone(),
+                code: k.code,
+                api_key: k.api_key,
+                api_name: schema::api_name(k.api_key),
+                topic: k.topic.clone(),
+                partition: k.partition,
+                count: e.count,
+                first_frame: e.first,
+                last_frame: e.last,
+            })
+            .collect();
+        errors.sort_by(|a, b| b.count.cmp(&a.count).then(a.first_frame.cmp(&b.first_frame)));
+        let mut overflow = self.overflow.clone();
+        overflow.apis += self.apis.overflow + self.versions.overflow;
+        overflow.clients += self.clients.overflow;
+        overflow.histograms +=
+            self.client_latency.overflow + self.brokers.overflow + self.conns.overflow;
+        overflow.topics += self.parts.overflow;
+        overflow.errors += self.errors.overflow;
+        overflow.groups += self.groups.overflow;
+        overflow.series += self.throttle_series.overflow;
+        StatsReport {
+            summary,
+            apis,
+            clients,
+            brokers,
+            connections,
+            groups,
+            topics,
+            acks,
+            hints: hints::hints(self),
+            slow,
+            throttle,
+            errors,
+            record_errors: self.record_errors.clone(),
+            overflow,
+        }
+    }
+}
+
+fn add_set(p: &mut PartAcc, s: &facts::SetFacts, produce: bool) {
+    let side = if produce { &mut p.produce } else { &mut p.fetch };
+    side.sets += 1;
+    side.bytes += s.bytes;
+    side.batches += s.batches;
+    side.records += s.records;
+    side.partial += s.partial;
+    for (c, n) in &s.codecs {
+        *p.codecs.entry(c).or_default() += n;
+    }
+    p.compressed += s.compressed;
+    p.decompressed += s.decompressed;
+}
+
+fn side_report(s: &Side) -> SideReport {
+    SideReport {
+        record_sets: s.sets,
+        bytes: s.bytes,
+        batches: s.batches,
+        records: s.records,
+        records_per_batch: (s.batches > 0).then(|| s.records as f64 / s.batches as f64),
+        partial_batches: s.partial,
+    }
+}
+
+fn group_report(id: &str, g: &GroupAcc) -> GroupReport {
+    GroupReport {
+        group_id: id.to_string(),
+        protocol_type: g.protocol_type.clone(),
+        protocols: g.protocols.iter().cloned().collect(),
+        members: g.members.iter().cloned().collect(),
+        joins: g.joins,
+        syncs: g.syncs,
+        heartbeats: g.heartbeats,
+        leaves: g.leaves,
+        errors: g.errors.clone(),
+        generations: g
+            .generations
+            .iter()
+            .map(|e| GenerationReport {
+                generation_id: e.generation_id,
+                protocol_name: e.protocol_name.clone(),
+                leader: e.leader.clone(),
+                members: e.members.iter().cloned().collect(),
+                listed_members: e.listed,
+                ts: e.ts,
+                join_request_frame: e.join_request_frame,
+                join_response_frame: e.join_response_frame,
+                sync_response_frames: e.sync_frames.clone(),
+                rebalance_ms: e.rebalance_ns.map(|n| n as f64 / 1e6),
+            })
+            .collect(),
+        heartbeat_members: g
+            .cgh
+            .iter()
+            .map(|(mid, h)| HeartbeatMember {
+                member_id: mid.clone(),
+                epochs: h.epochs.clone(),
+                assignment: h.assignment.as_ref().map(|a| {
+                    a.iter()
+                        .map(|(t, p)| TopicPartitions {
+                            topic: t.clone(),
+                            partitions: p.clone(),
+                        })
+                        .collect()
+                }),
+                heartbeats: h.heartbeats,
+                first_frame: h.first,
+                last_frame: h.last,
+            })
+            .collect(),
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,194 @@
+//! `kafkashark stats`: latency, throttle, errors, traffic shape, clients and
+//! groups of a capture, as readable tables or JSON. A thin shell: frames go to
+//! the engine's `Analyzer`, its outputs to `kafkashark::stats::Stats`, and the
+//! report is printed — once for a file, every second for a live interface.
+
+use std::io::{IsTerminal, Write};
+use std::time::{Duration, Instant};
+
+use kafkashark::capture::{CaptureError, FileSource, FrameSource, LiveConfig, LiveSource, Polled};
+use kafkashark::flow::Ports;
+use kafkashark::model::{Analyzer, AnalyzerConfig};
+use kafkashark::pipeline::PipelineConfig;
+use kafkashark::stats::{Stats, StatsConfig, StatsReport};
+
+use crate::cli_error::CliError;
+use crate::print::{default_filter, Input};
+
+/// Output format of `stats`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum StatsFormat {
+    /// Readable tables.
+    Text,
+    /// The JSON contract of DESIGN.md (live: one report per line, every second).
+    Json,
+}
+
+/// Options of `stats`.
+pub struct StatsOptions {
+    /// Frames source.
+    pub input: Input,
+    /// Broker ports.
+    pub ports: Ports,
+    /// Output format.
+    pub format: StatsFormat,
+    /// Length of the slow list.
+    pub slow: usize,
+    /// Stop a live capture after this long.
+    pub duration: Option<Duration>,
+    /// Decompression cap per batch.
+    pub max_decompressed: usize,
+}
+
+/// Clears the terminal before a live refresh: cursor home, erase display.
+const CLEAR: &str = "\x1b[H\x1b[2J";
+
+/// Runs `stats`.
+pub fn run(opts: &StatsOptions) -> Result<(), CliError> {
+    let mut source: Box<dyn FrameSource> = match &opts.input {
+        Input::File(path) => Box::new(FileSource::open(path).map_err(CliError::Capture)?),
+        Input::Live { iface, filter } => {
+            let mut cfg = LiveConfig::new(iface);
+            cfg.filter = filter.clone().or_else(|| default_filter(&opts.ports));
+            Box::new(LiveSource::open(&cfg).map_err(CliError::Capture)?)
+        }
+    };
+    let (title, live) = match &opts.input {
+        Input::File(p) => (p.clone(), false),
+        Input::Live { iface, .. } => (format!("live on {iface}"), true),
+    };
+    let mut cfg = Stats::analyzer_config(AnalyzerConfig {
+        pipeline: PipelineConfig::with_ports(opts.ports.clone()),
+        ..AnalyzerConfig::default()
+    });
+    cfg.decode.max_decompressed = opts.max_decompressed;
+    let mut analyzer = Analyzer::new(cfg);
+    let mut stats = Stats::new(StatsConfig {
+        slow: opts.slow,
+        ..StatsConfig::default()
+    });
+    let tty = std::io::stdout().is_terminal();
+    let started = Instant::now();
+    let mut last_draw = Instant::now();
+    let mut out = Vec::new();
+    let mut read_error: Option<CaptureError> = None;
+    loop {
+        if opts.duration.is_some_and(|d| started.elapsed() >= d) {
+            break;
+        }
+        match source.poll() {
+            Ok(Polled::Frame(f)) => analyzer.push(&f, &mut out),
+            Ok(Polled::Timeout) => {}
+            Ok(Polled::End) => break,
+            Err(e) => {
+                read_error = Some(e);
+                break;
+            }
+        }
+        for o in out.drain(..) {
+            stats.push(&o);
+        }
+        if live && last_draw.elapsed() >= Duration::from_secs(1) {
+            last_draw = Instant::now();
+            emit(&stats.report(), &title, opts.format, true, tty)?;
+        }
+    }
+    analyzer.finish(&mut out);
+    for o in out.drain(..) {
+        stats.push(&o);
+    }
+    emit(&stats.report(), &title, opts.format, live, live && tty)?;
+    if let Some(e) = read_error {
+        eprintln!("kafkashark: {e}");
+    }
+    Ok(())
+}
+
+/// Prints a report: text (after a clear screen when `clear`), or JSON —
+/// pretty for a file, one compact line per refresh when `live`.
+fn emit(
+    r: &StatsReport,
+    title: &str,
+    format: StatsFormat,
+    live: bool,
+    clear: bool,
+) -> Result<(), CliError> {
+    let mut s = match format {
+        StatsFormat::Text => {
+            let mut t = String::new();
+            if clear {
+                t.push_str(CLEAR);
+            }
+            t.push_str(&r.to_text(title));
+            t
+        }
+        StatsFormat::Json if live => {
+            serde_json::to_string(r).map_err(|e| CliError::Output(e.into()))?
+        }
+        StatsFormat::Json => {
+            serde_json::to_string_pretty(r).map_err(|e| CliError::Output(e.into()))?
+        }
+    };
+    if !s.ends_with('\n') {
+        s.push('\n');
+    }
+    let mut w = std::io::stdout().lock();
+    w.write_all(s.as_bytes())
+        .and_then(|()| w.flush())
+        .map_err(CliError::Output)
+}
+
+/// The arguments of `kafkashark stats`.
+#[derive(clap::Args, Debug)]
+pub struct StatsArgs {
+    /// A pcap or pcapng file; `-` reads standard input.
+    #[arg(required_unless_present = "interface", conflicts_with = "interface")]
+    file: Option<String>,
+    /// Capture live on this interface (`any` for all); the report refreshes every second.
+    #[arg(short = 'i', long = "interface")]
+    interface: Option<String>,
+    /// BPF filter for live capture (default: the Kafka ports).
+    #[arg(short = 'f', long = "filter")]
+    filter: Option<String>,
+    /// Broker ports, comma separated, or `any` to detect Kafka on any port.
+    #[arg(long, default_value = "9092", value_parser = crate::parse_ports)]
+    ports: Ports,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = StatsFormat::Text)]
+    format: StatsFormat,
+    /// Length of the slowest-exchanges list.
+    #[arg(long, default_value_t = 20)]
+    slow: usize,
+    /// Stop after this many seconds (live capture).
+    #[arg(long)]
+    duration: Option<f64>,
+    /// Most bytes a compressed batch may decompress to.
+    #[arg(long, default_value_t = 64 << 20)]
+    max_decompressed: usize,
+}
+
+/// Runs `stats` from its command-line arguments.
+pub fn run_args(a: StatsArgs) -> Result<std::process::ExitCode, CliError> {
+    let input = match (a.interface, a.file) {
+        (Some(iface), _) => Input::Live {
+            iface,
+            filter: a.filter,
+        },
+        (None, Some(f)) => Input::File(f),
+        (None, None) => return Err(CliError::Usage("give a FILE or -i IFACE".into())),
+    };
+    let duration = match a.duration {
+        Some(d) if d.is_finite() && d >= 0.0 => Some(Duration::from_secs_f64(d)),
+        Some(d) => return Err(CliError::Usage(format!("--duration {d}: not a duration"))),
+        None => None,
+    };
+    run(&StatsOptions {
+        input,
+        ports: a.ports,
+        format: a.format,
+        slow: a.slow,
+        duration,
+        max_decompressed: a.max_decompressed,
+    })?;
+    Ok(std::process::ExitCode::SUCCESS)
+}
