@@ -109,6 +109,8 @@ fn topic_of(n: &Node, topics: &TopicNames) -> Option<String> {
 pub(crate) struct ErrorAt {
     pub(crate) code: i16,
     pub(crate) place: Place,
+    /// Inside an element of the body (not a top-level field of the response).
+    pub(crate) nested: bool,
 }
 
 /// Every non-zero `*ErrorCode` of a response, with its place.
@@ -124,6 +126,7 @@ pub(crate) fn errors(root: &Node, topics: &TopicNames) -> Vec<ErrorAt> {
                 out.push(ErrorAt {
                     code,
                     place: place(path, topics),
+                    nested: path.len() > 1,
                 });
             }
         }
@@ -251,6 +254,24 @@ fn leaves(n: &Node) -> u64 {
     inner(n).max(1)
 }
 
+/// The one topic a request names (by name, or by id: learned name or the id
+/// itself), if it names exactly one.
+pub(crate) fn single_topic(d: &Decoded, topics: &TopicNames) -> Option<String> {
+    let mut all: Vec<String> = d.topics.iter().filter(|t| !t.is_empty()).cloned().collect();
+    for id in d.topic_ids.iter().filter(|u| **u != [0; 16]) {
+        let t = topics
+            .name(id)
+            .map_or_else(|| format_uuid(id), str::to_string);
+        if !all.contains(&t) {
+            all.push(t);
+        }
+    }
+    match all.as_slice() {
+        [one] => Some(one.clone()),
+        _ => None,
+    }
+}
+
 /// `ClientSoftwareName` and `ClientSoftwareVersion` of an ApiVersions v3+ request.
 pub(crate) fn client_software(root: &Node) -> Option<(String, String)> {
     let b = body(root)?;
@@ -317,31 +338,38 @@ pub(crate) struct GroupResponse {
 /// Group facts of a JoinGroup, SyncGroup or ConsumerGroupHeartbeat response.
 pub(crate) fn group_response(root: &Node, topics: &TopicNames) -> Option<GroupResponse> {
     let b = body(root)?;
-    let s = |name| str_child(b, name).filter(|s| !s.is_empty()).map(str::to_string);
+    let s = |name| {
+        str_child(b, name)
+            .filter(|s| !s.is_empty())
+            .map(str::to_string)
+    };
     let i32_of = |name| int_child(b, name).and_then(|v| i32::try_from(v).ok());
-    let assignment = b.child("Assignment").filter(|a| a.value != Value::Null).map(|a| {
-        a.child("TopicPartitions")
-            .map(|tps| {
-                elements(tps)
-                    .map(|tp| {
-                        let topic = topic_of(tp, topics).unwrap_or_default();
-                        let parts = tp
-                            .child("Partitions")
-                            .map(|p| {
-                                elements(p)
-                                    .filter_map(|e| match e.value {
-                                        Value::Int(v) => i32::try_from(v).ok(),
-                                        _ => None,
-                                    })
-                                    .collect()
-                            })
-                            .unwrap_or_default();
-                        (topic, parts)
-                    })
-                    .collect()
-            })
-            .unwrap_or_default()
-    });
+    let assignment = b
+        .child("Assignment")
+        .filter(|a| a.value != Value::Null)
+        .map(|a| {
+            a.child("TopicPartitions")
+                .map(|tps| {
+                    elements(tps)
+                        .map(|tp| {
+                            let topic = topic_of(tp, topics).unwrap_or_default();
+                            let parts = tp
+                                .child("Partitions")
+                                .map(|p| {
+                                    elements(p)
+                                        .filter_map(|e| match e.value {
+                                            Value::Int(v) => i32::try_from(v).ok(),
+                                            _ => None,
+                                        })
+                                        .collect()
+                                })
+                                .unwrap_or_default();
+                            (topic, parts)
+                        })
+                        .collect()
+                })
+                .unwrap_or_default()
+        });
     Some(GroupResponse {
         error: int_child(b, "ErrorCode")
             .and_then(|v| i16::try_from(v).ok())
@@ -370,7 +398,14 @@ mod tests {
     use crate::kafka::tree::Role;
 
     fn n(name: &str, ty: &str, value: Value) -> Node {
-        Node::new(name.to_string(), ty.to_string(), value, 0, 0, Role::ResponseBody)
+        Node::new(
+            name.to_string(),
+            ty.to_string(),
+            value,
+            0,
+            0,
+            Role::ResponseBody,
+        )
     }
 
     fn with(mut p: Node, kids: Vec<Node>) -> Node {
@@ -382,14 +417,22 @@ mod tests {
     fn errors_take_the_nearest_topic_and_partition() {
         // ProduceResponse { Responses [ { Name "t", PartitionResponses [ { Index 3, ErrorCode 6 } ] } ] }
         let part = with(
-            n("PartitionProduceResponse[0]", "PartitionProduceResponse", Value::None),
+            n(
+                "PartitionProduceResponse[0]",
+                "PartitionProduceResponse",
+                Value::None,
+            ),
             vec![
                 n("Index", "int32", Value::Int(3)),
                 n("ErrorCode", "int16", Value::Int(6)),
             ],
         );
         let topic = with(
-            n("TopicProduceResponse[0]", "TopicProduceResponse", Value::None),
+            n(
+                "TopicProduceResponse[0]",
+                "TopicProduceResponse",
+                Value::None,
+            ),
             vec![
                 n("Name", "string", Value::Str("t".into())),
                 with(n("PartitionResponses", "[]", Value::None), vec![part]),
@@ -414,7 +457,8 @@ mod tests {
                 place: Place {
                     topic: Some("t".into()),
                     partition: Some(3)
-                }
+                },
+                nested: true,
             }]
         );
     }
@@ -433,7 +477,10 @@ mod tests {
             vec![with(n("R", "struct", Value::None), vec![t])],
         );
         let e = errors(&root, &TopicNames::default());
-        assert_eq!(e[0].place.topic.as_deref(), Some(format_uuid(&[1; 16]).as_str()));
+        assert_eq!(
+            e[0].place.topic.as_deref(),
+            Some(format_uuid(&[1; 16]).as_str())
+        );
         assert_eq!(e[0].place.partition, None);
     }
 }

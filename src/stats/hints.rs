@@ -33,6 +33,15 @@ pub const METADATA_ERRORS: &[&str] = &[
     "UNKNOWN_TOPIC_ID",
 ];
 
+/// `1 request`, `3 requests`.
+fn plural(n: u64, what: &str) -> String {
+    if n == 1 {
+        format!("1 {what}")
+    } else {
+        format!("{n} {what}s")
+    }
+}
+
 fn who(k: &super::ClientKey) -> String {
     let id = k
         .client_id
@@ -92,9 +101,9 @@ pub(crate) fn hints(s: &Stats) -> Vec<Hint> {
                 kind: "acks_0",
                 severity: "warning",
                 message: format!(
-                    "{} sent {} Produce requests with acks=0: the broker never answers them, so failed writes go unnoticed",
+                    "{} sent {} with acks=0: the broker never answers them, so failed writes go unnoticed",
                     who(k),
-                    e.count
+                    plural(e.count, "Produce request")
                 ),
                 frames: e.frames(),
             });
@@ -191,8 +200,8 @@ pub(crate) fn hints(s: &Stats) -> Vec<Hint> {
             kind: "unanswered",
             severity: "note",
             message: format!(
-                "{} requests never got a response in the capture (closed connection, capture end or a lost reply)",
-                s.unanswered.count
+                "{} never got a response in the capture (closed connection, capture end or a lost reply)",
+                plural(s.unanswered.count, "request")
             ),
             frames: s.unanswered.frames(),
         });

@@ -144,7 +144,10 @@ mod tests {
             let rank = (p * 1000).div_ceil(1000) as usize;
             let exact = vals[rank - 1] as f64 / 1e3;
             let got = h.value_at_permille(p).unwrap() as f64;
-            assert!((got - exact).abs() <= exact * 0.001 + 1.0, "p{p}: {got} vs {exact}");
+            assert!(
+                (got - exact).abs() <= exact * 0.001 + 1.0,
+                "p{p}: {got} vs {exact}"
+            );
         }
         let s = h.summary().unwrap();
         assert_eq!(s.count, 1000);

@@ -92,10 +92,12 @@ pub struct ClientKey {
 impl ClientKey {
     /// `librdkafka 2.16.0`, when the software is known.
     pub fn software(&self) -> Option<String> {
-        self.software_name.as_ref().map(|n| match &self.software_version {
-            Some(v) if !v.is_empty() => format!("{n} {v}"),
-            _ => n.clone(),
-        })
+        self.software_name
+            .as_ref()
+            .map(|n| match &self.software_version {
+                Some(v) if !v.is_empty() => format!("{n} {v}"),
+                _ => n.clone(),
+            })
     }
 }
 
@@ -156,7 +158,8 @@ const EVIDENCE: usize = 5;
 impl Evidence {
     fn add(&mut self, frame: u64) {
         self.count += 1;
-        if self.first.len() < EVIDENCE {
+        // Several messages can end in one frame: name it once.
+        if self.first.len() < EVIDENCE && !self.first.contains(&frame) {
             self.first.push(frame);
         }
         self.last = frame;
@@ -241,15 +244,15 @@ struct Side {
     batches: u64,
     records: u64,
     partial: u64,
+    codecs: BTreeMap<&'static str, u64>,
+    compressed: u64,
+    decompressed: u64,
 }
 
 #[derive(Debug, Default)]
 struct PartAcc {
     produce: Side,
     fetch: Side,
-    codecs: BTreeMap<&'static str, u64>,
-    compressed: u64,
-    decompressed: u64,
     acks: BTreeMap<i16, u64>,
     produce_frames: Evidence,
 }
@@ -314,6 +317,8 @@ struct GroupAcc {
 struct Pending {
     frame: u64,
     client: ClientKey,
+    /// The one topic the request names: where a response's unplaced facts belong.
+    topic: Option<String>,
     group: Option<facts::GroupRequest>,
 }
 
@@ -492,7 +497,8 @@ impl Stats {
             if self.streams.len() >= self.cfg.max_keys {
                 self.overflow.streams += 1;
             } else {
-                self.streams.insert(i.stream, StreamFacts { software: None });
+                self.streams
+                    .insert(i.stream, StreamFacts { software: None });
             }
         }
         if api == 18 && version >= 3 {
@@ -566,6 +572,7 @@ impl Stats {
                 Pending {
                     frame: i.frame,
                     client,
+                    topic: d.and_then(|d| facts::single_topic(d, &self.topics)),
                     group,
                 },
             );
@@ -576,7 +583,13 @@ impl Stats {
         }
     }
 
-    fn produce(&mut self, i: &MessageInfo, d: Option<&Decoded>, client: &ClientKey, acks: Option<i16>) {
+    fn produce(
+        &mut self,
+        i: &MessageInfo,
+        d: Option<&Decoded>,
+        client: &ClientKey,
+        acks: Option<i16>,
+    ) {
         if let Some(a) = acks {
             self.acks.entry(a).or_default().add(i.frame);
         }
@@ -627,7 +640,11 @@ impl Stats {
             None => {
                 let sw = self.streams.get(&i.stream).and_then(|s| s.software.clone());
                 ClientKey {
-                    client_id: self.conns.map.get(&i.stream).and_then(|c| c.client_id.clone()),
+                    client_id: self
+                        .conns
+                        .map
+                        .get(&i.stream)
+                        .and_then(|c| c.client_id.clone()),
                     software_name: sw.as_ref().map(|s| s.0.clone()),
                     software_version: sw.map(|s| s.1),
                 }
@@ -645,9 +662,22 @@ impl Stats {
                 .map(|&code| facts::ErrorAt {
                     code,
                     place: facts::Place::default(),
+                    nested: false,
                 })
                 .collect(),
         };
+        // A response that does not say its topic (a zero TopicId) answers the
+        // request's topic when the request named only one.
+        let fallback = pending.as_ref().and_then(|p| p.topic.clone());
+        let placed: Vec<facts::ErrorAt> = placed
+            .into_iter()
+            .map(|mut e| {
+                if e.place.topic.is_none() && e.nested {
+                    e.place.topic.clone_from(&fallback);
+                }
+                e
+            })
+            .collect();
 
         if let Some(a) = self.apis.entry(api, ApiAcc::default) {
             a.responses += 1;
@@ -757,7 +787,10 @@ impl Stats {
             }
             if matches!(api, 1 | 78) {
                 if let Some(d) = d {
-                    for s in facts::record_sets(d, &self.topics) {
+                    for mut s in facts::record_sets(d, &self.topics) {
+                        if s.place.topic.is_none() {
+                            s.place.topic.clone_from(&fallback);
+                        }
                         let key = (s.place.topic.clone(), s.place.partition);
                         if let Some(p) = self.parts.entry(key, PartAcc::default) {
                             add_set(p, &s, false);
@@ -1069,7 +1102,11 @@ impl Stats {
                 responses: c.responses,
                 unanswered: c.unanswered,
                 errors: c.errors,
-                latency_ms: self.client_latency.map.get(k).and_then(LatencyHist::summary),
+                latency_ms: self
+                    .client_latency
+                    .map
+                    .get(k)
+                    .and_then(LatencyHist::summary),
                 throttled: c.throttle.count,
                 throttle_time_ms: c.throttle.ms(),
                 apis: c
@@ -1084,7 +1121,11 @@ impl Stats {
                         removed_in_kafka_4: removed_in_kafka_4(a, v),
                     })
                     .collect(),
-                acks: c.acks.iter().map(|(a, e)| (a.to_string(), e.count)).collect(),
+                acks: c
+                    .acks
+                    .iter()
+                    .map(|(a, e)| (a.to_string(), e.count))
+                    .collect(),
                 produce_bytes: c.produce_bytes,
                 produce_uncompressed_bytes: c.produce_plain_bytes,
             })
@@ -1114,7 +1155,12 @@ impl Stats {
                 latency_ms: c.latency.summary(),
             })
             .collect();
-        let groups = self.groups.map.iter().map(|(id, g)| group_report(id, g)).collect();
+        let groups = self
+            .groups
+            .map
+            .iter()
+            .map(|(id, g)| group_report(id, g))
+            .collect();
         let topics = self
             .parts
             .map
@@ -1124,11 +1170,6 @@ impl Stats {
                 partition: *p,
                 produce: side_report(&x.produce),
                 fetch: side_report(&x.fetch),
-                codecs: x.codecs.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
-                compressed_bytes: x.compressed,
-                decompressed_bytes: x.decompressed,
-                compression_ratio: (x.compressed > 0)
-                    .then(|| x.decompressed as f64 / x.compressed as f64),
                 acks: x.acks.iter().map(|(a, n)| (a.to_string(), *n)).collect(),
             })
             .collect();
@@ -1203,7 +1244,11 @@ impl Stats {
                 last_frame: e.last,
             })
             .collect();
-        errors.sort_by(|a, b| b.count.cmp(&a.count).then(a.first_frame.cmp(&b.first_frame)));
+        errors.sort_by(|a, b| {
+            b.count
+                .cmp(&a.count)
+                .then(a.first_frame.cmp(&b.first_frame))
+        });
         let mut overflow = self.overflow.clone();
         overflow.apis += self.apis.overflow + self.versions.overflow;
         overflow.clients += self.clients.overflow;
@@ -1233,17 +1278,21 @@ impl Stats {
 }
 
 fn add_set(p: &mut PartAcc, s: &facts::SetFacts, produce: bool) {
-    let side = if produce { &mut p.produce } else { &mut p.fetch };
+    let side = if produce {
+        &mut p.produce
+    } else {
+        &mut p.fetch
+    };
     side.sets += 1;
     side.bytes += s.bytes;
     side.batches += s.batches;
     side.records += s.records;
     side.partial += s.partial;
     for (c, n) in &s.codecs {
-        *p.codecs.entry(c).or_default() += n;
+        *side.codecs.entry(c).or_default() += n;
     }
-    p.compressed += s.compressed;
-    p.decompressed += s.decompressed;
+    side.compressed += s.compressed;
+    side.decompressed += s.decompressed;
 }
 
 fn side_report(s: &Side) -> SideReport {
@@ -1254,6 +1303,10 @@ fn side_report(s: &Side) -> SideReport {
         records: s.records,
         records_per_batch: (s.batches > 0).then(|| s.records as f64 / s.batches as f64),
         partial_batches: s.partial,
+        codecs: s.codecs.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
+        compressed_bytes: s.compressed,
+        decompressed_bytes: s.decompressed,
+        compression_ratio: (s.compressed > 0).then(|| s.decompressed as f64 / s.compressed as f64),
     }
 }
 

@@ -293,14 +293,6 @@ pub struct TopicReport {
     pub produce: SideReport,
     /// Fetch responses' record sets.
     pub fetch: SideReport,
-    /// Codec → batches (both directions).
-    pub codecs: BTreeMap<String, u64>,
-    /// Compressed payload bytes of compressed batches (both directions).
-    pub compressed_bytes: u64,
-    /// What they decompressed to.
-    pub decompressed_bytes: u64,
-    /// decompressed / compressed.
-    pub compression_ratio: Option<f64>,
     /// Produce `Acks` value → requests that wrote here.
     pub acks: BTreeMap<String, u64>,
 }
@@ -320,6 +312,14 @@ pub struct SideReport {
     pub records_per_batch: Option<f64>,
     /// Batches cut at the end of a fetch response.
     pub partial_batches: u64,
+    /// Codec → batches.
+    pub codecs: BTreeMap<String, u64>,
+    /// Compressed payload bytes of the compressed batches.
+    pub compressed_bytes: u64,
+    /// What they decompressed to.
+    pub decompressed_bytes: u64,
+    /// decompressed / compressed.
+    pub compression_ratio: Option<f64>,
 }
 
 /// A Produce `Acks` value.

@@ -1,0 +1,520 @@
+//! Unit tests of the accumulator with hand-built messages: throttle series,
+//! slow-list bound, caps, unanswered requests, KIP-848 heartbeats.
+
+use std::net::SocketAddr;
+
+use super::*;
+use crate::capture::Timestamp;
+use crate::kafka::tree::{Node, Role, Value};
+use crate::pairing::PendingRequest;
+
+fn addr(s: &str) -> SocketAddr {
+    s.parse().unwrap()
+}
+
+/// A message at `ms` milliseconds after epoch second 1000.
+fn msg(index: u64, kind: Kind, api: i16, version: i16, frame: u64, ms: u64) -> MessageInfo {
+    let ts = Timestamp::new(1000 + (ms / 1000) as i64, ((ms % 1000) * 1_000_000) as u32);
+    MessageInfo {
+        index,
+        frame,
+        first_frame: frame,
+        ts,
+        first_ts: ts,
+        stream: 0,
+        client: addr("10.0.0.1:40000"),
+        broker: addr("10.0.0.2:9092"),
+        kind,
+        api_key: Some(api),
+        api_version: Some(version),
+        correlation_id: Some(index as i32),
+        length: 10,
+        client_id: (kind == Kind::Request).then(|| "app".to_string()),
+        paired: false,
+        peer: None,
+        inferred: false,
+        expects_response: kind == Kind::Request,
+        latency_ns: None,
+        throttle_time_ms: None,
+        error_codes: Vec::new(),
+        decode_error: None,
+        resynced: false,
+        skipped_before: 0,
+        topics: Vec::new(),
+    }
+}
+
+/// Feeds a request and its response; returns the next free index.
+#[allow(clippy::too_many_arguments)]
+fn exchange(
+    s: &mut Stats,
+    index: u64,
+    api: i16,
+    at_ms: u64,
+    latency_ms: u64,
+    throttle: Option<i32>,
+    errors: Vec<i16>,
+    client_id: &str,
+) -> u64 {
+    let mut req = msg(index, Kind::Request, api, 9, index + 1, at_ms);
+    req.client_id = Some(client_id.to_string());
+    s.message_info(&req, None);
+    let mut rsp = msg(
+        index + 1,
+        Kind::Response,
+        api,
+        9,
+        index + 2,
+        at_ms + latency_ms,
+    );
+    rsp.paired = true;
+    rsp.peer = Some(index);
+    rsp.latency_ns = Some(latency_ms * 1_000_000);
+    rsp.throttle_time_ms = throttle;
+    rsp.error_codes = errors;
+    s.message_info(&rsp, None);
+    index + 2
+}
+
+#[test]
+fn throttle_series_per_second_client_and_api() {
+    let mut s = Stats::new(StatsConfig::default());
+    let mut i = 0;
+    // second 1000: two throttled (30, 50) and one not; 1001: one (20); 1003: one (70).
+    i = exchange(&mut s, i, 0, 100, 5, Some(30), vec![], "p");
+    i = exchange(&mut s, i, 0, 200, 5, Some(50), vec![], "p");
+    i = exchange(&mut s, i, 0, 300, 5, Some(0), vec![], "p");
+    i = exchange(&mut s, i, 1, 1100, 7, Some(20), vec![], "p");
+    exchange(&mut s, i, 0, 3100, 9, Some(70), vec![], "q");
+    let r = s.report();
+    assert_eq!(r.throttle.throttled, 4);
+    assert_eq!((r.throttle.sum_ms, r.throttle.max_ms), (170, 70));
+    assert_eq!(
+        r.throttle.series,
+        vec![
+            ThrottleSecond {
+                second: 1000,
+                count: 2,
+                sum_ms: 80,
+                max_ms: 50
+            },
+            ThrottleSecond {
+                second: 1001,
+                count: 1,
+                sum_ms: 20,
+                max_ms: 20
+            },
+            ThrottleSecond {
+                second: 1003,
+                count: 1,
+                sum_ms: 70,
+                max_ms: 70
+            },
+        ]
+    );
+    let produce = r.apis.iter().find(|a| a.api_key == 0).unwrap();
+    assert_eq!(produce.throttled, 3);
+    assert_eq!(produce.throttle_time_ms, ThrottleMs { max: 70, sum: 150 });
+    let by: Vec<(Option<&str>, i16, u64, i64, i64)> = r
+        .throttle
+        .by_client
+        .iter()
+        .map(|t| {
+            (
+                t.client_id.as_deref(),
+                t.api_key,
+                t.count,
+                t.sum_ms,
+                t.max_ms,
+            )
+        })
+        .collect();
+    assert_eq!(
+        by,
+        vec![
+            (Some("p"), 0, 2, 80, 50),
+            (Some("p"), 1, 1, 20, 20),
+            (Some("q"), 0, 1, 70, 70)
+        ]
+    );
+    // Throttle and latency apart: the most throttled first, each with its own latency.
+    let ex: Vec<(i32, Option<f64>)> = r
+        .throttle
+        .exchanges
+        .iter()
+        .map(|e| (e.throttle_ms, e.latency_ms))
+        .collect();
+    assert_eq!(
+        ex,
+        vec![
+            (70, Some(9.0)),
+            (50, Some(5.0)),
+            (30, Some(5.0)),
+            (20, Some(7.0))
+        ]
+    );
+    assert_eq!(
+        r.throttle.throttled_latency_ms.as_ref().map(|l| l.count),
+        Some(4)
+    );
+    // "p" was throttled in 2 distinct seconds: below the sustained threshold.
+    assert!(r.hints.iter().all(|h| h.kind != "throttling"));
+}
+
+#[test]
+fn sustained_throttling_is_a_hint_with_frames() {
+    let mut s = Stats::new(StatsConfig::default());
+    let mut i = 0;
+    for sec in 0..4 {
+        i = exchange(&mut s, i, 0, sec * 1000 + 10, 1, Some(100), vec![], "p");
+    }
+    let r = s.report();
+    let h = r
+        .hints
+        .iter()
+        .find(|h| h.kind == "throttling")
+        .expect("hint");
+    assert_eq!(h.frames, vec![2, 4, 6, 8]);
+}
+
+#[test]
+fn slow_list_keeps_the_n_slowest_in_order() {
+    let mut s = Stats::new(StatsConfig {
+        slow: 3,
+        ..StatsConfig::default()
+    });
+    let lat = [5u64, 50, 1, 40, 40, 7, 60, 2];
+    let mut i = 0;
+    for (k, l) in lat.iter().enumerate() {
+        i = exchange(&mut s, i, 3, k as u64 * 100, *l, None, vec![], "c");
+    }
+    let r = s.report();
+    let got: Vec<(f64, u64)> = r
+        .slow
+        .iter()
+        .map(|x| (x.latency_ms, x.response_frame))
+        .collect();
+    // Ties keep the earlier exchange.
+    assert_eq!(got, vec![(60.0, 14), (50.0, 4), (40.0, 8)]);
+    assert_eq!(r.slow[0].request_frame, Some(13));
+    assert_eq!(r.slow[0].client_id.as_deref(), Some("c"));
+    let api = &r.apis[0];
+    assert_eq!(
+        api.latency_ms.as_ref().map(|l| (l.count, l.max)),
+        Some((8, 60.0))
+    );
+}
+
+#[test]
+fn tables_are_capped_and_overflow_is_counted() {
+    let mut s = Stats::new(StatsConfig {
+        max_keys: 2,
+        max_histograms: 2,
+        max_pending: 2,
+        ..StatsConfig::default()
+    });
+    let mut i = 0;
+    for c in ["a", "b", "c", "d", "e"] {
+        i = exchange(&mut s, i, 3, i * 10, 1, None, vec![], c);
+    }
+    let r = s.report();
+    assert_eq!(r.clients.len(), 2);
+    // Requests and responses of the three refused clients.
+    assert_eq!(r.overflow.clients, 6);
+    // Client latency histograms: 2 kept, 3 refused.
+    assert_eq!(
+        r.clients.iter().filter(|c| c.latency_ms.is_some()).count(),
+        2
+    );
+    assert!(r.overflow.histograms >= 3);
+    // The per-API figures are complete regardless.
+    assert_eq!((r.apis[0].requests, r.apis[0].responses), (5, 5));
+
+    // Pending requests: only the newest 2 are remembered.
+    for k in 0..4u64 {
+        s.message_info(&msg(100 + k, Kind::Request, 3, 9, 200 + k, 50_000), None);
+    }
+    assert_eq!(s.report().overflow.pending, 2);
+    assert_eq!(s.report().summary.in_flight, 2);
+}
+
+#[test]
+fn unanswered_requests_and_orphan_responses_are_unpaired() {
+    let mut s = Stats::new(StatsConfig::default());
+    let req = msg(0, Kind::Request, 1, 12, 5, 0);
+    s.message_info(&req, None);
+    s.notice(&Notice::Unanswered {
+        stream: 0,
+        request: PendingRequest {
+            index: 0,
+            api_key: 1,
+            api_version: 12,
+            frame: 5,
+            ts: req.ts,
+        },
+    });
+    let orphan = msg(1, Kind::Response, 1, 12, 9, 10);
+    s.message_info(&orphan, None);
+    let r = s.report();
+    let f = &r.apis[0];
+    assert_eq!(
+        (f.unanswered, f.responses_without_request, f.unpaired),
+        (1, 1, 2)
+    );
+    assert_eq!(r.summary.in_flight, 0);
+    assert_eq!(r.clients[0].unanswered, 1);
+    let h = r
+        .hints
+        .iter()
+        .find(|h| h.kind == "unanswered")
+        .expect("hint");
+    assert_eq!(h.frames, vec![5]);
+}
+
+#[test]
+fn errors_count_by_name_without_trees() {
+    let mut s = Stats::new(StatsConfig::default());
+    let mut i = 0;
+    i = exchange(&mut s, i, 0, 0, 1, None, vec![6, 6, 3], "c");
+    exchange(&mut s, i, 0, 10, 1, None, vec![6, -1, 30000], "c");
+    let r = s.report();
+    let e = &r.apis[0].errors;
+    assert_eq!(e.get("NOT_LEADER_OR_FOLLOWER"), Some(&3));
+    assert_eq!(e.get("UNKNOWN_TOPIC_OR_PARTITION"), Some(&1));
+    assert_eq!(e.get("UNKNOWN_SERVER_ERROR"), Some(&1));
+    assert_eq!(e.get("UNKNOWN(30000)"), Some(&1));
+    let nl = r.errors.iter().find(|x| x.code == 6).unwrap();
+    assert_eq!((nl.count, nl.first_frame, nl.last_frame), (3, 2, 4));
+    assert!(r.hints.iter().any(|h| h.kind == "repeated_error"));
+}
+
+fn node(name: &str, ty: &str, value: Value, kids: Vec<Node>) -> Node {
+    let mut n = Node::new(
+        name.to_string(),
+        ty.to_string(),
+        value,
+        0,
+        0,
+        Role::ResponseBody,
+    );
+    n.children = kids;
+    n
+}
+
+fn decoded(kind: Kind, body: Vec<Node>) -> Decoded {
+    Decoded {
+        kind,
+        api_key: Some(68),
+        api_version: Some(0),
+        correlation_id: Some(1),
+        client_id: None,
+        root: node(
+            "M",
+            "message v0",
+            Value::None,
+            vec![node("M", "struct", Value::None, body)],
+        ),
+        sources: Vec::new(),
+        error: None,
+        topics: Vec::new(),
+        topic_ids: Vec::new(),
+    }
+}
+
+#[test]
+fn consumer_group_heartbeat_epochs_and_assignment() {
+    let mut s = Stats::new(StatsConfig::default());
+    let s_ = |v: &str| Value::Str(v.to_string());
+    let mut index = 0;
+    for (epoch, parts) in [
+        (0, None),
+        (1, Some(vec![0, 2])),
+        (1, None),
+        (2, Some(vec![0])),
+    ] {
+        let req = decoded(
+            Kind::Request,
+            vec![
+                node("GroupId", "string", s_("g848"), vec![]),
+                node("MemberId", "string", s_("m-1"), vec![]),
+                node("MemberEpoch", "int32", Value::Int(epoch - 1), vec![]),
+            ],
+        );
+        s.message_info(
+            &msg(index, Kind::Request, 68, 0, index + 1, index * 10),
+            Some(&req),
+        );
+        let assignment = match parts {
+            None => node("Assignment", "Assignment", Value::Null, vec![]),
+            Some(ps) => node(
+                "Assignment",
+                "Assignment",
+                Value::None,
+                vec![node(
+                    "TopicPartitions",
+                    "[]TopicPartitions",
+                    Value::None,
+                    vec![node(
+                        "TopicPartitions[0]",
+                        "TopicPartitions",
+                        Value::None,
+                        vec![
+                            node("TopicId", "uuid", Value::Uuid([9; 16]), vec![]),
+                            node(
+                                "Partitions",
+                                "[]int32",
+                                Value::None,
+                                ps.iter()
+                                    .enumerate()
+                                    .map(|(k, p)| {
+                                        node(
+                                            &format!("Partitions[{k}]"),
+                                            "int32",
+                                            Value::Int(*p),
+                                            vec![],
+                                        )
+                                    })
+                                    .collect(),
+                            ),
+                        ],
+                    )],
+                )],
+            ),
+        };
+        let rsp = decoded(
+            Kind::Response,
+            vec![
+                node("ThrottleTimeMs", "int32", Value::Int(0), vec![]),
+                node("ErrorCode", "int16", Value::Int(0), vec![]),
+                node("MemberId", "string", s_("m-1"), vec![]),
+                node("MemberEpoch", "int32", Value::Int(epoch), vec![]),
+                assignment,
+            ],
+        );
+        let mut info = msg(index + 1, Kind::Response, 68, 0, index + 2, index * 10 + 1);
+        info.paired = true;
+        info.peer = Some(index);
+        info.latency_ns = Some(1_000_000);
+        s.message_info(&info, Some(&rsp));
+        index += 2;
+    }
+    let r = s.report();
+    let g = r
+        .groups
+        .iter()
+        .find(|g| g.group_id == "g848")
+        .expect("group");
+    let m = &g.heartbeat_members[0];
+    assert_eq!(m.member_id, "m-1");
+    assert_eq!(m.epochs, vec![0, 1, 2]);
+    assert_eq!(m.heartbeats, 4);
+    let a = m.assignment.as_ref().expect("assignment");
+    assert_eq!(a[0].partitions, vec![0]);
+    assert_eq!(a[0].topic, crate::kafka::tree::format_uuid(&[9; 16]));
+}
+
+#[test]
+fn removed_versions_follow_the_schema_sets() {
+    // Produce v0-v2 and Fetch v0-v3 left in Kafka 4.0 (KIP-896).
+    assert!(removed_in_kafka_4(0, 0));
+    assert!(removed_in_kafka_4(0, 2));
+    assert!(!removed_in_kafka_4(0, 3));
+    assert!(removed_in_kafka_4(1, 3));
+    assert!(!removed_in_kafka_4(1, 4));
+    assert!(!removed_in_kafka_4(18, 3));
+}
+
+#[test]
+fn text_report_escapes_captured_strings() {
+    let mut s = Stats::new(StatsConfig::default());
+    exchange(&mut s, 0, 3, 0, 1, None, vec![], "evil\u{1b}[2J");
+    let t = s.report().to_text("file");
+    assert!(!t.contains('\u{1b}'), "{t}");
+    assert!(t.contains("APIS"));
+}
+
+#[test]
+fn rebalance_loop_and_generation_timeline() {
+    let mut s = Stats::new(StatsConfig::default());
+    let s_ = |v: &str| Value::Str(v.to_string());
+    let mut index = 0;
+    // Three rounds, 10 s apart: JoinGroup (gen g) then SyncGroup 5 ms later.
+    for gen in 1..=3i64 {
+        let t0 = gen as u64 * 10_000;
+        let join = decoded(
+            Kind::Request,
+            vec![
+                node("GroupId", "string", s_("loop"), vec![]),
+                node("MemberId", "string", s_("m"), vec![]),
+                node("ProtocolType", "string", s_("consumer"), vec![]),
+            ],
+        );
+        s.message_info(
+            &msg(index, Kind::Request, 11, 5, index + 1, t0),
+            Some(&join),
+        );
+        let joined = decoded(
+            Kind::Response,
+            vec![
+                node("ErrorCode", "int16", Value::Int(0), vec![]),
+                node("GenerationId", "int32", Value::Int(gen), vec![]),
+                node("ProtocolName", "string", s_("range"), vec![]),
+                node("Leader", "string", s_("m"), vec![]),
+                node("MemberId", "string", s_("m"), vec![]),
+            ],
+        );
+        let mut r = msg(index + 1, Kind::Response, 11, 5, index + 2, t0 + 2);
+        (r.paired, r.peer, r.latency_ns) = (true, Some(index), Some(2_000_000));
+        s.message_info(&r, Some(&joined));
+        let sync = decoded(
+            Kind::Request,
+            vec![
+                node("GroupId", "string", s_("loop"), vec![]),
+                node("GenerationId", "int32", Value::Int(gen), vec![]),
+                node("MemberId", "string", s_("m"), vec![]),
+            ],
+        );
+        s.message_info(
+            &msg(index + 2, Kind::Request, 14, 3, index + 3, t0 + 3),
+            Some(&sync),
+        );
+        let synced = decoded(
+            Kind::Response,
+            vec![node("ErrorCode", "int16", Value::Int(0), vec![])],
+        );
+        let mut r = msg(index + 3, Kind::Response, 14, 3, index + 4, t0 + 5);
+        (r.paired, r.peer, r.latency_ns) = (true, Some(index + 2), Some(2_000_000));
+        s.message_info(&r, Some(&synced));
+        index += 4;
+    }
+    let rep = s.report();
+    let g = &rep.groups[0];
+    assert_eq!((g.joins, g.syncs), (3, 3));
+    let gens: Vec<(i32, Option<u64>, u64, Vec<u64>, Option<f64>)> = g
+        .generations
+        .iter()
+        .map(|e| {
+            (
+                e.generation_id,
+                e.join_request_frame,
+                e.join_response_frame,
+                e.sync_response_frames.clone(),
+                e.rebalance_ms,
+            )
+        })
+        .collect();
+    assert_eq!(
+        gens,
+        vec![
+            (1, Some(1), 2, vec![4], Some(5.0)),
+            (2, Some(5), 6, vec![8], Some(5.0)),
+            (3, Some(9), 10, vec![12], Some(5.0)),
+        ]
+    );
+    let h = rep
+        .hints
+        .iter()
+        .find(|h| h.kind == "rebalance_loop")
+        .expect("hint");
+    assert_eq!(h.frames, vec![2, 6, 10]);
+}

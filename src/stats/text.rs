@@ -86,7 +86,15 @@ fn lat_cells(l: &Option<LatencyMs>) -> Vec<String> {
             ms(l.max),
             ms(l.mean),
         ],
-        None => vec!["0".into(), "-".into(), "-".into(), "-".into(), "-".into(), "-".into(), "-".into()],
+        None => vec![
+            "0".into(),
+            "-".into(),
+            "-".into(),
+            "-".into(),
+            "-".into(),
+            "-".into(),
+            "-".into(),
+        ],
     }
 }
 
@@ -101,7 +109,8 @@ const LAT_HEAD: [(&str, bool); 7] = [
 ];
 
 fn opt<T: ToString>(v: &Option<T>) -> String {
-    v.as_ref().map_or_else(|| "-".to_string(), ToString::to_string)
+    v.as_ref()
+        .map_or_else(|| "-".to_string(), ToString::to_string)
 }
 
 fn text(v: &Option<String>) -> String {
@@ -163,7 +172,12 @@ impl StatsReport {
                 ("unpaired", false),
             ];
             head.extend(LAT_HEAD);
-            head.extend([("throttled", false), ("thr max", false), ("thr sum", false), ("errors", true)]);
+            head.extend([
+                ("throttled", false),
+                ("thr max", false),
+                ("thr sum", false),
+                ("errors", true),
+            ]);
             let mut t = Table::new(&head);
             for a in &self.apis {
                 let mut r = vec![
@@ -340,7 +354,13 @@ impl StatsReport {
             ]);
             for e in &self.record_errors {
                 let (tp, p) = place(&e.topic, &e.partition);
-                t.row(vec![tp, p, e.batch_index.to_string(), e.frame.to_string(), text(&e.message)]);
+                t.row(vec![
+                    tp,
+                    p,
+                    e.batch_index.to_string(),
+                    e.frame.to_string(),
+                    text(&e.message),
+                ]);
             }
             t.render(&mut o);
         }
@@ -354,14 +374,21 @@ impl StatsReport {
                 ("batches", false),
                 ("records", false),
                 ("rec/batch", false),
+                ("codecs", true),
+                ("ratio", false),
+                ("acks", true),
                 ("fetch bytes", false),
                 ("batches", false),
                 ("records", false),
                 ("partial", false),
                 ("codecs", true),
-                ("ratio", false),
-                ("acks", true),
             ]);
+            let counts = |m: &std::collections::BTreeMap<String, u64>| {
+                m.iter()
+                    .map(|(k, v)| format!("{k}×{v}"))
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            };
             for x in &self.topics {
                 let (tp, p) = place(&x.topic, &x.partition);
                 t.row(vec![
@@ -373,22 +400,16 @@ impl StatsReport {
                     x.produce
                         .records_per_batch
                         .map_or_else(|| "-".into(), |r| format!("{r:.2}")),
+                    counts(&x.produce.codecs),
+                    x.produce
+                        .compression_ratio
+                        .map_or_else(|| "-".into(), |r| format!("{r:.2}")),
+                    counts(&x.acks),
                     x.fetch.bytes.to_string(),
                     x.fetch.batches.to_string(),
                     x.fetch.records.to_string(),
                     x.fetch.partial_batches.to_string(),
-                    x.codecs
-                        .iter()
-                        .map(|(k, v)| format!("{k}×{v}"))
-                        .collect::<Vec<_>>()
-                        .join(" "),
-                    x.compression_ratio
-                        .map_or_else(|| "-".into(), |r| format!("{r:.2}")),
-                    x.acks
-                        .iter()
-                        .map(|(k, v)| format!("{k}×{v}"))
-                        .collect::<Vec<_>>()
-                        .join(" "),
+                    counts(&x.fetch.codecs),
                 ]);
             }
             t.render(&mut o);
@@ -404,7 +425,12 @@ impl StatsReport {
                 ("errors", false),
                 ("throttled", false),
             ];
-            head.extend([("p50", false), ("p99", false), ("max", false), ("apis", true)]);
+            head.extend([
+                ("p50", false),
+                ("p99", false),
+                ("max", false),
+                ("apis", true),
+            ]);
             let mut t = Table::new(&head);
             for c in &self.clients {
                 let sw = c.software_name.as_ref().map(|n| match &c.software_version {
@@ -412,7 +438,11 @@ impl StatsReport {
                     _ => n.clone(),
                 });
                 let addrs = if c.addresses.len() > 3 {
-                    format!("{} (+{})", c.addresses[..2].join(" "), c.addresses.len() - 2)
+                    format!(
+                        "{} (+{})",
+                        c.addresses.get(..2).unwrap_or_default().join(" "),
+                        c.addresses.len() - 2
+                    )
                 } else {
                     c.addresses.join(" ")
                 };
@@ -453,7 +483,11 @@ impl StatsReport {
             head.extend(LAT_HEAD);
             let mut t = Table::new(&head);
             for b in &self.brokers {
-                let mut r = vec![b.broker.clone(), b.requests.to_string(), b.responses.to_string()];
+                let mut r = vec![
+                    b.broker.clone(),
+                    b.requests.to_string(),
+                    b.responses.to_string(),
+                ];
                 r.extend(lat_cells(&b.latency_ms));
                 t.row(r);
             }
@@ -488,7 +522,11 @@ impl StatsReport {
             o.push_str("\nPRODUCE ACKS\n");
             let mut t = Table::new(&[("acks", false), ("requests", false), ("frames", true)]);
             for a in &self.acks {
-                t.row(vec![a.acks.to_string(), a.requests.to_string(), frames(&a.frames)]);
+                t.row(vec![
+                    a.acks.to_string(),
+                    a.requests.to_string(),
+                    frames(&a.frames),
+                ]);
             }
             t.render(&mut o);
         }
@@ -499,7 +537,11 @@ impl StatsReport {
                 "\nGROUP {:?}  type {}  protocols {}  joins {} syncs {} heartbeats {} leaves {}  members {}{}",
                 escape_text(&g.group_id),
                 text(&g.protocol_type),
-                escape_text(&g.protocols.join(",")),
+                if g.protocols.is_empty() {
+                    "-".to_string()
+                } else {
+                    escape_text(&g.protocols.join(","))
+                },
                 g.joins,
                 g.syncs,
                 g.heartbeats,
@@ -573,7 +615,11 @@ impl StatsReport {
                     t.row(vec![
                         escape_text(&h.member_id),
                         h.heartbeats.to_string(),
-                        h.epochs.iter().map(i32::to_string).collect::<Vec<_>>().join(","),
+                        h.epochs
+                            .iter()
+                            .map(i32::to_string)
+                            .collect::<Vec<_>>()
+                            .join(","),
                         assignment,
                     ]);
                 }

@@ -188,3 +188,50 @@ fn print_count_stops_early() {
     assert!(out.status.success());
     assert_eq!(String::from_utf8_lossy(&out.stdout).lines().count(), 3);
 }
+
+#[test]
+fn stats_json_follows_the_contract() {
+    let path = repo("captures/b2-errors-and-acks0.pcap");
+    let out = bin()
+        .args(["stats", &path, "--format", "json"])
+        .output()
+        .expect("run");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    let apis = v["apis"].as_array().expect("apis");
+    for a in apis {
+        for k in [
+            "api_key",
+            "api_name",
+            "requests",
+            "responses",
+            "unpaired",
+            "latency_ms",
+            "throttled",
+            "throttle_time_ms",
+            "errors",
+        ] {
+            assert!(a.get(k).is_some(), "missing {k} in {a}");
+        }
+        if !a["latency_ms"].is_null() {
+            for k in ["p50", "p90", "p99", "max"] {
+                assert!(a["latency_ms"][k].is_number(), "{a}");
+            }
+        }
+        assert!(
+            a["throttle_time_ms"]["max"].is_number() && a["throttle_time_ms"]["sum"].is_number()
+        );
+    }
+    let create = apis
+        .iter()
+        .find(|a| a["api_name"] == "CreateTopics")
+        .expect("CreateTopics");
+    assert_eq!(create["errors"]["TOPIC_ALREADY_EXISTS"], 1);
+    for k in ["clients", "groups", "topics", "hints"] {
+        assert!(v[k].is_array(), "missing {k}");
+    }
+}
