@@ -11,6 +11,7 @@
 
 pub mod capture;
 pub mod flow;
+pub mod harness;
 pub mod kafka;
 pub mod model;
 pub mod pairing;

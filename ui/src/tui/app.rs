@@ -24,6 +24,7 @@ use kafkashark::topics::TopicNames;
 use ratatui::layout::{Position, Rect};
 
 use super::filtering::Filter;
+use super::stats_view::{self, StatsData, StatsTab};
 use super::ui;
 
 /// One message of the list: its facts and its bytes (the tree is decoded on demand).
@@ -167,6 +168,29 @@ pub enum Popup {
     Help,
 }
 
+/// The stats view (`S`): its figures, section and selection.
+#[derive(Clone, Debug)]
+pub struct StatsView {
+    /// The section shown.
+    pub tab: StatsTab,
+    /// Selected row of each section.
+    pub sel: [usize; 5],
+    /// First row shown of each section.
+    pub offset: [usize; 5],
+    /// The figures, as of the last refresh.
+    pub data: StatsData,
+    /// `App::ticks` at the last refresh.
+    pub tick: u64,
+}
+
+impl StatsView {
+    /// The selected row of the section shown.
+    pub fn selected_row(&self) -> Option<&stats_view::StatsRow> {
+        let t = self.tab.index();
+        self.data.rows[t].get(self.sel[t])
+    }
+}
+
 /// Load counters.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct LoadStats {
@@ -284,6 +308,10 @@ pub struct App {
     pub topics: TopicNames,
     /// Ticks seen (spinner).
     pub ticks: u64,
+    /// The stats view, while open (it replaces the panes).
+    pub stats_view: Option<StatsView>,
+    /// Most messages the stats view decodes per refresh.
+    pub stats_limit: usize,
     opts: DecodeOptions,
 }
 
@@ -327,6 +355,8 @@ impl App {
             load_error: None,
             topics: TopicNames::default(),
             ticks: 0,
+            stats_view: None,
+            stats_limit: stats_view::DECODE_LIMIT,
             opts: DecodeOptions::default(),
         }
     }
@@ -339,6 +369,7 @@ impl App {
             Msg::Resize(w, h) => {
                 self.size = (w, h);
                 self.scroll_all();
+                self.scroll_stats();
             }
             Msg::Loaded(batch) => self.loaded(batch),
             Msg::Progress { bytes, total } => self.progress = (bytes, total),
@@ -360,8 +391,23 @@ impl App {
             Msg::Origin(ts) => self.origin = Some(ts),
             Msg::Topics(t) => self.topics = *t,
             Msg::LoadError(e) => self.load_error = Some(e),
-            Msg::LoadDone => self.done = true,
-            Msg::Tick => self.ticks = self.ticks.wrapping_add(1),
+            Msg::LoadDone => {
+                self.done = true;
+                if self.stats_view.is_some() {
+                    self.refresh_stats();
+                }
+            }
+            Msg::Tick => {
+                self.ticks = self.ticks.wrapping_add(1);
+                // While loading, the open stats view follows about once a second.
+                let stale = self.stats_view.as_ref().is_some_and(|v| {
+                    v.data.messages != self.entries.len()
+                        && self.ticks.wrapping_sub(v.tick) >= stats_view::REFRESH_TICKS
+                });
+                if stale && !self.done {
+                    self.refresh_stats();
+                }
+            }
         }
         Vec::new()
     }
@@ -837,6 +883,9 @@ impl App {
             return Vec::new();
         }
         self.notice = None;
+        if self.stats_view.is_some() {
+            return self.stats_key(k);
+        }
         let page = |rows: usize| rows.saturating_sub(1).max(1);
         let lay = ui::layout(self);
         match k.code {
@@ -875,6 +924,7 @@ impl App {
                 self.rebuild_view();
                 self.after_view_change();
             }
+            KeyCode::Char('S') => self.open_stats(),
             KeyCode::Char('p') => self.jump_peer(),
             KeyCode::Char('f') => self.frames_notice(),
             KeyCode::Char('e') => self.expand_all(true),
@@ -1000,6 +1050,10 @@ impl App {
         if self.popup.is_some() || self.bar.is_some() {
             return;
         }
+        if self.stats_view.is_some() {
+            self.stats_mouse(m);
+            return;
+        }
         let lay = ui::layout(self);
         let at = Position::new(m.column, m.row);
         let inside = |r: Rect| r.contains(at);
@@ -1071,6 +1125,170 @@ impl App {
                     }
                 }
             }
+            _ => {}
+        }
+    }
+}
+
+// ----- the stats view ----------------------------------------------------------
+
+impl App {
+    /// Opens the stats view, computed from every message loaded so far.
+    pub fn open_stats(&mut self) {
+        let data = stats_view::compute(&self.entries, self.stats_limit);
+        self.stats_view = Some(StatsView {
+            tab: StatsTab::Latency,
+            sel: [0; 5],
+            offset: [0; 5],
+            data,
+            tick: self.ticks,
+        });
+        self.scroll_stats();
+    }
+
+    /// Recomputes the open stats view, keeping its section and selections.
+    pub fn refresh_stats(&mut self) {
+        let data = stats_view::compute(&self.entries, self.stats_limit);
+        let ticks = self.ticks;
+        if let Some(v) = &mut self.stats_view {
+            v.data = data;
+            v.tick = ticks;
+            for (t, sel) in v.sel.iter_mut().enumerate() {
+                *sel = (*sel).min(v.data.rows[t].len().saturating_sub(1));
+            }
+        }
+        self.scroll_stats();
+    }
+
+    fn scroll_stats(&mut self) {
+        let rows = ui::stats_layout(self).table_rows.max(1);
+        if let Some(v) = &mut self.stats_view {
+            let t = v.tab.index();
+            v.offset[t] = keep_visible(v.offset[t], v.sel[t], rows);
+        }
+    }
+
+    fn stats_tab(&mut self, tab: StatsTab) {
+        if let Some(v) = &mut self.stats_view {
+            v.tab = tab;
+        }
+        self.scroll_stats();
+    }
+
+    fn stats_move(&mut self, to: usize) {
+        if let Some(v) = &mut self.stats_view {
+            let t = v.tab.index();
+            v.sel[t] = to.min(v.data.rows[t].len().saturating_sub(1));
+        }
+        self.scroll_stats();
+    }
+
+    /// Enter on a row: close the view and show the row's messages in the list,
+    /// through the filter bar's language (so `/` shows and edits it).
+    fn stats_enter(&mut self) {
+        let Some(text) = self
+            .stats_view
+            .as_ref()
+            .and_then(StatsView::selected_row)
+            .map(|r| r.filter.clone())
+        else {
+            self.notice = Some("no row selected".into());
+            return;
+        };
+        if let Err(e) = Filter::parse(&text) {
+            self.notice = Some(format!("filter not applied: {e}"));
+            return;
+        }
+        self.stats_view = None;
+        self.focus = Pane::List;
+        self.follow = false;
+        self.notice = Some(format!(
+            "filter from stats: {} (/ edits it)",
+            kafkashark::kafka::tree::escape_text(&text)
+        ));
+        self.apply_filter(&text);
+        if !self.view.is_empty() {
+            self.select_pos(0);
+        }
+    }
+
+    fn stats_key(&mut self, k: KeyEvent) -> Vec<Effect> {
+        let Some(v) = &self.stats_view else {
+            return Vec::new();
+        };
+        let (tab, sel) = (v.tab, v.sel[v.tab.index()]);
+        let page = ui::stats_layout(self).table_rows.saturating_sub(1).max(1);
+        match k.code {
+            KeyCode::Char('q') => return vec![Effect::Quit],
+            KeyCode::Char('?') => self.popup = Some(Popup::Help),
+            KeyCode::Char('S') | KeyCode::Esc => self.stats_view = None,
+            KeyCode::Char('r') => self.refresh_stats(),
+            KeyCode::Char('/') => {
+                self.stats_view = None;
+                let text = self.filter_text.clone();
+                let cursor = text.chars().count();
+                self.bar = Some(FilterBar {
+                    text,
+                    cursor,
+                    error: None,
+                });
+                self.validate_bar();
+            }
+            KeyCode::Tab | KeyCode::Right | KeyCode::Char('l') => self.stats_tab(tab.step(true)),
+            KeyCode::BackTab | KeyCode::Left | KeyCode::Char('h') => {
+                self.stats_tab(tab.step(false))
+            }
+            KeyCode::Char(c @ '1'..='5') => {
+                let i = usize::from(c as u8 - b'1');
+                self.stats_tab(StatsTab::ALL[i]);
+            }
+            KeyCode::Down | KeyCode::Char('j') => self.stats_move(sel + 1),
+            KeyCode::Up | KeyCode::Char('k') => self.stats_move(sel.saturating_sub(1)),
+            KeyCode::PageDown => self.stats_move(sel + page),
+            KeyCode::PageUp => self.stats_move(sel.saturating_sub(page)),
+            KeyCode::Char('g') | KeyCode::Home => self.stats_move(0),
+            KeyCode::Char('G') | KeyCode::End => self.stats_move(usize::MAX),
+            KeyCode::Enter => self.stats_enter(),
+            _ => {}
+        }
+        Vec::new()
+    }
+
+    fn stats_mouse(&mut self, m: MouseEvent) {
+        let lay = ui::stats_layout(self);
+        let Some(v) = &self.stats_view else { return };
+        let (tab, sel, offset) = (v.tab, v.sel[v.tab.index()], v.offset[v.tab.index()]);
+        match m.kind {
+            MouseEventKind::Down(MouseButton::Left) => {
+                if m.row == lay.tabs.y {
+                    if let Some(t) = ui::stats_tab_at(lay.tabs, m.column) {
+                        self.stats_tab(t);
+                    }
+                    return;
+                }
+                // Border, then the header row.
+                let row = usize::from(m.row).checked_sub(usize::from(lay.table.y) + 2);
+                if let Some(row) = row.filter(|&r| r < lay.table_rows) {
+                    if !lay.table.contains(Position::new(m.column, m.row)) {
+                        return;
+                    }
+                    let pos = offset + row;
+                    let n = self
+                        .stats_view
+                        .as_ref()
+                        .map_or(0, |v| v.data.rows(tab).len());
+                    if pos < n {
+                        // A click on the selected row shows its messages.
+                        if pos == sel {
+                            self.stats_enter();
+                        } else {
+                            self.stats_move(pos);
+                        }
+                    }
+                }
+            }
+            MouseEventKind::ScrollDown => self.stats_move(sel + WHEEL_ROWS),
+            MouseEventKind::ScrollUp => self.stats_move(sel.saturating_sub(WHEEL_ROWS)),
             _ => {}
         }
     }

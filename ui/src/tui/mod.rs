@@ -14,10 +14,13 @@
 
 pub mod app;
 pub mod filtering;
+pub mod stats_view;
 pub mod ui;
 
 #[cfg(test)]
 mod tests_render;
+#[cfg(test)]
+mod tests_stats;
 #[cfg(test)]
 mod tests_update;
 #[cfg(test)]

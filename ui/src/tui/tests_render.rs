@@ -295,3 +295,57 @@ fn docs_list_every_key() {
         assert!(snap.contains(&screen), "docs/screens/{name}.txt is stale");
     }
 }
+
+const B2: &str = "captures/b2-errors-and-acks0.pcap";
+
+/// The stats view of b2 (errors, groups, acks=0 clients), every section, both sizes.
+#[test]
+fn stats_view() {
+    for (w, h) in SIZES {
+        let mut app = app_with(B2, w, h);
+        key(&mut app, KeyCode::Char('S'));
+        // The Fetch row: its histogram has bars at 100 ms, 300 ms and 1 s.
+        key(&mut app, KeyCode::Down);
+        for (i, t) in super::stats_view::StatsTab::ALL.iter().enumerate() {
+            keys(&mut app, &(i + 1).to_string());
+            if *t == super::stats_view::StatsTab::Errors {
+                keys(&mut app, "jj");
+            }
+            let text = snapshot_text(&app);
+            assert!(text.contains(t.title()), "{text}");
+            assert!(text.contains("Enter → ") || text.contains("no throttling"), "{text}");
+            let name = format!("stats_{}_{w}x{h}", t.title().to_lowercase());
+            insta::assert_snapshot!(name, text);
+        }
+    }
+}
+
+/// Throttling (put on a2's Produce and Fetch responses): the sparkline and the
+/// per-client rows; and the note when the decode bound was hit.
+#[test]
+fn stats_view_throttle_and_truncated() {
+    let mut es = entries("captures/a2-confluent-compression-codecs.pcap");
+    for (n, e) in es.iter_mut().enumerate() {
+        if e.info.kind == Kind::Response && matches!(e.info.api_key, Some(0 | 1)) {
+            e.info.throttle_time_ms = Some(10 * (n as i32 % 7 + 1));
+        }
+    }
+    let mut app = App::new(
+        Config {
+            title: "a2-throttled".into(),
+            kind: SourceKind::File,
+            color: true,
+        },
+        (120, 40),
+    );
+    app.update(Msg::Origin(es[0].info.first_ts));
+    app.update(Msg::Loaded(es));
+    app.update(Msg::LoadDone);
+    app.stats_limit = 5;
+    key(&mut app, KeyCode::Char('S'));
+    key(&mut app, KeyCode::Char('2'));
+    let text = snapshot_text(&app);
+    assert!(text.contains("TRUNCATED: 5 of"), "{text}");
+    assert!(text.contains("throttle over time"), "{text}");
+    insta::assert_snapshot!("stats_throttled_120x40", text);
+}

@@ -12,10 +12,11 @@ use kafkashark::kafka::Role;
 use ratatui::layout::{Alignment, Rect};
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Block, BorderType, Borders, Clear, Paragraph};
+use ratatui::widgets::{Bar, BarChart, BarGroup, Block, BorderType, Borders, Clear, Paragraph, Sparkline};
 use ratatui::Frame;
 
-use super::app::{node_at, App, Entry, Pane, Popup, SourceKind, TimeMode};
+use super::app::{node_at, App, Entry, Pane, Popup, SourceKind, StatsView, TimeMode};
+use super::stats_view::{col_plan, columns, ms, StatsTab, BUCKETS};
 
 /// Where each pane goes, and how many content rows it has.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -172,11 +173,15 @@ pub fn render(f: &mut Frame, app: &App) {
     let pal = Palette {
         color: app.cfg.color,
     };
-    if let Some(r) = lay.list {
-        render_list(f, app, &pal, r, lay.list_rows);
+    if let Some(v) = &app.stats_view {
+        render_stats(f, app, v, &pal);
+    } else {
+        if let Some(r) = lay.list {
+            render_list(f, app, &pal, r, lay.list_rows);
+        }
+        render_tree(f, app, &pal, lay.tree, lay.tree_rows);
+        render_hex(f, app, &pal, lay.hex, lay.hex_rows);
     }
-    render_tree(f, app, &pal, lay.tree, lay.tree_rows);
-    render_hex(f, app, &pal, lay.hex, lay.hex_rows);
     if let Some(r) = lay.line {
         render_line(f, app, &pal, r);
     }
@@ -815,6 +820,9 @@ fn render_status(f: &mut Frame, app: &App, area: Rect) {
     if app.follow {
         parts.push("FOLLOW".into());
     }
+    if app.stats_view.is_some() {
+        parts.push("STATS".into());
+    }
     parts.push(format!("sort {}", app.sort.label()));
     if !app.filter_text.is_empty() {
         parts.push(format!("filter: {}", escape_text(&app.filter_text)));
@@ -862,6 +870,8 @@ pub const KEYS: &[(&str, &str)] = &[
     ("s", "sort: capture → latency desc → size desc"),
     ("t", "time: relative / absolute (UTC)"),
     ("F", "follow: keep the newest message selected"),
+    ("S", "stats: latency, throttle, errors, clients, groups"),
+    ("1-5, r", "stats: section, refresh (Enter: the row's messages)"),
     ("mouse click", "select a message, field or byte"),
     ("mouse wheel", "scroll the pane under the pointer"),
 ];
@@ -899,4 +909,402 @@ fn render_help(f: &mut Frame, pal: &Palette, area: Rect) {
     f.render_widget(Clear, r);
     let b = block(Line::from(" kafkashark keys "), true, pal);
     f.render_widget(Paragraph::new(lines).block(b), r);
+}
+
+// ----- the stats view ------------------------------------------------------------
+
+/// Where the stats view's parts go.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StatsLayout {
+    /// The section tabs (one row).
+    pub tabs: Rect,
+    /// What the figures cover, and the keys (one row).
+    pub note: Rect,
+    /// The throttle sparkline (Throttle section).
+    pub top: Option<Rect>,
+    /// The section's table.
+    pub table: Rect,
+    /// Rows of the table (header excluded).
+    pub table_rows: usize,
+    /// The latency histogram (Latency) or the generations (Groups).
+    pub detail: Option<Rect>,
+}
+
+/// Splits the screen for the stats view: it takes the place of the three panes.
+pub fn stats_layout(app: &App) -> StatsLayout {
+    let (w, h) = app.size;
+    let has_line = app.bar.is_some() || app.notice.is_some() || app.load_error.is_some();
+    let main_h = h.saturating_sub(1 + u16::from(has_line));
+    let tabs = Rect::new(0, 0, w, main_h.min(1));
+    let note = Rect::new(0, 1.min(main_h), w, main_h.saturating_sub(1).min(1));
+    let top_y = main_h.min(2);
+    let rest = main_h.saturating_sub(2);
+    let tab = app
+        .stats_view
+        .as_ref()
+        .map_or(StatsTab::Latency, |v| v.tab);
+    let (top_h, detail_h) = match tab {
+        StatsTab::Latency | StatsTab::Groups if rest >= 14 => (0, (rest * 2 / 5).clamp(6, 14)),
+        StatsTab::Throttle => (if rest >= 9 { (rest / 3).clamp(5, 10) } else { 0 }, 0),
+        _ => (0, 0),
+    };
+    let table_h = rest.saturating_sub(top_h + detail_h);
+    let top = (top_h > 0).then(|| Rect::new(0, top_y, w, top_h));
+    let table = Rect::new(0, top_y + top_h, w, table_h);
+    let detail = (detail_h > 0).then(|| Rect::new(0, top_y + top_h + table_h, w, detail_h));
+    StatsLayout {
+        tabs,
+        note,
+        top,
+        table,
+        table_rows: usize::from(table_h.saturating_sub(3)),
+        detail,
+    }
+}
+
+/// The tabs' labels and their first columns.
+fn stats_tabs() -> Vec<(StatsTab, String, u16)> {
+    let mut x = 0u16;
+    StatsTab::ALL
+        .iter()
+        .enumerate()
+        .map(|(i, t)| {
+            let label = format!(" {} {} ", i + 1, t.title());
+            let at = x;
+            x += u16::try_from(label.chars().count()).unwrap_or(0) + 1;
+            (*t, label, at)
+        })
+        .collect()
+}
+
+/// The section whose tab is at column `x` of the tab row.
+pub fn stats_tab_at(tabs: Rect, x: u16) -> Option<StatsTab> {
+    let x = x.checked_sub(tabs.x)?;
+    stats_tabs().into_iter().find_map(|(t, label, at)| {
+        let w = u16::try_from(label.chars().count()).unwrap_or(0);
+        (x >= at && x < at + w).then_some(t)
+    })
+}
+
+fn section_title(t: StatsTab) -> &'static str {
+    match t {
+        StatsTab::Latency => " latency per API, ms (request's last frame → response's first frame) ",
+        StatsTab::Throttle => " throttled responses, per client and API ",
+        StatsTab::Errors => " error codes in responses, with their topic and partition ",
+        StatsTab::Clients => " clients: id, software (ApiVersions v3+), addresses, versions ",
+        StatsTab::Groups => " consumer groups ",
+    }
+}
+
+fn section_empty(t: StatsTab) -> &'static str {
+    match t {
+        StatsTab::Latency => "no messages",
+        StatsTab::Throttle => "no throttling",
+        StatsTab::Errors => "no errors",
+        StatsTab::Clients => "no clients",
+        StatsTab::Groups => "no consumer groups",
+    }
+}
+
+fn render_stats(f: &mut Frame, app: &App, v: &StatsView, pal: &Palette) {
+    let lay = stats_layout(app);
+    let d = &v.data;
+    // The tabs.
+    let mut spans = Vec::new();
+    for (t, label, _) in stats_tabs() {
+        let n = d.rows(t).len();
+        let st = if t == v.tab {
+            pal.fg(Color::LightCyan)
+                .add_modifier(Modifier::BOLD | Modifier::REVERSED)
+        } else if n == 0 {
+            pal.fg(Color::DarkGray)
+        } else {
+            Style::default()
+        };
+        spans.push(Span::styled(label, st));
+        spans.push(Span::raw(" "));
+    }
+    f.render_widget(Paragraph::new(Line::from(spans)), lay.tabs);
+    // What the figures cover.
+    let r = &d.report.summary;
+    let secs = match (r.first_ts, r.last_ts) {
+        (Some(a), Some(b)) => format!(", {:.3} s", b - a),
+        _ => String::new(),
+    };
+    let mut note = vec![Span::raw(format!(
+        "{} messages{secs}{}",
+        d.messages,
+        if app.done { "" } else { " (loading: refreshes every second)" }
+    ))];
+    if d.truncated() {
+        note.push(Span::styled(
+            format!(
+                " · TRUNCATED: {} of {} trees decoded; error places, software and groups are partial",
+                d.decoded, d.wanted
+            ),
+            pal.fg(Color::Yellow).add_modifier(Modifier::BOLD),
+        ));
+    }
+    note.push(Span::styled(
+        " · Enter: its messages · Tab/1-5 section · r refresh · S/Esc close",
+        pal.fg(Color::DarkGray),
+    ));
+    f.render_widget(Paragraph::new(Line::from(note)), lay.note);
+
+    if let Some(top) = lay.top {
+        render_throttle_spark(f, v, pal, top);
+    }
+    render_stats_table(f, v, pal, &lay);
+    if let Some(det) = lay.detail {
+        match v.tab {
+            StatsTab::Latency => render_histogram(f, v, pal, det),
+            StatsTab::Groups => render_generations(f, v, pal, det),
+            _ => {}
+        }
+    }
+}
+
+fn render_stats_table(f: &mut Frame, v: &StatsView, pal: &Palette, lay: &StatsLayout) {
+    let area = lay.table;
+    let inner_w = usize::from(area.width.saturating_sub(2));
+    let cols = columns(v.tab);
+    let plan = col_plan(cols, inner_w);
+    let cell = |i: usize, w: usize, s: &str| {
+        if cols[i].right {
+            fit_right(s, w)
+        } else {
+            fit(s, w)
+        }
+    };
+    let join = |cells: &dyn Fn(usize) -> String| {
+        plan.iter()
+            .map(|&(i, w)| cell(i, w, &cells(i)))
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    let header = join(&|i| cols[i].title.to_string());
+    let mut lines = vec![Line::from(Span::styled(
+        fit(&header, inner_w),
+        Style::default().add_modifier(Modifier::BOLD),
+    ))];
+    let t = v.tab.index();
+    let rows = v.data.rows(v.tab);
+    if rows.is_empty() {
+        lines.push(Line::from(Span::styled(
+            section_empty(v.tab),
+            pal.fg(Color::Green),
+        )));
+    }
+    let end = (v.offset[t] + lay.table_rows).min(rows.len());
+    for (k, row) in rows.iter().enumerate().take(end).skip(v.offset[t]) {
+        let text = join(&|i| row.cells.get(i).cloned().unwrap_or_default());
+        let mut st = if row.trouble {
+            pal.fg(Color::LightRed)
+        } else {
+            Style::default()
+        };
+        if k == v.sel[t] {
+            st = st.add_modifier(Modifier::REVERSED);
+        }
+        lines.push(Line::from(Span::styled(fit(&text, inner_w), st)));
+    }
+    let mut b = block(
+        Line::from(fit_title(section_title(v.tab), inner_w)),
+        true,
+        pal,
+    );
+    if let Some(row) = v.selected_row() {
+        let t = fit_title(
+            &format!(" Enter → {} ", escape_text(&row.filter)),
+            inner_w.saturating_sub(2),
+        );
+        b = b.title_bottom(Line::from(t).alignment(Alignment::Right));
+    }
+    f.render_widget(Paragraph::new(lines).block(b), area);
+}
+
+fn render_histogram(f: &mut Frame, v: &StatsView, pal: &Palette, area: Rect) {
+    let inner_w = usize::from(area.width.saturating_sub(2));
+    let api = v
+        .data
+        .report
+        .apis
+        .get(v.sel[StatsTab::Latency.index()]);
+    let counts = api.and_then(|a| v.data.hist.get(&a.api_key));
+    let name = api.map_or(String::new(), |a| {
+        a.api_name
+            .map_or_else(|| format!("api {}", a.api_key), str::to_string)
+    });
+    let n: u64 = counts.map_or(0, |c| c.iter().sum());
+    let title = format!(" latency histogram: {name}, {n} exchanges (log buckets, lower edges) ");
+    let b = block(Line::from(fit_title(&title, inner_w)), false, pal);
+    let Some(counts) = counts.filter(|_| n > 0) else {
+        let p = Paragraph::new("no measured exchanges").block(b);
+        f.render_widget(p, area);
+        return;
+    };
+    let k = BUCKETS.len() as u16;
+    let gap = 1u16;
+    let bar_w = ((area.width.saturating_sub(2) + gap) / k)
+        .saturating_sub(gap)
+        .clamp(1, 9);
+    let bars: Vec<Bar> = BUCKETS
+        .iter()
+        .zip(counts.iter())
+        .map(|((_, label), &c)| {
+            Bar::default()
+                .value(c)
+                .label(Line::from(*label))
+                .text_value(if c == 0 { String::new() } else { c.to_string() })
+        })
+        .collect();
+    let chart = BarChart::default()
+        .block(b)
+        .data(BarGroup::default().bars(&bars))
+        .bar_width(bar_w)
+        .bar_gap(gap)
+        .bar_style(pal.fg(Color::Cyan))
+        .value_style(if pal.color {
+            Style::default().fg(Color::Black).bg(Color::Cyan)
+        } else {
+            Style::default().add_modifier(Modifier::REVERSED)
+        });
+    f.render_widget(chart, area);
+}
+
+fn render_throttle_spark(f: &mut Frame, v: &StatsView, pal: &Palette, area: Rect) {
+    let d = &v.data;
+    let inner_w = usize::from(area.width.saturating_sub(2)).max(1);
+    let t = &d.report.throttle;
+    if t.throttled == 0 {
+        let b = block(Line::from(" throttle over time "), false, pal);
+        let p = Paragraph::new(Line::from(Span::styled(
+            "no throttling: no response had ThrottleTimeMs > 0",
+            pal.fg(Color::Green),
+        )))
+        .block(b);
+        f.render_widget(p, area);
+        return;
+    }
+    // Seconds per column, so the whole capture fits.
+    let per = d.throttle.len().div_ceil(inner_w).max(1);
+    let data: Vec<u64> = d.throttle.chunks(per).map(|c| c.iter().sum()).collect();
+    let peak = data.iter().copied().max().unwrap_or(0);
+    let unit = if per == 1 {
+        "second".to_string()
+    } else {
+        format!("{per} s")
+    };
+    let title = format!(
+        " throttle over time: sum of ThrottleTimeMs per {unit} (peak {peak} ms; total {} ms in {} responses, max {} ms) ",
+        t.sum_ms, t.throttled, t.max_ms
+    );
+    let span = d.throttle.len();
+    let start = d.throttle_start.rem_euclid(86_400);
+    let b = block(Line::from(fit_title(&title, inner_w)), false, pal)
+        .title_bottom(Line::from(format!(
+            " {:02}:{:02}:{:02} UTC ",
+            start / 3600,
+            start / 60 % 60,
+            start % 60
+        )))
+        .title_bottom(Line::from(format!(" +{span}s ")).alignment(Alignment::Right));
+    let s = Sparkline::default()
+        .block(b)
+        .data(&data)
+        .style(pal.fg(Color::Yellow));
+    f.render_widget(s, area);
+}
+
+fn render_generations(f: &mut Frame, v: &StatsView, pal: &Palette, area: Rect) {
+    let inner_w = usize::from(area.width.saturating_sub(2));
+    let g = v.data.report.groups.get(v.sel[StatsTab::Groups.index()]);
+    let title = match g {
+        Some(g) => format!(" group {}: generations ", escape_text(&g.group_id)),
+        None => " generations ".into(),
+    };
+    let mut lines = Vec::new();
+    if let Some(g) = g {
+        if g.generations.is_empty() && g.heartbeat_members.is_empty() {
+            lines.push(Line::from("no generation seen (no successful JoinGroup response)"));
+        }
+        if !g.generations.is_empty() {
+            lines.push(Line::from(Span::styled(
+                fit(
+                    &format!(
+                        "{} {} {} {} {} {} {} leader",
+                        fit_right("gen", 5),
+                        fit("protocol", 10),
+                        fit_right("members", 7),
+                        fit_right("join req", 8),
+                        fit_right("join resp", 9),
+                        fit("sync resp", 12),
+                        fit_right("rebal ms", 8),
+                    ),
+                    inner_w,
+                ),
+                Style::default().add_modifier(Modifier::BOLD),
+            )));
+        }
+        for x in &g.generations {
+            let syncs = x
+                .sync_response_frames
+                .iter()
+                .map(u64::to_string)
+                .collect::<Vec<_>>()
+                .join(",");
+            lines.push(Line::from(fit(
+                &format!(
+                    "{} {} {} {} {} {} {} {}",
+                    fit_right(&x.generation_id.to_string(), 5),
+                    fit(
+                        &x.protocol_name.as_deref().map_or("-".into(), escape_text),
+                        10
+                    ),
+                    fit_right(&x.members.len().to_string(), 7),
+                    fit_right(
+                        &x.join_request_frame.map_or("-".into(), |f| f.to_string()),
+                        8
+                    ),
+                    fit_right(&x.join_response_frame.to_string(), 9),
+                    fit(if syncs.is_empty() { "-" } else { &syncs }, 12),
+                    fit_right(&x.rebalance_ms.map_or("-".into(), ms), 8),
+                    x.leader.as_deref().map_or("-".into(), escape_text),
+                ),
+                inner_w,
+            )));
+        }
+        for m in &g.heartbeat_members {
+            let epochs = m
+                .epochs
+                .iter()
+                .map(i32::to_string)
+                .collect::<Vec<_>>()
+                .join("→");
+            lines.push(Line::from(fit(
+                &format!(
+                    "member {}: epochs {epochs}, {} heartbeats, frames {}–{}",
+                    escape_text(&m.member_id),
+                    m.heartbeats,
+                    m.first_frame,
+                    m.last_frame
+                ),
+                inner_w,
+            )));
+        }
+        if !g.members.is_empty() {
+            let members = g
+                .members
+                .iter()
+                .map(|m| escape_text(m))
+                .collect::<Vec<_>>()
+                .join(", ");
+            lines.push(Line::from(Span::styled(
+                fit(&format!("members: {members}"), inner_w),
+                pal.fg(Color::Gray),
+            )));
+        }
+    }
+    let b = block(Line::from(fit_title(&title, inner_w)), false, pal);
+    f.render_widget(Paragraph::new(lines).block(b), area);
 }

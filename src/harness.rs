@@ -1,0 +1,991 @@
+//! Fuzz harnesses: one entry point per stage of the data path, each taking
+//! arbitrary bytes and asserting the engine's invariants on what comes out.
+//!
+//! Place in the project: beside the data path, not in it. The cargo-fuzz
+//! targets in `fuzz/` call these functions, and `tests/fuzz_replay.rs` calls
+//! the same functions over the committed corpus (`fuzz/corpus/<target>/`), so
+//! a crash found by a fuzzer becomes a stable regression test by copying its
+//! input into the corpus.
+//!
+//! Every harness asserts, besides "no panic":
+//! - spans: every node lies inside its byte source, and a child in the same
+//!   source as its parent lies inside the parent's span;
+//! - error offsets lie within their byte source;
+//! - work is bounded by the input: the number of nodes, events and bytes
+//!   produced is at most a fixed factor of the input (plus what decompression
+//!   may add, itself capped), so decode time cannot run away from input size.
+//!
+//! Inputs are read with small byte-driven choices (see [`Choices`]); a
+//! harness never rejects an input, it only interprets it.
+
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use bytes::Bytes;
+
+use crate::capture::{
+    decode_segment, FileSource, Frame, FrameSource, LinkType, Segment, TcpFlags, Timestamp,
+};
+use crate::flow::{Direction, FlowConfig, FlowEvent, Ports, Reassembler};
+use crate::kafka::framing::{Framer, FramerConfig, FramerEvent};
+use crate::kafka::records::decode_record_set;
+use crate::kafka::schema::{self, MessageKind};
+use crate::kafka::tree::{ByteSource, Node};
+use crate::kafka::{decode_request, decode_response, DecodeOptions, Decoded};
+use crate::model::{Analyzer, AnalyzerConfig, Output};
+use crate::pipeline::{Event, Pipeline, PipelineConfig};
+
+/// Decompression cap used by the harnesses: small, so bombs hit it fast.
+pub const FUZZ_MAX_DECOMPRESSED: usize = 1 << 20;
+
+/// Nodes a decoded tree may hold per byte of input (message plus decompressed
+/// sources), on top of [`NODE_SLACK`]. A field takes at least one byte except
+/// zero-size array elements, which the decoder caps.
+pub const NODES_PER_BYTE: usize = 8;
+
+/// Nodes allowed whatever the input size (zero-size elements, headers, notes).
+pub const NODE_SLACK: usize = 200_000;
+
+/// Reads choices from the front of an input; past its end every choice is 0.
+pub struct Choices<'a> {
+    data: &'a [u8],
+}
+
+impl<'a> Choices<'a> {
+    /// Choices over `data`.
+    pub fn new(data: &'a [u8]) -> Choices<'a> {
+        Choices { data }
+    }
+
+    /// One byte (0 when exhausted).
+    pub fn byte(&mut self) -> u8 {
+        match self.data.split_first() {
+            Some((&b, rest)) => {
+                self.data = rest;
+                b
+            }
+            None => 0,
+        }
+    }
+
+    /// A big-endian u16.
+    pub fn u16(&mut self) -> u16 {
+        u16::from_be_bytes([self.byte(), self.byte()])
+    }
+
+    /// A big-endian u32.
+    pub fn u32(&mut self) -> u32 {
+        u32::from_be_bytes([self.byte(), self.byte(), self.byte(), self.byte()])
+    }
+
+    /// Up to `n` bytes.
+    pub fn take(&mut self, n: usize) -> &'a [u8] {
+        let (a, b) = self.data.split_at(n.min(self.data.len()));
+        self.data = b;
+        a
+    }
+
+    /// Everything left.
+    pub fn rest(&mut self) -> &'a [u8] {
+        std::mem::take(&mut self.data)
+    }
+
+    /// True when nothing is left.
+    pub fn is_empty(&self) -> bool {
+        self.data.is_empty()
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Tree invariants.
+
+/// Checks a decoded message: spans nested and inside their sources, the error
+/// inside its source, and the node count bounded by the bytes decoded.
+pub fn check_decoded(msg: &[u8], d: &Decoded) {
+    let source_len = |s: u16| -> usize {
+        if s == 0 {
+            msg.len()
+        } else {
+            d.sources
+                .get(usize::from(s) - 1)
+                .map_or_else(|| panic!("node points at missing byte source #{s}"), |b| b.data.len())
+        }
+    };
+    for (i, s) in d.sources.iter().enumerate() {
+        let parent_len = if s.parent == 0 {
+            msg.len()
+        } else {
+            assert!(
+                usize::from(s.parent) <= i,
+                "byte source #{} names a later parent #{}",
+                i + 1,
+                s.parent
+            );
+            source_len(s.parent)
+        };
+        assert!(
+            s.parent_offset.saturating_add(s.parent_length) <= parent_len,
+            "byte source #{} covers [{}, +{}) beyond its parent's {} bytes",
+            i + 1,
+            s.parent_offset,
+            s.parent_length,
+            parent_len
+        );
+    }
+    assert_eq!(d.root.source, 0, "the root lies in the message");
+    assert_eq!(
+        (d.root.offset, d.root.length),
+        (0, msg.len()),
+        "the root spans the whole message"
+    );
+    let nodes = check_nodes(&d.root, &source_len);
+    let inflated: usize = d.sources.iter().map(|s| s.data.len()).sum();
+    let bound = msg
+        .len()
+        .saturating_add(inflated)
+        .saturating_mul(NODES_PER_BYTE)
+        .saturating_add(NODE_SLACK);
+    assert!(
+        nodes <= bound,
+        "{nodes} nodes for {} message bytes and {inflated} decompressed bytes",
+        msg.len()
+    );
+    assert!(
+        inflated <= FUZZ_MAX_DECOMPRESSED * crate::kafka::records::TOTAL_FACTOR + 1,
+        "{inflated} bytes decompressed for one message"
+    );
+    if let Some(e) = &d.error {
+        let len = source_len(e.source);
+        assert!(
+            e.offset <= len,
+            "decode error offset 0x{:x} beyond byte source #{} ({len} bytes): {e}",
+            e.offset,
+            e.source
+        );
+        assert!(
+            d.root.first_error().is_some(),
+            "a decode error without a malformed node: {e}"
+        );
+    }
+    // Rendering and JSON must work on anything the decoder produced.
+    let text = crate::kafka::tree::render_text(&d.root);
+    assert!(
+        !text.contains('\u{1b}'),
+        "escape character in the text tree"
+    );
+    let json = d.root.to_json();
+    let s = serde_json::to_string(&json).expect("tree serialises");
+    assert!(serde_json::from_str::<serde_json::Value>(&s).is_ok());
+}
+
+/// Checks spans of `n` and its subtree; returns the node count.
+fn check_nodes(n: &Node, source_len: &dyn Fn(u16) -> usize) -> usize {
+    let mut count = 0usize;
+    let mut stack = vec![n];
+    while let Some(n) = stack.pop() {
+        count += 1;
+        let len = source_len(n.source);
+        assert!(
+            n.offset.checked_add(n.length).is_some_and(|e| e <= len),
+            "node {} [{}:0x{:x}, {}B] lies beyond its byte source ({len} bytes)",
+            n.name,
+            n.source,
+            n.offset,
+            n.length
+        );
+        for c in &n.children {
+            if c.source == n.source {
+                assert!(
+                    c.offset >= n.offset && c.end() <= n.end(),
+                    "child {} [0x{:x}, {}B] outside parent {} [0x{:x}, {}B] (source {})",
+                    c.name,
+                    c.offset,
+                    c.length,
+                    n.name,
+                    n.offset,
+                    n.length,
+                    n.source
+                );
+            }
+            stack.push(c);
+        }
+    }
+    count
+}
+
+fn fuzz_opts() -> DecodeOptions {
+    DecodeOptions {
+        max_decompressed: FUZZ_MAX_DECOMPRESSED,
+        records: true,
+        show_secrets: false,
+    }
+}
+
+/// Prepends a size prefix matching the rest when `fix` is set, else uses the input as is.
+fn message_bytes(fix: bool, body: &[u8]) -> Vec<u8> {
+    if fix {
+        let mut m = u32::try_from(body.len())
+            .unwrap_or(u32::MAX)
+            .to_be_bytes()
+            .to_vec();
+        m.extend_from_slice(body);
+        m
+    } else {
+        body.to_vec()
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Decoding.
+
+/// Request decode. Byte 0: bit 0 set → the rest gets a correct size prefix
+/// (so the fuzzer explores bodies), clear → the rest is the whole message.
+pub fn request_decode(data: &[u8]) {
+    let mut c = Choices::new(data);
+    let fix = c.byte() & 1 == 1;
+    let msg = message_bytes(fix, c.rest());
+    let d = decode_request(&msg, &fuzz_opts());
+    check_decoded(&msg, &d);
+}
+
+/// Response decode. Byte 0 picks a response definition, byte 1 a version in
+/// (and just beyond) its range, byte 2 bit 0 the size prefix as in
+/// [`request_decode`].
+pub fn response_decode(data: &[u8]) {
+    let mut c = Choices::new(data);
+    let defs: Vec<_> = schema::MESSAGES
+        .iter()
+        .filter(|m| m.kind == MessageKind::Response)
+        .collect();
+    let pick = usize::from(c.byte());
+    let vbyte = c.byte();
+    let (key, version) = match defs.get(pick % defs.len().max(1)) {
+        Some(def) if pick < 250 => {
+            let span = i32::from(def.valid.max) - i32::from(def.valid.min) + 2;
+            let v = i32::from(def.valid.min) + i32::from(vbyte) % span.max(1);
+            (def.api_key, i16::try_from(v).unwrap_or(0))
+        }
+        // Keys and versions outside the tables.
+        _ => (i16::from(vbyte as i8), i16::from(pick as u8 as i8)),
+    };
+    let fix = c.byte() & 1 == 1;
+    let msg = message_bytes(fix, c.rest());
+    let d = decode_response(&msg, key, version, &fuzz_opts());
+    check_decoded(&msg, &d);
+}
+
+// ---------------------------------------------------------------------------
+// Record sets.
+
+/// The codec bits a [`record_set`] input forces.
+fn codec_of(mode: u8) -> u8 {
+    mode % 5
+}
+
+/// Compresses `data` with a Kafka codec (0 none, 1 gzip, 2 snappy, 3 lz4, 4 zstd).
+pub fn compress(codec: u8, data: &[u8]) -> Vec<u8> {
+    use std::io::Write;
+    match codec {
+        1 => {
+            let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+            let _ = e.write_all(data);
+            e.finish().unwrap_or_default()
+        }
+        2 => snap::raw::Encoder::new()
+            .compress_vec(data)
+            .unwrap_or_default(),
+        3 => {
+            let mut e = lz4_flex::frame::FrameEncoder::new(Vec::new());
+            let _ = e.write_all(data);
+            e.finish().unwrap_or_default()
+        }
+        4 => zstd::bulk::compress(data, 1).unwrap_or_default(),
+        _ => data.to_vec(),
+    }
+}
+
+/// A RecordBatch v2 around `records` (already compressed when `codec` > 0), with a correct CRC.
+pub fn record_batch(codec: u8, count: i32, records: &[u8]) -> Vec<u8> {
+    let mut after_crc = Vec::new();
+    after_crc.extend_from_slice(&i16::from(codec).to_be_bytes()); // attributes
+    after_crc.extend_from_slice(&(count.max(1) - 1).to_be_bytes()); // lastOffsetDelta
+    after_crc.extend_from_slice(&1_700_000_000_000i64.to_be_bytes()); // baseTimestamp
+    after_crc.extend_from_slice(&1_700_000_000_000i64.to_be_bytes()); // maxTimestamp
+    after_crc.extend_from_slice(&(-1i64).to_be_bytes()); // producerId
+    after_crc.extend_from_slice(&(-1i16).to_be_bytes()); // producerEpoch
+    after_crc.extend_from_slice(&(-1i32).to_be_bytes()); // baseSequence
+    after_crc.extend_from_slice(&count.to_be_bytes()); // recordsCount
+    after_crc.extend_from_slice(records);
+    let crc = crc32c::crc32c(&after_crc);
+    let batch_len = 4 + 1 + 4 + after_crc.len();
+    let mut b = Vec::with_capacity(12 + batch_len);
+    b.extend_from_slice(&0i64.to_be_bytes()); // baseOffset
+    b.extend_from_slice(&i32::try_from(batch_len).unwrap_or(i32::MAX).to_be_bytes());
+    b.extend_from_slice(&0i32.to_be_bytes()); // partitionLeaderEpoch
+    b.push(2); // magic
+    b.extend_from_slice(&crc.to_be_bytes());
+    b.extend_from_slice(&after_crc);
+    b
+}
+
+fn put_varint(out: &mut Vec<u8>, v: i64) {
+    let mut z = ((v << 1) ^ (v >> 63)) as u64;
+    loop {
+        let b = (z & 0x7f) as u8;
+        z >>= 7;
+        if z == 0 {
+            out.push(b);
+            break;
+        }
+        out.push(b | 0x80);
+    }
+}
+
+/// Well-formed v2 records cut from `data`: each takes a length byte for its
+/// key, value and one header, so the fuzzer steers content, not framing.
+pub fn records_from(data: &[u8]) -> (i32, Vec<u8>) {
+    let mut c = Choices::new(data);
+    let mut out = Vec::new();
+    let mut n = 0i32;
+    while !c.is_empty() && n < 1000 {
+        let klen = usize::from(c.byte() % 32);
+        let key = c.take(klen).to_vec();
+        let vlen = usize::from(c.byte());
+        let value = c.take(vlen).to_vec();
+        let hlen = usize::from(c.byte() % 16);
+        let hdr = c.take(hlen).to_vec();
+        let mut body = vec![0u8]; // attributes
+        put_varint(&mut body, i64::from(n)); // timestampDelta
+        put_varint(&mut body, i64::from(n)); // offsetDelta
+        put_varint(&mut body, key.len() as i64);
+        body.extend_from_slice(&key);
+        put_varint(&mut body, value.len() as i64);
+        body.extend_from_slice(&value);
+        put_varint(&mut body, 1); // one header
+        put_varint(&mut body, hdr.len() as i64);
+        body.extend_from_slice(&hdr);
+        put_varint(&mut body, hdr.len() as i64);
+        body.extend_from_slice(&hdr);
+        put_varint(&mut out, body.len() as i64);
+        out.extend_from_slice(&body);
+        n += 1;
+    }
+    (n, out)
+}
+
+/// A legacy (magic 0 or 1) message with a correct CRC.
+pub fn legacy_message(magic: u8, attributes: u8, offset: i64, key: Option<&[u8]>, value: &[u8]) -> Vec<u8> {
+    let mut m = vec![magic, attributes];
+    if magic >= 1 {
+        m.extend_from_slice(&1_700_000_000_000i64.to_be_bytes());
+    }
+    match key {
+        Some(k) => {
+            m.extend_from_slice(&i32::try_from(k.len()).unwrap_or(0).to_be_bytes());
+            m.extend_from_slice(k);
+        }
+        None => m.extend_from_slice(&(-1i32).to_be_bytes()),
+    }
+    m.extend_from_slice(&i32::try_from(value.len()).unwrap_or(0).to_be_bytes());
+    m.extend_from_slice(value);
+    let crc = crc32fast::hash(&m);
+    let mut out = offset.to_be_bytes().to_vec();
+    out.extend_from_slice(&i32::try_from(m.len() + 4).unwrap_or(0).to_be_bytes());
+    out.extend_from_slice(&crc.to_be_bytes());
+    out.extend_from_slice(&m);
+    out
+}
+
+/// Record sets with each codec. Byte 0 (`mode`) chooses the shape:
+/// - bits 5–7 = 0: a RecordBatch v2 with codec `mode % 5` around records
+///   built from the rest (bit 3 set: the rest is the raw records payload);
+/// - bits 5–7 = 1: a legacy v1 wrapper with codec `mode % 4` around inner
+///   messages built from the rest (bit 3 set: the rest is the raw inner set);
+/// - bits 5–7 = 2: the rest as the record set itself, no wrapping;
+/// - else: the rest compressed twice over (a bomb-shaped batch in a batch).
+pub fn record_set(data: &[u8]) {
+    let mut c = Choices::new(data);
+    let mode = c.byte();
+    let raw = mode & 0x08 != 0;
+    let rest = c.rest();
+    let set = match mode >> 5 {
+        0 => {
+            let codec = codec_of(mode);
+            let (n, recs) = if raw {
+                (i32::from(mode >> 4), rest.to_vec())
+            } else {
+                records_from(rest)
+            };
+            record_batch(codec, n, &compress(codec, &recs))
+        }
+        1 => {
+            let codec = mode % 4;
+            let inner = if raw {
+                rest.to_vec()
+            } else {
+                let mut v = Vec::new();
+                for (i, chunk) in rest.chunks(64).enumerate().take(512) {
+                    v.extend(legacy_message(
+                        1,
+                        0,
+                        i as i64,
+                        chunk.first().map(|_| &chunk[..chunk.len().min(4)]),
+                        chunk,
+                    ));
+                }
+                v
+            };
+            legacy_message(1, codec, 0, None, &compress(codec, &inner))
+        }
+        2 => rest.to_vec(),
+        _ => {
+            let codec = codec_of(mode).max(1);
+            let (n, recs) = records_from(rest);
+            let inner = record_batch(codec, n, &compress(codec, &recs));
+            record_batch(codec, 1, &compress(codec, &inner))
+        }
+    };
+    check_record_set(&set);
+}
+
+/// Decodes `set` as a record set at offset 0 of a message made of just those
+/// bytes and checks the invariants.
+pub fn check_record_set(set: &[u8]) {
+    let opts = fuzz_opts();
+    let mut sources: Vec<ByteSource> = Vec::new();
+    let rs = decode_record_set(set, 0, 0, &opts, &mut sources);
+    let mut root = Node::new(
+        "records",
+        "records",
+        crate::kafka::tree::Value::None,
+        0,
+        set.len(),
+        crate::kafka::tree::Role::RequestBody,
+    );
+    root.children = rs.nodes;
+    let d = Decoded {
+        kind: crate::kafka::decode::Kind::Request,
+        api_key: None,
+        api_version: None,
+        correlation_id: None,
+        client_id: None,
+        root,
+        sources,
+        error: None,
+        topics: Vec::new(),
+        topic_ids: Vec::new(),
+    };
+    if let Some((off, src, what)) = &rs.problem {
+        let len = if *src == 0 {
+            set.len()
+        } else {
+            d.sources
+                .get(usize::from(*src) - 1)
+                .map_or(0, |s| s.data.len())
+        };
+        assert!(
+            *off <= len,
+            "record-set problem at 0x{off:x} beyond source #{src} ({len} bytes): {what}"
+        );
+    }
+    check_decoded(set, &d);
+}
+
+// ---------------------------------------------------------------------------
+// Framing.
+
+/// Framing: one `Framer` fed arbitrary chunks. Byte 0: bit 0 trusted start,
+/// bit 1 response direction. Then operations: a byte `op` and a length byte;
+/// `op % 8 == 7` is a gap of that length, else the next `len` input bytes are a chunk.
+pub fn framing(data: &[u8]) {
+    let mut c = Choices::new(data);
+    let flags = c.byte();
+    let dir = if flags & 2 == 0 {
+        Direction::ClientToBroker
+    } else {
+        Direction::BrokerToClient
+    };
+    let cfg = FramerConfig {
+        max_message: 1 << 16,
+        resync_wait: 1 << 12,
+    };
+    let mut f = Framer::new(0, dir, flags & 1 == 1, cfg);
+    let pending = |corr: i32| corr % 3 == 0;
+    let mut offset = 0u64;
+    let mut frame = 0u64;
+    // What the stream held at each offset (None = gap), to check message bytes.
+    let mut stream: Vec<Option<u8>> = Vec::new();
+    while !c.is_empty() {
+        let op = c.byte();
+        let len = usize::from(c.byte()) + usize::from(op & 0x70) * 4;
+        frame += 1;
+        let ts = Timestamp::new(i64::try_from(frame).unwrap_or(0), 0);
+        if op % 8 == 7 {
+            let n = len as u64;
+            let _ = ts;
+            f.gap(offset, n, frame, &pending);
+            stream.extend(std::iter::repeat_n(None, len));
+            offset += n;
+        } else {
+            let chunk = c.take(len);
+            stream.extend(chunk.iter().map(|&b| Some(b)));
+            f.push(Bytes::copy_from_slice(chunk), offset, frame, ts);
+            offset += chunk.len() as u64;
+        }
+        let mut n = 0usize;
+        while let Some(ev) = f.next_event(&pending) {
+            check_framer_event(&ev, &stream, cfg);
+            n += 1;
+            assert!(n <= stream.len() + 2, "framer produced more events than bytes");
+        }
+        assert!(f.buffered() <= offset, "framer buffers more than it was given");
+    }
+    let mut out = Vec::new();
+    f.finish(&pending, &mut out);
+    for ev in &out {
+        check_framer_event(ev, &stream, cfg);
+    }
+    assert!(out.len() <= stream.len() + 2);
+}
+
+fn check_framer_event(ev: &FramerEvent, stream: &[Option<u8>], cfg: FramerConfig) {
+    match ev {
+        FramerEvent::Message(m) | FramerEvent::Partial(m) => {
+            let start = usize::try_from(m.stream_offset).expect("offset fits");
+            let size = m.size().expect("a message has its size prefix");
+            assert!(size >= 0, "negative size {size} framed");
+            assert!(
+                usize::try_from(size).is_ok_and(|s| s <= cfg.max_message),
+                "size {size} beyond max_message"
+            );
+            let whole = 4 + size as u64;
+            assert_eq!(
+                m.bytes.len() as u64 + m.missing,
+                whole,
+                "bytes + missing = 4 + size"
+            );
+            if matches!(ev, FramerEvent::Message(_)) {
+                assert_eq!(m.missing, 0);
+                let end = start + m.bytes.len();
+                let held = stream
+                    .get(start..end)
+                    .unwrap_or_else(|| panic!("message [{start}, {end}) beyond the stream ({})", stream.len()));
+                for (i, (b, h)) in m.bytes.iter().zip(held).enumerate() {
+                    assert_eq!(Some(*b), *h, "message byte {i} at stream offset {}", start + i);
+                }
+            } else {
+                assert!(m.missing > 0, "a partial message misses bytes");
+            }
+            assert!(m.first_frame <= m.last_frame);
+            assert!(m.provenance.windows(2).all(|w| w[0].0 < w[1].0));
+        }
+        FramerEvent::Resynced { stream_offset, .. } | FramerEvent::Desync { stream_offset, .. } => {
+            assert!(*stream_offset <= stream.len() as u64);
+        }
+        FramerEvent::Discarded { bytes, .. } => {
+            assert!(*bytes <= stream.len() as u64);
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Reassembly.
+
+const CLIENTS: [SocketAddr; 3] = [
+    SocketAddr::new(IpAddr::V4(Ipv4Addr::new(10, 0, 0, 1)), 40000),
+    SocketAddr::new(IpAddr::V4(Ipv4Addr::new(10, 0, 0, 2)), 40001),
+    SocketAddr::new(IpAddr::V6(Ipv6Addr::LOCALHOST), 40002),
+];
+
+fn broker_of(c: SocketAddr) -> SocketAddr {
+    let ip = match c.ip() {
+        IpAddr::V4(_) => IpAddr::V4(Ipv4Addr::new(10, 0, 0, 9)),
+        IpAddr::V6(_) => IpAddr::V6(Ipv6Addr::LOCALHOST),
+    };
+    SocketAddr::new(ip, 9092)
+}
+
+/// One segment operation decoded from 8 bytes plus payload.
+struct SegOp {
+    seg: Segment,
+    dt_ns: u64,
+}
+
+fn seg_op(c: &mut Choices<'_>, isn: &[[u32; 2]; 3]) -> SegOp {
+    let a = c.byte();
+    let flags = c.byte();
+    let rel = c.u16();
+    let len = usize::from(c.byte());
+    let dt = c.byte();
+    let conn = usize::from(a % 3);
+    let to_broker = a & 4 == 0;
+    let client = CLIENTS[conn];
+    let broker = broker_of(client);
+    let side = usize::from(!to_broker);
+    // Sequence numbers relative to an initial one close to 2^32, so streams wrap.
+    let base = isn[conn][side];
+    let seq = base.wrapping_add(u32::from(rel)).wrapping_sub(if a & 8 != 0 { 512 } else { 0 });
+    let ack = isn[conn][1 - side].wrapping_add(u32::from(c.u16()));
+    let payload = Bytes::copy_from_slice(c.take(len));
+    let truncated = if flags & 0x40 != 0 { u32::from(dt) } else { 0 };
+    let (src, dst) = if to_broker { (client, broker) } else { (broker, client) };
+    SegOp {
+        seg: Segment {
+            src,
+            dst,
+            seq,
+            ack,
+            flags: TcpFlags {
+                syn: flags & 1 != 0,
+                fin: flags & 2 != 0,
+                rst: flags & 4 != 0 && flags & 0x20 != 0,
+                ack: flags & 8 != 0,
+            },
+            payload,
+            payload_truncated_by: truncated,
+        },
+        // Mostly small steps; sometimes past the gap or idle timeouts.
+        dt_ns: match flags >> 7 {
+            0 => u64::from(dt) * 1_000_000,
+            _ => u64::from(dt) * 5_000_000_000,
+        },
+    }
+}
+
+/// Reassembly: a sequence of segment operations (8 bytes each, then the
+/// payload) on three connections into `flow::Reassembler` with small bounds.
+/// Checks that every direction's Data/Gap events are contiguous from 0, that
+/// delivered bytes are ones some segment carried, and that buffering stays
+/// within its bounds.
+pub fn reassembly(data: &[u8]) {
+    let mut c = Choices::new(data);
+    let isn = [
+        [u32::MAX - 100, 7],
+        [c.u32(), c.u32()],
+        [u32::MAX - 3000, u32::MAX],
+    ];
+    let cfg = FlowConfig {
+        ports: Ports::List(vec![9092]),
+        max_buffer_per_dir: 4096,
+        max_buffer_total: 12_288,
+        gap_timeout_ns: 2_000_000_000,
+        idle_timeout_ns: 60_000_000_000,
+        max_connections: 2,
+    };
+    let mut r = Reassembler::new(cfg.clone());
+    let mut next: std::collections::HashMap<(u64, Direction), u64> = Default::default();
+    let mut open: std::collections::HashSet<u64> = Default::default();
+    let mut ts_ns = 1_700_000_000u64 * 1_000_000_000;
+    let mut frame = 0u64;
+    let mut carried: u64 = 0;
+    let mut out = Vec::new();
+    let check = |out: &mut Vec<FlowEvent>,
+                 next: &mut std::collections::HashMap<(u64, Direction), u64>,
+                 open: &mut std::collections::HashSet<u64>,
+                 carried: u64| {
+        for ev in out.drain(..) {
+            match ev {
+                FlowEvent::Open { stream, .. } => {
+                    assert!(open.insert(stream), "stream {stream} opened twice");
+                }
+                FlowEvent::Start { stream, .. } => {
+                    assert!(open.contains(&stream), "Start on unopened stream {stream}");
+                }
+                FlowEvent::Data {
+                    stream,
+                    dir,
+                    data,
+                    stream_offset,
+                    ..
+                } => {
+                    assert!(open.contains(&stream), "Data on closed stream {stream}");
+                    assert!(!data.is_empty(), "empty Data event");
+                    let n = next.entry((stream, dir)).or_insert(0);
+                    assert_eq!(*n, stream_offset, "stream {stream} {dir:?}: Data not contiguous");
+                    *n += data.len() as u64;
+                    assert!(*n <= carried, "more bytes delivered than carried");
+                }
+                FlowEvent::Gap {
+                    stream,
+                    dir,
+                    stream_offset,
+                    len,
+                    ..
+                } => {
+                    assert!(open.contains(&stream), "Gap on closed stream {stream}");
+                    let n = next.entry((stream, dir)).or_insert(0);
+                    assert_eq!(*n, stream_offset, "stream {stream} {dir:?}: Gap not contiguous");
+                    assert!(len > 0, "empty gap");
+                    *n += len;
+                }
+                FlowEvent::Closed { stream, .. } => {
+                    assert!(open.remove(&stream), "stream {stream} closed twice");
+                }
+            }
+        }
+    };
+    while !c.is_empty() {
+        let op = seg_op(&mut c, &isn);
+        frame += 1;
+        ts_ns = ts_ns.saturating_add(op.dt_ns);
+        carried += op.seg.payload.len() as u64 + u64::from(op.seg.payload_truncated_by) + 1;
+        let ts = Timestamp::new(
+            i64::try_from(ts_ns / 1_000_000_000).unwrap_or(0),
+            (ts_ns % 1_000_000_000) as u32,
+        );
+        r.push(&op.seg, frame, ts, &mut out);
+        check(&mut out, &mut next, &mut open, u64::MAX);
+        assert!(
+            r.buffered() <= cfg.max_buffer_total + 2 * 256 * 2,
+            "{} bytes buffered, bound {}",
+            r.buffered(),
+            cfg.max_buffer_total
+        );
+        assert!(r.tracked() <= cfg.max_connections + 3 + frame as usize);
+    }
+    r.finish(&mut out);
+    check(&mut out, &mut next, &mut open, u64::MAX);
+    assert!(open.is_empty(), "streams left open after finish: {open:?}");
+    assert_eq!(r.buffered(), 0, "bytes buffered after finish");
+    let _ = carried;
+}
+
+/// The whole pipeline (reassembly, side detection, framing) and the analyzer
+/// fed the same kind of segment operations as [`reassembly`], built into raw
+/// IP frames. Byte 0 bit 0 selects `Ports::Any`.
+pub fn pipeline(data: &[u8]) {
+    let mut c = Choices::new(data);
+    let any = c.byte() & 1 == 1;
+    let isn = [[u32::MAX - 100, 7], [1000, 2000], [u32::MAX - 3000, u32::MAX]];
+    let mut cfg = PipelineConfig::with_ports(if any {
+        Ports::Any
+    } else {
+        Ports::List(vec![9092])
+    });
+    cfg.max_message = 1 << 16;
+    cfg.resync_wait = 1 << 12;
+    cfg.max_buffer_per_dir = 4096;
+    cfg.max_buffer_total = 12_288;
+    cfg.detect_limit = 4096;
+    cfg.max_connections = 2;
+    cfg.gap_timeout_ns = 2_000_000_000;
+    let mut p = Pipeline::new(cfg.clone());
+    let mut an = Analyzer::new(AnalyzerConfig {
+        pipeline: cfg,
+        keep_trees: true,
+        decode: fuzz_opts(),
+        ..AnalyzerConfig::default()
+    });
+    let mut ts_ns = 1_700_000_000u64 * 1_000_000_000;
+    let mut frame = 0u64;
+    let mut evs = Vec::new();
+    let mut outs = Vec::new();
+    let mut input = 0usize;
+    while !c.is_empty() {
+        let op = seg_op(&mut c, &isn);
+        frame += 1;
+        ts_ns = ts_ns.saturating_add(op.dt_ns);
+        let f = frame_of_segment(&op.seg, frame, ts_ns);
+        input += f.data.len();
+        p.push(&f, &mut evs);
+        an.push(&f, &mut outs);
+        check_pipeline_events(&mut evs, input);
+        check_outputs(&mut outs);
+    }
+    p.finish(&mut evs);
+    an.finish(&mut outs);
+    check_pipeline_events(&mut evs, input);
+    check_outputs(&mut outs);
+}
+
+fn check_pipeline_events(evs: &mut Vec<Event>, input: usize) {
+    for ev in evs.drain(..) {
+        if let Event::Message(m) | Event::Partial(m) = &ev {
+            assert!(m.bytes.len() <= input, "a message longer than all input");
+            let size = m.size().unwrap_or(0);
+            assert!(size >= 0);
+            assert_eq!(m.bytes.len() as u64 + m.missing, 4 + size as u64);
+        }
+    }
+}
+
+fn check_outputs(outs: &mut Vec<Output>) {
+    for o in outs.drain(..) {
+        if let Output::Message(m) = o {
+            if let Some(d) = &m.decoded {
+                check_decoded(&m.raw.bytes, d);
+            }
+            if let Some(e) = &m.info.decode_error {
+                assert!(!e.is_empty());
+            }
+        }
+    }
+}
+
+/// A raw-IP frame carrying `seg` (IPv4 or IPv6 by its addresses).
+pub fn frame_of_segment(seg: &Segment, index: u64, ts_ns: u64) -> Frame {
+    let mut tcp = Vec::with_capacity(20 + seg.payload.len());
+    tcp.extend_from_slice(&seg.src.port().to_be_bytes());
+    tcp.extend_from_slice(&seg.dst.port().to_be_bytes());
+    tcp.extend_from_slice(&seg.seq.to_be_bytes());
+    tcp.extend_from_slice(&seg.ack.to_be_bytes());
+    let f = &seg.flags;
+    let bits = u8::from(f.fin) | u8::from(f.syn) << 1 | u8::from(f.rst) << 2 | u8::from(f.ack) << 4;
+    tcp.extend_from_slice(&[0x50, bits, 0xff, 0xff, 0, 0, 0, 0]);
+    tcp.extend_from_slice(&seg.payload);
+    let mut ip = Vec::with_capacity(40 + tcp.len());
+    match (seg.src.ip(), seg.dst.ip()) {
+        (IpAddr::V4(s), IpAddr::V4(d)) => {
+            let total = u16::try_from(20 + tcp.len()).unwrap_or(u16::MAX);
+            ip.extend_from_slice(&[0x45, 0]);
+            ip.extend_from_slice(&total.to_be_bytes());
+            ip.extend_from_slice(&[0, 0, 0x40, 0, 64, 6, 0, 0]);
+            ip.extend_from_slice(&s.octets());
+            ip.extend_from_slice(&d.octets());
+        }
+        (s, d) => {
+            let to6 = |a: IpAddr| match a {
+                IpAddr::V4(v) => v.to_ipv6_mapped(),
+                IpAddr::V6(v) => v,
+            };
+            ip.extend_from_slice(&[0x60, 0, 0, 0]);
+            ip.extend_from_slice(&u16::try_from(tcp.len()).unwrap_or(u16::MAX).to_be_bytes());
+            ip.extend_from_slice(&[6, 64]);
+            ip.extend_from_slice(&to6(s).octets());
+            ip.extend_from_slice(&to6(d).octets());
+        }
+    }
+    ip.extend_from_slice(&tcp);
+    let caplen = u32::try_from(ip.len()).unwrap_or(u32::MAX);
+    Frame {
+        index,
+        ts: Timestamp::new(
+            i64::try_from(ts_ns / 1_000_000_000).unwrap_or(0),
+            (ts_ns % 1_000_000_000) as u32,
+        ),
+        caplen,
+        origlen: caplen.saturating_add(seg.payload_truncated_by),
+        link: LinkType::RAW,
+        data: Bytes::from(ip),
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Capture files and link layers.
+
+/// Link decoding. Byte 0 picks a link type, bytes 1–2 how many bytes the
+/// snaplen cut (origlen − caplen); the rest is the frame.
+pub fn link(data: &[u8]) {
+    const LINKS: [u32; 12] = [0, 1, 12, 101, 108, 113, 228, 229, 276, 147, 9999, 1];
+    let mut c = Choices::new(data);
+    let l = LINKS[usize::from(c.byte()) % LINKS.len()];
+    let cut = u32::from(c.u16());
+    let bytes = Bytes::copy_from_slice(c.rest());
+    let caplen = u32::try_from(bytes.len()).unwrap_or(u32::MAX);
+    let frame = Frame {
+        index: 1,
+        ts: Timestamp::default(),
+        caplen,
+        origlen: caplen.saturating_add(cut),
+        link: LinkType(l),
+        data: bytes.clone(),
+    };
+    match decode_segment(&frame) {
+        Ok(seg) => {
+            let base = bytes.as_ptr() as usize;
+            let p = seg.payload.as_ptr() as usize;
+            assert!(
+                seg.payload.is_empty() || (p >= base && p + seg.payload.len() <= base + bytes.len()),
+                "payload is not a slice of the frame"
+            );
+            assert!(
+                seg.payload_truncated_by <= cut,
+                "payload cut by {} but the snaplen cut only {cut}",
+                seg.payload_truncated_by
+            );
+        }
+        Err(skip) => {
+            let _ = skip.to_string();
+            if let crate::capture::Skip::Malformed { offset, .. } = skip {
+                assert!(offset <= bytes.len(), "skip offset beyond the frame");
+            }
+        }
+    }
+}
+
+static TEMP_N: AtomicU64 = AtomicU64::new(0);
+
+/// A file in the temp dir removed on drop.
+struct TempFile(std::path::PathBuf);
+
+impl Drop for TempFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+/// Whole-file ingest: the input is written to a temp file, read with
+/// `FileSource` (libpcap) and fed to an `Analyzer` keeping trees.
+pub fn pcap_file(data: &[u8]) {
+    let n = TEMP_N.fetch_add(1, Ordering::Relaxed);
+    let path = std::env::temp_dir().join(format!(
+        "kafkashark-fuzz-{}-{}-{n}.pcap",
+        std::process::id(),
+        std::thread::current().name().unwrap_or("t").replace(|c: char| !c.is_ascii_alphanumeric(), "_")
+    ));
+    if std::fs::write(&path, data).is_err() {
+        return;
+    }
+    let tmp = TempFile(path);
+    let Some(p) = tmp.0.to_str() else { return };
+    let Ok(mut src) = FileSource::open(p) else {
+        return;
+    };
+    let mut an = Analyzer::new(AnalyzerConfig {
+        keep_trees: true,
+        decode: fuzz_opts(),
+        pipeline: PipelineConfig::with_ports(Ports::Any),
+        ..AnalyzerConfig::default()
+    });
+    let mut outs = Vec::new();
+    let mut frames = 0u64;
+    loop {
+        match src.next_frame() {
+            Ok(Some(f)) => {
+                frames += 1;
+                // Each record costs at least a 16-byte record header (pcap) or a
+                // 28-byte block (pcapng).
+                assert!(
+                    frames as usize <= data.len() / 16 + 1,
+                    "{frames} frames from a {}-byte file",
+                    data.len()
+                );
+                assert_eq!(f.data.len() as u64, u64::from(f.caplen));
+                assert!(f.data.len() <= data.len(), "a frame longer than the file");
+                let _ = decode_segment(&f);
+                an.push(&f, &mut outs);
+                check_outputs(&mut outs);
+            }
+            Ok(None) => break,
+            Err(e) => {
+                let msg = e.to_string();
+                assert!(msg.contains(p), "read error without the file name: {msg}");
+                break;
+            }
+        }
+    }
+    an.finish(&mut outs);
+    check_outputs(&mut outs);
+}
+
+/// Every harness by the name of its fuzz target (and corpus directory).
+pub const TARGETS: &[(&str, fn(&[u8]))] = &[
+    ("request_decode", request_decode),
+    ("response_decode", response_decode),
+    ("record_set", record_set),
+    ("framing", framing),
+    ("reassembly", reassembly),
+    ("pipeline", pipeline),
+    ("link", link),
+    ("pcap_file", pcap_file),
+];

@@ -1,0 +1,329 @@
+//! The fuzz corpus, replayed on stable Rust.
+//!
+//! `fuzz/corpus/<target>/` holds a small, minimised corpus per cargo-fuzz
+//! target (see docs/fuzzing.md), including every input that once crashed a
+//! harness. Each test here feeds every file of one corpus to the same harness
+//! function the fuzz target calls (`kafkashark::harness`), so the invariants
+//! the fuzzers checked are checked again on every `cargo test`.
+//!
+//! `write_seeds` (ignored) builds the seed corpora from the captures in
+//! `captures/`: messages, record sets, segment streams, frames and small
+//! pcaps, into `fuzz/seeds/<target>/` (not committed).
+
+mod support;
+
+use std::path::{Path, PathBuf};
+
+use kafkashark::flow::Ports;
+use kafkashark::harness;
+use kafkashark::kafka::decode::Kind;
+use kafkashark::kafka::schema::{self, MessageKind};
+
+fn fuzz_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz")
+}
+
+fn replay(target: &str) {
+    let f = harness::TARGETS
+        .iter()
+        .find(|(n, _)| *n == target)
+        .map(|(_, f)| *f)
+        .expect("a harness of that name");
+    let dir = fuzz_dir().join("corpus").join(target);
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.is_file())
+        .collect();
+    files.sort();
+    assert!(!files.is_empty(), "{}: empty corpus", dir.display());
+    for p in &files {
+        let data = std::fs::read(p).expect("read corpus file");
+        let r = std::panic::catch_unwind(|| f(&data));
+        assert!(r.is_ok(), "{target}: {} fails its harness", p.display());
+    }
+    eprintln!("{target}: {} inputs replayed", files.len());
+}
+
+#[test]
+fn replay_request_decode() {
+    replay("request_decode");
+}
+
+#[test]
+fn replay_response_decode() {
+    replay("response_decode");
+}
+
+#[test]
+fn replay_record_set() {
+    replay("record_set");
+}
+
+#[test]
+fn replay_framing() {
+    replay("framing");
+}
+
+#[test]
+fn replay_reassembly() {
+    replay("reassembly");
+}
+
+#[test]
+fn replay_pipeline() {
+    replay("pipeline");
+}
+
+#[test]
+fn replay_link() {
+    replay("link");
+}
+
+#[test]
+fn replay_pcap_file() {
+    replay("pcap_file");
+}
+
+#[test]
+fn every_target_has_a_corpus() {
+    for (t, _) in harness::TARGETS {
+        assert!(
+            fuzz_dir().join("corpus").join(t).is_dir(),
+            "fuzz/corpus/{t} is missing"
+        );
+        assert!(
+            fuzz_dir()
+                .join("fuzz_targets")
+                .join(format!("{t}.rs"))
+                .is_file(),
+            "fuzz/fuzz_targets/{t}.rs is missing"
+        );
+    }
+}
+
+/// The real captures all pass every harness when fed through it whole.
+#[test]
+fn captures_pass_the_harnesses() {
+    for name in [
+        "a1-kcat-produce-consume-group.pcap",
+        "a3-kafka-python-admin.pcap",
+        "a4-kafkajs-produce-consume-sll2.pcap",
+    ] {
+        let p = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("captures")
+            .join(name);
+        let data = std::fs::read(&p).expect("capture");
+        harness::pcap_file(&data);
+        let a = support::analyze(&p, Ports::List(vec![9092, 19092]));
+        for m in &a.messages {
+            let (k, v) = (m.info.api_key, m.info.api_version);
+            match (m.info.kind, k, v) {
+                (Kind::Request, _, _) => {
+                    let mut input = vec![0];
+                    input.extend_from_slice(&m.raw.bytes);
+                    harness::request_decode(&input);
+                }
+                (Kind::Response, Some(k), Some(v)) => {
+                    if let Some(seed) = response_seed(k, v, &m.raw.bytes) {
+                        harness::response_decode(&seed);
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+}
+
+/// The input that makes `harness::response_decode` decode `msg` as (k, v).
+fn response_seed(k: i16, v: i16, msg: &[u8]) -> Option<Vec<u8>> {
+    let defs: Vec<_> = schema::MESSAGES
+        .iter()
+        .filter(|m| m.kind == MessageKind::Response)
+        .collect();
+    let pick = defs
+        .iter()
+        .position(|d| d.api_key == k && d.valid.contains(v))?;
+    let def = defs.get(pick)?;
+    let pick = u8::try_from(pick).ok().filter(|p| *p < 250)?;
+    let vbyte = u8::try_from(v - def.valid.min).ok()?;
+    let mut s = vec![pick, vbyte, 0];
+    s.extend_from_slice(msg);
+    Some(s)
+}
+
+fn put(dir: &Path, name: &str, data: &[u8]) {
+    std::fs::create_dir_all(dir).expect("mkdir");
+    std::fs::write(dir.join(name), data).expect("write seed");
+}
+
+/// Segment operations (the `harness::reassembly` / `pipeline` encoding) for a
+/// conversation on connection 0: handshake, then `msgs` (true = to broker).
+fn seg_ops(msgs: &[(bool, &[u8])]) -> Vec<u8> {
+    fn op(out: &mut Vec<u8>, a: u8, flags: u8, rel: u16, ack: u16, payload: &[u8]) {
+        for chunk in payload.chunks(255).chain(if payload.is_empty() {
+            Some(&[][..])
+        } else {
+            None
+        }) {
+            out.extend_from_slice(&[a, flags]);
+            out.extend_from_slice(&rel.to_be_bytes());
+            out.push(chunk.len() as u8);
+            out.push(1); // dt: 1 ms
+            out.extend_from_slice(&ack.to_be_bytes());
+            out.extend_from_slice(chunk);
+        }
+    }
+    let mut out = vec![0u8]; // pipeline: Ports::List
+    out.extend_from_slice(&[0; 8]); // reassembly: connection 1's initial sequence numbers
+    let (mut c, mut b) = (1u16, 1u16);
+    op(&mut out, 0, 0x01, 0, 0, &[]); // SYN
+    op(&mut out, 4, 0x09, 0, 1, &[]); // SYN-ACK
+    for (to_broker, m) in msgs {
+        for chunk in m.chunks(255) {
+            if *to_broker {
+                op(&mut out, 0, 0x08, c, b, chunk);
+                c = c.wrapping_add(chunk.len() as u16);
+            } else {
+                op(&mut out, 4, 0x08, b, c, chunk);
+                b = b.wrapping_add(chunk.len() as u16);
+            }
+        }
+    }
+    op(&mut out, 0, 0x0a, c, b, &[]); // FIN
+    op(&mut out, 4, 0x0a, b, c.wrapping_add(1), &[]); // FIN
+    out
+}
+
+/// Framing operations: trusted start, chunks of up to 255 bytes.
+fn framing_ops(flags: u8, stream: &[u8]) -> Vec<u8> {
+    let mut out = vec![flags];
+    for chunk in stream.chunks(200) {
+        out.extend_from_slice(&[0, chunk.len() as u8]);
+        out.extend_from_slice(chunk);
+    }
+    out
+}
+
+/// The first `n` frames of a classic pcap file, as a new pcap.
+fn pcap_head(data: &[u8], n: usize) -> Vec<u8> {
+    let mut out = data[..24].to_vec();
+    let mut at = 24;
+    for _ in 0..n {
+        let Some(h) = data.get(at..at + 16) else { break };
+        let caplen = u32::from_le_bytes([h[8], h[9], h[10], h[11]]) as usize;
+        let Some(rec) = data.get(at..at + 16 + caplen) else { break };
+        out.extend_from_slice(rec);
+        at += 16 + caplen;
+    }
+    out
+}
+
+/// Builds the seed corpora from captures/ into fuzz/seeds/<target>/.
+#[test]
+#[ignore = "writes fuzz/seeds; run by hand before fuzzing (docs/fuzzing.md)"]
+fn write_seeds() {
+    const MAX: usize = 16 << 10;
+    let seeds = fuzz_dir().join("seeds");
+    let caps = Path::new(env!("CARGO_MANIFEST_DIR")).join("captures");
+    let mut n = 0usize;
+    for entry in std::fs::read_dir(&caps).expect("captures") {
+        let p = entry.expect("entry").path();
+        if p.extension().is_none_or(|e| e != "pcap") {
+            continue;
+        }
+        let stem = p.file_stem().unwrap().to_string_lossy().to_string();
+        let data = std::fs::read(&p).expect("read");
+        put(&seeds.join("pcap_file"), &stem, &pcap_head(&data, 40));
+        let a = support::analyze(&p, Ports::List(vec![9092, 19092]));
+        let segs = support::extract(&p);
+        for (i, s) in segs.iter().enumerate().take(60) {
+            let f = support::ip_packet(s);
+            let mut l = vec![3, 0, 0]; // raw IP (101)
+            l.extend_from_slice(&f);
+            put(&seeds.join("link"), &format!("{stem}-{i}"), &l[..l.len().min(MAX)]);
+        }
+        let mut stream_req = Vec::new();
+        let mut stream_resp = Vec::new();
+        let mut convo: Vec<(bool, Vec<u8>)> = Vec::new();
+        let mut seen = std::collections::HashSet::new();
+        for m in &a.messages {
+            let bytes = &m.raw.bytes[..];
+            if m.info.stream == 0 && convo.len() < 12 && bytes.len() < 4000 {
+                convo.push((m.info.kind == Kind::Request, bytes.to_vec()));
+            }
+            if bytes.len() > MAX {
+                continue;
+            }
+            // One seed per (kind, api, version, size class).
+            let key = (
+                m.info.kind == Kind::Request,
+                m.info.api_key,
+                m.info.api_version,
+                bytes.len() / 512,
+            );
+            if !seen.insert(key) {
+                continue;
+            }
+            n += 1;
+            match (m.info.kind, m.info.api_key, m.info.api_version) {
+                (Kind::Request, _, _) => {
+                    let mut s = vec![0];
+                    s.extend_from_slice(bytes);
+                    put(&seeds.join("request_decode"), &format!("{stem}-{n}"), &s);
+                    if stream_req.len() < 8000 {
+                        stream_req.extend_from_slice(bytes);
+                    }
+                }
+                (Kind::Response, Some(k), Some(v)) => {
+                    if let Some(s) = response_seed(k, v, bytes) {
+                        put(&seeds.join("response_decode"), &format!("{stem}-{n}"), &s);
+                    }
+                    if stream_resp.len() < 8000 {
+                        stream_resp.extend_from_slice(bytes);
+                    }
+                }
+                _ => {}
+            }
+            // Record sets: every `records` node in the message itself.
+            let d = kafkashark::model::redecode(
+                &m.info,
+                &m.raw,
+                &kafkashark::kafka::DecodeOptions::default(),
+            );
+            let mut k = 0;
+            d.root.walk(&mut |node, _| {
+                if node.ty.contains("records") && node.source == 0 && node.length > 4 {
+                    let start = node
+                        .children
+                        .iter()
+                        .find(|c| c.name == "length")
+                        .map_or(node.offset, |c| c.end());
+                    if let Some(set) = bytes.get(start..node.end()) {
+                        if !set.is_empty() && set.len() < MAX {
+                            let mut s = vec![0x40];
+                            s.extend_from_slice(set);
+                            k += 1;
+                            put(&seeds.join("record_set"), &format!("{stem}-{n}-{k}"), &s);
+                        }
+                    }
+                }
+            });
+        }
+        put(&seeds.join("framing"), &format!("{stem}-req"), &framing_ops(1, &stream_req));
+        put(&seeds.join("framing"), &format!("{stem}-req-mid"), &framing_ops(0, stream_req.get(7..).unwrap_or(&[])));
+        put(&seeds.join("framing"), &format!("{stem}-resp"), &framing_ops(3, &stream_resp));
+        let convo: Vec<(bool, &[u8])> = convo.iter().map(|(d, b)| (*d, &b[..])).collect();
+        let ops = seg_ops(&convo);
+        put(&seeds.join("reassembly"), &stem, &ops);
+        put(&seeds.join("pipeline"), &stem, &ops);
+    }
+    // Record sets with each codec, in each shape.
+    let sample: Vec<u8> = (0..600u32).map(|i| (i * 7 % 251) as u8).collect();
+    for mode in [0u8, 1, 2, 3, 4, 0x08, 0x20, 0x21, 0x22, 0x23, 0x28, 0x60, 0x61, 0x62, 0x63, 0x64] {
+        let mut s = vec![mode];
+        s.extend_from_slice(&sample);
+        put(&seeds.join("record_set"), &format!("synthetic-{mode:02x}"), &s);
+    }
+    eprintln!("{n} message seeds written to {}", seeds.display());
+}

@@ -1,0 +1,669 @@
+//! The stats view's data: `kafkashark::stats::Stats` run over the loaded
+//! entries, turned into the rows of five sections (latency, throttle, errors,
+//! clients, groups), each row carrying the filter expression that shows the
+//! messages it counts.
+//!
+//! Place in the data path: `App::entries` → [`compute`] (on demand: when the
+//! view opens, on `r`, every second while loading) → [`StatsData`] → the
+//! render (`ui.rs`) and `Enter` (the row's filter goes to the list).
+//!
+//! Invariants: pure (no clock, no I/O); the work is bounded: every entry is fed
+//! to `Stats` from its facts, and at most `limit` entries are decoded for the
+//! figures that need a tree (error places, client software, groups, topic ids
+//! learned), in capture order; [`StatsData::wanted`] > [`StatsData::decoded`]
+//! says the bound was hit. Every string that came off the wire is escaped in
+//! the cells; the filters hold the raw strings (quoted for the filter language).
+
+use std::collections::{BTreeMap, BTreeSet, HashSet};
+
+use kafkashark::kafka::decode::Kind;
+use kafkashark::kafka::errors::error_name;
+use kafkashark::kafka::schema::api_name;
+use kafkashark::kafka::tree::escape_text;
+use kafkashark::kafka::{DecodeOptions, Decoded, Value};
+use kafkashark::model::MessageInfo;
+use kafkashark::stats::{LatencyMs, Stats, StatsConfig, StatsReport};
+
+use super::app::Entry;
+
+/// Most messages decoded per refresh for the figures that need a tree.
+pub const DECODE_LIMIT: usize = 20_000;
+
+/// Most seconds kept in the throttle sparkline's series.
+pub const MAX_SERIES_SECONDS: usize = 86_400;
+
+/// Ticks (of 200 ms) between automatic refreshes while the input is loading.
+pub const REFRESH_TICKS: u64 = 5;
+
+/// The sections of the stats view, in tab order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StatsTab {
+    /// Latency per API, with the selected API's histogram.
+    Latency,
+    /// Throttle over time, and per client and API.
+    Throttle,
+    /// Errors with their topic and partition.
+    Errors,
+    /// Clients: id, software, addresses, versions.
+    Clients,
+    /// Consumer groups: generations, members, rebalance delay.
+    Groups,
+}
+
+impl StatsTab {
+    /// Every section, in tab order.
+    pub const ALL: [StatsTab; 5] = [
+        StatsTab::Latency,
+        StatsTab::Throttle,
+        StatsTab::Errors,
+        StatsTab::Clients,
+        StatsTab::Groups,
+    ];
+
+    /// Position in [`StatsTab::ALL`].
+    pub fn index(self) -> usize {
+        match self {
+            StatsTab::Latency => 0,
+            StatsTab::Throttle => 1,
+            StatsTab::Errors => 2,
+            StatsTab::Clients => 3,
+            StatsTab::Groups => 4,
+        }
+    }
+
+    /// The name on the tab.
+    pub fn title(self) -> &'static str {
+        match self {
+            StatsTab::Latency => "Latency",
+            StatsTab::Throttle => "Throttle",
+            StatsTab::Errors => "Errors",
+            StatsTab::Clients => "Clients",
+            StatsTab::Groups => "Groups",
+        }
+    }
+
+    /// The next (or previous) section, wrapping.
+    pub fn step(self, forward: bool) -> StatsTab {
+        let n = StatsTab::ALL.len();
+        let i = self.index();
+        StatsTab::ALL[if forward { (i + 1) % n } else { (i + n - 1) % n }]
+    }
+}
+
+/// A column of a section's table.
+#[derive(Clone, Copy, Debug)]
+pub struct Col {
+    /// Header text.
+    pub title: &'static str,
+    /// Width in characters (the least, for the flexible column).
+    pub width: usize,
+    /// Right-aligned (numbers).
+    pub right: bool,
+    /// Takes the width left over.
+    pub flex: bool,
+    /// 0 = always shown; higher numbers give way first on narrow terminals.
+    pub priority: u8,
+}
+
+const fn col(title: &'static str, width: usize, right: bool, flex: bool, priority: u8) -> Col {
+    Col {
+        title,
+        width,
+        right,
+        flex,
+        priority,
+    }
+}
+
+const LATENCY_COLS: [Col; 9] = [
+    col("api", 20, false, false, 0),
+    col("req", 5, true, false, 0),
+    col("resp", 5, true, false, 0),
+    col("p50", 7, true, false, 0),
+    col("p90", 7, true, false, 1),
+    col("p99", 7, true, false, 0),
+    col("max", 7, true, false, 0),
+    col("thr", 4, true, false, 1),
+    col("errors", 8, false, true, 0),
+];
+
+const THROTTLE_COLS: [Col; 6] = [
+    col("client id", 20, false, true, 0),
+    col("software", 24, false, false, 2),
+    col("api", 16, false, false, 0),
+    col("count", 6, true, false, 0),
+    col("sum ms", 8, true, false, 0),
+    col("max ms", 7, true, false, 0),
+];
+
+const ERROR_COLS: [Col; 7] = [
+    col("error", 26, false, false, 0),
+    col("api", 14, false, false, 0),
+    col("topic", 12, false, true, 0),
+    col("part", 4, true, false, 0),
+    col("count", 5, true, false, 0),
+    col("first", 6, true, false, 1),
+    col("last", 6, true, false, 1),
+];
+
+const CLIENT_COLS: [Col; 7] = [
+    col("client id", 20, false, false, 0),
+    col("software", 22, false, false, 2),
+    col("address", 24, false, false, 3),
+    col("req", 5, true, false, 0),
+    col("resp", 5, true, false, 1),
+    col("err", 4, true, false, 1),
+    col("versions (* = removed in Kafka 4.0)", 12, false, true, 0),
+];
+
+const GROUP_COLS: [Col; 7] = [
+    col("group", 20, false, false, 0),
+    col("type", 8, false, false, 3),
+    col("gens", 4, true, false, 0),
+    col("members", 7, true, false, 0),
+    col("join/sync/hb/leave", 18, true, false, 2),
+    col("rebal ms", 8, true, false, 0),
+    col("errors", 8, false, true, 0),
+];
+
+/// The columns of a section's table.
+pub fn columns(tab: StatsTab) -> &'static [Col] {
+    match tab {
+        StatsTab::Latency => &LATENCY_COLS,
+        StatsTab::Throttle => &THROTTLE_COLS,
+        StatsTab::Errors => &ERROR_COLS,
+        StatsTab::Clients => &CLIENT_COLS,
+        StatsTab::Groups => &GROUP_COLS,
+    }
+}
+
+/// Which columns fit in `width`, and how wide each is: columns of priority 0
+/// always, then 1, 2, 3 while they fit; the flexible column takes the rest.
+pub fn col_plan(cols: &[Col], width: usize) -> Vec<(usize, usize)> {
+    let mut on: Vec<bool> = cols.iter().map(|c| c.priority == 0).collect();
+    let need = |on: &[bool]| -> usize {
+        cols.iter()
+            .zip(on)
+            .filter(|(_, o)| **o)
+            .map(|(c, _)| c.width + 1)
+            .sum()
+    };
+    for p in 1..=3 {
+        for (i, c) in cols.iter().enumerate() {
+            if c.priority == p {
+                on[i] = true;
+                if need(&on) > width + 1 {
+                    on[i] = false;
+                }
+            }
+        }
+    }
+    let spare = (width + 1).saturating_sub(need(&on));
+    cols.iter()
+        .enumerate()
+        .filter(|(i, _)| on[*i])
+        .map(|(i, c)| (i, if c.flex { c.width + spare } else { c.width }))
+        .collect()
+}
+
+/// One row of a section: its cells (escaped) and the filter that shows its messages.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StatsRow {
+    /// One string per column of [`columns`].
+    pub cells: Vec<String>,
+    /// A filter expression (docs/filter.md) for the messages the row counts.
+    pub filter: String,
+    /// Drawn as trouble (errors).
+    pub trouble: bool,
+}
+
+/// Lower edges of the latency histogram's buckets, in microseconds, with
+/// their labels: log-spaced, two a decade (1, 3, 10, 30, …).
+pub const BUCKETS: [(u64, &str); 12] = [
+    (0, "0"),
+    (100, ".1ms"),
+    (300, ".3ms"),
+    (1_000, "1ms"),
+    (3_000, "3ms"),
+    (10_000, "10ms"),
+    (30_000, "30ms"),
+    (100_000, ".1s"),
+    (300_000, ".3s"),
+    (1_000_000, "1s"),
+    (3_000_000, "3s"),
+    (10_000_000, "10s"),
+];
+
+/// The bucket of a latency in nanoseconds.
+pub fn bucket_of(ns: u64) -> usize {
+    let us = ns / 1000;
+    BUCKETS.iter().rposition(|(lo, _)| us >= *lo).unwrap_or(0)
+}
+
+/// Everything the stats view shows, computed at one moment.
+#[derive(Clone, Debug)]
+pub struct StatsData {
+    /// The engine's report over the entries.
+    pub report: StatsReport,
+    /// Entries it was computed over (the first `messages` of `App::entries`).
+    pub messages: usize,
+    /// Entries that needed a tree (error places, software, groups, topic ids).
+    pub wanted: usize,
+    /// Of those, the ones decoded (at most the limit).
+    pub decoded: usize,
+    /// Per api key: latencies of paired responses in [`BUCKETS`].
+    pub hist: BTreeMap<i16, [u64; BUCKETS.len()]>,
+    /// Epoch second of `throttle[0]`.
+    pub throttle_start: i64,
+    /// Sum of ThrottleTimeMs per second, from the first message's second to the last's.
+    pub throttle: Vec<u64>,
+    /// The rows of each section, in [`StatsTab::ALL`] order.
+    pub rows: [Vec<StatsRow>; 5],
+}
+
+impl StatsData {
+    /// The rows of a section.
+    pub fn rows(&self, tab: StatsTab) -> &[StatsRow] {
+        &self.rows[tab.index()]
+    }
+
+    /// The decode bound was hit: places, software and groups are partial.
+    pub fn truncated(&self) -> bool {
+        self.wanted > self.decoded
+    }
+}
+
+/// Whether the stats need this entry's tree (beyond its facts): ApiVersions
+/// v3+ requests (client software), group requests and responses, responses
+/// that teach topic ids, responses with errors (their places) and the
+/// requests of those (the topic of a response that does not name it).
+fn wants_tree(e: &Entry, entries: &[Entry]) -> bool {
+    let i = &e.info;
+    let group = matches!(i.api_key, Some(11..=14 | 68));
+    match i.kind {
+        Kind::Request => {
+            group
+                || (i.api_key == Some(18) && i.api_version.is_some_and(|v| v >= 3))
+                || i
+                    .peer
+                    .and_then(|p| entries.get(p as usize))
+                    .is_some_and(|r| r.info.kind == Kind::Response && !r.info.error_codes.is_empty())
+        }
+        Kind::Response => {
+            group || matches!(i.api_key, Some(3 | 19 | 75)) || !i.error_codes.is_empty()
+        }
+    }
+}
+
+/// The `GroupId` of a group request's body.
+fn group_id(d: &Decoded) -> Option<String> {
+    match &d.body()?.child("GroupId")?.value {
+        Value::Str(s) => Some(s.clone()),
+        _ => None,
+    }
+}
+
+/// The topics the filter's `topic` sees for a message: its own, else its peer's.
+fn filter_topics<'a>(i: &'a MessageInfo, peer: Option<&'a MessageInfo>) -> &'a [String] {
+    if i.topics.is_empty() {
+        peer.map_or(&[][..], |p| &p.topics[..])
+    } else {
+        &i.topics[..]
+    }
+}
+
+/// A value quoted for the filter language.
+pub fn quote(s: &str) -> String {
+    let mut o = String::with_capacity(s.len() + 2);
+    o.push('"');
+    for c in s.chars() {
+        if c == '"' || c == '\\' {
+            o.push('\\');
+        }
+        o.push(c);
+    }
+    o.push('"');
+    o
+}
+
+/// `api=Produce`, or `api=N` for a key without a name.
+fn api_pred(key: i16) -> String {
+    match api_name(key) {
+        Some(n) => format!("api={n}"),
+        None => format!("api={key}"),
+    }
+}
+
+fn api_label(name: Option<&str>, key: i16) -> String {
+    name.map_or_else(|| format!("api {key}"), str::to_string)
+}
+
+/// Milliseconds as the stats text shows them.
+pub fn ms(v: f64) -> String {
+    if v >= 100.0 {
+        format!("{v:.1}")
+    } else {
+        format!("{v:.3}")
+    }
+}
+
+fn lat(l: Option<&LatencyMs>, f: fn(&LatencyMs) -> f64) -> String {
+    l.map_or_else(|| "-".to_string(), |l| ms(f(l)))
+}
+
+fn text_or_dash(s: Option<&str>) -> String {
+    s.map_or_else(|| "-".to_string(), escape_text)
+}
+
+fn counts(m: &BTreeMap<String, u64>) -> String {
+    m.iter()
+        .map(|(k, v)| format!("{k}×{v}"))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Runs the engine's statistics over `entries`, decoding at most `limit` of them.
+pub fn compute(entries: &[Entry], limit: usize) -> StatsData {
+    let opts = DecodeOptions {
+        records: false,
+        ..DecodeOptions::default()
+    };
+    let mut stats = Stats::new(StatsConfig::default());
+    let (mut wanted, mut decoded) = (0usize, 0usize);
+    // Group id → (api keys of its requests, connections that carried them).
+    let mut groups: BTreeMap<String, (BTreeSet<i16>, BTreeSet<u64>)> = BTreeMap::new();
+    let mut hist: BTreeMap<i16, [u64; BUCKETS.len()]> = BTreeMap::new();
+    // Topics the filter sees on responses with errors.
+    let mut error_topics: HashSet<&str> = HashSet::new();
+    for e in entries {
+        let i = &e.info;
+        let tree = if wants_tree(e, entries) {
+            wanted += 1;
+            (decoded < limit).then(|| {
+                decoded += 1;
+                kafkashark::model::redecode(i, &e.raw, &opts)
+            })
+        } else {
+            None
+        };
+        if let (Kind::Request, Some(k @ (11..=14 | 68)), Some(d)) = (i.kind, i.api_key, &tree) {
+            if let Some(g) = group_id(d) {
+                let slot = groups.entry(g).or_default();
+                slot.0.insert(k);
+                slot.1.insert(i.stream);
+            }
+        }
+        stats.message_info(i, tree.as_ref());
+        if i.kind == Kind::Response {
+            if let (Some(k), Some(ns)) = (i.api_key, i.latency_ns) {
+                hist.entry(k).or_insert([0; BUCKETS.len()])[bucket_of(ns)] += 1;
+            }
+            if !i.error_codes.is_empty() {
+                let peer = i.peer.and_then(|p| entries.get(p as usize)).map(|p| &p.info);
+                error_topics.extend(filter_topics(i, peer).iter().map(String::as_str));
+            }
+        }
+    }
+    let report = stats.report();
+
+    // The throttle series, one value a second over the whole capture.
+    let first = report.summary.first_ts.map_or(0, |t| t.floor() as i64);
+    let last = report.summary.last_ts.map_or(first, |t| t.floor() as i64);
+    let span = usize::try_from(last.saturating_sub(first).saturating_add(1))
+        .unwrap_or(1)
+        .clamp(1, MAX_SERIES_SECONDS);
+    let mut throttle = vec![0u64; span];
+    if report.throttle.throttled > 0 {
+        for s in &report.throttle.series {
+            if let Some(slot) = usize::try_from(s.second - first)
+                .ok()
+                .and_then(|k| throttle.get_mut(k))
+            {
+                *slot += u64::try_from(s.sum_ms).unwrap_or(0);
+            }
+        }
+    }
+
+    let rows = [
+        latency_rows(&report),
+        throttle_rows(&report),
+        error_rows(&report, &error_topics),
+        client_rows(&report, entries),
+        group_rows(&report, &groups),
+    ];
+    StatsData {
+        report,
+        messages: entries.len(),
+        wanted,
+        decoded,
+        hist,
+        throttle_start: first,
+        throttle,
+        rows,
+    }
+}
+
+fn latency_rows(r: &StatsReport) -> Vec<StatsRow> {
+    r.apis
+        .iter()
+        .map(|a| {
+            let l = a.latency_ms.as_ref();
+            let errors: u64 = a.errors.values().sum();
+            StatsRow {
+                cells: vec![
+                    api_label(a.api_name, a.api_key),
+                    a.requests.to_string(),
+                    a.responses.to_string(),
+                    lat(l, |l| l.p50),
+                    lat(l, |l| l.p90),
+                    lat(l, |l| l.p99),
+                    lat(l, |l| l.max),
+                    a.throttled.to_string(),
+                    counts(&a.errors),
+                ],
+                filter: api_pred(a.api_key),
+                trouble: errors > 0,
+            }
+        })
+        .collect()
+}
+
+fn throttle_rows(r: &StatsReport) -> Vec<StatsRow> {
+    let t = &r.throttle;
+    if t.throttled == 0 {
+        return Vec::new();
+    }
+    let mut rows = vec![StatsRow {
+        cells: vec![
+            "(all throttled responses)".into(),
+            String::new(),
+            String::new(),
+            t.throttled.to_string(),
+            t.sum_ms.to_string(),
+            t.max_ms.to_string(),
+        ],
+        filter: "throttled".into(),
+        trouble: false,
+    }];
+    for c in &t.by_client {
+        let mut filter = format!("throttled and {}", api_pred(c.api_key));
+        if let Some(id) = &c.client_id {
+            filter.push_str(&format!(" and client_id={}", quote(id)));
+        }
+        rows.push(StatsRow {
+            cells: vec![
+                c.client_id.as_deref().map_or("-".into(), |s| quote(&escape_text(s))),
+                text_or_dash(c.software.as_deref()),
+                api_label(c.api_name, c.api_key),
+                c.count.to_string(),
+                c.sum_ms.to_string(),
+                c.max_ms.to_string(),
+            ],
+            filter,
+            trouble: false,
+        });
+    }
+    rows
+}
+
+fn error_rows(r: &StatsReport, error_topics: &HashSet<&str>) -> Vec<StatsRow> {
+    r.errors
+        .iter()
+        .map(|e| {
+            let name = match error_name(e.code) {
+                Some(n) => n.to_string(),
+                None => e.code.to_string(),
+            };
+            let mut filter = format!("error={name} and {}", api_pred(e.api_key));
+            // Only a topic the filter can see (a name, or an id the capture named).
+            if let Some(t) = e.topic.as_deref().filter(|t| error_topics.contains(t)) {
+                filter.push_str(&format!(" and topic={}", quote(t)));
+            }
+            StatsRow {
+                cells: vec![
+                    escape_text(&e.error),
+                    api_label(e.api_name, e.api_key),
+                    text_or_dash(e.topic.as_deref()),
+                    e.partition.map_or("-".into(), |p| p.to_string()),
+                    e.count.to_string(),
+                    e.first_frame.to_string(),
+                    e.last_frame.to_string(),
+                ],
+                filter,
+                trouble: true,
+            }
+        })
+        .collect()
+}
+
+/// `stream=N`, or `(stream=a or stream=b …)`.
+fn streams_pred(streams: &BTreeSet<u64>) -> Option<String> {
+    let parts: Vec<String> = streams.iter().map(|s| format!("stream={s}")).collect();
+    match parts.len() {
+        0 => None,
+        1 => parts.into_iter().next(),
+        _ => Some(format!("({})", parts.join(" or "))),
+    }
+}
+
+fn client_rows(r: &StatsReport, entries: &[Entry]) -> Vec<StatsRow> {
+    // Connections by client address, for clients without a client id.
+    let anonymous: HashSet<&str> = r
+        .clients
+        .iter()
+        .filter(|c| c.client_id.is_none())
+        .flat_map(|c| c.addresses.iter().map(String::as_str))
+        .collect();
+    let mut streams_of: BTreeMap<String, BTreeSet<u64>> = BTreeMap::new();
+    if !anonymous.is_empty() {
+        for e in entries.iter().filter(|e| e.info.kind == Kind::Request) {
+            let a = e.info.client.to_string();
+            if anonymous.contains(a.as_str()) {
+                streams_of.entry(a).or_default().insert(e.info.stream);
+            }
+        }
+    }
+    r.clients
+        .iter()
+        .map(|c| {
+            let filter = match &c.client_id {
+                Some(id) => format!("client_id={}", quote(id)),
+                None => {
+                    let all: BTreeSet<u64> = c
+                        .addresses
+                        .iter()
+                        .filter_map(|a| streams_of.get(a))
+                        .flatten()
+                        .copied()
+                        .collect();
+                    streams_pred(&all).unwrap_or_else(|| "not client_id~\"\"".into())
+                }
+            };
+            let software = match (&c.software_name, &c.software_version) {
+                (Some(n), Some(v)) if !v.is_empty() => Some(format!("{n} {v}")),
+                (Some(n), _) => Some(n.clone()),
+                _ => None,
+            };
+            let address = match c.addresses.as_slice() {
+                [] => "-".to_string(),
+                [one] => escape_text(one),
+                [one, rest @ ..] => format!("{} (+{})", escape_text(one), rest.len()),
+            };
+            // Versions per api, `*` on those Kafka 4.0 removed.
+            let mut versions: Vec<(String, Vec<String>)> = Vec::new();
+            for a in &c.apis {
+                let name = api_label(a.api_name, a.api_key);
+                let v = format!("{}{}", a.version, if a.removed_in_kafka_4 { "*" } else { "" });
+                match versions.last_mut() {
+                    Some((n, vs)) if *n == name => vs.push(v),
+                    _ => versions.push((name, vec![v])),
+                }
+            }
+            let versions = versions
+                .iter()
+                .map(|(n, vs)| format!("{n} v{}", vs.join(",")))
+                .collect::<Vec<_>>()
+                .join(" ");
+            StatsRow {
+                cells: vec![
+                    c.client_id.as_deref().map_or("-".into(), |s| quote(&escape_text(s))),
+                    text_or_dash(software.as_deref()),
+                    address,
+                    c.requests.to_string(),
+                    c.responses.to_string(),
+                    c.errors.to_string(),
+                    versions,
+                ],
+                filter,
+                trouble: c.apis.iter().any(|a| a.removed_in_kafka_4),
+            }
+        })
+        .collect()
+}
+
+fn group_rows(
+    r: &StatsReport,
+    groups: &BTreeMap<String, (BTreeSet<i16>, BTreeSet<u64>)>,
+) -> Vec<StatsRow> {
+    r.groups
+        .iter()
+        .map(|g| {
+            let filter = match groups.get(&g.group_id) {
+                Some((apis, streams)) => {
+                    let a: Vec<String> = apis.iter().map(|&k| api_pred(k)).collect();
+                    let a = if a.len() == 1 {
+                        a.join("")
+                    } else {
+                        format!("({})", a.join(" or "))
+                    };
+                    match streams_pred(streams) {
+                        Some(s) => format!("{a} and {s}"),
+                        None => a,
+                    }
+                }
+                // Not decoded (the bound): every group request.
+                None => "api=JoinGroup or api=SyncGroup or api=Heartbeat or api=LeaveGroup \
+                         or api=ConsumerGroupHeartbeat"
+                    .into(),
+            };
+            let rebalance = g
+                .generations
+                .iter()
+                .filter_map(|x| x.rebalance_ms)
+                .fold(None, |m: Option<f64>, v| Some(m.map_or(v, |m| m.max(v))));
+            StatsRow {
+                cells: vec![
+                    quote(&escape_text(&g.group_id)),
+                    text_or_dash(g.protocol_type.as_deref()),
+                    g.generations.len().to_string(),
+                    g.members.len().max(g.heartbeat_members.len()).to_string(),
+                    format!("{}/{}/{}/{}", g.joins, g.syncs, g.heartbeats, g.leaves),
+                    rebalance.map_or("-".into(), ms),
+                    counts(&g.errors),
+                ],
+                filter,
+                trouble: !g.errors.is_empty(),
+            }
+        })
+        .collect()
+}

@@ -1,0 +1,465 @@
+//! The stats view (`S`): state tests through `App::update` on real captures.
+//! Each row's filter is applied with `Enter` and the list it leaves is checked
+//! against an independent count from the entries (not through the filter).
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers, MouseButton, MouseEvent, MouseEventKind};
+use kafkashark::kafka::decode::Kind;
+use kafkashark::kafka::errors::error_code;
+use kafkashark::kafka::{DecodeOptions, Value};
+
+use super::app::{decode_entry, App, Config, Effect, Msg, Pane, Popup, SourceKind};
+use super::stats_view::{bucket_of, ms, StatsTab};
+use super::testutil::{app_with, entries};
+use super::ui;
+
+const A2: &str = "captures/a2-confluent-compression-codecs.pcap";
+const B2: &str = "captures/b2-errors-and-acks0.pcap";
+
+fn key(app: &mut App, code: KeyCode) -> Vec<Effect> {
+    app.update(Msg::Key(KeyEvent::new(code, KeyModifiers::NONE)))
+}
+
+fn click(app: &mut App, column: u16, row: u16) {
+    app.update(Msg::Mouse(MouseEvent {
+        kind: MouseEventKind::Down(MouseButton::Left),
+        column,
+        row,
+        modifiers: KeyModifiers::NONE,
+    }));
+}
+
+/// Opens the stats view (when closed) on section `tab`, row `row`, with keys only.
+fn stats_select(app: &mut App, tab: StatsTab, row: usize) {
+    if app.stats_view.is_none() {
+        key(app, KeyCode::Char('S'));
+    }
+    let digit = char::from(b'1' + tab.index() as u8);
+    key(app, KeyCode::Char(digit));
+    key(app, KeyCode::Char('g'));
+    for _ in 0..row {
+        key(app, KeyCode::Char('j'));
+    }
+    let v = app.stats_view.as_ref().expect("stats view open");
+    assert_eq!(v.tab, tab);
+    assert_eq!(v.sel[tab.index()], row);
+}
+
+/// The cells of every row of a section.
+fn cells(app: &mut App, tab: StatsTab) -> Vec<Vec<String>> {
+    if app.stats_view.is_none() {
+        key(app, KeyCode::Char('S'));
+    }
+    let v = app.stats_view.as_ref().expect("open");
+    v.data.rows(tab).iter().map(|r| r.cells.clone()).collect()
+}
+
+/// Selects a row, presses Enter, checks the view closed and the filter is the row's.
+fn enter_row(app: &mut App, tab: StatsTab, row: usize) -> String {
+    stats_select(app, tab, row);
+    let want = app
+        .stats_view
+        .as_ref()
+        .and_then(|v| v.selected_row())
+        .expect("row")
+        .filter
+        .clone();
+    key(app, KeyCode::Enter);
+    assert!(app.stats_view.is_none(), "Enter closes the stats view");
+    assert_eq!(app.filter_text, want);
+    assert!(app.filter.is_some());
+    assert_eq!(app.focus, Pane::List);
+    if let Some(&first) = app.view.first() {
+        assert_eq!(app.selected, Some(first));
+    }
+    want
+}
+
+fn shown(app: &App, kind: Kind) -> BTreeSet<usize> {
+    app.view
+        .iter()
+        .copied()
+        .filter(|&i| app.entries[i].info.kind == kind)
+        .collect()
+}
+
+fn num(s: &str) -> u64 {
+    s.parse().unwrap_or_else(|_| panic!("not a number: {s}"))
+}
+
+/// Latency rows: the list shows every request and response of the row's api,
+/// as many as the row counts; the max and the histogram agree with the entries.
+fn check_latency_rows(capture: &str) {
+    let mut app = app_with(capture, 120, 40);
+    let rows = cells(&mut app, StatsTab::Latency);
+    let keys: BTreeSet<i16> = app.entries.iter().filter_map(|e| e.info.api_key).collect();
+    assert_eq!(rows.len(), keys.len());
+    let apis: Vec<i16> = app
+        .stats_view
+        .as_ref()
+        .map(|v| v.data.report.apis.iter().map(|a| a.api_key).collect())
+        .unwrap_or_default();
+    for (r, c) in rows.iter().enumerate() {
+        let k = apis[r];
+        // The histogram: every measured exchange in its log bucket.
+        let lat: Vec<u64> = app
+            .entries
+            .iter()
+            .filter(|e| e.info.kind == Kind::Response && e.info.api_key == Some(k))
+            .filter_map(|e| e.info.latency_ns)
+            .collect();
+        let mut buckets = [0u64; 12];
+        for &ns in &lat {
+            buckets[bucket_of(ns)] += 1;
+        }
+        if app.stats_view.is_none() {
+            key(&mut app, KeyCode::Char('S'));
+        }
+        let v = app.stats_view.as_ref().expect("open");
+        if lat.is_empty() {
+            assert!(!v.data.hist.contains_key(&k));
+            assert_eq!(c[6], "-");
+        } else {
+            assert_eq!(v.data.hist[&k], buckets, "histogram of api {k}");
+            let max = *lat.iter().max().expect("max") as f64 / 1e6;
+            assert_eq!(c[6], ms(max), "max of api {k}");
+        }
+        let f = enter_row(&mut app, StatsTab::Latency, r);
+        assert!(f.starts_with("api="), "{f}");
+        let of = |kind: Kind| -> BTreeSet<usize> {
+            app.entries
+                .iter()
+                .enumerate()
+                .filter(|(_, e)| e.info.kind == kind && e.info.api_key == Some(k))
+                .map(|(i, _)| i)
+                .collect()
+        };
+        let (req, resp) = (of(Kind::Request), of(Kind::Response));
+        assert_eq!(shown(&app, Kind::Request), req, "{f}");
+        assert_eq!(shown(&app, Kind::Response), resp, "{f}");
+        assert_eq!(req.len() as u64, num(&c[1]), "{f}: requests");
+        assert_eq!(resp.len() as u64, num(&c[2]), "{f}: responses");
+        assert_eq!(app.view.len(), req.len() + resp.len());
+    }
+}
+
+#[test]
+fn latency_rows_lead_to_their_api_b2() {
+    check_latency_rows(B2);
+}
+
+#[test]
+fn latency_rows_lead_to_their_api_a2() {
+    check_latency_rows(A2);
+    // a2 has no errors, no throttling and no groups: the sections say so and Enter does nothing.
+    let mut app = app_with(A2, 120, 40);
+    for t in [StatsTab::Throttle, StatsTab::Errors, StatsTab::Groups] {
+        assert!(cells(&mut app, t).is_empty(), "{t:?}");
+        key(&mut app, KeyCode::Char(char::from(b'1' + t.index() as u8)));
+        key(&mut app, KeyCode::Enter);
+        assert!(app.stats_view.is_some());
+        assert!(app.filter_text.is_empty());
+    }
+    assert_eq!(cells(&mut app, StatsTab::Clients).len(), 6);
+}
+
+/// Error rows: the responses shown carry the row's error as many times as the
+/// row counts, from its first to its last frame; the requests shown are theirs.
+#[test]
+fn error_rows_lead_to_the_responses_that_carry_them() {
+    let mut app = app_with(B2, 120, 40);
+    let rows = cells(&mut app, StatsTab::Errors);
+    assert_eq!(rows.len(), 8);
+    // Independent: every error occurrence in the entries is in exactly one row.
+    let total: u64 = app
+        .entries
+        .iter()
+        .map(|e| e.info.error_codes.len() as u64)
+        .sum();
+    assert_eq!(rows.iter().map(|c| num(&c[4])).sum::<u64>(), total);
+    for (r, c) in rows.iter().enumerate() {
+        let f = enter_row(&mut app, StatsTab::Errors, r);
+        let code = error_code(&c[0]).expect("known error");
+        let resp = shown(&app, Kind::Response);
+        assert!(!resp.is_empty(), "{f}");
+        let mut n = 0u64;
+        for &i in &resp {
+            let e = &app.entries[i].info;
+            assert_eq!(e.api_name(), Some(c[1].as_str()), "{f}");
+            n += e.error_codes.iter().filter(|&&x| x == code).count() as u64;
+        }
+        assert_eq!(n, num(&c[4]), "{f}: count");
+        let frames: Vec<u64> = resp.iter().map(|&i| app.entries[i].info.frame).collect();
+        assert_eq!(frames.iter().min(), Some(&num(&c[5])), "{f}: first");
+        assert_eq!(frames.iter().max(), Some(&num(&c[6])), "{f}: last");
+        let peers: BTreeSet<usize> = resp
+            .iter()
+            .filter_map(|&i| app.entries[i].info.peer.map(|p| p as usize))
+            .collect();
+        assert_eq!(shown(&app, Kind::Request), peers, "{f}");
+        // The filter bar opens on the row's expression, ready to edit.
+        key(&mut app, KeyCode::Char('/'));
+        assert_eq!(app.bar.as_ref().map(|b| b.text.clone()), Some(f.clone()));
+        key(&mut app, KeyCode::Esc);
+    }
+    // The example of the brief: an error with its topic.
+    let f = enter_row(&mut app, StatsTab::Errors, 2);
+    assert_eq!(
+        f,
+        "error=UNKNOWN_TOPIC_OR_PARTITION and api=Metadata and topic=\"no-such-topic\""
+    );
+    let frames: Vec<u64> = app
+        .view
+        .iter()
+        .map(|&i| app.entries[i].info.frame)
+        .collect();
+    assert_eq!(frames.len(), 2);
+    assert_eq!(frames[1], 29);
+}
+
+/// Client rows: the requests shown are exactly those with the row's client id,
+/// as many as the row counts, and the responses are theirs.
+#[test]
+fn client_rows_lead_to_their_requests() {
+    let mut app = app_with(B2, 120, 40);
+    let rows = cells(&mut app, StatsTab::Clients);
+    assert_eq!(rows.len(), 6);
+    for (r, c) in rows.iter().enumerate() {
+        let id = c[0].trim_matches('"').to_string();
+        let f = enter_row(&mut app, StatsTab::Clients, r);
+        assert_eq!(f, format!("client_id=\"{id}\""));
+        let req: BTreeSet<usize> = app
+            .entries
+            .iter()
+            .enumerate()
+            .filter(|(_, e)| {
+                e.info.kind == Kind::Request && e.info.client_id.as_deref() == Some(id.as_str())
+            })
+            .map(|(i, _)| i)
+            .collect();
+        assert_eq!(shown(&app, Kind::Request), req, "{f}");
+        assert_eq!(req.len() as u64, num(&c[3]), "{f}: requests");
+        let resp: BTreeSet<usize> = req
+            .iter()
+            .filter_map(|&i| app.entries[i].info.peer.map(|p| p as usize))
+            .collect();
+        assert_eq!(shown(&app, Kind::Response), resp, "{f}");
+        assert_eq!(resp.len() as u64, num(&c[4]), "{f}: responses");
+    }
+    // Software from ApiVersions v3+, and versions per api.
+    assert_eq!(rows[1][1], "kafka-python 3.0.12");
+    assert_eq!(rows[3][6].split(' ').nth(3), Some("v12,17"));
+}
+
+/// Group rows: the requests shown are the group's (their GroupId, decoded
+/// independently), as many of each api as the row counts.
+#[test]
+fn group_rows_lead_to_the_group_requests() {
+    let mut app = app_with(B2, 120, 40);
+    let rows = cells(&mut app, StatsTab::Groups);
+    let names: Vec<&str> = rows.iter().map(|c| c[0].as_str()).collect();
+    assert_eq!(
+        names,
+        ["\"err-group\"", "\"err-group-rdk\"", "\"ghost-group\""]
+    );
+    for (r, c) in rows.iter().enumerate() {
+        let group = c[0].trim_matches('"').to_string();
+        let f = enter_row(&mut app, StatsTab::Groups, r);
+        // Independent: the group requests of the whole capture with this GroupId.
+        let mut want: BTreeMap<i16, usize> = BTreeMap::new();
+        let mut req = BTreeSet::new();
+        for (i, e) in app.entries.iter().enumerate() {
+            if e.info.kind != Kind::Request || !matches!(e.info.api_key, Some(11..=14)) {
+                continue;
+            }
+            let d = decode_entry(e, &DecodeOptions::default());
+            let g = d.body().and_then(|b| b.child("GroupId")).map(|n| &n.value);
+            if matches!(g, Some(Value::Str(s)) if *s == group) {
+                *want.entry(e.info.api_key.unwrap_or(0)).or_default() += 1;
+                req.insert(i);
+            }
+        }
+        assert_eq!(shown(&app, Kind::Request), req, "{f}");
+        let jshl: Vec<u64> = c[4].split('/').map(num).collect();
+        for (k, n) in [11i16, 14, 12, 13].iter().zip(jshl) {
+            assert_eq!(want.get(k).copied().unwrap_or(0) as u64, n, "{f}: api {k}");
+        }
+        let resp: BTreeSet<usize> = req
+            .iter()
+            .filter_map(|&i| app.entries[i].info.peer.map(|p| p as usize))
+            .collect();
+        assert_eq!(shown(&app, Kind::Response), resp, "{f}");
+    }
+}
+
+/// a2 with throttle put on its responses: the sparkline holds the per-second
+/// sums, and the rows lead to the throttled messages.
+#[test]
+fn throttle_series_and_rows() {
+    let mut es = entries(A2);
+    let mut sum = 0u64;
+    for (n, e) in es.iter_mut().enumerate() {
+        if e.info.kind == Kind::Response && matches!(e.info.api_key, Some(0 | 1)) {
+            let t = 10 * (n as i32 % 7 + 1);
+            e.info.throttle_time_ms = Some(t);
+            sum += t as u64;
+        }
+    }
+    let throttled = es
+        .iter()
+        .filter(|e| e.info.throttle_time_ms.is_some_and(|t| t > 0))
+        .count();
+    let mut app = App::new(
+        Config {
+            title: "a2 throttled".into(),
+            kind: SourceKind::File,
+            color: true,
+        },
+        (120, 40),
+    );
+    app.update(Msg::Loaded(es));
+    app.update(Msg::LoadDone);
+    let rows = cells(&mut app, StatsTab::Throttle);
+    let v = app.stats_view.as_ref().expect("open");
+    assert_eq!(v.data.throttle.iter().sum::<u64>(), sum);
+    let first = app.entries[0].info.ts.secs;
+    let last = app.entries.last().expect("last").info.ts.secs;
+    assert_eq!(v.data.throttle.len() as i64, last - first + 1);
+    assert_eq!(rows[0][3], throttled.to_string());
+    assert_eq!(rows[0][4], sum.to_string());
+    let f = enter_row(&mut app, StatsTab::Throttle, 0);
+    assert_eq!(f, "throttled");
+    assert_eq!(shown(&app, Kind::Response).len(), throttled);
+    // A per-client row: its client's throttled responses of one api.
+    let c = rows[1].clone();
+    let f = enter_row(&mut app, StatsTab::Throttle, 1);
+    assert!(f.starts_with("throttled and api="), "{f}");
+    let resp = shown(&app, Kind::Response);
+    assert_eq!(resp.len() as u64, num(&c[3]));
+    let total: u64 = resp
+        .iter()
+        .map(|&i| app.entries[i].info.throttle_time_ms.unwrap_or(0) as u64)
+        .sum();
+    assert_eq!(total, num(&c[4]));
+}
+
+/// Figures are recomputed when the view opens, on `r`, about once a second
+/// (five ticks) while loading and when loading ends — never per frame.
+#[test]
+fn refreshes_on_open_r_ticks_and_load_done() {
+    let all = entries(B2);
+    let mut app = App::new(
+        Config {
+            title: "b2".into(),
+            kind: SourceKind::File,
+            color: true,
+        },
+        (120, 40),
+    );
+    app.update(Msg::Loaded(all[..50].to_vec()));
+    key(&mut app, KeyCode::Char('S'));
+    let msgs = |app: &App| app.stats_view.as_ref().map(|v| v.data.messages);
+    assert_eq!(msgs(&app), Some(50));
+    app.update(Msg::Loaded(all[50..100].to_vec()));
+    app.update(Msg::Tick);
+    assert_eq!(msgs(&app), Some(50), "not every tick");
+    for _ in 0..4 {
+        app.update(Msg::Tick);
+    }
+    assert_eq!(msgs(&app), Some(100), "about once a second while loading");
+    app.update(Msg::Loaded(all[100..150].to_vec()));
+    key(&mut app, KeyCode::Char('r'));
+    assert_eq!(msgs(&app), Some(150), "r refreshes");
+    app.update(Msg::Loaded(all[150..].to_vec()));
+    app.update(Msg::LoadDone);
+    assert_eq!(msgs(&app), Some(all.len()), "load done refreshes");
+    let n = app.stats_view.as_ref().map_or(0, |v| v.data.report.summary.messages);
+    assert_eq!(n, all.len() as u64);
+}
+
+/// At most `stats_limit` messages are decoded per refresh; the view says so.
+#[test]
+fn decoding_is_bounded() {
+    let mut app = app_with(B2, 120, 40);
+    key(&mut app, KeyCode::Char('S'));
+    let (wanted, decoded) = app
+        .stats_view
+        .as_ref()
+        .map(|v| (v.data.wanted, v.data.decoded))
+        .expect("open");
+    assert_eq!(wanted, decoded);
+    assert!(wanted > 10 && wanted < app.entries.len(), "{wanted}");
+    key(&mut app, KeyCode::Esc);
+    app.stats_limit = 10;
+    key(&mut app, KeyCode::Char('S'));
+    let v = app.stats_view.as_ref().expect("open");
+    assert_eq!(v.data.decoded, 10);
+    assert!(v.data.truncated());
+    // The facts-only figures stay complete.
+    assert_eq!(v.data.report.summary.messages, app.entries.len() as u64);
+}
+
+#[test]
+fn keys_of_the_stats_view() {
+    let mut app = app_with(B2, 120, 40);
+    key(&mut app, KeyCode::Char('S'));
+    assert_eq!(app.stats_view.as_ref().map(|v| v.tab), Some(StatsTab::Latency));
+    let tab = |app: &App| app.stats_view.as_ref().map(|v| v.tab);
+    key(&mut app, KeyCode::Tab);
+    assert_eq!(tab(&app), Some(StatsTab::Throttle));
+    key(&mut app, KeyCode::Right);
+    assert_eq!(tab(&app), Some(StatsTab::Errors));
+    key(&mut app, KeyCode::BackTab);
+    key(&mut app, KeyCode::BackTab);
+    key(&mut app, KeyCode::BackTab);
+    assert_eq!(tab(&app), Some(StatsTab::Groups));
+    key(&mut app, KeyCode::Char('4'));
+    assert_eq!(tab(&app), Some(StatsTab::Clients));
+    // Selections are kept per section; G and g go to the ends.
+    key(&mut app, KeyCode::Char('G'));
+    assert_eq!(app.stats_view.as_ref().map(|v| v.sel[3]), Some(5));
+    key(&mut app, KeyCode::Char('1'));
+    key(&mut app, KeyCode::Down);
+    key(&mut app, KeyCode::Down);
+    key(&mut app, KeyCode::Up);
+    assert_eq!(app.stats_view.as_ref().map(|v| v.sel), Some([1, 0, 0, 5, 0]));
+    // Help opens over it, and any key closes help only.
+    key(&mut app, KeyCode::Char('?'));
+    assert_eq!(app.popup, Some(Popup::Help));
+    key(&mut app, KeyCode::Char('x'));
+    assert!(app.popup.is_none() && app.stats_view.is_some());
+    // Esc and S close it; the list is as it was.
+    key(&mut app, KeyCode::Esc);
+    assert!(app.stats_view.is_none());
+    assert_eq!(app.view.len(), app.entries.len());
+    key(&mut app, KeyCode::Char('S'));
+    key(&mut app, KeyCode::Char('S'));
+    assert!(app.stats_view.is_none());
+    // `/` leaves the view for the filter bar.
+    key(&mut app, KeyCode::Char('S'));
+    key(&mut app, KeyCode::Char('/'));
+    assert!(app.stats_view.is_none() && app.bar.is_some());
+    key(&mut app, KeyCode::Esc);
+    key(&mut app, KeyCode::Char('S'));
+    assert_eq!(key(&mut app, KeyCode::Char('q')), vec![Effect::Quit]);
+}
+
+#[test]
+fn mouse_selects_tabs_and_rows() {
+    let mut app = app_with(B2, 120, 40);
+    key(&mut app, KeyCode::Char('S'));
+    let lay = ui::stats_layout(&app);
+    // The third tab, " 3 Errors ", starts after " 1 Latency " and " 2 Throttle ".
+    let x = " 1 Latency  2 Throttle  ".chars().count() as u16 + 2;
+    click(&mut app, x, lay.tabs.y);
+    assert_eq!(app.stats_view.as_ref().map(|v| v.tab), Some(StatsTab::Errors));
+    let lay = ui::stats_layout(&app);
+    // Border, header, then rows: the third row.
+    click(&mut app, 5, lay.table.y + 2 + 2);
+    assert_eq!(app.stats_view.as_ref().map(|v| v.sel[2]), Some(2));
+    // A click on the selected row shows its messages.
+    click(&mut app, 5, lay.table.y + 2 + 2);
+    assert!(app.stats_view.is_none());
+    assert!(app.filter_text.starts_with("error=UNKNOWN_TOPIC_OR_PARTITION"));
+}
