@@ -16,7 +16,7 @@
 //! and Metadata v9; producers send Produce v8 (acks -1, 1, and a few acks=0
 //! that get no response), consumers Fetch v11 with Heartbeat v4 and
 //! OffsetCommit v8 between fetches, admin connections Metadata, ListOffsets v5
-//! and ApiVersions and come and go. Record batches (v2) hold 1–400 JSON-like
+//! and ApiVersions and come and go. Record batches (v2) hold 1–120 JSON-like
 //! records of mixed sizes, compressed with none, gzip, snappy, lz4 or zstd for
 //! real; some responses are throttled (ThrottleTimeMs > 0) and some carry
 //! partition errors (NOT_LEADER_OR_FOLLOWER, REQUEST_TIMED_OUT,
@@ -187,14 +187,15 @@ impl BatchPool {
             }
             // Mostly small batches, some big ones.
             let records = match rng.gen_range(0..10) {
-                0..=4 => rng.gen_range(1..10),
-                5..=8 => rng.gen_range(10..100),
-                _ => rng.gen_range(100..400),
+                0..=5 => rng.gen_range(1..4),
+                6..=8 => rng.gen_range(4..30),
+                _ => rng.gen_range(30..120),
             };
-            let value_size = match rng.gen_range(0..4) {
-                0 => rng.gen_range(40..120),
-                1 | 2 => rng.gen_range(120..600),
-                _ => rng.gen_range(600..2500),
+            let value_size = match rng.gen_range(0..10) {
+                0..=2 => rng.gen_range(40..120),
+                3..=7 => rng.gen_range(120..600),
+                _ if records > 3 => rng.gen_range(60..300),
+                _ => rng.gen_range(600..2000),
             };
             let with_headers = rng.gen_bool(0.3);
             let base_ts = 1_700_000_000_000i64 + b as i64 * 1000;
@@ -403,7 +404,7 @@ fn produce(
         _ => -1,
     };
     let t = TOPICS[rng.gen_range(0..TOPICS.len())];
-    let parts = rng.gen_range(1..=4);
+    let parts = rng.gen_range(1..=3);
     let first = rng.gen_range(0..PARTITIONS);
     let pdata: Vec<PartitionProduceData> = (0..parts)
         .map(|i| {
@@ -478,9 +479,9 @@ fn fetch(corr: i32, client: &str, rng: &mut StdRng, pool: &BatchPool) -> (Vec<u8
                 Bytes::new()
             } else {
                 let max = match rng.gen_range(0..10) {
-                    0..=5 => 16 << 10,
-                    6..=8 => 256 << 10,
-                    _ => 1 << 20,
+                    0..=6 => 2 << 10,
+                    7..=8 => 16 << 10,
+                    _ => 128 << 10,
                 };
                 pool.run(rng, max)
             };

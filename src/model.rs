@@ -21,6 +21,7 @@ use crate::kafka::decode::Kind;
 use crate::kafka::framing::RawMessage;
 use crate::kafka::schema::{self, MessageKind};
 use crate::kafka::tree::{Node, Value};
+use crate::kafka::decode::{summarize_request, summarize_response, Summary};
 use crate::kafka::{decode_request, decode_response, DecodeOptions, Decoded};
 use crate::pairing::{Pairer, PendingRequest};
 use crate::pipeline::{Event, Pipeline, PipelineConfig, PipelineStats};
@@ -305,13 +306,29 @@ impl Analyzer {
             skipped_before: raw.skipped_before,
             topics: Vec::new(),
         };
+        // Without trees to keep, clean messages are read without building one.
+        let lean = !self.cfg.keep_trees && !self.cfg.decode.records;
+        let mut facts: Option<LeanFacts> = None;
         let decoded = match raw.dir {
             Direction::ClientToBroker => {
-                let d = decode_request(&raw.bytes, &self.cfg.decode);
+                let d = match lean
+                    .then(|| summarize_request(&raw.bytes, &self.cfg.decode))
+                    .flatten()
+                {
+                    Some(s) => {
+                        let (d, f) = lean_decoded(Kind::Request, s);
+                        facts = Some(f);
+                        d
+                    }
+                    None => decode_request(&raw.bytes, &self.cfg.decode),
+                };
                 info.api_key = d.api_key;
                 info.api_version = d.api_version;
                 info.client_id = d.client_id.clone();
-                info.expects_response = expects_response(&d);
+                info.expects_response = match &facts {
+                    Some(f) => d.api_key != Some(0) || f.acks != Some(0),
+                    None => expects_response(&d),
+                };
                 let raw_token = sasl == SaslState::RawTokens && d.error.is_some();
                 if let (true, false, Some(k), Some(v), Some(c)) = (
                     info.expects_response,
@@ -365,12 +382,31 @@ impl Analyzer {
                         info.latency_ns = Some(raw.first_ts.nanos_since(req.ts));
                         info.api_key = Some(req.api_key);
                         info.api_version = Some(req.api_version);
-                        decode_paired_response(
-                            &raw.bytes,
-                            req.api_key,
-                            req.api_version,
-                            &self.cfg.decode,
-                        )
+                        // Responses that teach topic names (see `TopicNames::learn`)
+                        // are read as trees.
+                        let summary = (lean && !matches!(req.api_key, 3 | 19 | 75))
+                            .then(|| {
+                                summarize_response(
+                                    &raw.bytes,
+                                    req.api_key,
+                                    req.api_version,
+                                    &self.cfg.decode,
+                                )
+                            })
+                            .flatten();
+                        match summary {
+                            Some(s) => {
+                                let (d, f) = lean_decoded(Kind::Response, s);
+                                facts = Some(f);
+                                d
+                            }
+                            None => decode_paired_response(
+                                &raw.bytes,
+                                req.api_key,
+                                req.api_version,
+                                &self.cfg.decode,
+                            ),
+                        }
                     }
                     None => {
                         let inferred = if self.cfg.infer_unpaired && sasl != SaslState::RawTokens {
@@ -394,14 +430,17 @@ impl Analyzer {
                 }
             }
         };
-        let decoded = match self.sasl_step(&raw, sasl, &mut info, decoded) {
+        let mut decoded = match self.sasl_step(&raw, sasl, &mut info, decoded, facts.as_ref()) {
             Some(d) => d,
             None => return,
         };
         if info.kind == Kind::Response
             && info.decode_error.as_deref().is_none_or(|e| e != SASL_NOTE)
         {
-            let (throttle, errors) = response_facts(&decoded.root);
+            let (throttle, errors) = match facts {
+                Some(f) => (f.throttle, f.errors),
+                None => response_facts(&decoded.root),
+            };
             info.throttle_time_ms = throttle;
             info.error_codes = errors;
             if info.api_key.is_none() {
@@ -416,7 +455,11 @@ impl Analyzer {
         if info.kind == Kind::Response {
             self.topics.learn(info.api_key, &decoded.root);
         }
-        info.topics = decoded.topics.clone();
+        info.topics = if self.cfg.keep_trees {
+            decoded.topics.clone()
+        } else {
+            std::mem::take(&mut decoded.topics)
+        };
         for id in &decoded.topic_ids {
             if let Some(name) = self.topics.name(id) {
                 if !info.topics.iter().any(|t| t == name) {
@@ -449,6 +492,7 @@ impl Analyzer {
         state: SaslState,
         info: &mut MessageInfo,
         decoded: Decoded,
+        facts: Option<&LeanFacts>,
     ) -> Option<Decoded> {
         let next = match (state, info.kind) {
             (SaslState::Kafka, Kind::Request)
@@ -460,7 +504,10 @@ impl Analyzer {
                     .map_or(SaslState::Kafka, SaslState::Handshake)
             }
             (SaslState::Handshake(c), Kind::Response) if info.correlation_id == Some(c) => {
-                let (_, errors) = response_facts(&decoded.root);
+                let errors = match facts {
+                    Some(f) => f.errors.clone(),
+                    None => response_facts(&decoded.root).1,
+                };
                 if errors.is_empty() && decoded.error.is_none() {
                     SaslState::RawTokens
                 } else {
@@ -545,6 +592,47 @@ fn sasl_token_tree(raw: &RawMessage, kind: Kind, show_secrets: bool) -> Decoded 
         topics: Vec::new(),
         topic_ids: Vec::new(),
     }
+}
+
+/// What a message read without its tree tells besides the header.
+struct LeanFacts {
+    throttle: Option<i32>,
+    errors: Vec<i16>,
+    acks: Option<i64>,
+}
+
+/// A tree-less [`Decoded`] (a bare root) and the facts of a [`Summary`].
+fn lean_decoded(kind: Kind, s: Summary) -> (Decoded, LeanFacts) {
+    let root = Node::new(
+        match kind {
+            Kind::Request => "Request",
+            Kind::Response => "Response",
+        },
+        "message",
+        Value::None,
+        0,
+        0,
+        crate::kafka::tree::Role::Message,
+    );
+    (
+        Decoded {
+            kind,
+            api_key: s.api_key,
+            api_version: s.api_version,
+            correlation_id: s.correlation_id,
+            client_id: s.client_id,
+            root,
+            sources: Vec::new(),
+            error: None,
+            topics: s.topics,
+            topic_ids: s.topic_ids,
+        },
+        LeanFacts {
+            throttle: s.throttle_time_ms,
+            errors: s.error_codes,
+            acks: s.acks,
+        },
+    )
 }
 
 /// Decodes a message again the way the analyzer did (views decode trees lazily):

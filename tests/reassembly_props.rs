@@ -312,6 +312,68 @@ proptest! {
     }
 }
 
+/// A response body that looks like Kafka's: big-endian int16/int32/int64 fields with
+/// small values (error codes, counts, offsets, lengths) mixed with opaque bytes, so
+/// that false boundaries (a small "size" followed by a small "correlation id") abound.
+fn structured_body() -> impl Strategy<Value = Vec<u8>> {
+    let field = prop_oneof![
+        (0i16..20).prop_map(|v| v.to_be_bytes().to_vec()),
+        (0i32..100).prop_map(|v| v.to_be_bytes().to_vec()),
+        (0i64..10).prop_map(|v| v.to_be_bytes().to_vec()),
+        Just(vec![0u8; 4]),
+        proptest::collection::vec(any::<u8>(), 1..40),
+    ];
+    proptest::collection::vec(field, 1..40).prop_map(|f| f.concat())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(300))]
+
+    /// Capture starts anywhere in a response stream and no request was seen: the
+    /// framer finds the first whole response after the start by structure alone
+    /// (sizes chaining to increasing correlation ids) and frames every later one;
+    /// it never accepts a false boundary.
+    #[test]
+    fn response_resync_without_pending_ids(
+        bodies in proptest::collection::vec(structured_body(), 2..12),
+        steps in proptest::collection::vec(1i32..4, 12),
+        first_corr in 0i32..1_000_000,
+        start in 0.0f64..1.0,
+        mut cuts in proptest::collection::vec(0usize..6000, 0..20),
+    ) {
+        let mut corr = first_corr;
+        let msgs: Vec<Vec<u8>> = bodies.iter().zip(&steps).map(|(b, step)| {
+            corr += step;
+            encode_response(corr, b)
+        }).collect();
+        let stream: Vec<u8> = msgs.concat();
+        let s = ((stream.len() as f64) * start) as usize;
+        let chunks: Vec<(usize, Vec<u8>)> = split(&stream, &mut cuts)
+            .into_iter()
+            .filter_map(|(o, b)| {
+                let e = o + b.len();
+                (e > s).then(|| (o.max(s), b[o.max(s) - o..].to_vec()))
+            })
+            .collect();
+        let ev = frame_all(Direction::BrokerToClient, false, &chunks, &|_| false);
+        let mut off = 0usize;
+        let mut want = Vec::new();
+        for m in &msgs {
+            if off >= s {
+                want.push((off as u64, m.clone()));
+            }
+            off += m.len();
+        }
+        // A lone response with nothing after it and no pending id proves no boundary.
+        if want.len() < 2 {
+            want.clear();
+        }
+        prop_assert_eq!(complete(&ev), want, "start {} of {}", s, stream.len());
+        let desync = ev.iter().any(|e| matches!(e, FramerEvent::Desync { .. }));
+        prop_assert!(!desync, "no false boundary leads to an impossible size");
+    }
+}
+
 fn check_gap_recovery(
     dir: Direction,
     msgs: &[Vec<u8>],

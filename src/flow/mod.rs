@@ -1079,6 +1079,163 @@ mod tests {
         assert_eq!(r.stats().after_close, 2);
     }
 
+    /// `Data`/`Gap` events of one direction as "D<offset>+<len>" / "G<offset>+<len>".
+    fn layout(ev: &[FlowEvent], dir: Direction) -> Vec<String> {
+        ev.iter()
+            .filter_map(|e| match e {
+                FlowEvent::Data {
+                    dir: d,
+                    stream_offset,
+                    data,
+                    ..
+                } if *d == dir => Some(format!("D{stream_offset}+{}", data.len())),
+                FlowEvent::Gap {
+                    dir: d,
+                    stream_offset,
+                    len,
+                    ..
+                } if *d == dir => Some(format!("G{stream_offset}+{len}")),
+                _ => None,
+            })
+            .collect()
+    }
+
+    fn ack_seg(from_client: bool, seq: u32, ack: u32) -> Segment {
+        Segment {
+            ack,
+            ..seg(from_client, seq, b"", ACK)
+        }
+    }
+
+    #[test]
+    fn ack_past_a_hole_declares_the_gap_at_once() {
+        let mut r = Reassembler::new(FlowConfig::default());
+        let mut out = Vec::new();
+        let t = Timestamp::new(1, 0);
+        // ISN just below 2^32: the ACK arithmetic must wrap like the sequence numbers.
+        let isn = u32::MAX - 4;
+        let base = isn.wrapping_add(1);
+        r.push(&seg(true, isn, b"", SYN), 1, t, &mut out);
+        r.push(&seg(true, base, b"ab", ACK), 2, t, &mut out);
+        r.push(&seg(true, base.wrapping_add(4), b"efgh", ACK), 3, t, &mut out); // 2..4 missing
+        r.push(&seg(true, base.wrapping_add(12), b"mn", ACK), 4, t, &mut out); // 8..12 missing
+        assert_eq!(layout(&out, Direction::ClientToBroker), ["D0+2"]);
+        // An ACK at or behind the next expected byte says nothing.
+        r.push(&ack_seg(false, 0, base.wrapping_add(2)), 5, t, &mut out);
+        r.push(&ack_seg(false, 0, base.wrapping_sub(7)), 6, t, &mut out);
+        assert_eq!(layout(&out, Direction::ClientToBroker), ["D0+2"]);
+        // The broker acknowledged byte 5: bytes 2..4 reached it, the capture lost them.
+        // The hole 8..12 is not covered yet and stays open.
+        r.push(&ack_seg(false, 0, base.wrapping_add(5)), 7, t, &mut out);
+        assert_eq!(
+            layout(&out, Direction::ClientToBroker),
+            ["D0+2", "G2+2", "D4+4"]
+        );
+        let gap = out
+            .iter()
+            .find(|e| matches!(e, FlowEvent::Gap { .. }))
+            .unwrap();
+        assert!(matches!(
+            gap,
+            FlowEvent::Gap {
+                frame: 3,
+                reason: GapReason::Lost,
+                ..
+            }
+        ));
+        // An ACK half way into the second hole: only the acknowledged part is lost,
+        // and the rest can still arrive.
+        r.push(&ack_seg(false, 0, base.wrapping_add(10)), 8, t, &mut out);
+        r.push(&seg(true, base.wrapping_add(10), b"kl", ACK), 9, t, &mut out);
+        assert_eq!(
+            layout(&out, Direction::ClientToBroker),
+            ["D0+2", "G2+2", "D4+4", "G8+2", "D10+2", "D12+2"]
+        );
+        assert_eq!(r.buffered(), 0);
+        assert_eq!((r.stats().gaps, r.stats().gap_bytes), (2, 4));
+    }
+
+    #[test]
+    fn ack_beyond_the_data_seen_waits_for_later_bytes() {
+        let mut r = Reassembler::new(FlowConfig::default());
+        let mut out = Vec::new();
+        let t = Timestamp::new(1, 0);
+        // No SYN: offset 0 is the first payload byte seen (seq 1000).
+        r.push(&seg(true, 1000, b"ab", ACK), 1, t, &mut out);
+        // The broker acknowledged 20 bytes; the capture has seen 2 and no hole is
+        // known yet, so nothing is declared (the ACK cannot invent a gap).
+        r.push(&ack_seg(false, 0, 1020), 2, t, &mut out);
+        assert_eq!(layout(&out, Direction::ClientToBroker), ["D0+2"]);
+        // Bytes at 10 arrive: 2..10 were acknowledged before, so they are lost now.
+        r.push(&seg(true, 1010, b"klmnopqrstuv", ACK), 3, t, &mut out);
+        assert_eq!(
+            layout(&out, Direction::ClientToBroker),
+            ["D0+2", "G2+8", "D10+12"]
+        );
+        // An ACK for a direction that never started is ignored (and opens nothing).
+        let n = out.len();
+        r.push(&ack_seg(true, 1022, 5000), 4, t, &mut out);
+        assert_eq!(out.len(), n);
+    }
+
+    #[test]
+    fn both_fins_close_a_connection_with_a_hole() {
+        let mut r = Reassembler::new(FlowConfig::default());
+        let mut out = Vec::new();
+        let t = Timestamp::new(1, 0);
+        let fin = TcpFlags { fin: true, ..ACK };
+        r.push(&seg(true, 0, b"ab", ACK), 1, t, &mut out);
+        r.push(&seg(true, 4, b"ef", ACK), 2, t, &mut out); // 2..4 never captured
+        r.push(&seg(false, 50, b"zz", ACK), 3, t, &mut out);
+        r.push(&seg(true, 6, b"", fin), 4, t, &mut out);
+        assert!(!out.iter().any(|e| matches!(e, FlowEvent::Closed { .. })));
+        // The broker's FIN (its ACK number carries no information here): both sides
+        // are done sending, so the hole is lost and the connection closes now.
+        r.push(&seg(false, 52, b"", fin), 5, t, &mut out);
+        assert_eq!(
+            layout(&out, Direction::ClientToBroker),
+            ["D0+2", "G2+2", "D4+2"]
+        );
+        assert!(matches!(
+            out.last(),
+            Some(FlowEvent::Closed {
+                reason: CloseReason::Fin,
+                frame: 5,
+                ..
+            })
+        ));
+    }
+
+    #[test]
+    fn ack_of_a_fin_ends_its_direction() {
+        let mut r = Reassembler::new(FlowConfig::default());
+        let mut out = Vec::new();
+        let t = Timestamp::new(1, 0);
+        let fin = TcpFlags { fin: true, ..ACK };
+        r.push(&seg(true, 0, b"ab", ACK), 1, t, &mut out);
+        r.push(&seg(false, 50, b"zz", ACK), 2, t, &mut out);
+        // The client's FIN at 6: bytes 2..6 were never captured.
+        r.push(&seg(true, 6, b"", fin), 3, t, &mut out);
+        assert_eq!(layout(&out, Direction::ClientToBroker), ["D0+2"]);
+        // The broker acknowledges the FIN (seq 6 + 1): everything before it arrived.
+        r.push(&ack_seg(false, 52, 7), 4, t, &mut out);
+        assert_eq!(layout(&out, Direction::ClientToBroker), ["D0+2", "G2+4"]);
+        assert!(matches!(
+            out.last(),
+            Some(FlowEvent::Gap { frame: 3, .. })
+        ));
+        // Its own FIN then closes the connection.
+        r.push(&seg(false, 52, b"", fin), 5, t, &mut out);
+        assert!(matches!(
+            out.last(),
+            Some(FlowEvent::Closed {
+                reason: CloseReason::Fin,
+                frame: 5,
+                ..
+            })
+        ));
+    }
+
     #[test]
     fn snaplen_cut_is_a_gap() {
         let mut r = Reassembler::new(FlowConfig::default());

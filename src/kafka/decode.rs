@@ -300,6 +300,312 @@ pub fn decode_response(
     out
 }
 
+/// The facts a summary needs from one message, read without building its tree.
+///
+/// [`summarize_request`] and [`summarize_response`] walk the schema exactly as
+/// the decoder does but keep only these facts. They answer only for messages
+/// that decode completely and cleanly; for anything else (malformed, unknown
+/// api or version, bytes beyond the body, embedded consumer protocols) they
+/// return `None` and the caller decodes the full tree, so a summary never
+/// differs from what the tree would say.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Summary {
+    /// The api key (from the header for requests, from the caller for responses).
+    pub api_key: Option<i16>,
+    /// The api version.
+    pub api_version: Option<i16>,
+    /// The correlation id.
+    pub correlation_id: Option<i32>,
+    /// The request's client id.
+    pub client_id: Option<String>,
+    /// The body's top-level `ThrottleTimeMs`.
+    pub throttle_time_ms: Option<i32>,
+    /// The body's top-level `Acks` (Produce requests).
+    pub acks: Option<i64>,
+    /// Every non-zero `*ErrorCode` of the body, in byte order (as `model::response_facts`).
+    pub error_codes: Vec<i16>,
+    /// As [`Decoded::topics`].
+    pub topics: Vec<String>,
+    /// As [`Decoded::topic_ids`].
+    pub topic_ids: Vec<[u8; 16]>,
+}
+
+/// Api keys whose bytes fields embed the consumer protocol (JoinGroup, SyncGroup):
+/// always decoded in full.
+const EMBEDDING_APIS: [i16; 2] = [11, 14];
+
+/// The facts of a request that decodes cleanly, without its tree; `None` otherwise.
+pub fn summarize_request(msg: &[u8], opts: &DecodeOptions) -> Option<Summary> {
+    if opts.records {
+        return None;
+    }
+    let mut d = Decoder::new(msg, opts);
+    let mut r = d.scan_frame()?;
+    let mut sum = Summary::default();
+    let mut peek = Reader::new(msg.get(4..).unwrap_or(&[]));
+    let key = peek.i16().ok()?;
+    let ver = peek.i16().ok()?;
+    if EMBEDDING_APIS.contains(&key) {
+        return None;
+    }
+    let def = schema::message(key, MessageKind::Request, ver)?;
+    let hv = schema::request_header_version(key, ver);
+    sum.api_key = Some(r.i16().ok()?);
+    sum.api_version = Some(r.i16().ok()?);
+    sum.correlation_id = Some(r.i32().ok()?);
+    if hv >= 1 {
+        let len = r.i16().ok()?;
+        if len >= 0 {
+            let b = r.take(len as usize).ok()?;
+            sum.client_id = Some(String::from_utf8_lossy(b).into_owned());
+        }
+    }
+    if hv >= 2 {
+        d.flexible = true;
+        d.version = hv;
+        d.scan_tagged(&mut r, schema::REQUEST_HEADER.body, &mut sum, false)?;
+    }
+    d.scan_body(&mut r, def, ver, &mut sum)?;
+    (r.remaining() == 0).then_some(sum)
+}
+
+/// The facts of a response to (`api_key`, `api_version`) that decodes cleanly,
+/// without its tree; `None` otherwise.
+pub fn summarize_response(
+    msg: &[u8],
+    api_key: i16,
+    api_version: i16,
+    opts: &DecodeOptions,
+) -> Option<Summary> {
+    if opts.records || EMBEDDING_APIS.contains(&api_key) {
+        return None;
+    }
+    let def = schema::message(api_key, MessageKind::Response, api_version)?;
+    let mut d = Decoder::new(msg, opts);
+    let mut r = d.scan_frame()?;
+    let mut sum = Summary {
+        api_key: Some(api_key),
+        api_version: Some(api_version),
+        ..Summary::default()
+    };
+    sum.correlation_id = Some(r.i32().ok()?);
+    let hv = schema::response_header_version(api_key, api_version);
+    if hv >= 1 {
+        d.flexible = true;
+        d.version = hv;
+        d.scan_tagged(&mut r, schema::RESPONSE_HEADER.body, &mut sum, false)?;
+    }
+    d.scan_body(&mut r, def, api_version, &mut sum)?;
+    (r.remaining() == 0).then_some(sum)
+}
+
+impl<'a> Decoder<'a> {
+    /// The reader over the message after its size prefix, when the size is exact.
+    fn scan_frame(&self) -> Option<Reader<'a>> {
+        let mut r = Reader::new(self.msg);
+        let size = usize::try_from(r.i32().ok()?).ok()?;
+        (size.checked_add(4)? == self.msg.len()).then_some(r)
+    }
+
+    fn scan_body(
+        &mut self,
+        r: &mut Reader<'_>,
+        def: &'static MessageDef,
+        version: i16,
+        sum: &mut Summary,
+    ) -> Option<()> {
+        self.version = version;
+        self.flexible = def.is_flexible(version);
+        self.api_key = def.api_key;
+        self.scan_fields(r, def.body, sum, true)
+    }
+
+    /// As [`Decoder::fields`]; `top` marks the body's own fields.
+    fn scan_fields(
+        &mut self,
+        r: &mut Reader<'_>,
+        def: &'static StructDef,
+        sum: &mut Summary,
+        top: bool,
+    ) -> Option<()> {
+        for f in def.fields {
+            if !f.versions.contains(self.version) || f.tagged.contains(self.version) {
+                continue;
+            }
+            self.scan_field(r, f, sum, top)?;
+        }
+        if self.flexible {
+            self.scan_tagged(r, def, sum, true)?;
+        }
+        Some(())
+    }
+
+    fn scan_field(
+        &mut self,
+        r: &mut Reader<'_>,
+        f: &'static FieldDef,
+        sum: &mut Summary,
+        top: bool,
+    ) -> Option<()> {
+        match f.kind {
+            FieldKind::Prim(p) => self.scan_prim(r, f, p, sum, top),
+            FieldKind::Struct(s) => {
+                if f.nullable.contains(self.version) && r.i8().ok()? < 0 {
+                    return Some(());
+                }
+                self.scan_fields(r, s, sum, false)
+            }
+            FieldKind::Array(e) => self.scan_array(r, f, e, sum),
+        }
+    }
+
+    fn scan_prim(
+        &mut self,
+        r: &mut Reader<'_>,
+        f: &'static FieldDef,
+        p: Prim,
+        sum: &mut Summary,
+        top: bool,
+    ) -> Option<()> {
+        match p {
+            Prim::String | Prim::Bytes | Prim::Records => {
+                let flex = self.field_flexible(f);
+                let lp = self.length_prefix(r, flex, p != Prim::String).ok()?;
+                if let Some(len) = lp.len {
+                    let b = r.take(len).ok()?;
+                    if p == Prim::String && f.entity_type == "topicName" {
+                        scan_note_topic(sum, b);
+                    }
+                }
+            }
+            Prim::Int8 | Prim::Int16 | Prim::Int32 | Prim::Int64 => {
+                let v: i64 = match p {
+                    Prim::Int8 => r.i8().ok()?.into(),
+                    Prim::Int16 => r.i16().ok()?.into(),
+                    Prim::Int32 => r.i32().ok()?.into(),
+                    _ => r.i64().ok()?,
+                };
+                if f.name.ends_with("ErrorCode") && v != 0 {
+                    if let Ok(c) = i16::try_from(v) {
+                        sum.error_codes.push(c);
+                    }
+                }
+                if top {
+                    if f.name == "ThrottleTimeMs" && sum.throttle_time_ms.is_none() {
+                        sum.throttle_time_ms = i32::try_from(v).ok();
+                    } else if f.name == "Acks" && sum.acks.is_none() {
+                        sum.acks = Some(v);
+                    }
+                }
+            }
+            Prim::Uuid => {
+                let u = r.uuid().ok()?;
+                if f.name == "TopicId"
+                    && u != [0; 16]
+                    && sum.topic_ids.len() < MAX_TOPICS
+                    && !sum.topic_ids.contains(&u)
+                {
+                    sum.topic_ids.push(u);
+                }
+            }
+            _ => {
+                read_fixed(r, p).ok()?;
+            }
+        }
+        Some(())
+    }
+
+    fn scan_array(
+        &mut self,
+        r: &mut Reader<'_>,
+        f: &'static FieldDef,
+        e: Elem,
+        sum: &mut Summary,
+    ) -> Option<()> {
+        let flex = self.field_flexible(f);
+        let count = if flex {
+            r.uvarint().ok()?.checked_sub(1).map(|c| c as usize)
+        } else {
+            usize::try_from(r.i32().ok()?).ok()
+        };
+        let Some(count) = count else {
+            return Some(());
+        };
+        let min = self.min_elem_size(e, flex);
+        let plausible = match r.remaining().checked_div(min) {
+            Some(fit) => count <= fit,
+            None => count <= MAX_ZERO_SIZE_ELEMENTS,
+        };
+        if !plausible {
+            return None;
+        }
+        for _ in 0..count {
+            match e {
+                Elem::Prim(p) => match p {
+                    Prim::String | Prim::Bytes | Prim::Records => {
+                        let lp = self.length_prefix(r, flex, p != Prim::String).ok()?;
+                        if let Some(len) = lp.len {
+                            let b = r.take(len).ok()?;
+                            if p == Prim::String && f.entity_type == "topicName" {
+                                scan_note_topic(sum, b);
+                            }
+                        }
+                    }
+                    _ => {
+                        read_fixed(r, p).ok()?;
+                    }
+                },
+                Elem::Struct(s) => self.scan_fields(r, s, sum, false)?,
+            }
+        }
+        Some(())
+    }
+
+    /// As [`Decoder::tagged_fields`]: known tags are read with their schema field
+    /// inside their own bounds, unknown ones skipped.
+    fn scan_tagged(
+        &mut self,
+        r: &mut Reader<'_>,
+        def: &'static StructDef,
+        sum: &mut Summary,
+        _in_body: bool,
+    ) -> Option<()> {
+        let count = r.uvarint().ok()?;
+        if count as usize > r.remaining() / 2 {
+            return None;
+        }
+        for _ in 0..count {
+            let tag = r.uvarint().ok()?;
+            let size = r.uvarint().ok()? as usize;
+            let payload = r.take(size).ok()?;
+            let version = self.version;
+            let known = def.fields.iter().find(|f| {
+                f.tag == Some(tag) && f.tagged.contains(version) && f.versions.contains(version)
+            });
+            if let Some(f) = known {
+                let mut sub = Reader::new(payload);
+                // A tagged field is never a top-level field of the tree's body.
+                self.scan_field(&mut sub, f, sum, false)?;
+                if sub.remaining() > 0 {
+                    return None;
+                }
+            }
+        }
+        Some(())
+    }
+}
+
+/// As `Decoder::note_topic`, from the raw string bytes.
+fn scan_note_topic(sum: &mut Summary, b: &[u8]) {
+    if b.is_empty() || sum.topics.len() >= MAX_TOPICS {
+        return;
+    }
+    let name = String::from_utf8_lossy(b);
+    if !sum.topics.iter().any(|t| *t == name) {
+        sum.topics.push(name.into_owned());
+    }
+}
+
 /// Decodes the bytes of a data schema (e.g. ConsumerProtocolSubscription) that start
 /// with their own int16 version, as found inside JoinGroup and SyncGroup. `base` is
 /// the offset of `data` in the message. Returns the nodes, or `None` when the bytes
@@ -735,8 +1041,8 @@ impl<'a> Decoder<'a> {
         res
     }
 
-    fn about(f: &FieldDef) -> Text {
-        describe_field(f).into()
+    fn about(f: &'static FieldDef) -> Text {
+        Text::Borrowed(cached_description(f))
     }
 
     fn prim(
@@ -1513,6 +1819,23 @@ pub fn format_epoch_ms(ms: i64) -> Option<String> {
         (sod / 60) % 60,
         sod % 60
     ))
+}
+
+/// [`describe_field`] of a schema field, made once per field and thread: the
+/// schema tables are static, so the texts are leaked once (bounded by the
+/// number of fields in the tables) and every node shares them.
+fn cached_description(f: &'static FieldDef) -> &'static str {
+    use std::cell::RefCell;
+    use std::collections::HashMap;
+    thread_local! {
+        static CACHE: RefCell<HashMap<usize, &'static str>> = RefCell::new(HashMap::new());
+    }
+    let key = std::ptr::from_ref(f) as usize;
+    CACHE.with(|c| {
+        *c.borrow_mut()
+            .entry(key)
+            .or_insert_with(|| Box::leak(describe_field(f).into_boxed_str()))
+    })
 }
 
 /// A description of a schema field from its metadata (never Kafka's prose):

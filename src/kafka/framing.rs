@@ -571,18 +571,16 @@ impl Framer {
         if followers >= RESPONSE_CHAIN || strong {
             return Verdict::Accept;
         }
-        if eof {
-            // No more bytes will come: a complete candidate whose readable followers
-            // all fit is the best boundary there is.
-            return if self.avail >= end {
-                Verdict::Accept
-            } else {
-                Verdict::Reject
-            };
-        }
-        if followers > 0 && self.avail == at {
-            // The chain ends exactly where the data ends: segments end on messages.
+        if self.avail == at && followers > 0 {
+            // The chain ends exactly where the data ends: segments end on messages. A
+            // lone candidate proves nothing that way: any message ending in an int32
+            // length-prefixed field has one.
             return Verdict::Accept;
+        }
+        if eof {
+            // No more bytes will come. A chain that runs past the end proves too little,
+            // and a false boundary before a gap would skip real messages after it.
+            return Verdict::Reject;
         }
         if at + 8 - p > self.cfg.resync_wait as u64 {
             // Waiting for the next header would hold too much: decide on what is here.

@@ -12,6 +12,7 @@ use kafkashark::kafka::{decode_request, decode_response, tree, DecodeOptions, De
 mod cli_error;
 mod filter;
 mod print;
+mod privilege;
 mod stats_cmd;
 mod tui;
 use cli_error::CliError;
@@ -62,6 +63,8 @@ struct LiveArgs {
     /// No colours (also when the NO_COLOR environment variable is set).
     #[arg(long)]
     no_color: bool,
+    #[command(flatten)]
+    privilege: privilege::PrivilegeArgs,
 }
 
 #[derive(Subcommand, Debug)]
@@ -108,6 +111,8 @@ struct PrintArgs {
     /// Most bytes a compressed batch may decompress to.
     #[arg(long, default_value_t = 64 << 20)]
     max_decompressed: usize,
+    #[command(flatten)]
+    privilege: privilege::PrivilegeArgs,
 }
 
 /// `9092,9093` or `any`.
@@ -172,14 +177,17 @@ fn main() -> ExitCode {
         Some(Command::Decode(a)) => run_decode(&a),
         Some(Command::Print(a)) => run_print(a),
         Some(Command::Stats(a)) => stats_cmd::run_args(a),
-        Some(Command::Live(a)) => run_tui(tui::Options {
-            input: tui::Input::Live {
-                iface: a.interface,
-                filter: a.filter,
-            },
-            ports: a.ports,
-            color: use_color(a.no_color),
-        }),
+        Some(Command::Live(a)) => {
+            privilege::configure(&a.privilege);
+            run_tui(tui::Options {
+                input: tui::Input::Live {
+                    iface: a.interface,
+                    filter: a.filter,
+                },
+                ports: a.ports,
+                color: use_color(a.no_color),
+            })
+        }
         None => match open_tui_args(cli.tui) {
             Ok(Some(o)) => run_tui(o),
             Ok(None) => {
@@ -277,6 +285,7 @@ fn run_decode(a: &DecodeArgs) -> Result<ExitCode, CliError> {
 }
 
 fn run_print(a: PrintArgs) -> Result<ExitCode, CliError> {
+    privilege::configure(&a.privilege);
     let input = match (a.interface, a.file) {
         (Some(iface), _) => print::Input::Live {
             iface,

@@ -79,7 +79,7 @@ pub fn run(opts: &PrintOptions) -> Result<u64, CliError> {
         Input::Live { iface, filter } => {
             let mut cfg = LiveConfig::new(iface);
             cfg.filter = filter.clone().or_else(|| default_filter(&opts.ports));
-            Box::new(LiveSource::open(&cfg).map_err(CliError::Capture)?)
+            Box::new(crate::privilege::after_open(LiveSource::open(&cfg))?)
         }
     };
     let name = match &opts.input {

@@ -50,7 +50,7 @@ pub fn run(opts: &StatsOptions) -> Result<(), CliError> {
         Input::Live { iface, filter } => {
             let mut cfg = LiveConfig::new(iface);
             cfg.filter = filter.clone().or_else(|| default_filter(&opts.ports));
-            Box::new(LiveSource::open(&cfg).map_err(CliError::Capture)?)
+            Box::new(crate::privilege::after_open(LiveSource::open(&cfg))?)
         }
     };
     let (title, live) = match &opts.input {
@@ -165,10 +165,13 @@ pub struct StatsArgs {
     /// Most bytes a compressed batch may decompress to.
     #[arg(long, default_value_t = 64 << 20)]
     max_decompressed: usize,
+    #[command(flatten)]
+    privilege: crate::privilege::PrivilegeArgs,
 }
 
 /// Runs `stats` from its command-line arguments.
 pub fn run_args(a: StatsArgs) -> Result<std::process::ExitCode, CliError> {
+    crate::privilege::configure(&a.privilege);
     let input = match (a.interface, a.file) {
         (Some(iface), _) => Input::Live {
             iface,

@@ -399,10 +399,12 @@ impl App {
             }
             Msg::Tick => {
                 self.ticks = self.ticks.wrapping_add(1);
-                // While loading, the open stats view follows about once a second.
+                // While loading, the open stats view follows about once a second
+                // (less often for big inputs: a refresh costs time per message).
+                let every = stats_view::REFRESH_TICKS * (1 + self.entries.len() as u64 / 200_000);
                 let stale = self.stats_view.as_ref().is_some_and(|v| {
                     v.data.messages != self.entries.len()
-                        && self.ticks.wrapping_sub(v.tick) >= stats_view::REFRESH_TICKS
+                        && self.ticks.wrapping_sub(v.tick) >= every
                 });
                 if stale && !self.done {
                     self.refresh_stats();
@@ -1261,7 +1263,7 @@ impl App {
         match m.kind {
             MouseEventKind::Down(MouseButton::Left) => {
                 if m.row == lay.tabs.y {
-                    if let Some(t) = ui::stats_tab_at(lay.tabs, m.column) {
+                    if let Some(t) = ui::stats_tab_at(self, lay.tabs, m.column) {
                         self.stats_tab(t);
                     }
                     return;

@@ -86,7 +86,11 @@ impl StatsTab {
     pub fn step(self, forward: bool) -> StatsTab {
         let n = StatsTab::ALL.len();
         let i = self.index();
-        StatsTab::ALL[if forward { (i + 1) % n } else { (i + n - 1) % n }]
+        StatsTab::ALL[if forward {
+            (i + 1) % n
+        } else {
+            (i + n - 1) % n
+        }]
     }
 }
 
@@ -116,11 +120,11 @@ const fn col(title: &'static str, width: usize, right: bool, flex: bool, priorit
 }
 
 const LATENCY_COLS: [Col; 9] = [
-    col("api", 20, false, false, 0),
+    col("api", 25, false, false, 0),
     col("req", 5, true, false, 0),
     col("resp", 5, true, false, 0),
     col("p50", 7, true, false, 0),
-    col("p90", 7, true, false, 1),
+    col("p90", 7, true, false, 2),
     col("p99", 7, true, false, 0),
     col("max", 7, true, false, 0),
     col("thr", 4, true, false, 1),
@@ -147,13 +151,13 @@ const ERROR_COLS: [Col; 7] = [
 ];
 
 const CLIENT_COLS: [Col; 7] = [
-    col("client id", 20, false, false, 0),
+    col("client id", 24, false, false, 0),
     col("software", 22, false, false, 2),
-    col("address", 24, false, false, 3),
+    col("address", 22, false, false, 3),
     col("req", 5, true, false, 0),
     col("resp", 5, true, false, 1),
     col("err", 4, true, false, 1),
-    col("versions (* = removed in Kafka 4.0)", 12, false, true, 0),
+    col("versions (* = removed in Kafka 4.0)", 24, false, true, 0),
 ];
 
 const GROUP_COLS: [Col; 7] = [
@@ -284,10 +288,11 @@ fn wants_tree(e: &Entry, entries: &[Entry]) -> bool {
         Kind::Request => {
             group
                 || (i.api_key == Some(18) && i.api_version.is_some_and(|v| v >= 3))
-                || i
-                    .peer
+                || i.peer
                     .and_then(|p| entries.get(p as usize))
-                    .is_some_and(|r| r.info.kind == Kind::Response && !r.info.error_codes.is_empty())
+                    .is_some_and(|r| {
+                        r.info.kind == Kind::Response && !r.info.error_codes.is_empty()
+                    })
         }
         Kind::Response => {
             group || matches!(i.api_key, Some(3 | 19 | 75)) || !i.error_codes.is_empty()
@@ -399,7 +404,10 @@ pub fn compute(entries: &[Entry], limit: usize) -> StatsData {
                 hist.entry(k).or_insert([0; BUCKETS.len()])[bucket_of(ns)] += 1;
             }
             if !i.error_codes.is_empty() {
-                let peer = i.peer.and_then(|p| entries.get(p as usize)).map(|p| &p.info);
+                let peer = i
+                    .peer
+                    .and_then(|p| entries.get(p as usize))
+                    .map(|p| &p.info);
                 error_topics.extend(filter_topics(i, peer).iter().map(String::as_str));
             }
         }
@@ -492,7 +500,9 @@ fn throttle_rows(r: &StatsReport) -> Vec<StatsRow> {
         }
         rows.push(StatsRow {
             cells: vec![
-                c.client_id.as_deref().map_or("-".into(), |s| quote(&escape_text(s))),
+                c.client_id
+                    .as_deref()
+                    .map_or("-".into(), |s| quote(&escape_text(s))),
                 text_or_dash(c.software.as_deref()),
                 api_label(c.api_name, c.api_key),
                 c.count.to_string(),
@@ -593,7 +603,11 @@ fn client_rows(r: &StatsReport, entries: &[Entry]) -> Vec<StatsRow> {
             let mut versions: Vec<(String, Vec<String>)> = Vec::new();
             for a in &c.apis {
                 let name = api_label(a.api_name, a.api_key);
-                let v = format!("{}{}", a.version, if a.removed_in_kafka_4 { "*" } else { "" });
+                let v = format!(
+                    "{}{}",
+                    a.version,
+                    if a.removed_in_kafka_4 { "*" } else { "" }
+                );
                 match versions.last_mut() {
                     Some((n, vs)) if *n == name => vs.push(v),
                     _ => versions.push((name, vec![v])),
@@ -606,7 +620,9 @@ fn client_rows(r: &StatsReport, entries: &[Entry]) -> Vec<StatsRow> {
                 .join(" ");
             StatsRow {
                 cells: vec![
-                    c.client_id.as_deref().map_or("-".into(), |s| quote(&escape_text(s))),
+                    c.client_id
+                        .as_deref()
+                        .map_or("-".into(), |s| quote(&escape_text(s))),
                     text_or_dash(software.as_deref()),
                     address,
                     c.requests.to_string(),

@@ -283,7 +283,16 @@ fn docs_list_every_key() {
         }
     }
     // The screens in docs/screens are the current snapshots.
-    for name in ["list_120x40", "paired_response_120x40", "seed_140x60"] {
+    for name in [
+        "list_120x40",
+        "paired_response_120x40",
+        "seed_140x60",
+        "stats_latency_120x40",
+        "stats_errors_120x40",
+        "stats_clients_120x40",
+        "stats_groups_80x24",
+        "stats_throttled_120x40",
+    ] {
         let screen =
             std::fs::read_to_string(super::testutil::repo(&format!("docs/screens/{name}.txt")))
                 .expect("screen");
@@ -313,7 +322,10 @@ fn stats_view() {
             }
             let text = snapshot_text(&app);
             assert!(text.contains(t.title()), "{text}");
-            assert!(text.contains("Enter → ") || text.contains("no throttling"), "{text}");
+            assert!(
+                text.contains("Enter → ") || text.contains("no throttling"),
+                "{text}"
+            );
             let name = format!("stats_{}_{w}x{h}", t.title().to_lowercase());
             insta::assert_snapshot!(name, text);
         }

@@ -374,7 +374,10 @@ fn refreshes_on_open_r_ticks_and_load_done() {
     app.update(Msg::Loaded(all[150..].to_vec()));
     app.update(Msg::LoadDone);
     assert_eq!(msgs(&app), Some(all.len()), "load done refreshes");
-    let n = app.stats_view.as_ref().map_or(0, |v| v.data.report.summary.messages);
+    let n = app
+        .stats_view
+        .as_ref()
+        .map_or(0, |v| v.data.report.summary.messages);
     assert_eq!(n, all.len() as u64);
 }
 
@@ -404,7 +407,10 @@ fn decoding_is_bounded() {
 fn keys_of_the_stats_view() {
     let mut app = app_with(B2, 120, 40);
     key(&mut app, KeyCode::Char('S'));
-    assert_eq!(app.stats_view.as_ref().map(|v| v.tab), Some(StatsTab::Latency));
+    assert_eq!(
+        app.stats_view.as_ref().map(|v| v.tab),
+        Some(StatsTab::Latency)
+    );
     let tab = |app: &App| app.stats_view.as_ref().map(|v| v.tab);
     key(&mut app, KeyCode::Tab);
     assert_eq!(tab(&app), Some(StatsTab::Throttle));
@@ -423,7 +429,10 @@ fn keys_of_the_stats_view() {
     key(&mut app, KeyCode::Down);
     key(&mut app, KeyCode::Down);
     key(&mut app, KeyCode::Up);
-    assert_eq!(app.stats_view.as_ref().map(|v| v.sel), Some([1, 0, 0, 5, 0]));
+    assert_eq!(
+        app.stats_view.as_ref().map(|v| v.sel),
+        Some([1, 0, 0, 5, 0])
+    );
     // Help opens over it, and any key closes help only.
     key(&mut app, KeyCode::Char('?'));
     assert_eq!(app.popup, Some(Popup::Help));
@@ -450,10 +459,13 @@ fn mouse_selects_tabs_and_rows() {
     let mut app = app_with(B2, 120, 40);
     key(&mut app, KeyCode::Char('S'));
     let lay = ui::stats_layout(&app);
-    // The third tab, " 3 Errors ", starts after " 1 Latency " and " 2 Throttle ".
-    let x = " 1 Latency  2 Throttle  ".chars().count() as u16 + 2;
+    // The third tab, " 3 Errors (8) ", starts after " 1 Latency (15) " and " 2 Throttle (0) ".
+    let x = " 1 Latency (15)   2 Throttle (0)  ".chars().count() as u16 + 2;
     click(&mut app, x, lay.tabs.y);
-    assert_eq!(app.stats_view.as_ref().map(|v| v.tab), Some(StatsTab::Errors));
+    assert_eq!(
+        app.stats_view.as_ref().map(|v| v.tab),
+        Some(StatsTab::Errors)
+    );
     let lay = ui::stats_layout(&app);
     // Border, header, then rows: the third row.
     click(&mut app, 5, lay.table.y + 2 + 2);
@@ -461,5 +473,76 @@ fn mouse_selects_tabs_and_rows() {
     // A click on the selected row shows its messages.
     click(&mut app, 5, lay.table.y + 2 + 2);
     assert!(app.stats_view.is_none());
-    assert!(app.filter_text.starts_with("error=UNKNOWN_TOPIC_OR_PARTITION"));
+    assert!(app
+        .filter_text
+        .starts_with("error=UNKNOWN_TOPIC_OR_PARTITION"));
+}
+
+/// How long a refresh takes on 228 000 messages (b2 a thousand times):
+/// `cargo test --release -p kafkashark-ui bench_compute -- --ignored --nocapture`.
+#[test]
+#[ignore]
+fn bench_compute() {
+    let base = entries(B2);
+    let mut all = Vec::new();
+    for k in 0..1000 {
+        for e in &base {
+            let mut e = e.clone();
+            let off = (k * base.len()) as u64;
+            e.info.index += off;
+            e.info.peer = e.info.peer.map(|p| p + off);
+            e.info.stream += (k * 30) as u64;
+            all.push(e);
+        }
+    }
+    let t = std::time::Instant::now();
+    let d = super::stats_view::compute(&all, super::stats_view::DECODE_LIMIT);
+    eprintln!(
+        "{} entries: {:?}, wanted {} decoded {}",
+        all.len(),
+        t.elapsed(),
+        d.wanted,
+        d.decoded
+    );
+}
+
+/// b4 (real clients throttled by a proxy): every throttle row shows exactly the
+/// throttled responses it counts (counted here from the entries' facts), with
+/// the same sum.
+#[test]
+fn throttle_rows_on_a_throttled_capture() {
+    let mut app = app_with("captures/b4-throttle-errors-proxy.pcap", 120, 40);
+    let rows = cells(&mut app, StatsTab::Throttle);
+    assert!(rows.len() > 1, "{rows:?}");
+    let throttled: Vec<usize> = (0..app.entries.len())
+        .filter(|&i| app.entries[i].info.throttle_time_ms.is_some_and(|t| t > 0))
+        .collect();
+    assert_eq!(num(&rows[0][3]), throttled.len() as u64);
+    let v = app.stats_view.as_ref().expect("open");
+    let sum: u64 = throttled
+        .iter()
+        .map(|&i| app.entries[i].info.throttle_time_ms.unwrap_or(0) as u64)
+        .sum();
+    assert_eq!(v.data.throttle.iter().sum::<u64>(), sum);
+    for (r, c) in rows.iter().enumerate().skip(1) {
+        let f = enter_row(&mut app, StatsTab::Throttle, r);
+        let id = c[0].trim_matches('"');
+        let want: BTreeSet<usize> = throttled
+            .iter()
+            .copied()
+            .filter(|&i| {
+                let e = &app.entries[i].info;
+                let req = e.peer.map(|p| &app.entries[p as usize].info);
+                e.api_name() == Some(c[2].as_str())
+                    && req.and_then(|q| q.client_id.as_deref()) == Some(id)
+            })
+            .collect();
+        assert_eq!(shown(&app, Kind::Response), want, "{f}");
+        assert_eq!(want.len() as u64, num(&c[3]), "{f}");
+        let s: u64 = want
+            .iter()
+            .map(|&i| app.entries[i].info.throttle_time_ms.unwrap_or(0) as u64)
+            .sum();
+        assert_eq!(s, num(&c[4]), "{f}");
+    }
 }

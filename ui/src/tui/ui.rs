@@ -12,7 +12,9 @@ use kafkashark::kafka::Role;
 use ratatui::layout::{Alignment, Rect};
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Bar, BarChart, BarGroup, Block, BorderType, Borders, Clear, Paragraph, Sparkline};
+use ratatui::widgets::{
+    Bar, BarChart, BarGroup, Block, BorderType, Borders, Clear, Paragraph, Sparkline,
+};
 use ratatui::Frame;
 
 use super::app::{node_at, App, Entry, Pane, Popup, SourceKind, StatsView, TimeMode};
@@ -871,7 +873,10 @@ pub const KEYS: &[(&str, &str)] = &[
     ("t", "time: relative / absolute (UTC)"),
     ("F", "follow: keep the newest message selected"),
     ("S", "stats: latency, throttle, errors, clients, groups"),
-    ("1-5, r", "stats: section, refresh (Enter: the row's messages)"),
+    (
+        "1-5, r",
+        "stats: section, refresh (Enter: the row's messages)",
+    ),
     ("mouse click", "select a message, field or byte"),
     ("mouse wheel", "scroll the pane under the pointer"),
 ];
@@ -939,13 +944,19 @@ pub fn stats_layout(app: &App) -> StatsLayout {
     let note = Rect::new(0, 1.min(main_h), w, main_h.saturating_sub(1).min(1));
     let top_y = main_h.min(2);
     let rest = main_h.saturating_sub(2);
-    let tab = app
-        .stats_view
-        .as_ref()
-        .map_or(StatsTab::Latency, |v| v.tab);
+    let tab = app.stats_view.as_ref().map_or(StatsTab::Latency, |v| v.tab);
     let (top_h, detail_h) = match tab {
-        StatsTab::Latency | StatsTab::Groups if rest >= 14 => (0, (rest * 2 / 5).clamp(6, 14)),
-        StatsTab::Throttle => (if rest >= 9 { (rest / 3).clamp(5, 10) } else { 0 }, 0),
+        StatsTab::Latency | StatsTab::Groups | StatsTab::Clients if rest >= 14 => {
+            (0, (rest * 2 / 5).clamp(6, 14))
+        }
+        StatsTab::Throttle => (
+            if rest >= 9 {
+                (rest / 3).clamp(5, 10)
+            } else {
+                0
+            },
+            0,
+        ),
         _ => (0, 0),
     };
     let table_h = rest.saturating_sub(top_h + detail_h);
@@ -962,14 +973,15 @@ pub fn stats_layout(app: &App) -> StatsLayout {
     }
 }
 
-/// The tabs' labels and their first columns.
-fn stats_tabs() -> Vec<(StatsTab, String, u16)> {
+/// The tabs' labels (with their row counts) and their first columns.
+fn stats_tabs(v: Option<&StatsView>) -> Vec<(StatsTab, String, u16)> {
     let mut x = 0u16;
     StatsTab::ALL
         .iter()
         .enumerate()
         .map(|(i, t)| {
-            let label = format!(" {} {} ", i + 1, t.title());
+            let n = v.map_or(0, |v| v.data.rows(*t).len());
+            let label = format!(" {} {} ({n}) ", i + 1, t.title());
             let at = x;
             x += u16::try_from(label.chars().count()).unwrap_or(0) + 1;
             (*t, label, at)
@@ -978,17 +990,21 @@ fn stats_tabs() -> Vec<(StatsTab, String, u16)> {
 }
 
 /// The section whose tab is at column `x` of the tab row.
-pub fn stats_tab_at(tabs: Rect, x: u16) -> Option<StatsTab> {
+pub fn stats_tab_at(app: &App, tabs: Rect, x: u16) -> Option<StatsTab> {
     let x = x.checked_sub(tabs.x)?;
-    stats_tabs().into_iter().find_map(|(t, label, at)| {
-        let w = u16::try_from(label.chars().count()).unwrap_or(0);
-        (x >= at && x < at + w).then_some(t)
-    })
+    stats_tabs(app.stats_view.as_ref())
+        .into_iter()
+        .find_map(|(t, label, at)| {
+            let w = u16::try_from(label.chars().count()).unwrap_or(0);
+            (x >= at && x < at + w).then_some(t)
+        })
 }
 
 fn section_title(t: StatsTab) -> &'static str {
     match t {
-        StatsTab::Latency => " latency per API, ms (request's last frame → response's first frame) ",
+        StatsTab::Latency => {
+            " latency per API, ms (request's last frame → response's first frame) "
+        }
         StatsTab::Throttle => " throttled responses, per client and API ",
         StatsTab::Errors => " error codes in responses, with their topic and partition ",
         StatsTab::Clients => " clients: id, software (ApiVersions v3+), addresses, versions ",
@@ -1011,7 +1027,7 @@ fn render_stats(f: &mut Frame, app: &App, v: &StatsView, pal: &Palette) {
     let d = &v.data;
     // The tabs.
     let mut spans = Vec::new();
-    for (t, label, _) in stats_tabs() {
+    for (t, label, _) in stats_tabs(Some(v)) {
         let n = d.rows(t).len();
         let st = if t == v.tab {
             pal.fg(Color::LightCyan)
@@ -1034,7 +1050,11 @@ fn render_stats(f: &mut Frame, app: &App, v: &StatsView, pal: &Palette) {
     let mut note = vec![Span::raw(format!(
         "{} messages{secs}{}",
         d.messages,
-        if app.done { "" } else { " (loading: refreshes every second)" }
+        if app.done {
+            ""
+        } else {
+            " (loading: refreshes every second)"
+        }
     ))];
     if d.truncated() {
         note.push(Span::styled(
@@ -1046,7 +1066,7 @@ fn render_stats(f: &mut Frame, app: &App, v: &StatsView, pal: &Palette) {
         ));
     }
     note.push(Span::styled(
-        " · Enter: its messages · Tab/1-5 section · r refresh · S/Esc close",
+        " · Enter: its messages · Tab/1-5 · r refresh · Esc close",
         pal.fg(Color::DarkGray),
     ));
     f.render_widget(Paragraph::new(Line::from(note)), lay.note);
@@ -1059,6 +1079,7 @@ fn render_stats(f: &mut Frame, app: &App, v: &StatsView, pal: &Palette) {
         match v.tab {
             StatsTab::Latency => render_histogram(f, v, pal, det),
             StatsTab::Groups => render_generations(f, v, pal, det),
+            StatsTab::Clients => render_client(f, v, pal, det),
             _ => {}
         }
     }
@@ -1125,11 +1146,7 @@ fn render_stats_table(f: &mut Frame, v: &StatsView, pal: &Palette, lay: &StatsLa
 
 fn render_histogram(f: &mut Frame, v: &StatsView, pal: &Palette, area: Rect) {
     let inner_w = usize::from(area.width.saturating_sub(2));
-    let api = v
-        .data
-        .report
-        .apis
-        .get(v.sel[StatsTab::Latency.index()]);
+    let api = v.data.report.apis.get(v.sel[StatsTab::Latency.index()]);
     let counts = api.and_then(|a| v.data.hist.get(&a.api_key));
     let name = api.map_or(String::new(), |a| {
         a.api_name
@@ -1186,9 +1203,15 @@ fn render_throttle_spark(f: &mut Frame, v: &StatsView, pal: &Palette, area: Rect
         f.render_widget(p, area);
         return;
     }
-    // Seconds per column, so the whole capture fits.
+    // Seconds per column, so the whole capture fits; a short capture is
+    // stretched, each second over the same number of columns.
     let per = d.throttle.len().div_ceil(inner_w).max(1);
-    let data: Vec<u64> = d.throttle.chunks(per).map(|c| c.iter().sum()).collect();
+    let stretch = (inner_w / d.throttle.len().max(1)).max(1);
+    let data: Vec<u64> = d
+        .throttle
+        .chunks(per)
+        .flat_map(|c| std::iter::repeat_n(c.iter().sum::<u64>(), stretch))
+        .collect();
     let peak = data.iter().copied().max().unwrap_or(0);
     let unit = if per == 1 {
         "second".to_string()
@@ -1226,7 +1249,9 @@ fn render_generations(f: &mut Frame, v: &StatsView, pal: &Palette, area: Rect) {
     let mut lines = Vec::new();
     if let Some(g) = g {
         if g.generations.is_empty() && g.heartbeat_members.is_empty() {
-            lines.push(Line::from("no generation seen (no successful JoinGroup response)"));
+            lines.push(Line::from(
+                "no generation seen (no successful JoinGroup response)",
+            ));
         }
         if !g.generations.is_empty() {
             lines.push(Line::from(Span::styled(
@@ -1307,4 +1332,79 @@ fn render_generations(f: &mut Frame, v: &StatsView, pal: &Palette, area: Rect) {
     }
     let b = block(Line::from(fit_title(&title, inner_w)), false, pal);
     f.render_widget(Paragraph::new(lines).block(b), area);
+}
+
+fn render_client(f: &mut Frame, v: &StatsView, pal: &Palette, area: Rect) {
+    let inner_w = usize::from(area.width.saturating_sub(2));
+    let c = v.data.report.clients.get(v.sel[StatsTab::Clients.index()]);
+    let title = match c {
+        Some(c) => format!(
+            " client {} ",
+            c.client_id
+                .as_deref()
+                .map_or("(no client id)".into(), |s| format!(
+                    "\"{}\"",
+                    escape_text(s)
+                ))
+        ),
+        None => " client ".into(),
+    };
+    let mut lines = Vec::new();
+    if let Some(c) = c {
+        let label =
+            |s: &'static str| Span::styled(s, pal.fg(Color::Gray).add_modifier(Modifier::BOLD));
+        let software = match (&c.software_name, &c.software_version) {
+            (Some(n), Some(v)) => format!("{} {}", escape_text(n), escape_text(v)),
+            (Some(n), None) => escape_text(n),
+            _ => "- (no ApiVersions v3+ request seen)".into(),
+        };
+        lines.push(Line::from(vec![label("software: "), Span::raw(software)]));
+        let lat = c.latency_ms.as_ref().map_or("-".into(), |l| {
+            format!("p50 {} p99 {} max {} ms", ms(l.p50), ms(l.p99), ms(l.max))
+        });
+        lines.push(Line::from(vec![
+            label("requests: "),
+            Span::raw(format!(
+                "{} · responses {} · unanswered {} · errors {} · throttled {} · latency {lat}",
+                c.requests, c.responses, c.unanswered, c.errors, c.throttled
+            )),
+        ]));
+        let addrs = c
+            .addresses
+            .iter()
+            .map(|a| escape_text(a))
+            .collect::<Vec<_>>()
+            .join(" ");
+        lines.push(Line::from(vec![label("addresses: "), Span::raw(addrs)]));
+        let mut spans = vec![label("versions: ")];
+        for (k, a) in c.apis.iter().enumerate() {
+            if k > 0 {
+                spans.push(Span::raw(" "));
+            }
+            let name = a
+                .api_name
+                .map_or_else(|| format!("api {}", a.api_key), str::to_string);
+            let text = format!("{name} v{}", a.version);
+            if a.removed_in_kafka_4 {
+                spans.push(Span::styled(
+                    format!("{text}*"),
+                    pal.fg(Color::LightRed).add_modifier(Modifier::BOLD),
+                ));
+            } else {
+                spans.push(Span::raw(text));
+            }
+        }
+        lines.push(Line::from(spans));
+        if c.apis.iter().any(|a| a.removed_in_kafka_4) {
+            lines.push(Line::from(Span::styled(
+                "* removed in Kafka 4.0 (KIP-896): this client cannot talk to a 4.0 broker with it",
+                pal.fg(Color::LightRed),
+            )));
+        }
+    }
+    let b = block(Line::from(fit_title(&title, inner_w)), false, pal);
+    let p = Paragraph::new(lines)
+        .block(b)
+        .wrap(ratatui::widgets::Wrap { trim: false });
+    f.render_widget(p, area);
 }
