@@ -74,7 +74,10 @@ fn bench(c: &mut Criterion, name: &str, msgs: &[(Vec<u8>, i16, i16)], kind: Kind
 fn decode(c: &mut Criterion) {
     let produce = pick(0, Kind::Request);
     let fetch = pick(1, Kind::Response);
-    assert!(!produce.is_empty() && !fetch.is_empty(), "no messages found");
+    assert!(
+        !produce.is_empty() && !fetch.is_empty(),
+        "no messages found"
+    );
     bench(c, "decode/produce_request", &produce, Kind::Request);
     bench(c, "decode/fetch_response", &fetch, Kind::Response);
 }

@@ -103,7 +103,10 @@ fn args() -> Args {
     };
     let mut it = std::env::args().skip(1);
     while let Some(k) = it.next() {
-        let mut v = || it.next().unwrap_or_else(|| usage(&format!("{k} needs a value")));
+        let mut v = || {
+            it.next()
+                .unwrap_or_else(|| usage(&format!("{k} needs a value")))
+        };
         match k.as_str() {
             "--out" | "-o" => a.out = v(),
             "--size" => a.size = parse_size(&v()).unwrap_or_else(|| usage("bad --size")),
@@ -379,14 +382,17 @@ fn metadata(corr: i32, client: &str, rng: &mut StdRng) -> (Vec<u8>, Vec<u8>) {
         .with_cluster_id(Some(s("kafkashark-bench-cluster")))
         .with_controller_id(BrokerId(1))
         .with_topics(topics);
-    (request(3, 9, corr, client, &req), response(3, 9, corr, &rsp))
+    (
+        request(3, 9, corr, client, &req),
+        response(3, 9, corr, &rsp),
+    )
 }
 
 fn partition_error(rng: &mut StdRng, fetch: bool) -> i16 {
     match rng.gen_range(0..1000) {
-        0..=14 => 6, // NOT_LEADER_OR_FOLLOWER
+        0..=14 => 6,            // NOT_LEADER_OR_FOLLOWER
         15..=19 if !fetch => 7, // REQUEST_TIMED_OUT
-        15..=19 => 1, // OFFSET_OUT_OF_RANGE
+        15..=19 => 1,           // OFFSET_OUT_OF_RANGE
         _ => 0,
     }
 }
@@ -457,18 +463,20 @@ fn fetch(corr: i32, client: &str, rng: &mut StdRng, pool: &BatchPool) -> (Vec<u8
         .with_isolation_level(1)
         .with_session_id(rng.gen_range(1..1_000_000))
         .with_session_epoch(rng.gen_range(1..1000))
-        .with_topics(vec![FetchTopic::default().with_topic(topic(t)).with_partitions(
-            (0..parts)
-                .map(|i| {
-                    FetchPartition::default()
-                        .with_partition((first + i) % PARTITIONS)
-                        .with_current_leader_epoch(7)
-                        .with_fetch_offset(rng.gen_range(0..1i64 << 30))
-                        .with_log_start_offset(-1)
-                        .with_partition_max_bytes(1_048_576)
-                })
-                .collect(),
-        )])
+        .with_topics(vec![FetchTopic::default()
+            .with_topic(topic(t))
+            .with_partitions(
+                (0..parts)
+                    .map(|i| {
+                        FetchPartition::default()
+                            .with_partition((first + i) % PARTITIONS)
+                            .with_current_leader_epoch(7)
+                            .with_fetch_offset(rng.gen_range(0..1i64 << 30))
+                            .with_log_start_offset(-1)
+                            .with_partition_max_bytes(1_048_576)
+                    })
+                    .collect(),
+            )])
         .with_rack_id(s(""));
     // Long polls that return nothing, and full fetches up to 1 MB per partition.
     let empty = rng.gen_bool(0.15);
@@ -568,16 +576,18 @@ fn list_offsets(corr: i32, client: &str, rng: &mut StdRng) -> (Vec<u8>, Vec<u8>)
     let t = TOPICS[rng.gen_range(0..TOPICS.len())];
     let req = ListOffsetsRequest::default()
         .with_replica_id(BrokerId(-1))
-        .with_topics(vec![ListOffsetsTopic::default().with_name(topic(t)).with_partitions(
-            (0..PARTITIONS)
-                .map(|p| {
-                    ListOffsetsPartition::default()
-                        .with_partition_index(p)
-                        .with_current_leader_epoch(7)
-                        .with_timestamp(-1)
-                })
-                .collect(),
-        )]);
+        .with_topics(vec![ListOffsetsTopic::default()
+            .with_name(topic(t))
+            .with_partitions(
+                (0..PARTITIONS)
+                    .map(|p| {
+                        ListOffsetsPartition::default()
+                            .with_partition_index(p)
+                            .with_current_leader_epoch(7)
+                            .with_timestamp(-1)
+                    })
+                    .collect(),
+            )]);
     let rsp = ListOffsetsResponse::default()
         .with_throttle_time_ms(throttle(rng))
         .with_topics(vec![ListOffsetsTopicResponse::default()
@@ -744,7 +754,9 @@ impl Out {
     /// Writes every frame earlier than `before`.
     fn flush(&mut self, before: u64) -> std::io::Result<()> {
         while self.heap.peek().is_some_and(|p| p.0.ts_ns < before) {
-            let Some(Reverse(p)) = self.heap.pop() else { break };
+            let Some(Reverse(p)) = self.heap.pop() else {
+                break;
+            };
             let secs = (p.ts_ns / 1_000_000_000) as u32;
             let usecs = ((p.ts_ns % 1_000_000_000) / 1000) as u32;
             let len = p.data.len() as u32;
@@ -771,13 +783,27 @@ impl Out {
             let id = self.next_id();
             let f = if to_broker {
                 frame(
-                    c.client_ip, c.client_port, c.broker_ip, BROKER_PORT, c.cseq, c.sseq,
-                    ACK | PSH, chunk, id,
+                    c.client_ip,
+                    c.client_port,
+                    c.broker_ip,
+                    BROKER_PORT,
+                    c.cseq,
+                    c.sseq,
+                    ACK | PSH,
+                    chunk,
+                    id,
                 )
             } else {
                 frame(
-                    c.broker_ip, BROKER_PORT, c.client_ip, c.client_port, c.sseq, c.cseq,
-                    ACK | PSH, chunk, id,
+                    c.broker_ip,
+                    BROKER_PORT,
+                    c.client_ip,
+                    c.client_port,
+                    c.sseq,
+                    c.cseq,
+                    ACK | PSH,
+                    chunk,
+                    id,
                 )
             };
             if to_broker {
@@ -787,13 +813,37 @@ impl Out {
             }
             self.push(t, f);
             // About 1 GB/s on loopback, 1 Gbit/s on the wire.
-            t += if c.mss == MSS_LOOPBACK { 60_000 } else { 12_000 };
+            t += if c.mss == MSS_LOOPBACK {
+                60_000
+            } else {
+                12_000
+            };
         }
         let id = self.next_id();
         let a = if to_broker {
-            frame(c.broker_ip, BROKER_PORT, c.client_ip, c.client_port, c.sseq, c.cseq, ACK, &[], id)
+            frame(
+                c.broker_ip,
+                BROKER_PORT,
+                c.client_ip,
+                c.client_port,
+                c.sseq,
+                c.cseq,
+                ACK,
+                &[],
+                id,
+            )
         } else {
-            frame(c.client_ip, c.client_port, c.broker_ip, BROKER_PORT, c.cseq, c.sseq, ACK, &[], id)
+            frame(
+                c.client_ip,
+                c.client_port,
+                c.broker_ip,
+                BROKER_PORT,
+                c.cseq,
+                c.sseq,
+                ACK,
+                &[],
+                id,
+            )
         };
         self.push(t + 20_000, a);
         self.messages += 1;
@@ -802,17 +852,45 @@ impl Out {
 
     fn handshake(&mut self, c: &mut Conn, t: u64) -> u64 {
         let id = self.next_id();
-        let f = frame(c.client_ip, c.client_port, c.broker_ip, BROKER_PORT, c.cseq, 0, SYN, &[], id);
+        let f = frame(
+            c.client_ip,
+            c.client_port,
+            c.broker_ip,
+            BROKER_PORT,
+            c.cseq,
+            0,
+            SYN,
+            &[],
+            id,
+        );
         self.push(t, f);
         c.cseq = c.cseq.wrapping_add(1);
         let id = self.next_id();
         let f = frame(
-            c.broker_ip, BROKER_PORT, c.client_ip, c.client_port, c.sseq, c.cseq, SYN | ACK, &[], id,
+            c.broker_ip,
+            BROKER_PORT,
+            c.client_ip,
+            c.client_port,
+            c.sseq,
+            c.cseq,
+            SYN | ACK,
+            &[],
+            id,
         );
         self.push(t + 30_000, f);
         c.sseq = c.sseq.wrapping_add(1);
         let id = self.next_id();
-        let f = frame(c.client_ip, c.client_port, c.broker_ip, BROKER_PORT, c.cseq, c.sseq, ACK, &[], id);
+        let f = frame(
+            c.client_ip,
+            c.client_port,
+            c.broker_ip,
+            BROKER_PORT,
+            c.cseq,
+            c.sseq,
+            ACK,
+            &[],
+            id,
+        );
         self.push(t + 60_000, f);
         t + 100_000
     }
@@ -820,18 +898,44 @@ impl Out {
     fn close(&mut self, c: &mut Conn, t: u64) {
         let id = self.next_id();
         let f = frame(
-            c.client_ip, c.client_port, c.broker_ip, BROKER_PORT, c.cseq, c.sseq, FIN | ACK, &[], id,
+            c.client_ip,
+            c.client_port,
+            c.broker_ip,
+            BROKER_PORT,
+            c.cseq,
+            c.sseq,
+            FIN | ACK,
+            &[],
+            id,
         );
         self.push(t, f);
         c.cseq = c.cseq.wrapping_add(1);
         let id = self.next_id();
         let f = frame(
-            c.broker_ip, BROKER_PORT, c.client_ip, c.client_port, c.sseq, c.cseq, FIN | ACK, &[], id,
+            c.broker_ip,
+            BROKER_PORT,
+            c.client_ip,
+            c.client_port,
+            c.sseq,
+            c.cseq,
+            FIN | ACK,
+            &[],
+            id,
         );
         self.push(t + 30_000, f);
         c.sseq = c.sseq.wrapping_add(1);
         let id = self.next_id();
-        let f = frame(c.client_ip, c.client_port, c.broker_ip, BROKER_PORT, c.cseq, c.sseq, ACK, &[], id);
+        let f = frame(
+            c.client_ip,
+            c.client_port,
+            c.broker_ip,
+            BROKER_PORT,
+            c.cseq,
+            c.sseq,
+            ACK,
+            &[],
+            id,
+        );
         self.push(t + 60_000, f);
     }
 }
@@ -917,7 +1021,9 @@ fn main() -> std::io::Result<()> {
         .collect();
     let mut last_report = 0u64;
     while out.bytes < a.size {
-        let Some(Reverse((t0, i))) = ready.pop() else { break };
+        let Some(Reverse((t0, i))) = ready.pop() else {
+            break;
+        };
         // Nothing later generated can be earlier than t0.
         out.flush(t0)?;
         let c = &mut conns[i];

@@ -106,9 +106,10 @@ pub fn check_decoded(msg: &[u8], d: &Decoded) {
         if s == 0 {
             msg.len()
         } else {
-            d.sources
-                .get(usize::from(s) - 1)
-                .map_or_else(|| panic!("node points at missing byte source #{s}"), |b| b.data.len())
+            d.sources.get(usize::from(s) - 1).map_or_else(
+                || panic!("node points at missing byte source #{s}"),
+                |b| b.data.len(),
+            )
         }
     };
     for (i, s) in d.sources.iter().enumerate() {
@@ -379,7 +380,13 @@ pub fn records_from(data: &[u8]) -> (i32, Vec<u8>) {
 }
 
 /// A legacy (magic 0 or 1) message with a correct CRC.
-pub fn legacy_message(magic: u8, attributes: u8, offset: i64, key: Option<&[u8]>, value: &[u8]) -> Vec<u8> {
+pub fn legacy_message(
+    magic: u8,
+    attributes: u8,
+    offset: i64,
+    key: Option<&[u8]>,
+    value: &[u8],
+) -> Vec<u8> {
     let mut m = vec![magic, attributes];
     if magic >= 1 {
         m.extend_from_slice(&1_700_000_000_000i64.to_be_bytes());
@@ -541,9 +548,15 @@ pub fn framing(data: &[u8]) {
         while let Some(ev) = f.next_event(&pending) {
             check_framer_event(&ev, &stream, cfg);
             n += 1;
-            assert!(n <= stream.len() + 2, "framer produced more events than bytes");
+            assert!(
+                n <= stream.len() + 2,
+                "framer produced more events than bytes"
+            );
         }
-        assert!(f.buffered() <= offset, "framer buffers more than it was given");
+        assert!(
+            f.buffered() <= offset,
+            "framer buffers more than it was given"
+        );
     }
     let mut out = Vec::new();
     f.finish(&pending, &mut out);
@@ -572,11 +585,19 @@ fn check_framer_event(ev: &FramerEvent, stream: &[Option<u8>], cfg: FramerConfig
             if matches!(ev, FramerEvent::Message(_)) {
                 assert_eq!(m.missing, 0);
                 let end = start + m.bytes.len();
-                let held = stream
-                    .get(start..end)
-                    .unwrap_or_else(|| panic!("message [{start}, {end}) beyond the stream ({})", stream.len()));
+                let held = stream.get(start..end).unwrap_or_else(|| {
+                    panic!(
+                        "message [{start}, {end}) beyond the stream ({})",
+                        stream.len()
+                    )
+                });
                 for (i, (b, h)) in m.bytes.iter().zip(held).enumerate() {
-                    assert_eq!(Some(*b), *h, "message byte {i} at stream offset {}", start + i);
+                    assert_eq!(
+                        Some(*b),
+                        *h,
+                        "message byte {i} at stream offset {}",
+                        start + i
+                    );
                 }
             } else {
                 assert!(m.missing > 0, "a partial message misses bytes");
@@ -629,11 +650,17 @@ fn seg_op(c: &mut Choices<'_>, isn: &[[u32; 2]; 3]) -> SegOp {
     let side = usize::from(!to_broker);
     // Sequence numbers relative to an initial one close to 2^32, so streams wrap.
     let base = isn[conn][side];
-    let seq = base.wrapping_add(u32::from(rel)).wrapping_sub(if a & 8 != 0 { 512 } else { 0 });
+    let seq = base
+        .wrapping_add(u32::from(rel))
+        .wrapping_sub(if a & 8 != 0 { 512 } else { 0 });
     let ack = isn[conn][1 - side].wrapping_add(u32::from(c.u16()));
     let payload = Bytes::copy_from_slice(c.take(len));
     let truncated = if flags & 0x40 != 0 { u32::from(dt) } else { 0 };
-    let (src, dst) = if to_broker { (client, broker) } else { (broker, client) };
+    let (src, dst) = if to_broker {
+        (client, broker)
+    } else {
+        (broker, client)
+    };
     SegOp {
         seg: Segment {
             src,
@@ -706,7 +733,10 @@ pub fn reassembly(data: &[u8]) {
                     assert!(open.contains(&stream), "Data on closed stream {stream}");
                     assert!(!data.is_empty(), "empty Data event");
                     let n = next.entry((stream, dir)).or_insert(0);
-                    assert_eq!(*n, stream_offset, "stream {stream} {dir:?}: Data not contiguous");
+                    assert_eq!(
+                        *n, stream_offset,
+                        "stream {stream} {dir:?}: Data not contiguous"
+                    );
                     *n += data.len() as u64;
                     assert!(*n <= carried, "more bytes delivered than carried");
                 }
@@ -719,7 +749,10 @@ pub fn reassembly(data: &[u8]) {
                 } => {
                     assert!(open.contains(&stream), "Gap on closed stream {stream}");
                     let n = next.entry((stream, dir)).or_insert(0);
-                    assert_eq!(*n, stream_offset, "stream {stream} {dir:?}: Gap not contiguous");
+                    assert_eq!(
+                        *n, stream_offset,
+                        "stream {stream} {dir:?}: Gap not contiguous"
+                    );
                     assert!(len > 0, "empty gap");
                     *n += len;
                 }
@@ -761,7 +794,11 @@ pub fn reassembly(data: &[u8]) {
 pub fn pipeline(data: &[u8]) {
     let mut c = Choices::new(data);
     let any = c.byte() & 1 == 1;
-    let isn = [[u32::MAX - 100, 7], [1000, 2000], [u32::MAX - 3000, u32::MAX]];
+    let isn = [
+        [u32::MAX - 100, 7],
+        [1000, 2000],
+        [u32::MAX - 3000, u32::MAX],
+    ];
     let mut cfg = PipelineConfig::with_ports(if any {
         Ports::Any
     } else {
@@ -900,7 +937,8 @@ pub fn link(data: &[u8]) {
             let base = bytes.as_ptr() as usize;
             let p = seg.payload.as_ptr() as usize;
             assert!(
-                seg.payload.is_empty() || (p >= base && p + seg.payload.len() <= base + bytes.len()),
+                seg.payload.is_empty()
+                    || (p >= base && p + seg.payload.len() <= base + bytes.len()),
                 "payload is not a slice of the frame"
             );
             assert!(
@@ -936,7 +974,10 @@ pub fn pcap_file(data: &[u8]) {
     let path = std::env::temp_dir().join(format!(
         "kafkashark-fuzz-{}-{}-{n}.pcap",
         std::process::id(),
-        std::thread::current().name().unwrap_or("t").replace(|c: char| !c.is_ascii_alphanumeric(), "_")
+        std::thread::current()
+            .name()
+            .unwrap_or("t")
+            .replace(|c: char| !c.is_ascii_alphanumeric(), "_")
     ));
     if std::fs::write(&path, data).is_err() {
         return;

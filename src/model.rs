@@ -18,10 +18,10 @@ use std::net::SocketAddr;
 use crate::capture::{Frame, Timestamp};
 use crate::flow::Direction;
 use crate::kafka::decode::Kind;
+use crate::kafka::decode::{summarize_request, summarize_response, Summary};
 use crate::kafka::framing::RawMessage;
 use crate::kafka::schema::{self, MessageKind};
 use crate::kafka::tree::{Node, Value};
-use crate::kafka::decode::{summarize_request, summarize_response, Summary};
 use crate::kafka::{decode_request, decode_response, DecodeOptions, Decoded};
 use crate::pairing::{Pairer, PendingRequest};
 use crate::pipeline::{Event, Pipeline, PipelineConfig, PipelineStats};
@@ -224,6 +224,16 @@ impl Analyzer {
         self.events = evs;
     }
 
+    /// Feeds pipeline events made by a [`Pipeline`] elsewhere (e.g. on a reader
+    /// thread, see `print`), in the order it made them; drains `evs`. An
+    /// analyzer fed this way gets no frames: at the end of input, call
+    /// [`Analyzer::finish`] after the other pipeline's `finish` events.
+    pub fn push_events(&mut self, evs: &mut Vec<Event>, out: &mut Vec<Output>) {
+        for ev in evs.drain(..) {
+            self.event(ev, out);
+        }
+    }
+
     /// End of input: flushes every connection; unanswered requests are reported.
     pub fn finish(&mut self, out: &mut Vec<Output>) {
         let mut evs = std::mem::take(&mut self.events);
@@ -383,8 +393,9 @@ impl Analyzer {
                         info.api_key = Some(req.api_key);
                         info.api_version = Some(req.api_version);
                         // Responses that teach topic names (see `TopicNames::learn`)
-                        // are read as trees.
-                        let summary = (lean && !matches!(req.api_key, 3 | 19 | 75))
+                        // are read as trees when they carry a topic id to learn.
+                        let teaches = matches!(req.api_key, 3 | 19 | 75);
+                        let summary = lean
                             .then(|| {
                                 summarize_response(
                                     &raw.bytes,
@@ -393,7 +404,8 @@ impl Analyzer {
                                     &self.cfg.decode,
                                 )
                             })
-                            .flatten();
+                            .flatten()
+                            .filter(|s| !teaches || s.topic_ids.is_empty());
                         match summary {
                             Some(s) => {
                                 let (d, f) = lean_decoded(Kind::Response, s);

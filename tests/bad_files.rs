@@ -182,7 +182,9 @@ fn truncated_files_keep_the_frames_before_the_damage() {
     assert!(whole.error.is_none());
     // Cut inside the global header: an open error naming the file.
     let f = write_temp("trunc-header", &full[..10]);
-    let e = read(f.path_str()).err().expect("a 10-byte file does not open");
+    let e = read(f.path_str())
+        .err()
+        .expect("a 10-byte file does not open");
     let msg = e.to_string();
     assert!(msg.contains(f.path_str()), "{msg}");
     // Cut at many points inside the records: frames before the cut are all read and
@@ -211,7 +213,12 @@ fn truncated_files_keep_the_frames_before_the_damage() {
             }
         }
         assert!(
-            r.messages.len() + 2 >= whole.messages.iter().filter(|m| m.info.frame < r.frames).count(),
+            r.messages.len() + 2
+                >= whole
+                    .messages
+                    .iter()
+                    .filter(|m| m.info.frame < r.frames)
+                    .count(),
             "cut at {cut}: messages lost before the cut"
         );
     }
@@ -325,7 +332,10 @@ fn corrupt_ip_and_tcp_headers_are_warnings_with_frame_and_offset() {
     // Each damaged frame is either warned about (frame, offset, what) or, when the
     // damage leaves a readable TCP segment, absorbed as a retransmission.
     for (frame, offset, what) in &warnings {
-        assert!(*frame > good as u64 && *frame <= (good + bad) as u64, "{frame}");
+        assert!(
+            *frame > good as u64 && *frame <= (good + bad) as u64,
+            "{frame}"
+        );
         assert!(offset.is_some(), "frame {frame}: no offset: {what}");
         assert!(what.contains("malformed"), "{what}");
     }
@@ -348,7 +358,10 @@ fn kafka_sizes_of_2_31_minus_1_resynchronise_and_decode_the_rest() {
         .map(|m| m.info.correlation_id)
         .collect();
     assert!(corrs.contains(&Some(1)), "{corrs:?}");
-    assert!(corrs.contains(&Some(3)), "framing found its way back: {corrs:?}");
+    assert!(
+        corrs.contains(&Some(3)),
+        "framing found its way back: {corrs:?}"
+    );
     let told = r.notices.iter().any(|n| {
         matches!(n, Notice::Stream(Event::Warning { what: Warning::BadSize { size, .. }, .. }) if *size == i32::MAX)
             || matches!(n, Notice::Stream(Event::Resync { .. }))
@@ -387,7 +400,11 @@ fn arrays_claiming_a_billion_elements_fail_fast_and_small() {
     assert!(e.to_string().contains("Topics"), "{e}");
     let mut nodes = 0;
     d.root.walk(&mut |_, _| nodes += 1);
-    assert!(nodes < 100, "{nodes} nodes for a {}-byte message", msg.len());
+    assert!(
+        nodes < 100,
+        "{nodes} nodes for a {}-byte message",
+        msg.len()
+    );
     harness::check_decoded(&msg, &d);
     // Flexible (compact) arrays: uvarint 10^9+1 in Metadata v9.
     let mut b = Vec::new();
@@ -479,14 +496,20 @@ fn crc_mismatches_are_marked_and_records_still_decoded() {
     let mut sources = Vec::new();
     let rs = kafkashark::kafka::records::decode_record_set(&batch, 0, 0, &opts(), &mut sources);
     assert_eq!(rs.crc_mismatches, 1);
-    assert!(rs.problem.is_none(), "a CRC mismatch is a mark, not a problem");
+    assert!(
+        rs.problem.is_none(),
+        "a CRC mismatch is a mark, not a problem"
+    );
     assert_eq!(rs.records, 1);
     let mut text = String::new();
     for node in &rs.nodes {
         text.push_str(&node.to_string());
     }
     assert!(text.contains("mismatch"), "{text}");
-    assert!(text.contains("value") || text.contains("76616c7565"), "{text}");
+    assert!(
+        text.contains("value") || text.contains("76616c7565"),
+        "{text}"
+    );
     // Legacy message CRC too.
     let mut m = harness::legacy_message(1, 0, 0, Some(b"k"), b"v");
     m[12] ^= 1;

@@ -210,9 +210,13 @@ fn pcap_head(data: &[u8], n: usize) -> Vec<u8> {
     let mut out = data[..24].to_vec();
     let mut at = 24;
     for _ in 0..n {
-        let Some(h) = data.get(at..at + 16) else { break };
+        let Some(h) = data.get(at..at + 16) else {
+            break;
+        };
         let caplen = u32::from_le_bytes([h[8], h[9], h[10], h[11]]) as usize;
-        let Some(rec) = data.get(at..at + 16 + caplen) else { break };
+        let Some(rec) = data.get(at..at + 16 + caplen) else {
+            break;
+        };
         out.extend_from_slice(rec);
         at += 16 + caplen;
     }
@@ -241,7 +245,11 @@ fn write_seeds() {
             let f = support::ip_packet(s);
             let mut l = vec![3, 0, 0]; // raw IP (101)
             l.extend_from_slice(&f);
-            put(&seeds.join("link"), &format!("{stem}-{i}"), &l[..l.len().min(MAX)]);
+            put(
+                &seeds.join("link"),
+                &format!("{stem}-{i}"),
+                &l[..l.len().min(MAX)],
+            );
         }
         let mut stream_req = Vec::new();
         let mut stream_resp = Vec::new();
@@ -310,9 +318,21 @@ fn write_seeds() {
                 }
             });
         }
-        put(&seeds.join("framing"), &format!("{stem}-req"), &framing_ops(1, &stream_req));
-        put(&seeds.join("framing"), &format!("{stem}-req-mid"), &framing_ops(0, stream_req.get(7..).unwrap_or(&[])));
-        put(&seeds.join("framing"), &format!("{stem}-resp"), &framing_ops(3, &stream_resp));
+        put(
+            &seeds.join("framing"),
+            &format!("{stem}-req"),
+            &framing_ops(1, &stream_req),
+        );
+        put(
+            &seeds.join("framing"),
+            &format!("{stem}-req-mid"),
+            &framing_ops(0, stream_req.get(7..).unwrap_or(&[])),
+        );
+        put(
+            &seeds.join("framing"),
+            &format!("{stem}-resp"),
+            &framing_ops(3, &stream_resp),
+        );
         let convo: Vec<(bool, &[u8])> = convo.iter().map(|(d, b)| (*d, &b[..])).collect();
         let ops = seg_ops(&convo);
         put(&seeds.join("reassembly"), &stem, &ops);
@@ -320,10 +340,16 @@ fn write_seeds() {
     }
     // Record sets with each codec, in each shape.
     let sample: Vec<u8> = (0..600u32).map(|i| (i * 7 % 251) as u8).collect();
-    for mode in [0u8, 1, 2, 3, 4, 0x08, 0x20, 0x21, 0x22, 0x23, 0x28, 0x60, 0x61, 0x62, 0x63, 0x64] {
+    for mode in [
+        0u8, 1, 2, 3, 4, 0x08, 0x20, 0x21, 0x22, 0x23, 0x28, 0x60, 0x61, 0x62, 0x63, 0x64,
+    ] {
         let mut s = vec![mode];
         s.extend_from_slice(&sample);
-        put(&seeds.join("record_set"), &format!("synthetic-{mode:02x}"), &s);
+        put(
+            &seeds.join("record_set"),
+            &format!("synthetic-{mode:02x}"),
+            &s,
+        );
     }
     eprintln!("{n} message seeds written to {}", seeds.display());
 }

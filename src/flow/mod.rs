@@ -173,7 +173,8 @@ pub enum FlowEvent {
         stream_offset: u64,
         /// Number of missing bytes.
         len: u64,
-        /// Frame after the gap (or the frame whose payload was cut).
+        /// Frame after the gap: the next bytes' frame, the frame whose payload was
+        /// cut, or (nothing after the hole yet) the FIN's or the acknowledging frame.
         frame: u64,
         /// Time of that frame.
         ts: Timestamp,
@@ -1115,18 +1116,20 @@ mod tests {
         // ISN just below 2^32: the ACK arithmetic must wrap like the sequence numbers.
         let isn = u32::MAX - 4;
         let base = isn.wrapping_add(1);
+        let at = |off: u32| base.wrapping_add(off);
         r.push(&seg(true, isn, b"", SYN), 1, t, &mut out);
         r.push(&seg(true, base, b"ab", ACK), 2, t, &mut out);
-        r.push(&seg(true, base.wrapping_add(4), b"efgh", ACK), 3, t, &mut out); // 2..4 missing
-        r.push(&seg(true, base.wrapping_add(12), b"mn", ACK), 4, t, &mut out); // 8..12 missing
+        // 2..4 missing, then 8..12 missing.
+        r.push(&seg(true, at(4), b"efgh", ACK), 3, t, &mut out);
+        r.push(&seg(true, at(12), b"mn", ACK), 4, t, &mut out);
         assert_eq!(layout(&out, Direction::ClientToBroker), ["D0+2"]);
         // An ACK at or behind the next expected byte says nothing.
-        r.push(&ack_seg(false, 0, base.wrapping_add(2)), 5, t, &mut out);
+        r.push(&ack_seg(false, 0, at(2)), 5, t, &mut out);
         r.push(&ack_seg(false, 0, base.wrapping_sub(7)), 6, t, &mut out);
         assert_eq!(layout(&out, Direction::ClientToBroker), ["D0+2"]);
         // The broker acknowledged byte 5: bytes 2..4 reached it, the capture lost them.
         // The hole 8..12 is not covered yet and stays open.
-        r.push(&ack_seg(false, 0, base.wrapping_add(5)), 7, t, &mut out);
+        r.push(&ack_seg(false, 0, at(5)), 7, t, &mut out);
         assert_eq!(
             layout(&out, Direction::ClientToBroker),
             ["D0+2", "G2+2", "D4+4"]
@@ -1145,8 +1148,8 @@ mod tests {
         ));
         // An ACK half way into the second hole: only the acknowledged part is lost,
         // and the rest can still arrive.
-        r.push(&ack_seg(false, 0, base.wrapping_add(10)), 8, t, &mut out);
-        r.push(&seg(true, base.wrapping_add(10), b"kl", ACK), 9, t, &mut out);
+        r.push(&ack_seg(false, 0, at(10)), 8, t, &mut out);
+        r.push(&seg(true, at(10), b"kl", ACK), 9, t, &mut out);
         assert_eq!(
             layout(&out, Direction::ClientToBroker),
             ["D0+2", "G2+2", "D4+4", "G8+2", "D10+2", "D12+2"]
@@ -1220,10 +1223,7 @@ mod tests {
         // The broker acknowledges the FIN (seq 6 + 1): everything before it arrived.
         r.push(&ack_seg(false, 52, 7), 4, t, &mut out);
         assert_eq!(layout(&out, Direction::ClientToBroker), ["D0+2", "G2+4"]);
-        assert!(matches!(
-            out.last(),
-            Some(FlowEvent::Gap { frame: 3, .. })
-        ));
+        assert!(matches!(out.last(), Some(FlowEvent::Gap { frame: 3, .. })));
         // Its own FIN then closes the connection.
         r.push(&seg(false, 52, b"", fin), 5, t, &mut out);
         assert!(matches!(

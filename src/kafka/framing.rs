@@ -10,8 +10,10 @@
 //! started mid-stream, a gap hit a message boundary, a size was insane — the
 //! framer resynchronises: it scans forward for the first offset where a message
 //! plausibly starts (requests: sane size, known api key, version in range,
-//! plausible client id; responses: sane size and a correlation id that is
-//! pending, or a plausible following boundary) and reports the bytes skipped.
+//! plausible client id, and a plausible following boundary; responses: a
+//! correlation id that is pending, or else a body no smaller than any known
+//! response schema's and a chain of following responses whose ids are pending
+//! or increase) and reports the bytes skipped.
 //! A gap inside a message whose size is known does not need a resync: the
 //! framer keeps the received prefix as a [`FramerEvent::Partial`] and skips to
 //! the known end of the message.
@@ -74,7 +76,10 @@ pub struct RawMessage {
     pub resynced: bool,
     /// Bytes skipped (not framed) just before this message.
     pub skipped_before: u64,
-    /// Bytes of the message that never arrived (0 for a complete message).
+    /// Bytes of the message after the received prefix in `bytes`: the hole and
+    /// everything after it up to the message's end, including bytes that arrived after
+    /// the hole but were skipped (0 for a complete message). `bytes.len() + missing`
+    /// is the whole message.
     pub missing: u64,
 }
 
@@ -571,10 +576,11 @@ impl Framer {
         if followers >= RESPONSE_CHAIN || strong {
             return Verdict::Accept;
         }
-        if self.avail == at && followers > 0 {
+        if self.avail == at && (followers > 0 || (eof && p == 0 && self.skipped == 0)) {
             // The chain ends exactly where the data ends: segments end on messages. A
-            // lone candidate proves nothing that way: any message ending in an int32
-            // length-prefixed field has one.
+            // lone candidate proves nothing that way (any message ending in an int32
+            // length-prefixed field has one) unless the data also starts with it: a
+            // last, lone response in a stream seen from its middle.
             return Verdict::Accept;
         }
         if eof {
@@ -583,12 +589,9 @@ impl Framer {
             return Verdict::Reject;
         }
         if at + 8 - p > self.cfg.resync_wait as u64 {
-            // Waiting for the next header would hold too much: decide on what is here.
-            return if followers > 0 {
-                Verdict::Accept
-            } else {
-                Verdict::Reject
-            };
+            // Confirming would hold too much; a huge size is more often noise than a
+            // real response, so give the candidate up.
+            return Verdict::Reject;
         }
         Verdict::NeedMore
     }
@@ -927,5 +930,195 @@ mod tests {
         let mut out = Vec::new();
         f.finish(&|_| false, &mut out);
         assert!(matches!(&out[0], FramerEvent::Partial(m) if m.missing == (1 << 20) + 4 - 8));
+    }
+
+    /// `(stream offset, correlation id)` of the complete messages.
+    fn ids(ev: &[FramerEvent]) -> Vec<(u64, i32)> {
+        messages(ev)
+            .iter()
+            .map(|m| (m.stream_offset, m.correlation_id().unwrap()))
+            .collect()
+    }
+
+    fn no_desync(ev: &[FramerEvent]) -> bool {
+        !ev.iter().any(|e| matches!(e, FramerEvent::Desync { .. }))
+    }
+
+    /// The last 44 bytes of a Fetch v16 response (one partition), as a capture that
+    /// starts inside it sees them.
+    fn fetch_tail() -> Vec<u8> {
+        let mut t = Vec::new();
+        t.extend_from_slice(&[0xaa; 8]); // end of the previous fields
+        t.extend_from_slice(&4i64.to_be_bytes()); // HighWatermark 4
+        t.extend_from_slice(&4i64.to_be_bytes()); // LastStableOffset 4
+        t.extend_from_slice(&0i64.to_be_bytes()); // LogStartOffset 0
+        t.push(0x01); // AbortedTransactions: empty compact array
+        t.extend_from_slice(&(-1i32).to_be_bytes()); // PreferredReadReplica -1
+        t.push(0x01); // Records: empty compact bytes
+        t.extend_from_slice(&[0, 0, 0, 0, 0, 0]); // tagged fields: partition, topic, body
+        assert_eq!(t.len() - 12, 32); // HighWatermark's low half is 32 bytes from the end
+        t
+    }
+
+    #[test]
+    fn false_size_4_boundary_in_a_fetch_tail_is_rejected() {
+        // From HighWatermark's low half on, the tail reads as two 8-byte responses
+        // "size 4, correlation id 0", then a size of 0. No response has an empty body,
+        // and two equal ids that no request waits for are not a chain.
+        let tail = fetch_tail();
+        let r3 = response(3, &[0; 31]); // FindCoordinator-sized
+        let r4 = response(4, &[1; 40]);
+        let r5 = response(5, &[2; 2000]);
+        let at3 = 1000 + tail.len() as u64;
+        let at4 = at3 + r3.len() as u64;
+        let at5 = at4 + r4.len() as u64;
+        // Shifted reads of the tail ("00 04 00 00" = 256 KiB) would hold the scan until
+        // that much arrives; a small resync_wait gives such sizes up at once.
+        let cfg = FramerConfig {
+            resync_wait: 4096,
+            ..FramerConfig::default()
+        };
+        let mut f = Framer::new(6, Direction::BrokerToClient, false, cfg);
+        let mut ev = Vec::new();
+        f.push(Bytes::from([&tail[..], &r3[..]].concat()), 1000, 1, T);
+        ev.extend(drain(&mut f, &|_| false));
+        // One response and nothing after it proves nothing yet: wait.
+        assert!(messages(&ev).is_empty(), "{ev:?}");
+        f.push(Bytes::from(r4), at4, 2, T);
+        ev.extend(drain(&mut f, &|_| false));
+        f.push(Bytes::from(r5), at5, 3, T);
+        ev.extend(drain(&mut f, &|c| c == 5));
+        assert_eq!(ids(&ev), [(at3, 3), (at4, 4), (at5, 5)]);
+        assert_eq!(messages(&ev)[0].skipped_before, tail.len() as u64);
+        assert!(no_desync(&ev), "{ev:?}");
+        let resyncs = ev
+            .iter()
+            .filter(|e| matches!(e, FramerEvent::Resynced { .. }));
+        assert_eq!(resyncs.count(), 1);
+    }
+
+    #[test]
+    fn equal_ids_nothing_waits_for_are_not_a_chain() {
+        let mut junk = Vec::new();
+        junk.extend_from_slice(&[0, 0, 0, 8, 0, 0, 0, 7]); // "size 8, id 7"
+        junk.extend_from_slice(&[0xee; 4]);
+        junk.extend_from_slice(&[0, 0, 0, 9, 0, 0, 0, 7]); // "size 9, id 7"
+        junk.extend_from_slice(&[0xee; 4]);
+        let real: Vec<u8> = [response(10, &[0; 9]), response(11, &[0; 9])].concat();
+        for pending in [None, Some(11)] {
+            let mut f = Framer::new(0, Direction::BrokerToClient, false, FramerConfig::default());
+            f.push(Bytes::from([&junk[..], &real[..]].concat()), 0, 1, T);
+            let mut ev = drain(&mut f, &|c| Some(c) == pending);
+            f.finish(&|c| Some(c) == pending, &mut ev);
+            assert_eq!(ids(&ev), [(24, 10), (41, 11)], "pending {pending:?}");
+        }
+    }
+
+    #[test]
+    fn a_lone_candidate_at_the_end_is_not_a_boundary() {
+        // A message that ends in an int32 length-prefixed field reads as a response
+        // ending exactly at the end of the data. Without a pending id or a following
+        // response, that proves nothing: the bytes are discarded, not framed.
+        let tail = [0xaa, 0xbb, 0, 0, 0, 6, 0, 0, 0, 0, 0, 4];
+        let mut f = Framer::new(0, Direction::BrokerToClient, false, FramerConfig::default());
+        f.push(Bytes::copy_from_slice(&tail), 0, 1, T);
+        let mut ev = drain(&mut f, &|_| false);
+        f.finish(&|_| false, &mut ev);
+        assert_eq!(
+            ev,
+            [FramerEvent::Discarded {
+                bytes: 12,
+                frame: 1
+            }]
+        );
+        // The same bytes before a gap: discarded too, and framing resumes after it.
+        let mut f = Framer::new(0, Direction::BrokerToClient, false, FramerConfig::default());
+        f.push(Bytes::copy_from_slice(&tail), 0, 1, T);
+        f.gap(12, 100, 2, &|_| false);
+        let real: Vec<u8> = [response(40, &[0; 9]), response(41, &[0; 9])].concat();
+        f.push(Bytes::from(real), 112, 2, T);
+        let ev = drain(&mut f, &|_| false);
+        assert_eq!(ids(&ev), [(112, 40), (129, 41)]);
+        assert_eq!(messages(&ev)[0].skipped_before, 12);
+        // Data that both starts and ends with one response: a sparse capture's lone
+        // answer (ndpi__kafka.pcapng frame 5) is framed at the end of the stream.
+        let mut f = Framer::new(0, Direction::BrokerToClient, false, FramerConfig::default());
+        f.push(Bytes::from(response(131, &[0; 112])), 0, 5, T);
+        let mut ev = drain(&mut f, &|_| false);
+        assert!(ev.is_empty());
+        f.finish(&|_| false, &mut ev);
+        assert_eq!(ids(&ev), [(0, 131)]);
+    }
+
+    #[test]
+    fn a_huge_follower_does_not_confirm_a_candidate() {
+        let cfg = FramerConfig {
+            resync_wait: 64,
+            ..FramerConfig::default()
+        };
+        let mut junk = Vec::new();
+        junk.extend_from_slice(&[0, 0, 0, 7, 0, 0, 0, 0, 1, 2, 3]); // "size 7, id 0"
+        junk.extend_from_slice(&[0x03, 0xd0, 0, 0, 0, 0, 0x21, 0]); // "size 64 MB, id 8448"
+        let real: Vec<u8> = [response(9000, &[5; 20]), response(9001, &[6; 20])].concat();
+        let mut f = Framer::new(0, Direction::BrokerToClient, false, cfg);
+        f.push(Bytes::from([&junk[..], &real[..]].concat()), 0, 1, T);
+        let ev = drain(&mut f, &|_| false);
+        assert_eq!(ids(&ev), [(19, 9000), (47, 9001)]);
+    }
+
+    #[test]
+    fn trusted_response_may_hold_only_a_correlation_id() {
+        // A broker may answer an api it does not know with the correlation id alone
+        // (wireshark-wiki-kafka-testcases-v4/unsupported-version.pcapng).
+        let stream: Vec<u8> = [response(0x2710_0000, &[]), response(2, &[0; 2])].concat();
+        let mut f = Framer::new(0, Direction::BrokerToClient, true, FramerConfig::default());
+        f.push(Bytes::from(stream), 0, 1, T);
+        let ev = drain(&mut f, &|_| false);
+        assert_eq!(ids(&ev), [(0, 0x2710_0000), (8, 2)]);
+    }
+
+    /// Smallest encoding of a struct at `version` (empty arrays, strings and bytes).
+    fn min_size(s: &schema::StructDef, version: i16, flexible: bool) -> usize {
+        use schema::{FieldKind, Prim};
+        let mut n = usize::from(flexible); // the tagged-field count
+        for f in s.fields {
+            if !f.versions.contains(version) || f.tagged.contains(version) {
+                continue;
+            }
+            let flex = f.flexible.map_or(flexible, |v| v.contains(version));
+            let length = if flex { 1 } else { 4 };
+            n += match f.kind {
+                FieldKind::Prim(Prim::Bool | Prim::Int8) => 1,
+                FieldKind::Prim(Prim::Int16 | Prim::Uint16) => 2,
+                FieldKind::Prim(Prim::Int32 | Prim::Uint32) => 4,
+                FieldKind::Prim(Prim::Int64 | Prim::Float64) => 8,
+                FieldKind::Prim(Prim::Uuid) => 16,
+                FieldKind::Prim(Prim::String) => 2.min(length),
+                FieldKind::Prim(Prim::Bytes | Prim::Records) | FieldKind::Array(_) => length,
+                FieldKind::Struct(_) if f.nullable.contains(version) => 1,
+                FieldKind::Struct(inner) => min_size(inner, version, flex),
+            };
+        }
+        n
+    }
+
+    #[test]
+    fn smallest_guessed_response_matches_the_schemas() {
+        use schema::{response_header_version, MessageKind, MESSAGES};
+        let smallest = MESSAGES
+            .iter()
+            .filter(|m| m.kind == MessageKind::Response)
+            .flat_map(|m| (m.valid.min..=m.valid.max.min(100)).map(move |v| (m, v)))
+            .map(|(m, v)| {
+                let header = if response_header_version(m.api_key, v) == 1 {
+                    5 // correlation id, tagged fields
+                } else {
+                    4 // correlation id
+                };
+                header + min_size(m.body, v, m.is_flexible(v))
+            })
+            .min()
+            .unwrap();
+        assert_eq!(smallest, MIN_GUESSED_RESPONSE_SIZE as usize);
     }
 }

@@ -73,7 +73,7 @@ pub fn lookup(name: &str) -> Result<(String, Uid, Gid), CliError> {
         .ok_or_else(|| bad("no such user (give another with --user, or --keep-root)".into()))?;
     if user.uid.is_root() {
         return Err(bad(
-            "is root; use --keep-root to keep root privileges".into(),
+            "is root; use --keep-root to keep root privileges".into()
         ));
     }
     Ok((user.name, user.uid, user.gid))
@@ -98,9 +98,7 @@ pub fn drop_after_open() -> Result<Outcome, CliError> {
 
 /// [`drop_after_open`] on the result of opening a live capture: the shells
 /// wrap `LiveSource::open(..)` in this one call.
-pub fn after_open<T>(
-    opened: Result<T, kafkashark::capture::CaptureError>,
-) -> Result<T, CliError> {
+pub fn after_open<T>(opened: Result<T, kafkashark::capture::CaptureError>) -> Result<T, CliError> {
     let src = opened.map_err(CliError::Capture)?;
     drop_after_open()?;
     Ok(src)
@@ -155,7 +153,10 @@ mod tests {
     #[test]
     fn root_and_unknown_users_are_refused() {
         let e = lookup("root").expect_err("root is refused").to_string();
-        assert!(e.contains("--user root") && e.contains("--keep-root"), "{e}");
+        assert!(
+            e.contains("--user root") && e.contains("--keep-root"),
+            "{e}"
+        );
         let e = lookup("no-such-user-kafkashark")
             .expect_err("unknown user")
             .to_string();

@@ -66,7 +66,10 @@ fn live_print_as_root_drops_to_nobody() {
     let status = std::fs::read_to_string(format!("/proc/{}/status", child.id()));
     let _ = child.wait();
     assert!(line.contains("Dropped"), "{line}");
-    assert!(line.contains("euid=65534") || !line.contains("euid=0"), "{line}");
+    assert!(
+        line.contains("euid=65534") || !line.contains("euid=0"),
+        "{line}"
+    );
     let status = status.expect("read /proc/<pid>/status of the running capture");
     let u = uids(&status).expect("Uid line");
     assert!(u.iter().all(|&id| id != 0), "still root: Uid {u:?}");

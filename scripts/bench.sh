@@ -1,0 +1,124 @@
+#!/usr/bin/env bash
+# Whole-command benchmark: kafkashark (release build) against tshark on one file.
+#
+#   scripts/bench.sh FILE            # e.g. a corpus from make-corpus (docs/performance.md)
+#   RUNS=5 PORT=9092 JSON=1 scripts/bench.sh FILE
+#
+# Runs each command RUNS times (default 3) on a warm page cache, prints the
+# median wall time, the largest peak RSS (/usr/bin/time -v "Maximum resident
+# set size") and the ratios of the issue-6 targets. Before timing it checks
+# that the commands compared read the same messages: kafkashark's JSONL lines,
+# its -V JSONL lines, its stats message count and tshark's Kafka PDU count
+# (kafka.correlation_id per PDU, comma-separated per frame) must all agree,
+# and no kafkashark message may carry a decode error. Exits 1 if a check fails.
+#
+# Environment: RUNS, PORT (broker port, default 9092), JSON=1 adds tshark -T json,
+# TSHARK=0 skips tshark, KAFKASHARK (binary; default target/release/kafkashark).
+set -euo pipefail
+
+FILE=${1:?usage: scripts/bench.sh FILE}
+RUNS=${RUNS:-3}
+PORT=${PORT:-9092}
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+K=${KAFKASHARK:-$ROOT/target/release/kafkashark}
+READ=$ROOT/target/release/examples/read-frames
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+
+if [[ -z ${KAFKASHARK:-} ]]; then
+    (cd "$ROOT" && cargo build -q --release -p kafkashark-ui && cargo build -q --release -p kafkashark --example read-frames)
+fi
+command -v /usr/bin/time >/dev/null || { echo "bench.sh: needs /usr/bin/time (apt-get install time)" >&2; exit 2; }
+HAVE_TSHARK=0
+if [[ ${TSHARK:-1} != 0 ]] && command -v tshark >/dev/null; then HAVE_TSHARK=1; fi
+TS=(tshark -n -r "$FILE" -d "tcp.port==$PORT,kafka")
+
+cat "$FILE" >/dev/null # warm the page cache
+echo "file: $FILE ($(stat -c %s "$FILE") bytes), runs: $RUNS, machine: $(nproc) cores"
+command -v capinfos >/dev/null && capinfos -c -M "$FILE" 2>/dev/null | grep -i "number of packets" || true
+[[ $HAVE_TSHARK == 1 ]] && tshark --version 2>/dev/null | head -1
+
+# ---------------------------------------------------------------- checks
+echo "checking that every tool reads the same messages…"
+fail=0
+"$K" print "$FILE" --ports "$PORT" --format jsonl >"$TMP/print.jsonl" 2>/dev/null
+"$K" print "$FILE" --ports "$PORT" -V --format jsonl >"$TMP/printv.jsonl" 2>/dev/null
+"$K" stats "$FILE" --ports "$PORT" --format json >"$TMP/stats.json" 2>/dev/null
+n_print=$(wc -l <"$TMP/print.jsonl")
+n_printv=$(wc -l <"$TMP/printv.jsonl")
+n_stats=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["summary"]["messages"])' "$TMP/stats.json")
+n_err=$(grep -c '"decode_error":"' "$TMP/print.jsonl" || true)
+n_errv=$(grep -c '"decode_error":"' "$TMP/printv.jsonl" || true)
+rm -f "$TMP/printv.jsonl"
+echo "  kafkashark print jsonl: $n_print messages ($n_err with a decode error)"
+echo "  kafkashark print -V jsonl: $n_printv messages ($n_errv with a decode error)"
+echo "  kafkashark stats: $n_stats messages"
+[[ $n_print == "$n_printv" && $n_print == "$n_stats" ]] || { echo "  MISMATCH between kafkashark commands"; fail=1; }
+[[ $n_err == 0 && $n_errv == 0 ]] || { echo "  decode errors present"; fail=1; }
+if [[ $HAVE_TSHARK == 1 ]]; then
+    n_tshark=$("${TS[@]}" -Y kafka -T fields -e kafka.correlation_id 2>/dev/null | tr ',' '\n' | grep -c .)
+    echo "  tshark: $n_tshark Kafka PDUs"
+    [[ $n_tshark == "$n_print" ]] || { echo "  MISMATCH: tshark $n_tshark vs kafkashark $n_print"; fail=1; }
+fi
+rm -f "$TMP/print.jsonl"
+
+# ---------------------------------------------------------------- timing
+# measure NAME CMD... → appends "NAME median_s max_rss_kb" to $TMP/results
+measure() {
+    local name=$1; shift
+    local times=() rss=0
+    for ((i = 0; i < RUNS; i++)); do
+        /usr/bin/time -v -o "$TMP/time" "$@" >/dev/null 2>"$TMP/stderr" || {
+            echo "bench.sh: $name failed:" >&2; tail -3 "$TMP/stderr" >&2; exit 1; }
+        local wall m
+        wall=$(grep "Elapsed (wall clock)" "$TMP/time" | awk '{print $NF}')
+        m=$(grep "Maximum resident set size" "$TMP/time" | awk '{print $NF}')
+        # h:mm:ss or m:ss.cc → seconds
+        wall=$(echo "$wall" | awk -F: '{s=0; for(i=1;i<=NF;i++) s=s*60+$i; print s}')
+        times+=("$wall")
+        ((m > rss)) && rss=$m
+    done
+    local med
+    med=$(printf '%s\n' "${times[@]}" | sort -g | awk '{a[NR]=$1} END{print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}')
+    printf '%-28s %8.3f s  %8.1f MB   (runs: %s)\n' "$name" "$med" "$(echo "$rss/1024" | bc -l)" "${times[*]}"
+    echo "$name $med $rss" >>"$TMP/results"
+}
+
+echo
+printf '%-28s %10s  %11s\n' command median "peak RSS"
+measure bare_read_tcpdump tcpdump -r "$FILE" -w /dev/null
+measure bare_read_kafkashark "$READ" "$FILE"
+measure ks_print_jsonl "$K" print "$FILE" --ports "$PORT" --format jsonl
+measure ks_stats_json "$K" stats "$FILE" --ports "$PORT" --format json
+measure ks_print_V_jsonl "$K" print "$FILE" --ports "$PORT" -V --format jsonl
+if [[ $HAVE_TSHARK == 1 ]]; then
+    measure tshark_Y_kafka "${TS[@]}" -Y kafka
+    measure tshark_V "${TS[@]}" -Y kafka -V
+    [[ ${JSON:-0} == 1 ]] && measure tshark_T_json "${TS[@]}" -Y kafka -T json
+fi
+
+# ---------------------------------------------------------------- ratios
+echo
+python3 - "$TMP/results" <<'PY'
+import sys
+r = {}
+for line in open(sys.argv[1]):
+    n, t, m = line.split()
+    r[n] = (float(t), int(m) / 1024)
+def ratio(a, b):
+    return r[a][0] / r[b][0] if a in r and b in r and r[b][0] > 0 else None
+bare = min((r[k][0], k) for k in r if k.startswith("bare_read"))[1]
+rows = [
+    ("tshark -Y kafka / ks print jsonl", ratio("tshark_Y_kafka", "ks_print_jsonl"), ">= 25"),
+    ("tshark -Y kafka / ks stats", ratio("tshark_Y_kafka", "ks_stats_json"), ">= 25"),
+    ("ks print jsonl / bare read", ratio("ks_print_jsonl", bare), "<= 3"),
+    ("ks stats / bare read", ratio("ks_stats_json", bare), "<= 3"),
+    ("tshark -V / ks print -V jsonl", ratio("tshark_V", "ks_print_V_jsonl"), ">= 10"),
+]
+print(f"{'ratio':36} {'value':>8}  target")
+for name, v, want in rows:
+    print(f"{name:36} {('%.2f' % v) if v is not None else 'n/a':>8}  {want}")
+peak = max(m for k, (t, m) in r.items() if k.startswith("ks_"))
+print(f"{'kafkashark peak RSS (MB)':36} {peak:8.1f}  < 100")
+PY
+exit $fail

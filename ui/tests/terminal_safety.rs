@@ -1,0 +1,341 @@
+//! Terminal safety of the `kafkashark` binary: the real stdout of `print`,
+//! `print -V`, `print --format jsonl [-V]`, `stats [--format json]` and
+//! `decode [--format json]` on a capture whose client id, topic names, record
+//! keys, values and header keys hold escape sequences, control characters and
+//! invalid UTF-8 holds no ESC (0x1b) or other control byte, and its JSON is
+//! valid; and the terminal UI, run in tmux, shows those strings escaped and
+//! never lets them retitle or clear the terminal. (The engine-level checks
+//! are in tests/terminal_safety.rs, which builds the same capture.)
+
+#[path = "../../tests/support/mod.rs"]
+mod support;
+
+use std::net::{Ipv4Addr, SocketAddr};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use kafkashark::capture::Timestamp;
+use kafkashark::harness;
+use support::{Format, Link, Seg, ACK, PSH, SYN};
+
+/// The payload every hostile string carries.
+pub const EVIL: &[u8] = b"\x1b[2J\x1b]0;pwned\x07";
+
+fn framed(body: &[u8]) -> Vec<u8> {
+    let mut m = (body.len() as i32).to_be_bytes().to_vec();
+    m.extend_from_slice(body);
+    m
+}
+
+fn str16(out: &mut Vec<u8>, s: &[u8]) {
+    out.extend_from_slice(&(s.len() as i16).to_be_bytes());
+    out.extend_from_slice(s);
+}
+
+/// Hostile strings: client id, topic, record key, value and header.
+pub fn client_id() -> Vec<u8> {
+    [b"cli".as_slice(), EVIL, b"\r\x08\xff"].concat()
+}
+
+fn topic() -> Vec<u8> {
+    [b"top".as_slice(), EVIL, b"\x9b"].concat()
+}
+
+/// A Produce v3 request and its response, all strings hostile.
+pub fn produce_exchange() -> Vec<(bool, Vec<u8>)> {
+    // Records built by the harness: [klen, key, vlen, value, hlen, header].
+    let key = [b"k".as_slice(), EVIL].concat();
+    let value = [b"v".as_slice(), EVIL, b"\xff\xfe\x00\x7f"].concat();
+    let header = [b"h".as_slice(), b"\x1b[31m\x07"].concat();
+    let mut spec = vec![key.len() as u8];
+    spec.extend_from_slice(&key);
+    spec.push(value.len() as u8);
+    spec.extend_from_slice(&value);
+    spec.push(header.len() as u8);
+    spec.extend_from_slice(&header);
+    let (n, recs) = harness::records_from(&spec);
+    let batch = harness::record_batch(0, n, &recs);
+
+    let mut req = Vec::new();
+    req.extend_from_slice(&0i16.to_be_bytes()); // Produce
+    req.extend_from_slice(&3i16.to_be_bytes()); // v3
+    req.extend_from_slice(&1i32.to_be_bytes()); // correlation id
+    str16(&mut req, &client_id());
+    str16(&mut req, &[b"tx".as_slice(), EVIL].concat()); // TransactionalId
+    req.extend_from_slice(&1i16.to_be_bytes()); // Acks
+    req.extend_from_slice(&1000i32.to_be_bytes()); // TimeoutMs
+    req.extend_from_slice(&1i32.to_be_bytes()); // TopicData: 1
+    str16(&mut req, &topic());
+    req.extend_from_slice(&1i32.to_be_bytes()); // PartitionData: 1
+    req.extend_from_slice(&0i32.to_be_bytes()); // Index
+    req.extend_from_slice(&(batch.len() as i32).to_be_bytes());
+    req.extend_from_slice(&batch);
+
+    let mut resp = 1i32.to_be_bytes().to_vec(); // correlation id
+    resp.extend_from_slice(&1i32.to_be_bytes()); // Responses: 1
+    str16(&mut resp, &topic());
+    resp.extend_from_slice(&1i32.to_be_bytes()); // PartitionResponses: 1
+    resp.extend_from_slice(&0i32.to_be_bytes()); // Index
+    resp.extend_from_slice(&6i16.to_be_bytes()); // NOT_LEADER_OR_FOLLOWER
+    resp.extend_from_slice(&0i64.to_be_bytes()); // BaseOffset
+    resp.extend_from_slice(&(-1i64).to_be_bytes()); // LogAppendTimeMs
+    resp.extend_from_slice(&0i32.to_be_bytes()); // ThrottleTimeMs
+    vec![(true, framed(&req)), (false, framed(&resp))]
+}
+
+/// The exchange as TCP segments with a handshake.
+pub fn segments(msgs: &[(bool, Vec<u8>)]) -> Vec<Seg> {
+    let c: SocketAddr = (Ipv4Addr::LOCALHOST, 40_000).into();
+    let b: SocketAddr = (Ipv4Addr::LOCALHOST, 9092).into();
+    let (mut cs, mut bs) = (1000u32, 5000u32);
+    let mut t = 0u32;
+    let mut seg = |src, dst, seq, ack, flags, payload: Vec<u8>| {
+        t += 1;
+        Seg {
+            frame: 0,
+            ts: Timestamp::new(1_700_000_000, t * 1000),
+            src,
+            dst,
+            seq,
+            ack,
+            flags,
+            payload: payload.into(),
+        }
+    };
+    let mut v = vec![
+        seg(c, b, cs, 0, SYN, vec![]),
+        seg(b, c, bs, cs + 1, SYN | ACK, vec![]),
+    ];
+    cs += 1;
+    bs += 1;
+    v.push(seg(c, b, cs, bs, ACK, vec![]));
+    for (to_broker, m) in msgs {
+        if *to_broker {
+            v.push(seg(c, b, cs, bs, PSH | ACK, m.clone()));
+            cs += m.len() as u32;
+        } else {
+            v.push(seg(b, c, bs, cs, PSH | ACK, m.clone()));
+            bs += m.len() as u32;
+        }
+    }
+    v
+}
+
+fn capture() -> support::TempCapture {
+    support::write_capture(
+        "terminal-ui",
+        &segments(&produce_exchange()),
+        &Link::Ethernet(vec![]),
+        Format::PcapNanos,
+    )
+}
+
+/// Bytes that would drive a terminal: C0 controls but newline, DEL, and the
+/// UTF-8 encodings of C1 controls (c2 80..c2 9f).
+fn assert_inert(what: &str, out: &[u8]) {
+    for (i, w) in out.windows(2).enumerate() {
+        let c = w[0];
+        let bad =
+            (c < 0x20 && c != b'\n') || c == 0x7f || (c == 0xc2 && (0x80..=0x9f).contains(&w[1]));
+        assert!(
+            !bad,
+            "{what}: control byte 0x{c:02x} at {i}: {}",
+            String::from_utf8_lossy(&out[i.saturating_sub(60)..(i + 10).min(out.len())])
+                .escape_debug()
+        );
+    }
+    if let Some(&last) = out.last() {
+        assert!(
+            last >= 0x20 || last == b'\n',
+            "{what}: ends in a control byte"
+        );
+    }
+}
+
+fn run(args: &[&str]) -> (Vec<u8>, Vec<u8>) {
+    let out = Command::new(env!("CARGO_BIN_EXE_kafkashark"))
+        .args(args)
+        .output()
+        .expect("run kafkashark");
+    (out.stdout, out.stderr)
+}
+
+#[test]
+fn print_text_and_verbose_are_inert() {
+    let cap = capture();
+    for extra in [&[][..], &["-V"][..]] {
+        let mut args = vec!["print", cap.path_str()];
+        args.extend_from_slice(extra);
+        let (out, err) = run(&args);
+        assert!(!out.is_empty(), "{}", String::from_utf8_lossy(&err));
+        assert_inert(&format!("print {extra:?} stdout"), &out);
+        assert_inert(&format!("print {extra:?} stderr"), &err);
+        let text = String::from_utf8_lossy(&out);
+        assert!(
+            text.contains(r"\u{1b}[2J"),
+            "the hostile text is shown escaped: {text}"
+        );
+    }
+}
+
+#[test]
+fn print_jsonl_is_valid_json_without_raw_escapes() {
+    let cap = capture();
+    for extra in [&[][..], &["-V"][..]] {
+        let mut args = vec!["print", cap.path_str(), "--format", "jsonl"];
+        args.extend_from_slice(extra);
+        let (out, _) = run(&args);
+        assert!(!out.contains(&0x1b), "raw ESC in JSONL");
+        let text = String::from_utf8(out).expect("JSONL is UTF-8 even for invalid UTF-8 input");
+        let mut n = 0;
+        for line in text.lines() {
+            let v: serde_json::Value = serde_json::from_str(line).expect("each line is JSON");
+            assert!(v.is_object());
+            n += 1;
+        }
+        assert_eq!(n, 2, "{text}");
+        if extra.is_empty() {
+            let first: serde_json::Value =
+                serde_json::from_str(text.lines().next().unwrap()).unwrap();
+            let cid = first["client_id"].as_str().expect("client_id");
+            assert!(
+                cid.contains('\u{1b}'),
+                "JSON keeps the string, escaped by JSON: {cid:?}"
+            );
+        }
+    }
+}
+
+#[test]
+fn stats_text_and_json_are_inert() {
+    let cap = capture();
+    let (out, err) = run(&["stats", cap.path_str()]);
+    assert!(!out.is_empty(), "{}", String::from_utf8_lossy(&err));
+    assert_inert("stats stdout", &out);
+    let (out, _) = run(&["stats", cap.path_str(), "--format", "json"]);
+    assert!(!out.contains(&0x1b));
+    serde_json::from_slice::<serde_json::Value>(&out).expect("stats JSON");
+}
+
+#[test]
+fn decode_text_and_json_are_inert() {
+    let msgs = produce_exchange();
+    let path = support::temp_path("decode-evil", "bin");
+    std::fs::write(&path, &msgs[0].1).expect("write");
+    let p = path.to_str().unwrap();
+    let (out, err) = run(&["decode", p]);
+    assert!(!out.is_empty(), "{}", String::from_utf8_lossy(&err));
+    assert_inert("decode stdout", &out);
+    assert!(String::from_utf8_lossy(&out).contains(r"\u{1b}]0;pwned\u{7}"));
+    let (out, _) = run(&["decode", p, "--format", "json"]);
+    assert!(!out.contains(&0x1b));
+    serde_json::from_slice::<serde_json::Value>(&out).expect("decode JSON");
+    // The response, decoded with its request's key and version.
+    std::fs::write(&path, &msgs[1].1).expect("write");
+    let (out, _) = run(&[
+        "decode",
+        p,
+        "--response",
+        "--api-key",
+        "0",
+        "--api-version",
+        "3",
+    ]);
+    assert_inert("decode response", &out);
+    let _ = std::fs::remove_file(&path);
+}
+
+struct Tmux {
+    socket: String,
+}
+
+impl Tmux {
+    fn run(&self, args: &[&str]) -> std::process::Output {
+        Command::new("tmux")
+            .arg("-L")
+            .arg(&self.socket)
+            .args(args)
+            .output()
+            .expect("tmux runs")
+    }
+
+    fn screen(&self) -> String {
+        String::from_utf8_lossy(&self.run(&["capture-pane", "-p", "-t", "ts"]).stdout).into_owned()
+    }
+
+    fn wait(&self, what: &str, ok: impl Fn(&str) -> bool) -> String {
+        let start = Instant::now();
+        loop {
+            let s = self.screen();
+            if ok(&s) {
+                return s;
+            }
+            assert!(
+                start.elapsed() < Duration::from_secs(20),
+                "timed out waiting for {what}; screen:\n{s}"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        let _ = self.run(&["kill-server"]);
+    }
+}
+
+#[test]
+fn the_tui_shows_hostile_strings_escaped() {
+    if !Command::new("tmux")
+        .arg("-V")
+        .output()
+        .is_ok_and(|o| o.status.success())
+    {
+        eprintln!("skipping: tmux is not installed");
+        return;
+    }
+    let cap = capture();
+    let bin = env!("CARGO_BIN_EXE_kafkashark");
+    let t = Tmux {
+        socket: format!("kafkashark-ts-{}", std::process::id()),
+    };
+    let cmd = format!(
+        "NO_COLOR=1 '{bin}' '{}'; echo \"kafkashark exited $?\"; sleep 60",
+        cap.path_str()
+    );
+    let out = t.run(&[
+        "new-session",
+        "-d",
+        "-s",
+        "ts",
+        "-x",
+        "160",
+        "-y",
+        "50",
+        "sh",
+        "-c",
+        &cmd,
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let s = t.wait("the first screen", |s| {
+        s.contains("messages 2/2") && s.contains("client_id")
+    });
+    // The tree shows the client id escaped; the hex view's text column shows dots.
+    assert!(s.contains(r#""cli\u{1b}[2J\u{1b}]0;p"#), "{s}");
+    assert!(s.contains("i.[2J.]0;pwned.."), "{s}");
+    // Into the tree, everything expanded: the topic name shows escaped too.
+    let _ = t.run(&["send-keys", "-t", "ts", "Tab", "e"]);
+    let s = t.wait("the expanded tree", |s| s.contains(r#""top\u{1b}[2J"#));
+    assert!(s.contains("baseOffset") || s.contains("RecordBatch"), "{s}");
+    // The terminal was neither retitled nor cleared by captured bytes.
+    let title = t.run(&["display-message", "-p", "-t", "ts", "#{pane_title}"]);
+    let title = String::from_utf8_lossy(&title.stdout);
+    assert!(!title.contains("pwned"), "pane retitled to {title:?}");
+    let _ = t.run(&["send-keys", "-t", "ts", "q"]);
+    t.wait("exit", |s| s.contains("kafkashark exited 0"));
+}
