@@ -329,7 +329,7 @@ impl Framer {
             }
         }
         let known_end = match (self.state, self.size_at(0)) {
-            (State::Trusted, Some(size)) if self.size_sane(size) => {
+            (State::Trusted, Some(size)) if self.trusted_size_ok(size) => {
                 Some(self.head + 4 + u64::try_from(size).unwrap_or(0))
             }
             _ => None,
@@ -376,7 +376,7 @@ impl Framer {
             return;
         }
         match (self.state, self.size_at(0)) {
-            (State::Trusted, Some(size)) if self.avail > 0 && self.size_sane(size) => {
+            (State::Trusted, Some(size)) if self.avail > 0 && self.trusted_size_ok(size) => {
                 let missing = (4 + u64::try_from(size).unwrap_or(0)).saturating_sub(self.avail);
                 if let Some(mut m) = self.take_all() {
                     m.missing = missing;
@@ -428,9 +428,16 @@ impl Framer {
         size >= self.min_size() && usize::try_from(size).is_ok_and(|s| s <= self.cfg.max_message)
     }
 
+    /// In a trusted stream any size from 0 to the cap is a message, as for Kafka's
+    /// own framing: the raw SASL frames that follow a SaslHandshake v0 can be
+    /// shorter than any Kafka message (a PLAIN server answers with 0 bytes).
+    fn trusted_size_ok(&self, size: i32) -> bool {
+        usize::try_from(size).is_ok_and(|s| s <= self.cfg.max_message)
+    }
+
     fn cut_trusted(&mut self) -> Option<FramerEvent> {
         let size = self.size_at(0)?;
-        if !self.size_sane(size) {
+        if !self.trusted_size_ok(size) {
             let frame = self.chunks.front().map_or(0, |c| c.frame);
             self.state = State::Resync;
             return Some(FramerEvent::Desync {
