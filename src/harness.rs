@@ -223,6 +223,7 @@ fn fuzz_opts() -> DecodeOptions {
     DecodeOptions {
         max_decompressed: FUZZ_MAX_DECOMPRESSED,
         records: true,
+        records_headers_only: false,
         show_secrets: false,
     }
 }

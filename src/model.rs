@@ -36,6 +36,11 @@ pub struct AnalyzerConfig {
     pub decode: DecodeOptions,
     /// Keep each message's decoded tree in its record (for `print -V`).
     pub keep_trees: bool,
+    /// With `keep_trees`: which messages need their full tree. A message that
+    /// decodes cleanly and for which this says `false` is read by the summary
+    /// scan and keeps a bare tree (root only; header, topics and topic ids
+    /// set). `None`: every message gets its full tree. `Stats` sets it.
+    pub tree_filter: Option<TreeFilter>,
     /// Try to infer the api of responses whose request was not captured.
     pub infer_unpaired: bool,
     /// Unanswered requests remembered per connection.
@@ -48,11 +53,16 @@ impl Default for AnalyzerConfig {
             pipeline: PipelineConfig::default(),
             decode: DecodeOptions::default(),
             keep_trees: false,
+            tree_filter: None,
             infer_unpaired: true,
             max_pending_per_stream: 4096,
         }
     }
 }
+
+/// Whether a message needs its full tree: given its kind, api key, api version
+/// and the facts of its summary scan.
+pub type TreeFilter = fn(Kind, i16, i16, &Summary) -> bool;
 
 /// The facts about one Kafka message (the JSONL contract's keys).
 #[derive(Clone, Debug, PartialEq)]
@@ -183,12 +193,18 @@ pub struct Analyzer {
     next_index: u64,
     events: Vec<Event>,
     topics: TopicNames,
+    /// Options of the summary scan (record sets off).
+    scan_opts: DecodeOptions,
 }
 
 impl Analyzer {
     /// An analyzer with these settings.
     pub fn new(cfg: AnalyzerConfig) -> Analyzer {
         Analyzer {
+            scan_opts: DecodeOptions {
+                records: false,
+                ..cfg.decode.clone()
+            },
             pipeline: Pipeline::new(cfg.pipeline.clone()),
             pairer: Pairer::new(cfg.max_pending_per_stream),
             cfg,
@@ -318,13 +334,21 @@ impl Analyzer {
         };
         // Without trees to keep, clean messages are read without building one.
         let lean = !self.cfg.keep_trees && !self.cfg.decode.records;
+        // Trees kept only where the filter wants them: the others are scanned.
+        let filter = self.cfg.tree_filter.filter(|_| self.cfg.keep_trees);
+        let scan = lean || filter.is_some();
         let mut facts: Option<LeanFacts> = None;
         let decoded = match raw.dir {
             Direction::ClientToBroker => {
-                let d = match lean
-                    .then(|| summarize_request(&raw.bytes, &self.cfg.decode))
+                let d = match scan
+                    .then(|| summarize_request(&raw.bytes, &self.scan_opts))
                     .flatten()
-                {
+                    .filter(|s| {
+                        filter.is_none_or(|f| {
+                            let (k, v) = (s.api_key.unwrap_or(-1), s.api_version.unwrap_or(-1));
+                            !f(Kind::Request, k, v, s)
+                        })
+                    }) {
                     Some(s) => {
                         let (d, f) = lean_decoded(Kind::Request, s);
                         facts = Some(f);
@@ -395,17 +419,22 @@ impl Analyzer {
                         // Responses that teach topic names (see `TopicNames::learn`)
                         // are read as trees when they carry a topic id to learn.
                         let teaches = matches!(req.api_key, 3 | 19 | 75);
-                        let summary = lean
+                        let summary = scan
                             .then(|| {
                                 summarize_response(
                                     &raw.bytes,
                                     req.api_key,
                                     req.api_version,
-                                    &self.cfg.decode,
+                                    &self.scan_opts,
                                 )
                             })
                             .flatten()
-                            .filter(|s| !teaches || s.topic_ids.is_empty());
+                            .filter(|s| !teaches || s.topic_ids.is_empty())
+                            .filter(|s| {
+                                filter.is_none_or(|f| {
+                                    !f(Kind::Response, req.api_key, req.api_version, s)
+                                })
+                            });
                         match summary {
                             Some(s) => {
                                 let (d, f) = lean_decoded(Kind::Response, s);
@@ -590,8 +619,9 @@ fn sasl_token_tree(raw: &RawMessage, kind: Kind, show_secrets: bool) -> Decoded 
         Kind::Request => Role::RequestBody,
         Kind::Response => Role::ResponseBody,
     };
-    root.children
-        .push(Node::new("token", "bytes", value, 4, len, role));
+    let mut token = Node::new("token", "bytes", value, 4, len, role);
+    token.secret = !show_secrets;
+    root.children.push(token);
     Decoded {
         kind,
         api_key: None,
@@ -755,8 +785,52 @@ fn infer_response(bytes: &[u8], opts: &DecodeOptions) -> Option<(i16, i16, Decod
 /// is printed. Memory is bounded: at most `cap` messages wait; past that the
 /// oldest leaves as it is (unpaired so far).
 pub struct Reorder {
-    queue: std::collections::VecDeque<(Box<MessageRecord>, bool)>,
+    queue: std::collections::VecDeque<(Box<MessageRecord>, bool, Option<Held>)>,
     cap: usize,
+    /// Set by [`Reorder::hold_without_trees`]: how held trees are decoded again.
+    redecode: Option<DecodeOptions>,
+    /// Released messages whose trees [`Reorder::restore`] has yet to decode, by index.
+    released: std::collections::VecDeque<(u64, Held)>,
+}
+
+/// What a held message whose tree was dropped needs to get the same tree back:
+/// the topic-name annotations its tree had when the analyzer made it (names
+/// learned later must not show).
+struct Held {
+    annotations: Vec<([u8; 16], crate::kafka::tree::Text)>,
+}
+
+impl Held {
+    /// Drops the tree of `m`, keeping what [`Held::restore`] needs.
+    fn strip(m: &mut MessageRecord) -> Option<Held> {
+        let d = m.decoded.take()?;
+        let mut annotations: Vec<([u8; 16], crate::kafka::tree::Text)> = Vec::new();
+        d.root.walk(&mut |n, _| {
+            if let (Value::Uuid(u), Some(t)) = (&n.value, &n.detail) {
+                if n.name.ends_with("TopicId") && !annotations.iter().any(|(a, _)| a == u) {
+                    annotations.push((*u, t.clone()));
+                }
+            }
+        });
+        Some(Held { annotations })
+    }
+
+    /// Decodes the tree of `m` again, as the analyzer did, with its annotations.
+    fn restore(self, m: &mut MessageRecord, opts: &DecodeOptions) {
+        let mut d = redecode(&m.info, &m.raw, opts);
+        if !self.annotations.is_empty() {
+            d.root.walk_mut(&mut |n| {
+                if let Value::Uuid(u) = &n.value {
+                    if n.name.ends_with("TopicId") {
+                        if let Some((_, t)) = self.annotations.iter().find(|(a, _)| a == u) {
+                            n.detail = Some(t.clone());
+                        }
+                    }
+                }
+            });
+        }
+        m.decoded = Some(d);
+    }
 }
 
 impl Reorder {
@@ -765,6 +839,39 @@ impl Reorder {
         Reorder {
             queue: std::collections::VecDeque::new(),
             cap: cap.max(1),
+            redecode: None,
+            released: std::collections::VecDeque::new(),
+        }
+    }
+
+    /// Messages that have to wait give up their trees: they leave without one,
+    /// and [`Reorder::restore`] decodes it again (with `opts`, the analyzer's
+    /// decode options) when the caller is about to use the message — one at a
+    /// time, so memory follows the held messages' bytes, not their trees. The
+    /// restored trees are those the analyzer made (topic-name annotations
+    /// included). Call `restore` on every message that leaves, in order.
+    pub fn hold_without_trees(&mut self, opts: DecodeOptions) {
+        self.redecode = Some(opts);
+    }
+
+    /// Gives a message that left without its tree (see
+    /// [`Reorder::hold_without_trees`]) its tree back; other messages are left
+    /// as they are. Messages must come in the order they left; skipped ones
+    /// are forgotten.
+    pub fn restore(&mut self, m: &mut MessageRecord) {
+        while let Some((index, _)) = self.released.front() {
+            if *index > m.info.index {
+                return;
+            }
+            let Some((index, held)) = self.released.pop_front() else {
+                return;
+            };
+            if index == m.info.index {
+                if let Some(opts) = &self.redecode {
+                    held.restore(m, opts);
+                }
+                return;
+            }
         }
     }
 
@@ -775,7 +882,7 @@ impl Reorder {
             Output::Message(m) => {
                 if m.info.kind == Kind::Response {
                     if let (true, Some(req)) = (m.info.paired, m.info.peer) {
-                        if let Some((r, waiting)) = self.find(req) {
+                        if let Some((r, waiting, _)) = self.find(req) {
                             r.info.paired = true;
                             r.info.peer = Some(m.info.index);
                             *waiting = false;
@@ -783,11 +890,22 @@ impl Reorder {
                     }
                 }
                 let waiting = m.info.kind == Kind::Request && m.info.expects_response;
-                self.queue.push_back((m, waiting));
+                self.queue.push_back((m, waiting, None));
+                self.release(out, false);
+                if self.redecode.is_some() {
+                    // Still held: keep the bytes, not the tree (a tree takes
+                    // tens of times its message's bytes).
+                    if let Some((m, _, held)) = self.queue.back_mut() {
+                        if held.is_none() {
+                            *held = Held::strip(m);
+                        }
+                    }
+                }
+                return;
             }
             Output::Notice(n) => {
                 if let Notice::Unanswered { request, .. } = &n {
-                    if let Some((_, waiting)) = self.find(request.index) {
+                    if let Some((_, waiting, _)) = self.find(request.index) {
                         *waiting = false;
                     }
                 }
@@ -802,21 +920,98 @@ impl Reorder {
         self.release(out, true);
     }
 
-    fn find(&mut self, index: u64) -> Option<(&mut MessageRecord, &mut bool)> {
+    fn find(&mut self, index: u64) -> Option<(&mut MessageRecord, &mut bool, &mut Option<Held>)> {
         let front = self.queue.front()?.0.info.index;
         let pos = usize::try_from(index.checked_sub(front)?).ok()?;
-        let (m, w) = self.queue.get_mut(pos)?;
-        (m.info.index == index).then_some((&mut **m, w))
+        let (m, w, h) = self.queue.get_mut(pos)?;
+        (m.info.index == index).then_some((&mut **m, w, h))
     }
 
     fn release(&mut self, out: &mut Vec<Output>, all: bool) {
-        while let Some((_, waiting)) = self.queue.front() {
+        while let Some((_, waiting, _)) = self.queue.front() {
             if *waiting && !all && self.queue.len() <= self.cap {
                 break;
             }
-            if let Some((m, _)) = self.queue.pop_front() {
+            if let Some((m, _, held)) = self.queue.pop_front() {
+                if let Some(h) = held {
+                    self.released.push_back((m.info.index, h));
+                }
                 out.push(Output::Message(m));
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::capture::{FileSource, FrameSource, Polled};
+    use crate::flow::Ports;
+
+    /// Every message's facts and tree (as JSON) after a reorder buffer.
+    fn through_reorder(path: &std::path::Path, lazy: bool) -> Vec<(MessageInfo, String)> {
+        let cfg = AnalyzerConfig {
+            pipeline: PipelineConfig::with_ports(Ports::Any),
+            keep_trees: true,
+            ..AnalyzerConfig::default()
+        };
+        let opts = cfg.decode.clone();
+        let mut a = Analyzer::new(cfg);
+        let mut reorder = Reorder::new(64);
+        if lazy {
+            reorder.hold_without_trees(opts);
+        }
+        let mut src = FileSource::open(path.to_str().expect("utf-8 path")).expect("open");
+        let (mut out, mut ready, mut got) = (Vec::new(), Vec::new(), Vec::new());
+        let mut take = |ready: &mut Vec<Output>, reorder: &mut Reorder| {
+            for o in ready.drain(..) {
+                if let Output::Message(mut m) = o {
+                    reorder.restore(&mut m);
+                    let tree = m.decoded.as_ref().map(|d| d.root.to_json().to_string());
+                    got.push((m.info.clone(), tree.unwrap_or_default()));
+                }
+            }
+        };
+        loop {
+            match src.poll() {
+                Ok(Polled::Frame(f)) => a.push(&f, &mut out),
+                Ok(Polled::Timeout) => continue,
+                _ => break,
+            }
+            for o in out.drain(..) {
+                reorder.push(o, &mut ready);
+            }
+            take(&mut ready, &mut reorder);
+        }
+        a.finish(&mut out);
+        for o in out.drain(..) {
+            reorder.push(o, &mut ready);
+        }
+        reorder.flush(&mut ready);
+        take(&mut ready, &mut reorder);
+        got
+    }
+
+    #[test]
+    fn held_messages_get_the_same_trees_back() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("captures");
+        let mut n = 0;
+        for e in std::fs::read_dir(dir).expect("captures").flatten() {
+            let p = e.path();
+            if !matches!(
+                p.extension().and_then(|e| e.to_str()),
+                Some("pcap" | "pcapng")
+            ) {
+                continue;
+            }
+            let eager = through_reorder(&p, false);
+            let lazy = through_reorder(&p, true);
+            assert_eq!(eager.len(), lazy.len(), "{}", p.display());
+            for (a, b) in eager.iter().zip(&lazy) {
+                assert_eq!(a, b, "{}", p.display());
+            }
+            n += eager.len();
+        }
+        assert!(n > 0);
     }
 }

@@ -573,9 +573,23 @@ impl Reassembler {
                 let mut at = start;
                 if let Some(d) = data {
                     let dl = d.len() as u64;
-                    if dl > 0 {
+                    let h = conn.half(dir);
+                    if dl > 0 && at == h.next_off && h.buf.is_empty() {
+                        // In order with nothing buffered: delivered as is (what
+                        // `insert` then `deliver` would do, without the map).
+                        out.push(FlowEvent::Data {
+                            stream,
+                            dir,
+                            data: d,
+                            stream_offset: at,
+                            frame,
+                            ts,
+                        });
+                        h.next_off += dl;
+                        h.next_seq = h.next_seq.wrapping_add(dl as u32);
+                    } else if dl > 0 {
                         self.insert(
-                            conn.half(dir),
+                            h,
                             at,
                             Piece {
                                 data: Some(d),

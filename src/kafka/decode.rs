@@ -33,6 +33,10 @@ pub struct DecodeOptions {
     pub max_decompressed: usize,
     /// Decode record sets into batches and records (off for summaries).
     pub records: bool,
+    /// With `records`: decode each batch's header (and decompress compressed
+    /// batches, so their byte sources and sizes are known) but not the records
+    /// inside — what `stats` reads. Off by default.
+    pub records_headers_only: bool,
     /// Show SASL passwords, SCRAM proofs and tokens instead of redacting them.
     pub show_secrets: bool,
 }
@@ -42,6 +46,7 @@ impl Default for DecodeOptions {
         DecodeOptions {
             max_decompressed: 64 << 20,
             records: true,
+            records_headers_only: false,
             show_secrets: false,
         }
     }
@@ -1163,6 +1168,7 @@ impl<'a> Decoder<'a> {
         .with_about(Self::about(f));
         n.detail = detail.map(Into::into);
         n.children = children;
+        n.secret = p == Prim::Bytes && self.is_secret(f) && !self.opts.show_secrets;
         out.push(n);
         Ok(())
     }
@@ -1651,7 +1657,7 @@ impl<'a> Decoder<'a> {
     fn is_secret(&self, f: &FieldDef) -> bool {
         matches!(
             (self.api_key, f.name),
-            (36, "AuthBytes") | (38..=41, "Hmac") | (38..=41, "TokenHmac")
+            (36, "AuthBytes") | (38..=41, "Hmac") | (38..=41, "TokenHmac") | (51, "SaltedPassword")
         )
     }
 

@@ -175,6 +175,9 @@ pub struct Node {
     pub about: Option<Text>,
     /// Set when these bytes could not be decoded: what was wrong.
     pub error: Option<String>,
+    /// The bytes hold a secret (SASL token, password, HMAC) whose value is
+    /// redacted: views must not show these bytes either.
+    pub secret: bool,
     /// The children, in byte order.
     pub children: Vec<Node>,
 }
@@ -200,6 +203,7 @@ impl Node {
             role,
             about: None,
             error: None,
+            secret: false,
             children: Vec::new(),
         }
     }

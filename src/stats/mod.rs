@@ -424,11 +424,38 @@ impl Stats {
 
     /// The analyzer settings that give `Stats` everything it reads: trees kept
     /// and record sets decoded, on top of `base`.
+    ///
+    /// Only the trees `Stats` reads from are built (see [`Stats::needs_tree`]);
+    /// the other messages come as summaries with a bare tree. Record sets are
+    /// decoded down to batch headers (compressed batches decompressed, for
+    /// their sizes), never to records.
     pub fn analyzer_config(base: AnalyzerConfig) -> AnalyzerConfig {
         let mut cfg = base;
         cfg.keep_trees = true;
+        cfg.tree_filter = Some(Stats::needs_tree);
         cfg.decode.records = true;
+        cfg.decode.records_headers_only = true;
         cfg
+    }
+
+    /// Whether `Stats` reads anything from a message's tree beyond what its
+    /// summary scan gives (header, topics, topic ids, error codes): Produce
+    /// requests (acks, record sets), group requests and responses,
+    /// ApiVersions v3+ requests (client software), Produce responses (record
+    /// errors), Fetch responses (record sets), responses that teach topic
+    /// names, and responses with errors (their topic and partition).
+    pub fn needs_tree(
+        kind: Kind,
+        api: i16,
+        version: i16,
+        s: &crate::kafka::decode::Summary,
+    ) -> bool {
+        match kind {
+            Kind::Request => matches!(api, 0 | 11..=14 | 68) || (api == 18 && version >= 3),
+            Kind::Response => {
+                !s.error_codes.is_empty() || matches!(api, 0 | 1 | 78 | 11 | 14 | 68 | 3 | 19 | 75)
+            }
+        }
     }
 
     /// Feeds one analyzer output (a message or a notice).

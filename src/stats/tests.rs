@@ -518,3 +518,70 @@ fn rebalance_loop_and_generation_timeline() {
         .expect("hint");
     assert_eq!(h.frames, vec![2, 6, 10]);
 }
+
+/// Every shipped capture (`--ports any`, so every connection counts).
+fn shipped_captures() -> Vec<std::path::PathBuf> {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("captures");
+    let mut v: Vec<_> = std::fs::read_dir(dir)
+        .map(|d| d.filter_map(|e| e.ok().map(|e| e.path())).collect())
+        .unwrap_or_default();
+    v.retain(|p| {
+        matches!(
+            p.extension().and_then(|e| e.to_str()),
+            Some("pcap" | "pcapng")
+        )
+    });
+    v.sort();
+    v
+}
+
+/// The JSON report of `path` with these analyzer settings.
+fn report_json(path: &std::path::Path, cfg: AnalyzerConfig) -> String {
+    use crate::capture::{FileSource, FrameSource, Polled};
+    use crate::model::Analyzer;
+    let mut src = FileSource::open(path.to_str().expect("utf-8 path")).expect("open capture");
+    let mut a = Analyzer::new(cfg);
+    let mut stats = Stats::new(StatsConfig::default());
+    let mut out = Vec::new();
+    loop {
+        match src.poll() {
+            Ok(Polled::Frame(f)) => a.push(&f, &mut out),
+            Ok(Polled::Timeout) => continue,
+            _ => break,
+        }
+        for o in out.drain(..) {
+            stats.push(&o);
+        }
+    }
+    a.finish(&mut out);
+    for o in out.drain(..) {
+        stats.push(&o);
+    }
+    serde_json::to_string(&stats.report()).expect("report JSON")
+}
+
+#[test]
+fn the_light_analyzer_config_reports_what_full_trees_report() {
+    use crate::flow::Ports;
+    use crate::pipeline::PipelineConfig;
+    let captures = shipped_captures();
+    assert!(!captures.is_empty());
+    for p in captures {
+        let base = AnalyzerConfig {
+            pipeline: PipelineConfig::with_ports(Ports::Any),
+            ..AnalyzerConfig::default()
+        };
+        // Every tree in full, records included: what `stats` read before.
+        let mut full = base.clone();
+        full.keep_trees = true;
+        full.decode.records = true;
+        let light = Stats::analyzer_config(base);
+        assert!(light.tree_filter.is_some() && light.decode.records_headers_only);
+        assert_eq!(
+            report_json(&p, full),
+            report_json(&p, light),
+            "{}",
+            p.display()
+        );
+    }
+}

@@ -100,6 +100,7 @@ pub fn run(opts: &PrintOptions) -> Result<u64, CliError> {
     cfg.decode.records = opts.verbose;
     cfg.decode.show_secrets = opts.show_secrets;
     cfg.decode.max_decompressed = opts.max_decompressed;
+    let decode_opts = cfg.decode.clone();
     let mut analyzer = Analyzer::new(cfg);
     let live = matches!(opts.input, Input::Live { .. });
     let stdout = std::io::stdout();
@@ -108,6 +109,10 @@ pub fn run(opts: &PrintOptions) -> Result<u64, CliError> {
     let mut ready = Vec::new();
     // Requests wait (bounded) for their responses so `paired` is final when printed.
     let mut reorder = Reorder::new(if live { 1024 } else { 65_536 });
+    if opts.verbose {
+        // Messages waiting behind a long poll hold their bytes, not their trees.
+        reorder.hold_without_trees(decode_opts);
+    }
     let mut printer = Printer {
         format: opts.format,
         verbose: opts.verbose,
@@ -137,7 +142,7 @@ pub fn run(opts: &PrintOptions) -> Result<u64, CliError> {
                 for o in out.drain(..) {
                     reorder.push(o, &mut ready);
                 }
-                printer.emit(&mut ready, &mut w, opts.count)?;
+                printer.emit(&mut ready, &mut reorder, &mut w, opts.count)?;
             }
             if let Some(mut fin) = batch.finish {
                 if opts.count.is_none_or(|c| printer.printed < c) {
@@ -147,7 +152,7 @@ pub fn run(opts: &PrintOptions) -> Result<u64, CliError> {
                         reorder.push(o, &mut ready);
                     }
                     reorder.flush(&mut ready);
-                    printer.emit(&mut ready, &mut w, opts.count)?;
+                    printer.emit(&mut ready, &mut reorder, &mut w, opts.count)?;
                 }
                 w.flush().map_err(CliError::Output)?;
                 if let Some(e) = batch.error {
@@ -191,7 +196,7 @@ pub fn run(opts: &PrintOptions) -> Result<u64, CliError> {
         for o in out.drain(..) {
             reorder.push(o, &mut ready);
         }
-        printer.emit(&mut ready, &mut w, opts.count)?;
+        printer.emit(&mut ready, &mut reorder, &mut w, opts.count)?;
         if live {
             w.flush().map_err(CliError::Output)?;
         }
@@ -202,7 +207,7 @@ pub fn run(opts: &PrintOptions) -> Result<u64, CliError> {
             reorder.push(o, &mut ready);
         }
         reorder.flush(&mut ready);
-        printer.emit(&mut ready, &mut w, opts.count)?;
+        printer.emit(&mut ready, &mut reorder, &mut w, opts.count)?;
     }
     w.flush().map_err(CliError::Output)?;
     if let Some(e) = read_error {
@@ -330,15 +335,18 @@ impl Printer {
     fn emit(
         &mut self,
         out: &mut Vec<Output>,
+        reorder: &mut Reorder,
         w: &mut impl Write,
         count: Option<u64>,
     ) -> Result<(), CliError> {
         for o in out.drain(..) {
             match o {
-                Output::Message(m) => {
+                Output::Message(mut m) => {
                     if count.is_some_and(|c| self.printed >= c) {
                         continue;
                     }
+                    // A message that waited in the reorder buffer gets its tree back now.
+                    reorder.restore(&mut m);
                     self.printed += 1;
                     if m.info.decode_error.is_some() {
                         self.malformed += 1;

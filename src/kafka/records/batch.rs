@@ -268,7 +268,9 @@ pub(crate) fn decode_batch(ctx: &mut Ctx<'_>, mut c: Cur<'_>) -> (Node, u64) {
             let codec = (h.attributes & 0x07) as u8;
             if h.count >= 0 && ctx.opts.records {
                 if codec == 0 {
-                    records(&mut c, h, &mut kids);
+                    if !ctx.opts.records_headers_only {
+                        records(&mut c, h, &mut kids);
+                    }
                 } else if compressed(ctx, &mut c, h, codec, &mut kids) {
                     details.push("decompressed size exceeds the limit");
                 }
@@ -334,8 +336,10 @@ fn compressed(
                 .get(usize::from(id) - 1)
                 .map(|s| s.data.as_slice())
                 .unwrap_or(&[]);
-            let mut rc = Cur::new(data, 0, id);
-            records(&mut rc, h, &mut n.children);
+            if !ctx.opts.records_headers_only {
+                let mut rc = Cur::new(data, 0, id);
+                records(&mut rc, h, &mut n.children);
+            }
         }
         Inflate::TooLarge(limit) => {
             refused = true;

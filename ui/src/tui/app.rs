@@ -250,6 +250,8 @@ pub struct HexState {
     pub offset_row: usize,
     /// What each byte of the source belongs to (the deepest node's role).
     pub roles: Vec<Role>,
+    /// Bytes of redacted secrets, masked in the view.
+    pub secret: Vec<bool>,
 }
 
 /// The whole UI state.
@@ -773,6 +775,10 @@ impl App {
             self.hex.source = source;
             self.hex.roles = match &self.detail {
                 Some(d) => byte_roles(&d.decoded.root, source, self.hex_bytes().len()),
+                None => Vec::new(),
+            };
+            self.hex.secret = match &self.detail {
+                Some(d) => byte_secrets(&d.decoded.root, source, self.hex_bytes().len()),
                 None => Vec::new(),
             };
         }
@@ -1425,6 +1431,20 @@ fn collect_parents(n: &Node, path: &mut Vec<u32>, out: &mut HashSet<Vec<u32>>) {
         collect_parents(c, path, out);
         path.pop();
     }
+}
+
+/// Which bytes of a source belong to a redacted secret (never shown in the byte view).
+pub fn byte_secrets(root: &Node, source: u16, len: usize) -> Vec<bool> {
+    let mut secret = vec![false; len];
+    root.walk(&mut |n, _| {
+        if n.secret && n.source == source && n.length > 0 {
+            let end = n.end().min(len);
+            if let Some(slot) = secret.get_mut(n.offset.min(end)..end) {
+                slot.fill(true);
+            }
+        }
+    });
+    secret
 }
 
 /// What each byte of a source belongs to: the role of the deepest node over it.

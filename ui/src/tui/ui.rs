@@ -672,7 +672,13 @@ fn render_hex(f: &mut Frame, app: &App, pal: &Palette, area: Rect, rows: usize) 
             if b == cursor && app.focus == Pane::Hex {
                 cstyle = cstyle.add_modifier(Modifier::UNDERLINED | Modifier::BOLD);
             }
-            hex_spans.push(Span::styled(format!("{v:02x}"), cstyle));
+            // Secret bytes (SASL tokens, passwords, HMACs) are never drawn.
+            let secret = app.hex.secret.get(b).copied().unwrap_or(false);
+            if secret {
+                hex_spans.push(Span::styled("••", cstyle));
+            } else {
+                hex_spans.push(Span::styled(format!("{v:02x}"), cstyle));
+            }
             // The gap after a byte takes the highlight when the next byte has it too.
             let next_in = hl.is_some_and(|(s, e)| b + 1 >= s && b + 1 < e && b >= s) && j != 7;
             hex_spans.push(Span::styled(
@@ -683,7 +689,9 @@ fn render_hex(f: &mut Frame, app: &App, pal: &Palette, area: Rect, rows: usize) 
                     Style::default()
                 },
             ));
-            let ch = if v.is_ascii_graphic() || v == b' ' {
+            let ch = if secret {
+                '•'
+            } else if v.is_ascii_graphic() || v == b' ' {
                 v as char
             } else {
                 '.'
