@@ -452,3 +452,97 @@ fn pcapng_and_nanosecond_files() {
     println!("ns file first ts {} ; us file first ts {}", f.ts, g.ts);
     assert_eq!(g.ts.nanos % 1000, 0);
 }
+
+/// The captures shipped in the repository's `captures/` (these run without
+/// ../shared): every Kafka message framed by kafkashark is one tshark frames
+/// (same frame, direction, size and correlation id), and where tshark decoded a
+/// request's api key and version, or a response's, kafkashark agrees.
+#[test]
+fn project_captures_match_their_tshark_readings() {
+    use kafkashark::kafka::decode::Kind;
+    use kafkashark::model::{Analyzer, AnalyzerConfig, Output};
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("captures");
+    let mut pcaps: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap()
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "pcap"))
+        .collect();
+    pcaps.sort();
+    assert!(pcaps.len() >= 9, "captures/ holds the recorded captures");
+    let mut keyed = 0;
+    for f in pcaps {
+        let name = f.file_name().unwrap().to_string_lossy().to_string();
+        let port: u16 = if name.starts_with("b1-") { 19092 } else { 9092 };
+        let tsv = std::fs::read_to_string(f.with_extension("pcap.tshark.tsv"))
+            .unwrap_or_else(|_| panic!("{name}: no .tshark.tsv beside it"));
+        let theirs = tshark_pdus(&tsv, &[port], (0, 3, 5, 8));
+        let r = run(&f, Ports::List(vec![port])).unwrap();
+        let (only_ours, only_theirs) = diff(&r.pdus, &theirs);
+        assert!(
+            only_ours.is_empty() && only_theirs.is_empty(),
+            "{name}: only ours {only_ours:?}; only tshark {only_theirs:?}"
+        );
+        // tshark's api key/version per (frame, correlation id), where it decoded them:
+        // requests in columns 6/7, responses in 13/14.
+        let mut tshark_keys: BTreeMap<(u64, i32, bool), (i16, i16)> = BTreeMap::new();
+        for line in tsv.lines().skip(1) {
+            let c: Vec<&str> = line.split('\t').collect();
+            let Some(frame) = c.first().and_then(|s| s.parse::<u64>().ok()) else {
+                continue;
+            };
+            let resp = c.get(3).and_then(|s| s.parse::<u16>().ok()) == Some(port);
+            let list = |i: usize| -> Vec<&str> {
+                c.get(i).map(|s| s.split(',').collect()).unwrap_or_default()
+            };
+            let corrs = list(8);
+            let (keys, vers) = if resp {
+                (list(13), list(14))
+            } else {
+                (list(6), list(7))
+            };
+            for (i, corr) in corrs.iter().enumerate() {
+                let (Some(Ok(k)), Some(Ok(v)), Ok(corr)) = (
+                    keys.get(i).map(|s| s.parse::<i16>()),
+                    vers.get(i).map(|s| s.parse::<i16>()),
+                    corr.parse::<i32>(),
+                ) else {
+                    continue;
+                };
+                tshark_keys.insert((frame, corr, resp), (k, v));
+            }
+        }
+        let mut src = FileSource::open(f.to_str().unwrap()).unwrap();
+        let mut a = Analyzer::new(AnalyzerConfig {
+            pipeline: PipelineConfig::with_ports(Ports::List(vec![port])),
+            ..AnalyzerConfig::default()
+        });
+        let mut out = Vec::new();
+        while let Some(fr) = src.next_frame().unwrap() {
+            a.push(&fr, &mut out);
+        }
+        a.finish(&mut out);
+        for o in &out {
+            let Output::Message(m) = o else { continue };
+            let i = &m.info;
+            let key = (
+                i.frame,
+                i.correlation_id.unwrap_or(i32::MIN),
+                i.kind == Kind::Response,
+            );
+            if let Some(&(k, v)) = tshark_keys.get(&key) {
+                assert_eq!(
+                    (i.api_key, i.api_version),
+                    (Some(k), Some(v)),
+                    "{name} frame {}: tshark reads api {k} v{v}",
+                    i.frame
+                );
+                keyed += 1;
+            }
+        }
+    }
+    assert!(
+        keyed > 500,
+        "only {keyed} messages had a tshark api reading"
+    );
+    println!("{keyed} messages agree with tshark's api key and version");
+}
