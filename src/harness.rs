@@ -1025,8 +1025,11 @@ pub fn pcap_file(data: &[u8]) {
     check_outputs(&mut outs);
 }
 
+/// A harness: arbitrary bytes in, invariants asserted.
+pub type Harness = fn(&[u8]);
+
 /// Every harness by the name of its fuzz target (and corpus directory).
-pub const TARGETS: &[(&str, fn(&[u8]))] = &[
+pub const TARGETS: &[(&str, Harness)] = &[
     ("request_decode", request_decode),
     ("response_decode", response_decode),
     ("record_set", record_set),

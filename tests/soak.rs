@@ -213,7 +213,7 @@ impl Traffic {
                 c.corr = c.corr.wrapping_add(1);
                 let (req, resp) = exchange(r, c.corr);
                 let ack = flag(false, false, false, true);
-                if r % 7 == 0 {
+                if r.is_multiple_of(7) {
                     // Out of order: the second half of the request arrives first.
                     let half = req.len() / 2;
                     let second = c.cseq.wrapping_add(half as u32);
@@ -225,7 +225,7 @@ impl Traffic {
                 c.cseq = c.cseq.wrapping_add(req.len() as u32);
                 self.messages += 1;
                 if let Some(resp) = resp {
-                    if r % 23 == 0 {
+                    if r.is_multiple_of(23) {
                         self.unanswered += 1;
                     } else {
                         self.seg(BROKER, c.client, c.bseq, c.cseq, ack, resp.clone());
