@@ -21,6 +21,8 @@
 
 #![allow(dead_code)]
 
+pub mod hostile;
+
 use bytes::Bytes;
 use kafkashark::capture::{decode_segment, FileSource, FrameSource, Timestamp};
 use kafkashark::flow::Ports;

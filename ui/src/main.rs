@@ -23,7 +23,12 @@ use kafkashark::flow::Ports;
 /// `kafkashark FILE` opens a capture (or `-` for standard input) in the
 /// terminal UI; `kafkashark live -i IFACE` captures live into it.
 #[derive(Parser, Debug)]
-#[command(name = "kafkashark", version, about, args_conflicts_with_subcommands = true)]
+#[command(
+    name = "kafkashark",
+    version,
+    about,
+    args_conflicts_with_subcommands = true
+)]
 struct Cli {
     #[command(subcommand)]
     command: Option<Command>,
@@ -200,7 +205,10 @@ fn main() -> ExitCode {
     match res {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("kafkashark: {e}");
+            eprintln!(
+                "kafkashark: {}",
+                kafkashark::kafka::tree::escape_text(&e.to_string())
+            );
             ExitCode::from(2)
         }
     }
@@ -278,7 +286,10 @@ fn run_decode(a: &DecodeArgs) -> Result<ExitCode, CliError> {
         .and_then(|()| stdout.flush())
         .map_err(CliError::Output)?;
     if let Some(e) = &d.error {
-        eprintln!("kafkashark: decode error: {e}");
+        eprintln!(
+            "kafkashark: decode error: {}",
+            kafkashark::kafka::tree::escape_text(&e.to_string())
+        );
         return Ok(ExitCode::from(1));
     }
     Ok(ExitCode::SUCCESS)

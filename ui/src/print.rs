@@ -156,7 +156,10 @@ pub fn run(opts: &PrintOptions) -> Result<u64, CliError> {
                 }
                 w.flush().map_err(CliError::Output)?;
                 if let Some(e) = batch.error {
-                    eprintln!("kafkashark: {e}");
+                    eprintln!(
+                        "kafkashark: {}",
+                        kafkashark::kafka::tree::escape_text(&e.to_string())
+                    );
                 }
                 break;
             }
@@ -212,7 +215,10 @@ pub fn run(opts: &PrintOptions) -> Result<u64, CliError> {
     w.flush().map_err(CliError::Output)?;
     if let Some(e) = read_error {
         // Everything before the bad frame was printed; say what stopped the read.
-        eprintln!("kafkashark: {e}");
+        eprintln!(
+            "kafkashark: {}",
+            kafkashark::kafka::tree::escape_text(&e.to_string())
+        );
     }
     Ok(printer.malformed)
 }
@@ -366,7 +372,11 @@ impl Printer {
                 }
                 Output::Notice(n) => {
                     if let Some(text) = notice_text(&n) {
-                        eprintln!("kafkashark: {}: {text}", self.name);
+                        eprintln!(
+                            "kafkashark: {}: {}",
+                            tree::escape_text(&self.name),
+                            tree::escape_text(&text)
+                        );
                     }
                 }
             }

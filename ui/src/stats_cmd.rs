@@ -99,7 +99,10 @@ pub fn run(opts: &StatsOptions) -> Result<(), CliError> {
     }
     emit(&stats.report(), &title, opts.format, live, live && tty)?;
     if let Some(e) = read_error {
-        eprintln!("kafkashark: {e}");
+        eprintln!(
+            "kafkashark: {}",
+            kafkashark::kafka::tree::escape_text(&e.to_string())
+        );
     }
     Ok(())
 }

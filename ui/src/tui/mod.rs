@@ -108,7 +108,9 @@ pub fn run(opts: Options) -> Result<(), CliError> {
                 (
                     format!("live: {iface}"),
                     SourceKind::Live,
-                    Some(Box::new(crate::privilege::after_open(LiveSource::open(&cfg))?)),
+                    Some(Box::new(crate::privilege::after_open(LiveSource::open(
+                        &cfg,
+                    ))?)),
                 )
             }
             Input::Message { name, .. } => (name.clone(), SourceKind::Message, None),
