@@ -5,11 +5,9 @@
 #[path = "../../tests/support/mod.rs"]
 mod support;
 
-use std::net::{Ipv4Addr, SocketAddr};
 use std::process::Command;
 
-use kafkashark::capture::Timestamp;
-use support::{Format, Link, Seg, ACK, PSH, SYN};
+use support::{Format, Link};
 
 const PASSWORD: &str = "s3cr3t-pw";
 
@@ -37,44 +35,6 @@ fn str16(s: &str) -> Vec<u8> {
 
 fn plain_token() -> Vec<u8> {
     format!("\0alice\0{PASSWORD}").into_bytes()
-}
-
-/// A connection with a SYN handshake and then `msgs` (true = client to broker).
-fn conversation(msgs: &[(bool, Vec<u8>)]) -> Vec<Seg> {
-    let c: SocketAddr = (Ipv4Addr::new(127, 0, 0, 1), 40_000).into();
-    let b: SocketAddr = (Ipv4Addr::new(127, 0, 0, 1), 9092).into();
-    let (mut cs, mut bs) = (1000u32, 5000u32);
-    let mut t = 0u32;
-    let mut seg = |src, dst, seq, ack, flags, payload: Vec<u8>| {
-        t += 1;
-        Seg {
-            frame: 0,
-            ts: Timestamp::new(1_700_000_000, t * 1000),
-            src,
-            dst,
-            seq,
-            ack,
-            flags,
-            payload: payload.into(),
-        }
-    };
-    let mut v = vec![
-        seg(c, b, cs, 0, SYN, vec![]),
-        seg(b, c, bs, cs + 1, SYN | ACK, vec![]),
-    ];
-    cs += 1;
-    bs += 1;
-    v.push(seg(c, b, cs, bs, ACK, vec![]));
-    for (to_broker, m) in msgs {
-        if *to_broker {
-            v.push(seg(c, b, cs, bs, PSH | ACK, m.clone()));
-            cs += m.len() as u32;
-        } else {
-            v.push(seg(b, c, bs, cs, PSH | ACK, m.clone()));
-            bs += m.len() as u32;
-        }
-    }
-    v
 }
 
 fn metadata_v1_exchange(corr: i32) -> Vec<(bool, Vec<u8>)> {
@@ -126,7 +86,7 @@ fn raw_tokens_after_handshake_v0_are_redacted_and_the_stream_goes_on() {
     msgs.extend(metadata_v1_exchange(2));
     let cap = support::write_capture(
         "sasl-v0",
-        &conversation(&msgs),
+        &support::hostile::segments(&msgs),
         &Link::Ethernet(vec![]),
         Format::PcapMicros,
     );
@@ -194,7 +154,7 @@ fn plain_password_in_sasl_authenticate_is_redacted() {
     msgs.extend(metadata_v1_exchange(3));
     let cap = support::write_capture(
         "sasl-auth",
-        &conversation(&msgs),
+        &support::hostile::segments(&msgs),
         &Link::Ethernet(vec![]),
         Format::PcapMicros,
     );
