@@ -10,7 +10,6 @@
 
 mod support;
 
-use std::net::{Ipv4Addr, SocketAddr};
 use std::path::{Path, PathBuf};
 
 use kafkashark::capture::{CaptureError, FileSource, FrameSource, Timestamp};
@@ -22,7 +21,7 @@ use kafkashark::model::{Analyzer, AnalyzerConfig, MessageRecord, Notice, Output}
 use kafkashark::pipeline::{Event, PipelineConfig, Warning};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
-use support::{Format, Link, Seg, ACK, PSH, SYN};
+use support::{Format, Link};
 
 fn a1() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("captures/a1-kcat-produce-consume-group.pcap")
@@ -121,51 +120,10 @@ fn produce_v3(corr: i32, records: &[u8]) -> Vec<u8> {
     framed(&b)
 }
 
-/// A connection 127.0.0.1:40000 → :9092 with a handshake, then `msgs`.
-fn conversation(msgs: &[(bool, Vec<u8>)]) -> Vec<Seg> {
-    let c: SocketAddr = (Ipv4Addr::LOCALHOST, 40_000).into();
-    let b: SocketAddr = (Ipv4Addr::LOCALHOST, 9092).into();
-    let (mut cs, mut bs) = (1000u32, 5000u32);
-    let mut t = 0u32;
-    let mut seg = |src, dst, seq, ack, flags, payload: Vec<u8>| {
-        t += 1;
-        Seg {
-            frame: 0,
-            ts: Timestamp::new(1_700_000_000, t * 1000),
-            src,
-            dst,
-            seq,
-            ack,
-            flags,
-            payload: payload.into(),
-        }
-    };
-    let mut v = vec![
-        seg(c, b, cs, 0, SYN, vec![]),
-        seg(b, c, bs, cs + 1, SYN | ACK, vec![]),
-    ];
-    cs += 1;
-    bs += 1;
-    v.push(seg(c, b, cs, bs, ACK, vec![]));
-    for (to_broker, m) in msgs {
-        // Segments of at most 60000 bytes, as over loopback.
-        for chunk in m.chunks(60_000) {
-            if *to_broker {
-                v.push(seg(c, b, cs, bs, PSH | ACK, chunk.to_vec()));
-                cs = cs.wrapping_add(chunk.len() as u32);
-            } else {
-                v.push(seg(b, c, bs, cs, PSH | ACK, chunk.to_vec()));
-                bs = bs.wrapping_add(chunk.len() as u32);
-            }
-        }
-    }
-    v
-}
-
 fn capture(tag: &str, msgs: &[(bool, Vec<u8>)]) -> support::TempCapture {
     support::write_capture(
         tag,
-        &conversation(msgs),
+        &support::hostile::segments(msgs),
         &Link::Ethernet(vec![]),
         Format::PcapMicros,
     )
@@ -289,7 +247,7 @@ fn a_record_longer_than_the_file_is_a_read_error_after_the_good_frames() {
 
 #[test]
 fn corrupt_ip_and_tcp_headers_are_warnings_with_frame_and_offset() {
-    let segs = conversation(&api_versions(1));
+    let segs = support::hostile::segments(&api_versions(1));
     let mut frames: Vec<(Timestamp, Vec<u8>)> = segs
         .iter()
         .map(|s| (s.ts, Link::Ethernet(vec![]).frame(&support::ip_packet(s))))
