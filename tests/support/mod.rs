@@ -22,6 +22,7 @@
 #![allow(dead_code)]
 
 pub mod hostile;
+pub mod tmux;
 
 use bytes::Bytes;
 use kafkashark::capture::{decode_segment, FileSource, FrameSource, Timestamp};

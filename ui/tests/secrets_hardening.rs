@@ -9,12 +9,10 @@
 #[path = "../../tests/support/mod.rs"]
 mod support;
 
-use std::net::{Ipv4Addr, SocketAddr};
 use std::process::Command;
-use std::time::{Duration, Instant};
 
-use kafkashark::capture::Timestamp;
-use support::{Format, Link, Seg, ACK, PSH, SYN};
+use support::tmux::{have_tmux, Tmux};
+use support::{Format, Link};
 
 const OAUTH: &[u8] = b"n,,\x01auth=Bearer eyJhbGciOiJub25lIn0.OAUTH-TOKEN-7f3a9c.\x01\x01";
 const SCRAM_FINAL: &[u8] = b"c=biws,r=nonce123SERVER,p=SCRAMPROOF+dGhpcyBpcyBhIHByb29m";
@@ -195,39 +193,13 @@ fn exchanges() -> Vec<(i16, i16, Vec<u8>, Vec<u8>)> {
 }
 
 fn capture() -> support::TempCapture {
-    let c: SocketAddr = (Ipv4Addr::LOCALHOST, 40_000).into();
-    let b: SocketAddr = (Ipv4Addr::LOCALHOST, 9092).into();
-    let (mut cs, mut bs) = (1000u32, 5000u32);
-    let mut t = 0u32;
-    let mut seg = |src, dst, seq, ack, flags, payload: Vec<u8>| {
-        t += 1;
-        Seg {
-            frame: 0,
-            ts: Timestamp::new(1_700_000_000, t * 1000),
-            src,
-            dst,
-            seq,
-            ack,
-            flags,
-            payload: payload.into(),
-        }
-    };
-    let mut v = vec![
-        seg(c, b, cs, 0, SYN, vec![]),
-        seg(b, c, bs, cs + 1, SYN | ACK, vec![]),
-    ];
-    cs += 1;
-    bs += 1;
-    v.push(seg(c, b, cs, bs, ACK, vec![]));
-    for (_, _, req, resp) in exchanges() {
-        v.push(seg(c, b, cs, bs, PSH | ACK, req.clone()));
-        cs += req.len() as u32;
-        v.push(seg(b, c, bs, cs, PSH | ACK, resp.clone()));
-        bs += resp.len() as u32;
-    }
+    let msgs: Vec<(bool, Vec<u8>)> = exchanges()
+        .into_iter()
+        .flat_map(|(_, _, req, resp)| [(true, req), (false, resp)])
+        .collect();
     support::write_capture(
         "secrets-more",
-        &v,
+        &support::hostile::segments(&msgs),
         &Link::Ethernet(vec![]),
         Format::PcapMicros,
     )
@@ -315,64 +287,18 @@ fn decode_redacts_every_secret_field() {
     }
 }
 
-struct Tmux {
-    socket: String,
-}
-
-impl Tmux {
-    fn run(&self, args: &[&str]) -> std::process::Output {
-        Command::new("tmux")
-            .arg("-L")
-            .arg(&self.socket)
-            .args(args)
-            .output()
-            .expect("tmux runs")
-    }
-
-    fn screen(&self) -> String {
-        String::from_utf8_lossy(&self.run(&["capture-pane", "-p", "-t", "s"]).stdout).into_owned()
-    }
-
-    fn wait(&self, what: &str, ok: impl Fn(&str) -> bool) -> String {
-        let start = Instant::now();
-        loop {
-            let s = self.screen();
-            if ok(&s) {
-                return s;
-            }
-            assert!(
-                start.elapsed() < Duration::from_secs(20),
-                "timed out waiting for {what}; screen:\n{s}"
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
-}
-
-impl Drop for Tmux {
-    fn drop(&mut self) {
-        let _ = self.run(&["kill-server"]);
-    }
-}
-
 /// The terminal UI: the tree redacts, and the byte view must not show the
 /// secret's bytes either, neither as hex nor in its text column.
 #[test]
 fn the_tui_byte_view_redacts_secrets() {
-    if !Command::new("tmux")
-        .arg("-V")
-        .output()
-        .is_ok_and(|o| o.status.success())
-    {
+    if !have_tmux() {
         eprintln!("skipping: tmux is not installed");
         return;
     }
     let (_, _, oauth_req, _) = exchanges().swap_remove(1);
     let path = support::temp_path("secret-tui", "bin");
     std::fs::write(&path, &oauth_req).expect("write");
-    let t = Tmux {
-        socket: format!("kafkashark-secrets-{}", std::process::id()),
-    };
+    let t = Tmux::new("secrets", "s");
     let cmd = format!(
         "NO_COLOR=1 '{}' --message '{}'; echo \"kafkashark exited $?\"; sleep 60",
         env!("CARGO_BIN_EXE_kafkashark"),

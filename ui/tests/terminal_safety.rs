@@ -11,8 +11,8 @@
 mod support;
 
 use std::process::Command;
-use std::time::{Duration, Instant};
 
+use support::tmux::{have_tmux, Tmux};
 use support::{Format, Link};
 
 use support::hostile::*;
@@ -141,61 +141,15 @@ fn decode_text_and_json_are_inert() {
     let _ = std::fs::remove_file(&path);
 }
 
-struct Tmux {
-    socket: String,
-}
-
-impl Tmux {
-    fn run(&self, args: &[&str]) -> std::process::Output {
-        Command::new("tmux")
-            .arg("-L")
-            .arg(&self.socket)
-            .args(args)
-            .output()
-            .expect("tmux runs")
-    }
-
-    fn screen(&self) -> String {
-        String::from_utf8_lossy(&self.run(&["capture-pane", "-p", "-t", "ts"]).stdout).into_owned()
-    }
-
-    fn wait(&self, what: &str, ok: impl Fn(&str) -> bool) -> String {
-        let start = Instant::now();
-        loop {
-            let s = self.screen();
-            if ok(&s) {
-                return s;
-            }
-            assert!(
-                start.elapsed() < Duration::from_secs(20),
-                "timed out waiting for {what}; screen:\n{s}"
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
-}
-
-impl Drop for Tmux {
-    fn drop(&mut self) {
-        let _ = self.run(&["kill-server"]);
-    }
-}
-
 #[test]
 fn the_tui_shows_hostile_strings_escaped() {
-    if !Command::new("tmux")
-        .arg("-V")
-        .output()
-        .is_ok_and(|o| o.status.success())
-    {
+    if !have_tmux() {
         eprintln!("skipping: tmux is not installed");
         return;
     }
     let cap = capture();
     let bin = env!("CARGO_BIN_EXE_kafkashark");
-    let t = Tmux {
-        socket: format!("kafkashark-ts-{}", std::process::id()),
-    };
+    let t = Tmux::new("ts", "ts");
     let cmd = format!(
         "NO_COLOR=1 '{bin}' '{}'; echo \"kafkashark exited $?\"; sleep 60",
         cap.path_str()

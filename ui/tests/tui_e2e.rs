@@ -5,68 +5,12 @@
 //! Each step polls `capture-pane` until the expected text shows or a deadline
 //! passes; there are no fixed sleeps.
 
-use std::process::{Command, Output};
-use std::time::{Duration, Instant};
+#[path = "../../tests/support/mod.rs"]
+mod support;
 
-const DEADLINE: Duration = Duration::from_secs(20);
+use support::tmux::{have_tmux, Tmux};
 
-struct Tmux {
-    socket: String,
-}
-
-impl Tmux {
-    fn run(&self, args: &[&str]) -> Output {
-        Command::new("tmux")
-            .arg("-L")
-            .arg(&self.socket)
-            .args(args)
-            .output()
-            .expect("tmux runs")
-    }
-
-    fn screen(&self) -> String {
-        String::from_utf8_lossy(&self.run(&["capture-pane", "-p", "-t", "e2e"]).stdout).into_owned()
-    }
-
-    fn keys(&self, keys: &[&str]) {
-        let mut args = vec!["send-keys", "-t", "e2e"];
-        args.extend_from_slice(keys);
-        assert!(self.run(&args).status.success());
-    }
-
-    /// Waits until the screen satisfies `ok`; returns it.
-    fn wait(&self, what: &str, ok: impl Fn(&str) -> bool) -> String {
-        let start = Instant::now();
-        loop {
-            let s = self.screen();
-            if ok(&s) {
-                return s;
-            }
-            assert!(
-                start.elapsed() < DEADLINE,
-                "timed out waiting for {what}; screen:\n{s}"
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
-
-    fn wait_for(&self, text: &str) -> String {
-        self.wait(text, |s| s.contains(text))
-    }
-}
-
-impl Drop for Tmux {
-    fn drop(&mut self) {
-        let _ = self.run(&["kill-server"]);
-    }
-}
-
-fn have_tmux() -> bool {
-    Command::new("tmux")
-        .arg("-V")
-        .output()
-        .is_ok_and(|o| o.status.success())
-}
+use std::process::Command;
 
 #[test]
 fn browse_filter_help_and_quit_in_tmux() {
@@ -79,9 +23,7 @@ fn browse_filter_help_and_quit_in_tmux() {
         "{}/../captures/a1-kcat-produce-consume-group.pcap",
         env!("CARGO_MANIFEST_DIR")
     );
-    let t = Tmux {
-        socket: format!("kafkashark-e2e-{}", std::process::id()),
-    };
+    let t = Tmux::new("e2e", "e2e");
     // The shell prints a marker once the UI has exited, then waits.
     let cmd = format!("'{bin}' '{cap}'; echo \"kafkashark exited $?\"; sleep 60");
     let out = t.run(&[
@@ -164,9 +106,7 @@ fn seed_message_in_tmux() {
         "{}/../captures/messages/produce-v12-request-minimal.hex",
         env!("CARGO_MANIFEST_DIR")
     );
-    let t = Tmux {
-        socket: format!("kafkashark-e2e-seed-{}", std::process::id()),
-    };
+    let t = Tmux::new("e2e-seed", "e2e");
     let cmd = format!("NO_COLOR=1 '{bin}' '{msg}'; echo \"kafkashark exited $?\"; sleep 60");
     let out = t.run(&[
         "new-session",
