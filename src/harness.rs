@@ -908,6 +908,7 @@ pub fn frame_of_segment(seg: &Segment, index: u64, ts_ns: u64) -> Frame {
         ),
         caplen,
         origlen: caplen.saturating_add(seg.payload_truncated_by),
+        file_offset: None,
         link: LinkType::RAW,
         data: Bytes::from(ip),
     }
@@ -930,6 +931,7 @@ pub fn link(data: &[u8]) {
         ts: Timestamp::default(),
         caplen,
         origlen: caplen.saturating_add(cut),
+        file_offset: None,
         link: LinkType(l),
         data: bytes.clone(),
     };

@@ -728,6 +728,7 @@ mod tests {
             ts: Timestamp::new(100 + index as i64, 0),
             caplen: f.len() as u32,
             origlen: f.len() as u32,
+            file_offset: None,
             link: LinkType::RAW,
             data: Bytes::from(f),
         }

@@ -132,6 +132,11 @@ pub struct Frame {
     pub link: LinkType,
     /// The captured bytes, starting with the link-layer header.
     pub data: Bytes,
+    /// Where `data` starts in the capture file, when the frame was read from a
+    /// regular file by an offset-aware reader (`None` for live capture, stdin
+    /// and synthetic frames). Lets the TUI re-read a message instead of
+    /// keeping its bytes.
+    pub file_offset: Option<u64>,
 }
 
 /// Why a capture source could not deliver a frame.

@@ -55,6 +55,7 @@ fn frame_from(
         ts: Timestamp::new(secs, nanos),
         caplen: u32::try_from(data.len()).unwrap_or(u32::MAX),
         origlen: header.len,
+        file_offset: None,
         link,
         data: Bytes::copy_from_slice(data),
     }
