@@ -52,7 +52,7 @@ struct TuiArgs {
     #[arg(long)]
     no_color: bool,
     /// Most messages the list keeps; past it the oldest are dropped and counted
-    /// (ring mode). Default: 2,000,000 for files, 500,000 for live capture.
+    /// (ring mode). Default: 2,000,000 for files, 250,000 for live capture.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     max_messages: Option<u64>,
 }
@@ -73,7 +73,7 @@ struct LiveArgs {
     #[arg(long)]
     no_color: bool,
     /// Most messages the list keeps; past it the oldest are dropped and counted
-    /// (ring mode). Default: 500,000.
+    /// (ring mode). Default: 250,000.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     max_messages: Option<u64>,
     #[command(flatten)]

@@ -61,6 +61,10 @@ impl Entry {
         }
         let sum = fingerprint(&raw.bytes);
         raw.bytes = Default::default();
+        if raw.provenance.len() == 1 {
+            // One carrying frame, `first_frame`: what an empty provenance says too.
+            raw.provenance = Vec::new();
+        }
         Entry {
             info,
             raw,
@@ -117,6 +121,9 @@ pub fn message_of<'a>(
     }
     let mut raw = e.raw.clone();
     raw.bytes = bytes.into();
+    if raw.provenance.is_empty() {
+        raw.provenance = vec![(0, raw.first_frame)];
+    }
     Ok(std::borrow::Cow::Owned(raw))
 }
 

@@ -88,7 +88,7 @@ pub struct Options {
 /// Default cap of the message list for files and standard input.
 pub const MAX_MESSAGES_FILE: u64 = 2_000_000;
 /// Default cap of the message list for live capture.
-pub const MAX_MESSAGES_LIVE: u64 = 500_000;
+pub const MAX_MESSAGES_LIVE: u64 = 250_000;
 
 /// Reads a capture file again at given offsets (`pread`: no shared cursor).
 struct FileStore(std::fs::File);
