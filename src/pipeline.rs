@@ -19,7 +19,7 @@
 //! most `max_pending_per_stream` per stream) until a response with the same id
 //! is framed, which lets response resynchronisation prefer real boundaries.
 
-use crate::capture::{decode_segment, Frame, Skip, Timestamp};
+use crate::capture::{decode_segment, payload_file_offset, Frame, Skip, Timestamp};
 use crate::flow::{
     CloseReason, Direction, FlowConfig, FlowEvent, FlowStats, GapReason, Ports, Reassembler,
 };
@@ -338,7 +338,9 @@ impl Pipeline {
         };
         self.stats.tcp_segments += 1;
         let mut evs = std::mem::take(&mut self.scratch);
-        self.flow.push(&seg, frame.index, frame.ts, &mut evs);
+        let file = payload_file_offset(frame, &seg);
+        self.flow
+            .push_at(&seg, frame.index, frame.ts, file, &mut evs);
         for ev in evs.drain(..) {
             self.flow_event(ev, out);
         }
@@ -547,12 +549,13 @@ impl Pipeline {
                 stream_offset,
                 frame,
                 ts,
+                file_offset,
             } => {
                 let dir = map(dir);
                 let framing = self.framing;
                 if let Some(slot) = st.framers.get_mut(dir.index()) {
                     slot.get_or_insert_with(|| Framer::new(stream, dir, false, framing))
-                        .push(data, stream_offset, frame, ts);
+                        .push_at(data, stream_offset, frame, ts, file_offset);
                 }
                 self.drain(st, dir, false, out);
             }

@@ -312,6 +312,20 @@ fn segment_from(pkt: LaxSlicedPacket<'_>, data: &Bytes, origlen: u32) -> Result<
     })
 }
 
+/// Where `seg`'s payload starts in the capture file: the frame's file offset plus
+/// the payload's offset in `frame.data` (the payload is a zero-copy slice of it).
+/// `None` when the frame has no file offset, or the payload is empty or not a
+/// slice of this frame's data.
+pub fn payload_file_offset(frame: &Frame, seg: &Segment) -> Option<u64> {
+    let base = frame.file_offset?;
+    let start = (seg.payload.as_ptr() as usize).checked_sub(frame.data.as_ptr() as usize)?;
+    let end = start.checked_add(seg.payload.len())?;
+    if seg.payload.is_empty() || end > frame.data.len() {
+        return None;
+    }
+    base.checked_add(u64::try_from(start).ok()?)
+}
+
 #[cfg(test)]
 #[allow(clippy::indexing_slicing)]
 mod tests {

@@ -35,7 +35,9 @@
 //!
 //! Invariants: for every direction, the `Data`/`Gap` events have contiguous,
 //! increasing `stream_offset`s starting at 0; every `Data` byte was carried by
-//! the frame named in its event; memory held per direction is bounded by
+//! the frame named in its event and, when the segment was pushed with its
+//! payload's file offset, lies at `file_offset` in the capture file (retransmitted
+//! and overlapping bytes trimmed off move it along); memory held per direction is bounded by
 //! `max_buffer_per_dir` plus one segment.
 
 #![deny(clippy::indexing_slicing)]
@@ -162,6 +164,9 @@ pub enum FlowEvent {
         frame: u64,
         /// Time of that frame.
         ts: Timestamp,
+        /// Where `data[0]` lies in the capture file, when the segment was pushed
+        /// with its payload's file offset ([`Reassembler::push_at`]).
+        file_offset: Option<u64>,
     },
     /// Bytes that will never arrive; the stream continues after them.
     Gap {
@@ -264,6 +269,8 @@ struct Piece {
     len: u64,
     frame: u64,
     ts: Timestamp,
+    /// File offset of `data[0]`, when known.
+    file: Option<u64>,
 }
 
 #[derive(Debug, Default)]
@@ -364,6 +371,19 @@ impl Reassembler {
 
     /// Feed one segment carried by frame `frame` at time `ts`.
     pub fn push(&mut self, seg: &Segment, frame: u64, ts: Timestamp, out: &mut Vec<FlowEvent>) {
+        self.push_at(seg, frame, ts, None, out);
+    }
+
+    /// [`Reassembler::push`] for a segment whose payload starts at `payload_file`
+    /// in the capture file: every `Data` byte then says where it lies in the file.
+    pub fn push_at(
+        &mut self,
+        seg: &Segment,
+        frame: u64,
+        ts: Timestamp,
+        payload_file: Option<u64>,
+        out: &mut Vec<FlowEvent>,
+    ) {
         self.stats.segments += 1;
         self.sweep(ts, out);
         let key = key_of(seg.src, seg.dst);
@@ -450,7 +470,7 @@ impl Reassembler {
             self.flush_acked(&mut conn, back, frame, ts, out);
             Self::check_fin(&mut conn, back);
         }
-        self.segment(&mut conn, dir, seg, frame, ts, out);
+        self.segment(&mut conn, dir, seg, (frame, ts, payload_file), out);
 
         if seg.flags.rst {
             self.close(&mut conn, CloseReason::Reset, frame, ts, out);
@@ -497,13 +517,14 @@ impl Reassembler {
         }
     }
 
+    /// One segment of `conn` in `dir`, carried by `frame` at `ts`, its payload at
+    /// `payload_file` in the capture file when known.
     fn segment(
         &mut self,
         conn: &mut Conn,
         dir: Direction,
         seg: &Segment,
-        frame: u64,
-        ts: Timestamp,
+        (frame, ts, payload_file): (u64, Timestamp, Option<u64>),
         out: &mut Vec<FlowEvent>,
     ) {
         let stream = conn.stream;
@@ -570,6 +591,7 @@ impl Reassembler {
                 } else {
                     (None, len - skip)
                 };
+                let file = payload_file.and_then(|f| f.checked_add(skip));
                 let mut at = start;
                 if let Some(d) = data {
                     let dl = d.len() as u64;
@@ -584,6 +606,7 @@ impl Reassembler {
                             stream_offset: at,
                             frame,
                             ts,
+                            file_offset: file,
                         });
                         h.next_off += dl;
                         h.next_seq = h.next_seq.wrapping_add(dl as u32);
@@ -596,6 +619,7 @@ impl Reassembler {
                                 len: dl,
                                 frame,
                                 ts,
+                                file,
                             },
                         );
                     }
@@ -610,6 +634,7 @@ impl Reassembler {
                             len: hole,
                             frame,
                             ts,
+                            file: None,
                         },
                     );
                 }
@@ -673,6 +698,10 @@ impl Reassembler {
             let n = if data.is_some() { rel(e - s) } else { 0 };
             h.buffered += n;
             self.buffered_total += n;
+            let file = match (&data, p.file) {
+                (Some(_), Some(f)) => f.checked_add(s - off),
+                _ => None,
+            };
             h.buf.insert(
                 s,
                 Piece {
@@ -680,6 +709,7 @@ impl Reassembler {
                     len: e - s,
                     frame: p.frame,
                     ts: p.ts,
+                    file,
                 },
             );
         }
@@ -716,6 +746,7 @@ impl Reassembler {
                         stream_offset: h.next_off,
                         frame: p.frame,
                         ts: p.ts,
+                        file_offset: p.file.and_then(|f| f.checked_add(skip)),
                     });
                 }
                 None => {
@@ -961,6 +992,61 @@ mod tests {
             }
         }
         v
+    }
+
+    /// With each payload's file offset given, every `Data` event's bytes lie at its
+    /// `file_offset` in the file, through reordering, overlaps (first copy wins),
+    /// retransmissions and the sequence-number wrap.
+    #[test]
+    fn data_events_say_where_their_bytes_lie_in_the_file() {
+        let stream = b"0123456789abcdefghijklmnopqrstuvwxyz";
+        let mut file = Vec::new();
+        let mut r = Reassembler::new(FlowConfig::default());
+        let mut out = Vec::new();
+        let isn = u32::MAX - 7;
+        let t = Timestamp::new(1, 0);
+        r.push(&seg(true, isn, b"", SYN), 1, t, &mut out);
+        let base = isn.wrapping_add(1);
+        // (stream range, frame): out of order, overlapping, retransmitted.
+        let sends: [(usize, usize); 8] = [
+            (10, 20),
+            (15, 25),
+            (0, 4),
+            (2, 12),
+            (0, 12),
+            (30, 36),
+            (20, 33),
+            (5, 36),
+        ];
+        for (i, &(s0, s1)) in sends.iter().enumerate() {
+            // Each frame's payload at its own place in the file, after some junk.
+            file.extend_from_slice(b"<hdr>");
+            let at = file.len() as u64;
+            file.extend_from_slice(&stream[s0..s1]);
+            let sg = seg(true, base.wrapping_add(s0 as u32), &stream[s0..s1], ACK);
+            r.push_at(&sg, 2 + i as u64, t, Some(at), &mut out);
+        }
+        assert_eq!(data_of(&out, Direction::ClientToBroker), stream.to_vec());
+        for e in &out {
+            if let FlowEvent::Data {
+                data, file_offset, ..
+            } = e
+            {
+                let at = file_offset.expect("located") as usize;
+                assert_eq!(&file[at..at + data.len()], &data[..]);
+            }
+        }
+        // Pushed without offsets: none.
+        let mut r = Reassembler::new(FlowConfig::default());
+        let mut out = Vec::new();
+        r.push(&seg(true, 5, b"abc", ACK), 1, t, &mut out);
+        assert!(out.iter().all(|e| matches!(
+            e,
+            FlowEvent::Data {
+                file_offset: None,
+                ..
+            }
+        ) || !matches!(e, FlowEvent::Data { .. })));
     }
 
     #[test]

@@ -81,6 +81,11 @@ pub struct RawMessage {
     /// the hole but were skipped (0 for a complete message). `bytes.len() + missing`
     /// is the whole message.
     pub missing: u64,
+    /// Where `bytes` lies in the capture file: `(file offset, length)` per piece, in
+    /// order, the lengths summing to `bytes.len()`. Empty when a byte came from a frame
+    /// without a file offset (live capture, stdin, a reader that does not know it).
+    /// With it, a shell may drop the bytes and read them again ([`RawMessage::reread`]).
+    pub file_pieces: Vec<(u64, u32)>,
 }
 
 impl RawMessage {
@@ -108,6 +113,26 @@ impl RawMessage {
             return None;
         }
         Some((be_i16(self.bytes.get(4..6))?, be_i16(self.bytes.get(6..8))?))
+    }
+
+    /// Reads the message's bytes back with `read_at(file offset, buffer)` (which fills
+    /// the whole buffer or fails), following [`RawMessage::file_pieces`]. `None` when the
+    /// message has no file pieces or a read fails.
+    pub fn reread<E>(
+        pieces: &[(u64, u32)],
+        mut read_at: impl FnMut(u64, &mut [u8]) -> Result<(), E>,
+    ) -> Result<Vec<u8>, E> {
+        let total: usize = pieces.iter().map(|&(_, n)| n as usize).sum();
+        let mut out = vec![0u8; total];
+        let mut at = 0usize;
+        for &(off, n) in pieces {
+            let end = at + n as usize;
+            if let Some(dst) = out.get_mut(at..end) {
+                read_at(off, dst)?;
+            }
+            at = end;
+        }
+        Ok(out)
     }
 
     /// The frame that carried byte `offset` of the message.
@@ -158,6 +183,8 @@ struct Chunk {
     data: Bytes,
     frame: u64,
     ts: Timestamp,
+    /// File offset of `data[0]`, when known.
+    file: Option<u64>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -263,6 +290,20 @@ impl Framer {
 
     /// Append in-order bytes at `stream_offset` (as delivered by `flow`).
     pub fn push(&mut self, data: Bytes, stream_offset: u64, frame: u64, ts: Timestamp) {
+        self.push_at(data, stream_offset, frame, ts, None);
+    }
+
+    /// [`Framer::push`] for bytes that lie at `file` in the capture file: messages
+    /// made of such bytes carry their [`RawMessage::file_pieces`].
+    pub fn push_at(
+        &mut self,
+        data: Bytes,
+        stream_offset: u64,
+        frame: u64,
+        ts: Timestamp,
+        file: Option<u64>,
+    ) {
+        let mut file = file;
         let end = self.head + self.avail;
         let mut data = data;
         let mut off = stream_offset;
@@ -275,6 +316,7 @@ impl Framer {
                 return;
             }
             data = data.slice(dup..);
+            file = file.and_then(|f| f.checked_add(dup as u64));
             off = end;
         }
         if let State::Skip(until) = self.state {
@@ -285,6 +327,7 @@ impl Framer {
                 return;
             }
             data = data.slice(n..);
+            file = file.and_then(|f| f.checked_add(n as u64));
             self.head = until;
             self.state = State::Trusted;
         }
@@ -295,7 +338,12 @@ impl Framer {
             self.head = off.max(self.head);
         }
         self.avail += data.len() as u64;
-        self.chunks.push_back(Chunk { data, frame, ts });
+        self.chunks.push_back(Chunk {
+            data,
+            frame,
+            ts,
+            file,
+        });
     }
 
     /// `len` bytes at `stream_offset` will never arrive. The bytes before the gap are
@@ -649,6 +697,7 @@ impl Framer {
             } else {
                 let k = usize::try_from(n).unwrap_or(usize::MAX).min(c.data.len());
                 c.data = c.data.slice(k..);
+                c.file = c.file.and_then(|f| f.checked_add(k as u64));
                 n = 0;
             }
         }
@@ -679,9 +728,14 @@ impl Framer {
         let stream_offset = self.head;
         let len = usize::try_from(n).ok()?;
         let mut provenance = vec![(0u32, first.frame)];
+        let mut file_pieces = Vec::new();
         let (bytes, last_frame, last_ts) = if first.data.len() >= len {
+            if let (Some(f), Ok(n)) = (first.file, u32::try_from(len)) {
+                file_pieces.push((f, n));
+            }
             (first.data.slice(..len), first.frame, first.ts)
         } else {
+            let mut located = true;
             // Spans chunks: all `len` bytes are buffered, so this allocation is backed by data.
             let mut buf = BytesMut::with_capacity(len);
             let mut last = (first.frame, first.ts);
@@ -696,6 +750,19 @@ impl Framer {
                 let part = c.data.get(..room.min(c.data.len()))?;
                 buf.extend_from_slice(part);
                 last = (c.frame, c.ts);
+                match (c.file, u32::try_from(part.len())) {
+                    (Some(f), Ok(n)) if located => match file_pieces.last_mut() {
+                        // Contiguous in the file (one frame cut in two chunks): one piece.
+                        Some((lf, ln)) if lf.checked_add(u64::from(*ln)) == Some(f) => {
+                            *ln = ln.saturating_add(n);
+                        }
+                        _ => file_pieces.push((f, n)),
+                    },
+                    _ => located = false,
+                }
+            }
+            if !located {
+                file_pieces = Vec::new();
             }
             (buf.freeze(), last.0, last.1)
         };
@@ -713,6 +780,7 @@ impl Framer {
             resynced: std::mem::take(&mut self.resynced),
             skipped_before: std::mem::take(&mut self.skipped),
             missing: 0,
+            file_pieces,
         };
         Some(m)
     }
@@ -846,6 +914,64 @@ mod tests {
         f.push(one.clone(), 0, 1, T);
         let ev = drain(&mut f, &|_| false);
         assert_eq!(messages(&ev)[0].bytes.as_ptr(), one.as_ptr());
+    }
+
+    /// Pieces follow the chunks: a message inside one chunk is one piece; a message
+    /// over chunks gets one piece per chunk, merged when they touch in the file;
+    /// bytes without a file offset leave the message without pieces.
+    #[test]
+    fn file_pieces_locate_every_byte() {
+        // The "file": three requests laid out with junk between the chunks.
+        let (a, b, c) = (
+            request(1, b"0123456789"),
+            request(2, b""),
+            request(3, b"zz"),
+        );
+        let stream: Vec<u8> = [&a[..], &b[..], &c[..]].concat();
+        let mut file = vec![0xeeu8; 1000];
+        // Chunks: stream[0..5] at 100, stream[5..30] at 200 (two touching halves
+        // from one frame: 200..210 and 210..225), stream[30..] at 500.
+        let cuts = [(0usize, 5usize, 100u64), (5, 15, 200), (15, 30, 210)];
+        for &(s0, s1, at) in &cuts {
+            file[at as usize..at as usize + (s1 - s0)].copy_from_slice(&stream[s0..s1]);
+        }
+        file[500..500 + stream.len() - 30].copy_from_slice(&stream[30..]);
+        let mut f = Framer::new(0, Direction::ClientToBroker, true, FramerConfig::default());
+        for &(s0, s1, at) in &cuts {
+            let d = Bytes::copy_from_slice(&stream[s0..s1]);
+            f.push_at(d, s0 as u64, 1 + s0 as u64, T, Some(at));
+        }
+        let d = Bytes::copy_from_slice(&stream[30..]);
+        f.push_at(d, 30, 40, T, Some(500));
+        let ev = drain(&mut f, &|_| false);
+        let ms = messages(&ev);
+        assert_eq!(ms.len(), 3);
+        assert_eq!((a.len(), b.len(), c.len()), (27, 17, 19));
+        // a = stream[0..27]: 100+5, then 200+22 (the two touching chunks merged).
+        assert_eq!(ms[0].file_pieces, vec![(100, 5), (200, 22)]);
+        // b = stream[27..44]: 222+3, then 500+14.
+        assert_eq!(ms[1].file_pieces, vec![(222, 3), (500, 14)]);
+        // c inside the last chunk: one piece, cut from its middle.
+        assert_eq!(ms[2].file_pieces, vec![(514, 19)]);
+        for m in &ms {
+            let back = RawMessage::reread(&m.file_pieces, |off, buf: &mut [u8]| {
+                buf.copy_from_slice(&file[off as usize..off as usize + buf.len()]);
+                Ok::<(), ()>(())
+            });
+            assert_eq!(back.as_deref(), Ok(&m.bytes[..]));
+        }
+        // A duplicate prefix is trimmed and the offset moves with it.
+        let mut f = Framer::new(0, Direction::ClientToBroker, true, FramerConfig::default());
+        f.push_at(Bytes::copy_from_slice(&a[..10]), 0, 1, T, Some(100));
+        f.push_at(Bytes::copy_from_slice(&a[4..]), 4, 2, T, Some(300));
+        let ev = drain(&mut f, &|_| false);
+        assert_eq!(messages(&ev)[0].file_pieces, vec![(100, 10), (306, 17)]);
+        // One chunk without an offset: no pieces at all.
+        let mut f = Framer::new(0, Direction::ClientToBroker, true, FramerConfig::default());
+        f.push_at(Bytes::copy_from_slice(&a[..10]), 0, 1, T, Some(100));
+        f.push(Bytes::copy_from_slice(&a[10..]), 10, 2, T);
+        let ev = drain(&mut f, &|_| false);
+        assert!(messages(&ev)[0].file_pieces.is_empty());
     }
 
     #[test]

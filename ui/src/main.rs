@@ -51,6 +51,10 @@ struct TuiArgs {
     /// No colours (also when the NO_COLOR environment variable is set).
     #[arg(long)]
     no_color: bool,
+    /// Most messages the list keeps; past it the oldest are dropped and counted
+    /// (ring mode). Default: 2,000,000 for files, 250,000 for live capture.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    max_messages: Option<u64>,
 }
 
 /// Live capture into the terminal UI.
@@ -68,6 +72,10 @@ struct LiveArgs {
     /// No colours (also when the NO_COLOR environment variable is set).
     #[arg(long)]
     no_color: bool,
+    /// Most messages the list keeps; past it the oldest are dropped and counted
+    /// (ring mode). Default: 250,000.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    max_messages: Option<u64>,
     #[command(flatten)]
     privilege: privilege::PrivilegeArgs,
 }
@@ -191,6 +199,7 @@ fn main() -> ExitCode {
                 },
                 ports: a.ports,
                 color: use_color(a.no_color),
+                max_messages: a.max_messages,
             })
         }
         None => match open_tui_args(cli.tui) {
@@ -234,6 +243,7 @@ fn open_tui_args(a: TuiArgs) -> Result<Option<tui::Options>, CliError> {
         input,
         ports: a.ports,
         color: use_color(a.no_color),
+        max_messages: a.max_messages,
     }))
 }
 

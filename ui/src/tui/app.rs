@@ -27,13 +27,104 @@ use super::filtering::Filter;
 use super::stats_view::{self, StatsData, StatsTab};
 use super::ui;
 
-/// One message of the list: its facts and its bytes (the tree is decoded on demand).
+/// One message of the list: its facts and its bytes, or where to read them again
+/// (the tree is decoded on demand).
 #[derive(Clone, Debug)]
 pub struct Entry {
     /// The facts (the JSONL contract's keys).
     pub info: MessageInfo,
-    /// The bytes as they crossed the wire, with provenance.
+    /// The message as it crossed the wire, with provenance. When `sum` is set its
+    /// `bytes` were dropped: `raw.file_pieces` says where to read them again.
     pub raw: RawMessage,
+    /// Fingerprint ([`fingerprint`]) of the dropped bytes: bytes read again must match it.
+    pub sum: Option<u64>,
+}
+
+impl Entry {
+    /// An entry that holds its message's bytes.
+    pub fn new(info: MessageInfo, raw: RawMessage) -> Entry {
+        Entry {
+            info,
+            raw,
+            sum: None,
+        }
+    }
+
+    /// An entry for the index: when the message says where its bytes lie in the
+    /// capture file, the bytes are dropped (their fingerprint kept) and read again
+    /// when shown; otherwise they are kept.
+    pub fn indexed(info: MessageInfo, mut raw: RawMessage) -> Entry {
+        let located: u64 = raw.file_pieces.iter().map(|&(_, n)| u64::from(n)).sum();
+        if raw.file_pieces.is_empty() || located != raw.bytes.len() as u64 {
+            raw.file_pieces = Vec::new();
+            return Entry::new(info, raw);
+        }
+        let sum = fingerprint(&raw.bytes);
+        raw.bytes = Default::default();
+        if raw.provenance.len() == 1 {
+            // One carrying frame, `first_frame`: what an empty provenance says too.
+            raw.provenance = Vec::new();
+        }
+        Entry {
+            info,
+            raw,
+            sum: Some(sum),
+        }
+    }
+
+    /// True when the bytes are read again from the capture file when needed.
+    pub fn in_file(&self) -> bool {
+        self.sum.is_some()
+    }
+}
+
+/// Reads bytes of the capture file again, for entries that do not hold them.
+pub trait ByteStore: Send {
+    /// Fills `buf` with the file's bytes at `offset` (all of it, or an error).
+    fn read_at(&self, offset: u64, buf: &mut [u8]) -> std::io::Result<()>;
+}
+
+/// A 64-bit fingerprint of a message's bytes (not cryptographic: it tells a file
+/// that changed under the TUI from the one that was loaded).
+pub fn fingerprint(b: &[u8]) -> u64 {
+    const K: u64 = 0x9E37_79B9_7F4A_7C15;
+    let mut h = (b.len() as u64).wrapping_mul(K);
+    let mut words = b.chunks_exact(8);
+    for w in &mut words {
+        let mut a = [0u8; 8];
+        a.copy_from_slice(w);
+        h = (h ^ u64::from_le_bytes(a)).wrapping_mul(K).rotate_left(29);
+    }
+    for &x in words.remainder() {
+        h = (h ^ u64::from(x)).wrapping_mul(K).rotate_left(29);
+    }
+    h ^ (h >> 31)
+}
+
+/// The message of `e` with its bytes: its own, or read again through `store` and
+/// checked against the length and fingerprint taken when it was loaded.
+pub fn message_of<'a>(
+    e: &'a Entry,
+    store: Option<&dyn ByteStore>,
+) -> Result<std::borrow::Cow<'a, RawMessage>, String> {
+    let Some(sum) = e.sum else {
+        return Ok(std::borrow::Cow::Borrowed(&e.raw));
+    };
+    let frame = e.info.first_frame;
+    let store = store.ok_or_else(|| format!("frame {frame}: the capture file is not open"))?;
+    let bytes = RawMessage::reread(&e.raw.file_pieces, |off, buf| store.read_at(off, buf))
+        .map_err(|err| format!("frame {frame}: cannot read the message again: {err}"))?;
+    if fingerprint(&bytes) != sum {
+        return Err(format!(
+            "frame {frame}: the capture file changed since it was loaded"
+        ));
+    }
+    let mut raw = e.raw.clone();
+    raw.bytes = bytes.into();
+    if raw.provenance.is_empty() {
+        raw.provenance = vec![(0, raw.first_frame)];
+    }
+    Ok(std::borrow::Cow::Owned(raw))
 }
 
 /// Everything that can happen to the UI.
@@ -213,6 +304,8 @@ pub struct Detail {
     pub entry: usize,
     /// The tree and its byte sources.
     pub decoded: Decoded,
+    /// The message with its bytes (read again from the file when the entry does not hold them).
+    pub raw: RawMessage,
 }
 
 /// One visible row of the field tree.
@@ -314,8 +407,19 @@ pub struct App {
     pub stats_view: Option<StatsView>,
     /// Most messages the stats view decodes per refresh.
     pub stats_limit: usize,
+    /// Reads entries' bytes again from the capture file (`None`: entries hold them).
+    pub store: Option<Box<dyn ByteStore>>,
+    /// Most entries the index keeps (ring mode): past it the oldest are dropped.
+    pub max_entries: usize,
+    /// Entries dropped from the front of the index by ring mode.
+    pub dropped: u64,
+    /// Messages recently read again from the file, `(entry, message)`, newest last.
+    recent: Vec<(usize, RawMessage)>,
     opts: DecodeOptions,
 }
+
+/// Messages read again from the file that are kept for going back to them.
+const RECENT: usize = 8;
 
 /// Rows the wheel scrolls.
 const WHEEL_ROWS: usize = 3;
@@ -359,6 +463,10 @@ impl App {
             ticks: 0,
             stats_view: None,
             stats_limit: stats_view::DECODE_LIMIT,
+            store: None,
+            max_entries: usize::MAX,
+            dropped: 0,
+            recent: Vec::new(),
             opts: DecodeOptions::default(),
         }
     }
@@ -424,6 +532,9 @@ impl App {
         for mut e in batch {
             let idx = self.entries.len();
             e.info.index = idx as u64;
+            // The loader numbers messages from the start of the input; ring mode
+            // dropped the first `dropped` of them.
+            e.info.peer = e.info.peer.and_then(|p| p.checked_sub(self.dropped));
             if e.info.kind == Kind::Response {
                 if let (true, Some(p)) = (e.info.paired, e.info.peer) {
                     let p = p as usize;
@@ -470,10 +581,66 @@ impl App {
             }
             self.sync_list_pos();
         }
+        if self.entries.len() > self.max_entries {
+            // Down to 7/8 of the cap in one pass: renumbering is paid once per cap/8 messages.
+            let keep = self.max_entries - self.max_entries / 8;
+            self.drop_oldest(self.entries.len() - keep);
+        }
         if self.follow && !self.view.is_empty() {
             self.select_pos(self.view.len() - 1);
         } else if self.selected.is_none() && !self.view.is_empty() {
             self.select_pos(0);
+        }
+    }
+
+    /// Ring mode: drops the `k` oldest entries, counts them in `dropped`, and
+    /// renumbers the rest so that `entries[i].info.index == i` still holds (a
+    /// response whose request was dropped loses its peer).
+    fn drop_oldest(&mut self, k: usize) {
+        let k = k.min(self.entries.len());
+        if k == 0 {
+            return;
+        }
+        let k64 = k as u64;
+        self.entries.drain(..k);
+        self.matched.drain(..k.min(self.matched.len()));
+        for e in &mut self.entries {
+            e.info.index -= k64;
+            e.info.peer = e.info.peer.and_then(|p| p.checked_sub(k64));
+        }
+        let gone_before =
+            |pos: usize, view: &[usize]| view.iter().take(pos).filter(|&&i| i < k).count();
+        let (pos_gone, offset_gone) = (
+            gone_before(self.list_pos, &self.view),
+            gone_before(self.list_offset, &self.view),
+        );
+        self.view.retain(|&i| i >= k);
+        for i in &mut self.view {
+            *i -= k;
+        }
+        self.list_pos = self.list_pos.saturating_sub(pos_gone);
+        self.list_offset = self.list_offset.saturating_sub(offset_gone);
+        self.recent.retain(|(i, _)| *i >= k);
+        for (i, _) in &mut self.recent {
+            *i -= k;
+        }
+        self.dropped += k64;
+        match self.selected {
+            Some(s) if s >= k => {
+                self.selected = Some(s - k);
+                if let Some(d) = &mut self.detail {
+                    d.entry = s - k;
+                }
+            }
+            Some(_) => {
+                self.selected = None;
+                self.detail = None;
+            }
+            None => {}
+        }
+        self.sync_list_pos();
+        if self.selected.is_none() && !self.view.is_empty() {
+            self.select_pos(self.list_pos.min(self.view.len() - 1));
         }
     }
 
@@ -579,12 +746,46 @@ impl App {
         }
     }
 
+    /// The message of entry `idx` with its bytes: held by the entry, recently read,
+    /// or read again from the capture file (then kept among the recent ones).
+    pub fn message(&mut self, idx: usize) -> Result<RawMessage, String> {
+        let e = self
+            .entries
+            .get(idx)
+            .ok_or_else(|| format!("no message {idx}"))?;
+        if !e.in_file() {
+            return Ok(e.raw.clone());
+        }
+        if let Some(p) = self.recent.iter().position(|(i, _)| *i == idx) {
+            let hit = self.recent.remove(p);
+            let m = hit.1.clone();
+            self.recent.push(hit);
+            return Ok(m);
+        }
+        let m = message_of(e, self.store.as_deref())?.into_owned();
+        if self.recent.len() >= RECENT {
+            self.recent.remove(0);
+        }
+        self.recent.push((idx, m.clone()));
+        Ok(m)
+    }
+
     fn select_entry(&mut self, idx: usize) {
         self.selected = Some(idx);
+        let raw = match self.message(idx) {
+            Ok(raw) => raw,
+            Err(why) => {
+                self.notice = Some(why);
+                self.detail = None;
+                self.tree = TreeState::default();
+                self.hex = HexState::default();
+                return;
+            }
+        };
         let Some(e) = self.entries.get(idx) else {
             return;
         };
-        let mut decoded = decode_entry(e, &self.opts);
+        let mut decoded = kafkashark::model::redecode(&e.info, &raw, &self.opts);
         if e.info.kind == Kind::Response {
             self.topics.learn(e.info.api_key, &decoded.root);
         }
@@ -597,6 +798,7 @@ impl App {
         self.detail = Some(Detail {
             entry: idx,
             decoded,
+            raw,
         });
         self.tree = TreeState {
             expanded,
@@ -623,10 +825,7 @@ impl App {
     pub fn hex_bytes(&self) -> &[u8] {
         let Some(d) = &self.detail else { return &[] };
         match self.hex.source {
-            0 => self
-                .entries
-                .get(d.entry)
-                .map_or(&[][..], |e| &e.raw.bytes[..]),
+            0 => &d.raw.bytes[..],
             n => d
                 .decoded
                 .sources
@@ -1143,7 +1342,7 @@ impl App {
 impl App {
     /// Opens the stats view, computed from every message loaded so far.
     pub fn open_stats(&mut self) {
-        let data = stats_view::compute(&self.entries, self.stats_limit);
+        let data = stats_view::compute(&self.entries, self.stats_limit, self.store.as_deref());
         self.stats_view = Some(StatsView {
             tab: StatsTab::Latency,
             sel: [0; 5],
@@ -1156,7 +1355,7 @@ impl App {
 
     /// Recomputes the open stats view, keeping its section and selections.
     pub fn refresh_stats(&mut self) {
-        let data = stats_view::compute(&self.entries, self.stats_limit);
+        let data = stats_view::compute(&self.entries, self.stats_limit, self.store.as_deref());
         let ticks = self.ticks;
         if let Some(v) = &mut self.stats_view {
             v.data = data;
@@ -1365,6 +1564,7 @@ fn remove_char(s: &mut String, chars: usize) {
 /// Decodes an entry's tree: requests by their header, responses with the api
 /// key and version of their request (the ApiVersions v0 fallback of KIP-511
 /// as the model does), unknown responses header only.
+#[cfg(test)]
 pub fn decode_entry(e: &Entry, opts: &DecodeOptions) -> Decoded {
     kafkashark::model::redecode(&e.info, &e.raw, opts)
 }

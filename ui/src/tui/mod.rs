@@ -18,6 +18,8 @@ pub mod stats_view;
 pub mod ui;
 
 #[cfg(test)]
+mod tests_index;
+#[cfg(test)]
 mod tests_render;
 #[cfg(test)]
 mod tests_stats;
@@ -49,7 +51,7 @@ use ratatui::backend::CrosstermBackend;
 use ratatui::Terminal;
 
 use crate::cli_error::CliError;
-pub use app::{App, Config, Effect, Entry, Msg, SourceKind};
+pub use app::{App, ByteStore, Config, Effect, Entry, Msg, SourceKind};
 
 /// What the TUI reads.
 pub enum Input {
@@ -79,6 +81,57 @@ pub struct Options {
     pub ports: Ports,
     /// Colours on.
     pub color: bool,
+    /// Most messages the list keeps (ring mode); `None` for the default.
+    pub max_messages: Option<u64>,
+}
+
+/// Default cap of the message list for files and standard input.
+pub const MAX_MESSAGES_FILE: u64 = 2_000_000;
+/// Default cap of the message list for live capture.
+pub const MAX_MESSAGES_LIVE: u64 = 250_000;
+
+/// Reads a capture file again at given offsets (`pread`: no shared cursor).
+struct FileStore(std::fs::File);
+
+impl ByteStore for FileStore {
+    fn read_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<()> {
+        std::os::unix::fs::FileExt::read_exact_at(&self.0, buf, offset)
+    }
+}
+
+/// File offsets of the frames of a classic pcap file read by a reader that does
+/// not report them (libpcap): the records follow one another, a 24-byte file
+/// header, then per record a 16-byte header and `caplen` bytes. Re-read bytes are
+/// checked against their fingerprint, so an offset gone wrong shows as an error,
+/// never as wrong bytes.
+struct PcapOffsets {
+    next: u64,
+}
+
+impl PcapOffsets {
+    /// Offsets for `path` when it is a classic pcap file (µs or ns, either byte order).
+    fn open(path: &str) -> Option<PcapOffsets> {
+        use std::io::Read;
+        let mut magic = [0u8; 4];
+        std::fs::File::open(path)
+            .ok()?
+            .read_exact(&mut magic)
+            .ok()?;
+        matches!(
+            u32::from_le_bytes(magic),
+            0xa1b2_c3d4 | 0xd4c3_b2a1 | 0xa1b2_3c4d | 0x4d3c_b2a1
+        )
+        .then_some(PcapOffsets { next: 24 })
+    }
+
+    /// Sets `f.file_offset` when the reader left it unset.
+    fn place(&mut self, f: &mut kafkashark::capture::Frame) {
+        let data = self.next.saturating_add(16);
+        if f.file_offset.is_none() {
+            f.file_offset = Some(data);
+        }
+        self.next = data.saturating_add(u64::from(f.caplen));
+    }
 }
 
 /// Messages per batch sent by the loader.
@@ -119,6 +172,18 @@ pub fn run(opts: Options) -> Result<(), CliError> {
         Input::File(p) if p != "-" => std::fs::metadata(p).ok().map(|m| m.len()),
         _ => None,
     };
+    // The file opened again for reading messages back; offsets of a classic pcap
+    // when the reader does not give them.
+    let (store, offsets) = match &opts.input {
+        Input::File(p) if p != "-" && std::fs::metadata(p).is_ok_and(|m| m.is_file()) => (
+            std::fs::File::open(p)
+                .ok()
+                .map(|f| Box::new(FileStore(f)) as Box<dyn ByteStore>),
+            PcapOffsets::open(p),
+        ),
+        _ => (None, None),
+    };
+    let reread = store.is_some();
     let size = crossterm::terminal::size().unwrap_or((80, 24));
     let mut app = App::new(
         Config {
@@ -128,6 +193,13 @@ pub fn run(opts: Options) -> Result<(), CliError> {
         },
         size,
     );
+    app.store = store;
+    let cap = opts.max_messages.unwrap_or(if kind == SourceKind::Live {
+        MAX_MESSAGES_LIVE
+    } else {
+        MAX_MESSAGES_FILE
+    });
+    app.max_entries = usize::try_from(cap).unwrap_or(usize::MAX);
     let stop = Arc::new(AtomicBool::new(false));
     let rx = match (source, opts.input) {
         (Some(src), _) => {
@@ -136,7 +208,17 @@ pub fn run(opts: Options) -> Result<(), CliError> {
             let ports = opts.ports.clone();
             std::thread::Builder::new()
                 .name("kafkashark-loader".into())
-                .spawn(move || load(src, ports, total, &tx, &stop2))
+                .spawn(move || {
+                    load(
+                        src,
+                        ports,
+                        total,
+                        reread.then_some(offsets).flatten(),
+                        reread,
+                        &tx,
+                        &stop2,
+                    )
+                })
                 .map_err(|e| CliError::Io {
                     path: "loader thread".into(),
                     err: e,
@@ -259,10 +341,13 @@ fn event_loop(app: &mut App, rx: Option<&Receiver<Msg>>) -> Result<(), CliError>
 }
 
 /// The loader: frames → analyzer → batches of entries, progress and counters.
+/// With `reread`, messages located in the file leave their bytes behind.
 fn load(
     mut src: Box<dyn FrameSource + Send>,
     ports: Ports,
     total: Option<u64>,
+    mut offsets: Option<PcapOffsets>,
+    reread: bool,
     tx: &SyncSender<Msg>,
     stop: &AtomicBool,
 ) {
@@ -317,10 +402,8 @@ fn load(
     let take = |out: &mut Vec<Output>, batch: &mut Vec<Entry>, gaps: &mut u64| {
         for o in out.drain(..) {
             match o {
-                Output::Message(m) => batch.push(Entry {
-                    info: m.info,
-                    raw: m.raw,
-                }),
+                Output::Message(m) if reread => batch.push(Entry::indexed(m.info, m.raw)),
+                Output::Message(m) => batch.push(Entry::new(m.info, m.raw)),
                 Output::Notice(Notice::Stream(PipeEvent::Gap { .. })) => *gaps += 1,
                 Output::Notice(_) => {}
             }
@@ -331,7 +414,10 @@ fn load(
             return;
         }
         match src.poll() {
-            Ok(Polled::Frame(f)) => {
+            Ok(Polled::Frame(mut f)) => {
+                if let Some(o) = offsets.as_mut() {
+                    o.place(&mut f);
+                }
                 if first {
                     first = false;
                     if tx.send(Msg::Origin(f.ts)).is_err() {
@@ -394,6 +480,7 @@ pub fn message_entry(bytes: Vec<u8>) -> Entry {
         resynced: false,
         skipped_before: 0,
         missing: 0,
+        file_pieces: Vec::new(),
     };
     let nowhere = SocketAddr::from((Ipv4Addr::UNSPECIFIED, 0));
     let info = MessageInfo {
@@ -428,5 +515,5 @@ pub fn message_entry(bytes: Vec<u8>) -> Entry {
         skipped_before: 0,
         topics: d.topics.clone(),
     };
-    Entry { info, raw }
+    Entry::new(info, raw)
 }

@@ -24,7 +24,7 @@ use kafkashark::kafka::{DecodeOptions, Decoded, Value};
 use kafkashark::model::MessageInfo;
 use kafkashark::stats::{LatencyMs, Stats, StatsConfig, StatsReport};
 
-use super::app::Entry;
+use super::app::{message_of, ByteStore, Entry};
 
 /// Most messages decoded per refresh for the figures that need a tree.
 pub const DECODE_LIMIT: usize = 20_000;
@@ -368,7 +368,8 @@ fn counts(m: &BTreeMap<String, u64>) -> String {
 }
 
 /// Runs the engine's statistics over `entries`, decoding at most `limit` of them.
-pub fn compute(entries: &[Entry], limit: usize) -> StatsData {
+/// Entries that do not hold their bytes are read again through `store`.
+pub fn compute(entries: &[Entry], limit: usize, store: Option<&dyn ByteStore>) -> StatsData {
     let opts = DecodeOptions {
         records: false,
         ..DecodeOptions::default()
@@ -384,10 +385,13 @@ pub fn compute(entries: &[Entry], limit: usize) -> StatsData {
         let i = &e.info;
         let tree = if wants_tree(e, entries) {
             wanted += 1;
-            (decoded < limit).then(|| {
-                decoded += 1;
-                kafkashark::model::redecode(i, &e.raw, &opts)
-            })
+            (decoded < limit)
+                .then(|| {
+                    decoded += 1;
+                    let raw = message_of(e, store).ok()?;
+                    Some(kafkashark::model::redecode(i, &raw, &opts))
+                })
+                .flatten()
         } else {
             None
         };

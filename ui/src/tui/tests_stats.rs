@@ -496,7 +496,7 @@ fn bench_compute() {
         }
     }
     let t = std::time::Instant::now();
-    let d = super::stats_view::compute(&all, super::stats_view::DECODE_LIMIT);
+    let d = super::stats_view::compute(&all, super::stats_view::DECODE_LIMIT, None);
     eprintln!(
         "{} entries: {:?}, wanted {} decoded {}",
         all.len(),

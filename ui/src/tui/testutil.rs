@@ -31,10 +31,7 @@ pub fn entries(capture: &str) -> Vec<Entry> {
     STATS.with(|s| s.set((ps.frames, ps.kafka_streams, ps.resyncs)));
     out.into_iter()
         .filter_map(|o| match o {
-            Output::Message(m) => Some(Entry {
-                info: m.info,
-                raw: m.raw,
-            }),
+            Output::Message(m) => Some(Entry::new(m.info, m.raw)),
             Output::Notice(_) => None,
         })
         .collect()
@@ -86,4 +83,45 @@ pub fn message_app(file: &str, w: u16, h: u16) -> App {
     app.update(Msg::Loaded(vec![super::message_entry(bytes)]));
     app.update(Msg::LoadDone);
     app
+}
+
+/// A capture file held in memory, read back like the TUI's file store.
+pub struct MemStore(pub Vec<u8>);
+
+impl super::ByteStore for MemStore {
+    fn read_at(&self, offset: u64, buf: &mut [u8]) -> std::io::Result<()> {
+        let start = usize::try_from(offset).map_err(|_| std::io::ErrorKind::InvalidInput)?;
+        let src = self
+            .0
+            .get(start..start + buf.len())
+            .ok_or(std::io::ErrorKind::UnexpectedEof)?;
+        buf.copy_from_slice(src);
+        Ok(())
+    }
+}
+
+/// Every message of a classic-pcap capture in `captures/`, read with the frames'
+/// file offsets (as the TUI's loader places them): `(indexed entries without
+/// their bytes, the same entries with their bytes, the file's bytes)`.
+pub fn located_entries(capture: &str) -> (Vec<Entry>, Vec<Entry>, Vec<u8>) {
+    let path = repo(capture);
+    let mut src = FileSource::open(&path).expect("capture opens");
+    let mut offsets = super::PcapOffsets::open(&path).expect("a classic pcap");
+    let mut cfg = AnalyzerConfig::default();
+    cfg.decode.records = false;
+    let mut an = Analyzer::new(cfg);
+    let mut out = Vec::new();
+    while let Some(mut f) = src.next_frame().expect("frame") {
+        offsets.place(&mut f);
+        an.push(&f, &mut out);
+    }
+    an.finish(&mut out);
+    let (mut indexed, mut full) = (Vec::new(), Vec::new());
+    for o in out {
+        if let Output::Message(m) = o {
+            full.push(Entry::new(m.info.clone(), m.raw.clone()));
+            indexed.push(Entry::indexed(m.info, m.raw));
+        }
+    }
+    (indexed, full, std::fs::read(&path).expect("capture read"))
 }

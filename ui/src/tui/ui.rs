@@ -805,6 +805,10 @@ fn render_status(f: &mut Frame, app: &App, area: Rect) {
         .map_or(app.cfg.title.clone(), |n| n.to_string_lossy().into_owned());
     let mut parts = vec![escape_text(&name)];
     parts.push(format!("{}/{} msgs", app.view.len(), app.entries.len()));
+    if app.dropped > 0 {
+        // Ring mode: the oldest messages left the list.
+        parts.push(format!("{} oldest dropped", app.dropped));
+    }
     // Counters that give way first on narrow terminals.
     let mut optional = Vec::new();
     if app.cfg.kind != SourceKind::Message {

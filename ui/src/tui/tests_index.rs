@@ -1,0 +1,209 @@
+//! The message index: entries that leave their bytes in the capture file and
+//! read them again when shown, and ring mode. State tests through
+//! `App::update`; the file is an in-memory store.
+
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+
+use super::app::{App, Config, Entry, Msg, SourceKind};
+use super::testutil::{entries, located_entries, MemStore};
+use super::ui;
+
+const A2: &str = "captures/a2-confluent-compression-codecs.pcap";
+const B3: &str = "captures/b3-large-messages.pcap";
+const A6: &str = "captures/a6-confluent-multisegment-pdus.pcap";
+
+fn app(store: Option<Vec<u8>>) -> App {
+    let mut app = App::new(
+        Config {
+            title: "index".into(),
+            kind: SourceKind::File,
+            color: false,
+        },
+        (120, 40),
+    );
+    app.store = store.map(|b| Box::new(MemStore(b)) as Box<dyn super::ByteStore>);
+    app
+}
+
+fn key(app: &mut App, code: KeyCode) {
+    app.update(Msg::Key(KeyEvent::new(code, KeyModifiers::NONE)));
+}
+
+/// Every message of captures with multi-segment and large messages keeps no
+/// bytes in the index, and reads back byte for byte the bytes it was framed
+/// from, with the same tree as from the bytes themselves.
+#[test]
+fn every_message_reads_back_identical_bytes_and_tree() {
+    for cap in [A2, B3, A6] {
+        let (indexed, full, file) = located_entries(cap);
+        assert!(!indexed.is_empty(), "{cap}");
+        assert!(
+            indexed
+                .iter()
+                .all(|e| e.in_file() && e.raw.bytes.is_empty()),
+            "{cap}: every message is located in the file"
+        );
+        let mut a = app(Some(file));
+        let mut b = app(None);
+        a.update(Msg::Loaded(indexed));
+        b.update(Msg::Loaded(full.clone()));
+        for pos in 0..a.view.len() {
+            a.select_pos(pos);
+            b.select_pos(pos);
+            let (da, db) = (a.detail.as_ref().unwrap(), b.detail.as_ref().unwrap());
+            assert_eq!(da.raw.bytes, full[da.entry].raw.bytes, "{cap} #{pos}");
+            assert_eq!(da.raw, db.raw, "{cap} #{pos}");
+            assert_eq!(da.decoded.root, db.decoded.root, "{cap} #{pos}");
+            assert_eq!(a.hex_bytes(), b.hex_bytes(), "{cap} #{pos}");
+        }
+    }
+}
+
+/// The stats view decodes located entries from the file: same figures.
+#[test]
+fn stats_view_reads_located_entries_back() {
+    let (indexed, full, file) = located_entries(A2);
+    let mut a = app(Some(file));
+    let mut b = app(None);
+    a.update(Msg::Loaded(indexed));
+    b.update(Msg::Loaded(full));
+    a.update(Msg::LoadDone);
+    b.update(Msg::LoadDone);
+    a.open_stats();
+    b.open_stats();
+    let (sa, sb) = (
+        a.stats_view.as_ref().unwrap(),
+        b.stats_view.as_ref().unwrap(),
+    );
+    assert_eq!(format!("{:?}", sa.data), format!("{:?}", sb.data));
+}
+
+/// A file that changed under the TUI (or cannot be read) shows a notice, never
+/// other bytes.
+#[test]
+fn a_changed_file_is_reported_not_shown() {
+    let (indexed, _, mut file) = located_entries(A2);
+    let first = indexed[0].raw.file_pieces[0].0 as usize;
+    file[first + 10] ^= 0xff;
+    let mut a = app(Some(file));
+    a.update(Msg::Loaded(indexed.clone()));
+    assert!(a.detail.is_none());
+    let notice = a.notice.clone().unwrap_or_default();
+    assert!(notice.contains("changed since it was loaded"), "{notice}");
+    // The next message is fine.
+    key(&mut a, KeyCode::Down);
+    assert!(a.detail.is_some());
+
+    let mut none = app(None);
+    none.update(Msg::Loaded(indexed));
+    assert!(none.detail.is_none());
+    assert!(none.notice.unwrap_or_default().contains("not open"));
+}
+
+/// Going back to a recent message does not read the file again.
+#[test]
+fn recently_shown_messages_are_kept() {
+    let (indexed, _, file) = located_entries(A2);
+    let mut a = app(Some(file));
+    a.update(Msg::Loaded(indexed));
+    key(&mut a, KeyCode::Down);
+    key(&mut a, KeyCode::Up);
+    // Swap in an empty file: the two shown messages still come from memory.
+    a.store = Some(Box::new(MemStore(Vec::new())));
+    key(&mut a, KeyCode::Down);
+    assert!(a.detail.is_some(), "{:?}", a.notice);
+    key(&mut a, KeyCode::Up);
+    assert!(a.detail.is_some());
+    key(&mut a, KeyCode::Down);
+    key(&mut a, KeyCode::Down);
+    assert!(a.detail.is_none(), "a third message needs the file");
+}
+
+/// Ring mode: the index never holds more than its cap, the oldest go first and
+/// are counted, positions stay indices, and pairs point at the right peers.
+#[test]
+fn ring_mode_drops_the_oldest_and_counts_them() {
+    let all = entries(A2);
+    let cap = 40;
+    let mut a = app(None);
+    a.max_entries = cap;
+    let mut loaded = 0usize;
+    for chunk in all.chunks(7) {
+        a.update(Msg::Loaded(chunk.to_vec()));
+        loaded += chunk.len();
+        assert!(a.entries.len() <= cap);
+        assert_eq!(a.dropped as usize + a.entries.len(), loaded);
+    }
+    assert!(a.dropped > 0);
+    let first = a.dropped as usize;
+    let mut b = app(None);
+    b.update(Msg::Loaded(all.clone()));
+    for (i, e) in a.entries.iter().enumerate() {
+        let orig = &all[first + i];
+        assert_eq!(e.info.index, i as u64);
+        assert_eq!(e.info.frame, orig.info.frame);
+        assert_eq!(e.raw.bytes, orig.raw.bytes);
+        // The peer is the same message as in the full list, or gone with the dropped ones.
+        let want = b.entries[first + i]
+            .info
+            .peer
+            .and_then(|p| (p as usize).checked_sub(first));
+        assert_eq!(e.info.peer.map(|p| p as usize), want, "entry {i}");
+    }
+    assert_eq!(a.view, (0..a.entries.len()).collect::<Vec<_>>());
+    let sel = a.selected.expect("a selection");
+    assert_eq!(a.detail.as_ref().unwrap().entry, sel);
+    // The status bar says how many left.
+    let mut term = ratatui::Terminal::new(ratatui::backend::TestBackend::new(120, 40)).unwrap();
+    term.draw(|f| ui::render(f, &a)).unwrap();
+    let screen: String = term
+        .backend()
+        .buffer()
+        .content()
+        .iter()
+        .map(|c| c.symbol())
+        .collect();
+    assert!(
+        screen.contains(&format!("{} oldest dropped", a.dropped)),
+        "status bar"
+    );
+}
+
+/// Ring mode keeps a selection that is still in the list, and moves one that
+/// was dropped to the oldest message left.
+#[test]
+fn ring_mode_keeps_or_moves_the_selection() {
+    let all = entries(A2);
+    let mut a = app(None);
+    a.max_entries = 16;
+    a.update(Msg::Loaded(all[..10].to_vec()));
+    key(&mut a, KeyCode::End);
+    let frame = a.selected_entry().unwrap().info.frame;
+    a.update(Msg::Loaded(all[10..16].to_vec()));
+    assert_eq!(a.selected_entry().unwrap().info.frame, frame);
+    a.update(Msg::Loaded(all[16..20].to_vec()));
+    // 20 > 16: down to 14, the 6 oldest gone; the selection (the 10th) stays.
+    assert_eq!(a.dropped, 6);
+    assert_eq!(a.selected_entry().unwrap().info.frame, frame);
+    assert_eq!(a.view[a.list_pos], a.selected.unwrap());
+    key(&mut a, KeyCode::Home);
+    a.update(Msg::Loaded(all[20..24].to_vec()));
+    // The selected first entry was dropped: the oldest left is selected.
+    assert_eq!(a.selected, Some(0));
+    assert_eq!(a.list_pos, 0);
+    assert_eq!(
+        a.selected_entry().unwrap().info.frame,
+        all[a.dropped as usize].info.frame
+    );
+    assert_eq!(a.detail.as_ref().unwrap().entry, 0);
+}
+
+/// Entries without file pieces keep their bytes.
+#[test]
+fn unlocated_messages_keep_their_bytes() {
+    let e = entries(A2).remove(0);
+    assert!(e.raw.file_pieces.is_empty());
+    let kept = Entry::indexed(e.info.clone(), e.raw.clone());
+    assert!(!kept.in_file());
+    assert_eq!(kept.raw.bytes, e.raw.bytes);
+}
