@@ -54,6 +54,8 @@ fn frame_from(
     header: &pcap::PacketHeader,
     data: &[u8],
 ) -> Frame {
+    // `suseconds_t` is 64-bit on Linux, 32-bit elsewhere.
+    #[allow(clippy::useless_conversion)]
     let frac = i64::from(header.ts.tv_usec);
     let frac = if nano {
         frac
