@@ -1,6 +1,8 @@
 //! `read-frames`: reads every frame of a capture through kafkashark's own
-//! `FileSource` (libpcap) and does nothing else — the "bare read" that
-//! `scripts/bench.sh` compares the commands with. Prints frames and bytes.
+//! `FileSource::open` (the zero-copy reader for regular pcap/pcapng files,
+//! libpcap otherwise — the path every command takes) and does nothing else:
+//! the "bare read" that `scripts/bench.sh` compares the commands with. Prints
+//! frames and bytes; `READER=libpcap` reads through libpcap instead.
 
 use kafkashark::capture::{FileSource, FrameSource, Polled};
 
@@ -9,7 +11,12 @@ fn main() {
         eprintln!("usage: read-frames FILE");
         std::process::exit(2);
     };
-    let mut src = match FileSource::open(&path) {
+    let open = if std::env::var("READER").is_ok_and(|r| r == "libpcap") {
+        FileSource::open_libpcap
+    } else {
+        FileSource::open
+    };
+    let mut src = match open(&path) {
         Ok(s) => s,
         Err(e) => {
             eprintln!("read-frames: {e}");

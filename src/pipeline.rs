@@ -24,7 +24,8 @@ use crate::flow::{
     CloseReason, Direction, FlowConfig, FlowEvent, FlowStats, GapReason, Ports, Reassembler,
 };
 use crate::kafka::framing::{Framer, FramerConfig, FramerEvent, RawMessage};
-use std::collections::{HashMap, VecDeque};
+use rustc_hash::FxHashMap;
+use std::collections::VecDeque;
 use std::fmt;
 use std::net::SocketAddr;
 
@@ -254,7 +255,8 @@ pub struct Pipeline {
     cfg: PipelineConfig,
     framing: FramerConfig,
     flow: Reassembler,
-    streams: HashMap<u64, StreamState>,
+    /// Per-connection state by stream id (looked up for every flow event: a fast hash).
+    streams: FxHashMap<u64, StreamState>,
     scratch: Vec<FlowEvent>,
     warned_link: bool,
     stats: PipelineStats,
@@ -279,7 +281,7 @@ impl Pipeline {
             cfg,
             framing,
             flow,
-            streams: HashMap::new(),
+            streams: FxHashMap::default(),
             scratch: Vec::new(),
             warned_link: false,
             stats: PipelineStats::default(),

@@ -1,7 +1,8 @@
 //! Capture: where packets enter kafkashark.
 //!
 //! Place in the data path: the first stage. A [`FrameSource`] (a pcap/pcapng
-//! file, standard input or a live interface, all through libpcap) yields
+//! file — read by the zero-copy [`fastfile`] reader, or libpcap — standard
+//! input or a live interface through libpcap) yields
 //! [`Frame`]s; [`link::decode_segment`] turns one frame into a TCP
 //! [`Segment`] for the reassembler in `flow`.
 //!
@@ -16,6 +17,7 @@
 
 #![deny(clippy::indexing_slicing)]
 
+pub mod fastfile;
 pub mod link;
 pub mod source;
 

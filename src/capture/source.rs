@@ -1,13 +1,24 @@
-//! Capture adapters: libpcap (through the `pcap` crate) for files, stdin and
-//! live interfaces. The only module of the engine that does I/O.
+//! Capture adapters: files, stdin and live interfaces. The only module of
+//! the engine that does I/O.
 //!
-//! Invariants: frame numbers start at 1 and count every record libpcap
-//! returned; timestamps are read at nanosecond precision (libpcap scales
-//! microsecond files up); after a read error the source reports `End`, so a
-//! caller that keeps polling never loops on the same error. Frames read before
-//! a truncation have already been delivered when the error is returned.
+//! Files: a regular file in classic pcap (version 2.4) or pcapng format
+//! with a link type the decoder knows is read by [`super::fastfile`], which
+//! hands out frames as slices of large read buffers (no copy, no allocation
+//! per frame) and gives each frame its offset in the file. Everything else
+//! goes through libpcap (the `pcap` crate): standard input (`-`), FIFOs,
+//! other pcap versions and variants (2.0–2.3, DG/UX, Kuznetzov), other link
+//! types, and every file the fast reader declines to open — including files
+//! libpcap itself refuses, so open errors are libpcap's. Both give the same
+//! frames (`tests/file_reader.rs`).
+//!
+//! Invariants: frame numbers start at 1 and count every record delivered;
+//! timestamps are read at nanosecond precision (microsecond files are scaled
+//! up); after a read error the source reports `End`, so a caller that keeps
+//! polling never loops on the same error. Frames read before a truncation
+//! have already been delivered when the error is returned.
 
-use super::{CaptureError, Frame, FrameSource, LinkType, Timestamp};
+use super::fastfile::{self, FastFile};
+use super::{CaptureError, Frame, FrameSource, LinkType};
 use bytes::Bytes;
 use pcap::{Active, Capture, Offline, Precision};
 use std::time::{Duration, Instant};
@@ -43,16 +54,17 @@ fn frame_from(
     header: &pcap::PacketHeader,
     data: &[u8],
 ) -> Frame {
-    let secs = header.ts.tv_sec;
-    let frac = u32::try_from(header.ts.tv_usec).unwrap_or(0);
-    let nanos = if nano {
+    // `suseconds_t` is 64-bit on Linux, 32-bit elsewhere.
+    #[allow(clippy::useless_conversion)]
+    let frac = i64::from(header.ts.tv_usec);
+    let frac = if nano {
         frac
     } else {
         frac.saturating_mul(1000)
     };
     Frame {
         index,
-        ts: Timestamp::new(secs, nanos),
+        ts: fastfile::timestamp(header.ts.tv_sec, frac),
         caplen: u32::try_from(data.len()).unwrap_or(u32::MAX),
         origlen: header.len,
         file_offset: None,
@@ -65,9 +77,17 @@ fn link_of(dlt: pcap::Linktype) -> LinkType {
     LinkType(u32::try_from(dlt.0).unwrap_or(u32::MAX))
 }
 
+/// How a [`FileSource`] reads its file.
+enum Reader {
+    /// The zero-copy reader.
+    Fast(FastFile),
+    /// libpcap.
+    Pcap(Capture<Offline>),
+}
+
 /// An offline capture: a pcap or pcapng file, or standard input when the path is `-`.
 pub struct FileSource {
-    cap: Capture<Offline>,
+    reader: Reader,
     path: String,
     link: LinkType,
     frames: u64,
@@ -75,8 +95,27 @@ pub struct FileSource {
 }
 
 impl FileSource {
-    /// Open a pcap/pcapng file; `-` reads the capture from standard input (libpcap does this itself).
+    /// Open a pcap/pcapng file; `-` reads the capture from standard input.
+    /// Regular files are read by the zero-copy reader when it can (see the
+    /// module doc), otherwise by libpcap.
     pub fn open(path: &str) -> Result<FileSource, CaptureError> {
+        if path != "-" {
+            if let Some(f) = FastFile::open(path) {
+                return Ok(FileSource {
+                    link: f.link(),
+                    reader: Reader::Fast(f),
+                    path: path.to_string(),
+                    frames: 0,
+                    done: false,
+                });
+            }
+        }
+        FileSource::open_libpcap(path)
+    }
+
+    /// Open a capture with libpcap whatever it is (`-` is standard input).
+    /// Frames carry no file offset.
+    pub fn open_libpcap(path: &str) -> Result<FileSource, CaptureError> {
         let cap = Capture::from_file_with_precision(path, Precision::Nano).map_err(|e| {
             CaptureError::Open {
                 path: path.to_string(),
@@ -85,7 +124,7 @@ impl FileSource {
         })?;
         let link = link_of(cap.get_datalink());
         Ok(FileSource {
-            cap,
+            reader: Reader::Pcap(cap),
             path: path.to_string(),
             link,
             frames: 0,
@@ -97,6 +136,21 @@ impl FileSource {
     pub fn path(&self) -> &str {
         &self.path
     }
+
+    /// Whether frames come from libpcap (else from the zero-copy reader).
+    pub fn uses_libpcap(&self) -> bool {
+        matches!(self.reader, Reader::Pcap(_))
+    }
+
+    /// With `true`, every frame's bytes are copied into an allocation of
+    /// their own instead of sharing the reader's buffer (libpcap frames
+    /// always are): for a consumer that keeps frames or messages for the
+    /// whole session, so that each pins only its own bytes.
+    pub fn set_copy_frames(&mut self, copy: bool) {
+        if let Reader::Fast(f) = &mut self.reader {
+            f.copy = copy;
+        }
+    }
 }
 
 impl FrameSource for FileSource {
@@ -105,24 +159,43 @@ impl FrameSource for FileSource {
             return Ok(Polled::End);
         }
         let index = self.frames.saturating_add(1);
-        match self.cap.next_packet() {
-            Ok(p) => {
+        let err = |reason: String| CaptureError::Read {
+            path: self.path.clone(),
+            frame: index,
+            reason,
+        };
+        let got = match &mut self.reader {
+            Reader::Fast(f) => match f.next() {
+                Ok(Some(r)) => Ok(Some(Frame {
+                    index,
+                    ts: r.ts,
+                    caplen: u32::try_from(r.data.len()).unwrap_or(u32::MAX),
+                    origlen: r.origlen,
+                    link: self.link,
+                    data: r.data,
+                    file_offset: Some(r.file_offset),
+                })),
+                Ok(None) => Ok(None),
+                Err(reason) => Err(err(reason)),
+            },
+            Reader::Pcap(cap) => match cap.next_packet() {
+                Ok(p) => Ok(Some(frame_from(index, self.link, true, p.header, p.data))),
+                Err(pcap::Error::NoMorePackets) => Ok(None),
+                Err(e) => Err(err(e.to_string())),
+            },
+        };
+        match got {
+            Ok(Some(f)) => {
                 self.frames = index;
-                Ok(Polled::Frame(frame_from(
-                    index, self.link, true, p.header, p.data,
-                )))
+                Ok(Polled::Frame(f))
             }
-            Err(pcap::Error::NoMorePackets) => {
+            Ok(None) => {
                 self.done = true;
                 Ok(Polled::End)
             }
             Err(e) => {
                 self.done = true;
-                Err(CaptureError::Read {
-                    path: self.path.clone(),
-                    frame: index,
-                    reason: e.to_string(),
-                })
+                Err(e)
             }
         }
     }

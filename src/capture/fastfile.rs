@@ -1,0 +1,999 @@
+//! A zero-copy reader for classic pcap and pcapng files.
+//!
+//! Place in the data path: under [`super::FileSource`], which uses it for
+//! regular files it can open and keeps libpcap for standard input, live
+//! capture and every file this reader declines (see [`FastFile::open`]).
+//!
+//! The file is read with large `read()` calls into buffers of [`CHUNK`]
+//! bytes; every frame's `data` is a [`Bytes::slice`] of its buffer, so a frame
+//! costs no allocation and no copy. A record that straddles two buffers is
+//! carried over (copied) into the next one. A buffer whose slices have all been
+//! dropped is reused for a later read.
+//!
+//! Invariants:
+//! - The frames delivered, their order, timestamps, lengths, link types and
+//!   bytes, and whether the file ends cleanly or with an error (and after how
+//!   many frames), are those libpcap 1.10 gives for the same file at
+//!   nanosecond precision (checked by `tests/file_reader.rs`). Deliberate
+//!   differences, all on files libpcap cannot read either: later interfaces of
+//!   `LINKTYPE_RAW` pcapng files are compared by their mapped link type
+//!   (libpcap compares the raw and the mapped number and fails); an Interface
+//!   Description Block over 1 MiB or more than 65 536 interfaces in a section
+//!   are errors; the error texts are our own and give the byte offset.
+//! - No length read from the file sizes an allocation on its own. As in
+//!   libpcap, a classic pcap record may hold at most 256 KiB (a longer one is
+//!   an error; one longer than the header's snapshot length is cut to it), a
+//!   pcapng packet at most the interface's snapshot length and no block more
+//!   than 16 MiB; these are checked before any byte of the record is read. A
+//!   block is held in memory whole only up to 1 MiB; of a larger one only the
+//!   packet bytes are kept, the rest is read through and dropped.
+//! - Memory: a frame (and every slice of it made downstream: a TCP payload, a
+//!   Kafka message) pins its whole buffer, `max(CHUNK, largest record)` bytes.
+//!   The buffers alive are those still referenced, so memory is at most
+//!   `CHUNK` × the number of frames (or slices) held downstream, and never more
+//!   than the file. The reader itself keeps the current buffer and at most
+//!   [`POOL`] retired ones for reuse. Downstream holds few frames while reading
+//!   a file (reassembly and framing keep slices until a message is complete;
+//!   `print` keeps messages until their response is seen), and what they hold
+//!   is mostly a contiguous stretch of the file. A consumer that keeps frames
+//!   or messages for a whole session should ask for copies
+//!   ([`super::FileSource::set_copy_frames`]).
+
+use super::{LinkType, Timestamp};
+use bytes::Bytes;
+use std::fs::File;
+use std::io::Read;
+
+/// Bytes read per buffer (a buffer grows past this only for a record that needs it).
+pub const CHUNK: usize = 1 << 20;
+/// Retired buffers kept for reuse.
+pub const POOL: usize = 4;
+/// The largest block held in memory whole (Interface Description Blocks must fit).
+const IN_MEMORY: usize = 1 << 20;
+/// libpcap's largest pcapng block (`INITIAL_MAX_BLOCKSIZE`).
+const MAX_BLOCK: u32 = 16 << 20;
+/// libpcap's largest first Section Header Block (`BT_SHB_INSANE_MAX`).
+const MAX_FIRST_SHB: u32 = 1 << 20;
+/// Interfaces accepted per pcapng section.
+const MAX_INTERFACES: usize = 65_536;
+/// libpcap's `MAXIMUM_SNAPLEN`: the largest classic pcap record of the link
+/// types read here, and their snapshot length when the file gives none.
+const MAX_SNAPLEN: u32 = 262_144;
+
+/// Classic pcap record header: ts_sec(4) ts_frac(4) caplen(4) origlen(4).
+const PCAP_RECORD: usize = 16;
+/// pcapng block header (type, total length) and trailer (total length).
+const BLOCK_HEADER: usize = 8;
+const BLOCK_TRAILER: usize = 4;
+
+/// pcapng block types (pcapng spec §4).
+const BT_SHB: u32 = 0x0A0D_0D0A;
+const BT_IDB: u32 = 1;
+const BT_PB: u32 = 2;
+const BT_SPB: u32 = 3;
+const BT_EPB: u32 = 6;
+/// Section Header Block byte-order magic.
+const BYTE_ORDER_MAGIC: u32 = 0x1A2B_3C4D;
+
+/// Link types (after libpcap's LINKTYPE → DLT mapping) this reader opens
+/// files of; the decoder knows them all. Others go to libpcap.
+const READ_LINKS: [LinkType; 9] = [
+    LinkType::NULL,
+    LinkType::ETHERNET,
+    LinkType::RAW_DLT,
+    LinkType::RAW,
+    LinkType::LOOP,
+    LinkType::LINUX_SLL,
+    LinkType::IPV4,
+    LinkType::IPV6,
+    LinkType::LINUX_SLL2,
+];
+
+/// libpcap's `linktype_to_dlt` for the numbers below its matching range
+/// that differ on Linux (`LINKTYPE_ATM_RFC1483` .. `LINKTYPE_PPP_BSDOS`).
+fn linktype_to_dlt(linktype: u32) -> LinkType {
+    LinkType(match linktype {
+        100 => 11,
+        101 => 12,
+        102 => 15,
+        103 => 16,
+        other => other,
+    })
+}
+
+/// libpcap 1.10's `pcap_adjust_snapshot` for the link types read here: only
+/// 0 and lengths past `INT_MAX` are replaced (pcapng blocks stay bounded by
+/// [`MAX_BLOCK`], classic records by [`MAX_SNAPLEN`]).
+fn adjust_snapshot(snaplen: u32) -> u32 {
+    if snaplen == 0 || snaplen > i32::MAX as u32 {
+        MAX_SNAPLEN
+    } else {
+        snaplen
+    }
+}
+
+/// The byte order of the file (or of the pcapng section).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Order {
+    Little,
+    Big,
+}
+
+impl Order {
+    /// The byte order of the machine.
+    const NATIVE: Order = if cfg!(target_endian = "big") {
+        Order::Big
+    } else {
+        Order::Little
+    };
+
+    fn u16(self, b: &[u8], at: usize) -> Option<u16> {
+        let a: [u8; 2] = b.get(at..at.checked_add(2)?)?.try_into().ok()?;
+        Some(match self {
+            Order::Little => u16::from_le_bytes(a),
+            Order::Big => u16::from_be_bytes(a),
+        })
+    }
+
+    fn u32(self, b: &[u8], at: usize) -> Option<u32> {
+        let a: [u8; 4] = b.get(at..at.checked_add(4)?)?.try_into().ok()?;
+        Some(match self {
+            Order::Little => u32::from_le_bytes(a),
+            Order::Big => u32::from_be_bytes(a),
+        })
+    }
+
+    fn u64(self, b: &[u8], at: usize) -> Option<u64> {
+        let a: [u8; 8] = b.get(at..at.checked_add(8)?)?.try_into().ok()?;
+        Some(match self {
+            Order::Little => u64::from_le_bytes(a),
+            Order::Big => u64::from_be_bytes(a),
+        })
+    }
+}
+
+/// A timestamp as libpcap hands it out (`tv_sec`, `tv_usec` holding
+/// nanoseconds), converted the way `FileSource` converts libpcap's.
+pub(super) fn timestamp(tv_sec: i64, tv_frac: i64) -> Timestamp {
+    Timestamp::new(tv_sec, u32::try_from(tv_frac).unwrap_or(0))
+}
+
+/// The file, read in buffers.
+struct Input {
+    file: File,
+    /// The current buffer: bytes `base..base + buf.len()` of the file.
+    buf: Bytes,
+    /// Next unread byte in `buf`.
+    pos: usize,
+    /// File offset of `buf[0]`.
+    base: u64,
+    /// The file has no more bytes after `buf`.
+    eof: bool,
+    /// Retired buffers, oldest first, reused once nothing else references them.
+    pool: Vec<Bytes>,
+}
+
+impl Input {
+    fn new(file: File) -> Input {
+        Input {
+            file,
+            buf: Bytes::new(),
+            pos: 0,
+            base: 0,
+            eof: false,
+            pool: Vec::with_capacity(POOL + 1),
+        }
+    }
+
+    /// File offset of the next unread byte.
+    fn offset(&self) -> u64 {
+        self.base.saturating_add(self.pos as u64)
+    }
+
+    /// Bytes buffered and not yet consumed.
+    fn available(&self) -> usize {
+        self.buf.len().saturating_sub(self.pos)
+    }
+
+    /// The next `n` unread bytes (fewer if not buffered).
+    fn peek(&self, n: usize) -> &[u8] {
+        let end = self.pos.saturating_add(n).min(self.buf.len());
+        self.buf.get(self.pos..end).unwrap_or_default()
+    }
+
+    /// `len` unread bytes from `from` on, sharing the buffer (`None` if not buffered).
+    fn slice(&self, from: usize, len: usize) -> Option<Bytes> {
+        let start = self.pos.checked_add(from)?;
+        let end = start.checked_add(len)?;
+        (end <= self.buf.len()).then(|| self.buf.slice(start..end))
+    }
+
+    /// Consumes `n` buffered bytes.
+    fn advance(&mut self, n: usize) {
+        self.pos = self.pos.saturating_add(n).min(self.buf.len());
+    }
+
+    /// Makes `n` bytes available (reading the file); `false` when it ends first.
+    #[inline]
+    fn fill(&mut self, n: usize) -> Result<bool, String> {
+        if self.available() >= n {
+            return Ok(true);
+        }
+        self.refill(n)
+    }
+
+    #[cold]
+    fn refill(&mut self, n: usize) -> Result<bool, String> {
+        if self.eof {
+            return Ok(false);
+        }
+        let cap = CHUNK.max(n);
+        let mut v = self.take_vec(cap);
+        v.extend_from_slice(self.peek(self.available()));
+        let want = cap.saturating_sub(v.len());
+        let at = self.offset().saturating_add(v.len() as u64);
+        let got = (&self.file)
+            .take(want as u64)
+            .read_to_end(&mut v)
+            .map_err(|e| format!("read error at byte {at}: {e}"))?;
+        if got < want {
+            self.eof = true;
+        }
+        self.base = self.offset();
+        self.pos = 0;
+        let old = std::mem::replace(&mut self.buf, Bytes::from(v));
+        if !old.is_empty() {
+            self.pool.push(old);
+            if self.pool.len() > POOL {
+                // Still referenced downstream: it is freed when its last slice goes.
+                self.pool.remove(0);
+            }
+        }
+        Ok(self.available() >= n)
+    }
+
+    /// An empty vector with room for `cap` bytes: a retired buffer nothing
+    /// references any more, or a new one.
+    fn take_vec(&mut self, cap: usize) -> Vec<u8> {
+        if let Some(i) = self.pool.iter().position(Bytes::is_unique) {
+            let mut b = self.pool.remove(i);
+            b.truncate(0);
+            let mut v = Vec::from(b);
+            v.clear();
+            if v.capacity() >= cap {
+                return v;
+            }
+        }
+        Vec::with_capacity(cap)
+    }
+
+    /// Skips `n` bytes; returns how many there were (fewer when the file ends).
+    fn skip(&mut self, n: u64) -> Result<u64, String> {
+        let mut left = n;
+        loop {
+            let here = self.available() as u64;
+            if left <= here {
+                self.advance(left as usize);
+                return Ok(n);
+            }
+            self.advance(here as usize);
+            left -= here;
+            if !self.fill(1)? {
+                return Ok(n - left);
+            }
+        }
+    }
+}
+
+/// How a pcapng interface's timestamp fractions become nanoseconds (libpcap's scale types).
+#[derive(Clone, Copy, Debug)]
+enum Scale {
+    Pass,
+    UpDec(u64),
+    DownDec(u64),
+    Bin,
+}
+
+/// One pcapng interface of the current section.
+#[derive(Clone, Copy, Debug)]
+struct Iface {
+    /// Timestamp units per second (`if_tsresol`).
+    tsresol: u64,
+    scale: Scale,
+    /// Seconds added to every timestamp (`if_tsoffset`).
+    tsoffset: i64,
+}
+
+impl Iface {
+    /// libpcap's conversion of a 64-bit timestamp, wrapping where libpcap's
+    /// unsigned arithmetic wraps.
+    fn timestamp(&self, t: u64) -> Timestamp {
+        let res = self.tsresol.max(1);
+        let sec = (t / res).wrapping_add(self.tsoffset as u64);
+        let frac = t % res;
+        let frac = match self.scale {
+            Scale::Pass => frac,
+            Scale::UpDec(f) => frac.wrapping_mul(f),
+            Scale::DownDec(f) => frac / f.max(1),
+            Scale::Bin => frac.wrapping_mul(1_000_000_000) / res,
+        };
+        timestamp(sec as i64, frac as i64)
+    }
+}
+
+/// Options of an Interface Description Block that matter for reading, as libpcap checks them.
+fn interface_options(opts: &[u8], order: Order) -> Result<Iface, String> {
+    let (mut tsresol, mut binary, mut tsoffset) = (1_000_000u64, false, 0i64);
+    let (mut saw_tsresol, mut saw_tsoffset) = (false, false);
+    let mut rest = opts;
+    while !rest.is_empty() {
+        // Option: code(2) length(2) value padded to 4.
+        let (Some(code), Some(len)) = (order.u16(rest, 0), order.u16(rest, 2)) else {
+            return Err("an option header is cut short".into());
+        };
+        let padded = usize::from(len).next_multiple_of(4);
+        let Some(value) = rest.get(4..4 + usize::from(len)) else {
+            return Err(format!("option {code} of {len} bytes is cut short"));
+        };
+        let Some(next) = rest.get(4 + padded..) else {
+            return Err(format!("option {code} of {len} bytes is cut short"));
+        };
+        match code {
+            // opt_endofopt
+            0 => {
+                if len != 0 {
+                    return Err(format!("opt_endofopt has length {len}, not 0"));
+                }
+                break;
+            }
+            // if_tsresol: 10^-n, or 2^-n with the high bit set.
+            9 => {
+                if len != 1 {
+                    return Err(format!("if_tsresol has length {len}, not 1"));
+                }
+                if std::mem::replace(&mut saw_tsresol, true) {
+                    return Err("more than one if_tsresol option".into());
+                }
+                let v = value.first().copied().unwrap_or(0);
+                if v & 0x80 != 0 {
+                    let shift = v & 0x7f;
+                    if shift > 63 {
+                        return Err(format!("if_tsresol 2^-{shift} is too fine"));
+                    }
+                    binary = true;
+                    tsresol = 1u64 << shift;
+                } else {
+                    if v > 19 {
+                        return Err(format!("if_tsresol 10^-{v} is too fine"));
+                    }
+                    binary = false;
+                    tsresol = 10u64.pow(u32::from(v));
+                }
+            }
+            // if_tsoffset: seconds, signed.
+            14 => {
+                if len != 8 {
+                    return Err(format!("if_tsoffset has length {len}, not 8"));
+                }
+                if std::mem::replace(&mut saw_tsoffset, true) {
+                    return Err("more than one if_tsoffset option".into());
+                }
+                tsoffset = order.u64(value, 0).unwrap_or(0) as i64;
+            }
+            _ => {}
+        }
+        rest = next;
+    }
+    const NANO: u64 = 1_000_000_000;
+    let scale = if tsresol == NANO {
+        Scale::Pass
+    } else if binary {
+        Scale::Bin
+    } else if tsresol > NANO {
+        Scale::DownDec(tsresol / NANO)
+    } else {
+        Scale::UpDec(NANO / tsresol)
+    };
+    Ok(Iface {
+        tsresol,
+        scale,
+        tsoffset,
+    })
+}
+
+/// The pcapng reading state.
+struct Pcapng {
+    order: Order,
+    /// Link type and snapshot length of the first interface (every interface must share them).
+    link: LinkType,
+    snapshot: u32,
+    /// Interfaces of the current section, by id.
+    ifaces: Vec<Iface>,
+}
+
+impl Pcapng {
+    /// An Interface Description Block body (after the block header).
+    fn interface(&mut self, body: &[u8]) -> Result<(), String> {
+        // linktype(2) reserved(2) snaplen(4) options.
+        let (Some(link), Some(snaplen)) = (self.order.u16(body, 0), self.order.u32(body, 4)) else {
+            return Err("Interface Description Block too short".into());
+        };
+        if linktype_to_dlt(u32::from(link)) != self.link {
+            return Err(format!(
+                "an interface has link type {link}, unlike the first interface's {}",
+                self.link.0
+            ));
+        }
+        if adjust_snapshot(snaplen) != self.snapshot {
+            return Err(format!(
+                "an interface has snapshot length {snaplen}, unlike the first interface's {}",
+                self.snapshot
+            ));
+        }
+        if self.ifaces.len() >= MAX_INTERFACES {
+            return Err(format!(
+                "more than {MAX_INTERFACES} interfaces in a section"
+            ));
+        }
+        let iface = interface_options(body.get(8..).unwrap_or_default(), self.order)
+            .map_err(|e| format!("Interface Description Block: {e}"))?;
+        self.ifaces.push(iface);
+        Ok(())
+    }
+
+    /// A Section Header Block after the first: same byte order, major version 1.
+    fn section(&mut self, body: &[u8]) -> Result<(), String> {
+        // byte-order magic(4) major(2) minor(2) section length(8) options.
+        let (Some(magic), Some(major), Some(_)) = (
+            self.order.u32(body, 0),
+            self.order.u16(body, 4),
+            body.get(..16),
+        ) else {
+            return Err("Section Header Block too short".into());
+        };
+        if magic == BYTE_ORDER_MAGIC.swap_bytes() {
+            return Err("the file has sections of different byte orders".into());
+        }
+        if magic != BYTE_ORDER_MAGIC {
+            return Err(format!("a section has the byte-order magic {magic:#010x}"));
+        }
+        if major != 1 {
+            return Err(format!("a section has major version {major}"));
+        }
+        self.ifaces.clear();
+        Ok(())
+    }
+}
+
+/// A packet block's fixed part, read.
+struct PacketHeader {
+    iface: u32,
+    t: u64,
+    caplen: u32,
+    origlen: u32,
+    /// Bytes of the fixed part (before the packet data).
+    fixed: usize,
+}
+
+/// The container format and its state.
+enum Format {
+    Pcap {
+        order: Order,
+        /// Nanosecond timestamps (magic a1b23c4d).
+        nano: bool,
+        snapshot: u32,
+    },
+    Pcapng(Pcapng),
+}
+
+/// A frame as the fast reader delivers it (index assigned by the caller).
+pub(super) struct RawFrame {
+    pub ts: Timestamp,
+    pub origlen: u32,
+    pub data: Bytes,
+    pub file_offset: u64,
+}
+
+/// A pcap/pcapng file read without libpcap.
+pub(super) struct FastFile {
+    input: Input,
+    format: Format,
+    link: LinkType,
+    /// Copy each frame out of the buffer instead of slicing it.
+    pub copy: bool,
+}
+
+impl FastFile {
+    /// Opens `path` if it is a regular file in a format read here: classic pcap
+    /// version 2.4 (either byte order, micro- or nanosecond magic) or pcapng
+    /// (version 1.0 or 1.2), with a link type the decoder knows, whose
+    /// headers up to the first interface are ones libpcap accepts too.
+    /// Anything else — stdin, FIFOs, other versions or link types, files
+    /// libpcap would refuse to open — gives `None`: libpcap decides.
+    pub fn open(path: &str) -> Option<FastFile> {
+        let file = File::open(path).ok()?;
+        if !file.metadata().ok()?.is_file() {
+            return None;
+        }
+        let mut input = Input::new(file);
+        if !input.fill(4).ok()? {
+            return None;
+        }
+        let magic: [u8; 4] = input.peek(4).try_into().ok()?;
+        if magic == BT_SHB.to_le_bytes() {
+            return FastFile::open_pcapng(input);
+        }
+        let (order, nano) = match magic {
+            [0xd4, 0xc3, 0xb2, 0xa1] => (Order::Little, false),
+            [0xa1, 0xb2, 0xc3, 0xd4] => (Order::Big, false),
+            [0x4d, 0x3c, 0xb2, 0xa1] => (Order::Little, true),
+            [0xa1, 0xb2, 0x3c, 0x4d] => (Order::Big, true),
+            _ => return None,
+        };
+        // magic(4) version major(2) minor(2) thiszone(4) sigfigs(4) snaplen(4) linktype(4).
+        if !input.fill(24).ok()? {
+            return None;
+        }
+        let h = input.peek(24);
+        if (order.u16(h, 4)?, order.u16(h, 6)?) != (2, 4) {
+            return None;
+        }
+        let snaplen = order.u32(h, 16)?;
+        // The top 6 bits carry FCS information (LT_LINKTYPE_EXT); libpcap drops them.
+        let link = linktype_to_dlt(order.u32(h, 20)? & 0x03FF_FFFF);
+        if !READ_LINKS.contains(&link) {
+            return None;
+        }
+        input.advance(24);
+        Some(FastFile {
+            input,
+            format: Format::Pcap {
+                order,
+                nano,
+                snapshot: adjust_snapshot(snaplen),
+            },
+            link,
+            copy: false,
+        })
+    }
+
+    fn open_pcapng(mut input: Input) -> Option<FastFile> {
+        // SHB: type(4) length(4) byte-order magic(4) major(2) minor(2) section length(8).
+        if !input.fill(16).ok()? {
+            return None;
+        }
+        let h = input.peek(16);
+        let order = if Order::Little.u32(h, 8)? == BYTE_ORDER_MAGIC {
+            Order::Little
+        } else if Order::Big.u32(h, 8)? == BYTE_ORDER_MAGIC {
+            Order::Big
+        } else {
+            return None;
+        };
+        let len = order.u32(h, 4)?;
+        if !(28..=MAX_FIRST_SHB).contains(&len) {
+            return None;
+        }
+        let version = (order.u16(h, 12)?, order.u16(h, 14)?);
+        if version != (1, 0) && version != (1, 2) {
+            return None;
+        }
+        // libpcap reads the rest of the first SHB without checking its trailer.
+        if input.skip(u64::from(len)).ok()? != u64::from(len) {
+            return None;
+        }
+        let mut ng = Pcapng {
+            order,
+            link: LinkType(u32::MAX),
+            snapshot: 0,
+            ifaces: Vec::new(),
+        };
+        // Blocks up to the first interface.
+        loop {
+            let (ty, len) = block_header(&mut input, order).ok()??;
+            match ty {
+                BT_IDB if len as usize <= IN_MEMORY => {
+                    if !input.fill(len as usize).ok()? {
+                        return None;
+                    }
+                    let block = input.peek(len as usize);
+                    if order.u32(block, len as usize - BLOCK_TRAILER)? != len {
+                        return None;
+                    }
+                    let body = block.get(BLOCK_HEADER..len as usize - BLOCK_TRAILER)?;
+                    ng.link = linktype_to_dlt(u32::from(order.u16(body, 0)?));
+                    ng.snapshot = adjust_snapshot(order.u32(body, 4)?);
+                    if !READ_LINKS.contains(&ng.link) {
+                        return None;
+                    }
+                    ng.interface(body).ok()?;
+                    input.advance(len as usize);
+                    let link = ng.link;
+                    return Some(FastFile {
+                        input,
+                        format: Format::Pcapng(ng),
+                        link,
+                        copy: false,
+                    });
+                }
+                BT_IDB | BT_EPB | BT_SPB | BT_PB => return None,
+                _ => skip_block(&mut input, order, len).ok()?,
+            }
+        }
+    }
+
+    /// The link type of the file (of its first interface for pcapng).
+    pub fn link(&self) -> LinkType {
+        self.link
+    }
+
+    /// The next frame, `None` at the end of the file, or why reading stopped.
+    #[inline]
+    pub fn next(&mut self) -> Result<Option<RawFrame>, String> {
+        let frame = match &mut self.format {
+            Format::Pcap {
+                order,
+                nano,
+                snapshot,
+            } => next_pcap(&mut self.input, *order, *nano, *snapshot)?,
+            Format::Pcapng(ng) => next_pcapng(&mut self.input, ng)?,
+        };
+        Ok(match frame {
+            Some(mut f) if self.copy => {
+                f.data = Bytes::copy_from_slice(&f.data);
+                Some(f)
+            }
+            other => other,
+        })
+    }
+}
+
+/// A classic pcap record.
+#[inline]
+fn next_pcap(
+    input: &mut Input,
+    order: Order,
+    nano: bool,
+    snapshot: u32,
+) -> Result<Option<RawFrame>, String> {
+    let at = input.offset();
+    if !input.fill(PCAP_RECORD)? {
+        return match input.available() {
+            0 => Ok(None),
+            n => Err(format!(
+                "the record at byte {at} is cut short: the file ends {n} byte(s) into its {PCAP_RECORD}-byte header"
+            )),
+        };
+    }
+    let h = input.peek(PCAP_RECORD);
+    let (Some(sec), Some(frac), Some(caplen), Some(origlen)) = (
+        order.u32(h, 0),
+        order.u32(h, 4),
+        order.u32(h, 8),
+        order.u32(h, 12),
+    ) else {
+        return Err(format!("the record header at byte {at} could not be read"));
+    };
+    if caplen > MAX_SNAPLEN {
+        return Err(format!(
+            "the record at byte {at} claims {caplen} captured bytes, more than the {MAX_SNAPLEN} any record may have"
+        ));
+    }
+    // libpcap keeps the first `snapshot` bytes of a longer record and skips the rest.
+    let keep = caplen.min(snapshot) as usize;
+    if !input.fill(PCAP_RECORD + keep)? {
+        return Err(cut_record(
+            at,
+            caplen,
+            input.available().saturating_sub(PCAP_RECORD),
+        ));
+    }
+    let Some(data) = input.slice(PCAP_RECORD, keep) else {
+        return Err(cut_record(
+            at,
+            caplen,
+            input.available().saturating_sub(PCAP_RECORD),
+        ));
+    };
+    input.advance(PCAP_RECORD + keep);
+    let extra = u64::from(caplen) - keep as u64;
+    if extra > 0 {
+        let got = input.skip(extra)?;
+        if got < extra {
+            return Err(cut_record(at, caplen, keep + got as usize));
+        }
+    }
+    // libpcap 1.10 reads ts_sec and ts_frac as signed 32-bit numbers from a
+    // file in the machine's byte order, and as unsigned ones from a swapped file.
+    let (sec, frac) = if order == Order::NATIVE {
+        (i64::from(sec as i32), i64::from(frac as i32))
+    } else {
+        (i64::from(sec), i64::from(frac))
+    };
+    Ok(Some(RawFrame {
+        ts: timestamp(sec, if nano { frac } else { frac * 1000 }),
+        origlen,
+        data,
+        file_offset: at + PCAP_RECORD as u64,
+    }))
+}
+
+fn cut_record(at: u64, caplen: u32, have: usize) -> String {
+    format!(
+        "the record at byte {at} is cut short: {caplen} captured bytes announced, the file ends after {have}"
+    )
+}
+
+/// Reads a pcapng block header; `None` at a clean end of file.
+fn block_header(input: &mut Input, order: Order) -> Result<Option<(u32, u32)>, String> {
+    let at = input.offset();
+    if !input.fill(BLOCK_HEADER)? {
+        return match input.available() {
+            0 => Ok(None),
+            n => Err(format!(
+                "the block at byte {at} is cut short: the file ends {n} byte(s) into its {BLOCK_HEADER}-byte header"
+            )),
+        };
+    }
+    let h = input.peek(BLOCK_HEADER);
+    let (Some(ty), Some(len)) = (order.u32(h, 0), order.u32(h, 4)) else {
+        return Err(format!("the block header at byte {at} could not be read"));
+    };
+    if (len as usize) < BLOCK_HEADER + BLOCK_TRAILER {
+        return Err(format!(
+            "the block at byte {at} has a length of {len}, less than {}",
+            BLOCK_HEADER + BLOCK_TRAILER
+        ));
+    }
+    if len % 4 != 0 {
+        return Err(format!(
+            "the block at byte {at} has a length of {len}, not a multiple of 4"
+        ));
+    }
+    if len > MAX_BLOCK {
+        return Err(format!(
+            "the block at byte {at} has a length of {len}, more than the {MAX_BLOCK} allowed"
+        ));
+    }
+    Ok(Some((ty, len)))
+}
+
+fn cut_block(at: u64, ty: u32, len: u32, have: u64) -> String {
+    format!(
+        "the block at byte {at} (type {ty:#x}, {len} bytes) is cut short: the file ends after {have} of its bytes"
+    )
+}
+
+fn bad_trailer(at: u64, len: u32, trailer: u32) -> String {
+    format!("the block at byte {at} has length {len} in its header but {trailer} in its trailer")
+}
+
+/// Skips a whole block whose header was read (not consumed); checks its trailer.
+fn skip_block(input: &mut Input, order: Order, len: u32) -> Result<(), String> {
+    let at = input.offset();
+    let ty = order.u32(input.peek(4), 0).unwrap_or(0);
+    let body = u64::from(len) - BLOCK_TRAILER as u64;
+    let got = input.skip(body)?;
+    if got < body || !input.fill(BLOCK_TRAILER)? {
+        return Err(cut_block(
+            at,
+            ty,
+            len,
+            got + input.available().min(BLOCK_TRAILER) as u64,
+        ));
+    }
+    let trailer = order.u32(input.peek(BLOCK_TRAILER), 0).unwrap_or(0);
+    if trailer != len {
+        return Err(bad_trailer(at, len, trailer));
+    }
+    input.advance(BLOCK_TRAILER);
+    Ok(())
+}
+
+/// The fixed part of a packet block (`body` starts after the block header).
+fn packet_header(ty: u32, body: &[u8], order: Order, snapshot: u32) -> Option<PacketHeader> {
+    let ts = |at: usize| -> Option<u64> {
+        Some(u64::from(order.u32(body, at)?) << 32 | u64::from(order.u32(body, at + 4)?))
+    };
+    match ty {
+        // EPB: interface(4) ts high(4) ts low(4) caplen(4) origlen(4).
+        BT_EPB => Some(PacketHeader {
+            iface: order.u32(body, 0)?,
+            t: ts(4)?,
+            caplen: order.u32(body, 12)?,
+            origlen: order.u32(body, 16)?,
+            fixed: 20,
+        }),
+        // SPB: origlen(4); captured is the snapshot length at most; no timestamp.
+        BT_SPB => {
+            let origlen = order.u32(body, 0)?;
+            Some(PacketHeader {
+                iface: 0,
+                t: 0,
+                caplen: origlen.min(snapshot),
+                origlen,
+                fixed: 4,
+            })
+        }
+        // PB (obsolete): interface(2) drops(2) ts high(4) ts low(4) caplen(4) origlen(4).
+        _ => Some(PacketHeader {
+            iface: u32::from(order.u16(body, 0)?),
+            t: ts(4)?,
+            caplen: order.u32(body, 12)?,
+            origlen: order.u32(body, 16)?,
+            fixed: 20,
+        }),
+    }
+}
+
+/// Checks a packet header against the section's interfaces; the interface.
+fn check_packet(ng: &Pcapng, at: u64, p: &PacketHeader, body_len: usize) -> Result<Iface, String> {
+    let Some(iface) = usize::try_from(p.iface).ok().and_then(|i| ng.ifaces.get(i)) else {
+        return Err(format!(
+            "the packet block at byte {at} is on interface {}, but the section describes {} interface(s)",
+            p.iface,
+            ng.ifaces.len()
+        ));
+    };
+    if p.caplen > ng.snapshot {
+        return Err(format!(
+            "the packet block at byte {at} claims {} captured bytes, more than the snapshot length {}",
+            p.caplen, ng.snapshot
+        ));
+    }
+    if p.fixed + p.caplen as usize > body_len {
+        return Err(format!(
+            "the packet block at byte {at} is too short for its {} captured bytes",
+            p.caplen
+        ));
+    }
+    Ok(*iface)
+}
+
+/// The next packet of a pcapng file.
+fn next_pcapng(input: &mut Input, ng: &mut Pcapng) -> Result<Option<RawFrame>, String> {
+    let order = ng.order;
+    loop {
+        let at = input.offset();
+        let Some((ty, len)) = block_header(input, order)? else {
+            return Ok(None);
+        };
+        let packet = matches!(ty, BT_EPB | BT_SPB | BT_PB);
+        let total = len as usize;
+        let body_len = total - BLOCK_HEADER - BLOCK_TRAILER;
+        if total <= IN_MEMORY {
+            // The usual case: the whole block in the buffer.
+            if !input.fill(total)? {
+                return Err(cut_block(at, ty, len, input.available() as u64));
+            }
+            let block = input.peek(total);
+            let trailer = order.u32(block, total - BLOCK_TRAILER).unwrap_or(0);
+            if trailer != len {
+                return Err(bad_trailer(at, len, trailer));
+            }
+            let body = block
+                .get(BLOCK_HEADER..total - BLOCK_TRAILER)
+                .unwrap_or_default();
+            if packet {
+                let Some(p) = packet_header(ty, body, order, ng.snapshot) else {
+                    return Err(format!("the packet block at byte {at} is too short"));
+                };
+                let iface = check_packet(ng, at, &p, body_len)?;
+                let Some(data) = input.slice(BLOCK_HEADER + p.fixed, p.caplen as usize) else {
+                    return Err(cut_block(at, ty, len, input.available() as u64));
+                };
+                input.advance(total);
+                return Ok(Some(RawFrame {
+                    ts: iface.timestamp(p.t),
+                    origlen: p.origlen,
+                    data,
+                    file_offset: at + (BLOCK_HEADER + p.fixed) as u64,
+                }));
+            }
+            match ty {
+                BT_IDB => ng.interface(body),
+                BT_SHB => ng.section(body),
+                _ => Ok(()),
+            }
+            .map_err(|e| format!("the block at byte {at}: {e}"))?;
+            input.advance(total);
+            continue;
+        }
+        // A block too large to hold: read what is needed, skip the rest.
+        if packet {
+            let need = BLOCK_HEADER + 20;
+            input.fill(need)?;
+            let head = input.peek(need);
+            let Some(p) = packet_header(
+                ty,
+                head.get(BLOCK_HEADER..).unwrap_or_default(),
+                order,
+                ng.snapshot,
+            ) else {
+                return Err(cut_block(at, ty, len, input.available() as u64));
+            };
+            let iface = check_packet(ng, at, &p, body_len)?;
+            let start = BLOCK_HEADER + p.fixed;
+            if !input.fill(start + p.caplen as usize)? {
+                return Err(cut_block(at, ty, len, input.available() as u64));
+            }
+            let Some(data) = input.slice(start, p.caplen as usize) else {
+                return Err(cut_block(at, ty, len, input.available() as u64));
+            };
+            skip_block(input, order, len)?;
+            return Ok(Some(RawFrame {
+                ts: iface.timestamp(p.t),
+                origlen: p.origlen,
+                data,
+                file_offset: at + start as u64,
+            }));
+        }
+        match ty {
+            BT_IDB => {
+                return Err(format!(
+                    "the Interface Description Block at byte {at} has {len} bytes, more than the {IN_MEMORY} read here"
+                ))
+            }
+            BT_SHB => {
+                let need = BLOCK_HEADER + 16;
+                if !input.fill(need)? {
+                    return Err(cut_block(at, ty, len, input.available() as u64));
+                }
+                let body = input.peek(need).get(BLOCK_HEADER..).unwrap_or_default();
+                ng.section(body)
+                    .map_err(|e| format!("the block at byte {at}: {e}"))?;
+            }
+            _ => {}
+        }
+        skip_block(input, order, len)?;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn options_follow_libpcap() {
+        let o = Order::Little;
+        // if_tsresol = 9, end of options.
+        let opts = [9, 0, 1, 0, 9, 0, 0, 0, 0, 0, 0, 0];
+        let i = interface_options(&opts, o).unwrap();
+        assert_eq!(i.tsresol, 1_000_000_000);
+        assert_eq!(i.timestamp(1_500_000_000_123).to_string(), "1500.000000123");
+        // Default microseconds; a tsoffset of 100 s.
+        let mut opts = vec![14, 0, 8, 0];
+        opts.extend_from_slice(&100i64.to_le_bytes());
+        let i = interface_options(&opts, o).unwrap();
+        assert_eq!(i.timestamp(2_000_001).to_string(), "102.000001000");
+        // 2^-10 s: 512 units = 0.5 s.
+        let i = interface_options(&[9, 0, 1, 0, 0x8a, 0, 0, 0], o).unwrap();
+        assert_eq!(i.timestamp(1024 + 512).to_string(), "1.500000000");
+        // 10^-12: picoseconds scale down.
+        let i = interface_options(&[9, 0, 1, 0, 12, 0, 0, 0], o).unwrap();
+        assert_eq!(i.timestamp(3_000_000_000_999).to_string(), "3.000000000");
+        // Errors libpcap reports too.
+        for bad in [
+            &[9, 0, 2, 0, 9, 9, 0, 0][..], // tsresol of length 2
+            &[9, 0, 1, 0, 20, 0, 0, 0],    // 10^-20
+            &[9, 0, 1, 0, 0xc0, 0, 0, 0],  // 2^-64
+            &[0, 0, 4, 0, 0, 0, 0, 0],     // endofopt with a length
+            &[3, 0, 9, 0, 1, 2, 3, 4],     // value cut short
+            &[3, 0],                       // header cut short
+            &[9, 0, 1, 0, 6, 0, 0, 0, 9, 0, 1, 0, 6, 0, 0, 0], // two tsresol
+        ] {
+            assert!(interface_options(bad, o).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn link_types_map_like_libpcap() {
+        assert_eq!(linktype_to_dlt(101), LinkType::RAW_DLT);
+        assert_eq!(linktype_to_dlt(1), LinkType::ETHERNET);
+        assert_eq!(linktype_to_dlt(276), LinkType::LINUX_SLL2);
+        assert_eq!(adjust_snapshot(0), MAX_SNAPLEN);
+        assert_eq!(adjust_snapshot(0x8000_0000), MAX_SNAPLEN);
+        assert_eq!(adjust_snapshot(1500), 1500);
+        assert_eq!(adjust_snapshot(4 << 20), 4 << 20);
+    }
+}
