@@ -52,6 +52,11 @@ pub struct PipelineConfig {
     pub detect_limit: usize,
     /// Correlation ids of unanswered requests remembered per stream.
     pub max_pending_per_stream: usize,
+    /// Work out where each message's bytes lie in the capture file
+    /// ([`RawMessage::file_pieces`](crate::kafka::framing::RawMessage::file_pieces)),
+    /// for readers that drop message bytes and read them again (the TUI's index).
+    /// Off by default: it costs an allocation per message nobody else reads.
+    pub locate_in_file: bool,
 }
 
 impl Default for PipelineConfig {
@@ -69,6 +74,7 @@ impl Default for PipelineConfig {
             max_connections: f.max_connections,
             detect_limit: 1 << 20,
             max_pending_per_stream: 4096,
+            locate_in_file: false,
         }
     }
 }
@@ -340,7 +346,11 @@ impl Pipeline {
         };
         self.stats.tcp_segments += 1;
         let mut evs = std::mem::take(&mut self.scratch);
-        let file = payload_file_offset(frame, &seg);
+        let file = if self.cfg.locate_in_file {
+            payload_file_offset(frame, &seg)
+        } else {
+            None
+        };
         self.flow
             .push_at(&seg, frame.index, frame.ts, file, &mut evs);
         for ev in evs.drain(..) {

@@ -55,7 +55,10 @@ fn frames(file: &[u8]) -> Vec<Frame> {
 }
 
 fn messages(frames: &[Frame], ports: Ports) -> Vec<RawMessage> {
-    let mut p = Pipeline::new(PipelineConfig::with_ports(ports));
+    let mut p = Pipeline::new(PipelineConfig {
+        locate_in_file: true,
+        ..PipelineConfig::with_ports(ports)
+    });
     let mut ev = Vec::new();
     for f in frames {
         p.push(f, &mut ev);

@@ -352,7 +352,10 @@ fn load(
     stop: &AtomicBool,
 ) {
     let mut cfg = AnalyzerConfig {
-        pipeline: PipelineConfig::with_ports(ports),
+        pipeline: PipelineConfig {
+            locate_in_file: true,
+            ..PipelineConfig::with_ports(ports)
+        },
         keep_trees: false,
         ..AnalyzerConfig::default()
     };

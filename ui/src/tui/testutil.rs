@@ -109,6 +109,7 @@ pub fn located_entries(capture: &str) -> (Vec<Entry>, Vec<Entry>, Vec<u8>) {
     let mut offsets = super::PcapOffsets::open(&path).expect("a classic pcap");
     let mut cfg = AnalyzerConfig::default();
     cfg.decode.records = false;
+    cfg.pipeline.locate_in_file = true;
     let mut an = Analyzer::new(cfg);
     let mut out = Vec::new();
     while let Some(mut f) = src.next_frame().expect("frame") {
