@@ -44,7 +44,9 @@
 
 use crate::capture::{Segment, Timestamp};
 use bytes::Bytes;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
+
+use rustc_hash::FxHashMap;
 use std::net::SocketAddr;
 
 /// Which TCP ports are Kafka brokers.
@@ -331,7 +333,8 @@ impl Conn {
 #[derive(Debug)]
 pub struct Reassembler {
     cfg: FlowConfig,
-    conns: HashMap<Key, Conn>,
+    /// Boxed: a connection is taken out and put back on every segment.
+    conns: FxHashMap<Key, Box<Conn>>,
     next_stream: u64,
     buffered_total: usize,
     last_sweep: Option<Timestamp>,
@@ -346,7 +349,7 @@ impl Reassembler {
     pub fn new(cfg: FlowConfig) -> Reassembler {
         Reassembler {
             cfg,
-            conns: HashMap::new(),
+            conns: FxHashMap::default(),
             next_stream: 0,
             buffered_total: 0,
             last_sweep: None,
@@ -435,14 +438,14 @@ impl Reassembler {
             });
             self.conns.insert(
                 key,
-                Conn {
+                Box::new(Conn {
                     stream,
                     client,
                     halves: [Half::default(), Half::default()],
                     last_ts: ts,
                     last_frame: frame,
                     closed: false,
-                },
+                }),
             );
         }
 
@@ -484,7 +487,7 @@ impl Reassembler {
 
     /// End of input: flush every connection (buffered bytes behind gaps) and close it.
     pub fn finish(&mut self, out: &mut Vec<FlowEvent>) {
-        let mut conns: Vec<Conn> = self.conns.drain().map(|(_, c)| c).collect();
+        let mut conns: Vec<Box<Conn>> = self.conns.drain().map(|(_, c)| c).collect();
         conns.sort_by_key(|c| c.stream);
         for mut c in conns {
             if !c.closed {
