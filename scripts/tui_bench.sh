@@ -4,6 +4,7 @@
 #
 #   scripts/tui_bench.sh FILE                    # e.g. /tmp/corpus1g.pcap
 #   KAFKASHARK=/path/to/kafkashark RUNS=3 scripts/tui_bench.sh FILE
+#   ARGS="--max-messages 100000" scripts/tui_bench.sh FILE   # extra TUI arguments
 #
 # Runs the release binary in a private tmux server (120x40) under
 # /usr/bin/time, polls the screen (`tmux capture-pane`, about every 5 ms, so
@@ -48,7 +49,7 @@ for run in $(seq "$RUNS"); do
     rm -f "$TMP/time"
     t0=$(now)
     tmux -L "$SOCK" new-session -d -s bench -x 120 -y 40 \
-        "/usr/bin/time -f %M -o $TMP/time $K $FILE"
+        "/usr/bin/time -f %M -o $TMP/time $K $FILE ${ARGS:-}"
     t1=$(wait_for "[┏┌] frame [0-9]+:" 60)
     t2=$(wait_for 'msgs' 600)
     while screen | grep -q 'loading'; do sleep 0.01; done

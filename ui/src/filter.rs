@@ -12,7 +12,10 @@
 //! amount. Evaluation reads only the message and its peer — no clock, no I/O.
 //! Every comparison needs its field: a message without a latency matches neither
 //! `latency>5ms` nor `latency!=5ms` (but does match `not latency>5ms`).
+//! Evaluation goes through [`Facts`], so that a compact index entry (the TUI's)
+//! is tested in place, without building a [`MessageInfo`] or allocating.
 
+use std::borrow::Cow;
 use std::fmt;
 use std::sync::OnceLock;
 
@@ -29,6 +32,113 @@ const MAX_API_KEY: i16 = 200;
 
 /// Error codes looked up for did-you-mean suggestions.
 const MAX_ERROR_CODE: i16 = 300;
+
+/// What the filter reads of a message: [`MessageInfo`]'s facts, by name.
+pub trait Facts {
+    /// Request or response.
+    fn kind(&self) -> Kind;
+    /// Api key.
+    fn api_key(&self) -> Option<i16>;
+    /// Api version.
+    fn api_version(&self) -> Option<i16>;
+    /// The client endpoint as shown (`10.0.0.1:5000`).
+    fn client_text(&self) -> Cow<'_, str>;
+    /// The broker endpoint as shown.
+    fn broker_text(&self) -> Cow<'_, str>;
+    /// The request's client id.
+    fn client_id(&self) -> Option<&str>;
+    /// Connection index.
+    fn stream(&self) -> u64;
+    /// Correlation id.
+    fn correlation_id(&self) -> Option<i32>;
+    /// Frame that carried the first byte.
+    fn first_frame(&self) -> u64;
+    /// Frame that completed the message.
+    fn frame(&self) -> u64;
+    /// The size field.
+    fn length(&self) -> i32;
+    /// Topics the message names.
+    fn topics(&self) -> &[String];
+    /// Latency of a paired response.
+    fn latency_ns(&self) -> Option<u64>;
+    /// The response's ThrottleTimeMs.
+    fn throttle_time_ms(&self) -> Option<i32>;
+    /// Non-zero error codes of a response.
+    fn error_codes(&self) -> &[i16];
+    /// Paired with its request / response.
+    fn paired(&self) -> bool;
+    /// A request that expects a response.
+    fn expects_response(&self) -> bool;
+    /// A response whose api was inferred.
+    fn inferred(&self) -> bool;
+    /// The first message after a resynchronisation.
+    fn resynced(&self) -> bool;
+    /// Some bytes did not decode.
+    fn malformed(&self) -> bool;
+}
+
+impl Facts for MessageInfo {
+    fn kind(&self) -> Kind {
+        self.kind
+    }
+    fn api_key(&self) -> Option<i16> {
+        self.api_key
+    }
+    fn api_version(&self) -> Option<i16> {
+        self.api_version
+    }
+    fn client_text(&self) -> Cow<'_, str> {
+        Cow::Owned(self.client.to_string())
+    }
+    fn broker_text(&self) -> Cow<'_, str> {
+        Cow::Owned(self.broker.to_string())
+    }
+    fn client_id(&self) -> Option<&str> {
+        self.client_id.as_deref()
+    }
+    fn stream(&self) -> u64 {
+        self.stream
+    }
+    fn correlation_id(&self) -> Option<i32> {
+        self.correlation_id
+    }
+    fn first_frame(&self) -> u64 {
+        self.first_frame
+    }
+    fn frame(&self) -> u64 {
+        self.frame
+    }
+    fn length(&self) -> i32 {
+        self.length
+    }
+    fn topics(&self) -> &[String] {
+        &self.topics
+    }
+    fn latency_ns(&self) -> Option<u64> {
+        self.latency_ns
+    }
+    fn throttle_time_ms(&self) -> Option<i32> {
+        self.throttle_time_ms
+    }
+    fn error_codes(&self) -> &[i16] {
+        &self.error_codes
+    }
+    fn paired(&self) -> bool {
+        self.paired
+    }
+    fn expects_response(&self) -> bool {
+        self.expects_response
+    }
+    fn inferred(&self) -> bool {
+        self.inferred
+    }
+    fn resynced(&self) -> bool {
+        self.resynced
+    }
+    fn malformed(&self) -> bool {
+        self.decode_error.is_some()
+    }
+}
 
 /// A parsed filter expression; the empty filter matches every message.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -82,7 +192,7 @@ impl Filter {
     ///
     /// For a request, the response-side predicates (latency, throttle, error)
     /// are evaluated against `peer`, its response.
-    pub fn matches(&self, m: &MessageInfo, peer: Option<&MessageInfo>) -> bool {
+    pub fn matches<M: Facts>(&self, m: &M, peer: Option<&M>) -> bool {
         match &self.expr {
             Some(e) => e.matches(m, peer),
             None => true,
@@ -904,25 +1014,23 @@ impl Parser {
 
 /// The message that carries the response-side facts: `m` itself if it is a
 /// response, else its paired response.
-fn response_of<'a>(m: &'a MessageInfo, peer: Option<&'a MessageInfo>) -> Option<&'a MessageInfo> {
-    match m.kind {
+fn response_of<'a, M: Facts>(m: &'a M, peer: Option<&'a M>) -> Option<&'a M> {
+    match m.kind() {
         Kind::Response => Some(m),
-        Kind::Request => peer.filter(|p| p.kind == Kind::Response),
+        Kind::Request => peer.filter(|p| p.kind() == Kind::Response),
     }
 }
 
 /// Responses carry no client id: theirs is their request's.
-fn client_id_of<'a>(m: &'a MessageInfo, peer: Option<&'a MessageInfo>) -> Option<&'a str> {
-    m.client_id
-        .as_deref()
-        .or_else(|| peer.and_then(|p| p.client_id.as_deref()))
+fn client_id_of<'a, M: Facts>(m: &'a M, peer: Option<&'a M>) -> Option<&'a str> {
+    m.client_id().or_else(|| peer.and_then(|p| p.client_id()))
 }
 
 /// A message's own topics, or its peer's when it names none.
-fn topics_of<'a>(m: &'a MessageInfo, peer: Option<&'a MessageInfo>) -> &'a [String] {
+pub fn topics_of<'a, M: Facts>(m: &'a M, peer: Option<&'a M>) -> &'a [String] {
     match peer {
-        Some(p) if m.topics.is_empty() => &p.topics,
-        _ => &m.topics,
+        Some(p) if m.topics().is_empty() => p.topics(),
+        _ => m.topics(),
     }
 }
 
@@ -935,7 +1043,7 @@ fn text_matches<'a>(op: Op, needle: &str, mut hay: impl Iterator<Item = &'a str>
 }
 
 impl Expr {
-    fn matches(&self, m: &MessageInfo, peer: Option<&MessageInfo>) -> bool {
+    fn matches<M: Facts>(&self, m: &M, peer: Option<&M>) -> bool {
         match self {
             Expr::Or(items) => items.iter().any(|e| e.matches(m, peer)),
             Expr::And(items) => items.iter().all(|e| e.matches(m, peer)),
@@ -946,38 +1054,38 @@ impl Expr {
 }
 
 impl Pred {
-    fn matches(&self, m: &MessageInfo, peer: Option<&MessageInfo>) -> bool {
+    fn matches<M: Facts>(&self, m: &M, peer: Option<&M>) -> bool {
         let cmp = |op: Op, have: Option<i128>, want: i64| {
             have.is_some_and(|h| op.compare(h, i128::from(want)))
         };
         match self {
             Pred::Api(op, key) => m
-                .api_key
+                .api_key()
                 .is_some_and(|k| op.compare(i128::from(k), i128::from(*key))),
-            Pred::Version(op, n) => cmp(*op, m.api_version.map(i128::from), *n),
+            Pred::Version(op, n) => cmp(*op, m.api_version().map(i128::from), *n),
             Pred::Kind(op, kind) => match op {
-                Op::Ne => m.kind != *kind,
-                _ => m.kind == *kind,
+                Op::Ne => m.kind() != *kind,
+                _ => m.kind() == *kind,
             },
             Pred::Client(op, s) => {
-                let addr = m.client.to_string();
+                let addr = m.client_text();
                 let id = client_id_of(m, peer);
-                text_matches(*op, s, std::iter::once(addr.as_str()).chain(id))
+                text_matches(*op, s, std::iter::once(&*addr).chain(id))
             }
             Pred::ClientId(op, s) => {
                 client_id_of(m, peer).is_some_and(|id| text_matches(*op, s, std::iter::once(id)))
             }
             Pred::Broker(op, s) => {
-                let addr = m.broker.to_string();
-                text_matches(*op, s, std::iter::once(addr.as_str()))
+                let addr = m.broker_text();
+                text_matches(*op, s, std::iter::once(&*addr))
             }
-            Pred::Stream(op, n) => cmp(*op, Some(i128::from(m.stream)), *n),
-            Pred::Corr(op, n) => cmp(*op, m.correlation_id.map(i128::from), *n),
+            Pred::Stream(op, n) => cmp(*op, Some(i128::from(m.stream())), *n),
+            Pred::Corr(op, n) => cmp(*op, m.correlation_id().map(i128::from), *n),
             Pred::Frame(op, n) => {
                 // A message spans first_frame..=frame; test the span, not one end.
                 let (lo, hi) = (
-                    i128::from(m.first_frame.min(m.frame)),
-                    i128::from(m.first_frame.max(m.frame)),
+                    i128::from(m.first_frame().min(m.frame())),
+                    i128::from(m.first_frame().max(m.frame())),
                 );
                 let n = i128::from(*n);
                 match op {
@@ -990,7 +1098,7 @@ impl Pred {
                     Op::Tilde => false,
                 }
             }
-            Pred::Size(op, n) => cmp(*op, Some(i128::from(m.length)), *n),
+            Pred::Size(op, n) => cmp(*op, Some(i128::from(m.length())), *n),
             Pred::Topic(op, pat) => {
                 let topics = topics_of(m, peer);
                 match op {
@@ -1000,34 +1108,34 @@ impl Pred {
                 }
             }
             Pred::Latency(op, ns) => {
-                let have = response_of(m, peer).and_then(|r| r.latency_ns);
+                let have = response_of(m, peer).and_then(|r| r.latency_ns());
                 cmp(*op, have.map(i128::from), *ns)
             }
             Pred::Throttle(op, ns) => {
-                let have = response_of(m, peer).and_then(|r| r.throttle_time_ms);
+                let have = response_of(m, peer).and_then(|r| r.throttle_time_ms());
                 cmp(*op, have.map(|ms| i128::from(ms) * 1_000_000), *ns)
             }
             Pred::Throttled => response_of(m, peer)
-                .and_then(|r| r.throttle_time_ms)
+                .and_then(|r| r.throttle_time_ms())
                 .is_some_and(|t| t > 0),
-            Pred::AnyError => response_of(m, peer).is_some_and(|r| !r.error_codes.is_empty()),
+            Pred::AnyError => response_of(m, peer).is_some_and(|r| !r.error_codes().is_empty()),
             Pred::Error(op, code) => response_of(m, peer).is_some_and(|r| {
                 // error_codes holds only non-zero codes: `error=NONE` means "none of them".
                 let has = if *code == 0 {
-                    r.error_codes.is_empty()
+                    r.error_codes().is_empty()
                 } else {
-                    r.error_codes.contains(code)
+                    r.error_codes().contains(code)
                 };
                 has == (*op == Op::Eq)
             }),
-            Pred::Unpaired => match m.kind {
-                Kind::Response => !m.paired,
-                Kind::Request => m.expects_response && !m.paired,
+            Pred::Unpaired => match m.kind() {
+                Kind::Response => !m.paired(),
+                Kind::Request => m.expects_response() && !m.paired(),
             },
-            Pred::Inferred => m.inferred,
-            Pred::Resynced => m.resynced,
-            Pred::Malformed => m.decode_error.is_some(),
-            Pred::NoResponse => m.kind == Kind::Request && !m.expects_response,
+            Pred::Inferred => m.inferred(),
+            Pred::Resynced => m.resynced(),
+            Pred::Malformed => m.malformed(),
+            Pred::NoResponse => m.kind() == Kind::Request && !m.expects_response(),
         }
     }
 }

@@ -6,7 +6,7 @@
 //! happens here: no clock, no terminal, no files — decoding a selected message
 //! is a pure function of its bytes. The render (`ui.rs`) reads this state only.
 //!
-//! Invariants: `entries[i].info.index == i`; `matched[i]` says whether entry
+//! Invariants: `entries[i].index() == i`; `matched[i]` says whether entry
 //! `i` passes the filter; `view` lists the matched entries in the current sort
 //! order; `selected`, when set, is an entry index and `list_pos` its position
 //! in `view` (or the nearest row when the filter hides it); the decoded tree
@@ -24,11 +24,14 @@ use kafkashark::topics::TopicNames;
 use ratatui::layout::{Position, Rect};
 
 use super::filtering::Filter;
+use super::index::{IndexEntry, Interner};
 use super::stats_view::{self, StatsData, StatsTab};
 use super::ui;
+use crate::filter::Facts;
 
-/// One message of the list: its facts and its bytes, or where to read them again
-/// (the tree is decoded on demand).
+/// One message as the loader gives it: its facts and its bytes, or where to read
+/// them again (the tree is decoded on demand). The index keeps it compact
+/// ([`IndexEntry`]).
 #[derive(Clone, Debug)]
 pub struct Entry {
     /// The facts (the JSONL contract's keys).
@@ -61,7 +64,7 @@ impl Entry {
         }
         let sum = fingerprint(&raw.bytes);
         raw.bytes = Default::default();
-        if raw.provenance.len() == 1 {
+        if raw.provenance == [(0, raw.first_frame)] {
             // One carrying frame, `first_frame`: what an empty provenance says too.
             raw.provenance = Vec::new();
         }
@@ -73,6 +76,7 @@ impl Entry {
     }
 
     /// True when the bytes are read again from the capture file when needed.
+    #[cfg(test)]
     pub fn in_file(&self) -> bool {
         self.sum.is_some()
     }
@@ -103,28 +107,25 @@ pub fn fingerprint(b: &[u8]) -> u64 {
 
 /// The message of `e` with its bytes: its own, or read again through `store` and
 /// checked against the length and fingerprint taken when it was loaded.
-pub fn message_of<'a>(
-    e: &'a Entry,
-    store: Option<&dyn ByteStore>,
-) -> Result<std::borrow::Cow<'a, RawMessage>, String> {
-    let Some(sum) = e.sum else {
-        return Ok(std::borrow::Cow::Borrowed(&e.raw));
+pub fn message_of(e: &IndexEntry, store: Option<&dyn ByteStore>) -> Result<RawMessage, String> {
+    let mut raw = e.raw();
+    let Some(sum) = e.sum() else {
+        return Ok(raw);
     };
-    let frame = e.info.first_frame;
+    let frame = e.first_frame();
     let store = store.ok_or_else(|| format!("frame {frame}: the capture file is not open"))?;
-    let bytes = RawMessage::reread(&e.raw.file_pieces, |off, buf| store.read_at(off, buf))
+    let bytes = RawMessage::reread(&raw.file_pieces, |off, buf| store.read_at(off, buf))
         .map_err(|err| format!("frame {frame}: cannot read the message again: {err}"))?;
     if fingerprint(&bytes) != sum {
         return Err(format!(
             "frame {frame}: the capture file changed since it was loaded"
         ));
     }
-    let mut raw = e.raw.clone();
     raw.bytes = bytes.into();
     if raw.provenance.is_empty() {
         raw.provenance = vec![(0, raw.first_frame)];
     }
-    Ok(std::borrow::Cow::Owned(raw))
+    Ok(raw)
 }
 
 /// Everything that can happen to the UI.
@@ -352,7 +353,9 @@ pub struct App {
     /// Session settings.
     pub cfg: Config,
     /// Every message loaded, in capture order.
-    pub entries: Vec<Entry>,
+    pub entries: Vec<IndexEntry>,
+    /// The entries' shared parts (endpoints, client ids, topic lists, …).
+    pub interner: Interner,
     /// Whether each entry passes the filter.
     pub matched: Vec<bool>,
     /// The entries shown, in sort order.
@@ -436,6 +439,7 @@ impl App {
         App {
             cfg,
             entries: Vec::new(),
+            interner: Interner::default(),
             matched: Vec::new(),
             view: Vec::new(),
             filter: None,
@@ -529,18 +533,19 @@ impl App {
     fn loaded(&mut self, batch: Vec<Entry>) {
         let start = self.entries.len();
         let mut touched: Vec<usize> = Vec::new();
-        for mut e in batch {
+        for e in batch {
             let idx = self.entries.len();
-            e.info.index = idx as u64;
+            let mut e = IndexEntry::new(e, &mut self.interner);
+            e.set_index(idx as u64);
             // The loader numbers messages from the start of the input; ring mode
             // dropped the first `dropped` of them.
-            e.info.peer = e.info.peer.and_then(|p| p.checked_sub(self.dropped));
-            if e.info.kind == Kind::Response {
-                if let (true, Some(p)) = (e.info.paired, e.info.peer) {
+            e.set_peer(e.peer().and_then(|p| p.checked_sub(self.dropped)));
+            if e.kind() == Kind::Response {
+                if let (true, Some(p)) = (e.paired(), e.peer()) {
                     let p = p as usize;
                     if let Some(req) = self.entries.get_mut(p) {
-                        req.info.paired = true;
-                        req.info.peer = Some(idx as u64);
+                        req.set_paired(true);
+                        req.set_peer(Some(idx as u64));
                         if p < start {
                             touched.push(p);
                         }
@@ -548,7 +553,7 @@ impl App {
                 }
             }
             if self.origin.is_none() {
-                self.origin = Some(e.info.first_ts);
+                self.origin = Some(e.first_ts());
             }
             self.entries.push(e);
         }
@@ -594,7 +599,7 @@ impl App {
     }
 
     /// Ring mode: drops the `k` oldest entries, counts them in `dropped`, and
-    /// renumbers the rest so that `entries[i].info.index == i` still holds (a
+    /// renumbers the rest so that `entries[i].index() == i` still holds (a
     /// response whose request was dropped loses its peer).
     fn drop_oldest(&mut self, k: usize) {
         let k = k.min(self.entries.len());
@@ -605,9 +610,10 @@ impl App {
         self.entries.drain(..k);
         self.matched.drain(..k.min(self.matched.len()));
         for e in &mut self.entries {
-            e.info.index -= k64;
-            e.info.peer = e.info.peer.and_then(|p| p.checked_sub(k64));
+            e.set_index(e.index() - k64);
+            e.set_peer(e.peer().and_then(|p| p.checked_sub(k64)));
         }
+        self.interner.purge();
         let gone_before =
             |pos: usize, view: &[usize]| view.iter().take(pos).filter(|&&i| i < k).count();
         let (pos_gone, offset_gone) = (
@@ -649,25 +655,21 @@ impl App {
         let Some(e) = self.entries.get(i) else {
             return false;
         };
-        let peer = e
-            .info
-            .peer
-            .and_then(|p| self.entries.get(p as usize))
-            .map(|p| &p.info);
-        f.matches(&e.info, peer)
+        let peer = e.peer().and_then(|p| self.entries.get(p as usize));
+        f.matches(e, peer)
     }
 
     fn cmp(&self, a: usize, b: usize) -> std::cmp::Ordering {
-        let (ea, eb) = (&self.entries[a].info, &self.entries[b].info);
+        let (ea, eb) = (&self.entries[a], &self.entries[b]);
         match self.sort {
             Sort::Capture => a.cmp(&b),
-            Sort::LatencyDesc => match (ea.latency_ns, eb.latency_ns) {
+            Sort::LatencyDesc => match (ea.latency_ns(), eb.latency_ns()) {
                 (Some(x), Some(y)) => y.cmp(&x).then(a.cmp(&b)),
                 (Some(_), None) => std::cmp::Ordering::Less,
                 (None, Some(_)) => std::cmp::Ordering::Greater,
                 (None, None) => a.cmp(&b),
             },
-            Sort::SizeDesc => eb.length.cmp(&ea.length).then(a.cmp(&b)),
+            Sort::SizeDesc => eb.length().cmp(&ea.length()).then(a.cmp(&b)),
         }
     }
 
@@ -754,7 +756,7 @@ impl App {
             .get(idx)
             .ok_or_else(|| format!("no message {idx}"))?;
         if !e.in_file() {
-            return Ok(e.raw.clone());
+            return Ok(e.raw());
         }
         if let Some(p) = self.recent.iter().position(|(i, _)| *i == idx) {
             let hit = self.recent.remove(p);
@@ -762,7 +764,7 @@ impl App {
             self.recent.push(hit);
             return Ok(m);
         }
-        let m = message_of(e, self.store.as_deref())?.into_owned();
+        let m = message_of(e, self.store.as_deref())?;
         if self.recent.len() >= RECENT {
             self.recent.remove(0);
         }
@@ -785,9 +787,9 @@ impl App {
         let Some(e) = self.entries.get(idx) else {
             return;
         };
-        let mut decoded = kafkashark::model::redecode(&e.info, &raw, &self.opts);
-        if e.info.kind == Kind::Response {
-            self.topics.learn(e.info.api_key, &decoded.root);
+        let mut decoded = kafkashark::model::redecode(&e.info(), &raw, &self.opts);
+        if e.kind() == Kind::Response {
+            self.topics.learn(e.api_key(), &decoded.root);
         }
         self.topics.annotate(&mut decoded.root);
         let mut expanded = HashSet::new();
@@ -810,7 +812,7 @@ impl App {
     }
 
     /// The selected entry.
-    pub fn selected_entry(&self) -> Option<&Entry> {
+    pub fn selected_entry(&self) -> Option<&IndexEntry> {
         self.selected.and_then(|i| self.entries.get(i))
     }
 
@@ -845,9 +847,9 @@ impl App {
         let Some(e) = self.selected_entry() else {
             return;
         };
-        let Some(p) = e.info.peer else {
-            self.notice = Some(match e.info.kind {
-                Kind::Request if !e.info.expects_response => {
+        let Some(p) = e.peer() else {
+            self.notice = Some(match e.kind() {
+                Kind::Request if !e.expects_response() => {
                     "this request expects no response (acks=0)".into()
                 }
                 Kind::Request => "no response to this request was captured".into(),
@@ -862,7 +864,7 @@ impl App {
                 self.select_pos(pos);
             }
             None => {
-                let frame = self.entries.get(p).map_or(0, |e| e.info.frame);
+                let frame = self.entries.get(p).map_or(0, |e| e.frame());
                 self.notice = Some(format!("its peer (frame {frame}) is hidden by the filter"));
             }
         }
@@ -1007,9 +1009,7 @@ impl App {
 
     /// The frames that carried the selected field's bytes.
     fn frames_notice(&mut self) {
-        let (Some(e), Some(n), Some(d)) =
-            (self.selected_entry(), self.selected_node(), &self.detail)
-        else {
+        let (Some(n), Some(d)) = (self.selected_node(), &self.detail) else {
             return;
         };
         // A field in decompressed bytes came from the compressed blob it was inflated from.
@@ -1023,7 +1023,7 @@ impl App {
             end = s.parent_offset + s.parent_length;
             src = s.parent;
         }
-        let frames = frames_of(&e.raw, start, end.max(start + 1));
+        let frames = frames_of(&d.raw, start, end.max(start + 1));
         let list = frames
             .iter()
             .map(u64::to_string)
@@ -1565,8 +1565,51 @@ fn remove_char(s: &mut String, chars: usize) {
 /// key and version of their request (the ApiVersions v0 fallback of KIP-511
 /// as the model does), unknown responses header only.
 #[cfg(test)]
-pub fn decode_entry(e: &Entry, opts: &DecodeOptions) -> Decoded {
-    kafkashark::model::redecode(&e.info, &e.raw, opts)
+pub fn decode_entry<E: Loaded>(e: &E, opts: &DecodeOptions) -> Decoded {
+    let (info, raw) = e.parts();
+    kafkashark::model::redecode(&info, &raw, opts)
+}
+
+/// A message as loaded or as indexed: its facts and its message (bytes held).
+#[cfg(test)]
+pub trait Loaded {
+    /// The facts and the message.
+    fn parts(
+        &self,
+    ) -> (
+        std::borrow::Cow<'_, MessageInfo>,
+        std::borrow::Cow<'_, RawMessage>,
+    );
+}
+
+#[cfg(test)]
+impl Loaded for Entry {
+    fn parts(
+        &self,
+    ) -> (
+        std::borrow::Cow<'_, MessageInfo>,
+        std::borrow::Cow<'_, RawMessage>,
+    ) {
+        (
+            std::borrow::Cow::Borrowed(&self.info),
+            std::borrow::Cow::Borrowed(&self.raw),
+        )
+    }
+}
+
+#[cfg(test)]
+impl Loaded for IndexEntry {
+    fn parts(
+        &self,
+    ) -> (
+        std::borrow::Cow<'_, MessageInfo>,
+        std::borrow::Cow<'_, RawMessage>,
+    ) {
+        (
+            std::borrow::Cow::Owned(self.info()),
+            std::borrow::Cow::Owned(self.raw()),
+        )
+    }
 }
 
 /// The node at a path of child indices.

@@ -14,6 +14,7 @@
 
 pub mod app;
 pub mod filtering;
+pub mod index;
 pub mod stats_view;
 pub mod ui;
 

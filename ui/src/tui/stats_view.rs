@@ -21,10 +21,11 @@ use kafkashark::kafka::errors::error_name;
 use kafkashark::kafka::schema::api_name;
 use kafkashark::kafka::tree::escape_text;
 use kafkashark::kafka::{DecodeOptions, Decoded, Value};
-use kafkashark::model::MessageInfo;
 use kafkashark::stats::{LatencyMs, Stats, StatsConfig, StatsReport};
 
-use super::app::{message_of, ByteStore, Entry};
+use super::app::{message_of, ByteStore};
+use super::index::IndexEntry;
+use crate::filter::{topics_of, Facts};
 
 /// Most messages decoded per refresh for the figures that need a tree.
 pub const DECODE_LIMIT: usize = 20_000;
@@ -281,21 +282,18 @@ impl StatsData {
 /// v3+ requests (client software), group requests and responses, responses
 /// that teach topic ids, responses with errors (their places) and the
 /// requests of those (the topic of a response that does not name it).
-fn wants_tree(e: &Entry, entries: &[Entry]) -> bool {
-    let i = &e.info;
-    let group = matches!(i.api_key, Some(11..=14 | 68));
-    match i.kind {
+fn wants_tree(i: &IndexEntry, entries: &[IndexEntry]) -> bool {
+    let group = matches!(i.api_key(), Some(11..=14 | 68));
+    match i.kind() {
         Kind::Request => {
             group
-                || (i.api_key == Some(18) && i.api_version.is_some_and(|v| v >= 3))
-                || i.peer
+                || (i.api_key() == Some(18) && i.api_version().is_some_and(|v| v >= 3))
+                || i.peer()
                     .and_then(|p| entries.get(p as usize))
-                    .is_some_and(|r| {
-                        r.info.kind == Kind::Response && !r.info.error_codes.is_empty()
-                    })
+                    .is_some_and(|r| r.kind() == Kind::Response && !r.error_codes().is_empty())
         }
         Kind::Response => {
-            group || matches!(i.api_key, Some(3 | 19 | 75)) || !i.error_codes.is_empty()
+            group || matches!(i.api_key(), Some(3 | 19 | 75)) || !i.error_codes().is_empty()
         }
     }
 }
@@ -305,15 +303,6 @@ fn group_id(d: &Decoded) -> Option<String> {
     match &d.body()?.child("GroupId")?.value {
         Value::Str(s) => Some(s.clone()),
         _ => None,
-    }
-}
-
-/// The topics the filter's `topic` sees for a message: its own, else its peer's.
-fn filter_topics<'a>(i: &'a MessageInfo, peer: Option<&'a MessageInfo>) -> &'a [String] {
-    if i.topics.is_empty() {
-        peer.map_or(&[][..], |p| &p.topics[..])
-    } else {
-        &i.topics[..]
     }
 }
 
@@ -369,7 +358,7 @@ fn counts(m: &BTreeMap<String, u64>) -> String {
 
 /// Runs the engine's statistics over `entries`, decoding at most `limit` of them.
 /// Entries that do not hold their bytes are read again through `store`.
-pub fn compute(entries: &[Entry], limit: usize, store: Option<&dyn ByteStore>) -> StatsData {
+pub fn compute(entries: &[IndexEntry], limit: usize, store: Option<&dyn ByteStore>) -> StatsData {
     let opts = DecodeOptions {
         records: false,
         ..DecodeOptions::default()
@@ -382,7 +371,9 @@ pub fn compute(entries: &[Entry], limit: usize, store: Option<&dyn ByteStore>) -
     // Topics the filter sees on responses with errors.
     let mut error_topics: HashSet<&str> = HashSet::new();
     for e in entries {
-        let i = &e.info;
+        // The engine's statistics take the full facts: rebuilt per entry, dropped after.
+        let info = e.info();
+        let i = &info;
         let tree = if wants_tree(e, entries) {
             wanted += 1;
             (decoded < limit)
@@ -408,11 +399,8 @@ pub fn compute(entries: &[Entry], limit: usize, store: Option<&dyn ByteStore>) -
                 hist.entry(k).or_insert([0; BUCKETS.len()])[bucket_of(ns)] += 1;
             }
             if !i.error_codes.is_empty() {
-                let peer = i
-                    .peer
-                    .and_then(|p| entries.get(p as usize))
-                    .map(|p| &p.info);
-                error_topics.extend(filter_topics(i, peer).iter().map(String::as_str));
+                let peer = e.peer().and_then(|p| entries.get(p as usize));
+                error_topics.extend(topics_of(e, peer).iter().map(String::as_str));
             }
         }
     }
@@ -560,7 +548,7 @@ fn streams_pred(streams: &BTreeSet<u64>) -> Option<String> {
     }
 }
 
-fn client_rows(r: &StatsReport, entries: &[Entry]) -> Vec<StatsRow> {
+fn client_rows(r: &StatsReport, entries: &[IndexEntry]) -> Vec<StatsRow> {
     // Connections by client address, for clients without a client id.
     let anonymous: HashSet<&str> = r
         .clients
@@ -570,10 +558,13 @@ fn client_rows(r: &StatsReport, entries: &[Entry]) -> Vec<StatsRow> {
         .collect();
     let mut streams_of: BTreeMap<String, BTreeSet<u64>> = BTreeMap::new();
     if !anonymous.is_empty() {
-        for e in entries.iter().filter(|e| e.info.kind == Kind::Request) {
-            let a = e.info.client.to_string();
-            if anonymous.contains(a.as_str()) {
-                streams_of.entry(a).or_default().insert(e.info.stream);
+        for e in entries.iter().filter(|e| e.kind() == Kind::Request) {
+            let a = e.client_text();
+            if anonymous.contains(&*a) {
+                streams_of
+                    .entry(a.into_owned())
+                    .or_default()
+                    .insert(e.stream());
             }
         }
     }

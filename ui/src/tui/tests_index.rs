@@ -5,6 +5,7 @@
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
 use super::app::{App, Config, Entry, Msg, SourceKind};
+use super::index::{IndexEntry, Interner};
 use super::testutil::{entries, located_entries, MemStore};
 use super::ui;
 
@@ -140,15 +141,15 @@ fn ring_mode_drops_the_oldest_and_counts_them() {
     b.update(Msg::Loaded(all.clone()));
     for (i, e) in a.entries.iter().enumerate() {
         let orig = &all[first + i];
-        assert_eq!(e.info.index, i as u64);
-        assert_eq!(e.info.frame, orig.info.frame);
-        assert_eq!(e.raw.bytes, orig.raw.bytes);
+        assert_eq!(e.info().index, i as u64);
+        assert_eq!(e.info().frame, orig.info.frame);
+        assert_eq!(e.raw().bytes, orig.raw.bytes);
         // The peer is the same message as in the full list, or gone with the dropped ones.
         let want = b.entries[first + i]
-            .info
+            .info()
             .peer
             .and_then(|p| (p as usize).checked_sub(first));
-        assert_eq!(e.info.peer.map(|p| p as usize), want, "entry {i}");
+        assert_eq!(e.info().peer.map(|p| p as usize), want, "entry {i}");
     }
     assert_eq!(a.view, (0..a.entries.len()).collect::<Vec<_>>());
     let sel = a.selected.expect("a selection");
@@ -178,13 +179,13 @@ fn ring_mode_keeps_or_moves_the_selection() {
     a.max_entries = 16;
     a.update(Msg::Loaded(all[..10].to_vec()));
     key(&mut a, KeyCode::End);
-    let frame = a.selected_entry().unwrap().info.frame;
+    let frame = a.selected_entry().unwrap().info().frame;
     a.update(Msg::Loaded(all[10..16].to_vec()));
-    assert_eq!(a.selected_entry().unwrap().info.frame, frame);
+    assert_eq!(a.selected_entry().unwrap().info().frame, frame);
     a.update(Msg::Loaded(all[16..20].to_vec()));
     // 20 > 16: down to 14, the 6 oldest gone; the selection (the 10th) stays.
     assert_eq!(a.dropped, 6);
-    assert_eq!(a.selected_entry().unwrap().info.frame, frame);
+    assert_eq!(a.selected_entry().unwrap().info().frame, frame);
     assert_eq!(a.view[a.list_pos], a.selected.unwrap());
     key(&mut a, KeyCode::Home);
     a.update(Msg::Loaded(all[20..24].to_vec()));
@@ -192,7 +193,7 @@ fn ring_mode_keeps_or_moves_the_selection() {
     assert_eq!(a.selected, Some(0));
     assert_eq!(a.list_pos, 0);
     assert_eq!(
-        a.selected_entry().unwrap().info.frame,
+        a.selected_entry().unwrap().info().frame,
         all[a.dropped as usize].info.frame
     );
     assert_eq!(a.detail.as_ref().unwrap().entry, 0);
@@ -206,4 +207,175 @@ fn unlocated_messages_keep_their_bytes() {
     let kept = Entry::indexed(e.info.clone(), e.raw.clone());
     assert!(!kept.in_file());
     assert_eq!(kept.raw.bytes, e.raw.bytes);
+}
+
+const ALL: [&str; 11] = [
+    "captures/a1-kcat-produce-consume-group.pcap",
+    A2,
+    "captures/a3-kafka-python-admin.pcap",
+    "captures/a4-kafkajs-produce-consume-sll2.pcap",
+    "captures/a5-ipv6-confluent-admin-produce-consume.pcap",
+    A6,
+    "captures/b1-port-19092-mixed-clients.pcap",
+    "captures/b2-errors-and-acks0.pcap",
+    B3,
+    "captures/b4-throttle-errors-proxy.pcap",
+    "captures/a1-kcat-produce-consume-group.pcap",
+];
+
+/// The compact index entry gives back exactly the facts and the message it was
+/// made from, for entries that hold their bytes and for located ones; located
+/// messages of one piece from their first frame on are stored inline.
+#[test]
+fn index_entries_lose_nothing() {
+    for cap in ALL {
+        let mut interner = Interner::default();
+        let mut check = |e: Entry| {
+            let c = IndexEntry::new(e.clone(), &mut interner);
+            assert_eq!(c.info(), e.info, "{cap}");
+            assert_eq!(c.raw(), e.raw, "{cap}");
+            assert_eq!(c.sum(), e.sum, "{cap}");
+            assert_eq!(c.in_file(), e.in_file(), "{cap}");
+            assert_eq!(c.ts(), e.info.ts, "{cap}");
+            assert_eq!(c.missing(), e.raw.missing, "{cap}");
+            c
+        };
+        for e in entries(cap) {
+            assert!(check(e).spilled(), "{cap}: bytes held, so boxed");
+        }
+        if let Ok((indexed, _, _)) = std::panic::catch_unwind(|| located_entries(cap)) {
+            let mut inline = 0;
+            for e in indexed {
+                let one_piece = e.raw.file_pieces.len() == 1 && e.raw.provenance.is_empty();
+                let spilled = check(e).spilled();
+                assert_eq!(spilled, !one_piece, "{cap}");
+                inline += usize::from(!spilled);
+            }
+            assert!(inline > 0 || cap != A2, "{cap}");
+        }
+        let (ends, shared) = interner.len();
+        assert_eq!(ends == 0, shared == 0, "{cap}");
+    }
+}
+
+/// Edge values survive the compact form: absent options, extreme numbers and
+/// timestamps, a multi-piece message, a provenance that is not its first frame's.
+#[test]
+fn index_entries_keep_edge_values() {
+    let mut es = entries(A2);
+    let mut e = es.swap_remove(0);
+    e.info.index = u64::MAX;
+    e.info.frame = u64::MAX;
+    e.info.first_frame = 0;
+    e.info.ts.secs = i64::MIN;
+    e.info.ts.nanos = 999_999_999;
+    e.info.first_ts.secs = i64::MAX;
+    e.info.api_key = None;
+    e.info.api_version = Some(i16::MIN);
+    e.info.correlation_id = Some(i32::MIN);
+    e.info.peer = Some(0);
+    e.info.latency_ns = Some(u64::MAX);
+    e.info.throttle_time_ms = Some(0);
+    e.info.length = i32::MIN;
+    e.info.skipped_before = 7;
+    e.info.decode_error = Some("x at 3".into());
+    e.info.error_codes = vec![-1, 3];
+    let mut interner = Interner::default();
+    for pieces in [vec![], vec![(5, 1)], vec![(5, 1), (9, 2)]] {
+        let mut raw = e.raw.clone();
+        raw.bytes = Default::default();
+        raw.provenance = vec![(0, 3), (1, 4)];
+        raw.file_pieces = pieces;
+        let f = Entry {
+            info: e.info.clone(),
+            raw,
+            sum: Some(u64::MAX),
+        };
+        let c = IndexEntry::new(f.clone(), &mut interner);
+        assert_eq!(c.info(), f.info);
+        assert_eq!(c.raw(), f.raw);
+        assert_eq!(c.sum(), Some(u64::MAX));
+        assert!(c.spilled());
+    }
+    let mut c = IndexEntry::new(e.clone(), &mut interner);
+    c.set_peer(None);
+    c.set_paired(false);
+    let mut want = e.info.clone();
+    want.peer = None;
+    want.paired = false;
+    assert_eq!(c.info(), want);
+}
+
+/// The filter gives the same answer on an index entry (and its peer) as on its
+/// full facts, for every kind of predicate.
+#[test]
+fn filter_on_index_entries_matches_filter_on_facts() {
+    let filters = [
+        "produce",
+        "request",
+        "response and version>=3",
+        "client~127",
+        "client=rdkafka",
+        "client_id~python",
+        "broker~9092",
+        "stream=1 or corr<5",
+        "frame=10",
+        "size>1KB",
+        "topic=*test*",
+        "topic!=x",
+        "latency>1ms",
+        "throttle>0",
+        "throttled",
+        "error",
+        "error=NONE",
+        "not error!=UNKNOWN_TOPIC_OR_PARTITION",
+        "unpaired or inferred or resynced or malformed or noresponse",
+    ];
+    let filters: Vec<crate::filter::Filter> = filters
+        .iter()
+        .filter_map(|f| crate::filter::Filter::parse(f).ok())
+        .collect();
+    assert!(filters.len() >= 15, "the filters parse");
+    for cap in ALL {
+        let mut a = app(None);
+        a.update(Msg::Loaded(entries(cap)));
+        let infos: Vec<_> = a.entries.iter().map(|e| e.info()).collect();
+        for f in &filters {
+            let mut hits = 0;
+            for (e, i) in a.entries.iter().zip(&infos) {
+                let pe = e.peer().and_then(|p| a.entries.get(p as usize));
+                let pi = i.peer.and_then(|p| infos.get(p as usize));
+                let m = f.matches(e, pe);
+                assert_eq!(m, f.matches(i, pi), "{cap}: {f} on frame {}", i.frame);
+                hits += usize::from(m);
+            }
+            let _ = hits;
+        }
+    }
+}
+
+/// The index entry stays compact; ring mode forgets the shared parts of the
+/// entries it dropped.
+#[test]
+fn index_entries_are_compact_and_shared() {
+    let size = std::mem::size_of::<IndexEntry>();
+    eprintln!(
+        "size_of: IndexEntry {size}, Entry {} (MessageInfo {}, RawMessage {})",
+        std::mem::size_of::<Entry>(),
+        std::mem::size_of::<kafkashark::model::MessageInfo>(),
+        std::mem::size_of::<kafkashark::kafka::framing::RawMessage>()
+    );
+    assert!(size <= 144, "IndexEntry is {size} bytes");
+    let es = entries(A2);
+    let n = es.len();
+    let mut a = app(None);
+    a.max_entries = 8;
+    a.update(Msg::Loaded(es));
+    let (_, shared) = a.interner.len();
+    assert!(a.entries.len() <= 8);
+    assert!(
+        shared <= a.entries.len(),
+        "{shared} shared for {} entries of {n}",
+        a.entries.len()
+    );
 }

@@ -86,7 +86,7 @@ fn tree_to(app: &mut App, name: &str) {
     panic!("no field {name}");
 }
 
-fn select_where(app: &mut App, f: impl Fn(&super::app::Entry) -> bool) {
+fn select_where(app: &mut App, f: impl Fn(&super::index::IndexEntry) -> bool) {
     let pos = app
         .view
         .iter()
@@ -108,7 +108,7 @@ fn selected_field_with_its_bytes_highlighted() {
     for (w, h) in SIZES {
         let mut app = app_with(A1, w, h);
         select_where(&mut app, |e| {
-            e.info.api_key == Some(0) && e.info.kind == Kind::Request
+            e.info().api_key == Some(0) && e.info().kind == Kind::Request
         });
         tree_to(&mut app, "client_id");
         let text = snapshot_text(&app);
@@ -164,11 +164,11 @@ fn response_paired_to_its_request() {
     for (w, h) in SIZES {
         let mut app = app_with(A1, w, h);
         select_where(&mut app, |e| {
-            e.info.api_key == Some(0) && e.info.kind == Kind::Request && e.info.paired
+            e.info().api_key == Some(0) && e.info().kind == Kind::Request && e.info().paired
         });
         key(&mut app, KeyCode::Char('p'));
         assert_eq!(
-            app.selected_entry().map(|e| e.info.kind),
+            app.selected_entry().map(|e| e.info().kind),
             Some(Kind::Response)
         );
         insta::assert_snapshot!(format!("paired_response_{w}x{h}"), snapshot_text(&app));

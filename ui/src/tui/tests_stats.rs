@@ -80,7 +80,7 @@ fn shown(app: &App, kind: Kind) -> BTreeSet<usize> {
     app.view
         .iter()
         .copied()
-        .filter(|&i| app.entries[i].info.kind == kind)
+        .filter(|&i| app.entries[i].info().kind == kind)
         .collect()
 }
 
@@ -93,7 +93,11 @@ fn num(s: &str) -> u64 {
 fn check_latency_rows(capture: &str) {
     let mut app = app_with(capture, 120, 40);
     let rows = cells(&mut app, StatsTab::Latency);
-    let keys: BTreeSet<i16> = app.entries.iter().filter_map(|e| e.info.api_key).collect();
+    let keys: BTreeSet<i16> = app
+        .entries
+        .iter()
+        .filter_map(|e| e.info().api_key)
+        .collect();
     assert_eq!(rows.len(), keys.len());
     let apis: Vec<i16> = app
         .stats_view
@@ -106,8 +110,8 @@ fn check_latency_rows(capture: &str) {
         let lat: Vec<u64> = app
             .entries
             .iter()
-            .filter(|e| e.info.kind == Kind::Response && e.info.api_key == Some(k))
-            .filter_map(|e| e.info.latency_ns)
+            .filter(|e| e.info().kind == Kind::Response && e.info().api_key == Some(k))
+            .filter_map(|e| e.info().latency_ns)
             .collect();
         let mut buckets = [0u64; 12];
         for &ns in &lat {
@@ -131,7 +135,7 @@ fn check_latency_rows(capture: &str) {
             app.entries
                 .iter()
                 .enumerate()
-                .filter(|(_, e)| e.info.kind == kind && e.info.api_key == Some(k))
+                .filter(|(_, e)| e.info().kind == kind && e.info().api_key == Some(k))
                 .map(|(i, _)| i)
                 .collect()
         };
@@ -175,7 +179,7 @@ fn error_rows_lead_to_the_responses_that_carry_them() {
     let total: u64 = app
         .entries
         .iter()
-        .map(|e| e.info.error_codes.len() as u64)
+        .map(|e| e.info().error_codes.len() as u64)
         .sum();
     assert_eq!(rows.iter().map(|c| num(&c[4])).sum::<u64>(), total);
     for (r, c) in rows.iter().enumerate() {
@@ -185,17 +189,17 @@ fn error_rows_lead_to_the_responses_that_carry_them() {
         assert!(!resp.is_empty(), "{f}");
         let mut n = 0u64;
         for &i in &resp {
-            let e = &app.entries[i].info;
+            let e = &app.entries[i].info();
             assert_eq!(e.api_name(), Some(c[1].as_str()), "{f}");
             n += e.error_codes.iter().filter(|&&x| x == code).count() as u64;
         }
         assert_eq!(n, num(&c[4]), "{f}: count");
-        let frames: Vec<u64> = resp.iter().map(|&i| app.entries[i].info.frame).collect();
+        let frames: Vec<u64> = resp.iter().map(|&i| app.entries[i].info().frame).collect();
         assert_eq!(frames.iter().min(), Some(&num(&c[5])), "{f}: first");
         assert_eq!(frames.iter().max(), Some(&num(&c[6])), "{f}: last");
         let peers: BTreeSet<usize> = resp
             .iter()
-            .filter_map(|&i| app.entries[i].info.peer.map(|p| p as usize))
+            .filter_map(|&i| app.entries[i].info().peer.map(|p| p as usize))
             .collect();
         assert_eq!(shown(&app, Kind::Request), peers, "{f}");
         // The filter bar opens on the row's expression, ready to edit.
@@ -212,7 +216,7 @@ fn error_rows_lead_to_the_responses_that_carry_them() {
     let frames: Vec<u64> = app
         .view
         .iter()
-        .map(|&i| app.entries[i].info.frame)
+        .map(|&i| app.entries[i].info().frame)
         .collect();
     assert_eq!(frames.len(), 2);
     assert_eq!(frames[1], 29);
@@ -234,7 +238,7 @@ fn client_rows_lead_to_their_requests() {
             .iter()
             .enumerate()
             .filter(|(_, e)| {
-                e.info.kind == Kind::Request && e.info.client_id.as_deref() == Some(id.as_str())
+                e.info().kind == Kind::Request && e.info().client_id.as_deref() == Some(id.as_str())
             })
             .map(|(i, _)| i)
             .collect();
@@ -242,7 +246,7 @@ fn client_rows_lead_to_their_requests() {
         assert_eq!(req.len() as u64, num(&c[3]), "{f}: requests");
         let resp: BTreeSet<usize> = req
             .iter()
-            .filter_map(|&i| app.entries[i].info.peer.map(|p| p as usize))
+            .filter_map(|&i| app.entries[i].info().peer.map(|p| p as usize))
             .collect();
         assert_eq!(shown(&app, Kind::Response), resp, "{f}");
         assert_eq!(resp.len() as u64, num(&c[4]), "{f}: responses");
@@ -270,13 +274,13 @@ fn group_rows_lead_to_the_group_requests() {
         let mut want: BTreeMap<i16, usize> = BTreeMap::new();
         let mut req = BTreeSet::new();
         for (i, e) in app.entries.iter().enumerate() {
-            if e.info.kind != Kind::Request || !matches!(e.info.api_key, Some(11..=14)) {
+            if e.info().kind != Kind::Request || !matches!(e.info().api_key, Some(11..=14)) {
                 continue;
             }
             let d = decode_entry(e, &DecodeOptions::default());
             let g = d.body().and_then(|b| b.child("GroupId")).map(|n| &n.value);
             if matches!(g, Some(Value::Str(s)) if *s == group) {
-                *want.entry(e.info.api_key.unwrap_or(0)).or_default() += 1;
+                *want.entry(e.info().api_key.unwrap_or(0)).or_default() += 1;
                 req.insert(i);
             }
         }
@@ -287,7 +291,7 @@ fn group_rows_lead_to_the_group_requests() {
         }
         let resp: BTreeSet<usize> = req
             .iter()
-            .filter_map(|&i| app.entries[i].info.peer.map(|p| p as usize))
+            .filter_map(|&i| app.entries[i].info().peer.map(|p| p as usize))
             .collect();
         assert_eq!(shown(&app, Kind::Response), resp, "{f}");
     }
@@ -323,8 +327,8 @@ fn throttle_series_and_rows() {
     let rows = cells(&mut app, StatsTab::Throttle);
     let v = app.stats_view.as_ref().expect("open");
     assert_eq!(v.data.throttle.iter().sum::<u64>(), sum);
-    let first = app.entries[0].info.ts.secs;
-    let last = app.entries.last().expect("last").info.ts.secs;
+    let first = app.entries[0].info().ts.secs;
+    let last = app.entries.last().expect("last").info().ts.secs;
     assert_eq!(v.data.throttle.len() as i64, last - first + 1);
     assert_eq!(rows[0][3], throttled.to_string());
     assert_eq!(rows[0][4], sum.to_string());
@@ -339,7 +343,7 @@ fn throttle_series_and_rows() {
     assert_eq!(resp.len() as u64, num(&c[3]));
     let total: u64 = resp
         .iter()
-        .map(|&i| app.entries[i].info.throttle_time_ms.unwrap_or(0) as u64)
+        .map(|&i| app.entries[i].info().throttle_time_ms.unwrap_or(0) as u64)
         .sum();
     assert_eq!(total, num(&c[4]));
 }
@@ -495,6 +499,11 @@ fn bench_compute() {
             all.push(e);
         }
     }
+    let mut interner = super::index::Interner::default();
+    let all: Vec<_> = all
+        .into_iter()
+        .map(|e| super::index::IndexEntry::new(e, &mut interner))
+        .collect();
     let t = std::time::Instant::now();
     let d = super::stats_view::compute(&all, super::stats_view::DECODE_LIMIT, None);
     eprintln!(
@@ -515,13 +524,18 @@ fn throttle_rows_on_a_throttled_capture() {
     let rows = cells(&mut app, StatsTab::Throttle);
     assert!(rows.len() > 1, "{rows:?}");
     let throttled: Vec<usize> = (0..app.entries.len())
-        .filter(|&i| app.entries[i].info.throttle_time_ms.is_some_and(|t| t > 0))
+        .filter(|&i| {
+            app.entries[i]
+                .info()
+                .throttle_time_ms
+                .is_some_and(|t| t > 0)
+        })
         .collect();
     assert_eq!(num(&rows[0][3]), throttled.len() as u64);
     let v = app.stats_view.as_ref().expect("open");
     let sum: u64 = throttled
         .iter()
-        .map(|&i| app.entries[i].info.throttle_time_ms.unwrap_or(0) as u64)
+        .map(|&i| app.entries[i].info().throttle_time_ms.unwrap_or(0) as u64)
         .sum();
     assert_eq!(v.data.throttle.iter().sum::<u64>(), sum);
     for (r, c) in rows.iter().enumerate().skip(1) {
@@ -531,17 +545,17 @@ fn throttle_rows_on_a_throttled_capture() {
             .iter()
             .copied()
             .filter(|&i| {
-                let e = &app.entries[i].info;
-                let req = e.peer.map(|p| &app.entries[p as usize].info);
+                let e = &app.entries[i].info();
+                let req = e.peer.map(|p| app.entries[p as usize].info());
                 e.api_name() == Some(c[2].as_str())
-                    && req.and_then(|q| q.client_id.as_deref()) == Some(id)
+                    && req.as_ref().and_then(|q| q.client_id.as_deref()) == Some(id)
             })
             .collect();
         assert_eq!(shown(&app, Kind::Response), want, "{f}");
         assert_eq!(want.len() as u64, num(&c[3]), "{f}");
         let s: u64 = want
             .iter()
-            .map(|&i| app.entries[i].info.throttle_time_ms.unwrap_or(0) as u64)
+            .map(|&i| app.entries[i].info().throttle_time_ms.unwrap_or(0) as u64)
             .sum();
         assert_eq!(s, num(&c[4]), "{f}");
     }

@@ -68,10 +68,10 @@ fn batches_load_incrementally_and_pair_requests() {
     // Requests learn their response's index even when it came in a later batch.
     let mut pairs = 0;
     for (i, e) in app.entries.iter().enumerate() {
-        if e.info.kind == Kind::Response && e.info.paired {
-            let req = e.info.peer.expect("peer") as usize;
-            assert_eq!(app.entries[req].info.peer, Some(i as u64));
-            assert!(app.entries[req].info.paired);
+        if e.info().kind == Kind::Response && e.info().paired {
+            let req = e.info().peer.expect("peer") as usize;
+            assert_eq!(app.entries[req].info().peer, Some(i as u64));
+            assert!(app.entries[req].info().paired);
             pairs += 1;
         }
     }
@@ -150,7 +150,7 @@ fn tree_expands_and_collapses() {
         .iter()
         .position(|&i| {
             let e = &app.entries[i];
-            e.info.api_key == Some(19) && e.info.kind == Kind::Response
+            e.info().api_key == Some(19) && e.info().kind == Kind::Response
         })
         .expect("a CreateTopics response");
     app.select_pos(pos);
@@ -193,9 +193,9 @@ fn p_jumps_between_request_and_response() {
     let req = app
         .entries
         .iter()
-        .position(|e| e.info.kind == Kind::Request && e.info.paired)
+        .position(|e| e.info().kind == Kind::Request && e.info().paired)
         .expect("a paired request");
-    let resp = app.entries[req].info.peer.expect("peer") as usize;
+    let resp = app.entries[req].info().peer.expect("peer") as usize;
     app.select_pos(app.view.iter().position(|&i| i == req).expect("shown"));
     key(&mut app, KeyCode::Char('p'));
     assert_eq!(app.selected, Some(resp));
@@ -219,10 +219,10 @@ fn filter_applies_and_bad_filter_is_shown_not_applied() {
     assert!(app
         .view
         .iter()
-        .all(|&i| app.entries[i].info.api_key == Some(0)));
+        .all(|&i| app.entries[i].info().api_key == Some(0)));
     // The selection moved onto a shown message.
     let sel = app.selected.expect("selected");
-    assert_eq!(app.entries[sel].info.api_key, Some(0));
+    assert_eq!(app.entries[sel].info().api_key, Some(0));
 
     // A bad filter: the error and its column are shown as it is typed.
     key(&mut app, KeyCode::Char('/'));
@@ -280,7 +280,7 @@ fn filter_is_applied_to_batches_as_they_arrive() {
     assert!(app
         .view
         .iter()
-        .any(|&i| app.entries[i].info.kind == Kind::Request));
+        .any(|&i| app.entries[i].info().kind == Kind::Request));
 }
 
 #[test]
@@ -291,7 +291,7 @@ fn sort_cycles_capture_latency_size() {
     let lat: Vec<Option<u64>> = app
         .view
         .iter()
-        .map(|&i| app.entries[i].info.latency_ns)
+        .map(|&i| app.entries[i].info().latency_ns)
         .collect();
     let known: Vec<u64> = lat.iter().flatten().copied().collect();
     assert!(known.windows(2).all(|w| w[0] >= w[1]));
@@ -305,7 +305,7 @@ fn sort_cycles_capture_latency_size() {
     let sizes: Vec<i32> = app
         .view
         .iter()
-        .map(|&i| app.entries[i].info.length)
+        .map(|&i| app.entries[i].info().length)
         .collect();
     assert!(sizes.windows(2).all(|w| w[0] >= w[1]));
     key(&mut app, KeyCode::Char('s'));
@@ -480,7 +480,7 @@ fn frames_key_names_the_carrying_frames() {
     let mut app = app_with(A1, 120, 40);
     key(&mut app, KeyCode::Char('f'));
     let n = app.notice.clone().expect("notice");
-    let frame = app.entries[0].info.frame;
+    let frame = app.entries[0].info().frame;
     assert!(n.contains(&format!("frame {frame}")), "{n}");
     // Any other key clears it.
     key(&mut app, KeyCode::Char('j'));

@@ -17,8 +17,10 @@ use ratatui::widgets::{
 };
 use ratatui::Frame;
 
-use super::app::{node_at, App, Entry, Pane, Popup, SourceKind, StatsView, TimeMode};
+use super::app::{node_at, App, Pane, Popup, SourceKind, StatsView, TimeMode};
+use super::index::IndexEntry;
 use super::stats_view::{col_plan, columns, ms, StatsTab, BUCKETS};
+use crate::filter::Facts;
 
 /// Where each pane goes, and how many content rows it has.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -276,27 +278,27 @@ fn cols(width: usize, time: TimeMode) -> Cols {
 }
 
 /// The time column.
-pub fn time_text(app: &App, e: &Entry) -> String {
+pub fn time_text(app: &App, e: &IndexEntry) -> String {
     match app.time {
         TimeMode::Relative => {
             let o = app.origin.map_or(0.0, |t| t.as_f64());
-            format!("{:.6}", e.info.ts.as_f64() - o)
+            format!("{:.6}", e.ts().as_f64() - o)
         }
         TimeMode::Absolute => {
-            let secs = e.info.ts.secs.rem_euclid(86_400);
+            let secs = e.ts().secs.rem_euclid(86_400);
             format!(
                 "{:02}:{:02}:{:02}.{:06}",
                 secs / 3600,
                 secs / 60 % 60,
                 secs % 60,
-                e.info.ts.nanos / 1000
+                e.ts().nanos / 1000
             )
         }
     }
 }
 
-fn api_text(e: &Entry) -> String {
-    let i = &e.info;
+fn api_text(e: &IndexEntry) -> String {
+    let i = &e.info();
     match (i.api_name(), i.api_version, i.api_key) {
         (Some(n), Some(v), _) => format!("{n} v{v}"),
         (Some(n), None, _) => n.to_string(),
@@ -315,8 +317,8 @@ fn latency_text(ns: u64) -> String {
 }
 
 /// Throttle, errors and marks of a message.
-pub fn notes_text(e: &Entry) -> String {
-    let i = &e.info;
+pub fn notes_text(e: &IndexEntry) -> String {
+    let i = &e.info();
     let mut s = Vec::new();
     if let Some(t) = i.throttle_time_ms.filter(|&t| t > 0) {
         s.push(format!("throttle={t}ms"));
@@ -346,8 +348,8 @@ pub fn notes_text(e: &Entry) -> String {
     if i.resynced {
         s.push(format!("[resync, {} bytes skipped]", i.skipped_before));
     }
-    if e.raw.missing > 0 {
-        s.push(format!("[{} bytes missing]", e.raw.missing));
+    if e.missing() > 0 {
+        s.push(format!("[{} bytes missing]", e.missing()));
     }
     if let Some(err) = &i.decode_error {
         s.push(format!("[malformed: {}]", escape_text(err)));
@@ -385,7 +387,7 @@ fn render_list(f: &mut Frame, app: &App, pal: &Palette, area: Rect, rows: usize)
         let Some(e) = app.view.get(pos).and_then(|&i| app.entries.get(i)) else {
             continue;
         };
-        let i = &e.info;
+        let i = &e.info();
         let (from, to) = match i.kind {
             Kind::Request => (i.client, i.broker),
             Kind::Response => (i.broker, i.client),
@@ -433,7 +435,7 @@ fn render_list(f: &mut Frame, app: &App, pal: &Palette, area: Rect, rows: usize)
             Span::styled(api, api_style),
             Span::styled(right, base),
         ]);
-        if pos == app.list_pos && app.selected == Some(e.info.index as usize) {
+        if pos == app.list_pos && app.selected == Some(e.index() as usize) {
             line = line.patch_style(Style::default().add_modifier(Modifier::REVERSED));
         }
         lines.push(line);
@@ -457,7 +459,7 @@ fn render_tree(f: &mut Frame, app: &App, pal: &Palette, area: Rect, rows: usize)
     let mut lines = Vec::new();
     let title = match app.selected_entry() {
         Some(e) => {
-            let i = &e.info;
+            let i = &e.info();
             let (from, to) = match i.kind {
                 Kind::Request => (i.client, i.broker),
                 Kind::Response => (i.broker, i.client),
@@ -479,7 +481,7 @@ fn render_tree(f: &mut Frame, app: &App, pal: &Palette, area: Rect, rows: usize)
                     Kind::Request => "response",
                     Kind::Response => "request",
                 };
-                t.push_str(&format!("│ {what} in frame {} ", p.info.frame));
+                t.push_str(&format!("│ {what} in frame {} ", p.frame()));
             }
             if let Some(l) = i.latency_ns {
                 t.push_str(&format!("│ latency {} ", latency_text(l)));

@@ -1,0 +1,414 @@
+//! The message index: one compact [`IndexEntry`] per message listed.
+//!
+//! Place in the data path: the loader's [`Entry`]s (a full [`MessageInfo`] and
+//! [`RawMessage`]) are turned into index entries as they reach the
+//! [`App`](super::app::App); the list, the filter, the sort and the stats read
+//! them, and the selected message's full facts and bytes are rebuilt from them on
+//! demand ([`IndexEntry::info`], [`IndexEntry::raw`]).
+//!
+//! Layout: the fixed-size facts are stored inline (timestamps as seconds and
+//! nanoseconds, optional numbers as a value and a presence bit), about 136 bytes.
+//! What many messages share — the connection's endpoints (and their text, so the
+//! filter need not format them), the client id, the topic list, the error codes,
+//! a decode error — is interned per [`Interner`] and pointed to. A message whose
+//! bytes lie in the capture file in one piece, carried from its first frame on
+//! and consistent with its facts (nearly all of them) keeps its file offset and
+//! length inline; any other message keeps its whole [`RawMessage`] boxed
+//! ("spilled", with its bytes when they cannot be read again).
+//!
+//! Invariant: `IndexEntry::new(e, _).info() == e.info` and `.raw() == e.raw`
+//! for every entry `e`: the compact form loses nothing.
+
+use std::borrow::Cow;
+use std::collections::{HashMap, HashSet};
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use kafkashark::capture::Timestamp;
+use kafkashark::flow::Direction;
+use kafkashark::kafka::decode::Kind;
+use kafkashark::kafka::framing::RawMessage;
+use kafkashark::model::MessageInfo;
+
+use super::app::Entry;
+use crate::filter::Facts;
+
+/// A connection's endpoints and their text.
+#[derive(Debug, PartialEq, Eq, Hash)]
+struct Ends {
+    client: SocketAddr,
+    broker: SocketAddr,
+    client_text: String,
+    broker_text: String,
+}
+
+/// The facts many messages share, interned.
+#[derive(Debug, PartialEq, Eq, Hash)]
+struct Shared {
+    ends: Arc<Ends>,
+    client_id: Option<String>,
+    topics: Vec<String>,
+    error_codes: Vec<i16>,
+    decode_error: Option<String>,
+    skipped_before: u64,
+}
+
+/// The shared parts of the entries of one index, each kept once.
+#[derive(Debug, Default)]
+pub struct Interner {
+    ends: HashMap<(SocketAddr, SocketAddr), Arc<Ends>>,
+    shared: HashSet<Arc<Shared>>,
+}
+
+impl Interner {
+    fn ends(&mut self, client: SocketAddr, broker: SocketAddr) -> Arc<Ends> {
+        self.ends
+            .entry((client, broker))
+            .or_insert_with(|| {
+                Arc::new(Ends {
+                    client,
+                    broker,
+                    client_text: client.to_string(),
+                    broker_text: broker.to_string(),
+                })
+            })
+            .clone()
+    }
+
+    fn shared(&mut self, s: Shared) -> Arc<Shared> {
+        if let Some(a) = self.shared.get(&s) {
+            return a.clone();
+        }
+        let a = Arc::new(s);
+        self.shared.insert(a.clone());
+        a
+    }
+
+    /// Forgets what no entry points to any more (after ring mode dropped entries).
+    pub fn purge(&mut self) {
+        self.shared.retain(|a| Arc::strong_count(a) > 1);
+        self.ends.retain(|_, a| Arc::strong_count(a) > 1);
+    }
+
+    /// Distinct shared parts kept: `(endpoint pairs, fact sets)`.
+    #[cfg(test)]
+    pub fn len(&self) -> (usize, usize) {
+        (self.ends.len(), self.shared.len())
+    }
+}
+
+const API_KEY: u16 = 1;
+const API_VERSION: u16 = 1 << 1;
+const CORRELATION: u16 = 1 << 2;
+const PEER: u16 = 1 << 3;
+const LATENCY: u16 = 1 << 4;
+const THROTTLE: u16 = 1 << 5;
+const PAIRED: u16 = 1 << 6;
+const INFERRED: u16 = 1 << 7;
+const EXPECTS: u16 = 1 << 8;
+const RESYNCED: u16 = 1 << 9;
+const IN_FILE: u16 = 1 << 10;
+
+/// One message of the list, compact (see the module doc).
+#[derive(Clone, Debug)]
+pub struct IndexEntry {
+    shared: Arc<Shared>,
+    /// The whole message (bytes dropped when `IN_FILE`), when it is not the common case.
+    spill: Option<Box<RawMessage>>,
+    index: u64,
+    frame: u64,
+    first_frame: u64,
+    ts_secs: i64,
+    first_ts_secs: i64,
+    stream: u64,
+    stream_offset: u64,
+    peer: u64,
+    latency_ns: u64,
+    sum: u64,
+    piece_offset: u64,
+    ts_nanos: u32,
+    first_ts_nanos: u32,
+    piece_len: u32,
+    correlation_id: i32,
+    length: i32,
+    throttle_time_ms: i32,
+    api_key: i16,
+    api_version: i16,
+    flags: u16,
+    kind: Kind,
+}
+
+fn dir_of(kind: Kind) -> Direction {
+    match kind {
+        Kind::Request => Direction::ClientToBroker,
+        Kind::Response => Direction::BrokerToClient,
+    }
+}
+
+impl IndexEntry {
+    /// The compact form of `e`, its shared parts interned in `interner`.
+    pub fn new(e: Entry, interner: &mut Interner) -> IndexEntry {
+        let Entry { info, raw, sum } = e;
+        let mut flags = 0u16;
+        let mut opt = |bit: u16, present: bool| {
+            if present {
+                flags |= bit;
+            }
+        };
+        opt(API_KEY, info.api_key.is_some());
+        opt(API_VERSION, info.api_version.is_some());
+        opt(CORRELATION, info.correlation_id.is_some());
+        opt(PEER, info.peer.is_some());
+        opt(LATENCY, info.latency_ns.is_some());
+        opt(THROTTLE, info.throttle_time_ms.is_some());
+        opt(PAIRED, info.paired);
+        opt(INFERRED, info.inferred);
+        opt(EXPECTS, info.expects_response);
+        opt(RESYNCED, info.resynced);
+        opt(IN_FILE, sum.is_some());
+        let common = sum.is_some()
+            && raw.bytes.is_empty()
+            && raw.provenance.is_empty()
+            && raw.file_pieces.len() == 1
+            && raw.missing == 0
+            && raw.stream == info.stream
+            && raw.dir == dir_of(info.kind)
+            && raw.first_frame == info.first_frame
+            && raw.last_frame == info.frame
+            && raw.first_ts == info.first_ts
+            && raw.last_ts == info.ts
+            && raw.resynced == info.resynced
+            && raw.skipped_before == info.skipped_before;
+        let (piece_offset, piece_len) = raw.file_pieces.first().copied().unwrap_or((0, 0));
+        let stream_offset = raw.stream_offset;
+        let spill = (!common).then(|| Box::new(raw));
+        let ends = interner.ends(info.client, info.broker);
+        let shared = interner.shared(Shared {
+            ends,
+            client_id: info.client_id,
+            topics: info.topics,
+            error_codes: info.error_codes,
+            decode_error: info.decode_error,
+            skipped_before: info.skipped_before,
+        });
+        IndexEntry {
+            shared,
+            spill,
+            index: info.index,
+            frame: info.frame,
+            first_frame: info.first_frame,
+            ts_secs: info.ts.secs,
+            first_ts_secs: info.first_ts.secs,
+            stream: info.stream,
+            stream_offset,
+            peer: info.peer.unwrap_or(0),
+            latency_ns: info.latency_ns.unwrap_or(0),
+            sum: sum.unwrap_or(0),
+            piece_offset,
+            ts_nanos: info.ts.nanos,
+            first_ts_nanos: info.first_ts.nanos,
+            piece_len,
+            correlation_id: info.correlation_id.unwrap_or(0),
+            length: info.length,
+            throttle_time_ms: info.throttle_time_ms.unwrap_or(0),
+            api_key: info.api_key.unwrap_or(0),
+            api_version: info.api_version.unwrap_or(0),
+            flags,
+            kind: info.kind,
+        }
+    }
+
+    fn has(&self, bit: u16) -> bool {
+        self.flags & bit != 0
+    }
+
+    fn set(&mut self, bit: u16, on: bool) {
+        if on {
+            self.flags |= bit;
+        } else {
+            self.flags &= !bit;
+        }
+    }
+
+    /// The full facts (allocates: for the selected message, not for every entry).
+    pub fn info(&self) -> MessageInfo {
+        let s = &self.shared;
+        MessageInfo {
+            index: self.index,
+            frame: self.frame,
+            first_frame: self.first_frame,
+            ts: self.ts(),
+            first_ts: self.first_ts(),
+            stream: self.stream,
+            client: s.ends.client,
+            broker: s.ends.broker,
+            kind: self.kind,
+            api_key: self.api_key(),
+            api_version: self.api_version(),
+            correlation_id: self.correlation_id(),
+            length: self.length,
+            client_id: s.client_id.clone(),
+            paired: self.paired(),
+            peer: self.peer(),
+            inferred: self.inferred(),
+            expects_response: self.expects_response(),
+            latency_ns: self.latency_ns(),
+            throttle_time_ms: self.throttle_time_ms(),
+            error_codes: s.error_codes.clone(),
+            decode_error: s.decode_error.clone(),
+            resynced: self.resynced(),
+            skipped_before: s.skipped_before,
+            topics: s.topics.clone(),
+        }
+    }
+
+    /// The message as the loader gave it: with its bytes, or (when
+    /// [`in_file`](Self::in_file)) without them and with `file_pieces` saying
+    /// where to read them again.
+    pub fn raw(&self) -> RawMessage {
+        if let Some(r) = &self.spill {
+            return RawMessage::clone(r);
+        }
+        RawMessage {
+            stream: self.stream,
+            dir: dir_of(self.kind),
+            bytes: Default::default(),
+            stream_offset: self.stream_offset,
+            first_frame: self.first_frame,
+            last_frame: self.frame,
+            first_ts: self.first_ts(),
+            last_ts: self.ts(),
+            provenance: Vec::new(),
+            resynced: self.resynced(),
+            skipped_before: self.shared.skipped_before,
+            missing: 0,
+            file_pieces: vec![(self.piece_offset, self.piece_len)],
+        }
+    }
+
+    /// True when the whole message is kept boxed (not the common case).
+    #[cfg(test)]
+    pub fn spilled(&self) -> bool {
+        self.spill.is_some()
+    }
+
+    /// True when the bytes are read again from the capture file when needed.
+    pub fn in_file(&self) -> bool {
+        self.has(IN_FILE)
+    }
+
+    /// The fingerprint of the dropped bytes, when [`in_file`](Self::in_file).
+    pub fn sum(&self) -> Option<u64> {
+        self.in_file().then_some(self.sum)
+    }
+
+    /// 0-based position in the index.
+    pub fn index(&self) -> u64 {
+        self.index
+    }
+
+    /// Time of `frame`.
+    pub fn ts(&self) -> Timestamp {
+        Timestamp {
+            secs: self.ts_secs,
+            nanos: self.ts_nanos,
+        }
+    }
+
+    /// Time of `first_frame`.
+    pub fn first_ts(&self) -> Timestamp {
+        Timestamp {
+            secs: self.first_ts_secs,
+            nanos: self.first_ts_nanos,
+        }
+    }
+
+    /// Index of the paired message.
+    pub fn peer(&self) -> Option<u64> {
+        self.has(PEER).then_some(self.peer)
+    }
+
+    /// Bytes of the message not received (0 for a complete message).
+    pub fn missing(&self) -> u64 {
+        self.spill.as_ref().map_or(0, |r| r.missing)
+    }
+
+    /// Renumbers the entry (ring mode, or as it joins the index).
+    pub fn set_index(&mut self, index: u64) {
+        self.index = index;
+    }
+
+    /// Sets (or clears) the paired message.
+    pub fn set_peer(&mut self, peer: Option<u64>) {
+        self.set(PEER, peer.is_some());
+        self.peer = peer.unwrap_or(0);
+    }
+
+    /// Marks it paired.
+    pub fn set_paired(&mut self, paired: bool) {
+        self.set(PAIRED, paired);
+    }
+}
+
+impl Facts for IndexEntry {
+    fn kind(&self) -> Kind {
+        self.kind
+    }
+    fn api_key(&self) -> Option<i16> {
+        self.has(API_KEY).then_some(self.api_key)
+    }
+    fn api_version(&self) -> Option<i16> {
+        self.has(API_VERSION).then_some(self.api_version)
+    }
+    fn client_text(&self) -> Cow<'_, str> {
+        Cow::Borrowed(&self.shared.ends.client_text)
+    }
+    fn broker_text(&self) -> Cow<'_, str> {
+        Cow::Borrowed(&self.shared.ends.broker_text)
+    }
+    fn client_id(&self) -> Option<&str> {
+        self.shared.client_id.as_deref()
+    }
+    fn stream(&self) -> u64 {
+        self.stream
+    }
+    fn correlation_id(&self) -> Option<i32> {
+        self.has(CORRELATION).then_some(self.correlation_id)
+    }
+    fn first_frame(&self) -> u64 {
+        self.first_frame
+    }
+    fn frame(&self) -> u64 {
+        self.frame
+    }
+    fn length(&self) -> i32 {
+        self.length
+    }
+    fn topics(&self) -> &[String] {
+        &self.shared.topics
+    }
+    fn latency_ns(&self) -> Option<u64> {
+        self.has(LATENCY).then_some(self.latency_ns)
+    }
+    fn throttle_time_ms(&self) -> Option<i32> {
+        self.has(THROTTLE).then_some(self.throttle_time_ms)
+    }
+    fn error_codes(&self) -> &[i16] {
+        &self.shared.error_codes
+    }
+    fn paired(&self) -> bool {
+        self.has(PAIRED)
+    }
+    fn expects_response(&self) -> bool {
+        self.has(EXPECTS)
+    }
+    fn inferred(&self) -> bool {
+        self.has(INFERRED)
+    }
+    fn resynced(&self) -> bool {
+        self.has(RESYNCED)
+    }
+    fn malformed(&self) -> bool {
+        self.shared.decode_error.is_some()
+    }
+}
