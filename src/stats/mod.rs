@@ -450,10 +450,16 @@ impl Stats {
         version: i16,
         s: &crate::kafka::decode::Summary,
     ) -> bool {
+        // Placed errors, record sets and acks come with the scan when it
+        // could place them (`Summary::facts`).
+        let placed = s.facts.is_some();
         match kind {
-            Kind::Request => matches!(api, 0 | 11..=14 | 68) || (api == 18 && version >= 3),
+            Kind::Request => {
+                matches!(api, 11..=14 | 68) || (api == 18 && version >= 3) || (api == 0 && !placed)
+            }
             Kind::Response => {
-                !s.error_codes.is_empty() || matches!(api, 0 | 1 | 78 | 11 | 14 | 68 | 3 | 19 | 75)
+                matches!(api, 11 | 14 | 68 | 3 | 19 | 75)
+                    || (!placed && (!s.error_codes.is_empty() || matches!(api, 0 | 1 | 78)))
             }
         }
     }
@@ -583,7 +589,13 @@ impl Stats {
         let mut group = None;
         if let Some(root) = root {
             match api {
-                0 => self.produce(i, d, &client, facts::acks(root)),
+                0 => {
+                    let acks = match d.and_then(|d| d.facts.as_ref()) {
+                        Some(x) => x.acks.and_then(|v| i16::try_from(v).ok()),
+                        None => facts::acks(root),
+                    };
+                    self.produce(i, d, &client, acks);
+                }
                 11..=14 | 68 => {
                     group = facts::group_request(root);
                     if let Some(g) = &group {
@@ -610,6 +622,14 @@ impl Stats {
         }
     }
 
+    /// The record sets of a message, from its tree or its summary scan.
+    fn sets_of(&self, d: &Decoded) -> Vec<facts::SetFacts> {
+        match &d.facts {
+            Some(x) => facts::scanned_sets(x, &self.topics),
+            None => facts::record_sets(d, &self.topics),
+        }
+    }
+
     fn produce(
         &mut self,
         i: &MessageInfo,
@@ -620,9 +640,7 @@ impl Stats {
         if let Some(a) = acks {
             self.acks.entry(a).or_default().add(i.frame);
         }
-        let sets = d
-            .map(|d| facts::record_sets(d, &self.topics))
-            .unwrap_or_default();
+        let sets = d.map(|d| self.sets_of(d)).unwrap_or_default();
         if let Some(c) = self.clients.map.get_mut(client) {
             if let Some(a) = acks {
                 c.acks.entry(a).or_default().add(i.frame);
@@ -680,7 +698,10 @@ impl Stats {
         let request_frame = pending.as_ref().map(|p| p.frame);
 
         // Errors: counted from `error_codes` (the JSONL facts), placed from the tree.
-        let places = root.map(|r| facts::errors(r, &self.topics));
+        let places = match d.and_then(|d| d.facts.as_ref()) {
+            Some(x) => Some(facts::scanned_errors(x, &self.topics)),
+            None => root.map(|r| facts::errors(r, &self.topics)),
+        };
         let placed: Vec<facts::ErrorAt> = match places {
             Some(p) => p,
             None => i
@@ -814,7 +835,7 @@ impl Stats {
             }
             if matches!(api, 1 | 78) {
                 if let Some(d) = d {
-                    for mut s in facts::record_sets(d, &self.topics) {
+                    for mut s in self.sets_of(d) {
                         if s.place.topic.is_none() {
                             s.place.topic.clone_from(&fallback);
                         }

@@ -318,6 +318,7 @@ fn decoded(kind: Kind, body: Vec<Node>) -> Decoded {
         error: None,
         topics: Vec::new(),
         topic_ids: Vec::new(),
+        facts: None,
     }
 }
 
