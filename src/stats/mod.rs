@@ -439,11 +439,13 @@ impl Stats {
     }
 
     /// Whether `Stats` reads anything from a message's tree beyond what its
-    /// summary scan gives (header, topics, topic ids, error codes): Produce
-    /// requests (acks, record sets), group requests and responses,
-    /// ApiVersions v3+ requests (client software), Produce responses (record
-    /// errors), Fetch responses (record sets), responses that teach topic
-    /// names, and responses with errors (their topic and partition).
+    /// summary scan gives (header, topics, topic ids, error codes and, with
+    /// `records_headers_only`, the placed facts of `Summary::facts`: errors
+    /// with their topic and partition, record sets, acks): group requests and
+    /// responses, ApiVersions v3+ requests (client software), responses that
+    /// teach topic names (with topic ids to learn); and, when the scan could
+    /// not place its facts, Produce requests, Produce and Fetch responses and
+    /// responses with errors.
     pub fn needs_tree(
         kind: Kind,
         api: i16,
@@ -458,8 +460,13 @@ impl Stats {
                 matches!(api, 11..=14 | 68) || (api == 18 && version >= 3) || (api == 0 && !placed)
             }
             Kind::Response => {
-                matches!(api, 11 | 14 | 68 | 3 | 19 | 75)
-                    || (!placed && (!s.error_codes.is_empty() || matches!(api, 0 | 1 | 78)))
+                // Topic names are learned from ids next to names: a teacher
+                // without ids teaches nothing.
+                let teaches = matches!(api, 3 | 19 | 75) && !s.topic_ids.is_empty();
+                matches!(api, 11 | 14 | 68)
+                    || teaches
+                    || (!placed
+                        && (!s.error_codes.is_empty() || matches!(api, 0 | 1 | 78 | 3 | 19 | 75)))
             }
         }
     }
