@@ -465,7 +465,7 @@ fn lz4(
 
 /// Where the header checksum byte of an LZ4 frame sits, if the frame starts
 /// with the standard magic and its descriptor is complete.
-fn lz4_descriptor_end(data: &[u8]) -> Option<usize> {
+pub(crate) fn lz4_descriptor_end(data: &[u8]) -> Option<usize> {
     if data.get(..4)? != LZ4_MAGIC {
         return None;
     }

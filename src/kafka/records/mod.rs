@@ -507,4 +507,6 @@ fn partial(c: &cursor::Cur<'_>, total: Option<usize>, magic: Option<u8>, nested:
 }
 
 #[cfg(test)]
+mod size_tests;
+#[cfg(test)]
 mod tests;
