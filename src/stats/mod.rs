@@ -31,7 +31,7 @@ mod text;
 
 use std::cmp::Reverse;
 use std::collections::btree_map::Entry;
-use std::collections::{BTreeMap, BTreeSet, BinaryHeap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, BinaryHeap, HashMap, HashSet};
 use std::net::SocketAddr;
 
 use crate::capture::Timestamp;
@@ -130,6 +130,17 @@ impl<K: Ord, V> Capped<K, V> {
         }
     }
 
+    /// As [`Capped::entry`], cloning the key only to insert it.
+    fn entry_ref(&mut self, k: &K, f: impl FnOnce() -> V) -> Option<&mut V>
+    where
+        K: Clone,
+    {
+        if self.map.contains_key(k) {
+            return self.map.get_mut(k);
+        }
+        self.entry(k.clone(), f)
+    }
+
     /// The entry for `k`, made by `f` if there is room; `None` (counted) if full.
     fn entry(&mut self, k: K, f: impl FnOnce() -> V) -> Option<&mut V> {
         let full = self.map.len() >= self.cap;
@@ -218,6 +229,8 @@ struct VersionAcc {
 #[derive(Debug, Default)]
 struct ClientAcc {
     addresses: BTreeSet<String>,
+    /// The addresses of `addresses`, unformatted.
+    seen: HashSet<SocketAddr>,
     requests: u64,
     responses: u64,
     unanswered: u64,
@@ -574,13 +587,15 @@ impl Stats {
         }
         let max_list = self.cfg.max_list;
         let mut lists_overflow = 0;
-        if let Some(c) = self.clients.entry(client.clone(), ClientAcc::default) {
+        if let Some(c) = self.clients.entry_ref(&client, ClientAcc::default) {
             c.requests += 1;
-            let addr = i.client.to_string();
-            if !c.addresses.contains(&addr) {
+            // Formatted only when new to this client.
+            if !c.seen.contains(&i.client) {
+                let addr = i.client.to_string();
                 if c.addresses.len() < max_list {
                     c.addresses.insert(addr);
-                } else {
+                    c.seen.insert(i.client);
+                } else if !c.addresses.contains(&addr) {
                     lists_overflow += 1;
                 }
             }
@@ -774,13 +789,13 @@ impl Stats {
             }
         }
         if let Some(ns) = i.latency_ns {
-            if let Some(h) = self.client_latency.entry(client.clone(), LatencyHist::new) {
+            if let Some(h) = self.client_latency.entry_ref(&client, LatencyHist::new) {
                 h.record(ns);
             }
         }
         let throttle = i.throttle_time_ms.filter(|&t| t > 0);
         let second = i.ts.secs;
-        if let Some(c) = self.clients.entry(client.clone(), ClientAcc::default) {
+        if let Some(c) = self.clients.entry_ref(&client, ClientAcc::default) {
             c.responses += 1;
             c.errors += i.error_codes.len() as u64;
             if let Some(t) = throttle {
