@@ -342,8 +342,8 @@ pub struct Summary {
     /// With [`DecodeOptions::records_headers_only`]: every non-zero error code
     /// and every record set (batch headers only) with its place, as `stats`
     /// reads them from a tree. Messages with record-level errors
-    /// (`BatchIndex`), a record set that does not decode cleanly, or known
-    /// tagged fields in the body are not summarized.
+    /// (`BatchIndex`) or a record set that does not decode cleanly are not
+    /// summarized.
     pub facts: Option<Box<ScanFacts>>,
 }
 
@@ -406,6 +406,8 @@ pub struct ScanFacts {
     pub acks: Option<i64>,
     /// Open structs, innermost last.
     frames: Vec<ScanFrame>,
+    /// How many known tagged fields the scan is inside.
+    tagged_depth: u32,
 }
 
 /// An open struct of the scan: what it names so far, and the facts whose
@@ -688,6 +690,8 @@ impl<'a> Decoder<'a> {
                 if let Some(x) = &mut sum.facts {
                     match (p, b) {
                         (Prim::String, Some(b)) => x.string_field(f.name, b),
+                        // Offsets inside a tagged field are not the message's.
+                        (Prim::Records, _) if x.tagged_depth > 0 => return None,
                         (Prim::Records, b) => {
                             let b = b.unwrap_or(&[]);
                             let opts = DecodeOptions {
@@ -820,6 +824,7 @@ impl<'a> Decoder<'a> {
         if count as usize > r.remaining() / 2 {
             return None;
         }
+        let mut opened = false;
         for _ in 0..count {
             let tag = r.uvarint().ok()?;
             let size = r.uvarint().ok()? as usize;
@@ -829,9 +834,16 @@ impl<'a> Decoder<'a> {
                 f.tag == Some(tag) && f.tagged.contains(version) && f.versions.contains(version)
             });
             if let Some(f) = known {
-                if sum.facts.is_some() && !sum.facts.as_ref().is_some_and(|x| x.frames.is_empty()) {
-                    // Where the tree hangs tagged fields is not followed here.
-                    return None;
+                // The tree hangs a known tagged field under a `tagged_fields`
+                // node and an entry node of its own: places and nesting follow.
+                let placing = sum.facts.as_ref().is_some_and(|x| !x.frames.is_empty());
+                if let Some(x) = sum.facts.as_mut().filter(|_| placing) {
+                    if !opened {
+                        x.open();
+                        opened = true;
+                    }
+                    x.open();
+                    x.tagged_depth += 1;
                 }
                 let mut sub = Reader::new(payload);
                 // A tagged field is never a top-level field of the tree's body.
@@ -839,7 +851,14 @@ impl<'a> Decoder<'a> {
                 if sub.remaining() > 0 {
                     return None;
                 }
+                if let Some(x) = sum.facts.as_mut().filter(|_| placing) {
+                    x.tagged_depth -= 1;
+                    x.close();
+                }
             }
+        }
+        if let Some(x) = sum.facts.as_mut().filter(|_| opened) {
+            x.close();
         }
         Some(())
     }
