@@ -491,7 +491,9 @@ fn rebalance_loop_and_generation_timeline() {
     let rep = s.report();
     let g = &rep.groups[0];
     assert_eq!((g.joins, g.syncs), (3, 3));
-    let gens: Vec<(i32, Option<u64>, u64, Vec<u64>, Option<f64>)> = g
+    // (generation, join request frame, …) as the report gives them.
+    type Gen = (i32, Option<u64>, u64, Vec<u64>, Option<f64>);
+    let gens: Vec<Gen> = g
         .generations
         .iter()
         .map(|e| {
