@@ -1,7 +1,10 @@
 //! Whole-path benches over the frames of a capture held in memory: TCP
 //! reassembly and Kafka framing (`Pipeline`), then the `Analyzer` (decode and
 //! pairing) as `print` runs it (summaries), as `print -V` runs it (full
-//! trees), and as `stats` runs it (trees with records, then `Stats`).
+//! trees), and as `stats` runs it (`Stats::analyzer_config`: the summary
+//! scan's placed facts, record sets counted from batch headers, trees only
+//! where `Stats::needs_tree` wants them; then `Stats`) — beside `Stats` fed
+//! full trees with records, what it read before.
 //! Throughput is captured frame bytes. Set `KAFKASHARK_BENCH_PCAP` to run on
 //! another file (e.g. a corpus from `make-corpus`).
 //!
@@ -71,10 +74,13 @@ fn pipeline(c: &mut Criterion) {
             ..AnalyzerConfig::default()
         };
         let stats = Stats::analyzer_config(AnalyzerConfig::default());
+        let mut stats_trees = full.clone();
+        stats_trees.decode.records = true;
         for (label, cfg, with_stats) in [
             ("analyzer_summary", &summary, false),
             ("analyzer_full_trees", &full, false),
             ("analyzer_stats", &stats, true),
+            ("analyzer_stats_full_trees", &stats_trees, true),
         ] {
             g.bench_function(BenchmarkId::new(label, frames.len()), |b| {
                 b.iter(|| black_box(analyze(&frames, cfg, with_stats)))

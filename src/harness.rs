@@ -487,6 +487,7 @@ pub fn check_record_set(set: &[u8]) {
         error: None,
         topics: Vec::new(),
         topic_ids: Vec::new(),
+        facts: None,
     };
     if let Some((off, src, what)) = &rs.problem {
         let len = if *src == 0 {

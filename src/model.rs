@@ -633,6 +633,7 @@ fn sasl_token_tree(raw: &RawMessage, kind: Kind, show_secrets: bool) -> Decoded 
         error: None,
         topics: Vec::new(),
         topic_ids: Vec::new(),
+        facts: None,
     }
 }
 
@@ -668,6 +669,7 @@ fn lean_decoded(kind: Kind, s: Summary) -> (Decoded, LeanFacts) {
             error: None,
             topics: s.topics,
             topic_ids: s.topic_ids,
+            facts: s.facts,
         },
         LeanFacts {
             throttle: s.throttle_time_ms,

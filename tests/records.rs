@@ -336,6 +336,7 @@ fn sources_already_present_shift_the_new_ids() {
     let mut sources = vec![ByteSource {
         name: "earlier".into(),
         data: vec![1, 2, 3],
+        len: 3,
         parent: 0,
         parent_offset: 0,
         parent_length: 1,

@@ -80,10 +80,11 @@ fn run(path: &Path, slow: usize) -> Run {
             stats.push(&o);
             match o {
                 Output::Message(m) => {
-                    if let Some(d) = &m.decoded {
-                        r.trees
-                            .push((m.info.kind, m.info.api_key, m.info.frame, d.root.to_json()));
-                    }
+                    // The naive routes read full trees, decoded again on their own
+                    // (`stats` keeps trees only where its scan cannot place facts).
+                    let d = kafkashark::model::redecode(&m.info, &m.raw, &Default::default());
+                    r.trees
+                        .push((m.info.kind, m.info.api_key, m.info.frame, d.root.to_json()));
                     r.infos.push(m.info);
                 }
                 Output::Notice(Notice::Unanswered { .. }) => r.unanswered_notices += 1,

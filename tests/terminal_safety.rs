@@ -43,11 +43,14 @@ fn analyze() -> (Vec<Output>, Stats) {
         Format::PcapNanos,
     );
     let mut src = kafkashark::capture::FileSource::open(cap.path_str()).expect("open");
-    let mut an = Analyzer::new(Stats::analyzer_config(AnalyzerConfig {
+    let mut cfg = Stats::analyzer_config(AnalyzerConfig {
         pipeline: PipelineConfig::with_ports(Ports::List(vec![9092])),
         keep_trees: true,
         ..AnalyzerConfig::default()
-    }));
+    });
+    // Every tree kept (`stats` alone keeps only those its scan cannot replace).
+    cfg.tree_filter = None;
+    let mut an = Analyzer::new(cfg);
     let mut out = Vec::new();
     use kafkashark::capture::FrameSource;
     while let Some(f) = src.next_frame().expect("read") {

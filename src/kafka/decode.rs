@@ -20,7 +20,7 @@
 use std::fmt;
 
 use super::errors::error_name;
-use super::records::decode_record_set;
+use super::records::{count_record_set, decode_record_set, SetCounts};
 use super::schema::{self, Elem, FieldDef, FieldKind, MessageDef, MessageKind, Prim, StructDef};
 use super::tree::{ByteSource, Node, Role, Text, Value};
 use super::wire::{Reader, WireError};
@@ -118,6 +118,10 @@ pub struct Decoded {
     pub topics: Vec<String>,
     /// Topic ids the message mentions (fields named `TopicId`), deduplicated.
     pub topic_ids: Vec<[u8; 16]>,
+    /// For a message read by the summary scan without its tree, with
+    /// [`DecodeOptions::records_headers_only`]: the placed facts `stats`
+    /// would otherwise read from the tree. `None` for decoded trees.
+    pub facts: Option<Box<ScanFacts>>,
 }
 
 /// Most topic names or ids remembered per message.
@@ -164,6 +168,7 @@ fn decode_request_with(msg: &[u8], opts: &DecodeOptions, header: Option<i16>) ->
         error: None,
         topics: Vec::new(),
         topic_ids: Vec::new(),
+        facts: None,
     };
     let mut children = Vec::new();
     let Some(end) = d.frame(&mut children) else {
@@ -256,6 +261,7 @@ pub fn decode_response(
         error: None,
         topics: Vec::new(),
         topic_ids: Vec::new(),
+        facts: None,
     };
     let mut children = Vec::new();
     let Some(end) = d.frame(&mut children) else {
@@ -333,6 +339,186 @@ pub struct Summary {
     pub topics: Vec<String>,
     /// As [`Decoded::topic_ids`].
     pub topic_ids: Vec<[u8; 16]>,
+    /// With [`DecodeOptions::records_headers_only`]: every non-zero error code
+    /// and every record set (batch headers only) with its place, as `stats`
+    /// reads them from a tree. Messages with record-level errors
+    /// (`BatchIndex`) or a record set that does not decode cleanly are not
+    /// summarized.
+    pub facts: Option<Box<ScanFacts>>,
+}
+
+/// The topic a place names: a non-empty `Name`/`Topic`/`TopicName` string,
+/// else a non-zero `TopicId` (resolved to a name by whoever knows the names).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ScanTopic {
+    /// A topic name.
+    Name(String),
+    /// A topic id.
+    Id([u8; 16]),
+}
+
+/// Where a fact sits: as `stats::facts::place` over a tree — the nearest
+/// enclosing struct naming a partition and a topic (siblings first, then
+/// each ancestor's fields).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ScanPlace {
+    /// The topic.
+    pub topic: Option<ScanTopic>,
+    /// The partition (`PartitionIndex`, `Partition` or `Index`).
+    pub partition: Option<i32>,
+}
+
+/// A non-zero `*ErrorCode` of a summarized message.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ScanError {
+    /// The code.
+    pub code: i16,
+    /// Its place.
+    pub place: ScanPlace,
+    /// Inside an element of the body (not a top-level field).
+    pub nested: bool,
+}
+
+/// A `records` field of a summarized message.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ScanSet {
+    /// Its place.
+    pub place: ScanPlace,
+    /// Bytes of the record set (without the length prefix; 0 when null).
+    pub bytes: usize,
+    /// What the set holds, counted without nodes (complete v2 batches), or…
+    pub counts: Option<SetCounts>,
+    /// …its batch and legacy message nodes (headers only), as under the
+    /// tree's `records` node.
+    pub nodes: Vec<Node>,
+}
+
+/// The placed facts of a message read without its tree (see [`Summary::facts`]).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ScanFacts {
+    /// Non-zero error codes, in byte order.
+    pub errors: Vec<ScanError>,
+    /// Record sets, in byte order.
+    pub sets: Vec<ScanSet>,
+    /// Byte sources of the decompressed payloads (lengths only).
+    pub sources: Vec<ByteSource>,
+    /// The body's top-level `Acks` (as [`Summary::acks`]).
+    pub acks: Option<i64>,
+    /// Open structs, innermost last.
+    frames: Vec<ScanFrame>,
+    /// How many known tagged fields the scan is inside.
+    tagged_depth: u32,
+}
+
+/// An open struct of the scan: what it names so far, and the facts whose
+/// place is still looking for a topic.
+#[derive(Clone, Debug, Default, PartialEq)]
+struct ScanFrame {
+    name: Option<String>,
+    id: Option<[u8; 16]>,
+    partition: Option<i32>,
+    /// (is a set, index) of the facts waiting for this struct to close.
+    waiting: Vec<(bool, usize)>,
+}
+
+const PLACE_TOPIC_NAMES: &[&str] = &["Name", "Topic", "TopicName"];
+const PLACE_PARTITION_NAMES: &[&str] = &["PartitionIndex", "Partition", "Index"];
+
+impl ScanFacts {
+    fn open(&mut self) {
+        self.frames.push(ScanFrame::default());
+    }
+
+    /// Closes the innermost struct: the facts waiting on it take its
+    /// partition and topic where they have none yet; those still without a
+    /// topic wait for the enclosing struct.
+    fn close(&mut self) {
+        let Some(f) = self.frames.pop() else { return };
+        let topic = match (f.name, f.id) {
+            (Some(n), _) => Some(ScanTopic::Name(n)),
+            (None, Some(id)) => Some(ScanTopic::Id(id)),
+            (None, None) => None,
+        };
+        for (is_set, i) in f.waiting {
+            let place = if is_set {
+                self.sets.get_mut(i).map(|s| &mut s.place)
+            } else {
+                self.errors.get_mut(i).map(|e| &mut e.place)
+            };
+            let Some(place) = place else { continue };
+            if place.partition.is_none() {
+                place.partition = f.partition;
+            }
+            if place.topic.is_none() {
+                place.topic.clone_from(&topic);
+            }
+            if place.topic.is_none() {
+                if let Some(parent) = self.frames.last_mut() {
+                    parent.waiting.push((is_set, i));
+                }
+            }
+        }
+    }
+
+    fn wait(&mut self, is_set: bool, i: usize) {
+        if let Some(f) = self.frames.last_mut() {
+            f.waiting.push((is_set, i));
+        }
+    }
+
+    fn error(&mut self, code: i16) {
+        let nested = self.frames.len() > 1;
+        self.errors.push(ScanError {
+            code,
+            place: ScanPlace::default(),
+            nested,
+        });
+        self.wait(false, self.errors.len() - 1);
+    }
+
+    fn set(&mut self, bytes: usize, counts: Option<SetCounts>, nodes: Vec<Node>) {
+        self.sets.push(ScanSet {
+            place: ScanPlace::default(),
+            bytes,
+            counts,
+            nodes,
+        });
+        self.wait(true, self.sets.len() - 1);
+    }
+
+    fn int_field(&mut self, name: &str, v: i64) {
+        if let (true, Some(f), Ok(p)) = (
+            PLACE_PARTITION_NAMES.contains(&name),
+            self.frames.last_mut(),
+            i32::try_from(v),
+        ) {
+            if f.partition.is_none() {
+                f.partition = Some(p);
+            }
+        }
+    }
+
+    fn string_field(&mut self, name: &str, b: &[u8]) {
+        if b.is_empty() || !PLACE_TOPIC_NAMES.contains(&name) {
+            return;
+        }
+        if let Some(f) = self.frames.last_mut() {
+            if f.name.is_none() {
+                f.name = Some(String::from_utf8_lossy(b).into_owned());
+            }
+        }
+    }
+
+    fn uuid_field(&mut self, name: &str, u: [u8; 16]) {
+        if name != "TopicId" || u == [0; 16] {
+            return;
+        }
+        if let Some(f) = self.frames.last_mut() {
+            if f.id.is_none() {
+                f.id = Some(u);
+            }
+        }
+    }
 }
 
 /// Api keys whose bytes fields embed the consumer protocol (JoinGroup, SyncGroup):
@@ -370,7 +556,13 @@ pub fn summarize_request(msg: &[u8], opts: &DecodeOptions) -> Option<Summary> {
         d.version = hv;
         d.scan_tagged(&mut r, schema::REQUEST_HEADER.body, &mut sum, false)?;
     }
+    if opts.records_headers_only {
+        sum.facts = Some(Box::default());
+    }
     d.scan_body(&mut r, def, ver, &mut sum)?;
+    if let Some(x) = &mut sum.facts {
+        x.acks = sum.acks;
+    }
     (r.remaining() == 0).then_some(sum)
 }
 
@@ -399,6 +591,9 @@ pub fn summarize_response(
         d.flexible = true;
         d.version = hv;
         d.scan_tagged(&mut r, schema::RESPONSE_HEADER.body, &mut sum, false)?;
+    }
+    if opts.records_headers_only {
+        sum.facts = Some(Box::default());
     }
     d.scan_body(&mut r, def, api_version, &mut sum)?;
     (r.remaining() == 0).then_some(sum)
@@ -433,6 +628,9 @@ impl<'a> Decoder<'a> {
         sum: &mut Summary,
         top: bool,
     ) -> Option<()> {
+        if let Some(x) = &mut sum.facts {
+            x.open();
+        }
         for f in def.fields {
             if !f.versions.contains(self.version) || f.tagged.contains(self.version) {
                 continue;
@@ -441,6 +639,9 @@ impl<'a> Decoder<'a> {
         }
         if self.flexible {
             self.scan_tagged(r, def, sum, true)?;
+        }
+        if let Some(x) = &mut sum.facts {
+            x.close();
         }
         Some(())
     }
@@ -476,10 +677,39 @@ impl<'a> Decoder<'a> {
             Prim::String | Prim::Bytes | Prim::Records => {
                 let flex = self.field_flexible(f);
                 let lp = self.length_prefix(r, flex, p != Prim::String).ok()?;
-                if let Some(len) = lp.len {
-                    let b = r.take(len).ok()?;
-                    if p == Prim::String && f.entity_type == "topicName" {
+                let at = r.pos();
+                let b = match lp.len {
+                    Some(len) => Some(r.take(len).ok()?),
+                    None => None,
+                };
+                if let (Some(b), Prim::String) = (b, p) {
+                    if f.entity_type == "topicName" {
                         scan_note_topic(sum, b);
+                    }
+                }
+                if let Some(x) = &mut sum.facts {
+                    match (p, b) {
+                        (Prim::String, Some(b)) => x.string_field(f.name, b),
+                        // Offsets inside a tagged field are not the message's.
+                        (Prim::Records, _) if x.tagged_depth > 0 => return None,
+                        (Prim::Records, b) => {
+                            let b = b.unwrap_or(&[]);
+                            let opts = DecodeOptions {
+                                records: true,
+                                ..self.opts.clone()
+                            };
+                            match count_record_set(b, at, &opts, &mut x.sources) {
+                                Some(c) => x.set(b.len(), Some(c), Vec::new()),
+                                None => {
+                                    let rs = decode_record_set(b, at, 0, &opts, &mut x.sources);
+                                    if rs.problem.is_some() {
+                                        return None;
+                                    }
+                                    x.set(b.len(), None, rs.nodes);
+                                }
+                            }
+                        }
+                        _ => {}
                     }
                 }
             }
@@ -493,7 +723,17 @@ impl<'a> Decoder<'a> {
                 if f.name.ends_with("ErrorCode") && v != 0 {
                     if let Ok(c) = i16::try_from(v) {
                         sum.error_codes.push(c);
+                        if let Some(x) = &mut sum.facts {
+                            x.error(c);
+                        }
                     }
+                }
+                if let Some(x) = &mut sum.facts {
+                    // Record-level errors (KIP-467) are read from the tree.
+                    if f.name == "BatchIndex" {
+                        return None;
+                    }
+                    x.int_field(f.name, v);
                 }
                 if top {
                     if f.name == "ThrottleTimeMs" && sum.throttle_time_ms.is_none() {
@@ -505,6 +745,9 @@ impl<'a> Decoder<'a> {
             }
             Prim::Uuid => {
                 let u = r.uuid().ok()?;
+                if let Some(x) = &mut sum.facts {
+                    x.uuid_field(f.name, u);
+                }
                 if f.name == "TopicId"
                     && u != [0; 16]
                     && sum.topic_ids.len() < MAX_TOPICS
@@ -547,6 +790,8 @@ impl<'a> Decoder<'a> {
         for _ in 0..count {
             match e {
                 Elem::Prim(p) => match p {
+                    // Arrays of record sets are not in any schema; read such a tree.
+                    Prim::Records if sum.facts.is_some() => return None,
                     Prim::String | Prim::Bytes | Prim::Records => {
                         let lp = self.length_prefix(r, flex, p != Prim::String).ok()?;
                         if let Some(len) = lp.len {
@@ -579,6 +824,7 @@ impl<'a> Decoder<'a> {
         if count as usize > r.remaining() / 2 {
             return None;
         }
+        let mut opened = false;
         for _ in 0..count {
             let tag = r.uvarint().ok()?;
             let size = r.uvarint().ok()? as usize;
@@ -588,13 +834,31 @@ impl<'a> Decoder<'a> {
                 f.tag == Some(tag) && f.tagged.contains(version) && f.versions.contains(version)
             });
             if let Some(f) = known {
+                // The tree hangs a known tagged field under a `tagged_fields`
+                // node and an entry node of its own: places and nesting follow.
+                let placing = sum.facts.as_ref().is_some_and(|x| !x.frames.is_empty());
+                if let Some(x) = sum.facts.as_mut().filter(|_| placing) {
+                    if !opened {
+                        x.open();
+                        opened = true;
+                    }
+                    x.open();
+                    x.tagged_depth += 1;
+                }
                 let mut sub = Reader::new(payload);
                 // A tagged field is never a top-level field of the tree's body.
                 self.scan_field(&mut sub, f, sum, false)?;
                 if sub.remaining() > 0 {
                     return None;
                 }
+                if let Some(x) = sum.facts.as_mut().filter(|_| placing) {
+                    x.tagged_depth -= 1;
+                    x.close();
+                }
             }
+        }
+        if let Some(x) = sum.facts.as_mut().filter(|_| opened) {
+            x.close();
         }
         Some(())
     }

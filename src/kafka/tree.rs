@@ -311,8 +311,11 @@ impl Node {
 pub struct ByteSource {
     /// What the bytes are (`gzip-decompressed records of the batch at 0x001e`).
     pub name: String,
-    /// The decompressed bytes.
+    /// The decompressed bytes (empty when only the length was wanted:
+    /// `DecodeOptions::records_headers_only`).
     pub data: Vec<u8>,
+    /// The decompressed length (`data.len()` when the bytes are kept).
+    pub len: usize,
     /// The source holding the compressed bytes.
     pub parent: u16,
     /// Where the compressed bytes start in the parent.

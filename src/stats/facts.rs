@@ -8,9 +8,9 @@
 //! (every `*ErrorCode` with a non-zero int16 value in the body), so the per-API
 //! error counts here always equal the JSONL `error_codes`.
 
-use crate::kafka::decode::Decoded;
+use crate::kafka::decode::{Decoded, ScanFacts, ScanPlace, ScanTopic};
 use crate::kafka::records::codec_name;
-use crate::kafka::tree::{format_uuid, Node, Value};
+use crate::kafka::tree::{format_uuid, ByteSource, Node, Value};
 use crate::topics::TopicNames;
 
 /// The message body: the root's child typed `struct` (as `Decoded::body`).
@@ -191,50 +191,111 @@ pub(crate) fn record_sets(d: &Decoded, topics: &TopicNames) -> Vec<SetFacts> {
         if n.ty != "records" || n.source != 0 {
             return;
         }
-        let mut f = SetFacts {
-            place: place(path, topics),
-            ..SetFacts::default()
-        };
         let prefix = n.child("length").map_or(0, |l| l.length);
-        f.bytes = n.length.saturating_sub(prefix) as u64;
-        for c in &n.children {
-            let codec = match &*c.name {
-                "RecordBatch" if c.ty == "v2" => {
-                    f.records += int_child(c, "recordsCount")
-                        .and_then(|v| u64::try_from(v).ok())
-                        .unwrap_or(0);
-                    int_child(c, "attributes")
-                }
-                name if name.starts_with("Message[") => {
-                    f.records += leaves(c);
-                    int_child(c, "attributes")
-                }
-                "partial batch" | "partial message" => {
-                    f.partial += 1;
-                    continue;
-                }
-                _ => continue,
-            };
-            f.batches += 1;
-            let codec = codec.map_or("none", |a| codec_name((a & 0x07) as i16));
-            match f.codecs.iter_mut().find(|(c, _)| *c == codec) {
-                Some((_, k)) => *k += 1,
-                None => f.codecs.push((codec, 1)),
-            }
-            if codec == "none" {
-                f.plain_bytes += c.length as u64;
-            }
-            // Top-level decompressed sources whose compressed bytes lie in this batch.
-            for s in d.sources.iter().filter(|s| {
-                s.parent == c.source && s.parent_offset >= c.offset && s.parent_offset < c.end()
-            }) {
-                f.compressed += s.parent_length as u64;
-                f.decompressed += s.data.len() as u64;
-            }
-        }
-        out.push(f);
+        let bytes = n.length.saturating_sub(prefix) as u64;
+        out.push(set_facts(
+            place(path, topics),
+            bytes,
+            &n.children,
+            &d.sources,
+        ));
     });
     out
+}
+
+/// The facts of one record set: its batch and legacy message nodes `kids`
+/// (other nodes are skipped) and the byte sources of the message.
+fn set_facts(place: Place, bytes: u64, kids: &[Node], sources: &[ByteSource]) -> SetFacts {
+    let mut f = SetFacts {
+        place,
+        bytes,
+        ..SetFacts::default()
+    };
+    for c in kids {
+        let codec = match &*c.name {
+            "RecordBatch" if c.ty == "v2" => {
+                f.records += int_child(c, "recordsCount")
+                    .and_then(|v| u64::try_from(v).ok())
+                    .unwrap_or(0);
+                int_child(c, "attributes")
+            }
+            name if name.starts_with("Message[") => {
+                f.records += leaves(c);
+                int_child(c, "attributes")
+            }
+            "partial batch" | "partial message" => {
+                f.partial += 1;
+                continue;
+            }
+            _ => continue,
+        };
+        f.batches += 1;
+        let codec = codec.map_or("none", |a| codec_name((a & 0x07) as i16));
+        match f.codecs.iter_mut().find(|(c, _)| *c == codec) {
+            Some((_, k)) => *k += 1,
+            None => f.codecs.push((codec, 1)),
+        }
+        if codec == "none" {
+            f.plain_bytes += c.length as u64;
+        }
+        // Top-level decompressed sources whose compressed bytes lie in this batch.
+        for s in sources.iter().filter(|s| {
+            s.parent == c.source && s.parent_offset >= c.offset && s.parent_offset < c.end()
+        }) {
+            f.compressed += s.parent_length as u64;
+            f.decompressed += s.len as u64;
+        }
+    }
+    f
+}
+
+/// A place of the summary scan, with topic ids resolved as [`place`] does.
+fn scanned_place(p: &ScanPlace, topics: &TopicNames) -> Place {
+    Place {
+        topic: p.topic.as_ref().map(|t| match t {
+            ScanTopic::Name(n) => n.clone(),
+            ScanTopic::Id(u) => topics
+                .name(u)
+                .map_or_else(|| format_uuid(u), str::to_string),
+        }),
+        partition: p.partition,
+    }
+}
+
+/// As [`errors`], for a message read by the summary scan.
+pub(crate) fn scanned_errors(x: &ScanFacts, topics: &TopicNames) -> Vec<ErrorAt> {
+    x.errors
+        .iter()
+        .map(|e| ErrorAt {
+            code: e.code,
+            place: scanned_place(&e.place, topics),
+            nested: e.nested,
+        })
+        .collect()
+}
+
+/// As [`record_sets`], for a message read by the summary scan.
+pub(crate) fn scanned_sets(x: &ScanFacts, topics: &TopicNames) -> Vec<SetFacts> {
+    x.sets
+        .iter()
+        .map(|s| {
+            let place = scanned_place(&s.place, topics);
+            match &s.counts {
+                Some(c) => SetFacts {
+                    place,
+                    bytes: s.bytes as u64,
+                    batches: c.batches,
+                    partial: c.partial,
+                    records: c.records,
+                    codecs: c.codecs.clone(),
+                    plain_bytes: c.plain_bytes,
+                    compressed: c.compressed,
+                    decompressed: c.decompressed,
+                },
+                None => set_facts(place, s.bytes as u64, &s.nodes, &x.sources),
+            }
+        })
+        .collect()
 }
 
 /// Leaf messages of a legacy message (a wrapper holds its inner messages).

@@ -31,7 +31,7 @@ mod text;
 
 use std::cmp::Reverse;
 use std::collections::btree_map::Entry;
-use std::collections::{BTreeMap, BTreeSet, BinaryHeap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, BinaryHeap, HashMap, HashSet};
 use std::net::SocketAddr;
 
 use crate::capture::Timestamp;
@@ -130,6 +130,17 @@ impl<K: Ord, V> Capped<K, V> {
         }
     }
 
+    /// As [`Capped::entry`], cloning the key only to insert it.
+    fn entry_ref(&mut self, k: &K, f: impl FnOnce() -> V) -> Option<&mut V>
+    where
+        K: Clone,
+    {
+        if self.map.contains_key(k) {
+            return self.map.get_mut(k);
+        }
+        self.entry(k.clone(), f)
+    }
+
     /// The entry for `k`, made by `f` if there is room; `None` (counted) if full.
     fn entry(&mut self, k: K, f: impl FnOnce() -> V) -> Option<&mut V> {
         let full = self.map.len() >= self.cap;
@@ -218,6 +229,8 @@ struct VersionAcc {
 #[derive(Debug, Default)]
 struct ClientAcc {
     addresses: BTreeSet<String>,
+    /// The addresses of `addresses`, unformatted.
+    seen: HashSet<SocketAddr>,
     requests: u64,
     responses: u64,
     unanswered: u64,
@@ -439,21 +452,34 @@ impl Stats {
     }
 
     /// Whether `Stats` reads anything from a message's tree beyond what its
-    /// summary scan gives (header, topics, topic ids, error codes): Produce
-    /// requests (acks, record sets), group requests and responses,
-    /// ApiVersions v3+ requests (client software), Produce responses (record
-    /// errors), Fetch responses (record sets), responses that teach topic
-    /// names, and responses with errors (their topic and partition).
+    /// summary scan gives (header, topics, topic ids, error codes and, with
+    /// `records_headers_only`, the placed facts of `Summary::facts`: errors
+    /// with their topic and partition, record sets, acks): group requests and
+    /// responses, ApiVersions v3+ requests (client software), responses that
+    /// teach topic names (with topic ids to learn); and, when the scan could
+    /// not place its facts, Produce requests, Produce and Fetch responses and
+    /// responses with errors.
     pub fn needs_tree(
         kind: Kind,
         api: i16,
         version: i16,
         s: &crate::kafka::decode::Summary,
     ) -> bool {
+        // Placed errors, record sets and acks come with the scan when it
+        // could place them (`Summary::facts`).
+        let placed = s.facts.is_some();
         match kind {
-            Kind::Request => matches!(api, 0 | 11..=14 | 68) || (api == 18 && version >= 3),
+            Kind::Request => {
+                matches!(api, 11..=14 | 68) || (api == 18 && version >= 3) || (api == 0 && !placed)
+            }
             Kind::Response => {
-                !s.error_codes.is_empty() || matches!(api, 0 | 1 | 78 | 11 | 14 | 68 | 3 | 19 | 75)
+                // Topic names are learned from ids next to names: a teacher
+                // without ids teaches nothing.
+                let teaches = matches!(api, 3 | 19 | 75) && !s.topic_ids.is_empty();
+                matches!(api, 11 | 14 | 68)
+                    || teaches
+                    || (!placed
+                        && (!s.error_codes.is_empty() || matches!(api, 0 | 1 | 78 | 3 | 19 | 75)))
             }
         }
     }
@@ -561,13 +587,15 @@ impl Stats {
         }
         let max_list = self.cfg.max_list;
         let mut lists_overflow = 0;
-        if let Some(c) = self.clients.entry(client.clone(), ClientAcc::default) {
+        if let Some(c) = self.clients.entry_ref(&client, ClientAcc::default) {
             c.requests += 1;
-            let addr = i.client.to_string();
-            if !c.addresses.contains(&addr) {
+            // Formatted only when new to this client.
+            if !c.seen.contains(&i.client) {
+                let addr = i.client.to_string();
                 if c.addresses.len() < max_list {
                     c.addresses.insert(addr);
-                } else {
+                    c.seen.insert(i.client);
+                } else if !c.addresses.contains(&addr) {
                     lists_overflow += 1;
                 }
             }
@@ -583,7 +611,13 @@ impl Stats {
         let mut group = None;
         if let Some(root) = root {
             match api {
-                0 => self.produce(i, d, &client, facts::acks(root)),
+                0 => {
+                    let acks = match d.and_then(|d| d.facts.as_ref()) {
+                        Some(x) => x.acks.and_then(|v| i16::try_from(v).ok()),
+                        None => facts::acks(root),
+                    };
+                    self.produce(i, d, &client, acks);
+                }
                 11..=14 | 68 => {
                     group = facts::group_request(root);
                     if let Some(g) = &group {
@@ -610,6 +644,14 @@ impl Stats {
         }
     }
 
+    /// The record sets of a message, from its tree or its summary scan.
+    fn sets_of(&self, d: &Decoded) -> Vec<facts::SetFacts> {
+        match &d.facts {
+            Some(x) => facts::scanned_sets(x, &self.topics),
+            None => facts::record_sets(d, &self.topics),
+        }
+    }
+
     fn produce(
         &mut self,
         i: &MessageInfo,
@@ -620,9 +662,7 @@ impl Stats {
         if let Some(a) = acks {
             self.acks.entry(a).or_default().add(i.frame);
         }
-        let sets = d
-            .map(|d| facts::record_sets(d, &self.topics))
-            .unwrap_or_default();
+        let sets = d.map(|d| self.sets_of(d)).unwrap_or_default();
         if let Some(c) = self.clients.map.get_mut(client) {
             if let Some(a) = acks {
                 c.acks.entry(a).or_default().add(i.frame);
@@ -680,7 +720,10 @@ impl Stats {
         let request_frame = pending.as_ref().map(|p| p.frame);
 
         // Errors: counted from `error_codes` (the JSONL facts), placed from the tree.
-        let places = root.map(|r| facts::errors(r, &self.topics));
+        let places = match d.and_then(|d| d.facts.as_ref()) {
+            Some(x) => Some(facts::scanned_errors(x, &self.topics)),
+            None => root.map(|r| facts::errors(r, &self.topics)),
+        };
         let placed: Vec<facts::ErrorAt> = match places {
             Some(p) => p,
             None => i
@@ -746,13 +789,13 @@ impl Stats {
             }
         }
         if let Some(ns) = i.latency_ns {
-            if let Some(h) = self.client_latency.entry(client.clone(), LatencyHist::new) {
+            if let Some(h) = self.client_latency.entry_ref(&client, LatencyHist::new) {
                 h.record(ns);
             }
         }
         let throttle = i.throttle_time_ms.filter(|&t| t > 0);
         let second = i.ts.secs;
-        if let Some(c) = self.clients.entry(client.clone(), ClientAcc::default) {
+        if let Some(c) = self.clients.entry_ref(&client, ClientAcc::default) {
             c.responses += 1;
             c.errors += i.error_codes.len() as u64;
             if let Some(t) = throttle {
@@ -814,7 +857,7 @@ impl Stats {
             }
             if matches!(api, 1 | 78) {
                 if let Some(d) = d {
-                    for mut s in facts::record_sets(d, &self.topics) {
+                    for mut s in self.sets_of(d) {
                         if s.place.topic.is_none() {
                             s.place.topic.clone_from(&fallback);
                         }

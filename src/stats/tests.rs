@@ -318,6 +318,7 @@ fn decoded(kind: Kind, body: Vec<Node>) -> Decoded {
         error: None,
         topics: Vec::new(),
         topic_ids: Vec::new(),
+        facts: None,
     }
 }
 
@@ -490,7 +491,9 @@ fn rebalance_loop_and_generation_timeline() {
     let rep = s.report();
     let g = &rep.groups[0];
     assert_eq!((g.joins, g.syncs), (3, 3));
-    let gens: Vec<(i32, Option<u64>, u64, Vec<u64>, Option<f64>)> = g
+    // (generation, join request frame, …) as the report gives them.
+    type Gen = (i32, Option<u64>, u64, Vec<u64>, Option<f64>);
+    let gens: Vec<Gen> = g
         .generations
         .iter()
         .map(|e| {
@@ -584,4 +587,108 @@ fn the_light_analyzer_config_reports_what_full_trees_report() {
             p.display()
         );
     }
+}
+
+/// Capture files: `captures/` and, when present, `../shared/captures`.
+fn all_captures() -> Vec<std::path::PathBuf> {
+    fn walk(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
+        let Ok(rd) = std::fs::read_dir(dir) else {
+            return;
+        };
+        for e in rd.flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                walk(&p, out);
+            } else if matches!(
+                p.extension().and_then(|e| e.to_str()),
+                Some("pcap" | "pcapng")
+            ) {
+                out.push(p);
+            }
+        }
+    }
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut v = Vec::new();
+    walk(&root.join("captures"), &mut v);
+    walk(&root.join("../shared/captures"), &mut v);
+    v.sort();
+    v
+}
+
+#[test]
+fn the_summary_scan_places_what_the_full_tree_places() {
+    use crate::capture::{FileSource, FrameSource, Polled};
+    use crate::kafka::decode::{summarize_request, summarize_response, DecodeOptions};
+    use crate::model::Analyzer;
+    use crate::pipeline::PipelineConfig;
+    let scan_opts = DecodeOptions {
+        records: false,
+        records_headers_only: true,
+        ..DecodeOptions::default()
+    };
+    let topics = crate::topics::TopicNames::default();
+    let (mut messages, mut placed, mut sets, mut errors) = (0, 0, 0, 0);
+    for p in all_captures() {
+        let Ok(mut src) = FileSource::open(p.to_str().expect("utf-8 path")) else {
+            continue;
+        };
+        // Full trees, records decoded in full: what the facts must equal.
+        let mut cfg = AnalyzerConfig {
+            pipeline: PipelineConfig::with_ports(crate::flow::Ports::Any),
+            keep_trees: true,
+            ..AnalyzerConfig::default()
+        };
+        cfg.decode.records = true;
+        let mut a = Analyzer::new(cfg);
+        let mut out = Vec::new();
+        loop {
+            match src.poll() {
+                Ok(Polled::Frame(f)) => a.push(&f, &mut out),
+                Ok(Polled::Timeout) => continue,
+                _ => break,
+            }
+        }
+        a.finish(&mut out);
+        for o in out {
+            let Output::Message(m) = o else { continue };
+            let Some(d) = &m.decoded else { continue };
+            messages += 1;
+            let s = match (m.info.kind, m.info.api_key, m.info.api_version) {
+                (Kind::Request, _, _) => summarize_request(&m.raw.bytes, &scan_opts),
+                (Kind::Response, Some(k), Some(v)) if m.info.paired => {
+                    summarize_response(&m.raw.bytes, k, v, &scan_opts)
+                }
+                _ => None,
+            };
+            let Some(x) = s.and_then(|s| s.facts) else {
+                continue;
+            };
+            placed += 1;
+            let at = format!("{} frame {}", p.display(), m.info.frame);
+            assert_eq!(
+                facts::scanned_errors(&x, &topics),
+                facts::errors(&d.root, &topics),
+                "{at}"
+            );
+            assert_eq!(
+                facts::scanned_sets(&x, &topics),
+                facts::record_sets(d, &topics),
+                "{at}"
+            );
+            assert!(facts::record_errors(&d.root, &topics).is_empty(), "{at}");
+            if m.info.kind == Kind::Request {
+                assert_eq!(
+                    x.acks.and_then(|v| i16::try_from(v).ok()),
+                    facts::acks(&d.root),
+                    "{at}"
+                );
+            }
+            sets += x.sets.len();
+            errors += x.errors.len();
+        }
+    }
+    assert!(
+        placed > 0 && sets > 0 && errors > 0,
+        "{messages} {placed} {sets} {errors}"
+    );
 }

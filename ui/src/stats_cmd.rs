@@ -13,7 +13,7 @@ use kafkashark::pipeline::PipelineConfig;
 use kafkashark::stats::{Stats, StatsConfig, StatsReport};
 
 use crate::cli_error::CliError;
-use crate::print::{default_filter, Input};
+use crate::print::{default_filter, FileReader, Input};
 
 /// Output format of `stats`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -45,6 +45,9 @@ const CLEAR: &str = "\x1b[H\x1b[2J";
 
 /// Runs `stats`.
 pub fn run(opts: &StatsOptions) -> Result<(), CliError> {
+    if let (Input::File(path), None) = (&opts.input, opts.duration) {
+        return run_file(opts, path);
+    }
     let mut source: Box<dyn FrameSource> = match &opts.input {
         Input::File(path) => Box::new(FileSource::open(path).map_err(CliError::Capture)?),
         Input::Live { iface, filter } => {
@@ -57,16 +60,7 @@ pub fn run(opts: &StatsOptions) -> Result<(), CliError> {
         Input::File(p) => (p.clone(), false),
         Input::Live { iface, .. } => (format!("live on {iface}"), true),
     };
-    let mut cfg = Stats::analyzer_config(AnalyzerConfig {
-        pipeline: PipelineConfig::with_ports(opts.ports.clone()),
-        ..AnalyzerConfig::default()
-    });
-    cfg.decode.max_decompressed = opts.max_decompressed;
-    let mut analyzer = Analyzer::new(cfg);
-    let mut stats = Stats::new(StatsConfig {
-        slow: opts.slow,
-        ..StatsConfig::default()
-    });
+    let (mut analyzer, mut stats) = engine(opts);
     let tty = std::io::stdout().is_terminal();
     let started = Instant::now();
     let mut last_draw = Instant::now();
@@ -98,6 +92,56 @@ pub fn run(opts: &StatsOptions) -> Result<(), CliError> {
         stats.push(&o);
     }
     emit(&stats.report(), &title, opts.format, live, live && tty)?;
+    if let Some(e) = read_error {
+        eprintln!(
+            "kafkashark: {}",
+            kafkashark::kafka::tree::escape_text(&e.to_string())
+        );
+    }
+    Ok(())
+}
+
+/// The analyzer and the stats of a run.
+fn engine(opts: &StatsOptions) -> (Analyzer, Stats) {
+    let mut cfg = Stats::analyzer_config(AnalyzerConfig {
+        pipeline: PipelineConfig::with_ports(opts.ports.clone()),
+        ..AnalyzerConfig::default()
+    });
+    cfg.decode.max_decompressed = opts.max_decompressed;
+    let stats = Stats::new(StatsConfig {
+        slow: opts.slow,
+        ..StatsConfig::default()
+    });
+    (Analyzer::new(cfg), stats)
+}
+
+/// `stats` of a file: read and reassembled on a thread of its own
+/// (`print::FileReader`), decoded and counted on this one — the same events
+/// in the same order as one thread, so the same report.
+fn run_file(opts: &StatsOptions, path: &str) -> Result<(), CliError> {
+    let src = FileSource::open(path).map_err(CliError::Capture)?;
+    let (mut analyzer, mut stats) = engine(opts);
+    let reader = FileReader::spawn(src, PipelineConfig::with_ports(opts.ports.clone()));
+    let mut out = Vec::new();
+    let mut read_error = None;
+    for mut batch in reader.rx.iter() {
+        analyzer.push_events(&mut batch.evs, &mut out);
+        for o in out.drain(..) {
+            stats.push(&o);
+        }
+        if let Some(mut fin) = batch.finish {
+            analyzer.push_events(&mut fin, &mut out);
+            read_error = batch.error;
+            break;
+        }
+    }
+    drop(reader.rx);
+    let _ = reader.handle.join();
+    analyzer.finish(&mut out);
+    for o in out.drain(..) {
+        stats.push(&o);
+    }
+    emit(&stats.report(), path, opts.format, false, false)?;
     if let Some(e) = read_error {
         eprintln!(
             "kafkashark: {}",

@@ -327,7 +327,9 @@ fn compressed(
         loc(c.source, c.base)
     );
     let mut refused = false;
-    match ctx.inflate(codec, comp, c.source, c.base + start, source_name) {
+    // With headers only, nothing reads the records: keep only the length.
+    let keep = !ctx.opts.records_headers_only;
+    match ctx.inflate(codec, comp, c.source, c.base + start, source_name, keep) {
         Inflate::Done { id, len, note } => {
             n.value = Value::Text(format!("{} bytes → {len} bytes", comp.len()).into());
             n.detail = note.map(Into::into);

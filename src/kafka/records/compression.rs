@@ -82,32 +82,114 @@ const XERIAL_MAGIC: &[u8; 8] = b"\x82SNAPPY\x00";
 
 /// Decompresses `data` with `codec`, refusing to produce more than `limit` bytes.
 pub fn decompress(codec: u8, data: &[u8], limit: usize) -> Result<Inflated, InflateError> {
-    let plain = |data| Ok(Inflated { data, note: None });
+    let mut out = Vec::new();
+    let note = run(codec, data, limit, Some(&mut out))?;
+    Ok(Inflated { data: out, note })
+}
+
+/// What a payload decompresses to, without keeping the bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct InflatedSize {
+    /// The decompressed length.
+    pub len: usize,
+    /// As [`Inflated::note`].
+    pub note: Option<&'static str>,
+}
+
+/// The outcome of [`decompress`] (same codecs, same checks, same limit, the
+/// same error for the same bytes) with only the length kept: the payload is
+/// decoded into a reused per-thread scratch buffer and counted.
+pub fn decompressed_len(
+    codec: u8,
+    data: &[u8],
+    limit: usize,
+) -> Result<InflatedSize, InflateError> {
+    let mut sink = Sink::Count(0);
+    let note = run_into(codec, data, limit, &mut sink)?;
+    Ok(InflatedSize {
+        len: sink.len(),
+        note,
+    })
+}
+
+/// Where decompressed bytes go. Both kinds see the same reads in the same
+/// order, so [`decompress`] and [`decompressed_len`] agree by construction.
+enum Sink<'a> {
+    Keep(&'a mut Vec<u8>),
+    Count(usize),
+}
+
+impl Sink<'_> {
+    fn len(&self) -> usize {
+        match self {
+            Sink::Keep(v) => v.len(),
+            Sink::Count(n) => *n,
+        }
+    }
+
+    fn put(&mut self, b: &[u8]) {
+        match self {
+            Sink::Keep(v) => v.extend_from_slice(b),
+            Sink::Count(n) => *n = n.saturating_add(b.len()),
+        }
+    }
+
+    /// Forgets everything after the first `len` bytes.
+    fn truncate(&mut self, len: usize) {
+        match self {
+            Sink::Keep(v) => v.truncate(len),
+            Sink::Count(n) => *n = len.min(*n),
+        }
+    }
+}
+
+fn run(
+    codec: u8,
+    data: &[u8],
+    limit: usize,
+    keep: Option<&mut Vec<u8>>,
+) -> Result<Option<&'static str>, InflateError> {
+    match keep {
+        Some(v) => run_into(codec, data, limit, &mut Sink::Keep(v)),
+        None => run_into(codec, data, limit, &mut Sink::Count(0)),
+    }
+}
+
+fn run_into(
+    codec: u8,
+    data: &[u8],
+    limit: usize,
+    sink: &mut Sink<'_>,
+) -> Result<Option<&'static str>, InflateError> {
     match codec {
         CODEC_NONE => {
             if data.len() > limit {
                 Err(InflateError::TooLarge { limit })
             } else {
-                plain(data.to_vec())
+                sink.put(data);
+                Ok(None)
             }
         }
-        CODEC_GZIP => plain(read_capped(
-            flate2::read::MultiGzDecoder::new(data),
-            limit,
-            "gzip",
-        )?),
+        CODEC_GZIP => {
+            if !gzip_single_member(data, limit, sink) {
+                drain(flate2::read::MultiGzDecoder::new(data), limit, "gzip", sink)?;
+            }
+            Ok(None)
+        }
         CODEC_SNAPPY => {
             if data.starts_with(XERIAL_MAGIC) {
-                Ok(Inflated {
-                    data: xerial(data, limit)?,
-                    note: Some("xerial framing"),
-                })
+                xerial(data, limit, sink)?;
+                Ok(Some("xerial framing"))
             } else {
-                plain(snappy_block(data, limit, 0)?)
+                snappy_block(data, limit, sink)?;
+                Ok(None)
             }
         }
-        CODEC_LZ4 => lz4(data, limit),
-        CODEC_ZSTD => zstd(data, limit),
+        CODEC_LZ4 => lz4(data, limit, sink),
+        CODEC_ZSTD => {
+            zstd(data, limit, sink)?;
+            Ok(None)
+        }
         other => Err(InflateError::UnknownCodec(other)),
     }
 }
@@ -119,38 +201,187 @@ fn corrupt(codec: &'static str, what: impl fmt::Display) -> InflateError {
     }
 }
 
-/// Reads a decoder to its end, but never more than `limit + 1` bytes.
-fn read_capped(rd: impl Read, limit: usize, codec: &'static str) -> Result<Vec<u8>, InflateError> {
-    let mut out = Vec::new();
-    let cap = u64::try_from(limit).unwrap_or(u64::MAX).saturating_add(1);
-    rd.take(cap)
-        .read_to_end(&mut out)
-        .map_err(|e| corrupt(codec, e))?;
-    if out.len() > limit {
-        return Err(InflateError::TooLarge { limit });
-    }
-    Ok(out)
+/// How many bytes one read of a decoder may ask for.
+const CHUNK: usize = 64 << 10;
+
+/// A scratch buffer bigger than this is not kept for the next payload.
+const SCRATCH_KEEP: usize = 4 << 20;
+
+thread_local! {
+    /// Reused output space for decoders whose output is only counted, or
+    /// copied from in chunks.
+    static SCRATCH: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+    /// One zstd decompression context per thread (making one costs more
+    /// than decoding a small batch).
+    static ZSTD_DCTX: std::cell::RefCell<Option<zstd::zstd_safe::DCtx<'static>>> =
+        const { std::cell::RefCell::new(None) };
+    /// One raw-deflate state per thread, reset for each gzip member.
+    static INFLATE: std::cell::RefCell<Option<flate2::Decompress>> =
+        const { std::cell::RefCell::new(None) };
 }
 
-/// One raw snappy block, appended to nothing; `already` bytes count against the limit.
-fn snappy_block(block: &[u8], limit: usize, already: usize) -> Result<Vec<u8>, InflateError> {
+/// Runs `f` with the per-thread scratch buffer, at least `len` bytes long.
+fn with_scratch<T>(len: usize, f: impl FnOnce(&mut [u8]) -> T) -> T {
+    SCRATCH.with(|s| match s.try_borrow_mut() {
+        Ok(mut buf) => {
+            if buf.len() < len {
+                buf.resize(len, 0);
+            }
+            let out = f(buf.get_mut(..len).unwrap_or(&mut []));
+            if buf.len() > SCRATCH_KEEP {
+                *buf = Vec::new();
+            }
+            out
+        }
+        // Not reentered in practice; a fresh buffer keeps it correct if it were.
+        Err(_) => f(&mut vec![0; len]),
+    })
+}
+
+/// Reads a decoder to its end into `sink`, but never more than `limit + 1`
+/// bytes, asking for at most [`CHUNK`] bytes per read.
+fn drain(
+    mut rd: impl Read,
+    limit: usize,
+    codec: &'static str,
+    sink: &mut Sink<'_>,
+) -> Result<(), InflateError> {
+    let start = sink.len();
+    with_scratch(CHUNK, |buf| loop {
+        let total = sink.len() - start;
+        let want = (limit - total.min(limit)).saturating_add(1).min(buf.len());
+        let Some(b) = buf.get_mut(..want) else {
+            return Err(corrupt(codec, "no buffer"));
+        };
+        match rd.read(b) {
+            Ok(0) => return Ok(()),
+            Ok(n) => {
+                sink.put(b.get(..n).unwrap_or(&[]));
+                if sink.len() - start > limit {
+                    sink.truncate(start);
+                    return Err(InflateError::TooLarge { limit });
+                }
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => {
+                sink.truncate(start);
+                return Err(corrupt(codec, e));
+            }
+        }
+    })
+}
+
+/// The common gzip payload, decoded with a reused inflate state: one member
+/// with a plain header (no flags but FTEXT), a deflate stream, a matching
+/// CRC-32 and ISIZE, and nothing after it, within `limit`. Returns false
+/// (having put nothing) for anything else, which `MultiGzDecoder` then
+/// decides; when this accepts, `MultiGzDecoder` reads the same bytes.
+fn gzip_single_member(data: &[u8], limit: usize, sink: &mut Sink<'_>) -> bool {
+    // RFC 1952: ID1 ID2 CM FLG MTIME(4) XFL OS.
+    let plain_header = matches!(data.get(..4), Some([0x1f, 0x8b, 8, flg]) if flg & !1 == 0);
+    let (Some(deflate), true) = (data.get(10..), plain_header) else {
+        return false;
+    };
+    let start = sink.len();
+    let ok = INFLATE.with(|cell| {
+        let Ok(mut slot) = cell.try_borrow_mut() else {
+            return false;
+        };
+        let d = slot.get_or_insert_with(|| flate2::Decompress::new(false));
+        d.reset(false);
+        let mut crc = crc32fast::Hasher::new();
+        let mut input = deflate;
+        let ended = with_scratch(CHUNK, |buf| loop {
+            let total = sink.len() - start;
+            let want = (limit - total.min(limit)).saturating_add(1).min(buf.len());
+            let Some(b) = buf.get_mut(..want) else {
+                return false;
+            };
+            let (in0, out0) = (d.total_in(), d.total_out());
+            let status = match d.decompress(input, b, flate2::FlushDecompress::None) {
+                Ok(s) => s,
+                Err(_) => return false,
+            };
+            let used = usize::try_from(d.total_in() - in0).unwrap_or(usize::MAX);
+            let made = usize::try_from(d.total_out() - out0).unwrap_or(usize::MAX);
+            let (Some(rest), Some(out)) = (input.get(used..), b.get(..made)) else {
+                return false;
+            };
+            input = rest;
+            crc.update(out);
+            sink.put(out);
+            if sink.len() - start > limit {
+                return false;
+            }
+            match status {
+                flate2::Status::StreamEnd => return true,
+                _ if used == 0 && made == 0 => return false,
+                _ => {}
+            }
+        });
+        // The trailer: CRC-32 and ISIZE (little-endian), then nothing.
+        let size = (sink.len() - start) as u32;
+        ended
+            && matches!(input, [c0, c1, c2, c3, s0, s1, s2, s3]
+                if u32::from_le_bytes([*c0, *c1, *c2, *c3]) == crc.clone().finalize()
+                    && u32::from_le_bytes([*s0, *s1, *s2, *s3]) == size)
+    });
+    if !ok {
+        sink.truncate(start);
+    }
+    ok
+}
+
+/// One raw snappy block; bytes already in the sink count against the limit.
+fn snappy_block(block: &[u8], limit: usize, sink: &mut Sink<'_>) -> Result<(), InflateError> {
     // The block declares its output length up front: check it before allocating.
     let n = snap::raw::decompress_len(block).map_err(|e| corrupt("snappy", e))?;
-    if n > limit.saturating_sub(already) {
+    if n > limit.saturating_sub(sink.len()) {
         return Err(InflateError::TooLarge { limit });
     }
-    snap::raw::Decoder::new()
-        .decompress_vec(block)
-        .map_err(|e| corrupt("snappy", e))
+    let mut dec = snap::raw::Decoder::new();
+    match sink {
+        Sink::Keep(v) => {
+            let old = v.len();
+            v.resize(old + n, 0);
+            let r = dec.decompress(block, v.get_mut(old..).unwrap_or(&mut []));
+            match r {
+                Ok(k) => v.truncate(old + k),
+                Err(e) => {
+                    v.truncate(old);
+                    return Err(corrupt("snappy", e));
+                }
+            }
+        }
+        Sink::Count(c) => {
+            let k = with_scratch(n, |buf| dec.decompress(block, buf))
+                .map_err(|e| corrupt("snappy", e))?;
+            *c = c.saturating_add(k);
+        }
+    }
+    Ok(())
 }
 
 /// snappy-java's stream: the 8-byte magic, int32 version, int32 compatible
 /// version, then blocks of [int32 compressed length][raw snappy block].
-fn xerial(data: &[u8], limit: usize) -> Result<Vec<u8>, InflateError> {
+fn xerial(data: &[u8], limit: usize, sink: &mut Sink<'_>) -> Result<(), InflateError> {
+    let start = sink.len();
+    let r = xerial_blocks(data, limit, sink, start);
+    if r.is_err() {
+        sink.truncate(start);
+    }
+    r
+}
+
+fn xerial_blocks(
+    data: &[u8],
+    limit: usize,
+    sink: &mut Sink<'_>,
+    start: usize,
+) -> Result<(), InflateError> {
     let mut r = crate::kafka::wire::Reader::new(data);
     r.take(16)
         .map_err(|e| corrupt("snappy", format!("xerial header: {e}")))?;
-    let mut out: Vec<u8> = Vec::new();
     while r.remaining() > 0 {
         let len = r
             .i32()
@@ -160,28 +391,48 @@ fn xerial(data: &[u8], limit: usize) -> Result<Vec<u8>, InflateError> {
         let block = r
             .take(len)
             .map_err(|e| corrupt("snappy", format!("xerial block: {e}")))?;
-        let part = snappy_block(block, limit, out.len())?;
-        out.extend_from_slice(&part);
+        // The limit covers this payload only, not what the sink held before.
+        snappy_block(block, limit.saturating_add(start), sink).map_err(|e| match e {
+            InflateError::TooLarge { .. } => InflateError::TooLarge { limit },
+            e => e,
+        })?;
     }
-    Ok(out)
+    Ok(())
 }
 
-fn zstd(data: &[u8], limit: usize) -> Result<Inflated, InflateError> {
-    let mut d = zstd::stream::read::Decoder::with_buffer(data).map_err(|e| corrupt("zstd", e))?;
+fn zstd(data: &[u8], limit: usize, sink: &mut Sink<'_>) -> Result<(), InflateError> {
     // Bound the window a frame header may ask for: no more than the output
     // limit allows (but at least 8 MiB, what zstd's highest levels use), so a
     // hostile header cannot make the decoder reserve more than that.
     let need = usize::BITS - limit.max(1).leading_zeros();
-    let _ = d.window_log_max(need.clamp(23, 31));
-    Ok(Inflated {
-        data: read_capped(d, limit, "zstd")?,
-        note: None,
+    let window = need.clamp(23, 31);
+    ZSTD_DCTX.with(|cell| {
+        let Ok(mut slot) = cell.try_borrow_mut() else {
+            let mut d =
+                zstd::stream::read::Decoder::with_buffer(data).map_err(|e| corrupt("zstd", e))?;
+            let _ = d.window_log_max(window);
+            return drain(d, limit, "zstd", sink);
+        };
+        let ctx = match &mut *slot {
+            Some(c) => c,
+            None => match zstd::zstd_safe::DCtx::try_create() {
+                Some(c) => slot.insert(c),
+                None => return Err(corrupt("zstd", "cannot create a decompression context")),
+            },
+        };
+        let mut d = zstd::stream::read::Decoder::with_context(data, ctx);
+        let _ = d.window_log_max(window);
+        drain(d, limit, "zstd", sink)
     })
 }
 
 const LZ4_MAGIC: [u8; 4] = [0x04, 0x22, 0x4d, 0x18];
 
-fn lz4(data: &[u8], limit: usize) -> Result<Inflated, InflateError> {
+fn lz4(
+    data: &[u8],
+    limit: usize,
+    sink: &mut Sink<'_>,
+) -> Result<Option<&'static str>, InflateError> {
     // Kafka's clients before KIP-57 (message format v0) computed the frame
     // header checksum over the magic number too. Check which checksum the
     // header carries and decode a copy with the standard one, so both read.
@@ -199,22 +450,22 @@ fn lz4(data: &[u8], limit: usize) -> Result<Inflated, InflateError> {
             if let Some(b) = fixed.get_mut(hc_at) {
                 *b = good;
             }
-            let out = read_capped(lz4_flex::frame::FrameDecoder::new(&fixed[..]), limit, "lz4")?;
-            return Ok(Inflated {
-                data: out,
-                note: Some(note),
-            });
+            drain(
+                lz4_flex::frame::FrameDecoder::new(&fixed[..]),
+                limit,
+                "lz4",
+                sink,
+            )?;
+            return Ok(Some(note));
         }
     }
-    Ok(Inflated {
-        data: read_capped(lz4_flex::frame::FrameDecoder::new(data), limit, "lz4")?,
-        note: None,
-    })
+    drain(lz4_flex::frame::FrameDecoder::new(data), limit, "lz4", sink)?;
+    Ok(None)
 }
 
 /// Where the header checksum byte of an LZ4 frame sits, if the frame starts
 /// with the standard magic and its descriptor is complete.
-fn lz4_descriptor_end(data: &[u8]) -> Option<usize> {
+pub(crate) fn lz4_descriptor_end(data: &[u8]) -> Option<usize> {
     if data.get(..4)? != LZ4_MAGIC {
         return None;
     }

@@ -276,7 +276,7 @@ fn wrapped(
         codec_name(i16::from(codec)),
         loc(v.source, message_at)
     );
-    match ctx.inflate(codec, data, v.source, v.offset, name) {
+    match ctx.inflate(codec, data, v.source, v.offset, name, true) {
         Inflate::Done { id, len, note } => {
             v.value = Value::Text(format!("{} bytes → {len} bytes", data.len()).into());
             v.detail = note.map(Into::into);

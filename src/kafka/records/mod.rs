@@ -78,7 +78,7 @@ pub fn decode_record_set(
     opts: &DecodeOptions,
     sources: &mut Vec<ByteSource>,
 ) -> RecordSet {
-    let held: usize = sources.iter().map(|s| s.data.len()).sum();
+    let held: usize = sources.iter().map(|s| s.len).sum();
     let mut ctx = Ctx {
         opts,
         sources,
@@ -110,6 +110,122 @@ pub fn decode_record_set(
     }
 }
 
+/// What `stats` reads from a record set, counted without making nodes.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SetCounts {
+    /// Complete RecordBatches.
+    pub batches: u64,
+    /// Batches cut at the end of the set.
+    pub partial: u64,
+    /// Records the batches declare.
+    pub records: u64,
+    /// Batches per codec name, in order of first appearance.
+    pub codecs: Vec<(&'static str, u64)>,
+    /// Bytes of uncompressed batches.
+    pub plain_bytes: u64,
+    /// Compressed payload bytes of the batches that decompressed.
+    pub compressed: u64,
+    /// What they decompressed to.
+    pub decompressed: u64,
+}
+
+/// Counts a record set of v2 batches as [`decode_record_set`] with
+/// [`DecodeOptions::records_headers_only`] would decode it — same batch
+/// framing, same decompression with the same per-batch limit and message
+/// budget, and a length-only source pushed onto `sources` for each payload
+/// that decompressed — without making nodes. `None` (with `sources` as it
+/// was) when the set is anything but complete v2 batches with non-negative
+/// record counts and payloads that decompress or are refused by the limit,
+/// optionally followed by a batch cut at the end: legacy messages, unknown
+/// magic, negative or short lengths, corrupt payloads. The caller then
+/// decodes the set with [`decode_record_set`].
+pub fn count_record_set(
+    data: &[u8],
+    base: usize,
+    opts: &DecodeOptions,
+    sources: &mut Vec<ByteSource>,
+) -> Option<SetCounts> {
+    let before = sources.len();
+    let out = count_batches(data, base, opts, sources);
+    if out.is_none() {
+        sources.truncate(before);
+    }
+    out
+}
+
+fn count_batches(
+    data: &[u8],
+    base: usize,
+    opts: &DecodeOptions,
+    sources: &mut Vec<ByteSource>,
+) -> Option<SetCounts> {
+    let be32 = |b: &[u8], at: usize| -> Option<i32> {
+        Some(i32::from_be_bytes(b.get(at..at + 4)?.try_into().ok()?))
+    };
+    let held: usize = sources.iter().map(|s| s.len).sum();
+    let mut budget = opts
+        .max_decompressed
+        .saturating_mul(TOTAL_FACTOR)
+        .saturating_sub(held);
+    let mut out = SetCounts::default();
+    let mut pos = 0;
+    while let Some(rest) = data.get(pos..).filter(|r| !r.is_empty()) {
+        // As `decode_set`: a length that does not fit is a partial batch.
+        let Some(size) = be32(rest, 8) else {
+            out.partial += 1;
+            break;
+        };
+        let total = usize::try_from(size).ok()?.checked_add(12)?;
+        if total > rest.len() {
+            out.partial += 1;
+            break;
+        }
+        // Only complete v2 batches with a whole header are counted here.
+        let batch = rest.get(..total)?;
+        if rest.get(16) != Some(&2) || total < BATCH_HEADER_LEN {
+            return None;
+        }
+        let attributes = i16::from_be_bytes(batch.get(21..23)?.try_into().ok()?);
+        let count = u64::try_from(be32(batch, 57)?).ok()?;
+        out.batches += 1;
+        out.records = out.records.saturating_add(count);
+        let name = codec_name(attributes);
+        match out.codecs.iter_mut().find(|(c, _)| *c == name) {
+            Some((_, k)) => *k += 1,
+            None => out.codecs.push((name, 1)),
+        }
+        let codec = (attributes & 0x07) as u8;
+        if codec == 0 {
+            out.plain_bytes += total as u64;
+        } else {
+            let payload = batch.get(BATCH_HEADER_LEN..)?;
+            let limit = opts.max_decompressed.min(budget);
+            if sources.len() >= usize::from(u16::MAX) {
+                return None;
+            }
+            match compression::decompressed_len(codec, payload, limit) {
+                Ok(s) => {
+                    budget = budget.saturating_sub(s.len);
+                    out.compressed += payload.len() as u64;
+                    out.decompressed += s.len as u64;
+                    sources.push(ByteSource {
+                        name: String::new(),
+                        data: Vec::new(),
+                        len: s.len,
+                        parent: 0,
+                        parent_offset: base + pos + BATCH_HEADER_LEN,
+                        parent_length: payload.len(),
+                    });
+                }
+                Err(InflateError::TooLarge { .. }) => {}
+                Err(_) => return None,
+            }
+        }
+        pos += total;
+    }
+    Some(out)
+}
+
 /// Shared state of one [`decode_record_set`] call.
 pub(crate) struct Ctx<'o> {
     pub(crate) opts: &'o DecodeOptions,
@@ -134,7 +250,9 @@ pub(crate) enum Inflate {
 }
 
 impl Ctx<'_> {
-    /// Decompresses `data` (at `offset` in `parent`) and pushes the result as a new source.
+    /// Decompresses `data` (at `offset` in `parent`) and pushes the result as
+    /// a new source; without `keep`, the source records only the length (same
+    /// outcome, same limits: [`compression::decompressed_len`]).
     pub(crate) fn inflate(
         &mut self,
         codec: u8,
@@ -142,18 +260,27 @@ impl Ctx<'_> {
         parent: u16,
         offset: usize,
         name: String,
+        keep: bool,
     ) -> Inflate {
         let limit = self.opts.max_decompressed.min(self.budget);
         if self.sources.len() >= usize::from(u16::MAX) {
             return Inflate::Failed("too many decompressed byte sources in one message".into());
         }
-        match compression::decompress(codec, data, limit) {
-            Ok(out) => {
-                let len = out.data.len();
+        let out = if !keep {
+            compression::decompressed_len(codec, data, limit).map(|s| (Vec::new(), s.len, s.note))
+        } else {
+            compression::decompress(codec, data, limit).map(|o| {
+                let len = o.data.len();
+                (o.data, len, o.note)
+            })
+        };
+        match out {
+            Ok((bytes, len, note)) => {
                 self.budget = self.budget.saturating_sub(len);
                 self.sources.push(ByteSource {
                     name,
-                    data: out.data,
+                    data: bytes,
+                    len,
                     parent,
                     parent_offset: offset,
                     parent_length: data.len(),
@@ -161,7 +288,7 @@ impl Ctx<'_> {
                 Inflate::Done {
                     id: u16::try_from(self.sources.len()).unwrap_or(u16::MAX),
                     len,
-                    note: out.note,
+                    note,
                 }
             }
             Err(InflateError::TooLarge { limit }) => Inflate::TooLarge(limit),
@@ -379,5 +506,7 @@ fn partial(c: &cursor::Cur<'_>, total: Option<usize>, magic: Option<u8>, nested:
     n
 }
 
+#[cfg(test)]
+mod size_tests;
 #[cfg(test)]
 mod tests;

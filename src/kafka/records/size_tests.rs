@@ -1,0 +1,343 @@
+//! The size-only paths agree with the full decode: `decompressed_len` with
+//! `decompress` (same lengths, notes and errors, limits included) and
+//! `count_record_set` with `decode_record_set` in headers-only mode (same
+//! batches, records, codecs, byte counts and sources; `None` whenever the
+//! decoder reports a problem) — on every compressed payload of the shipped
+//! captures, of `../shared/captures` when present, and on synthetic payloads
+//! of every codec, whole, truncated at every length and with flipped bytes.
+
+#![allow(clippy::indexing_slicing)]
+
+use super::*;
+use crate::harness::{compress, legacy_message, record_batch};
+
+/// A payload that compresses well but not trivially (JSON-like records).
+fn sample(n: usize) -> Vec<u8> {
+    (0..n)
+        .flat_map(|i| {
+            format!("{{\"id\":{i},\"name\":\"user-{}\",\"ok\":true}}", i % 17).into_bytes()
+        })
+        .collect()
+}
+
+/// Both answers for one payload, as comparable values.
+fn both(codec: u8, data: &[u8], limit: usize) {
+    let full = decompress(codec, data, limit).map(|o| (o.data.len(), o.note));
+    let size = compression::decompressed_len(codec, data, limit).map(|s| (s.len, s.note));
+    assert_eq!(
+        full,
+        size,
+        "codec {codec}, {} bytes, limit {limit}",
+        data.len()
+    );
+}
+
+/// xerial framing around raw snappy blocks of `parts`.
+fn xerial(parts: &[&[u8]]) -> Vec<u8> {
+    let mut v = b"\x82SNAPPY\x00".to_vec();
+    v.extend_from_slice(&1i32.to_be_bytes());
+    v.extend_from_slice(&1i32.to_be_bytes());
+    for p in parts {
+        let block = compress(2, p);
+        v.extend_from_slice(&(block.len() as i32).to_be_bytes());
+        v.extend_from_slice(&block);
+    }
+    v
+}
+
+/// gzip with a file name in its header (FNAME: not the fast path).
+fn gzip_named(data: &[u8]) -> Vec<u8> {
+    use std::io::Write;
+    let mut e = flate2::GzBuilder::new()
+        .filename("records")
+        .write(Vec::new(), flate2::Compression::default());
+    e.write_all(data).unwrap();
+    e.finish().unwrap()
+}
+
+/// Synthetic payloads: (codec, bytes).
+fn payloads() -> Vec<(u8, Vec<u8>)> {
+    let a = sample(40);
+    let b = sample(3);
+    let mut v = Vec::new();
+    for codec in 1..=4 {
+        v.push((codec, compress(codec, &a)));
+        v.push((codec, compress(codec, &[])));
+    }
+    // gzip: two members, a named header, trailing garbage, bad CRC and ISIZE.
+    let mut two = compress(1, &a);
+    two.extend_from_slice(&compress(1, &b));
+    v.push((1, two));
+    v.push((1, gzip_named(&a)));
+    let mut tail = compress(1, &a);
+    tail.extend_from_slice(b"junk");
+    v.push((1, tail));
+    let mut bad_crc = compress(1, &a);
+    let n = bad_crc.len();
+    bad_crc[n - 8] ^= 1;
+    v.push((1, bad_crc));
+    let mut bad_size = compress(1, &a);
+    bad_size[n - 1] ^= 1;
+    v.push((1, bad_size));
+    // snappy in the xerial framing, two blocks.
+    v.push((2, xerial(&[&a, &b])));
+    // zstd: two frames, and a frame without its content size.
+    let mut frames = compress(4, &a);
+    frames.extend_from_slice(&compress(4, &b));
+    v.push((4, frames));
+    let mut streamed = Vec::new();
+    {
+        use std::io::Write;
+        let mut e = zstd::stream::write::Encoder::new(&mut streamed, 3).unwrap();
+        e.write_all(&a).unwrap();
+        e.finish().unwrap();
+    }
+    v.push((4, streamed));
+    // lz4 with the pre-KIP-57 header checksum.
+    let mut old = compress(3, &a);
+    let hc_at = compression::lz4_descriptor_end(&old).unwrap();
+    old[hc_at] = (compression::xxh32(&old[..hc_at], 0) >> 8) as u8;
+    v.push((3, old));
+    // Codecs Kafka does not define, and none.
+    v.push((5, a.clone()));
+    v.push((0, a));
+    v
+}
+
+#[test]
+fn size_only_decompression_agrees_with_the_full_decode() {
+    for (codec, p) in payloads() {
+        let real = decompress(codec, &p, usize::MAX).map(|o| o.data.len());
+        for limit in [0, 1, 100, 1 << 20] {
+            both(codec, &p, limit);
+        }
+        if let Ok(n) = real {
+            for limit in [n, n.saturating_sub(1), n + 1] {
+                both(codec, &p, limit);
+            }
+        }
+        // Every truncation, and a flipped bit at every position.
+        for cut in 0..p.len() {
+            both(codec, &p[..cut], 1 << 20);
+        }
+        for i in 0..p.len() {
+            let mut q = p.clone();
+            q[i] ^= 0x40;
+            both(codec, &q, 1 << 20);
+            if let Ok(n) = decompress(codec, &q, 1 << 20).map(|o| o.data.len()) {
+                both(codec, &q, n.saturating_sub(1));
+            }
+        }
+    }
+}
+
+/// Capture files: `captures/` and, when present, `../shared/captures`.
+fn capture_files() -> Vec<std::path::PathBuf> {
+    fn walk(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
+        let Ok(rd) = std::fs::read_dir(dir) else {
+            return;
+        };
+        for e in rd.flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                walk(&p, out);
+            } else if matches!(
+                p.extension().and_then(|e| e.to_str()),
+                Some("pcap" | "pcapng")
+            ) {
+                out.push(p);
+            }
+        }
+    }
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut v = Vec::new();
+    walk(&root.join("captures"), &mut v);
+    walk(&root.join("../shared/captures"), &mut v);
+    v.sort();
+    v
+}
+
+/// Every message of a capture, decoded in full (records included).
+fn messages(path: &std::path::Path) -> Vec<crate::model::MessageRecord> {
+    use crate::capture::{FileSource, FrameSource, Polled};
+    use crate::model::{Analyzer, AnalyzerConfig, Output};
+    use crate::pipeline::PipelineConfig;
+    let Ok(mut src) = FileSource::open(path.to_str().unwrap_or("")) else {
+        return Vec::new();
+    };
+    let mut cfg = AnalyzerConfig {
+        pipeline: PipelineConfig::with_ports(crate::flow::Ports::Any),
+        keep_trees: true,
+        ..AnalyzerConfig::default()
+    };
+    cfg.decode.records = true;
+    let mut a = Analyzer::new(cfg);
+    let mut out = Vec::new();
+    loop {
+        match src.poll() {
+            Ok(Polled::Frame(f)) => a.push(&f, &mut out),
+            Ok(Polled::Timeout) => continue,
+            _ => break,
+        }
+    }
+    a.finish(&mut out);
+    out.into_iter()
+        .filter_map(|o| match o {
+            Output::Message(m) => Some(*m),
+            Output::Notice(_) => None,
+        })
+        .collect()
+}
+
+#[test]
+fn size_only_decompression_agrees_on_every_captured_payload() {
+    let mut seen = 0;
+    for path in capture_files() {
+        for m in messages(&path) {
+            let Some(d) = &m.decoded else { continue };
+            for s in &d.sources {
+                let parent: &[u8] = if s.parent == 0 {
+                    &m.raw.bytes
+                } else {
+                    &d.sources[usize::from(s.parent) - 1].data
+                };
+                let comp = &parent[s.parent_offset..s.parent_offset + s.parent_length];
+                let codec = match s.name.split('-').next() {
+                    Some("gzip") => 1,
+                    Some("snappy") => 2,
+                    Some("lz4") => 3,
+                    Some("zstd") => 4,
+                    other => panic!("{}: source {:?} ({other:?})", path.display(), s.name),
+                };
+                let size = compression::decompressed_len(codec, comp, 64 << 20).unwrap();
+                assert_eq!(size.len, s.data.len(), "{}: {}", path.display(), s.name);
+                assert_eq!(size.len, s.len);
+                let full = decompress(codec, comp, 64 << 20).unwrap();
+                assert_eq!(
+                    (full.data.as_slice(), full.note),
+                    (s.data.as_slice(), size.note)
+                );
+                seen += 1;
+            }
+        }
+    }
+    // captures/a2 alone holds batches of every codec.
+    assert!(seen >= 4, "only {seen} compressed payloads found");
+}
+
+/// What `stats` reads from the nodes of a headers-only decode (as
+/// `stats::facts` does), in the shape of [`SetCounts`].
+fn counts_of(nodes: &[Node], sources: &[ByteSource]) -> SetCounts {
+    let mut c = SetCounts::default();
+    let int = |n: &Node, name: &str| match n.child(name).map(|c| &c.value) {
+        Some(Value::Int(v)) => Some(*v),
+        _ => None,
+    };
+    for n in nodes {
+        match &*n.name {
+            "RecordBatch" if n.ty == "v2" => {}
+            "partial batch" | "partial message" => {
+                c.partial += 1;
+                continue;
+            }
+            _ => continue,
+        }
+        c.batches += 1;
+        c.records += int(n, "recordsCount")
+            .and_then(|v| u64::try_from(v).ok())
+            .unwrap_or(0);
+        let name = int(n, "attributes").map_or("none", |a| codec_name(a as i16));
+        match c.codecs.iter_mut().find(|(x, _)| *x == name) {
+            Some((_, k)) => *k += 1,
+            None => c.codecs.push((name, 1)),
+        }
+        if name == "none" {
+            c.plain_bytes += n.length as u64;
+        }
+        for s in sources.iter().filter(|s| {
+            s.parent == n.source && s.parent_offset >= n.offset && s.parent_offset < n.end()
+        }) {
+            c.compressed += s.parent_length as u64;
+            c.decompressed += s.len as u64;
+        }
+    }
+    c
+}
+
+/// `count_record_set` against the headers-only decode of the same set.
+fn agree(set: &[u8], opts: &DecodeOptions, held: &[ByteSource]) -> Option<SetCounts> {
+    let mut s1 = held.to_vec();
+    let rs = decode_record_set(set, 7, 0, opts, &mut s1);
+    let mut s2 = held.to_vec();
+    let counted = count_record_set(set, 7, opts, &mut s2);
+    match &counted {
+        Some(c) => {
+            assert!(
+                rs.problem.is_none(),
+                "counted a set with a problem: {:?}",
+                rs.problem
+            );
+            assert_eq!(c, &counts_of(&rs.nodes, &s1));
+            let lens = |s: &[ByteSource]| {
+                s.iter()
+                    .map(|x| (x.len, x.parent_offset, x.parent_length))
+                    .collect::<Vec<_>>()
+            };
+            assert_eq!(lens(&s1), lens(&s2));
+        }
+        None => assert_eq!(s2, held, "sources left behind"),
+    }
+    counted
+}
+
+fn headers_only(max: usize) -> DecodeOptions {
+    DecodeOptions {
+        records: true,
+        records_headers_only: true,
+        max_decompressed: max,
+        ..DecodeOptions::default()
+    }
+}
+
+#[test]
+fn counted_record_sets_agree_with_the_headers_only_decode() {
+    let recs = sample(20);
+    let mut set = record_batch(0, 20, &recs);
+    for codec in 1..=4 {
+        set.extend_from_slice(&record_batch(codec, 20, &compress(codec, &recs)));
+    }
+    let opts = headers_only(64 << 20);
+    let whole = agree(&set, &opts, &[]).expect("v2 batches are counted");
+    assert_eq!((whole.batches, whole.records, whole.partial), (5, 100, 0));
+    assert_eq!(whole.decompressed, 4 * recs.len() as u64);
+    // Every cut: a partial batch at the end, never a problem.
+    for cut in 0..set.len() {
+        assert!(agree(&set[..cut], &opts, &[]).is_some(), "cut at {cut}");
+    }
+    // Every flipped byte: counted only when the decoder sees no problem.
+    for i in 0..set.len() {
+        let mut q = set.clone();
+        q[i] ^= 0x40;
+        agree(&q, &opts, &[]);
+    }
+    // Limits: per batch, and the message budget already used by other sets.
+    for max in [0, 10, recs.len() - 1, recs.len(), recs.len() + 1] {
+        agree(&set, &headers_only(max), &[]);
+    }
+    let held = ByteSource {
+        name: String::new(),
+        data: Vec::new(),
+        len: 4 * recs.len() - 10,
+        parent: 0,
+        parent_offset: 0,
+        parent_length: 1,
+    };
+    agree(&set, &headers_only(recs.len()), &[held]);
+    // Legacy messages and unknown magic are left to the decoder.
+    let legacy = legacy_message(1, 0, 0, None, b"v");
+    assert_eq!(agree(&legacy, &opts, &[]), None);
+    let mut magic = record_batch(0, 1, &recs);
+    magic[16] = 7;
+    assert_eq!(agree(&magic, &opts, &[]), None);
+    assert_eq!(agree(&[], &opts, &[]), Some(SetCounts::default()));
+}
