@@ -15,11 +15,14 @@
 //! capture order, paced to `--rate` messages per second, looping over the
 //! capture until `--seconds` have passed. Each loop over the capture starts
 //! fresh connections, so correlation ids never repeat on a connection.
-//! Messages larger than `--max-message` are left out. Every socket is drained
+//! Consecutive messages in one direction of a connection are written with one
+//! `write` (flushed at every pacing tick, every 256 messages), as pipelining
+//! clients do. Messages larger than `--max-message` are left out. Every socket is drained
 //! by its own thread. At the end it prints the messages and bytes written and
 //! the rate achieved: that is the load the capture side must keep up with.
 //! Loopback only: it never connects anywhere else.
 
+use std::collections::hash_map::{Entry, HashMap};
 use std::io::{Read, Write};
 use std::net::{Ipv4Addr, SocketAddrV4, TcpListener, TcpStream};
 use std::time::{Duration, Instant};
@@ -111,14 +114,54 @@ fn drain(mut s: TcpStream) {
     });
 }
 
-fn pair(listener: &TcpListener, addr: SocketAddrV4) -> std::io::Result<(TcpStream, TcpStream)> {
-    let client = TcpStream::connect(addr)?;
-    let (server, _) = listener.accept()?;
-    for s in [&client, &server] {
-        s.set_nodelay(true)?;
-        drain(s.try_clone()?);
+/// A client/server socket pair with the bytes waiting to be written on each
+/// side. Consecutive messages in one direction are written together (as a
+/// pipelining client or a busy broker would); a message in the other direction
+/// first flushes what is waiting, so each side sees the conversation in order.
+struct Pair {
+    socks: [TcpStream; 2],
+    pending: [Vec<u8>; 2],
+}
+
+impl Pair {
+    fn open(listener: &TcpListener, addr: SocketAddrV4) -> std::io::Result<Pair> {
+        let client = TcpStream::connect(addr)?;
+        let (server, _) = listener.accept()?;
+        for s in [&client, &server] {
+            s.set_nodelay(true)?;
+            drain(s.try_clone()?);
+        }
+        Ok(Pair {
+            socks: [client, server],
+            pending: [Vec::new(), Vec::new()],
+        })
     }
-    Ok((client, server))
+
+    fn send(&mut self, dir: Direction, msg: &[u8]) -> std::io::Result<()> {
+        let (this, other) = match dir {
+            Direction::ClientToBroker => (0, 1),
+            Direction::BrokerToClient => (1, 0),
+        };
+        self.flush_side(other)?;
+        self.pending[this].extend_from_slice(msg);
+        if self.pending[this].len() >= 64 * 1024 {
+            self.flush_side(this)?;
+        }
+        Ok(())
+    }
+
+    fn flush_side(&mut self, i: usize) -> std::io::Result<()> {
+        if !self.pending[i].is_empty() {
+            self.socks[i].write_all(&self.pending[i])?;
+            self.pending[i].clear();
+        }
+        Ok(())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.flush_side(0)?;
+        self.flush_side(1)
+    }
 }
 
 fn main() -> std::io::Result<()> {
@@ -142,11 +185,15 @@ fn main() -> std::io::Result<()> {
     let deadline = Duration::from_secs(a.seconds);
     let (mut sent, mut bytes, mut loops) = (0u64, 0u64, 0u64);
     'outer: loop {
-        let mut pairs = std::collections::HashMap::new();
+        let mut pairs: HashMap<u64, Pair> = HashMap::new();
         loops += 1;
         for (stream, dir, b) in &msgs {
-            // Pace: message `sent` is due at sent / rate seconds.
+            // Pace: message `sent` is due at sent / rate seconds. Pending writes
+            // go out at every tick.
             if sent % 256 == 0 {
+                for p in pairs.values_mut() {
+                    p.flush()?;
+                }
                 let due = Duration::from_nanos(sent.saturating_mul(1_000_000_000) / a.rate);
                 let now = start.elapsed();
                 if now >= deadline {
@@ -160,17 +207,16 @@ fn main() -> std::io::Result<()> {
                 0 => *stream,
                 n => *stream % n as u64,
             };
-            let (client, server) = match pairs.entry(key) {
-                std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
-                std::collections::hash_map::Entry::Vacant(e) => e.insert(pair(&listener, addr)?),
+            let p = match pairs.entry(key) {
+                Entry::Occupied(e) => e.into_mut(),
+                Entry::Vacant(e) => e.insert(Pair::open(&listener, addr)?),
             };
-            let sock = match dir {
-                Direction::ClientToBroker => client,
-                Direction::BrokerToClient => server,
-            };
-            sock.write_all(b)?;
+            p.send(*dir, b)?;
             sent += 1;
             bytes += b.len() as u64;
+        }
+        for p in pairs.values_mut() {
+            p.flush()?;
         }
         // Dropping the pairs closes this loop's connections (FIN both ways).
     }
