@@ -17,8 +17,8 @@
 //! fresh connections, so correlation ids never repeat on a connection.
 //! Consecutive messages in one direction of a connection are written with one
 //! `write` (flushed at every pacing tick, every 256 messages), as pipelining
-//! clients do. Messages larger than `--max-message` are left out. Every socket is drained
-//! by its own thread. At the end it prints the messages and bytes written and
+//! clients do. Messages larger than `--max-message` are left out, and with a
+//! request its response. Every socket is drained by its own thread. At the end it prints the messages and bytes written and
 //! the rate achieved: that is the load the capture side must keep up with.
 //! Loopback only: it never connects anywhere else.
 
@@ -88,10 +88,24 @@ fn messages(path: &str, max_message: usize) -> Vec<(u64, Direction, Bytes)> {
     });
     let mut pipe = Pipeline::new(PipelineConfig::default());
     let (mut events, mut out) = (Vec::new(), Vec::new());
+    // A request left out takes its response with it (a response without its
+    // request is not what a real client sees).
+    let mut left_out = std::collections::HashSet::new();
     let mut take = |events: &mut Vec<Event>| {
         for e in events.drain(..) {
             if let Event::Message(m) = e {
-                if m.bytes.len() <= max_message {
+                let key = (m.stream, m.correlation_id());
+                let keep = match m.dir {
+                    Direction::ClientToBroker if m.bytes.len() > max_message => {
+                        left_out.insert(key);
+                        false
+                    }
+                    Direction::ClientToBroker => true,
+                    Direction::BrokerToClient => {
+                        !left_out.remove(&key) && m.bytes.len() <= max_message
+                    }
+                };
+                if keep {
                     out.push((m.stream, m.dir, m.bytes));
                 }
             }
