@@ -100,41 +100,6 @@ impl ByteStore for FileStore {
     }
 }
 
-/// File offsets of the frames of a classic pcap file read by a reader that does
-/// not report them (libpcap): the records follow one another, a 24-byte file
-/// header, then per record a 16-byte header and `caplen` bytes. Re-read bytes are
-/// checked against their fingerprint, so an offset gone wrong shows as an error,
-/// never as wrong bytes.
-struct PcapOffsets {
-    next: u64,
-}
-
-impl PcapOffsets {
-    /// Offsets for `path` when it is a classic pcap file (µs or ns, either byte order).
-    fn open(path: &str) -> Option<PcapOffsets> {
-        use std::io::Read;
-        let mut magic = [0u8; 4];
-        std::fs::File::open(path)
-            .ok()?
-            .read_exact(&mut magic)
-            .ok()?;
-        matches!(
-            u32::from_le_bytes(magic),
-            0xa1b2_c3d4 | 0xd4c3_b2a1 | 0xa1b2_3c4d | 0x4d3c_b2a1
-        )
-        .then_some(PcapOffsets { next: 24 })
-    }
-
-    /// Sets `f.file_offset` when the reader left it unset.
-    fn place(&mut self, f: &mut kafkashark::capture::Frame) {
-        let data = self.next.saturating_add(16);
-        if f.file_offset.is_none() {
-            f.file_offset = Some(data);
-        }
-        self.next = data.saturating_add(u64::from(f.caplen));
-    }
-}
-
 /// Messages per batch sent by the loader.
 const BATCH: usize = 2000;
 /// Longest a loader batch waits before it is sent.
@@ -173,16 +138,15 @@ pub fn run(opts: Options) -> Result<(), CliError> {
         Input::File(p) if p != "-" => std::fs::metadata(p).ok().map(|m| m.len()),
         _ => None,
     };
-    // The file opened again for reading messages back; offsets of a classic pcap
-    // when the reader does not give them.
-    let (store, offsets) = match &opts.input {
-        Input::File(p) if p != "-" && std::fs::metadata(p).is_ok_and(|m| m.is_file()) => (
+    // The file opened again for reading messages back (the file reader gives
+    // every frame's offset; libpcap's fallback does not, and then bytes stay).
+    let store = match &opts.input {
+        Input::File(p) if p != "-" && std::fs::metadata(p).is_ok_and(|m| m.is_file()) => {
             std::fs::File::open(p)
                 .ok()
-                .map(|f| Box::new(FileStore(f)) as Box<dyn ByteStore>),
-            PcapOffsets::open(p),
-        ),
-        _ => (None, None),
+                .map(|f| Box::new(FileStore(f)) as Box<dyn ByteStore>)
+        }
+        _ => None,
     };
     let reread = store.is_some();
     let size = crossterm::terminal::size().unwrap_or((80, 24));
@@ -214,7 +178,6 @@ pub fn run(opts: Options) -> Result<(), CliError> {
                         src,
                         ports,
                         total,
-                        reread.then_some(offsets).flatten(),
                         reread,
                         &tx,
                         &stop2,
@@ -347,7 +310,6 @@ fn load(
     mut src: Box<dyn FrameSource + Send>,
     ports: Ports,
     total: Option<u64>,
-    mut offsets: Option<PcapOffsets>,
     reread: bool,
     tx: &SyncSender<Msg>,
     stop: &AtomicBool,
@@ -418,10 +380,7 @@ fn load(
             return;
         }
         match src.poll() {
-            Ok(Polled::Frame(mut f)) => {
-                if let Some(o) = offsets.as_mut() {
-                    o.place(&mut f);
-                }
+            Ok(Polled::Frame(f)) => {
                 if first {
                     first = false;
                     if tx.send(Msg::Origin(f.ts)).is_err() {
