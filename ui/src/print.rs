@@ -209,82 +209,150 @@ const HELD_JSON_BUDGET: usize = 32 << 20;
 /// trees (`-V`, tens of times their bytes) a few of these stay small.
 const WORK_BYTES: usize = 64 * 1024;
 
-/// `print` of a file on three threads: the `FileReader` reads, reassembles and
-/// frames; this thread decodes and pairs (`Analyzer`); a writer thread orders
-/// (`Reorder`), formats and writes. Each stage sees what one thread running
-/// them in turn would see, in the same order, so the output is the same
-/// (`-c` included: the writer checks the count at the same frame boundaries).
+/// The last stage of `print` for a file: orders (`Reorder`), formats and
+/// writes the analyzer's outputs, work by work.
+struct Stage {
+    printer: Printer,
+    reorder: Reorder,
+    w: std::io::BufWriter<std::io::StdoutLock<'static>>,
+    ready: Vec<Output>,
+    count: Option<u64>,
+}
+
+impl Stage {
+    fn new(
+        printer: Printer,
+        count: Option<u64>,
+        decode_opts: kafkashark::kafka::DecodeOptions,
+    ) -> Stage {
+        // Requests wait (bounded) for their responses so `paired` is final when printed.
+        let mut reorder = Reorder::new(65_536);
+        if printer.verbose && printer.format == PrintFormat::Jsonl {
+            // Messages waiting behind a long poll hold their trees' JSON
+            // (bounded), then their bytes, not their trees.
+            reorder.hold_as_json(decode_opts, HELD_JSON_BUDGET);
+        } else if printer.verbose {
+            reorder.hold_without_trees(decode_opts);
+        }
+        Stage {
+            printer,
+            reorder,
+            w: std::io::BufWriter::new(std::io::stdout().lock()),
+            ready: Vec::new(),
+            count,
+        }
+    }
+
+    /// Takes one work; `Ok(true)` when it wants no more (count reached, end).
+    fn take(&mut self, work: Work) -> Result<bool, CliError> {
+        let (p, count) = (&mut self.printer, self.count);
+        if p.first_ts.is_none() {
+            p.first_ts = work.first_ts;
+        }
+        let mut outs = work.outs.into_iter();
+        let mut at = 0;
+        // Frame by frame, as one thread running the analyzer would print them.
+        for end in work.ends {
+            if count.is_some_and(|c| p.printed >= c) {
+                return Ok(true);
+            }
+            for o in outs.by_ref().take(end - at) {
+                self.reorder.push(o, &mut self.ready);
+            }
+            at = end;
+            p.emit(&mut self.ready, &mut self.reorder, &mut self.w, count)?;
+        }
+        let Some(fin) = work.finish else {
+            return Ok(false);
+        };
+        if count.is_none_or(|c| p.printed < c) {
+            for o in fin {
+                self.reorder.push(o, &mut self.ready);
+            }
+            self.reorder.flush(&mut self.ready);
+            p.emit(&mut self.ready, &mut self.reorder, &mut self.w, count)?;
+        }
+        p.drain(&mut self.w)?;
+        self.w.flush().map_err(CliError::Output)?;
+        if let Some(e) = work.error {
+            eprintln!(
+                "kafkashark: {}",
+                kafkashark::kafka::tree::escape_text(&e.to_string())
+            );
+        }
+        Ok(true)
+    }
+
+    /// Writes what is left; the number of malformed messages printed.
+    fn end(mut self) -> Result<u64, CliError> {
+        self.printer.drain(&mut self.w)?;
+        self.w.flush().map_err(CliError::Output)?;
+        Ok(self.printer.malformed)
+    }
+}
+
+/// Where the analyzer's work goes: a writer thread running the [`Stage`], or
+/// the stage run here.
+enum Sink {
+    Thread(std::sync::mpsc::SyncSender<Work>),
+    Inline(Box<Stage>),
+}
+
+impl Sink {
+    /// Hands over `work`; `Ok(false)` when the stage wants no more.
+    fn send(&mut self, work: Work) -> Result<bool, CliError> {
+        match self {
+            Sink::Thread(tx) => Ok(tx.send(work).is_ok()),
+            Sink::Inline(stage) => stage.take(work).map(|stop| !stop),
+        }
+    }
+}
+
+/// `print` of a file: the `FileReader` reads, reassembles and frames on its
+/// own thread; this thread decodes and pairs (`Analyzer`); the [`Stage`]
+/// orders, formats and writes — on a writer thread of its own for summaries,
+/// here for full trees (`-V`: trees handed to another thread cost more in the
+/// allocator than the second core gains). Each stage sees what one thread
+/// running them in turn would see, in the same order, so the output is the
+/// same (`-c` included: the stage checks the count at the same frame
+/// boundaries).
 fn run_file(
     src: FileSource,
     opts: &PrintOptions,
     mut analyzer: Analyzer,
-    mut printer: Printer,
+    printer: Printer,
     decode_opts: kafkashark::kafka::DecodeOptions,
 ) -> Result<u64, CliError> {
     use std::sync::atomic::{AtomicBool, Ordering};
     let reader = FileReader::spawn(src, PipelineConfig::with_ports(opts.ports.clone()));
-    let (tx, rx) = std::sync::mpsc::sync_channel::<Work>(4);
-    // Set by the writer when it needs nothing more (count reached, output error).
+    // Set by the writer thread when it needs nothing more (count reached, output error).
     let done = std::sync::Arc::new(AtomicBool::new(false));
+    let mut writer = None;
     let count = opts.count;
-    let verbose = opts.verbose;
-    let jsonl = opts.format == PrintFormat::Jsonl;
-    let writer_done = done.clone();
-    let writer = std::thread::spawn(move || -> Result<u64, CliError> {
-        let stdout = std::io::stdout();
-        let mut w = std::io::BufWriter::new(stdout.lock());
-        let mut ready = Vec::new();
-        // Requests wait (bounded) for their responses so `paired` is final when printed.
-        let mut reorder = Reorder::new(65_536);
-        if verbose && jsonl {
-            // Messages waiting behind a long poll hold their trees' JSON
-            // (bounded), then their bytes, not their trees.
-            reorder.hold_as_json(decode_opts, HELD_JSON_BUDGET);
-        } else if verbose {
-            reorder.hold_without_trees(decode_opts);
-        }
-        let result = (|| {
-            'works: for work in rx.iter() {
-                if printer.first_ts.is_none() {
-                    printer.first_ts = work.first_ts;
-                }
-                let mut outs = work.outs.into_iter();
-                let mut at = 0;
-                for end in work.ends {
-                    if count.is_some_and(|c| printer.printed >= c) {
-                        break 'works;
+    let mut sink = if opts.verbose {
+        Sink::Inline(Box::new(Stage::new(printer, count, decode_opts)))
+    } else {
+        let (tx, rx) = std::sync::mpsc::sync_channel::<Work>(4);
+        let writer_done = done.clone();
+        writer = Some(std::thread::spawn(move || -> Result<u64, CliError> {
+            // Standard output is locked by the thread that writes it.
+            let mut stage = Stage::new(printer, count, decode_opts);
+            let mut result = Ok(());
+            for work in rx.iter() {
+                match stage.take(work) {
+                    Ok(false) => {}
+                    Ok(true) => break,
+                    Err(e) => {
+                        result = Err(e);
+                        break;
                     }
-                    for o in outs.by_ref().take(end - at) {
-                        reorder.push(o, &mut ready);
-                    }
-                    at = end;
-                    printer.emit(&mut ready, &mut reorder, &mut w, count)?;
-                }
-                if let Some(fin) = work.finish {
-                    if count.is_none_or(|c| printer.printed < c) {
-                        for o in fin {
-                            reorder.push(o, &mut ready);
-                        }
-                        reorder.flush(&mut ready);
-                        printer.emit(&mut ready, &mut reorder, &mut w, count)?;
-                    }
-                    printer.drain(&mut w)?;
-                    w.flush().map_err(CliError::Output)?;
-                    if let Some(e) = work.error {
-                        eprintln!(
-                            "kafkashark: {}",
-                            kafkashark::kafka::tree::escape_text(&e.to_string())
-                        );
-                    }
-                    break;
                 }
             }
-            printer.drain(&mut w)?;
-            w.flush().map_err(CliError::Output)
-        })();
-        writer_done.store(true, Ordering::Relaxed);
-        result.map(|()| printer.malformed)
-    });
+            writer_done.store(true, Ordering::Relaxed);
+            result.and_then(|()| stage.end())
+        }));
+        Sink::Thread(tx)
+    };
     let mut work = Work {
         outs: Vec::new(),
         ends: Vec::new(),
@@ -293,6 +361,7 @@ fn run_file(
         error: None,
     };
     let mut bytes = 0;
+    let mut result = Ok(());
     'batches: for batch in reader.rx.iter() {
         if done.load(Ordering::Relaxed) {
             break;
@@ -323,8 +392,13 @@ fn run_file(
                         error: None,
                     },
                 );
-                if tx.send(full).is_err() {
-                    break 'batches;
+                match sink.send(full) {
+                    Ok(true) => {}
+                    Ok(false) => break 'batches,
+                    Err(e) => {
+                        result = Err(e);
+                        break 'batches;
+                    }
                 }
             }
         }
@@ -334,17 +408,26 @@ fn run_file(
             analyzer.finish(&mut outs);
             work.finish = Some(outs);
             work.error = batch.error;
-            let _ = tx.send(work);
+            if let Err(e) = sink.send(work) {
+                result = Err(e);
+            }
             break;
         }
     }
-    drop(tx);
-    // Stopped early (-c): the reader sees its channel closed and ends.
+    // Stopped early (-c, output error): the reader sees its channel closed and ends.
     drop(reader.rx);
     let _ = reader.handle.join();
-    match writer.join() {
-        Ok(r) => r,
-        Err(p) => std::panic::resume_unwind(p),
+    match sink {
+        Sink::Inline(stage) => result.and_then(|()| stage.end()),
+        Sink::Thread(tx) => {
+            drop(tx);
+            let written = match writer.map(std::thread::JoinHandle::join) {
+                Some(Ok(r)) => r,
+                Some(Err(p)) => std::panic::resume_unwind(p),
+                None => Ok(0),
+            };
+            result.and(written)
+        }
     }
 }
 
