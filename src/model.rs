@@ -250,6 +250,11 @@ impl Analyzer {
         }
     }
 
+    /// Feeds one pipeline event made elsewhere (see [`Analyzer::push_events`]).
+    pub fn push_event(&mut self, ev: Event, out: &mut Vec<Output>) {
+        self.event(ev, out);
+    }
+
     /// End of input: flushes every connection; unanswered requests are reported.
     pub fn finish(&mut self, out: &mut Vec<Output>) {
         let mut evs = std::mem::take(&mut self.events);
@@ -793,28 +798,79 @@ pub struct Reorder {
     redecode: Option<DecodeOptions>,
     /// Released messages whose trees [`Reorder::restore`] has yet to decode, by index.
     released: std::collections::VecDeque<(u64, Held)>,
+    /// Set by [`Reorder::hold_as_json`]: bytes of tree JSON held messages may keep.
+    json_budget: usize,
+    /// Bytes of tree JSON kept now (held or released, not yet restored).
+    json_held: usize,
+    /// Tree JSON bytes per message byte, so far.
+    json_ratio: Ratio,
+}
+
+/// Bytes of tree JSON per message byte seen so far.
+#[derive(Default)]
+struct Ratio {
+    raw: u64,
+    json: u64,
+}
+
+impl Ratio {
+    /// The JSON size a message of `raw` bytes will likely have (with a margin).
+    fn guess(&self, raw: usize) -> usize {
+        // Until something is known: a typical 16 bytes of JSON per byte.
+        let per = if self.raw == 0 {
+            16.0
+        } else {
+            self.json as f64 / self.raw as f64
+        };
+        (raw as f64 * per * 1.25) as usize
+    }
+
+    fn add(&mut self, raw: usize, json: usize) {
+        self.raw += raw as u64;
+        self.json += json as u64;
+    }
 }
 
 /// What a held message whose tree was dropped needs to get the same tree back:
 /// the topic-name annotations its tree had when the analyzer made it (names
-/// learned later must not show).
+/// learned later must not show); and, within the JSON budget, the tree's JSON.
 struct Held {
     annotations: Vec<([u8; 16], crate::kafka::tree::Text)>,
+    json: Option<Vec<u8>>,
 }
 
 impl Held {
-    /// Drops the tree of `m`, keeping what [`Held::restore`] needs.
-    fn strip(m: &mut MessageRecord) -> Option<Held> {
+    /// Drops the tree of `m`, keeping what [`Held::restore`] needs; with a
+    /// size guess, also the tree written as JSON ([`Node::write_json`]).
+    fn strip(m: &mut MessageRecord, json: Option<usize>) -> Option<Held> {
         let d = m.decoded.take()?;
         let mut annotations: Vec<([u8; 16], crate::kafka::tree::Text)> = Vec::new();
-        d.root.walk(&mut |n, _| {
+        // Topic ids are schema fields: record sets (most of a tree) hold none.
+        fn go(n: &Node, out: &mut Vec<([u8; 16], crate::kafka::tree::Text)>) {
+            use crate::kafka::tree::Role;
             if let (Value::Uuid(u), Some(t)) = (&n.value, &n.detail) {
-                if n.name.ends_with("TopicId") && !annotations.iter().any(|(a, _)| a == u) {
-                    annotations.push((*u, t.clone()));
+                if n.name.ends_with("TopicId") && !out.iter().any(|(a, _)| a == u) {
+                    out.push((*u, t.clone()));
                 }
             }
+            if matches!(n.role, Role::Record | Role::RecordBatch) {
+                return;
+            }
+            for c in &n.children {
+                go(c, out);
+            }
+        }
+        go(&d.root, &mut annotations);
+        let json = json.map(|guess| {
+            let mut v = Vec::with_capacity(guess);
+            d.root.write_json(&mut v);
+            // Shrinking reallocates in place: what is kept is what is counted.
+            if v.capacity() > v.len() + v.len() / 8 {
+                v.shrink_to_fit();
+            }
+            v
         });
-        Some(Held { annotations })
+        Some(Held { annotations, json })
     }
 
     /// Decodes the tree of `m` again, as the analyzer did, with its annotations.
@@ -843,6 +899,9 @@ impl Reorder {
             cap: cap.max(1),
             redecode: None,
             released: std::collections::VecDeque::new(),
+            json_budget: 0,
+            json_held: 0,
+            json_ratio: Ratio::default(),
         }
     }
 
@@ -856,25 +915,56 @@ impl Reorder {
         self.redecode = Some(opts);
     }
 
+    /// As [`Reorder::hold_without_trees`], but a held message first writes its
+    /// tree as JSON ([`Node::write_json`], a fraction of the tree's memory)
+    /// while the JSON of all held messages stays within `budget` bytes:
+    /// [`Reorder::restore_json`] gives that JSON back instead of decoding the
+    /// message again. Past the budget, held messages keep only their bytes.
+    pub fn hold_as_json(&mut self, opts: DecodeOptions, budget: usize) {
+        self.redecode = Some(opts);
+        self.json_budget = budget;
+    }
+
     /// Gives a message that left without its tree (see
     /// [`Reorder::hold_without_trees`]) its tree back; other messages are left
     /// as they are. Messages must come in the order they left; skipped ones
     /// are forgotten.
     pub fn restore(&mut self, m: &mut MessageRecord) {
-        while let Some((index, _)) = self.released.front() {
-            if *index > m.info.index {
-                return;
-            }
-            let Some((index, held)) = self.released.pop_front() else {
-                return;
-            };
-            if index == m.info.index {
-                if let Some(opts) = &self.redecode {
-                    held.restore(m, opts);
-                }
-                return;
+        if let Some(held) = self.take_held(m.info.index) {
+            if let Some(opts) = &self.redecode {
+                held.restore(m, opts);
             }
         }
+    }
+
+    /// As [`Reorder::restore`], but a message that kept its tree's JSON (see
+    /// [`Reorder::hold_as_json`]) gets that JSON back instead of its tree.
+    pub fn restore_json(&mut self, m: &mut MessageRecord) -> Option<Vec<u8>> {
+        let mut held = self.take_held(m.info.index)?;
+        if let Some(json) = held.json.take() {
+            return Some(json);
+        }
+        if let Some(opts) = &self.redecode {
+            held.restore(m, opts);
+        }
+        None
+    }
+
+    /// The held state of the released message `index`; forgets those before it.
+    fn take_held(&mut self, index: u64) -> Option<Held> {
+        while let Some((i, _)) = self.released.front() {
+            if *i > index {
+                return None;
+            }
+            let (i, held) = self.released.pop_front()?;
+            self.json_held = self
+                .json_held
+                .saturating_sub(held.json.as_ref().map_or(0, Vec::len));
+            if i == index {
+                return Some(held);
+            }
+        }
+        None
     }
 
     /// Takes the analyzer's outputs; appends to `out` what may leave now, in order.
@@ -892,14 +982,28 @@ impl Reorder {
                     }
                 }
                 let waiting = m.info.kind == Kind::Request && m.info.expects_response;
+                let raw_len = m.raw.bytes.len();
                 self.queue.push_back((m, waiting, None));
                 self.release(out, false);
                 if self.redecode.is_some() {
-                    // Still held: keep the bytes, not the tree (a tree takes
-                    // tens of times its message's bytes).
+                    // Still held: keep the bytes (and within the budget the
+                    // JSON), not the tree (tens of times its message's bytes).
+                    // JSON only where it will likely fit: its size is guessed
+                    // from the message's bytes and the ratio seen so far.
+                    let guess = self.json_ratio.guess(raw_len);
+                    let json = self.json_held.saturating_add(guess) <= self.json_budget;
                     if let Some((m, _, held)) = self.queue.back_mut() {
                         if held.is_none() {
-                            *held = Held::strip(m);
+                            *held = Held::strip(m, json.then_some(guess));
+                            if let Some(h) = held {
+                                let len = h.json.as_ref().map_or(0, Vec::len);
+                                self.json_ratio.add(raw_len, len);
+                                if self.json_held + len > self.json_budget {
+                                    h.json = None;
+                                } else {
+                                    self.json_held += len;
+                                }
+                            }
                         }
                     }
                 }
@@ -950,8 +1054,18 @@ mod tests {
     use crate::capture::{FileSource, FrameSource, Polled};
     use crate::flow::Ports;
 
+    /// How a reorder buffer treats held messages' trees.
+    #[derive(Clone, Copy, PartialEq)]
+    enum Hold {
+        Trees,
+        Bytes,
+        /// Tree JSON within this budget, then bytes.
+        Json(usize),
+    }
+
     /// Every message's facts and tree (as JSON) after a reorder buffer.
-    fn through_reorder(path: &std::path::Path, lazy: bool) -> Vec<(MessageInfo, String)> {
+    /// Also: how many trees came back as JSON.
+    fn through_reorder(path: &std::path::Path, hold: Hold) -> (Vec<(MessageInfo, String)>, usize) {
         let cfg = AnalyzerConfig {
             pipeline: PipelineConfig::with_ports(Ports::Any),
             keep_trees: true,
@@ -960,17 +1074,34 @@ mod tests {
         let opts = cfg.decode.clone();
         let mut a = Analyzer::new(cfg);
         let mut reorder = Reorder::new(64);
-        if lazy {
-            reorder.hold_without_trees(opts);
+        match hold {
+            Hold::Trees => {}
+            Hold::Bytes => reorder.hold_without_trees(opts),
+            Hold::Json(budget) => reorder.hold_as_json(opts, budget),
         }
         let mut src = FileSource::open(path.to_str().expect("utf-8 path")).expect("open");
         let (mut out, mut ready, mut got) = (Vec::new(), Vec::new(), Vec::new());
+        let mut from_json = 0;
         let mut take = |ready: &mut Vec<Output>, reorder: &mut Reorder| {
             for o in ready.drain(..) {
                 if let Output::Message(mut m) = o {
-                    reorder.restore(&mut m);
-                    let tree = m.decoded.as_ref().map(|d| d.root.to_json().to_string());
-                    got.push((m.info.clone(), tree.unwrap_or_default()));
+                    let json = match hold {
+                        Hold::Json(_) => reorder.restore_json(&mut m),
+                        _ => {
+                            reorder.restore(&mut m);
+                            None
+                        }
+                    };
+                    from_json += usize::from(json.is_some());
+                    let tree = match json {
+                        Some(j) => String::from_utf8(j).expect("utf-8 JSON"),
+                        None => m
+                            .decoded
+                            .as_ref()
+                            .map(|d| d.root.to_json().to_string())
+                            .unwrap_or_default(),
+                    };
+                    got.push((m.info.clone(), tree));
                 }
             }
         };
@@ -991,11 +1122,12 @@ mod tests {
         }
         reorder.flush(&mut ready);
         take(&mut ready, &mut reorder);
-        got
+        (got, from_json)
     }
 
     #[test]
     fn held_messages_get_the_same_trees_back() {
+        let mut json_trees = 0;
         let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("captures");
         let mut n = 0;
         for e in std::fs::read_dir(dir).expect("captures").flatten() {
@@ -1006,14 +1138,21 @@ mod tests {
             ) {
                 continue;
             }
-            let eager = through_reorder(&p, false);
-            let lazy = through_reorder(&p, true);
-            assert_eq!(eager.len(), lazy.len(), "{}", p.display());
-            for (a, b) in eager.iter().zip(&lazy) {
-                assert_eq!(a, b, "{}", p.display());
+            let (eager, _) = through_reorder(&p, Hold::Trees);
+            // A small JSON budget: some held messages keep JSON, others bytes.
+            for hold in [Hold::Bytes, Hold::Json(64 * 1024), Hold::Json(usize::MAX)] {
+                let (lazy, n_json) = through_reorder(&p, hold);
+                if hold == Hold::Json(usize::MAX) {
+                    json_trees += n_json;
+                }
+                assert_eq!(eager.len(), lazy.len(), "{}", p.display());
+                for (a, b) in eager.iter().zip(&lazy) {
+                    assert_eq!(a, b, "{}", p.display());
+                }
             }
             n += eager.len();
         }
         assert!(n > 0);
+        assert!(json_trees > 0);
     }
 }

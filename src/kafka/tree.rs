@@ -82,43 +82,33 @@ impl Value {
     /// The value as it is shown in the tree (without the node's detail).
     pub fn display(&self) -> String {
         let mut s = String::new();
-        self.write_display(&mut s);
+        let _ = self.write_display(&mut s);
         s
     }
 
-    fn write_display(&self, s: &mut String) {
+    fn write_display(&self, s: &mut impl fmt::Write) -> fmt::Result {
         match self {
-            Value::None => {}
-            Value::Int(v) => {
-                let _ = write!(s, "{v}");
-            }
-            Value::Uint(v) => {
-                let _ = write!(s, "{v}");
-            }
-            Value::Float(v) => {
-                let _ = write!(s, "{v}");
-            }
-            Value::Bool(v) => {
-                let _ = write!(s, "{v}");
-            }
-            Value::Str(v) => {
-                let _ = write!(s, "{v:?}");
-            }
-            Value::Null => s.push_str("null"),
+            Value::None => Ok(()),
+            Value::Int(v) => write!(s, "{v}"),
+            Value::Uint(v) => write!(s, "{v}"),
+            Value::Float(v) => write!(s, "{v}"),
+            Value::Bool(v) => write!(s, "{v}"),
+            Value::Str(v) => write!(s, "{v:?}"),
+            Value::Null => s.write_str("null"),
             Value::Bytes { len, head } => {
                 if *len == 0 {
-                    s.push_str("(empty)");
-                } else {
-                    for b in head {
-                        let _ = write!(s, "{b:02x}");
-                    }
-                    if *len > head.len() {
-                        s.push('…');
-                    }
+                    return s.write_str("(empty)");
                 }
+                for b in head {
+                    write!(s, "{b:02x}")?;
+                }
+                if *len > head.len() {
+                    s.write_char('…')?;
+                }
+                Ok(())
             }
-            Value::Uuid(u) => s.push_str(&format_uuid(u)),
-            Value::Text(t) => s.push_str(t),
+            Value::Uuid(u) => s.write_str(&format_uuid(u)),
+            Value::Text(t) => s.write_str(t),
         }
     }
 
@@ -306,6 +296,266 @@ impl Node {
     }
 }
 
+/// Compact JSON written straight into a byte buffer: the same bytes
+/// serde_json writes (its string escapes, its integer and float formats),
+/// without building a `serde_json::Value` or a `String` per value.
+pub mod json {
+    use std::fmt;
+
+    /// serde_json's escape table: 0 = as is, else the escape letter (`u` = `\u00XX`).
+    const ESCAPE: [u8; 256] = {
+        let mut t = [0u8; 256];
+        let mut i = 0;
+        while i < 0x20 {
+            t[i] = b'u';
+            i += 1;
+        }
+        t[0x08] = b'b';
+        t[0x09] = b't';
+        t[0x0a] = b'n';
+        t[0x0c] = b'f';
+        t[0x0d] = b'r';
+        t[b'"' as usize] = b'"';
+        t[b'\\' as usize] = b'\\';
+        t
+    };
+
+    /// Index of the first byte at or after `from` that JSON escapes (a control
+    /// character, `"` or `\`), eight bytes at a time.
+    fn next_special(bytes: &[u8], mut from: usize) -> Option<usize> {
+        const ONES: u64 = 0x0101_0101_0101_0101;
+        const HIGH: u64 = 0x8080_8080_8080_8080;
+        while let Some(chunk) = bytes.get(from..from + 8) {
+            let mut word = [0u8; 8];
+            word.copy_from_slice(chunk);
+            let x = u64::from_le_bytes(word);
+            // Exact "some byte is zero / below 0x20" tests (Hacker's Delight 6-1).
+            let zero = |v: u64| v.wrapping_sub(ONES) & !v & HIGH;
+            let special = (x.wrapping_sub(ONES * 0x20) & !x & HIGH)
+                | zero(x ^ (ONES * u64::from(b'"')))
+                | zero(x ^ (ONES * u64::from(b'\\')));
+            if special != 0 {
+                break;
+            }
+            from += 8;
+        }
+        let tail = bytes.get(from..)?;
+        tail.iter()
+            .position(|&b| ESCAPE[b as usize] != 0)
+            .map(|k| from + k)
+    }
+
+    /// Appends the JSON-escaped text of `s` (without quotes).
+    pub fn escape_into(out: &mut Vec<u8>, s: &str) {
+        let bytes = s.as_bytes();
+        let mut start = 0;
+        while let Some(i) = next_special(bytes, start) {
+            out.extend_from_slice(bytes.get(start..i).unwrap_or(&[]));
+            start = i + 1;
+            let b = bytes.get(i).copied().unwrap_or(0);
+            let e = ESCAPE[b as usize];
+            if e == b'u' {
+                const HEX: &[u8; 16] = b"0123456789abcdef";
+                out.extend_from_slice(b"\\u00");
+                out.push(HEX[(b >> 4) as usize]);
+                out.push(HEX[(b & 0xf) as usize]);
+            } else {
+                out.push(b'\\');
+                out.push(e);
+            }
+        }
+        out.extend_from_slice(bytes.get(start..).unwrap_or(&[]));
+    }
+
+    /// True when every byte of `s` is printable ASCII (0x20..=0x7e): Rust's
+    /// `Debug` then escapes only `"` and `\`.
+    pub fn is_printable_ascii(s: &str) -> bool {
+        // Whole chunks without early exit, so the check vectorizes.
+        s.as_bytes().chunks(32).all(|c| {
+            c.iter()
+                .fold(true, |a, &b| a & (b.wrapping_sub(0x20) < 0x5f))
+        })
+    }
+
+    /// Appends the `Debug` text of a printable-ASCII string (see
+    /// [`is_printable_ascii`]), JSON-escaped: `"a\"b"` becomes `\"a\\\"b\"`.
+    pub fn debug_printable_into(out: &mut Vec<u8>, s: &str) {
+        let bytes = s.as_bytes();
+        out.extend_from_slice(b"\\\"");
+        let mut start = 0;
+        while let Some(i) = next_special(bytes, start) {
+            out.extend_from_slice(bytes.get(start..i).unwrap_or(&[]));
+            start = i + 1;
+            // Only `"` and `\` are special here: Debug adds a `\`, JSON escapes both.
+            out.extend_from_slice(if bytes.get(i) == Some(&b'"') {
+                b"\\\\\\\""
+            } else {
+                b"\\\\\\\\"
+            });
+        }
+        out.extend_from_slice(bytes.get(start..).unwrap_or(&[]));
+        out.extend_from_slice(b"\\\"");
+    }
+
+    /// Appends `s` as a JSON string.
+    pub fn str(out: &mut Vec<u8>, s: &str) {
+        out.push(b'"');
+        escape_into(out, s);
+        out.push(b'"');
+    }
+
+    /// Appends an unsigned integer.
+    pub fn u64(out: &mut Vec<u8>, v: u64) {
+        let mut buf = [0u8; 20];
+        out.extend_from_slice(u64_text(&mut buf, v));
+    }
+
+    /// Appends a signed integer.
+    pub fn i64(out: &mut Vec<u8>, v: i64) {
+        if v < 0 {
+            out.push(b'-');
+        }
+        u64(out, v.unsigned_abs());
+    }
+
+    /// The decimal digits of `v`, written at the end of `buf`.
+    pub fn u64_text(buf: &mut [u8; 20], mut v: u64) -> &[u8] {
+        let mut at = buf.len();
+        loop {
+            at -= 1;
+            // `at` stays in bounds: u64::MAX has 20 digits.
+            if let Some(d) = buf.get_mut(at) {
+                *d = b'0' + (v % 10) as u8;
+            }
+            v /= 10;
+            if v == 0 {
+                break;
+            }
+        }
+        buf.get(at..).unwrap_or(&[])
+    }
+
+    /// Appends a finite float as serde_json does (ryu's shortest form); a
+    /// non-finite one as `null`, as serde_json does.
+    pub fn f64(out: &mut Vec<u8>, v: f64) {
+        use serde_json::ser::Formatter as _;
+        let mut f = serde_json::ser::CompactFormatter;
+        let _ = if v.is_finite() {
+            f.write_f64(out, v)
+        } else {
+            f.write_null(out)
+        };
+    }
+
+    /// A `fmt::Write` that appends JSON-escaped text: formats values straight
+    /// into the output, without an intermediate `String`.
+    pub struct Escaped<'a>(pub &'a mut Vec<u8>);
+
+    impl fmt::Write for Escaped<'_> {
+        fn write_str(&mut self, s: &str) -> fmt::Result {
+            escape_into(self.0, s);
+            Ok(())
+        }
+    }
+}
+
+impl Node {
+    /// Appends [`Node::to_json`] as compact JSON, with serde_json's bytes
+    /// (keys sorted as its map keeps them), without building the value.
+    pub fn write_json(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(b"{\"children\":[");
+        for (k, c) in self.children.iter().enumerate() {
+            if k > 0 {
+                out.push(b',');
+            }
+            c.write_json(out);
+        }
+        out.extend_from_slice(b"],\"display\":\"");
+        // `display` is the value text with its detail; `value` the value alone.
+        // Both are written from the value without an intermediate String.
+        let value_at = out.len();
+        self.value.write_display_json(out);
+        let value_end = out.len();
+        if let Some(d) = &self.detail {
+            if value_end > value_at {
+                out.extend_from_slice(b" (");
+                json::escape_into(out, d);
+                out.push(b')');
+            } else {
+                json::escape_into(out, d);
+            }
+        }
+        out.push(b'"');
+        if let Some(e) = &self.error {
+            out.extend_from_slice(b",\"error\":");
+            json::str(out, e);
+        }
+        out.extend_from_slice(b",\"length\":");
+        json::u64(out, self.length as u64);
+        out.extend_from_slice(b",\"name\":");
+        json::str(out, &self.name);
+        out.extend_from_slice(b",\"offset\":");
+        json::u64(out, self.offset as u64);
+        if self.source != 0 {
+            out.extend_from_slice(b",\"source\":");
+            json::u64(out, self.source.into());
+        }
+        out.extend_from_slice(b",\"type\":");
+        json::str(out, &self.ty);
+        out.extend_from_slice(b",\"value\":");
+        match &self.value {
+            Value::None | Value::Null => out.extend_from_slice(b"null"),
+            Value::Int(v) => json::i64(out, *v),
+            Value::Uint(v) => json::u64(out, *v),
+            Value::Float(v) if v.is_finite() => json::f64(out, *v),
+            Value::Bool(v) => out.extend_from_slice(if *v { b"true" } else { b"false" }),
+            Value::Str(v) => json::str(out, v),
+            // Float (not finite), Bytes, Uuid, Text: the display text, already
+            // escaped in `display`, without the detail.
+            _ => {
+                out.push(b'"');
+                out.extend_from_within(value_at..value_end);
+                out.push(b'"');
+            }
+        }
+        out.push(b'}');
+    }
+}
+
+impl Value {
+    /// Appends [`Value::display`] JSON-escaped (without quotes); an empty
+    /// display writes nothing.
+    fn write_display_json(&self, out: &mut Vec<u8>) {
+        match self {
+            Value::None => {}
+            Value::Int(v) => json::i64(out, *v),
+            Value::Uint(v) => json::u64(out, *v),
+            Value::Bool(v) => out.extend_from_slice(if *v { b"true" } else { b"false" }),
+            Value::Null => out.extend_from_slice(b"null"),
+            // Debug quotes and escapes; plain text needs no escapes in either.
+            Value::Str(v) if json::is_printable_ascii(v) => json::debug_printable_into(out, v),
+            Value::Bytes { len, head } => {
+                if *len == 0 {
+                    out.extend_from_slice(b"(empty)");
+                } else {
+                    const HEX: &[u8; 16] = b"0123456789abcdef";
+                    for b in head {
+                        out.push(HEX[(b >> 4) as usize]);
+                        out.push(HEX[(b & 0xf) as usize]);
+                    }
+                    if *len > head.len() {
+                        out.extend_from_slice("…".as_bytes());
+                    }
+                }
+            }
+            Value::Text(t) => json::escape_into(out, t),
+            Value::Float(_) | Value::Str(_) | Value::Uuid(_) => {
+                let _ = self.write_display(&mut json::Escaped(out));
+            }
+        }
+    }
+}
+
 /// A byte source other than the message: decompressed record data.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ByteSource {
@@ -474,6 +724,104 @@ mod tests {
         let t = render_text(&n);
         assert!(!t.contains('\u{1b}'));
         assert!(t.contains(r"\u{1b}[2Jb"), "{t}");
+    }
+
+    /// Strings that exercise every escape path: JSON escapes, Debug escapes,
+    /// non-ASCII, chunk boundaries of the eight-byte scan.
+    fn tricky_strings() -> Vec<String> {
+        let mut v: Vec<String> = [
+            "",
+            "plain",
+            "{\"k\":\"v\",\"n\":1}",
+            "back\\slash",
+            "tab\there\nnew\rret",
+            "\u{0}\u{1}\u{8}\u{b}\u{c}\u{1b}[2J\u{1f}\u{7f}",
+            "é ü ✓ 😀",
+            "\u{301}combining at start",
+            "a\u{200b}zero width",
+            "'single' quotes",
+            "0123456\"89abcdef\\0123456789abcdef\u{1}",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        for n in 0..20 {
+            let mut s = "x".repeat(n);
+            s.push('"');
+            s.push_str(&"y".repeat(n % 9));
+            s.push('\u{2}');
+            v.push(s);
+        }
+        v
+    }
+
+    #[test]
+    fn json_escape_is_serde_json_escape() {
+        for s in tricky_strings() {
+            let mut got = Vec::new();
+            json::str(&mut got, &s);
+            assert_eq!(
+                String::from_utf8(got).expect("utf8"),
+                serde_json::to_string(&s).expect("json"),
+                "{s:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn write_json_is_to_json_for_every_kind_of_value() {
+        let mut values = vec![
+            Value::None,
+            Value::Null,
+            Value::Int(-42),
+            Value::Int(i64::MIN),
+            Value::Uint(u64::MAX),
+            Value::Float(1.0),
+            Value::Float(-0.5e-300),
+            Value::Float(f64::NAN),
+            Value::Float(f64::INFINITY),
+            Value::Bool(true),
+            Value::Bool(false),
+            Value::bytes(&[]),
+            Value::bytes(&[1, 2, 0xff]),
+            Value::bytes(&[7; 40]),
+            Value::Uuid([0xab; 16]),
+            Value::Text("".into()),
+            Value::Text("3 records".into()),
+        ];
+        for s in tricky_strings() {
+            values.push(Value::Str(s.clone()));
+            values.push(Value::Text(s.into()));
+        }
+        for v in values {
+            for detail in [None, Some(""), Some("compact, len+1=1"), Some("a\"b\u{1}")] {
+                let mut n = Node::new("Na\"me", "ty\\pe", v.clone(), 3, 7, Role::Record);
+                n.detail = detail.map(|d| Text::from(d.to_string()));
+                n.error = detail.map(|d| format!("bad {d}"));
+                n.source = u16::from(detail.is_some());
+                let mut parent = Node::new("P", "struct", Value::None, 0, 10, Role::Header);
+                parent.children.push(n.clone());
+                parent.children.push(n);
+                let mut got = Vec::new();
+                parent.write_json(&mut got);
+                assert_eq!(
+                    String::from_utf8(got).expect("utf8"),
+                    parent.to_json().to_string(),
+                    "{v:?} {detail:?}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn integers_as_text() {
+        let mut buf = [0u8; 20];
+        for v in [0, 1, 9, 10, 99, 100, 12345, u64::MAX] {
+            assert_eq!(json::u64_text(&mut buf, v), v.to_string().as_bytes());
+        }
+        let mut out = Vec::new();
+        json::i64(&mut out, i64::MIN);
+        assert_eq!(out, i64::MIN.to_string().as_bytes());
     }
 
     #[test]

@@ -3,6 +3,7 @@
 //! frames to the engine's `Analyzer` and formats what comes out.
 
 use std::io::Write;
+use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use kafkashark::capture::{
@@ -103,17 +104,7 @@ pub fn run(opts: &PrintOptions) -> Result<u64, CliError> {
     let decode_opts = cfg.decode.clone();
     let mut analyzer = Analyzer::new(cfg);
     let live = matches!(opts.input, Input::Live { .. });
-    let stdout = std::io::stdout();
-    let mut w = std::io::BufWriter::new(stdout.lock());
-    let mut out = Vec::new();
-    let mut ready = Vec::new();
-    // Requests wait (bounded) for their responses so `paired` is final when printed.
-    let mut reorder = Reorder::new(if live { 1024 } else { 65_536 });
-    if opts.verbose {
-        // Messages waiting behind a long poll hold their bytes, not their trees.
-        reorder.hold_without_trees(decode_opts);
-    }
-    let mut printer = Printer {
+    let printer = Printer {
         format: opts.format,
         verbose: opts.verbose,
         first_ts: None,
@@ -121,54 +112,22 @@ pub fn run(opts: &PrintOptions) -> Result<u64, CliError> {
         malformed: 0,
         name,
         buf: Vec::with_capacity(1024),
+        chunk: if live { 0 } else { OUT_CHUNK },
+        json: JsonWriter::default(),
     };
     if let Some(src) = file {
-        let reader = FileReader::spawn(src, PipelineConfig::with_ports(opts.ports.clone()));
-        let mut frame_evs: Vec<Event> = Vec::new();
-        'batches: for batch in reader.rx.iter() {
-            if printer.first_ts.is_none() {
-                printer.first_ts = batch.first_ts;
-            }
-            let mut evs = batch.evs.into_iter();
-            let mut at = 0;
-            // Frame by frame, as `Analyzer::push` would have made them.
-            for end in batch.ends {
-                if opts.count.is_some_and(|c| printer.printed >= c) {
-                    break 'batches;
-                }
-                frame_evs.extend(evs.by_ref().take(end - at));
-                at = end;
-                analyzer.push_events(&mut frame_evs, &mut out);
-                for o in out.drain(..) {
-                    reorder.push(o, &mut ready);
-                }
-                printer.emit(&mut ready, &mut reorder, &mut w, opts.count)?;
-            }
-            if let Some(mut fin) = batch.finish {
-                if opts.count.is_none_or(|c| printer.printed < c) {
-                    analyzer.push_events(&mut fin, &mut out);
-                    analyzer.finish(&mut out);
-                    for o in out.drain(..) {
-                        reorder.push(o, &mut ready);
-                    }
-                    reorder.flush(&mut ready);
-                    printer.emit(&mut ready, &mut reorder, &mut w, opts.count)?;
-                }
-                w.flush().map_err(CliError::Output)?;
-                if let Some(e) = batch.error {
-                    eprintln!(
-                        "kafkashark: {}",
-                        kafkashark::kafka::tree::escape_text(&e.to_string())
-                    );
-                }
-                break;
-            }
-        }
-        w.flush().map_err(CliError::Output)?;
-        // Stopped early (-c): the reader sees its channel closed and ends.
-        drop(reader.rx);
-        let _ = reader.handle.join();
-        return Ok(printer.malformed);
+        return run_file(src, opts, analyzer, printer, decode_opts);
+    }
+    let stdout = std::io::stdout();
+    let mut w = std::io::BufWriter::new(stdout.lock());
+    let mut out = Vec::new();
+    let mut ready = Vec::new();
+    let mut printer = printer;
+    // Requests wait (bounded) for their responses so `paired` is final when printed.
+    let mut reorder = Reorder::new(if live { 1024 } else { 65_536 });
+    if opts.verbose {
+        // Messages waiting behind a long poll hold their bytes, not their trees.
+        reorder.hold_without_trees(decode_opts);
     }
     let started = Instant::now();
     let mut read_error: Option<CaptureError> = None;
@@ -212,6 +171,7 @@ pub fn run(opts: &PrintOptions) -> Result<u64, CliError> {
         reorder.flush(&mut ready);
         printer.emit(&mut ready, &mut reorder, &mut w, opts.count)?;
     }
+    printer.drain(&mut w)?;
     w.flush().map_err(CliError::Output)?;
     if let Some(e) = read_error {
         // Everything before the bad frame was printed; say what stopped the read.
@@ -221,6 +181,254 @@ pub fn run(opts: &PrintOptions) -> Result<u64, CliError> {
         );
     }
     Ok(printer.malformed)
+}
+
+/// Analyzer outputs of consecutive frames, handed to the writer thread.
+struct Work {
+    /// The outputs, in order.
+    outs: Vec<Output>,
+    /// Where each frame's outputs end in `outs`.
+    ends: Vec<usize>,
+    /// The time of the capture's first frame (first work only).
+    first_ts: Option<Timestamp>,
+    /// Last work: the outputs of the pipeline's and the analyzer's `finish`.
+    finish: Option<Vec<Output>>,
+    /// Last work: what stopped the read early.
+    error: Option<CaptureError>,
+}
+
+/// Output bytes gathered before they are written (larger than `BufWriter`'s
+/// buffer, so it writes them without copying them again).
+const OUT_CHUNK: usize = 64 * 1024;
+
+/// Bytes of held messages' tree JSON the writer keeps instead of decoding
+/// them again (see `Reorder::hold_as_json`).
+const HELD_JSON_BUDGET: usize = 32 << 20;
+
+/// Message bytes after which the analyzer hands its outputs to the writer: with
+/// trees (`-V`, tens of times their bytes) a few of these stay small.
+const WORK_BYTES: usize = 64 * 1024;
+
+/// The last stage of `print` for a file: orders (`Reorder`), formats and
+/// writes the analyzer's outputs, work by work.
+struct Stage {
+    printer: Printer,
+    reorder: Reorder,
+    w: std::io::BufWriter<std::io::StdoutLock<'static>>,
+    ready: Vec<Output>,
+    count: Option<u64>,
+}
+
+impl Stage {
+    fn new(
+        printer: Printer,
+        count: Option<u64>,
+        decode_opts: kafkashark::kafka::DecodeOptions,
+    ) -> Stage {
+        // Requests wait (bounded) for their responses so `paired` is final when printed.
+        let mut reorder = Reorder::new(65_536);
+        if printer.verbose && printer.format == PrintFormat::Jsonl {
+            // Messages waiting behind a long poll hold their trees' JSON
+            // (bounded), then their bytes, not their trees.
+            reorder.hold_as_json(decode_opts, HELD_JSON_BUDGET);
+        } else if printer.verbose {
+            reorder.hold_without_trees(decode_opts);
+        }
+        Stage {
+            printer,
+            reorder,
+            w: std::io::BufWriter::new(std::io::stdout().lock()),
+            ready: Vec::new(),
+            count,
+        }
+    }
+
+    /// Takes one work; `Ok(true)` when it wants no more (count reached, end).
+    fn take(&mut self, work: Work) -> Result<bool, CliError> {
+        let (p, count) = (&mut self.printer, self.count);
+        if p.first_ts.is_none() {
+            p.first_ts = work.first_ts;
+        }
+        let mut outs = work.outs.into_iter();
+        let mut at = 0;
+        // Frame by frame, as one thread running the analyzer would print them.
+        for end in work.ends {
+            if count.is_some_and(|c| p.printed >= c) {
+                return Ok(true);
+            }
+            for o in outs.by_ref().take(end - at) {
+                self.reorder.push(o, &mut self.ready);
+            }
+            at = end;
+            p.emit(&mut self.ready, &mut self.reorder, &mut self.w, count)?;
+        }
+        let Some(fin) = work.finish else {
+            return Ok(false);
+        };
+        if count.is_none_or(|c| p.printed < c) {
+            for o in fin {
+                self.reorder.push(o, &mut self.ready);
+            }
+            self.reorder.flush(&mut self.ready);
+            p.emit(&mut self.ready, &mut self.reorder, &mut self.w, count)?;
+        }
+        p.drain(&mut self.w)?;
+        self.w.flush().map_err(CliError::Output)?;
+        if let Some(e) = work.error {
+            eprintln!(
+                "kafkashark: {}",
+                kafkashark::kafka::tree::escape_text(&e.to_string())
+            );
+        }
+        Ok(true)
+    }
+
+    /// Writes what is left; the number of malformed messages printed.
+    fn end(mut self) -> Result<u64, CliError> {
+        self.printer.drain(&mut self.w)?;
+        self.w.flush().map_err(CliError::Output)?;
+        Ok(self.printer.malformed)
+    }
+}
+
+/// Where the analyzer's work goes: a writer thread running the [`Stage`], or
+/// the stage run here.
+enum Sink {
+    Thread(std::sync::mpsc::SyncSender<Work>),
+    Inline(Box<Stage>),
+}
+
+impl Sink {
+    /// Hands over `work`; `Ok(false)` when the stage wants no more.
+    fn send(&mut self, work: Work) -> Result<bool, CliError> {
+        match self {
+            Sink::Thread(tx) => Ok(tx.send(work).is_ok()),
+            Sink::Inline(stage) => stage.take(work).map(|stop| !stop),
+        }
+    }
+}
+
+/// `print` of a file: the `FileReader` reads, reassembles and frames on its
+/// own thread; this thread decodes and pairs (`Analyzer`); the [`Stage`]
+/// orders, formats and writes — on a writer thread of its own for summaries,
+/// here for full trees (`-V`: trees handed to another thread cost more in the
+/// allocator than the second core gains). Each stage sees what one thread
+/// running them in turn would see, in the same order, so the output is the
+/// same (`-c` included: the stage checks the count at the same frame
+/// boundaries).
+fn run_file(
+    src: FileSource,
+    opts: &PrintOptions,
+    mut analyzer: Analyzer,
+    printer: Printer,
+    decode_opts: kafkashark::kafka::DecodeOptions,
+) -> Result<u64, CliError> {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let reader = FileReader::spawn(src, PipelineConfig::with_ports(opts.ports.clone()));
+    // Set by the writer thread when it needs nothing more (count reached, output error).
+    let done = std::sync::Arc::new(AtomicBool::new(false));
+    let mut writer = None;
+    let count = opts.count;
+    let mut sink = if opts.verbose {
+        Sink::Inline(Box::new(Stage::new(printer, count, decode_opts)))
+    } else {
+        let (tx, rx) = std::sync::mpsc::sync_channel::<Work>(4);
+        let writer_done = done.clone();
+        writer = Some(std::thread::spawn(move || -> Result<u64, CliError> {
+            // Standard output is locked by the thread that writes it.
+            let mut stage = Stage::new(printer, count, decode_opts);
+            let mut result = Ok(());
+            for work in rx.iter() {
+                match stage.take(work) {
+                    Ok(false) => {}
+                    Ok(true) => break,
+                    Err(e) => {
+                        result = Err(e);
+                        break;
+                    }
+                }
+            }
+            writer_done.store(true, Ordering::Relaxed);
+            result.and_then(|()| stage.end())
+        }));
+        Sink::Thread(tx)
+    };
+    let mut work = Work {
+        outs: Vec::new(),
+        ends: Vec::new(),
+        first_ts: None,
+        finish: None,
+        error: None,
+    };
+    let mut bytes = 0;
+    let mut result = Ok(());
+    'batches: for batch in reader.rx.iter() {
+        if done.load(Ordering::Relaxed) {
+            break;
+        }
+        if batch.first_ts.is_some() {
+            work.first_ts = batch.first_ts;
+        }
+        let mut evs = batch.evs.into_iter();
+        let mut at = 0;
+        for end in batch.ends {
+            for ev in evs.by_ref().take(end - at) {
+                if let Event::Message(m) = &ev {
+                    bytes += m.bytes.len();
+                }
+                analyzer.push_event(ev, &mut work.outs);
+            }
+            at = end;
+            work.ends.push(work.outs.len());
+            if bytes >= WORK_BYTES {
+                bytes = 0;
+                let full = std::mem::replace(
+                    &mut work,
+                    Work {
+                        outs: Vec::new(),
+                        ends: Vec::new(),
+                        first_ts: None,
+                        finish: None,
+                        error: None,
+                    },
+                );
+                match sink.send(full) {
+                    Ok(true) => {}
+                    Ok(false) => break 'batches,
+                    Err(e) => {
+                        result = Err(e);
+                        break 'batches;
+                    }
+                }
+            }
+        }
+        if let Some(mut fin) = batch.finish {
+            let mut outs = Vec::new();
+            analyzer.push_events(&mut fin, &mut outs);
+            analyzer.finish(&mut outs);
+            work.finish = Some(outs);
+            work.error = batch.error;
+            if let Err(e) = sink.send(work) {
+                result = Err(e);
+            }
+            break;
+        }
+    }
+    // Stopped early (-c, output error): the reader sees its channel closed and ends.
+    drop(reader.rx);
+    let _ = reader.handle.join();
+    match sink {
+        Sink::Inline(stage) => result.and_then(|()| stage.end()),
+        Sink::Thread(tx) => {
+            drop(tx);
+            let written = match writer.map(std::thread::JoinHandle::join) {
+                Some(Ok(r)) => r,
+                Some(Err(p)) => std::panic::resume_unwind(p),
+                None => Ok(0),
+            };
+            result.and(written)
+        }
+    }
 }
 
 /// A frame source that has none: stands in while a `FileReader` reads the file.
@@ -333,8 +541,12 @@ struct Printer {
     printed: u64,
     malformed: u64,
     name: String,
-    /// The JSONL line being written (reused).
+    /// Lines written and not yet handed to the output.
     buf: Vec<u8>,
+    /// Bytes gathered in `buf` before they are written (0: every line).
+    chunk: usize,
+    /// Writes the JSONL lines.
+    json: JsonWriter,
 }
 
 impl Printer {
@@ -351,23 +563,26 @@ impl Printer {
                     if count.is_some_and(|c| self.printed >= c) {
                         continue;
                     }
-                    // A message that waited in the reorder buffer gets its tree back now.
-                    reorder.restore(&mut m);
+                    // A message that waited in the reorder buffer gets its tree
+                    // (or, in JSONL, its tree's JSON) back now.
+                    let fields = reorder.restore_json(&mut m);
                     self.printed += 1;
                     if m.info.decode_error.is_some() {
                         self.malformed += 1;
                     }
                     match self.format {
                         PrintFormat::Jsonl => {
-                            self.buf.clear();
-                            write_message_json(&mut self.buf, &m, self.verbose);
+                            self.json
+                                .write(&mut self.buf, &m, self.verbose, fields.as_deref());
                             self.buf.push(b'\n');
-                            w.write_all(&self.buf).map_err(CliError::Output)?;
                         }
                         PrintFormat::Text => {
                             let line = self.text_line(&m);
-                            w.write_all(line.as_bytes()).map_err(CliError::Output)?;
+                            self.buf.extend_from_slice(line.as_bytes());
                         }
+                    }
+                    if self.buf.len() >= self.chunk {
+                        self.drain(w)?;
                     }
                 }
                 Output::Notice(n) => {
@@ -382,6 +597,13 @@ impl Printer {
             }
         }
         Ok(())
+    }
+
+    /// Writes the lines gathered in `buf`.
+    fn drain(&mut self, w: &mut impl Write) -> Result<(), CliError> {
+        let r = w.write_all(&self.buf).map_err(CliError::Output);
+        self.buf.clear();
+        r
     }
 
     fn text_line(&self, m: &MessageRecord) -> String {
@@ -504,138 +726,157 @@ pub fn message_json(m: &MessageRecord, verbose: bool) -> serde_json::Value {
     o
 }
 
-/// Writes `"key":value` into a [`JsonObject`], the value by serde_json
-/// (writing to a Vec cannot fail).
-macro_rules! json_field {
-    ($o:expr, $k:expr, $v:expr) => {{
-        $o.key($k);
-        let _ = serde_json::to_writer(&mut *$o.out, &$v);
-    }};
-}
-
 /// Writes [`message_json`] as compact JSON without building the value: the same
 /// bytes `serde_json::to_string(&message_json(m, verbose))` gives (keys in
-/// sorted order, as serde_json's map keeps them; scalars written by serde_json).
+/// sorted order, as serde_json's map keeps them; serde_json's number formats
+/// and string escapes).
+#[cfg(test)]
 pub fn write_message_json(out: &mut Vec<u8>, m: &MessageRecord, verbose: bool) {
-    let i = &m.info;
-    let req = i.kind == Kind::Request;
-    let mut o = JsonObject::new(out);
-    json_field!(o, "api_key", i.api_key);
-    json_field!(o, "api_name", i.api_name());
-    json_field!(o, "api_version", i.api_version);
-    o.key("broker");
-    json_display(o.out, &i.broker);
-    o.key("client");
-    json_display(o.out, &i.client);
-    if req {
-        json_field!(o, "client_id", i.client_id);
+    JsonWriter::default().write(out, m, verbose, None);
+}
+
+/// Streams whose endpoints [`JsonWriter`] keeps as JSON text (a direct-mapped
+/// cache indexed by stream id: bounded, and streams are numbered in order).
+const ADDR_CACHE: usize = 1024;
+
+/// Writes messages as JSONL: [`write_message_json`], with the endpoints of
+/// recent streams formatted once instead of per message.
+#[derive(Default)]
+pub struct JsonWriter {
+    /// `"broker":"…","client":"…"` of a client and broker, at `stream % ADDR_CACHE`.
+    addrs: Vec<Option<(SocketAddr, SocketAddr, Vec<u8>)>>,
+}
+
+impl JsonWriter {
+    /// Appends the JSON object of `m`; `fields`, when given, is the tree's
+    /// JSON already written (see `Reorder::restore_json`).
+    pub fn write(
+        &mut self,
+        out: &mut Vec<u8>,
+        m: &MessageRecord,
+        verbose: bool,
+        fields: Option<&[u8]>,
+    ) {
+        use kafkashark::kafka::tree::json;
+        let i = &m.info;
+        let req = i.kind == Kind::Request;
+        let opt_int = |out: &mut Vec<u8>, v: Option<i64>| match v {
+            Some(v) => json::i64(out, v),
+            None => out.extend_from_slice(b"null"),
+        };
+        let opt_str = |out: &mut Vec<u8>, v: Option<&str>| match v {
+            Some(v) => json::str(out, v),
+            None => out.extend_from_slice(b"null"),
+        };
+        let bool =
+            |out: &mut Vec<u8>, v: bool| out.extend_from_slice(if v { b"true" } else { b"false" });
+        out.extend_from_slice(b"{\"api_key\":");
+        opt_int(out, i.api_key.map(i64::from));
+        out.extend_from_slice(b",\"api_name\":");
+        opt_str(out, i.api_name());
+        out.extend_from_slice(b",\"api_version\":");
+        opt_int(out, i.api_version.map(i64::from));
+        out.push(b',');
+        self.endpoints(out, i);
+        if req {
+            out.extend_from_slice(b",\"client_id\":");
+            opt_str(out, i.client_id.as_deref());
+        }
+        out.extend_from_slice(b",\"correlation_id\":");
+        opt_int(out, i.correlation_id.map(i64::from));
+        out.extend_from_slice(b",\"decode_error\":");
+        opt_str(out, i.decode_error.as_deref());
+        if !req {
+            out.extend_from_slice(b",\"error_codes\":[");
+            for (k, &c) in i.error_codes.iter().enumerate() {
+                if k > 0 {
+                    out.push(b',');
+                }
+                json::i64(out, c.into());
+            }
+            out.push(b']');
+        } else {
+            out.extend_from_slice(b",\"expects_response\":");
+            bool(out, i.expects_response);
+        }
+        if verbose {
+            if let Some(f) = fields {
+                out.extend_from_slice(b",\"fields\":");
+                out.extend_from_slice(f);
+            } else if let Some(d) = &m.decoded {
+                out.extend_from_slice(b",\"fields\":");
+                d.root.write_json(out);
+            }
+        }
+        out.extend_from_slice(b",\"first_frame\":");
+        json::u64(out, i.first_frame);
+        out.extend_from_slice(b",\"frame\":");
+        json::u64(out, i.frame);
+        if !req {
+            out.extend_from_slice(b",\"inferred\":");
+            bool(out, i.inferred);
+        }
+        out.extend_from_slice(if req {
+            b",\"kind\":\"request\""
+        } else {
+            b",\"kind\":\"response\""
+        });
+        if !req {
+            out.extend_from_slice(b",\"latency_ms\":");
+            match i.latency_ms() {
+                Some(l) => json::f64(out, l),
+                None => out.extend_from_slice(b"null"),
+            }
+        }
+        out.extend_from_slice(b",\"length\":");
+        json::i64(out, i.length.into());
+        out.extend_from_slice(b",\"paired\":");
+        bool(out, i.paired);
+        if i.resynced {
+            out.extend_from_slice(b",\"resynced\":true,\"skipped_before\":");
+            json::u64(out, i.skipped_before);
+        }
+        out.extend_from_slice(b",\"stream\":");
+        json::u64(out, i.stream);
+        if !req {
+            out.extend_from_slice(b",\"throttle_time_ms\":");
+            opt_int(out, i.throttle_time_ms.map(i64::from));
+        }
+        out.extend_from_slice(b",\"topics\":[");
+        for (k, t) in i.topics.iter().enumerate() {
+            if k > 0 {
+                out.push(b',');
+            }
+            json::str(out, t);
+        }
+        out.extend_from_slice(b"],\"ts\":");
+        json::f64(out, i.ts.as_f64());
+        out.push(b'}');
     }
-    json_field!(o, "correlation_id", i.correlation_id);
-    json_field!(o, "decode_error", i.decode_error);
-    if !req {
-        json_field!(o, "error_codes", i.error_codes);
-    }
-    if req {
-        json_field!(o, "expects_response", i.expects_response);
-    }
-    if verbose {
-        if let Some(d) = &m.decoded {
-            o.key("fields");
-            write_node_json(o.out, &d.root);
+
+    /// `"broker":"…","client":"…"` (socket addresses never need escaping).
+    fn endpoints(&mut self, out: &mut Vec<u8>, i: &kafkashark::model::MessageInfo) {
+        if self.addrs.is_empty() {
+            self.addrs = vec![None; ADDR_CACHE];
+        }
+        let slot = (i.stream % ADDR_CACHE as u64) as usize;
+        let Some(entry) = self.addrs.get_mut(slot) else {
+            return;
+        };
+        match entry {
+            Some((c, b, text)) if *c == i.client && *b == i.broker => out.extend_from_slice(text),
+            _ => {
+                let mut text = Vec::with_capacity(64);
+                let _ = write!(
+                    text,
+                    "\"broker\":\"{}\",\"client\":\"{}\"",
+                    i.broker, i.client
+                );
+                out.extend_from_slice(&text);
+                *entry = Some((i.client, i.broker, text));
+            }
         }
     }
-    json_field!(o, "first_frame", i.first_frame);
-    json_field!(o, "frame", i.frame);
-    if !req {
-        json_field!(o, "inferred", i.inferred);
-    }
-    json_field!(o, "kind", i.kind);
-    if !req {
-        json_field!(o, "latency_ms", i.latency_ms());
-    }
-    json_field!(o, "length", i.length);
-    json_field!(o, "paired", i.paired);
-    if i.resynced {
-        json_field!(o, "resynced", true);
-        json_field!(o, "skipped_before", i.skipped_before);
-    }
-    json_field!(o, "stream", i.stream);
-    if !req {
-        json_field!(o, "throttle_time_ms", i.throttle_time_ms);
-    }
-    json_field!(o, "topics", i.topics);
-    json_field!(o, "ts", i.ts.as_f64());
-    o.end();
-}
-
-/// [`tree::Node::to_json`], written directly (sorted keys).
-fn write_node_json(out: &mut Vec<u8>, n: &tree::Node) {
-    let mut o = JsonObject::new(out);
-    o.key("children");
-    o.out.push(b'[');
-    for (k, c) in n.children.iter().enumerate() {
-        if k > 0 {
-            o.out.push(b',');
-        }
-        write_node_json(o.out, c);
-    }
-    o.out.push(b']');
-    json_field!(o, "display", n.value_text());
-    if let Some(e) = &n.error {
-        json_field!(o, "error", e);
-    }
-    json_field!(o, "length", n.length);
-    json_field!(o, "name", *n.name);
-    json_field!(o, "offset", n.offset);
-    if n.source != 0 {
-        json_field!(o, "source", n.source);
-    }
-    json_field!(o, "type", *n.ty);
-    o.key("value");
-    let out = &mut *o.out;
-    let _ = match &n.value {
-        tree::Value::None | tree::Value::Null => serde_json::to_writer(out, &()),
-        tree::Value::Int(v) => serde_json::to_writer(out, v),
-        tree::Value::Uint(v) => serde_json::to_writer(out, v),
-        // As `Value::to_json`: a float JSON cannot hold becomes its text.
-        tree::Value::Float(v) if v.is_finite() => serde_json::to_writer(out, v),
-        tree::Value::Float(v) => serde_json::to_writer(out, &v.to_string()),
-        tree::Value::Bool(v) => serde_json::to_writer(out, v),
-        tree::Value::Str(v) => serde_json::to_writer(out, v),
-        other => serde_json::to_writer(out, &other.display()),
-    };
-    o.end();
-}
-
-/// A JSON object being written: `{"k":v,...}`.
-struct JsonObject<'a> {
-    out: &'a mut Vec<u8>,
-    first: bool,
-}
-
-impl<'a> JsonObject<'a> {
-    fn new(out: &'a mut Vec<u8>) -> JsonObject<'a> {
-        out.push(b'{');
-        JsonObject { out, first: true }
-    }
-
-    fn key(&mut self, k: &str) {
-        if !self.first {
-            self.out.push(b',');
-        }
-        self.first = false;
-        let _ = serde_json::to_writer(&mut *self.out, k);
-        self.out.push(b':');
-    }
-
-    fn end(self) {
-        self.out.push(b'}');
-    }
-}
-
-/// A socket address as a JSON string (its text never needs escaping).
-fn json_display(out: &mut Vec<u8>, a: &std::net::SocketAddr) {
-    let _ = write!(out, "\"{a}\"");
 }
 
 fn notice_text(n: &Notice) -> Option<String> {
