@@ -44,11 +44,20 @@ wait "$kpid" || true
 
 sent=$(sed -n 's/^sent \([0-9]*\) messages.*/\1/p' "$TMP/load")
 if [[ $CMD == stats ]]; then
-    got=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["summary"]["messages"])' "$TMP/out")
+    # A live stats run prints a report every second: the last one counts.
+    got=$(python3 -c '
+import json, sys
+text, dec, last, i = open(sys.argv[1]).read(), json.JSONDecoder(), None, 0
+while True:
+    i = text.find("{", i)
+    if i < 0:
+        break
+    last, i = dec.raw_decode(text, i)
+print(last["summary"]["messages"] if last else 0)' "$TMP/out")
 else
     got=$(wc -l <"$TMP/out")
 fi
 lost=$(grep -c "missing before frame" "$TMP/err" || true)
 echo "kafkashark $CMD: $got of $sent messages; $lost gap(s) reported"
-grep -i "drop" "$TMP/err" || echo "(no drop line on stderr)"
+grep -i "dropped by the kernel" "$TMP/err" || echo "(no drop line on stderr)"
 [[ $got == "$sent" && $lost == 0 ]] && echo "KEPT UP" || echo "DID NOT KEEP UP"

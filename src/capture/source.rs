@@ -47,6 +47,20 @@ pub struct CaptureStats {
     pub if_dropped: Option<u32>,
 }
 
+impl CaptureStats {
+    /// The closing line of a live capture: packets captured and dropped, e.g.
+    /// `175847 packets captured, 0 dropped by the kernel, 0 by the interface`.
+    /// `None` for sources without kernel counters (files, standard input).
+    pub fn drop_summary(&self) -> Option<String> {
+        let dropped = self.dropped?;
+        Some(format!(
+            "{} packets captured, {dropped} dropped by the kernel, {} by the interface",
+            self.frames,
+            self.if_dropped.unwrap_or(0)
+        ))
+    }
+}
+
 fn frame_from(
     index: u64,
     link: LinkType,

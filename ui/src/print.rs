@@ -130,6 +130,7 @@ pub fn run(opts: &PrintOptions) -> Result<u64, CliError> {
         reorder.hold_without_trees(decode_opts);
     }
     let started = Instant::now();
+    let mut last_flush = started;
     let mut read_error: Option<CaptureError> = None;
     loop {
         if opts.count.is_some_and(|c| printer.printed >= c)
@@ -159,8 +160,11 @@ pub fn run(opts: &PrintOptions) -> Result<u64, CliError> {
             reorder.push(o, &mut ready);
         }
         printer.emit(&mut ready, &mut reorder, &mut w, opts.count)?;
-        if live {
+        // Live output reaches the terminal within LIVE_FLUSH (and at every read
+        // timeout), without a write per packet.
+        if live && last_flush.elapsed() >= LIVE_FLUSH {
             w.flush().map_err(CliError::Output)?;
+            last_flush = Instant::now();
         }
     }
     if opts.count.is_none_or(|c| printer.printed < c) {
@@ -173,6 +177,12 @@ pub fn run(opts: &PrintOptions) -> Result<u64, CliError> {
     }
     printer.drain(&mut w)?;
     w.flush().map_err(CliError::Output)?;
+    if live {
+        // Kernel drops are lost messages: always say how many there were.
+        if let Some(line) = source.stats().ok().and_then(|s| s.drop_summary()) {
+            eprintln!("kafkashark: {}: {line}", kafkashark::kafka::tree::escape_text(&printer.name));
+        }
+    }
     if let Some(e) = read_error {
         // Everything before the bad frame was printed; say what stopped the read.
         eprintln!(
@@ -182,6 +192,9 @@ pub fn run(opts: &PrintOptions) -> Result<u64, CliError> {
     }
     Ok(printer.malformed)
 }
+
+/// Longest live output waits in the buffer while packets keep coming.
+const LIVE_FLUSH: Duration = Duration::from_millis(50);
 
 /// Analyzer outputs of consecutive frames, handed to the writer thread.
 struct Work {

@@ -92,6 +92,15 @@ pub fn run(opts: &StatsOptions) -> Result<(), CliError> {
         stats.push(&o);
     }
     emit(&stats.report(), &title, opts.format, live, live && tty)?;
+    if live {
+        // Kernel drops are lost messages: always say how many there were.
+        if let Some(line) = source.stats().ok().and_then(|s| s.drop_summary()) {
+            eprintln!(
+                "kafkashark: {}: {line}",
+                kafkashark::kafka::tree::escape_text(&title)
+            );
+        }
+    }
     if let Some(e) = read_error {
         eprintln!(
             "kafkashark: {}",
