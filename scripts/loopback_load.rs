@@ -18,7 +18,7 @@
 //! Consecutive messages in one direction of a connection are written with one
 //! `write` (flushed at every pacing tick, every 256 messages), as pipelining
 //! clients do. Messages larger than `--max-message` are left out, and with a
-//! request its response. Every socket is drained by its own thread. At the end it prints the messages and bytes written and
+//! request its response. One thread reads and discards what every socket receives. At the end it prints the messages and bytes written and
 //! the rate achieved: that is the load the capture side must keep up with.
 //! Loopback only: it never connects anywhere else.
 
@@ -120,12 +120,49 @@ fn messages(path: &str, max_message: usize) -> Vec<(u64, Direction, Bytes)> {
     out
 }
 
-/// A socket's peer data is read and thrown away so writes never stall on it.
-fn drain(mut s: TcpStream) {
-    std::thread::spawn(move || {
-        let mut buf = vec![0u8; 1 << 16];
-        while matches!(s.read(&mut buf), Ok(n) if n > 0) {}
-    });
+/// Reads and throws away what arrives on every socket handed to it, so that
+/// writes never stall: one thread polling non-blocking sockets in turn (a
+/// thread per socket runs into the thread limit at a few thousand connections).
+struct Drainer(std::sync::mpsc::Sender<TcpStream>);
+
+impl Drainer {
+    fn start() -> Drainer {
+        let (tx, rx) = std::sync::mpsc::channel::<TcpStream>();
+        std::thread::spawn(move || {
+            let mut buf = vec![0u8; 1 << 16];
+            let mut socks: Vec<TcpStream> = Vec::new();
+            loop {
+                loop {
+                    match rx.try_recv() {
+                        Ok(s) => {
+                            if s.set_nonblocking(true).is_ok() {
+                                socks.push(s);
+                            }
+                        }
+                        Err(std::sync::mpsc::TryRecvError::Empty) => break,
+                        Err(std::sync::mpsc::TryRecvError::Disconnected) => return,
+                    }
+                }
+                let mut read_any = false;
+                socks.retain_mut(|s| loop {
+                    match s.read(&mut buf) {
+                        Ok(0) => return false,
+                        Ok(_) => read_any = true,
+                        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return true,
+                        Err(_) => return false,
+                    }
+                });
+                if !read_any {
+                    std::thread::sleep(Duration::from_micros(200));
+                }
+            }
+        });
+        Drainer(tx)
+    }
+
+    fn add(&self, s: TcpStream) {
+        let _ = self.0.send(s);
+    }
 }
 
 /// A client/server socket pair with the bytes waiting to be written on each
@@ -138,12 +175,16 @@ struct Pair {
 }
 
 impl Pair {
-    fn open(listener: &TcpListener, addr: SocketAddrV4) -> std::io::Result<Pair> {
+    fn open(
+        listener: &TcpListener,
+        addr: SocketAddrV4,
+        drainer: &Drainer,
+    ) -> std::io::Result<Pair> {
         let client = TcpStream::connect(addr)?;
         let (server, _) = listener.accept()?;
         for s in [&client, &server] {
             s.set_nodelay(true)?;
-            drain(s.try_clone()?);
+            drainer.add(s.try_clone()?);
         }
         Ok(Pair {
             socks: [client, server],
@@ -178,6 +219,16 @@ impl Pair {
     }
 }
 
+impl Drop for Pair {
+    /// FIN both ways: the drainer then reads the end of both sockets and lets
+    /// go of its handles, which closes them.
+    fn drop(&mut self) {
+        for s in &self.socks {
+            let _ = s.shutdown(std::net::Shutdown::Write);
+        }
+    }
+}
+
 fn main() -> std::io::Result<()> {
     let a = parse_args();
     let msgs = messages(&a.file, a.max_message);
@@ -195,6 +246,7 @@ fn main() -> std::io::Result<()> {
         a.rate,
         a.seconds
     );
+    let drainer = Drainer::start();
     let start = Instant::now();
     let deadline = Duration::from_secs(a.seconds);
     let (mut sent, mut bytes, mut loops) = (0u64, 0u64, 0u64);
@@ -223,7 +275,7 @@ fn main() -> std::io::Result<()> {
             };
             let p = match pairs.entry(key) {
                 Entry::Occupied(e) => e.into_mut(),
-                Entry::Vacant(e) => e.insert(Pair::open(&listener, addr)?),
+                Entry::Vacant(e) => e.insert(Pair::open(&listener, addr, &drainer)?),
             };
             p.send(*dir, b)?;
             sent += 1;
