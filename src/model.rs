@@ -131,6 +131,23 @@ impl MessageInfo {
     }
 }
 
+/// What an [`Analyzer`] holds at one moment ([`Analyzer::sizes`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct AnalyzerSizes {
+    /// TCP connections the reassembler tracks.
+    pub connections: usize,
+    /// Out-of-order bytes the reassembler buffers.
+    pub buffered_bytes: usize,
+    /// Connections with framing state.
+    pub framed_streams: usize,
+    /// Connections the analyzer keeps facts about (endpoints, client id, SASL state).
+    pub streams: usize,
+    /// Requests waiting for their response.
+    pub pending_requests: usize,
+    /// Topic ids whose names were learned (bounded by `TopicNames`).
+    pub topics: usize,
+}
+
 /// One message: its facts, its bytes and (when asked for) its tree.
 #[derive(Clone, Debug)]
 pub struct MessageRecord {
@@ -218,6 +235,21 @@ impl Analyzer {
     /// Reassembly and framing counters.
     pub fn pipeline_stats(&self) -> PipelineStats {
         self.pipeline.stats()
+    }
+
+    /// How much the analyzer holds right now: everything here must follow the
+    /// open connections and in-flight requests, never the length of the capture
+    /// (checked by the soak test).
+    pub fn sizes(&self) -> AnalyzerSizes {
+        let (connections, buffered_bytes, framed_streams) = self.pipeline.sizes();
+        AnalyzerSizes {
+            connections,
+            buffered_bytes,
+            framed_streams,
+            streams: self.streams.len(),
+            pending_requests: self.pairer.pending(),
+            topics: self.topics.len(),
+        }
     }
 
     /// Topic names learned so far from the capture.

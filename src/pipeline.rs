@@ -302,6 +302,16 @@ impl Pipeline {
         }
     }
 
+    /// What the pipeline holds now: (connections tracked by the reassembler,
+    /// out-of-order bytes it buffers, connections with framing state).
+    pub fn sizes(&self) -> (usize, usize, usize) {
+        (
+            self.flow.tracked(),
+            self.flow.buffered(),
+            self.streams.len(),
+        )
+    }
+
     /// Feed one frame; events are appended to `out`.
     pub fn push(&mut self, frame: &Frame, out: &mut Vec<Event>) {
         self.stats.frames += 1;

@@ -10,13 +10,14 @@
 //! in packet time, must reclaim it). Packet time advances 20 ms per frame, so
 //! the default idle timeout (600 s) passes every 30 000 frames.
 //!
-//! What is measured at each of 10 checkpoints: the reassembler's tracked
-//! connections and buffered bytes (a `flow::Reassembler` fed the same
-//! segments), the pending requests of a `pairing::Pairer` fed the analyzer's
-//! messages, and the messages and unanswered-request notices the
-//! `model::Analyzer` produced. After the warm-up (the first four checkpoints,
-//! longer than the idle timeout in packet time), no
-//! size may exceed 1.5 times its warm-up maximum (plus a small slack).
+//! What is measured at each of 10 checkpoints: the analyzer's own sizes
+//! (`Analyzer::sizes`: connections tracked by the reassembler, the bytes it
+//! buffers, connections with framing state, connections the analyzer keeps
+//! facts about, pending requests, topic names), and the messages and
+//! unanswered-request notices the `model::Analyzer` produced. After the
+//! warm-up (the first four checkpoints, longer than the idle timeout in packet
+//! time), no size may exceed 1.5 times its warm-up maximum (plus a small
+//! slack), and at the end every table is empty.
 //!
 //! Always on: 150 000 messages (a few seconds in debug). The big soak is
 //! ignored by default:
@@ -28,12 +29,11 @@
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 
 use bytes::Bytes;
-use kafkashark::capture::{Segment, TcpFlags, Timestamp};
-use kafkashark::flow::{FlowConfig, Ports, Reassembler};
+use kafkashark::capture::{Segment, TcpFlags};
+use kafkashark::flow::Ports;
 use kafkashark::harness::frame_of_segment;
 use kafkashark::kafka::decode::Kind;
-use kafkashark::model::{Analyzer, AnalyzerConfig, Notice, Output};
-use kafkashark::pairing::{Pairer, PendingRequest};
+use kafkashark::model::{Analyzer, AnalyzerConfig, AnalyzerSizes, Notice, Output};
 use kafkashark::pipeline::{Event, PipelineConfig};
 
 const BROKER: SocketAddr = SocketAddr::new(IpAddr::V4(Ipv4Addr::new(10, 0, 0, 1)), 9092);
@@ -269,9 +269,7 @@ impl Traffic {
 /// Sizes at one checkpoint.
 #[derive(Clone, Copy, Debug, Default)]
 struct Sizes {
-    tracked: usize,
-    buffered: usize,
-    pending: usize,
+    an: AnalyzerSizes,
     rss_kb: u64,
 }
 
@@ -289,67 +287,36 @@ fn rss_kb() -> u64 {
 fn soak(target_messages: u64, check_rss: bool) {
     let mut traffic = Traffic::new(64);
     let cfg = PipelineConfig::with_ports(Ports::List(vec![9092]));
-    let mut flow = Reassembler::new(FlowConfig {
-        ports: cfg.ports.clone(),
-        max_buffer_per_dir: cfg.max_buffer_per_dir,
-        max_buffer_total: cfg.max_buffer_total,
-        gap_timeout_ns: cfg.gap_timeout_ns,
-        idle_timeout_ns: cfg.idle_timeout_ns,
-        max_connections: cfg.max_connections,
-    });
     let mut an = Analyzer::new(AnalyzerConfig {
         pipeline: cfg,
         ..AnalyzerConfig::default()
     });
-    let mut mirror = Pairer::new(4096);
     let mut out = Vec::new();
-    let mut flow_out = Vec::new();
     let (mut frame, mut ts_ns) = (0u64, 1_700_000_000u64 * 1_000_000_000);
     let (mut messages, mut unanswered_notices, mut closed) = (0u64, 0u64, 0u64);
     let mut checkpoints: Vec<Sizes> = Vec::new();
     let step = target_messages / 10;
-    let handle = |out: &mut Vec<Output>,
-                  mirror: &mut Pairer,
-                  messages: &mut u64,
-                  unanswered: &mut u64,
-                  closed: &mut u64| {
-        for o in out.drain(..) {
-            match o {
-                Output::Message(m) => {
-                    *messages += 1;
-                    assert_eq!(
-                        m.info.decode_error, None,
-                        "message {} did not decode",
-                        m.info.index
-                    );
-                    let i = &m.info;
-                    match (i.kind, i.correlation_id, i.api_key, i.api_version) {
-                        (Kind::Request, Some(c), Some(k), Some(v)) if i.expects_response => {
-                            let p = PendingRequest {
-                                index: i.index,
-                                api_key: k,
-                                api_version: v,
-                                frame: i.frame,
-                                ts: i.ts,
-                            };
-                            mirror.request(i.stream, c, p);
+    let handle =
+        |out: &mut Vec<Output>, messages: &mut u64, unanswered: &mut u64, closed: &mut u64| {
+            for o in out.drain(..) {
+                match o {
+                    Output::Message(m) => {
+                        *messages += 1;
+                        assert_eq!(
+                            m.info.decode_error, None,
+                            "message {} did not decode",
+                            m.info.index
+                        );
+                        if m.info.kind == Kind::Response {
+                            assert!(m.info.paired, "response {} unpaired", m.info.index);
                         }
-                        (Kind::Response, Some(c), _, _) => {
-                            assert!(i.paired, "response {} unpaired", i.index);
-                            mirror.response(i.stream, c);
-                        }
-                        _ => {}
                     }
+                    Output::Notice(Notice::Unanswered { .. }) => *unanswered += 1,
+                    Output::Notice(Notice::Stream(Event::StreamClosed { .. })) => *closed += 1,
+                    Output::Notice(_) => {}
                 }
-                Output::Notice(Notice::Unanswered { .. }) => *unanswered += 1,
-                Output::Notice(Notice::Stream(Event::StreamClosed { stream, .. })) => {
-                    *closed += 1;
-                    mirror.close(stream);
-                }
-                Output::Notice(_) => {}
             }
-        }
-    };
+        };
     while messages < target_messages {
         traffic.step();
         let segs = std::mem::take(&mut traffic.out);
@@ -358,34 +325,23 @@ fn soak(target_messages: u64, check_rss: bool) {
             ts_ns += 20_000_000;
             let f = frame_of_segment(s, frame, ts_ns);
             an.push(&f, &mut out);
-            let ts = Timestamp::new(
-                (ts_ns / 1_000_000_000) as i64,
-                (ts_ns % 1_000_000_000) as u32,
-            );
-            flow.push(s, frame, ts, &mut flow_out);
-            flow_out.clear();
         }
         handle(
             &mut out,
-            &mut mirror,
             &mut messages,
             &mut unanswered_notices,
             &mut closed,
         );
         if messages >= step * (checkpoints.len() as u64 + 1) {
             checkpoints.push(Sizes {
-                tracked: flow.tracked(),
-                buffered: flow.buffered(),
-                pending: mirror.pending(),
+                an: an.sizes(),
                 rss_kb: rss_kb(),
             });
         }
     }
     an.finish(&mut out);
-    flow.finish(&mut flow_out);
     handle(
         &mut out,
-        &mut mirror,
         &mut messages,
         &mut unanswered_notices,
         &mut closed,
@@ -399,21 +355,28 @@ fn soak(target_messages: u64, check_rss: bool) {
     // its connection closed (or at the end): the pending table does not leak.
     assert_eq!(messages, traffic.messages);
     assert_eq!(unanswered_notices, traffic.unanswered);
-    assert_eq!(mirror.pending(), 0);
-    assert_eq!(flow.tracked(), 0);
-    assert_eq!(flow.buffered(), 0);
+    let end = an.sizes();
+    assert_eq!(
+        end,
+        AnalyzerSizes {
+            topics: end.topics,
+            ..AnalyzerSizes::default()
+        },
+        "the analyzer still holds something after the end"
+    );
     // Flat: after the warm-up, no size grows past 1.5x its warm-up maximum.
     let warm = &checkpoints[..4];
     let max = |f: fn(&Sizes) -> u64, c: &[Sizes]| c.iter().map(f).max().unwrap_or(0);
-    for (name, f, slack) in [
-        (
-            "tracked connections",
-            (|s: &Sizes| s.tracked as u64) as fn(&Sizes) -> u64,
-            64,
-        ),
-        ("buffered bytes", |s: &Sizes| s.buffered as u64, 4096),
-        ("pending requests", |s: &Sizes| s.pending as u64, 64),
-    ] {
+    type Size = fn(&Sizes) -> u64;
+    let sizes: [(&str, Size, u64); 6] = [
+        ("tracked connections", |s| s.an.connections as u64, 64),
+        ("buffered bytes", |s| s.an.buffered_bytes as u64, 4096),
+        ("framed streams", |s| s.an.framed_streams as u64, 64),
+        ("analyzer streams", |s| s.an.streams as u64, 64),
+        ("pending requests", |s| s.an.pending_requests as u64, 64),
+        ("topic names", |s| s.an.topics as u64, 64),
+    ];
+    for (name, f, slack) in sizes {
         let w = max(f, warm);
         let later = max(f, &checkpoints[4..]);
         assert!(

@@ -180,7 +180,10 @@ pub fn run(opts: &PrintOptions) -> Result<u64, CliError> {
     if live {
         // Kernel drops are lost messages: always say how many there were.
         if let Some(line) = source.stats().ok().and_then(|s| s.drop_summary()) {
-            eprintln!("kafkashark: {}: {line}", kafkashark::kafka::tree::escape_text(&printer.name));
+            eprintln!(
+                "kafkashark: {}: {line}",
+                kafkashark::kafka::tree::escape_text(&printer.name)
+            );
         }
     }
     if let Some(e) = read_error {
