@@ -27,8 +27,8 @@
 //!   ceiling could blow past that, are decoded;
 //! - LZ4 (the frame format, the header checksum ignored as
 //!   [`super::compression`] does for Kafka's pre-KIP-57 checksum; only the
-//!   first frame, as the decoder reads only that one): the content size of the descriptor when its flag is
-//!   set, else per block — an uncompressed block counts its size, a
+//!   first frame, as the decoder reads only that one): the content size of
+//!   the descriptor when its flag is set, else per block — an uncompressed block counts its size, a
 //!   compressed block of an independent-blocks frame is walked sequence by
 //!   sequence (literals + match lengths, without writing output), every
 //!   offset within what the block produced so far and the block ending exactly
