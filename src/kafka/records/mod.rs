@@ -14,7 +14,7 @@
 //!   buffer is sized from a wire length before that length is checked against
 //!   the bytes that remain, so a hostile count or length costs nothing;
 //! - `stats`' node-less count ([`count_record_set`]) takes the decompressed
-//!   size of a CRC-verified batch from its codec's framing ([`declared`]) and
+//!   size of a CRC-verified batch from its codec's framing (`declared`) and
 //!   decompresses only what does not declare it, under the same limits;
 //! - decompression stops past [`DecodeOptions::max_decompressed`] per batch,
 //!   and past [`TOTAL_FACTOR`] times that for all sources of one message;
@@ -139,7 +139,7 @@ pub struct SetCounts {
 /// budget, and a length-only source pushed onto `sources` for each payload
 /// that decompressed — without making nodes. A compressed batch whose
 /// CRC-32C matches its bytes is not decompressed when its codec's framing
-/// declares the size ([`declared`]: the same figure for every payload a real
+/// declares the size (module `declared`: the same figure for every payload a real
 /// producer sends; only compressed data that is invalid under a matching CRC
 /// can be counted with its declared size where the decoder would refuse it). `None` (with `sources` as it
 /// was) when the set is anything but complete v2 batches with non-negative
