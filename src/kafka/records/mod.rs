@@ -13,6 +13,9 @@
 //! - no read is unchecked (`clippy::indexing_slicing` is denied here) and no
 //!   buffer is sized from a wire length before that length is checked against
 //!   the bytes that remain, so a hostile count or length costs nothing;
+//! - `stats`' node-less count ([`count_record_set`]) takes the decompressed
+//!   size of a CRC-verified batch from its codec's framing (`declared`) and
+//!   decompresses only what does not declare it, under the same limits;
 //! - decompression stops past [`DecodeOptions::max_decompressed`] per batch,
 //!   and past [`TOTAL_FACTOR`] times that for all sources of one message;
 //!   legacy wrappers nest at most [`MAX_DEPTH`] deep;
@@ -29,6 +32,7 @@
 mod batch;
 pub mod compression;
 mod cursor;
+mod declared;
 mod legacy;
 
 use crate::kafka::decode::DecodeOptions;
@@ -133,7 +137,11 @@ pub struct SetCounts {
 /// [`DecodeOptions::records_headers_only`] would decode it — same batch
 /// framing, same decompression with the same per-batch limit and message
 /// budget, and a length-only source pushed onto `sources` for each payload
-/// that decompressed — without making nodes. `None` (with `sources` as it
+/// that decompressed — without making nodes. A compressed batch whose
+/// CRC-32C matches its bytes is not decompressed when its codec's framing
+/// declares the size (module `declared`: the same figure for every payload a real
+/// producer sends; only compressed data that is invalid under a matching CRC
+/// can be counted with its declared size where the decoder would refuse it). `None` (with `sources` as it
 /// was) when the set is anything but complete v2 batches with non-negative
 /// record counts and payloads that decompress or are refused by the limit,
 /// optionally followed by a batch cut at the end: legacy messages, unknown
@@ -203,15 +211,15 @@ fn count_batches(
             if sources.len() >= usize::from(u16::MAX) {
                 return None;
             }
-            match compression::decompressed_len(codec, payload, limit) {
-                Ok(s) => {
-                    budget = budget.saturating_sub(s.len);
+            match payload_len(batch, codec, payload, limit) {
+                Ok(len) => {
+                    budget = budget.saturating_sub(len);
                     out.compressed += payload.len() as u64;
-                    out.decompressed += s.len as u64;
+                    out.decompressed += len as u64;
                     sources.push(ByteSource {
                         name: String::new(),
                         data: Vec::new(),
-                        len: s.len,
+                        len,
                         parent: 0,
                         parent_offset: base + pos + BATCH_HEADER_LEN,
                         parent_length: payload.len(),
@@ -224,6 +232,30 @@ fn count_batches(
         pos += total;
     }
     Some(out)
+}
+
+/// What the compressed `payload` of `batch` decompresses to, within `limit`.
+/// When the batch CRC-32C matches its bytes, the size the codec's framing
+/// declares ([`declared::declared_len`]) if it is within the limit; anything
+/// else — a CRC mismatch, a framing that must be decoded to be known, a size
+/// over the limit — gets [`compression::decompressed_len`]'s answer.
+fn payload_len(
+    batch: &[u8],
+    codec: u8,
+    payload: &[u8],
+    limit: usize,
+) -> Result<usize, InflateError> {
+    let stored = batch
+        .get(17..21)
+        .and_then(|b| b.try_into().ok())
+        .map(u32::from_be_bytes);
+    let verified = stored.is_some() && batch.get(21..).map(crc32c::crc32c) == stored;
+    if verified {
+        if let Some(n) = declared::declared_len(codec, payload).filter(|&n| n <= limit) {
+            return Ok(n);
+        }
+    }
+    compression::decompressed_len(codec, payload, limit).map(|s| s.len)
 }
 
 /// Shared state of one [`decode_record_set`] call.

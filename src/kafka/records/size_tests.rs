@@ -341,3 +341,268 @@ fn counted_record_sets_agree_with_the_headers_only_decode() {
     assert_eq!(agree(&magic, &opts, &[]), None);
     assert_eq!(agree(&[], &opts, &[]), Some(SetCounts::default()));
 }
+
+/// Bytes that do not compress (xorshift), for LZ4's uncompressed blocks.
+fn noise(n: usize) -> Vec<u8> {
+    let mut x = 0x9E37_79B9_7F4A_7C15u64;
+    (0..n)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect()
+}
+
+fn lz4_with(info: lz4_flex::frame::FrameInfo, data: &[u8]) -> Vec<u8> {
+    use std::io::Write;
+    let mut e = lz4_flex::frame::FrameEncoder::with_frame_info(info, Vec::new());
+    e.write_all(data).unwrap();
+    e.finish().unwrap()
+}
+
+/// Payloads whose declared size `declared_len` must read (codec, bytes,
+/// what), most of them around `a`.
+fn declaring_payloads(a: &[u8]) -> Vec<(u8, Vec<u8>, &'static str)> {
+    use lz4_flex::frame::{BlockMode, BlockSize, FrameInfo};
+    let a = a.to_vec();
+    let b = sample(7);
+    let mut v = vec![
+        (1, compress(1, &a), "gzip"),
+        (1, compress(1, &[]), "gzip, empty"),
+        (1, gzip_named(&a), "gzip, named"),
+        (2, compress(2, &a), "snappy raw"),
+        (2, xerial(&[&a, &b, &[]]), "snappy xerial"),
+        (2, xerial(&[]), "snappy xerial, no chunk"),
+        (3, compress(3, &a), "lz4"),
+        (3, compress(3, &[]), "lz4, empty"),
+        (4, compress(4, &a), "zstd"),
+        (4, compress(4, &[]), "zstd, empty"),
+        (4, zstd::bulk::compress(&a, 19).unwrap(), "zstd level 19"),
+    ];
+    let mut two = compress(4, &a);
+    two.extend_from_slice(&compress(4, &b));
+    v.push((4, two, "zstd, two frames"));
+    let mut skip = vec![0x5A, 0x2A, 0x4D, 0x18, 3, 0, 0, 0, 1, 2, 3];
+    skip.extend_from_slice(&compress(4, &b));
+    skip.extend_from_slice(&[0x50, 0x2A, 0x4D, 0x18, 0, 0, 0, 0]);
+    v.push((4, skip, "zstd, skippable frames"));
+    let big = noise(300_000);
+    v.push((
+        4,
+        zstd::bulk::compress(&big, 1).unwrap(),
+        "zstd, raw blocks",
+    ));
+    v.push((
+        4,
+        zstd::bulk::compress(&vec![7u8; 300_000], 1).unwrap(),
+        "zstd, RLE",
+    ));
+    let sized = FrameInfo::new().content_size(Some(a.len() as u64));
+    v.push((3, lz4_with(sized, &a), "lz4, content size"));
+    let checks = FrameInfo::new()
+        .block_checksums(true)
+        .content_checksum(true)
+        .block_size(BlockSize::Max256KB);
+    v.push((3, lz4_with(checks, &a), "lz4, checksums"));
+    v.push((
+        3,
+        lz4_with(FrameInfo::new(), &big),
+        "lz4, uncompressed blocks",
+    ));
+    let mut mixed = noise(70_000);
+    mixed.extend_from_slice(&a);
+    v.push((3, lz4_with(FrameInfo::new(), &mixed), "lz4, mixed blocks"));
+    let linked = FrameInfo::new()
+        .block_mode(BlockMode::Linked)
+        .content_size(Some(mixed.len() as u64));
+    v.push((3, lz4_with(linked, &mixed), "lz4, linked with size"));
+    let mut frames = compress(3, &a);
+    frames.extend_from_slice(&compress(3, &b));
+    v.push((3, frames, "lz4, two frames"));
+    let mut old = compress(3, &a);
+    let hc_at = compression::lz4_descriptor_end(&old).unwrap();
+    old[hc_at] = (compression::xxh32(&old[..hc_at], 0) >> 8) as u8;
+    v.push((3, old, "lz4, pre-KIP-57 header checksum"));
+    v
+}
+
+/// Payloads that must be decoded to be known: `declared_len` says `None`.
+fn undeclaring_payloads(a: &[u8]) -> Vec<(u8, Vec<u8>, &'static str)> {
+    use lz4_flex::frame::{BlockMode, FrameInfo};
+    let a = a.to_vec();
+    let b = sample(7);
+    let mut two = compress(1, &a);
+    two.extend_from_slice(&compress(1, &b));
+    let mut streamed = Vec::new();
+    {
+        use std::io::Write;
+        let mut e = zstd::stream::write::Encoder::new(&mut streamed, 3).unwrap();
+        e.write_all(&a).unwrap();
+        e.finish().unwrap();
+    }
+    let mut sized_then_streamed = compress(4, &b);
+    sized_then_streamed.extend_from_slice(&streamed);
+    let mut mixed = noise(70_000);
+    mixed.extend_from_slice(&a);
+    let linked = FrameInfo::new().block_mode(BlockMode::Linked);
+    vec![
+        (1, two, "gzip, two members"),
+        (4, streamed, "zstd, no content size"),
+        (4, sized_then_streamed, "zstd, a frame without content size"),
+        (3, lz4_with(linked, &mixed), "lz4, linked blocks"),
+        (5, a.clone(), "codec 5"),
+        (0, a, "none"),
+    ]
+}
+
+/// `declared_len` is `None` or what the decoder makes; when both answer for
+/// damaged bytes, they agree too.
+fn declared_agrees(codec: u8, p: &[u8], what: &str) {
+    let real = decompress(codec, p, usize::MAX).map(|o| o.data.len());
+    if let (Some(d), Ok(n)) = (declared::declared_len(codec, p), &real) {
+        assert_eq!(d, *n, "{what}: {} bytes", p.len());
+    }
+}
+
+#[test]
+fn declared_sizes_are_the_decompressed_sizes() {
+    for (codec, p, what) in declaring_payloads(&sample(3000)) {
+        let real = decompress(codec, &p, usize::MAX).unwrap().data.len();
+        assert_eq!(declared::declared_len(codec, &p), Some(real), "{what}");
+    }
+    for (codec, p, what) in undeclaring_payloads(&sample(3000)) {
+        assert_eq!(declared::declared_len(codec, &p), None, "{what}");
+        // Decodable, but only by decoding (codec 5: refused by the decoder).
+        assert_eq!(
+            decompress(codec, &p, usize::MAX).is_ok(),
+            codec <= 4,
+            "{what}"
+        );
+    }
+    // The LZ4 decoder refuses a skippable frame: so it is left to it.
+    let mut lz_skip = vec![0x50, 0x2A, 0x4D, 0x18, 0, 0, 0, 0];
+    lz_skip.extend_from_slice(&compress(3, b"abc"));
+    assert_eq!(declared::declared_len(3, &lz_skip), None);
+    assert!(decompress(3, &lz_skip, usize::MAX).is_err());
+    for (codec, p, _) in payloads().into_iter().map(|(c, p)| (c, p, "")) {
+        declared_agrees(codec, &p, "payloads()");
+    }
+}
+
+#[test]
+fn damaged_payloads_never_panic_and_agree_when_both_answer() {
+    let a = sample(40);
+    for (codec, p, what) in declaring_payloads(&a)
+        .into_iter()
+        .chain(undeclaring_payloads(&a))
+        .filter(|(_, p, _)| p.len() < 20_000)
+    {
+        for cut in 0..p.len() {
+            declared_agrees(codec, &p[..cut], what);
+        }
+        for i in 0..p.len() {
+            for bit in [0x01, 0x40, 0x80] {
+                let mut q = p.clone();
+                q[i] ^= bit;
+                declared_agrees(codec, &q, what);
+            }
+        }
+    }
+    // Big payloads: cuts and flips around the framing only.
+    for (codec, p, what) in declaring_payloads(&a)
+        .into_iter()
+        .filter(|(_, p, _)| p.len() >= 20_000)
+    {
+        let n = p.len();
+        for i in (0..64).chain(n - 64..n).chain((0..n).step_by(997)) {
+            declared_agrees(codec, &p[..i], what);
+            let mut q = p.clone();
+            q[i] ^= 0x40;
+            declared_agrees(codec, &q, what);
+        }
+    }
+}
+
+#[test]
+fn lz4_block_walk_rejects_inconsistent_blocks() {
+    use super::declared::lz4_block_len;
+    // 4 literals "abcd", then a match at offset 4 of 4 + 4 bytes, then 1 literal.
+    let ok = [0x44, b'a', b'b', b'c', b'd', 4, 0, 0x10, b'e'];
+    assert_eq!(lz4_block_len(&ok, 1 << 16), Some(13));
+    assert_eq!(lz4_block_len(&ok, 12), None, "over the block maximum");
+    let mut far = ok;
+    far[5] = 5; // offset before the block's start
+    assert_eq!(lz4_block_len(&far, 1 << 16), None);
+    let mut zero = ok;
+    zero[5] = 0;
+    assert_eq!(lz4_block_len(&zero, 1 << 16), None);
+    // Ends after a match, or inside an offset: not a block's end.
+    assert_eq!(lz4_block_len(&ok[..7], 1 << 16), None);
+    assert_eq!(lz4_block_len(&ok[..6], 1 << 16), None);
+    assert_eq!(lz4_block_len(&[], 1 << 16), None);
+    // Literal length past the block.
+    assert_eq!(lz4_block_len(&[0x50, 1, 2], 1 << 16), None);
+}
+
+#[test]
+fn declared_sizes_agree_on_every_captured_payload() {
+    let (mut seen, mut declared) = (0, 0);
+    for path in capture_files() {
+        for m in messages(&path) {
+            let Some(d) = &m.decoded else { continue };
+            for s in &d.sources {
+                let parent: &[u8] = if s.parent == 0 {
+                    &m.raw.bytes
+                } else {
+                    &d.sources[usize::from(s.parent) - 1].data
+                };
+                let comp = &parent[s.parent_offset..s.parent_offset + s.parent_length];
+                let codec = match s.name.split('-').next() {
+                    Some("gzip") => 1,
+                    Some("snappy") => 2,
+                    Some("lz4") => 3,
+                    Some("zstd") => 4,
+                    _ => continue,
+                };
+                seen += 1;
+                if let Some(n) = declared::declared_len(codec, comp) {
+                    assert_eq!(n, s.len, "{}: {}", path.display(), s.name);
+                    declared += 1;
+                }
+            }
+        }
+    }
+    assert!(seen >= 4, "only {seen} compressed payloads found");
+    // Every codec of captures/a2 declares its size.
+    assert!(declared >= 4, "only {declared} of {seen} declared");
+}
+
+/// A batch whose CRC matches but whose compressed data is broken: counted
+/// with the size its framing declares (the documented exception); with a
+/// CRC that does not match, declined to the decoder as before.
+#[test]
+fn a_crc_verified_batch_is_counted_by_its_declared_size() {
+    let recs = sample(20);
+    let opts = headers_only(64 << 20);
+    let mut z = compress(4, &recs);
+    let n = z.len();
+    z[n / 2] ^= 0xff; // inside the compressed block, headers intact
+    assert!(decompress(4, &z, 1 << 20).is_err());
+    assert_eq!(declared::declared_len(4, &z), Some(recs.len()));
+    let set = record_batch(4, 20, &z);
+    let mut sources = Vec::new();
+    let c = count_record_set(&set, 0, &opts, &mut sources).expect("counted");
+    assert_eq!(
+        (c.compressed, c.decompressed),
+        (n as u64, recs.len() as u64)
+    );
+    let mut bad = set.clone();
+    bad[17] ^= 1; // the stored CRC
+    assert_eq!(count_record_set(&bad, 0, &opts, &mut Vec::new()), None);
+    // Over the limit: the decoder's answer (refused), as before.
+    let whole = record_batch(4, 20, &compress(4, &recs));
+    let c = count_record_set(&whole, 0, &headers_only(recs.len() - 1), &mut Vec::new());
+    assert_eq!(c.map(|c| (c.batches, c.decompressed)), Some((1, 0)));
+}
