@@ -12,7 +12,7 @@
 //! marked as inferred. Memory follows the open connections and the requests in
 //! flight, not the capture's length.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 use std::net::SocketAddr;
 
 use crate::capture::{Frame, Timestamp};
@@ -206,7 +206,7 @@ pub struct Analyzer {
     cfg: AnalyzerConfig,
     pipeline: Pipeline,
     pairer: Pairer,
-    streams: HashMap<u64, StreamInfo>,
+    streams: FxHashMap<u64, StreamInfo>,
     next_index: u64,
     events: Vec<Event>,
     topics: TopicNames,
@@ -225,7 +225,7 @@ impl Analyzer {
             pipeline: Pipeline::new(cfg.pipeline.clone()),
             pairer: Pairer::new(cfg.max_pending_per_stream),
             cfg,
-            streams: HashMap::new(),
+            streams: FxHashMap::default(),
             next_index: 0,
             events: Vec::new(),
             topics: TopicNames::default(),

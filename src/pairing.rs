@@ -11,7 +11,9 @@
 //! reused while an earlier request with it is still waiting, a response pairs
 //! with the nearest earlier request (the latest one sent).
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
+
+use rustc_hash::FxHashMap;
 
 use crate::capture::Timestamp;
 
@@ -32,7 +34,7 @@ pub struct PendingRequest {
 
 #[derive(Default)]
 struct StreamPending {
-    by_corr: HashMap<i32, Vec<PendingRequest>>,
+    by_corr: FxHashMap<i32, Vec<PendingRequest>>,
     /// Arrival order, for evicting the oldest; may hold entries already answered.
     order: VecDeque<(i32, u64)>,
     live: usize,
@@ -60,7 +62,7 @@ impl StreamPending {
 /// Per-connection tables of requests waiting for responses.
 pub struct Pairer {
     max_pending: usize,
-    streams: HashMap<u64, StreamPending>,
+    streams: FxHashMap<u64, StreamPending>,
     evicted: u64,
 }
 
@@ -69,7 +71,7 @@ impl Pairer {
     pub fn new(max_pending: usize) -> Pairer {
         Pairer {
             max_pending: max_pending.max(1),
-            streams: HashMap::new(),
+            streams: FxHashMap::default(),
             evicted: 0,
         }
     }

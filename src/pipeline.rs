@@ -262,7 +262,8 @@ pub struct Pipeline {
     framing: FramerConfig,
     flow: Reassembler,
     /// Per-connection state by stream id (looked up for every flow event: a fast hash).
-    streams: FxHashMap<u64, StreamState>,
+    /// Boxed: a stream's state is taken out and put back on every event.
+    streams: FxHashMap<u64, Box<StreamState>>,
     scratch: Vec<FlowEvent>,
     warned_link: bool,
     stats: PipelineStats,
@@ -409,7 +410,7 @@ impl Pipeline {
                 };
                 self.streams.insert(
                     *stream,
-                    StreamState {
+                    Box::new(StreamState {
                         client: *client,
                         broker: *broker,
                         frame: *frame,
@@ -417,7 +418,7 @@ impl Pipeline {
                         role,
                         framers: [None, None],
                         pending: VecDeque::new(),
-                    },
+                    }),
                 );
                 return;
             }
