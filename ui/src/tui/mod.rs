@@ -173,16 +173,7 @@ pub fn run(opts: Options) -> Result<(), CliError> {
             let ports = opts.ports.clone();
             std::thread::Builder::new()
                 .name("kafkashark-loader".into())
-                .spawn(move || {
-                    load(
-                        src,
-                        ports,
-                        total,
-                        reread,
-                        &tx,
-                        &stop2,
-                    )
-                })
+                .spawn(move || load(src, ports, total, reread, &tx, &stop2))
                 .map_err(|e| CliError::Io {
                     path: "loader thread".into(),
                     err: e,
