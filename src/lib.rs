@@ -18,3 +18,6 @@ pub mod pairing;
 pub mod pipeline;
 pub mod stats;
 pub mod topics;
+
+#[cfg(test)]
+mod test_captures;

@@ -1160,16 +1160,8 @@ mod tests {
     #[test]
     fn held_messages_get_the_same_trees_back() {
         let mut json_trees = 0;
-        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("captures");
         let mut n = 0;
-        for e in std::fs::read_dir(dir).expect("captures").flatten() {
-            let p = e.path();
-            if !matches!(
-                p.extension().and_then(|e| e.to_str()),
-                Some("pcap" | "pcapng")
-            ) {
-                continue;
-            }
+        for p in crate::test_captures::shipped() {
             let (eager, _) = through_reorder(&p, Hold::Trees);
             // A small JSON budget: some held messages keep JSON, others bytes.
             for hold in [Hold::Bytes, Hold::Json(64 * 1024), Hold::Json(usize::MAX)] {

@@ -522,22 +522,6 @@ fn rebalance_loop_and_generation_timeline() {
     assert_eq!(h.frames, vec![2, 6, 10]);
 }
 
-/// Every shipped capture (`--ports any`, so every connection counts).
-fn shipped_captures() -> Vec<std::path::PathBuf> {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("captures");
-    let mut v: Vec<_> = std::fs::read_dir(dir)
-        .map(|d| d.filter_map(|e| e.ok().map(|e| e.path())).collect())
-        .unwrap_or_default();
-    v.retain(|p| {
-        matches!(
-            p.extension().and_then(|e| e.to_str()),
-            Some("pcap" | "pcapng")
-        )
-    });
-    v.sort();
-    v
-}
-
 /// The JSON report of `path` with these analyzer settings.
 fn report_json(path: &std::path::Path, cfg: AnalyzerConfig) -> String {
     use crate::capture::{FileSource, FrameSource, Polled};
@@ -567,7 +551,7 @@ fn report_json(path: &std::path::Path, cfg: AnalyzerConfig) -> String {
 fn the_light_analyzer_config_reports_what_full_trees_report() {
     use crate::flow::Ports;
     use crate::pipeline::PipelineConfig;
-    let captures = shipped_captures();
+    let captures = crate::test_captures::shipped();
     assert!(!captures.is_empty());
     for p in captures {
         let base = AnalyzerConfig {
@@ -589,32 +573,6 @@ fn the_light_analyzer_config_reports_what_full_trees_report() {
     }
 }
 
-/// Capture files: `captures/` and, when present, `../shared/captures`.
-fn all_captures() -> Vec<std::path::PathBuf> {
-    fn walk(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
-        let Ok(rd) = std::fs::read_dir(dir) else {
-            return;
-        };
-        for e in rd.flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                walk(&p, out);
-            } else if matches!(
-                p.extension().and_then(|e| e.to_str()),
-                Some("pcap" | "pcapng")
-            ) {
-                out.push(p);
-            }
-        }
-    }
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
-    let mut v = Vec::new();
-    walk(&root.join("captures"), &mut v);
-    walk(&root.join("../shared/captures"), &mut v);
-    v.sort();
-    v
-}
-
 #[test]
 fn the_summary_scan_places_what_the_full_tree_places() {
     use crate::capture::{FileSource, FrameSource, Polled};
@@ -628,7 +586,7 @@ fn the_summary_scan_places_what_the_full_tree_places() {
     };
     let topics = crate::topics::TopicNames::default();
     let (mut messages, mut placed, mut sets, mut errors) = (0, 0, 0, 0);
-    for p in all_captures() {
+    for p in crate::test_captures::all() {
         let Ok(mut src) = FileSource::open(p.to_str().expect("utf-8 path")) else {
             continue;
         };

@@ -131,32 +131,6 @@ fn size_only_decompression_agrees_with_the_full_decode() {
     }
 }
 
-/// Capture files: `captures/` and, when present, `../shared/captures`.
-fn capture_files() -> Vec<std::path::PathBuf> {
-    fn walk(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
-        let Ok(rd) = std::fs::read_dir(dir) else {
-            return;
-        };
-        for e in rd.flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                walk(&p, out);
-            } else if matches!(
-                p.extension().and_then(|e| e.to_str()),
-                Some("pcap" | "pcapng")
-            ) {
-                out.push(p);
-            }
-        }
-    }
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
-    let mut v = Vec::new();
-    walk(&root.join("captures"), &mut v);
-    walk(&root.join("../shared/captures"), &mut v);
-    v.sort();
-    v
-}
-
 /// Every message of a capture, decoded in full (records included).
 fn messages(path: &std::path::Path) -> Vec<crate::model::MessageRecord> {
     use crate::capture::{FileSource, FrameSource, Polled};
@@ -192,7 +166,7 @@ fn messages(path: &std::path::Path) -> Vec<crate::model::MessageRecord> {
 #[test]
 fn size_only_decompression_agrees_on_every_captured_payload() {
     let mut seen = 0;
-    for path in capture_files() {
+    for path in crate::test_captures::all() {
         for m in messages(&path) {
             let Some(d) = &m.decoded else { continue };
             for s in &d.sources {
@@ -549,7 +523,7 @@ fn lz4_block_walk_rejects_inconsistent_blocks() {
 #[test]
 fn declared_sizes_agree_on_every_captured_payload() {
     let (mut seen, mut declared) = (0, 0);
-    for path in capture_files() {
+    for path in crate::test_captures::all() {
         for m in messages(&path) {
             let Some(d) = &m.decoded else { continue };
             for s in &d.sources {
