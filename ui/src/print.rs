@@ -603,6 +603,10 @@ impl Printer {
                 }
                 Output::Notice(n) => {
                     if let Some(text) = notice_text(&n) {
+                        // What was printed before the notice reaches stdout first,
+                        // so a terminal (or `2>&1`) shows them in order.
+                        self.drain(w)?;
+                        w.flush().map_err(CliError::Output)?;
                         eprintln!(
                             "kafkashark: {}: {}",
                             tree::escape_text(&self.name),
