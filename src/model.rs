@@ -836,7 +836,15 @@ pub struct Reorder {
     json_held: usize,
     /// Tree JSON bytes per message byte, so far.
     json_ratio: Ratio,
+    /// Notices that arrived while messages were held, each with the index of
+    /// the last message queued before it: it leaves right after that message,
+    /// so a notice never overtakes what came before it (at most
+    /// [`MAX_HELD_NOTICES`]; past that they leave at once).
+    notices: std::collections::VecDeque<(u64, Notice)>,
 }
+
+/// Notices a [`Reorder`] keeps in order behind held messages.
+const MAX_HELD_NOTICES: usize = 16_384;
 
 /// Bytes of tree JSON per message byte seen so far.
 #[derive(Default)]
@@ -934,6 +942,7 @@ impl Reorder {
             json_budget: 0,
             json_held: 0,
             json_ratio: Ratio::default(),
+            notices: std::collections::VecDeque::new(),
         }
     }
 
@@ -1047,7 +1056,12 @@ impl Reorder {
                         *waiting = false;
                     }
                 }
-                out.push(Output::Notice(n));
+                match self.queue.back() {
+                    Some((last, _, _)) if self.notices.len() < MAX_HELD_NOTICES => {
+                        self.notices.push_back((last.info.index, n));
+                    }
+                    _ => out.push(Output::Notice(n)),
+                }
             }
         }
         self.release(out, false);
@@ -1071,11 +1085,24 @@ impl Reorder {
                 break;
             }
             if let Some((m, _, held)) = self.queue.pop_front() {
+                let index = m.info.index;
                 if let Some(h) = held {
-                    self.released.push_back((m.info.index, h));
+                    self.released.push_back((index, h));
                 }
                 out.push(Output::Message(m));
+                while self
+                    .notices
+                    .front()
+                    .is_some_and(|(after, _)| *after <= index)
+                {
+                    if let Some((_, n)) = self.notices.pop_front() {
+                        out.push(Output::Notice(n));
+                    }
+                }
             }
+        }
+        if self.queue.is_empty() {
+            out.extend(self.notices.drain(..).map(|(_, n)| Output::Notice(n)));
         }
     }
 }

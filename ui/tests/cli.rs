@@ -235,3 +235,35 @@ fn stats_json_follows_the_contract() {
         assert!(v[k].is_array(), "missing {k}");
     }
 }
+
+#[test]
+fn notices_follow_the_messages_printed_before_them() {
+    // stdout and stderr into one pipe: the notice about the unanswered Metadata
+    // request at frame 262 must come after that request's own line, not before
+    // the buffered lines ahead of it.
+    let out = Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "'{}' print '{}' 2>&1",
+            env!("CARGO_BIN_EXE_kafkashark"),
+            repo("captures/a1-kcat-produce-consume-group.pcap")
+        ))
+        .output()
+        .expect("sh runs");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let lines: Vec<&str> = text.lines().collect();
+    let notice = lines
+        .iter()
+        .position(|l| l.contains("request at frame 262 (Metadata v12) got no response"))
+        .expect("the notice is printed");
+    let request = lines
+        .iter()
+        .position(|l| l.trim_start().starts_with("262 ") && l.contains("Metadata v12 Request"))
+        .expect("the request is printed");
+    assert!(
+        request < notice,
+        "notice at line {notice} before its request at line {request}"
+    );
+    // The notice is not merely last: messages printed after it exist too.
+    assert!(notice > 0 && notice + 1 < lines.len(), "{text}");
+}
