@@ -2,6 +2,10 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::capture::{FileSource, FrameSource, Polled};
+use crate::model::{Analyzer, AnalyzerConfig, MessageRecord, Output};
+use crate::pipeline::PipelineConfig;
+
 /// The `.pcap`/`.pcapng` files under `dir` (recursively), appended to `out`.
 fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
     let Ok(rd) = std::fs::read_dir(dir) else {
@@ -39,4 +43,39 @@ pub(crate) fn all() -> Vec<PathBuf> {
     walk(&root.join("../shared/captures"), &mut v);
     v.sort();
     v
+}
+
+/// The reference decode: every port, full trees, record sets decoded in full.
+pub(crate) fn full_trees() -> AnalyzerConfig {
+    let mut cfg = AnalyzerConfig {
+        pipeline: PipelineConfig::with_ports(crate::flow::Ports::Any),
+        keep_trees: true,
+        ..AnalyzerConfig::default()
+    };
+    cfg.decode.records = true;
+    cfg
+}
+
+/// Every message of the capture at `path` through an analyzer with `cfg`
+/// (none when the file does not open).
+pub(crate) fn messages(path: &Path, cfg: AnalyzerConfig) -> Vec<MessageRecord> {
+    let Ok(mut src) = FileSource::open(path.to_str().unwrap_or("")) else {
+        return Vec::new();
+    };
+    let mut a = Analyzer::new(cfg);
+    let mut out = Vec::new();
+    loop {
+        match src.poll() {
+            Ok(Polled::Frame(f)) => a.push(&f, &mut out),
+            Ok(Polled::Timeout) => continue,
+            _ => break,
+        }
+    }
+    a.finish(&mut out);
+    out.into_iter()
+        .filter_map(|o| match o {
+            Output::Message(m) => Some(*m),
+            Output::Notice(_) => None,
+        })
+        .collect()
 }

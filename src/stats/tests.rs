@@ -575,10 +575,7 @@ fn the_light_analyzer_config_reports_what_full_trees_report() {
 
 #[test]
 fn the_summary_scan_places_what_the_full_tree_places() {
-    use crate::capture::{FileSource, FrameSource, Polled};
     use crate::kafka::decode::{summarize_request, summarize_response, DecodeOptions};
-    use crate::model::Analyzer;
-    use crate::pipeline::PipelineConfig;
     let scan_opts = DecodeOptions {
         records: false,
         records_headers_only: true,
@@ -587,28 +584,8 @@ fn the_summary_scan_places_what_the_full_tree_places() {
     let topics = crate::topics::TopicNames::default();
     let (mut messages, mut placed, mut sets, mut errors) = (0, 0, 0, 0);
     for p in crate::test_captures::all() {
-        let Ok(mut src) = FileSource::open(p.to_str().expect("utf-8 path")) else {
-            continue;
-        };
         // Full trees, records decoded in full: what the facts must equal.
-        let mut cfg = AnalyzerConfig {
-            pipeline: PipelineConfig::with_ports(crate::flow::Ports::Any),
-            keep_trees: true,
-            ..AnalyzerConfig::default()
-        };
-        cfg.decode.records = true;
-        let mut a = Analyzer::new(cfg);
-        let mut out = Vec::new();
-        loop {
-            match src.poll() {
-                Ok(Polled::Frame(f)) => a.push(&f, &mut out),
-                Ok(Polled::Timeout) => continue,
-                _ => break,
-            }
-        }
-        a.finish(&mut out);
-        for o in out {
-            let Output::Message(m) = o else { continue };
+        for m in crate::test_captures::messages(&p, crate::test_captures::full_trees()) {
             let Some(d) = &m.decoded else { continue };
             messages += 1;
             let s = match (m.info.kind, m.info.api_key, m.info.api_version) {

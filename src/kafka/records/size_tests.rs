@@ -131,43 +131,13 @@ fn size_only_decompression_agrees_with_the_full_decode() {
     }
 }
 
-/// Every message of a capture, decoded in full (records included).
-fn messages(path: &std::path::Path) -> Vec<crate::model::MessageRecord> {
-    use crate::capture::{FileSource, FrameSource, Polled};
-    use crate::model::{Analyzer, AnalyzerConfig, Output};
-    use crate::pipeline::PipelineConfig;
-    let Ok(mut src) = FileSource::open(path.to_str().unwrap_or("")) else {
-        return Vec::new();
-    };
-    let mut cfg = AnalyzerConfig {
-        pipeline: PipelineConfig::with_ports(crate::flow::Ports::Any),
-        keep_trees: true,
-        ..AnalyzerConfig::default()
-    };
-    cfg.decode.records = true;
-    let mut a = Analyzer::new(cfg);
-    let mut out = Vec::new();
-    loop {
-        match src.poll() {
-            Ok(Polled::Frame(f)) => a.push(&f, &mut out),
-            Ok(Polled::Timeout) => continue,
-            _ => break,
-        }
-    }
-    a.finish(&mut out);
-    out.into_iter()
-        .filter_map(|o| match o {
-            Output::Message(m) => Some(*m),
-            Output::Notice(_) => None,
-        })
-        .collect()
-}
-
-#[test]
-fn size_only_decompression_agrees_on_every_captured_payload() {
-    let mut seen = 0;
+/// Every compressed payload decoded from the captured messages: the capture,
+/// the codec, the compressed bytes and the byte source they decoded to.
+fn captured_payloads(
+    mut each: impl FnMut(&std::path::Path, u8, &[u8], &crate::kafka::tree::ByteSource),
+) {
     for path in crate::test_captures::all() {
-        for m in messages(&path) {
+        for m in crate::test_captures::messages(&path, crate::test_captures::full_trees()) {
             let Some(d) = &m.decoded else { continue };
             for s in &d.sources {
                 let parent: &[u8] = if s.parent == 0 {
@@ -183,18 +153,26 @@ fn size_only_decompression_agrees_on_every_captured_payload() {
                     Some("zstd") => 4,
                     other => panic!("{}: source {:?} ({other:?})", path.display(), s.name),
                 };
-                let size = compression::decompressed_len(codec, comp, 64 << 20).unwrap();
-                assert_eq!(size.len, s.data.len(), "{}: {}", path.display(), s.name);
-                assert_eq!(size.len, s.len);
-                let full = decompress(codec, comp, 64 << 20).unwrap();
-                assert_eq!(
-                    (full.data.as_slice(), full.note),
-                    (s.data.as_slice(), size.note)
-                );
-                seen += 1;
+                each(&path, codec, comp, s);
             }
         }
     }
+}
+
+#[test]
+fn size_only_decompression_agrees_on_every_captured_payload() {
+    let mut seen = 0;
+    captured_payloads(|path, codec, comp, s| {
+        let size = compression::decompressed_len(codec, comp, 64 << 20).unwrap();
+        assert_eq!(size.len, s.data.len(), "{}: {}", path.display(), s.name);
+        assert_eq!(size.len, s.len);
+        let full = decompress(codec, comp, 64 << 20).unwrap();
+        assert_eq!(
+            (full.data.as_slice(), full.note),
+            (s.data.as_slice(), size.note)
+        );
+        seen += 1;
+    });
     // captures/a2 alone holds batches of every codec.
     assert!(seen >= 4, "only {seen} compressed payloads found");
 }
@@ -523,31 +501,13 @@ fn lz4_block_walk_rejects_inconsistent_blocks() {
 #[test]
 fn declared_sizes_agree_on_every_captured_payload() {
     let (mut seen, mut declared) = (0, 0);
-    for path in crate::test_captures::all() {
-        for m in messages(&path) {
-            let Some(d) = &m.decoded else { continue };
-            for s in &d.sources {
-                let parent: &[u8] = if s.parent == 0 {
-                    &m.raw.bytes
-                } else {
-                    &d.sources[usize::from(s.parent) - 1].data
-                };
-                let comp = &parent[s.parent_offset..s.parent_offset + s.parent_length];
-                let codec = match s.name.split('-').next() {
-                    Some("gzip") => 1,
-                    Some("snappy") => 2,
-                    Some("lz4") => 3,
-                    Some("zstd") => 4,
-                    _ => continue,
-                };
-                seen += 1;
-                if let Some(n) = declared::declared_len(codec, comp) {
-                    assert_eq!(n, s.len, "{}: {}", path.display(), s.name);
-                    declared += 1;
-                }
-            }
+    captured_payloads(|path, codec, comp, s| {
+        seen += 1;
+        if let Some(n) = declared::declared_len(codec, comp) {
+            assert_eq!(n, s.len, "{}: {}", path.display(), s.name);
+            declared += 1;
         }
-    }
+    });
     assert!(seen >= 4, "only {seen} compressed payloads found");
     // Every codec of captures/a2 declares its size.
     assert!(declared >= 4, "only {declared} of {seen} declared");
