@@ -817,14 +817,3 @@ fn random_corruptions_read_the_same_as_with_libpcap() {
         assert_same(f.path_str(), &format!("{name} round {round}"));
     }
 }
-
-#[test]
-fn copied_frames_equal_shared_ones() {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("captures/b3-large-messages.pcap");
-    let path = path.to_str().expect("utf-8");
-    let shared = read_all(FileSource::open(path).expect("opens"));
-    let mut src = FileSource::open(path).expect("opens");
-    src.set_copy_frames(true);
-    let copied = read_all(src);
-    assert_eq!(shared.frames, copied.frames);
-}

@@ -35,9 +35,9 @@
 //!   [`POOL`] retired ones for reuse. Downstream holds few frames while reading
 //!   a file (reassembly and framing keep slices until a message is complete;
 //!   `print` keeps messages until their response is seen), and what they hold
-//!   is mostly a contiguous stretch of the file. A consumer that keeps frames
-//!   or messages for a whole session should ask for copies
-//!   ([`super::FileSource::set_copy_frames`]).
+//!   is mostly a contiguous stretch of the file. The TUI, which keeps messages
+//!   for the whole session, keeps where they lie in the file instead of their
+//!   bytes (`PipelineConfig::locate_in_file`).
 
 use super::{LinkType, Timestamp};
 use bytes::Bytes;
@@ -499,8 +499,6 @@ pub(super) struct FastFile {
     input: Input,
     format: Format,
     link: LinkType,
-    /// Copy each frame out of the buffer instead of slicing it.
-    pub copy: bool,
 }
 
 impl FastFile {
@@ -553,7 +551,6 @@ impl FastFile {
                 snapshot: adjust_snapshot(snaplen),
             },
             link,
-            copy: false,
         })
     }
 
@@ -613,7 +610,6 @@ impl FastFile {
                         input,
                         format: Format::Pcapng(ng),
                         link,
-                        copy: false,
                     });
                 }
                 BT_IDB | BT_EPB | BT_SPB | BT_PB => return None,
@@ -638,13 +634,7 @@ impl FastFile {
             } => next_pcap(&mut self.input, *order, *nano, *snapshot)?,
             Format::Pcapng(ng) => next_pcapng(&mut self.input, ng)?,
         };
-        Ok(match frame {
-            Some(mut f) if self.copy => {
-                f.data = Bytes::copy_from_slice(&f.data);
-                Some(f)
-            }
-            other => other,
-        })
+        Ok(frame)
     }
 }
 

@@ -155,16 +155,6 @@ impl FileSource {
     pub fn uses_libpcap(&self) -> bool {
         matches!(self.reader, Reader::Pcap(_))
     }
-
-    /// With `true`, every frame's bytes are copied into an allocation of
-    /// their own instead of sharing the reader's buffer (libpcap frames
-    /// always are): for a consumer that keeps frames or messages for the
-    /// whole session, so that each pins only its own bytes.
-    pub fn set_copy_frames(&mut self, copy: bool) {
-        if let Reader::Fast(f) = &mut self.reader {
-            f.copy = copy;
-        }
-    }
 }
 
 impl FrameSource for FileSource {
