@@ -118,31 +118,28 @@ pub fn run(opts: &PrintOptions) -> Result<u64, CliError> {
     if let Some(src) = file {
         return run_file(src, opts, analyzer, printer, decode_opts);
     }
-    let stdout = std::io::stdout();
-    let mut w = std::io::BufWriter::new(stdout.lock());
+    // Live, standard input, or a file read for a while (`--duration`): one
+    // thread, the same last stage as for files. Requests wait (bounded) for
+    // their responses so `paired` is final when printed.
+    let mut stage = Stage::new(
+        printer,
+        opts.count,
+        decode_opts,
+        if live { 1024 } else { 65_536 },
+    );
     let mut out = Vec::new();
-    let mut ready = Vec::new();
-    let mut printer = printer;
-    // Requests wait (bounded) for their responses so `paired` is final when printed.
-    let mut reorder = Reorder::new(if live { 1024 } else { 65_536 });
-    if opts.verbose {
-        // Messages waiting behind a long poll hold their bytes, not their trees.
-        reorder.hold_without_trees(decode_opts);
-    }
     let started = Instant::now();
     let mut last_flush = started;
     let mut read_error: Option<CaptureError> = None;
     loop {
-        if opts.count.is_some_and(|c| printer.printed >= c)
-            || opts.duration.is_some_and(|d| started.elapsed() >= d)
-        {
+        if stage.count_reached() || opts.duration.is_some_and(|d| started.elapsed() >= d) {
             break;
         }
         let frame: Frame = match source.poll() {
             Ok(Polled::Frame(f)) => f,
             Ok(Polled::Timeout) => {
                 if live {
-                    w.flush().map_err(CliError::Output)?;
+                    stage.flush()?;
                 }
                 continue;
             }
@@ -152,37 +149,30 @@ pub fn run(opts: &PrintOptions) -> Result<u64, CliError> {
                 break;
             }
         };
-        if printer.first_ts.is_none() {
-            printer.first_ts = Some(frame.ts);
+        if stage.printer.first_ts.is_none() {
+            stage.printer.first_ts = Some(frame.ts);
         }
         analyzer.push(&frame, &mut out);
-        for o in out.drain(..) {
-            reorder.push(o, &mut ready);
+        if stage.frame(&mut out)? {
+            break;
         }
-        printer.emit(&mut ready, &mut reorder, &mut w, opts.count)?;
         // Live output reaches the terminal within LIVE_FLUSH (and at every read
         // timeout), without a write per packet.
         if live && last_flush.elapsed() >= LIVE_FLUSH {
-            w.flush().map_err(CliError::Output)?;
+            stage.flush()?;
             last_flush = Instant::now();
         }
     }
-    if opts.count.is_none_or(|c| printer.printed < c) {
+    if !stage.count_reached() {
         analyzer.finish(&mut out);
-        for o in out.drain(..) {
-            reorder.push(o, &mut ready);
-        }
-        reorder.flush(&mut ready);
-        printer.emit(&mut ready, &mut reorder, &mut w, opts.count)?;
     }
-    printer.drain(&mut w)?;
-    w.flush().map_err(CliError::Output)?;
+    stage.finish(std::mem::take(&mut out), None)?;
     if live {
         // Kernel drops are lost messages: always say how many there were.
         if let Some(line) = source.stats().ok().and_then(|s| s.drop_summary()) {
             eprintln!(
                 "kafkashark: {}: {line}",
-                kafkashark::kafka::tree::escape_text(&printer.name)
+                kafkashark::kafka::tree::escape_text(&stage.printer.name)
             );
         }
     }
@@ -193,7 +183,7 @@ pub fn run(opts: &PrintOptions) -> Result<u64, CliError> {
             kafkashark::kafka::tree::escape_text(&e.to_string())
         );
     }
-    Ok(printer.malformed)
+    stage.end()
 }
 
 /// Longest live output waits in the buffer while packets keep coming.
@@ -240,9 +230,10 @@ impl Stage {
         printer: Printer,
         count: Option<u64>,
         decode_opts: kafkashark::kafka::DecodeOptions,
+        held: usize,
     ) -> Stage {
         // Requests wait (bounded) for their responses so `paired` is final when printed.
-        let mut reorder = Reorder::new(65_536);
+        let mut reorder = Reorder::new(held);
         if printer.verbose && printer.format == PrintFormat::Jsonl {
             // Messages waiting behind a long poll hold their trees' JSON
             // (bounded), then their bytes, not their trees.
@@ -259,43 +250,72 @@ impl Stage {
         }
     }
 
-    /// Takes one work; `Ok(true)` when it wants no more (count reached, end).
-    fn take(&mut self, work: Work) -> Result<bool, CliError> {
-        let (p, count) = (&mut self.printer, self.count);
-        if p.first_ts.is_none() {
-            p.first_ts = work.first_ts;
+    /// True once `-c` messages were printed.
+    fn count_reached(&self) -> bool {
+        self.count.is_some_and(|c| self.printer.printed >= c)
+    }
+
+    /// The outputs of one frame (drained from `outs`); `Ok(true)` when the
+    /// count was already reached (nothing more is wanted).
+    fn frame(&mut self, outs: &mut Vec<Output>) -> Result<bool, CliError> {
+        if self.count_reached() {
+            return Ok(true);
         }
-        let mut outs = work.outs.into_iter();
-        let mut at = 0;
-        // Frame by frame, as one thread running the analyzer would print them.
-        for end in work.ends {
-            if count.is_some_and(|c| p.printed >= c) {
-                return Ok(true);
-            }
-            for o in outs.by_ref().take(end - at) {
-                self.reorder.push(o, &mut self.ready);
-            }
-            at = end;
-            p.emit(&mut self.ready, &mut self.reorder, &mut self.w, count)?;
+        for o in outs.drain(..) {
+            self.reorder.push(o, &mut self.ready);
         }
-        let Some(fin) = work.finish else {
-            return Ok(false);
-        };
-        if count.is_none_or(|c| p.printed < c) {
+        self.printer
+            .emit(&mut self.ready, &mut self.reorder, &mut self.w, self.count)?;
+        Ok(false)
+    }
+
+    /// The end of the input: `fin` (the outputs of the analyzer's `finish`),
+    /// everything still held, then what stopped the read early.
+    fn finish(&mut self, fin: Vec<Output>, error: Option<CaptureError>) -> Result<(), CliError> {
+        if !self.count_reached() {
             for o in fin {
                 self.reorder.push(o, &mut self.ready);
             }
             self.reorder.flush(&mut self.ready);
-            p.emit(&mut self.ready, &mut self.reorder, &mut self.w, count)?;
+            self.printer
+                .emit(&mut self.ready, &mut self.reorder, &mut self.w, self.count)?;
         }
-        p.drain(&mut self.w)?;
-        self.w.flush().map_err(CliError::Output)?;
-        if let Some(e) = work.error {
+        self.flush()?;
+        if let Some(e) = error {
             eprintln!(
                 "kafkashark: {}",
                 kafkashark::kafka::tree::escape_text(&e.to_string())
             );
         }
+        Ok(())
+    }
+
+    /// Writes the lines gathered so far.
+    fn flush(&mut self) -> Result<(), CliError> {
+        self.printer.drain(&mut self.w)?;
+        self.w.flush().map_err(CliError::Output)
+    }
+
+    /// Takes one work; `Ok(true)` when it wants no more (count reached, end).
+    fn take(&mut self, work: Work) -> Result<bool, CliError> {
+        if self.printer.first_ts.is_none() {
+            self.printer.first_ts = work.first_ts;
+        }
+        let mut outs = work.outs.into_iter();
+        let mut frame = Vec::new();
+        let mut at = 0;
+        // Frame by frame, as one thread running the analyzer would print them.
+        for end in work.ends {
+            frame.extend(outs.by_ref().take(end - at));
+            at = end;
+            if self.frame(&mut frame)? {
+                return Ok(true);
+            }
+        }
+        let Some(fin) = work.finish else {
+            return Ok(false);
+        };
+        self.finish(fin, work.error)?;
         Ok(true)
     }
 
@@ -346,13 +366,13 @@ fn run_file(
     let mut writer = None;
     let count = opts.count;
     let mut sink = if opts.verbose {
-        Sink::Inline(Box::new(Stage::new(printer, count, decode_opts)))
+        Sink::Inline(Box::new(Stage::new(printer, count, decode_opts, 65_536)))
     } else {
         let (tx, rx) = std::sync::mpsc::sync_channel::<Work>(4);
         let writer_done = done.clone();
         writer = Some(std::thread::spawn(move || -> Result<u64, CliError> {
             // Standard output is locked by the thread that writes it.
-            let mut stage = Stage::new(printer, count, decode_opts);
+            let mut stage = Stage::new(printer, count, decode_opts, 65_536);
             let mut result = Ok(());
             for work in rx.iter() {
                 match stage.take(work) {
