@@ -364,7 +364,16 @@ fn run_file(
     decode_opts: kafkashark::kafka::DecodeOptions,
 ) -> Result<u64, CliError> {
     use std::sync::atomic::{AtomicBool, Ordering};
-    let reader = FileReader::spawn(src, PipelineConfig::with_ports(opts.ports.clone()));
+    let batch_frames = if opts.verbose {
+        BATCH_FRAMES_TREES
+    } else {
+        BATCH_FRAMES
+    };
+    let reader = FileReader::spawn(
+        src,
+        PipelineConfig::with_ports(opts.ports.clone()),
+        batch_frames,
+    );
     // Set by the writer thread when it needs nothing more (count reached, output error).
     let done = std::sync::Arc::new(AtomicBool::new(false));
     let mut writer = None;
@@ -509,7 +518,10 @@ pub struct Batch {
 
 /// Frames per batch sent by the reader thread (fewer, larger batches: fewer
 /// context switches; a batch holds about 2 MB of frames).
-const BATCH_FRAMES: usize = 2048;
+pub const BATCH_FRAMES: usize = 2048;
+/// The same for `print -V`, whose analyzer thread also writes (no writer
+/// thread to keep busy) and whose memory goes to trees.
+const BATCH_FRAMES_TREES: usize = 512;
 
 /// Reads a capture file and runs TCP reassembly and Kafka framing (the
 /// `Pipeline`) on a thread of its own, handing batches of events through a
@@ -524,8 +536,9 @@ pub struct FileReader {
 }
 
 impl FileReader {
-    /// Starts reading `src` through a pipeline with `cfg`.
-    pub fn spawn(mut src: FileSource, cfg: PipelineConfig) -> FileReader {
+    /// Starts reading `src` through a pipeline with `cfg`, handing over
+    /// `batch_frames` frames' events at a time.
+    pub fn spawn(mut src: FileSource, cfg: PipelineConfig, batch_frames: usize) -> FileReader {
         // A few batches in flight bound the memory the reader can run ahead by.
         let (tx, rx) = std::sync::mpsc::sync_channel::<Batch>(4);
         let handle = std::thread::spawn(move || {
@@ -547,12 +560,12 @@ impl FileReader {
                         }
                         pipeline.push(&f, &mut batch.evs);
                         batch.ends.push(batch.evs.len());
-                        if batch.ends.len() >= BATCH_FRAMES {
+                        if batch.ends.len() >= batch_frames {
                             let full = std::mem::replace(
                                 &mut batch,
                                 Batch {
                                     evs: Vec::new(),
-                                    ends: Vec::with_capacity(BATCH_FRAMES),
+                                    ends: Vec::with_capacity(batch_frames),
                                     first_ts: None,
                                     finish: None,
                                     error: None,

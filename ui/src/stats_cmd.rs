@@ -130,7 +130,11 @@ fn engine(opts: &StatsOptions) -> (Analyzer, Stats) {
 fn run_file(opts: &StatsOptions, path: &str) -> Result<(), CliError> {
     let src = FileSource::open(path).map_err(CliError::Capture)?;
     let (mut analyzer, mut stats) = engine(opts);
-    let reader = FileReader::spawn(src, PipelineConfig::with_ports(opts.ports.clone()));
+    let reader = FileReader::spawn(
+        src,
+        PipelineConfig::with_ports(opts.ports.clone()),
+        crate::print::BATCH_FRAMES,
+    );
     let mut out = Vec::new();
     let mut read_error = None;
     for mut batch in reader.rx.iter() {
