@@ -540,7 +540,7 @@ impl FileReader {
     /// `batch_frames` frames' events at a time.
     pub fn spawn(mut src: FileSource, cfg: PipelineConfig, batch_frames: usize) -> FileReader {
         // A few batches in flight bound the memory the reader can run ahead by.
-        let (tx, rx) = std::sync::mpsc::sync_channel::<Batch>(4);
+        let (tx, rx) = std::sync::mpsc::sync_channel::<Batch>(2);
         let handle = std::thread::spawn(move || {
             let mut pipeline = kafkashark::pipeline::Pipeline::new(cfg);
             let mut batch = Batch {

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use kafkashark::capture::{CaptureError, FileSource, FrameSource, LiveConfig, LiveSource, Polled};
 use kafkashark::flow::Ports;
-use kafkashark::model::{Analyzer, AnalyzerConfig};
+use kafkashark::model::{Analyzer, AnalyzerConfig, Output};
 use kafkashark::pipeline::PipelineConfig;
 use kafkashark::stats::{Stats, StatsConfig, StatsReport};
 
@@ -124,9 +124,9 @@ fn engine(opts: &StatsOptions) -> (Analyzer, Stats) {
     (Analyzer::new(cfg), stats)
 }
 
-/// `stats` of a file: read and reassembled on a thread of its own
-/// (`print::FileReader`), decoded and counted on this one — the same events
-/// in the same order as one thread, so the same report.
+/// `stats` of a file on three threads: read and reassembled by
+/// `print::FileReader`, decoded and paired on this one, counted on a third —
+/// the same outputs in the same order as one thread, so the same report.
 fn run_file(opts: &StatsOptions, path: &str) -> Result<(), CliError> {
     let src = FileSource::open(path).map_err(CliError::Capture)?;
     let (mut analyzer, mut stats) = engine(opts);
@@ -135,25 +135,40 @@ fn run_file(opts: &StatsOptions, path: &str) -> Result<(), CliError> {
         PipelineConfig::with_ports(opts.ports.clone()),
         crate::print::BATCH_FRAMES,
     );
+    // The analyzer's outputs, a batch at a time; a few in flight bound the
+    // memory the analyzer can run ahead by.
+    let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<Output>>(4);
+    let counter = std::thread::spawn(move || {
+        for outs in rx.iter() {
+            for o in &outs {
+                stats.push(o);
+            }
+        }
+        stats
+    });
     let mut out = Vec::new();
     let mut read_error = None;
     for mut batch in reader.rx.iter() {
         analyzer.push_events(&mut batch.evs, &mut out);
-        for o in out.drain(..) {
-            stats.push(&o);
-        }
         if let Some(mut fin) = batch.finish {
             analyzer.push_events(&mut fin, &mut out);
             read_error = batch.error;
+            break;
+        }
+        if tx.send(counted(&mut out)).is_err() {
             break;
         }
     }
     drop(reader.rx);
     let _ = reader.handle.join();
     analyzer.finish(&mut out);
-    for o in out.drain(..) {
-        stats.push(&o);
-    }
+    // A closed channel means the counting thread panicked: its join says so.
+    let _ = tx.send(counted(&mut out));
+    drop(tx);
+    let stats = match counter.join() {
+        Ok(s) => s,
+        Err(p) => std::panic::resume_unwind(p),
+    };
     emit(&stats.report(), path, opts.format, false, false)?;
     if let Some(e) = read_error {
         eprintln!(
@@ -162,6 +177,20 @@ fn run_file(opts: &StatsOptions, path: &str) -> Result<(), CliError> {
         );
     }
     Ok(())
+}
+
+/// The outputs taken from `out` for the counting thread, without the bytes
+/// of their messages (`Stats` reads facts, never bytes): the buffers are
+/// released here, and the batches in flight stay small.
+fn counted(out: &mut Vec<Output>) -> Vec<Output> {
+    for o in out.iter_mut() {
+        if let Output::Message(m) = o {
+            m.raw.bytes = Default::default();
+            m.raw.provenance = Vec::new();
+            m.raw.file_pieces = Vec::new();
+        }
+    }
+    std::mem::take(out)
 }
 
 /// Prints a report: text (after a clear screen when `clear`), or JSON —
