@@ -103,6 +103,16 @@ pub fn decode_segment(frame: &Frame) -> Result<Segment, Skip> {
 
 /// Decode link-layer bytes of the given type; `origlen` is the on-the-wire length.
 pub fn decode_link(link: LinkType, data: &Bytes, origlen: u32) -> Result<Segment, Skip> {
+    if link == LinkType::ETHERNET {
+        if let Some(seg) = ethernet_ipv4_tcp(data) {
+            return Ok(seg);
+        }
+    }
+    decode_link_lax(link, data, origlen)
+}
+
+/// [`decode_link`] by etherparse's lax slicing alone.
+fn decode_link_lax(link: LinkType, data: &Bytes, origlen: u32) -> Result<Segment, Skip> {
     let bytes: &[u8] = data;
     let short = |layer: &'static str, need: usize| Skip::Malformed {
         layer,
@@ -152,6 +162,58 @@ pub fn decode_link(link: LinkType, data: &Bytes, origlen: u32) -> Result<Segment
         other => return Err(Skip::UnsupportedLink(other)),
     };
     segment_from(pkt, data, origlen)
+}
+
+/// The common case read directly: an untagged Ethernet II frame holding one
+/// whole, unfragmented IPv4 packet (its total length within the frame) whose
+/// TCP header is whole. Anything else is `None` and goes to etherparse. For
+/// the frames it takes, the answer is the one etherparse's lax slicing gives
+/// (`fast_path_agrees_with_etherparse` compares the two).
+#[inline]
+fn ethernet_ipv4_tcp(data: &Bytes) -> Option<Segment> {
+    const ETH: usize = 14;
+    let b: &[u8] = data;
+    let ip = b.get(ETH..)?;
+    if b.get(12..14)? != [0x08, 0x00] {
+        return None;
+    }
+    let (&vihl, ip_fixed) = ip.split_first()?;
+    let ip_fixed: &[u8; 19] = ip_fixed.get(..19)?.try_into().ok()?;
+    if vihl >> 4 != 4 {
+        return None;
+    }
+    let hl = usize::from(vihl & 0x0f) * 4;
+    let total = usize::from(u16::from_be_bytes([ip_fixed[1], ip_fixed[2]]));
+    // Flags and fragment offset: only DF may be set.
+    let frag = u16::from_be_bytes([ip_fixed[5], ip_fixed[6]]) & 0x3fff;
+    if hl < 20 || total < hl || total > ip.len() || frag != 0 || ip_fixed[8] != 6 {
+        return None;
+    }
+    let src = std::net::Ipv4Addr::new(ip_fixed[11], ip_fixed[12], ip_fixed[13], ip_fixed[14]);
+    let dst = std::net::Ipv4Addr::new(ip_fixed[15], ip_fixed[16], ip_fixed[17], ip_fixed[18]);
+    let tcp = ip.get(hl..total)?;
+    let t: &[u8; 20] = tcp.get(..20)?.try_into().ok()?;
+    let thl = usize::from(t[12] >> 4) * 4;
+    if thl < 20 || thl > tcp.len() {
+        return None;
+    }
+    let start = ETH + hl + thl;
+    let end = ETH + total;
+    let flags = t[13];
+    Some(Segment {
+        src: SocketAddr::new(IpAddr::V4(src), u16::from_be_bytes([t[0], t[1]])),
+        dst: SocketAddr::new(IpAddr::V4(dst), u16::from_be_bytes([t[2], t[3]])),
+        seq: u32::from_be_bytes([t[4], t[5], t[6], t[7]]),
+        ack: u32::from_be_bytes([t[8], t[9], t[10], t[11]]),
+        flags: TcpFlags {
+            syn: flags & 0x02 != 0,
+            fin: flags & 0x01 != 0,
+            rst: flags & 0x04 != 0,
+            ack: flags & 0x10 != 0,
+        },
+        payload: data.slice(start..end),
+        payload_truncated_by: 0,
+    })
 }
 
 fn be16(b: Option<&[u8]>) -> Option<u16> {
@@ -534,5 +596,86 @@ mod tests {
             decode_link(LinkType::ETHERNET, &Bytes::copy_from_slice(&f[..40]), 59),
             Err(Skip::Malformed { .. })
         ));
+    }
+
+    /// An Ethernet II frame around [`ipv4_tcp`].
+    fn ethernet_ipv4_tcp_frame() -> Vec<u8> {
+        let mut f = vec![2, 0, 0, 0, 0, 2, 2, 0, 0, 0, 0, 1, 0x08, 0x00];
+        f.extend(ipv4_tcp());
+        f
+    }
+
+    /// The fast path takes the common frame, and its answer is etherparse's.
+    #[test]
+    fn fast_path_takes_plain_ipv4_tcp() {
+        let f = Bytes::from(ethernet_ipv4_tcp_frame());
+        let fast = ethernet_ipv4_tcp(&f).expect("taken by the fast path");
+        check_kafka(&fast);
+        assert_eq!(Ok(fast), decode_link_lax(LinkType::ETHERNET, &f, f.len() as u32));
+        // Fragments, VLAN tags, IPv6, other protocols and cut packets are not taken.
+        let mut frag = ethernet_ipv4_tcp_frame();
+        frag[14 + 6] = 0x20; // more fragments
+        let mut udp = ethernet_ipv4_tcp_frame();
+        udp[14 + 9] = 17;
+        let mut long = ethernet_ipv4_tcp_frame();
+        long[14 + 3] = 0x40; // total length past the frame
+        let mut vlan = ethernet_ipv4_tcp_frame();
+        vlan[12] = 0x81;
+        for f in [frag, udp, long, vlan] {
+            assert_eq!(ethernet_ipv4_tcp(&Bytes::from(f)), None);
+        }
+    }
+
+    /// Every frame of every capture decodes the same with and without the fast path.
+    #[test]
+    fn fast_path_agrees_with_etherparse_on_captures() {
+        use crate::capture::{FileSource, FrameSource, Polled};
+        let (mut frames, mut taken) = (0u64, 0u64);
+        for path in crate::test_captures::all() {
+            let Ok(mut src) = FileSource::open(path.to_str().unwrap_or("")) else {
+                continue;
+            };
+            while let Ok(Polled::Frame(f)) = src.poll() {
+                frames += 1;
+                if f.link == LinkType::ETHERNET && ethernet_ipv4_tcp(&f.data).is_some() {
+                    taken += 1;
+                }
+                assert_eq!(
+                    decode_link(f.link, &f.data, f.origlen),
+                    decode_link_lax(f.link, &f.data, f.origlen),
+                    "{} frame of {} bytes",
+                    path.display(),
+                    f.data.len()
+                );
+            }
+        }
+        assert!(frames > 1000 && taken > 1000, "{frames} frames, {taken} taken");
+    }
+
+    proptest::proptest! {
+        /// Damaged headers, cut frames and odd snap lengths: the same answer
+        /// with and without the fast path.
+        #[test]
+        fn fast_path_agrees_with_etherparse(
+            edits in proptest::collection::vec((0usize..80, proptest::num::u8::ANY), 0..6),
+            cut in 0usize..100,
+            extra in 0u32..100,
+            pad in 0usize..8,
+        ) {
+            let mut f = ethernet_ipv4_tcp_frame();
+            f.extend(std::iter::repeat_n(0u8, pad));
+            for (at, v) in edits {
+                if let Some(b) = f.get_mut(at) {
+                    *b = v;
+                }
+            }
+            f.truncate(f.len().saturating_sub(cut % 70));
+            let origlen = f.len() as u32 + extra;
+            let f = Bytes::from(f);
+            proptest::prop_assert_eq!(
+                decode_link(LinkType::ETHERNET, &f, origlen),
+                decode_link_lax(LinkType::ETHERNET, &f, origlen)
+            );
+        }
     }
 }
