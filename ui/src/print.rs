@@ -436,7 +436,7 @@ fn run_file(
             work.ends.push(work.outs.len());
             if bytes >= work_bytes {
                 bytes = 0;
-                let full = std::mem::replace(
+                let mut full = std::mem::replace(
                     &mut work,
                     Work {
                         outs: Vec::new(),
@@ -446,6 +446,11 @@ fn run_file(
                         error: None,
                     },
                 );
+                if !opts.verbose {
+                    // Summaries never read the bytes: they are released here,
+                    // on the thread that made the messages.
+                    strip_bytes(&mut full.outs);
+                }
                 match sink.send(full) {
                     Ok(true) => {}
                     Ok(false) => break 'batches,
@@ -460,6 +465,10 @@ fn run_file(
             let mut outs = Vec::new();
             analyzer.push_events(&mut fin, &mut outs);
             analyzer.finish(&mut outs);
+            if !opts.verbose {
+                strip_bytes(&mut work.outs);
+                strip_bytes(&mut outs);
+            }
             work.finish = Some(outs);
             work.error = batch.error;
             if let Err(e) = sink.send(work) {
@@ -481,6 +490,18 @@ fn run_file(
                 None => Ok(0),
             };
             result.and(written)
+        }
+    }
+}
+
+/// Drops the bytes of the messages in `outs` (their facts and trees stay):
+/// for stages that read only facts (`print` summaries, `stats`).
+pub fn strip_bytes(outs: &mut [Output]) {
+    for o in outs {
+        if let Output::Message(m) = o {
+            m.raw.bytes = Default::default();
+            m.raw.provenance = Vec::new();
+            m.raw.file_pieces = Vec::new();
         }
     }
 }

@@ -183,13 +183,7 @@ fn run_file(opts: &StatsOptions, path: &str) -> Result<(), CliError> {
 /// of their messages (`Stats` reads facts, never bytes): the buffers are
 /// released here, and the batches in flight stay small.
 fn counted(out: &mut Vec<Output>) -> Vec<Output> {
-    for o in out.iter_mut() {
-        if let Output::Message(m) = o {
-            m.raw.bytes = Default::default();
-            m.raw.provenance = Vec::new();
-            m.raw.file_pieces = Vec::new();
-        }
-    }
+    crate::print::strip_bytes(out);
     std::mem::take(out)
 }
 
