@@ -3,8 +3,12 @@
 //! libpcap otherwise — the path every command takes) and does nothing else:
 //! the "bare read" that `scripts/bench.sh` compares the commands with. Prints
 //! frames and bytes; `READER=libpcap` reads through libpcap instead.
+//! `PIPELINE=1` also runs every frame through TCP reassembly and Kafka
+//! framing (`Pipeline`, on the same thread) and counts the messages: the cost
+//! of everything before decoding.
 
 use kafkashark::capture::{FileSource, FrameSource, Polled};
+use kafkashark::pipeline::{Event, Pipeline, PipelineConfig};
 
 fn main() {
     let Some(path) = std::env::args().nth(1) else {
@@ -23,10 +27,31 @@ fn main() {
             std::process::exit(1);
         }
     };
-    let (mut frames, mut bytes) = (0u64, 0u64);
+    let mut pipeline = std::env::var("PIPELINE")
+        .is_ok_and(|v| v == "1")
+        .then(|| Pipeline::new(PipelineConfig::default()));
+    let (mut frames, mut bytes, mut messages) = (0u64, 0u64, 0u64);
+    let mut events = Vec::new();
+    let mut count = |events: &mut Vec<Event>| {
+        messages += events
+            .drain(..)
+            .filter(|e| matches!(e, Event::Message(_)))
+            .count() as u64;
+    };
     while let Ok(Polled::Frame(f)) = src.poll() {
         frames += 1;
         bytes += f.data.len() as u64;
+        if let Some(p) = &mut pipeline {
+            p.push(&f, &mut events);
+            count(&mut events);
+        }
     }
-    println!("{frames} frames, {bytes} bytes");
+    match &mut pipeline {
+        Some(p) => {
+            p.finish(&mut events);
+            count(&mut events);
+            println!("{frames} frames, {bytes} bytes, {messages} messages");
+        }
+        None => println!("{frames} frames, {bytes} bytes"),
+    }
 }
