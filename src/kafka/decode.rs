@@ -787,6 +787,30 @@ impl<'a> Decoder<'a> {
         if !plausible {
             return None;
         }
+        // Fixed-width elements hold nothing the scan notes: skipped at once.
+        if let Elem::Prim(p) = e {
+            if !matches!(p, Prim::String | Prim::Bytes | Prim::Records) {
+                let len = count.checked_mul(prim_min_size(p, flex))?;
+                r.take(len).ok()?;
+                return Some(());
+            }
+        }
+        // Structs of fixed-width fields the scan does not note (no error
+        // code, no topic id): their fixed part skipped at once, then each
+        // one's tagged fields read as `scan_fields` reads them.
+        if let (Elem::Struct(s), None) = (e, &sum.facts) {
+            if let Some(w) = self.quiet_fixed_size(s) {
+                if !self.flexible {
+                    r.take(count.checked_mul(w)?).ok()?;
+                    return Some(());
+                }
+                for _ in 0..count {
+                    r.take(w).ok()?;
+                    self.scan_tagged(r, s, sum, true)?;
+                }
+                return Some(());
+            }
+        }
         for _ in 0..count {
             match e {
                 Elem::Prim(p) => match p {
@@ -809,6 +833,30 @@ impl<'a> Decoder<'a> {
             }
         }
         Some(())
+    }
+
+    /// The bytes of `s`'s fields at this version when every one is a
+    /// fixed-width primitive the summary scan does not note (not an
+    /// `*ErrorCode`, not a `TopicId`); `None` otherwise. Tagged fields are not
+    /// counted (they live in the tagged section).
+    fn quiet_fixed_size(&self, s: &StructDef) -> Option<usize> {
+        let mut n = 0usize;
+        for f in s.fields {
+            if !f.versions.contains(self.version) || f.tagged.contains(self.version) {
+                continue;
+            }
+            match f.kind {
+                FieldKind::Prim(p)
+                    if !matches!(p, Prim::String | Prim::Bytes | Prim::Records)
+                        && !f.name.ends_with("ErrorCode")
+                        && f.name != "TopicId" =>
+                {
+                    n += prim_min_size(p, false);
+                }
+                _ => return None,
+            }
+        }
+        Some(n)
     }
 
     /// As [`Decoder::tagged_fields`]: known tags are read with their schema field
