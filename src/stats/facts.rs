@@ -8,6 +8,8 @@
 //! (every `*ErrorCode` with a non-zero int16 value in the body), so the per-API
 //! error counts here always equal the JSONL `error_codes`.
 
+use std::borrow::Cow;
+
 use crate::kafka::decode::{Decoded, ScanFacts, ScanPlace, ScanTopic};
 use crate::kafka::records::codec_name;
 use crate::kafka::tree::{format_uuid, ByteSource, Node, Value};
@@ -318,19 +320,24 @@ fn leaves(n: &Node) -> u64 {
 /// The one topic a request names (by name, or by id: learned name or the id
 /// itself), if it names exactly one.
 pub(crate) fn single_topic(d: &Decoded, topics: &TopicNames) -> Option<String> {
-    let mut all: Vec<String> = d.topics.iter().filter(|t| !t.is_empty()).cloned().collect();
+    // Every non-empty name counts (a name listed twice is two); an id counts
+    // unless it names a topic already counted.
+    let mut names = d.topics.iter().filter(|t| !t.is_empty());
+    let mut one: Option<Cow<'_, str>> = names.next().map(|t| Cow::Borrowed(t.as_str()));
+    if names.next().is_some() {
+        return None;
+    }
     for id in d.topic_ids.iter().filter(|u| **u != [0; 16]) {
         let t = topics
             .name(id)
-            .map_or_else(|| format_uuid(id), str::to_string);
-        if !all.contains(&t) {
-            all.push(t);
+            .map_or_else(|| Cow::Owned(format_uuid(id)), Cow::Borrowed);
+        match &one {
+            None => one = Some(t),
+            Some(o) if *o == t => {}
+            Some(_) => return None,
         }
     }
-    match all.as_slice() {
-        [one] => Some(one.clone()),
-        _ => None,
-    }
+    one.map(Cow::into_owned)
 }
 
 /// `ClientSoftwareName` and `ClientSoftwareVersion` of an ApiVersions v3+ request.
@@ -522,6 +529,54 @@ mod tests {
                 nested: true,
             }]
         );
+    }
+
+    #[test]
+    fn single_topic_counts_names_and_new_ids() {
+        let mut topics = TopicNames::default();
+        let (a, b) = ([1; 16], [2; 16]);
+        let root = with(
+            n("MetadataResponse", "message v12", Value::None),
+            vec![with(
+                n("MetadataResponse", "struct", Value::None),
+                vec![with(
+                    n("Topics", "[]", Value::None),
+                    vec![with(
+                        n("Topics[0]", "T", Value::None),
+                        vec![
+                            n("Name", "string", Value::Str("t".into())),
+                            n("TopicId", "uuid", Value::Uuid(a)),
+                        ],
+                    )],
+                )],
+            )],
+        );
+        topics.learn(Some(3), &root);
+        let one = |names: &[&str], ids: &[[u8; 16]]| {
+            let d = Decoded {
+                kind: crate::kafka::decode::Kind::Request,
+                api_key: Some(1),
+                api_version: Some(13),
+                correlation_id: Some(1),
+                client_id: None,
+                root: n("R", "message", Value::None),
+                sources: Vec::new(),
+                error: None,
+                topics: names.iter().map(|s| s.to_string()).collect(),
+                topic_ids: ids.to_vec(),
+                facts: None,
+            };
+            single_topic(&d, &topics)
+        };
+        assert_eq!(one(&[], &[]), None);
+        assert_eq!(one(&["t"], &[]).as_deref(), Some("t"));
+        assert_eq!(one(&["", "t"], &[[0; 16]]).as_deref(), Some("t"));
+        // A name listed twice is two names; an id naming a known one is not new.
+        assert_eq!(one(&["t", "t"], &[]), None);
+        assert_eq!(one(&["t"], &[a, a]).as_deref(), Some("t"));
+        assert_eq!(one(&[], &[b, b]), Some(format_uuid(&b)));
+        assert_eq!(one(&["t"], &[b]), None);
+        assert_eq!(one(&["u"], &[a]), None);
     }
 
     #[test]

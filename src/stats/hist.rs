@@ -99,33 +99,58 @@ impl LatencyHist {
 
     /// Records one latency, in nanoseconds.
     pub fn record(&mut self, ns: u64) {
-        let us = ns_to_us(ns);
+        self.add(ns_to_us(ns), 1);
+        self.count += 1;
+        self.sum_ns += u128::from(ns);
+        self.min_ns = self.min_ns.min(ns);
+        self.max_ns = self.max_ns.max(ns);
+    }
+
+    /// Counts `n` more values in the bucket of `us` (microseconds).
+    fn add(&mut self, us: u64, n: u32) {
         match &mut self.counts {
-            Counts::Dense(h) => record_dense(h, us, 1),
+            Counts::Dense(h) => record_dense(h, us, n),
             Counts::Sparse(v) => {
                 let key = lowest_equivalent(us);
                 match v.binary_search_by_key(&key, |e| e.0) {
                     Ok(at) => {
                         if let Some(e) = v.get_mut(at) {
-                            e.1 = e.1.saturating_add(1);
+                            e.1 = e.1.saturating_add(n);
                         }
                     }
-                    Err(at) if v.len() < SPARSE => v.insert(at, (key, 1)),
+                    Err(at) if v.len() < SPARSE => v.insert(at, (key, n)),
                     Err(_) => {
                         let mut h = dense();
-                        for &(k, n) in v.iter() {
-                            record_dense(&mut h, k, n);
+                        for &(k, c) in v.iter() {
+                            record_dense(&mut h, k, c);
                         }
-                        record_dense(&mut h, us, 1);
+                        record_dense(&mut h, us, n);
                         self.counts = Counts::Dense(Box::new(h));
                     }
                 }
             }
         }
-        self.count += 1;
-        self.sum_ns += u128::from(ns);
-        self.min_ns = self.min_ns.min(ns);
-        self.max_ns = self.max_ns.max(ns);
+    }
+
+    /// Adds the latencies of `other`: the result is the histogram that
+    /// recorded both sets of values (bucket counts saturate as recording does).
+    pub fn merge(&mut self, other: &LatencyHist) {
+        match &other.counts {
+            Counts::Sparse(v) => {
+                for &(k, n) in v {
+                    self.add(k, n);
+                }
+            }
+            Counts::Dense(h) => {
+                for x in h.iter_recorded() {
+                    self.add(x.value_iterated_to(), x.count_at_value());
+                }
+            }
+        }
+        self.count += other.count;
+        self.sum_ns += other.sum_ns;
+        self.min_ns = self.min_ns.min(other.min_ns);
+        self.max_ns = self.max_ns.max(other.max_ns);
     }
 
     /// How many latencies were recorded.
@@ -329,6 +354,26 @@ mod tests {
     }
 
     proptest::proptest! {
+        #[test]
+        fn merged_equals_recorded_together(
+            a in proptest::collection::vec(0u64..5_000_000_000, 0..300),
+            b in proptest::collection::vec(0u64..50_000_000, 0..300),
+        ) {
+            let (mut x, mut y, mut all) = (LatencyHist::new(), LatencyHist::new(), LatencyHist::new());
+            for &v in &a {
+                x.record(v);
+                all.record(v);
+            }
+            for &v in &b {
+                y.record(v);
+                all.record(v);
+            }
+            x.merge(&y);
+            proptest::prop_assert_eq!(x.summary(), all.summary());
+            proptest::prop_assert_eq!(x.values_at_permilles(PERMILLES), all.values_at_permilles(PERMILLES));
+            proptest::prop_assert_eq!(x.sum_ns, all.sum_ns);
+        }
+
         #[test]
         fn buckets_are_hdrhistograms(v in proptest::prelude::any::<u64>(), small in 0u64..100_000) {
             let h = dense();

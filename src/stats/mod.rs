@@ -23,12 +23,14 @@
 //! records decoded) to get topics, codecs, groups and error places; with
 //! summaries only, the per-API, client, latency and throttle figures remain.
 
+mod clients;
 mod facts;
 mod hints;
 mod hist;
 mod report;
 mod text;
 
+use std::borrow::Cow;
 use std::cmp::Reverse;
 use std::collections::btree_map::Entry;
 use std::collections::{BTreeMap, BTreeSet, BinaryHeap, HashMap, HashSet};
@@ -42,6 +44,7 @@ use crate::kafka::Decoded;
 use crate::model::{AnalyzerConfig, MessageInfo, MessageRecord, Notice, Output};
 use crate::pipeline::Event;
 use crate::topics::TopicNames;
+use clients::{ClientTable, Who};
 
 pub use hist::{LatencyHist, SIGFIG};
 pub use report::*;
@@ -113,6 +116,20 @@ pub fn error_label(code: i16) -> String {
     error_name(code).map_or_else(|| format!("UNKNOWN({code})"), str::to_string)
 }
 
+/// As [`error_label`], borrowing the names this build knows.
+fn error_label_cow(code: i16) -> Cow<'static, str> {
+    error_name(code).map_or_else(|| Cow::Owned(format!("UNKNOWN({code})")), Cow::Borrowed)
+}
+
+/// Counts by error code, as counts by [`error_label`] (what reports show).
+fn by_label(counts: &BTreeMap<i16, u64>) -> BTreeMap<String, u64> {
+    let mut out = BTreeMap::new();
+    for (&code, &n) in counts {
+        *out.entry(error_label(code)).or_default() += n;
+    }
+    out
+}
+
 /// A map that stops growing at `cap` entries and counts what it refused.
 #[derive(Clone, Debug)]
 struct Capped<K, V> {
@@ -128,17 +145,6 @@ impl<K: Ord, V> Capped<K, V> {
             cap,
             overflow: 0,
         }
-    }
-
-    /// As [`Capped::entry`], cloning the key only to insert it.
-    fn entry_ref(&mut self, k: &K, f: impl FnOnce() -> V) -> Option<&mut V>
-    where
-        K: Clone,
-    {
-        if self.map.contains_key(k) {
-            return self.map.get_mut(k);
-        }
-        self.entry(k.clone(), f)
     }
 
     /// The entry for `k`, made by `f` if there is room; `None` (counted) if full.
@@ -214,9 +220,12 @@ struct ApiAcc {
     responses: u64,
     unanswered: u64,
     orphans: u64,
+    /// Latencies of responses that no version entry took (the report adds
+    /// the versions' histograms).
     latency: LatencyHist,
     throttle: Throttle,
-    errors: BTreeMap<String, u64>,
+    /// Error code → count (labelled when reported).
+    errors: BTreeMap<i16, u64>,
 }
 
 #[derive(Debug, Default)]
@@ -272,7 +281,7 @@ struct PartAcc {
 
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
 struct ErrorKey {
-    name: String,
+    name: Cow<'static, str>,
     code: i16,
     api_key: i16,
     topic: Option<String>,
@@ -318,7 +327,8 @@ struct GroupAcc {
     syncs: u64,
     heartbeats: u64,
     leaves: u64,
-    errors: BTreeMap<String, u64>,
+    /// Error code → count (labelled when reported).
+    errors: BTreeMap<i16, u64>,
     generations: Vec<GenerationAcc>,
     /// Per connection: the first JoinGroup request (frame, time) of the open round.
     rounds: BTreeMap<u64, (u64, Timestamp)>,
@@ -329,15 +339,18 @@ struct GroupAcc {
 #[derive(Clone, Debug)]
 struct Pending {
     frame: u64,
-    client: ClientKey,
+    client: Who,
     /// The one topic the request names: where a response's unplaced facts belong.
     topic: Option<String>,
-    group: Option<facts::GroupRequest>,
+    group: Option<Box<facts::GroupRequest>>,
 }
 
 #[derive(Clone, Debug)]
 struct StreamFacts {
     software: Option<(String, String)>,
+    /// The last client id seen on the connection and the slot of its key
+    /// (with `software`), so the next message finds it without building it.
+    client: Option<(Option<String>, u32)>,
 }
 
 #[derive(Debug, Default)]
@@ -383,8 +396,9 @@ pub struct Stats {
     summary: Summary,
     apis: Capped<i16, ApiAcc>,
     versions: Capped<(i16, i16), VersionAcc>,
-    clients: Capped<ClientKey, ClientAcc>,
-    client_latency: Capped<ClientKey, LatencyHist>,
+    /// Clients' counters (capped at `max_keys`) and latency histograms
+    /// (capped at `max_histograms`).
+    clients: ClientTable<ClientAcc>,
     brokers: Capped<SocketAddr, BrokerAcc>,
     conns: Capped<u64, ConnAcc>,
     slow: BinaryHeap<Reverse<SlowKey>>,
@@ -413,8 +427,7 @@ impl Stats {
             summary: Summary::default(),
             apis: Capped::new(cfg.max_histograms),
             versions: Capped::new(cfg.max_histograms),
-            clients: Capped::new(cfg.max_keys),
-            client_latency: Capped::new(cfg.max_histograms),
+            clients: ClientTable::new(cfg.max_keys, cfg.max_histograms),
             brokers: Capped::new(cfg.max_histograms),
             conns: Capped::new(cfg.max_histograms),
             slow: BinaryHeap::new(),
@@ -527,7 +540,7 @@ impl Stats {
                     a.unanswered += 1;
                 }
                 if let Some(p) = self.pending.remove(&request.index) {
-                    if let Some(c) = self.clients.map.get_mut(&p.client) {
+                    if let Some(c) = self.clients.get_acc(&p.client) {
                         c.unanswered += 1;
                     }
                 }
@@ -550,8 +563,13 @@ impl Stats {
             if self.streams.len() >= self.cfg.max_keys {
                 self.overflow.streams += 1;
             } else {
-                self.streams
-                    .insert(i.stream, StreamFacts { software: None });
+                self.streams.insert(
+                    i.stream,
+                    StreamFacts {
+                        software: None,
+                        client: None,
+                    },
+                );
             }
         }
         if api == 18 && version >= 3 {
@@ -560,14 +578,15 @@ impl Stats {
                 self.streams.get_mut(&i.stream),
             ) {
                 st.software = Some(sw);
+                st.client = None;
             }
         }
-        let software = self.streams.get(&i.stream).and_then(|s| s.software.clone());
-        let client = ClientKey {
-            client_id: i.client_id.clone(),
-            software_name: software.as_ref().map(|s| s.0.clone()),
-            software_version: software.map(|s| s.1),
-        };
+        let mut client = who(
+            &mut self.streams,
+            &self.clients,
+            i.stream,
+            i.client_id.as_deref(),
+        );
         if let Some(a) = self.apis.entry(api, ApiAcc::default) {
             a.requests += 1;
         }
@@ -587,7 +606,7 @@ impl Stats {
         }
         let max_list = self.cfg.max_list;
         let mut lists_overflow = 0;
-        if let Some(c) = self.clients.entry_ref(&client, ClientAcc::default) {
+        if let Some(c) = self.clients.acc(&mut client) {
             c.requests += 1;
             // Formatted only when new to this client.
             if !c.seen.contains(&i.client) {
@@ -607,6 +626,7 @@ impl Stats {
             }
         }
         self.overflow.lists += lists_overflow;
+        remember(&mut self.streams, i.stream, i.client_id.as_deref(), &client);
 
         let mut group = None;
         if let Some(root) = root {
@@ -619,7 +639,7 @@ impl Stats {
                     self.produce(i, d, &client, acks);
                 }
                 11..=14 | 68 => {
-                    group = facts::group_request(root);
+                    group = facts::group_request(root).map(Box::new);
                     if let Some(g) = &group {
                         self.group_request(api, g, i.stream, i.frame, i.ts);
                     }
@@ -652,18 +672,12 @@ impl Stats {
         }
     }
 
-    fn produce(
-        &mut self,
-        i: &MessageInfo,
-        d: Option<&Decoded>,
-        client: &ClientKey,
-        acks: Option<i16>,
-    ) {
+    fn produce(&mut self, i: &MessageInfo, d: Option<&Decoded>, client: &Who, acks: Option<i16>) {
         if let Some(a) = acks {
             self.acks.entry(a).or_default().add(i.frame);
         }
         let sets = d.map(|d| self.sets_of(d)).unwrap_or_default();
-        if let Some(c) = self.clients.map.get_mut(client) {
+        if let Some(c) = self.clients.get_acc(client) {
             if let Some(a) = acks {
                 c.acks.entry(a).or_default().add(i.frame);
             }
@@ -675,8 +689,8 @@ impl Stats {
                 c.produce_frames.add(i.frame);
             }
         }
-        for s in sets {
-            let key = (s.place.topic.clone(), s.place.partition);
+        for mut s in sets {
+            let key = (s.place.topic.take(), s.place.partition);
             let Some(p) = self.parts.entry(key, PartAcc::default) else {
                 continue;
             };
@@ -702,22 +716,20 @@ impl Stats {
         } else {
             None
         };
-        let client = match &pending {
-            Some(p) => p.client.clone(),
+        let (mut client, pending) = match pending {
+            Some(p) => (p.client, Some((p.frame, p.topic, p.group))),
             None => {
-                let sw = self.streams.get(&i.stream).and_then(|s| s.software.clone());
-                ClientKey {
-                    client_id: self
-                        .conns
-                        .map
-                        .get(&i.stream)
-                        .and_then(|c| c.client_id.clone()),
-                    software_name: sw.as_ref().map(|s| s.0.clone()),
-                    software_version: sw.map(|s| s.1),
-                }
+                let cid = self
+                    .conns
+                    .map
+                    .get(&i.stream)
+                    .and_then(|c| c.client_id.as_deref());
+                (who(&mut self.streams, &self.clients, i.stream, cid), None)
             }
         };
-        let request_frame = pending.as_ref().map(|p| p.frame);
+        // A connection's key made here for the first time is remembered once interned.
+        let learn = pending.is_none() && matches!(client, Who::Key(_));
+        let request_frame = pending.as_ref().map(|p| p.0);
 
         // Errors: counted from `error_codes` (the JSONL facts), placed from the tree.
         let places = match d.and_then(|d| d.facts.as_ref()) {
@@ -738,38 +750,41 @@ impl Stats {
         };
         // A response that does not say its topic (a zero TopicId) answers the
         // request's topic when the request named only one.
-        let fallback = pending.as_ref().and_then(|p| p.topic.clone());
+        let fallback = pending.as_ref().and_then(|p| p.1.as_deref());
         let placed: Vec<facts::ErrorAt> = placed
             .into_iter()
             .map(|mut e| {
                 if e.place.topic.is_none() && e.nested {
-                    e.place.topic.clone_from(&fallback);
+                    e.place.topic = fallback.map(str::to_string);
                 }
                 e
             })
             .collect();
 
+        // The version's histogram holds the latency when it has an entry; the
+        // API's own histogram the rest (the report adds them up).
+        let mut latency_left = i.latency_ns;
+        if let Some(version) = i.api_version {
+            if let Some(v) = self.versions.entry((api, version), VersionAcc::default) {
+                v.responses += 1;
+                if let Some(ns) = latency_left.take() {
+                    v.latency.record(ns);
+                }
+            }
+        }
         if let Some(a) = self.apis.entry(api, ApiAcc::default) {
             a.responses += 1;
             if !i.paired {
                 a.orphans += 1;
             }
-            if let Some(ns) = i.latency_ns {
+            if let Some(ns) = latency_left {
                 a.latency.record(ns);
             }
             if let Some(t) = i.throttle_time_ms.filter(|&t| t > 0) {
                 a.throttle.add(t);
             }
             for &c in &i.error_codes {
-                *a.errors.entry(error_label(c)).or_default() += 1;
-            }
-        }
-        if let Some(version) = i.api_version {
-            if let Some(v) = self.versions.entry((api, version), VersionAcc::default) {
-                v.responses += 1;
-                if let Some(ns) = i.latency_ns {
-                    v.latency.record(ns);
-                }
+                *a.errors.entry(c).or_default() += 1;
             }
         }
         if let Some(b) = self.brokers.entry(i.broker, BrokerAcc::default) {
@@ -789,13 +804,13 @@ impl Stats {
             }
         }
         if let Some(ns) = i.latency_ns {
-            if let Some(h) = self.client_latency.entry_ref(&client, LatencyHist::new) {
+            if let Some(h) = self.clients.latency(&mut client) {
                 h.record(ns);
             }
         }
         let throttle = i.throttle_time_ms.filter(|&t| t > 0);
         let second = i.ts.secs;
-        if let Some(c) = self.clients.entry_ref(&client, ClientAcc::default) {
+        if let Some(c) = self.clients.acc(&mut client) {
             c.responses += 1;
             c.errors += i.error_codes.len() as u64;
             if let Some(t) = throttle {
@@ -807,6 +822,14 @@ impl Stats {
                     c.last_throttle_second = Some(second);
                 }
             }
+        }
+        if learn {
+            let cid = self
+                .conns
+                .map
+                .get(&i.stream)
+                .and_then(|c| c.client_id.clone());
+            remember(&mut self.streams, i.stream, cid.as_deref(), &client);
         }
 
         if let Some(ns) = i.latency_ns {
@@ -825,7 +848,7 @@ impl Stats {
 
         for e in placed {
             let key = ErrorKey {
-                name: error_label(e.code),
+                name: error_label_cow(e.code),
                 code: e.code,
                 api_key: api,
                 topic: e.place.topic,
@@ -859,16 +882,16 @@ impl Stats {
                 if let Some(d) = d {
                     for mut s in self.sets_of(d) {
                         if s.place.topic.is_none() {
-                            s.place.topic.clone_from(&fallback);
+                            s.place.topic = fallback.map(str::to_string);
                         }
-                        let key = (s.place.topic.clone(), s.place.partition);
+                        let key = (s.place.topic.take(), s.place.partition);
                         if let Some(p) = self.parts.entry(key, PartAcc::default) {
                             add_set(p, &s, false);
                         }
                     }
                 }
             }
-            if let Some(g) = pending.as_ref().and_then(|p| p.group.as_ref()) {
+            if let Some(g) = pending.as_ref().and_then(|p| p.2.as_ref()) {
                 if matches!(api, 11 | 14 | 68) {
                     if let Some(r) = facts::group_response(root, &self.topics) {
                         self.group_response(api, g, &r, i);
@@ -876,7 +899,7 @@ impl Stats {
                 }
                 if let Some(acc) = self.groups.map.get_mut(&g.group) {
                     for &c in &i.error_codes {
-                        *acc.errors.entry(error_label(c)).or_default() += 1;
+                        *acc.errors.entry(c).or_default() += 1;
                     }
                 }
             }
@@ -889,7 +912,7 @@ impl Stats {
         api: i16,
         ns: u64,
         request_frame: Option<u64>,
-        client: &ClientKey,
+        client: &Who,
     ) {
         if self.cfg.slow == 0 {
             return;
@@ -919,8 +942,8 @@ impl Stats {
                 api_key: api,
                 api_name: schema::api_name(api),
                 api_version: i.api_version,
-                client_id: client.client_id.clone(),
-                software: client.software(),
+                client_id: self.clients.key(client).and_then(|k| k.client_id.clone()),
+                software: self.clients.key(client).and_then(ClientKey::software),
                 client: i.client.to_string(),
                 broker: i.broker.to_string(),
                 stream: i.stream,
@@ -935,7 +958,7 @@ impl Stats {
         api: i16,
         t: i32,
         request_frame: Option<u64>,
-        client: &ClientKey,
+        client: &Who,
     ) {
         if self.cfg.slow == 0 {
             return;
@@ -964,7 +987,7 @@ impl Stats {
                 response_frame: i.frame,
                 api_key: api,
                 api_name: schema::api_name(api),
-                client_id: client.client_id.clone(),
+                client_id: self.clients.key(client).and_then(|k| k.client_id.clone()),
             },
         );
     }
@@ -1133,37 +1156,41 @@ impl Stats {
             .apis
             .map
             .iter()
-            .map(|(&k, a)| ApiReport {
-                api_key: k,
-                api_name: schema::api_name(k),
-                requests: a.requests,
-                responses: a.responses,
-                unpaired: a.unanswered + a.orphans,
-                unanswered: a.unanswered,
-                responses_without_request: a.orphans,
-                latency_ms: a.latency.summary(),
-                throttled: a.throttle.count,
-                throttle_time_ms: a.throttle.ms(),
-                errors: a.errors.clone(),
-                versions: self
-                    .versions
-                    .map
-                    .range((k, i16::MIN)..=(k, i16::MAX))
-                    .map(|(&(_, v), x)| VersionReport {
-                        version: v,
-                        requests: x.requests,
-                        responses: x.responses,
-                        latency_ms: x.latency.summary(),
-                        removed_in_kafka_4: removed_in_kafka_4(k, v),
-                    })
-                    .collect(),
+            .map(|(&k, a)| {
+                let versions = self.versions.map.range((k, i16::MIN)..=(k, i16::MAX));
+                let mut latency = a.latency.clone();
+                for (_, x) in versions.clone() {
+                    latency.merge(&x.latency);
+                }
+                ApiReport {
+                    api_key: k,
+                    api_name: schema::api_name(k),
+                    requests: a.requests,
+                    responses: a.responses,
+                    unpaired: a.unanswered + a.orphans,
+                    unanswered: a.unanswered,
+                    responses_without_request: a.orphans,
+                    latency_ms: latency.summary(),
+                    throttled: a.throttle.count,
+                    throttle_time_ms: a.throttle.ms(),
+                    errors: by_label(&a.errors),
+                    versions: versions
+                        .map(|(&(_, v), x)| VersionReport {
+                            version: v,
+                            requests: x.requests,
+                            responses: x.responses,
+                            latency_ms: x.latency.summary(),
+                            removed_in_kafka_4: removed_in_kafka_4(k, v),
+                        })
+                        .collect(),
+                }
             })
             .collect();
-        let clients = self
-            .clients
-            .map
+        let sorted_clients = self.clients.sorted();
+        let clients = sorted_clients
             .iter()
-            .map(|(k, c)| ClientReport {
+            .filter_map(|s| Some((&s.key, s.acc.as_ref()?, s.latency.as_ref())))
+            .map(|(k, c, latency)| ClientReport {
                 client_id: k.client_id.clone(),
                 software_name: k.software_name.clone(),
                 software_version: k.software_version.clone(),
@@ -1172,11 +1199,7 @@ impl Stats {
                 responses: c.responses,
                 unanswered: c.unanswered,
                 errors: c.errors,
-                latency_ms: self
-                    .client_latency
-                    .map
-                    .get(k)
-                    .and_then(LatencyHist::summary),
+                latency_ms: latency.and_then(LatencyHist::summary),
                 throttled: c.throttle.count,
                 throttle_time_ms: c.throttle.ms(),
                 apis: c
@@ -1266,7 +1289,10 @@ impl Stats {
                 .then(a.response_frame.cmp(&b.response_frame))
         });
         let mut by_client = Vec::new();
-        for (k, c) in &self.clients.map {
+        for (k, c) in sorted_clients
+            .iter()
+            .filter_map(|s| Some((&s.key, s.acc.as_ref()?)))
+        {
             for (&api, t) in &c.throttle_by_api {
                 by_client.push(ThrottleByClient {
                     client_id: k.client_id.clone(),
@@ -1303,7 +1329,7 @@ impl Stats {
             .map
             .iter()
             .map(|(k, e)| ErrorReport {
-                error: k.name.clone(),
+                error: k.name.to_string(),
                 code: k.code,
                 api_key: k.api_key,
                 api_name: schema::api_name(k.api_key),
@@ -1321,9 +1347,9 @@ impl Stats {
         });
         let mut overflow = self.overflow.clone();
         overflow.apis += self.apis.overflow + self.versions.overflow;
-        overflow.clients += self.clients.overflow;
+        overflow.clients += self.clients.acc_overflow;
         overflow.histograms +=
-            self.client_latency.overflow + self.brokers.overflow + self.conns.overflow;
+            self.clients.hist_overflow + self.brokers.overflow + self.conns.overflow;
         overflow.topics += self.parts.overflow;
         overflow.errors += self.errors.overflow;
         overflow.groups += self.groups.overflow;
@@ -1344,6 +1370,57 @@ impl Stats {
             record_errors: self.record_errors.clone(),
             overflow,
         }
+    }
+}
+
+/// The client of a message on `stream` naming `client_id`: the slot the
+/// connection remembers for that id, else the key (client id and the
+/// connection's software) found in `clients` or built.
+fn who(
+    streams: &mut HashMap<u64, StreamFacts>,
+    clients: &ClientTable<ClientAcc>,
+    stream: u64,
+    client_id: Option<&str>,
+) -> Who {
+    let st = streams.get_mut(&stream);
+    if let Some((cid, slot)) = st.as_ref().and_then(|s| s.client.as_ref()) {
+        if cid.as_deref() == client_id {
+            return Who::Slot(*slot);
+        }
+    }
+    let sw = st.as_ref().and_then(|s| s.software.as_ref());
+    let key = ClientKey {
+        client_id: client_id.map(str::to_string),
+        software_name: sw.map(|s| s.0.clone()),
+        software_version: sw.map(|s| s.1.clone()),
+    };
+    match clients.find(&key) {
+        Some(slot) => {
+            if let Some(st) = st {
+                st.client = Some((key.client_id, slot));
+            }
+            Who::Slot(slot)
+        }
+        None => Who::Key(Box::new(key)),
+    }
+}
+
+/// Remembers on `stream` the slot of its client naming `client_id`, once it has one.
+fn remember(
+    streams: &mut HashMap<u64, StreamFacts>,
+    stream: u64,
+    client_id: Option<&str>,
+    who: &Who,
+) {
+    let (Who::Slot(slot), Some(st)) = (who, streams.get_mut(&stream)) else {
+        return;
+    };
+    let known = st
+        .client
+        .as_ref()
+        .is_some_and(|(cid, s)| s == slot && cid.as_deref() == client_id);
+    if !known {
+        st.client = Some((client_id.map(str::to_string), *slot));
     }
 }
 
@@ -1390,7 +1467,7 @@ fn group_report(id: &str, g: &GroupAcc) -> GroupReport {
         syncs: g.syncs,
         heartbeats: g.heartbeats,
         leaves: g.leaves,
-        errors: g.errors.clone(),
+        errors: by_label(&g.errors),
         generations: g
             .generations
             .iter()
