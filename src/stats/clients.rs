@@ -157,10 +157,18 @@ impl<A: Default> ClientTable<A> {
         self.slots.get_mut(at as usize)?.acc.as_mut()
     }
 
-    /// The clients with counters, in key order.
-    pub(crate) fn sorted(&self) -> Vec<&ClientSlot<A>> {
-        let mut v: Vec<&ClientSlot<A>> = self.slots.iter().filter(|s| s.acc.is_some()).collect();
-        v.sort_by(|a, b| a.key.cmp(&b.key));
+    /// The latency histogram at `slot`, if it has one.
+    pub(crate) fn latency_at(&mut self, slot: u32) -> Option<&mut LatencyHist> {
+        self.slots.get_mut(slot as usize)?.latency.as_mut()
+    }
+
+    /// The clients with counters, with their slots, in key order.
+    pub(crate) fn sorted(&self) -> Vec<(u32, &ClientSlot<A>)> {
+        let mut v: Vec<(u32, &ClientSlot<A>)> = (0u32..)
+            .zip(&self.slots)
+            .filter(|(_, s)| s.acc.is_some())
+            .collect();
+        v.sort_by(|a, b| a.1.key.cmp(&b.1.key));
         v
     }
 }
@@ -248,7 +256,7 @@ mod tests {
             let got: Vec<(ClientKey, u64, Option<u64>)> = t
                 .sorted()
                 .into_iter()
-                .map(|s| (s.key.clone(), s.acc.unwrap_or(0), s.latency.as_ref().map(LatencyHist::count)))
+                .map(|(_, s)| (s.key.clone(), s.acc.unwrap_or(0), s.latency.as_ref().map(LatencyHist::count)))
                 .collect();
             let want: Vec<(ClientKey, u64, Option<u64>)> = m
                 .accs

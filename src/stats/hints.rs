@@ -69,7 +69,7 @@ pub(crate) fn hints(s: &Stats) -> Vec<Hint> {
         .clients
         .sorted()
         .into_iter()
-        .filter_map(|x| Some((&x.key, x.acc.as_ref()?)))
+        .filter_map(|(_, x)| Some((&x.key, x.acc.as_ref()?)))
     {
         if c.throttle_seconds >= THROTTLE_SECONDS {
             out.push(Hint {

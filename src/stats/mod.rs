@@ -353,7 +353,7 @@ struct StreamFacts {
     client: Option<(Option<String>, u32)>,
 }
 
-#[derive(Debug, Default)]
+#[derive(Debug)]
 struct ConnAcc {
     client: String,
     broker: String,
@@ -361,6 +361,42 @@ struct ConnAcc {
     requests: u64,
     responses: u64,
     latency: LatencyHist,
+    /// The broker of the connection's first message.
+    broker_addr: SocketAddr,
+    /// Every latency of `latency` is one of `broker_addr`'s: its broker's
+    /// histogram leaves them here and the report adds them (one histogram
+    /// touched per response instead of two). Once false, stays false.
+    for_broker: bool,
+    /// Whose client histogram the latencies of `latency` belong to.
+    for_client: ClientLink,
+}
+
+/// Whether a connection's latencies all belong to one client's histogram.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum ClientLink {
+    /// No latency yet.
+    Unbound,
+    /// All to the client at this slot (its histogram leaves them here).
+    Slot(u32),
+    /// Not all to one client: each went to its client's histogram itself.
+    Off,
+}
+
+impl ConnAcc {
+    /// The connection of message `i`, with nothing counted.
+    fn new(i: &MessageInfo) -> ConnAcc {
+        ConnAcc {
+            client: i.client.to_string(),
+            broker: i.broker.to_string(),
+            client_id: None,
+            requests: 0,
+            responses: 0,
+            latency: LatencyHist::new(),
+            broker_addr: i.broker,
+            for_broker: true,
+            for_client: ClientLink::Unbound,
+        }
+    }
 }
 
 #[derive(Debug, Default)]
@@ -596,11 +632,7 @@ impl Stats {
         if let Some(b) = self.brokers.entry(i.broker, BrokerAcc::default) {
             b.requests += 1;
         }
-        if let Some(c) = self.conns.entry(i.stream, || ConnAcc {
-            client: i.client.to_string(),
-            broker: i.broker.to_string(),
-            ..ConnAcc::default()
-        }) {
+        if let Some(c) = self.conns.entry(i.stream, || ConnAcc::new(i)) {
             c.requests += 1;
             c.client_id.clone_from(&i.client_id);
         }
@@ -787,25 +819,63 @@ impl Stats {
                 *a.errors.entry(c).or_default() += 1;
             }
         }
-        if let Some(b) = self.brokers.entry(i.broker, BrokerAcc::default) {
-            b.responses += 1;
-            if let Some(ns) = i.latency_ns {
-                b.latency.record(ns);
+        // The latency goes to the broker's, the connection's and the
+        // client's histograms; the connection's stands for the other two
+        // while all its latencies are theirs (`ConnAcc::for_broker`,
+        // `ConnAcc::for_client`), so only it is touched.
+        let mut to_broker = match self.brokers.entry(i.broker, BrokerAcc::default) {
+            Some(b) => {
+                b.responses += 1;
+                true
             }
-        }
-        if let Some(c) = self.conns.entry(i.stream, || ConnAcc {
-            client: i.client.to_string(),
-            broker: i.broker.to_string(),
-            ..ConnAcc::default()
-        }) {
+            None => false,
+        };
+        let mut to_client = i.latency_ns.is_some() && self.clients.latency(&mut client).is_some();
+        if let Some(c) = self.conns.entry(i.stream, || ConnAcc::new(i)) {
             c.responses += 1;
             if let Some(ns) = i.latency_ns {
+                if c.for_broker && c.broker_addr == i.broker {
+                    to_broker = false;
+                } else if c.for_broker {
+                    // Another broker: what the connection held becomes its broker's own.
+                    c.for_broker = false;
+                    if let Some(b) = self.brokers.map.get_mut(&c.broker_addr) {
+                        b.latency.merge(&c.latency);
+                    }
+                }
+                let slot = match &client {
+                    Who::Slot(s) if to_client => Some(*s),
+                    _ => None,
+                };
+                match (c.for_client, slot) {
+                    (ClientLink::Unbound, Some(s)) => {
+                        c.for_client = ClientLink::Slot(s);
+                        to_client = false;
+                    }
+                    (ClientLink::Slot(s0), Some(s)) if s0 == s => to_client = false,
+                    (ClientLink::Slot(s0), _) => {
+                        // Another client (or none): what the connection held becomes its client's own.
+                        c.for_client = ClientLink::Off;
+                        if let Some(h) = self.clients.latency_at(s0) {
+                            h.merge(&c.latency);
+                        }
+                    }
+                    (ClientLink::Unbound, None) => c.for_client = ClientLink::Off,
+                    (ClientLink::Off, _) => {}
+                }
                 c.latency.record(ns);
             }
         }
         if let Some(ns) = i.latency_ns {
-            if let Some(h) = self.clients.latency(&mut client) {
-                h.record(ns);
+            if to_broker {
+                if let Some(b) = self.brokers.map.get_mut(&i.broker) {
+                    b.latency.record(ns);
+                }
+            }
+            if to_client {
+                if let Some(h) = self.clients.latency(&mut client) {
+                    h.record(ns);
+                }
             }
         }
         let throttle = i.throttle_time_ms.filter(|&t| t > 0);
@@ -1152,6 +1222,28 @@ impl Stats {
     pub fn report(&self) -> StatsReport {
         let mut summary = self.summary.clone();
         summary.in_flight = self.pending.len() as u64;
+        // Latencies the connections hold for their broker and client.
+        let mut broker_held: HashMap<SocketAddr, LatencyHist> = HashMap::new();
+        let mut client_held: HashMap<u32, LatencyHist> = HashMap::new();
+        for c in self.conns.map.values() {
+            if c.for_broker && self.brokers.map.contains_key(&c.broker_addr) {
+                broker_held
+                    .entry(c.broker_addr)
+                    .or_default()
+                    .merge(&c.latency);
+            }
+            if let ClientLink::Slot(s) = c.for_client {
+                client_held.entry(s).or_default().merge(&c.latency);
+            }
+        }
+        let with_held = |own: &LatencyHist, held: Option<&LatencyHist>| match held {
+            Some(h) => {
+                let mut all = own.clone();
+                all.merge(h);
+                all.summary()
+            }
+            None => own.summary(),
+        };
         let apis = self
             .apis
             .map
@@ -1189,7 +1281,13 @@ impl Stats {
         let sorted_clients = self.clients.sorted();
         let clients = sorted_clients
             .iter()
-            .filter_map(|s| Some((&s.key, s.acc.as_ref()?, s.latency.as_ref())))
+            .filter_map(|&(at, s)| {
+                let latency = s
+                    .latency
+                    .as_ref()
+                    .and_then(|h| with_held(h, client_held.get(&at)));
+                Some((&s.key, s.acc.as_ref()?, latency))
+            })
             .map(|(k, c, latency)| ClientReport {
                 client_id: k.client_id.clone(),
                 software_name: k.software_name.clone(),
@@ -1199,7 +1297,7 @@ impl Stats {
                 responses: c.responses,
                 unanswered: c.unanswered,
                 errors: c.errors,
-                latency_ms: latency.and_then(LatencyHist::summary),
+                latency_ms: latency,
                 throttled: c.throttle.count,
                 throttle_time_ms: c.throttle.ms(),
                 apis: c
@@ -1231,7 +1329,7 @@ impl Stats {
                 broker: b.to_string(),
                 requests: x.requests,
                 responses: x.responses,
-                latency_ms: x.latency.summary(),
+                latency_ms: with_held(&x.latency, broker_held.get(b)),
             })
             .collect();
         let connections = self
@@ -1291,7 +1389,7 @@ impl Stats {
         let mut by_client = Vec::new();
         for (k, c) in sorted_clients
             .iter()
-            .filter_map(|s| Some((&s.key, s.acc.as_ref()?)))
+            .filter_map(|(_, s)| Some((&s.key, s.acc.as_ref()?)))
         {
             for (&api, t) in &c.throttle_by_api {
                 by_client.push(ThrottleByClient {

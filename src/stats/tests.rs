@@ -298,6 +298,52 @@ fn connection_clients_follow_id_and_software_changes() {
     assert_eq!((o.clients, o.histograms, o.streams), (0, 0, 0));
 }
 
+/// A connection's histogram stands for its broker's and its client's while
+/// all its latencies are theirs; a new client id or another broker on the
+/// connection hands what it held over: every histogram counts what it saw.
+#[test]
+fn broker_and_client_latencies_follow_the_connection() {
+    let mut s = Stats::new(StatsConfig::default());
+    let mut i = exchange(&mut s, 0, 3, 0, 1, None, vec![], "a");
+    i = exchange(&mut s, i, 3, 10, 2, None, vec![], "a");
+    i = exchange(&mut s, i, 3, 20, 3, None, vec![], "b");
+    // A response from another broker address on the same connection.
+    let mut req = msg(i, Kind::Request, 3, 9, i + 1, 30);
+    req.client_id = Some("b".into());
+    s.message_info(&req, None);
+    let mut rsp = msg(i + 1, Kind::Response, 3, 9, i + 2, 34);
+    rsp.broker = addr("10.0.0.3:9092");
+    (rsp.paired, rsp.peer, rsp.latency_ns) = (true, Some(i), Some(4_000_000));
+    s.message_info(&rsp, None);
+    i += 2;
+    exchange(&mut s, i, 3, 40, 5, None, vec![], "a");
+    let r = s.report();
+    let lat = |l: Option<&LatencyMs>| l.map(|l| (l.count, l.min, l.max));
+    let clients: Vec<_> = r
+        .clients
+        .iter()
+        .map(|c| lat(c.latency_ms.as_ref()))
+        .collect();
+    assert_eq!(clients, vec![Some((3, 1.0, 5.0)), Some((2, 3.0, 4.0))]);
+    let brokers: Vec<_> = r
+        .brokers
+        .iter()
+        .map(|b| (b.broker.as_str(), lat(b.latency_ms.as_ref())))
+        .collect();
+    assert_eq!(
+        brokers,
+        vec![
+            ("10.0.0.2:9092", Some((4, 1.0, 5.0))),
+            ("10.0.0.3:9092", Some((1, 4.0, 4.0)))
+        ]
+    );
+    assert_eq!(
+        lat(r.connections[0].latency_ms.as_ref()),
+        Some((5, 1.0, 5.0))
+    );
+    assert_eq!(lat(r.apis[0].latency_ms.as_ref()), Some((5, 1.0, 5.0)));
+}
+
 /// Clients past `max_keys` may still have a latency histogram (its own cap):
 /// refusals are counted per attempt in each table, as two capped maps would.
 #[test]
