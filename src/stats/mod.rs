@@ -33,6 +33,7 @@ mod text;
 use std::borrow::Cow;
 use std::cmp::Reverse;
 use std::collections::btree_map::Entry;
+use std::collections::hash_map::Entry as HashEntry;
 use std::collections::{BTreeMap, BTreeSet, BinaryHeap, HashMap, HashSet};
 use std::net::SocketAddr;
 
@@ -266,7 +267,8 @@ struct Side {
     batches: u64,
     records: u64,
     partial: u64,
-    codecs: BTreeMap<&'static str, u64>,
+    /// Batches per codec name (a handful: searched in place, sorted when reported).
+    codecs: Vec<(&'static str, u64)>,
     compressed: u64,
     decompressed: u64,
 }
@@ -348,9 +350,20 @@ struct Pending {
 #[derive(Clone, Debug)]
 struct StreamFacts {
     software: Option<(String, String)>,
-    /// The last client id seen on the connection and the slot of its key
-    /// (with `software`), so the next message finds it without building it.
-    client: Option<(Option<String>, u32)>,
+    /// The connection's last client, so the next message finds it without
+    /// building its key.
+    client: Option<StreamClient>,
+}
+
+/// A client a connection remembers.
+#[derive(Clone, Debug)]
+struct StreamClient {
+    /// The client id of its messages.
+    client_id: Option<String>,
+    /// The slot of the key (this client id with the connection's software).
+    slot: u32,
+    /// A client address the slot's counters already list.
+    addr: Option<SocketAddr>,
 }
 
 #[derive(Debug)]
@@ -594,35 +607,27 @@ impl Stats {
             return;
         };
         let root = d.map(|d| &d.root);
-        // The connection's software, learned from its ApiVersions v3+ request.
-        if !self.streams.contains_key(&i.stream) {
-            if self.streams.len() >= self.cfg.max_keys {
+        let full = self.streams.len() >= self.cfg.max_keys;
+        let mut st = match self.streams.entry(i.stream) {
+            HashEntry::Occupied(o) => Some(o.into_mut()),
+            HashEntry::Vacant(v) if !full => Some(v.insert(StreamFacts {
+                software: None,
+                client: None,
+            })),
+            HashEntry::Vacant(_) => {
                 self.overflow.streams += 1;
-            } else {
-                self.streams.insert(
-                    i.stream,
-                    StreamFacts {
-                        software: None,
-                        client: None,
-                    },
-                );
+                None
             }
-        }
+        };
+        // The connection's software, learned from its ApiVersions v3+ request.
         if api == 18 && version >= 3 {
-            if let (Some(sw), Some(st)) = (
-                root.and_then(facts::client_software),
-                self.streams.get_mut(&i.stream),
-            ) {
+            if let (Some(sw), Some(st)) = (root.and_then(facts::client_software), st.as_deref_mut())
+            {
                 st.software = Some(sw);
                 st.client = None;
             }
         }
-        let mut client = who(
-            &mut self.streams,
-            &self.clients,
-            i.stream,
-            i.client_id.as_deref(),
-        );
+        let mut client = who(st.as_deref_mut(), &self.clients, i.client_id.as_deref());
         if let Some(a) = self.apis.entry(api, ApiAcc::default) {
             a.requests += 1;
         }
@@ -638,10 +643,17 @@ impl Stats {
         }
         let max_list = self.cfg.max_list;
         let mut lists_overflow = 0;
-        if let Some(c) = self.clients.acc(&mut client) {
+        let acc = self.clients.acc(&mut client);
+        remember(st.as_deref_mut(), i.client_id.as_deref(), &client);
+        // The connection's remembered client is this one (when it has counters).
+        let remembered = st.and_then(|f| f.client.as_mut());
+        if let Some(c) = acc {
             c.requests += 1;
+            let listed = remembered
+                .as_ref()
+                .is_some_and(|k| k.addr == Some(i.client));
             // Formatted only when new to this client.
-            if !c.seen.contains(&i.client) {
+            if !listed && !c.seen.contains(&i.client) {
                 let addr = i.client.to_string();
                 if c.addresses.len() < max_list {
                     c.addresses.insert(addr);
@@ -650,15 +662,21 @@ impl Stats {
                     lists_overflow += 1;
                 }
             }
-            let known = c.apis.contains_key(&(api, version));
-            if known || c.apis.len() < max_list {
-                c.apis.entry((api, version)).or_insert((0, i.frame)).0 += 1;
-            } else {
-                lists_overflow += 1;
+            if c.seen.contains(&i.client) && !listed {
+                if let Some(k) = remembered {
+                    k.addr = Some(i.client);
+                }
+            }
+            let room = c.apis.len() < max_list;
+            match c.apis.get_mut(&(api, version)) {
+                Some(n) => n.0 += 1,
+                None if room => {
+                    c.apis.insert((api, version), (1, i.frame));
+                }
+                None => lists_overflow += 1,
             }
         }
         self.overflow.lists += lists_overflow;
-        remember(&mut self.streams, i.stream, i.client_id.as_deref(), &client);
 
         let mut group = None;
         if let Some(root) = root {
@@ -756,7 +774,10 @@ impl Stats {
                     .map
                     .get(&i.stream)
                     .and_then(|c| c.client_id.as_deref());
-                (who(&mut self.streams, &self.clients, i.stream, cid), None)
+                (
+                    who(self.streams.get_mut(&i.stream), &self.clients, cid),
+                    None,
+                )
             }
         };
         // A connection's key made here for the first time is remembered once interned.
@@ -899,7 +920,7 @@ impl Stats {
                 .map
                 .get(&i.stream)
                 .and_then(|c| c.client_id.clone());
-            remember(&mut self.streams, i.stream, cid.as_deref(), &client);
+            remember(self.streams.get_mut(&i.stream), cid.as_deref(), &client);
         }
 
         if let Some(ns) = i.latency_ns {
@@ -1475,15 +1496,13 @@ impl Stats {
 /// connection remembers for that id, else the key (client id and the
 /// connection's software) found in `clients` or built.
 fn who(
-    streams: &mut HashMap<u64, StreamFacts>,
+    st: Option<&mut StreamFacts>,
     clients: &ClientTable<ClientAcc>,
-    stream: u64,
     client_id: Option<&str>,
 ) -> Who {
-    let st = streams.get_mut(&stream);
-    if let Some((cid, slot)) = st.as_ref().and_then(|s| s.client.as_ref()) {
-        if cid.as_deref() == client_id {
-            return Who::Slot(*slot);
+    if let Some(k) = st.as_ref().and_then(|s| s.client.as_ref()) {
+        if k.client_id.as_deref() == client_id {
+            return Who::Slot(k.slot);
         }
     }
     let sw = st.as_ref().and_then(|s| s.software.as_ref());
@@ -1495,7 +1514,11 @@ fn who(
     match clients.find(&key) {
         Some(slot) => {
             if let Some(st) = st {
-                st.client = Some((key.client_id, slot));
+                st.client = Some(StreamClient {
+                    client_id: key.client_id,
+                    slot,
+                    addr: None,
+                });
             }
             Who::Slot(slot)
         }
@@ -1503,22 +1526,21 @@ fn who(
     }
 }
 
-/// Remembers on `stream` the slot of its client naming `client_id`, once it has one.
-fn remember(
-    streams: &mut HashMap<u64, StreamFacts>,
-    stream: u64,
-    client_id: Option<&str>,
-    who: &Who,
-) {
-    let (Who::Slot(slot), Some(st)) = (who, streams.get_mut(&stream)) else {
+/// Remembers on a connection the slot of its client naming `client_id`, once it has one.
+fn remember(st: Option<&mut StreamFacts>, client_id: Option<&str>, who: &Who) {
+    let (Who::Slot(slot), Some(st)) = (who, st) else {
         return;
     };
     let known = st
         .client
         .as_ref()
-        .is_some_and(|(cid, s)| s == slot && cid.as_deref() == client_id);
+        .is_some_and(|k| k.slot == *slot && k.client_id.as_deref() == client_id);
     if !known {
-        st.client = Some((client_id.map(str::to_string), *slot));
+        st.client = Some(StreamClient {
+            client_id: client_id.map(str::to_string),
+            slot: *slot,
+            addr: None,
+        });
     }
 }
 
@@ -1533,8 +1555,11 @@ fn add_set(p: &mut PartAcc, s: &facts::SetFacts, produce: bool) {
     side.batches += s.batches;
     side.records += s.records;
     side.partial += s.partial;
-    for (c, n) in &s.codecs {
-        *side.codecs.entry(c).or_default() += n;
+    for &(c, n) in &s.codecs {
+        match side.codecs.iter_mut().find(|x| x.0 == c) {
+            Some(x) => x.1 += n,
+            None => side.codecs.push((c, n)),
+        }
     }
     side.compressed += s.compressed;
     side.decompressed += s.decompressed;
