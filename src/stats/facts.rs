@@ -165,7 +165,7 @@ pub(crate) fn record_errors(root: &Node, topics: &TopicNames) -> Vec<RecordError
 
 /// What one `records` field held.
 #[derive(Clone, Debug, Default, PartialEq)]
-pub(crate) struct SetFacts {
+pub(crate) struct SetFacts<'a> {
     pub(crate) place: Place,
     /// Bytes of the record set (the field without its length prefix).
     pub(crate) bytes: u64,
@@ -176,7 +176,7 @@ pub(crate) struct SetFacts {
     /// Records declared by the batches (legacy: leaf messages).
     pub(crate) records: u64,
     /// Batches per codec name.
-    pub(crate) codecs: Vec<(&'static str, u64)>,
+    pub(crate) codecs: Cow<'a, [(&'static str, u64)]>,
     /// Bytes of uncompressed (codec none) batches.
     pub(crate) plain_bytes: u64,
     /// Compressed payload bytes of compressed batches that were decompressed.
@@ -186,7 +186,7 @@ pub(crate) struct SetFacts {
 }
 
 /// Every record set (`records`-typed field) of a message, with its place.
-pub(crate) fn record_sets(d: &Decoded, topics: &TopicNames) -> Vec<SetFacts> {
+pub(crate) fn record_sets(d: &Decoded, topics: &TopicNames) -> Vec<SetFacts<'static>> {
     let mut out = Vec::new();
     let Some(b) = body(&d.root) else { return out };
     walk_with_path(b, &mut Vec::new(), &mut |n, path| {
@@ -207,7 +207,7 @@ pub(crate) fn record_sets(d: &Decoded, topics: &TopicNames) -> Vec<SetFacts> {
 
 /// The facts of one record set: its batch and legacy message nodes `kids`
 /// (other nodes are skipped) and the byte sources of the message.
-fn set_facts(place: Place, bytes: u64, kids: &[Node], sources: &[ByteSource]) -> SetFacts {
+fn set_facts(place: Place, bytes: u64, kids: &[Node], sources: &[ByteSource]) -> SetFacts<'static> {
     let mut f = SetFacts {
         place,
         bytes,
@@ -233,9 +233,10 @@ fn set_facts(place: Place, bytes: u64, kids: &[Node], sources: &[ByteSource]) ->
         };
         f.batches += 1;
         let codec = codec.map_or("none", |a| codec_name((a & 0x07) as i16));
-        match f.codecs.iter_mut().find(|(c, _)| *c == codec) {
+        let codecs = f.codecs.to_mut();
+        match codecs.iter_mut().find(|(c, _)| *c == codec) {
             Some((_, k)) => *k += 1,
-            None => f.codecs.push((codec, 1)),
+            None => codecs.push((codec, 1)),
         }
         if codec == "none" {
             f.plain_bytes += c.length as u64;
@@ -277,7 +278,7 @@ pub(crate) fn scanned_errors(x: &ScanFacts, topics: &TopicNames) -> Vec<ErrorAt>
 }
 
 /// As [`record_sets`], for a message read by the summary scan.
-pub(crate) fn scanned_sets(x: &ScanFacts, topics: &TopicNames) -> Vec<SetFacts> {
+pub(crate) fn scanned_sets<'a>(x: &'a ScanFacts, topics: &TopicNames) -> Vec<SetFacts<'a>> {
     x.sets
         .iter()
         .map(|s| {
@@ -289,7 +290,7 @@ pub(crate) fn scanned_sets(x: &ScanFacts, topics: &TopicNames) -> Vec<SetFacts> 
                     batches: c.batches,
                     partial: c.partial,
                     records: c.records,
-                    codecs: c.codecs.clone(),
+                    codecs: Cow::Borrowed(&c.codecs),
                     plain_bytes: c.plain_bytes,
                     compressed: c.compressed,
                     decompressed: c.decompressed,

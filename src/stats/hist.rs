@@ -135,16 +135,26 @@ impl LatencyHist {
     /// Adds the latencies of `other`: the result is the histogram that
     /// recorded both sets of values (bucket counts saturate as recording does).
     pub fn merge(&mut self, other: &LatencyHist) {
-        match &other.counts {
-            Counts::Sparse(v) => {
+        match (&mut self.counts, &other.counts) {
+            (_, Counts::Sparse(v)) => {
                 for &(k, n) in v {
                     self.add(k, n);
                 }
             }
-            Counts::Dense(h) => {
-                for x in h.iter_recorded() {
-                    self.add(x.value_iterated_to(), x.count_at_value());
+            // HdrHistogram adds counts arrays of one layout index by index.
+            (Counts::Dense(h), Counts::Dense(o)) => {
+                if h.add(&**o).is_err() {
+                    for x in o.iter_recorded() {
+                        record_dense(h, x.value_iterated_to(), x.count_at_value());
+                    }
                 }
+            }
+            (Counts::Sparse(v), Counts::Dense(o)) => {
+                let mut h = o.clone();
+                for &(k, n) in v.iter() {
+                    record_dense(&mut h, k, n);
+                }
+                self.counts = Counts::Dense(h);
             }
         }
         self.count += other.count;

@@ -715,7 +715,7 @@ impl Stats {
     }
 
     /// The record sets of a message, from its tree or its summary scan.
-    fn sets_of(&self, d: &Decoded) -> Vec<facts::SetFacts> {
+    fn sets_of<'d>(&self, d: &'d Decoded) -> Vec<facts::SetFacts<'d>> {
         match &d.facts {
             Some(x) => facts::scanned_sets(x, &self.topics),
             None => facts::record_sets(d, &self.topics),
@@ -1544,7 +1544,7 @@ fn remember(st: Option<&mut StreamFacts>, client_id: Option<&str>, who: &Who) {
     }
 }
 
-fn add_set(p: &mut PartAcc, s: &facts::SetFacts, produce: bool) {
+fn add_set(p: &mut PartAcc, s: &facts::SetFacts<'_>, produce: bool) {
     let side = if produce {
         &mut p.produce
     } else {
@@ -1555,7 +1555,7 @@ fn add_set(p: &mut PartAcc, s: &facts::SetFacts, produce: bool) {
     side.batches += s.batches;
     side.records += s.records;
     side.partial += s.partial;
-    for &(c, n) in &s.codecs {
+    for &(c, n) in s.codecs.iter() {
         match side.codecs.iter_mut().find(|x| x.0 == c) {
             Some(x) => x.1 += n,
             None => side.codecs.push((c, n)),
