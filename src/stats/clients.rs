@@ -183,9 +183,9 @@ mod tests {
 
     fn key(n: u8) -> ClientKey {
         ClientKey {
-            client_id: (n % 4 != 0).then(|| format!("c{}", n % 5)),
-            software_name: (n % 3 == 0).then(|| "sw".to_string()),
-            software_version: (n % 2 == 0).then(|| format!("{}", n % 3)),
+            client_id: (!n.is_multiple_of(4)).then(|| format!("c{}", n % 5)),
+            software_name: n.is_multiple_of(3).then(|| "sw".to_string()),
+            software_version: n.is_multiple_of(2).then(|| format!("{}", n % 3)),
         }
     }
 
