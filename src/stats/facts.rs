@@ -8,6 +8,8 @@
 //! (every `*ErrorCode` with a non-zero int16 value in the body), so the per-API
 //! error counts here always equal the JSONL `error_codes`.
 
+use std::borrow::Cow;
+
 use crate::kafka::decode::{Decoded, ScanFacts, ScanPlace, ScanTopic};
 use crate::kafka::records::codec_name;
 use crate::kafka::tree::{format_uuid, ByteSource, Node, Value};
@@ -163,7 +165,7 @@ pub(crate) fn record_errors(root: &Node, topics: &TopicNames) -> Vec<RecordError
 
 /// What one `records` field held.
 #[derive(Clone, Debug, Default, PartialEq)]
-pub(crate) struct SetFacts {
+pub(crate) struct SetFacts<'a> {
     pub(crate) place: Place,
     /// Bytes of the record set (the field without its length prefix).
     pub(crate) bytes: u64,
@@ -174,7 +176,7 @@ pub(crate) struct SetFacts {
     /// Records declared by the batches (legacy: leaf messages).
     pub(crate) records: u64,
     /// Batches per codec name.
-    pub(crate) codecs: Vec<(&'static str, u64)>,
+    pub(crate) codecs: Cow<'a, [(&'static str, u64)]>,
     /// Bytes of uncompressed (codec none) batches.
     pub(crate) plain_bytes: u64,
     /// Compressed payload bytes of compressed batches that were decompressed.
@@ -184,7 +186,7 @@ pub(crate) struct SetFacts {
 }
 
 /// Every record set (`records`-typed field) of a message, with its place.
-pub(crate) fn record_sets(d: &Decoded, topics: &TopicNames) -> Vec<SetFacts> {
+pub(crate) fn record_sets(d: &Decoded, topics: &TopicNames) -> Vec<SetFacts<'static>> {
     let mut out = Vec::new();
     let Some(b) = body(&d.root) else { return out };
     walk_with_path(b, &mut Vec::new(), &mut |n, path| {
@@ -205,7 +207,7 @@ pub(crate) fn record_sets(d: &Decoded, topics: &TopicNames) -> Vec<SetFacts> {
 
 /// The facts of one record set: its batch and legacy message nodes `kids`
 /// (other nodes are skipped) and the byte sources of the message.
-fn set_facts(place: Place, bytes: u64, kids: &[Node], sources: &[ByteSource]) -> SetFacts {
+fn set_facts(place: Place, bytes: u64, kids: &[Node], sources: &[ByteSource]) -> SetFacts<'static> {
     let mut f = SetFacts {
         place,
         bytes,
@@ -231,9 +233,10 @@ fn set_facts(place: Place, bytes: u64, kids: &[Node], sources: &[ByteSource]) ->
         };
         f.batches += 1;
         let codec = codec.map_or("none", |a| codec_name((a & 0x07) as i16));
-        match f.codecs.iter_mut().find(|(c, _)| *c == codec) {
+        let codecs = f.codecs.to_mut();
+        match codecs.iter_mut().find(|(c, _)| *c == codec) {
             Some((_, k)) => *k += 1,
-            None => f.codecs.push((codec, 1)),
+            None => codecs.push((codec, 1)),
         }
         if codec == "none" {
             f.plain_bytes += c.length as u64;
@@ -275,7 +278,7 @@ pub(crate) fn scanned_errors(x: &ScanFacts, topics: &TopicNames) -> Vec<ErrorAt>
 }
 
 /// As [`record_sets`], for a message read by the summary scan.
-pub(crate) fn scanned_sets(x: &ScanFacts, topics: &TopicNames) -> Vec<SetFacts> {
+pub(crate) fn scanned_sets<'a>(x: &'a ScanFacts, topics: &TopicNames) -> Vec<SetFacts<'a>> {
     x.sets
         .iter()
         .map(|s| {
@@ -287,7 +290,7 @@ pub(crate) fn scanned_sets(x: &ScanFacts, topics: &TopicNames) -> Vec<SetFacts> 
                     batches: c.batches,
                     partial: c.partial,
                     records: c.records,
-                    codecs: c.codecs.clone(),
+                    codecs: Cow::Borrowed(&c.codecs),
                     plain_bytes: c.plain_bytes,
                     compressed: c.compressed,
                     decompressed: c.decompressed,
@@ -318,19 +321,24 @@ fn leaves(n: &Node) -> u64 {
 /// The one topic a request names (by name, or by id: learned name or the id
 /// itself), if it names exactly one.
 pub(crate) fn single_topic(d: &Decoded, topics: &TopicNames) -> Option<String> {
-    let mut all: Vec<String> = d.topics.iter().filter(|t| !t.is_empty()).cloned().collect();
+    // Every non-empty name counts (a name listed twice is two); an id counts
+    // unless it names a topic already counted.
+    let mut names = d.topics.iter().filter(|t| !t.is_empty());
+    let mut one: Option<Cow<'_, str>> = names.next().map(|t| Cow::Borrowed(t.as_str()));
+    if names.next().is_some() {
+        return None;
+    }
     for id in d.topic_ids.iter().filter(|u| **u != [0; 16]) {
         let t = topics
             .name(id)
-            .map_or_else(|| format_uuid(id), str::to_string);
-        if !all.contains(&t) {
-            all.push(t);
+            .map_or_else(|| Cow::Owned(format_uuid(id)), Cow::Borrowed);
+        match &one {
+            None => one = Some(t),
+            Some(o) if *o == t => {}
+            Some(_) => return None,
         }
     }
-    match all.as_slice() {
-        [one] => Some(one.clone()),
-        _ => None,
-    }
+    one.map(Cow::into_owned)
 }
 
 /// `ClientSoftwareName` and `ClientSoftwareVersion` of an ApiVersions v3+ request.
@@ -522,6 +530,54 @@ mod tests {
                 nested: true,
             }]
         );
+    }
+
+    #[test]
+    fn single_topic_counts_names_and_new_ids() {
+        let mut topics = TopicNames::default();
+        let (a, b) = ([1; 16], [2; 16]);
+        let root = with(
+            n("MetadataResponse", "message v12", Value::None),
+            vec![with(
+                n("MetadataResponse", "struct", Value::None),
+                vec![with(
+                    n("Topics", "[]", Value::None),
+                    vec![with(
+                        n("Topics[0]", "T", Value::None),
+                        vec![
+                            n("Name", "string", Value::Str("t".into())),
+                            n("TopicId", "uuid", Value::Uuid(a)),
+                        ],
+                    )],
+                )],
+            )],
+        );
+        topics.learn(Some(3), &root);
+        let one = |names: &[&str], ids: &[[u8; 16]]| {
+            let d = Decoded {
+                kind: crate::kafka::decode::Kind::Request,
+                api_key: Some(1),
+                api_version: Some(13),
+                correlation_id: Some(1),
+                client_id: None,
+                root: n("R", "message", Value::None),
+                sources: Vec::new(),
+                error: None,
+                topics: names.iter().map(|s| s.to_string()).collect(),
+                topic_ids: ids.to_vec(),
+                facts: None,
+            };
+            single_topic(&d, &topics)
+        };
+        assert_eq!(one(&[], &[]), None);
+        assert_eq!(one(&["t"], &[]).as_deref(), Some("t"));
+        assert_eq!(one(&["", "t"], &[[0; 16]]).as_deref(), Some("t"));
+        // A name listed twice is two names; an id naming a known one is not new.
+        assert_eq!(one(&["t", "t"], &[]), None);
+        assert_eq!(one(&["t"], &[a, a]).as_deref(), Some("t"));
+        assert_eq!(one(&[], &[b, b]), Some(format_uuid(&b)));
+        assert_eq!(one(&["t"], &[b]), None);
+        assert_eq!(one(&["u"], &[a]), None);
     }
 
     #[test]

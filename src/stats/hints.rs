@@ -65,7 +65,12 @@ fn topic(t: &Option<String>, p: &Option<i32>) -> String {
 /// Every hint the state supports, warnings first.
 pub(crate) fn hints(s: &Stats) -> Vec<Hint> {
     let mut out = Vec::new();
-    for (k, c) in &s.clients.map {
+    for (k, c) in s
+        .clients
+        .sorted()
+        .into_iter()
+        .filter_map(|(_, x)| Some((&x.key, x.acc.as_ref()?)))
+    {
         if c.throttle_seconds >= THROTTLE_SECONDS {
             out.push(Hint {
                 kind: "throttling",
@@ -169,7 +174,7 @@ pub(crate) fn hints(s: &Stats) -> Vec<Hint> {
     }
     let mut repeated: BTreeMap<(&str, &Option<String>), Evidence> = BTreeMap::new();
     for (k, e) in &s.errors.map {
-        if METADATA_ERRORS.contains(&k.name.as_str()) {
+        if METADATA_ERRORS.contains(&&*k.name) {
             let ev = repeated.entry((&k.name, &k.topic)).or_default();
             ev.count += e.count;
             for f in [e.first, e.last] {

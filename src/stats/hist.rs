@@ -6,16 +6,59 @@
 //! highest value of the rank's bucket (clamped to the exact min and max), so
 //! they are within 0.1% (+1 µs of rounding) of the exact nearest-rank value;
 //! count, min, max and mean are exact.
+//!
+//! A histogram starts sparse: up to [`SPARSE`] (bucket, count) pairs, sorted by
+//! bucket, in a few KiB instead of the tens of KiB of an HdrHistogram's counts
+//! array (a capture has a histogram per connection, most with few distinct
+//! latencies). Past that it moves its counts into an HdrHistogram. The buckets
+//! are HdrHistogram's own (`lowest_equivalent` of [`SIGFIG`] digits, lowest
+//! discernible value 1), so both forms give the same percentiles.
 
 use hdrhistogram::Histogram;
 
 /// Significant decimal digits kept by every latency histogram.
 pub const SIGFIG: u8 = 3;
 
+/// Most distinct buckets a histogram keeps in its sparse form.
+pub const SPARSE: usize = 128;
+
+/// log2 of the sub-bucket count of a 3-digit HdrHistogram with lowest value 1:
+/// 2048 sub-buckets give unit resolution up to 2·10³.
+const SUB_BUCKET_BITS: u32 = 11;
+
+/// HdrHistogram's bucket of `v` (3 digits, lowest discernible value 1): how
+/// many powers of two `v` is past the unit-resolution range.
+fn bucket_of(v: u64) -> u32 {
+    (64 - SUB_BUCKET_BITS) - (v | ((1 << SUB_BUCKET_BITS) - 1)).leading_zeros()
+}
+
+/// The lowest value counted with `v` (HdrHistogram's `lowest_equivalent`).
+fn lowest_equivalent(v: u64) -> u64 {
+    let b = bucket_of(v);
+    (v >> b) << b
+}
+
+/// The highest value counted with `v` (HdrHistogram's `highest_equivalent`).
+fn highest_equivalent(v: u64) -> u64 {
+    if v == u64::MAX {
+        return u64::MAX;
+    }
+    lowest_equivalent(v).saturating_add(1 << bucket_of(v)) - 1
+}
+
+/// Where a histogram keeps its counts.
+#[derive(Clone, Debug)]
+enum Counts {
+    /// (lowest value of the bucket, count), sorted by bucket; at most [`SPARSE`].
+    Sparse(Vec<(u64, u32)>),
+    /// An auto-resizing HdrHistogram.
+    Dense(Box<Histogram<u32>>),
+}
+
 /// The latencies of a set of exchanges.
 #[derive(Clone, Debug)]
 pub struct LatencyHist {
-    hist: Histogram<u32>,
+    counts: Counts,
     count: u64,
     sum_ns: u128,
     min_ns: u64,
@@ -28,13 +71,25 @@ impl Default for LatencyHist {
     }
 }
 
+/// An empty auto-resizing HdrHistogram of [`SIGFIG`] digits.
+fn dense() -> Histogram<u32> {
+    // `new` fails only for more than 5 digits.
+    Histogram::new(SIGFIG).expect("3 significant digits is a valid precision")
+}
+
+/// Records `n` values of `us` in `h`, growing it to fit.
+fn record_dense(h: &mut Histogram<u32>, us: u64, n: u32) {
+    // `record_n` grows the histogram to fit; `saturating_record_n` would clamp.
+    if h.record_n(us, n).is_err() {
+        h.saturating_record_n(us, n);
+    }
+}
+
 impl LatencyHist {
-    /// An empty histogram.
+    /// An empty histogram (allocates nothing until the first value).
     pub fn new() -> LatencyHist {
-        // An auto-resizing histogram; `new` fails only for more than 5 digits.
-        let hist = Histogram::new(SIGFIG).expect("3 significant digits is a valid precision");
         LatencyHist {
-            hist,
+            counts: Counts::Sparse(Vec::new()),
             count: 0,
             sum_ns: 0,
             min_ns: u64::MAX,
@@ -44,15 +99,68 @@ impl LatencyHist {
 
     /// Records one latency, in nanoseconds.
     pub fn record(&mut self, ns: u64) {
-        let us = ns_to_us(ns);
-        // `record` grows the histogram to fit; `saturating_record` would clamp.
-        if self.hist.record(us).is_err() {
-            self.hist.saturating_record(us);
-        }
+        self.add(ns_to_us(ns), 1);
         self.count += 1;
         self.sum_ns += u128::from(ns);
         self.min_ns = self.min_ns.min(ns);
         self.max_ns = self.max_ns.max(ns);
+    }
+
+    /// Counts `n` more values in the bucket of `us` (microseconds).
+    fn add(&mut self, us: u64, n: u32) {
+        match &mut self.counts {
+            Counts::Dense(h) => record_dense(h, us, n),
+            Counts::Sparse(v) => {
+                let key = lowest_equivalent(us);
+                match v.binary_search_by_key(&key, |e| e.0) {
+                    Ok(at) => {
+                        if let Some(e) = v.get_mut(at) {
+                            e.1 = e.1.saturating_add(n);
+                        }
+                    }
+                    Err(at) if v.len() < SPARSE => v.insert(at, (key, n)),
+                    Err(_) => {
+                        let mut h = dense();
+                        for &(k, c) in v.iter() {
+                            record_dense(&mut h, k, c);
+                        }
+                        record_dense(&mut h, us, n);
+                        self.counts = Counts::Dense(Box::new(h));
+                    }
+                }
+            }
+        }
+    }
+
+    /// Adds the latencies of `other`: the result is the histogram that
+    /// recorded both sets of values (bucket counts saturate as recording does).
+    pub fn merge(&mut self, other: &LatencyHist) {
+        match (&mut self.counts, &other.counts) {
+            (_, Counts::Sparse(v)) => {
+                for &(k, n) in v {
+                    self.add(k, n);
+                }
+            }
+            // HdrHistogram adds counts arrays of one layout index by index.
+            (Counts::Dense(h), Counts::Dense(o)) => {
+                if h.add(&**o).is_err() {
+                    for x in o.iter_recorded() {
+                        record_dense(h, x.value_iterated_to(), x.count_at_value());
+                    }
+                }
+            }
+            (Counts::Sparse(v), Counts::Dense(o)) => {
+                let mut h = o.clone();
+                for &(k, n) in v.iter() {
+                    record_dense(&mut h, k, n);
+                }
+                self.counts = Counts::Dense(h);
+            }
+        }
+        self.count += other.count;
+        self.sum_ns += other.sum_ns;
+        self.min_ns = self.min_ns.min(other.min_ns);
+        self.max_ns = self.max_ns.max(other.max_ns);
     }
 
     /// How many latencies were recorded.
@@ -63,19 +171,60 @@ impl LatencyHist {
     /// The nearest-rank value at `permille` (500 = median, 999 = p99.9), in
     /// microseconds: the highest value of the bucket holding rank ⌈permille·n/1000⌉.
     pub fn value_at_permille(&self, permille: u64) -> Option<u64> {
+        let [v] = self.values_at_permilles([permille]);
+        v
+    }
+
+    /// As [`LatencyHist::value_at_permille`] for several permilles, in one pass
+    /// over the buckets.
+    pub fn values_at_permilles<const N: usize>(&self, permilles: [u64; N]) -> [Option<u64>; N] {
+        let mut out = [None; N];
         if self.count == 0 {
-            return None;
+            return out;
         }
-        let n = self.hist.len();
-        let rank = (permille.min(1000) * n).div_ceil(1000).max(1);
-        let mut seen = 0u64;
-        for v in self.hist.iter_recorded() {
-            seen += v.count_since_last_iteration();
-            if seen >= rank {
-                return Some(v.value_iterated_to());
+        let n = self.count;
+        let ranks = permilles.map(|p| (p.min(1000) * n).div_ceil(1000).max(1));
+        // Buckets in increasing order as (cumulative count, highest value).
+        let mut answer = |seen: u64, value: u64| {
+            let mut open = false;
+            for (o, &rank) in out.iter_mut().zip(&ranks) {
+                if o.is_none() {
+                    if seen >= rank {
+                        *o = Some(value);
+                    } else {
+                        open = true;
+                    }
+                }
             }
+            open
+        };
+        let max = match &self.counts {
+            Counts::Sparse(v) => {
+                let mut seen = 0u64;
+                for &(k, c) in v {
+                    seen = seen.saturating_add(u64::from(c));
+                    if !answer(seen, highest_equivalent(k)) {
+                        return out;
+                    }
+                }
+                v.last().map_or(0, |&(k, _)| highest_equivalent(k))
+            }
+            Counts::Dense(h) => {
+                let mut seen = 0u64;
+                for x in h.iter_recorded() {
+                    seen = seen.saturating_add(x.count_since_last_iteration());
+                    if !answer(seen, x.value_iterated_to()) {
+                        return out;
+                    }
+                }
+                h.max()
+            }
+        };
+        // Only when counts saturated: the largest value, as HdrHistogram says.
+        for o in &mut out {
+            o.get_or_insert(max);
         }
-        Some(self.hist.max())
+        out
     }
 
     /// The summary shown in reports.
@@ -85,17 +234,15 @@ impl LatencyHist {
         }
         // A bucket's highest value may pass the exact extremes; keep percentiles inside them.
         let (lo, hi) = (self.min_ns as f64 / 1e6, self.max_ns as f64 / 1e6);
-        let us = |p| {
-            self.value_at_permille(p)
-                .map_or(0.0, |v| v as f64 / 1e3)
-                .clamp(lo, hi)
-        };
+        let [p50, p90, p99, p999] = self
+            .values_at_permilles([500, 900, 990, 999])
+            .map(|v| v.map_or(0.0, |v| v as f64 / 1e3).clamp(lo, hi));
         Some(LatencyMs {
             count: self.count,
-            p50: us(500),
-            p90: us(900),
-            p99: us(990),
-            p999: us(999),
+            p50,
+            p90,
+            p99,
+            p999,
             min: self.min_ns as f64 / 1e6,
             max: self.max_ns as f64 / 1e6,
             mean: (self.sum_ns as f64 / self.count as f64) / 1e6,
@@ -162,5 +309,102 @@ mod tests {
         h.record(0);
         let s = h.summary().unwrap();
         assert_eq!((s.p50, s.max, s.count), (0.0, 0.0, 1));
+    }
+
+    /// The percentile of the former implementation: every value recorded in
+    /// one HdrHistogram, one pass per percentile.
+    fn reference(h: &Histogram<u32>, permille: u64) -> Option<u64> {
+        if h.is_empty() {
+            return None;
+        }
+        let rank = (permille.min(1000) * h.len()).div_ceil(1000).max(1);
+        let mut seen = 0u64;
+        for v in h.iter_recorded() {
+            seen += v.count_since_last_iteration();
+            if seen >= rank {
+                return Some(v.value_iterated_to());
+            }
+        }
+        Some(h.max())
+    }
+
+    const PERMILLES: [u64; 9] = [0, 1, 100, 500, 900, 990, 999, 1000, 5000];
+
+    fn check_against_reference(values_ns: &[u64]) {
+        let mut h = LatencyHist::new();
+        for &ns in values_ns {
+            h.record(ns);
+        }
+        let mut one = dense();
+        for &ns in values_ns {
+            record_dense(&mut one, ns_to_us(ns), 1);
+        }
+        let all = h.values_at_permilles(PERMILLES);
+        for (p, got) in PERMILLES.iter().zip(all) {
+            assert_eq!(got, reference(&one, *p), "p{p} of {values_ns:?}");
+            assert_eq!(h.value_at_permille(*p), got, "one pass vs single, p{p}");
+        }
+    }
+
+    #[test]
+    fn sparse_turns_dense_past_its_bound_with_the_same_percentiles() {
+        // SPARSE distinct buckets stay sparse; one more turns the histogram dense.
+        let vals: Vec<u64> = (0..=SPARSE as u64).map(|i| i * 7_000_000 + 3).collect();
+        let mut h = LatencyHist::new();
+        for &v in &vals[..SPARSE] {
+            h.record(v);
+            h.record(v);
+        }
+        assert!(matches!(&h.counts, Counts::Sparse(v) if v.len() == SPARSE));
+        h.record(vals[SPARSE]);
+        assert!(matches!(h.counts, Counts::Dense(_)));
+        let mut twice: Vec<u64> = vals[..SPARSE].iter().flat_map(|&v| [v, v]).collect();
+        twice.push(vals[SPARSE]);
+        check_against_reference(&twice);
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn merged_equals_recorded_together(
+            a in proptest::collection::vec(0u64..5_000_000_000, 0..300),
+            b in proptest::collection::vec(0u64..50_000_000, 0..300),
+        ) {
+            let (mut x, mut y, mut all) = (LatencyHist::new(), LatencyHist::new(), LatencyHist::new());
+            for &v in &a {
+                x.record(v);
+                all.record(v);
+            }
+            for &v in &b {
+                y.record(v);
+                all.record(v);
+            }
+            x.merge(&y);
+            proptest::prop_assert_eq!(x.summary(), all.summary());
+            proptest::prop_assert_eq!(x.values_at_permilles(PERMILLES), all.values_at_permilles(PERMILLES));
+            proptest::prop_assert_eq!(x.sum_ns, all.sum_ns);
+        }
+
+        #[test]
+        fn buckets_are_hdrhistograms(v in proptest::prelude::any::<u64>(), small in 0u64..100_000) {
+            let h = dense();
+            for x in [v, small, v >> 20, v >> 40] {
+                proptest::prop_assert_eq!(lowest_equivalent(x), h.lowest_equivalent(x));
+                proptest::prop_assert_eq!(highest_equivalent(x), h.highest_equivalent(x));
+            }
+        }
+
+        #[test]
+        fn percentiles_equal_one_hdrhistogram(
+            values in proptest::collection::vec(
+                proptest::prop_oneof![
+                    0u64..3_000_000,
+                    0u64..2_000_000_000,
+                    proptest::prelude::any::<u64>(),
+                ],
+                0..600,
+            ),
+        ) {
+            check_against_reference(&values);
+        }
     }
 }

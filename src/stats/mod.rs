@@ -17,20 +17,30 @@
 //!   partition) and what (batches, records, group fields);
 //! - a request waits in a bounded table (by message index) until its response
 //!   or its [`Notice::Unanswered`]; that is how a response learns its client id
-//!   and its request frame.
+//!   and its request frame;
+//! - the per-message path neither builds nor compares client keys in the
+//!   steady state: they are interned (module `clients`) and each connection
+//!   remembers its client's slot; error counts are keyed by code and labelled when reported; a
+//!   latency histogram that others add up to (an API's: its versions'; a
+//!   broker's and a client's: their connections', while a connection's
+//!   latencies are all theirs) is completed at report time, so a response
+//!   records into two histograms instead of five.
 //!
 //! Feed it records produced with [`Stats::analyzer_config`] (trees kept,
 //! records decoded) to get topics, codecs, groups and error places; with
 //! summaries only, the per-API, client, latency and throttle figures remain.
 
+mod clients;
 mod facts;
 mod hints;
 mod hist;
 mod report;
 mod text;
 
+use std::borrow::Cow;
 use std::cmp::Reverse;
 use std::collections::btree_map::Entry;
+use std::collections::hash_map::Entry as HashEntry;
 use std::collections::{BTreeMap, BTreeSet, BinaryHeap, HashMap, HashSet};
 use std::net::SocketAddr;
 
@@ -42,6 +52,7 @@ use crate::kafka::Decoded;
 use crate::model::{AnalyzerConfig, MessageInfo, MessageRecord, Notice, Output};
 use crate::pipeline::Event;
 use crate::topics::TopicNames;
+use clients::{ClientTable, Who};
 
 pub use hist::{LatencyHist, SIGFIG};
 pub use report::*;
@@ -113,6 +124,20 @@ pub fn error_label(code: i16) -> String {
     error_name(code).map_or_else(|| format!("UNKNOWN({code})"), str::to_string)
 }
 
+/// As [`error_label`], borrowing the names this build knows.
+fn error_label_cow(code: i16) -> Cow<'static, str> {
+    error_name(code).map_or_else(|| Cow::Owned(format!("UNKNOWN({code})")), Cow::Borrowed)
+}
+
+/// Counts by error code, as counts by [`error_label`] (what reports show).
+fn by_label(counts: &BTreeMap<i16, u64>) -> BTreeMap<String, u64> {
+    let mut out = BTreeMap::new();
+    for (&code, &n) in counts {
+        *out.entry(error_label(code)).or_default() += n;
+    }
+    out
+}
+
 /// A map that stops growing at `cap` entries and counts what it refused.
 #[derive(Clone, Debug)]
 struct Capped<K, V> {
@@ -128,17 +153,6 @@ impl<K: Ord, V> Capped<K, V> {
             cap,
             overflow: 0,
         }
-    }
-
-    /// As [`Capped::entry`], cloning the key only to insert it.
-    fn entry_ref(&mut self, k: &K, f: impl FnOnce() -> V) -> Option<&mut V>
-    where
-        K: Clone,
-    {
-        if self.map.contains_key(k) {
-            return self.map.get_mut(k);
-        }
-        self.entry(k.clone(), f)
     }
 
     /// The entry for `k`, made by `f` if there is room; `None` (counted) if full.
@@ -214,9 +228,12 @@ struct ApiAcc {
     responses: u64,
     unanswered: u64,
     orphans: u64,
+    /// Latencies of responses that no version entry took (the report adds
+    /// the versions' histograms).
     latency: LatencyHist,
     throttle: Throttle,
-    errors: BTreeMap<String, u64>,
+    /// Error code → count (labelled when reported).
+    errors: BTreeMap<i16, u64>,
 }
 
 #[derive(Debug, Default)]
@@ -257,7 +274,8 @@ struct Side {
     batches: u64,
     records: u64,
     partial: u64,
-    codecs: BTreeMap<&'static str, u64>,
+    /// Batches per codec name (a handful: searched in place, sorted when reported).
+    codecs: Vec<(&'static str, u64)>,
     compressed: u64,
     decompressed: u64,
 }
@@ -272,7 +290,7 @@ struct PartAcc {
 
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
 struct ErrorKey {
-    name: String,
+    name: Cow<'static, str>,
     code: i16,
     api_key: i16,
     topic: Option<String>,
@@ -318,7 +336,8 @@ struct GroupAcc {
     syncs: u64,
     heartbeats: u64,
     leaves: u64,
-    errors: BTreeMap<String, u64>,
+    /// Error code → count (labelled when reported).
+    errors: BTreeMap<i16, u64>,
     generations: Vec<GenerationAcc>,
     /// Per connection: the first JoinGroup request (frame, time) of the open round.
     rounds: BTreeMap<u64, (u64, Timestamp)>,
@@ -329,18 +348,32 @@ struct GroupAcc {
 #[derive(Clone, Debug)]
 struct Pending {
     frame: u64,
-    client: ClientKey,
+    client: Who,
     /// The one topic the request names: where a response's unplaced facts belong.
     topic: Option<String>,
-    group: Option<facts::GroupRequest>,
+    group: Option<Box<facts::GroupRequest>>,
 }
 
 #[derive(Clone, Debug)]
 struct StreamFacts {
     software: Option<(String, String)>,
+    /// The connection's last client, so the next message finds it without
+    /// building its key.
+    client: Option<StreamClient>,
 }
 
-#[derive(Debug, Default)]
+/// A client a connection remembers.
+#[derive(Clone, Debug)]
+struct StreamClient {
+    /// The client id of its messages.
+    client_id: Option<String>,
+    /// The slot of the key (this client id with the connection's software).
+    slot: u32,
+    /// A client address the slot's counters already list.
+    addr: Option<SocketAddr>,
+}
+
+#[derive(Debug)]
 struct ConnAcc {
     client: String,
     broker: String,
@@ -348,6 +381,42 @@ struct ConnAcc {
     requests: u64,
     responses: u64,
     latency: LatencyHist,
+    /// The broker of the connection's first message.
+    broker_addr: SocketAddr,
+    /// Every latency of `latency` is one of `broker_addr`'s: its broker's
+    /// histogram leaves them here and the report adds them (one histogram
+    /// touched per response instead of two). Once false, stays false.
+    for_broker: bool,
+    /// Whose client histogram the latencies of `latency` belong to.
+    for_client: ClientLink,
+}
+
+/// Whether a connection's latencies all belong to one client's histogram.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum ClientLink {
+    /// No latency yet.
+    Unbound,
+    /// All to the client at this slot (its histogram leaves them here).
+    Slot(u32),
+    /// Not all to one client: each went to its client's histogram itself.
+    Off,
+}
+
+impl ConnAcc {
+    /// The connection of message `i`, with nothing counted.
+    fn new(i: &MessageInfo) -> ConnAcc {
+        ConnAcc {
+            client: i.client.to_string(),
+            broker: i.broker.to_string(),
+            client_id: None,
+            requests: 0,
+            responses: 0,
+            latency: LatencyHist::new(),
+            broker_addr: i.broker,
+            for_broker: true,
+            for_client: ClientLink::Unbound,
+        }
+    }
 }
 
 #[derive(Debug, Default)]
@@ -383,8 +452,9 @@ pub struct Stats {
     summary: Summary,
     apis: Capped<i16, ApiAcc>,
     versions: Capped<(i16, i16), VersionAcc>,
-    clients: Capped<ClientKey, ClientAcc>,
-    client_latency: Capped<ClientKey, LatencyHist>,
+    /// Clients' counters (capped at `max_keys`) and latency histograms
+    /// (capped at `max_histograms`).
+    clients: ClientTable<ClientAcc>,
     brokers: Capped<SocketAddr, BrokerAcc>,
     conns: Capped<u64, ConnAcc>,
     slow: BinaryHeap<Reverse<SlowKey>>,
@@ -413,8 +483,7 @@ impl Stats {
             summary: Summary::default(),
             apis: Capped::new(cfg.max_histograms),
             versions: Capped::new(cfg.max_histograms),
-            clients: Capped::new(cfg.max_keys),
-            client_latency: Capped::new(cfg.max_histograms),
+            clients: ClientTable::new(cfg.max_keys, cfg.max_histograms),
             brokers: Capped::new(cfg.max_histograms),
             conns: Capped::new(cfg.max_histograms),
             slow: BinaryHeap::new(),
@@ -527,7 +596,7 @@ impl Stats {
                     a.unanswered += 1;
                 }
                 if let Some(p) = self.pending.remove(&request.index) {
-                    if let Some(c) = self.clients.map.get_mut(&p.client) {
+                    if let Some(c) = self.clients.get_acc(&p.client) {
                         c.unanswered += 1;
                     }
                 }
@@ -545,29 +614,27 @@ impl Stats {
             return;
         };
         let root = d.map(|d| &d.root);
-        // The connection's software, learned from its ApiVersions v3+ request.
-        if !self.streams.contains_key(&i.stream) {
-            if self.streams.len() >= self.cfg.max_keys {
+        let full = self.streams.len() >= self.cfg.max_keys;
+        let mut st = match self.streams.entry(i.stream) {
+            HashEntry::Occupied(o) => Some(o.into_mut()),
+            HashEntry::Vacant(v) if !full => Some(v.insert(StreamFacts {
+                software: None,
+                client: None,
+            })),
+            HashEntry::Vacant(_) => {
                 self.overflow.streams += 1;
-            } else {
-                self.streams
-                    .insert(i.stream, StreamFacts { software: None });
+                None
             }
-        }
-        if api == 18 && version >= 3 {
-            if let (Some(sw), Some(st)) = (
-                root.and_then(facts::client_software),
-                self.streams.get_mut(&i.stream),
-            ) {
-                st.software = Some(sw);
-            }
-        }
-        let software = self.streams.get(&i.stream).and_then(|s| s.software.clone());
-        let client = ClientKey {
-            client_id: i.client_id.clone(),
-            software_name: software.as_ref().map(|s| s.0.clone()),
-            software_version: software.map(|s| s.1),
         };
+        // The connection's software, learned from its ApiVersions v3+ request.
+        if api == 18 && version >= 3 {
+            if let (Some(sw), Some(st)) = (root.and_then(facts::client_software), st.as_deref_mut())
+            {
+                st.software = Some(sw);
+                st.client = None;
+            }
+        }
+        let mut client = who(st.as_deref_mut(), &self.clients, i.client_id.as_deref());
         if let Some(a) = self.apis.entry(api, ApiAcc::default) {
             a.requests += 1;
         }
@@ -577,20 +644,23 @@ impl Stats {
         if let Some(b) = self.brokers.entry(i.broker, BrokerAcc::default) {
             b.requests += 1;
         }
-        if let Some(c) = self.conns.entry(i.stream, || ConnAcc {
-            client: i.client.to_string(),
-            broker: i.broker.to_string(),
-            ..ConnAcc::default()
-        }) {
+        if let Some(c) = self.conns.entry(i.stream, || ConnAcc::new(i)) {
             c.requests += 1;
             c.client_id.clone_from(&i.client_id);
         }
         let max_list = self.cfg.max_list;
         let mut lists_overflow = 0;
-        if let Some(c) = self.clients.entry_ref(&client, ClientAcc::default) {
+        let acc = self.clients.acc(&mut client);
+        remember(st.as_deref_mut(), i.client_id.as_deref(), &client);
+        // The connection's remembered client is this one (when it has counters).
+        let remembered = st.and_then(|f| f.client.as_mut());
+        if let Some(c) = acc {
             c.requests += 1;
+            let listed = remembered
+                .as_ref()
+                .is_some_and(|k| k.addr == Some(i.client));
             // Formatted only when new to this client.
-            if !c.seen.contains(&i.client) {
+            if !listed && !c.seen.contains(&i.client) {
                 let addr = i.client.to_string();
                 if c.addresses.len() < max_list {
                     c.addresses.insert(addr);
@@ -599,11 +669,18 @@ impl Stats {
                     lists_overflow += 1;
                 }
             }
-            let known = c.apis.contains_key(&(api, version));
-            if known || c.apis.len() < max_list {
-                c.apis.entry((api, version)).or_insert((0, i.frame)).0 += 1;
-            } else {
-                lists_overflow += 1;
+            if c.seen.contains(&i.client) && !listed {
+                if let Some(k) = remembered {
+                    k.addr = Some(i.client);
+                }
+            }
+            let room = c.apis.len() < max_list;
+            match c.apis.get_mut(&(api, version)) {
+                Some(n) => n.0 += 1,
+                None if room => {
+                    c.apis.insert((api, version), (1, i.frame));
+                }
+                None => lists_overflow += 1,
             }
         }
         self.overflow.lists += lists_overflow;
@@ -619,7 +696,7 @@ impl Stats {
                     self.produce(i, d, &client, acks);
                 }
                 11..=14 | 68 => {
-                    group = facts::group_request(root);
+                    group = facts::group_request(root).map(Box::new);
                     if let Some(g) = &group {
                         self.group_request(api, g, i.stream, i.frame, i.ts);
                     }
@@ -645,25 +722,19 @@ impl Stats {
     }
 
     /// The record sets of a message, from its tree or its summary scan.
-    fn sets_of(&self, d: &Decoded) -> Vec<facts::SetFacts> {
+    fn sets_of<'d>(&self, d: &'d Decoded) -> Vec<facts::SetFacts<'d>> {
         match &d.facts {
             Some(x) => facts::scanned_sets(x, &self.topics),
             None => facts::record_sets(d, &self.topics),
         }
     }
 
-    fn produce(
-        &mut self,
-        i: &MessageInfo,
-        d: Option<&Decoded>,
-        client: &ClientKey,
-        acks: Option<i16>,
-    ) {
+    fn produce(&mut self, i: &MessageInfo, d: Option<&Decoded>, client: &Who, acks: Option<i16>) {
         if let Some(a) = acks {
             self.acks.entry(a).or_default().add(i.frame);
         }
         let sets = d.map(|d| self.sets_of(d)).unwrap_or_default();
-        if let Some(c) = self.clients.map.get_mut(client) {
+        if let Some(c) = self.clients.get_acc(client) {
             if let Some(a) = acks {
                 c.acks.entry(a).or_default().add(i.frame);
             }
@@ -675,8 +746,8 @@ impl Stats {
                 c.produce_frames.add(i.frame);
             }
         }
-        for s in sets {
-            let key = (s.place.topic.clone(), s.place.partition);
+        for mut s in sets {
+            let key = (s.place.topic.take(), s.place.partition);
             let Some(p) = self.parts.entry(key, PartAcc::default) else {
                 continue;
             };
@@ -702,22 +773,23 @@ impl Stats {
         } else {
             None
         };
-        let client = match &pending {
-            Some(p) => p.client.clone(),
+        let (mut client, pending) = match pending {
+            Some(p) => (p.client, Some((p.frame, p.topic, p.group))),
             None => {
-                let sw = self.streams.get(&i.stream).and_then(|s| s.software.clone());
-                ClientKey {
-                    client_id: self
-                        .conns
-                        .map
-                        .get(&i.stream)
-                        .and_then(|c| c.client_id.clone()),
-                    software_name: sw.as_ref().map(|s| s.0.clone()),
-                    software_version: sw.map(|s| s.1),
-                }
+                let cid = self
+                    .conns
+                    .map
+                    .get(&i.stream)
+                    .and_then(|c| c.client_id.as_deref());
+                (
+                    who(self.streams.get_mut(&i.stream), &self.clients, cid),
+                    None,
+                )
             }
         };
-        let request_frame = pending.as_ref().map(|p| p.frame);
+        // A connection's key made here for the first time is remembered once interned.
+        let learn = pending.is_none() && matches!(client, Who::Key(_));
+        let request_frame = pending.as_ref().map(|p| p.0);
 
         // Errors: counted from `error_codes` (the JSONL facts), placed from the tree.
         let places = match d.and_then(|d| d.facts.as_ref()) {
@@ -738,64 +810,105 @@ impl Stats {
         };
         // A response that does not say its topic (a zero TopicId) answers the
         // request's topic when the request named only one.
-        let fallback = pending.as_ref().and_then(|p| p.topic.clone());
+        let fallback = pending.as_ref().and_then(|p| p.1.as_deref());
         let placed: Vec<facts::ErrorAt> = placed
             .into_iter()
             .map(|mut e| {
                 if e.place.topic.is_none() && e.nested {
-                    e.place.topic.clone_from(&fallback);
+                    e.place.topic = fallback.map(str::to_string);
                 }
                 e
             })
             .collect();
 
+        // The version's histogram holds the latency when it has an entry; the
+        // API's own histogram the rest (the report adds them up).
+        let mut latency_left = i.latency_ns;
+        if let Some(version) = i.api_version {
+            if let Some(v) = self.versions.entry((api, version), VersionAcc::default) {
+                v.responses += 1;
+                if let Some(ns) = latency_left.take() {
+                    v.latency.record(ns);
+                }
+            }
+        }
         if let Some(a) = self.apis.entry(api, ApiAcc::default) {
             a.responses += 1;
             if !i.paired {
                 a.orphans += 1;
             }
-            if let Some(ns) = i.latency_ns {
+            if let Some(ns) = latency_left {
                 a.latency.record(ns);
             }
             if let Some(t) = i.throttle_time_ms.filter(|&t| t > 0) {
                 a.throttle.add(t);
             }
             for &c in &i.error_codes {
-                *a.errors.entry(error_label(c)).or_default() += 1;
+                *a.errors.entry(c).or_default() += 1;
             }
         }
-        if let Some(version) = i.api_version {
-            if let Some(v) = self.versions.entry((api, version), VersionAcc::default) {
-                v.responses += 1;
-                if let Some(ns) = i.latency_ns {
-                    v.latency.record(ns);
-                }
+        // The latency goes to the broker's, the connection's and the
+        // client's histograms; the connection's stands for the other two
+        // while all its latencies are theirs (`ConnAcc::for_broker`,
+        // `ConnAcc::for_client`), so only it is touched.
+        let mut to_broker = match self.brokers.entry(i.broker, BrokerAcc::default) {
+            Some(b) => {
+                b.responses += 1;
+                true
             }
-        }
-        if let Some(b) = self.brokers.entry(i.broker, BrokerAcc::default) {
-            b.responses += 1;
-            if let Some(ns) = i.latency_ns {
-                b.latency.record(ns);
-            }
-        }
-        if let Some(c) = self.conns.entry(i.stream, || ConnAcc {
-            client: i.client.to_string(),
-            broker: i.broker.to_string(),
-            ..ConnAcc::default()
-        }) {
+            None => false,
+        };
+        let mut to_client = i.latency_ns.is_some() && self.clients.latency(&mut client).is_some();
+        if let Some(c) = self.conns.entry(i.stream, || ConnAcc::new(i)) {
             c.responses += 1;
             if let Some(ns) = i.latency_ns {
+                if c.for_broker && c.broker_addr == i.broker {
+                    to_broker = false;
+                } else if c.for_broker {
+                    // Another broker: what the connection held becomes its broker's own.
+                    c.for_broker = false;
+                    if let Some(b) = self.brokers.map.get_mut(&c.broker_addr) {
+                        b.latency.merge(&c.latency);
+                    }
+                }
+                let slot = match &client {
+                    Who::Slot(s) if to_client => Some(*s),
+                    _ => None,
+                };
+                match (c.for_client, slot) {
+                    (ClientLink::Unbound, Some(s)) => {
+                        c.for_client = ClientLink::Slot(s);
+                        to_client = false;
+                    }
+                    (ClientLink::Slot(s0), Some(s)) if s0 == s => to_client = false,
+                    (ClientLink::Slot(s0), _) => {
+                        // Another client (or none): what the connection held becomes its client's own.
+                        c.for_client = ClientLink::Off;
+                        if let Some(h) = self.clients.latency_at(s0) {
+                            h.merge(&c.latency);
+                        }
+                    }
+                    (ClientLink::Unbound, None) => c.for_client = ClientLink::Off,
+                    (ClientLink::Off, _) => {}
+                }
                 c.latency.record(ns);
             }
         }
         if let Some(ns) = i.latency_ns {
-            if let Some(h) = self.client_latency.entry_ref(&client, LatencyHist::new) {
-                h.record(ns);
+            if to_broker {
+                if let Some(b) = self.brokers.map.get_mut(&i.broker) {
+                    b.latency.record(ns);
+                }
+            }
+            if to_client {
+                if let Some(h) = self.clients.latency(&mut client) {
+                    h.record(ns);
+                }
             }
         }
         let throttle = i.throttle_time_ms.filter(|&t| t > 0);
         let second = i.ts.secs;
-        if let Some(c) = self.clients.entry_ref(&client, ClientAcc::default) {
+        if let Some(c) = self.clients.acc(&mut client) {
             c.responses += 1;
             c.errors += i.error_codes.len() as u64;
             if let Some(t) = throttle {
@@ -807,6 +920,14 @@ impl Stats {
                     c.last_throttle_second = Some(second);
                 }
             }
+        }
+        if learn {
+            let cid = self
+                .conns
+                .map
+                .get(&i.stream)
+                .and_then(|c| c.client_id.clone());
+            remember(self.streams.get_mut(&i.stream), cid.as_deref(), &client);
         }
 
         if let Some(ns) = i.latency_ns {
@@ -825,7 +946,7 @@ impl Stats {
 
         for e in placed {
             let key = ErrorKey {
-                name: error_label(e.code),
+                name: error_label_cow(e.code),
                 code: e.code,
                 api_key: api,
                 topic: e.place.topic,
@@ -859,16 +980,16 @@ impl Stats {
                 if let Some(d) = d {
                     for mut s in self.sets_of(d) {
                         if s.place.topic.is_none() {
-                            s.place.topic.clone_from(&fallback);
+                            s.place.topic = fallback.map(str::to_string);
                         }
-                        let key = (s.place.topic.clone(), s.place.partition);
+                        let key = (s.place.topic.take(), s.place.partition);
                         if let Some(p) = self.parts.entry(key, PartAcc::default) {
                             add_set(p, &s, false);
                         }
                     }
                 }
             }
-            if let Some(g) = pending.as_ref().and_then(|p| p.group.as_ref()) {
+            if let Some(g) = pending.as_ref().and_then(|p| p.2.as_ref()) {
                 if matches!(api, 11 | 14 | 68) {
                     if let Some(r) = facts::group_response(root, &self.topics) {
                         self.group_response(api, g, &r, i);
@@ -876,7 +997,7 @@ impl Stats {
                 }
                 if let Some(acc) = self.groups.map.get_mut(&g.group) {
                     for &c in &i.error_codes {
-                        *acc.errors.entry(error_label(c)).or_default() += 1;
+                        *acc.errors.entry(c).or_default() += 1;
                     }
                 }
             }
@@ -889,7 +1010,7 @@ impl Stats {
         api: i16,
         ns: u64,
         request_frame: Option<u64>,
-        client: &ClientKey,
+        client: &Who,
     ) {
         if self.cfg.slow == 0 {
             return;
@@ -919,8 +1040,8 @@ impl Stats {
                 api_key: api,
                 api_name: schema::api_name(api),
                 api_version: i.api_version,
-                client_id: client.client_id.clone(),
-                software: client.software(),
+                client_id: self.clients.key(client).and_then(|k| k.client_id.clone()),
+                software: self.clients.key(client).and_then(ClientKey::software),
                 client: i.client.to_string(),
                 broker: i.broker.to_string(),
                 stream: i.stream,
@@ -935,7 +1056,7 @@ impl Stats {
         api: i16,
         t: i32,
         request_frame: Option<u64>,
-        client: &ClientKey,
+        client: &Who,
     ) {
         if self.cfg.slow == 0 {
             return;
@@ -964,7 +1085,7 @@ impl Stats {
                 response_frame: i.frame,
                 api_key: api,
                 api_name: schema::api_name(api),
-                client_id: client.client_id.clone(),
+                client_id: self.clients.key(client).and_then(|k| k.client_id.clone()),
             },
         );
     }
@@ -1129,41 +1250,73 @@ impl Stats {
     pub fn report(&self) -> StatsReport {
         let mut summary = self.summary.clone();
         summary.in_flight = self.pending.len() as u64;
+        // Latencies the connections hold for their broker and client.
+        let mut broker_held: HashMap<SocketAddr, LatencyHist> = HashMap::new();
+        let mut client_held: HashMap<u32, LatencyHist> = HashMap::new();
+        for c in self.conns.map.values() {
+            if c.for_broker && self.brokers.map.contains_key(&c.broker_addr) {
+                broker_held
+                    .entry(c.broker_addr)
+                    .or_default()
+                    .merge(&c.latency);
+            }
+            if let ClientLink::Slot(s) = c.for_client {
+                client_held.entry(s).or_default().merge(&c.latency);
+            }
+        }
+        let with_held = |own: &LatencyHist, held: Option<&LatencyHist>| match held {
+            Some(h) => {
+                let mut all = own.clone();
+                all.merge(h);
+                all.summary()
+            }
+            None => own.summary(),
+        };
         let apis = self
             .apis
             .map
             .iter()
-            .map(|(&k, a)| ApiReport {
-                api_key: k,
-                api_name: schema::api_name(k),
-                requests: a.requests,
-                responses: a.responses,
-                unpaired: a.unanswered + a.orphans,
-                unanswered: a.unanswered,
-                responses_without_request: a.orphans,
-                latency_ms: a.latency.summary(),
-                throttled: a.throttle.count,
-                throttle_time_ms: a.throttle.ms(),
-                errors: a.errors.clone(),
-                versions: self
-                    .versions
-                    .map
-                    .range((k, i16::MIN)..=(k, i16::MAX))
-                    .map(|(&(_, v), x)| VersionReport {
-                        version: v,
-                        requests: x.requests,
-                        responses: x.responses,
-                        latency_ms: x.latency.summary(),
-                        removed_in_kafka_4: removed_in_kafka_4(k, v),
-                    })
-                    .collect(),
+            .map(|(&k, a)| {
+                let versions = self.versions.map.range((k, i16::MIN)..=(k, i16::MAX));
+                let mut latency = a.latency.clone();
+                for (_, x) in versions.clone() {
+                    latency.merge(&x.latency);
+                }
+                ApiReport {
+                    api_key: k,
+                    api_name: schema::api_name(k),
+                    requests: a.requests,
+                    responses: a.responses,
+                    unpaired: a.unanswered + a.orphans,
+                    unanswered: a.unanswered,
+                    responses_without_request: a.orphans,
+                    latency_ms: latency.summary(),
+                    throttled: a.throttle.count,
+                    throttle_time_ms: a.throttle.ms(),
+                    errors: by_label(&a.errors),
+                    versions: versions
+                        .map(|(&(_, v), x)| VersionReport {
+                            version: v,
+                            requests: x.requests,
+                            responses: x.responses,
+                            latency_ms: x.latency.summary(),
+                            removed_in_kafka_4: removed_in_kafka_4(k, v),
+                        })
+                        .collect(),
+                }
             })
             .collect();
-        let clients = self
-            .clients
-            .map
+        let sorted_clients = self.clients.sorted();
+        let clients = sorted_clients
             .iter()
-            .map(|(k, c)| ClientReport {
+            .filter_map(|&(at, s)| {
+                let latency = s
+                    .latency
+                    .as_ref()
+                    .and_then(|h| with_held(h, client_held.get(&at)));
+                Some((&s.key, s.acc.as_ref()?, latency))
+            })
+            .map(|(k, c, latency)| ClientReport {
                 client_id: k.client_id.clone(),
                 software_name: k.software_name.clone(),
                 software_version: k.software_version.clone(),
@@ -1172,11 +1325,7 @@ impl Stats {
                 responses: c.responses,
                 unanswered: c.unanswered,
                 errors: c.errors,
-                latency_ms: self
-                    .client_latency
-                    .map
-                    .get(k)
-                    .and_then(LatencyHist::summary),
+                latency_ms: latency,
                 throttled: c.throttle.count,
                 throttle_time_ms: c.throttle.ms(),
                 apis: c
@@ -1208,7 +1357,7 @@ impl Stats {
                 broker: b.to_string(),
                 requests: x.requests,
                 responses: x.responses,
-                latency_ms: x.latency.summary(),
+                latency_ms: with_held(&x.latency, broker_held.get(b)),
             })
             .collect();
         let connections = self
@@ -1266,7 +1415,10 @@ impl Stats {
                 .then(a.response_frame.cmp(&b.response_frame))
         });
         let mut by_client = Vec::new();
-        for (k, c) in &self.clients.map {
+        for (k, c) in sorted_clients
+            .iter()
+            .filter_map(|(_, s)| Some((&s.key, s.acc.as_ref()?)))
+        {
             for (&api, t) in &c.throttle_by_api {
                 by_client.push(ThrottleByClient {
                     client_id: k.client_id.clone(),
@@ -1303,7 +1455,7 @@ impl Stats {
             .map
             .iter()
             .map(|(k, e)| ErrorReport {
-                error: k.name.clone(),
+                error: k.name.to_string(),
                 code: k.code,
                 api_key: k.api_key,
                 api_name: schema::api_name(k.api_key),
@@ -1321,9 +1473,9 @@ impl Stats {
         });
         let mut overflow = self.overflow.clone();
         overflow.apis += self.apis.overflow + self.versions.overflow;
-        overflow.clients += self.clients.overflow;
+        overflow.clients += self.clients.acc_overflow;
         overflow.histograms +=
-            self.client_latency.overflow + self.brokers.overflow + self.conns.overflow;
+            self.clients.hist_overflow + self.brokers.overflow + self.conns.overflow;
         overflow.topics += self.parts.overflow;
         overflow.errors += self.errors.overflow;
         overflow.groups += self.groups.overflow;
@@ -1347,7 +1499,59 @@ impl Stats {
     }
 }
 
-fn add_set(p: &mut PartAcc, s: &facts::SetFacts, produce: bool) {
+/// The client of a message on `stream` naming `client_id`: the slot the
+/// connection remembers for that id, else the key (client id and the
+/// connection's software) found in `clients` or built.
+fn who(
+    st: Option<&mut StreamFacts>,
+    clients: &ClientTable<ClientAcc>,
+    client_id: Option<&str>,
+) -> Who {
+    if let Some(k) = st.as_ref().and_then(|s| s.client.as_ref()) {
+        if k.client_id.as_deref() == client_id {
+            return Who::Slot(k.slot);
+        }
+    }
+    let sw = st.as_ref().and_then(|s| s.software.as_ref());
+    let key = ClientKey {
+        client_id: client_id.map(str::to_string),
+        software_name: sw.map(|s| s.0.clone()),
+        software_version: sw.map(|s| s.1.clone()),
+    };
+    match clients.find(&key) {
+        Some(slot) => {
+            if let Some(st) = st {
+                st.client = Some(StreamClient {
+                    client_id: key.client_id,
+                    slot,
+                    addr: None,
+                });
+            }
+            Who::Slot(slot)
+        }
+        None => Who::Key(Box::new(key)),
+    }
+}
+
+/// Remembers on a connection the slot of its client naming `client_id`, once it has one.
+fn remember(st: Option<&mut StreamFacts>, client_id: Option<&str>, who: &Who) {
+    let (Who::Slot(slot), Some(st)) = (who, st) else {
+        return;
+    };
+    let known = st
+        .client
+        .as_ref()
+        .is_some_and(|k| k.slot == *slot && k.client_id.as_deref() == client_id);
+    if !known {
+        st.client = Some(StreamClient {
+            client_id: client_id.map(str::to_string),
+            slot: *slot,
+            addr: None,
+        });
+    }
+}
+
+fn add_set(p: &mut PartAcc, s: &facts::SetFacts<'_>, produce: bool) {
     let side = if produce {
         &mut p.produce
     } else {
@@ -1358,8 +1562,11 @@ fn add_set(p: &mut PartAcc, s: &facts::SetFacts, produce: bool) {
     side.batches += s.batches;
     side.records += s.records;
     side.partial += s.partial;
-    for (c, n) in &s.codecs {
-        *side.codecs.entry(c).or_default() += n;
+    for &(c, n) in s.codecs.iter() {
+        match side.codecs.iter_mut().find(|x| x.0 == c) {
+            Some(x) => x.1 += n,
+            None => side.codecs.push((c, n)),
+        }
     }
     side.compressed += s.compressed;
     side.decompressed += s.decompressed;
@@ -1390,7 +1597,7 @@ fn group_report(id: &str, g: &GroupAcc) -> GroupReport {
         syncs: g.syncs,
         heartbeats: g.heartbeats,
         leaves: g.leaves,
-        errors: g.errors.clone(),
+        errors: by_label(&g.errors),
         generations: g
             .generations
             .iter()

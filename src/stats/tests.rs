@@ -238,6 +238,142 @@ fn tables_are_capped_and_overflow_is_counted() {
     assert_eq!(s.report().summary.in_flight, 2);
 }
 
+/// The client a connection remembers follows its client id and its software:
+/// a new id, a new ApiVersions software, a response without its request (the
+/// connection's last id) each count for the right key.
+#[test]
+fn connection_clients_follow_id_and_software_changes() {
+    let mut s = Stats::new(StatsConfig::default());
+    let mut i = exchange(&mut s, 0, 3, 0, 1, None, vec![], "a");
+    i = exchange(&mut s, i, 3, 10, 1, None, vec![], "a");
+    // ApiVersions v3 names the software: the same id is now another client.
+    let mut av = msg(i, Kind::Request, 18, 3, i + 1, 20);
+    av.client_id = Some("a".into());
+    let sw = vec![
+        node(
+            "ClientSoftwareName",
+            "string",
+            Value::Str("lib".into()),
+            vec![],
+        ),
+        node(
+            "ClientSoftwareVersion",
+            "string",
+            Value::Str("1.0".into()),
+            vec![],
+        ),
+    ];
+    s.message_info(&av, Some(&decoded(Kind::Request, sw)));
+    i += 1;
+    i = exchange(&mut s, i, 3, 30, 1, None, vec![], "a");
+    i = exchange(&mut s, i, 3, 40, 1, None, vec![], "b");
+    // A response whose request was not seen: the connection's last client id.
+    let mut orphan = msg(i, Kind::Response, 3, 9, i + 1, 50);
+    orphan.latency_ns = None;
+    s.message_info(&orphan, None);
+    i += 1;
+    exchange(&mut s, i, 3, 60, 1, None, vec![], "a");
+    let r = s.report();
+    let got: Vec<(Option<&str>, Option<&str>, u64, u64)> = r
+        .clients
+        .iter()
+        .map(|c| {
+            (
+                c.client_id.as_deref(),
+                c.software_name.as_deref(),
+                c.requests,
+                c.responses,
+            )
+        })
+        .collect();
+    assert_eq!(
+        got,
+        vec![
+            (Some("a"), None, 2, 2),
+            (Some("a"), Some("lib"), 3, 2),
+            (Some("b"), Some("lib"), 1, 2),
+        ]
+    );
+    let o = &r.overflow;
+    assert_eq!((o.clients, o.histograms, o.streams), (0, 0, 0));
+}
+
+/// A connection's histogram stands for its broker's and its client's while
+/// all its latencies are theirs; a new client id or another broker on the
+/// connection hands what it held over: every histogram counts what it saw.
+#[test]
+fn broker_and_client_latencies_follow_the_connection() {
+    let mut s = Stats::new(StatsConfig::default());
+    let mut i = exchange(&mut s, 0, 3, 0, 1, None, vec![], "a");
+    i = exchange(&mut s, i, 3, 10, 2, None, vec![], "a");
+    i = exchange(&mut s, i, 3, 20, 3, None, vec![], "b");
+    // A response from another broker address on the same connection.
+    let mut req = msg(i, Kind::Request, 3, 9, i + 1, 30);
+    req.client_id = Some("b".into());
+    s.message_info(&req, None);
+    let mut rsp = msg(i + 1, Kind::Response, 3, 9, i + 2, 34);
+    rsp.broker = addr("10.0.0.3:9092");
+    (rsp.paired, rsp.peer, rsp.latency_ns) = (true, Some(i), Some(4_000_000));
+    s.message_info(&rsp, None);
+    i += 2;
+    exchange(&mut s, i, 3, 40, 5, None, vec![], "a");
+    let r = s.report();
+    let lat = |l: Option<&LatencyMs>| l.map(|l| (l.count, l.min, l.max));
+    let clients: Vec<_> = r
+        .clients
+        .iter()
+        .map(|c| lat(c.latency_ms.as_ref()))
+        .collect();
+    assert_eq!(clients, vec![Some((3, 1.0, 5.0)), Some((2, 3.0, 4.0))]);
+    let brokers: Vec<_> = r
+        .brokers
+        .iter()
+        .map(|b| (b.broker.as_str(), lat(b.latency_ms.as_ref())))
+        .collect();
+    assert_eq!(
+        brokers,
+        vec![
+            ("10.0.0.2:9092", Some((4, 1.0, 5.0))),
+            ("10.0.0.3:9092", Some((1, 4.0, 4.0)))
+        ]
+    );
+    assert_eq!(
+        lat(r.connections[0].latency_ms.as_ref()),
+        Some((5, 1.0, 5.0))
+    );
+    assert_eq!(lat(r.apis[0].latency_ms.as_ref()), Some((5, 1.0, 5.0)));
+}
+
+/// Clients past `max_keys` may still have a latency histogram (its own cap):
+/// refusals are counted per attempt in each table, as two capped maps would.
+#[test]
+fn client_counters_and_histograms_have_their_own_caps() {
+    let mut s = Stats::new(StatsConfig {
+        max_keys: 1,
+        max_histograms: 2,
+        ..StatsConfig::default()
+    });
+    let mut i = 0;
+    for c in ["a", "b", "b", "c"] {
+        i = exchange(&mut s, i, 3, i * 10, 1, None, vec![], c);
+    }
+    let r = s.report();
+    assert_eq!(r.clients.len(), 1);
+    assert_eq!(r.clients[0].latency_ms.as_ref().map(|l| l.count), Some(1));
+    // b and c: every request and response refused a counters entry.
+    assert_eq!(r.overflow.clients, 6);
+    // b took the second histogram; c's response was refused one.
+    assert_eq!(r.overflow.histograms, 1);
+    // The slow list names every client, kept or not.
+    let mut ids: Vec<&str> = r
+        .slow
+        .iter()
+        .filter_map(|x| x.client_id.as_deref())
+        .collect();
+    ids.sort_unstable();
+    assert_eq!(ids, ["a", "b", "b", "c"]);
+}
+
 #[test]
 fn unanswered_requests_and_orphan_responses_are_unpaired() {
     let mut s = Stats::new(StatsConfig::default());
