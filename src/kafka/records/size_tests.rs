@@ -314,6 +314,60 @@ fn lz4_with(info: lz4_flex::frame::FrameInfo, data: &[u8]) -> Vec<u8> {
     e.finish().unwrap()
 }
 
+/// How [`zstd_streamed`] compresses.
+#[derive(Clone, Copy, Debug)]
+struct Zstd {
+    level: i32,
+    checksum: bool,
+    /// 0: the level's default.
+    window_log: u32,
+    long_distance: bool,
+    /// Bytes written between flushes (each flush ends a block); 0: one write.
+    chunk: usize,
+}
+
+impl Zstd {
+    fn level(level: i32) -> Self {
+        Zstd {
+            level,
+            checksum: false,
+            window_log: 0,
+            long_distance: false,
+            chunk: 0,
+        }
+    }
+}
+
+/// zstd's streaming encoder as Kafka's Java producer drives it (zstd-jni's
+/// `ZstdOutputStream`): no `Frame_Content_Size`.
+fn zstd_streamed(data: &[u8], o: Zstd) -> Vec<u8> {
+    use std::io::Write;
+    let mut e = zstd::stream::write::Encoder::new(Vec::new(), o.level).unwrap();
+    e.include_contentsize(false).unwrap();
+    e.include_checksum(o.checksum).unwrap();
+    if o.window_log > 0 {
+        e.window_log(o.window_log).unwrap();
+    }
+    if o.long_distance {
+        e.long_distance_matching(true).unwrap();
+    }
+    if o.chunk == 0 {
+        e.write_all(data).unwrap();
+    } else {
+        for c in data.chunks(o.chunk) {
+            e.write_all(c).unwrap();
+            e.flush().unwrap();
+        }
+    }
+    e.finish().unwrap()
+}
+
+/// Whether the first frame of `z` declares no content size (its header's
+/// `Frame_Content_Size_Flag` is 0 and it is not single-segment).
+fn zstd_without_size(z: &[u8]) -> bool {
+    z.len() > 4 && z[4] & 0xE0 == 0
+}
+
 /// Payloads whose declared size `declared_len` must read (codec, bytes,
 /// what), most of them around `a`.
 fn declaring_payloads(a: &[u8]) -> Vec<(u8, Vec<u8>, &'static str)> {
@@ -351,6 +405,61 @@ fn declaring_payloads(a: &[u8]) -> Vec<(u8, Vec<u8>, &'static str)> {
         zstd::bulk::compress(&vec![7u8; 300_000], 1).unwrap(),
         "zstd, RLE",
     ));
+    // Without a content size: the blocks are walked.
+    let streamed = [
+        (Zstd::level(3), "zstd streamed"),
+        (Zstd::level(19), "zstd streamed, level 19"),
+        (Zstd::level(-5), "zstd streamed, level -5"),
+        (
+            Zstd {
+                checksum: true,
+                ..Zstd::level(1)
+            },
+            "zstd streamed, checksum",
+        ),
+        (
+            Zstd {
+                chunk: 700,
+                ..Zstd::level(3)
+            },
+            "zstd streamed, flushed every 700 bytes",
+        ),
+        (
+            Zstd {
+                window_log: 10,
+                ..Zstd::level(9)
+            },
+            "zstd streamed, 1 KiB window",
+        ),
+    ];
+    for (o, what) in streamed {
+        v.push((4, zstd_streamed(&a, o), what));
+    }
+    v.push((
+        4,
+        zstd_streamed(&big, Zstd::level(3)),
+        "zstd streamed, raw blocks",
+    ));
+    v.push((
+        4,
+        zstd_streamed(&vec![7u8; 300_000], Zstd::level(3)),
+        "zstd streamed, RLE",
+    ));
+    let mut long = sample(20_000);
+    long.extend_from_slice(&noise(150_000));
+    long.extend_from_slice(&sample(20_000));
+    v.push((
+        4,
+        zstd_streamed(&long, Zstd::level(12)),
+        "zstd streamed, repeat tables, far matches",
+    ));
+    let mut sized_then_streamed = compress(4, &b);
+    sized_then_streamed.extend_from_slice(&zstd_streamed(&a, Zstd::level(3)));
+    v.push((
+        4,
+        sized_then_streamed,
+        "zstd, sized frame then streamed frame",
+    ));
     let sized = FrameInfo::new().content_size(Some(a.len() as u64));
     v.push((3, lz4_with(sized, &a), "lz4, content size"));
     let checks = FrameInfo::new()
@@ -387,22 +496,20 @@ fn undeclaring_payloads(a: &[u8]) -> Vec<(u8, Vec<u8>, &'static str)> {
     let b = sample(7);
     let mut two = compress(1, &a);
     two.extend_from_slice(&compress(1, &b));
-    let mut streamed = Vec::new();
-    {
-        use std::io::Write;
-        let mut e = zstd::stream::write::Encoder::new(&mut streamed, 3).unwrap();
-        e.write_all(&a).unwrap();
-        e.finish().unwrap();
-    }
-    let mut sized_then_streamed = compress(4, &b);
-    sized_then_streamed.extend_from_slice(&streamed);
+    // A window over what the decoder always accepts (8 MiB).
+    let wide = zstd_streamed(
+        &a,
+        Zstd {
+            window_log: 24,
+            ..Zstd::level(3)
+        },
+    );
     let mut mixed = noise(70_000);
     mixed.extend_from_slice(&a);
     let linked = FrameInfo::new().block_mode(BlockMode::Linked);
     vec![
         (1, two, "gzip, two members"),
-        (4, streamed, "zstd, no content size"),
-        (4, sized_then_streamed, "zstd, a frame without content size"),
+        (4, wide, "zstd, 16 MiB window"),
         (3, lz4_with(linked, &mixed), "lz4, linked blocks"),
         (5, a.clone(), "codec 5"),
         (0, a, "none"),
@@ -423,6 +530,9 @@ fn declared_sizes_are_the_decompressed_sizes() {
     for (codec, p, what) in declaring_payloads(&sample(3000)) {
         let real = decompress(codec, &p, usize::MAX).unwrap().data.len();
         assert_eq!(declared::declared_len(codec, &p), Some(real), "{what}");
+        if what.starts_with("zstd streamed") {
+            assert!(zstd_without_size(&p), "{what}: has a content size");
+        }
     }
     for (codec, p, what) in undeclaring_payloads(&sample(3000)) {
         assert_eq!(declared::declared_len(codec, &p), None, "{what}");
@@ -501,16 +611,32 @@ fn lz4_block_walk_rejects_inconsistent_blocks() {
 #[test]
 fn declared_sizes_agree_on_every_captured_payload() {
     let (mut seen, mut declared) = (0, 0);
+    // zstd payloads: all, without a content size, and declared.
+    let (mut zstd, mut no_size, mut zstd_declared) = (0, 0, 0);
     captured_payloads(|path, codec, comp, s| {
         seen += 1;
-        if let Some(n) = declared::declared_len(codec, comp) {
+        let d = declared::declared_len(codec, comp);
+        if let Some(n) = d {
             assert_eq!(n, s.len, "{}: {}", path.display(), s.name);
             declared += 1;
         }
+        if codec == 4 {
+            zstd += 1;
+            no_size += usize::from(zstd_without_size(comp));
+            // Every zstd payload a producer sent declares its size, by its
+            // frame header or by its blocks.
+            assert_eq!(d, Some(s.len), "{}: {}", path.display(), s.name);
+            zstd_declared += 1;
+        }
     });
+    eprintln!(
+        "{declared} of {seen} compressed payloads declared; zstd: {zstd_declared} of {zstd} \
+         ({no_size} without a content size)"
+    );
     assert!(seen >= 4, "only {seen} compressed payloads found");
     // Every codec of captures/a2 declares its size.
     assert!(declared >= 4, "only {declared} of {seen} declared");
+    assert!(zstd >= 1, "no zstd payload in the captures");
 }
 
 /// A batch whose CRC matches but whose compressed data is broken: counted
