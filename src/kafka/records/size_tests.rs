@@ -666,3 +666,238 @@ fn a_crc_verified_batch_is_counted_by_its_declared_size() {
     let c = count_record_set(&whole, 0, &headers_only(recs.len() - 1), &mut Vec::new());
     assert_eq!(c.map(|c| (c.batches, c.decompressed)), Some((1, 0)));
 }
+
+/// Bytes that compress in every way zstd knows: runs, words, noise, and
+/// copies of earlier bytes near and far (repeat offsets, long matches,
+/// matches beyond small windows).
+fn mixed(seed: u64, len: usize) -> Vec<u8> {
+    const WORDS: [&[u8]; 6] = [b"topic", b"partition", b"\"value\":", b"kafka", b"{}", b" "];
+    let mut x = seed | 1;
+    let mut next = move || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    };
+    let mut v = Vec::with_capacity(len);
+    while v.len() < len {
+        let r = next();
+        let n = 1 + (r >> 8) as usize % 300;
+        match r % 5 {
+            0 => v.extend(std::iter::repeat_n((r >> 20) as u8, n)),
+            1 => {
+                for _ in 0..n.min(40) {
+                    v.extend_from_slice(WORDS[next() as usize % WORDS.len()]);
+                }
+            }
+            2 => v.extend((0..n).map(|_| next() as u8)),
+            _ if !v.is_empty() => {
+                let from = (r >> 32) as usize % v.len();
+                let n = n.min(v.len() - from) * (1 + (r >> 60) as usize);
+                for i in 0..n {
+                    v.push(v[from + i]);
+                }
+            }
+            _ => v.push(r as u8),
+        }
+    }
+    v.truncate(len);
+    v
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
+
+    /// Streamed zstd (no content size) of every level, window, flush
+    /// pattern and frame count: the blocks declare exactly what the decoder
+    /// makes.
+    #[test]
+    fn streamed_zstd_declares_its_decompressed_size(
+        seed in proptest::prelude::any::<u64>(),
+        len in proptest::prop_oneof![0..2_000usize, 2_000..70_000usize, 70_000..1_100_000usize],
+        level in -5i32..=19,
+        checksum in proptest::prelude::any::<bool>(),
+        window_log in proptest::prop_oneof![proptest::strategy::Just(0u32), 10u32..=23],
+        long_distance in proptest::prelude::any::<bool>(),
+        chunk in proptest::prop_oneof![proptest::strategy::Just(0usize), 1usize..200_000],
+        frames in 1usize..=3,
+    ) {
+        // High levels are slow in test builds: they get the smaller inputs.
+        let level = if len > 100_000 { level.min(6) } else { level };
+        let data = mixed(seed, len);
+        let o = Zstd {
+            level,
+            checksum,
+            window_log,
+            // Without a window log, long-distance matching asks for 128 MiB.
+            long_distance: long_distance && window_log > 0,
+            // At most ~64 flushes.
+            chunk: if chunk > 0 { chunk.max(len / 64) } else { 0 },
+        };
+        let mut p = Vec::new();
+        for part in data.chunks(len.div_ceil(frames).max(1)) {
+            p.extend_from_slice(&zstd_streamed(part, o));
+        }
+        if data.is_empty() {
+            p = zstd_streamed(&data, o);
+        }
+        proptest::prop_assert!(zstd_without_size(&p));
+        let real = zstd::stream::decode_all(&p[..]).unwrap();
+        proptest::prop_assert_eq!(real.len(), data.len());
+        proptest::prop_assert_eq!(declared::declared_len(4, &p), Some(real.len()), "{:?}", o);
+    }
+
+    /// Cut and bit-flipped streamed zstd: never a panic, and never a size
+    /// other than the decoder's when the decoder succeeds.
+    #[test]
+    fn damaged_streamed_zstd_never_disagrees_with_the_decoder(
+        seed in proptest::prelude::any::<u64>(),
+        len in 0..30_000usize,
+        level in -5i32..=19,
+        checksum in proptest::prelude::any::<bool>(),
+        cut in proptest::prelude::any::<proptest::sample::Index>(),
+        flips in proptest::collection::vec(
+            (proptest::prelude::any::<proptest::sample::Index>(), 0u8..8),
+            0..4,
+        ),
+    ) {
+        let o = Zstd { checksum, ..Zstd::level(level) };
+        let mut p = zstd_streamed(&mixed(seed, len), o);
+        for (at, bit) in &flips {
+            let i = at.index(p.len());
+            p[i] ^= 1 << bit;
+        }
+        if flips.is_empty() {
+            p.truncate(cut.index(p.len()));
+        }
+        declared_agrees(4, &p, "damaged streamed zstd");
+    }
+}
+
+/// Many damaged streamed payloads: how often the block walk declines, agrees
+/// with the decoder, or answers where the decoder fails (bytes inside a
+/// Huffman stream or the checksum: the documented "CRC-valid but broken"
+/// exception). Never a disagreement, never a panic.
+#[test]
+fn damaged_streamed_zstd_outcomes_are_counted() {
+    let (mut declined, mut agreed, mut exception) = (0, 0, 0);
+    let mut x = 0x2545_F491_4F6C_DD1Du64;
+    for n in 0..60u64 {
+        let o = Zstd {
+            checksum: n.is_multiple_of(3),
+            ..Zstd::level([-3, 1, 3, 9, 19][n as usize % 5])
+        };
+        let p = zstd_streamed(&mixed(n, 200 + (n as usize * 397) % 9_000), o);
+        for _ in 0..40 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let mut q = p.clone();
+            let i = 6 + x as usize % (q.len() - 6); // past the frame header
+            q[i] ^= 1 << ((x >> 40) % 8);
+            if x.is_multiple_of(4) {
+                q.truncate(i);
+            }
+            let real = decompress(4, &q, usize::MAX).map(|o| o.data.len());
+            match (declared::declared_len(4, &q), real) {
+                (None, _) => declined += 1,
+                (Some(d), Ok(r)) => {
+                    assert_eq!(d, r, "payload {n}, byte {i}");
+                    agreed += 1;
+                }
+                (Some(_), Err(_)) => exception += 1,
+            }
+        }
+    }
+    eprintln!(
+        "damaged streamed zstd: {declined} declined, {agreed} agreed, \
+         {exception} declared where the decoder fails"
+    );
+    assert_eq!(declined + agreed + exception, 60 * 40);
+    assert!(declined > exception, "the walk should catch most damage");
+}
+
+/// Hand-built frames: one compressed block, raw literals, RLE tables.
+#[test]
+fn zstd_block_walk_reads_hand_built_blocks() {
+    // Magic; frame header descriptor 0 (no content size, no checksum, not
+    // single-segment); window descriptor 0 (1 KiB).
+    let frame = |block: &[u8]| {
+        let mut f = vec![0x28, 0xB5, 0x2F, 0xFD, 0x00, 0x00];
+        // Block header: last, compressed, size.
+        let h = (block.len() as u32) << 3 | 2 << 1 | 1;
+        f.extend_from_slice(&h.to_le_bytes()[..3]);
+        f.extend_from_slice(block);
+        f
+    };
+    let block = |modes: u8, codes: &[u8], stream: &[u8]| {
+        let mut b = vec![
+            4 << 3, // raw literals, 4 bytes
+            b'a',
+            b'b',
+            b'c',
+            b'd',  //
+            1,     // one sequence
+            modes, // LL, OF, ML modes; 2 reserved bits
+        ];
+        b.extend_from_slice(codes);
+        b.extend_from_slice(stream);
+        b
+    };
+    // RLE tables (01 01 01 00): literal length code 4 (4), offset code 2
+    // (Offset_Value 4 + 2 bits), match length code 5 (8). The stream: the
+    // padding bit, then the 2 offset bits 0b11: Offset_Value 7, offset 4.
+    let good = frame(&block(0x54, &[4, 2, 5], &[0b111]));
+    let check = |f: &[u8], want: Option<usize>, what: &str| {
+        assert_eq!(declared::declared_len(4, f), want, "{what}");
+        let real = zstd::stream::decode_all(f).ok().map(|d| d.len());
+        assert_eq!(real, want, "{what}: the decoder");
+    };
+    check(&good, Some(12), "abcd + 8 bytes copied");
+    // Offset code 3 with bits 0: offset 5, before the frame's start.
+    check(
+        &frame(&block(0x54, &[4, 3, 5], &[0b1000])),
+        None,
+        "far offset",
+    );
+    // A bit left over before the padding.
+    check(
+        &frame(&block(0x54, &[4, 2, 5], &[0b1111])),
+        None,
+        "bit left over",
+    );
+    // No padding bit at all.
+    check(&frame(&block(0x54, &[4, 2, 5], &[0])), None, "no padding");
+    // Literal length 5 (code 5) of 4 literals.
+    check(
+        &frame(&block(0x54, &[5, 2, 5], &[0b111])),
+        None,
+        "literals overrun",
+    );
+    // Reserved bits of the modes byte; "repeat" modes in a first block.
+    check(&frame(&block(0x55, &[4, 2, 5], &[0b111])), None, "reserved");
+    check(&frame(&block(0xFC, &[], &[0b111])), None, "repeat first");
+    // RLE code beyond the offset codes.
+    check(
+        &frame(&block(0x54, &[4, 32, 5], &[0b111])),
+        None,
+        "offset code 32",
+    );
+    // No sequences: the block ends right after the count.
+    check(
+        &frame(&[4 << 3, b'a', b'b', b'c', b'd', 0]),
+        Some(4),
+        "literals only",
+    );
+    check(
+        &frame(&[4 << 3, b'a', b'b', b'c', b'd', 0, 0]),
+        None,
+        "a byte more",
+    );
+    // Treeless literals (type 3) with no Huffman table yet in the frame.
+    check(
+        &frame(&[0x03 | 4 << 4, 0, 0, 0, 0, 0]),
+        None,
+        "treeless first",
+    );
+}

@@ -306,6 +306,10 @@ struct Backward<'a> {
     data: &'a [u8],
     /// Bits not yet read, all below this position.
     left: usize,
+    /// 64 bits of the stream from bit `low` (a byte boundary) on, holding
+    /// at least the 57 bits below `left` (or all of them).
+    word: u64,
+    low: usize,
 }
 
 impl<'a> Backward<'a> {
@@ -315,26 +319,64 @@ impl<'a> Backward<'a> {
             return None;
         }
         let left = (data.len() - 1) * 8 + (7 - last.leading_zeros() as usize);
-        Some(Backward { data, left })
+        let mut r = Backward {
+            data,
+            left,
+            word: 0,
+            low: 0,
+        };
+        r.refill();
+        Some(r)
     }
 
-    /// The next `n` (≤ 32) bits.
-    #[inline]
-    fn read(&mut self, n: u8) -> Option<u64> {
-        let n = usize::from(n);
-        self.left = self.left.checked_sub(n)?;
-        let at = self.left / 8;
-        let w = match self.data.get(at..at + 8) {
-            Some(b) => u64::from_le_bytes(b.try_into().ok()?),
-            None => {
+    fn refill(&mut self) {
+        let low = self.left.saturating_sub(57) & !7;
+        let at = low / 8;
+        self.word = match self.data.get(at..at + 8) {
+            Some(b) => {
                 let mut w = [0u8; 8];
-                let tail = self.data.get(at..)?;
-                let k = tail.len().min(8);
-                w.get_mut(..k)?.copy_from_slice(tail.get(..k)?);
+                w.copy_from_slice(b);
+                u64::from_le_bytes(w)
+            }
+            None => {
+                // A stream shorter than 8 bytes: zeros above it.
+                let mut w = [0u8; 8];
+                for (d, s) in w.iter_mut().zip(self.data.get(at..).unwrap_or(&[])) {
+                    *d = *s;
+                }
                 u64::from_le_bytes(w)
             }
         };
-        Some((w >> (self.left % 8)) & ((1u64 << n) - 1))
+        self.low = low;
+    }
+
+    /// Makes the next `n` (≤ 56) bits available in `word`: false when fewer
+    /// than `n` remain.
+    #[inline(always)]
+    fn ensure(&mut self, n: usize) -> bool {
+        if self.left < self.low + n {
+            if self.left < n {
+                return false;
+            }
+            self.refill();
+        }
+        true
+    }
+
+    /// The next `n` (≤ 32) bits.
+    #[inline(always)]
+    fn read(&mut self, n: u32) -> Option<u64> {
+        let n = n as usize;
+        if self.left < self.low + n {
+            if self.left < n {
+                return None;
+            }
+            self.refill();
+        }
+        self.left -= n;
+        // `n` may be 0, and the shift then 64: wrapping_shr keeps it defined,
+        // the mask makes the result 0.
+        Some(self.word.wrapping_shr((self.left - self.low) as u32) & ((1u64 << n) - 1))
     }
 }
 
@@ -348,9 +390,9 @@ enum Source {
 
 /// The predefined tables, built once.
 struct Defaults {
-    ll: Table<64>,
-    ml: Table<64>,
-    of: Table<32>,
+    ll: Table<512>,
+    ml: Table<512>,
+    of: Table<256>,
 }
 
 fn defaults() -> Option<&'static Defaults> {
@@ -370,11 +412,11 @@ fn defaults() -> Option<&'static Defaults> {
 }
 
 /// The cells and accuracy log a code decodes with.
-fn pick<'a, const N: usize, const M: usize>(
+fn pick<'a, const N: usize>(
     source: Source,
     own: &'a Table<N>,
-    predefined: &'a Table<M>,
-) -> (&'a [Cell], u32) {
+    predefined: &'a Table<N>,
+) -> (&'a [Cell; N], u32) {
     match source {
         Source::Predefined => (&predefined.cells, predefined.log),
         _ => (&own.cells, own.log),
@@ -448,6 +490,163 @@ pub(super) fn frame_blocks(data: &[u8], start: usize, window: u64) -> Option<(u6
     }
 }
 
+/// `MASK[n]`: the low `n` bits set.
+// Evaluated at compile time: an index out of range would not compile.
+#[allow(clippy::indexing_slicing)]
+const MASK: [u64; 64] = {
+    let mut m = [0u64; 64];
+    let mut n = 1;
+    while n < 64 {
+        m[n] = (1u64 << n) - 1;
+        n += 1;
+    }
+    m
+};
+
+/// The decoding state of a sequences section: the bitstream, the three
+/// states, the sums so far and the repeat offsets.
+struct Walk<'a> {
+    br: Backward<'a>,
+    states: [usize; 3],
+    lits: u64,
+    matches: u64,
+    rep: [u64; 3],
+}
+
+impl Walk<'_> {
+    /// Decodes one sequence with the tables `lm` (literal, match lengths)
+    /// and `of`; `LAST`: the last one, after which no state is updated.
+    /// `at`: the bytes produced before the block and the window.
+    #[inline(always)]
+    fn step<const LAST: bool>(
+        &mut self,
+        lm: [&[Cell; 512]; 2],
+        of: &[Cell; 256],
+        at: [u64; 2],
+    ) -> Option<()> {
+        let [ls, ms, os] = self.states;
+        let l = *lm[0].get(ls & 511)?;
+        let m = *lm[1].get(ms & 511)?;
+        let o = *of.get(os & 255)?;
+        // Extra bits: offset, match length, literal length (§3.1.1.3.2.1);
+        // then the state updates: literal length, match length, offset.
+        let (ox, mx, lx) = (u32::from(o.extra), u32::from(m.extra), u32::from(l.extra));
+        let (lb, mb, ob) = if LAST {
+            (0, 0, 0)
+        } else {
+            (u32::from(l.bits), u32::from(m.bits), u32::from(o.bits))
+        };
+        let total = (ox + mx) + (lx + lb) + (mb + ob);
+        let f: [u64; 6];
+        if total <= 56 && self.br.ensure(total as usize) {
+            // One window for the whole sequence: the six fields are shifts
+            // of it, independent of one another.
+            let w = self.br.word;
+            let top = (self.br.left - self.br.low) as u32;
+            let field = |end: u32, n: u32| {
+                w.wrapping_shr(end) & MASK.get((n & 63) as usize).copied().unwrap_or(0)
+            };
+            let e_of = top - ox;
+            let e_ml = e_of - mx;
+            let e_ll = e_ml - lx;
+            let e_sl = e_ll - lb;
+            let e_sm = e_sl - mb;
+            let e_so = e_sm - ob;
+            f = [
+                field(e_of, ox),
+                field(e_ml, mx),
+                field(e_ll, lx),
+                field(e_sl, lb),
+                field(e_sm, mb),
+                field(e_so, ob),
+            ];
+            self.br.left -= total as usize;
+        } else {
+            // Long offsets and lengths: field by field.
+            let br = &mut self.br;
+            f = [
+                br.read(ox)?,
+                br.read(mx)?,
+                br.read(lx)?,
+                br.read(lb)?,
+                br.read(mb)?,
+                br.read(ob)?,
+            ];
+        }
+        let ov = u64::from(o.base) + f[0];
+        let ml_v = u64::from(m.base) + f[1];
+        let ll_v = u64::from(l.base) + f[2];
+        if !LAST {
+            self.states = [
+                usize::from(l.next) + f[3] as usize,
+                usize::from(m.next) + f[4] as usize,
+                usize::from(o.next) + f[5] as usize,
+            ];
+        }
+        let [r0, r1, r2] = self.rep;
+        let off;
+        (off, self.rep) = if ov > 3 {
+            (ov - 3, [ov - 3, r0, r1])
+        } else {
+            // Repeat offsets (§3.1.1.5): shifted by one when no literals.
+            match ov - 1 + u64::from(ll_v == 0) {
+                0 => (r0, [r0, r1, r2]),
+                1 => (r1, [r1, r0, r2]),
+                2 => (r2, [r2, r0, r1]),
+                _ => {
+                    let off = r0.checked_sub(1).filter(|&o| o > 0)?;
+                    (off, [off, r0, r1])
+                }
+            }
+        };
+        self.lits += ll_v;
+        // The match copies from bytes already produced, within the window.
+        if off > at[0] + self.lits + self.matches || off > at[1] {
+            return None;
+        }
+        self.matches += ml_v;
+        Some(())
+    }
+}
+
+/// Decodes the `nb_seq` (> 0) sequences of the bitstream `stream`
+/// (§3.1.1.3.2) with the literal length and match length tables `lm`, the
+/// offset table `of` and their accuracy logs: the sums of their literal
+/// lengths and of their match lengths. `rep` holds the repeat offsets,
+/// updated; `at` is the bytes the frame produced before this block and the
+/// window, which bound every offset.
+#[inline(never)]
+fn sequences(
+    lm: [&[Cell; 512]; 2],
+    of: &[Cell; 256],
+    logs: [u32; 3],
+    stream: &[u8],
+    nb_seq: usize,
+    rep: &mut [u64; 3],
+    at: [u64; 2],
+) -> Option<(u64, u64)> {
+    let mut br = Backward::new(stream)?;
+    let ls = br.read(logs[0])? as usize;
+    let os = br.read(logs[2])? as usize;
+    let ms = br.read(logs[1])? as usize;
+    let mut w = Walk {
+        br,
+        states: [ls, ms, os],
+        lits: 0,
+        matches: 0,
+        rep: *rep,
+    };
+    for _ in 1..nb_seq {
+        w.step::<false>(lm, of, at)?;
+    }
+    w.step::<true>(lm, of, at)?;
+    if w.br.left != 0 {
+        return None; // the stream must end exactly at its padding
+    }
+    *rep = w.rep;
+    Some((w.lits, w.matches))
+}
+
 impl Frame {
     /// What one compressed block decompresses to, `produced` bytes into the
     /// frame.
@@ -507,68 +706,20 @@ impl Frame {
         let (ll, ll_log) = pick(self.sources[0], &self.ll, &d.ll);
         let (ml, ml_log) = pick(self.sources[1], &self.ml, &d.ml);
         let (of, of_log) = pick(self.sources[2], &self.of, &d.of);
-        let mut br = Backward::new(b.get(pos..)?)?;
-        let mut ls = br.read(ll_log as u8)? as usize;
-        let mut os = br.read(of_log as u8)? as usize;
-        let mut ms = br.read(ml_log as u8)? as usize;
-        let (mut lits, mut matches) = (0u64, 0u64);
-        let mut rep = self.rep;
+        let (lits, matches) = sequences(
+            [ll, ml],
+            of,
+            [ll_log, ml_log, of_log],
+            b.get(pos..)?,
+            nb_seq,
+            &mut self.rep,
+            [produced, self.window],
+        )?;
+        // The literals used, the block's size (both only grow: checked once).
         let lit_total = lit_size as u64;
-        for i in 0..nb_seq {
-            let l = *ll.get(ls)?;
-            let m = *ml.get(ms)?;
-            let o = *of.get(os)?;
-            // Extra bits: offset, match length, literal length (§3.1.1.3.2.1).
-            let ov = u64::from(o.base) + br.read(o.extra)?;
-            let ml_v = u64::from(m.base) + br.read(m.extra)?;
-            let ll_v = u64::from(l.base) + br.read(l.extra)?;
-            let off = if ov > 3 {
-                let off = ov - 3;
-                rep = [off, rep[0], rep[1]];
-                off
-            } else {
-                // Repeat offsets (§3.1.1.5): shifted by one when no literals.
-                match ov - 1 + u64::from(ll_v == 0) {
-                    0 => rep[0],
-                    1 => {
-                        rep = [rep[1], rep[0], rep[2]];
-                        rep[0]
-                    }
-                    2 => {
-                        rep = [rep[2], rep[0], rep[1]];
-                        rep[0]
-                    }
-                    _ => {
-                        let off = rep[0].checked_sub(1).filter(|&o| o > 0)?;
-                        rep = [off, rep[0], rep[1]];
-                        off
-                    }
-                }
-            };
-            lits += ll_v;
-            if lits > lit_total {
-                return None;
-            }
-            // The match copies from bytes already produced, within the window.
-            let before = produced + lits + matches;
-            if off > before || off > self.window {
-                return None;
-            }
-            matches += ml_v;
-            if lit_total + matches > self.block_max {
-                return None;
-            }
-            if i + 1 < nb_seq {
-                // State updates: literal length, match length, offset.
-                ls = usize::from(l.next) + br.read(l.bits)? as usize;
-                ms = usize::from(m.next) + br.read(m.bits)? as usize;
-                os = usize::from(o.next) + br.read(o.bits)? as usize;
-            }
+        if lits > lit_total || lit_total + matches > self.block_max {
+            return None;
         }
-        if br.left != 0 {
-            return None; // the stream must end exactly at its padding
-        }
-        self.rep = rep;
         Some(lit_total + matches)
     }
 
