@@ -15,9 +15,13 @@
 //! - zstd: every frame's `Frame_Content_Size` (skippable frames: 0), the
 //!   frames walked by their block headers (3 bytes: last flag, type, size;
 //!   RLE blocks are 1 byte on the wire) and optional checksums to find where
-//!   the next frame starts; a frame without the size (streaming compressors),
-//!   with a dictionary id, a reserved bit, a reserved block type, a block over
-//!   128 KiB or a window over 8 MiB is decoded;
+//!   the next frame starts; a frame without the size (streaming compressors,
+//!   Kafka's Java producer) counts its blocks ([`super::zstd_len`]: raw and
+//!   RLE sizes, and for compressed blocks the literals' `Regenerated_Size`
+//!   plus the match lengths of the FSE-decoded sequences, without Huffman
+//!   decoding or copying); a frame with a dictionary id, a reserved bit, a
+//!   reserved block type, a block over 128 KiB or a window over 8 MiB, or a
+//!   block the walk finds inconsistent, is decoded;
 //! - gzip: ISIZE (the last 4 bytes, little endian) of a single member with a
 //!   well-formed header (no FHCRC, no reserved flag) and at least a minimal
 //!   deflate stream and trailer; a second member would begin with `1f 8b 08`
@@ -39,7 +43,8 @@
 //! The rule these follow: for every payload a real producer sends, the
 //! answer is exactly what the decoder produces (the decoders check these very
 //! declarations against their output: snappy's preamble, zstd's content size,
-//! gzip's ISIZE, LZ4's content size). Only a payload whose batch CRC matches
+//! gzip's ISIZE, LZ4's content size; zstd's blocks are walked with the
+//! decoder's own rules). Only a payload whose batch CRC matches
 //! but whose compressed data is itself invalid (a producer bug: the CRC is
 //! computed over the compressed bytes) can be counted differently — with the
 //! size it declares instead of being declined to the full decode.

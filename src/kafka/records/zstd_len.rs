@@ -11,14 +11,18 @@
 //! copying anything.
 //!
 //! Invariants:
-//! - the answer is what a conforming decoder produces, or `None`: every check
-//!   libzstd makes on the structure is made here too (table descriptions
-//!   complete and within the accuracy limits, literal lengths within the
-//!   literals, every offset within the bytes produced and the window, repeat
-//!   offsets tracked, the bitstream consumed exactly to its padding bit,
-//!   each block within `Block_Maximum_Size`); only what lies inside Huffman
-//!   streams and the checksum is not checked (a CRC-verified batch with
-//!   broken data there is the documented exception of [`super::declared`]);
+//! - for every valid frame the answer is exactly what the decoder produces;
+//!   otherwise it is `None` or, for bytes that are structurally sound but
+//!   wrong inside, a size the decoder would not confirm. The structure is
+//!   checked as libzstd checks it: reserved values, table descriptions
+//!   complete and within the accuracy limits, "repeat" and treeless modes
+//!   only after a table exists in the frame, literal lengths within the
+//!   literals, the bitstream consumed exactly to its padding bit, each block
+//!   within `Block_Maximum_Size` (the window, at most 128 KiB). Not checked:
+//!   Huffman streams, offsets' values (their bits are skipped, which is what
+//!   makes the walk cheaper than decoding) and the checksum — a CRC-verified
+//!   batch with damage there is the documented exception of
+//!   [`super::declared`];
 //! - no allocation: the decoding tables are fixed arrays sized for the
 //!   largest accuracy logs the format allows (literal and match lengths 9,
 //!   offsets 8); no read is unchecked; every loop is bounded by the input or
@@ -380,14 +384,6 @@ impl<'a> Backward<'a> {
     }
 }
 
-/// Which table a mode left for a code: the predefined one or our own.
-#[derive(Clone, Copy, PartialEq)]
-enum Source {
-    Unset,
-    Predefined,
-    Own,
-}
-
 /// The predefined tables, built once.
 struct Defaults {
     ll: Table<512>,
@@ -411,29 +407,20 @@ fn defaults() -> Option<&'static Defaults> {
     .as_ref()
 }
 
-/// The cells and accuracy log a code decodes with.
-fn pick<'a, const N: usize>(
-    source: Source,
-    own: &'a Table<N>,
-    predefined: &'a Table<N>,
-) -> (&'a [Cell; N], u32) {
-    match source {
-        Source::Predefined => (&predefined.cells, predefined.log),
-        _ => (&own.cells, own.log),
-    }
-}
-
-/// What a frame's blocks carry over from one block to the next (§3.1.1.3):
-/// the sequence tables for "repeat" modes, whether a Huffman table exists
-/// for treeless literals, and the repeat offsets.
-struct Frame {
+/// The three sequence decoding tables in use.
+struct Tables {
     ll: Table<512>,
     ml: Table<512>,
     of: Table<256>,
-    sources: [Source; 3],
+}
+
+/// What a frame's blocks carry over from one block to the next (§3.1.1.3):
+/// the sequence tables for "repeat" modes (and whether they exist yet), and
+/// whether a Huffman table exists for treeless literals.
+struct Frame {
+    tables: Tables,
+    defined: bool,
     huffman: bool,
-    rep: [u64; 3],
-    window: u64,
     block_max: u64,
 }
 
@@ -443,13 +430,13 @@ struct Frame {
 /// unusual.
 pub(super) fn frame_blocks(data: &[u8], start: usize, window: u64) -> Option<(u64, usize)> {
     let mut f = Frame {
-        ll: Table::empty(),
-        ml: Table::empty(),
-        of: Table::empty(),
-        sources: [Source::Unset; 3],
+        tables: Tables {
+            ll: Table::empty(),
+            ml: Table::empty(),
+            of: Table::empty(),
+        },
+        defined: false,
         huffman: false,
-        rep: [1, 4, 8],
-        window,
         block_max: window.min(BLOCK_MAX),
     };
     let mut pos = start;
@@ -475,7 +462,7 @@ pub(super) fn frame_blocks(data: &[u8], start: usize, window: u64) -> Option<(u6
             }
             2 => {
                 let block = data.get(pos..pos.checked_add(size)?)?;
-                total += f.compressed(block, total)?;
+                total += f.compressed(block)?;
                 size
             }
             _ => return None,
@@ -504,32 +491,26 @@ const MASK: [u64; 64] = {
 };
 
 /// The decoding state of a sequences section: the bitstream, the three
-/// states, the sums so far and the repeat offsets.
+/// states and the sums so far.
 struct Walk<'a> {
     br: Backward<'a>,
     states: [usize; 3],
     lits: u64,
     matches: u64,
-    rep: [u64; 3],
 }
 
 impl Walk<'_> {
-    /// Decodes one sequence with the tables `lm` (literal, match lengths)
-    /// and `of`; `LAST`: the last one, after which no state is updated.
-    /// `at`: the bytes produced before the block and the window.
+    /// Decodes one sequence with the tables `t`; `LAST`: the last one,
+    /// after which no state is updated.
     #[inline(always)]
-    fn step<const LAST: bool>(
-        &mut self,
-        lm: [&[Cell; 512]; 2],
-        of: &[Cell; 256],
-        at: [u64; 2],
-    ) -> Option<()> {
+    fn step<const LAST: bool>(&mut self, t: &Tables) -> Option<()> {
         let [ls, ms, os] = self.states;
-        let l = *lm[0].get(ls & 511)?;
-        let m = *lm[1].get(ms & 511)?;
-        let o = *of.get(os & 255)?;
+        let l = *t.ll.cells.get(ls & 511)?;
+        let m = *t.ml.cells.get(ms & 511)?;
+        let o = *t.of.cells.get(os & 255)?;
         // Extra bits: offset, match length, literal length (§3.1.1.3.2.1);
         // then the state updates: literal length, match length, offset.
+        // The offset's value is not needed: only its bits are skipped.
         let (ox, mx, lx) = (u32::from(o.extra), u32::from(m.extra), u32::from(l.extra));
         let (lb, mb, ob) = if LAST {
             (0, 0, 0)
@@ -537,23 +518,21 @@ impl Walk<'_> {
             (u32::from(l.bits), u32::from(m.bits), u32::from(o.bits))
         };
         let total = (ox + mx) + (lx + lb) + (mb + ob);
-        let f: [u64; 6];
+        let f: [u64; 5];
         if total <= 56 && self.br.ensure(total as usize) {
-            // One window for the whole sequence: the six fields are shifts
-            // of it, independent of one another.
+            // One window for the whole sequence: the fields are shifts of
+            // it, independent of one another.
             let w = self.br.word;
             let top = (self.br.left - self.br.low) as u32;
             let field = |end: u32, n: u32| {
                 w.wrapping_shr(end) & MASK.get((n & 63) as usize).copied().unwrap_or(0)
             };
-            let e_of = top - ox;
-            let e_ml = e_of - mx;
+            let e_ml = top - (ox + mx);
             let e_ll = e_ml - lx;
             let e_sl = e_ll - lb;
             let e_sm = e_sl - mb;
             let e_so = e_sm - ob;
             f = [
-                field(e_of, ox),
                 field(e_ml, mx),
                 field(e_ll, lx),
                 field(e_sl, lb),
@@ -564,8 +543,8 @@ impl Walk<'_> {
         } else {
             // Long offsets and lengths: field by field.
             let br = &mut self.br;
+            br.read(ox)?;
             f = [
-                br.read(ox)?,
                 br.read(mx)?,
                 br.read(lx)?,
                 br.read(lb)?,
@@ -573,84 +552,47 @@ impl Walk<'_> {
                 br.read(ob)?,
             ];
         }
-        let ov = u64::from(o.base) + f[0];
-        let ml_v = u64::from(m.base) + f[1];
-        let ll_v = u64::from(l.base) + f[2];
+        self.matches += u64::from(m.base) + f[0];
+        self.lits += u64::from(l.base) + f[1];
         if !LAST {
             self.states = [
-                usize::from(l.next) + f[3] as usize,
-                usize::from(m.next) + f[4] as usize,
-                usize::from(o.next) + f[5] as usize,
+                usize::from(l.next) + f[2] as usize,
+                usize::from(m.next) + f[3] as usize,
+                usize::from(o.next) + f[4] as usize,
             ];
         }
-        let [r0, r1, r2] = self.rep;
-        let off;
-        (off, self.rep) = if ov > 3 {
-            (ov - 3, [ov - 3, r0, r1])
-        } else {
-            // Repeat offsets (§3.1.1.5): shifted by one when no literals.
-            match ov - 1 + u64::from(ll_v == 0) {
-                0 => (r0, [r0, r1, r2]),
-                1 => (r1, [r1, r0, r2]),
-                2 => (r2, [r2, r0, r1]),
-                _ => {
-                    let off = r0.checked_sub(1).filter(|&o| o > 0)?;
-                    (off, [off, r0, r1])
-                }
-            }
-        };
-        self.lits += ll_v;
-        // The match copies from bytes already produced, within the window.
-        if off > at[0] + self.lits + self.matches || off > at[1] {
-            return None;
-        }
-        self.matches += ml_v;
         Some(())
     }
 }
 
 /// Decodes the `nb_seq` (> 0) sequences of the bitstream `stream`
-/// (§3.1.1.3.2) with the literal length and match length tables `lm`, the
-/// offset table `of` and their accuracy logs: the sums of their literal
-/// lengths and of their match lengths. `rep` holds the repeat offsets,
-/// updated; `at` is the bytes the frame produced before this block and the
-/// window, which bound every offset.
+/// (§3.1.1.3.2) with the tables `t`: the sums of their literal lengths and
+/// of their match lengths.
 #[inline(never)]
-fn sequences(
-    lm: [&[Cell; 512]; 2],
-    of: &[Cell; 256],
-    logs: [u32; 3],
-    stream: &[u8],
-    nb_seq: usize,
-    rep: &mut [u64; 3],
-    at: [u64; 2],
-) -> Option<(u64, u64)> {
+fn sequences(t: &Tables, stream: &[u8], nb_seq: usize) -> Option<(u64, u64)> {
     let mut br = Backward::new(stream)?;
-    let ls = br.read(logs[0])? as usize;
-    let os = br.read(logs[2])? as usize;
-    let ms = br.read(logs[1])? as usize;
+    let ls = br.read(t.ll.log)? as usize;
+    let os = br.read(t.of.log)? as usize;
+    let ms = br.read(t.ml.log)? as usize;
     let mut w = Walk {
         br,
         states: [ls, ms, os],
         lits: 0,
         matches: 0,
-        rep: *rep,
     };
     for _ in 1..nb_seq {
-        w.step::<false>(lm, of, at)?;
+        w.step::<false>(t)?;
     }
-    w.step::<true>(lm, of, at)?;
+    w.step::<true>(t)?;
     if w.br.left != 0 {
         return None; // the stream must end exactly at its padding
     }
-    *rep = w.rep;
     Some((w.lits, w.matches))
 }
 
 impl Frame {
-    /// What one compressed block decompresses to, `produced` bytes into the
-    /// frame.
-    fn compressed(&mut self, b: &[u8], produced: u64) -> Option<u64> {
+    /// What one compressed block decompresses to.
+    fn compressed(&mut self, b: &[u8]) -> Option<u64> {
         let lit = self.literals(b)?;
         let (lit_size, mut pos) = lit;
         let rest = b.get(pos..)?;
@@ -677,44 +619,36 @@ impl Frame {
         if modes & 3 != 0 {
             return None; // reserved
         }
-        let repeat_ok = self.sources.iter().all(|&s| s != Source::Unset);
-        pos += Self::table(
-            &mut self.ll,
-            &mut self.sources[0],
+        // "Repeat" needs a previous block with sequences in this frame.
+        let repeat_ok = self.defined;
+        let d = defaults()?;
+        let t = &mut self.tables;
+        pos += table(
+            &mut t.ll,
+            &d.ll,
             Kind::Lit,
             modes >> 6,
             b.get(pos..)?,
             repeat_ok,
         )?;
-        pos += Self::table(
-            &mut self.of,
-            &mut self.sources[2],
+        pos += table(
+            &mut t.of,
+            &d.of,
             Kind::Off,
             (modes >> 4) & 3,
             b.get(pos..)?,
             repeat_ok,
         )?;
-        pos += Self::table(
-            &mut self.ml,
-            &mut self.sources[1],
+        pos += table(
+            &mut t.ml,
+            &d.ml,
             Kind::Match,
             (modes >> 2) & 3,
             b.get(pos..)?,
             repeat_ok,
         )?;
-        let d = defaults()?;
-        let (ll, ll_log) = pick(self.sources[0], &self.ll, &d.ll);
-        let (ml, ml_log) = pick(self.sources[1], &self.ml, &d.ml);
-        let (of, of_log) = pick(self.sources[2], &self.of, &d.of);
-        let (lits, matches) = sequences(
-            [ll, ml],
-            of,
-            [ll_log, ml_log, of_log],
-            b.get(pos..)?,
-            nb_seq,
-            &mut self.rep,
-            [produced, self.window],
-        )?;
+        self.defined = true;
+        let (lits, matches) = sequences(&self.tables, b.get(pos..)?, nb_seq)?;
         // The literals used, the block's size (both only grow: checked once).
         let lit_total = lit_size as u64;
         if lits > lit_total || lit_total + matches > self.block_max {
@@ -773,39 +707,38 @@ impl Frame {
         }
         Some((size, len))
     }
+}
 
-    /// Sets up one code's table for `mode` (§3.1.1.3.2.1): the bytes its
-    /// description took.
-    fn table<const N: usize>(
-        t: &mut Table<N>,
-        source: &mut Source,
-        kind: Kind,
-        mode: u8,
-        src: &[u8],
-        repeat_ok: bool,
-    ) -> Option<usize> {
-        match mode {
-            0 => {
-                *source = Source::Predefined;
-                Some(0)
-            }
-            1 => {
-                let (symbols, _) = kind.limits();
-                let code = *src.first()?;
-                if usize::from(code) >= symbols {
-                    return None;
-                }
-                t.rle(kind, code)?;
-                *source = Source::Own;
-                Some(1)
-            }
-            2 => {
-                let used = t.read(kind, src)?;
-                *source = Source::Own;
-                Some(used)
-            }
-            // Repeat: the previous block's table of this frame.
-            _ => repeat_ok.then_some(0),
+/// Sets up one code's table `t` for `mode` (§3.1.1.3.2.1), `predefined`
+/// being its predefined table: the bytes its description took.
+fn table<const N: usize>(
+    t: &mut Table<N>,
+    predefined: &Table<N>,
+    kind: Kind,
+    mode: u8,
+    src: &[u8],
+    repeat_ok: bool,
+) -> Option<usize> {
+    match mode {
+        0 => {
+            let size = 1usize << predefined.log;
+            t.cells
+                .get_mut(..size)?
+                .copy_from_slice(predefined.cells.get(..size)?);
+            t.log = predefined.log;
+            Some(0)
         }
+        1 => {
+            let (symbols, _) = kind.limits();
+            let code = *src.first()?;
+            if usize::from(code) >= symbols {
+                return None;
+            }
+            t.rle(kind, code)?;
+            Some(1)
+        }
+        2 => t.read(kind, src),
+        // Repeat: the previous block's table of this frame.
+        _ => repeat_ok.then_some(0),
     }
 }
