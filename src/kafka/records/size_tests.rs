@@ -902,3 +902,58 @@ fn zstd_block_walk_reads_hand_built_blocks() {
         "treeless first",
     );
 }
+
+/// Sequences of more than 56 bits (offsets past 4 MiB: 22 extra bits, match
+/// lengths of 16, literal lengths of 11, plus the state bits), which the
+/// walk reads field by field: real ones from the encoder, and a hand-built
+/// one of 57 bits.
+#[test]
+fn zstd_walk_reads_sequences_of_more_than_56_bits() {
+    let noise = |n: usize, mut x: u64| -> Vec<u8> {
+        (0..n)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                x as u8
+            })
+            .collect()
+    };
+    let a = noise(4_300_000, 1);
+    let mut data = a.clone();
+    for i in 0..40 {
+        data.extend_from_slice(&noise(3_000, 100 + i as u64));
+        data.extend_from_slice(&a[i * 70_000..(i + 1) * 70_000]);
+    }
+    let o = Zstd {
+        window_log: 23,
+        ..Zstd::level(3)
+    };
+    let z = zstd_streamed(&data, o);
+    assert!(zstd_without_size(&z));
+    assert_eq!(declared::declared_len(4, &z), Some(data.len()));
+
+    // One sequence, RLE tables (no state bits): literal length code 34
+    // (32768 + 15 bits), offset code 26 (26 bits), match length code 52
+    // (65539 + 16 bits): 57 bits, all zero, then the padding bit.
+    // Raw literals, 3-byte header (Size_Format 11): 32768 = 0x8000.
+    let mut block = vec![0b1100, 0x00, 0x08];
+    block.extend(std::iter::repeat_n(b'x', 32768));
+    // One sequence; modes RLE, RLE, RLE; codes LL 34, OF 26, ML 52.
+    block.extend_from_slice(&[1, 0x54, 34, 26, 52]);
+    // 57 zero bits (bytes 0-6 and bit 0 of byte 7), the padding bit above.
+    block.extend_from_slice(&[0, 0, 0, 0, 0, 0, 0, 0b10]);
+    let mut f = vec![0x28, 0xB5, 0x2F, 0xFD, 0x00, 7 << 3]; // 128 KiB window
+    let h = (block.len() as u32) << 3 | 2 << 1 | 1;
+    f.extend_from_slice(&h.to_le_bytes()[..3]);
+    f.extend_from_slice(&block);
+    assert_eq!(declared::declared_len(4, &f), Some(32768 + 65539));
+    // One bit more in the stream: not consumed exactly.
+    let n = f.len();
+    f[n - 1] = 0b100;
+    assert_eq!(declared::declared_len(4, &f), None);
+    // Offset code 25: 56 bits, the one-window path.
+    f[n - 1] = 0b1;
+    f[n - 10] = 25;
+    assert_eq!(declared::declared_len(4, &f), Some(32768 + 65539));
+}
