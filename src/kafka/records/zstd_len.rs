@@ -306,6 +306,7 @@ impl Forward<'_> {
 /// The backward bitstream of a sequences section (§4.1): read from the end,
 /// most significant bits first, after the padding (the last byte's highest
 /// set bit). Reading past the start is an error.
+#[derive(Clone, Copy)]
 struct Backward<'a> {
     data: &'a [u8],
     /// Bits not yet read, all below this position.
@@ -333,6 +334,7 @@ impl<'a> Backward<'a> {
         Some(r)
     }
 
+    #[inline(always)]
     fn refill(&mut self) {
         let low = self.left.saturating_sub(57) & !7;
         let at = low / 8;
@@ -541,16 +543,7 @@ impl Walk<'_> {
             ];
             self.br.left -= total as usize;
         } else {
-            // Long offsets and lengths: field by field.
-            let br = &mut self.br;
-            br.read(ox)?;
-            f = [
-                br.read(mx)?,
-                br.read(lx)?,
-                br.read(lb)?,
-                br.read(mb)?,
-                br.read(ob)?,
-            ];
+            (self.br, f) = long_sequence(self.br, [ox, mx, lx, lb, mb, ob])?;
         }
         self.matches += u64::from(m.base) + f[0];
         self.lits += u64::from(l.base) + f[1];
@@ -563,6 +556,25 @@ impl Walk<'_> {
         }
         Some(())
     }
+}
+
+/// The fields of a sequence of more than 56 bits (long offsets and lengths),
+/// read one by one: the offset's bits skipped, then the match length, the
+/// literal length and the three state updates. The reader is passed by
+/// value so that the hot loop keeps its own in registers.
+#[cold]
+#[inline(never)]
+fn long_sequence<'a>(mut br: Backward<'a>, bits: [u32; 6]) -> Option<(Backward<'a>, [u64; 5])> {
+    let [ox, mx, lx, lb, mb, ob] = bits;
+    br.read(ox)?;
+    let f = [
+        br.read(mx)?,
+        br.read(lx)?,
+        br.read(lb)?,
+        br.read(mb)?,
+        br.read(ob)?,
+    ];
+    Some((br, f))
 }
 
 /// Decodes the `nb_seq` (> 0) sequences of the bitstream `stream`
