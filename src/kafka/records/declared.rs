@@ -15,9 +15,13 @@
 //! - zstd: every frame's `Frame_Content_Size` (skippable frames: 0), the
 //!   frames walked by their block headers (3 bytes: last flag, type, size;
 //!   RLE blocks are 1 byte on the wire) and optional checksums to find where
-//!   the next frame starts; a frame without the size (streaming compressors),
-//!   with a dictionary id, a reserved bit, a reserved block type, a block over
-//!   128 KiB or a window over 8 MiB is decoded;
+//!   the next frame starts; a frame without the size (streaming compressors,
+//!   Kafka's Java producer) counts its blocks ([`super::zstd_len`]: raw and
+//!   RLE sizes, and for compressed blocks the literals' `Regenerated_Size`
+//!   plus the match lengths of the FSE-decoded sequences, without Huffman
+//!   decoding or copying); a frame with a dictionary id, a reserved bit, a
+//!   reserved block type, a block over 128 KiB or a window over 8 MiB, or a
+//!   block the walk finds inconsistent, is decoded;
 //! - gzip: ISIZE (the last 4 bytes, little endian) of a single member with a
 //!   well-formed header (no FHCRC, no reserved flag) and at least a minimal
 //!   deflate stream and trailer; a second member would begin with `1f 8b 08`
@@ -39,7 +43,8 @@
 //! The rule these follow: for every payload a real producer sends, the
 //! answer is exactly what the decoder produces (the decoders check these very
 //! declarations against their output: snappy's preamble, zstd's content size,
-//! gzip's ISIZE, LZ4's content size). Only a payload whose batch CRC matches
+//! gzip's ISIZE, LZ4's content size; zstd's blocks are walked with the
+//! decoder's own rules). Only a payload whose batch CRC matches
 //! but whose compressed data is itself invalid (a producer bug: the CRC is
 //! computed over the compressed bytes) can be counted differently — with the
 //! size it declares instead of being declined to the full decode.
@@ -171,64 +176,48 @@ fn zstd(data: &[u8]) -> Option<usize> {
             return None; // reserved bit, dictionary id
         }
         pos += 5;
+        let mut window = 0;
         if !single {
             let wd = *data.get(pos)?;
             let log = 10 + u32::from(wd >> 3);
             let base = 1u64 << log;
-            if base + (base / 8) * u64::from(wd & 7) > ZSTD_WINDOW_MAX {
+            window = base + (base / 8) * u64::from(wd & 7);
+            if window > ZSTD_WINDOW_MAX {
                 return None;
             }
             pos += 1;
         }
         let content = match (fcs_flag, single) {
-            (0, false) => return None, // unknown: a streaming compressor
+            (0, false) => None, // unknown: a streaming compressor
             (0, true) => {
                 pos += 1;
-                u64::from(*data.get(pos - 1)?)
+                Some(u64::from(*data.get(pos - 1)?))
             }
             (1, _) => {
                 pos += 2;
-                le16(data, pos - 2)? as u64 + 256
+                Some(le16(data, pos - 2)? as u64 + 256)
             }
             (2, _) => {
                 pos += 4;
-                u64::from(le32(data, pos - 4)?)
+                Some(u64::from(le32(data, pos - 4)?))
             }
             _ => {
                 pos += 8;
-                le64(data, pos - 8)?
+                Some(le64(data, pos - 8)?)
             }
         };
-        // Blocks, to find where the frame ends.
-        let mut plain = 0u64; // raw and RLE block sizes, bounded by the content
-        loop {
-            let h: [u8; 3] = data.get(pos..pos + 3)?.try_into().ok()?;
-            let h = u32::from_le_bytes([h[0], h[1], h[2], 0]);
-            let last = h & 1 != 0;
-            let size = (h >> 3) as usize;
-            if size > ZSTD_BLOCK_MAX {
-                return None;
+        let content = match content {
+            Some(content) => {
+                pos = zstd_frame_end(data, pos, content)?;
+                content
             }
-            let wire = match (h >> 1) & 3 {
-                0 => {
-                    plain += size as u64;
-                    size
-                }
-                1 => {
-                    plain += size as u64;
-                    1
-                }
-                2 => size,
-                _ => return None,
-            };
-            pos = pos + 3 + wire;
-            if pos > data.len() || plain > content {
-                return None;
+            None => {
+                // Without a declared size, the blocks say what they make.
+                let (content, end) = super::zstd_len::frame_blocks(data, pos, window)?;
+                pos = end;
+                content
             }
-            if last {
-                break;
-            }
-        }
+        };
         if checksum {
             pos += 4;
             if pos > data.len() {
@@ -238,6 +227,40 @@ fn zstd(data: &[u8]) -> Option<usize> {
         total = total.checked_add(content)?;
     }
     usize::try_from(total).ok()
+}
+
+/// Where the blocks of a frame declaring `content` bytes end, from their
+/// headers alone.
+fn zstd_frame_end(data: &[u8], mut pos: usize, content: u64) -> Option<usize> {
+    let mut plain = 0u64; // raw and RLE block sizes, bounded by the content
+    loop {
+        let h: [u8; 3] = data.get(pos..pos + 3)?.try_into().ok()?;
+        let h = u32::from_le_bytes([h[0], h[1], h[2], 0]);
+        let last = h & 1 != 0;
+        let size = (h >> 3) as usize;
+        if size > ZSTD_BLOCK_MAX {
+            return None;
+        }
+        let wire = match (h >> 1) & 3 {
+            0 => {
+                plain += size as u64;
+                size
+            }
+            1 => {
+                plain += size as u64;
+                1
+            }
+            2 => size,
+            _ => return None,
+        };
+        pos = pos + 3 + wire;
+        if pos > data.len() || plain > content {
+            return None;
+        }
+        if last {
+            return Some(pos);
+        }
+    }
 }
 
 const LZ4_MAGIC: u32 = 0x184D_2204;

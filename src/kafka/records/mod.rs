@@ -34,6 +34,7 @@ pub mod compression;
 mod cursor;
 mod declared;
 mod legacy;
+mod zstd_len;
 
 use crate::kafka::decode::DecodeOptions;
 use crate::kafka::tree::{ByteSource, Node, Role, Value};

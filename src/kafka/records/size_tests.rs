@@ -314,6 +314,60 @@ fn lz4_with(info: lz4_flex::frame::FrameInfo, data: &[u8]) -> Vec<u8> {
     e.finish().unwrap()
 }
 
+/// How [`zstd_streamed`] compresses.
+#[derive(Clone, Copy, Debug)]
+struct Zstd {
+    level: i32,
+    checksum: bool,
+    /// 0: the level's default.
+    window_log: u32,
+    long_distance: bool,
+    /// Bytes written between flushes (each flush ends a block); 0: one write.
+    chunk: usize,
+}
+
+impl Zstd {
+    fn level(level: i32) -> Self {
+        Zstd {
+            level,
+            checksum: false,
+            window_log: 0,
+            long_distance: false,
+            chunk: 0,
+        }
+    }
+}
+
+/// zstd's streaming encoder as Kafka's Java producer drives it (zstd-jni's
+/// `ZstdOutputStream`): no `Frame_Content_Size`.
+fn zstd_streamed(data: &[u8], o: Zstd) -> Vec<u8> {
+    use std::io::Write;
+    let mut e = zstd::stream::write::Encoder::new(Vec::new(), o.level).unwrap();
+    e.include_contentsize(false).unwrap();
+    e.include_checksum(o.checksum).unwrap();
+    if o.window_log > 0 {
+        e.window_log(o.window_log).unwrap();
+    }
+    if o.long_distance {
+        e.long_distance_matching(true).unwrap();
+    }
+    if o.chunk == 0 {
+        e.write_all(data).unwrap();
+    } else {
+        for c in data.chunks(o.chunk) {
+            e.write_all(c).unwrap();
+            e.flush().unwrap();
+        }
+    }
+    e.finish().unwrap()
+}
+
+/// Whether the first frame of `z` declares no content size (its header's
+/// `Frame_Content_Size_Flag` is 0 and it is not single-segment).
+fn zstd_without_size(z: &[u8]) -> bool {
+    z.len() > 4 && z[4] & 0xE0 == 0
+}
+
 /// Payloads whose declared size `declared_len` must read (codec, bytes,
 /// what), most of them around `a`.
 fn declaring_payloads(a: &[u8]) -> Vec<(u8, Vec<u8>, &'static str)> {
@@ -351,6 +405,61 @@ fn declaring_payloads(a: &[u8]) -> Vec<(u8, Vec<u8>, &'static str)> {
         zstd::bulk::compress(&vec![7u8; 300_000], 1).unwrap(),
         "zstd, RLE",
     ));
+    // Without a content size: the blocks are walked.
+    let streamed = [
+        (Zstd::level(3), "zstd streamed"),
+        (Zstd::level(19), "zstd streamed, level 19"),
+        (Zstd::level(-5), "zstd streamed, level -5"),
+        (
+            Zstd {
+                checksum: true,
+                ..Zstd::level(1)
+            },
+            "zstd streamed, checksum",
+        ),
+        (
+            Zstd {
+                chunk: 700,
+                ..Zstd::level(3)
+            },
+            "zstd streamed, flushed every 700 bytes",
+        ),
+        (
+            Zstd {
+                window_log: 10,
+                ..Zstd::level(9)
+            },
+            "zstd streamed, 1 KiB window",
+        ),
+    ];
+    for (o, what) in streamed {
+        v.push((4, zstd_streamed(&a, o), what));
+    }
+    v.push((
+        4,
+        zstd_streamed(&big, Zstd::level(3)),
+        "zstd streamed, raw blocks",
+    ));
+    v.push((
+        4,
+        zstd_streamed(&vec![7u8; 300_000], Zstd::level(3)),
+        "zstd streamed, RLE",
+    ));
+    let mut long = sample(20_000);
+    long.extend_from_slice(&noise(150_000));
+    long.extend_from_slice(&sample(20_000));
+    v.push((
+        4,
+        zstd_streamed(&long, Zstd::level(12)),
+        "zstd streamed, repeat tables, far matches",
+    ));
+    let mut sized_then_streamed = compress(4, &b);
+    sized_then_streamed.extend_from_slice(&zstd_streamed(&a, Zstd::level(3)));
+    v.push((
+        4,
+        sized_then_streamed,
+        "zstd, sized frame then streamed frame",
+    ));
     let sized = FrameInfo::new().content_size(Some(a.len() as u64));
     v.push((3, lz4_with(sized, &a), "lz4, content size"));
     let checks = FrameInfo::new()
@@ -387,22 +496,20 @@ fn undeclaring_payloads(a: &[u8]) -> Vec<(u8, Vec<u8>, &'static str)> {
     let b = sample(7);
     let mut two = compress(1, &a);
     two.extend_from_slice(&compress(1, &b));
-    let mut streamed = Vec::new();
-    {
-        use std::io::Write;
-        let mut e = zstd::stream::write::Encoder::new(&mut streamed, 3).unwrap();
-        e.write_all(&a).unwrap();
-        e.finish().unwrap();
-    }
-    let mut sized_then_streamed = compress(4, &b);
-    sized_then_streamed.extend_from_slice(&streamed);
+    // A window over what the decoder always accepts (8 MiB).
+    let wide = zstd_streamed(
+        &a,
+        Zstd {
+            window_log: 24,
+            ..Zstd::level(3)
+        },
+    );
     let mut mixed = noise(70_000);
     mixed.extend_from_slice(&a);
     let linked = FrameInfo::new().block_mode(BlockMode::Linked);
     vec![
         (1, two, "gzip, two members"),
-        (4, streamed, "zstd, no content size"),
-        (4, sized_then_streamed, "zstd, a frame without content size"),
+        (4, wide, "zstd, 16 MiB window"),
         (3, lz4_with(linked, &mixed), "lz4, linked blocks"),
         (5, a.clone(), "codec 5"),
         (0, a, "none"),
@@ -423,6 +530,9 @@ fn declared_sizes_are_the_decompressed_sizes() {
     for (codec, p, what) in declaring_payloads(&sample(3000)) {
         let real = decompress(codec, &p, usize::MAX).unwrap().data.len();
         assert_eq!(declared::declared_len(codec, &p), Some(real), "{what}");
+        if what.starts_with("zstd streamed") {
+            assert!(zstd_without_size(&p), "{what}: has a content size");
+        }
     }
     for (codec, p, what) in undeclaring_payloads(&sample(3000)) {
         assert_eq!(declared::declared_len(codec, &p), None, "{what}");
@@ -501,16 +611,32 @@ fn lz4_block_walk_rejects_inconsistent_blocks() {
 #[test]
 fn declared_sizes_agree_on_every_captured_payload() {
     let (mut seen, mut declared) = (0, 0);
+    // zstd payloads: all, without a content size, and declared.
+    let (mut zstd, mut no_size, mut zstd_declared) = (0, 0, 0);
     captured_payloads(|path, codec, comp, s| {
         seen += 1;
-        if let Some(n) = declared::declared_len(codec, comp) {
+        let d = declared::declared_len(codec, comp);
+        if let Some(n) = d {
             assert_eq!(n, s.len, "{}: {}", path.display(), s.name);
             declared += 1;
         }
+        if codec == 4 {
+            zstd += 1;
+            no_size += usize::from(zstd_without_size(comp));
+            // Every zstd payload a producer sent declares its size, by its
+            // frame header or by its blocks.
+            assert_eq!(d, Some(s.len), "{}: {}", path.display(), s.name);
+            zstd_declared += 1;
+        }
     });
+    eprintln!(
+        "{declared} of {seen} compressed payloads declared; zstd: {zstd_declared} of {zstd} \
+         ({no_size} without a content size)"
+    );
     assert!(seen >= 4, "only {seen} compressed payloads found");
     // Every codec of captures/a2 declares its size.
     assert!(declared >= 4, "only {declared} of {seen} declared");
+    assert!(zstd >= 1, "no zstd payload in the captures");
 }
 
 /// A batch whose CRC matches but whose compressed data is broken: counted
@@ -539,4 +665,295 @@ fn a_crc_verified_batch_is_counted_by_its_declared_size() {
     let whole = record_batch(4, 20, &compress(4, &recs));
     let c = count_record_set(&whole, 0, &headers_only(recs.len() - 1), &mut Vec::new());
     assert_eq!(c.map(|c| (c.batches, c.decompressed)), Some((1, 0)));
+}
+
+/// Bytes that compress in every way zstd knows: runs, words, noise, and
+/// copies of earlier bytes near and far (repeat offsets, long matches,
+/// matches beyond small windows).
+fn mixed(seed: u64, len: usize) -> Vec<u8> {
+    const WORDS: [&[u8]; 6] = [b"topic", b"partition", b"\"value\":", b"kafka", b"{}", b" "];
+    let mut x = seed | 1;
+    let mut next = move || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    };
+    let mut v = Vec::with_capacity(len);
+    while v.len() < len {
+        let r = next();
+        let n = 1 + (r >> 8) as usize % 300;
+        match r % 5 {
+            0 => v.extend(std::iter::repeat_n((r >> 20) as u8, n)),
+            1 => {
+                for _ in 0..n.min(40) {
+                    v.extend_from_slice(WORDS[next() as usize % WORDS.len()]);
+                }
+            }
+            2 => v.extend((0..n).map(|_| next() as u8)),
+            _ if !v.is_empty() => {
+                let from = (r >> 32) as usize % v.len();
+                let n = n.min(v.len() - from) * (1 + (r >> 60) as usize);
+                for i in 0..n {
+                    v.push(v[from + i]);
+                }
+            }
+            _ => v.push(r as u8),
+        }
+    }
+    v.truncate(len);
+    v
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
+
+    /// Streamed zstd (no content size) of every level, window, flush
+    /// pattern and frame count: the blocks declare exactly what the decoder
+    /// makes.
+    #[test]
+    fn streamed_zstd_declares_its_decompressed_size(
+        seed in proptest::prelude::any::<u64>(),
+        len in proptest::prop_oneof![0..2_000usize, 2_000..70_000usize, 70_000..1_100_000usize],
+        level in -5i32..=19,
+        checksum in proptest::prelude::any::<bool>(),
+        window_log in proptest::prop_oneof![proptest::strategy::Just(0u32), 10u32..=23],
+        long_distance in proptest::prelude::any::<bool>(),
+        chunk in proptest::prop_oneof![proptest::strategy::Just(0usize), 1usize..200_000],
+        frames in 1usize..=3,
+    ) {
+        // High levels are slow in test builds: they get the smaller inputs.
+        let level = if len > 100_000 { level.min(6) } else { level };
+        let data = mixed(seed, len);
+        let o = Zstd {
+            level,
+            checksum,
+            window_log,
+            // Without a window log, long-distance matching asks for 128 MiB.
+            long_distance: long_distance && window_log > 0,
+            // At most ~64 flushes.
+            chunk: if chunk > 0 { chunk.max(len / 64) } else { 0 },
+        };
+        let mut p = Vec::new();
+        for part in data.chunks(len.div_ceil(frames).max(1)) {
+            p.extend_from_slice(&zstd_streamed(part, o));
+        }
+        if data.is_empty() {
+            p = zstd_streamed(&data, o);
+        }
+        proptest::prop_assert!(zstd_without_size(&p));
+        let real = zstd::stream::decode_all(&p[..]).unwrap();
+        proptest::prop_assert_eq!(real.len(), data.len());
+        proptest::prop_assert_eq!(declared::declared_len(4, &p), Some(real.len()), "{:?}", o);
+    }
+
+    /// Cut and bit-flipped streamed zstd: never a panic, and never a size
+    /// other than the decoder's when the decoder succeeds.
+    #[test]
+    fn damaged_streamed_zstd_never_disagrees_with_the_decoder(
+        seed in proptest::prelude::any::<u64>(),
+        len in 0..30_000usize,
+        level in -5i32..=19,
+        checksum in proptest::prelude::any::<bool>(),
+        cut in proptest::prelude::any::<proptest::sample::Index>(),
+        flips in proptest::collection::vec(
+            (proptest::prelude::any::<proptest::sample::Index>(), 0u8..8),
+            0..4,
+        ),
+    ) {
+        let o = Zstd { checksum, ..Zstd::level(level) };
+        let mut p = zstd_streamed(&mixed(seed, len), o);
+        for (at, bit) in &flips {
+            let i = at.index(p.len());
+            p[i] ^= 1 << bit;
+        }
+        if flips.is_empty() {
+            p.truncate(cut.index(p.len()));
+        }
+        declared_agrees(4, &p, "damaged streamed zstd");
+    }
+}
+
+/// Many damaged streamed payloads: how often the block walk declines, agrees
+/// with the decoder, or answers where the decoder fails (bytes inside a
+/// Huffman stream or the checksum: the documented "CRC-valid but broken"
+/// exception). Never a disagreement, never a panic.
+#[test]
+fn damaged_streamed_zstd_outcomes_are_counted() {
+    let (mut declined, mut agreed, mut exception) = (0, 0, 0);
+    let mut x = 0x2545_F491_4F6C_DD1Du64;
+    for n in 0..60u64 {
+        let o = Zstd {
+            checksum: n.is_multiple_of(3),
+            ..Zstd::level([-3, 1, 3, 9, 19][n as usize % 5])
+        };
+        let p = zstd_streamed(&mixed(n, 200 + (n as usize * 397) % 9_000), o);
+        for _ in 0..40 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let mut q = p.clone();
+            let i = 6 + x as usize % (q.len() - 6); // past the frame header
+            q[i] ^= 1 << ((x >> 40) % 8);
+            if x.is_multiple_of(4) {
+                q.truncate(i);
+            }
+            let real = decompress(4, &q, usize::MAX).map(|o| o.data.len());
+            match (declared::declared_len(4, &q), real) {
+                (None, _) => declined += 1,
+                (Some(d), Ok(r)) => {
+                    assert_eq!(d, r, "payload {n}, byte {i}");
+                    agreed += 1;
+                }
+                (Some(_), Err(_)) => exception += 1,
+            }
+        }
+    }
+    eprintln!(
+        "damaged streamed zstd: {declined} declined, {agreed} agreed, \
+         {exception} declared where the decoder fails"
+    );
+    assert_eq!(declined + agreed + exception, 60 * 40);
+    assert!(declined > exception, "the walk should catch most damage");
+}
+
+/// Hand-built frames: one compressed block, raw literals, RLE tables.
+#[test]
+fn zstd_block_walk_reads_hand_built_blocks() {
+    // Magic; frame header descriptor 0 (no content size, no checksum, not
+    // single-segment); window descriptor 0 (1 KiB).
+    let frame = |block: &[u8]| {
+        let mut f = vec![0x28, 0xB5, 0x2F, 0xFD, 0x00, 0x00];
+        // Block header: last, compressed, size.
+        let h = (block.len() as u32) << 3 | 2 << 1 | 1;
+        f.extend_from_slice(&h.to_le_bytes()[..3]);
+        f.extend_from_slice(block);
+        f
+    };
+    let block = |modes: u8, codes: &[u8], stream: &[u8]| {
+        let mut b = vec![
+            4 << 3, // raw literals, 4 bytes
+            b'a',
+            b'b',
+            b'c',
+            b'd',  //
+            1,     // one sequence
+            modes, // LL, OF, ML modes; 2 reserved bits
+        ];
+        b.extend_from_slice(codes);
+        b.extend_from_slice(stream);
+        b
+    };
+    // RLE tables (01 01 01 00): literal length code 4 (4), offset code 2
+    // (Offset_Value 4 + 2 bits), match length code 5 (8). The stream: the
+    // padding bit, then the 2 offset bits 0b11: Offset_Value 7, offset 4.
+    let good = frame(&block(0x54, &[4, 2, 5], &[0b111]));
+    let check = |f: &[u8], want: Option<usize>, what: &str| {
+        assert_eq!(declared::declared_len(4, f), want, "{what}");
+        let real = zstd::stream::decode_all(f).ok().map(|d| d.len());
+        assert_eq!(real, want, "{what}: the decoder");
+    };
+    check(&good, Some(12), "abcd + 8 bytes copied");
+    // Offset code 3 with bits 0: offset 5, before the frame's start. The
+    // walk reads offsets' bits, not their values: it declares the size,
+    // the decoder refuses (a CRC-verified batch with such bytes is the
+    // documented exception).
+    let far = frame(&block(0x54, &[4, 3, 5], &[0b1000]));
+    assert_eq!(declared::declared_len(4, &far), Some(12));
+    assert!(zstd::stream::decode_all(&far[..]).is_err());
+    // A bit left over before the padding.
+    check(
+        &frame(&block(0x54, &[4, 2, 5], &[0b1111])),
+        None,
+        "bit left over",
+    );
+    // No padding bit at all.
+    check(&frame(&block(0x54, &[4, 2, 5], &[0])), None, "no padding");
+    // Literal length 5 (code 5) of 4 literals.
+    check(
+        &frame(&block(0x54, &[5, 2, 5], &[0b111])),
+        None,
+        "literals overrun",
+    );
+    // Reserved bits of the modes byte; "repeat" modes in a first block.
+    check(&frame(&block(0x55, &[4, 2, 5], &[0b111])), None, "reserved");
+    check(&frame(&block(0xFC, &[], &[0b111])), None, "repeat first");
+    // RLE code beyond the offset codes.
+    check(
+        &frame(&block(0x54, &[4, 32, 5], &[0b111])),
+        None,
+        "offset code 32",
+    );
+    // No sequences: the block ends right after the count.
+    check(
+        &frame(&[4 << 3, b'a', b'b', b'c', b'd', 0]),
+        Some(4),
+        "literals only",
+    );
+    check(
+        &frame(&[4 << 3, b'a', b'b', b'c', b'd', 0, 0]),
+        None,
+        "a byte more",
+    );
+    // Treeless literals (type 3) with no Huffman table yet in the frame.
+    check(
+        &frame(&[0x03 | 4 << 4, 0, 0, 0, 0, 0]),
+        None,
+        "treeless first",
+    );
+}
+
+/// Sequences of more than 56 bits (offsets past 4 MiB: 22 extra bits, match
+/// lengths of 16, literal lengths of 11, plus the state bits), which the
+/// walk reads field by field: real ones from the encoder, and a hand-built
+/// one of 57 bits.
+#[test]
+fn zstd_walk_reads_sequences_of_more_than_56_bits() {
+    let noise = |n: usize, mut x: u64| -> Vec<u8> {
+        (0..n)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                x as u8
+            })
+            .collect()
+    };
+    let a = noise(4_300_000, 1);
+    let mut data = a.clone();
+    for i in 0..40 {
+        data.extend_from_slice(&noise(3_000, 100 + i as u64));
+        data.extend_from_slice(&a[i * 70_000..(i + 1) * 70_000]);
+    }
+    let o = Zstd {
+        window_log: 23,
+        ..Zstd::level(3)
+    };
+    let z = zstd_streamed(&data, o);
+    assert!(zstd_without_size(&z));
+    assert_eq!(declared::declared_len(4, &z), Some(data.len()));
+
+    // One sequence, RLE tables (no state bits): literal length code 34
+    // (32768 + 15 bits), offset code 26 (26 bits), match length code 52
+    // (65539 + 16 bits): 57 bits, all zero, then the padding bit.
+    // Raw literals, 3-byte header (Size_Format 11): 32768 = 0x8000.
+    let mut block = vec![0b1100, 0x00, 0x08];
+    block.extend(std::iter::repeat_n(b'x', 32768));
+    // One sequence; modes RLE, RLE, RLE; codes LL 34, OF 26, ML 52.
+    block.extend_from_slice(&[1, 0x54, 34, 26, 52]);
+    // 57 zero bits (bytes 0-6 and bit 0 of byte 7), the padding bit above.
+    block.extend_from_slice(&[0, 0, 0, 0, 0, 0, 0, 0b10]);
+    let mut f = vec![0x28, 0xB5, 0x2F, 0xFD, 0x00, 7 << 3]; // 128 KiB window
+    let h = (block.len() as u32) << 3 | 2 << 1 | 1;
+    f.extend_from_slice(&h.to_le_bytes()[..3]);
+    f.extend_from_slice(&block);
+    assert_eq!(declared::declared_len(4, &f), Some(32768 + 65539));
+    // One bit more in the stream: not consumed exactly.
+    let n = f.len();
+    f[n - 1] = 0b100;
+    assert_eq!(declared::declared_len(4, &f), None);
+    // Offset code 25: 56 bits, the one-window path.
+    f[n - 1] = 0b1;
+    f[n - 10] = 25;
+    assert_eq!(declared::declared_len(4, &f), Some(32768 + 65539));
 }

@@ -1,0 +1,756 @@
+//! What the blocks of a zstd frame decompress to, without decompressing.
+//!
+//! Place in the data path: [`super::declared`] asks [`frame_blocks`] for a
+//! frame that carries no `Frame_Content_Size` (Kafka's Java producer writes
+//! them so, through zstd-jni's streaming API). Raw and RLE blocks count their
+//! size; a compressed block (RFC 8878 §3.1.1.3) counts the
+//! `Regenerated_Size` of its literals section (read from the section header
+//! for every literals type: no Huffman decoding) plus the match lengths of
+//! its sequences, which are FSE-decoded from the backward bitstream exactly
+//! as a decoder does (§3.1.1.3.2, §4.1) but without reading literals or
+//! copying anything.
+//!
+//! Invariants:
+//! - for every valid frame the answer is exactly what the decoder produces;
+//!   otherwise it is `None` or, for bytes that are structurally sound but
+//!   wrong inside, a size the decoder would not confirm. The structure is
+//!   checked as libzstd checks it: reserved values, table descriptions
+//!   complete and within the accuracy limits, "repeat" and treeless modes
+//!   only after a table exists in the frame, literal lengths within the
+//!   literals, the bitstream consumed exactly to its padding bit, each block
+//!   within `Block_Maximum_Size` (the window, at most 128 KiB). Not checked:
+//!   Huffman streams, offsets' values (their bits are skipped, which is what
+//!   makes the walk cheaper than decoding) and the checksum — a CRC-verified
+//!   batch with damage there is the documented exception of
+//!   [`super::declared`];
+//! - no allocation: the decoding tables are fixed arrays sized for the
+//!   largest accuracy logs the format allows (literal and match lengths 9,
+//!   offsets 8); no read is unchecked; every loop is bounded by the input or
+//!   by a count it has checked.
+
+use std::sync::OnceLock;
+
+/// `Block_Maximum_Size` before the window is taken into account.
+const BLOCK_MAX: u64 = 128 << 10;
+
+/// One state of an FSE decoding table, with its symbol's value already
+/// resolved: `base` plus `extra` bits read from the stream gives the literal
+/// length, the match length or the `Offset_Value`.
+#[derive(Clone, Copy, Default)]
+struct Cell {
+    base: u32,
+    extra: u8,
+    /// Bits to read for the next state, added to `next`.
+    bits: u8,
+    next: u16,
+}
+
+/// Literal lengths: codes 0–35 (baselines, extra bits), RFC 8878 §3.1.1.3.2.1.1.
+const LL_BASE: [u32; 36] = [
+    0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 18, 20, 22, 24, 28, 32, 40, 48, 64,
+    128, 256, 512, 1024, 2048, 4096, 8192, 16384, 32768, 65536,
+];
+const LL_BITS: [u8; 36] = [
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 3, 3, 4, 6, 7, 8, 9, 10, 11,
+    12, 13, 14, 15, 16,
+];
+/// Match lengths: codes 0–52.
+const ML_BASE: [u32; 53] = [
+    3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27,
+    28, 29, 30, 31, 32, 33, 34, 35, 37, 39, 41, 43, 47, 51, 59, 67, 83, 99, 131, 259, 515, 1027,
+    2051, 4099, 8195, 16387, 32771, 65539,
+];
+const ML_BITS: [u8; 53] = [
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    1, 1, 1, 1, 2, 2, 3, 3, 4, 4, 5, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16,
+];
+/// The predefined distributions (§3.1.1.3.2.2), accuracy logs 6, 6 and 5.
+const LL_DEFAULT: [i16; 36] = [
+    4, 3, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2, 2, 3, 2, 1, 1, 1, 1, 1,
+    -1, -1, -1, -1,
+];
+const ML_DEFAULT: [i16; 53] = [
+    1, 4, 3, 2, 2, 2, 2, 2, 2, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, -1, -1, -1, -1, -1, -1, -1,
+];
+const OF_DEFAULT: [i16; 29] = [
+    1, 1, 1, 1, 1, 1, 2, 2, 2, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, -1, -1, -1, -1, -1,
+];
+
+/// Which of the three sequence codes a table decodes.
+#[derive(Clone, Copy)]
+enum Kind {
+    Lit,
+    Match,
+    Off,
+}
+
+impl Kind {
+    /// Symbols (codes) and the largest accuracy log the format allows.
+    fn limits(self) -> (usize, u32) {
+        match self {
+            Kind::Lit => (36, 9),
+            Kind::Match => (53, 9),
+            // Offset codes above 31 would not fit any window a decoder takes.
+            Kind::Off => (32, 8),
+        }
+    }
+
+    /// A code's baseline and extra bits.
+    fn value(self, code: usize) -> Option<(u32, u8)> {
+        match self {
+            Kind::Lit => Some((*LL_BASE.get(code)?, *LL_BITS.get(code)?)),
+            Kind::Match => Some((*ML_BASE.get(code)?, *ML_BITS.get(code)?)),
+            // Offset_Value = (1 << code) + code extra bits.
+            Kind::Off => {
+                let code = u8::try_from(code).ok().filter(|&c| c < 32)?;
+                Some((1 << code, code))
+            }
+        }
+    }
+}
+
+/// A decoding table: `1 << log` cells of a fixed array of `N`.
+#[derive(Clone, Copy)]
+struct Table<const N: usize> {
+    cells: [Cell; N],
+    log: u32,
+}
+
+impl<const N: usize> Table<N> {
+    const fn empty() -> Self {
+        Table {
+            cells: [Cell {
+                base: 0,
+                extra: 0,
+                bits: 0,
+                next: 0,
+            }; N],
+            log: 0,
+        }
+    }
+
+    /// Builds the table of the normalized counts `norm` (−1: "less than 1")
+    /// at accuracy `log`, as RFC 8878 §4.1.1 spreads and numbers the states.
+    /// The counts must add up to `1 << log` (checked by the reader).
+    fn build(&mut self, kind: Kind, norm: &[i16], log: u32) -> Option<()> {
+        let size = 1usize << log;
+        let cells = self.cells.get_mut(..size)?;
+        let mut next_state = [0u32; 53];
+        let mut high = size; // cells at and above `high` hold "less than 1" symbols
+        for (s, &n) in norm.iter().enumerate() {
+            if n == -1 {
+                high = high.checked_sub(1)?;
+                cells.get_mut(high)?.base = u32::try_from(s).ok()?;
+                *next_state.get_mut(s)? = 1;
+            } else {
+                *next_state.get_mut(s)? = u32::try_from(n).ok()?;
+            }
+        }
+        let step = (size >> 1) + (size >> 3) + 3;
+        let mask = size - 1;
+        let mut pos = 0usize;
+        for (s, &n) in norm.iter().enumerate() {
+            for _ in 0..n.max(0) {
+                cells.get_mut(pos)?.base = u32::try_from(s).ok()?;
+                // The step is odd and the size a power of two: the walk
+                // visits every cell once per `size` steps.
+                let mut guard = size;
+                loop {
+                    pos = (pos + step) & mask;
+                    if pos < high {
+                        break;
+                    }
+                    guard = guard.checked_sub(1)?;
+                }
+            }
+        }
+        if pos != 0 {
+            return None; // counts that do not fill the table
+        }
+        for c in cells.iter_mut() {
+            let s = c.base as usize;
+            let slot = next_state.get_mut(s)?;
+            let state = *slot;
+            *slot += 1;
+            if state == 0 {
+                return None;
+            }
+            let bits = log.checked_sub(31 - state.leading_zeros())?;
+            let next = (state << bits).checked_sub(size as u32)?;
+            let (base, extra) = kind.value(s)?;
+            *c = Cell {
+                base,
+                extra,
+                bits: bits as u8,
+                next: u16::try_from(next).ok()?,
+            };
+        }
+        self.log = log;
+        Some(())
+    }
+
+    /// The one-state table of an RLE mode: `code` every time, no bits.
+    fn rle(&mut self, kind: Kind, code: u8) -> Option<()> {
+        let (base, extra) = kind.value(usize::from(code))?;
+        *self.cells.get_mut(0)? = Cell {
+            base,
+            extra,
+            bits: 0,
+            next: 0,
+        };
+        self.log = 0;
+        Some(())
+    }
+
+    /// Reads an FSE table description (RFC 8878 §4.1.1) at the start of
+    /// `src` and builds its table: the bytes it took.
+    fn read(&mut self, kind: Kind, src: &[u8]) -> Option<usize> {
+        let (symbols, max_log) = kind.limits();
+        let mut r = Forward { data: src, bit: 0 };
+        let log = r.take(4)? + 5;
+        if log > max_log {
+            return None;
+        }
+        let mut norm = [0i16; 53];
+        let mut remaining = (1i32 << log) + 1;
+        let mut threshold = 1i32 << log;
+        let mut nb_bits = log + 1;
+        let mut s = 0usize;
+        let mut previous0 = false;
+        loop {
+            if previous0 {
+                // Zero-probability repeats: 2-bit flags, 3 means "and more".
+                loop {
+                    let r2 = r.take(2)? as usize;
+                    s += r2;
+                    if s >= symbols {
+                        return None;
+                    }
+                    if r2 != 3 {
+                        break;
+                    }
+                }
+            }
+            let max = (2 * threshold - 1) - remaining;
+            let peek = r.peek(nb_bits)? as i32;
+            let low = peek & (threshold - 1);
+            let value = if low < max {
+                r.bit += nb_bits as usize - 1;
+                low
+            } else {
+                r.bit += nb_bits as usize;
+                let v = peek & (2 * threshold - 1);
+                if v >= threshold {
+                    v - max
+                } else {
+                    v
+                }
+            };
+            let count = value - 1;
+            remaining -= count.abs();
+            *norm.get_mut(s)? = i16::try_from(count).ok()?;
+            s += 1;
+            previous0 = count == 0;
+            if remaining < threshold {
+                if remaining <= 1 {
+                    break;
+                }
+                nb_bits = 32 - (remaining as u32).leading_zeros();
+                threshold = 1 << (nb_bits - 1);
+            }
+            if s >= symbols {
+                break;
+            }
+        }
+        if remaining != 1 {
+            return None;
+        }
+        let used = r.bit.div_ceil(8);
+        if used > src.len() {
+            return None;
+        }
+        self.build(kind, norm.get(..s)?, log)?;
+        Some(used)
+    }
+}
+
+/// A little-endian bit reader going forward (table descriptions); bits past
+/// the end read as zeros, the caller checks how many were used.
+struct Forward<'a> {
+    data: &'a [u8],
+    bit: usize,
+}
+
+impl Forward<'_> {
+    /// The next `n` (≤ 24) bits, not consumed.
+    fn peek(&self, n: u32) -> Option<u32> {
+        if n > 24 {
+            return None;
+        }
+        let at = self.bit / 8;
+        let mut w = [0u8; 4];
+        for (i, b) in w.iter_mut().enumerate() {
+            *b = self.data.get(at + i).copied().unwrap_or(0);
+        }
+        Some((u32::from_le_bytes(w) >> (self.bit % 8)) & ((1 << n) - 1))
+    }
+
+    fn take(&mut self, n: u32) -> Option<u32> {
+        let v = self.peek(n)?;
+        self.bit += n as usize;
+        Some(v)
+    }
+}
+
+/// The backward bitstream of a sequences section (§4.1): read from the end,
+/// most significant bits first, after the padding (the last byte's highest
+/// set bit). Reading past the start is an error.
+#[derive(Clone, Copy)]
+struct Backward<'a> {
+    data: &'a [u8],
+    /// Bits not yet read, all below this position.
+    left: usize,
+    /// 64 bits of the stream from bit `low` (a byte boundary) on, holding
+    /// at least the 57 bits below `left` (or all of them).
+    word: u64,
+    low: usize,
+}
+
+impl<'a> Backward<'a> {
+    fn new(data: &'a [u8]) -> Option<Self> {
+        let last = *data.last()?;
+        if last == 0 {
+            return None;
+        }
+        let left = (data.len() - 1) * 8 + (7 - last.leading_zeros() as usize);
+        let mut r = Backward {
+            data,
+            left,
+            word: 0,
+            low: 0,
+        };
+        r.refill();
+        Some(r)
+    }
+
+    #[inline(always)]
+    fn refill(&mut self) {
+        let low = self.left.saturating_sub(57) & !7;
+        let at = low / 8;
+        self.word = match self.data.get(at..at + 8) {
+            Some(b) => {
+                let mut w = [0u8; 8];
+                w.copy_from_slice(b);
+                u64::from_le_bytes(w)
+            }
+            None => {
+                // A stream shorter than 8 bytes: zeros above it.
+                let mut w = [0u8; 8];
+                for (d, s) in w.iter_mut().zip(self.data.get(at..).unwrap_or(&[])) {
+                    *d = *s;
+                }
+                u64::from_le_bytes(w)
+            }
+        };
+        self.low = low;
+    }
+
+    /// Makes the next `n` (≤ 56) bits available in `word`: false when fewer
+    /// than `n` remain.
+    #[inline(always)]
+    fn ensure(&mut self, n: usize) -> bool {
+        if self.left < self.low + n {
+            if self.left < n {
+                return false;
+            }
+            self.refill();
+        }
+        true
+    }
+
+    /// The next `n` (≤ 32) bits.
+    #[inline(always)]
+    fn read(&mut self, n: u32) -> Option<u64> {
+        let n = n as usize;
+        if self.left < self.low + n {
+            if self.left < n {
+                return None;
+            }
+            self.refill();
+        }
+        self.left -= n;
+        // `n` may be 0, and the shift then 64: wrapping_shr keeps it defined,
+        // the mask makes the result 0.
+        Some(self.word.wrapping_shr((self.left - self.low) as u32) & ((1u64 << n) - 1))
+    }
+}
+
+/// The predefined tables, built once.
+struct Defaults {
+    ll: Table<512>,
+    ml: Table<512>,
+    of: Table<256>,
+}
+
+fn defaults() -> Option<&'static Defaults> {
+    static D: OnceLock<Option<Defaults>> = OnceLock::new();
+    D.get_or_init(|| {
+        let mut d = Defaults {
+            ll: Table::empty(),
+            ml: Table::empty(),
+            of: Table::empty(),
+        };
+        d.ll.build(Kind::Lit, &LL_DEFAULT, 6)?;
+        d.ml.build(Kind::Match, &ML_DEFAULT, 6)?;
+        d.of.build(Kind::Off, &OF_DEFAULT, 5)?;
+        Some(d)
+    })
+    .as_ref()
+}
+
+/// The three sequence decoding tables in use.
+struct Tables {
+    ll: Table<512>,
+    ml: Table<512>,
+    of: Table<256>,
+}
+
+/// What a frame's blocks carry over from one block to the next (§3.1.1.3):
+/// the sequence tables for "repeat" modes (and whether they exist yet), and
+/// whether a Huffman table exists for treeless literals.
+struct Frame {
+    tables: Tables,
+    defined: bool,
+    huffman: bool,
+    block_max: u64,
+}
+
+/// Walks the blocks of one frame starting at `data[start..]` (just after
+/// the frame header) with the window `window`: the bytes they decompress to
+/// and where the last block ends; `None` when anything is malformed or
+/// unusual.
+pub(super) fn frame_blocks(data: &[u8], start: usize, window: u64) -> Option<(u64, usize)> {
+    let mut f = Frame {
+        tables: Tables {
+            ll: Table::empty(),
+            ml: Table::empty(),
+            of: Table::empty(),
+        },
+        defined: false,
+        huffman: false,
+        block_max: window.min(BLOCK_MAX),
+    };
+    let mut pos = start;
+    let mut total = 0u64;
+    loop {
+        let h: [u8; 3] = data.get(pos..pos.checked_add(3)?)?.try_into().ok()?;
+        let h = u32::from_le_bytes([h[0], h[1], h[2], 0]);
+        let last = h & 1 != 0;
+        let size = u64::from(h >> 3);
+        if size > f.block_max {
+            return None;
+        }
+        let size = size as usize;
+        pos += 3;
+        let wire = match (h >> 1) & 3 {
+            0 => {
+                total += size as u64;
+                size
+            }
+            1 => {
+                total += size as u64;
+                1
+            }
+            2 => {
+                let block = data.get(pos..pos.checked_add(size)?)?;
+                total += f.compressed(block)?;
+                size
+            }
+            _ => return None,
+        };
+        pos = pos.checked_add(wire)?;
+        if pos > data.len() {
+            return None;
+        }
+        if last {
+            return Some((total, pos));
+        }
+    }
+}
+
+/// `MASK[n]`: the low `n` bits set.
+// Evaluated at compile time: an index out of range would not compile.
+#[allow(clippy::indexing_slicing)]
+const MASK: [u64; 64] = {
+    let mut m = [0u64; 64];
+    let mut n = 1;
+    while n < 64 {
+        m[n] = (1u64 << n) - 1;
+        n += 1;
+    }
+    m
+};
+
+/// The decoding state of a sequences section: the bitstream, the three
+/// states and the sums so far.
+struct Walk<'a> {
+    br: Backward<'a>,
+    states: [usize; 3],
+    lits: u64,
+    matches: u64,
+}
+
+impl Walk<'_> {
+    /// Decodes one sequence with the tables `t`; `LAST`: the last one,
+    /// after which no state is updated.
+    #[inline(always)]
+    fn step<const LAST: bool>(&mut self, t: &Tables) -> Option<()> {
+        let [ls, ms, os] = self.states;
+        let l = *t.ll.cells.get(ls & 511)?;
+        let m = *t.ml.cells.get(ms & 511)?;
+        let o = *t.of.cells.get(os & 255)?;
+        // Extra bits: offset, match length, literal length (§3.1.1.3.2.1);
+        // then the state updates: literal length, match length, offset.
+        // The offset's value is not needed: only its bits are skipped.
+        let (ox, mx, lx) = (u32::from(o.extra), u32::from(m.extra), u32::from(l.extra));
+        let (lb, mb, ob) = if LAST {
+            (0, 0, 0)
+        } else {
+            (u32::from(l.bits), u32::from(m.bits), u32::from(o.bits))
+        };
+        let total = (ox + mx) + (lx + lb) + (mb + ob);
+        let f: [u64; 5];
+        if total <= 56 && self.br.ensure(total as usize) {
+            // One window for the whole sequence: the fields are shifts of
+            // it, independent of one another.
+            let w = self.br.word;
+            let top = (self.br.left - self.br.low) as u32;
+            let field = |end: u32, n: u32| {
+                w.wrapping_shr(end) & MASK.get((n & 63) as usize).copied().unwrap_or(0)
+            };
+            let e_ml = top - (ox + mx);
+            let e_ll = e_ml - lx;
+            let e_sl = e_ll - lb;
+            let e_sm = e_sl - mb;
+            let e_so = e_sm - ob;
+            f = [
+                field(e_ml, mx),
+                field(e_ll, lx),
+                field(e_sl, lb),
+                field(e_sm, mb),
+                field(e_so, ob),
+            ];
+            self.br.left -= total as usize;
+        } else {
+            (self.br, f) = long_sequence(self.br, [ox, mx, lx, lb, mb, ob])?;
+        }
+        self.matches += u64::from(m.base) + f[0];
+        self.lits += u64::from(l.base) + f[1];
+        if !LAST {
+            self.states = [
+                usize::from(l.next) + f[2] as usize,
+                usize::from(m.next) + f[3] as usize,
+                usize::from(o.next) + f[4] as usize,
+            ];
+        }
+        Some(())
+    }
+}
+
+/// The fields of a sequence of more than 56 bits (long offsets and lengths),
+/// read one by one: the offset's bits skipped, then the match length, the
+/// literal length and the three state updates. The reader is passed by
+/// value so that the hot loop keeps its own in registers.
+#[cold]
+#[inline(never)]
+fn long_sequence<'a>(mut br: Backward<'a>, bits: [u32; 6]) -> Option<(Backward<'a>, [u64; 5])> {
+    let [ox, mx, lx, lb, mb, ob] = bits;
+    br.read(ox)?;
+    let f = [
+        br.read(mx)?,
+        br.read(lx)?,
+        br.read(lb)?,
+        br.read(mb)?,
+        br.read(ob)?,
+    ];
+    Some((br, f))
+}
+
+/// Decodes the `nb_seq` (> 0) sequences of the bitstream `stream`
+/// (§3.1.1.3.2) with the tables `t`: the sums of their literal lengths and
+/// of their match lengths.
+#[inline(never)]
+fn sequences(t: &Tables, stream: &[u8], nb_seq: usize) -> Option<(u64, u64)> {
+    let mut br = Backward::new(stream)?;
+    let ls = br.read(t.ll.log)? as usize;
+    let os = br.read(t.of.log)? as usize;
+    let ms = br.read(t.ml.log)? as usize;
+    let mut w = Walk {
+        br,
+        states: [ls, ms, os],
+        lits: 0,
+        matches: 0,
+    };
+    for _ in 1..nb_seq {
+        w.step::<false>(t)?;
+    }
+    w.step::<true>(t)?;
+    if w.br.left != 0 {
+        return None; // the stream must end exactly at its padding
+    }
+    Some((w.lits, w.matches))
+}
+
+impl Frame {
+    /// What one compressed block decompresses to.
+    fn compressed(&mut self, b: &[u8]) -> Option<u64> {
+        let lit = self.literals(b)?;
+        let (lit_size, mut pos) = lit;
+        let rest = b.get(pos..)?;
+        let s0 = *rest.first()?;
+        pos += 1;
+        let nb_seq = match s0 {
+            0..=127 => usize::from(s0),
+            128..=254 => {
+                pos += 1;
+                (usize::from(s0 - 128) << 8) + usize::from(*rest.get(1)?)
+            }
+            255 => {
+                pos += 2;
+                let v: [u8; 2] = rest.get(1..3)?.try_into().ok()?;
+                usize::from(u16::from_le_bytes(v)) + 0x7F00
+            }
+        };
+        if nb_seq == 0 {
+            // The section ends there, and the block with it.
+            return (pos == b.len()).then_some(lit_size as u64);
+        }
+        let modes = *b.get(pos)?;
+        pos += 1;
+        if modes & 3 != 0 {
+            return None; // reserved
+        }
+        // "Repeat" needs a previous block with sequences in this frame.
+        let repeat_ok = self.defined;
+        let d = defaults()?;
+        let t = &mut self.tables;
+        pos += table(
+            &mut t.ll,
+            &d.ll,
+            Kind::Lit,
+            modes >> 6,
+            b.get(pos..)?,
+            repeat_ok,
+        )?;
+        pos += table(
+            &mut t.of,
+            &d.of,
+            Kind::Off,
+            (modes >> 4) & 3,
+            b.get(pos..)?,
+            repeat_ok,
+        )?;
+        pos += table(
+            &mut t.ml,
+            &d.ml,
+            Kind::Match,
+            (modes >> 2) & 3,
+            b.get(pos..)?,
+            repeat_ok,
+        )?;
+        self.defined = true;
+        let (lits, matches) = sequences(&self.tables, b.get(pos..)?, nb_seq)?;
+        // The literals used, the block's size (both only grow: checked once).
+        let lit_total = lit_size as u64;
+        if lits > lit_total || lit_total + matches > self.block_max {
+            return None;
+        }
+        Some(lit_total + matches)
+    }
+
+    /// The literals section header (§3.1.1.3.1.1): `Regenerated_Size` and
+    /// the section's length in the block. Huffman streams are not decoded.
+    fn literals(&mut self, b: &[u8]) -> Option<(usize, usize)> {
+        let b0 = *b.first()?;
+        let format = (b0 >> 2) & 3;
+        let (size, len) = match b0 & 3 {
+            kind @ (0 | 1) => {
+                let (size, header) = match format {
+                    0 | 2 => (usize::from(b0 >> 3), 1),
+                    1 => {
+                        let v: [u8; 2] = b.get(..2)?.try_into().ok()?;
+                        (usize::from(u16::from_le_bytes(v) >> 4), 2)
+                    }
+                    _ => {
+                        let v: [u8; 3] = b.get(..3)?.try_into().ok()?;
+                        ((u32::from_le_bytes([v[0], v[1], v[2], 0]) >> 4) as usize, 3)
+                    }
+                };
+                // Raw: the bytes themselves; RLE: one byte.
+                (size, header + if kind == 0 { size } else { 1 })
+            }
+            kind => {
+                // Compressed (2) or treeless (3, the previous Huffman table).
+                if kind == 3 && !self.huffman {
+                    return None;
+                }
+                let v: [u8; 5] = match b.get(..5) {
+                    Some(v) => v.try_into().ok()?,
+                    None => return None, // libzstd wants 5 bytes here
+                };
+                let lhc = u64::from(u32::from_le_bytes([v[0], v[1], v[2], v[3]]))
+                    | (u64::from(v[4]) << 32);
+                let (header, size, csize) = match format {
+                    0 | 1 => (3, (lhc >> 4) & 0x3FF, (lhc >> 14) & 0x3FF),
+                    2 => (4, (lhc >> 4) & 0x3FFF, (lhc >> 18) & 0x3FFF),
+                    _ => (5, (lhc >> 4) & 0x3FFFF, (lhc >> 22) & 0x3FFFF),
+                };
+                // Four streams need at least 6 literals (libzstd refuses fewer).
+                if format != 0 && size < 6 {
+                    return None;
+                }
+                self.huffman = true;
+                (size as usize, header + csize as usize)
+            }
+        };
+        if size as u64 > self.block_max || len > b.len() {
+            return None;
+        }
+        Some((size, len))
+    }
+}
+
+/// Sets up one code's table `t` for `mode` (§3.1.1.3.2.1), `predefined`
+/// being its predefined table: the bytes its description took.
+fn table<const N: usize>(
+    t: &mut Table<N>,
+    predefined: &Table<N>,
+    kind: Kind,
+    mode: u8,
+    src: &[u8],
+    repeat_ok: bool,
+) -> Option<usize> {
+    match mode {
+        0 => {
+            let size = 1usize << predefined.log;
+            t.cells
+                .get_mut(..size)?
+                .copy_from_slice(predefined.cells.get(..size)?);
+            t.log = predefined.log;
+            Some(0)
+        }
+        1 => {
+            let (symbols, _) = kind.limits();
+            let code = *src.first()?;
+            if usize::from(code) >= symbols {
+                return None;
+            }
+            t.rle(kind, code)?;
+            Some(1)
+        }
+        2 => t.read(kind, src),
+        // Repeat: the previous block's table of this frame.
+        _ => repeat_ok.then_some(0),
+    }
+}
