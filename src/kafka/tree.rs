@@ -142,6 +142,30 @@ pub fn format_uuid(u: &[u8; 16]) -> String {
     s
 }
 
+/// Appends the decimal text of `v` (as `write!(s, "{v}")`, without the formatter).
+pub fn push_uint(s: &mut String, v: u64) {
+    let mut buf = [0u8; 20];
+    s.push_str(std::str::from_utf8(json::u64_text(&mut buf, v)).unwrap_or_default());
+}
+
+/// Appends the decimal text of `v` (as `write!(s, "{v}")`, without the formatter).
+pub fn push_int(s: &mut String, v: i64) {
+    if v < 0 {
+        s.push('-');
+    }
+    push_uint(s, v.unsigned_abs());
+}
+
+/// `name[i]`, the name of an element (as `format!("{name}[{i}]")`).
+pub fn indexed_name(name: &str, i: u64) -> String {
+    let mut s = String::with_capacity(name.len() + 8);
+    s.push_str(name);
+    s.push('[');
+    push_uint(&mut s, i);
+    s.push(']');
+    s
+}
+
 /// One node of the field tree.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Node {
@@ -320,51 +344,96 @@ pub mod json {
         t
     };
 
-    /// Index of the first byte at or after `from` that JSON escapes (a control
-    /// character, `"` or `\`), eight bytes at a time.
-    fn next_special(bytes: &[u8], mut from: usize) -> Option<usize> {
-        const ONES: u64 = 0x0101_0101_0101_0101;
-        const HIGH: u64 = 0x8080_8080_8080_8080;
-        while let Some(chunk) = bytes.get(from..from + 8) {
-            let mut word = [0u8; 8];
-            word.copy_from_slice(chunk);
-            let x = u64::from_le_bytes(word);
-            // Exact "some byte is zero / below 0x20" tests (Hacker's Delight 6-1).
-            let zero = |v: u64| v.wrapping_sub(ONES) & !v & HIGH;
-            let special = (x.wrapping_sub(ONES * 0x20) & !x & HIGH)
-                | zero(x ^ (ONES * u64::from(b'"')))
-                | zero(x ^ (ONES * u64::from(b'\\')));
-            if special != 0 {
-                break;
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+
+    /// High bit of each byte of `v` that is zero. Exact for the lowest such
+    /// byte (Hacker's Delight 6-1); a borrow may also flag bytes above it.
+    const fn zero_bytes(v: u64) -> u64 {
+        v.wrapping_sub(ONES) & !v & HIGH
+    }
+
+    /// High bit of each byte of `x` that JSON escapes (a control character,
+    /// `"` or `\`): exact for the lowest flagged byte, as [`zero_bytes`].
+    const fn json_special(x: u64) -> u64 {
+        (x.wrapping_sub(ONES * 0x20) & !x & HIGH)
+            | zero_bytes(x ^ (ONES * b'"' as u64))
+            | zero_bytes(x ^ (ONES * b'\\' as u64))
+    }
+
+    /// High bit of each byte of `x` that is `"` or `\` (exact for the lowest).
+    const fn quote_or_backslash(x: u64) -> u64 {
+        zero_bytes(x ^ (ONES * b'"' as u64)) | zero_bytes(x ^ (ONES * b'\\' as u64))
+    }
+
+    /// Appends `bytes`, eight at a time, writing `escape(out, b)` in place of
+    /// each byte `b` that `special` flags (its lowest flagged byte must be
+    /// exact) or, in the last bytes, that `is_special` says is special.
+    ///
+    /// Each word is copied whole (a fixed-size copy, no call) and cut back to
+    /// the bytes before its first special one: text dense in quotes, such as
+    /// JSON record values, costs no call per plain run.
+    #[inline(always)]
+    fn escape_words(
+        out: &mut Vec<u8>,
+        bytes: &[u8],
+        special: impl Fn(u64) -> u64,
+        is_special: impl Fn(u8) -> bool,
+        escape: impl Fn(&mut Vec<u8>, u8),
+    ) {
+        out.reserve(bytes.len() + 8);
+        let mut at = 0;
+        while let Some(chunk) = bytes.get(at..at + 8) {
+            let word: [u8; 8] = chunk.try_into().unwrap_or_default();
+            let mask = special(u64::from_le_bytes(word));
+            let len = out.len();
+            out.extend_from_slice(&word);
+            if mask == 0 {
+                at += 8;
+                continue;
             }
-            from += 8;
+            let k = (mask.trailing_zeros() / 8) as usize;
+            out.truncate(len + k);
+            escape(out, word.get(k).copied().unwrap_or(0));
+            at += k + 1;
         }
-        let tail = bytes.get(from..)?;
-        tail.iter()
-            .position(|&b| ESCAPE[b as usize] != 0)
-            .map(|k| from + k)
+        for &b in bytes.get(at..).unwrap_or(&[]) {
+            if is_special(b) {
+                escape(out, b);
+            } else {
+                out.push(b);
+            }
+        }
+    }
+
+    /// Appends the JSON escape of a byte that [`ESCAPE`] marks.
+    #[inline(always)]
+    fn json_escape(out: &mut Vec<u8>, b: u8) {
+        const HEX: &[u8; 16] = b"0123456789abcdef";
+        let e = ESCAPE[b as usize];
+        if e == b'u' {
+            out.extend_from_slice(&[
+                b'\\',
+                b'u',
+                b'0',
+                b'0',
+                HEX[(b >> 4) as usize],
+                HEX[(b & 0xf) as usize],
+            ]);
+        } else {
+            out.extend_from_slice(&[b'\\', e]);
+        }
     }
 
     /// Appends the JSON-escaped text of `s` (without quotes).
     pub fn escape_into(out: &mut Vec<u8>, s: &str) {
-        let bytes = s.as_bytes();
-        let mut start = 0;
-        while let Some(i) = next_special(bytes, start) {
-            out.extend_from_slice(bytes.get(start..i).unwrap_or(&[]));
-            start = i + 1;
-            let b = bytes.get(i).copied().unwrap_or(0);
-            let e = ESCAPE[b as usize];
-            if e == b'u' {
-                const HEX: &[u8; 16] = b"0123456789abcdef";
-                out.extend_from_slice(b"\\u00");
-                out.push(HEX[(b >> 4) as usize]);
-                out.push(HEX[(b & 0xf) as usize]);
-            } else {
-                out.push(b'\\');
-                out.push(e);
-            }
-        }
-        out.extend_from_slice(bytes.get(start..).unwrap_or(&[]));
+        escape_words(
+            out,
+            s.as_bytes(),
+            json_special,
+            |b| ESCAPE[b as usize] != 0,
+            json_escape,
+        );
     }
 
     /// True when every byte of `s` is printable ASCII (0x20..=0x7e): Rust's
@@ -380,20 +449,15 @@ pub mod json {
     /// Appends the `Debug` text of a printable-ASCII string (see
     /// [`is_printable_ascii`]), JSON-escaped: `"a\"b"` becomes `\"a\\\"b\"`.
     pub fn debug_printable_into(out: &mut Vec<u8>, s: &str) {
-        let bytes = s.as_bytes();
         out.extend_from_slice(b"\\\"");
-        let mut start = 0;
-        while let Some(i) = next_special(bytes, start) {
-            out.extend_from_slice(bytes.get(start..i).unwrap_or(&[]));
-            start = i + 1;
-            // Only `"` and `\` are special here: Debug adds a `\`, JSON escapes both.
-            out.extend_from_slice(if bytes.get(i) == Some(&b'"') {
-                b"\\\\\\\""
-            } else {
-                b"\\\\\\\\"
-            });
-        }
-        out.extend_from_slice(bytes.get(start..).unwrap_or(&[]));
+        // Only `"` and `\` are special here: Debug adds a `\`, JSON escapes both.
+        escape_words(
+            out,
+            s.as_bytes(),
+            quote_or_backslash,
+            |b| b == b'"' || b == b'\\',
+            |out, b| out.extend_from_slice(if b == b'"' { b"\\\\\\\"" } else { b"\\\\\\\\" }),
+        );
         out.extend_from_slice(b"\\\"");
     }
 
@@ -406,8 +470,22 @@ pub mod json {
 
     /// Appends an unsigned integer.
     pub fn u64(out: &mut Vec<u8>, v: u64) {
+        if v < 10 {
+            out.push(b'0' + v as u8);
+            return;
+        }
+        // The digits at the front of a fixed buffer, copied whole (no call)
+        // and cut back to their number.
+        let n = v.ilog10() as usize + 1;
         let mut buf = [0u8; 20];
-        out.extend_from_slice(u64_text(&mut buf, v));
+        let mut rest = v;
+        for d in buf.iter_mut().take(n).rev() {
+            *d = b'0' + (rest % 10) as u8;
+            rest /= 10;
+        }
+        let len = out.len();
+        out.extend_from_slice(&buf);
+        out.truncate(len + n);
     }
 
     /// Appends a signed integer.
@@ -813,15 +891,78 @@ mod tests {
         }
     }
 
+    /// Strings built from pieces that stress the word-at-a-time escape:
+    /// quotes, backslashes and control characters at every position of a
+    /// word, runs of plain text, non-ASCII.
+    fn escape_heavy() -> impl proptest::strategy::Strategy<Value = String> {
+        use proptest::prelude::*;
+        let piece = prop_oneof![
+            Just("\"".to_string()),
+            Just("\\".to_string()),
+            Just("\n".to_string()),
+            (0u8..0x20).prop_map(|b| char::from(b).to_string()),
+            Just("\u{7f}".to_string()),
+            "[a-z]{0,11}",
+            any::<char>().prop_map(|c| c.to_string()),
+        ];
+        proptest::collection::vec(piece, 0..24).prop_map(|v| v.concat())
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn fast_escape_is_serde_json_escape(s in escape_heavy(), t in ".*") {
+            for s in [&s, &t] {
+                let mut got = b"prefix".to_vec();
+                json::str(&mut got, s);
+                let want = format!("prefix{}", serde_json::to_string(s).expect("json"));
+                proptest::prop_assert_eq!(String::from_utf8(got).expect("utf8"), want);
+            }
+        }
+
+        #[test]
+        fn fast_debug_escape_is_debug_then_json(s in "[ -~]{0,80}") {
+            proptest::prop_assume!(json::is_printable_ascii(&s));
+            let mut got = Vec::new();
+            json::debug_printable_into(&mut got, &s);
+            let want = serde_json::to_string(&format!("{s:?}")).expect("json");
+            proptest::prop_assert_eq!(
+                String::from_utf8(got).expect("utf8"),
+                want.get(1..want.len() - 1).expect("quoted")
+            );
+        }
+
+        #[test]
+        fn integers_are_decimal(v in proptest::prelude::any::<u64>(), i in proptest::prelude::any::<i64>()) {
+            let mut out = b"x".to_vec();
+            json::u64(&mut out, v);
+            json::i64(&mut out, i);
+            proptest::prop_assert_eq!(out, format!("x{v}{i}").into_bytes());
+        }
+    }
+
     #[test]
     fn integers_as_text() {
         let mut buf = [0u8; 20];
         for v in [0, 1, 9, 10, 99, 100, 12345, u64::MAX] {
             assert_eq!(json::u64_text(&mut buf, v), v.to_string().as_bytes());
+            let mut out = Vec::new();
+            json::u64(&mut out, v);
+            assert_eq!(out, v.to_string().as_bytes());
         }
         let mut out = Vec::new();
         json::i64(&mut out, i64::MIN);
         assert_eq!(out, i64::MIN.to_string().as_bytes());
+    }
+
+    #[test]
+    fn element_names_and_numbers() {
+        assert_eq!(indexed_name("Record", 0), "Record[0]");
+        assert_eq!(indexed_name("Topics", 1234), "Topics[1234]");
+        let mut s = String::from("offset ");
+        push_int(&mut s, i64::MIN);
+        push_uint(&mut s, u64::MAX);
+        push_int(&mut s, 7);
+        assert_eq!(s, format!("offset {}{}7", i64::MIN, u64::MAX));
     }
 
     #[test]
