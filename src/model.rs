@@ -836,6 +836,8 @@ pub struct Reorder {
     json_held: usize,
     /// Tree JSON bytes per message byte, so far.
     json_ratio: Ratio,
+    /// Where [`Reorder::restore_json`] expands a held tree's JSON.
+    expanded: Vec<u8>,
     /// Notices that arrived while messages were held, each with the index of
     /// the last message queued before it: it leaves right after that message,
     /// so a notice never overtakes what came before it (at most
@@ -846,7 +848,11 @@ pub struct Reorder {
 /// Notices a [`Reorder`] keeps in order behind held messages.
 const MAX_HELD_NOTICES: usize = 16_384;
 
-/// Bytes of tree JSON per message byte seen so far.
+/// Capacity of [`Reorder::restore_json`]'s buffer kept between messages
+/// (a larger one, for a large tree, is given back on the next call).
+const EXPANDED_KEEP: usize = 1 << 20;
+
+/// Bytes of held tree JSON (short keys) per message byte seen so far.
 #[derive(Default)]
 struct Ratio {
     raw: u64,
@@ -873,7 +879,8 @@ impl Ratio {
 
 /// What a held message whose tree was dropped needs to get the same tree back:
 /// the topic-name annotations its tree had when the analyzer made it (names
-/// learned later must not show); and, within the JSON budget, the tree's JSON.
+/// learned later must not show); and, within the JSON budget, the tree's JSON
+/// with short keys ([`Node::write_json_short_keys`], half the bytes).
 struct Held {
     annotations: Vec<([u8; 16], crate::kafka::tree::Text)>,
     json: Option<Vec<u8>>,
@@ -881,7 +888,8 @@ struct Held {
 
 impl Held {
     /// Drops the tree of `m`, keeping what [`Held::restore`] needs; with a
-    /// size guess, also the tree written as JSON ([`Node::write_json`]).
+    /// size guess, also the tree written as JSON with short keys
+    /// ([`Node::write_json_short_keys`]).
     fn strip(m: &mut MessageRecord, json: Option<usize>) -> Option<Held> {
         let d = m.decoded.take()?;
         let mut annotations: Vec<([u8; 16], crate::kafka::tree::Text)> = Vec::new();
@@ -903,7 +911,7 @@ impl Held {
         go(&d.root, &mut annotations);
         let json = json.map(|guess| {
             let mut v = Vec::with_capacity(guess);
-            d.root.write_json(&mut v);
+            d.root.write_json_short_keys(&mut v);
             // Shrinking reallocates in place: what is kept is what is counted.
             if v.capacity() > v.len() + v.len() / 8 {
                 v.shrink_to_fit();
@@ -942,6 +950,7 @@ impl Reorder {
             json_budget: 0,
             json_held: 0,
             json_ratio: Ratio::default(),
+            expanded: Vec::new(),
             notices: std::collections::VecDeque::new(),
         }
     }
@@ -957,8 +966,9 @@ impl Reorder {
     }
 
     /// As [`Reorder::hold_without_trees`], but a held message first writes its
-    /// tree as JSON ([`Node::write_json`], a fraction of the tree's memory)
-    /// while the JSON of all held messages stays within `budget` bytes:
+    /// tree as JSON with short keys ([`Node::write_json_short_keys`], a
+    /// fraction of the tree's memory) while that of all held messages stays
+    /// within `budget` bytes:
     /// [`Reorder::restore_json`] gives that JSON back instead of decoding the
     /// message again. Past the budget, held messages keep only their bytes.
     pub fn hold_as_json(&mut self, opts: DecodeOptions, budget: usize) {
@@ -979,11 +989,17 @@ impl Reorder {
     }
 
     /// As [`Reorder::restore`], but a message that kept its tree's JSON (see
-    /// [`Reorder::hold_as_json`]) gets that JSON back instead of its tree.
-    pub fn restore_json(&mut self, m: &mut MessageRecord) -> Option<Vec<u8>> {
+    /// [`Reorder::hold_as_json`]) gets that JSON back instead of its tree
+    /// ([`Node::write_json`]'s bytes, valid until the next call).
+    pub fn restore_json(&mut self, m: &mut MessageRecord) -> Option<&[u8]> {
+        if self.expanded.capacity() > EXPANDED_KEEP {
+            self.expanded = Vec::new();
+        }
         let mut held = self.take_held(m.info.index)?;
-        if let Some(json) = held.json.take() {
-            return Some(json);
+        if let Some(short) = held.json.take() {
+            self.expanded.clear();
+            crate::kafka::tree::json::expand_keys(&mut self.expanded, &short);
+            return Some(&self.expanded);
         }
         if let Some(opts) = &self.redecode {
             held.restore(m, opts);
@@ -1153,7 +1169,7 @@ mod tests {
                     };
                     from_json += usize::from(json.is_some());
                     let tree = match json {
-                        Some(j) => String::from_utf8(j).expect("utf-8 JSON"),
+                        Some(j) => String::from_utf8(j.to_vec()).expect("utf-8 JSON"),
                         None => m
                             .decoded
                             .as_ref()

@@ -470,21 +470,34 @@ pub mod json {
 
     /// Appends an unsigned integer.
     pub fn u64(out: &mut Vec<u8>, v: u64) {
+        const E8: u64 = 100_000_000;
         if v < 10 {
             out.push(b'0' + v as u8);
-            return;
+        } else if v < E8 {
+            push_digits(out, v, v.ilog10() as usize + 1);
+        } else if v < E8 * E8 {
+            let hi = v / E8;
+            push_digits(out, hi, hi.ilog10() as usize + 1);
+            push_digits(out, v % E8, 8);
+        } else {
+            let mut buf = [0u8; 20];
+            out.extend_from_slice(u64_text(&mut buf, v));
         }
-        // The digits at the front of a fixed buffer, copied whole (no call)
-        // and cut back to their number.
-        let n = v.ilog10() as usize + 1;
-        let mut buf = [0u8; 20];
-        let mut rest = v;
-        for d in buf.iter_mut().take(n).rev() {
-            *d = b'0' + (rest % 10) as u8;
-            rest /= 10;
+    }
+
+    /// Appends the last `n` (1..=8) decimal digits of `v`, zero-padded. The
+    /// digits are gathered in a register, first digit in the lowest byte, and
+    /// stored as one word cut back to `n` bytes: no call, no store-to-load
+    /// stall of a byte buffer read back whole.
+    #[inline(always)]
+    fn push_digits(out: &mut Vec<u8>, mut v: u64, n: usize) {
+        let mut word = 0u64;
+        for _ in 0..n {
+            word = (word << 8) | (u64::from(b'0') + v % 10);
+            v /= 10;
         }
         let len = out.len();
-        out.extend_from_slice(&buf);
+        out.extend_from_slice(&word.to_le_bytes());
         out.truncate(len + n);
     }
 
@@ -525,6 +538,83 @@ pub mod json {
         };
     }
 
+    /// The keys of a node's JSON, each with the punctuation before and after
+    /// it; in the short form ([`Node::write_json_short_keys`]) each is the one
+    /// byte of its number, 1..=9: JSON text holds no byte below 0x20 (string
+    /// escapes cover them all).
+    #[derive(Clone, Copy)]
+    pub(crate) enum Key {
+        Children = 1,
+        Display,
+        Error,
+        Length,
+        Name,
+        Offset,
+        Source,
+        Type,
+        Value,
+    }
+
+    /// The text of each key byte (index 0 unused), padded to 16 bytes for a
+    /// fixed-size copy, with its length.
+    const KEYS: [([u8; 16], usize); 10] = {
+        const fn pad(s: &[u8]) -> ([u8; 16], usize) {
+            let mut p = [0u8; 16];
+            let mut i = 0;
+            while i < s.len() {
+                p[i] = s[i];
+                i += 1;
+            }
+            (p, s.len())
+        }
+        [
+            pad(b""),
+            pad(b"{\"children\":["),
+            pad(b"],\"display\":\""),
+            pad(b",\"error\":"),
+            pad(b",\"length\":"),
+            pad(b",\"name\":"),
+            pad(b",\"offset\":"),
+            pad(b",\"source\":"),
+            pad(b",\"type\":"),
+            pad(b",\"value\":"),
+        ]
+    };
+
+    /// Appends a key: its byte when `SHORT`, else its text.
+    #[inline(always)]
+    pub(crate) fn key<const SHORT: bool>(out: &mut Vec<u8>, k: Key) {
+        if SHORT {
+            out.push(k as u8);
+        } else {
+            push_key(out, k as u8);
+        }
+    }
+
+    #[inline(always)]
+    fn push_key(out: &mut Vec<u8>, k: u8) {
+        let (text, n) = KEYS.get(usize::from(k)).copied().unwrap_or(([0; 16], 0));
+        let len = out.len();
+        out.extend_from_slice(&text);
+        out.truncate(len + n);
+    }
+
+    /// Appends the JSON of a tree written by [`Node::write_json_short_keys`]:
+    /// its bytes with each key byte replaced by the key's text.
+    ///
+    /// [`Node::write_json_short_keys`]: super::Node::write_json_short_keys
+    pub fn expand_keys(out: &mut Vec<u8>, short: &[u8]) {
+        // Keys are about half of a tree's JSON.
+        out.reserve(short.len().saturating_mul(2));
+        escape_words(
+            out,
+            short,
+            |x| x.wrapping_sub(ONES * 0x0a) & !x & HIGH,
+            |b| b < 0x0a,
+            push_key,
+        );
+    }
+
     /// A `fmt::Write` that appends JSON-escaped text: formats values straight
     /// into the output, without an intermediate `String`.
     pub struct Escaped<'a>(pub &'a mut Vec<u8>);
@@ -541,14 +631,26 @@ impl Node {
     /// Appends [`Node::to_json`] as compact JSON, with serde_json's bytes
     /// (keys sorted as its map keeps them), without building the value.
     pub fn write_json(&self, out: &mut Vec<u8>) {
-        out.extend_from_slice(b"{\"children\":[");
+        self.write_json_keys::<false>(out);
+    }
+
+    /// As [`Node::write_json`], but each key (with the punctuation around
+    /// it) is one byte below 0x0a, which JSON text never holds: about half
+    /// the size. [`json::expand_keys`] gives back the JSON, byte for byte.
+    pub fn write_json_short_keys(&self, out: &mut Vec<u8>) {
+        self.write_json_keys::<true>(out);
+    }
+
+    fn write_json_keys<const SHORT: bool>(&self, out: &mut Vec<u8>) {
+        use json::{key, Key};
+        key::<SHORT>(out, Key::Children);
         for (k, c) in self.children.iter().enumerate() {
             if k > 0 {
                 out.push(b',');
             }
-            c.write_json(out);
+            c.write_json_keys::<SHORT>(out);
         }
-        out.extend_from_slice(b"],\"display\":\"");
+        key::<SHORT>(out, Key::Display);
         // `display` is the value text with its detail; `value` the value alone.
         // Both are written from the value without an intermediate String.
         let value_at = out.len();
@@ -565,22 +667,22 @@ impl Node {
         }
         out.push(b'"');
         if let Some(e) = &self.error {
-            out.extend_from_slice(b",\"error\":");
+            key::<SHORT>(out, Key::Error);
             json::str(out, e);
         }
-        out.extend_from_slice(b",\"length\":");
+        key::<SHORT>(out, Key::Length);
         json::u64(out, self.length as u64);
-        out.extend_from_slice(b",\"name\":");
+        key::<SHORT>(out, Key::Name);
         json::str(out, &self.name);
-        out.extend_from_slice(b",\"offset\":");
+        key::<SHORT>(out, Key::Offset);
         json::u64(out, self.offset as u64);
         if self.source != 0 {
-            out.extend_from_slice(b",\"source\":");
+            key::<SHORT>(out, Key::Source);
             json::u64(out, self.source.into());
         }
-        out.extend_from_slice(b",\"type\":");
+        key::<SHORT>(out, Key::Type);
         json::str(out, &self.ty);
-        out.extend_from_slice(b",\"value\":");
+        key::<SHORT>(out, Key::Value);
         match &self.value {
             Value::None | Value::Null => out.extend_from_slice(b"null"),
             Value::Int(v) => json::i64(out, *v),
@@ -882,6 +984,13 @@ mod tests {
                 parent.children.push(n);
                 let mut got = Vec::new();
                 parent.write_json(&mut got);
+                let mut short = Vec::new();
+                parent.write_json_short_keys(&mut short);
+                // Three nodes, each some 60 bytes shorter.
+                assert!(short.len() + 180 <= got.len(), "{v:?} {detail:?}");
+                let mut expanded = b"[".to_vec();
+                json::expand_keys(&mut expanded, &short);
+                assert_eq!(expanded.get(1..), Some(got.as_slice()), "{v:?} {detail:?}");
                 assert_eq!(
                     String::from_utf8(got).expect("utf8"),
                     parent.to_json().to_string(),
@@ -932,18 +1041,40 @@ mod tests {
         }
 
         #[test]
-        fn integers_are_decimal(v in proptest::prelude::any::<u64>(), i in proptest::prelude::any::<i64>()) {
+        fn integers_are_decimal(
+            v in proptest::prelude::any::<u64>(),
+            w in 0u64..1 << 40,
+            x in 0u64..100_000,
+            i in proptest::prelude::any::<i64>(),
+        ) {
             let mut out = b"x".to_vec();
-            json::u64(&mut out, v);
+            for v in [v, w, x] {
+                json::u64(&mut out, v);
+                out.push(b' ');
+            }
             json::i64(&mut out, i);
-            proptest::prop_assert_eq!(out, format!("x{v}{i}").into_bytes());
+            proptest::prop_assert_eq!(out, format!("x{v} {w} {x} {i}").into_bytes());
         }
     }
 
     #[test]
     fn integers_as_text() {
         let mut buf = [0u8; 20];
-        for v in [0, 1, 9, 10, 99, 100, 12345, u64::MAX] {
+        for v in [
+            0,
+            1,
+            9,
+            10,
+            99,
+            100,
+            12345,
+            99_999_999,
+            100_000_000,
+            100_000_001,
+            9_999_999_999_999_999,
+            10_000_000_000_000_000,
+            u64::MAX,
+        ] {
             assert_eq!(json::u64_text(&mut buf, v), v.to_string().as_bytes());
             let mut out = Vec::new();
             json::u64(&mut out, v);
