@@ -836,8 +836,6 @@ pub struct Reorder {
     json_held: usize,
     /// Tree JSON bytes per message byte, so far.
     json_ratio: Ratio,
-    /// Where [`Reorder::restore_json`] expands a held tree's JSON.
-    expanded: Vec<u8>,
     /// Notices that arrived while messages were held, each with the index of
     /// the last message queued before it: it leaves right after that message,
     /// so a notice never overtakes what came before it (at most
@@ -847,10 +845,6 @@ pub struct Reorder {
 
 /// Notices a [`Reorder`] keeps in order behind held messages.
 const MAX_HELD_NOTICES: usize = 16_384;
-
-/// Capacity of [`Reorder::restore_json`]'s buffer kept between messages
-/// (a larger one, for a large tree, is given back on the next call).
-const EXPANDED_KEEP: usize = 1 << 20;
 
 /// Bytes of held tree JSON (short keys) per message byte seen so far.
 #[derive(Default)]
@@ -950,7 +944,6 @@ impl Reorder {
             json_budget: 0,
             json_held: 0,
             json_ratio: Ratio::default(),
-            expanded: Vec::new(),
             notices: std::collections::VecDeque::new(),
         }
     }
@@ -989,17 +982,15 @@ impl Reorder {
     }
 
     /// As [`Reorder::restore`], but a message that kept its tree's JSON (see
-    /// [`Reorder::hold_as_json`]) gets that JSON back instead of its tree
-    /// ([`Node::write_json`]'s bytes, valid until the next call).
-    pub fn restore_json(&mut self, m: &mut MessageRecord) -> Option<&[u8]> {
-        if self.expanded.capacity() > EXPANDED_KEEP {
-            self.expanded = Vec::new();
-        }
+    /// [`Reorder::hold_as_json`]) gets that JSON back instead of its tree,
+    /// with short keys: [`json::expand_keys`] writes [`Node::write_json`]'s
+    /// bytes from it (straight into the output, with no copy in between).
+    ///
+    /// [`json::expand_keys`]: crate::kafka::tree::json::expand_keys
+    pub fn restore_json(&mut self, m: &mut MessageRecord) -> Option<Vec<u8>> {
         let mut held = self.take_held(m.info.index)?;
         if let Some(short) = held.json.take() {
-            self.expanded.clear();
-            crate::kafka::tree::json::expand_keys(&mut self.expanded, &short);
-            return Some(&self.expanded);
+            return Some(short);
         }
         if let Some(opts) = &self.redecode {
             held.restore(m, opts);
@@ -1169,7 +1160,11 @@ mod tests {
                     };
                     from_json += usize::from(json.is_some());
                     let tree = match json {
-                        Some(j) => String::from_utf8(j.to_vec()).expect("utf-8 JSON"),
+                        Some(j) => {
+                            let mut full = Vec::new();
+                            crate::kafka::tree::json::expand_keys(&mut full, &j);
+                            String::from_utf8(full).expect("utf-8 JSON")
+                        }
                         None => m
                             .decoded
                             .as_ref()

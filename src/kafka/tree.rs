@@ -593,10 +593,11 @@ pub mod json {
 
     #[inline(always)]
     fn push_key(out: &mut Vec<u8>, k: u8) {
-        let (text, n) = KEYS.get(usize::from(k)).copied().unwrap_or(([0; 16], 0));
-        let len = out.len();
-        out.extend_from_slice(&text);
-        out.truncate(len + n);
+        if let Some((text, n)) = KEYS.get(usize::from(k)) {
+            let len = out.len();
+            out.extend_from_slice(text);
+            out.truncate(len + n);
+        }
     }
 
     /// Appends the JSON of a tree written by [`Node::write_json_short_keys`]:
