@@ -1030,6 +1030,29 @@ mod tests {
         }
 
         #[test]
+        fn short_keys_expand_to_the_json(
+            s in escape_heavy(),
+            t in "[ -~]{0,40}",
+            detail in proptest::option::of("[ -~]{0,8}"),
+        ) {
+            let mut root = Node::new("r", "struct", Value::None, 0, 9, Role::Header);
+            for v in [Value::Str(s.clone()), Value::Str(t.clone()), Value::Text(t.into()), Value::bytes(s.as_bytes())] {
+                let mut n = Node::new("n", "string", v, 1, 2, Role::Record);
+                n.detail = detail.clone().map(Text::from);
+                let mut parent = n.clone();
+                parent.children.push(n);
+                root.children.push(parent);
+            }
+            let mut want = Vec::new();
+            root.write_json(&mut want);
+            let mut short = Vec::new();
+            root.write_json_short_keys(&mut short);
+            let mut got = Vec::new();
+            json::expand_keys(&mut got, &short);
+            proptest::prop_assert_eq!(String::from_utf8(got).expect("utf8"), String::from_utf8(want).expect("utf8"));
+        }
+
+        #[test]
         fn fast_debug_escape_is_debug_then_json(s in "[ -~]{0,80}") {
             proptest::prop_assume!(json::is_printable_ascii(&s));
             let mut got = Vec::new();
