@@ -1766,7 +1766,12 @@ impl<'a> Decoder<'a> {
             r.pos() - at,
             self.role,
         )
-        .with_about(format!("number of tagged fields {scope}"));
+        .with_about(match scope {
+            // The scopes callers pass, without a string per struct.
+            "in the header" => Text::Borrowed("number of tagged fields in the header"),
+            "in this struct" => Text::Borrowed("number of tagged fields in this struct"),
+            _ => Text::Owned(format!("number of tagged fields {scope}")),
+        });
         if count as usize > r.remaining() / 2 {
             let what = format!(
                 "tagged_fields: {count} claimed, {} bytes remain",

@@ -267,7 +267,8 @@ fn header(c: &mut Cur<'_>, whole: Option<&[u8]>, kids: &mut Vec<Node>) -> Option
 /// Returns the node and the records it declares.
 pub(crate) fn decode_batch(ctx: &mut Ctx<'_>, mut c: Cur<'_>) -> (Node, u64) {
     let whole = c.r.buf();
-    let mut kids = Vec::new();
+    // The twelve header fields, then the records or their compressed block.
+    let mut kids = Vec::with_capacity(13);
     let mut details: Vec<&str> = Vec::new();
     let hdr = header(&mut c, Some(whole), &mut kids);
     let mut declared = 0;

@@ -106,11 +106,9 @@ impl<'a> Cur<'a> {
                 } else {
                     Value::Int(v)
                 };
-                Ok((
-                    v,
-                    self.node_from(start, name, ty, value, role)
-                        .with_about(about),
-                ))
+                let mut n = self.node_from(start, name, ty, value, role);
+                n.about = Some(about.into());
+                Ok((v, n))
             }
             Err(e) => {
                 let n = self.fail(name, ty, format!("{name}: {e}"));
