@@ -816,28 +816,33 @@ pub fn render_text(root: &Node) -> String {
     let ty_w = w(|l| l.ty.chars().count() + 2, 24);
     let val_w = w(|l| l.value.chars().count() + 2, 35);
     let span_w = w(|l| l.span.chars().count() + 2, 15);
-    let mut s = String::new();
+    let mut s = String::with_capacity(lines.len() * (name_w + ty_w + val_w + span_w + 16));
     for l in &lines {
-        let mut line = String::new();
-        pad(&mut line, &l.name, name_w);
-        pad(&mut line, &l.ty, ty_w);
-        pad(&mut line, &l.value, val_w);
+        pad(&mut s, &l.name, name_w);
+        pad(&mut s, &l.ty, ty_w);
+        pad(&mut s, &l.value, val_w);
         if l.about.is_empty() {
-            line.push_str(&l.span);
+            s.push_str(&l.span);
         } else {
-            pad(&mut line, &l.span, span_w);
-            line.push_str(&l.about);
+            pad(&mut s, &l.span, span_w);
+            s.push_str(&l.about);
         }
-        s.push_str(line.trim_end());
+        // Trailing blanks of this line only: its span is never blank.
+        s.truncate(s.trim_end().len());
         s.push('\n');
     }
     s
 }
 
+/// Appends `s` and spaces up to `width` characters.
 fn pad(out: &mut String, s: &str, width: usize) {
+    const SPACES: &str = "                                                                ";
     out.push_str(s);
-    for _ in s.chars().count()..width {
-        out.push(' ');
+    let mut n = width.saturating_sub(s.chars().count());
+    while n > 0 {
+        let k = n.min(SPACES.len());
+        out.push_str(SPACES.get(..k).unwrap_or_default());
+        n -= k;
     }
 }
 
