@@ -846,7 +846,7 @@ pub struct Reorder {
 /// Notices a [`Reorder`] keeps in order behind held messages.
 const MAX_HELD_NOTICES: usize = 16_384;
 
-/// Bytes of tree JSON per message byte seen so far.
+/// Bytes of held tree JSON (short keys) per message byte seen so far.
 #[derive(Default)]
 struct Ratio {
     raw: u64,
@@ -873,7 +873,8 @@ impl Ratio {
 
 /// What a held message whose tree was dropped needs to get the same tree back:
 /// the topic-name annotations its tree had when the analyzer made it (names
-/// learned later must not show); and, within the JSON budget, the tree's JSON.
+/// learned later must not show); and, within the JSON budget, the tree's JSON
+/// with short keys ([`Node::write_json_short_keys`], half the bytes).
 struct Held {
     annotations: Vec<([u8; 16], crate::kafka::tree::Text)>,
     json: Option<Vec<u8>>,
@@ -881,7 +882,8 @@ struct Held {
 
 impl Held {
     /// Drops the tree of `m`, keeping what [`Held::restore`] needs; with a
-    /// size guess, also the tree written as JSON ([`Node::write_json`]).
+    /// size guess, also the tree written as JSON with short keys
+    /// ([`Node::write_json_short_keys`]).
     fn strip(m: &mut MessageRecord, json: Option<usize>) -> Option<Held> {
         let d = m.decoded.take()?;
         let mut annotations: Vec<([u8; 16], crate::kafka::tree::Text)> = Vec::new();
@@ -903,7 +905,7 @@ impl Held {
         go(&d.root, &mut annotations);
         let json = json.map(|guess| {
             let mut v = Vec::with_capacity(guess);
-            d.root.write_json(&mut v);
+            d.root.write_json_short_keys(&mut v);
             // Shrinking reallocates in place: what is kept is what is counted.
             if v.capacity() > v.len() + v.len() / 8 {
                 v.shrink_to_fit();
@@ -957,8 +959,9 @@ impl Reorder {
     }
 
     /// As [`Reorder::hold_without_trees`], but a held message first writes its
-    /// tree as JSON ([`Node::write_json`], a fraction of the tree's memory)
-    /// while the JSON of all held messages stays within `budget` bytes:
+    /// tree as JSON with short keys ([`Node::write_json_short_keys`], a
+    /// fraction of the tree's memory) while that of all held messages stays
+    /// within `budget` bytes:
     /// [`Reorder::restore_json`] gives that JSON back instead of decoding the
     /// message again. Past the budget, held messages keep only their bytes.
     pub fn hold_as_json(&mut self, opts: DecodeOptions, budget: usize) {
@@ -979,11 +982,15 @@ impl Reorder {
     }
 
     /// As [`Reorder::restore`], but a message that kept its tree's JSON (see
-    /// [`Reorder::hold_as_json`]) gets that JSON back instead of its tree.
+    /// [`Reorder::hold_as_json`]) gets that JSON back instead of its tree,
+    /// with short keys: [`json::expand_keys`] writes [`Node::write_json`]'s
+    /// bytes from it (straight into the output, with no copy in between).
+    ///
+    /// [`json::expand_keys`]: crate::kafka::tree::json::expand_keys
     pub fn restore_json(&mut self, m: &mut MessageRecord) -> Option<Vec<u8>> {
         let mut held = self.take_held(m.info.index)?;
-        if let Some(json) = held.json.take() {
-            return Some(json);
+        if let Some(short) = held.json.take() {
+            return Some(short);
         }
         if let Some(opts) = &self.redecode {
             held.restore(m, opts);
@@ -1153,7 +1160,11 @@ mod tests {
                     };
                     from_json += usize::from(json.is_some());
                     let tree = match json {
-                        Some(j) => String::from_utf8(j).expect("utf-8 JSON"),
+                        Some(j) => {
+                            let mut full = Vec::new();
+                            crate::kafka::tree::json::expand_keys(&mut full, &j);
+                            String::from_utf8(full).expect("utf-8 JSON")
+                        }
                         None => m
                             .decoded
                             .as_ref()

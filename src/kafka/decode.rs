@@ -22,7 +22,7 @@ use std::fmt;
 use super::errors::error_name;
 use super::records::{count_record_set, decode_record_set, SetCounts};
 use super::schema::{self, Elem, FieldDef, FieldKind, MessageDef, MessageKind, Prim, StructDef};
-use super::tree::{ByteSource, Node, Role, Text, Value};
+use super::tree::{indexed_name, push_int, push_uint, ByteSource, Node, Role, Text, Value};
 use super::wire::{Reader, WireError};
 
 /// Limits and switches for decoding one message.
@@ -1423,7 +1423,7 @@ impl<'a> Decoder<'a> {
                             self.protocol_type = Some(s.clone());
                         }
                         self.note_topic(f, &s);
-                        (Value::Str(s), Some(detail), Vec::new())
+                        (Value::Str(s), Some(detail.into()), Vec::new())
                     }
                     Prim::Bytes => {
                         let value = if self.is_secret(f) && !self.opts.show_secrets {
@@ -1432,7 +1432,7 @@ impl<'a> Decoder<'a> {
                             Value::bytes(b)
                         };
                         let kids = self.embedded(f, b, self.base + len_end);
-                        (value, Some(detail), kids)
+                        (value, Some(detail.into()), kids)
                     }
                     _ => {
                         let mut kids = vec![self.length_node(at, len_end - at, lp)];
@@ -1478,7 +1478,7 @@ impl<'a> Decoder<'a> {
             self.role,
         )
         .with_about(Self::about(f));
-        n.detail = detail.map(Into::into);
+        n.detail = detail;
         n.children = children;
         n.secret = p == Prim::Bytes && self.is_secret(f) && !self.opts.show_secrets;
         out.push(n);
@@ -1634,14 +1634,14 @@ impl<'a> Decoder<'a> {
             out.push(n);
             return Ok(());
         };
-        n.value = Value::Text(
-            if count == 1 {
-                "1 element".to_string()
-            } else {
-                format!("{count} elements")
-            }
-            .into(),
-        );
+        n.value = Value::Text(if count == 1 {
+            Text::Borrowed("1 element")
+        } else {
+            let mut s = String::with_capacity(16);
+            push_uint(&mut s, count as u64);
+            s.push_str(" elements");
+            Text::Owned(s)
+        });
         // Never trust the count: each element needs at least `min` bytes.
         let min = self.min_elem_size(e, flex);
         let plausible = match r.remaining().checked_div(min) {
@@ -1667,7 +1667,7 @@ impl<'a> Decoder<'a> {
                 Elem::Struct(s) => {
                     let eat = r.pos();
                     let mut en = Node::new(
-                        format!("{}[{i}]", s.name),
+                        indexed_name(s.name, i as u64),
                         s.name,
                         Value::Text("struct".into()),
                         self.base + eat,
@@ -1698,7 +1698,7 @@ impl<'a> Decoder<'a> {
         out: &mut Vec<Node>,
     ) -> Step {
         let at = r.pos();
-        let name = format!("{}[{i}]", f.name);
+        let name = indexed_name(f.name, i as u64);
         let (value, detail) = match p {
             Prim::String | Prim::Bytes | Prim::Records => {
                 let flex = self.field_flexible(f);
@@ -1713,7 +1713,7 @@ impl<'a> Decoder<'a> {
                 };
                 let detail = lp.detail();
                 match lp.len {
-                    None => (Value::Null, detail),
+                    None => (Value::Null, detail.into()),
                     Some(len) => {
                         let b = match r.take(len) {
                             Ok(b) => b,
@@ -1722,9 +1722,9 @@ impl<'a> Decoder<'a> {
                         if p == Prim::String {
                             let s = String::from_utf8_lossy(b).into_owned();
                             self.note_topic(f, &s);
-                            (Value::Str(s), detail)
+                            (Value::Str(s), detail.into())
                         } else {
-                            (Value::bytes(b), detail)
+                            (Value::bytes(b), detail.into())
                         }
                     }
                 }
@@ -1747,7 +1747,7 @@ impl<'a> Decoder<'a> {
             self.role,
         );
         if !detail.is_empty() {
-            n.detail = Some(detail.into());
+            n.detail = Some(detail);
         }
         out.push(n);
         Ok(())
@@ -1814,7 +1814,12 @@ impl<'a> Decoder<'a> {
             r.pos() - at,
             self.role,
         )
-        .with_about(format!("number of tagged fields {scope}"));
+        .with_about(match scope {
+            // The scopes callers pass, without a string per struct.
+            "in the header" => Text::Borrowed("number of tagged fields in the header"),
+            "in this struct" => Text::Borrowed("number of tagged fields in this struct"),
+            _ => Text::Owned(format!("number of tagged fields {scope}")),
+        });
         if count as usize > r.remaining() / 2 {
             let what = format!(
                 "tagged_fields: {count} claimed, {} bytes remain",
@@ -2028,11 +2033,15 @@ impl LenPrefix {
 
     /// `compact, len+1=N` or `int16 len=N`, as the seed shows string lengths.
     fn detail(self) -> String {
+        let mut s = String::with_capacity(24);
         if self.compact {
-            format!("compact, len+1={}", self.raw)
+            s.push_str("compact, len+1=");
         } else {
-            format!("{} len={}", self.wire_type(), self.raw)
+            s.push_str(self.wire_type());
+            s.push_str(" len=");
         }
+        push_int(&mut s, self.raw);
+        s
     }
 }
 
@@ -2090,21 +2099,21 @@ fn read_fixed(r: &mut Reader<'_>, p: Prim) -> Result<Value, WireError> {
 }
 
 /// What a value means, where the schema's metadata says: error names, api names, dates.
-fn meaning(f: &FieldDef, v: &Value) -> Option<String> {
+fn meaning(f: &FieldDef, v: &Value) -> Option<Text> {
     let Value::Int(i) = *v else { return None };
     if f.name.ends_with("ErrorCode") {
         let code = i16::try_from(i).ok()?;
-        return Some(error_name(code).map_or_else(|| "unknown error".to_string(), str::to_string));
+        return Some(Text::Borrowed(error_name(code).unwrap_or("unknown error")));
     }
     if f.name == "ApiKey" || f.name == "RequestApiKey" {
-        return schema::api_name(i16::try_from(i).ok()?).map(str::to_string);
+        return schema::api_name(i16::try_from(i).ok()?).map(Text::Borrowed);
     }
     if (f.name.ends_with("Timestamp")
         || f.name.ends_with("TimestampMs")
         || f.name.ends_with("AppendTimeMs"))
         && f.type_name == "int64"
     {
-        return format_epoch_ms(i);
+        return format_epoch_ms(i).map(Text::Owned);
     }
     None
 }
@@ -2116,27 +2125,7 @@ pub fn format_epoch_ms(ms: i64) -> Option<String> {
     if !(LO..HI).contains(&ms) {
         return None;
     }
-    let secs = ms.div_euclid(1000);
-    let milli = ms.rem_euclid(1000);
-    let days = secs.div_euclid(86_400);
-    let sod = secs.rem_euclid(86_400);
-    // Civil-from-days (Howard Hinnant's algorithm), proleptic Gregorian.
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let y = yoe + era * 400;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = if m <= 2 { y + 1 } else { y };
-    Some(format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{milli:03}Z",
-        sod / 3600,
-        (sod / 60) % 60,
-        sod % 60
-    ))
+    crate::kafka::records::iso8601_ms(ms)
 }
 
 /// [`describe_field`] of a schema field, made once per field and thread: the

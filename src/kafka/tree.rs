@@ -142,6 +142,30 @@ pub fn format_uuid(u: &[u8; 16]) -> String {
     s
 }
 
+/// Appends the decimal text of `v` (as `write!(s, "{v}")`, without the formatter).
+pub fn push_uint(s: &mut String, v: u64) {
+    let mut buf = [0u8; 20];
+    s.push_str(std::str::from_utf8(json::u64_text(&mut buf, v)).unwrap_or_default());
+}
+
+/// Appends the decimal text of `v` (as `write!(s, "{v}")`, without the formatter).
+pub fn push_int(s: &mut String, v: i64) {
+    if v < 0 {
+        s.push('-');
+    }
+    push_uint(s, v.unsigned_abs());
+}
+
+/// `name[i]`, the name of an element (as `format!("{name}[{i}]")`).
+pub fn indexed_name(name: &str, i: u64) -> String {
+    let mut s = String::with_capacity(name.len() + 8);
+    s.push_str(name);
+    s.push('[');
+    push_uint(&mut s, i);
+    s.push(']');
+    s
+}
+
 /// One node of the field tree.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Node {
@@ -320,51 +344,96 @@ pub mod json {
         t
     };
 
-    /// Index of the first byte at or after `from` that JSON escapes (a control
-    /// character, `"` or `\`), eight bytes at a time.
-    fn next_special(bytes: &[u8], mut from: usize) -> Option<usize> {
-        const ONES: u64 = 0x0101_0101_0101_0101;
-        const HIGH: u64 = 0x8080_8080_8080_8080;
-        while let Some(chunk) = bytes.get(from..from + 8) {
-            let mut word = [0u8; 8];
-            word.copy_from_slice(chunk);
-            let x = u64::from_le_bytes(word);
-            // Exact "some byte is zero / below 0x20" tests (Hacker's Delight 6-1).
-            let zero = |v: u64| v.wrapping_sub(ONES) & !v & HIGH;
-            let special = (x.wrapping_sub(ONES * 0x20) & !x & HIGH)
-                | zero(x ^ (ONES * u64::from(b'"')))
-                | zero(x ^ (ONES * u64::from(b'\\')));
-            if special != 0 {
-                break;
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+
+    /// High bit of each byte of `v` that is zero. Exact for the lowest such
+    /// byte (Hacker's Delight 6-1); a borrow may also flag bytes above it.
+    const fn zero_bytes(v: u64) -> u64 {
+        v.wrapping_sub(ONES) & !v & HIGH
+    }
+
+    /// High bit of each byte of `x` that JSON escapes (a control character,
+    /// `"` or `\`): exact for the lowest flagged byte, as [`zero_bytes`].
+    const fn json_special(x: u64) -> u64 {
+        (x.wrapping_sub(ONES * 0x20) & !x & HIGH)
+            | zero_bytes(x ^ (ONES * b'"' as u64))
+            | zero_bytes(x ^ (ONES * b'\\' as u64))
+    }
+
+    /// High bit of each byte of `x` that is `"` or `\` (exact for the lowest).
+    const fn quote_or_backslash(x: u64) -> u64 {
+        zero_bytes(x ^ (ONES * b'"' as u64)) | zero_bytes(x ^ (ONES * b'\\' as u64))
+    }
+
+    /// Appends `bytes`, eight at a time, writing `escape(out, b)` in place of
+    /// each byte `b` that `special` flags (its lowest flagged byte must be
+    /// exact) or, in the last bytes, that `is_special` says is special.
+    ///
+    /// Each word is copied whole (a fixed-size copy, no call) and cut back to
+    /// the bytes before its first special one: text dense in quotes, such as
+    /// JSON record values, costs no call per plain run.
+    #[inline(always)]
+    fn escape_words(
+        out: &mut Vec<u8>,
+        bytes: &[u8],
+        special: impl Fn(u64) -> u64,
+        is_special: impl Fn(u8) -> bool,
+        escape: impl Fn(&mut Vec<u8>, u8),
+    ) {
+        out.reserve(bytes.len() + 8);
+        let mut at = 0;
+        while let Some(chunk) = bytes.get(at..at + 8) {
+            let word: [u8; 8] = chunk.try_into().unwrap_or_default();
+            let mask = special(u64::from_le_bytes(word));
+            let len = out.len();
+            out.extend_from_slice(&word);
+            if mask == 0 {
+                at += 8;
+                continue;
             }
-            from += 8;
+            let k = (mask.trailing_zeros() / 8) as usize;
+            out.truncate(len + k);
+            escape(out, word.get(k).copied().unwrap_or(0));
+            at += k + 1;
         }
-        let tail = bytes.get(from..)?;
-        tail.iter()
-            .position(|&b| ESCAPE[b as usize] != 0)
-            .map(|k| from + k)
+        for &b in bytes.get(at..).unwrap_or(&[]) {
+            if is_special(b) {
+                escape(out, b);
+            } else {
+                out.push(b);
+            }
+        }
+    }
+
+    /// Appends the JSON escape of a byte that [`ESCAPE`] marks.
+    #[inline(always)]
+    fn json_escape(out: &mut Vec<u8>, b: u8) {
+        const HEX: &[u8; 16] = b"0123456789abcdef";
+        let e = ESCAPE[b as usize];
+        if e == b'u' {
+            out.extend_from_slice(&[
+                b'\\',
+                b'u',
+                b'0',
+                b'0',
+                HEX[(b >> 4) as usize],
+                HEX[(b & 0xf) as usize],
+            ]);
+        } else {
+            out.extend_from_slice(&[b'\\', e]);
+        }
     }
 
     /// Appends the JSON-escaped text of `s` (without quotes).
     pub fn escape_into(out: &mut Vec<u8>, s: &str) {
-        let bytes = s.as_bytes();
-        let mut start = 0;
-        while let Some(i) = next_special(bytes, start) {
-            out.extend_from_slice(bytes.get(start..i).unwrap_or(&[]));
-            start = i + 1;
-            let b = bytes.get(i).copied().unwrap_or(0);
-            let e = ESCAPE[b as usize];
-            if e == b'u' {
-                const HEX: &[u8; 16] = b"0123456789abcdef";
-                out.extend_from_slice(b"\\u00");
-                out.push(HEX[(b >> 4) as usize]);
-                out.push(HEX[(b & 0xf) as usize]);
-            } else {
-                out.push(b'\\');
-                out.push(e);
-            }
-        }
-        out.extend_from_slice(bytes.get(start..).unwrap_or(&[]));
+        escape_words(
+            out,
+            s.as_bytes(),
+            json_special,
+            |b| ESCAPE[b as usize] != 0,
+            json_escape,
+        );
     }
 
     /// True when every byte of `s` is printable ASCII (0x20..=0x7e): Rust's
@@ -380,20 +449,15 @@ pub mod json {
     /// Appends the `Debug` text of a printable-ASCII string (see
     /// [`is_printable_ascii`]), JSON-escaped: `"a\"b"` becomes `\"a\\\"b\"`.
     pub fn debug_printable_into(out: &mut Vec<u8>, s: &str) {
-        let bytes = s.as_bytes();
         out.extend_from_slice(b"\\\"");
-        let mut start = 0;
-        while let Some(i) = next_special(bytes, start) {
-            out.extend_from_slice(bytes.get(start..i).unwrap_or(&[]));
-            start = i + 1;
-            // Only `"` and `\` are special here: Debug adds a `\`, JSON escapes both.
-            out.extend_from_slice(if bytes.get(i) == Some(&b'"') {
-                b"\\\\\\\""
-            } else {
-                b"\\\\\\\\"
-            });
-        }
-        out.extend_from_slice(bytes.get(start..).unwrap_or(&[]));
+        // Only `"` and `\` are special here: Debug adds a `\`, JSON escapes both.
+        escape_words(
+            out,
+            s.as_bytes(),
+            quote_or_backslash,
+            |b| b == b'"' || b == b'\\',
+            |out, b| out.extend_from_slice(if b == b'"' { b"\\\\\\\"" } else { b"\\\\\\\\" }),
+        );
         out.extend_from_slice(b"\\\"");
     }
 
@@ -406,8 +470,35 @@ pub mod json {
 
     /// Appends an unsigned integer.
     pub fn u64(out: &mut Vec<u8>, v: u64) {
-        let mut buf = [0u8; 20];
-        out.extend_from_slice(u64_text(&mut buf, v));
+        const E8: u64 = 100_000_000;
+        if v < 10 {
+            out.push(b'0' + v as u8);
+        } else if v < E8 {
+            push_digits(out, v, v.ilog10() as usize + 1);
+        } else if v < E8 * E8 {
+            let hi = v / E8;
+            push_digits(out, hi, hi.ilog10() as usize + 1);
+            push_digits(out, v % E8, 8);
+        } else {
+            let mut buf = [0u8; 20];
+            out.extend_from_slice(u64_text(&mut buf, v));
+        }
+    }
+
+    /// Appends the last `n` (1..=8) decimal digits of `v`, zero-padded. The
+    /// digits are gathered in a register, first digit in the lowest byte, and
+    /// stored as one word cut back to `n` bytes: no call, no store-to-load
+    /// stall of a byte buffer read back whole.
+    #[inline(always)]
+    fn push_digits(out: &mut Vec<u8>, mut v: u64, n: usize) {
+        let mut word = 0u64;
+        for _ in 0..n {
+            word = (word << 8) | (u64::from(b'0') + v % 10);
+            v /= 10;
+        }
+        let len = out.len();
+        out.extend_from_slice(&word.to_le_bytes());
+        out.truncate(len + n);
     }
 
     /// Appends a signed integer.
@@ -447,6 +538,84 @@ pub mod json {
         };
     }
 
+    /// The keys of a node's JSON, each with the punctuation before and after
+    /// it; in the short form ([`Node::write_json_short_keys`]) each is the one
+    /// byte of its number, 1..=9: JSON text holds no byte below 0x20 (string
+    /// escapes cover them all).
+    #[derive(Clone, Copy)]
+    pub(crate) enum Key {
+        Children = 1,
+        Display,
+        Error,
+        Length,
+        Name,
+        Offset,
+        Source,
+        Type,
+        Value,
+    }
+
+    /// The text of each key byte (index 0 unused), padded to 16 bytes for a
+    /// fixed-size copy, with its length.
+    const KEYS: [([u8; 16], usize); 10] = {
+        const fn pad(s: &[u8]) -> ([u8; 16], usize) {
+            let mut p = [0u8; 16];
+            let mut i = 0;
+            while i < s.len() {
+                p[i] = s[i];
+                i += 1;
+            }
+            (p, s.len())
+        }
+        [
+            pad(b""),
+            pad(b"{\"children\":["),
+            pad(b"],\"display\":\""),
+            pad(b",\"error\":"),
+            pad(b",\"length\":"),
+            pad(b",\"name\":"),
+            pad(b",\"offset\":"),
+            pad(b",\"source\":"),
+            pad(b",\"type\":"),
+            pad(b",\"value\":"),
+        ]
+    };
+
+    /// Appends a key: its byte when `SHORT`, else its text.
+    #[inline(always)]
+    pub(crate) fn key<const SHORT: bool>(out: &mut Vec<u8>, k: Key) {
+        if SHORT {
+            out.push(k as u8);
+        } else {
+            push_key(out, k as u8);
+        }
+    }
+
+    #[inline(always)]
+    fn push_key(out: &mut Vec<u8>, k: u8) {
+        if let Some((text, n)) = KEYS.get(usize::from(k)) {
+            let len = out.len();
+            out.extend_from_slice(text);
+            out.truncate(len + n);
+        }
+    }
+
+    /// Appends the JSON of a tree written by [`Node::write_json_short_keys`]:
+    /// its bytes with each key byte replaced by the key's text.
+    ///
+    /// [`Node::write_json_short_keys`]: super::Node::write_json_short_keys
+    pub fn expand_keys(out: &mut Vec<u8>, short: &[u8]) {
+        // Keys are about half of a tree's JSON.
+        out.reserve(short.len().saturating_mul(2));
+        escape_words(
+            out,
+            short,
+            |x| x.wrapping_sub(ONES * 0x0a) & !x & HIGH,
+            |b| b < 0x0a,
+            push_key,
+        );
+    }
+
     /// A `fmt::Write` that appends JSON-escaped text: formats values straight
     /// into the output, without an intermediate `String`.
     pub struct Escaped<'a>(pub &'a mut Vec<u8>);
@@ -463,14 +632,26 @@ impl Node {
     /// Appends [`Node::to_json`] as compact JSON, with serde_json's bytes
     /// (keys sorted as its map keeps them), without building the value.
     pub fn write_json(&self, out: &mut Vec<u8>) {
-        out.extend_from_slice(b"{\"children\":[");
+        self.write_json_keys::<false>(out);
+    }
+
+    /// As [`Node::write_json`], but each key (with the punctuation around
+    /// it) is one byte below 0x0a, which JSON text never holds: about half
+    /// the size. [`json::expand_keys`] gives back the JSON, byte for byte.
+    pub fn write_json_short_keys(&self, out: &mut Vec<u8>) {
+        self.write_json_keys::<true>(out);
+    }
+
+    fn write_json_keys<const SHORT: bool>(&self, out: &mut Vec<u8>) {
+        use json::{key, Key};
+        key::<SHORT>(out, Key::Children);
         for (k, c) in self.children.iter().enumerate() {
             if k > 0 {
                 out.push(b',');
             }
-            c.write_json(out);
+            c.write_json_keys::<SHORT>(out);
         }
-        out.extend_from_slice(b"],\"display\":\"");
+        key::<SHORT>(out, Key::Display);
         // `display` is the value text with its detail; `value` the value alone.
         // Both are written from the value without an intermediate String.
         let value_at = out.len();
@@ -487,22 +668,22 @@ impl Node {
         }
         out.push(b'"');
         if let Some(e) = &self.error {
-            out.extend_from_slice(b",\"error\":");
+            key::<SHORT>(out, Key::Error);
             json::str(out, e);
         }
-        out.extend_from_slice(b",\"length\":");
+        key::<SHORT>(out, Key::Length);
         json::u64(out, self.length as u64);
-        out.extend_from_slice(b",\"name\":");
+        key::<SHORT>(out, Key::Name);
         json::str(out, &self.name);
-        out.extend_from_slice(b",\"offset\":");
+        key::<SHORT>(out, Key::Offset);
         json::u64(out, self.offset as u64);
         if self.source != 0 {
-            out.extend_from_slice(b",\"source\":");
+            key::<SHORT>(out, Key::Source);
             json::u64(out, self.source.into());
         }
-        out.extend_from_slice(b",\"type\":");
+        key::<SHORT>(out, Key::Type);
         json::str(out, &self.ty);
-        out.extend_from_slice(b",\"value\":");
+        key::<SHORT>(out, Key::Value);
         match &self.value {
             Value::None | Value::Null => out.extend_from_slice(b"null"),
             Value::Int(v) => json::i64(out, *v),
@@ -635,28 +816,33 @@ pub fn render_text(root: &Node) -> String {
     let ty_w = w(|l| l.ty.chars().count() + 2, 24);
     let val_w = w(|l| l.value.chars().count() + 2, 35);
     let span_w = w(|l| l.span.chars().count() + 2, 15);
-    let mut s = String::new();
+    let mut s = String::with_capacity(lines.len() * (name_w + ty_w + val_w + span_w + 16));
     for l in &lines {
-        let mut line = String::new();
-        pad(&mut line, &l.name, name_w);
-        pad(&mut line, &l.ty, ty_w);
-        pad(&mut line, &l.value, val_w);
+        pad(&mut s, &l.name, name_w);
+        pad(&mut s, &l.ty, ty_w);
+        pad(&mut s, &l.value, val_w);
         if l.about.is_empty() {
-            line.push_str(&l.span);
+            s.push_str(&l.span);
         } else {
-            pad(&mut line, &l.span, span_w);
-            line.push_str(&l.about);
+            pad(&mut s, &l.span, span_w);
+            s.push_str(&l.about);
         }
-        s.push_str(line.trim_end());
+        // Trailing blanks of this line only: its span is never blank.
+        s.truncate(s.trim_end().len());
         s.push('\n');
     }
     s
 }
 
+/// Appends `s` and spaces up to `width` characters.
 fn pad(out: &mut String, s: &str, width: usize) {
+    const SPACES: &str = "                                                                ";
     out.push_str(s);
-    for _ in s.chars().count()..width {
-        out.push(' ');
+    let mut n = width.saturating_sub(s.chars().count());
+    while n > 0 {
+        let k = n.min(SPACES.len());
+        out.push_str(SPACES.get(..k).unwrap_or_default());
+        n -= k;
     }
 }
 
@@ -804,6 +990,13 @@ mod tests {
                 parent.children.push(n);
                 let mut got = Vec::new();
                 parent.write_json(&mut got);
+                let mut short = Vec::new();
+                parent.write_json_short_keys(&mut short);
+                // Three nodes, each some 60 bytes shorter.
+                assert!(short.len() + 180 <= got.len(), "{v:?} {detail:?}");
+                let mut expanded = b"[".to_vec();
+                json::expand_keys(&mut expanded, &short);
+                assert_eq!(expanded.get(1..), Some(got.as_slice()), "{v:?} {detail:?}");
                 assert_eq!(
                     String::from_utf8(got).expect("utf8"),
                     parent.to_json().to_string(),
@@ -813,15 +1006,123 @@ mod tests {
         }
     }
 
+    /// Strings built from pieces that stress the word-at-a-time escape:
+    /// quotes, backslashes and control characters at every position of a
+    /// word, runs of plain text, non-ASCII.
+    fn escape_heavy() -> impl proptest::strategy::Strategy<Value = String> {
+        use proptest::prelude::*;
+        let piece = prop_oneof![
+            Just("\"".to_string()),
+            Just("\\".to_string()),
+            Just("\n".to_string()),
+            (0u8..0x20).prop_map(|b| char::from(b).to_string()),
+            Just("\u{7f}".to_string()),
+            "[a-z]{0,11}",
+            any::<char>().prop_map(|c| c.to_string()),
+        ];
+        proptest::collection::vec(piece, 0..24).prop_map(|v| v.concat())
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn fast_escape_is_serde_json_escape(s in escape_heavy(), t in ".*") {
+            for s in [&s, &t] {
+                let mut got = b"prefix".to_vec();
+                json::str(&mut got, s);
+                let want = format!("prefix{}", serde_json::to_string(s).expect("json"));
+                proptest::prop_assert_eq!(String::from_utf8(got).expect("utf8"), want);
+            }
+        }
+
+        #[test]
+        fn short_keys_expand_to_the_json(
+            s in escape_heavy(),
+            t in "[ -~]{0,40}",
+            detail in proptest::option::of("[ -~]{0,8}"),
+        ) {
+            let mut root = Node::new("r", "struct", Value::None, 0, 9, Role::Header);
+            for v in [Value::Str(s.clone()), Value::Str(t.clone()), Value::Text(t.into()), Value::bytes(s.as_bytes())] {
+                let mut n = Node::new("n", "string", v, 1, 2, Role::Record);
+                n.detail = detail.clone().map(Text::from);
+                let mut parent = n.clone();
+                parent.children.push(n);
+                root.children.push(parent);
+            }
+            let mut want = Vec::new();
+            root.write_json(&mut want);
+            let mut short = Vec::new();
+            root.write_json_short_keys(&mut short);
+            let mut got = Vec::new();
+            json::expand_keys(&mut got, &short);
+            proptest::prop_assert_eq!(String::from_utf8(got).expect("utf8"), String::from_utf8(want).expect("utf8"));
+        }
+
+        #[test]
+        fn fast_debug_escape_is_debug_then_json(s in "[ -~]{0,80}") {
+            proptest::prop_assume!(json::is_printable_ascii(&s));
+            let mut got = Vec::new();
+            json::debug_printable_into(&mut got, &s);
+            let want = serde_json::to_string(&format!("{s:?}")).expect("json");
+            proptest::prop_assert_eq!(
+                String::from_utf8(got).expect("utf8"),
+                want.get(1..want.len() - 1).expect("quoted")
+            );
+        }
+
+        #[test]
+        fn integers_are_decimal(
+            v in proptest::prelude::any::<u64>(),
+            w in 0u64..1 << 40,
+            x in 0u64..100_000,
+            i in proptest::prelude::any::<i64>(),
+        ) {
+            let mut out = b"x".to_vec();
+            for v in [v, w, x] {
+                json::u64(&mut out, v);
+                out.push(b' ');
+            }
+            json::i64(&mut out, i);
+            proptest::prop_assert_eq!(out, format!("x{v} {w} {x} {i}").into_bytes());
+        }
+    }
+
     #[test]
     fn integers_as_text() {
         let mut buf = [0u8; 20];
-        for v in [0, 1, 9, 10, 99, 100, 12345, u64::MAX] {
+        for v in [
+            0,
+            1,
+            9,
+            10,
+            99,
+            100,
+            12345,
+            99_999_999,
+            100_000_000,
+            100_000_001,
+            9_999_999_999_999_999,
+            10_000_000_000_000_000,
+            u64::MAX,
+        ] {
             assert_eq!(json::u64_text(&mut buf, v), v.to_string().as_bytes());
+            let mut out = Vec::new();
+            json::u64(&mut out, v);
+            assert_eq!(out, v.to_string().as_bytes());
         }
         let mut out = Vec::new();
         json::i64(&mut out, i64::MIN);
         assert_eq!(out, i64::MIN.to_string().as_bytes());
+    }
+
+    #[test]
+    fn element_names_and_numbers() {
+        assert_eq!(indexed_name("Record", 0), "Record[0]");
+        assert_eq!(indexed_name("Topics", 1234), "Topics[1234]");
+        let mut s = String::from("offset ");
+        push_int(&mut s, i64::MIN);
+        push_uint(&mut s, u64::MAX);
+        push_int(&mut s, 7);
+        assert_eq!(s, format!("offset {}{}7", i64::MIN, u64::MAX));
     }
 
     #[test]

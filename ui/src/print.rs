@@ -833,7 +833,7 @@ pub struct JsonWriter {
 
 impl JsonWriter {
     /// Appends the JSON object of `m`; `fields`, when given, is the tree's
-    /// JSON already written (see `Reorder::restore_json`).
+    /// JSON already written, with short keys (see `Reorder::restore_json`).
     pub fn write(
         &mut self,
         out: &mut Vec<u8>,
@@ -886,7 +886,7 @@ impl JsonWriter {
         if verbose {
             if let Some(f) = fields {
                 out.extend_from_slice(b",\"fields\":");
-                out.extend_from_slice(f);
+                json::expand_keys(out, f);
             } else if let Some(d) = &m.decoded {
                 out.extend_from_slice(b",\"fields\":");
                 d.root.write_json(out);

@@ -9,7 +9,8 @@
 use super::compression::codec_name;
 use super::cursor::{content_value, iso8601_ms, Cur};
 use super::{loc, plural, Ctx, Inflate};
-use crate::kafka::tree::{Node, Role, Value};
+use crate::kafka::tree::{indexed_name, push_int, Node, Role, Text, Value};
+use std::sync::OnceLock;
 
 const RB: Role = Role::RecordBatch;
 const REC: Role = Role::Record;
@@ -41,17 +42,30 @@ macro_rules! field {
     };
 }
 
+/// Element names made once for the first indices (`Record[0]` ..) and
+/// shared by every tree, so a record's name costs no allocation.
+const SHARED_NAMES: u64 = 1024;
+static RECORD_NAMES: OnceLock<Vec<String>> = OnceLock::new();
+static HEADER_NAMES: OnceLock<Vec<String>> = OnceLock::new();
+
+/// `prefix[i]`: from `table` (filled on first use) for the first indices.
+fn shared_name(table: &'static OnceLock<Vec<String>>, prefix: &str, i: u64) -> Text {
+    let names = table.get_or_init(|| (0..SHARED_NAMES).map(|i| indexed_name(prefix, i)).collect());
+    match usize::try_from(i).ok().and_then(|i| names.get(i)) {
+        Some(s) => Text::Borrowed(s.as_str()),
+        None => Text::Owned(indexed_name(prefix, i)),
+    }
+}
+
 /// The attributes as words: `gzip, LogAppendTime, transactional`.
 pub(crate) fn attributes_detail(a: i16) -> String {
-    let mut s = format!(
-        "{}, {}",
-        codec_name(a),
-        if a & 0x08 != 0 {
-            "LogAppendTime"
-        } else {
-            "CreateTime"
-        }
-    );
+    let mut s = String::with_capacity(48);
+    s.push_str(codec_name(a));
+    s.push_str(if a & 0x08 != 0 {
+        ", LogAppendTime"
+    } else {
+        ", CreateTime"
+    });
     for (bit, word) in [
         (0x10, "transactional"),
         (0x20, "control"),
@@ -253,7 +267,8 @@ fn header(c: &mut Cur<'_>, whole: Option<&[u8]>, kids: &mut Vec<Node>) -> Option
 /// Returns the node and the records it declares.
 pub(crate) fn decode_batch(ctx: &mut Ctx<'_>, mut c: Cur<'_>) -> (Node, u64) {
     let whole = c.r.buf();
-    let mut kids = Vec::new();
+    // The twelve header fields, then the records or their compressed block.
+    let mut kids = Vec::with_capacity(13);
     let mut details: Vec<&str> = Vec::new();
     let hdr = header(&mut c, Some(whole), &mut kids);
     let mut declared = 0;
@@ -409,8 +424,9 @@ fn records(c: &mut Cur<'_>, h: &Hdr, kids: &mut Vec<Node>) {
 /// this one's length could not be trusted).
 fn record(c: &mut Cur<'_>, i: u64, h: &Hdr) -> (Node, bool) {
     let start = c.pos();
-    let name = format!("Record[{i}]");
-    let mut kids = Vec::new();
+    let name = shared_name(&RECORD_NAMES, "Record", i);
+    // length .. headersCount: nine fields, and the headers.
+    let mut kids = Vec::with_capacity(10);
     let mut go_on = false;
     let mut summary = None;
     match c.int(
@@ -543,9 +559,11 @@ fn body(b: &mut Cur<'_>, h: &Hdr, kids: &mut Vec<Node>) -> Option<String> {
         )
     );
     let offset = h.base_offset.wrapping_add(od);
-    n.detail = Some(format!("offset {offset}").into());
+    let mut summary = String::with_capacity(32);
+    summary.push_str("offset ");
+    push_int(&mut summary, offset);
+    n.detail = Some(summary.clone().into());
     kids.push(n);
-    let mut summary = format!("offset {offset}");
     let key = sized(
         b,
         kids,
@@ -594,12 +612,18 @@ fn body(b: &mut Cur<'_>, h: &Hdr, kids: &mut Vec<Node>) -> Option<String> {
     // Each header takes at least two bytes, so the loop ends with the record.
     for j in 0..count {
         let start = b.pos();
-        let mut hk = Vec::new();
+        let mut hk = Vec::with_capacity(4);
         let key = record_header(b, &mut hk);
         let ok = key.is_some();
         let value = key.map_or(Value::Text("malformed".into()), Value::Str);
         let mut n = b
-            .node_from(start, format!("Header[{j}]"), "Header", value, REC)
+            .node_from(
+                start,
+                shared_name(&HEADER_NAMES, "Header", j as u64),
+                "Header",
+                value,
+                REC,
+            )
             .with_about("a key/value pair attached to the record");
         n.children = hk;
         kids.push(n);

@@ -106,11 +106,9 @@ impl<'a> Cur<'a> {
                 } else {
                     Value::Int(v)
                 };
-                Ok((
-                    v,
-                    self.node_from(start, name, ty, value, role)
-                        .with_about(about),
-                ))
+                let mut n = self.node_from(start, name, ty, value, role);
+                n.about = Some(about.into());
+                Ok((v, n))
             }
             Err(e) => {
                 let n = self.fail(name, ty, format!("{name}: {e}"));
@@ -153,6 +151,13 @@ impl<'a> Cur<'a> {
 pub(crate) fn content_value(b: &[u8]) -> Value {
     const MAX_STR: usize = 4096;
     if b.len() <= MAX_STR {
+        // Most contents are plain ASCII text: one pass that vectorizes, no
+        // per-character decoding.
+        if is_plain_ascii(b) {
+            if let Ok(s) = std::str::from_utf8(b) {
+                return Value::Str(s.to_owned());
+            }
+        }
         if let Ok(s) = std::str::from_utf8(b) {
             if !s
                 .chars()
@@ -163,6 +168,17 @@ pub(crate) fn content_value(b: &[u8]) -> Value {
         }
     }
     Value::bytes(b)
+}
+
+/// True when every byte is printable ASCII (0x20..=0x7e), a tab, a line feed
+/// or a carriage return: text [`content_value`] shows as a string.
+fn is_plain_ascii(b: &[u8]) -> bool {
+    // Whole chunks without early exit, so the check vectorizes.
+    b.chunks(32).all(|c| {
+        c.iter().fold(true, |a, &x| {
+            a & ((x.wrapping_sub(0x20) < 0x5f) | (x == b'\t') | (x == b'\n') | (x == b'\r'))
+        })
+    })
 }
 
 /// Milliseconds since the epoch as an ISO-8601 UTC date, when it falls
@@ -176,13 +192,25 @@ pub fn iso8601_ms(ms: i64) -> Option<String> {
     let days = secs / 86_400;
     let sod = secs % 86_400;
     let (y, m, d) = civil_from_days(days);
-    Some(format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{:03}Z",
-        sod / 3600,
-        sod / 60 % 60,
-        sod % 60,
-        ms % 1000
-    ))
+    // `YYYY-MM-DDTHH:MM:SS.mmmZ`, digits written in place (no formatter).
+    let mut t = *b"0000-00-00T00:00:00.000Z";
+    let mut put = |at: usize, width: usize, v: i64| {
+        let mut v = v;
+        for k in (at..at + width).rev() {
+            if let Some(c) = t.get_mut(k) {
+                *c = b'0' + (v % 10) as u8;
+            }
+            v /= 10;
+        }
+    };
+    put(0, 4, y);
+    put(5, 2, m.into());
+    put(8, 2, d.into());
+    put(11, 2, sod / 3600);
+    put(14, 2, sod / 60 % 60);
+    put(17, 2, sod % 60);
+    put(20, 3, ms % 1000);
+    Some(String::from_utf8_lossy(&t).into_owned())
 }
 
 /// Days since 1970-01-01 to a proleptic Gregorian (year, month, day), after
@@ -227,6 +255,57 @@ mod tests {
         assert_eq!(content_value(b"hello"), Value::Str("hello".into()));
         assert_eq!(content_value(b"a\x1bb"), Value::bytes(b"a\x1bb"));
         assert_eq!(content_value(&[0xff, 0xfe]), Value::bytes(&[0xff, 0xfe]));
+        assert_eq!(content_value(b"a\tb\r\n"), Value::Str("a\tb\r\n".into()));
+        assert_eq!(content_value(b"a\x7fb"), Value::bytes(b"a\x7fb"));
+        assert_eq!(content_value("é✓".as_bytes()), Value::Str("é✓".into()));
+        assert_eq!(
+            content_value("a\u{85}".as_bytes()),
+            Value::bytes("a\u{85}".as_bytes())
+        );
+    }
+
+    /// The reference: what `content_value` showed before its ASCII fast path.
+    fn content_value_by_chars(b: &[u8]) -> Value {
+        match std::str::from_utf8(b) {
+            Ok(s)
+                if b.len() <= 4096
+                    && !s
+                        .chars()
+                        .any(|c| c.is_control() && !matches!(c, '\t' | '\n' | '\r')) =>
+            {
+                Value::Str(s.to_string())
+            }
+            _ => Value::bytes(b),
+        }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn content_fast_path_agrees(
+            b in proptest::collection::vec(
+                proptest::prop_oneof![0x1fu8..0x22, 0x7au8..0x82, proptest::prelude::any::<u8>()],
+                0..80,
+            ),
+            s in ".{0,40}",
+        ) {
+            proptest::prop_assert_eq!(content_value(&b), content_value_by_chars(&b));
+            proptest::prop_assert_eq!(content_value(s.as_bytes()), content_value_by_chars(s.as_bytes()));
+        }
+
+        #[test]
+        fn iso8601_is_the_formatted_date(ms in 0i64..253_402_300_800_000) {
+            let secs = ms / 1000;
+            let (y, m, d) = civil_from_days(secs / 86_400);
+            let sod = secs % 86_400;
+            let want = format!(
+                "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{:03}Z",
+                sod / 3600,
+                sod / 60 % 60,
+                sod % 60,
+                ms % 1000
+            );
+            proptest::prop_assert_eq!(iso8601_ms(ms), Some(want));
+        }
     }
 
     #[test]
