@@ -824,8 +824,13 @@ fn infer_response(bytes: &[u8], opts: &DecodeOptions) -> Option<(i16, i16, Decod
 /// is printed. Memory is bounded: at most `cap` messages wait; past that the
 /// oldest leaves as it is (unpaired so far).
 pub struct Reorder {
-    queue: std::collections::VecDeque<(Box<MessageRecord>, bool, Option<Held>)>,
+    /// Held messages: (message, waiting for its response, what it keeps
+    /// without its tree, its cost as [`Reorder::limit_bytes`] counts it).
+    queue: std::collections::VecDeque<(Box<MessageRecord>, bool, Option<Held>, usize)>,
     cap: usize,
+    /// What the held messages cost, and how much they may.
+    held_cost: usize,
+    cost_cap: usize,
     /// Set by [`Reorder::hold_without_trees`]: how held trees are decoded again.
     redecode: Option<DecodeOptions>,
     /// Released messages whose trees [`Reorder::restore`] has yet to decode, by index.
@@ -933,12 +938,18 @@ impl Held {
     }
 }
 
+/// What [`Reorder::limit_bytes`] counts for a held message besides its bytes
+/// and JSON: the record itself and its facts' small allocations.
+pub const HELD_OVERHEAD: usize = std::mem::size_of::<MessageRecord>() + 512;
+
 impl Reorder {
     /// A reorder buffer holding at most `cap` messages.
     pub fn new(cap: usize) -> Reorder {
         Reorder {
             queue: std::collections::VecDeque::new(),
             cap: cap.max(1),
+            held_cost: 0,
+            cost_cap: usize::MAX,
             redecode: None,
             released: std::collections::VecDeque::new(),
             json_budget: 0,
@@ -946,6 +957,17 @@ impl Reorder {
             json_ratio: Ratio::default(),
             notices: std::collections::VecDeque::new(),
         }
+    }
+
+    /// Bounds the held messages by what they cost as well as by their number:
+    /// a message costs its bytes and a fixed [`HELD_OVERHEAD`] (tree JSON has
+    /// its own budget, [`Reorder::hold_as_json`]; trees kept whole are not
+    /// counted: bound those by number). Past `bytes`, the oldest message
+    /// leaves even if it waits for its response, as past the count: a
+    /// capture whose request is never answered keeps bounded memory, its
+    /// later messages leaving in order.
+    pub fn limit_bytes(&mut self, bytes: usize) {
+        self.cost_cap = bytes;
     }
 
     /// Messages that have to wait give up their trees: they leave without one,
@@ -1031,7 +1053,8 @@ impl Reorder {
                 }
                 let waiting = m.info.kind == Kind::Request && m.info.expects_response;
                 let raw_len = m.raw.bytes.len();
-                self.queue.push_back((m, waiting, None));
+                let index = m.info.index;
+                self.queue.push_back((m, waiting, None, 0));
                 self.release(out, false);
                 if self.redecode.is_some() {
                     // Still held: keep the bytes (and within the budget the
@@ -1040,7 +1063,7 @@ impl Reorder {
                     // from the message's bytes and the ratio seen so far.
                     let guess = self.json_ratio.guess(raw_len);
                     let json = self.json_held.saturating_add(guess) <= self.json_budget;
-                    if let Some((m, _, held)) = self.queue.back_mut() {
+                    if let Some((m, _, held, _)) = self.queue.back_mut() {
                         if held.is_none() {
                             *held = Held::strip(m, json.then_some(guess));
                             if let Some(h) = held {
@@ -1055,6 +1078,16 @@ impl Reorder {
                         }
                     }
                 }
+                // Still held: counted, and past the cap the oldest leave.
+                if let Some((m, _, _, cost)) = self.queue.back_mut() {
+                    if m.info.index == index && *cost == 0 {
+                        *cost = raw_len + HELD_OVERHEAD;
+                        self.held_cost += *cost;
+                        if self.held_cost > self.cost_cap {
+                            self.release(out, false);
+                        }
+                    }
+                }
                 return;
             }
             Output::Notice(n) => {
@@ -1064,7 +1097,7 @@ impl Reorder {
                     }
                 }
                 match self.queue.back() {
-                    Some((last, _, _)) if self.notices.len() < MAX_HELD_NOTICES => {
+                    Some((last, _, _, _)) if self.notices.len() < MAX_HELD_NOTICES => {
                         self.notices.push_back((last.info.index, n));
                     }
                     _ => out.push(Output::Notice(n)),
@@ -1082,16 +1115,18 @@ impl Reorder {
     fn find(&mut self, index: u64) -> Option<(&mut MessageRecord, &mut bool, &mut Option<Held>)> {
         let front = self.queue.front()?.0.info.index;
         let pos = usize::try_from(index.checked_sub(front)?).ok()?;
-        let (m, w, h) = self.queue.get_mut(pos)?;
+        let (m, w, h, _) = self.queue.get_mut(pos)?;
         (m.info.index == index).then_some((&mut **m, w, h))
     }
 
     fn release(&mut self, out: &mut Vec<Output>, all: bool) {
-        while let Some((_, waiting, _)) = self.queue.front() {
-            if *waiting && !all && self.queue.len() <= self.cap {
+        while let Some((_, waiting, _, _)) = self.queue.front() {
+            if *waiting && !all && self.queue.len() <= self.cap && self.held_cost <= self.cost_cap
+            {
                 break;
             }
-            if let Some((m, _, held)) = self.queue.pop_front() {
+            if let Some((m, _, held, cost)) = self.queue.pop_front() {
+                self.held_cost -= cost;
                 let index = m.info.index;
                 if let Some(h) = held {
                     self.released.push_back((index, h));
@@ -1119,6 +1154,52 @@ mod tests {
     use super::*;
     use crate::capture::{FileSource, FrameSource, Polled};
     use crate::flow::Ports;
+
+    /// A request whose response never comes holds the messages after it
+    /// only up to `limit_bytes`: past it the oldest leave, in order, and what
+    /// is still held never costs more than the limit.
+    #[test]
+    fn an_unanswered_request_holds_at_most_the_byte_limit() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("captures/a2-confluent-compression-codecs.pcap");
+        let mut msgs = crate::test_captures::messages(&path, AnalyzerConfig::default());
+        assert!(msgs.len() > 20, "{} messages", msgs.len());
+        // The first one waits for a response that never comes; the others
+        // wait for nothing.
+        for (i, m) in msgs.iter_mut().enumerate() {
+            m.info.paired = false;
+            m.info.peer = None;
+            m.info.kind = if i == 0 { Kind::Request } else { Kind::Response };
+            m.info.expects_response = i == 0;
+        }
+        let cost = |m: &MessageRecord| m.raw.bytes.len() + HELD_OVERHEAD;
+        let limit = 6 * HELD_OVERHEAD;
+        for limit in [usize::MAX, limit] {
+            let mut r = Reorder::new(1 << 20);
+            r.limit_bytes(limit);
+            let (mut out, mut left) = (Vec::new(), Vec::new());
+            for (i, m) in msgs.iter().enumerate() {
+                r.push(Output::Message(Box::new(m.clone())), &mut out);
+                left.extend(out.drain(..).filter_map(|o| match o {
+                    Output::Message(m) => Some(m.info.index),
+                    Output::Notice(_) => None,
+                }));
+                let held: usize = msgs[left.len()..=i].iter().map(cost).sum();
+                if limit == usize::MAX {
+                    assert!(left.is_empty(), "nothing passes the waiting request");
+                } else {
+                    assert!(held <= limit || left.len() == i, "{held} bytes held at {i}");
+                }
+            }
+            r.flush(&mut out);
+            left.extend(out.drain(..).filter_map(|o| match o {
+                Output::Message(m) => Some(m.info.index),
+                Output::Notice(_) => None,
+            }));
+            let want: Vec<u64> = msgs.iter().map(|m| m.info.index).collect();
+            assert_eq!(left, want, "every message leaves once, in order");
+        }
+    }
 
     /// How a reorder buffer treats held messages' trees.
     #[derive(Clone, Copy, PartialEq)]

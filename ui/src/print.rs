@@ -207,6 +207,12 @@ struct Work {
 /// buffer, so it writes them without copying them again).
 const OUT_CHUNK: usize = 64 * 1024;
 
+/// What messages held for their pairing may cost in all (bytes, kept tree
+/// JSON and per-message overhead, see `Reorder::limit_bytes`): with the
+/// message count (65,536 for files) it bounds the memory a request that is
+/// never answered can make the messages after it take.
+const HELD_BYTES: usize = 32 << 20;
+
 /// Bytes of held messages' tree JSON the writer keeps instead of decoding
 /// them again (see `Reorder::hold_as_json`).
 const HELD_JSON_BUDGET: usize = 32 << 20;
@@ -238,6 +244,7 @@ impl Stage {
     ) -> Stage {
         // Requests wait (bounded) for their responses so `paired` is final when printed.
         let mut reorder = Reorder::new(held);
+        reorder.limit_bytes(HELD_BYTES);
         if printer.verbose && printer.format == PrintFormat::Jsonl {
             // Messages waiting behind a long poll hold their trees' JSON
             // (bounded), then their bytes, not their trees.
