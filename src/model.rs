@@ -1121,8 +1121,7 @@ impl Reorder {
 
     fn release(&mut self, out: &mut Vec<Output>, all: bool) {
         while let Some((_, waiting, _, _)) = self.queue.front() {
-            if *waiting && !all && self.queue.len() <= self.cap && self.held_cost <= self.cost_cap
-            {
+            if *waiting && !all && self.queue.len() <= self.cap && self.held_cost <= self.cost_cap {
                 break;
             }
             if let Some((m, _, held, cost)) = self.queue.pop_front() {
@@ -1169,7 +1168,11 @@ mod tests {
         for (i, m) in msgs.iter_mut().enumerate() {
             m.info.paired = false;
             m.info.peer = None;
-            m.info.kind = if i == 0 { Kind::Request } else { Kind::Response };
+            m.info.kind = if i == 0 {
+                Kind::Request
+            } else {
+                Kind::Response
+            };
             m.info.expects_response = i == 0;
         }
         let cost = |m: &MessageRecord| m.raw.bytes.len() + HELD_OVERHEAD;

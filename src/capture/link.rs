@@ -611,7 +611,10 @@ mod tests {
         let f = Bytes::from(ethernet_ipv4_tcp_frame());
         let fast = ethernet_ipv4_tcp(&f).expect("taken by the fast path");
         check_kafka(&fast);
-        assert_eq!(Ok(fast), decode_link_lax(LinkType::ETHERNET, &f, f.len() as u32));
+        assert_eq!(
+            Ok(fast),
+            decode_link_lax(LinkType::ETHERNET, &f, f.len() as u32)
+        );
         // Fragments, VLAN tags, IPv6, other protocols and cut packets are not taken.
         let mut frag = ethernet_ipv4_tcp_frame();
         frag[14 + 6] = 0x20; // more fragments
@@ -649,7 +652,10 @@ mod tests {
                 );
             }
         }
-        assert!(frames > 1000 && taken > 1000, "{frames} frames, {taken} taken");
+        assert!(
+            frames > 1000 && taken > 1000,
+            "{frames} frames, {taken} taken"
+        );
     }
 
     proptest::proptest! {
