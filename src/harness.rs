@@ -461,6 +461,50 @@ pub fn record_set(data: &[u8]) {
     check_record_set(&set);
 }
 
+/// Declared sizes (`records::declared`, what `stats` counts a CRC-verified
+/// batch by): byte 0 picks the codec (bits 0–1: gzip, snappy, LZ4, zstd), the
+/// compression level (bits 2–3), whether the rest is taken as the payload
+/// itself (bit 4) or compressed for real first — zstd streamed, without a
+/// content size, the frames the block walk reads — and how many bytes are
+/// then changed (bits 5–7; each a u16 position and a byte to XOR).
+pub fn declared(data: &[u8]) {
+    let mut c = Choices::new(data);
+    let mode = c.byte();
+    let codec = 1 + mode % 4;
+    let changes: Vec<(u16, u8)> = (0..mode >> 5).map(|_| (c.u16(), c.byte())).collect();
+    let rest = c.rest();
+    let mut payload = if mode & 0x10 != 0 {
+        rest.to_vec()
+    } else if codec == 4 {
+        let level = [1, 3, 9, -1][usize::from((mode >> 2) & 3)];
+        zstd::stream::encode_all(rest, level).unwrap_or_default()
+    } else {
+        compress(codec, rest)
+    };
+    let n = payload.len();
+    for (at, x) in changes {
+        if let Some(b) = payload.get_mut(usize::from(at) % n.max(1)) {
+            *b ^= x;
+        }
+    }
+    check_declared(codec, &payload);
+}
+
+/// The size `payload` declares for `codec`, if any, is the size it decodes
+/// to whenever it decodes (a payload that does not decode may still declare
+/// one: the exception docs/stats.md describes).
+pub fn check_declared(codec: u8, payload: &[u8]) {
+    let declared = crate::kafka::records::declared::declared_len(codec, payload);
+    let decoded = crate::kafka::records::compression::decompressed_len(codec, payload, 1 << 22);
+    if let (Some(n), Ok(s)) = (declared, decoded) {
+        assert_eq!(
+            n, s.len,
+            "codec {codec}: declared {n} bytes, decodes to {}",
+            s.len
+        );
+    }
+}
+
 /// Decodes `set` as a record set at offset 0 of a message made of just those
 /// bytes and checks the invariants.
 pub fn check_record_set(set: &[u8]) {
@@ -1116,4 +1160,5 @@ pub const TARGETS: &[(&str, Harness)] = &[
     ("pipeline", pipeline),
     ("link", link),
     ("pcap_file", pcap_file),
+    ("declared", declared),
 ];

@@ -86,6 +86,11 @@ fn replay_pcap_file() {
 }
 
 #[test]
+fn replay_declared() {
+    replay("declared");
+}
+
+#[test]
 fn every_target_has_a_corpus() {
     for (t, _) in harness::TARGETS {
         assert!(

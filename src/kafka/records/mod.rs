@@ -32,7 +32,7 @@
 mod batch;
 pub mod compression;
 mod cursor;
-mod declared;
+pub(crate) mod declared;
 mod legacy;
 mod zstd_len;
 
