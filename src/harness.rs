@@ -253,6 +253,45 @@ pub fn request_decode(data: &[u8]) {
     let msg = message_bytes(fix, c.rest());
     let d = decode_request(&msg, &fuzz_opts());
     check_decoded(&msg, &d);
+    for opts in scan_opts() {
+        let s = crate::kafka::decode::summarize_request(&msg, &opts);
+        check_summary(s, &decode_request(&msg, &opts), false);
+    }
+}
+
+/// The options the analyzer's summary scan runs with: `print`'s and `stats`'.
+fn scan_opts() -> [DecodeOptions; 2] {
+    let print = DecodeOptions {
+        records: false,
+        ..fuzz_opts()
+    };
+    let stats = DecodeOptions {
+        records_headers_only: true,
+        ..print.clone()
+    };
+    [print, stats]
+}
+
+/// Where the summary scan answers, it says what the tree of the same bytes
+/// says (the analyzer takes one for the other): the message decodes
+/// cleanly, with the same header, throttle time, error codes and topics.
+fn check_summary(s: Option<crate::kafka::decode::Summary>, d: &Decoded, response: bool) {
+    let Some(s) = s else { return };
+    assert!(d.error.is_none(), "the scan answered, the decoder found {:?}", d.error);
+    assert_eq!(
+        (s.api_key, s.api_version, s.correlation_id),
+        (d.api_key, d.api_version, d.correlation_id),
+        "header"
+    );
+    if response {
+        let (throttle, errors) = crate::model::response_facts(&d.root);
+        assert_eq!(s.throttle_time_ms, throttle, "throttle time");
+        assert_eq!(s.error_codes, errors, "error codes");
+    } else {
+        assert_eq!(s.client_id, d.client_id, "client id");
+    }
+    assert_eq!(s.topics, d.topics, "topics");
+    assert_eq!(s.topic_ids, d.topic_ids, "topic ids");
 }
 
 /// Response decode. Byte 0 picks a response definition, byte 1 a version in
@@ -279,6 +318,10 @@ pub fn response_decode(data: &[u8]) {
     let msg = message_bytes(fix, c.rest());
     let d = decode_response(&msg, key, version, &fuzz_opts());
     check_decoded(&msg, &d);
+    for opts in scan_opts() {
+        let s = crate::kafka::decode::summarize_response(&msg, key, version, &opts);
+        check_summary(s, &decode_response(&msg, key, version, &opts), true);
+    }
 }
 
 // ---------------------------------------------------------------------------
