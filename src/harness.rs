@@ -277,7 +277,11 @@ fn scan_opts() -> [DecodeOptions; 2] {
 /// cleanly, with the same header, throttle time, error codes and topics.
 fn check_summary(s: Option<crate::kafka::decode::Summary>, d: &Decoded, response: bool) {
     let Some(s) = s else { return };
-    assert!(d.error.is_none(), "the scan answered, the decoder found {:?}", d.error);
+    assert!(
+        d.error.is_none(),
+        "the scan answered, the decoder found {:?}",
+        d.error
+    );
     assert_eq!(
         (s.api_key, s.api_version, s.correlation_id),
         (d.api_key, d.api_version, d.correlation_id),
