@@ -296,7 +296,11 @@ fn counted_record_sets_agree_with_the_headers_only_decode() {
 
 /// Bytes that do not compress (xorshift), for LZ4's uncompressed blocks.
 fn noise(n: usize) -> Vec<u8> {
-    let mut x = 0x9E37_79B9_7F4A_7C15u64;
+    noise_from(n, 0x9E37_79B9_7F4A_7C15)
+}
+
+/// [`noise`] from a seed of its own.
+fn noise_from(n: usize, mut x: u64) -> Vec<u8> {
     (0..n)
         .map(|_| {
             x ^= x << 13;
@@ -909,16 +913,7 @@ fn zstd_block_walk_reads_hand_built_blocks() {
 /// one of 57 bits.
 #[test]
 fn zstd_walk_reads_sequences_of_more_than_56_bits() {
-    let noise = |n: usize, mut x: u64| -> Vec<u8> {
-        (0..n)
-            .map(|_| {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                x as u8
-            })
-            .collect()
-    };
+    let noise = noise_from;
     let a = noise(4_300_000, 1);
     let mut data = a.clone();
     for i in 0..40 {
