@@ -23,6 +23,13 @@ pub(crate) enum Who {
     Key(Box<ClientKey>),
 }
 
+/// What a slot may hold, each capped on its own.
+#[derive(Clone, Copy)]
+enum Column {
+    Acc,
+    Latency,
+}
+
 /// One interned client key and what it holds.
 #[derive(Debug)]
 pub(crate) struct ClientSlot<A> {
@@ -106,46 +113,53 @@ impl<A: Default> ClientTable<A> {
 
     /// The counters of `who`, made if there is room; `None` (counted) if full.
     pub(crate) fn acc(&mut self, who: &mut Who) -> Option<&mut A> {
-        let at = self.resolve(who);
-        let has = at
-            .and_then(|i| self.slots.get(i))
-            .is_some_and(|s| s.acc.is_some());
-        if !has {
-            if self.accs >= self.acc_cap {
-                self.acc_overflow += 1;
-                return None;
-            }
-            let at = match at {
-                Some(i) => i,
-                None => self.intern(who)?,
-            };
-            self.accs += 1;
-            self.slots.get_mut(at)?.acc = Some(A::default());
-            return self.slots.get_mut(at)?.acc.as_mut();
-        }
-        self.slots.get_mut(at?)?.acc.as_mut()
+        let at = self.made(who, Column::Acc)?;
+        self.slots.get_mut(at)?.acc.as_mut()
     }
 
     /// The latency histogram of `who`, made if there is room; `None` (counted) if full.
     pub(crate) fn latency(&mut self, who: &mut Who) -> Option<&mut LatencyHist> {
+        let at = self.made(who, Column::Latency)?;
+        self.slots.get_mut(at)?.latency.as_mut()
+    }
+
+    /// The slot of `who` once its entry in `column` exists: made (and the key
+    /// interned) if the column has room, else `None`, the refusal counted.
+    fn made(&mut self, who: &mut Who, column: Column) -> Option<usize> {
         let at = self.resolve(who);
         let has = at
             .and_then(|i| self.slots.get(i))
-            .is_some_and(|s| s.latency.is_some());
-        if !has {
-            if self.hists >= self.hist_cap {
-                self.hist_overflow += 1;
-                return None;
-            }
-            let at = match at {
-                Some(i) => i,
-                None => self.intern(who)?,
-            };
-            self.hists += 1;
-            self.slots.get_mut(at)?.latency = Some(LatencyHist::new());
-            return self.slots.get_mut(at)?.latency.as_mut();
+            .is_some_and(|s| match column {
+                Column::Acc => s.acc.is_some(),
+                Column::Latency => s.latency.is_some(),
+            });
+        if has {
+            return at;
         }
-        self.slots.get_mut(at?)?.latency.as_mut()
+        let (made, cap, overflow) = match column {
+            Column::Acc => (&mut self.accs, self.acc_cap, &mut self.acc_overflow),
+            Column::Latency => (&mut self.hists, self.hist_cap, &mut self.hist_overflow),
+        };
+        if *made >= cap {
+            *overflow += 1;
+            return None;
+        }
+        let at = match at {
+            Some(i) => i,
+            None => self.intern(who)?,
+        };
+        let slot = self.slots.get_mut(at)?;
+        match column {
+            Column::Acc => {
+                slot.acc = Some(A::default());
+                self.accs += 1;
+            }
+            Column::Latency => {
+                slot.latency = Some(LatencyHist::new());
+                self.hists += 1;
+            }
+        }
+        Some(at)
     }
 
     /// The counters of `who` if it has some (never made, never counted).
