@@ -207,8 +207,9 @@ struct Work {
 /// buffer, so it writes them without copying them again).
 const OUT_CHUNK: usize = 64 * 1024;
 
-/// What messages held for their pairing may cost in all (bytes, kept tree
-/// JSON and per-message overhead, see `Reorder::limit_bytes`): with the
+/// What messages held for their pairing may cost in all (their bytes and a
+/// per-message overhead, see `Reorder::limit_bytes`; tree JSON has its own
+/// budget below): with the
 /// message count (65,536 for files) it bounds the memory a request that is
 /// never answered can make the messages after it take.
 const HELD_BYTES: usize = 32 << 20;
@@ -346,10 +347,18 @@ enum Sink {
 }
 
 impl Sink {
-    /// Hands over `work`; `Ok(false)` when the stage wants no more.
-    fn send(&mut self, work: Work) -> Result<bool, CliError> {
+    /// Hands over `work`; `Ok(false)` when the stage wants no more. The
+    /// writer thread prints summaries, which never read the messages' bytes:
+    /// they are released here, on the thread that made them.
+    fn send(&mut self, mut work: Work) -> Result<bool, CliError> {
         match self {
-            Sink::Thread(tx) => Ok(tx.send(work).is_ok()),
+            Sink::Thread(tx) => {
+                strip_bytes(&mut work.outs);
+                if let Some(fin) = &mut work.finish {
+                    strip_bytes(fin);
+                }
+                Ok(tx.send(work).is_ok())
+            }
             Sink::Inline(stage) => stage.take(work).map(|stop| !stop),
         }
     }
@@ -443,7 +452,7 @@ fn run_file(
             work.ends.push(work.outs.len());
             if bytes >= work_bytes {
                 bytes = 0;
-                let mut full = std::mem::replace(
+                let full = std::mem::replace(
                     &mut work,
                     Work {
                         outs: Vec::new(),
@@ -453,11 +462,6 @@ fn run_file(
                         error: None,
                     },
                 );
-                if !opts.verbose {
-                    // Summaries never read the bytes: they are released here,
-                    // on the thread that made the messages.
-                    strip_bytes(&mut full.outs);
-                }
                 match sink.send(full) {
                     Ok(true) => {}
                     Ok(false) => break 'batches,
@@ -472,10 +476,6 @@ fn run_file(
             let mut outs = Vec::new();
             analyzer.push_events(&mut fin, &mut outs);
             analyzer.finish(&mut outs);
-            if !opts.verbose {
-                strip_bytes(&mut work.outs);
-                strip_bytes(&mut outs);
-            }
             work.finish = Some(outs);
             work.error = batch.error;
             if let Err(e) = sink.send(work) {
