@@ -938,8 +938,8 @@ impl Held {
     }
 }
 
-/// What [`Reorder::limit_bytes`] counts for a held message besides its bytes
-/// and JSON: the record itself and its facts' small allocations.
+/// What [`Reorder::limit_bytes`] counts for a held message besides its
+/// bytes: the record itself and its facts' small allocations.
 pub const HELD_OVERHEAD: usize = std::mem::size_of::<MessageRecord>() + 512;
 
 impl Reorder {
@@ -1176,6 +1176,14 @@ mod tests {
             m.info.expects_response = i == 0;
         }
         let cost = |m: &MessageRecord| m.raw.bytes.len() + HELD_OVERHEAD;
+        let messages = |out: &mut Vec<Output>| -> Vec<u64> {
+            out.drain(..)
+                .filter_map(|o| match o {
+                    Output::Message(m) => Some(m.info.index),
+                    Output::Notice(_) => None,
+                })
+                .collect()
+        };
         let limit = 6 * HELD_OVERHEAD;
         for limit in [usize::MAX, limit] {
             let mut r = Reorder::new(1 << 20);
@@ -1183,10 +1191,7 @@ mod tests {
             let (mut out, mut left) = (Vec::new(), Vec::new());
             for (i, m) in msgs.iter().enumerate() {
                 r.push(Output::Message(Box::new(m.clone())), &mut out);
-                left.extend(out.drain(..).filter_map(|o| match o {
-                    Output::Message(m) => Some(m.info.index),
-                    Output::Notice(_) => None,
-                }));
+                left.extend(messages(&mut out));
                 let held: usize = msgs[left.len()..=i].iter().map(cost).sum();
                 if limit == usize::MAX {
                     assert!(left.is_empty(), "nothing passes the waiting request");
@@ -1195,10 +1200,7 @@ mod tests {
                 }
             }
             r.flush(&mut out);
-            left.extend(out.drain(..).filter_map(|o| match o {
-                Output::Message(m) => Some(m.info.index),
-                Output::Notice(_) => None,
-            }));
+            left.extend(messages(&mut out));
             let want: Vec<u64> = msgs.iter().map(|m| m.info.index).collect();
             assert_eq!(left, want, "every message leaves once, in order");
         }
