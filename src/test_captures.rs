@@ -56,9 +56,9 @@ pub(crate) fn full_trees() -> AnalyzerConfig {
     cfg
 }
 
-/// Every message of the capture at `path` through an analyzer with `cfg`
-/// (none when the file does not open).
-pub(crate) fn messages(path: &Path, cfg: AnalyzerConfig) -> Vec<MessageRecord> {
+/// Everything an analyzer with `cfg` outputs for the capture at `path`, in
+/// order (nothing when the file does not open).
+pub(crate) fn outputs(path: &Path, cfg: AnalyzerConfig) -> Vec<Output> {
     let Ok(mut src) = FileSource::open(path.to_str().unwrap_or("")) else {
         return Vec::new();
     };
@@ -72,7 +72,14 @@ pub(crate) fn messages(path: &Path, cfg: AnalyzerConfig) -> Vec<MessageRecord> {
         }
     }
     a.finish(&mut out);
-    out.into_iter()
+    out
+}
+
+/// Every message of the capture at `path` through an analyzer with `cfg`
+/// (none when the file does not open).
+pub(crate) fn messages(path: &Path, cfg: AnalyzerConfig) -> Vec<MessageRecord> {
+    outputs(path, cfg)
+        .into_iter()
         .filter_map(|o| match o {
             Output::Message(m) => Some(*m),
             Output::Notice(_) => None,

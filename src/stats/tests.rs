@@ -660,25 +660,11 @@ fn rebalance_loop_and_generation_timeline() {
 
 /// The JSON report of `path` with these analyzer settings.
 fn report_json(path: &std::path::Path, cfg: AnalyzerConfig) -> String {
-    use crate::capture::{FileSource, FrameSource, Polled};
-    use crate::model::Analyzer;
-    let mut src = FileSource::open(path.to_str().expect("utf-8 path")).expect("open capture");
-    let mut a = Analyzer::new(cfg);
+    let outputs = crate::test_captures::outputs(path, cfg);
+    assert!(!outputs.is_empty(), "{}: nothing read", path.display());
     let mut stats = Stats::new(StatsConfig::default());
-    let mut out = Vec::new();
-    loop {
-        match src.poll() {
-            Ok(Polled::Frame(f)) => a.push(&f, &mut out),
-            Ok(Polled::Timeout) => continue,
-            _ => break,
-        }
-        for o in out.drain(..) {
-            stats.push(&o);
-        }
-    }
-    a.finish(&mut out);
-    for o in out.drain(..) {
-        stats.push(&o);
+    for o in &outputs {
+        stats.push(o);
     }
     serde_json::to_string(&stats.report()).expect("report JSON")
 }
