@@ -45,6 +45,9 @@ pub struct AnalyzerConfig {
     pub infer_unpaired: bool,
     /// Unanswered requests remembered per connection.
     pub max_pending_per_stream: usize,
+    /// Fill [`MessageInfo::topics`]. `Stats`, which reads the topics of the
+    /// kept tree instead, clears it: a list fewer to build per message.
+    pub info_topics: bool,
 }
 
 impl Default for AnalyzerConfig {
@@ -56,6 +59,7 @@ impl Default for AnalyzerConfig {
             tree_filter: None,
             infer_unpaired: true,
             max_pending_per_stream: 4096,
+            info_topics: true,
         }
     }
 }
@@ -377,7 +381,7 @@ impl Analyzer {
         let mut facts: Option<LeanFacts> = None;
         let decoded = match raw.dir {
             Direction::ClientToBroker => {
-                let d = match scan
+                let mut d = match scan
                     .then(|| summarize_request(&raw.bytes, &self.scan_opts))
                     .flatten()
                     .filter(|s| {
@@ -395,7 +399,8 @@ impl Analyzer {
                 };
                 info.api_key = d.api_key;
                 info.api_version = d.api_version;
-                info.client_id = d.client_id.clone();
+                // `Decoded::client_id` has no reader past this point.
+                info.client_id = d.client_id.take();
                 info.expects_response = match &facts {
                     Some(f) => d.api_key != Some(0) || f.acks != Some(0),
                     None => expects_response(&d),
@@ -533,15 +538,17 @@ impl Analyzer {
         if info.kind == Kind::Response {
             self.topics.learn(info.api_key, &decoded.root);
         }
-        info.topics = if self.cfg.keep_trees {
-            decoded.topics.clone()
-        } else {
-            std::mem::take(&mut decoded.topics)
-        };
-        for id in &decoded.topic_ids {
-            if let Some(name) = self.topics.name(id) {
-                if !info.topics.iter().any(|t| t == name) {
-                    info.topics.push(name.to_string());
+        if self.cfg.info_topics {
+            info.topics = if self.cfg.keep_trees {
+                decoded.topics.clone()
+            } else {
+                std::mem::take(&mut decoded.topics)
+            };
+            for id in &decoded.topic_ids {
+                if let Some(name) = self.topics.name(id) {
+                    if !info.topics.iter().any(|t| t == name) {
+                        info.topics.push(name.to_string());
+                    }
                 }
             }
         }
@@ -1302,5 +1309,30 @@ mod tests {
         }
         assert!(n > 0);
         assert!(json_trees > 0);
+    }
+
+    /// `info_topics: false` leaves only `MessageInfo::topics` empty: every
+    /// other fact and the kept trees (their topics included) are the same.
+    #[test]
+    fn without_info_topics_only_the_info_topics_are_empty() {
+        let mut named = 0;
+        for path in crate::test_captures::shipped() {
+            let with = crate::test_captures::messages(&path, crate::test_captures::full_trees());
+            let cfg = AnalyzerConfig {
+                info_topics: false,
+                ..crate::test_captures::full_trees()
+            };
+            let without = crate::test_captures::messages(&path, cfg);
+            assert_eq!(with.len(), without.len(), "{}", path.display());
+            for (w, mut o) in with.into_iter().zip(without) {
+                assert!(o.info.topics.is_empty(), "{}", path.display());
+                named += usize::from(!w.info.topics.is_empty());
+                o.info.topics.clone_from(&w.info.topics);
+                assert_eq!(w.info, o.info, "{}", path.display());
+                let topics = |m: &MessageRecord| m.decoded.as_ref().map(|d| d.topics.clone());
+                assert_eq!(topics(&w), topics(&o), "{}", path.display());
+            }
+        }
+        assert!(named > 0, "some shipped message names a topic");
     }
 }
