@@ -57,6 +57,9 @@ struct Run {
     ours_only_list: Vec<(&'static str, Vec<i16>)>,
     /// Nodes compared with what was written: all, tagged-field entries, non-empty record sets, nulls.
     nodes: [usize; 4],
+    /// Top-level scalar fields whose value the crate read was compared with
+    /// the value written (and so with what kafkashark shows).
+    crate_values: usize,
     /// Facts about the crate worth printing.
     notes: Vec<String>,
     /// Every triple exercised.
@@ -265,6 +268,106 @@ fn check_kafkashark(
     problems
 }
 
+/// The top-level fields of a crate message's `Debug` text (`Name { a: 1,
+/// b: BrokerId(2), c: [..] }`) whose value is an integer (bare or in a
+/// newtype) or a bool: `(field, value)`.
+fn debug_scalars(dbg: &str) -> Vec<(String, String)> {
+    let Some(open) = dbg.find('{') else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    let (mut depth, mut start) = (0usize, open + 1);
+    let mut fields = Vec::new();
+    // Inside a string literal (random names hold brackets and commas).
+    let (mut quoted, mut escaped) = (false, false);
+    for (i, ch) in dbg.char_indices().skip_while(|(i, _)| *i <= open) {
+        if quoted {
+            match (escaped, ch) {
+                (true, _) => escaped = false,
+                (false, '\\') => escaped = true,
+                (false, '"') => quoted = false,
+                _ => {}
+            }
+            continue;
+        }
+        match ch {
+            '"' => quoted = true,
+            '{' | '[' | '(' => depth += 1,
+            '}' | ']' | ')' if depth > 0 => depth -= 1,
+            ',' | '}' if depth == 0 => {
+                fields.push(dbg[start..i].trim());
+                start = i + 1;
+                if ch == '}' {
+                    break;
+                }
+            }
+            _ => {}
+        }
+    }
+    for f in fields {
+        let Some((name, value)) = f.split_once(": ") else {
+            continue;
+        };
+        // `BrokerId(2)` → `2`.
+        let inner = match (value.find('('), value.strip_suffix(')')) {
+            (Some(at), Some(v)) if value[..at].chars().all(char::is_alphanumeric) => &v[at + 1..],
+            _ => value,
+        };
+        if inner.parse::<i64>().is_ok()
+            || inner.parse::<u64>().is_ok()
+            || inner == "true"
+            || inner == "false"
+        {
+            out.push((name.to_string(), inner.to_string()));
+        }
+    }
+    out
+}
+
+/// `ThrottleTimeMs` → `throttle_time_ms`, as the crate names fields.
+fn snake(name: &str) -> String {
+    let mut s = String::new();
+    for (i, c) in name.chars().enumerate() {
+        if c.is_ascii_uppercase() {
+            if i > 0 {
+                s.push('_');
+            }
+            s.push(c.to_ascii_lowercase());
+        } else {
+            s.push(c);
+        }
+    }
+    s
+}
+
+/// Compares the top-level integer and bool fields the crate read (its
+/// `Debug` text) with the values our encoder wrote at the same names: the
+/// two implementations agree on which bytes are which field, not only on
+/// the bytes. Returns how many were compared and the mismatches.
+fn crate_values(dbg: &str, body: &Encoded) -> (usize, Vec<String>) {
+    let theirs = debug_scalars(dbg);
+    let (mut n, mut problems) = (0, Vec::new());
+    for e in body.expects.iter().filter(|e| e.path.len() == 2) {
+        let ours = match &e.want {
+            Want::Is(Value::Int(i)) => i.to_string(),
+            Want::Is(Value::Uint(u)) => u.to_string(),
+            Want::Is(Value::Bool(b)) => b.to_string(),
+            _ => continue,
+        };
+        let name = snake(&e.path[1]);
+        if let Some((_, v)) = theirs.iter().find(|(k, _)| *k == name) {
+            n += 1;
+            if *v != ours {
+                problems.push(format!(
+                    "field {}: we wrote {ours}, the crate read {v}",
+                    e.path[1]
+                ));
+            }
+        }
+    }
+    (n, problems)
+}
+
 fn hex(b: &[u8]) -> String {
     b.iter().map(|x| format!("{x:02x}")).collect()
 }
@@ -274,7 +377,7 @@ fn hex(b: &[u8]) -> String {
 fn crate_round_trip<M: Encodable + Decodable + std::fmt::Debug>(
     body: &Encoded,
     v: i16,
-) -> Result<(), String> {
+) -> Result<String, String> {
     let mut slice: &[u8] = &body.bytes;
     let m = M::decode(&mut slice, v).map_err(|e| format!("crate cannot decode: {e:#}"))?;
     if !slice.is_empty() {
@@ -312,7 +415,7 @@ fn crate_round_trip<M: Encodable + Decodable + std::fmt::Debug>(
         ));
     }
     match m.compute_size(v) {
-        Ok(n) if n == out.len() => Ok(()),
+        Ok(n) if n == out.len() => Ok(dbg),
         other => Err(format!(
             "crate compute_size {other:?}, encoded {} bytes",
             out.len()
@@ -423,8 +526,13 @@ fn compare<M: Encodable + Decodable + Default + std::fmt::Debug>(
         if let Err(e) = crate_header(kind, &hdr, crate_hv, key, v, corr, &client) {
             problems.push(format!("random #{i}: {e}"));
         }
-        if let Err(e) = crate_round_trip::<M>(&body, v) {
-            problems.push(format!("random #{i}: {e}"));
+        match crate_round_trip::<M>(&body, v) {
+            Err(e) => problems.push(format!("random #{i}: {e}")),
+            Ok(dbg) => {
+                let (n, p) = crate_values(&dbg, &body);
+                run.crate_values += n;
+                problems.extend(p.into_iter().map(|p| format!("random #{i}: {p}")));
+            }
         }
         for p in check_kafkashark(def, v, &hdr, corr, &client, &body) {
             problems.push(format!("random #{i}: {p}"));
@@ -645,6 +753,10 @@ fn kafkashark_and_kafka_protocol_read_the_same_values_from_the_same_bytes() {
         .map(|(name, vs)| format!("{name} {}", ranges(vs)))
         .collect();
     println!("  only in our tables: {}", ours.join(", "));
+    println!(
+        "  top-level scalar fields compared with the values the crate read: {}",
+        run.crate_values
+    );
     for s in &run.notes {
         println!("  note: {s}");
     }
@@ -657,6 +769,13 @@ fn kafkashark_and_kafka_protocol_read_the_same_values_from_the_same_bytes() {
         failures.push(format!(
             "compared {} triples, the crate supports {crate_triples}",
             run.compared
+        ));
+    }
+    // Most bodies start with scalars (ThrottleTimeMs, ErrorCode, Acks, …).
+    if run.crate_values < run.compared_messages {
+        failures.push(format!(
+            "only {} top-level fields compared with the crate's values in {} messages",
+            run.crate_values, run.compared_messages
         ));
     }
     if run.compared_messages != run.compared * RANDOM_PER_TRIPLE {
