@@ -284,7 +284,10 @@ fn per_api_figures_match_a_naive_count_on_every_capture() {
 
 #[test]
 fn slow_list_and_throttle_series_match_the_facts() {
-    for path in captures() {
+    let caps = captures();
+    assert!(caps.len() >= 6, "the shipped captures: {caps:?}");
+    let (mut slow, mut throttled) = (0, 0);
+    for path in caps {
         let name = path.file_name().unwrap().to_string_lossy().to_string();
         let r = run(&path, 7);
         let frame_of: BTreeMap<u64, u64> = r
@@ -315,6 +318,7 @@ fn slow_list_and_throttle_series_match_the_facts() {
             .map(|&(l, f, q)| (l as f64 / 1e6, f, q))
             .collect();
         assert_eq!(got, want, "{name}: slow list");
+        slow += got.len();
 
         let mut series: BTreeMap<i64, (u64, i64, i64)> = BTreeMap::new();
         for i in &r.infos {
@@ -333,12 +337,21 @@ fn slow_list_and_throttle_series_match_the_facts() {
             .map(|s| (s.second, (s.count, s.sum_ms, s.max_ms)))
             .collect();
         assert_eq!(got, series, "{name}: throttle series");
+        throttled += series.len();
     }
+    // Both lists compared had something in them (b4 is throttled).
+    assert!(
+        slow > 0 && throttled > 0,
+        "slow {slow}, throttled seconds {throttled}"
+    );
 }
 
 #[test]
 fn clients_used_exactly_the_api_versions_seen() {
-    for path in captures() {
+    let caps = captures();
+    assert!(caps.len() >= 6, "the shipped captures: {caps:?}");
+    let mut seen = 0;
+    for path in caps {
         let name = path.file_name().unwrap().to_string_lossy().to_string();
         let r = run(&path, 20);
         let mut naive: BTreeMap<(Option<String>, i16, i16), u64> = BTreeMap::new();
@@ -363,7 +376,9 @@ fn clients_used_exactly_the_api_versions_seen() {
             }
         }
         assert_eq!(got, naive, "{name}: (client id, api, version) → requests");
+        seen += got.len();
     }
+    assert!(seen > 0, "no client used any api");
 }
 
 /// `v2 gzip=2, v2 none=6; records 8` → ({gzip: 2, none: 6}, 8).
@@ -508,11 +523,8 @@ fn error_places_by_hand_known_facts() {
         (Some("admin-audit"), None)
     );
 
-    // b2 (errors-acks0.py), when recorded.
-    let Some(b2) = capture("b2-errors-and-acks0.pcap") else {
-        return;
-    };
-    let b2 = run(&b2, 20).report;
+    // b2 (errors-acks0.py).
+    let b2 = run(&capture("b2-errors-and-acks0.pcap").expect("b2"), 20).report;
     let one = |error: &str, api: &str| {
         let e = find(&b2, error, api);
         assert_eq!(e.len(), 1, "{error} in {api}: {e:?}");
@@ -568,7 +580,10 @@ fn error_places_by_hand_known_facts() {
 /// Every (group, GenerationId) of a successful JoinGroup response, naively from the trees.
 #[test]
 fn group_generations_match_the_join_responses() {
-    for path in captures() {
+    let caps = captures();
+    assert!(caps.len() >= 6, "the shipped captures: {caps:?}");
+    let mut generations = 0;
+    for path in caps {
         let name = path.file_name().unwrap().to_string_lossy().to_string();
         let r = run(&path, 20);
         let mut naive: BTreeSet<i64> = BTreeSet::new();
@@ -598,6 +613,7 @@ fn group_generations_match_the_join_responses() {
             .flat_map(|g| g.generations.iter().map(|e| i64::from(e.generation_id)))
             .collect();
         assert_eq!(got, naive, "{name}: generations");
+        generations += got.len();
         for g in &r.report.groups {
             for e in &g.generations {
                 if let Some(ms) = e.rebalance_ms {
@@ -609,6 +625,8 @@ fn group_generations_match_the_join_responses() {
             }
         }
     }
+    // a1, b1 and b4 hold consumer groups.
+    assert!(generations > 0, "no JoinGroup generation in any capture");
 }
 
 #[test]

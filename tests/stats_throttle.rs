@@ -43,16 +43,17 @@ const THROTTLE_FROM_S: f64 = 3.0;
 const THROTTLE_UNTIL_S: f64 = 7.0;
 const ERRORS_FROM_S: f64 = 8.0;
 
-fn paths() -> Option<(PathBuf, PathBuf)> {
+/// The capture and the proxy's log, both shipped in captures/.
+fn paths() -> (PathBuf, PathBuf) {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("captures");
     let cap = dir.join(CAPTURE);
     let log = dir.join(format!("{CAPTURE}.proxy.tsv"));
-    if cap.is_file() && log.is_file() {
-        Some((cap, log))
-    } else {
-        eprintln!("skipping: {} or its .proxy.tsv is missing", cap.display());
-        None
-    }
+    assert!(
+        cap.is_file() && log.is_file(),
+        "{} and its .proxy.tsv ship in captures/",
+        cap.display()
+    );
+    (cap, log)
 }
 
 fn secs(t: Timestamp) -> f64 {
@@ -146,7 +147,7 @@ fn client_ids(infos: &[MessageInfo]) -> HashMap<u64, String> {
 
 #[test]
 fn throttle_figures_match_the_messages() {
-    let Some((cap, _)) = paths() else { return };
+    let (cap, _) = paths();
     let r = run(&cap);
     assert!(r.infos.len() > 300, "{} messages", r.infos.len());
 
@@ -255,7 +256,7 @@ fn throttle_figures_match_the_messages() {
 
 #[test]
 fn throttle_values_and_errors_are_exactly_what_the_proxy_injected() {
-    let Some((cap, log)) = paths() else { return };
+    let (cap, log) = paths();
     let r = run(&cap);
     let log = proxy_log(&log);
     let cid = client_ids(&r.infos);
@@ -421,7 +422,7 @@ fn fetch_gaps(infos: &[MessageInfo], stream: u64) -> Vec<(i32, f64, f64)> {
 
 #[test]
 fn clients_really_wait_or_are_held_by_the_mute() {
-    let Some((cap, _)) = paths() else { return };
+    let (cap, _) = paths();
     let r = run(&cap);
     let cid = client_ids(&r.infos);
     let stream_of = |c: &str| -> u64 {
