@@ -1,6 +1,6 @@
 //! Hostile TCP and link-layer variants of the real recorded captures.
 //!
-//! Each test takes a clean capture from ../shared/captures/recorded, runs the
+//! Each test takes a clean recorded capture (shipped in captures/), runs the
 //! [`Analyzer`] on it for reference, then rewrites the same TCP segments into a
 //! hostile capture — 1-byte segments, reordering, retransmissions and
 //! overlaps, VLAN tags, another IP version, sequence numbers wrapping past

@@ -100,9 +100,17 @@ impl Seg {
     }
 }
 
-/// A recorded capture from ../shared/captures/recorded, or `None` (with a line on
-/// stderr saying why the caller skips) when it is absent.
+/// A recorded capture: the copy shipped in captures/, else the one in
+/// ../shared/captures/recorded, or `None` (with a line on stderr saying why the
+/// caller skips) when neither is there.
 pub fn recorded(name: &str) -> Option<PathBuf> {
+    // The recorded captures ship in the repository too: those run without ../shared.
+    let shipped = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("captures")
+        .join(name);
+    if shipped.is_file() {
+        return Some(shipped);
+    }
     let p = Path::new(SHARED_CAPTURES).join("recorded").join(name);
     if p.is_file() {
         Some(p)
