@@ -259,15 +259,23 @@ fn message_bytes(fix: bool, body: &[u8]) -> Vec<u8> {
 /// Request decode. Byte 0: bit 0 set → the rest gets a correct size prefix
 /// (so the fuzzer explores bodies), clear → the rest is the whole message.
 pub fn request_decode(data: &[u8]) {
+    request_decode_scanned(data);
+}
+
+/// [`request_decode`], returning how many of the summary scans (print's,
+/// stats') answered, and so were compared with the tree.
+pub fn request_decode_scanned(data: &[u8]) -> usize {
     let mut c = Choices::new(data);
     let fix = c.byte() & 1 == 1;
     let msg = message_bytes(fix, c.rest());
     let d = decode_request(&msg, &fuzz_opts());
     check_decoded(&msg, &d);
+    let mut answered = 0;
     for opts in scan_opts() {
         let s = crate::kafka::decode::summarize_request(&msg, &opts);
-        check_summary(s, &decode_request(&msg, &opts), false);
+        answered += usize::from(check_summary(s, &decode_request(&msg, &opts), false));
     }
+    answered
 }
 
 /// The options the analyzer's summary scan runs with: `print`'s and `stats`'.
@@ -286,8 +294,9 @@ fn scan_opts() -> [DecodeOptions; 2] {
 /// Where the summary scan answers, it says what the tree of the same bytes
 /// says (the analyzer takes one for the other): the message decodes
 /// cleanly, with the same header, throttle time, error codes and topics.
-fn check_summary(s: Option<crate::kafka::decode::Summary>, d: &Decoded, response: bool) {
-    let Some(s) = s else { return };
+/// True when the scan answered.
+fn check_summary(s: Option<crate::kafka::decode::Summary>, d: &Decoded, response: bool) -> bool {
+    let Some(s) = s else { return false };
     assert!(
         d.error.is_none(),
         "the scan answered, the decoder found {:?}",
@@ -307,12 +316,18 @@ fn check_summary(s: Option<crate::kafka::decode::Summary>, d: &Decoded, response
     }
     assert_eq!(s.topics, d.topics, "topics");
     assert_eq!(s.topic_ids, d.topic_ids, "topic ids");
+    true
 }
 
 /// Response decode. Byte 0 picks a response definition, byte 1 a version in
 /// (and just beyond) its range, byte 2 bit 0 the size prefix as in
 /// [`request_decode`].
 pub fn response_decode(data: &[u8]) {
+    response_decode_scanned(data);
+}
+
+/// [`response_decode`], returning how many summary scans answered.
+pub fn response_decode_scanned(data: &[u8]) -> usize {
     let mut c = Choices::new(data);
     let defs: Vec<_> = schema::MESSAGES
         .iter()
@@ -333,10 +348,16 @@ pub fn response_decode(data: &[u8]) {
     let msg = message_bytes(fix, c.rest());
     let d = decode_response(&msg, key, version, &fuzz_opts());
     check_decoded(&msg, &d);
+    let mut answered = 0;
     for opts in scan_opts() {
         let s = crate::kafka::decode::summarize_response(&msg, key, version, &opts);
-        check_summary(s, &decode_response(&msg, key, version, &opts), true);
+        answered += usize::from(check_summary(
+            s,
+            &decode_response(&msg, key, version, &opts),
+            true,
+        ));
     }
+    answered
 }
 
 // ---------------------------------------------------------------------------

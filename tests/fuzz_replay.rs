@@ -48,11 +48,24 @@ fn replay(target: &str) {
 #[test]
 fn replay_request_decode() {
     replay("request_decode");
+    // The summary scan answers on part of the corpus: its checks ran.
+    assert!(scans("request_decode", harness::request_decode_scanned) > 0);
 }
 
 #[test]
 fn replay_response_decode() {
     replay("response_decode");
+    assert!(scans("response_decode", harness::response_decode_scanned) > 0);
+}
+
+/// Summary scans that answered over a target's corpus.
+fn scans(target: &str, f: fn(&[u8]) -> usize) -> usize {
+    let dir = fuzz_dir().join("corpus").join(target);
+    std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .filter_map(|e| std::fs::read(e.ok()?.path()).ok())
+        .map(|data| f(&data))
+        .sum()
 }
 
 #[test]
@@ -121,22 +134,40 @@ fn captures_pass_the_harnesses() {
         let data = std::fs::read(&p).expect("capture");
         harness::pcap_file(&data);
         let a = support::analyze(&p, Ports::List(vec![9092, 19092]));
+        // Messages fed to each decode harness, and summary scans compared.
+        let (mut requests, mut responses, mut scanned) = (0usize, [0usize; 2], [0usize; 2]);
         for m in &a.messages {
             let (k, v) = (m.info.api_key, m.info.api_version);
             match (m.info.kind, k, v) {
                 (Kind::Request, _, _) => {
                     let mut input = vec![0];
                     input.extend_from_slice(&m.raw.bytes);
-                    harness::request_decode(&input);
+                    requests += 1;
+                    scanned[0] += harness::request_decode_scanned(&input);
                 }
                 (Kind::Response, Some(k), Some(v)) => {
+                    responses[0] += 1;
                     if let Some(seed) = response_seed(k, v, &m.raw.bytes) {
-                        harness::response_decode(&seed);
+                        responses[1] += 1;
+                        scanned[1] += harness::response_decode_scanned(&seed);
                     }
                 }
                 _ => {}
             }
         }
+        assert!(
+            requests > 0 && responses[1] > 0,
+            "{name}: {requests} {responses:?}"
+        );
+        // Every response with an api found its way into the harness.
+        assert_eq!(
+            responses[1], responses[0],
+            "{name}: responses without a seed"
+        );
+        assert!(
+            scanned[0] > 0 && scanned[1] > 0,
+            "{name}: no summary scan answered"
+        );
     }
 }
 
