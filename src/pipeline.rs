@@ -94,6 +94,16 @@ impl PipelineConfig {
 pub enum Warning {
     /// The frame could not be used: unsupported link type, IP fragment, malformed header.
     Packet(Skip),
+    /// Bytes arrived on a connection already closed (the capture puts them
+    /// after its FIN or RST): they are not decoded.
+    AfterClose {
+        /// Connection index.
+        stream: u64,
+        /// Direction.
+        dir: Direction,
+        /// Bytes past what the direction delivered.
+        bytes: u64,
+    },
     /// A trusted stream held an impossible message size; framing resynchronises.
     BadSize {
         /// Connection index.
@@ -109,6 +119,10 @@ impl fmt::Display for Warning {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Warning::Packet(s) => s.fmt(f),
+            Warning::AfterClose { stream, dir, bytes } => write!(
+                f,
+                "stream {stream} {dir:?}: {bytes} bytes after the connection closed (capture order); not decoded"
+            ),
             Warning::BadSize { stream, dir, size } => write!(
                 f,
                 "stream {stream} {dir:?}: impossible message size {size}; resynchronising"
@@ -368,6 +382,17 @@ impl Pipeline {
             self.flow_event(ev, out);
         }
         self.scratch = evs;
+        if let Some(l) = self.flow.take_late() {
+            out.push(Event::Warning {
+                frame: frame.index,
+                offset: None,
+                what: Warning::AfterClose {
+                    stream: l.stream,
+                    dir: l.dir,
+                    bytes: l.bytes,
+                },
+            });
+        }
     }
 
     /// End of input: flush every connection and framer.

@@ -240,6 +240,10 @@ pub struct FlowStats {
     pub not_broker_port: u64,
     /// Segments ignored: on a closed connection (late retransmissions, final ACKs).
     pub after_close: u64,
+    /// Of those, segments that carried bytes past what their direction had
+    /// delivered (data the capture puts after its connection's FIN or RST):
+    /// not delivered, and reported ([`Reassembler::take_late`]).
+    pub data_after_close: u64,
     /// Connections opened.
     pub connections: u64,
     /// Payload bytes already delivered or buffered when they arrived again.
@@ -339,6 +343,20 @@ pub struct Reassembler {
     buffered_total: usize,
     last_sweep: Option<Timestamp>,
     stats: FlowStats,
+    /// The last segment counted in `data_after_close`, until taken.
+    late: Option<Late>,
+}
+
+/// New bytes that arrived on a connection already closed (see
+/// [`FlowStats::data_after_close`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Late {
+    /// Connection index.
+    pub stream: u64,
+    /// Direction.
+    pub dir: Direction,
+    /// Bytes past what the direction delivered.
+    pub bytes: u64,
 }
 
 /// Time a closed connection is remembered to absorb late packets.
@@ -353,8 +371,15 @@ impl Reassembler {
             next_stream: 0,
             buffered_total: 0,
             last_sweep: None,
+            late: None,
             stats: FlowStats::default(),
         }
+    }
+
+    /// The last segment that brought new bytes to a closed connection since
+    /// the previous call (at most one per segment pushed).
+    pub fn take_late(&mut self) -> Option<Late> {
+        self.late.take()
     }
 
     /// Counters so far.
@@ -454,6 +479,30 @@ impl Reassembler {
         };
         if conn.closed {
             self.stats.after_close += 1;
+            let dir = if seg.src == conn.client {
+                Direction::ClientToBroker
+            } else {
+                Direction::BrokerToClient
+            };
+            let h = conn.half(dir);
+            let len = seg.payload.len() as u64 + u64::from(seg.payload_truncated_by);
+            let data_seq = seg.seq.wrapping_add(u32::from(seg.flags.syn));
+            // Bytes past the direction's next expected one (all of them when
+            // it never started).
+            let past = if h.started {
+                let end = i64::from(data_seq.wrapping_sub(h.next_seq) as i32) + len as i64;
+                u64::try_from(end).unwrap_or(0).min(len)
+            } else {
+                len
+            };
+            if past > 0 {
+                self.stats.data_after_close += 1;
+                self.late = Some(Late {
+                    stream: conn.stream,
+                    dir,
+                    bytes: past,
+                });
+            }
             conn.last_ts = ts;
             self.conns.insert(key, conn);
             return;
@@ -1397,5 +1446,39 @@ mod tests {
             out.last(),
             Some(FlowEvent::Start { stream: 1, .. })
         ));
+    }
+
+    /// Bytes the capture puts after a RST are not delivered, but counted and
+    /// reported once per segment; a late copy of bytes already delivered is not.
+    #[test]
+    fn new_bytes_after_a_reset_are_reported_not_delivered() {
+        let mut r = Reassembler::new(FlowConfig::default());
+        let mut out = Vec::new();
+        let t = Timestamp::new(1, 0);
+        r.push(&seg(true, 99, b"", SYN), 1, t, &mut out);
+        r.push(&seg(false, 499, b"", TcpFlags { ack: true, ..SYN }), 2, t, &mut out);
+        r.push(&seg(true, 100, b"abcd", ACK), 3, t, &mut out);
+        r.push(&seg(false, 500, b"wxyz", ACK), 4, t, &mut out);
+        assert_eq!(data_of(&out, Direction::BrokerToClient), b"wxyz");
+        r.push(&seg(true, 104, b"", TcpFlags { rst: true, ..ACK }), 5, t, &mut out);
+        assert!(r.take_late().is_none());
+        out.clear();
+        // The broker's next bytes, behind the client's RST in capture order.
+        r.push(&seg(false, 504, b"12345", ACK), 6, t, &mut out);
+        assert!(out.is_empty(), "{out:?}");
+        let late = r.take_late().expect("reported");
+        assert_eq!(
+            (late.stream, late.dir, late.bytes),
+            (0, Direction::BrokerToClient, 5)
+        );
+        assert!(r.take_late().is_none(), "taken once");
+        // A retransmission of delivered bytes, and a bare ACK: nothing new.
+        r.push(&seg(false, 500, b"wxyz", ACK), 7, t, &mut out);
+        r.push(&seg(true, 104, b"", ACK), 8, t, &mut out);
+        assert!(r.take_late().is_none());
+        // Overlapping the delivered end: only the bytes past it count.
+        r.push(&seg(false, 502, b"yz67", ACK), 9, t, &mut out);
+        assert_eq!(r.take_late().map(|l| l.bytes), Some(2));
+        assert_eq!(r.stats().data_after_close, 2);
     }
 }
