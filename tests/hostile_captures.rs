@@ -1278,7 +1278,7 @@ fn check_gap(c: &Clean, idx: u64) {
     );
 }
 
-/// A lost middle segment of a 10-segment Fetch response.
+/// A lost middle segment of a Fetch response carried by 3 or more segments.
 #[test]
 fn gap_inside_a_fetch_response() {
     let Some(c) = clean(A6) else { return };

@@ -482,39 +482,6 @@ fn mouse_selects_tabs_and_rows() {
         .starts_with("error=UNKNOWN_TOPIC_OR_PARTITION"));
 }
 
-/// How long a refresh takes on 228 000 messages (b2 a thousand times):
-/// `cargo test --release -p kafkashark-ui bench_compute -- --ignored --nocapture`.
-#[test]
-#[ignore]
-fn bench_compute() {
-    let base = entries(B2);
-    let mut all = Vec::new();
-    for k in 0..1000 {
-        for e in &base {
-            let mut e = e.clone();
-            let off = (k * base.len()) as u64;
-            e.info.index += off;
-            e.info.peer = e.info.peer.map(|p| p + off);
-            e.info.stream += (k * 30) as u64;
-            all.push(e);
-        }
-    }
-    let mut interner = super::index::Interner::default();
-    let all: Vec<_> = all
-        .into_iter()
-        .map(|e| super::index::IndexEntry::new(e, &mut interner))
-        .collect();
-    let t = std::time::Instant::now();
-    let d = super::stats_view::compute(&all, super::stats_view::DECODE_LIMIT, None);
-    eprintln!(
-        "{} entries: {:?}, wanted {} decoded {}",
-        all.len(),
-        t.elapsed(),
-        d.wanted,
-        d.decoded
-    );
-}
-
 /// b4 (real clients throttled by a proxy): every throttle row shows exactly the
 /// throttled responses it counts (counted here from the entries' facts), with
 /// the same sum.
