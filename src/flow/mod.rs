@@ -1456,11 +1456,21 @@ mod tests {
         let mut out = Vec::new();
         let t = Timestamp::new(1, 0);
         r.push(&seg(true, 99, b"", SYN), 1, t, &mut out);
-        r.push(&seg(false, 499, b"", TcpFlags { ack: true, ..SYN }), 2, t, &mut out);
+        r.push(
+            &seg(false, 499, b"", TcpFlags { ack: true, ..SYN }),
+            2,
+            t,
+            &mut out,
+        );
         r.push(&seg(true, 100, b"abcd", ACK), 3, t, &mut out);
         r.push(&seg(false, 500, b"wxyz", ACK), 4, t, &mut out);
         assert_eq!(data_of(&out, Direction::BrokerToClient), b"wxyz");
-        r.push(&seg(true, 104, b"", TcpFlags { rst: true, ..ACK }), 5, t, &mut out);
+        r.push(
+            &seg(true, 104, b"", TcpFlags { rst: true, ..ACK }),
+            5,
+            t,
+            &mut out,
+        );
         assert!(r.take_late().is_none());
         out.clear();
         // The broker's next bytes, behind the client's RST in capture order.
