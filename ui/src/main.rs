@@ -100,7 +100,7 @@ struct PrintArgs {
     /// Capture live on this interface (`any` for all).
     #[arg(short = 'i', long = "interface")]
     interface: Option<String>,
-    /// BPF filter for live capture (default: the Kafka ports).
+    /// BPF filter for live capture (default: the Kafka ports); needs -i.
     #[arg(short = 'f', long = "filter")]
     filter: Option<String>,
     /// Broker ports, comma separated, or `any` to detect Kafka on any port.
@@ -152,7 +152,7 @@ fn parse_ports(s: &str) -> Result<Ports, String> {
 enum Format {
     /// The field tree as text: name, type, value, [offset, size], description.
     Text,
-    /// `{kind, api_key, api_version, correlation_id, fields}`.
+    /// `{kind, api_key, api_version, correlation_id, decode_error, fields, sources}`.
     Json,
 }
 
@@ -305,6 +305,14 @@ fn run_decode(a: &DecodeArgs) -> Result<ExitCode, CliError> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// `-f` on a file: a BPF filter applies to live capture only; said, not ignored.
+fn bpf_without_interface() -> CliError {
+    CliError::Usage(
+        "-f/--filter is a BPF filter for live capture with -i/--interface; a file is read whole"
+            .into(),
+    )
+}
+
 fn run_print(a: PrintArgs) -> Result<ExitCode, CliError> {
     privilege::configure(&a.privilege);
     let input = match (a.interface, a.file) {
@@ -312,6 +320,7 @@ fn run_print(a: PrintArgs) -> Result<ExitCode, CliError> {
             iface,
             filter: a.filter,
         },
+        (None, Some(_)) if a.filter.is_some() => return Err(bpf_without_interface()),
         (None, Some(f)) => print::Input::File(f),
         (None, None) => return Err(CliError::Usage("give a FILE or -i IFACE".into())),
     };

@@ -230,7 +230,7 @@ pub struct StatsArgs {
     /// Capture live on this interface (`any` for all); the report refreshes every second.
     #[arg(short = 'i', long = "interface")]
     interface: Option<String>,
-    /// BPF filter for live capture (default: the Kafka ports).
+    /// BPF filter for live capture (default: the Kafka ports); needs -i.
     #[arg(short = 'f', long = "filter")]
     filter: Option<String>,
     /// Broker ports, comma separated, or `any` to detect Kafka on any port.
@@ -260,6 +260,7 @@ pub fn run_args(a: StatsArgs) -> Result<std::process::ExitCode, CliError> {
             iface,
             filter: a.filter,
         },
+        (None, Some(_)) if a.filter.is_some() => return Err(crate::bpf_without_interface()),
         (None, Some(f)) => Input::File(f),
         (None, None) => return Err(CliError::Usage("give a FILE or -i IFACE".into())),
     };

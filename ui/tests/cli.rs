@@ -280,3 +280,20 @@ fn notices_follow_the_messages_printed_before_them() {
     // The notice is not merely last: messages printed after it exist too.
     assert!(notice > 0 && notice + 1 < lines.len(), "{text}");
 }
+
+/// `-f` is a BPF filter for live capture: on a file it is refused with a
+/// message, not silently ignored.
+#[test]
+fn bpf_filter_without_interface_is_refused() {
+    let path = repo("captures/a1-kcat-produce-consume-group.pcap");
+    for cmd in ["print", "stats"] {
+        let out = bin()
+            .args([cmd, &path, "-f", "tcp port 9092"])
+            .output()
+            .expect("run");
+        assert!(!out.status.success(), "{cmd}: accepted -f on a file");
+        assert!(out.stdout.is_empty(), "{cmd}: printed output");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("--interface"), "{cmd}: {err}");
+    }
+}
