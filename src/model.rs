@@ -828,14 +828,15 @@ fn infer_response(bytes: &[u8], opts: &DecodeOptions) -> Option<(i16, i16, Decod
 
 /// Holds messages back so that a request leaves only once its response is known,
 /// keeping capture order: then a request's `paired` and `peer` are final when it
-/// is printed. Memory is bounded: at most `cap` messages wait; past that the
-/// oldest leaves as it is (unpaired so far).
+/// is printed. Memory is bounded: at most `cap` messages wait, and at most
+/// [`Reorder::limit_bytes`] of what they keep alive; past either, the oldest
+/// leaves as it is (unpaired so far).
 pub struct Reorder {
-    /// Held messages: (message, waiting for its response, what it keeps
-    /// without its tree, its cost as [`Reorder::limit_bytes`] counts it).
-    queue: std::collections::VecDeque<(Box<MessageRecord>, bool, Option<Held>, usize)>,
+    /// Held messages, oldest first, with consecutive indices.
+    queue: std::collections::VecDeque<HeldSlot>,
     cap: usize,
-    /// What the held messages cost, and how much they may.
+    /// What the held messages cost (bytes and footprint, not tree JSON), and
+    /// how much they may, tree JSON included.
     held_cost: usize,
     cost_cap: usize,
     /// Set by [`Reorder::hold_without_trees`]: how held trees are decoded again.
@@ -846,13 +847,59 @@ pub struct Reorder {
     json_budget: usize,
     /// Bytes of tree JSON kept now (held or released, not yet restored).
     json_held: usize,
+    /// Bytes of tree JSON kept by held messages (part of `json_held`).
+    json_queued: usize,
+    /// Held messages before this index keep no tree JSON (it was given up
+    /// to stay within `cost_cap`, oldest first).
+    json_kept_from: u64,
     /// Tree JSON bytes per message byte, so far.
     json_ratio: Ratio,
+    /// Where held messages keep their bytes.
+    store: ByteStore,
     /// Notices that arrived while messages were held, each with the index of
     /// the last message queued before it: it leaves right after that message,
     /// so a notice never overtakes what came before it (at most
     /// [`MAX_HELD_NOTICES`]; past that they leave at once).
     notices: std::collections::VecDeque<(u64, Notice)>,
+}
+
+/// One held message: the message, whether it waits for its response, what it
+/// keeps without its tree, and its cost as [`Reorder::limit_bytes`] counts it.
+type HeldSlot = (Box<MessageRecord>, bool, Option<Held>, usize);
+
+/// Blocks of held messages' bytes. A message's bytes are often a slice of a
+/// larger buffer (a file read buffer of [`crate::capture::fastfile::CHUNK`]
+/// bytes, a live frame), which the slice keeps alive whole; a held message
+/// copies its bytes here instead. Blocks are filled in the order messages
+/// are held and are freed when the last message in them leaves (messages
+/// leave in that order too), so the blocks alive are the held messages'
+/// bytes, plus the unused end of each block (less than
+/// [`ByteStore::LARGEST`]) and the part of the oldest block whose messages
+/// already left. One copy per held message and no allocation: copying each
+/// into an allocation of its own cost the `-V` JSONL benchmark 5 %.
+#[derive(Default)]
+struct ByteStore {
+    /// The unused end of the current block.
+    block: bytes::BytesMut,
+}
+
+impl ByteStore {
+    /// Bytes per block.
+    const BLOCK: usize = 1 << 20;
+    /// Larger messages get an allocation of their own.
+    const LARGEST: usize = Self::BLOCK / 8;
+
+    /// A copy of `b` that keeps nothing else alive (but its block).
+    fn keep(&mut self, b: &bytes::Bytes) -> bytes::Bytes {
+        if b.len() > Self::LARGEST {
+            return bytes::Bytes::copy_from_slice(b);
+        }
+        if self.block.capacity() < b.len() {
+            self.block = bytes::BytesMut::with_capacity(Self::BLOCK);
+        }
+        self.block.extend_from_slice(b);
+        self.block.split().freeze()
+    }
 }
 
 /// Notices a [`Reorder`] keeps in order behind held messages.
@@ -945,9 +992,68 @@ impl Held {
     }
 }
 
-/// What [`Reorder::limit_bytes`] counts for a held message besides its
-/// bytes: the record itself and its facts' small allocations.
+/// What [`Reorder::limit_bytes`] counts at least for a held message besides
+/// its bytes: the record itself and its facts' small allocations (measured
+/// at about 1,070 bytes on average, all held messages of a 400 MB loopback
+/// capture and of the benchmark corpus; see [`held_footprint`] for more).
 pub const HELD_OVERHEAD: usize = std::mem::size_of::<MessageRecord>() + 512;
+
+/// What the allocator takes per allocation beyond the bytes asked for
+/// (glibc: an 8-byte header, sizes rounded up to 16).
+const MALLOC_SLACK: usize = 16;
+
+/// Heap bytes of a vector's buffer.
+fn vec_heap<T>(v: &Vec<T>) -> usize {
+    match v.capacity().saturating_mul(std::mem::size_of::<T>()) {
+        0 => 0,
+        n => n.saturating_add(MALLOC_SLACK),
+    }
+}
+
+/// Heap bytes of a string's buffer.
+fn string_heap(s: &String) -> usize {
+    match s.capacity() {
+        0 => 0,
+        n => n.saturating_add(MALLOC_SLACK),
+    }
+}
+
+/// What a held message keeps alive besides its bytes, its tree and its tree
+/// JSON: the boxed record and its queue slot, the heap of its facts (client
+/// id, topics, error codes, decode error) and of its provenance (an entry
+/// per carrying frame: a message cut in many small segments has many), and
+/// the annotations it keeps to get its tree back ([`Held`]).
+fn held_footprint(m: &MessageRecord, held: Option<&Held>) -> usize {
+    let i = &m.info;
+    let opt = |s: &Option<String>| s.as_ref().map_or(0, string_heap);
+    let held = held.map_or(0, |h| {
+        h.annotations
+            .iter()
+            .fold(vec_heap(&h.annotations), |n, (_, t)| {
+                n.saturating_add(match t {
+                    std::borrow::Cow::Owned(s) => string_heap(s),
+                    std::borrow::Cow::Borrowed(_) => 0,
+                })
+            })
+    });
+    let topics = i
+        .topics
+        .iter()
+        .fold(vec_heap(&i.topics), |n, t| n.saturating_add(string_heap(t)));
+    [
+        std::mem::size_of::<MessageRecord>() + MALLOC_SLACK,
+        std::mem::size_of::<HeldSlot>(),
+        opt(&i.client_id),
+        opt(&i.decode_error),
+        vec_heap(&i.error_codes),
+        topics,
+        vec_heap(&m.raw.provenance),
+        vec_heap(&m.raw.file_pieces),
+        held,
+    ]
+    .iter()
+    .fold(0usize, |n, x| n.saturating_add(*x))
+}
 
 impl Reorder {
     /// A reorder buffer holding at most `cap` messages.
@@ -961,18 +1067,24 @@ impl Reorder {
             released: std::collections::VecDeque::new(),
             json_budget: 0,
             json_held: 0,
+            json_queued: 0,
+            json_kept_from: 0,
             json_ratio: Ratio::default(),
+            store: ByteStore::default(),
             notices: std::collections::VecDeque::new(),
         }
     }
 
-    /// Bounds the held messages by what they cost as well as by their number:
-    /// a message costs its bytes and a fixed [`HELD_OVERHEAD`] (tree JSON has
-    /// its own budget, [`Reorder::hold_as_json`]; trees kept whole are not
-    /// counted: bound those by number). Past `bytes`, the oldest message
-    /// leaves even if it waits for its response, as past the count: a
-    /// capture whose request is never answered keeps bounded memory, its
-    /// later messages leaving in order.
+    /// Bounds what the held messages keep alive as well as their number. A
+    /// held message costs its bytes — copied ([`ByteStore`]): a slice of a
+    /// larger buffer would keep all of it alive — and what else it keeps
+    /// ([`held_footprint`], at least [`HELD_OVERHEAD`]); past `bytes`, the
+    /// oldest message leaves even if it waits for its response, as past the
+    /// count: a capture whose request is never answered keeps bounded
+    /// memory, its later messages leaving in order. Tree JSON
+    /// ([`Reorder::hold_as_json`]) only takes what the messages leave of
+    /// `bytes`: held messages give it up (oldest first) rather than leave
+    /// for it. Trees kept whole are not counted: bound those by number.
     pub fn limit_bytes(&mut self, bytes: usize) {
         self.cost_cap = bytes;
     }
@@ -990,9 +1102,9 @@ impl Reorder {
     /// As [`Reorder::hold_without_trees`], but a held message first writes its
     /// tree as JSON with short keys ([`Node::write_json_short_keys`], a
     /// fraction of the tree's memory) while that of all held messages stays
-    /// within `budget` bytes:
+    /// within `budget` bytes, and within what [`Reorder::limit_bytes`] leaves:
     /// [`Reorder::restore_json`] gives that JSON back instead of decoding the
-    /// message again. Past the budget, held messages keep only their bytes.
+    /// message again. Past either, held messages keep only their bytes.
     pub fn hold_as_json(&mut self, opts: DecodeOptions, budget: usize) {
         self.redecode = Some(opts);
         self.json_budget = budget;
@@ -1059,41 +1171,11 @@ impl Reorder {
                     }
                 }
                 let waiting = m.info.kind == Kind::Request && m.info.expects_response;
-                let raw_len = m.raw.bytes.len();
                 let index = m.info.index;
                 self.queue.push_back((m, waiting, None, 0));
                 self.release(out, false);
-                if self.redecode.is_some() {
-                    // Still held: keep the bytes (and within the budget the
-                    // JSON), not the tree (tens of times its message's bytes).
-                    // JSON only where it will likely fit: its size is guessed
-                    // from the message's bytes and the ratio seen so far.
-                    let guess = self.json_ratio.guess(raw_len);
-                    let json = self.json_held.saturating_add(guess) <= self.json_budget;
-                    if let Some((m, _, held, _)) = self.queue.back_mut() {
-                        if held.is_none() {
-                            *held = Held::strip(m, json.then_some(guess));
-                            if let Some(h) = held {
-                                let len = h.json.as_ref().map_or(0, Vec::len);
-                                self.json_ratio.add(raw_len, len);
-                                if self.json_held + len > self.json_budget {
-                                    h.json = None;
-                                } else {
-                                    self.json_held += len;
-                                }
-                            }
-                        }
-                    }
-                }
-                // Still held: counted, and past the cap the oldest leave.
-                if let Some((m, _, _, cost)) = self.queue.back_mut() {
-                    if m.info.index == index && *cost == 0 {
-                        *cost = raw_len + HELD_OVERHEAD;
-                        self.held_cost += *cost;
-                        if self.held_cost > self.cost_cap {
-                            self.release(out, false);
-                        }
-                    }
+                if self.queue.back().is_some_and(|s| s.0.info.index == index) {
+                    self.hold_last(out);
                 }
                 return;
             }
@@ -1112,6 +1194,76 @@ impl Reorder {
             }
         }
         self.release(out, false);
+    }
+
+    /// The message just queued stays: it copies its bytes ([`ByteStore`]),
+    /// gives up its tree (keeping, where it fits, the tree's JSON), is
+    /// counted, and past the limit the oldest leave.
+    fn hold_last(&mut self, out: &mut Vec<Output>) {
+        // New JSON leaves a quarter of the limit to the bytes of messages
+        // still to come, so that they seldom make held JSON go (its work lost).
+        let room = self
+            .cost_cap
+            .saturating_sub(self.cost_cap / 4)
+            .saturating_sub(self.held_cost.saturating_add(self.json_queued));
+        let Some((m, _, held, cost)) = self.queue.back_mut() else {
+            return;
+        };
+        if !m.raw.bytes.is_empty() {
+            m.raw.bytes = self.store.keep(&m.raw.bytes);
+        }
+        let raw_len = m.raw.bytes.len();
+        let mut json_len = 0;
+        if self.redecode.is_some() {
+            // Keep the bytes (and where it fits the JSON), not the tree (tens
+            // of times its message's bytes). JSON only where it will likely
+            // fit: its size is guessed from the message's bytes and the ratio
+            // seen so far.
+            let guess = self.json_ratio.guess(raw_len);
+            let json_room = self
+                .json_budget
+                .saturating_sub(self.json_held)
+                .min(room.saturating_sub(raw_len.saturating_add(HELD_OVERHEAD)));
+            *held = Held::strip(m, (guess <= json_room).then_some(guess));
+            if let Some(h) = held {
+                let len = h.json.as_ref().map_or(0, Vec::len);
+                self.json_ratio.add(raw_len, len);
+                if len > json_room {
+                    h.json = None;
+                } else {
+                    json_len = len;
+                }
+            }
+        }
+        *cost = raw_len.saturating_add(HELD_OVERHEAD.max(held_footprint(m, held.as_ref())));
+        self.held_cost = self.held_cost.saturating_add(*cost);
+        self.json_held += json_len;
+        self.json_queued += json_len;
+        if self.held_cost > self.cost_cap {
+            self.release(out, false);
+        }
+        self.shed_json();
+    }
+
+    /// Held messages give up their tree JSON, oldest first, until it fits in
+    /// what their bytes leave of the limit.
+    fn shed_json(&mut self) {
+        let Some(front) = self.queue.front().map(|s| s.0.info.index) else {
+            return;
+        };
+        let mut at =
+            usize::try_from(self.json_kept_from.saturating_sub(front)).unwrap_or(usize::MAX);
+        while self.held_cost.saturating_add(self.json_queued) > self.cost_cap {
+            let Some((m, _, held, _)) = self.queue.get_mut(at) else {
+                break;
+            };
+            self.json_kept_from = m.info.index + 1;
+            if let Some(json) = held.as_mut().and_then(|h| h.json.take()) {
+                self.json_held = self.json_held.saturating_sub(json.len());
+                self.json_queued = self.json_queued.saturating_sub(json.len());
+            }
+            at += 1;
+        }
     }
 
     /// Releases everything still held (end of input).
@@ -1135,6 +1287,8 @@ impl Reorder {
                 self.held_cost -= cost;
                 let index = m.info.index;
                 if let Some(h) = held {
+                    let json = h.json.as_ref().map_or(0, Vec::len);
+                    self.json_queued = self.json_queued.saturating_sub(json);
                     self.released.push_back((index, h));
                 }
                 out.push(Output::Message(m));
@@ -1222,9 +1376,39 @@ mod tests {
         Json(usize),
     }
 
-    /// Every message's facts and tree (as JSON) after a reorder buffer.
+    /// What a reorder buffer counts matches what it holds: the costs add up
+    /// to `held_cost`, each covers its message's bytes and footprint, the
+    /// tree JSON kept adds up to `json_held` and `json_queued`, and with a
+    /// limit the held messages and their JSON stay within it.
+    fn assert_accounting(r: &Reorder) {
+        let costs: usize = r.queue.iter().map(|s| s.3).sum();
+        assert_eq!(costs, r.held_cost);
+        let json = |h: Option<&Held>| h.and_then(|h| h.json.as_ref()).map_or(0, Vec::len);
+        let queued: usize = r.queue.iter().map(|s| json(s.2.as_ref())).sum();
+        let released: usize = r.released.iter().map(|(_, h)| json(Some(h))).sum();
+        assert_eq!(queued, r.json_queued);
+        assert_eq!(queued + released, r.json_held);
+        for (m, _, h, cost) in &r.queue {
+            assert!(*cost >= m.raw.bytes.len() + held_footprint(m, h.as_ref()));
+            assert!(
+                r.redecode.is_none() || m.decoded.is_none(),
+                "trees given up"
+            );
+        }
+        if r.cost_cap != usize::MAX {
+            assert!(r.held_cost + r.json_queued <= r.cost_cap);
+        }
+        assert!(r.json_held <= r.json_budget || r.redecode.is_none() || r.json_held == 0);
+    }
+
+    /// Every message's facts and tree (as JSON) after a reorder buffer
+    /// (checking its accounting at every step), limited to `limit` bytes.
     /// Also: how many trees came back as JSON.
-    fn through_reorder(path: &std::path::Path, hold: Hold) -> (Vec<(MessageInfo, String)>, usize) {
+    fn through_reorder(
+        path: &std::path::Path,
+        hold: Hold,
+        limit: usize,
+    ) -> (Vec<(MessageInfo, String)>, usize) {
         let cfg = AnalyzerConfig {
             pipeline: PipelineConfig::with_ports(Ports::Any),
             keep_trees: true,
@@ -1233,6 +1417,7 @@ mod tests {
         let opts = cfg.decode.clone();
         let mut a = Analyzer::new(cfg);
         let mut reorder = Reorder::new(64);
+        reorder.limit_bytes(limit);
         match hold {
             Hold::Trees => {}
             Hold::Bytes => reorder.hold_without_trees(opts),
@@ -1276,6 +1461,7 @@ mod tests {
             }
             for o in out.drain(..) {
                 reorder.push(o, &mut ready);
+                assert_accounting(&reorder);
             }
             take(&mut ready, &mut reorder);
         }
@@ -1293,10 +1479,10 @@ mod tests {
         let mut json_trees = 0;
         let mut n = 0;
         for p in crate::test_captures::shipped() {
-            let (eager, _) = through_reorder(&p, Hold::Trees);
+            let (eager, _) = through_reorder(&p, Hold::Trees, usize::MAX);
             // A small JSON budget: some held messages keep JSON, others bytes.
             for hold in [Hold::Bytes, Hold::Json(64 * 1024), Hold::Json(usize::MAX)] {
-                let (lazy, n_json) = through_reorder(&p, hold);
+                let (lazy, n_json) = through_reorder(&p, hold, usize::MAX);
                 if hold == Hold::Json(usize::MAX) {
                     json_trees += n_json;
                 }
@@ -1334,5 +1520,73 @@ mod tests {
             }
         }
         assert!(named > 0, "some shipped message names a topic");
+    }
+
+    /// Under a byte limit, tree JSON takes only what the held messages leave
+    /// (giving it up when later messages need the room) and never changes
+    /// what is printed: the same messages leave, in the same order and with
+    /// the same trees, as when held messages keep only their bytes.
+    #[test]
+    fn tree_json_fits_in_the_byte_limit() {
+        let mut json_trees = 0;
+        for p in crate::test_captures::shipped() {
+            for limit in [16 * HELD_OVERHEAD, 256 * 1024] {
+                let (bytes, _) = through_reorder(&p, Hold::Bytes, limit);
+                let (json, n_json) = through_reorder(&p, Hold::Json(usize::MAX), limit);
+                assert_eq!(bytes, json, "{} limit {limit}", p.display());
+                json_trees += n_json;
+            }
+        }
+        assert!(json_trees > 0);
+    }
+
+    /// A held message whose bytes are a slice of a larger buffer (as a file
+    /// read buffer's frames are) keeps a copy of them, not the buffer.
+    #[test]
+    fn a_held_message_keeps_only_its_own_bytes() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("captures/a2-confluent-compression-codecs.pcap");
+        let cfg = crate::test_captures::full_trees();
+        let opts = cfg.decode.clone();
+        let mut msgs = crate::test_captures::messages(&path, cfg);
+        assert!(msgs.len() > 3);
+        for hold in [Hold::Trees, Hold::Bytes, Hold::Json(usize::MAX)] {
+            let mut r = Reorder::new(1 << 16);
+            match hold {
+                Hold::Trees => {}
+                Hold::Bytes => r.hold_without_trees(opts.clone()),
+                Hold::Json(b) => r.hold_as_json(opts.clone(), b),
+            }
+            let mut out = Vec::new();
+            let mut buffers = Vec::new();
+            for (i, m) in msgs.iter_mut().enumerate() {
+                // A request waiting for its response holds everything after it.
+                m.info.kind = if i == 0 {
+                    Kind::Request
+                } else {
+                    Kind::Response
+                };
+                m.info.expects_response = i == 0;
+                m.info.paired = false;
+                let mut big = bytes::BytesMut::zeroed(1 << 20);
+                big[1000..1000 + m.raw.bytes.len()].copy_from_slice(&m.raw.bytes);
+                let big = big.freeze();
+                let mut m = Box::new(m.clone());
+                m.raw.bytes = big.slice(1000..1000 + m.raw.bytes.len());
+                r.push(Output::Message(m), &mut out);
+                assert_accounting(&r);
+                buffers.push(big);
+            }
+            assert!(out.is_empty(), "all held");
+            for (big, held) in buffers.iter_mut().zip(&r.queue) {
+                assert!(big.is_unique(), "the held message dropped its slice");
+                assert_eq!(
+                    held.0.raw.bytes,
+                    big.slice(1000..1000 + held.0.raw.bytes.len())
+                );
+            }
+            r.flush(&mut out);
+            assert_eq!(out.len(), msgs.len());
+        }
     }
 }

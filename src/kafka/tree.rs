@@ -758,108 +758,276 @@ pub struct ByteSource {
 /// Renders a tree in the text layout of the project's seed document:
 /// `name  type  = value  [0x0000, 4B]  description`, with `+--` / `|` guides.
 pub fn render_text(root: &Node) -> String {
-    struct Line {
-        name: String,
-        ty: String,
-        value: String,
-        span: String,
-        about: String,
-    }
-    let mut lines: Vec<Line> = Vec::new();
-    fn collect(n: &Node, prefix: &str, last: bool, top: bool, out: &mut Vec<Line>) {
-        let name = if top {
-            n.name.to_string()
-        } else {
-            format!("{prefix}+-- {}", escape_text(&n.name))
-        };
-        let v = n.value_text();
-        let value = if v.is_empty() {
-            String::new()
-        } else {
-            format!("= {}", escape_text(&v))
-        };
-        let src = if n.source != 0 {
-            format!("#{}:", n.source)
-        } else {
-            String::new()
-        };
-        let mut about = n.about.as_deref().map(escape_text).unwrap_or_default();
-        if let Some(e) = &n.error {
-            if !about.is_empty() {
-                about.push_str(" — ");
-            }
-            about.push_str("MALFORMED: ");
-            about.push_str(&escape_text(e));
-        }
-        out.push(Line {
-            name,
-            ty: escape_text(&n.ty),
-            value,
-            span: format!("[{src}0x{:04x}, {}B]", n.offset, n.length),
-            about,
-        });
-        let child_prefix = if top {
-            String::new()
-        } else if last {
-            format!("{prefix}    ")
-        } else {
-            format!("{prefix}|   ")
-        };
-        let count = n.children.len();
-        for (i, c) in n.children.iter().enumerate() {
-            collect(c, &child_prefix, i + 1 == count, false, out);
-        }
-    }
-    collect(root, "", true, true, &mut lines);
-    let w = |f: fn(&Line) -> usize, min: usize| lines.iter().map(f).max().unwrap_or(0).max(min);
-    let name_w = w(|l| l.name.chars().count() + 2, 54);
-    let ty_w = w(|l| l.ty.chars().count() + 2, 24);
-    let val_w = w(|l| l.value.chars().count() + 2, 35);
-    let span_w = w(|l| l.span.chars().count() + 2, 15);
-    let mut s = String::with_capacity(lines.len() * (name_w + ty_w + val_w + span_w + 16));
-    for l in &lines {
-        pad(&mut s, &l.name, name_w);
-        pad(&mut s, &l.ty, ty_w);
-        pad(&mut s, &l.value, val_w);
-        if l.about.is_empty() {
-            s.push_str(&l.span);
-        } else {
-            pad(&mut s, &l.span, span_w);
-            s.push_str(&l.about);
-        }
-        // Trailing blanks of this line only: its span is never blank.
-        s.truncate(s.trim_end().len());
-        s.push('\n');
-    }
+    let mut s = String::new();
+    write_text(&mut s, root, "");
     s
 }
 
+/// Appends [`render_text`]'s lines to `out`, each after `indent`: the same
+/// bytes as pushing `indent`, the line and `\n` for every line of
+/// `render_text(root).lines()`, without building that text first. Two walks
+/// of the tree, the first for the column widths and the output's exact size
+/// (reserved once), the second writing; no allocation per line (print `-V`
+/// writes hundreds of times its messages' bytes this way).
+pub fn write_text(out: &mut impl TextSink, root: &Node, indent: &str) {
+    if !indent.is_empty() && root.name.contains(['\n', '\r']) {
+        // `lines()` would cut the (unescaped) top name: indent what it gives.
+        let text = render_text(root);
+        out.reserve_text(text.len() + text.lines().count() * indent.len());
+        for line in text.lines() {
+            out.push_text(indent);
+            out.push_text(line);
+            out.push_text("\n");
+        }
+        return;
+    }
+    let mut f = Fields::default();
+    let mut size = Size::default();
+    walk_text(root, &mut f, &mut |f| size.add(f));
+    let cols = size.columns();
+    out.reserve_text(size.total(&cols, indent.len()));
+    walk_text(root, &mut f, &mut |f| f.write(out, &cols, indent));
+}
+
+/// Where [`write_text`] appends: a `String` or a byte buffer.
+pub trait TextSink {
+    /// Appends `s`.
+    fn push_text(&mut self, s: &str);
+    /// Makes room for `n` more bytes.
+    fn reserve_text(&mut self, n: usize);
+}
+
+impl TextSink for String {
+    fn push_text(&mut self, s: &str) {
+        self.push_str(s);
+    }
+    fn reserve_text(&mut self, n: usize) {
+        self.reserve(n);
+    }
+}
+
+impl TextSink for Vec<u8> {
+    fn push_text(&mut self, s: &str) {
+        self.extend_from_slice(s.as_bytes());
+    }
+    fn reserve_text(&mut self, n: usize) {
+        self.reserve(n);
+    }
+}
+
+/// A line's columns, rebuilt in place for every node (no allocation once
+/// they have grown). `prefix` holds the guides of the node's parent.
+#[derive(Default)]
+struct Fields {
+    prefix: String,
+    name: String,
+    ty: String,
+    value: String,
+    span: String,
+    about: String,
+    /// Scratch for the value text before it is escaped.
+    raw: String,
+}
+
+/// Column widths in characters (each the widest cell plus 2, at least the
+/// seed document's).
+struct Columns {
+    name: usize,
+    ty: usize,
+    value: usize,
+    span: usize,
+}
+
+/// What the first walk learns: widest cells and the bytes the lines take.
+#[derive(Default)]
+struct Size {
+    lines: usize,
+    name: usize,
+    ty: usize,
+    value: usize,
+    span: usize,
+    /// Bytes beyond one per character in the padded name, type and value cells.
+    multibyte: usize,
+    /// Lines with a description: span bytes beyond its characters, and the description's bytes.
+    about_lines: usize,
+    about_bytes: usize,
+    /// Lines without one: their span's bytes.
+    plain_span_bytes: usize,
+}
+
+impl Size {
+    fn add(&mut self, f: &Fields) {
+        let nc = f.name.chars().count();
+        let tc = f.ty.chars().count();
+        let vc = f.value.chars().count();
+        let sc = f.span.chars().count();
+        self.lines += 1;
+        self.name = self.name.max(nc + 2);
+        self.ty = self.ty.max(tc + 2);
+        self.value = self.value.max(vc + 2);
+        self.span = self.span.max(sc + 2);
+        self.multibyte += (f.name.len() - nc) + (f.ty.len() - tc) + (f.value.len() - vc);
+        match f.about_trimmed() {
+            "" => self.plain_span_bytes += f.span.len(),
+            a => {
+                self.about_lines += 1;
+                self.about_bytes += (f.span.len() - sc) + a.len();
+            }
+        }
+    }
+
+    fn columns(&self) -> Columns {
+        Columns {
+            name: self.name.max(54),
+            ty: self.ty.max(24),
+            value: self.value.max(35),
+            span: self.span.max(15),
+        }
+    }
+
+    /// The bytes [`Fields::write`] appends for all the lines.
+    fn total(&self, c: &Columns, indent: usize) -> usize {
+        self.lines * (indent + c.name + c.ty + c.value + 1)
+            + self.multibyte
+            + self.about_lines * c.span
+            + self.about_bytes
+            + self.plain_span_bytes
+    }
+}
+
+impl Fields {
+    /// The description as the line ends with it: trailing blanks go (the
+    /// span before it is never blank).
+    fn about_trimmed(&self) -> &str {
+        self.about.trim_end()
+    }
+
+    /// Sets the columns of `n`, a child (with guides) unless `top`.
+    fn set(&mut self, n: &Node, top: bool) {
+        self.name.clear();
+        if top {
+            self.name.push_str(&n.name);
+        } else {
+            self.name.push_str(&self.prefix);
+            self.name.push_str("+-- ");
+            push_escaped(&mut self.name, &n.name);
+        }
+        self.raw.clear();
+        let _ = n.value.write_display(&mut self.raw);
+        if let Some(d) = &n.detail {
+            if self.raw.is_empty() {
+                self.raw.push_str(d);
+            } else {
+                let _ = write!(self.raw, " ({d})");
+            }
+        }
+        self.value.clear();
+        if !self.raw.is_empty() {
+            self.value.push_str("= ");
+            push_escaped(&mut self.value, &self.raw);
+        }
+        self.ty.clear();
+        push_escaped(&mut self.ty, &n.ty);
+        self.span.clear();
+        self.span.push('[');
+        if n.source != 0 {
+            let _ = write!(self.span, "#{}:", n.source);
+        }
+        let _ = write!(self.span, "0x{:04x}, {}B]", n.offset, n.length);
+        self.about.clear();
+        if let Some(a) = &n.about {
+            push_escaped(&mut self.about, a);
+        }
+        if let Some(e) = &n.error {
+            if !self.about.is_empty() {
+                self.about.push_str(" — ");
+            }
+            self.about.push_str("MALFORMED: ");
+            push_escaped(&mut self.about, e);
+        }
+    }
+
+    /// Appends the line: `indent`, the padded cells, the span and the
+    /// description, `\n`.
+    fn write(&self, out: &mut impl TextSink, c: &Columns, indent: &str) {
+        out.push_text(indent);
+        pad(out, &self.name, c.name);
+        pad(out, &self.ty, c.ty);
+        pad(out, &self.value, c.value);
+        match self.about_trimmed() {
+            "" => out.push_text(&self.span),
+            a => {
+                pad(out, &self.span, c.span);
+                out.push_text(a);
+            }
+        }
+        out.push_text("\n");
+    }
+}
+
+/// Calls `line` with the columns of every node of the tree, in order.
+fn walk_text(root: &Node, f: &mut Fields, line: &mut dyn FnMut(&Fields)) {
+    fn go(n: &Node, last: bool, top: bool, f: &mut Fields, line: &mut dyn FnMut(&Fields)) {
+        f.set(n, top);
+        line(f);
+        let at = f.prefix.len();
+        if !top {
+            f.prefix.push_str(if last { "    " } else { "|   " });
+        }
+        let count = n.children.len();
+        for (i, c) in n.children.iter().enumerate() {
+            go(c, i + 1 == count, false, f, line);
+        }
+        f.prefix.truncate(at);
+    }
+    f.prefix.clear();
+    go(root, true, true, f, line);
+}
+
 /// Appends `s` and spaces up to `width` characters.
-fn pad(out: &mut String, s: &str, width: usize) {
+fn pad(out: &mut impl TextSink, s: &str, width: usize) {
     const SPACES: &str = "                                                                ";
-    out.push_str(s);
+    out.push_text(s);
     let mut n = width.saturating_sub(s.chars().count());
     while n > 0 {
         let k = n.min(SPACES.len());
-        out.push_str(SPACES.get(..k).unwrap_or_default());
+        out.push_text(SPACES.get(..k).unwrap_or_default());
         n -= k;
+    }
+}
+
+/// True when `s` has a control character (C0, DEL or C1: all below U+00A0,
+/// so a byte scan finds them — C1 ones are `0xc2 0x80..=0x9f` in UTF-8).
+fn has_control(s: &str) -> bool {
+    let b = s.as_bytes();
+    b.iter().enumerate().any(|(i, &c)| {
+        c < 0x20 || c == 0x7f || (c == 0xc2 && b.get(i + 1).is_some_and(|&d| d < 0xa0))
+    })
+}
+
+/// Appends `s` with its control characters escaped, as [`escape_text`] does.
+fn push_escaped(out: &mut String, s: &str) {
+    if !has_control(s) {
+        out.push_str(s);
+        return;
+    }
+    for c in s.chars() {
+        if c.is_control() {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
     }
 }
 
 /// Escapes control characters (ESC, CR, BEL, ...) so captured bytes can never
 /// drive the terminal: they are shown as `\u{1b}`-style escapes.
 pub fn escape_text(s: &str) -> String {
-    if !s.chars().any(char::is_control) {
+    if !has_control(s) {
         return s.to_string();
     }
     let mut o = String::with_capacity(s.len() + 8);
-    for c in s.chars() {
-        if c.is_control() {
-            o.extend(c.escape_default());
-        } else {
-            o.push(c);
-        }
-    }
+    push_escaped(&mut o, s);
     o
 }
 
@@ -910,6 +1078,226 @@ mod tests {
         let t = render_text(&n);
         assert!(!t.contains('\u{1b}'));
         assert!(t.contains(r"\u{1b}[2Jb"), "{t}");
+    }
+
+    /// The text layout as it was first written, line by line with a string
+    /// per cell: the model [`render_text`] and [`write_text`] are checked against.
+    fn naive_render_text(root: &Node) -> String {
+        fn esc(s: &str) -> String {
+            s.chars()
+                .flat_map(|c| {
+                    let e: Vec<char> = if c.is_control() {
+                        c.escape_default().collect()
+                    } else {
+                        vec![c]
+                    };
+                    e
+                })
+                .collect()
+        }
+        let mut lines: Vec<[String; 5]> = Vec::new();
+        fn collect(n: &Node, prefix: &str, last: bool, top: bool, out: &mut Vec<[String; 5]>) {
+            let name = if top {
+                n.name.to_string()
+            } else {
+                format!("{prefix}+-- {}", esc(&n.name))
+            };
+            let v = n.value_text();
+            let value = if v.is_empty() {
+                String::new()
+            } else {
+                format!("= {}", esc(&v))
+            };
+            let src = if n.source != 0 {
+                format!("#{}:", n.source)
+            } else {
+                String::new()
+            };
+            let mut about = n.about.as_deref().map(esc).unwrap_or_default();
+            if let Some(e) = &n.error {
+                if !about.is_empty() {
+                    about.push_str(" — ");
+                }
+                about.push_str("MALFORMED: ");
+                about.push_str(&esc(e));
+            }
+            let span = format!("[{src}0x{:04x}, {}B]", n.offset, n.length);
+            out.push([name, esc(&n.ty), value, span, about]);
+            let child_prefix = match (top, last) {
+                (true, _) => String::new(),
+                (false, true) => format!("{prefix}    "),
+                (false, false) => format!("{prefix}|   "),
+            };
+            for (i, c) in n.children.iter().enumerate() {
+                collect(c, &child_prefix, i + 1 == n.children.len(), false, out);
+            }
+        }
+        collect(root, "", true, true, &mut lines);
+        let width = |k: usize, min: usize| {
+            lines
+                .iter()
+                .map(|l| l[k].chars().count() + 2)
+                .max()
+                .unwrap_or(0)
+                .max(min)
+        };
+        let w = [width(0, 54), width(1, 24), width(2, 35), width(3, 15)];
+        let padded = |s: &str, w: usize| format!("{s}{}", " ".repeat(w - s.chars().count()));
+        let mut s = String::new();
+        for l in &lines {
+            s.push_str(&padded(&l[0], w[0]));
+            s.push_str(&padded(&l[1], w[1]));
+            s.push_str(&padded(&l[2], w[2]));
+            if l[4].is_empty() {
+                s.push_str(&l[3]);
+            } else {
+                s.push_str(&padded(&l[3], w[3]));
+                s.push_str(&l[4]);
+            }
+            s.truncate(s.trim_end().len());
+            s.push('\n');
+        }
+        s
+    }
+
+    /// `write_text` with an indent: what print `-V` did with `render_text`.
+    fn indented(root: &Node, indent: &str) -> String {
+        let mut s = String::new();
+        for line in naive_render_text(root).lines() {
+            s.push_str(indent);
+            s.push_str(line);
+            s.push('\n');
+        }
+        s
+    }
+
+    /// Checks `render_text` and `write_text` (to a string and to bytes, with
+    /// and without an indent, after other text) against the model.
+    fn assert_text_is_naive(root: &Node) {
+        let want = naive_render_text(root);
+        assert_eq!(render_text(root), want);
+        for indent in ["", "    "] {
+            let want = indented(root, indent);
+            let mut s = String::from("before\n");
+            write_text(&mut s, root, indent);
+            assert_eq!(s.strip_prefix("before\n"), Some(want.as_str()));
+            let mut b = b"before\n".to_vec();
+            let reserved = {
+                let mut v = Vec::new();
+                write_text(&mut v, root, indent);
+                v.capacity()
+            };
+            write_text(&mut b, root, indent);
+            assert_eq!(b.strip_prefix(b"before\n"), Some(want.as_bytes()));
+            // The first walk sizes the output exactly: one allocation.
+            assert_eq!(reserved, want.len());
+        }
+    }
+
+    #[test]
+    fn text_is_the_naive_layout_on_every_shipped_capture() {
+        let mut n = 0;
+        for p in crate::test_captures::shipped() {
+            for m in crate::test_captures::messages(&p, crate::test_captures::full_trees()) {
+                if let Some(d) = &m.decoded {
+                    assert_text_is_naive(&d.root);
+                    n += 1;
+                }
+            }
+        }
+        assert!(n > 100, "{n} trees");
+    }
+
+    #[test]
+    fn text_is_the_naive_layout_on_tricky_trees() {
+        let tricky = tricky_strings();
+        // Every string as name, type, value, detail, description and error,
+        // plus blanks a line must not end with (description made only of
+        // spaces, or ending with Unicode white space) and wide cells.
+        let mut root = Node::new("Message", "message v1", Value::None, 0, 10, Role::Message);
+        let mut blanks: Vec<String> = tricky.clone();
+        blanks.extend(
+            [
+                "   ",
+                "ends with space ",
+                "nbsp\u{a0}",
+                "ideographic\u{3000}",
+                "\u{2028}",
+                "x\u{85}",
+            ]
+            .map(String::from),
+        );
+        blanks.push("w".repeat(90));
+        for (i, t) in blanks.iter().enumerate() {
+            let mut c = Node::new(
+                Text::Owned(t.clone()),
+                Text::Owned(t.clone()),
+                Value::Str(t.clone()),
+                i * 3,
+                i,
+                Role::RequestBody,
+            );
+            c.detail = (i % 2 == 0).then(|| Text::Owned(t.clone()));
+            c.about = (i % 3 != 0).then(|| Text::Owned(t.clone()));
+            c.error = (i % 4 == 1).then(|| t.clone());
+            c.source = u16::try_from(i % 3).unwrap_or(0);
+            let mut g = Node::new("child", "int8", Value::Int(-1), 0, 1, Role::RequestBody);
+            g.children.push(Node::new(
+                "",
+                "",
+                Value::Text(Text::Owned(t.clone())),
+                0,
+                0,
+                Role::Record,
+            ));
+            c.children.push(g.clone());
+            c.children.push(g);
+            root.children.push(c);
+        }
+        assert_text_is_naive(&root);
+        for t in &blanks {
+            assert_text_is_naive(&Node::new(
+                Text::Owned(t.clone()),
+                "t",
+                Value::None,
+                0,
+                0,
+                Role::Message,
+            ));
+            assert_text_is_naive(
+                &Node::new("n", "t", Value::None, 0, 0, Role::Message).with_about(t.clone()),
+            );
+        }
+        // A top name with a line break (never made by the decoder): the
+        // indent still starts every line `lines()` gives.
+        let mut odd = Node::new("a\nb\r", "t", Value::None, 0, 0, Role::Message);
+        odd.children
+            .push(Node::new("c", "t", Value::Null, 0, 0, Role::Header));
+        for indent in ["", "  "] {
+            let mut s = String::new();
+            write_text(&mut s, &odd, indent);
+            assert_eq!(s, indented(&odd, indent));
+        }
+    }
+
+    #[test]
+    fn escape_text_finds_every_control_character() {
+        for c in (0u32..0x800).filter_map(char::from_u32) {
+            let s = format!("a{c}b");
+            assert_eq!(has_control(&s), c.is_control(), "{c:?}");
+            let want: String = s
+                .chars()
+                .flat_map(|c| {
+                    let e: Vec<char> = if c.is_control() {
+                        c.escape_default().collect()
+                    } else {
+                        vec![c]
+                    };
+                    e
+                })
+                .collect();
+            assert_eq!(escape_text(&s), want, "{c:?}");
+        }
     }
 
     /// Strings that exercise every escape path: JSON escapes, Debug escapes,
