@@ -102,6 +102,23 @@ pub fn run(opts: &PrintOptions) -> Result<u64, CliError> {
     cfg.decode.show_secrets = opts.show_secrets;
     cfg.decode.max_decompressed = opts.max_decompressed;
     let decode_opts = cfg.decode.clone();
+    if let Some(src) = file.take_if(|_| opts.verbose) {
+        // Trees decoded and formatted on every core (see `render_pool`).
+        let settings = crate::render_pool::Settings {
+            ports: opts.ports.clone(),
+            format: opts.format,
+            count: opts.count,
+            decode: decode_opts,
+            name,
+            threads: crate::render_pool::default_threads(),
+        };
+        return crate::render_pool::run(
+            src,
+            settings,
+            || std::io::stdout().lock(),
+            |line| eprintln!("{line}"),
+        );
+    }
     let mut analyzer = Analyzer::new(cfg);
     let live = matches!(opts.input, Input::Live { .. });
     let printer = Printer {
@@ -113,27 +130,10 @@ pub fn run(opts: &PrintOptions) -> Result<u64, CliError> {
         chunk: if live { 0 } else { OUT_CHUNK },
     };
     if let Some(src) = file {
-        if opts.verbose {
-            // Trees decoded and formatted on every core (see `render_pool`).
-            let settings = crate::render_pool::Settings {
-                ports: opts.ports.clone(),
-                format: opts.format,
-                count: opts.count,
-                decode: decode_opts,
-                name: printer.name,
-                threads: crate::render_pool::default_threads(),
-            };
-            return crate::render_pool::run(
-                src,
-                settings,
-                || std::io::stdout().lock(),
-                |line| eprintln!("{line}"),
-            );
-        }
         return run_file(src, opts, analyzer, printer, decode_opts);
     }
-    // Live, standard input, or a file read for a while (`--duration`): one
-    // thread, the same last stage as for files. Requests wait (bounded) for
+    // Live, or a file read for a while (`--duration`): one thread, the same
+    // last stage as for files. Requests wait (bounded) for
     // their responses so `paired` is final when printed.
     let mut stage = Stage::new(
         printer,
@@ -231,8 +231,9 @@ pub(crate) const HELD_BYTES: usize = 32 << 20;
 /// Messages held for their pairing when reading a file (1,024 live).
 pub(crate) const HELD_MESSAGES: usize = 65_536;
 
-/// Bytes of held messages' tree JSON the writer keeps instead of decoding
-/// them again (see `Reorder::hold_as_json`).
+/// Bytes of held messages' tree JSON live `print -V --format jsonl` keeps
+/// instead of decoding them again (see `Reorder::hold_as_json`; a file's
+/// trees are decoded once, by `render_pool`'s render threads).
 const HELD_JSON_BUDGET: usize = 32 << 20;
 
 /// Message bytes after which the analyzer hands its outputs to the writer
@@ -354,7 +355,7 @@ impl Stage {
     }
 }
 
-/// `print` of a file (summaries; `-V` goes to `render_pool`): the
+/// `print` of a file, summaries (`-V` goes to `render_pool`): the
 /// `FileReader` reads, reassembles and frames on its own thread; this thread
 /// decodes and pairs (`Analyzer`); the [`Stage`] orders, formats and writes on
 /// a writer thread of its own. Each stage sees what one thread running them
