@@ -22,7 +22,7 @@
 //! `topics`), and gives its `TopicId`s the topic names known when the analyzer
 //! read it ([`Stamps`]). Memory is bounded: what the reorder holds (its limits),
 //! at most [`QUEUED_CHUNKS`] chunks of about [`CHUNK_BYTES`] of message bytes
-//! per render thread, at most [`QUEUED_OUTPUT`] bytes of formatted output
+//! ([`CHUNK_BYTES_TEXT`] for text) per render thread, at most [`QUEUED_OUTPUT`] bytes of formatted output
 //! per render thread waiting for the writer (or one larger message's), and
 //! one tree and its output being made per render thread.
 //!
@@ -52,9 +52,14 @@ use crate::print::{
     notice_line, tree_line, FileReader, PrintFormat, Render, HELD_BYTES, HELD_MESSAGES,
 };
 
-/// Message bytes per chunk handed to a render thread: with `-V` a message's
-/// output is 10–20 times its bytes, so a chunk makes about 1–2 MB of output.
+/// Message bytes per chunk handed to a render thread with `--format jsonl`:
+/// a message's JSON is about 15 times its bytes, so a chunk makes about
+/// 1.5 MB of output.
 pub const CHUNK_BYTES: usize = 96 * 1024;
+
+/// The same for text trees, about 75 times their message's bytes (up to 150
+/// for small records): a chunk makes about 2 MB of output.
+pub const CHUNK_BYTES_TEXT: usize = 24 * 1024;
 
 /// Chunks waiting for each render thread.
 pub const QUEUED_CHUNKS: usize = 2;
@@ -140,6 +145,10 @@ where
     let stamps = Arc::new(Stamps::default());
     let pool = Pool::spawn(&settings, stamps.clone(), out, note);
     let mut order = Order::new(pool, settings.count, settings.name.clone());
+    order.chunk_bytes = match settings.format {
+        PrintFormat::Jsonl => CHUNK_BYTES,
+        PrintFormat::Text => CHUNK_BYTES_TEXT,
+    };
     let mut outs = Vec::new();
     let mut first_ts = None;
     'batches: for batch in reader.rx.iter() {
@@ -223,6 +232,8 @@ struct Order {
     printed: u64,
     name: String,
     chunk: Chunk,
+    /// Message bytes after which a chunk is handed over.
+    chunk_bytes: usize,
 }
 
 impl Order {
@@ -241,6 +252,7 @@ impl Order {
                 bytes: 0,
                 first_ts: None,
             },
+            chunk_bytes: CHUNK_BYTES,
         }
     }
 
@@ -308,7 +320,7 @@ impl Order {
                     }
                 }
             }
-            if self.chunk.bytes >= CHUNK_BYTES {
+            if self.chunk.bytes >= self.chunk_bytes {
                 let next = Chunk {
                     items: Vec::new(),
                     bytes: 0,
