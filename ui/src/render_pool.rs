@@ -20,11 +20,12 @@
 //! takes from the message's own tree every fact a tree-keeping analyzer would
 //! have taken from it (`decode_error`, `error_codes`, `throttle_time_ms`,
 //! `topics`), and gives its `TopicId`s the topic names known when the analyzer
-//! read it ([`Stamps`]). Memory is bounded: what the reorder holds (its limits),
-//! at most [`QUEUED_CHUNKS`] chunks of about [`CHUNK_BYTES`] of message bytes
-//! ([`CHUNK_BYTES_TEXT`] for text) per render thread, at most [`QUEUED_OUTPUT`] bytes of formatted output
-//! per render thread waiting for the writer (or one larger message's), and
-//! one tree and its output being made per render thread.
+//! read it ([`Stamps`]). Memory is bounded: what the reorder holds (its
+//! limits), at most [`QUEUED_CHUNKS`] chunks of about [`CHUNK_BYTES`] of
+//! message bytes ([`CHUNK_BYTES_TEXT`] for text) per render thread, at most
+//! [`QUEUED_OUTPUT`] bytes of formatted output per render thread waiting for
+//! the writer (or one larger buffer), and one tree and its output being made
+//! per render thread.
 //!
 //! One known difference from a tree-keeping analyzer: after a SaslHandshake
 //! v0, a request whose header and fields decode but whose record batch does
@@ -60,6 +61,10 @@ pub const CHUNK_BYTES: usize = 96 * 1024;
 /// The same for text trees, about 75 times their message's bytes (up to 150
 /// for small records): a chunk makes about 2 MB of output.
 pub const CHUNK_BYTES_TEXT: usize = 24 * 1024;
+
+/// Most items (messages, notices) in a chunk: a capture of notices and
+/// tiny messages hands over bounded chunks too.
+pub const CHUNK_ITEMS: usize = 4096;
 
 /// Chunks waiting for each render thread.
 pub const QUEUED_CHUNKS: usize = 2;
@@ -320,7 +325,7 @@ impl Order {
                     }
                 }
             }
-            if self.chunk.bytes >= self.chunk_bytes {
+            if self.chunk.bytes >= self.chunk_bytes || self.chunk.items.len() >= CHUNK_ITEMS {
                 let next = Chunk {
                     items: Vec::new(),
                     bytes: 0,
