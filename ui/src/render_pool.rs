@@ -59,8 +59,8 @@ use crate::print::{
 pub const CHUNK_BYTES: usize = 96 * 1024;
 
 /// The same for text trees, about 75 times their message's bytes (up to 150
-/// for small records): a chunk makes about 2 MB of output.
-pub const CHUNK_BYTES_TEXT: usize = 24 * 1024;
+/// for small records): a chunk makes about 1.2 MB of output.
+pub const CHUNK_BYTES_TEXT: usize = 16 * 1024;
 
 /// Most items (messages, notices) in a chunk: a capture of notices and
 /// tiny messages hands over bounded chunks too.
@@ -70,13 +70,12 @@ pub const CHUNK_ITEMS: usize = 4096;
 pub const QUEUED_CHUNKS: usize = 2;
 
 /// Formatted bytes a render thread gathers before handing them to the writer.
-pub const SEGMENT_BYTES: usize = 512 * 1024;
+pub const SEGMENT_BYTES: usize = 256 * 1024;
 
 /// Bytes of formatted output waiting for the writer, per render thread
-/// (one larger buffer may wait alone): with [`CHUNK_BYTES`] about two chunks'
-/// output, so a render thread can finish a chunk while the writer still
-/// writes the one before it.
-pub const QUEUED_OUTPUT: usize = 4 << 20;
+/// (one larger buffer may wait alone): about two chunks' output, so a render
+/// thread can finish a chunk while the writer still writes the one before it.
+pub const QUEUED_OUTPUT: usize = 3 << 20;
 
 /// Segments waiting for the writer, per render thread (their bytes are
 /// bounded by [`QUEUED_OUTPUT`]).
