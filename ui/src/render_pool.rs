@@ -844,7 +844,17 @@ mod tests {
         };
         let mut src = open(path);
         let mut reached = count == Some(0);
-        while let (false, Ok(Polled::Frame(f))) = (reached, src.poll()) {
+        let mut error = None;
+        while !reached {
+            let f = match src.poll() {
+                Ok(Polled::Frame(f)) => f,
+                Ok(Polled::Timeout) => continue,
+                Ok(Polled::End) => break,
+                Err(e) => {
+                    error = Some(e);
+                    break;
+                }
+            };
             render.first_ts.get_or_insert(f.ts);
             analyzer.push(&f, &mut outs);
             for o in outs.drain(..) {
@@ -859,6 +869,11 @@ mod tests {
             }
             reorder.flush(&mut ready);
             emit(&mut ready, &mut reorder, &mut render);
+            // What stopped the read comes last.
+            if let Some(e) = error {
+                let line = format!("\0kafkashark: {}\n", tree::escape_text(&e.to_string()));
+                out.extend_from_slice(line.as_bytes());
+            }
         }
         (out, malformed)
     }
@@ -890,6 +905,49 @@ mod tests {
             }
         }
         assert!(lines > 10_000, "{lines}");
+    }
+
+    /// Damaged captures (bits flipped at fixed pseudo-random places): record
+    /// batches whose CRC or compressed data is bad decode as errors only in a
+    /// tree (the summary scan does not read them), and the pool reports them
+    /// as one thread keeping trees does.
+    #[test]
+    fn damaged_captures_print_the_same() {
+        let ports = Ports::List(vec![9092, 19092]);
+        let mut corrupt = 0;
+        for path in captures()
+            .into_iter()
+            .filter(|p| p.to_string_lossy().contains("a2-") || p.to_string_lossy().contains("b4-"))
+        {
+            let data = std::fs::read(&path).expect("read");
+            for seed in 1..=3u64 {
+                let mut d = data.clone();
+                let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+                for _ in 0..40 {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    let len = d.len() as u64 - 200;
+                    if let Some(b) = d.get_mut(200 + (x % len) as usize) {
+                        *b ^= 1 << (x >> 60 & 7);
+                    }
+                }
+                let tmp = std::env::temp_dir().join(format!(
+                    "kafkashark-render-pool-{}-{seed}-{}.pcap",
+                    std::process::id(),
+                    path.file_stem().map_or("x".into(), |s| s.to_string_lossy())
+                ));
+                std::fs::write(&tmp, &d).expect("write");
+                let want = one_thread(&tmp, &ports, PrintFormat::Jsonl, None);
+                let got = pooled(&tmp, &ports, PrintFormat::Jsonl, None, 2);
+                let _ = std::fs::remove_file(&tmp);
+                assert!(got == want, "{} seed {seed}", path.display());
+                corrupt += String::from_utf8_lossy(&got.0)
+                    .matches("data is corrupt")
+                    .count();
+            }
+        }
+        assert!(corrupt > 0, "no damaged record batch decoded");
     }
 
     /// `-c N` stops at the same message as one thread does (the notices
