@@ -133,8 +133,8 @@ pub fn run(opts: &PrintOptions) -> Result<u64, CliError> {
         return run_file(src, opts, analyzer, printer, decode_opts);
     }
     // Live, or a file read for a while (`--duration`): one thread, the same
-    // last stage as for files. Requests wait (bounded) for
-    // their responses so `paired` is final when printed.
+    // last stage as for files' summaries. Requests wait (bounded) for their
+    // responses so `paired` is final when printed.
     let mut stage = Stage::new(
         printer,
         opts.count,
@@ -833,7 +833,7 @@ pub fn write_message_json(out: &mut Vec<u8>, m: &MessageRecord, verbose: bool) {
 /// cache indexed by stream id: bounded, and streams are numbered in order).
 const ADDR_CACHE: usize = 1024;
 
-/// Writes messages as JSONL: [`write_message_json`], with the endpoints of
+/// Writes messages as JSONL: `write_message_json`, with the endpoints of
 /// recent streams formatted once instead of per message.
 #[derive(Default)]
 pub struct JsonWriter {
