@@ -12,6 +12,7 @@ use kafkashark::kafka::{decode_request, decode_response, tree, DecodeOptions, De
 mod cli_error;
 mod filter;
 mod print;
+mod render_pool;
 mod privilege;
 mod stats_cmd;
 mod tui;

@@ -102,30 +102,44 @@ pub fn run(opts: &PrintOptions) -> Result<u64, CliError> {
     cfg.decode.show_secrets = opts.show_secrets;
     cfg.decode.max_decompressed = opts.max_decompressed;
     let decode_opts = cfg.decode.clone();
+    if let Some(src) = file.take_if(|_| opts.verbose) {
+        // Trees decoded and formatted on every core (see `render_pool`).
+        let settings = crate::render_pool::Settings {
+            ports: opts.ports.clone(),
+            format: opts.format,
+            count: opts.count,
+            decode: decode_opts,
+            name,
+            threads: crate::render_pool::default_threads(),
+        };
+        return crate::render_pool::run(
+            src,
+            settings,
+            || std::io::stdout().lock(),
+            |line| eprintln!("{line}"),
+        );
+    }
     let mut analyzer = Analyzer::new(cfg);
     let live = matches!(opts.input, Input::Live { .. });
     let printer = Printer {
-        format: opts.format,
-        verbose: opts.verbose,
-        first_ts: None,
+        render: Render::new(opts.format, opts.verbose),
         printed: 0,
         malformed: 0,
         name,
         buf: Vec::with_capacity(1024),
         chunk: if live { 0 } else { OUT_CHUNK },
-        json: JsonWriter::default(),
     };
     if let Some(src) = file {
         return run_file(src, opts, analyzer, printer, decode_opts);
     }
-    // Live, standard input, or a file read for a while (`--duration`): one
-    // thread, the same last stage as for files. Requests wait (bounded) for
-    // their responses so `paired` is final when printed.
+    // Live, or a file read for a while (`--duration`): one thread, the same
+    // last stage as for files' summaries. Requests wait (bounded) for their
+    // responses so `paired` is final when printed.
     let mut stage = Stage::new(
         printer,
         opts.count,
         decode_opts,
-        if live { 1024 } else { 65_536 },
+        if live { 1024 } else { HELD_MESSAGES },
     );
     let mut out = Vec::new();
     let started = Instant::now();
@@ -149,8 +163,8 @@ pub fn run(opts: &PrintOptions) -> Result<u64, CliError> {
                 break;
             }
         };
-        if stage.printer.first_ts.is_none() {
-            stage.printer.first_ts = Some(frame.ts);
+        if stage.printer.render.first_ts.is_none() {
+            stage.printer.render.first_ts = Some(frame.ts);
         }
         analyzer.push(&frame, &mut out);
         if stage.frame(&mut out)? {
@@ -212,10 +226,14 @@ const OUT_CHUNK: usize = 64 * 1024;
 /// budget below): with the
 /// message count (65,536 for files) it bounds the memory a request that is
 /// never answered can make the messages after it take.
-const HELD_BYTES: usize = 32 << 20;
+pub(crate) const HELD_BYTES: usize = 32 << 20;
 
-/// Bytes of held messages' tree JSON the writer keeps instead of decoding
-/// them again (see `Reorder::hold_as_json`).
+/// Messages held for their pairing when reading a file (1,024 live).
+pub(crate) const HELD_MESSAGES: usize = 65_536;
+
+/// Bytes of held messages' tree JSON live `print -V --format jsonl` keeps
+/// instead of decoding them again (see `Reorder::hold_as_json`; a file's
+/// trees are decoded once, by `render_pool`'s render threads).
 const HELD_JSON_BUDGET: usize = 32 << 20;
 
 /// Message bytes after which the analyzer hands its outputs to the writer
@@ -223,8 +241,6 @@ const HELD_JSON_BUDGET: usize = 32 << 20;
 /// wait is a futex sleep and a context switch; at 64 KiB there were about
 /// 5,000 of them on the 330 MB corpus, at 512 KiB about 400).
 const WORK_BYTES: usize = 512 * 1024;
-/// The same with trees (`-V`, tens of times their bytes), run inline: kept small.
-const WORK_BYTES_TREES: usize = 64 * 1024;
 
 /// The last stage of `print` for a file: orders (`Reorder`), formats and
 /// writes the analyzer's outputs, work by work.
@@ -246,11 +262,11 @@ impl Stage {
         // Requests wait (bounded) for their responses so `paired` is final when printed.
         let mut reorder = Reorder::new(held);
         reorder.limit_bytes(HELD_BYTES);
-        if printer.verbose && printer.format == PrintFormat::Jsonl {
+        if printer.render.verbose && printer.render.format == PrintFormat::Jsonl {
             // Messages waiting behind a long poll hold their trees' JSON
             // (bounded), then their bytes, not their trees.
             reorder.hold_as_json(decode_opts, HELD_JSON_BUDGET);
-        } else if printer.verbose {
+        } else if printer.render.verbose {
             reorder.hold_without_trees(decode_opts);
         }
         Stage {
@@ -310,8 +326,8 @@ impl Stage {
 
     /// Takes one work; `Ok(true)` when it wants no more (count reached, end).
     fn take(&mut self, work: Work) -> Result<bool, CliError> {
-        if self.printer.first_ts.is_none() {
-            self.printer.first_ts = work.first_ts;
+        if self.printer.render.first_ts.is_none() {
+            self.printer.render.first_ts = work.first_ts;
         }
         let mut outs = work.outs.into_iter();
         let mut frame = Vec::new();
@@ -339,39 +355,13 @@ impl Stage {
     }
 }
 
-/// Where the analyzer's work goes: a writer thread running the [`Stage`], or
-/// the stage run here.
-enum Sink {
-    Thread(std::sync::mpsc::SyncSender<Work>),
-    Inline(Box<Stage>),
-}
-
-impl Sink {
-    /// Hands over `work`; `Ok(false)` when the stage wants no more. The
-    /// writer thread prints summaries, which never read the messages' bytes:
-    /// they are released here, on the thread that made them.
-    fn send(&mut self, mut work: Work) -> Result<bool, CliError> {
-        match self {
-            Sink::Thread(tx) => {
-                strip_bytes(&mut work.outs);
-                if let Some(fin) = &mut work.finish {
-                    strip_bytes(fin);
-                }
-                Ok(tx.send(work).is_ok())
-            }
-            Sink::Inline(stage) => stage.take(work).map(|stop| !stop),
-        }
-    }
-}
-
-/// `print` of a file: the `FileReader` reads, reassembles and frames on its
-/// own thread; this thread decodes and pairs (`Analyzer`); the [`Stage`]
-/// orders, formats and writes — on a writer thread of its own for summaries,
-/// here for full trees (`-V`: trees handed to another thread cost more in the
-/// allocator than the second core gains). Each stage sees what one thread
-/// running them in turn would see, in the same order, so the output is the
-/// same (`-c` included: the stage checks the count at the same frame
-/// boundaries).
+/// `print` of a file, summaries (`-V` goes to `render_pool`): the
+/// `FileReader` reads, reassembles and frames on its own thread; this thread
+/// decodes and pairs (`Analyzer`); the [`Stage`] orders, formats and writes on
+/// a writer thread of its own. Each stage sees what one thread running them
+/// in turn would see, in the same order, so the output is the same (`-c`
+/// included: the stage checks the count at the same frame boundaries). The
+/// messages' bytes are released on this thread (the writer reads only facts).
 fn run_file(
     src: FileSource,
     opts: &PrintOptions,
@@ -380,43 +370,41 @@ fn run_file(
     decode_opts: kafkashark::kafka::DecodeOptions,
 ) -> Result<u64, CliError> {
     use std::sync::atomic::{AtomicBool, Ordering};
-    let batch_frames = if opts.verbose {
-        BATCH_FRAMES_TREES
-    } else {
-        BATCH_FRAMES
-    };
     let reader = FileReader::spawn(
         src,
         PipelineConfig::with_ports(opts.ports.clone()),
-        batch_frames,
+        BATCH_FRAMES,
     );
     // Set by the writer thread when it needs nothing more (count reached, output error).
     let done = std::sync::Arc::new(AtomicBool::new(false));
-    let mut writer = None;
     let count = opts.count;
-    let mut sink = if opts.verbose {
-        Sink::Inline(Box::new(Stage::new(printer, count, decode_opts, 65_536)))
-    } else {
-        let (tx, rx) = std::sync::mpsc::sync_channel::<Work>(4);
-        let writer_done = done.clone();
-        writer = Some(std::thread::spawn(move || -> Result<u64, CliError> {
-            // Standard output is locked by the thread that writes it.
-            let mut stage = Stage::new(printer, count, decode_opts, 65_536);
-            let mut result = Ok(());
-            for work in rx.iter() {
-                match stage.take(work) {
-                    Ok(false) => {}
-                    Ok(true) => break,
-                    Err(e) => {
-                        result = Err(e);
-                        break;
-                    }
+    let (tx, rx) = std::sync::mpsc::sync_channel::<Work>(4);
+    let writer_done = done.clone();
+    let writer = std::thread::spawn(move || -> Result<u64, CliError> {
+        // Standard output is locked by the thread that writes it.
+        let mut stage = Stage::new(printer, count, decode_opts, HELD_MESSAGES);
+        let mut result = Ok(());
+        for work in rx.iter() {
+            match stage.take(work) {
+                Ok(false) => {}
+                Ok(true) => break,
+                Err(e) => {
+                    result = Err(e);
+                    break;
                 }
             }
-            writer_done.store(true, Ordering::Relaxed);
-            result.and_then(|()| stage.end())
-        }));
-        Sink::Thread(tx)
+        }
+        writer_done.store(true, Ordering::Relaxed);
+        result.and_then(|()| stage.end())
+    });
+    // The writer prints summaries, which never read the messages' bytes:
+    // they are released here, on the thread that made them.
+    let send = |mut work: Work| -> bool {
+        strip_bytes(&mut work.outs);
+        if let Some(fin) = &mut work.finish {
+            strip_bytes(fin);
+        }
+        tx.send(work).is_ok()
     };
     let mut work = Work {
         outs: Vec::new(),
@@ -426,12 +414,6 @@ fn run_file(
         error: None,
     };
     let mut bytes = 0;
-    let work_bytes = if opts.verbose {
-        WORK_BYTES_TREES
-    } else {
-        WORK_BYTES
-    };
-    let mut result = Ok(());
     'batches: for batch in reader.rx.iter() {
         if done.load(Ordering::Relaxed) {
             break;
@@ -450,7 +432,7 @@ fn run_file(
             }
             at = end;
             work.ends.push(work.outs.len());
-            if bytes >= work_bytes {
+            if bytes >= WORK_BYTES {
                 bytes = 0;
                 let full = std::mem::replace(
                     &mut work,
@@ -462,13 +444,8 @@ fn run_file(
                         error: None,
                     },
                 );
-                match sink.send(full) {
-                    Ok(true) => {}
-                    Ok(false) => break 'batches,
-                    Err(e) => {
-                        result = Err(e);
-                        break 'batches;
-                    }
+                if !send(full) {
+                    break 'batches;
                 }
             }
         }
@@ -478,26 +455,17 @@ fn run_file(
             analyzer.finish(&mut outs);
             work.finish = Some(outs);
             work.error = batch.error;
-            if let Err(e) = sink.send(work) {
-                result = Err(e);
-            }
+            send(work);
             break;
         }
     }
     // Stopped early (-c, output error): the reader sees its channel closed and ends.
     drop(reader.rx);
     let _ = reader.handle.join();
-    match sink {
-        Sink::Inline(stage) => result.and_then(|()| stage.end()),
-        Sink::Thread(tx) => {
-            drop(tx);
-            let written = match writer.map(std::thread::JoinHandle::join) {
-                Some(Ok(r)) => r,
-                Some(Err(p)) => std::panic::resume_unwind(p),
-                None => Ok(0),
-            };
-            result.and(written)
-        }
+    drop(tx);
+    match writer.join() {
+        Ok(r) => r,
+        Err(p) => std::panic::resume_unwind(p),
     }
 }
 
@@ -547,9 +515,6 @@ pub struct Batch {
 /// Frames per batch sent by the reader thread (fewer, larger batches: fewer
 /// context switches; a batch holds about 2 MB of frames).
 pub const BATCH_FRAMES: usize = 2048;
-/// The same for `print -V`, whose analyzer thread also writes (no writer
-/// thread to keep busy) and whose memory goes to trees.
-const BATCH_FRAMES_TREES: usize = 512;
 
 /// Reads a capture file and runs TCP reassembly and Kafka framing (the
 /// `Pipeline`) on a thread of its own, handing batches of events through a
@@ -622,9 +587,7 @@ impl FileReader {
 }
 
 struct Printer {
-    format: PrintFormat,
-    verbose: bool,
-    first_ts: Option<Timestamp>,
+    render: Render,
     printed: u64,
     malformed: u64,
     name: String,
@@ -632,8 +595,6 @@ struct Printer {
     buf: Vec<u8>,
     /// Bytes gathered in `buf` before they are written (0: every line).
     chunk: usize,
-    /// Writes the JSONL lines.
-    json: JsonWriter,
 }
 
 impl Printer {
@@ -657,32 +618,18 @@ impl Printer {
                     if m.info.decode_error.is_some() {
                         self.malformed += 1;
                     }
-                    match self.format {
-                        PrintFormat::Jsonl => {
-                            self.json
-                                .write(&mut self.buf, &m, self.verbose, fields.as_deref());
-                            self.buf.push(b'\n');
-                        }
-                        PrintFormat::Text => {
-                            let line = self.text_line(&m);
-                            self.buf.extend_from_slice(line.as_bytes());
-                        }
-                    }
+                    self.render.message(&mut self.buf, &m, fields.as_deref());
                     if self.buf.len() >= self.chunk {
                         self.drain(w)?;
                     }
                 }
                 Output::Notice(n) => {
-                    if let Some(text) = notice_text(&n) {
+                    if let Some(line) = notice_line(&self.name, &n) {
                         // What was printed before the notice reaches stdout first,
                         // so a terminal (or `2>&1`) shows them in order.
                         self.drain(w)?;
                         w.flush().map_err(CliError::Output)?;
-                        eprintln!(
-                            "kafkashark: {}: {}",
-                            tree::escape_text(&self.name),
-                            tree::escape_text(&text)
-                        );
+                        eprintln!("{line}");
                     }
                 }
             }
@@ -696,7 +643,72 @@ impl Printer {
         self.buf.clear();
         r
     }
+}
 
+/// Appends one line of a text tree (from `tree::render_text`), indented
+/// under its message's summary line.
+pub(crate) fn tree_line(out: &mut Vec<u8>, line: &str) {
+    out.extend_from_slice(b"    ");
+    out.extend_from_slice(line.as_bytes());
+    out.push(b'\n');
+}
+
+/// Formats messages: a JSONL object or a text line (with its tree under `-V`)
+/// per message. Each thread that formats has its own.
+pub(crate) struct Render {
+    /// Text or JSONL.
+    pub(crate) format: PrintFormat,
+    /// With the field tree.
+    pub(crate) verbose: bool,
+    /// The time of the capture's first frame (text times are relative to it).
+    pub(crate) first_ts: Option<Timestamp>,
+    /// Writes the JSONL lines.
+    json: JsonWriter,
+}
+
+impl Render {
+    /// A formatter for `format`, with trees when `verbose`.
+    pub(crate) fn new(format: PrintFormat, verbose: bool) -> Render {
+        Render {
+            format,
+            verbose,
+            first_ts: None,
+            json: JsonWriter::default(),
+        }
+    }
+
+    /// Appends the line (JSONL) or lines (text) of `m` to `out`; `fields`,
+    /// when given, is its tree's JSON with short keys (see
+    /// `Reorder::restore_json`), else its tree is `m.decoded`.
+    pub(crate) fn message(&mut self, out: &mut Vec<u8>, m: &MessageRecord, fields: Option<&[u8]>) {
+        match self.format {
+            PrintFormat::Jsonl => {
+                self.json.write(out, m, self.verbose, fields);
+                out.push(b'\n');
+            }
+            PrintFormat::Text => {
+                self.summary_line(out, m);
+                if self.verbose {
+                    if let Some(d) = &m.decoded {
+                        // Straight into `out`, sized once: a tree's text can be
+                        // a hundred times its message's bytes.
+                        let text = tree::render_text(&d.root);
+                        out.reserve(text.len() + text.len() / 4 + 64);
+                        for line in text.lines() {
+                            tree_line(out, line);
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Appends the text summary line of `m` (without its tree).
+    pub(crate) fn summary_line(&self, out: &mut Vec<u8>, m: &MessageRecord) {
+        out.extend_from_slice(self.text_line(m).as_bytes());
+    }
+
+    /// The summary line of `m` (without its tree).
     fn text_line(&self, m: &MessageRecord) -> String {
         let i = &m.info;
         let rel = self.first_ts.map_or(0.0, |t| i.ts.as_f64() - t.as_f64());
@@ -759,15 +771,6 @@ impl Printer {
             s.push_str(&format!(" [malformed: {}]", tree::escape_text(e)));
         }
         s.push('\n');
-        if self.verbose {
-            if let Some(d) = &m.decoded {
-                for line in tree::render_text(&d.root).lines() {
-                    s.push_str("    ");
-                    s.push_str(line);
-                    s.push('\n');
-                }
-            }
-        }
         s
     }
 }
@@ -830,7 +833,7 @@ pub fn write_message_json(out: &mut Vec<u8>, m: &MessageRecord, verbose: bool) {
 /// cache indexed by stream id: bounded, and streams are numbered in order).
 const ADDR_CACHE: usize = 1024;
 
-/// Writes messages as JSONL: [`write_message_json`], with the endpoints of
+/// Writes messages as JSONL: `write_message_json`, with the endpoints of
 /// recent streams formatted once instead of per message.
 #[derive(Default)]
 pub struct JsonWriter {
@@ -968,6 +971,17 @@ impl JsonWriter {
             }
         }
     }
+}
+
+/// The standard error line of a notice about the capture `name`, if it is shown.
+pub(crate) fn notice_line(name: &str, n: &Notice) -> Option<String> {
+    notice_text(n).map(|text| {
+        format!(
+            "kafkashark: {}: {}",
+            tree::escape_text(name),
+            tree::escape_text(&text)
+        )
+    })
 }
 
 fn notice_text(n: &Notice) -> Option<String> {

@@ -1,0 +1,1047 @@
+//! `print -V` of a file on several cores: field trees decoded and formatted
+//! by a pool of render threads.
+//!
+//! Place in the data path: the `FileReader` thread reads, reassembles and
+//! frames; this (the calling) thread runs the [`Analyzer`] in summary mode —
+//! header, pairing and the facts ordering needs, no record sets, no trees
+//! kept — and orders the messages ([`Reorder`], as the one-thread `Stage`
+//! does); ordered chunks of messages (with their bytes) go round-robin to
+//! [`render threads`](worker), each of which decodes every message's tree,
+//! formats it into buffers of its own and frees the tree (trees are allocated
+//! and freed on one thread: handed between threads they cost more in the
+//! allocator than a second core gains); a [`writer`] thread takes the chunks'
+//! buffers back in the order they were handed out and writes them, with the
+//! notices in their place.
+//!
+//! Invariants: the output is byte for byte what one thread decoding every
+//! tree in the analyzer would print (stdout and stderr, `-c` included): the
+//! messages and notices that leave the [`Reorder`], their order and the count
+//! are decided here exactly as the `Stage` decides them, and a render thread
+//! takes from the message's own tree every fact a tree-keeping analyzer would
+//! have taken from it (`decode_error`, `error_codes`, `throttle_time_ms`,
+//! `topics`), and gives its `TopicId`s the topic names known when the analyzer
+//! read it ([`Stamps`]). Memory is bounded: what the reorder holds (its
+//! limits), at most [`QUEUED_CHUNKS`] chunks of about [`CHUNK_BYTES`] of
+//! message bytes ([`CHUNK_BYTES_TEXT`] for text) per render thread, at most
+//! [`QUEUED_OUTPUT`] bytes of formatted output per render thread waiting for
+//! the writer (or one larger buffer), and one tree and its output being made
+//! per render thread.
+//!
+//! One known difference from a tree-keeping analyzer: after a SaslHandshake
+//! v0, a request whose header and fields decode but whose record batch does
+//! not is taken for Kafka (as `print` without `-V` takes it), not for a raw
+//! SASL token.
+
+use std::collections::HashMap;
+use std::io::Write;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{Receiver, SyncSender};
+use std::sync::{Arc, Condvar, Mutex, RwLock};
+
+use kafkashark::capture::{CaptureError, FileSource, Timestamp};
+use kafkashark::flow::Ports;
+use kafkashark::kafka::decode::{Kind, Summary};
+use kafkashark::kafka::tree::{self, Node, Value};
+use kafkashark::kafka::DecodeOptions;
+use kafkashark::model::{
+    redecode, response_facts, Analyzer, AnalyzerConfig, MessageRecord, Output, Reorder,
+};
+use kafkashark::pipeline::PipelineConfig;
+
+use crate::cli_error::CliError;
+use crate::print::{
+    notice_line, tree_line, FileReader, PrintFormat, Render, HELD_BYTES, HELD_MESSAGES,
+};
+
+/// Message bytes per chunk handed to a render thread with `--format jsonl`:
+/// a message's JSON is about 15 times its bytes, so a chunk makes about
+/// 1.5 MB of output.
+pub const CHUNK_BYTES: usize = 96 * 1024;
+
+/// The same for text trees, about 75 times their message's bytes (up to 150
+/// for small records): a chunk makes about 1.2 MB of output.
+pub const CHUNK_BYTES_TEXT: usize = 16 * 1024;
+
+/// Most items (messages, notices) in a chunk: a capture of notices and
+/// tiny messages hands over bounded chunks too.
+pub const CHUNK_ITEMS: usize = 4096;
+
+/// Chunks waiting for each render thread.
+pub const QUEUED_CHUNKS: usize = 2;
+
+/// Formatted bytes a render thread gathers before handing them to the writer.
+pub const SEGMENT_BYTES: usize = 256 * 1024;
+
+/// Bytes of formatted output waiting for the writer, per render thread
+/// (one larger buffer may wait alone): about two chunks' output, so a render
+/// thread can finish a chunk while the writer still writes the one before it.
+pub const QUEUED_OUTPUT: usize = 3 << 20;
+
+/// Segments waiting for the writer, per render thread (their bytes are
+/// bounded by [`QUEUED_OUTPUT`]).
+const QUEUED_SEGMENTS: usize = 64;
+
+/// Most render threads (beyond this the analyzer thread and the writer
+/// become the limit).
+pub const MAX_RENDER_THREADS: usize = 4;
+
+/// Frames per batch from the reader thread: fewer than for summaries
+/// (`print::BATCH_FRAMES`), as a loopback capture's frames can hold 64 KB
+/// each and memory here goes to trees.
+const BATCH_FRAMES_TREES: usize = 512;
+
+/// Settings of one `print -V` run.
+pub struct Settings {
+    /// Broker ports.
+    pub ports: Ports,
+    /// Text or JSONL.
+    pub format: PrintFormat,
+    /// Stop after this many messages.
+    pub count: Option<u64>,
+    /// How trees are decoded (record sets on).
+    pub decode: DecodeOptions,
+    /// The capture's name, for notices.
+    pub name: String,
+    /// Render threads (at least one).
+    pub threads: usize,
+}
+
+/// Render threads for this machine: one per core, at most [`MAX_RENDER_THREADS`].
+pub fn default_threads() -> usize {
+    std::thread::available_parallelism()
+        .map_or(1, std::num::NonZeroUsize::get)
+        .clamp(1, MAX_RENDER_THREADS)
+}
+
+/// Prints the messages of `src` with their trees: `out` makes the writer's
+/// output (on the writer thread), `note` writes a line to standard error.
+/// Returns the number of malformed messages printed.
+pub fn run<W, F>(
+    src: FileSource,
+    settings: Settings,
+    out: F,
+    note: impl FnMut(&str) + Send + 'static,
+) -> Result<u64, CliError>
+where
+    W: Write,
+    F: FnOnce() -> W + Send + 'static,
+{
+    let reader = FileReader::spawn(
+        src,
+        PipelineConfig::with_ports(settings.ports.clone()),
+        BATCH_FRAMES_TREES,
+    );
+    // Summary mode: every clean message is read by the summary scan (no
+    // tree); the others are decoded without record sets. `keep_trees` with a
+    // filter wanting no tree keeps those trees (Metadata responses teaching
+    // topic ids among them) for `Stamps::learn`.
+    let mut cfg = AnalyzerConfig {
+        pipeline: PipelineConfig::with_ports(settings.ports.clone()),
+        keep_trees: true,
+        tree_filter: Some(no_tree),
+        ..AnalyzerConfig::default()
+    };
+    cfg.decode = DecodeOptions {
+        records: false,
+        ..settings.decode.clone()
+    };
+    let mut analyzer = Analyzer::new(cfg);
+    let stamps = Arc::new(Stamps::default());
+    let pool = Pool::spawn(&settings, stamps.clone(), out, note);
+    let mut order = Order::new(pool, settings.count, settings.name.clone());
+    order.chunk_bytes = match settings.format {
+        PrintFormat::Jsonl => CHUNK_BYTES,
+        PrintFormat::Text => CHUNK_BYTES_TEXT,
+    };
+    let mut outs = Vec::new();
+    let mut first_ts = None;
+    'batches: for batch in reader.rx.iter() {
+        if order.pool.stopped() {
+            break;
+        }
+        if first_ts.is_none() {
+            first_ts = batch.first_ts;
+            order.chunk.first_ts = first_ts;
+        }
+        let mut evs = batch.evs.into_iter();
+        let mut at = 0;
+        for end in batch.ends {
+            for ev in evs.by_ref().take(end - at) {
+                let from = outs.len();
+                analyzer.push_event(ev, &mut outs);
+                stamps.learn(&analyzer, outs.get_mut(from..).unwrap_or_default());
+            }
+            at = end;
+            if !order.frame(&mut outs) {
+                break 'batches;
+            }
+        }
+        if let Some(fin) = batch.finish {
+            for ev in fin {
+                let from = outs.len();
+                analyzer.push_event(ev, &mut outs);
+                stamps.learn(&analyzer, outs.get_mut(from..).unwrap_or_default());
+            }
+            let from = outs.len();
+            analyzer.finish(&mut outs);
+            stamps.learn(&analyzer, outs.get_mut(from..).unwrap_or_default());
+            order.finish(std::mem::take(&mut outs), batch.error);
+            break;
+        }
+    }
+    // Stopped early (-c, output error): the reader sees its channel closed and ends.
+    drop(reader.rx);
+    let _ = reader.handle.join();
+    order.pool.end(order.chunk)
+}
+
+/// The analyzer's tree filter: no message needs its full tree here.
+fn no_tree(_: Kind, _: i16, _: i16, _: &Summary) -> bool {
+    false
+}
+
+/// What goes to a render thread, in output order.
+enum Item {
+    /// A message to decode and format.
+    Message(Box<MessageRecord>),
+    /// A line for standard error, written once what comes before it is.
+    Line(String),
+}
+
+/// Consecutive items for one render thread.
+struct Chunk {
+    items: Vec<Item>,
+    /// Message bytes in `items`.
+    bytes: usize,
+    /// The time of the capture's first frame.
+    first_ts: Option<Timestamp>,
+}
+
+/// What a render thread hands the writer, in order; a chunk's ends with `End`.
+enum Segment {
+    /// Formatted messages.
+    Bytes(Vec<u8>),
+    /// A line for standard error.
+    Line(String),
+    /// The chunk is done; so many of its messages were malformed.
+    End(u64),
+}
+
+/// The `Stage`'s ordering and counting, with formatting left to the pool.
+struct Order {
+    pool: Pool,
+    reorder: Reorder,
+    ready: Vec<Output>,
+    count: Option<u64>,
+    printed: u64,
+    name: String,
+    chunk: Chunk,
+    /// Message bytes after which a chunk is handed over.
+    chunk_bytes: usize,
+}
+
+impl Order {
+    fn new(pool: Pool, count: Option<u64>, name: String) -> Order {
+        let mut reorder = Reorder::new(HELD_MESSAGES);
+        reorder.limit_bytes(HELD_BYTES);
+        Order {
+            pool,
+            reorder,
+            ready: Vec::new(),
+            count,
+            printed: 0,
+            name,
+            chunk: Chunk {
+                items: Vec::new(),
+                bytes: 0,
+                first_ts: None,
+            },
+            chunk_bytes: CHUNK_BYTES,
+        }
+    }
+
+    /// True once `-c` messages were handed out.
+    fn count_reached(&self) -> bool {
+        self.count.is_some_and(|c| self.printed >= c)
+    }
+
+    /// The outputs of one frame (drained); false when nothing more is wanted
+    /// (count reached, the writer stopped).
+    fn frame(&mut self, outs: &mut Vec<Output>) -> bool {
+        if self.count_reached() {
+            return false;
+        }
+        for o in outs.drain(..) {
+            self.reorder.push(o, &mut self.ready);
+        }
+        self.emit()
+    }
+
+    /// The end of the input: `fin`, everything still held, then what stopped
+    /// the read early.
+    fn finish(&mut self, fin: Vec<Output>, error: Option<CaptureError>) {
+        if !self.count_reached() {
+            for o in fin {
+                self.reorder.push(o, &mut self.ready);
+            }
+            self.reorder.flush(&mut self.ready);
+            self.emit();
+        }
+        if let Some(e) = error {
+            self.chunk.items.push(Item::Line(format!(
+                "kafkashark: {}",
+                tree::escape_text(&e.to_string())
+            )));
+        }
+    }
+
+    /// Hands what left the reorder to the pool, chunk by chunk, as
+    /// `Printer::emit` prints it (messages past the count are dropped,
+    /// notices are not); false when the writer stopped.
+    fn emit(&mut self) -> bool {
+        let mut ready = std::mem::take(&mut self.ready);
+        let sent = self.hand_over(&mut ready);
+        ready.clear();
+        self.ready = ready;
+        sent
+    }
+
+    /// [`Order::emit`] of `ready` (drained as far as it went).
+    fn hand_over(&mut self, ready: &mut Vec<Output>) -> bool {
+        for o in ready.drain(..) {
+            match o {
+                Output::Message(m) => {
+                    if self.count.is_some_and(|c| self.printed >= c) {
+                        continue;
+                    }
+                    self.printed += 1;
+                    self.chunk.bytes += m.raw.bytes.len();
+                    self.chunk.items.push(Item::Message(m));
+                }
+                Output::Notice(n) => {
+                    if let Some(line) = notice_line(&self.name, &n) {
+                        self.chunk.items.push(Item::Line(line));
+                    }
+                }
+            }
+            if self.chunk.bytes >= self.chunk_bytes || self.chunk.items.len() >= CHUNK_ITEMS {
+                let next = Chunk {
+                    items: Vec::new(),
+                    bytes: 0,
+                    first_ts: self.chunk.first_ts,
+                };
+                if !self.pool.send(std::mem::replace(&mut self.chunk, next)) {
+                    return false;
+                }
+            }
+        }
+        true
+    }
+}
+
+/// Topic names with the message at which the analyzer learned them: a
+/// message's `TopicId`s are named as the analyzer would have named them when
+/// it read that message (names learned later do not show). Written by the
+/// analyzer thread, read by the render threads; at most as many entries as
+/// the analyzer's own table (`TopicNames`).
+#[derive(Default)]
+struct Stamps {
+    /// Topic id → (index of the message that taught it, the annotation).
+    map: RwLock<HashMap<[u8; 16], (u64, String, tree::Text)>>,
+    /// Set once `map` has an entry.
+    any: AtomicBool,
+}
+
+impl Stamps {
+    /// After the analyzer made `outs`: notes the topic ids it learned from
+    /// them, and drops their trees (made without record sets, only for this).
+    fn learn(&self, analyzer: &Analyzer, outs: &mut [Output]) {
+        for o in outs {
+            let Output::Message(m) = o else { continue };
+            let Some(d) = m.decoded.take() else { continue };
+            // The responses `TopicNames::learn` reads (Metadata, CreateTopics,
+            // DescribeTopicPartitions); each names the ids it teaches.
+            let teaches = m.info.kind == Kind::Response
+                && matches!(m.info.api_key, Some(3 | 19 | 75))
+                && !analyzer.topic_names().is_empty();
+            if !teaches {
+                continue;
+            }
+            let index = m.info.index;
+            let Ok(mut map) = self.map.write() else {
+                continue;
+            };
+            d.root.walk(&mut |n, _| {
+                if let (Value::Uuid(u), true) = (&n.value, &*n.name == "TopicId") {
+                    if let Some(name) = analyzer.topic_names().name(u) {
+                        map.entry(*u).or_insert_with(|| {
+                            (index, name.to_string(), format!("topic {name:?}").into())
+                        });
+                    }
+                }
+            });
+            if !map.is_empty() {
+                self.any.store(true, Ordering::Release);
+            }
+        }
+    }
+
+    /// Names the `TopicId`s of the tree of message `index` as
+    /// `TopicNames::annotate` did when the analyzer read it; appends to
+    /// `topics` the names of `ids` known then, as the analyzer does.
+    fn annotate(&self, index: u64, root: &mut Node, ids: &[[u8; 16]], topics: &mut Vec<String>) {
+        if !self.any.load(Ordering::Acquire) {
+            return;
+        }
+        let Ok(map) = self.map.read() else { return };
+        let known = |u: &[u8; 16]| map.get(u).filter(|(at, _, _)| *at <= index);
+        for id in ids {
+            if let Some((_, name, _)) = known(id) {
+                if !topics.iter().any(|t| t == name) {
+                    topics.push(name.clone());
+                }
+            }
+        }
+        root.walk_mut(&mut |n| {
+            if let Value::Uuid(u) = &n.value {
+                if n.name.ends_with("TopicId") {
+                    if let Some((_, _, text)) = known(u) {
+                        n.detail = Some(text.clone());
+                    }
+                }
+            }
+        });
+    }
+}
+
+/// Gives `m` its tree, decoded as a tree-keeping analyzer decodes it, and the
+/// facts such an analyzer takes from the tree; true when it is malformed.
+fn decode(m: &mut MessageRecord, opts: &DecodeOptions, stamps: &Stamps) -> bool {
+    let info = &mut m.info;
+    // A raw SASL token: neither an api key nor a decode error (`redecode`).
+    let token = info.api_key.is_none() && info.decode_error.is_none();
+    let mut d = redecode(info, &m.raw, opts);
+    if !token {
+        if info.kind == Kind::Response {
+            let (throttle, errors) = response_facts(&d.root);
+            info.throttle_time_ms = throttle;
+            info.error_codes = errors;
+        }
+        info.decode_error = if info.kind == Kind::Response && info.api_key.is_none() {
+            info.decode_error.take()
+        } else {
+            d.error.as_ref().map(ToString::to_string)
+        };
+    }
+    info.topics = std::mem::take(&mut d.topics);
+    stamps.annotate(info.index, &mut d.root, &d.topic_ids, &mut info.topics);
+    m.decoded = Some(d);
+    m.info.decode_error.is_some()
+}
+
+/// Bytes of one render thread's output waiting for the writer: the render
+/// thread takes them before it hands a buffer over, the writer gives them
+/// back once written (or closes the budget when it stops).
+#[derive(Default)]
+struct Budget {
+    /// (bytes waiting, closed).
+    state: Mutex<(usize, bool)>,
+    freed: Condvar,
+}
+
+impl Budget {
+    /// Waits until `n` more bytes fit [`QUEUED_OUTPUT`] (or nothing waits);
+    /// false once the writer stopped.
+    fn take(&self, n: usize) -> bool {
+        let Ok(mut st) = self.state.lock() else {
+            return false;
+        };
+        while !st.1 && st.0 > 0 && st.0 + n > QUEUED_OUTPUT {
+            st = match self.freed.wait(st) {
+                Ok(st) => st,
+                Err(_) => return false,
+            };
+        }
+        st.0 += n;
+        !st.1
+    }
+
+    /// `n` bytes were written.
+    fn give(&self, n: usize) {
+        if let Ok(mut st) = self.state.lock() {
+            st.0 = st.0.saturating_sub(n);
+        }
+        self.freed.notify_one();
+    }
+
+    /// The writer stopped: nothing waits any more.
+    fn close(&self) {
+        if let Ok(mut st) = self.state.lock() {
+            st.1 = true;
+        }
+        self.freed.notify_one();
+    }
+}
+
+/// Closes the budgets when the writer ends, however it ends.
+struct CloseOnDrop(Vec<Arc<Budget>>);
+
+impl Drop for CloseOnDrop {
+    fn drop(&mut self) {
+        for b in &self.0 {
+            b.close();
+        }
+    }
+}
+
+/// A render thread's way to the writer.
+struct ToWriter {
+    tx: SyncSender<Segment>,
+    budget: Arc<Budget>,
+    spares: Receiver<Vec<u8>>,
+}
+
+impl ToWriter {
+    /// A buffer for output: one the writer gave back, or a new one.
+    fn fresh(&self) -> Vec<u8> {
+        self.spares
+            .try_recv()
+            .unwrap_or_else(|_| Vec::with_capacity(SEGMENT_BYTES + SEGMENT_BYTES / 4))
+    }
+
+    /// Hands `buf` (if not empty) to the writer, leaving a fresh buffer;
+    /// false once the writer stopped.
+    fn flush(&self, buf: &mut Vec<u8>) -> bool {
+        if buf.is_empty() {
+            return true;
+        }
+        if !self.budget.take(buf.len()) {
+            return false;
+        }
+        let full = std::mem::replace(buf, self.fresh());
+        self.tx.send(Segment::Bytes(full)).is_ok()
+    }
+
+    fn send(&self, seg: Segment) -> bool {
+        self.tx.send(seg).is_ok()
+    }
+}
+
+/// The render threads and the writer.
+struct Pool {
+    /// Each render thread's chunks.
+    txs: Vec<SyncSender<Chunk>>,
+    /// The render thread the next chunk goes to.
+    next: usize,
+    workers: Vec<std::thread::JoinHandle<()>>,
+    writer: std::thread::JoinHandle<Result<u64, CliError>>,
+    /// Set by the writer when it stops (output error).
+    stop: Arc<AtomicBool>,
+}
+
+impl Pool {
+    fn spawn<W, F>(
+        settings: &Settings,
+        stamps: Arc<Stamps>,
+        out: F,
+        note: impl FnMut(&str) + Send + 'static,
+    ) -> Pool
+    where
+        W: Write,
+        F: FnOnce() -> W + Send + 'static,
+    {
+        let n = settings.threads.max(1);
+        let stop = Arc::new(AtomicBool::new(false));
+        let mut txs = Vec::with_capacity(n);
+        let mut segs = Vec::with_capacity(n);
+        let mut spares = Vec::with_capacity(n);
+        let mut budgets = Vec::with_capacity(n);
+        let mut workers = Vec::with_capacity(n);
+        for _ in 0..n {
+            let (tx, rx) = std::sync::mpsc::sync_channel::<Chunk>(QUEUED_CHUNKS);
+            let (seg_tx, seg_rx) = std::sync::mpsc::sync_channel::<Segment>(QUEUED_SEGMENTS);
+            let (spare_tx, spare_rx) = std::sync::mpsc::channel::<Vec<u8>>();
+            let budget = Arc::new(Budget::default());
+            let to = ToWriter {
+                tx: seg_tx,
+                budget: budget.clone(),
+                spares: spare_rx,
+            };
+            let render = Render::new(settings.format, true);
+            let opts = settings.decode.clone();
+            let stamps = stamps.clone();
+            workers.push(std::thread::spawn(move || {
+                worker(rx, to, render, &opts, &stamps);
+            }));
+            txs.push(tx);
+            segs.push(seg_rx);
+            spares.push(spare_tx);
+            budgets.push(budget);
+        }
+        let writer_stop = stop.clone();
+        let writer = std::thread::spawn(move || {
+            let r = writer(out(), segs, spares, budgets, note);
+            if r.is_err() {
+                writer_stop.store(true, Ordering::Relaxed);
+            }
+            r
+        });
+        Pool {
+            txs,
+            next: 0,
+            workers,
+            writer,
+            stop,
+        }
+    }
+
+    /// True once the writer stopped (an output error).
+    fn stopped(&self) -> bool {
+        self.stop.load(Ordering::Relaxed)
+    }
+
+    /// Hands `chunk` to the next render thread; false when they stopped.
+    fn send(&mut self, chunk: Chunk) -> bool {
+        let Some(tx) = self.txs.get(self.next) else {
+            return false;
+        };
+        self.next = (self.next + 1) % self.txs.len();
+        tx.send(chunk).is_ok()
+    }
+
+    /// Hands over `last` (if it holds anything), waits for everything to be
+    /// written; the number of malformed messages printed.
+    fn end(mut self, last: Chunk) -> Result<u64, CliError> {
+        if !last.items.is_empty() {
+            self.send(last);
+        }
+        drop(self.txs);
+        for w in self.workers {
+            if let Err(p) = w.join() {
+                std::panic::resume_unwind(p);
+            }
+        }
+        match self.writer.join() {
+            Ok(r) => r,
+            Err(p) => std::panic::resume_unwind(p),
+        }
+    }
+}
+
+/// A render thread: decodes and formats the messages of its chunks, hands
+/// the output to the writer; the trees are freed here.
+fn worker(
+    rx: Receiver<Chunk>,
+    to: ToWriter,
+    mut render: Render,
+    opts: &DecodeOptions,
+    stamps: &Stamps,
+) {
+    let mut buf = to.fresh();
+    for chunk in rx.iter() {
+        render.first_ts = chunk.first_ts;
+        let mut malformed = 0;
+        for item in chunk.items {
+            let sent = match item {
+                Item::Message(mut m) => {
+                    malformed += u64::from(decode(&mut m, opts, stamps));
+                    let sent = match render.format {
+                        PrintFormat::Jsonl => {
+                            render.message(&mut buf, &m, None);
+                            true
+                        }
+                        // The tree's text (up to a hundred times the
+                        // message's bytes) is handed over as it is copied.
+                        PrintFormat::Text => {
+                            render.summary_line(&mut buf, &m);
+                            let text = m.decoded.take().map(|d| tree::render_text(&d.root));
+                            drop(m);
+                            text.unwrap_or_default().lines().all(|line| {
+                                tree_line(&mut buf, line);
+                                buf.len() < SEGMENT_BYTES || to.flush(&mut buf)
+                            })
+                        }
+                    };
+                    sent && (buf.len() < SEGMENT_BYTES || to.flush(&mut buf))
+                }
+                Item::Line(line) => to.flush(&mut buf) && to.send(Segment::Line(line)),
+            };
+            if !sent {
+                return;
+            }
+        }
+        if !(to.flush(&mut buf) && to.send(Segment::End(malformed))) {
+            return;
+        }
+    }
+}
+
+/// The writer: takes the render threads' output chunk by chunk in the order
+/// the chunks were handed out (round-robin), writes it to `out` and the
+/// notices with `note` (what came before a notice written first); gives the
+/// emptied buffers back. Ends when the render thread whose turn it is has
+/// no more chunks. The number of malformed messages written.
+fn writer<W: Write>(
+    out: W,
+    segs: Vec<Receiver<Segment>>,
+    spares: Vec<std::sync::mpsc::Sender<Vec<u8>>>,
+    budgets: Vec<Arc<Budget>>,
+    mut note: impl FnMut(&str),
+) -> Result<u64, CliError> {
+    let budgets = CloseOnDrop(budgets);
+    let mut w = std::io::BufWriter::new(out);
+    let mut malformed = 0;
+    for k in (0..segs.len()).cycle() {
+        let (Some(rx), Some(spare), Some(budget)) = (segs.get(k), spares.get(k), budgets.0.get(k))
+        else {
+            break;
+        };
+        loop {
+            match rx.recv() {
+                Ok(Segment::Bytes(mut b)) => {
+                    w.write_all(&b).map_err(CliError::Output)?;
+                    budget.give(b.len());
+                    b.clear();
+                    // Buffers grown by a large message are not kept.
+                    if b.capacity() <= 2 * SEGMENT_BYTES {
+                        let _ = spare.send(b);
+                    }
+                }
+                Ok(Segment::Line(line)) => {
+                    w.flush().map_err(CliError::Output)?;
+                    note(&line);
+                }
+                Ok(Segment::End(m)) => {
+                    malformed += m;
+                    break;
+                }
+                // This render thread got no further chunk: there is none.
+                Err(_) => {
+                    w.flush().map_err(CliError::Output)?;
+                    return Ok(malformed);
+                }
+            }
+        }
+    }
+    w.flush().map_err(CliError::Output)?;
+    Ok(malformed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kafkashark::capture::{FrameSource, Polled};
+    use std::path::{Path, PathBuf};
+
+    /// Standard output with each standard error line in its place (`\0line\n`).
+    #[derive(Clone, Default)]
+    struct Shared(Arc<Mutex<Vec<u8>>>);
+
+    impl Write for Shared {
+        fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().expect("lock").extend_from_slice(b);
+            Ok(b.len())
+        }
+
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    fn captures() -> Vec<PathBuf> {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../captures");
+        let mut paths: Vec<_> = std::fs::read_dir(dir)
+            .expect("captures/")
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.extension().is_some_and(|x| x == "pcap"))
+            .collect();
+        paths.sort();
+        assert!(paths.len() >= 10, "{paths:?}");
+        paths
+    }
+
+    fn open(path: &Path) -> FileSource {
+        FileSource::open(path.to_str().expect("path")).expect("open")
+    }
+
+    /// `print -V` through the pool: what it writes, and the malformed count.
+    fn pooled(
+        path: &Path,
+        ports: &Ports,
+        format: PrintFormat,
+        count: Option<u64>,
+        threads: usize,
+    ) -> (Vec<u8>, u64) {
+        let shared = Shared::default();
+        let (out, notes) = (shared.clone(), shared.clone());
+        let settings = Settings {
+            ports: ports.clone(),
+            format,
+            count,
+            decode: DecodeOptions::default(),
+            name: "cap".into(),
+            threads,
+        };
+        let malformed = run(
+            open(path),
+            settings,
+            move || out,
+            move |line| {
+                let mut v = notes.0.lock().expect("lock");
+                v.push(0);
+                v.extend_from_slice(line.as_bytes());
+                v.push(b'\n');
+            },
+        )
+        .expect("run");
+        let bytes = std::mem::take(&mut *shared.0.lock().expect("lock"));
+        (bytes, malformed)
+    }
+
+    /// What one thread whose analyzer keeps every message's tree prints (as
+    /// `print -V` did before the pool: the `Stage` over such an analyzer).
+    fn one_thread(
+        path: &Path,
+        ports: &Ports,
+        format: PrintFormat,
+        count: Option<u64>,
+    ) -> (Vec<u8>, u64) {
+        let decode = DecodeOptions::default();
+        let mut analyzer = Analyzer::new(AnalyzerConfig {
+            pipeline: PipelineConfig::with_ports(ports.clone()),
+            decode: decode.clone(),
+            keep_trees: true,
+            ..AnalyzerConfig::default()
+        });
+        let mut reorder = Reorder::new(HELD_MESSAGES);
+        reorder.limit_bytes(HELD_BYTES);
+        reorder.hold_without_trees(decode);
+        let mut render = Render::new(format, true);
+        let (mut outs, mut ready, mut out) = (Vec::new(), Vec::new(), Vec::new());
+        let (mut printed, mut malformed) = (0, 0);
+        let mut emit = |ready: &mut Vec<Output>, reorder: &mut Reorder, render: &mut Render| {
+            for o in ready.drain(..) {
+                match o {
+                    Output::Message(mut m) => {
+                        if count.is_some_and(|c| printed >= c) {
+                            continue;
+                        }
+                        reorder.restore(&mut m);
+                        printed += 1;
+                        malformed += u64::from(m.info.decode_error.is_some());
+                        render.message(&mut out, &m, None);
+                    }
+                    Output::Notice(n) => {
+                        if let Some(line) = notice_line("cap", &n) {
+                            out.push(0);
+                            out.extend_from_slice(line.as_bytes());
+                            out.push(b'\n');
+                        }
+                    }
+                }
+            }
+            count.is_some_and(|c| printed >= c)
+        };
+        let mut src = open(path);
+        let mut reached = count == Some(0);
+        let mut error = None;
+        while !reached {
+            let f = match src.poll() {
+                Ok(Polled::Frame(f)) => f,
+                Ok(Polled::Timeout) => continue,
+                Ok(Polled::End) => break,
+                Err(e) => {
+                    error = Some(e);
+                    break;
+                }
+            };
+            render.first_ts.get_or_insert(f.ts);
+            analyzer.push(&f, &mut outs);
+            for o in outs.drain(..) {
+                reorder.push(o, &mut ready);
+            }
+            reached = emit(&mut ready, &mut reorder, &mut render);
+        }
+        if !reached {
+            analyzer.finish(&mut outs);
+            for o in outs.drain(..) {
+                reorder.push(o, &mut ready);
+            }
+            reorder.flush(&mut ready);
+            emit(&mut ready, &mut reorder, &mut render);
+            // What stopped the read comes last.
+            if let Some(e) = error {
+                let line = format!("\0kafkashark: {}\n", tree::escape_text(&e.to_string()));
+                out.extend_from_slice(line.as_bytes());
+            }
+        }
+        (out, malformed)
+    }
+
+    /// Every shipped capture, JSONL and text, broker ports and `--ports
+    /// any`: the pool with one, two or three render threads prints byte for
+    /// byte what one thread keeping every tree prints — the same facts
+    /// (decode errors, error codes, topics, topic-id names as known then),
+    /// the same notices in the same places, the same malformed count.
+    #[test]
+    fn pool_prints_what_one_thread_keeping_trees_prints() {
+        let mut lines = 0;
+        for path in captures() {
+            for (format, ports) in [
+                (PrintFormat::Jsonl, Ports::List(vec![9092, 19092])),
+                (PrintFormat::Jsonl, Ports::Any),
+                (PrintFormat::Text, Ports::List(vec![9092, 19092])),
+            ] {
+                let want = one_thread(&path, &ports, format, None);
+                lines += want.0.iter().filter(|&&b| b == b'\n').count();
+                for threads in [1, 2, 3] {
+                    let got = pooled(&path, &ports, format, None, threads);
+                    assert!(
+                        got == want,
+                        "{} {format:?} {ports:?} {threads} threads",
+                        path.display()
+                    );
+                }
+            }
+        }
+        assert!(lines > 10_000, "{lines}");
+    }
+
+    /// Damaged captures (bits flipped at fixed pseudo-random places): record
+    /// batches whose CRC or compressed data is bad decode as errors only in a
+    /// tree (the summary scan does not read them), and the pool reports them
+    /// as one thread keeping trees does.
+    #[test]
+    fn damaged_captures_print_the_same() {
+        let ports = Ports::List(vec![9092, 19092]);
+        let mut corrupt = 0;
+        for path in captures()
+            .into_iter()
+            .filter(|p| p.to_string_lossy().contains("a2-") || p.to_string_lossy().contains("b4-"))
+        {
+            let data = std::fs::read(&path).expect("read");
+            for seed in 1..=3u64 {
+                let mut d = data.clone();
+                let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+                for _ in 0..40 {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    let len = d.len() as u64 - 200;
+                    if let Some(b) = d.get_mut(200 + (x % len) as usize) {
+                        *b ^= 1 << (x >> 60 & 7);
+                    }
+                }
+                let tmp = std::env::temp_dir().join(format!(
+                    "kafkashark-render-pool-{}-{seed}-{}.pcap",
+                    std::process::id(),
+                    path.file_stem().map_or("x".into(), |s| s.to_string_lossy())
+                ));
+                std::fs::write(&tmp, &d).expect("write");
+                let want = one_thread(&tmp, &ports, PrintFormat::Jsonl, None);
+                let got = pooled(&tmp, &ports, PrintFormat::Jsonl, None, 2);
+                let _ = std::fs::remove_file(&tmp);
+                assert!(got == want, "{} seed {seed}", path.display());
+                corrupt += String::from_utf8_lossy(&got.0)
+                    .matches("data is corrupt")
+                    .count();
+            }
+        }
+        assert!(corrupt > 0, "no damaged record batch decoded");
+    }
+
+    /// `-c N` stops at the same message as one thread does (the notices
+    /// before it included), and prints N messages when there are N.
+    #[test]
+    fn count_stops_at_the_same_message() {
+        let ports = Ports::List(vec![9092, 19092]);
+        for path in captures().iter().take(3) {
+            let all = one_thread(path, &ports, PrintFormat::Jsonl, None).0;
+            let messages = |out: &[u8]| {
+                out.split(|&b| b == b'\n')
+                    .filter(|l| l.first() == Some(&b'{'))
+                    .count()
+            };
+            let total = messages(&all) as u64;
+            assert!(total > 20, "{} {total}", path.display());
+            for count in [0, 1, 7, total / 2, total, total + 1] {
+                let want = one_thread(path, &ports, PrintFormat::Jsonl, Some(count));
+                let got = pooled(path, &ports, PrintFormat::Jsonl, Some(count), 2);
+                assert!(got == want, "{} -c {count}", path.display());
+                assert_eq!(messages(&got.0) as u64, count.min(total));
+                assert!(all.starts_with(&got.0) || count >= total);
+            }
+        }
+    }
+
+    /// A topic id is named only in messages from the one that taught it on.
+    #[test]
+    fn names_learned_later_do_not_show() {
+        use kafkashark::kafka::tree::Role;
+        let stamps = Stamps::default();
+        let name = "orders".to_string();
+        stamps.map.write().expect("lock").insert(
+            [7; 16],
+            (10, name.clone(), format!("topic {name:?}").into()),
+        );
+        stamps.any.store(true, Ordering::Release);
+        for (index, named) in [(9, false), (10, true), (11, true)] {
+            let mut root = Node::new("R", "message", Value::None, 0, 0, Role::Message);
+            root.children.push(Node::new(
+                "TopicId",
+                "uuid",
+                Value::Uuid([7; 16]),
+                0,
+                16,
+                Role::RequestBody,
+            ));
+            let mut topics = vec!["other".to_string()];
+            stamps.annotate(index, &mut root, &[[7; 16], [8; 16]], &mut topics);
+            let detail = root.children[0].detail.as_deref();
+            if named {
+                assert_eq!(detail, Some("topic \"orders\""));
+                assert_eq!(topics, ["other", "orders"]);
+            } else {
+                assert_eq!(detail, None);
+                assert_eq!(topics, ["other"]);
+            }
+        }
+    }
+
+    /// Output that fails after a while.
+    struct Failing(usize);
+
+    impl Write for Failing {
+        fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+            if self.0 < b.len() {
+                return Err(std::io::ErrorKind::BrokenPipe.into());
+            }
+            self.0 -= b.len();
+            Ok(b.len())
+        }
+
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    /// An output error stops the reader, the analyzer, every render thread
+    /// and the writer, and is what the run returns.
+    #[test]
+    fn an_output_error_stops_every_thread() {
+        let path = captures()
+            .into_iter()
+            .find(|p| p.to_string_lossy().contains("b3-large-messages"))
+            .expect("b3");
+        let settings = Settings {
+            ports: Ports::List(vec![9092]),
+            format: PrintFormat::Jsonl,
+            count: None,
+            decode: DecodeOptions::default(),
+            name: "cap".into(),
+            threads: 2,
+        };
+        let r = run(open(&path), settings, || Failing(100_000), |_| {});
+        assert!(matches!(r, Err(CliError::Output(_))), "{r:?}");
+    }
+}
