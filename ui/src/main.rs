@@ -12,8 +12,8 @@ use kafkashark::kafka::{decode_request, decode_response, tree, DecodeOptions, De
 mod cli_error;
 mod filter;
 mod print;
-mod render_pool;
 mod privilege;
+mod render_pool;
 mod stats_cmd;
 mod tui;
 use cli_error::CliError;

@@ -641,6 +641,10 @@ impl Printer {
     fn drain(&mut self, w: &mut impl Write) -> Result<(), CliError> {
         let r = w.write_all(&self.buf).map_err(CliError::Output);
         self.buf.clear();
+        // A huge tree's text made it grow: give that memory back.
+        if self.buf.capacity() > 4 * OUT_CHUNK {
+            self.buf = Vec::new();
+        }
         r
     }
 }
@@ -692,11 +696,7 @@ impl Render {
                     if let Some(d) = &m.decoded {
                         // Straight into `out`, sized once: a tree's text can be
                         // a hundred times its message's bytes.
-                        let text = tree::render_text(&d.root);
-                        out.reserve(text.len() + text.len() / 4 + 64);
-                        for line in text.lines() {
-                            tree_line(out, line);
-                        }
+                        tree::write_text(out, &d.root, "    ");
                     }
                 }
             }
