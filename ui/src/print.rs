@@ -649,14 +649,6 @@ impl Printer {
     }
 }
 
-/// Appends one line of a text tree (from `tree::render_text`), indented
-/// under its message's summary line.
-pub(crate) fn tree_line(out: &mut Vec<u8>, line: &str) {
-    out.extend_from_slice(b"    ");
-    out.extend_from_slice(line.as_bytes());
-    out.push(b'\n');
-}
-
 /// Formats messages: a JSONL object or a text line (with its tree under `-V`)
 /// per message. Each thread that formats has its own.
 pub(crate) struct Render {

@@ -49,9 +49,7 @@ use kafkashark::model::{
 use kafkashark::pipeline::PipelineConfig;
 
 use crate::cli_error::CliError;
-use crate::print::{
-    notice_line, tree_line, FileReader, PrintFormat, Render, HELD_BYTES, HELD_MESSAGES,
-};
+use crate::print::{notice_line, FileReader, PrintFormat, Render, HELD_BYTES, HELD_MESSAGES};
 
 /// Message bytes per chunk handed to a render thread with `--format jsonl`:
 /// a message's JSON is about 15 times its bytes, so a chunk makes about
@@ -494,6 +492,31 @@ impl Drop for CloseOnDrop {
     }
 }
 
+/// Where a render thread writes a tree's text: its output buffer, handed to
+/// the writer each time it holds [`SEGMENT_BYTES`] (the writer joins the
+/// segments in order, so a cut inside a line is harmless).
+struct Segmented<'a> {
+    buf: &'a mut Vec<u8>,
+    to: &'a ToWriter,
+    /// False once the writer stopped: the rest is dropped.
+    ok: bool,
+}
+
+impl tree::TextSink for Segmented<'_> {
+    fn push_text(&mut self, s: &str) {
+        if !self.ok {
+            return;
+        }
+        self.buf.extend_from_slice(s.as_bytes());
+        if self.buf.len() >= SEGMENT_BYTES {
+            self.ok = self.to.flush(self.buf);
+        }
+    }
+
+    /// The whole text's size: not reserved, it goes out in segments.
+    fn reserve_text(&mut self, _n: usize) {}
+}
+
 /// A render thread's way to the writer.
 struct ToWriter {
     tx: SyncSender<Segment>,
@@ -651,15 +674,22 @@ fn worker(
                             true
                         }
                         // The tree's text (up to a hundred times the
-                        // message's bytes) is handed over as it is copied.
+                        // message's bytes) is handed over segment by
+                        // segment as it is written, never whole.
                         PrintFormat::Text => {
                             render.summary_line(&mut buf, &m);
-                            let text = m.decoded.take().map(|d| tree::render_text(&d.root));
-                            drop(m);
-                            text.unwrap_or_default().lines().all(|line| {
-                                tree_line(&mut buf, line);
-                                buf.len() < SEGMENT_BYTES || to.flush(&mut buf)
-                            })
+                            match m.decoded.take() {
+                                Some(d) => {
+                                    let mut sink = Segmented {
+                                        buf: &mut buf,
+                                        to: &to,
+                                        ok: true,
+                                    };
+                                    tree::write_text(&mut sink, &d.root, "    ");
+                                    sink.ok
+                                }
+                                None => true,
+                            }
                         }
                     };
                     sent && (buf.len() < SEGMENT_BYTES || to.flush(&mut buf))
