@@ -768,7 +768,7 @@ impl Render {
 }
 
 /// The JSONL contract of DESIGN.md, plus `fields` with `-V`, as a JSON value:
-/// the reference [`write_message_json`] is tested against.
+/// the reference [`JsonWriter`] is tested against.
 #[cfg(test)]
 pub fn message_json(m: &MessageRecord, verbose: bool) -> serde_json::Value {
     let i = &m.info;
@@ -812,21 +812,15 @@ pub fn message_json(m: &MessageRecord, verbose: bool) -> serde_json::Value {
     o
 }
 
-/// Writes [`message_json`] as compact JSON without building the value: the same
-/// bytes `serde_json::to_string(&message_json(m, verbose))` gives (keys in
-/// sorted order, as serde_json's map keeps them; serde_json's number formats
-/// and string escapes).
-#[cfg(test)]
-pub fn write_message_json(out: &mut Vec<u8>, m: &MessageRecord, verbose: bool) {
-    JsonWriter::default().write(out, m, verbose, None);
-}
-
 /// Streams whose endpoints [`JsonWriter`] keeps as JSON text (a direct-mapped
 /// cache indexed by stream id: bounded, and streams are numbered in order).
 const ADDR_CACHE: usize = 1024;
 
-/// Writes messages as JSONL: `write_message_json`, with the endpoints of
-/// recent streams formatted once instead of per message.
+/// Writes messages as JSONL without building a JSON value: the same bytes
+/// `serde_json::to_string(&message_json(m, verbose))` gives (keys in sorted
+/// order, as serde_json's map keeps them; serde_json's number formats and
+/// string escapes), with the endpoints of recent streams formatted once
+/// instead of per message.
 #[derive(Default)]
 pub struct JsonWriter {
     /// `"broker":"…","client":"…"` of a client and broker, at `stream % ADDR_CACHE`.
@@ -1059,12 +1053,16 @@ mod json_tests {
                 a.push(&f, &mut out);
             }
             a.finish(&mut out);
+            // One writer per capture and mode, as `print` keeps one: its
+            // cache of endpoints' text is used from the second message of a
+            // stream on.
+            let mut writers = [JsonWriter::default(), JsonWriter::default()];
             for o in &out {
                 let Output::Message(m) = o else { continue };
-                for verbose in [false, true] {
+                for (verbose, w) in [false, true].into_iter().zip(&mut writers) {
                     let want = serde_json::to_string(&message_json(m, verbose)).expect("json");
                     let mut got = Vec::new();
-                    write_message_json(&mut got, m, verbose);
+                    w.write(&mut got, m, verbose, None);
                     assert_eq!(
                         String::from_utf8(got).expect("utf8"),
                         want,
