@@ -105,7 +105,7 @@ const BATCH: usize = 2000;
 /// Longest a loader batch waits before it is sent.
 const BATCH_WAIT: Duration = Duration::from_millis(50);
 /// Batches in flight between loader and UI.
-const CHANNEL: usize = 16;
+const CHANNEL: usize = 4;
 /// How long the UI waits for a key before it looks at the channel again.
 const POLL: Duration = Duration::from_millis(40);
 
