@@ -54,7 +54,8 @@ fn frames(file: &[u8]) -> Vec<Frame> {
     out
 }
 
-fn messages(frames: &[Frame], ports: Ports) -> Vec<RawMessage> {
+/// Every pipeline event of `frames`, with file pieces located.
+fn events(frames: &[Frame], ports: Ports) -> Vec<Event> {
     let mut p = Pipeline::new(PipelineConfig {
         locate_in_file: true,
         ..PipelineConfig::with_ports(ports)
@@ -64,7 +65,12 @@ fn messages(frames: &[Frame], ports: Ports) -> Vec<RawMessage> {
         p.push(f, &mut ev);
     }
     p.finish(&mut ev);
-    ev.into_iter()
+    ev
+}
+
+fn messages(frames: &[Frame], ports: Ports) -> Vec<RawMessage> {
+    events(frames, ports)
+        .into_iter()
         .filter_map(|e| match e {
             Event::Message(m) | Event::Partial(m) => Some(m),
             _ => None,
@@ -78,15 +84,7 @@ type Key = (std::net::SocketAddr, bool, u64, Bytes);
 /// The messages of `frames`, each as a [`Key`], sorted; and the (client,
 /// direction) of every warning about bytes after a connection closed.
 fn keyed(frames: &[Frame], ports: Ports) -> (Vec<Key>, Vec<(std::net::SocketAddr, bool)>) {
-    let mut p = Pipeline::new(PipelineConfig {
-        locate_in_file: true,
-        ..PipelineConfig::with_ports(ports)
-    });
-    let mut ev = Vec::new();
-    for f in frames {
-        p.push(f, &mut ev);
-    }
-    p.finish(&mut ev);
+    let ev = events(frames, ports);
     let mut client = std::collections::HashMap::new();
     let (mut out, mut late) = (Vec::new(), Vec::new());
     for e in ev {

@@ -1023,6 +1023,20 @@ fn notice_text(n: &Notice) -> Option<String> {
     }
 }
 
+/// The pcap files shipped in captures/, sorted (tests).
+#[cfg(test)]
+pub(crate) fn shipped_captures() -> Vec<std::path::PathBuf> {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../captures");
+    let mut paths: Vec<_> = std::fs::read_dir(dir)
+        .expect("captures/")
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "pcap"))
+        .collect();
+    paths.sort();
+    assert!(paths.len() >= 10, "{paths:?}");
+    paths
+}
+
 #[cfg(test)]
 mod json_tests {
     use super::*;
@@ -1033,16 +1047,8 @@ mod json_tests {
     /// every shipped capture, with and without trees.
     #[test]
     fn direct_jsonl_equals_serde_json() {
-        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../captures");
-        let mut paths: Vec<_> = std::fs::read_dir(dir)
-            .expect("captures/")
-            .filter_map(|e| e.ok().map(|e| e.path()))
-            .filter(|p| p.extension().is_some_and(|x| x == "pcap"))
-            .collect();
-        paths.sort();
-        assert!(!paths.is_empty());
         let mut checked = 0;
-        for p in paths {
+        for p in shipped_captures() {
             let mut src = FileSource::open(p.to_str().expect("path")).expect("open");
             let mut a = Analyzer::new(AnalyzerConfig {
                 keep_trees: true,

@@ -779,15 +779,7 @@ mod tests {
     }
 
     fn captures() -> Vec<PathBuf> {
-        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../captures");
-        let mut paths: Vec<_> = std::fs::read_dir(dir)
-            .expect("captures/")
-            .filter_map(|e| e.ok().map(|e| e.path()))
-            .filter(|p| p.extension().is_some_and(|x| x == "pcap"))
-            .collect();
-        paths.sort();
-        assert!(paths.len() >= 10, "{paths:?}");
-        paths
+        crate::print::shipped_captures()
     }
 
     fn open(path: &Path) -> FileSource {
