@@ -136,13 +136,20 @@ fn run_file(opts: &StatsOptions, path: &str) -> Result<(), CliError> {
         crate::print::BATCH_FRAMES,
     );
     // The analyzer's outputs, a batch at a time; a few in flight bound the
-    // memory the analyzer can run ahead by.
+    // memory the analyzer can run ahead by. Counted batches come back to be
+    // dropped here, on the thread that allocated them: freed on the counting
+    // thread, every record went through another thread's malloc arena, under
+    // its lock (about 15 % of the CPU of `stats` on the corpus).
     let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<Output>>(4);
+    let (back_tx, back_rx) = std::sync::mpsc::channel::<Vec<Output>>();
     let counter = std::thread::spawn(move || {
         for outs in rx.iter() {
             for o in &outs {
                 stats.push(o);
             }
+            // The analyzer may have stopped taking them back: then they are
+            // freed here.
+            let _ = back_tx.send(outs);
         }
         stats
     });
@@ -158,7 +165,14 @@ fn run_file(opts: &StatsOptions, path: &str) -> Result<(), CliError> {
         if tx.send(counted(&mut out)).is_err() {
             break;
         }
+        // At most the batches in flight are waiting: each is freed here, and
+        // the last one's vector becomes the next output buffer.
+        while let Ok(mut done) = back_rx.try_recv() {
+            done.clear();
+            out = done;
+        }
     }
+    drop(back_rx);
     drop(reader.rx);
     let _ = reader.handle.join();
     analyzer.finish(&mut out);
