@@ -477,13 +477,13 @@ impl Reassembler {
         let Some(mut conn) = self.conns.remove(&key) else {
             return;
         };
+        let dir = if seg.src == conn.client {
+            Direction::ClientToBroker
+        } else {
+            Direction::BrokerToClient
+        };
         if conn.closed {
             self.stats.after_close += 1;
-            let dir = if seg.src == conn.client {
-                Direction::ClientToBroker
-            } else {
-                Direction::BrokerToClient
-            };
             let h = conn.half(dir);
             let len = seg.payload.len() as u64 + u64::from(seg.payload_truncated_by);
             let data_seq = seg.seq.wrapping_add(u32::from(seg.flags.syn));
@@ -509,11 +509,6 @@ impl Reassembler {
         }
         conn.last_ts = ts;
         conn.last_frame = frame;
-        let dir = if seg.src == conn.client {
-            Direction::ClientToBroker
-        } else {
-            Direction::BrokerToClient
-        };
         // The ACK speaks for the other direction: settle its holes first, so the
         // bytes it acknowledged come out before this segment's own bytes.
         if seg.flags.ack && !seg.flags.rst {
