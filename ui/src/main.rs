@@ -19,6 +19,13 @@ mod tui;
 use cli_error::CliError;
 use kafkashark::flow::Ports;
 
+/// The allocator: mimalloc. The engine allocates small, short-lived values
+/// (tree nodes, scan facts) on one thread and often frees them on another;
+/// glibc's malloc spent 12-16 % of `stats` and `print -V` there
+/// (docs/performance.md, item 32).
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// Wireshark for Kafka, in the terminal.
 ///
 /// `kafkashark FILE` opens a capture (or `-` for standard input) in the
