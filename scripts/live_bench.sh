@@ -4,6 +4,7 @@
 #
 #   sudo scripts/live_bench.sh FILE [RATE] [SECONDS]     # e.g. /tmp/c50.pcap 100000 10
 #   CMD=stats MAXMSG=1024 PORT=19092 scripts/live_bench.sh FILE 100000 10
+#   VERBOSE=1 scripts/live_bench.sh FILE 20000 5             # print -V (field trees)
 #
 # Starts `kafkashark print -i lo --ports PORT --format jsonl` (or `stats` with
 # CMD=stats), replays the Kafka conversations of FILE over loopback with the
@@ -35,7 +36,8 @@ fi
 if [[ $CMD == stats ]]; then
     "$K" stats -i lo --ports "$PORT" --format json --duration $((SECS + 4)) >"$TMP/out" 2>"$TMP/err" &
 else
-    "$K" print -i lo --ports "$PORT" --format jsonl --duration $((SECS + 4)) >"$TMP/out" 2>"$TMP/err" &
+    # VERBOSE=1: `print -V` (each line then carries its field tree).
+    "$K" print ${VERBOSE:+-V} -i lo --ports "$PORT" --format jsonl --duration $((SECS + 4)) >"$TMP/out" 2>"$TMP/err" &
 fi
 kpid=$!
 sleep 1.5
@@ -56,6 +58,9 @@ while True:
 print(last["summary"]["messages"] if last else 0)' "$TMP/out")
 else
     got=$(wc -l <"$TMP/out")
+    if [[ -n ${VERBOSE:-} ]]; then
+        echo "lines with a field tree: $(grep -c '"fields":{' "$TMP/out" || true)"
+    fi
 fi
 lost=$(grep -c "missing before frame" "$TMP/err" || true)
 echo "kafkashark $CMD: $got of $sent messages; $lost gap(s) reported"

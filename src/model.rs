@@ -835,25 +835,9 @@ pub struct Reorder {
     /// Held messages, oldest first, with consecutive indices.
     queue: std::collections::VecDeque<HeldSlot>,
     cap: usize,
-    /// What the held messages cost (bytes and footprint, not tree JSON), and
-    /// how much they may, tree JSON included.
+    /// What the held messages cost (bytes and footprint), and how much they may.
     held_cost: usize,
     cost_cap: usize,
-    /// Set by [`Reorder::hold_without_trees`]: how held trees are decoded again.
-    redecode: Option<DecodeOptions>,
-    /// Released messages whose trees [`Reorder::restore`] has yet to decode, by index.
-    released: std::collections::VecDeque<(u64, Held)>,
-    /// Set by [`Reorder::hold_as_json`]: bytes of tree JSON held messages may keep.
-    json_budget: usize,
-    /// Bytes of tree JSON kept now (held or released, not yet restored).
-    json_held: usize,
-    /// Bytes of tree JSON kept by held messages (part of `json_held`).
-    json_queued: usize,
-    /// Held messages before this index keep no tree JSON (it was given up
-    /// to stay within `cost_cap`, oldest first).
-    json_kept_from: u64,
-    /// Tree JSON bytes per message byte, so far.
-    json_ratio: Ratio,
     /// Where held messages keep their bytes.
     store: ByteStore,
     /// Notices that arrived while messages were held, each with the index of
@@ -863,9 +847,9 @@ pub struct Reorder {
     notices: std::collections::VecDeque<(u64, Notice)>,
 }
 
-/// One held message: the message, whether it waits for its response, what it
-/// keeps without its tree, and its cost as [`Reorder::limit_bytes`] counts it.
-type HeldSlot = (Box<MessageRecord>, bool, Option<Held>, usize);
+/// One held message: the message, whether it waits for its response, and its
+/// cost as [`Reorder::limit_bytes`] counts it.
+type HeldSlot = (Box<MessageRecord>, bool, usize);
 
 /// Blocks of held messages' bytes. A message's bytes are often a slice of a
 /// larger buffer (a file read buffer of [`crate::capture::fastfile::CHUNK`]
@@ -905,93 +889,6 @@ impl ByteStore {
 /// Notices a [`Reorder`] keeps in order behind held messages.
 const MAX_HELD_NOTICES: usize = 16_384;
 
-/// Bytes of held tree JSON (short keys) per message byte seen so far.
-#[derive(Default)]
-struct Ratio {
-    raw: u64,
-    json: u64,
-}
-
-impl Ratio {
-    /// The JSON size a message of `raw` bytes will likely have (with a margin).
-    fn guess(&self, raw: usize) -> usize {
-        // Until something is known: a typical 16 bytes of JSON per byte.
-        let per = if self.raw == 0 {
-            16.0
-        } else {
-            self.json as f64 / self.raw as f64
-        };
-        (raw as f64 * per * 1.25) as usize
-    }
-
-    fn add(&mut self, raw: usize, json: usize) {
-        self.raw += raw as u64;
-        self.json += json as u64;
-    }
-}
-
-/// What a held message whose tree was dropped needs to get the same tree back:
-/// the topic-name annotations its tree had when the analyzer made it (names
-/// learned later must not show); and, within the JSON budget, the tree's JSON
-/// with short keys ([`Node::write_json_short_keys`], half the bytes).
-struct Held {
-    annotations: Vec<([u8; 16], crate::kafka::tree::Text)>,
-    json: Option<Vec<u8>>,
-}
-
-impl Held {
-    /// Drops the tree of `m`, keeping what [`Held::restore`] needs; with a
-    /// size guess, also the tree written as JSON with short keys
-    /// ([`Node::write_json_short_keys`]).
-    fn strip(m: &mut MessageRecord, json: Option<usize>) -> Option<Held> {
-        let d = m.decoded.take()?;
-        let mut annotations: Vec<([u8; 16], crate::kafka::tree::Text)> = Vec::new();
-        // Topic ids are schema fields: record sets (most of a tree) hold none.
-        fn go(n: &Node, out: &mut Vec<([u8; 16], crate::kafka::tree::Text)>) {
-            use crate::kafka::tree::Role;
-            if let (Value::Uuid(u), Some(t)) = (&n.value, &n.detail) {
-                if n.name.ends_with("TopicId") && !out.iter().any(|(a, _)| a == u) {
-                    out.push((*u, t.clone()));
-                }
-            }
-            if matches!(n.role, Role::Record | Role::RecordBatch) {
-                return;
-            }
-            for c in &n.children {
-                go(c, out);
-            }
-        }
-        go(&d.root, &mut annotations);
-        let json = json.map(|guess| {
-            let mut v = Vec::with_capacity(guess);
-            d.root.write_json_short_keys(&mut v);
-            // Shrinking reallocates in place: what is kept is what is counted.
-            if v.capacity() > v.len() + v.len() / 8 {
-                v.shrink_to_fit();
-            }
-            v
-        });
-        Some(Held { annotations, json })
-    }
-
-    /// Decodes the tree of `m` again, as the analyzer did, with its annotations.
-    fn restore(self, m: &mut MessageRecord, opts: &DecodeOptions) {
-        let mut d = redecode(&m.info, &m.raw, opts);
-        if !self.annotations.is_empty() {
-            d.root.walk_mut(&mut |n| {
-                if let Value::Uuid(u) = &n.value {
-                    if n.name.ends_with("TopicId") {
-                        if let Some((_, t)) = self.annotations.iter().find(|(a, _)| a == u) {
-                            n.detail = Some(t.clone());
-                        }
-                    }
-                }
-            });
-        }
-        m.decoded = Some(d);
-    }
-}
-
 /// What [`Reorder::limit_bytes`] counts at least for a held message besides
 /// its bytes: the record itself and its facts' small allocations (measured
 /// at about 1,070 bytes on average, all held messages of a 400 MB loopback
@@ -1018,24 +915,13 @@ fn string_heap(s: &String) -> usize {
     }
 }
 
-/// What a held message keeps alive besides its bytes, its tree and its tree
-/// JSON: the boxed record and its queue slot, the heap of its facts (client
-/// id, topics, error codes, decode error) and of its provenance (an entry
-/// per carrying frame: a message cut in many small segments has many), and
-/// the annotations it keeps to get its tree back ([`Held`]).
-fn held_footprint(m: &MessageRecord, held: Option<&Held>) -> usize {
+/// What a held message keeps alive besides its bytes and its tree: the
+/// boxed record and its queue slot, the heap of its facts (client id,
+/// topics, error codes, decode error) and of its provenance (an entry per
+/// carrying frame: a message cut in many small segments has many).
+fn held_footprint(m: &MessageRecord) -> usize {
     let i = &m.info;
     let opt = |s: &Option<String>| s.as_ref().map_or(0, string_heap);
-    let held = held.map_or(0, |h| {
-        h.annotations
-            .iter()
-            .fold(vec_heap(&h.annotations), |n, (_, t)| {
-                n.saturating_add(match t {
-                    std::borrow::Cow::Owned(s) => string_heap(s),
-                    std::borrow::Cow::Borrowed(_) => 0,
-                })
-            })
-    });
     let topics = i
         .topics
         .iter()
@@ -1049,7 +935,6 @@ fn held_footprint(m: &MessageRecord, held: Option<&Held>) -> usize {
         topics,
         vec_heap(&m.raw.provenance),
         vec_heap(&m.raw.file_pieces),
-        held,
     ]
     .iter()
     .fold(0usize, |n, x| n.saturating_add(*x))
@@ -1063,13 +948,6 @@ impl Reorder {
             cap: cap.max(1),
             held_cost: 0,
             cost_cap: usize::MAX,
-            redecode: None,
-            released: std::collections::VecDeque::new(),
-            json_budget: 0,
-            json_held: 0,
-            json_queued: 0,
-            json_kept_from: 0,
-            json_ratio: Ratio::default(),
             store: ByteStore::default(),
             notices: std::collections::VecDeque::new(),
         }
@@ -1081,79 +959,11 @@ impl Reorder {
     /// ([`held_footprint`], at least [`HELD_OVERHEAD`]); past `bytes`, the
     /// oldest message leaves even if it waits for its response, as past the
     /// count: a capture whose request is never answered keeps bounded
-    /// memory, its later messages leaving in order. Tree JSON
-    /// ([`Reorder::hold_as_json`]) only takes what the messages leave of
-    /// `bytes`: held messages give it up (oldest first) rather than leave
-    /// for it. Trees kept whole are not counted: bound those by number.
+    /// memory, its later messages leaving in order. Trees are not counted:
+    /// bound messages that keep theirs by number (`print` and `stats` hold
+    /// messages without trees; their trees are made as they leave).
     pub fn limit_bytes(&mut self, bytes: usize) {
         self.cost_cap = bytes;
-    }
-
-    /// Messages that have to wait give up their trees: they leave without one,
-    /// and [`Reorder::restore`] decodes it again (with `opts`, the analyzer's
-    /// decode options) when the caller is about to use the message — one at a
-    /// time, so memory follows the held messages' bytes, not their trees. The
-    /// restored trees are those the analyzer made (topic-name annotations
-    /// included). Call `restore` on every message that leaves, in order.
-    pub fn hold_without_trees(&mut self, opts: DecodeOptions) {
-        self.redecode = Some(opts);
-    }
-
-    /// As [`Reorder::hold_without_trees`], but a held message first writes its
-    /// tree as JSON with short keys ([`Node::write_json_short_keys`], a
-    /// fraction of the tree's memory) while that of all held messages stays
-    /// within `budget` bytes, and within what [`Reorder::limit_bytes`] leaves:
-    /// [`Reorder::restore_json`] gives that JSON back instead of decoding the
-    /// message again. Past either, held messages keep only their bytes.
-    pub fn hold_as_json(&mut self, opts: DecodeOptions, budget: usize) {
-        self.redecode = Some(opts);
-        self.json_budget = budget;
-    }
-
-    /// Gives a message that left without its tree (see
-    /// [`Reorder::hold_without_trees`]) its tree back; other messages are left
-    /// as they are. Messages must come in the order they left; skipped ones
-    /// are forgotten.
-    pub fn restore(&mut self, m: &mut MessageRecord) {
-        if let Some(held) = self.take_held(m.info.index) {
-            if let Some(opts) = &self.redecode {
-                held.restore(m, opts);
-            }
-        }
-    }
-
-    /// As [`Reorder::restore`], but a message that kept its tree's JSON (see
-    /// [`Reorder::hold_as_json`]) gets that JSON back instead of its tree,
-    /// with short keys: [`json::expand_keys`] writes [`Node::write_json`]'s
-    /// bytes from it (straight into the output, with no copy in between).
-    ///
-    /// [`json::expand_keys`]: crate::kafka::tree::json::expand_keys
-    pub fn restore_json(&mut self, m: &mut MessageRecord) -> Option<Vec<u8>> {
-        let mut held = self.take_held(m.info.index)?;
-        if let Some(short) = held.json.take() {
-            return Some(short);
-        }
-        if let Some(opts) = &self.redecode {
-            held.restore(m, opts);
-        }
-        None
-    }
-
-    /// The held state of the released message `index`; forgets those before it.
-    fn take_held(&mut self, index: u64) -> Option<Held> {
-        while let Some((i, _)) = self.released.front() {
-            if *i > index {
-                return None;
-            }
-            let (i, held) = self.released.pop_front()?;
-            self.json_held = self
-                .json_held
-                .saturating_sub(held.json.as_ref().map_or(0, Vec::len));
-            if i == index {
-                return Some(held);
-            }
-        }
-        None
     }
 
     /// Takes the analyzer's outputs; appends to `out` what may leave now, in order.
@@ -1163,7 +973,7 @@ impl Reorder {
             Output::Message(m) => {
                 if m.info.kind == Kind::Response {
                     if let (true, Some(req)) = (m.info.paired, m.info.peer) {
-                        if let Some((r, waiting, _)) = self.find(req) {
+                        if let Some((r, waiting)) = self.find(req) {
                             r.info.paired = true;
                             r.info.peer = Some(m.info.index);
                             *waiting = false;
@@ -1172,7 +982,7 @@ impl Reorder {
                 }
                 let waiting = m.info.kind == Kind::Request && m.info.expects_response;
                 let index = m.info.index;
-                self.queue.push_back((m, waiting, None, 0));
+                self.queue.push_back((m, waiting, 0));
                 self.release(out, false);
                 if self.queue.back().is_some_and(|s| s.0.info.index == index) {
                     self.hold_last(out);
@@ -1181,12 +991,12 @@ impl Reorder {
             }
             Output::Notice(n) => {
                 if let Notice::Unanswered { request, .. } = &n {
-                    if let Some((_, waiting, _)) = self.find(request.index) {
+                    if let Some((_, waiting)) = self.find(request.index) {
                         *waiting = false;
                     }
                 }
                 match self.queue.back() {
-                    Some((last, _, _, _)) if self.notices.len() < MAX_HELD_NOTICES => {
+                    Some((last, _, _)) if self.notices.len() < MAX_HELD_NOTICES => {
                         self.notices.push_back((last.info.index, n));
                     }
                     _ => out.push(Output::Notice(n)),
@@ -1197,72 +1007,22 @@ impl Reorder {
     }
 
     /// The message just queued stays: it copies its bytes ([`ByteStore`]),
-    /// gives up its tree (keeping, where it fits, the tree's JSON), is
-    /// counted, and past the limit the oldest leave.
+    /// is counted, and past the limit the oldest leave.
     fn hold_last(&mut self, out: &mut Vec<Output>) {
-        // New JSON leaves a quarter of the limit to the bytes of messages
-        // still to come, so that they seldom make held JSON go (its work lost).
-        let room = self
-            .cost_cap
-            .saturating_sub(self.cost_cap / 4)
-            .saturating_sub(self.held_cost.saturating_add(self.json_queued));
-        let Some((m, _, held, cost)) = self.queue.back_mut() else {
+        let Some((m, _, cost)) = self.queue.back_mut() else {
             return;
         };
         if !m.raw.bytes.is_empty() {
             m.raw.bytes = self.store.keep(&m.raw.bytes);
         }
-        let raw_len = m.raw.bytes.len();
-        let mut json_len = 0;
-        if self.redecode.is_some() {
-            // Keep the bytes (and where it fits the JSON), not the tree (tens
-            // of times its message's bytes). JSON only where it will likely
-            // fit: its size is guessed from the message's bytes and the ratio
-            // seen so far.
-            let guess = self.json_ratio.guess(raw_len);
-            let json_room = self
-                .json_budget
-                .saturating_sub(self.json_held)
-                .min(room.saturating_sub(raw_len.saturating_add(HELD_OVERHEAD)));
-            *held = Held::strip(m, (guess <= json_room).then_some(guess));
-            if let Some(h) = held {
-                let len = h.json.as_ref().map_or(0, Vec::len);
-                self.json_ratio.add(raw_len, len);
-                if len > json_room {
-                    h.json = None;
-                } else {
-                    json_len = len;
-                }
-            }
-        }
-        *cost = raw_len.saturating_add(HELD_OVERHEAD.max(held_footprint(m, held.as_ref())));
+        *cost = m
+            .raw
+            .bytes
+            .len()
+            .saturating_add(HELD_OVERHEAD.max(held_footprint(m)));
         self.held_cost = self.held_cost.saturating_add(*cost);
-        self.json_held += json_len;
-        self.json_queued += json_len;
         if self.held_cost > self.cost_cap {
             self.release(out, false);
-        }
-        self.shed_json();
-    }
-
-    /// Held messages give up their tree JSON, oldest first, until it fits in
-    /// what their bytes leave of the limit.
-    fn shed_json(&mut self) {
-        let Some(front) = self.queue.front().map(|s| s.0.info.index) else {
-            return;
-        };
-        let mut at =
-            usize::try_from(self.json_kept_from.saturating_sub(front)).unwrap_or(usize::MAX);
-        while self.held_cost.saturating_add(self.json_queued) > self.cost_cap {
-            let Some((m, _, held, _)) = self.queue.get_mut(at) else {
-                break;
-            };
-            self.json_kept_from = m.info.index + 1;
-            if let Some(json) = held.as_mut().and_then(|h| h.json.take()) {
-                self.json_held = self.json_held.saturating_sub(json.len());
-                self.json_queued = self.json_queued.saturating_sub(json.len());
-            }
-            at += 1;
         }
     }
 
@@ -1271,26 +1031,21 @@ impl Reorder {
         self.release(out, true);
     }
 
-    fn find(&mut self, index: u64) -> Option<(&mut MessageRecord, &mut bool, &mut Option<Held>)> {
+    fn find(&mut self, index: u64) -> Option<(&mut MessageRecord, &mut bool)> {
         let front = self.queue.front()?.0.info.index;
         let pos = usize::try_from(index.checked_sub(front)?).ok()?;
-        let (m, w, h, _) = self.queue.get_mut(pos)?;
-        (m.info.index == index).then_some((&mut **m, w, h))
+        let (m, w, _) = self.queue.get_mut(pos)?;
+        (m.info.index == index).then_some((&mut **m, w))
     }
 
     fn release(&mut self, out: &mut Vec<Output>, all: bool) {
-        while let Some((_, waiting, _, _)) = self.queue.front() {
+        while let Some((_, waiting, _)) = self.queue.front() {
             if *waiting && !all && self.queue.len() <= self.cap && self.held_cost <= self.cost_cap {
                 break;
             }
-            if let Some((m, _, held, cost)) = self.queue.pop_front() {
+            if let Some((m, _, cost)) = self.queue.pop_front() {
                 self.held_cost -= cost;
                 let index = m.info.index;
-                if let Some(h) = held {
-                    let json = h.json.as_ref().map_or(0, Vec::len);
-                    self.json_queued = self.json_queued.saturating_sub(json);
-                    self.released.push_back((index, h));
-                }
                 out.push(Output::Message(m));
                 while self
                     .notices
@@ -1312,8 +1067,6 @@ impl Reorder {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::capture::{FileSource, FrameSource, Polled};
-    use crate::flow::Ports;
 
     /// A request whose response never comes holds the messages after it
     /// only up to `limit_bytes`: past it the oldest leave, in order, and what
@@ -1352,6 +1105,7 @@ mod tests {
             let (mut out, mut left) = (Vec::new(), Vec::new());
             for (i, m) in msgs.iter().enumerate() {
                 r.push(Output::Message(Box::new(m.clone())), &mut out);
+                assert_accounting(&r);
                 left.extend(messages(&mut out));
                 let held: usize = msgs[left.len()..=i].iter().map(cost).sum();
                 if limit == usize::MAX {
@@ -1367,134 +1121,18 @@ mod tests {
         }
     }
 
-    /// How a reorder buffer treats held messages' trees.
-    #[derive(Clone, Copy, PartialEq)]
-    enum Hold {
-        Trees,
-        Bytes,
-        /// Tree JSON within this budget, then bytes.
-        Json(usize),
-    }
-
     /// What a reorder buffer counts matches what it holds: the costs add up
-    /// to `held_cost`, each covers its message's bytes and footprint, the
-    /// tree JSON kept adds up to `json_held` and `json_queued`, and with a
-    /// limit the held messages and their JSON stay within it.
+    /// to `held_cost`, each covers its message's bytes and footprint, and
+    /// with a limit the held messages stay within it.
     fn assert_accounting(r: &Reorder) {
-        let costs: usize = r.queue.iter().map(|s| s.3).sum();
+        let costs: usize = r.queue.iter().map(|s| s.2).sum();
         assert_eq!(costs, r.held_cost);
-        let json = |h: Option<&Held>| h.and_then(|h| h.json.as_ref()).map_or(0, Vec::len);
-        let queued: usize = r.queue.iter().map(|s| json(s.2.as_ref())).sum();
-        let released: usize = r.released.iter().map(|(_, h)| json(Some(h))).sum();
-        assert_eq!(queued, r.json_queued);
-        assert_eq!(queued + released, r.json_held);
-        for (m, _, h, cost) in &r.queue {
-            assert!(*cost >= m.raw.bytes.len() + held_footprint(m, h.as_ref()));
-            assert!(
-                r.redecode.is_none() || m.decoded.is_none(),
-                "trees given up"
-            );
+        for (m, _, cost) in &r.queue {
+            assert!(*cost >= m.raw.bytes.len() + held_footprint(m));
         }
         if r.cost_cap != usize::MAX {
-            assert!(r.held_cost + r.json_queued <= r.cost_cap);
+            assert!(r.held_cost <= r.cost_cap);
         }
-        assert!(r.json_held <= r.json_budget || r.redecode.is_none() || r.json_held == 0);
-    }
-
-    /// Every message's facts and tree (as JSON) after a reorder buffer
-    /// (checking its accounting at every step), limited to `limit` bytes.
-    /// Also: how many trees came back as JSON.
-    fn through_reorder(
-        path: &std::path::Path,
-        hold: Hold,
-        limit: usize,
-    ) -> (Vec<(MessageInfo, String)>, usize) {
-        let cfg = AnalyzerConfig {
-            pipeline: PipelineConfig::with_ports(Ports::Any),
-            keep_trees: true,
-            ..AnalyzerConfig::default()
-        };
-        let opts = cfg.decode.clone();
-        let mut a = Analyzer::new(cfg);
-        let mut reorder = Reorder::new(64);
-        reorder.limit_bytes(limit);
-        match hold {
-            Hold::Trees => {}
-            Hold::Bytes => reorder.hold_without_trees(opts),
-            Hold::Json(budget) => reorder.hold_as_json(opts, budget),
-        }
-        let mut src = FileSource::open(path.to_str().expect("utf-8 path")).expect("open");
-        let (mut out, mut ready, mut got) = (Vec::new(), Vec::new(), Vec::new());
-        let mut from_json = 0;
-        let mut take = |ready: &mut Vec<Output>, reorder: &mut Reorder| {
-            for o in ready.drain(..) {
-                if let Output::Message(mut m) = o {
-                    let json = match hold {
-                        Hold::Json(_) => reorder.restore_json(&mut m),
-                        _ => {
-                            reorder.restore(&mut m);
-                            None
-                        }
-                    };
-                    from_json += usize::from(json.is_some());
-                    let tree = match json {
-                        Some(j) => {
-                            let mut full = Vec::new();
-                            crate::kafka::tree::json::expand_keys(&mut full, &j);
-                            String::from_utf8(full).expect("utf-8 JSON")
-                        }
-                        None => m
-                            .decoded
-                            .as_ref()
-                            .map(|d| d.root.to_json().to_string())
-                            .unwrap_or_default(),
-                    };
-                    got.push((m.info.clone(), tree));
-                }
-            }
-        };
-        loop {
-            match src.poll() {
-                Ok(Polled::Frame(f)) => a.push(&f, &mut out),
-                Ok(Polled::Timeout) => continue,
-                _ => break,
-            }
-            for o in out.drain(..) {
-                reorder.push(o, &mut ready);
-                assert_accounting(&reorder);
-            }
-            take(&mut ready, &mut reorder);
-        }
-        a.finish(&mut out);
-        for o in out.drain(..) {
-            reorder.push(o, &mut ready);
-        }
-        reorder.flush(&mut ready);
-        take(&mut ready, &mut reorder);
-        (got, from_json)
-    }
-
-    #[test]
-    fn held_messages_get_the_same_trees_back() {
-        let mut json_trees = 0;
-        let mut n = 0;
-        for p in crate::test_captures::shipped() {
-            let (eager, _) = through_reorder(&p, Hold::Trees, usize::MAX);
-            // A small JSON budget: some held messages keep JSON, others bytes.
-            for hold in [Hold::Bytes, Hold::Json(64 * 1024), Hold::Json(usize::MAX)] {
-                let (lazy, n_json) = through_reorder(&p, hold, usize::MAX);
-                if hold == Hold::Json(usize::MAX) {
-                    json_trees += n_json;
-                }
-                assert_eq!(eager.len(), lazy.len(), "{}", p.display());
-                for (a, b) in eager.iter().zip(&lazy) {
-                    assert_eq!(a, b, "{}", p.display());
-                }
-            }
-            n += eager.len();
-        }
-        assert!(n > 0);
-        assert!(json_trees > 0);
     }
 
     /// `info_topics: false` leaves only `MessageInfo::topics` empty: every
@@ -1522,71 +1160,54 @@ mod tests {
         assert!(named > 0, "some shipped message names a topic");
     }
 
-    /// Under a byte limit, tree JSON takes only what the held messages leave
-    /// (giving it up when later messages need the room) and never changes
-    /// what is printed: the same messages leave, in the same order and with
-    /// the same trees, as when held messages keep only their bytes.
-    #[test]
-    fn tree_json_fits_in_the_byte_limit() {
-        let mut json_trees = 0;
-        for p in crate::test_captures::shipped() {
-            for limit in [16 * HELD_OVERHEAD, 256 * 1024] {
-                let (bytes, _) = through_reorder(&p, Hold::Bytes, limit);
-                let (json, n_json) = through_reorder(&p, Hold::Json(usize::MAX), limit);
-                assert_eq!(bytes, json, "{} limit {limit}", p.display());
-                json_trees += n_json;
-            }
-        }
-        assert!(json_trees > 0);
-    }
-
     /// A held message whose bytes are a slice of a larger buffer (as a file
     /// read buffer's frames are) keeps a copy of them, not the buffer.
     #[test]
     fn a_held_message_keeps_only_its_own_bytes() {
         let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("captures/a2-confluent-compression-codecs.pcap");
-        let cfg = crate::test_captures::full_trees();
-        let opts = cfg.decode.clone();
-        let mut msgs = crate::test_captures::messages(&path, cfg);
+        let mut msgs = crate::test_captures::messages(&path, crate::test_captures::full_trees());
         assert!(msgs.len() > 3);
-        for hold in [Hold::Trees, Hold::Bytes, Hold::Json(usize::MAX)] {
-            let mut r = Reorder::new(1 << 16);
-            match hold {
-                Hold::Trees => {}
-                Hold::Bytes => r.hold_without_trees(opts.clone()),
-                Hold::Json(b) => r.hold_as_json(opts.clone(), b),
-            }
-            let mut out = Vec::new();
-            let mut buffers = Vec::new();
-            for (i, m) in msgs.iter_mut().enumerate() {
-                // A request waiting for its response holds everything after it.
-                m.info.kind = if i == 0 {
-                    Kind::Request
-                } else {
-                    Kind::Response
-                };
-                m.info.expects_response = i == 0;
-                m.info.paired = false;
-                let mut big = bytes::BytesMut::zeroed(1 << 20);
-                big[1000..1000 + m.raw.bytes.len()].copy_from_slice(&m.raw.bytes);
-                let big = big.freeze();
-                let mut m = Box::new(m.clone());
-                m.raw.bytes = big.slice(1000..1000 + m.raw.bytes.len());
-                r.push(Output::Message(m), &mut out);
-                assert_accounting(&r);
-                buffers.push(big);
-            }
-            assert!(out.is_empty(), "all held");
-            for (big, held) in buffers.iter_mut().zip(&r.queue) {
-                assert!(big.is_unique(), "the held message dropped its slice");
-                assert_eq!(
-                    held.0.raw.bytes,
-                    big.slice(1000..1000 + held.0.raw.bytes.len())
-                );
-            }
-            r.flush(&mut out);
-            assert_eq!(out.len(), msgs.len());
+        let mut r = Reorder::new(1 << 16);
+        let mut out = Vec::new();
+        let mut buffers = Vec::new();
+        for (i, m) in msgs.iter_mut().enumerate() {
+            // A request waiting for its response holds everything after it.
+            m.info.kind = if i == 0 {
+                Kind::Request
+            } else {
+                Kind::Response
+            };
+            m.info.expects_response = i == 0;
+            m.info.paired = false;
+            let mut big = bytes::BytesMut::zeroed(1 << 20);
+            big[1000..1000 + m.raw.bytes.len()].copy_from_slice(&m.raw.bytes);
+            let big = big.freeze();
+            let mut m = Box::new(m.clone());
+            m.raw.bytes = big.slice(1000..1000 + m.raw.bytes.len());
+            r.push(Output::Message(m), &mut out);
+            assert_accounting(&r);
+            buffers.push(big);
+        }
+        assert!(out.is_empty(), "all held");
+        for (big, held) in buffers.iter_mut().zip(&r.queue) {
+            assert!(big.is_unique(), "the held message dropped its slice");
+            assert_eq!(
+                held.0.raw.bytes,
+                big.slice(1000..1000 + held.0.raw.bytes.len())
+            );
+        }
+        r.flush(&mut out);
+        assert_eq!(out.len(), msgs.len());
+        // They leave in order, trees and all.
+        for (o, m) in out.iter().zip(&msgs) {
+            let Output::Message(o) = o else {
+                panic!("a notice")
+            };
+            assert_eq!(o.info, m.info);
+            let root = |m: &MessageRecord| m.decoded.as_ref().map(|d| d.root.clone());
+            assert!(root(o).is_some());
+            assert_eq!(root(o), root(m));
         }
     }
 }

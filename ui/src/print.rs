@@ -119,6 +119,19 @@ pub fn run(opts: &PrintOptions) -> Result<u64, CliError> {
             |line| eprintln!("{line}"),
         );
     }
+    // Live `-V`, or a file read for a while: the analyzer reads summaries (as
+    // `render_pool`'s does) and each message's tree is decoded once, as it
+    // is printed (`Trees`), with the facts a tree-keeping analyzer takes from
+    // it: the same output as `render_pool`, on one thread.
+    let trees = opts.verbose.then(|| {
+        cfg.keep_trees = true;
+        cfg.tree_filter = Some(crate::render_pool::no_tree);
+        cfg.decode.records = false;
+        Trees {
+            opts: decode_opts,
+            stamps: std::sync::Arc::default(),
+        }
+    });
     let mut analyzer = Analyzer::new(cfg);
     let live = matches!(opts.input, Input::Live { .. });
     let printer = Printer {
@@ -128,19 +141,15 @@ pub fn run(opts: &PrintOptions) -> Result<u64, CliError> {
         name,
         buf: Vec::with_capacity(1024),
         chunk: if live { 0 } else { OUT_CHUNK },
+        trees,
     };
     if let Some(src) = file {
-        return run_file(src, opts, analyzer, printer, decode_opts);
+        return run_file(src, opts, analyzer, printer);
     }
     // Live, or a file read for a while (`--duration`): one thread, the same
     // last stage as for files' summaries. Requests wait (bounded) for their
     // responses so `paired` is final when printed.
-    let mut stage = Stage::new(
-        printer,
-        opts.count,
-        decode_opts,
-        if live { 1024 } else { HELD_MESSAGES },
-    );
+    let mut stage = Stage::new(printer, opts.count, if live { 1024 } else { HELD_MESSAGES });
     let mut out = Vec::new();
     let started = Instant::now();
     let mut last_flush = started;
@@ -167,6 +176,7 @@ pub fn run(opts: &PrintOptions) -> Result<u64, CliError> {
             stage.printer.render.first_ts = Some(frame.ts);
         }
         analyzer.push(&frame, &mut out);
+        stage.printer.learn(&analyzer, &mut out);
         if stage.frame(&mut out)? {
             break;
         }
@@ -179,6 +189,7 @@ pub fn run(opts: &PrintOptions) -> Result<u64, CliError> {
     }
     if !stage.count_reached() {
         analyzer.finish(&mut out);
+        stage.printer.learn(&analyzer, &mut out);
     }
     stage.finish(std::mem::take(&mut out), None)?;
     if live {
@@ -222,19 +233,13 @@ struct Work {
 const OUT_CHUNK: usize = 64 * 1024;
 
 /// What messages held for their pairing may cost in all (their bytes and a
-/// per-message overhead, see `Reorder::limit_bytes`; tree JSON has its own
-/// budget below): with the
-/// message count (65,536 for files) it bounds the memory a request that is
-/// never answered can make the messages after it take.
+/// per-message overhead, see `Reorder::limit_bytes`): with the message count
+/// (65,536 for files) it bounds the memory a request that is never answered
+/// can make the messages after it take.
 pub(crate) const HELD_BYTES: usize = 32 << 20;
 
 /// Messages held for their pairing when reading a file (1,024 live).
 pub(crate) const HELD_MESSAGES: usize = 65_536;
-
-/// Bytes of held messages' tree JSON live `print -V --format jsonl` keeps
-/// instead of decoding them again (see `Reorder::hold_as_json`; a file's
-/// trees are decoded once, by `render_pool`'s render threads).
-const HELD_JSON_BUDGET: usize = 32 << 20;
 
 /// Message bytes after which the analyzer hands its outputs to the writer
 /// thread: large enough that the two threads rarely wait on each other (each
@@ -253,22 +258,11 @@ struct Stage {
 }
 
 impl Stage {
-    fn new(
-        printer: Printer,
-        count: Option<u64>,
-        decode_opts: kafkashark::kafka::DecodeOptions,
-        held: usize,
-    ) -> Stage {
-        // Requests wait (bounded) for their responses so `paired` is final when printed.
+    fn new(printer: Printer, count: Option<u64>, held: usize) -> Stage {
+        // Requests wait (bounded) for their responses so `paired` is final
+        // when printed. Messages carry no trees while they wait (`Trees`).
         let mut reorder = Reorder::new(held);
         reorder.limit_bytes(HELD_BYTES);
-        if printer.render.verbose && printer.render.format == PrintFormat::Jsonl {
-            // Messages waiting behind a long poll hold their trees' JSON
-            // (bounded), then their bytes, not their trees.
-            reorder.hold_as_json(decode_opts, HELD_JSON_BUDGET);
-        } else if printer.render.verbose {
-            reorder.hold_without_trees(decode_opts);
-        }
         Stage {
             printer,
             reorder,
@@ -293,7 +287,7 @@ impl Stage {
             self.reorder.push(o, &mut self.ready);
         }
         self.printer
-            .emit(&mut self.ready, &mut self.reorder, &mut self.w, self.count)?;
+            .emit(&mut self.ready, &mut self.w, self.count)?;
         Ok(false)
     }
 
@@ -306,7 +300,7 @@ impl Stage {
             }
             self.reorder.flush(&mut self.ready);
             self.printer
-                .emit(&mut self.ready, &mut self.reorder, &mut self.w, self.count)?;
+                .emit(&mut self.ready, &mut self.w, self.count)?;
         }
         self.flush()?;
         if let Some(e) = error {
@@ -367,7 +361,6 @@ fn run_file(
     opts: &PrintOptions,
     mut analyzer: Analyzer,
     printer: Printer,
-    decode_opts: kafkashark::kafka::DecodeOptions,
 ) -> Result<u64, CliError> {
     use std::sync::atomic::{AtomicBool, Ordering};
     let reader = FileReader::spawn(
@@ -382,7 +375,7 @@ fn run_file(
     let writer_done = done.clone();
     let writer = std::thread::spawn(move || -> Result<u64, CliError> {
         // Standard output is locked by the thread that writes it.
-        let mut stage = Stage::new(printer, count, decode_opts, HELD_MESSAGES);
+        let mut stage = Stage::new(printer, count, HELD_MESSAGES);
         let mut result = Ok(());
         for work in rx.iter() {
             match stage.take(work) {
@@ -595,13 +588,31 @@ struct Printer {
     buf: Vec<u8>,
     /// Bytes gathered in `buf` before they are written (0: every line).
     chunk: usize,
+    /// `-V` (live, or a file read for a while): how trees are decoded.
+    trees: Option<Trees>,
+}
+
+/// How `Printer` gives each message its tree as it prints it: decoded with
+/// `opts` (the analyzer read only summaries), its `TopicId`s named as the
+/// analyzer knew them when it read the message (`stamps`); see
+/// `render_pool::decode`.
+struct Trees {
+    opts: kafkashark::kafka::DecodeOptions,
+    stamps: std::sync::Arc<crate::render_pool::Stamps>,
 }
 
 impl Printer {
+    /// After the analyzer made `outs`: notes the topic ids they teach and
+    /// drops the trees the analyzer made for that (`render_pool::Stamps`).
+    fn learn(&self, analyzer: &Analyzer, outs: &mut [Output]) {
+        if let Some(t) = &self.trees {
+            t.stamps.learn(analyzer, outs);
+        }
+    }
+
     fn emit(
         &mut self,
         out: &mut Vec<Output>,
-        reorder: &mut Reorder,
         w: &mut impl Write,
         count: Option<u64>,
     ) -> Result<(), CliError> {
@@ -611,14 +622,14 @@ impl Printer {
                     if count.is_some_and(|c| self.printed >= c) {
                         continue;
                     }
-                    // A message that waited in the reorder buffer gets its tree
-                    // (or, in JSONL, its tree's JSON) back now.
-                    let fields = reorder.restore_json(&mut m);
+                    if let Some(t) = &self.trees {
+                        crate::render_pool::decode(&mut m, &t.opts, &t.stamps);
+                    }
                     self.printed += 1;
                     if m.info.decode_error.is_some() {
                         self.malformed += 1;
                     }
-                    self.render.message(&mut self.buf, &m, fields.as_deref());
+                    self.render.message(&mut self.buf, &m);
                     if self.buf.len() >= self.chunk {
                         self.drain(w)?;
                     }
@@ -673,13 +684,12 @@ impl Render {
         }
     }
 
-    /// Appends the line (JSONL) or lines (text) of `m` to `out`; `fields`,
-    /// when given, is its tree's JSON with short keys (see
-    /// `Reorder::restore_json`), else its tree is `m.decoded`.
-    pub(crate) fn message(&mut self, out: &mut Vec<u8>, m: &MessageRecord, fields: Option<&[u8]>) {
+    /// Appends the line (JSONL) or lines (text) of `m` to `out`, with its
+    /// tree (`m.decoded`) under `-V`.
+    pub(crate) fn message(&mut self, out: &mut Vec<u8>, m: &MessageRecord) {
         match self.format {
             PrintFormat::Jsonl => {
-                self.json.write(out, m, self.verbose, fields);
+                self.json.write(out, m, self.verbose);
                 out.push(b'\n');
             }
             PrintFormat::Text => {
@@ -828,15 +838,9 @@ pub struct JsonWriter {
 }
 
 impl JsonWriter {
-    /// Appends the JSON object of `m`; `fields`, when given, is the tree's
-    /// JSON already written, with short keys (see `Reorder::restore_json`).
-    pub fn write(
-        &mut self,
-        out: &mut Vec<u8>,
-        m: &MessageRecord,
-        verbose: bool,
-        fields: Option<&[u8]>,
-    ) {
+    /// Appends the JSON object of `m` (with its tree, `m.decoded`, when
+    /// `verbose`).
+    pub fn write(&mut self, out: &mut Vec<u8>, m: &MessageRecord, verbose: bool) {
         use kafkashark::kafka::tree::json;
         let i = &m.info;
         let req = i.kind == Kind::Request;
@@ -879,14 +883,9 @@ impl JsonWriter {
             out.extend_from_slice(b",\"expects_response\":");
             bool(out, i.expects_response);
         }
-        if verbose {
-            if let Some(f) = fields {
-                out.extend_from_slice(b",\"fields\":");
-                json::expand_keys(out, f);
-            } else if let Some(d) = &m.decoded {
-                out.extend_from_slice(b",\"fields\":");
-                d.root.write_json(out);
-            }
+        if let (true, Some(d)) = (verbose, &m.decoded) {
+            out.extend_from_slice(b",\"fields\":");
+            d.root.write_json(out);
         }
         out.extend_from_slice(b",\"first_frame\":");
         json::u64(out, i.first_frame);
@@ -1068,7 +1067,7 @@ mod json_tests {
                 for (verbose, w) in [false, true].into_iter().zip(&mut writers) {
                     let want = serde_json::to_string(&message_json(m, verbose)).expect("json");
                     let mut got = Vec::new();
-                    w.write(&mut got, m, verbose, None);
+                    w.write(&mut got, m, verbose);
                     assert_eq!(
                         String::from_utf8(got).expect("utf8"),
                         want,

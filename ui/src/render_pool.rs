@@ -194,7 +194,7 @@ where
 }
 
 /// The analyzer's tree filter: no message needs its full tree here.
-fn no_tree(_: Kind, _: i16, _: i16, _: &Summary) -> bool {
+pub(crate) fn no_tree(_: Kind, _: i16, _: i16, _: &Summary) -> bool {
     false
 }
 
@@ -343,7 +343,7 @@ impl Order {
 /// analyzer thread, read by the render threads; at most as many entries as
 /// the analyzer's own table (`TopicNames`).
 #[derive(Default)]
-struct Stamps {
+pub(crate) struct Stamps {
     /// Topic id → (index of the message that taught it, the annotation).
     map: RwLock<HashMap<[u8; 16], (u64, String, tree::Text)>>,
     /// Set once `map` has an entry.
@@ -353,7 +353,7 @@ struct Stamps {
 impl Stamps {
     /// After the analyzer made `outs`: notes the topic ids it learned from
     /// them, and drops their trees (made without record sets, only for this).
-    fn learn(&self, analyzer: &Analyzer, outs: &mut [Output]) {
+    pub(crate) fn learn(&self, analyzer: &Analyzer, outs: &mut [Output]) {
         for o in outs {
             let Output::Message(m) = o else { continue };
             let Some(d) = m.decoded.take() else { continue };
@@ -414,7 +414,7 @@ impl Stamps {
 
 /// Gives `m` its tree, decoded as a tree-keeping analyzer decodes it, and the
 /// facts such an analyzer takes from the tree; true when it is malformed.
-fn decode(m: &mut MessageRecord, opts: &DecodeOptions, stamps: &Stamps) -> bool {
+pub(crate) fn decode(m: &mut MessageRecord, opts: &DecodeOptions, stamps: &Stamps) -> bool {
     let info = &mut m.info;
     // A raw SASL token: neither an api key nor a decode error (`redecode`).
     let token = info.api_key.is_none() && info.decode_error.is_none();
@@ -670,7 +670,7 @@ fn worker(
                     malformed += u64::from(decode(&mut m, opts, stamps));
                     let sent = match render.format {
                         PrintFormat::Jsonl => {
-                            render.message(&mut buf, &m, None);
+                            render.message(&mut buf, &m);
                             true
                         }
                         // The tree's text (up to a hundred times the
@@ -828,30 +828,28 @@ mod tests {
         format: PrintFormat,
         count: Option<u64>,
     ) -> (Vec<u8>, u64) {
-        let decode = DecodeOptions::default();
         let mut analyzer = Analyzer::new(AnalyzerConfig {
             pipeline: PipelineConfig::with_ports(ports.clone()),
-            decode: decode.clone(),
+            decode: DecodeOptions::default(),
             keep_trees: true,
             ..AnalyzerConfig::default()
         });
         let mut reorder = Reorder::new(HELD_MESSAGES);
         reorder.limit_bytes(HELD_BYTES);
-        reorder.hold_without_trees(decode);
+        // Held messages keep their trees (a test's captures are small).
         let mut render = Render::new(format, true);
         let (mut outs, mut ready, mut out) = (Vec::new(), Vec::new(), Vec::new());
         let (mut printed, mut malformed) = (0, 0);
-        let mut emit = |ready: &mut Vec<Output>, reorder: &mut Reorder, render: &mut Render| {
+        let mut emit = |ready: &mut Vec<Output>, render: &mut Render| {
             for o in ready.drain(..) {
                 match o {
-                    Output::Message(mut m) => {
+                    Output::Message(m) => {
                         if count.is_some_and(|c| printed >= c) {
                             continue;
                         }
-                        reorder.restore(&mut m);
                         printed += 1;
                         malformed += u64::from(m.info.decode_error.is_some());
-                        render.message(&mut out, &m, None);
+                        render.message(&mut out, &m);
                     }
                     Output::Notice(n) => {
                         if let Some(line) = notice_line("cap", &n) {
@@ -882,7 +880,7 @@ mod tests {
             for o in outs.drain(..) {
                 reorder.push(o, &mut ready);
             }
-            reached = emit(&mut ready, &mut reorder, &mut render);
+            reached = emit(&mut ready, &mut render);
         }
         if !reached {
             analyzer.finish(&mut outs);
@@ -890,7 +888,7 @@ mod tests {
                 reorder.push(o, &mut ready);
             }
             reorder.flush(&mut ready);
-            emit(&mut ready, &mut reorder, &mut render);
+            emit(&mut ready, &mut render);
             // What stopped the read comes last.
             if let Some(e) = error {
                 let line = format!("\0kafkashark: {}\n", tree::escape_text(&e.to_string()));

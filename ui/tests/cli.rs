@@ -297,3 +297,54 @@ fn bpf_filter_without_interface_is_refused() {
         assert!(err.contains("--interface"), "{cmd}: {err}");
     }
 }
+
+/// `print -V` of a file goes through the render threads; with `--duration`
+/// it takes the one-thread path live capture takes (summaries read by the
+/// analyzer, each tree decoded as its message is printed). Both print the
+/// same bytes, stdout and stderr, on every shipped capture, in both formats,
+/// on the Kafka port and on any port.
+#[test]
+fn print_verbose_one_thread_equals_the_render_threads() {
+    let dir = repo("captures");
+    let mut paths: Vec<_> = std::fs::read_dir(&dir)
+        .expect("captures/")
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "pcap"))
+        .collect();
+    paths.sort();
+    assert!(paths.len() >= 10, "{paths:?}");
+    let mut trees = 0;
+    for p in &paths {
+        let file = p.to_str().expect("utf-8 path");
+        for format in ["text", "jsonl"] {
+            for ports in [&[][..], &["--ports", "any"][..]] {
+                let run = |extra: &[&str]| {
+                    let out = bin()
+                        .args(["print", "-V", "--format", format])
+                        .args(ports)
+                        .args(extra)
+                        .arg(file)
+                        .output()
+                        .expect("run");
+                    (out.status.code(), out.stdout, out.stderr)
+                };
+                let pool = run(&[]);
+                let one = run(&["--duration", "3600"]);
+                assert_eq!(pool.0, one.0, "{file} {format} {ports:?}: exit code");
+                assert!(pool.1 == one.1, "{file} {format} {ports:?}: stdout differs");
+                assert_eq!(
+                    String::from_utf8_lossy(&pool.2),
+                    String::from_utf8_lossy(&one.2),
+                    "{file} {format} {ports:?}: stderr"
+                );
+                let key: &[u8] = if format == "jsonl" {
+                    b"\"fields\":"
+                } else {
+                    b"RequestHeader"
+                };
+                trees += pool.1.windows(key.len()).filter(|w| *w == key).count();
+            }
+        }
+    }
+    assert!(trees > 1000, "{trees} trees compared");
+}
