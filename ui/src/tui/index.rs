@@ -20,7 +20,7 @@
 //! for every entry `e`: the compact form loses nothing.
 
 use std::borrow::Cow;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
@@ -32,6 +32,8 @@ use kafkashark::model::MessageInfo;
 
 use super::app::Entry;
 use crate::filter::Facts;
+
+pub mod record;
 
 /// A connection's endpoints and their text.
 #[derive(Debug, PartialEq, Eq, Hash)]
@@ -53,11 +55,19 @@ struct Shared {
     skipped_before: u64,
 }
 
-/// The shared parts of the entries of one index, each kept once.
+/// The shared parts of the entries of one index, each kept once and known by a
+/// small id (what the entry store writes in place of the pointer).
+///
+/// Ids are counted by the store ([`retain`](Self::retain) on push,
+/// [`release`](Self::release) when ring mode drops an entry) and freed by
+/// [`purge`](Self::purge) once no stored entry uses them; a freed id is reused.
 #[derive(Debug, Default)]
 pub struct Interner {
     ends: HashMap<(SocketAddr, SocketAddr), Arc<Ends>>,
-    shared: HashSet<Arc<Shared>>,
+    ids: HashMap<Arc<Shared>, u32>,
+    by_id: Vec<Option<Arc<Shared>>>,
+    refs: Vec<u64>,
+    free: Vec<u32>,
 }
 
 impl Interner {
@@ -75,25 +85,69 @@ impl Interner {
             .clone()
     }
 
-    fn shared(&mut self, s: Shared) -> Arc<Shared> {
-        if let Some(a) = self.shared.get(&s) {
-            return a.clone();
+    fn shared(&mut self, s: Shared) -> (u32, Arc<Shared>) {
+        if let Some((a, &id)) = self.ids.get_key_value(&s) {
+            return (id, a.clone());
         }
         let a = Arc::new(s);
-        self.shared.insert(a.clone());
-        a
+        let id = match self.free.pop() {
+            Some(id) => {
+                if let Some(slot) = self.by_id.get_mut(id as usize) {
+                    *slot = Some(a.clone());
+                }
+                id
+            }
+            None => {
+                // Past u32::MAX distinct fact sets (never in practice) the last id is shared.
+                let id = u32::try_from(self.by_id.len()).unwrap_or(u32::MAX);
+                if id == u32::MAX {
+                    return (id, a);
+                }
+                self.by_id.push(Some(a.clone()));
+                self.refs.push(0);
+                id
+            }
+        };
+        self.ids.insert(a.clone(), id);
+        (id, a)
     }
 
-    /// Forgets what no entry points to any more (after ring mode dropped entries).
+    /// The shared parts known by `id`, if it is in use.
+    fn get(&self, id: u32) -> Option<&Arc<Shared>> {
+        self.by_id.get(id as usize)?.as_ref()
+    }
+
+    /// One more stored entry uses `id`.
+    pub fn retain(&mut self, id: u32) {
+        if let Some(r) = self.refs.get_mut(id as usize) {
+            *r += 1;
+        }
+    }
+
+    /// One stored entry less uses `id`.
+    pub fn release(&mut self, id: u32) {
+        if let Some(r) = self.refs.get_mut(id as usize) {
+            *r = r.saturating_sub(1);
+        }
+    }
+
+    /// Forgets what no stored entry uses any more (after ring mode dropped entries).
     pub fn purge(&mut self) {
-        self.shared.retain(|a| Arc::strong_count(a) > 1);
+        for (id, slot) in self.by_id.iter_mut().enumerate() {
+            if slot.is_some() && self.refs.get(id).copied().unwrap_or(0) == 0 {
+                if let Some(a) = slot.take() {
+                    self.ids.remove(&*a);
+                }
+                self.free.push(id as u32);
+            }
+        }
         self.ends.retain(|_, a| Arc::strong_count(a) > 1);
     }
 
     /// Distinct shared parts kept: `(endpoint pairs, fact sets)`.
     #[cfg(test)]
     pub fn len(&self) -> (usize, usize) {
-        (self.ends.len(), self.shared.len())
+        (self.ends.len(), self.ids.len())
     }
 }
 
@@ -113,6 +167,8 @@ const IN_FILE: u16 = 1 << 10;
 #[derive(Clone, Debug)]
 pub struct IndexEntry {
     shared: Arc<Shared>,
+    /// `shared`'s id in the interner.
+    shared_id: u32,
     /// The whole message (bytes dropped when `IN_FILE`), when it is not the common case.
     spill: Option<Box<RawMessage>>,
     index: u64,
@@ -183,7 +239,7 @@ impl IndexEntry {
         let stream_offset = raw.stream_offset;
         let spill = (!common).then(|| Box::new(raw));
         let ends = interner.ends(info.client, info.broker);
-        let shared = interner.shared(Shared {
+        let (shared_id, shared) = interner.shared(Shared {
             ends,
             client_id: info.client_id,
             topics: info.topics,
@@ -193,6 +249,7 @@ impl IndexEntry {
         });
         IndexEntry {
             shared,
+            shared_id,
             spill,
             index: info.index,
             frame: info.frame,
@@ -284,6 +341,11 @@ impl IndexEntry {
             missing: 0,
             file_pieces: vec![(self.piece_offset, self.piece_len)],
         }
+    }
+
+    /// The id of the shared parts in the interner.
+    pub fn shared_id(&self) -> u32 {
+        self.shared_id
     }
 
     /// True when the whole message is kept boxed (not the common case).
