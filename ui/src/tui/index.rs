@@ -7,14 +7,16 @@
 //! demand ([`IndexEntry::info`], [`IndexEntry::raw`]).
 //!
 //! Layout: the fixed-size facts are stored inline (timestamps as seconds and
-//! nanoseconds, optional numbers as a value and a presence bit), about 136 bytes.
-//! What many messages share — the connection's endpoints (and their text, so the
-//! filter need not format them), the client id, the topic list, the error codes,
-//! a decode error — is interned per [`Interner`] and pointed to. A message whose
-//! bytes lie in the capture file in one piece, carried from its first frame on
-//! and consistent with its facts (nearly all of them) keeps its file offset and
-//! length inline; any other message keeps its whole [`RawMessage`] boxed
-//! ("spilled", with its bytes when they cannot be read again).
+//! nanoseconds, optional numbers as a value and a presence bit). What many
+//! messages share — the connection's endpoints (and their text, so the filter
+//! need not format them), the client id, the topic list, the error codes, a
+//! decode error — is one [`Shared`] pointed to; the entry store writes each
+//! distinct one once per scratch file and keeps the recent ones in memory
+//! (`store.rs`). A message whose bytes lie in the capture file in one piece,
+//! carried from its first frame on and consistent with its facts (nearly all of
+//! them) keeps its file offset and length inline; any other message keeps its
+//! whole [`RawMessage`] boxed ("spilled", with its bytes when they cannot be
+//! read again). The store writes an entry as a fixed-size record ([`record`]).
 //!
 //! Invariant: `IndexEntry::new(e, _).info() == e.info` and `.raw() == e.raw`
 //! for every entry `e`: the compact form loses nothing.
@@ -44,9 +46,10 @@ struct Ends {
     broker_text: String,
 }
 
-/// The facts many messages share, interned.
+/// The facts many messages share: written once per scratch file by the entry
+/// store, which records point to (see [`record`]).
 #[derive(Debug, PartialEq, Eq, Hash)]
-struct Shared {
+pub struct Shared {
     ends: Arc<Ends>,
     client_id: Option<String>,
     topics: Vec<String>,
@@ -55,23 +58,21 @@ struct Shared {
     skipped_before: u64,
 }
 
-/// The shared parts of the entries of one index, each kept once and known by a
-/// small id (what the entry store writes in place of the pointer).
-///
-/// Ids are counted by the store ([`retain`](Self::retain) on push,
-/// [`release`](Self::release) when ring mode drops an entry) and freed by
-/// [`purge`](Self::purge) once no stored entry uses them; a freed id is reused.
+/// Endpoints of the recent connections with their text, so that a message
+/// does not format its addresses again: at most [`Interner::MAX_ENDS`] pairs.
 #[derive(Debug, Default)]
 pub struct Interner {
     ends: HashMap<(SocketAddr, SocketAddr), Arc<Ends>>,
-    ids: HashMap<Arc<Shared>, u32>,
-    by_id: Vec<Option<Arc<Shared>>>,
-    refs: Vec<u64>,
-    free: Vec<u32>,
 }
 
 impl Interner {
+    /// Most endpoint pairs kept (past it they are forgotten and made again).
+    pub const MAX_ENDS: usize = 4096;
+
     fn ends(&mut self, client: SocketAddr, broker: SocketAddr) -> Arc<Ends> {
+        if self.ends.len() >= Self::MAX_ENDS && !self.ends.contains_key(&(client, broker)) {
+            self.ends.clear();
+        }
         self.ends
             .entry((client, broker))
             .or_insert_with(|| {
@@ -85,69 +86,10 @@ impl Interner {
             .clone()
     }
 
-    fn shared(&mut self, s: Shared) -> (u32, Arc<Shared>) {
-        if let Some((a, &id)) = self.ids.get_key_value(&s) {
-            return (id, a.clone());
-        }
-        let a = Arc::new(s);
-        let id = match self.free.pop() {
-            Some(id) => {
-                if let Some(slot) = self.by_id.get_mut(id as usize) {
-                    *slot = Some(a.clone());
-                }
-                id
-            }
-            None => {
-                // Past u32::MAX distinct fact sets (never in practice) the last id is shared.
-                let id = u32::try_from(self.by_id.len()).unwrap_or(u32::MAX);
-                if id == u32::MAX {
-                    return (id, a);
-                }
-                self.by_id.push(Some(a.clone()));
-                self.refs.push(0);
-                id
-            }
-        };
-        self.ids.insert(a.clone(), id);
-        (id, a)
-    }
-
-    /// The shared parts known by `id`, if it is in use.
-    fn get(&self, id: u32) -> Option<&Arc<Shared>> {
-        self.by_id.get(id as usize)?.as_ref()
-    }
-
-    /// One more stored entry uses `id`.
-    pub fn retain(&mut self, id: u32) {
-        if let Some(r) = self.refs.get_mut(id as usize) {
-            *r += 1;
-        }
-    }
-
-    /// One stored entry less uses `id`.
-    pub fn release(&mut self, id: u32) {
-        if let Some(r) = self.refs.get_mut(id as usize) {
-            *r = r.saturating_sub(1);
-        }
-    }
-
-    /// Forgets what no stored entry uses any more (after ring mode dropped entries).
-    pub fn purge(&mut self) {
-        for (id, slot) in self.by_id.iter_mut().enumerate() {
-            if slot.is_some() && self.refs.get(id).copied().unwrap_or(0) == 0 {
-                if let Some(a) = slot.take() {
-                    self.ids.remove(&*a);
-                }
-                self.free.push(id as u32);
-            }
-        }
-        self.ends.retain(|_, a| Arc::strong_count(a) > 1);
-    }
-
-    /// Distinct shared parts kept: `(endpoint pairs, fact sets)`.
+    /// Endpoint pairs kept.
     #[cfg(test)]
-    pub fn len(&self) -> (usize, usize) {
-        (self.ends.len(), self.ids.len())
+    pub fn len(&self) -> usize {
+        self.ends.len()
     }
 }
 
@@ -167,8 +109,6 @@ const IN_FILE: u16 = 1 << 10;
 #[derive(Clone, Debug)]
 pub struct IndexEntry {
     shared: Arc<Shared>,
-    /// `shared`'s id in the interner.
-    shared_id: u32,
     /// The whole message (bytes dropped when `IN_FILE`), when it is not the common case.
     spill: Option<Box<RawMessage>>,
     index: u64,
@@ -202,7 +142,7 @@ fn dir_of(kind: Kind) -> Direction {
 }
 
 impl IndexEntry {
-    /// The compact form of `e`, its shared parts interned in `interner`.
+    /// The compact form of `e`, its endpoints' text from `interner`.
     pub fn new(e: Entry, interner: &mut Interner) -> IndexEntry {
         let Entry { info, raw, sum } = e;
         let mut flags = 0u16;
@@ -239,7 +179,7 @@ impl IndexEntry {
         let stream_offset = raw.stream_offset;
         let spill = (!common).then(|| Box::new(raw));
         let ends = interner.ends(info.client, info.broker);
-        let (shared_id, shared) = interner.shared(Shared {
+        let shared = Arc::new(Shared {
             ends,
             client_id: info.client_id,
             topics: info.topics,
@@ -249,7 +189,6 @@ impl IndexEntry {
         });
         IndexEntry {
             shared,
-            shared_id,
             spill,
             index: info.index,
             frame: info.frame,
@@ -343,9 +282,9 @@ impl IndexEntry {
         }
     }
 
-    /// The id of the shared parts in the interner.
-    pub fn shared_id(&self) -> u32 {
-        self.shared_id
+    /// The facts this entry shares with others.
+    pub fn shared(&self) -> &Arc<Shared> {
+        &self.shared
     }
 
     /// True when the whole message is kept boxed (not the common case).

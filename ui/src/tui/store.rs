@@ -27,13 +27,17 @@
 //! at most `Geometry::cache` blocks plus the open one are held in memory.
 
 use std::cell::RefCell;
+use std::collections::hash_map::RandomState;
 use std::collections::{HashMap, VecDeque};
 use std::fmt;
+use std::hash::BuildHasher;
 use std::io;
 use std::sync::Arc;
 
-use super::index::record::{shared_id_of, side_of, DecodeError, SideRef, REC};
-use super::index::{IndexEntry, Interner};
+use super::index::record::{
+    decode_shared, encode_shared, facts_of, side_of, DecodeError, SideRef, REC,
+};
+use super::index::{IndexEntry, Interner, Shared};
 
 /// A scratch file: bytes written at offsets and read back.
 pub trait Scratch: Send {
@@ -57,17 +61,20 @@ pub struct Geometry {
     pub segment: u64,
     /// Bytes appended in memory before they are written out.
     pub buffer: usize,
+    /// Distinct shared facts kept decoded (and remembered for writing them once).
+    pub facts: usize,
 }
 
 impl Geometry {
-    /// For the TUI: 256-record blocks (33 KB), 64 of them cached (about 2 MB),
-    /// 64 MB files, writes of 256 KB.
+    /// For the TUI: 256-record blocks (35 KB), 64 of them cached (about 2 MB),
+    /// 64 MB files, writes of 256 KB, 4096 shared facts.
     #[cfg_attr(test, allow(dead_code))]
     pub const DEFAULT: Geometry = Geometry {
         block: 256,
         cache: 64,
         segment: 64 << 20,
         buffer: 256 << 10,
+        facts: 4096,
     };
 
     /// For tests: everything tiny, so that every path pages.
@@ -77,6 +84,7 @@ impl Geometry {
         cache: 2,
         segment: 2048,
         buffer: 200,
+        facts: 2,
     };
 }
 
@@ -164,6 +172,9 @@ struct Log {
     sealed: bool,
     /// Next log address.
     next: u64,
+    /// First address of the current segment (or of the next one, once sealed):
+    /// a blob before it may be given up with its segment, so it is not pointed to again.
+    floor: u64,
     warning: Option<String>,
     warned: bool,
     geo: Geometry,
@@ -177,6 +188,7 @@ impl Log {
             writable: false,
             sealed: false,
             next: 0,
+            floor: 0,
             warning: None,
             warned: false,
             geo,
@@ -268,6 +280,7 @@ impl Log {
         if full {
             self.flush();
             self.sealed = true;
+            self.floor = self.next;
         }
     }
 
@@ -387,10 +400,12 @@ impl Block {
     }
 }
 
-/// Recently read blocks, least recently used first out.
+/// Recently read blocks and shared facts, least recently used first out.
 #[derive(Default)]
 struct Cache {
     blocks: HashMap<u64, (Arc<Vec<u8>>, u64)>,
+    /// Shared facts by their log address.
+    facts: HashMap<u64, (Arc<Shared>, u64)>,
     tick: u64,
 }
 
@@ -399,6 +414,9 @@ struct Cache {
 pub struct EntryStore {
     geo: Geometry,
     interner: Interner,
+    /// Shared facts written in the current segment, by hash (at most `4 * geo.facts`).
+    written: HashMap<u64, SideRef>,
+    hasher: RandomState,
     log: Log,
     blocks: VecDeque<Block>,
     /// Records of the open block.
@@ -416,11 +434,14 @@ impl EntryStore {
         let geo = Geometry {
             block: geo.block.clamp(1, u32::MAX as usize),
             cache: geo.cache.max(1),
+            facts: geo.facts.max(1),
             ..geo
         };
         EntryStore {
             geo,
             interner: Interner::default(),
+            written: HashMap::new(),
+            hasher: RandomState::new(),
             log: Log::new(geo),
             blocks: VecDeque::new(),
             open: Vec::new(),
@@ -443,15 +464,15 @@ impl EntryStore {
         self.log.warning.take()
     }
 
-    /// The interned shared parts (for [`IndexEntry::new`]).
+    /// The recent endpoints (for [`IndexEntry::new`]).
     pub fn interner_mut(&mut self) -> &mut Interner {
         &mut self.interner
     }
 
-    /// The interned shared parts.
+    /// Shared facts held decoded in memory, and remembered as written.
     #[cfg(test)]
-    pub fn interner(&self) -> &Interner {
-        &self.interner
+    pub fn facts_held(&self) -> (usize, usize) {
+        (self.cache.borrow().facts.len(), self.written.len())
     }
 
     /// Entries held.
@@ -480,12 +501,13 @@ impl EntryStore {
     /// Appends `e` as entry `len()` (its own index is not kept: an entry's index
     /// is its position).
     pub fn push(&mut self, e: IndexEntry) {
+        let facts = self.facts_ref(e.shared());
         let side = e.side_blob().map(|b| SideRef {
             addr: self.log.append(&b),
             len: b.len() as u64,
         });
-        self.interner.retain(e.shared_id());
-        self.open.extend_from_slice(&e.encode(side, self.dropped));
+        self.open
+            .extend_from_slice(&e.encode(facts, side, self.dropped));
         if self.open.len() >= self.geo.block * REC {
             self.close_block();
         }
@@ -507,6 +529,65 @@ impl EntryStore {
         self.cache_insert(first, Arc::new(recs));
         self.open_first += count as u64;
         self.log.block_written(self.open_first);
+    }
+
+    /// Where shared facts equal to `s` lie in the current segment: written
+    /// there before (and still held, so that they are compared, not trusted by
+    /// their hash), or now.
+    fn facts_ref(&mut self, s: &Arc<Shared>) -> SideRef {
+        let h = self.hasher.hash_one(&**s);
+        if let Some(&f) = self.written.get(&h) {
+            let c = self.cache.borrow();
+            let same = c
+                .facts
+                .get(&f.addr)
+                .is_some_and(|(a, _)| Arc::ptr_eq(a, s) || **a == **s);
+            if same && f.addr >= self.log.floor {
+                return f;
+            }
+        }
+        let blob = encode_shared(s);
+        let f = SideRef {
+            addr: self.log.append(&blob),
+            len: blob.len() as u64,
+        };
+        if self.written.len() >= 4 * self.geo.facts {
+            self.written.clear();
+        }
+        self.written.insert(h, f);
+        self.facts_insert(f.addr, s.clone());
+        f
+    }
+
+    fn facts_insert(&self, addr: u64, s: Arc<Shared>) {
+        let mut c = self.cache.borrow_mut();
+        c.tick += 1;
+        let tick = c.tick;
+        c.facts.insert(addr, (s, tick));
+        if c.facts.len() > self.geo.facts {
+            // The older half goes: eviction is paid once per `facts / 2` misses.
+            let mut ticks: Vec<u64> = c.facts.values().map(|(_, t)| *t).collect();
+            let mid = ticks.len() / 2;
+            let (_, &mut cut, _) = ticks.select_nth_unstable(mid);
+            c.facts.retain(|_, (_, t)| *t >= cut);
+        }
+    }
+
+    /// The shared facts at `f`, held or read and decoded.
+    fn shared_at(&self, f: SideRef) -> Result<Arc<Shared>, StoreError> {
+        {
+            let mut c = self.cache.borrow_mut();
+            c.tick += 1;
+            let tick = c.tick;
+            if let Some((a, t)) = c.facts.get_mut(&f.addr) {
+                *t = tick;
+                return Ok(a.clone());
+            }
+        }
+        let blob = self.log.read(f.addr, f.len)?;
+        let s = Arc::new(decode_shared(&blob)?);
+        self.facts_insert(f.addr, s.clone());
+        Ok(s)
     }
 
     fn cache_insert(&self, first: u64, recs: Arc<Vec<u8>>) {
@@ -598,11 +679,12 @@ impl EntryStore {
             Some(s) => Some(self.log.read(s.addr, s.len)?),
             None => None,
         };
+        let shared = self.shared_at(facts_of(rec))?;
         Ok(IndexEntry::decode(
             rec,
             i as u64,
             self.dropped,
-            &self.interner,
+            shared,
             side.as_deref(),
         )?)
     }
@@ -633,11 +715,12 @@ impl EntryStore {
                 len: b.len() as u64,
             })
         };
-        if e.shared_id() != before.shared_id() {
-            self.interner.retain(e.shared_id());
-            self.interner.release(before.shared_id());
-        }
-        let rec = e.encode(side, self.dropped);
+        let facts = if Arc::ptr_eq(e.shared(), before.shared()) {
+            facts_of(&old)
+        } else {
+            self.facts_ref(e.shared())
+        };
+        let rec = e.encode(facts, side, self.dropped);
         let r = self.dropped + i as u64;
         if r >= self.open_first {
             let at = usize::try_from(r - self.open_first).unwrap_or(usize::MAX) * REC;
@@ -679,37 +762,6 @@ impl EntryStore {
         if k == 0 {
             return;
         }
-        // Their shared parts are used once less (read from the records, in block order).
-        let mut i = 0;
-        while i < k {
-            let r = self.dropped + i as u64;
-            let (recs, first, end) = if r >= self.open_first {
-                (None, self.open_first, u64::MAX)
-            } else {
-                match self.block_of(r) {
-                    Some(bi) => {
-                        let b = self.blocks.get(bi).copied();
-                        let (first, end) = b.map_or((r, r + 1), |b| (b.first, b.end()));
-                        (self.block_recs(bi, false).ok(), first, end)
-                    }
-                    None => (None, r, r + 1),
-                }
-            };
-            let stop = end.min(self.dropped + k as u64);
-            let mut r = r;
-            while r < stop {
-                let src: &[u8] = match &recs {
-                    Some(b) => b,
-                    None if first == self.open_first => &self.open,
-                    None => &[],
-                };
-                if let Ok(rec) = Self::record_in(src, r - first) {
-                    self.interner.release(shared_id_of(&rec));
-                }
-                r += 1;
-                i += 1;
-            }
-        }
         self.dropped += k as u64;
         let mut c = self.cache.borrow_mut();
         while self.blocks.front().is_some_and(|b| b.end() <= self.dropped) {
@@ -718,8 +770,7 @@ impl EntryStore {
             }
         }
         drop(c);
-        self.log.drop_before(self.dropped.min(self.open_first));
-        self.interner.purge();
+        self.log.drop_before(self.dropped);
     }
 
     /// The entries in order (read block by block, without disturbing the cache).

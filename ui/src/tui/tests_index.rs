@@ -255,8 +255,8 @@ fn index_entries_lose_nothing() {
             }
             assert!(inline > 0 || cap != A2, "{cap}");
         }
-        let (ends, shared) = interner.len();
-        assert_eq!(ends == 0, shared == 0, "{cap}");
+        // Entries of one connection share their endpoints' text.
+        assert_eq!(interner.len() > 0, !entries(cap).is_empty(), "{cap}");
     }
 }
 
@@ -367,8 +367,8 @@ fn filter_on_index_entries_matches_filter_on_facts() {
     }
 }
 
-/// The index entry stays compact; ring mode forgets the shared parts of the
-/// entries it dropped.
+/// The index entry stays compact; whatever the messages, the store holds at
+/// most its geometry's shared facts in memory.
 #[test]
 fn index_entries_are_compact_and_shared() {
     let size = std::mem::size_of::<IndexEntry>();
@@ -384,11 +384,12 @@ fn index_entries_are_compact_and_shared() {
     let mut a = app(None);
     a.max_entries = 8;
     a.update(Msg::Loaded(es));
-    let (_, shared) = a.entries.interner().len();
+    let (held, written) = a.entries.facts_held();
+    let g = super::store::Geometry::TINY;
     assert!(a.entries.len() <= 8);
     assert!(
-        shared <= a.entries.len(),
-        "{shared} shared for {} entries of {n}",
+        held <= g.facts && written <= 4 * g.facts,
+        "{held} shared facts held, {written} remembered, for {} entries of {n}",
         a.entries.len()
     );
 }

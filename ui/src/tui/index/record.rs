@@ -1,10 +1,11 @@
 //! The on-disk form of an [`IndexEntry`]: a fixed-size record, plus a side
 //! blob for the spilled [`RawMessage`] of the uncommon entries.
 //!
-//! Place in the data path: the entry store ([`super::super::store`]) encodes
-//! each entry pushed into a [`REC`]-byte record (its blocks of records and the
-//! side blobs go to a scratch file) and decodes records when entries are read
-//! back. The interned shared parts stay in memory: a record holds their id.
+//! Place in the data path: the entry store (`store.rs`) encodes each entry
+//! pushed into a [`REC`]-byte record (its blocks of records and the blobs go to
+//! scratch files) and decodes records when entries are read back. The facts an
+//! entry shares with others ([`Shared`]) are a blob of their own
+//! ([`encode_shared`]), written once per scratch file and pointed to.
 //!
 //! Layout, little endian, each field a named range: the numbers of the entry
 //! inline, the peer as an absolute message number (the store's count of dropped
@@ -13,7 +14,7 @@
 //! written as a side blob at a log address the record gives with its length.
 //!
 //! Invariant: `decode(encode(e))` is `e` for every entry `e` at the same
-//! position, and decoding never trusts the bytes: every length and count read
+//! position (and `decode_shared(encode_shared(s)) == s`), and decoding never trusts the bytes: every length and count read
 //! is checked against the bytes there are before anything is allocated, and a
 //! bad value is a [`DecodeError`], never a panic.
 
@@ -25,36 +26,40 @@ use kafkashark::flow::Direction;
 use kafkashark::kafka::decode::Kind;
 use kafkashark::kafka::framing::RawMessage;
 
-use super::{IndexEntry, Interner};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, SocketAddrV6};
+use std::sync::Arc;
+
+use super::{Ends, IndexEntry, Shared};
 
 /// Bytes of one record.
-pub const REC: usize = 132;
+pub const REC: usize = 140;
 
 type Field = Range<usize>;
-const SHARED: Field = 0..4;
-const FLAGS: Field = 4..6;
-const KIND: usize = 6;
-const RFLAGS: usize = 7;
-const API_KEY: Field = 8..10;
-const API_VERSION: Field = 10..12;
-const TS_NANOS: Field = 12..16;
-const FIRST_TS_NANOS: Field = 16..20;
-const PIECE_LEN: Field = 20..24;
-const CORRELATION: Field = 24..28;
-const LENGTH: Field = 28..32;
-const THROTTLE: Field = 32..36;
-const FRAME: Field = 36..44;
-const FIRST_FRAME: Field = 44..52;
-const TS_SECS: Field = 52..60;
-const FIRST_TS_SECS: Field = 60..68;
-const STREAM: Field = 68..76;
-const STREAM_OFFSET: Field = 76..84;
-const PEER: Field = 84..92;
-const LATENCY: Field = 92..100;
-const SUM: Field = 100..108;
-const PIECE_OFFSET: Field = 108..116;
-const SIDE_ADDR: Field = 116..124;
-const SIDE_LEN: Field = 124..132;
+const FACTS_ADDR: Field = 0..8;
+const FACTS_LEN: Field = 8..12;
+const FLAGS: Field = 12..14;
+const KIND: usize = 14;
+const RFLAGS: usize = 15;
+const API_KEY: Field = 16..18;
+const API_VERSION: Field = 18..20;
+const TS_NANOS: Field = 20..24;
+const FIRST_TS_NANOS: Field = 24..28;
+const PIECE_LEN: Field = 28..32;
+const CORRELATION: Field = 32..36;
+const LENGTH: Field = 36..40;
+const THROTTLE: Field = 40..44;
+const FRAME: Field = 44..52;
+const FIRST_FRAME: Field = 52..60;
+const TS_SECS: Field = 60..68;
+const FIRST_TS_SECS: Field = 68..76;
+const STREAM: Field = 76..84;
+const STREAM_OFFSET: Field = 84..92;
+const PEER: Field = 92..100;
+const LATENCY: Field = 100..108;
+const SUM: Field = 108..116;
+const PIECE_OFFSET: Field = 116..124;
+const SIDE_ADDR: Field = 124..132;
+const SIDE_LEN: Field = 132..140;
 
 /// `RFLAGS` bit: the entry has a spilled message in a side blob.
 const R_SPILL: u8 = 1;
@@ -115,9 +120,12 @@ fn i16_at(rec: &[u8; REC], f: Field) -> i16 {
     i16::from_le_bytes(get(rec, f))
 }
 
-/// The shared-parts id of a record.
-pub fn shared_id_of(rec: &[u8; REC]) -> u32 {
-    u32_at(rec, SHARED)
+/// Where a record's shared facts lie in the store's log.
+pub fn facts_of(rec: &[u8; REC]) -> SideRef {
+    SideRef {
+        addr: u64_at(rec, FACTS_ADDR),
+        len: u64::from(u32_at(rec, FACTS_LEN)),
+    }
 }
 
 /// The side blob of a record, if it has one.
@@ -139,12 +147,15 @@ impl IndexEntry {
         self.spill.as_deref().map(encode_raw)
     }
 
-    /// The record of this entry, its side blob at `side`; the peer is written
-    /// as an absolute message number, `dropped` being the messages dropped
-    /// before the store's first.
-    pub fn encode(&self, side: Option<SideRef>, dropped: u64) -> [u8; REC] {
+    /// The record of this entry, its shared facts at `facts` (a blob of
+    /// [`encode_shared`], shorter than 4 GiB) and its side blob at `side`; the
+    /// peer is written as an absolute message number, `dropped` being the
+    /// messages dropped before the store's first.
+    pub fn encode(&self, facts: SideRef, side: Option<SideRef>, dropped: u64) -> [u8; REC] {
         let mut r = [0u8; REC];
-        put(&mut r, SHARED, &self.shared_id.to_le_bytes());
+        put(&mut r, FACTS_ADDR, &facts.addr.to_le_bytes());
+        let facts_len = u32::try_from(facts.len).unwrap_or(u32::MAX);
+        put(&mut r, FACTS_LEN, &facts_len.to_le_bytes());
         put(&mut r, FLAGS, &self.flags.to_le_bytes());
         r[KIND] = match self.kind {
             Kind::Request => 0,
@@ -177,20 +188,16 @@ impl IndexEntry {
     }
 
     /// The entry of a record at position `index`, `dropped` messages before it
-    /// gone (a peer among them is forgotten), its side blob read by the caller
-    /// (`None` when [`side_of`] says there is none).
+    /// gone (a peer among them is forgotten), its shared facts (at
+    /// [`facts_of`]) and side blob (at [`side_of`], `None` when there is none)
+    /// read by the caller.
     pub fn decode(
         rec: &[u8; REC],
         index: u64,
         dropped: u64,
-        interner: &Interner,
+        shared: Arc<Shared>,
         side: Option<&[u8]>,
     ) -> Result<IndexEntry, DecodeError> {
-        let shared_id = shared_id_of(rec);
-        let shared = interner
-            .get(shared_id)
-            .ok_or_else(|| bad("unknown shared facts id", SHARED.start))?
-            .clone();
         let kind = match rec[KIND] {
             0 => Kind::Request,
             1 => Kind::Response,
@@ -203,7 +210,6 @@ impl IndexEntry {
         };
         let mut e = IndexEntry {
             shared,
-            shared_id,
             spill,
             index,
             frame: u64_at(rec, FRAME),
@@ -377,5 +383,132 @@ pub fn decode_raw(b: &[u8]) -> Result<RawMessage, DecodeError> {
         skipped_before,
         missing,
         file_pieces,
+    })
+}
+
+// ----- the shared facts blob ------------------------------------------------------
+
+fn put_str(o: &mut Vec<u8>, s: &str) {
+    o.extend_from_slice(&(s.len() as u64).to_le_bytes());
+    o.extend_from_slice(s.as_bytes());
+}
+
+fn put_opt_str(o: &mut Vec<u8>, s: Option<&str>) {
+    match s {
+        Some(s) => {
+            o.push(1);
+            put_str(o, s);
+        }
+        None => o.push(0),
+    }
+}
+
+fn put_addr(o: &mut Vec<u8>, a: &SocketAddr) {
+    match a {
+        SocketAddr::V4(a) => {
+            o.push(4);
+            o.extend_from_slice(&a.ip().octets());
+            o.extend_from_slice(&a.port().to_le_bytes());
+        }
+        SocketAddr::V6(a) => {
+            o.push(6);
+            o.extend_from_slice(&a.ip().octets());
+            o.extend_from_slice(&a.port().to_le_bytes());
+            o.extend_from_slice(&a.flowinfo().to_le_bytes());
+            o.extend_from_slice(&a.scope_id().to_le_bytes());
+        }
+    }
+}
+
+/// The blob of shared facts: the endpoints (their text is made again when
+/// read), the client id, the topics, the error codes, the decode error and the
+/// bytes skipped before.
+pub fn encode_shared(s: &Shared) -> Vec<u8> {
+    let mut o = Vec::with_capacity(96 + s.topics.iter().map(|t| t.len() + 8).sum::<usize>());
+    put_addr(&mut o, &s.ends.client);
+    put_addr(&mut o, &s.ends.broker);
+    put_opt_str(&mut o, s.client_id.as_deref());
+    o.extend_from_slice(&(s.topics.len() as u64).to_le_bytes());
+    for t in &s.topics {
+        put_str(&mut o, t);
+    }
+    o.extend_from_slice(&(s.error_codes.len() as u64).to_le_bytes());
+    for c in &s.error_codes {
+        o.extend_from_slice(&c.to_le_bytes());
+    }
+    put_opt_str(&mut o, s.decode_error.as_deref());
+    o.extend_from_slice(&s.skipped_before.to_le_bytes());
+    o
+}
+
+impl Reader<'_> {
+    fn string(&mut self, what: &'static str) -> Result<String, DecodeError> {
+        let n = self.count(1, what)?;
+        let at = self.at;
+        let b = self.take(n, what)?;
+        String::from_utf8(b.to_vec()).map_err(|_| bad(what, at))
+    }
+
+    fn opt_string(&mut self, what: &'static str) -> Result<Option<String>, DecodeError> {
+        match self.u8(what)? {
+            0 => Ok(None),
+            1 => self.string(what).map(Some),
+            _ => Err(bad(what, self.at - 1)),
+        }
+    }
+
+    fn addr(&mut self, what: &'static str) -> Result<SocketAddr, DecodeError> {
+        match self.u8(what)? {
+            4 => {
+                let ip = Ipv4Addr::from(self.array::<4>(what)?);
+                let port = u16::from_le_bytes(self.array(what)?);
+                Ok(SocketAddr::new(IpAddr::V4(ip), port))
+            }
+            6 => {
+                let ip = Ipv6Addr::from(self.array::<16>(what)?);
+                let port = u16::from_le_bytes(self.array(what)?);
+                let flow = self.u32(what)?;
+                let scope = self.u32(what)?;
+                Ok(SocketAddr::V6(SocketAddrV6::new(ip, port, flow, scope)))
+            }
+            _ => Err(bad(what, self.at - 1)),
+        }
+    }
+}
+
+/// The shared facts of a blob.
+pub fn decode_shared(b: &[u8]) -> Result<Shared, DecodeError> {
+    let mut r = Reader { b, at: 0 };
+    let client = r.addr("client address")?;
+    let broker = r.addr("broker address")?;
+    let client_id = r.opt_string("client id")?;
+    // Each topic takes at least its 8-byte length.
+    let n = r.count(8, "topic count")?;
+    let mut topics = Vec::with_capacity(n);
+    for _ in 0..n {
+        topics.push(r.string("topic")?);
+    }
+    let n = r.count(2, "error code count")?;
+    let mut error_codes = Vec::with_capacity(n);
+    for _ in 0..n {
+        error_codes.push(i16::from_le_bytes(r.array("error code")?));
+    }
+    let decode_error = r.opt_string("decode error")?;
+    let skipped_before = r.u64("skipped bytes")?;
+    if r.at != b.len() {
+        return Err(bad("trailing bytes", r.at));
+    }
+    Ok(Shared {
+        ends: Arc::new(Ends {
+            client,
+            broker,
+            client_text: client.to_string(),
+            broker_text: broker.to_string(),
+        }),
+        client_id,
+        topics,
+        error_codes,
+        decode_error,
+        skipped_before,
     })
 }
