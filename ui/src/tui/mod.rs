@@ -28,6 +28,8 @@ mod tests_render;
 #[cfg(test)]
 mod tests_stats;
 #[cfg(test)]
+mod tests_store;
+#[cfg(test)]
 mod tests_update;
 #[cfg(test)]
 mod testutil;
@@ -121,9 +123,13 @@ impl Scratch for ScratchFile {
 /// (`TMPDIR`, else `/tmp`), readable by its owner only and removed from the
 /// directory at once: nothing is left behind, even after a crash.
 pub fn scratch_file() -> io::Result<Box<dyn Scratch>> {
+    scratch_file_in(&std::env::temp_dir())
+}
+
+/// A new scratch file in `dir`, unlinked at once (see [`scratch_file`]).
+fn scratch_file_in(dir: &std::path::Path) -> io::Result<Box<dyn Scratch>> {
     use std::os::unix::fs::OpenOptionsExt;
     static SEQ: AtomicU64 = AtomicU64::new(0);
-    let dir = std::env::temp_dir();
     let context = |e: io::Error| {
         io::Error::new(
             e.kind(),
