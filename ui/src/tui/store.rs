@@ -918,7 +918,7 @@ impl Bitset {
 
     /// Appends a bit.
     pub fn push(&mut self, on: bool) {
-        if self.len % 64 == 0 {
+        if self.len.is_multiple_of(64) {
             self.words.push(0);
         }
         self.len += 1;

@@ -194,20 +194,20 @@ fn error_rows_lead_to_the_responses_that_carry_them() {
         assert!(!resp.is_empty(), "{f}");
         let mut n = 0u64;
         for &i in &resp {
-            let e = &app.entries.at(i as usize).info();
+            let e = &app.entries.at(i).info();
             assert_eq!(e.api_name(), Some(c[1].as_str()), "{f}");
             n += e.error_codes.iter().filter(|&&x| x == code).count() as u64;
         }
         assert_eq!(n, num(&c[4]), "{f}: count");
         let frames: Vec<u64> = resp
             .iter()
-            .map(|&i| app.entries.at(i as usize).info().frame)
+            .map(|&i| app.entries.at(i).info().frame)
             .collect();
         assert_eq!(frames.iter().min(), Some(&num(&c[5])), "{f}: first");
         assert_eq!(frames.iter().max(), Some(&num(&c[6])), "{f}: last");
         let peers: BTreeSet<usize> = resp
             .iter()
-            .filter_map(|&i| app.entries.at(i as usize).info().peer.map(|p| p as usize))
+            .filter_map(|&i| app.entries.at(i).info().peer.map(|p| p as usize))
             .collect();
         assert_eq!(shown(&app, Kind::Request), peers, "{f}");
         // The filter bar opens on the row's expression, ready to edit.
@@ -255,7 +255,7 @@ fn client_rows_lead_to_their_requests() {
         assert_eq!(req.len() as u64, num(&c[3]), "{f}: requests");
         let resp: BTreeSet<usize> = req
             .iter()
-            .filter_map(|&i| app.entries.at(i as usize).info().peer.map(|p| p as usize))
+            .filter_map(|&i| app.entries.at(i).info().peer.map(|p| p as usize))
             .collect();
         assert_eq!(shown(&app, Kind::Response), resp, "{f}");
         assert_eq!(resp.len() as u64, num(&c[4]), "{f}: responses");
@@ -300,7 +300,7 @@ fn group_rows_lead_to_the_group_requests() {
         }
         let resp: BTreeSet<usize> = req
             .iter()
-            .filter_map(|&i| app.entries.at(i as usize).info().peer.map(|p| p as usize))
+            .filter_map(|&i| app.entries.at(i).info().peer.map(|p| p as usize))
             .collect();
         assert_eq!(shown(&app, Kind::Response), resp, "{f}");
     }
@@ -352,13 +352,7 @@ fn throttle_series_and_rows() {
     assert_eq!(resp.len() as u64, num(&c[3]));
     let total: u64 = resp
         .iter()
-        .map(|&i| {
-            app.entries
-                .at(i as usize)
-                .info()
-                .throttle_time_ms
-                .unwrap_or(0) as u64
-        })
+        .map(|&i| app.entries.at(i).info().throttle_time_ms.unwrap_or(0) as u64)
         .sum();
     assert_eq!(total, num(&c[4]));
 }
@@ -508,7 +502,7 @@ fn throttle_rows_on_a_throttled_capture() {
     let throttled: Vec<usize> = (0..app.entries.len())
         .filter(|&i| {
             app.entries
-                .at(i as usize)
+                .at(i)
                 .info()
                 .throttle_time_ms
                 .is_some_and(|t| t > 0)
@@ -518,13 +512,7 @@ fn throttle_rows_on_a_throttled_capture() {
     let v = app.stats_view.as_ref().expect("open");
     let sum: u64 = throttled
         .iter()
-        .map(|&i| {
-            app.entries
-                .at(i as usize)
-                .info()
-                .throttle_time_ms
-                .unwrap_or(0) as u64
-        })
+        .map(|&i| app.entries.at(i).info().throttle_time_ms.unwrap_or(0) as u64)
         .sum();
     assert_eq!(v.data.throttle.iter().sum::<u64>(), sum);
     for (r, c) in rows.iter().enumerate().skip(1) {
@@ -534,7 +522,7 @@ fn throttle_rows_on_a_throttled_capture() {
             .iter()
             .copied()
             .filter(|&i| {
-                let e = &app.entries.at(i as usize).info();
+                let e = &app.entries.at(i).info();
                 let req = e.peer.map(|p| app.entries.at(p as usize).info());
                 e.api_name() == Some(c[2].as_str())
                     && req.as_ref().and_then(|q| q.client_id.as_deref()) == Some(id)
@@ -544,13 +532,7 @@ fn throttle_rows_on_a_throttled_capture() {
         assert_eq!(want.len() as u64, num(&c[3]), "{f}");
         let s: u64 = want
             .iter()
-            .map(|&i| {
-                app.entries
-                    .at(i as usize)
-                    .info()
-                    .throttle_time_ms
-                    .unwrap_or(0) as u64
-            })
+            .map(|&i| app.entries.at(i).info().throttle_time_ms.unwrap_or(0) as u64)
             .sum();
         assert_eq!(s, num(&c[4]), "{f}");
     }

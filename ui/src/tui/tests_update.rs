@@ -228,7 +228,7 @@ fn filter_applies_and_bad_filter_is_shown_not_applied() {
         .all(|&i| app.entries.at(i as usize).info().api_key == Some(0)));
     // The selection moved onto a shown message.
     let sel = app.selected.expect("selected");
-    assert_eq!(app.entries.at(sel as usize).info().api_key, Some(0));
+    assert_eq!(app.entries.at(sel).info().api_key, Some(0));
 
     // A bad filter: the error and its column are shown as it is typed.
     key(&mut app, KeyCode::Char('/'));
