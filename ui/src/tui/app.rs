@@ -25,7 +25,7 @@ use kafkashark::topics::TopicNames;
 use ratatui::layout::{Position, Rect};
 
 use super::filtering::Filter;
-use super::index::IndexEntry;
+use super::index::{FactsEntry, IndexEntry};
 use super::stats_view::{self, StatsData, StatsTab};
 use super::store::{Bitset, EntryStore, Geometry, StoreError};
 use super::ui;
@@ -448,22 +448,27 @@ impl SortKeys {
             Sort::LatencyDesc => SortKeys::Latency(Vec::new(), Bitset::default()),
             Sort::SizeDesc => SortKeys::Size(Vec::new()),
         };
-        for e in entries.iter() {
-            k.push(e.ok().as_ref());
+        for key in entries.sort_keys() {
+            k.push_key(key);
         }
         k
     }
 
-    /// Appends the key of the next entry (`None`: unreadable, no key).
-    fn push(&mut self, e: Option<&IndexEntry>) {
+    /// Appends the key of the next entry.
+    fn push(&mut self, e: &IndexEntry) {
+        self.push_key(Some((e.latency_ns(), e.length())));
+    }
+
+    /// Appends the next entry's latency and length (`None`: unreadable, no key).
+    fn push_key(&mut self, key: Option<(Option<u64>, i32)>) {
         match self {
             SortKeys::None => {}
             SortKeys::Latency(ns, some) => {
-                let l = e.and_then(Facts::latency_ns);
+                let l = key.and_then(|k| k.0);
                 ns.push(l.unwrap_or(0));
                 some.push(l.is_some());
             }
-            SortKeys::Size(len) => len.push(e.map_or(0, Facts::length)),
+            SortKeys::Size(len) => len.push(key.map_or(0, |k| k.1)),
         }
     }
 
@@ -633,7 +638,7 @@ impl App {
             if self.origin.is_none() {
                 self.origin = Some(e.first_ts());
             }
-            self.keys.push(Some(&e));
+            self.keys.push(&e);
             self.entries.push(e);
         }
         if let Some(w) = self.entries.take_warning() {
@@ -734,17 +739,17 @@ impl App {
         }
     }
 
-    /// Whether entry `e` (at `i`) passes the filter, its peer read from the index.
-    fn passes(&self, f: &Filter, e: &IndexEntry) -> bool {
+    /// Whether entry `e` passes the filter, its peer's facts read from the index.
+    fn passes(&self, f: &Filter, e: &FactsEntry) -> bool {
         let peer = e
             .peer()
-            .and_then(|p| self.entries.get(usize::try_from(p).ok()?));
+            .and_then(|p| self.entries.facts(usize::try_from(p).ok()?));
         f.matches(e, peer.as_ref())
     }
 
     fn eval(&self, i: usize) -> bool {
         let Some(f) = &self.filter else { return true };
-        self.entries.get(i).is_some_and(|e| self.passes(f, &e))
+        self.entries.facts(i).is_some_and(|e| self.passes(f, &e))
     }
 
     /// Recomputes `view` from `matched` and the sort.
@@ -793,7 +798,7 @@ impl App {
             None => Bitset::filled(self.entries.len(), true),
             Some(f) => {
                 let mut m = Bitset::default();
-                for e in self.entries.iter() {
+                for e in self.entries.iter_facts() {
                     m.push(e.is_ok_and(|e| self.passes(f, &e)));
                 }
                 m

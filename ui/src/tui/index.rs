@@ -413,3 +413,89 @@ impl Facts for IndexEntry {
         self.shared.decode_error.is_some()
     }
 }
+
+/// An entry's facts without its message: read from the index without its side
+/// blob, for the filter, the sort keys and the stats (its message is not there
+/// to be shown, so only the facts are offered).
+#[derive(Clone, Debug)]
+pub struct FactsEntry(pub(super) IndexEntry);
+
+impl FactsEntry {
+    /// 0-based position in the index.
+    pub fn index(&self) -> u64 {
+        self.0.index()
+    }
+
+    /// Index of the paired message.
+    pub fn peer(&self) -> Option<u64> {
+        self.0.peer()
+    }
+
+    /// The full facts.
+    pub fn info(&self) -> MessageInfo {
+        self.0.info()
+    }
+}
+
+impl Facts for FactsEntry {
+    fn kind(&self) -> Kind {
+        self.0.kind()
+    }
+    fn api_key(&self) -> Option<i16> {
+        self.0.api_key()
+    }
+    fn api_version(&self) -> Option<i16> {
+        self.0.api_version()
+    }
+    fn client_text(&self) -> Cow<'_, str> {
+        self.0.client_text()
+    }
+    fn broker_text(&self) -> Cow<'_, str> {
+        self.0.broker_text()
+    }
+    fn client_id(&self) -> Option<&str> {
+        self.0.client_id()
+    }
+    fn stream(&self) -> u64 {
+        self.0.stream()
+    }
+    fn correlation_id(&self) -> Option<i32> {
+        self.0.correlation_id()
+    }
+    fn first_frame(&self) -> u64 {
+        self.0.first_frame()
+    }
+    fn frame(&self) -> u64 {
+        self.0.frame()
+    }
+    fn length(&self) -> i32 {
+        self.0.length()
+    }
+    fn topics(&self) -> &[String] {
+        self.0.topics()
+    }
+    fn latency_ns(&self) -> Option<u64> {
+        self.0.latency_ns()
+    }
+    fn throttle_time_ms(&self) -> Option<i32> {
+        self.0.throttle_time_ms()
+    }
+    fn error_codes(&self) -> &[i16] {
+        self.0.error_codes()
+    }
+    fn paired(&self) -> bool {
+        self.0.paired()
+    }
+    fn expects_response(&self) -> bool {
+        self.0.expects_response()
+    }
+    fn inferred(&self) -> bool {
+        self.0.inferred()
+    }
+    fn resynced(&self) -> bool {
+        self.0.resynced()
+    }
+    fn malformed(&self) -> bool {
+        self.0.malformed()
+    }
+}

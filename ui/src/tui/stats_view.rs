@@ -24,7 +24,7 @@ use kafkashark::kafka::{DecodeOptions, Decoded, Value};
 use kafkashark::stats::{LatencyMs, Stats, StatsConfig, StatsReport};
 
 use super::app::{message_of, ByteStore};
-use super::index::IndexEntry;
+use super::index::FactsEntry;
 use super::store::EntryStore;
 use crate::filter::{topics_of, Facts};
 
@@ -283,14 +283,14 @@ impl StatsData {
 /// v3+ requests (client software), group requests and responses, responses
 /// that teach topic ids, responses with errors (their places) and the
 /// requests of those (the topic of a response that does not name it).
-fn wants_tree(i: &IndexEntry, entries: &EntryStore) -> bool {
+fn wants_tree(i: &FactsEntry, entries: &EntryStore) -> bool {
     let group = matches!(i.api_key(), Some(11..=14 | 68));
     match i.kind() {
         Kind::Request => {
             group
                 || (i.api_key() == Some(18) && i.api_version().is_some_and(|v| v >= 3))
                 || i.peer()
-                    .and_then(|p| entries.get(usize::try_from(p).ok()?))
+                    .and_then(|p| entries.facts(usize::try_from(p).ok()?))
                     .is_some_and(|r| r.kind() == Kind::Response && !r.error_codes().is_empty())
         }
         Kind::Response => {
@@ -371,7 +371,7 @@ pub fn compute(entries: &EntryStore, limit: usize, store: Option<&dyn ByteStore>
     let mut hist: BTreeMap<i16, [u64; BUCKETS.len()]> = BTreeMap::new();
     // Topics the filter sees on responses with errors.
     let mut error_topics: HashSet<String> = HashSet::new();
-    for e in entries.iter() {
+    for e in entries.iter_facts() {
         // An entry that cannot be read back (the index file failed) is left out.
         let Ok(e) = e else { continue };
         let e = &e;
@@ -383,7 +383,11 @@ pub fn compute(entries: &EntryStore, limit: usize, store: Option<&dyn ByteStore>
             (decoded < limit)
                 .then(|| {
                     decoded += 1;
-                    let raw = message_of(e, store).ok()?;
+                    // The message itself, read with its record's side blob.
+                    let full = usize::try_from(e.index())
+                        .ok()
+                        .and_then(|i| entries.get(i))?;
+                    let raw = message_of(&full, store).ok()?;
                     Some(kafkashark::model::redecode(i, &raw, &opts))
                 })
                 .flatten()
@@ -403,7 +407,9 @@ pub fn compute(entries: &EntryStore, limit: usize, store: Option<&dyn ByteStore>
                 hist.entry(k).or_insert([0; BUCKETS.len()])[bucket_of(ns)] += 1;
             }
             if !i.error_codes.is_empty() {
-                let peer = e.peer().and_then(|p| entries.get(usize::try_from(p).ok()?));
+                let peer = e
+                    .peer()
+                    .and_then(|p| entries.facts(usize::try_from(p).ok()?));
                 error_topics.extend(topics_of(e, peer.as_ref()).iter().cloned());
             }
         }
@@ -563,7 +569,7 @@ fn client_rows(r: &StatsReport, entries: &EntryStore) -> Vec<StatsRow> {
     let mut streams_of: BTreeMap<String, BTreeSet<u64>> = BTreeMap::new();
     if !anonymous.is_empty() {
         for e in entries
-            .iter()
+            .iter_facts()
             .flatten()
             .filter(|e| e.kind() == Kind::Request)
         {

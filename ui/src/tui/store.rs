@@ -30,14 +30,14 @@ use std::cell::RefCell;
 use std::collections::hash_map::RandomState;
 use std::collections::{HashMap, VecDeque};
 use std::fmt;
-use std::hash::BuildHasher;
+use std::hash::{BuildHasher, BuildHasherDefault, Hasher};
 use std::io;
 use std::sync::Arc;
 
 use super::index::record::{
-    decode_shared, encode_shared, facts_of, side_of, DecodeError, SideRef, REC,
+    decode_shared, encode_shared, facts_of, side_of, sort_keys_of, DecodeError, SideRef, REC,
 };
-use super::index::{IndexEntry, Interner, Shared};
+use super::index::{FactsEntry, IndexEntry, Interner, Shared};
 
 /// A scratch file: bytes written at offsets and read back.
 pub trait Scratch: Send {
@@ -400,12 +400,35 @@ impl Block {
     }
 }
 
+/// A hasher for the caches' keys (message numbers and log addresses, our own
+/// numbers: no flooding to fear), cheaper than SipHash on every entry read.
+#[derive(Default, Clone, Copy)]
+struct NumHash(u64);
+
+impl Hasher for NumHash {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u64(u64::from(b));
+        }
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        self.0 = (self.0.rotate_left(5) ^ n).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+}
+
+type NumMap<V> = HashMap<u64, V, BuildHasherDefault<NumHash>>;
+
 /// Recently read blocks and shared facts, least recently used first out.
 #[derive(Default)]
 struct Cache {
-    blocks: HashMap<u64, (Arc<Vec<u8>>, u64)>,
+    blocks: NumMap<(Arc<Vec<u8>>, u64)>,
     /// Shared facts by their log address.
-    facts: HashMap<u64, (Arc<Shared>, u64)>,
+    facts: NumMap<(Arc<Shared>, u64)>,
     tick: u64,
 }
 
@@ -700,6 +723,22 @@ impl EntryStore {
         self.try_get(i).ok()
     }
 
+    /// The facts of entry `i` (its message not read), when it can be read.
+    pub fn facts(&self, i: usize) -> Option<FactsEntry> {
+        let rec = self.record(i, true).ok()?;
+        self.decode_facts(i, &rec).ok()
+    }
+
+    fn decode_facts(&self, i: usize, rec: &[u8; REC]) -> Result<FactsEntry, StoreError> {
+        let shared = self.shared_at(facts_of(rec))?;
+        Ok(IndexEntry::decode_facts(
+            rec,
+            i as u64,
+            self.dropped,
+            shared,
+        )?)
+    }
+
     /// Changes entry `i` in place (pairing marks a request paired and gives it
     /// its response).
     pub fn update(&mut self, i: usize, f: impl FnOnce(&mut IndexEntry)) -> Result<(), StoreError> {
@@ -774,8 +813,26 @@ impl EntryStore {
     }
 
     /// The entries in order (read block by block, without disturbing the cache).
-    pub fn iter(&self) -> Iter<'_> {
-        Iter {
+    pub fn iter(&self) -> impl Iterator<Item = Result<IndexEntry, StoreError>> + '_ {
+        self.records()
+            .map(|(i, r)| r.and_then(|rec| self.decode(i, &rec)))
+    }
+
+    /// The entries' facts in order (their messages not read).
+    pub fn iter_facts(&self) -> impl Iterator<Item = Result<FactsEntry, StoreError>> + '_ {
+        self.records()
+            .map(|(i, r)| r.and_then(|rec| self.decode_facts(i, &rec)))
+    }
+
+    /// Every entry's latency (when it has one) and length, in order (`None`:
+    /// unreadable), read from the records without decoding them.
+    pub fn sort_keys(&self) -> impl Iterator<Item = Option<(Option<u64>, i32)>> + '_ {
+        self.records()
+            .map(|(_, r)| r.ok().as_ref().map(sort_keys_of))
+    }
+
+    fn records(&self) -> Records<'_> {
+        Records {
             store: self,
             i: 0,
             block: None,
@@ -801,16 +858,16 @@ impl EntryStore {
     }
 }
 
-/// The entries of a store in order; see [`EntryStore::iter`].
-pub struct Iter<'a> {
+/// The records of a store in order, with their positions; see [`EntryStore::iter`].
+struct Records<'a> {
     store: &'a EntryStore,
     i: usize,
     /// The block being read: `(first message, its records)`.
     block: Option<(u64, u64, Arc<Vec<u8>>)>,
 }
 
-impl Iterator for Iter<'_> {
-    type Item = Result<IndexEntry, StoreError>;
+impl Iterator for Records<'_> {
+    type Item = (usize, Result<[u8; REC], StoreError>);
 
     fn next(&mut self) -> Option<Self::Item> {
         let s = self.store;
@@ -830,12 +887,12 @@ impl Iterator for Iter<'_> {
             {
                 self.block = None;
                 let Some(bi) = s.block_of(r) else {
-                    return Some(Err(s.missing(i)));
+                    return Some((i, Err(s.missing(i))));
                 };
                 let (first, end) = s.blocks.get(bi).map_or((r, r), |b| (b.first, b.end()));
                 match s.block_recs(bi, false) {
                     Ok(recs) => self.block = Some((first, end, recs)),
-                    Err(e) => return Some(Err(e)),
+                    Err(e) => return Some((i, Err(e))),
                 }
             }
             match &self.block {
@@ -843,7 +900,7 @@ impl Iterator for Iter<'_> {
                 None => Err(s.missing(i)),
             }
         };
-        Some(rec.and_then(|rec| s.decode(i, &rec)))
+        Some((i, rec))
     }
 
     fn size_hint(&self) -> (usize, Option<usize>) {

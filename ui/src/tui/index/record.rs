@@ -29,7 +29,7 @@ use kafkashark::kafka::framing::RawMessage;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, SocketAddrV6};
 use std::sync::Arc;
 
-use super::{Ends, IndexEntry, Shared};
+use super::{Ends, FactsEntry, IndexEntry, Shared};
 
 /// Bytes of one record.
 pub const REC: usize = 140;
@@ -128,6 +128,14 @@ pub fn facts_of(rec: &[u8; REC]) -> SideRef {
     }
 }
 
+/// A record's latency (when it has one) and length: the sort keys, read
+/// without decoding the entry.
+pub fn sort_keys_of(rec: &[u8; REC]) -> (Option<u64>, i32) {
+    let flags = u16::from_le_bytes(get(rec, FLAGS));
+    let latency = (flags & super::LATENCY != 0).then(|| u64_at(rec, LATENCY));
+    (latency, i32::from_le_bytes(get(rec, LENGTH)))
+}
+
 /// The side blob of a record, if it has one.
 pub fn side_of(rec: &[u8; REC]) -> Option<SideRef> {
     (rec[RFLAGS] & R_SPILL != 0).then(|| SideRef {
@@ -198,15 +206,35 @@ impl IndexEntry {
         shared: Arc<Shared>,
         side: Option<&[u8]>,
     ) -> Result<IndexEntry, DecodeError> {
-        let kind = match rec[KIND] {
-            0 => Kind::Request,
-            1 => Kind::Response,
-            _ => return Err(bad("kind", KIND)),
-        };
         let spill = match (side_of(rec), side) {
             (None, None) => None,
             (Some(_), Some(b)) => Some(Box::new(decode_raw(b)?)),
             _ => return Err(bad("side blob", SIDE_ADDR.start)),
+        };
+        Self::decode_with(rec, index, dropped, shared, spill)
+    }
+
+    /// The facts of a record only, its side blob not read (see [`decode`](Self::decode)).
+    pub fn decode_facts(
+        rec: &[u8; REC],
+        index: u64,
+        dropped: u64,
+        shared: Arc<Shared>,
+    ) -> Result<FactsEntry, DecodeError> {
+        Self::decode_with(rec, index, dropped, shared, None).map(FactsEntry)
+    }
+
+    fn decode_with(
+        rec: &[u8; REC],
+        index: u64,
+        dropped: u64,
+        shared: Arc<Shared>,
+        spill: Option<Box<RawMessage>>,
+    ) -> Result<IndexEntry, DecodeError> {
+        let kind = match rec[KIND] {
+            0 => Kind::Request,
+            1 => Kind::Response,
+            _ => return Err(bad("kind", KIND)),
         };
         let mut e = IndexEntry {
             shared,
