@@ -27,7 +27,6 @@
 //! at most `Geometry::cache` blocks plus the open one are held in memory.
 
 use std::cell::RefCell;
-use std::collections::hash_map::RandomState;
 use std::collections::{HashMap, VecDeque};
 use std::fmt;
 use std::hash::{BuildHasher, BuildHasherDefault, Hasher};
@@ -400,8 +399,10 @@ impl Block {
     }
 }
 
-/// A hasher for the caches' keys (message numbers and log addresses, our own
-/// numbers: no flooding to fear), cheaper than SipHash on every entry read.
+/// A hasher for the caches' keys (message numbers and log addresses) and for
+/// shared facts, cheaper than SipHash on every entry read or pushed. Facts come
+/// off the wire, but colliding ones only cost a blob written again: the map of
+/// written facts holds one per hash value.
 #[derive(Default, Clone, Copy)]
 struct NumHash(u64);
 
@@ -411,7 +412,13 @@ impl Hasher for NumHash {
     }
 
     fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
+        let mut words = bytes.chunks_exact(8);
+        for w in &mut words {
+            let mut a = [0u8; 8];
+            a.copy_from_slice(w);
+            self.write_u64(u64::from_le_bytes(a));
+        }
+        for &b in words.remainder() {
             self.write_u64(u64::from(b));
         }
     }
@@ -438,8 +445,8 @@ pub struct EntryStore {
     geo: Geometry,
     interner: Interner,
     /// Shared facts written in the current segment, by hash (at most `4 * geo.facts`).
-    written: HashMap<u64, SideRef>,
-    hasher: RandomState,
+    written: NumMap<SideRef>,
+    hasher: BuildHasherDefault<NumHash>,
     log: Log,
     blocks: VecDeque<Block>,
     /// Records of the open block.
@@ -463,8 +470,8 @@ impl EntryStore {
         EntryStore {
             geo,
             interner: Interner::default(),
-            written: HashMap::new(),
-            hasher: RandomState::new(),
+            written: NumMap::default(),
+            hasher: BuildHasherDefault::default(),
             log: Log::new(geo),
             blocks: VecDeque::new(),
             open: Vec::new(),
@@ -813,6 +820,7 @@ impl EntryStore {
     }
 
     /// The entries in order (read block by block, without disturbing the cache).
+    #[cfg(test)]
     pub fn iter(&self) -> impl Iterator<Item = Result<IndexEntry, StoreError>> + '_ {
         self.records()
             .map(|(i, r)| r.and_then(|rec| self.decode(i, &rec)))
