@@ -796,16 +796,41 @@ impl App {
         };
         self.matched = match &self.filter {
             None => Bitset::filled(self.entries.len(), true),
-            Some(f) => {
-                let mut m = Bitset::default();
-                for e in self.entries.iter_facts() {
-                    m.push(e.is_ok_and(|e| self.passes(f, &e)));
-                }
-                m
-            }
+            Some(f) => self.filter_all(f),
         };
         self.rebuild_view();
         self.after_view_change();
+    }
+
+    /// Which entries pass `f`, in one pass over the index. The peer of a
+    /// response is most often a request read a moment before: the last entries
+    /// read are kept (by position modulo `RING`) so that it is not read again.
+    fn filter_all(&self, f: &Filter) -> Bitset {
+        const RING: usize = 4096;
+        let mut ring: Vec<Option<FactsEntry>> = vec![None; RING];
+        let mut m = Bitset::default();
+        for (i, e) in self.entries.iter_facts().enumerate() {
+            let Ok(e) = e else {
+                m.push(false);
+                continue;
+            };
+            let fetched;
+            let peer = match e.peer().and_then(|p| usize::try_from(p).ok()) {
+                None => None,
+                Some(p) => match ring.get(p % RING) {
+                    Some(Some(r)) if r.index() == p as u64 => Some(r),
+                    _ => {
+                        fetched = self.entries.facts(p);
+                        fetched.as_ref()
+                    }
+                },
+            };
+            m.push(f.matches(&e, peer));
+            if let Some(slot) = ring.get_mut(i % RING) {
+                *slot = Some(e);
+            }
+        }
+        m
     }
 
     /// Changes the sort, its keys read in one pass.

@@ -769,8 +769,10 @@ impl EntryStore {
         let rec = e.encode(facts, side, self.dropped);
         let r = self.dropped + i as u64;
         if r >= self.open_first {
-            let at = usize::try_from(r - self.open_first).unwrap_or(usize::MAX) * REC;
-            if let Some(dst) = self.open.get_mut(at..at + REC) {
+            let at = usize::try_from(r - self.open_first)
+                .unwrap_or(usize::MAX)
+                .saturating_mul(REC);
+            if let Some(dst) = self.open.get_mut(at..at.saturating_add(REC)) {
                 dst.copy_from_slice(&rec);
             }
             return Ok(());
@@ -781,11 +783,13 @@ impl EntryStore {
             .get(bi)
             .copied()
             .ok_or_else(|| self.missing(i))?;
-        let at = usize::try_from(r - b.first).unwrap_or(usize::MAX) * REC;
+        let at = usize::try_from(r - b.first)
+            .unwrap_or(usize::MAX)
+            .saturating_mul(REC);
         if !self.log.patch(b.addr + at as u64, &rec) {
             // The file cannot be written: the block moves to the log's end (in memory).
             let mut recs = Vec::clone(&*self.block_recs(bi, false)?);
-            if let Some(dst) = recs.get_mut(at..at + REC) {
+            if let Some(dst) = recs.get_mut(at..at.saturating_add(REC)) {
                 dst.copy_from_slice(&rec);
             }
             let addr = self.log.append(&recs);
@@ -795,7 +799,7 @@ impl EntryStore {
         }
         let mut c = self.cache.borrow_mut();
         if let Some((recs, _)) = c.blocks.get_mut(&b.first) {
-            if let Some(dst) = Arc::make_mut(recs).get_mut(at..at + REC) {
+            if let Some(dst) = Arc::make_mut(recs).get_mut(at..at.saturating_add(REC)) {
                 dst.copy_from_slice(&rec);
             }
         }

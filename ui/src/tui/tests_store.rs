@@ -564,3 +564,43 @@ fn sorts_on_a_paging_store_match_the_facts() {
         assert!(app.selected_entry().is_some());
     }
 }
+
+/// The filter applied through the App on a paging store (the peers of
+/// responses from the entries just read, the others from the store) shows
+/// exactly the entries whose facts, and their peer's, pass it.
+#[test]
+fn the_app_filter_on_a_paging_store_matches_the_facts() {
+    let texts = [
+        "response",
+        "topic=*a*",
+        "error or throttled",
+        "client_id~a and request",
+        "unpaired or latency>1ms",
+    ];
+    for cap in [A2, B2, A6] {
+        let mut app = super::testutil::app_with(cap, 120, 40);
+        let infos: Vec<_> = app.entries.all().iter().map(IndexEntry::info).collect();
+        for text in texts {
+            let press = |app: &mut App, code| {
+                app.update(Msg::Key(KeyEvent::new(code, KeyModifiers::NONE)));
+            };
+            press(&mut app, KeyCode::Char('/'));
+            while app.bar.as_ref().is_some_and(|b| !b.text.is_empty()) {
+                press(&mut app, KeyCode::Backspace);
+            }
+            for c in text.chars() {
+                press(&mut app, KeyCode::Char(c));
+            }
+            press(&mut app, KeyCode::Enter);
+            let f = crate::filter::Filter::parse(text).expect("parses");
+            let want: Vec<u32> = (0..infos.len())
+                .filter(|&i| {
+                    let peer = infos[i].peer.and_then(|p| infos.get(p as usize));
+                    f.matches(&infos[i], peer)
+                })
+                .map(|i| i as u32)
+                .collect();
+            assert_eq!(app.view, want, "{cap}: {text}");
+        }
+    }
+}
