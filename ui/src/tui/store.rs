@@ -750,23 +750,13 @@ impl EntryStore {
     /// its response).
     pub fn update(&mut self, i: usize, f: impl FnOnce(&mut IndexEntry)) -> Result<(), StoreError> {
         let old = self.record(i, true)?;
-        let before = self.decode(i, &old)?;
-        let mut e = before.clone();
+        let shared = self.shared_at(facts_of(&old))?;
+        // Only the entry's numbers can change (`IndexEntry` offers no way to
+        // change its message or shared facts): the message is not read, and the
+        // record keeps pointing where it did.
+        let mut e = IndexEntry::decode_numbers(&old, i as u64, self.dropped, shared)?;
         f(&mut e);
-        let side = if e.same_spill(&before) {
-            side_of(&old)
-        } else {
-            e.side_blob().map(|b| SideRef {
-                addr: self.log.append(&b),
-                len: b.len() as u64,
-            })
-        };
-        let facts = if Arc::ptr_eq(e.shared(), before.shared()) {
-            facts_of(&old)
-        } else {
-            self.facts_ref(e.shared())
-        };
-        let rec = e.encode(facts, side, self.dropped);
+        let rec = e.encode(facts_of(&old), side_of(&old), self.dropped);
         let r = self.dropped + i as u64;
         if r >= self.open_first {
             let at = usize::try_from(r - self.open_first)

@@ -145,11 +145,6 @@ pub fn side_of(rec: &[u8; REC]) -> Option<SideRef> {
 }
 
 impl IndexEntry {
-    /// True when both entries have the same spilled message (or none).
-    pub fn same_spill(&self, other: &IndexEntry) -> bool {
-        self.spill == other.spill
-    }
-
     /// The side blob of this entry: its spilled message, if any.
     pub fn side_blob(&self) -> Option<Vec<u8>> {
         self.spill.as_deref().map(encode_raw)
@@ -222,6 +217,18 @@ impl IndexEntry {
         shared: Arc<Shared>,
     ) -> Result<FactsEntry, DecodeError> {
         Self::decode_with(rec, index, dropped, shared, None).map(FactsEntry)
+    }
+
+    /// The numbers of a record, its side blob not read: the entry's message
+    /// is not there (`raw()` is not its message), for changing the record's
+    /// numbers in place only.
+    pub fn decode_numbers(
+        rec: &[u8; REC],
+        index: u64,
+        dropped: u64,
+        shared: Arc<Shared>,
+    ) -> Result<IndexEntry, DecodeError> {
+        Self::decode_with(rec, index, dropped, shared, None)
     }
 
     fn decode_with(
