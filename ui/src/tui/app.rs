@@ -6,9 +6,10 @@
 //! happens here: no clock, no terminal, no files — decoding a selected message
 //! is a pure function of its bytes. The render (`ui.rs`) reads this state only.
 //!
-//! Invariants: `entries[i].index() == i`; `matched[i]` says whether entry
-//! `i` passes the filter; `view` lists the matched entries in the current sort
-//! order; `selected`, when set, is an entry index and `list_pos` its position
+//! Invariants: `entries.get(i).index() == i`; `matched.get(i)` says whether
+//! entry `i` passes the filter; `view` lists the matched entries in the current
+//! sort order (as `u32` positions: ring mode keeps fewer than 2^31 entries);
+//! while the sort is not capture order, `keys` holds every entry's sort key; `selected`, when set, is an entry index and `list_pos` its position
 //! in `view` (or the nearest row when the filter hides it); the decoded tree
 //! cached in `detail` is always the selected message's.
 
@@ -24,8 +25,9 @@ use kafkashark::topics::TopicNames;
 use ratatui::layout::{Position, Rect};
 
 use super::filtering::Filter;
-use super::index::{IndexEntry, Interner};
+use super::index::{FactsEntry, IndexEntry};
 use super::stats_view::{self, StatsData, StatsTab};
+use super::store::{Bitset, EntryStore, Geometry, StoreError};
 use super::ui;
 use crate::filter::Facts;
 
@@ -352,14 +354,14 @@ pub struct HexState {
 pub struct App {
     /// Session settings.
     pub cfg: Config,
-    /// Every message loaded, in capture order.
-    pub entries: Vec<IndexEntry>,
-    /// The entries' shared parts (endpoints, client ids, topic lists, …).
-    pub interner: Interner,
+    /// Every message loaded, in capture order (most of them in scratch files).
+    pub entries: EntryStore,
     /// Whether each entry passes the filter.
-    pub matched: Vec<bool>,
+    pub matched: Bitset,
     /// The entries shown, in sort order.
-    pub view: Vec<usize>,
+    pub view: Vec<u32>,
+    /// Every entry's sort key, while the sort is not capture order.
+    keys: SortKeys,
     /// The applied filter.
     pub filter: Option<Filter>,
     /// Its text.
@@ -424,6 +426,87 @@ pub struct App {
 /// Messages read again from the file that are kept for going back to them.
 const RECENT: usize = 8;
 
+/// Most entries ring mode keeps, whatever `max_entries` says: `view` holds `u32` positions.
+const MAX_POSITIONS: usize = (u32::MAX / 2) as usize;
+
+/// The key of each entry for the sort shown (not kept for capture order).
+#[derive(Clone, Debug)]
+enum SortKeys {
+    /// Capture order: the position is the key.
+    None,
+    /// Latency, and whether there is one.
+    Latency(Vec<u64>, Bitset),
+    /// Length.
+    Size(Vec<i32>),
+}
+
+impl SortKeys {
+    /// The keys of every entry for `sort` (one pass over the index).
+    fn of(sort: Sort, entries: &EntryStore) -> SortKeys {
+        let mut k = match sort {
+            Sort::Capture => return SortKeys::None,
+            Sort::LatencyDesc => SortKeys::Latency(Vec::new(), Bitset::default()),
+            Sort::SizeDesc => SortKeys::Size(Vec::new()),
+        };
+        for key in entries.sort_keys() {
+            k.push_key(key);
+        }
+        k
+    }
+
+    /// Appends the key of the next entry.
+    fn push(&mut self, e: &IndexEntry) {
+        self.push_key(Some((e.latency_ns(), e.length())));
+    }
+
+    /// Appends the next entry's latency and length (`None`: unreadable, no key).
+    fn push_key(&mut self, key: Option<(Option<u64>, i32)>) {
+        match self {
+            SortKeys::None => {}
+            SortKeys::Latency(ns, some) => {
+                let l = key.and_then(|k| k.0);
+                ns.push(l.unwrap_or(0));
+                some.push(l.is_some());
+            }
+            SortKeys::Size(len) => len.push(key.map_or(0, |k| k.1)),
+        }
+    }
+
+    /// Forgets the first `k` keys (ring mode).
+    fn drain_front(&mut self, k: usize) {
+        match self {
+            SortKeys::None => {}
+            SortKeys::Latency(ns, some) => {
+                ns.drain(..k.min(ns.len()));
+                some.drain_front(k);
+            }
+            SortKeys::Size(len) => {
+                len.drain(..k.min(len.len()));
+            }
+        }
+    }
+
+    /// The order of entries `a` and `b`.
+    fn cmp(&self, a: usize, b: usize) -> std::cmp::Ordering {
+        let by_pos = a.cmp(&b);
+        match self {
+            SortKeys::None => by_pos,
+            SortKeys::Latency(ns, some) => match (some.get(a), some.get(b)) {
+                (true, true) => ns.get(b).cmp(&ns.get(a)).then(by_pos),
+                (true, false) => std::cmp::Ordering::Less,
+                (false, true) => std::cmp::Ordering::Greater,
+                (false, false) => by_pos,
+            },
+            SortKeys::Size(len) => len.get(b).cmp(&len.get(a)).then(by_pos),
+        }
+    }
+}
+
+/// An entry's position as `view` holds it.
+fn pos32(i: usize) -> u32 {
+    u32::try_from(i).unwrap_or(u32::MAX)
+}
+
 /// Rows the wheel scrolls.
 const WHEEL_ROWS: usize = 3;
 
@@ -438,10 +521,10 @@ impl App {
         };
         App {
             cfg,
-            entries: Vec::new(),
-            interner: Interner::default(),
-            matched: Vec::new(),
+            entries: new_store(),
+            matched: Bitset::default(),
             view: Vec::new(),
+            keys: SortKeys::None,
             filter: None,
             filter_text: String::new(),
             bar: None,
@@ -535,27 +618,31 @@ impl App {
         let mut touched: Vec<usize> = Vec::new();
         for e in batch {
             let idx = self.entries.len();
-            let mut e = IndexEntry::new(e, &mut self.interner);
+            let mut e = IndexEntry::new(e, self.entries.interner_mut());
             e.set_index(idx as u64);
             // The loader numbers messages from the start of the input; ring mode
             // dropped the first `dropped` of them.
             e.set_peer(e.peer().and_then(|p| p.checked_sub(self.dropped)));
             if e.kind() == Kind::Response {
                 if let (true, Some(p)) = (e.paired(), e.peer()) {
-                    let p = p as usize;
-                    if let Some(req) = self.entries.get_mut(p) {
+                    let p = usize::try_from(p).unwrap_or(usize::MAX);
+                    let paired = self.entries.update(p, |req| {
                         req.set_paired(true);
                         req.set_peer(Some(idx as u64));
-                        if p < start {
-                            touched.push(p);
-                        }
+                    });
+                    if paired.is_ok() && p < start {
+                        touched.push(p);
                     }
                 }
             }
             if self.origin.is_none() {
                 self.origin = Some(e.first_ts());
             }
+            self.keys.push(&e);
             self.entries.push(e);
+        }
+        if let Some(w) = self.entries.take_warning() {
+            self.notice = Some(w);
         }
         for i in start..self.entries.len() {
             let m = self.eval(i);
@@ -564,31 +651,33 @@ impl App {
         let mut changed = false;
         for r in touched {
             let m = self.eval(r);
-            if let Some(old) = self.matched.get_mut(r) {
-                if *old != m {
-                    *old = m;
-                    changed = true;
-                }
+            if self.matched.get(r) != m {
+                self.matched.set(r, m);
+                changed = true;
             }
         }
         if changed {
             self.rebuild_view();
         } else {
-            let mut fresh: Vec<usize> = (start..self.entries.len())
-                .filter(|&i| self.matched.get(i).copied().unwrap_or(false))
+            let mut fresh: Vec<u32> = (start..self.entries.len())
+                .filter(|&i| self.matched.get(i))
+                .map(pos32)
                 .collect();
             if self.sort == Sort::Capture {
                 self.view.extend(fresh);
             } else {
-                fresh.sort_by(|&a, &b| self.cmp(a, b));
+                let keys = &self.keys;
+                let cmp = |a: u32, b: u32| keys.cmp(a as usize, b as usize);
+                fresh.sort_by(|&a, &b| cmp(a, b));
                 let old = std::mem::take(&mut self.view);
-                self.view = merge(old, fresh, |a, b| self.cmp(a, b));
+                self.view = merge(old, fresh, cmp);
             }
             self.sync_list_pos();
         }
-        if self.entries.len() > self.max_entries {
-            // Down to 7/8 of the cap in one pass: renumbering is paid once per cap/8 messages.
-            let keep = self.max_entries - self.max_entries / 8;
+        let cap = self.max_entries.min(MAX_POSITIONS);
+        if self.entries.len() > cap {
+            // Down to 7/8 of the cap in one pass: what follows a drop is paid once per cap/8 messages.
+            let keep = cap - cap / 8;
             self.drop_oldest(self.entries.len() - keep);
         }
         if self.follow && !self.view.is_empty() {
@@ -599,7 +688,7 @@ impl App {
     }
 
     /// Ring mode: drops the `k` oldest entries, counts them in `dropped`, and
-    /// renumbers the rest so that `entries[i].index() == i` still holds (a
+    /// moves the rest down so that `entries.get(i).index() == i` still holds (a
     /// response whose request was dropped loses its peer).
     fn drop_oldest(&mut self, k: usize) {
         let k = k.min(self.entries.len());
@@ -607,22 +696,22 @@ impl App {
             return;
         }
         let k64 = k as u64;
-        self.entries.drain(..k);
-        self.matched.drain(..k.min(self.matched.len()));
-        for e in &mut self.entries {
-            e.set_index(e.index() - k64);
-            e.set_peer(e.peer().and_then(|p| p.checked_sub(k64)));
+        self.entries.drop_front(k);
+        if let Some(w) = self.entries.take_warning() {
+            self.notice = Some(w);
         }
-        self.interner.purge();
+        self.matched.drain_front(k);
+        self.keys.drain_front(k);
+        let k32 = pos32(k);
         let gone_before =
-            |pos: usize, view: &[usize]| view.iter().take(pos).filter(|&&i| i < k).count();
+            |pos: usize, view: &[u32]| view.iter().take(pos).filter(|&&i| i < k32).count();
         let (pos_gone, offset_gone) = (
             gone_before(self.list_pos, &self.view),
             gone_before(self.list_offset, &self.view),
         );
-        self.view.retain(|&i| i >= k);
+        self.view.retain(|&i| i >= k32);
         for i in &mut self.view {
-            *i -= k;
+            *i -= k32;
         }
         self.list_pos = self.list_pos.saturating_sub(pos_gone);
         self.list_offset = self.list_offset.saturating_sub(offset_gone);
@@ -650,36 +739,27 @@ impl App {
         }
     }
 
-    fn eval(&self, i: usize) -> bool {
-        let Some(f) = &self.filter else { return true };
-        let Some(e) = self.entries.get(i) else {
-            return false;
-        };
-        let peer = e.peer().and_then(|p| self.entries.get(p as usize));
-        f.matches(e, peer)
+    /// Whether entry `e` passes the filter, its peer's facts read from the index.
+    fn passes(&self, f: &Filter, e: &FactsEntry) -> bool {
+        let peer = e
+            .peer()
+            .and_then(|p| self.entries.facts(usize::try_from(p).ok()?));
+        f.matches(e, peer.as_ref())
     }
 
-    fn cmp(&self, a: usize, b: usize) -> std::cmp::Ordering {
-        let (ea, eb) = (&self.entries[a], &self.entries[b]);
-        match self.sort {
-            Sort::Capture => a.cmp(&b),
-            Sort::LatencyDesc => match (ea.latency_ns(), eb.latency_ns()) {
-                (Some(x), Some(y)) => y.cmp(&x).then(a.cmp(&b)),
-                (Some(_), None) => std::cmp::Ordering::Less,
-                (None, Some(_)) => std::cmp::Ordering::Greater,
-                (None, None) => a.cmp(&b),
-            },
-            Sort::SizeDesc => eb.length().cmp(&ea.length()).then(a.cmp(&b)),
-        }
+    fn eval(&self, i: usize) -> bool {
+        let Some(f) = &self.filter else { return true };
+        self.entries.facts(i).is_some_and(|e| self.passes(f, &e))
     }
 
     /// Recomputes `view` from `matched` and the sort.
     fn rebuild_view(&mut self) {
-        let mut v: Vec<usize> = (0..self.entries.len())
-            .filter(|&i| self.matched.get(i).copied().unwrap_or(false))
+        let mut v: Vec<u32> = (0..self.entries.len())
+            .filter(|&i| self.matched.get(i))
+            .map(pos32)
             .collect();
         if self.sort != Sort::Capture {
-            v.sort_by(|&a, &b| self.cmp(a, b));
+            v.sort_by(|&a, &b| self.keys.cmp(a as usize, b as usize));
         }
         self.view = v;
         self.sync_list_pos();
@@ -698,6 +778,7 @@ impl App {
     }
 
     fn view_position(&self, entry: usize) -> Option<usize> {
+        let entry = u32::try_from(entry).ok()?;
         if self.sort == Sort::Capture {
             self.view.binary_search(&entry).ok()
         } else {
@@ -713,7 +794,49 @@ impl App {
         } else {
             String::new()
         };
-        self.matched = (0..self.entries.len()).map(|i| self.eval(i)).collect();
+        self.matched = match &self.filter {
+            None => Bitset::filled(self.entries.len(), true),
+            Some(f) => self.filter_all(f),
+        };
+        self.rebuild_view();
+        self.after_view_change();
+    }
+
+    /// Which entries pass `f`, in one pass over the index. The peer of a
+    /// response is most often a request read a moment before: the last entries
+    /// read are kept (by position modulo `RING`) so that it is not read again.
+    fn filter_all(&self, f: &Filter) -> Bitset {
+        const RING: usize = 4096;
+        let mut ring: Vec<Option<FactsEntry>> = vec![None; RING];
+        let mut m = Bitset::default();
+        for (i, e) in self.entries.iter_facts().enumerate() {
+            let Ok(e) = e else {
+                m.push(false);
+                continue;
+            };
+            let fetched;
+            let peer = match e.peer().and_then(|p| usize::try_from(p).ok()) {
+                None => None,
+                Some(p) => match ring.get(p % RING) {
+                    Some(Some(r)) if r.index() == p as u64 => Some(r),
+                    _ => {
+                        fetched = self.entries.facts(p);
+                        fetched.as_ref()
+                    }
+                },
+            };
+            m.push(f.matches(&e, peer));
+            if let Some(slot) = ring.get_mut(i % RING) {
+                *slot = Some(e);
+            }
+        }
+        m
+    }
+
+    /// Changes the sort, its keys read in one pass.
+    fn set_sort(&mut self, sort: Sort) {
+        self.sort = sort;
+        self.keys = SortKeys::of(sort, &self.entries);
         self.rebuild_view();
         self.after_view_change();
     }
@@ -738,7 +861,7 @@ impl App {
 
     /// Selects the list row `pos`.
     pub fn select_pos(&mut self, pos: usize) {
-        let Some(&idx) = self.view.get(pos) else {
+        let Some(idx) = self.view.get(pos).map(|&i| i as usize) else {
             return;
         };
         self.list_pos = pos;
@@ -751,10 +874,7 @@ impl App {
     /// The message of entry `idx` with its bytes: held by the entry, recently read,
     /// or read again from the capture file (then kept among the recent ones).
     pub fn message(&mut self, idx: usize) -> Result<RawMessage, String> {
-        let e = self
-            .entries
-            .get(idx)
-            .ok_or_else(|| format!("no message {idx}"))?;
+        let e = self.entries.try_get(idx).map_err(|e| e.to_string())?;
         if !e.in_file() {
             return Ok(e.raw());
         }
@@ -764,7 +884,7 @@ impl App {
             self.recent.push(hit);
             return Ok(m);
         }
-        let m = message_of(e, self.store.as_deref())?;
+        let m = message_of(&e, self.store.as_deref())?;
         if self.recent.len() >= RECENT {
             self.recent.remove(0);
         }
@@ -811,9 +931,14 @@ impl App {
         self.field_selected();
     }
 
-    /// The selected entry.
-    pub fn selected_entry(&self) -> Option<&IndexEntry> {
+    /// The selected entry (read from the index).
+    pub fn selected_entry(&self) -> Option<IndexEntry> {
         self.selected.and_then(|i| self.entries.get(i))
+    }
+
+    /// Entry `i` of the index, or why it cannot be read.
+    pub fn entry(&self, i: usize) -> Result<IndexEntry, StoreError> {
+        self.entries.try_get(i)
     }
 
     /// The node under the tree cursor.
@@ -1122,15 +1247,11 @@ impl App {
                     TimeMode::Absolute => TimeMode::Relative,
                 }
             }
-            KeyCode::Char('s') => {
-                self.sort = match self.sort {
-                    Sort::Capture => Sort::LatencyDesc,
-                    Sort::LatencyDesc => Sort::SizeDesc,
-                    Sort::SizeDesc => Sort::Capture,
-                };
-                self.rebuild_view();
-                self.after_view_change();
-            }
+            KeyCode::Char('s') => self.set_sort(match self.sort {
+                Sort::Capture => Sort::LatencyDesc,
+                Sort::LatencyDesc => Sort::SizeDesc,
+                Sort::SizeDesc => Sort::Capture,
+            }),
             KeyCode::Char('S') => self.open_stats(),
             KeyCode::Char('p') => self.jump_peer(),
             KeyCode::Char('f') => self.frames_notice(),
@@ -1529,11 +1650,7 @@ fn keep_visible(offset: usize, cursor: usize, rows: usize) -> usize {
     }
 }
 
-fn merge(
-    a: Vec<usize>,
-    b: Vec<usize>,
-    cmp: impl Fn(usize, usize) -> std::cmp::Ordering,
-) -> Vec<usize> {
+fn merge(a: Vec<u32>, b: Vec<u32>, cmp: impl Fn(u32, u32) -> std::cmp::Ordering) -> Vec<u32> {
     let mut out = Vec::with_capacity(a.len() + b.len());
     let (mut i, mut j) = (0, 0);
     while i < a.len() && j < b.len() {
@@ -1559,6 +1676,20 @@ fn remove_char(s: &mut String, chars: usize) {
     if at < s.len() {
         s.remove(at);
     }
+}
+
+/// The store of a new App: in memory until the shell gives it scratch files.
+#[cfg(not(test))]
+fn new_store() -> EntryStore {
+    EntryStore::new(Geometry::DEFAULT)
+}
+
+/// In tests, tiny blocks and cache in temporary files, so that every path pages.
+#[cfg(test)]
+fn new_store() -> EntryStore {
+    let mut s = EntryStore::new(Geometry::TINY);
+    s.set_scratch(Box::new(super::scratch_file));
+    s
 }
 
 /// Decodes an entry's tree: requests by their header, responses with the api

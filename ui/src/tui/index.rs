@@ -7,20 +7,22 @@
 //! demand ([`IndexEntry::info`], [`IndexEntry::raw`]).
 //!
 //! Layout: the fixed-size facts are stored inline (timestamps as seconds and
-//! nanoseconds, optional numbers as a value and a presence bit), about 136 bytes.
-//! What many messages share — the connection's endpoints (and their text, so the
-//! filter need not format them), the client id, the topic list, the error codes,
-//! a decode error — is interned per [`Interner`] and pointed to. A message whose
-//! bytes lie in the capture file in one piece, carried from its first frame on
-//! and consistent with its facts (nearly all of them) keeps its file offset and
-//! length inline; any other message keeps its whole [`RawMessage`] boxed
-//! ("spilled", with its bytes when they cannot be read again).
+//! nanoseconds, optional numbers as a value and a presence bit). What many
+//! messages share — the connection's endpoints (and their text, so the filter
+//! need not format them), the client id, the topic list, the error codes, a
+//! decode error — is one [`Shared`] pointed to; the entry store writes each
+//! distinct one once per scratch file and keeps the recent ones in memory
+//! (`store.rs`). A message whose bytes lie in the capture file in one piece,
+//! carried from its first frame on and consistent with its facts (nearly all of
+//! them) keeps its file offset and length inline; any other message keeps its
+//! whole [`RawMessage`] boxed ("spilled", with its bytes when they cannot be
+//! read again). The store writes an entry as a fixed-size record ([`record`]).
 //!
 //! Invariant: `IndexEntry::new(e, _).info() == e.info` and `.raw() == e.raw`
 //! for every entry `e`: the compact form loses nothing.
 
 use std::borrow::Cow;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
@@ -33,6 +35,8 @@ use kafkashark::model::MessageInfo;
 use super::app::Entry;
 use crate::filter::Facts;
 
+pub mod record;
+
 /// A connection's endpoints and their text.
 #[derive(Debug, PartialEq, Eq, Hash)]
 struct Ends {
@@ -42,9 +46,10 @@ struct Ends {
     broker_text: String,
 }
 
-/// The facts many messages share, interned.
+/// The facts many messages share: written once per scratch file by the entry
+/// store, which records point to (see [`record`]).
 #[derive(Debug, PartialEq, Eq, Hash)]
-struct Shared {
+pub struct Shared {
     ends: Arc<Ends>,
     client_id: Option<String>,
     topics: Vec<String>,
@@ -53,15 +58,21 @@ struct Shared {
     skipped_before: u64,
 }
 
-/// The shared parts of the entries of one index, each kept once.
+/// Endpoints of the recent connections with their text, so that a message
+/// does not format its addresses again: at most [`Interner::MAX_ENDS`] pairs.
 #[derive(Debug, Default)]
 pub struct Interner {
     ends: HashMap<(SocketAddr, SocketAddr), Arc<Ends>>,
-    shared: HashSet<Arc<Shared>>,
 }
 
 impl Interner {
+    /// Most endpoint pairs kept (past it they are forgotten and made again).
+    pub const MAX_ENDS: usize = 4096;
+
     fn ends(&mut self, client: SocketAddr, broker: SocketAddr) -> Arc<Ends> {
+        if self.ends.len() >= Self::MAX_ENDS && !self.ends.contains_key(&(client, broker)) {
+            self.ends.clear();
+        }
         self.ends
             .entry((client, broker))
             .or_insert_with(|| {
@@ -75,25 +86,10 @@ impl Interner {
             .clone()
     }
 
-    fn shared(&mut self, s: Shared) -> Arc<Shared> {
-        if let Some(a) = self.shared.get(&s) {
-            return a.clone();
-        }
-        let a = Arc::new(s);
-        self.shared.insert(a.clone());
-        a
-    }
-
-    /// Forgets what no entry points to any more (after ring mode dropped entries).
-    pub fn purge(&mut self) {
-        self.shared.retain(|a| Arc::strong_count(a) > 1);
-        self.ends.retain(|_, a| Arc::strong_count(a) > 1);
-    }
-
-    /// Distinct shared parts kept: `(endpoint pairs, fact sets)`.
+    /// Endpoint pairs kept.
     #[cfg(test)]
-    pub fn len(&self) -> (usize, usize) {
-        (self.ends.len(), self.shared.len())
+    pub fn len(&self) -> usize {
+        self.ends.len()
     }
 }
 
@@ -146,7 +142,7 @@ fn dir_of(kind: Kind) -> Direction {
 }
 
 impl IndexEntry {
-    /// The compact form of `e`, its shared parts interned in `interner`.
+    /// The compact form of `e`, its endpoints' text from `interner`.
     pub fn new(e: Entry, interner: &mut Interner) -> IndexEntry {
         let Entry { info, raw, sum } = e;
         let mut flags = 0u16;
@@ -183,7 +179,7 @@ impl IndexEntry {
         let stream_offset = raw.stream_offset;
         let spill = (!common).then(|| Box::new(raw));
         let ends = interner.ends(info.client, info.broker);
-        let shared = interner.shared(Shared {
+        let shared = Arc::new(Shared {
             ends,
             client_id: info.client_id,
             topics: info.topics,
@@ -284,6 +280,11 @@ impl IndexEntry {
             missing: 0,
             file_pieces: vec![(self.piece_offset, self.piece_len)],
         }
+    }
+
+    /// The facts this entry shares with others.
+    pub fn shared(&self) -> &Arc<Shared> {
+        &self.shared
     }
 
     /// True when the whole message is kept boxed (not the common case).
@@ -410,5 +411,91 @@ impl Facts for IndexEntry {
     }
     fn malformed(&self) -> bool {
         self.shared.decode_error.is_some()
+    }
+}
+
+/// An entry's facts without its message: read from the index without its side
+/// blob, for the filter, the sort keys and the stats (its message is not there
+/// to be shown, so only the facts are offered).
+#[derive(Clone, Debug)]
+pub struct FactsEntry(pub(super) IndexEntry);
+
+impl FactsEntry {
+    /// 0-based position in the index.
+    pub fn index(&self) -> u64 {
+        self.0.index()
+    }
+
+    /// Index of the paired message.
+    pub fn peer(&self) -> Option<u64> {
+        self.0.peer()
+    }
+
+    /// The full facts.
+    pub fn info(&self) -> MessageInfo {
+        self.0.info()
+    }
+}
+
+impl Facts for FactsEntry {
+    fn kind(&self) -> Kind {
+        self.0.kind()
+    }
+    fn api_key(&self) -> Option<i16> {
+        self.0.api_key()
+    }
+    fn api_version(&self) -> Option<i16> {
+        self.0.api_version()
+    }
+    fn client_text(&self) -> Cow<'_, str> {
+        self.0.client_text()
+    }
+    fn broker_text(&self) -> Cow<'_, str> {
+        self.0.broker_text()
+    }
+    fn client_id(&self) -> Option<&str> {
+        self.0.client_id()
+    }
+    fn stream(&self) -> u64 {
+        self.0.stream()
+    }
+    fn correlation_id(&self) -> Option<i32> {
+        self.0.correlation_id()
+    }
+    fn first_frame(&self) -> u64 {
+        self.0.first_frame()
+    }
+    fn frame(&self) -> u64 {
+        self.0.frame()
+    }
+    fn length(&self) -> i32 {
+        self.0.length()
+    }
+    fn topics(&self) -> &[String] {
+        self.0.topics()
+    }
+    fn latency_ns(&self) -> Option<u64> {
+        self.0.latency_ns()
+    }
+    fn throttle_time_ms(&self) -> Option<i32> {
+        self.0.throttle_time_ms()
+    }
+    fn error_codes(&self) -> &[i16] {
+        self.0.error_codes()
+    }
+    fn paired(&self) -> bool {
+        self.0.paired()
+    }
+    fn expects_response(&self) -> bool {
+        self.0.expects_response()
+    }
+    fn inferred(&self) -> bool {
+        self.0.inferred()
+    }
+    fn resynced(&self) -> bool {
+        self.0.resynced()
+    }
+    fn malformed(&self) -> bool {
+        self.0.malformed()
     }
 }

@@ -5,8 +5,10 @@
 //! frames to the [`Analyzer`] and sends [`Msg::Loaded`] batches over a bounded
 //! channel; the UI thread polls the terminal with a short timeout, drains the
 //! channel, folds everything into [`App::update`] and draws with
-//! [`ui::render`]. All OS access (terminal, files, pcap, threads) lives in this
-//! file; `app.rs` and `ui.rs` are pure.
+//! [`ui::render`]. All OS access (terminal, files, pcap, threads, the message
+//! index's scratch files) lives in this file; `app.rs` and `ui.rs` are pure,
+//! and `store.rs` reads and writes its scratch files through the [`Scratch`]
+//! trait only.
 //!
 //! Invariant: the terminal is restored (raw mode off, main screen, mouse
 //! released, cursor shown) on every exit path: normal quit, errors (the
@@ -16,6 +18,7 @@ pub mod app;
 pub mod filtering;
 pub mod index;
 pub mod stats_view;
+pub mod store;
 pub mod ui;
 
 #[cfg(test)]
@@ -25,13 +28,15 @@ mod tests_render;
 #[cfg(test)]
 mod tests_stats;
 #[cfg(test)]
+mod tests_store;
+#[cfg(test)]
 mod tests_update;
 #[cfg(test)]
 mod testutil;
 
 use std::io::{self, Write};
 use std::net::{Ipv4Addr, SocketAddr};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender, TryRecvError};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -53,6 +58,7 @@ use ratatui::Terminal;
 
 use crate::cli_error::CliError;
 pub use app::{App, ByteStore, Config, Effect, Entry, Msg, SourceKind};
+use store::Scratch;
 
 /// What the TUI reads.
 pub enum Input {
@@ -97,6 +103,59 @@ struct FileStore(std::fs::File);
 impl ByteStore for FileStore {
     fn read_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<()> {
         std::os::unix::fs::FileExt::read_exact_at(&self.0, buf, offset)
+    }
+}
+
+/// A scratch file of the message index: a temporary file already unlinked.
+struct ScratchFile(std::fs::File);
+
+impl Scratch for ScratchFile {
+    fn write_at(&self, offset: u64, data: &[u8]) -> io::Result<()> {
+        std::os::unix::fs::FileExt::write_all_at(&self.0, data, offset)
+    }
+
+    fn read_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<()> {
+        std::os::unix::fs::FileExt::read_exact_at(&self.0, buf, offset)
+    }
+}
+
+/// A new scratch file for the message index, in the temporary directory
+/// (`TMPDIR`, else `/tmp`), readable by its owner only and removed from the
+/// directory at once: nothing is left behind, even after a crash.
+pub fn scratch_file() -> io::Result<Box<dyn Scratch>> {
+    scratch_file_in(&std::env::temp_dir())
+}
+
+/// A new scratch file in `dir`, unlinked at once (see [`scratch_file`]).
+fn scratch_file_in(dir: &std::path::Path) -> io::Result<Box<dyn Scratch>> {
+    use std::os::unix::fs::OpenOptionsExt;
+    static SEQ: AtomicU64 = AtomicU64::new(0);
+    let context = |e: io::Error| {
+        io::Error::new(
+            e.kind(),
+            format!("cannot use a temporary file in {}: {e}", dir.display()),
+        )
+    };
+    let mut tries = 0;
+    loop {
+        tries += 1;
+        let n = SEQ.fetch_add(1, Ordering::Relaxed);
+        let path = dir.join(format!(".kafkashark-index-{}-{n}", std::process::id()));
+        match std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&path)
+        {
+            Ok(f) => {
+                std::fs::remove_file(&path).map_err(context)?;
+                return Ok(Box::new(ScratchFile(f)));
+            }
+            // Left by another process of the same id (a container restart): the next name.
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists && tries < 64 => {}
+            Err(e) => return Err(context(e)),
+        }
     }
 }
 
@@ -159,6 +218,9 @@ pub fn run(opts: Options) -> Result<(), CliError> {
         size,
     );
     app.store = store;
+    if kind != SourceKind::Message {
+        app.entries.set_scratch(Box::new(scratch_file));
+    }
     let cap = opts.max_messages.unwrap_or(if kind == SourceKind::Live {
         MAX_MESSAGES_LIVE
     } else {

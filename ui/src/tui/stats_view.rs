@@ -24,7 +24,8 @@ use kafkashark::kafka::{DecodeOptions, Decoded, Value};
 use kafkashark::stats::{LatencyMs, Stats, StatsConfig, StatsReport};
 
 use super::app::{message_of, ByteStore};
-use super::index::IndexEntry;
+use super::index::FactsEntry;
+use super::store::EntryStore;
 use crate::filter::{topics_of, Facts};
 
 /// Most messages decoded per refresh for the figures that need a tree.
@@ -282,14 +283,14 @@ impl StatsData {
 /// v3+ requests (client software), group requests and responses, responses
 /// that teach topic ids, responses with errors (their places) and the
 /// requests of those (the topic of a response that does not name it).
-fn wants_tree(i: &IndexEntry, entries: &[IndexEntry]) -> bool {
+fn wants_tree(i: &FactsEntry, entries: &EntryStore) -> bool {
     let group = matches!(i.api_key(), Some(11..=14 | 68));
     match i.kind() {
         Kind::Request => {
             group
                 || (i.api_key() == Some(18) && i.api_version().is_some_and(|v| v >= 3))
                 || i.peer()
-                    .and_then(|p| entries.get(p as usize))
+                    .and_then(|p| entries.facts(usize::try_from(p).ok()?))
                     .is_some_and(|r| r.kind() == Kind::Response && !r.error_codes().is_empty())
         }
         Kind::Response => {
@@ -358,7 +359,7 @@ fn counts(m: &BTreeMap<String, u64>) -> String {
 
 /// Runs the engine's statistics over `entries`, decoding at most `limit` of them.
 /// Entries that do not hold their bytes are read again through `store`.
-pub fn compute(entries: &[IndexEntry], limit: usize, store: Option<&dyn ByteStore>) -> StatsData {
+pub fn compute(entries: &EntryStore, limit: usize, store: Option<&dyn ByteStore>) -> StatsData {
     let opts = DecodeOptions {
         records: false,
         ..DecodeOptions::default()
@@ -369,8 +370,11 @@ pub fn compute(entries: &[IndexEntry], limit: usize, store: Option<&dyn ByteStor
     let mut groups: BTreeMap<String, (BTreeSet<i16>, BTreeSet<u64>)> = BTreeMap::new();
     let mut hist: BTreeMap<i16, [u64; BUCKETS.len()]> = BTreeMap::new();
     // Topics the filter sees on responses with errors.
-    let mut error_topics: HashSet<&str> = HashSet::new();
-    for e in entries {
+    let mut error_topics: HashSet<String> = HashSet::new();
+    for e in entries.iter_facts() {
+        // An entry that cannot be read back (the index file failed) is left out.
+        let Ok(e) = e else { continue };
+        let e = &e;
         // The engine's statistics take the full facts: rebuilt per entry, dropped after.
         let info = e.info();
         let i = &info;
@@ -379,7 +383,11 @@ pub fn compute(entries: &[IndexEntry], limit: usize, store: Option<&dyn ByteStor
             (decoded < limit)
                 .then(|| {
                     decoded += 1;
-                    let raw = message_of(e, store).ok()?;
+                    // The message itself, read with its record's side blob.
+                    let full = usize::try_from(e.index())
+                        .ok()
+                        .and_then(|i| entries.get(i))?;
+                    let raw = message_of(&full, store).ok()?;
                     Some(kafkashark::model::redecode(i, &raw, &opts))
                 })
                 .flatten()
@@ -399,8 +407,10 @@ pub fn compute(entries: &[IndexEntry], limit: usize, store: Option<&dyn ByteStor
                 hist.entry(k).or_insert([0; BUCKETS.len()])[bucket_of(ns)] += 1;
             }
             if !i.error_codes.is_empty() {
-                let peer = e.peer().and_then(|p| entries.get(p as usize));
-                error_topics.extend(topics_of(e, peer).iter().map(String::as_str));
+                let peer = e
+                    .peer()
+                    .and_then(|p| entries.facts(usize::try_from(p).ok()?));
+                error_topics.extend(topics_of(e, peer.as_ref()).iter().cloned());
             }
         }
     }
@@ -508,7 +518,7 @@ fn throttle_rows(r: &StatsReport) -> Vec<StatsRow> {
     rows
 }
 
-fn error_rows(r: &StatsReport, error_topics: &HashSet<&str>) -> Vec<StatsRow> {
+fn error_rows(r: &StatsReport, error_topics: &HashSet<String>) -> Vec<StatsRow> {
     r.errors
         .iter()
         .map(|e| {
@@ -518,7 +528,7 @@ fn error_rows(r: &StatsReport, error_topics: &HashSet<&str>) -> Vec<StatsRow> {
             };
             let mut filter = format!("error={name} and {}", api_pred(e.api_key));
             // Only a topic the filter can see (a name, or an id the capture named).
-            if let Some(t) = e.topic.as_deref().filter(|t| error_topics.contains(t)) {
+            if let Some(t) = e.topic.as_deref().filter(|&t| error_topics.contains(t)) {
                 filter.push_str(&format!(" and topic={}", quote(t)));
             }
             StatsRow {
@@ -548,7 +558,7 @@ fn streams_pred(streams: &BTreeSet<u64>) -> Option<String> {
     }
 }
 
-fn client_rows(r: &StatsReport, entries: &[IndexEntry]) -> Vec<StatsRow> {
+fn client_rows(r: &StatsReport, entries: &EntryStore) -> Vec<StatsRow> {
     // Connections by client address, for clients without a client id.
     let anonymous: HashSet<&str> = r
         .clients
@@ -558,7 +568,11 @@ fn client_rows(r: &StatsReport, entries: &[IndexEntry]) -> Vec<StatsRow> {
         .collect();
     let mut streams_of: BTreeMap<String, BTreeSet<u64>> = BTreeMap::new();
     if !anonymous.is_empty() {
-        for e in entries.iter().filter(|e| e.kind() == Kind::Request) {
+        for e in entries
+            .iter_facts()
+            .flatten()
+            .filter(|e| e.kind() == Kind::Request)
+        {
             let a = e.client_text();
             if anonymous.contains(&*a) {
                 streams_of

@@ -90,7 +90,7 @@ fn select_where(app: &mut App, f: impl Fn(&super::index::IndexEntry) -> bool) {
     let pos = app
         .view
         .iter()
-        .position(|&i| f(&app.entries[i]))
+        .position(|&i| f(&app.entries.at(i as usize)))
         .expect("a matching message");
     app.select_pos(pos);
 }

@@ -71,7 +71,7 @@ fn enter_row(app: &mut App, tab: StatsTab, row: usize) -> String {
     assert!(app.filter.is_some());
     assert_eq!(app.focus, Pane::List);
     if let Some(&first) = app.view.first() {
-        assert_eq!(app.selected, Some(first));
+        assert_eq!(app.selected, Some(first as usize));
     }
     want
 }
@@ -80,7 +80,8 @@ fn shown(app: &App, kind: Kind) -> BTreeSet<usize> {
     app.view
         .iter()
         .copied()
-        .filter(|&i| app.entries[i].info().kind == kind)
+        .map(|i| i as usize)
+        .filter(|&i| app.entries.at(i).info().kind == kind)
         .collect()
 }
 
@@ -95,7 +96,8 @@ fn check_latency_rows(capture: &str) {
     let rows = cells(&mut app, StatsTab::Latency);
     let keys: BTreeSet<i16> = app
         .entries
-        .iter()
+        .all()
+        .into_iter()
         .filter_map(|e| e.info().api_key)
         .collect();
     assert_eq!(rows.len(), keys.len());
@@ -109,7 +111,8 @@ fn check_latency_rows(capture: &str) {
         // The histogram: every measured exchange in its log bucket.
         let lat: Vec<u64> = app
             .entries
-            .iter()
+            .all()
+            .into_iter()
             .filter(|e| e.info().kind == Kind::Response && e.info().api_key == Some(k))
             .filter_map(|e| e.info().latency_ns)
             .collect();
@@ -133,7 +136,8 @@ fn check_latency_rows(capture: &str) {
         assert!(f.starts_with("api="), "{f}");
         let of = |kind: Kind| -> BTreeSet<usize> {
             app.entries
-                .iter()
+                .all()
+                .into_iter()
                 .enumerate()
                 .filter(|(_, e)| e.info().kind == kind && e.info().api_key == Some(k))
                 .map(|(i, _)| i)
@@ -178,7 +182,8 @@ fn error_rows_lead_to_the_responses_that_carry_them() {
     // Independent: every error occurrence in the entries is in exactly one row.
     let total: u64 = app
         .entries
-        .iter()
+        .all()
+        .into_iter()
         .map(|e| e.info().error_codes.len() as u64)
         .sum();
     assert_eq!(rows.iter().map(|c| num(&c[4])).sum::<u64>(), total);
@@ -189,17 +194,20 @@ fn error_rows_lead_to_the_responses_that_carry_them() {
         assert!(!resp.is_empty(), "{f}");
         let mut n = 0u64;
         for &i in &resp {
-            let e = &app.entries[i].info();
+            let e = &app.entries.at(i).info();
             assert_eq!(e.api_name(), Some(c[1].as_str()), "{f}");
             n += e.error_codes.iter().filter(|&&x| x == code).count() as u64;
         }
         assert_eq!(n, num(&c[4]), "{f}: count");
-        let frames: Vec<u64> = resp.iter().map(|&i| app.entries[i].info().frame).collect();
+        let frames: Vec<u64> = resp
+            .iter()
+            .map(|&i| app.entries.at(i).info().frame)
+            .collect();
         assert_eq!(frames.iter().min(), Some(&num(&c[5])), "{f}: first");
         assert_eq!(frames.iter().max(), Some(&num(&c[6])), "{f}: last");
         let peers: BTreeSet<usize> = resp
             .iter()
-            .filter_map(|&i| app.entries[i].info().peer.map(|p| p as usize))
+            .filter_map(|&i| app.entries.at(i).info().peer.map(|p| p as usize))
             .collect();
         assert_eq!(shown(&app, Kind::Request), peers, "{f}");
         // The filter bar opens on the row's expression, ready to edit.
@@ -216,7 +224,7 @@ fn error_rows_lead_to_the_responses_that_carry_them() {
     let frames: Vec<u64> = app
         .view
         .iter()
-        .map(|&i| app.entries[i].info().frame)
+        .map(|&i| app.entries.at(i as usize).info().frame)
         .collect();
     assert_eq!(frames.len(), 2);
     assert_eq!(frames[1], 29);
@@ -235,7 +243,8 @@ fn client_rows_lead_to_their_requests() {
         assert_eq!(f, format!("client_id=\"{id}\""));
         let req: BTreeSet<usize> = app
             .entries
-            .iter()
+            .all()
+            .into_iter()
             .enumerate()
             .filter(|(_, e)| {
                 e.info().kind == Kind::Request && e.info().client_id.as_deref() == Some(id.as_str())
@@ -246,7 +255,7 @@ fn client_rows_lead_to_their_requests() {
         assert_eq!(req.len() as u64, num(&c[3]), "{f}: requests");
         let resp: BTreeSet<usize> = req
             .iter()
-            .filter_map(|&i| app.entries[i].info().peer.map(|p| p as usize))
+            .filter_map(|&i| app.entries.at(i).info().peer.map(|p| p as usize))
             .collect();
         assert_eq!(shown(&app, Kind::Response), resp, "{f}");
         assert_eq!(resp.len() as u64, num(&c[4]), "{f}: responses");
@@ -273,11 +282,11 @@ fn group_rows_lead_to_the_group_requests() {
         // Independent: the group requests of the whole capture with this GroupId.
         let mut want: BTreeMap<i16, usize> = BTreeMap::new();
         let mut req = BTreeSet::new();
-        for (i, e) in app.entries.iter().enumerate() {
+        for (i, e) in app.entries.all().into_iter().enumerate() {
             if e.info().kind != Kind::Request || !matches!(e.info().api_key, Some(11..=14)) {
                 continue;
             }
-            let d = decode_entry(e, &DecodeOptions::default());
+            let d = decode_entry(&e, &DecodeOptions::default());
             let g = d.body().and_then(|b| b.child("GroupId")).map(|n| &n.value);
             if matches!(g, Some(Value::Str(s)) if *s == group) {
                 *want.entry(e.info().api_key.unwrap_or(0)).or_default() += 1;
@@ -291,7 +300,7 @@ fn group_rows_lead_to_the_group_requests() {
         }
         let resp: BTreeSet<usize> = req
             .iter()
-            .filter_map(|&i| app.entries[i].info().peer.map(|p| p as usize))
+            .filter_map(|&i| app.entries.at(i).info().peer.map(|p| p as usize))
             .collect();
         assert_eq!(shown(&app, Kind::Response), resp, "{f}");
     }
@@ -327,8 +336,8 @@ fn throttle_series_and_rows() {
     let rows = cells(&mut app, StatsTab::Throttle);
     let v = app.stats_view.as_ref().expect("open");
     assert_eq!(v.data.throttle.iter().sum::<u64>(), sum);
-    let first = app.entries[0].info().ts.secs;
-    let last = app.entries.last().expect("last").info().ts.secs;
+    let first = app.entries.at(0).info().ts.secs;
+    let last = app.entries.at(app.entries.len() - 1).info().ts.secs;
     assert_eq!(v.data.throttle.len() as i64, last - first + 1);
     assert_eq!(rows[0][3], throttled.to_string());
     assert_eq!(rows[0][4], sum.to_string());
@@ -343,7 +352,7 @@ fn throttle_series_and_rows() {
     assert_eq!(resp.len() as u64, num(&c[3]));
     let total: u64 = resp
         .iter()
-        .map(|&i| app.entries[i].info().throttle_time_ms.unwrap_or(0) as u64)
+        .map(|&i| app.entries.at(i).info().throttle_time_ms.unwrap_or(0) as u64)
         .sum();
     assert_eq!(total, num(&c[4]));
 }
@@ -492,7 +501,8 @@ fn throttle_rows_on_a_throttled_capture() {
     assert!(rows.len() > 1, "{rows:?}");
     let throttled: Vec<usize> = (0..app.entries.len())
         .filter(|&i| {
-            app.entries[i]
+            app.entries
+                .at(i)
                 .info()
                 .throttle_time_ms
                 .is_some_and(|t| t > 0)
@@ -502,7 +512,7 @@ fn throttle_rows_on_a_throttled_capture() {
     let v = app.stats_view.as_ref().expect("open");
     let sum: u64 = throttled
         .iter()
-        .map(|&i| app.entries[i].info().throttle_time_ms.unwrap_or(0) as u64)
+        .map(|&i| app.entries.at(i).info().throttle_time_ms.unwrap_or(0) as u64)
         .sum();
     assert_eq!(v.data.throttle.iter().sum::<u64>(), sum);
     for (r, c) in rows.iter().enumerate().skip(1) {
@@ -512,8 +522,8 @@ fn throttle_rows_on_a_throttled_capture() {
             .iter()
             .copied()
             .filter(|&i| {
-                let e = &app.entries[i].info();
-                let req = e.peer.map(|p| app.entries[p as usize].info());
+                let e = &app.entries.at(i).info();
+                let req = e.peer.map(|p| app.entries.at(p as usize).info());
                 e.api_name() == Some(c[2].as_str())
                     && req.as_ref().and_then(|q| q.client_id.as_deref()) == Some(id)
             })
@@ -522,7 +532,7 @@ fn throttle_rows_on_a_throttled_capture() {
         assert_eq!(want.len() as u64, num(&c[3]), "{f}");
         let s: u64 = want
             .iter()
-            .map(|&i| app.entries[i].info().throttle_time_ms.unwrap_or(0) as u64)
+            .map(|&i| app.entries.at(i).info().throttle_time_ms.unwrap_or(0) as u64)
             .sum();
         assert_eq!(s, num(&c[4]), "{f}");
     }

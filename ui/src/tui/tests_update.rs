@@ -64,14 +64,14 @@ fn batches_load_incrementally_and_pair_requests() {
     app.update(Msg::LoadDone);
     assert!(app.done);
     assert_eq!(app.entries.len(), all.len());
-    assert_eq!(app.view, (0..all.len()).collect::<Vec<_>>());
+    assert_eq!(app.view, (0..all.len() as u32).collect::<Vec<_>>());
     // Requests learn their response's index even when it came in a later batch.
     let mut pairs = 0;
-    for (i, e) in app.entries.iter().enumerate() {
+    for (i, e) in app.entries.all().into_iter().enumerate() {
         if e.info().kind == Kind::Response && e.info().paired {
             let req = e.info().peer.expect("peer") as usize;
-            assert_eq!(app.entries[req].info().peer, Some(i as u64));
-            assert!(app.entries[req].info().paired);
+            assert_eq!(app.entries.at(req).info().peer, Some(i as u64));
+            assert!(app.entries.at(req).info().paired);
             pairs += 1;
         }
     }
@@ -149,7 +149,7 @@ fn tree_expands_and_collapses() {
         .view
         .iter()
         .position(|&i| {
-            let e = &app.entries[i];
+            let e = &app.entries.at(i as usize);
             e.info().api_key == Some(19) && e.info().kind == Kind::Response
         })
         .expect("a CreateTopics response");
@@ -192,11 +192,17 @@ fn p_jumps_between_request_and_response() {
     let mut app = app_with(A1, 120, 40);
     let req = app
         .entries
-        .iter()
+        .all()
+        .into_iter()
         .position(|e| e.info().kind == Kind::Request && e.info().paired)
         .expect("a paired request");
-    let resp = app.entries[req].info().peer.expect("peer") as usize;
-    app.select_pos(app.view.iter().position(|&i| i == req).expect("shown"));
+    let resp = app.entries.at(req).info().peer.expect("peer") as usize;
+    app.select_pos(
+        app.view
+            .iter()
+            .position(|&i| i as usize == req)
+            .expect("shown"),
+    );
     key(&mut app, KeyCode::Char('p'));
     assert_eq!(app.selected, Some(resp));
     assert_eq!(app.detail.as_ref().map(|d| d.entry), Some(resp));
@@ -219,10 +225,10 @@ fn filter_applies_and_bad_filter_is_shown_not_applied() {
     assert!(app
         .view
         .iter()
-        .all(|&i| app.entries[i].info().api_key == Some(0)));
+        .all(|&i| app.entries.at(i as usize).info().api_key == Some(0)));
     // The selection moved onto a shown message.
     let sel = app.selected.expect("selected");
-    assert_eq!(app.entries[sel].info().api_key, Some(0));
+    assert_eq!(app.entries.at(sel).info().api_key, Some(0));
 
     // A bad filter: the error and its column are shown as it is typed.
     key(&mut app, KeyCode::Char('/'));
@@ -280,7 +286,7 @@ fn filter_is_applied_to_batches_as_they_arrive() {
     assert!(app
         .view
         .iter()
-        .any(|&i| app.entries[i].info().kind == Kind::Request));
+        .any(|&i| app.entries.at(i as usize).info().kind == Kind::Request));
 }
 
 #[test]
@@ -291,7 +297,7 @@ fn sort_cycles_capture_latency_size() {
     let lat: Vec<Option<u64>> = app
         .view
         .iter()
-        .map(|&i| app.entries[i].info().latency_ns)
+        .map(|&i| app.entries.at(i as usize).info().latency_ns)
         .collect();
     let known: Vec<u64> = lat.iter().flatten().copied().collect();
     assert!(known.windows(2).all(|w| w[0] >= w[1]));
@@ -299,18 +305,21 @@ fn sort_cycles_capture_latency_size() {
     let first_none = lat.iter().position(Option::is_none).unwrap_or(lat.len());
     assert!(lat[first_none..].iter().all(Option::is_none));
     // The selection stays on the same message.
-    assert_eq!(app.view[app.list_pos], app.selected.expect("selected"));
+    assert_eq!(
+        app.view[app.list_pos] as usize,
+        app.selected.expect("selected")
+    );
     key(&mut app, KeyCode::Char('s'));
     assert_eq!(app.sort, Sort::SizeDesc);
     let sizes: Vec<i32> = app
         .view
         .iter()
-        .map(|&i| app.entries[i].info().length)
+        .map(|&i| app.entries.at(i as usize).info().length)
         .collect();
     assert!(sizes.windows(2).all(|w| w[0] >= w[1]));
     key(&mut app, KeyCode::Char('s'));
     assert_eq!(app.sort, Sort::Capture);
-    assert_eq!(app.view, (0..app.entries.len()).collect::<Vec<_>>());
+    assert_eq!(app.view, (0..app.entries.len() as u32).collect::<Vec<_>>());
 }
 
 #[test]
@@ -367,11 +376,11 @@ fn follow_keeps_the_newest_selected() {
 fn time_mode_toggles() {
     let mut app = app_with(A1, 120, 40);
     assert_eq!(app.time, TimeMode::Relative);
-    let e = &app.entries[0];
+    let e = &app.entries.at(0);
     assert_eq!(ui::time_text(&app, e), "0.000000");
     key(&mut app, KeyCode::Char('t'));
     assert_eq!(app.time, TimeMode::Absolute);
-    let t = ui::time_text(&app, &app.entries[0]);
+    let t = ui::time_text(&app, &app.entries.at(0));
     assert_eq!(t.len(), 15, "{t}");
     assert_eq!(&t[2..3], ":");
 }
@@ -480,7 +489,7 @@ fn frames_key_names_the_carrying_frames() {
     let mut app = app_with(A1, 120, 40);
     key(&mut app, KeyCode::Char('f'));
     let n = app.notice.clone().expect("notice");
-    let frame = app.entries[0].info().frame;
+    let frame = app.entries.at(0).info().frame;
     assert!(n.contains(&format!("frame {frame}")), "{n}");
     // Any other key clears it.
     key(&mut app, KeyCode::Char('j'));

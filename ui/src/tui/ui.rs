@@ -384,9 +384,19 @@ fn render_list(f: &mut Frame, app: &App, pal: &Palette, area: Rect, rows: usize)
     ))];
     let end = (app.list_offset + rows).min(app.view.len());
     for pos in app.list_offset..end {
-        let Some(e) = app.view.get(pos).and_then(|&i| app.entries.get(i)) else {
+        let Some(&at) = app.view.get(pos) else {
             continue;
         };
+        let e = match app.entry(at as usize) {
+            Ok(e) => e,
+            Err(err) => {
+                // The index could not be read back: the row says why.
+                let text = fit(&format!("{:>7} {err}", "?"), inner_w);
+                lines.push(Line::from(Span::styled(text, pal.fg(Color::Magenta))));
+                continue;
+            }
+        };
+        let e = &e;
         let i = &e.info();
         let (from, to) = match i.kind {
             Kind::Request => (i.client, i.broker),
@@ -444,7 +454,7 @@ fn render_list(f: &mut Frame, app: &App, pal: &Palette, area: Rect, rows: usize)
     let mut b = block(Line::from(title), app.focus == Pane::List, pal);
     // The selected message's marks in full (the Notes column may be cut short).
     if let Some(e) = app.selected_entry() {
-        let notes = notes_text(e);
+        let notes = notes_text(&e);
         if !notes.is_empty() {
             let t = fit_title(&format!(" {notes} "), inner_w.saturating_sub(2));
             b = b.title_bottom(Line::from(t).alignment(Alignment::Right));
@@ -467,7 +477,7 @@ fn render_tree(f: &mut Frame, app: &App, pal: &Palette, area: Rect, rows: usize)
             let mut t = format!(
                 " frame {}: {} {} ",
                 i.frame,
-                api_text(e),
+                api_text(&e),
                 match i.kind {
                     Kind::Request => "Request",
                     Kind::Response => "Response",

@@ -1,0 +1,549 @@
+//! The on-disk form of an [`IndexEntry`]: a fixed-size record, plus a side
+//! blob for the spilled [`RawMessage`] of the uncommon entries.
+//!
+//! Place in the data path: the entry store (`store.rs`) encodes each entry
+//! pushed into a [`REC`]-byte record (its blocks of records and the blobs go to
+//! scratch files) and decodes records when entries are read back. The facts an
+//! entry shares with others ([`Shared`]) are a blob of their own
+//! ([`encode_shared`]), written once per scratch file and pointed to.
+//!
+//! Layout, little endian, each field a named range: the numbers of the entry
+//! inline, the peer as an absolute message number (the store's count of dropped
+//! messages is subtracted when it is read back, so ring mode never rewrites
+//! records), no index (an entry's index is its position). A spilled message is
+//! written as a side blob at a log address the record gives with its length.
+//!
+//! Invariant: `decode(encode(e))` is `e` for every entry `e` at the same
+//! position (and `decode_shared(encode_shared(s)) == s`), and decoding never trusts the bytes: every length and count read
+//! is checked against the bytes there are before anything is allocated, and a
+//! bad value is a [`DecodeError`], never a panic.
+
+use std::fmt;
+use std::ops::Range;
+
+use kafkashark::capture::Timestamp;
+use kafkashark::flow::Direction;
+use kafkashark::kafka::decode::Kind;
+use kafkashark::kafka::framing::RawMessage;
+
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, SocketAddrV6};
+use std::sync::Arc;
+
+use super::{Ends, FactsEntry, IndexEntry, Shared};
+
+/// Bytes of one record.
+pub const REC: usize = 140;
+
+type Field = Range<usize>;
+const FACTS_ADDR: Field = 0..8;
+const FACTS_LEN: Field = 8..12;
+const FLAGS: Field = 12..14;
+const KIND: usize = 14;
+const RFLAGS: usize = 15;
+const API_KEY: Field = 16..18;
+const API_VERSION: Field = 18..20;
+const TS_NANOS: Field = 20..24;
+const FIRST_TS_NANOS: Field = 24..28;
+const PIECE_LEN: Field = 28..32;
+const CORRELATION: Field = 32..36;
+const LENGTH: Field = 36..40;
+const THROTTLE: Field = 40..44;
+const FRAME: Field = 44..52;
+const FIRST_FRAME: Field = 52..60;
+const TS_SECS: Field = 60..68;
+const FIRST_TS_SECS: Field = 68..76;
+const STREAM: Field = 76..84;
+const STREAM_OFFSET: Field = 84..92;
+const PEER: Field = 92..100;
+const LATENCY: Field = 100..108;
+const SUM: Field = 108..116;
+const PIECE_OFFSET: Field = 116..124;
+const SIDE_ADDR: Field = 124..132;
+const SIDE_LEN: Field = 132..140;
+
+/// `RFLAGS` bit: the entry has a spilled message in a side blob.
+const R_SPILL: u8 = 1;
+
+/// Where a record's side blob lies in the store's log.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SideRef {
+    /// Log address of its first byte.
+    pub addr: u64,
+    /// Its length.
+    pub len: u64,
+}
+
+/// Why a record or side blob could not be read back.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DecodeError {
+    /// What was being read.
+    pub what: &'static str,
+    /// Where, in the record or blob.
+    pub offset: usize,
+}
+
+impl fmt::Display for DecodeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "bad index record: {} at byte {}", self.what, self.offset)
+    }
+}
+
+fn bad(what: &'static str, offset: usize) -> DecodeError {
+    DecodeError { what, offset }
+}
+
+fn put(rec: &mut [u8; REC], f: Field, v: &[u8]) {
+    if let Some(slot) = rec.get_mut(f) {
+        slot.copy_from_slice(v);
+    }
+}
+
+fn get<const N: usize>(rec: &[u8; REC], f: Field) -> [u8; N] {
+    let mut a = [0u8; N];
+    if let Some(src) = rec.get(f) {
+        if src.len() == N {
+            a.copy_from_slice(src);
+        }
+    }
+    a
+}
+
+fn u64_at(rec: &[u8; REC], f: Field) -> u64 {
+    u64::from_le_bytes(get(rec, f))
+}
+
+fn u32_at(rec: &[u8; REC], f: Field) -> u32 {
+    u32::from_le_bytes(get(rec, f))
+}
+
+fn i16_at(rec: &[u8; REC], f: Field) -> i16 {
+    i16::from_le_bytes(get(rec, f))
+}
+
+/// Where a record's shared facts lie in the store's log.
+pub fn facts_of(rec: &[u8; REC]) -> SideRef {
+    SideRef {
+        addr: u64_at(rec, FACTS_ADDR),
+        len: u64::from(u32_at(rec, FACTS_LEN)),
+    }
+}
+
+/// A record's latency (when it has one) and length: the sort keys, read
+/// without decoding the entry.
+pub fn sort_keys_of(rec: &[u8; REC]) -> (Option<u64>, i32) {
+    let flags = u16::from_le_bytes(get(rec, FLAGS));
+    let latency = (flags & super::LATENCY != 0).then(|| u64_at(rec, LATENCY));
+    (latency, i32::from_le_bytes(get(rec, LENGTH)))
+}
+
+/// The side blob of a record, if it has one.
+pub fn side_of(rec: &[u8; REC]) -> Option<SideRef> {
+    (rec[RFLAGS] & R_SPILL != 0).then(|| SideRef {
+        addr: u64_at(rec, SIDE_ADDR),
+        len: u64_at(rec, SIDE_LEN),
+    })
+}
+
+impl IndexEntry {
+    /// The side blob of this entry: its spilled message, if any.
+    pub fn side_blob(&self) -> Option<Vec<u8>> {
+        self.spill.as_deref().map(encode_raw)
+    }
+
+    /// The record of this entry, its shared facts at `facts` (a blob of
+    /// [`encode_shared`], shorter than 4 GiB) and its side blob at `side`; the
+    /// peer is written as an absolute message number, `dropped` being the
+    /// messages dropped before the store's first.
+    pub fn encode(&self, facts: SideRef, side: Option<SideRef>, dropped: u64) -> [u8; REC] {
+        let mut r = [0u8; REC];
+        put(&mut r, FACTS_ADDR, &facts.addr.to_le_bytes());
+        let facts_len = u32::try_from(facts.len).unwrap_or(u32::MAX);
+        put(&mut r, FACTS_LEN, &facts_len.to_le_bytes());
+        put(&mut r, FLAGS, &self.flags.to_le_bytes());
+        r[KIND] = match self.kind {
+            Kind::Request => 0,
+            Kind::Response => 1,
+        };
+        r[RFLAGS] = if side.is_some() { R_SPILL } else { 0 };
+        put(&mut r, API_KEY, &self.api_key.to_le_bytes());
+        put(&mut r, API_VERSION, &self.api_version.to_le_bytes());
+        put(&mut r, TS_NANOS, &self.ts_nanos.to_le_bytes());
+        put(&mut r, FIRST_TS_NANOS, &self.first_ts_nanos.to_le_bytes());
+        put(&mut r, PIECE_LEN, &self.piece_len.to_le_bytes());
+        put(&mut r, CORRELATION, &self.correlation_id.to_le_bytes());
+        put(&mut r, LENGTH, &self.length.to_le_bytes());
+        put(&mut r, THROTTLE, &self.throttle_time_ms.to_le_bytes());
+        put(&mut r, FRAME, &self.frame.to_le_bytes());
+        put(&mut r, FIRST_FRAME, &self.first_frame.to_le_bytes());
+        put(&mut r, TS_SECS, &self.ts_secs.to_le_bytes());
+        put(&mut r, FIRST_TS_SECS, &self.first_ts_secs.to_le_bytes());
+        put(&mut r, STREAM, &self.stream.to_le_bytes());
+        put(&mut r, STREAM_OFFSET, &self.stream_offset.to_le_bytes());
+        put(&mut r, PEER, &self.peer.wrapping_add(dropped).to_le_bytes());
+        put(&mut r, LATENCY, &self.latency_ns.to_le_bytes());
+        put(&mut r, SUM, &self.sum.to_le_bytes());
+        put(&mut r, PIECE_OFFSET, &self.piece_offset.to_le_bytes());
+        if let Some(s) = side {
+            put(&mut r, SIDE_ADDR, &s.addr.to_le_bytes());
+            put(&mut r, SIDE_LEN, &s.len.to_le_bytes());
+        }
+        r
+    }
+
+    /// The entry of a record at position `index`, `dropped` messages before it
+    /// gone (a peer among them is forgotten), its shared facts (at
+    /// [`facts_of`]) and side blob (at [`side_of`], `None` when there is none)
+    /// read by the caller.
+    pub fn decode(
+        rec: &[u8; REC],
+        index: u64,
+        dropped: u64,
+        shared: Arc<Shared>,
+        side: Option<&[u8]>,
+    ) -> Result<IndexEntry, DecodeError> {
+        let spill = match (side_of(rec), side) {
+            (None, None) => None,
+            (Some(_), Some(b)) => Some(Box::new(decode_raw(b)?)),
+            _ => return Err(bad("side blob", SIDE_ADDR.start)),
+        };
+        Self::decode_with(rec, index, dropped, shared, spill)
+    }
+
+    /// The facts of a record only, its side blob not read (see [`decode`](Self::decode)).
+    pub fn decode_facts(
+        rec: &[u8; REC],
+        index: u64,
+        dropped: u64,
+        shared: Arc<Shared>,
+    ) -> Result<FactsEntry, DecodeError> {
+        Self::decode_with(rec, index, dropped, shared, None).map(FactsEntry)
+    }
+
+    /// The numbers of a record, its side blob not read: the entry's message
+    /// is not there (`raw()` is not its message), for changing the record's
+    /// numbers in place only.
+    pub fn decode_numbers(
+        rec: &[u8; REC],
+        index: u64,
+        dropped: u64,
+        shared: Arc<Shared>,
+    ) -> Result<IndexEntry, DecodeError> {
+        Self::decode_with(rec, index, dropped, shared, None)
+    }
+
+    fn decode_with(
+        rec: &[u8; REC],
+        index: u64,
+        dropped: u64,
+        shared: Arc<Shared>,
+        spill: Option<Box<RawMessage>>,
+    ) -> Result<IndexEntry, DecodeError> {
+        let kind = match rec[KIND] {
+            0 => Kind::Request,
+            1 => Kind::Response,
+            _ => return Err(bad("kind", KIND)),
+        };
+        let mut e = IndexEntry {
+            shared,
+            spill,
+            index,
+            frame: u64_at(rec, FRAME),
+            first_frame: u64_at(rec, FIRST_FRAME),
+            ts_secs: i64::from_le_bytes(get(rec, TS_SECS)),
+            first_ts_secs: i64::from_le_bytes(get(rec, FIRST_TS_SECS)),
+            stream: u64_at(rec, STREAM),
+            stream_offset: u64_at(rec, STREAM_OFFSET),
+            peer: 0,
+            latency_ns: u64_at(rec, LATENCY),
+            sum: u64_at(rec, SUM),
+            piece_offset: u64_at(rec, PIECE_OFFSET),
+            ts_nanos: u32_at(rec, TS_NANOS),
+            first_ts_nanos: u32_at(rec, FIRST_TS_NANOS),
+            piece_len: u32_at(rec, PIECE_LEN),
+            correlation_id: i32::from_le_bytes(get(rec, CORRELATION)),
+            length: i32::from_le_bytes(get(rec, LENGTH)),
+            throttle_time_ms: i32::from_le_bytes(get(rec, THROTTLE)),
+            api_key: i16_at(rec, API_KEY),
+            api_version: i16_at(rec, API_VERSION),
+            flags: u16::from_le_bytes(get(rec, FLAGS)),
+            kind,
+        };
+        // The peer was written absolute: dropped with the oldest, it is gone.
+        let peer = e.peer().map(|_| u64_at(rec, PEER));
+        e.set_peer(peer.and_then(|p| p.checked_sub(dropped)));
+        Ok(e)
+    }
+}
+
+// ----- the side blob: a spilled RawMessage ------------------------------------
+
+fn dir_byte(d: Direction) -> u8 {
+    match d {
+        Direction::ClientToBroker => 0,
+        Direction::BrokerToClient => 1,
+    }
+}
+
+/// The side blob of a message: its fields in order, each vector as a count
+/// and its items.
+pub fn encode_raw(m: &RawMessage) -> Vec<u8> {
+    let mut o = Vec::with_capacity(
+        110 + m.provenance.len() * 12 + m.file_pieces.len() * 12 + m.bytes.len(),
+    );
+    o.extend_from_slice(&m.stream.to_le_bytes());
+    o.push(dir_byte(m.dir));
+    o.extend_from_slice(&m.stream_offset.to_le_bytes());
+    o.extend_from_slice(&m.first_frame.to_le_bytes());
+    o.extend_from_slice(&m.last_frame.to_le_bytes());
+    for t in [m.first_ts, m.last_ts] {
+        o.extend_from_slice(&t.secs.to_le_bytes());
+        o.extend_from_slice(&t.nanos.to_le_bytes());
+    }
+    o.push(u8::from(m.resynced));
+    o.extend_from_slice(&m.skipped_before.to_le_bytes());
+    o.extend_from_slice(&m.missing.to_le_bytes());
+    o.extend_from_slice(&(m.provenance.len() as u64).to_le_bytes());
+    for &(off, frame) in &m.provenance {
+        o.extend_from_slice(&off.to_le_bytes());
+        o.extend_from_slice(&frame.to_le_bytes());
+    }
+    o.extend_from_slice(&(m.file_pieces.len() as u64).to_le_bytes());
+    for &(off, len) in &m.file_pieces {
+        o.extend_from_slice(&off.to_le_bytes());
+        o.extend_from_slice(&len.to_le_bytes());
+    }
+    o.extend_from_slice(&(m.bytes.len() as u64).to_le_bytes());
+    o.extend_from_slice(&m.bytes);
+    o
+}
+
+/// Reads a side blob, every length checked before use.
+struct Reader<'a> {
+    b: &'a [u8],
+    at: usize,
+}
+
+impl<'a> Reader<'a> {
+    fn take(&mut self, n: usize, what: &'static str) -> Result<&'a [u8], DecodeError> {
+        let end = self.at.checked_add(n).ok_or_else(|| bad(what, self.at))?;
+        let s = self.b.get(self.at..end).ok_or_else(|| bad(what, self.at))?;
+        self.at = end;
+        Ok(s)
+    }
+
+    fn array<const N: usize>(&mut self, what: &'static str) -> Result<[u8; N], DecodeError> {
+        let mut a = [0u8; N];
+        a.copy_from_slice(self.take(N, what)?);
+        Ok(a)
+    }
+
+    fn u8(&mut self, what: &'static str) -> Result<u8, DecodeError> {
+        Ok(self.array::<1>(what)?[0])
+    }
+
+    fn u32(&mut self, what: &'static str) -> Result<u32, DecodeError> {
+        self.array(what).map(u32::from_le_bytes)
+    }
+
+    fn u64(&mut self, what: &'static str) -> Result<u64, DecodeError> {
+        self.array(what).map(u64::from_le_bytes)
+    }
+
+    fn ts(&mut self, what: &'static str) -> Result<Timestamp, DecodeError> {
+        Ok(Timestamp {
+            secs: self.array(what).map(i64::from_le_bytes)?,
+            nanos: self.u32(what)?,
+        })
+    }
+
+    /// A count of items of `size` bytes each, no more than the bytes left hold.
+    fn count(&mut self, size: usize, what: &'static str) -> Result<usize, DecodeError> {
+        let at = self.at;
+        let n = self.u64(what)?;
+        let left = self.b.len().saturating_sub(self.at);
+        usize::try_from(n)
+            .ok()
+            .filter(|&n| n.checked_mul(size).is_some_and(|b| b <= left))
+            .ok_or_else(|| bad(what, at))
+    }
+}
+
+/// The message of a side blob.
+pub fn decode_raw(b: &[u8]) -> Result<RawMessage, DecodeError> {
+    let mut r = Reader { b, at: 0 };
+    let stream = r.u64("stream")?;
+    let dir = match r.u8("direction")? {
+        0 => Direction::ClientToBroker,
+        1 => Direction::BrokerToClient,
+        _ => return Err(bad("direction", r.at - 1)),
+    };
+    let stream_offset = r.u64("stream offset")?;
+    let first_frame = r.u64("first frame")?;
+    let last_frame = r.u64("last frame")?;
+    let first_ts = r.ts("first time")?;
+    let last_ts = r.ts("last time")?;
+    let resynced = match r.u8("resynced")? {
+        0 => false,
+        1 => true,
+        _ => return Err(bad("resynced", r.at - 1)),
+    };
+    let skipped_before = r.u64("skipped bytes")?;
+    let missing = r.u64("missing bytes")?;
+    let n = r.count(12, "provenance count")?;
+    let mut provenance = Vec::with_capacity(n);
+    for _ in 0..n {
+        provenance.push((r.u32("provenance")?, r.u64("provenance")?));
+    }
+    let n = r.count(12, "file piece count")?;
+    let mut file_pieces = Vec::with_capacity(n);
+    for _ in 0..n {
+        file_pieces.push((r.u64("file piece")?, r.u32("file piece")?));
+    }
+    let n = r.count(1, "byte count")?;
+    let bytes = r.take(n, "bytes")?.to_vec();
+    if r.at != b.len() {
+        return Err(bad("trailing bytes", r.at));
+    }
+    Ok(RawMessage {
+        stream,
+        dir,
+        bytes: bytes.into(),
+        stream_offset,
+        first_frame,
+        last_frame,
+        first_ts,
+        last_ts,
+        provenance,
+        resynced,
+        skipped_before,
+        missing,
+        file_pieces,
+    })
+}
+
+// ----- the shared facts blob ------------------------------------------------------
+
+fn put_str(o: &mut Vec<u8>, s: &str) {
+    o.extend_from_slice(&(s.len() as u64).to_le_bytes());
+    o.extend_from_slice(s.as_bytes());
+}
+
+fn put_opt_str(o: &mut Vec<u8>, s: Option<&str>) {
+    match s {
+        Some(s) => {
+            o.push(1);
+            put_str(o, s);
+        }
+        None => o.push(0),
+    }
+}
+
+fn put_addr(o: &mut Vec<u8>, a: &SocketAddr) {
+    match a {
+        SocketAddr::V4(a) => {
+            o.push(4);
+            o.extend_from_slice(&a.ip().octets());
+            o.extend_from_slice(&a.port().to_le_bytes());
+        }
+        SocketAddr::V6(a) => {
+            o.push(6);
+            o.extend_from_slice(&a.ip().octets());
+            o.extend_from_slice(&a.port().to_le_bytes());
+            o.extend_from_slice(&a.flowinfo().to_le_bytes());
+            o.extend_from_slice(&a.scope_id().to_le_bytes());
+        }
+    }
+}
+
+/// The blob of shared facts: the endpoints (their text is made again when
+/// read), the client id, the topics, the error codes, the decode error and the
+/// bytes skipped before.
+pub fn encode_shared(s: &Shared) -> Vec<u8> {
+    let mut o = Vec::with_capacity(96 + s.topics.iter().map(|t| t.len() + 8).sum::<usize>());
+    put_addr(&mut o, &s.ends.client);
+    put_addr(&mut o, &s.ends.broker);
+    put_opt_str(&mut o, s.client_id.as_deref());
+    o.extend_from_slice(&(s.topics.len() as u64).to_le_bytes());
+    for t in &s.topics {
+        put_str(&mut o, t);
+    }
+    o.extend_from_slice(&(s.error_codes.len() as u64).to_le_bytes());
+    for c in &s.error_codes {
+        o.extend_from_slice(&c.to_le_bytes());
+    }
+    put_opt_str(&mut o, s.decode_error.as_deref());
+    o.extend_from_slice(&s.skipped_before.to_le_bytes());
+    o
+}
+
+impl Reader<'_> {
+    fn string(&mut self, what: &'static str) -> Result<String, DecodeError> {
+        let n = self.count(1, what)?;
+        let at = self.at;
+        let b = self.take(n, what)?;
+        String::from_utf8(b.to_vec()).map_err(|_| bad(what, at))
+    }
+
+    fn opt_string(&mut self, what: &'static str) -> Result<Option<String>, DecodeError> {
+        match self.u8(what)? {
+            0 => Ok(None),
+            1 => self.string(what).map(Some),
+            _ => Err(bad(what, self.at - 1)),
+        }
+    }
+
+    fn addr(&mut self, what: &'static str) -> Result<SocketAddr, DecodeError> {
+        match self.u8(what)? {
+            4 => {
+                let ip = Ipv4Addr::from(self.array::<4>(what)?);
+                let port = u16::from_le_bytes(self.array(what)?);
+                Ok(SocketAddr::new(IpAddr::V4(ip), port))
+            }
+            6 => {
+                let ip = Ipv6Addr::from(self.array::<16>(what)?);
+                let port = u16::from_le_bytes(self.array(what)?);
+                let flow = self.u32(what)?;
+                let scope = self.u32(what)?;
+                Ok(SocketAddr::V6(SocketAddrV6::new(ip, port, flow, scope)))
+            }
+            _ => Err(bad(what, self.at - 1)),
+        }
+    }
+}
+
+/// The shared facts of a blob.
+pub fn decode_shared(b: &[u8]) -> Result<Shared, DecodeError> {
+    let mut r = Reader { b, at: 0 };
+    let client = r.addr("client address")?;
+    let broker = r.addr("broker address")?;
+    let client_id = r.opt_string("client id")?;
+    // Each topic takes at least its 8-byte length.
+    let n = r.count(8, "topic count")?;
+    let mut topics = Vec::with_capacity(n);
+    for _ in 0..n {
+        topics.push(r.string("topic")?);
+    }
+    let n = r.count(2, "error code count")?;
+    let mut error_codes = Vec::with_capacity(n);
+    for _ in 0..n {
+        error_codes.push(i16::from_le_bytes(r.array("error code")?));
+    }
+    let decode_error = r.opt_string("decode error")?;
+    let skipped_before = r.u64("skipped bytes")?;
+    if r.at != b.len() {
+        return Err(bad("trailing bytes", r.at));
+    }
+    Ok(Shared {
+        ends: Arc::new(Ends {
+            client,
+            broker,
+            client_text: client.to_string(),
+            broker_text: broker.to_string(),
+        }),
+        client_id,
+        topics,
+        error_codes,
+        decode_error,
+        skipped_before,
+    })
+}
