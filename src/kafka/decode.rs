@@ -22,7 +22,7 @@ use std::fmt;
 use super::errors::error_name;
 use super::records::{count_record_set, decode_record_set, SetCounts};
 use super::schema::{self, Elem, FieldDef, FieldKind, MessageDef, MessageKind, Prim, StructDef};
-use super::tree::{indexed_name, push_int, push_uint, ByteSource, Node, Role, Text, Value};
+use super::tree::{indexed_text, ByteSource, Node, Role, SmallTexts, Text, Value};
 use super::wire::{Reader, WireError};
 
 /// Limits and switches for decoding one message.
@@ -200,7 +200,7 @@ fn decode_request_with(msg: &[u8], opts: &DecodeOptions, header: Option<i16>) ->
     let header_start = r.pos();
     let mut hnode = Node::new(
         "RequestHeader",
-        format!("v{hv}"),
+        version_text(&HEADER_VERSIONS, hv, |v| format!("v{v}")),
         Value::None,
         header_start,
         0,
@@ -214,7 +214,7 @@ fn decode_request_with(msg: &[u8], opts: &DecodeOptions, header: Option<i16>) ->
         match (def, peek_key, peek_ver) {
             (Some(def), _, Some(v)) => {
                 out.root.name = def.name.into();
-                out.root.ty = format!("message v{v}").into();
+                out.root.ty = version_text(&MESSAGE_VERSIONS, v, |v| format!("message v{v}"));
                 d.body(&mut r, def, v, Role::RequestBody, &mut children);
             }
             (None, Some(k), Some(v)) => {
@@ -251,7 +251,7 @@ pub fn decode_response(
         client_id: None,
         root: Node::new(
             def.map_or("Response", |m| m.name),
-            format!("message v{api_version}"),
+            version_text(&MESSAGE_VERSIONS, api_version, |v| format!("message v{v}")),
             Value::None,
             0,
             msg.len(),
@@ -275,7 +275,7 @@ pub fn decode_response(
     let header_start = r.pos();
     let mut hnode = Node::new(
         "ResponseHeader",
-        format!("v{hv}"),
+        version_text(&HEADER_VERSIONS, hv, |v| format!("v{v}")),
         Value::None,
         header_start,
         0,
@@ -1206,15 +1206,16 @@ impl<'a> Decoder<'a> {
             // broker can read an ApiVersions request's header.
             let at = r.pos();
             let len = r.i16().map_err(|e| self.wire(r, e, "client_id", out))?;
+            let detail = INT16_LEN.get(len_index(len.into()));
             let (value, detail) = if len < 0 {
-                (Value::Null, format!("int16 len={len}"))
+                (Value::Null, detail)
             } else {
                 let b = r
                     .take(len as usize)
                     .map_err(|e| self.wire(r, e, "client_id", out))?;
                 let s = String::from_utf8_lossy(b).into_owned();
                 dec.client_id = Some(s.clone());
-                (Value::Str(s), format!("int16 len={len}"))
+                (Value::Str(s), detail)
             };
             out.push(
                 Node::new(
@@ -1318,8 +1319,11 @@ impl<'a> Decoder<'a> {
         self.api_key = def.api_key;
         self.path.push(def.name);
         let at = r.pos();
-        let mut node = Node::new(def.name, "struct", Value::None, at, 0, role)
-            .with_about(format!("message body, version {version}"));
+        let mut node = Node::new(def.name, "struct", Value::None, at, 0, role).with_about(
+            version_text(&BODY_VERSIONS, version, |v| {
+                format!("message body, version {v}")
+            }),
+        );
         let _ = self.fields(r, def.body, &mut node.children);
         node.length = r.pos() - at;
         self.path.pop();
@@ -1634,14 +1638,7 @@ impl<'a> Decoder<'a> {
             out.push(n);
             return Ok(());
         };
-        n.value = Value::Text(if count == 1 {
-            Text::Borrowed("1 element")
-        } else {
-            let mut s = String::with_capacity(16);
-            push_uint(&mut s, count as u64);
-            s.push_str(" elements");
-            Text::Owned(s)
-        });
+        n.value = Value::Text(ELEMENTS.get(count as u64));
         // Never trust the count: each element needs at least `min` bytes.
         let min = self.min_elem_size(e, flex);
         let plausible = match r.remaining().checked_div(min) {
@@ -1667,7 +1664,7 @@ impl<'a> Decoder<'a> {
                 Elem::Struct(s) => {
                     let eat = r.pos();
                     let mut en = Node::new(
-                        indexed_name(s.name, i as u64),
+                        indexed_text(s.name, i as u64),
                         s.name,
                         Value::Text("struct".into()),
                         self.base + eat,
@@ -1698,7 +1695,7 @@ impl<'a> Decoder<'a> {
         out: &mut Vec<Node>,
     ) -> Step {
         let at = r.pos();
-        let name = indexed_name(f.name, i as u64);
+        let name = indexed_text(f.name, i as u64);
         let (value, detail) = match p {
             Prim::String | Prim::Bytes | Prim::Records => {
                 let flex = self.field_flexible(f);
@@ -2032,16 +2029,59 @@ impl LenPrefix {
     }
 
     /// `compact, len+1=N` or `int16 len=N`, as the seed shows string lengths.
-    fn detail(self) -> String {
-        let mut s = String::with_capacity(24);
-        if self.compact {
-            s.push_str("compact, len+1=");
-        } else {
-            s.push_str(self.wire_type());
-            s.push_str(" len=");
-        }
-        push_int(&mut s, self.raw);
-        s
+    fn detail(self) -> Text {
+        let table = match (self.compact, self.int32) {
+            (true, _) => &COMPACT_LEN,
+            (false, true) => &INT32_LEN,
+            (false, false) => &INT16_LEN,
+        };
+        table.get(len_index(self.raw))
+    }
+}
+
+/// The index of a length prefix's detail in its table: -1 (null) is 0.
+fn len_index(raw: i64) -> u64 {
+    raw.wrapping_add(1) as u64
+}
+
+/// How many length-prefix details are shared (lengths -1 ..= 510).
+const SHARED_LENGTHS: u64 = 512;
+
+/// [`LenPrefix::detail`] texts, by [`len_index`].
+static COMPACT_LEN: SmallTexts = SmallTexts::new(SHARED_LENGTHS, |n| {
+    format!("compact, len+1={}", (n as i64).wrapping_sub(1))
+});
+static INT32_LEN: SmallTexts = SmallTexts::new(SHARED_LENGTHS, |n| {
+    format!("int32 len={}", (n as i64).wrapping_sub(1))
+});
+static INT16_LEN: SmallTexts = SmallTexts::new(SHARED_LENGTHS, |n| {
+    format!("int16 len={}", (n as i64).wrapping_sub(1))
+});
+
+/// An array's value: `1 element`, `3 elements`.
+static ELEMENTS: SmallTexts = SmallTexts::new(1025, |n| {
+    if n == 1 {
+        "1 element".to_string()
+    } else {
+        format!("{n} elements")
+    }
+});
+
+/// `message v12`: a root's type.
+static MESSAGE_VERSIONS: SmallTexts = SmallTexts::new(64, |v| format!("message v{v}"));
+
+/// `message body, version 12`: a body's description.
+static BODY_VERSIONS: SmallTexts = SmallTexts::new(64, |v| format!("message body, version {v}"));
+
+/// `v2`: a header's type.
+static HEADER_VERSIONS: SmallTexts = SmallTexts::new(8, |v| format!("v{v}"));
+
+/// A version's text from `table`; a negative version (never one of the
+/// schema's) made as it is.
+fn version_text(table: &'static SmallTexts, v: i16, make: fn(i16) -> String) -> Text {
+    match u64::try_from(v) {
+        Ok(v) => table.get(v),
+        Err(_) => Text::Owned(make(v)),
     }
 }
 
