@@ -1332,6 +1332,14 @@ impl<'a> Decoder<'a> {
 
     /// Decodes the fields of `def` present in this version, then its tagged fields.
     fn fields(&mut self, r: &mut Reader<'_>, def: &'static StructDef, out: &mut Vec<Node>) -> Step {
+        // One node per field present, and one for the tagged fields: room
+        // made once rather than grown.
+        let present = def
+            .fields
+            .iter()
+            .filter(|f| f.versions.contains(self.version) && !f.tagged.contains(self.version))
+            .count();
+        out.reserve_exact(present + usize::from(self.flexible));
         for f in def.fields {
             if !f.versions.contains(self.version) || f.tagged.contains(self.version) {
                 continue;
@@ -1632,8 +1640,8 @@ impl<'a> Decoder<'a> {
             self.role,
         )
         .with_about(Self::about(f));
-        n.children.push(len_node);
         let Some(count) = count else {
+            n.children.push(len_node);
             n.length = r.pos() - at;
             out.push(n);
             return Ok(());
@@ -1646,6 +1654,7 @@ impl<'a> Decoder<'a> {
             None => count <= MAX_ZERO_SIZE_ELEMENTS,
         };
         if !plausible {
+            n.children.push(len_node);
             let what = format!(
                 "{}: {count} element(s) claimed, {} bytes remain",
                 f.name,
@@ -1657,6 +1666,9 @@ impl<'a> Decoder<'a> {
             out.push(n);
             return Err(s);
         }
+        // The length and the elements; `count` is plausible (checked above).
+        n.children = Vec::with_capacity(1 + count);
+        n.children.push(len_node);
         let mut res = Ok(());
         for i in 0..count {
             res = match e {
@@ -1865,7 +1877,9 @@ impl<'a> Decoder<'a> {
         let known = def.fields.iter().find(|f| {
             f.tag == Some(tag) && f.tagged.contains(version) && f.versions.contains(version)
         });
-        let mut kids = vec![
+        // The tag, its size and the field.
+        let mut kids = Vec::with_capacity(3);
+        kids.extend([
             Node::new(
                 "tag",
                 "uvarint",
@@ -1882,7 +1896,7 @@ impl<'a> Decoder<'a> {
                 size_end - tag_end,
                 Role::TaggedFields,
             ),
-        ];
+        ]);
         let (name, ty, value): (Text, Text, Value) = match known {
             Some(f) => {
                 // Decode the field inside its own bounded reader, so a bad size can't

@@ -8,8 +8,8 @@
 
 use super::compression::codec_name;
 use super::cursor::{content_value, iso8601_ms, Cur};
-use super::{loc, plural, Ctx, Inflate};
-use crate::kafka::tree::{indexed_name, push_int, Node, Role, Text, Value};
+use super::{plural, push_loc, push_plural, Ctx, Inflate};
+use crate::kafka::tree::{indexed_name, push_int, push_uint, Node, Role, Text, Value};
 use std::sync::OnceLock;
 
 const RB: Role = Role::RecordBatch;
@@ -267,8 +267,21 @@ fn header(c: &mut Cur<'_>, whole: Option<&[u8]>, kids: &mut Vec<Node>) -> Option
 /// Returns the node and the records it declares.
 pub(crate) fn decode_batch(ctx: &mut Ctx<'_>, mut c: Cur<'_>) -> (Node, u64) {
     let whole = c.r.buf();
-    // The twelve header fields, then the records or their compressed block.
-    let mut kids = Vec::with_capacity(13);
+    // The twelve header fields, then the records (at most one per record
+    // that fits, plus one for what cuts them short) or their compressed block.
+    // The codec is the low byte of attributes (at 21..23), the count at 57..61.
+    let inline = whole.get(22).is_some_and(|a| a & 0x07 == 0)
+        && ctx.opts.records
+        && !ctx.opts.records_headers_only;
+    let count = whole
+        .get(57..61)
+        .and_then(|b| b.try_into().ok())
+        .map(i32::from_be_bytes);
+    let room = match count {
+        Some(count) if inline => record_room(count, whole.len()),
+        _ => 1,
+    };
+    let mut kids = Vec::with_capacity(12 + room);
     let mut details: Vec<&str> = Vec::new();
     let hdr = header(&mut c, Some(whole), &mut kids);
     let mut declared = 0;
@@ -290,11 +303,12 @@ pub(crate) fn decode_batch(ctx: &mut Ctx<'_>, mut c: Cur<'_>) -> (Node, u64) {
                     details.push("decompressed size exceeds the limit");
                 }
             }
-            let mut v = if h.count == 0 {
-                "empty".to_string()
+            let mut v = String::with_capacity(40);
+            if h.count == 0 {
+                v.push_str("empty");
             } else {
-                plural(declared, "record", "records")
-            };
+                push_plural(&mut v, declared, "record", "records");
+            }
             if codec != 0 {
                 v.push_str(", ");
                 v.push_str(codec_name(h.attributes));
@@ -328,25 +342,25 @@ fn compressed(
     let comp = c.r.rest();
     c.r.skip_rest();
     let name = codec_name(h.attributes);
+    // The value is set below, from how the block inflated.
     let mut n = c
-        .node_from(
-            start,
-            "records",
-            name,
-            Value::Text(plural(comp.len() as u64, "byte", "bytes").into()),
-            RB,
-        )
+        .node_from(start, "records", name, Value::None, RB)
         .with_about("the records, compressed as one block; decoded in their own byte source");
-    let source_name = format!(
-        "{name}-decompressed records of the RecordBatch at {}",
-        loc(c.source, c.base)
-    );
+    let mut source_name = String::with_capacity(64);
+    source_name.push_str(name);
+    source_name.push_str("-decompressed records of the RecordBatch at ");
+    push_loc(&mut source_name, c.source, c.base);
     let mut refused = false;
     // With headers only, nothing reads the records: keep only the length.
     let keep = !ctx.opts.records_headers_only;
     match ctx.inflate(codec, comp, c.source, c.base + start, source_name, keep) {
         Inflate::Done { id, len, note } => {
-            n.value = Value::Text(format!("{} bytes → {len} bytes", comp.len()).into());
+            let mut v = String::with_capacity(32);
+            push_uint(&mut v, comp.len() as u64);
+            v.push_str(" bytes → ");
+            push_uint(&mut v, len as u64);
+            v.push_str(" bytes");
+            n.value = Value::Text(v.into());
             n.detail = note.map(Into::into);
             let data = ctx
                 .sources
@@ -355,10 +369,12 @@ fn compressed(
                 .unwrap_or(&[]);
             if !ctx.opts.records_headers_only {
                 let mut rc = Cur::new(data, 0, id);
+                n.children = Vec::with_capacity(record_room(h.count, data.len()));
                 records(&mut rc, h, &mut n.children);
             }
         }
         Inflate::TooLarge(limit) => {
+            n.value = Value::Text(plural(comp.len() as u64, "byte", "bytes").into());
             refused = true;
             n.detail = Some("decompressed size exceeds the limit".into());
             n.about = Some(
@@ -370,11 +386,23 @@ fn compressed(
             );
         }
         Inflate::Failed(what) => {
+            n.value = Value::Text(plural(comp.len() as u64, "byte", "bytes").into());
             n.error = Some(what);
         }
     }
     kids.push(n);
     refused
+}
+
+/// The fewest bytes a whole record takes: its length and six one-byte
+/// fields (attributes, the two deltas, key and value lengths, header count).
+const MIN_RECORD: usize = 7;
+
+/// Room for the nodes [`records`] makes of `count` records in `len` bytes:
+/// one per record that can fit, and one for what cuts them short. Never
+/// more than the bytes allow, whatever the count says.
+fn record_room(count: i32, len: usize) -> usize {
+    usize::try_from(count).unwrap_or(0).min(len / MIN_RECORD) + 1
 }
 
 /// Decodes `h.count` records from `c` into `kids`, stopping at the first
@@ -610,6 +638,8 @@ fn body(b: &mut Cur<'_>, h: &Hdr, kids: &mut Vec<Node>) -> Option<String> {
     }
     kids.push(n);
     // Each header takes at least two bytes, so the loop ends with the record.
+    let room = usize::try_from(count).unwrap_or(0).min(b.remaining() / 2);
+    kids.reserve_exact(room);
     for j in 0..count {
         let start = b.pos();
         let mut hk = Vec::with_capacity(4);
