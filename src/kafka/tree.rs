@@ -396,13 +396,11 @@ impl Node {
 
     /// The first node (depth first) that carries an error.
     pub fn first_error(&self) -> Option<&Node> {
-        let mut found = None;
-        self.walk(&mut |n, _| {
-            if found.is_none() && n.error.is_some() {
-                found = Some(n);
-            }
-        });
-        found
+        // Stops at the first one (no closure call per node of the rest).
+        if self.error.is_some() {
+            return Some(self);
+        }
+        self.children.iter().find_map(Node::first_error)
     }
 
     /// The tree as JSON: `{name, type, value, display, offset, length, source, children}`

@@ -7,7 +7,7 @@
 //! next record is still decoded.
 
 use super::compression::codec_name;
-use super::cursor::{content_value, iso8601_ms, Cur};
+use super::cursor::{content_value, iso8601_ms, Cur, Int};
 use super::{plural, push_loc, push_plural, Ctx, Inflate};
 use crate::kafka::tree::{indexed_name, push_int, push_uint, Node, Role, Text, Value};
 use std::sync::OnceLock;
@@ -95,7 +95,7 @@ fn header(c: &mut Cur<'_>, whole: Option<&[u8]>, kids: &mut Vec<Node>) -> Option
         kids,
         c.int(
             "baseOffset",
-            "int64",
+            Int::I64,
             RB,
             "offset of the batch's first record; each record adds its offsetDelta"
         )
@@ -105,7 +105,7 @@ fn header(c: &mut Cur<'_>, whole: Option<&[u8]>, kids: &mut Vec<Node>) -> Option
         kids,
         c.int(
             "batchLength",
-            "int32",
+            Int::I32,
             RB,
             "how many bytes of batch follow this field"
         )
@@ -115,7 +115,7 @@ fn header(c: &mut Cur<'_>, whole: Option<&[u8]>, kids: &mut Vec<Node>) -> Option
         kids,
         c.int(
             "partitionLeaderEpoch",
-            "int32",
+            Int::I32,
             RB,
             "leader epoch the broker stamps on append; producers send -1"
         )
@@ -125,13 +125,13 @@ fn header(c: &mut Cur<'_>, whole: Option<&[u8]>, kids: &mut Vec<Node>) -> Option
         kids,
         c.int(
             "magic",
-            "int8",
+            Int::I8,
             RB,
             "record format version: 2 is the RecordBatch"
         )
     );
     kids.push(n);
-    let (stored, mut n) = field!(kids, c.int("crc", "uint32", RB, ""));
+    let (stored, mut n) = field!(kids, c.int("crc", Int::U32, RB, ""));
     let stored = stored as u32;
     let mut bad = false;
     match whole.and_then(|w| w.get(21..)) {
@@ -166,7 +166,7 @@ fn header(c: &mut Cur<'_>, whole: Option<&[u8]>, kids: &mut Vec<Node>) -> Option
         kids,
         c.int(
             "attributes",
-            "int16",
+            Int::I16,
             RB,
             "bits 0-2 codec, 3 timestamp type, 4 transactional, 5 control, 6 delete horizon"
         )
@@ -181,7 +181,7 @@ fn header(c: &mut Cur<'_>, whole: Option<&[u8]>, kids: &mut Vec<Node>) -> Option
         kids,
         c.int(
             "lastOffsetDelta",
-            "int32",
+            Int::I32,
             RB,
             "offsetDelta of the batch's last record (-1 when it holds none)"
         )
@@ -191,7 +191,7 @@ fn header(c: &mut Cur<'_>, whole: Option<&[u8]>, kids: &mut Vec<Node>) -> Option
         kids,
         c.int(
             "baseTimestamp",
-            "int64",
+            Int::I64,
             RB,
             "timestamp of the first record, in ms since the epoch; records add their timestampDelta"
         )
@@ -201,7 +201,7 @@ fn header(c: &mut Cur<'_>, whole: Option<&[u8]>, kids: &mut Vec<Node>) -> Option
         kids,
         c.int(
             "maxTimestamp",
-            "int64",
+            Int::I64,
             RB,
             "the latest record timestamp in the batch (ms)"
         )
@@ -211,7 +211,7 @@ fn header(c: &mut Cur<'_>, whole: Option<&[u8]>, kids: &mut Vec<Node>) -> Option
         kids,
         c.int(
             "producerId",
-            "int64",
+            Int::I64,
             RB,
             "idempotent or transactional producer id; -1 for plain producers"
         )
@@ -221,7 +221,7 @@ fn header(c: &mut Cur<'_>, whole: Option<&[u8]>, kids: &mut Vec<Node>) -> Option
         kids,
         c.int(
             "producerEpoch",
-            "int16",
+            Int::I16,
             RB,
             "epoch of that producer id; -1 when unused"
         )
@@ -231,7 +231,7 @@ fn header(c: &mut Cur<'_>, whole: Option<&[u8]>, kids: &mut Vec<Node>) -> Option
         kids,
         c.int(
             "baseSequence",
-            "int32",
+            Int::I32,
             RB,
             "producer sequence number of the first record; -1 when unused"
         )
@@ -241,7 +241,7 @@ fn header(c: &mut Cur<'_>, whole: Option<&[u8]>, kids: &mut Vec<Node>) -> Option
         kids,
         c.int(
             "recordsCount",
-            "int32",
+            Int::I32,
             RB,
             "how many records the batch holds"
         )
@@ -459,7 +459,7 @@ fn record(c: &mut Cur<'_>, i: u64, h: &Hdr) -> (Node, bool) {
     let mut summary = None;
     match c.int(
         "length",
-        "varint",
+        Int::Varint,
         REC,
         "bytes in this record after the length field",
     ) {
@@ -521,7 +521,7 @@ fn sized<'a>(
     nullable: bool,
     abouts: (&'static str, &'static str),
 ) -> Option<Option<(&'a [u8], usize)>> {
-    let (len, mut n) = field!(kids, b.int(names.0, "varint", REC, abouts.0));
+    let (len, mut n) = field!(kids, b.int(names.0, Int::Varint, REC, abouts.0));
     if len == -1 && nullable {
         n.detail = Some("null".into());
         kids.push(n);
@@ -556,7 +556,7 @@ fn body(b: &mut Cur<'_>, h: &Hdr, kids: &mut Vec<Node>) -> Option<String> {
         kids,
         b.int(
             "attributes",
-            "int8",
+            Int::I8,
             REC,
             "per-record attributes; none are defined, 0"
         )
@@ -566,7 +566,7 @@ fn body(b: &mut Cur<'_>, h: &Hdr, kids: &mut Vec<Node>) -> Option<String> {
         kids,
         b.int(
             "timestampDelta",
-            "varlong",
+            Int::Varlong,
             REC,
             "this record's timestamp minus the batch's baseTimestamp (ms)"
         )
@@ -581,7 +581,7 @@ fn body(b: &mut Cur<'_>, h: &Hdr, kids: &mut Vec<Node>) -> Option<String> {
         kids,
         b.int(
             "offsetDelta",
-            "varint",
+            Int::Varint,
             REC,
             "this record's offset minus the batch's baseOffset"
         )
@@ -628,7 +628,7 @@ fn body(b: &mut Cur<'_>, h: &Hdr, kids: &mut Vec<Node>) -> Option<String> {
     }
     let (count, mut n) = field!(
         kids,
-        b.int("headersCount", "varint", REC, "how many headers follow")
+        b.int("headersCount", Int::Varint, REC, "how many headers follow")
     );
     if count < 0 {
         n.error = Some(format!("headersCount {count} is negative"));
@@ -708,12 +708,12 @@ fn control_key(k: &mut Node, data: &[u8]) -> Option<i16> {
     let r = (|| {
         let (_, n) = field!(
             k.children,
-            c.int("version", "int16", REC, "control key format version")
+            c.int("version", Int::I16, REC, "control key format version")
         );
         k.children.push(n);
         let (t, n) = field!(
             k.children,
-            c.int("type", "int16", REC, "what the control record marks")
+            c.int("type", Int::I16, REC, "what the control record marks")
         );
         let t = t as i16;
         k.children.push(n.with_detail(control_name(t)));
@@ -733,14 +733,14 @@ fn end_txn_marker(v: &mut Node, data: &[u8]) {
     let _ = (|| {
         let (_, n) = field!(
             v.children,
-            c.int("version", "int16", REC, "marker format version")
+            c.int("version", Int::I16, REC, "marker format version")
         );
         v.children.push(n);
         let (_, n) = field!(
             v.children,
             c.int(
                 "coordinatorEpoch",
-                "int32",
+                Int::I32,
                 REC,
                 "epoch of the transaction coordinator that wrote the marker"
             )
@@ -786,9 +786,9 @@ pub(crate) fn size_nodes(c: &Cur<'_>, magic: Option<u8>) -> Vec<Node> {
     } else {
         ("baseOffset", "batchLength")
     };
-    if let Ok((_, n)) = p.int(names.0, "int64", RB, "offset of the first record") {
+    if let Ok((_, n)) = p.int(names.0, Int::I64, RB, "offset of the first record") {
         kids.push(n);
-        if let Ok((_, n)) = p.int(names.1, "int32", RB, "bytes that follow this field") {
+        if let Ok((_, n)) = p.int(names.1, Int::I32, RB, "bytes that follow this field") {
             kids.push(n);
         }
     }

@@ -8,6 +8,33 @@
 use crate::kafka::tree::{Node, Role, Value};
 use crate::kafka::wire::Reader;
 
+/// The integer wire types of record formats, for [`Cur::int`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Int {
+    I8,
+    I16,
+    I32,
+    I64,
+    U32,
+    Varint,
+    Varlong,
+}
+
+impl Int {
+    /// The type as shown: `int8` .. `uint32`, `varint`, `varlong`.
+    pub(crate) const fn name(self) -> &'static str {
+        match self {
+            Int::I8 => "int8",
+            Int::I16 => "int16",
+            Int::I32 => "int32",
+            Int::I64 => "int64",
+            Int::U32 => "uint32",
+            Int::Varint => "varint",
+            Int::Varlong => "varlong",
+        }
+    }
+}
+
 /// A reader over one slice of a byte source, positioned at `base` in it.
 pub(crate) struct Cur<'a> {
     pub(crate) r: Reader<'a>,
@@ -79,39 +106,38 @@ impl<'a> Cur<'a> {
         n
     }
 
-    /// Reads an integer of wire type `ty` (`int8`, `int16`, `int32`, `int64`,
-    /// `uint32`, `varint`, `varlong`) as a node; on failure the error node,
-    /// covering what remains, and the cursor moves to the end.
+    /// Reads an integer of wire type `ty` as a node; on failure the error
+    /// node, covering what remains, and the cursor moves to the end.
     pub(crate) fn int(
         &mut self,
         name: &'static str,
-        ty: &'static str,
+        ty: Int,
         role: Role,
         about: &'static str,
     ) -> Result<(i64, Node), Node> {
         let start = self.pos();
         let read = match ty {
-            "int8" => self.r.i8().map(i64::from),
-            "int16" => self.r.i16().map(i64::from),
-            "int32" => self.r.i32().map(i64::from),
-            "int64" => self.r.i64(),
-            "uint32" => self.r.u32().map(i64::from),
-            "varint" => self.r.varint().map(i64::from),
-            _ => self.r.varlong(),
+            Int::I8 => self.r.i8().map(i64::from),
+            Int::I16 => self.r.i16().map(i64::from),
+            Int::I32 => self.r.i32().map(i64::from),
+            Int::I64 => self.r.i64(),
+            Int::U32 => self.r.u32().map(i64::from),
+            Int::Varint => self.r.varint().map(i64::from),
+            Int::Varlong => self.r.varlong(),
         };
         match read {
             Ok(v) => {
-                let value = if ty == "uint32" {
+                let value = if matches!(ty, Int::U32) {
                     Value::Uint(v as u64)
                 } else {
                     Value::Int(v)
                 };
-                let mut n = self.node_from(start, name, ty, value, role);
+                let mut n = self.node_from(start, name, ty.name(), value, role);
                 n.about = Some(about.into());
                 Ok((v, n))
             }
             Err(e) => {
-                let n = self.fail(name, ty, format!("{name}: {e}"));
+                let n = self.fail(name, ty.name(), format!("{name}: {e}"));
                 self.r.skip_rest();
                 Err(n)
             }
@@ -311,9 +337,9 @@ mod tests {
     #[test]
     fn failed_reads_cover_the_rest() {
         let mut c = Cur::new(&[0, 1, 2], 10, 3);
-        let (v, n) = c.int("a", "int16", Role::Record, "").unwrap();
+        let (v, n) = c.int("a", Int::I16, Role::Record, "").unwrap();
         assert_eq!((v, n.offset, n.length, n.source), (1, 10, 2, 3));
-        let e = c.int("b", "int32", Role::Record, "").unwrap_err();
+        let e = c.int("b", Int::I32, Role::Record, "").unwrap_err();
         assert_eq!((e.offset, e.length, e.source), (12, 1, 3));
         assert!(e.error.is_some());
     }
