@@ -1630,11 +1630,11 @@ mod tests {
                 assert_eq!(matches!(t, Text::Borrowed(_)), i < SHARED_INDICES);
             }
         }
-        // Another thread sees the same texts, from the shared table.
-        let a = indexed_text("Topics", 3);
-        let b = std::thread::spawn(|| indexed_text("Topics", 3))
-            .join()
-            .unwrap();
+        // Another thread sees the same texts, from the shared table (keyed by
+        // the name's address: the same static here).
+        static NAME: &str = "Topics";
+        let a = indexed_text(NAME, 3);
+        let b = std::thread::spawn(|| indexed_text(NAME, 3)).join().unwrap();
         assert_eq!(a.as_ptr(), b.as_ptr());
     }
 
