@@ -210,16 +210,47 @@ fn is_plain_ascii(b: &[u8]) -> bool {
 /// Milliseconds since the epoch as an ISO-8601 UTC date, when it falls
 /// between 1970 and the year 9999 (anything else is not a wall-clock time).
 pub fn iso8601_ms(ms: i64) -> Option<String> {
+    use std::cell::Cell;
     const MAX_MS: i64 = 253_402_300_800_000; // 10000-01-01T00:00:00Z
+    /// `YYYY-MM-DDTHH:MM:SS.` of the last second this thread wrote: the
+    /// records of a batch mostly fall in the same second.
+    type Second = (i64, [u8; 20]);
+    thread_local! {
+        static LAST: Cell<Option<Second>> = const { Cell::new(None) };
+    }
     if !(0..MAX_MS).contains(&ms) {
         return None;
     }
     let secs = ms / 1000;
+    let head = match LAST.with(Cell::get) {
+        Some((s, head)) if s == secs => head,
+        _ => {
+            let head = second_text(secs);
+            LAST.with(|l| l.set(Some((secs, head))));
+            head
+        }
+    };
+    // `YYYY-MM-DDTHH:MM:SS.mmmZ`: the second's text, then the milliseconds.
+    let mut t = [0u8; 24];
+    let (a, b) = t.split_at_mut(20);
+    a.copy_from_slice(&head);
+    let m = ms % 1000;
+    b.copy_from_slice(&[
+        b'0' + (m / 100) as u8,
+        b'0' + (m / 10 % 10) as u8,
+        b'0' + (m % 10) as u8,
+        b'Z',
+    ]);
+    String::from_utf8(t.to_vec()).ok()
+}
+
+/// `YYYY-MM-DDTHH:MM:SS.` of a second since the epoch (0 ..= the last
+/// second of 9999), digits written in place (no formatter).
+fn second_text(secs: i64) -> [u8; 20] {
     let days = secs / 86_400;
     let sod = secs % 86_400;
     let (y, m, d) = civil_from_days(days);
-    // `YYYY-MM-DDTHH:MM:SS.mmmZ`, digits written in place (no formatter).
-    let mut t = *b"0000-00-00T00:00:00.000Z";
+    let mut t = *b"0000-00-00T00:00:00.";
     let mut put = |at: usize, width: usize, v: i64| {
         let mut v = v;
         for k in (at..at + width).rev() {
@@ -235,8 +266,7 @@ pub fn iso8601_ms(ms: i64) -> Option<String> {
     put(11, 2, sod / 3600);
     put(14, 2, sod / 60 % 60);
     put(17, 2, sod % 60);
-    put(20, 3, ms % 1000);
-    Some(String::from_utf8_lossy(&t).into_owned())
+    t
 }
 
 /// Days since 1970-01-01 to a proleptic Gregorian (year, month, day), after
@@ -320,18 +350,36 @@ mod tests {
 
         #[test]
         fn iso8601_is_the_formatted_date(ms in 0i64..253_402_300_800_000) {
-            let secs = ms / 1000;
-            let (y, m, d) = civil_from_days(secs / 86_400);
-            let sod = secs % 86_400;
-            let want = format!(
-                "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{:03}Z",
-                sod / 3600,
-                sod / 60 % 60,
-                sod % 60,
-                ms % 1000
-            );
-            proptest::prop_assert_eq!(iso8601_ms(ms), Some(want));
+            proptest::prop_assert_eq!(iso8601_ms(ms), Some(formatted_date(ms)));
         }
+
+        /// Runs of nearby times, as a batch's records have: the second
+        /// remembered from the previous call is reused only when it is the same.
+        #[test]
+        fn iso8601_in_runs_is_the_formatted_date(
+            start in 0i64..253_402_300_700_000,
+            steps in proptest::collection::vec(-1500i64..1500, 1..30),
+        ) {
+            let mut ms = start;
+            for step in steps {
+                ms = (ms + step).max(0);
+                proptest::prop_assert_eq!(iso8601_ms(ms), Some(formatted_date(ms)));
+            }
+        }
+    }
+
+    /// The reference: the date through the formatter.
+    fn formatted_date(ms: i64) -> String {
+        let secs = ms / 1000;
+        let (y, m, d) = civil_from_days(secs / 86_400);
+        let sod = secs % 86_400;
+        format!(
+            "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{:03}Z",
+            sod / 3600,
+            sod / 60 % 60,
+            sod % 60,
+            ms % 1000
+        )
     }
 
     #[test]
