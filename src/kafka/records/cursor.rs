@@ -108,6 +108,7 @@ impl<'a> Cur<'a> {
 
     /// Reads an integer of wire type `ty` as a node; on failure the error
     /// node, covering what remains, and the cursor moves to the end.
+    #[inline]
     pub(crate) fn int(
         &mut self,
         name: &'static str,
