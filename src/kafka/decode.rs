@@ -1439,7 +1439,7 @@ impl<'a> Decoder<'a> {
                             self.protocol_type = Some(s.clone());
                         }
                         self.note_topic(f, &s);
-                        (Value::Str(s), Some(detail.into()), Vec::new())
+                        (Value::Str(s), Some(detail), Vec::new())
                     }
                     Prim::Bytes => {
                         let value = if self.is_secret(f) && !self.opts.show_secrets {
@@ -1448,7 +1448,7 @@ impl<'a> Decoder<'a> {
                             Value::bytes(b)
                         };
                         let kids = self.embedded(f, b, self.base + len_end);
-                        (value, Some(detail.into()), kids)
+                        (value, Some(detail), kids)
                     }
                     _ => {
                         let mut kids = vec![self.length_node(at, len_end - at, lp)];
@@ -1726,7 +1726,7 @@ impl<'a> Decoder<'a> {
                 };
                 let detail = lp.detail();
                 match lp.len {
-                    None => (Value::Null, detail.into()),
+                    None => (Value::Null, detail),
                     Some(len) => {
                         let b = match r.take(len) {
                             Ok(b) => b,
@@ -1735,9 +1735,9 @@ impl<'a> Decoder<'a> {
                         if p == Prim::String {
                             let s = String::from_utf8_lossy(b).into_owned();
                             self.note_topic(f, &s);
-                            (Value::Str(s), detail.into())
+                            (Value::Str(s), detail)
                         } else {
-                            (Value::bytes(b), detail.into())
+                            (Value::bytes(b), detail)
                         }
                     }
                 }
