@@ -1485,19 +1485,22 @@ impl<'a> Decoder<'a> {
                 (v, detail, Vec::new())
             }
         };
-        let mut n = Node::new(
-            f.name,
-            f.type_name,
+        let secret = p == Prim::Bytes && self.is_secret(f) && !self.opts.show_secrets;
+        // Built in place (a literal, not a builder chain) to spare a copy.
+        out.push(Node {
+            name: f.name.into(),
+            ty: f.type_name.into(),
             value,
-            self.base + at,
-            r.pos() - at,
-            self.role,
-        )
-        .with_about(Self::about(f));
-        n.detail = detail;
-        n.children = children;
-        n.secret = p == Prim::Bytes && self.is_secret(f) && !self.opts.show_secrets;
-        out.push(n);
+            detail,
+            offset: self.base + at,
+            length: r.pos() - at,
+            source: 0,
+            role: self.role,
+            about: Some(Self::about(f)),
+            error: None,
+            secret,
+            children,
+        });
         Ok(())
     }
 
