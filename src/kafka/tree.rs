@@ -193,7 +193,8 @@ pub fn indexed_text(name: &'static str, i: u64) -> Text {
     let i = i as usize;
     // The same text at another address is another key: still bounded.
     let key = (name.as_ptr() as usize, name.len());
-    let local = LOCAL.with(|l| {
+    // `try_with`: a thread being torn down gets a new string.
+    let local = LOCAL.try_with(|l| {
         let mut l = l.borrow_mut();
         let names = l.entry(key).or_default();
         if names.len() <= i {
@@ -210,7 +211,7 @@ pub fn indexed_text(name: &'static str, i: u64) -> Text {
         }
         names.get(i).copied()
     });
-    match local {
+    match local.ok().flatten() {
         Some(s) => Text::Borrowed(s),
         None => Text::Owned(indexed_name(name, i as u64)),
     }

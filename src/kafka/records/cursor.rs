@@ -223,11 +223,12 @@ pub fn iso8601_ms(ms: i64) -> Option<String> {
         return None;
     }
     let secs = ms / 1000;
-    let head = match LAST.with(Cell::get) {
-        Some((s, head)) if s == secs => head,
+    // `try_with`: a thread being torn down computes the text every time.
+    let head = match LAST.try_with(Cell::get) {
+        Ok(Some((s, head))) if s == secs => head,
         _ => {
             let head = second_text(secs);
-            LAST.with(|l| l.set(Some((secs, head))));
+            let _ = LAST.try_with(|l| l.set(Some((secs, head))));
             head
         }
     };
