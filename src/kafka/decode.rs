@@ -22,7 +22,9 @@ use std::fmt;
 use super::errors::error_name;
 use super::records::{count_record_set, decode_record_set, SetCounts};
 use super::schema::{self, Elem, FieldDef, FieldKind, MessageDef, MessageKind, Prim, StructDef};
-use super::tree::{indexed_text, ByteSource, Node, Role, SmallTexts, Text, Value};
+use super::tree::{
+    indexed_text, ByteSource, Node, Role, SmallTexts, Text, Value, MAX_RESERVED_CHILDREN,
+};
 use super::wire::{Reader, WireError};
 
 /// Limits and switches for decoding one message.
@@ -1673,8 +1675,10 @@ impl<'a> Decoder<'a> {
             out.push(n);
             return Err(s);
         }
-        // The length and the elements; `count` is plausible (checked above).
-        n.children = Vec::with_capacity(1 + count);
+        // The length and the elements (`count` is plausible, checked above,
+        // but its elements may still fail at the first: room for at most
+        // `MAX_RESERVED_CHILDREN` made ahead).
+        n.children = Vec::with_capacity(1 + count.min(MAX_RESERVED_CHILDREN));
         n.children.push(len_node);
         let mut res = Ok(());
         for i in 0..count {
@@ -2249,5 +2253,34 @@ mod tests {
         );
         assert_eq!(format_epoch_ms(-1), None);
         assert_eq!(format_epoch_ms(0), None);
+    }
+
+    #[test]
+    fn a_hostile_array_count_reserves_little() {
+        // Produce v3: header v1, then TransactionalId (null), Acks, TimeoutMs
+        // and TopicData claiming 10,000 elements of at least 6 bytes, in
+        // 60,000 bytes whose first element already fails (length -32640).
+        let mut m = vec![0, 0, 0, 0]; // size, patched
+        m.extend_from_slice(&0i16.to_be_bytes()); // api key: Produce
+        m.extend_from_slice(&3i16.to_be_bytes()); // api version
+        m.extend_from_slice(&7i32.to_be_bytes()); // correlation id
+        m.extend_from_slice(&0i16.to_be_bytes()); // client id ""
+        m.extend_from_slice(&(-1i16).to_be_bytes()); // TransactionalId null
+        m.extend_from_slice(&1i16.to_be_bytes()); // Acks
+        m.extend_from_slice(&1000i32.to_be_bytes()); // TimeoutMs
+        m.extend_from_slice(&10_000i32.to_be_bytes()); // TopicData count
+        m.resize(m.len() + 60_000, 0x80);
+        let size = (m.len() - 4) as i32;
+        m.splice(0..4, size.to_be_bytes());
+        let d = decode_request(&m, &DecodeOptions::default());
+        assert!(d.error.is_some());
+        let topics = d
+            .root
+            .path(&["ProduceRequest", "TopicData"])
+            .expect("TopicData");
+        assert_eq!(topics.value, Value::Text("10000 elements".into()));
+        // Room for MAX_RESERVED_CHILDREN, not the 10,000 the bytes would allow.
+        assert_eq!(MAX_RESERVED_CHILDREN, 1024);
+        assert!(topics.children.capacity() <= 1 + 1024);
     }
 }

@@ -166,6 +166,12 @@ pub fn indexed_name(name: &str, i: u64) -> String {
     s
 }
 
+/// The most children a decoder makes room for before decoding them: a count
+/// from the wire, even one checked against the bytes that remain, may be
+/// hostile and its elements fail at the first; past this the vector grows as
+/// nodes are made (a node is about 200 bytes, so at most ~200 KB ahead).
+pub const MAX_RESERVED_CHILDREN: usize = 1024;
+
 /// How many indices of each element name [`indexed_text`] shares.
 pub const SHARED_INDICES: u64 = 256;
 

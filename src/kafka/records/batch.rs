@@ -9,7 +9,9 @@
 use super::compression::codec_name;
 use super::cursor::{content_value, iso8601_ms, Cur, Int};
 use super::{plural, push_loc, push_plural, Ctx, Inflate};
-use crate::kafka::tree::{indexed_name, push_int, push_uint, Node, Role, Text, Value};
+use crate::kafka::tree::{
+    indexed_name, push_int, push_uint, Node, Role, Text, Value, MAX_RESERVED_CHILDREN,
+};
 use std::sync::OnceLock;
 
 const RB: Role = Role::RecordBatch;
@@ -400,9 +402,14 @@ const MIN_RECORD: usize = 7;
 
 /// Room for the nodes [`records`] makes of `count` records in `len` bytes:
 /// one per record that can fit, and one for what cuts them short. Never
-/// more than the bytes allow, whatever the count says.
+/// more than the bytes allow nor [`MAX_RESERVED_CHILDREN`], whatever the
+/// count says.
 fn record_room(count: i32, len: usize) -> usize {
-    usize::try_from(count).unwrap_or(0).min(len / MIN_RECORD) + 1
+    usize::try_from(count)
+        .unwrap_or(0)
+        .min(len / MIN_RECORD)
+        .min(MAX_RESERVED_CHILDREN)
+        + 1
 }
 
 /// Decodes `h.count` records from `c` into `kids`, stopping at the first
@@ -638,7 +645,10 @@ fn body(b: &mut Cur<'_>, h: &Hdr, kids: &mut Vec<Node>) -> Option<String> {
     }
     kids.push(n);
     // Each header takes at least two bytes, so the loop ends with the record.
-    let room = usize::try_from(count).unwrap_or(0).min(b.remaining() / 2);
+    let room = usize::try_from(count)
+        .unwrap_or(0)
+        .min(b.remaining() / 2)
+        .min(MAX_RESERVED_CHILDREN);
     kids.reserve_exact(room);
     for j in 0..count {
         let start = b.pos();
@@ -793,4 +803,42 @@ pub(crate) fn size_nodes(c: &Cur<'_>, magic: Option<u8>) -> Vec<Node> {
         }
     }
     kids
+}
+
+#[cfg(test)]
+#[allow(clippy::indexing_slicing)]
+mod tests {
+    use super::super::tests::{batch, varint};
+    use super::*;
+    use crate::kafka::decode::DecodeOptions;
+
+    fn decode(data: &[u8]) -> super::super::RecordSet {
+        let mut sources = Vec::new();
+        super::super::decode_record_set(data, 0, 0, &DecodeOptions::default(), &mut sources)
+    }
+
+    #[test]
+    fn hostile_counts_reserve_little() {
+        // A billion records claimed, 70,000 bytes whose first record fails.
+        let b = batch(0, 0, 1_000_000_000, -1, &[0xff; 70_000]);
+        let rs = decode(&b);
+        let bn = &rs.nodes[0];
+        assert!(rs.problem.is_some());
+        assert!(bn.child("Record[0]").is_some());
+        // Room for MAX_RESERVED_CHILDREN records, not the 10,000 the bytes
+        // would allow.
+        assert_eq!(MAX_RESERVED_CHILDREN, 1024);
+        assert!(bn.children.capacity() <= 13 + 1024);
+        // i32::MAX headers claimed, 20,000 bytes whose first header fails.
+        let mut body = vec![0u8, 0, 0, 1, 1]; // attrs, tsDelta, offDelta, key null, value null
+        varint(&mut body, i64::from(i32::MAX));
+        body.resize(body.len() + 20_000, 0xff);
+        let mut rec = Vec::new();
+        varint(&mut rec, body.len() as i64);
+        rec.extend_from_slice(&body);
+        let rs = decode(&batch(0, 0, 1, -1, &rec));
+        let r = rs.nodes[0].child("Record[0]").expect("record");
+        assert!(r.child("Header[0]").unwrap().first_error().is_some());
+        assert!(r.children.capacity() <= 10 + 1024);
+    }
 }
