@@ -22,7 +22,9 @@ use std::fmt;
 use super::errors::error_name;
 use super::records::{count_record_set, decode_record_set, SetCounts};
 use super::schema::{self, Elem, FieldDef, FieldKind, MessageDef, MessageKind, Prim, StructDef};
-use super::tree::{indexed_name, push_int, push_uint, ByteSource, Node, Role, Text, Value};
+use super::tree::{
+    indexed_text, ByteSource, Node, Role, SmallTexts, Text, Value, MAX_RESERVED_CHILDREN,
+};
 use super::wire::{Reader, WireError};
 
 /// Limits and switches for decoding one message.
@@ -200,7 +202,7 @@ fn decode_request_with(msg: &[u8], opts: &DecodeOptions, header: Option<i16>) ->
     let header_start = r.pos();
     let mut hnode = Node::new(
         "RequestHeader",
-        format!("v{hv}"),
+        version_text(&HEADER_VERSIONS, hv, |v| format!("v{v}")),
         Value::None,
         header_start,
         0,
@@ -214,7 +216,7 @@ fn decode_request_with(msg: &[u8], opts: &DecodeOptions, header: Option<i16>) ->
         match (def, peek_key, peek_ver) {
             (Some(def), _, Some(v)) => {
                 out.root.name = def.name.into();
-                out.root.ty = format!("message v{v}").into();
+                out.root.ty = version_text(&MESSAGE_VERSIONS, v, |v| format!("message v{v}"));
                 d.body(&mut r, def, v, Role::RequestBody, &mut children);
             }
             (None, Some(k), Some(v)) => {
@@ -225,7 +227,9 @@ fn decode_request_with(msg: &[u8], opts: &DecodeOptions, header: Option<i16>) ->
     }
     d.finish(&mut r, end, &mut children);
     out.root.children = children;
-    fit_spans(&mut out.root);
+    if d.error.is_some() {
+        fit_spans(&mut out.root);
+    }
     out.sources = d.sources;
     out.error = d.error;
     out.topics = d.topics;
@@ -251,7 +255,7 @@ pub fn decode_response(
         client_id: None,
         root: Node::new(
             def.map_or("Response", |m| m.name),
-            format!("message v{api_version}"),
+            version_text(&MESSAGE_VERSIONS, api_version, |v| format!("message v{v}")),
             Value::None,
             0,
             msg.len(),
@@ -275,7 +279,7 @@ pub fn decode_response(
     let header_start = r.pos();
     let mut hnode = Node::new(
         "ResponseHeader",
-        format!("v{hv}"),
+        version_text(&HEADER_VERSIONS, hv, |v| format!("v{v}")),
         Value::None,
         header_start,
         0,
@@ -303,7 +307,9 @@ pub fn decode_response(
     }
     d.finish(&mut r, end, &mut children);
     out.root.children = children;
-    fit_spans(&mut out.root);
+    if d.error.is_some() {
+        fit_spans(&mut out.root);
+    }
     out.sources = d.sources;
     out.error = d.error;
     out.topics = d.topics;
@@ -1206,15 +1212,16 @@ impl<'a> Decoder<'a> {
             // broker can read an ApiVersions request's header.
             let at = r.pos();
             let len = r.i16().map_err(|e| self.wire(r, e, "client_id", out))?;
+            let detail = INT16_LEN.get(len_index(len.into()));
             let (value, detail) = if len < 0 {
-                (Value::Null, format!("int16 len={len}"))
+                (Value::Null, detail)
             } else {
                 let b = r
                     .take(len as usize)
                     .map_err(|e| self.wire(r, e, "client_id", out))?;
                 let s = String::from_utf8_lossy(b).into_owned();
                 dec.client_id = Some(s.clone());
-                (Value::Str(s), format!("int16 len={len}"))
+                (Value::Str(s), detail)
             };
             out.push(
                 Node::new(
@@ -1318,8 +1325,11 @@ impl<'a> Decoder<'a> {
         self.api_key = def.api_key;
         self.path.push(def.name);
         let at = r.pos();
-        let mut node = Node::new(def.name, "struct", Value::None, at, 0, role)
-            .with_about(format!("message body, version {version}"));
+        let mut node = Node::new(def.name, "struct", Value::None, at, 0, role).with_about(
+            version_text(&BODY_VERSIONS, version, |v| {
+                format!("message body, version {v}")
+            }),
+        );
         let _ = self.fields(r, def.body, &mut node.children);
         node.length = r.pos() - at;
         self.path.pop();
@@ -1328,6 +1338,14 @@ impl<'a> Decoder<'a> {
 
     /// Decodes the fields of `def` present in this version, then its tagged fields.
     fn fields(&mut self, r: &mut Reader<'_>, def: &'static StructDef, out: &mut Vec<Node>) -> Step {
+        // One node per field present, and one for the tagged fields: room
+        // made once rather than grown.
+        let present = def
+            .fields
+            .iter()
+            .filter(|f| f.versions.contains(self.version) && !f.tagged.contains(self.version))
+            .count();
+        out.reserve_exact(present + usize::from(self.flexible));
         for f in def.fields {
             if !f.versions.contains(self.version) || f.tagged.contains(self.version) {
                 continue;
@@ -1423,7 +1441,7 @@ impl<'a> Decoder<'a> {
                             self.protocol_type = Some(s.clone());
                         }
                         self.note_topic(f, &s);
-                        (Value::Str(s), Some(detail.into()), Vec::new())
+                        (Value::Str(s), Some(detail), Vec::new())
                     }
                     Prim::Bytes => {
                         let value = if self.is_secret(f) && !self.opts.show_secrets {
@@ -1432,7 +1450,7 @@ impl<'a> Decoder<'a> {
                             Value::bytes(b)
                         };
                         let kids = self.embedded(f, b, self.base + len_end);
-                        (value, Some(detail.into()), kids)
+                        (value, Some(detail), kids)
                     }
                     _ => {
                         let mut kids = vec![self.length_node(at, len_end - at, lp)];
@@ -1469,19 +1487,22 @@ impl<'a> Decoder<'a> {
                 (v, detail, Vec::new())
             }
         };
-        let mut n = Node::new(
-            f.name,
-            f.type_name,
+        let secret = p == Prim::Bytes && self.is_secret(f) && !self.opts.show_secrets;
+        // Built in place (a literal, not a builder chain) to spare a copy.
+        out.push(Node {
+            name: f.name.into(),
+            ty: f.type_name.into(),
             value,
-            self.base + at,
-            r.pos() - at,
-            self.role,
-        )
-        .with_about(Self::about(f));
-        n.detail = detail;
-        n.children = children;
-        n.secret = p == Prim::Bytes && self.is_secret(f) && !self.opts.show_secrets;
-        out.push(n);
+            detail,
+            offset: self.base + at,
+            length: r.pos() - at,
+            source: 0,
+            role: self.role,
+            about: Some(Self::about(f)),
+            error: None,
+            secret,
+            children,
+        });
         Ok(())
     }
 
@@ -1628,20 +1649,13 @@ impl<'a> Decoder<'a> {
             self.role,
         )
         .with_about(Self::about(f));
-        n.children.push(len_node);
         let Some(count) = count else {
+            n.children.push(len_node);
             n.length = r.pos() - at;
             out.push(n);
             return Ok(());
         };
-        n.value = Value::Text(if count == 1 {
-            Text::Borrowed("1 element")
-        } else {
-            let mut s = String::with_capacity(16);
-            push_uint(&mut s, count as u64);
-            s.push_str(" elements");
-            Text::Owned(s)
-        });
+        n.value = Value::Text(ELEMENTS.get(count as u64));
         // Never trust the count: each element needs at least `min` bytes.
         let min = self.min_elem_size(e, flex);
         let plausible = match r.remaining().checked_div(min) {
@@ -1649,6 +1663,7 @@ impl<'a> Decoder<'a> {
             None => count <= MAX_ZERO_SIZE_ELEMENTS,
         };
         if !plausible {
+            n.children.push(len_node);
             let what = format!(
                 "{}: {count} element(s) claimed, {} bytes remain",
                 f.name,
@@ -1660,6 +1675,11 @@ impl<'a> Decoder<'a> {
             out.push(n);
             return Err(s);
         }
+        // The length and the elements (`count` is plausible, checked above,
+        // but its elements may still fail at the first: room for at most
+        // `MAX_RESERVED_CHILDREN` made ahead).
+        n.children = Vec::with_capacity(1 + count.min(MAX_RESERVED_CHILDREN));
+        n.children.push(len_node);
         let mut res = Ok(());
         for i in 0..count {
             res = match e {
@@ -1667,7 +1687,7 @@ impl<'a> Decoder<'a> {
                 Elem::Struct(s) => {
                     let eat = r.pos();
                     let mut en = Node::new(
-                        indexed_name(s.name, i as u64),
+                        indexed_text(s.name, i as u64),
                         s.name,
                         Value::Text("struct".into()),
                         self.base + eat,
@@ -1698,7 +1718,7 @@ impl<'a> Decoder<'a> {
         out: &mut Vec<Node>,
     ) -> Step {
         let at = r.pos();
-        let name = indexed_name(f.name, i as u64);
+        let name = indexed_text(f.name, i as u64);
         let (value, detail) = match p {
             Prim::String | Prim::Bytes | Prim::Records => {
                 let flex = self.field_flexible(f);
@@ -1713,7 +1733,7 @@ impl<'a> Decoder<'a> {
                 };
                 let detail = lp.detail();
                 match lp.len {
-                    None => (Value::Null, detail.into()),
+                    None => (Value::Null, detail),
                     Some(len) => {
                         let b = match r.take(len) {
                             Ok(b) => b,
@@ -1722,9 +1742,9 @@ impl<'a> Decoder<'a> {
                         if p == Prim::String {
                             let s = String::from_utf8_lossy(b).into_owned();
                             self.note_topic(f, &s);
-                            (Value::Str(s), detail.into())
+                            (Value::Str(s), detail)
                         } else {
-                            (Value::bytes(b), detail.into())
+                            (Value::bytes(b), detail)
                         }
                     }
                 }
@@ -1868,7 +1888,9 @@ impl<'a> Decoder<'a> {
         let known = def.fields.iter().find(|f| {
             f.tag == Some(tag) && f.tagged.contains(version) && f.versions.contains(version)
         });
-        let mut kids = vec![
+        // The tag, its size and the field.
+        let mut kids = Vec::with_capacity(3);
+        kids.extend([
             Node::new(
                 "tag",
                 "uvarint",
@@ -1885,7 +1907,7 @@ impl<'a> Decoder<'a> {
                 size_end - tag_end,
                 Role::TaggedFields,
             ),
-        ];
+        ]);
         let (name, ty, value): (Text, Text, Value) = match known {
             Some(f) => {
                 // Decode the field inside its own bounded reader, so a bad size can't
@@ -2032,22 +2054,69 @@ impl LenPrefix {
     }
 
     /// `compact, len+1=N` or `int16 len=N`, as the seed shows string lengths.
-    fn detail(self) -> String {
-        let mut s = String::with_capacity(24);
-        if self.compact {
-            s.push_str("compact, len+1=");
-        } else {
-            s.push_str(self.wire_type());
-            s.push_str(" len=");
-        }
-        push_int(&mut s, self.raw);
-        s
+    fn detail(self) -> Text {
+        let table = match (self.compact, self.int32) {
+            (true, _) => &COMPACT_LEN,
+            (false, true) => &INT32_LEN,
+            (false, false) => &INT16_LEN,
+        };
+        table.get(len_index(self.raw))
+    }
+}
+
+/// The index of a length prefix's detail in its table: -1 (null) is 0.
+fn len_index(raw: i64) -> u64 {
+    raw.wrapping_add(1) as u64
+}
+
+/// How many length-prefix details are shared (lengths -1 ..= 510).
+const SHARED_LENGTHS: u64 = 512;
+
+/// [`LenPrefix::detail`] texts, by [`len_index`].
+static COMPACT_LEN: SmallTexts = SmallTexts::new(SHARED_LENGTHS, |n| {
+    format!("compact, len+1={}", (n as i64).wrapping_sub(1))
+});
+static INT32_LEN: SmallTexts = SmallTexts::new(SHARED_LENGTHS, |n| {
+    format!("int32 len={}", (n as i64).wrapping_sub(1))
+});
+static INT16_LEN: SmallTexts = SmallTexts::new(SHARED_LENGTHS, |n| {
+    format!("int16 len={}", (n as i64).wrapping_sub(1))
+});
+
+/// An array's value: `1 element`, `3 elements`.
+static ELEMENTS: SmallTexts = SmallTexts::new(1025, |n| {
+    if n == 1 {
+        "1 element".to_string()
+    } else {
+        format!("{n} elements")
+    }
+});
+
+/// `message v12`: a root's type.
+static MESSAGE_VERSIONS: SmallTexts = SmallTexts::new(64, |v| format!("message v{v}"));
+
+/// `message body, version 12`: a body's description.
+static BODY_VERSIONS: SmallTexts = SmallTexts::new(64, |v| format!("message body, version {v}"));
+
+/// `v2`: a header's type.
+static HEADER_VERSIONS: SmallTexts = SmallTexts::new(8, |v| format!("v{v}"));
+
+/// A version's text from `table`; a negative version (never one of the
+/// schema's) made as it is.
+fn version_text(table: &'static SmallTexts, v: i16, make: fn(i16) -> String) -> Text {
+    match u64::try_from(v) {
+        Ok(v) => table.get(v),
+        Err(_) => Text::Owned(make(v)),
     }
 }
 
 /// Widens each container to cover its children in the same byte source: after an
 /// error the `malformed` node reaches to the end of the bytes, past where the
-/// containers around it had stopped reading.
+/// containers around it had stopped reading. Only needed after an error: a
+/// container's length is where its reader stopped after its children, and
+/// every node with an error records the message's error (`fail`, the record
+/// set's `problem`), so a tree without one already nests (`harness::check_decoded`
+/// and the decoder tests check it).
 fn fit_spans(n: &mut Node) {
     let mut end = n.end();
     for c in &mut n.children {
@@ -2184,5 +2253,34 @@ mod tests {
         );
         assert_eq!(format_epoch_ms(-1), None);
         assert_eq!(format_epoch_ms(0), None);
+    }
+
+    #[test]
+    fn a_hostile_array_count_reserves_little() {
+        // Produce v3: header v1, then TransactionalId (null), Acks, TimeoutMs
+        // and TopicData claiming 10,000 elements of at least 6 bytes, in
+        // 60,000 bytes whose first element already fails (length -32640).
+        let mut m = vec![0, 0, 0, 0]; // size, patched
+        m.extend_from_slice(&0i16.to_be_bytes()); // api key: Produce
+        m.extend_from_slice(&3i16.to_be_bytes()); // api version
+        m.extend_from_slice(&7i32.to_be_bytes()); // correlation id
+        m.extend_from_slice(&0i16.to_be_bytes()); // client id ""
+        m.extend_from_slice(&(-1i16).to_be_bytes()); // TransactionalId null
+        m.extend_from_slice(&1i16.to_be_bytes()); // Acks
+        m.extend_from_slice(&1000i32.to_be_bytes()); // TimeoutMs
+        m.extend_from_slice(&10_000i32.to_be_bytes()); // TopicData count
+        m.resize(m.len() + 60_000, 0x80);
+        let size = (m.len() - 4) as i32;
+        m.splice(0..4, size.to_be_bytes());
+        let d = decode_request(&m, &DecodeOptions::default());
+        assert!(d.error.is_some());
+        let topics = d
+            .root
+            .path(&["ProduceRequest", "TopicData"])
+            .expect("TopicData");
+        assert_eq!(topics.value, Value::Text("10000 elements".into()));
+        // Room for MAX_RESERVED_CHILDREN, not the 10,000 the bytes would allow.
+        assert_eq!(MAX_RESERVED_CHILDREN, 1024);
+        assert!(topics.children.capacity() <= 1 + 1024);
     }
 }

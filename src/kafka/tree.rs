@@ -166,6 +166,122 @@ pub fn indexed_name(name: &str, i: u64) -> String {
     s
 }
 
+/// The most children a decoder makes room for before decoding them: a count
+/// from the wire, even one checked against the bytes that remain, may be
+/// hostile and its elements fail at the first; past this the vector grows as
+/// nodes are made (a node is about 200 bytes, so at most ~200 KB ahead).
+pub const MAX_RESERVED_CHILDREN: usize = 1024;
+
+/// How many indices of each element name [`indexed_text`] shares.
+pub const SHARED_INDICES: u64 = 256;
+
+/// `name[i]` as [`indexed_name`] writes it, borrowed from text made once per
+/// process for the first [`SHARED_INDICES`] indices of each name (a new
+/// string past them): a tree's element names cost no allocation.
+///
+/// The names are the schema's, so `'static`; the shared texts are leaked,
+/// bounded by the number of names in the binary times [`SHARED_INDICES`].
+/// Each thread keeps its own copy of the references, so a lookup takes no
+/// lock once a thread has seen an index.
+pub fn indexed_text(name: &'static str, i: u64) -> Text {
+    use std::cell::RefCell;
+    use std::collections::HashMap;
+    use std::sync::{Mutex, PoisonError};
+    type Names =
+        HashMap<(usize, usize), Vec<&'static str>, std::hash::BuildHasherDefault<AddrHash>>;
+    static SHARED: Mutex<Option<Names>> = Mutex::new(None);
+    thread_local! {
+        static LOCAL: RefCell<Names> = RefCell::default();
+    }
+    if i >= SHARED_INDICES {
+        return Text::Owned(indexed_name(name, i));
+    }
+    let i = i as usize;
+    // The same text at another address is another key: still bounded.
+    let key = (name.as_ptr() as usize, name.len());
+    // `try_with`: a thread being torn down gets a new string.
+    let local = LOCAL.try_with(|l| {
+        let mut l = l.borrow_mut();
+        let names = l.entry(key).or_default();
+        if names.len() <= i {
+            let mut shared = SHARED.lock().unwrap_or_else(PoisonError::into_inner);
+            let all = shared
+                .get_or_insert_with(Names::default)
+                .entry(key)
+                .or_default();
+            while all.len() <= i {
+                let text = indexed_name(name, all.len() as u64);
+                all.push(Box::leak(text.into_boxed_str()));
+            }
+            names.clone_from(all);
+        }
+        names.get(i).copied()
+    });
+    match local.ok().flatten() {
+        Some(s) => Text::Borrowed(s),
+        None => Text::Owned(indexed_name(name, i as u64)),
+    }
+}
+
+/// The hash of [`indexed_text`]'s keys (an address and a length): one
+/// multiply per word instead of SipHash.
+#[derive(Default)]
+pub struct AddrHash(u64);
+
+impl std::hash::Hasher for AddrHash {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u64(b.into());
+        }
+    }
+
+    fn write_usize(&mut self, v: usize) {
+        self.write_u64(v as u64);
+    }
+
+    fn write_u64(&mut self, v: u64) {
+        self.0 = (self.0.rotate_left(5) ^ v).wrapping_mul(0x517c_c1b7_2722_0a95);
+    }
+}
+
+/// Texts of small numbers (`3 elements`, `message v12`), made once per
+/// process on first use and shared by every tree: [`SmallTexts::get`] of a
+/// number below the table's length borrows, past it makes a new string.
+pub struct SmallTexts {
+    len: u64,
+    make: fn(u64) -> String,
+    texts: std::sync::OnceLock<Vec<String>>,
+}
+
+impl SmallTexts {
+    /// A table of `make(n)` for `n` in `0..len`.
+    pub const fn new(len: u64, make: fn(u64) -> String) -> SmallTexts {
+        SmallTexts {
+            len,
+            make,
+            texts: std::sync::OnceLock::new(),
+        }
+    }
+
+    /// `make(n)`, borrowed from the table when `n` is in it.
+    pub fn get(&'static self, n: u64) -> Text {
+        if n >= self.len {
+            return Text::Owned((self.make)(n));
+        }
+        let texts = self
+            .texts
+            .get_or_init(|| (0..self.len).map(self.make).collect());
+        match usize::try_from(n).ok().and_then(|n| texts.get(n)) {
+            Some(s) => Text::Borrowed(s.as_str()),
+            None => Text::Owned((self.make)(n)),
+        }
+    }
+}
+
 /// One node of the field tree.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Node {
@@ -287,13 +403,11 @@ impl Node {
 
     /// The first node (depth first) that carries an error.
     pub fn first_error(&self) -> Option<&Node> {
-        let mut found = None;
-        self.walk(&mut |n, _| {
-            if found.is_none() && n.error.is_some() {
-                found = Some(n);
-            }
-        });
-        found
+        // Stops at the first one (no closure call per node of the rest).
+        if self.error.is_some() {
+            return Some(self);
+        }
+        self.children.iter().find_map(Node::first_error)
     }
 
     /// The tree as JSON: `{name, type, value, display, offset, length, source, children}`
@@ -1511,6 +1625,34 @@ mod tests {
         push_uint(&mut s, u64::MAX);
         push_int(&mut s, 7);
         assert_eq!(s, format!("offset {}{}7", i64::MIN, u64::MAX));
+    }
+
+    #[test]
+    fn shared_element_names_are_the_formatted_ones() {
+        // Out of order, at and past the end of the table, two names.
+        for i in (0..=SHARED_INDICES + 2).rev().chain([0, 7, u64::MAX]) {
+            for name in ["Topics", "Partitions"] {
+                let t = indexed_text(name, i);
+                assert_eq!(t, format!("{name}[{i}]"));
+                assert_eq!(matches!(t, Text::Borrowed(_)), i < SHARED_INDICES);
+            }
+        }
+        // Another thread sees the same texts, from the shared table (keyed by
+        // the name's address: the same static here).
+        static NAME: &str = "Topics";
+        let a = indexed_text(NAME, 3);
+        let b = std::thread::spawn(|| indexed_text(NAME, 3)).join().unwrap();
+        assert_eq!(a.as_ptr(), b.as_ptr());
+    }
+
+    #[test]
+    fn small_texts_are_the_made_ones() {
+        static T: SmallTexts = SmallTexts::new(4, |n| format!("{n} elements"));
+        for n in [3, 0, 1, 4, 5, u64::MAX] {
+            let t = T.get(n);
+            assert_eq!(t, format!("{n} elements"));
+            assert_eq!(matches!(t, Text::Borrowed(_)), n < 4);
+        }
     }
 
     #[test]

@@ -7,9 +7,11 @@
 //! next record is still decoded.
 
 use super::compression::codec_name;
-use super::cursor::{content_value, iso8601_ms, Cur};
-use super::{loc, plural, Ctx, Inflate};
-use crate::kafka::tree::{indexed_name, push_int, Node, Role, Text, Value};
+use super::cursor::{content_value, iso8601_ms, Cur, Int};
+use super::{plural, push_loc, push_plural, Ctx, Inflate};
+use crate::kafka::tree::{
+    indexed_name, push_int, push_uint, Node, Role, Text, Value, MAX_RESERVED_CHILDREN,
+};
 use std::sync::OnceLock;
 
 const RB: Role = Role::RecordBatch;
@@ -95,7 +97,7 @@ fn header(c: &mut Cur<'_>, whole: Option<&[u8]>, kids: &mut Vec<Node>) -> Option
         kids,
         c.int(
             "baseOffset",
-            "int64",
+            Int::I64,
             RB,
             "offset of the batch's first record; each record adds its offsetDelta"
         )
@@ -105,7 +107,7 @@ fn header(c: &mut Cur<'_>, whole: Option<&[u8]>, kids: &mut Vec<Node>) -> Option
         kids,
         c.int(
             "batchLength",
-            "int32",
+            Int::I32,
             RB,
             "how many bytes of batch follow this field"
         )
@@ -115,7 +117,7 @@ fn header(c: &mut Cur<'_>, whole: Option<&[u8]>, kids: &mut Vec<Node>) -> Option
         kids,
         c.int(
             "partitionLeaderEpoch",
-            "int32",
+            Int::I32,
             RB,
             "leader epoch the broker stamps on append; producers send -1"
         )
@@ -125,13 +127,13 @@ fn header(c: &mut Cur<'_>, whole: Option<&[u8]>, kids: &mut Vec<Node>) -> Option
         kids,
         c.int(
             "magic",
-            "int8",
+            Int::I8,
             RB,
             "record format version: 2 is the RecordBatch"
         )
     );
     kids.push(n);
-    let (stored, mut n) = field!(kids, c.int("crc", "uint32", RB, ""));
+    let (stored, mut n) = field!(kids, c.int("crc", Int::U32, RB, ""));
     let stored = stored as u32;
     let mut bad = false;
     match whole.and_then(|w| w.get(21..)) {
@@ -166,7 +168,7 @@ fn header(c: &mut Cur<'_>, whole: Option<&[u8]>, kids: &mut Vec<Node>) -> Option
         kids,
         c.int(
             "attributes",
-            "int16",
+            Int::I16,
             RB,
             "bits 0-2 codec, 3 timestamp type, 4 transactional, 5 control, 6 delete horizon"
         )
@@ -181,7 +183,7 @@ fn header(c: &mut Cur<'_>, whole: Option<&[u8]>, kids: &mut Vec<Node>) -> Option
         kids,
         c.int(
             "lastOffsetDelta",
-            "int32",
+            Int::I32,
             RB,
             "offsetDelta of the batch's last record (-1 when it holds none)"
         )
@@ -191,7 +193,7 @@ fn header(c: &mut Cur<'_>, whole: Option<&[u8]>, kids: &mut Vec<Node>) -> Option
         kids,
         c.int(
             "baseTimestamp",
-            "int64",
+            Int::I64,
             RB,
             "timestamp of the first record, in ms since the epoch; records add their timestampDelta"
         )
@@ -201,7 +203,7 @@ fn header(c: &mut Cur<'_>, whole: Option<&[u8]>, kids: &mut Vec<Node>) -> Option
         kids,
         c.int(
             "maxTimestamp",
-            "int64",
+            Int::I64,
             RB,
             "the latest record timestamp in the batch (ms)"
         )
@@ -211,7 +213,7 @@ fn header(c: &mut Cur<'_>, whole: Option<&[u8]>, kids: &mut Vec<Node>) -> Option
         kids,
         c.int(
             "producerId",
-            "int64",
+            Int::I64,
             RB,
             "idempotent or transactional producer id; -1 for plain producers"
         )
@@ -221,7 +223,7 @@ fn header(c: &mut Cur<'_>, whole: Option<&[u8]>, kids: &mut Vec<Node>) -> Option
         kids,
         c.int(
             "producerEpoch",
-            "int16",
+            Int::I16,
             RB,
             "epoch of that producer id; -1 when unused"
         )
@@ -231,7 +233,7 @@ fn header(c: &mut Cur<'_>, whole: Option<&[u8]>, kids: &mut Vec<Node>) -> Option
         kids,
         c.int(
             "baseSequence",
-            "int32",
+            Int::I32,
             RB,
             "producer sequence number of the first record; -1 when unused"
         )
@@ -241,7 +243,7 @@ fn header(c: &mut Cur<'_>, whole: Option<&[u8]>, kids: &mut Vec<Node>) -> Option
         kids,
         c.int(
             "recordsCount",
-            "int32",
+            Int::I32,
             RB,
             "how many records the batch holds"
         )
@@ -267,8 +269,21 @@ fn header(c: &mut Cur<'_>, whole: Option<&[u8]>, kids: &mut Vec<Node>) -> Option
 /// Returns the node and the records it declares.
 pub(crate) fn decode_batch(ctx: &mut Ctx<'_>, mut c: Cur<'_>) -> (Node, u64) {
     let whole = c.r.buf();
-    // The twelve header fields, then the records or their compressed block.
-    let mut kids = Vec::with_capacity(13);
+    // The twelve header fields, then the records (at most one per record
+    // that fits, plus one for what cuts them short) or their compressed block.
+    // The codec is the low byte of attributes (at 21..23), the count at 57..61.
+    let inline = whole.get(22).is_some_and(|a| a & 0x07 == 0)
+        && ctx.opts.records
+        && !ctx.opts.records_headers_only;
+    let count = whole
+        .get(57..61)
+        .and_then(|b| b.try_into().ok())
+        .map(i32::from_be_bytes);
+    let room = match count {
+        Some(count) if inline => record_room(count, whole.len()),
+        _ => 1,
+    };
+    let mut kids = Vec::with_capacity(12 + room);
     let mut details: Vec<&str> = Vec::new();
     let hdr = header(&mut c, Some(whole), &mut kids);
     let mut declared = 0;
@@ -290,11 +305,12 @@ pub(crate) fn decode_batch(ctx: &mut Ctx<'_>, mut c: Cur<'_>) -> (Node, u64) {
                     details.push("decompressed size exceeds the limit");
                 }
             }
-            let mut v = if h.count == 0 {
-                "empty".to_string()
+            let mut v = String::with_capacity(40);
+            if h.count == 0 {
+                v.push_str("empty");
             } else {
-                plural(declared, "record", "records")
-            };
+                push_plural(&mut v, declared, "record", "records");
+            }
             if codec != 0 {
                 v.push_str(", ");
                 v.push_str(codec_name(h.attributes));
@@ -328,25 +344,25 @@ fn compressed(
     let comp = c.r.rest();
     c.r.skip_rest();
     let name = codec_name(h.attributes);
+    // The value is set below, from how the block inflated.
     let mut n = c
-        .node_from(
-            start,
-            "records",
-            name,
-            Value::Text(plural(comp.len() as u64, "byte", "bytes").into()),
-            RB,
-        )
+        .node_from(start, "records", name, Value::None, RB)
         .with_about("the records, compressed as one block; decoded in their own byte source");
-    let source_name = format!(
-        "{name}-decompressed records of the RecordBatch at {}",
-        loc(c.source, c.base)
-    );
+    let mut source_name = String::with_capacity(64);
+    source_name.push_str(name);
+    source_name.push_str("-decompressed records of the RecordBatch at ");
+    push_loc(&mut source_name, c.source, c.base);
     let mut refused = false;
     // With headers only, nothing reads the records: keep only the length.
     let keep = !ctx.opts.records_headers_only;
     match ctx.inflate(codec, comp, c.source, c.base + start, source_name, keep) {
         Inflate::Done { id, len, note } => {
-            n.value = Value::Text(format!("{} bytes → {len} bytes", comp.len()).into());
+            let mut v = String::with_capacity(32);
+            push_uint(&mut v, comp.len() as u64);
+            v.push_str(" bytes → ");
+            push_uint(&mut v, len as u64);
+            v.push_str(" bytes");
+            n.value = Value::Text(v.into());
             n.detail = note.map(Into::into);
             let data = ctx
                 .sources
@@ -355,10 +371,12 @@ fn compressed(
                 .unwrap_or(&[]);
             if !ctx.opts.records_headers_only {
                 let mut rc = Cur::new(data, 0, id);
+                n.children = Vec::with_capacity(record_room(h.count, data.len()));
                 records(&mut rc, h, &mut n.children);
             }
         }
         Inflate::TooLarge(limit) => {
+            n.value = Value::Text(plural(comp.len() as u64, "byte", "bytes").into());
             refused = true;
             n.detail = Some("decompressed size exceeds the limit".into());
             n.about = Some(
@@ -370,11 +388,28 @@ fn compressed(
             );
         }
         Inflate::Failed(what) => {
+            n.value = Value::Text(plural(comp.len() as u64, "byte", "bytes").into());
             n.error = Some(what);
         }
     }
     kids.push(n);
     refused
+}
+
+/// The fewest bytes a whole record takes: its length and six one-byte
+/// fields (attributes, the two deltas, key and value lengths, header count).
+const MIN_RECORD: usize = 7;
+
+/// Room for the nodes [`records`] makes of `count` records in `len` bytes:
+/// one per record that can fit, and one for what cuts them short. Never
+/// more than the bytes allow nor [`MAX_RESERVED_CHILDREN`], whatever the
+/// count says.
+fn record_room(count: i32, len: usize) -> usize {
+    usize::try_from(count)
+        .unwrap_or(0)
+        .min(len / MIN_RECORD)
+        .min(MAX_RESERVED_CHILDREN)
+        + 1
 }
 
 /// Decodes `h.count` records from `c` into `kids`, stopping at the first
@@ -431,7 +466,7 @@ fn record(c: &mut Cur<'_>, i: u64, h: &Hdr) -> (Node, bool) {
     let mut summary = None;
     match c.int(
         "length",
-        "varint",
+        Int::Varint,
         REC,
         "bytes in this record after the length field",
     ) {
@@ -493,7 +528,7 @@ fn sized<'a>(
     nullable: bool,
     abouts: (&'static str, &'static str),
 ) -> Option<Option<(&'a [u8], usize)>> {
-    let (len, mut n) = field!(kids, b.int(names.0, "varint", REC, abouts.0));
+    let (len, mut n) = field!(kids, b.int(names.0, Int::Varint, REC, abouts.0));
     if len == -1 && nullable {
         n.detail = Some("null".into());
         kids.push(n);
@@ -528,7 +563,7 @@ fn body(b: &mut Cur<'_>, h: &Hdr, kids: &mut Vec<Node>) -> Option<String> {
         kids,
         b.int(
             "attributes",
-            "int8",
+            Int::I8,
             REC,
             "per-record attributes; none are defined, 0"
         )
@@ -538,7 +573,7 @@ fn body(b: &mut Cur<'_>, h: &Hdr, kids: &mut Vec<Node>) -> Option<String> {
         kids,
         b.int(
             "timestampDelta",
-            "varlong",
+            Int::Varlong,
             REC,
             "this record's timestamp minus the batch's baseTimestamp (ms)"
         )
@@ -553,7 +588,7 @@ fn body(b: &mut Cur<'_>, h: &Hdr, kids: &mut Vec<Node>) -> Option<String> {
         kids,
         b.int(
             "offsetDelta",
-            "varint",
+            Int::Varint,
             REC,
             "this record's offset minus the batch's baseOffset"
         )
@@ -600,7 +635,7 @@ fn body(b: &mut Cur<'_>, h: &Hdr, kids: &mut Vec<Node>) -> Option<String> {
     }
     let (count, mut n) = field!(
         kids,
-        b.int("headersCount", "varint", REC, "how many headers follow")
+        b.int("headersCount", Int::Varint, REC, "how many headers follow")
     );
     if count < 0 {
         n.error = Some(format!("headersCount {count} is negative"));
@@ -610,6 +645,11 @@ fn body(b: &mut Cur<'_>, h: &Hdr, kids: &mut Vec<Node>) -> Option<String> {
     }
     kids.push(n);
     // Each header takes at least two bytes, so the loop ends with the record.
+    let room = usize::try_from(count)
+        .unwrap_or(0)
+        .min(b.remaining() / 2)
+        .min(MAX_RESERVED_CHILDREN);
+    kids.reserve_exact(room);
     for j in 0..count {
         let start = b.pos();
         let mut hk = Vec::with_capacity(4);
@@ -678,12 +718,12 @@ fn control_key(k: &mut Node, data: &[u8]) -> Option<i16> {
     let r = (|| {
         let (_, n) = field!(
             k.children,
-            c.int("version", "int16", REC, "control key format version")
+            c.int("version", Int::I16, REC, "control key format version")
         );
         k.children.push(n);
         let (t, n) = field!(
             k.children,
-            c.int("type", "int16", REC, "what the control record marks")
+            c.int("type", Int::I16, REC, "what the control record marks")
         );
         let t = t as i16;
         k.children.push(n.with_detail(control_name(t)));
@@ -703,14 +743,14 @@ fn end_txn_marker(v: &mut Node, data: &[u8]) {
     let _ = (|| {
         let (_, n) = field!(
             v.children,
-            c.int("version", "int16", REC, "marker format version")
+            c.int("version", Int::I16, REC, "marker format version")
         );
         v.children.push(n);
         let (_, n) = field!(
             v.children,
             c.int(
                 "coordinatorEpoch",
-                "int32",
+                Int::I32,
                 REC,
                 "epoch of the transaction coordinator that wrote the marker"
             )
@@ -756,11 +796,49 @@ pub(crate) fn size_nodes(c: &Cur<'_>, magic: Option<u8>) -> Vec<Node> {
     } else {
         ("baseOffset", "batchLength")
     };
-    if let Ok((_, n)) = p.int(names.0, "int64", RB, "offset of the first record") {
+    if let Ok((_, n)) = p.int(names.0, Int::I64, RB, "offset of the first record") {
         kids.push(n);
-        if let Ok((_, n)) = p.int(names.1, "int32", RB, "bytes that follow this field") {
+        if let Ok((_, n)) = p.int(names.1, Int::I32, RB, "bytes that follow this field") {
             kids.push(n);
         }
     }
     kids
+}
+
+#[cfg(test)]
+#[allow(clippy::indexing_slicing)]
+mod tests {
+    use super::super::tests::{batch, varint};
+    use super::*;
+    use crate::kafka::decode::DecodeOptions;
+
+    fn decode(data: &[u8]) -> super::super::RecordSet {
+        let mut sources = Vec::new();
+        super::super::decode_record_set(data, 0, 0, &DecodeOptions::default(), &mut sources)
+    }
+
+    #[test]
+    fn hostile_counts_reserve_little() {
+        // A billion records claimed, 70,000 bytes whose first record fails.
+        let b = batch(0, 0, 1_000_000_000, -1, &[0xff; 70_000]);
+        let rs = decode(&b);
+        let bn = &rs.nodes[0];
+        assert!(rs.problem.is_some());
+        assert!(bn.child("Record[0]").is_some());
+        // Room for MAX_RESERVED_CHILDREN records, not the 10,000 the bytes
+        // would allow.
+        assert_eq!(MAX_RESERVED_CHILDREN, 1024);
+        assert!(bn.children.capacity() <= 13 + 1024);
+        // i32::MAX headers claimed, 20,000 bytes whose first header fails.
+        let mut body = vec![0u8, 0, 0, 1, 1]; // attrs, tsDelta, offDelta, key null, value null
+        varint(&mut body, i64::from(i32::MAX));
+        body.resize(body.len() + 20_000, 0xff);
+        let mut rec = Vec::new();
+        varint(&mut rec, body.len() as i64);
+        rec.extend_from_slice(&body);
+        let rs = decode(&batch(0, 0, 1, -1, &rec));
+        let r = rs.nodes[0].child("Record[0]").expect("record");
+        assert!(r.child("Header[0]").unwrap().first_error().is_some());
+        assert!(r.children.capacity() <= 10 + 1024);
+    }
 }

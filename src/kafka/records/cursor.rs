@@ -8,6 +8,33 @@
 use crate::kafka::tree::{Node, Role, Value};
 use crate::kafka::wire::Reader;
 
+/// The integer wire types of record formats, for [`Cur::int`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Int {
+    I8,
+    I16,
+    I32,
+    I64,
+    U32,
+    Varint,
+    Varlong,
+}
+
+impl Int {
+    /// The type as shown: `int8` .. `uint32`, `varint`, `varlong`.
+    pub(crate) const fn name(self) -> &'static str {
+        match self {
+            Int::I8 => "int8",
+            Int::I16 => "int16",
+            Int::I32 => "int32",
+            Int::I64 => "int64",
+            Int::U32 => "uint32",
+            Int::Varint => "varint",
+            Int::Varlong => "varlong",
+        }
+    }
+}
+
 /// A reader over one slice of a byte source, positioned at `base` in it.
 pub(crate) struct Cur<'a> {
     pub(crate) r: Reader<'a>,
@@ -79,39 +106,39 @@ impl<'a> Cur<'a> {
         n
     }
 
-    /// Reads an integer of wire type `ty` (`int8`, `int16`, `int32`, `int64`,
-    /// `uint32`, `varint`, `varlong`) as a node; on failure the error node,
-    /// covering what remains, and the cursor moves to the end.
+    /// Reads an integer of wire type `ty` as a node; on failure the error
+    /// node, covering what remains, and the cursor moves to the end.
+    #[inline]
     pub(crate) fn int(
         &mut self,
         name: &'static str,
-        ty: &'static str,
+        ty: Int,
         role: Role,
         about: &'static str,
     ) -> Result<(i64, Node), Node> {
         let start = self.pos();
         let read = match ty {
-            "int8" => self.r.i8().map(i64::from),
-            "int16" => self.r.i16().map(i64::from),
-            "int32" => self.r.i32().map(i64::from),
-            "int64" => self.r.i64(),
-            "uint32" => self.r.u32().map(i64::from),
-            "varint" => self.r.varint().map(i64::from),
-            _ => self.r.varlong(),
+            Int::I8 => self.r.i8().map(i64::from),
+            Int::I16 => self.r.i16().map(i64::from),
+            Int::I32 => self.r.i32().map(i64::from),
+            Int::I64 => self.r.i64(),
+            Int::U32 => self.r.u32().map(i64::from),
+            Int::Varint => self.r.varint().map(i64::from),
+            Int::Varlong => self.r.varlong(),
         };
         match read {
             Ok(v) => {
-                let value = if ty == "uint32" {
+                let value = if matches!(ty, Int::U32) {
                     Value::Uint(v as u64)
                 } else {
                     Value::Int(v)
                 };
-                let mut n = self.node_from(start, name, ty, value, role);
+                let mut n = self.node_from(start, name, ty.name(), value, role);
                 n.about = Some(about.into());
                 Ok((v, n))
             }
             Err(e) => {
-                let n = self.fail(name, ty, format!("{name}: {e}"));
+                let n = self.fail(name, ty.name(), format!("{name}: {e}"));
                 self.r.skip_rest();
                 Err(n)
             }
@@ -184,16 +211,48 @@ fn is_plain_ascii(b: &[u8]) -> bool {
 /// Milliseconds since the epoch as an ISO-8601 UTC date, when it falls
 /// between 1970 and the year 9999 (anything else is not a wall-clock time).
 pub fn iso8601_ms(ms: i64) -> Option<String> {
+    use std::cell::Cell;
     const MAX_MS: i64 = 253_402_300_800_000; // 10000-01-01T00:00:00Z
+    /// `YYYY-MM-DDTHH:MM:SS.` of the last second this thread wrote: the
+    /// records of a batch mostly fall in the same second.
+    type Second = (i64, [u8; 20]);
+    thread_local! {
+        static LAST: Cell<Option<Second>> = const { Cell::new(None) };
+    }
     if !(0..MAX_MS).contains(&ms) {
         return None;
     }
     let secs = ms / 1000;
+    // `try_with`: a thread being torn down computes the text every time.
+    let head = match LAST.try_with(Cell::get) {
+        Ok(Some((s, head))) if s == secs => head,
+        _ => {
+            let head = second_text(secs);
+            let _ = LAST.try_with(|l| l.set(Some((secs, head))));
+            head
+        }
+    };
+    // `YYYY-MM-DDTHH:MM:SS.mmmZ`: the second's text, then the milliseconds.
+    let mut t = [0u8; 24];
+    let (a, b) = t.split_at_mut(20);
+    a.copy_from_slice(&head);
+    let m = ms % 1000;
+    b.copy_from_slice(&[
+        b'0' + (m / 100) as u8,
+        b'0' + (m / 10 % 10) as u8,
+        b'0' + (m % 10) as u8,
+        b'Z',
+    ]);
+    String::from_utf8(t.to_vec()).ok()
+}
+
+/// `YYYY-MM-DDTHH:MM:SS.` of a second since the epoch (0 ..= the last
+/// second of 9999), digits written in place (no formatter).
+fn second_text(secs: i64) -> [u8; 20] {
     let days = secs / 86_400;
     let sod = secs % 86_400;
     let (y, m, d) = civil_from_days(days);
-    // `YYYY-MM-DDTHH:MM:SS.mmmZ`, digits written in place (no formatter).
-    let mut t = *b"0000-00-00T00:00:00.000Z";
+    let mut t = *b"0000-00-00T00:00:00.";
     let mut put = |at: usize, width: usize, v: i64| {
         let mut v = v;
         for k in (at..at + width).rev() {
@@ -209,8 +268,7 @@ pub fn iso8601_ms(ms: i64) -> Option<String> {
     put(11, 2, sod / 3600);
     put(14, 2, sod / 60 % 60);
     put(17, 2, sod % 60);
-    put(20, 3, ms % 1000);
-    Some(String::from_utf8_lossy(&t).into_owned())
+    t
 }
 
 /// Days since 1970-01-01 to a proleptic Gregorian (year, month, day), after
@@ -294,26 +352,44 @@ mod tests {
 
         #[test]
         fn iso8601_is_the_formatted_date(ms in 0i64..253_402_300_800_000) {
-            let secs = ms / 1000;
-            let (y, m, d) = civil_from_days(secs / 86_400);
-            let sod = secs % 86_400;
-            let want = format!(
-                "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{:03}Z",
-                sod / 3600,
-                sod / 60 % 60,
-                sod % 60,
-                ms % 1000
-            );
-            proptest::prop_assert_eq!(iso8601_ms(ms), Some(want));
+            proptest::prop_assert_eq!(iso8601_ms(ms), Some(formatted_date(ms)));
         }
+
+        /// Runs of nearby times, as a batch's records have: the second
+        /// remembered from the previous call is reused only when it is the same.
+        #[test]
+        fn iso8601_in_runs_is_the_formatted_date(
+            start in 0i64..253_402_300_700_000,
+            steps in proptest::collection::vec(-1500i64..1500, 1..30),
+        ) {
+            let mut ms = start;
+            for step in steps {
+                ms = (ms + step).max(0);
+                proptest::prop_assert_eq!(iso8601_ms(ms), Some(formatted_date(ms)));
+            }
+        }
+    }
+
+    /// The reference: the date through the formatter.
+    fn formatted_date(ms: i64) -> String {
+        let secs = ms / 1000;
+        let (y, m, d) = civil_from_days(secs / 86_400);
+        let sod = secs % 86_400;
+        format!(
+            "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{:03}Z",
+            sod / 3600,
+            sod / 60 % 60,
+            sod % 60,
+            ms % 1000
+        )
     }
 
     #[test]
     fn failed_reads_cover_the_rest() {
         let mut c = Cur::new(&[0, 1, 2], 10, 3);
-        let (v, n) = c.int("a", "int16", Role::Record, "").unwrap();
+        let (v, n) = c.int("a", Int::I16, Role::Record, "").unwrap();
         assert_eq!((v, n.offset, n.length, n.source), (1, 10, 2, 3));
-        let e = c.int("b", "int32", Role::Record, "").unwrap_err();
+        let e = c.int("b", Int::I32, Role::Record, "").unwrap_err();
         assert_eq!((e.offset, e.length, e.source), (12, 1, 3));
         assert!(e.error.is_some());
     }

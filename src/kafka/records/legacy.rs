@@ -8,7 +8,7 @@
 //! shown under the value. Wrappers nest at most [`super::MAX_DEPTH`] deep.
 
 use super::compression::codec_name;
-use super::cursor::{content_value, iso8601_ms, Cur};
+use super::cursor::{content_value, iso8601_ms, Cur, Int};
 use super::{decode_set, loc, plural, Ctx, Inflate, MAX_DEPTH};
 use crate::kafka::tree::{Node, Role, Value};
 
@@ -93,7 +93,7 @@ fn fields(
         kids,
         c.int(
             "offset",
-            "int64",
+            Int::I64,
             RB,
             "the message's offset; inside a v1 wrapper, relative to the wrapper"
         )
@@ -103,13 +103,13 @@ fn fields(
         kids,
         c.int(
             "messageSize",
-            "int32",
+            Int::I32,
             RB,
             "bytes of message after this field"
         )
     );
     kids.push(n);
-    let (stored, mut n) = field!(kids, c.int("crc", "uint32", RB, ""));
+    let (stored, mut n) = field!(kids, c.int("crc", Int::U32, RB, ""));
     let stored = stored as u32;
     let calc = crc32fast::hash(whole.get(16..).unwrap_or(&[]));
     let crc_bad = calc != stored;
@@ -131,14 +131,14 @@ fn fields(
     kids.push(n);
     let (magic, n) = field!(
         kids,
-        c.int("magic", "int8", RB, "message format version: 0 or 1")
+        c.int("magic", Int::I8, RB, "message format version: 0 or 1")
     );
     kids.push(n);
     let (attributes, mut n) = field!(
         kids,
         c.int(
             "attributes",
-            "int8",
+            Int::I8,
             RB,
             "bits 0-2 codec; in v1, bit 3 timestamp type"
         )
@@ -161,7 +161,7 @@ fn fields(
             kids,
             c.int(
                 "timestamp",
-                "int64",
+                Int::I64,
                 RB,
                 "message timestamp in ms since the epoch"
             )
@@ -225,7 +225,7 @@ fn bytes<'a>(
 ) -> Option<Option<(&'a [u8], usize)>> {
     let (len, mut n) = field!(
         kids,
-        c.int(names.0, "int32", REC, "size in bytes, -1 for null")
+        c.int(names.0, Int::I32, REC, "size in bytes, -1 for null")
     );
     if len == -1 {
         n.detail = Some("null".into());

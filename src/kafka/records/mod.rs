@@ -37,7 +37,7 @@ mod legacy;
 mod zstd_len;
 
 use crate::kafka::decode::DecodeOptions;
-use crate::kafka::tree::{ByteSource, Node, Role, Value};
+use crate::kafka::tree::{push_uint, ByteSource, Node, Role, Value};
 
 pub use compression::{codec_name, decompress, InflateError, Inflated};
 pub use cursor::iso8601_ms;
@@ -332,19 +332,37 @@ impl Ctx<'_> {
 
 /// Where a byte sits, for names and messages: `0x001e` or `#2:0x0010`.
 pub(crate) fn loc(source: u16, offset: usize) -> String {
-    if source == 0 {
-        format!("0x{offset:04x}")
+    let mut s = String::new();
+    push_loc(&mut s, source, offset);
+    s
+}
+
+/// Appends [`loc`]'s text.
+pub(crate) fn push_loc(s: &mut String, source: u16, offset: usize) {
+    use std::fmt::Write as _;
+    let _ = if source == 0 {
+        write!(s, "0x{offset:04x}")
     } else {
-        format!("#{source}:0x{offset:04x}")
-    }
+        write!(s, "#{source}:0x{offset:04x}")
+    };
 }
 
 /// `1 record`, `3 records`.
 pub(crate) fn plural(n: u64, one: &str, many: &str) -> String {
+    let mut s = String::with_capacity(24);
+    push_plural(&mut s, n, one, many);
+    s
+}
+
+/// Appends [`plural`]'s text.
+pub(crate) fn push_plural(s: &mut String, n: u64, one: &str, many: &str) {
     if n == 1 {
-        format!("1 {one}")
+        s.push_str("1 ");
+        s.push_str(one);
     } else {
-        format!("{n} {many}")
+        push_uint(s, n);
+        s.push(' ');
+        s.push_str(many);
     }
 }
 
@@ -368,15 +386,21 @@ pub(crate) struct SetOut {
 }
 
 impl SetOut {
+    /// The parts (batches, legacy messages) joined by `; `, or the byte
+    /// count when there are none; written into one string.
     fn summary(&self, len: usize) -> String {
-        let mut parts = Vec::new();
+        let mut s = String::with_capacity(64);
         if self.batches > 0 {
-            let mut s = plural(u64::from(self.batches), "RecordBatch", "RecordBatches");
+            push_plural(
+                &mut s,
+                u64::from(self.batches),
+                "RecordBatch",
+                "RecordBatches",
+            );
             if self.batch_records > 0 {
                 s.push_str(", ");
-                s.push_str(&plural(self.batch_records, "record", "records"));
+                push_plural(&mut s, self.batch_records, "record", "records");
             }
-            parts.push(s);
         }
         if self.messages > 0 {
             let v = match (self.v0, self.v1) {
@@ -384,26 +408,27 @@ impl SetOut {
                 (true, false) => "v0",
                 _ => "v1",
             };
-            let mut s = format!(
-                "{} ({v})",
-                plural(
-                    u64::from(self.messages),
-                    "legacy message",
-                    "legacy messages"
-                )
+            if !s.is_empty() {
+                s.push_str("; ");
+            }
+            push_plural(
+                &mut s,
+                u64::from(self.messages),
+                "legacy message",
+                "legacy messages",
             );
+            s.push_str(" (");
+            s.push_str(v);
+            s.push(')');
             let leaves = self.records.saturating_sub(self.batch_records);
             if leaves != u64::from(self.messages) {
                 s.push_str(", ");
-                s.push_str(&plural(leaves, "record", "records"));
+                push_plural(&mut s, leaves, "record", "records");
             }
-            parts.push(s);
         }
-        let mut s = if parts.is_empty() {
-            plural(len as u64, "byte", "bytes")
-        } else {
-            parts.join("; ")
-        };
+        if s.is_empty() {
+            push_plural(&mut s, len as u64, "byte", "bytes");
+        }
         if self.partial {
             s.push_str(" + partial batch");
         }
