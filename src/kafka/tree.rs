@@ -653,9 +653,7 @@ pub mod json {
     }
 
     /// The keys of a node's JSON, each with the punctuation before and after
-    /// it; in the short form ([`Node::write_json_short_keys`]) each is the one
-    /// byte of its number, 1..=9: JSON text holds no byte below 0x20 (string
-    /// escapes cover them all).
+    /// it (its number indexes [`KEYS`]).
     #[derive(Clone, Copy)]
     pub(crate) enum Key {
         Children = 1,
@@ -695,39 +693,14 @@ pub mod json {
         ]
     };
 
-    /// Appends a key: its byte when `SHORT`, else its text.
+    /// Appends a key's text (a fixed-size copy cut back to its length).
     #[inline(always)]
-    pub(crate) fn key<const SHORT: bool>(out: &mut Vec<u8>, k: Key) {
-        if SHORT {
-            out.push(k as u8);
-        } else {
-            push_key(out, k as u8);
-        }
-    }
-
-    #[inline(always)]
-    fn push_key(out: &mut Vec<u8>, k: u8) {
-        if let Some((text, n)) = KEYS.get(usize::from(k)) {
+    pub(crate) fn key(out: &mut Vec<u8>, k: Key) {
+        if let Some((text, n)) = KEYS.get(k as usize) {
             let len = out.len();
             out.extend_from_slice(text);
             out.truncate(len + n);
         }
-    }
-
-    /// Appends the JSON of a tree written by [`Node::write_json_short_keys`]:
-    /// its bytes with each key byte replaced by the key's text.
-    ///
-    /// [`Node::write_json_short_keys`]: super::Node::write_json_short_keys
-    pub fn expand_keys(out: &mut Vec<u8>, short: &[u8]) {
-        // Keys are about half of a tree's JSON.
-        out.reserve(short.len().saturating_mul(2));
-        escape_words(
-            out,
-            short,
-            |x| x.wrapping_sub(ONES * 0x0a) & !x & HIGH,
-            |b| b < 0x0a,
-            push_key,
-        );
     }
 
     /// A `fmt::Write` that appends JSON-escaped text: formats values straight
@@ -746,26 +719,15 @@ impl Node {
     /// Appends [`Node::to_json`] as compact JSON, with serde_json's bytes
     /// (keys sorted as its map keeps them), without building the value.
     pub fn write_json(&self, out: &mut Vec<u8>) {
-        self.write_json_keys::<false>(out);
-    }
-
-    /// As [`Node::write_json`], but each key (with the punctuation around
-    /// it) is one byte below 0x0a, which JSON text never holds: about half
-    /// the size. [`json::expand_keys`] gives back the JSON, byte for byte.
-    pub fn write_json_short_keys(&self, out: &mut Vec<u8>) {
-        self.write_json_keys::<true>(out);
-    }
-
-    fn write_json_keys<const SHORT: bool>(&self, out: &mut Vec<u8>) {
         use json::{key, Key};
-        key::<SHORT>(out, Key::Children);
+        key(out, Key::Children);
         for (k, c) in self.children.iter().enumerate() {
             if k > 0 {
                 out.push(b',');
             }
-            c.write_json_keys::<SHORT>(out);
+            c.write_json(out);
         }
-        key::<SHORT>(out, Key::Display);
+        key(out, Key::Display);
         // `display` is the value text with its detail; `value` the value alone.
         // Both are written from the value without an intermediate String.
         let value_at = out.len();
@@ -782,22 +744,22 @@ impl Node {
         }
         out.push(b'"');
         if let Some(e) = &self.error {
-            key::<SHORT>(out, Key::Error);
+            key(out, Key::Error);
             json::str(out, e);
         }
-        key::<SHORT>(out, Key::Length);
+        key(out, Key::Length);
         json::u64(out, self.length as u64);
-        key::<SHORT>(out, Key::Name);
+        key(out, Key::Name);
         json::str(out, &self.name);
-        key::<SHORT>(out, Key::Offset);
+        key(out, Key::Offset);
         json::u64(out, self.offset as u64);
         if self.source != 0 {
-            key::<SHORT>(out, Key::Source);
+            key(out, Key::Source);
             json::u64(out, self.source.into());
         }
-        key::<SHORT>(out, Key::Type);
+        key(out, Key::Type);
         json::str(out, &self.ty);
-        key::<SHORT>(out, Key::Value);
+        key(out, Key::Value);
         match &self.value {
             Value::None | Value::Null => out.extend_from_slice(b"null"),
             Value::Int(v) => json::i64(out, *v),
@@ -1492,13 +1454,6 @@ mod tests {
                 parent.children.push(n);
                 let mut got = Vec::new();
                 parent.write_json(&mut got);
-                let mut short = Vec::new();
-                parent.write_json_short_keys(&mut short);
-                // Three nodes, each some 60 bytes shorter.
-                assert!(short.len() + 180 <= got.len(), "{v:?} {detail:?}");
-                let mut expanded = b"[".to_vec();
-                json::expand_keys(&mut expanded, &short);
-                assert_eq!(expanded.get(1..), Some(got.as_slice()), "{v:?} {detail:?}");
                 assert_eq!(
                     String::from_utf8(got).expect("utf8"),
                     parent.to_json().to_string(),
@@ -1537,7 +1492,7 @@ mod tests {
         }
 
         #[test]
-        fn short_keys_expand_to_the_json(
+        fn write_json_is_serde_json_of_to_json(
             s in escape_heavy(),
             t in "[ -~]{0,40}",
             detail in proptest::option::of("[ -~]{0,8}"),
@@ -1550,13 +1505,10 @@ mod tests {
                 parent.children.push(n);
                 root.children.push(parent);
             }
-            let mut want = Vec::new();
-            root.write_json(&mut want);
-            let mut short = Vec::new();
-            root.write_json_short_keys(&mut short);
             let mut got = Vec::new();
-            json::expand_keys(&mut got, &short);
-            proptest::prop_assert_eq!(String::from_utf8(got).expect("utf8"), String::from_utf8(want).expect("utf8"));
+            root.write_json(&mut got);
+            let want = serde_json::to_string(&root.to_json()).expect("json");
+            proptest::prop_assert_eq!(String::from_utf8(got).expect("utf8"), want);
         }
 
         #[test]
