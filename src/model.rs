@@ -896,7 +896,9 @@ const MAX_HELD_NOTICES: usize = 16_384;
 pub const HELD_OVERHEAD: usize = std::mem::size_of::<MessageRecord>() + 512;
 
 /// What the allocator takes per allocation beyond the bytes asked for
-/// (glibc: an 8-byte header, sizes rounded up to 16).
+/// (glibc: an 8-byte header, sizes rounded up to 16; mimalloc, which the
+/// `kafkashark` binary uses, rounds small sizes up to a size class instead:
+/// an estimate either way).
 const MALLOC_SLACK: usize = 16;
 
 /// Heap bytes of a vector's buffer.
