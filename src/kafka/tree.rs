@@ -185,10 +185,8 @@ pub const SHARED_INDICES: u64 = 256;
 /// lock once a thread has seen an index.
 pub fn indexed_text(name: &'static str, i: u64) -> Text {
     use std::cell::RefCell;
-    use std::collections::HashMap;
     use std::sync::{Mutex, PoisonError};
-    type Names =
-        HashMap<(usize, usize), Vec<&'static str>, std::hash::BuildHasherDefault<AddrHash>>;
+    type Names = rustc_hash::FxHashMap<(usize, usize), Vec<&'static str>>;
     static SHARED: Mutex<Option<Names>> = Mutex::new(None);
     thread_local! {
         static LOCAL: RefCell<Names> = RefCell::default();
@@ -220,31 +218,6 @@ pub fn indexed_text(name: &'static str, i: u64) -> Text {
     match local.ok().flatten() {
         Some(s) => Text::Borrowed(s),
         None => Text::Owned(indexed_name(name, i as u64)),
-    }
-}
-
-/// The hash of [`indexed_text`]'s keys (an address and a length): one
-/// multiply per word instead of SipHash.
-#[derive(Default)]
-pub struct AddrHash(u64);
-
-impl std::hash::Hasher for AddrHash {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.write_u64(b.into());
-        }
-    }
-
-    fn write_usize(&mut self, v: usize) {
-        self.write_u64(v as u64);
-    }
-
-    fn write_u64(&mut self, v: u64) {
-        self.0 = (self.0.rotate_left(5) ^ v).wrapping_mul(0x517c_c1b7_2722_0a95);
     }
 }
 

@@ -29,7 +29,9 @@
 use std::cell::RefCell;
 use std::collections::{HashMap, VecDeque};
 use std::fmt;
-use std::hash::{BuildHasher, BuildHasherDefault, Hasher};
+use std::hash::BuildHasher;
+
+use rustc_hash::FxBuildHasher;
 use std::io;
 use std::sync::Arc;
 
@@ -399,36 +401,11 @@ impl Block {
     }
 }
 
-/// A hasher for the caches' keys (message numbers and log addresses) and for
-/// shared facts, cheaper than SipHash on every entry read or pushed. Facts come
-/// off the wire, but colliding ones only cost a blob written again: the map of
-/// written facts holds one per hash value.
-#[derive(Default, Clone, Copy)]
-struct NumHash(u64);
-
-impl Hasher for NumHash {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-
-    fn write(&mut self, bytes: &[u8]) {
-        let mut words = bytes.chunks_exact(8);
-        for w in &mut words {
-            let mut a = [0u8; 8];
-            a.copy_from_slice(w);
-            self.write_u64(u64::from_le_bytes(a));
-        }
-        for &b in words.remainder() {
-            self.write_u64(u64::from(b));
-        }
-    }
-
-    fn write_u64(&mut self, n: u64) {
-        self.0 = (self.0.rotate_left(5) ^ n).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-    }
-}
-
-type NumMap<V> = HashMap<u64, V, BuildHasherDefault<NumHash>>;
+/// The caches' maps, keyed by message numbers and log addresses, and the
+/// hash of shared facts: FxHash, cheaper than SipHash on every entry read or
+/// pushed. Facts come off the wire, but colliding ones only cost a blob
+/// written again: the map of written facts holds one per hash value.
+type NumMap<V> = HashMap<u64, V, FxBuildHasher>;
 
 /// Recently read blocks and shared facts, least recently used first out.
 #[derive(Default)]
@@ -446,7 +423,7 @@ pub struct EntryStore {
     interner: Interner,
     /// Shared facts written in the current segment, by hash (at most `4 * geo.facts`).
     written: NumMap<SideRef>,
-    hasher: BuildHasherDefault<NumHash>,
+    hasher: FxBuildHasher,
     log: Log,
     blocks: VecDeque<Block>,
     /// Records of the open block.
@@ -471,7 +448,7 @@ impl EntryStore {
             geo,
             interner: Interner::default(),
             written: NumMap::default(),
-            hasher: BuildHasherDefault::default(),
+            hasher: FxBuildHasher,
             log: Log::new(geo),
             blocks: VecDeque::new(),
             open: Vec::new(),
