@@ -10,9 +10,8 @@ use super::compression::codec_name;
 use super::cursor::{content_value, iso8601_ms, Cur, Int};
 use super::{plural, push_loc, push_plural, Ctx, Inflate};
 use crate::kafka::tree::{
-    indexed_name, push_int, push_uint, Node, Role, Text, Value, MAX_RESERVED_CHILDREN,
+    indexed_name, push_int, push_uint, Node, Role, SmallTexts, Value, MAX_RESERVED_CHILDREN,
 };
-use std::sync::OnceLock;
 
 const RB: Role = Role::RecordBatch;
 const REC: Role = Role::Record;
@@ -47,17 +46,8 @@ macro_rules! field {
 /// Element names made once for the first indices (`Record[0]` ..) and
 /// shared by every tree, so a record's name costs no allocation.
 const SHARED_NAMES: u64 = 1024;
-static RECORD_NAMES: OnceLock<Vec<String>> = OnceLock::new();
-static HEADER_NAMES: OnceLock<Vec<String>> = OnceLock::new();
-
-/// `prefix[i]`: from `table` (filled on first use) for the first indices.
-fn shared_name(table: &'static OnceLock<Vec<String>>, prefix: &str, i: u64) -> Text {
-    let names = table.get_or_init(|| (0..SHARED_NAMES).map(|i| indexed_name(prefix, i)).collect());
-    match usize::try_from(i).ok().and_then(|i| names.get(i)) {
-        Some(s) => Text::Borrowed(s.as_str()),
-        None => Text::Owned(indexed_name(prefix, i)),
-    }
-}
+static RECORD_NAMES: SmallTexts = SmallTexts::new(SHARED_NAMES, |i| indexed_name("Record", i));
+static HEADER_NAMES: SmallTexts = SmallTexts::new(SHARED_NAMES, |i| indexed_name("Header", i));
 
 /// The attributes as words: `gzip, LogAppendTime, transactional`.
 pub(crate) fn attributes_detail(a: i16) -> String {
@@ -459,7 +449,7 @@ fn records(c: &mut Cur<'_>, h: &Hdr, kids: &mut Vec<Node>) {
 /// this one's length could not be trusted).
 fn record(c: &mut Cur<'_>, i: u64, h: &Hdr) -> (Node, bool) {
     let start = c.pos();
-    let name = shared_name(&RECORD_NAMES, "Record", i);
+    let name = RECORD_NAMES.get(i);
     // length .. headersCount: nine fields, and the headers.
     let mut kids = Vec::with_capacity(10);
     let mut go_on = false;
@@ -657,13 +647,7 @@ fn body(b: &mut Cur<'_>, h: &Hdr, kids: &mut Vec<Node>) -> Option<String> {
         let ok = key.is_some();
         let value = key.map_or(Value::Text("malformed".into()), Value::Str);
         let mut n = b
-            .node_from(
-                start,
-                shared_name(&HEADER_NAMES, "Header", j as u64),
-                "Header",
-                value,
-                REC,
-            )
+            .node_from(start, HEADER_NAMES.get(j as u64), "Header", value, REC)
             .with_about("a key/value pair attached to the record");
         n.children = hk;
         kids.push(n);
