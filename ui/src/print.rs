@@ -241,6 +241,14 @@ pub(crate) const HELD_BYTES: usize = 32 << 20;
 /// Messages held for their pairing when reading a file (1,024 live).
 pub(crate) const HELD_MESSAGES: usize = 65_536;
 
+/// The reorder buffer of `print`: at most `cap` messages held for their
+/// pairing, and at most [`HELD_BYTES`] of what they keep alive.
+pub(crate) fn held_reorder(cap: usize) -> Reorder {
+    let mut reorder = Reorder::new(cap);
+    reorder.limit_bytes(HELD_BYTES);
+    reorder
+}
+
 /// Message bytes after which the analyzer hands its outputs to the writer
 /// thread: large enough that the two threads rarely wait on each other (each
 /// wait is a futex sleep and a context switch; at 64 KiB there were about
@@ -261,11 +269,9 @@ impl Stage {
     fn new(printer: Printer, count: Option<u64>, held: usize) -> Stage {
         // Requests wait (bounded) for their responses so `paired` is final
         // when printed. Messages carry no trees while they wait (`Trees`).
-        let mut reorder = Reorder::new(held);
-        reorder.limit_bytes(HELD_BYTES);
         Stage {
             printer,
-            reorder,
+            reorder: held_reorder(held),
             w: std::io::BufWriter::new(std::io::stdout().lock()),
             ready: Vec::new(),
             count,

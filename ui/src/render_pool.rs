@@ -49,7 +49,7 @@ use kafkashark::model::{
 use kafkashark::pipeline::PipelineConfig;
 
 use crate::cli_error::CliError;
-use crate::print::{notice_line, FileReader, PrintFormat, Render, HELD_BYTES, HELD_MESSAGES};
+use crate::print::{held_reorder, notice_line, FileReader, PrintFormat, Render, HELD_MESSAGES};
 
 /// Message bytes per chunk handed to a render thread with `--format jsonl`:
 /// a message's JSON is about 15 times its bytes, so a chunk makes about
@@ -240,11 +240,9 @@ struct Order {
 
 impl Order {
     fn new(pool: Pool, count: Option<u64>, name: String) -> Order {
-        let mut reorder = Reorder::new(HELD_MESSAGES);
-        reorder.limit_bytes(HELD_BYTES);
         Order {
             pool,
-            reorder,
+            reorder: held_reorder(HELD_MESSAGES),
             ready: Vec::new(),
             count,
             printed: 0,
@@ -834,9 +832,8 @@ mod tests {
             keep_trees: true,
             ..AnalyzerConfig::default()
         });
-        let mut reorder = Reorder::new(HELD_MESSAGES);
-        reorder.limit_bytes(HELD_BYTES);
         // Held messages keep their trees (a test's captures are small).
+        let mut reorder = held_reorder(HELD_MESSAGES);
         let mut render = Render::new(format, true);
         let (mut outs, mut ready, mut out) = (Vec::new(), Vec::new(), Vec::new());
         let (mut printed, mut malformed) = (0, 0);
