@@ -512,11 +512,32 @@ pub mod json {
         }
     }
 
+    /// From this length on, text is first counted for bytes to escape, and
+    /// copied whole when it has none (a vectorized pass and one copy instead
+    /// of a word loop); shorter text goes to the word loop at once.
+    const PLAIN_CHECK: usize = 24;
+
+    /// True when no byte of `b` is `"`, `\\` or a control character: whole
+    /// 32-byte chunks without early exit inside (so each vectorizes),
+    /// stopping at the first chunk that has one.
+    #[inline(always)]
+    fn needs_no_escape(b: &[u8]) -> bool {
+        b.chunks(32).all(|c| {
+            c.iter()
+                .fold(true, |a, &x| a & (x != b'"') & (x != b'\\') & (x >= 0x20))
+        })
+    }
+
     /// Appends the JSON-escaped text of `s` (without quotes).
     pub fn escape_into(out: &mut Vec<u8>, s: &str) {
+        let b = s.as_bytes();
+        if b.len() >= PLAIN_CHECK && needs_no_escape(b) {
+            out.extend_from_slice(b);
+            return;
+        }
         escape_words(
             out,
-            s.as_bytes(),
+            b,
             json_special,
             |b| ESCAPE[b as usize] != 0,
             json_escape,
@@ -537,14 +558,21 @@ pub mod json {
     /// [`is_printable_ascii`]), JSON-escaped: `"a\"b"` becomes `\"a\\\"b\"`.
     pub fn debug_printable_into(out: &mut Vec<u8>, s: &str) {
         out.extend_from_slice(b"\\\"");
-        // Only `"` and `\` are special here: Debug adds a `\`, JSON escapes both.
-        escape_words(
-            out,
-            s.as_bytes(),
-            quote_or_backslash,
-            |b| b == b'"' || b == b'\\',
-            |out, b| out.extend_from_slice(if b == b'"' { b"\\\\\\\"" } else { b"\\\\\\\\" }),
-        );
+        // Only `"` and `\` are special here: Debug adds a `\`, JSON escapes
+        // both, so each becomes four bytes: `\\\"` or `\\\\`.
+        let b = s.as_bytes();
+        // Printable ASCII has no control characters: no quote, no escape.
+        if b.len() >= PLAIN_CHECK && needs_no_escape(b) {
+            out.extend_from_slice(b);
+        } else {
+            escape_words(
+                out,
+                b,
+                quote_or_backslash,
+                |b| b == b'"' || b == b'\\',
+                |out, b| out.extend_from_slice(if b == b'"' { b"\\\\\\\"" } else { b"\\\\\\\\" }),
+            );
+        }
         out.extend_from_slice(b"\\\"");
     }
 
@@ -1448,6 +1476,9 @@ mod tests {
             (0u8..0x20).prop_map(|b| char::from(b).to_string()),
             Just("\u{7f}".to_string()),
             "[a-z]{0,11}",
+            // Long plain runs: the copy-whole path, with a special byte
+            // past its first 32-byte chunk when another piece follows.
+            "[a-z ]{24,80}",
             any::<char>().prop_map(|c| c.to_string()),
         ];
         proptest::collection::vec(piece, 0..24).prop_map(|v| v.concat())
@@ -1485,8 +1516,23 @@ mod tests {
         }
 
         #[test]
-        fn fast_debug_escape_is_debug_then_json(s in "[ -~]{0,80}") {
+        fn fast_debug_escape_is_debug_then_json(
+            s in "[ -~]{0,80}",
+            plain in "[a-z ]{24,100}",
+            at in 0usize..100,
+            special in proptest::sample::select(vec!["\"", "\\", "a"]),
+        ) {
             proptest::prop_assume!(json::is_printable_ascii(&s));
+            // A plain run with at most one `"` or `\\` somewhere in it.
+            let mut p = plain.clone();
+            p.insert_str(at.min(p.len()), special);
+            let mut got = Vec::new();
+            json::debug_printable_into(&mut got, &p);
+            let want = serde_json::to_string(&format!("{p:?}")).expect("json");
+            proptest::prop_assert_eq!(
+                String::from_utf8(got).expect("utf8"),
+                want.get(1..want.len() - 1).expect("quoted")
+            );
             let mut got = Vec::new();
             json::debug_printable_into(&mut got, &s);
             let want = serde_json::to_string(&format!("{s:?}")).expect("json");

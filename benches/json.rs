@@ -1,0 +1,116 @@
+//! JSON writing benches: the string escapes `print -V --format jsonl` spends
+//! most of its writing time in (record values shown twice, as `display` in
+//! Rust's Debug form and as the JSON `value`), and a whole tree's JSON.
+//! Throughput is input bytes.
+//!
+//! Quick mode for CI (no timing assertions):
+//! `cargo bench --bench json -- --warm-up-time 0.1 --measurement-time 0.2 --sample-size 10`
+
+use criterion::{black_box, criterion_group, criterion_main, Criterion, Throughput};
+use kafkashark::kafka::tree::json;
+use kafkashark::kafka::{decode_response, DecodeOptions};
+use kafkashark::model::AnalyzerConfig;
+
+mod common;
+
+/// Texts as records carry them: a JSON document (dense in quotes), plain
+/// words, field names, and text with control characters.
+fn texts() -> Vec<(&'static str, String)> {
+    let mut doc = String::from("{\"id\":1234,\"ts\":1700000004321,\"user\":\"u004711\",");
+    doc.push_str("\"amount\":123.45,\"tags\":[");
+    for (i, w) in ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot"]
+        .iter()
+        .cycle()
+        .take(24)
+        .enumerate()
+    {
+        if i > 0 {
+            doc.push(',');
+        }
+        doc.push('"');
+        doc.push_str(w);
+        doc.push('"');
+    }
+    doc.push_str("]}");
+    let words = "the quick brown fox jumps over the lazy dog ".repeat(6);
+    let names = "timestampDelta".to_string();
+    let control = "line one\nline two\ttabbed \u{1} \"quoted\" back\\slash ".repeat(4);
+    vec![
+        ("json-doc", doc),
+        ("plain-words", words),
+        ("field-name", names),
+        ("control-chars", control),
+    ]
+}
+
+fn escapes(c: &mut Criterion) {
+    let mut g = c.benchmark_group("json-escape");
+    let mut out = Vec::with_capacity(1 << 16);
+    for (name, t) in texts() {
+        g.throughput(Throughput::Bytes(t.len() as u64));
+        g.bench_function(format!("escape_into/{name}"), |b| {
+            b.iter(|| {
+                out.clear();
+                json::escape_into(&mut out, black_box(&t));
+                black_box(out.len())
+            })
+        });
+        if json::is_printable_ascii(&t) {
+            g.bench_function(format!("debug_printable_into/{name}"), |b| {
+                b.iter(|| {
+                    out.clear();
+                    json::debug_printable_into(&mut out, black_box(&t));
+                    black_box(out.len())
+                })
+            });
+        }
+    }
+    g.finish();
+}
+
+/// The JSON of whole trees: Fetch responses with record batches from the
+/// compression-codecs capture.
+fn trees(c: &mut Criterion) {
+    let Some(p) = common::capture_paths(&["a2-confluent-compression-codecs.pcap"])
+        .into_iter()
+        .next()
+    else {
+        return;
+    };
+    let frames = common::frames(&p);
+    let opts = DecodeOptions::default();
+    let roots: Vec<_> = common::messages(&frames, AnalyzerConfig::default())
+        .into_iter()
+        .filter(|m| {
+            m.info.api_key == Some(1) && m.info.kind == kafkashark::kafka::decode::Kind::Response
+        })
+        .filter_map(|m| {
+            let v = m.info.api_version?;
+            Some(decode_response(&m.raw.bytes, 1, v, &opts).root)
+        })
+        .collect();
+    let mut out = Vec::with_capacity(1 << 20);
+    let mut total = 0u64;
+    for r in &roots {
+        out.clear();
+        r.write_json(&mut out);
+        total += out.len() as u64;
+    }
+    let mut g = c.benchmark_group("json-tree");
+    g.throughput(Throughput::Bytes(total));
+    g.bench_function("write_json/fetch-responses", |b| {
+        b.iter(|| {
+            let mut n = 0;
+            for r in &roots {
+                out.clear();
+                black_box(r).write_json(&mut out);
+                n += out.len();
+            }
+            black_box(n)
+        })
+    });
+    g.finish();
+}
+
+criterion_group!(benches, escapes, trees);
+criterion_main!(benches);
