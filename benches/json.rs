@@ -63,6 +63,25 @@ fn escapes(c: &mut Criterion) {
                     black_box(out.len())
                 })
             });
+            // A record value's two texts, one pass against two.
+            let mut value = Vec::with_capacity(1 << 16);
+            g.bench_function(format!("debug_and_escape_into/{name}"), |b| {
+                b.iter(|| {
+                    out.clear();
+                    value.clear();
+                    json::debug_and_escape_into(&mut out, &mut value, black_box(&t));
+                    black_box(out.len() + value.len())
+                })
+            });
+            g.bench_function(format!("debug_then_escape_into/{name}"), |b| {
+                b.iter(|| {
+                    out.clear();
+                    value.clear();
+                    json::debug_printable_into(&mut out, black_box(&t));
+                    json::escape_into(&mut value, black_box(&t));
+                    black_box(out.len() + value.len())
+                })
+            });
         }
     }
     g.finish();

@@ -576,6 +576,61 @@ pub mod json {
         out.extend_from_slice(b"\\\"");
     }
 
+    /// Both texts a printable-ASCII string (see [`is_printable_ascii`]) is
+    /// written as, in one pass: its `Debug` text JSON-escaped, appended to
+    /// `display` (as [`debug_printable_into`]), and its JSON escape without
+    /// quotes, appended to `value` (as [`escape_into`]). Record values, the
+    /// longest strings of a tree, are written both ways.
+    pub fn debug_and_escape_into(display: &mut Vec<u8>, value: &mut Vec<u8>, s: &str) {
+        let b = s.as_bytes();
+        display.extend_from_slice(b"\\\"");
+        if b.len() >= PLAIN_CHECK && needs_no_escape(b) {
+            display.extend_from_slice(b);
+            value.extend_from_slice(b);
+        } else {
+            display.reserve(b.len() + 8);
+            value.reserve(b.len() + 8);
+            let mut at = 0;
+            while let Some(chunk) = b.get(at..at + 8) {
+                let word: [u8; 8] = chunk.try_into().unwrap_or_default();
+                let mask = quote_or_backslash(u64::from_le_bytes(word));
+                let (dl, vl) = (display.len(), value.len());
+                display.extend_from_slice(&word);
+                value.extend_from_slice(&word);
+                if mask == 0 {
+                    at += 8;
+                    continue;
+                }
+                let k = (mask.trailing_zeros() / 8) as usize;
+                display.truncate(dl + k);
+                value.truncate(vl + k);
+                both_escapes(display, value, word.get(k).copied().unwrap_or(0));
+                at += k + 1;
+            }
+            for &c in b.get(at..).unwrap_or(&[]) {
+                if c == b'"' || c == b'\\' {
+                    both_escapes(display, value, c);
+                } else {
+                    display.push(c);
+                    value.push(c);
+                }
+            }
+        }
+        display.extend_from_slice(b"\\\"");
+    }
+
+    /// The escapes of `"` or `\\` in [`debug_and_escape_into`]'s two texts.
+    #[inline(always)]
+    fn both_escapes(display: &mut Vec<u8>, value: &mut Vec<u8>, c: u8) {
+        if c == b'"' {
+            display.extend_from_slice(b"\\\\\\\"");
+            value.extend_from_slice(b"\\\"");
+        } else {
+            display.extend_from_slice(b"\\\\\\\\");
+            value.extend_from_slice(b"\\\\");
+        }
+    }
+
     /// Appends `s` as a JSON string.
     pub fn str(out: &mut Vec<u8>, s: &str) {
         out.push(b'"');
@@ -1540,6 +1595,26 @@ mod tests {
                 String::from_utf8(got).expect("utf8"),
                 want.get(1..want.len() - 1).expect("quoted")
             );
+        }
+
+        #[test]
+        fn both_escapes_in_one_pass_are_each_escape(
+            s in "[ -~]{0,80}",
+            plain in "[a-z ]{24,100}",
+            at in 0usize..100,
+            special in proptest::sample::select(vec!["\"", "\\", "a"]),
+        ) {
+            let mut p = plain.clone();
+            p.insert_str(at.min(p.len()), special);
+            for t in [&s, &p] {
+                let (mut d, mut v) = (b"d".to_vec(), b"v".to_vec());
+                json::debug_and_escape_into(&mut d, &mut v, t);
+                let (mut d2, mut v2) = (b"d".to_vec(), b"v".to_vec());
+                json::debug_printable_into(&mut d2, t);
+                json::escape_into(&mut v2, t);
+                proptest::prop_assert_eq!(d, d2);
+                proptest::prop_assert_eq!(v, v2);
+            }
         }
 
         #[test]
