@@ -433,6 +433,17 @@ fn lz4(
     limit: usize,
     sink: &mut Sink<'_>,
 ) -> Result<Option<&'static str>, InflateError> {
+    lz4_with(data, limit, sink, true)
+}
+
+/// [`lz4`], with or without the direct path for the common frame (the tests
+/// compare the two).
+fn lz4_with(
+    data: &[u8],
+    limit: usize,
+    sink: &mut Sink<'_>,
+    direct: bool,
+) -> Result<Option<&'static str>, InflateError> {
     // Kafka's clients before KIP-57 (message format v0) computed the frame
     // header checksum over the magic number too. Check which checksum the
     // header carries and decode a copy with the standard one, so both read.
@@ -459,8 +470,132 @@ fn lz4(
             return Ok(Some(note));
         }
     }
+    if let (Sink::Keep(out), true) = (&mut *sink, direct) {
+        if lz4_frame_into(data, limit, out) {
+            return Ok(None);
+        }
+    }
     drain(lz4_flex::frame::FrameDecoder::new(data), limit, "lz4", sink)?;
     Ok(None)
+}
+
+/// The common LZ4 frame, decoded block by block straight into `out`: one
+/// frame with a valid header checksum, no dictionary, every checksum it
+/// declares matching, its declared content size right, nothing after it,
+/// within `limit`. Each compressed block's exact size comes first from its
+/// sequences (`declared::lz4_block_len`), so `out` grows by what the block
+/// makes — `FrameDecoder` zero-fills its largest block size (up to 4 MiB)
+/// for every frame and hands the bytes over through a scratch copy. Returns
+/// false, having put nothing, for anything else, which `FrameDecoder` then
+/// decides: whatever this accepts, `FrameDecoder` reads to the same bytes.
+/// How far back a linked LZ4 block may reach.
+const LZ4_WINDOW: usize = 64 << 10;
+
+fn lz4_frame_into(data: &[u8], limit: usize, out: &mut Vec<u8>) -> bool {
+    let start = out.len();
+    let ok = lz4_frame_blocks(data, limit, out, start).is_some();
+    if !ok {
+        out.truncate(start);
+    }
+    ok
+}
+
+fn lz4_frame_blocks(data: &[u8], limit: usize, out: &mut Vec<u8>, start: usize) -> Option<()> {
+    fn le32(b: &[u8], at: usize) -> Option<u32> {
+        let w: [u8; 4] = b.get(at..at.checked_add(4)?)?.try_into().ok()?;
+        Some(u32::from_le_bytes(w))
+    }
+    let hc_at = lz4_descriptor_end(data)?;
+    let (flg, bd) = (*data.get(4)?, *data.get(5)?);
+    // Version 01, no reserved bit set, no dictionary id.
+    if flg >> 6 != 1 || flg & 0x03 != 0 || bd & 0x8f != 0 {
+        return None;
+    }
+    let linked = flg & 0x20 == 0;
+    let block_checksums = flg & 0x10 != 0;
+    let content_checksum = flg & 0x04 != 0;
+    let max_block = match bd >> 4 {
+        4 => 64 << 10,
+        5 => 256 << 10,
+        6 => 1 << 20,
+        7 => 4 << 20,
+        _ => return None,
+    };
+    let header = data.get(4..hc_at)?;
+    if *data.get(hc_at)? != (xxh32(header, 0) >> 8) as u8 {
+        return None;
+    }
+    let content_size = if flg & 0x08 != 0 {
+        let w: [u8; 8] = data.get(6..14)?.try_into().ok()?;
+        Some(u64::from_le_bytes(w))
+    } else {
+        None
+    };
+    let mut pos = hc_at + 1;
+    loop {
+        let word = le32(data, pos)?;
+        pos += 4;
+        if word == 0 {
+            break; // end mark
+        }
+        let len = (word & 0x7fff_ffff) as usize;
+        if len > max_block {
+            return None;
+        }
+        let block = data.get(pos..pos.checked_add(len)?)?;
+        pos += len;
+        if block_checksums {
+            if le32(data, pos)? != xxh32(block, 0) {
+                return None;
+            }
+            pos += 4;
+        }
+        let made = out.len() - start;
+        if word & 0x8000_0000 != 0 {
+            if made.checked_add(len)? > limit {
+                return None;
+            }
+            out.extend_from_slice(block);
+            continue;
+        }
+        let at = out.len();
+        // The block's size from its sequences; None when a match reaches
+        // before the block: a linked block using the ones before it, read
+        // with them as its dictionary into room for a whole block.
+        let got = match super::declared::lz4_block_len(block, max_block) {
+            Some(n) => {
+                if made.checked_add(n)? > limit {
+                    return None;
+                }
+                out.resize(at + n, 0);
+                let got = lz4_flex::block::decompress_into(block, out.get_mut(at..)?).ok()?;
+                (got == n).then_some(n)?
+            }
+            None if linked => {
+                out.resize(at + max_block, 0);
+                let (head, tail) = out.split_at_mut(at);
+                let dict = head.get(at.saturating_sub(LZ4_WINDOW).max(start)..)?;
+                lz4_flex::block::decompress_into_with_dict(block, tail, dict).ok()?
+            }
+            None => return None,
+        };
+        out.truncate(at + got);
+        if made.checked_add(got)? > limit {
+            return None;
+        }
+    }
+    let made = out.get(start..)?;
+    if content_size.is_some_and(|c| c != made.len() as u64) {
+        return None;
+    }
+    if content_checksum {
+        if le32(data, pos)? != xxh32(made, 0) {
+            return None;
+        }
+        pos += 4;
+    }
+    // Another frame (or anything) after this one: FrameDecoder's to read.
+    (pos == data.len()).then_some(())
 }
 
 /// Where the header checksum byte of an LZ4 frame sits, if the frame starts
@@ -602,6 +737,154 @@ mod tests {
                 Err(InflateError::TooLarge { limit: 99_999 })
             );
         }
+    }
+
+    /// An LZ4 frame of `data` with the given settings, by lz4_flex's encoder.
+    fn lz4_frame_with(
+        data: &[u8],
+        size: u8,
+        linked: bool,
+        block_sums: bool,
+        content_sum: bool,
+        content_size: bool,
+    ) -> Vec<u8> {
+        use lz4_flex::frame::{BlockMode, BlockSize, FrameInfo};
+        let info = FrameInfo::new()
+            .block_size(match size % 4 {
+                0 => BlockSize::Max64KB,
+                1 => BlockSize::Max256KB,
+                2 => BlockSize::Max1MB,
+                _ => BlockSize::Max4MB,
+            })
+            .block_mode(if linked {
+                BlockMode::Linked
+            } else {
+                BlockMode::Independent
+            })
+            .block_checksums(block_sums)
+            .content_checksum(content_sum)
+            .content_size(content_size.then_some(data.len() as u64));
+        let mut e = lz4_flex::frame::FrameEncoder::with_frame_info(info, Vec::new());
+        e.write_all(data).unwrap();
+        e.finish().unwrap()
+    }
+
+    /// What the LZ4 path gives for `frame`: the bytes and note, or the error.
+    fn lz4_result(
+        frame: &[u8],
+        limit: usize,
+        direct: bool,
+    ) -> Result<(Vec<u8>, Option<&'static str>), InflateError> {
+        let mut out = b"before".to_vec();
+        let note = lz4_with(frame, limit, &mut Sink::Keep(&mut out), direct)?;
+        Ok((out, note))
+    }
+
+    /// Text that compresses: runs of repeated words, with some noise, long
+    /// enough to make several 64 KB blocks (linked ones reach back).
+    fn compressible() -> impl proptest::strategy::Strategy<Value = Vec<u8>> {
+        use proptest::prelude::*;
+        (
+            proptest::collection::vec(0u8..12, 0..400),
+            proptest::collection::vec(any::<u8>(), 0..64),
+            0usize..4,
+        )
+            .prop_map(|(words, noise, reps)| {
+                let mut v = Vec::new();
+                for _ in 0..=reps * reps * 8 {
+                    for &w in &words {
+                        v.extend_from_slice(format!("w{w} ").as_bytes());
+                    }
+                    v.extend_from_slice(&noise);
+                }
+                v
+            })
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
+
+        /// The direct LZ4 path gives what `FrameDecoder` gives, byte for
+        /// byte and error for error, on frames of every setting, with bytes
+        /// changed, cut short or added, and under every limit.
+        #[test]
+        fn lz4_direct_is_the_frame_decoder(
+            data in compressible(),
+            size in 0u8..4,
+            linked: bool,
+            block_sums: bool,
+            content_sum: bool,
+            content_size: bool,
+            damage in proptest::collection::vec((0usize..1 << 20, proptest::prelude::any::<u8>()), 0..3),
+            cut in proptest::option::of(0usize..1 << 20),
+            tail in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..6),
+            limit_less in proptest::option::of(0usize..64),
+        ) {
+            let frame = lz4_frame_with(&data, size, linked, block_sums, content_sum, content_size);
+            let limit = limit_less.map_or(1 << 24, |l| data.len().saturating_sub(l));
+            proptest::prop_assert_eq!(
+                lz4_result(&frame, limit, true),
+                lz4_result(&frame, limit, false)
+            );
+            if limit_less.is_none() {
+                let (got, _) = lz4_result(&frame, limit, true).expect("a whole frame reads");
+                proptest::prop_assert_eq!(got.get(6..), Some(&data[..]));
+            }
+            let mut bad = frame.clone();
+            for &(at, b) in &damage {
+                let n = bad.len();
+                if let Some(x) = bad.get_mut(at % n) {
+                    *x = b;
+                }
+            }
+            if let Some(c) = cut {
+                bad.truncate(c % (bad.len() + 1));
+            }
+            bad.extend_from_slice(&tail);
+            proptest::prop_assert_eq!(
+                lz4_result(&bad, limit, true),
+                lz4_result(&bad, limit, false)
+            );
+        }
+    }
+
+    #[test]
+    fn lz4_direct_reads_the_common_frames() {
+        let data = b"a record value, a record value, a record value ".repeat(3000);
+        for (linked, sums) in [(false, false), (true, false), (false, true), (true, true)] {
+            let frame = lz4_frame_with(&data, 0, linked, sums, sums, sums);
+            let mut out = Vec::new();
+            assert!(
+                lz4_frame_into(&frame, 1 << 24, &mut out),
+                "linked {linked} sums {sums}"
+            );
+            assert_eq!(out, data);
+        }
+        // Anything after the frame is left to FrameDecoder, with nothing put.
+        let mut two = lz4_frame_with(&data, 0, false, false, false, false);
+        two.extend_from_slice(&two.clone());
+        let mut out = b"kept".to_vec();
+        assert!(!lz4_frame_into(&two, 1 << 24, &mut out));
+        assert_eq!(out, b"kept");
+        // A changed content byte that still decodes: the checksums decide,
+        // as FrameDecoder's do (an incompressible block is stored as is).
+        let noise: Vec<u8> = (0..5000u32)
+            .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
+            .collect();
+        for (block_sums, content_sum) in [(true, false), (false, true)] {
+            let mut frame = lz4_frame_with(&noise, 0, false, block_sums, content_sum, false);
+            let mid = frame.len() / 2;
+            frame[mid] ^= 1;
+            assert!(lz4_result(&frame, 1 << 24, false).is_err());
+            assert_eq!(
+                lz4_result(&frame, 1 << 24, true),
+                lz4_result(&frame, 1 << 24, false)
+            );
+        }
+        // Over the limit: the decoder's TooLarge.
+        let frame = lz4_frame_with(&data, 0, false, false, false, false);
+        assert!(!lz4_frame_into(&frame, data.len() - 1, &mut out));
+        assert_eq!(out, b"kept");
     }
 
     #[test]
