@@ -230,6 +230,7 @@ fn fuzz_opts() -> DecodeOptions {
         max_decompressed: FUZZ_MAX_DECOMPRESSED,
         records: true,
         records_headers_only: false,
+        records_json: false,
         show_secrets: false,
     }
 }
