@@ -8,7 +8,7 @@
 
 use super::compression::codec_name;
 use super::cursor::{content_value, iso8601_ms, Cur, Int};
-use super::json::Run;
+use super::json::{self, Run};
 use super::{plural, push_loc, push_plural, Ctx, Inflate};
 use crate::kafka::tree::{
     indexed_name, push_int, push_uint, Node, Role, SmallTexts, Value, MAX_RESERVED_CHILDREN,
@@ -276,7 +276,25 @@ pub(crate) fn decode_batch(ctx: &mut Ctx<'_>, mut c: Cur<'_>) -> (Node, u64) {
     };
     let mut kids = Vec::with_capacity(12 + room);
     let mut details: Vec<&str> = Vec::new();
-    let hdr = header(&mut c, Some(whole), &mut kids);
+    // With `records_json`, a clean header is one node of JSON (module `json`).
+    let fast = ctx
+        .opts
+        .records_json
+        .then(|| json::batch_header(&mut c, whole))
+        .flatten();
+    let hdr = match fast {
+        Some((node, h)) => {
+            kids.push(node);
+            let hdr = Hdr {
+                base_offset: h.base_offset,
+                attributes: h.attributes,
+                base_ts: h.base_ts,
+                count: h.count,
+            };
+            Some((hdr, h.crc_mismatch))
+        }
+        None => header(&mut c, Some(whole), &mut kids),
+    };
     let mut declared = 0;
     let value = match &hdr {
         None => Value::Text("malformed".into()),
