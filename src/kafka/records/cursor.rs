@@ -182,9 +182,11 @@ pub(crate) fn content_value(b: &[u8]) -> Value {
     }
 }
 
+/// The most bytes [`content_value`] shows as a string.
+pub(crate) const MAX_STR: usize = 4096;
+
 /// The text [`content_value`] shows as a string, or `None` for bytes.
 pub(crate) fn content_text(b: &[u8]) -> Option<&str> {
-    const MAX_STR: usize = 4096;
     if b.len() > MAX_STR {
         return None;
     }

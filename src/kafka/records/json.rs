@@ -20,7 +20,7 @@
 use std::borrow::Cow;
 use std::fmt::Write as _;
 
-use super::cursor::{content_text, iso8601_bytes, Cur};
+use super::cursor::{content_text, iso8601_bytes, Cur, MAX_STR};
 use crate::kafka::tree::{json, Node, Role, Value};
 use crate::kafka::wire::Reader;
 
@@ -311,7 +311,7 @@ impl Writer<'_, '_> {
     #[inline(always)]
     fn tail(&mut self, f: &Field, offset: usize, length: usize) {
         self.out.extend_from_slice(LENGTH);
-        json::u64(self.out, length as u64);
+        small(self.out, length as u64);
         f.name.put(self.out);
         json::u64(self.out, offset as u64);
         self.src.put(self.out);
@@ -324,7 +324,11 @@ impl Writer<'_, '_> {
     fn int(&mut self, f: &Field, v: i64, detail: Option<&[u8]>, offset: usize, length: usize) {
         self.out.extend_from_slice(LEAF);
         let at = self.out.len();
-        json::i64(self.out, v);
+        if v >= 0 {
+            small(self.out, v as u64);
+        } else {
+            json::i64(self.out, v);
+        }
         let end = self.out.len();
         if let Some(d) = detail {
             self.out.extend_from_slice(b" (");
@@ -349,14 +353,25 @@ impl Writer<'_, '_> {
     /// with `string` a header key (always a string, invalid UTF-8 replaced).
     fn content(&mut self, f: &Field, data: &[u8], string: bool, offset: usize) {
         self.out.extend_from_slice(LEAF);
-        let text = if string {
+        // Printable ASCII, the usual content, is a string either way and
+        // takes `Debug`'s plain form: one check for both.
+        let printable = std::str::from_utf8(data)
+            .ok()
+            .filter(|s| json::is_printable_ascii(s) && (string || s.len() <= MAX_STR));
+        let text = if let Some(s) = printable {
+            Some(Cow::Borrowed(s))
+        } else if string {
             Some(String::from_utf8_lossy(data))
         } else {
             content_text(data).map(Cow::Borrowed)
         };
         match text {
             Some(s) => {
-                self.display_str(&s);
+                if printable.is_some() {
+                    json::debug_printable_into(self.out, &s);
+                } else {
+                    self.display_str(&s);
+                }
                 self.tail(f, offset, data.len());
                 json::str(self.out, &s);
             }
@@ -511,6 +526,16 @@ impl Writer<'_, '_> {
         json::str(self.out, &key);
         self.out.push(b'}');
         Some(())
+    }
+}
+
+/// Appends `v`, a digit without a call (lengths and most deltas are one).
+#[inline(always)]
+fn small(out: &mut Vec<u8>, v: u64) {
+    if v < 10 {
+        out.push(b'0' + v as u8);
+    } else {
+        json::u64(out, v);
     }
 }
 
