@@ -1,4 +1,4 @@
-//! RecordBatch v2 records written straight to JSON, without nodes
+//! RecordBatch v2 records (and headers) written straight to JSON, without nodes
 //! ([`DecodeOptions::records_json`](crate::kafka::decode::DecodeOptions::records_json)).
 //!
 //! Place in the data path: `batch::records` offers each record of a
@@ -9,7 +9,9 @@
 //! serde_json's order); consecutive ones become a single node whose
 //! [`Value::Json`] holds their objects, which `write_json` copies verbatim.
 //! A record that is not clean leaves the output and the cursor as they were,
-//! and the caller decodes it into nodes as it always does.
+//! and the caller decodes it into nodes as it always does. A batch's header
+//! fields are written the same way ([`batch_header`]), unless its
+//! recordsCount is negative.
 //!
 //! Invariants: the JSON equals the tree path's byte for byte (the tests
 //! compare both on every capture and on generated batches); fields are read
