@@ -230,8 +230,27 @@ fn fuzz_opts() -> DecodeOptions {
         max_decompressed: FUZZ_MAX_DECOMPRESSED,
         records: true,
         records_headers_only: false,
+        records_json: false,
         show_secrets: false,
     }
+}
+
+/// [`fuzz_opts`] with records written straight to JSON (`print -V --format jsonl`).
+fn records_json_opts() -> DecodeOptions {
+    DecodeOptions {
+        records_json: true,
+        ..fuzz_opts()
+    }
+}
+
+/// The tree decoded with `records_json` writes the same JSON as the tree
+/// decoded without it, and has the same error.
+fn check_records_json(d: &Decoded, fast: &Decoded) {
+    let (mut a, mut b) = (Vec::new(), Vec::new());
+    d.root.write_json(&mut a);
+    fast.root.write_json(&mut b);
+    assert!(a == b, "records_json writes other JSON");
+    assert_eq!(d.error, fast.error, "records_json finds another error");
 }
 
 /// Prepends a size prefix matching the rest when `fix` is set, else uses the input as is.
@@ -265,6 +284,7 @@ pub fn request_decode_scanned(data: &[u8]) -> usize {
     let msg = message_bytes(fix, c.rest());
     let d = decode_request(&msg, &fuzz_opts());
     check_decoded(&msg, &d);
+    check_records_json(&d, &decode_request(&msg, &records_json_opts()));
     let mut answered = 0;
     for opts in scan_opts() {
         let s = crate::kafka::decode::summarize_request(&msg, &opts);
@@ -343,6 +363,10 @@ pub fn response_decode_scanned(data: &[u8]) -> usize {
     let msg = message_bytes(fix, c.rest());
     let d = decode_response(&msg, key, version, &fuzz_opts());
     check_decoded(&msg, &d);
+    check_records_json(
+        &d,
+        &decode_response(&msg, key, version, &records_json_opts()),
+    );
     let mut answered = 0;
     for opts in scan_opts() {
         let s = crate::kafka::decode::summarize_response(&msg, key, version, &opts);
@@ -585,6 +609,28 @@ pub fn check_record_set(set: &[u8]) {
     let opts = fuzz_opts();
     let mut sources: Vec<ByteSource> = Vec::new();
     let rs = decode_record_set(set, 0, 0, &opts, &mut sources);
+    // With records written straight to JSON: the same JSON, the same facts.
+    let fast = decode_record_set(set, 0, 0, &records_json_opts(), &mut Vec::new());
+    let json = |nodes: &[Node]| {
+        let mut out = Vec::new();
+        for n in nodes {
+            n.write_json(&mut out);
+        }
+        out
+    };
+    assert!(
+        json(&rs.nodes) == json(&fast.nodes),
+        "records_json writes other JSON"
+    );
+    assert_eq!(
+        (&rs.summary, &rs.problem, rs.records, rs.crc_mismatches),
+        (
+            &fast.summary,
+            &fast.problem,
+            fast.records,
+            fast.crc_mismatches
+        )
+    );
     let mut root = Node::new(
         "records",
         "records",

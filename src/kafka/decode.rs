@@ -39,6 +39,12 @@ pub struct DecodeOptions {
     /// batches, so their byte sources and sizes are known) but not the records
     /// inside — what `stats` reads. Off by default.
     pub records_headers_only: bool,
+    /// With `records`: write the header fields and each clean record of a
+    /// RecordBatch v2 as JSON while decoding them (`Value::Json` nodes, each
+    /// standing for a header or a run of records) instead of as nodes. Only for output that is the tree's
+    /// `Node::write_json` and nothing else (`print -V --format jsonl`): the
+    /// JSON is the same, but nothing else can read those records. Off by default.
+    pub records_json: bool,
     /// Show SASL passwords, SCRAM proofs and tokens instead of redacting them.
     pub show_secrets: bool,
 }
@@ -49,6 +55,7 @@ impl Default for DecodeOptions {
             max_decompressed: 64 << 20,
             records: true,
             records_headers_only: false,
+            records_json: false,
             show_secrets: false,
         }
     }

@@ -65,6 +65,11 @@ pub enum Value {
     Uuid([u8; 16]),
     /// A description standing in for a value: `struct`, `1 element`, `empty`.
     Text(Text),
+    /// Stands for nodes written ahead as JSON: [`Node::write_json`] copies
+    /// these bytes in place of the node (one or more nodes' objects, comma
+    /// separated). Made only with `DecodeOptions::records_json`, for output
+    /// that is the tree's JSON and nothing else.
+    Json(Vec<u8>),
 }
 
 /// How many leading bytes a [`Value::Bytes`] keeps for display.
@@ -109,6 +114,7 @@ impl Value {
             }
             Value::Uuid(u) => s.write_str(&format_uuid(u)),
             Value::Text(t) => s.write_str(t),
+            Value::Json(j) => s.write_str(&String::from_utf8_lossy(j)),
         }
     }
 
@@ -125,7 +131,9 @@ impl Value {
             Value::Bool(v) => J::Bool(*v),
             Value::Str(v) => J::String(v.clone()),
             Value::Null => J::Null,
-            Value::Bytes { .. } | Value::Uuid(_) | Value::Text(_) => J::String(self.display()),
+            Value::Bytes { .. } | Value::Uuid(_) | Value::Text(_) | Value::Json(_) => {
+                J::String(self.display())
+            }
         }
     }
 }
@@ -776,6 +784,10 @@ impl Node {
     /// (keys sorted as its map keeps them), without building the value.
     pub fn write_json(&self, out: &mut Vec<u8>) {
         use json::{key, Key};
+        if let Value::Json(j) = &self.value {
+            out.extend_from_slice(j);
+            return;
+        }
         key(out, Key::Children);
         for (k, c) in self.children.iter().enumerate() {
             if k > 0 {
@@ -862,7 +874,7 @@ impl Value {
                 }
             }
             Value::Text(t) => json::escape_into(out, t),
-            Value::Float(_) | Value::Str(_) | Value::Uuid(_) => {
+            Value::Float(_) | Value::Str(_) | Value::Uuid(_) | Value::Json(_) => {
                 let _ = self.write_display(&mut json::Escaped(out));
             }
         }

@@ -101,7 +101,10 @@ pub fn run(opts: &PrintOptions) -> Result<u64, CliError> {
     cfg.decode.records = opts.verbose;
     cfg.decode.show_secrets = opts.show_secrets;
     cfg.decode.max_decompressed = opts.max_decompressed;
-    let decode_opts = cfg.decode.clone();
+    let mut decode_opts = cfg.decode.clone();
+    // The trees of `-V --format jsonl` are only written as JSON: their
+    // records are written so as they are decoded (`render_pool::decode`).
+    decode_opts.records_json = opts.verbose && matches!(opts.format, PrintFormat::Jsonl);
     if let Some(src) = file.take_if(|_| opts.verbose) {
         // Trees decoded and formatted on every core (see `render_pool`).
         let settings = crate::render_pool::Settings {

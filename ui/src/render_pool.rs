@@ -141,6 +141,7 @@ where
     };
     cfg.decode = DecodeOptions {
         records: false,
+        records_json: false,
         ..settings.decode.clone()
     };
     let mut analyzer = Analyzer::new(cfg);

@@ -8,6 +8,7 @@
 
 use super::compression::codec_name;
 use super::cursor::{content_value, iso8601_ms, Cur, Int};
+use super::json::{self, Run};
 use super::{plural, push_loc, push_plural, Ctx, Inflate};
 use crate::kafka::tree::{
     indexed_name, push_int, push_uint, Node, Role, SmallTexts, Value, MAX_RESERVED_CHILDREN,
@@ -275,7 +276,25 @@ pub(crate) fn decode_batch(ctx: &mut Ctx<'_>, mut c: Cur<'_>) -> (Node, u64) {
     };
     let mut kids = Vec::with_capacity(12 + room);
     let mut details: Vec<&str> = Vec::new();
-    let hdr = header(&mut c, Some(whole), &mut kids);
+    // With `records_json`, a clean header is one node of JSON (module `json`).
+    let fast = ctx
+        .opts
+        .records_json
+        .then(|| json::batch_header(&mut c, whole))
+        .flatten();
+    let hdr = match fast {
+        Some((node, h)) => {
+            kids.push(node);
+            let hdr = Hdr {
+                base_offset: h.base_offset,
+                attributes: h.attributes,
+                base_ts: h.base_ts,
+                count: h.count,
+            };
+            Some((hdr, h.crc_mismatch))
+        }
+        None => header(&mut c, Some(whole), &mut kids),
+    };
     let mut declared = 0;
     let value = match &hdr {
         None => Value::Text("malformed".into()),
@@ -289,7 +308,7 @@ pub(crate) fn decode_batch(ctx: &mut Ctx<'_>, mut c: Cur<'_>) -> (Node, u64) {
             if h.count >= 0 && ctx.opts.records {
                 if codec == 0 {
                     if !ctx.opts.records_headers_only {
-                        records(&mut c, h, &mut kids);
+                        records(&mut c, h, ctx.opts.records_json, &mut kids);
                     }
                 } else if compressed(ctx, &mut c, h, codec, &mut kids) {
                     details.push("decompressed size exceeds the limit");
@@ -362,7 +381,7 @@ fn compressed(
             if !ctx.opts.records_headers_only {
                 let mut rc = Cur::new(data, 0, id);
                 n.children = Vec::with_capacity(record_room(h.count, data.len()));
-                records(&mut rc, h, &mut n.children);
+                records(&mut rc, h, ctx.opts.records_json, &mut n.children);
             }
         }
         Inflate::TooLarge(limit) => {
@@ -403,12 +422,16 @@ fn record_room(count: i32, len: usize) -> usize {
 }
 
 /// Decodes `h.count` records from `c` into `kids`, stopping at the first
-/// record that does not fit.
-fn records(c: &mut Cur<'_>, h: &Hdr, kids: &mut Vec<Node>) {
+/// record that does not fit. With `json` (`DecodeOptions::records_json`),
+/// the clean records of a non-control batch are written as JSON, each run
+/// of them one node (module `json`); the others are nodes as without it.
+fn records(c: &mut Cur<'_>, h: &Hdr, json: bool, kids: &mut Vec<Node>) {
     let count = u64::try_from(h.count).unwrap_or(0);
+    let mut run = (json && !h.control()).then(|| Run::new(c.source));
     let mut i = 0u64;
     while i < count {
         if c.remaining() == 0 {
+            kids.extend(run.as_mut().and_then(Run::take));
             let mut e = Node::new(
                 "missing records",
                 "bytes",
@@ -424,6 +447,13 @@ fn records(c: &mut Cur<'_>, h: &Hdr, kids: &mut Vec<Node>) {
             kids.push(e);
             return;
         }
+        if let Some(run) = &mut run {
+            if run.record(c, i, h.base_offset, h.base_ts) {
+                i += 1;
+                continue;
+            }
+            kids.extend(run.take());
+        }
         let (n, go_on) = record(c, i, h);
         kids.push(n);
         i += 1;
@@ -431,6 +461,7 @@ fn records(c: &mut Cur<'_>, h: &Hdr, kids: &mut Vec<Node>) {
             return;
         }
     }
+    kids.extend(run.as_mut().and_then(Run::take));
     if c.remaining() > 0 {
         let e = c.fail(
             "trailing bytes",

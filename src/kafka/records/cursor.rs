@@ -176,25 +176,29 @@ impl<'a> Cur<'a> {
 /// How a key, value or header value is shown: a string when it is valid,
 /// printable UTF-8 of modest size, else bytes.
 pub(crate) fn content_value(b: &[u8]) -> Value {
-    const MAX_STR: usize = 4096;
-    if b.len() <= MAX_STR {
-        // Most contents are plain ASCII text: one pass that vectorizes, no
-        // per-character decoding.
-        if is_plain_ascii(b) {
-            if let Ok(s) = std::str::from_utf8(b) {
-                return Value::Str(s.to_owned());
-            }
-        }
-        if let Ok(s) = std::str::from_utf8(b) {
-            if !s
-                .chars()
-                .any(|c| c.is_control() && !matches!(c, '\t' | '\n' | '\r'))
-            {
-                return Value::Str(s.to_string());
-            }
-        }
+    match content_text(b) {
+        Some(s) => Value::Str(s.to_owned()),
+        None => Value::bytes(b),
     }
-    Value::bytes(b)
+}
+
+/// The most bytes [`content_value`] shows as a string.
+pub(crate) const MAX_STR: usize = 4096;
+
+/// The text [`content_value`] shows as a string, or `None` for bytes.
+pub(crate) fn content_text(b: &[u8]) -> Option<&str> {
+    if b.len() > MAX_STR {
+        return None;
+    }
+    // Most contents are plain ASCII text: one pass that vectorizes, no
+    // per-character decoding.
+    if is_plain_ascii(b) {
+        return std::str::from_utf8(b).ok();
+    }
+    std::str::from_utf8(b).ok().filter(|s| {
+        !s.chars()
+            .any(|c| c.is_control() && !matches!(c, '\t' | '\n' | '\r'))
+    })
 }
 
 /// True when every byte is printable ASCII (0x20..=0x7e), a tab, a line feed
@@ -211,6 +215,11 @@ fn is_plain_ascii(b: &[u8]) -> bool {
 /// Milliseconds since the epoch as an ISO-8601 UTC date, when it falls
 /// between 1970 and the year 9999 (anything else is not a wall-clock time).
 pub fn iso8601_ms(ms: i64) -> Option<String> {
+    iso8601_bytes(ms).and_then(|t| String::from_utf8(t.to_vec()).ok())
+}
+
+/// [`iso8601_ms`]'s text as bytes, without an allocation.
+pub(crate) fn iso8601_bytes(ms: i64) -> Option<[u8; 24]> {
     use std::cell::Cell;
     const MAX_MS: i64 = 253_402_300_800_000; // 10000-01-01T00:00:00Z
     /// `YYYY-MM-DDTHH:MM:SS.` of the last second this thread wrote: the
@@ -243,7 +252,7 @@ pub fn iso8601_ms(ms: i64) -> Option<String> {
         b'0' + (m % 10) as u8,
         b'Z',
     ]);
-    String::from_utf8(t.to_vec()).ok()
+    Some(t)
 }
 
 /// `YYYY-MM-DDTHH:MM:SS.` of a second since the epoch (0 ..= the last

@@ -33,6 +33,7 @@ mod batch;
 pub mod compression;
 mod cursor;
 pub(crate) mod declared;
+mod json;
 mod legacy;
 mod zstd_len;
 

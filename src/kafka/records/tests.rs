@@ -7,7 +7,7 @@ use super::*;
 use crate::kafka::tree::render_text;
 
 /// A record for the test encoder.
-#[derive(Clone, Default)]
+#[derive(Clone, Debug, Default)]
 pub(super) struct Rec {
     pub key: Option<Vec<u8>>,
     pub value: Option<Vec<u8>>,
@@ -71,7 +71,7 @@ pub(super) fn batch(
     b.push(2); // magic
     b.extend_from_slice(&0u32.to_be_bytes()); // crc, patched
     b.extend_from_slice(&attributes.to_be_bytes());
-    b.extend_from_slice(&(count - 1).to_be_bytes()); // lastOffsetDelta
+    b.extend_from_slice(&count.wrapping_sub(1).to_be_bytes()); // lastOffsetDelta
     b.extend_from_slice(&base_ts.to_be_bytes());
     b.extend_from_slice(&base_ts.to_be_bytes()); // maxTimestamp
     b.extend_from_slice(&(-1i64).to_be_bytes()); // producerId
@@ -587,6 +587,319 @@ fn every_prefix_of_decompressed_records_is_a_problem_in_that_source() {
             let r = container.child("Record[0]").unwrap();
             assert_eq!((r.source, r.offset, r.length), (1, 0, r0));
             assert!(r.first_error().is_none());
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// `DecodeOptions::records_json`: the records written straight to JSON are
+// the bytes `Node::write_json` writes for their nodes.
+
+/// What a record set decodes to, with its nodes' JSON in place of the nodes,
+/// and how many records were written as JSON (`Value::Json` nodes' objects).
+fn set_json(set: &[u8], records_json: bool) -> (Vec<u8>, String, String, usize) {
+    let opts = DecodeOptions {
+        max_decompressed: 1 << 20,
+        records_json,
+        ..DecodeOptions::default()
+    };
+    let mut sources = Vec::new();
+    let rs = decode_record_set(set, 7, 0, &opts, &mut sources);
+    let mut out = Vec::new();
+    let mut fast = 0;
+    for n in &rs.nodes {
+        n.write_json(&mut out);
+        out.push(b'\n');
+        n.walk(&mut |n, _| {
+            if let Value::Json(j) = &n.value {
+                // A batch header's thirteen fields, or records.
+                match n.role {
+                    Role::RecordBatch => assert_eq!(json_objects(j), 13),
+                    _ => fast += json_objects(j),
+                }
+            }
+        });
+    }
+    let facts = format!(
+        "{:?} {} {} {} {:?}",
+        rs.problem,
+        rs.batches,
+        rs.records,
+        rs.crc_mismatches,
+        sources
+            .iter()
+            .map(|s| (&s.name, s.len, s.parent_offset))
+            .collect::<Vec<_>>()
+    );
+    (out, rs.summary, facts, fast)
+}
+
+/// How many top-level objects a `Value::Json` holds.
+fn json_objects(j: &[u8]) -> usize {
+    let text = format!("[{}]", String::from_utf8_lossy(j));
+    match serde_json::from_str::<serde_json::Value>(&text) {
+        Ok(serde_json::Value::Array(a)) => a.len(),
+        other => panic!("not JSON objects: {other:?}"),
+    }
+}
+
+/// Asserts that `set` writes the same JSON (and decodes to the same facts)
+/// with and without `records_json`; returns the records written as JSON.
+fn same_json(set: &[u8]) -> usize {
+    let (want, summary, facts, none) = set_json(set, false);
+    assert_eq!(none, 0);
+    let (got, summary2, facts2, fast) = set_json(set, true);
+    if want != got {
+        let at = want.iter().zip(&got).take_while(|(a, b)| a == b).count();
+        let show = |b: &[u8]| {
+            String::from_utf8_lossy(&b[at.saturating_sub(150)..(at + 80).min(b.len())]).into_owned()
+        };
+        panic!(
+            "JSON differs at byte {at}:\ntree: {}\nfast: {}",
+            show(&want),
+            show(&got)
+        );
+    }
+    assert_eq!((summary, facts), (summary2, facts2));
+    fast
+}
+
+/// Records whose contents take every display path: strings that need
+/// escapes in JSON or in `Debug`, non-UTF-8 and control bytes, previews
+/// cut at 16 bytes, text too long to show, nulls, empties, many headers.
+fn tricky_recs() -> Vec<Rec> {
+    let text = |s: &str| Some(s.as_bytes().to_vec());
+    vec![
+        Rec {
+            key: text("k\"\\q"),
+            value: text("{\"a\":\"b\\\\c\"}\t\r\n"),
+            headers: vec![
+                (b"\xff\xfeh\"".to_vec(), text("é✓ \u{85}")),
+                (b"".to_vec(), Some(Vec::new())),
+                (b"tab\there".to_vec(), None),
+            ],
+            ts_delta: 1234,
+            off_delta: 0,
+        },
+        Rec {
+            key: Some(vec![0, 1, 2, 0x1b, b'"', 0x7f, 0x80, 0xff]),
+            value: Some((0u8..40).collect()),
+            headers: vec![(b"\x01\x1f".to_vec(), Some(vec![b'a'; 16]))],
+            ts_delta: -1_700_000_000_001,
+            off_delta: -5,
+        },
+        Rec {
+            key: Some(vec![b'x'; 4096]),
+            value: Some(vec![b'y'; 4097]),
+            headers: (0..40).map(|i| (vec![b'h', i], None)).collect(),
+            ts_delta: i64::from(i32::MAX),
+            off_delta: i64::from(i32::MIN),
+        },
+        Rec {
+            key: text("\u{200d}zwj \u{301}accent \u{feff}"),
+            value: text("a\u{7f}b"),
+            ts_delta: i64::MAX,
+            off_delta: 1,
+            ..Rec::default()
+        },
+        Rec::default(),
+    ]
+}
+
+#[test]
+fn records_json_is_the_trees_json() {
+    let recs = tricky_recs();
+    let payload: Vec<u8> = recs.iter().flat_map(record).collect();
+    let n = recs.len() as i32;
+    // Every record of a clean batch is written as JSON, whatever its
+    // contents, in the message's source and in a decompressed one.
+    for base_ts in [1_700_000_000_000, 0, -1, i64::MAX, 253_402_300_799_000] {
+        let b = batch(i64::MAX - 2, 0, n, base_ts, &payload);
+        assert_eq!(same_json(&b), recs.len());
+    }
+    for codec in 1..=4 {
+        let b = batch(42, codec, n, 1_700_000_000_000, &compress(codec, &payload));
+        assert_eq!(same_json(&b), recs.len(), "codec {codec}");
+    }
+    // Two batches, the second in a set that ends cut short.
+    let two = [plain_batch(0), plain_batch(3)].concat();
+    assert_eq!(same_json(&two), 6);
+    assert_eq!(same_json(&two[..two.len() - 5]), 3);
+}
+
+#[test]
+fn records_json_leaves_what_is_not_clean_to_the_tree() {
+    let recs = tricky_recs();
+    let rec: Vec<Vec<u8>> = recs.iter().map(record).collect();
+    let n = recs.len() as i32;
+    // A record with an unclaimed byte between clean ones: a run, the tree's
+    // record, a second run.
+    let mut bad = rec[1].clone();
+    bad[0] += 2; // one more byte in the length (a varint of a small length)
+    bad.push(0);
+    let payload = [rec[0].clone(), bad, rec[2].clone(), rec[3].clone()].concat();
+    let b = batch(0, 0, 4, 1_700_000_000_000, &payload);
+    assert_eq!(same_json(&b), 3);
+    // Too many records declared, too few, trailing bytes, a negative count.
+    let payload: Vec<u8> = rec.concat();
+    assert_eq!(same_json(&batch(0, 0, n + 2, 5, &payload)), recs.len());
+    assert_eq!(same_json(&batch(0, 0, n - 1, 5, &payload)), recs.len() - 1);
+    same_json(&batch(0, 0, -1, 5, &payload));
+    // A control batch is decoded as nodes.
+    let marker = Rec {
+        key: Some(vec![0, 0, 0, 1]),
+        value: Some(vec![0, 0, 0, 0, 0, 7]),
+        ..Rec::default()
+    };
+    assert_eq!(same_json(&batch(0, 0x30, 1, 5, &record(&marker))), 0);
+    // Every prefix of the records, and every byte changed (without the
+    // long record, for time).
+    let payload = [&rec[..2], &rec[3..]].concat().concat();
+    let b = batch(0, 0, n - 1, 1_700_000_000_000, &payload);
+    for cut in 61..b.len() {
+        let mut c = b[..cut].to_vec();
+        fix(&mut c);
+        same_json(&c);
+    }
+    for at in 61..b.len() {
+        for x in [0x01, 0x80, 0xff] {
+            let mut c = b.clone();
+            c[at] ^= x;
+            same_json(&c);
+        }
+    }
+}
+
+/// `payload` compressed with Kafka's codec `codec` (1 gzip .. 4 zstd).
+fn compress(codec: i16, payload: &[u8]) -> Vec<u8> {
+    use std::io::Write;
+    match codec {
+        1 => {
+            let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+            e.write_all(payload).unwrap();
+            e.finish().unwrap()
+        }
+        2 => snap::raw::Encoder::new().compress_vec(payload).unwrap(),
+        3 => {
+            let mut e = lz4_flex::frame::FrameEncoder::new(Vec::new());
+            e.write_all(payload).unwrap();
+            e.finish().unwrap()
+        }
+        4 => zstd::encode_all(payload, 1).unwrap(),
+        _ => payload.to_vec(),
+    }
+}
+
+#[test]
+fn records_json_on_every_capture_is_the_trees_json() {
+    use crate::test_captures;
+    let json = DecodeOptions {
+        records_json: true,
+        ..DecodeOptions::default()
+    };
+    let tree = DecodeOptions::default();
+    let (mut messages, mut fast, mut headers) = (0, 0, 0);
+    for p in test_captures::all() {
+        for m in test_captures::messages(&p, test_captures::full_trees()) {
+            let want = crate::model::redecode(&m.info, &m.raw, &tree);
+            let got = crate::model::redecode(&m.info, &m.raw, &json);
+            let (mut a, mut b) = (Vec::new(), Vec::new());
+            want.root.write_json(&mut a);
+            got.root.write_json(&mut b);
+            assert!(
+                a == b,
+                "{}: message {} writes other JSON",
+                p.display(),
+                m.info.index
+            );
+            assert_eq!(want.error, got.error);
+            messages += 1;
+            got.root.walk(&mut |n, _| match &n.value {
+                Value::Json(j) if n.role == Role::Record => fast += json_objects(j),
+                Value::Json(_) => headers += 1,
+                _ => {}
+            });
+        }
+    }
+    // The shipped captures hold produced and fetched records.
+    assert!(
+        messages > 0 && fast > 0,
+        "{messages} messages, {fast} records"
+    );
+}
+
+mod json_props {
+    use super::*;
+    use proptest::collection::vec;
+    use proptest::prelude::*;
+
+    fn content() -> impl Strategy<Value = Vec<u8>> {
+        prop_oneof![
+            "[a-z\"\\\\ \t\n\r\u{0}\u{1b}\u{7f}é✓\u{85}\u{200d}\u{301}{}:]{0,24}"
+                .prop_map(String::into_bytes),
+            vec(any::<u8>(), 0..24),
+            (0usize..4).prop_map(|k| vec![b'"'; [16, 17, 4096, 4097][k]]),
+        ]
+    }
+
+    fn rec() -> impl Strategy<Value = Rec> {
+        let delta = prop_oneof![-3i64..3, any::<i32>().prop_map(i64::from), any::<i64>()];
+        (
+            proptest::option::of(content()),
+            proptest::option::of(content()),
+            vec((content(), proptest::option::of(content())), 0..3),
+            delta.clone(),
+            delta,
+        )
+            .prop_map(|(key, value, headers, ts_delta, off_delta)| Rec {
+                key,
+                value,
+                headers,
+                ts_delta,
+                off_delta,
+            })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(300))]
+
+        /// Generated batches, whole or damaged, write the same JSON with
+        /// `records_json` as without.
+        #[test]
+        fn records_json_matches_the_tree(
+            recs in vec(rec(), 0..5),
+            codec in 0i16..5,
+            flags in prop_oneof![Just(0i16), Just(0x08), Just(0x10), Just(0x20), Just(0x30)],
+            count_off in prop_oneof![Just(0i32), -2i32..3, Just(i32::MIN)],
+            base_offset in prop_oneof![0i64..1000, any::<i64>()],
+            base_ts in prop_oneof![Just(-1i64), Just(1_700_000_000_000), any::<i64>()],
+            damage in vec((any::<prop::sample::Index>(), 1u8..), 0..3),
+            payload_damage in vec((any::<prop::sample::Index>(), 1u8..), 0..2),
+            cut in proptest::option::of(any::<prop::sample::Index>()),
+            refix in any::<bool>(),
+        ) {
+            let mut payload: Vec<u8> = recs.iter().flat_map(record).collect();
+            for (at, x) in &payload_damage {
+                if !payload.is_empty() {
+                    let i = at.index(payload.len());
+                    payload[i] ^= x;
+                }
+            }
+            let count = (recs.len() as i32).wrapping_add(count_off);
+            let mut b = batch(base_offset, codec | flags, count, base_ts, &compress(codec, &payload));
+            // Anywhere: header fields (batchLength, magic, attributes,
+            // counts, timestamps) as well as records.
+            for (at, x) in &damage {
+                let i = at.index(b.len());
+                b[i] ^= x;
+            }
+            if let Some(cut) = cut {
+                b.truncate(61 + cut.index(b.len() - 60));
+            }
+            if refix {
+                fix(&mut b);
+            }
+            same_json(&b);
         }
     }
 }

@@ -1,0 +1,564 @@
+//! RecordBatch v2 records (and headers) written straight to JSON, without nodes
+//! ([`DecodeOptions::records_json`](crate::kafka::decode::DecodeOptions::records_json)).
+//!
+//! Place in the data path: `batch::records` offers each record of a
+//! non-control batch to a [`Run`] first. A record that decodes cleanly — its
+//! length fits, every field reads, no byte is left unclaimed — is written as
+//! the bytes [`Node::write_json`] writes for the `Record[i]` node the tree
+//! path makes of it (its children, display and value texts, spans, keys in
+//! serde_json's order); consecutive ones become a single node whose
+//! [`Value::Json`] holds their objects, which `write_json` copies verbatim.
+//! A record that is not clean leaves the output and the cursor as they were,
+//! and the caller decodes it into nodes as it always does. A batch's header
+//! fields are written the same way ([`batch_header`]), unless its
+//! recordsCount is negative.
+//!
+//! Invariants: the JSON equals the tree path's byte for byte (the tests
+//! compare both on every capture and on generated batches); fields are read
+//! with the same [`Reader`] calls as the tree path's, so the same bytes are
+//! accepted; nothing is sized from a wire length (the buffer grows with the
+//! bytes written, which follow the bytes read).
+
+use std::borrow::Cow;
+use std::fmt::Write as _;
+
+use super::cursor::{content_text, iso8601_bytes, Cur, MAX_STR};
+use crate::kafka::tree::{json, Node, Role, Value};
+use crate::kafka::wire::Reader;
+
+/// A childless node's JSON up to its display text.
+const LEAF: &[u8] = b"{\"children\":[],\"display\":\"";
+/// After a display text, before the length.
+const LENGTH: &[u8] = b"\",\"length\":";
+
+/// A short constant text, padded for a fixed-size copy (no call to
+/// `memcpy` per piece) cut back to its length.
+struct Pad {
+    text: [u8; 48],
+    len: usize,
+}
+
+impl Pad {
+    /// `s` (at most 48 bytes; longer text is cut).
+    // `i` is below both lengths; a const fn cannot call `get`.
+    #[allow(clippy::indexing_slicing)]
+    const fn new(s: &[u8]) -> Pad {
+        let mut text = [0u8; 48];
+        let mut i = 0;
+        while i < s.len() && i < 48 {
+            text[i] = s[i];
+            i += 1;
+        }
+        Pad { text, len: i }
+    }
+
+    /// Appends the text.
+    #[inline(always)]
+    fn put(&self, out: &mut Vec<u8>) {
+        let at = out.len();
+        out.extend_from_slice(&self.text);
+        out.truncate(at + self.len);
+    }
+}
+
+/// A field's name and type as its node's JSON spells them: the text between
+/// the length and the offset, and between the offset (and source) and the value.
+struct Field {
+    name: Pad,
+    ty: Pad,
+}
+
+macro_rules! field {
+    ($name:literal, $ty:literal) => {
+        Field {
+            name: Pad::new(concat!(",\"name\":\"", $name, "\",\"offset\":").as_bytes()),
+            ty: Pad::new(concat!(",\"type\":\"", $ty, "\",\"value\":").as_bytes()),
+        }
+    };
+}
+
+const LENGTH_F: Field = field!("length", "varint");
+const ATTRIBUTES: Field = field!("attributes", "int8");
+const TIMESTAMP_DELTA: Field = field!("timestampDelta", "varlong");
+const OFFSET_DELTA: Field = field!("offsetDelta", "varint");
+const KEY_LENGTH: Field = field!("keyLength", "varint");
+const KEY: Field = field!("key", "bytes");
+const VALUE_LENGTH: Field = field!("valueLength", "varint");
+const VALUE: Field = field!("value", "bytes");
+const HEADERS_COUNT: Field = field!("headersCount", "varint");
+const HEADER_KEY_LENGTH: Field = field!("headerKeyLength", "varint");
+const HEADER_KEY: Field = field!("headerKey", "string");
+const HEADER_VALUE_LENGTH: Field = field!("headerValueLength", "varint");
+const HEADER_VALUE: Field = field!("headerValue", "bytes");
+
+/// The RecordBatch header's fields, in wire order, with their widths.
+const BATCH_FIELDS: [(Field, usize); 13] = [
+    (field!("baseOffset", "int64"), 8),
+    (field!("batchLength", "int32"), 4),
+    (field!("partitionLeaderEpoch", "int32"), 4),
+    (field!("magic", "int8"), 1),
+    (field!("crc", "uint32"), 4),
+    (field!("attributes", "int16"), 2),
+    (field!("lastOffsetDelta", "int32"), 4),
+    (field!("baseTimestamp", "int64"), 8),
+    (field!("maxTimestamp", "int64"), 8),
+    (field!("producerId", "int64"), 8),
+    (field!("producerEpoch", "int16"), 2),
+    (field!("baseSequence", "int32"), 4),
+    (field!("recordsCount", "int32"), 4),
+];
+
+/// What the records of a batch need from its header (see `batch::Hdr`).
+pub(super) struct BatchHeader {
+    pub(super) base_offset: i64,
+    pub(super) attributes: i16,
+    pub(super) base_ts: i64,
+    pub(super) count: i32,
+    /// The CRC-32C does not match the bytes.
+    pub(super) crc_mismatch: bool,
+}
+
+/// The 61-byte header of the complete batch `whole` (at `c`, which moves
+/// past it) as one node holding its thirteen fields' JSON, as `batch::header`
+/// would make them; `None` (and `c` as it was) when the header is not whole
+/// or its recordsCount is negative (an error the tree path shows).
+pub(super) fn batch_header(c: &mut Cur<'_>, whole: &[u8]) -> Option<(Node, BatchHeader)> {
+    if c.pos() != 0 {
+        return None;
+    }
+    let hdr = whole.get(..super::BATCH_HEADER_LEN)?;
+    let mut v = [0i64; 13];
+    let mut at = 0;
+    for (k, (_, width)) in BATCH_FIELDS.iter().enumerate() {
+        let b = hdr.get(at..at + width)?;
+        let mut word = [0u8; 8];
+        word.get_mut(8 - width..)?.copy_from_slice(b);
+        let u = u64::from_be_bytes(word);
+        // Sign-extend all but the uint32 crc.
+        let shift = 64 - 8 * *width as u32;
+        *v.get_mut(k)? = if k == 4 {
+            u as i64
+        } else {
+            ((u << shift) as i64) >> shift
+        };
+        at += width;
+    }
+    let [_, _, _, _, stored, attributes, _, base_ts, max_ts, _, _, _, count] = v;
+    if count < 0 {
+        return None;
+    }
+    let calc = whole.get(21..).map(crc32c::crc32c)?;
+    let crc_mismatch = u64::from(calc) != stored as u64;
+    let mut out = Vec::with_capacity(2048);
+    let src = source_text(c.source);
+    let mut w = Writer {
+        out: &mut out,
+        src: &src,
+    };
+    let base = c.abs();
+    let mut at = 0;
+    for (k, (f, width)) in BATCH_FIELDS.iter().enumerate() {
+        if k > 0 {
+            w.out.push(b',');
+        }
+        let x = v.get(k).copied().unwrap_or(0);
+        match k {
+            4 if !crc_mismatch => {
+                const VALID: &[u8] = b"crc32c of the bytes that follow";
+                w.out.extend_from_slice(LEAF);
+                w.out.extend_from_slice(VALID);
+                w.tail(f, base + at, *width);
+                w.out.push(b'"');
+                w.out.extend_from_slice(VALID);
+                w.out.extend_from_slice(b"\"}");
+            }
+            4 => {
+                let d = format!("0x{stored:08x}, CRC MISMATCH: expected 0x{calc:08x}");
+                w.int(f, x, Some(d.as_bytes()), base + at, *width);
+            }
+            5 if attributes != 0 => {
+                let d = super::batch::attributes_detail(attributes as i16);
+                w.int(f, x, Some(d.as_bytes()), base + at, *width);
+            }
+            7 | 8 => {
+                let time = iso8601_bytes(if k == 7 { base_ts } else { max_ts });
+                w.int(f, x, time.as_ref().map(|t| t.as_slice()), base + at, *width);
+            }
+            _ => w.int(f, x, None, base + at, *width),
+        }
+        at += width;
+    }
+    c.r.take(super::BATCH_HEADER_LEN).ok()?;
+    let mut node = Node::new(
+        "RecordBatch header (JSON)",
+        "json",
+        Value::Json(out),
+        base,
+        super::BATCH_HEADER_LEN,
+        Role::RecordBatch,
+    );
+    node.source = c.source;
+    let h = BatchHeader {
+        base_offset: v.first().copied().unwrap_or(0),
+        attributes: attributes as i16,
+        base_ts,
+        count: count as i32,
+        crc_mismatch,
+    };
+    Some((node, h))
+}
+
+/// Records written as JSON since the last [`Run::take`]: they become one node.
+pub(super) struct Run {
+    /// `,"source":N` for a source other than the message, else empty.
+    src: Pad,
+    source: u16,
+    buf: Vec<u8>,
+    /// The span of the records written, in the source.
+    start: usize,
+    end: usize,
+}
+
+/// Most bytes a run reserves ahead (it grows past this as it is written).
+const MAX_RESERVE: usize = 1 << 20;
+
+impl Run {
+    /// A run for records in byte source `source`.
+    pub(super) fn new(source: u16) -> Run {
+        Run {
+            src: source_text(source),
+            source,
+            buf: Vec::new(),
+            start: 0,
+            end: 0,
+        }
+    }
+
+    /// Writes the record at `c` (element `i` of a batch with these base
+    /// offset and timestamp) when it decodes cleanly, and moves `c` past it;
+    /// otherwise returns false with `c` and the run as they were.
+    pub(super) fn record(
+        &mut self,
+        c: &mut Cur<'_>,
+        i: u64,
+        base_offset: i64,
+        base_ts: i64,
+    ) -> bool {
+        let mark = self.buf.len();
+        if mark == 0 {
+            // About what the records in the bytes that remain take as JSON
+            // (7 to 8 times their bytes in the benchmark corpus).
+            let est = c.remaining().saturating_mul(8).saturating_add(2048);
+            self.buf.reserve(est.clamp(4096, MAX_RESERVE));
+        } else {
+            self.buf.push(b',');
+        }
+        let mut w = Writer {
+            out: &mut self.buf,
+            src: &self.src,
+        };
+        let mut r = c.r.clone();
+        match w.record(&mut r, c.base, i, base_offset, base_ts) {
+            Some(()) => {
+                if mark == 0 {
+                    self.start = c.abs();
+                }
+                c.r = r;
+                self.end = c.abs();
+                true
+            }
+            None => {
+                self.buf.truncate(mark);
+                false
+            }
+        }
+    }
+
+    /// The node standing for the records written since the last call, if any.
+    pub(super) fn take(&mut self) -> Option<Node> {
+        if self.buf.is_empty() {
+            return None;
+        }
+        let buf = std::mem::take(&mut self.buf);
+        let mut n = Node::new(
+            "records (JSON)",
+            "json",
+            Value::Json(buf),
+            self.start,
+            self.end - self.start,
+            Role::Record,
+        );
+        n.source = self.source;
+        Some(n)
+    }
+}
+
+/// `,"source":N` for a source other than the message, else nothing.
+fn source_text(source: u16) -> Pad {
+    let mut t = Vec::with_capacity(16);
+    if source != 0 {
+        t.extend_from_slice(b",\"source\":");
+        json::u64(&mut t, source.into());
+    }
+    Pad::new(&t)
+}
+
+/// Writes nodes' JSON into `out`.
+struct Writer<'o, 's> {
+    out: &'o mut Vec<u8>,
+    src: &'s Pad,
+}
+
+impl Writer<'_, '_> {
+    /// The tail of a node after its display text: length, name, offset,
+    /// source, type, up to the value.
+    #[inline(always)]
+    fn tail(&mut self, f: &Field, offset: usize, length: usize) {
+        self.out.extend_from_slice(LENGTH);
+        small(self.out, length as u64);
+        f.name.put(self.out);
+        json::u64(self.out, offset as u64);
+        self.src.put(self.out);
+        f.ty.put(self.out);
+    }
+
+    /// An integer field: `v`, with `detail` (text that needs no escape) after
+    /// it in the display.
+    #[inline(always)]
+    fn int(&mut self, f: &Field, v: i64, detail: Option<&[u8]>, offset: usize, length: usize) {
+        self.out.extend_from_slice(LEAF);
+        let at = self.out.len();
+        if v >= 0 {
+            small(self.out, v as u64);
+        } else {
+            json::i64(self.out, v);
+        }
+        let end = self.out.len();
+        if let Some(d) = detail {
+            self.out.extend_from_slice(b" (");
+            self.out.extend_from_slice(d);
+            self.out.push(b')');
+        }
+        self.tail(f, offset, length);
+        self.out.extend_from_within(at..end);
+        self.out.push(b'}');
+    }
+
+    /// A string value's display text, escaped (as `Value::Str`'s).
+    fn display_str(&mut self, s: &str) {
+        if json::is_printable_ascii(s) {
+            json::debug_printable_into(self.out, s);
+        } else {
+            let _ = write!(json::Escaped(self.out), "{s:?}");
+        }
+    }
+
+    /// A key, value or header value (shown as `content_value` shows it), or
+    /// with `string` a header key (always a string, invalid UTF-8 replaced).
+    fn content(&mut self, f: &Field, data: &[u8], string: bool, offset: usize) {
+        self.out.extend_from_slice(LEAF);
+        // Printable ASCII, the usual content, is a string either way and
+        // takes `Debug`'s plain form: one check for both.
+        let printable = std::str::from_utf8(data)
+            .ok()
+            .filter(|s| json::is_printable_ascii(s) && (string || s.len() <= MAX_STR));
+        let text = if let Some(s) = printable {
+            Some(Cow::Borrowed(s))
+        } else if string {
+            Some(String::from_utf8_lossy(data))
+        } else {
+            content_text(data).map(Cow::Borrowed)
+        };
+        match text {
+            Some(s) => {
+                if printable.is_some() {
+                    json::debug_printable_into(self.out, &s);
+                } else {
+                    self.display_str(&s);
+                }
+                self.tail(f, offset, data.len());
+                json::str(self.out, &s);
+            }
+            None => {
+                let at = self.out.len();
+                bytes_display(self.out, data);
+                let end = self.out.len();
+                self.tail(f, offset, data.len());
+                self.out.push(b'"');
+                self.out.extend_from_within(at..end);
+                self.out.push(b'"');
+            }
+        }
+        self.out.push(b'}');
+    }
+
+    /// A varint length and the content it announces (`-1` is a null when
+    /// `nullable`); `None` when the tree path would show an error. Returns
+    /// the content (`None` for a null).
+    fn sized<'a>(
+        &mut self,
+        b: &mut Reader<'a>,
+        at: usize,
+        fields: (&Field, &Field),
+        nullable: bool,
+        string: bool,
+    ) -> Option<Option<&'a [u8]>> {
+        let start = b.pos();
+        let len = i64::from(b.varint().ok()?);
+        let len_end = b.pos();
+        if len == -1 && nullable {
+            self.int(fields.0, len, Some(b"null"), at + start, len_end - start);
+            return Some(None);
+        }
+        let n = usize::try_from(len).ok()?;
+        let data = b.take(n).ok()?;
+        self.int(fields.0, len, None, at + start, len_end - start);
+        self.out.push(b',');
+        self.content(fields.1, data, string, at + len_end);
+        Some(Some(data))
+    }
+
+    /// One record at `r` (which moves past it), whose slice starts at `base`
+    /// in its source.
+    fn record(
+        &mut self,
+        r: &mut Reader<'_>,
+        base: usize,
+        i: u64,
+        base_offset: i64,
+        base_ts: i64,
+    ) -> Option<()> {
+        let start = r.pos();
+        let len = i64::from(r.varint().ok()?);
+        let len_end = r.pos();
+        let l = usize::try_from(len).ok()?;
+        let mut b = Reader::new(r.take(l).ok()?);
+        let at = base + len_end;
+        self.out.extend_from_slice(b"{\"children\":[");
+        self.int(&LENGTH_F, len, None, base + start, len_end - start);
+        self.out.push(b',');
+        let attributes = b.i8().ok()?;
+        self.int(&ATTRIBUTES, attributes.into(), None, at, 1);
+        self.out.push(b',');
+        let p = b.pos();
+        let tsd = b.varlong().ok()?;
+        let ts = if base_ts >= 0 {
+            base_ts.checked_add(tsd).unwrap_or(-1)
+        } else {
+            -1
+        };
+        let time = iso8601_bytes(ts);
+        self.int(
+            &TIMESTAMP_DELTA,
+            tsd,
+            time.as_ref().map(|t| t.as_slice()),
+            at + p,
+            b.pos() - p,
+        );
+        self.out.push(b',');
+        let p = b.pos();
+        let od = i64::from(b.varint().ok()?);
+        // `offset N` is the offsetDelta's detail and the record's value:
+        // written once here, copied from here for the record.
+        self.out.extend_from_slice(LEAF);
+        let v = self.out.len();
+        json::i64(self.out, od);
+        let v_end = self.out.len();
+        self.out.extend_from_slice(b" (");
+        let summary = self.out.len();
+        self.out.extend_from_slice(b"offset ");
+        json::i64(self.out, base_offset.wrapping_add(od));
+        let summary = summary..self.out.len();
+        self.out.push(b')');
+        self.tail(&OFFSET_DELTA, at + p, b.pos() - p);
+        self.out.extend_from_within(v..v_end);
+        self.out.extend_from_slice(b"},");
+        self.sized(&mut b, at, (&KEY_LENGTH, &KEY), true, false)?;
+        self.out.push(b',');
+        self.sized(&mut b, at, (&VALUE_LENGTH, &VALUE), true, false)?;
+        self.out.push(b',');
+        let p = b.pos();
+        let count = b.varint().ok()?;
+        if count < 0 {
+            return None;
+        }
+        self.int(&HEADERS_COUNT, count.into(), None, at + p, b.pos() - p);
+        for j in 0..count {
+            self.out.push(b',');
+            self.header(&mut b, at, j)?;
+        }
+        if b.remaining() > 0 {
+            return None;
+        }
+        self.out.extend_from_slice(b"],\"display\":\"");
+        self.out.extend_from_within(summary.clone());
+        self.out.extend_from_slice(LENGTH);
+        json::u64(self.out, (len_end - start + l) as u64);
+        self.out.extend_from_slice(b",\"name\":\"Record[");
+        json::u64(self.out, i);
+        self.out.extend_from_slice(b"]\",\"offset\":");
+        json::u64(self.out, (base + start) as u64);
+        self.src.put(self.out);
+        self.out
+            .extend_from_slice(b",\"type\":\"Record\",\"value\":\"");
+        self.out.extend_from_within(summary);
+        self.out.extend_from_slice(b"\"}");
+        Some(())
+    }
+
+    /// Header `j` at `b`, whose slice starts at `at` in its source.
+    fn header(&mut self, b: &mut Reader<'_>, at: usize, j: i32) -> Option<()> {
+        let start = b.pos();
+        self.out.extend_from_slice(b"{\"children\":[");
+        let key = self
+            .sized(b, at, (&HEADER_KEY_LENGTH, &HEADER_KEY), false, true)?
+            .unwrap_or(&[]);
+        self.out.push(b',');
+        self.sized(b, at, (&HEADER_VALUE_LENGTH, &HEADER_VALUE), true, false)?;
+        let key = String::from_utf8_lossy(key);
+        self.out.extend_from_slice(b"],\"display\":\"");
+        self.display_str(&key);
+        self.out.extend_from_slice(LENGTH);
+        json::u64(self.out, (b.pos() - start) as u64);
+        self.out.extend_from_slice(b",\"name\":\"Header[");
+        json::u64(self.out, j as u64);
+        self.out.extend_from_slice(b"]\",\"offset\":");
+        json::u64(self.out, (at + start) as u64);
+        self.src.put(self.out);
+        self.out
+            .extend_from_slice(b",\"type\":\"Header\",\"value\":");
+        json::str(self.out, &key);
+        self.out.push(b'}');
+        Some(())
+    }
+}
+
+/// Appends `v`, a digit without a call (lengths and most deltas are one).
+#[inline(always)]
+fn small(out: &mut Vec<u8>, v: u64) {
+    if v < 10 {
+        out.push(b'0' + v as u8);
+    } else {
+        json::u64(out, v);
+    }
+}
+
+/// A bytes value's display (`Value::Bytes`): the first bytes in hex, `…`
+/// when there are more, `(empty)` for none.
+fn bytes_display(out: &mut Vec<u8>, data: &[u8]) {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    if data.is_empty() {
+        out.extend_from_slice(b"(empty)");
+        return;
+    }
+    let head = data
+        .get(..crate::kafka::tree::BYTES_PREVIEW)
+        .unwrap_or(data);
+    for &b in head {
+        let hex = |n: u8| HEX.get(usize::from(n)).copied().unwrap_or(b'0');
+        out.extend_from_slice(&[hex(b >> 4), hex(b & 0xf)]);
+    }
+    if data.len() > head.len() {
+        out.extend_from_slice("…".as_bytes());
+    }
+}
