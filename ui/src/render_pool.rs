@@ -70,6 +70,9 @@ pub const QUEUED_CHUNKS: usize = 2;
 /// Formatted bytes a render thread gathers before handing them to the writer.
 pub const SEGMENT_BYTES: usize = 256 * 1024;
 
+/// Most room a render thread makes ahead for one message's JSON.
+const JSON_RESERVE: usize = 64 << 20;
+
 /// Bytes of formatted output waiting for the writer, per render thread
 /// (one larger buffer may wait alone): about two chunks' output, so a render
 /// thread can finish a chunk while the writer still writes the one before it.
@@ -669,6 +672,24 @@ fn worker(
                     malformed += u64::from(decode(&mut m, opts, stamps));
                     let sent = match render.format {
                         PrintFormat::Jsonl => {
+                            // A tree's JSON is 5 to 20 times its message's
+                            // bytes: room made once, in an empty buffer (the
+                            // full one handed over first), not by doubling,
+                            // which copies all written so far each time.
+                            let want = match m.decoded {
+                                Some(_) => m.raw.bytes.len().saturating_mul(16).min(JSON_RESERVE),
+                                None => 0,
+                            };
+                            if buf.capacity() - buf.len() < want {
+                                if !buf.is_empty() && !to.flush(&mut buf) {
+                                    return;
+                                }
+                                // A new allocation: growing the empty one
+                                // would copy its old capacity.
+                                if buf.capacity() < want {
+                                    buf = Vec::with_capacity(want);
+                                }
+                            }
                             render.message(&mut buf, &m);
                             true
                         }

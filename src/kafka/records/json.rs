@@ -151,9 +151,11 @@ pub(super) fn batch_header(c: &mut Cur<'_>, whole: &[u8]) -> Option<(Node, Batch
     let crc_mismatch = u64::from(calc) != stored as u64;
     let mut out = Vec::with_capacity(2048);
     let src = source_text(c.source);
+    let mut value = Vec::new();
     let mut w = Writer {
         out: &mut out,
         src: &src,
+        value: &mut value,
     };
     let base = c.abs();
     let mut at = 0;
@@ -214,6 +216,9 @@ pub(super) struct Run {
     src: Pad,
     source: u16,
     buf: Vec<u8>,
+    /// A content's JSON string while its display is written first (see
+    /// `Writer::content`), reused from record to record.
+    value: Vec<u8>,
     /// The span of the records written, in the source.
     start: usize,
     end: usize,
@@ -229,6 +234,7 @@ impl Run {
             src: source_text(source),
             source,
             buf: Vec::new(),
+            value: Vec::new(),
             start: 0,
             end: 0,
         }
@@ -256,6 +262,7 @@ impl Run {
         let mut w = Writer {
             out: &mut self.buf,
             src: &self.src,
+            value: &mut self.value,
         };
         let mut r = c.r.clone();
         match w.record(&mut r, c.base, i, base_offset, base_ts) {
@@ -307,6 +314,8 @@ fn source_text(source: u16) -> Pad {
 struct Writer<'o, 's> {
     out: &'o mut Vec<u8>,
     src: &'s Pad,
+    /// Scratch for a content's JSON string (see `content`).
+    value: &'o mut Vec<u8>,
 }
 
 impl Writer<'_, '_> {
@@ -372,12 +381,19 @@ impl Writer<'_, '_> {
         match text {
             Some(s) => {
                 if printable.is_some() {
-                    json::debug_printable_into(self.out, &s);
+                    // Display and value in one pass over the text; the
+                    // value waits in scratch for its place after the tail.
+                    self.value.clear();
+                    json::debug_and_escape_into(self.out, self.value, &s);
+                    self.tail(f, offset, data.len());
+                    self.out.push(b'"');
+                    self.out.extend_from_slice(self.value);
+                    self.out.push(b'"');
                 } else {
                     self.display_str(&s);
+                    self.tail(f, offset, data.len());
+                    json::str(self.out, &s);
                 }
-                self.tail(f, offset, data.len());
-                json::str(self.out, &s);
             }
             None => {
                 let at = self.out.len();
