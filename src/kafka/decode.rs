@@ -410,42 +410,97 @@ pub struct ScanFacts {
     pub sources: Vec<ByteSource>,
     /// The body's top-level `Acks` (as [`Summary::acks`]).
     pub acks: Option<i64>,
-    /// Open structs, innermost last.
+    /// Open structs, innermost last: the first `depth` entries (the others
+    /// are kept to be reused, their names' buffers with them).
     frames: Vec<ScanFrame>,
+    depth: usize,
+    /// The facts whose place is still looking for a topic: (index of the
+    /// open struct they wait on, is a set, index), in nondecreasing order of
+    /// the struct, so that the ones a closing struct settles are the last.
+    waiting: Vec<(usize, bool, usize)>,
     /// How many known tagged fields the scan is inside.
     tagged_depth: u32,
 }
 
-/// An open struct of the scan: what it names so far, and the facts whose
-/// place is still looking for a topic.
+/// An open struct of the scan: what it names so far.
 #[derive(Clone, Debug, Default, PartialEq)]
 struct ScanFrame {
-    name: Option<String>,
+    /// Its topic name (valid when `named`): a buffer reused from message to
+    /// message.
+    name: String,
+    named: bool,
     id: Option<[u8; 16]>,
     partition: Option<i32>,
-    /// (is a set, index) of the facts waiting for this struct to close.
-    waiting: Vec<(bool, usize)>,
 }
 
 const PLACE_TOPIC_NAMES: &[&str] = &["Name", "Topic", "TopicName"];
 const PLACE_PARTITION_NAMES: &[&str] = &["PartitionIndex", "Partition", "Index"];
 
+thread_local! {
+    /// The open-struct stack and waiting list of the last summary scan on
+    /// this thread, lent to the next one: a few allocations fewer per
+    /// message.
+    static SCAN_SCRATCH: std::cell::Cell<(Vec<ScanFrame>, Vec<(usize, bool, usize)>)> =
+        const { std::cell::Cell::new((Vec::new(), Vec::new())) };
+}
+
 impl ScanFacts {
+    /// Empty facts, with the thread's scratch buffers.
+    fn with_scratch() -> Box<ScanFacts> {
+        let (frames, mut waiting) = SCAN_SCRATCH.take();
+        waiting.clear();
+        Box::new(ScanFacts {
+            frames,
+            waiting,
+            ..ScanFacts::default()
+        })
+    }
+
+    /// Gives the scratch buffers back to the thread (the facts keep none).
+    fn return_scratch(&mut self) {
+        self.depth = 0;
+        let mut waiting = std::mem::take(&mut self.waiting);
+        waiting.clear();
+        SCAN_SCRATCH.set((std::mem::take(&mut self.frames), waiting));
+    }
+
     fn open(&mut self) {
-        self.frames.push(ScanFrame::default());
+        match self.frames.get_mut(self.depth) {
+            Some(f) => {
+                f.named = false;
+                f.id = None;
+                f.partition = None;
+            }
+            None => self.frames.push(ScanFrame::default()),
+        }
+        self.depth += 1;
+    }
+
+    /// The innermost open struct.
+    fn innermost(&mut self) -> Option<&mut ScanFrame> {
+        let d = self.depth.checked_sub(1)?;
+        self.frames.get_mut(d)
     }
 
     /// Closes the innermost struct: the facts waiting on it take its
     /// partition and topic where they have none yet; those still without a
     /// topic wait for the enclosing struct.
     fn close(&mut self) {
-        let Some(f) = self.frames.pop() else { return };
-        let topic = match (f.name, f.id) {
-            (Some(n), _) => Some(ScanTopic::Name(n)),
-            (None, Some(id)) => Some(ScanTopic::Id(id)),
-            (None, None) => None,
+        let Some(d) = self.depth.checked_sub(1) else {
+            return;
         };
-        for (is_set, i) in f.waiting {
+        self.depth = d;
+        let Some(f) = self.frames.get(d) else { return };
+        let first = self
+            .waiting
+            .iter()
+            .rposition(|w| w.0 != d)
+            .map_or(0, |i| i + 1);
+        let mut kept = first;
+        for r in first..self.waiting.len() {
+            let Some(&(_, is_set, i)) = self.waiting.get(r) else {
+                break;
+            };
             let place = if is_set {
                 self.sets.get_mut(i).map(|s| &mut s.place)
             } else {
@@ -456,24 +511,30 @@ impl ScanFacts {
                 place.partition = f.partition;
             }
             if place.topic.is_none() {
-                place.topic.clone_from(&topic);
+                place.topic = match (f.named, f.id) {
+                    (true, _) => Some(ScanTopic::Name(f.name.clone())),
+                    (false, Some(id)) => Some(ScanTopic::Id(id)),
+                    (false, None) => None,
+                };
             }
-            if place.topic.is_none() {
-                if let Some(parent) = self.frames.last_mut() {
-                    parent.waiting.push((is_set, i));
+            if place.topic.is_none() && d > 0 {
+                if let Some(w) = self.waiting.get_mut(kept) {
+                    *w = (d - 1, is_set, i);
                 }
+                kept += 1;
             }
         }
+        self.waiting.truncate(kept);
     }
 
     fn wait(&mut self, is_set: bool, i: usize) {
-        if let Some(f) = self.frames.last_mut() {
-            f.waiting.push((is_set, i));
+        if let Some(d) = self.depth.checked_sub(1) {
+            self.waiting.push((d, is_set, i));
         }
     }
 
     fn error(&mut self, code: i16) {
-        let nested = self.frames.len() > 1;
+        let nested = self.depth > 1;
         self.errors.push(ScanError {
             code,
             place: ScanPlace::default(),
@@ -493,11 +554,10 @@ impl ScanFacts {
     }
 
     fn int_field(&mut self, name: &str, v: i64) {
-        if let (true, Some(f), Ok(p)) = (
-            PLACE_PARTITION_NAMES.contains(&name),
-            self.frames.last_mut(),
-            i32::try_from(v),
-        ) {
+        if !PLACE_PARTITION_NAMES.contains(&name) {
+            return;
+        }
+        if let (Some(f), Ok(p)) = (self.innermost(), i32::try_from(v)) {
             if f.partition.is_none() {
                 f.partition = Some(p);
             }
@@ -508,9 +568,14 @@ impl ScanFacts {
         if b.is_empty() || !PLACE_TOPIC_NAMES.contains(&name) {
             return;
         }
-        if let Some(f) = self.frames.last_mut() {
-            if f.name.is_none() {
-                f.name = Some(String::from_utf8_lossy(b).into_owned());
+        if let Some(f) = self.innermost() {
+            if !f.named {
+                f.named = true;
+                f.name.clear();
+                match std::str::from_utf8(b) {
+                    Ok(n) => f.name.push_str(n),
+                    Err(_) => f.name.push_str(&String::from_utf8_lossy(b)),
+                }
             }
         }
     }
@@ -519,7 +584,7 @@ impl ScanFacts {
         if name != "TopicId" || u == [0; 16] {
             return;
         }
-        if let Some(f) = self.frames.last_mut() {
+        if let Some(f) = self.innermost() {
             if f.id.is_none() {
                 f.id = Some(u);
             }
@@ -563,12 +628,14 @@ pub fn summarize_request(msg: &[u8], opts: &DecodeOptions) -> Option<Summary> {
         d.scan_tagged(&mut r, schema::REQUEST_HEADER.body, &mut sum, false)?;
     }
     if opts.records_headers_only {
-        sum.facts = Some(Box::default());
+        sum.facts = Some(ScanFacts::with_scratch());
     }
-    d.scan_body(&mut r, def, ver, &mut sum)?;
+    let body = d.scan_body(&mut r, def, ver, &mut sum);
     if let Some(x) = &mut sum.facts {
+        x.return_scratch();
         x.acks = sum.acks;
     }
+    body?;
     (r.remaining() == 0).then_some(sum)
 }
 
@@ -599,9 +666,13 @@ pub fn summarize_response(
         d.scan_tagged(&mut r, schema::RESPONSE_HEADER.body, &mut sum, false)?;
     }
     if opts.records_headers_only {
-        sum.facts = Some(Box::default());
+        sum.facts = Some(ScanFacts::with_scratch());
     }
-    d.scan_body(&mut r, def, api_version, &mut sum)?;
+    let body = d.scan_body(&mut r, def, api_version, &mut sum);
+    if let Some(x) = &mut sum.facts {
+        x.return_scratch();
+    }
+    body?;
     (r.remaining() == 0).then_some(sum)
 }
 
@@ -890,7 +961,7 @@ impl<'a> Decoder<'a> {
             if let Some(f) = known {
                 // The tree hangs a known tagged field under a `tagged_fields`
                 // node and an entry node of its own: places and nesting follow.
-                let placing = sum.facts.as_ref().is_some_and(|x| !x.frames.is_empty());
+                let placing = sum.facts.as_ref().is_some_and(|x| x.depth > 0);
                 if let Some(x) = sum.facts.as_mut().filter(|_| placing) {
                     if !opened {
                         x.open();
@@ -923,7 +994,11 @@ fn scan_note_topic(sum: &mut Summary, b: &[u8]) {
     if b.is_empty() || sum.topics.len() >= MAX_TOPICS {
         return;
     }
-    let name = String::from_utf8_lossy(b);
+    // Valid UTF-8 (every real name) is compared without a copy.
+    let name = match std::str::from_utf8(b) {
+        Ok(s) => std::borrow::Cow::Borrowed(s),
+        Err(_) => String::from_utf8_lossy(b),
+    };
     if !sum.topics.iter().any(|t| *t == name) {
         sum.topics.push(name.into_owned());
     }
