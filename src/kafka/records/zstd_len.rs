@@ -419,11 +419,26 @@ struct Tables {
 /// What a frame's blocks carry over from one block to the next (§3.1.1.3):
 /// the sequence tables for "repeat" modes (and whether they exist yet), and
 /// whether a Huffman table exists for treeless literals.
-struct Frame {
-    tables: Tables,
+struct Frame<'t> {
+    tables: &'t mut Tables,
     defined: bool,
     huffman: bool,
     block_max: u64,
+}
+
+thread_local! {
+    /// The tables of the frames walked on this thread (10 KB: made once,
+    /// not zeroed per frame). What a frame finds in them is never read
+    /// before it is built: "repeat" modes need a table built in the same
+    /// frame (`Frame::defined`), and every state stays below its table's
+    /// size.
+    static TABLES: std::cell::RefCell<Tables> = const {
+        std::cell::RefCell::new(Tables {
+            ll: Table::empty(),
+            ml: Table::empty(),
+            of: Table::empty(),
+        })
+    };
 }
 
 /// Walks the blocks of one frame starting at `data[start..]` (just after
@@ -431,12 +446,25 @@ struct Frame {
 /// and where the last block ends; `None` when anything is malformed or
 /// unusual.
 pub(super) fn frame_blocks(data: &[u8], start: usize, window: u64) -> Option<(u64, usize)> {
+    TABLES.with(|t| match t.try_borrow_mut() {
+        Ok(mut t) => walk_frame(&mut t, data, start, window),
+        // Not reentered today; a walk of its own if it ever is.
+        Err(_) => walk_frame(
+            &mut Tables {
+                ll: Table::empty(),
+                ml: Table::empty(),
+                of: Table::empty(),
+            },
+            data,
+            start,
+            window,
+        ),
+    })
+}
+
+fn walk_frame(tables: &mut Tables, data: &[u8], start: usize, window: u64) -> Option<(u64, usize)> {
     let mut f = Frame {
-        tables: Tables {
-            ll: Table::empty(),
-            ml: Table::empty(),
-            of: Table::empty(),
-        },
+        tables,
         defined: false,
         huffman: false,
         block_max: window.min(BLOCK_MAX),
@@ -602,7 +630,7 @@ fn sequences(t: &Tables, stream: &[u8], nb_seq: usize) -> Option<(u64, u64)> {
     Some((w.lits, w.matches))
 }
 
-impl Frame {
+impl Frame<'_> {
     /// What one compressed block decompresses to.
     fn compressed(&mut self, b: &[u8]) -> Option<u64> {
         let lit = self.literals(b)?;
@@ -634,7 +662,7 @@ impl Frame {
         // "Repeat" needs a previous block with sequences in this frame.
         let repeat_ok = self.defined;
         let d = defaults()?;
-        let t = &mut self.tables;
+        let t = &mut *self.tables;
         pos += table(
             &mut t.ll,
             &d.ll,
@@ -660,7 +688,7 @@ impl Frame {
             repeat_ok,
         )?;
         self.defined = true;
-        let (lits, matches) = sequences(&self.tables, b.get(pos..)?, nb_seq)?;
+        let (lits, matches) = sequences(self.tables, b.get(pos..)?, nb_seq)?;
         // The literals used, the block's size (both only grow: checked once).
         let lit_total = lit_size as u64;
         if lits > lit_total || lit_total + matches > self.block_max {
