@@ -166,7 +166,10 @@ pub(crate) fn record_errors(root: &Node, topics: &TopicNames) -> Vec<RecordError
 /// What one `records` field held.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub(crate) struct SetFacts<'a> {
-    pub(crate) place: Place,
+    /// Its topic (borrowed from the message when it names it).
+    pub(crate) topic: Option<Cow<'a, str>>,
+    /// Its partition.
+    pub(crate) partition: Option<i32>,
     /// Bytes of the record set (the field without its length prefix).
     pub(crate) bytes: u64,
     /// RecordBatches plus top-level legacy messages.
@@ -209,7 +212,8 @@ pub(crate) fn record_sets(d: &Decoded, topics: &TopicNames) -> Vec<SetFacts<'sta
 /// (other nodes are skipped) and the byte sources of the message.
 fn set_facts(place: Place, bytes: u64, kids: &[Node], sources: &[ByteSource]) -> SetFacts<'static> {
     let mut f = SetFacts {
-        place,
+        topic: place.topic.map(Cow::Owned),
+        partition: place.partition,
         bytes,
         ..SetFacts::default()
     };
@@ -277,15 +281,25 @@ pub(crate) fn scanned_errors(x: &ScanFacts, topics: &TopicNames) -> Vec<ErrorAt>
         .collect()
 }
 
-/// As [`record_sets`], for a message read by the summary scan.
+/// As [`record_sets`], for a message read by the summary scan: topic names
+/// borrowed from the scan's facts.
 pub(crate) fn scanned_sets<'a>(x: &'a ScanFacts, topics: &TopicNames) -> Vec<SetFacts<'a>> {
     x.sets
         .iter()
         .map(|s| {
-            let place = scanned_place(&s.place, topics);
+            let topic = s.place.topic.as_ref().map(|t| match t {
+                ScanTopic::Name(n) => Cow::Borrowed(n.as_str()),
+                ScanTopic::Id(u) => Cow::Owned(
+                    topics
+                        .name(u)
+                        .map_or_else(|| format_uuid(u), str::to_string),
+                ),
+            });
+            let partition = s.place.partition;
             match &s.counts {
                 Some(c) => SetFacts {
-                    place,
+                    topic,
+                    partition,
                     bytes: s.bytes as u64,
                     batches: c.batches,
                     partial: c.partial,
@@ -295,7 +309,13 @@ pub(crate) fn scanned_sets<'a>(x: &'a ScanFacts, topics: &TopicNames) -> Vec<Set
                     compressed: c.compressed,
                     decompressed: c.decompressed,
                 },
-                None => set_facts(place, s.bytes as u64, &s.nodes, &x.sources),
+                None => {
+                    let place = Place {
+                        topic: topic.map(Cow::into_owned),
+                        partition,
+                    };
+                    set_facts(place, s.bytes as u64, &s.nodes, &x.sources)
+                }
             }
         })
         .collect()
