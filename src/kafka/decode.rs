@@ -436,7 +436,15 @@ struct ScanFrame {
 const PLACE_TOPIC_NAMES: &[&str] = &["Name", "Topic", "TopicName"];
 const PLACE_PARTITION_NAMES: &[&str] = &["PartitionIndex", "Partition", "Index"];
 
+/// A struct's fewest bytes (`Decoder::min_struct_size`) by (address,
+/// version, flexible), in a small direct-mapped table per thread; address 0
+/// is no struct's, so an empty entry never matches.
+type MinSizes = [(usize, i16, bool, usize); 64];
+
 thread_local! {
+    static MIN_SIZES: std::cell::RefCell<MinSizes> =
+        const { std::cell::RefCell::new([(0, 0, false, 0); 64]) };
+
     /// The open-struct stack and waiting list of the last summary scan on
     /// this thread, lent to the next one: a few allocations fewer per
     /// message.
@@ -769,23 +777,7 @@ impl<'a> Decoder<'a> {
                         (Prim::String, Some(b)) => x.string_field(f.name, b),
                         // Offsets inside a tagged field are not the message's.
                         (Prim::Records, _) if x.tagged_depth > 0 => return None,
-                        (Prim::Records, b) => {
-                            let b = b.unwrap_or(&[]);
-                            let opts = DecodeOptions {
-                                records: true,
-                                ..self.opts.clone()
-                            };
-                            match count_record_set(b, at, &opts, &mut x.sources) {
-                                Some(c) => x.set(b.len(), Some(c), Vec::new()),
-                                None => {
-                                    let rs = decode_record_set(b, at, 0, &opts, &mut x.sources);
-                                    if rs.problem.is_some() {
-                                        return None;
-                                    }
-                                    x.set(b.len(), None, rs.nodes);
-                                }
-                            }
-                        }
+                        (Prim::Records, b) => self.scan_records(x, b.unwrap_or(&[]), at)?,
                         _ => {}
                     }
                 }
@@ -840,6 +832,52 @@ impl<'a> Decoder<'a> {
         Some(())
     }
 
+    /// A record set of the summary scan: counted, or decoded to its batch
+    /// headers when it cannot be counted (out of line: rare next to the
+    /// other fields, and heavy).
+    #[inline(never)]
+    fn scan_records(&self, x: &mut ScanFacts, b: &[u8], at: usize) -> Option<()> {
+        let opts = DecodeOptions {
+            records: true,
+            ..self.opts.clone()
+        };
+        match count_record_set(b, at, &opts, &mut x.sources) {
+            Some(c) => x.set(b.len(), Some(c), Vec::new()),
+            None => {
+                let rs = decode_record_set(b, at, 0, &opts, &mut x.sources);
+                if rs.problem.is_some() {
+                    return None;
+                }
+                x.set(b.len(), None, rs.nodes);
+            }
+        }
+        Some(())
+    }
+
+    /// As [`Decoder::min_elem_size`], structs' sizes remembered per thread
+    /// (by struct, version and flexibility: a function of the three).
+    fn scan_min_elem_size(&self, e: Elem, flex: bool) -> usize {
+        let Elem::Struct(s) = e else {
+            return self.min_elem_size(e, flex);
+        };
+        let key = std::ptr::from_ref(s) as usize;
+        let slot = ((key >> 4) ^ self.version as usize ^ (usize::from(self.flexible) << 5)) & 63;
+        MIN_SIZES.with(|c| {
+            let Ok(mut c) = c.try_borrow_mut() else {
+                return self.min_struct_size(s, 0);
+            };
+            match c.get_mut(slot) {
+                Some(e) if e.0 == key && e.1 == self.version && e.2 == self.flexible => e.3,
+                Some(e) => {
+                    let n = self.min_struct_size(s, 0);
+                    *e = (key, self.version, self.flexible, n);
+                    n
+                }
+                None => self.min_struct_size(s, 0),
+            }
+        })
+    }
+
     fn scan_array(
         &mut self,
         r: &mut Reader<'_>,
@@ -856,7 +894,7 @@ impl<'a> Decoder<'a> {
         let Some(count) = count else {
             return Some(());
         };
-        let min = self.min_elem_size(e, flex);
+        let min = self.scan_min_elem_size(e, flex);
         let plausible = match r.remaining().checked_div(min) {
             Some(fit) => count <= fit,
             None => count <= MAX_ZERO_SIZE_ELEMENTS,
