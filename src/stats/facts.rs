@@ -11,7 +11,7 @@
 use std::borrow::Cow;
 
 use crate::kafka::decode::{Decoded, ScanFacts, ScanPlace, ScanTopic};
-use crate::kafka::records::codec_name;
+use crate::kafka::records::Codecs;
 use crate::kafka::tree::{format_uuid, ByteSource, Node, Value};
 use crate::topics::TopicNames;
 
@@ -178,8 +178,8 @@ pub(crate) struct SetFacts<'a> {
     pub(crate) partial: u64,
     /// Records declared by the batches (legacy: leaf messages).
     pub(crate) records: u64,
-    /// Batches per codec name.
-    pub(crate) codecs: Cow<'a, [(&'static str, u64)]>,
+    /// Batches per codec.
+    pub(crate) codecs: Codecs,
     /// Bytes of uncompressed (codec none) batches.
     pub(crate) plain_bytes: u64,
     /// Compressed payload bytes of compressed batches that were decompressed.
@@ -236,13 +236,9 @@ fn set_facts(place: Place, bytes: u64, kids: &[Node], sources: &[ByteSource]) ->
             _ => continue,
         };
         f.batches += 1;
-        let codec = codec.map_or("none", |a| codec_name((a & 0x07) as i16));
-        let codecs = f.codecs.to_mut();
-        match codecs.iter_mut().find(|(c, _)| *c == codec) {
-            Some((_, k)) => *k += 1,
-            None => codecs.push((codec, 1)),
-        }
-        if codec == "none" {
+        let code = codec.map_or(0, |a| (a & 0x07) as u8);
+        f.codecs.add(code, 1);
+        if code == 0 {
             f.plain_bytes += c.length as u64;
         }
         // Top-level decompressed sources whose compressed bytes lie in this batch.
@@ -304,7 +300,7 @@ pub(crate) fn scanned_sets<'a>(x: &'a ScanFacts, topics: &TopicNames) -> Vec<Set
                     batches: c.batches,
                     partial: c.partial,
                     records: c.records,
-                    codecs: Cow::Borrowed(&c.codecs),
+                    codecs: c.codecs,
                     plain_bytes: c.plain_bytes,
                     compressed: c.compressed,
                     decompressed: c.decompressed,

@@ -1624,7 +1624,7 @@ fn add_set(p: &mut PartAcc, s: &facts::SetFacts<'_>, produce: bool) {
     side.batches += s.batches;
     side.records += s.records;
     side.partial += s.partial;
-    for &(c, n) in s.codecs.iter() {
+    for (c, n) in s.codecs.iter() {
         match side.codecs.iter_mut().find(|x| x.0 == c) {
             Some(x) => x.1 += n,
             None => side.codecs.push((c, n)),

@@ -199,10 +199,8 @@ fn counts_of(nodes: &[Node], sources: &[ByteSource]) -> SetCounts {
             .and_then(|v| u64::try_from(v).ok())
             .unwrap_or(0);
         let name = int(n, "attributes").map_or("none", |a| codec_name(a as i16));
-        match c.codecs.iter_mut().find(|(x, _)| *x == name) {
-            Some((_, k)) => *k += 1,
-            None => c.codecs.push((name, 1)),
-        }
+        c.codecs
+            .add(int(n, "attributes").map_or(0, |a| (a & 0x07) as u8), 1);
         if name == "none" {
             c.plain_bytes += n.length as u64;
         }
