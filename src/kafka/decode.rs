@@ -417,10 +417,14 @@ pub struct ScanFacts {
     /// The facts whose place is still looking for a topic: (index of the
     /// open struct they wait on, is a set, index), in nondecreasing order of
     /// the struct, so that the ones a closing struct settles are the last.
-    waiting: Vec<(usize, bool, usize)>,
+    waiting: Vec<Waiting>,
     /// How many known tagged fields the scan is inside.
     tagged_depth: u32,
 }
+
+/// A fact waiting for its topic: (the open struct it waits on, is a set,
+/// index among the sets or the errors).
+type Waiting = (usize, bool, usize);
 
 /// An open struct of the scan: what it names so far.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -448,7 +452,7 @@ thread_local! {
     /// The open-struct stack and waiting list of the last summary scan on
     /// this thread, lent to the next one: a few allocations fewer per
     /// message.
-    static SCAN_SCRATCH: std::cell::Cell<(Vec<ScanFrame>, Vec<(usize, bool, usize)>)> =
+    static SCAN_SCRATCH: std::cell::Cell<(Vec<ScanFrame>, Vec<Waiting>)> =
         const { std::cell::Cell::new((Vec::new(), Vec::new())) };
 }
 

@@ -170,6 +170,9 @@ impl<K: Ord, V> Capped<K, V> {
     }
 }
 
+/// A topic and partition.
+type PartKey = (Option<String>, Option<i32>);
+
 /// The topic-partition counters: a table that stops growing at `cap`
 /// entries (as [`Capped`]), found by a borrowed topic name (no key made per
 /// record set), listed in (topic, partition) order.
@@ -179,7 +182,7 @@ struct Parts {
     named: HashMap<String, HashMap<Option<i32>, usize>>,
     /// Position in `list` of the places without a topic, by partition.
     unnamed: HashMap<Option<i32>, usize>,
-    list: Vec<((Option<String>, Option<i32>), PartAcc)>,
+    list: Vec<(PartKey, PartAcc)>,
     cap: usize,
     overflow: u64,
 }
@@ -227,7 +230,7 @@ impl Parts {
     }
 
     /// Every entry, in (topic, partition) order.
-    fn sorted(&self) -> Vec<&((Option<String>, Option<i32>), PartAcc)> {
+    fn sorted(&self) -> Vec<&(PartKey, PartAcc)> {
         let mut v: Vec<_> = self.list.iter().collect();
         v.sort_unstable_by(|a, b| a.0.cmp(&b.0));
         v
