@@ -170,6 +170,44 @@ impl<K: Ord, V> Capped<K, V> {
     }
 }
 
+/// The requests waiting for their response, by message index: a hash map,
+/// and the indexes in the order they came (increasing) so that the oldest
+/// can go when the table is full. Answered requests leave stale entries in
+/// `order`, dropped as they reach its front or when it outgrows the map.
+#[derive(Debug, Default)]
+struct PendingTable {
+    map: HashMap<u64, Pending>,
+    order: std::collections::VecDeque<u64>,
+}
+
+impl PendingTable {
+    fn insert(&mut self, index: u64, p: Pending) {
+        self.map.insert(index, p);
+        self.order.push_back(index);
+        if self.order.len() > 2 * self.map.len() + 64 {
+            let map = &self.map;
+            self.order.retain(|i| map.contains_key(i));
+        }
+    }
+
+    fn remove(&mut self, index: &u64) -> Option<Pending> {
+        self.map.remove(index)
+    }
+
+    fn len(&self) -> usize {
+        self.map.len()
+    }
+
+    /// Drops the oldest request (the smallest index).
+    fn pop_first(&mut self) {
+        while let Some(i) = self.order.pop_front() {
+            if self.map.remove(&i).is_some() {
+                return;
+            }
+        }
+    }
+}
+
 /// A topic and partition.
 type PartKey = (Option<String>, Option<i32>);
 
@@ -515,7 +553,7 @@ struct ThrottleKey {
 pub struct Stats {
     cfg: StatsConfig,
     topics: TopicNames,
-    pending: BTreeMap<u64, Pending>,
+    pending: PendingTable,
     streams: HashMap<u64, StreamFacts>,
     summary: Summary,
     apis: Capped<i16, ApiAcc>,
@@ -546,7 +584,7 @@ impl Stats {
     pub fn new(cfg: StatsConfig) -> Stats {
         Stats {
             topics: TopicNames::default(),
-            pending: BTreeMap::new(),
+            pending: PendingTable::default(),
             streams: HashMap::default(),
             summary: Summary::default(),
             apis: Capped::new(cfg.max_histograms),
