@@ -346,33 +346,45 @@ impl Analyzer {
         let (client, broker, sasl) = (st.client, st.broker, st.sasl);
         let index = self.next_index;
         self.next_index += 1;
-        let mut info = MessageInfo {
-            index,
-            frame: raw.last_frame,
-            first_frame: raw.first_frame,
-            ts: raw.last_ts,
-            first_ts: raw.first_ts,
-            stream: raw.stream,
-            client,
-            broker,
-            kind: Kind::Request,
-            api_key: None,
-            api_version: None,
-            correlation_id: raw.correlation_id(),
-            length: raw.size().unwrap_or(0),
-            client_id: None,
-            paired: false,
-            peer: None,
-            inferred: false,
-            expects_response: false,
-            latency_ns: None,
-            throttle_time_ms: None,
-            error_codes: Vec::new(),
-            decode_error: None,
-            resynced: raw.resynced,
-            skipped_before: raw.skipped_before,
-            topics: Vec::new(),
-        };
+        // The record is made in its box at once and filled in place: it is
+        // large (about 860 bytes), and every move of it or of its tree was a
+        // copy (memmove was 5 % of `stats`' CPU).
+        let mut rec = Box::new(MessageRecord {
+            info: MessageInfo {
+                index,
+                frame: raw.last_frame,
+                first_frame: raw.first_frame,
+                ts: raw.last_ts,
+                first_ts: raw.first_ts,
+                stream: raw.stream,
+                client,
+                broker,
+                kind: Kind::Request,
+                api_key: None,
+                api_version: None,
+                correlation_id: raw.correlation_id(),
+                length: raw.size().unwrap_or(0),
+                client_id: None,
+                paired: false,
+                peer: None,
+                inferred: false,
+                expects_response: false,
+                latency_ns: None,
+                throttle_time_ms: None,
+                error_codes: Vec::new(),
+                decode_error: None,
+                resynced: raw.resynced,
+                skipped_before: raw.skipped_before,
+                topics: Vec::new(),
+            },
+            raw,
+            decoded: None,
+        });
+        let MessageRecord {
+            info,
+            raw,
+            decoded: slot,
+        } = &mut *rec;
         // Without trees to keep, clean messages are read without building one.
         let lean = !self.cfg.keep_trees && !self.cfg.decode.records;
         // Trees kept only where the filter wants them: the others are scanned.
@@ -513,10 +525,8 @@ impl Analyzer {
                 }
             }
         };
-        let mut decoded = match self.sasl_step(&raw, sasl, &mut info, decoded, facts.as_ref()) {
-            Some(d) => d,
-            None => return,
-        };
+        let decoded = slot.insert(decoded);
+        self.sasl_step(raw, sasl, info, decoded, facts.as_ref());
         if info.kind == Kind::Response
             && info.decode_error.as_deref().is_none_or(|e| e != SASL_NOTE)
         {
@@ -552,16 +562,12 @@ impl Analyzer {
                 }
             }
         }
-        let decoded = self.cfg.keep_trees.then(|| {
-            let mut d = decoded;
-            self.topics.annotate(&mut d.root);
-            d
-        });
-        out.push(Output::Message(Box::new(MessageRecord {
-            info,
-            raw,
-            decoded,
-        })));
+        if self.cfg.keep_trees {
+            self.topics.annotate(&mut decoded.root);
+        } else {
+            *slot = None;
+        }
+        out.push(Output::Message(rec));
     }
 }
 
@@ -569,16 +575,16 @@ impl Analyzer {
 const SASL_NOTE: &str = "\0raw SASL token";
 
 impl Analyzer {
-    /// Tracks SaslHandshake v0 and turns raw SASL tokens into redacted records.
-    /// Returns the tree to keep (`None` never happens today; kept for clarity).
+    /// Tracks SaslHandshake v0 and turns raw SASL tokens into redacted
+    /// records (`decoded` becomes the token's tree).
     fn sasl_step(
         &mut self,
         raw: &RawMessage,
         state: SaslState,
         info: &mut MessageInfo,
-        decoded: Decoded,
+        decoded: &mut Decoded,
         facts: Option<&LeanFacts>,
-    ) -> Option<Decoded> {
+    ) {
         let next = match (state, info.kind) {
             (SaslState::Kafka, Kind::Request)
                 if info.api_key == Some(17)
@@ -589,11 +595,11 @@ impl Analyzer {
                     .map_or(SaslState::Kafka, SaslState::Handshake)
             }
             (SaslState::Handshake(c), Kind::Response) if info.correlation_id == Some(c) => {
-                let errors = match facts {
-                    Some(f) => f.errors.clone(),
-                    None => response_facts(&decoded.root).1,
+                let no_errors = match facts {
+                    Some(f) => f.errors.is_empty(),
+                    None => response_facts(&decoded.root).1.is_empty(),
                 };
-                if errors.is_empty() && decoded.error.is_none() {
+                if no_errors && decoded.error.is_none() {
                     SaslState::RawTokens
                 } else {
                     SaslState::Kafka
@@ -613,18 +619,14 @@ impl Analyzer {
                 info.expects_response = false;
                 info.inferred = false;
                 info.decode_error = Some(SASL_NOTE.into());
-                return Some(sasl_token_tree(
-                    raw,
-                    info.kind,
-                    self.cfg.decode.show_secrets,
-                ));
+                *decoded = sasl_token_tree(raw, info.kind, self.cfg.decode.show_secrets);
+                return;
             }
             (s, _) => s,
         };
         if let Some(st) = self.streams.get_mut(&raw.stream) {
             st.sasl = next;
         }
-        Some(decoded)
     }
 }
 

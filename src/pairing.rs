@@ -32,9 +32,51 @@ pub struct PendingRequest {
     pub ts: Timestamp,
 }
 
+/// The requests waiting with one correlation id, oldest first: nearly
+/// always one, held inline (no allocation per request); `more` only when an
+/// id is reused while its earlier request still waits. `first` is `None`
+/// only when `more` is empty.
+#[derive(Default)]
+struct SameId {
+    first: Option<PendingRequest>,
+    more: Vec<PendingRequest>,
+}
+
+impl SameId {
+    fn push(&mut self, p: PendingRequest) {
+        match self.first {
+            None => self.first = Some(p),
+            Some(_) => self.more.push(p),
+        }
+    }
+
+    /// The latest request.
+    fn last(&self) -> Option<&PendingRequest> {
+        self.more.last().or(self.first.as_ref())
+    }
+
+    fn iter(&self) -> impl Iterator<Item = &PendingRequest> {
+        self.first.iter().chain(&self.more)
+    }
+
+    fn is_empty(&self) -> bool {
+        self.first.is_none()
+    }
+
+    /// Takes out the request `index`.
+    fn remove(&mut self, index: u64) -> Option<PendingRequest> {
+        if self.first.is_some_and(|p| p.index == index) {
+            let next = (!self.more.is_empty()).then(|| self.more.remove(0));
+            return std::mem::replace(&mut self.first, next);
+        }
+        let pos = self.more.iter().position(|p| p.index == index)?;
+        Some(self.more.remove(pos))
+    }
+}
+
 #[derive(Default)]
 struct StreamPending {
-    by_corr: FxHashMap<i32, Vec<PendingRequest>>,
+    by_corr: FxHashMap<i32, SameId>,
     /// Arrival order, for evicting the oldest; may hold entries already answered.
     order: VecDeque<(i32, u64)>,
     live: usize,
@@ -49,8 +91,7 @@ const OPTIONAL_PER_STREAM: usize = 64;
 impl StreamPending {
     fn remove(&mut self, corr: i32, index: u64) -> Option<PendingRequest> {
         let list = self.by_corr.get_mut(&corr)?;
-        let pos = list.iter().position(|p| p.index == index)?;
-        let p = list.remove(pos);
+        let p = list.remove(index)?;
         if list.is_empty() {
             self.by_corr.remove(&corr);
         }
@@ -151,7 +192,11 @@ impl Pairer {
         let Some(st) = self.streams.remove(&stream) else {
             return Vec::new();
         };
-        let mut left: Vec<PendingRequest> = st.by_corr.into_values().flatten().collect();
+        let mut left: Vec<PendingRequest> = st
+            .by_corr
+            .into_values()
+            .flat_map(|l| l.first.into_iter().chain(l.more))
+            .collect();
         left.sort_by_key(|p| p.index);
         left
     }
@@ -199,6 +244,21 @@ mod tests {
         p.request(0, 1, req(5));
         assert_eq!(p.response(0, 1).map(|r| r.index), Some(5));
         assert_eq!(p.response(0, 1).map(|r| r.index), Some(0));
+    }
+
+    #[test]
+    fn a_reused_id_keeps_its_requests_in_order_when_the_oldest_goes() {
+        let mut p = Pairer::new(2);
+        p.request(0, 1, req(0));
+        p.request(0, 1, req(1));
+        // The third evicts the oldest (held inline): the others move up.
+        assert_eq!(p.request(0, 1, req(2)).map(|r| r.index), Some(0));
+        assert!(p.is_pending(0, 1));
+        assert_eq!(p.response(0, 1).map(|r| r.index), Some(2));
+        p.request(0, 1, req(3));
+        let left: Vec<u64> = p.close(0).iter().map(|r| r.index).collect();
+        assert_eq!(left, [1, 3]);
+        assert_eq!(p.pending(), 0);
     }
 
     #[test]

@@ -437,32 +437,34 @@ impl Reassembler {
             }
         }
 
-        if !self.conns.contains_key(&key) {
-            // Pure ACKs, FINs and RSTs do not open connections: they are the tail of
-            // something we did not see.
-            if !seg.flags.syn && seg.payload.is_empty() && seg.payload_truncated_by == 0 {
-                return;
-            }
-            let Some(broker) = self.broker_of(seg) else {
-                self.stats.not_broker_port += 1;
-                return;
-            };
-            if self.conns.len() >= self.cfg.max_connections {
-                self.evict_oldest(frame, ts, out);
-            }
-            let client = if broker == seg.src { seg.dst } else { seg.src };
-            let stream = self.next_stream;
-            self.next_stream += 1;
-            self.stats.connections += 1;
-            out.push(FlowEvent::Open {
-                stream,
-                client,
-                broker,
-                frame,
-                ts,
-            });
-            self.conns.insert(
-                key,
+        // Taken out of the table while it is worked on (one lookup for a
+        // known connection), put back at the end.
+        let mut conn = match self.conns.remove(&key) {
+            Some(c) => c,
+            None => {
+                // Pure ACKs, FINs and RSTs do not open connections: they are the tail of
+                // something we did not see.
+                if !seg.flags.syn && seg.payload.is_empty() && seg.payload_truncated_by == 0 {
+                    return;
+                }
+                let Some(broker) = self.broker_of(seg) else {
+                    self.stats.not_broker_port += 1;
+                    return;
+                };
+                if self.conns.len() >= self.cfg.max_connections {
+                    self.evict_oldest(frame, ts, out);
+                }
+                let client = if broker == seg.src { seg.dst } else { seg.src };
+                let stream = self.next_stream;
+                self.next_stream += 1;
+                self.stats.connections += 1;
+                out.push(FlowEvent::Open {
+                    stream,
+                    client,
+                    broker,
+                    frame,
+                    ts,
+                });
                 Box::new(Conn {
                     stream,
                     client,
@@ -470,12 +472,8 @@ impl Reassembler {
                     last_ts: ts,
                     last_frame: frame,
                     closed: false,
-                }),
-            );
-        }
-
-        let Some(mut conn) = self.conns.remove(&key) else {
-            return;
+                })
+            }
         };
         let dir = if seg.src == conn.client {
             Direction::ClientToBroker

@@ -417,42 +417,109 @@ pub struct ScanFacts {
     pub sources: Vec<ByteSource>,
     /// The body's top-level `Acks` (as [`Summary::acks`]).
     pub acks: Option<i64>,
-    /// Open structs, innermost last.
+    /// Open structs, innermost last: the first `depth` entries (the others
+    /// are kept to be reused, their names' buffers with them).
     frames: Vec<ScanFrame>,
+    depth: usize,
+    /// The facts whose place is still looking for a topic: (index of the
+    /// open struct they wait on, is a set, index), in nondecreasing order of
+    /// the struct, so that the ones a closing struct settles are the last.
+    waiting: Vec<Waiting>,
     /// How many known tagged fields the scan is inside.
     tagged_depth: u32,
 }
 
-/// An open struct of the scan: what it names so far, and the facts whose
-/// place is still looking for a topic.
+/// A fact waiting for its topic: (the open struct it waits on, is a set,
+/// index among the sets or the errors).
+type Waiting = (usize, bool, usize);
+
+/// An open struct of the scan: what it names so far.
 #[derive(Clone, Debug, Default, PartialEq)]
 struct ScanFrame {
-    name: Option<String>,
+    /// Its topic name (valid when `named`): a buffer reused from message to
+    /// message.
+    name: String,
+    named: bool,
     id: Option<[u8; 16]>,
     partition: Option<i32>,
-    /// (is a set, index) of the facts waiting for this struct to close.
-    waiting: Vec<(bool, usize)>,
 }
 
 const PLACE_TOPIC_NAMES: &[&str] = &["Name", "Topic", "TopicName"];
 const PLACE_PARTITION_NAMES: &[&str] = &["PartitionIndex", "Partition", "Index"];
 
+/// A struct's fewest bytes (`Decoder::min_struct_size`) by (address,
+/// version, flexible), in a small direct-mapped table per thread; address 0
+/// is no struct's, so an empty entry never matches.
+type MinSizes = [(usize, i16, bool, usize); 64];
+
+thread_local! {
+    static MIN_SIZES: std::cell::RefCell<MinSizes> =
+        const { std::cell::RefCell::new([(0, 0, false, 0); 64]) };
+
+    /// The open-struct stack and waiting list of the last summary scan on
+    /// this thread, lent to the next one: a few allocations fewer per
+    /// message.
+    static SCAN_SCRATCH: std::cell::Cell<(Vec<ScanFrame>, Vec<Waiting>)> =
+        const { std::cell::Cell::new((Vec::new(), Vec::new())) };
+}
+
 impl ScanFacts {
+    /// Empty facts, with the thread's scratch buffers.
+    fn with_scratch() -> Box<ScanFacts> {
+        let (frames, mut waiting) = SCAN_SCRATCH.take();
+        waiting.clear();
+        Box::new(ScanFacts {
+            frames,
+            waiting,
+            ..ScanFacts::default()
+        })
+    }
+
+    /// Gives the scratch buffers back to the thread (the facts keep none).
+    fn return_scratch(&mut self) {
+        self.depth = 0;
+        let mut waiting = std::mem::take(&mut self.waiting);
+        waiting.clear();
+        SCAN_SCRATCH.set((std::mem::take(&mut self.frames), waiting));
+    }
+
     fn open(&mut self) {
-        self.frames.push(ScanFrame::default());
+        match self.frames.get_mut(self.depth) {
+            Some(f) => {
+                f.named = false;
+                f.id = None;
+                f.partition = None;
+            }
+            None => self.frames.push(ScanFrame::default()),
+        }
+        self.depth += 1;
+    }
+
+    /// The innermost open struct.
+    fn innermost(&mut self) -> Option<&mut ScanFrame> {
+        let d = self.depth.checked_sub(1)?;
+        self.frames.get_mut(d)
     }
 
     /// Closes the innermost struct: the facts waiting on it take its
     /// partition and topic where they have none yet; those still without a
     /// topic wait for the enclosing struct.
     fn close(&mut self) {
-        let Some(f) = self.frames.pop() else { return };
-        let topic = match (f.name, f.id) {
-            (Some(n), _) => Some(ScanTopic::Name(n)),
-            (None, Some(id)) => Some(ScanTopic::Id(id)),
-            (None, None) => None,
+        let Some(d) = self.depth.checked_sub(1) else {
+            return;
         };
-        for (is_set, i) in f.waiting {
+        self.depth = d;
+        let Some(f) = self.frames.get(d) else { return };
+        let first = self
+            .waiting
+            .iter()
+            .rposition(|w| w.0 != d)
+            .map_or(0, |i| i + 1);
+        let mut kept = first;
+        for r in first..self.waiting.len() {
+            let Some(&(_, is_set, i)) = self.waiting.get(r) else {
+                break;
+            };
             let place = if is_set {
                 self.sets.get_mut(i).map(|s| &mut s.place)
             } else {
@@ -463,24 +530,30 @@ impl ScanFacts {
                 place.partition = f.partition;
             }
             if place.topic.is_none() {
-                place.topic.clone_from(&topic);
+                place.topic = match (f.named, f.id) {
+                    (true, _) => Some(ScanTopic::Name(f.name.clone())),
+                    (false, Some(id)) => Some(ScanTopic::Id(id)),
+                    (false, None) => None,
+                };
             }
-            if place.topic.is_none() {
-                if let Some(parent) = self.frames.last_mut() {
-                    parent.waiting.push((is_set, i));
+            if place.topic.is_none() && d > 0 {
+                if let Some(w) = self.waiting.get_mut(kept) {
+                    *w = (d - 1, is_set, i);
                 }
+                kept += 1;
             }
         }
+        self.waiting.truncate(kept);
     }
 
     fn wait(&mut self, is_set: bool, i: usize) {
-        if let Some(f) = self.frames.last_mut() {
-            f.waiting.push((is_set, i));
+        if let Some(d) = self.depth.checked_sub(1) {
+            self.waiting.push((d, is_set, i));
         }
     }
 
     fn error(&mut self, code: i16) {
-        let nested = self.frames.len() > 1;
+        let nested = self.depth > 1;
         self.errors.push(ScanError {
             code,
             place: ScanPlace::default(),
@@ -500,11 +573,10 @@ impl ScanFacts {
     }
 
     fn int_field(&mut self, name: &str, v: i64) {
-        if let (true, Some(f), Ok(p)) = (
-            PLACE_PARTITION_NAMES.contains(&name),
-            self.frames.last_mut(),
-            i32::try_from(v),
-        ) {
+        if !PLACE_PARTITION_NAMES.contains(&name) {
+            return;
+        }
+        if let (Some(f), Ok(p)) = (self.innermost(), i32::try_from(v)) {
             if f.partition.is_none() {
                 f.partition = Some(p);
             }
@@ -515,9 +587,14 @@ impl ScanFacts {
         if b.is_empty() || !PLACE_TOPIC_NAMES.contains(&name) {
             return;
         }
-        if let Some(f) = self.frames.last_mut() {
-            if f.name.is_none() {
-                f.name = Some(String::from_utf8_lossy(b).into_owned());
+        if let Some(f) = self.innermost() {
+            if !f.named {
+                f.named = true;
+                f.name.clear();
+                match std::str::from_utf8(b) {
+                    Ok(n) => f.name.push_str(n),
+                    Err(_) => f.name.push_str(&String::from_utf8_lossy(b)),
+                }
             }
         }
     }
@@ -526,7 +603,7 @@ impl ScanFacts {
         if name != "TopicId" || u == [0; 16] {
             return;
         }
-        if let Some(f) = self.frames.last_mut() {
+        if let Some(f) = self.innermost() {
             if f.id.is_none() {
                 f.id = Some(u);
             }
@@ -570,12 +647,14 @@ pub fn summarize_request(msg: &[u8], opts: &DecodeOptions) -> Option<Summary> {
         d.scan_tagged(&mut r, schema::REQUEST_HEADER.body, &mut sum, false)?;
     }
     if opts.records_headers_only {
-        sum.facts = Some(Box::default());
+        sum.facts = Some(ScanFacts::with_scratch());
     }
-    d.scan_body(&mut r, def, ver, &mut sum)?;
+    let body = d.scan_body(&mut r, def, ver, &mut sum);
     if let Some(x) = &mut sum.facts {
+        x.return_scratch();
         x.acks = sum.acks;
     }
+    body?;
     (r.remaining() == 0).then_some(sum)
 }
 
@@ -606,9 +685,13 @@ pub fn summarize_response(
         d.scan_tagged(&mut r, schema::RESPONSE_HEADER.body, &mut sum, false)?;
     }
     if opts.records_headers_only {
-        sum.facts = Some(Box::default());
+        sum.facts = Some(ScanFacts::with_scratch());
     }
-    d.scan_body(&mut r, def, api_version, &mut sum)?;
+    let body = d.scan_body(&mut r, def, api_version, &mut sum);
+    if let Some(x) = &mut sum.facts {
+        x.return_scratch();
+    }
+    body?;
     (r.remaining() == 0).then_some(sum)
 }
 
@@ -705,23 +788,7 @@ impl<'a> Decoder<'a> {
                         (Prim::String, Some(b)) => x.string_field(f.name, b),
                         // Offsets inside a tagged field are not the message's.
                         (Prim::Records, _) if x.tagged_depth > 0 => return None,
-                        (Prim::Records, b) => {
-                            let b = b.unwrap_or(&[]);
-                            let opts = DecodeOptions {
-                                records: true,
-                                ..self.opts.clone()
-                            };
-                            match count_record_set(b, at, &opts, &mut x.sources) {
-                                Some(c) => x.set(b.len(), Some(c), Vec::new()),
-                                None => {
-                                    let rs = decode_record_set(b, at, 0, &opts, &mut x.sources);
-                                    if rs.problem.is_some() {
-                                        return None;
-                                    }
-                                    x.set(b.len(), None, rs.nodes);
-                                }
-                            }
-                        }
+                        (Prim::Records, b) => self.scan_records(x, b.unwrap_or(&[]), at)?,
                         _ => {}
                     }
                 }
@@ -776,6 +843,52 @@ impl<'a> Decoder<'a> {
         Some(())
     }
 
+    /// A record set of the summary scan: counted, or decoded to its batch
+    /// headers when it cannot be counted (out of line: rare next to the
+    /// other fields, and heavy).
+    #[inline(never)]
+    fn scan_records(&self, x: &mut ScanFacts, b: &[u8], at: usize) -> Option<()> {
+        let opts = DecodeOptions {
+            records: true,
+            ..self.opts.clone()
+        };
+        match count_record_set(b, at, &opts, &mut x.sources) {
+            Some(c) => x.set(b.len(), Some(c), Vec::new()),
+            None => {
+                let rs = decode_record_set(b, at, 0, &opts, &mut x.sources);
+                if rs.problem.is_some() {
+                    return None;
+                }
+                x.set(b.len(), None, rs.nodes);
+            }
+        }
+        Some(())
+    }
+
+    /// As [`Decoder::min_elem_size`], structs' sizes remembered per thread
+    /// (by struct, version and flexibility: a function of the three).
+    fn scan_min_elem_size(&self, e: Elem, flex: bool) -> usize {
+        let Elem::Struct(s) = e else {
+            return self.min_elem_size(e, flex);
+        };
+        let key = std::ptr::from_ref(s) as usize;
+        let slot = ((key >> 4) ^ self.version as usize ^ (usize::from(self.flexible) << 5)) & 63;
+        MIN_SIZES.with(|c| {
+            let Ok(mut c) = c.try_borrow_mut() else {
+                return self.min_struct_size(s, 0);
+            };
+            match c.get_mut(slot) {
+                Some(e) if e.0 == key && e.1 == self.version && e.2 == self.flexible => e.3,
+                Some(e) => {
+                    let n = self.min_struct_size(s, 0);
+                    *e = (key, self.version, self.flexible, n);
+                    n
+                }
+                None => self.min_struct_size(s, 0),
+            }
+        })
+    }
+
     fn scan_array(
         &mut self,
         r: &mut Reader<'_>,
@@ -792,7 +905,7 @@ impl<'a> Decoder<'a> {
         let Some(count) = count else {
             return Some(());
         };
-        let min = self.min_elem_size(e, flex);
+        let min = self.scan_min_elem_size(e, flex);
         let plausible = match r.remaining().checked_div(min) {
             Some(fit) => count <= fit,
             None => count <= MAX_ZERO_SIZE_ELEMENTS,
@@ -897,7 +1010,7 @@ impl<'a> Decoder<'a> {
             if let Some(f) = known {
                 // The tree hangs a known tagged field under a `tagged_fields`
                 // node and an entry node of its own: places and nesting follow.
-                let placing = sum.facts.as_ref().is_some_and(|x| !x.frames.is_empty());
+                let placing = sum.facts.as_ref().is_some_and(|x| x.depth > 0);
                 if let Some(x) = sum.facts.as_mut().filter(|_| placing) {
                     if !opened {
                         x.open();
@@ -930,7 +1043,11 @@ fn scan_note_topic(sum: &mut Summary, b: &[u8]) {
     if b.is_empty() || sum.topics.len() >= MAX_TOPICS {
         return;
     }
-    let name = String::from_utf8_lossy(b);
+    // Valid UTF-8 (every real name) is compared without a copy.
+    let name = match std::str::from_utf8(b) {
+        Ok(s) => std::borrow::Cow::Borrowed(s),
+        Err(_) => String::from_utf8_lossy(b),
+    };
     if !sum.topics.iter().any(|t| *t == name) {
         sum.topics.push(name.into_owned());
     }

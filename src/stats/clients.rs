@@ -10,7 +10,7 @@
 //! most `acc_cap + hist_cap` keys; slots are never removed, so a slot number
 //! stays valid for the table's life. Reports list the keys in key order.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 use super::{ClientKey, LatencyHist};
 
@@ -58,7 +58,7 @@ impl<A: Default> ClientTable<A> {
     pub(crate) fn new(acc_cap: usize, hist_cap: usize) -> Self {
         ClientTable {
             slots: Vec::new(),
-            ids: HashMap::new(),
+            ids: HashMap::default(),
             accs: 0,
             acc_cap,
             acc_overflow: 0,

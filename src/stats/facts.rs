@@ -11,7 +11,7 @@
 use std::borrow::Cow;
 
 use crate::kafka::decode::{Decoded, ScanFacts, ScanPlace, ScanTopic};
-use crate::kafka::records::codec_name;
+use crate::kafka::records::Codecs;
 use crate::kafka::tree::{format_uuid, ByteSource, Node, Value};
 use crate::topics::TopicNames;
 
@@ -166,7 +166,10 @@ pub(crate) fn record_errors(root: &Node, topics: &TopicNames) -> Vec<RecordError
 /// What one `records` field held.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub(crate) struct SetFacts<'a> {
-    pub(crate) place: Place,
+    /// Its topic (borrowed from the message when it names it).
+    pub(crate) topic: Option<Cow<'a, str>>,
+    /// Its partition.
+    pub(crate) partition: Option<i32>,
     /// Bytes of the record set (the field without its length prefix).
     pub(crate) bytes: u64,
     /// RecordBatches plus top-level legacy messages.
@@ -175,8 +178,8 @@ pub(crate) struct SetFacts<'a> {
     pub(crate) partial: u64,
     /// Records declared by the batches (legacy: leaf messages).
     pub(crate) records: u64,
-    /// Batches per codec name.
-    pub(crate) codecs: Cow<'a, [(&'static str, u64)]>,
+    /// Batches per codec.
+    pub(crate) codecs: Codecs,
     /// Bytes of uncompressed (codec none) batches.
     pub(crate) plain_bytes: u64,
     /// Compressed payload bytes of compressed batches that were decompressed.
@@ -209,7 +212,8 @@ pub(crate) fn record_sets(d: &Decoded, topics: &TopicNames) -> Vec<SetFacts<'sta
 /// (other nodes are skipped) and the byte sources of the message.
 fn set_facts(place: Place, bytes: u64, kids: &[Node], sources: &[ByteSource]) -> SetFacts<'static> {
     let mut f = SetFacts {
-        place,
+        topic: place.topic.map(Cow::Owned),
+        partition: place.partition,
         bytes,
         ..SetFacts::default()
     };
@@ -232,13 +236,9 @@ fn set_facts(place: Place, bytes: u64, kids: &[Node], sources: &[ByteSource]) ->
             _ => continue,
         };
         f.batches += 1;
-        let codec = codec.map_or("none", |a| codec_name((a & 0x07) as i16));
-        let codecs = f.codecs.to_mut();
-        match codecs.iter_mut().find(|(c, _)| *c == codec) {
-            Some((_, k)) => *k += 1,
-            None => codecs.push((codec, 1)),
-        }
-        if codec == "none" {
+        let code = codec.map_or(0, |a| (a & 0x07) as u8);
+        f.codecs.add(code, 1);
+        if code == 0 {
             f.plain_bytes += c.length as u64;
         }
         // Top-level decompressed sources whose compressed bytes lie in this batch.
@@ -277,25 +277,41 @@ pub(crate) fn scanned_errors(x: &ScanFacts, topics: &TopicNames) -> Vec<ErrorAt>
         .collect()
 }
 
-/// As [`record_sets`], for a message read by the summary scan.
+/// As [`record_sets`], for a message read by the summary scan: topic names
+/// borrowed from the scan's facts.
 pub(crate) fn scanned_sets<'a>(x: &'a ScanFacts, topics: &TopicNames) -> Vec<SetFacts<'a>> {
     x.sets
         .iter()
         .map(|s| {
-            let place = scanned_place(&s.place, topics);
+            let topic = s.place.topic.as_ref().map(|t| match t {
+                ScanTopic::Name(n) => Cow::Borrowed(n.as_str()),
+                ScanTopic::Id(u) => Cow::Owned(
+                    topics
+                        .name(u)
+                        .map_or_else(|| format_uuid(u), str::to_string),
+                ),
+            });
+            let partition = s.place.partition;
             match &s.counts {
                 Some(c) => SetFacts {
-                    place,
+                    topic,
+                    partition,
                     bytes: s.bytes as u64,
                     batches: c.batches,
                     partial: c.partial,
                     records: c.records,
-                    codecs: Cow::Borrowed(&c.codecs),
+                    codecs: c.codecs,
                     plain_bytes: c.plain_bytes,
                     compressed: c.compressed,
                     decompressed: c.decompressed,
                 },
-                None => set_facts(place, s.bytes as u64, &s.nodes, &x.sources),
+                None => {
+                    let place = Place {
+                        topic: topic.map(Cow::into_owned),
+                        partition,
+                    };
+                    set_facts(place, s.bytes as u64, &s.nodes, &x.sources)
+                }
             }
         })
         .collect()

@@ -135,7 +135,7 @@ pub(crate) fn hints(s: &Stats) -> Vec<Hint> {
             });
         }
     }
-    for ((t, p), x) in &s.parts.map {
+    for ((t, p), x) in s.parts.sorted() {
         let b = x.produce.batches;
         if b >= TINY_BATCHES_MIN && (x.produce.records as f64) < TINY_BATCH_RECORDS * b as f64 {
             out.push(Hint {

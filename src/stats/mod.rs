@@ -37,11 +37,12 @@ mod hist;
 mod report;
 mod text;
 
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use std::borrow::Cow;
 use std::cmp::Reverse;
 use std::collections::btree_map::Entry;
 use std::collections::hash_map::Entry as HashEntry;
-use std::collections::{BTreeMap, BTreeSet, BinaryHeap, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, BinaryHeap};
 use std::net::SocketAddr;
 
 use crate::capture::Timestamp;
@@ -166,6 +167,111 @@ impl<K: Ord, V> Capped<K, V> {
                 None
             }
         }
+    }
+}
+
+/// The requests waiting for their response, by message index: a hash map,
+/// and the indexes in the order they came (increasing) so that the oldest
+/// can go when the table is full. Answered requests leave stale entries in
+/// `order`, dropped as they reach its front or when it outgrows the map.
+#[derive(Debug, Default)]
+struct PendingTable {
+    map: HashMap<u64, Pending>,
+    order: std::collections::VecDeque<u64>,
+}
+
+impl PendingTable {
+    fn insert(&mut self, index: u64, p: Pending) {
+        self.map.insert(index, p);
+        self.order.push_back(index);
+        if self.order.len() > 2 * self.map.len() + 64 {
+            let map = &self.map;
+            self.order.retain(|i| map.contains_key(i));
+        }
+    }
+
+    fn remove(&mut self, index: &u64) -> Option<Pending> {
+        self.map.remove(index)
+    }
+
+    fn len(&self) -> usize {
+        self.map.len()
+    }
+
+    /// Drops the oldest request (the smallest index).
+    fn pop_first(&mut self) {
+        while let Some(i) = self.order.pop_front() {
+            if self.map.remove(&i).is_some() {
+                return;
+            }
+        }
+    }
+}
+
+/// A topic and partition.
+type PartKey = (Option<String>, Option<i32>);
+
+/// The topic-partition counters: a table that stops growing at `cap`
+/// entries (as [`Capped`]), found by a borrowed topic name (no key made per
+/// record set), listed in (topic, partition) order.
+#[derive(Debug)]
+struct Parts {
+    /// Position in `list` by topic name, then partition.
+    named: HashMap<String, HashMap<Option<i32>, usize>>,
+    /// Position in `list` of the places without a topic, by partition.
+    unnamed: HashMap<Option<i32>, usize>,
+    list: Vec<(PartKey, PartAcc)>,
+    cap: usize,
+    overflow: u64,
+}
+
+impl Parts {
+    fn new(cap: usize) -> Parts {
+        Parts {
+            named: HashMap::default(),
+            unnamed: HashMap::default(),
+            list: Vec::new(),
+            cap,
+            overflow: 0,
+        }
+    }
+
+    /// The counters of (`topic`, `partition`), made if there is room;
+    /// `None` (counted) if full.
+    fn entry(&mut self, topic: Option<&str>, partition: Option<i32>) -> Option<&mut PartAcc> {
+        let found = match topic {
+            Some(t) => self.named.get(t).and_then(|m| m.get(&partition)),
+            None => self.unnamed.get(&partition),
+        };
+        let at = match found {
+            Some(&at) => at,
+            None if self.list.len() >= self.cap => {
+                self.overflow += 1;
+                return None;
+            }
+            None => {
+                let at = self.list.len();
+                self.list
+                    .push(((topic.map(str::to_string), partition), PartAcc::default()));
+                match topic {
+                    Some(t) => self
+                        .named
+                        .entry(t.to_string())
+                        .or_default()
+                        .insert(partition, at),
+                    None => self.unnamed.insert(partition, at),
+                };
+                at
+            }
+        };
+        self.list.get_mut(at).map(|e| &mut e.1)
+    }
+
+    /// Every entry, in (topic, partition) order.
+    fn sorted(&self) -> Vec<&(PartKey, PartAcc)> {
+        let mut v: Vec<_> = self.list.iter().collect();
+        v.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        v
     }
 }
 
@@ -447,7 +553,7 @@ struct ThrottleKey {
 pub struct Stats {
     cfg: StatsConfig,
     topics: TopicNames,
-    pending: BTreeMap<u64, Pending>,
+    pending: PendingTable,
     streams: HashMap<u64, StreamFacts>,
     summary: Summary,
     apis: Capped<i16, ApiAcc>,
@@ -466,7 +572,7 @@ pub struct Stats {
     throttled_items: HashMap<u64, ThrottledExchange>,
     errors: Capped<ErrorKey, ErrorAcc>,
     record_errors: Vec<RecordErrorReport>,
-    parts: Capped<(Option<String>, Option<i32>), PartAcc>,
+    parts: Parts,
     acks: BTreeMap<i16, Evidence>,
     groups: Capped<String, GroupAcc>,
     unanswered: Evidence,
@@ -478,8 +584,8 @@ impl Stats {
     pub fn new(cfg: StatsConfig) -> Stats {
         Stats {
             topics: TopicNames::default(),
-            pending: BTreeMap::new(),
-            streams: HashMap::new(),
+            pending: PendingTable::default(),
+            streams: HashMap::default(),
             summary: Summary::default(),
             apis: Capped::new(cfg.max_histograms),
             versions: Capped::new(cfg.max_histograms),
@@ -487,15 +593,15 @@ impl Stats {
             brokers: Capped::new(cfg.max_histograms),
             conns: Capped::new(cfg.max_histograms),
             slow: BinaryHeap::new(),
-            slow_items: HashMap::new(),
+            slow_items: HashMap::default(),
             throttle: Throttle::default(),
             throttle_series: Capped::new(cfg.max_series),
             throttle_latency: LatencyHist::new(),
             throttled: BinaryHeap::new(),
-            throttled_items: HashMap::new(),
+            throttled_items: HashMap::default(),
             errors: Capped::new(cfg.max_keys),
             record_errors: Vec::new(),
-            parts: Capped::new(cfg.max_keys),
+            parts: Parts::new(cfg.max_keys),
             acks: BTreeMap::new(),
             groups: Capped::new(cfg.max_keys),
             unanswered: Evidence::default(),
@@ -747,9 +853,8 @@ impl Stats {
                 c.produce_frames.add(i.frame);
             }
         }
-        for mut s in sets {
-            let key = (s.place.topic.take(), s.place.partition);
-            let Some(p) = self.parts.entry(key, PartAcc::default) else {
+        for s in sets {
+            let Some(p) = self.parts.entry(s.topic.as_deref(), s.partition) else {
                 continue;
             };
             p.produce_frames.add(i.frame);
@@ -979,12 +1084,9 @@ impl Stats {
             }
             if matches!(api, 1 | 78) {
                 if let Some(d) = d {
-                    for mut s in self.sets_of(d) {
-                        if s.place.topic.is_none() {
-                            s.place.topic = fallback.map(str::to_string);
-                        }
-                        let key = (s.place.topic.take(), s.place.partition);
-                        if let Some(p) = self.parts.entry(key, PartAcc::default) {
+                    for s in self.sets_of(d) {
+                        let topic = s.topic.as_deref().or(fallback);
+                        if let Some(p) = self.parts.entry(topic, s.partition) {
                             add_set(p, &s, false);
                         }
                     }
@@ -1252,8 +1354,8 @@ impl Stats {
         let mut summary = self.summary.clone();
         summary.in_flight = self.pending.len() as u64;
         // Latencies the connections hold for their broker and client.
-        let mut broker_held: HashMap<SocketAddr, LatencyHist> = HashMap::new();
-        let mut client_held: HashMap<u32, LatencyHist> = HashMap::new();
+        let mut broker_held: HashMap<SocketAddr, LatencyHist> = HashMap::default();
+        let mut client_held: HashMap<u32, LatencyHist> = HashMap::default();
         for c in self.conns.map.values() {
             if c.for_broker && self.brokers.map.contains_key(&c.broker_addr) {
                 broker_held
@@ -1383,8 +1485,8 @@ impl Stats {
             .collect();
         let topics = self
             .parts
-            .map
-            .iter()
+            .sorted()
+            .into_iter()
             .map(|((t, p), x)| TopicReport {
                 topic: t.clone(),
                 partition: *p,
@@ -1563,7 +1665,7 @@ fn add_set(p: &mut PartAcc, s: &facts::SetFacts<'_>, produce: bool) {
     side.batches += s.batches;
     side.records += s.records;
     side.partial += s.partial;
-    for &(c, n) in s.codecs.iter() {
+    for (c, n) in s.codecs.iter() {
         match side.codecs.iter_mut().find(|x| x.0 == c) {
             Some(x) => x.1 += n,
             None => side.codecs.push((c, n)),

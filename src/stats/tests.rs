@@ -749,3 +749,39 @@ fn the_summary_scan_places_what_the_full_tree_places() {
         "{messages} {placed} {sets} {errors}"
     );
 }
+
+proptest::proptest! {
+    /// The pending-request table against a `BTreeMap` (what it replaced):
+    /// requests come in index order, responses and evictions in any.
+    #[test]
+    fn the_pending_table_behaves_as_an_ordered_map(
+        ops in proptest::collection::vec((0u8..3, 0u64..64), 0..400),
+    ) {
+        let mut t = PendingTable::default();
+        let mut model = std::collections::BTreeMap::new();
+        let mut next = 0u64;
+        let pending = |frame| Pending { frame, client: Who::Slot(0), topic: None, group: None };
+        for (op, k) in ops {
+            match op {
+                0 => {
+                    t.insert(next, pending(next));
+                    model.insert(next, next);
+                    next += 1;
+                }
+                1 => {
+                    let i = next.saturating_sub(k + 1);
+                    proptest::prop_assert_eq!(t.remove(&i).map(|p| p.frame), model.remove(&i));
+                }
+                _ => {
+                    t.pop_first();
+                    model.pop_first();
+                }
+            }
+            proptest::prop_assert_eq!(t.len(), model.len());
+            proptest::prop_assert!(t.order.len() <= 2 * t.map.len() + 65);
+        }
+        for (i, f) in model {
+            proptest::prop_assert_eq!(t.remove(&i).map(|p| p.frame), Some(f));
+        }
+    }
+}

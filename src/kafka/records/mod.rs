@@ -116,6 +116,60 @@ pub fn decode_record_set(
     }
 }
 
+/// Batches per codec, in order of first appearance, held inline (no
+/// allocation per record set): room for all eight codec numbers
+/// (`attributes & 7`), named by [`compression::codec_name`].
+#[derive(Clone, Copy, Default)]
+pub struct Codecs {
+    len: u8,
+    codes: [u8; 8],
+    counts: [u64; 8],
+}
+
+impl Codecs {
+    /// Counts `n` more batches of codec `code` (the low 3 bits are used).
+    pub fn add(&mut self, code: u8, n: u64) {
+        let code = code & 7;
+        let len = usize::from(self.len);
+        match self.codes.iter().take(len).position(|&c| c == code) {
+            Some(i) => {
+                if let Some(k) = self.counts.get_mut(i) {
+                    *k += n;
+                }
+            }
+            None => {
+                if let (Some(c), Some(k)) = (self.codes.get_mut(len), self.counts.get_mut(len)) {
+                    (*c, *k) = (code, n);
+                    self.len += 1;
+                }
+            }
+        }
+    }
+
+    /// The codecs' names and their counts, in order of first appearance.
+    pub fn iter(&self) -> impl Iterator<Item = (&'static str, u64)> + '_ {
+        self.codes
+            .iter()
+            .zip(&self.counts)
+            .take(usize::from(self.len))
+            .map(|(&c, &n)| (codec_name(i16::from(c)), n))
+    }
+}
+
+impl PartialEq for Codecs {
+    fn eq(&self, other: &Codecs) -> bool {
+        self.iter().eq(other.iter())
+    }
+}
+
+impl Eq for Codecs {}
+
+impl std::fmt::Debug for Codecs {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.iter()).finish()
+    }
+}
+
 /// What `stats` reads from a record set, counted without making nodes.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct SetCounts {
@@ -126,7 +180,7 @@ pub struct SetCounts {
     /// Records the batches declare.
     pub records: u64,
     /// Batches per codec name, in order of first appearance.
-    pub codecs: Vec<(&'static str, u64)>,
+    pub codecs: Codecs,
     /// Bytes of uncompressed batches.
     pub plain_bytes: u64,
     /// Compressed payload bytes of the batches that decompressed.
@@ -199,11 +253,7 @@ fn count_batches(
         let count = u64::try_from(be32(batch, 57)?).ok()?;
         out.batches += 1;
         out.records = out.records.saturating_add(count);
-        let name = codec_name(attributes);
-        match out.codecs.iter_mut().find(|(c, _)| *c == name) {
-            Some((_, k)) => *k += 1,
-            None => out.codecs.push((name, 1)),
-        }
+        out.codecs.add((attributes & 0x07) as u8, 1);
         let codec = (attributes & 0x07) as u8;
         if codec == 0 {
             out.plain_bytes += total as u64;

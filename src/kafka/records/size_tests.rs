@@ -199,10 +199,8 @@ fn counts_of(nodes: &[Node], sources: &[ByteSource]) -> SetCounts {
             .and_then(|v| u64::try_from(v).ok())
             .unwrap_or(0);
         let name = int(n, "attributes").map_or("none", |a| codec_name(a as i16));
-        match c.codecs.iter_mut().find(|(x, _)| *x == name) {
-            Some((_, k)) => *k += 1,
-            None => c.codecs.push((name, 1)),
-        }
+        c.codecs
+            .add(int(n, "attributes").map_or(0, |a| (a & 0x07) as u8), 1);
         if name == "none" {
             c.plain_bytes += n.length as u64;
         }
@@ -610,6 +608,48 @@ fn lz4_block_walk_rejects_inconsistent_blocks() {
     assert_eq!(lz4_block_len(&[], 1 << 16), None);
     // Literal length past the block.
     assert_eq!(lz4_block_len(&[0x50, 1, 2], 1 << 16), None);
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(256))]
+
+    /// The LZ4 block walk against the reference walk and the real decoder:
+    /// real blocks of mixed bytes (whole, cut, with a byte changed) and
+    /// random bytes, under limits around the true size.
+    #[test]
+    fn lz4_block_walk_agrees_with_the_reference_and_the_decoder(
+        seed in proptest::prelude::any::<u64>(),
+        len in 0..20_000usize,
+        cut in proptest::prelude::any::<proptest::sample::Index>(),
+        flip in proptest::option::of((proptest::prelude::any::<proptest::sample::Index>(), proptest::prelude::any::<u8>())),
+        noise in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..64),
+        slack in 0..3usize,
+    ) {
+        use super::declared::{lz4_block_len, lz4_block_len_reference};
+        let data = mixed(seed, len);
+        let block = lz4_flex::block::compress(&data);
+        let max = |n: usize| [n, n.saturating_sub(1), 1 << 22][slack];
+        proptest::prop_assert_eq!(lz4_block_len(&block, max(len)), lz4_block_len_reference(&block, max(len)));
+        if slack != 1 {
+            proptest::prop_assert_eq!(lz4_block_len(&block, max(len)), Some(len));
+        }
+        let mut damaged = block.clone();
+        if let (Some((at, x)), false) = (flip, damaged.is_empty()) {
+            let i = at.index(damaged.len());
+            damaged[i] ^= x;
+        } else {
+            damaged.truncate(cut.index(damaged.len() + 1));
+        }
+        let walked = lz4_block_len(&damaged, 1 << 22);
+        proptest::prop_assert_eq!(walked, lz4_block_len_reference(&damaged, 1 << 22));
+        // Where the decoder succeeds, the walk says what it made.
+        if let (Ok(real), Some(n)) = (lz4_flex::block::decompress(&damaged, 1 << 22), walked) {
+            proptest::prop_assert_eq!(real.len(), n);
+        }
+        for m in [0, 1, 100, 1 << 16] {
+            proptest::prop_assert_eq!(lz4_block_len(&noise, m), lz4_block_len_reference(&noise, m));
+        }
+    }
 }
 
 #[test]

@@ -150,9 +150,23 @@ impl<const N: usize> Table<N> {
         let step = (size >> 1) + (size >> 3) + 3;
         let mask = size - 1;
         let mut pos = 0usize;
+        // Each symbol's baseline and extra bits, looked up once.
+        let mut values = [(0u32, 0u8); 53];
         for (s, &n) in norm.iter().enumerate() {
+            if n != 0 {
+                *values.get_mut(s)? = kind.value(s)?;
+            }
+            let code = u32::try_from(s).ok()?;
+            if high == size {
+                // No "less than 1" symbols: every cell is a stop.
+                for _ in 0..n.max(0) {
+                    cells.get_mut(pos)?.base = code;
+                    pos = (pos + step) & mask;
+                }
+                continue;
+            }
             for _ in 0..n.max(0) {
-                cells.get_mut(pos)?.base = u32::try_from(s).ok()?;
+                cells.get_mut(pos)?.base = code;
                 // The step is odd and the size a power of two: the walk
                 // visits every cell once per `size` steps.
                 let mut guard = size;
@@ -178,7 +192,7 @@ impl<const N: usize> Table<N> {
             }
             let bits = log.checked_sub(31 - state.leading_zeros())?;
             let next = (state << bits).checked_sub(size as u32)?;
-            let (base, extra) = kind.value(s)?;
+            let (base, extra) = *values.get(s)?;
             *c = Cell {
                 base,
                 extra,
@@ -312,7 +326,7 @@ struct Backward<'a> {
     /// Bits not yet read, all below this position.
     left: usize,
     /// 64 bits of the stream from bit `low` (a byte boundary) on, holding
-    /// at least the 57 bits below `left` (or all of them).
+    /// at least the 56 bits below `left` (or all of them), and at most 63.
     word: u64,
     low: usize,
 }
@@ -336,7 +350,7 @@ impl<'a> Backward<'a> {
 
     #[inline(always)]
     fn refill(&mut self) {
-        let low = self.left.saturating_sub(57) & !7;
+        let low = self.left.saturating_sub(56) & !7;
         let at = low / 8;
         self.word = match self.data.get(at..at + 8) {
             Some(b) => {
@@ -356,6 +370,7 @@ impl<'a> Backward<'a> {
         self.low = low;
     }
 
+    #[cfg(test)]
     /// Makes the next `n` (≤ 56) bits available in `word`: false when fewer
     /// than `n` remain.
     #[inline(always)]
@@ -419,11 +434,26 @@ struct Tables {
 /// What a frame's blocks carry over from one block to the next (§3.1.1.3):
 /// the sequence tables for "repeat" modes (and whether they exist yet), and
 /// whether a Huffman table exists for treeless literals.
-struct Frame {
-    tables: Tables,
+struct Frame<'t> {
+    tables: &'t mut Tables,
     defined: bool,
     huffman: bool,
     block_max: u64,
+}
+
+thread_local! {
+    /// The tables of the frames walked on this thread (10 KB: made once,
+    /// not zeroed per frame). What a frame finds in them is never read
+    /// before it is built: "repeat" modes need a table built in the same
+    /// frame (`Frame::defined`), and every state stays below its table's
+    /// size.
+    static TABLES: std::cell::RefCell<Tables> = const {
+        std::cell::RefCell::new(Tables {
+            ll: Table::empty(),
+            ml: Table::empty(),
+            of: Table::empty(),
+        })
+    };
 }
 
 /// Walks the blocks of one frame starting at `data[start..]` (just after
@@ -431,12 +461,25 @@ struct Frame {
 /// and where the last block ends; `None` when anything is malformed or
 /// unusual.
 pub(super) fn frame_blocks(data: &[u8], start: usize, window: u64) -> Option<(u64, usize)> {
+    TABLES.with(|t| match t.try_borrow_mut() {
+        Ok(mut t) => walk_frame(&mut t, data, start, window),
+        // Not reentered today; a walk of its own if it ever is.
+        Err(_) => walk_frame(
+            &mut Tables {
+                ll: Table::empty(),
+                ml: Table::empty(),
+                of: Table::empty(),
+            },
+            data,
+            start,
+            window,
+        ),
+    })
+}
+
+fn walk_frame(tables: &mut Tables, data: &[u8], start: usize, window: u64) -> Option<(u64, usize)> {
     let mut f = Frame {
-        tables: Tables {
-            ll: Table::empty(),
-            ml: Table::empty(),
-            of: Table::empty(),
-        },
+        tables,
         defined: false,
         huffman: false,
         block_max: window.min(BLOCK_MAX),
@@ -479,12 +522,13 @@ pub(super) fn frame_blocks(data: &[u8], start: usize, window: u64) -> Option<(u6
     }
 }
 
-/// `MASK[n]`: the low `n` bits set.
+/// `MASK[n]`: the low `n` bits set, for every `n` a `u8` holds (all 64
+/// from 64 on), so that a `u8` index needs no check.
 // Evaluated at compile time: an index out of range would not compile.
 #[allow(clippy::indexing_slicing)]
-const MASK: [u64; 64] = {
-    let mut m = [0u64; 64];
-    let mut n = 1;
+const MASK: [u64; 256] = {
+    let mut m = [u64::MAX; 256];
+    let mut n = 0;
     while n < 64 {
         m[n] = (1u64 << n) - 1;
         n += 1;
@@ -493,7 +537,9 @@ const MASK: [u64; 64] = {
 };
 
 /// The decoding state of a sequences section: the bitstream, the three
-/// states and the sums so far.
+/// states and the sums so far (the reference walk the fast one is tested
+/// against).
+#[cfg(test)]
 struct Walk<'a> {
     br: Backward<'a>,
     states: [usize; 3],
@@ -501,6 +547,7 @@ struct Walk<'a> {
     matches: u64,
 }
 
+#[cfg(test)]
 impl Walk<'_> {
     /// Decodes one sequence with the tables `t`; `LAST`: the last one,
     /// after which no state is updated.
@@ -580,8 +627,128 @@ fn long_sequence<'a>(mut br: Backward<'a>, bits: [u32; 6]) -> Option<(Backward<'
 /// Decodes the `nb_seq` (> 0) sequences of the bitstream `stream`
 /// (§3.1.1.3.2) with the tables `t`: the sums of their literal lengths and
 /// of their match lengths.
+///
+/// The hot loop of `stats` on zstd payloads: each sequence's bits (at most
+/// 56, else [`long_sequence`]) are taken from one 64-bit window with one
+/// shift, then peeled from the low end — offset state, match length
+/// state, literal length state, literal length extra bits, match length
+/// extra bits; the offset's own extra bits, on top, are skipped.
 #[inline(never)]
 fn sequences(t: &Tables, stream: &[u8], nb_seq: usize) -> Option<(u64, u64)> {
+    let mut br = Backward::new(stream)?;
+    let ls = br.read(t.ll.log)? as usize;
+    let os = br.read(t.of.log)? as usize;
+    let ms = br.read(t.ml.log)? as usize;
+    // A stream shorter than a word is read from a copy padded with zeros
+    // (what the reader reads above the stream): every window is then a
+    // whole 8-byte load.
+    let mut pad = [0u8; 8];
+    let data = match pad.get_mut(..stream.len()) {
+        Some(p) => {
+            p.copy_from_slice(stream);
+            &pad[..]
+        }
+        None => stream,
+    };
+    // The loop's state, in registers: the bits of `word` below `avail`
+    // are the stream's next ones (`word` holds the stream from byte `at`
+    // on), the three states, the sums so far.
+    let (mut word, mut avail, mut at) = (br.word, br.left - br.low, br.low / 8);
+    let (mut ls, mut ms, mut os) = (ls, ms, os);
+    let (mut lits, mut matches) = (0u64, 0u64);
+    for _ in 1..nb_seq {
+        let l = *t.ll.cells.get(ls & 511)?;
+        let m = *t.ml.cells.get(ms & 511)?;
+        let o = *t.of.cells.get(os & 255)?;
+        let total =
+            usize::from(o.extra + m.extra + l.extra) + usize::from(l.bits + m.bits + o.bits);
+        let f = if avail >= total || (total <= 56 && at * 8 + avail >= total) {
+            if avail < total {
+                // A new window: at least 56 bits, or all that are left.
+                let left = at * 8 + avail;
+                at = left.saturating_sub(56) / 8;
+                let b: [u8; 8] = data.get(at..at + 8)?.try_into().ok()?;
+                word = u64::from_le_bytes(b);
+                avail = left - at * 8;
+            }
+            avail -= total;
+            // From the low end: the offset, match length and literal
+            // length states, the literal length's extra bits, the match
+            // length's (the offset's own extra bits, on top, are skipped).
+            let mut v = word >> avail;
+            let ob = v & mask(o.bits);
+            v >>= o.bits;
+            let mb = v & mask(m.bits);
+            v >>= m.bits;
+            let lb = v & mask(l.bits);
+            v >>= l.bits;
+            let lx = v & mask(l.extra);
+            v >>= l.extra;
+            [v & mask(m.extra), lx, lb, mb, ob]
+        } else {
+            let f;
+            (word, avail, at, f) = long_read(data, word, avail, at, [l, m, o])?;
+            f
+        };
+        matches += u64::from(m.base) + f[0];
+        lits += u64::from(l.base) + f[1];
+        ls = usize::from(l.next) + f[2] as usize;
+        ms = usize::from(m.next) + f[3] as usize;
+        os = usize::from(o.next) + f[4] as usize;
+    }
+    // The last sequence updates no state: read field by field.
+    let l = *t.ll.cells.get(ls & 511)?;
+    let m = *t.ml.cells.get(ms & 511)?;
+    let o = *t.of.cells.get(os & 255)?;
+    br.left = at * 8 + avail;
+    br.low = at * 8;
+    br.word = word;
+    let (br, f) = long_sequence(br, [o.extra, m.extra, l.extra, 0, 0, 0].map(u32::from))?;
+    if br.left != 0 {
+        return None; // the stream must end exactly at its padding
+    }
+    Some((
+        lits + u64::from(l.base) + f[1],
+        matches + u64::from(m.base) + f[0],
+    ))
+}
+
+/// The low `n` bits set (`n` < 64; the rest of the table is never used).
+#[inline(always)]
+// A `u8` index into 256 entries: always in range.
+#[allow(clippy::indexing_slicing)]
+fn mask(n: u8) -> u64 {
+    MASK[usize::from(n)]
+}
+
+/// A sequence of more than 56 bits, or one near the stream's start, in
+/// [`sequences`]' loop: read field by field. The window after it and the
+/// fields (match and literal lengths' extra bits, the three state updates).
+#[cold]
+#[inline(never)]
+fn long_read(
+    data: &[u8],
+    word: u64,
+    avail: usize,
+    at: usize,
+    [l, m, o]: [Cell; 3],
+) -> Option<(u64, usize, usize, [u64; 5])> {
+    let br = Backward {
+        data,
+        left: at * 8 + avail,
+        word,
+        low: at * 8,
+    };
+    let bits = [o.extra, m.extra, l.extra, l.bits, m.bits, o.bits].map(u32::from);
+    let (br, f) = long_sequence(br, bits)?;
+    Some((br.word, br.left - br.low, br.low / 8, f))
+}
+
+/// As [`sequences`], one field at a time: the reference walk. Decodes the `nb_seq` (> 0) sequences of the bitstream `stream`
+/// (§3.1.1.3.2) with the tables `t`: the sums of their literal lengths and
+/// of their match lengths.
+#[cfg(test)]
+fn sequences_reference(t: &Tables, stream: &[u8], nb_seq: usize) -> Option<(u64, u64)> {
     let mut br = Backward::new(stream)?;
     let ls = br.read(t.ll.log)? as usize;
     let os = br.read(t.of.log)? as usize;
@@ -602,7 +769,7 @@ fn sequences(t: &Tables, stream: &[u8], nb_seq: usize) -> Option<(u64, u64)> {
     Some((w.lits, w.matches))
 }
 
-impl Frame {
+impl Frame<'_> {
     /// What one compressed block decompresses to.
     fn compressed(&mut self, b: &[u8]) -> Option<u64> {
         let lit = self.literals(b)?;
@@ -634,7 +801,7 @@ impl Frame {
         // "Repeat" needs a previous block with sequences in this frame.
         let repeat_ok = self.defined;
         let d = defaults()?;
-        let t = &mut self.tables;
+        let t = &mut *self.tables;
         pos += table(
             &mut t.ll,
             &d.ll,
@@ -660,7 +827,16 @@ impl Frame {
             repeat_ok,
         )?;
         self.defined = true;
-        let (lits, matches) = sequences(&self.tables, b.get(pos..)?, nb_seq)?;
+        let walked = sequences(self.tables, b.get(pos..)?, nb_seq);
+        // Every test that walks a frame checks the fast walk against the
+        // reference one, valid or damaged.
+        #[cfg(test)]
+        assert_eq!(
+            walked,
+            sequences_reference(self.tables, b.get(pos..)?, nb_seq),
+            "the fast and the reference sequence walks differ"
+        );
+        let (lits, matches) = walked?;
         // The literals used, the block's size (both only grow: checked once).
         let lit_total = lit_size as u64;
         if lits > lit_total || lit_total + matches > self.block_max {
