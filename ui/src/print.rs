@@ -556,10 +556,13 @@ impl FileReader {
                         pipeline.push(&f, &mut batch.evs);
                         batch.ends.push(batch.evs.len());
                         if batch.ends.len() >= batch_frames {
+                            // The next batch is sized as this one was, not
+                            // grown by doubling (copies and page faults).
+                            let room = batch.evs.len();
                             let full = std::mem::replace(
                                 &mut batch,
                                 Batch {
-                                    evs: Vec::new(),
+                                    evs: Vec::with_capacity(room),
                                     ends: Vec::with_capacity(batch_frames),
                                     first_ts: None,
                                     finish: None,
