@@ -501,81 +501,44 @@ fn lz4_frame_into(data: &[u8], limit: usize, out: &mut Vec<u8>) -> bool {
 }
 
 fn lz4_frame_blocks(data: &[u8], limit: usize, out: &mut Vec<u8>, start: usize) -> Option<()> {
-    fn le32(b: &[u8], at: usize) -> Option<u32> {
-        let w: [u8; 4] = b.get(at..at.checked_add(4)?)?.try_into().ok()?;
-        Some(u32::from_le_bytes(w))
-    }
-    let hc_at = lz4_descriptor_end(data)?;
-    let (flg, bd) = (*data.get(4)?, *data.get(5)?);
-    // Version 01, no reserved bit set, no dictionary id.
-    if flg >> 6 != 1 || flg & 0x03 != 0 || bd & 0x8f != 0 {
+    use super::declared::{lz4_block_len, Lz4Frame};
+    let frame = Lz4Frame::read(data)?;
+    let header = data.get(4..frame.hc_at)?;
+    if *data.get(frame.hc_at)? != (xxh32(header, 0) >> 8) as u8 {
         return None;
     }
-    let linked = flg & 0x20 == 0;
-    let block_checksums = flg & 0x10 != 0;
-    let content_checksum = flg & 0x04 != 0;
-    let max_block = match bd >> 4 {
-        4 => 64 << 10,
-        5 => 256 << 10,
-        6 => 1 << 20,
-        7 => 4 << 20,
-        _ => return None,
-    };
-    let header = data.get(4..hc_at)?;
-    if *data.get(hc_at)? != (xxh32(header, 0) >> 8) as u8 {
-        return None;
-    }
-    let content_size = if flg & 0x08 != 0 {
-        let w: [u8; 8] = data.get(6..14)?.try_into().ok()?;
-        Some(u64::from_le_bytes(w))
-    } else {
-        None
-    };
-    let mut pos = hc_at + 1;
-    loop {
-        let word = le32(data, pos)?;
-        pos += 4;
-        if word == 0 {
-            break; // end mark
-        }
-        let len = (word & 0x7fff_ffff) as usize;
-        if len > max_block {
+    let max_block = frame.max_block;
+    let mut blocks = frame.blocks();
+    while let Some(block) = blocks.next_block()? {
+        if block.checksum.is_some_and(|c| c != xxh32(block.bytes, 0)) {
             return None;
         }
-        let block = data.get(pos..pos.checked_add(len)?)?;
-        pos += len;
-        if block_checksums {
-            if le32(data, pos)? != xxh32(block, 0) {
-                return None;
-            }
-            pos += 4;
-        }
         let made = out.len() - start;
-        if word & 0x8000_0000 != 0 {
-            if made.checked_add(len)? > limit {
+        if block.stored {
+            if made.checked_add(block.bytes.len())? > limit {
                 return None;
             }
-            out.extend_from_slice(block);
+            out.extend_from_slice(block.bytes);
             continue;
         }
         let at = out.len();
         // The block's size from its sequences; None when a match reaches
         // before the block: a linked block using the ones before it, read
         // with them as its dictionary into room for a whole block.
-        let got = match super::declared::lz4_block_len(block, max_block) {
+        let got = match lz4_block_len(block.bytes, max_block) {
             Some(n) => {
                 if made.checked_add(n)? > limit {
                     return None;
                 }
                 out.resize(at + n, 0);
-                let got = lz4_flex::block::decompress_into(block, out.get_mut(at..)?).ok()?;
+                let got = lz4_flex::block::decompress_into(block.bytes, out.get_mut(at..)?).ok()?;
                 (got == n).then_some(n)?
             }
-            None if linked => {
+            None if !frame.independent => {
                 out.resize(at + max_block, 0);
                 let (head, tail) = out.split_at_mut(at);
                 let dict = head.get(at.saturating_sub(LZ4_WINDOW).max(start)..)?;
-                lz4_flex::block::decompress_into_with_dict(block, tail, dict).ok()?
+                lz4_flex::block::decompress_into_with_dict(block.bytes, tail, dict).ok()?
             }
             None => return None,
         };
@@ -585,11 +548,13 @@ fn lz4_frame_blocks(data: &[u8], limit: usize, out: &mut Vec<u8>, start: usize) 
         }
     }
     let made = out.get(start..)?;
-    if content_size.is_some_and(|c| c != made.len() as u64) {
+    if frame.content_size.is_some_and(|c| c != made.len() as u64) {
         return None;
     }
-    if content_checksum {
-        if le32(data, pos)? != xxh32(made, 0) {
+    let mut pos = blocks.pos();
+    if frame.content_checksum {
+        let w: [u8; 4] = data.get(pos..pos + 4)?.try_into().ok()?;
+        if u32::from_le_bytes(w) != xxh32(made, 0) {
             return None;
         }
         pos += 4;

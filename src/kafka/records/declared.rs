@@ -275,70 +275,155 @@ fn lz4(data: &[u8]) -> Option<usize> {
 /// Its header checksum is not checked (the decoder accepts any, see
 /// [`super::compression`]).
 fn lz4_frame(data: &[u8]) -> Option<(usize, usize)> {
-    let mut pos = 0;
-    if le32(data, pos)? != LZ4_MAGIC {
-        return None;
-    }
-    let flg = *data.get(pos + 4)?;
-    let bd = *data.get(pos + 5)?;
-    if flg >> 6 != 1 || flg & 0x02 != 0 || bd & 0x8F != 0 || flg & 0x01 != 0 {
-        return None; // version, reserved bits, dictionary id
-    }
-    let independent = flg & 0x20 != 0;
-    let block_checksum = flg & 0x10 != 0;
-    let has_size = flg & 0x08 != 0;
-    let content_checksum = flg & 0x04 != 0;
-    let max_block = match bd >> 4 {
-        4 => 64 << 10,
-        5 => 256 << 10,
-        6 => 1 << 20,
-        7 => 4 << 20,
-        _ => return None,
+    let frame = Lz4Frame::read(data)?;
+    let content = match frame.content_size {
+        Some(c) => Some(usize::try_from(c).ok()?),
+        None => None,
     };
-    let mut hc_at = pos + 6;
-    let content = if has_size {
-        hc_at += 8;
-        Some(usize::try_from(le64(data, pos + 6)?).ok()?)
-    } else {
-        None
-    };
-    data.get(hc_at)?;
-    pos = hc_at + 1;
+    let mut blocks = frame.blocks();
     let mut total = 0usize;
-    loop {
-        let word = le32(data, pos)?;
-        pos += 4;
-        if word == 0 {
-            break; // end mark
-        }
-        let size = (word & 0x7FFF_FFFF) as usize;
-        if size > max_block {
-            return None;
-        }
-        let block = data.get(pos..pos.checked_add(size)?)?;
-        pos += size;
-        if block_checksum {
-            pos += 4;
-        }
+    while let Some(block) = blocks.next_block()? {
         if content.is_some() {
             continue;
         }
-        let made = if word & 0x8000_0000 != 0 {
-            size
-        } else if independent {
-            lz4_block_len(block, max_block)?
+        let made = if block.stored {
+            block.bytes.len()
+        } else if frame.independent {
+            lz4_block_len(block.bytes, frame.max_block)?
         } else {
             return None;
         };
         total = total.checked_add(made)?;
     }
-    if content_checksum {
+    let mut pos = blocks.pos();
+    if frame.content_checksum {
         pos += 4;
     }
     if pos > data.len() {
         return None;
     }
     Some((content.unwrap_or(total), pos))
+}
+
+/// What an LZ4 frame's descriptor declares (the frame format's FLG and BD
+/// bytes and the optional content size), for the sizing walk here and the
+/// decoder's direct path (`compression::lz4_frame_into`).
+pub(crate) struct Lz4Frame<'a> {
+    data: &'a [u8],
+    /// Blocks do not reach into earlier ones.
+    pub(crate) independent: bool,
+    /// Each block is followed by its xxHash32.
+    pub(crate) block_checksum: bool,
+    /// The end mark is followed by the content's xxHash32.
+    pub(crate) content_checksum: bool,
+    /// The declared size of the content.
+    pub(crate) content_size: Option<u64>,
+    /// The largest a block may be, compressed or not.
+    pub(crate) max_block: usize,
+    /// Where the header checksum byte sits.
+    pub(crate) hc_at: usize,
+}
+
+impl<'a> Lz4Frame<'a> {
+    /// The descriptor of the frame `data` starts with: `None` without the
+    /// magic number, with another version, a reserved bit or block size, a
+    /// dictionary id, or a descriptor cut short.
+    pub(crate) fn read(data: &'a [u8]) -> Option<Lz4Frame<'a>> {
+        if le32(data, 0)? != LZ4_MAGIC {
+            return None;
+        }
+        let flg = *data.get(4)?;
+        let bd = *data.get(5)?;
+        if flg >> 6 != 1 || flg & 0x02 != 0 || bd & 0x8F != 0 || flg & 0x01 != 0 {
+            return None; // version, reserved bits, dictionary id
+        }
+        let max_block = match bd >> 4 {
+            4 => 64 << 10,
+            5 => 256 << 10,
+            6 => 1 << 20,
+            7 => 4 << 20,
+            _ => return None,
+        };
+        let (content_size, hc_at) = if flg & 0x08 != 0 {
+            (Some(le64(data, 6)?), 14)
+        } else {
+            (None, 6)
+        };
+        data.get(hc_at)?;
+        Some(Lz4Frame {
+            data,
+            independent: flg & 0x20 != 0,
+            block_checksum: flg & 0x10 != 0,
+            content_checksum: flg & 0x04 != 0,
+            content_size,
+            max_block,
+            hc_at,
+        })
+    }
+
+    /// The frame's data blocks, from the first after the header.
+    pub(crate) fn blocks(&self) -> Lz4Blocks<'a> {
+        Lz4Blocks {
+            data: self.data,
+            pos: self.hc_at + 1,
+            max_block: self.max_block,
+            checksums: self.block_checksum,
+        }
+    }
+}
+
+/// One data block of an LZ4 frame.
+pub(crate) struct Lz4Block<'a> {
+    /// The block's bytes as stored.
+    pub(crate) bytes: &'a [u8],
+    /// Stored uncompressed (the size word's high bit).
+    pub(crate) stored: bool,
+    /// Its xxHash32, when the frame has block checksums.
+    pub(crate) checksum: Option<u32>,
+}
+
+/// The walk over an LZ4 frame's data blocks (see [`Lz4Frame::blocks`]).
+pub(crate) struct Lz4Blocks<'a> {
+    data: &'a [u8],
+    pos: usize,
+    max_block: usize,
+    checksums: bool,
+}
+
+impl<'a> Lz4Blocks<'a> {
+    /// The next block; `Some(None)` at the end mark; `None` when the frame
+    /// is cut short or a block is larger than the frame allows.
+    pub(crate) fn next_block(&mut self) -> Option<Option<Lz4Block<'a>>> {
+        let word = le32(self.data, self.pos)?;
+        self.pos += 4;
+        if word == 0 {
+            return Some(None); // end mark
+        }
+        let size = (word & 0x7FFF_FFFF) as usize;
+        if size > self.max_block {
+            return None;
+        }
+        let bytes = self.data.get(self.pos..self.pos.checked_add(size)?)?;
+        self.pos += size;
+        let checksum = if self.checksums {
+            let c = le32(self.data, self.pos)?;
+            self.pos += 4;
+            Some(c)
+        } else {
+            None
+        };
+        Some(Some(Lz4Block {
+            bytes,
+            stored: word & 0x8000_0000 != 0,
+            checksum,
+        }))
+    }
+
+    /// Where the walk stands: after the end mark, where the content
+    /// checksum (if any) starts.
+    pub(crate) fn pos(&self) -> usize {
+        self.pos
+    }
 }
 
 /// What an LZ4 block decompresses to, from its sequences: `None` when an
