@@ -555,8 +555,14 @@ pub mod json {
     /// True when every byte of `s` is printable ASCII (0x20..=0x7e): Rust's
     /// `Debug` then escapes only `"` and `\`.
     pub fn is_printable_ascii(s: &str) -> bool {
+        is_printable_ascii_bytes(s.as_bytes())
+    }
+
+    /// [`is_printable_ascii`] of bytes: true when every byte is 0x20..=0x7e
+    /// (so the bytes are also UTF-8).
+    pub fn is_printable_ascii_bytes(b: &[u8]) -> bool {
         // Whole chunks without early exit, so the check vectorizes.
-        s.as_bytes().chunks(32).all(|c| {
+        b.chunks(32).all(|c| {
             c.iter()
                 .fold(true, |a, &b| a & (b.wrapping_sub(0x20) < 0x5f))
         })
@@ -590,7 +596,12 @@ pub mod json {
     /// quotes, appended to `value` (as [`escape_into`]). Record values, the
     /// longest strings of a tree, are written both ways.
     pub fn debug_and_escape_into(display: &mut Vec<u8>, value: &mut Vec<u8>, s: &str) {
-        let b = s.as_bytes();
+        debug_and_escape_ascii(display, value, s.as_bytes());
+    }
+
+    /// [`debug_and_escape_into`] of bytes that [`is_printable_ascii_bytes`]
+    /// accepts (the caller checks; other bytes would be copied as they are).
+    pub fn debug_and_escape_ascii(display: &mut Vec<u8>, value: &mut Vec<u8>, b: &[u8]) {
         display.extend_from_slice(b"\\\"");
         if b.len() >= PLAIN_CHECK && needs_no_escape(b) {
             display.extend_from_slice(b);

@@ -367,33 +367,30 @@ impl Writer<'_, '_> {
     fn content(&mut self, f: &Field, data: &[u8], string: bool, offset: usize) {
         self.out.extend_from_slice(LEAF);
         // Printable ASCII, the usual content, is a string either way and
-        // takes `Debug`'s plain form: one check for both.
-        let printable = std::str::from_utf8(data)
-            .ok()
-            .filter(|s| json::is_printable_ascii(s) && (string || s.len() <= MAX_STR));
-        let text = if let Some(s) = printable {
-            Some(Cow::Borrowed(s))
-        } else if string {
+        // takes `Debug`'s plain form: one check for both, on the bytes
+        // (printable ASCII is UTF-8 as it is).
+        if json::is_printable_ascii_bytes(data) && (string || data.len() <= MAX_STR) {
+            // Display and value in one pass over the text; the value waits
+            // in scratch for its place after the tail.
+            self.value.clear();
+            json::debug_and_escape_ascii(self.out, self.value, data);
+            self.tail(f, offset, data.len());
+            self.out.push(b'"');
+            self.out.extend_from_slice(self.value);
+            self.out.push(b'"');
+            self.out.push(b'}');
+            return;
+        }
+        let text = if string {
             Some(String::from_utf8_lossy(data))
         } else {
             content_text(data).map(Cow::Borrowed)
         };
         match text {
             Some(s) => {
-                if printable.is_some() {
-                    // Display and value in one pass over the text; the
-                    // value waits in scratch for its place after the tail.
-                    self.value.clear();
-                    json::debug_and_escape_into(self.out, self.value, &s);
-                    self.tail(f, offset, data.len());
-                    self.out.push(b'"');
-                    self.out.extend_from_slice(self.value);
-                    self.out.push(b'"');
-                } else {
-                    self.display_str(&s);
-                    self.tail(f, offset, data.len());
-                    json::str(self.out, &s);
-                }
+                self.display_str(&s);
+                self.tail(f, offset, data.len());
+                json::str(self.out, &s);
             }
             None => {
                 let at = self.out.len();
