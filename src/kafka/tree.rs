@@ -650,6 +650,36 @@ pub mod json {
         }
     }
 
+    /// Appends a string's `Debug` text (quoted, escaped as Rust does),
+    /// JSON-escaped: how a `Value::Str` is displayed.
+    pub fn debug_str_into(out: &mut Vec<u8>, s: &str) {
+        // Debug quotes and escapes; plain text needs no escapes in either.
+        if is_printable_ascii(s) {
+            debug_printable_into(out, s);
+        } else {
+            use std::fmt::Write as _;
+            let _ = write!(Escaped(out), "{s:?}");
+        }
+    }
+
+    /// Appends how a bytes value of `len` bytes starting with `head` is
+    /// displayed (`Value::Bytes`): `head` in hex, `…` when there are more,
+    /// `(empty)` for none. The text needs no JSON escapes.
+    pub fn bytes_preview_into(out: &mut Vec<u8>, len: usize, head: &[u8]) {
+        const HEX: &[u8; 16] = b"0123456789abcdef";
+        if len == 0 {
+            out.extend_from_slice(b"(empty)");
+            return;
+        }
+        for &b in head {
+            let hex = |n: u8| HEX.get(usize::from(n)).copied().unwrap_or(b'0');
+            out.extend_from_slice(&[hex(b >> 4), hex(b & 0xf)]);
+        }
+        if len > head.len() {
+            out.extend_from_slice("…".as_bytes());
+        }
+    }
+
     /// Appends `s` as a JSON string.
     pub fn str(out: &mut Vec<u8>, s: &str) {
         out.push(b'"');
@@ -868,24 +898,10 @@ impl Value {
             Value::Uint(v) => json::u64(out, *v),
             Value::Bool(v) => out.extend_from_slice(if *v { b"true" } else { b"false" }),
             Value::Null => out.extend_from_slice(b"null"),
-            // Debug quotes and escapes; plain text needs no escapes in either.
-            Value::Str(v) if json::is_printable_ascii(v) => json::debug_printable_into(out, v),
-            Value::Bytes { len, head } => {
-                if *len == 0 {
-                    out.extend_from_slice(b"(empty)");
-                } else {
-                    const HEX: &[u8; 16] = b"0123456789abcdef";
-                    for b in head {
-                        out.push(HEX[(b >> 4) as usize]);
-                        out.push(HEX[(b & 0xf) as usize]);
-                    }
-                    if *len > head.len() {
-                        out.extend_from_slice("…".as_bytes());
-                    }
-                }
-            }
+            Value::Str(v) => json::debug_str_into(out, v),
+            Value::Bytes { len, head } => json::bytes_preview_into(out, *len, head),
             Value::Text(t) => json::escape_into(out, t),
-            Value::Float(_) | Value::Str(_) | Value::Uuid(_) | Value::Json(_) => {
+            Value::Float(_) | Value::Uuid(_) | Value::Json(_) => {
                 let _ = self.write_display(&mut json::Escaped(out));
             }
         }

@@ -80,6 +80,15 @@ fn with_time(mut n: Node, ms: i64) -> Node {
     n
 }
 
+/// A RecordBatch CRC's value text when it matches (the tree path's and
+/// `json::batch_header`'s).
+pub(super) const CRC_VALID: &str = "crc32c of the bytes that follow";
+
+/// The detail of a CRC that does not match (v2 batches and legacy messages).
+pub(super) fn crc_mismatch(stored: u32, calc: u32) -> String {
+    format!("0x{stored:08x}, CRC MISMATCH: expected 0x{calc:08x}")
+}
+
 /// Reads the 61-byte header into `kids`. `whole` is the complete batch when
 /// the CRC can be checked (`None` for a partial batch). Returns the header
 /// and whether its CRC was found not to match.
@@ -131,15 +140,14 @@ fn header(c: &mut Cur<'_>, whole: Option<&[u8]>, kids: &mut Vec<Node>) -> Option
         Some(region) => {
             let calc = crc32c::crc32c(region);
             if calc == stored {
-                n.value = Value::Text("crc32c of the bytes that follow".into());
+                n.value = Value::Text(CRC_VALID.into());
                 n.about = Some(
                     format!("CRC-32C over attributes .. end of batch: 0x{stored:08x}, valid")
                         .into(),
                 );
             } else {
                 bad = true;
-                n.detail =
-                    Some(format!("0x{stored:08x}, CRC MISMATCH: expected 0x{calc:08x}").into());
+                n.detail = Some(crc_mismatch(stored, calc).into());
                 n.about = Some(
                     format!(
                         "CRC-32C over attributes .. end of batch: stored 0x{stored:08x}, \

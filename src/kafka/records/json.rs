@@ -20,7 +20,6 @@
 //! bytes written, which follow the bytes read).
 
 use std::borrow::Cow;
-use std::fmt::Write as _;
 
 use super::cursor::{content_text, iso8601_bytes, Cur, MAX_STR};
 use crate::kafka::tree::{json, Node, Role, Value};
@@ -166,7 +165,7 @@ pub(super) fn batch_header(c: &mut Cur<'_>, whole: &[u8]) -> Option<(Node, Batch
         let x = v.get(k).copied().unwrap_or(0);
         match k {
             4 if !crc_mismatch => {
-                const VALID: &[u8] = b"crc32c of the bytes that follow";
+                const VALID: &[u8] = super::batch::CRC_VALID.as_bytes();
                 w.out.extend_from_slice(LEAF);
                 w.out.extend_from_slice(VALID);
                 w.tail(f, base + at, *width);
@@ -175,7 +174,7 @@ pub(super) fn batch_header(c: &mut Cur<'_>, whole: &[u8]) -> Option<(Node, Batch
                 w.out.extend_from_slice(b"\"}");
             }
             4 => {
-                let d = format!("0x{stored:08x}, CRC MISMATCH: expected 0x{calc:08x}");
+                let d = super::batch::crc_mismatch(stored as u32, calc);
                 w.int(f, x, Some(d.as_bytes()), base + at, *width);
             }
             5 if attributes != 0 => {
@@ -353,15 +352,6 @@ impl Writer<'_, '_> {
         self.out.push(b'}');
     }
 
-    /// A string value's display text, escaped (as `Value::Str`'s).
-    fn display_str(&mut self, s: &str) {
-        if json::is_printable_ascii(s) {
-            json::debug_printable_into(self.out, s);
-        } else {
-            let _ = write!(json::Escaped(self.out), "{s:?}");
-        }
-    }
-
     /// A key, value or header value (shown as `content_value` shows it), or
     /// with `string` a header key (always a string, invalid UTF-8 replaced).
     fn content(&mut self, f: &Field, data: &[u8], string: bool, offset: usize) {
@@ -388,13 +378,18 @@ impl Writer<'_, '_> {
         };
         match text {
             Some(s) => {
-                self.display_str(&s);
+                json::debug_str_into(self.out, &s);
                 self.tail(f, offset, data.len());
                 json::str(self.out, &s);
             }
             None => {
                 let at = self.out.len();
-                bytes_display(self.out, data);
+                json::bytes_preview_into(
+                    self.out,
+                    data.len(),
+                    data.get(..crate::kafka::tree::BYTES_PREVIEW)
+                        .unwrap_or(data),
+                );
                 let end = self.out.len();
                 self.tail(f, offset, data.len());
                 self.out.push(b'"');
@@ -530,7 +525,7 @@ impl Writer<'_, '_> {
         self.sized(b, at, (&HEADER_VALUE_LENGTH, &HEADER_VALUE), true, false)?;
         let key = String::from_utf8_lossy(key);
         self.out.extend_from_slice(b"],\"display\":\"");
-        self.display_str(&key);
+        json::debug_str_into(self.out, &key);
         self.out.extend_from_slice(LENGTH);
         json::u64(self.out, (b.pos() - start) as u64);
         self.out.extend_from_slice(b",\"name\":\"Header[");
@@ -553,25 +548,5 @@ fn small(out: &mut Vec<u8>, v: u64) {
         out.push(b'0' + v as u8);
     } else {
         json::u64(out, v);
-    }
-}
-
-/// A bytes value's display (`Value::Bytes`): the first bytes in hex, `…`
-/// when there are more, `(empty)` for none.
-fn bytes_display(out: &mut Vec<u8>, data: &[u8]) {
-    const HEX: &[u8; 16] = b"0123456789abcdef";
-    if data.is_empty() {
-        out.extend_from_slice(b"(empty)");
-        return;
-    }
-    let head = data
-        .get(..crate::kafka::tree::BYTES_PREVIEW)
-        .unwrap_or(data);
-    for &b in head {
-        let hex = |n: u8| HEX.get(usize::from(n)).copied().unwrap_or(b'0');
-        out.extend_from_slice(&[hex(b >> 4), hex(b & 0xf)]);
-    }
-    if data.len() > head.len() {
-        out.extend_from_slice("…".as_bytes());
     }
 }

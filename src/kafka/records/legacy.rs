@@ -115,7 +115,7 @@ fn fields(
     let crc_bad = calc != stored;
     if crc_bad {
         ctx.crc_mismatches += 1;
-        n.detail = Some(format!("0x{stored:08x}, CRC MISMATCH: expected 0x{calc:08x}").into());
+        n.detail = Some(super::batch::crc_mismatch(stored, calc).into());
         n.about = Some(
             format!(
                 "CRC-32 over magic .. end of message: stored 0x{stored:08x}, \
