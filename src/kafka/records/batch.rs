@@ -19,10 +19,10 @@ const REC: Role = Role::Record;
 
 /// The header fields the records depend on.
 pub(crate) struct Hdr {
-    base_offset: i64,
-    attributes: i16,
-    base_ts: i64,
-    count: i32,
+    pub(super) base_offset: i64,
+    pub(super) attributes: i16,
+    pub(super) base_ts: i64,
+    pub(super) count: i32,
 }
 
 impl Hdr {
@@ -291,15 +291,9 @@ pub(crate) fn decode_batch(ctx: &mut Ctx<'_>, mut c: Cur<'_>) -> (Node, u64) {
         .then(|| json::batch_header(&mut c, whole))
         .flatten();
     let hdr = match fast {
-        Some((node, h)) => {
+        Some((node, hdr, crc_mismatch)) => {
             kids.push(node);
-            let hdr = Hdr {
-                base_offset: h.base_offset,
-                attributes: h.attributes,
-                base_ts: h.base_ts,
-                count: h.count,
-            };
-            Some((hdr, h.crc_mismatch))
+            Some((hdr, crc_mismatch))
         }
         None => header(&mut c, Some(whole), &mut kids),
     };

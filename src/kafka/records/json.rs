@@ -21,6 +21,7 @@
 
 use std::borrow::Cow;
 
+use super::batch::Hdr;
 use super::cursor::{content_text, iso8601_bytes, Cur, MAX_STR};
 use crate::kafka::tree::{json, Node, Role, Value};
 use crate::kafka::wire::Reader;
@@ -107,21 +108,12 @@ const BATCH_FIELDS: [(Field, usize); 13] = [
     (field!("recordsCount", "int32"), 4),
 ];
 
-/// What the records of a batch need from its header (see `batch::Hdr`).
-pub(super) struct BatchHeader {
-    pub(super) base_offset: i64,
-    pub(super) attributes: i16,
-    pub(super) base_ts: i64,
-    pub(super) count: i32,
-    /// The CRC-32C does not match the bytes.
-    pub(super) crc_mismatch: bool,
-}
-
 /// The 61-byte header of the complete batch `whole` (at `c`, which moves
 /// past it) as one node holding its thirteen fields' JSON, as `batch::header`
-/// would make them; `None` (and `c` as it was) when the header is not whole
+/// would make them, with what the records need from it and whether its CRC
+/// does not match; `None` (and `c` as it was) when the header is not whole
 /// or its recordsCount is negative (an error the tree path shows).
-pub(super) fn batch_header(c: &mut Cur<'_>, whole: &[u8]) -> Option<(Node, BatchHeader)> {
+pub(super) fn batch_header(c: &mut Cur<'_>, whole: &[u8]) -> Option<(Node, Hdr, bool)> {
     if c.pos() != 0 {
         return None;
     }
@@ -199,14 +191,13 @@ pub(super) fn batch_header(c: &mut Cur<'_>, whole: &[u8]) -> Option<(Node, Batch
         Role::RecordBatch,
     );
     node.source = c.source;
-    let h = BatchHeader {
+    let h = Hdr {
         base_offset: v.first().copied().unwrap_or(0),
         attributes: attributes as i16,
         base_ts,
         count: count as i32,
-        crc_mismatch,
     };
-    Some((node, h))
+    Some((node, h, crc_mismatch))
 }
 
 /// Records written as JSON since the last [`Run::take`]: they become one node.
