@@ -216,7 +216,7 @@ impl IndexEntry {
         dropped: u64,
         shared: Arc<Shared>,
     ) -> Result<FactsEntry, DecodeError> {
-        Self::decode_with(rec, index, dropped, shared, None).map(FactsEntry)
+        Self::decode_numbers(rec, index, dropped, shared).map(FactsEntry)
     }
 
     /// The numbers of a record, its side blob not read: the entry's message
