@@ -501,7 +501,7 @@ fn lz4_frame_into(data: &[u8], limit: usize, out: &mut Vec<u8>) -> bool {
 }
 
 fn lz4_frame_blocks(data: &[u8], limit: usize, out: &mut Vec<u8>, start: usize) -> Option<()> {
-    use super::declared::{lz4_block_len, Lz4Frame};
+    use super::declared::{lz4_block_len_after, Lz4Frame};
     let frame = Lz4Frame::read(data)?;
     let header = data.get(4..frame.hc_at)?;
     if *data.get(frame.hc_at)? != (xxh32(header, 0) >> 8) as u8 {
@@ -522,28 +522,27 @@ fn lz4_frame_blocks(data: &[u8], limit: usize, out: &mut Vec<u8>, start: usize) 
             continue;
         }
         let at = out.len();
-        // The block's size from its sequences; None when a match reaches
-        // before the block: a linked block using the ones before it, read
-        // with them as its dictionary into room for a whole block.
-        let got = match lz4_block_len(block.bytes, max_block) {
-            Some(n) => {
-                if made.checked_add(n)? > limit {
-                    return None;
-                }
-                out.resize(at + n, 0);
-                let got = lz4_flex::block::decompress_into(block.bytes, out.get_mut(at..)?).ok()?;
-                (got == n).then_some(n)?
-            }
-            None if !frame.independent => {
-                out.resize(at + max_block, 0);
-                let (head, tail) = out.split_at_mut(at);
-                let dict = head.get(at.saturating_sub(LZ4_WINDOW).max(start)..)?;
+        // A linked block may reach into the window of output before it.
+        let history = if frame.independent {
+            0
+        } else {
+            made.min(LZ4_WINDOW)
+        };
+        // The block's exact size from its sequences, before any room is
+        // made for it.
+        let n = lz4_block_len_after(block.bytes, max_block, history)?;
+        if made.checked_add(n)? > limit {
+            return None;
+        }
+        out.resize(at + n, 0);
+        let (head, tail) = out.split_at_mut(at);
+        let got = match head.get(at - history..) {
+            Some(dict) if history > 0 => {
                 lz4_flex::block::decompress_into_with_dict(block.bytes, tail, dict).ok()?
             }
-            None => return None,
+            _ => lz4_flex::block::decompress_into(block.bytes, tail).ok()?,
         };
-        out.truncate(at + got);
-        if made.checked_add(got)? > limit {
+        if got != n {
             return None;
         }
     }

@@ -435,6 +435,13 @@ impl<'a> Lz4Blocks<'a> {
 /// sum can overflow: the block is at most 4 MiB and a length at most 255
 /// times it.
 pub(crate) fn lz4_block_len(block: &[u8], max: usize) -> Option<usize> {
+    lz4_block_len_after(block, max, 0)
+}
+
+/// [`lz4_block_len`] of a block that follows `history` bytes of output it
+/// may reach into (a linked block of an LZ4 frame; at most the 64 KiB
+/// window, so no sum below can overflow).
+pub(crate) fn lz4_block_len_after(block: &[u8], max: usize, history: usize) -> Option<usize> {
     let len = block.len();
     let mut i = 0usize;
     let mut out = 0usize;
@@ -453,7 +460,7 @@ pub(crate) fn lz4_block_len(block: &[u8], max: usize) -> Option<usize> {
         let offset: [u8; 2] = block.get(i..i + 2)?.try_into().ok()?;
         let offset = usize::from(u16::from_le_bytes(offset));
         i += 2;
-        if offset == 0 || offset > out {
+        if offset == 0 || offset > out + history {
             return None;
         }
         let mut ml = usize::from(token & 15) + 4;
