@@ -458,8 +458,14 @@ impl EntryStore {
         }
     }
 
-    /// Writes the log to scratch files made by `maker` from now on.
+    /// Writes the log to scratch files made by `maker`. Only a store that
+    /// was never pushed to takes it (what is already in the log would stay
+    /// in a segment the scratch files' bookkeeping does not know); on any
+    /// other it changes nothing.
     pub fn set_scratch(&mut self, maker: ScratchMaker) {
+        if self.open_first != 0 || !self.open.is_empty() {
+            return;
+        }
         self.log.maker = Some(maker);
         self.log.writable = true;
         self.log.sealed = true;

@@ -604,3 +604,37 @@ fn the_app_filter_on_a_paging_store_matches_the_facts() {
         }
     }
 }
+
+/// Scratch files are taken only by a store never pushed to: entries already
+/// in the log stay readable, and no scratch file is made for them.
+#[test]
+fn scratch_is_set_only_on_a_fresh_store() {
+    let g = Geometry::TINY;
+    let made = Arc::new(AtomicU64::new(0));
+    let mut store = EntryStore::new(g);
+    let mut interner = Interner::default();
+    let mut model = Vec::new();
+    for (n, mut v) in entries(A2)
+        .into_iter()
+        .cycle()
+        .take(3 * g.block)
+        .enumerate()
+    {
+        v.info.index = n as u64;
+        v.info.peer = None;
+        let e = IndexEntry::new(v, &mut interner);
+        store.push(e.clone());
+        model.push(e);
+        if n == g.block / 2 {
+            store.set_scratch(fakes(&Arc::new(AtomicU8::new(OK)), &made));
+        }
+    }
+    assert_eq!(
+        made.load(Ordering::Relaxed),
+        0,
+        "no scratch file for a used store"
+    );
+    for (i, e) in model.iter().enumerate() {
+        same(&store.get(i).expect("entry"), e, "in memory");
+    }
+}
