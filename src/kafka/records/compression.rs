@@ -479,18 +479,20 @@ fn lz4_with(
     Ok(None)
 }
 
-/// The common LZ4 frame, decoded block by block straight into `out`: one
-/// frame with a valid header checksum, no dictionary, every checksum it
-/// declares matching, its declared content size right, nothing after it,
-/// within `limit`. Each compressed block's exact size comes first from its
-/// sequences (`declared::lz4_block_len`), so `out` grows by what the block
-/// makes — `FrameDecoder` zero-fills its largest block size (up to 4 MiB)
-/// for every frame and hands the bytes over through a scratch copy. Returns
-/// false, having put nothing, for anything else, which `FrameDecoder` then
-/// decides: whatever this accepts, `FrameDecoder` reads to the same bytes.
 /// How far back a linked LZ4 block may reach.
 const LZ4_WINDOW: usize = 64 << 10;
 
+/// The common LZ4 frame, its header checksum already found valid
+/// (`lz4_with`), decoded block by block straight into `out`: one frame, no
+/// dictionary, every checksum it declares matching, its declared content
+/// size right, nothing after it, within `limit`. Each compressed block's
+/// exact size comes first from its sequences (`declared::lz4_block_len_after`,
+/// a linked block's with the window before it), so `out` grows by what the
+/// block makes — `FrameDecoder` zero-fills its largest block size (up to 4
+/// MiB) for every frame and hands the bytes over through a scratch copy.
+/// Returns false, having put nothing, for anything else, which
+/// `FrameDecoder` then decides: whatever this accepts, `FrameDecoder` reads
+/// to the same bytes.
 fn lz4_frame_into(data: &[u8], limit: usize, out: &mut Vec<u8>) -> bool {
     let start = out.len();
     let ok = lz4_frame_blocks(data, limit, out, start).is_some();
@@ -502,11 +504,8 @@ fn lz4_frame_into(data: &[u8], limit: usize, out: &mut Vec<u8>) -> bool {
 
 fn lz4_frame_blocks(data: &[u8], limit: usize, out: &mut Vec<u8>, start: usize) -> Option<()> {
     use super::declared::{lz4_block_len_after, Lz4Frame};
+    // The header checksum is `lz4_with`'s to check, before this is tried.
     let frame = Lz4Frame::read(data)?;
-    let header = data.get(4..frame.hc_at)?;
-    if *data.get(frame.hc_at)? != (xxh32(header, 0) >> 8) as u8 {
-        return None;
-    }
     let max_block = frame.max_block;
     let mut blocks = frame.blocks();
     while let Some(block) = blocks.next_block()? {
