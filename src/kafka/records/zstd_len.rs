@@ -157,14 +157,6 @@ impl<const N: usize> Table<N> {
                 *values.get_mut(s)? = kind.value(s)?;
             }
             let code = u32::try_from(s).ok()?;
-            if high == size {
-                // No "less than 1" symbols: every cell is a stop.
-                for _ in 0..n.max(0) {
-                    cells.get_mut(pos)?.base = code;
-                    pos = (pos + step) & mask;
-                }
-                continue;
-            }
             for _ in 0..n.max(0) {
                 cells.get_mut(pos)?.base = code;
                 // The step is odd and the size a power of two: the walk
