@@ -632,7 +632,7 @@ proptest::proptest! {
         noise in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..64),
         slack in 0..3usize,
     ) {
-        use super::declared::{lz4_block_len, lz4_block_len_reference};
+        use super::declared::lz4_block_len;
         let data = mixed(seed, len);
         let block = lz4_flex::block::compress(&data);
         let max = |n: usize| [n, n.saturating_sub(1), 1 << 22][slack];
@@ -998,4 +998,56 @@ fn zstd_walk_reads_sequences_of_more_than_56_bits() {
     f[n - 1] = 0b1;
     f[n - 10] = 25;
     assert_eq!(declared::declared_len(4, &f), Some(32768 + 65539));
+}
+
+/// `declared::lz4_block_len` as first written, every sum checked: the
+/// reference the fast walk's accept/reject decisions are tested against
+/// (lz4_flex's decoder checks only the blocks it accepts).
+fn lz4_block_len_reference(block: &[u8], max: usize) -> Option<usize> {
+    let mut i = 0usize;
+    let mut out = 0usize;
+    loop {
+        let token = *block.get(i)?;
+        i += 1;
+        let mut lit = usize::from(token >> 4);
+        if lit == 15 {
+            loop {
+                let b = *block.get(i)?;
+                i += 1;
+                lit += usize::from(b);
+                if b != 255 {
+                    break;
+                }
+            }
+        }
+        i = i.checked_add(lit)?;
+        out = out.checked_add(lit)?;
+        if i > block.len() || out > max {
+            return None;
+        }
+        if i == block.len() {
+            return Some(out);
+        }
+        let offset: [u8; 2] = block.get(i..i.checked_add(2)?)?.try_into().ok()?;
+        let offset = usize::from(u16::from_le_bytes(offset));
+        i += 2;
+        if offset == 0 || offset > out {
+            return None;
+        }
+        let mut ml = usize::from(token & 15);
+        if ml == 15 {
+            loop {
+                let b = *block.get(i)?;
+                i += 1;
+                ml += usize::from(b);
+                if b != 255 {
+                    break;
+                }
+            }
+        }
+        out = out.checked_add(ml + 4)?;
+        if out > max {
+            return None;
+        }
+    }
 }
