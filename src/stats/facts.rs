@@ -252,15 +252,26 @@ fn set_facts(place: Place, bytes: u64, kids: &[Node], sources: &[ByteSource]) ->
     f
 }
 
+/// A topic of the summary scan: its name, borrowed, or its id resolved as
+/// [`place`] does.
+fn scanned_topic<'a>(t: &'a ScanTopic, topics: &TopicNames) -> Cow<'a, str> {
+    match t {
+        ScanTopic::Name(n) => Cow::Borrowed(n.as_str()),
+        ScanTopic::Id(u) => Cow::Owned(
+            topics
+                .name(u)
+                .map_or_else(|| format_uuid(u), str::to_string),
+        ),
+    }
+}
+
 /// A place of the summary scan, with topic ids resolved as [`place`] does.
 fn scanned_place(p: &ScanPlace, topics: &TopicNames) -> Place {
     Place {
-        topic: p.topic.as_ref().map(|t| match t {
-            ScanTopic::Name(n) => n.clone(),
-            ScanTopic::Id(u) => topics
-                .name(u)
-                .map_or_else(|| format_uuid(u), str::to_string),
-        }),
+        topic: p
+            .topic
+            .as_ref()
+            .map(|t| scanned_topic(t, topics).into_owned()),
         partition: p.partition,
     }
 }
@@ -283,14 +294,7 @@ pub(crate) fn scanned_sets<'a>(x: &'a ScanFacts, topics: &TopicNames) -> Vec<Set
     x.sets
         .iter()
         .map(|s| {
-            let topic = s.place.topic.as_ref().map(|t| match t {
-                ScanTopic::Name(n) => Cow::Borrowed(n.as_str()),
-                ScanTopic::Id(u) => Cow::Owned(
-                    topics
-                        .name(u)
-                        .map_or_else(|| format_uuid(u), str::to_string),
-                ),
-            });
+            let topic = s.place.topic.as_ref().map(|t| scanned_topic(t, topics));
             let partition = s.place.partition;
             match &s.counts {
                 Some(c) => SetFacts {
