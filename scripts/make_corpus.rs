@@ -1,7 +1,8 @@
 //! `make-corpus`: writes a large, realistic Kafka capture for benchmarks.
 //!
 //! Run it as `cargo run --release --example make-corpus -- --out /tmp/corpus.pcap
-//! [--size 300M|1G] [--connections 50] [--seed 1]`. The file is not committed.
+//! [--size 300M|1G] [--connections 50] [--seed 1] [--batches 400]`. The file is
+//! not committed.
 //!
 //! What it holds: Ethernet/IPv4/TCP frames between clients 10.1.x.y and brokers
 //! 10.0.0.{1,2,3}:9092, each connection opened with a three-way handshake and
@@ -21,6 +22,11 @@
 //! real; some responses are throttled (ThrottleTimeMs > 0) and some carry
 //! partition errors (NOT_LEADER_OR_FOLLOWER, REQUEST_TIMED_OUT,
 //! OFFSET_OUT_OF_RANGE).
+//!
+//! The record batches are drawn from a pool of `--batches` distinct ones (400
+//! by default, which the benchmark figures use): the same batch bytes recur in
+//! the file, as a produced batch recurs in the fetches that read it. A larger
+//! pool checks that a speed-up does not depend on that recurrence.
 //!
 //! It prints the number of frames, connections and Kafka messages written, so
 //! a benchmark can check that every tool saw them all.
@@ -81,6 +87,8 @@ struct Args {
     size: u64,
     connections: usize,
     seed: u64,
+    /// Distinct record batches the messages draw from.
+    batches: usize,
 }
 
 fn parse_size(s: &str) -> Option<u64> {
@@ -100,6 +108,7 @@ fn args() -> Args {
         size: 300 << 20,
         connections: 50,
         seed: 1,
+        batches: 400,
     };
     let mut it = std::env::args().skip(1);
     while let Some(k) = it.next() {
@@ -114,6 +123,13 @@ fn args() -> Args {
                 a.connections = v().parse().unwrap_or_else(|_| usage("bad --connections"))
             }
             "--seed" => a.seed = v().parse().unwrap_or_else(|_| usage("bad --seed")),
+            "--batches" => {
+                a.batches = v()
+                    .parse()
+                    .ok()
+                    .filter(|&n| n > 0)
+                    .unwrap_or_else(|| usage("bad --batches"))
+            }
             "-h" | "--help" => usage(""),
             other => usage(&format!("unknown argument {other}")),
         }
@@ -127,6 +143,7 @@ fn usage(msg: &str) -> ! {
     }
     eprintln!(
         "usage: make-corpus [--out FILE] [--size 300M|1G] [--connections 50] [--seed N]\n\
+         [--batches 400]\n\
          (default out: $OUT or /tmp/kafkashark-corpus.pcap)"
     );
     std::process::exit(2)
@@ -981,7 +998,7 @@ fn main() -> std::io::Result<()> {
     let a = args();
     let mut rng = StdRng::seed_from_u64(a.seed);
     eprintln!("make-corpus: building the record batch pool…");
-    let pool = BatchPool::new(&mut rng, 400);
+    let pool = BatchPool::new(&mut rng, a.batches);
     let file = std::fs::File::create(&a.out)?;
     let mut out = Out {
         heap: BinaryHeap::new(),
