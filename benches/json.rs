@@ -87,6 +87,39 @@ fn escapes(c: &mut Criterion) {
     g.finish();
 }
 
+/// Integers as a tree's JSON has them, one after another into one buffer:
+/// lengths and small values, offsets, and timestamps (13 digits), in a
+/// mixed order.
+fn integers(c: &mut Criterion) {
+    let mut vals = Vec::new();
+    let mut x = 0x9e37_79b9_7f4a_7c15u64;
+    for i in 0..1000u64 {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        vals.push(match i % 4 {
+            0 => x % 10,
+            1 => x % 1000,
+            2 => x % 10_000_000,
+            _ => 1_700_000_000_000 + x % 100_000_000_000,
+        });
+    }
+    let mut out = Vec::with_capacity(1 << 16);
+    let mut g = c.benchmark_group("json-integers");
+    g.throughput(Throughput::Elements(vals.len() as u64));
+    g.bench_function("u64/mixed", |b| {
+        b.iter(|| {
+            out.clear();
+            for &v in black_box(&vals) {
+                json::u64(&mut out, v);
+                out.push(b',');
+            }
+            black_box(out.len())
+        })
+    });
+    g.finish();
+}
+
 /// The JSON of whole trees: Fetch responses with record batches from the
 /// compression-codecs capture.
 fn trees(c: &mut Criterion) {
@@ -131,5 +164,5 @@ fn trees(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, escapes, trees);
+criterion_group!(benches, escapes, integers, trees);
 criterion_main!(benches);

@@ -696,21 +696,22 @@ pub mod json {
             out.push(b'0' + v as u8);
         } else if v < E8 {
             // Its eight digits stored as one word shifted past the leading
-            // zeros (the lowest zero bytes; `v` is not 0, so the shift is
-            // below 64) and cut back to the digits' count.
-            let d = digits8(v);
-            let zeros = d.trailing_zeros() & !7;
+            // zeros (the lowest bytes) and cut back to the digits' count.
+            // The count comes from `v` itself, not from the digits: what is
+            // written next need not wait for them.
+            let n = (v as u32).ilog10() + 1;
             let len = out.len();
-            out.extend_from_slice(&((d >> zeros) + ASCII).to_le_bytes());
-            out.truncate(len + 8 - (zeros / 8) as usize);
+            out.extend_from_slice(&((digits8(v) >> (64 - 8 * n)) + ASCII).to_le_bytes());
+            out.truncate(len + n as usize);
         } else if v < E8 * E8 {
             // The same with sixteen digits in two words.
-            let d = u128::from(digits8(v / E8)) | u128::from(digits8(v % E8)) << 64;
-            let zeros = d.trailing_zeros() & !7;
+            let hi = v / E8;
+            let n = (hi as u32).ilog10() + 1;
+            let d = u128::from(digits8(hi)) | u128::from(digits8(v % E8)) << 64;
             let len = out.len();
             let ascii = u128::from(ASCII) | u128::from(ASCII) << 64;
-            out.extend_from_slice(&((d >> zeros) + ascii).to_le_bytes());
-            out.truncate(len + 16 - (zeros / 8) as usize);
+            out.extend_from_slice(&((d >> (64 - 8 * n)) + ascii).to_le_bytes());
+            out.truncate(len + 8 + n as usize);
         } else {
             u64_long(out, v);
         }
