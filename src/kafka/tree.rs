@@ -694,6 +694,16 @@ pub mod json {
         const ASCII: u64 = 0x3030_3030_3030_3030;
         if v < 10 {
             out.push(b'0' + v as u8);
+        } else if v < 10_000 {
+            // Lengths and most small values: two pairs of digits from a
+            // table (the first "00" or "0d" when shorter), as one word
+            // shifted past the leading zeros and cut back to the count.
+            let pair = |p: u64| u32::from(PAIRS.get(p as usize).copied().unwrap_or_default());
+            let word = pair(v / 100) | pair(v % 100) << 16;
+            let n = 2 + u32::from(v >= 100) + u32::from(v >= 1000);
+            let len = out.len();
+            out.extend_from_slice(&(word >> (32 - 8 * n)).to_le_bytes());
+            out.truncate(len + n as usize);
         } else if v < E8 {
             // Its eight digits stored as one word shifted past the leading
             // zeros (the lowest bytes) and cut back to the digits' count.
@@ -716,6 +726,18 @@ pub mod json {
             u64_long(out, v);
         }
     }
+
+    /// The two ASCII digits of each number below 100, the first in the low
+    /// byte.
+    const PAIRS: [u16; 100] = {
+        let mut t = [0u16; 100];
+        let mut i = 0;
+        while i < 100 {
+            t[i] = (b'0' as u16 + (i / 10) as u16) | (b'0' as u16 + (i % 10) as u16) << 8;
+            i += 1;
+        }
+        t
+    };
 
     /// [`u64`] of a value from 10^16 on (up to twenty digits).
     #[cold]
