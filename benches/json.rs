@@ -35,8 +35,42 @@ fn texts() -> Vec<(&'static str, String)> {
     let words = "the quick brown fox jumps over the lazy dog ".repeat(6);
     let names = "timestampDelta".to_string();
     let control = "line one\nline two\ttabbed \u{1} \"quoted\" back\\slash ".repeat(4);
+    // Many different documents (about 16 KB): the branches on where quotes
+    // fall cannot be learned from one text repeated.
+    let mut docs = String::new();
+    let mut x = 0x2545_f491_4f6c_dd1du64;
+    let mut next = |n: u64| {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x % n
+    };
+    while docs.len() < 16 << 10 {
+        docs.push('{');
+        for f in 0..next(8) + 2 {
+            if f > 0 {
+                docs.push(',');
+            }
+            let key: String = (0..next(10) + 1)
+                .map(|_| char::from(b'a' + next(26) as u8))
+                .collect();
+            docs.push_str(&format!("\"{key}\":"));
+            match next(3) {
+                0 => docs.push_str(&next(1 << 40).to_string()),
+                1 => {
+                    let v: String = (0..next(16))
+                        .map(|_| char::from(b'A' + next(26) as u8))
+                        .collect();
+                    docs.push_str(&format!("\"{v}\""));
+                }
+                _ => docs.push_str(&format!("\"say \\\"{}\\\"\"", next(1000))),
+            }
+        }
+        docs.push('}');
+    }
     vec![
         ("json-doc", doc),
+        ("json-docs-varied", docs),
         ("plain-words", words),
         ("field-name", names),
         ("control-chars", control),
