@@ -73,12 +73,6 @@ pub const SEGMENT_BYTES: usize = 256 * 1024;
 /// Most room a render thread makes ahead for one message's JSON.
 const JSON_RESERVE: usize = 64 << 20;
 
-/// Largest buffer the writer gives back to its render thread: those grown
-/// for a large message's JSON too, up to this. Each render thread keeps one
-/// such (the largest it got back) for the next large message, so its pages
-/// are written again instead of a fresh allocation's faulted in.
-const MAX_SPARE: usize = 8 << 20;
-
 /// Bytes of formatted output waiting for the writer, per render thread
 /// (one larger buffer may wait alone): about two chunks' output, so a render
 /// thread can finish a chunk while the writer still writes the one before it.
@@ -530,38 +524,14 @@ struct ToWriter {
     tx: SyncSender<Segment>,
     budget: Arc<Budget>,
     spares: Receiver<Vec<u8>>,
-    /// The largest buffer given back that is larger than a segment's (see
-    /// [`MAX_SPARE`]).
-    large: std::cell::Cell<Option<Vec<u8>>>,
 }
 
 impl ToWriter {
-    /// A buffer for output: one the writer gave back, or a new one. Large
-    /// ones given back are set aside (the largest kept) for [`Self::room`].
+    /// A buffer for output: one the writer gave back, or a new one.
     fn fresh(&self) -> Vec<u8> {
-        while let Ok(b) = self.spares.try_recv() {
-            if b.capacity() <= 2 * SEGMENT_BYTES {
-                return b;
-            }
-            let kept = self.large.take();
-            self.large.set(match kept {
-                Some(k) if k.capacity() >= b.capacity() => Some(k),
-                _ => Some(b),
-            });
-        }
-        Vec::with_capacity(SEGMENT_BYTES + SEGMENT_BYTES / 4)
-    }
-
-    /// An empty buffer with room for `want` bytes: the large one set aside
-    /// if it has the room, else a new one.
-    fn room(&self, want: usize) -> Vec<u8> {
-        match self.large.take() {
-            Some(b) if b.capacity() >= want => b,
-            kept => {
-                self.large.set(kept);
-                Vec::with_capacity(want)
-            }
-        }
+        self.spares
+            .try_recv()
+            .unwrap_or_else(|_| Vec::with_capacity(SEGMENT_BYTES + SEGMENT_BYTES / 4))
     }
 
     /// Hands `buf` (if not empty) to the writer, leaving a fresh buffer;
@@ -621,7 +591,6 @@ impl Pool {
                 tx: seg_tx,
                 budget: budget.clone(),
                 spares: spare_rx,
-                large: std::cell::Cell::new(None),
             };
             let render = Render::new(settings.format, true);
             let opts = settings.decode.clone();
@@ -715,10 +684,10 @@ fn worker(
                                 if !buf.is_empty() && !to.flush(&mut buf) {
                                     return;
                                 }
-                                // Another buffer: growing the empty one
+                                // A new allocation: growing the empty one
                                 // would copy its old capacity.
                                 if buf.capacity() < want {
-                                    buf = to.room(want);
+                                    buf = Vec::with_capacity(want);
                                 }
                             }
                             render.message(&mut buf, &m);
@@ -783,8 +752,8 @@ fn writer<W: Write>(
                     w.write_all(&b).map_err(CliError::Output)?;
                     budget.give(b.len());
                     b.clear();
-                    // Buffers grown larger still are not kept.
-                    if b.capacity() <= MAX_SPARE {
+                    // Buffers grown by a large message are not kept.
+                    if b.capacity() <= 2 * SEGMENT_BYTES {
                         let _ = spare.send(b);
                     }
                 }
