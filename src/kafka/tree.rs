@@ -584,7 +584,7 @@ pub mod json {
                 b,
                 quote_or_backslash,
                 |b| b == b'"' || b == b'\\',
-                |out, b| out.extend_from_slice(if b == b'"' { b"\\\\\\\"" } else { b"\\\\\\\\" }),
+                |out, b| out.extend_from_slice(&(0x005c_5c5c | u32::from(b) << 24).to_le_bytes()),
             );
         }
         out.extend_from_slice(b"\\\"");
@@ -641,13 +641,10 @@ pub mod json {
     /// The escapes of `"` or `\\` in [`debug_and_escape_into`]'s two texts.
     #[inline(always)]
     fn both_escapes(display: &mut Vec<u8>, value: &mut Vec<u8>, c: u8) {
-        if c == b'"' {
-            display.extend_from_slice(b"\\\\\\\"");
-            value.extend_from_slice(b"\\\"");
-        } else {
-            display.extend_from_slice(b"\\\\\\\\");
-            value.extend_from_slice(b"\\\\");
-        }
+        // The byte after one backslash or three, without a branch on which
+        // byte it is (text with both would mispredict it).
+        display.extend_from_slice(&(0x005c_5c5c | u32::from(c) << 24).to_le_bytes());
+        value.extend_from_slice(&[b'\\', c]);
     }
 
     /// Appends a string's `Debug` text (quoted, escaped as Rust does),
