@@ -35,8 +35,42 @@ fn texts() -> Vec<(&'static str, String)> {
     let words = "the quick brown fox jumps over the lazy dog ".repeat(6);
     let names = "timestampDelta".to_string();
     let control = "line one\nline two\ttabbed \u{1} \"quoted\" back\\slash ".repeat(4);
+    // Many different documents (about 16 KB): the branches on where quotes
+    // fall cannot be learned from one text repeated.
+    let mut docs = String::new();
+    let mut x = 0x2545_f491_4f6c_dd1du64;
+    let mut next = |n: u64| {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x % n
+    };
+    while docs.len() < 16 << 10 {
+        docs.push('{');
+        for f in 0..next(8) + 2 {
+            if f > 0 {
+                docs.push(',');
+            }
+            let key: String = (0..next(10) + 1)
+                .map(|_| char::from(b'a' + next(26) as u8))
+                .collect();
+            docs.push_str(&format!("\"{key}\":"));
+            match next(3) {
+                0 => docs.push_str(&next(1 << 40).to_string()),
+                1 => {
+                    let v: String = (0..next(16))
+                        .map(|_| char::from(b'A' + next(26) as u8))
+                        .collect();
+                    docs.push_str(&format!("\"{v}\""));
+                }
+                _ => docs.push_str(&format!("\"say \\\"{}\\\"\"", next(1000))),
+            }
+        }
+        docs.push('}');
+    }
     vec![
         ("json-doc", doc),
+        ("json-docs-varied", docs),
         ("plain-words", words),
         ("field-name", names),
         ("control-chars", control),
@@ -87,6 +121,39 @@ fn escapes(c: &mut Criterion) {
     g.finish();
 }
 
+/// Integers as a tree's JSON has them, one after another into one buffer:
+/// lengths and small values, offsets, and timestamps (13 digits), in a
+/// mixed order.
+fn integers(c: &mut Criterion) {
+    let mut vals = Vec::new();
+    let mut x = 0x9e37_79b9_7f4a_7c15u64;
+    for i in 0..1000u64 {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        vals.push(match i % 4 {
+            0 => x % 10,
+            1 => x % 1000,
+            2 => x % 10_000_000,
+            _ => 1_700_000_000_000 + x % 100_000_000_000,
+        });
+    }
+    let mut out = Vec::with_capacity(1 << 16);
+    let mut g = c.benchmark_group("json-integers");
+    g.throughput(Throughput::Elements(vals.len() as u64));
+    g.bench_function("u64/mixed", |b| {
+        b.iter(|| {
+            out.clear();
+            for &v in black_box(&vals) {
+                json::u64(&mut out, v);
+                out.push(b',');
+            }
+            black_box(out.len())
+        })
+    });
+    g.finish();
+}
+
 /// The JSON of whole trees: Fetch responses with record batches from the
 /// compression-codecs capture.
 fn trees(c: &mut Criterion) {
@@ -131,5 +198,5 @@ fn trees(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, escapes, trees);
+criterion_group!(benches, escapes, integers, trees);
 criterion_main!(benches);

@@ -584,7 +584,7 @@ pub mod json {
                 b,
                 quote_or_backslash,
                 |b| b == b'"' || b == b'\\',
-                |out, b| out.extend_from_slice(if b == b'"' { b"\\\\\\\"" } else { b"\\\\\\\\" }),
+                |out, b| out.extend_from_slice(&(0x005c_5c5c | u32::from(b) << 24).to_le_bytes()),
             );
         }
         out.extend_from_slice(b"\\\"");
@@ -641,13 +641,10 @@ pub mod json {
     /// The escapes of `"` or `\\` in [`debug_and_escape_into`]'s two texts.
     #[inline(always)]
     fn both_escapes(display: &mut Vec<u8>, value: &mut Vec<u8>, c: u8) {
-        if c == b'"' {
-            display.extend_from_slice(b"\\\\\\\"");
-            value.extend_from_slice(b"\\\"");
-        } else {
-            display.extend_from_slice(b"\\\\\\\\");
-            value.extend_from_slice(b"\\\\");
-        }
+        // The byte after one backslash or three, without a branch on which
+        // byte it is (text with both would mispredict it).
+        display.extend_from_slice(&(0x005c_5c5c | u32::from(c) << 24).to_le_bytes());
+        value.extend_from_slice(&[b'\\', c]);
     }
 
     /// Appends a string's `Debug` text (quoted, escaped as Rust does),
@@ -688,36 +685,102 @@ pub mod json {
     }
 
     /// Appends an unsigned integer.
+    #[inline(always)]
     pub fn u64(out: &mut Vec<u8>, v: u64) {
-        const E8: u64 = 100_000_000;
         if v < 10 {
             out.push(b'0' + v as u8);
-        } else if v < E8 {
-            push_digits(out, v, v.ilog10() as usize + 1);
-        } else if v < E8 * E8 {
-            let hi = v / E8;
-            push_digits(out, hi, hi.ilog10() as usize + 1);
-            push_digits(out, v % E8, 8);
+        } else if v < 10_000 {
+            // Lengths and most small values: two pairs of digits from a
+            // table (the first "00" or "0d" when shorter), as one word
+            // shifted past the leading zeros and cut back to the count.
+            let pair = |p: u64| u32::from(PAIRS.get(p as usize).copied().unwrap_or_default());
+            let word = pair(v / 100) | pair(v % 100) << 16;
+            let n = 2 + u32::from(v >= 100) + u32::from(v >= 1000);
+            let len = out.len();
+            out.extend_from_slice(&(word >> (32 - 8 * n)).to_le_bytes());
+            out.truncate(len + n as usize);
         } else {
-            let mut buf = [0u8; 20];
-            out.extend_from_slice(u64_text(&mut buf, v));
+            u64_wide(out, v);
         }
     }
 
-    /// Appends the last `n` (1..=8) decimal digits of `v`, zero-padded. The
-    /// digits are gathered in a register, first digit in the lowest byte, and
-    /// stored as one word cut back to `n` bytes: no call, no store-to-load
-    /// stall of a byte buffer read back whole.
-    #[inline(always)]
-    fn push_digits(out: &mut Vec<u8>, mut v: u64, n: usize) {
-        let mut word = 0u64;
-        for _ in 0..n {
-            word = (word << 8) | (u64::from(b'0') + v % 10);
-            v /= 10;
+    /// [`u64`] of any value (called for those from 10^4 on, out of line).
+    #[inline(never)]
+    fn u64_wide(out: &mut Vec<u8>, v: u64) {
+        const E8: u64 = 100_000_000;
+        const ASCII: u64 = 0x3030_3030_3030_3030;
+        if v < 10 {
+            out.push(b'0' + v as u8);
+        } else if v < 10_000 {
+            // Lengths and most small values: two pairs of digits from a
+            // table (the first "00" or "0d" when shorter), as one word
+            // shifted past the leading zeros and cut back to the count.
+            let pair = |p: u64| u32::from(PAIRS.get(p as usize).copied().unwrap_or_default());
+            let word = pair(v / 100) | pair(v % 100) << 16;
+            let n = 2 + u32::from(v >= 100) + u32::from(v >= 1000);
+            let len = out.len();
+            out.extend_from_slice(&(word >> (32 - 8 * n)).to_le_bytes());
+            out.truncate(len + n as usize);
+        } else if v < E8 {
+            // Its eight digits stored as one word shifted past the leading
+            // zeros (the lowest bytes) and cut back to the digits' count.
+            // The count comes from `v` itself, not from the digits: what is
+            // written next need not wait for them.
+            let n = (v as u32).ilog10() + 1;
+            let len = out.len();
+            out.extend_from_slice(&((digits8(v) >> (64 - 8 * n)) + ASCII).to_le_bytes());
+            out.truncate(len + n as usize);
+        } else if v < E8 * E8 {
+            // The same with sixteen digits in two words.
+            let hi = v / E8;
+            let n = (hi as u32).ilog10() + 1;
+            let d = u128::from(digits8(hi)) | u128::from(digits8(v % E8)) << 64;
+            let len = out.len();
+            let ascii = u128::from(ASCII) | u128::from(ASCII) << 64;
+            out.extend_from_slice(&((d >> (64 - 8 * n)) + ascii).to_le_bytes());
+            out.truncate(len + 8 + n as usize);
+        } else {
+            u64_long(out, v);
         }
-        let len = out.len();
-        out.extend_from_slice(&word.to_le_bytes());
-        out.truncate(len + n);
+    }
+
+    /// The two ASCII digits of each number below 100, the first in the low
+    /// byte.
+    const PAIRS: [u16; 100] = {
+        let mut t = [0u16; 100];
+        let mut i = 0;
+        while i < 100 {
+            t[i] = (b'0' as u16 + (i / 10) as u16) | (b'0' as u16 + (i % 10) as u16) << 8;
+            i += 1;
+        }
+        t
+    };
+
+    /// [`u64`] of a value from 10^16 on (up to twenty digits).
+    #[cold]
+    fn u64_long(out: &mut Vec<u8>, v: u64) {
+        let mut buf = [0u8; 20];
+        out.extend_from_slice(u64_text(&mut buf, v));
+    }
+
+    /// The eight decimal digits of `v` (below 10^8), zero-padded, as numbers
+    /// 0..=9, the first digit in the lowest byte. Without a chain of
+    /// divisions per digit: the two halves of four digits are split into
+    /// pairs and the pairs into digits side by side in one word, each step a
+    /// multiplication by a reciprocal (exact for the ranges here: 10486/2^20
+    /// gives n/100 for n below 43699, 103/2^10 gives n/10 for n below 179).
+    #[inline(always)]
+    pub(crate) fn digits8(v: u64) -> u64 {
+        // Lanes of 32 bits: the first four digits low, the last four high.
+        let x = (v / 10_000) | ((v % 10_000) << 32);
+        // Each lane's hundreds: the product stays within its lane (below
+        // 2^27), the mask drops what the shift brings down from the next.
+        let h = ((x * 10_486) >> 20) & 0x0000_007f_0000_007f;
+        // Lanes of 16 bits: the pairs of digits.
+        let y = h | ((x - h * 100) << 16);
+        let t = ((y * 103) >> 10) & 0x000f_000f_000f_000f;
+        // Lanes of 8 bits: the digits.
+        t | ((y - t * 10) << 8)
     }
 
     /// Appends a signed integer.
@@ -1670,6 +1733,44 @@ mod tests {
             }
             json::i64(&mut out, i);
             proptest::prop_assert_eq!(out, format!("x{v} {w} {x} {i}").into_bytes());
+        }
+    }
+
+    #[test]
+    fn eight_digits_side_by_side() {
+        // The lanes of `digits8` do not touch each other, so every value of
+        // each half, beside values of the other, covers all the steps.
+        let text = |v: u64| {
+            let d = json::digits8(v);
+            (0..8)
+                .map(|i| char::from(b'0' + (d >> (8 * i)) as u8))
+                .collect::<String>()
+        };
+        for i in 0..10_000u64 {
+            for v in [i * 10_000 + i, i * 10_000 + (9_999 - i), i, i * 10_000] {
+                assert_eq!(text(v), format!("{v:08}"));
+            }
+        }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn integers_as_std_writes_them(v: u64, i: i64, digits in 1u32..=20, below in 0u64..3) {
+            let mut out = Vec::new();
+            // Every length's first value, last value and some in between.
+            let p = 10u64.checked_pow(digits - 1).unwrap_or(0);
+            let edge = p.wrapping_add(below).wrapping_sub(1);
+            let mut want = String::new();
+            for x in [v, p, edge, p.saturating_add(v % p.max(1))] {
+                json::u64(&mut out, x);
+                out.push(b' ');
+                want.push_str(&format!("{x} "));
+            }
+            json::i64(&mut out, i);
+            let n = (p as i64).wrapping_abs().wrapping_neg();
+            json::i64(&mut out, n);
+            want.push_str(&format!("{i}{n}"));
+            proptest::prop_assert_eq!(String::from_utf8(out).expect("utf8"), want);
         }
     }
 
