@@ -23,13 +23,10 @@
 //!   makes the walk cheaper than decoding) and the checksum — a CRC-verified
 //!   batch with damage there is the documented exception of
 //!   [`super::declared`];
-//! - no allocation per frame: the decoding tables are fixed arrays sized
-//!   for the largest accuracy logs the format allows (literal and match
-//!   lengths 9, offsets 8), and the tables built from descriptions are kept
-//!   per thread so that a description seen before is not built again
-//!   ([`Built`]: at most 64 per code, about 660 KB, allocated as they are
-//!   built); no read is unchecked; every loop is bounded by the input or by
-//!   a count it has checked.
+//! - no allocation: the decoding tables are fixed arrays sized for the
+//!   largest accuracy logs the format allows (literal and match lengths 9,
+//!   offsets 8); no read is unchecked; every loop is bounded by the input or
+//!   by a count it has checked.
 
 use std::sync::OnceLock;
 
@@ -197,28 +194,6 @@ impl<const N: usize> Table<N> {
         }
         self.log = log;
         Some(())
-    }
-
-    /// Copies the table into `t` (its `1 << log` cells).
-    fn copy_to(&self, t: &mut Table<N>) -> Option<()> {
-        let size = 1usize << self.log;
-        t.cells
-            .get_mut(..size)?
-            .copy_from_slice(self.cells.get(..size)?);
-        t.log = self.log;
-        Some(())
-    }
-
-    /// The same accuracy and the same cells.
-    #[cfg(test)]
-    fn same(&self, t: &Table<N>) -> bool {
-        let size = 1usize << self.log;
-        let key = |c: &Cell| (c.base, c.extra, c.bits, c.next);
-        self.log == t.log
-            && self.cells[..size]
-                .iter()
-                .map(key)
-                .eq(t.cells[..size].iter().map(key))
     }
 
     /// The one-state table of an RLE mode: `code` every time, no bits.
@@ -441,150 +416,11 @@ fn defaults() -> Option<&'static Defaults> {
     .as_ref()
 }
 
-/// The three sequence decoding tables in use, and the tables built from
-/// descriptions earlier on this thread.
+/// The three sequence decoding tables in use.
 struct Tables {
     ll: Table<512>,
     ml: Table<512>,
     of: Table<256>,
-    built: Built,
-}
-
-impl Tables {
-    const fn empty() -> Tables {
-        Tables {
-            ll: Table::empty(),
-            ml: Table::empty(),
-            of: Table::empty(),
-            built: Built {
-                ll: Shelf::empty(),
-                ml: Shelf::empty(),
-                of: Shelf::empty(),
-            },
-        }
-    }
-}
-
-/// How many tables built from descriptions are kept per code (the
-/// benchmark corpus cycles through 32–41 per code).
-const KEPT: usize = 64;
-/// The longest description whose table is kept (a description of every
-/// code at the largest accuracy takes about 70 bytes; real ones far less).
-const DESC_MAX: usize = 64;
-
-/// Tables built from FSE descriptions (§4.1.1), kept with the bytes of
-/// their description. A producer's blocks carry the same few descriptions
-/// over and over (Kafka batches of similar records): a block whose
-/// description begins with a kept one's bytes gets a copy of its table.
-///
-/// Sound because reading a description is a function of the bits it
-/// consumes, read in order, and the bytes holding them: bytes that begin
-/// with a kept description are read exactly as it was — same counts, same
-/// length — and build the same table (checked against a fresh build on
-/// every hit under `cfg(test)`).
-struct Built {
-    ll: Shelf<512>,
-    ml: Shelf<512>,
-    of: Shelf<256>,
-}
-
-/// The kept tables of one code (at most [`KEPT`], added as they are
-/// built); once full, the oldest is replaced first.
-struct Shelf<const N: usize> {
-    /// Each kept description's first bytes (up to 8, little endian) and
-    /// their mask, scanned first.
-    heads: Vec<(u64, u64)>,
-    kept: Vec<Kept<N>>,
-    next: usize,
-}
-
-/// One kept table and its description (`len` bytes of `desc`).
-struct Kept<const N: usize> {
-    len: usize,
-    desc: [u8; DESC_MAX],
-    table: Table<N>,
-}
-
-#[cfg(test)]
-thread_local! {
-    /// Tables found kept and tables built from descriptions on this thread.
-    static KEPT_COUNTS: std::cell::Cell<(u64, u64)> = const { std::cell::Cell::new((0, 0)) };
-}
-
-/// How many tables this thread found kept and built from descriptions.
-#[cfg(test)]
-pub(super) fn kept_counts() -> (u64, u64) {
-    KEPT_COUNTS.with(std::cell::Cell::get)
-}
-
-/// The first 8 bytes of `b`, zeros past its end, little endian.
-fn head(b: &[u8]) -> u64 {
-    let mut w = [0u8; 8];
-    let n = b.len().min(8);
-    if let (Some(w), Some(b)) = (w.get_mut(..n), b.get(..n)) {
-        w.copy_from_slice(b);
-    }
-    u64::from_le_bytes(w)
-}
-
-impl<const N: usize> Shelf<N> {
-    const fn empty() -> Self {
-        Shelf {
-            heads: Vec::new(),
-            kept: Vec::new(),
-            next: 0,
-        }
-    }
-
-    /// As [`Table::read`] into `t`, copying a kept table when `src`
-    /// begins with its description, keeping the one built otherwise.
-    fn read(&mut self, t: &mut Table<N>, kind: Kind, src: &[u8]) -> Option<usize> {
-        let h = head(src);
-        for (&(kh, mask), k) in self.heads.iter().zip(&self.kept) {
-            if h & mask != kh {
-                continue;
-            }
-            if !k.desc.get(..k.len).is_some_and(|d| src.starts_with(d)) {
-                continue;
-            }
-            k.table.copy_to(t)?;
-            #[cfg(test)]
-            {
-                KEPT_COUNTS.with(|c| c.set((c.get().0 + 1, c.get().1)));
-                let mut fresh = Table::empty();
-                assert_eq!(fresh.read(kind, src), Some(k.len), "a kept description");
-                assert!(fresh.same(t), "a kept table differs from a fresh build");
-            }
-            return Some(k.len);
-        }
-        let used = t.read(kind, src)?;
-        #[cfg(test)]
-        KEPT_COUNTS.with(|c| c.set((c.get().0, c.get().1 + 1)));
-        let Some(d) = src.get(..used).filter(|d| d.len() <= DESC_MAX) else {
-            return Some(used);
-        };
-        let mut k = Kept {
-            len: used,
-            desc: [0; DESC_MAX],
-            table: Table::empty(),
-        };
-        k.desc.get_mut(..used)?.copy_from_slice(d);
-        t.copy_to(&mut k.table)?;
-        let h = (
-            head(d),
-            u64::MAX >> (8 * 8usize.saturating_sub(used.min(8))),
-        );
-        if self.kept.len() < KEPT {
-            self.kept.push(k);
-            self.heads.push(h);
-        } else if let (Some(old), Some(oh)) =
-            (self.kept.get_mut(self.next), self.heads.get_mut(self.next))
-        {
-            (*old, *oh) = (k, h);
-            self.next = (self.next + 1) % KEPT;
-        }
-        Some(used)
-    }
 }
 
 /// What a frame's blocks carry over from one block to the next (§3.1.1.3):
@@ -603,7 +439,13 @@ thread_local! {
     /// before it is built: "repeat" modes need a table built in the same
     /// frame (`Frame::defined`), and every state stays below its table's
     /// size.
-    static TABLES: std::cell::RefCell<Tables> = const { std::cell::RefCell::new(Tables::empty()) };
+    static TABLES: std::cell::RefCell<Tables> = const {
+        std::cell::RefCell::new(Tables {
+            ll: Table::empty(),
+            ml: Table::empty(),
+            of: Table::empty(),
+        })
+    };
 }
 
 /// Walks the blocks of one frame starting at `data[start..]` (just after
@@ -614,7 +456,16 @@ pub(super) fn frame_blocks(data: &[u8], start: usize, window: u64) -> Option<(u6
     TABLES.with(|t| match t.try_borrow_mut() {
         Ok(mut t) => walk_frame(&mut t, data, start, window),
         // Not reentered today; a walk of its own if it ever is.
-        Err(_) => walk_frame(&mut Tables::empty(), data, start, window),
+        Err(_) => walk_frame(
+            &mut Tables {
+                ll: Table::empty(),
+                ml: Table::empty(),
+                of: Table::empty(),
+            },
+            data,
+            start,
+            window,
+        ),
     })
 }
 
@@ -943,7 +794,6 @@ impl Frame<'_> {
         let repeat_ok = self.defined;
         let d = defaults()?;
         let t = &mut *self.tables;
-        let built = &mut t.built;
         pos += table(
             &mut t.ll,
             &d.ll,
@@ -951,7 +801,6 @@ impl Frame<'_> {
             modes >> 6,
             b.get(pos..)?,
             repeat_ok,
-            &mut built.ll,
         )?;
         pos += table(
             &mut t.of,
@@ -960,7 +809,6 @@ impl Frame<'_> {
             (modes >> 4) & 3,
             b.get(pos..)?,
             repeat_ok,
-            &mut built.of,
         )?;
         pos += table(
             &mut t.ml,
@@ -969,7 +817,6 @@ impl Frame<'_> {
             (modes >> 2) & 3,
             b.get(pos..)?,
             repeat_ok,
-            &mut built.ml,
         )?;
         self.defined = true;
         let walked = sequences(self.tables, b.get(pos..)?, nb_seq);
@@ -1043,8 +890,7 @@ impl Frame<'_> {
 }
 
 /// Sets up one code's table `t` for `mode` (§3.1.1.3.2.1), `predefined`
-/// being its predefined table and `kept` the tables built from
-/// descriptions before: the bytes its description took.
+/// being its predefined table: the bytes its description took.
 fn table<const N: usize>(
     t: &mut Table<N>,
     predefined: &Table<N>,
@@ -1052,7 +898,6 @@ fn table<const N: usize>(
     mode: u8,
     src: &[u8],
     repeat_ok: bool,
-    kept: &mut Shelf<N>,
 ) -> Option<usize> {
     match mode {
         0 => {
@@ -1072,7 +917,7 @@ fn table<const N: usize>(
             t.rle(kind, code)?;
             Some(1)
         }
-        2 => kept.read(t, kind, src),
+        2 => t.read(kind, src),
         // Repeat: the previous block's table of this frame.
         _ => repeat_ok.then_some(0),
     }
