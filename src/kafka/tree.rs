@@ -73,8 +73,9 @@ pub enum Value {
     /// Stands for records checked at decode time and written as JSON from
     /// their bytes (the node's span in its source) when the tree is:
     /// [`Node::write_json_in`] writes them in place of the node. Made only
-    /// with `DecodeOptions::records_json`, as [`Value::Json`].
-    Records(Deferred),
+    /// with `DecodeOptions::records_json`, as [`Value::Json`]. (Boxed: a
+    /// value stays 32 bytes.)
+    Records(Box<Deferred>),
 }
 
 /// Consecutive records of one batch, clean when they were decoded, whose
@@ -967,7 +968,7 @@ impl Node {
             Value::Records(d) => {
                 let span = bytes.span(self.source, self.offset, self.length);
                 if let Some(b) = span {
-                    if (d.write)(d, b, self.offset, self.source, out) {
+                    if (d.write)(d.as_ref(), b, self.offset, self.source, out) {
                         return;
                     }
                 }

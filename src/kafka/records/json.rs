@@ -276,7 +276,7 @@ impl Run {
         let mut n = Node::new(
             "records (JSON)",
             "json",
-            Value::Records(d),
+            Value::Records(Box::new(d)),
             self.start,
             self.end - self.start,
             Role::Record,
