@@ -308,10 +308,11 @@ fn write_run(d: &Deferred, bytes: &[u8], offset: usize, source: u16, out: &mut V
         value: &mut value,
     };
     let mut r = Reader::new(bytes);
+    // A record takes a byte at least: the span's bytes end the loop.
     let mut i = d.first;
     let mut ok = r.remaining() > 0;
     while ok && r.remaining() > 0 {
-        if i != d.first {
+        if r.pos() > 0 {
             w.out.push(b',');
         }
         ok = w
