@@ -7,7 +7,7 @@
 //! `cargo bench --bench json -- --warm-up-time 0.1 --measurement-time 0.2 --sample-size 10`
 
 use criterion::{black_box, criterion_group, criterion_main, Criterion, Throughput};
-use kafkashark::kafka::tree::json;
+use kafkashark::kafka::tree::{json, SourceBytes};
 use kafkashark::kafka::{decode_response, DecodeOptions};
 use kafkashark::model::AnalyzerConfig;
 
@@ -155,7 +155,9 @@ fn integers(c: &mut Criterion) {
 }
 
 /// The JSON of whole trees: Fetch responses with record batches from the
-/// compression-codecs capture.
+/// compression-codecs capture; and the same responses decoded with
+/// `records_json` and written from their bytes, as `print -V --format
+/// jsonl` does (decoding included: the records are checked then).
 fn trees(c: &mut Criterion) {
     let Some(p) = common::capture_paths(&["a2-confluent-compression-codecs.pcap"])
         .into_iter()
@@ -165,15 +167,16 @@ fn trees(c: &mut Criterion) {
     };
     let frames = common::frames(&p);
     let opts = DecodeOptions::default();
-    let roots: Vec<_> = common::messages(&frames, AnalyzerConfig::default())
+    let fetches: Vec<_> = common::messages(&frames, AnalyzerConfig::default())
         .into_iter()
         .filter(|m| {
             m.info.api_key == Some(1) && m.info.kind == kafkashark::kafka::decode::Kind::Response
         })
-        .filter_map(|m| {
-            let v = m.info.api_version?;
-            Some(decode_response(&m.raw.bytes, 1, v, &opts).root)
-        })
+        .filter_map(|m| Some((m.raw.bytes.clone(), m.info.api_version?)))
+        .collect();
+    let roots: Vec<_> = fetches
+        .iter()
+        .map(|(bytes, v)| decode_response(bytes, 1, *v, &opts).root)
         .collect();
     let mut out = Vec::with_capacity(1 << 20);
     let mut total = 0u64;
@@ -190,6 +193,26 @@ fn trees(c: &mut Criterion) {
             for r in &roots {
                 out.clear();
                 black_box(r).write_json(&mut out);
+                n += out.len();
+            }
+            black_box(n)
+        })
+    });
+    let json_opts = DecodeOptions {
+        records_json: true,
+        ..DecodeOptions::default()
+    };
+    g.bench_function("decode+write_json_in/records_json/fetch-responses", |b| {
+        b.iter(|| {
+            let mut n = 0;
+            for (bytes, v) in &fetches {
+                let d = decode_response(black_box(bytes), 1, *v, &json_opts);
+                let src = SourceBytes {
+                    message: bytes,
+                    sources: &d.sources,
+                };
+                out.clear();
+                d.root.write_json_in(&mut out, &src);
                 n += out.len();
             }
             black_box(n)

@@ -30,7 +30,7 @@ use crate::flow::{Direction, FlowConfig, FlowEvent, Ports, Reassembler};
 use crate::kafka::framing::{Framer, FramerConfig, FramerEvent};
 use crate::kafka::records::decode_record_set;
 use crate::kafka::schema::{self, MessageKind};
-use crate::kafka::tree::{ByteSource, Node};
+use crate::kafka::tree::{ByteSource, Node, SourceBytes};
 use crate::kafka::{decode_request, decode_response, DecodeOptions, Decoded};
 use crate::model::{Analyzer, AnalyzerConfig, Output};
 use crate::pipeline::{Event, Pipeline, PipelineConfig};
@@ -243,12 +243,16 @@ fn records_json_opts() -> DecodeOptions {
     }
 }
 
-/// The tree decoded with `records_json` writes the same JSON as the tree
-/// decoded without it, and has the same error.
-fn check_records_json(d: &Decoded, fast: &Decoded) {
+/// The tree decoded from `msg` with `records_json` writes the same JSON (from
+/// its bytes) as the tree decoded without it, and has the same error.
+fn check_records_json(msg: &[u8], d: &Decoded, fast: &Decoded) {
     let (mut a, mut b) = (Vec::new(), Vec::new());
     d.root.write_json(&mut a);
-    fast.root.write_json(&mut b);
+    let bytes = SourceBytes {
+        message: msg,
+        sources: &fast.sources,
+    };
+    fast.root.write_json_in(&mut b, &bytes);
     assert!(a == b, "records_json writes other JSON");
     assert_eq!(d.error, fast.error, "records_json finds another error");
 }
@@ -284,7 +288,7 @@ pub fn request_decode_scanned(data: &[u8]) -> usize {
     let msg = message_bytes(fix, c.rest());
     let d = decode_request(&msg, &fuzz_opts());
     check_decoded(&msg, &d);
-    check_records_json(&d, &decode_request(&msg, &records_json_opts()));
+    check_records_json(&msg, &d, &decode_request(&msg, &records_json_opts()));
     let mut answered = 0;
     for opts in scan_opts() {
         let s = crate::kafka::decode::summarize_request(&msg, &opts);
@@ -364,6 +368,7 @@ pub fn response_decode_scanned(data: &[u8]) -> usize {
     let d = decode_response(&msg, key, version, &fuzz_opts());
     check_decoded(&msg, &d);
     check_records_json(
+        &msg,
         &d,
         &decode_response(&msg, key, version, &records_json_opts()),
     );
@@ -610,16 +615,21 @@ pub fn check_record_set(set: &[u8]) {
     let mut sources: Vec<ByteSource> = Vec::new();
     let rs = decode_record_set(set, 0, 0, &opts, &mut sources);
     // With records written straight to JSON: the same JSON, the same facts.
-    let fast = decode_record_set(set, 0, 0, &records_json_opts(), &mut Vec::new());
-    let json = |nodes: &[Node]| {
+    let mut fast_sources = Vec::new();
+    let fast = decode_record_set(set, 0, 0, &records_json_opts(), &mut fast_sources);
+    let json = |nodes: &[Node], sources: &[ByteSource]| {
+        let bytes = SourceBytes {
+            message: set,
+            sources,
+        };
         let mut out = Vec::new();
         for n in nodes {
-            n.write_json(&mut out);
+            n.write_json_in(&mut out, &bytes);
         }
         out
     };
     assert!(
-        json(&rs.nodes) == json(&fast.nodes),
+        json(&rs.nodes, &sources) == json(&fast.nodes, &fast_sources),
         "records_json writes other JSON"
     );
     assert_eq!(

@@ -70,6 +70,61 @@ pub enum Value {
     /// separated). Made only with `DecodeOptions::records_json`, for output
     /// that is the tree's JSON and nothing else.
     Json(Vec<u8>),
+    /// Stands for records checked at decode time and written as JSON from
+    /// their bytes (the node's span in its source) when the tree is:
+    /// [`Node::write_json_in`] writes them in place of the node. Made only
+    /// with `DecodeOptions::records_json`, as [`Value::Json`]. (Boxed: a
+    /// value stays 32 bytes.)
+    Records(Box<Deferred>),
+}
+
+/// Consecutive records of one batch, clean when they were decoded, whose
+/// JSON is written from their bytes only when the tree is written
+/// ([`Value::Records`]): no copy of it is kept in the tree.
+#[derive(Clone, Copy, Debug)]
+pub struct Deferred {
+    /// The index of the first record in its batch.
+    pub first: u64,
+    /// How many records there are.
+    pub count: u64,
+    /// The batch's base offset.
+    pub base_offset: i64,
+    /// The batch's base timestamp.
+    pub base_ts: i64,
+    /// Appends the records' JSON given their bytes (the node's span), its
+    /// offset and its source; false, with nothing appended, when the bytes
+    /// are not such records. (The record formats are not the tree's
+    /// business: the decoder that made the node says how to write it.)
+    pub write: fn(&Deferred, &[u8], usize, u16, &mut Vec<u8>) -> bool,
+}
+
+impl PartialEq for Deferred {
+    /// The records are the same (whoever writes them).
+    fn eq(&self, o: &Deferred) -> bool {
+        (self.first, self.count, self.base_offset, self.base_ts)
+            == (o.first, o.count, o.base_offset, o.base_ts)
+    }
+}
+
+/// The bytes a tree's spans point into, for [`Node::write_json_in`]:
+/// the message's (source 0) and its decompressed sources'.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct SourceBytes<'a> {
+    /// The message, from the first byte of its size prefix.
+    pub message: &'a [u8],
+    /// `Decoded::sources`: source n is `sources[n - 1]`.
+    pub sources: &'a [ByteSource],
+}
+
+impl<'a> SourceBytes<'a> {
+    /// The bytes of `source` at `offset` for `length` bytes, if held.
+    fn span(&self, source: u16, offset: usize, length: usize) -> Option<&'a [u8]> {
+        let data = match source {
+            0 => self.message,
+            n => self.sources.get(usize::from(n) - 1)?.data.as_slice(),
+        };
+        data.get(offset..offset.checked_add(length)?)
+    }
 }
 
 /// How many leading bytes a [`Value::Bytes`] keeps for display.
@@ -115,6 +170,10 @@ impl Value {
             Value::Uuid(u) => s.write_str(&format_uuid(u)),
             Value::Text(t) => s.write_str(t),
             Value::Json(j) => s.write_str(&String::from_utf8_lossy(j)),
+            Value::Records(d) => {
+                write!(s, "{} ", d.count)?;
+                s.write_str(if d.count == 1 { "record" } else { "records" })
+            }
         }
     }
 
@@ -131,9 +190,11 @@ impl Value {
             Value::Bool(v) => J::Bool(*v),
             Value::Str(v) => J::String(v.clone()),
             Value::Null => J::Null,
-            Value::Bytes { .. } | Value::Uuid(_) | Value::Text(_) | Value::Json(_) => {
-                J::String(self.display())
-            }
+            Value::Bytes { .. }
+            | Value::Uuid(_)
+            | Value::Text(_)
+            | Value::Json(_)
+            | Value::Records(_) => J::String(self.display()),
         }
     }
 }
@@ -886,18 +947,40 @@ pub mod json {
 impl Node {
     /// Appends [`Node::to_json`] as compact JSON, with serde_json's bytes
     /// (keys sorted as its map keeps them), without building the value.
+    ///
+    /// A tree decoded with `DecodeOptions::records_json` is written with
+    /// [`Node::write_json_in`] and its bytes: here its [`Value::Records`]
+    /// nodes, whose bytes are not at hand, are written as other nodes are.
     pub fn write_json(&self, out: &mut Vec<u8>) {
+        self.write_json_in(out, &SourceBytes::default());
+    }
+
+    /// [`Node::write_json`] for a tree whose spans point into `bytes`: a
+    /// [`Value::Records`] node writes its records' JSON from their bytes
+    /// (as they were decoded, when the bytes are the decoder's).
+    pub fn write_json_in(&self, out: &mut Vec<u8>, bytes: &SourceBytes<'_>) {
         use json::{key, Key};
-        if let Value::Json(j) = &self.value {
-            out.extend_from_slice(j);
-            return;
+        match &self.value {
+            Value::Json(j) => {
+                out.extend_from_slice(j);
+                return;
+            }
+            Value::Records(d) => {
+                let span = bytes.span(self.source, self.offset, self.length);
+                if let Some(b) = span {
+                    if (d.write)(d.as_ref(), b, self.offset, self.source, out) {
+                        return;
+                    }
+                }
+            }
+            _ => {}
         }
         key(out, Key::Children);
         for (k, c) in self.children.iter().enumerate() {
             if k > 0 {
                 out.push(b',');
             }
-            c.write_json(out);
+            c.write_json_in(out, bytes);
         }
         key(out, Key::Display);
         // `display` is the value text with its detail; `value` the value alone.
@@ -964,7 +1047,7 @@ impl Value {
             Value::Str(v) => json::debug_str_into(out, v),
             Value::Bytes { len, head } => json::bytes_preview_into(out, *len, head),
             Value::Text(t) => json::escape_into(out, t),
-            Value::Float(_) | Value::Uuid(_) | Value::Json(_) => {
+            Value::Float(_) | Value::Uuid(_) | Value::Json(_) | Value::Records(_) => {
                 let _ = self.write_display(&mut json::Escaped(out));
             }
         }

@@ -897,7 +897,13 @@ impl JsonWriter {
         }
         if let (true, Some(d)) = (verbose, &m.decoded) {
             out.extend_from_slice(b",\"fields\":");
-            d.root.write_json(out);
+            // Records decoded with `records_json` are written from their
+            // bytes, straight into `out`.
+            let bytes = tree::SourceBytes {
+                message: &m.raw.bytes,
+                sources: &d.sources,
+            };
+            d.root.write_json_in(out, &bytes);
         }
         out.extend_from_slice(b",\"first_frame\":");
         json::u64(out, i.first_frame);

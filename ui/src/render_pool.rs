@@ -673,11 +673,19 @@ fn worker(
                     let sent = match render.format {
                         PrintFormat::Jsonl => {
                             // A tree's JSON is 5 to 20 times its message's
-                            // bytes: room made once, in an empty buffer (the
-                            // full one handed over first), not by doubling,
-                            // which copies all written so far each time.
-                            let want = match m.decoded {
-                                Some(_) => m.raw.bytes.len().saturating_mul(16).min(JSON_RESERVE),
+                            // bytes, and 7 to 8 times its decompressed
+                            // records': room made once, in an empty buffer
+                            // (the full one handed over first), not by
+                            // doubling, which copies all written so far each
+                            // time.
+                            let want = match &m.decoded {
+                                Some(d) => d
+                                    .sources
+                                    .iter()
+                                    .fold(m.raw.bytes.len().saturating_mul(16), |n, s| {
+                                        n.saturating_add(s.len.saturating_mul(8))
+                                    })
+                                    .min(JSON_RESERVE),
                                 None => 0,
                             };
                             if buf.capacity() - buf.len() < want {

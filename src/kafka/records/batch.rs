@@ -425,11 +425,12 @@ fn record_room(count: i32, len: usize) -> usize {
 
 /// Decodes `h.count` records from `c` into `kids`, stopping at the first
 /// record that does not fit. With `json` (`DecodeOptions::records_json`),
-/// the clean records of a non-control batch are written as JSON, each run
-/// of them one node (module `json`); the others are nodes as without it.
+/// the clean records of a non-control batch are checked only, each run of
+/// them one node written as JSON from its bytes later (module `json`); the
+/// others are nodes as without it.
 fn records(c: &mut Cur<'_>, h: &Hdr, json: bool, kids: &mut Vec<Node>) {
     let count = u64::try_from(h.count).unwrap_or(0);
-    let mut run = (json && !h.control()).then(|| Run::new(c.source));
+    let mut run = (json && !h.control()).then(|| Run::new(c.source, h.base_offset, h.base_ts));
     let mut i = 0u64;
     while i < count {
         if c.remaining() == 0 {
@@ -450,7 +451,7 @@ fn records(c: &mut Cur<'_>, h: &Hdr, json: bool, kids: &mut Vec<Node>) {
             return;
         }
         if let Some(run) = &mut run {
-            if run.record(c, i, h.base_offset, h.base_ts) {
+            if run.record(c, i) {
                 i += 1;
                 continue;
             }

@@ -3,27 +3,32 @@
 //!
 //! Place in the data path: `batch::records` offers each record of a
 //! non-control batch to a [`Run`] first. A record that decodes cleanly — its
-//! length fits, every field reads, no byte is left unclaimed — is written as
-//! the bytes [`Node::write_json`] writes for the `Record[i]` node the tree
-//! path makes of it (its children, display and value texts, spans, keys in
-//! serde_json's order); consecutive ones become a single node whose
-//! [`Value::Json`] holds their objects, which `write_json` copies verbatim.
-//! A record that is not clean leaves the output and the cursor as they were,
-//! and the caller decodes it into nodes as it always does. A batch's header
-//! fields are written the same way ([`batch_header`]), unless its
-//! recordsCount is negative.
+//! length fits, every field reads, no byte is left unclaimed — joins the run
+//! (the cursor moves past it); nothing is written then. Consecutive ones
+//! become a single node whose [`Value::Records`] says which records they are;
+//! when the tree is written (`Node::write_json_in`, with the message's and
+//! the sources' bytes) [`write_run`] writes them from their bytes straight
+//! into the output, as the bytes [`Node::write_json`] writes for the
+//! `Record[i]` nodes the tree path makes of them (their children, display
+//! and value texts, spans, keys in serde_json's order). A record that is not
+//! clean leaves the run and the cursor as they were, and the caller decodes
+//! it into nodes as it always does. A batch's header fields are written at
+//! once ([`batch_header`], a small [`Value::Json`]), unless its recordsCount
+//! is negative.
 //!
 //! Invariants: the JSON equals the tree path's byte for byte (the tests
 //! compare both on every capture and on generated batches); fields are read
 //! with the same [`Reader`] calls as the tree path's, so the same bytes are
-//! accepted; nothing is sized from a wire length (the buffer grows with the
-//! bytes written, which follow the bytes read).
+//! accepted, and a run is checked and written by the same [`Writer::record`]
+//! (dry, then not), so the records written are the ones checked; nothing is
+//! sized from a wire length (the output grows with the bytes written, which
+//! follow the bytes read).
 
 use std::borrow::Cow;
 
 use super::batch::Hdr;
 use super::cursor::{content_text, iso8601_bytes, Cur, MAX_STR};
-use crate::kafka::tree::{json, Node, Role, Value};
+use crate::kafka::tree::{json, Deferred, Node, Role, Value};
 use crate::kafka::wire::Reader;
 
 /// A childless node's JSON up to its display text.
@@ -143,7 +148,7 @@ pub(super) fn batch_header(c: &mut Cur<'_>, whole: &[u8]) -> Option<(Node, Hdr, 
     let mut out = Vec::with_capacity(2048);
     let src = source_text(c.source);
     let mut value = Vec::new();
-    let mut w = Writer {
+    let mut w = Writer::<false> {
         out: &mut out,
         src: &src,
         value: &mut value,
@@ -200,93 +205,156 @@ pub(super) fn batch_header(c: &mut Cur<'_>, whole: &[u8]) -> Option<(Node, Hdr, 
     Some((node, h, crc_mismatch))
 }
 
-/// Records written as JSON since the last [`Run::take`]: they become one node.
+/// Records checked since the last [`Run::take`]: they become one node.
 pub(super) struct Run {
-    /// `,"source":N` for a source other than the message, else empty.
-    src: Pad,
     source: u16,
-    buf: Vec<u8>,
-    /// A content's JSON string while its display is written first (see
-    /// `Writer::content`), reused from record to record.
-    value: Vec<u8>,
-    /// The span of the records written, in the source.
+    /// The index of the first record, and how many there are.
+    first: u64,
+    count: u64,
+    base_offset: i64,
+    base_ts: i64,
+    /// The span of the records, in the source.
     start: usize,
     end: usize,
 }
 
-/// Most bytes a run reserves ahead (it grows past this as it is written).
-const MAX_RESERVE: usize = 1 << 20;
-
 impl Run {
-    /// A run for records in byte source `source`.
-    pub(super) fn new(source: u16) -> Run {
+    /// A run for records in byte source `source` of a batch with these base
+    /// offset and timestamp.
+    pub(super) fn new(source: u16, base_offset: i64, base_ts: i64) -> Run {
         Run {
-            src: source_text(source),
             source,
-            buf: Vec::new(),
-            value: Vec::new(),
+            first: 0,
+            count: 0,
+            base_offset,
+            base_ts,
             start: 0,
             end: 0,
         }
     }
 
-    /// Writes the record at `c` (element `i` of a batch with these base
-    /// offset and timestamp) when it decodes cleanly, and moves `c` past it;
-    /// otherwise returns false with `c` and the run as they were.
-    pub(super) fn record(
-        &mut self,
-        c: &mut Cur<'_>,
-        i: u64,
-        base_offset: i64,
-        base_ts: i64,
-    ) -> bool {
-        let mark = self.buf.len();
-        if mark == 0 {
-            // About what the records in the bytes that remain take as JSON
-            // (7 to 8 times their bytes in the benchmark corpus).
-            let est = c.remaining().saturating_mul(8).saturating_add(2048);
-            self.buf.reserve(est.clamp(4096, MAX_RESERVE));
-        } else {
-            self.buf.push(b',');
-        }
-        let mut w = Writer {
-            out: &mut self.buf,
-            src: &self.src,
-            value: &mut self.value,
+    /// Adds the record at `c` (element `i` of the batch) to the run when it
+    /// decodes cleanly, and moves `c` past it; otherwise returns false with
+    /// `c` and the run as they were. Nothing is written: the record is read
+    /// as [`Writer::record`] reads it, to be written from its bytes later.
+    pub(super) fn record(&mut self, c: &mut Cur<'_>, i: u64) -> bool {
+        let (mut out, mut value) = (Vec::new(), Vec::new());
+        let mut w = Writer::<true> {
+            out: &mut out,
+            src: &NO_SOURCE,
+            value: &mut value,
         };
         let mut r = c.r.clone();
-        match w.record(&mut r, c.base, i, base_offset, base_ts) {
-            Some(()) => {
-                if mark == 0 {
-                    self.start = c.abs();
-                }
-                c.r = r;
-                self.end = c.abs();
-                true
-            }
-            None => {
-                self.buf.truncate(mark);
-                false
-            }
+        if w.record(&mut r, c.base, i, self.base_offset, self.base_ts)
+            .is_none()
+        {
+            return false;
         }
+        if self.count == 0 {
+            self.start = c.abs();
+            self.first = i;
+        }
+        self.count += 1;
+        c.r = r;
+        self.end = c.abs();
+        true
     }
 
-    /// The node standing for the records written since the last call, if any.
+    /// The node standing for the records added since the last call, if any:
+    /// its value is [`Value::Records`], written by [`write_run`].
     pub(super) fn take(&mut self) -> Option<Node> {
-        if self.buf.is_empty() {
+        if self.count == 0 {
             return None;
         }
-        let buf = std::mem::take(&mut self.buf);
+        let d = Deferred {
+            first: self.first,
+            count: std::mem::take(&mut self.count),
+            base_offset: self.base_offset,
+            base_ts: self.base_ts,
+            write: write_run,
+        };
         let mut n = Node::new(
             "records (JSON)",
             "json",
-            Value::Json(buf),
+            Value::Records(Box::new(d)),
             self.start,
             self.end - self.start,
             Role::Record,
         );
         n.source = self.source;
         Some(n)
+    }
+}
+
+/// No `,"source":N` (a dry [`Writer`] writes nothing anyway).
+const NO_SOURCE: Pad = Pad::new(b"");
+
+thread_local! {
+    /// [`Writer::value`] for [`write_run`], kept from run to run.
+    static SCRATCH: std::cell::Cell<Vec<u8>> = const { std::cell::Cell::new(Vec::new()) };
+}
+
+/// Writes the records of a [`Run`] from `bytes`, the run's span in its
+/// source (starting at `offset` in source `source`), into `out`: the same
+/// bytes the tree path's `Record[i]` nodes write, comma separated. False
+/// (with `out` as it was) when `bytes` are not records that decode cleanly.
+fn write_run(d: &Deferred, bytes: &[u8], offset: usize, source: u16, out: &mut Vec<u8>) -> bool {
+    let mark = out.len();
+    let src = source_text(source);
+    let mut value = SCRATCH.with(|s| s.take());
+    let mut w = Writer::<false> {
+        out,
+        src: &src,
+        value: &mut value,
+    };
+    let mut r = Reader::new(bytes);
+    // A record takes a byte at least: the span's bytes end the loop.
+    let mut i = d.first;
+    let mut ok = r.remaining() > 0;
+    while ok && r.remaining() > 0 {
+        if r.pos() > 0 {
+            w.out.push(b',');
+        }
+        ok = w
+            .record(&mut r, offset, i, d.base_offset, d.base_ts)
+            .is_some();
+        i = i.wrapping_add(1);
+    }
+    if !ok {
+        w.out.truncate(mark);
+    }
+    SCRATCH.with(|s| s.set(value));
+    ok
+}
+
+/// Writes the records of a run straight into `out`, as the decoder did
+/// before runs were deferred (tests compare [`write_run`] with it).
+#[cfg(test)]
+pub(super) fn write_now(
+    c: &mut Cur<'_>,
+    i: u64,
+    base_offset: i64,
+    base_ts: i64,
+    out: &mut Vec<u8>,
+) -> bool {
+    let src = source_text(c.source);
+    let mut value = Vec::new();
+    let mut w = Writer::<false> {
+        out,
+        src: &src,
+        value: &mut value,
+    };
+    let mark = w.out.len();
+    let mut r = c.r.clone();
+    match w.record(&mut r, c.base, i, base_offset, base_ts) {
+        Some(()) => {
+            c.r = r;
+            true
+        }
+        None => {
+            w.out.truncate(mark);
+            false
+        }
     }
 }
 
@@ -300,19 +368,39 @@ fn source_text(source: u16) -> Pad {
     Pad::new(&t)
 }
 
-/// Writes nodes' JSON into `out`.
-struct Writer<'o, 's> {
+/// Writes nodes' JSON into `out`; with `DRY`, only reads what it would
+/// write from (the output calls compile away), to check a record.
+struct Writer<'o, 's, const DRY: bool = false> {
     out: &'o mut Vec<u8>,
     src: &'s Pad,
     /// Scratch for a content's JSON string (see `content`).
     value: &'o mut Vec<u8>,
 }
 
-impl Writer<'_, '_> {
+impl<const DRY: bool> Writer<'_, '_, DRY> {
+    /// Appends `s` (nothing when dry).
+    #[inline(always)]
+    fn put(&mut self, s: &[u8]) {
+        if !DRY {
+            self.out.extend_from_slice(s);
+        }
+    }
+
+    /// Appends `b` (nothing when dry).
+    #[inline(always)]
+    fn push(&mut self, b: u8) {
+        if !DRY {
+            self.out.push(b);
+        }
+    }
+
     /// The tail of a node after its display text: length, name, offset,
     /// source, type, up to the value.
     #[inline(always)]
     fn tail(&mut self, f: &Field, offset: usize, length: usize) {
+        if DRY {
+            return;
+        }
         self.out.extend_from_slice(LENGTH);
         small(self.out, length as u64);
         f.name.put(self.out);
@@ -325,6 +413,9 @@ impl Writer<'_, '_> {
     /// it in the display.
     #[inline(always)]
     fn int(&mut self, f: &Field, v: i64, detail: Option<&[u8]>, offset: usize, length: usize) {
+        if DRY {
+            return;
+        }
         self.out.extend_from_slice(LEAF);
         let at = self.out.len();
         if v >= 0 {
@@ -346,6 +437,9 @@ impl Writer<'_, '_> {
     /// A key, value or header value (shown as `content_value` shows it), or
     /// with `string` a header key (always a string, invalid UTF-8 replaced).
     fn content(&mut self, f: &Field, data: &[u8], string: bool, offset: usize) {
+        if DRY {
+            return;
+        }
         self.out.extend_from_slice(LEAF);
         // Printable ASCII, the usual content, is a string either way and
         // takes `Debug`'s plain form: one check for both, on the bytes
@@ -412,13 +506,13 @@ impl Writer<'_, '_> {
         let n = usize::try_from(len).ok()?;
         let data = b.take(n).ok()?;
         self.int(fields.0, len, None, at + start, len_end - start);
-        self.out.push(b',');
+        self.push(b',');
         self.content(fields.1, data, string, at + len_end);
         Some(Some(data))
     }
 
     /// One record at `r` (which moves past it), whose slice starts at `base`
-    /// in its source.
+    /// in its source. Every read is made dry or not: only the output differs.
     fn record(
         &mut self,
         r: &mut Reader<'_>,
@@ -433,49 +527,54 @@ impl Writer<'_, '_> {
         let l = usize::try_from(len).ok()?;
         let mut b = Reader::new(r.take(l).ok()?);
         let at = base + len_end;
-        self.out.extend_from_slice(b"{\"children\":[");
+        self.put(b"{\"children\":[");
         self.int(&LENGTH_F, len, None, base + start, len_end - start);
-        self.out.push(b',');
+        self.push(b',');
         let attributes = b.i8().ok()?;
         self.int(&ATTRIBUTES, attributes.into(), None, at, 1);
-        self.out.push(b',');
+        self.push(b',');
         let p = b.pos();
         let tsd = b.varlong().ok()?;
-        let ts = if base_ts >= 0 {
-            base_ts.checked_add(tsd).unwrap_or(-1)
-        } else {
-            -1
-        };
-        let time = iso8601_bytes(ts);
-        self.int(
-            &TIMESTAMP_DELTA,
-            tsd,
-            time.as_ref().map(|t| t.as_slice()),
-            at + p,
-            b.pos() - p,
-        );
-        self.out.push(b',');
+        if !DRY {
+            let ts = if base_ts >= 0 {
+                base_ts.checked_add(tsd).unwrap_or(-1)
+            } else {
+                -1
+            };
+            let time = iso8601_bytes(ts);
+            self.int(
+                &TIMESTAMP_DELTA,
+                tsd,
+                time.as_ref().map(|t| t.as_slice()),
+                at + p,
+                b.pos() - p,
+            );
+            self.out.push(b',');
+        }
         let p = b.pos();
         let od = i64::from(b.varint().ok()?);
         // `offset N` is the offsetDelta's detail and the record's value:
         // written once here, copied from here for the record.
-        self.out.extend_from_slice(LEAF);
-        let v = self.out.len();
-        json::i64(self.out, od);
-        let v_end = self.out.len();
-        self.out.extend_from_slice(b" (");
-        let summary = self.out.len();
-        self.out.extend_from_slice(b"offset ");
-        json::i64(self.out, base_offset.wrapping_add(od));
-        let summary = summary..self.out.len();
-        self.out.push(b')');
-        self.tail(&OFFSET_DELTA, at + p, b.pos() - p);
-        self.out.extend_from_within(v..v_end);
-        self.out.extend_from_slice(b"},");
+        let mut summary = 0..0;
+        if !DRY {
+            self.out.extend_from_slice(LEAF);
+            let v = self.out.len();
+            json::i64(self.out, od);
+            let v_end = self.out.len();
+            self.out.extend_from_slice(b" (");
+            let s = self.out.len();
+            self.out.extend_from_slice(b"offset ");
+            json::i64(self.out, base_offset.wrapping_add(od));
+            summary = s..self.out.len();
+            self.out.push(b')');
+            self.tail(&OFFSET_DELTA, at + p, b.pos() - p);
+            self.out.extend_from_within(v..v_end);
+            self.out.extend_from_slice(b"},");
+        }
         self.sized(&mut b, at, (&KEY_LENGTH, &KEY), true, false)?;
-        self.out.push(b',');
+        self.push(b',');
         self.sized(&mut b, at, (&VALUE_LENGTH, &VALUE), true, false)?;
-        self.out.push(b',');
+        self.push(b',');
         let p = b.pos();
         let count = b.varint().ok()?;
         if count < 0 {
@@ -483,11 +582,14 @@ impl Writer<'_, '_> {
         }
         self.int(&HEADERS_COUNT, count.into(), None, at + p, b.pos() - p);
         for j in 0..count {
-            self.out.push(b',');
+            self.push(b',');
             self.header(&mut b, at, j)?;
         }
         if b.remaining() > 0 {
             return None;
+        }
+        if DRY {
+            return Some(());
         }
         self.out.extend_from_slice(b"],\"display\":\"");
         self.out.extend_from_within(summary.clone());
@@ -508,12 +610,15 @@ impl Writer<'_, '_> {
     /// Header `j` at `b`, whose slice starts at `at` in its source.
     fn header(&mut self, b: &mut Reader<'_>, at: usize, j: i32) -> Option<()> {
         let start = b.pos();
-        self.out.extend_from_slice(b"{\"children\":[");
+        self.put(b"{\"children\":[");
         let key = self
             .sized(b, at, (&HEADER_KEY_LENGTH, &HEADER_KEY), false, true)?
             .unwrap_or(&[]);
-        self.out.push(b',');
+        self.push(b',');
         self.sized(b, at, (&HEADER_VALUE_LENGTH, &HEADER_VALUE), true, false)?;
+        if DRY {
+            return Some(());
+        }
         let key = String::from_utf8_lossy(key);
         self.out.extend_from_slice(b"],\"display\":\"");
         json::debug_str_into(self.out, &key);

@@ -4,7 +4,7 @@
 #![allow(clippy::indexing_slicing)]
 
 use super::*;
-use crate::kafka::tree::render_text;
+use crate::kafka::tree::{render_text, SourceBytes};
 
 /// A record for the test encoder.
 #[derive(Clone, Debug, Default)]
@@ -596,7 +596,8 @@ fn every_prefix_of_decompressed_records_is_a_problem_in_that_source() {
 // the bytes `Node::write_json` writes for their nodes.
 
 /// What a record set decodes to, with its nodes' JSON in place of the nodes,
-/// and how many records were written as JSON (`Value::Json` nodes' objects).
+/// and how many records were written as JSON (`Value::Records` nodes'
+/// records). The set sits at offset 7 of its message.
 fn set_json(set: &[u8], records_json: bool) -> (Vec<u8>, String, String, usize) {
     let opts = DecodeOptions {
         max_decompressed: 1 << 20,
@@ -605,19 +606,28 @@ fn set_json(set: &[u8], records_json: bool) -> (Vec<u8>, String, String, usize) 
     };
     let mut sources = Vec::new();
     let rs = decode_record_set(set, 7, 0, &opts, &mut sources);
+    let message = [&[0u8; 7][..], set].concat();
+    let bytes = SourceBytes {
+        message: &message,
+        sources: &sources,
+    };
     let mut out = Vec::new();
     let mut fast = 0;
     for n in &rs.nodes {
-        n.write_json(&mut out);
+        n.write_json_in(&mut out, &bytes);
         out.push(b'\n');
-        n.walk(&mut |n, _| {
-            if let Value::Json(j) = &n.value {
-                // A batch header's thirteen fields, or records.
-                match n.role {
-                    Role::RecordBatch => assert_eq!(json_objects(j), 13),
-                    _ => fast += json_objects(j),
-                }
+        n.walk(&mut |n, _| match &n.value {
+            // A batch header's thirteen fields.
+            Value::Json(j) => {
+                assert_eq!(n.role, Role::RecordBatch);
+                assert_eq!(json_objects(j), 13);
             }
+            Value::Records(d) => {
+                assert_eq!(n.role, Role::Record);
+                assert_eq!(deferred_json(n, &bytes), immediate_json(n, &bytes));
+                fast += d.count as usize;
+            }
+            _ => {}
         });
     }
     let facts = format!(
@@ -641,6 +651,47 @@ fn json_objects(j: &[u8]) -> usize {
         Ok(serde_json::Value::Array(a)) => a.len(),
         other => panic!("not JSON objects: {other:?}"),
     }
+}
+
+/// What a `Value::Records` node writes from `bytes`.
+fn deferred_json(n: &Node, bytes: &SourceBytes<'_>) -> Vec<u8> {
+    let mut out = b"[".to_vec();
+    n.write_json_in(&mut out, bytes);
+    out.push(b']');
+    out
+}
+
+/// What the decoder wrote for the records of a `Value::Records` node when
+/// it wrote them as it read them (`json::write_now`, record by record into
+/// one buffer), checked to be as many clean records as the node says.
+fn immediate_json(n: &Node, bytes: &SourceBytes<'_>) -> Vec<u8> {
+    let Value::Records(d) = &n.value else {
+        panic!("not records: {n:?}")
+    };
+    let data = match n.source {
+        0 => bytes.message,
+        k => &bytes.sources[usize::from(k) - 1].data[..],
+    };
+    // The rest of the source after the run: the records are read as the
+    // decoder reads them, not cut at the run's end.
+    let mut c = cursor::Cur::new(&data[n.offset..], n.offset, n.source);
+    let mut out = b"[".to_vec();
+    for i in d.first..d.first + d.count {
+        if i > d.first {
+            out.push(b',');
+        }
+        assert!(json::write_now(
+            &mut c,
+            i,
+            d.base_offset,
+            d.base_ts,
+            &mut out
+        ));
+    }
+    assert_eq!(c.abs(), n.offset + n.length, "the run's span");
+    out.push(b']');
+    assert_eq!(json_objects(&out[1..out.len() - 1]), d.count as usize);
+    out
 }
 
 /// Asserts that `set` writes the same JSON (and decodes to the same facts)
@@ -770,6 +821,108 @@ fn records_json_leaves_what_is_not_clean_to_the_tree() {
     }
 }
 
+/// The `Value::Records` nodes of a set decoded with `records_json` (at
+/// offset 7 of its message, as `set_json`), as (source, first, count), and
+/// each one's JSON from the bytes, checked against the immediate writer's.
+fn runs(set: &[u8]) -> Vec<(u16, u64, u64)> {
+    let opts = DecodeOptions {
+        max_decompressed: 1 << 20,
+        records_json: true,
+        ..DecodeOptions::default()
+    };
+    let mut sources = Vec::new();
+    let rs = decode_record_set(set, 7, 0, &opts, &mut sources);
+    let message = [&[0u8; 7][..], set].concat();
+    let bytes = SourceBytes {
+        message: &message,
+        sources: &sources,
+    };
+    let mut found = Vec::new();
+    for n in &rs.nodes {
+        n.walk(&mut |n, _| {
+            if let Value::Records(d) = &n.value {
+                assert_eq!(deferred_json(n, &bytes), immediate_json(n, &bytes));
+                found.push((n.source, d.first, d.count));
+            }
+        });
+    }
+    found
+}
+
+#[test]
+fn deferred_records_are_what_the_immediate_writer_wrote() {
+    let recs = tricky_recs();
+    let rec: Vec<Vec<u8>> = recs.iter().map(record).collect();
+    let n = recs.len() as u64;
+    let payload: Vec<u8> = rec.concat();
+    // One run of all the records, in the message and in each codec's source.
+    let b = batch(7, 0, n as i32, 1_700_000_000_000, &payload);
+    assert_eq!(runs(&b), [(0, 0, n)]);
+    for codec in 1..=4 {
+        let b = batch(7, codec, n as i32, 5, &compress(codec, &payload));
+        assert_eq!(runs(&b), [(1, 0, n)], "codec {codec}");
+    }
+    // Runs cut by an unclean record (an unclaimed byte): before and after
+    // it, in the message and in a decompressed source; a run per batch.
+    let mut bad = rec[1].clone();
+    bad[0] += 2;
+    bad.push(0);
+    let payload = [rec[0].clone(), bad, rec[2].clone(), rec[3].clone()].concat();
+    assert_eq!(
+        runs(&batch(0, 0, 4, 1_700_000_000_000, &payload)),
+        [(0, 0, 1), (0, 2, 2)]
+    );
+    assert_eq!(
+        runs(&batch(0, 4, 4, -1, &compress(4, &payload))),
+        [(1, 0, 1), (1, 2, 2)]
+    );
+    let two = [plain_batch(0), plain_batch(3)].concat();
+    assert_eq!(runs(&two), [(0, 0, 3), (0, 0, 3)]);
+    // A batch cut short is not decoded record by record.
+    assert_eq!(runs(&two[..two.len() - 5]), [(0, 0, 3)]);
+}
+
+#[test]
+fn deferred_records_without_their_bytes_are_written_as_a_node() {
+    let b = batch(
+        0,
+        0,
+        3,
+        5,
+        &recs().iter().flat_map(record).collect::<Vec<_>>(),
+    );
+    let opts = DecodeOptions {
+        records_json: true,
+        ..DecodeOptions::default()
+    };
+    let rs = decode_record_set(&b, 0, 0, &opts, &mut Vec::new());
+    let run = rs.nodes[0]
+        .children
+        .iter()
+        .find(|n| matches!(n.value, Value::Records(_)))
+        .expect("a run");
+    // No bytes, bytes too short, other bytes: the node as any node (valid
+    // JSON, its span and value), never a panic nor half a record.
+    let other = vec![0xffu8; b.len()];
+    for message in [&[][..], &b[..b.len() - 1], &other] {
+        let bytes = SourceBytes {
+            message,
+            sources: &[],
+        };
+        let mut out = Vec::new();
+        run.write_json_in(&mut out, &bytes);
+        let v: serde_json::Value = serde_json::from_slice(&out).expect("valid JSON");
+        assert_eq!(v, run.to_json());
+        assert_eq!(v["value"], "3 records");
+    }
+    let mut out = Vec::new();
+    run.write_json(&mut out);
+    assert_eq!(
+        serde_json::from_slice::<serde_json::Value>(&out).unwrap(),
+        run.to_json()
+    );
+}
+
 /// `payload` compressed with Kafka's codec `codec` (1 gzip .. 4 zstd).
 fn compress(codec: i16, payload: &[u8]) -> Vec<u8> {
     use std::io::Write;
@@ -803,9 +956,13 @@ fn records_json_on_every_capture_is_the_trees_json() {
         for m in test_captures::messages(&p, test_captures::full_trees()) {
             let want = crate::model::redecode(&m.info, &m.raw, &tree);
             let got = crate::model::redecode(&m.info, &m.raw, &json);
+            let bytes = SourceBytes {
+                message: &m.raw.bytes,
+                sources: &got.sources,
+            };
             let (mut a, mut b) = (Vec::new(), Vec::new());
             want.root.write_json(&mut a);
-            got.root.write_json(&mut b);
+            got.root.write_json_in(&mut b, &bytes);
             assert!(
                 a == b,
                 "{}: message {} writes other JSON",
@@ -815,7 +972,10 @@ fn records_json_on_every_capture_is_the_trees_json() {
             assert_eq!(want.error, got.error);
             messages += 1;
             got.root.walk(&mut |n, _| match &n.value {
-                Value::Json(j) if n.role == Role::Record => fast += json_objects(j),
+                Value::Records(d) => {
+                    assert_eq!(deferred_json(n, &bytes), immediate_json(n, &bytes));
+                    fast += d.count as usize;
+                }
                 Value::Json(_) => headers += 1,
                 _ => {}
             });
