@@ -39,11 +39,13 @@ pub struct DecodeOptions {
     /// batches, so their byte sources and sizes are known) but not the records
     /// inside — what `stats` reads. Off by default.
     pub records_headers_only: bool,
-    /// With `records`: write the header fields and each clean record of a
-    /// RecordBatch v2 as JSON while decoding them (`Value::Json` nodes, each
-    /// standing for a header or a run of records) instead of as nodes. Only for output that is the tree's
-    /// `Node::write_json` and nothing else (`print -V --format jsonl`): the
-    /// JSON is the same, but nothing else can read those records. Off by default.
+    /// With `records`: a RecordBatch v2's header fields are written as JSON
+    /// while decoding (a `Value::Json` node), and each run of clean records
+    /// is only checked and becomes one `Value::Records` node, written as JSON
+    /// from the message's bytes and byte sources by `Node::write_json_in`,
+    /// instead of a node per field. Only for output that is the tree's JSON
+    /// and nothing else (`print -V --format jsonl`): the JSON is the same,
+    /// but nothing else can read those records. Off by default.
     pub records_json: bool,
     /// Show SASL passwords, SCRAM proofs and tokens instead of redacting them.
     pub show_secrets: bool,
