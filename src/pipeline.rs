@@ -279,9 +279,6 @@ pub struct Pipeline {
     /// Boxed: a stream's state is taken out and put back on every event.
     streams: FxHashMap<u64, Box<StreamState>>,
     scratch: Vec<FlowEvent>,
-    /// The framer's events of one `drain`, kept empty between calls (its
-    /// room reused: one allocation per pipeline, not one per message).
-    framed: Vec<FramerEvent>,
     warned_link: bool,
     stats: PipelineStats,
 }
@@ -307,7 +304,6 @@ impl Pipeline {
             flow,
             streams: FxHashMap::default(),
             scratch: Vec::new(),
-            framed: Vec::new(),
             warned_link: false,
             stats: PipelineStats::default(),
         }
@@ -663,7 +659,7 @@ impl Pipeline {
         let Some(Some(f)) = framers.get_mut(dir.index()) else {
             return;
         };
-        let mut evs = std::mem::take(&mut self.framed);
+        let mut evs = Vec::new();
         {
             let pend: &VecDeque<i32> = pending;
             let is_pending = |c: i32| pend.contains(&c);
@@ -675,7 +671,7 @@ impl Pipeline {
                 }
             }
         }
-        for e in evs.drain(..) {
+        for e in evs {
             match e {
                 FramerEvent::Message(m) => {
                     if let Some(c) = m.correlation_id() {
@@ -743,7 +739,6 @@ impl Pipeline {
                 }
             }
         }
-        self.framed = evs;
     }
 }
 
