@@ -748,20 +748,28 @@ pub mod json {
     /// Appends an unsigned integer.
     #[inline(always)]
     pub fn u64(out: &mut Vec<u8>, v: u64) {
+        if v < 10_000 {
+            below_10k(out, v);
+        } else {
+            u64_wide(out, v);
+        }
+    }
+
+    /// [`u64`] of a value below 10^4: lengths and most small values.
+    #[inline(always)]
+    fn below_10k(out: &mut Vec<u8>, v: u64) {
         if v < 10 {
             out.push(b'0' + v as u8);
-        } else if v < 10_000 {
-            // Lengths and most small values: two pairs of digits from a
-            // table (the first "00" or "0d" when shorter), as one word
-            // shifted past the leading zeros and cut back to the count.
+        } else {
+            // Two pairs of digits from a table (the first "00" or "0d" when
+            // shorter), as one word shifted past the leading zeros and cut
+            // back to the count.
             let pair = |p: u64| u32::from(PAIRS.get(p as usize).copied().unwrap_or_default());
             let word = pair(v / 100) | pair(v % 100) << 16;
             let n = 2 + u32::from(v >= 100) + u32::from(v >= 1000);
             let len = out.len();
             out.extend_from_slice(&(word >> (32 - 8 * n)).to_le_bytes());
             out.truncate(len + n as usize);
-        } else {
-            u64_wide(out, v);
         }
     }
 
@@ -770,18 +778,8 @@ pub mod json {
     fn u64_wide(out: &mut Vec<u8>, v: u64) {
         const E8: u64 = 100_000_000;
         const ASCII: u64 = 0x3030_3030_3030_3030;
-        if v < 10 {
-            out.push(b'0' + v as u8);
-        } else if v < 10_000 {
-            // Lengths and most small values: two pairs of digits from a
-            // table (the first "00" or "0d" when shorter), as one word
-            // shifted past the leading zeros and cut back to the count.
-            let pair = |p: u64| u32::from(PAIRS.get(p as usize).copied().unwrap_or_default());
-            let word = pair(v / 100) | pair(v % 100) << 16;
-            let n = 2 + u32::from(v >= 100) + u32::from(v >= 1000);
-            let len = out.len();
-            out.extend_from_slice(&(word >> (32 - 8 * n)).to_le_bytes());
-            out.truncate(len + n as usize);
+        if v < 10_000 {
+            below_10k(out, v);
         } else if v < E8 {
             // Its eight digits stored as one word shifted past the leading
             // zeros (the lowest bytes) and cut back to the digits' count.

@@ -595,10 +595,10 @@ fn every_prefix_of_decompressed_records_is_a_problem_in_that_source() {
 // `DecodeOptions::records_json`: the records written straight to JSON are
 // the bytes `Node::write_json` writes for their nodes.
 
-/// What a record set decodes to, with its nodes' JSON in place of the nodes,
-/// and how many records were written as JSON (`Value::Records` nodes'
-/// records). The set sits at offset 7 of its message.
-fn set_json(set: &[u8], records_json: bool) -> (Vec<u8>, String, String, usize) {
+/// A record set decoded at offset 7 of its message (1 MiB decompression
+/// limit), with the byte sources it made and the message's bytes: what a
+/// tree decoded with `records_json` is written from.
+fn decode_at_7(set: &[u8], records_json: bool) -> (RecordSet, Vec<ByteSource>, Vec<u8>) {
     let opts = DecodeOptions {
         max_decompressed: 1 << 20,
         records_json,
@@ -607,6 +607,14 @@ fn set_json(set: &[u8], records_json: bool) -> (Vec<u8>, String, String, usize) 
     let mut sources = Vec::new();
     let rs = decode_record_set(set, 7, 0, &opts, &mut sources);
     let message = [&[0u8; 7][..], set].concat();
+    (rs, sources, message)
+}
+
+/// What a record set decodes to, with its nodes' JSON in place of the nodes,
+/// and how many records were written as JSON (`Value::Records` nodes'
+/// records). The set sits at offset 7 of its message.
+fn set_json(set: &[u8], records_json: bool) -> (Vec<u8>, String, String, usize) {
+    let (rs, sources, message) = decode_at_7(set, records_json);
     let bytes = SourceBytes {
         message: &message,
         sources: &sources,
@@ -825,14 +833,7 @@ fn records_json_leaves_what_is_not_clean_to_the_tree() {
 /// offset 7 of its message, as `set_json`), as (source, first, count), and
 /// each one's JSON from the bytes, checked against the immediate writer's.
 fn runs(set: &[u8]) -> Vec<(u16, u64, u64)> {
-    let opts = DecodeOptions {
-        max_decompressed: 1 << 20,
-        records_json: true,
-        ..DecodeOptions::default()
-    };
-    let mut sources = Vec::new();
-    let rs = decode_record_set(set, 7, 0, &opts, &mut sources);
-    let message = [&[0u8; 7][..], set].concat();
+    let (rs, sources, message) = decode_at_7(set, true);
     let bytes = SourceBytes {
         message: &message,
         sources: &sources,
