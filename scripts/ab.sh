@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Before/after on a noisy machine: runs each binary on the same arguments in
+# turn, N rounds, and prints each one's minimum wall time and minimum CPU time
+# (user + system), from /usr/bin/time. Alternating spreads the host's noise
+# over both binaries; the minimum is the run the noise touched least.
+#
+#   scripts/ab.sh N "ARGS" BIN...
+#   scripts/ab.sh 5 "print -V --format jsonl /tmp/corpus.pcap" /tmp/old /tmp/new
+set -euo pipefail
+if [ $# -lt 3 ]; then
+  echo "usage: scripts/ab.sh N \"ARGS\" BIN..." >&2
+  exit 2
+fi
+n=$1
+args=$2
+shift 2
+t=$(mktemp)
+trap 'rm -f "$t"' EXIT
+declare -A wall cpu
+for _ in $(seq "$n"); do
+  for b in "$@"; do
+    # shellcheck disable=SC2086 # ARGS is a list of words
+    /usr/bin/time -o "$t" -f "%e %U %S" "$b" $args > /dev/null 2>&1 || true
+    read -r w u s < <(tail -n 1 "$t")
+    c=$(awk -v u="$u" -v s="$s" 'BEGIN { printf "%.2f", u + s }')
+    wall[$b]=$(awk -v a="$w" -v b="${wall[$b]:-999}" 'BEGIN { print (a < b) ? a : b }')
+    cpu[$b]=$(awk -v a="$c" -v b="${cpu[$b]:-999}" 'BEGIN { print (a < b) ? a : b }')
+  done
+done
+for b in "$@"; do
+  echo "$b wall_min=${wall[$b]} s cpu_min=${cpu[$b]} s"
+done
