@@ -328,8 +328,11 @@ impl SmallTexts {
 #[derive(Clone, Debug, PartialEq)]
 pub struct Node {
     /// The field name (Kafka's name for schema fields, e.g. `ThrottleTimeMs`).
+    /// A borrowed (`'static`) name must need no JSON escape: JSON output
+    /// copies it as it is ([`json::text`]).
     pub name: Text,
     /// The type as shown: the schema's type text, `uvarint`, `v2`, `message v12`.
+    /// Borrowed, it must need no JSON escape, as `name`.
     pub ty: Text,
     /// The value.
     pub value: Value,
@@ -522,6 +525,15 @@ pub mod json {
         zero_bytes(x ^ (ONES * b'"' as u64)) | zero_bytes(x ^ (ONES * b'\\' as u64))
     }
 
+    /// High bit of each byte of `x` that is `"` or `\\`, exact for every
+    /// byte: the sums of the low seven bits carry into no other byte.
+    const fn quote_or_backslash_exact(x: u64) -> u64 {
+        const LOW7: u64 = !HIGH;
+        let q = x ^ (ONES * b'"' as u64);
+        let s = x ^ (ONES * b'\\' as u64);
+        !(((q & LOW7).wrapping_add(LOW7) | q) & ((s & LOW7).wrapping_add(LOW7) | s)) & HIGH
+    }
+
     /// Appends `bytes`, eight at a time, writing `escape(out, b)` in place of
     /// each byte `b` that `special` flags (its lowest flagged byte must be
     /// exact) or, in the last bytes, that `is_special` says is special.
@@ -668,44 +680,76 @@ pub mod json {
             display.extend_from_slice(b);
             value.extend_from_slice(b);
         } else {
-            display.reserve(b.len() + 8);
-            value.reserve(b.len() + 8);
-            let mut at = 0;
-            while let Some(chunk) = b.get(at..at + 8) {
-                let word: [u8; 8] = chunk.try_into().unwrap_or_default();
-                let mask = quote_or_backslash(u64::from_le_bytes(word));
-                let (dl, vl) = (display.len(), value.len());
-                display.extend_from_slice(&word);
-                value.extend_from_slice(&word);
-                if mask == 0 {
-                    at += 8;
-                    continue;
-                }
-                let k = (mask.trailing_zeros() / 8) as usize;
-                display.truncate(dl + k);
-                value.truncate(vl + k);
-                both_escapes(display, value, word.get(k).copied().unwrap_or(0));
-                at += k + 1;
+            // Both texts are written in place, into room for the longest
+            // they can be (every byte escaped) and one word more for the
+            // whole-word stores, then cut back to what was written.
+            let (mut d, mut v) = (display.len(), value.len());
+            display.resize(d + 4 * b.len() + 8, 0);
+            value.resize(v + 2 * b.len() + 8, 0);
+            let mut words = b.chunks_exact(8);
+            for w in &mut words {
+                let word = u64::from_le_bytes(w.try_into().unwrap_or_default());
+                both_escapes_of_word(display, value, &mut d, &mut v, word, 8);
             }
-            for &c in b.get(at..).unwrap_or(&[]) {
-                if c == b'"' || c == b'\\' {
-                    both_escapes(display, value, c);
-                } else {
-                    display.push(c);
-                    value.push(c);
+            let rest = words.remainder();
+            if !rest.is_empty() {
+                // Zero bytes pad the word: they are neither `"` nor `\`.
+                let mut w = [0u8; 8];
+                if let Some(head) = w.get_mut(..rest.len()) {
+                    head.copy_from_slice(rest);
                 }
+                let word = u64::from_le_bytes(w);
+                both_escapes_of_word(display, value, &mut d, &mut v, word, rest.len());
             }
+            display.truncate(d);
+            value.truncate(v);
         }
         display.extend_from_slice(b"\\\"");
     }
 
-    /// The escapes of `"` or `\\` in [`debug_and_escape_into`]'s two texts.
+    /// Writes the first `n` bytes of `word` at `d` in `display` and at `v`
+    /// in `value`, with each `"` or `\\` escaped in both texts (three
+    /// backslashes before it in `display`, one in `value`), and moves `d` and
+    /// `v` past them. Each store is a whole word, possibly past the bytes
+    /// kept: the room [`debug_and_escape_ascii`] makes covers them, and later
+    /// stores overwrite them.
     #[inline(always)]
-    fn both_escapes(display: &mut Vec<u8>, value: &mut Vec<u8>, c: u8) {
-        // The byte after one backslash or three, without a branch on which
-        // byte it is (text with both would mispredict it).
-        display.extend_from_slice(&(0x005c_5c5c | u32::from(c) << 24).to_le_bytes());
-        value.extend_from_slice(&[b'\\', c]);
+    fn both_escapes_of_word(
+        display: &mut [u8],
+        value: &mut [u8],
+        d: &mut usize,
+        v: &mut usize,
+        word: u64,
+        n: usize,
+    ) {
+        let put = |out: &mut [u8], at: usize, w: u64| {
+            debug_assert!(at + 8 <= out.len(), "room for the store");
+            if let Some(s) = out.get_mut(at..at + 8) {
+                s.copy_from_slice(&w.to_le_bytes());
+            }
+        };
+        put(display, *d, word);
+        put(value, *v, word);
+        let mut mask = quote_or_backslash_exact(word);
+        let mut done = 0;
+        while mask != 0 {
+            let k = (mask.trailing_zeros() / 8) as usize;
+            // The bytes before this one are in place: skip them, write the
+            // escape, then the word again from this byte on.
+            *d += k - done;
+            *v += k - done;
+            let from = word >> (8 * k);
+            put(display, *d, 0x005c_5c5c);
+            *d += 3;
+            put(display, *d, from);
+            put(value, *v, u64::from(b'\\'));
+            *v += 1;
+            put(value, *v, from);
+            done = k;
+            mask &= mask - 1;
+        }
+        *d += n - done;
+        *v += n - done;
     }
 
     /// Appends a string's `Debug` text (quoted, escaped as Rust does),
@@ -735,6 +779,27 @@ pub mod json {
         }
         if len > head.len() {
             out.extend_from_slice("…".as_bytes());
+        }
+    }
+
+    /// Appends a node's name or type as a JSON string. A borrowed text is
+    /// `'static`: the schema's names and types, the project's own words and
+    /// names made from them (`Partitions[3]`), none of which needs an
+    /// escape (`static_texts_need_no_escape` checks the schema's), so it is
+    /// copied as it is; a text made at run time is escaped.
+    #[inline(always)]
+    pub fn text(out: &mut Vec<u8>, t: &super::Text) {
+        match t {
+            std::borrow::Cow::Borrowed(s) => {
+                debug_assert!(
+                    !s.bytes().any(|b| ESCAPE[b as usize] != 0),
+                    "static text {s:?} needs an escape"
+                );
+                out.push(b'"');
+                out.extend_from_slice(s.as_bytes());
+                out.push(b'"');
+            }
+            std::borrow::Cow::Owned(s) => str(out, s),
         }
     }
 
@@ -1003,7 +1068,7 @@ impl Node {
         key(out, Key::Length);
         json::u64(out, self.length as u64);
         key(out, Key::Name);
-        json::str(out, &self.name);
+        json::text(out, &self.name);
         key(out, Key::Offset);
         json::u64(out, self.offset as u64);
         if self.source != 0 {
@@ -1011,7 +1076,7 @@ impl Node {
             json::u64(out, self.source.into());
         }
         key(out, Key::Type);
-        json::str(out, &self.ty);
+        json::text(out, &self.ty);
         key(out, Key::Value);
         match &self.value {
             Value::None | Value::Null => out.extend_from_slice(b"null"),
@@ -1357,6 +1422,55 @@ mod tests {
     use super::*;
 
     #[test]
+    fn static_texts_need_no_escape() {
+        // `json::text` copies borrowed names and types as they are: every
+        // name and type text of the schema's tables must need no escape.
+        use crate::kafka::schema::{self, FieldKind, StructDef};
+        fn walk(s: &'static StructDef, seen: &mut Vec<usize>, texts: &mut Vec<&'static str>) {
+            let key = std::ptr::from_ref(s) as usize;
+            if seen.contains(&key) {
+                return;
+            }
+            seen.push(key);
+            texts.push(s.name);
+            for f in s.fields {
+                texts.extend([f.name, f.type_name]);
+                match f.kind {
+                    FieldKind::Struct(t) | FieldKind::Array(schema::Elem::Struct(t)) => {
+                        walk(t, seen, texts);
+                    }
+                    _ => {}
+                }
+            }
+        }
+        let (mut seen, mut texts) = (Vec::new(), Vec::new());
+        let defs = schema::MESSAGES
+            .iter()
+            .chain([&schema::REQUEST_HEADER, &schema::RESPONSE_HEADER])
+            .chain(schema::DATA_SCHEMAS.iter().copied());
+        for d in defs {
+            texts.push(d.name);
+            walk(d.body, &mut seen, &mut texts);
+        }
+        assert!(texts.len() > 1000, "{} texts", texts.len());
+        for t in texts {
+            let mut escaped = Vec::new();
+            json::escape_into(&mut escaped, t);
+            assert_eq!(escaped, t.as_bytes(), "{t:?}");
+            let mut out = Vec::new();
+            json::text(&mut out, &Text::Borrowed(t));
+            assert_eq!(out, format!("\"{t}\"").into_bytes());
+        }
+    }
+
+    #[test]
+    fn texts_made_at_run_time_are_escaped() {
+        let mut out = Vec::new();
+        json::text(&mut out, &Text::Owned("a\"b\\c\n".to_string()));
+        assert_eq!(out, br#""a\"b\\c\n""#);
+    }
+
+    #[test]
     fn value_text_joins_value_and_detail() {
         let n = Node::new(
             "request_api_key",
@@ -1684,7 +1798,10 @@ mod tests {
         }
         for v in values {
             for detail in [None, Some(""), Some("compact, len+1=1"), Some("a\"b\u{1}")] {
-                let mut n = Node::new("Na\"me", "ty\\pe", v.clone(), 3, 7, Role::Record);
+                // Names and types made at run time may need escapes (static
+                // ones never do: `static_texts_need_no_escape`).
+                let (name, ty) = ("Na\"me".to_string(), "ty\\pe".to_string());
+                let mut n = Node::new(name, ty, v.clone(), 3, 7, Role::Record);
                 n.detail = detail.map(|d| Text::from(d.to_string()));
                 n.error = detail.map(|d| format!("bad {d}"));
                 n.source = u16::from(detail.is_some());
@@ -1786,10 +1903,11 @@ mod tests {
             plain in "[a-z ]{24,100}",
             at in 0usize..100,
             special in proptest::sample::select(vec!["\"", "\\", "a"]),
+            dense in "[\"\\\\a]{0,40}",
         ) {
             let mut p = plain.clone();
             p.insert_str(at.min(p.len()), special);
-            for t in [&s, &p] {
+            for t in [&s, &p, &dense] {
                 let (mut d, mut v) = (b"d".to_vec(), b"v".to_vec());
                 json::debug_and_escape_into(&mut d, &mut v, t);
                 let (mut d2, mut v2) = (b"d".to_vec(), b"v".to_vec());
