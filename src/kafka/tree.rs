@@ -681,11 +681,11 @@ pub mod json {
             value.extend_from_slice(b);
         } else {
             // Both texts are written in place, into room for the longest
-            // they can be (every byte escaped) and one word more for the
-            // whole-word stores, then cut back to what was written.
+            // they can be (every byte escaped) and a word's room more for
+            // the whole-word stores, then cut back to what was written.
             let (mut d, mut v) = (display.len(), value.len());
-            display.resize(d + 4 * b.len() + 8, 0);
-            value.resize(v + 2 * b.len() + 8, 0);
+            display.resize(d + 4 * b.len() + WORD_ROOM.0, 0);
+            value.resize(v + 2 * b.len() + WORD_ROOM.1, 0);
             let mut words = b.chunks_exact(8);
             for w in &mut words {
                 let word = u64::from_le_bytes(w.try_into().unwrap_or_default());
@@ -707,12 +707,18 @@ pub mod json {
         display.extend_from_slice(b"\\\"");
     }
 
+    /// Room [`both_escapes_of_word`] writes in, in `display` and `value`,
+    /// from where a word's text starts: eight bytes escaped take at most 32
+    /// and 16, and the last store is a whole word.
+    const WORD_ROOM: (usize, usize) = (40, 24);
+
     /// Writes the first `n` bytes of `word` at `d` in `display` and at `v`
     /// in `value`, with each `"` or `\\` escaped in both texts (three
     /// backslashes before it in `display`, one in `value`), and moves `d` and
     /// `v` past them. Each store is a whole word, possibly past the bytes
-    /// kept: the room [`debug_and_escape_ascii`] makes covers them, and later
-    /// stores overwrite them.
+    /// kept, within [`WORD_ROOM`] of where the word starts: the room
+    /// [`debug_and_escape_ascii`] makes covers it, and later stores
+    /// overwrite what is past the text.
     #[inline(always)]
     fn both_escapes_of_word(
         display: &mut [u8],
@@ -722,34 +728,42 @@ pub mod json {
         word: u64,
         n: usize,
     ) {
-        let put = |out: &mut [u8], at: usize, w: u64| {
-            debug_assert!(at + 8 <= out.len(), "room for the store");
-            if let Some(s) = out.get_mut(at..at + 8) {
-                s.copy_from_slice(&w.to_le_bytes());
+        let dw = display.get_mut(*d..*d + WORD_ROOM.0);
+        let vw = value.get_mut(*v..*v + WORD_ROOM.1);
+        let (Some(dw), Some(vw)) = (dw, vw) else {
+            debug_assert!(false, "room for a word's escapes");
+            return;
+        };
+        // Offsets in the two windows: within a word, the display's is at
+        // most 4 * 7 + 3 = 31 and the value's 2 * 7 + 1 = 15 before a store,
+        // so the masks keep them as they are (and the stores in bounds).
+        let put = |w: &mut [u8], at: usize, x: u64| {
+            if let Some(s) = w.get_mut(at..at + 8) {
+                s.copy_from_slice(&x.to_le_bytes());
             }
         };
-        put(display, *d, word);
-        put(value, *v, word);
+        put(dw, 0, word);
+        put(vw, 0, word);
         let mut mask = quote_or_backslash_exact(word);
-        let mut done = 0;
+        let (mut od, mut ov, mut done) = (0, 0, 0);
         while mask != 0 {
             let k = (mask.trailing_zeros() / 8) as usize;
             // The bytes before this one are in place: skip them, write the
             // escape, then the word again from this byte on.
-            *d += k - done;
-            *v += k - done;
+            od += k - done;
+            ov += k - done;
             let from = word >> (8 * k);
-            put(display, *d, 0x005c_5c5c);
-            *d += 3;
-            put(display, *d, from);
-            put(value, *v, u64::from(b'\\'));
-            *v += 1;
-            put(value, *v, from);
+            put(dw, od & 31, 0x005c_5c5c);
+            od += 3;
+            put(dw, od & 31, from);
+            put(vw, ov & 15, u64::from(b'\\'));
+            ov += 1;
+            put(vw, ov & 15, from);
             done = k;
             mask &= mask - 1;
         }
-        *d += n - done;
-        *v += n - done;
+        *d += od + n - done;
+        *v += ov + n - done;
     }
 
     /// Appends a string's `Debug` text (quoted, escaped as Rust does),
