@@ -2342,9 +2342,11 @@ pub fn format_epoch_ms(ms: i64) -> Option<String> {
 /// number of fields in the tables) and every node shares them.
 fn cached_description(f: &'static FieldDef) -> &'static str {
     use std::cell::RefCell;
-    use std::collections::HashMap;
     thread_local! {
-        static CACHE: RefCell<HashMap<usize, &'static str>> = RefCell::new(HashMap::new());
+        // Keyed by address: Fx's one multiply, not SipHash (a lookup per
+        // node of every tree).
+        static CACHE: RefCell<rustc_hash::FxHashMap<usize, &'static str>> =
+            RefCell::default();
     }
     let key = std::ptr::from_ref(f) as usize;
     CACHE.with(|c| {
