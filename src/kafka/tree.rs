@@ -675,17 +675,57 @@ pub mod json {
     /// [`debug_and_escape_into`] of bytes that [`is_printable_ascii_bytes`]
     /// accepts (the caller checks; other bytes would be copied as they are).
     pub fn debug_and_escape_ascii(display: &mut Vec<u8>, value: &mut Vec<u8>, b: &[u8]) {
+        let quotes = b.chunks(32).map(quotes_in).sum();
+        debug_and_escape_counted(display, value, b, quotes);
+    }
+
+    /// How many bytes of `c` (at most 255 of them) are `"` or `\\`.
+    #[inline(always)]
+    fn quotes_in(c: &[u8]) -> usize {
+        usize::from(c.iter().fold(0u8, |n, &x| {
+            n.wrapping_add(u8::from((x == b'"') | (x == b'\\')))
+        }))
+    }
+
+    /// The number of bytes of `b` that are `"` or `\\` when every byte of
+    /// `b` is printable ASCII (as [`is_printable_ascii_bytes`]), `None`
+    /// otherwise: both in one pass, for [`debug_and_escape_counted`].
+    pub fn printable_ascii_quotes(b: &[u8]) -> Option<usize> {
+        let mut n = 0;
+        for c in b.chunks(32) {
+            // Whole chunks without early exit inside, so each vectorizes.
+            let ok = c
+                .iter()
+                .fold(true, |a, &x| a & (x.wrapping_sub(0x20) < 0x5f));
+            if !ok {
+                return None;
+            }
+            n += quotes_in(c);
+        }
+        Some(n)
+    }
+
+    /// [`debug_and_escape_ascii`] of bytes of which `quotes` are `"` or `\\`
+    /// (as [`printable_ascii_quotes`] counts them): the texts are written in
+    /// room made for their exact lengths.
+    pub fn debug_and_escape_counted(
+        display: &mut Vec<u8>,
+        value: &mut Vec<u8>,
+        b: &[u8],
+        quotes: usize,
+    ) {
         display.extend_from_slice(b"\\\"");
-        if b.len() >= PLAIN_CHECK && needs_no_escape(b) {
+        if quotes == 0 {
             display.extend_from_slice(b);
             value.extend_from_slice(b);
         } else {
-            // Both texts are written in place, into room for the longest
-            // they can be (every byte escaped) and a word's room more for
-            // the whole-word stores, then cut back to what was written.
+            // Both texts are written in place, into room for their lengths
+            // (each quote takes three more bytes in `display`, one in
+            // `value`) and a word's room more for the whole-word stores,
+            // then cut back to what was written.
             let (mut d, mut v) = (display.len(), value.len());
-            display.resize(d + 4 * b.len() + WORD_ROOM.0, 0);
-            value.resize(v + 2 * b.len() + WORD_ROOM.1, 0);
+            display.resize(d + b.len() + 3 * quotes + WORD_ROOM.0, 0);
+            value.resize(v + b.len() + quotes + WORD_ROOM.1, 0);
             let mut words = b.chunks_exact(8);
             for w in &mut words {
                 let word = u64::from_le_bytes(w.try_into().unwrap_or_default());
@@ -693,7 +733,7 @@ pub mod json {
             }
             let rest = words.remainder();
             if !rest.is_empty() {
-                // Zero bytes pad the word: they are neither `"` nor `\`.
+                // Zero bytes pad the word: they are neither `"` nor `\\`.
                 let mut w = [0u8; 8];
                 if let Some(head) = w.get_mut(..rest.len()) {
                     head.copy_from_slice(rest);
@@ -1930,6 +1970,18 @@ mod tests {
                 proptest::prop_assert_eq!(d, d2);
                 proptest::prop_assert_eq!(v, v2);
             }
+        }
+
+        #[test]
+        fn printable_text_and_its_quotes_in_one_pass(
+            b in proptest::collection::vec(
+                proptest::sample::select(vec![b'a', b'"', b'\\', b' ', b'~', 0x1f, 0x7f, 0x80]),
+                0..200,
+            ),
+        ) {
+            let want = json::is_printable_ascii_bytes(&b)
+                .then(|| b.iter().filter(|&&x| x == b'"' || x == b'\\').count());
+            proptest::prop_assert_eq!(json::printable_ascii_quotes(&b), want);
         }
 
         #[test]

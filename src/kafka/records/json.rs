@@ -444,11 +444,12 @@ impl<const DRY: bool> Writer<'_, '_, DRY> {
         // Printable ASCII, the usual content, is a string either way and
         // takes `Debug`'s plain form: one check for both, on the bytes
         // (printable ASCII is UTF-8 as it is).
-        if json::is_printable_ascii_bytes(data) && (string || data.len() <= MAX_STR) {
+        let quotes = json::printable_ascii_quotes(data);
+        if let Some(quotes) = quotes.filter(|_| string || data.len() <= MAX_STR) {
             // Display and value in one pass over the text; the value waits
             // in scratch for its place after the tail.
             self.value.clear();
-            json::debug_and_escape_ascii(self.out, self.value, data);
+            json::debug_and_escape_counted(self.out, self.value, data, quotes);
             self.tail(f, offset, data.len());
             self.out.push(b'"');
             self.out.extend_from_slice(self.value);
