@@ -337,6 +337,7 @@ pub struct Node {
     /// The value.
     pub value: Value,
     /// What the value means or how it was encoded, shown in parentheses after it.
+    /// Borrowed, it must need no JSON escape, as `name`.
     pub detail: Option<Text>,
     /// First byte, in `source`.
     pub offset: usize,
@@ -843,17 +844,23 @@ pub mod json {
     /// copied as it is; a text made at run time is escaped.
     #[inline(always)]
     pub fn text(out: &mut Vec<u8>, t: &super::Text) {
+        out.push(b'"');
+        text_inner(out, t);
+        out.push(b'"');
+    }
+
+    /// [`text`] without the quotes (a node's detail, inside its display).
+    #[inline(always)]
+    pub fn text_inner(out: &mut Vec<u8>, t: &super::Text) {
         match t {
             std::borrow::Cow::Borrowed(s) => {
                 debug_assert!(
                     !s.bytes().any(|b| ESCAPE[b as usize] != 0),
                     "static text {s:?} needs an escape"
                 );
-                out.push(b'"');
                 out.extend_from_slice(s.as_bytes());
-                out.push(b'"');
             }
-            std::borrow::Cow::Owned(s) => str(out, s),
+            std::borrow::Cow::Owned(s) => escape_into(out, s),
         }
     }
 
@@ -1108,10 +1115,10 @@ impl Node {
         if let Some(d) = &self.detail {
             if value_end > value_at {
                 out.extend_from_slice(b" (");
-                json::escape_into(out, d);
+                json::text_inner(out, d);
                 out.push(b')');
             } else {
-                json::escape_into(out, d);
+                json::text_inner(out, d);
             }
         }
         out.push(b'"');
