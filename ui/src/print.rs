@@ -553,7 +553,7 @@ impl FileReader {
             // The first batches are small, growing to `batch_frames`: the
             // caller starts on the first frames at once instead of waiting
             // for a full batch to be read.
-            let mut limit = batch_frames.min(FIRST_BATCH_FRAMES).max(1);
+            let mut limit = batch_frames.clamp(1, FIRST_BATCH_FRAMES);
             loop {
                 match src.poll() {
                     Ok(Polled::Frame(f)) => {
