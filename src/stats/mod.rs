@@ -1367,10 +1367,12 @@ impl Stats {
                 client_held.entry(s).or_default().merge(&c.latency);
             }
         }
-        let with_held = |own: &LatencyHist, held: Option<&LatencyHist>| match held {
-            Some(h) => {
-                let mut all = own.clone();
-                all.merge(h);
+        // The held latencies (this report's own copy) take the owner's:
+        // the same histogram as the other way round, without copying the
+        // owner's.
+        let with_held = |own: &LatencyHist, held: Option<LatencyHist>| match held {
+            Some(mut all) => {
+                all.merge(own);
                 all.summary()
             }
             None => own.summary(),
@@ -1416,7 +1418,7 @@ impl Stats {
                 let latency = s
                     .latency
                     .as_ref()
-                    .and_then(|h| with_held(h, client_held.get(&at)));
+                    .and_then(|h| with_held(h, client_held.remove(&at)));
                 Some((&s.key, s.acc.as_ref()?, latency))
             })
             .map(|(k, c, latency)| ClientReport {
@@ -1460,7 +1462,7 @@ impl Stats {
                 broker: b.to_string(),
                 requests: x.requests,
                 responses: x.responses,
-                latency_ms: with_held(&x.latency, broker_held.get(b)),
+                latency_ms: with_held(&x.latency, broker_held.remove(b)),
             })
             .collect();
         let connections = self

@@ -518,6 +518,10 @@ pub struct Batch {
 /// context switches; a batch holds about 2 MB of frames).
 pub const BATCH_FRAMES: usize = 2048;
 
+/// Frames in the reader's first batch (each next one twice as many, up to
+/// the batch size asked for).
+const FIRST_BATCH_FRAMES: usize = 128;
+
 /// Reads a capture file and runs TCP reassembly and Kafka framing (the
 /// `Pipeline`) on a thread of its own, handing batches of events through a
 /// bounded channel; the caller decodes, pairs and prints them on its own
@@ -546,6 +550,10 @@ impl FileReader {
                 error: None,
             };
             let mut first = true;
+            // The first batches are small, growing to `batch_frames`: the
+            // caller starts on the first frames at once instead of waiting
+            // for a full batch to be read.
+            let mut limit = batch_frames.clamp(1, FIRST_BATCH_FRAMES);
             loop {
                 match src.poll() {
                     Ok(Polled::Frame(f)) => {
@@ -555,15 +563,18 @@ impl FileReader {
                         }
                         pipeline.push(&f, &mut batch.evs);
                         batch.ends.push(batch.evs.len());
-                        if batch.ends.len() >= batch_frames {
-                            // The next batch is sized as this one was, not
-                            // grown by doubling (copies and page faults).
-                            let room = batch.evs.len();
+                        if batch.ends.len() >= limit {
+                            let grown = limit.saturating_mul(2).min(batch_frames).max(1);
+                            // The next batch is sized as this one was (for
+                            // its frames), not grown by doubling (copies and
+                            // page faults).
+                            let room = batch.evs.len().saturating_mul(grown / limit);
+                            limit = grown;
                             let full = std::mem::replace(
                                 &mut batch,
                                 Batch {
                                     evs: Vec::with_capacity(room),
-                                    ends: Vec::with_capacity(batch_frames),
+                                    ends: Vec::with_capacity(limit),
                                     first_ts: None,
                                     finish: None,
                                     error: None,
