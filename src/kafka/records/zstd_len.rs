@@ -198,9 +198,10 @@ impl<const N: usize> Table<N> {
             *slot = state.wrapping_add(1);
             // The states of a symbol of count n run from n to 2n − 1, so
             // `state << bits` is in [size, 2·size) and `next` below the size.
-            // A state of 0 or above the size (counts that do not fill the
-            // table) makes `bits` fail.
-            let bits = log.checked_sub(31u32.wrapping_sub(state.leading_zeros()))?;
+            // A state above the size (counts that do not fill the table)
+            // makes `bits` fail; a state of 0 cannot occur (every cell's
+            // symbol has a count of at least 1) and is read as 1.
+            let bits = log.checked_sub((state | 1).ilog2())?;
             let next = (state << bits).wrapping_sub(size as u32);
             let (base, extra) = *values.get(s)?;
             *c = Cell {
