@@ -1010,3 +1010,249 @@ fn table<const N: usize>(
         _ => repeat_ok.then_some(0),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// xorshift64*: the tests' deterministic randomness.
+    fn next(x: &mut u64) -> u64 {
+        *x ^= *x >> 12;
+        *x ^= *x << 25;
+        *x ^= *x >> 27;
+        x.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+
+    /// A random valid distribution for `kind`: normalized counts (some
+    /// "less than 1", some 0) adding up to `1 << log`.
+    fn distribution(kind: Kind, x: &mut u64) -> (Vec<i16>, u32) {
+        let (symbols, max_log) = kind.limits();
+        let log = 5 + (next(x) % u64::from(max_log - 4)) as u32;
+        let size = 1i32 << log;
+        let n = 1 + (next(x) % symbols as u64) as usize;
+        let mut norm = vec![0i16; n];
+        let mut left = size;
+        for c in norm.iter_mut().skip(1) {
+            if next(x) % 6 == 0 && left > 1 {
+                *c = -1;
+                left -= 1;
+            }
+        }
+        // The rest spread over the symbols that are not "less than 1",
+        // the first always among them; a few symbols stay at 0.
+        let live: Vec<usize> = (0..n)
+            .filter(|&s| s == 0 || (norm[s] == 0 && next(x) % 4 != 0))
+            .collect();
+        while left > 0 {
+            let s = live[(next(x) % live.len() as u64) as usize];
+            let k = 1 + (next(x) % (left as u64).min(8)) as i32;
+            norm[s] += k as i16;
+            left -= k;
+        }
+        (norm, log)
+    }
+
+    /// RFC 8878 §4.1.1 as written: the spread, then the states numbered in
+    /// position order. (baseline, extra bits, state bits, next) per cell.
+    fn build_reference(kind: Kind, norm: &[i16], log: u32) -> Vec<(u32, u8, u8, u16)> {
+        let size = 1usize << log;
+        let mut symbol = vec![0usize; size];
+        let mut high = size - 1;
+        for (s, &n) in norm.iter().enumerate() {
+            if n == -1 {
+                symbol[high] = s;
+                high -= 1;
+            }
+        }
+        let step = (size >> 1) + (size >> 3) + 3;
+        let mut pos = 0;
+        for (s, &n) in norm.iter().enumerate() {
+            for _ in 0..n.max(0) {
+                symbol[pos] = s;
+                pos = (pos + step) & (size - 1);
+                while pos > high {
+                    pos = (pos + step) & (size - 1);
+                }
+            }
+        }
+        assert_eq!(pos, 0);
+        let mut next_state: Vec<u32> = norm.iter().map(|&n| n.max(1) as u32).collect();
+        symbol
+            .iter()
+            .map(|&s| {
+                let x = next_state[s];
+                next_state[s] += 1;
+                let bits = log - (31 - x.leading_zeros());
+                let (base, extra) = kind.value(s).unwrap();
+                (base, extra, bits as u8, ((x << bits) - size as u32) as u16)
+            })
+            .collect()
+    }
+
+    fn cells<const N: usize>(t: &Table<N>) -> Vec<(u32, u8, u8, u16)> {
+        let size = 1usize << t.log;
+        t.cells[..size]
+            .iter()
+            .map(|c| (c.base, c.extra, c.bits, c.next))
+            .collect()
+    }
+
+    /// Every table the build makes is the RFC's, its `tot` bytes the sums
+    /// of its cells' bits, with or without "less than 1" symbols.
+    #[test]
+    fn tables_are_built_as_the_rfc_spreads_and_numbers_them() {
+        let mut x = 0x9E37_79B9_7F4A_7C15;
+        let mut with_less = 0;
+        for _ in 0..3000 {
+            let kind = [Kind::Lit, Kind::Match, Kind::Off][(next(&mut x) % 3) as usize];
+            let (norm, log) = distribution(kind, &mut x);
+            with_less += usize::from(norm.contains(&-1));
+            let mut t = Table::<512>::empty();
+            // What an earlier table left in the cells must not matter.
+            for (i, c) in t.cells.iter_mut().enumerate() {
+                c.base = (i * 7919) as u32;
+            }
+            t.build(kind, &norm, log).unwrap();
+            assert_eq!(cells(&t), build_reference(kind, &norm, log), "{norm:?}");
+            for (c, &tot) in t.cells.iter().zip(&t.tot).take(1 << log) {
+                assert_eq!(tot, c.extra + c.bits);
+            }
+        }
+        assert!(with_less > 1000, "{with_less}");
+        // Counts that do not fill the table are refused.
+        let mut t = Table::<512>::empty();
+        assert!(t.build(Kind::Lit, &[60, 3], 6).is_none());
+        assert!(t.build(Kind::Lit, &[64, 1], 6).is_none());
+    }
+
+    /// A table for `kind`: predefined, RLE or a random distribution.
+    fn random_table<const N: usize>(kind: Kind, predefined: &Table<N>, x: &mut u64) -> Table<N> {
+        let mut t = Table::<N>::empty();
+        match next(x) % 4 {
+            0 => {
+                table(&mut t, predefined, kind, 0, &[], false).unwrap();
+            }
+            1 => {
+                let code = (next(x) % kind.limits().0 as u64) as u8;
+                t.rle(kind, code).unwrap();
+            }
+            _ => {
+                let (norm, log) = distribution(kind, x);
+                t.build(kind, &norm, log).unwrap();
+            }
+        }
+        t
+    }
+
+    /// The bits the reference walk leaves unread after `n` sequences.
+    fn left_after(t: &Tables, stream: &[u8], n: usize) -> Option<usize> {
+        let mut br = Backward::new(stream)?;
+        let ls = br.read(t.ll.log)? as usize;
+        let os = br.read(t.of.log)? as usize;
+        let ms = br.read(t.ml.log)? as usize;
+        let mut w = Walk {
+            br,
+            states: [ls, ms, os],
+            lits: 0,
+            matches: 0,
+        };
+        for _ in 1..n {
+            w.step::<false>(t)?;
+        }
+        w.step::<true>(t)?;
+        Some(w.br.left)
+    }
+
+    /// `stream` without its lowest `r` bits: the same bits read from the
+    /// top, ending `r` bits earlier.
+    fn drop_low_bits(stream: &[u8], r: usize) -> Vec<u8> {
+        let (bytes, bits) = (r / 8, r % 8);
+        let src = &stream[bytes..];
+        let mut out: Vec<u8> = (0..src.len())
+            .map(|i| {
+                let hi = src.get(i + 1).map_or(0, |&b| u16::from(b) << 8);
+                ((hi | u16::from(src[i])) >> bits) as u8
+            })
+            .collect();
+        while out.last() == Some(&0) {
+            out.pop();
+        }
+        out
+    }
+
+    /// The fast sequence walk ([`sequences`]: stretches of one-load
+    /// sequences, the rest field by field) and the reference walk give the
+    /// same answer for every count of sequences over random streams and
+    /// tables: `None` for streams cut short or with bits left over, and
+    /// the same sums for the same streams cut to end exactly after the
+    /// last sequence — streams shorter than a word, sequences of more than
+    /// 56 bits, stretches of hundreds.
+    #[test]
+    fn the_fast_sequence_walk_agrees_with_the_reference() {
+        let d = defaults().unwrap();
+        let mut x = 0x0123_4567_89AB_CDEF;
+        let (mut exact, mut long, mut over_56) = (0, 0, 0);
+        for case in 0..1500 {
+            let t = Tables {
+                ll: random_table(Kind::Lit, &d.ll, &mut x),
+                ml: random_table(Kind::Match, &d.ml, &mut x),
+                of: random_table(Kind::Off, &d.of, &mut x),
+                masks: MASK,
+            };
+            let len = match case % 3 {
+                0 => (next(&mut x) % 9) as usize,
+                1 => (next(&mut x) % 64) as usize,
+                _ => (next(&mut x) % 1200) as usize,
+            };
+            let mut stream: Vec<u8> = (0..len).map(|_| next(&mut x) as u8).collect();
+            if let Some(b) = stream.last_mut() {
+                *b |= 1 << (next(&mut x) % 8); // a padding bit, mostly
+            }
+            let most = len * 8 / 4 + 3;
+            let some: Vec<usize> = (0..8).map(|_| 1 + next(&mut x) as usize % most).collect();
+            for n in (1..=most.min(40)).chain(some) {
+                assert_eq!(
+                    sequences(&t, &stream, n),
+                    sequences_reference(&t, &stream, n),
+                    "case {case}, {n} sequences"
+                );
+            }
+            // The stream cut to end exactly after n sequences, n up to
+            // the most it holds (running out is monotone in n).
+            let (mut lo, mut hi) = (0, most);
+            while lo < hi {
+                let mid = (lo + hi).div_ceil(2);
+                if left_after(&t, &stream, mid).is_some() {
+                    lo = mid;
+                } else {
+                    hi = mid - 1;
+                }
+            }
+            if lo == 0 {
+                continue;
+            }
+            let n = 1 + next(&mut x) as usize % lo;
+            let r = left_after(&t, &stream, n).unwrap();
+            let cut = drop_low_bits(&stream, r);
+            let fast = sequences(&t, &cut, n);
+            assert!(
+                fast.is_some(),
+                "case {case}: {n} sequences, {r} bits dropped"
+            );
+            assert_eq!(fast, sequences_reference(&t, &cut, n), "case {case}");
+            exact += 1;
+            long += usize::from(n > 50);
+            let widest = (0..1usize << t.ll.log)
+                .flat_map(|l| (0..1usize << t.ml.log).map(move |m| (l, m)))
+                .map(|(l, m)| t.ll.tot[l] + t.ml.tot[m])
+                .max()
+                .unwrap_or(0)
+                + t.of.tot[..1 << t.of.log].iter().max().copied().unwrap_or(0);
+            over_56 += usize::from(widest > 56);
+        }
+        assert!(
+            exact > 500 && long > 100 && over_56 > 100,
+            "{exact} {long} {over_56}"
+        );
+    }
+}
