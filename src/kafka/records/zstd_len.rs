@@ -759,8 +759,9 @@ fn stretch(t: &Tables, stream: &[u8], w: &mut Walked, n: usize) -> Option<usize>
         mut lits,
         mut matches,
     } = *w;
-    let mut done = 0;
-    while done < n {
+    // Counted down: the sequences not yet decoded.
+    let mut rest = n;
+    while rest > 0 {
         let total = usize::from(*t.ll.tot.get(ls & 511)?)
             + usize::from(*t.ml.tot.get(ms & 511)?)
             + usize::from(*t.of.tot.get(os & 255)?);
@@ -788,7 +789,7 @@ fn stretch(t: &Tables, stream: &[u8], w: &mut Walked, n: usize) -> Option<usize>
         lits += u64::from(l.base) + (v & mask(masks, l.extra));
         v >>= l.extra;
         matches += u64::from(m.base) + (v & mask(masks, m.extra));
-        done += 1;
+        rest -= 1;
     }
     *w = Walked {
         left,
@@ -796,7 +797,7 @@ fn stretch(t: &Tables, stream: &[u8], w: &mut Walked, n: usize) -> Option<usize>
         lits,
         matches,
     };
-    Some(done)
+    Some(n - rest)
 }
 
 /// The low `n` bits set (`n` < 64; the rest of the table is never used),
