@@ -1013,6 +1013,8 @@ fn table<const N: usize>(
 }
 
 #[cfg(test)]
+// Test code: an index out of range is a failed test.
+#[allow(clippy::indexing_slicing)]
 mod tests {
     use super::*;
 
@@ -1034,7 +1036,7 @@ mod tests {
         let mut norm = vec![0i16; n];
         let mut left = size;
         for c in norm.iter_mut().skip(1) {
-            if next(x) % 6 == 0 && left > 1 {
+            if next(x).is_multiple_of(6) && left > 1 {
                 *c = -1;
                 left -= 1;
             }
@@ -1042,7 +1044,7 @@ mod tests {
         // The rest spread over the symbols that are not "less than 1",
         // the first always among them; a few symbols stay at 0.
         let live: Vec<usize> = (0..n)
-            .filter(|&s| s == 0 || (norm[s] == 0 && next(x) % 4 != 0))
+            .filter(|&s| s == 0 || (norm[s] == 0 && !next(x).is_multiple_of(4)))
             .collect();
         while left > 0 {
             let s = live[(next(x) % live.len() as u64) as usize];
