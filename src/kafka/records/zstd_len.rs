@@ -34,7 +34,7 @@ use std::sync::OnceLock;
 const BLOCK_MAX: u64 = 128 << 10;
 
 /// One state of an FSE decoding table, with its symbol's value already
-/// resolved: `base()` plus `extra` bits read from the stream gives the
+/// resolved: `base` plus `extra` bits read from the stream gives the
 /// literal length or the match length (an offset's value is not needed:
 /// its baseline is 0, only its `extra` bits count).
 #[derive(Clone, Copy, Default)]
@@ -455,7 +455,7 @@ struct Tables {
     ll: Table<512>,
     ml: Table<512>,
     of: Table<256>,
-    /// [`MASK`], read by [`sequences`] from here.
+    /// [`MASK`], read by [`stretch`] from here.
     masks: [u64; 256],
 }
 
@@ -470,7 +470,7 @@ struct Frame<'t> {
 }
 
 thread_local! {
-    /// The tables of the frames walked on this thread (10 KB: made once,
+    /// The tables of the frames walked on this thread (13.5 KB: made once,
     /// not zeroed per frame). What a frame finds in them is never read
     /// before it is built: "repeat" modes need a table built in the same
     /// frame (`Frame::defined`), and every state stays below its table's
@@ -658,16 +658,11 @@ fn long_sequence<'a>(mut br: Backward<'a>, bits: [u32; 6]) -> Option<(Backward<'
 /// (§3.1.1.3.2) with the tables `t`: the sums of their literal lengths and
 /// of their match lengths.
 ///
-/// The hot loop of `stats` on zstd payloads. Its only bit-reader state is
-/// `left`, the bits not yet read (all below that position): each sequence
-/// loads the 8 bytes that end just above it, at least 56 bits, so there is
-/// no refill to branch on. Its bits (at most 56, else [`long_read`]) are
-/// then peeled from the low end — offset state, match length state,
-/// literal length state, literal length extra bits, match length extra
-/// bits; the offset's own extra bits, on top, are skipped. The loop runs
-/// in stretches that cannot get within 64 bits of the stream's start (a
-/// sequence reads at most 89 bits); the few sequences after them are read
-/// field by field.
+/// The sequences run in stretches ([`stretch`], the hot loop of `stats` on
+/// zstd payloads) of sequences of at most 56 bits that start 56 bits or more
+/// from the stream's start; a sequence of more than 56 bits, and the few
+/// near the start, are read field by field ([`long_read`]), as is the last
+/// one, which updates no state.
 #[inline(never)]
 fn sequences(t: &Tables, stream: &[u8], nb_seq: usize) -> Option<(u64, u64)> {
     let mut br = Backward::new(stream)?;
