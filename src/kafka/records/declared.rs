@@ -455,12 +455,9 @@ pub(crate) fn lz4_block_len_after(block: &[u8], max: usize, history: usize) -> O
         i += lit;
         out += lit;
         // No room for an offset: the block must end right after these
-        // literals. (The block is not empty: its token was read.)
-        if i >= block.len().wrapping_sub(1) {
+        // literals (one check for both).
+        let Some(&[o0, o1]) = block.get(i..i + 2) else {
             return (i == block.len() && out <= max).then_some(out);
-        }
-        let (Some(&o0), Some(&o1)) = (block.get(i), block.get(i + 1)) else {
-            return None;
         };
         i += 2;
         // An offset of 0 wraps to the largest value: refused with the ones
