@@ -96,6 +96,14 @@ pub struct InflatedSize {
     pub note: Option<&'static str>,
 }
 
+/// The size `data` declares for `codec`, read without decompressing, as
+/// `stats` reads it for a CRC-verified batch (`None`: it must be decoded).
+/// Public for the walks' bench (`benches/walks.rs`) only.
+#[doc(hidden)]
+pub fn declared_len(codec: u8, data: &[u8]) -> Option<usize> {
+    super::declared::declared_len(codec, data)
+}
+
 /// The outcome of [`decompress`] (same codecs, same checks, same limit, the
 /// same error for the same bytes) with only the length kept: the payload is
 /// decoded into a reused per-thread scratch buffer and counted.

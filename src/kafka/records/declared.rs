@@ -430,10 +430,11 @@ impl<'a> Lz4Blocks<'a> {
 /// offset reaches before the block's start, the output would pass `max`, or
 /// the block does not end exactly after its last literals.
 ///
-/// The output is checked against `max` once per sequence, after its match
-/// (it only grows: a sequence whose literals pass it fails there too). No
-/// sum can overflow: the block is at most 4 MiB and a length at most 255
-/// times it.
+/// The output is checked against `max` once, at the end: it only grows, so
+/// a walk that passed `max` anywhere ends above it (or fails before). The
+/// walk is bounded by the block all the same (every sequence but the last
+/// takes at least 3 bytes), and no sum can overflow: the block is at most
+/// 4 MiB and a length at most 255 times it.
 pub(crate) fn lz4_block_len(block: &[u8], max: usize) -> Option<usize> {
     lz4_block_len_after(block, max, 0)
 }
@@ -442,7 +443,6 @@ pub(crate) fn lz4_block_len(block: &[u8], max: usize) -> Option<usize> {
 /// may reach into (a linked block of an LZ4 frame; at most the 64 KiB
 /// window, so no sum below can overflow).
 pub(crate) fn lz4_block_len_after(block: &[u8], max: usize, history: usize) -> Option<usize> {
-    let len = block.len();
     let mut i = 0usize;
     let mut out = 0usize;
     loop {
@@ -454,13 +454,16 @@ pub(crate) fn lz4_block_len_after(block: &[u8], max: usize, history: usize) -> O
         }
         i += lit;
         out += lit;
-        if i >= len {
-            return (i == len && out <= max).then_some(out);
-        }
-        let offset: [u8; 2] = block.get(i..i + 2)?.try_into().ok()?;
-        let offset = usize::from(u16::from_le_bytes(offset));
+        // No room for an offset: the block must end right after these
+        // literals (one check for both).
+        let Some(&[o0, o1]) = block.get(i..i + 2) else {
+            return (i == block.len() && out <= max).then_some(out);
+        };
         i += 2;
-        if offset == 0 || offset > out + history {
+        // An offset of 0 wraps to the largest value: refused with the ones
+        // that reach before the output's start.
+        let offset = usize::from(u16::from_le_bytes([o0, o1]));
+        if offset.wrapping_sub(1) >= out + history {
             return None;
         }
         let mut ml = usize::from(token & 15) + 4;
@@ -468,9 +471,6 @@ pub(crate) fn lz4_block_len_after(block: &[u8], max: usize, history: usize) -> O
             ml += lz4_more(block, &mut i)?;
         }
         out += ml;
-        if out > max {
-            return None;
-        }
     }
 }
 

@@ -609,6 +609,14 @@ fn lz4_block_walk_rejects_inconsistent_blocks() {
     let mut zero = ok;
     zero[5] = 0;
     assert_eq!(lz4_block_len(&zero, 1 << 16), None);
+    // An offset of 0 stays refused with output before the block.
+    assert_eq!(lz4_block_len_after(&zero, 1 << 16, 5), None);
+    // One byte after the last literals: neither the end nor an offset.
+    assert_eq!(lz4_block_len(&[0x10, b'a'], 1 << 16), Some(1));
+    assert_eq!(lz4_block_len(&[0x10, b'a', 0], 1 << 16), None);
+    // The maximum passed by a match before the last literals.
+    assert_eq!(lz4_block_len(&ok, 8), None);
+    assert_eq!(lz4_block_len(&ok, 0), None);
     // Ends after a match, or inside an offset: not a block's end.
     assert_eq!(lz4_block_len(&ok[..7], 1 << 16), None);
     assert_eq!(lz4_block_len(&ok[..6], 1 << 16), None);

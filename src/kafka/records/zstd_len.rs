@@ -34,8 +34,9 @@ use std::sync::OnceLock;
 const BLOCK_MAX: u64 = 128 << 10;
 
 /// One state of an FSE decoding table, with its symbol's value already
-/// resolved: `base` plus `extra` bits read from the stream gives the literal
-/// length, the match length or the `Offset_Value`.
+/// resolved: `base` plus `extra` bits read from the stream gives the
+/// literal length or the match length (an offset's value is not needed:
+/// its baseline is 0, only its `extra` bits count).
 #[derive(Clone, Copy, Default)]
 struct Cell {
     base: u32,
@@ -101,10 +102,11 @@ impl Kind {
         match self {
             Kind::Lit => Some((*LL_BASE.get(code)?, *LL_BITS.get(code)?)),
             Kind::Match => Some((*ML_BASE.get(code)?, *ML_BITS.get(code)?)),
-            // Offset_Value = (1 << code) + code extra bits.
+            // Offset_Value = (1 << code) + code extra bits; the walk only
+            // skips the bits, so the baseline is left out (0).
             Kind::Off => {
                 let code = u8::try_from(code).ok().filter(|&c| c < 32)?;
-                Some((1 << code, code))
+                Some((0, code))
             }
         }
     }
@@ -114,6 +116,10 @@ impl Kind {
 #[derive(Clone, Copy)]
 struct Table<const N: usize> {
     cells: [Cell; N],
+    /// Each cell's `extra + bits` (at most 39), the bits it makes a
+    /// sequence read: apart from the cells, so that the sequence loop sums
+    /// three bytes, not six, and holds no cell's fields while it reads.
+    tot: [u8; N],
     log: u32,
 }
 
@@ -126,6 +132,7 @@ impl<const N: usize> Table<N> {
                 bits: 0,
                 next: 0,
             }; N],
+            tot: [0; N],
             log: 0,
         }
     }
@@ -136,7 +143,8 @@ impl<const N: usize> Table<N> {
     fn build(&mut self, kind: Kind, norm: &[i16], log: u32) -> Option<()> {
         let size = 1usize << log;
         let cells = self.cells.get_mut(..size)?;
-        let mut next_state = [0u32; 53];
+        // Indexed by symbol (< 53), masked to 63 so that no index is checked.
+        let mut next_state = [0u32; 64];
         let mut high = size; // cells at and above `high` hold "less than 1" symbols
         for (s, &n) in norm.iter().enumerate() {
             if n == -1 {
@@ -151,12 +159,20 @@ impl<const N: usize> Table<N> {
         let mask = size - 1;
         let mut pos = 0usize;
         // Each symbol's baseline and extra bits, looked up once.
-        let mut values = [(0u32, 0u8); 53];
+        let mut values = [(0u32, 0u8); 64];
         for (s, &n) in norm.iter().enumerate() {
             if n != 0 {
                 *values.get_mut(s)? = kind.value(s)?;
             }
             let code = u32::try_from(s).ok()?;
+            if high == size {
+                // No "less than 1" symbol: every step lands on a cell.
+                for _ in 0..n.max(0) {
+                    cells.get_mut(pos)?.base = code;
+                    pos = (pos + step) & mask;
+                }
+                continue;
+            }
             for _ in 0..n.max(0) {
                 cells.get_mut(pos)?.base = code;
                 // The step is odd and the size a power of two: the walk
@@ -174,23 +190,27 @@ impl<const N: usize> Table<N> {
         if pos != 0 {
             return None; // counts that do not fill the table
         }
-        for c in cells.iter_mut() {
-            let s = c.base as usize;
+        for (c, tot) in cells.iter_mut().zip(self.tot.iter_mut()) {
+            // The spread left each cell's symbol in `base`.
+            let s = (c.base & 63) as usize;
             let slot = next_state.get_mut(s)?;
             let state = *slot;
-            *slot += 1;
-            if state == 0 {
-                return None;
-            }
-            let bits = log.checked_sub(31 - state.leading_zeros())?;
-            let next = (state << bits).checked_sub(size as u32)?;
+            *slot = state.wrapping_add(1);
+            // The states of a symbol of count n run from n to 2n − 1, so
+            // `state << bits` is in [size, 2·size) and `next` below the size.
+            // A state above the size (counts that do not fill the table)
+            // makes `bits` fail; a state of 0 cannot occur (every cell's
+            // symbol has a count of at least 1) and is read as 1.
+            let bits = log.checked_sub((state | 1).ilog2())?;
+            let next = (state << bits).wrapping_sub(size as u32);
             let (base, extra) = *values.get(s)?;
             *c = Cell {
                 base,
                 extra,
                 bits: bits as u8,
-                next: u16::try_from(next).ok()?,
+                next: next as u16,
             };
+            *tot = extra + bits as u8;
         }
         self.log = log;
         Some(())
@@ -205,6 +225,7 @@ impl<const N: usize> Table<N> {
             bits: 0,
             next: 0,
         };
+        *self.tot.get_mut(0)? = extra;
         self.log = 0;
         Some(())
     }
@@ -340,6 +361,19 @@ impl<'a> Backward<'a> {
         Some(r)
     }
 
+    /// The reader of `data` with `left` bits not yet read (at most those
+    /// of `data`).
+    fn at(data: &'a [u8], left: usize) -> Self {
+        let mut r = Backward {
+            data,
+            left,
+            word: 0,
+            low: 0,
+        };
+        r.refill();
+        r
+    }
+
     #[inline(always)]
     fn refill(&mut self) {
         let low = self.left.saturating_sub(56) & !7;
@@ -421,6 +455,8 @@ struct Tables {
     ll: Table<512>,
     ml: Table<512>,
     of: Table<256>,
+    /// [`MASK`], read by [`stretch`] from here.
+    masks: [u64; 256],
 }
 
 /// What a frame's blocks carry over from one block to the next (§3.1.1.3):
@@ -434,7 +470,7 @@ struct Frame<'t> {
 }
 
 thread_local! {
-    /// The tables of the frames walked on this thread (10 KB: made once,
+    /// The tables of the frames walked on this thread (13.5 KB: made once,
     /// not zeroed per frame). What a frame finds in them is never read
     /// before it is built: "repeat" modes need a table built in the same
     /// frame (`Frame::defined`), and every state stays below its table's
@@ -444,6 +480,7 @@ thread_local! {
             ll: Table::empty(),
             ml: Table::empty(),
             of: Table::empty(),
+            masks: MASK,
         })
     };
 }
@@ -461,6 +498,7 @@ pub(super) fn frame_blocks(data: &[u8], start: usize, window: u64) -> Option<(u6
                 ll: Table::empty(),
                 ml: Table::empty(),
                 of: Table::empty(),
+                masks: MASK,
             },
             data,
             start,
@@ -620,82 +658,64 @@ fn long_sequence<'a>(mut br: Backward<'a>, bits: [u32; 6]) -> Option<(Backward<'
 /// (§3.1.1.3.2) with the tables `t`: the sums of their literal lengths and
 /// of their match lengths.
 ///
-/// The hot loop of `stats` on zstd payloads: each sequence's bits (at most
-/// 56, else [`long_sequence`]) are taken from one 64-bit window with one
-/// shift, then peeled from the low end — offset state, match length
-/// state, literal length state, literal length extra bits, match length
-/// extra bits; the offset's own extra bits, on top, are skipped.
+/// The sequences run in stretches ([`stretch`], the hot loop of `stats` on
+/// zstd payloads) of sequences of at most 56 bits that start 56 bits or more
+/// from the stream's start; a sequence of more than 56 bits, and the few
+/// near the start, are read field by field ([`long_read`]), as is the last
+/// one, which updates no state.
 #[inline(never)]
 fn sequences(t: &Tables, stream: &[u8], nb_seq: usize) -> Option<(u64, u64)> {
     let mut br = Backward::new(stream)?;
     let ls = br.read(t.ll.log)? as usize;
     let os = br.read(t.of.log)? as usize;
     let ms = br.read(t.ml.log)? as usize;
-    // A stream shorter than a word is read from a copy padded with zeros
-    // (what the reader reads above the stream): every window is then a
-    // whole 8-byte load.
-    let mut pad = [0u8; 8];
-    let data = match pad.get_mut(..stream.len()) {
-        Some(p) => {
-            p.copy_from_slice(stream);
-            &pad[..]
-        }
-        None => stream,
+    let mut w = Walked {
+        left: br.left,
+        states: [ls, ms, os],
+        lits: 0,
+        matches: 0,
     };
-    // The loop's state, in registers: the bits of `word` below `avail`
-    // are the stream's next ones (`word` holds the stream from byte `at`
-    // on), the three states, the sums so far.
-    let (mut word, mut avail, mut at) = (br.word, br.left - br.low, br.low / 8);
-    let (mut ls, mut ms, mut os) = (ls, ms, os);
-    let (mut lits, mut matches) = (0u64, 0u64);
-    for _ in 1..nb_seq {
-        let l = *t.ll.cells.get(ls & 511)?;
-        let m = *t.ml.cells.get(ms & 511)?;
-        let o = *t.of.cells.get(os & 255)?;
-        let total =
-            usize::from(o.extra + m.extra + l.extra) + usize::from(l.bits + m.bits + o.bits);
-        let f = if avail >= total || (total <= 56 && at * 8 + avail >= total) {
-            if avail < total {
-                // A new window: at least 56 bits, or all that are left.
-                let left = at * 8 + avail;
-                at = left.saturating_sub(56) / 8;
-                let b: [u8; 8] = data.get(at..at + 8)?.try_into().ok()?;
-                word = u64::from_le_bytes(b);
-                avail = left - at * 8;
-            }
-            avail -= total;
-            // From the low end: the offset, match length and literal
-            // length states, the literal length's extra bits, the match
-            // length's (the offset's own extra bits, on top, are skipped).
-            let mut v = word >> avail;
-            let ob = v & mask(o.bits);
-            v >>= o.bits;
-            let mb = v & mask(m.bits);
-            v >>= m.bits;
-            let lb = v & mask(l.bits);
-            v >>= l.bits;
-            let lx = v & mask(l.extra);
-            v >>= l.extra;
-            [v & mask(m.extra), lx, lb, mb, ob]
-        } else {
-            let f;
-            (word, avail, at, f) = long_read(data, word, avail, at, [l, m, o])?;
-            f
-        };
-        matches += u64::from(m.base) + f[0];
-        lits += u64::from(l.base) + f[1];
-        ls = usize::from(l.next) + f[2] as usize;
-        ms = usize::from(m.next) + f[3] as usize;
-        os = usize::from(o.next) + f[4] as usize;
+    let mut todo = nb_seq - 1;
+    while todo > 0 {
+        // A stretch that cannot take `left` below 56 before its last
+        // sequence starts.
+        let n = (w.left / 56).min(todo);
+        let done = stretch(t, stream, &mut w, n)?;
+        todo -= done;
+        if done == n && n > 0 {
+            continue;
+        }
+        // A sequence of more than 56 bits, or one that starts less than 56
+        // bits from the stream's start: field by field.
+        let [ls, ms, os] = w.states;
+        let l = t.ll.cells.get(ls & 511)?;
+        let m = t.ml.cells.get(ms & 511)?;
+        let o = t.of.cells.get(os & 255)?;
+        let (left, f) = long_read(stream, w.left, [*l, *m, *o])?;
+        w.left = left;
+        w.matches += u64::from(m.base) + f[0];
+        w.lits += u64::from(l.base) + f[1];
+        w.states = [
+            usize::from(l.next) + f[2] as usize,
+            usize::from(m.next) + f[3] as usize,
+            usize::from(o.next) + f[4] as usize,
+        ];
+        todo -= 1;
     }
-    // The last sequence updates no state: read field by field.
-    let l = *t.ll.cells.get(ls & 511)?;
-    let m = *t.ml.cells.get(ms & 511)?;
-    let o = *t.of.cells.get(os & 255)?;
-    br.left = at * 8 + avail;
-    br.low = at * 8;
-    br.word = word;
-    let (br, f) = long_sequence(br, [o.extra, m.extra, l.extra, 0, 0, 0].map(u32::from))?;
+    let Walked {
+        left,
+        states: [ls, ms, os],
+        lits,
+        matches,
+    } = w;
+    // The last sequence updates no state.
+    let l = t.ll.cells.get(ls & 511)?;
+    let m = t.ml.cells.get(ms & 511)?;
+    let o = t.of.cells.get(os & 255)?;
+    let (br, f) = long_sequence(
+        Backward::at(stream, left),
+        [o.extra, m.extra, l.extra, 0, 0, 0].map(u32::from),
+    )?;
     if br.left != 0 {
         return None; // the stream must end exactly at its padding
     }
@@ -705,35 +725,96 @@ fn sequences(t: &Tables, stream: &[u8], nb_seq: usize) -> Option<(u64, u64)> {
     ))
 }
 
-/// The low `n` bits set (`n` < 64; the rest of the table is never used).
+/// Where [`sequences`] stands: the bits not yet read (all below `left`),
+/// the literal length, match length and offset states, the sums so far.
+struct Walked {
+    left: usize,
+    states: [usize; 3],
+    lits: u64,
+    matches: u64,
+}
+
+/// Decodes up to `n` sequences of at most 56 bits each from `w` on, all
+/// starting at 56 bits or more from the stream's start (`n` ≤ `w.left` / 56):
+/// how many, fewer when the next one takes more than 56 bits. The hot loop of
+/// `stats` on zstd payloads, in a function of its own so that its values
+/// stay in registers.
+///
+/// The bit reader is `left` alone: each sequence loads the 8 bytes that end
+/// just above it, at least 56 bits, so there is no refill to branch on. Its
+/// bits are peeled from the low end — offset state, match length state,
+/// literal length state, literal length extra bits, match length extra
+/// bits; the offset's own extra bits, on top, are skipped.
+#[inline(never)]
+fn stretch(t: &Tables, stream: &[u8], w: &mut Walked, n: usize) -> Option<usize> {
+    let masks = &t.masks;
+    let Walked {
+        mut left,
+        states: [mut ls, mut ms, mut os],
+        mut lits,
+        mut matches,
+    } = *w;
+    // Counted down: the sequences not yet decoded.
+    let mut rest = n;
+    while rest > 0 {
+        let total = usize::from(*t.ll.tot.get(ls & 511)?)
+            + usize::from(*t.ml.tot.get(ms & 511)?)
+            + usize::from(*t.of.tot.get(os & 255)?);
+        if total > 56 {
+            break;
+        }
+        // The cells are borrowed, not copied: each field is loaded where it
+        // is used.
+        let l = t.ll.cells.get(ls & 511)?;
+        let m = t.ml.cells.get(ms & 511)?;
+        let o = t.of.cells.get(os & 255)?;
+        // The 8 bytes from `at` hold bits 8·at to 8·at + 63, which include
+        // the `total` below `left` (8·at ≤ left − 56), and lie in the
+        // stream (left < 8·len, so at ≤ len − 8).
+        let at = (left - 56) / 8;
+        let b: [u8; 8] = stream.get(at..at + 8)?.try_into().ok()?;
+        left -= total;
+        let mut v = u64::from_le_bytes(b) >> (left - at * 8);
+        os = usize::from(o.next) + (v & mask(masks, o.bits)) as usize;
+        v >>= o.bits;
+        ms = usize::from(m.next) + (v & mask(masks, m.bits)) as usize;
+        v >>= m.bits;
+        ls = usize::from(l.next) + (v & mask(masks, l.bits)) as usize;
+        v >>= l.bits;
+        lits += u64::from(l.base) + (v & mask(masks, l.extra));
+        v >>= l.extra;
+        matches += u64::from(m.base) + (v & mask(masks, m.extra));
+        rest -= 1;
+    }
+    *w = Walked {
+        left,
+        states: [ls, ms, os],
+        lits,
+        matches,
+    };
+    Some(n - rest)
+}
+
+/// The low `n` bits set (`n` < 64; the rest of the table is never used),
+/// from `masks`, a copy of [`MASK`] beside the tables: the loop reaches it
+/// from the tables' address, with no register of its own.
 #[inline(always)]
 // A `u8` index into 256 entries: always in range.
 #[allow(clippy::indexing_slicing)]
-fn mask(n: u8) -> u64 {
-    MASK[usize::from(n)]
+fn mask(masks: &[u64; 256], n: u8) -> u64 {
+    masks[usize::from(n)]
 }
 
 /// A sequence of more than 56 bits, or one near the stream's start, in
-/// [`sequences`]' loop: read field by field. The window after it and the
-/// fields (match and literal lengths' extra bits, the three state updates).
+/// [`sequences`]: read field by field from `left` on. What is left after it
+/// and the fields (match and literal lengths' extra bits, the three state
+/// updates).
 #[cold]
 #[inline(never)]
-fn long_read(
-    data: &[u8],
-    word: u64,
-    avail: usize,
-    at: usize,
-    [l, m, o]: [Cell; 3],
-) -> Option<(u64, usize, usize, [u64; 5])> {
-    let br = Backward {
-        data,
-        left: at * 8 + avail,
-        word,
-        low: at * 8,
-    };
+fn long_read(data: &[u8], left: usize, [l, m, o]: [Cell; 3]) -> Option<(usize, [u64; 5])> {
     let bits = [o.extra, m.extra, l.extra, l.bits, m.bits, o.bits].map(u32::from);
-    let (br, f) = long_sequence(br, bits)?;
-    Some((br.word, br.left - br.low, br.low / 8, f))
+    let (br, f) = long_sequence(Backward::at(data, left), bits)?;
+    Some((br.left, f))
 }
 
 /// As [`sequences`], one field at a time: the reference walk. Decodes the `nb_seq` (> 0) sequences of the bitstream `stream`
@@ -905,6 +986,9 @@ fn table<const N: usize>(
             t.cells
                 .get_mut(..size)?
                 .copy_from_slice(predefined.cells.get(..size)?);
+            t.tot
+                .get_mut(..size)?
+                .copy_from_slice(predefined.tot.get(..size)?);
             t.log = predefined.log;
             Some(0)
         }
@@ -920,5 +1004,253 @@ fn table<const N: usize>(
         2 => t.read(kind, src),
         // Repeat: the previous block's table of this frame.
         _ => repeat_ok.then_some(0),
+    }
+}
+
+#[cfg(test)]
+// Test code: an index out of range is a failed test.
+#[allow(clippy::indexing_slicing)]
+mod tests {
+    use super::*;
+
+    /// xorshift64*: the tests' deterministic randomness.
+    fn next(x: &mut u64) -> u64 {
+        *x ^= *x >> 12;
+        *x ^= *x << 25;
+        *x ^= *x >> 27;
+        x.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+
+    /// A random valid distribution for `kind`: normalized counts (some
+    /// "less than 1", some 0) adding up to `1 << log`.
+    fn distribution(kind: Kind, x: &mut u64) -> (Vec<i16>, u32) {
+        let (symbols, max_log) = kind.limits();
+        let log = 5 + (next(x) % u64::from(max_log - 4)) as u32;
+        let size = 1i32 << log;
+        let n = 1 + (next(x) % symbols as u64) as usize;
+        let mut norm = vec![0i16; n];
+        let mut left = size;
+        for c in norm.iter_mut().skip(1) {
+            if next(x).is_multiple_of(6) && left > 1 {
+                *c = -1;
+                left -= 1;
+            }
+        }
+        // The rest spread over the symbols that are not "less than 1",
+        // the first always among them; a few symbols stay at 0.
+        let live: Vec<usize> = (0..n)
+            .filter(|&s| s == 0 || (norm[s] == 0 && !next(x).is_multiple_of(4)))
+            .collect();
+        while left > 0 {
+            let s = live[(next(x) % live.len() as u64) as usize];
+            let k = 1 + (next(x) % (left as u64).min(8)) as i32;
+            norm[s] += k as i16;
+            left -= k;
+        }
+        (norm, log)
+    }
+
+    /// RFC 8878 §4.1.1 as written: the spread, then the states numbered in
+    /// position order. (baseline, extra bits, state bits, next) per cell.
+    fn build_reference(kind: Kind, norm: &[i16], log: u32) -> Vec<(u32, u8, u8, u16)> {
+        let size = 1usize << log;
+        let mut symbol = vec![0usize; size];
+        let mut high = size - 1;
+        for (s, &n) in norm.iter().enumerate() {
+            if n == -1 {
+                symbol[high] = s;
+                high -= 1;
+            }
+        }
+        let step = (size >> 1) + (size >> 3) + 3;
+        let mut pos = 0;
+        for (s, &n) in norm.iter().enumerate() {
+            for _ in 0..n.max(0) {
+                symbol[pos] = s;
+                pos = (pos + step) & (size - 1);
+                while pos > high {
+                    pos = (pos + step) & (size - 1);
+                }
+            }
+        }
+        assert_eq!(pos, 0);
+        let mut next_state: Vec<u32> = norm.iter().map(|&n| n.max(1) as u32).collect();
+        symbol
+            .iter()
+            .map(|&s| {
+                let x = next_state[s];
+                next_state[s] += 1;
+                let bits = log - (31 - x.leading_zeros());
+                let (base, extra) = kind.value(s).unwrap();
+                (base, extra, bits as u8, ((x << bits) - size as u32) as u16)
+            })
+            .collect()
+    }
+
+    fn cells<const N: usize>(t: &Table<N>) -> Vec<(u32, u8, u8, u16)> {
+        let size = 1usize << t.log;
+        t.cells[..size]
+            .iter()
+            .map(|c| (c.base, c.extra, c.bits, c.next))
+            .collect()
+    }
+
+    /// Every table the build makes is the RFC's, its `tot` bytes the sums
+    /// of its cells' bits, with or without "less than 1" symbols.
+    #[test]
+    fn tables_are_built_as_the_rfc_spreads_and_numbers_them() {
+        let mut x = 0x9E37_79B9_7F4A_7C15;
+        let mut with_less = 0;
+        for _ in 0..3000 {
+            let kind = [Kind::Lit, Kind::Match, Kind::Off][(next(&mut x) % 3) as usize];
+            let (norm, log) = distribution(kind, &mut x);
+            with_less += usize::from(norm.contains(&-1));
+            let mut t = Table::<512>::empty();
+            // What an earlier table left in the cells must not matter.
+            for (i, c) in t.cells.iter_mut().enumerate() {
+                c.base = (i * 7919) as u32;
+            }
+            t.build(kind, &norm, log).unwrap();
+            assert_eq!(cells(&t), build_reference(kind, &norm, log), "{norm:?}");
+            for (c, &tot) in t.cells.iter().zip(&t.tot).take(1 << log) {
+                assert_eq!(tot, c.extra + c.bits);
+            }
+        }
+        assert!(with_less > 1000, "{with_less}");
+        // Counts that do not fill the table are refused.
+        let mut t = Table::<512>::empty();
+        assert!(t.build(Kind::Lit, &[60, 3], 6).is_none());
+        assert!(t.build(Kind::Lit, &[64, 1], 6).is_none());
+    }
+
+    /// A table for `kind`: predefined, RLE or a random distribution.
+    fn random_table<const N: usize>(kind: Kind, predefined: &Table<N>, x: &mut u64) -> Table<N> {
+        let mut t = Table::<N>::empty();
+        match next(x) % 4 {
+            0 => {
+                table(&mut t, predefined, kind, 0, &[], false).unwrap();
+            }
+            1 => {
+                let code = (next(x) % kind.limits().0 as u64) as u8;
+                t.rle(kind, code).unwrap();
+            }
+            _ => {
+                let (norm, log) = distribution(kind, x);
+                t.build(kind, &norm, log).unwrap();
+            }
+        }
+        t
+    }
+
+    /// The bits the reference walk leaves unread after `n` sequences.
+    fn left_after(t: &Tables, stream: &[u8], n: usize) -> Option<usize> {
+        let mut br = Backward::new(stream)?;
+        let ls = br.read(t.ll.log)? as usize;
+        let os = br.read(t.of.log)? as usize;
+        let ms = br.read(t.ml.log)? as usize;
+        let mut w = Walk {
+            br,
+            states: [ls, ms, os],
+            lits: 0,
+            matches: 0,
+        };
+        for _ in 1..n {
+            w.step::<false>(t)?;
+        }
+        w.step::<true>(t)?;
+        Some(w.br.left)
+    }
+
+    /// `stream` without its lowest `r` bits: the same bits read from the
+    /// top, ending `r` bits earlier.
+    fn drop_low_bits(stream: &[u8], r: usize) -> Vec<u8> {
+        let (bytes, bits) = (r / 8, r % 8);
+        let src = &stream[bytes..];
+        let mut out: Vec<u8> = (0..src.len())
+            .map(|i| {
+                let hi = src.get(i + 1).map_or(0, |&b| u16::from(b) << 8);
+                ((hi | u16::from(src[i])) >> bits) as u8
+            })
+            .collect();
+        while out.last() == Some(&0) {
+            out.pop();
+        }
+        out
+    }
+
+    /// The fast sequence walk ([`sequences`]: stretches of one-load
+    /// sequences, the rest field by field) and the reference walk give the
+    /// same answer for every count of sequences over random streams and
+    /// tables: `None` for streams cut short or with bits left over, and
+    /// the same sums for the same streams cut to end exactly after the
+    /// last sequence — streams shorter than a word, sequences of more than
+    /// 56 bits, stretches of hundreds.
+    #[test]
+    fn the_fast_sequence_walk_agrees_with_the_reference() {
+        let d = defaults().unwrap();
+        let mut x = 0x0123_4567_89AB_CDEF;
+        let (mut exact, mut long, mut over_56) = (0, 0, 0);
+        for case in 0..1500 {
+            let t = Tables {
+                ll: random_table(Kind::Lit, &d.ll, &mut x),
+                ml: random_table(Kind::Match, &d.ml, &mut x),
+                of: random_table(Kind::Off, &d.of, &mut x),
+                masks: MASK,
+            };
+            let len = match case % 3 {
+                0 => (next(&mut x) % 9) as usize,
+                1 => (next(&mut x) % 64) as usize,
+                _ => (next(&mut x) % 1200) as usize,
+            };
+            let mut stream: Vec<u8> = (0..len).map(|_| next(&mut x) as u8).collect();
+            if let Some(b) = stream.last_mut() {
+                *b |= 1 << (next(&mut x) % 8); // a padding bit, mostly
+            }
+            let most = len * 8 / 4 + 3;
+            let some: Vec<usize> = (0..8).map(|_| 1 + next(&mut x) as usize % most).collect();
+            for n in (1..=most.min(40)).chain(some) {
+                assert_eq!(
+                    sequences(&t, &stream, n),
+                    sequences_reference(&t, &stream, n),
+                    "case {case}, {n} sequences"
+                );
+            }
+            // The stream cut to end exactly after n sequences, n up to
+            // the most it holds (running out is monotone in n).
+            let (mut lo, mut hi) = (0, most);
+            while lo < hi {
+                let mid = (lo + hi).div_ceil(2);
+                if left_after(&t, &stream, mid).is_some() {
+                    lo = mid;
+                } else {
+                    hi = mid - 1;
+                }
+            }
+            if lo == 0 {
+                continue;
+            }
+            let n = 1 + next(&mut x) as usize % lo;
+            let r = left_after(&t, &stream, n).unwrap();
+            let cut = drop_low_bits(&stream, r);
+            let fast = sequences(&t, &cut, n);
+            assert!(
+                fast.is_some(),
+                "case {case}: {n} sequences, {r} bits dropped"
+            );
+            assert_eq!(fast, sequences_reference(&t, &cut, n), "case {case}");
+            exact += 1;
+            long += usize::from(n > 50);
+            let widest = (0..1usize << t.ll.log)
+                .flat_map(|l| (0..1usize << t.ml.log).map(move |m| (l, m)))
+                .map(|(l, m)| t.ll.tot[l] + t.ml.tot[m])
+                .max()
+                .unwrap_or(0)
+                + t.of.tot[..1 << t.of.log].iter().max().copied().unwrap_or(0);
+            over_56 += usize::from(widest > 56);
+        }
+        assert!(
+            exact > 500 && long > 100 && over_56 > 100,
+            "{exact} {long} {over_56}"
+        );
     }
 }
