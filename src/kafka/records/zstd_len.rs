@@ -822,6 +822,17 @@ fn long_read(data: &[u8], left: usize, [l, m, o]: [Cell; 3]) -> Option<(usize, [
 /// of their match lengths.
 #[cfg(test)]
 fn sequences_reference(t: &Tables, stream: &[u8], nb_seq: usize) -> Option<(u64, u64)> {
+    let w = walked(t, stream, nb_seq)?;
+    if w.br.left != 0 {
+        return None; // the stream must end exactly at its padding
+    }
+    Some((w.lits, w.matches))
+}
+
+/// The reference walk after the `n` (> 0) sequences of `stream`, its bits
+/// left unread included.
+#[cfg(test)]
+fn walked<'a>(t: &Tables, stream: &'a [u8], n: usize) -> Option<Walk<'a>> {
     let mut br = Backward::new(stream)?;
     let ls = br.read(t.ll.log)? as usize;
     let os = br.read(t.of.log)? as usize;
@@ -832,14 +843,11 @@ fn sequences_reference(t: &Tables, stream: &[u8], nb_seq: usize) -> Option<(u64,
         lits: 0,
         matches: 0,
     };
-    for _ in 1..nb_seq {
+    for _ in 1..n {
         w.step::<false>(t)?;
     }
     w.step::<true>(t)?;
-    if w.br.left != 0 {
-        return None; // the stream must end exactly at its padding
-    }
-    Some((w.lits, w.matches))
+    Some(w)
 }
 
 impl Frame<'_> {
@@ -1144,21 +1152,7 @@ mod tests {
 
     /// The bits the reference walk leaves unread after `n` sequences.
     fn left_after(t: &Tables, stream: &[u8], n: usize) -> Option<usize> {
-        let mut br = Backward::new(stream)?;
-        let ls = br.read(t.ll.log)? as usize;
-        let os = br.read(t.of.log)? as usize;
-        let ms = br.read(t.ml.log)? as usize;
-        let mut w = Walk {
-            br,
-            states: [ls, ms, os],
-            lits: 0,
-            matches: 0,
-        };
-        for _ in 1..n {
-            w.step::<false>(t)?;
-        }
-        w.step::<true>(t)?;
-        Some(w.br.left)
+        walked(t, stream, n).map(|w| w.br.left)
     }
 
     /// `stream` without its lowest `r` bits: the same bits read from the
