@@ -351,14 +351,7 @@ impl<'a> Backward<'a> {
             return None;
         }
         let left = (data.len() - 1) * 8 + (7 - last.leading_zeros() as usize);
-        let mut r = Backward {
-            data,
-            left,
-            word: 0,
-            low: 0,
-        };
-        r.refill();
-        Some(r)
+        Some(Backward::at(data, left))
     }
 
     /// The reader of `data` with `left` bits not yet read (at most those
