@@ -521,14 +521,9 @@ pub mod json {
             | zero_bytes(x ^ (ONES * b'\\' as u64))
     }
 
-    /// High bit of each byte of `x` that is `"` or `\` (exact for the lowest).
-    const fn quote_or_backslash(x: u64) -> u64 {
-        zero_bytes(x ^ (ONES * b'"' as u64)) | zero_bytes(x ^ (ONES * b'\\' as u64))
-    }
-
     /// High bit of each byte of `x` that is `"` or `\\`, exact for every
     /// byte: the sums of the low seven bits carry into no other byte.
-    const fn quote_or_backslash_exact(x: u64) -> u64 {
+    const fn quote_or_backslash(x: u64) -> u64 {
         const LOW7: u64 = !HIGH;
         let q = x ^ (ONES * b'"' as u64);
         let s = x ^ (ONES * b'\\' as u64);
@@ -785,7 +780,7 @@ pub mod json {
         };
         put(dw, 0, word);
         put(vw, 0, word);
-        let mut mask = quote_or_backslash_exact(word);
+        let mut mask = quote_or_backslash(word);
         let (mut od, mut ov, mut done) = (0, 0, 0);
         while mask != 0 {
             let k = (mask.trailing_zeros() / 8) as usize;
