@@ -22,6 +22,7 @@ use std::fmt;
 use super::errors::error_name;
 use super::records::{count_record_set, decode_record_set, SetCounts};
 use super::schema::{self, Elem, FieldDef, FieldKind, MessageDef, MessageKind, Prim, StructDef};
+use super::stream_json::{JsonSink, Out};
 use super::tree::{
     indexed_text, ByteSource, Node, Role, SmallTexts, Text, Value, MAX_RESERVED_CHILDREN,
 };
@@ -159,7 +160,25 @@ pub fn decode_request(msg: &[u8], opts: &DecodeOptions) -> Decoded {
     d
 }
 
+/// [`decode_request`]'s tree written as JSON into `sink` while it is decoded
+/// (the module `stream_json`): the returned root has no children. The JSON
+/// is [`Node::write_json_in`]'s for [`decode_request`]'s tree when the
+/// result has no error; otherwise it is to be dropped.
+pub fn decode_request_json(msg: &[u8], opts: &DecodeOptions, sink: &mut JsonSink<'_>) -> Decoded {
+    decode_request_into(msg, opts, None, Some(sink))
+}
+
 fn decode_request_with(msg: &[u8], opts: &DecodeOptions, header: Option<i16>) -> Decoded {
+    decode_request_into(msg, opts, header, None)
+}
+
+/// A request decoded into a tree, or with `json` written as JSON.
+fn decode_request_into(
+    msg: &[u8],
+    opts: &DecodeOptions,
+    header: Option<i16>,
+    mut json: Option<&mut JsonSink<'_>>,
+) -> Decoded {
     let mut d = Decoder::new(msg, opts);
     let mut out = Decoded {
         kind: Kind::Request,
@@ -182,7 +201,16 @@ fn decode_request_with(msg: &[u8], opts: &DecodeOptions, header: Option<i16>) ->
         facts: None,
     };
     let mut children = Vec::new();
-    let Some(end) = d.frame(&mut children) else {
+    let mut sink = match json.as_deref_mut() {
+        Some(j) => {
+            let mut root = Out::Json(j);
+            // The root's opening (it has no parent: no separator).
+            let _ = root.open(&mut children);
+            root
+        }
+        None => Out::Tree(&mut children),
+    };
+    let Some(end) = d.frame(&mut sink) else {
         out.root.children = children;
         out.error = d.error;
         return out;
@@ -218,24 +246,30 @@ fn decode_request_with(msg: &[u8], opts: &DecodeOptions, header: Option<i16>) ->
         Role::Header,
     )
     .with_about("common request header");
-    let hres = d.request_header(&mut r, hv, &mut hnode.children, &mut out);
+    let hres = {
+        let mut kids = sink.open(&mut hnode.children);
+        d.request_header(&mut r, hv, &mut kids, &mut out)
+    };
     hnode.length = r.pos() - header_start;
-    children.push(hnode);
+    sink.close(hnode);
     if hres.is_ok() {
         match (def, peek_key, peek_ver) {
             (Some(def), _, Some(v)) => {
                 out.root.name = def.name.into();
                 out.root.ty = version_text(&MESSAGE_VERSIONS, v, |v| format!("message v{v}"));
-                d.body(&mut r, def, v, Role::RequestBody, &mut children);
+                d.body(&mut r, def, v, Role::RequestBody, &mut sink);
             }
             (None, Some(k), Some(v)) => {
-                d.unknown_body(&mut r, k, v, MessageKind::Request, &mut children);
+                d.unknown_body(&mut r, k, v, MessageKind::Request, &mut sink);
             }
             _ => {}
         }
     }
-    d.finish(&mut r, end, &mut children);
-    out.root.children = children;
+    d.finish(&mut r, end, &mut sink);
+    match json {
+        Some(j) => j.end_root(&mut out.root),
+        None => out.root.children = children,
+    }
     if d.error.is_some() {
         fit_spans(&mut out.root);
     }
@@ -253,6 +287,29 @@ pub fn decode_response(
     api_key: i16,
     api_version: i16,
     opts: &DecodeOptions,
+) -> Decoded {
+    decode_response_into(msg, api_key, api_version, opts, None)
+}
+
+/// [`decode_response`]'s tree written as JSON into `sink` while it is
+/// decoded, as [`decode_request_json`] does for requests.
+pub fn decode_response_json(
+    msg: &[u8],
+    api_key: i16,
+    api_version: i16,
+    opts: &DecodeOptions,
+    sink: &mut JsonSink<'_>,
+) -> Decoded {
+    decode_response_into(msg, api_key, api_version, opts, Some(sink))
+}
+
+/// A response decoded into a tree, or with `json` written as JSON.
+fn decode_response_into(
+    msg: &[u8],
+    api_key: i16,
+    api_version: i16,
+    opts: &DecodeOptions,
+    mut json: Option<&mut JsonSink<'_>>,
 ) -> Decoded {
     let mut d = Decoder::new(msg, opts);
     let def = schema::message(api_key, MessageKind::Response, api_version);
@@ -277,7 +334,15 @@ pub fn decode_response(
         facts: None,
     };
     let mut children = Vec::new();
-    let Some(end) = d.frame(&mut children) else {
+    let mut sink = match json.as_deref_mut() {
+        Some(j) => {
+            let mut root = Out::Json(j);
+            let _ = root.open(&mut children);
+            root
+        }
+        None => Out::Tree(&mut children),
+    };
+    let Some(end) = d.frame(&mut sink) else {
         out.root.children = children;
         out.error = d.error;
         return out;
@@ -299,23 +364,29 @@ pub fn decode_response(
     } else {
         "common response header"
     });
-    let hres = d.response_header(&mut r, hv, &mut hnode.children, &mut out);
+    let hres = {
+        let mut kids = sink.open(&mut hnode.children);
+        d.response_header(&mut r, hv, &mut kids, &mut out)
+    };
     hnode.length = r.pos() - header_start;
-    children.push(hnode);
+    sink.close(hnode);
     if hres.is_ok() {
         match def {
-            Some(def) => d.body(&mut r, def, api_version, Role::ResponseBody, &mut children),
+            Some(def) => d.body(&mut r, def, api_version, Role::ResponseBody, &mut sink),
             None => d.unknown_body(
                 &mut r,
                 api_key,
                 api_version,
                 MessageKind::Response,
-                &mut children,
+                &mut sink,
             ),
         }
     }
-    d.finish(&mut r, end, &mut children);
-    out.root.children = children;
+    d.finish(&mut r, end, &mut sink);
+    match json {
+        Some(j) => j.end_root(&mut out.root),
+        None => out.root.children = children,
+    }
     if d.error.is_some() {
         fit_spans(&mut out.root);
     }
@@ -1103,7 +1174,8 @@ pub fn decode_embedded(
     d.flexible = def.is_flexible(v);
     d.role = role;
     d.path.push(def.name);
-    d.fields(&mut r, def.body, &mut nodes).ok()?;
+    d.fields(&mut r, def.body, &mut Out::Tree(&mut nodes))
+        .ok()?;
     if r.remaining() != 0 || d.error.is_some() {
         return None;
     }
@@ -1170,7 +1242,13 @@ impl<'a> Decoder<'a> {
     }
 
     /// Appends a node marking the bytes from `at` on as undecodable and records the problem.
-    fn malformed(&mut self, r: &Reader<'_>, at: usize, what: String, out: &mut Vec<Node>) -> Stop {
+    fn malformed(
+        &mut self,
+        r: &Reader<'_>,
+        at: usize,
+        what: String,
+        out: &mut Out<'_, '_>,
+    ) -> Stop {
         let off = self.base + at;
         let len = r.buf().len().saturating_sub(at);
         let mut n = Node::new(
@@ -1182,7 +1260,7 @@ impl<'a> Decoder<'a> {
             Role::Malformed,
         );
         n.error = Some(what.clone());
-        out.push(n);
+        out.push(n, &self.sources);
         self.fail(off, what);
         if self.base == 0 {
             self.stopped = true;
@@ -1190,7 +1268,7 @@ impl<'a> Decoder<'a> {
         Stop
     }
 
-    fn wire(&mut self, r: &Reader<'_>, e: WireError, name: &str, out: &mut Vec<Node>) -> Stop {
+    fn wire(&mut self, r: &Reader<'_>, e: WireError, name: &str, out: &mut Out<'_, '_>) -> Stop {
         let what = match &e {
             WireError::Truncated { .. } => format!("{name}: truncated, {e}"),
             WireError::VarintOverflow { .. } => format!("{name}: {e}"),
@@ -1200,7 +1278,7 @@ impl<'a> Decoder<'a> {
 
     /// The size prefix: pushes the Frame node and returns where the message ends,
     /// or `None` when not even the size is there.
-    fn frame(&mut self, out: &mut Vec<Node>) -> Option<usize> {
+    fn frame(&mut self, out: &mut Out<'_, '_>) -> Option<usize> {
         let mut frame = Node::new(
             "Frame",
             "",
@@ -1247,16 +1325,16 @@ impl<'a> Decoder<'a> {
             Err(e) => {
                 frame.error = Some(format!("size: truncated, {e}"));
                 self.fail(0, format!("size: truncated, {e}"));
-                out.push(frame);
+                out.push(frame, &self.sources);
                 return None;
             }
         };
-        out.push(frame);
+        out.push(frame, &self.sources);
         Some(end)
     }
 
     /// Marks bytes left after the body and any bytes beyond the size field.
-    fn finish(&mut self, r: &mut Reader<'_>, end: usize, out: &mut Vec<Node>) {
+    fn finish(&mut self, r: &mut Reader<'_>, end: usize, out: &mut Out<'_, '_>) {
         if self.stopped {
             return;
         }
@@ -1275,7 +1353,7 @@ impl<'a> Decoder<'a> {
                 Role::Malformed,
             );
             n.error = Some("bytes beyond the message's size field".into());
-            out.push(n);
+            out.push(n, &self.sources);
         }
     }
 
@@ -1283,7 +1361,7 @@ impl<'a> Decoder<'a> {
         &mut self,
         r: &mut Reader<'_>,
         hv: i16,
-        out: &mut Vec<Node>,
+        out: &mut Out<'_, '_>,
         dec: &mut Decoded,
     ) -> Step {
         self.path.push("RequestHeader");
@@ -1296,7 +1374,7 @@ impl<'a> Decoder<'a> {
         &mut self,
         r: &mut Reader<'_>,
         hv: i16,
-        out: &mut Vec<Node>,
+        out: &mut Out<'_, '_>,
         dec: &mut Decoded,
     ) -> Step {
         let at = r.pos();
@@ -1315,7 +1393,7 @@ impl<'a> Decoder<'a> {
         if let Some(name) = schema::api_name(key) {
             n.detail = Some(name.into());
         }
-        out.push(n);
+        out.push(n, &self.sources);
         let at = r.pos();
         let ver = r
             .i16()
@@ -1330,6 +1408,7 @@ impl<'a> Decoder<'a> {
                 Role::Header,
             )
             .with_about("version of that API"),
+            &self.sources,
         );
         let at = r.pos();
         let corr = r
@@ -1346,6 +1425,7 @@ impl<'a> Decoder<'a> {
                 Role::Header,
             )
             .with_about("returned unchanged in the response"),
+            &self.sources,
         );
         if hv >= 1 {
             // ClientId keeps its int16 length even in flexible header v2 so that any
@@ -1374,6 +1454,7 @@ impl<'a> Decoder<'a> {
                 )
                 .with_detail(detail)
                 .with_about("always a non-flexible int16-prefixed string"),
+                &self.sources,
             );
         }
         if hv >= 2 {
@@ -1389,7 +1470,7 @@ impl<'a> Decoder<'a> {
         &mut self,
         r: &mut Reader<'_>,
         hv: i16,
-        out: &mut Vec<Node>,
+        out: &mut Out<'_, '_>,
         dec: &mut Decoded,
     ) -> Step {
         self.path.push("ResponseHeader");
@@ -1413,6 +1494,7 @@ impl<'a> Decoder<'a> {
                 Role::Header,
             )
             .with_about("the correlation id of the request answered"),
+            &self.sources,
         );
         let res = if hv >= 1 {
             self.flexible = true;
@@ -1432,7 +1514,7 @@ impl<'a> Decoder<'a> {
         key: i16,
         ver: i16,
         kind: MessageKind,
-        out: &mut Vec<Node>,
+        out: &mut Out<'_, '_>,
     ) {
         let what = match (schema::api_name(key), schema::definitions(key, kind).next()) {
             (Some(name), Some(_)) => {
@@ -1457,7 +1539,7 @@ impl<'a> Decoder<'a> {
         def: &'static MessageDef,
         version: i16,
         role: Role,
-        out: &mut Vec<Node>,
+        out: &mut Out<'_, '_>,
     ) {
         self.version = version;
         self.flexible = def.is_flexible(version);
@@ -1470,14 +1552,25 @@ impl<'a> Decoder<'a> {
                 format!("message body, version {v}")
             }),
         );
-        let _ = self.fields(r, def.body, &mut node.children);
+        {
+            let mut kids = out.open(&mut node.children);
+            if let Some(j) = kids.json() {
+                j.mark_body();
+            }
+            let _ = self.fields(r, def.body, &mut kids);
+        }
         node.length = r.pos() - at;
         self.path.pop();
-        out.push(node);
+        out.close(node);
     }
 
     /// Decodes the fields of `def` present in this version, then its tagged fields.
-    fn fields(&mut self, r: &mut Reader<'_>, def: &'static StructDef, out: &mut Vec<Node>) -> Step {
+    fn fields(
+        &mut self,
+        r: &mut Reader<'_>,
+        def: &'static StructDef,
+        out: &mut Out<'_, '_>,
+    ) -> Step {
         // One node per field present, and one for the tagged fields: room
         // made once rather than grown.
         let present = def
@@ -1505,7 +1598,7 @@ impl<'a> Decoder<'a> {
         }
     }
 
-    fn field(&mut self, r: &mut Reader<'_>, f: &'static FieldDef, out: &mut Vec<Node>) -> Step {
+    fn field(&mut self, r: &mut Reader<'_>, f: &'static FieldDef, out: &mut Out<'_, '_>) -> Step {
         self.path.push(f.name);
         let res = match f.kind {
             FieldKind::Prim(p) => self.prim(r, f, p, out),
@@ -1525,7 +1618,7 @@ impl<'a> Decoder<'a> {
         r: &mut Reader<'_>,
         f: &'static FieldDef,
         p: Prim,
-        out: &mut Vec<Node>,
+        out: &mut Out<'_, '_>,
     ) -> Step {
         let at = r.pos();
         let flex = self.field_flexible(f);
@@ -1566,7 +1659,7 @@ impl<'a> Decoder<'a> {
                         n.detail = None;
                         n.children.push(self.length_node(at, r.pos() - at, lp));
                     }
-                    out.push(n);
+                    out.push(n, &self.sources);
                     return Ok(());
                 };
                 let len_end = r.pos();
@@ -1629,20 +1722,23 @@ impl<'a> Decoder<'a> {
         };
         let secret = p == Prim::Bytes && self.is_secret(f) && !self.opts.show_secrets;
         // Built in place (a literal, not a builder chain) to spare a copy.
-        out.push(Node {
-            name: f.name.into(),
-            ty: f.type_name.into(),
-            value,
-            detail,
-            offset: self.base + at,
-            length: r.pos() - at,
-            source: 0,
-            role: self.role,
-            about: Some(Self::about(f)),
-            error: None,
-            secret,
-            children,
-        });
+        out.push(
+            Node {
+                name: f.name.into(),
+                ty: f.type_name.into(),
+                value,
+                detail,
+                offset: self.base + at,
+                length: r.pos() - at,
+                source: 0,
+                role: self.role,
+                about: Some(Self::about(f)),
+                error: None,
+                secret,
+                children,
+            },
+            &self.sources,
+        );
         Ok(())
     }
 
@@ -1697,7 +1793,7 @@ impl<'a> Decoder<'a> {
         r: &mut Reader<'_>,
         f: &'static FieldDef,
         s: &'static StructDef,
-        out: &mut Vec<Node>,
+        out: &mut Out<'_, '_>,
     ) -> Step {
         let at = r.pos();
         let mut n = Node::new(
@@ -1709,13 +1805,18 @@ impl<'a> Decoder<'a> {
             self.role,
         )
         .with_about(Self::about(f));
+        let mut kids = out.open(&mut n.children);
         if f.nullable.contains(self.version) {
             // A nullable struct is preceded by an int8 marker: -1 null, 1 present.
             let m = match r.i8() {
                 Ok(m) => m,
-                Err(e) => return Err(self.wire(r, e, f.name, out)),
+                Err(e) => {
+                    // As a tree: the struct is dropped, the bytes are marked
+                    // in its place (JSON is not used after an error).
+                    return Err(self.wire(r, e, f.name, out));
+                }
             };
-            n.children.push(
+            kids.push(
                 Node::new(
                     "present",
                     "int8",
@@ -1725,17 +1826,18 @@ impl<'a> Decoder<'a> {
                     self.role,
                 )
                 .with_about("-1 when the struct is null, 1 when it follows"),
+                &self.sources,
             );
             if m < 0 {
                 n.value = Value::Null;
                 n.length = 1;
-                out.push(n);
+                out.close(n);
                 return Ok(());
             }
         }
-        let res = self.fields(r, s, &mut n.children);
+        let res = self.fields(r, s, &mut kids);
         n.length = r.pos() - at;
-        out.push(n);
+        out.close(n);
         res
     }
 
@@ -1744,7 +1846,7 @@ impl<'a> Decoder<'a> {
         r: &mut Reader<'_>,
         f: &'static FieldDef,
         e: Elem,
-        out: &mut Vec<Node>,
+        out: &mut Out<'_, '_>,
     ) -> Step {
         let at = r.pos();
         let flex = self.field_flexible(f);
@@ -1792,7 +1894,7 @@ impl<'a> Decoder<'a> {
         let Some(count) = count else {
             n.children.push(len_node);
             n.length = r.pos() - at;
-            out.push(n);
+            out.push(n, &self.sources);
             return Ok(());
         };
         n.value = Value::Text(ELEMENTS.get(count as u64));
@@ -1810,20 +1912,21 @@ impl<'a> Decoder<'a> {
                 r.remaining()
             );
             let pos = r.pos();
-            let s = self.malformed(r, pos, what, &mut n.children);
+            let s = self.malformed(r, pos, what, &mut Out::Tree(&mut n.children));
             n.length = r.buf().len() - at;
-            out.push(n);
+            out.push(n, &self.sources);
             return Err(s);
         }
         // The length and the elements (`count` is plausible, checked above,
         // but its elements may still fail at the first: room for at most
         // `MAX_RESERVED_CHILDREN` made ahead).
-        n.children = Vec::with_capacity(1 + count.min(MAX_RESERVED_CHILDREN));
-        n.children.push(len_node);
+        let mut kids = out.open(&mut n.children);
+        kids.reserve_exact(1 + count.min(MAX_RESERVED_CHILDREN));
+        kids.push(len_node, &self.sources);
         let mut res = Ok(());
         for i in 0..count {
             res = match e {
-                Elem::Prim(p) => self.array_prim(r, f, p, i, &mut n.children),
+                Elem::Prim(p) => self.array_prim(r, f, p, i, &mut kids),
                 Elem::Struct(s) => {
                     let eat = r.pos();
                     let mut en = Node::new(
@@ -1834,9 +1937,12 @@ impl<'a> Decoder<'a> {
                         0,
                         self.role,
                     );
-                    let res = self.fields(r, s, &mut en.children);
+                    let res = {
+                        let mut fields = kids.open(&mut en.children);
+                        self.fields(r, s, &mut fields)
+                    };
                     en.length = r.pos() - eat;
-                    n.children.push(en);
+                    kids.close(en);
                     res
                 }
             };
@@ -1845,7 +1951,7 @@ impl<'a> Decoder<'a> {
             }
         }
         n.length = r.pos() - at;
-        out.push(n);
+        out.close(n);
         res
     }
 
@@ -1855,7 +1961,7 @@ impl<'a> Decoder<'a> {
         f: &'static FieldDef,
         p: Prim,
         i: usize,
-        out: &mut Vec<Node>,
+        out: &mut Out<'_, '_>,
     ) -> Step {
         let at = r.pos();
         let name = indexed_text(f.name, i as u64);
@@ -1909,7 +2015,7 @@ impl<'a> Decoder<'a> {
         if !detail.is_empty() {
             n.detail = Some(detail);
         }
-        out.push(n);
+        out.push(n, &self.sources);
         Ok(())
     }
 
@@ -1958,7 +2064,7 @@ impl<'a> Decoder<'a> {
         &mut self,
         r: &mut Reader<'_>,
         def: &'static StructDef,
-        out: &mut Vec<Node>,
+        out: &mut Out<'_, '_>,
         scope: &'static str,
     ) -> Step {
         let at = r.pos();
@@ -1986,20 +2092,23 @@ impl<'a> Decoder<'a> {
                 r.remaining()
             );
             let pos = r.pos();
-            let s = self.malformed(r, pos, what, &mut n.children);
+            let s = self.malformed(r, pos, what, &mut Out::Tree(&mut n.children));
             n.length = r.buf().len() - at;
-            out.push(n);
+            out.push(n, &self.sources);
             return Err(s);
         }
         let mut res = Ok(());
-        for _ in 0..count {
-            res = self.tagged_entry(r, def, &mut n.children);
-            if res.is_err() {
-                break;
+        if count > 0 {
+            let mut kids = Out::Tree(&mut n.children);
+            for _ in 0..count {
+                res = self.tagged_entry(r, def, &mut kids);
+                if res.is_err() {
+                    break;
+                }
             }
         }
         n.length = r.pos() - at;
-        out.push(n);
+        out.push(n, &self.sources);
         res
     }
 
@@ -2007,7 +2116,7 @@ impl<'a> Decoder<'a> {
         &mut self,
         r: &mut Reader<'_>,
         def: &'static StructDef,
-        out: &mut Vec<Node>,
+        out: &mut Out<'_, '_>,
     ) -> Step {
         let at = r.pos();
         let tag = match r.uvarint() {
@@ -2057,9 +2166,11 @@ impl<'a> Decoder<'a> {
                 self.base += size_end;
                 self.path.push(f.name);
                 let res = match f.kind {
-                    FieldKind::Prim(p) => self.prim(&mut sub, f, p, &mut kids),
-                    FieldKind::Struct(s) => self.struct_field(&mut sub, f, s, &mut kids),
-                    FieldKind::Array(e) => self.array(&mut sub, f, e, &mut kids),
+                    FieldKind::Prim(p) => self.prim(&mut sub, f, p, &mut Out::Tree(&mut kids)),
+                    FieldKind::Struct(s) => {
+                        self.struct_field(&mut sub, f, s, &mut Out::Tree(&mut kids))
+                    }
+                    FieldKind::Array(e) => self.array(&mut sub, f, e, &mut Out::Tree(&mut kids)),
                 };
                 self.path.pop();
                 if res.is_ok() && sub.remaining() > 0 {
@@ -2069,7 +2180,7 @@ impl<'a> Decoder<'a> {
                         &sub,
                         pos,
                         format!("{n} bytes left in tagged field {}", f.name),
-                        &mut kids,
+                        &mut Out::Tree(&mut kids),
                     );
                 }
                 self.base = saved_base;
@@ -2105,7 +2216,7 @@ impl<'a> Decoder<'a> {
         );
         n.about = Some("tagged field".into());
         n.children = kids;
-        out.push(n);
+        out.push(n, &self.sources);
         // A malformed known tag is marked (and reported) but, bounded by its
         // size, does not stop the rest of the message.
         Ok(())

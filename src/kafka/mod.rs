@@ -6,6 +6,7 @@ pub mod errors;
 pub mod framing;
 pub mod records;
 pub mod schema;
+pub mod stream_json;
 pub mod tree;
 pub mod wire;
 

@@ -1101,6 +1101,14 @@ impl Node {
             }
             c.write_json_in(out, bytes);
         }
+        self.write_json_tail(out);
+    }
+
+    /// The end of [`Node::write_json_in`]'s object after the children (from
+    /// `],"display":` on), written from this node: what a parent whose
+    /// children were written one by one (`stream_json`) ends with.
+    pub(crate) fn write_json_tail(&self, out: &mut Vec<u8>) {
+        use json::{key, Key};
         key(out, Key::Display);
         // `display` is the value text with its detail; `value` the value alone.
         // Both are written from the value without an intermediate String.

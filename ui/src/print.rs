@@ -693,7 +693,7 @@ pub(crate) struct Render {
     /// The time of the capture's first frame (text times are relative to it).
     pub(crate) first_ts: Option<Timestamp>,
     /// Writes the JSONL lines.
-    json: JsonWriter,
+    pub(crate) json: JsonWriter,
 }
 
 impl Render {
@@ -864,6 +864,22 @@ impl JsonWriter {
     /// Appends the JSON object of `m` (with its tree, `m.decoded`, when
     /// `verbose`).
     pub fn write(&mut self, out: &mut Vec<u8>, m: &MessageRecord, verbose: bool) {
+        self.head(out, m);
+        if let (true, Some(d)) = (verbose, &m.decoded) {
+            out.extend_from_slice(b",\"fields\":");
+            // Records decoded with `records_json` are written from their
+            // bytes, straight into `out`.
+            let bytes = tree::SourceBytes {
+                message: &m.raw.bytes,
+                sources: &d.sources,
+            };
+            d.root.write_json_in(out, &bytes);
+        }
+        Self::tail(out, m);
+    }
+
+    /// The object's keys before `fields` (from its opening brace).
+    pub fn head(&mut self, out: &mut Vec<u8>, m: &MessageRecord) {
         use kafkashark::kafka::tree::json;
         let i = &m.info;
         let req = i.kind == Kind::Request;
@@ -906,16 +922,19 @@ impl JsonWriter {
             out.extend_from_slice(b",\"expects_response\":");
             bool(out, i.expects_response);
         }
-        if let (true, Some(d)) = (verbose, &m.decoded) {
-            out.extend_from_slice(b",\"fields\":");
-            // Records decoded with `records_json` are written from their
-            // bytes, straight into `out`.
-            let bytes = tree::SourceBytes {
-                message: &m.raw.bytes,
-                sources: &d.sources,
-            };
-            d.root.write_json_in(out, &bytes);
-        }
+    }
+
+    /// The object's keys after `fields`, and its closing brace.
+    pub fn tail(out: &mut Vec<u8>, m: &MessageRecord) {
+        use kafkashark::kafka::tree::json;
+        let i = &m.info;
+        let req = i.kind == Kind::Request;
+        let opt_int = |out: &mut Vec<u8>, v: Option<i64>| match v {
+            Some(v) => json::i64(out, v),
+            None => out.extend_from_slice(b"null"),
+        };
+        let bool =
+            |out: &mut Vec<u8>, v: bool| out.extend_from_slice(if v { b"true" } else { b"false" });
         out.extend_from_slice(b",\"first_frame\":");
         json::u64(out, i.first_frame);
         out.extend_from_slice(b",\"frame\":");

@@ -70,6 +70,10 @@ pub const QUEUED_CHUNKS: usize = 2;
 /// Formatted bytes a render thread gathers before handing them to the writer.
 pub const SEGMENT_BYTES: usize = 256 * 1024;
 
+/// A message's JSON line written while it is decoded is about this many
+/// times its bytes (more with compressed records): the room made for it.
+const STREAM_FACTOR: usize = 24;
+
 /// Most room a render thread makes ahead for one message's JSON.
 const JSON_RESERVE: usize = 64 << 20;
 
@@ -393,25 +397,100 @@ impl Stamps {
         if !self.any.load(Ordering::Acquire) {
             return;
         }
+        self.names(index, ids, topics);
+        root.walk_mut(&mut |n| self.name_node(index, n));
+    }
+
+    /// Appends to `topics` the names of `ids` known when the analyzer read
+    /// message `index` (see [`Stamps::annotate`]).
+    fn names(&self, index: u64, ids: &[[u8; 16]], topics: &mut Vec<String>) {
+        if !self.any.load(Ordering::Acquire) || ids.is_empty() {
+            return;
+        }
         let Ok(map) = self.map.read() else { return };
-        let known = |u: &[u8; 16]| map.get(u).filter(|(at, _, _)| *at <= index);
         for id in ids {
-            if let Some((_, name, _)) = known(id) {
+            if let Some((_, name, _)) = map.get(id).filter(|(at, _, _)| *at <= index) {
                 if !topics.iter().any(|t| t == name) {
                     topics.push(name.clone());
                 }
             }
         }
-        root.walk_mut(&mut |n| {
-            if let Value::Uuid(u) = &n.value {
-                if n.name.ends_with("TopicId") {
-                    if let Some((_, _, text)) = known(u) {
-                        n.detail = Some(text.clone());
-                    }
+    }
+
+    /// Names node `n` of message `index` if it is a `…TopicId` known then
+    /// (see [`Stamps::annotate`]). The map is read only for such a node:
+    /// the entries known at `index` were all made before the message was
+    /// handed out and are never changed, so a later read finds the same.
+    fn name_node(&self, index: u64, n: &mut Node) {
+        if let Value::Uuid(u) = &n.value {
+            if n.name.ends_with("TopicId") {
+                let Ok(map) = self.map.read() else { return };
+                if let Some((_, _, text)) = map.get(u).filter(|(at, _, _)| *at <= index) {
+                    n.detail = Some(text.clone());
                 }
             }
-        });
+        }
     }
+}
+
+/// Writes `m`'s JSON line into `buf` with its tree's JSON written while the
+/// message is decoded (`kafkashark::kafka::stream_json`), the same bytes as
+/// [`decode`] then [`Render::message`] write, and gives `m` the same facts;
+/// false, with `buf` and `m` as they were, for a message that must take that
+/// path: a raw SASL token, a response without its request's api key and
+/// version, a message with a decode error (its tree's error nodes and spans
+/// are fitted after decoding), or a response whose error codes differ from
+/// those the analyzer read (they are written before the tree).
+fn stream(
+    m: &mut MessageRecord,
+    buf: &mut Vec<u8>,
+    render: &mut Render,
+    opts: &DecodeOptions,
+    stamps: &Stamps,
+) -> bool {
+    use kafkashark::kafka::decode::{decode_request_json, decode_response_json};
+    use kafkashark::kafka::stream_json::JsonSink;
+    let response = match (m.info.kind, m.info.api_key, m.info.api_version) {
+        (Kind::Request, Some(_), _) => None,
+        (Kind::Response, Some(k), Some(v)) => Some((k, v)),
+        _ => return false,
+    };
+    let mark = buf.len();
+    // Written before the tree: no decode error (a message with one is not
+    // written this way), and a response's error codes as the analyzer read
+    // them (checked against the tree's below).
+    let error = m.info.decode_error.take();
+    render.json.head(buf, m);
+    buf.extend_from_slice(b",\"fields\":");
+    let index = m.info.index;
+    let mut name = |n: &mut Node| stamps.name_node(index, n);
+    let annotate: Option<&mut dyn FnMut(&mut Node)> = if stamps.any.load(Ordering::Acquire) {
+        Some(&mut name)
+    } else {
+        None
+    };
+    let mut sink = JsonSink::new(buf, &m.raw.bytes, annotate);
+    let d = match response {
+        None => decode_request_json(&m.raw.bytes, opts, &mut sink),
+        Some((k, v)) => decode_response_json(&m.raw.bytes, k, v, opts, &mut sink),
+    };
+    let facts = sink.facts();
+    let is_response = response.is_some();
+    if d.error.is_some() || (is_response && facts.error_codes != m.info.error_codes) {
+        buf.truncate(mark);
+        m.info.decode_error = error;
+        return false;
+    }
+    let info = &mut m.info;
+    if is_response {
+        info.throttle_time_ms = facts.throttle_time_ms;
+        info.error_codes = facts.error_codes;
+    }
+    info.topics = d.topics;
+    stamps.names(info.index, &d.topic_ids, &mut info.topics);
+    crate::print::JsonWriter::tail(buf, m);
+    buf.push(b'\n');
+    true
 }
 
 /// Gives `m` its tree, decoded as a tree-keeping analyzer decodes it, and the
@@ -669,9 +748,28 @@ fn worker(
         for item in chunk.items {
             let sent = match item {
                 Item::Message(mut m) => {
-                    malformed += u64::from(decode(&mut m, opts, stamps));
                     let sent = match render.format {
-                        PrintFormat::Jsonl => {
+                        PrintFormat::Jsonl => 'json: {
+                            // Room for a line of about STREAM_FACTOR times
+                            // the message's bytes, made as below.
+                            let want = m
+                                .raw
+                                .bytes
+                                .len()
+                                .saturating_mul(STREAM_FACTOR)
+                                .min(JSON_RESERVE);
+                            if buf.capacity() - buf.len() < want {
+                                if !buf.is_empty() && !to.flush(&mut buf) {
+                                    return;
+                                }
+                                if buf.capacity() < want {
+                                    buf = Vec::with_capacity(want);
+                                }
+                            }
+                            if stream(&mut m, &mut buf, &mut render, opts, stamps) {
+                                break 'json true;
+                            }
+                            malformed += u64::from(decode(&mut m, opts, stamps));
                             // A tree's JSON is 5 to 20 times its message's
                             // bytes, and 7 to 8 times its decompressed
                             // records': room made once, in an empty buffer
@@ -705,6 +803,7 @@ fn worker(
                         // message's bytes) is handed over segment by
                         // segment as it is written, never whole.
                         PrintFormat::Text => {
+                            malformed += u64::from(decode(&mut m, opts, stamps));
                             render.summary_line(&mut buf, &m);
                             match m.decoded.take() {
                                 Some(d) => {
