@@ -201,15 +201,7 @@ fn decode_request_into(
         facts: None,
     };
     let mut children = Vec::new();
-    let mut sink = match json.as_deref_mut() {
-        Some(j) => {
-            let mut root = Out::Json(j);
-            // The root's opening (it has no parent: no separator).
-            let _ = root.open(&mut children);
-            root
-        }
-        None => Out::Tree(&mut children),
-    };
+    let mut sink = Out::root(json.as_deref_mut(), &mut children);
     let Some(end) = d.frame(&mut sink) else {
         out.root.children = children;
         out.error = d.error;
@@ -334,14 +326,7 @@ fn decode_response_into(
         facts: None,
     };
     let mut children = Vec::new();
-    let mut sink = match json.as_deref_mut() {
-        Some(j) => {
-            let mut root = Out::Json(j);
-            let _ = root.open(&mut children);
-            root
-        }
-        None => Out::Tree(&mut children),
-    };
+    let mut sink = Out::root(json.as_deref_mut(), &mut children);
     let Some(end) = d.frame(&mut sink) else {
         out.root.children = children;
         out.error = d.error;

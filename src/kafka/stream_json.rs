@@ -33,7 +33,20 @@ pub(crate) enum Out<'o, 'j> {
     Json(&'o mut JsonSink<'j>),
 }
 
-impl<'j> Out<'_, 'j> {
+impl<'o, 'j> Out<'o, 'j> {
+    /// Where a message's root puts its children: `children` for a tree, or
+    /// `json` after the root's opening (the root has no parent: no
+    /// separator before it).
+    pub(crate) fn root(json: Option<&'o mut JsonSink<'j>>, children: &'o mut Vec<Node>) -> Self {
+        match json {
+            Some(j) => {
+                j.begin();
+                Out::Json(j)
+            }
+            None => Out::Tree(children),
+        }
+    }
+
     /// Hands over the finished node `n` (with its children); `sources` are
     /// the message's byte sources so far (records written from their bytes
     /// need them).
@@ -244,6 +257,16 @@ mod tests {
     use crate::model::response_facts;
     use crate::test_captures;
 
+    /// How `print -V` decodes a message: `Some(None)` a request, `Some(Some(
+    /// (key, version)))` a response with its request's; `None` neither.
+    fn how(i: &crate::model::MessageInfo) -> Option<Option<(i16, i16)>> {
+        match (i.kind, i.api_key, i.api_version) {
+            (Kind::Request, _, _) => Some(None),
+            (Kind::Response, Some(k), Some(v)) => Some(Some((k, v))),
+            _ => None,
+        }
+    }
+
     /// The message decoded both ways, with `annotate` applied to the tree's
     /// nodes and handed to the sink: (tree, tree's JSON, streamed, its JSON,
     /// its facts).
@@ -293,11 +316,7 @@ mod tests {
             for p in test_captures::all() {
                 for m in test_captures::messages(&p, test_captures::full_trees()) {
                     let i = &m.info;
-                    let response = match (i.kind, i.api_key, i.api_version) {
-                        (Kind::Request, _, _) => None,
-                        (Kind::Response, Some(k), Some(v)) => Some((k, v)),
-                        _ => continue,
-                    };
+                    let Some(response) = how(i) else { continue };
                     let raw = &m.raw.bytes;
                     let (tree, want, s, got, facts) = both(raw, response, &opts, &mut |_| {});
                     let at = format!("{} frame {}", p.display(), i.frame);
@@ -348,11 +367,7 @@ mod tests {
         for p in test_captures::shipped() {
             for m in test_captures::messages(&p, test_captures::full_trees()) {
                 let i = &m.info;
-                let response = match (i.kind, i.api_key, i.api_version) {
-                    (Kind::Request, _, _) => None,
-                    (Kind::Response, Some(k), Some(v)) => Some((k, v)),
-                    _ => continue,
-                };
+                let Some(response) = how(i) else { continue };
                 let (_, want, s, got, _) = both(&m.raw.bytes, response, &opts, &mut mark);
                 if s.error.is_none() {
                     assert!(got == want, "{} frame {}", p.display(), i.frame);
