@@ -1598,6 +1598,15 @@ impl<'a> Decoder<'a> {
         Text::Borrowed(cached_description(f))
     }
 
+    /// [`Self::about`] for a node handed to `out`: none when it is written
+    /// as JSON, which has no descriptions (a lookup per node spared).
+    fn about_for(f: &'static FieldDef, out: &Out<'_, '_>) -> Option<Text> {
+        match out {
+            Out::Tree(_) => Some(Self::about(f)),
+            Out::Json(_) => None,
+        }
+    }
+
     fn prim(
         &mut self,
         r: &mut Reader<'_>,
@@ -1717,7 +1726,7 @@ impl<'a> Decoder<'a> {
                 length: r.pos() - at,
                 source: 0,
                 role: self.role,
-                about: Some(Self::about(f)),
+                about: Self::about_for(f, out),
                 error: None,
                 secret,
                 children,
@@ -1788,8 +1797,8 @@ impl<'a> Decoder<'a> {
             self.base + at,
             0,
             self.role,
-        )
-        .with_about(Self::about(f));
+        );
+        n.about = Self::about_for(f, out);
         let mut kids = out.open(&mut n.children);
         if f.nullable.contains(self.version) {
             // A nullable struct is preceded by an int8 marker: -1 null, 1 present.
@@ -1874,8 +1883,8 @@ impl<'a> Decoder<'a> {
             self.base + at,
             0,
             self.role,
-        )
-        .with_about(Self::about(f));
+        );
+        n.about = Self::about_for(f, out);
         let Some(count) = count else {
             n.children.push(len_node);
             n.length = r.pos() - at;
