@@ -24,7 +24,7 @@ use super::records::{count_record_set, decode_record_set, SetCounts};
 use super::schema::{self, Elem, FieldDef, FieldKind, MessageDef, MessageKind, Prim, StructDef};
 use super::stream_json::{JsonSink, Out};
 use super::tree::{
-    indexed_text, ByteSource, Node, Role, SmallTexts, Text, Value, MAX_RESERVED_CHILDREN,
+    indexed_text, ByteSource, Node, Parts, Role, SmallTexts, Text, Value, MAX_RESERVED_CHILDREN,
 };
 use super::wire::{Reader, WireError};
 
@@ -1715,6 +1715,21 @@ impl<'a> Decoder<'a> {
             }
         };
         let secret = p == Prim::Bytes && self.is_secret(f) && !self.opts.show_secrets;
+        if let Out::Json(j) = out {
+            if children.is_empty() && !secret && j.plain() {
+                j.leaf(Parts {
+                    name: &Text::Borrowed(f.name),
+                    ty: &Text::Borrowed(f.type_name),
+                    value: &value,
+                    detail: detail.as_ref(),
+                    error: None,
+                    offset: self.base + at,
+                    length: r.pos() - at,
+                    source: 0,
+                });
+                return Ok(());
+            }
+        }
         // Built in place (a literal, not a builder chain) to spare a copy.
         out.push(
             Node {
@@ -1998,6 +2013,21 @@ impl<'a> Decoder<'a> {
                 (v, d.unwrap_or_default())
             }
         };
+        if let Out::Json(j) = out {
+            if j.plain() {
+                j.leaf(Parts {
+                    name: &name,
+                    ty: &Text::Borrowed(p.name()),
+                    value: &value,
+                    detail: Some(&detail).filter(|d| !d.is_empty()),
+                    error: None,
+                    offset: self.base + at,
+                    length: r.pos() - at,
+                    source: 0,
+                });
+                return Ok(());
+            }
+        }
         let mut n = Node::new(
             name,
             p.name(),

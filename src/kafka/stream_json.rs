@@ -23,7 +23,7 @@
 //! one flag per open parent (bounded by the schema's nesting) and the error
 //! codes of the message; nodes are freed as soon as they are written.
 
-use super::tree::{json, ByteSource, Node, SourceBytes, Value};
+use super::tree::{json, ByteSource, Node, Parts, SourceBytes, Value};
 
 /// Where the decoder puts the nodes it makes.
 pub(crate) enum Out<'o, 'j> {
@@ -183,11 +183,11 @@ impl<'j> JsonSink<'j> {
             let depth = self.fresh.len();
             if depth + 1 == b {
                 // The body itself: its own name is walked too.
-                self.error_code(&n);
+                self.error_code(&n.name, &n.value);
                 self.body = None;
             } else if depth >= b {
-                self.throttle(&n, depth == b);
-                self.error_code(&n);
+                self.throttle(&n.name, &n.value, depth == b);
+                self.error_code(&n.name, &n.value);
             }
         }
         n.write_json_tail(self.out);
@@ -203,6 +203,28 @@ impl<'j> JsonSink<'j> {
         root.write_json_tail(self.out);
     }
 
+    /// True when leaves may be handed over by their parts ([`JsonSink::leaf`]):
+    /// there is no annotation, which takes nodes.
+    #[inline]
+    pub(crate) fn plain(&self) -> bool {
+        self.annotate.is_none()
+    }
+
+    /// A childless node without an error, handed over by its parts instead
+    /// of made: the same JSON and facts as [`Out::push`] of the node.
+    #[inline]
+    pub(crate) fn leaf(&mut self, parts: Parts<'_>) {
+        self.sep();
+        if let Some(b) = self.body {
+            let depth = self.fresh.len();
+            if depth >= b {
+                self.throttle(parts.name, parts.value, depth == b);
+                self.error_code(parts.name, parts.value);
+            }
+        }
+        Node::write_leaf_json(self.out, parts);
+    }
+
     fn node(&mut self, mut n: Node, sources: &[ByteSource]) {
         self.sep();
         if let Some(a) = self.annotate.as_mut() {
@@ -211,8 +233,8 @@ impl<'j> JsonSink<'j> {
         if let Some(b) = self.body {
             let depth = self.fresh.len();
             if depth >= b {
-                self.throttle(&n, depth == b);
-                n.walk(&mut |c, _| self.error_code(c));
+                self.throttle(&n.name, &n.value, depth == b);
+                n.walk(&mut |c, _| self.error_code(&c.name, &c.value));
             }
         }
         let bytes = SourceBytes {
@@ -224,10 +246,10 @@ impl<'j> JsonSink<'j> {
 
     /// `response_facts`' throttle: the body's first child of that name.
     #[inline]
-    fn throttle(&mut self, n: &Node, child_of_body: bool) {
-        if child_of_body && !self.throttle_seen && &*n.name == "ThrottleTimeMs" {
+    fn throttle(&mut self, name: &str, value: &Value, child_of_body: bool) {
+        if child_of_body && !self.throttle_seen && name == "ThrottleTimeMs" {
             self.throttle_seen = true;
-            self.facts.throttle_time_ms = match n.value {
+            self.facts.throttle_time_ms = match *value {
                 Value::Int(v) => i32::try_from(v).ok(),
                 _ => None,
             };
@@ -236,9 +258,9 @@ impl<'j> JsonSink<'j> {
 
     /// `response_facts`' error codes: a non-zero int named `…ErrorCode`.
     #[inline]
-    fn error_code(&mut self, n: &Node) {
-        if let Value::Int(v) = n.value {
-            if v != 0 && n.name.ends_with("ErrorCode") {
+    fn error_code(&mut self, name: &str, value: &Value) {
+        if let Value::Int(v) = *value {
+            if v != 0 && name.ends_with("ErrorCode") {
                 if let Ok(c) = i16::try_from(v) {
                     self.facts.error_codes.push(c);
                 }
@@ -267,20 +289,23 @@ mod tests {
         }
     }
 
-    /// The message decoded both ways, with `annotate` applied to the tree's
-    /// nodes and handed to the sink: (tree, tree's JSON, streamed, its JSON,
-    /// its facts).
+    /// The message decoded both ways, with `annotate` (if any) applied to the
+    /// tree's nodes and handed to the sink: (tree, tree's JSON, streamed,
+    /// its JSON, its facts). Without an annotation the sink takes leaves by
+    /// their parts.
     fn both(
         raw: &[u8],
         response: Option<(i16, i16)>,
         opts: &DecodeOptions,
-        annotate: &mut dyn FnMut(&mut Node),
+        mut annotate: Option<&mut dyn FnMut(&mut Node)>,
     ) -> (Decoded, Vec<u8>, Decoded, Vec<u8>, StreamFacts) {
         let mut tree = match response {
             None => decode_request(raw, opts),
             Some((k, v)) => decode_response(raw, k, v, opts),
         };
-        tree.root.walk_mut(annotate);
+        if let Some(a) = annotate.as_mut() {
+            tree.root.walk_mut(*a);
+        }
         let mut want = b"[".to_vec();
         let bytes = SourceBytes {
             message: raw,
@@ -288,7 +313,11 @@ mod tests {
         };
         tree.root.write_json_in(&mut want, &bytes);
         let mut got = b"[".to_vec();
-        let mut sink = JsonSink::new(&mut got, raw, Some(annotate));
+        let annotate: Option<&mut dyn FnMut(&mut Node)> = match annotate {
+            Some(a) => Some(a),
+            None => None,
+        };
+        let mut sink = JsonSink::new(&mut got, raw, annotate);
         let streamed = match response {
             None => decode_request_json(raw, opts, &mut sink),
             Some((k, v)) => decode_response_json(raw, k, v, opts, &mut sink),
@@ -318,7 +347,7 @@ mod tests {
                     let i = &m.info;
                     let Some(response) = how(i) else { continue };
                     let raw = &m.raw.bytes;
-                    let (tree, want, s, got, facts) = both(raw, response, &opts, &mut |_| {});
+                    let (tree, want, s, got, facts) = both(raw, response, &opts, None);
                     let at = format!("{} frame {}", p.display(), i.frame);
                     if s.error.is_some() {
                         // `decode_request` decodes a failed ControlledShutdown
@@ -368,7 +397,7 @@ mod tests {
             for m in test_captures::messages(&p, test_captures::full_trees()) {
                 let i = &m.info;
                 let Some(response) = how(i) else { continue };
-                let (_, want, s, got, _) = both(&m.raw.bytes, response, &opts, &mut mark);
+                let (_, want, s, got, _) = both(&m.raw.bytes, response, &opts, Some(&mut mark));
                 if s.error.is_none() {
                     assert!(got == want, "{} frame {}", p.display(), i.frame);
                     checked += 1;
@@ -391,7 +420,7 @@ mod tests {
                     continue;
                 }
                 let cut = &m.raw.bytes[..m.raw.bytes.len() - 1];
-                let (tree, _, s, _, _) = both(cut, None, &opts, &mut |_| {});
+                let (tree, _, s, _, _) = both(cut, None, &opts, None);
                 assert!(s.error.is_some() && tree.error.is_some());
                 assert_eq!(
                     s.error.map(|e| e.to_string()),

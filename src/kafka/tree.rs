@@ -64,6 +64,7 @@ pub enum Value {
     /// A uuid.
     Uuid([u8; 16]),
     /// A description standing in for a value: `struct`, `1 element`, `empty`.
+    /// Borrowed, it must need no JSON escape, as [`Node::name`].
     Text(Text),
     /// Stands for nodes written ahead as JSON: [`Node::write_json`] copies
     /// these bytes in place of the node (one or more nodes' objects, comma
@@ -1004,22 +1005,35 @@ pub mod json {
     /// it (its number indexes [`KEYS`]).
     #[derive(Clone, Copy)]
     pub(crate) enum Key {
+        /// A parent's opening, up to its first child.
         Children = 1,
+        /// After a parent's children, up to its display text.
         Display,
+        /// A childless node's opening, up to its display text.
+        Leaf,
+        /// After the display text, when there is an error.
         Error,
+        /// After the error.
         Length,
+        /// After the display text, when there is no error.
+        ClosedLength,
+        /// After the length, up to the name's text.
         Name,
+        /// After the name's text.
         Offset,
+        /// After the offset, when the source is not the message.
         Source,
+        /// After the offset or source, up to the type's text.
         Type,
+        /// After the type's text.
         Value,
     }
 
-    /// The text of each key byte (index 0 unused), padded to 16 bytes for a
+    /// The text of each key byte (index 0 unused), padded to 32 bytes for a
     /// fixed-size copy, with its length.
-    const KEYS: [([u8; 16], usize); 10] = {
-        const fn pad(s: &[u8]) -> ([u8; 16], usize) {
-            let mut p = [0u8; 16];
+    const KEYS: [([u8; 32], usize); 12] = {
+        const fn pad(s: &[u8]) -> ([u8; 32], usize) {
+            let mut p = [0u8; 32];
             let mut i = 0;
             while i < s.len() {
                 p[i] = s[i];
@@ -1031,13 +1045,15 @@ pub mod json {
             pad(b""),
             pad(b"{\"children\":["),
             pad(b"],\"display\":\""),
-            pad(b",\"error\":"),
+            pad(b"{\"children\":[],\"display\":\""),
+            pad(b"\",\"error\":"),
             pad(b",\"length\":"),
-            pad(b",\"name\":"),
-            pad(b",\"offset\":"),
+            pad(b"\",\"length\":"),
+            pad(b",\"name\":\""),
+            pad(b"\",\"offset\":"),
             pad(b",\"source\":"),
-            pad(b",\"type\":"),
-            pad(b",\"value\":"),
+            pad(b",\"type\":\""),
+            pad(b"\",\"value\":"),
         ]
     };
 
@@ -1094,71 +1110,124 @@ impl Node {
             }
             _ => {}
         }
-        key(out, Key::Children);
-        for (k, c) in self.children.iter().enumerate() {
-            if k > 0 {
-                out.push(b',');
+        if self.children.is_empty() {
+            key(out, Key::Leaf);
+        } else {
+            key(out, Key::Children);
+            for (k, c) in self.children.iter().enumerate() {
+                if k > 0 {
+                    out.push(b',');
+                }
+                c.write_json_in(out, bytes);
             }
-            c.write_json_in(out, bytes);
+            key(out, Key::Display);
         }
-        self.write_json_tail(out);
+        self.write_json_from_display(out);
     }
 
     /// The end of [`Node::write_json_in`]'s object after the children (from
     /// `],"display":` on), written from this node: what a parent whose
     /// children were written one by one (`stream_json`) ends with.
     pub(crate) fn write_json_tail(&self, out: &mut Vec<u8>) {
-        use json::{key, Key};
-        key(out, Key::Display);
-        // `display` is the value text with its detail; `value` the value alone.
-        // Both are written from the value without an intermediate String.
-        let value_at = out.len();
-        self.value.write_display_json(out);
-        let value_end = out.len();
-        if let Some(d) = &self.detail {
-            if value_end > value_at {
-                out.extend_from_slice(b" (");
-                json::text_inner(out, d);
-                out.push(b')');
-            } else {
-                json::text_inner(out, d);
-            }
+        json::key(out, json::Key::Display);
+        self.write_json_from_display(out);
+    }
+
+    /// [`Node::write_json_tail`] after `],"display":"` (or a childless
+    /// node's opening).
+    fn write_json_from_display(&self, out: &mut Vec<u8>) {
+        json_from_display(
+            out,
+            Parts {
+                name: &self.name,
+                ty: &self.ty,
+                value: &self.value,
+                detail: self.detail.as_ref(),
+                error: self.error.as_deref(),
+                offset: self.offset,
+                length: self.length,
+                source: self.source,
+            },
+        );
+    }
+
+    /// The JSON of a childless node without an error, from its parts: what
+    /// [`Node::write_json_in`] writes for the node [`Parts`] describes, as the
+    /// decoder would make it (`stream_json` writes leaves so, without making
+    /// them).
+    pub(crate) fn write_leaf_json(out: &mut Vec<u8>, parts: Parts<'_>) {
+        json::key(out, json::Key::Leaf);
+        json_from_display(out, parts);
+    }
+}
+
+/// A node's parts that its JSON shows, borrowed.
+#[derive(Clone, Copy)]
+pub(crate) struct Parts<'a> {
+    pub(crate) name: &'a Text,
+    pub(crate) ty: &'a Text,
+    pub(crate) value: &'a Value,
+    pub(crate) detail: Option<&'a Text>,
+    pub(crate) error: Option<&'a str>,
+    pub(crate) offset: usize,
+    pub(crate) length: usize,
+    pub(crate) source: u16,
+}
+
+/// A node's JSON after `],"display":"` (or a childless node's opening), from
+/// its parts.
+fn json_from_display(out: &mut Vec<u8>, p: Parts<'_>) {
+    use json::{key, Key};
+    // `display` is the value text with its detail; `value` the value alone.
+    // Both are written from the value without an intermediate String.
+    let value_at = out.len();
+    p.value.write_display_json(out);
+    let value_end = out.len();
+    if let Some(d) = p.detail {
+        if value_end > value_at {
+            out.extend_from_slice(b" (");
+            json::text_inner(out, d);
+            out.push(b')');
+        } else {
+            json::text_inner(out, d);
         }
-        out.push(b'"');
-        if let Some(e) = &self.error {
+    }
+    match p.error {
+        None => key(out, Key::ClosedLength),
+        Some(e) => {
             key(out, Key::Error);
             json::str(out, e);
+            key(out, Key::Length);
         }
-        key(out, Key::Length);
-        json::u64(out, self.length as u64);
-        key(out, Key::Name);
-        json::text(out, &self.name);
-        key(out, Key::Offset);
-        json::u64(out, self.offset as u64);
-        if self.source != 0 {
-            key(out, Key::Source);
-            json::u64(out, self.source.into());
-        }
-        key(out, Key::Type);
-        json::text(out, &self.ty);
-        key(out, Key::Value);
-        match &self.value {
-            Value::None | Value::Null => out.extend_from_slice(b"null"),
-            Value::Int(v) => json::i64(out, *v),
-            Value::Uint(v) => json::u64(out, *v),
-            Value::Float(v) if v.is_finite() => json::f64(out, *v),
-            Value::Bool(v) => out.extend_from_slice(if *v { b"true" } else { b"false" }),
-            Value::Str(v) => json::str(out, v),
-            // Float (not finite), Bytes, Uuid, Text: the display text, already
-            // escaped in `display`, without the detail.
-            _ => {
-                out.push(b'"');
-                out.extend_from_within(value_at..value_end);
-                out.push(b'"');
-            }
-        }
-        out.push(b'}');
     }
+    json::u64(out, p.length as u64);
+    key(out, Key::Name);
+    json::text_inner(out, p.name);
+    key(out, Key::Offset);
+    json::u64(out, p.offset as u64);
+    if p.source != 0 {
+        key(out, Key::Source);
+        json::u64(out, p.source.into());
+    }
+    key(out, Key::Type);
+    json::text_inner(out, p.ty);
+    key(out, Key::Value);
+    match p.value {
+        Value::None | Value::Null => out.extend_from_slice(b"null"),
+        Value::Int(v) => json::i64(out, *v),
+        Value::Uint(v) => json::u64(out, *v),
+        Value::Float(v) if v.is_finite() => json::f64(out, *v),
+        Value::Bool(v) => out.extend_from_slice(if *v { b"true" } else { b"false" }),
+        Value::Str(v) => json::str(out, v),
+        // Float (not finite), Bytes, Uuid, Text: the display text, already
+        // escaped in `display`, without the detail.
+        _ => {
+            out.push(b'"');
+            out.extend_from_within(value_at..value_end);
+            out.push(b'"');
+        }
+    }
+    out.push(b'}');
 }
 
 impl Value {
@@ -1173,7 +1242,7 @@ impl Value {
             Value::Null => out.extend_from_slice(b"null"),
             Value::Str(v) => json::debug_str_into(out, v),
             Value::Bytes { len, head } => json::bytes_preview_into(out, *len, head),
-            Value::Text(t) => json::escape_into(out, t),
+            Value::Text(t) => json::text_inner(out, t),
             Value::Float(_) | Value::Uuid(_) | Value::Json(_) | Value::Records(_) => {
                 let _ = self.write_display(&mut json::Escaped(out));
             }
