@@ -257,6 +257,46 @@ fn check_records_json(msg: &[u8], d: &Decoded, fast: &Decoded) {
     assert_eq!(d.error, fast.error, "records_json finds another error");
 }
 
+/// The tree's JSON written while decoding (`stream_json`, as `print -V
+/// --format jsonl` writes it) is the JSON of `fast`, the tree decoded with
+/// the same options, with the facts `response_facts` takes from it, when the
+/// stream finds no error; when it finds one, so does the tree (a request
+/// other than ControlledShutdown v0, which `decode_request` decodes again
+/// with header v1). `response`: the api key and version a response is
+/// decoded with; `None` for a request.
+fn check_streamed(msg: &[u8], fast: &Decoded, response: Option<(i16, i16)>) {
+    use crate::kafka::decode::{decode_request_json, decode_response_json};
+    use crate::kafka::stream_json::JsonSink;
+    let mut got = Vec::new();
+    let mut sink = JsonSink::new(&mut got, msg, None);
+    let opts = records_json_opts();
+    let s = match response {
+        None => decode_request_json(msg, &opts, &mut sink),
+        Some((k, v)) => decode_response_json(msg, k, v, &opts, &mut sink),
+    };
+    let facts = sink.facts();
+    if s.error.is_some() {
+        let retried = response.is_none() && s.api_key == Some(7) && s.api_version == Some(0);
+        assert!(fast.error.is_some() || retried, "only the stream failed");
+        return;
+    }
+    assert_eq!(s.error, fast.error, "only the tree failed");
+    let mut want = Vec::new();
+    let bytes = SourceBytes {
+        message: msg,
+        sources: &fast.sources,
+    };
+    fast.root.write_json_in(&mut want, &bytes);
+    assert!(got == want, "the streamed JSON differs from the tree's");
+    let (throttle, errors) = crate::model::response_facts(&fast.root);
+    assert_eq!(
+        (facts.throttle_time_ms, facts.error_codes),
+        (throttle, errors),
+        "streamed facts"
+    );
+    assert_eq!((&s.topics, &s.topic_ids), (&fast.topics, &fast.topic_ids));
+}
+
 /// Prepends a size prefix matching the rest when `fix` is set, else uses the input as is.
 fn message_bytes(fix: bool, body: &[u8]) -> Vec<u8> {
     if fix {
@@ -288,7 +328,9 @@ pub fn request_decode_scanned(data: &[u8]) -> usize {
     let msg = message_bytes(fix, c.rest());
     let d = decode_request(&msg, &fuzz_opts());
     check_decoded(&msg, &d);
-    check_records_json(&msg, &d, &decode_request(&msg, &records_json_opts()));
+    let fast = decode_request(&msg, &records_json_opts());
+    check_records_json(&msg, &d, &fast);
+    check_streamed(&msg, &fast, None);
     let mut answered = 0;
     for opts in scan_opts() {
         let s = crate::kafka::decode::summarize_request(&msg, &opts);
@@ -367,11 +409,9 @@ pub fn response_decode_scanned(data: &[u8]) -> usize {
     let msg = message_bytes(fix, c.rest());
     let d = decode_response(&msg, key, version, &fuzz_opts());
     check_decoded(&msg, &d);
-    check_records_json(
-        &msg,
-        &d,
-        &decode_response(&msg, key, version, &records_json_opts()),
-    );
+    let fast = decode_response(&msg, key, version, &records_json_opts());
+    check_records_json(&msg, &d, &fast);
+    check_streamed(&msg, &fast, Some((key, version)));
     let mut answered = 0;
     for opts in scan_opts() {
         let s = crate::kafka::decode::summarize_response(&msg, key, version, &opts);
