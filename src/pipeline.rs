@@ -452,14 +452,34 @@ impl Pipeline {
             | FlowEvent::Gap { stream, .. }
             | FlowEvent::Closed { stream, .. } => *stream,
         };
-        let Some(mut st) = self.streams.remove(&stream) else {
-            return;
-        };
+        // The stream is worked on in its place in the table: one lookup. The
+        // table is taken out of `self` meanwhile (a handle's move; the work
+        // needs `self` for its counters and settings, never the table).
+        let closed = matches!(ev, FlowEvent::Closed { .. });
+        let mut streams = std::mem::take(&mut self.streams);
+        if let Some(st) = streams.get_mut(&stream) {
+            self.stream_event(st, stream, ev, out);
+            if closed {
+                streams.remove(&stream);
+            }
+        }
+        self.streams = streams;
+    }
+
+    /// One event of a stream (`flow_event`'s work once it is found); a
+    /// closed stream's state is dropped.
+    fn stream_event(
+        &mut self,
+        st: &mut StreamState,
+        stream: u64,
+        ev: FlowEvent,
+        out: &mut Vec<Event>,
+    ) {
         let closed = matches!(ev, FlowEvent::Closed { .. });
         match std::mem::replace(&mut st.role, Role::NotKafka) {
             Role::Kafka { flip } => {
                 st.role = Role::Kafka { flip };
-                self.kafka_event(&mut st, ev, flip, out);
+                self.kafka_event(st, ev, flip, out);
             }
             Role::NotKafka => {}
             Role::Undecided(mut probe) => match self.probe(&mut probe, &ev, closed) {
@@ -481,9 +501,9 @@ impl Pipeline {
                     });
                     st.role = Role::Kafka { flip };
                     for held in probe.held.drain(..) {
-                        self.kafka_event(&mut st, held, flip, out);
+                        self.kafka_event(st, held, flip, out);
                     }
-                    self.kafka_event(&mut st, ev, flip, out);
+                    self.kafka_event(st, ev, flip, out);
                 }
                 None if closed || probe.held_bytes > self.cfg.detect_limit => {
                     self.stats.other_streams += 1;
@@ -494,9 +514,6 @@ impl Pipeline {
                     st.role = Role::Undecided(probe);
                 }
             },
-        }
-        if !closed {
-            self.streams.insert(stream, st);
         }
     }
 
@@ -659,84 +676,102 @@ impl Pipeline {
         let Some(Some(f)) = framers.get_mut(dir.index()) else {
             return;
         };
-        let mut evs = Vec::new();
+        // Every event of the drain is cut with the pending requests as they
+        // were before it; the events go straight to `out` (no vector of
+        // their own per drain), and the requests and responses among them
+        // update the pending list afterwards, in their order.
+        let start = out.len();
         {
             let pend: &VecDeque<i32> = pending;
             let is_pending = |c: i32| pend.contains(&c);
             if finish {
+                let mut evs = Vec::new();
                 f.finish(&is_pending, &mut evs);
+                for e in evs {
+                    self.event_out(e, f.stream(), dir, out);
+                }
             } else {
                 while let Some(e) = f.next_event(&is_pending) {
-                    evs.push(e);
+                    self.event_out(e, f.stream(), dir, out);
                 }
             }
         }
-        for e in evs {
+        for e in out.get(start..).unwrap_or(&[]) {
             match e {
-                FramerEvent::Message(m) => {
+                Event::Message(m) => match m.correlation_id() {
+                    Some(c) if m.is_request() => {
+                        if pending.len() >= self.cfg.max_pending_per_stream {
+                            pending.pop_front();
+                        }
+                        pending.push_back(c);
+                    }
+                    Some(c) => {
+                        if let Some(i) = pending.iter().position(|&p| p == c) {
+                            pending.remove(i);
+                        }
+                    }
+                    None => {}
+                },
+                Event::Partial(m) if m.is_request() => {
                     if let Some(c) = m.correlation_id() {
-                        if m.is_request() {
-                            self.stats.requests += 1;
-                            if pending.len() >= self.cfg.max_pending_per_stream {
-                                pending.pop_front();
-                            }
-                            pending.push_back(c);
-                        } else {
-                            self.stats.responses += 1;
-                            if let Some(i) = pending.iter().position(|&p| p == c) {
-                                pending.remove(i);
-                            }
-                        }
+                        pending.push_back(c);
                     }
-                    self.stats.skipped_bytes += m.skipped_before;
-                    out.push(Event::Message(m));
                 }
-                FramerEvent::Partial(m) => {
-                    self.stats.partial += 1;
-                    self.stats.skipped_bytes += m.skipped_before;
+                _ => {}
+            }
+        }
+    }
+
+    /// A framer's event as the pipeline's, counted.
+    fn event_out(&mut self, e: FramerEvent, stream: u64, dir: Direction, out: &mut Vec<Event>) {
+        match e {
+            FramerEvent::Message(m) => {
+                if m.correlation_id().is_some() {
                     if m.is_request() {
-                        if let Some(c) = m.correlation_id() {
-                            pending.push_back(c);
-                        }
+                        self.stats.requests += 1;
+                    } else {
+                        self.stats.responses += 1;
                     }
-                    out.push(Event::Partial(m));
                 }
-                FramerEvent::Resynced {
+                self.stats.skipped_bytes += m.skipped_before;
+                out.push(Event::Message(m));
+            }
+            FramerEvent::Partial(m) => {
+                self.stats.partial += 1;
+                self.stats.skipped_bytes += m.skipped_before;
+                out.push(Event::Partial(m));
+            }
+            FramerEvent::Resynced {
+                skipped,
+                stream_offset,
+                frame,
+            } => {
+                self.stats.resyncs += 1;
+                out.push(Event::Resync {
+                    stream,
+                    dir,
                     skipped,
                     stream_offset,
                     frame,
-                } => {
-                    self.stats.resyncs += 1;
-                    out.push(Event::Resync {
-                        stream: f.stream(),
-                        dir,
-                        skipped,
-                        stream_offset,
-                        frame,
-                    });
-                }
-                FramerEvent::Desync {
-                    stream_offset,
-                    size,
+                });
+            }
+            FramerEvent::Desync {
+                stream_offset,
+                size,
+                frame,
+            } => out.push(Event::Warning {
+                frame,
+                offset: Some(stream_offset),
+                what: Warning::BadSize { stream, dir, size },
+            }),
+            FramerEvent::Discarded { bytes, frame } => {
+                self.stats.skipped_bytes += bytes;
+                out.push(Event::Discarded {
+                    stream,
+                    dir,
+                    bytes,
                     frame,
-                } => out.push(Event::Warning {
-                    frame,
-                    offset: Some(stream_offset),
-                    what: Warning::BadSize {
-                        stream: f.stream(),
-                        dir,
-                        size,
-                    },
-                }),
-                FramerEvent::Discarded { bytes, frame } => {
-                    self.stats.skipped_bytes += bytes;
-                    out.push(Event::Discarded {
-                        stream: f.stream(),
-                        dir,
-                        bytes,
-                        frame,
-                    });
-                }
+                });
             }
         }
     }
