@@ -900,6 +900,48 @@ mod tests {
         assert_eq!(ev.len(), 4);
     }
 
+    /// Several messages cut in one drain come out in stream order, each
+    /// counted once, and the responses pair with the requests drained before
+    /// them: none is left pending (a later lone response is still framed).
+    #[test]
+    fn pipelined_messages_drained_together() {
+        let reqs: Vec<u8> = (1..=3).flat_map(|c| request(3, 1, c, "cli", b"")).collect();
+        let resps: Vec<u8> = (1..=3).flat_map(|c| response(c, &[0; 6])).collect();
+        let frames = vec![
+            frame(1, C, B, 1000, "S", b""),
+            frame(2, B, C, 5000, "SA", b""),
+            frame(3, C, B, 1001, "A", &reqs),
+            frame(4, B, C, 5001, "A", &resps),
+        ];
+        let mut p = Pipeline::new(PipelineConfig::default());
+        let mut ev = Vec::new();
+        for f in &frames {
+            p.push(f, &mut ev);
+        }
+        let ids: Vec<(bool, Option<i32>)> = ev
+            .iter()
+            .filter_map(|e| match e {
+                Event::Message(m) => Some((m.is_request(), m.correlation_id())),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(
+            ids,
+            vec![
+                (true, Some(1)),
+                (true, Some(2)),
+                (true, Some(3)),
+                (false, Some(1)),
+                (false, Some(2)),
+                (false, Some(3)),
+            ]
+        );
+        let s = p.stats();
+        assert_eq!((s.requests, s.responses, s.partial), (3, 3, 0));
+        let st = p.streams.get(&0).expect("the stream");
+        assert!(st.pending.is_empty(), "{:?}", st.pending);
+    }
+
     #[test]
     fn mid_stream_start_resyncs_and_lost_segment_is_a_gap() {
         let a = request(3, 1, 1, "cli", &[9; 50]);
