@@ -676,102 +676,84 @@ impl Pipeline {
         let Some(Some(f)) = framers.get_mut(dir.index()) else {
             return;
         };
-        // Every event of the drain is cut with the pending requests as they
-        // were before it; the events go straight to `out` (no vector of
-        // their own per drain), and the requests and responses among them
-        // update the pending list afterwards, in their order.
-        let start = out.len();
+        let mut evs = Vec::new();
         {
             let pend: &VecDeque<i32> = pending;
             let is_pending = |c: i32| pend.contains(&c);
             if finish {
-                let mut evs = Vec::new();
                 f.finish(&is_pending, &mut evs);
-                for e in evs {
-                    self.event_out(e, f.stream(), dir, out);
-                }
             } else {
                 while let Some(e) = f.next_event(&is_pending) {
-                    self.event_out(e, f.stream(), dir, out);
+                    evs.push(e);
                 }
             }
         }
-        for e in out.get(start..).unwrap_or(&[]) {
+        for e in evs {
             match e {
-                Event::Message(m) => match m.correlation_id() {
-                    Some(c) if m.is_request() => {
-                        if pending.len() >= self.cfg.max_pending_per_stream {
-                            pending.pop_front();
-                        }
-                        pending.push_back(c);
-                    }
-                    Some(c) => {
-                        if let Some(i) = pending.iter().position(|&p| p == c) {
-                            pending.remove(i);
-                        }
-                    }
-                    None => {}
-                },
-                Event::Partial(m) if m.is_request() => {
+                FramerEvent::Message(m) => {
                     if let Some(c) = m.correlation_id() {
-                        pending.push_back(c);
+                        if m.is_request() {
+                            self.stats.requests += 1;
+                            if pending.len() >= self.cfg.max_pending_per_stream {
+                                pending.pop_front();
+                            }
+                            pending.push_back(c);
+                        } else {
+                            self.stats.responses += 1;
+                            if let Some(i) = pending.iter().position(|&p| p == c) {
+                                pending.remove(i);
+                            }
+                        }
                     }
+                    self.stats.skipped_bytes += m.skipped_before;
+                    out.push(Event::Message(m));
                 }
-                _ => {}
-            }
-        }
-    }
-
-    /// A framer's event as the pipeline's, counted.
-    fn event_out(&mut self, e: FramerEvent, stream: u64, dir: Direction, out: &mut Vec<Event>) {
-        match e {
-            FramerEvent::Message(m) => {
-                if m.correlation_id().is_some() {
+                FramerEvent::Partial(m) => {
+                    self.stats.partial += 1;
+                    self.stats.skipped_bytes += m.skipped_before;
                     if m.is_request() {
-                        self.stats.requests += 1;
-                    } else {
-                        self.stats.responses += 1;
+                        if let Some(c) = m.correlation_id() {
+                            pending.push_back(c);
+                        }
                     }
+                    out.push(Event::Partial(m));
                 }
-                self.stats.skipped_bytes += m.skipped_before;
-                out.push(Event::Message(m));
-            }
-            FramerEvent::Partial(m) => {
-                self.stats.partial += 1;
-                self.stats.skipped_bytes += m.skipped_before;
-                out.push(Event::Partial(m));
-            }
-            FramerEvent::Resynced {
-                skipped,
-                stream_offset,
-                frame,
-            } => {
-                self.stats.resyncs += 1;
-                out.push(Event::Resync {
-                    stream,
-                    dir,
+                FramerEvent::Resynced {
                     skipped,
                     stream_offset,
                     frame,
-                });
-            }
-            FramerEvent::Desync {
-                stream_offset,
-                size,
-                frame,
-            } => out.push(Event::Warning {
-                frame,
-                offset: Some(stream_offset),
-                what: Warning::BadSize { stream, dir, size },
-            }),
-            FramerEvent::Discarded { bytes, frame } => {
-                self.stats.skipped_bytes += bytes;
-                out.push(Event::Discarded {
-                    stream,
-                    dir,
-                    bytes,
+                } => {
+                    self.stats.resyncs += 1;
+                    out.push(Event::Resync {
+                        stream: f.stream(),
+                        dir,
+                        skipped,
+                        stream_offset,
+                        frame,
+                    });
+                }
+                FramerEvent::Desync {
+                    stream_offset,
+                    size,
                     frame,
-                });
+                } => out.push(Event::Warning {
+                    frame,
+                    offset: Some(stream_offset),
+                    what: Warning::BadSize {
+                        stream: f.stream(),
+                        dir,
+                        size,
+                    },
+                }),
+                FramerEvent::Discarded { bytes, frame } => {
+                    self.stats.skipped_bytes += bytes;
+                    out.push(Event::Discarded {
+                        stream: f.stream(),
+                        dir,
+                        bytes,
+                        frame,
+                    });
+                }
             }
         }
     }
