@@ -699,7 +699,10 @@ impl Reassembler {
                 }
             }
         }
-        self.deliver(conn, dir, out);
+        // Nothing buffered (in-order traffic): nothing to deliver.
+        if !conn.half(dir).buf.is_empty() {
+            self.deliver(conn, dir, out);
+        }
         self.flush_acked(conn, dir, frame, ts, out);
         // Bounds: per direction, then total.
         while conn.half(dir).buffered > self.cfg.max_buffer_per_dir
@@ -839,7 +842,27 @@ impl Reassembler {
     }
 
     /// Declare lost every missing byte the peer acknowledged, up to the frontier.
+    #[inline]
     fn flush_acked(
+        &mut self,
+        conn: &mut Conn,
+        dir: Direction,
+        frame: u64,
+        ts: Timestamp,
+        out: &mut Vec<FlowEvent>,
+    ) {
+        // Nearly always nothing acknowledged is missing: checked here, in
+        // line (two calls per segment), the gaps out of line.
+        let h = conn.half(dir);
+        if h.next_off >= h.acked.min(h.frontier()) {
+            return;
+        }
+        self.flush_acked_gaps(conn, dir, frame, ts, out);
+    }
+
+    /// [`Reassembler::flush_acked`] once acknowledged bytes are missing.
+    #[inline(never)]
+    fn flush_acked_gaps(
         &mut self,
         conn: &mut Conn,
         dir: Direction,
