@@ -452,14 +452,34 @@ impl Pipeline {
             | FlowEvent::Gap { stream, .. }
             | FlowEvent::Closed { stream, .. } => *stream,
         };
-        let Some(mut st) = self.streams.remove(&stream) else {
-            return;
-        };
+        // The stream is worked on in its place in the table: one lookup. The
+        // table is taken out of `self` meanwhile (a handle's move; the work
+        // needs `self` for its counters and settings, never the table).
+        let closed = matches!(ev, FlowEvent::Closed { .. });
+        let mut streams = std::mem::take(&mut self.streams);
+        if let Some(st) = streams.get_mut(&stream) {
+            self.stream_event(st, stream, ev, out);
+            if closed {
+                streams.remove(&stream);
+            }
+        }
+        self.streams = streams;
+    }
+
+    /// One event of a stream (`flow_event`'s work once it is found); a
+    /// closed stream's state is dropped.
+    fn stream_event(
+        &mut self,
+        st: &mut StreamState,
+        stream: u64,
+        ev: FlowEvent,
+        out: &mut Vec<Event>,
+    ) {
         let closed = matches!(ev, FlowEvent::Closed { .. });
         match std::mem::replace(&mut st.role, Role::NotKafka) {
             Role::Kafka { flip } => {
                 st.role = Role::Kafka { flip };
-                self.kafka_event(&mut st, ev, flip, out);
+                self.kafka_event(st, ev, flip, out);
             }
             Role::NotKafka => {}
             Role::Undecided(mut probe) => match self.probe(&mut probe, &ev, closed) {
@@ -481,9 +501,9 @@ impl Pipeline {
                     });
                     st.role = Role::Kafka { flip };
                     for held in probe.held.drain(..) {
-                        self.kafka_event(&mut st, held, flip, out);
+                        self.kafka_event(st, held, flip, out);
                     }
-                    self.kafka_event(&mut st, ev, flip, out);
+                    self.kafka_event(st, ev, flip, out);
                 }
                 None if closed || probe.held_bytes > self.cfg.detect_limit => {
                     self.stats.other_streams += 1;
@@ -494,9 +514,6 @@ impl Pipeline {
                     st.role = Role::Undecided(probe);
                 }
             },
-        }
-        if !closed {
-            self.streams.insert(stream, st);
         }
     }
 
@@ -863,6 +880,48 @@ mod tests {
             }
         ));
         assert_eq!(ev.len(), 4);
+    }
+
+    /// Several messages cut in one drain come out in stream order, each
+    /// counted once, and the responses pair with the requests drained before
+    /// them: none is left pending (a later lone response is still framed).
+    #[test]
+    fn pipelined_messages_drained_together() {
+        let reqs: Vec<u8> = (1..=3).flat_map(|c| request(3, 1, c, "cli", b"")).collect();
+        let resps: Vec<u8> = (1..=3).flat_map(|c| response(c, &[0; 6])).collect();
+        let frames = vec![
+            frame(1, C, B, 1000, "S", b""),
+            frame(2, B, C, 5000, "SA", b""),
+            frame(3, C, B, 1001, "A", &reqs),
+            frame(4, B, C, 5001, "A", &resps),
+        ];
+        let mut p = Pipeline::new(PipelineConfig::default());
+        let mut ev = Vec::new();
+        for f in &frames {
+            p.push(f, &mut ev);
+        }
+        let ids: Vec<(bool, Option<i32>)> = ev
+            .iter()
+            .filter_map(|e| match e {
+                Event::Message(m) => Some((m.is_request(), m.correlation_id())),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(
+            ids,
+            vec![
+                (true, Some(1)),
+                (true, Some(2)),
+                (true, Some(3)),
+                (false, Some(1)),
+                (false, Some(2)),
+                (false, Some(3)),
+            ]
+        );
+        let s = p.stats();
+        assert_eq!((s.requests, s.responses, s.partial), (3, 3, 0));
+        let st = p.streams.get(&0).expect("the stream");
+        assert!(st.pending.is_empty(), "{:?}", st.pending);
     }
 
     #[test]

@@ -437,44 +437,60 @@ impl Reassembler {
             }
         }
 
-        // Taken out of the table while it is worked on (one lookup for a
-        // known connection), put back at the end.
-        let mut conn = match self.conns.remove(&key) {
-            Some(c) => c,
-            None => {
-                // Pure ACKs, FINs and RSTs do not open connections: they are the tail of
-                // something we did not see.
-                if !seg.flags.syn && seg.payload.is_empty() && seg.payload_truncated_by == 0 {
-                    return;
-                }
-                let Some(broker) = self.broker_of(seg) else {
-                    self.stats.not_broker_port += 1;
-                    return;
-                };
-                if self.conns.len() >= self.cfg.max_connections {
-                    self.evict_oldest(frame, ts, out);
-                }
-                let client = if broker == seg.src { seg.dst } else { seg.src };
-                let stream = self.next_stream;
-                self.next_stream += 1;
-                self.stats.connections += 1;
-                out.push(FlowEvent::Open {
-                    stream,
-                    client,
-                    broker,
-                    frame,
-                    ts,
-                });
-                Box::new(Conn {
-                    stream,
-                    client,
-                    halves: [Half::default(), Half::default()],
-                    last_ts: ts,
-                    last_frame: frame,
-                    closed: false,
-                })
-            }
+        // A known connection is worked on in its place in the table: one
+        // lookup. The table is taken out of `self` meanwhile (a handle's
+        // move; the work needs `self` for its counters, never the table).
+        let mut conns = std::mem::take(&mut self.conns);
+        if let Some(conn) = conns.get_mut(&key) {
+            self.work(conn, seg, (frame, ts, payload_file), out);
+            self.conns = conns;
+            return;
+        }
+        self.conns = conns;
+        // Pure ACKs, FINs and RSTs do not open connections: they are the tail of
+        // something we did not see.
+        if !seg.flags.syn && seg.payload.is_empty() && seg.payload_truncated_by == 0 {
+            return;
+        }
+        let Some(broker) = self.broker_of(seg) else {
+            self.stats.not_broker_port += 1;
+            return;
         };
+        if self.conns.len() >= self.cfg.max_connections {
+            self.evict_oldest(frame, ts, out);
+        }
+        let client = if broker == seg.src { seg.dst } else { seg.src };
+        let stream = self.next_stream;
+        self.next_stream += 1;
+        self.stats.connections += 1;
+        out.push(FlowEvent::Open {
+            stream,
+            client,
+            broker,
+            frame,
+            ts,
+        });
+        let mut conn = Box::new(Conn {
+            stream,
+            client,
+            halves: [Half::default(), Half::default()],
+            last_ts: ts,
+            last_frame: frame,
+            closed: false,
+        });
+        self.work(&mut conn, seg, (frame, ts, payload_file), out);
+        self.conns.insert(key, conn);
+    }
+
+    /// One segment of a connection (`push_at`'s work once it is found).
+    fn work(
+        &mut self,
+        conn: &mut Conn,
+        seg: &Segment,
+        at: (u64, Timestamp, Option<u64>),
+        out: &mut Vec<FlowEvent>,
+    ) {
+        let (frame, ts, _) = at;
         let dir = if seg.src == conn.client {
             Direction::ClientToBroker
         } else {
@@ -502,7 +518,6 @@ impl Reassembler {
                 });
             }
             conn.last_ts = ts;
-            self.conns.insert(key, conn);
             return;
         }
         conn.last_ts = ts;
@@ -512,19 +527,18 @@ impl Reassembler {
         if seg.flags.ack && !seg.flags.rst {
             let back = dir.reverse();
             conn.half(back).note_ack(seg.ack);
-            self.flush_acked(&mut conn, back, frame, ts, out);
-            Self::check_fin(&mut conn, back);
+            self.flush_acked(conn, back, frame, ts, out);
+            Self::check_fin(conn, back);
         }
-        self.segment(&mut conn, dir, seg, (frame, ts, payload_file), out);
+        self.segment(conn, dir, seg, at, out);
 
         if seg.flags.rst {
-            self.close(&mut conn, CloseReason::Reset, frame, ts, out);
+            self.close(conn, CloseReason::Reset, frame, ts, out);
         } else if conn.halves.iter().all(|h| h.done || h.fin_off.is_some()) {
             // Both FINs seen: neither side sends more data, so the holes still
             // open are capture losses; `close` turns them into gaps.
-            self.close(&mut conn, CloseReason::Fin, frame, ts, out);
+            self.close(conn, CloseReason::Fin, frame, ts, out);
         }
-        self.conns.insert(key, conn);
     }
 
     /// End of input: flush every connection (buffered bytes behind gaps) and close it.
@@ -685,7 +699,10 @@ impl Reassembler {
                 }
             }
         }
-        self.deliver(conn, dir, out);
+        // Nothing buffered (in-order traffic): nothing to deliver.
+        if !conn.half(dir).buf.is_empty() {
+            self.deliver(conn, dir, out);
+        }
         self.flush_acked(conn, dir, frame, ts, out);
         // Bounds: per direction, then total.
         while conn.half(dir).buffered > self.cfg.max_buffer_per_dir
@@ -825,7 +842,27 @@ impl Reassembler {
     }
 
     /// Declare lost every missing byte the peer acknowledged, up to the frontier.
+    #[inline]
     fn flush_acked(
+        &mut self,
+        conn: &mut Conn,
+        dir: Direction,
+        frame: u64,
+        ts: Timestamp,
+        out: &mut Vec<FlowEvent>,
+    ) {
+        // Nearly always nothing acknowledged is missing: checked here, in
+        // line (two calls per segment), the gaps out of line.
+        let h = conn.half(dir);
+        if h.next_off >= h.acked.min(h.frontier()) {
+            return;
+        }
+        self.flush_acked_gaps(conn, dir, frame, ts, out);
+    }
+
+    /// [`Reassembler::flush_acked`] once acknowledged bytes are missing.
+    #[inline(never)]
+    fn flush_acked_gaps(
         &mut self,
         conn: &mut Conn,
         dir: Direction,

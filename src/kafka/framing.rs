@@ -696,7 +696,9 @@ impl Framer {
                 self.chunks.pop_front();
             } else {
                 let k = usize::try_from(n).unwrap_or(usize::MAX).min(c.data.len());
-                c.data = c.data.slice(k..);
+                // Moved past in place: no handle made and dropped (each an
+                // atomic count shared with the other threads' slices).
+                bytes::Buf::advance(&mut c.data, k);
                 c.file = c.file.and_then(|f| f.checked_add(k as u64));
                 n = 0;
             }
@@ -724,21 +726,31 @@ impl Framer {
         if n == 0 || n > self.avail {
             return None;
         }
-        let first = self.chunks.front()?.clone();
+        let first = self.chunks.front_mut()?;
+        let (first_frame, first_ts) = (first.frame, first.ts);
         let stream_offset = self.head;
         let len = usize::try_from(n).ok()?;
-        let mut provenance = vec![(0u32, first.frame)];
+        let mut provenance = vec![(0u32, first_frame)];
         let mut file_pieces = Vec::new();
         let (bytes, last_frame, last_ts) = if first.data.len() >= len {
             if let (Some(f), Ok(n)) = (first.file, u32::try_from(len)) {
                 file_pieces.push((f, n));
             }
-            (first.data.slice(..len), first.frame, first.ts)
+            // Cut off the front chunk in place (what `drop_front` would do
+            // after a slice): one new handle, not a clone and a slice.
+            let bytes = first.data.split_to(len);
+            first.file = first.file.and_then(|f| f.checked_add(len as u64));
+            if first.data.is_empty() {
+                self.chunks.pop_front();
+            }
+            self.head += n;
+            self.avail -= n;
+            (bytes, first_frame, first_ts)
         } else {
             let mut located = true;
             // Spans chunks: all `len` bytes are buffered, so this allocation is backed by data.
             let mut buf = BytesMut::with_capacity(len);
-            let mut last = (first.frame, first.ts);
+            let mut last = (first_frame, first_ts);
             for c in &self.chunks {
                 let room = len - buf.len();
                 if room == 0 {
@@ -764,17 +776,17 @@ impl Framer {
             if !located {
                 file_pieces = Vec::new();
             }
+            self.drop_front(n);
             (buf.freeze(), last.0, last.1)
         };
-        self.drop_front(n);
         let m = RawMessage {
             stream: self.stream,
             dir: self.dir,
             bytes,
             stream_offset,
-            first_frame: first.frame,
+            first_frame,
             last_frame,
-            first_ts: first.ts,
+            first_ts,
             last_ts,
             provenance,
             resynced: std::mem::take(&mut self.resynced),
@@ -914,6 +926,51 @@ mod tests {
         f.push(one.clone(), 0, 1, T);
         let ev = drain(&mut f, &|_| false);
         assert_eq!(messages(&ev)[0].bytes.as_ptr(), one.as_ptr());
+    }
+
+    /// Messages cut from the front of one chunk are slices of it at their
+    /// offsets, each with its own file piece; the rest of the chunk (a
+    /// message's first part) stays buffered with its file offset moved on, and
+    /// the message it starts is whole once its last bytes come.
+    #[test]
+    fn messages_cut_from_one_chunk_in_place() {
+        let (a, b, c) = (request(1, b"0123"), request(2, b""), request(3, b"zz"));
+        let cut = c.len() - 3;
+        let chunk = Bytes::from([&a[..], &b[..], &c[..cut]].concat());
+        let mut f = Framer::new(0, Direction::ClientToBroker, true, FramerConfig::default());
+        f.push_at(chunk.clone(), 0, 1, T, Some(1000));
+        let ev = drain(&mut f, &|_| false);
+        let ms = messages(&ev);
+        assert_eq!(ms.len(), 2);
+        assert_eq!(ms[0].bytes.as_ptr(), chunk.as_ptr());
+        assert_eq!(&ms[0].bytes[..], &a[..]);
+        assert_eq!(ms[0].file_pieces, vec![(1000, a.len() as u32)]);
+        assert_eq!(ms[1].bytes.as_ptr(), chunk[a.len()..].as_ptr());
+        assert_eq!(&ms[1].bytes[..], &b[..]);
+        assert_eq!(
+            ms[1].file_pieces,
+            vec![(1000 + a.len() as u64, b.len() as u32)]
+        );
+        assert_eq!(ms[1].stream_offset, a.len() as u64);
+        // The third message's last bytes: at another place in the file.
+        f.push_at(
+            Bytes::copy_from_slice(&c[cut..]),
+            chunk.len() as u64,
+            2,
+            T,
+            Some(5000),
+        );
+        let ev = drain(&mut f, &|_| false);
+        let ms = messages(&ev);
+        assert_eq!(ms.len(), 1);
+        assert_eq!(&ms[0].bytes[..], &c[..]);
+        assert_eq!(ms[0].stream_offset, (a.len() + b.len()) as u64);
+        assert_eq!(ms[0].provenance, vec![(0, 1), (cut as u32, 2)]);
+        assert_eq!(
+            ms[0].file_pieces,
+            vec![(1000 + (a.len() + b.len()) as u64, cut as u32), (5000, 3)]
+        );
+        assert_eq!(f.buffered(), 0);
     }
 
     /// Pieces follow the chunks: a message inside one chunk is one piece; a message

@@ -10,7 +10,7 @@
 
 use std::borrow::Cow;
 
-use crate::kafka::decode::{Decoded, ScanFacts, ScanPlace, ScanTopic};
+use crate::kafka::decode::{Decoded, ScanFacts, ScanPlace, ScanSet, ScanTopic};
 use crate::kafka::records::Codecs;
 use crate::kafka::tree::{format_uuid, ByteSource, Node, Value};
 use crate::topics::TopicNames;
@@ -289,36 +289,47 @@ pub(crate) fn scanned_errors(x: &ScanFacts, topics: &TopicNames) -> Vec<ErrorAt>
 }
 
 /// As [`record_sets`], for a message read by the summary scan: topic names
-/// borrowed from the scan's facts.
+/// borrowed from the scan's facts (the tests compare both; `Stats` takes
+/// them one at a time, [`each_set`]).
+#[cfg(test)]
 pub(crate) fn scanned_sets<'a>(x: &'a ScanFacts, topics: &TopicNames) -> Vec<SetFacts<'a>> {
-    x.sets
-        .iter()
-        .map(|s| {
-            let topic = s.place.topic.as_ref().map(|t| scanned_topic(t, topics));
-            let partition = s.place.partition;
-            match &s.counts {
-                Some(c) => SetFacts {
-                    topic,
-                    partition,
-                    bytes: s.bytes as u64,
-                    batches: c.batches,
-                    partial: c.partial,
-                    records: c.records,
-                    codecs: c.codecs,
-                    plain_bytes: c.plain_bytes,
-                    compressed: c.compressed,
-                    decompressed: c.decompressed,
-                },
-                None => {
-                    let place = Place {
-                        topic: topic.map(Cow::into_owned),
-                        partition,
-                    };
-                    set_facts(place, s.bytes as u64, &s.nodes, &x.sources)
-                }
-            }
-        })
-        .collect()
+    x.sets.iter().map(|s| scanned_set(s, x, topics)).collect()
+}
+
+/// The facts of one record set of the summary scan (`x` holds it).
+fn scanned_set<'a>(s: &'a ScanSet, x: &'a ScanFacts, topics: &TopicNames) -> SetFacts<'a> {
+    let topic = s.place.topic.as_ref().map(|t| scanned_topic(t, topics));
+    let partition = s.place.partition;
+    match &s.counts {
+        Some(c) => SetFacts {
+            topic,
+            partition,
+            bytes: s.bytes as u64,
+            batches: c.batches,
+            partial: c.partial,
+            records: c.records,
+            codecs: c.codecs,
+            plain_bytes: c.plain_bytes,
+            compressed: c.compressed,
+            decompressed: c.decompressed,
+        },
+        None => {
+            let place = Place {
+                topic: topic.map(Cow::into_owned),
+                partition,
+            };
+            set_facts(place, s.bytes as u64, &s.nodes, &x.sources)
+        }
+    }
+}
+
+/// Each record set of a message, in order, from its summary scan (without
+/// a vector of them) or its tree ([`record_sets`]).
+pub(crate) fn each_set<'d>(d: &'d Decoded, topics: &TopicNames, mut f: impl FnMut(SetFacts<'d>)) {
+    match &d.facts {
+        Some(x) => x.sets.iter().for_each(|s| f(scanned_set(s, x, topics))),
+        None => record_sets(d, topics).into_iter().for_each(f),
+    }
 }
 
 /// Leaf messages of a legacy message (a wrapper holds its inner messages).

@@ -828,40 +828,38 @@ impl Stats {
         }
     }
 
-    /// The record sets of a message, from its tree or its summary scan.
-    fn sets_of<'d>(&self, d: &'d Decoded) -> Vec<facts::SetFacts<'d>> {
-        match &d.facts {
-            Some(x) => facts::scanned_sets(x, &self.topics),
-            None => facts::record_sets(d, &self.topics),
-        }
-    }
-
     fn produce(&mut self, i: &MessageInfo, d: Option<&Decoded>, client: &Who, acks: Option<i16>) {
         if let Some(a) = acks {
             self.acks.entry(a).or_default().add(i.frame);
         }
-        let sets = d.map(|d| self.sets_of(d)).unwrap_or_default();
+        // The sets go to their partitions as they come (no vector of them);
+        // the client's sums are added after (other counters: the same sums).
+        let (mut any, mut bytes, mut plain) = (false, 0, 0);
+        if let Some(d) = d {
+            let parts = &mut self.parts;
+            facts::each_set(d, &self.topics, |s| {
+                any = true;
+                bytes += s.bytes;
+                plain += s.plain_bytes;
+                let Some(p) = parts.entry(s.topic.as_deref(), s.partition) else {
+                    return;
+                };
+                p.produce_frames.add(i.frame);
+                if let Some(a) = acks {
+                    *p.acks.entry(a).or_default() += 1;
+                }
+                add_set(p, &s, true);
+            });
+        }
         if let Some(c) = self.clients.get_acc(client) {
             if let Some(a) = acks {
                 c.acks.entry(a).or_default().add(i.frame);
             }
-            for s in &sets {
-                c.produce_bytes += s.bytes;
-                c.produce_plain_bytes += s.plain_bytes;
-            }
-            if !sets.is_empty() {
+            c.produce_bytes += bytes;
+            c.produce_plain_bytes += plain;
+            if any {
                 c.produce_frames.add(i.frame);
             }
-        }
-        for s in sets {
-            let Some(p) = self.parts.entry(s.topic.as_deref(), s.partition) else {
-                continue;
-            };
-            p.produce_frames.add(i.frame);
-            if let Some(a) = acks {
-                *p.acks.entry(a).or_default() += 1;
-            }
-            add_set(p, &s, true);
         }
     }
 
@@ -1084,12 +1082,13 @@ impl Stats {
             }
             if matches!(api, 1 | 78) {
                 if let Some(d) = d {
-                    for s in self.sets_of(d) {
+                    let parts = &mut self.parts;
+                    facts::each_set(d, &self.topics, |s| {
                         let topic = s.topic.as_deref().or(fallback);
-                        if let Some(p) = self.parts.entry(topic, s.partition) {
+                        if let Some(p) = parts.entry(topic, s.partition) {
                             add_set(p, &s, false);
                         }
-                    }
+                    });
                 }
             }
             if let Some(g) = pending.as_ref().and_then(|p| p.2.as_ref()) {

@@ -162,6 +162,7 @@ fn run_file(opts: &StatsOptions, path: &str) -> Result<(), CliError> {
             read_error = batch.error;
             break;
         }
+        let made = out.len();
         if tx.send(counted(&mut out)).is_err() {
             break;
         }
@@ -171,6 +172,9 @@ fn run_file(opts: &StatsOptions, path: &str) -> Result<(), CliError> {
             done.clear();
             out = done;
         }
+        // Without one back yet, room for as many outputs as this batch made,
+        // at once (growing by doubling copied them over and over).
+        out.reserve(made);
     }
     drop(back_rx);
     drop(reader.rx);
