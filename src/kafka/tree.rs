@@ -688,18 +688,30 @@ pub mod json {
     /// `b` is printable ASCII (as [`is_printable_ascii_bytes`]), `None`
     /// otherwise: both in one pass, for [`debug_and_escape_counted`].
     pub fn printable_ascii_quotes(b: &[u8]) -> Option<usize> {
+        // Whole blocks of a fixed size without early exit inside, so each
+        // vectorizes fully (a block of a length known only at run time
+        // does not); the last bytes as a shorter block.
+        let mut blocks = b.chunks_exact(64);
         let mut n = 0;
-        for c in b.chunks(32) {
-            // Whole chunks without early exit inside, so each vectorizes.
-            let ok = c
-                .iter()
-                .fold(true, |a, &x| a & (x.wrapping_sub(0x20) < 0x5f));
-            if !ok {
+        for c in &mut blocks {
+            let c: &[u8; 64] = c.try_into().unwrap_or(&[b' '; 64]);
+            if !printable(c) {
                 return None;
             }
             n += quotes_in(c);
         }
-        Some(n)
+        let rest = blocks.remainder();
+        if !printable(rest) {
+            return None;
+        }
+        Some(n + quotes_in(rest))
+    }
+
+    /// Whether every byte of `c` is printable ASCII (0x20 to 0x7e).
+    #[inline(always)]
+    fn printable(c: &[u8]) -> bool {
+        c.iter()
+            .fold(true, |a, &x| a & (x.wrapping_sub(0x20) < 0x5f))
     }
 
     /// [`debug_and_escape_ascii`] of bytes of which `quotes` are `"` or `\\`
@@ -2058,6 +2070,28 @@ mod tests {
                 0..200,
             ),
         ) {
+            let want = json::is_printable_ascii_bytes(&b)
+                .then(|| b.iter().filter(|&&x| x == b'"' || x == b'\\').count());
+            proptest::prop_assert_eq!(json::printable_ascii_quotes(&b), want);
+        }
+
+        /// The same over several 64-byte blocks: printable text, with one
+        /// byte that is not at any place (or none).
+        #[test]
+        fn quotes_counted_across_blocks(
+            mut b in proptest::collection::vec(
+                proptest::sample::select(vec![b'a', b'"', b'\\', b' ', b'~', b'{']),
+                0..400,
+            ),
+            bad in proptest::option::of((
+                proptest::prelude::any::<proptest::sample::Index>(),
+                proptest::sample::select(vec![0u8, 0x1f, 0x7f, 0x80, 0xff]),
+            )),
+        ) {
+            if let (Some((at, x)), false) = (bad, b.is_empty()) {
+                let i = at.index(b.len());
+                b[i] = x;
+            }
             let want = json::is_printable_ascii_bytes(&b)
                 .then(|| b.iter().filter(|&&x| x == b'"' || x == b'\\').count());
             proptest::prop_assert_eq!(json::printable_ascii_quotes(&b), want);
