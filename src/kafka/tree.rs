@@ -595,15 +595,27 @@ pub mod json {
     /// of a word loop); shorter text goes to the word loop at once.
     const PLAIN_CHECK: usize = 24;
 
-    /// True when no byte of `b` is `"`, `\\` or a control character: whole
-    /// 32-byte chunks without early exit inside (so each vectorizes),
-    /// stopping at the first chunk that has one.
+    /// True when `ok` holds for every byte of `b`: whole blocks of a fixed
+    /// size without early exit inside, so each vectorizes fully (a block of
+    /// a length known only at run time does not), stopping at the first
+    /// block with a byte that fails; the last bytes as a shorter block.
+    #[inline(always)]
+    pub(crate) fn all_bytes(b: &[u8], ok: impl Fn(u8) -> bool + Copy) -> bool {
+        let mut blocks = b.chunks_exact(64);
+        let block = |c: &[u8]| c.iter().fold(true, |a, &x| a & ok(x));
+        for c in &mut blocks {
+            let c: &[u8; 64] = c.try_into().unwrap_or(&[0; 64]);
+            if !block(c) {
+                return false;
+            }
+        }
+        block(blocks.remainder())
+    }
+
+    /// True when no byte of `b` is `"`, `\\` or a control character.
     #[inline(always)]
     fn needs_no_escape(b: &[u8]) -> bool {
-        b.chunks(32).all(|c| {
-            c.iter()
-                .fold(true, |a, &x| a & (x != b'"') & (x != b'\\') & (x >= 0x20))
-        })
+        all_bytes(b, |x| (x != b'"') & (x != b'\\') & (x >= 0x20))
     }
 
     /// Appends the JSON-escaped text of `s` (without quotes).
@@ -631,11 +643,7 @@ pub mod json {
     /// [`is_printable_ascii`] of bytes: true when every byte is 0x20..=0x7e
     /// (so the bytes are also UTF-8).
     pub fn is_printable_ascii_bytes(b: &[u8]) -> bool {
-        // Whole chunks without early exit, so the check vectorizes.
-        b.chunks(32).all(|c| {
-            c.iter()
-                .fold(true, |a, &b| a & (b.wrapping_sub(0x20) < 0x5f))
-        })
+        all_bytes(b, printable)
     }
 
     /// Appends the `Debug` text of a printable-ASCII string (see
@@ -672,7 +680,7 @@ pub mod json {
     /// [`debug_and_escape_into`] of bytes that [`is_printable_ascii_bytes`]
     /// accepts (the caller checks; other bytes would be copied as they are).
     pub fn debug_and_escape_ascii(display: &mut Vec<u8>, value: &mut Vec<u8>, b: &[u8]) {
-        let quotes = b.chunks(32).map(quotes_in).sum();
+        let quotes = b.chunks(64).map(quotes_in).sum();
         debug_and_escape_counted(display, value, b, quotes);
     }
 
@@ -688,30 +696,25 @@ pub mod json {
     /// `b` is printable ASCII (as [`is_printable_ascii_bytes`]), `None`
     /// otherwise: both in one pass, for [`debug_and_escape_counted`].
     pub fn printable_ascii_quotes(b: &[u8]) -> Option<usize> {
-        // Whole blocks of a fixed size without early exit inside, so each
-        // vectorizes fully (a block of a length known only at run time
-        // does not); the last bytes as a shorter block.
+        // As `all_bytes`, counting as well.
         let mut blocks = b.chunks_exact(64);
+        let block = |c: &[u8]| {
+            c.iter()
+                .fold(true, |a, &x| a & printable(x))
+                .then(|| quotes_in(c))
+        };
         let mut n = 0;
         for c in &mut blocks {
-            let c: &[u8; 64] = c.try_into().unwrap_or(&[b' '; 64]);
-            if !printable(c) {
-                return None;
-            }
-            n += quotes_in(c);
+            let c: &[u8; 64] = c.try_into().unwrap_or(&[0; 64]);
+            n += block(c)?;
         }
-        let rest = blocks.remainder();
-        if !printable(rest) {
-            return None;
-        }
-        Some(n + quotes_in(rest))
+        Some(n + block(blocks.remainder())?)
     }
 
-    /// Whether every byte of `c` is printable ASCII (0x20 to 0x7e).
+    /// Whether `x` is printable ASCII (0x20 to 0x7e).
     #[inline(always)]
-    fn printable(c: &[u8]) -> bool {
-        c.iter()
-            .fold(true, |a, &x| a & (x.wrapping_sub(0x20) < 0x5f))
+    fn printable(x: u8) -> bool {
+        x.wrapping_sub(0x20) < 0x5f
     }
 
     /// [`debug_and_escape_ascii`] of bytes of which `quotes` are `"` or `\\`

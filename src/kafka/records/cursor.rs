@@ -204,11 +204,8 @@ pub(crate) fn content_text(b: &[u8]) -> Option<&str> {
 /// True when every byte is printable ASCII (0x20..=0x7e), a tab, a line feed
 /// or a carriage return: text [`content_value`] shows as a string.
 fn is_plain_ascii(b: &[u8]) -> bool {
-    // Whole chunks without early exit, so the check vectorizes.
-    b.chunks(32).all(|c| {
-        c.iter().fold(true, |a, &x| {
-            a & ((x.wrapping_sub(0x20) < 0x5f) | (x == b'\t') | (x == b'\n') | (x == b'\r'))
-        })
+    crate::kafka::tree::json::all_bytes(b, |x| {
+        (x.wrapping_sub(0x20) < 0x5f) | (x == b'\t') | (x == b'\n') | (x == b'\r')
     })
 }
 
