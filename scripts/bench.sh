@@ -4,9 +4,10 @@
 #   scripts/bench.sh FILE            # e.g. a corpus from make-corpus (docs/performance.md)
 #   RUNS=5 PORT=9092 JSON=1 scripts/bench.sh FILE
 #
-# Runs each command RUNS times (default 3) on a warm page cache, prints the
-# median wall time, the largest peak RSS (/usr/bin/time -v "Maximum resident
-# set size") and the ratios of the issue-6 targets. Before timing it checks
+# Runs each command RUNS times (default 3) on a warm page cache, in rounds of
+# every command once, and prints the median wall time, the largest peak RSS
+# (/usr/bin/time -v "Maximum resident set size") and the ratios of the issue-6
+# targets. Before timing it checks
 # that the commands compared read the same messages: kafkashark's JSONL lines,
 # its -V JSONL lines, its stats message count and tshark's Kafka PDU count
 # (kafka.correlation_id per PDU, comma-separated per frame) must all agree,
@@ -63,39 +64,49 @@ fi
 rm -f "$TMP/print.jsonl"
 
 # ---------------------------------------------------------------- timing
-# measure NAME CMD... → appends "NAME median_s max_rss_kb" to $TMP/results
-measure() {
-    local name=$1; shift
-    local times=() rss=0
-    for ((i = 0; i < RUNS; i++)); do
-        /usr/bin/time -v -o "$TMP/time" "$@" >/dev/null 2>"$TMP/stderr" || {
+# The commands run in rounds, each once per round, so that all of them see
+# the same moments of a noisy host (a command run five times in a row can
+# fall in a quiet or a busy minute the others miss).
+names=(bare_read_tcpdump bare_read_kafkashark ks_print_jsonl ks_stats_json ks_print_V_jsonl)
+if [[ $HAVE_TSHARK == 1 ]]; then
+    names+=(tshark_Y_kafka tshark_V)
+    [[ ${JSON:-0} == 1 ]] && names+=(tshark_T_json)
+fi
+# command_of NAME → sets CMD to the command line measured as NAME.
+command_of() {
+    case $1 in
+        bare_read_tcpdump) CMD=(tcpdump -r "$FILE" -w /dev/null) ;;
+        bare_read_kafkashark) CMD=("$READ" "$FILE") ;;
+        ks_print_jsonl) CMD=("$K" print "$FILE" --ports "$PORT" --format jsonl) ;;
+        ks_stats_json) CMD=("$K" stats "$FILE" --ports "$PORT" --format json) ;;
+        ks_print_V_jsonl) CMD=("$K" print "$FILE" --ports "$PORT" -V --format jsonl) ;;
+        tshark_Y_kafka) CMD=("${TS[@]}" -Y kafka) ;;
+        tshark_V) CMD=("${TS[@]}" -Y kafka -V) ;;
+        tshark_T_json) CMD=("${TS[@]}" -Y kafka -T json) ;;
+    esac
+}
+declare -A times rss
+for ((i = 0; i < RUNS; i++)); do
+    for name in "${names[@]}"; do
+        command_of "$name"
+        /usr/bin/time -v -o "$TMP/time" "${CMD[@]}" >/dev/null 2>"$TMP/stderr" || {
             echo "bench.sh: $name failed:" >&2; tail -3 "$TMP/stderr" >&2; exit 1; }
-        local wall m
         wall=$(grep "Elapsed (wall clock)" "$TMP/time" | awk '{print $NF}')
         m=$(grep "Maximum resident set size" "$TMP/time" | awk '{print $NF}')
         # h:mm:ss or m:ss.cc → seconds
         wall=$(echo "$wall" | awk -F: '{s=0; for(i=1;i<=NF;i++) s=s*60+$i; print s}')
-        times+=("$wall")
-        ((m > rss)) && rss=$m
+        times[$name]="${times[$name]:-} $wall"
+        ((m > ${rss[$name]:-0})) && rss[$name]=$m
     done
-    local med
-    med=$(printf '%s\n' "${times[@]}" | sort -g | awk '{a[NR]=$1} END{print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}')
-    printf '%-28s %8.3f s  %8.1f MB   (runs: %s)\n' "$name" "$med" "$(echo "$rss/1024" | bc -l)" "${times[*]}"
-    echo "$name $med $rss" >>"$TMP/results"
-}
-
+done
 echo
 printf '%-28s %10s  %11s\n' command median "peak RSS"
-measure bare_read_tcpdump tcpdump -r "$FILE" -w /dev/null
-measure bare_read_kafkashark "$READ" "$FILE"
-measure ks_print_jsonl "$K" print "$FILE" --ports "$PORT" --format jsonl
-measure ks_stats_json "$K" stats "$FILE" --ports "$PORT" --format json
-measure ks_print_V_jsonl "$K" print "$FILE" --ports "$PORT" -V --format jsonl
-if [[ $HAVE_TSHARK == 1 ]]; then
-    measure tshark_Y_kafka "${TS[@]}" -Y kafka
-    measure tshark_V "${TS[@]}" -Y kafka -V
-    [[ ${JSON:-0} == 1 ]] && measure tshark_T_json "${TS[@]}" -Y kafka -T json
-fi
+for name in "${names[@]}"; do
+    # shellcheck disable=SC2086 # the times are one word each
+    med=$(printf '%s\n' ${times[$name]} | sort -g | awk '{a[NR]=$1} END{print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}')
+    printf '%-28s %8.3f s  %8.1f MB   (runs:%s)\n' "$name" "$med" "$(echo "${rss[$name]}/1024" | bc -l)" "${times[$name]}"
+    echo "$name $med ${rss[$name]}" >>"$TMP/results"
+done
 
 # ---------------------------------------------------------------- ratios
 echo
