@@ -149,7 +149,21 @@ impl<'a> Reader<'a> {
     }
 
     /// An unsigned varint of at most 5 bytes whose value fits in 32 bits.
+    #[inline]
     pub fn uvarint(&mut self) -> Result<u32, WireError> {
+        // One byte, the usual length and count, without a call.
+        match self.buf.get(self.pos) {
+            Some(&b) if b < 0x80 => {
+                self.pos += 1;
+                Ok(u32::from(b))
+            }
+            _ => self.uvarint_long(),
+        }
+    }
+
+    /// [`Reader::uvarint`] of any length.
+    #[inline(never)]
+    fn uvarint_long(&mut self) -> Result<u32, WireError> {
         let start = self.pos;
         let mut value: u64 = 0;
         for i in 0..5 {
@@ -175,7 +189,20 @@ impl<'a> Reader<'a> {
     }
 
     /// An unsigned varlong of at most 10 bytes.
+    #[inline]
     pub fn uvarlong(&mut self) -> Result<u64, WireError> {
+        match self.buf.get(self.pos) {
+            Some(&b) if b < 0x80 => {
+                self.pos += 1;
+                Ok(u64::from(b))
+            }
+            _ => self.uvarlong_long(),
+        }
+    }
+
+    /// [`Reader::uvarlong`] of any length.
+    #[inline(never)]
+    fn uvarlong_long(&mut self) -> Result<u64, WireError> {
         let start = self.pos;
         let mut value: u64 = 0;
         for i in 0..10 {
