@@ -388,7 +388,9 @@ mod tests {
             ..DecodeOptions::default()
         };
         let mut mark = |n: &mut Node| match n.value {
-            Value::Uuid(_) | Value::Int(_) => n.detail = Some("marked \"here\"".into()),
+            // Made at run time (and so escaped): a borrowed text must need
+            // no escape.
+            Value::Uuid(_) | Value::Int(_) => n.detail = Some("marked \"here\"".to_string().into()),
             Value::Text(_) => n.detail = Some(format!("{} marked", n.length).into()),
             _ => {}
         };
