@@ -2,7 +2,7 @@
 //! tree (`print -V --format jsonl`).
 //!
 //! Place in the data path: the decoder (`decode::Decoder`) hands every node it
-//! makes to an [`Out`]: a parent's children vector when it builds a tree, or a
+//! makes to an `Out`: a parent's children vector when it builds a tree, or a
 //! [`JsonSink`], which writes the node's JSON at once. A parent (the message,
 //! its header and body, structs, arrays and their elements) is opened before
 //! its children are decoded and closed after them: its JSON begins with its

@@ -9,9 +9,11 @@
 //! [`render threads`](worker), each of which decodes every message's tree,
 //! formats it into buffers of its own and frees the tree (trees are allocated
 //! and freed on one thread: handed between threads they cost more in the
-//! allocator than a second core gains); a [`writer`] thread takes the chunks'
-//! buffers back in the order they were handed out and writes them, with the
-//! notices in their place.
+//! allocator than a second core gains) — for JSONL without building the
+//! tree at all: its JSON is written as it is decoded ([`stream`]; a message
+//! with a decode error is decoded again as a tree); a [`writer`] thread
+//! takes the chunks' buffers back in the order they were handed out and
+//! writes them, with the notices in their place.
 //!
 //! Invariants: the output is byte for byte what one thread decoding every
 //! tree in the analyzer would print (stdout and stderr, `-c` included): the
