@@ -1563,13 +1563,15 @@ impl<'a> Decoder<'a> {
         out: &mut Out<'_, '_>,
     ) -> Step {
         // One node per field present, and one for the tagged fields: room
-        // made once rather than grown.
-        let present = def
-            .fields
-            .iter()
-            .filter(|f| f.versions.contains(self.version) && !f.tagged.contains(self.version))
-            .count();
-        out.reserve_exact(present + usize::from(self.flexible));
+        // made once rather than grown (a tree's; JSON needs none).
+        if let Out::Tree(v) = out {
+            let present = def
+                .fields
+                .iter()
+                .filter(|f| f.versions.contains(self.version) && !f.tagged.contains(self.version))
+                .count();
+            v.reserve_exact(present + usize::from(self.flexible));
+        }
         for f in def.fields {
             if !f.versions.contains(self.version) || f.tagged.contains(self.version) {
                 continue;
@@ -2128,13 +2130,11 @@ impl<'a> Decoder<'a> {
             return Err(s);
         }
         let mut res = Ok(());
-        if count > 0 {
-            let mut kids = Out::Tree(&mut n.children);
-            for _ in 0..count {
-                res = self.tagged_entry(r, def, &mut kids);
-                if res.is_err() {
-                    break;
-                }
+        let mut kids = Out::Tree(&mut n.children);
+        for _ in 0..count {
+            res = self.tagged_entry(r, def, &mut kids);
+            if res.is_err() {
+                break;
             }
         }
         n.length = r.pos() - at;

@@ -330,7 +330,7 @@ impl SmallTexts {
 pub struct Node {
     /// The field name (Kafka's name for schema fields, e.g. `ThrottleTimeMs`).
     /// A borrowed (`'static`) name must need no JSON escape: JSON output
-    /// copies it as it is ([`json::text`]).
+    /// copies it as it is ([`json::text_inner`]).
     pub name: Text,
     /// The type as shown: the schema's type text, `uvarint`, `v2`, `message v12`.
     /// Borrowed, it must need no JSON escape, as `name`.
@@ -848,19 +848,13 @@ pub mod json {
         }
     }
 
-    /// Appends a node's name or type as a JSON string. A borrowed text is
-    /// `'static`: the schema's names and types, the project's own words and
-    /// names made from them (`Partitions[3]`), none of which needs an
-    /// escape (`static_texts_need_no_escape` checks the schema's), so it is
-    /// copied as it is; a text made at run time is escaped.
-    #[inline(always)]
-    pub fn text(out: &mut Vec<u8>, t: &super::Text) {
-        out.push(b'"');
-        text_inner(out, t);
-        out.push(b'"');
-    }
-
-    /// [`text`] without the quotes (a node's detail, inside its display).
+    /// Appends a node's name, type, detail or text value inside a JSON
+    /// string (without the quotes: the key texts around it carry them). A
+    /// borrowed text is `'static`: the schema's names and types, the
+    /// project's own words and names made from them (`Partitions[3]`), none
+    /// of which needs an escape (`static_texts_need_no_escape` checks the
+    /// schema's), so it is copied as it is; a text made at run time is
+    /// escaped.
     #[inline(always)]
     pub fn text_inner(out: &mut Vec<u8>, t: &super::Text) {
         match t {
@@ -1571,7 +1565,7 @@ mod tests {
 
     #[test]
     fn static_texts_need_no_escape() {
-        // `json::text` copies borrowed names and types as they are: every
+        // `json::text_inner` copies borrowed names and types as they are: every
         // name and type text of the schema's tables must need no escape.
         use crate::kafka::schema::{self, FieldKind, StructDef};
         fn walk(s: &'static StructDef, seen: &mut Vec<usize>, texts: &mut Vec<&'static str>) {
@@ -1606,16 +1600,16 @@ mod tests {
             json::escape_into(&mut escaped, t);
             assert_eq!(escaped, t.as_bytes(), "{t:?}");
             let mut out = Vec::new();
-            json::text(&mut out, &Text::Borrowed(t));
-            assert_eq!(out, format!("\"{t}\"").into_bytes());
+            json::text_inner(&mut out, &Text::Borrowed(t));
+            assert_eq!(out, t.as_bytes());
         }
     }
 
     #[test]
     fn texts_made_at_run_time_are_escaped() {
         let mut out = Vec::new();
-        json::text(&mut out, &Text::Owned("a\"b\\c\n".to_string()));
-        assert_eq!(out, br#""a\"b\\c\n""#);
+        json::text_inner(&mut out, &Text::Owned("a\"b\\c\n".to_string()));
+        assert_eq!(out, br#"a\"b\\c\n"#);
     }
 
     #[test]
