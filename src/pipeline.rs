@@ -466,8 +466,8 @@ impl Pipeline {
         self.streams = streams;
     }
 
-    /// One event of a stream (`flow_event`'s work once it is found); a
-    /// closed stream's state is dropped.
+    /// One event of a stream (`flow_event`'s work once it is found; the
+    /// caller drops a closed stream's state).
     fn stream_event(
         &mut self,
         st: &mut StreamState,
