@@ -1,7 +1,7 @@
 //! `make-corpus`: writes a large, realistic Kafka capture for benchmarks.
 //!
 //! Run it as `cargo run --release --example make-corpus -- --out /tmp/corpus.pcap
-//! [--size 300M|1G] [--connections 50] [--seed 1] [--batches 400]`. The file is
+//! [--size 300M|1G] [--connections 50] [--seed 1] [--batches 400] [--large]`. The file is
 //! not committed.
 //!
 //! What it holds: Ethernet/IPv4/TCP frames between clients 10.1.x.y and brokers
@@ -28,12 +28,18 @@
 //! the file, as a produced batch recurs in the fetches that read it. A larger
 //! pool checks that a speed-up does not depend on that recurrence.
 //!
+//! With `--large`, every connection uses 64 KB segments and every Produce
+//! partition and Fetch partition carries about 1 MB of batches: a capture of
+//! big messages in big frames, for the memory figures (memory must follow
+//! what is open, not the file, however large the frames and messages).
+//!
 //! It prints the number of frames, connections and Kafka messages written, so
 //! a benchmark can check that every tool saw them all.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::io::{BufWriter, Write};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use bytes::{Bytes, BytesMut};
 use kafka_protocol::indexmap::IndexMap;
@@ -81,6 +87,16 @@ const BROKER_PORT: u16 = 9092;
 const MSS_LOOPBACK: usize = 65_483;
 /// Ethernet segments.
 const MSS_ETHERNET: usize = 1_448;
+
+/// `--large`: big messages in big segments (see the file's documentation).
+static LARGE: AtomicBool = AtomicBool::new(false);
+
+/// Record batches per Produce or Fetch partition with `--large`.
+const LARGE_RUN: usize = 1 << 20;
+
+fn large() -> bool {
+    LARGE.load(Ordering::Relaxed)
+}
 
 struct Args {
     out: String,
@@ -130,6 +146,7 @@ fn args() -> Args {
                     .filter(|&n| n > 0)
                     .unwrap_or_else(|| usage("bad --batches"))
             }
+            "--large" => LARGE.store(true, Ordering::Relaxed),
             "-h" | "--help" => usage(""),
             other => usage(&format!("unknown argument {other}")),
         }
@@ -143,7 +160,7 @@ fn usage(msg: &str) -> ! {
     }
     eprintln!(
         "usage: make-corpus [--out FILE] [--size 300M|1G] [--connections 50] [--seed N]\n\
-         [--batches 400]\n\
+         [--batches 400] [--large]\n\
          (default out: $OUT or /tmp/kafkashark-corpus.pcap)"
     );
     std::process::exit(2)
@@ -275,7 +292,7 @@ impl BatchPool {
                 break;
             }
             out.extend_from_slice(&b);
-            if out.len() >= max / 2 || rng.gen_bool(0.3) {
+            if out.len() >= max / 2 || (!large() && rng.gen_bool(0.3)) {
                 break;
             }
         }
@@ -433,7 +450,11 @@ fn produce(
         .map(|i| {
             PartitionProduceData::default()
                 .with_index((first + i) % PARTITIONS)
-                .with_records(Some(pool.pick(rng)))
+                .with_records(Some(if large() {
+                    pool.run(rng, LARGE_RUN)
+                } else {
+                    pool.pick(rng)
+                }))
         })
         .collect();
     let req = ProduceRequest::default()
@@ -504,6 +525,7 @@ fn fetch(corr: i32, client: &str, rng: &mut StdRng, pool: &BatchPool) -> (Vec<u8
                 Bytes::new()
             } else {
                 let max = match rng.gen_range(0..10) {
+                    _ if large() => LARGE_RUN,
                     0..=6 => 2 << 10,
                     7..=8 => 16 << 10,
                     _ => 128 << 10,
@@ -972,7 +994,7 @@ fn new_conn(rng: &mut StdRng, i: usize, role: Role, next_port: &mut u16) -> Conn
             rng.gen()
         },
         sseq: rng.gen(),
-        mss: if rng.gen_bool(0.3) {
+        mss: if rng.gen_bool(0.3) && !large() {
             MSS_ETHERNET
         } else {
             MSS_LOOPBACK

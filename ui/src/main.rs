@@ -9,6 +9,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand, ValueEnum};
 use kafkashark::kafka::{decode_request, decode_response, tree, DecodeOptions, Decoded};
 
+mod alloc;
 mod cli_error;
 mod filter;
 mod print;
@@ -19,12 +20,10 @@ mod tui;
 use cli_error::CliError;
 use kafkashark::flow::Ports;
 
-/// The allocator: mimalloc. The engine allocates small, short-lived values
-/// (tree nodes, scan facts) on one thread and often frees them on another;
-/// glibc's malloc spent 12-16 % of `stats` and `print -V` there
-/// (docs/performance.md, item 32).
+/// The allocator: mimalloc for small blocks, glibc's for large ones
+/// ([`alloc`]).
 #[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static GLOBAL: alloc::Hybrid = alloc::Hybrid;
 
 /// Wireshark for Kafka, in the terminal.
 ///

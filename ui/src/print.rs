@@ -518,6 +518,11 @@ pub struct Batch {
 /// context switches; a batch holds about 2 MB of frames).
 pub const BATCH_FRAMES: usize = 2048;
 
+/// Captured bytes after which a batch is handed over even short of its
+/// frames: frames of a loopback capture hold up to 64 KB each, and the
+/// messages of a batch keep the buffers of those bytes alive.
+pub const BATCH_BYTES: usize = 4 << 20;
+
 /// Frames in the reader's first batch (each next one twice as many, up to
 /// the batch size asked for).
 const FIRST_BATCH_FRAMES: usize = 128;
@@ -554,6 +559,8 @@ impl FileReader {
             // caller starts on the first frames at once instead of waiting
             // for a full batch to be read.
             let mut limit = batch_frames.clamp(1, FIRST_BATCH_FRAMES);
+            // Captured bytes of the frames in `batch`.
+            let mut held = 0usize;
             loop {
                 match src.poll() {
                     Ok(Polled::Frame(f)) => {
@@ -561,9 +568,11 @@ impl FileReader {
                             batch.first_ts = Some(f.ts);
                             first = false;
                         }
+                        held = held.saturating_add(f.data.len());
                         pipeline.push(&f, &mut batch.evs);
                         batch.ends.push(batch.evs.len());
-                        if batch.ends.len() >= limit {
+                        if batch.ends.len() >= limit || held >= BATCH_BYTES {
+                            held = 0;
                             let grown = limit.saturating_mul(2).min(batch_frames).max(1);
                             // The next batch is sized as this one was (for
                             // its frames), not grown by doubling (copies and
@@ -1127,5 +1136,63 @@ mod json_tests {
             }
         }
         assert!(checked > 500, "{checked}");
+    }
+}
+
+#[cfg(test)]
+mod reader_tests {
+    use super::*;
+
+    /// A classic pcap (`LINKTYPE_RAW`) of `n` frames of `size` bytes each.
+    fn pcap_of_frames(n: usize, size: usize) -> Vec<u8> {
+        let mut f = Vec::with_capacity(24 + n * (16 + size));
+        for v in [0xa1b2_c3d4u32, 0x0004_0002, 0, 0, 262_144, 101] {
+            f.extend_from_slice(&v.to_le_bytes());
+        }
+        for i in 0..n {
+            let len = size as u32;
+            for v in [1_700_000_000, i as u32, len, len] {
+                f.extend_from_slice(&v.to_le_bytes());
+            }
+            f.extend((0..size).map(|j| (i + j) as u8));
+        }
+        f
+    }
+
+    /// The reader cuts its batches by captured bytes as well as by frames:
+    /// frames of 60 KB (a loopback capture's) make batches of about
+    /// [`BATCH_BYTES`], not of [`BATCH_FRAMES`] frames (120 MB, all of it
+    /// kept alive by the messages of one batch). Every frame still arrives.
+    #[test]
+    fn batches_are_bounded_by_bytes() {
+        let (n, size) = (300, 60_000);
+        let path = std::env::temp_dir().join(format!(
+            "kafkashark-batches-{}-{:?}.pcap",
+            std::process::id(),
+            std::thread::current().id()
+        ));
+        std::fs::write(&path, pcap_of_frames(n, size)).expect("write");
+        let src = FileSource::open(path.to_str().expect("path")).expect("open");
+        let reader = FileReader::spawn(src, PipelineConfig::default(), BATCH_FRAMES);
+        let (mut frames, mut batches) = (0, 0);
+        for b in reader.rx.iter() {
+            assert!(
+                b.ends.len() * size <= BATCH_BYTES + size,
+                "a batch of {} frames of {size} bytes",
+                b.ends.len()
+            );
+            frames += b.ends.len();
+            batches += 1;
+            if b.finish.is_some() {
+                break;
+            }
+        }
+        let _ = reader.handle.join();
+        let _ = std::fs::remove_file(&path);
+        assert_eq!(frames, n);
+        assert!(
+            batches >= n * size / (BATCH_BYTES + size),
+            "{batches} batches"
+        );
     }
 }
