@@ -798,6 +798,29 @@ pub mod json {
         put(vw, 0, word);
         let mut mask = quote_or_backslash(word);
         let (mut od, mut ov, mut done) = (0, 0, 0);
+        // The first two quotes without a branch on whether they are there
+        // (dense text such as JSON values has one every few bytes, and the
+        // loop's exit was mispredicted): a step without a quote moves
+        // nothing and writes over the word's rest what it already holds.
+        for _ in 0..2 {
+            let has = usize::from(mask != 0);
+            let k = if mask != 0 {
+                (mask.trailing_zeros() / 8) as usize
+            } else {
+                done
+            };
+            od += k - done;
+            ov += k - done;
+            let from = word >> (8 * k);
+            put(dw, od & 31, 0x005c_5c5c);
+            od += 3 * has;
+            put(dw, od & 31, from);
+            put(vw, ov & 15, u64::from(b'\\'));
+            ov += has;
+            put(vw, ov & 15, from);
+            done = k;
+            mask &= mask.wrapping_sub(1);
+        }
         while mask != 0 {
             let k = (mask.trailing_zeros() / 8) as usize;
             // The bytes before this one are in place: skip them, write the
