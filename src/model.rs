@@ -205,6 +205,44 @@ enum SaslState {
     RawTokens,
 }
 
+/// The summary scan of requests (`summarize_request` with an analyzer's
+/// options), made where the messages are framed: a reader thread that runs
+/// the [`Pipeline`] scans each request it frames, and the analyzer's thread,
+/// the busiest of `stats`, takes the result instead of scanning. A request's
+/// scan needs only its bytes; a response's needs its request, known only
+/// after pairing, so responses are scanned by the analyzer.
+#[derive(Clone, Debug)]
+pub struct RequestScanner {
+    opts: DecodeOptions,
+}
+
+impl RequestScanner {
+    /// Whether `ev` is a complete request not scanned yet.
+    pub fn wants(ev: &Event) -> bool {
+        matches!(ev, Event::Message(raw)
+            if raw.dir == Direction::ClientToBroker && raw.scanned.0.is_none())
+    }
+
+    /// Scans the first request of `evs` from `from` on that is not scanned
+    /// yet; returns where the next search starts (`None`: none was left).
+    pub fn scan_next(&self, evs: &mut [Event], from: usize) -> Option<usize> {
+        let rest = evs.get_mut(from..)?;
+        let i = rest.iter().position(RequestScanner::wants)?;
+        self.scan(rest.get_mut(i)?);
+        Some(from + i + 1)
+    }
+
+    /// Scans `ev` when it is a complete request not scanned yet, and keeps
+    /// the summary in it when the scan succeeds.
+    pub fn scan(&self, ev: &mut Event) {
+        if let Event::Message(raw) = ev {
+            if raw.dir == Direction::ClientToBroker && raw.scanned.0.is_none() {
+                raw.scanned.0 = summarize_request(&raw.bytes, &self.opts).map(Box::new);
+            }
+        }
+    }
+}
+
 /// Frames in, decoded and paired messages out.
 pub struct Analyzer {
     cfg: AnalyzerConfig,
@@ -234,6 +272,17 @@ impl Analyzer {
             events: Vec::new(),
             topics: TopicNames::default(),
         }
+    }
+
+    /// A scanner that makes, on another thread, the summary scan this
+    /// analyzer makes of every request (see [`RequestScanner`]); `None` when
+    /// this analyzer does not scan requests (it builds their trees).
+    pub fn request_scanner(&self) -> Option<RequestScanner> {
+        let lean = !self.cfg.keep_trees && !self.cfg.decode.records;
+        let filtered = self.cfg.keep_trees && self.cfg.tree_filter.is_some();
+        (lean || filtered).then(|| RequestScanner {
+            opts: self.scan_opts.clone(),
+        })
     }
 
     /// Reassembly and framing counters.
@@ -393,8 +442,13 @@ impl Analyzer {
         let mut facts: Option<LeanFacts> = None;
         let decoded = match raw.dir {
             Direction::ClientToBroker => {
+                // A scan made ahead on the reader's thread is the one this
+                // would make (same bytes, same options: `RequestScanner`).
                 let mut d = match scan
-                    .then(|| summarize_request(&raw.bytes, &self.scan_opts))
+                    .then(|| match raw.scanned.0.take() {
+                        Some(s) => Some(*s),
+                        None => summarize_request(&raw.bytes, &self.scan_opts),
+                    })
                     .flatten()
                     .filter(|s| {
                         filter.is_none_or(|f| {
@@ -1071,6 +1125,198 @@ impl Reorder {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// What an analyzer with `cfg` outputs for the capture at `path`, fed
+    /// by a pipeline of its own whose requests are scanned by `scanner`
+    /// (every request, or every other one) before the analyzer sees them.
+    fn outputs_scanned(
+        path: &std::path::Path,
+        cfg: AnalyzerConfig,
+        every: usize,
+    ) -> Option<Vec<Output>> {
+        use crate::capture::{FileSource, FrameSource, Polled};
+        let mut src = FileSource::open(path.to_str()?).ok()?;
+        let mut a = Analyzer::new(cfg.clone());
+        let scanner = a.request_scanner()?;
+        let mut pipeline = Pipeline::new(cfg.pipeline);
+        let (mut evs, mut out, mut n) = (Vec::new(), Vec::new(), 0usize);
+        let mut scan = |evs: &mut Vec<Event>| {
+            for ev in evs.iter_mut() {
+                if RequestScanner::wants(ev) {
+                    n += 1;
+                    if n % every == 0 {
+                        scanner.scan(ev);
+                        let Event::Message(raw) = ev else {
+                            unreachable!("a request")
+                        };
+                        // Scanned unless it does not scan cleanly.
+                        let clean = summarize_request(&raw.bytes, &scanner.opts).is_some();
+                        assert_eq!(raw.scanned.0.is_some(), clean);
+                    }
+                }
+            }
+        };
+        loop {
+            match src.poll() {
+                Ok(Polled::Frame(f)) => pipeline.push(&f, &mut evs),
+                Ok(Polled::Timeout) => continue,
+                _ => break,
+            }
+            scan(&mut evs);
+            a.push_events(&mut evs, &mut out);
+        }
+        pipeline.finish(&mut evs);
+        scan(&mut evs);
+        a.push_events(&mut evs, &mut out);
+        a.finish(&mut out);
+        Some(out)
+    }
+
+    /// Requests scanned ahead (on the reader's thread in `stats` and
+    /// `print`) change nothing: the analyzer's outputs are those it makes
+    /// scanning them itself, for every capture, whether all requests or
+    /// every other one came scanned, with summaries only and with the
+    /// trees a filter asks for.
+    #[test]
+    fn requests_scanned_ahead_change_no_output() {
+        fn wants_produce(k: Kind, key: i16, _: i16, _: &Summary) -> bool {
+            k == Kind::Request && key == 0
+        }
+        let mut lean = AnalyzerConfig::default();
+        lean.decode.records = false;
+        let filtered = AnalyzerConfig {
+            keep_trees: true,
+            tree_filter: Some(wants_produce),
+            ..lean.clone()
+        };
+        let stats = crate::stats::Stats::analyzer_config(AnalyzerConfig::default());
+        let mut requests = 0;
+        for path in crate::test_captures::all() {
+            for cfg in [lean.clone(), filtered.clone(), stats.clone()] {
+                let want = crate::test_captures::outputs(&path, cfg.clone());
+                for every in [1, 2] {
+                    let got = outputs_scanned(&path, cfg.clone(), every).expect("a scanner");
+                    assert_eq!(
+                        format!("{got:?}"),
+                        format!("{want:?}"),
+                        "{} (every {every})",
+                        path.display()
+                    );
+                }
+                requests += want
+                    .iter()
+                    .filter(|o| matches!(o, Output::Message(m) if m.info.kind == Kind::Request))
+                    .count();
+            }
+        }
+        assert!(requests > 1000, "{requests} requests");
+    }
+
+    /// The analyzer takes a request's scan made ahead instead of scanning it
+    /// again (so the test above compares two paths, not one twice).
+    #[test]
+    fn a_request_scanned_ahead_is_taken_as_it_is() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("captures/a1-kcat-produce-consume-group.pcap");
+        let mut src = crate::capture::FileSource::open(path.to_str().expect("path")).expect("open");
+        let mut cfg = AnalyzerConfig::default();
+        cfg.decode.records = false;
+        let mut a = Analyzer::new(cfg.clone());
+        let scanner = a.request_scanner().expect("a scanner");
+        let mut pipeline = Pipeline::new(cfg.pipeline);
+        let (mut evs, mut out) = (Vec::new(), Vec::new());
+        while let Ok(crate::capture::Polled::Frame(f)) = crate::capture::FrameSource::poll(&mut src)
+        {
+            pipeline.push(&f, &mut evs);
+        }
+        pipeline.finish(&mut evs);
+        let mut tampered = 0;
+        for ev in &mut evs {
+            scanner.scan(ev);
+            if let Event::Message(raw) = ev {
+                if let Some(s) = &mut raw.scanned.0 {
+                    s.client_id = Some("scanned-ahead".into());
+                    tampered += 1;
+                }
+            }
+        }
+        a.push_events(&mut evs, &mut out);
+        a.finish(&mut out);
+        let taken = out
+            .iter()
+            .filter(|o| {
+                matches!(o, Output::Message(m)
+                    if m.info.client_id.as_deref() == Some("scanned-ahead"))
+            })
+            .count();
+        assert!(tampered > 10, "{tampered}");
+        assert_eq!(taken, tampered);
+    }
+
+    /// `scan_next` scans the requests one at a time, in order, each once,
+    /// and says when none is left.
+    #[test]
+    fn scan_next_takes_the_requests_in_order() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("captures/a1-kcat-produce-consume-group.pcap");
+        let mut src = crate::capture::FileSource::open(path.to_str().expect("path")).expect("open");
+        let mut cfg = AnalyzerConfig::default();
+        cfg.decode.records = false;
+        let scanner = Analyzer::new(cfg.clone())
+            .request_scanner()
+            .expect("a scanner");
+        let mut pipeline = Pipeline::new(cfg.pipeline);
+        let mut evs = Vec::new();
+        while let Ok(crate::capture::Polled::Frame(f)) = crate::capture::FrameSource::poll(&mut src)
+        {
+            pipeline.push(&f, &mut evs);
+        }
+        let mut all = evs.clone();
+        all.iter_mut().for_each(|ev| scanner.scan(ev));
+        let scanned = |evs: &[Event]| -> Vec<bool> {
+            evs.iter()
+                .map(|ev| matches!(ev, Event::Message(m) if m.scanned.0.is_some()))
+                .collect()
+        };
+        let (mut next, mut steps) = (0, 0);
+        while let Some(after) = scanner.scan_next(&mut evs, next) {
+            assert!(after > next);
+            // Everything before `after` is as scanning all makes it.
+            let (now, want) = (scanned(&evs), scanned(&all));
+            assert_eq!(now.get(..after), want.get(..after));
+            assert!(now.get(after..).into_iter().flatten().all(|s| !s));
+            next = after;
+            steps += 1;
+        }
+        let requests = all
+            .iter()
+            .filter(|ev| matches!(ev, Event::Message(m) if m.dir == Direction::ClientToBroker))
+            .count();
+        assert_eq!(steps, requests);
+        assert!(steps > 10, "{steps}");
+        assert_eq!(scanned(&evs), scanned(&all));
+        assert_eq!(scanner.scan_next(&mut evs, next), None);
+    }
+
+    /// Only an analyzer that scans requests has a scanner: one that keeps
+    /// every tree decodes them instead.
+    #[test]
+    fn a_scanner_only_where_requests_are_scanned() {
+        let trees = AnalyzerConfig {
+            keep_trees: true,
+            ..AnalyzerConfig::default()
+        };
+        assert!(Analyzer::new(trees).request_scanner().is_none());
+        // Record sets decoded: no summaries (print -V on one thread).
+        assert!(Analyzer::new(AnalyzerConfig::default())
+            .request_scanner()
+            .is_none());
+        let mut lean = AnalyzerConfig::default();
+        lean.decode.records = false;
+        assert!(Analyzer::new(lean).request_scanner().is_some());
+        let stats = crate::stats::Stats::analyzer_config(AnalyzerConfig::default());
+        assert!(Analyzer::new(stats).request_scanner().is_some());
+    }
 
     /// A request whose response never comes holds the messages after it
     /// only up to `limit_bytes`: past it the oldest leave, in order, and what

@@ -279,6 +279,8 @@ pub struct Pipeline {
     /// Boxed: a stream's state is taken out and put back on every event.
     streams: FxHashMap<u64, Box<StreamState>>,
     scratch: Vec<FlowEvent>,
+    /// The framer's events of one `drain`, kept for the next (empty between).
+    framed: Vec<FramerEvent>,
     warned_link: bool,
     stats: PipelineStats,
 }
@@ -304,6 +306,7 @@ impl Pipeline {
             flow,
             streams: FxHashMap::default(),
             scratch: Vec::new(),
+            framed: Vec::new(),
             warned_link: false,
             stats: PipelineStats::default(),
         }
@@ -676,7 +679,7 @@ impl Pipeline {
         let Some(Some(f)) = framers.get_mut(dir.index()) else {
             return;
         };
-        let mut evs = Vec::new();
+        let mut evs = std::mem::take(&mut self.framed);
         {
             let pend: &VecDeque<i32> = pending;
             let is_pending = |c: i32| pend.contains(&c);
@@ -688,7 +691,7 @@ impl Pipeline {
                 }
             }
         }
-        for e in evs {
+        for e in evs.drain(..) {
             match e {
                 FramerEvent::Message(m) => {
                     if let Some(c) = m.correlation_id() {
@@ -756,6 +759,7 @@ impl Pipeline {
                 }
             }
         }
+        self.framed = evs;
     }
 }
 

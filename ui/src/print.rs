@@ -13,7 +13,9 @@ use kafkashark::flow::Ports;
 use kafkashark::kafka::decode::Kind;
 use kafkashark::kafka::errors::error_name;
 use kafkashark::kafka::tree;
-use kafkashark::model::{Analyzer, AnalyzerConfig, MessageRecord, Notice, Output, Reorder};
+use kafkashark::model::{
+    Analyzer, AnalyzerConfig, MessageRecord, Notice, Output, Reorder, RequestScanner,
+};
 use kafkashark::pipeline::{Event, PipelineConfig};
 
 use crate::cli_error::CliError;
@@ -376,6 +378,7 @@ fn run_file(
         src,
         PipelineConfig::with_ports(opts.ports.clone()),
         BATCH_FRAMES,
+        analyzer.request_scanner(),
     );
     // Set by the writer thread when it needs nothing more (count reached, output error).
     let done = std::sync::Arc::new(AtomicBool::new(false));
@@ -541,8 +544,14 @@ pub struct FileReader {
 
 impl FileReader {
     /// Starts reading `src` through a pipeline with `cfg`, handing over
-    /// `batch_frames` frames' events at a time.
-    pub fn spawn(mut src: FileSource, cfg: PipelineConfig, batch_frames: usize) -> FileReader {
+    /// `batch_frames` frames' events at a time. With a `scanner`, the
+    /// requests are scanned here too (the analyzer takes their summaries).
+    pub fn spawn(
+        mut src: FileSource,
+        cfg: PipelineConfig,
+        batch_frames: usize,
+        scanner: Option<RequestScanner>,
+    ) -> FileReader {
         // A few batches in flight bound the memory the reader can run ahead by.
         let (tx, rx) = std::sync::mpsc::sync_channel::<Batch>(2);
         let handle = std::thread::spawn(move || {
@@ -589,7 +598,7 @@ impl FileReader {
                                     error: None,
                                 },
                             );
-                            if tx.send(full).is_err() {
+                            if !hand_over(&tx, full, scanner.as_ref()) {
                                 return;
                             }
                         }
@@ -608,6 +617,35 @@ impl FileReader {
             let _ = tx.send(batch);
         });
         FileReader { rx, handle }
+    }
+}
+
+/// Sends `batch` to the caller; `false` when it has gone. While the channel
+/// is full (the caller is behind), the reader scans the batch's requests
+/// itself, one at a time, with `scanner`, instead of waiting idle: the
+/// caller's thread is then spared their scans. When the caller keeps up, the
+/// batch goes at once and the caller scans them. Which thread scans a request
+/// changes nothing else (see [`RequestScanner`]).
+fn hand_over(
+    tx: &std::sync::mpsc::SyncSender<Batch>,
+    mut batch: Batch,
+    scanner: Option<&RequestScanner>,
+) -> bool {
+    use std::sync::mpsc::TrySendError;
+    let Some(scanner) = scanner else {
+        return tx.send(batch).is_ok();
+    };
+    let mut next = 0;
+    loop {
+        match tx.try_send(batch) {
+            Ok(()) => return true,
+            Err(TrySendError::Disconnected(_)) => return false,
+            Err(TrySendError::Full(back)) => batch = back,
+        }
+        match scanner.scan_next(&mut batch.evs, next) {
+            Some(after) => next = after,
+            None => return tx.send(batch).is_ok(),
+        }
     }
 }
 
@@ -1159,6 +1197,36 @@ mod reader_tests {
         f
     }
 
+    /// A batch is handed over at once when there is room, after the
+    /// reader's scans when there is none, and never to a caller that left.
+    #[test]
+    fn hand_over_delivers_or_says_the_caller_left() {
+        let batch = |frames: usize| Batch {
+            evs: Vec::new(),
+            ends: vec![0; frames],
+            first_ts: None,
+            finish: None,
+            error: None,
+        };
+        let mut cfg = AnalyzerConfig::default();
+        cfg.decode.records = false;
+        let scanner = Analyzer::new(cfg).request_scanner().expect("a scanner");
+        let (tx, rx) = std::sync::mpsc::sync_channel::<Batch>(1);
+        assert!(hand_over(&tx, batch(1), Some(&scanner)));
+        // The channel is full: the second waits for room.
+        let waiting = std::thread::spawn(move || {
+            let sent = hand_over(&tx, batch(2), Some(&scanner));
+            (sent, tx, scanner)
+        });
+        assert_eq!(rx.recv().map(|b| b.ends.len()).ok(), Some(1));
+        assert_eq!(rx.recv().map(|b| b.ends.len()).ok(), Some(2));
+        let (sent, tx, scanner) = waiting.join().expect("join");
+        assert!(sent);
+        drop(rx);
+        assert!(!hand_over(&tx, batch(3), Some(&scanner)));
+        assert!(!hand_over(&tx, batch(3), None));
+    }
+
     /// The reader cuts its batches by captured bytes as well as by frames:
     /// frames of 60 KB (a loopback capture's) make batches of about
     /// [`BATCH_BYTES`], not of [`BATCH_FRAMES`] frames (120 MB, all of it
@@ -1173,7 +1241,7 @@ mod reader_tests {
         ));
         std::fs::write(&path, pcap_of_frames(n, size)).expect("write");
         let src = FileSource::open(path.to_str().expect("path")).expect("open");
-        let reader = FileReader::spawn(src, PipelineConfig::default(), BATCH_FRAMES);
+        let reader = FileReader::spawn(src, PipelineConfig::default(), BATCH_FRAMES, None);
         let (mut frames, mut batches) = (0, 0);
         for b in reader.rx.iter() {
             assert!(

@@ -141,6 +141,7 @@ where
         src,
         PipelineConfig::with_ports(settings.ports.clone()),
         BATCH_FRAMES_TREES,
+        None,
     );
     // Summary mode: every clean message is read by the summary scan (no
     // tree); the others are decoded without record sets. `keep_trees` with a

@@ -130,10 +130,14 @@ fn engine(opts: &StatsOptions) -> (Analyzer, Stats) {
 fn run_file(opts: &StatsOptions, path: &str) -> Result<(), CliError> {
     let src = FileSource::open(path).map_err(CliError::Capture)?;
     let (mut analyzer, mut stats) = engine(opts);
+    // While the analyzer is behind, the reader's thread scans requests for
+    // it (`print::hand_over`): the analyzer's thread is the busiest of the
+    // three.
     let reader = FileReader::spawn(
         src,
         PipelineConfig::with_ports(opts.ports.clone()),
         crate::print::BATCH_FRAMES,
+        analyzer.request_scanner(),
     );
     // The analyzer's outputs, a batch at a time; a few in flight bound the
     // memory the analyzer can run ahead by. Counted batches come back to be

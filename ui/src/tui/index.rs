@@ -279,6 +279,7 @@ impl IndexEntry {
             skipped_before: self.shared.skipped_before,
             missing: 0,
             file_pieces: vec![(self.piece_offset, self.piece_len)],
+            scanned: Default::default(),
         }
     }
 

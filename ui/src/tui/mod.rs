@@ -497,6 +497,7 @@ pub fn message_entry(bytes: Vec<u8>) -> Entry {
         skipped_before: 0,
         missing: 0,
         file_pieces: Vec::new(),
+        scanned: Default::default(),
     };
     let nowhere = SocketAddr::from((Ipv4Addr::UNSPECIFIED, 0));
     let info = MessageInfo {
