@@ -1212,24 +1212,32 @@ mod tests {
         assert!(requests > 1000, "{requests} requests");
     }
 
-    /// The analyzer takes a request's scan made ahead instead of scanning it
-    /// again (so the test above compares two paths, not one twice).
-    #[test]
-    fn a_request_scanned_ahead_is_taken_as_it_is() {
+    /// A summary-only analyzer's settings, and the pipeline events of the
+    /// kcat capture read with them.
+    fn lean_events_of_a1() -> (AnalyzerConfig, Vec<Event>) {
         let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("captures/a1-kcat-produce-consume-group.pcap");
         let mut src = crate::capture::FileSource::open(path.to_str().expect("path")).expect("open");
         let mut cfg = AnalyzerConfig::default();
         cfg.decode.records = false;
-        let mut a = Analyzer::new(cfg.clone());
-        let scanner = a.request_scanner().expect("a scanner");
-        let mut pipeline = Pipeline::new(cfg.pipeline);
-        let (mut evs, mut out) = (Vec::new(), Vec::new());
+        let mut pipeline = Pipeline::new(cfg.pipeline.clone());
+        let mut evs = Vec::new();
         while let Ok(crate::capture::Polled::Frame(f)) = crate::capture::FrameSource::poll(&mut src)
         {
             pipeline.push(&f, &mut evs);
         }
         pipeline.finish(&mut evs);
+        (cfg, evs)
+    }
+
+    /// The analyzer takes a request's scan made ahead instead of scanning it
+    /// again (so the test above compares two paths, not one twice).
+    #[test]
+    fn a_request_scanned_ahead_is_taken_as_it_is() {
+        let (cfg, mut evs) = lean_events_of_a1();
+        let mut a = Analyzer::new(cfg);
+        let scanner = a.request_scanner().expect("a scanner");
+        let mut out = Vec::new();
         let mut tampered = 0;
         for ev in &mut evs {
             scanner.scan(ev);
@@ -1257,20 +1265,8 @@ mod tests {
     /// and says when none is left.
     #[test]
     fn scan_next_takes_the_requests_in_order() {
-        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("captures/a1-kcat-produce-consume-group.pcap");
-        let mut src = crate::capture::FileSource::open(path.to_str().expect("path")).expect("open");
-        let mut cfg = AnalyzerConfig::default();
-        cfg.decode.records = false;
-        let scanner = Analyzer::new(cfg.clone())
-            .request_scanner()
-            .expect("a scanner");
-        let mut pipeline = Pipeline::new(cfg.pipeline);
-        let mut evs = Vec::new();
-        while let Ok(crate::capture::Polled::Frame(f)) = crate::capture::FrameSource::poll(&mut src)
-        {
-            pipeline.push(&f, &mut evs);
-        }
+        let (cfg, mut evs) = lean_events_of_a1();
+        let scanner = Analyzer::new(cfg).request_scanner().expect("a scanner");
         let mut all = evs.clone();
         all.iter_mut().for_each(|ev| scanner.scan(ev));
         let scanned = |evs: &[Event]| -> Vec<bool> {
