@@ -207,10 +207,11 @@ enum SaslState {
 
 /// The summary scan of requests (`summarize_request` with an analyzer's
 /// options), made where the messages are framed: a reader thread that runs
-/// the [`Pipeline`] scans each request it frames, and the analyzer's thread,
-/// the busiest of `stats`, takes the result instead of scanning. A request's
-/// scan needs only its bytes; a response's needs its request, known only
-/// after pairing, so responses are scanned by the analyzer.
+/// the [`Pipeline`] scans requests while the analyzer is behind (`print`'s
+/// `hand_over`), and the analyzer's thread, the busiest of `stats`, takes
+/// the result (`RawMessage::scanned`) instead of scanning. A request's scan
+/// needs only its bytes; a response's needs its request, known only after
+/// pairing, so responses are scanned by the analyzer.
 #[derive(Clone, Debug)]
 pub struct RequestScanner {
     opts: DecodeOptions,
@@ -235,10 +236,11 @@ impl RequestScanner {
     /// Scans `ev` when it is a complete request not scanned yet, and keeps
     /// the summary in it when the scan succeeds.
     pub fn scan(&self, ev: &mut Event) {
+        if !RequestScanner::wants(ev) {
+            return;
+        }
         if let Event::Message(raw) = ev {
-            if raw.dir == Direction::ClientToBroker && raw.scanned.0.is_none() {
-                raw.scanned.0 = summarize_request(&raw.bytes, &self.opts).map(Box::new);
-            }
+            raw.scanned.0 = summarize_request(&raw.bytes, &self.opts).map(Box::new);
         }
     }
 }
@@ -1127,8 +1129,9 @@ mod tests {
     use super::*;
 
     /// What an analyzer with `cfg` outputs for the capture at `path`, fed
-    /// by a pipeline of its own whose requests are scanned by `scanner`
-    /// (every request, or every other one) before the analyzer sees them.
+    /// by a pipeline of its own whose requests (every one, or one in
+    /// `every`) are scanned by the analyzer's scanner before it sees them;
+    /// `None` when the file does not open or the analyzer has no scanner.
     fn outputs_scanned(
         path: &std::path::Path,
         cfg: AnalyzerConfig,

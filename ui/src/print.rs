@@ -544,8 +544,9 @@ pub struct FileReader {
 
 impl FileReader {
     /// Starts reading `src` through a pipeline with `cfg`, handing over
-    /// `batch_frames` frames' events at a time. With a `scanner`, the
-    /// requests are scanned here too (the analyzer takes their summaries).
+    /// `batch_frames` frames' events (at most about [`BATCH_BYTES`] of
+    /// frames) at a time. With a `scanner`, requests are scanned here while
+    /// the caller is behind ([`hand_over`]); the analyzer takes their scans.
     pub fn spawn(
         mut src: FileSource,
         cfg: PipelineConfig,
