@@ -3,6 +3,7 @@
 #
 #   scripts/bench.sh FILE            # e.g. a corpus from make-corpus (docs/performance.md)
 #   RUNS=5 PORT=9092 JSON=1 scripts/bench.sh FILE
+#   MEMFILES="/tmp/large.pcap /tmp/bigframes.pcap" scripts/bench.sh FILE
 #
 # Runs each command RUNS times (default 3) on a warm page cache, in rounds of
 # every command once, and prints the median wall time, the largest peak RSS
@@ -14,7 +15,9 @@
 # and no kafkashark message may carry a decode error. Exits 1 if a check fails.
 #
 # Environment: RUNS, PORT (broker port, default 9092), JSON=1 adds tshark -T json,
-# TSHARK=0 skips tshark, KAFKASHARK (binary; default target/release/kafkashark).
+# TSHARK=0 skips tshark, KAFKASHARK (binary; default target/release/kafkashark),
+# MEMFILES (more captures, e.g. of big messages in big frames: each kafkashark
+# command runs once on each and its peak RSS is printed; nothing is timed).
 set -euo pipefail
 
 FILE=${1:?usage: scripts/bench.sh FILE}
@@ -136,4 +139,22 @@ for name, v, want in rows:
 peak = max(m for k, (t, m) in r.items() if k.startswith("ks_"))
 print(f"{'kafkashark peak RSS (MB)':36} {peak:8.1f}  < 100")
 PY
+
+# ---------------------------------------------------------------- memory
+# Peak RSS on other captures (big messages in big frames: `make-corpus
+# --large`, scripts/bigframes.py), where memory must not follow the file.
+if [[ -n ${MEMFILES:-} ]]; then
+    echo
+    printf '%-44s %-26s %11s\n' file command "peak RSS"
+    for f in $MEMFILES; do
+        for args in "stats --format json" "print --format jsonl" "print" "print -V --format jsonl" "print -V"; do
+            # shellcheck disable=SC2086 # ARGS is a list of words
+            /usr/bin/time -v -o "$TMP/time" "$K" $args "$f" --ports "$PORT" >/dev/null 2>"$TMP/stderr" || true
+            m=$(grep "Maximum resident set size" "$TMP/time" | awk '{print $NF}')
+            mark=""
+            ((m >= 100 * 1024)) && mark="  (>= 100 MB)"
+            printf '%-44s %-26s %8.1f MB%s\n' "$(basename "$f")" "$args" "$(echo "$m/1024" | bc -l)" "$mark"
+        done
+    done
+fi
 exit $fail
