@@ -280,11 +280,19 @@ impl Analyzer {
     /// analyzer makes of every request (see [`RequestScanner`]); `None` when
     /// this analyzer does not scan requests (it builds their trees).
     pub fn request_scanner(&self) -> Option<RequestScanner> {
-        let lean = !self.cfg.keep_trees && !self.cfg.decode.records;
-        let filtered = self.cfg.keep_trees && self.cfg.tree_filter.is_some();
-        (lean || filtered).then(|| RequestScanner {
+        self.scan_mode().0.then(|| RequestScanner {
             opts: self.scan_opts.clone(),
         })
+    }
+
+    /// Whether clean messages are read by the summary scan, and the filter
+    /// that sends some of them to their full tree: without trees to keep,
+    /// every clean message is scanned; with a filter, trees are kept only
+    /// where it wants them and the others are scanned.
+    fn scan_mode(&self) -> (bool, Option<TreeFilter>) {
+        let lean = !self.cfg.keep_trees && !self.cfg.decode.records;
+        let filter = self.cfg.tree_filter.filter(|_| self.cfg.keep_trees);
+        (lean || filter.is_some(), filter)
     }
 
     /// Reassembly and framing counters.
@@ -436,11 +444,7 @@ impl Analyzer {
             raw,
             decoded: slot,
         } = &mut *rec;
-        // Without trees to keep, clean messages are read without building one.
-        let lean = !self.cfg.keep_trees && !self.cfg.decode.records;
-        // Trees kept only where the filter wants them: the others are scanned.
-        let filter = self.cfg.tree_filter.filter(|_| self.cfg.keep_trees);
-        let scan = lean || filter.is_some();
+        let (scan, filter) = self.scan_mode();
         let mut facts: Option<LeanFacts> = None;
         let decoded = match raw.dir {
             Direction::ClientToBroker => {

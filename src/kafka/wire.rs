@@ -165,27 +165,11 @@ impl<'a> Reader<'a> {
     #[inline(never)]
     fn uvarint_long(&mut self) -> Result<u32, WireError> {
         let start = self.pos;
-        let mut value: u64 = 0;
-        for i in 0..5 {
-            let Some(&b) = self.buf.get(self.pos) else {
-                self.pos = start;
-                return Err(WireError::Truncated {
-                    offset: start,
-                    needed: i + 1,
-                    remaining: i,
-                });
-            };
-            self.pos += 1;
-            value |= u64::from(b & 0x7f) << (7 * i);
-            if b & 0x80 == 0 {
-                return u32::try_from(value).map_err(|_| {
-                    self.pos = start;
-                    WireError::VarintOverflow { offset: start }
-                });
-            }
-        }
-        self.pos = start;
-        Err(WireError::VarintOverflow { offset: start })
+        let value = self.unsigned_long(5)?;
+        u32::try_from(value).map_err(|_| {
+            self.pos = start;
+            WireError::VarintOverflow { offset: start }
+        })
     }
 
     /// An unsigned varlong of at most 10 bytes.
@@ -203,9 +187,15 @@ impl<'a> Reader<'a> {
     /// [`Reader::uvarlong`] of any length.
     #[inline(never)]
     fn uvarlong_long(&mut self) -> Result<u64, WireError> {
+        self.unsigned_long(10)
+    }
+
+    /// An unsigned varint of at most `max` bytes (5 or 10); on an error the
+    /// position is left where it was.
+    fn unsigned_long(&mut self, max: usize) -> Result<u64, WireError> {
         let start = self.pos;
         let mut value: u64 = 0;
-        for i in 0..10 {
+        for i in 0..max {
             let Some(&b) = self.buf.get(self.pos) else {
                 self.pos = start;
                 return Err(WireError::Truncated {
@@ -289,6 +279,28 @@ mod tests {
             Reader::new(&[0x80]).uvarint(),
             Err(WireError::Truncated { offset: 0, .. })
         ));
+    }
+
+    /// A varint that fails leaves the reader where it was, whichever way
+    /// it fails (both widths read through one loop).
+    #[test]
+    fn failed_varints_leave_the_position() {
+        let cases: [(&[u8], bool); 4] = [
+            (&[0xff, 0xff, 0xff, 0xff, 0x1f], false),
+            (&[0x80, 0x80], false),
+            (&[0xff; 10], true),
+            (&[0x80; 3], true),
+        ];
+        for (bytes, long) in cases {
+            let mut r = Reader::new(bytes);
+            let failed = if long {
+                r.uvarlong().is_err()
+            } else {
+                r.uvarint().is_err()
+            };
+            assert!(failed, "{bytes:?}");
+            assert_eq!(r.pos(), 0, "{bytes:?}");
+        }
     }
 
     #[test]
