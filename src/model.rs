@@ -892,7 +892,9 @@ fn infer_response(bytes: &[u8], opts: &DecodeOptions) -> Option<(i16, i16, Decod
 /// keeping capture order: then a request's `paired` and `peer` are final when it
 /// is printed. Memory is bounded: at most `cap` messages wait, and at most
 /// [`Reorder::limit_bytes`] of what they keep alive; past either, the oldest
-/// leaves as it is (unpaired so far).
+/// leaves as it is (unpaired so far) — unless, with [`Reorder::spill_to`],
+/// the bytes can wait on disk instead (then whoever takes the messages
+/// [`fetches`](Reorder::fetch) them back).
 pub struct Reorder {
     /// Held messages, oldest first, with consecutive indices.
     queue: std::collections::VecDeque<HeldSlot>,
@@ -902,6 +904,9 @@ pub struct Reorder {
     cost_cap: usize,
     /// Where held messages keep their bytes.
     store: ByteStore,
+    /// Where held messages' bytes go past the byte limit
+    /// ([`Reorder::spill_to`]), if anywhere.
+    disk: Option<HeldFile>,
     /// Notices that arrived while messages were held, each with the index of
     /// the last message queued before it: it leaves right after that message,
     /// so a notice never overtakes what came before it (at most
@@ -909,9 +914,108 @@ pub struct Reorder {
     notices: std::collections::VecDeque<(u64, Notice)>,
 }
 
-/// One held message: the message, whether it waits for its response, and its
-/// cost as [`Reorder::limit_bytes`] counts it.
-type HeldSlot = (Box<MessageRecord>, bool, usize);
+/// One held message: the message, whether it waits for its response, its
+/// cost as [`Reorder::limit_bytes`] counts it, and where its bytes are in the
+/// [`HeldFile`] (offset, length) when they were written there.
+type HeldSlot = (Box<MessageRecord>, bool, usize, Option<(u64, usize)>);
+
+/// Most bytes a `HeldFile` takes on disk: past it the oldest held
+/// message leaves, as it does without one.
+pub const HELD_ON_DISK: u64 = 1 << 30;
+
+/// Held messages' bytes kept out of memory: an unnamed temporary file
+/// (removed as soon as it is made; readable by its owner only), written at
+/// its end and read back as the messages leave. It is emptied whenever no
+/// message held in it remains, so it holds at most the bytes of the
+/// messages held since it was last empty, and never more than
+/// [`HELD_ON_DISK`].
+struct HeldFile {
+    /// The directory to make the file in.
+    dir: std::path::PathBuf,
+    /// The file, once made (`None` before; made when first needed).
+    file: Option<std::fs::File>,
+    /// Bytes written since it was last emptied.
+    end: u64,
+    /// Held messages whose bytes are in it (those that left included, until
+    /// their bytes are fetched).
+    held: usize,
+    /// Messages that left with their bytes still in the file: (index,
+    /// offset, length), in the order they left ([`Reorder::fetch`]).
+    left: std::collections::VecDeque<(u64, u64, usize)>,
+    /// Set when the file could not be made or written: nothing more goes to disk.
+    failed: bool,
+}
+
+impl HeldFile {
+    /// Writes `b` at the end; its offset, or `None` (nothing held on disk
+    /// changes) when it does not fit [`HELD_ON_DISK`] or cannot be written.
+    fn put(&mut self, b: &[u8]) -> Option<u64> {
+        use std::io::{Seek, SeekFrom, Write};
+        let len = u64::try_from(b.len()).ok()?;
+        if self.failed || self.end.saturating_add(len) > HELD_ON_DISK {
+            return None;
+        }
+        if self.file.is_none() {
+            self.file = Self::make(&self.dir);
+            self.failed = self.file.is_none();
+        }
+        let f = self.file.as_mut()?;
+        let at = self.end;
+        let ok = f.seek(SeekFrom::Start(at)).is_ok() && f.write_all(b).is_ok();
+        if !ok {
+            // What was written of it is ignored; the file is emptied with
+            // the last message held in it.
+            self.failed = true;
+            return None;
+        }
+        self.end += len;
+        self.held += 1;
+        Some(at)
+    }
+
+    /// Reads back the `len` bytes written at `at` when `read` (an error when
+    /// they cannot be read: a failing disk); the file is emptied once no
+    /// message held in it remains.
+    fn take(&mut self, at: u64, len: usize, read: bool) -> std::io::Result<bytes::Bytes> {
+        use std::io::{Read, Seek, SeekFrom};
+        self.held = self.held.saturating_sub(1);
+        let r = match self.file.as_mut() {
+            Some(f) if read => {
+                let mut v = vec![0; len];
+                f.seek(SeekFrom::Start(at))
+                    .and_then(|_| f.read_exact(&mut v))
+                    .map(|()| bytes::Bytes::from(v))
+            }
+            _ => Err(std::io::ErrorKind::NotFound.into()),
+        };
+        if self.held == 0 {
+            self.end = 0;
+            if let Some(f) = &self.file {
+                let _ = f.set_len(0);
+            }
+        }
+        r
+    }
+
+    /// A new unnamed file in `dir` readable by its owner only.
+    fn make(dir: &std::path::Path) -> Option<std::fs::File> {
+        use std::sync::atomic::{AtomicU64, Ordering};
+        static NEXT: AtomicU64 = AtomicU64::new(0);
+        let mut o = std::fs::OpenOptions::new();
+        o.read(true).write(true).create_new(true);
+        #[cfg(unix)]
+        std::os::unix::fs::OpenOptionsExt::mode(&mut o, 0o600);
+        let path = dir.join(format!(
+            "kafkashark-held-{}-{}",
+            std::process::id(),
+            NEXT.fetch_add(1, Ordering::Relaxed)
+        ));
+        let f = o.open(&path).ok()?;
+        // Unnamed from now on: removed with the process, however it ends.
+        std::fs::remove_file(&path).ok()?;
+        Some(f)
+    }
+}
 
 /// Blocks of held messages' bytes. A message's bytes are often a slice of a
 /// larger buffer (a file read buffer of [`crate::capture::fastfile::CHUNK`]
@@ -1013,6 +1117,7 @@ impl Reorder {
             held_cost: 0,
             cost_cap: usize::MAX,
             store: ByteStore::default(),
+            disk: None,
             notices: std::collections::VecDeque::new(),
         }
     }
@@ -1028,6 +1133,49 @@ impl Reorder {
     /// messages without trees; their trees are made as they leave).
     pub fn limit_bytes(&mut self, bytes: usize) {
         self.cost_cap = bytes;
+    }
+
+    /// Past the byte limit, a held message's bytes go to a temporary file in
+    /// `dir` (an unnamed file, at most [`HELD_ON_DISK`]) rather than the oldest
+    /// message leaving before its response: with `print -V`, whose held
+    /// messages keep their bytes for their trees, messages of several MB
+    /// over many connections reach the limit while requests still wait. They
+    /// are read back as they leave. Where the file cannot be made or written
+    /// (or is full), the oldest leave as without it.
+    pub fn spill_to(&mut self, dir: std::path::PathBuf) {
+        self.disk = Some(HeldFile {
+            dir,
+            file: None,
+            end: 0,
+            held: 0,
+            left: std::collections::VecDeque::new(),
+            failed: false,
+        });
+    }
+
+    /// Gives `m`, a message that left this reorder, its bytes back when they
+    /// were held on disk ([`Reorder::spill_to`]): a reorder that spills
+    /// hands its messages on without them, and whoever takes the messages
+    /// fetches each one's in turn, as it needs them (so they are read back
+    /// one at a time, not all those that leave together). Messages that
+    /// left before `m` and were not fetched (dropped past a count) are
+    /// forgotten. Bytes that cannot be read back (a failing disk: they were
+    /// written) stay empty, and the message's tree says it is cut short at
+    /// its first byte.
+    pub fn fetch(&mut self, m: &mut MessageRecord) {
+        let Some(d) = self.disk.as_mut() else {
+            return;
+        };
+        while let Some(&(index, at, len)) = d.left.front() {
+            if index > m.info.index {
+                break;
+            }
+            d.left.pop_front();
+            let mine = index == m.info.index;
+            if let (Ok(b), true) = (d.take(at, len, mine), mine) {
+                m.raw.bytes = b;
+            }
+        }
     }
 
     /// Takes the analyzer's outputs; appends to `out` what may leave now, in order.
@@ -1046,7 +1194,7 @@ impl Reorder {
                 }
                 let waiting = m.info.kind == Kind::Request && m.info.expects_response;
                 let index = m.info.index;
-                self.queue.push_back((m, waiting, 0));
+                self.queue.push_back((m, waiting, 0, None));
                 self.release(out, false);
                 if self.queue.back().is_some_and(|s| s.0.info.index == index) {
                     self.hold_last(out);
@@ -1060,7 +1208,7 @@ impl Reorder {
                     }
                 }
                 match self.queue.back() {
-                    Some((last, _, _)) if self.notices.len() < MAX_HELD_NOTICES => {
+                    Some((last, _, _, _)) if self.notices.len() < MAX_HELD_NOTICES => {
                         self.notices.push_back((last.info.index, n));
                     }
                     _ => out.push(Output::Notice(n)),
@@ -1070,20 +1218,35 @@ impl Reorder {
         self.release(out, false);
     }
 
-    /// The message just queued stays: it copies its bytes ([`ByteStore`]),
-    /// is counted, and past the limit the oldest leave.
+    /// The message just queued stays: it copies its bytes ([`ByteStore`]) —
+    /// or writes them to disk, when it has a [`HeldFile`] and they would not
+    /// fit the limit —, is counted, and past the limit the oldest leave.
     fn hold_last(&mut self, out: &mut Vec<Output>) {
-        let Some((m, _, cost)) = self.queue.back_mut() else {
+        let Some((m, _, cost, on_disk)) = self.queue.back_mut() else {
             return;
         };
-        if !m.raw.bytes.is_empty() {
-            m.raw.bytes = self.store.keep(&m.raw.bytes);
+        let footprint = HELD_OVERHEAD.max(held_footprint(m));
+        let len = m.raw.bytes.len();
+        if len > 0 {
+            // Bytes go to disk before the limit is reached: a quarter of it
+            // stays for the facts of the messages held there (about 1.5 KB
+            // each), so that they too can wait for their responses.
+            let over = self.held_cost.saturating_add(footprint).saturating_add(len)
+                > self.cost_cap - self.cost_cap / 4;
+            match self
+                .disk
+                .as_mut()
+                .filter(|_| over)
+                .and_then(|d| d.put(&m.raw.bytes))
+            {
+                Some(at) => {
+                    *on_disk = Some((at, len));
+                    m.raw.bytes = bytes::Bytes::new();
+                }
+                None => m.raw.bytes = self.store.keep(&m.raw.bytes),
+            }
         }
-        *cost = m
-            .raw
-            .bytes
-            .len()
-            .saturating_add(HELD_OVERHEAD.max(held_footprint(m)));
+        *cost = m.raw.bytes.len().saturating_add(footprint);
         self.held_cost = self.held_cost.saturating_add(*cost);
         if self.held_cost > self.cost_cap {
             self.release(out, false);
@@ -1098,17 +1261,20 @@ impl Reorder {
     fn find(&mut self, index: u64) -> Option<(&mut MessageRecord, &mut bool)> {
         let front = self.queue.front()?.0.info.index;
         let pos = usize::try_from(index.checked_sub(front)?).ok()?;
-        let (m, w, _) = self.queue.get_mut(pos)?;
+        let (m, w, _, _) = self.queue.get_mut(pos)?;
         (m.info.index == index).then_some((&mut **m, w))
     }
 
     fn release(&mut self, out: &mut Vec<Output>, all: bool) {
-        while let Some((_, waiting, _)) = self.queue.front() {
+        while let Some((_, waiting, _, _)) = self.queue.front() {
             if *waiting && !all && self.queue.len() <= self.cap && self.held_cost <= self.cost_cap {
                 break;
             }
-            if let Some((m, _, cost)) = self.queue.pop_front() {
+            if let Some((m, _, cost, on_disk)) = self.queue.pop_front() {
                 self.held_cost -= cost;
+                if let (Some((at, len)), Some(d)) = (on_disk, self.disk.as_mut()) {
+                    d.left.push_back((m.info.index, at, len));
+                }
                 let index = m.info.index;
                 out.push(Output::Message(m));
                 while self
@@ -1321,20 +1487,19 @@ mod tests {
         assert!(Analyzer::new(stats).request_scanner().is_some());
     }
 
-    /// A request whose response never comes holds the messages after it
-    /// only up to `limit_bytes`: past it the oldest leave, in order, and what
-    /// is still held never costs more than the limit.
-    #[test]
-    fn an_unanswered_request_holds_at_most_the_byte_limit() {
+    /// The messages of `captures/NAME` (analyzed without trees), made a
+    /// request waiting for its response followed by responses waiting for
+    /// nothing; with `answered`, the last one answers the request.
+    fn one_waiting(name: &str, answered: bool) -> Vec<MessageRecord> {
         let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("captures/a2-confluent-compression-codecs.pcap");
+            .join("captures")
+            .join(name);
         let mut msgs = crate::test_captures::messages(&path, AnalyzerConfig::default());
-        assert!(msgs.len() > 20, "{} messages", msgs.len());
-        // The first one waits for a response that never comes; the others
-        // wait for nothing.
+        let last = msgs.len().saturating_sub(1);
+        let first_index = msgs.first().map(|m| m.info.index);
         for (i, m) in msgs.iter_mut().enumerate() {
-            m.info.paired = false;
-            m.info.peer = None;
+            m.info.paired = answered && i == last;
+            m.info.peer = first_index.filter(|_| answered && i == last);
             m.info.kind = if i == 0 {
                 Kind::Request
             } else {
@@ -1342,6 +1507,18 @@ mod tests {
             };
             m.info.expects_response = i == 0;
         }
+        msgs
+    }
+
+    /// A request whose response never comes holds the messages after it
+    /// only up to `limit_bytes`: past it the oldest leave, in order, and what
+    /// is still held never costs more than the limit.
+    #[test]
+    fn an_unanswered_request_holds_at_most_the_byte_limit() {
+        // The first one waits for a response that never comes; the others
+        // wait for nothing.
+        let msgs = one_waiting("a2-confluent-compression-codecs.pcap", false);
+        assert!(msgs.len() > 20, "{} messages", msgs.len());
         let cost = |m: &MessageRecord| m.raw.bytes.len() + HELD_OVERHEAD;
         let messages = |out: &mut Vec<Output>| -> Vec<u64> {
             out.drain(..)
@@ -1374,13 +1551,88 @@ mod tests {
         }
     }
 
+    /// Past the byte limit, a reorder that spills holds the messages behind a
+    /// waiting request with their bytes on disk instead of letting the
+    /// request leave unpaired: the request leaves paired once its response
+    /// comes, every message in order; each one fetched gets its own bytes
+    /// back, what is held in memory stays within the limit, and the file is
+    /// emptied once every message held in it was fetched (or passed over).
+    /// Where no file can be made, the oldest leave as without one.
+    #[test]
+    fn a_reorder_that_spills_keeps_a_request_waiting() {
+        // Messages of 1.2, 2.0 and 3.2 MB among them; the first waits for
+        // the last.
+        let msgs = one_waiting("b3-large-messages.pcap", true);
+        assert!(msgs.len() > 20, "{} messages", msgs.len());
+        let limit = 2 << 20;
+        let total: usize = msgs.iter().map(|m| m.raw.bytes.len()).sum();
+        assert!(total > 2 * limit, "{total} bytes");
+        let dir = std::env::temp_dir();
+        let nowhere = dir.join(format!("kafkashark-no-such-dir-{}", std::process::id()));
+        for (spill, works) in [(dir, true), (nowhere, false)] {
+            let mut r = Reorder::new(1 << 20);
+            r.limit_bytes(limit);
+            r.spill_to(spill);
+            let mut out = Vec::new();
+            for m in &msgs {
+                r.push(Output::Message(Box::new(m.clone())), &mut out);
+                assert_accounting(&r);
+            }
+            r.flush(&mut out);
+            let mut left = Vec::new();
+            for o in out {
+                let Output::Message(mut m) = o else { continue };
+                r.fetch(&mut m);
+                left.push(m);
+            }
+            assert_eq!(left.len(), msgs.len());
+            for (m, want) in left.iter().zip(&msgs) {
+                assert_eq!(m.info.index, want.info.index, "in order");
+                assert_eq!(m.raw.bytes, want.raw.bytes, "its own bytes");
+            }
+            assert_eq!(
+                left[0].info.paired, works,
+                "the request paired when it could wait"
+            );
+            let d = r.disk.as_ref().expect("set");
+            assert_eq!((d.end, d.held, d.left.len()), (0, 0, 0), "emptied");
+            assert_eq!(d.file.is_some(), works);
+        }
+    }
+
+    /// Messages that leave without being fetched (past a count) are passed
+    /// over when a later one is fetched, and the file is emptied when none
+    /// is left.
+    #[test]
+    fn messages_not_fetched_are_passed_over() {
+        let msgs = one_waiting("b3-large-messages.pcap", false);
+        let mut r = Reorder::new(1 << 20);
+        r.limit_bytes(2 << 20);
+        r.spill_to(std::env::temp_dir());
+        let mut out = Vec::new();
+        for m in &msgs {
+            r.push(Output::Message(Box::new(m.clone())), &mut out);
+        }
+        r.flush(&mut out);
+        let held = r.disk.as_ref().map_or(0, |d| d.held);
+        assert!(held >= 2, "{held} held on disk");
+        // Only the last is fetched.
+        let Some(Output::Message(mut m)) = out.pop() else {
+            panic!("a message last")
+        };
+        r.fetch(&mut m);
+        assert_eq!(m.raw.bytes, msgs[msgs.len() - 1].raw.bytes);
+        let d = r.disk.as_ref().expect("set");
+        assert_eq!((d.end, d.held, d.left.len()), (0, 0, 0));
+    }
+
     /// What a reorder buffer counts matches what it holds: the costs add up
     /// to `held_cost`, each covers its message's bytes and footprint, and
     /// with a limit the held messages stay within it.
     fn assert_accounting(r: &Reorder) {
         let costs: usize = r.queue.iter().map(|s| s.2).sum();
         assert_eq!(costs, r.held_cost);
-        for (m, _, cost) in &r.queue {
+        for (m, _, cost, _) in &r.queue {
             assert!(*cost >= m.raw.bytes.len() + held_footprint(m));
         }
         if r.cost_cap != usize::MAX {

@@ -19,11 +19,14 @@
 //! applies the caller's annotation to every node before writing it, as the
 //! caller would have applied it to the tree. A message with an error is not
 //! written this way: the caller drops what was written and builds the tree
-//! (its error nodes and spans are fitted afterwards). Memory: the sink holds
-//! one flag per open parent (bounded by the schema's nesting) and the error
-//! codes of the message; nodes are freed as soon as they are written.
+//! (its error nodes and spans are fitted afterwards) — or, to know that
+//! before anything is handed on, first decodes it into a dry sink, which
+//! writes nothing and decides the same. Memory: the sink holds one flag per
+//! open parent (bounded by the schema's nesting) and the error codes of the
+//! message; nodes are freed as soon as they are written, and a spilling
+//! sink hands its output on between nodes.
 
-use super::tree::{json, ByteSource, Node, Parts, SourceBytes, Value};
+use super::tree::{json, ByteSource, Node, Parts, SourceBytes, Spill, Value};
 
 /// Where the decoder puts the nodes it makes.
 pub(crate) enum Out<'o, 'j> {
@@ -125,6 +128,10 @@ pub struct JsonSink<'j> {
     facts: StreamFacts,
     /// Applied to every node before it is written.
     annotate: Option<&'j mut dyn FnMut(&mut Node)>,
+    /// Offered the output between nodes ([`JsonSink::spilling`]).
+    spill: Option<Spill<'j>>,
+    /// Nothing is written ([`JsonSink::dry`]).
+    dry: bool,
 }
 
 impl<'j> JsonSink<'j> {
@@ -143,7 +150,30 @@ impl<'j> JsonSink<'j> {
             throttle_seen: false,
             facts: StreamFacts::default(),
             annotate,
+            spill: None,
+            dry: false,
         }
+    }
+
+    /// This sink handing its output on in parts: `spill` is offered the
+    /// output before each node and between the children of a node handed
+    /// over whole, so what is held stays about `spill.at` bytes (plus one
+    /// leaf or one run of records) whatever the message's size. What it
+    /// takes, joined, is the JSON.
+    #[must_use]
+    pub fn spilling(mut self, spill: Spill<'j>) -> JsonSink<'j> {
+        self.spill = Some(spill);
+        self
+    }
+
+    /// This sink writing nothing: the decoder's result and the facts are
+    /// those of writing (the nodes are made, annotated and read the same
+    /// way), which tells, before anything is handed on, whether a message's
+    /// JSON can be written while it is decoded.
+    #[must_use]
+    pub fn dry(mut self) -> JsonSink<'j> {
+        self.dry = true;
+        self
     }
 
     /// The facts taken from the nodes written.
@@ -154,10 +184,13 @@ impl<'j> JsonSink<'j> {
     /// The separator before a node: nothing before a parent's first child.
     #[inline]
     fn sep(&mut self) {
+        if let Some(s) = &self.spill {
+            s.offer(self.out);
+        }
         if let Some(fresh) = self.fresh.last_mut() {
             if *fresh {
                 *fresh = false;
-            } else {
+            } else if !self.dry {
                 self.out.push(b',');
             }
         }
@@ -170,7 +203,9 @@ impl<'j> JsonSink<'j> {
 
     fn begin(&mut self) {
         self.sep();
-        json::key(self.out, json::Key::Children);
+        if !self.dry {
+            json::key(self.out, json::Key::Children);
+        }
         self.fresh.push(true);
     }
 
@@ -190,7 +225,9 @@ impl<'j> JsonSink<'j> {
                 self.error_code(&n.name, &n.value);
             }
         }
-        n.write_json_tail(self.out);
+        if !self.dry {
+            n.write_json_tail(self.out);
+        }
     }
 
     /// Closes the message's root (opened first), `root` being its node
@@ -200,7 +237,9 @@ impl<'j> JsonSink<'j> {
         if let Some(a) = self.annotate.as_mut() {
             a(root);
         }
-        root.write_json_tail(self.out);
+        if !self.dry {
+            root.write_json_tail(self.out);
+        }
     }
 
     /// True when leaves may be handed over by their parts ([`JsonSink::leaf`]):
@@ -222,7 +261,9 @@ impl<'j> JsonSink<'j> {
                 self.error_code(parts.name, parts.value);
             }
         }
-        Node::write_leaf_json(self.out, parts);
+        if !self.dry {
+            Node::write_leaf_json(self.out, parts);
+        }
     }
 
     fn node(&mut self, mut n: Node, sources: &[ByteSource]) {
@@ -237,11 +278,17 @@ impl<'j> JsonSink<'j> {
                 n.walk(&mut |c, _| self.error_code(&c.name, &c.value));
             }
         }
+        if self.dry {
+            return;
+        }
         let bytes = SourceBytes {
             message: self.message,
             sources,
         };
-        n.write_json_in(self.out, &bytes);
+        match &self.spill {
+            Some(s) => n.write_json_spilling(self.out, &bytes, s),
+            None => n.write_json_in(self.out, &bytes),
+        }
     }
 
     /// `response_facts`' throttle: the body's first child of that name.
@@ -326,6 +373,29 @@ mod tests {
         (tree, want, streamed, got, facts)
     }
 
+    /// Calls `f` with every message of every capture (`captures/` and
+    /// `../shared/captures` when present) that `print -V --format jsonl`
+    /// streams — where it is, its bytes, how it is decoded (as [`how`]) —
+    /// and the options, with records written from their bytes and not.
+    fn each_streamed(mut f: impl FnMut(&str, &[u8], Option<(i16, i16)>, &DecodeOptions)) {
+        for records_json in [true, false] {
+            let opts = DecodeOptions {
+                records: true,
+                records_json,
+                ..DecodeOptions::default()
+            };
+            for p in test_captures::all() {
+                for m in test_captures::messages(&p, test_captures::full_trees()) {
+                    let Some(response) = how(&m.info) else {
+                        continue;
+                    };
+                    let at = format!("{} frame {}", p.display(), m.info.frame);
+                    f(&at, &m.raw.bytes, response, &opts);
+                }
+            }
+        }
+    }
+
     /// Every message of every capture (`captures/` and `../shared/captures`
     /// when present), decoded as `print -V --format jsonl` decodes it and as
     /// the tests of the records' JSON do: where the streamed decode has no
@@ -336,43 +406,30 @@ mod tests {
     fn streamed_json_is_the_trees_on_every_capture() {
         let mut streamed = 0;
         let mut with_error = 0;
-        for records_json in [true, false] {
-            let opts = DecodeOptions {
-                records: true,
-                records_json,
-                ..DecodeOptions::default()
-            };
-            for p in test_captures::all() {
-                for m in test_captures::messages(&p, test_captures::full_trees()) {
-                    let i = &m.info;
-                    let Some(response) = how(i) else { continue };
-                    let raw = &m.raw.bytes;
-                    let (tree, want, s, got, facts) = both(raw, response, &opts, None);
-                    let at = format!("{} frame {}", p.display(), i.frame);
-                    if s.error.is_some() {
-                        // `decode_request` decodes a failed ControlledShutdown
-                        // v0 again with header v1 (the stream's caller takes
-                        // the tree path for any error).
-                        let retried = s.api_key == Some(7) && s.api_version == Some(0);
-                        assert!(
-                            tree.error.is_some() || retried,
-                            "{at}: only the stream failed"
-                        );
-                        with_error += 1;
-                        continue;
-                    }
-                    assert!(tree.error.is_none(), "{at}: only the tree failed");
-                    assert!(got == want, "{at}: JSON differs");
-                    let (throttle, errors) = response_facts(&tree.root);
-                    assert_eq!(facts.throttle_time_ms, throttle, "{at}");
-                    assert_eq!(facts.error_codes, errors, "{at}");
-                    assert_eq!(s.topics, tree.topics, "{at}");
-                    assert_eq!(s.topic_ids, tree.topic_ids, "{at}");
-                    assert_eq!(s.correlation_id, tree.correlation_id, "{at}");
-                    streamed += 1;
-                }
+        each_streamed(|at, raw, response, opts| {
+            let (tree, want, s, got, facts) = both(raw, response, opts, None);
+            if s.error.is_some() {
+                // `decode_request` decodes a failed ControlledShutdown v0
+                // again with header v1 (the stream's caller takes the tree
+                // path for any error).
+                let retried = s.api_key == Some(7) && s.api_version == Some(0);
+                assert!(
+                    tree.error.is_some() || retried,
+                    "{at}: only the stream failed"
+                );
+                with_error += 1;
+                return;
             }
-        }
+            assert!(tree.error.is_none(), "{at}: only the tree failed");
+            assert!(got == want, "{at}: JSON differs");
+            let (throttle, errors) = response_facts(&tree.root);
+            assert_eq!(facts.throttle_time_ms, throttle, "{at}");
+            assert_eq!(facts.error_codes, errors, "{at}");
+            assert_eq!(s.topics, tree.topics, "{at}");
+            assert_eq!(s.topic_ids, tree.topic_ids, "{at}");
+            assert_eq!(s.correlation_id, tree.correlation_id, "{at}");
+            streamed += 1;
+        });
         assert!(streamed > 1000, "{streamed} messages streamed");
         eprintln!("{streamed} streamed, {with_error} with an error");
     }
@@ -432,5 +489,179 @@ mod tests {
             }
         }
         assert!(checked > 100, "{checked}");
+    }
+
+    /// The message streamed three ways: written whole, written with `spill`
+    /// taking the output once it holds `at` bytes (the parts it took, then
+    /// what was left), and dry. (Written whole: the JSON, the result, the
+    /// facts; spilled: the parts; dry: what it wrote, the result, the facts.)
+    #[allow(clippy::type_complexity)]
+    fn three_ways(
+        raw: &[u8],
+        response: Option<(i16, i16)>,
+        opts: &DecodeOptions,
+        at: usize,
+    ) -> (
+        (Vec<u8>, Decoded, StreamFacts),
+        Vec<Vec<u8>>,
+        (Vec<u8>, Decoded, StreamFacts),
+    ) {
+        let decode = |sink: &mut JsonSink<'_>| match response {
+            None => decode_request_json(raw, opts, sink),
+            Some((k, v)) => decode_response_json(raw, k, v, opts, sink),
+        };
+        let mut whole = Vec::new();
+        let mut sink = JsonSink::new(&mut whole, raw, None);
+        let d = decode(&mut sink);
+        let facts = sink.facts();
+        let parts = std::cell::RefCell::new(Vec::new());
+        let take = |b: &mut Vec<u8>| parts.borrow_mut().push(std::mem::take(b));
+        let mut rest = Vec::new();
+        let mut sink = JsonSink::new(&mut rest, raw, None).spilling(Spill { at, take: &take });
+        let _ = decode(&mut sink);
+        let mut parts = parts.into_inner();
+        parts.push(rest);
+        let mut none = Vec::new();
+        let mut sink = JsonSink::new(&mut none, raw, None).dry();
+        let dry = decode(&mut sink);
+        let dry_facts = sink.facts();
+        ((whole, d, facts), parts, (none, dry, dry_facts))
+    }
+
+    /// Every message of every capture, and every request cut one byte
+    /// short: spilled in parts, the JSON is the same bytes (however small
+    /// the parts); a dry sink writes nothing and gives the same result and
+    /// facts as writing (the same error, topics, ids), which is what lets
+    /// `print -V` decide before writing whether a big message's line stands.
+    #[test]
+    fn spilled_and_dry_streams_agree_on_every_capture() {
+        let (mut checked, mut errors, mut cut_in_parts) = (0, 0, 0);
+        each_streamed(|at, raw, response, opts| {
+            let cut = raw.get(..raw.len().saturating_sub(1)).unwrap_or_default();
+            let tries = [(raw, 512), (raw, 1)];
+            let cut_try = (cut, 64);
+            for (bytes, at_bytes) in tries
+                .into_iter()
+                .chain((response.is_none() && opts.records_json).then_some(cut_try))
+            {
+                let at = format!("{at}, {} bytes, parts from {at_bytes}", bytes.len());
+                let ((whole, d, facts), parts, (none, dry, dry_facts)) =
+                    three_ways(bytes, response, opts, at_bytes);
+                assert!(parts.concat() == whole, "{at}: parts differ");
+                if whole.len() > 2 * at_bytes {
+                    cut_in_parts += 1;
+                    assert!(parts.len() > 1, "{at}");
+                }
+                assert!(none.is_empty(), "{at}: the dry sink wrote");
+                assert_eq!(
+                    dry.error.map(|e| e.to_string()),
+                    d.error.as_ref().map(ToString::to_string),
+                    "{at}"
+                );
+                assert_eq!(dry_facts, facts, "{at}");
+                assert_eq!(dry.topics, d.topics, "{at}");
+                assert_eq!(dry.topic_ids, d.topic_ids, "{at}");
+                assert_eq!(dry.correlation_id, d.correlation_id, "{at}");
+                checked += 1;
+                errors += usize::from(d.error.is_some());
+            }
+        });
+        assert!(
+            checked > 3000 && errors > 100 && cut_in_parts > 1000,
+            "{checked} {errors} {cut_in_parts}"
+        );
+    }
+
+    /// A zigzag varint.
+    fn varint(out: &mut Vec<u8>, v: i64) {
+        let mut z = ((v << 1) ^ (v >> 63)) as u64;
+        while z >= 0x80 {
+            out.push((z as u8) | 0x80);
+            z >>= 7;
+        }
+        out.push(z as u8);
+    }
+
+    /// A Produce v3 request of `partitions` uncompressed batches of
+    /// `count` small records each.
+    fn big_produce(partitions: i32, count: i32) -> Vec<u8> {
+        let mut records = Vec::new();
+        for n in 0..count {
+            let mut r = vec![0u8]; // attributes
+            varint(&mut r, i64::from(n)); // timestampDelta
+            varint(&mut r, i64::from(n)); // offsetDelta
+            varint(&mut r, 3);
+            r.extend_from_slice(b"key");
+            varint(&mut r, 11);
+            r.extend_from_slice(format!("value-{:05}", n % 100_000).as_bytes());
+            varint(&mut r, 0); // no headers
+            varint(&mut records, r.len() as i64);
+            records.extend_from_slice(&r);
+        }
+        let batch = crate::harness::record_batch(0, count, &records);
+        let mut body = Vec::new();
+        body.extend_from_slice(&0i16.to_be_bytes()); // Produce
+        body.extend_from_slice(&3i16.to_be_bytes()); // v3
+        body.extend_from_slice(&7i32.to_be_bytes()); // correlation id
+        body.extend_from_slice(&2i16.to_be_bytes());
+        body.extend_from_slice(b"me"); // client id
+        body.extend_from_slice(&(-1i16).to_be_bytes()); // no transactional id
+        body.extend_from_slice(&1i16.to_be_bytes()); // acks
+        body.extend_from_slice(&30_000i32.to_be_bytes()); // timeout
+        body.extend_from_slice(&1i32.to_be_bytes()); // one topic
+        body.extend_from_slice(&1i16.to_be_bytes());
+        body.extend_from_slice(b"t");
+        body.extend_from_slice(&partitions.to_be_bytes());
+        for p in 0..partitions {
+            body.extend_from_slice(&p.to_be_bytes());
+            body.extend_from_slice(&(batch.len() as i32).to_be_bytes());
+            body.extend_from_slice(&batch);
+        }
+        let mut msg = (body.len() as u32).to_be_bytes().to_vec();
+        msg.extend_from_slice(&body);
+        msg
+    }
+
+    /// A Produce of 48 partitions of 4,000 records each (1.3 MB, as big as
+    /// librdkafka's default message.max.bytes allows): its JSON is about 20
+    /// times its bytes, yet spilled from 64 KB on, no part holds more than a
+    /// few hundred KB — a run of records is cut at `RUN_BYTES`, and the
+    /// output is offered between any two nodes, those of a node written
+    /// whole included.
+    #[test]
+    fn a_big_produce_is_handed_on_in_bounded_parts() {
+        let raw = big_produce(48, 4000);
+        let opts = DecodeOptions {
+            records: true,
+            records_json: true,
+            ..DecodeOptions::default()
+        };
+        let ((whole, d, _), parts, (none, dry, _)) = three_ways(&raw, None, &opts, 64 << 10);
+        assert!(d.error.is_none() && dry.error.is_none() && none.is_empty());
+        assert!(parts.concat() == whole);
+        let largest = parts.iter().map(Vec::len).max().unwrap_or(0);
+        assert!(
+            whole.len() > 15 * raw.len(),
+            "{} {}",
+            whole.len(),
+            raw.len()
+        );
+        assert!(largest < (64 << 10) + (1 << 20), "{largest}");
+        assert!(parts.len() > 100, "{}", parts.len());
+        // The tree made with `records_json` has runs of at most RUN_BYTES
+        // and one record, several per batch.
+        let tree = decode_request(&raw, &opts);
+        let mut runs = 0;
+        tree.root.walk(&mut |n, _| {
+            if matches!(n.value, Value::Records(_)) {
+                runs += 1;
+                assert!(
+                    n.length < crate::kafka::records::RUN_BYTES + 64,
+                    "{}",
+                    n.length
+                );
+            }
+        });
+        assert!(runs >= 48 * 6, "{runs}");
     }
 }

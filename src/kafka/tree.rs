@@ -128,6 +128,46 @@ impl<'a> SourceBytes<'a> {
     }
 }
 
+/// Where JSON output too long to be held whole goes on in parts
+/// (`print -V --format jsonl` of big messages): offered the output between
+/// two nodes, it takes what was written once there are at least `at` bytes.
+#[derive(Clone, Copy)]
+pub struct Spill<'a> {
+    /// The output's length from which it is taken.
+    pub at: usize,
+    /// Takes the output (leaving it empty, or with less in it).
+    pub take: &'a dyn Fn(&mut Vec<u8>),
+}
+
+impl Spill<'_> {
+    /// Hands `out` to `take` when it holds `at` bytes or more.
+    #[inline]
+    pub fn offer(&self, out: &mut Vec<u8>) {
+        if out.len() >= self.at {
+            (self.take)(out);
+        }
+    }
+}
+
+/// What [`Node::write_json_in`] does between two children: nothing, or
+/// offer the output to a [`Spill`] (a generic, so that writing whole costs
+/// nothing more).
+trait Between {
+    fn between(&self, out: &mut Vec<u8>);
+}
+
+impl Between for () {
+    #[inline(always)]
+    fn between(&self, _: &mut Vec<u8>) {}
+}
+
+impl Between for Spill<'_> {
+    #[inline]
+    fn between(&self, out: &mut Vec<u8>) {
+        self.offer(out);
+    }
+}
+
 /// How many leading bytes a [`Value::Bytes`] keeps for display.
 pub const BYTES_PREVIEW: usize = 16;
 
@@ -1126,6 +1166,27 @@ impl Node {
     /// [`Value::Records`] node writes its records' JSON from their bytes
     /// (as they were decoded, when the bytes are the decoder's).
     pub fn write_json_in(&self, out: &mut Vec<u8>, bytes: &SourceBytes<'_>) {
+        self.write_json_parted(out, bytes, &());
+    }
+
+    /// [`Node::write_json_in`] handing the output on in parts: `spill` is
+    /// offered the output after each child is written (the bytes are the
+    /// same, whoever takes them between two children).
+    pub fn write_json_spilling(
+        &self,
+        out: &mut Vec<u8>,
+        bytes: &SourceBytes<'_>,
+        spill: &Spill<'_>,
+    ) {
+        self.write_json_parted(out, bytes, spill);
+    }
+
+    fn write_json_parted<B: Between>(
+        &self,
+        out: &mut Vec<u8>,
+        bytes: &SourceBytes<'_>,
+        between: &B,
+    ) {
         use json::{key, Key};
         match &self.value {
             Value::Json(j) => {
@@ -1150,7 +1211,8 @@ impl Node {
                 if k > 0 {
                     out.push(b',');
                 }
-                c.write_json_in(out, bytes);
+                c.write_json_parted(out, bytes, between);
+                between.between(out);
             }
             key(out, Key::Display);
         }

@@ -116,6 +116,9 @@ pub fn run(opts: &PrintOptions) -> Result<u64, CliError> {
             decode: decode_opts,
             name,
             threads: crate::render_pool::default_threads(),
+            big_message: crate::render_pool::BIG_MESSAGE,
+            held_bytes: HELD_BYTES,
+            held_on_disk: Some(std::env::temp_dir()),
         };
         return crate::render_pool::run(
             src,

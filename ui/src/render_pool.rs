@@ -27,7 +27,11 @@
 //! message bytes ([`CHUNK_BYTES_TEXT`] for text) per render thread, at most
 //! [`QUEUED_OUTPUT`] bytes of formatted output per render thread waiting for
 //! the writer (or one larger buffer), and one tree and its output being made
-//! per render thread.
+//! per render thread — for a JSON line of a message of [`BIG_MESSAGE`] bytes
+//! or more, about [`SEGMENT_BYTES`] of it ([`stream_parted`]). Past three
+//! quarters of `print::HELD_BYTES`, the held messages' bytes wait on disk
+//! (`Reorder::spill_to`) and are read back one at a time as they are handed
+//! out.
 //!
 //! One known difference from a tree-keeping analyzer: after a SaslHandshake
 //! v0, a request whose header and fields decode but whose record batch does
@@ -83,6 +87,12 @@ const STREAM_FACTOR: usize = 24;
 /// Most room a render thread makes ahead for one message's JSON.
 const JSON_RESERVE: usize = 64 << 20;
 
+/// Messages of this many bytes or more have their JSON line handed to the
+/// writer in parts of about [`SEGMENT_BYTES`] while it is written
+/// ([`stream_parted`]), never whole: a 2 MB Produce of small records makes a
+/// line of over 30 MB. Below it a line is at most a few MB, made whole.
+pub const BIG_MESSAGE: usize = 128 * 1024;
+
 /// Bytes of formatted output waiting for the writer, per render thread
 /// (one larger buffer may wait alone): about two chunks' output, so a render
 /// thread can finish a chunk while the writer still writes the one before it.
@@ -115,6 +125,15 @@ pub struct Settings {
     pub name: String,
     /// Render threads (at least one).
     pub threads: usize,
+    /// Messages of this many bytes or more are written in parts
+    /// ([`BIG_MESSAGE`]; tests lower it).
+    pub big_message: usize,
+    /// Bytes of messages held for their pairing kept in memory
+    /// (`print::HELD_BYTES`; tests lower it).
+    pub held_bytes: usize,
+    /// Where held messages' bytes go past `held_bytes`
+    /// (`Reorder::spill_to`: the temporary directory), if anywhere.
+    pub held_on_disk: Option<std::path::PathBuf>,
 }
 
 /// Render threads for this machine: one per core, at most [`MAX_RENDER_THREADS`].
@@ -162,6 +181,10 @@ where
     let stamps = Arc::new(Stamps::default());
     let pool = Pool::spawn(&settings, stamps.clone(), out, note);
     let mut order = Order::new(pool, settings.count, settings.name.clone());
+    order.reorder.limit_bytes(settings.held_bytes);
+    if let Some(dir) = settings.held_on_disk.clone() {
+        order.reorder.spill_to(dir);
+    }
     order.chunk_bytes = match settings.format {
         PrintFormat::Jsonl => CHUNK_BYTES,
         PrintFormat::Text => CHUNK_BYTES_TEXT,
@@ -321,10 +344,12 @@ impl Order {
     fn hand_over(&mut self, ready: &mut Vec<Output>) -> bool {
         for o in ready.drain(..) {
             match o {
-                Output::Message(m) => {
+                Output::Message(mut m) => {
                     if self.count.is_some_and(|c| self.printed >= c) {
                         continue;
                     }
+                    // Its bytes, if they were held on disk.
+                    self.reorder.fetch(&mut m);
                     self.printed += 1;
                     self.chunk.bytes += m.raw.bytes.len();
                     self.chunk.items.push(Item::Message(m));
@@ -488,6 +513,21 @@ fn stream(
         m.info.decode_error = error;
         return false;
     }
+    end_line(m, buf, d, facts, is_response, stamps);
+    true
+}
+
+/// The end of a line written while its message was decoded (after
+/// `fields`): `m` takes the facts a tree-keeping analyzer takes from the
+/// tree, from `d` and the sink's `facts`.
+fn end_line(
+    m: &mut MessageRecord,
+    buf: &mut Vec<u8>,
+    d: kafkashark::kafka::Decoded,
+    facts: kafkashark::kafka::stream_json::StreamFacts,
+    is_response: bool,
+    stamps: &Stamps,
+) {
     let info = &mut m.info;
     if is_response {
         info.throttle_time_ms = facts.throttle_time_ms;
@@ -497,7 +537,96 @@ fn stream(
     stamps.names(info.index, &d.topic_ids, &mut info.topics);
     crate::print::JsonWriter::tail(buf, m);
     buf.push(b'\n');
-    true
+}
+
+/// [`stream`] for a big message (`Settings::big_message`), its line handed
+/// to the writer in parts as it is written: a first decode writing nothing
+/// ([`JsonSink::dry`]) tells whether the line stands, as `stream` learns only
+/// at its end; then the line is written, every [`SEGMENT_BYTES`] handed on.
+/// `None`, with `buf` and `m` as they were, for a message that must take
+/// the tree's path (as `stream`'s false); otherwise whether the writer took
+/// the line (false once it stopped).
+fn stream_parted(
+    m: &mut MessageRecord,
+    buf: &mut Vec<u8>,
+    render: &mut Render,
+    opts: &DecodeOptions,
+    stamps: &Stamps,
+    to: &ToWriter,
+) -> Option<bool> {
+    use kafkashark::kafka::decode::{decode_request_json, decode_response_json};
+    use kafkashark::kafka::stream_json::JsonSink;
+    let response = match (m.info.kind, m.info.api_key, m.info.api_version) {
+        (Kind::Request, Some(_), _) => None,
+        (Kind::Response, Some(k), Some(v)) => Some((k, v)),
+        _ => return None,
+    };
+    let is_response = response.is_some();
+    let index = m.info.index;
+    let mut name = |n: &mut Node| stamps.name_node(index, n);
+    // Decided once: both decodes annotate alike.
+    let any = stamps.any.load(Ordering::Acquire);
+    let decode = |sink: &mut JsonSink<'_>| match response {
+        None => decode_request_json(&m.raw.bytes, opts, sink),
+        Some((k, v)) => decode_response_json(&m.raw.bytes, k, v, opts, sink),
+    };
+    let mut none = Vec::new();
+    let mut dry = JsonSink::new(&mut none, &m.raw.bytes, any.then_some(&mut name as _)).dry();
+    let d = decode(&mut dry);
+    let facts = dry.facts();
+    if d.error.is_some() || (is_response && facts.error_codes != m.info.error_codes) {
+        return None;
+    }
+    // The line stands: written as `stream` writes it, without a decode error.
+    m.info.decode_error = None;
+    render.json.head(buf, m);
+    buf.extend_from_slice(b",\"fields\":");
+    let ((d, facts), sent) = in_parts(to, |spill| {
+        let mut sink =
+            JsonSink::new(buf, &m.raw.bytes, any.then_some(&mut name as _)).spilling(*spill);
+        let d = decode(&mut sink);
+        (d, sink.facts())
+    });
+    end_line(m, buf, d, facts, is_response, stamps);
+    Some(sent)
+}
+
+/// Runs `write` with a [`tree::Spill`] handing its output to the writer every
+/// [`SEGMENT_BYTES`]: what `write` returns, and false once the writer stopped
+/// (what comes after is dropped).
+fn in_parts<R>(to: &ToWriter, write: impl FnOnce(&tree::Spill<'_>) -> R) -> (R, bool) {
+    let sent = std::cell::Cell::new(true);
+    let take = |b: &mut Vec<u8>| {
+        if sent.get() && !to.flush(b) {
+            sent.set(false);
+        }
+        b.clear();
+    };
+    let r = write(&tree::Spill {
+        at: SEGMENT_BYTES,
+        take: &take,
+    });
+    (r, sent.get())
+}
+
+/// [`Render::message`]'s JSON line of `m` with its tree, handed to the
+/// writer in parts as it is written (a big message [`stream_parted`] left to
+/// the tree); false once the writer stopped.
+fn tree_parted(render: &mut Render, buf: &mut Vec<u8>, m: &MessageRecord, to: &ToWriter) -> bool {
+    render.json.head(buf, m);
+    let ((), sent) = in_parts(to, |spill| {
+        if let Some(d) = &m.decoded {
+            buf.extend_from_slice(b",\"fields\":");
+            let bytes = tree::SourceBytes {
+                message: &m.raw.bytes,
+                sources: &d.sources,
+            };
+            d.root.write_json_spilling(buf, &bytes, spill);
+        }
+    });
+    crate::print::JsonWriter::tail(buf, m);
+    buf.push(b'\n');
+    sent
 }
 
 /// Gives `m` its tree, decoded as a tree-keeping analyzer decodes it, and the
@@ -681,8 +810,9 @@ impl Pool {
             let render = Render::new(settings.format, true);
             let opts = settings.decode.clone();
             let stamps = stamps.clone();
+            let big = settings.big_message;
             workers.push(std::thread::spawn(move || {
-                worker(rx, to, render, &opts, &stamps);
+                worker(rx, to, render, &opts, &stamps, big);
             }));
             txs.push(tx);
             segs.push(seg_rx);
@@ -747,6 +877,7 @@ fn worker(
     mut render: Render,
     opts: &DecodeOptions,
     stamps: &Stamps,
+    big: usize,
 ) {
     let mut buf = to.fresh();
     for chunk in rx.iter() {
@@ -757,6 +888,22 @@ fn worker(
                 Item::Message(mut m) => {
                     let sent = match render.format {
                         PrintFormat::Jsonl => 'json: {
+                            if m.raw.bytes.len() >= big {
+                                match stream_parted(
+                                    &mut m,
+                                    &mut buf,
+                                    &mut render,
+                                    opts,
+                                    stamps,
+                                    &to,
+                                ) {
+                                    Some(sent) => break 'json sent,
+                                    None => {
+                                        malformed += u64::from(decode(&mut m, opts, stamps));
+                                        break 'json tree_parted(&mut render, &mut buf, &m, &to);
+                                    }
+                                }
+                            }
                             // Room for a line of about STREAM_FACTOR times
                             // the message's bytes, made as below.
                             let want = m
@@ -928,16 +1075,46 @@ mod tests {
         count: Option<u64>,
         threads: usize,
     ) -> (Vec<u8>, u64) {
-        let shared = Shared::default();
-        let (out, notes) = (shared.clone(), shared.clone());
+        pooled_with(
+            path,
+            ports,
+            format,
+            count,
+            threads,
+            DecodeOptions::default(),
+            BIG_MESSAGE,
+        )
+    }
+
+    /// [`pooled`] decoding with `decode`, messages of `big` bytes or more
+    /// written in parts.
+    fn pooled_with(
+        path: &Path,
+        ports: &Ports,
+        format: PrintFormat,
+        count: Option<u64>,
+        threads: usize,
+        decode: DecodeOptions,
+        big: usize,
+    ) -> (Vec<u8>, u64) {
         let settings = Settings {
             ports: ports.clone(),
             format,
             count,
-            decode: DecodeOptions::default(),
+            decode,
             name: "cap".into(),
             threads,
+            big_message: big,
+            held_bytes: crate::print::HELD_BYTES,
+            held_on_disk: None,
         };
+        pooled_settings(path, settings)
+    }
+
+    /// `print -V` through the pool with `settings`.
+    fn pooled_settings(path: &Path, settings: Settings) -> (Vec<u8>, u64) {
+        let shared = Shared::default();
+        let (out, notes) = (shared.clone(), shared.clone());
         let malformed = run(
             open(path),
             settings,
@@ -1035,7 +1212,10 @@ mod tests {
     /// any`: the pool with one, two or three render threads prints byte for
     /// byte what one thread keeping every tree prints — the same facts
     /// (decode errors, error codes, topics, topic-id names as known then),
-    /// the same notices in the same places, the same malformed count.
+    /// the same notices in the same places, the same malformed count — and
+    /// so does it with JSON lines written in parts ([`stream_parted`]: the
+    /// dry decode decides as the whole line's end does, and the messages it
+    /// leaves to the tree print the same).
     #[test]
     fn pool_prints_what_one_thread_keeping_trees_prints() {
         let mut lines = 0;
@@ -1055,9 +1235,62 @@ mod tests {
                         path.display()
                     );
                 }
+                if format == PrintFormat::Text {
+                    continue;
+                }
+                // JSON lines written in parts: every message's (records
+                // written from their bytes or as nodes), or those of 1 KB
+                // or more.
+                for (big, records_json) in [(0, true), (0, false), (1024, true)] {
+                    let decode = DecodeOptions {
+                        records_json,
+                        ..DecodeOptions::default()
+                    };
+                    let got = pooled_with(&path, &ports, format, None, 2, decode, big);
+                    assert!(
+                        got == want,
+                        "{} {ports:?} in parts from {big} bytes, records_json {records_json}",
+                        path.display()
+                    );
+                }
             }
         }
         assert!(lines > 10_000, "{lines}");
+    }
+
+    /// Messages held for their pairing past a byte limit of 256 KB, their
+    /// bytes on disk, print what one thread holding up to 32 MB prints (and,
+    /// fetched back in turn, `-c` stops at the same message); without the
+    /// disk the limit makes requests leave unpaired (the captures of big
+    /// messages differ).
+    #[test]
+    fn messages_held_on_disk_print_the_same() {
+        let ports = Ports::List(vec![9092, 19092]);
+        let mut differ = 0;
+        for path in captures() {
+            for count in [None, Some(5)] {
+                let want = one_thread(&path, &ports, PrintFormat::Jsonl, count);
+                for disk in [Some(std::env::temp_dir()), None] {
+                    let settings = Settings {
+                        ports: ports.clone(),
+                        format: PrintFormat::Jsonl,
+                        count,
+                        decode: DecodeOptions::default(),
+                        name: "cap".into(),
+                        threads: 2,
+                        big_message: BIG_MESSAGE,
+                        held_bytes: 256 << 10,
+                        held_on_disk: disk.clone(),
+                    };
+                    let got = pooled_settings(&path, settings);
+                    match disk {
+                        Some(_) => assert!(got == want, "{} {count:?}", path.display()),
+                        None => differ += usize::from(got != want),
+                    }
+                }
+            }
+        }
+        assert!(differ > 0, "no capture reached the limit");
     }
 
     /// Damaged captures (bits flipped at fixed pseudo-random places): record
@@ -1093,8 +1326,15 @@ mod tests {
                 std::fs::write(&tmp, &d).expect("write");
                 let want = one_thread(&tmp, &ports, PrintFormat::Jsonl, None);
                 let got = pooled(&tmp, &ports, PrintFormat::Jsonl, None, 2);
+                // Every message written in parts (its errors found dry).
+                let decode = DecodeOptions {
+                    records_json: true,
+                    ..DecodeOptions::default()
+                };
+                let parted = pooled_with(&tmp, &ports, PrintFormat::Jsonl, None, 2, decode, 0);
                 let _ = std::fs::remove_file(&tmp);
                 assert!(got == want, "{} seed {seed}", path.display());
+                assert!(parted == want, "{} seed {seed}, in parts", path.display());
                 corrupt += String::from_utf8_lossy(&got.0)
                     .matches("data is corrupt")
                     .count();
@@ -1186,15 +1426,21 @@ mod tests {
             .into_iter()
             .find(|p| p.to_string_lossy().contains("b3-large-messages"))
             .expect("b3");
-        let settings = Settings {
-            ports: Ports::List(vec![9092]),
-            format: PrintFormat::Jsonl,
-            count: None,
-            decode: DecodeOptions::default(),
-            name: "cap".into(),
-            threads: 2,
-        };
-        let r = run(open(&path), settings, || Failing(100_000), |_| {});
-        assert!(matches!(r, Err(CliError::Output(_))), "{r:?}");
+        // Lines made whole, and written in parts.
+        for big_message in [BIG_MESSAGE, 0] {
+            let settings = Settings {
+                ports: Ports::List(vec![9092]),
+                format: PrintFormat::Jsonl,
+                count: None,
+                decode: DecodeOptions::default(),
+                name: "cap".into(),
+                threads: 2,
+                big_message,
+                held_bytes: crate::print::HELD_BYTES,
+                held_on_disk: None,
+            };
+            let r = run(open(&path), settings, || Failing(100_000), |_| {});
+            assert!(matches!(r, Err(CliError::Output(_))), "{r:?}");
+        }
     }
 }

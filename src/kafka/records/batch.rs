@@ -451,6 +451,9 @@ fn records(c: &mut Cur<'_>, h: &Hdr, json: bool, kids: &mut Vec<Node>) {
             return;
         }
         if let Some(run) = &mut run {
+            if run.full() {
+                kids.extend(run.take());
+            }
             if run.record(c, i) {
                 i += 1;
                 continue;

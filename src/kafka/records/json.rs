@@ -260,6 +260,13 @@ impl Run {
         true
     }
 
+    /// True when the run spans [`RUN_BYTES`] or more: the caller takes it
+    /// and goes on with a new one, so that no run's JSON is long (a message
+    /// written in parts, `JsonSink::spilling`, is cut only between nodes).
+    pub(super) fn full(&self) -> bool {
+        self.count > 0 && self.end - self.start >= RUN_BYTES
+    }
+
     /// The node standing for the records added since the last call, if any:
     /// its value is [`Value::Records`], written by [`write_run`].
     pub(super) fn take(&mut self) -> Option<Node> {
@@ -285,6 +292,11 @@ impl Run {
         Some(n)
     }
 }
+
+/// Record bytes after which a [`Run`] is cut: its JSON, about 50 times the
+/// bytes for records of a few dozen bytes (up to about 120 for empty ones),
+/// stays within a MB or two.
+pub(crate) const RUN_BYTES: usize = 16 * 1024;
 
 /// No `,"source":N` (a dry [`Writer`] writes nothing anyway).
 const NO_SOURCE: Pad = Pad::new(b"");
