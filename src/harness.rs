@@ -264,17 +264,38 @@ fn check_records_json(msg: &[u8], d: &Decoded, fast: &Decoded) {
 /// other than ControlledShutdown v0, which `decode_request` decodes again
 /// with header v1). `response`: the api key and version a response is
 /// decoded with; `None` for a request.
+///
+/// Written in parts of any size (`JsonSink::spilling`), the parts are that
+/// JSON; a dry sink writes nothing and finds the same result and facts.
 fn check_streamed(msg: &[u8], fast: &Decoded, response: Option<(i16, i16)>) {
     use crate::kafka::decode::{decode_request_json, decode_response_json};
     use crate::kafka::stream_json::JsonSink;
+    use crate::kafka::tree::Spill;
+    let opts = records_json_opts();
+    let decode = |sink: &mut JsonSink<'_>| match response {
+        None => decode_request_json(msg, &opts, sink),
+        Some((k, v)) => decode_response_json(msg, k, v, &opts, sink),
+    };
     let mut got = Vec::new();
     let mut sink = JsonSink::new(&mut got, msg, None);
-    let opts = records_json_opts();
-    let s = match response {
-        None => decode_request_json(msg, &opts, &mut sink),
-        Some((k, v)) => decode_response_json(msg, k, v, &opts, &mut sink),
-    };
+    let s = decode(&mut sink);
     let facts = sink.facts();
+    let parts = std::cell::RefCell::new(Vec::new());
+    let take = |b: &mut Vec<u8>| parts.borrow_mut().extend(b.drain(..));
+    let mut rest = Vec::new();
+    let at = msg.len() % 97 + 1;
+    let mut sink = JsonSink::new(&mut rest, msg, None).spilling(Spill { at, take: &take });
+    let _ = decode(&mut sink);
+    let mut parts = parts.into_inner();
+    parts.extend_from_slice(&rest);
+    assert!(parts == got, "the JSON written in parts differs");
+    let mut none = Vec::new();
+    let mut sink = JsonSink::new(&mut none, msg, None).dry();
+    let dry = decode(&mut sink);
+    assert_eq!(sink.facts(), facts, "the dry sink's facts differ");
+    assert!(none.is_empty(), "the dry sink wrote");
+    assert_eq!(dry.error, s.error, "the dry sink's error differs");
+    assert_eq!((&dry.topics, &dry.topic_ids), (&s.topics, &s.topic_ids));
     if s.error.is_some() {
         let retried = response.is_none() && s.api_key == Some(7) && s.api_version == Some(0);
         assert!(fast.error.is_some() || retried, "only the stream failed");
