@@ -231,8 +231,31 @@ fn fuzz_opts() -> DecodeOptions {
         records: true,
         records_headers_only: false,
         records_json: false,
+        records_deferred: false,
         show_secrets: false,
     }
+}
+
+/// The tree decoded from `msg` with `records_deferred` (by `decode`) writes
+/// the text and JSON of `d`, the tree decoded without it, and has its error.
+fn check_deferred(msg: &[u8], d: &Decoded, decode: impl Fn(&DecodeOptions) -> Decoded) {
+    let kept = decode(&DecodeOptions {
+        records_deferred: true,
+        ..fuzz_opts()
+    });
+    assert_eq!(d.error, kept.error, "records_deferred finds another error");
+    let bytes = SourceBytes {
+        message: msg,
+        sources: &kept.sources,
+    };
+    let (mut want, mut got) = (String::new(), String::new());
+    crate::kafka::tree::write_text(&mut want, &d.root, "  ");
+    crate::kafka::tree::write_text_in(&mut got, &kept.root, "  ", &bytes);
+    assert!(want == got, "records_deferred writes other text");
+    let (mut want, mut got) = (Vec::new(), Vec::new());
+    d.root.write_json(&mut want);
+    kept.root.write_json_in(&mut got, &bytes);
+    assert!(want == got, "records_deferred writes other JSON");
 }
 
 /// [`fuzz_opts`] with records written straight to JSON (`print -V --format jsonl`).
@@ -351,6 +374,7 @@ pub fn request_decode_scanned(data: &[u8]) -> usize {
     check_decoded(&msg, &d);
     let fast = decode_request(&msg, &records_json_opts());
     check_records_json(&msg, &d, &fast);
+    check_deferred(&msg, &d, |o| decode_request(&msg, o));
     check_streamed(&msg, &fast, None);
     let mut answered = 0;
     for opts in scan_opts() {
@@ -432,6 +456,7 @@ pub fn response_decode_scanned(data: &[u8]) -> usize {
     check_decoded(&msg, &d);
     let fast = decode_response(&msg, key, version, &records_json_opts());
     check_records_json(&msg, &d, &fast);
+    check_deferred(&msg, &d, |o| decode_response(&msg, key, version, o));
     check_streamed(&msg, &fast, Some((key, version)));
     let mut answered = 0;
     for opts in scan_opts() {

@@ -48,6 +48,14 @@ pub struct DecodeOptions {
     /// and nothing else (`print -V --format jsonl`): the JSON is the same,
     /// but nothing else can read those records. Off by default.
     pub records_json: bool,
+    /// With `records`: each run of clean records of a RecordBatch v2 is
+    /// only checked and becomes one `Value::Records` node, whose records'
+    /// nodes `tree::write_text_in` makes from their bytes as it writes them
+    /// (and `Node::write_json_in` writes their JSON), so that the tree of a
+    /// message of thousands of records holds none of their nodes. Only for
+    /// output that is the tree's text or JSON and nothing else (`print -V`
+    /// of big messages). Off by default.
+    pub records_deferred: bool,
     /// Show SASL passwords, SCRAM proofs and tokens instead of redacting them.
     pub show_secrets: bool,
 }
@@ -59,8 +67,17 @@ impl Default for DecodeOptions {
             records: true,
             records_headers_only: false,
             records_json: false,
+            records_deferred: false,
             show_secrets: false,
         }
+    }
+}
+
+impl DecodeOptions {
+    /// Whether runs of clean records become `Value::Records` nodes
+    /// (`records_json` or `records_deferred`).
+    pub(crate) fn records_deferred(&self) -> bool {
+        self.records_json || self.records_deferred
     }
 }
 

@@ -664,4 +664,68 @@ mod tests {
         });
         assert!(runs >= 48 * 6, "{runs}");
     }
+
+    /// Every message of every capture, decoded with `records_deferred` (runs
+    /// of clean records kept as bytes): its text, the records' nodes made as
+    /// it is written, is the text of the tree decoded without it, and so is
+    /// its JSON; the same error.
+    #[test]
+    fn deferred_records_write_the_trees_text_on_every_capture() {
+        let (mut checked, mut deferred) = (0, 0);
+        each_streamed(|at, raw, response, opts| {
+            if opts.records_json {
+                return;
+            }
+            let deferring = DecodeOptions {
+                records_deferred: true,
+                ..opts.clone()
+            };
+            let decode = |o: &DecodeOptions| match response {
+                None => decode_request(raw, o),
+                Some((k, v)) => decode_response(raw, k, v, o),
+            };
+            let (tree, kept) = (decode(opts), decode(&deferring));
+            assert_eq!(tree.error, kept.error, "{at}");
+            let bytes = SourceBytes {
+                message: raw,
+                sources: &kept.sources,
+            };
+            let mut want = Vec::new();
+            crate::kafka::tree::write_text(&mut want, &tree.root, "    ");
+            let mut got = Vec::new();
+            crate::kafka::tree::write_text_in(&mut got, &kept.root, "    ", &bytes);
+            assert!(got == want, "{at}: text differs");
+            let (mut want, mut got) = (Vec::new(), Vec::new());
+            tree.root.write_json(&mut want);
+            kept.root.write_json_in(&mut got, &bytes);
+            assert!(got == want, "{at}: JSON differs");
+            let mut runs = 0;
+            kept.root
+                .walk(&mut |n, _| runs += usize::from(matches!(n.value, Value::Records(_))));
+            deferred += usize::from(runs > 0);
+            checked += 1;
+        });
+        assert!(checked > 1000 && deferred > 100, "{checked} {deferred}");
+    }
+
+    /// The big Produce's tree with `records_deferred` holds a few nodes per
+    /// run instead of ten per record.
+    #[test]
+    fn deferred_records_keep_a_big_tree_small() {
+        let raw = big_produce(48, 4000);
+        let nodes = |records_deferred| {
+            let opts = DecodeOptions {
+                records_deferred,
+                ..DecodeOptions::default()
+            };
+            let d = decode_request(&raw, &opts);
+            assert!(d.error.is_none());
+            let mut n = 0usize;
+            d.root.walk(&mut |_, _| n += 1);
+            n
+        };
+        let (all, kept) = (nodes(false), nodes(true));
+        assert!(all > 48 * 4000 * 5, "{all}");
+        assert!(kept < 48 * 40, "{kept}");
+    }
 }

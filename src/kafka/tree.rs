@@ -97,7 +97,16 @@ pub struct Deferred {
     /// are not such records. (The record formats are not the tree's
     /// business: the decoder that made the node says how to write it.)
     pub write: fn(&Deferred, &[u8], usize, u16, &mut Vec<u8>) -> bool,
+    /// Makes the records' nodes from their bytes, offset and source, handing
+    /// each to the callback with whether it is the last: the `Record[i]`
+    /// nodes a decode without deferred records makes of them, for text
+    /// ([`write_text_in`]).
+    pub expand: ExpandRecords,
 }
+
+/// [`Deferred::expand`]: the run, its bytes, their offset and source, and
+/// where each record's node goes (with whether it is the last).
+pub type ExpandRecords = fn(&Deferred, &[u8], usize, u16, &mut dyn FnMut(Node, bool));
 
 impl PartialEq for Deferred {
     /// The records are the same (whoever writes them).
@@ -1377,6 +1386,16 @@ pub fn render_text(root: &Node) -> String {
 /// (reserved once), the second writing; no allocation per line (print `-V`
 /// writes hundreds of times its messages' bytes this way).
 pub fn write_text(out: &mut impl TextSink, root: &Node, indent: &str) {
+    write_text_in(out, root, indent, &SourceBytes::default());
+}
+
+/// [`write_text`] of a tree whose spans point into `bytes`: a
+/// [`Value::Records`] node (a tree decoded with
+/// `DecodeOptions::records_deferred`) stands for the records' nodes, made
+/// from their bytes for each walk of the tree and freed line by line — the
+/// text is that of the tree decoded without it, and what is held is the
+/// tree without its records' nodes.
+pub fn write_text_in(out: &mut impl TextSink, root: &Node, indent: &str, bytes: &SourceBytes<'_>) {
     if !indent.is_empty() && root.name.contains(['\n', '\r']) {
         // `lines()` would cut the (unescaped) top name: indent what it gives.
         let text = render_text(root);
@@ -1390,10 +1409,10 @@ pub fn write_text(out: &mut impl TextSink, root: &Node, indent: &str) {
     }
     let mut f = Fields::default();
     let mut size = Size::default();
-    walk_text(root, &mut f, &mut |f| size.add(f));
+    walk_text(root, bytes, &mut f, &mut |f| size.add(f));
     let cols = size.columns();
     out.reserve_text(size.total(&cols, indent.len()));
-    walk_text(root, &mut f, &mut |f| f.write(out, &cols, indent));
+    walk_text(root, bytes, &mut f, &mut |f| f.write(out, &cols, indent));
 }
 
 /// Where [`write_text`] appends: a `String` or a byte buffer.
@@ -1572,9 +1591,18 @@ impl Fields {
     }
 }
 
-/// Calls `line` with the columns of every node of the tree, in order.
-fn walk_text(root: &Node, f: &mut Fields, line: &mut dyn FnMut(&Fields)) {
-    fn go(n: &Node, last: bool, top: bool, f: &mut Fields, line: &mut dyn FnMut(&Fields)) {
+/// Calls `line` with the columns of every node of the tree, in order; a
+/// [`Value::Records`] node whose bytes `bytes` holds stands for the nodes of
+/// its records, made from them.
+fn walk_text(root: &Node, bytes: &SourceBytes<'_>, f: &mut Fields, line: &mut dyn FnMut(&Fields)) {
+    fn go(
+        n: &Node,
+        last: bool,
+        top: bool,
+        bytes: &SourceBytes<'_>,
+        f: &mut Fields,
+        line: &mut dyn FnMut(&Fields),
+    ) {
         f.set(n, top);
         line(f);
         let at = f.prefix.len();
@@ -1583,12 +1611,21 @@ fn walk_text(root: &Node, f: &mut Fields, line: &mut dyn FnMut(&Fields)) {
         }
         let count = n.children.len();
         for (i, c) in n.children.iter().enumerate() {
-            go(c, i + 1 == count, false, f, line);
+            let last = i + 1 == count;
+            if let Value::Records(d) = &c.value {
+                if let Some(b) = bytes.span(c.source, c.offset, c.length) {
+                    (d.expand)(d, b, c.offset, c.source, &mut |r, last_record| {
+                        go(&r, last && last_record, false, bytes, f, line);
+                    });
+                    continue;
+                }
+            }
+            go(c, last, false, bytes, f, line);
         }
         f.prefix.truncate(at);
     }
     f.prefix.clear();
-    go(root, true, true, f, line);
+    go(root, true, true, bytes, f, line);
 }
 
 /// Appends `s` and spaces up to `width` characters.

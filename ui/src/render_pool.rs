@@ -90,7 +90,9 @@ const JSON_RESERVE: usize = 64 << 20;
 /// Messages of this many bytes or more have their JSON line handed to the
 /// writer in parts of about [`SEGMENT_BYTES`] while it is written
 /// ([`stream_parted`]), never whole: a 2 MB Produce of small records makes a
-/// line of over 30 MB. Below it a line is at most a few MB, made whole.
+/// line of over 30 MB. Below it a line is at most a few MB, made whole. Their
+/// text trees keep their records as bytes (`records_deferred`), whose nodes
+/// are made as the text is written: such a tree would take tens of MB.
 pub const BIG_MESSAGE: usize = 128 * 1024;
 
 /// Bytes of formatted output waiting for the writer, per render thread
@@ -125,7 +127,8 @@ pub struct Settings {
     pub name: String,
     /// Render threads (at least one).
     pub threads: usize,
-    /// Messages of this many bytes or more are written in parts
+    /// Messages of this many bytes or more have their JSON line written in
+    /// parts, and their text tree's records made as they are written
     /// ([`BIG_MESSAGE`]; tests lower it).
     pub big_message: usize,
     /// Bytes of messages held for their pairing kept in memory
@@ -957,6 +960,19 @@ fn worker(
                         // message's bytes) is handed over segment by
                         // segment as it is written, never whole.
                         PrintFormat::Text => {
+                            // A big message's records stay bytes in its
+                            // tree, their nodes made line by line as the
+                            // text is written.
+                            let big_opts;
+                            let opts = if m.raw.bytes.len() >= big {
+                                big_opts = DecodeOptions {
+                                    records_deferred: true,
+                                    ..opts.clone()
+                                };
+                                &big_opts
+                            } else {
+                                opts
+                            };
                             malformed += u64::from(decode(&mut m, opts, stamps));
                             render.summary_line(&mut buf, &m);
                             match m.decoded.take() {
@@ -966,7 +982,11 @@ fn worker(
                                         to: &to,
                                         ok: true,
                                     };
-                                    tree::write_text(&mut sink, &d.root, "    ");
+                                    let bytes = tree::SourceBytes {
+                                        message: &m.raw.bytes,
+                                        sources: &d.sources,
+                                    };
+                                    tree::write_text_in(&mut sink, &d.root, "    ", &bytes);
                                     sink.ok
                                 }
                                 None => true,
@@ -1215,7 +1235,8 @@ mod tests {
     /// the same notices in the same places, the same malformed count — and
     /// so does it with JSON lines written in parts ([`stream_parted`]: the
     /// dry decode decides as the whole line's end does, and the messages it
-    /// leaves to the tree print the same).
+    /// leaves to the tree print the same) and with text trees whose records
+    /// are made as they are written.
     #[test]
     fn pool_prints_what_one_thread_keeping_trees_prints() {
         let mut lines = 0;
@@ -1236,6 +1257,10 @@ mod tests {
                     );
                 }
                 if format == PrintFormat::Text {
+                    // Every tree's records made as its text is written.
+                    let got =
+                        pooled_with(&path, &ports, format, None, 2, DecodeOptions::default(), 0);
+                    assert!(got == want, "{} text, records deferred", path.display());
                     continue;
                 }
                 // JSON lines written in parts: every message's (records

@@ -11,7 +11,8 @@ use super::cursor::{content_value, iso8601_ms, Cur, Int};
 use super::json::{self, Run};
 use super::{plural, push_loc, push_plural, Ctx, Inflate};
 use crate::kafka::tree::{
-    indexed_name, push_int, push_uint, Node, Role, SmallTexts, Value, MAX_RESERVED_CHILDREN,
+    indexed_name, push_int, push_uint, Deferred, Node, Role, SmallTexts, Value,
+    MAX_RESERVED_CHILDREN,
 };
 
 const RB: Role = Role::RecordBatch;
@@ -310,7 +311,7 @@ pub(crate) fn decode_batch(ctx: &mut Ctx<'_>, mut c: Cur<'_>) -> (Node, u64) {
             if h.count >= 0 && ctx.opts.records {
                 if codec == 0 {
                     if !ctx.opts.records_headers_only {
-                        records(&mut c, h, ctx.opts.records_json, &mut kids);
+                        records(&mut c, h, ctx.opts.records_deferred(), &mut kids);
                     }
                 } else if compressed(ctx, &mut c, h, codec, &mut kids) {
                     details.push("decompressed size exceeds the limit");
@@ -383,7 +384,7 @@ fn compressed(
             if !ctx.opts.records_headers_only {
                 let mut rc = Cur::new(data, 0, id);
                 n.children = Vec::with_capacity(record_room(h.count, data.len()));
-                records(&mut rc, h, ctx.opts.records_json, &mut n.children);
+                records(&mut rc, h, ctx.opts.records_deferred(), &mut n.children);
             }
         }
         Inflate::TooLarge(limit) => {
@@ -484,6 +485,37 @@ fn records(c: &mut Cur<'_>, h: &Hdr, json: bool, kids: &mut Vec<Node>) {
 
 /// One record. The flag says whether the next record can be read (false when
 /// this one's length could not be trusted).
+/// The `Record[i]` nodes of a run of clean records (`Deferred::expand`,
+/// for text): `bytes` is the run's span, at `offset` in source `source`,
+/// decoded as [`records`] decodes them (a run's batch is not a control
+/// batch); `each` takes each node and whether it is the last.
+pub(super) fn expand_run(
+    d: &Deferred,
+    bytes: &[u8],
+    offset: usize,
+    source: u16,
+    each: &mut dyn FnMut(Node, bool),
+) {
+    let h = Hdr {
+        base_offset: d.base_offset,
+        attributes: 0,
+        base_ts: d.base_ts,
+        count: 0,
+    };
+    let mut c = Cur::new(bytes, offset, source);
+    let mut i = d.first;
+    let end = d.first.saturating_add(d.count);
+    // A record takes a byte at least: the span's bytes end the loop.
+    while i < end && c.remaining() > 0 {
+        let (n, go_on) = record(&mut c, i, &h);
+        i += 1;
+        each(n, i == end || !go_on || c.remaining() == 0);
+        if !go_on {
+            return;
+        }
+    }
+}
+
 fn record(c: &mut Cur<'_>, i: u64, h: &Hdr) -> (Node, bool) {
     let start = c.pos();
     let name = RECORD_NAMES.get(i);

@@ -279,6 +279,7 @@ impl Run {
             base_offset: self.base_offset,
             base_ts: self.base_ts,
             write: write_run,
+            expand: super::batch::expand_run,
         };
         let mut n = Node::new(
             "records (JSON)",
