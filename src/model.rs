@@ -944,6 +944,8 @@ struct HeldFile {
     left: std::collections::VecDeque<(u64, u64, usize)>,
     /// Set when the file could not be made or written: nothing more goes to disk.
     failed: bool,
+    /// Most bytes written ([`HELD_ON_DISK`]; tests lower it).
+    limit: u64,
 }
 
 impl HeldFile {
@@ -952,7 +954,7 @@ impl HeldFile {
     fn put(&mut self, b: &[u8]) -> Option<u64> {
         use std::io::{Seek, SeekFrom, Write};
         let len = u64::try_from(b.len()).ok()?;
-        if self.failed || self.end.saturating_add(len) > HELD_ON_DISK {
+        if self.failed || self.end.saturating_add(len) > self.limit {
             return None;
         }
         if self.file.is_none() {
@@ -1150,6 +1152,7 @@ impl Reorder {
             held: 0,
             left: std::collections::VecDeque::new(),
             failed: false,
+            limit: HELD_ON_DISK,
         });
     }
 
@@ -1557,7 +1560,8 @@ mod tests {
     /// comes, every message in order; each one fetched gets its own bytes
     /// back, what is held in memory stays within the limit, and the file is
     /// emptied once every message held in it was fetched (or passed over).
-    /// Where no file can be made, the oldest leave as without one.
+    /// Where no file can be made, or once it holds its limit, the oldest
+    /// leave as without one.
     #[test]
     fn a_reorder_that_spills_keeps_a_request_waiting() {
         // Messages of 1.2, 2.0 and 3.2 MB among them; the first waits for
@@ -1569,10 +1573,18 @@ mod tests {
         assert!(total > 2 * limit, "{total} bytes");
         let dir = std::env::temp_dir();
         let nowhere = dir.join(format!("kafkashark-no-such-dir-{}", std::process::id()));
-        for (spill, works) in [(dir, true), (nowhere, false)] {
+        // A file too small for what waits fills up: then the oldest leave.
+        for (spill, on_disk, made, works) in [
+            (dir.clone(), HELD_ON_DISK, true, true),
+            (nowhere, HELD_ON_DISK, false, false),
+            (dir, 3 << 20, true, false),
+        ] {
             let mut r = Reorder::new(1 << 20);
             r.limit_bytes(limit);
             r.spill_to(spill);
+            if let Some(d) = r.disk.as_mut() {
+                d.limit = on_disk;
+            }
             let mut out = Vec::new();
             for m in &msgs {
                 r.push(Output::Message(Box::new(m.clone())), &mut out);
@@ -1596,7 +1608,7 @@ mod tests {
             );
             let d = r.disk.as_ref().expect("set");
             assert_eq!((d.end, d.held, d.left.len()), (0, 0, 0), "emptied");
-            assert_eq!(d.file.is_some(), works);
+            assert_eq!(d.file.is_some(), made);
         }
     }
 
