@@ -341,6 +341,48 @@ fn check_streamed(msg: &[u8], fast: &Decoded, response: Option<(i16, i16)>) {
     assert_eq!((&s.topics, &s.topic_ids), (&fast.topics, &fast.topic_ids));
 }
 
+/// The tree's text made while decoding (`stream_text`, as `print -V` writes
+/// a big message's: measured, then written; records kept as bytes) is the
+/// text of `d`, the tree decoded without it, with the facts
+/// `response_facts` takes from it, when the measuring decode finds no
+/// error; when it finds one, so does the tree (but for ControlledShutdown
+/// v0, as [`check_streamed`]).
+fn check_text_streamed(msg: &[u8], d: &Decoded, response: Option<(i16, i16)>) {
+    use crate::kafka::decode::{decode_request_text, decode_response_text};
+    use crate::kafka::stream_text::TextStream;
+    let opts = DecodeOptions {
+        records_deferred: true,
+        ..fuzz_opts()
+    };
+    let decode = |t: &mut TextStream<'_>| match response {
+        None => decode_request_text(msg, &opts, t),
+        Some((k, v)) => decode_response_text(msg, k, v, &opts, t),
+    };
+    let mut measure = TextStream::measure(msg, None);
+    let s = decode(&mut measure);
+    if s.error.is_some() {
+        let retried = response.is_none() && s.api_key == Some(7) && s.api_version == Some(0);
+        assert!(d.error.is_some() || retried, "only the text stream failed");
+        return;
+    }
+    assert!(d.error.is_none(), "only the tree failed");
+    let Some((plan, facts)) = measure.finish() else {
+        panic!("a parent left open by a decode without an error")
+    };
+    let mut got = String::new();
+    let mut write = TextStream::write(msg, plan, &mut got, "  ", None);
+    let _ = decode(&mut write);
+    drop(write);
+    let mut want = String::new();
+    crate::kafka::tree::write_text(&mut want, &d.root, "  ");
+    assert!(got == want, "the streamed text differs from the tree's");
+    let (throttle, errors) = crate::model::response_facts(&d.root);
+    assert_eq!(
+        (facts.throttle_time_ms, facts.error_codes),
+        (throttle, errors)
+    );
+}
+
 /// Prepends a size prefix matching the rest when `fix` is set, else uses the input as is.
 fn message_bytes(fix: bool, body: &[u8]) -> Vec<u8> {
     if fix {
@@ -375,6 +417,7 @@ pub fn request_decode_scanned(data: &[u8]) -> usize {
     let fast = decode_request(&msg, &records_json_opts());
     check_records_json(&msg, &d, &fast);
     check_deferred(&msg, &d, |o| decode_request(&msg, o));
+    check_text_streamed(&msg, &d, None);
     check_streamed(&msg, &fast, None);
     let mut answered = 0;
     for opts in scan_opts() {
@@ -457,6 +500,7 @@ pub fn response_decode_scanned(data: &[u8]) -> usize {
     let fast = decode_response(&msg, key, version, &records_json_opts());
     check_records_json(&msg, &d, &fast);
     check_deferred(&msg, &d, |o| decode_response(&msg, key, version, o));
+    check_text_streamed(&msg, &d, Some((key, version)));
     check_streamed(&msg, &fast, Some((key, version)));
     let mut answered = 0;
     for opts in scan_opts() {

@@ -22,7 +22,8 @@ use std::fmt;
 use super::errors::error_name;
 use super::records::{count_record_set, decode_record_set, SetCounts};
 use super::schema::{self, Elem, FieldDef, FieldKind, MessageDef, MessageKind, Prim, StructDef};
-use super::stream_json::{JsonSink, Out};
+use super::stream_json::{JsonSink, Out, Stream};
+use super::stream_text::TextStream;
 use super::tree::{
     indexed_text, ByteSource, Node, Parts, Role, SmallTexts, Text, Value, MAX_RESERVED_CHILDREN,
 };
@@ -182,7 +183,18 @@ pub fn decode_request(msg: &[u8], opts: &DecodeOptions) -> Decoded {
 /// is [`Node::write_json_in`]'s for [`decode_request`]'s tree when the
 /// result has no error; otherwise it is to be dropped.
 pub fn decode_request_json(msg: &[u8], opts: &DecodeOptions, sink: &mut JsonSink<'_>) -> Decoded {
-    decode_request_into(msg, opts, None, Some(sink))
+    decode_request_into(msg, opts, None, Some(Stream::Json(sink)))
+}
+
+/// [`decode_request`]'s tree measured or written as text by `stream` while
+/// it is decoded (the module `stream_text`), as [`decode_request_json`]
+/// writes it as JSON.
+pub fn decode_request_text(
+    msg: &[u8],
+    opts: &DecodeOptions,
+    stream: &mut TextStream<'_>,
+) -> Decoded {
+    decode_request_into(msg, opts, None, Some(Stream::Text(stream)))
 }
 
 fn decode_request_with(msg: &[u8], opts: &DecodeOptions, header: Option<i16>) -> Decoded {
@@ -194,7 +206,7 @@ fn decode_request_into(
     msg: &[u8],
     opts: &DecodeOptions,
     header: Option<i16>,
-    mut json: Option<&mut JsonSink<'_>>,
+    mut json: Option<Stream<'_, '_>>,
 ) -> Decoded {
     let mut d = Decoder::new(msg, opts);
     let mut out = Decoded {
@@ -218,7 +230,7 @@ fn decode_request_into(
         facts: None,
     };
     let mut children = Vec::new();
-    let mut sink = Out::root(json.as_deref_mut(), &mut children);
+    let mut sink = Out::root(json.as_mut(), &mut children);
     let Some(end) = d.frame(&mut sink) else {
         out.root.children = children;
         out.error = d.error;
@@ -276,7 +288,8 @@ fn decode_request_into(
     }
     d.finish(&mut r, end, &mut sink);
     match json {
-        Some(j) => j.end_root(&mut out.root),
+        Some(Stream::Json(j)) => j.end_root(&mut out.root),
+        Some(Stream::Text(t)) => t.end_root(&mut out.root),
         None => out.root.children = children,
     }
     if d.error.is_some() {
@@ -309,7 +322,19 @@ pub fn decode_response_json(
     opts: &DecodeOptions,
     sink: &mut JsonSink<'_>,
 ) -> Decoded {
-    decode_response_into(msg, api_key, api_version, opts, Some(sink))
+    decode_response_into(msg, api_key, api_version, opts, Some(Stream::Json(sink)))
+}
+
+/// [`decode_response`]'s tree measured or written as text by `stream` while
+/// it is decoded, as [`decode_request_text`] does for requests.
+pub fn decode_response_text(
+    msg: &[u8],
+    api_key: i16,
+    api_version: i16,
+    opts: &DecodeOptions,
+    stream: &mut TextStream<'_>,
+) -> Decoded {
+    decode_response_into(msg, api_key, api_version, opts, Some(Stream::Text(stream)))
 }
 
 /// A response decoded into a tree, or with `json` written as JSON.
@@ -318,7 +343,7 @@ fn decode_response_into(
     api_key: i16,
     api_version: i16,
     opts: &DecodeOptions,
-    mut json: Option<&mut JsonSink<'_>>,
+    mut json: Option<Stream<'_, '_>>,
 ) -> Decoded {
     let mut d = Decoder::new(msg, opts);
     let def = schema::message(api_key, MessageKind::Response, api_version);
@@ -343,7 +368,7 @@ fn decode_response_into(
         facts: None,
     };
     let mut children = Vec::new();
-    let mut sink = Out::root(json.as_deref_mut(), &mut children);
+    let mut sink = Out::root(json.as_mut(), &mut children);
     let Some(end) = d.frame(&mut sink) else {
         out.root.children = children;
         out.error = d.error;
@@ -386,7 +411,8 @@ fn decode_response_into(
     }
     d.finish(&mut r, end, &mut sink);
     match json {
-        Some(j) => j.end_root(&mut out.root),
+        Some(Stream::Json(j)) => j.end_root(&mut out.root),
+        Some(Stream::Text(t)) => t.end_root(&mut out.root),
         None => out.root.children = children,
     }
     if d.error.is_some() {
@@ -1562,9 +1588,7 @@ impl<'a> Decoder<'a> {
         );
         {
             let mut kids = out.open(&mut node.children);
-            if let Some(j) = kids.json() {
-                j.mark_body();
-            }
+            kids.mark_body();
             let _ = self.fields(r, def.body, &mut kids);
         }
         node.length = r.pos() - at;
@@ -1626,10 +1650,7 @@ impl<'a> Decoder<'a> {
     /// [`Self::about`] for a node handed to `out`: none when it is written
     /// as JSON, which has no descriptions (a lookup per node spared).
     fn about_for(f: &'static FieldDef, out: &Out<'_, '_>) -> Option<Text> {
-        match out {
-            Out::Tree(_) => Some(Self::about(f)),
-            Out::Json(_) => None,
-        }
+        out.shows_about().then(|| Self::about(f))
     }
 
     fn prim(

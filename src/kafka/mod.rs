@@ -7,6 +7,7 @@ pub mod framing;
 pub mod records;
 pub mod schema;
 pub mod stream_json;
+pub mod stream_text;
 pub mod tree;
 pub mod wire;
 

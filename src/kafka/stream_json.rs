@@ -26,6 +26,7 @@
 //! message; nodes are freed as soon as they are written, and a spilling
 //! sink hands its output on between nodes.
 
+use super::stream_text::TextStream;
 use super::tree::{json, ByteSource, Node, Parts, SourceBytes, Spill, Value};
 
 /// Where the decoder puts the nodes it makes.
@@ -34,20 +35,52 @@ pub(crate) enum Out<'o, 'j> {
     Tree(&'o mut Vec<Node>),
     /// Written as JSON as they come.
     Json(&'o mut JsonSink<'j>),
+    /// Measured or written as text as they come.
+    Text(&'o mut TextStream<'j>),
+}
+
+/// Where a message's nodes go as they are made, instead of into a tree.
+pub(crate) enum Stream<'s, 'j> {
+    /// JSON.
+    Json(&'s mut JsonSink<'j>),
+    /// Text.
+    Text(&'s mut TextStream<'j>),
 }
 
 impl<'o, 'j> Out<'o, 'j> {
     /// Where a message's root puts its children: `children` for a tree, or
     /// `json` after the root's opening (the root has no parent: no
     /// separator before it).
-    pub(crate) fn root(json: Option<&'o mut JsonSink<'j>>, children: &'o mut Vec<Node>) -> Self {
-        match json {
-            Some(j) => {
+    pub(crate) fn root(
+        stream: Option<&'o mut Stream<'_, 'j>>,
+        children: &'o mut Vec<Node>,
+    ) -> Self {
+        match stream {
+            Some(Stream::Json(j)) => {
                 j.begin();
                 Out::Json(j)
             }
+            Some(Stream::Text(t)) => {
+                t.begin();
+                Out::Text(t)
+            }
             None => Out::Tree(children),
         }
+    }
+
+    /// Marks the parent this takes the children of as the message body.
+    pub(crate) fn mark_body(&mut self) {
+        match self {
+            Out::Tree(_) => {}
+            Out::Json(j) => j.mark_body(),
+            Out::Text(t) => t.mark_body(),
+        }
+    }
+
+    /// True when the nodes become a tree or text, which show descriptions
+    /// (JSON has none).
+    pub(crate) fn shows_about(&self) -> bool {
+        !matches!(self, Out::Json(_))
     }
 
     /// Hands over the finished node `n` (with its children); `sources` are
@@ -58,6 +91,7 @@ impl<'o, 'j> Out<'o, 'j> {
         match self {
             Out::Tree(v) => v.push(n),
             Out::Json(j) => j.node(n, sources),
+            Out::Text(t) => t.node(n, sources),
         }
     }
 
@@ -81,6 +115,10 @@ impl<'o, 'j> Out<'o, 'j> {
                 j.begin();
                 Out::Json(j)
             }
+            Out::Text(t) => {
+                t.begin();
+                Out::Text(t)
+            }
         }
     }
 
@@ -91,14 +129,7 @@ impl<'o, 'j> Out<'o, 'j> {
         match self {
             Out::Tree(v) => v.push(n),
             Out::Json(j) => j.end(n),
-        }
-    }
-
-    /// The JSON sink, when this writes JSON.
-    pub(crate) fn json(&mut self) -> Option<&mut JsonSink<'j>> {
-        match self {
-            Out::Tree(_) => None,
-            Out::Json(j) => Some(j),
+            Out::Text(t) => t.end(n),
         }
     }
 }
@@ -120,12 +151,8 @@ pub struct JsonSink<'j> {
     message: &'j [u8],
     /// One flag per open parent: true until its first child is written.
     fresh: Vec<bool>,
-    /// The depth of the body's children (`fresh.len()` while they are
-    /// written), while the body is open.
-    body: Option<usize>,
-    /// Whether the body's first ThrottleTimeMs child was seen.
-    throttle_seen: bool,
-    facts: StreamFacts,
+    /// The facts, from the nodes as they are written.
+    walk: FactWalk,
     /// Applied to every node before it is written.
     annotate: Option<&'j mut dyn FnMut(&mut Node)>,
     /// Offered the output between nodes ([`JsonSink::spilling`]).
@@ -146,9 +173,7 @@ impl<'j> JsonSink<'j> {
             out,
             message,
             fresh: Vec::with_capacity(16),
-            body: None,
-            throttle_seen: false,
-            facts: StreamFacts::default(),
+            walk: FactWalk::default(),
             annotate,
             spill: None,
             dry: false,
@@ -178,7 +203,7 @@ impl<'j> JsonSink<'j> {
 
     /// The facts taken from the nodes written.
     pub fn facts(self) -> StreamFacts {
-        self.facts
+        self.walk.facts
     }
 
     /// The separator before a node: nothing before a parent's first child.
@@ -198,7 +223,7 @@ impl<'j> JsonSink<'j> {
 
     /// Marks the parent opened last as the message body.
     pub(crate) fn mark_body(&mut self) {
-        self.body = Some(self.fresh.len());
+        self.walk.body = Some(self.fresh.len());
     }
 
     fn begin(&mut self) {
@@ -214,17 +239,7 @@ impl<'j> JsonSink<'j> {
         if let Some(a) = self.annotate.as_mut() {
             a(&mut n);
         }
-        if let Some(b) = self.body {
-            let depth = self.fresh.len();
-            if depth + 1 == b {
-                // The body itself: its own name is walked too.
-                self.error_code(&n.name, &n.value);
-                self.body = None;
-            } else if depth >= b {
-                self.throttle(&n.name, &n.value, depth == b);
-                self.error_code(&n.name, &n.value);
-            }
-        }
+        self.walk.end(&n, self.fresh.len());
         if !self.dry {
             n.write_json_tail(self.out);
         }
@@ -254,13 +269,7 @@ impl<'j> JsonSink<'j> {
     #[inline]
     pub(crate) fn leaf(&mut self, parts: Parts<'_>) {
         self.sep();
-        if let Some(b) = self.body {
-            let depth = self.fresh.len();
-            if depth >= b {
-                self.throttle(parts.name, parts.value, depth == b);
-                self.error_code(parts.name, parts.value);
-            }
-        }
+        self.walk.leaf(parts.name, parts.value, self.fresh.len());
         if !self.dry {
             Node::write_leaf_json(self.out, parts);
         }
@@ -271,13 +280,7 @@ impl<'j> JsonSink<'j> {
         if let Some(a) = self.annotate.as_mut() {
             n.walk_mut(&mut **a);
         }
-        if let Some(b) = self.body {
-            let depth = self.fresh.len();
-            if depth >= b {
-                self.throttle(&n.name, &n.value, depth == b);
-                n.walk(&mut |c, _| self.error_code(&c.name, &c.value));
-            }
-        }
+        self.walk.node(&n, self.fresh.len());
         if self.dry {
             return;
         }
@@ -288,6 +291,68 @@ impl<'j> JsonSink<'j> {
         match &self.spill {
             Some(s) => n.write_json_spilling(self.out, &bytes, s),
             None => n.write_json_in(self.out, &bytes),
+        }
+    }
+}
+
+/// What a sink learns from the nodes it is handed, whatever it writes: the
+/// facts `model::response_facts` takes from a response's tree. Depths count
+/// the parents open (the message's root included).
+#[derive(Default)]
+pub(crate) struct FactWalk {
+    /// The depth of the body's children, while the body is open.
+    body: Option<usize>,
+    /// Whether the body's first ThrottleTimeMs child was seen.
+    throttle_seen: bool,
+    facts: StreamFacts,
+}
+
+impl FactWalk {
+    /// The body was opened: its children are at `depth`.
+    pub(crate) fn mark_body(&mut self, depth: usize) {
+        self.body = Some(depth);
+    }
+
+    /// The facts taken.
+    pub(crate) fn facts(self) -> StreamFacts {
+        self.facts
+    }
+
+    /// A parent closed, `n` without its children, at `depth` (the parents
+    /// still open).
+    #[inline]
+    pub(crate) fn end(&mut self, n: &Node, depth: usize) {
+        if let Some(b) = self.body {
+            if depth + 1 == b {
+                // The body itself: its own name is walked too.
+                self.error_code(&n.name, &n.value);
+                self.body = None;
+            } else if depth >= b {
+                self.throttle(&n.name, &n.value, depth == b);
+                self.error_code(&n.name, &n.value);
+            }
+        }
+    }
+
+    /// A childless node, by its name and value, at `depth`.
+    #[inline]
+    pub(crate) fn leaf(&mut self, name: &str, value: &Value, depth: usize) {
+        if let Some(b) = self.body {
+            if depth >= b {
+                self.throttle(name, value, depth == b);
+                self.error_code(name, value);
+            }
+        }
+    }
+
+    /// A node handed over whole, with its children, at `depth`.
+    #[inline]
+    pub(crate) fn node(&mut self, n: &Node, depth: usize) {
+        if let Some(b) = self.body {
+            if depth >= b {
+                self.throttle(&n.name, &n.value, depth == b);
+                n.walk(&mut |c, _| self.error_code(&c.name, &c.value));
+            }
         }
     }
 
@@ -727,5 +792,124 @@ mod tests {
         let (all, kept) = (nodes(false), nodes(true));
         assert!(all > 48 * 4000 * 5, "{all}");
         assert!(kept < 48 * 40, "{kept}");
+    }
+
+    /// The message's text made as it is decoded (`stream_text`, measured
+    /// then written) and the text of its tree, with `annotate` (if any)
+    /// applied to both: (the tree, its text, the stream's result, its
+    /// text, its facts); the text `None` when the measuring decode found an
+    /// error.
+    #[allow(clippy::type_complexity)]
+    fn text_both(
+        raw: &[u8],
+        response: Option<(i16, i16)>,
+        opts: &DecodeOptions,
+        mut annotate: Option<&mut dyn FnMut(&mut Node)>,
+    ) -> (
+        Decoded,
+        Vec<u8>,
+        Decoded,
+        Option<Vec<u8>>,
+        Option<StreamFacts>,
+    ) {
+        use crate::kafka::decode::{decode_request_text, decode_response_text};
+        use crate::kafka::stream_text::TextStream;
+        let mut tree = match response {
+            None => decode_request(raw, opts),
+            Some((k, v)) => decode_response(raw, k, v, opts),
+        };
+        if let Some(a) = annotate.as_mut() {
+            tree.root.walk_mut(*a);
+        }
+        let bytes = SourceBytes {
+            message: raw,
+            sources: &tree.sources,
+        };
+        let mut want = Vec::new();
+        crate::kafka::tree::write_text_in(&mut want, &tree.root, "    ", &bytes);
+        let decode = |t: &mut TextStream<'_>| match response {
+            None => decode_request_text(raw, opts, t),
+            Some((k, v)) => decode_response_text(raw, k, v, opts, t),
+        };
+        fn reborrow<'a>(
+            a: &'a mut Option<&mut dyn FnMut(&mut Node)>,
+        ) -> Option<&'a mut dyn FnMut(&mut Node)> {
+            match a {
+                Some(a) => Some(&mut **a),
+                None => None,
+            }
+        }
+        let mut measure = TextStream::measure(raw, reborrow(&mut annotate));
+        let d = decode(&mut measure);
+        if d.error.is_some() {
+            return (tree, want, d, None, None);
+        }
+        let (plan, facts) = measure.finish().expect("every parent closed");
+        assert!(plan.streams());
+        let mut got = Vec::new();
+        let mut write = TextStream::write(raw, plan, &mut got, "    ", reborrow(&mut annotate));
+        let _ = decode(&mut write);
+        drop(write);
+        (tree, want, d, Some(got), Some(facts))
+    }
+
+    /// Every message of every capture, its records kept as bytes or not:
+    /// where the measuring decode finds no error, the text written as the
+    /// message is decoded is its tree's, and the facts, topics and ids are
+    /// the tree's; where it finds one, so does the tree. With an
+    /// annotation on every node, the same on the shipped captures.
+    #[test]
+    fn streamed_text_is_the_trees_on_every_capture() {
+        let (mut streamed, mut failed) = (0, 0);
+        each_streamed(|at, raw, response, opts| {
+            let opts = DecodeOptions {
+                records_json: false,
+                records_deferred: opts.records_json,
+                ..opts.clone()
+            };
+            let (tree, want, s, got, facts) = text_both(raw, response, &opts, None);
+            let (Some(got), Some(facts)) = (got, facts) else {
+                let retried = s.api_key == Some(7) && s.api_version == Some(0);
+                assert!(
+                    tree.error.is_some() || retried,
+                    "{at}: only the stream failed"
+                );
+                failed += 1;
+                return;
+            };
+            assert!(tree.error.is_none(), "{at}: only the tree failed");
+            assert!(got == want, "{at}: text differs");
+            let (throttle, errors) = response_facts(&tree.root);
+            assert_eq!(facts.throttle_time_ms, throttle, "{at}");
+            assert_eq!(facts.error_codes, errors, "{at}");
+            assert_eq!(
+                (&s.topics, &s.topic_ids),
+                (&tree.topics, &tree.topic_ids),
+                "{at}"
+            );
+            streamed += 1;
+        });
+        assert!(streamed > 1000, "{streamed} streamed, {failed} failed");
+        let mut mark = |n: &mut Node| {
+            if let Value::Int(_) | Value::Text(_) = n.value {
+                n.detail = Some(format!("{} marked", n.length).into());
+            }
+        };
+        let mut marked = 0;
+        for p in test_captures::shipped() {
+            for m in test_captures::messages(&p, test_captures::full_trees()) {
+                let Some(response) = how(&m.info) else {
+                    continue;
+                };
+                let opts = DecodeOptions::default();
+                let (_, want, _, got, _) =
+                    text_both(&m.raw.bytes, response, &opts, Some(&mut mark));
+                if let Some(got) = got {
+                    assert!(got == want, "{} frame {}", p.display(), m.info.frame);
+                    marked += 1;
+                }
+            }
+        }
+        assert!(marked > 100, "{marked}");
     }
 }

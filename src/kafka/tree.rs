@@ -1444,7 +1444,7 @@ impl TextSink for Vec<u8> {
 /// A line's columns, rebuilt in place for every node (no allocation once
 /// they have grown). `prefix` holds the guides of the node's parent.
 #[derive(Default)]
-struct Fields {
+pub(crate) struct Fields {
     prefix: String,
     name: String,
     ty: String,
@@ -1457,7 +1457,7 @@ struct Fields {
 
 /// Column widths in characters (each the widest cell plus 2, at least the
 /// seed document's).
-struct Columns {
+pub(crate) struct Columns {
     name: usize,
     ty: usize,
     value: usize,
@@ -1466,7 +1466,7 @@ struct Columns {
 
 /// What the first walk learns: widest cells and the bytes the lines take.
 #[derive(Default)]
-struct Size {
+pub(crate) struct Size {
     lines: usize,
     name: usize,
     ty: usize,
@@ -1482,7 +1482,7 @@ struct Size {
 }
 
 impl Size {
-    fn add(&mut self, f: &Fields) {
+    pub(crate) fn add(&mut self, f: &Fields) {
         let nc = f.name.chars().count();
         let tc = f.ty.chars().count();
         let vc = f.value.chars().count();
@@ -1502,7 +1502,7 @@ impl Size {
         }
     }
 
-    fn columns(&self) -> Columns {
+    pub(crate) fn columns(&self) -> Columns {
         Columns {
             name: self.name.max(54),
             ty: self.ty.max(24),
@@ -1522,6 +1522,18 @@ impl Size {
 }
 
 impl Fields {
+    /// The guide the children of a node draw under it: a line down unless
+    /// it is its parent's last child.
+    pub(crate) fn push_guide(&mut self, last: bool) {
+        self.prefix.push_str(if last { "    " } else { "|   " });
+    }
+
+    /// Takes back the last [`Fields::push_guide`].
+    pub(crate) fn pop_guide(&mut self) {
+        let keep = self.prefix.len().saturating_sub(4);
+        self.prefix.truncate(keep);
+    }
+
     /// The description as the line ends with it: trailing blanks go (the
     /// span before it is never blank).
     fn about_trimmed(&self) -> &str {
@@ -1529,7 +1541,7 @@ impl Fields {
     }
 
     /// Sets the columns of `n`, a child (with guides) unless `top`.
-    fn set(&mut self, n: &Node, top: bool) {
+    pub(crate) fn set(&mut self, n: &Node, top: bool) {
         self.name.clear();
         if top {
             self.name.push_str(&n.name);
@@ -1575,7 +1587,7 @@ impl Fields {
 
     /// Appends the line: `indent`, the padded cells, the span and the
     /// description, `\n`.
-    fn write(&self, out: &mut impl TextSink, c: &Columns, indent: &str) {
+    pub(crate) fn write<S: TextSink + ?Sized>(&self, out: &mut S, c: &Columns, indent: &str) {
         out.push_text(indent);
         pad(out, &self.name, c.name);
         pad(out, &self.ty, c.ty);
@@ -1595,41 +1607,55 @@ impl Fields {
 /// [`Value::Records`] node whose bytes `bytes` holds stands for the nodes of
 /// its records, made from them.
 fn walk_text(root: &Node, bytes: &SourceBytes<'_>, f: &mut Fields, line: &mut dyn FnMut(&Fields)) {
-    fn go(
-        n: &Node,
-        last: bool,
-        top: bool,
-        bytes: &SourceBytes<'_>,
-        f: &mut Fields,
-        line: &mut dyn FnMut(&Fields),
-    ) {
-        f.set(n, top);
-        line(f);
-        let at = f.prefix.len();
-        if !top {
-            f.prefix.push_str(if last { "    " } else { "|   " });
-        }
-        let count = n.children.len();
-        for (i, c) in n.children.iter().enumerate() {
-            let last = i + 1 == count;
-            if let Value::Records(d) = &c.value {
-                if let Some(b) = bytes.span(c.source, c.offset, c.length) {
-                    (d.expand)(d, b, c.offset, c.source, &mut |r, last_record| {
-                        go(&r, last && last_record, false, bytes, f, line);
-                    });
-                    continue;
-                }
-            }
-            go(c, last, false, bytes, f, line);
-        }
-        f.prefix.truncate(at);
-    }
     f.prefix.clear();
-    go(root, true, true, bytes, f, line);
+    walk_from(root, true, true, bytes, f, line);
+}
+
+/// [`walk_text`] of `n`, a child (the last of its parent's when `last`)
+/// under the guides in `f`: what a text stream writes for a node handed
+/// over whole (`stream_text`).
+pub(crate) fn walk_node(
+    n: &Node,
+    last: bool,
+    bytes: &SourceBytes<'_>,
+    f: &mut Fields,
+    line: &mut dyn FnMut(&Fields),
+) {
+    walk_from(n, last, false, bytes, f, line);
+}
+
+fn walk_from(
+    n: &Node,
+    last: bool,
+    top: bool,
+    bytes: &SourceBytes<'_>,
+    f: &mut Fields,
+    line: &mut dyn FnMut(&Fields),
+) {
+    f.set(n, top);
+    line(f);
+    let at = f.prefix.len();
+    if !top {
+        f.push_guide(last);
+    }
+    let count = n.children.len();
+    for (i, c) in n.children.iter().enumerate() {
+        let last = i + 1 == count;
+        if let Value::Records(d) = &c.value {
+            if let Some(b) = bytes.span(c.source, c.offset, c.length) {
+                (d.expand)(d, b, c.offset, c.source, &mut |r, last_record| {
+                    walk_from(&r, last && last_record, false, bytes, f, line);
+                });
+                continue;
+            }
+        }
+        walk_from(c, last, false, bytes, f, line);
+    }
+    f.prefix.truncate(at);
 }
 
 /// Appends `s` and spaces up to `width` characters.
-fn pad(out: &mut impl TextSink, s: &str, width: usize) {
+fn pad<S: TextSink + ?Sized>(out: &mut S, s: &str, width: usize) {
     const SPACES: &str = "                                                                ";
     out.push_text(s);
     let mut n = width.saturating_sub(s.chars().count());

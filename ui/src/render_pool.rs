@@ -485,10 +485,8 @@ fn stream(
 ) -> bool {
     use kafkashark::kafka::decode::{decode_request_json, decode_response_json};
     use kafkashark::kafka::stream_json::JsonSink;
-    let response = match (m.info.kind, m.info.api_key, m.info.api_version) {
-        (Kind::Request, Some(_), _) => None,
-        (Kind::Response, Some(k), Some(v)) => Some((k, v)),
-        _ => return false,
+    let Some(response) = streamed_as(m) else {
+        return false;
     };
     let mark = buf.len();
     // Written before the tree: no decode error (a message with one is not
@@ -559,11 +557,7 @@ fn stream_parted(
 ) -> Option<bool> {
     use kafkashark::kafka::decode::{decode_request_json, decode_response_json};
     use kafkashark::kafka::stream_json::JsonSink;
-    let response = match (m.info.kind, m.info.api_key, m.info.api_version) {
-        (Kind::Request, Some(_), _) => None,
-        (Kind::Response, Some(k), Some(v)) => Some((k, v)),
-        _ => return None,
-    };
+    let response = streamed_as(m)?;
     let is_response = response.is_some();
     let index = m.info.index;
     let mut name = |n: &mut Node| stamps.name_node(index, n);
@@ -592,6 +586,57 @@ fn stream_parted(
     });
     end_line(m, buf, d, facts, is_response, stamps);
     Some(sent)
+}
+
+/// A big message's text tree written while it is decoded, never whole
+/// (`kafkashark::kafka::stream_text`): a first decode measures the columns
+/// and notes each parent's line, and gives `m` the facts a tree-keeping
+/// analyzer takes from its tree; its summary line is written, then a second
+/// decode writes the tree's lines, handed to the writer every
+/// [`SEGMENT_BYTES`]. The same bytes as [`decode`] then the text of the
+/// tree. `None`, with `m` and `buf` as they were, for a message that must
+/// take the tree's path (as [`stream`]'s false: its decode finds an error,
+/// a raw SASL token, a response without its request's api key and
+/// version); otherwise whether the writer took it all.
+fn text_streamed(
+    m: &mut MessageRecord,
+    buf: &mut Vec<u8>,
+    render: &Render,
+    opts: &DecodeOptions,
+    stamps: &Stamps,
+    to: &ToWriter,
+) -> Option<bool> {
+    use kafkashark::kafka::decode::{decode_request_text, decode_response_text};
+    use kafkashark::kafka::stream_text::TextStream;
+    let response = streamed_as(m)?;
+    let index = m.info.index;
+    let mut name = |n: &mut Node| stamps.name_node(index, n);
+    let any = stamps.any.load(Ordering::Acquire);
+    let raw = m.raw.bytes.clone();
+    let decode = |t: &mut TextStream<'_>| match response {
+        None => decode_request_text(&raw, opts, t),
+        Some((k, v)) => decode_response_text(&raw, k, v, opts, t),
+    };
+    let mut measure = TextStream::measure(&raw, any.then_some(&mut name as _));
+    let d = decode(&mut measure);
+    if d.error.is_some() {
+        return None;
+    }
+    let (plan, facts) = measure.finish().filter(|(p, _)| p.streams())?;
+    let info = &mut m.info;
+    if response.is_some() {
+        info.throttle_time_ms = facts.throttle_time_ms;
+        info.error_codes = facts.error_codes;
+    }
+    info.decode_error = None;
+    info.topics = d.topics;
+    stamps.names(info.index, &d.topic_ids, &mut info.topics);
+    render.summary_line(buf, m);
+    let mut sink = Segmented { buf, to, ok: true };
+    let mut write = TextStream::write(&raw, plan, &mut sink, "    ", any.then_some(&mut name as _));
+    let _ = decode(&mut write);
+    drop(write);
+    Some(sink.ok)
 }
 
 /// Runs `write` with a [`tree::Spill`] handing its output to the writer every
@@ -630,6 +675,18 @@ fn tree_parted(render: &mut Render, buf: &mut Vec<u8>, m: &MessageRecord, to: &T
     crate::print::JsonWriter::tail(buf, m);
     buf.push(b'\n');
     sent
+}
+
+/// How `m`'s tree is decoded when it is written while decoded: `Some(None)`
+/// a request, `Some(Some((api key, version)))` a response with its
+/// request's; `None` for the tree's path (a raw SASL token, a response
+/// without its request's api key and version).
+fn streamed_as(m: &MessageRecord) -> Option<Option<(i16, i16)>> {
+    match (m.info.kind, m.info.api_key, m.info.api_version) {
+        (Kind::Request, Some(_), _) => Some(None),
+        (Kind::Response, Some(k), Some(v)) => Some(Some((k, v))),
+        _ => None,
+    }
 }
 
 /// Gives `m` its tree, decoded as a tree-keeping analyzer decodes it, and the
@@ -959,16 +1016,22 @@ fn worker(
                         // The tree's text (up to a hundred times the
                         // message's bytes) is handed over segment by
                         // segment as it is written, never whole.
-                        PrintFormat::Text => {
+                        PrintFormat::Text => 'text: {
                             // A big message's records stay bytes in its
                             // tree, their nodes made line by line as the
-                            // text is written.
+                            // text is written; its other nodes too, when
+                            // it decodes cleanly (`text_streamed`).
                             let big_opts;
                             let opts = if m.raw.bytes.len() >= big {
                                 big_opts = DecodeOptions {
                                     records_deferred: true,
                                     ..opts.clone()
                                 };
+                                if let Some(sent) =
+                                    text_streamed(&mut m, &mut buf, &render, &big_opts, stamps, &to)
+                                {
+                                    break 'text sent;
+                                }
                                 &big_opts
                             } else {
                                 opts
