@@ -8,56 +8,74 @@
 //! children's while its span, value and description are known only after
 //! them (as is which child is the last, whose guide differs). So a first
 //! decode into a measuring stream ([`TextStream::measure`]) writes nothing:
-//! it takes the column widths, each parent's node (without its children) in
-//! the order parents are opened, how many children each has, and the facts a
-//! tree-keeping analyzer takes; a second decode into a writing stream
-//! ([`TextStream::write`], built from the first) writes every line as its
-//! node comes — a parent's from the first decode's node. Nodes handed over
-//! whole (a record batch with its runs of records, decoded with
-//! `DecodeOptions::records_deferred`) are written as `tree::write_text_in`
-//! writes them, records made from their bytes.
+//! it takes the column widths, the facts a tree-keeping analyzer takes, and
+//! for each parent, in the order parents are opened, whether it is small
+//! (fewer than [`SMALL`] nodes under it) or else its node (without its
+//! children) and how many children it has; a second decode into a writing
+//! stream ([`TextStream::write`], built from the first) writes every line as
+//! its node comes — a big parent's from the first decode's node — except
+//! under a small parent, whose nodes it gathers into a subtree written once
+//! the parent closes. Nodes handed over whole (a record batch with its runs
+//! of records, decoded with `DecodeOptions::records_deferred`) are written
+//! as `tree::write_text_in` writes them, records made from their bytes.
 //!
 //! Invariants: for a message that decodes without an error, the lines are
 //! those `tree::write_text_in` writes for the tree the decoder builds from
 //! the same bytes with the same options (the tests compare both on every
 //! capture). A message with an error is not written this way: its tree's
-//! error nodes and spans are fitted after decoding. Memory: the parents'
-//! nodes (without children) and a count per parent, the column widths and
-//! one node's cells; the nodes handed over are freed once measured or
-//! written.
+//! error nodes and spans are fitted after decoding. Memory: four bytes per
+//! parent, the big parents' nodes (without children) and counts, the column
+//! widths, one node's cells and one small parent's subtree (plus the nodes
+//! handed over whole, each freed once measured or written).
 
 use super::stream_json::{FactWalk, StreamFacts};
 use super::tree::{self, ByteSource, Node, SourceBytes, TextSink};
+
+/// A parent with fewer nodes under it than this is small: written from its
+/// subtree, gathered while it is decoded the second time, rather than from
+/// a node kept by the first decode (a Metadata response of 50,000
+/// partitions has three parents per partition, each a 200-byte node).
+pub const SMALL: usize = 64;
 
 /// What a measuring stream learned, for the writing one.
 pub struct TextPlan {
     /// The columns' widths.
     cols: tree::Columns,
-    /// Each parent's node without its children, in the order the parents
-    /// were opened (the message's root first).
-    parents: Vec<Node>,
-    /// How many children each of them has.
-    counts: Vec<usize>,
+    /// Per parent, in the order the parents were opened (the message's root
+    /// first): its place in `big`, or [`TextPlan::SMALL_PARENT`].
+    parents: Vec<u32>,
+    /// The big parents' nodes without their children, and how many children
+    /// each has.
+    big: Vec<(Node, usize)>,
 }
 
 impl TextPlan {
+    /// `parents`' mark of a small parent.
+    const SMALL_PARENT: u32 = u32::MAX;
+
     /// False when the root's name holds a line break: `tree::write_text`
     /// then writes the tree otherwise (its lines cut where the name breaks),
     /// which a stream does not.
     pub fn streams(&self) -> bool {
-        self.parents
+        self.big
             .first()
-            .is_some_and(|r| !r.name.contains(['\n', '\r']))
+            .is_some_and(|(r, _)| !r.name.contains(['\n', '\r']))
+    }
+
+    /// The big parent opened `slot`-th, if it is one.
+    fn big(&self, slot: usize) -> Option<&(Node, usize)> {
+        let at = *self.parents.get(slot)?;
+        self.big.get(usize::try_from(at).ok()?)
     }
 }
 
 /// What a [`TextStream`] does with the nodes.
 enum Mode<'j> {
-    /// Takes their widths, parents and counts.
+    /// Takes their widths and the plan.
     Measure {
         size: tree::Size,
-        parents: Vec<Option<Node>>,
-        counts: Vec<usize>,
+        parents: Vec<u32>,
+        big: Vec<(Node, usize)>,
     },
     /// Writes their lines to `out`, after `indent`.
     Write {
@@ -73,6 +91,11 @@ struct Open {
     slot: usize,
     /// Its children so far.
     seen: usize,
+    /// Measuring: the nodes under it so far.
+    under: usize,
+    /// Writing a small parent (or one under it): its children so far, and
+    /// whether it is the last child of its parent.
+    gathered: Option<(Vec<Node>, bool)>,
 }
 
 /// A tree's text made as the decoder makes its nodes (see the module docs).
@@ -101,7 +124,7 @@ impl<'j> TextStream<'j> {
         let mode = Mode::Measure {
             size: tree::Size::default(),
             parents: Vec::new(),
-            counts: Vec::new(),
+            big: Vec::new(),
         };
         TextStream::with(message, mode, annotate)
     }
@@ -139,22 +162,22 @@ impl<'j> TextStream<'j> {
     /// the facts (`None` for a writing stream, or when a parent was never
     /// closed: a decode that did not finish).
     pub fn finish(self) -> Option<(TextPlan, StreamFacts)> {
-        let Mode::Measure {
-            size,
-            parents,
-            counts,
-        } = self.mode
-        else {
+        let Mode::Measure { size, parents, big } = self.mode else {
             return None;
         };
-        let parents = parents.into_iter().collect::<Option<Vec<Node>>>()?;
+        if !self.open.is_empty() || parents.contains(&Self::OPEN) {
+            return None;
+        }
         let plan = TextPlan {
             cols: size.columns(),
             parents,
-            counts,
+            big,
         };
         Some((plan, self.walk.facts()))
     }
+
+    /// Measuring: the mark of a parent not closed yet.
+    const OPEN: u32 = u32::MAX - 1;
 
     /// Marks the parent opened last as the message body.
     pub(crate) fn mark_body(&mut self) {
@@ -162,45 +185,52 @@ impl<'j> TextStream<'j> {
     }
 
     /// Counts a child of the innermost open parent: whether it is the last
-    /// (as the plan says; always false while measuring, where it does not
-    /// matter: both guides are as wide).
+    /// (as the plan says, for a child of a big parent; always false while
+    /// measuring, where it does not matter: both guides are as wide).
     fn child(&mut self) -> bool {
         let Some(p) = self.open.last_mut() else {
             return false;
         };
         let at = p.seen;
         p.seen += 1;
+        p.under += 1;
         match &self.mode {
-            Mode::Write { plan, .. } => plan.counts.get(p.slot).is_some_and(|&c| at + 1 == c),
+            Mode::Write { plan, .. } => plan.big(p.slot).is_some_and(|&(_, c)| at + 1 == c),
             Mode::Measure { .. } => false,
         }
     }
 
-    /// Opens a parent (the root first): its line, when writing, and its
-    /// children's guides.
+    /// Opens a parent (the root first): when writing a big one, its line
+    /// and its children's guides.
     pub(crate) fn begin(&mut self) {
         let top = self.open.is_empty();
+        let gathering = self.open.last().is_some_and(|p| p.gathered.is_some());
         let last = self.child();
         let slot = self.opened;
         self.opened += 1;
+        let mut gathered = None;
         match &mut self.mode {
-            Mode::Measure {
-                parents, counts, ..
-            } => {
-                parents.push(None);
-                counts.push(0);
-            }
-            Mode::Write { plan, out, indent } => {
-                if let Some(n) = plan.parents.get(slot) {
+            Mode::Measure { parents, .. } => parents.push(Self::OPEN),
+            Mode::Write { plan, out, indent } => match plan.big(slot) {
+                Some((n, _)) if !gathering => {
                     self.fields.set(n, top);
                     self.fields.write(&mut **out, &plan.cols, indent);
+                    if !top {
+                        self.fields.push_guide(last);
+                    }
                 }
-            }
+                _ => gathered = Some((Vec::new(), last)),
+            },
         }
-        if !top {
+        if let (Mode::Measure { .. }, false) = (&self.mode, top) {
             self.fields.push_guide(last);
         }
-        self.open.push(Open { slot, seen: 0 });
+        self.open.push(Open {
+            slot,
+            seen: 0,
+            under: 0,
+            gathered,
+        });
     }
 
     /// Closes the parent opened last, `n` being its node without children.
@@ -209,25 +239,62 @@ impl<'j> TextStream<'j> {
             return;
         };
         let top = self.open.is_empty();
-        if !top {
-            self.fields.pop_guide();
-        }
         if let Some(a) = self.annotate.as_mut() {
             a(&mut n);
         }
         self.walk.end(&n, self.open.len());
-        if let Mode::Measure {
-            size,
-            parents,
-            counts,
-        } = &mut self.mode
-        {
-            self.fields.set(&n, top);
-            size.add(&self.fields);
-            if let (Some(s), Some(c)) = (parents.get_mut(p.slot), counts.get_mut(p.slot)) {
-                *s = Some(n);
-                *c = p.seen;
+        if let Some(parent) = self.open.last_mut() {
+            parent.under += p.under;
+        }
+        match &mut self.mode {
+            Mode::Measure { size, parents, big } => {
+                if !top {
+                    self.fields.pop_guide();
+                }
+                self.fields.set(&n, top);
+                size.add(&self.fields);
+                let mark = if top || p.under >= SMALL {
+                    big.push((n, p.seen));
+                    u32::try_from(big.len() - 1).unwrap_or(TextPlan::SMALL_PARENT)
+                } else {
+                    TextPlan::SMALL_PARENT
+                };
+                if let Some(s) = parents.get_mut(p.slot) {
+                    *s = mark;
+                }
             }
+            Mode::Write { .. } => match p.gathered {
+                // A small parent: its subtree, whole.
+                Some((kids, last)) => {
+                    n.children = kids;
+                    self.place(n, last);
+                }
+                None => {
+                    if !top {
+                        self.fields.pop_guide();
+                    }
+                }
+            },
+        }
+    }
+
+    /// Writing: `n`, whole, goes into the small parent gathering its
+    /// children, or else is written (the last child of its parent when
+    /// `last`).
+    fn place(&mut self, n: Node, last: bool) {
+        if let Some((kids, _)) = self.open.last_mut().and_then(|p| p.gathered.as_mut()) {
+            kids.push(n);
+            return;
+        }
+        if let Mode::Write { plan, out, indent } = &mut self.mode {
+            let bytes = SourceBytes {
+                message: self.message,
+                sources: &[],
+            };
+            let cols = &plan.cols;
+            tree::walk_node(&n, last, &bytes, &mut self.fields, &mut |f| {
+                f.write(&mut **out, cols, indent);
+            });
         }
     }
 
@@ -244,19 +311,32 @@ impl<'j> TextStream<'j> {
             n.walk_mut(&mut **a);
         }
         self.walk.node(&n, self.open.len());
+        let gathering = self.open.last().is_some_and(|p| p.gathered.is_some());
         let bytes = SourceBytes {
             message: self.message,
             sources,
         };
         match &mut self.mode {
             Mode::Measure { size, .. } => {
+                // Its weight, records included: a parent holding a big
+                // record batch is not small.
+                if let Some(p) = self.open.last_mut() {
+                    p.under = p.under.saturating_add(tree::text_weight(&n));
+                }
                 tree::walk_node(&n, last, &bytes, &mut self.fields, &mut |f| size.add(f));
             }
-            Mode::Write { plan, out, indent } => {
+            Mode::Write { plan, out, indent } if !gathering => {
                 let cols = &plan.cols;
                 tree::walk_node(&n, last, &bytes, &mut self.fields, &mut |f| {
                     f.write(&mut **out, cols, indent);
                 });
+            }
+            Mode::Write { .. } => {
+                // Written once its small parent closes, when its records'
+                // sources are no longer at hand: their nodes made now (a
+                // few: the parent is small, records counted).
+                tree::expand_deferred(&mut n, &bytes);
+                self.place(n, last);
             }
         }
     }

@@ -1624,6 +1624,48 @@ pub(crate) fn walk_node(
     walk_from(n, last, false, bytes, f, line);
 }
 
+/// Replaces every [`Value::Records`] node under `n` whose bytes `bytes`
+/// holds by its records' nodes, as [`walk_text`] makes them (a small
+/// subtree gathered to be written later, when the bytes of its records'
+/// sources are no longer at hand).
+pub(crate) fn expand_deferred(n: &mut Node, bytes: &SourceBytes<'_>) {
+    if !n
+        .children
+        .iter()
+        .any(|c| matches!(c.value, Value::Records(_)))
+    {
+        for c in &mut n.children {
+            expand_deferred(c, bytes);
+        }
+        return;
+    }
+    let mut kids = Vec::with_capacity(n.children.len());
+    for mut c in std::mem::take(&mut n.children) {
+        if let Value::Records(d) = &c.value {
+            if let Some(b) = bytes.span(c.source, c.offset, c.length) {
+                (d.expand)(d, b, c.offset, c.source, &mut |r, _| kids.push(r));
+                continue;
+            }
+        }
+        expand_deferred(&mut c, bytes);
+        kids.push(c);
+    }
+    n.children = kids;
+}
+
+/// The nodes [`walk_text`] writes for `n` and its subtree, the records a
+/// [`Value::Records`] node stands for counted.
+pub(crate) fn text_weight(n: &Node) -> usize {
+    let mut w = 0usize;
+    n.walk(&mut |c, _| {
+        w = w.saturating_add(match &c.value {
+            Value::Records(d) => usize::try_from(d.count).unwrap_or(usize::MAX),
+            _ => 1,
+        });
+    });
+    w
+}
+
 fn walk_from(
     n: &Node,
     last: bool,
