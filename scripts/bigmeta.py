@@ -15,9 +15,7 @@ give 21 MB.
 import struct
 import sys
 
-MSS = 65483
-CLIENT, BROKER = bytes([10, 0, 0, 1]), bytes([10, 0, 0, 2])
-CPORT, BPORT = 40000, 9092
+from pcapwrite import Connection, string
 
 
 def main():
@@ -26,54 +24,20 @@ def main():
     n = int(sys.argv[2]) if len(sys.argv) > 2 else 10
     count = int(sys.argv[3]) if len(sys.argv) > 3 else 50_000
     with open(sys.argv[1], "wb") as out:
-        # Classic pcap, microseconds, snaplen 262144, LINKTYPE_RAW.
-        out.write(struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 262144, 101))
-        clock = [1_700_000_000, 0]
-
-        def frame(src, dst, sport, dport, seq, ack, flags, payload=b""):
-            tcp = struct.pack(">HHIIBBHHH", sport, dport, seq & 0xFFFFFFFF,
-                              ack & 0xFFFFFFFF, 5 << 4, flags, 65535, 0, 0)
-            ip = struct.pack(">BBHHHBBH4s4s", 0x45, 0, 20 + len(tcp) + len(payload),
-                             0, 0x4000, 64, 6, 0, src, dst)
-            data = ip + tcp + payload
-            clock[1] += 10
-            if clock[1] >= 1_000_000:
-                clock[0] += 1
-                clock[1] -= 1_000_000
-            out.write(struct.pack("<IIII", clock[0], clock[1], len(data), len(data)))
-            out.write(data)
-
-        def send(src, dst, sport, dport, seq, ack, msg):
-            for at in range(0, len(msg), MSS):
-                seg = msg[at:at + MSS]
-                frame(src, dst, sport, dport, seq, ack, 0x18, seg)
-                seq += len(seg)
-            return seq
-
-        def string(s):
-            return struct.pack(">h", len(s)) + s
-
-        cseq, bseq = 1000, 5000
-        frame(CLIENT, BROKER, CPORT, BPORT, cseq, 0, 0x02)
-        cseq += 1
-        frame(BROKER, CLIENT, BPORT, CPORT, bseq, cseq, 0x12)
-        bseq += 1
-        frame(CLIENT, BROKER, CPORT, BPORT, cseq, bseq, 0x10)
+        c = Connection(out)
         replicas = struct.pack(">iiii", 3, 0, 1, 2)
         partitions = b"".join(
             struct.pack(">hii", 0, p, p % 3) + replicas + replicas for p in range(count))
         for corr in range(1, n + 1):
             # Metadata v1 request: all topics (a null array).
             body = struct.pack(">hhi", 3, 1, corr) + string(b"admin") + struct.pack(">i", -1)
-            cseq = send(CLIENT, BROKER, CPORT, BPORT, cseq, bseq,
-                        struct.pack(">i", len(body)) + body)
+            c.request(struct.pack(">i", len(body)) + body)
             # Response v1: one broker (no rack), the controller, one topic.
             rsp = struct.pack(">i", corr) + struct.pack(">ii", 1, 0) + string(b"broker0")
             rsp += struct.pack(">ih", 9092, -1) + struct.pack(">i", 0)
             rsp += struct.pack(">ih", 1, 0) + string(b"big-topic") + b"\x00"
             rsp += struct.pack(">i", count) + partitions
-            bseq = send(BROKER, CLIENT, BPORT, CPORT, bseq, cseq,
-                        struct.pack(">i", len(rsp)) + rsp)
+            c.response(struct.pack(">i", len(rsp)) + rsp)
 
 
 if __name__ == "__main__":
