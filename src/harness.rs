@@ -243,7 +243,18 @@ fn check_deferred(msg: &[u8], d: &Decoded, decode: impl Fn(&DecodeOptions) -> De
         records_deferred: true,
         ..fuzz_opts()
     });
-    assert_eq!(d.error, kept.error, "records_deferred finds another error");
+    if let Some(what) = deferred_differs(msg, d, &kept) {
+        panic!("records_deferred {what}");
+    }
+}
+
+/// How `kept`, the tree of `msg` decoded with `records_deferred`, differs
+/// from `d`, decoded without it (the same options otherwise), if it does:
+/// its error, its text (records' nodes made from their bytes) or its JSON.
+pub(crate) fn deferred_differs(msg: &[u8], d: &Decoded, kept: &Decoded) -> Option<&'static str> {
+    if d.error != kept.error {
+        return Some("finds another error");
+    }
     let bytes = SourceBytes {
         message: msg,
         sources: &kept.sources,
@@ -251,11 +262,13 @@ fn check_deferred(msg: &[u8], d: &Decoded, decode: impl Fn(&DecodeOptions) -> De
     let (mut want, mut got) = (String::new(), String::new());
     crate::kafka::tree::write_text(&mut want, &d.root, "  ");
     crate::kafka::tree::write_text_in(&mut got, &kept.root, "  ", &bytes);
-    assert!(want == got, "records_deferred writes other text");
+    if want != got {
+        return Some("writes other text");
+    }
     let (mut want, mut got) = (Vec::new(), Vec::new());
     d.root.write_json(&mut want);
     kept.root.write_json_in(&mut got, &bytes);
-    assert!(want == got, "records_deferred writes other JSON");
+    (want != got).then_some("writes other JSON")
 }
 
 /// [`fuzz_opts`] with records written straight to JSON (`print -V --format jsonl`).
@@ -348,31 +361,17 @@ fn check_streamed(msg: &[u8], fast: &Decoded, response: Option<(i16, i16)>) {
 /// error; when it finds one, so does the tree (but for ControlledShutdown
 /// v0, as [`check_streamed`]).
 fn check_text_streamed(msg: &[u8], d: &Decoded, response: Option<(i16, i16)>) {
-    use crate::kafka::decode::{decode_request_text, decode_response_text};
-    use crate::kafka::stream_text::TextStream;
     let opts = DecodeOptions {
         records_deferred: true,
         ..fuzz_opts()
     };
-    let decode = |t: &mut TextStream<'_>| match response {
-        None => decode_request_text(msg, &opts, t),
-        Some((k, v)) => decode_response_text(msg, k, v, &opts, t),
-    };
-    let mut measure = TextStream::measure(msg, None);
-    let s = decode(&mut measure);
-    if s.error.is_some() {
+    let (s, text) = streamed_text(msg, response, &opts, "  ", None);
+    let Some((got, facts)) = text else {
         let retried = response.is_none() && s.api_key == Some(7) && s.api_version == Some(0);
         assert!(d.error.is_some() || retried, "only the text stream failed");
         return;
-    }
-    assert!(d.error.is_none(), "only the tree failed");
-    let Some((plan, facts)) = measure.finish() else {
-        panic!("a parent left open by a decode without an error")
     };
-    let mut got = String::new();
-    let mut write = TextStream::write(msg, plan, &mut got, "  ", None);
-    let _ = decode(&mut write);
-    drop(write);
+    assert!(d.error.is_none(), "only the tree failed");
     let mut want = String::new();
     crate::kafka::tree::write_text(&mut want, &d.root, "  ");
     assert!(got == want, "the streamed text differs from the tree's");
@@ -381,6 +380,52 @@ fn check_text_streamed(msg: &[u8], d: &Decoded, response: Option<(i16, i16)>) {
         (facts.throttle_time_ms, facts.error_codes),
         (throttle, errors)
     );
+}
+
+/// `msg` decoded twice into text streams, as `print -V` writes a big
+/// message's text (`response`: the api key and version a response is
+/// decoded with, `None` for a request; `annotate` applied to every node in
+/// both): the measuring decode's result, and when it found no error, the
+/// text (each line after `indent`) and the facts. A decode without an error
+/// leaves no parent open.
+pub(crate) fn streamed_text(
+    msg: &[u8],
+    response: Option<(i16, i16)>,
+    opts: &DecodeOptions,
+    indent: &str,
+    mut annotate: Option<&mut dyn FnMut(&mut crate::kafka::Node)>,
+) -> (
+    Decoded,
+    Option<(String, crate::kafka::stream_json::StreamFacts)>,
+) {
+    use crate::kafka::decode::{decode_request_text, decode_response_text};
+    use crate::kafka::stream_text::TextStream;
+    fn again<'a>(
+        a: &'a mut Option<&mut dyn FnMut(&mut crate::kafka::Node)>,
+    ) -> Option<&'a mut dyn FnMut(&mut crate::kafka::Node)> {
+        match a {
+            Some(a) => Some(&mut **a),
+            None => None,
+        }
+    }
+    let decode = |t: &mut TextStream<'_>| match response {
+        None => decode_request_text(msg, opts, t),
+        Some((k, v)) => decode_response_text(msg, k, v, opts, t),
+    };
+    let mut measure = TextStream::measure(msg, again(&mut annotate));
+    let s = decode(&mut measure);
+    if s.error.is_some() {
+        return (s, None);
+    }
+    let Some((plan, facts)) = measure.finish() else {
+        panic!("a parent left open by a decode without an error")
+    };
+    assert!(plan.streams(), "a root name with a line break");
+    let mut got = String::new();
+    let mut write = TextStream::write(msg, plan, &mut got, indent, again(&mut annotate));
+    let _ = decode(&mut write);
+    drop(write);
+    (s, Some((got, facts)))
 }
 
 /// Prepends a size prefix matching the rest when `fix` is set, else uses the input as is.

@@ -461,6 +461,29 @@ mod tests {
         }
     }
 
+    /// A stream's decode (`s`) that found an error: so did the tree's — but
+    /// for a ControlledShutdown v0 request, which `decode_request` decodes
+    /// again with header v1 (a stream's caller takes the tree's path for
+    /// any error).
+    fn assert_fails_as_tree(at: &str, tree: &Decoded, s: &Decoded) {
+        let retried = s.api_key == Some(7) && s.api_version == Some(0);
+        assert!(
+            tree.error.is_some() || retried,
+            "{at}: only the stream failed"
+        );
+    }
+
+    /// A stream's decode (`s`) without an error: neither has the tree's, and
+    /// the facts, topics and ids it took are those the tree gives.
+    fn assert_facts_are_trees(at: &str, tree: &Decoded, s: &Decoded, facts: StreamFacts) {
+        assert!(tree.error.is_none(), "{at}: only the tree failed");
+        let (throttle, errors) = response_facts(&tree.root);
+        assert_eq!(facts.throttle_time_ms, throttle, "{at}");
+        assert_eq!(facts.error_codes, errors, "{at}");
+        assert_eq!(s.topics, tree.topics, "{at}");
+        assert_eq!(s.topic_ids, tree.topic_ids, "{at}");
+    }
+
     /// Every message of every capture (`captures/` and `../shared/captures`
     /// when present), decoded as `print -V --format jsonl` decodes it and as
     /// the tests of the records' JSON do: where the streamed decode has no
@@ -474,24 +497,12 @@ mod tests {
         each_streamed(|at, raw, response, opts| {
             let (tree, want, s, got, facts) = both(raw, response, opts, None);
             if s.error.is_some() {
-                // `decode_request` decodes a failed ControlledShutdown v0
-                // again with header v1 (the stream's caller takes the tree
-                // path for any error).
-                let retried = s.api_key == Some(7) && s.api_version == Some(0);
-                assert!(
-                    tree.error.is_some() || retried,
-                    "{at}: only the stream failed"
-                );
+                assert_fails_as_tree(at, &tree, &s);
                 with_error += 1;
                 return;
             }
-            assert!(tree.error.is_none(), "{at}: only the tree failed");
             assert!(got == want, "{at}: JSON differs");
-            let (throttle, errors) = response_facts(&tree.root);
-            assert_eq!(facts.throttle_time_ms, throttle, "{at}");
-            assert_eq!(facts.error_codes, errors, "{at}");
-            assert_eq!(s.topics, tree.topics, "{at}");
-            assert_eq!(s.topic_ids, tree.topic_ids, "{at}");
+            assert_facts_are_trees(at, &tree, &s, facts);
             assert_eq!(s.correlation_id, tree.correlation_id, "{at}");
             streamed += 1;
         });
@@ -750,20 +761,8 @@ mod tests {
                 Some((k, v)) => decode_response(raw, k, v, o),
             };
             let (tree, kept) = (decode(opts), decode(&deferring));
-            assert_eq!(tree.error, kept.error, "{at}");
-            let bytes = SourceBytes {
-                message: raw,
-                sources: &kept.sources,
-            };
-            let mut want = Vec::new();
-            crate::kafka::tree::write_text(&mut want, &tree.root, "    ");
-            let mut got = Vec::new();
-            crate::kafka::tree::write_text_in(&mut got, &kept.root, "    ", &bytes);
-            assert!(got == want, "{at}: text differs");
-            let (mut want, mut got) = (Vec::new(), Vec::new());
-            tree.root.write_json(&mut want);
-            kept.root.write_json_in(&mut got, &bytes);
-            assert!(got == want, "{at}: JSON differs");
+            let differs = crate::harness::deferred_differs(raw, &tree, &kept);
+            assert!(differs.is_none(), "{at}: {differs:?}");
             let mut runs = 0;
             kept.root
                 .walk(&mut |n, _| runs += usize::from(matches!(n.value, Value::Records(_))));
@@ -796,24 +795,15 @@ mod tests {
 
     /// The message's text made as it is decoded (`stream_text`, measured
     /// then written) and the text of its tree, with `annotate` (if any)
-    /// applied to both: (the tree, its text, the stream's result, its
-    /// text, its facts); the text `None` when the measuring decode found an
-    /// error.
+    /// applied to both: (the tree, its text, the stream's result, its text
+    /// and facts when the measuring decode found no error).
     #[allow(clippy::type_complexity)]
     fn text_both(
         raw: &[u8],
         response: Option<(i16, i16)>,
         opts: &DecodeOptions,
         mut annotate: Option<&mut dyn FnMut(&mut Node)>,
-    ) -> (
-        Decoded,
-        Vec<u8>,
-        Decoded,
-        Option<Vec<u8>>,
-        Option<StreamFacts>,
-    ) {
-        use crate::kafka::decode::{decode_request_text, decode_response_text};
-        use crate::kafka::stream_text::TextStream;
+    ) -> (Decoded, String, Decoded, Option<(String, StreamFacts)>) {
         let mut tree = match response {
             None => decode_request(raw, opts),
             Some((k, v)) => decode_response(raw, k, v, opts),
@@ -825,32 +815,10 @@ mod tests {
             message: raw,
             sources: &tree.sources,
         };
-        let mut want = Vec::new();
+        let mut want = String::new();
         crate::kafka::tree::write_text_in(&mut want, &tree.root, "    ", &bytes);
-        let decode = |t: &mut TextStream<'_>| match response {
-            None => decode_request_text(raw, opts, t),
-            Some((k, v)) => decode_response_text(raw, k, v, opts, t),
-        };
-        fn reborrow<'a>(
-            a: &'a mut Option<&mut dyn FnMut(&mut Node)>,
-        ) -> Option<&'a mut dyn FnMut(&mut Node)> {
-            match a {
-                Some(a) => Some(&mut **a),
-                None => None,
-            }
-        }
-        let mut measure = TextStream::measure(raw, reborrow(&mut annotate));
-        let d = decode(&mut measure);
-        if d.error.is_some() {
-            return (tree, want, d, None, None);
-        }
-        let (plan, facts) = measure.finish().expect("every parent closed");
-        assert!(plan.streams());
-        let mut got = Vec::new();
-        let mut write = TextStream::write(raw, plan, &mut got, "    ", reborrow(&mut annotate));
-        let _ = decode(&mut write);
-        drop(write);
-        (tree, want, d, Some(got), Some(facts))
+        let (s, text) = crate::harness::streamed_text(raw, response, opts, "    ", annotate);
+        (tree, want, s, text)
     }
 
     /// Every message of every capture, its records kept as bytes or not:
@@ -867,26 +835,14 @@ mod tests {
                 records_deferred: opts.records_json,
                 ..opts.clone()
             };
-            let (tree, want, s, got, facts) = text_both(raw, response, &opts, None);
-            let (Some(got), Some(facts)) = (got, facts) else {
-                let retried = s.api_key == Some(7) && s.api_version == Some(0);
-                assert!(
-                    tree.error.is_some() || retried,
-                    "{at}: only the stream failed"
-                );
+            let (tree, want, s, text) = text_both(raw, response, &opts, None);
+            let Some((got, facts)) = text else {
+                assert_fails_as_tree(at, &tree, &s);
                 failed += 1;
                 return;
             };
-            assert!(tree.error.is_none(), "{at}: only the tree failed");
             assert!(got == want, "{at}: text differs");
-            let (throttle, errors) = response_facts(&tree.root);
-            assert_eq!(facts.throttle_time_ms, throttle, "{at}");
-            assert_eq!(facts.error_codes, errors, "{at}");
-            assert_eq!(
-                (&s.topics, &s.topic_ids),
-                (&tree.topics, &tree.topic_ids),
-                "{at}"
-            );
+            assert_facts_are_trees(at, &tree, &s, facts);
             streamed += 1;
         });
         assert!(streamed > 1000, "{streamed} streamed, {failed} failed");
@@ -902,9 +858,8 @@ mod tests {
                     continue;
                 };
                 let opts = DecodeOptions::default();
-                let (_, want, _, got, _) =
-                    text_both(&m.raw.bytes, response, &opts, Some(&mut mark));
-                if let Some(got) = got {
+                let (_, want, _, text) = text_both(&m.raw.bytes, response, &opts, Some(&mut mark));
+                if let Some((got, _)) = text {
                     assert!(got == want, "{} frame {}", p.display(), m.info.frame);
                     marked += 1;
                 }

@@ -210,7 +210,12 @@ impl<'j> TextStream<'j> {
         self.opened += 1;
         let mut gathered = None;
         match &mut self.mode {
-            Mode::Measure { parents, .. } => parents.push(Self::OPEN),
+            Mode::Measure { parents, .. } => {
+                parents.push(Self::OPEN);
+                if !top {
+                    self.fields.push_guide(last);
+                }
+            }
             Mode::Write { plan, out, indent } => match plan.big(slot) {
                 Some((n, _)) if !gathering => {
                     self.fields.set(n, top);
@@ -221,9 +226,6 @@ impl<'j> TextStream<'j> {
                 }
                 _ => gathered = Some((Vec::new(), last)),
             },
-        }
-        if let (Mode::Measure { .. }, false) = (&self.mode, top) {
-            self.fields.push_guide(last);
         }
         self.open.push(Open {
             slot,
