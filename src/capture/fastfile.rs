@@ -8,7 +8,8 @@
 //! bytes; every frame's `data` is a [`Bytes::slice`] of its buffer, so a frame
 //! costs no allocation and no copy. A record that straddles two buffers is
 //! carried over (copied) into the next one. A buffer whose slices have all been
-//! dropped is reused for a later read.
+//! dropped goes back to the reader (on whichever thread drops the last slice)
+//! and is reused for a later read.
 //!
 //! Invariants:
 //! - The frames delivered, their order, timestamps, lengths, link types and
@@ -32,8 +33,9 @@
 //!   The buffers alive are those still referenced, so memory is at most
 //!   `CHUNK` × the number of frames (or slices) held downstream, and never more
 //!   than the file. The reader itself keeps the current buffer and at most
-//!   [`POOL`] retired ones for reuse. Downstream holds few frames while reading
-//!   a file (reassembly and framing keep slices until a message is complete;
+//!   [`POOL`] spare ones that nothing references any more, for reuse.
+//!   Downstream holds few frames while reading a file (reassembly and
+//!   framing keep slices until a message is complete;
 //!   `print` keeps messages until their response is seen), and what they hold
 //!   is mostly a contiguous stretch of the file. The TUI, which keeps messages
 //!   for the whole session, keeps where they lie in the file instead of their
@@ -972,6 +974,63 @@ fn next_pcapng(input: &mut Input, ng: &mut Pcapng) -> Result<Option<RawFrame>, S
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A read buffer goes back to the spares when its last slice is dropped
+    /// (not before), the next read fills that same buffer, a buffer made
+    /// larger for one record is not kept, and a slice outliving the reader
+    /// is simply freed.
+    #[test]
+    fn read_buffers_come_back_when_their_last_slice_goes() {
+        let path =
+            std::env::temp_dir().join(format!("kafkashark-fastfile-spares-{}", std::process::id()));
+        let bytes: Vec<u8> = (0..4 * CHUNK + 100).map(|i| (i % 251) as u8).collect();
+        std::fs::write(&path, &bytes).expect("temp file");
+        let file = File::open(&path).expect("open");
+        std::fs::remove_file(&path).expect("remove");
+        let spares = |i: &Input| i.spares.lock().map(|s| s.len()).unwrap_or(99);
+        let mut input = Input::new(file);
+        // [0, CHUNK): the first buffer, still referenced after the next read.
+        assert!(input.fill(1).expect("read"));
+        let first = input.slice(0, 10).expect("buffered");
+        let first_at = first.as_ptr();
+        input.advance(input.available());
+        assert!(input.fill(1).expect("read"));
+        assert_eq!(spares(&input), 0);
+        assert_eq!(&first[..], bytes.get(..10).unwrap_or_default());
+        drop(first);
+        assert_eq!(spares(&input), 1, "back once its last slice went");
+        // [2 CHUNK, 3 CHUNK): read into the first buffer again; the second,
+        // referenced by nothing, goes back at once.
+        input.advance(input.available());
+        assert!(input.fill(1).expect("read"));
+        let third = input.slice(0, 4).expect("buffered");
+        assert_eq!(third.as_ptr(), first_at, "the same buffer");
+        assert_eq!(
+            &third[..],
+            bytes.get(2 * CHUNK..2 * CHUNK + 4).unwrap_or_default()
+        );
+        assert_eq!(spares(&input), 1);
+        // A record longer than a buffer gets a larger one, made for it.
+        input.advance(input.available() - 1);
+        assert!(input.fill(CHUNK + 50).expect("read"));
+        assert_eq!(
+            input.peek(1),
+            bytes.get(3 * CHUNK - 1..3 * CHUNK).unwrap_or_default()
+        );
+        drop(third);
+        assert_eq!(spares(&input), 2);
+        // The last 51 bytes: the larger buffer is freed, not kept.
+        input.advance(input.available());
+        assert!(input.fill(1).expect("read"));
+        assert_eq!(input.available(), 51);
+        assert_eq!(spares(&input), 1);
+        let last = input.slice(0, 51).expect("buffered");
+        input.advance(51);
+        assert!(!input.fill(1).expect("read"), "the file has ended");
+        drop(input);
+        assert_eq!(&last[..], bytes.get(4 * CHUNK + 49..).unwrap_or_default());
+        drop(last);
+    }
 
     #[test]
     fn options_follow_libpcap() {
