@@ -12,8 +12,8 @@ use std::path::{Path, PathBuf};
 
 use kafkashark::kafka::schema::{
     api_name, definitions, known_versions, message, request_header_version,
-    response_header_version, Elem, FieldDef, FieldKind, MessageDef, MessageKind, Prim, SchemaSet,
-    StructDef, Versions, CONSUMER_PROTOCOL_ASSIGNMENT, CONSUMER_PROTOCOL_SUBSCRIPTION,
+    response_header_version, Elem, FieldDef, FieldKind, Marks, MessageDef, MessageKind, Prim,
+    SchemaSet, StructDef, Versions, CONSUMER_PROTOCOL_ASSIGNMENT, CONSUMER_PROTOCOL_SUBSCRIPTION,
     DATA_SCHEMAS, MESSAGES, REQUEST_HEADER, RESPONSE_HEADER,
 };
 
@@ -360,4 +360,58 @@ fn tagged_fields_are_consistent() {
         });
     }
     assert!(tagged_count > 30, "only {tagged_count} tagged fields");
+}
+
+/// Every field's marks are what `Marks::of` makes of its name and entity
+/// type (the generator writes them; the decoders test them instead of
+/// comparing names), and the marks the decoders rely on are where Kafka's
+/// definitions put those names.
+#[test]
+fn every_field_is_marked_by_its_name_and_entity_type() {
+    let all = MESSAGES
+        .iter()
+        .chain([&REQUEST_HEADER, &RESPONSE_HEADER])
+        .chain(DATA_SCHEMAS.iter().copied());
+    let mut seen = std::collections::BTreeMap::<&str, usize>::new();
+    for m in all {
+        walk(m.body, &mut |s, fd| {
+            assert_eq!(
+                fd.marks,
+                Marks::of(fd.name, fd.entity_type),
+                "{}.{} in {}",
+                s.name,
+                fd.name,
+                m.name
+            );
+            for (what, mark) in [
+                ("error code", Marks::ERROR_CODE),
+                ("batch index", Marks::BATCH_INDEX),
+                ("throttle", Marks::THROTTLE),
+                ("acks", Marks::ACKS),
+                ("topic id", Marks::TOPIC_ID),
+                ("topic name", Marks::TOPIC_NAME),
+                ("place topic", Marks::PLACE_TOPIC),
+                ("place partition", Marks::PLACE_PARTITION),
+            ] {
+                if fd.marks.has(mark) {
+                    *seen.entry(what).or_default() += 1;
+                }
+            }
+        });
+    }
+    // Each mark is on fields of the tables (none is dead), the common ones
+    // on many.
+    assert_eq!(seen.len(), 8, "{seen:?}");
+    assert!(
+        seen["error code"] > 100 && seen["topic name"] > 50,
+        "{seen:?}"
+    );
+    let produce = message(0, MessageKind::Request, 12).expect("Produce v12");
+    assert!(field(produce.body, "Acks").marks.has(Marks::ACKS));
+    let topics = inner(field(produce.body, "TopicData"));
+    let name = field(topics, "Name");
+    assert!(name.marks.has(Marks::TOPIC_NAME) && name.marks.has(Marks::PLACE_TOPIC));
+    let parts = inner(field(topics, "PartitionData"));
+    assert!(field(parts, "Index").marks.has(Marks::PLACE_PARTITION));
+    assert_eq!(field(parts, "Records").marks, Marks::NONE);
 }

@@ -152,6 +152,7 @@ fn write_field(out: &mut String, f: &Field, prefix: &str) {
          \x20           versions: {}, nullable: {},\n\
          \x20           tagged: {}, tag: {tag}, flexible: {flexible},\n\
          \x20           default: {}, entity_type: {}, map_key: {}, ignorable: {},\n\
+         \x20           marks: {},\n\
          \x20       }},\n",
         lit(&f.name),
         lit(&f.type_name),
@@ -163,7 +164,37 @@ fn write_field(out: &mut String, f: &Field, prefix: &str) {
         lit(&f.entity_type),
         f.map_key,
         f.ignorable,
+        marks_expr(&f.name, &f.entity_type),
     );
+}
+
+/// The `Marks` of a field (kafkashark's `Marks::of`, which a test of the
+/// generated tables checks them against): what its decoders look for by
+/// name and entity type.
+fn marks_expr(name: &str, entity_type: &str) -> String {
+    let marks = [
+        (name.ends_with("ErrorCode"), "ERROR_CODE"),
+        (name == "BatchIndex", "BATCH_INDEX"),
+        (name == "ThrottleTimeMs", "THROTTLE"),
+        (name == "Acks", "ACKS"),
+        (name == "TopicId", "TOPIC_ID"),
+        (entity_type == "topicName", "TOPIC_NAME"),
+        (
+            ["Name", "Topic", "TopicName"].contains(&name),
+            "PLACE_TOPIC",
+        ),
+        (
+            ["PartitionIndex", "Partition", "Index"].contains(&name),
+            "PLACE_PARTITION",
+        ),
+    ];
+    let mut on = marks.iter().filter(|(on, _)| *on).map(|(_, m)| *m);
+    match on.next() {
+        None => "Marks::NONE".to_string(),
+        Some(first) => on.fold(format!("Marks::{first}"), |e, m| {
+            format!("{e}.with(Marks::{m})")
+        }),
+    }
 }
 
 fn write_struct(out: &mut String, s: &StructOut<'_>, prefix: &str) {
@@ -226,7 +257,7 @@ pub fn render(plan: &Plan<'_>) -> Result<String, Error> {
     out.push('\n');
     out.push_str("#![allow(missing_docs)]\n\n");
     out.push_str(
-        "use super::{Elem, FieldDef, FieldKind, MessageDef, MessageKind, Prim, SchemaSet, StructDef, Versions};\n\n",
+        "use super::{\n    Elem, FieldDef, FieldKind, Marks, MessageDef, MessageKind, Prim, SchemaSet, StructDef, Versions,\n};\n\n",
     );
 
     // MESSAGES

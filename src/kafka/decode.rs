@@ -21,7 +21,9 @@ use std::fmt;
 
 use super::errors::error_name;
 use super::records::{count_record_set, decode_record_set, SetCounts};
-use super::schema::{self, Elem, FieldDef, FieldKind, MessageDef, MessageKind, Prim, StructDef};
+use super::schema::{
+    self, Elem, FieldDef, FieldKind, Marks, MessageDef, MessageKind, Prim, StructDef,
+};
 use super::stream_json::{JsonSink, Out, Stream};
 use super::stream_text::TextStream;
 use super::tree::{
@@ -545,9 +547,6 @@ struct ScanFrame {
     partition: Option<i32>,
 }
 
-const PLACE_TOPIC_NAMES: &[&str] = &["Name", "Topic", "TopicName"];
-const PLACE_PARTITION_NAMES: &[&str] = &["PartitionIndex", "Partition", "Index"];
-
 /// A struct's fewest bytes (`Decoder::min_struct_size`) by (address,
 /// version, flexible), in a small direct-mapped table per thread; address 0
 /// is no struct's, so an empty entry never matches.
@@ -687,8 +686,8 @@ impl ScanFacts {
         self.wait(true, self.sets.len() - 1);
     }
 
-    fn int_field(&mut self, name: &str, v: i64) {
-        if !PLACE_PARTITION_NAMES.contains(&name) {
+    fn int_field(&mut self, marks: Marks, v: i64) {
+        if !marks.has(Marks::PLACE_PARTITION) {
             return;
         }
         if let (Some(f), Ok(p)) = (self.innermost(), i32::try_from(v)) {
@@ -698,8 +697,8 @@ impl ScanFacts {
         }
     }
 
-    fn string_field(&mut self, name: &str, b: &[u8]) {
-        if b.is_empty() || !PLACE_TOPIC_NAMES.contains(&name) {
+    fn string_field(&mut self, marks: Marks, b: &[u8]) {
+        if b.is_empty() || !marks.has(Marks::PLACE_TOPIC) {
             return;
         }
         if let Some(f) = self.innermost() {
@@ -714,8 +713,8 @@ impl ScanFacts {
         }
     }
 
-    fn uuid_field(&mut self, name: &str, u: [u8; 16]) {
-        if name != "TopicId" || u == [0; 16] {
+    fn uuid_field(&mut self, marks: Marks, u: [u8; 16]) {
+        if !marks.has(Marks::TOPIC_ID) || u == [0; 16] {
             return;
         }
         if let Some(f) = self.innermost() {
@@ -899,13 +898,13 @@ impl<'a> Decoder<'a> {
                     None => None,
                 };
                 if let (Some(b), Prim::String) = (b, p) {
-                    if f.entity_type == "topicName" {
+                    if f.marks.has(Marks::TOPIC_NAME) {
                         scan_note_topic(sum, b);
                     }
                 }
                 if let Some(x) = &mut sum.facts {
                     match (p, b) {
-                        (Prim::String, Some(b)) => x.string_field(f.name, b),
+                        (Prim::String, Some(b)) => x.string_field(f.marks, b),
                         // Offsets inside a tagged field are not the message's.
                         (Prim::Records, _) if x.tagged_depth > 0 => return None,
                         (Prim::Records, b) => self.scan_records(x, b.unwrap_or(&[]), at)?,
@@ -920,7 +919,7 @@ impl<'a> Decoder<'a> {
                     Prim::Int32 => r.i32().ok()?.into(),
                     _ => r.i64().ok()?,
                 };
-                if f.name.ends_with("ErrorCode") && v != 0 {
+                if f.marks.has(Marks::ERROR_CODE) && v != 0 {
                     if let Ok(c) = i16::try_from(v) {
                         sum.error_codes.push(c);
                         if let Some(x) = &mut sum.facts {
@@ -930,15 +929,15 @@ impl<'a> Decoder<'a> {
                 }
                 if let Some(x) = &mut sum.facts {
                     // Record-level errors (KIP-467) are read from the tree.
-                    if f.name == "BatchIndex" {
+                    if f.marks.has(Marks::BATCH_INDEX) {
                         return None;
                     }
-                    x.int_field(f.name, v);
+                    x.int_field(f.marks, v);
                 }
                 if top {
-                    if f.name == "ThrottleTimeMs" && sum.throttle_time_ms.is_none() {
+                    if f.marks.has(Marks::THROTTLE) && sum.throttle_time_ms.is_none() {
                         sum.throttle_time_ms = i32::try_from(v).ok();
-                    } else if f.name == "Acks" && sum.acks.is_none() {
+                    } else if f.marks.has(Marks::ACKS) && sum.acks.is_none() {
                         sum.acks = Some(v);
                     }
                 }
@@ -946,9 +945,9 @@ impl<'a> Decoder<'a> {
             Prim::Uuid => {
                 let u = r.uuid().ok()?;
                 if let Some(x) = &mut sum.facts {
-                    x.uuid_field(f.name, u);
+                    x.uuid_field(f.marks, u);
                 }
-                if f.name == "TopicId"
+                if f.marks.has(Marks::TOPIC_ID)
                     && u != [0; 16]
                     && sum.topic_ids.len() < MAX_TOPICS
                     && !sum.topic_ids.contains(&u)
@@ -1067,7 +1066,7 @@ impl<'a> Decoder<'a> {
                         let lp = self.length_prefix(r, flex, p != Prim::String).ok()?;
                         if let Some(len) = lp.len {
                             let b = r.take(len).ok()?;
-                            if p == Prim::String && f.entity_type == "topicName" {
+                            if p == Prim::String && f.marks.has(Marks::TOPIC_NAME) {
                                 scan_note_topic(sum, b);
                             }
                         }
@@ -1095,8 +1094,8 @@ impl<'a> Decoder<'a> {
             match f.kind {
                 FieldKind::Prim(p)
                     if !matches!(p, Prim::String | Prim::Bytes | Prim::Records)
-                        && !f.name.ends_with("ErrorCode")
-                        && f.name != "TopicId" =>
+                        && !f.marks.has(Marks::ERROR_CODE)
+                        && !f.marks.has(Marks::TOPIC_ID) =>
                 {
                     n += prim_min_size(p, false);
                 }
@@ -2291,7 +2290,7 @@ impl<'a> Decoder<'a> {
     }
 
     fn note_topic(&mut self, f: &FieldDef, name: &str) {
-        if f.entity_type == "topicName"
+        if f.marks.has(Marks::TOPIC_NAME)
             && !name.is_empty()
             && self.topics.len() < MAX_TOPICS
             && !self.topics.iter().any(|t| t == name)
@@ -2301,7 +2300,7 @@ impl<'a> Decoder<'a> {
     }
 
     fn note_topic_id(&mut self, f: &FieldDef, id: &[u8; 16]) {
-        if f.name == "TopicId"
+        if f.marks.has(Marks::TOPIC_ID)
             && *id != [0; 16]
             && self.topic_ids.len() < MAX_TOPICS
             && !self.topic_ids.contains(id)
@@ -2489,7 +2488,7 @@ fn read_fixed(r: &mut Reader<'_>, p: Prim) -> Result<Value, WireError> {
 /// What a value means, where the schema's metadata says: error names, api names, dates.
 fn meaning(f: &FieldDef, v: &Value) -> Option<Text> {
     let Value::Int(i) = *v else { return None };
-    if f.name.ends_with("ErrorCode") {
+    if f.marks.has(Marks::ERROR_CODE) {
         let code = i16::try_from(i).ok()?;
         return Some(Text::Borrowed(error_name(code).unwrap_or("unknown error")));
     }

@@ -64,8 +64,10 @@ pub(crate) struct Place {
     pub(crate) partition: Option<i32>,
 }
 
-const TOPIC_NAMES: &[&str] = &["Name", "Topic", "TopicName"];
-const PARTITION_NAMES: &[&str] = &["PartitionIndex", "Partition", "Index"];
+// The names the summary scan marks too (`Marks::PLACE_TOPIC`, `PLACE_PARTITION`).
+use crate::kafka::schema::{
+    PLACE_PARTITION_NAMES as PARTITION_NAMES, PLACE_TOPIC_NAMES as TOPIC_NAMES,
+};
 
 /// The topic and partition of a node whose ancestors are `path` (nearest last).
 pub(crate) fn place(path: &[&Node], topics: &TopicNames) -> Place {

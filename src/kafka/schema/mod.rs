@@ -172,6 +172,76 @@ pub struct FieldDef {
     pub map_key: bool,
     /// True when a sender may drop the field in versions that lack it.
     pub ignorable: bool,
+    /// What the decoders look for in the field, from its name and entity
+    /// type ([`Marks::of`]).
+    pub marks: Marks,
+}
+
+/// What the decoders look for in a field: facts found by its name or entity
+/// type, worked out once when the tables are generated, so that a decoder
+/// tests a bit where it would compare strings for every field of every
+/// message. `schemagen` writes [`Marks::of`] of each field (a test checks
+/// every field of every table against it).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Marks(u8);
+
+/// Field names that name the topic of their struct (a fact's place).
+pub const PLACE_TOPIC_NAMES: &[&str] = &["Name", "Topic", "TopicName"];
+/// Field names that give the partition of their struct (a fact's place).
+pub const PLACE_PARTITION_NAMES: &[&str] = &["PartitionIndex", "Partition", "Index"];
+
+impl Marks {
+    /// Nothing to look for.
+    pub const NONE: Marks = Marks(0);
+    /// A name ending in `ErrorCode`.
+    pub const ERROR_CODE: Marks = Marks(1);
+    /// `BatchIndex` (record-level errors, KIP-467).
+    pub const BATCH_INDEX: Marks = Marks(1 << 1);
+    /// `ThrottleTimeMs`.
+    pub const THROTTLE: Marks = Marks(1 << 2);
+    /// `Acks`.
+    pub const ACKS: Marks = Marks(1 << 3);
+    /// `TopicId`.
+    pub const TOPIC_ID: Marks = Marks(1 << 4);
+    /// The entity type `topicName`.
+    pub const TOPIC_NAME: Marks = Marks(1 << 5);
+    /// One of [`PLACE_TOPIC_NAMES`].
+    pub const PLACE_TOPIC: Marks = Marks(1 << 6);
+    /// One of [`PLACE_PARTITION_NAMES`].
+    pub const PLACE_PARTITION: Marks = Marks(1 << 7);
+
+    /// Both marks.
+    pub const fn with(self, other: Marks) -> Marks {
+        Marks(self.0 | other.0)
+    }
+
+    /// True when `self` holds `m`.
+    #[inline(always)]
+    pub const fn has(self, m: Marks) -> bool {
+        self.0 & m.0 != 0
+    }
+
+    /// The marks of a field of this name and entity type.
+    pub fn of(name: &str, entity_type: &str) -> Marks {
+        let mut m = Marks::NONE;
+        let mut mark = |on: bool, what: Marks| {
+            if on {
+                m = m.with(what);
+            }
+        };
+        mark(name.ends_with("ErrorCode"), Marks::ERROR_CODE);
+        mark(name == "BatchIndex", Marks::BATCH_INDEX);
+        mark(name == "ThrottleTimeMs", Marks::THROTTLE);
+        mark(name == "Acks", Marks::ACKS);
+        mark(name == "TopicId", Marks::TOPIC_ID);
+        mark(entity_type == "topicName", Marks::TOPIC_NAME);
+        mark(PLACE_TOPIC_NAMES.contains(&name), Marks::PLACE_TOPIC);
+        mark(
+            PLACE_PARTITION_NAMES.contains(&name),
+            Marks::PLACE_PARTITION,
+        );
+        m
+    }
 }
 
 /// Whether a definition is a request, a response, a header or a data schema.
