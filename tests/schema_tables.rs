@@ -327,14 +327,18 @@ fn walk(s: &'static StructDef, f: &mut dyn FnMut(&'static StructDef, &'static Fi
     }
 }
 
-#[test]
-fn tagged_fields_are_consistent() {
-    let all = MESSAGES
+/// Every definition of the tables: the messages, both headers, the data schemas.
+fn every_definition() -> impl Iterator<Item = &'static MessageDef> {
+    MESSAGES
         .iter()
         .chain([&REQUEST_HEADER, &RESPONSE_HEADER])
-        .chain(DATA_SCHEMAS.iter().copied());
+        .chain(DATA_SCHEMAS.iter().copied())
+}
+
+#[test]
+fn tagged_fields_are_consistent() {
     let mut tagged_count = 0;
-    for m in all {
+    for m in every_definition() {
         walk(m.body, &mut |s, fd| {
             assert_eq!(
                 fd.tag.is_some(),
@@ -368,12 +372,8 @@ fn tagged_fields_are_consistent() {
 /// definitions put those names.
 #[test]
 fn every_field_is_marked_by_its_name_and_entity_type() {
-    let all = MESSAGES
-        .iter()
-        .chain([&REQUEST_HEADER, &RESPONSE_HEADER])
-        .chain(DATA_SCHEMAS.iter().copied());
     let mut seen = std::collections::BTreeMap::<&str, usize>::new();
-    for m in all {
+    for m in every_definition() {
         walk(m.body, &mut |s, fd| {
             assert_eq!(
                 fd.marks,
