@@ -91,19 +91,27 @@ command_of() {
         tshark_T_json) CMD=("${TS[@]}" -Y kafka -T json) ;;
     esac
 }
+# What starting /usr/bin/time itself takes (about 2.5 ms here; the median of
+# five runs of `true`), taken off every time below.
+overhead=$(for _ in 1 2 3 4 5; do
+    t0=$EPOCHREALTIME
+    /usr/bin/time -v -o "$TMP/time" true
+    t1=$EPOCHREALTIME
+    awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.6f\n", b - a }'
+done | sort -g | sed -n 3p)
 declare -A times rss
 for ((i = 0; i < RUNS; i++)); do
     for name in "${names[@]}"; do
         command_of "$name"
-        # Wall time from the shell's microsecond clock around the run
-        # (/usr/bin/time prints hundredths: 0.24 or 0.25 s is 4 % on
-        # `stats`); peak RSS from /usr/bin/time.
+        # Wall time from the shell's microsecond clock around the run, less
+        # the overhead above (/usr/bin/time prints hundredths, cut, not
+        # rounded: 0.249 s showed as 0.24); peak RSS from /usr/bin/time.
         t0=$EPOCHREALTIME
         /usr/bin/time -v -o "$TMP/time" "${CMD[@]}" >/dev/null 2>"$TMP/stderr" || {
             echo "bench.sh: $name failed:" >&2; tail -3 "$TMP/stderr" >&2; exit 1; }
         t1=$EPOCHREALTIME
         m=$(grep "Maximum resident set size" "$TMP/time" | awk '{print $NF}')
-        wall=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", b - a }')
+        wall=$(awk -v a="$t0" -v b="$t1" -v o="$overhead" 'BEGIN { w = b - a - o; printf "%.3f", (w > 0) ? w : 0 }')
         times[$name]="${times[$name]:-} $wall"
         ((m > ${rss[$name]:-0})) && rss[$name]=$m
     done
