@@ -19,7 +19,7 @@
 //! most `max_pending_per_stream` per stream) until a response with the same id
 //! is framed, which lets response resynchronisation prefer real boundaries.
 
-use crate::capture::{decode_segment, payload_file_offset, Frame, Skip, Timestamp};
+use crate::capture::{decode_link_owned, Frame, FramePlace, Skip, Timestamp};
 use crate::flow::{
     CloseReason, Direction, FlowConfig, FlowEvent, FlowStats, GapReason, Ports, Reassembler,
 };
@@ -332,8 +332,17 @@ impl Pipeline {
 
     /// Feed one frame; events are appended to `out`.
     pub fn push(&mut self, frame: &Frame, out: &mut Vec<Event>) {
+        self.push_owned(frame.clone(), out);
+    }
+
+    /// [`Pipeline::push`] of a frame the caller gives up: its bytes become
+    /// the segment's payload and travel on as they are (no reference count
+    /// taken and dropped per frame, see [`decode_link_owned`]).
+    pub fn push_owned(&mut self, mut frame: Frame, out: &mut Vec<Event>) {
         self.stats.frames += 1;
-        let seg = match decode_segment(frame) {
+        let place = FramePlace::of(&frame);
+        let data = std::mem::take(&mut frame.data);
+        let seg = match decode_link_owned(frame.link, data, frame.origlen) {
             Ok(s) => s,
             Err(skip) => {
                 let warn = match &skip {
@@ -375,12 +384,12 @@ impl Pipeline {
         self.stats.tcp_segments += 1;
         let mut evs = std::mem::take(&mut self.scratch);
         let file = if self.cfg.locate_in_file {
-            payload_file_offset(frame, &seg)
+            place.payload_offset(&seg)
         } else {
             None
         };
         self.flow
-            .push_at(&seg, frame.index, frame.ts, file, &mut evs);
+            .push_owned(seg, frame.index, frame.ts, file, &mut evs);
         for ev in evs.drain(..) {
             self.flow_event(ev, out);
         }

@@ -16,7 +16,7 @@
 //! (captures on the sending host see unfinished offloaded checksums).
 
 use super::{Frame, LinkType};
-use bytes::Bytes;
+use bytes::{Buf, Bytes};
 use etherparse::{EtherType, LaxNetSlice, LaxSlicedPacket, TransportSlice};
 use std::fmt;
 use std::net::{IpAddr, SocketAddr};
@@ -104,11 +104,31 @@ pub fn decode_segment(frame: &Frame) -> Result<Segment, Skip> {
 /// Decode link-layer bytes of the given type; `origlen` is the on-the-wire length.
 pub fn decode_link(link: LinkType, data: &Bytes, origlen: u32) -> Result<Segment, Skip> {
     if link == LinkType::ETHERNET {
-        if let Some(seg) = ethernet_ipv4_tcp(data) {
+        if let Some((mut seg, payload)) = ethernet_ipv4_tcp(data) {
+            seg.payload = data.slice(payload);
             return Ok(seg);
         }
     }
     decode_link_lax(link, data, origlen)
+}
+
+/// [`decode_link`] of bytes the caller gives up: on the common path
+/// (Ethernet, IPv4, TCP) the payload is `data` itself, cut to the payload's
+/// range, with no reference count taken or dropped (`Bytes::slice` and the
+/// frame's drop are two atomic operations on a count the analyzer's thread
+/// also changes).
+pub fn decode_link_owned(link: LinkType, mut data: Bytes, origlen: u32) -> Result<Segment, Skip> {
+    if link == LinkType::ETHERNET {
+        if let Some((mut seg, payload)) = ethernet_ipv4_tcp(&data) {
+            if !payload.is_empty() {
+                data.truncate(payload.end);
+                data.advance(payload.start);
+                seg.payload = data;
+            }
+            return Ok(seg);
+        }
+    }
+    decode_link_lax(link, &data, origlen)
 }
 
 /// [`decode_link`] by etherparse's lax slicing alone.
@@ -169,8 +189,10 @@ fn decode_link_lax(link: LinkType, data: &Bytes, origlen: u32) -> Result<Segment
 /// TCP header is whole. Anything else is `None` and goes to etherparse. For
 /// the frames it takes, the answer is the one etherparse's lax slicing gives
 /// (`fast_path_agrees_with_etherparse` compares the two).
+/// The segment comes without its payload, whose range in `data` is given
+/// beside it (the callers cut it as their ownership of `data` allows).
 #[inline]
-fn ethernet_ipv4_tcp(data: &Bytes) -> Option<Segment> {
+fn ethernet_ipv4_tcp(data: &Bytes) -> Option<(Segment, std::ops::Range<usize>)> {
     const ETH: usize = 14;
     let b: &[u8] = data;
     let ip = b.get(ETH..)?;
@@ -200,7 +222,7 @@ fn ethernet_ipv4_tcp(data: &Bytes) -> Option<Segment> {
     let start = ETH + hl + thl;
     let end = ETH + total;
     let flags = t[13];
-    Some(Segment {
+    let seg = Segment {
         src: SocketAddr::new(IpAddr::V4(src), u16::from_be_bytes([t[0], t[1]])),
         dst: SocketAddr::new(IpAddr::V4(dst), u16::from_be_bytes([t[2], t[3]])),
         seq: u32::from_be_bytes([t[4], t[5], t[6], t[7]]),
@@ -211,9 +233,10 @@ fn ethernet_ipv4_tcp(data: &Bytes) -> Option<Segment> {
             rst: flags & 0x04 != 0,
             ack: flags & 0x10 != 0,
         },
-        payload: data.slice(start..end),
+        payload: Bytes::new(),
         payload_truncated_by: 0,
-    })
+    };
+    Some((seg, start..end))
 }
 
 fn be16(b: Option<&[u8]>) -> Option<u16> {
@@ -379,13 +402,39 @@ fn segment_from(pkt: LaxSlicedPacket<'_>, data: &Bytes, origlen: u32) -> Result<
 /// `None` when the frame has no file offset, or the payload is empty or not a
 /// slice of this frame's data.
 pub fn payload_file_offset(frame: &Frame, seg: &Segment) -> Option<u64> {
-    let base = frame.file_offset?;
-    let start = (seg.payload.as_ptr() as usize).checked_sub(frame.data.as_ptr() as usize)?;
-    let end = start.checked_add(seg.payload.len())?;
-    if seg.payload.is_empty() || end > frame.data.len() {
-        return None;
+    FramePlace::of(frame).payload_offset(seg)
+}
+
+/// Where a frame's bytes lie, in memory and in its file: what
+/// [`payload_file_offset`] needs once the frame's bytes have become its
+/// segment's payload ([`decode_link_owned`]).
+#[derive(Clone, Copy, Debug)]
+pub struct FramePlace {
+    file_offset: Option<u64>,
+    addr: usize,
+    len: usize,
+}
+
+impl FramePlace {
+    /// The place of `frame`'s bytes.
+    pub fn of(frame: &Frame) -> FramePlace {
+        FramePlace {
+            file_offset: frame.file_offset,
+            addr: frame.data.as_ptr() as usize,
+            len: frame.data.len(),
+        }
     }
-    base.checked_add(u64::try_from(start).ok()?)
+
+    /// As [`payload_file_offset`], for a segment decoded from the frame.
+    pub fn payload_offset(self, seg: &Segment) -> Option<u64> {
+        let base = self.file_offset?;
+        let start = (seg.payload.as_ptr() as usize).checked_sub(self.addr)?;
+        let end = start.checked_add(seg.payload.len())?;
+        if seg.payload.is_empty() || end > self.len {
+            return None;
+        }
+        base.checked_add(u64::try_from(start).ok()?)
+    }
 }
 
 #[cfg(test)]
@@ -609,12 +658,19 @@ mod tests {
     #[test]
     fn fast_path_takes_plain_ipv4_tcp() {
         let f = Bytes::from(ethernet_ipv4_tcp_frame());
-        let fast = ethernet_ipv4_tcp(&f).expect("taken by the fast path");
+        let (mut fast, payload) = ethernet_ipv4_tcp(&f).expect("taken by the fast path");
+        fast.payload = f.slice(payload);
         check_kafka(&fast);
         assert_eq!(
-            Ok(fast),
+            Ok(fast.clone()),
             decode_link_lax(LinkType::ETHERNET, &f, f.len() as u32)
         );
+        // Given up, the frame's bytes become the payload: the same bytes, in
+        // the same place.
+        let owned = decode_link_owned(LinkType::ETHERNET, f.clone(), f.len() as u32);
+        let owned = owned.expect("decoded");
+        assert_eq!(owned, fast);
+        assert_eq!(owned.payload.as_ptr(), fast.payload.as_ptr());
         // Fragments, VLAN tags, IPv6, other protocols and cut packets are not taken.
         let mut frag = ethernet_ipv4_tcp_frame();
         frag[14 + 6] = 0x20; // more fragments
@@ -625,7 +681,7 @@ mod tests {
         let mut vlan = ethernet_ipv4_tcp_frame();
         vlan[12] = 0x81;
         for f in [frag, udp, long, vlan] {
-            assert_eq!(ethernet_ipv4_tcp(&Bytes::from(f)), None);
+            assert!(ethernet_ipv4_tcp(&Bytes::from(f)).is_none());
         }
     }
 
@@ -643,10 +699,18 @@ mod tests {
                 if f.link == LinkType::ETHERNET && ethernet_ipv4_tcp(&f.data).is_some() {
                     taken += 1;
                 }
+                let lax = decode_link_lax(f.link, &f.data, f.origlen);
                 assert_eq!(
                     decode_link(f.link, &f.data, f.origlen),
-                    decode_link_lax(f.link, &f.data, f.origlen),
+                    lax,
                     "{} frame of {} bytes",
+                    path.display(),
+                    f.data.len()
+                );
+                assert_eq!(
+                    decode_link_owned(f.link, f.data.clone(), f.origlen),
+                    lax,
+                    "{} frame of {} bytes, given up",
                     path.display(),
                     f.data.len()
                 );
@@ -678,10 +742,9 @@ mod tests {
             f.truncate(f.len().saturating_sub(cut % 70));
             let origlen = f.len() as u32 + extra;
             let f = Bytes::from(f);
-            proptest::prop_assert_eq!(
-                decode_link(LinkType::ETHERNET, &f, origlen),
-                decode_link_lax(LinkType::ETHERNET, &f, origlen)
-            );
+            let lax = decode_link_lax(LinkType::ETHERNET, &f, origlen);
+            proptest::prop_assert_eq!(decode_link(LinkType::ETHERNET, &f, origlen), lax.clone());
+            proptest::prop_assert_eq!(decode_link_owned(LinkType::ETHERNET, f, origlen), lax);
         }
     }
 }

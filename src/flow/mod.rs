@@ -43,7 +43,7 @@
 #![deny(clippy::indexing_slicing)]
 
 use crate::capture::{Segment, Timestamp};
-use bytes::Bytes;
+use bytes::{Buf, Bytes};
 use std::collections::BTreeMap;
 
 use rustc_hash::FxHashMap;
@@ -412,6 +412,21 @@ impl Reassembler {
         payload_file: Option<u64>,
         out: &mut Vec<FlowEvent>,
     ) {
+        self.push_owned(seg.clone(), frame, ts, payload_file, out);
+    }
+
+    /// [`Reassembler::push_at`] for a segment the caller gives up: its
+    /// payload is delivered (or buffered) as it is, cut in place where part
+    /// of it was seen before, without a new reference to its bytes.
+    pub fn push_owned(
+        &mut self,
+        mut seg: Segment,
+        frame: u64,
+        ts: Timestamp,
+        payload_file: Option<u64>,
+        out: &mut Vec<FlowEvent>,
+    ) {
+        let seg = &mut seg;
         self.stats.segments += 1;
         self.sweep(ts, out);
         let key = key_of(seg.src, seg.dst);
@@ -486,7 +501,7 @@ impl Reassembler {
     fn work(
         &mut self,
         conn: &mut Conn,
-        seg: &Segment,
+        seg: &mut Segment,
         at: (u64, Timestamp, Option<u64>),
         out: &mut Vec<FlowEvent>,
     ) {
@@ -582,7 +597,7 @@ impl Reassembler {
         &mut self,
         conn: &mut Conn,
         dir: Direction,
-        seg: &Segment,
+        seg: &mut Segment,
         (frame, ts, payload_file): (u64, Timestamp, Option<u64>),
         out: &mut Vec<FlowEvent>,
     ) {
@@ -646,7 +661,9 @@ impl Reassembler {
                 let start = u64::try_from(off.max(next)).unwrap_or(0);
                 let (data, hole) = if skip < plen {
                     let from = usize::try_from(skip).unwrap_or(usize::MAX);
-                    (Some(seg.payload.slice(from.min(seg.payload.len())..)), cut)
+                    let mut d = std::mem::take(&mut seg.payload);
+                    d.advance(from.min(d.len()));
+                    (Some(d), cut)
                 } else {
                     (None, len - skip)
                 };

@@ -582,7 +582,7 @@ impl FileReader {
                             first = false;
                         }
                         held = held.saturating_add(f.data.len());
-                        pipeline.push(&f, &mut batch.evs);
+                        pipeline.push_owned(f, &mut batch.evs);
                         batch.ends.push(batch.evs.len());
                         if batch.ends.len() >= limit || held >= BATCH_BYTES {
                             held = 0;
