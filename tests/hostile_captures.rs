@@ -1081,6 +1081,10 @@ fn pick<'a>(c: &'a Clean, what: &str, pred: &dyn Fn(&MessageRecord) -> bool) -> 
 
 /// Frames of the clean capture that carry payload of `m`, in order.
 fn frames_of(m: &MessageRecord) -> Vec<u64> {
+    // An empty provenance: every byte came in the first frame.
+    if m.raw.provenance.is_empty() {
+        return vec![m.raw.first_frame];
+    }
     let mut f: Vec<u64> = m.raw.provenance.iter().map(|&(_, f)| f).collect();
     f.dedup();
     f

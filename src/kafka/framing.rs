@@ -70,7 +70,9 @@ pub struct RawMessage {
     pub first_ts: Timestamp,
     /// Time of `last_frame`.
     pub last_ts: Timestamp,
-    /// `(offset in message, frame)` at each change of carrying frame; starts at offset 0.
+    /// `(offset in message, frame)` at each change of carrying frame; starts at
+    /// offset 0. Empty when one frame, `first_frame`, carried every byte (most
+    /// messages: no allocation for them); [`RawMessage::frame_of`] reads both.
     pub provenance: Vec<(u32, u64)>,
     /// True for the first message after a resynchronisation.
     pub resynced: bool,
@@ -749,7 +751,8 @@ impl Framer {
         let (first_frame, first_ts) = (first.frame, first.ts);
         let stream_offset = self.head;
         let len = usize::try_from(n).ok()?;
-        let mut provenance = vec![(0u32, first_frame)];
+        // Empty while every byte is the first frame's.
+        let mut provenance = Vec::new();
         let mut file_pieces = Vec::new();
         let (bytes, last_frame, last_ts) = if first.data.len() >= len {
             if let (Some(f), Ok(n)) = (first.file, u32::try_from(len)) {
@@ -776,6 +779,9 @@ impl Framer {
                     break;
                 }
                 if !buf.is_empty() && last.0 != c.frame {
+                    if provenance.is_empty() {
+                        provenance.push((0, first_frame));
+                    }
                     provenance.push((u32::try_from(buf.len()).unwrap_or(u32::MAX), c.frame));
                 }
                 let part = c.data.get(..room.min(c.data.len()))?;
@@ -946,6 +952,19 @@ mod tests {
         f.push(one.clone(), 0, 1, T);
         let ev = drain(&mut f, &|_| false);
         assert_eq!(messages(&ev)[0].bytes.as_ptr(), one.as_ptr());
+        // One carrying frame: no provenance kept, every byte the first frame's.
+        assert!(messages(&ev)[0].provenance.is_empty());
+        assert_eq!(messages(&ev)[0].frame_of(5), 1);
+        // One frame's bytes in two chunks: still one carrying frame.
+        let two = request(8, b"defg");
+        let mut f = Framer::new(0, Direction::ClientToBroker, true, FramerConfig::default());
+        f.push(Bytes::copy_from_slice(&two[..6]), 0, 4, T);
+        f.push(Bytes::copy_from_slice(&two[6..]), 6, 4, T);
+        let ev = drain(&mut f, &|_| false);
+        let ms = messages(&ev);
+        assert_eq!(&ms[0].bytes[..], &two[..]);
+        assert!(ms[0].provenance.is_empty());
+        assert_eq!(ms[0].frame_of(9), 4);
     }
 
     /// Messages cut from the front of one chunk are slices of it at their

@@ -67,7 +67,8 @@ impl Entry {
         let sum = fingerprint(&raw.bytes);
         raw.bytes = Default::default();
         if raw.provenance == [(0, raw.first_frame)] {
-            // One carrying frame, `first_frame`: what an empty provenance says too.
+            // One carrying frame, `first_frame`: said by an empty provenance,
+            // as the framer says it.
             raw.provenance = Vec::new();
         }
         Entry {
@@ -124,9 +125,6 @@ pub fn message_of(e: &IndexEntry, store: Option<&dyn ByteStore>) -> Result<RawMe
         ));
     }
     raw.bytes = bytes.into();
-    if raw.provenance.is_empty() {
-        raw.provenance = vec![(0, raw.first_frame)];
-    }
     Ok(raw)
 }
 
