@@ -233,6 +233,7 @@ fn fuzz_opts() -> DecodeOptions {
         records_json: false,
         records_deferred: false,
         show_secrets: false,
+        summary_topics: true,
     }
 }
 
@@ -467,9 +468,41 @@ pub fn request_decode_scanned(data: &[u8]) -> usize {
     let mut answered = 0;
     for opts in scan_opts() {
         let s = crate::kafka::decode::summarize_request(&msg, &opts);
+        check_without_topics(
+            s.clone(),
+            |o| crate::kafka::decode::summarize_request(&msg, o),
+            &opts,
+        );
         answered += usize::from(check_summary(s, &decode_request(&msg, &opts), false));
     }
     answered
+}
+
+/// The summary scan without topic names noted (`summary_topics` off, as for
+/// `stats`' responses) answers as with them, with the same facts, and only
+/// `Summary::topics` empty.
+fn check_without_topics(
+    with: Option<crate::kafka::decode::Summary>,
+    scan: impl Fn(&DecodeOptions) -> Option<crate::kafka::decode::Summary>,
+    opts: &DecodeOptions,
+) {
+    let without = scan(&DecodeOptions {
+        summary_topics: false,
+        ..opts.clone()
+    });
+    match (with, without) {
+        (Some(mut w), Some(o)) => {
+            assert!(o.topics.is_empty(), "topics noted: {:?}", o.topics);
+            w.topics.clear();
+            assert_eq!(w, o, "the same summary but for its topics");
+        }
+        (None, None) => {}
+        (w, o) => panic!(
+            "the scan answered {} with topics, {} without",
+            w.is_some(),
+            o.is_some()
+        ),
+    }
 }
 
 /// The options the analyzer's summary scan runs with: `print`'s and `stats`'.
@@ -550,6 +583,11 @@ pub fn response_decode_scanned(data: &[u8]) -> usize {
     let mut answered = 0;
     for opts in scan_opts() {
         let s = crate::kafka::decode::summarize_response(&msg, key, version, &opts);
+        check_without_topics(
+            s.clone(),
+            |o| crate::kafka::decode::summarize_response(&msg, key, version, o),
+            &opts,
+        );
         answered += usize::from(check_summary(
             s,
             &decode_response(&msg, key, version, &opts),

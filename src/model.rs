@@ -48,6 +48,11 @@ pub struct AnalyzerConfig {
     /// Fill [`MessageInfo::topics`]. `Stats`, which reads the topics of the
     /// kept tree instead, clears it: a list fewer to build per message.
     pub info_topics: bool,
+    /// Note the topic names of responses read by the summary scan in their
+    /// [`Decoded::topics`] (and so in [`MessageInfo::topics`]). `Stats`,
+    /// which reads the topics of requests only, clears it
+    /// ([`DecodeOptions::summary_topics`]).
+    pub response_topics: bool,
 }
 
 impl Default for AnalyzerConfig {
@@ -60,6 +65,7 @@ impl Default for AnalyzerConfig {
             infer_unpaired: true,
             max_pending_per_stream: 4096,
             info_topics: true,
+            response_topics: true,
         }
     }
 }
@@ -256,16 +262,24 @@ pub struct Analyzer {
     topics: TopicNames,
     /// Options of the summary scan (record sets off).
     scan_opts: DecodeOptions,
+    /// [`Analyzer::scan_opts`] for responses
+    /// ([`AnalyzerConfig::response_topics`]).
+    response_scan_opts: DecodeOptions,
 }
 
 impl Analyzer {
     /// An analyzer with these settings.
     pub fn new(cfg: AnalyzerConfig) -> Analyzer {
+        let scan_opts = DecodeOptions {
+            records: false,
+            ..cfg.decode.clone()
+        };
         Analyzer {
-            scan_opts: DecodeOptions {
-                records: false,
-                ..cfg.decode.clone()
+            response_scan_opts: DecodeOptions {
+                summary_topics: cfg.response_topics && scan_opts.summary_topics,
+                ..scan_opts.clone()
             },
+            scan_opts,
             pipeline: Pipeline::new(cfg.pipeline.clone()),
             pairer: Pairer::new(cfg.max_pending_per_stream),
             cfg,
@@ -539,7 +553,7 @@ impl Analyzer {
                                     &raw.bytes,
                                     req.api_key,
                                     req.api_version,
-                                    &self.scan_opts,
+                                    &self.response_scan_opts,
                                 )
                             })
                             .flatten()
@@ -1675,6 +1689,70 @@ mod tests {
             }
         }
         assert!(named > 0, "some shipped message names a topic");
+    }
+
+    /// `response_topics: false` (with `stats`' settings) leaves only the
+    /// topic names of responses read by the summary scan out: every fact,
+    /// every request and every response read as a tree are the same.
+    #[test]
+    fn without_response_topics_only_scanned_responses_lose_their_topics() {
+        let (mut named, mut kept) = (0, 0);
+        for path in crate::test_captures::shipped() {
+            let light = crate::stats::Stats::analyzer_config(AnalyzerConfig::default());
+            assert!(!light.response_topics, "stats does not read them");
+            let with = crate::test_captures::messages(
+                &path,
+                AnalyzerConfig {
+                    response_topics: true,
+                    ..light.clone()
+                },
+            );
+            let without = crate::test_captures::messages(&path, light);
+            assert_eq!(with.len(), without.len(), "{}", path.display());
+            for (w, mut o) in with.into_iter().zip(without) {
+                assert_eq!(w.info, o.info, "{}", path.display());
+                let (Some(wd), Some(od)) = (&w.decoded, &mut o.decoded) else {
+                    assert!(
+                        w.decoded.is_none() && o.decoded.is_none(),
+                        "{}",
+                        path.display()
+                    );
+                    continue;
+                };
+                // A bare root: read by the summary scan.
+                let scanned = wd.root.children.is_empty();
+                if w.info.kind == Kind::Response && scanned {
+                    assert!(od.topics.is_empty(), "{}", path.display());
+                    named += usize::from(!wd.topics.is_empty());
+                    od.topics.clone_from(&wd.topics);
+                } else {
+                    kept += usize::from(!wd.topics.is_empty());
+                }
+                let facts = |d: &Decoded| {
+                    format!(
+                        "{:?}",
+                        (
+                            d.kind,
+                            d.api_key,
+                            d.api_version,
+                            d.correlation_id,
+                            &d.client_id,
+                            &d.root,
+                            &d.sources,
+                            d.error.as_ref().map(ToString::to_string),
+                            &d.topics,
+                            &d.topic_ids,
+                            &d.facts,
+                        )
+                    )
+                };
+                assert_eq!(facts(wd), facts(od), "{}", path.display());
+            }
+        }
+        assert!(
+            named > 0 && kept > 0,
+            "{named} scanned responses named topics, {kept} others"
+        );
     }
 
     /// A held message whose bytes are a slice of a larger buffer (as a file

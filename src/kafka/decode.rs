@@ -61,6 +61,12 @@ pub struct DecodeOptions {
     pub records_deferred: bool,
     /// Show SASL passwords, SCRAM proofs and tokens instead of redacting them.
     pub show_secrets: bool,
+    /// The summary scan notes the topic names a message names in
+    /// [`Summary::topics`]. On by default; off where nobody reads them
+    /// (`stats`' responses, `AnalyzerConfig::response_topics`): a vector and
+    /// a string fewer per message. Topic ids and the placed facts' topics
+    /// are noted either way.
+    pub summary_topics: bool,
 }
 
 impl Default for DecodeOptions {
@@ -72,6 +78,7 @@ impl Default for DecodeOptions {
             records_json: false,
             records_deferred: false,
             show_secrets: false,
+            summary_topics: true,
         }
     }
 }
@@ -697,18 +704,13 @@ impl ScanFacts {
         }
     }
 
-    fn string_field(&mut self, marks: Marks, b: &[u8]) {
-        if b.is_empty() || !marks.has(Marks::PLACE_TOPIC) {
-            return;
-        }
+    /// A non-empty string field marked [`Marks::PLACE_TOPIC`], as text.
+    fn place_name(&mut self, name: &str) {
         if let Some(f) = self.innermost() {
             if !f.named {
                 f.named = true;
                 f.name.clear();
-                match std::str::from_utf8(b) {
-                    Ok(n) => f.name.push_str(n),
-                    Err(_) => f.name.push_str(&String::from_utf8_lossy(b)),
-                }
+                f.name.push_str(name);
             }
         }
     }
@@ -898,13 +900,21 @@ impl<'a> Decoder<'a> {
                     None => None,
                 };
                 if let (Some(b), Prim::String) = (b, p) {
-                    if f.marks.has(Marks::TOPIC_NAME) {
-                        scan_note_topic(sum, b);
+                    // A topic's name is read as text once, for both uses.
+                    let topic = f.marks.has(Marks::TOPIC_NAME) && self.opts.summary_topics;
+                    let place = sum.facts.is_some() && f.marks.has(Marks::PLACE_TOPIC);
+                    if (topic || place) && !b.is_empty() {
+                        let name = name_text(b);
+                        if topic {
+                            scan_note_topic(sum, &name);
+                        }
+                        if let (true, Some(x)) = (place, &mut sum.facts) {
+                            x.place_name(&name);
+                        }
                     }
                 }
                 if let Some(x) = &mut sum.facts {
                     match (p, b) {
-                        (Prim::String, Some(b)) => x.string_field(f.marks, b),
                         // Offsets inside a tagged field are not the message's.
                         (Prim::Records, _) if x.tagged_depth > 0 => return None,
                         (Prim::Records, b) => self.scan_records(x, b.unwrap_or(&[]), at)?,
@@ -1066,8 +1076,11 @@ impl<'a> Decoder<'a> {
                         let lp = self.length_prefix(r, flex, p != Prim::String).ok()?;
                         if let Some(len) = lp.len {
                             let b = r.take(len).ok()?;
-                            if p == Prim::String && f.marks.has(Marks::TOPIC_NAME) {
-                                scan_note_topic(sum, b);
+                            if p == Prim::String
+                                && f.marks.has(Marks::TOPIC_NAME)
+                                && self.opts.summary_topics
+                            {
+                                scan_note_topic(sum, &name_text(b));
                             }
                         }
                     }
@@ -1158,18 +1171,23 @@ impl<'a> Decoder<'a> {
     }
 }
 
-/// As `Decoder::note_topic`, from the raw string bytes.
-fn scan_note_topic(sum: &mut Summary, b: &[u8]) {
-    if b.is_empty() || sum.topics.len() >= MAX_TOPICS {
+/// As `Decoder::note_topic`, from the name read as text ([`name_text`]).
+fn scan_note_topic(sum: &mut Summary, name: &str) {
+    if name.is_empty() || sum.topics.len() >= MAX_TOPICS {
         return;
     }
-    // Valid UTF-8 (every real name) is compared without a copy.
-    let name = match std::str::from_utf8(b) {
+    if !sum.topics.iter().any(|t| t == name) {
+        sum.topics.push(name.to_owned());
+    }
+}
+
+/// A name's bytes as text: themselves when valid UTF-8 (every real name,
+/// compared and copied without a conversion), else with replacement
+/// characters.
+fn name_text(b: &[u8]) -> std::borrow::Cow<'_, str> {
+    match std::str::from_utf8(b) {
         Ok(s) => std::borrow::Cow::Borrowed(s),
         Err(_) => String::from_utf8_lossy(b),
-    };
-    if !sum.topics.iter().any(|t| *t == name) {
-        sum.topics.push(name.into_owned());
     }
 }
 

@@ -621,6 +621,7 @@ impl Stats {
         let mut cfg = base;
         cfg.keep_trees = true;
         cfg.info_topics = false;
+        cfg.response_topics = false;
         cfg.tree_filter = Some(Stats::needs_tree);
         cfg.decode.records = true;
         cfg.decode.records_headers_only = true;
