@@ -340,7 +340,8 @@ impl Pipeline {
     /// taken and dropped per frame, see [`decode_link_owned`]).
     pub fn push_owned(&mut self, mut frame: Frame, out: &mut Vec<Event>) {
         self.stats.frames += 1;
-        let place = FramePlace::of(&frame);
+        // Where the frame's bytes were, for the payload's file offset.
+        let place = self.cfg.locate_in_file.then(|| FramePlace::of(&frame));
         let data = std::mem::take(&mut frame.data);
         let seg = match decode_link_owned(frame.link, data, frame.origlen) {
             Ok(s) => s,
@@ -383,11 +384,7 @@ impl Pipeline {
         };
         self.stats.tcp_segments += 1;
         let mut evs = std::mem::take(&mut self.scratch);
-        let file = if self.cfg.locate_in_file {
-            place.payload_offset(&seg)
-        } else {
-            None
-        };
+        let file = place.and_then(|p| p.payload_offset(&seg));
         self.flow
             .push_owned(seg, frame.index, frame.ts, file, &mut evs);
         for ev in evs.drain(..) {

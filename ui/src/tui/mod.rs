@@ -492,7 +492,8 @@ pub fn message_entry(bytes: Vec<u8>) -> Entry {
         last_frame: 1,
         first_ts: Timestamp::new(0, 0),
         last_ts: Timestamp::new(0, 0),
-        provenance: vec![(0, 1)],
+        // One carrying frame: no provenance (`RawMessage::provenance`).
+        provenance: Vec::new(),
         resynced: false,
         skipped_before: 0,
         missing: 0,
