@@ -397,17 +397,9 @@ fn segment_from(pkt: LaxSlicedPacket<'_>, data: &Bytes, origlen: u32) -> Result<
     })
 }
 
-/// Where `seg`'s payload starts in the capture file: the frame's file offset plus
-/// the payload's offset in `frame.data` (the payload is a zero-copy slice of it).
-/// `None` when the frame has no file offset, or the payload is empty or not a
-/// slice of this frame's data.
-pub fn payload_file_offset(frame: &Frame, seg: &Segment) -> Option<u64> {
-    FramePlace::of(frame).payload_offset(seg)
-}
-
-/// Where a frame's bytes lie, in memory and in its file: what
-/// [`payload_file_offset`] needs once the frame's bytes have become its
-/// segment's payload ([`decode_link_owned`]).
+/// Where a frame's bytes lie, in memory and in its capture file: enough to
+/// say where a segment's payload starts in the file once the frame's bytes
+/// have become that payload ([`decode_link_owned`]).
 #[derive(Clone, Copy, Debug)]
 pub struct FramePlace {
     file_offset: Option<u64>,
@@ -425,7 +417,10 @@ impl FramePlace {
         }
     }
 
-    /// As [`payload_file_offset`], for a segment decoded from the frame.
+    /// Where `seg`'s payload starts in the capture file: the frame's file
+    /// offset plus the payload's offset in the frame's bytes (the payload is
+    /// a zero-copy slice of them). `None` when the frame has no file offset,
+    /// or the payload is empty or not a slice of the frame's bytes.
     pub fn payload_offset(self, seg: &Segment) -> Option<u64> {
         let base = self.file_offset?;
         let start = (seg.payload.as_ptr() as usize).checked_sub(self.addr)?;

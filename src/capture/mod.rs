@@ -24,9 +24,7 @@ pub mod source;
 use bytes::Bytes;
 use std::fmt;
 
-pub use link::{
-    decode_link_owned, decode_segment, payload_file_offset, FramePlace, Segment, Skip, TcpFlags,
-};
+pub use link::{decode_link_owned, decode_segment, FramePlace, Segment, Skip, TcpFlags};
 pub use source::{CaptureStats, FileSource, LiveConfig, LiveSource, Polled};
 
 /// A packet timestamp: seconds since the Unix epoch and nanoseconds within the second.

@@ -66,11 +66,6 @@ impl Entry {
         }
         let sum = fingerprint(&raw.bytes);
         raw.bytes = Default::default();
-        if raw.provenance == [(0, raw.first_frame)] {
-            // One carrying frame, `first_frame`: said by an empty provenance,
-            // as the framer says it.
-            raw.provenance = Vec::new();
-        }
         Entry {
             info,
             raw,
