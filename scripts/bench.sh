@@ -17,6 +17,7 @@
 #
 # Environment: RUNS, PORT (broker port, default 9092), JSON=1 adds tshark -T json,
 # TSHARK=0 skips tshark, KAFKASHARK (binary; default target/release/kafkashark),
+# PGO=1 (the binary built by scripts/pgo.sh, profile-guided, instead),
 # MEMFILES (more captures, e.g. of big messages in big frames: each kafkashark
 # command runs once on each and its peak RSS is printed; nothing is timed).
 set -euo pipefail
@@ -28,6 +29,9 @@ RUNS=${RUNS:-3}
 PORT=${PORT:-9092}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 K=${KAFKASHARK:-$ROOT/target/release/kafkashark}
+if [[ ${PGO:-0} == 1 && -z ${KAFKASHARK:-} ]]; then
+    K=$("$ROOT/scripts/pgo.sh" | tail -1)
+fi
 READ=$ROOT/target/release/examples/read-frames
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
@@ -35,6 +39,7 @@ trap 'rm -rf "$TMP"' EXIT
 if [[ -z ${KAFKASHARK:-} ]]; then
     (cd "$ROOT" && cargo build -q --release -p kafkashark-ui && cargo build -q --release -p kafkashark --example read-frames)
 fi
+echo "kafkashark: $K"
 command -v /usr/bin/time >/dev/null || { echo "bench.sh: needs /usr/bin/time (apt-get install time)" >&2; exit 2; }
 HAVE_TSHARK=0
 if [[ ${TSHARK:-1} != 0 ]] && command -v tshark >/dev/null; then HAVE_TSHARK=1; fi
