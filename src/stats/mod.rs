@@ -170,6 +170,45 @@ impl<K: Ord, V> Capped<K, V> {
     }
 }
 
+/// As [`Capped`], in a hash map: for keys looked up per message (the
+/// connections); what is iterated for the report is sorted first.
+#[derive(Clone, Debug)]
+struct CappedHash<K, V> {
+    map: HashMap<K, V>,
+    cap: usize,
+    overflow: u64,
+}
+
+impl<K: Ord + std::hash::Hash + Copy, V> CappedHash<K, V> {
+    fn new(cap: usize) -> Self {
+        CappedHash {
+            map: HashMap::default(),
+            cap,
+            overflow: 0,
+        }
+    }
+
+    /// The entry for `k`, made by `f` if there is room; `None` (counted) if full.
+    fn entry(&mut self, k: K, f: impl FnOnce() -> V) -> Option<&mut V> {
+        let full = self.map.len() >= self.cap;
+        match self.map.entry(k) {
+            HashEntry::Occupied(o) => Some(o.into_mut()),
+            HashEntry::Vacant(v) if !full => Some(v.insert(f())),
+            HashEntry::Vacant(_) => {
+                self.overflow += 1;
+                None
+            }
+        }
+    }
+
+    /// The entries in key order.
+    fn sorted(&self) -> Vec<(&K, &V)> {
+        let mut v: Vec<(&K, &V)> = self.map.iter().collect();
+        v.sort_unstable_by_key(|e| *e.0);
+        v
+    }
+}
+
 /// The requests waiting for their response, by message index: a hash map,
 /// and the indexes in the order they came (increasing) so that the oldest
 /// can go when the table is full. Answered requests leave stale entries in
@@ -562,7 +601,7 @@ pub struct Stats {
     /// (capped at `max_histograms`).
     clients: ClientTable<ClientAcc>,
     brokers: Capped<SocketAddr, BrokerAcc>,
-    conns: Capped<u64, ConnAcc>,
+    conns: CappedHash<u64, ConnAcc>,
     slow: BinaryHeap<Reverse<SlowKey>>,
     slow_items: HashMap<u64, SlowExchange>,
     throttle: Throttle,
@@ -591,7 +630,7 @@ impl Stats {
             versions: Capped::new(cfg.max_histograms),
             clients: ClientTable::new(cfg.max_keys, cfg.max_histograms),
             brokers: Capped::new(cfg.max_histograms),
-            conns: Capped::new(cfg.max_histograms),
+            conns: CappedHash::new(cfg.max_histograms),
             slow: BinaryHeap::new(),
             slow_items: HashMap::default(),
             throttle: Throttle::default(),
@@ -1356,7 +1395,7 @@ impl Stats {
         // Latencies the connections hold for their broker and client.
         let mut broker_held: HashMap<SocketAddr, LatencyHist> = HashMap::default();
         let mut client_held: HashMap<u32, LatencyHist> = HashMap::default();
-        for c in self.conns.map.values() {
+        for (_, c) in self.conns.sorted() {
             if c.for_broker && self.brokers.map.contains_key(&c.broker_addr) {
                 broker_held
                     .entry(c.broker_addr)
@@ -1467,8 +1506,8 @@ impl Stats {
             .collect();
         let connections = self
             .conns
-            .map
-            .iter()
+            .sorted()
+            .into_iter()
             .map(|(&s, c)| ConnectionReport {
                 stream: s,
                 client: c.client.clone(),
