@@ -5,7 +5,8 @@
 //! capture and every file this reader declines (see [`FastFile::open`]).
 //!
 //! The file is read with large `read()` calls into buffers of [`CHUNK`]
-//! bytes; every frame's `data` is a [`Bytes::slice`] of its buffer, so a frame
+//! bytes (the first read, made when the file is opened, takes only
+//! [`FIRST_CHUNK`]: enough for the header and the first frames); every frame's `data` is a [`Bytes::slice`] of its buffer, so a frame
 //! costs no allocation and no copy. A record that straddles two buffers is
 //! carried over (copied) into the next one. A buffer whose slices have all been
 //! dropped goes back to the reader (on whichever thread drops the last slice)
@@ -51,6 +52,8 @@ use std::sync::{Arc, Mutex, Weak};
 pub const CHUNK: usize = 1 << 20;
 /// Buffers kept for reuse once nothing references them.
 pub const POOL: usize = 4;
+/// Bytes of the first read of a file (its header and first frames).
+pub const FIRST_CHUNK: usize = 64 << 10;
 /// The largest block held in memory whole (Interface Description Blocks must fit).
 const IN_MEMORY: usize = 1 << 20;
 /// libpcap's largest pcapng block (`INITIAL_MAX_BLOCKSIZE`).
@@ -268,7 +271,15 @@ impl Input {
         if self.eof {
             return Ok(false);
         }
-        let cap = CHUNK.max(n);
+        // The first read is small: opening a file (on the caller's thread,
+        // before any reader thread starts) reads only what its header and
+        // first frames need, not a whole chunk into fresh pages.
+        let chunk = if self.base == 0 && self.buf.is_empty() {
+            FIRST_CHUNK
+        } else {
+            CHUNK
+        };
+        let cap = chunk.max(n);
         let mut v = self.take_vec(cap);
         v.extend_from_slice(self.peek(self.available()));
         let want = cap.saturating_sub(v.len());
@@ -981,36 +992,47 @@ mod tests {
     /// A read buffer goes back to the spares when its last slice is dropped
     /// (not before), the next read fills that same buffer, a buffer made
     /// larger for one record is not kept, and a slice outliving the reader
-    /// is simply freed.
+    /// is simply freed. The first read is [`FIRST_CHUNK`] bytes, in a
+    /// buffer of its own that is not kept either.
     #[test]
     fn read_buffers_come_back_when_their_last_slice_goes() {
         let path =
             std::env::temp_dir().join(format!("kafkashark-fastfile-spares-{}", std::process::id()));
-        let bytes: Vec<u8> = (0..4 * CHUNK + 100).map(|i| (i % 251) as u8).collect();
+        const F: usize = FIRST_CHUNK;
+        let bytes: Vec<u8> = (0..F + 4 * CHUNK + 100).map(|i| (i % 251) as u8).collect();
         std::fs::write(&path, &bytes).expect("temp file");
         let file = File::open(&path).expect("open");
         std::fs::remove_file(&path).expect("remove");
         let spares = |i: &Input| i.spares.lock().map(|s| s.len()).unwrap_or(99);
         let mut input = Input::new(file);
-        // [0, CHUNK): the first buffer, still referenced after the next read.
+        // [0, F): the first read, a small buffer of its own.
         assert!(input.fill(1).expect("read"));
+        assert_eq!(input.available(), F);
+        let head = input.slice(0, 10).expect("buffered");
+        input.advance(input.available());
+        // [F, F + CHUNK): a chunk, still referenced after the next read.
+        assert!(input.fill(1).expect("read"));
+        drop(head);
+        assert_eq!(spares(&input), 0, "the first read's buffer is not kept");
         let first = input.slice(0, 10).expect("buffered");
         let first_at = first.as_ptr();
         input.advance(input.available());
         assert!(input.fill(1).expect("read"));
         assert_eq!(spares(&input), 0);
-        assert_eq!(&first[..], bytes.get(..10).unwrap_or_default());
+        assert_eq!(&first[..], bytes.get(F..F + 10).unwrap_or_default());
         drop(first);
         assert_eq!(spares(&input), 1, "back once its last slice went");
-        // [2 CHUNK, 3 CHUNK): read into the first buffer again; the second,
-        // referenced by nothing, goes back at once.
+        // [F + 2 CHUNK, F + 3 CHUNK): read into that buffer again; the one
+        // before, referenced by nothing, goes back at once.
         input.advance(input.available());
         assert!(input.fill(1).expect("read"));
         let third = input.slice(0, 4).expect("buffered");
         assert_eq!(third.as_ptr(), first_at, "the same buffer");
         assert_eq!(
             &third[..],
-            bytes.get(2 * CHUNK..2 * CHUNK + 4).unwrap_or_default()
+            bytes
+                .get(F + 2 * CHUNK..F + 2 * CHUNK + 4)
+                .unwrap_or_default()
         );
         assert_eq!(spares(&input), 1);
         // A record longer than a buffer gets a larger one, made for it.
@@ -1018,7 +1040,9 @@ mod tests {
         assert!(input.fill(CHUNK + 50).expect("read"));
         assert_eq!(
             input.peek(1),
-            bytes.get(3 * CHUNK - 1..3 * CHUNK).unwrap_or_default()
+            bytes
+                .get(F + 3 * CHUNK - 1..F + 3 * CHUNK)
+                .unwrap_or_default()
         );
         drop(third);
         assert_eq!(spares(&input), 2);
@@ -1031,7 +1055,10 @@ mod tests {
         input.advance(51);
         assert!(!input.fill(1).expect("read"), "the file has ended");
         drop(input);
-        assert_eq!(&last[..], bytes.get(4 * CHUNK + 49..).unwrap_or_default());
+        assert_eq!(
+            &last[..],
+            bytes.get(F + 4 * CHUNK + 49..).unwrap_or_default()
+        );
         drop(last);
     }
 
