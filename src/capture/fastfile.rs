@@ -6,8 +6,9 @@
 //!
 //! The file is read with large `read()` calls into buffers of [`CHUNK`]
 //! bytes (the first read, made when the file is opened, takes only
-//! [`FIRST_CHUNK`]: enough for the header and the first frames); every frame's `data` is a [`Bytes::slice`] of its buffer, so a frame
-//! costs no allocation and no copy. A record that straddles two buffers is
+//! [`FIRST_CHUNK`]: enough for the header and the first frames); every
+//! frame's `data` is a [`Bytes::slice`] of its buffer, so a frame costs no
+//! allocation and no copy. A record that straddles two buffers is
 //! carried over (copied) into the next one. A buffer whose slices have all been
 //! dropped goes back to the reader (on whichever thread drops the last slice)
 //! and is reused for a later read.

@@ -139,68 +139,72 @@ fn by_label(counts: &BTreeMap<i16, u64>) -> BTreeMap<String, u64> {
     out
 }
 
-/// A map that stops growing at `cap` entries and counts what it refused.
+/// A map that stops growing at `cap` entries and counts what it refused:
+/// a B-tree, or a hash map (`M`) for keys looked up per message (the
+/// connections), whose entries the report sorts first.
 #[derive(Clone, Debug)]
-struct Capped<K, V> {
-    map: BTreeMap<K, V>,
+struct Capped<K, V, M = BTreeMap<K, V>> {
+    map: M,
     cap: usize,
     overflow: u64,
+    kv: std::marker::PhantomData<fn() -> (K, V)>,
 }
 
-impl<K: Ord, V> Capped<K, V> {
+/// The maps a [`Capped`] keeps its entries in.
+trait CapMap<K, V>: Default {
+    fn count(&self) -> usize;
+    /// The entry for `k`, made by `f` when there is `room`.
+    fn slot(&mut self, k: K, room: bool, f: impl FnOnce() -> V) -> Option<&mut V>;
+}
+
+impl<K: Ord, V> CapMap<K, V> for BTreeMap<K, V> {
+    fn count(&self) -> usize {
+        self.len()
+    }
+
+    fn slot(&mut self, k: K, room: bool, f: impl FnOnce() -> V) -> Option<&mut V> {
+        match self.entry(k) {
+            Entry::Occupied(o) => Some(o.into_mut()),
+            Entry::Vacant(v) => room.then(|| v.insert(f())),
+        }
+    }
+}
+
+impl<K: std::hash::Hash + Eq, V> CapMap<K, V> for HashMap<K, V> {
+    fn count(&self) -> usize {
+        self.len()
+    }
+
+    fn slot(&mut self, k: K, room: bool, f: impl FnOnce() -> V) -> Option<&mut V> {
+        match self.entry(k) {
+            HashEntry::Occupied(o) => Some(o.into_mut()),
+            HashEntry::Vacant(v) => room.then(|| v.insert(f())),
+        }
+    }
+}
+
+impl<K, V, M: CapMap<K, V>> Capped<K, V, M> {
     fn new(cap: usize) -> Self {
         Capped {
-            map: BTreeMap::new(),
+            map: M::default(),
             cap,
             overflow: 0,
+            kv: std::marker::PhantomData,
         }
     }
 
     /// The entry for `k`, made by `f` if there is room; `None` (counted) if full.
     fn entry(&mut self, k: K, f: impl FnOnce() -> V) -> Option<&mut V> {
-        let full = self.map.len() >= self.cap;
-        match self.map.entry(k) {
-            Entry::Occupied(o) => Some(o.into_mut()),
-            Entry::Vacant(v) if !full => Some(v.insert(f())),
-            Entry::Vacant(_) => {
-                self.overflow += 1;
-                None
-            }
+        let room = self.map.count() < self.cap;
+        let got = self.map.slot(k, room, f);
+        if got.is_none() {
+            self.overflow += 1;
         }
+        got
     }
 }
 
-/// As [`Capped`], in a hash map: for keys looked up per message (the
-/// connections); what is iterated for the report is sorted first.
-#[derive(Clone, Debug)]
-struct CappedHash<K, V> {
-    map: HashMap<K, V>,
-    cap: usize,
-    overflow: u64,
-}
-
-impl<K: Ord + std::hash::Hash + Copy, V> CappedHash<K, V> {
-    fn new(cap: usize) -> Self {
-        CappedHash {
-            map: HashMap::default(),
-            cap,
-            overflow: 0,
-        }
-    }
-
-    /// The entry for `k`, made by `f` if there is room; `None` (counted) if full.
-    fn entry(&mut self, k: K, f: impl FnOnce() -> V) -> Option<&mut V> {
-        let full = self.map.len() >= self.cap;
-        match self.map.entry(k) {
-            HashEntry::Occupied(o) => Some(o.into_mut()),
-            HashEntry::Vacant(v) if !full => Some(v.insert(f())),
-            HashEntry::Vacant(_) => {
-                self.overflow += 1;
-                None
-            }
-        }
-    }
-
+impl<K: Ord + Copy, V> Capped<K, V, HashMap<K, V>> {
     /// The entries in key order.
     fn sorted(&self) -> Vec<(&K, &V)> {
         let mut v: Vec<(&K, &V)> = self.map.iter().collect();
@@ -601,7 +605,7 @@ pub struct Stats {
     /// (capped at `max_histograms`).
     clients: ClientTable<ClientAcc>,
     brokers: Capped<SocketAddr, BrokerAcc>,
-    conns: CappedHash<u64, ConnAcc>,
+    conns: Capped<u64, ConnAcc, HashMap<u64, ConnAcc>>,
     slow: BinaryHeap<Reverse<SlowKey>>,
     slow_items: HashMap<u64, SlowExchange>,
     throttle: Throttle,
@@ -630,7 +634,7 @@ impl Stats {
             versions: Capped::new(cfg.max_histograms),
             clients: ClientTable::new(cfg.max_keys, cfg.max_histograms),
             brokers: Capped::new(cfg.max_histograms),
-            conns: CappedHash::new(cfg.max_histograms),
+            conns: Capped::new(cfg.max_histograms),
             slow: BinaryHeap::new(),
             slow_items: HashMap::default(),
             throttle: Throttle::default(),

@@ -1292,6 +1292,32 @@ mod reader_tests {
         assert!(!hand_over(&tx, batch(3), None));
     }
 
+    /// The frames of each batch a `FileReader` hands over for a file of
+    /// `n` frames of `size` bytes (written to a temporary file named after
+    /// `name`), and the file's length.
+    fn batches_of_file(name: &str, n: usize, size: usize) -> (Vec<usize>, u64) {
+        let path = std::env::temp_dir().join(format!(
+            "kafkashark-{name}-{}-{:?}.pcap",
+            std::process::id(),
+            std::thread::current().id()
+        ));
+        let file = pcap_of_frames(n, size);
+        let file_len = file.len() as u64;
+        std::fs::write(&path, file).expect("write");
+        let src = FileSource::open(path.to_str().expect("path")).expect("open");
+        let reader = FileReader::spawn(src, PipelineConfig::default(), BATCH_FRAMES, None);
+        let mut frames = Vec::new();
+        for b in reader.rx.iter() {
+            frames.push(b.ends.len());
+            if b.finish.is_some() {
+                break;
+            }
+        }
+        let _ = reader.handle.join();
+        let _ = std::fs::remove_file(&path);
+        (frames, file_len)
+    }
+
     /// The reader cuts its batches by captured bytes as well as by frames:
     /// frames of 60 KB (a loopback capture's) make batches of about
     /// [`BATCH_BYTES`], not of [`BATCH_FRAMES`] frames (120 MB, all of it
@@ -1299,30 +1325,15 @@ mod reader_tests {
     #[test]
     fn batches_are_bounded_by_bytes() {
         let (n, size) = (300, 60_000);
-        let path = std::env::temp_dir().join(format!(
-            "kafkashark-batches-{}-{:?}.pcap",
-            std::process::id(),
-            std::thread::current().id()
-        ));
-        std::fs::write(&path, pcap_of_frames(n, size)).expect("write");
-        let src = FileSource::open(path.to_str().expect("path")).expect("open");
-        let reader = FileReader::spawn(src, PipelineConfig::default(), BATCH_FRAMES, None);
-        let (mut frames, mut batches) = (0, 0);
-        for b in reader.rx.iter() {
+        let (frames, _) = batches_of_file("batches", n, size);
+        for &k in &frames {
             assert!(
-                b.ends.len() * size <= BATCH_BYTES + size,
-                "a batch of {} frames of {size} bytes",
-                b.ends.len()
+                k * size <= BATCH_BYTES + size,
+                "a batch of {k} frames of {size} bytes"
             );
-            frames += b.ends.len();
-            batches += 1;
-            if b.finish.is_some() {
-                break;
-            }
         }
-        let _ = reader.handle.join();
-        let _ = std::fs::remove_file(&path);
-        assert_eq!(frames, n);
+        assert_eq!(frames.iter().sum::<usize>(), n);
+        let batches = frames.len();
         assert!(
             batches >= n * size / (BATCH_BYTES + size),
             "{batches} batches"
@@ -1351,25 +1362,7 @@ mod reader_tests {
     #[test]
     fn the_reader_hands_over_smaller_batches_near_the_end() {
         let (n, size) = (700, 60_000);
-        let path = std::env::temp_dir().join(format!(
-            "kafkashark-tail-{}-{:?}.pcap",
-            std::process::id(),
-            std::thread::current().id()
-        ));
-        let file = pcap_of_frames(n, size);
-        let file_len = file.len() as u64;
-        std::fs::write(&path, file).expect("write");
-        let src = FileSource::open(path.to_str().expect("path")).expect("open");
-        let reader = FileReader::spawn(src, PipelineConfig::default(), BATCH_FRAMES, None);
-        let mut frames = Vec::new();
-        for b in reader.rx.iter() {
-            frames.push(b.ends.len());
-            if b.finish.is_some() {
-                break;
-            }
-        }
-        let _ = reader.handle.join();
-        let _ = std::fs::remove_file(&path);
+        let (frames, file_len) = batches_of_file("tail", n, size);
         assert_eq!(frames.iter().sum::<usize>(), n);
         // Where frame `i` ends in the file: the header, then 16 + size per record.
         let end_of = |i: usize| 24 + (i as u64 + 1) * (16 + size as u64);
