@@ -548,12 +548,15 @@ const TAIL_BATCH_BYTES: usize = 64 << 10;
 /// shrink with what is left make the backlog small when the read ends, and
 /// the reader scans the requests of its last batches while it waits
 /// ([`hand_over`]). Past the size the file had (one that grows while
-/// read), its size is read again.
+/// read), its size is read again, at most once per [`TAIL_BATCH_BYTES`]
+/// read.
 struct Tail {
     /// The file's path; `None` when its size is not known (not a regular file).
     path: Option<String>,
     /// Its size when last read.
     size: u64,
+    /// The offset from which its size may be read again.
+    recheck: u64,
 }
 
 impl Tail {
@@ -562,10 +565,12 @@ impl Tail {
             Ok(m) if m.is_file() => Tail {
                 path: Some(path.to_string()),
                 size: m.len(),
+                recheck: 0,
             },
             _ => Tail {
                 path: None,
                 size: 0,
+                recheck: 0,
             },
         }
     }
@@ -576,10 +581,11 @@ impl Tail {
         let (Some(path), Some(at)) = (&self.path, offset) else {
             return BATCH_BYTES;
         };
-        if at >= self.size {
+        if at >= self.size && at >= self.recheck {
             if let Ok(m) = std::fs::metadata(path) {
                 self.size = m.len();
             }
+            self.recheck = at.saturating_add(TAIL_BATCH_BYTES as u64);
         }
         tail_bytes(self.size.saturating_sub(at))
     }
@@ -1350,6 +1356,28 @@ mod reader_tests {
         assert_eq!(tail_bytes(8 * TAIL_BATCH_BYTES as u64), TAIL_BATCH_BYTES);
         assert_eq!(tail_bytes(1000), TAIL_BATCH_BYTES);
         assert_eq!(tail_bytes(0), TAIL_BATCH_BYTES);
+        // A file that grows while read: its size is read again past the end
+        // it had, at most once per `TAIL_BATCH_BYTES`.
+        let path = std::env::temp_dir().join(format!(
+            "kafkashark-tail-grows-{}-{:?}",
+            std::process::id(),
+            std::thread::current().id()
+        ));
+        std::fs::write(&path, vec![0u8; 1000]).expect("write");
+        let mut t = Tail::new(path.to_str().expect("path"));
+        assert_eq!((t.size, t.batch_bytes(Some(10))), (1000, TAIL_BATCH_BYTES));
+        std::fs::write(&path, vec![0u8; 2000]).expect("write");
+        assert_eq!(t.batch_bytes(Some(999)), TAIL_BATCH_BYTES);
+        assert_eq!(t.size, 1000, "not read again before its end");
+        assert_eq!(t.batch_bytes(Some(1000)), TAIL_BATCH_BYTES);
+        assert_eq!(t.size, 2000, "read again at its end");
+        std::fs::write(&path, vec![0u8; 64 << 20]).expect("write");
+        assert_eq!(t.batch_bytes(Some(2000)), TAIL_BATCH_BYTES);
+        assert_eq!(t.size, 2000, "not again within {TAIL_BATCH_BYTES} bytes");
+        let far = 1000 + TAIL_BATCH_BYTES as u64;
+        assert_eq!(t.batch_bytes(Some(far)), BATCH_BYTES);
+        assert_eq!(t.size, 64 << 20, "again past them");
+        let _ = std::fs::remove_file(&path);
         // Not a regular file: the size is unknown and batches keep their size.
         let mut t = Tail::new("/dev/null");
         assert_eq!(t.batch_bytes(Some(1)), BATCH_BYTES);
