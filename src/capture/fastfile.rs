@@ -5,8 +5,8 @@
 //! capture and every file this reader declines (see [`FastFile::open`]).
 //!
 //! The file is read with large `read()` calls into buffers of [`CHUNK`]
-//! bytes (the first read, made when the file is opened, takes only
-//! [`FIRST_CHUNK`]: enough for the header and the first frames); every
+//! bytes, one call per buffer (the first read, made when the file is opened,
+//! takes only [`FIRST_CHUNK`]: enough for the header and the first frames); every
 //! frame's `data` is a [`Bytes::slice`] of its buffer, so a frame costs no
 //! allocation and no copy. A record that straddles two buffers is
 //! carried over (copied) into the next one. A buffer whose slices have all been
@@ -180,7 +180,8 @@ struct Input {
     spares: Arc<Spares>,
 }
 
-/// A reader's spare buffers (at most [`POOL`], each of [`CHUNK`] bytes).
+/// A reader's spare buffers (at most [`POOL`], each of [`CHUNK`] bytes, all
+/// of them initialized: a read fills one without zeroing it first).
 type Spares = Mutex<Vec<Vec<u8>>>;
 
 /// A read buffer that goes back to its reader's spares when its last slice is
@@ -189,14 +190,16 @@ type Spares = Mutex<Vec<Vec<u8>>>;
 /// allocator, and the next one was mapped and faulted in afresh (`stats` on
 /// the benchmark corpus: 4,500 page faults of 13,800, about 2 % of its CPU).
 struct Pooled {
+    /// The whole buffer, initialized; its first `len` bytes were read.
     bytes: Vec<u8>,
+    len: usize,
     /// The reader's spares; gone when the reader is.
     home: Weak<Spares>,
 }
 
 impl AsRef<[u8]> for Pooled {
     fn as_ref(&self) -> &[u8] {
-        &self.bytes
+        self.bytes.get(..self.len).unwrap_or_default()
     }
 }
 
@@ -204,7 +207,7 @@ impl Drop for Pooled {
     fn drop(&mut self) {
         // Only buffers of the usual size are kept (a larger one was made for
         // one big record), and at most `POOL` of them.
-        if self.bytes.capacity() != CHUNK {
+        if self.bytes.len() != CHUNK {
             return;
         }
         let Some(home) = self.home.upgrade() else {
@@ -282,15 +285,27 @@ impl Input {
         };
         let cap = chunk.max(n);
         let mut v = self.take_vec(cap);
-        v.extend_from_slice(self.peek(self.available()));
-        let want = cap.saturating_sub(v.len());
-        let at = self.offset().saturating_add(v.len() as u64);
-        let got = (&self.file)
-            .take(want as u64)
-            .read_to_end(&mut v)
-            .map_err(|e| format!("read error at byte {at}: {e}"))?;
-        if got < want {
-            self.eof = true;
+        let kept = self.available();
+        let mut len = kept;
+        if let (Some(to), from) = (v.get_mut(..kept), self.peek(kept)) {
+            to.copy_from_slice(from);
+        }
+        // Read calls until the buffer is full or the file ends: one call for
+        // a regular file. (`read_to_end` on a `Take` started at 8 KB and
+        // doubled: eight calls per megabyte.)
+        while let Some(room) = v.get_mut(len..cap).filter(|r| !r.is_empty()) {
+            match (&self.file).read(room) {
+                Ok(0) => {
+                    self.eof = true;
+                    break;
+                }
+                Ok(got) => len += got,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => {
+                    let at = self.offset().saturating_add(len as u64);
+                    return Err(format!("read error at byte {at}: {e}"));
+                }
+            }
         }
         self.base = self.offset();
         self.pos = 0;
@@ -298,20 +313,21 @@ impl Input {
         // (possibly now).
         self.buf = Bytes::from_owner(Pooled {
             bytes: v,
+            len,
             home: Arc::downgrade(&self.spares),
         });
         Ok(self.available() >= n)
     }
 
-    /// An empty vector with room for `cap` bytes: a spare one, or a new one.
+    /// An initialized vector of `cap` bytes or more: a spare one, or a new
+    /// one (zeroed by `calloc`: a fresh mapping, free of a `memset`).
     fn take_vec(&mut self, cap: usize) -> Vec<u8> {
         if cap == CHUNK {
-            if let Some(mut v) = self.spares.lock().ok().and_then(|mut s| s.pop()) {
-                v.clear();
+            if let Some(v) = self.spares.lock().ok().and_then(|mut s| s.pop()) {
                 return v;
             }
         }
-        Vec::with_capacity(cap)
+        vec![0; cap]
     }
 
     /// Skips `n` bytes; returns how many there were (fewer when the file ends).
@@ -1061,6 +1077,46 @@ mod tests {
             bytes.get(F + 4 * CHUNK + 49..).unwrap_or_default()
         );
         drop(last);
+    }
+
+    /// A buffer is filled whole even when the file gives it in short reads
+    /// (a pipe hands over at most its 64 KB at a time): reads go on until
+    /// the buffer is full or the file ends.
+    #[test]
+    fn short_reads_fill_a_whole_buffer() {
+        let (r, mut w) = std::io::pipe().expect("pipe");
+        let file = File::from(std::os::fd::OwnedFd::from(r));
+        let total = FIRST_CHUNK + CHUNK + 1000;
+        let bytes: Vec<u8> = (0..total).map(|i| (i % 253) as u8).collect();
+        let sent = bytes.clone();
+        let writer = std::thread::spawn(move || {
+            use std::io::Write;
+            for part in sent.chunks(5000) {
+                w.write_all(part).expect("write");
+            }
+        });
+        let mut input = Input::new(file);
+        assert!(input.fill(1).expect("read"));
+        assert_eq!(input.available(), FIRST_CHUNK);
+        input.advance(FIRST_CHUNK - 3);
+        assert!(input.fill(4).expect("read"));
+        assert_eq!(input.available(), CHUNK, "three bytes kept, the rest read");
+        assert_eq!(
+            input.peek(CHUNK),
+            bytes
+                .get(FIRST_CHUNK - 3..FIRST_CHUNK - 3 + CHUNK)
+                .unwrap_or_default()
+        );
+        input.advance(CHUNK);
+        assert!(input.fill(1).expect("read"));
+        assert_eq!(input.available(), 1003);
+        assert_eq!(
+            input.peek(1003),
+            bytes.get(total - 1003..).unwrap_or_default()
+        );
+        input.advance(1003);
+        assert!(!input.fill(1).expect("read"), "the pipe is closed");
+        writer.join().expect("writer");
     }
 
     #[test]
