@@ -1394,32 +1394,73 @@ impl Stats {
 
     /// The report of everything fed so far.
     pub fn report(&self) -> StatsReport {
-        let mut summary = self.summary.clone();
-        summary.in_flight = self.pending.len() as u64;
-        // Latencies the connections hold for their broker and client.
+        // The brokers' and the connections' latencies (about half of the
+        // work: histogram merges and percentiles) on a second thread, the
+        // rest here; a report is made when the capture has been read, with
+        // the other core idle. Without a thread, all of it here.
+        std::thread::scope(|sc| {
+            let side = std::thread::Builder::new().spawn_scoped(sc, || self.report_links());
+            let mut report = self.report_rest();
+            let (brokers, connections) = match side {
+                Ok(h) => h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)),
+                Err(_) => self.report_links(),
+            };
+            report.brokers = brokers;
+            report.connections = connections;
+            report
+        })
+    }
+
+    /// The brokers' and the connections' part of [`Stats::report`].
+    fn report_links(&self) -> (Vec<BrokerReport>, Vec<ConnectionReport>) {
+        let conns = self.conns.sorted();
+        // Latencies the connections hold for their broker.
         let mut broker_held: HashMap<SocketAddr, LatencyHist> = HashMap::default();
-        let mut client_held: HashMap<u32, LatencyHist> = HashMap::default();
-        for (_, c) in self.conns.sorted() {
+        for (_, c) in &conns {
             if c.for_broker && self.brokers.map.contains_key(&c.broker_addr) {
                 broker_held
                     .entry(c.broker_addr)
                     .or_default()
                     .merge(&c.latency);
             }
+        }
+        let brokers = self
+            .brokers
+            .map
+            .iter()
+            .map(|(b, x)| BrokerReport {
+                broker: b.to_string(),
+                requests: x.requests,
+                responses: x.responses,
+                latency_ms: with_held(&x.latency, broker_held.remove(b)),
+            })
+            .collect();
+        let connections = conns
+            .into_iter()
+            .map(|(&s, c)| ConnectionReport {
+                stream: s,
+                client: c.client.clone(),
+                broker: c.broker.clone(),
+                client_id: c.client_id.clone(),
+                requests: c.requests,
+                responses: c.responses,
+                latency_ms: c.latency.summary(),
+            })
+            .collect();
+        (brokers, connections)
+    }
+
+    /// [`Stats::report`] but its brokers and connections (left empty).
+    fn report_rest(&self) -> StatsReport {
+        let mut summary = self.summary.clone();
+        summary.in_flight = self.pending.len() as u64;
+        // Latencies the connections hold for their client.
+        let mut client_held: HashMap<u32, LatencyHist> = HashMap::default();
+        for (_, c) in self.conns.sorted() {
             if let ClientLink::Slot(s) = c.for_client {
                 client_held.entry(s).or_default().merge(&c.latency);
             }
         }
-        // The held latencies (this report's own copy) take the owner's:
-        // the same histogram as the other way round, without copying the
-        // owner's.
-        let with_held = |own: &LatencyHist, held: Option<LatencyHist>| match held {
-            Some(mut all) => {
-                all.merge(own);
-                all.summary()
-            }
-            None => own.summary(),
-        };
         let apis = self
             .apis
             .map
@@ -1495,31 +1536,6 @@ impl Stats {
                     .collect(),
                 produce_bytes: c.produce_bytes,
                 produce_uncompressed_bytes: c.produce_plain_bytes,
-            })
-            .collect();
-        let brokers = self
-            .brokers
-            .map
-            .iter()
-            .map(|(b, x)| BrokerReport {
-                broker: b.to_string(),
-                requests: x.requests,
-                responses: x.responses,
-                latency_ms: with_held(&x.latency, broker_held.remove(b)),
-            })
-            .collect();
-        let connections = self
-            .conns
-            .sorted()
-            .into_iter()
-            .map(|(&s, c)| ConnectionReport {
-                stream: s,
-                client: c.client.clone(),
-                broker: c.broker.clone(),
-                client_id: c.client_id.clone(),
-                requests: c.requests,
-                responses: c.responses,
-                latency_ms: c.latency.summary(),
             })
             .collect();
         let groups = self
@@ -1632,8 +1648,8 @@ impl Stats {
             summary,
             apis,
             clients,
-            brokers,
-            connections,
+            brokers: Vec::new(),
+            connections: Vec::new(),
             groups,
             topics,
             acks,
@@ -1644,6 +1660,19 @@ impl Stats {
             record_errors: self.record_errors.clone(),
             overflow,
         }
+    }
+}
+
+/// The summary of `own` with the latencies `held` for it elsewhere: the
+/// held ones (the report's own copy) take the owner's, the same histogram
+/// as the other way round without copying the owner's.
+fn with_held(own: &LatencyHist, held: Option<LatencyHist>) -> Option<LatencyMs> {
+    match held {
+        Some(mut all) => {
+            all.merge(own);
+            all.summary()
+        }
+        None => own.summary(),
     }
 }
 
