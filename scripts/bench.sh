@@ -45,7 +45,15 @@ HAVE_TSHARK=0
 if [[ ${TSHARK:-1} != 0 ]] && command -v tshark >/dev/null; then HAVE_TSHARK=1; fi
 TS=(tshark -n -r "$FILE" -d "tcp.port==$PORT,kafka")
 
-cat "$FILE" >/dev/null # warm the page cache
+# The file in the page cache as a read from disk leaves it: dropped from the
+# cache, then read once. How it was cached before depends on how it was
+# written (a file written in small pieces, as make-corpus's 8 KB writes,
+# is cached in 4 KB pages; one read from disk or copied, in folios of up
+# to 2 MB), and reading it costs the kernel up to 40 % more CPU in small
+# pages: the same state for every run and every tool (docs/performance.md,
+# "The whole-command benchmark").
+dd if="$FILE" iflag=nocache count=0 status=none 2>/dev/null || true
+cat "$FILE" >/dev/null
 echo "file: $FILE ($(stat -c %s "$FILE") bytes), runs: $RUNS, machine: $(nproc) cores"
 command -v capinfos >/dev/null && capinfos -c -M "$FILE" 2>/dev/null | grep -i "number of packets" || true
 [[ $HAVE_TSHARK == 1 ]] && tshark --version 2>/dev/null | head -1
