@@ -46,11 +46,10 @@ if [[ ${TSHARK:-1} != 0 ]] && command -v tshark >/dev/null; then HAVE_TSHARK=1; 
 TS=(tshark -n -r "$FILE" -d "tcp.port==$PORT,kafka")
 
 # The file in the page cache as a read from disk leaves it: dropped from the
-# cache, then read once. How it was cached before depends on how it was
-# written (a file written in small pieces, as make-corpus's 8 KB writes,
-# is cached in 4 KB pages; one read from disk or copied, in folios of up
-# to 2 MB), and reading it costs the kernel up to 40 % more CPU in small
-# pages: the same state for every run and every tool (docs/performance.md,
+# cache, then read once. A file cached since long ago, partly evicted and
+# read back in pieces, may be held in 4 KB pages, a file read from disk in
+# folios of up to 2 MB, and reading 4 KB pages costs the kernel up to 40 %
+# more CPU: the same state for every run and every tool (docs/performance.md,
 # "The whole-command benchmark").
 dd if="$FILE" iflag=nocache count=0 status=none 2>/dev/null || true
 cat "$FILE" >/dev/null
