@@ -11,7 +11,7 @@
 #
 # The binary is built for the CPU of the machine that builds it
 # (`-Ctarget-cpu=native`, or PGO_CPU): it is a local build, for the
-# benchmarks and for whoever runs it where it was made (item 84: about 2 %
+# benchmarks and for whoever runs it where it was made (item 86: about 2 %
 # less CPU for `stats` on an AVX-512 Xeon). Both builds of the script use the
 # same CPU, so the comparison of their outputs holds for it. PGO_CPU=generic
 # gives the default x86-64 target, as `cargo build --release`.
