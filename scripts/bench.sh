@@ -51,7 +51,8 @@ TS=(tshark -n -r "$FILE" -d "tcp.port==$PORT,kafka")
 # folios of up to 2 MB, and reading 4 KB pages costs the kernel up to 40 %
 # more CPU: the same state for every run and every tool (docs/performance.md,
 # "The whole-command benchmark").
-dd if="$FILE" iflag=nocache count=0 status=none 2>/dev/null || true
+dd if="$FILE" iflag=nocache count=0 status=none 2>/dev/null ||
+    echo "bench.sh: could not drop $FILE from the page cache; measuring it as cached" >&2
 cat "$FILE" >/dev/null
 echo "file: $FILE ($(stat -c %s "$FILE") bytes), runs: $RUNS, machine: $(nproc) cores"
 command -v capinfos >/dev/null && capinfos -c -M "$FILE" 2>/dev/null | grep -i "number of packets" || true

@@ -180,8 +180,8 @@ struct Input {
     spares: Arc<Spares>,
 }
 
-/// A reader's spare buffers (at most [`POOL`], each of [`CHUNK`] bytes, all
-/// of them initialized: a read fills one without zeroing it first).
+/// A reader's spare buffers (at most [`POOL`], each of [`CHUNK`] bytes of
+/// capacity, initialized: a read fills one without zeroing it first).
 type Spares = Mutex<Vec<Vec<u8>>>;
 
 /// A read buffer that goes back to its reader's spares when its last slice is
@@ -190,16 +190,14 @@ type Spares = Mutex<Vec<Vec<u8>>>;
 /// allocator, and the next one was mapped and faulted in afresh (`stats` on
 /// the benchmark corpus: 4,500 page faults of 13,800, about 2 % of its CPU).
 struct Pooled {
-    /// The whole buffer, initialized; its first `len` bytes were read.
     bytes: Vec<u8>,
-    len: usize,
     /// The reader's spares; gone when the reader is.
     home: Weak<Spares>,
 }
 
 impl AsRef<[u8]> for Pooled {
     fn as_ref(&self) -> &[u8] {
-        self.bytes.get(..self.len).unwrap_or_default()
+        &self.bytes
     }
 }
 
@@ -207,7 +205,7 @@ impl Drop for Pooled {
     fn drop(&mut self) {
         // Only buffers of the usual size are kept (a larger one was made for
         // one big record), and at most `POOL` of them.
-        if self.bytes.len() != CHUNK {
+        if self.bytes.capacity() != CHUNK {
             return;
         }
         let Some(home) = self.home.upgrade() else {
@@ -311,19 +309,21 @@ impl Input {
         self.pos = 0;
         // The old buffer goes back to the spares when its last slice does
         // (possibly now).
+        v.truncate(len);
         self.buf = Bytes::from_owner(Pooled {
             bytes: v,
-            len,
             home: Arc::downgrade(&self.spares),
         });
         Ok(self.available() >= n)
     }
 
-    /// An initialized vector of `cap` bytes or more: a spare one, or a new
-    /// one (zeroed by `calloc`: a fresh mapping, free of a `memset`).
+    /// An initialized vector of `cap` bytes: a spare one (its bytes past the
+    /// last read's, if any, zeroed), or a new one (zeroed by `calloc`: a
+    /// fresh mapping, free of a `memset`).
     fn take_vec(&mut self, cap: usize) -> Vec<u8> {
         if cap == CHUNK {
-            if let Some(v) = self.spares.lock().ok().and_then(|mut s| s.pop()) {
+            if let Some(mut v) = self.spares.lock().ok().and_then(|mut s| s.pop()) {
+                v.resize(CHUNK, 0);
                 return v;
             }
         }
