@@ -7,7 +7,7 @@
 //! framing (`Pipeline`, on the same thread) and counts the messages: the cost
 //! of everything before decoding.
 
-use kafkashark::capture::{FileSource, FrameSource, Polled};
+use kafkashark::capture::{FileSource, FrameSource, Polled, Seen};
 use kafkashark::pipeline::{Event, Pipeline, PipelineConfig};
 
 fn main() {
@@ -38,12 +38,32 @@ fn main() {
             .filter(|e| matches!(e, Event::Message(_)))
             .count() as u64;
     };
-    while let Ok(Polled::Frame(f)) = src.poll() {
-        frames += 1;
-        bytes += f.data.len() as u64;
-        if let Some(p) = &mut pipeline {
-            p.push(&f, &mut events);
-            count(&mut events);
+    match &mut pipeline {
+        // Frames as the commands read them: decoded to their segments in the
+        // read buffer where they can be (`FileSource::poll_with`).
+        Some(p) => {
+            while let Ok(Some(n)) = src.poll_with(|seen| match seen {
+                Seen::Tcp(mut f) => {
+                    let n = u64::from(f.caplen);
+                    p.push_tcp(&mut f, &mut events);
+                    n
+                }
+                Seen::Frame(f) => {
+                    let n = f.data.len() as u64;
+                    p.push_owned(f, &mut events);
+                    n
+                }
+            }) {
+                frames += 1;
+                bytes += n;
+                count(&mut events);
+            }
+        }
+        None => {
+            while let Ok(Polled::Frame(f)) = src.poll() {
+                frames += 1;
+                bytes += f.data.len() as u64;
+            }
         }
     }
     match &mut pipeline {

@@ -19,7 +19,7 @@
 //! most `max_pending_per_stream` per stream) until a response with the same id
 //! is framed, which lets response resynchronisation prefer real boundaries.
 
-use crate::capture::{decode_link_owned, Frame, FramePlace, Skip, Timestamp};
+use crate::capture::{decode_link_owned, Frame, FramePlace, Segment, Skip, TcpFrame, Timestamp};
 use crate::flow::{
     CloseReason, Direction, FlowConfig, FlowEvent, FlowStats, GapReason, Ports, Reassembler,
 };
@@ -382,18 +382,42 @@ impl Pipeline {
                 return;
             }
         };
+        let file = place.and_then(|p| p.payload_offset(&seg));
+        self.segment(&mut { seg }, frame.index, frame.ts, file, out);
+    }
+
+    /// [`Pipeline::push_owned`] of a frame the file reader decoded to its
+    /// segment ([`FileSource::poll_with`](crate::capture::FileSource::poll_with)):
+    /// the same events as for the whole frame.
+    /// The frame stays in the caller's place (a large value to move); its
+    /// segment's payload is taken out of it.
+    pub fn push_tcp(&mut self, f: &mut TcpFrame, out: &mut Vec<Event>) {
+        self.stats.frames += 1;
+        let file = (self.cfg.locate_in_file && !f.seg.payload.is_empty())
+            .then(|| f.file_offset.checked_add(f.payload_at as u64))
+            .flatten();
+        self.segment(&mut f.seg, f.index, f.ts, file, out);
+    }
+
+    /// A frame's TCP segment, its payload at `file` in the capture file when known.
+    fn segment(
+        &mut self,
+        seg: &mut Segment,
+        frame: u64,
+        ts: Timestamp,
+        file: Option<u64>,
+        out: &mut Vec<Event>,
+    ) {
         self.stats.tcp_segments += 1;
         let mut evs = std::mem::take(&mut self.scratch);
-        let file = place.and_then(|p| p.payload_offset(&seg));
-        self.flow
-            .push_owned(seg, frame.index, frame.ts, file, &mut evs);
+        self.flow.push_mut(seg, frame, ts, file, &mut evs);
         for ev in evs.drain(..) {
             self.flow_event(ev, out);
         }
         self.scratch = evs;
         if let Some(l) = self.flow.take_late() {
             out.push(Event::Warning {
-                frame: frame.index,
+                frame,
                 offset: None,
                 what: Warning::AfterClose {
                     stream: l.stream,

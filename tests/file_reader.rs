@@ -13,10 +13,19 @@
 //!   the snapshot length (libpcap cuts them), records straddling buffers.
 //! - A file cut at every byte, and seeded random corruptions of small files:
 //!   no panic; the frames before the damage are delivered; libpcap agrees.
+//! - In all of the above, `FileSource::poll_with` (frames decoded to their
+//!   TCP segments in the read buffer) hands over the same frames as `poll`,
+//!   each segment the one `decode_segment` makes of the whole frame, and ends
+//!   the same way; on every capture, the pipeline's events from those
+//!   segments (`Pipeline::push_tcp`) are the events from the whole frames,
+//!   file offsets included.
 
 mod support;
 
-use kafkashark::capture::{CaptureError, FileSource, Frame, FrameSource, Timestamp};
+use kafkashark::capture::{
+    decode_segment, CaptureError, FileSource, Frame, FrameSource, Seen, Timestamp,
+};
+use kafkashark::pipeline::{Pipeline, PipelineConfig};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use std::path::{Path, PathBuf};
@@ -55,6 +64,71 @@ fn read_all(mut src: FileSource) -> Outcome {
     }
 }
 
+/// How reading a file ended: what `poll_with` handed over, and the frame
+/// number of the error if any.
+struct SeenOutcome {
+    seen: Vec<Seen>,
+    error: Option<(u64, String)>,
+}
+
+fn read_all_seen(mut src: FileSource) -> SeenOutcome {
+    let mut seen = Vec::new();
+    loop {
+        match src.poll_with(|s| s) {
+            Ok(Some(s)) => seen.push(s),
+            Ok(None) => return SeenOutcome { seen, error: None },
+            Err(e) => {
+                let frame = match &e {
+                    CaptureError::Read { frame, .. } => *frame,
+                    other => panic!("not a read error: {other}"),
+                };
+                assert!(matches!(src.poll_with(|s| s), Ok(None)));
+                return SeenOutcome {
+                    seen,
+                    error: Some((frame, e.to_string())),
+                };
+            }
+        }
+    }
+}
+
+/// `poll_with`'s frames are `frames`, in order: a whole frame equal to its
+/// frame, a decoded one with the frame's number, time, length and place,
+/// its segment the one decoded from the frame and its payload where it says.
+fn assert_same_seen(seen: &SeenOutcome, whole: &Outcome, label: &str) {
+    assert_eq!(seen.seen.len(), whole.frames.len(), "{label}: frames seen");
+    assert_eq!(seen.error, whole.error, "{label}: how poll_with ended");
+    for (s, f) in seen.seen.iter().zip(&whole.frames) {
+        match s {
+            Seen::Frame(g) => assert_eq!(g, f, "{label}"),
+            Seen::Tcp(t) => {
+                assert_eq!(t.index, f.index, "{label}");
+                assert_eq!(t.ts, f.ts, "{label}: frame {}", f.index);
+                assert_eq!(t.caplen, f.caplen, "{label}: frame {}", f.index);
+                assert_eq!(
+                    Some(t.file_offset),
+                    f.file_offset,
+                    "{label}: frame {}",
+                    f.index
+                );
+                assert_eq!(
+                    Ok(&t.seg),
+                    decode_segment(f).as_ref(),
+                    "{label}: frame {} segment",
+                    f.index
+                );
+                let end = t.payload_at + t.seg.payload.len();
+                assert_eq!(
+                    f.data.get(t.payload_at..end),
+                    Some(&t.seg.payload[..]),
+                    "{label}: frame {} payload place",
+                    f.index
+                );
+            }
+        }
+    }
+}
+
 /// What the two readers make of a file: `None` when it does not open.
 struct Both {
     fast: Option<Outcome>,
@@ -67,7 +141,10 @@ fn both(path: &str) -> Both {
     let (fast, used_fast) = match FileSource::open(path) {
         Ok(s) => {
             let used = !s.uses_libpcap();
-            (Some(read_all(s)), used)
+            let whole = read_all(s);
+            let seen = read_all_seen(FileSource::open(path).expect("opened once"));
+            assert_same_seen(&seen, &whole, path);
+            (Some(whole), used)
         }
         Err(_) => (None, false),
     };
@@ -184,6 +261,61 @@ fn every_capture_reads_the_same_as_with_libpcap() {
         assert!(f.error.is_none(), "{path}: {:?}", f.error);
         assert_offsets(&std::fs::read(p).expect("read"), &f.frames, path);
     }
+}
+
+/// The pipeline's events, the file read whole frame by whole frame or
+/// through `poll_with`, with `locate_in_file` (each message says where its
+/// bytes lie in the file).
+fn events_both_ways(path: &str) -> [Vec<kafkashark::pipeline::Event>; 2] {
+    let cfg = PipelineConfig {
+        locate_in_file: true,
+        ..PipelineConfig::default()
+    };
+    let mut whole = Pipeline::new(cfg.clone());
+    let mut a = Vec::new();
+    let mut src = FileSource::open(path).expect("opens");
+    while let Ok(Some(f)) = src.next_frame() {
+        whole.push_owned(f, &mut a);
+    }
+    whole.finish(&mut a);
+    let mut seen = Pipeline::new(cfg);
+    let mut b = Vec::new();
+    let mut src = FileSource::open(path).expect("opens");
+    let mut decoded = 0;
+    while let Ok(Some(())) = src.poll_with(|s| match s {
+        Seen::Tcp(mut t) => {
+            decoded += 1;
+            seen.push_tcp(&mut t, &mut b);
+        }
+        Seen::Frame(f) => seen.push_owned(f, &mut b),
+    }) {}
+    seen.finish(&mut b);
+    assert_eq!(whole.stats(), seen.stats(), "{path}: pipeline counters");
+    println!("{path}: {decoded} frames decoded in the buffer");
+    [a, b]
+}
+
+#[test]
+fn segments_decoded_in_the_buffer_give_the_events_of_whole_frames() {
+    let mut decoded_any = false;
+    let mut messages = 0;
+    for p in capture_files() {
+        let path = p.to_str().expect("utf-8 path");
+        let [a, b] = events_both_ways(path);
+        messages += a
+            .iter()
+            .filter(|e| matches!(e, kafkashark::pipeline::Event::Message(_)))
+            .count();
+        assert_eq!(a.len(), b.len(), "{path}: events");
+        for (x, y) in a.iter().zip(&b) {
+            assert_eq!(x, y, "{path}");
+        }
+        // Ethernet captures take the decoded path.
+        let mut src = FileSource::open(path).expect("opens");
+        decoded_any |= matches!(src.poll_with(|s| matches!(s, Seen::Tcp(_))), Ok(Some(true)));
+    }
+    assert!(decoded_any, "no capture took the decoded path");
+    assert!(messages > 1000, "{messages} messages");
 }
 
 // ---------------------------------------------------------------------------

@@ -8,7 +8,9 @@
 //! bytes, one call per buffer (the first read, made when the file is opened,
 //! takes only [`FIRST_CHUNK`]: enough for the header and the first frames); every
 //! frame's `data` is a [`Bytes::slice`] of its buffer, so a frame costs no
-//! allocation and no copy. A record that straddles two buffers is
+//! allocation and no copy. Through [`FastFile::next_tcp`] an Ethernet/IPv4/TCP
+//! frame is decoded where it lies in the buffer and only its TCP payload is
+//! sliced (none for a pure ACK). A record that straddles two buffers is
 //! carried over (copied) into the next one. A buffer whose slices have all been
 //! dropped goes back to the reader (on whichever thread drops the last slice)
 //! and is reused for a later read.
@@ -43,7 +45,9 @@
 //!   keeps where they lie in the file instead of their bytes
 //!   (`PipelineConfig::locate_in_file`).
 
-use super::{LinkType, Timestamp};
+use super::link::ethernet_ipv4_tcp;
+use super::source::{Seen, TcpFrame};
+use super::{Frame, LinkType, Timestamp};
 use bytes::Bytes;
 use std::fs::File;
 use std::io::Read;
@@ -249,7 +253,16 @@ impl Input {
 
     /// `len` unread bytes from `from` on, sharing the buffer (`None` if not buffered).
     fn slice(&self, from: usize, len: usize) -> Option<Bytes> {
-        let start = self.pos.checked_add(from)?;
+        self.window_bytes(self.pos.checked_add(from)?, len)
+    }
+
+    /// Bytes `start..start + len` of the current buffer, consumed or not.
+    fn window(&self, start: usize, len: usize) -> Option<&[u8]> {
+        self.buf.get(start..start.checked_add(len)?)
+    }
+
+    /// [`Input::window`] as a slice sharing the buffer.
+    fn window_bytes(&self, start: usize, len: usize) -> Option<Bytes> {
         let end = start.checked_add(len)?;
         (end <= self.buf.len()).then(|| self.buf.slice(start..end))
     }
@@ -557,6 +570,103 @@ pub(super) struct RawFrame {
     pub file_offset: u64,
 }
 
+/// A record's time, length on the wire and place in the file.
+#[derive(Clone, Copy)]
+struct Meta {
+    ts: Timestamp,
+    origlen: u32,
+    file_offset: u64,
+}
+
+/// What a caller of the reader makes of a frame, once its record is
+/// consumed: the readers hand the frame's bytes to one of these and return
+/// what it gives.
+trait Take {
+    type Out;
+    /// The frame is bytes `start..start + len` of the current buffer.
+    /// `None` when they are not in it.
+    fn in_buffer(self, input: &Input, start: usize, len: usize, meta: Meta) -> Option<Self::Out>;
+    /// The frame's bytes, cut from the buffer already (a record read in parts).
+    fn taken(self, data: Bytes, meta: Meta) -> Self::Out;
+}
+
+/// [`FastFile::next`]'s frames: slices of the buffer.
+struct Whole;
+
+impl Take for Whole {
+    type Out = RawFrame;
+
+    #[inline]
+    fn in_buffer(self, input: &Input, start: usize, len: usize, meta: Meta) -> Option<RawFrame> {
+        let data = input.window_bytes(start, len)?;
+        Some(self.taken(data, meta))
+    }
+
+    #[inline]
+    fn taken(self, data: Bytes, meta: Meta) -> RawFrame {
+        RawFrame {
+            ts: meta.ts,
+            origlen: meta.origlen,
+            data,
+            file_offset: meta.file_offset,
+        }
+    }
+}
+
+/// [`FastFile::next_tcp`]'s frames: decoded in the buffer where they can be,
+/// handed to `visit`.
+struct Visit<F> {
+    index: u64,
+    link: LinkType,
+    visit: F,
+}
+
+impl<F> Visit<F> {
+    fn frame(&self, data: Bytes, meta: Meta) -> Frame {
+        Frame {
+            index: self.index,
+            ts: meta.ts,
+            caplen: u32::try_from(data.len()).unwrap_or(u32::MAX),
+            origlen: meta.origlen,
+            link: self.link,
+            data,
+            file_offset: Some(meta.file_offset),
+        }
+    }
+}
+
+impl<R, F: FnOnce(Seen) -> R> Take for Visit<F> {
+    type Out = R;
+
+    #[inline]
+    fn in_buffer(self, input: &Input, start: usize, len: usize, meta: Meta) -> Option<R> {
+        let bytes = input.window(start, len)?;
+        if self.link == LinkType::ETHERNET {
+            if let Some((mut seg, payload)) = ethernet_ipv4_tcp(bytes) {
+                if !payload.is_empty() {
+                    seg.payload = input.window_bytes(start + payload.start, payload.len())?;
+                }
+                return Some((self.visit)(Seen::Tcp(TcpFrame {
+                    index: self.index,
+                    ts: meta.ts,
+                    caplen: u32::try_from(len).unwrap_or(u32::MAX),
+                    file_offset: meta.file_offset,
+                    payload_at: payload.start,
+                    seg,
+                })));
+            }
+        }
+        let data = input.window_bytes(start, len)?;
+        Some(self.taken(data, meta))
+    }
+
+    #[inline]
+    fn taken(self, data: Bytes, meta: Meta) -> R {
+        let frame = self.frame(data, meta);
+        (self.visit)(Seen::Frame(frame))
+    }
+}
+
 /// A pcap/pcapng file read without libpcap.
 pub(super) struct FastFile {
     input: Input,
@@ -689,26 +799,50 @@ impl FastFile {
     /// The next frame, `None` at the end of the file, or why reading stopped.
     #[inline]
     pub fn next(&mut self) -> Result<Option<RawFrame>, String> {
-        let frame = match &mut self.format {
+        self.next_with(Whole)
+    }
+
+    /// The next frame, numbered `index`, handed to `visit` and `visit`'s
+    /// answer returned; `None` at the end of the file. An untagged
+    /// Ethernet II frame of one IPv4 packet with a whole TCP header comes
+    /// decoded to its segment where it lies in the buffer ([`Seen::Tcp`]):
+    /// only its payload is sliced, so a pure ACK touches no reference count
+    /// of the buffer (which the analyzer's thread changes too) and no
+    /// [`Frame`] is made. Other frames come whole ([`Seen::Frame`]). The
+    /// segment is the one [`super::link::decode_link_owned`] makes of the
+    /// whole frame.
+    #[inline]
+    pub fn next_tcp<R>(
+        &mut self,
+        index: u64,
+        visit: impl FnOnce(Seen) -> R,
+    ) -> Result<Option<R>, String> {
+        let link = self.link;
+        self.next_with(Visit { index, link, visit })
+    }
+
+    #[inline]
+    fn next_with<T: Take>(&mut self, take: T) -> Result<Option<T::Out>, String> {
+        match &mut self.format {
             Format::Pcap {
                 order,
                 nano,
                 snapshot,
-            } => next_pcap(&mut self.input, *order, *nano, *snapshot)?,
-            Format::Pcapng(ng) => next_pcapng(&mut self.input, ng)?,
-        };
-        Ok(frame)
+            } => next_pcap(&mut self.input, *order, *nano, *snapshot, take),
+            Format::Pcapng(ng) => next_pcapng(&mut self.input, ng, take),
+        }
     }
 }
 
 /// A classic pcap record.
 #[inline]
-fn next_pcap(
+fn next_pcap<T: Take>(
     input: &mut Input,
     order: Order,
     nano: bool,
     snapshot: u32,
-) -> Result<Option<RawFrame>, String> {
+    take: T,
+) -> Result<Option<T::Out>, String> {
     let at = input.offset();
     if !input.fill(PCAP_RECORD)? {
         return match input.available() {
@@ -741,21 +875,6 @@ fn next_pcap(
             input.available().saturating_sub(PCAP_RECORD),
         ));
     }
-    let Some(data) = input.slice(PCAP_RECORD, keep) else {
-        return Err(cut_record(
-            at,
-            caplen,
-            input.available().saturating_sub(PCAP_RECORD),
-        ));
-    };
-    input.advance(PCAP_RECORD + keep);
-    let extra = u64::from(caplen) - keep as u64;
-    if extra > 0 {
-        let got = input.skip(extra)?;
-        if got < extra {
-            return Err(cut_record(at, caplen, keep + got as usize));
-        }
-    }
     // libpcap 1.10 reads ts_sec and ts_frac as signed 32-bit numbers from a
     // file in the machine's byte order, and as unsigned ones from a swapped file.
     let (sec, frac) = if order == Order::NATIVE {
@@ -763,12 +882,29 @@ fn next_pcap(
     } else {
         (i64::from(sec), i64::from(frac))
     };
-    Ok(Some(RawFrame {
+    let meta = Meta {
         ts: timestamp(sec, if nano { frac } else { frac * 1000 }),
         origlen,
-        data,
         file_offset: at + PCAP_RECORD as u64,
-    }))
+    };
+    let start = input.pos + PCAP_RECORD;
+    input.advance(PCAP_RECORD + keep);
+    let extra = u64::from(caplen) - keep as u64;
+    if extra > 0 {
+        // The skip may read on into a new buffer: the kept bytes are cut first.
+        let Some(data) = input.window_bytes(start, keep) else {
+            return Err(cut_record(at, caplen, 0));
+        };
+        let got = input.skip(extra)?;
+        if got < extra {
+            return Err(cut_record(at, caplen, keep + got as usize));
+        }
+        return Ok(Some(take.taken(data, meta)));
+    }
+    match take.in_buffer(input, start, keep, meta) {
+        Some(out) => Ok(Some(out)),
+        None => Err(cut_record(at, caplen, 0)),
+    }
 }
 
 fn cut_record(at: u64, caplen: u32, have: usize) -> String {
@@ -904,7 +1040,11 @@ fn check_packet(ng: &Pcapng, at: u64, p: &PacketHeader, body_len: usize) -> Resu
 }
 
 /// The next packet of a pcapng file.
-fn next_pcapng(input: &mut Input, ng: &mut Pcapng) -> Result<Option<RawFrame>, String> {
+fn next_pcapng<T: Take>(
+    input: &mut Input,
+    ng: &mut Pcapng,
+    take: T,
+) -> Result<Option<T::Out>, String> {
     let order = ng.order;
     loop {
         let at = input.offset();
@@ -932,16 +1072,17 @@ fn next_pcapng(input: &mut Input, ng: &mut Pcapng) -> Result<Option<RawFrame>, S
                     return Err(format!("the packet block at byte {at} is too short"));
                 };
                 let iface = check_packet(ng, at, &p, body_len)?;
-                let Some(data) = input.slice(BLOCK_HEADER + p.fixed, p.caplen as usize) else {
-                    return Err(cut_block(at, ty, len, input.available() as u64));
-                };
-                input.advance(total);
-                return Ok(Some(RawFrame {
+                let meta = Meta {
                     ts: iface.timestamp(p.t),
                     origlen: p.origlen,
-                    data,
                     file_offset: at + (BLOCK_HEADER + p.fixed) as u64,
-                }));
+                };
+                let start = input.pos + BLOCK_HEADER + p.fixed;
+                input.advance(total);
+                return match take.in_buffer(input, start, p.caplen as usize, meta) {
+                    Some(out) => Ok(Some(out)),
+                    None => Err(cut_block(at, ty, len, input.available() as u64)),
+                };
             }
             match ty {
                 BT_IDB => ng.interface(body),
@@ -974,12 +1115,12 @@ fn next_pcapng(input: &mut Input, ng: &mut Pcapng) -> Result<Option<RawFrame>, S
                 return Err(cut_block(at, ty, len, input.available() as u64));
             };
             skip_block(input, order, len)?;
-            return Ok(Some(RawFrame {
+            let meta = Meta {
                 ts: iface.timestamp(p.t),
                 origlen: p.origlen,
-                data,
                 file_offset: at + start as u64,
-            }));
+            };
+            return Ok(Some(take.taken(data, meta)));
         }
         match ty {
             BT_IDB => {

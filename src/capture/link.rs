@@ -183,12 +183,13 @@ fn decode_link_lax(link: LinkType, data: &Bytes, origlen: u32) -> Result<Segment
 /// TCP header is whole. Anything else is `None` and goes to etherparse. For
 /// the frames it takes, the answer is the one etherparse's lax slicing gives
 /// (`fast_path_agrees_with_etherparse` compares the two).
-/// The segment comes without its payload, whose range in `data` is given
-/// beside it (the callers cut it as their ownership of `data` allows).
-#[inline]
-fn ethernet_ipv4_tcp(data: &Bytes) -> Option<(Segment, std::ops::Range<usize>)> {
+/// The segment comes without its payload, whose range in `b` is given
+/// beside it (the callers cut it as their ownership of the bytes allows:
+/// the file reader decodes frames in its read buffer this way, see
+/// [`super::FileSource::poll_with`]).
+#[inline(always)]
+pub(crate) fn ethernet_ipv4_tcp(b: &[u8]) -> Option<(Segment, std::ops::Range<usize>)> {
     const ETH: usize = 14;
-    let b: &[u8] = data;
     let ip = b.get(ETH..)?;
     if b.get(12..14)? != [0x08, 0x00] {
         return None;

@@ -25,7 +25,7 @@ use bytes::Bytes;
 use std::fmt;
 
 pub use link::{decode_link_owned, decode_segment, FramePlace, Segment, Skip, TcpFlags};
-pub use source::{CaptureStats, FileSource, LiveConfig, LiveSource, Polled};
+pub use source::{CaptureStats, FileSource, LiveConfig, LiveSource, Polled, Seen, TcpFrame};
 
 /// A packet timestamp: seconds since the Unix epoch and nanoseconds within the second.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]

@@ -18,7 +18,7 @@
 //! have already been delivered when the error is returned.
 
 use super::fastfile::{self, FastFile};
-use super::{CaptureError, Frame, FrameSource, LinkType};
+use super::{CaptureError, Frame, FrameSource, LinkType, Segment, Timestamp};
 use bytes::Bytes;
 use pcap::{Active, Capture, Offline, Precision};
 use std::time::{Duration, Instant};
@@ -32,6 +32,34 @@ pub enum Polled {
     Timeout,
     /// The input has ended (end of file, or after a read error).
     End,
+}
+
+/// A frame the file reader decoded to its TCP segment where it lay in the
+/// read buffer ([`FileSource::poll_with`]): the segment is the one
+/// [`super::decode_segment`] gives for the whole frame.
+#[derive(Debug)]
+pub struct TcpFrame {
+    /// 1-based frame number (as [`Frame::index`]).
+    pub index: u64,
+    /// Capture time.
+    pub ts: Timestamp,
+    /// Bytes captured of the frame.
+    pub caplen: u32,
+    /// Where the frame starts in the file.
+    pub file_offset: u64,
+    /// Where the segment's payload starts in the frame.
+    pub payload_at: usize,
+    /// The segment; its payload is a slice of the read buffer.
+    pub seg: Segment,
+}
+
+/// A frame as [`FileSource::poll_with`] hands it over.
+#[derive(Debug)]
+pub enum Seen {
+    /// Decoded to its TCP segment as it was read.
+    Tcp(TcpFrame),
+    /// Whole, as [`FrameSource::poll`] gives it.
+    Frame(Frame),
 }
 
 /// Counters of a capture source.
@@ -154,6 +182,53 @@ impl FileSource {
     /// Whether frames come from libpcap (else from the zero-copy reader).
     pub fn uses_libpcap(&self) -> bool {
         matches!(self.reader, Reader::Pcap(_))
+    }
+
+    /// The next frame handed to `visit`, and what `visit` made of it;
+    /// `None` at the end of the input. The frames, their numbers and their
+    /// order, and the errors, are those of [`FrameSource::poll`]; but a
+    /// frame the zero-copy reader can decode in its buffer (untagged
+    /// Ethernet II, IPv4, a whole TCP header) comes as its segment
+    /// ([`Seen::Tcp`]): no [`Frame`] is made, and of the frame's bytes only
+    /// the payload is sliced (a pure ACK takes no slice at all). The frame
+    /// goes to `visit` where it was read, not returned through the readers'
+    /// layers (a segment is a large value to move).
+    #[inline]
+    pub fn poll_with<R>(
+        &mut self,
+        visit: impl FnOnce(Seen) -> R,
+    ) -> Result<Option<R>, CaptureError> {
+        let Reader::Fast(f) = &mut self.reader else {
+            return loop {
+                match self.poll()? {
+                    Polled::Frame(frame) => break Ok(Some(visit(Seen::Frame(frame)))),
+                    Polled::Timeout => continue,
+                    Polled::End => break Ok(None),
+                }
+            };
+        };
+        if self.done {
+            return Ok(None);
+        }
+        let index = self.frames.saturating_add(1);
+        match f.next_tcp(index, visit) {
+            Ok(Some(out)) => {
+                self.frames = index;
+                Ok(Some(out))
+            }
+            Ok(None) => {
+                self.done = true;
+                Ok(None)
+            }
+            Err(reason) => {
+                self.done = true;
+                Err(CaptureError::Read {
+                    path: self.path.clone(),
+                    frame: index,
+                    reason,
+                })
+            }
+        }
     }
 }
 

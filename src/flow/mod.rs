@@ -426,7 +426,19 @@ impl Reassembler {
         payload_file: Option<u64>,
         out: &mut Vec<FlowEvent>,
     ) {
-        let seg = &mut seg;
+        self.push_mut(&mut seg, frame, ts, payload_file, out);
+    }
+
+    /// [`Reassembler::push_owned`] of a segment left in the caller's place
+    /// (a segment is a large value to move): its payload is taken out of it.
+    pub fn push_mut(
+        &mut self,
+        seg: &mut Segment,
+        frame: u64,
+        ts: Timestamp,
+        payload_file: Option<u64>,
+        out: &mut Vec<FlowEvent>,
+    ) {
         self.stats.segments += 1;
         self.sweep(ts, out);
         let key = key_of(seg.src, seg.dst);

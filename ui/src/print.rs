@@ -7,7 +7,7 @@ use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use kafkashark::capture::{
-    CaptureError, FileSource, Frame, FrameSource, LiveConfig, LiveSource, Polled, Timestamp,
+    CaptureError, FileSource, Frame, FrameSource, LiveConfig, LiveSource, Polled, Seen, Timestamp,
 };
 use kafkashark::flow::Ports;
 use kafkashark::kafka::decode::Kind;
@@ -641,44 +641,57 @@ impl FileReader {
             let mut held = 0usize;
             let mut tail = Tail::new(src.path());
             loop {
-                match src.poll() {
-                    Ok(Polled::Frame(f)) => {
-                        if first {
-                            batch.first_ts = Some(f.ts);
-                            first = false;
-                        }
-                        held = held.saturating_add(f.data.len());
-                        let end = f.file_offset.map(|o| o.saturating_add(f.data.len() as u64));
-                        pipeline.push_owned(f, &mut batch.evs);
-                        batch.ends.push(batch.evs.len());
-                        if batch.ends.len() >= limit || held >= tail.batch_bytes(end) {
-                            held = 0;
-                            let grown = limit.saturating_mul(2).min(batch_frames).max(1);
-                            // The next batch is sized as this one was (for
-                            // its frames), not grown by doubling (copies and
-                            // page faults).
-                            let room = batch.evs.len().saturating_mul(grown / limit);
-                            limit = grown;
-                            let full = std::mem::replace(
-                                &mut batch,
-                                Batch {
-                                    evs: Vec::with_capacity(room),
-                                    ends: Vec::with_capacity(limit),
-                                    first_ts: None,
-                                    finish: None,
-                                    error: None,
-                                },
-                            );
-                            if !hand_over(&tx, full, scanner.as_ref()) {
-                                return;
-                            }
-                        }
+                // Frames decoded to their segments in the read buffer where
+                // they can be (`poll_with`): a pure ACK makes no slice of it.
+                let got = src.poll_with(|seen| match seen {
+                    Seen::Tcp(mut f) => {
+                        let len = f.caplen as usize;
+                        let at = (f.ts, len, Some(f.file_offset.saturating_add(len as u64)));
+                        pipeline.push_tcp(&mut f, &mut batch.evs);
+                        at
                     }
-                    Ok(Polled::Timeout) => {}
-                    Ok(Polled::End) => break,
+                    Seen::Frame(f) => {
+                        let len = f.data.len();
+                        let end = f.file_offset.map(|o| o.saturating_add(len as u64));
+                        let ts = f.ts;
+                        pipeline.push_owned(f, &mut batch.evs);
+                        (ts, len, end)
+                    }
+                });
+                let (ts, len, end) = match got {
+                    Ok(Some(at)) => at,
+                    Ok(None) => break,
                     Err(e) => {
                         batch.error = Some(e);
                         break;
+                    }
+                };
+                if first {
+                    batch.first_ts = Some(ts);
+                    first = false;
+                }
+                held = held.saturating_add(len);
+                batch.ends.push(batch.evs.len());
+                if batch.ends.len() >= limit || held >= tail.batch_bytes(end) {
+                    held = 0;
+                    let grown = limit.saturating_mul(2).min(batch_frames).max(1);
+                    // The next batch is sized as this one was (for
+                    // its frames), not grown by doubling (copies and
+                    // page faults).
+                    let room = batch.evs.len().saturating_mul(grown / limit);
+                    limit = grown;
+                    let full = std::mem::replace(
+                        &mut batch,
+                        Batch {
+                            evs: Vec::with_capacity(room),
+                            ends: Vec::with_capacity(limit),
+                            first_ts: None,
+                            finish: None,
+                            error: None,
+                        },
+                    );
+                    if !hand_over(&tx, full, scanner.as_ref()) {
+                        return;
                     }
                 }
             }
