@@ -676,9 +676,11 @@ impl FileReader {
                     held = 0;
                     let grown = limit.saturating_mul(2).min(batch_frames).max(1);
                     // The next batch is sized as this one was (for
-                    // its frames), not grown by doubling (copies and
-                    // page faults).
+                    // its frames), with half again as much room: not
+                    // grown by doubling (a copy of the whole batch, and
+                    // page faults) when it holds a few more events.
                     let room = batch.evs.len().saturating_mul(grown / limit);
+                    let room = room.saturating_add(room / 2);
                     limit = grown;
                     let full = std::mem::replace(
                         &mut batch,
