@@ -1094,6 +1094,10 @@ pub fn reassembly(data: &[u8]) {
         max_connections: 2,
     };
     let mut r = Reassembler::new(cfg.clone());
+    // The same segments into a twin that takes every pure ACK it can by
+    // `push_ack`: the same events, counters and bounds, segment by segment.
+    let mut twin = Reassembler::new(cfg.clone());
+    let mut twin_out = Vec::new();
     let mut next: std::collections::HashMap<(u64, Direction), u64> = Default::default();
     let mut open: std::collections::HashSet<u64> = Default::default();
     let mut ts_ns = 1_700_000_000u64 * 1_000_000_000;
@@ -1168,6 +1172,18 @@ pub fn reassembly(data: &[u8]) {
             (ts_ns % 1_000_000_000) as u32,
         );
         r.push(&op.seg, frame, ts, &mut out);
+        if !twin.push_ack(&op.seg, frame, ts) {
+            twin.push(&op.seg, frame, ts, &mut twin_out);
+        }
+        assert_eq!(out, twin_out, "frame {frame}: events with push_ack");
+        assert_eq!(
+            r.stats(),
+            twin.stats(),
+            "frame {frame}: counters with push_ack"
+        );
+        assert_eq!(r.buffered(), twin.buffered(), "frame {frame}");
+        assert_eq!(r.tracked(), twin.tracked(), "frame {frame}");
+        twin_out.clear();
         check(&mut out, &mut next, &mut open, &carried);
         assert!(
             r.buffered() <= cfg.max_buffer_total + 2 * 256 * 2,
@@ -1183,6 +1199,9 @@ pub fn reassembly(data: &[u8]) {
         );
     }
     r.finish(&mut out);
+    twin.finish(&mut twin_out);
+    assert_eq!(out, twin_out, "finish: events with push_ack");
+    assert_eq!(r.stats(), twin.stats(), "finish: counters with push_ack");
     check(&mut out, &mut next, &mut open, &carried);
     assert!(open.is_empty(), "streams left open after finish: {open:?}");
     assert_eq!(r.buffered(), 0, "bytes buffered after finish");

@@ -393,6 +393,11 @@ impl Pipeline {
     /// segment's payload is taken out of it.
     pub fn push_tcp(&mut self, f: &mut TcpFrame, out: &mut Vec<Event>) {
         self.stats.frames += 1;
+        // A pure ACK that settles nothing makes no event: done at once.
+        if self.flow.push_ack(&f.seg, f.index, f.ts) {
+            self.stats.tcp_segments += 1;
+            return;
+        }
         let file = (self.cfg.locate_in_file && !f.seg.payload.is_empty())
             .then(|| f.file_offset.checked_add(f.payload_at as u64))
             .flatten();
