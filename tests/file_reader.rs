@@ -38,27 +38,27 @@ struct Outcome {
 }
 
 fn read_all(mut src: FileSource) -> Outcome {
-    let mut frames = Vec::new();
+    let (frames, error) = read_until_end(|| src.next_frame());
+    Outcome { frames, error }
+}
+
+/// Everything `next` gives until the end or an error, and the error's frame
+/// number and text; after an error, `next` must say the end (no error twice).
+fn read_until_end<T>(
+    mut next: impl FnMut() -> Result<Option<T>, CaptureError>,
+) -> (Vec<T>, Option<(u64, String)>) {
+    let mut got = Vec::new();
     loop {
-        match src.next_frame() {
-            Ok(Some(f)) => frames.push(f),
-            Ok(None) => {
-                return Outcome {
-                    frames,
-                    error: None,
-                }
-            }
+        match next() {
+            Ok(Some(x)) => got.push(x),
+            Ok(None) => return (got, None),
             Err(e) => {
                 let frame = match &e {
                     CaptureError::Read { frame, .. } => *frame,
                     other => panic!("not a read error: {other}"),
                 };
-                // The source has ended: no error twice.
-                assert!(matches!(src.next_frame(), Ok(None)));
-                return Outcome {
-                    frames,
-                    error: Some((frame, e.to_string())),
-                };
+                assert!(matches!(next(), Ok(None)), "an error twice");
+                return (got, Some((frame, e.to_string())));
             }
         }
     }
@@ -72,24 +72,8 @@ struct SeenOutcome {
 }
 
 fn read_all_seen(mut src: FileSource) -> SeenOutcome {
-    let mut seen = Vec::new();
-    loop {
-        match src.poll_with(|s| s) {
-            Ok(Some(s)) => seen.push(s),
-            Ok(None) => return SeenOutcome { seen, error: None },
-            Err(e) => {
-                let frame = match &e {
-                    CaptureError::Read { frame, .. } => *frame,
-                    other => panic!("not a read error: {other}"),
-                };
-                assert!(matches!(src.poll_with(|s| s), Ok(None)));
-                return SeenOutcome {
-                    seen,
-                    error: Some((frame, e.to_string())),
-                };
-            }
-        }
-    }
+    let (seen, error) = read_until_end(|| src.poll_with(|s| s));
+    SeenOutcome { seen, error }
 }
 
 /// `poll_with`'s frames are `frames`, in order: a whole frame equal to its
