@@ -172,16 +172,19 @@ fn the_tui_shows_hostile_strings_escaped() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let s = t.wait("the first screen", |s| {
-        s.contains("messages 2/2") && s.contains("client_id")
+    // The tree shows the client id escaped; the hex view's text column shows
+    // dots. Waited for together: a screen caught mid-draw may lack a pane.
+    t.wait("the first screen", |s| {
+        s.contains("messages 2/2")
+            && s.contains("client_id")
+            && s.contains(r#""cli\u{1b}[2J\u{1b}]0;p"#)
+            && s.contains("i.[2J.]0;pwned..")
     });
-    // The tree shows the client id escaped; the hex view's text column shows dots.
-    assert!(s.contains(r#""cli\u{1b}[2J\u{1b}]0;p"#), "{s}");
-    assert!(s.contains("i.[2J.]0;pwned.."), "{s}");
     // Into the tree, everything expanded: the topic name shows escaped too.
     let _ = t.run(&["send-keys", "-t", "ts", "Tab", "e"]);
-    let s = t.wait("the expanded tree", |s| s.contains(r#""top\u{1b}[2J"#));
-    assert!(s.contains("baseOffset") || s.contains("RecordBatch"), "{s}");
+    t.wait("the expanded tree", |s| {
+        s.contains(r#""top\u{1b}[2J"#) && (s.contains("baseOffset") || s.contains("RecordBatch"))
+    });
     // The terminal was neither retitled nor cleared by captured bytes.
     let title = t.run(&["display-message", "-p", "-t", "ts", "#{pane_title}"]);
     let title = String::from_utf8_lossy(&title.stdout);

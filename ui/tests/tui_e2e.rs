@@ -3,7 +3,9 @@
 //! terminal restored afterwards. Skips (with a message) when tmux is missing.
 //!
 //! Each step polls `capture-pane` until the expected text shows or a deadline
-//! passes; there are no fixed sleeps.
+//! passes; there are no fixed sleeps. A step waits for everything it expects
+//! at once: a screen captured while the terminal is still drawing can show
+//! one pane and not yet the next.
 
 #[path = "../../tests/support/mod.rs"]
 mod support;
@@ -46,11 +48,13 @@ fn browse_filter_help_and_quit_in_tmux() {
     );
 
     // The first screen: the list, the first message's tree and its bytes.
-    let s = t.wait("the first screen", |s| {
-        s.contains("messages 157/157") && s.contains("ApiVersionsRequest") && s.contains("■ frame")
+    t.wait("the first screen", |s| {
+        s.contains("messages 157/157")
+            && s.contains("ApiVersionsRequest")
+            && s.contains("■ frame")
+            && s.contains("frame 4: ApiVersions v0 Request")
+            && s.contains("0000  00 00 00 15 00 12 00 00")
     });
-    assert!(s.contains("frame 4: ApiVersions v0 Request"), "{s}");
-    assert!(s.contains("0000  00 00 00 15 00 12 00 00"), "{s}");
 
     // Down two messages: the CreateTopics request.
     t.keys(&["j", "j"]);
@@ -58,21 +62,24 @@ fn browse_filter_help_and_quit_in_tmux() {
 
     // Into the tree, down to request_api_key: its bytes and description show.
     t.keys(&["Tab", "j", "j", "j", "j"]);
-    let s = t.wait_for("field 0x0004..0x0006 (2B)");
-    assert!(s.contains("request_api_key"), "{s}");
+    t.wait("request_api_key and its bytes", |s| {
+        s.contains("field 0x0004..0x0006 (2B)") && s.contains("request_api_key")
+    });
 
     // Filter: only Produce.
     t.keys(&["/", "produce"]);
     t.wait_for("✓ Enter applies");
     t.keys(&["Enter"]);
-    let s = t.wait_for("filter: produce");
-    let list: Vec<&str> = s
-        .lines()
-        .skip(2)
-        .take_while(|l| !l.starts_with('┗') && !l.starts_with('└'))
-        .collect();
-    assert!(!list.is_empty(), "{s}");
-    assert!(list.iter().all(|l| l.contains("Produce v")), "{s}");
+    t.wait("only Produce messages listed", |s| {
+        let list: Vec<&str> = s
+            .lines()
+            .skip(2)
+            .take_while(|l| !l.starts_with('┗') && !l.starts_with('└'))
+            .collect();
+        s.contains("filter: produce")
+            && !list.is_empty()
+            && list.iter().all(|l| l.contains("Produce v"))
+    });
 
     // A bad filter shows its error and column.
     t.keys(&["/", "C-u"]);
@@ -122,12 +129,11 @@ fn seed_message_in_tmux() {
         &cmd,
     ]);
     assert!(out.status.success());
-    let s = t.wait_for("bytes: message (94 bytes)");
-    assert!(
-        s.contains("0050  ff ff ff ff ff ff ff 00  00 00 00 00 00 00"),
-        "{s}"
-    );
-    assert!(s.contains("ProduceRequest"), "{s}");
+    t.wait("the seed's tree and all its bytes", |s| {
+        s.contains("bytes: message (94 bytes)")
+            && s.contains("0050  ff ff ff ff ff ff ff 00  00 00 00 00 00 00")
+            && s.contains("ProduceRequest")
+    });
     // Expand all: the RecordBatch fields appear.
     t.keys(&["e"]);
     t.wait_for("batchLength");
