@@ -393,11 +393,6 @@ impl Pipeline {
     /// segment's payload is taken out of it.
     pub fn push_tcp(&mut self, f: &mut TcpFrame, out: &mut Vec<Event>) {
         self.stats.frames += 1;
-        // A pure ACK that settles nothing makes no event: done at once.
-        if self.flow.push_ack(&f.seg, f.index, f.ts) {
-            self.stats.tcp_segments += 1;
-            return;
-        }
         let file = (self.cfg.locate_in_file && !f.seg.payload.is_empty())
             .then(|| f.file_offset.checked_add(f.payload_at as u64))
             .flatten();
@@ -414,6 +409,10 @@ impl Pipeline {
         out: &mut Vec<Event>,
     ) {
         self.stats.tcp_segments += 1;
+        // A pure ACK that settles nothing makes no event: done at once.
+        if self.flow.push_ack(seg, frame, ts) {
+            return;
+        }
         let mut evs = std::mem::take(&mut self.scratch);
         self.flow.push_mut(seg, frame, ts, file, &mut evs);
         for ev in evs.drain(..) {

@@ -18,13 +18,15 @@
 //!   each segment the one `decode_segment` makes of the whole frame, and ends
 //!   the same way; on every capture, the pipeline's events from those
 //!   segments (`Pipeline::push_tcp`) are the events from the whole frames,
-//!   file offsets included.
+//!   file offsets included; and a reassembler that takes pure ACKs in place
+//!   (`Reassembler::push_ack`) makes the events of one that pushes them.
 
 mod support;
 
 use kafkashark::capture::{
     decode_segment, CaptureError, FileSource, Frame, FrameSource, Seen, Timestamp,
 };
+use kafkashark::flow::{FlowConfig, Reassembler};
 use kafkashark::pipeline::{Pipeline, PipelineConfig};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -300,6 +302,42 @@ fn segments_decoded_in_the_buffer_give_the_events_of_whole_frames() {
     }
     assert!(decoded_any, "no capture took the decoded path");
     assert!(messages > 1000, "{messages} messages");
+}
+
+/// On real traffic, a reassembler that takes pure ACKs in place
+/// (`Reassembler::push_ack`, as the pipeline does) gives the events and
+/// counters of one that pushes every segment, segment by segment.
+#[test]
+fn pure_acks_taken_in_place_leave_the_events_of_push() {
+    let mut taken = 0;
+    for p in capture_files() {
+        let path = p.to_str().expect("utf-8 path");
+        let mut src = FileSource::open(path).expect("opens");
+        let (mut all, mut twin) = (
+            Reassembler::new(FlowConfig::default()),
+            Reassembler::new(FlowConfig::default()),
+        );
+        let (mut a, mut b) = (Vec::new(), Vec::new());
+        while let Ok(Some(f)) = src.next_frame() {
+            let Ok(seg) = decode_segment(&f) else {
+                continue;
+            };
+            all.push(&seg, f.index, f.ts, &mut a);
+            if twin.push_ack(&seg, f.index, f.ts) {
+                taken += 1;
+            } else {
+                twin.push(&seg, f.index, f.ts, &mut b);
+            }
+            assert_eq!(a, b, "{path}: frame {}", f.index);
+            assert_eq!(all.stats(), twin.stats(), "{path}: frame {}", f.index);
+            a.clear();
+            b.clear();
+        }
+        all.finish(&mut a);
+        twin.finish(&mut b);
+        assert_eq!(a, b, "{path}: finish");
+    }
+    assert!(taken > 1000, "{taken} ACKs taken in place");
 }
 
 // ---------------------------------------------------------------------------
