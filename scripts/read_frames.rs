@@ -7,7 +7,7 @@
 //! framing (`Pipeline`, on the same thread) and counts the messages: the cost
 //! of everything before decoding.
 
-use kafkashark::capture::{FileSource, FrameSource, Polled, Seen};
+use kafkashark::capture::{FileSource, FrameSource, Polled};
 use kafkashark::pipeline::{Event, Pipeline, PipelineConfig};
 
 fn main() {
@@ -42,20 +42,9 @@ fn main() {
         // Frames as the commands read them: decoded to their segments in the
         // read buffer where they can be (`FileSource::poll_with`).
         Some(p) => {
-            while let Ok(Some(n)) = src.poll_with(|seen| match seen {
-                Seen::Tcp(mut f) => {
-                    let n = u64::from(f.caplen);
-                    p.push_tcp(&mut f, &mut events);
-                    n
-                }
-                Seen::Frame(f) => {
-                    let n = f.data.len() as u64;
-                    p.push_owned(f, &mut events);
-                    n
-                }
-            }) {
+            while let Ok(Some(n)) = src.poll_with(|seen| p.push_seen(seen, &mut events).1) {
                 frames += 1;
-                bytes += n;
+                bytes += n as u64;
                 count(&mut events);
             }
         }

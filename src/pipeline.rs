@@ -19,7 +19,9 @@
 //! most `max_pending_per_stream` per stream) until a response with the same id
 //! is framed, which lets response resynchronisation prefer real boundaries.
 
-use crate::capture::{decode_link_owned, Frame, FramePlace, Segment, Skip, TcpFrame, Timestamp};
+use crate::capture::{
+    decode_link_owned, Frame, FramePlace, Seen, Segment, Skip, TcpFrame, Timestamp,
+};
 use crate::flow::{
     CloseReason, Direction, FlowConfig, FlowEvent, FlowStats, GapReason, Ports, Reassembler,
 };
@@ -397,6 +399,30 @@ impl Pipeline {
             .then(|| f.file_offset.checked_add(f.payload_at as u64))
             .flatten();
         self.segment(&mut f.seg, f.index, f.ts, file, out);
+    }
+
+    /// A frame as [`FileSource::poll_with`](crate::capture::FileSource::poll_with)
+    /// hands it over, decoded or whole: [`Pipeline::push_tcp`] or
+    /// [`Pipeline::push_owned`]. Gives the frame's time, captured length and
+    /// place in the file (for the caller's batching).
+    #[inline]
+    pub fn push_seen(
+        &mut self,
+        seen: Seen,
+        out: &mut Vec<Event>,
+    ) -> (Timestamp, usize, Option<u64>) {
+        match seen {
+            Seen::Tcp(mut f) => {
+                let at = (f.ts, f.caplen as usize, Some(f.file_offset));
+                self.push_tcp(&mut f, out);
+                at
+            }
+            Seen::Frame(f) => {
+                let at = (f.ts, f.data.len(), f.file_offset);
+                self.push_owned(f, out);
+                at
+            }
+        }
     }
 
     /// A frame's TCP segment, its payload at `file` in the capture file when known.

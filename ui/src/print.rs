@@ -7,7 +7,7 @@ use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use kafkashark::capture::{
-    CaptureError, FileSource, Frame, FrameSource, LiveConfig, LiveSource, Polled, Seen, Timestamp,
+    CaptureError, FileSource, Frame, FrameSource, LiveConfig, LiveSource, Polled, Timestamp,
 };
 use kafkashark::flow::Ports;
 use kafkashark::kafka::decode::Kind;
@@ -643,20 +643,9 @@ impl FileReader {
             loop {
                 // Frames decoded to their segments in the read buffer where
                 // they can be (`poll_with`): a pure ACK makes no slice of it.
-                let got = src.poll_with(|seen| match seen {
-                    Seen::Tcp(mut f) => {
-                        let len = f.caplen as usize;
-                        let at = (f.ts, len, Some(f.file_offset.saturating_add(len as u64)));
-                        pipeline.push_tcp(&mut f, &mut batch.evs);
-                        at
-                    }
-                    Seen::Frame(f) => {
-                        let len = f.data.len();
-                        let end = f.file_offset.map(|o| o.saturating_add(len as u64));
-                        let ts = f.ts;
-                        pipeline.push_owned(f, &mut batch.evs);
-                        (ts, len, end)
-                    }
+                let got = src.poll_with(|seen| {
+                    let (ts, len, at) = pipeline.push_seen(seen, &mut batch.evs);
+                    (ts, len, at.map(|o| o.saturating_add(len as u64)))
                 });
                 let (ts, len, end) = match got {
                     Ok(Some(at)) => at,
