@@ -562,14 +562,6 @@ enum Format {
     Pcapng(Pcapng),
 }
 
-/// A frame as the fast reader delivers it (index assigned by the caller).
-pub(super) struct RawFrame {
-    pub ts: Timestamp,
-    pub origlen: u32,
-    pub data: Bytes,
-    pub file_offset: u64,
-}
-
 /// A record's time, length on the wire and place in the file.
 #[derive(Clone, Copy)]
 struct Meta {
@@ -590,26 +582,37 @@ trait Take {
     fn taken(self, data: Bytes, meta: Meta) -> Self::Out;
 }
 
-/// [`FastFile::next`]'s frames: slices of the buffer.
-struct Whole;
+/// The frame numbered `index` of link type `link`, its bytes `data`.
+fn frame(index: u64, link: LinkType, data: Bytes, meta: Meta) -> Frame {
+    Frame {
+        index,
+        ts: meta.ts,
+        caplen: u32::try_from(data.len()).unwrap_or(u32::MAX),
+        origlen: meta.origlen,
+        link,
+        data,
+        file_offset: Some(meta.file_offset),
+    }
+}
+
+/// [`FastFile::next`]'s frames: whole, slices of the buffer.
+struct Whole {
+    index: u64,
+    link: LinkType,
+}
 
 impl Take for Whole {
-    type Out = RawFrame;
+    type Out = Frame;
 
     #[inline]
-    fn in_buffer(self, input: &Input, start: usize, len: usize, meta: Meta) -> Option<RawFrame> {
+    fn in_buffer(self, input: &Input, start: usize, len: usize, meta: Meta) -> Option<Frame> {
         let data = input.window_bytes(start, len)?;
         Some(self.taken(data, meta))
     }
 
     #[inline]
-    fn taken(self, data: Bytes, meta: Meta) -> RawFrame {
-        RawFrame {
-            ts: meta.ts,
-            origlen: meta.origlen,
-            data,
-            file_offset: meta.file_offset,
-        }
+    fn taken(self, data: Bytes, meta: Meta) -> Frame {
+        frame(self.index, self.link, data, meta)
     }
 }
 
@@ -619,20 +622,6 @@ struct Visit<F> {
     index: u64,
     link: LinkType,
     visit: F,
-}
-
-impl<F> Visit<F> {
-    fn frame(&self, data: Bytes, meta: Meta) -> Frame {
-        Frame {
-            index: self.index,
-            ts: meta.ts,
-            caplen: u32::try_from(data.len()).unwrap_or(u32::MAX),
-            origlen: meta.origlen,
-            link: self.link,
-            data,
-            file_offset: Some(meta.file_offset),
-        }
-    }
 }
 
 impl<R, F: FnOnce(Seen) -> R> Take for Visit<F> {
@@ -662,8 +651,7 @@ impl<R, F: FnOnce(Seen) -> R> Take for Visit<F> {
 
     #[inline]
     fn taken(self, data: Bytes, meta: Meta) -> R {
-        let frame = self.frame(data, meta);
-        (self.visit)(Seen::Frame(frame))
+        (self.visit)(Seen::Frame(frame(self.index, self.link, data, meta)))
     }
 }
 
@@ -796,10 +784,12 @@ impl FastFile {
         self.link
     }
 
-    /// The next frame, `None` at the end of the file, or why reading stopped.
+    /// The next frame, numbered `index`; `None` at the end of the file, or
+    /// why reading stopped.
     #[inline]
-    pub fn next(&mut self) -> Result<Option<RawFrame>, String> {
-        self.next_with(Whole)
+    pub fn next(&mut self, index: u64) -> Result<Option<Frame>, String> {
+        let link = self.link;
+        self.next_with(Whole { index, link })
     }
 
     /// The next frame, numbered `index`, handed to `visit` and `visit`'s

@@ -211,7 +211,19 @@ impl FileSource {
             return Ok(None);
         }
         let index = self.frames.saturating_add(1);
-        match f.next_tcp(index, visit) {
+        let got = f.next_tcp(index, visit);
+        self.settle(index, got)
+    }
+
+    /// Counts frame `index` when `got` is one; after the end or an error
+    /// the source is done (no error twice). An error names the file and
+    /// the frame.
+    fn settle<T>(
+        &mut self,
+        index: u64,
+        got: Result<Option<T>, String>,
+    ) -> Result<Option<T>, CaptureError> {
+        match got {
             Ok(Some(out)) => {
                 self.frames = index;
                 Ok(Some(out))
@@ -238,45 +250,18 @@ impl FrameSource for FileSource {
             return Ok(Polled::End);
         }
         let index = self.frames.saturating_add(1);
-        let err = |reason: String| CaptureError::Read {
-            path: self.path.clone(),
-            frame: index,
-            reason,
-        };
         let got = match &mut self.reader {
-            Reader::Fast(f) => match f.next() {
-                Ok(Some(r)) => Ok(Some(Frame {
-                    index,
-                    ts: r.ts,
-                    caplen: u32::try_from(r.data.len()).unwrap_or(u32::MAX),
-                    origlen: r.origlen,
-                    link: self.link,
-                    data: r.data,
-                    file_offset: Some(r.file_offset),
-                })),
-                Ok(None) => Ok(None),
-                Err(reason) => Err(err(reason)),
-            },
+            Reader::Fast(f) => f.next(index),
             Reader::Pcap(cap) => match cap.next_packet() {
                 Ok(p) => Ok(Some(frame_from(index, self.link, true, p.header, p.data))),
                 Err(pcap::Error::NoMorePackets) => Ok(None),
-                Err(e) => Err(err(e.to_string())),
+                Err(e) => Err(e.to_string()),
             },
         };
-        match got {
-            Ok(Some(f)) => {
-                self.frames = index;
-                Ok(Polled::Frame(f))
-            }
-            Ok(None) => {
-                self.done = true;
-                Ok(Polled::End)
-            }
-            Err(e) => {
-                self.done = true;
-                Err(e)
-            }
-        }
+        Ok(match self.settle(index, got)? {
+            Some(f) => Polled::Frame(f),
+            None => Polled::End,
+        })
     }
 
     fn stats(&mut self) -> Result<CaptureStats, CaptureError> {

@@ -535,10 +535,9 @@ impl Reassembler {
         if seg.payload_truncated_by != 0 {
             return false;
         }
-        // `sweep` would do nothing (as its first lines decide).
-        match self.last_sweep {
-            Some(t) if ts.nanos_since(t) < 1_000_000_000 => {}
-            _ => return false,
+        // `sweep` would do nothing.
+        if self.sweep_due(ts) {
+            return false;
         }
         let key = key_of(seg.src, seg.dst);
         let Some(conn) = self.conns.get_mut(&key) else {
@@ -1067,11 +1066,17 @@ impl Reassembler {
     }
 
     /// Packet-time housekeeping, at most once per second of packet time.
+    /// Whether [`Reassembler::sweep`] at `now` would look at the
+    /// connections (at most once a second of capture time).
+    fn sweep_due(&self, now: Timestamp) -> bool {
+        !matches!(self.last_sweep, Some(t) if now.nanos_since(t) < 1_000_000_000)
+    }
+
     fn sweep(&mut self, now: Timestamp, out: &mut Vec<FlowEvent>) {
-        match self.last_sweep {
-            Some(t) if now.nanos_since(t) < 1_000_000_000 => return,
-            _ => self.last_sweep = Some(now),
+        if !self.sweep_due(now) {
+            return;
         }
+        self.last_sweep = Some(now);
         let mut keys: Vec<(u64, Key)> = self.conns.iter().map(|(k, c)| (c.stream, *k)).collect();
         keys.sort();
         for (_, key) in keys {
