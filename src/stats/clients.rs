@@ -171,6 +171,13 @@ impl<A: Default> ClientTable<A> {
         self.slots.get_mut(at as usize)?.acc.as_mut()
     }
 
+    /// Settles every client's latency histogram ([`LatencyHist::settle`]).
+    pub(crate) fn settle(&mut self) {
+        for h in self.slots.iter_mut().filter_map(|s| s.latency.as_mut()) {
+            h.settle();
+        }
+    }
+
     /// The latency histogram at `slot`, if it has one.
     pub(crate) fn latency_at(&mut self, slot: u32) -> Option<&mut LatencyHist> {
         self.slots.get_mut(slot as usize)?.latency.as_mut()

@@ -22,6 +22,12 @@ pub const SIGFIG: u8 = 3;
 /// Most distinct buckets a histogram keeps in its sparse form.
 pub const SPARSE: usize = 128;
 
+/// Latencies a histogram holds before it counts them in its buckets, all at
+/// once: a counts array is tens of KiB, and a capture has a histogram per
+/// connection, so a bucket recorded alone is mostly a cache miss; a burst of
+/// one connection's latencies lands in a few buckets near each other.
+const PENDING: usize = 32;
+
 /// log2 of the sub-bucket count of a 3-digit HdrHistogram with lowest value 1:
 /// 2048 sub-buckets give unit resolution up to 2·10³.
 const SUB_BUCKET_BITS: u32 = 11;
@@ -56,6 +62,12 @@ enum Counts {
 }
 
 /// The latencies of a set of exchanges.
+///
+/// `count`, `sum_ns`, `min_ns` and `max_ns` take every latency at once;
+/// `counts` takes them [`PENDING`] at a time (the first `pending_len` of
+/// `pending`, in microseconds), or when read ([`LatencyHist::settle`]).
+/// The buckets' counts do not depend on the order values are added in, so
+/// neither do the percentiles.
 #[derive(Clone, Debug)]
 pub struct LatencyHist {
     counts: Counts,
@@ -63,6 +75,8 @@ pub struct LatencyHist {
     sum_ns: u128,
     min_ns: u64,
     max_ns: u64,
+    pending: [u64; PENDING],
+    pending_len: usize,
 }
 
 impl Default for LatencyHist {
@@ -94,16 +108,38 @@ impl LatencyHist {
             sum_ns: 0,
             min_ns: u64::MAX,
             max_ns: 0,
+            pending: [0; PENDING],
+            pending_len: 0,
         }
     }
 
     /// Records one latency, in nanoseconds.
     pub fn record(&mut self, ns: u64) {
-        self.add(ns_to_us(ns), 1);
+        match self.pending.get_mut(self.pending_len) {
+            Some(slot) => {
+                *slot = ns_to_us(ns);
+                self.pending_len += 1;
+            }
+            None => self.add(ns_to_us(ns), 1),
+        }
+        if self.pending_len == PENDING {
+            self.settle();
+        }
         self.count += 1;
         self.sum_ns += u128::from(ns);
         self.min_ns = self.min_ns.min(ns);
         self.max_ns = self.max_ns.max(ns);
+    }
+
+    /// Counts the latencies held back by [`LatencyHist::record`] in their
+    /// buckets. Reading a histogram with some held back costs a copy of it:
+    /// a caller that reads many settles them first ([`super::Stats::settle`]).
+    pub fn settle(&mut self) {
+        let (pending, n) = (self.pending, self.pending_len);
+        self.pending_len = 0;
+        for &us in pending.iter().take(n) {
+            self.add(us, 1);
+        }
     }
 
     /// Counts `n` more values in the bucket of `us` (microseconds).
@@ -135,6 +171,10 @@ impl LatencyHist {
     /// Adds the latencies of `other`: the result is the histogram that
     /// recorded both sets of values (bucket counts saturate as recording does).
     pub fn merge(&mut self, other: &LatencyHist) {
+        // Those `other` holds back are counted here, with its buckets.
+        for &us in other.pending.iter().take(other.pending_len) {
+            self.add(us, 1);
+        }
         match (&mut self.counts, &other.counts) {
             (_, Counts::Sparse(v)) => {
                 for &(k, n) in v {
@@ -175,6 +215,11 @@ impl LatencyHist {
         let mut out = [None; N];
         if self.count == 0 {
             return out;
+        }
+        if self.pending_len > 0 {
+            let mut settled = self.clone();
+            settled.settle();
+            return settled.values_at_permilles(permilles);
         }
         let n = self.count;
         let ranks = permilles.map(|p| (p.min(1000) * n).div_ceil(1000).max(1));
@@ -359,12 +404,68 @@ mod tests {
             h.record(v);
             h.record(v);
         }
+        h.settle();
         assert!(matches!(&h.counts, Counts::Sparse(v) if v.len() == SPARSE));
         h.record(vals[SPARSE]);
+        h.settle();
         assert!(matches!(h.counts, Counts::Dense(_)));
         let mut twice: Vec<u64> = vals[..SPARSE].iter().flat_map(|&v| [v, v]).collect();
         twice.push(vals[SPARSE]);
         check_against_reference(&twice);
+    }
+
+    /// Every value counted in its bucket at once: the histogram as it was
+    /// before values were held back.
+    fn settled_one_by_one(values_ns: &[u64]) -> LatencyHist {
+        let mut h = LatencyHist::new();
+        for &v in values_ns {
+            h.record(v);
+            h.settle();
+        }
+        h
+    }
+
+    #[test]
+    fn latencies_held_back_are_counted_when_read_merged_or_settled() {
+        // Around the burst size and the sparse bound, sparse and dense.
+        for n in [
+            1,
+            PENDING - 1,
+            PENDING,
+            PENDING + 1,
+            3 * PENDING + 5,
+            SPARSE + 40,
+            2_000,
+        ] {
+            let vals: Vec<u64> = (0..n as u64)
+                .map(|i| (i * 7_919 % 1_000) * 997_003 + i)
+                .collect();
+            let want = settled_one_by_one(&vals);
+            let mut h = LatencyHist::new();
+            for &v in &vals {
+                h.record(v);
+            }
+            assert_eq!(h.pending_len, n % PENDING, "held back after {n}");
+            // Read with values held back (a settled copy), then settled.
+            assert_eq!(h.summary(), want.summary(), "{n} values, held back");
+            assert_eq!(h.count(), n as u64);
+            h.settle();
+            assert_eq!(h.pending_len, 0);
+            assert_eq!(h.summary(), want.summary(), "{n} values, settled");
+            // Merging takes what the other holds back; what this one holds stays.
+            let (a, b) = vals.split_at(n / 3);
+            let (mut ha, mut hb) = (LatencyHist::new(), LatencyHist::new());
+            a.iter().for_each(|&v| ha.record(v));
+            b.iter().for_each(|&v| hb.record(v));
+            ha.merge(&hb);
+            assert_eq!(ha.summary(), want.summary(), "{n} values, merged");
+            ha.settle();
+            assert_eq!(
+                ha.summary(),
+                want.summary(),
+                "{n} values, merged and settled"
+            );
+        }
     }
 
     #[test]
@@ -392,6 +493,7 @@ mod tests {
             for &v in vals {
                 h.record(v);
             }
+            h.settle();
             assert!(matches!(h.counts, Counts::Dense(_)));
             check_against_reference(vals);
         }

@@ -712,6 +712,27 @@ impl Stats {
         }
     }
 
+    /// Counts in their buckets the latencies every histogram holds back
+    /// ([`LatencyHist::settle`]), so that a report reads the histograms as
+    /// they are instead of settling copies of them. The report is the same
+    /// either way.
+    pub fn settle(&mut self) {
+        for a in self.apis.map.values_mut() {
+            a.latency.settle();
+        }
+        for v in self.versions.map.values_mut() {
+            v.latency.settle();
+        }
+        for b in self.brokers.map.values_mut() {
+            b.latency.settle();
+        }
+        for c in self.conns.map.values_mut() {
+            c.latency.settle();
+        }
+        self.clients.settle();
+        self.throttle_latency.settle();
+    }
+
     /// Feeds one message, in capture order.
     pub fn message(&mut self, m: &MessageRecord) {
         self.message_info(&m.info, m.decoded.as_ref());

@@ -84,6 +84,7 @@ pub fn run(opts: &StatsOptions) -> Result<(), CliError> {
         }
         if live && last_draw.elapsed() >= Duration::from_secs(1) {
             last_draw = Instant::now();
+            stats.settle();
             emit(&stats.report(), &title, opts.format, true, tty)?;
         }
     }
@@ -91,6 +92,7 @@ pub fn run(opts: &StatsOptions) -> Result<(), CliError> {
     for o in out.drain(..) {
         stats.push(&o);
     }
+    stats.settle();
     emit(&stats.report(), &title, opts.format, live, live && tty)?;
     if live {
         // Kernel drops are lost messages: always say how many there were.
@@ -155,6 +157,7 @@ fn run_file(opts: &StatsOptions, path: &str) -> Result<(), CliError> {
             // freed here.
             let _ = back_tx.send(outs);
         }
+        stats.settle();
         stats
     });
     let mut out = Vec::new();

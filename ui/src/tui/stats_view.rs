@@ -414,6 +414,7 @@ pub fn compute(entries: &EntryStore, limit: usize, store: Option<&dyn ByteStore>
             }
         }
     }
+    stats.settle();
     let report = stats.report();
 
     // The throttle series, one value a second over the whole capture.
