@@ -35,6 +35,7 @@ mod cursor;
 pub(crate) mod declared;
 mod json;
 mod legacy;
+mod memo;
 mod zstd_len;
 
 use crate::kafka::decode::DecodeOptions;
@@ -290,7 +291,8 @@ fn count_batches(
 
 /// What the compressed `payload` of `batch` decompresses to, within `limit`.
 /// When the batch CRC-32C matches its bytes, the size the codec's framing
-/// declares ([`declared::declared_len`]) if it is within the limit; anything
+/// declares ([`declared::declared_len`], remembered by the batch's CRC for
+/// the next time the same batch is seen: [`memo`]) if it is within the limit; anything
 /// else — a CRC mismatch, a framing that must be decoded to be known, a size
 /// over the limit — gets [`compression::decompressed_len`]'s answer.
 fn payload_len(
@@ -304,8 +306,10 @@ fn payload_len(
         .and_then(|b| b.try_into().ok())
         .map(u32::from_be_bytes);
     let verified = stored.is_some() && batch.get(21..).map(crc32c::crc32c) == stored;
-    if verified {
-        if let Some(n) = declared::declared_len(codec, payload).filter(|&n| n <= limit) {
+    if let (true, Some(crc)) = (verified, stored) {
+        // Remembered from the same batch seen earlier, or walked (item 91).
+        let declared = memo::MEMO.declared_len(crc, codec, payload).map(|(n, _)| n);
+        if let Some(n) = declared.filter(|&n| n <= limit) {
             return Ok(n);
         }
     }
