@@ -1,7 +1,7 @@
 //! `make-corpus`: writes a large, realistic Kafka capture for benchmarks.
 //!
 //! Run it as `cargo run --release --example make-corpus -- --out /tmp/corpus.pcap
-//! [--size 300M|1G] [--connections 50] [--seed 1] [--batches 400] [--large]`. The file is
+//! [--size 300M|1G] [--connections 50] [--seed 1] [--batches 400 | --read-back] [--large]`. The file is
 //! not committed.
 //!
 //! What it holds: Ethernet/IPv4/TCP frames between clients 10.1.x.y and brokers
@@ -24,9 +24,16 @@
 //! OFFSET_OUT_OF_RANGE).
 //!
 //! The record batches are drawn from a pool of `--batches` distinct ones (400
-//! by default, which the benchmark figures use): the same batch bytes recur in
-//! the file, as a produced batch recurs in the fetches that read it. A larger
-//! pool checks that a speed-up does not depend on that recurrence.
+//! by default, which the benchmark figures until the twentieth round use):
+//! the same batch bytes recur in the file far more often than a produced
+//! batch recurs in real traffic. A larger pool checks that a speed-up does
+//! not depend on that recurrence. With `--read-back`, there is no pool: every
+//! produced batch is new, and a fetch reads back the batches last produced to
+//! its partition (from one of the last [`READ_BACK_LAG`] on, as a consumer
+//! near the end of the log does), so a batch recurs as it does at a broker,
+//! once per fetch that reads it; a partition nothing was produced to yet
+//! gets new batches (written before the capture began), kept for the next
+//! fetch.
 //!
 //! With `--large`, every connection uses 64 KB segments and every Produce
 //! partition and Fetch partition carries about 1 MB of batches: a capture of
@@ -37,7 +44,7 @@
 //! a benchmark can check that every tool saw them all.
 
 use std::cmp::Reverse;
-use std::collections::BinaryHeap;
+use std::collections::{BinaryHeap, HashMap, VecDeque};
 use std::io::{BufWriter, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -105,6 +112,8 @@ struct Args {
     seed: u64,
     /// Distinct record batches the messages draw from.
     batches: usize,
+    /// Fetches read back what was produced (no pool).
+    read_back: bool,
 }
 
 fn parse_size(s: &str) -> Option<u64> {
@@ -125,6 +134,7 @@ fn args() -> Args {
         connections: 50,
         seed: 1,
         batches: 400,
+        read_back: false,
     };
     let mut it = std::env::args().skip(1);
     while let Some(k) = it.next() {
@@ -147,6 +157,7 @@ fn args() -> Args {
                     .unwrap_or_else(|| usage("bad --batches"))
             }
             "--large" => LARGE.store(true, Ordering::Relaxed),
+            "--read-back" => a.read_back = true,
             "-h" | "--help" => usage(""),
             other => usage(&format!("unknown argument {other}")),
         }
@@ -160,7 +171,7 @@ fn usage(msg: &str) -> ! {
     }
     eprintln!(
         "usage: make-corpus [--out FILE] [--size 300M|1G] [--connections 50] [--seed N]\n\
-         [--batches 400] [--large]\n\
+         [--batches 400 | --read-back] [--large]\n\
          (default out: $OUT or /tmp/kafkashark-corpus.pcap)"
     );
     std::process::exit(2)
@@ -201,8 +212,11 @@ fn json_value(rng: &mut StdRng, i: usize, size: usize) -> Bytes {
     Bytes::from(s)
 }
 
-impl BatchPool {
-    fn new(rng: &mut StdRng, n: usize) -> BatchPool {
+/// A new record batch: 1–120 JSON-like records, mostly few and small,
+/// compressed with a codec drawn by weight; `b` numbers it (its producer id
+/// and timestamps).
+fn make_batch(rng: &mut StdRng, b: usize) -> Bytes {
+    {
         let codecs = [
             (Compression::None, 30),
             (Compression::Gzip, 15),
@@ -211,8 +225,7 @@ impl BatchPool {
             (Compression::Zstd, 15),
         ];
         let total: u32 = codecs.iter().map(|c| c.1).sum();
-        let mut batches = Vec::with_capacity(n);
-        for b in 0..n {
+        {
             let mut pick = rng.gen_range(0..total);
             let mut compression = Compression::None;
             for (c, w) in codecs {
@@ -274,9 +287,16 @@ impl BatchPool {
                 },
             )
             .expect("encode batch");
-            batches.push(buf.freeze());
+            buf.freeze()
         }
-        BatchPool { batches }
+    }
+}
+
+impl BatchPool {
+    fn new(rng: &mut StdRng, n: usize) -> BatchPool {
+        BatchPool {
+            batches: (0..n).map(|b| make_batch(rng, b)).collect(),
+        }
     }
 
     fn pick(&self, rng: &mut StdRng) -> Bytes {
@@ -297,6 +317,94 @@ impl BatchPool {
             }
         }
         out.freeze()
+    }
+}
+
+/// How many of a partition's last batches a fetch may start from with
+/// `--read-back`: consumers and followers read near the end of the log.
+const READ_BACK_LAG: usize = 8;
+
+/// Batches a partition's log keeps with `--read-back`.
+const LOG_KEEP: usize = 32;
+
+/// Where the messages' record batches come from.
+enum Batches {
+    Pool(BatchPool),
+    /// `--read-back`: each partition's batches, newest last, and how many
+    /// batches were made.
+    ReadBack {
+        logs: HashMap<(&'static str, i32), VecDeque<Bytes>>,
+        made: usize,
+    },
+}
+
+impl Batches {
+    /// The record set of one Produce partition.
+    fn produced(&mut self, rng: &mut StdRng, topic: &'static str, partition: i32) -> Bytes {
+        match self {
+            Batches::Pool(pool) => {
+                if large() {
+                    pool.run(rng, LARGE_RUN)
+                } else {
+                    pool.pick(rng)
+                }
+            }
+            Batches::ReadBack { logs, made } => {
+                let log = logs.entry((topic, partition)).or_default();
+                let mut out = BytesMut::new();
+                loop {
+                    let b = make_batch(rng, *made);
+                    *made += 1;
+                    out.extend_from_slice(&b);
+                    log.push_back(b);
+                    if log.len() > LOG_KEEP {
+                        log.pop_front();
+                    }
+                    if !large() || out.len() >= LARGE_RUN / 2 {
+                        break;
+                    }
+                }
+                out.freeze()
+            }
+        }
+    }
+
+    /// The record set of one Fetch partition: consecutive batches of at
+    /// most `max` bytes (at least one), as [`BatchPool::run`].
+    fn fetched(
+        &mut self,
+        rng: &mut StdRng,
+        topic: &'static str,
+        partition: i32,
+        max: usize,
+    ) -> Bytes {
+        match self {
+            Batches::Pool(pool) => pool.run(rng, max),
+            Batches::ReadBack { logs, made } => {
+                let log = logs.entry((topic, partition)).or_default();
+                if log.is_empty() {
+                    // Written before the capture began.
+                    for _ in 0..READ_BACK_LAG {
+                        log.push_back(make_batch(rng, *made));
+                        *made += 1;
+                    }
+                }
+                let lag = log.len().min(READ_BACK_LAG);
+                let mut at = log.len() - rng.gen_range(1..=lag);
+                let mut out = BytesMut::new();
+                while let Some(b) = log.get(at) {
+                    if !out.is_empty() && out.len() + b.len() > max {
+                        break;
+                    }
+                    out.extend_from_slice(b);
+                    at += 1;
+                    if out.len() >= max / 2 || (!large() && rng.gen_bool(0.3)) {
+                        break;
+                    }
+                }
+                out.freeze()
+            }
+        }
     }
 }
 
@@ -436,7 +544,7 @@ fn produce(
     corr: i32,
     client: &str,
     rng: &mut StdRng,
-    pool: &BatchPool,
+    batches: &mut Batches,
 ) -> (Vec<u8>, Option<Vec<u8>>) {
     let acks = match rng.gen_range(0..100) {
         0..=2 => 0,
@@ -448,13 +556,10 @@ fn produce(
     let first = rng.gen_range(0..PARTITIONS);
     let pdata: Vec<PartitionProduceData> = (0..parts)
         .map(|i| {
+            let p = (first + i) % PARTITIONS;
             PartitionProduceData::default()
-                .with_index((first + i) % PARTITIONS)
-                .with_records(Some(if large() {
-                    pool.run(rng, LARGE_RUN)
-                } else {
-                    pool.pick(rng)
-                }))
+                .with_index(p)
+                .with_records(Some(batches.produced(rng, t, p)))
         })
         .collect();
     let req = ProduceRequest::default()
@@ -489,7 +594,7 @@ fn produce(
     (request(0, 8, corr, client, &req), rsp)
 }
 
-fn fetch(corr: i32, client: &str, rng: &mut StdRng, pool: &BatchPool) -> (Vec<u8>, Vec<u8>) {
+fn fetch(corr: i32, client: &str, rng: &mut StdRng, batches: &mut Batches) -> (Vec<u8>, Vec<u8>) {
     let t = TOPICS[rng.gen_range(0..TOPICS.len())];
     let parts = rng.gen_range(1..=4);
     let first = rng.gen_range(0..PARTITIONS);
@@ -530,7 +635,7 @@ fn fetch(corr: i32, client: &str, rng: &mut StdRng, pool: &BatchPool) -> (Vec<u8
                     7..=8 => 16 << 10,
                     _ => 128 << 10,
                 };
-                pool.run(rng, max)
+                batches.fetched(rng, t, (first + i) % PARTITIONS, max)
             };
             PartitionData::default()
                 .with_partition_index((first + i) % PARTITIONS)
@@ -1019,8 +1124,15 @@ fn new_conn(rng: &mut StdRng, i: usize, role: Role, next_port: &mut u16) -> Conn
 fn main() -> std::io::Result<()> {
     let a = args();
     let mut rng = StdRng::seed_from_u64(a.seed);
-    eprintln!("make-corpus: building the record batch pool…");
-    let pool = BatchPool::new(&mut rng, a.batches);
+    let mut batches = if a.read_back {
+        Batches::ReadBack {
+            logs: HashMap::new(),
+            made: 0,
+        }
+    } else {
+        eprintln!("make-corpus: building the record batch pool…");
+        Batches::Pool(BatchPool::new(&mut rng, a.batches))
+    };
     let file = std::fs::File::create(&a.out)?;
     let mut out = Out {
         heap: BinaryHeap::new(),
@@ -1083,7 +1195,7 @@ fn main() -> std::io::Result<()> {
                 let (q, r) = metadata(corr, &c.client_id, &mut rng);
                 (q, Some(r))
             }
-            (_, Role::Producer) => produce(corr, &c.client_id, &mut rng, &pool),
+            (_, Role::Producer) => produce(corr, &c.client_id, &mut rng, &mut batches),
             (k, Role::Consumer) if k % 20 == 5 => {
                 let (q, r) = heartbeat(corr, &c.client_id, &c.member, &mut rng);
                 (q, Some(r))
@@ -1093,7 +1205,7 @@ fn main() -> std::io::Result<()> {
                 (q, Some(r))
             }
             (_, Role::Consumer) => {
-                let (q, r) = fetch(corr, &c.client_id, &mut rng, &pool);
+                let (q, r) = fetch(corr, &c.client_id, &mut rng, &mut batches);
                 (q, Some(r))
             }
             (k, Role::Admin) => {
