@@ -17,8 +17,9 @@
 # gives the default x86-64 target, as `cargo build --release`.
 #
 # Training: every capture shipped in captures/ and a 40 MB corpus from
-# make-corpus with a seed and a batch pool of its own (not the benchmark
-# corpus), through the commands the benchmark times (`stats`, `print`, `print
+# make-corpus with a seed of its own (not the benchmark corpus; fetches read
+# back what was produced, `--read-back`, so both the sizing walks and the
+# sizes remembered from them, item 91, are trained), through the commands the benchmark times (`stats`, `print`, `print
 # -V`, text and JSON). The final binary then runs the same commands and
 # must print byte for byte what the instrumented one printed (exit 1
 # otherwise). Takes about 6 minutes on two cores (two builds with fat LTO,
@@ -58,7 +59,7 @@ RUSTFLAGS="-Cprofile-generate=$DIR/raw $CPUFLAG" \
 # the final binary's (their SHA-256: `print -V` of the corpus is large).
 TRAIN=$DIR/train.pcap
 if [[ ! -s $TRAIN ]]; then
-    cargo run -q --release --example make-corpus -- --size 40M --seed 7 --batches 100000 --out "$TRAIN" >&2
+    cargo run -q --release --example make-corpus -- --size 40M --seed 7 --read-back --out "$TRAIN" >&2
 fi
 OUT=$DIR/out
 rm -rf "$OUT"

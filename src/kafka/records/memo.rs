@@ -111,6 +111,14 @@ impl Memo {
         (key, tag, slot)
     }
 
+    /// Forgets every size.
+    pub(crate) fn forget(&self) {
+        for [k, v] in &self.slots {
+            v.store(0, Relaxed);
+            k.store(0, Relaxed);
+        }
+    }
+
     /// Writes one word of `payload`'s entry, as a write torn by another
     /// thread's would leave it (tests).
     #[cfg(test)]
@@ -166,6 +174,19 @@ mod tests {
         other[last] ^= 0x40;
         let fresh = declared::declared_len(4, &other).map(|n| (n, Found::Walked));
         assert_eq!(memo.declared_len(78, 4, &other), fresh);
+    }
+
+    #[test]
+    fn forgotten_sizes_are_walked_again() {
+        let memo = Box::new(Memo::new());
+        let z = zstd(&text(3000, 4));
+        assert_eq!(memo.declared_len(11, 4, &z), Some((3000, Found::Walked)));
+        assert_eq!(
+            memo.declared_len(11, 4, &z),
+            Some((3000, Found::Remembered))
+        );
+        memo.forget();
+        assert_eq!(memo.declared_len(11, 4, &z), Some((3000, Found::Walked)));
     }
 
     #[test]
