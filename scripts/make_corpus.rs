@@ -216,80 +216,76 @@ fn json_value(rng: &mut StdRng, i: usize, size: usize) -> Bytes {
 /// compressed with a codec drawn by weight; `b` numbers it (its producer id
 /// and timestamps).
 fn make_batch(rng: &mut StdRng, b: usize) -> Bytes {
-    {
-        let codecs = [
-            (Compression::None, 30),
-            (Compression::Gzip, 15),
-            (Compression::Snappy, 20),
-            (Compression::Lz4, 20),
-            (Compression::Zstd, 15),
-        ];
-        let total: u32 = codecs.iter().map(|c| c.1).sum();
-        {
-            let mut pick = rng.gen_range(0..total);
-            let mut compression = Compression::None;
-            for (c, w) in codecs {
-                if pick < w {
-                    compression = c;
-                    break;
-                }
-                pick -= w;
-            }
-            // Mostly small batches, some big ones.
-            let records = match rng.gen_range(0..10) {
-                0..=5 => rng.gen_range(1..4),
-                6..=8 => rng.gen_range(4..30),
-                _ => rng.gen_range(30..120),
-            };
-            let value_size = match rng.gen_range(0..10) {
-                0..=2 => rng.gen_range(40..120),
-                3..=7 => rng.gen_range(120..600),
-                _ if records > 3 => rng.gen_range(60..300),
-                _ => rng.gen_range(600..2000),
-            };
-            let with_headers = rng.gen_bool(0.3);
-            let base_ts = 1_700_000_000_000i64 + b as i64 * 1000;
-            let recs: Vec<Record> = (0..records)
-                .map(|i| {
-                    let mut headers = IndexMap::new();
-                    if with_headers {
-                        headers.insert(
-                            StrBytes::from_static_str("trace-id"),
-                            Some(Bytes::from(format!("{:016x}", rng.gen::<u64>()))),
-                        );
-                    }
-                    Record {
-                        transactional: false,
-                        control: false,
-                        delete_horizon: false,
-                        partition_leader_epoch: 7,
-                        producer_id: 4000 + b as i64,
-                        producer_epoch: 0,
-                        timestamp_type: TimestampType::Creation,
-                        offset: i as i64,
-                        sequence: i as i32,
-                        timestamp: base_ts + i as i64,
-                        key: rng
-                            .gen_bool(0.7)
-                            .then(|| Bytes::from(format!("key-{}", rng.gen_range(0..100_000)))),
-                        value: Some(json_value(rng, i, value_size)),
-                        headers,
-                    }
-                })
-                .collect();
-            let mut buf = BytesMut::new();
-            RecordBatchEncoder::encode(
-                &mut buf,
-                &recs,
-                &RecordEncodeOptions {
-                    version: 2,
-                    compression,
-                },
-            )
-            .expect("encode batch");
-            buf.freeze()
+    let codecs = [
+        (Compression::None, 30),
+        (Compression::Gzip, 15),
+        (Compression::Snappy, 20),
+        (Compression::Lz4, 20),
+        (Compression::Zstd, 15),
+    ];
+    let total: u32 = codecs.iter().map(|c| c.1).sum();
+    let mut pick = rng.gen_range(0..total);
+    let mut compression = Compression::None;
+    for (c, w) in codecs {
+        if pick < w {
+            compression = c;
+            break;
         }
+        pick -= w;
     }
+    // Mostly small batches, some big ones.
+    let records = match rng.gen_range(0..10) {
+        0..=5 => rng.gen_range(1..4),
+        6..=8 => rng.gen_range(4..30),
+        _ => rng.gen_range(30..120),
+    };
+    let value_size = match rng.gen_range(0..10) {
+        0..=2 => rng.gen_range(40..120),
+        3..=7 => rng.gen_range(120..600),
+        _ if records > 3 => rng.gen_range(60..300),
+        _ => rng.gen_range(600..2000),
+    };
+    let with_headers = rng.gen_bool(0.3);
+    let base_ts = 1_700_000_000_000i64 + b as i64 * 1000;
+    let recs: Vec<Record> = (0..records)
+        .map(|i| {
+            let mut headers = IndexMap::new();
+            if with_headers {
+                headers.insert(
+                    StrBytes::from_static_str("trace-id"),
+                    Some(Bytes::from(format!("{:016x}", rng.gen::<u64>()))),
+                );
+            }
+            Record {
+                transactional: false,
+                control: false,
+                delete_horizon: false,
+                partition_leader_epoch: 7,
+                producer_id: 4000 + b as i64,
+                producer_epoch: 0,
+                timestamp_type: TimestampType::Creation,
+                offset: i as i64,
+                sequence: i as i32,
+                timestamp: base_ts + i as i64,
+                key: rng
+                    .gen_bool(0.7)
+                    .then(|| Bytes::from(format!("key-{}", rng.gen_range(0..100_000)))),
+                value: Some(json_value(rng, i, value_size)),
+                headers,
+            }
+        })
+        .collect();
+    let mut buf = BytesMut::new();
+    RecordBatchEncoder::encode(
+        &mut buf,
+        &recs,
+        &RecordEncodeOptions {
+            version: 2,
+            compression,
+        },
+    )
+    .expect("encode batch");
+    buf.freeze()
 }
 
 impl BatchPool {

@@ -17,10 +17,10 @@
 # gives the default x86-64 target, as `cargo build --release`.
 #
 # Training: every capture shipped in captures/ and a 40 MB corpus from
-# make-corpus with a seed of its own (not the benchmark corpus; fetches read
-# back what was produced, `--read-back`, so both the sizing walks and the
-# sizes remembered from them, item 91, are trained), through the commands the benchmark times (`stats`, `print`, `print
-# -V`, text and JSON). The final binary then runs the same commands and
+# make-corpus with a seed of its own (not the benchmark corpus; its fetches
+# read back what was produced, `--read-back`, so both the sizing walks and
+# the sizes remembered from them, item 91, are trained), through the
+# commands the benchmark times (`stats`, `print`, `print -V`, text and JSON). The final binary then runs the same commands and
 # must print byte for byte what the instrumented one printed (exit 1
 # otherwise). Takes about 6 minutes on two cores (two builds with fat LTO,
 # each in a target directory of its own so that the normal release build is
