@@ -167,13 +167,22 @@ mod tests {
             memo.declared_len(77, 4, &z),
             Some((5000, Found::Remembered))
         );
-        // Another CRC, length, codec or byte is another batch: walked.
+        // Another CRC or last byte is another batch: walked.
         assert_eq!(memo.declared_len(78, 4, &z), Some((5000, Found::Walked)));
         let mut other = z.clone();
         let last = other.len() - 1;
         other[last] ^= 0x40;
         let fresh = declared::declared_len(4, &other).map(|n| (n, Found::Walked));
         assert_eq!(memo.declared_len(78, 4, &other), fresh);
+        // Another length, codec or middle byte under the same CRC: another
+        // key or tag, which no stored entry of this payload matches.
+        let (key, tag, _) = memo.entry(77, 4, &z);
+        let mut middle = z.clone();
+        middle[z.len() / 2] ^= 1;
+        for (codec, p) in [(4, &z[..z.len() - 1]), (3, &z[..]), (4, &middle[..])] {
+            let (k, t, _) = memo.entry(77, codec, p);
+            assert_ne!((k, t), (key, tag), "codec {codec}, {} bytes", p.len());
+        }
     }
 
     #[test]

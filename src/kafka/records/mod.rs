@@ -305,8 +305,9 @@ fn payload_len(
         .get(17..21)
         .and_then(|b| b.try_into().ok())
         .map(u32::from_be_bytes);
-    let verified = stored.is_some() && batch.get(21..).map(crc32c::crc32c) == stored;
-    if let (true, Some(crc)) = (verified, stored) {
+    // The stored CRC-32C when it matches the batch's bytes.
+    let verified = stored.filter(|&crc| batch.get(21..).map(crc32c::crc32c) == Some(crc));
+    if let Some(crc) = verified {
         // Remembered from the same batch seen earlier, or walked (item 91).
         let declared = memo::MEMO.declared_len(crc, codec, payload).map(|(n, _)| n);
         if let Some(n) = declared.filter(|&n| n <= limit) {
