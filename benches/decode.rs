@@ -10,7 +10,7 @@
 use criterion::{black_box, criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use kafkashark::kafka::decode::{summarize_request, summarize_response, Kind};
 use kafkashark::kafka::{decode_request, decode_response, DecodeOptions};
-use kafkashark::model::AnalyzerConfig;
+use kafkashark::analyzer::AnalyzerConfig;
 
 mod common;
 

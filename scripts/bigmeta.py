@@ -9,7 +9,7 @@ answered by a response naming one broker and one topic of PARTITIONS
 (default 50,000) partitions of three replicas: about 2.1 MB, cut into 64 KB
 segments as on loopback. Such a response is no record batch but a tree of
 some 900,000 nodes, which `print -V` (text) decodes twice and writes as it
-goes rather than building (docs/performance.md, item 72). The defaults
+goes rather than building (docs/performance.md). The defaults
 give 21 MB.
 """
 import struct

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Live-capture benchmark on loopback (issue 6: "keep up with 100,000 Kafka
-# messages per second on loopback with zero kernel drops").
+# Live-capture benchmark on loopback: does a live capture keep up with
+# 100,000 Kafka messages per second on loopback with zero kernel drops?
 #
 #   sudo scripts/live_bench.sh FILE [RATE] [SECONDS]     # e.g. /tmp/c50.pcap 100000 10
 #   CMD=stats MAXMSG=1024 PORT=19092 scripts/live_bench.sh FILE 100000 10

@@ -1,7 +1,7 @@
 //! `loopback-load`: replays the Kafka conversations of a capture over real TCP
 //! connections on loopback, at a chosen message rate, so that a live capture
-//! (`kafkashark … -i lo`) can be measured against a known load (issue 6,
-//! "Live: keep up with 100,000 Kafka messages per second on loopback").
+//! (`kafkashark … -i lo`) can be measured against a known load (the live
+//! target: keep up with 100,000 Kafka messages per second on loopback).
 //!
 //!     cargo run --release --example loopback-load -- FILE [--rate 100000]
 //!         [--seconds 10] [--port 19092] [--connections 0] [--max-message 65536]

@@ -24,7 +24,7 @@
 //! OFFSET_OUT_OF_RANGE).
 //!
 //! The record batches are drawn from a pool of `--batches` distinct ones (400
-//! by default, which the benchmark figures until the twentieth round use):
+//! by default):
 //! the same batch bytes recur in the file far more often than a produced
 //! batch recurs in real traffic. A larger pool checks that a speed-up does
 //! not depend on that recurrence. With `--read-back`, there is no pool: every

@@ -2,8 +2,8 @@
 # The release binary built with profile-guided optimization (PGO): built
 # once instrumented, run on training captures, rebuilt with the profile of
 # those runs. Same code, same outputs; the compiler lays out and inlines the
-# hot paths from measured counts instead of guesses (docs/performance.md,
-# item 81: about 3-5 % less CPU for `stats` and `print -V`).
+# hot paths from measured counts instead of guesses (docs/performance.md:
+# about 3-5 % less CPU for `stats` and `print -V`).
 #
 #   scripts/pgo.sh                 # → target/pgo/kafkashark
 #   PGO_DIR=/tmp/pgo scripts/pgo.sh
@@ -11,7 +11,7 @@
 #
 # The binary is built for the CPU of the machine that builds it
 # (`-Ctarget-cpu=native`, or PGO_CPU): it is a local build, for the
-# benchmarks and for whoever runs it where it was made (item 86: about 2 %
+# benchmarks and for whoever runs it where it was made (about 2 %
 # less CPU for `stats` on an AVX-512 Xeon). Both builds of the script use the
 # same CPU, so the comparison of their outputs holds for it. PGO_CPU=generic
 # gives the default x86-64 target, as `cargo build --release`.
@@ -19,7 +19,7 @@
 # Training: every capture shipped in captures/ and a 40 MB corpus from
 # make-corpus with a seed of its own (not the benchmark corpus; its fetches
 # read back what was produced, `--read-back`, so both the sizing walks and
-# the sizes remembered from them, item 91, are trained), through the
+# the sizes remembered from them are trained), through the
 # commands the benchmark times (`stats`, `print`, `print -V`, text and JSON). The final binary then runs the same commands and
 # must print byte for byte what the instrumented one printed (exit 1
 # otherwise). Takes about 6 minutes on two cores (two builds with fat LTO,

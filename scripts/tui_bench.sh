@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The TUI on a big capture (issue 6): time to the first screen, time to the
+# The TUI on a big capture: time to the first screen, time to the
 # last message's tree and bytes once loaded, and peak RSS.
 #
 #   scripts/tui_bench.sh FILE                    # e.g. /tmp/corpus1g.pcap

@@ -32,7 +32,7 @@ use crate::kafka::records::decode_record_set;
 use crate::kafka::schema::{self, MessageKind};
 use crate::kafka::tree::{ByteSource, Node, SourceBytes};
 use crate::kafka::{decode_request, decode_response, DecodeOptions, Decoded};
-use crate::model::{Analyzer, AnalyzerConfig, Output};
+use crate::analyzer::{Analyzer, AnalyzerConfig, Output};
 use crate::pipeline::{Event, Pipeline, PipelineConfig};
 
 /// Decompression cap used by the harnesses: small, so bombs hit it fast.
@@ -234,6 +234,7 @@ fn fuzz_opts() -> DecodeOptions {
         records_deferred: false,
         show_secrets: false,
         summary_topics: true,
+        batch_sizes: None,
     }
 }
 
@@ -346,7 +347,7 @@ fn check_streamed(msg: &[u8], fast: &Decoded, response: Option<(i16, i16)>) {
     };
     fast.root.write_json_in(&mut want, &bytes);
     assert!(got == want, "the streamed JSON differs from the tree's");
-    let (throttle, errors) = crate::model::response_facts(&fast.root);
+    let (throttle, errors) = crate::analyzer::response_facts(&fast.root);
     assert_eq!(
         (facts.throttle_time_ms, facts.error_codes),
         (throttle, errors),
@@ -376,7 +377,7 @@ fn check_text_streamed(msg: &[u8], d: &Decoded, response: Option<(i16, i16)>) {
     let mut want = String::new();
     crate::kafka::tree::write_text(&mut want, &d.root, "  ");
     assert!(got == want, "the streamed text differs from the tree's");
-    let (throttle, errors) = crate::model::response_facts(&d.root);
+    let (throttle, errors) = crate::analyzer::response_facts(&d.root);
     assert_eq!(
         (facts.throttle_time_ms, facts.error_codes),
         (throttle, errors)
@@ -535,7 +536,7 @@ fn check_summary(s: Option<crate::kafka::decode::Summary>, d: &Decoded, response
         "header"
     );
     if response {
-        let (throttle, errors) = crate::model::response_facts(&d.root);
+        let (throttle, errors) = crate::analyzer::response_facts(&d.root);
         assert_eq!(s.throttle_time_ms, throttle, "throttle time");
         assert_eq!(s.error_codes, errors, "error codes");
     } else {

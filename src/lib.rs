@@ -9,11 +9,11 @@
 
 #![forbid(unsafe_code)]
 
+pub mod analyzer;
 pub mod capture;
 pub mod flow;
 pub mod harness;
 pub mod kafka;
-pub mod model;
 pub mod pairing;
 pub mod pipeline;
 pub mod stats;

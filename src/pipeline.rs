@@ -25,6 +25,7 @@ use crate::capture::{
 use crate::flow::{
     CloseReason, Direction, FlowConfig, FlowEvent, FlowStats, GapReason, Ports, Reassembler,
 };
+use crate::kafka::decode::Summary;
 use crate::kafka::framing::{Framer, FramerConfig, FramerEvent, RawMessage};
 use rustc_hash::FxHashMap;
 use std::collections::VecDeque;
@@ -134,7 +135,7 @@ impl fmt::Display for Warning {
 }
 
 /// What the pipeline produces.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub enum Event {
     /// A Kafka connection: from here on its messages carry `stream`.
     StreamOpen {
@@ -151,6 +152,11 @@ pub enum Event {
     },
     /// A complete Kafka message (request when `dir` is client → broker).
     Message(RawMessage),
+    /// A complete request with the summary scan the analyzer would make of
+    /// it, made ahead on the thread that framed it
+    /// ([`crate::analyzer::RequestScanner`]); the pipeline itself yields
+    /// [`Event::Message`].
+    ScannedRequest(RawMessage, Box<Summary>),
     /// The received prefix of a message whose rest is missing (`missing > 0`).
     Partial(RawMessage),
     /// Bytes missing from a direction.

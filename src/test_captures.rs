@@ -3,7 +3,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::capture::{FileSource, FrameSource, Polled};
-use crate::model::{Analyzer, AnalyzerConfig, MessageRecord, Output};
+use crate::analyzer::{Analyzer, AnalyzerConfig, MessageRecord, Output};
 use crate::pipeline::PipelineConfig;
 
 /// The `.pcap`/`.pcapng` files under `dir` (recursively), appended to `out`.

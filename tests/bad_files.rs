@@ -17,7 +17,7 @@ use kafkashark::flow::Ports;
 use kafkashark::harness;
 use kafkashark::kafka::decode::Kind;
 use kafkashark::kafka::{decode_request, DecodeOptions};
-use kafkashark::model::{Analyzer, AnalyzerConfig, MessageRecord, Notice, Output};
+use kafkashark::analyzer::{Analyzer, AnalyzerConfig, MessageRecord, Notice, Output};
 use kafkashark::pipeline::{Event, PipelineConfig, Warning};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};

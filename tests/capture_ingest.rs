@@ -460,7 +460,7 @@ fn pcapng_and_nanosecond_files() {
 #[test]
 fn project_captures_match_their_tshark_readings() {
     use kafkashark::kafka::decode::Kind;
-    use kafkashark::model::{Analyzer, AnalyzerConfig, Output};
+    use kafkashark::analyzer::{Analyzer, AnalyzerConfig, Output};
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("captures");
     let mut pcaps: Vec<PathBuf> = std::fs::read_dir(&dir)
         .unwrap()

@@ -330,7 +330,7 @@ fn write_seeds() {
                 _ => {}
             }
             // Record sets: every `records` node in the message itself.
-            let d = kafkashark::model::redecode(
+            let d = kafkashark::analyzer::redecode(
                 &m.info,
                 &m.raw,
                 &kafkashark::kafka::DecodeOptions::default(),

@@ -18,7 +18,7 @@ use bytes::Bytes;
 use kafkashark::capture::Timestamp;
 use kafkashark::flow::Ports;
 use kafkashark::kafka::decode::Kind;
-use kafkashark::model::{MessageRecord, Notice};
+use kafkashark::analyzer::{MessageRecord, Notice};
 use kafkashark::pipeline::Event;
 use rand::rngs::StdRng;
 use rand::seq::SliceRandom;

@@ -14,7 +14,7 @@
 use kafkashark::capture::{CaptureError, FrameSource, LiveConfig, LiveSource, Polled};
 use kafkashark::flow::Ports;
 use kafkashark::kafka::decode::Kind;
-use kafkashark::model::{Analyzer, AnalyzerConfig, MessageRecord, Notice, Output};
+use kafkashark::analyzer::{Analyzer, AnalyzerConfig, MessageRecord, Notice, Output};
 use kafkashark::pipeline::PipelineConfig;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use kafkashark::capture::{FileSource, FrameSource};
 use kafkashark::flow::Ports;
 use kafkashark::kafka::decode::Kind;
-use kafkashark::model::{Analyzer, AnalyzerConfig, MessageInfo, Notice, Output};
+use kafkashark::analyzer::{Analyzer, AnalyzerConfig, MessageInfo, Notice, Output};
 use kafkashark::pipeline::PipelineConfig;
 
 fn shared() -> Option<PathBuf> {

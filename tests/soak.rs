@@ -14,7 +14,7 @@
 //! (`Analyzer::sizes`: connections tracked by the reassembler, the bytes it
 //! buffers, connections with framing state, connections the analyzer keeps
 //! facts about, pending requests, topic names), and the messages and
-//! unanswered-request notices the `model::Analyzer` produced. After the
+//! unanswered-request notices the `analyzer::Analyzer` produced. After the
 //! warm-up (the first four checkpoints, longer than the idle timeout in packet
 //! time), no size may exceed 1.5 times its warm-up maximum (plus a small
 //! slack), and at the end every table is empty.
@@ -33,7 +33,7 @@ use kafkashark::capture::{Segment, TcpFlags};
 use kafkashark::flow::Ports;
 use kafkashark::harness::frame_of_segment;
 use kafkashark::kafka::decode::Kind;
-use kafkashark::model::{Analyzer, AnalyzerConfig, AnalyzerSizes, Notice, Output};
+use kafkashark::analyzer::{Analyzer, AnalyzerConfig, AnalyzerSizes, Notice, Output};
 use kafkashark::pipeline::{Event, PipelineConfig};
 
 const BROKER: SocketAddr = SocketAddr::new(IpAddr::V4(Ipv4Addr::new(10, 0, 0, 1)), 9092);

@@ -20,7 +20,7 @@ use kafkashark::capture::{FileSource, FrameSource, Polled};
 use kafkashark::flow::Ports;
 use kafkashark::kafka::decode::Kind;
 use kafkashark::kafka::errors::error_name;
-use kafkashark::model::{Analyzer, AnalyzerConfig, MessageInfo, Notice, Output};
+use kafkashark::analyzer::{Analyzer, AnalyzerConfig, MessageInfo, Notice, Output};
 use kafkashark::pipeline::PipelineConfig;
 use kafkashark::stats::{Stats, StatsConfig, StatsReport};
 use serde_json::Value as J;
@@ -82,7 +82,7 @@ fn run(path: &Path, slow: usize) -> Run {
                 Output::Message(m) => {
                     // The naive routes read full trees, decoded again on their own
                     // (`stats` keeps trees only where its scan cannot place facts).
-                    let d = kafkashark::model::redecode(&m.info, &m.raw, &Default::default());
+                    let d = kafkashark::analyzer::redecode(&m.info, &m.raw, &Default::default());
                     r.trees
                         .push((m.info.kind, m.info.api_key, m.info.frame, d.root.to_json()));
                     r.infos.push(m.info);

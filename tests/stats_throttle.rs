@@ -25,7 +25,7 @@ use std::path::{Path, PathBuf};
 use kafkashark::capture::{FileSource, FrameSource, Polled, Timestamp};
 use kafkashark::flow::Ports;
 use kafkashark::kafka::decode::Kind;
-use kafkashark::model::{Analyzer, AnalyzerConfig, MessageInfo, Output};
+use kafkashark::analyzer::{Analyzer, AnalyzerConfig, MessageInfo, Output};
 use kafkashark::pipeline::PipelineConfig;
 use kafkashark::stats::{Stats, StatsConfig, StatsReport};
 

@@ -14,7 +14,7 @@ mod support;
 use kafkashark::flow::Ports;
 use kafkashark::harness;
 use kafkashark::kafka::tree::{escape_text, render_text};
-use kafkashark::model::{Analyzer, AnalyzerConfig, Output};
+use kafkashark::analyzer::{Analyzer, AnalyzerConfig, Output};
 use kafkashark::pipeline::PipelineConfig;
 use kafkashark::stats::{Stats, StatsConfig};
 use support::{Format, Link};

@@ -4,7 +4,7 @@
 #![allow(dead_code)]
 
 use kafkashark::capture::{FileSource, Frame, FrameSource, Polled};
-use kafkashark::model::{Analyzer, AnalyzerConfig, MessageRecord, Output};
+use kafkashark::analyzer::{Analyzer, AnalyzerConfig, MessageRecord, Output};
 
 /// The captures the benches run on: `KAFKASHARK_BENCH_PCAP` (a path) when set,
 /// else the given names under `captures/`.

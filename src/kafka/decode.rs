@@ -67,6 +67,11 @@ pub struct DecodeOptions {
     /// a string fewer per message. Topic ids and the placed facts' topics
     /// are noted either way.
     pub summary_topics: bool,
+    /// The declared sizes of compressed batches remembered by their CRC
+    /// while record sets are counted (`stats`): made by the
+    /// [`crate::analyzer::Analyzer`] that counts them and shared with its
+    /// request scanner. `None`: every size is worked out.
+    pub batch_sizes: Option<std::sync::Arc<super::records::BatchSizes>>,
 }
 
 impl Default for DecodeOptions {
@@ -79,6 +84,7 @@ impl Default for DecodeOptions {
             records_deferred: false,
             show_secrets: false,
             summary_topics: true,
+            batch_sizes: None,
         }
     }
 }
@@ -456,7 +462,7 @@ pub struct Summary {
     pub throttle_time_ms: Option<i32>,
     /// The body's top-level `Acks` (Produce requests).
     pub acks: Option<i64>,
-    /// Every non-zero `*ErrorCode` of the body, in byte order (as `model::response_facts`).
+    /// Every non-zero `*ErrorCode` of the body, in byte order (as `analyzer::response_facts`).
     pub error_codes: Vec<i16>,
     /// As [`Decoded::topics`].
     pub topics: Vec<String>,

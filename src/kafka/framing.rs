@@ -88,26 +88,7 @@ pub struct RawMessage {
     /// without a file offset (live capture, stdin, a reader that does not know it).
     /// With it, a shell may drop the bytes and read them again ([`RawMessage::reread`]).
     pub file_pieces: Vec<(u64, u32)>,
-    /// A request's summary scan, made ahead by the thread that framed it
-    /// ([`crate::model::RequestScanner`]) so that the analyzer's thread need
-    /// not: `None` when nobody made it, or when the message does not scan
-    /// cleanly (the analyzer then scans it itself and decides as always).
-    pub scanned: Scanned,
 }
-
-/// A request's summary made ahead ([`RawMessage::scanned`]). It is a cache
-/// of what the message's bytes give, so it takes no part in comparing
-/// messages: any two are equal in it.
-#[derive(Clone, Debug, Default)]
-pub struct Scanned(pub Option<Box<crate::kafka::decode::Summary>>);
-
-impl PartialEq for Scanned {
-    fn eq(&self, _: &Scanned) -> bool {
-        true
-    }
-}
-
-impl Eq for Scanned {}
 
 impl RawMessage {
     /// The size field (bytes after the prefix), from the prefix itself.
@@ -818,7 +799,6 @@ impl Framer {
             skipped_before: std::mem::take(&mut self.skipped),
             missing: 0,
             file_pieces,
-            scanned: Scanned::default(),
         };
         Some(m)
     }

@@ -14,7 +14,7 @@
 //! Invariants: for a message that decodes without an error, the bytes written
 //! are those [`Node::write_json_in`] writes for the tree the decoder builds
 //! from the same bytes with the same options (the tests compare both on every
-//! capture); the sink also takes the facts `model::response_facts` takes from
+//! capture); the sink also takes the facts `analyzer::response_facts` takes from
 //! that tree (ThrottleTimeMs, the non-zero error codes, in tree order), and
 //! applies the caller's annotation to every node before writing it, as the
 //! caller would have applied it to the tree. A message with an error is not
@@ -135,7 +135,7 @@ impl<'o, 'j> Out<'o, 'j> {
 }
 
 /// What a [`JsonSink`] learned from the nodes it wrote: the facts
-/// `model::response_facts` takes from a response's tree.
+/// `analyzer::response_facts` takes from a response's tree.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct StreamFacts {
     /// The body's first child named ThrottleTimeMs, if an int32-range int.
@@ -296,7 +296,7 @@ impl<'j> JsonSink<'j> {
 }
 
 /// What a sink learns from the nodes it is handed, whatever it writes: the
-/// facts `model::response_facts` takes from a response's tree. Depths count
+/// facts `analyzer::response_facts` takes from a response's tree. Depths count
 /// the parents open (the message's root included).
 #[derive(Default)]
 pub(crate) struct FactWalk {
@@ -388,12 +388,12 @@ mod tests {
         decode_request, decode_request_json, decode_response, decode_response_json, DecodeOptions,
         Decoded, Kind,
     };
-    use crate::model::response_facts;
+    use crate::analyzer::response_facts;
     use crate::test_captures;
 
     /// How `print -V` decodes a message: `Some(None)` a request, `Some(Some(
     /// (key, version)))` a response with its request's; `None` neither.
-    fn how(i: &crate::model::MessageInfo) -> Option<Option<(i16, i16)>> {
+    fn how(i: &crate::analyzer::MessageInfo) -> Option<Option<(i16, i16)>> {
         match (i.kind, i.api_key, i.api_version) {
             (Kind::Request, _, _) => Some(None),
             (Kind::Response, Some(k), Some(v)) => Some(Some((k, v))),

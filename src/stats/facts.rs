@@ -4,7 +4,7 @@
 //!
 //! Invariants: reading only, never decoding; every lookup is by node name and
 //! value type, so a malformed or partial tree yields fewer facts, never a panic.
-//! The error walk visits exactly the nodes `model::response_facts` counts
+//! The error walk visits exactly the nodes `analyzer::response_facts` counts
 //! (every `*ErrorCode` with a non-zero int16 value in the body), so the per-API
 //! error counts here always equal the JSONL `error_codes`.
 

@@ -50,7 +50,7 @@ use crate::kafka::decode::Kind;
 use crate::kafka::errors::error_name;
 use crate::kafka::schema::{self, MessageKind, SchemaSet};
 use crate::kafka::Decoded;
-use crate::model::{AnalyzerConfig, MessageInfo, MessageRecord, Notice, Output};
+use crate::analyzer::{AnalyzerConfig, MessageInfo, MessageRecord, Notice, Output};
 use crate::pipeline::Event;
 use crate::topics::TopicNames;
 use clients::{ClientTable, Who};
@@ -1415,25 +1415,15 @@ impl Stats {
 
     /// The report of everything fed so far.
     pub fn report(&self) -> StatsReport {
-        // The brokers' and the connections' latencies (about half of the
-        // work: histogram merges and percentiles) on a second thread, the
-        // rest here; a report is made when the capture has been read, with
-        // the other core idle. Without a thread, all of it here.
-        std::thread::scope(|sc| {
-            let side = std::thread::Builder::new().spawn_scoped(sc, || self.report_links());
-            let mut report = self.report_rest();
-            let (brokers, connections) = match side {
-                Ok(h) => h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)),
-                Err(_) => self.report_links(),
-            };
-            report.brokers = brokers;
-            report.connections = connections;
-            report
-        })
+        let links = self.report_links();
+        self.report_rest().with_links(links)
     }
 
-    /// The brokers' and the connections' part of [`Stats::report`].
-    fn report_links(&self) -> (Vec<BrokerReport>, Vec<ConnectionReport>) {
+    /// The brokers' and the connections' part of [`Stats::report`] (about
+    /// half of its work: histogram merges and percentiles), made apart so
+    /// that a front end may make it on another thread beside
+    /// [`Stats::report_rest`] and join them with [`StatsReport::with_links`].
+    pub fn report_links(&self) -> ReportLinks {
         let conns = self.conns.sorted();
         // Latencies the connections hold for their broker.
         let mut broker_held: HashMap<SocketAddr, LatencyHist> = HashMap::default();
@@ -1468,11 +1458,14 @@ impl Stats {
                 latency_ms: c.latency.summary(),
             })
             .collect();
-        (brokers, connections)
+        ReportLinks {
+            brokers,
+            connections,
+        }
     }
 
     /// [`Stats::report`] but its brokers and connections (left empty).
-    fn report_rest(&self) -> StatsReport {
+    pub fn report_rest(&self) -> StatsReport {
         let mut summary = self.summary.clone();
         summary.in_flight = self.pending.len() as u64;
         // Latencies the connections hold for their client.

@@ -46,6 +46,25 @@ pub struct StatsReport {
     pub overflow: Overflow,
 }
 
+/// The brokers' and the connections' part of a [`StatsReport`]
+/// ([`super::Stats::report_links`]).
+#[derive(Clone, Debug, Default)]
+pub struct ReportLinks {
+    /// Latency per broker endpoint.
+    pub brokers: Vec<BrokerReport>,
+    /// Latency per connection.
+    pub connections: Vec<ConnectionReport>,
+}
+
+impl StatsReport {
+    /// This report with `links`' brokers and connections.
+    pub fn with_links(mut self, links: ReportLinks) -> StatsReport {
+        self.brokers = links.brokers;
+        self.connections = links.connections;
+        self
+    }
+}
+
 /// Totals over the whole input.
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct Summary {

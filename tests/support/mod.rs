@@ -27,7 +27,7 @@ pub mod tmux;
 use bytes::Bytes;
 use kafkashark::capture::{decode_segment, FileSource, FrameSource, Timestamp};
 use kafkashark::flow::Ports;
-use kafkashark::model::{Analyzer, AnalyzerConfig, MessageRecord, Notice, Output};
+use kafkashark::analyzer::{Analyzer, AnalyzerConfig, MessageRecord, Notice, Output};
 use kafkashark::pipeline::{PipelineConfig, PipelineStats};
 use std::collections::HashMap;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};

@@ -3,7 +3,7 @@
 //!
 //! Small blocks are most of the allocations: tree nodes, scan facts, records,
 //! made on one thread and often freed on another, where glibc's malloc spent
-//! 12-16 % of `stats` and `print -V` (docs/performance.md, item 32). Large
+//! 12-16 % of `stats` and `print -V` (docs/performance.md). Large
 //! blocks are few: file read buffers, messages copied out of many segments,
 //! output buffers. mimalloc keeps freed large blocks in its segments, sized
 //! for reuse, and gives their pages back late: on a capture of 1 MB messages

@@ -22,7 +22,7 @@ use std::sync::OnceLock;
 use kafkashark::kafka::decode::Kind;
 use kafkashark::kafka::errors::{error_code, error_name};
 use kafkashark::kafka::schema::api_name;
-use kafkashark::model::MessageInfo;
+use kafkashark::analyzer::MessageInfo;
 
 /// Deepest nesting of parentheses and `not`s accepted.
 pub const MAX_DEPTH: usize = 64;

@@ -15,6 +15,7 @@ mod filter;
 mod print;
 mod privilege;
 mod render_pool;
+mod reorder;
 mod stats_cmd;
 mod tui;
 use cli_error::CliError;

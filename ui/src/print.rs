@@ -13,12 +13,13 @@ use kafkashark::flow::Ports;
 use kafkashark::kafka::decode::Kind;
 use kafkashark::kafka::errors::error_name;
 use kafkashark::kafka::tree;
-use kafkashark::model::{
-    Analyzer, AnalyzerConfig, MessageRecord, Notice, Output, Reorder, RequestScanner,
+use kafkashark::analyzer::{
+    Analyzer, AnalyzerConfig, MessageRecord, Notice, Output, RequestScanner,
 };
 use kafkashark::pipeline::{Event, PipelineConfig};
 
 use crate::cli_error::CliError;
+use crate::reorder::Reorder;
 
 /// Where frames come from.
 pub enum Input {
@@ -433,7 +434,7 @@ fn run_file(
         let mut at = 0;
         for end in batch.ends {
             for ev in evs.by_ref().take(end - at) {
-                if let Event::Message(m) = &ev {
+                if let Event::Message(m) | Event::ScannedRequest(m, _) = &ev {
                     bytes += m.bytes.len();
                 }
                 analyzer.push_event(ev, &mut work.outs);
@@ -1104,7 +1105,7 @@ impl JsonWriter {
     }
 
     /// `"broker":"…","client":"…"` (socket addresses never need escaping).
-    fn endpoints(&mut self, out: &mut Vec<u8>, i: &kafkashark::model::MessageInfo) {
+    fn endpoints(&mut self, out: &mut Vec<u8>, i: &kafkashark::analyzer::MessageInfo) {
         if self.addrs.is_empty() {
             self.addrs = vec![None; ADDR_CACHE];
         }
@@ -1210,7 +1211,7 @@ pub(crate) fn shipped_captures() -> Vec<std::path::PathBuf> {
 mod json_tests {
     use super::*;
     use kafkashark::capture::{FileSource, FrameSource, Polled};
-    use kafkashark::model::{Analyzer, AnalyzerConfig, Output};
+    use kafkashark::analyzer::{Analyzer, AnalyzerConfig, Output};
 
     /// The direct writer gives exactly serde_json's bytes for every message of
     /// every shipped capture, with and without trees.

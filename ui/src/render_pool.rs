@@ -49,9 +49,10 @@ use kafkashark::flow::Ports;
 use kafkashark::kafka::decode::{Kind, Summary};
 use kafkashark::kafka::tree::{self, Node, Value};
 use kafkashark::kafka::DecodeOptions;
-use kafkashark::model::{
-    redecode, response_facts, Analyzer, AnalyzerConfig, MessageRecord, Output, Reorder,
+use kafkashark::analyzer::{
+    redecode, response_facts, Analyzer, AnalyzerConfig, MessageRecord, Output,
 };
+use crate::reorder::Reorder;
 use kafkashark::pipeline::PipelineConfig;
 
 use crate::cli_error::CliError;

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use kafkashark::capture::{CaptureError, FileSource, FrameSource, LiveConfig, LiveSource, Polled};
 use kafkashark::flow::Ports;
-use kafkashark::model::{Analyzer, AnalyzerConfig, Output};
+use kafkashark::analyzer::{Analyzer, AnalyzerConfig, Output};
 use kafkashark::pipeline::PipelineConfig;
 use kafkashark::stats::{Stats, StatsConfig, StatsReport};
 
@@ -85,7 +85,7 @@ pub fn run(opts: &StatsOptions) -> Result<(), CliError> {
         if live && last_draw.elapsed() >= Duration::from_secs(1) {
             last_draw = Instant::now();
             stats.settle();
-            emit(&stats.report(), &title, opts.format, true, tty)?;
+            emit(&report(&stats), &title, opts.format, true, tty)?;
         }
     }
     analyzer.finish(&mut out);
@@ -93,7 +93,7 @@ pub fn run(opts: &StatsOptions) -> Result<(), CliError> {
         stats.push(&o);
     }
     stats.settle();
-    emit(&stats.report(), &title, opts.format, live, live && tty)?;
+    emit(&report(&stats), &title, opts.format, live, live && tty)?;
     if live {
         // Kernel drops are lost messages: always say how many there were.
         if let Some(line) = source.stats().ok().and_then(|s| s.drop_summary()) {
@@ -194,7 +194,7 @@ fn run_file(opts: &StatsOptions, path: &str) -> Result<(), CliError> {
         Ok(s) => s,
         Err(p) => std::panic::resume_unwind(p),
     };
-    emit(&stats.report(), path, opts.format, false, false)?;
+    emit(&report(&stats), path, opts.format, false, false)?;
     if let Some(e) = read_error {
         eprintln!(
             "kafkashark: {}",
@@ -303,4 +303,19 @@ pub fn run_args(a: StatsArgs) -> Result<std::process::ExitCode, CliError> {
         max_decompressed: a.max_decompressed,
     })?;
     Ok(std::process::ExitCode::SUCCESS)
+}
+
+/// `stats.report()` made on two threads: the brokers' and connections'
+/// latencies (about half of the work) beside the rest, when the capture has
+/// been read and the other core is idle.
+fn report(stats: &Stats) -> StatsReport {
+    std::thread::scope(|sc| {
+        let side = std::thread::Builder::new().spawn_scoped(sc, || stats.report_links());
+        let rest = stats.report_rest();
+        let links = match side {
+            Ok(h) => h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)),
+            Err(_) => stats.report_links(),
+        };
+        rest.with_links(links)
+    })
 }

@@ -104,14 +104,6 @@ pub fn declared_len(codec: u8, data: &[u8]) -> Option<usize> {
     super::declared::declared_len(codec, data)
 }
 
-/// Forgets the sizes `stats` remembered from the batches it has seen
-/// (item 91), so that a bench that reads one capture again and again
-/// measures a first reading of it (`benches/pipeline.rs`).
-#[doc(hidden)]
-pub fn forget_remembered_sizes() {
-    super::memo::MEMO.forget();
-}
-
 /// The outcome of [`decompress`] (same codecs, same checks, same limit, the
 /// same error for the same bytes) with only the length kept: the payload is
 /// decoded into a reused per-thread scratch buffer and counted.

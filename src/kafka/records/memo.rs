@@ -4,7 +4,7 @@
 //! asks [`declared::declared_len`] what a compressed payload decompresses to.
 //! For zstd frames without a content size and LZ4 blocks that answer is a
 //! walk over every sequence of the payload, the largest single cost of
-//! `stats` (docs/performance.md, item 91). A broker stores a produced batch
+//! `stats` (docs/performance.md, "Batch sizes remembered"). A broker stores a produced batch
 //! as it came and serves the same bytes to every follower and consumer that
 //! fetches it (the batch's CRC-32C covers everything from its attributes
 //! on, and not the base offset or leader epoch the broker rewrites), so a
@@ -24,8 +24,11 @@
 //!   collide can make a compression figure wrong, nothing else);
 //! - a fixed table of [`SLOTS`] entries (256 KB), one per slot, the newest
 //!   replacing the older: memory does not grow with the capture;
-//! - the table is shared by the threads that scan (the reader scans
-//!   requests while the analyzer scans the rest, item 67) without a lock:
+//! - a table belongs to one analysis: the [`crate::analyzer::Analyzer`] that
+//!   counts record sets makes it and hands it, in its scan options
+//!   ([`DecodeOptions::batch_sizes`](crate::kafka::DecodeOptions)), to the
+//!   [`crate::analyzer::RequestScanner`] a front end may run on another thread;
+//! - the table is shared by the scans of one analysis without a lock:
 //!   each entry is two atomic words, the key stored XORed with the value, so
 //!   that a torn read (a word of one entry, a word of another) fails the
 //!   key's check instead of giving another batch's size.
@@ -47,12 +50,21 @@ const SIZE_MASK: u64 = (1 << SIZE_BITS) - 1;
 const PRESENT: u64 = 1 << 63;
 
 /// A table of remembered sizes.
-pub(crate) struct Memo {
-    slots: [[AtomicU64; 2]; SLOTS],
+pub struct BatchSizes {
+    slots: Box<[[AtomicU64; 2]]>,
 }
 
-/// The table `stats` uses, for the whole process.
-pub(crate) static MEMO: Memo = Memo::new();
+impl std::fmt::Debug for BatchSizes {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "BatchSizes({} slots)", self.slots.len())
+    }
+}
+
+impl Default for BatchSizes {
+    fn default() -> Self {
+        BatchSizes::new()
+    }
+}
 
 /// Where a size came from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -61,10 +73,13 @@ pub(crate) enum Found {
     Walked,
 }
 
-impl Memo {
-    pub(crate) const fn new() -> Memo {
-        Memo {
-            slots: [const { [AtomicU64::new(0), AtomicU64::new(0)] }; SLOTS],
+impl BatchSizes {
+    /// An empty table.
+    pub fn new() -> BatchSizes {
+        BatchSizes {
+            slots: (0..SLOTS)
+                .map(|_| [AtomicU64::new(0), AtomicU64::new(0)])
+                .collect(),
         }
     }
 
@@ -76,7 +91,9 @@ impl Memo {
         codec: u8,
         payload: &[u8],
     ) -> Option<(usize, Found)> {
-        let (key, tag, slot) = self.entry(crc, codec, payload);
+        let Some((key, tag, slot)) = self.entry(crc, codec, payload) else {
+            return declared::declared_len(codec, payload).map(|n| (n, Found::Walked));
+        };
         let [k, v] = slot;
         let value = v.load(Relaxed);
         if value & !SIZE_MASK == tag && k.load(Relaxed) ^ value == key {
@@ -95,7 +112,7 @@ impl Memo {
 
     /// The key, the value's tag (every bit but the size's) and the slot of
     /// a payload.
-    fn entry(&self, crc: u32, codec: u8, payload: &[u8]) -> (u64, u64, &[AtomicU64; 2]) {
+    fn entry(&self, crc: u32, codec: u8, payload: &[u8]) -> Option<(u64, u64, &[AtomicU64; 2])> {
         let len = payload.len();
         let key = (u64::from(crc) << 32) | (len as u64 & 0xFFFF_FFFF);
         let middle = payload.get(len / 2).copied().unwrap_or(0);
@@ -106,24 +123,16 @@ impl Memo {
             | (u64::from(last) << SIZE_BITS);
         // The CRC's low bits spread batches evenly; the length breaks ties.
         let at = (crc as usize ^ len.wrapping_mul(0x9E37)) % SLOTS;
-        // `at` < SLOTS: the fallback is never taken.
-        let slot = self.slots.get(at).unwrap_or(&self.slots[0]);
-        (key, tag, slot)
-    }
-
-    /// Forgets every size.
-    pub(crate) fn forget(&self) {
-        for [k, v] in &self.slots {
-            v.store(0, Relaxed);
-            k.store(0, Relaxed);
-        }
+        // `at` < SLOTS: the table always has the slot.
+        let slot = self.slots.get(at)?;
+        Some((key, tag, slot))
     }
 
     /// Writes one word of `payload`'s entry, as a write torn by another
     /// thread's would leave it (tests).
     #[cfg(test)]
     pub(crate) fn tear(&self, crc: u32, codec: u8, payload: &[u8], value: u64) {
-        let (_, _, [_, v]) = self.entry(crc, codec, payload);
+        let (_, _, [_, v]) = self.entry(crc, codec, payload).expect("a slot");
         v.store(value, Relaxed);
     }
 }
@@ -157,7 +166,7 @@ mod tests {
 
     #[test]
     fn a_size_is_walked_once_then_remembered() {
-        let memo = Box::new(Memo::new());
+        let memo = BatchSizes::new();
         let data = text(5000, 1);
         let z = zstd(&data);
         let want = declared::declared_len(4, &z);
@@ -176,31 +185,18 @@ mod tests {
         assert_eq!(memo.declared_len(78, 4, &other), fresh);
         // Another length, codec or middle byte under the same CRC: another
         // key or tag, which no stored entry of this payload matches.
-        let (key, tag, _) = memo.entry(77, 4, &z);
+        let (key, tag, _) = memo.entry(77, 4, &z).expect("a slot");
         let mut middle = z.clone();
         middle[z.len() / 2] ^= 1;
         for (codec, p) in [(4, &z[..z.len() - 1]), (3, &z[..]), (4, &middle[..])] {
-            let (k, t, _) = memo.entry(77, codec, p);
+            let (k, t, _) = memo.entry(77, codec, p).expect("a slot");
             assert_ne!((k, t), (key, tag), "codec {codec}, {} bytes", p.len());
         }
     }
 
     #[test]
-    fn forgotten_sizes_are_walked_again() {
-        let memo = Box::new(Memo::new());
-        let z = zstd(&text(3000, 4));
-        assert_eq!(memo.declared_len(11, 4, &z), Some((3000, Found::Walked)));
-        assert_eq!(
-            memo.declared_len(11, 4, &z),
-            Some((3000, Found::Remembered))
-        );
-        memo.forget();
-        assert_eq!(memo.declared_len(11, 4, &z), Some((3000, Found::Walked)));
-    }
-
-    #[test]
     fn what_is_not_declared_is_not_remembered() {
-        let memo = Box::new(Memo::new());
+        let memo = BatchSizes::new();
         let junk = text(300, 2);
         assert_eq!(declared::declared_len(4, &junk), None);
         assert_eq!(memo.declared_len(5, 4, &junk), None);
@@ -209,18 +205,18 @@ mod tests {
 
     #[test]
     fn a_torn_or_foreign_entry_is_not_taken() {
-        let memo = Box::new(Memo::new());
+        let memo = BatchSizes::new();
         let z = zstd(&text(4000, 3));
         assert_eq!(memo.declared_len(9, 4, &z), Some((4000, Found::Walked)));
         // The value word of another entry over this key's word.
-        let (_, tag, _) = memo.entry(9, 4, &z);
+        let (_, tag, _) = memo.entry(9, 4, &z).expect("a slot");
         memo.tear(9, 4, &z, tag | 123);
         assert_eq!(memo.declared_len(9, 4, &z), Some((4000, Found::Walked)));
         assert_eq!(memo.declared_len(9, 4, &z), Some((4000, Found::Remembered)));
         // An empty entry: zeros match no payload, not even an empty one.
         memo.tear(9, 4, &z, 0);
         assert_eq!(memo.declared_len(9, 4, &z), Some((4000, Found::Walked)));
-        let empty = Box::new(Memo::new());
+        let empty = BatchSizes::new();
         assert_eq!(empty.declared_len(0, 0, &[]), None);
     }
 
@@ -261,7 +257,7 @@ mod tests {
         let batches = captured_batches();
         let codecs: std::collections::BTreeSet<u8> = batches.iter().map(|b| b.1).collect();
         assert_eq!(codecs.into_iter().collect::<Vec<_>>(), [1, 2, 3, 4]);
-        let memo = Box::new(Memo::new());
+        let memo = BatchSizes::new();
         let mut seen = std::collections::HashSet::new();
         let mut remembered = 0;
         for (crc, codec, payload) in &batches {

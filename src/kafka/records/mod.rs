@@ -36,6 +36,7 @@ pub(crate) mod declared;
 mod json;
 mod legacy;
 mod memo;
+pub use memo::BatchSizes;
 mod zstd_len;
 
 use crate::kafka::decode::DecodeOptions;
@@ -266,7 +267,7 @@ fn count_batches(
             if sources.len() >= usize::from(u16::MAX) {
                 return None;
             }
-            match payload_len(batch, codec, payload, limit) {
+            match payload_len(batch, codec, payload, limit, opts.batch_sizes.as_deref()) {
                 Ok(len) => {
                     budget = budget.saturating_sub(len);
                     out.compressed += payload.len() as u64;
@@ -291,8 +292,8 @@ fn count_batches(
 
 /// What the compressed `payload` of `batch` decompresses to, within `limit`.
 /// When the batch CRC-32C matches its bytes, the size the codec's framing
-/// declares ([`declared::declared_len`], remembered by the batch's CRC for
-/// the next time the same batch is seen: [`memo`]) if it is within the limit; anything
+/// declares ([`declared::declared_len`], remembered by the batch's CRC in
+/// `sizes` for the next time the same batch is seen: [`memo`]) if it is within the limit; anything
 /// else — a CRC mismatch, a framing that must be decoded to be known, a size
 /// over the limit — gets [`compression::decompressed_len`]'s answer.
 fn payload_len(
@@ -300,6 +301,7 @@ fn payload_len(
     codec: u8,
     payload: &[u8],
     limit: usize,
+    sizes: Option<&BatchSizes>,
 ) -> Result<usize, InflateError> {
     let stored = batch
         .get(17..21)
@@ -308,8 +310,11 @@ fn payload_len(
     // The stored CRC-32C when it matches the batch's bytes.
     let verified = stored.filter(|&crc| batch.get(21..).map(crc32c::crc32c) == Some(crc));
     if let Some(crc) = verified {
-        // Remembered from the same batch seen earlier, or walked (item 91).
-        let declared = memo::MEMO.declared_len(crc, codec, payload).map(|(n, _)| n);
+        // Remembered from the same batch seen earlier, or walked.
+        let declared = match sizes {
+            Some(m) => m.declared_len(crc, codec, payload).map(|(n, _)| n),
+            None => declared::declared_len(codec, payload),
+        };
         if let Some(n) = declared.filter(|&n| n <= limit) {
             return Ok(n);
         }

@@ -955,8 +955,8 @@ fn records_json_on_every_capture_is_the_trees_json() {
     let (mut messages, mut fast, mut headers) = (0, 0, 0);
     for p in test_captures::all() {
         for m in test_captures::messages(&p, test_captures::full_trees()) {
-            let want = crate::model::redecode(&m.info, &m.raw, &tree);
-            let got = crate::model::redecode(&m.info, &m.raw, &json);
+            let want = crate::analyzer::redecode(&m.info, &m.raw, &tree);
+            let got = crate::analyzer::redecode(&m.info, &m.raw, &json);
             let bytes = SourceBytes {
                 message: &m.raw.bytes,
                 sources: &got.sources,

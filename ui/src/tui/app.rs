@@ -20,7 +20,7 @@ use kafkashark::capture::Timestamp;
 use kafkashark::kafka::decode::Kind;
 use kafkashark::kafka::framing::RawMessage;
 use kafkashark::kafka::{DecodeOptions, Decoded, Node, Role};
-use kafkashark::model::MessageInfo;
+use kafkashark::analyzer::MessageInfo;
 use kafkashark::topics::TopicNames;
 use ratatui::layout::{Position, Rect};
 
@@ -900,7 +900,7 @@ impl App {
         let Some(e) = self.entries.get(idx) else {
             return;
         };
-        let mut decoded = kafkashark::model::redecode(&e.info(), &raw, &self.opts);
+        let mut decoded = kafkashark::analyzer::redecode(&e.info(), &raw, &self.opts);
         if e.kind() == Kind::Response {
             self.topics.learn(e.api_key(), &decoded.root);
         }
@@ -1691,7 +1691,7 @@ fn new_store() -> EntryStore {
 #[cfg(test)]
 pub fn decode_entry<E: Loaded>(e: &E, opts: &DecodeOptions) -> Decoded {
     let (info, raw) = e.parts();
-    kafkashark::model::redecode(&info, &raw, opts)
+    kafkashark::analyzer::redecode(&info, &raw, opts)
 }
 
 /// A message as loaded or as indexed: its facts and its message (bytes held).

@@ -30,7 +30,7 @@ use kafkashark::capture::Timestamp;
 use kafkashark::flow::Direction;
 use kafkashark::kafka::decode::Kind;
 use kafkashark::kafka::framing::RawMessage;
-use kafkashark::model::MessageInfo;
+use kafkashark::analyzer::MessageInfo;
 
 use super::app::Entry;
 use crate::filter::Facts;
@@ -279,7 +279,6 @@ impl IndexEntry {
             skipped_before: self.shared.skipped_before,
             missing: 0,
             file_pieces: vec![(self.piece_offset, self.piece_len)],
-            scanned: Default::default(),
         }
     }
 

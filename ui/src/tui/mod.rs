@@ -51,7 +51,7 @@ use kafkashark::flow::{Direction, Ports};
 use kafkashark::kafka::decode::Kind;
 use kafkashark::kafka::framing::RawMessage;
 use kafkashark::kafka::{decode_request, DecodeOptions};
-use kafkashark::model::{Analyzer, AnalyzerConfig, MessageInfo, Notice, Output};
+use kafkashark::analyzer::{Analyzer, AnalyzerConfig, MessageInfo, Notice, Output};
 use kafkashark::pipeline::{Event as PipeEvent, PipelineConfig};
 use ratatui::backend::CrosstermBackend;
 use ratatui::Terminal;
@@ -498,7 +498,6 @@ pub fn message_entry(bytes: Vec<u8>) -> Entry {
         skipped_before: 0,
         missing: 0,
         file_pieces: Vec::new(),
-        scanned: Default::default(),
     };
     let nowhere = SocketAddr::from((Ipv4Addr::UNSPECIFIED, 0));
     let info = MessageInfo {

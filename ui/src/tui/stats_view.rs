@@ -388,7 +388,7 @@ pub fn compute(entries: &EntryStore, limit: usize, store: Option<&dyn ByteStore>
                         .ok()
                         .and_then(|i| entries.get(i))?;
                     let raw = message_of(&full, store).ok()?;
-                    Some(kafkashark::model::redecode(i, &raw, &opts))
+                    Some(kafkashark::analyzer::redecode(i, &raw, &opts))
                 })
                 .flatten()
         } else {

@@ -383,7 +383,7 @@ fn index_entries_are_compact_and_shared() {
     eprintln!(
         "size_of: IndexEntry {size}, Entry {} (MessageInfo {}, RawMessage {})",
         std::mem::size_of::<Entry>(),
-        std::mem::size_of::<kafkashark::model::MessageInfo>(),
+        std::mem::size_of::<kafkashark::analyzer::MessageInfo>(),
         std::mem::size_of::<kafkashark::kafka::framing::RawMessage>()
     );
     assert!(size <= 144, "IndexEntry is {size} bytes");

@@ -2,7 +2,7 @@
 //! the engine's Analyzer exactly as the loader does (records not decoded).
 
 use kafkashark::capture::{FileSource, FrameSource};
-use kafkashark::model::{Analyzer, AnalyzerConfig, Output};
+use kafkashark::analyzer::{Analyzer, AnalyzerConfig, Output};
 
 use super::app::{App, Config, Entry, Msg, SourceKind};
 

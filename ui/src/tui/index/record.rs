@@ -418,7 +418,6 @@ pub fn decode_raw(b: &[u8]) -> Result<RawMessage, DecodeError> {
         skipped_before,
         missing,
         file_pieces,
-        scanned: Default::default(),
     })
 }
 
