@@ -8,9 +8,9 @@
 //! `cargo bench --bench decode -- --warm-up-time 0.1 --measurement-time 0.2 --sample-size 10`
 
 use criterion::{black_box, criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
+use kafkashark::analyzer::AnalyzerConfig;
 use kafkashark::kafka::decode::{summarize_request, summarize_response, Kind};
 use kafkashark::kafka::{decode_request, decode_response, DecodeOptions};
-use kafkashark::analyzer::AnalyzerConfig;
 
 mod common;
 

@@ -7,9 +7,9 @@
 //! `cargo bench --bench json -- --warm-up-time 0.1 --measurement-time 0.2 --sample-size 10`
 
 use criterion::{black_box, criterion_group, criterion_main, Criterion, Throughput};
+use kafkashark::analyzer::AnalyzerConfig;
 use kafkashark::kafka::tree::{json, SourceBytes};
 use kafkashark::kafka::{decode_response, DecodeOptions};
-use kafkashark::analyzer::AnalyzerConfig;
 
 mod common;
 

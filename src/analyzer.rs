@@ -1202,5 +1202,4 @@ mod tests {
             "{named} scanned responses named topics, {kept} others"
         );
     }
-
 }

@@ -23,6 +23,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use bytes::Bytes;
 
+use crate::analyzer::{Analyzer, AnalyzerConfig, Output};
 use crate::capture::{
     decode_segment, FileSource, Frame, FrameSource, LinkType, Segment, TcpFlags, Timestamp,
 };
@@ -32,7 +33,6 @@ use crate::kafka::records::decode_record_set;
 use crate::kafka::schema::{self, MessageKind};
 use crate::kafka::tree::{ByteSource, Node, SourceBytes};
 use crate::kafka::{decode_request, decode_response, DecodeOptions, Decoded};
-use crate::analyzer::{Analyzer, AnalyzerConfig, Output};
 use crate::pipeline::{Event, Pipeline, PipelineConfig};
 
 /// Decompression cap used by the harnesses: small, so bombs hit it fast.

@@ -2,8 +2,8 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::capture::{FileSource, FrameSource, Polled};
 use crate::analyzer::{Analyzer, AnalyzerConfig, MessageRecord, Output};
+use crate::capture::{FileSource, FrameSource, Polled};
 use crate::pipeline::PipelineConfig;
 
 /// The `.pcap`/`.pcapng` files under `dir` (recursively), appended to `out`.

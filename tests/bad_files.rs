@@ -12,12 +12,12 @@ mod support;
 
 use std::path::{Path, PathBuf};
 
+use kafkashark::analyzer::{Analyzer, AnalyzerConfig, MessageRecord, Notice, Output};
 use kafkashark::capture::{CaptureError, FileSource, FrameSource, Timestamp};
 use kafkashark::flow::Ports;
 use kafkashark::harness;
 use kafkashark::kafka::decode::Kind;
 use kafkashark::kafka::{decode_request, DecodeOptions};
-use kafkashark::analyzer::{Analyzer, AnalyzerConfig, MessageRecord, Notice, Output};
 use kafkashark::pipeline::{Event, PipelineConfig, Warning};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};

@@ -459,8 +459,8 @@ fn pcapng_and_nanosecond_files() {
 /// request's api key and version, or a response's, kafkashark agrees.
 #[test]
 fn project_captures_match_their_tshark_readings() {
-    use kafkashark::kafka::decode::Kind;
     use kafkashark::analyzer::{Analyzer, AnalyzerConfig, Output};
+    use kafkashark::kafka::decode::Kind;
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("captures");
     let mut pcaps: Vec<PathBuf> = std::fs::read_dir(&dir)
         .unwrap()

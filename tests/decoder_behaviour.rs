@@ -363,8 +363,8 @@ fn assert_spans(n: &Node) {
 fn every_prefix_of_real_messages_decodes_without_panic() {
     // Recorded captures shipped in the repository.
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("captures");
-    use kafkashark::capture::{FileSource, FrameSource};
     use kafkashark::analyzer::{Analyzer, AnalyzerConfig, Output};
+    use kafkashark::capture::{FileSource, FrameSource};
     let mut checked = 0;
     for name in [
         "a1-kcat-produce-consume-group.pcap",

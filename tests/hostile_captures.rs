@@ -15,10 +15,10 @@
 mod support;
 
 use bytes::Bytes;
+use kafkashark::analyzer::{MessageRecord, Notice};
 use kafkashark::capture::Timestamp;
 use kafkashark::flow::Ports;
 use kafkashark::kafka::decode::Kind;
-use kafkashark::analyzer::{MessageRecord, Notice};
 use kafkashark::pipeline::Event;
 use rand::rngs::StdRng;
 use rand::seq::SliceRandom;

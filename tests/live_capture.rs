@@ -11,10 +11,10 @@
 //! opened, e.g. without capture privileges. It never hangs: every socket has a
 //! timeout, accept and capture loops have deadlines, and every thread is joined.
 
+use kafkashark::analyzer::{Analyzer, AnalyzerConfig, MessageRecord, Notice, Output};
 use kafkashark::capture::{CaptureError, FrameSource, LiveConfig, LiveSource, Polled};
 use kafkashark::flow::Ports;
 use kafkashark::kafka::decode::Kind;
-use kafkashark::analyzer::{Analyzer, AnalyzerConfig, MessageRecord, Notice, Output};
 use kafkashark::pipeline::PipelineConfig;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};

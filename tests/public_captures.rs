@@ -6,10 +6,10 @@
 
 use std::path::{Path, PathBuf};
 
+use kafkashark::analyzer::{Analyzer, AnalyzerConfig, MessageInfo, Notice, Output};
 use kafkashark::capture::{FileSource, FrameSource};
 use kafkashark::flow::Ports;
 use kafkashark::kafka::decode::Kind;
-use kafkashark::analyzer::{Analyzer, AnalyzerConfig, MessageInfo, Notice, Output};
 use kafkashark::pipeline::PipelineConfig;
 
 fn shared() -> Option<PathBuf> {

@@ -29,11 +29,11 @@
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 
 use bytes::Bytes;
+use kafkashark::analyzer::{Analyzer, AnalyzerConfig, AnalyzerSizes, Notice, Output};
 use kafkashark::capture::{Segment, TcpFlags};
 use kafkashark::flow::Ports;
 use kafkashark::harness::frame_of_segment;
 use kafkashark::kafka::decode::Kind;
-use kafkashark::analyzer::{Analyzer, AnalyzerConfig, AnalyzerSizes, Notice, Output};
 use kafkashark::pipeline::{Event, PipelineConfig};
 
 const BROKER: SocketAddr = SocketAddr::new(IpAddr::V4(Ipv4Addr::new(10, 0, 0, 1)), 9092);

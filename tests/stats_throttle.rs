@@ -22,10 +22,10 @@ use std::collections::{BTreeMap, HashMap};
 use std::fs;
 use std::path::{Path, PathBuf};
 
+use kafkashark::analyzer::{Analyzer, AnalyzerConfig, MessageInfo, Output};
 use kafkashark::capture::{FileSource, FrameSource, Polled, Timestamp};
 use kafkashark::flow::Ports;
 use kafkashark::kafka::decode::Kind;
-use kafkashark::analyzer::{Analyzer, AnalyzerConfig, MessageInfo, Output};
 use kafkashark::pipeline::PipelineConfig;
 use kafkashark::stats::{Stats, StatsConfig, StatsReport};
 

@@ -11,10 +11,10 @@
 
 mod support;
 
+use kafkashark::analyzer::{Analyzer, AnalyzerConfig, Output};
 use kafkashark::flow::Ports;
 use kafkashark::harness;
 use kafkashark::kafka::tree::{escape_text, render_text};
-use kafkashark::analyzer::{Analyzer, AnalyzerConfig, Output};
 use kafkashark::pipeline::PipelineConfig;
 use kafkashark::stats::{Stats, StatsConfig};
 use support::{Format, Link};

@@ -3,8 +3,8 @@
 
 #![allow(dead_code)]
 
-use kafkashark::capture::{FileSource, Frame, FrameSource, Polled};
 use kafkashark::analyzer::{Analyzer, AnalyzerConfig, MessageRecord, Output};
+use kafkashark::capture::{FileSource, Frame, FrameSource, Polled};
 
 /// The captures the benches run on: `KAFKASHARK_BENCH_PCAP` (a path) when set,
 /// else the given names under `captures/`.

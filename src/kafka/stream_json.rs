@@ -384,11 +384,11 @@ impl FactWalk {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::analyzer::response_facts;
     use crate::kafka::decode::{
         decode_request, decode_request_json, decode_response, decode_response_json, DecodeOptions,
         Decoded, Kind,
     };
-    use crate::analyzer::response_facts;
     use crate::test_captures;
 
     /// How `print -V` decodes a message: `Some(None)` a request, `Some(Some(

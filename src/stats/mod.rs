@@ -45,12 +45,12 @@ use std::collections::hash_map::Entry as HashEntry;
 use std::collections::{BTreeMap, BTreeSet, BinaryHeap};
 use std::net::SocketAddr;
 
+use crate::analyzer::{AnalyzerConfig, MessageInfo, MessageRecord, Notice, Output};
 use crate::capture::Timestamp;
 use crate::kafka::decode::Kind;
 use crate::kafka::errors::error_name;
 use crate::kafka::schema::{self, MessageKind, SchemaSet};
 use crate::kafka::Decoded;
-use crate::analyzer::{AnalyzerConfig, MessageInfo, MessageRecord, Notice, Output};
 use crate::pipeline::Event;
 use crate::topics::TopicNames;
 use clients::{ClientTable, Who};

@@ -25,9 +25,9 @@ pub mod hostile;
 pub mod tmux;
 
 use bytes::Bytes;
+use kafkashark::analyzer::{Analyzer, AnalyzerConfig, MessageRecord, Notice, Output};
 use kafkashark::capture::{decode_segment, FileSource, FrameSource, Timestamp};
 use kafkashark::flow::Ports;
-use kafkashark::analyzer::{Analyzer, AnalyzerConfig, MessageRecord, Notice, Output};
 use kafkashark::pipeline::{PipelineConfig, PipelineStats};
 use std::collections::HashMap;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};

@@ -19,10 +19,10 @@ use std::borrow::Cow;
 use std::fmt;
 use std::sync::OnceLock;
 
+use kafkashark::analyzer::MessageInfo;
 use kafkashark::kafka::decode::Kind;
 use kafkashark::kafka::errors::{error_code, error_name};
 use kafkashark::kafka::schema::api_name;
-use kafkashark::analyzer::MessageInfo;
 
 /// Deepest nesting of parentheses and `not`s accepted.
 pub const MAX_DEPTH: usize = 64;

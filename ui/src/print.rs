@@ -6,6 +6,9 @@ use std::io::Write;
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
+use kafkashark::analyzer::{
+    Analyzer, AnalyzerConfig, MessageRecord, Notice, Output, RequestScanner,
+};
 use kafkashark::capture::{
     CaptureError, FileSource, Frame, FrameSource, LiveConfig, LiveSource, Polled, Timestamp,
 };
@@ -13,9 +16,6 @@ use kafkashark::flow::Ports;
 use kafkashark::kafka::decode::Kind;
 use kafkashark::kafka::errors::error_name;
 use kafkashark::kafka::tree;
-use kafkashark::analyzer::{
-    Analyzer, AnalyzerConfig, MessageRecord, Notice, Output, RequestScanner,
-};
 use kafkashark::pipeline::{Event, PipelineConfig};
 
 use crate::cli_error::CliError;
@@ -1210,8 +1210,8 @@ pub(crate) fn shipped_captures() -> Vec<std::path::PathBuf> {
 #[cfg(test)]
 mod json_tests {
     use super::*;
-    use kafkashark::capture::{FileSource, FrameSource, Polled};
     use kafkashark::analyzer::{Analyzer, AnalyzerConfig, Output};
+    use kafkashark::capture::{FileSource, FrameSource, Polled};
 
     /// The direct writer gives exactly serde_json's bytes for every message of
     /// every shipped capture, with and without trees.

@@ -44,15 +44,15 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, SyncSender};
 use std::sync::{Arc, Condvar, Mutex, RwLock};
 
+use crate::reorder::Reorder;
+use kafkashark::analyzer::{
+    redecode, response_facts, Analyzer, AnalyzerConfig, MessageRecord, Output,
+};
 use kafkashark::capture::{CaptureError, FileSource, Timestamp};
 use kafkashark::flow::Ports;
 use kafkashark::kafka::decode::{Kind, Summary};
 use kafkashark::kafka::tree::{self, Node, Value};
 use kafkashark::kafka::DecodeOptions;
-use kafkashark::analyzer::{
-    redecode, response_facts, Analyzer, AnalyzerConfig, MessageRecord, Output,
-};
-use crate::reorder::Reorder;
 use kafkashark::pipeline::PipelineConfig;
 
 use crate::cli_error::CliError;

@@ -5,8 +5,8 @@
 //! instead of the oldest leaving unpaired. It belongs to the front end: the
 //! engine below (`kafkashark`) does no file I/O.
 
-use kafkashark::kafka::decode::Kind;
 use kafkashark::analyzer::{MessageRecord, Notice, Output};
+use kafkashark::kafka::decode::Kind;
 
 /// Holds messages back so that a request leaves only once its response is known,
 /// keeping capture order: then a request's `paired` and `peer` are final when it
@@ -421,8 +421,8 @@ impl Reorder {
 #[allow(clippy::indexing_slicing)]
 mod tests {
     use super::*;
-    use kafkashark::capture::{FileSource, FrameSource, Polled};
     use kafkashark::analyzer::{Analyzer, AnalyzerConfig, MessageInfo};
+    use kafkashark::capture::{FileSource, FrameSource, Polled};
 
     /// Every message of the capture at `path` through an analyzer with `cfg`.
     fn messages(path: &std::path::Path, cfg: AnalyzerConfig) -> Vec<MessageRecord> {
@@ -448,7 +448,9 @@ mod tests {
     /// Full trees, record sets decoded in full, on every port.
     fn full_trees() -> AnalyzerConfig {
         let mut cfg = AnalyzerConfig {
-            pipeline: kafkashark::pipeline::PipelineConfig::with_ports(kafkashark::flow::Ports::Any),
+            pipeline: kafkashark::pipeline::PipelineConfig::with_ports(
+                kafkashark::flow::Ports::Any,
+            ),
             keep_trees: true,
             ..AnalyzerConfig::default()
         };
@@ -460,7 +462,8 @@ mod tests {
     /// request waiting for its response followed by responses waiting for
     /// nothing; with `answered`, the last one answers the request.
     fn one_waiting(name: &str, answered: bool) -> Vec<MessageRecord> {
-        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("..")
             .join("captures")
             .join(name);
         let mut msgs = messages(&path, AnalyzerConfig::default());
@@ -622,7 +625,8 @@ mod tests {
     /// read buffer's frames are) keeps a copy of them, not the buffer.
     #[test]
     fn a_held_message_keeps_only_its_own_bytes() {
-        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("..")
             .join("captures/a2-confluent-compression-codecs.pcap");
         let mut msgs = messages(&path, full_trees());
         assert!(msgs.len() > 3);

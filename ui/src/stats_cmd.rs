@@ -6,9 +6,9 @@
 use std::io::{IsTerminal, Write};
 use std::time::{Duration, Instant};
 
+use kafkashark::analyzer::{Analyzer, AnalyzerConfig, Output};
 use kafkashark::capture::{CaptureError, FileSource, FrameSource, LiveConfig, LiveSource, Polled};
 use kafkashark::flow::Ports;
-use kafkashark::analyzer::{Analyzer, AnalyzerConfig, Output};
 use kafkashark::pipeline::PipelineConfig;
 use kafkashark::stats::{Stats, StatsConfig, StatsReport};
 

@@ -16,11 +16,11 @@
 use std::collections::HashSet;
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers, MouseButton, MouseEvent, MouseEventKind};
+use kafkashark::analyzer::MessageInfo;
 use kafkashark::capture::Timestamp;
 use kafkashark::kafka::decode::Kind;
 use kafkashark::kafka::framing::RawMessage;
 use kafkashark::kafka::{DecodeOptions, Decoded, Node, Role};
-use kafkashark::analyzer::MessageInfo;
 use kafkashark::topics::TopicNames;
 use ratatui::layout::{Position, Rect};
 

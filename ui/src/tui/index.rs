@@ -26,11 +26,11 @@ use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
+use kafkashark::analyzer::MessageInfo;
 use kafkashark::capture::Timestamp;
 use kafkashark::flow::Direction;
 use kafkashark::kafka::decode::Kind;
 use kafkashark::kafka::framing::RawMessage;
-use kafkashark::analyzer::MessageInfo;
 
 use super::app::Entry;
 use crate::filter::Facts;

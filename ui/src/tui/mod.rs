@@ -46,12 +46,12 @@ use crossterm::execute;
 use crossterm::terminal::{
     disable_raw_mode, enable_raw_mode, EnterAlternateScreen, LeaveAlternateScreen,
 };
+use kafkashark::analyzer::{Analyzer, AnalyzerConfig, MessageInfo, Notice, Output};
 use kafkashark::capture::{FileSource, FrameSource, LiveConfig, LiveSource, Polled, Timestamp};
 use kafkashark::flow::{Direction, Ports};
 use kafkashark::kafka::decode::Kind;
 use kafkashark::kafka::framing::RawMessage;
 use kafkashark::kafka::{decode_request, DecodeOptions};
-use kafkashark::analyzer::{Analyzer, AnalyzerConfig, MessageInfo, Notice, Output};
 use kafkashark::pipeline::{Event as PipeEvent, PipelineConfig};
 use ratatui::backend::CrosstermBackend;
 use ratatui::Terminal;

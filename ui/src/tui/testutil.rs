@@ -1,8 +1,8 @@
 //! Test helpers: entries from the real captures in `captures/`, run through
 //! the engine's Analyzer exactly as the loader does (records not decoded).
 
-use kafkashark::capture::{FileSource, FrameSource};
 use kafkashark::analyzer::{Analyzer, AnalyzerConfig, Output};
+use kafkashark::capture::{FileSource, FrameSource};
 
 use super::app::{App, Config, Entry, Msg, SourceKind};
 
