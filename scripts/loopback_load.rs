@@ -22,6 +22,7 @@
 //! the rate achieved: that is the load the capture side must keep up with.
 //! Loopback only: it never connects anywhere else.
 
+use kafkashark::vocab::Direction;
 use std::collections::hash_map::{Entry, HashMap};
 use std::io::{Read, Write};
 use std::net::{Ipv4Addr, SocketAddrV4, TcpListener, TcpStream};
@@ -29,7 +30,6 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use kafkashark::capture::{FileSource, FrameSource, Polled};
-use kafkashark::flow::Direction;
 use kafkashark::pipeline::{Event, Pipeline, PipelineConfig};
 
 struct Args {

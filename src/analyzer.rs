@@ -12,11 +12,11 @@
 //! marked as inferred. Memory follows the open connections and the requests in
 //! flight, not the capture's length.
 
+use crate::vocab::{Direction, Timestamp};
 use rustc_hash::FxHashMap;
 use std::net::SocketAddr;
 
-use crate::capture::{Frame, Timestamp};
-use crate::flow::Direction;
+use crate::capture::Frame;
 use crate::kafka::decode::Kind;
 use crate::kafka::decode::{summarize_request, summarize_response, Summary};
 use crate::kafka::framing::RawMessage;

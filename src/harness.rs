@@ -18,16 +18,15 @@
 //! Inputs are read with small byte-driven choices (see [`Choices`]); a
 //! harness never rejects an input, it only interprets it.
 
+use crate::vocab::{Direction, Timestamp};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use bytes::Bytes;
 
 use crate::analyzer::{Analyzer, AnalyzerConfig, Output};
-use crate::capture::{
-    decode_segment, FileSource, Frame, FrameSource, LinkType, Segment, TcpFlags, Timestamp,
-};
-use crate::flow::{Direction, FlowConfig, FlowEvent, Ports, Reassembler};
+use crate::capture::{decode_segment, FileSource, Frame, FrameSource, LinkType, Segment, TcpFlags};
+use crate::flow::{FlowConfig, FlowEvent, Ports, Reassembler};
 use crate::kafka::framing::{Framer, FramerConfig, FramerEvent};
 use crate::kafka::records::decode_record_set;
 use crate::kafka::schema::{self, MessageKind};

@@ -18,6 +18,7 @@ pub mod pairing;
 pub mod pipeline;
 pub mod stats;
 pub mod topics;
+pub mod vocab;
 
 #[cfg(test)]
 mod test_captures;

@@ -11,11 +11,10 @@
 //! reused while an earlier request with it is still waiting, a response pairs
 //! with the nearest earlier request (the latest one sent).
 
+use crate::vocab::Timestamp;
 use std::collections::VecDeque;
 
 use rustc_hash::FxHashMap;
-
-use crate::capture::Timestamp;
 
 /// A request that waits for its response.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

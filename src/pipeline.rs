@@ -19,14 +19,11 @@
 //! most `max_pending_per_stream` per stream) until a response with the same id
 //! is framed, which lets response resynchronisation prefer real boundaries.
 
-use crate::capture::{
-    decode_link_owned, Frame, FramePlace, Seen, Segment, Skip, TcpFrame, Timestamp,
-};
-use crate::flow::{
-    CloseReason, Direction, FlowConfig, FlowEvent, FlowStats, GapReason, Ports, Reassembler,
-};
+use crate::capture::{decode_link_owned, Frame, FramePlace, Seen, Segment, Skip, TcpFrame};
+use crate::flow::{CloseReason, FlowConfig, FlowEvent, FlowStats, GapReason, Ports, Reassembler};
 use crate::kafka::decode::Summary;
 use crate::kafka::framing::{Framer, FramerConfig, FramerEvent, RawMessage};
+use crate::vocab::{Direction, Timestamp};
 use rustc_hash::FxHashMap;
 use std::collections::VecDeque;
 use std::fmt;

@@ -10,10 +10,11 @@
 
 mod support;
 
+use kafkashark::vocab::Timestamp;
 use std::path::{Path, PathBuf};
 
 use kafkashark::analyzer::{Analyzer, AnalyzerConfig, MessageRecord, Notice, Output};
-use kafkashark::capture::{CaptureError, FileSource, FrameSource, Timestamp};
+use kafkashark::capture::{CaptureError, FileSource, FrameSource};
 use kafkashark::flow::Ports;
 use kafkashark::harness;
 use kafkashark::kafka::decode::Kind;

@@ -6,8 +6,9 @@
 //! Every test skips with a message when ../shared/captures is absent.
 
 use kafkashark::capture::{CaptureError, FileSource, FrameSource};
-use kafkashark::flow::{Direction, Ports};
+use kafkashark::flow::Ports;
 use kafkashark::pipeline::{Event, Pipeline, PipelineConfig};
+use kafkashark::vocab::Direction;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;

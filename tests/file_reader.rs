@@ -23,11 +23,10 @@
 
 mod support;
 
-use kafkashark::capture::{
-    decode_segment, CaptureError, FileSource, Frame, FrameSource, Seen, Timestamp,
-};
+use kafkashark::capture::{decode_segment, CaptureError, FileSource, Frame, FrameSource, Seen};
 use kafkashark::flow::{FlowConfig, Reassembler};
 use kafkashark::pipeline::{Pipeline, PipelineConfig};
+use kafkashark::vocab::Timestamp;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use std::path::{Path, PathBuf};

@@ -16,10 +16,10 @@ mod support;
 
 use bytes::Bytes;
 use kafkashark::analyzer::{MessageRecord, Notice};
-use kafkashark::capture::Timestamp;
 use kafkashark::flow::Ports;
 use kafkashark::kafka::decode::Kind;
 use kafkashark::pipeline::Event;
+use kafkashark::vocab::Timestamp;
 use rand::rngs::StdRng;
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};

@@ -10,9 +10,10 @@
 //!   resynchronising).
 
 use bytes::Bytes;
-use kafkashark::capture::{Segment, TcpFlags, Timestamp};
-use kafkashark::flow::{Direction, FlowConfig, FlowEvent, Reassembler};
+use kafkashark::capture::{Segment, TcpFlags};
+use kafkashark::flow::{FlowConfig, FlowEvent, Reassembler};
 use kafkashark::kafka::framing::{Framer, FramerConfig, FramerEvent};
+use kafkashark::vocab::{Direction, Timestamp};
 use proptest::prelude::*;
 use std::net::SocketAddr;
 

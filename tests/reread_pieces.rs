@@ -5,10 +5,11 @@
 //! exactly the message's bytes.
 
 use bytes::Bytes;
-use kafkashark::capture::{Frame, LinkType, Timestamp};
-use kafkashark::flow::{Direction, Ports};
+use kafkashark::capture::{Frame, LinkType};
+use kafkashark::flow::Ports;
 use kafkashark::kafka::framing::RawMessage;
 use kafkashark::pipeline::{Event, Pipeline, PipelineConfig, Warning};
+use kafkashark::vocab::{Direction, Timestamp};
 
 /// Frames of a classic pcap file with their file offsets, parsed here independently
 /// of the engine's readers.

@@ -18,12 +18,13 @@
 //!
 //! Skips cleanly when the capture or its proxy log is missing.
 
+use kafkashark::vocab::Timestamp;
 use std::collections::{BTreeMap, HashMap};
 use std::fs;
 use std::path::{Path, PathBuf};
 
 use kafkashark::analyzer::{Analyzer, AnalyzerConfig, MessageInfo, Output};
-use kafkashark::capture::{FileSource, FrameSource, Polled, Timestamp};
+use kafkashark::capture::{FileSource, FrameSource, Polled};
 use kafkashark::flow::Ports;
 use kafkashark::kafka::decode::Kind;
 use kafkashark::pipeline::PipelineConfig;

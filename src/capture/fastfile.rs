@@ -47,7 +47,8 @@
 
 use super::link::ethernet_ipv4_tcp;
 use super::source::{Seen, TcpFrame};
-use super::{Frame, LinkType, Timestamp};
+use super::{Frame, LinkType};
+use crate::vocab::Timestamp;
 use bytes::Bytes;
 use std::fs::File;
 use std::io::Read;

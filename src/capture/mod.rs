@@ -21,57 +21,12 @@ pub mod fastfile;
 pub mod link;
 pub mod source;
 
+use crate::vocab::Timestamp;
 use bytes::Bytes;
 use std::fmt;
 
 pub use link::{decode_link_owned, decode_segment, FramePlace, Segment, Skip, TcpFlags};
 pub use source::{CaptureStats, FileSource, LiveConfig, LiveSource, Polled, Seen, TcpFrame};
-
-/// A packet timestamp: seconds since the Unix epoch and nanoseconds within the second.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct Timestamp {
-    /// Whole seconds since 1970-01-01T00:00:00Z (negative before it).
-    pub secs: i64,
-    /// Nanoseconds within the second, `0..1_000_000_000`.
-    pub nanos: u32,
-}
-
-impl Timestamp {
-    /// A timestamp from seconds and nanoseconds; nanoseconds past one second carry over.
-    pub fn new(secs: i64, nanos: u32) -> Timestamp {
-        let carry = i64::from(nanos / 1_000_000_000);
-        Timestamp {
-            secs: secs.saturating_add(carry),
-            nanos: nanos % 1_000_000_000,
-        }
-    }
-
-    /// Epoch seconds as a float (what `print` shows as `ts`).
-    pub fn as_f64(self) -> f64 {
-        self.secs as f64 + f64::from(self.nanos) / 1e9
-    }
-
-    /// Nanoseconds since the epoch.
-    pub fn as_nanos(self) -> i128 {
-        i128::from(self.secs) * 1_000_000_000 + i128::from(self.nanos)
-    }
-
-    /// `self - earlier` in nanoseconds, 0 when `earlier` is later (packet clocks can step back).
-    pub fn nanos_since(self, earlier: Timestamp) -> u64 {
-        let d = self.as_nanos() - earlier.as_nanos();
-        if d <= 0 {
-            0
-        } else {
-            u64::try_from(d).unwrap_or(u64::MAX)
-        }
-    }
-}
-
-impl fmt::Display for Timestamp {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}.{:09}", self.secs, self.nanos)
-    }
-}
 
 /// A link-layer header type, by its pcap `LINKTYPE_`/`DLT_` number.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -224,25 +179,4 @@ pub trait FrameSource {
 
     /// The link type of the frames this source yields.
     fn link(&self) -> LinkType;
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn timestamp_float_and_carry() {
-        let t = Timestamp::new(10, 1_500_000_000);
-        assert_eq!(
-            t,
-            Timestamp {
-                secs: 11,
-                nanos: 500_000_000
-            }
-        );
-        assert!((t.as_f64() - 11.5).abs() < 1e-9);
-        assert_eq!(t.nanos_since(Timestamp::new(11, 0)), 500_000_000);
-        assert_eq!(Timestamp::new(11, 0).nanos_since(t), 0);
-        assert_eq!(t.to_string(), "11.500000000");
-    }
 }

@@ -18,7 +18,8 @@
 //! have already been delivered when the error is returned.
 
 use super::fastfile::{self, FastFile};
-use super::{CaptureError, Frame, FrameSource, LinkType, Segment, Timestamp};
+use super::{CaptureError, Frame, FrameSource, LinkType, Segment};
+use crate::vocab::Timestamp;
 use bytes::Bytes;
 use pcap::{Active, Capture, Offline, Precision};
 use std::time::{Duration, Instant};

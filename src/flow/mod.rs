@@ -42,7 +42,8 @@
 
 #![deny(clippy::indexing_slicing)]
 
-use crate::capture::{Segment, Timestamp};
+use crate::capture::Segment;
+use crate::vocab::{Direction, Timestamp};
 use bytes::{Buf, Bytes};
 use std::collections::BTreeMap;
 
@@ -70,33 +71,6 @@ impl Ports {
         match self {
             Ports::List(l) => l.contains(&port),
             Ports::Any => false,
-        }
-    }
-}
-
-/// Direction of bytes in a Kafka connection.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Direction {
-    /// Client → broker: requests.
-    ClientToBroker,
-    /// Broker → client: responses.
-    BrokerToClient,
-}
-
-impl Direction {
-    /// The other direction.
-    pub fn reverse(self) -> Direction {
-        match self {
-            Direction::ClientToBroker => Direction::BrokerToClient,
-            Direction::BrokerToClient => Direction::ClientToBroker,
-        }
-    }
-
-    /// 0 for client → broker, 1 for broker → client.
-    pub fn index(self) -> usize {
-        match self {
-            Direction::ClientToBroker => 0,
-            Direction::BrokerToClient => 1,
         }
     }
 }

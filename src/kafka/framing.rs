@@ -26,10 +26,9 @@
 //! to the frame that carried it through `RawMessage::provenance`.
 
 #![deny(clippy::indexing_slicing)]
-
-use crate::capture::Timestamp;
-pub use crate::flow::Direction;
 use crate::kafka::schema;
+
+use crate::vocab::{Direction, Timestamp};
 use bytes::{Bytes, BytesMut};
 use std::collections::VecDeque;
 

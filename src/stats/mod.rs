@@ -37,6 +37,7 @@ mod hist;
 mod report;
 mod text;
 
+use crate::vocab::Timestamp;
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use std::borrow::Cow;
 use std::cmp::Reverse;
@@ -46,7 +47,6 @@ use std::collections::{BTreeMap, BTreeSet, BinaryHeap};
 use std::net::SocketAddr;
 
 use crate::analyzer::{AnalyzerConfig, MessageInfo, MessageRecord, Notice, Output};
-use crate::capture::Timestamp;
 use crate::kafka::decode::Kind;
 use crate::kafka::errors::error_name;
 use crate::kafka::schema::{self, MessageKind, SchemaSet};

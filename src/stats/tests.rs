@@ -1,10 +1,10 @@
 //! Unit tests of the accumulator with hand-built messages: throttle series,
 //! slow-list bound, caps, unanswered requests, KIP-848 heartbeats.
 
+use crate::vocab::Timestamp;
 use std::net::SocketAddr;
 
 use super::*;
-use crate::capture::Timestamp;
 use crate::kafka::tree::{Node, Role, Value};
 use crate::pairing::PendingRequest;
 

@@ -2,10 +2,9 @@
 //! carry terminal escape sequences, for the terminal-safety tests of the engine
 //! (tests/terminal_safety.rs) and of the binary (ui/tests/terminal_safety.rs).
 
-use std::net::{Ipv4Addr, SocketAddr};
-
-use kafkashark::capture::Timestamp;
 use kafkashark::harness;
+use kafkashark::vocab::Timestamp;
+use std::net::{Ipv4Addr, SocketAddr};
 
 use super::{Seg, ACK, PSH, SYN};
 

@@ -26,9 +26,10 @@ pub mod tmux;
 
 use bytes::Bytes;
 use kafkashark::analyzer::{Analyzer, AnalyzerConfig, MessageRecord, Notice, Output};
-use kafkashark::capture::{decode_segment, FileSource, FrameSource, Timestamp};
+use kafkashark::capture::{decode_segment, FileSource, FrameSource};
 use kafkashark::flow::Ports;
 use kafkashark::pipeline::{PipelineConfig, PipelineStats};
+use kafkashark::vocab::Timestamp;
 use std::collections::HashMap;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::path::{Path, PathBuf};

@@ -1252,7 +1252,7 @@ impl fmt::Display for Pred {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use kafkashark::capture::Timestamp;
+    use kafkashark::vocab::Timestamp;
 
     // ------------------------------------------------------------ fixtures
 

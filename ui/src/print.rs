@@ -2,6 +2,7 @@
 //! capture file, standard input or a live interface. A thin shell: it feeds
 //! frames to the engine's `Analyzer` and formats what comes out.
 
+use kafkashark::vocab::Timestamp;
 use std::io::Write;
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
@@ -10,7 +11,7 @@ use kafkashark::analyzer::{
     Analyzer, AnalyzerConfig, MessageRecord, Notice, Output, RequestScanner,
 };
 use kafkashark::capture::{
-    CaptureError, FileSource, Frame, FrameSource, LiveConfig, LiveSource, Polled, Timestamp,
+    CaptureError, FileSource, Frame, FrameSource, LiveConfig, LiveSource, Polled,
 };
 use kafkashark::flow::Ports;
 use kafkashark::kafka::decode::Kind;

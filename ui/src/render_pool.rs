@@ -38,6 +38,7 @@
 //! not is taken for Kafka (as `print` without `-V` takes it), not for a raw
 //! SASL token.
 
+use kafkashark::vocab::Timestamp;
 use std::collections::HashMap;
 use std::io::Write;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -48,7 +49,7 @@ use crate::reorder::Reorder;
 use kafkashark::analyzer::{
     redecode, response_facts, Analyzer, AnalyzerConfig, MessageRecord, Output,
 };
-use kafkashark::capture::{CaptureError, FileSource, Timestamp};
+use kafkashark::capture::{CaptureError, FileSource};
 use kafkashark::flow::Ports;
 use kafkashark::kafka::decode::{Kind, Summary};
 use kafkashark::kafka::tree::{self, Node, Value};

@@ -13,11 +13,11 @@
 //! in `view` (or the nearest row when the filter hides it); the decoded tree
 //! cached in `detail` is always the selected message's.
 
+use kafkashark::vocab::Timestamp;
 use std::collections::HashSet;
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers, MouseButton, MouseEvent, MouseEventKind};
 use kafkashark::analyzer::MessageInfo;
-use kafkashark::capture::Timestamp;
 use kafkashark::kafka::decode::Kind;
 use kafkashark::kafka::framing::RawMessage;
 use kafkashark::kafka::{DecodeOptions, Decoded, Node, Role};

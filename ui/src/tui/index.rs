@@ -21,14 +21,13 @@
 //! Invariant: `IndexEntry::new(e, _).info() == e.info` and `.raw() == e.raw`
 //! for every entry `e`: the compact form loses nothing.
 
+use kafkashark::vocab::{Direction, Timestamp};
 use std::borrow::Cow;
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
 use kafkashark::analyzer::MessageInfo;
-use kafkashark::capture::Timestamp;
-use kafkashark::flow::Direction;
 use kafkashark::kafka::decode::Kind;
 use kafkashark::kafka::framing::RawMessage;
 

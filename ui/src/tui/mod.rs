@@ -34,6 +34,7 @@ mod tests_update;
 #[cfg(test)]
 mod testutil;
 
+use kafkashark::vocab::{Direction, Timestamp};
 use std::io::{self, Write};
 use std::net::{Ipv4Addr, SocketAddr};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -47,8 +48,8 @@ use crossterm::terminal::{
     disable_raw_mode, enable_raw_mode, EnterAlternateScreen, LeaveAlternateScreen,
 };
 use kafkashark::analyzer::{Analyzer, AnalyzerConfig, MessageInfo, Notice, Output};
-use kafkashark::capture::{FileSource, FrameSource, LiveConfig, LiveSource, Polled, Timestamp};
-use kafkashark::flow::{Direction, Ports};
+use kafkashark::capture::{FileSource, FrameSource, LiveConfig, LiveSource, Polled};
+use kafkashark::flow::Ports;
 use kafkashark::kafka::decode::Kind;
 use kafkashark::kafka::framing::RawMessage;
 use kafkashark::kafka::{decode_request, DecodeOptions};

@@ -5,12 +5,12 @@
 //! never a panic. Scratch files here are in-memory fakes, except where the
 //! real temporary file is the point.
 
+use kafkashark::vocab::Timestamp;
 use std::net::{Ipv6Addr, SocketAddr, SocketAddrV6};
 use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex};
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
-use kafkashark::capture::Timestamp;
 
 use super::app::{App, Config, Entry, Msg, SourceKind};
 use super::index::record::{decode_raw, decode_shared, encode_raw, encode_shared};

@@ -18,13 +18,11 @@
 //! is checked against the bytes there are before anything is allocated, and a
 //! bad value is a [`DecodeError`], never a panic.
 
-use std::fmt;
-use std::ops::Range;
-
-use kafkashark::capture::Timestamp;
-use kafkashark::flow::Direction;
 use kafkashark::kafka::decode::Kind;
 use kafkashark::kafka::framing::RawMessage;
+use kafkashark::vocab::{Direction, Timestamp};
+use std::fmt;
+use std::ops::Range;
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, SocketAddrV6};
 use std::sync::Arc;
