@@ -59,7 +59,7 @@ fn pipeline(c: &mut Criterion) {
                 let mut evs = Vec::new();
                 let mut n = 0usize;
                 for f in &frames {
-                    p.push(f, &mut evs);
+                    p.push(f.clone(), &mut evs);
                     n += evs.len();
                     evs.clear();
                 }

@@ -112,7 +112,7 @@ fn messages(path: &str, max_message: usize) -> Vec<(u64, Direction, Bytes)> {
         }
     };
     while let Ok(Polled::Frame(f)) = src.poll() {
-        pipe.push(&f, &mut events);
+        pipe.push(f, &mut events);
         take(&mut events);
     }
     pipe.finish(&mut events);

@@ -42,7 +42,11 @@ fn main() {
         // Frames as the commands read them: decoded to their segments in the
         // read buffer where they can be (`FileSource::poll_with`).
         Some(p) => {
-            while let Ok(Some(n)) = src.poll_with(|seen| p.push_seen(seen, &mut events).1) {
+            while let Ok(Some(n)) = src.poll_with(|seen| {
+                let len = seen.place().1;
+                p.push(seen, &mut events);
+                len
+            }) {
                 frames += 1;
                 bytes += n as u64;
                 count(&mut events);

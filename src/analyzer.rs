@@ -264,25 +264,91 @@ impl RequestScanner {
     }
 }
 
-/// Frames in, decoded and paired messages out.
+/// Frames in, decoded and paired messages out: a [`Pipeline`] feeding a
+/// [`MessageAnalyzer`].
 pub struct Analyzer {
-    cfg: AnalyzerConfig,
     pipeline: Pipeline,
-    pairer: Pairer,
-    streams: FxHashMap<u64, StreamInfo>,
-    next_index: u64,
+    messages: MessageAnalyzer,
+    /// The pipeline's events of one frame (reused).
     events: Vec<Event>,
-    topics: TopicNames,
-    /// Options of the summary scan (record sets off).
-    scan_opts: DecodeOptions,
-    /// [`Analyzer::scan_opts`] for responses
-    /// ([`AnalyzerConfig::response_topics`]).
-    response_scan_opts: DecodeOptions,
 }
 
 impl Analyzer {
     /// An analyzer with these settings.
     pub fn new(cfg: AnalyzerConfig) -> Analyzer {
+        Analyzer {
+            pipeline: Pipeline::new(cfg.pipeline.clone()),
+            messages: MessageAnalyzer::new(cfg),
+            events: Vec::new(),
+        }
+    }
+
+    /// Feeds one frame.
+    pub fn push(&mut self, frame: &Frame, out: &mut Vec<Output>) {
+        let mut evs = std::mem::take(&mut self.events);
+        self.pipeline.push(frame.clone(), &mut evs);
+        for ev in evs.drain(..) {
+            self.messages.push(ev, out);
+        }
+        self.events = evs;
+    }
+
+    /// End of input: flushes every connection; unanswered requests are reported.
+    pub fn finish(&mut self, out: &mut Vec<Output>) {
+        let mut evs = std::mem::take(&mut self.events);
+        self.pipeline.finish(&mut evs);
+        for ev in evs.drain(..) {
+            self.messages.push(ev, out);
+        }
+        self.events = evs;
+        self.messages.finish(out);
+    }
+
+    /// The analysis of the framed messages: topic names learned, scanner.
+    pub fn messages(&self) -> &MessageAnalyzer {
+        &self.messages
+    }
+
+    /// Reassembly and framing counters.
+    pub fn pipeline_stats(&self) -> PipelineStats {
+        self.pipeline.stats()
+    }
+
+    /// How much the analyzer holds right now: everything here must follow the
+    /// open connections and in-flight requests, never the length of the capture
+    /// (checked by the soak test).
+    pub fn sizes(&self) -> AnalyzerSizes {
+        let (connections, buffered_bytes, framed_streams) = self.pipeline.sizes();
+        AnalyzerSizes {
+            connections,
+            buffered_bytes,
+            framed_streams,
+            streams: self.messages.streams.len(),
+            pending_requests: self.messages.pairer.pending(),
+            topics: self.messages.topics.len(),
+        }
+    }
+}
+
+/// Pipeline events in, decoded and paired messages out: the analysis of
+/// messages framed by a [`Pipeline`] (its own in an [`Analyzer`], or one on
+/// another thread, see `print`).
+pub struct MessageAnalyzer {
+    cfg: AnalyzerConfig,
+    pairer: Pairer,
+    streams: FxHashMap<u64, StreamInfo>,
+    next_index: u64,
+    topics: TopicNames,
+    /// Options of the summary scan (record sets off).
+    scan_opts: DecodeOptions,
+    /// [`MessageAnalyzer::scan_opts`] for responses
+    /// ([`AnalyzerConfig::response_topics`]).
+    response_scan_opts: DecodeOptions,
+}
+
+impl MessageAnalyzer {
+    /// An analyzer with these settings.
+    pub fn new(cfg: AnalyzerConfig) -> MessageAnalyzer {
         // Record sets counted from their batch headers: one table of
         // remembered batch sizes for this analysis.
         let batch_sizes = cfg
@@ -294,18 +360,16 @@ impl Analyzer {
             batch_sizes,
             ..cfg.decode.clone()
         };
-        Analyzer {
+        MessageAnalyzer {
             response_scan_opts: DecodeOptions {
                 summary_topics: cfg.response_topics && scan_opts.summary_topics,
                 ..scan_opts.clone()
             },
             scan_opts,
-            pipeline: Pipeline::new(cfg.pipeline.clone()),
             pairer: Pairer::new(cfg.max_pending_per_stream),
             cfg,
             streams: FxHashMap::default(),
             next_index: 0,
-            events: Vec::new(),
             topics: TopicNames::default(),
         }
     }
@@ -329,26 +393,6 @@ impl Analyzer {
         (lean || filter.is_some(), filter)
     }
 
-    /// Reassembly and framing counters.
-    pub fn pipeline_stats(&self) -> PipelineStats {
-        self.pipeline.stats()
-    }
-
-    /// How much the analyzer holds right now: everything here must follow the
-    /// open connections and in-flight requests, never the length of the capture
-    /// (checked by the soak test).
-    pub fn sizes(&self) -> AnalyzerSizes {
-        let (connections, buffered_bytes, framed_streams) = self.pipeline.sizes();
-        AnalyzerSizes {
-            connections,
-            buffered_bytes,
-            framed_streams,
-            streams: self.streams.len(),
-            pending_requests: self.pairer.pending(),
-            topics: self.topics.len(),
-        }
-    }
-
     /// Topic names learned so far from the capture.
     pub fn topic_names(&self) -> &TopicNames {
         &self.topics
@@ -359,39 +403,9 @@ impl Analyzer {
         self.pairer.evicted()
     }
 
-    /// Feeds one frame.
-    pub fn push(&mut self, frame: &Frame, out: &mut Vec<Output>) {
-        let mut evs = std::mem::take(&mut self.events);
-        self.pipeline.push(frame, &mut evs);
-        for ev in evs.drain(..) {
-            self.event(ev, out);
-        }
-        self.events = evs;
-    }
-
-    /// Feeds pipeline events made by a [`Pipeline`] elsewhere (e.g. on a reader
-    /// thread, see `print`), in the order it made them; drains `evs`. An
-    /// analyzer fed this way gets no frames: at the end of input, call
-    /// [`Analyzer::finish`] after the other pipeline's `finish` events.
-    pub fn push_events(&mut self, evs: &mut Vec<Event>, out: &mut Vec<Output>) {
-        for ev in evs.drain(..) {
-            self.event(ev, out);
-        }
-    }
-
-    /// Feeds one pipeline event made elsewhere (see [`Analyzer::push_events`]).
-    pub fn push_event(&mut self, ev: Event, out: &mut Vec<Output>) {
-        self.event(ev, out);
-    }
-
-    /// End of input: flushes every connection; unanswered requests are reported.
+    /// End of input, after the pipeline's own `finish` events: every
+    /// connection closes; unanswered requests are reported.
     pub fn finish(&mut self, out: &mut Vec<Output>) {
-        let mut evs = std::mem::take(&mut self.events);
-        self.pipeline.finish(&mut evs);
-        for ev in evs.drain(..) {
-            self.event(ev, out);
-        }
-        self.events = evs;
         let mut streams: Vec<u64> = self.streams.keys().copied().collect();
         streams.sort_unstable();
         for s in streams {
@@ -406,7 +420,8 @@ impl Analyzer {
         }
     }
 
-    fn event(&mut self, ev: Event, out: &mut Vec<Output>) {
+    /// Feeds one pipeline event, in the order the pipeline made them.
+    pub fn push(&mut self, ev: Event, out: &mut Vec<Output>) {
         match ev {
             Event::StreamOpen {
                 stream,
@@ -663,7 +678,7 @@ impl Analyzer {
     }
 }
 
-impl Analyzer {
+impl MessageAnalyzer {
     /// Tracks SaslHandshake v0 and turns raw SASL tokens into redacted
     /// records (`decoded` becomes the token's tree); whether the message is
     /// such a token.
@@ -934,7 +949,7 @@ mod tests {
     ) -> Option<Vec<Output>> {
         use crate::capture::{FileSource, FrameSource, Polled};
         let mut src = FileSource::open(path.to_str()?).ok()?;
-        let mut a = Analyzer::new(cfg.clone());
+        let mut a = MessageAnalyzer::new(cfg.clone());
         let scanner = a.request_scanner()?;
         let mut pipeline = Pipeline::new(cfg.pipeline);
         let (mut evs, mut out, mut n) = (Vec::new(), Vec::new(), 0usize);
@@ -956,16 +971,16 @@ mod tests {
         };
         loop {
             match src.poll() {
-                Ok(Polled::Frame(f)) => pipeline.push(&f, &mut evs),
+                Ok(Polled::Frame(f)) => pipeline.push(f, &mut evs),
                 Ok(Polled::Timeout) => continue,
                 _ => break,
             }
             scan(&mut evs);
-            a.push_events(&mut evs, &mut out);
+            evs.drain(..).for_each(|ev| a.push(ev, &mut out));
         }
         pipeline.finish(&mut evs);
         scan(&mut evs);
-        a.push_events(&mut evs, &mut out);
+        evs.drain(..).for_each(|ev| a.push(ev, &mut out));
         a.finish(&mut out);
         Some(out)
     }
@@ -1022,7 +1037,7 @@ mod tests {
         let mut evs = Vec::new();
         while let Ok(crate::capture::Polled::Frame(f)) = crate::capture::FrameSource::poll(&mut src)
         {
-            pipeline.push(&f, &mut evs);
+            pipeline.push(f, &mut evs);
         }
         pipeline.finish(&mut evs);
         (cfg, evs)
@@ -1033,7 +1048,7 @@ mod tests {
     #[test]
     fn a_request_scanned_ahead_is_taken_as_it_is() {
         let (cfg, mut evs) = lean_events_of_a1();
-        let mut a = Analyzer::new(cfg);
+        let mut a = MessageAnalyzer::new(cfg);
         let scanner = a.request_scanner().expect("a scanner");
         let mut out = Vec::new();
         let mut tampered = 0;
@@ -1044,7 +1059,7 @@ mod tests {
                 tampered += 1;
             }
         }
-        a.push_events(&mut evs, &mut out);
+        evs.drain(..).for_each(|ev| a.push(ev, &mut out));
         a.finish(&mut out);
         let taken = out
             .iter()
@@ -1062,7 +1077,9 @@ mod tests {
     #[test]
     fn scan_next_takes_the_requests_in_order() {
         let (cfg, mut evs) = lean_events_of_a1();
-        let scanner = Analyzer::new(cfg).request_scanner().expect("a scanner");
+        let scanner = MessageAnalyzer::new(cfg)
+            .request_scanner()
+            .expect("a scanner");
         let mut all = evs.clone();
         all.iter_mut().for_each(|ev| scanner.scan(ev));
         let scanned = |evs: &[Event]| -> Vec<bool> {
@@ -1102,16 +1119,16 @@ mod tests {
             keep_trees: true,
             ..AnalyzerConfig::default()
         };
-        assert!(Analyzer::new(trees).request_scanner().is_none());
+        assert!(MessageAnalyzer::new(trees).request_scanner().is_none());
         // Record sets decoded: no summaries (print -V on one thread).
-        assert!(Analyzer::new(AnalyzerConfig::default())
+        assert!(MessageAnalyzer::new(AnalyzerConfig::default())
             .request_scanner()
             .is_none());
         let mut lean = AnalyzerConfig::default();
         lean.decode.records = false;
-        assert!(Analyzer::new(lean).request_scanner().is_some());
+        assert!(MessageAnalyzer::new(lean).request_scanner().is_some());
         let stats = crate::stats::Stats::analyzer_config(AnalyzerConfig::default());
-        assert!(Analyzer::new(stats).request_scanner().is_some());
+        assert!(MessageAnalyzer::new(stats).request_scanner().is_some());
     }
 
     /// `info_topics: false` leaves only `MessageInfo::topics` empty: every

@@ -19,7 +19,7 @@
 //! most `max_pending_per_stream` per stream) until a response with the same id
 //! is framed, which lets response resynchronisation prefer real boundaries.
 
-use crate::capture::{decode_link_owned, Frame, FramePlace, Seen, Segment, Skip, TcpFrame};
+use crate::capture::{decode_link_owned, Frame, FramePlace, Seen, Segment, Skip};
 use crate::flow::{CloseReason, FlowConfig, FlowEvent, FlowStats, GapReason, Ports, Reassembler};
 use crate::kafka::decode::Summary;
 use crate::kafka::framing::{Framer, FramerConfig, FramerEvent, RawMessage};
@@ -335,16 +335,27 @@ impl Pipeline {
         )
     }
 
-    /// Feed one frame; events are appended to `out`.
-    pub fn push(&mut self, frame: &Frame, out: &mut Vec<Event>) {
-        self.push_owned(frame.clone(), out);
+    /// Feeds one frame, whole or as the file reader decoded it to its
+    /// segment ([`FileSource::poll_with`](crate::capture::FileSource::poll_with),
+    /// the same events as for the whole frame); events are appended to
+    /// `out`. The frame's bytes become the segment's payload and travel on
+    /// as they are (no reference count taken and dropped per frame).
+    #[inline]
+    pub fn push(&mut self, frame: impl Into<Seen>, out: &mut Vec<Event>) {
+        self.stats.frames += 1;
+        match frame.into() {
+            Seen::Tcp(mut f) => {
+                let file = (self.cfg.locate_in_file && !f.seg.payload.is_empty())
+                    .then(|| f.file_offset.checked_add(f.payload_at as u64))
+                    .flatten();
+                self.segment(&mut f.seg, f.index, f.ts, file, out);
+            }
+            Seen::Frame(f) => self.frame(f, out),
+        }
     }
 
-    /// [`Pipeline::push`] of a frame the caller gives up: its bytes become
-    /// the segment's payload and travel on as they are (no reference count
-    /// taken and dropped per frame, see [`decode_link_owned`]).
-    pub fn push_owned(&mut self, mut frame: Frame, out: &mut Vec<Event>) {
-        self.stats.frames += 1;
+    /// A whole frame: its link layers decoded (see [`decode_link_owned`]).
+    fn frame(&mut self, mut frame: Frame, out: &mut Vec<Event>) {
         // Where the frame's bytes were, for the payload's file offset.
         let place = self.cfg.locate_in_file.then(|| FramePlace::of(&frame));
         let data = std::mem::take(&mut frame.data);
@@ -391,43 +402,6 @@ impl Pipeline {
         self.segment(&mut { seg }, frame.index, frame.ts, file, out);
     }
 
-    /// [`Pipeline::push_owned`] of a frame the file reader decoded to its
-    /// segment ([`FileSource::poll_with`](crate::capture::FileSource::poll_with)):
-    /// the same events as for the whole frame.
-    /// The frame stays in the caller's place (a large value to move); its
-    /// segment's payload is taken out of it.
-    pub fn push_tcp(&mut self, f: &mut TcpFrame, out: &mut Vec<Event>) {
-        self.stats.frames += 1;
-        let file = (self.cfg.locate_in_file && !f.seg.payload.is_empty())
-            .then(|| f.file_offset.checked_add(f.payload_at as u64))
-            .flatten();
-        self.segment(&mut f.seg, f.index, f.ts, file, out);
-    }
-
-    /// A frame as [`FileSource::poll_with`](crate::capture::FileSource::poll_with)
-    /// hands it over, decoded or whole: [`Pipeline::push_tcp`] or
-    /// [`Pipeline::push_owned`]. Gives the frame's time, captured length and
-    /// place in the file (for the caller's batching).
-    #[inline]
-    pub fn push_seen(
-        &mut self,
-        seen: Seen,
-        out: &mut Vec<Event>,
-    ) -> (Timestamp, usize, Option<u64>) {
-        match seen {
-            Seen::Tcp(mut f) => {
-                let at = (f.ts, f.caplen as usize, Some(f.file_offset));
-                self.push_tcp(&mut f, out);
-                at
-            }
-            Seen::Frame(f) => {
-                let at = (f.ts, f.data.len(), f.file_offset);
-                self.push_owned(f, out);
-                at
-            }
-        }
-    }
-
     /// A frame's TCP segment, its payload at `file` in the capture file when known.
     fn segment(
         &mut self,
@@ -438,12 +412,8 @@ impl Pipeline {
         out: &mut Vec<Event>,
     ) {
         self.stats.tcp_segments += 1;
-        // A pure ACK that settles nothing makes no event: done at once.
-        if self.flow.push_ack(seg, frame, ts) {
-            return;
-        }
         let mut evs = std::mem::take(&mut self.scratch);
-        self.flow.push_mut(seg, frame, ts, file, &mut evs);
+        self.flow.push(seg, frame, ts, file, &mut evs);
         for ev in evs.drain(..) {
             self.flow_event(ev, out);
         }
@@ -604,7 +574,7 @@ impl Pipeline {
                 let f = p.framers.get_mut(dir.index())?.get_or_insert_with(|| {
                     Framer::new(0, Direction::ClientToBroker, false, self.framing)
                 });
-                f.push(data.clone(), *stream_offset, *frame, *ts);
+                f.push(data.clone(), *stream_offset, *frame, *ts, None);
             }
             FlowEvent::Gap {
                 dir,
@@ -686,7 +656,7 @@ impl Pipeline {
                 let framing = self.framing;
                 if let Some(slot) = st.framers.get_mut(dir.index()) {
                     slot.get_or_insert_with(|| Framer::new(stream, dir, false, framing))
-                        .push_at(data, stream_offset, frame, ts, file_offset);
+                        .push(data, stream_offset, frame, ts, file_offset);
                 }
                 self.drain(st, dir, false, out);
             }
@@ -893,7 +863,7 @@ mod tests {
         let mut p = Pipeline::new(cfg);
         let mut out = Vec::new();
         for f in frames {
-            p.push(f, &mut out);
+            p.push(f.clone(), &mut out);
         }
         p.finish(&mut out);
         out
@@ -965,7 +935,7 @@ mod tests {
         let mut p = Pipeline::new(PipelineConfig::default());
         let mut ev = Vec::new();
         for f in &frames {
-            p.push(f, &mut ev);
+            p.push(f.clone(), &mut ev);
         }
         let ids: Vec<(bool, Option<i32>)> = ev
             .iter()
@@ -1113,7 +1083,7 @@ mod tests {
         let mut p = Pipeline::new(PipelineConfig::default());
         let mut out = Vec::new();
         for f in [&frag, &udp, &odd, &odd] {
-            p.push(f, &mut out);
+            p.push(f.clone(), &mut out);
         }
         assert!(
             matches!(

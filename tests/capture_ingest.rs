@@ -33,7 +33,7 @@ fn run(path: &Path, ports: Ports) -> Result<Run, CaptureError> {
     let mut frames = 0;
     while let Some(f) = src.next_frame()? {
         frames += 1;
-        p.push(&f, &mut out);
+        p.push(f, &mut out);
     }
     p.finish(&mut out);
     let mut r = Run {
@@ -364,7 +364,7 @@ fn truncated_capture_gives_frames_then_clear_error() {
     let mut p = Pipeline::new(PipelineConfig::default());
     let mut out = Vec::new();
     while let Ok(Some(f)) = s.next_frame() {
-        p.push(&f, &mut out);
+        p.push(f, &mut out);
     }
     p.finish(&mut out);
     assert!(

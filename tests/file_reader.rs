@@ -17,14 +17,11 @@
 //!   TCP segments in the read buffer) hands over the same frames as `poll`,
 //!   each segment the one `decode_segment` makes of the whole frame, and ends
 //!   the same way; on every capture, the pipeline's events from those
-//!   segments (`Pipeline::push_tcp`) are the events from the whole frames,
-//!   file offsets included; and a reassembler that takes pure ACKs in place
-//!   (`Reassembler::push_ack`) makes the events of one that pushes them.
+//!   segments are the events from the whole frames, file offsets included.
 
 mod support;
 
 use kafkashark::capture::{decode_segment, CaptureError, FileSource, Frame, FrameSource, Seen};
-use kafkashark::flow::{FlowConfig, Reassembler};
 use kafkashark::pipeline::{Pipeline, PipelineConfig};
 use kafkashark::vocab::Timestamp;
 use rand::rngs::StdRng;
@@ -261,19 +258,16 @@ fn events_both_ways(path: &str) -> ([Vec<kafkashark::pipeline::Event>; 2], usize
     let mut a = Vec::new();
     let mut src = FileSource::open(path).expect("opens");
     while let Ok(Some(f)) = src.next_frame() {
-        whole.push_owned(f, &mut a);
+        whole.push(f, &mut a);
     }
     whole.finish(&mut a);
     let mut seen = Pipeline::new(cfg);
     let mut b = Vec::new();
     let mut src = FileSource::open(path).expect("opens");
     let mut decoded = 0;
-    while let Ok(Some(())) = src.poll_with(|s| match s {
-        Seen::Tcp(mut t) => {
-            decoded += 1;
-            seen.push_tcp(&mut t, &mut b);
-        }
-        Seen::Frame(f) => seen.push_owned(f, &mut b),
+    while let Ok(Some(())) = src.poll_with(|s| {
+        decoded += usize::from(matches!(s, Seen::Tcp(_)));
+        seen.push(s, &mut b);
     }) {}
     seen.finish(&mut b);
     assert_eq!(whole.stats(), seen.stats(), "{path}: pipeline counters");
@@ -299,43 +293,6 @@ fn segments_decoded_in_the_buffer_give_the_events_of_whole_frames() {
     // The Ethernet captures take the decoded path.
     assert!(decoded > 1000, "{decoded} frames decoded in the buffer");
     assert!(messages > 1000, "{messages} messages");
-}
-
-/// On real traffic, a reassembler that takes pure ACKs in place
-/// (`Reassembler::push_ack`, as the pipeline does) gives the events and
-/// counters of one that pushes every segment, segment by segment.
-#[test]
-fn pure_acks_taken_in_place_leave_the_events_of_push() {
-    let mut taken = 0;
-    for p in capture_files() {
-        let path = p.to_str().expect("utf-8 path");
-        let mut src = FileSource::open(path).expect("opens");
-        let (mut all, mut twin) = (
-            Reassembler::new(FlowConfig::default()),
-            Reassembler::new(FlowConfig::default()),
-        );
-        let (mut a, mut b) = (Vec::new(), Vec::new());
-        while let Ok(Some(f)) = src.next_frame() {
-            let Ok(seg) = decode_segment(&f) else {
-                continue;
-            };
-            all.push(&seg, f.index, f.ts, &mut a);
-            if twin.push_ack(&seg, f.index, f.ts) {
-                taken += 1;
-            } else {
-                twin.push(&seg, f.index, f.ts, &mut b);
-            }
-            assert_eq!(a, b, "{path}: frame {}", f.index);
-            assert_eq!(all.stats(), twin.stats(), "{path}: frame {}", f.index);
-            a.clear();
-            b.clear();
-        }
-        all.finish(&mut a);
-        twin.finish(&mut b);
-        assert_eq!(a, b, "{path}: finish");
-    }
-    // The shipped captures alone give 788 (more with ../shared/captures).
-    assert!(taken > 500, "{taken} ACKs taken in place");
 }
 
 // ---------------------------------------------------------------------------

@@ -121,7 +121,7 @@ proptest! {
         let mut r = Reassembler::new(FlowConfig::default());
         let mut out = Vec::new();
         let base = if syn {
-            r.push(&segment(isn, vec![], true), 1, T, &mut out);
+            r.push(&mut segment(isn, vec![], true), 1, T, None, &mut out);
             isn.wrapping_add(1)
         } else {
             isn
@@ -139,7 +139,7 @@ proptest! {
                 model[p.start + k].get_or_insert(*b);
             }
             let seq = base.wrapping_add(p.start as u32);
-            r.push(&segment(seq, bytes, false), i as u64 + 2, T, &mut out);
+            r.push(&mut segment(seq, bytes, false), i as u64 + 2, T, None, &mut out);
         }
         r.finish(&mut out);
         // Bytes after the last one received are unknowable: not even a gap.
@@ -222,7 +222,13 @@ fn frame_all(
         if *off > at {
             f.gap(at as u64, (*off - at) as u64, i as u64 + 1, pending);
         }
-        f.push(Bytes::from(bytes.clone()), *off as u64, i as u64 + 1, T);
+        f.push(
+            Bytes::from(bytes.clone()),
+            *off as u64,
+            i as u64 + 1,
+            T,
+            None,
+        );
         at = off + bytes.len();
         while let Some(e) = f.next_event(pending) {
             out.push(e);

@@ -63,7 +63,7 @@ fn events(frames: &[Frame], ports: Ports) -> Vec<Event> {
     });
     let mut ev = Vec::new();
     for f in frames {
-        p.push(f, &mut ev);
+        p.push(f.clone(), &mut ev);
     }
     p.finish(&mut ev);
     ev

@@ -63,6 +63,22 @@ pub enum Seen {
     Frame(Frame),
 }
 
+impl From<Frame> for Seen {
+    fn from(f: Frame) -> Seen {
+        Seen::Frame(f)
+    }
+}
+
+impl Seen {
+    /// The frame's time, captured length and place in the file (when known).
+    pub fn place(&self) -> (Timestamp, usize, Option<u64>) {
+        match self {
+            Seen::Tcp(f) => (f.ts, f.caplen as usize, Some(f.file_offset)),
+            Seen::Frame(f) => (f.ts, f.data.len(), f.file_offset),
+        }
+    }
+}
+
 /// Counters of a capture source.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct CaptureStats {

@@ -141,7 +141,7 @@ pub enum FlowEvent {
         /// Time of that frame.
         ts: Timestamp,
         /// Where `data[0]` lies in the capture file, when the segment was pushed
-        /// with its payload's file offset ([`Reassembler::push_at`]).
+        /// with its payload's file offset ([`Reassembler::push`]).
         file_offset: Option<u64>,
     },
     /// Bytes that will never arrive; the stream continues after them.
@@ -378,41 +378,13 @@ impl Reassembler {
         self.buffered_total
     }
 
-    /// Feed one segment carried by frame `frame` at time `ts`.
-    pub fn push(&mut self, seg: &Segment, frame: u64, ts: Timestamp, out: &mut Vec<FlowEvent>) {
-        self.push_at(seg, frame, ts, None, out);
-    }
-
-    /// [`Reassembler::push`] for a segment whose payload starts at `payload_file`
-    /// in the capture file: every `Data` byte then says where it lies in the file.
-    pub fn push_at(
-        &mut self,
-        seg: &Segment,
-        frame: u64,
-        ts: Timestamp,
-        payload_file: Option<u64>,
-        out: &mut Vec<FlowEvent>,
-    ) {
-        self.push_owned(seg.clone(), frame, ts, payload_file, out);
-    }
-
-    /// [`Reassembler::push_at`] for a segment the caller gives up: its
-    /// payload is delivered (or buffered) as it is, cut in place where part
-    /// of it was seen before, without a new reference to its bytes.
-    pub fn push_owned(
-        &mut self,
-        mut seg: Segment,
-        frame: u64,
-        ts: Timestamp,
-        payload_file: Option<u64>,
-        out: &mut Vec<FlowEvent>,
-    ) {
-        self.push_mut(&mut seg, frame, ts, payload_file, out);
-    }
-
-    /// [`Reassembler::push_owned`] of a segment left in the caller's place
-    /// (a segment is a large value to move): its payload is taken out of it.
-    pub fn push_mut(
+    /// Feeds one segment carried by frame `frame` at time `ts`, its payload
+    /// at `payload_file` in the capture file when known (every `Data` byte
+    /// then says where it lies in the file). The segment stays in the
+    /// caller's place (a large value to move); its payload is taken out of
+    /// it and delivered (or buffered) as it is, cut in place where part of it
+    /// was seen before, without a new reference to its bytes.
+    pub fn push(
         &mut self,
         seg: &mut Segment,
         frame: u64,
@@ -420,6 +392,11 @@ impl Reassembler {
         payload_file: Option<u64>,
         out: &mut Vec<FlowEvent>,
     ) {
+        // About 40 % of a capture's frames are pure ACKs that settle
+        // nothing: done in place, without the event plumbing.
+        if self.settle_ack(seg, frame, ts) {
+            return;
+        }
         self.stats.segments += 1;
         self.sweep(ts, out);
         let key = key_of(seg.src, seg.dst);
@@ -492,16 +469,14 @@ impl Reassembler {
 
     /// A pure ACK (no payload, no SYN, FIN or RST) of a known, open
     /// connection that settles nothing, done in place: the acknowledgment
-    /// noted, the connection's time moved on, and `true`. It is what
-    /// [`Reassembler::push_mut`] would do with the segment, which would
+    /// noted, the connection's time moved on, and `true`. It is what the
+    /// rest of [`Reassembler::push`] would do with the segment, which would
     /// produce no event; for anything else — an ACK past a hole (a gap to
     /// declare), bytes buffered in the sender's direction, a bound exceeded,
     /// both FINs seen, the periodic sweep due, an unknown or closed
-    /// connection, any other segment — it changes nothing and says `false`,
-    /// and the segment goes to `push_mut`. About 40 % of a capture's frames
-    /// are such ACKs; this spares them the event plumbing.
+    /// connection, any other segment — it changes nothing and says `false`.
     #[inline]
-    pub fn push_ack(&mut self, seg: &Segment, frame: u64, ts: Timestamp) -> bool {
+    fn settle_ack(&mut self, seg: &Segment, frame: u64, ts: Timestamp) -> bool {
         let f = seg.flags;
         if !f.ack || f.syn || f.fin || f.rst || !seg.payload.is_empty() {
             return false;
@@ -558,7 +533,7 @@ impl Reassembler {
         true
     }
 
-    /// One segment of a connection (`push_at`'s work once it is found).
+    /// One segment of a connection (`push`'s work once it is found).
     fn work(
         &mut self,
         conn: &mut Conn,
@@ -1171,7 +1146,7 @@ mod tests {
         let mut out = Vec::new();
         let isn = u32::MAX - 7;
         let t = Timestamp::new(1, 0);
-        r.push(&seg(true, isn, b"", SYN), 1, t, &mut out);
+        r.push(&mut seg(true, isn, b"", SYN), 1, t, None, &mut out);
         let base = isn.wrapping_add(1);
         // (stream range, frame): out of order, overlapping, retransmitted.
         let sends: [(usize, usize); 8] = [
@@ -1190,7 +1165,7 @@ mod tests {
             let at = file.len() as u64;
             file.extend_from_slice(&stream[s0..s1]);
             let sg = seg(true, base.wrapping_add(s0 as u32), &stream[s0..s1], ACK);
-            r.push_at(&sg, 2 + i as u64, t, Some(at), &mut out);
+            r.push(&mut sg.clone(), 2 + i as u64, t, Some(at), &mut out);
         }
         assert_eq!(data_of(&out, Direction::ClientToBroker), stream.to_vec());
         for e in &out {
@@ -1205,7 +1180,7 @@ mod tests {
         // Pushed without offsets: none.
         let mut r = Reassembler::new(FlowConfig::default());
         let mut out = Vec::new();
-        r.push(&seg(true, 5, b"abc", ACK), 1, t, &mut out);
+        r.push(&mut seg(true, 5, b"abc", ACK), 1, t, None, &mut out);
         assert!(out.iter().all(|e| matches!(
             e,
             FlowEvent::Data {
@@ -1221,25 +1196,33 @@ mod tests {
         let mut out = Vec::new();
         let isn = u32::MAX - 3;
         let t = Timestamp::new(1, 0);
-        r.push(&seg(true, isn, b"", SYN), 1, t, &mut out);
+        r.push(&mut seg(true, isn, b"", SYN), 1, t, None, &mut out);
         // Bytes 0..10 = "0123456789", starting at isn+1 (wraps after 3 bytes).
         let base = isn.wrapping_add(1);
         r.push(
-            &seg(true, base.wrapping_add(5), b"56789", ACK),
+            &mut seg(true, base.wrapping_add(5), b"56789", ACK),
             2,
             t,
+            None,
             &mut out,
         );
         r.push(
-            &seg(true, base.wrapping_add(3), b"3X5", ACK),
+            &mut seg(true, base.wrapping_add(3), b"3X5", ACK),
             3,
             t,
+            None,
             &mut out,
         ); // X conflicts with nothing yet; 5 overlaps
-        r.push(&seg(true, base, b"012", ACK), 4, t, &mut out);
+        r.push(&mut seg(true, base, b"012", ACK), 4, t, None, &mut out);
         assert_eq!(data_of(&out, Direction::ClientToBroker), b"0123X56789");
         assert_eq!(r.stats().overlap_conflicts, 0);
-        r.push(&seg(true, base.wrapping_add(2), b"2Y", ACK), 5, t, &mut out); // pure retransmission
+        r.push(
+            &mut seg(true, base.wrapping_add(2), b"2Y", ACK),
+            5,
+            t,
+            None,
+            &mut out,
+        ); // pure retransmission
         assert_eq!(r.stats().retransmitted_bytes, 1 + 2);
         assert!(matches!(out[0], FlowEvent::Open { stream: 0, .. }));
         assert!(matches!(out[1], FlowEvent::Start { syn_seen: true, .. }));
@@ -1250,10 +1233,10 @@ mod tests {
         let mut r = Reassembler::new(FlowConfig::default());
         let mut out = Vec::new();
         let t = Timestamp::new(1, 0);
-        r.push(&seg(true, 100, b"a", ACK), 1, t, &mut out); // SYN-less start at 100
-        r.push(&seg(true, 103, b"DEF", ACK), 2, t, &mut out);
-        r.push(&seg(true, 102, b"cdXf", ACK), 3, t, &mut out);
-        r.push(&seg(true, 101, b"b", ACK), 4, t, &mut out);
+        r.push(&mut seg(true, 100, b"a", ACK), 1, t, None, &mut out); // SYN-less start at 100
+        r.push(&mut seg(true, 103, b"DEF", ACK), 2, t, None, &mut out);
+        r.push(&mut seg(true, 102, b"cdXf", ACK), 3, t, None, &mut out);
+        r.push(&mut seg(true, 101, b"b", ACK), 4, t, None, &mut out);
         assert_eq!(data_of(&out, Direction::ClientToBroker), b"abcDEF");
         assert_eq!(r.stats().overlap_conflicts, 1);
         // Provenance: "c" came from frame 3, "DEF" from frame 2.
@@ -1280,10 +1263,10 @@ mod tests {
         let mut r = Reassembler::new(cfg);
         let mut out = Vec::new();
         let t = Timestamp::new(1, 0);
-        r.push(&seg(true, 0, b"ab", ACK), 1, t, &mut out);
-        r.push(&seg(true, 5, b"fghij", ACK), 2, t, &mut out); // 3 bytes missing
+        r.push(&mut seg(true, 0, b"ab", ACK), 1, t, None, &mut out);
+        r.push(&mut seg(true, 5, b"fghij", ACK), 2, t, None, &mut out); // 3 bytes missing
         assert!(!out.iter().any(|e| matches!(e, FlowEvent::Gap { .. })));
-        r.push(&seg(true, 10, b"klmno", ACK), 3, t, &mut out); // 10 buffered > 8
+        r.push(&mut seg(true, 10, b"klmno", ACK), 3, t, None, &mut out); // 10 buffered > 8
         let gap = out
             .iter()
             .find(|e| matches!(e, FlowEvent::Gap { .. }))
@@ -1308,21 +1291,41 @@ mod tests {
     fn gap_on_timeout_fin_and_close() {
         let mut r = Reassembler::new(FlowConfig::default());
         let mut out = Vec::new();
-        r.push(&seg(true, 0, b"ab", ACK), 1, Timestamp::new(1, 0), &mut out);
-        r.push(&seg(true, 4, b"ef", ACK), 2, Timestamp::new(1, 0), &mut out);
         r.push(
-            &seg(false, 50, b"zz", ACK),
+            &mut seg(true, 0, b"ab", ACK),
+            1,
+            Timestamp::new(1, 0),
+            None,
+            &mut out,
+        );
+        r.push(
+            &mut seg(true, 4, b"ef", ACK),
+            2,
+            Timestamp::new(1, 0),
+            None,
+            &mut out,
+        );
+        r.push(
+            &mut seg(false, 50, b"zz", ACK),
             3,
             Timestamp::new(12, 0),
+            None,
             &mut out,
         );
         assert_eq!(data_of(&out, Direction::ClientToBroker), b"abef");
         let fin = TcpFlags { fin: true, ..ACK };
-        r.push(&seg(true, 6, b"", fin), 4, Timestamp::new(12, 0), &mut out);
         r.push(
-            &seg(false, 52, b"", fin),
+            &mut seg(true, 6, b"", fin),
+            4,
+            Timestamp::new(12, 0),
+            None,
+            &mut out,
+        );
+        r.push(
+            &mut seg(false, 52, b"", fin),
             5,
             Timestamp::new(12, 0),
+            None,
             &mut out,
         );
         assert!(matches!(
@@ -1335,11 +1338,18 @@ mod tests {
         ));
         // The final ACK after close neither reopens nor emits.
         let n = out.len();
-        r.push(&seg(true, 7, b"", ACK), 6, Timestamp::new(12, 0), &mut out);
         r.push(
-            &seg(true, 2, b"cd", ACK),
+            &mut seg(true, 7, b"", ACK),
+            6,
+            Timestamp::new(12, 0),
+            None,
+            &mut out,
+        );
+        r.push(
+            &mut seg(true, 2, b"cd", ACK),
             7,
             Timestamp::new(12, 0),
+            None,
             &mut out,
         );
         assert_eq!(out.len(), n);
@@ -1383,19 +1393,25 @@ mod tests {
         let isn = u32::MAX - 4;
         let base = isn.wrapping_add(1);
         let at = |off: u32| base.wrapping_add(off);
-        r.push(&seg(true, isn, b"", SYN), 1, t, &mut out);
-        r.push(&seg(true, base, b"ab", ACK), 2, t, &mut out);
+        r.push(&mut seg(true, isn, b"", SYN), 1, t, None, &mut out);
+        r.push(&mut seg(true, base, b"ab", ACK), 2, t, None, &mut out);
         // 2..4 missing, then 8..12 missing.
-        r.push(&seg(true, at(4), b"efgh", ACK), 3, t, &mut out);
-        r.push(&seg(true, at(12), b"mn", ACK), 4, t, &mut out);
+        r.push(&mut seg(true, at(4), b"efgh", ACK), 3, t, None, &mut out);
+        r.push(&mut seg(true, at(12), b"mn", ACK), 4, t, None, &mut out);
         assert_eq!(layout(&out, Direction::ClientToBroker), ["D0+2"]);
         // An ACK at or behind the next expected byte says nothing.
-        r.push(&ack_seg(false, 0, at(2)), 5, t, &mut out);
-        r.push(&ack_seg(false, 0, base.wrapping_sub(7)), 6, t, &mut out);
+        r.push(&mut ack_seg(false, 0, at(2)), 5, t, None, &mut out);
+        r.push(
+            &mut ack_seg(false, 0, base.wrapping_sub(7)),
+            6,
+            t,
+            None,
+            &mut out,
+        );
         assert_eq!(layout(&out, Direction::ClientToBroker), ["D0+2"]);
         // The broker acknowledged byte 5: bytes 2..4 reached it, the capture lost them.
         // The hole 8..12 is not covered yet and stays open.
-        r.push(&ack_seg(false, 0, at(5)), 7, t, &mut out);
+        r.push(&mut ack_seg(false, 0, at(5)), 7, t, None, &mut out);
         assert_eq!(
             layout(&out, Direction::ClientToBroker),
             ["D0+2", "G2+2", "D4+4"]
@@ -1414,8 +1430,8 @@ mod tests {
         ));
         // An ACK half way into the second hole: only the acknowledged part is lost,
         // and the rest can still arrive.
-        r.push(&ack_seg(false, 0, at(10)), 8, t, &mut out);
-        r.push(&seg(true, at(10), b"kl", ACK), 9, t, &mut out);
+        r.push(&mut ack_seg(false, 0, at(10)), 8, t, None, &mut out);
+        r.push(&mut seg(true, at(10), b"kl", ACK), 9, t, None, &mut out);
         assert_eq!(
             layout(&out, Direction::ClientToBroker),
             ["D0+2", "G2+2", "D4+4", "G8+2", "D10+2", "D12+2"]
@@ -1424,33 +1440,29 @@ mod tests {
         assert_eq!((r.stats().gaps, r.stats().gap_bytes), (2, 4));
     }
 
-    /// `push_ack` takes a pure ACK that settles nothing (and leaves the
-    /// state `push` would), and declines, changing nothing, every ACK that
-    /// `push` turns into events or that it cannot judge.
+    /// `push` settles in place a pure ACK that settles nothing (counted,
+    /// no event), and leaves to the rest of `push` every ACK it turns into
+    /// events (a gap past a hole, a close) or that it cannot judge.
     #[test]
-    fn push_ack_takes_only_acks_that_settle_nothing() {
+    fn pure_acks_that_settle_nothing_are_settled_in_place() {
         let t = Timestamp::new(1, 0);
         let isn = u32::MAX - 4;
         let base = isn.wrapping_add(1);
         let at = |off: u32| base.wrapping_add(off);
-        // Two reassemblers fed alike; `fast` tries `push_ack` first.
-        let (mut slow, mut fast) = (
-            Reassembler::new(FlowConfig::default()),
-            Reassembler::new(FlowConfig::default()),
-        );
+        let mut r = Reassembler::new(FlowConfig::default());
         let mut frame = 0;
-        // The segment's events.
-        let mut both = |s: &Segment, expect_fast: bool| -> Vec<FlowEvent> {
-            let (mut a, mut b) = (Vec::new(), Vec::new());
+        // The segment's events; `settled`: a pure ACK settled in place,
+        // counted as a segment and making no event.
+        let mut both = |s: &Segment, settled: bool| -> Vec<FlowEvent> {
+            let mut a = Vec::new();
             frame += 1;
-            slow.push(s, frame, t, &mut a);
-            let took = fast.push_ack(s, frame, t);
+            let before = r.stats().segments;
+            let took = r.settle_ack(s, frame, t);
             if !took {
-                fast.push(s, frame, t, &mut b);
+                r.push(&mut s.clone(), frame, t, None, &mut a);
             }
-            assert_eq!(took, expect_fast, "frame {frame}");
-            assert_eq!(a, b, "frame {frame}");
-            assert_eq!(slow.stats(), fast.stats(), "frame {frame}");
+            assert_eq!(took, settled, "frame {frame}");
+            assert_eq!(r.stats().segments, before + 1, "frame {frame}");
             a
         };
         // An ACK of an unknown connection, and the very first segment (the
@@ -1493,9 +1505,9 @@ mod tests {
         // A second later the sweep is due: declined.
         let mut late = Reassembler::new(FlowConfig::default());
         let mut out = Vec::new();
-        late.push(&seg(true, isn, b"", SYN), 1, t, &mut out);
-        late.push(&seg(true, base, b"ab", ACK), 2, t, &mut out);
-        assert!(!late.push_ack(&ack_seg(false, 7, at(2)), 3, Timestamp::new(2, 0)));
+        late.push(&mut seg(true, isn, b"", SYN), 1, t, None, &mut out);
+        late.push(&mut seg(true, base, b"ab", ACK), 2, t, None, &mut out);
+        assert!(!late.settle_ack(&ack_seg(false, 7, at(2)), 3, Timestamp::new(2, 0)));
         assert_eq!(late.stats().segments, 2);
     }
 
@@ -1505,20 +1517,26 @@ mod tests {
         let mut out = Vec::new();
         let t = Timestamp::new(1, 0);
         // No SYN: offset 0 is the first payload byte seen (seq 1000).
-        r.push(&seg(true, 1000, b"ab", ACK), 1, t, &mut out);
+        r.push(&mut seg(true, 1000, b"ab", ACK), 1, t, None, &mut out);
         // The broker acknowledged 20 bytes; the capture has seen 2 and no hole is
         // known yet, so nothing is declared (the ACK cannot invent a gap).
-        r.push(&ack_seg(false, 0, 1020), 2, t, &mut out);
+        r.push(&mut ack_seg(false, 0, 1020), 2, t, None, &mut out);
         assert_eq!(layout(&out, Direction::ClientToBroker), ["D0+2"]);
         // Bytes at 10 arrive: 2..10 were acknowledged before, so they are lost now.
-        r.push(&seg(true, 1010, b"klmnopqrstuv", ACK), 3, t, &mut out);
+        r.push(
+            &mut seg(true, 1010, b"klmnopqrstuv", ACK),
+            3,
+            t,
+            None,
+            &mut out,
+        );
         assert_eq!(
             layout(&out, Direction::ClientToBroker),
             ["D0+2", "G2+8", "D10+12"]
         );
         // An ACK for a direction that never started is ignored (and opens nothing).
         let n = out.len();
-        r.push(&ack_seg(true, 1022, 5000), 4, t, &mut out);
+        r.push(&mut ack_seg(true, 1022, 5000), 4, t, None, &mut out);
         assert_eq!(out.len(), n);
     }
 
@@ -1528,14 +1546,14 @@ mod tests {
         let mut out = Vec::new();
         let t = Timestamp::new(1, 0);
         let fin = TcpFlags { fin: true, ..ACK };
-        r.push(&seg(true, 0, b"ab", ACK), 1, t, &mut out);
-        r.push(&seg(true, 4, b"ef", ACK), 2, t, &mut out); // 2..4 never captured
-        r.push(&seg(false, 50, b"zz", ACK), 3, t, &mut out);
-        r.push(&seg(true, 6, b"", fin), 4, t, &mut out);
+        r.push(&mut seg(true, 0, b"ab", ACK), 1, t, None, &mut out);
+        r.push(&mut seg(true, 4, b"ef", ACK), 2, t, None, &mut out); // 2..4 never captured
+        r.push(&mut seg(false, 50, b"zz", ACK), 3, t, None, &mut out);
+        r.push(&mut seg(true, 6, b"", fin), 4, t, None, &mut out);
         assert!(!out.iter().any(|e| matches!(e, FlowEvent::Closed { .. })));
         // The broker's FIN (its ACK number carries no information here): both sides
         // are done sending, so the hole is lost and the connection closes now.
-        r.push(&seg(false, 52, b"", fin), 5, t, &mut out);
+        r.push(&mut seg(false, 52, b"", fin), 5, t, None, &mut out);
         assert_eq!(
             layout(&out, Direction::ClientToBroker),
             ["D0+2", "G2+2", "D4+2"]
@@ -1556,17 +1574,17 @@ mod tests {
         let mut out = Vec::new();
         let t = Timestamp::new(1, 0);
         let fin = TcpFlags { fin: true, ..ACK };
-        r.push(&seg(true, 0, b"ab", ACK), 1, t, &mut out);
-        r.push(&seg(false, 50, b"zz", ACK), 2, t, &mut out);
+        r.push(&mut seg(true, 0, b"ab", ACK), 1, t, None, &mut out);
+        r.push(&mut seg(false, 50, b"zz", ACK), 2, t, None, &mut out);
         // The client's FIN at 6: bytes 2..6 were never captured.
-        r.push(&seg(true, 6, b"", fin), 3, t, &mut out);
+        r.push(&mut seg(true, 6, b"", fin), 3, t, None, &mut out);
         assert_eq!(layout(&out, Direction::ClientToBroker), ["D0+2"]);
         // The broker acknowledges the FIN (seq 6 + 1): everything before it arrived.
-        r.push(&ack_seg(false, 52, 7), 4, t, &mut out);
+        r.push(&mut ack_seg(false, 52, 7), 4, t, None, &mut out);
         assert_eq!(layout(&out, Direction::ClientToBroker), ["D0+2", "G2+4"]);
         assert!(matches!(out.last(), Some(FlowEvent::Gap { frame: 3, .. })));
         // Its own FIN then closes the connection.
-        r.push(&seg(false, 52, b"", fin), 5, t, &mut out);
+        r.push(&mut seg(false, 52, b"", fin), 5, t, None, &mut out);
         assert!(matches!(
             out.last(),
             Some(FlowEvent::Closed {
@@ -1584,8 +1602,8 @@ mod tests {
         let t = Timestamp::new(1, 0);
         let mut s = seg(true, 0, b"abc", ACK);
         s.payload_truncated_by = 7;
-        r.push(&s, 1, t, &mut out);
-        r.push(&seg(true, 10, b"k", ACK), 2, t, &mut out);
+        r.push(&mut s, 1, t, None, &mut out);
+        r.push(&mut seg(true, 10, b"k", ACK), 2, t, None, &mut out);
         let kinds: Vec<String> = out
             .iter()
             .map(|e| match e {
@@ -1612,16 +1630,16 @@ mod tests {
         let mut r = Reassembler::new(FlowConfig::default());
         let mut out = Vec::new();
         let t = Timestamp::new(1, 0);
-        r.push(&seg(false, 0, b"x", ACK), 1, t, &mut out); // broker speaks first
+        r.push(&mut seg(false, 0, b"x", ACK), 1, t, None, &mut out); // broker speaks first
         assert!(matches!(&out[0], FlowEvent::Open { client, broker, .. }
             if *client == C.parse().unwrap() && *broker == B.parse().unwrap()));
         let mut other = seg(true, 0, b"x", ACK);
         other.dst = "10.0.0.2:80".parse().unwrap();
-        r.push(&other, 2, t, &mut out);
+        r.push(&mut other, 2, t, None, &mut out);
         assert_eq!(r.stats().not_broker_port, 1);
         // A RST closes and flushes.
         let rst = TcpFlags { rst: true, ..ACK };
-        r.push(&seg(true, 0, b"", rst), 3, t, &mut out);
+        r.push(&mut seg(true, 0, b"", rst), 3, t, None, &mut out);
         assert!(matches!(
             out.last(),
             Some(FlowEvent::Closed {
@@ -1630,7 +1648,7 @@ mod tests {
             })
         ));
         // A new SYN reuses the pair as stream 1.
-        r.push(&seg(true, 500, b"", SYN), 4, t, &mut out);
+        r.push(&mut seg(true, 500, b"", SYN), 4, t, None, &mut out);
         assert!(matches!(
             out.last(),
             Some(FlowEvent::Start { stream: 1, .. })
@@ -1644,26 +1662,28 @@ mod tests {
         let mut r = Reassembler::new(FlowConfig::default());
         let mut out = Vec::new();
         let t = Timestamp::new(1, 0);
-        r.push(&seg(true, 99, b"", SYN), 1, t, &mut out);
+        r.push(&mut seg(true, 99, b"", SYN), 1, t, None, &mut out);
         r.push(
-            &seg(false, 499, b"", TcpFlags { ack: true, ..SYN }),
+            &mut seg(false, 499, b"", TcpFlags { ack: true, ..SYN }),
             2,
             t,
+            None,
             &mut out,
         );
-        r.push(&seg(true, 100, b"abcd", ACK), 3, t, &mut out);
-        r.push(&seg(false, 500, b"wxyz", ACK), 4, t, &mut out);
+        r.push(&mut seg(true, 100, b"abcd", ACK), 3, t, None, &mut out);
+        r.push(&mut seg(false, 500, b"wxyz", ACK), 4, t, None, &mut out);
         assert_eq!(data_of(&out, Direction::BrokerToClient), b"wxyz");
         r.push(
-            &seg(true, 104, b"", TcpFlags { rst: true, ..ACK }),
+            &mut seg(true, 104, b"", TcpFlags { rst: true, ..ACK }),
             5,
             t,
+            None,
             &mut out,
         );
         assert!(r.take_late().is_none());
         out.clear();
         // The broker's next bytes, behind the client's RST in capture order.
-        r.push(&seg(false, 504, b"12345", ACK), 6, t, &mut out);
+        r.push(&mut seg(false, 504, b"12345", ACK), 6, t, None, &mut out);
         assert!(out.is_empty(), "{out:?}");
         let late = r.take_late().expect("reported");
         assert_eq!(
@@ -1672,11 +1692,11 @@ mod tests {
         );
         assert!(r.take_late().is_none(), "taken once");
         // A retransmission of delivered bytes, and a bare ACK: nothing new.
-        r.push(&seg(false, 500, b"wxyz", ACK), 7, t, &mut out);
-        r.push(&seg(true, 104, b"", ACK), 8, t, &mut out);
+        r.push(&mut seg(false, 500, b"wxyz", ACK), 7, t, None, &mut out);
+        r.push(&mut seg(true, 104, b"", ACK), 8, t, None, &mut out);
         assert!(r.take_late().is_none());
         // Overlapping the delivered end: only the bytes past it count.
-        r.push(&seg(false, 502, b"yz67", ACK), 9, t, &mut out);
+        r.push(&mut seg(false, 502, b"yz67", ACK), 9, t, None, &mut out);
         assert_eq!(r.take_late().map(|l| l.bytes), Some(2));
         assert_eq!(r.stats().data_after_close, 2);
     }

@@ -289,14 +289,10 @@ impl Framer {
         self.state = State::Resync;
     }
 
-    /// Append in-order bytes at `stream_offset` (as delivered by `flow`).
-    pub fn push(&mut self, data: Bytes, stream_offset: u64, frame: u64, ts: Timestamp) {
-        self.push_at(data, stream_offset, frame, ts, None);
-    }
-
-    /// [`Framer::push`] for bytes that lie at `file` in the capture file: messages
-    /// made of such bytes carry their [`RawMessage::file_pieces`].
-    pub fn push_at(
+    /// Appends in-order bytes at `stream_offset` (as delivered by `flow`),
+    /// carried by `frame` at `ts`; when they lie at `file` in the capture
+    /// file, messages made of them carry their [`RawMessage::file_pieces`].
+    pub fn push(
         &mut self,
         data: Bytes,
         stream_offset: u64,
@@ -914,7 +910,13 @@ mod tests {
         let mut f = Framer::new(0, Direction::ClientToBroker, true, FramerConfig::default());
         let mut ev = Vec::new();
         for (i, b) in stream.iter().enumerate() {
-            f.push(Bytes::copy_from_slice(&[*b]), i as u64, 10 + i as u64, T);
+            f.push(
+                Bytes::copy_from_slice(&[*b]),
+                i as u64,
+                10 + i as u64,
+                T,
+                None,
+            );
             ev.extend(drain(&mut f, &|_| false));
         }
         let ms = messages(&ev);
@@ -928,7 +930,7 @@ mod tests {
         // One chunk holding one message: a slice of the chunk, not a copy.
         let one = Bytes::from(request(7, b"abc"));
         let mut f = Framer::new(0, Direction::ClientToBroker, true, FramerConfig::default());
-        f.push(one.clone(), 0, 1, T);
+        f.push(one.clone(), 0, 1, T, None);
         let ev = drain(&mut f, &|_| false);
         assert_eq!(messages(&ev)[0].bytes.as_ptr(), one.as_ptr());
         // One carrying frame: no provenance kept, every byte the first frame's.
@@ -937,8 +939,8 @@ mod tests {
         // One frame's bytes in two chunks: still one carrying frame.
         let two = request(8, b"defg");
         let mut f = Framer::new(0, Direction::ClientToBroker, true, FramerConfig::default());
-        f.push(Bytes::copy_from_slice(&two[..6]), 0, 4, T);
-        f.push(Bytes::copy_from_slice(&two[6..]), 6, 4, T);
+        f.push(Bytes::copy_from_slice(&two[..6]), 0, 4, T, None);
+        f.push(Bytes::copy_from_slice(&two[6..]), 6, 4, T, None);
         let ev = drain(&mut f, &|_| false);
         let ms = messages(&ev);
         assert_eq!(&ms[0].bytes[..], &two[..]);
@@ -956,7 +958,7 @@ mod tests {
         let cut = c.len() - 3;
         let chunk = Bytes::from([&a[..], &b[..], &c[..cut]].concat());
         let mut f = Framer::new(0, Direction::ClientToBroker, true, FramerConfig::default());
-        f.push_at(chunk.clone(), 0, 1, T, Some(1000));
+        f.push(chunk.clone(), 0, 1, T, Some(1000));
         let ev = drain(&mut f, &|_| false);
         let ms = messages(&ev);
         assert_eq!(ms.len(), 2);
@@ -971,7 +973,7 @@ mod tests {
         );
         assert_eq!(ms[1].stream_offset, a.len() as u64);
         // The third message's last bytes: at another place in the file.
-        f.push_at(
+        f.push(
             Bytes::copy_from_slice(&c[cut..]),
             chunk.len() as u64,
             2,
@@ -1014,10 +1016,10 @@ mod tests {
         let mut f = Framer::new(0, Direction::ClientToBroker, true, FramerConfig::default());
         for &(s0, s1, at) in &cuts {
             let d = Bytes::copy_from_slice(&stream[s0..s1]);
-            f.push_at(d, s0 as u64, 1 + s0 as u64, T, Some(at));
+            f.push(d, s0 as u64, 1 + s0 as u64, T, Some(at));
         }
         let d = Bytes::copy_from_slice(&stream[30..]);
-        f.push_at(d, 30, 40, T, Some(500));
+        f.push(d, 30, 40, T, Some(500));
         let ev = drain(&mut f, &|_| false);
         let ms = messages(&ev);
         assert_eq!(ms.len(), 3);
@@ -1037,14 +1039,14 @@ mod tests {
         }
         // A duplicate prefix is trimmed and the offset moves with it.
         let mut f = Framer::new(0, Direction::ClientToBroker, true, FramerConfig::default());
-        f.push_at(Bytes::copy_from_slice(&a[..10]), 0, 1, T, Some(100));
-        f.push_at(Bytes::copy_from_slice(&a[4..]), 4, 2, T, Some(300));
+        f.push(Bytes::copy_from_slice(&a[..10]), 0, 1, T, Some(100));
+        f.push(Bytes::copy_from_slice(&a[4..]), 4, 2, T, Some(300));
         let ev = drain(&mut f, &|_| false);
         assert_eq!(messages(&ev)[0].file_pieces, vec![(100, 10), (306, 17)]);
         // One chunk without an offset: no pieces at all.
         let mut f = Framer::new(0, Direction::ClientToBroker, true, FramerConfig::default());
-        f.push_at(Bytes::copy_from_slice(&a[..10]), 0, 1, T, Some(100));
-        f.push(Bytes::copy_from_slice(&a[10..]), 10, 2, T);
+        f.push(Bytes::copy_from_slice(&a[..10]), 0, 1, T, Some(100));
+        f.push(Bytes::copy_from_slice(&a[10..]), 10, 2, T, None);
         let ev = drain(&mut f, &|_| false);
         assert!(messages(&ev)[0].file_pieces.is_empty());
     }
@@ -1054,7 +1056,7 @@ mod tests {
         let a = request(1, b"0123456789");
         let stream: Vec<u8> = [&a[5..], &request(2, b"")[..], &request(3, b"zz")[..]].concat();
         let mut f = Framer::new(4, Direction::ClientToBroker, false, FramerConfig::default());
-        f.push(Bytes::from(stream), 100, 1, T);
+        f.push(Bytes::from(stream), 100, 1, T, None);
         let ev = drain(&mut f, &|_| false);
         assert!(
             matches!(ev[0], FramerEvent::Resynced { skipped, stream_offset: 122, .. } if skipped == a.len() as u64 - 5),
@@ -1071,7 +1073,7 @@ mod tests {
     fn resync_responses_with_pending_ids() {
         let stream: Vec<u8> = [&response(41, &[0; 30])[9..], &response(42, &[1; 6])[..]].concat();
         let mut f = Framer::new(0, Direction::BrokerToClient, false, FramerConfig::default());
-        f.push(Bytes::from(stream), 0, 1, T);
+        f.push(Bytes::from(stream), 0, 1, T, None);
         let ev = drain(&mut f, &|c| c == 42);
         let ms = messages(&ev);
         assert_eq!(ms.len(), 1);
@@ -1084,11 +1086,11 @@ mod tests {
         let a = request(1, &[b'a'; 40]);
         let b = request(2, b"b");
         let mut f = Framer::new(0, Direction::ClientToBroker, true, FramerConfig::default());
-        f.push(Bytes::copy_from_slice(&a[..20]), 0, 1, T);
+        f.push(Bytes::copy_from_slice(&a[..20]), 0, 1, T, None);
         assert!(drain(&mut f, &|_| false).is_empty());
         f.gap(20, 10, 2, &|_| false);
-        f.push(Bytes::copy_from_slice(&a[30..]), 30, 2, T);
-        f.push(Bytes::from(b.clone()), a.len() as u64, 3, T);
+        f.push(Bytes::copy_from_slice(&a[30..]), 30, 2, T, None);
+        f.push(Bytes::from(b.clone()), a.len() as u64, 3, T, None);
         let ev = drain(&mut f, &|_| false);
         match &ev[0] {
             FramerEvent::Partial(m) => {
@@ -1106,9 +1108,9 @@ mod tests {
     #[test]
     fn insane_size_desyncs_and_partial_prefix_waits() {
         let mut f = Framer::new(0, Direction::ClientToBroker, true, FramerConfig::default());
-        f.push(Bytes::from_static(&[0x80, 0]), 0, 1, T);
+        f.push(Bytes::from_static(&[0x80, 0]), 0, 1, T, None);
         assert!(drain(&mut f, &|_| false).is_empty()); // a partial prefix is "need more"
-        f.push(Bytes::from_static(&[0, 0, 0, 3]), 2, 2, T);
+        f.push(Bytes::from_static(&[0, 0, 0, 3]), 2, 2, T, None);
         let ev = drain(&mut f, &|_| false);
         assert_eq!(
             ev,
@@ -1132,7 +1134,13 @@ mod tests {
         };
         let mut f = Framer::new(0, Direction::BrokerToClient, true, cfg);
         // Claims 1 MiB; only 8 bytes exist.
-        f.push(Bytes::from_static(&[0, 0x10, 0, 0, 0, 0, 0, 1]), 0, 1, T);
+        f.push(
+            Bytes::from_static(&[0, 0x10, 0, 0, 0, 0, 0, 1]),
+            0,
+            1,
+            T,
+            None,
+        );
         assert!(drain(&mut f, &|_| false).is_empty());
         assert_eq!(f.buffered(), 8);
         let mut out = Vec::new();
@@ -1188,13 +1196,13 @@ mod tests {
         };
         let mut f = Framer::new(6, Direction::BrokerToClient, false, cfg);
         let mut ev = Vec::new();
-        f.push(Bytes::from([&tail[..], &r3[..]].concat()), 1000, 1, T);
+        f.push(Bytes::from([&tail[..], &r3[..]].concat()), 1000, 1, T, None);
         ev.extend(drain(&mut f, &|_| false));
         // One response and nothing after it proves nothing yet: wait.
         assert!(messages(&ev).is_empty(), "{ev:?}");
-        f.push(Bytes::from(r4), at4, 2, T);
+        f.push(Bytes::from(r4), at4, 2, T, None);
         ev.extend(drain(&mut f, &|_| false));
-        f.push(Bytes::from(r5), at5, 3, T);
+        f.push(Bytes::from(r5), at5, 3, T, None);
         ev.extend(drain(&mut f, &|c| c == 5));
         assert_eq!(ids(&ev), [(at3, 3), (at4, 4), (at5, 5)]);
         assert_eq!(messages(&ev)[0].skipped_before, tail.len() as u64);
@@ -1215,7 +1223,7 @@ mod tests {
         let real: Vec<u8> = [response(10, &[0; 9]), response(11, &[0; 9])].concat();
         for pending in [None, Some(11)] {
             let mut f = Framer::new(0, Direction::BrokerToClient, false, FramerConfig::default());
-            f.push(Bytes::from([&junk[..], &real[..]].concat()), 0, 1, T);
+            f.push(Bytes::from([&junk[..], &real[..]].concat()), 0, 1, T, None);
             let mut ev = drain(&mut f, &|c| Some(c) == pending);
             f.finish(&|c| Some(c) == pending, &mut ev);
             assert_eq!(ids(&ev), [(24, 10), (41, 11)], "pending {pending:?}");
@@ -1229,7 +1237,7 @@ mod tests {
         // response, that proves nothing: the bytes are discarded, not framed.
         let tail = [0xaa, 0xbb, 0, 0, 0, 6, 0, 0, 0, 0, 0, 4];
         let mut f = Framer::new(0, Direction::BrokerToClient, false, FramerConfig::default());
-        f.push(Bytes::copy_from_slice(&tail), 0, 1, T);
+        f.push(Bytes::copy_from_slice(&tail), 0, 1, T, None);
         let mut ev = drain(&mut f, &|_| false);
         f.finish(&|_| false, &mut ev);
         assert_eq!(
@@ -1241,17 +1249,17 @@ mod tests {
         );
         // The same bytes before a gap: discarded too, and framing resumes after it.
         let mut f = Framer::new(0, Direction::BrokerToClient, false, FramerConfig::default());
-        f.push(Bytes::copy_from_slice(&tail), 0, 1, T);
+        f.push(Bytes::copy_from_slice(&tail), 0, 1, T, None);
         f.gap(12, 100, 2, &|_| false);
         let real: Vec<u8> = [response(40, &[0; 9]), response(41, &[0; 9])].concat();
-        f.push(Bytes::from(real), 112, 2, T);
+        f.push(Bytes::from(real), 112, 2, T, None);
         let ev = drain(&mut f, &|_| false);
         assert_eq!(ids(&ev), [(112, 40), (129, 41)]);
         assert_eq!(messages(&ev)[0].skipped_before, 12);
         // Data that both starts and ends with one response: a sparse capture's lone
         // answer (ndpi__kafka.pcapng frame 5) is framed at the end of the stream.
         let mut f = Framer::new(0, Direction::BrokerToClient, false, FramerConfig::default());
-        f.push(Bytes::from(response(131, &[0; 112])), 0, 5, T);
+        f.push(Bytes::from(response(131, &[0; 112])), 0, 5, T, None);
         let mut ev = drain(&mut f, &|_| false);
         assert!(ev.is_empty());
         f.finish(&|_| false, &mut ev);
@@ -1269,7 +1277,7 @@ mod tests {
         junk.extend_from_slice(&[0x03, 0xd0, 0, 0, 0, 0, 0x21, 0]); // "size 64 MB, id 8448"
         let real: Vec<u8> = [response(9000, &[5; 20]), response(9001, &[6; 20])].concat();
         let mut f = Framer::new(0, Direction::BrokerToClient, false, cfg);
-        f.push(Bytes::from([&junk[..], &real[..]].concat()), 0, 1, T);
+        f.push(Bytes::from([&junk[..], &real[..]].concat()), 0, 1, T, None);
         let ev = drain(&mut f, &|_| false);
         assert_eq!(ids(&ev), [(19, 9000), (47, 9001)]);
     }
@@ -1280,7 +1288,7 @@ mod tests {
         // (wireshark-wiki-kafka-testcases-v4/unsupported-version.pcapng).
         let stream: Vec<u8> = [response(0x2710_0000, &[]), response(2, &[0; 2])].concat();
         let mut f = Framer::new(0, Direction::BrokerToClient, true, FramerConfig::default());
-        f.push(Bytes::from(stream), 0, 1, T);
+        f.push(Bytes::from(stream), 0, 1, T, None);
         let ev = drain(&mut f, &|_| false);
         assert_eq!(ids(&ev), [(0, 0x2710_0000), (8, 2)]);
     }

@@ -8,7 +8,7 @@ use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use kafkashark::analyzer::{
-    Analyzer, AnalyzerConfig, MessageRecord, Notice, Output, RequestScanner,
+    Analyzer, AnalyzerConfig, MessageAnalyzer, MessageRecord, Notice, Output, RequestScanner,
 };
 use kafkashark::capture::{
     CaptureError, FileSource, Frame, FrameSource, LiveConfig, LiveSource, Polled,
@@ -142,7 +142,6 @@ pub fn run(opts: &PrintOptions) -> Result<u64, CliError> {
             stamps: std::sync::Arc::default(),
         }
     });
-    let mut analyzer = Analyzer::new(cfg);
     let live = matches!(opts.input, Input::Live { .. });
     let printer = Printer {
         render: Render::new(opts.format, opts.verbose),
@@ -154,8 +153,9 @@ pub fn run(opts: &PrintOptions) -> Result<u64, CliError> {
         trees,
     };
     if let Some(src) = file {
-        return run_file(src, opts, analyzer, printer);
+        return run_file(src, opts, MessageAnalyzer::new(cfg), printer);
     }
+    let mut analyzer = Analyzer::new(cfg);
     // Live, or a file read for a while (`--duration`): one thread, the same
     // last stage as for files' summaries. Requests wait (bounded) for their
     // responses so `paired` is final when printed.
@@ -186,7 +186,7 @@ pub fn run(opts: &PrintOptions) -> Result<u64, CliError> {
             stage.printer.render.first_ts = Some(frame.ts);
         }
         analyzer.push(&frame, &mut out);
-        stage.printer.learn(&analyzer, &mut out);
+        stage.printer.learn(analyzer.messages(), &mut out);
         if stage.frame(&mut out)? {
             break;
         }
@@ -199,7 +199,7 @@ pub fn run(opts: &PrintOptions) -> Result<u64, CliError> {
     }
     if !stage.count_reached() {
         analyzer.finish(&mut out);
-        stage.printer.learn(&analyzer, &mut out);
+        stage.printer.learn(analyzer.messages(), &mut out);
     }
     stage.finish(std::mem::take(&mut out), None)?;
     if live {
@@ -375,7 +375,7 @@ impl Stage {
 fn run_file(
     src: FileSource,
     opts: &PrintOptions,
-    mut analyzer: Analyzer,
+    mut analyzer: MessageAnalyzer,
     printer: Printer,
 ) -> Result<u64, CliError> {
     use std::sync::atomic::{AtomicBool, Ordering};
@@ -438,7 +438,7 @@ fn run_file(
                 if let Event::Message(m) | Event::ScannedRequest(m, _) = &ev {
                     bytes += m.bytes.len();
                 }
-                analyzer.push_event(ev, &mut work.outs);
+                analyzer.push(ev, &mut work.outs);
             }
             at = end;
             work.ends.push(work.outs.len());
@@ -461,7 +461,7 @@ fn run_file(
         }
         if let Some(mut fin) = batch.finish {
             let mut outs = Vec::new();
-            analyzer.push_events(&mut fin, &mut outs);
+            fin.drain(..).for_each(|ev| analyzer.push(ev, &mut outs));
             analyzer.finish(&mut outs);
             work.finish = Some(outs);
             work.error = batch.error;
@@ -603,7 +603,7 @@ fn tail_bytes(left: u64) -> usize {
 /// Reads a capture file and runs TCP reassembly and Kafka framing (the
 /// `Pipeline`) on a thread of its own, handing batches of events through a
 /// bounded channel; the caller decodes, pairs and prints them on its own
-/// thread (`Analyzer::push_events`). Same events, same order as one thread
+/// thread (`MessageAnalyzer::push`). Same events, same order as one thread
 /// running `Analyzer::push`: two cores instead of one.
 pub struct FileReader {
     /// The batches; the last one has `finish` set.
@@ -646,7 +646,8 @@ impl FileReader {
                 // Frames decoded to their segments in the read buffer where
                 // they can be (`poll_with`): a pure ACK makes no slice of it.
                 let got = src.poll_with(|seen| {
-                    let (ts, len, at) = pipeline.push_seen(seen, &mut batch.evs);
+                    let (ts, len, at) = seen.place();
+                    pipeline.push(seen, &mut batch.evs);
                     (ts, len, at.map(|o| o.saturating_add(len as u64)))
                 });
                 let (ts, len, end) = match got {
@@ -751,7 +752,7 @@ struct Trees {
 impl Printer {
     /// After the analyzer made `outs`: notes the topic ids they teach and
     /// drops the trees the analyzer made for that (`render_pool::Stamps`).
-    fn learn(&self, analyzer: &Analyzer, outs: &mut [Output]) {
+    fn learn(&self, analyzer: &MessageAnalyzer, outs: &mut [Output]) {
         if let Some(t) = &self.trees {
             t.stamps.learn(analyzer, outs);
         }
@@ -1287,7 +1288,9 @@ mod reader_tests {
         };
         let mut cfg = AnalyzerConfig::default();
         cfg.decode.records = false;
-        let scanner = Analyzer::new(cfg).request_scanner().expect("a scanner");
+        let scanner = MessageAnalyzer::new(cfg)
+            .request_scanner()
+            .expect("a scanner");
         let (tx, rx) = std::sync::mpsc::sync_channel::<Batch>(1);
         assert!(hand_over(&tx, batch(1), Some(&scanner)));
         // The channel is full: the second waits for room.

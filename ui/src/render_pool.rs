@@ -47,7 +47,7 @@ use std::sync::{Arc, Condvar, Mutex, RwLock};
 
 use crate::reorder::Reorder;
 use kafkashark::analyzer::{
-    redecode, response_facts, Analyzer, AnalyzerConfig, MessageRecord, Output,
+    redecode, response_facts, AnalyzerConfig, MessageAnalyzer, MessageRecord, Output,
 };
 use kafkashark::capture::{CaptureError, FileSource};
 use kafkashark::flow::Ports;
@@ -182,7 +182,7 @@ where
         records_json: false,
         ..settings.decode.clone()
     };
-    let mut analyzer = Analyzer::new(cfg);
+    let mut analyzer = MessageAnalyzer::new(cfg);
     let stamps = Arc::new(Stamps::default());
     let pool = Pool::spawn(&settings, stamps.clone(), out, note);
     let mut order = Order::new(pool, settings.count, settings.name.clone());
@@ -209,7 +209,7 @@ where
         for end in batch.ends {
             for ev in evs.by_ref().take(end - at) {
                 let from = outs.len();
-                analyzer.push_event(ev, &mut outs);
+                analyzer.push(ev, &mut outs);
                 stamps.learn(&analyzer, outs.get_mut(from..).unwrap_or_default());
             }
             at = end;
@@ -220,7 +220,7 @@ where
         if let Some(fin) = batch.finish {
             for ev in fin {
                 let from = outs.len();
-                analyzer.push_event(ev, &mut outs);
+                analyzer.push(ev, &mut outs);
                 stamps.learn(&analyzer, outs.get_mut(from..).unwrap_or_default());
             }
             let from = outs.len();
@@ -396,7 +396,7 @@ pub(crate) struct Stamps {
 impl Stamps {
     /// After the analyzer made `outs`: notes the topic ids it learned from
     /// them, and drops their trees (made without record sets, only for this).
-    pub(crate) fn learn(&self, analyzer: &Analyzer, outs: &mut [Output]) {
+    pub(crate) fn learn(&self, analyzer: &MessageAnalyzer, outs: &mut [Output]) {
         for o in outs {
             let Output::Message(m) = o else { continue };
             let Some(d) = m.decoded.take() else { continue };
@@ -1224,7 +1224,7 @@ mod tests {
         format: PrintFormat,
         count: Option<u64>,
     ) -> (Vec<u8>, u64) {
-        let mut analyzer = Analyzer::new(AnalyzerConfig {
+        let mut analyzer = kafkashark::analyzer::Analyzer::new(AnalyzerConfig {
             pipeline: PipelineConfig::with_ports(ports.clone()),
             decode: DecodeOptions::default(),
             keep_trees: true,

@@ -6,7 +6,7 @@
 use std::io::{IsTerminal, Write};
 use std::time::{Duration, Instant};
 
-use kafkashark::analyzer::{Analyzer, AnalyzerConfig, Output};
+use kafkashark::analyzer::{Analyzer, AnalyzerConfig, MessageAnalyzer, Output};
 use kafkashark::capture::{CaptureError, FileSource, FrameSource, LiveConfig, LiveSource, Polled};
 use kafkashark::flow::Ports;
 use kafkashark::pipeline::PipelineConfig;
@@ -60,7 +60,8 @@ pub fn run(opts: &StatsOptions) -> Result<(), CliError> {
         Input::File(p) => (p.clone(), false),
         Input::Live { iface, .. } => (format!("live on {iface}"), true),
     };
-    let (mut analyzer, mut stats) = engine(opts);
+    let (cfg, mut stats) = engine(opts);
+    let mut analyzer = Analyzer::new(cfg);
     let tty = std::io::stdout().is_terminal();
     let started = Instant::now();
     let mut last_draw = Instant::now();
@@ -112,8 +113,8 @@ pub fn run(opts: &StatsOptions) -> Result<(), CliError> {
     Ok(())
 }
 
-/// The analyzer and the stats of a run.
-fn engine(opts: &StatsOptions) -> (Analyzer, Stats) {
+/// The analyzer's settings and the stats of a run.
+fn engine(opts: &StatsOptions) -> (AnalyzerConfig, Stats) {
     let mut cfg = Stats::analyzer_config(AnalyzerConfig {
         pipeline: PipelineConfig::with_ports(opts.ports.clone()),
         ..AnalyzerConfig::default()
@@ -123,7 +124,7 @@ fn engine(opts: &StatsOptions) -> (Analyzer, Stats) {
         slow: opts.slow,
         ..StatsConfig::default()
     });
-    (Analyzer::new(cfg), stats)
+    (cfg, stats)
 }
 
 /// `stats` of a file on three threads: read and reassembled by
@@ -131,7 +132,8 @@ fn engine(opts: &StatsOptions) -> (Analyzer, Stats) {
 /// the same outputs in the same order as one thread, so the same report.
 fn run_file(opts: &StatsOptions, path: &str) -> Result<(), CliError> {
     let src = FileSource::open(path).map_err(CliError::Capture)?;
-    let (mut analyzer, mut stats) = engine(opts);
+    let (cfg, mut stats) = engine(opts);
+    let mut analyzer = MessageAnalyzer::new(cfg);
     // While the analyzer is behind, the reader's thread scans requests for
     // it (`print::hand_over`): the analyzer's thread is the busiest of the
     // three.
@@ -163,9 +165,12 @@ fn run_file(opts: &StatsOptions, path: &str) -> Result<(), CliError> {
     let mut out = Vec::new();
     let mut read_error = None;
     for mut batch in reader.rx.iter() {
-        analyzer.push_events(&mut batch.evs, &mut out);
-        if let Some(mut fin) = batch.finish {
-            analyzer.push_events(&mut fin, &mut out);
+        batch
+            .evs
+            .drain(..)
+            .for_each(|ev| analyzer.push(ev, &mut out));
+        if let Some(fin) = batch.finish {
+            fin.into_iter().for_each(|ev| analyzer.push(ev, &mut out));
             read_error = batch.error;
             break;
         }

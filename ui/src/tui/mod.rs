@@ -410,9 +410,9 @@ fn load(
                 total,
             },
         ];
-        if an.topic_names().len() != *topics_known {
-            *topics_known = an.topic_names().len();
-            msgs.push(Msg::Topics(Box::new(an.topic_names().clone())));
+        if an.messages().topic_names().len() != *topics_known {
+            *topics_known = an.messages().topic_names().len();
+            msgs.push(Msg::Topics(Box::new(an.messages().topic_names().clone())));
         }
         if !batch.is_empty() {
             msgs.push(Msg::Loaded(std::mem::take(batch)));
