@@ -12,9 +12,9 @@ use std::path::{Path, PathBuf};
 
 use kafkashark::kafka::schema::{
     api_name, definitions, known_versions, message, request_header_version,
-    response_header_version, Elem, FieldDef, FieldKind, Marks, MessageDef, MessageKind, Prim,
-    SchemaSet, StructDef, Versions, CONSUMER_PROTOCOL_ASSIGNMENT, CONSUMER_PROTOCOL_SUBSCRIPTION,
-    DATA_SCHEMAS, MESSAGES, REQUEST_HEADER, RESPONSE_HEADER,
+    response_header_version, ApiKey, Elem, FieldDef, FieldKind, Marks, MessageDef, MessageKind,
+    Prim, SchemaSet, StructDef, Versions, CONSUMER_PROTOCOL_ASSIGNMENT,
+    CONSUMER_PROTOCOL_SUBSCRIPTION, DATA_SCHEMAS, MESSAGES, REQUEST_HEADER, RESPONSE_HEADER,
 };
 
 const SCHEMA_DIR: &str = concat!(
@@ -163,6 +163,27 @@ fn api_names() {
     assert_eq!(api_name(92), Some("DeleteShareGroupOffsets"));
     assert_eq!(api_name(93), None);
     assert_eq!(api_name(-1), None);
+}
+
+/// The named api keys are Kafka's numbers, the legacy-only ones included,
+/// and name their APIs.
+#[test]
+fn api_key_constants() {
+    assert_eq!(ApiKey::PRODUCE, ApiKey(0));
+    assert_eq!(ApiKey::METADATA, ApiKey(3));
+    assert_eq!(ApiKey::CONTROLLED_SHUTDOWN, ApiKey(7));
+    assert_eq!(ApiKey::JOIN_GROUP, ApiKey(11));
+    assert_eq!(ApiKey::SASL_HANDSHAKE, ApiKey(17));
+    assert_eq!(ApiKey::API_VERSIONS, ApiKey(18));
+    assert_eq!(ApiKey::CONSUMER_GROUP_HEARTBEAT, ApiKey(68));
+    assert_eq!(ApiKey::DESCRIBE_TOPIC_PARTITIONS, ApiKey(75));
+    assert_eq!(ApiKey::SHARE_FETCH, ApiKey(78));
+    assert_eq!(ApiKey::DELETE_SHARE_GROUP_OFFSETS, ApiKey(92));
+    assert_eq!(
+        ApiKey::DESCRIBE_TOPIC_PARTITIONS.name(),
+        Some("DescribeTopicPartitions")
+    );
+    assert_eq!(ApiKey(93).name(), None);
 }
 
 #[test]

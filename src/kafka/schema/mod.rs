@@ -19,6 +19,19 @@ pub use generated::{
     REQUEST_HEADER, RESPONSE_HEADER,
 };
 
+/// A Kafka API key: the number a request header names. Its named
+/// constants (`ApiKey::PRODUCE`) are generated from the request definitions;
+/// [`ApiKey::name`] is the API's name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ApiKey(pub i16);
+
+impl ApiKey {
+    /// The API's name (`Produce`), when the key is known.
+    pub fn name(self) -> Option<&'static str> {
+        api_name(self.0)
+    }
+}
+
 /// An inclusive range of versions; `min > max` means "none".
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Versions {
