@@ -456,188 +456,156 @@ impl MessageAnalyzer {
         let (client, broker, sasl) = (st.client, st.broker, st.sasl);
         let index = self.next_index;
         self.next_index += 1;
-        // The record is made in its box at once and filled in place: it is
-        // large (about 860 bytes), and every move of it or of its tree was a
-        // copy (memmove was 5 % of `stats`' CPU).
-        let mut rec = Box::new(MessageRecord {
-            info: MessageInfo {
-                index,
-                frame: raw.last_frame,
-                first_frame: raw.first_frame,
-                ts: raw.last_ts,
-                first_ts: raw.first_ts,
-                stream: raw.stream,
-                client,
-                broker,
-                kind: Kind::Request,
-                api_key: None,
-                api_version: None,
-                correlation_id: raw.correlation_id(),
-                length: raw.size().unwrap_or(0),
-                client_id: None,
-                paired: false,
-                peer: None,
-                inferred: false,
-                expects_response: false,
-                latency_ns: None,
-                throttle_time_ms: None,
-                error_codes: Vec::new(),
-                decode_error: None,
-                resynced: raw.resynced,
-                skipped_before: raw.skipped_before,
-                topics: Vec::new(),
-            },
-            raw,
-            decoded: None,
-        });
+        let mut rec = new_record(index, raw, client, broker);
         let MessageRecord {
             info,
             raw,
             decoded: slot,
         } = &mut *rec;
-        let (scan, filter) = self.scan_mode();
         let mut facts: Option<LeanFacts> = None;
         let decoded = match raw.dir {
-            Direction::ClientToBroker => {
-                // A scan made ahead on the reader's thread is the one this
-                // would make (same bytes, same options: `RequestScanner`).
-                let mut d = match scan
-                    .then(|| match scanned {
-                        Some(s) => Some(*s),
-                        None => summarize_request(&raw.bytes, &self.scan_opts),
-                    })
-                    .flatten()
-                    .filter(|s| {
-                        filter.is_none_or(|f| {
-                            let (k, v) = (s.api_key.unwrap_or(-1), s.api_version.unwrap_or(-1));
-                            !f(Kind::Request, k, v, s)
-                        })
-                    }) {
-                    Some(s) => {
-                        let (d, f) = lean_decoded(Kind::Request, s);
-                        facts = Some(f);
-                        d
-                    }
-                    None => decode_request(&raw.bytes, &self.cfg.decode),
-                };
-                info.api_key = d.api_key;
-                info.api_version = d.api_version;
-                // `Decoded::client_id` has no reader past this point.
-                info.client_id = d.client_id.take();
-                info.expects_response = match &facts {
-                    Some(f) => d.api_key != Some(0) || f.acks != Some(0),
-                    None => expects_response(&d),
-                };
-                let raw_token = sasl == SaslState::RawTokens && d.error.is_some();
-                if let (true, false, Some(k), Some(v), Some(c)) = (
-                    info.expects_response,
-                    raw_token,
-                    d.api_key,
-                    d.api_version,
-                    d.correlation_id,
-                ) {
-                    // A request whose body is malformed still pairs: its header is enough.
-                    let pending = PendingRequest {
-                        index,
-                        api_key: k,
-                        api_version: v,
-                        frame: raw.last_frame,
-                        ts: raw.last_ts,
-                    };
-                    if let Some(old) = self.pairer.request(raw.stream, c, pending) {
-                        out.push(Output::Notice(Notice::Unanswered {
-                            stream: raw.stream,
-                            request: old,
-                        }));
-                    }
-                } else if let (false, false, Some(k), Some(v), Some(c)) = (
-                    info.expects_response,
-                    raw_token,
-                    d.api_key,
-                    d.api_version,
-                    d.correlation_id,
-                ) {
-                    // acks=0: no response is due, but pair one if the broker sends it.
-                    let pending = PendingRequest {
-                        index,
-                        api_key: k,
-                        api_version: v,
-                        frame: raw.last_frame,
-                        ts: raw.last_ts,
-                    };
-                    self.pairer.optional_request(raw.stream, c, pending);
-                }
-                d
-            }
-            Direction::BrokerToClient => {
-                info.kind = Kind::Response;
-                let req = info
-                    .correlation_id
-                    .and_then(|c| self.pairer.response(raw.stream, c));
-                match req {
-                    Some(req) => {
-                        info.paired = true;
-                        info.peer = Some(req.index);
-                        info.latency_ns = Some(raw.first_ts.nanos_since(req.ts));
-                        info.api_key = Some(req.api_key);
-                        info.api_version = Some(req.api_version);
-                        // Responses that teach topic names (see `TopicNames::learn`)
-                        // are read as trees when they carry a topic id to learn.
-                        let teaches = matches!(req.api_key, 3 | 19 | 75);
-                        let summary = scan
-                            .then(|| {
-                                summarize_response(
-                                    &raw.bytes,
-                                    req.api_key,
-                                    req.api_version,
-                                    &self.response_scan_opts,
-                                )
-                            })
-                            .flatten()
-                            .filter(|s| !teaches || s.topic_ids.is_empty())
-                            .filter(|s| {
-                                filter.is_none_or(|f| {
-                                    !f(Kind::Response, req.api_key, req.api_version, s)
-                                })
-                            });
-                        match summary {
-                            Some(s) => {
-                                let (d, f) = lean_decoded(Kind::Response, s);
-                                facts = Some(f);
-                                d
-                            }
-                            None => decode_paired_response(
-                                &raw.bytes,
-                                req.api_key,
-                                req.api_version,
-                                &self.cfg.decode,
-                            ),
-                        }
-                    }
-                    None => {
-                        let inferred = if self.cfg.infer_unpaired && sasl != SaslState::RawTokens {
-                            infer_response(&raw.bytes, &self.cfg.decode)
-                        } else {
-                            None
-                        };
-                        match inferred {
-                            Some((k, v, d)) => {
-                                info.api_key = Some(k);
-                                info.api_version = Some(v);
-                                info.inferred = true;
-                                d
-                            }
-                            None => {
-                                // Only the header can be read: decode it with an unknown api.
-                                decode_response(&raw.bytes, -1, 0, &self.cfg.decode)
-                            }
-                        }
-                    }
-                }
-            }
+            Direction::ClientToBroker => self.request(info, raw, scanned, sasl, &mut facts, out),
+            Direction::BrokerToClient => self.response(info, raw, sasl, &mut facts),
         };
         let decoded = slot.insert(decoded);
         let sasl_token = self.sasl_step(raw, sasl, info, decoded, facts.as_ref());
+        self.settle(info, decoded, facts, sasl_token);
+        if !self.cfg.keep_trees {
+            *slot = None;
+        }
+        out.push(Output::Message(rec));
+    }
+
+    /// A request: read by its summary scan (made ahead when `scanned`) or
+    /// decoded, and registered for pairing unless it is a raw SASL token.
+    fn request(
+        &mut self,
+        info: &mut MessageInfo,
+        raw: &RawMessage,
+        scanned: Option<Box<Summary>>,
+        sasl: SaslState,
+        facts: &mut Option<LeanFacts>,
+        out: &mut Vec<Output>,
+    ) -> Decoded {
+        let (scan, filter) = self.scan_mode();
+        // A scan made ahead on the reader's thread is the one this would
+        // make (same bytes, same options: `RequestScanner`).
+        let summary = scan
+            .then(|| match scanned {
+                Some(s) => Some(*s),
+                None => summarize_request(&raw.bytes, &self.scan_opts),
+            })
+            .flatten()
+            .filter(|s| {
+                filter.is_none_or(|f| {
+                    let (k, v) = (s.api_key.unwrap_or(-1), s.api_version.unwrap_or(-1));
+                    !f(Kind::Request, k, v, s)
+                })
+            });
+        let mut d = match summary {
+            Some(s) => {
+                let (d, f) = lean_decoded(Kind::Request, s);
+                *facts = Some(f);
+                d
+            }
+            None => decode_request(&raw.bytes, &self.cfg.decode),
+        };
+        info.api_key = d.api_key;
+        info.api_version = d.api_version;
+        // `Decoded::client_id` has no reader past this point.
+        info.client_id = d.client_id.take();
+        info.expects_response = match facts {
+            Some(f) => d.api_key != Some(0) || f.acks != Some(0),
+            None => expects_response(&d),
+        };
+        let raw_token = sasl == SaslState::RawTokens && d.error.is_some();
+        // A request whose body is malformed still pairs: its header is enough.
+        if let (false, Some(k), Some(v), Some(c)) =
+            (raw_token, d.api_key, d.api_version, d.correlation_id)
+        {
+            let pending = PendingRequest {
+                index: info.index,
+                api_key: k,
+                api_version: v,
+                frame: raw.last_frame,
+                ts: raw.last_ts,
+            };
+            if !info.expects_response {
+                // acks=0: no response is due, but pair one if the broker sends it.
+                self.pairer.optional_request(raw.stream, c, pending);
+            } else if let Some(old) = self.pairer.request(raw.stream, c, pending) {
+                out.push(Output::Notice(Notice::Unanswered {
+                    stream: raw.stream,
+                    request: old,
+                }));
+            }
+        }
+        d
+    }
+
+    /// A response: paired with its request and read as that request's
+    /// answer, or its api inferred from the body, or only its header read.
+    fn response(
+        &mut self,
+        info: &mut MessageInfo,
+        raw: &RawMessage,
+        sasl: SaslState,
+        facts: &mut Option<LeanFacts>,
+    ) -> Decoded {
+        info.kind = Kind::Response;
+        let req = info
+            .correlation_id
+            .and_then(|c| self.pairer.response(raw.stream, c));
+        let Some(req) = req else {
+            let inferred = (self.cfg.infer_unpaired && sasl != SaslState::RawTokens)
+                .then(|| infer_response(&raw.bytes, &self.cfg.decode))
+                .flatten();
+            return match inferred {
+                Some((k, v, d)) => {
+                    info.api_key = Some(k);
+                    info.api_version = Some(v);
+                    info.inferred = true;
+                    d
+                }
+                // Only the header can be read: decode it with an unknown api.
+                None => decode_response(&raw.bytes, -1, 0, &self.cfg.decode),
+            };
+        };
+        info.paired = true;
+        info.peer = Some(req.index);
+        info.latency_ns = Some(raw.first_ts.nanos_since(req.ts));
+        info.api_key = Some(req.api_key);
+        info.api_version = Some(req.api_version);
+        let (scan, filter) = self.scan_mode();
+        // Responses that teach topic names (see `TopicNames::learn`) are
+        // read as trees when they carry a topic id to learn.
+        let teaches = matches!(req.api_key, 3 | 19 | 75);
+        let (k, v) = (req.api_key, req.api_version);
+        let summary = scan
+            .then(|| summarize_response(&raw.bytes, k, v, &self.response_scan_opts))
+            .flatten()
+            .filter(|s| !teaches || s.topic_ids.is_empty())
+            .filter(|s| filter.is_none_or(|f| !f(Kind::Response, k, v, s)));
+        match summary {
+            Some(s) => {
+                let (d, f) = lean_decoded(Kind::Response, s);
+                *facts = Some(f);
+                d
+            }
+            None => decode_paired_response(&raw.bytes, k, v, &self.cfg.decode),
+        }
+    }
+
+    /// The facts of a decoded message not set yet: a response's throttle
+    /// and errors, the decode error, the topics; topic names learned from
+    /// it and its tree annotated with them.
+    fn settle(
+        &mut self,
+        info: &mut MessageInfo,
+        decoded: &mut Decoded,
+        facts: Option<LeanFacts>,
+        sasl_token: bool,
+    ) {
         if info.kind == Kind::Response && !sasl_token {
             let (throttle, errors) = match facts {
                 Some(f) => (f.throttle, f.errors),
@@ -671,10 +639,7 @@ impl MessageAnalyzer {
         }
         if self.cfg.keep_trees {
             self.topics.annotate(&mut decoded.root);
-        } else {
-            *slot = None;
         }
-        out.push(Output::Message(rec));
     }
 }
 
@@ -734,6 +699,49 @@ impl MessageAnalyzer {
         }
         false
     }
+}
+
+/// A message's record before it is read: the facts its bytes and their
+/// place give. Made in its box at once and filled in place: it is large
+/// (about 860 bytes), and every move of it or of its tree was a copy.
+#[inline]
+fn new_record(
+    index: u64,
+    raw: RawMessage,
+    client: SocketAddr,
+    broker: SocketAddr,
+) -> Box<MessageRecord> {
+    Box::new(MessageRecord {
+        info: MessageInfo {
+            index,
+            frame: raw.last_frame,
+            first_frame: raw.first_frame,
+            ts: raw.last_ts,
+            first_ts: raw.first_ts,
+            stream: raw.stream,
+            client,
+            broker,
+            kind: Kind::Request,
+            api_key: None,
+            api_version: None,
+            correlation_id: raw.correlation_id(),
+            length: raw.size().unwrap_or(0),
+            client_id: None,
+            paired: false,
+            peer: None,
+            inferred: false,
+            expects_response: false,
+            latency_ns: None,
+            throttle_time_ms: None,
+            error_codes: Vec::new(),
+            decode_error: None,
+            resynced: raw.resynced,
+            skipped_before: raw.skipped_before,
+            topics: Vec::new(),
+        },
+        raw,
+        decoded: None,
+    })
 }
 
 /// The tree of a raw SASL token: its size prefix and the (redacted) token.
