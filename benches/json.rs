@@ -6,6 +6,9 @@
 //! Quick mode for CI (no timing assertions):
 //! `cargo bench --bench json -- --warm-up-time 0.1 --measurement-time 0.2 --sample-size 10`
 
+// `criterion_group!` makes a public function without a doc comment.
+#![allow(missing_docs)]
+
 use criterion::{black_box, criterion_group, criterion_main, Criterion, Throughput};
 use kafkashark::analyzer::AnalyzerConfig;
 use kafkashark::kafka::tree::{json, SourceBytes};

@@ -8,6 +8,9 @@
 //!
 //! Quick mode: `cargo bench --bench walks -- --warm-up-time 0.1 --measurement-time 0.2 --sample-size 10`
 
+// `criterion_group!` makes a public function without a doc comment.
+#![allow(missing_docs)]
+
 use criterion::{black_box, criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use kafkashark::kafka::records::compression::{declared_len, CODEC_LZ4, CODEC_ZSTD};
 use std::io::Write;

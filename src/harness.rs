@@ -394,7 +394,7 @@ pub(crate) fn streamed_text(
     response: Option<(i16, i16)>,
     opts: &DecodeOptions,
     indent: &str,
-    mut annotate: Option<&mut dyn FnMut(&mut crate::kafka::Node)>,
+    mut annotate: Option<&mut dyn FnMut(&mut Node)>,
 ) -> (
     Decoded,
     Option<(String, crate::kafka::stream_json::StreamFacts)>,
@@ -402,8 +402,8 @@ pub(crate) fn streamed_text(
     use crate::kafka::decode::{decode_request_text, decode_response_text};
     use crate::kafka::stream_text::TextStream;
     fn again<'a>(
-        a: &'a mut Option<&mut dyn FnMut(&mut crate::kafka::Node)>,
-    ) -> Option<&'a mut dyn FnMut(&mut crate::kafka::Node)> {
+        a: &'a mut Option<&mut dyn FnMut(&mut Node)>,
+    ) -> Option<&'a mut dyn FnMut(&mut Node)> {
         match a {
             Some(a) => Some(&mut **a),
             None => None,

@@ -37,14 +37,26 @@ pub const LEGACY_DIR: &str = "kafka-3.9";
 #[derive(Debug)]
 pub enum Error {
     /// A file or directory could not be read.
-    Io { path: PathBuf, source: io::Error },
+    Io {
+        /// The file or directory.
+        path: PathBuf,
+        /// What the system said.
+        source: io::Error,
+    },
     /// A file is not valid JSON once its comments are stripped.
     Json {
+        /// The file.
         path: PathBuf,
+        /// What the JSON parser said.
         source: serde_json::Error,
     },
     /// A file is valid JSON but not a definition this generator understands.
-    Schema { path: PathBuf, message: String },
+    Schema {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong in it.
+        message: String,
+    },
 }
 
 impl fmt::Display for Error {

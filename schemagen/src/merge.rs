@@ -19,14 +19,18 @@ use crate::Error;
 /// A parsed file and where it came from.
 #[derive(Debug)]
 pub struct Loaded {
+    /// The file.
     pub path: std::path::PathBuf,
+    /// Its definition.
     pub msg: Message,
 }
 
 /// Which release a definition is generated from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Set {
+    /// Apache Kafka 4.2.1, the release the tables follow.
     Kafka421,
+    /// Kafka 3.9, for the versions 4.0 removed.
     Kafka39,
 }
 
@@ -43,11 +47,15 @@ impl Set {
 /// One `MessageDef` to emit.
 #[derive(Debug)]
 pub struct Def<'a> {
+    /// The file it comes from.
     pub file: &'a Path,
+    /// The definition.
     pub msg: &'a Message,
+    /// The release it comes from.
     pub set: Set,
     /// The versions this definition decodes (may differ from the file's validVersions).
     pub valid: Versions,
+    /// The file's `latestVersionUnstable`.
     pub latest_unstable: bool,
     /// A comment explaining `valid` when it differs from the file.
     pub note: Option<String>,
@@ -60,7 +68,9 @@ pub struct Def<'a> {
 pub struct Plan<'a> {
     /// Requests and responses: by api key, request before response, 4.2.1 before 3.9.
     pub messages: Vec<Def<'a>>,
+    /// The request header.
     pub request_header: Def<'a>,
+    /// The response header.
     pub response_header: Def<'a>,
     /// Data schemas: by name, 4.2.1 before 3.9.
     pub data: Vec<Def<'a>>,

@@ -40,17 +40,29 @@ impl Kind {
 /// A primitive type name of the JSON.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Prim {
+    /// `bool`
     Bool,
+    /// `int8`
     Int8,
+    /// `int16`
     Int16,
+    /// `uint16`
     Uint16,
+    /// `int32`
     Int32,
+    /// `uint32`
     Uint32,
+    /// `int64`
     Int64,
+    /// `float64`
     Float64,
+    /// `uuid`
     Uuid,
+    /// `string`
     String,
+    /// `bytes`
     Bytes,
+    /// `records`
     Records,
 }
 
@@ -150,19 +162,29 @@ fn is_struct_name(s: &str) -> bool {
 /// One field, with everything that matters for decoding.
 #[derive(Clone, Debug)]
 pub struct Field {
+    /// `name`.
     pub name: String,
+    /// `type`, as written.
     pub type_name: String,
+    /// `type`, parsed.
     pub ty: Ty,
+    /// `versions`: where the field is present.
     pub versions: Versions,
+    /// `nullableVersions`.
     pub nullable: Versions,
+    /// `taggedVersions`.
     pub tagged: Versions,
+    /// `tag`, for tagged fields.
     pub tag: Option<u32>,
     /// `Some` only when the field has its own `flexibleVersions`.
     pub flexible: Option<Versions>,
     /// The default as text (strings unquoted), empty when absent.
     pub default: String,
+    /// `entityType` (`topicName`, `groupId`, …), empty when absent.
     pub entity_type: String,
+    /// `mapKey`.
     pub map_key: bool,
+    /// `ignorable`.
     pub ignorable: bool,
     /// The inline struct definition, when the field declares one.
     pub fields: Option<Vec<Field>>,
@@ -171,22 +193,32 @@ pub struct Field {
 /// A named struct from `commonStructs`.
 #[derive(Clone, Debug)]
 pub struct CommonStruct {
+    /// Its name.
     pub name: String,
+    /// Its fields.
     pub fields: Vec<Field>,
 }
 
 /// One definition file.
 #[derive(Clone, Debug)]
 pub struct Message {
+    /// `name` (`ProduceRequest`).
     pub name: String,
+    /// `type`.
     pub kind: Kind,
     /// `apiKey`; requests and responses must have one, headers and data must not.
     pub api_key: Option<i16>,
+    /// `validVersions`.
     pub valid: Versions,
+    /// `flexibleVersions`.
     pub flexible: Versions,
+    /// `deprecatedVersions`.
     pub deprecated: Versions,
+    /// `latestVersionUnstable`.
     pub latest_unstable: bool,
+    /// `fields`.
     pub fields: Vec<Field>,
+    /// `commonStructs`.
     pub common: Vec<CommonStruct>,
 }
 

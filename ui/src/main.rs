@@ -222,10 +222,7 @@ fn main() -> ExitCode {
     match res {
         Ok(code) => code,
         Err(e) => {
-            eprintln!(
-                "kafkashark: {}",
-                kafkashark::kafka::tree::escape_text(&e.to_string())
-            );
+            eprintln!("kafkashark: {}", tree::escape_text(&e.to_string()));
             ExitCode::from(2)
         }
     }
@@ -306,7 +303,7 @@ fn run_decode(a: &DecodeArgs) -> Result<ExitCode, CliError> {
     if let Some(e) = &d.error {
         eprintln!(
             "kafkashark: decode error: {}",
-            kafkashark::kafka::tree::escape_text(&e.to_string())
+            tree::escape_text(&e.to_string())
         );
         return Ok(ExitCode::from(1));
     }

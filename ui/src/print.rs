@@ -207,16 +207,13 @@ pub fn run(opts: &PrintOptions) -> Result<u64, CliError> {
         if let Some(line) = source.stats().ok().and_then(|s| s.drop_summary()) {
             eprintln!(
                 "kafkashark: {}: {line}",
-                kafkashark::kafka::tree::escape_text(&stage.printer.name)
+                tree::escape_text(&stage.printer.name)
             );
         }
     }
     if let Some(e) = read_error {
         // Everything before the bad frame was printed; say what stopped the read.
-        eprintln!(
-            "kafkashark: {}",
-            kafkashark::kafka::tree::escape_text(&e.to_string())
-        );
+        eprintln!("kafkashark: {}", tree::escape_text(&e.to_string()));
     }
     stage.end()
 }
@@ -320,10 +317,7 @@ impl Stage {
         }
         self.flush()?;
         if let Some(e) = error {
-            eprintln!(
-                "kafkashark: {}",
-                kafkashark::kafka::tree::escape_text(&e.to_string())
-            );
+            eprintln!("kafkashark: {}", tree::escape_text(&e.to_string()));
         }
         Ok(())
     }

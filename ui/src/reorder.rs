@@ -181,7 +181,7 @@ const MAX_HELD_NOTICES: usize = 16_384;
 /// its bytes: the record itself and its facts' small allocations (measured
 /// at about 1,070 bytes on average, all held messages of a 400 MB loopback
 /// capture and of the benchmark corpus; see [`held_footprint`] for more).
-pub const HELD_OVERHEAD: usize = std::mem::size_of::<MessageRecord>() + 512;
+pub const HELD_OVERHEAD: usize = size_of::<MessageRecord>() + 512;
 
 /// What the allocator takes per allocation beyond the bytes asked for
 /// (glibc: an 8-byte header, sizes rounded up to 16; mimalloc, which the
@@ -191,7 +191,7 @@ const MALLOC_SLACK: usize = 16;
 
 /// Heap bytes of a vector's buffer.
 fn vec_heap<T>(v: &Vec<T>) -> usize {
-    match v.capacity().saturating_mul(std::mem::size_of::<T>()) {
+    match v.capacity().saturating_mul(size_of::<T>()) {
         0 => 0,
         n => n.saturating_add(MALLOC_SLACK),
     }
@@ -217,8 +217,8 @@ fn held_footprint(m: &MessageRecord) -> usize {
         .iter()
         .fold(vec_heap(&i.topics), |n, t| n.saturating_add(string_heap(t)));
     [
-        std::mem::size_of::<MessageRecord>() + MALLOC_SLACK,
-        std::mem::size_of::<HeldSlot>(),
+        size_of::<MessageRecord>() + MALLOC_SLACK,
+        size_of::<HeldSlot>(),
         opt(&i.client_id),
         opt(&i.decode_error),
         vec_heap(&i.error_codes),

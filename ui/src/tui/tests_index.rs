@@ -379,12 +379,12 @@ fn filter_on_index_entries_matches_filter_on_facts() {
 /// most its geometry's shared facts in memory.
 #[test]
 fn index_entries_are_compact_and_shared() {
-    let size = std::mem::size_of::<IndexEntry>();
+    let size = size_of::<IndexEntry>();
     eprintln!(
         "size_of: IndexEntry {size}, Entry {} (MessageInfo {}, RawMessage {})",
-        std::mem::size_of::<Entry>(),
-        std::mem::size_of::<kafkashark::analyzer::MessageInfo>(),
-        std::mem::size_of::<kafkashark::kafka::framing::RawMessage>()
+        size_of::<Entry>(),
+        size_of::<kafkashark::analyzer::MessageInfo>(),
+        size_of::<kafkashark::kafka::framing::RawMessage>()
     );
     assert!(size <= 144, "IndexEntry is {size} bytes");
     let es = entries(A2);
