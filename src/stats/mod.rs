@@ -37,6 +37,7 @@ mod hints;
 mod hist;
 mod report;
 mod text;
+mod traffic;
 
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use std::borrow::Cow;
@@ -55,6 +56,7 @@ use crate::pipeline::Event;
 use crate::topics::TopicNames;
 use clients::{ClientSlot, ClientTable, Who};
 use groups::GroupAcc;
+use traffic::Parts;
 
 pub use hist::{LatencyHist, SIGFIG};
 pub use report::*;
@@ -252,73 +254,6 @@ impl PendingTable {
     }
 }
 
-/// A topic and partition.
-type PartKey = (Option<String>, Option<i32>);
-
-/// The topic-partition counters: a table that stops growing at `cap`
-/// entries (as [`Capped`]), found by a borrowed topic name (no key made per
-/// record set), listed in (topic, partition) order.
-#[derive(Debug)]
-struct Parts {
-    /// Position in `list` by topic name, then partition.
-    named: HashMap<String, HashMap<Option<i32>, usize>>,
-    /// Position in `list` of the places without a topic, by partition.
-    unnamed: HashMap<Option<i32>, usize>,
-    list: Vec<(PartKey, PartAcc)>,
-    cap: usize,
-    overflow: u64,
-}
-
-impl Parts {
-    fn new(cap: usize) -> Parts {
-        Parts {
-            named: HashMap::default(),
-            unnamed: HashMap::default(),
-            list: Vec::new(),
-            cap,
-            overflow: 0,
-        }
-    }
-
-    /// The counters of (`topic`, `partition`), made if there is room;
-    /// `None` (counted) if full.
-    fn entry(&mut self, topic: Option<&str>, partition: Option<i32>) -> Option<&mut PartAcc> {
-        let found = match topic {
-            Some(t) => self.named.get(t).and_then(|m| m.get(&partition)),
-            None => self.unnamed.get(&partition),
-        };
-        let at = match found {
-            Some(&at) => at,
-            None if self.list.len() >= self.cap => {
-                self.overflow += 1;
-                return None;
-            }
-            None => {
-                let at = self.list.len();
-                self.list
-                    .push(((topic.map(str::to_string), partition), PartAcc::default()));
-                match topic {
-                    Some(t) => self
-                        .named
-                        .entry(t.to_string())
-                        .or_default()
-                        .insert(partition, at),
-                    None => self.unnamed.insert(partition, at),
-                };
-                at
-            }
-        };
-        self.list.get_mut(at).map(|e| &mut e.1)
-    }
-
-    /// Every entry, in (topic, partition) order.
-    fn sorted(&self) -> Vec<&(PartKey, PartAcc)> {
-        let mut v: Vec<_> = self.list.iter().collect();
-        v.sort_unstable_by(|a, b| a.0.cmp(&b.0));
-        v
-    }
-}
-
 /// A few frames that show a fact: the first ones and the last.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 struct Evidence {
@@ -431,27 +366,6 @@ impl ClientAcc {
             self.last_throttle_second = Some(i.ts.secs);
         }
     }
-}
-
-#[derive(Debug, Default)]
-struct Side {
-    sets: u64,
-    bytes: u64,
-    batches: u64,
-    records: u64,
-    partial: u64,
-    /// Batches per codec name (a handful: searched in place, sorted when reported).
-    codecs: Vec<(&'static str, u64)>,
-    compressed: u64,
-    decompressed: u64,
-}
-
-#[derive(Debug, Default)]
-struct PartAcc {
-    produce: Side,
-    fetch: Side,
-    acks: BTreeMap<i16, u64>,
-    produce_frames: Evidence,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -919,7 +833,7 @@ impl Stats {
                 if let Some(a) = acks {
                     *p.acks.entry(a).or_default() += 1;
                 }
-                add_set(p, &s, true);
+                p.add(&s, true);
             });
         }
         if let Some(c) = self.clients.get_acc(client) {
@@ -1161,7 +1075,7 @@ impl Stats {
             facts::each_set(d, &self.topics, |s| {
                 let topic = s.topic.as_deref().or(fallback);
                 if let Some(p) = parts.entry(topic, s.partition) {
-                    add_set(p, &s, false);
+                    p.add(&s, false);
                 }
             });
         }
@@ -1296,7 +1210,7 @@ impl Stats {
             brokers: Vec::new(),
             connections: Vec::new(),
             groups: self.groups.map.iter().map(|(id, g)| g.report(id)).collect(),
-            topics: self.topic_reports(),
+            topics: self.parts.report(),
             acks: acks.collect(),
             hints: hints::hints(self),
             slow: self.slow.sorted(|a, b| {
@@ -1391,22 +1305,6 @@ impl Stats {
                 produce_uncompressed_bytes: c.produce_plain_bytes,
             })
         });
-        each.collect()
-    }
-
-    /// Every topic partition's record sets, in (topic, partition) order.
-    fn topic_reports(&self) -> Vec<TopicReport> {
-        let each = self
-            .parts
-            .sorted()
-            .into_iter()
-            .map(|((t, p), x)| TopicReport {
-                topic: t.clone(),
-                partition: *p,
-                produce: side_report(&x.produce),
-                fetch: side_report(&x.fetch),
-                acks: x.acks.iter().map(|(a, n)| (a.to_string(), *n)).collect(),
-            });
         each.collect()
     }
 
@@ -1554,42 +1452,6 @@ fn remember(st: Option<&mut StreamFacts>, client_id: Option<&str>, who: &Who) {
             slot: *slot,
             addr: None,
         });
-    }
-}
-
-fn add_set(p: &mut PartAcc, s: &facts::SetFacts<'_>, produce: bool) {
-    let side = if produce {
-        &mut p.produce
-    } else {
-        &mut p.fetch
-    };
-    side.sets += 1;
-    side.bytes += s.bytes;
-    side.batches += s.batches;
-    side.records += s.records;
-    side.partial += s.partial;
-    for (c, n) in s.codecs.iter() {
-        match side.codecs.iter_mut().find(|x| x.0 == c) {
-            Some(x) => x.1 += n,
-            None => side.codecs.push((c, n)),
-        }
-    }
-    side.compressed += s.compressed;
-    side.decompressed += s.decompressed;
-}
-
-fn side_report(s: &Side) -> SideReport {
-    SideReport {
-        record_sets: s.sets,
-        bytes: s.bytes,
-        batches: s.batches,
-        records: s.records,
-        records_per_batch: (s.batches > 0).then(|| s.records as f64 / s.batches as f64),
-        partial_batches: s.partial,
-        codecs: s.codecs.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
-        compressed_bytes: s.compressed,
-        decompressed_bytes: s.decompressed,
-        compression_ratio: (s.compressed > 0).then(|| s.decompressed as f64 / s.compressed as f64),
     }
 }
 
