@@ -353,6 +353,47 @@ struct ClientAcc {
 }
 
 impl ClientAcc {
+    /// Counts a request of the client's: its address, unless the connection's
+    /// `remembered` client lists it already, and its API version; gives the
+    /// facts refused by a full list.
+    fn request(
+        &mut self,
+        i: &MessageInfo,
+        api: (i16, i16),
+        remembered: Option<&mut StreamClient>,
+        max_list: usize,
+    ) -> u64 {
+        self.requests += 1;
+        let mut refused = 0;
+        let listed = remembered
+            .as_ref()
+            .is_some_and(|k| k.addr == Some(i.client));
+        // Formatted only when new to this client.
+        if !listed && !self.seen.contains(&i.client) {
+            let addr = i.client.to_string();
+            if self.addresses.len() < max_list {
+                self.addresses.insert(addr);
+                self.seen.insert(i.client);
+            } else if !self.addresses.contains(&addr) {
+                refused += 1;
+            }
+        }
+        if self.seen.contains(&i.client) && !listed {
+            if let Some(k) = remembered {
+                k.addr = Some(i.client);
+            }
+        }
+        let room = self.apis.len() < max_list;
+        match self.apis.get_mut(&api) {
+            Some(n) => n.0 += 1,
+            None if room => {
+                self.apis.insert(api, (1, i.frame));
+            }
+            None => refused += 1,
+        }
+        refused
+    }
+
     /// Counts a response of the client's.
     fn response(&mut self, i: &MessageInfo, api: i16, throttle: Option<i32>) {
         self.responses += 1;
@@ -738,42 +779,13 @@ impl Stats {
             c.requests += 1;
             c.client_id.clone_from(&i.client_id);
         }
-        let max_list = self.cfg.max_list;
-        let mut lists_overflow = 0;
         let acc = self.clients.acc(&mut client);
         remember(st.as_deref_mut(), i.client_id.as_deref(), &client);
         // The connection's remembered client is this one (when it has counters).
         let remembered = st.and_then(|f| f.client.as_mut());
         if let Some(c) = acc {
-            c.requests += 1;
-            let listed = remembered
-                .as_ref()
-                .is_some_and(|k| k.addr == Some(i.client));
-            // Formatted only when new to this client.
-            if !listed && !c.seen.contains(&i.client) {
-                let addr = i.client.to_string();
-                if c.addresses.len() < max_list {
-                    c.addresses.insert(addr);
-                    c.seen.insert(i.client);
-                } else if !c.addresses.contains(&addr) {
-                    lists_overflow += 1;
-                }
-            }
-            if c.seen.contains(&i.client) && !listed {
-                if let Some(k) = remembered {
-                    k.addr = Some(i.client);
-                }
-            }
-            let room = c.apis.len() < max_list;
-            match c.apis.get_mut(&(api, version)) {
-                Some(n) => n.0 += 1,
-                None if room => {
-                    c.apis.insert((api, version), (1, i.frame));
-                }
-                None => lists_overflow += 1,
-            }
+            self.overflow.lists += c.request(i, (api, version), remembered, self.cfg.max_list);
         }
-        self.overflow.lists += lists_overflow;
 
         let mut group = None;
         if let Some(root) = root {
