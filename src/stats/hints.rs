@@ -7,7 +7,7 @@
 
 use std::collections::BTreeMap;
 
-use super::{Evidence, Hint, Stats};
+use super::{ClientAcc, ClientKey, Evidence, Hint, Stats};
 use crate::kafka::schema;
 
 /// A client throttled in at least this many distinct seconds is throttled "sustainedly".
@@ -42,7 +42,7 @@ fn plural(n: u64, what: &str) -> String {
     }
 }
 
-fn who(k: &super::ClientKey) -> String {
+fn who(k: &ClientKey) -> String {
     let id = k
         .client_id
         .as_deref()
@@ -65,76 +65,98 @@ fn topic(t: &Option<String>, p: &Option<i32>) -> String {
 /// Every hint the state supports, warnings first.
 pub(crate) fn hints(s: &Stats) -> Vec<Hint> {
     let mut out = Vec::new();
-    for (k, c) in s
-        .clients
-        .sorted()
-        .into_iter()
-        .filter_map(|(_, x)| Some((&x.key, x.acc.as_ref()?)))
-    {
-        if c.throttle_seconds >= THROTTLE_SECONDS {
-            out.push(Hint {
-                kind: "throttling",
-                severity: "warning",
-                message: format!(
-                    "{} was throttled in {} distinct seconds ({} responses, {} ms in all, max {} ms): it exceeds a quota",
-                    who(k),
-                    c.throttle_seconds,
-                    c.throttle.count,
-                    c.throttle.sum,
-                    c.throttle.max
-                ),
-                frames: c.throttle_frames.frames(),
-            });
-        }
-        if c.produce_bytes >= LARGE_PRODUCE_BYTES
-            && c.produce_plain_bytes as f64 >= PLAIN_FRACTION * c.produce_bytes as f64
-        {
-            out.push(Hint {
-                kind: "no_compression",
-                severity: "note",
-                message: format!(
-                    "{} produced {} bytes of records, {} of them uncompressed: compression.type would cut network and disk",
-                    who(k),
-                    c.produce_bytes,
-                    c.produce_plain_bytes
-                ),
-                frames: c.produce_frames.frames(),
-            });
-        }
-        if let Some(e) = c.acks.get(&0) {
-            out.push(Hint {
-                kind: "acks_0",
-                severity: "warning",
-                message: format!(
-                    "{} sent {} with acks=0: the broker never answers them, so failed writes go unnoticed",
-                    who(k),
-                    plural(e.count, "Produce request")
-                ),
-                frames: e.frames(),
-            });
-        }
-        let mut by_api: BTreeMap<i16, Vec<(i16, u64)>> = BTreeMap::new();
-        for (&(api, v), &(_, first)) in &c.apis {
-            // Clients retry ApiVersions at a lower version by design (KIP-511).
-            if api != 18 {
-                by_api.entry(api).or_default().push((v, first));
-            }
-        }
-        for (api, vs) in by_api.into_iter().filter(|(_, vs)| vs.len() > 1) {
-            let list: Vec<String> = vs.iter().map(|(v, _)| format!("v{v}")).collect();
-            out.push(Hint {
-                kind: "mixed_versions",
-                severity: "note",
-                message: format!(
-                    "{} used {} {} (several versions of one API: several client libraries or a downgrade)",
-                    who(k),
-                    schema::api_name(api).unwrap_or("?"),
-                    list.join(", ")
-                ),
-                frames: vs.iter().map(|(_, f)| *f).collect(),
-            });
+    for (_, x) in s.clients.sorted() {
+        if let Some(c) = &x.acc {
+            client_hints(&mut out, &x.key, c);
         }
     }
+    tiny_batches(&mut out, s);
+    rebalance_loops(&mut out, s);
+    repeated_errors(&mut out, s);
+    if s.unanswered.count > 0 {
+        out.push(Hint {
+            kind: "unanswered",
+            severity: "note",
+            message: format!(
+                "{} never got a response in the capture (closed connection, capture end or a lost reply)",
+                plural(s.unanswered.count, "request")
+            ),
+            frames: s.unanswered.frames(),
+        });
+    }
+    out.sort_by_key(|h| (h.severity != "warning", h.frames.first().copied()));
+    out
+}
+
+/// A client's hints: sustained throttling, no compression, acks=0, mixed versions.
+fn client_hints(out: &mut Vec<Hint>, k: &ClientKey, c: &ClientAcc) {
+    if c.throttle_seconds >= THROTTLE_SECONDS {
+        out.push(Hint {
+            kind: "throttling",
+            severity: "warning",
+            message: format!(
+                "{} was throttled in {} distinct seconds ({} responses, {} ms in all, max {} ms): it exceeds a quota",
+                who(k),
+                c.throttle_seconds,
+                c.throttle.count,
+                c.throttle.sum,
+                c.throttle.max
+            ),
+            frames: c.throttle_frames.frames(),
+        });
+    }
+    if c.produce_bytes >= LARGE_PRODUCE_BYTES
+        && c.produce_plain_bytes as f64 >= PLAIN_FRACTION * c.produce_bytes as f64
+    {
+        out.push(Hint {
+            kind: "no_compression",
+            severity: "note",
+            message: format!(
+                "{} produced {} bytes of records, {} of them uncompressed: compression.type would cut network and disk",
+                who(k),
+                c.produce_bytes,
+                c.produce_plain_bytes
+            ),
+            frames: c.produce_frames.frames(),
+        });
+    }
+    if let Some(e) = c.acks.get(&0) {
+        out.push(Hint {
+            kind: "acks_0",
+            severity: "warning",
+            message: format!(
+                "{} sent {} with acks=0: the broker never answers them, so failed writes go unnoticed",
+                who(k),
+                plural(e.count, "Produce request")
+            ),
+            frames: e.frames(),
+        });
+    }
+    let mut by_api: BTreeMap<i16, Vec<(i16, u64)>> = BTreeMap::new();
+    for (&(api, v), &(_, first)) in &c.apis {
+        // Clients retry ApiVersions at a lower version by design (KIP-511).
+        if api != 18 {
+            by_api.entry(api).or_default().push((v, first));
+        }
+    }
+    for (api, vs) in by_api.into_iter().filter(|(_, vs)| vs.len() > 1) {
+        let list: Vec<String> = vs.iter().map(|(v, _)| format!("v{v}")).collect();
+        out.push(Hint {
+            kind: "mixed_versions",
+            severity: "note",
+            message: format!(
+                "{} used {} {} (several versions of one API: several client libraries or a downgrade)",
+                who(k),
+                schema::api_name(api).unwrap_or("?"),
+                list.join(", ")
+            ),
+            frames: vs.iter().map(|(_, f)| *f).collect(),
+        });
+    }
+}
+
+/// Partitions produced to in many batches of few records.
+fn tiny_batches(out: &mut Vec<Hint>, s: &Stats) {
     for ((t, p), x) in s.parts.sorted() {
         let b = x.produce.batches;
         if b >= TINY_BATCHES_MIN && (x.produce.records as f64) < TINY_BATCH_RECORDS * b as f64 {
@@ -151,6 +173,10 @@ pub(crate) fn hints(s: &Stats) -> Vec<Hint> {
             });
         }
     }
+}
+
+/// Groups that went through several generations in a short time.
+fn rebalance_loops(out: &mut Vec<Hint>, s: &Stats) {
     for (g, acc) in &s.groups.map {
         let gens = &acc.generations;
         let looped = (0..gens.len()).find_map(|i| {
@@ -172,6 +198,10 @@ pub(crate) fn hints(s: &Stats) -> Vec<Hint> {
             });
         }
     }
+}
+
+/// Metadata errors repeated for one topic.
+fn repeated_errors(out: &mut Vec<Hint>, s: &Stats) {
     let mut repeated: BTreeMap<(&str, &Option<String>), Evidence> = BTreeMap::new();
     for (k, e) in &s.errors.map {
         if METADATA_ERRORS.contains(&&*k.name) {
@@ -200,17 +230,4 @@ pub(crate) fn hints(s: &Stats) -> Vec<Hint> {
             });
         }
     }
-    if s.unanswered.count > 0 {
-        out.push(Hint {
-            kind: "unanswered",
-            severity: "note",
-            message: format!(
-                "{} never got a response in the capture (closed connection, capture end or a lost reply)",
-                plural(s.unanswered.count, "request")
-            ),
-            frames: s.unanswered.frames(),
-        });
-    }
-    out.sort_by_key(|h| (h.severity != "warning", h.frames.first().copied()));
-    out
 }

@@ -32,12 +32,13 @@
 
 mod clients;
 mod facts;
+mod groups;
 mod hints;
 mod hist;
 mod report;
 mod text;
+mod traffic;
 
-use crate::vocab::Timestamp;
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use std::borrow::Cow;
 use std::cmp::Reverse;
@@ -53,7 +54,9 @@ use crate::kafka::schema::{self, MessageKind, SchemaSet};
 use crate::kafka::Decoded;
 use crate::pipeline::Event;
 use crate::topics::TopicNames;
-use clients::{ClientTable, Who};
+use clients::{ClientSlot, ClientTable, Who};
+use groups::GroupAcc;
+use traffic::Parts;
 
 pub use hist::{LatencyHist, SIGFIG};
 pub use report::*;
@@ -251,73 +254,6 @@ impl PendingTable {
     }
 }
 
-/// A topic and partition.
-type PartKey = (Option<String>, Option<i32>);
-
-/// The topic-partition counters: a table that stops growing at `cap`
-/// entries (as [`Capped`]), found by a borrowed topic name (no key made per
-/// record set), listed in (topic, partition) order.
-#[derive(Debug)]
-struct Parts {
-    /// Position in `list` by topic name, then partition.
-    named: HashMap<String, HashMap<Option<i32>, usize>>,
-    /// Position in `list` of the places without a topic, by partition.
-    unnamed: HashMap<Option<i32>, usize>,
-    list: Vec<(PartKey, PartAcc)>,
-    cap: usize,
-    overflow: u64,
-}
-
-impl Parts {
-    fn new(cap: usize) -> Parts {
-        Parts {
-            named: HashMap::default(),
-            unnamed: HashMap::default(),
-            list: Vec::new(),
-            cap,
-            overflow: 0,
-        }
-    }
-
-    /// The counters of (`topic`, `partition`), made if there is room;
-    /// `None` (counted) if full.
-    fn entry(&mut self, topic: Option<&str>, partition: Option<i32>) -> Option<&mut PartAcc> {
-        let found = match topic {
-            Some(t) => self.named.get(t).and_then(|m| m.get(&partition)),
-            None => self.unnamed.get(&partition),
-        };
-        let at = match found {
-            Some(&at) => at,
-            None if self.list.len() >= self.cap => {
-                self.overflow += 1;
-                return None;
-            }
-            None => {
-                let at = self.list.len();
-                self.list
-                    .push(((topic.map(str::to_string), partition), PartAcc::default()));
-                match topic {
-                    Some(t) => self
-                        .named
-                        .entry(t.to_string())
-                        .or_default()
-                        .insert(partition, at),
-                    None => self.unnamed.insert(partition, at),
-                };
-                at
-            }
-        };
-        self.list.get_mut(at).map(|e| &mut e.1)
-    }
-
-    /// Every entry, in (topic, partition) order.
-    fn sorted(&self) -> Vec<&(PartKey, PartAcc)> {
-        let mut v: Vec<_> = self.list.iter().collect();
-        v.sort_unstable_by(|a, b| a.0.cmp(&b.0));
-        v
-    }
-}
-
 /// A few frames that show a fact: the first ones and the last.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 struct Evidence {
@@ -416,25 +352,61 @@ struct ClientAcc {
     last_throttle_second: Option<i64>,
 }
 
-#[derive(Debug, Default)]
-struct Side {
-    sets: u64,
-    bytes: u64,
-    batches: u64,
-    records: u64,
-    partial: u64,
-    /// Batches per codec name (a handful: searched in place, sorted when reported).
-    codecs: Vec<(&'static str, u64)>,
-    compressed: u64,
-    decompressed: u64,
-}
+impl ClientAcc {
+    /// Counts a request of the client's: its address, unless the connection's
+    /// `remembered` client lists it already, and its API version; gives the
+    /// facts refused by a full list.
+    fn request(
+        &mut self,
+        i: &MessageInfo,
+        api: (i16, i16),
+        remembered: Option<&mut StreamClient>,
+        max_list: usize,
+    ) -> u64 {
+        self.requests += 1;
+        let mut refused = 0;
+        let listed = remembered
+            .as_ref()
+            .is_some_and(|k| k.addr == Some(i.client));
+        // Formatted only when new to this client.
+        if !listed && !self.seen.contains(&i.client) {
+            let addr = i.client.to_string();
+            if self.addresses.len() < max_list {
+                self.addresses.insert(addr);
+                self.seen.insert(i.client);
+            } else if !self.addresses.contains(&addr) {
+                refused += 1;
+            }
+        }
+        if self.seen.contains(&i.client) && !listed {
+            if let Some(k) = remembered {
+                k.addr = Some(i.client);
+            }
+        }
+        let room = self.apis.len() < max_list;
+        match self.apis.get_mut(&api) {
+            Some(n) => n.0 += 1,
+            None if room => {
+                self.apis.insert(api, (1, i.frame));
+            }
+            None => refused += 1,
+        }
+        refused
+    }
 
-#[derive(Debug, Default)]
-struct PartAcc {
-    produce: Side,
-    fetch: Side,
-    acks: BTreeMap<i16, u64>,
-    produce_frames: Evidence,
+    /// Counts a response of the client's.
+    fn response(&mut self, i: &MessageInfo, api: i16, throttle: Option<i32>) {
+        self.responses += 1;
+        self.errors += i.error_codes.len() as u64;
+        let Some(t) = throttle else { return };
+        self.throttle.add(t);
+        self.throttle_by_api.entry(api).or_default().add(t);
+        self.throttle_frames.add(i.frame);
+        if self.last_throttle_second != Some(i.ts.secs) {
+            self.throttle_seconds += 1;
+            self.last_throttle_second = Some(i.ts.secs);
+        }
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -451,46 +423,6 @@ struct ErrorAcc {
     count: u64,
     first: u64,
     last: u64,
-}
-
-#[derive(Debug, Default)]
-struct GenerationAcc {
-    generation_id: i32,
-    protocol_name: Option<String>,
-    leader: Option<String>,
-    members: BTreeSet<String>,
-    listed: u64,
-    ts: f64,
-    join_request_frame: Option<u64>,
-    join_response_frame: u64,
-    sync_frames: Vec<u64>,
-    rebalance_ns: Option<u64>,
-}
-
-#[derive(Debug, Default)]
-struct HeartbeatAcc {
-    epochs: Vec<i32>,
-    assignment: Option<Vec<(String, Vec<i32>)>>,
-    heartbeats: u64,
-    first: u64,
-    last: u64,
-}
-
-#[derive(Debug, Default)]
-struct GroupAcc {
-    protocol_type: Option<String>,
-    protocols: BTreeSet<String>,
-    members: BTreeSet<String>,
-    joins: u64,
-    syncs: u64,
-    heartbeats: u64,
-    leaves: u64,
-    /// Error code → count (labelled when reported).
-    errors: BTreeMap<i16, u64>,
-    generations: Vec<GenerationAcc>,
-    /// Per connection: the first JoinGroup request (frame, time) of the open round.
-    rounds: BTreeMap<u64, (u64, Timestamp)>,
-    cgh: BTreeMap<String, HeartbeatAcc>,
 }
 
 /// What a request leaves for its response.
@@ -540,6 +472,13 @@ struct ConnAcc {
     for_client: ClientLink,
 }
 
+impl Capped<u64, ConnAcc, HashMap<u64, ConnAcc>> {
+    /// The client id of a connection's last request.
+    fn client_id(&self, stream: u64) -> Option<&str> {
+        self.map.get(&stream)?.client_id.as_deref()
+    }
+}
+
 /// Whether a connection's latencies all belong to one client's histogram.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum ClientLink {
@@ -575,20 +514,44 @@ struct BrokerAcc {
     latency: LatencyHist,
 }
 
-/// A slow-list entry, ordered by latency then (reversed) frame, so the heap's
-/// minimum is the entry to evict.
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
-struct SlowKey {
-    latency_ns: u64,
-    frame: Reverse<u64>,
-    index: u64,
+/// The `n` greatest items by (rank, earlier frame, message index): a heap
+/// whose minimum is the entry to evict, and the items by message index.
+#[derive(Debug)]
+struct Top<R, T> {
+    heap: BinaryHeap<Reverse<(R, Reverse<u64>, u64)>>,
+    items: HashMap<u64, T>,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
-struct ThrottleKey {
-    throttle: i32,
-    frame: Reverse<u64>,
-    index: u64,
+impl<R: Ord, T: Clone> Top<R, T> {
+    fn new() -> Self {
+        Top {
+            heap: BinaryHeap::new(),
+            items: HashMap::default(),
+        }
+    }
+
+    /// Keeps message `i`'s item (made by `item`) if `rank` puts it among the `n` greatest.
+    fn offer(&mut self, n: usize, rank: R, i: &MessageInfo, item: impl FnOnce() -> T) {
+        let key = (rank, Reverse(i.frame), i.index);
+        if self.heap.len() >= n {
+            match self.heap.peek() {
+                Some(Reverse(min)) if *min < key => {}
+                _ => return,
+            }
+            if let Some(Reverse(old)) = self.heap.pop() {
+                self.items.remove(&old.2);
+            }
+        }
+        self.heap.push(Reverse(key));
+        self.items.insert(i.index, item());
+    }
+
+    /// The items, ordered by `by`.
+    fn sorted(&self, by: impl FnMut(&T, &T) -> std::cmp::Ordering) -> Vec<T> {
+        let mut v: Vec<T> = self.items.values().cloned().collect();
+        v.sort_by(by);
+        v
+    }
 }
 
 /// The statistics accumulator.
@@ -606,13 +569,11 @@ pub struct Stats {
     clients: ClientTable<ClientAcc>,
     brokers: Capped<SocketAddr, BrokerAcc>,
     conns: Capped<u64, ConnAcc, HashMap<u64, ConnAcc>>,
-    slow: BinaryHeap<Reverse<SlowKey>>,
-    slow_items: HashMap<u64, SlowExchange>,
+    slow: Top<u64, SlowExchange>,
     throttle: Throttle,
     throttle_series: Capped<i64, Throttle>,
     throttle_latency: LatencyHist,
-    throttled: BinaryHeap<Reverse<ThrottleKey>>,
-    throttled_items: HashMap<u64, ThrottledExchange>,
+    throttled: Top<i32, ThrottledExchange>,
     errors: Capped<ErrorKey, ErrorAcc>,
     record_errors: Vec<RecordErrorReport>,
     parts: Parts,
@@ -635,13 +596,11 @@ impl Stats {
             clients: ClientTable::new(cfg.max_keys, cfg.max_histograms),
             brokers: Capped::new(cfg.max_histograms),
             conns: Capped::new(cfg.max_histograms),
-            slow: BinaryHeap::new(),
-            slow_items: HashMap::default(),
+            slow: Top::new(),
             throttle: Throttle::default(),
             throttle_series: Capped::new(cfg.max_series),
             throttle_latency: LatencyHist::new(),
-            throttled: BinaryHeap::new(),
-            throttled_items: HashMap::default(),
+            throttled: Top::new(),
             errors: Capped::new(cfg.max_keys),
             record_errors: Vec::new(),
             parts: Parts::new(cfg.max_keys),
@@ -820,42 +779,13 @@ impl Stats {
             c.requests += 1;
             c.client_id.clone_from(&i.client_id);
         }
-        let max_list = self.cfg.max_list;
-        let mut lists_overflow = 0;
         let acc = self.clients.acc(&mut client);
         remember(st.as_deref_mut(), i.client_id.as_deref(), &client);
         // The connection's remembered client is this one (when it has counters).
         let remembered = st.and_then(|f| f.client.as_mut());
         if let Some(c) = acc {
-            c.requests += 1;
-            let listed = remembered
-                .as_ref()
-                .is_some_and(|k| k.addr == Some(i.client));
-            // Formatted only when new to this client.
-            if !listed && !c.seen.contains(&i.client) {
-                let addr = i.client.to_string();
-                if c.addresses.len() < max_list {
-                    c.addresses.insert(addr);
-                    c.seen.insert(i.client);
-                } else if !c.addresses.contains(&addr) {
-                    lists_overflow += 1;
-                }
-            }
-            if c.seen.contains(&i.client) && !listed {
-                if let Some(k) = remembered {
-                    k.addr = Some(i.client);
-                }
-            }
-            let room = c.apis.len() < max_list;
-            match c.apis.get_mut(&(api, version)) {
-                Some(n) => n.0 += 1,
-                None if room => {
-                    c.apis.insert((api, version), (1, i.frame));
-                }
-                None => lists_overflow += 1,
-            }
+            self.overflow.lists += c.request(i, (api, version), remembered, self.cfg.max_list);
         }
-        self.overflow.lists += lists_overflow;
 
         let mut group = None;
         if let Some(root) = root {
@@ -870,7 +800,9 @@ impl Stats {
                 11..=14 | 68 => {
                     group = facts::group_request(root).map(Box::new);
                     if let Some(g) = &group {
-                        self.group_request(api, g, i.stream, i.frame, i.ts);
+                        if let Some(acc) = self.groups.entry(g.group.clone(), GroupAcc::default) {
+                            self.overflow.groups += acc.request(api, g, i, self.cfg.max_list);
+                        }
                     }
                 }
                 _ => {}
@@ -913,7 +845,7 @@ impl Stats {
                 if let Some(a) = acks {
                     *p.acks.entry(a).or_default() += 1;
                 }
-                add_set(p, &s, true);
+                p.add(&s, true);
             });
         }
         if let Some(c) = self.clients.get_acc(client) {
@@ -928,70 +860,71 @@ impl Stats {
         }
     }
 
+    /// Counts a response: its API, latency, client, throttle, errors and what its tree shows.
     fn response(&mut self, i: &MessageInfo, d: Option<&Decoded>) {
         let Some(api) = i.api_key else {
             self.summary.without_api += 1;
             return;
         };
-        let root = d.map(|d| &d.root);
-        if let Some(root) = root {
-            self.topics.learn(Some(api), root);
+        if let Some(d) = d {
+            self.topics.learn(Some(api), &d.root);
         }
-        let pending = if i.paired {
-            i.peer.and_then(|p| self.pending.remove(&p))
-        } else {
-            None
-        };
-        let (mut client, pending) = match pending {
-            Some(p) => (p.client, Some((p.frame, p.topic, p.group))),
-            None => {
-                let cid = self
-                    .conns
-                    .map
-                    .get(&i.stream)
-                    .and_then(|c| c.client_id.as_deref());
-                (
-                    who(self.streams.get_mut(&i.stream), &self.clients, cid),
-                    None,
-                )
-            }
+        let peer = i.peer.filter(|_| i.paired);
+        let pending = peer.and_then(|p| self.pending.remove(&p));
+        let (mut client, request_frame, topic, group) = match pending {
+            Some(p) => (p.client, Some(p.frame), p.topic, p.group),
+            None => (self.conn_client(i.stream), None, None, None),
         };
         // A connection's key made here for the first time is remembered once interned.
-        let learn = pending.is_none() && matches!(client, Who::Key(_));
-        let request_frame = pending.as_ref().map(|p| p.0);
-
-        // Errors: counted from `error_codes` (the JSONL facts), placed from the tree.
-        let places = match d.and_then(|d| d.facts.as_ref()) {
-            Some(x) => Some(facts::scanned_errors(x, &self.topics)),
-            None => root.map(|r| facts::errors(r, &self.topics)),
-        };
-        let placed: Vec<facts::ErrorAt> = match places {
-            Some(p) => p,
-            None => i
-                .error_codes
-                .iter()
-                .map(|&code| facts::ErrorAt {
-                    code,
-                    place: facts::Place::default(),
-                    nested: false,
-                })
-                .collect(),
-        };
+        let learn = request_frame.is_none() && matches!(client, Who::Key(_));
+        let throttle = i.throttle_time_ms.filter(|&t| t > 0);
+        self.count_response_api(i, api, throttle);
+        self.record_latency(i, &mut client);
+        if let Some(c) = self.clients.acc(&mut client) {
+            c.response(i, api, throttle);
+        }
+        if learn {
+            remember(
+                self.streams.get_mut(&i.stream),
+                self.conns.client_id(i.stream),
+                &client,
+            );
+        }
+        if let Some(ns) = i.latency_ns {
+            self.slow_push(i, api, ns, request_frame, &client);
+        }
+        if let Some(t) = throttle {
+            self.throttle.add(t);
+            if let Some(s) = self.throttle_series.entry(i.ts.secs, Throttle::default) {
+                s.add(t);
+            }
+            if let Some(ns) = i.latency_ns {
+                self.throttle_latency.record(ns);
+            }
+            self.throttled_push(i, api, t, request_frame, &client);
+        }
         // A response that does not say its topic (a zero TopicId) answers the
         // request's topic when the request named only one.
-        let fallback = pending.as_ref().and_then(|p| p.1.as_deref());
-        let placed: Vec<facts::ErrorAt> = placed
-            .into_iter()
-            .map(|mut e| {
-                if e.place.topic.is_none() && e.nested {
-                    e.place.topic = fallback.map(str::to_string);
-                }
-                e
-            })
-            .collect();
+        let fallback = topic.as_deref();
+        self.count_errors(i, api, d, fallback);
+        if let Some(d) = d {
+            self.response_tree(i, api, d, fallback, group.as_deref());
+        }
+    }
 
-        // The version's histogram holds the latency when it has an entry; the
-        // API's own histogram the rest (the report adds them up).
+    /// The client of a connection's last request (a response without its request).
+    fn conn_client(&mut self, stream: u64) -> Who {
+        who(
+            self.streams.get_mut(&stream),
+            &self.clients,
+            self.conns.client_id(stream),
+        )
+    }
+
+    /// Counts a response for its API and version. The version's histogram
+    /// holds the latency when it has an entry; the API's own histogram the
+    /// rest (the report adds them up).
+    fn count_response_api(&mut self, i: &MessageInfo, api: i16, throttle: Option<i32>) {
         let mut latency_left = i.latency_ns;
         if let Some(version) = i.api_version {
             if let Some(v) = self.versions.entry((api, version), VersionAcc::default) {
@@ -1009,17 +942,20 @@ impl Stats {
             if let Some(ns) = latency_left {
                 a.latency.record(ns);
             }
-            if let Some(t) = i.throttle_time_ms.filter(|&t| t > 0) {
+            if let Some(t) = throttle {
                 a.throttle.add(t);
             }
             for &c in &i.error_codes {
                 *a.errors.entry(c).or_default() += 1;
             }
         }
-        // The latency goes to the broker's, the connection's and the
-        // client's histograms; the connection's stands for the other two
-        // while all its latencies are theirs (`ConnAcc::for_broker`,
-        // `ConnAcc::for_client`), so only it is touched.
+    }
+
+    /// Records a response's latency for its broker, connection and client.
+    /// The connection's histogram stands for the other two while all its
+    /// latencies are theirs (`ConnAcc::for_broker`, `ConnAcc::for_client`),
+    /// so only it is touched.
+    fn record_latency(&mut self, i: &MessageInfo, client: &mut Who) {
         let mut to_broker = match self.brokers.entry(i.broker, BrokerAcc::default) {
             Some(b) => {
                 b.responses += 1;
@@ -1027,7 +963,7 @@ impl Stats {
             }
             None => false,
         };
-        let mut to_client = i.latency_ns.is_some() && self.clients.latency(&mut client).is_some();
+        let mut to_client = i.latency_ns.is_some() && self.clients.latency(client).is_some();
         if let Some(c) = self.conns.entry(i.stream, || ConnAcc::new(i)) {
             c.responses += 1;
             if let Some(ns) = i.latency_ns {
@@ -1040,7 +976,7 @@ impl Stats {
                         b.latency.merge(&c.latency);
                     }
                 }
-                let slot = match &client {
+                let slot = match client {
                     Who::Slot(s) if to_client => Some(*s),
                     _ => None,
                 };
@@ -1063,114 +999,113 @@ impl Stats {
                 c.latency.record(ns);
             }
         }
-        if let Some(ns) = i.latency_ns {
-            if to_broker {
-                if let Some(b) = self.brokers.map.get_mut(&i.broker) {
-                    b.latency.record(ns);
-                }
-            }
-            if to_client {
-                if let Some(h) = self.clients.latency(&mut client) {
-                    h.record(ns);
-                }
+        let Some(ns) = i.latency_ns else { return };
+        if to_broker {
+            if let Some(b) = self.brokers.map.get_mut(&i.broker) {
+                b.latency.record(ns);
             }
         }
-        let throttle = i.throttle_time_ms.filter(|&t| t > 0);
-        let second = i.ts.secs;
-        if let Some(c) = self.clients.acc(&mut client) {
-            c.responses += 1;
-            c.errors += i.error_codes.len() as u64;
-            if let Some(t) = throttle {
-                c.throttle.add(t);
-                c.throttle_by_api.entry(api).or_default().add(t);
-                c.throttle_frames.add(i.frame);
-                if c.last_throttle_second != Some(second) {
-                    c.throttle_seconds += 1;
-                    c.last_throttle_second = Some(second);
-                }
+        if to_client {
+            if let Some(h) = self.clients.latency(client) {
+                h.record(ns);
             }
         }
-        if learn {
-            let cid = self
-                .conns
-                .map
-                .get(&i.stream)
-                .and_then(|c| c.client_id.clone());
-            remember(self.streams.get_mut(&i.stream), cid.as_deref(), &client);
-        }
+    }
 
-        if let Some(ns) = i.latency_ns {
-            self.slow_push(i, api, ns, request_frame, &client);
-        }
-        if let Some(t) = throttle {
-            self.throttle.add(t);
-            if let Some(s) = self.throttle_series.entry(second, Throttle::default) {
-                s.add(t);
-            }
-            if let Some(ns) = i.latency_ns {
-                self.throttle_latency.record(ns);
-            }
-            self.throttled_push(i, api, t, request_frame, &client);
-        }
-
-        for e in placed {
+    /// Counts a response's errors by code, API and place: placed by its
+    /// facts or tree, else (without either) from the JSONL `error_codes`;
+    /// `fallback` is the topic of a nested error that names none.
+    fn count_errors(
+        &mut self,
+        i: &MessageInfo,
+        api: i16,
+        d: Option<&Decoded>,
+        fallback: Option<&str>,
+    ) {
+        let placed = match d.and_then(|d| d.facts.as_ref()) {
+            Some(x) => Some(facts::scanned_errors(x, &self.topics)),
+            None => d.map(|d| facts::errors(&d.root, &self.topics)),
+        };
+        let unplaced = || {
+            let at = |&code| facts::ErrorAt {
+                code,
+                place: facts::Place::default(),
+                nested: false,
+            };
+            i.error_codes.iter().map(at).collect()
+        };
+        for e in placed.unwrap_or_else(unplaced) {
+            let topic = match e.place.topic {
+                None if e.nested => fallback.map(str::to_string),
+                topic => topic,
+            };
             let key = ErrorKey {
                 name: error_label_cow(e.code),
                 code: e.code,
                 api_key: api,
-                topic: e.place.topic,
+                topic,
                 partition: e.place.partition,
             };
+            let first = i.frame;
             if let Some(acc) = self.errors.entry(key, || ErrorAcc {
-                first: i.frame,
-                ..ErrorAcc::default()
+                first,
+                ..Default::default()
             }) {
                 acc.count += 1;
                 acc.last = i.frame;
             }
         }
-        if let Some(root) = root {
-            if api == 0 {
-                for r in facts::record_errors(root, &self.topics) {
-                    if self.record_errors.len() >= self.cfg.max_keys {
-                        self.overflow.lists += 1;
-                        break;
-                    }
-                    self.record_errors.push(RecordErrorReport {
-                        topic: r.place.topic,
-                        partition: r.place.partition,
-                        batch_index: r.batch_index,
-                        message: r.message,
-                        frame: i.frame,
-                    });
+    }
+
+    /// What a response's tree adds: a Produce response's record errors,
+    /// a Fetch response's record sets, a group request's answer.
+    fn response_tree(
+        &mut self,
+        i: &MessageInfo,
+        api: i16,
+        d: &Decoded,
+        fallback: Option<&str>,
+        group: Option<&facts::GroupRequest>,
+    ) {
+        if api == 0 {
+            for r in facts::record_errors(&d.root, &self.topics) {
+                if self.record_errors.len() >= self.cfg.max_keys {
+                    self.overflow.lists += 1;
+                    break;
                 }
+                self.record_errors.push(RecordErrorReport {
+                    topic: r.place.topic,
+                    partition: r.place.partition,
+                    batch_index: r.batch_index,
+                    message: r.message,
+                    frame: i.frame,
+                });
             }
-            if matches!(api, 1 | 78) {
-                if let Some(d) = d {
-                    let parts = &mut self.parts;
-                    facts::each_set(d, &self.topics, |s| {
-                        let topic = s.topic.as_deref().or(fallback);
-                        if let Some(p) = parts.entry(topic, s.partition) {
-                            add_set(p, &s, false);
-                        }
-                    });
+        }
+        if matches!(api, 1 | 78) {
+            let parts = &mut self.parts;
+            facts::each_set(d, &self.topics, |s| {
+                let topic = s.topic.as_deref().or(fallback);
+                if let Some(p) = parts.entry(topic, s.partition) {
+                    p.add(&s, false);
                 }
+            });
+        }
+        let Some(g) = group else { return };
+        let Some(acc) = self.groups.map.get_mut(&g.group) else {
+            return;
+        };
+        if matches!(api, 11 | 14 | 68) {
+            if let Some(r) = facts::group_response(&d.root, &self.topics) {
+                self.overflow.groups += acc.response(api, g, &r, i, self.cfg.max_list);
             }
-            if let Some(g) = pending.as_ref().and_then(|p| p.2.as_ref()) {
-                if matches!(api, 11 | 14 | 68) {
-                    if let Some(r) = facts::group_response(root, &self.topics) {
-                        self.group_response(api, g, &r, i);
-                    }
-                }
-                if let Some(acc) = self.groups.map.get_mut(&g.group) {
-                    for &c in &i.error_codes {
-                        *acc.errors.entry(c).or_default() += 1;
-                    }
-                }
-            }
+        }
+        for &c in &i.error_codes {
+            *acc.errors.entry(c).or_default() += 1;
         }
     }
 
+    /// Offers an exchange of latency `ns` to the slow list.
     fn slow_push(
         &mut self,
         i: &MessageInfo,
@@ -1179,44 +1114,25 @@ impl Stats {
         request_frame: Option<u64>,
         client: &Who,
     ) {
-        if self.cfg.slow == 0 {
-            return;
-        }
-        let key = SlowKey {
-            latency_ns: ns,
-            frame: Reverse(i.frame),
-            index: i.index,
-        };
-        if self.slow.len() >= self.cfg.slow {
-            match self.slow.peek() {
-                Some(Reverse(min)) if *min < key => {}
-                _ => return,
-            }
-            if let Some(Reverse(old)) = self.slow.pop() {
-                self.slow_items.remove(&old.index);
-            }
-        }
-        self.slow.push(Reverse(key));
-        self.slow_items.insert(
-            i.index,
-            SlowExchange {
-                latency_ms: ns as f64 / 1e6,
-                request_frame,
-                response_first_frame: i.first_frame,
-                response_frame: i.frame,
-                api_key: api,
-                api_name: schema::api_name(api),
-                api_version: i.api_version,
-                client_id: self.clients.key(client).and_then(|k| k.client_id.clone()),
-                software: self.clients.key(client).and_then(ClientKey::software),
-                client: i.client.to_string(),
-                broker: i.broker.to_string(),
-                stream: i.stream,
-                throttle_time_ms: i.throttle_time_ms,
-            },
-        );
+        let clients = &self.clients;
+        self.slow.offer(self.cfg.slow, ns, i, || SlowExchange {
+            latency_ms: ns as f64 / 1e6,
+            request_frame,
+            response_first_frame: i.first_frame,
+            response_frame: i.frame,
+            api_key: api,
+            api_name: schema::api_name(api),
+            api_version: i.api_version,
+            client_id: clients.key(client).and_then(|k| k.client_id.clone()),
+            software: clients.key(client).and_then(ClientKey::software),
+            client: i.client.to_string(),
+            broker: i.broker.to_string(),
+            stream: i.stream,
+            throttle_time_ms: i.throttle_time_ms,
+        });
     }
 
+    /// Offers an exchange throttled `t` ms to the most-throttled list.
     fn throttled_push(
         &mut self,
         i: &MessageInfo,
@@ -1225,192 +1141,17 @@ impl Stats {
         request_frame: Option<u64>,
         client: &Who,
     ) {
-        if self.cfg.slow == 0 {
-            return;
-        }
-        let key = ThrottleKey {
-            throttle: t,
-            frame: Reverse(i.frame),
-            index: i.index,
-        };
-        if self.throttled.len() >= self.cfg.slow {
-            match self.throttled.peek() {
-                Some(Reverse(min)) if *min < key => {}
-                _ => return,
-            }
-            if let Some(Reverse(old)) = self.throttled.pop() {
-                self.throttled_items.remove(&old.index);
-            }
-        }
-        self.throttled.push(Reverse(key));
-        self.throttled_items.insert(
-            i.index,
-            ThrottledExchange {
+        let clients = &self.clients;
+        self.throttled
+            .offer(self.cfg.slow, t, i, || ThrottledExchange {
                 throttle_ms: t,
                 latency_ms: i.latency_ms(),
                 request_frame,
                 response_frame: i.frame,
                 api_key: api,
                 api_name: schema::api_name(api),
-                client_id: self.clients.key(client).and_then(|k| k.client_id.clone()),
-            },
-        );
-    }
-
-    fn group_request(
-        &mut self,
-        api: i16,
-        g: &facts::GroupRequest,
-        stream: u64,
-        frame: u64,
-        ts: Timestamp,
-    ) {
-        let max_list = self.cfg.max_list;
-        let Some(acc) = self.groups.entry(g.group.clone(), GroupAcc::default) else {
-            return;
-        };
-        let mut refused = 0;
-        match api {
-            11 => {
-                acc.joins += 1;
-                if acc.protocol_type.is_none() {
-                    acc.protocol_type.clone_from(&g.protocol_type);
-                }
-                for p in &g.protocols {
-                    if acc.protocols.len() < max_list {
-                        acc.protocols.insert(p.clone());
-                    }
-                }
-                if !acc.rounds.contains_key(&stream) {
-                    if acc.rounds.len() < max_list {
-                        acc.rounds.insert(stream, (frame, ts));
-                    } else {
-                        refused += 1;
-                    }
-                }
-            }
-            12 => acc.heartbeats += 1,
-            13 => acc.leaves += 1,
-            14 => acc.syncs += 1,
-            _ => {}
-        }
-        if let Some(mid) = g.member_id.as_ref().filter(|m| !m.is_empty()) {
-            if acc.members.len() < max_list {
-                acc.members.insert(mid.clone());
-            } else if !acc.members.contains(mid) {
-                refused += 1;
-            }
-        }
-        self.overflow.groups += refused;
-    }
-
-    fn group_response(
-        &mut self,
-        api: i16,
-        g: &facts::GroupRequest,
-        r: &facts::GroupResponse,
-        i: &MessageInfo,
-    ) {
-        let max_list = self.cfg.max_list;
-        let Some(acc) = self.groups.map.get_mut(&g.group) else {
-            return;
-        };
-        let mut refused = 0;
-        match api {
-            11 if r.error == 0 => {
-                let Some(gen) = r.generation else { return };
-                if acc.protocol_type.is_none() {
-                    acc.protocol_type.clone_from(&r.protocol_type);
-                }
-                let round = acc.rounds.get(&i.stream).map(|x| x.0);
-                let pos = acc.generations.iter().rposition(|x| x.generation_id == gen);
-                let e = match pos {
-                    Some(p) => acc.generations.get_mut(p),
-                    None if acc.generations.len() < max_list => {
-                        acc.generations.push(GenerationAcc {
-                            generation_id: gen,
-                            ts: i.ts.as_f64(),
-                            join_response_frame: i.frame,
-                            join_request_frame: round,
-                            ..GenerationAcc::default()
-                        });
-                        acc.generations.last_mut()
-                    }
-                    None => {
-                        refused += 1;
-                        None
-                    }
-                };
-                if let Some(e) = e {
-                    if e.protocol_name.is_none() {
-                        e.protocol_name.clone_from(&r.protocol_name);
-                    }
-                    if e.leader.is_none() {
-                        e.leader.clone_from(&r.leader);
-                    }
-                    e.listed = e.listed.max(r.members.len() as u64);
-                    if let Some(mid) = &r.member_id {
-                        if e.members.len() < max_list {
-                            e.members.insert(mid.clone());
-                        }
-                    }
-                }
-                if let Some(mid) = &r.member_id {
-                    if acc.members.len() < max_list {
-                        acc.members.insert(mid.clone());
-                    }
-                }
-            }
-            14 if r.error == 0 => {
-                if acc.protocol_type.is_none() {
-                    acc.protocol_type.clone_from(&r.protocol_type);
-                }
-                let started = acc.rounds.remove(&i.stream);
-                let gen = g.generation;
-                let e = acc
-                    .generations
-                    .iter_mut()
-                    .rev()
-                    .find(|x| Some(x.generation_id) == gen);
-                if let Some(e) = e {
-                    if e.sync_frames.len() < max_list {
-                        e.sync_frames.push(i.frame);
-                    }
-                    if let Some((_, t0)) = started {
-                        let ns = i.first_ts.nanos_since(t0);
-                        e.rebalance_ns = Some(e.rebalance_ns.map_or(ns, |x| x.max(ns)));
-                    }
-                }
-            }
-            68 => {
-                let mid = r
-                    .member_id
-                    .clone()
-                    .or_else(|| g.member_id.clone())
-                    .unwrap_or_default();
-                let full = acc.cgh.len() >= max_list && !acc.cgh.contains_key(&mid);
-                if full {
-                    refused += 1;
-                } else {
-                    let h = acc.cgh.entry(mid).or_insert_with(|| HeartbeatAcc {
-                        first: i.frame,
-                        ..HeartbeatAcc::default()
-                    });
-                    h.heartbeats += 1;
-                    h.last = i.frame;
-                    if let Some(ep) = r.member_epoch.filter(|_| r.error == 0) {
-                        if h.epochs.last() != Some(&ep) && h.epochs.len() < max_list {
-                            h.epochs.push(ep);
-                        }
-                    }
-                    if r.assignment.is_some() {
-                        h.assignment.clone_from(&r.assignment);
-                    }
-                }
-            }
-            _ => {}
-        }
-        self.overflow.groups += refused;
+                client_id: clients.key(client).and_then(|k| k.client_id.clone()),
+            });
     }
 
     /// The report of everything fed so far.
@@ -1468,58 +1209,93 @@ impl Stats {
     pub fn report_rest(&self) -> StatsReport {
         let mut summary = self.summary.clone();
         summary.in_flight = self.pending.len() as u64;
-        // Latencies the connections hold for their client.
-        let mut client_held: HashMap<u32, LatencyHist> = HashMap::default();
+        let clients = self.clients.sorted();
+        let acks = self.acks.iter().map(|(&a, e)| AcksReport {
+            acks: a,
+            requests: e.count,
+            frames: e.frames(),
+        });
+        StatsReport {
+            summary,
+            apis: self.api_reports(),
+            clients: self.client_reports(&clients),
+            brokers: Vec::new(),
+            connections: Vec::new(),
+            groups: self.groups.map.iter().map(|(id, g)| g.report(id)).collect(),
+            topics: self.parts.report(),
+            acks: acks.collect(),
+            hints: hints::hints(self),
+            slow: self.slow.sorted(|a, b| {
+                let slower = b.latency_ms.total_cmp(&a.latency_ms);
+                slower.then(a.response_frame.cmp(&b.response_frame))
+            }),
+            throttle: self.throttle_report(&clients),
+            errors: self.error_reports(),
+            record_errors: self.record_errors.clone(),
+            overflow: self.overflow_report(),
+        }
+    }
+
+    /// Every API with its versions; an API's latencies are its versions' and its own.
+    fn api_reports(&self) -> Vec<ApiReport> {
+        let each = self.apis.map.iter().map(|(&k, a)| {
+            let versions = self.versions.map.range((k, i16::MIN)..=(k, i16::MAX));
+            let mut latency = a.latency.clone();
+            for (_, x) in versions.clone() {
+                latency.merge(&x.latency);
+            }
+            ApiReport {
+                api_key: k,
+                api_name: schema::api_name(k),
+                requests: a.requests,
+                responses: a.responses,
+                unpaired: a.unanswered + a.orphans,
+                unanswered: a.unanswered,
+                responses_without_request: a.orphans,
+                latency_ms: latency.summary(),
+                throttled: a.throttle.count,
+                throttle_time_ms: a.throttle.ms(),
+                errors: by_label(&a.errors),
+                versions: versions
+                    .map(|(&(_, v), x)| VersionReport {
+                        version: v,
+                        requests: x.requests,
+                        responses: x.responses,
+                        latency_ms: x.latency.summary(),
+                        removed_in_kafka_4: removed_in_kafka_4(k, v),
+                    })
+                    .collect(),
+            }
+        });
+        each.collect()
+    }
+
+    /// Every client with counters (`sorted`), its latencies with those its connections hold.
+    fn client_reports(&self, sorted: &[(u32, &ClientSlot<ClientAcc>)]) -> Vec<ClientReport> {
+        let mut held: HashMap<u32, LatencyHist> = HashMap::default();
         for (_, c) in self.conns.sorted() {
             if let ClientLink::Slot(s) = c.for_client {
-                client_held.entry(s).or_default().merge(&c.latency);
+                held.entry(s).or_default().merge(&c.latency);
             }
         }
-        let apis = self
-            .apis
-            .map
-            .iter()
-            .map(|(&k, a)| {
-                let versions = self.versions.map.range((k, i16::MIN)..=(k, i16::MAX));
-                let mut latency = a.latency.clone();
-                for (_, x) in versions.clone() {
-                    latency.merge(&x.latency);
-                }
-                ApiReport {
-                    api_key: k,
-                    api_name: schema::api_name(k),
-                    requests: a.requests,
-                    responses: a.responses,
-                    unpaired: a.unanswered + a.orphans,
-                    unanswered: a.unanswered,
-                    responses_without_request: a.orphans,
-                    latency_ms: latency.summary(),
-                    throttled: a.throttle.count,
-                    throttle_time_ms: a.throttle.ms(),
-                    errors: by_label(&a.errors),
-                    versions: versions
-                        .map(|(&(_, v), x)| VersionReport {
-                            version: v,
-                            requests: x.requests,
-                            responses: x.responses,
-                            latency_ms: x.latency.summary(),
-                            removed_in_kafka_4: removed_in_kafka_4(k, v),
-                        })
-                        .collect(),
-                }
-            })
-            .collect();
-        let sorted_clients = self.clients.sorted();
-        let clients = sorted_clients
-            .iter()
-            .filter_map(|&(at, s)| {
-                let latency = s
-                    .latency
-                    .as_ref()
-                    .and_then(|h| with_held(h, client_held.remove(&at)));
-                Some((&s.key, s.acc.as_ref()?, latency))
-            })
-            .map(|(k, c, latency)| ClientReport {
+        let apis = |c: &ClientAcc| {
+            let each = c.apis.iter().map(|(&(a, v), &(n, first))| ClientApi {
+                api_key: a,
+                api_name: schema::api_name(a),
+                version: v,
+                requests: n,
+                first_frame: first,
+                removed_in_kafka_4: removed_in_kafka_4(a, v),
+            });
+            each.collect()
+        };
+        let each = sorted.iter().filter_map(|&(at, s)| {
+            let (k, c) = (&s.key, s.acc.as_ref()?);
+            let latency = s
+                .latency
+                .as_ref()
+                .and_then(|h| with_held(h, held.remove(&at)));
+            Some(ClientReport {
                 client_id: k.client_id.clone(),
                 software_name: k.software_name.clone(),
                 software_version: k.software_version.clone(),
@@ -1531,18 +1307,7 @@ impl Stats {
                 latency_ms: latency,
                 throttled: c.throttle.count,
                 throttle_time_ms: c.throttle.ms(),
-                apis: c
-                    .apis
-                    .iter()
-                    .map(|(&(a, v), &(n, first))| ClientApi {
-                        api_key: a,
-                        api_name: schema::api_name(a),
-                        version: v,
-                        requests: n,
-                        first_frame: first,
-                        removed_in_kafka_4: removed_in_kafka_4(a, v),
-                    })
-                    .collect(),
+                apis: apis(c),
                 acks: c
                     .acks
                     .iter()
@@ -1551,83 +1316,53 @@ impl Stats {
                 produce_bytes: c.produce_bytes,
                 produce_uncompressed_bytes: c.produce_plain_bytes,
             })
-            .collect();
-        let groups = self
-            .groups
-            .map
-            .iter()
-            .map(|(id, g)| group_report(id, g))
-            .collect();
-        let topics = self
-            .parts
-            .sorted()
-            .into_iter()
-            .map(|((t, p), x)| TopicReport {
-                topic: t.clone(),
-                partition: *p,
-                produce: side_report(&x.produce),
-                fetch: side_report(&x.fetch),
-                acks: x.acks.iter().map(|(a, n)| (a.to_string(), *n)).collect(),
-            })
-            .collect();
-        let acks = self
-            .acks
-            .iter()
-            .map(|(&a, e)| AcksReport {
-                acks: a,
-                requests: e.count,
-                frames: e.frames(),
-            })
-            .collect();
-        let mut slow: Vec<SlowExchange> = self.slow_items.values().cloned().collect();
-        slow.sort_by(|a, b| {
-            b.latency_ms
-                .total_cmp(&a.latency_ms)
-                .then(a.response_frame.cmp(&b.response_frame))
         });
-        let mut exchanges: Vec<ThrottledExchange> =
-            self.throttled_items.values().cloned().collect();
-        exchanges.sort_by(|a, b| {
-            b.throttle_ms
-                .cmp(&a.throttle_ms)
-                .then(a.response_frame.cmp(&b.response_frame))
-        });
+        each.collect()
+    }
+
+    /// Throttle totals, by client (`sorted`) and API, per second, and the most throttled.
+    fn throttle_report(&self, sorted: &[(u32, &ClientSlot<ClientAcc>)]) -> ThrottleReport {
         let mut by_client = Vec::new();
-        for (k, c) in sorted_clients
+        for (k, c) in sorted
             .iter()
             .filter_map(|(_, s)| Some((&s.key, s.acc.as_ref()?)))
         {
-            for (&api, t) in &c.throttle_by_api {
-                by_client.push(ThrottleByClient {
-                    client_id: k.client_id.clone(),
-                    software: k.software(),
-                    api_key: api,
-                    api_name: schema::api_name(api),
-                    count: t.count,
-                    sum_ms: t.sum,
-                    max_ms: t.max,
-                });
-            }
+            by_client.extend(c.throttle_by_api.iter().map(|(&api, t)| ThrottleByClient {
+                client_id: k.client_id.clone(),
+                software: k.software(),
+                api_key: api,
+                api_name: schema::api_name(api),
+                count: t.count,
+                sum_ms: t.sum,
+                max_ms: t.max,
+            }));
         }
-        let throttle = ThrottleReport {
+        let series = self
+            .throttle_series
+            .map
+            .iter()
+            .map(|(&s, t)| ThrottleSecond {
+                second: s,
+                count: t.count,
+                sum_ms: t.sum,
+                max_ms: t.max,
+            });
+        ThrottleReport {
             throttled: self.throttle.count,
             sum_ms: self.throttle.sum,
             max_ms: self.throttle.max,
             by_client,
-            series: self
-                .throttle_series
-                .map
-                .iter()
-                .map(|(&s, t)| ThrottleSecond {
-                    second: s,
-                    count: t.count,
-                    sum_ms: t.sum,
-                    max_ms: t.max,
-                })
-                .collect(),
+            series: series.collect(),
             throttled_latency_ms: self.throttle_latency.summary(),
-            exchanges,
-        };
+            exchanges: self.throttled.sorted(|a, b| {
+                let more = b.throttle_ms.cmp(&a.throttle_ms);
+                more.then(a.response_frame.cmp(&b.response_frame))
+            }),
+        }
+    }
+
+    /// Every error by name, API and place, the most frequent first.
+    fn error_reports(&self) -> Vec<ErrorReport> {
         let mut errors: Vec<ErrorReport> = self
             .errors
             .map
@@ -1649,6 +1384,11 @@ impl Stats {
                 .cmp(&a.count)
                 .then(a.first_frame.cmp(&b.first_frame))
         });
+        errors
+    }
+
+    /// The facts every table refused, per table.
+    fn overflow_report(&self) -> Overflow {
         let mut overflow = self.overflow.clone();
         overflow.apis += self.apis.overflow + self.versions.overflow;
         overflow.clients += self.clients.acc_overflow;
@@ -1658,22 +1398,7 @@ impl Stats {
         overflow.errors += self.errors.overflow;
         overflow.groups += self.groups.overflow;
         overflow.series += self.throttle_series.overflow;
-        StatsReport {
-            summary,
-            apis,
-            clients,
-            brokers: Vec::new(),
-            connections: Vec::new(),
-            groups,
-            topics,
-            acks,
-            hints: hints::hints(self),
-            slow,
-            throttle,
-            errors,
-            record_errors: self.record_errors.clone(),
-            overflow,
-        }
+        overflow
     }
 }
 
@@ -1739,91 +1464,6 @@ fn remember(st: Option<&mut StreamFacts>, client_id: Option<&str>, who: &Who) {
             slot: *slot,
             addr: None,
         });
-    }
-}
-
-fn add_set(p: &mut PartAcc, s: &facts::SetFacts<'_>, produce: bool) {
-    let side = if produce {
-        &mut p.produce
-    } else {
-        &mut p.fetch
-    };
-    side.sets += 1;
-    side.bytes += s.bytes;
-    side.batches += s.batches;
-    side.records += s.records;
-    side.partial += s.partial;
-    for (c, n) in s.codecs.iter() {
-        match side.codecs.iter_mut().find(|x| x.0 == c) {
-            Some(x) => x.1 += n,
-            None => side.codecs.push((c, n)),
-        }
-    }
-    side.compressed += s.compressed;
-    side.decompressed += s.decompressed;
-}
-
-fn side_report(s: &Side) -> SideReport {
-    SideReport {
-        record_sets: s.sets,
-        bytes: s.bytes,
-        batches: s.batches,
-        records: s.records,
-        records_per_batch: (s.batches > 0).then(|| s.records as f64 / s.batches as f64),
-        partial_batches: s.partial,
-        codecs: s.codecs.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
-        compressed_bytes: s.compressed,
-        decompressed_bytes: s.decompressed,
-        compression_ratio: (s.compressed > 0).then(|| s.decompressed as f64 / s.compressed as f64),
-    }
-}
-
-fn group_report(id: &str, g: &GroupAcc) -> GroupReport {
-    GroupReport {
-        group_id: id.to_string(),
-        protocol_type: g.protocol_type.clone(),
-        protocols: g.protocols.iter().cloned().collect(),
-        members: g.members.iter().cloned().collect(),
-        joins: g.joins,
-        syncs: g.syncs,
-        heartbeats: g.heartbeats,
-        leaves: g.leaves,
-        errors: by_label(&g.errors),
-        generations: g
-            .generations
-            .iter()
-            .map(|e| GenerationReport {
-                generation_id: e.generation_id,
-                protocol_name: e.protocol_name.clone(),
-                leader: e.leader.clone(),
-                members: e.members.iter().cloned().collect(),
-                listed_members: e.listed,
-                ts: e.ts,
-                join_request_frame: e.join_request_frame,
-                join_response_frame: e.join_response_frame,
-                sync_response_frames: e.sync_frames.clone(),
-                rebalance_ms: e.rebalance_ns.map(|n| n as f64 / 1e6),
-            })
-            .collect(),
-        heartbeat_members: g
-            .cgh
-            .iter()
-            .map(|(mid, h)| HeartbeatMember {
-                member_id: mid.clone(),
-                epochs: h.epochs.clone(),
-                assignment: h.assignment.as_ref().map(|a| {
-                    a.iter()
-                        .map(|(t, p)| TopicPartitions {
-                            topic: t.clone(),
-                            partitions: p.clone(),
-                        })
-                        .collect()
-                }),
-                heartbeats: h.heartbeats,
-                first_frame: h.first,
-                last_frame: h.last,
-            })
-            .collect(),
     }
 }
 

@@ -4,31 +4,33 @@
 //! (client ids, topics, group and member ids) go through `escape_text`; empty
 //! sections are left out; numbers in a column are right-aligned.
 
+use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use super::report::*;
 use crate::kafka::tree::escape_text;
 
-struct Table {
-    head: Vec<&'static str>,
+/// An aligned table: a header line, then a line per row.
+struct Table<'h> {
+    head: Vec<&'h str>,
     rows: Vec<Vec<String>>,
     /// Left-aligned columns (text); the others are right-aligned (numbers).
     left: Vec<bool>,
 }
 
-impl Table {
-    fn new(head: &[(&'static str, bool)]) -> Table {
+impl<'h> Table<'h> {
+    /// A table of the columns `head` names, separated by `|`: a name that
+    /// starts with `<` is left-aligned (text), the others right-aligned (numbers).
+    fn new(head: &'h str) -> Table<'h> {
+        let cols = head.split('|');
         Table {
-            head: head.iter().map(|h| h.0).collect(),
-            left: head.iter().map(|h| h.1).collect(),
+            head: cols.clone().map(|c| c.trim_start_matches('<')).collect(),
+            left: cols.map(|c| c.starts_with('<')).collect(),
             rows: Vec::new(),
         }
     }
 
-    fn row(&mut self, r: Vec<String>) {
-        self.rows.push(r);
-    }
-
+    /// Writes the header and the rows, each column as wide as its widest cell.
     fn render(&self, out: &mut String) {
         let n = self.head.len();
         let mut w: Vec<usize> = self.head.iter().map(|h| h.chars().count()).collect();
@@ -67,6 +69,7 @@ impl Table {
     }
 }
 
+/// Milliseconds: three decimals, one from 100 on.
 fn ms(v: f64) -> String {
     if v >= 100.0 {
         format!("{v:.1}")
@@ -75,52 +78,38 @@ fn ms(v: f64) -> String {
     }
 }
 
+/// The cells of [`LAT_HEAD`]: count and percentiles, dashes without latencies.
 fn lat_cells(l: &Option<LatencyMs>) -> Vec<String> {
-    match l {
-        Some(l) => vec![
-            l.count.to_string(),
-            ms(l.p50),
-            ms(l.p90),
-            ms(l.p99),
-            ms(l.p999),
-            ms(l.max),
-            ms(l.mean),
-        ],
-        None => vec![
-            "0".into(),
-            "-".into(),
-            "-".into(),
-            "-".into(),
-            "-".into(),
-            "-".into(),
-            "-".into(),
-        ],
-    }
+    let Some(l) = l else {
+        return ["0", "-", "-", "-", "-", "-", "-"]
+            .map(String::from)
+            .to_vec();
+    };
+    let mut cells = vec![l.count.to_string()];
+    cells.extend([l.p50, l.p90, l.p99, l.p999, l.max, l.mean].map(ms));
+    cells
 }
 
-const LAT_HEAD: [(&str, bool); 7] = [
-    ("n", false),
-    ("p50", false),
-    ("p90", false),
-    ("p99", false),
-    ("p99.9", false),
-    ("max", false),
-    ("mean", false),
-];
+/// The columns of [`lat_cells`].
+const LAT_HEAD: &str = "n|p50|p90|p99|p99.9|max|mean";
 
+/// The value, or `-`.
 fn opt<T: ToString>(v: &Option<T>) -> String {
     v.as_ref()
         .map_or_else(|| "-".to_string(), ToString::to_string)
 }
 
+/// The captured text escaped, or `-`.
 fn text(v: &Option<String>) -> String {
     v.as_deref().map_or_else(|| "-".to_string(), escape_text)
 }
 
+/// The API's name, or `api N` for a key this build does not name.
 fn api(name: Option<&str>, key: i16) -> String {
     name.map_or_else(|| format!("api {key}"), str::to_string)
 }
 
+/// `"client-id" (software)`, escaped; `(none)` without an id.
 fn client(id: &Option<String>, software: &Option<String>) -> String {
     let mut s = match id {
         Some(c) => format!("{:?}", escape_text(c)),
@@ -132,18 +121,74 @@ fn client(id: &Option<String>, software: &Option<String>) -> String {
     s
 }
 
-fn frames(f: &[u64]) -> String {
-    f.iter().map(u64::to_string).collect::<Vec<_>>().join(",")
+/// `1,2,3`.
+fn list<T: ToString>(items: &[T]) -> String {
+    items.iter().map(T::to_string).collect::<Vec<_>>().join(",")
 }
 
-fn place(t: &Option<String>, p: &Option<i32>) -> (String, String) {
-    (text(t), opt(p))
+/// `NAME×count` for each entry, space-separated.
+fn counts(m: &BTreeMap<String, u64>) -> String {
+    let each = m.iter().map(|(k, v)| format!("{k}×{v}"));
+    each.collect::<Vec<_>>().join(" ")
+}
+
+/// A table of `items`, a row each made by `row`, its header even with no rows.
+fn table<T>(o: &mut String, head: &str, items: &[T], row: impl FnMut(&T) -> Vec<String>) {
+    let mut t = Table::new(head);
+    t.rows = items.iter().map(row).collect();
+    t.render(o);
+}
+
+/// `title` and the [`table`] of `items`; nothing when there are none.
+fn section<T>(
+    o: &mut String,
+    title: &str,
+    head: &str,
+    items: &[T],
+    row: impl FnMut(&T) -> Vec<String>,
+) {
+    if !items.is_empty() {
+        o.push_str(title);
+        table(o, head, items, row);
+    }
 }
 
 impl StatsReport {
     /// The report as readable tables. `title` heads it (the file or interface).
     pub fn to_text(&self, title: &str) -> String {
         let mut o = String::new();
+        self.head_text(&mut o, title);
+        self.apis_text(&mut o);
+        self.slow_text(&mut o);
+        self.throttle_text(&mut o);
+        self.errors_text(&mut o);
+        self.topics_text(&mut o);
+        self.clients_text(&mut o);
+        self.links_text(&mut o);
+        section(
+            &mut o,
+            "\nPRODUCE ACKS\n",
+            "acks|requests|<frames",
+            &self.acks,
+            |a| vec![a.acks.to_string(), a.requests.to_string(), list(&a.frames)],
+        );
+        for g in &self.groups {
+            group_text(&mut o, g);
+        }
+        if !self.hints.is_empty() {
+            o.push_str("\nHINTS\n");
+            for h in &self.hints {
+                let (severity, kind, message) = (h.severity, h.kind, escape_text(&h.message));
+                let frames = list(&h.frames);
+                let _ = writeln!(o, "  [{severity}] {kind}: {message}  (frames {frames})");
+            }
+        }
+        self.overflow_text(&mut o);
+        o
+    }
+
+    /// The title, the summary line and what latency means.
+    fn head_text(&self, o: &mut String, title: &str) {
         let s = &self.summary;
         let span = match (s.first_ts, s.last_ts) {
             (Some(a), Some(b)) => format!(", {:.3} s", b - a),
@@ -161,502 +206,277 @@ impl StatsReport {
             s.without_api
         );
         o.push_str("latency: ms from the frame that completed the request to the frame carrying the response's first byte\n");
+    }
 
-        if !self.apis.is_empty() {
-            o.push_str("\nAPIS\n");
-            let mut head = vec![
-                ("api", true),
-                ("ver", true),
-                ("req", false),
-                ("resp", false),
-                ("unpaired", false),
-            ];
-            head.extend(LAT_HEAD);
-            head.extend([
-                ("throttled", false),
-                ("thr max", false),
-                ("thr sum", false),
-                ("errors", true),
-            ]);
-            let mut t = Table::new(&head);
-            for a in &self.apis {
-                let mut r = vec![
-                    api(a.api_name, a.api_key),
-                    "all".into(),
-                    a.requests.to_string(),
-                    a.responses.to_string(),
-                    a.unpaired.to_string(),
-                ];
-                r.extend(lat_cells(&a.latency_ms));
-                r.extend([
-                    a.throttled.to_string(),
-                    a.throttle_time_ms.max.to_string(),
-                    a.throttle_time_ms.sum.to_string(),
-                    a.errors
-                        .iter()
-                        .map(|(k, v)| format!("{k}×{v}"))
-                        .collect::<Vec<_>>()
-                        .join(" "),
-                ]);
-                t.row(r);
-                if a.versions.len() > 1 || a.versions.iter().any(|v| v.removed_in_kafka_4) {
-                    for v in &a.versions {
-                        let mark = if v.removed_in_kafka_4 { "*" } else { "" };
-                        let mut r = vec![
-                            String::new(),
-                            format!("v{}{mark}", v.version),
-                            v.requests.to_string(),
-                            v.responses.to_string(),
-                            String::new(),
-                        ];
-                        r.extend(lat_cells(&v.latency_ms));
-                        r.extend([String::new(), String::new(), String::new(), String::new()]);
-                        t.row(r);
-                    }
-                } else if let Some(v) = a.versions.first() {
-                    if let Some(c) = t.rows.last_mut().and_then(|r| r.get_mut(1)) {
-                        *c = format!("v{}", v.version);
-                    }
-                }
-            }
-            t.render(&mut o);
+    /// APIS: a row per API, and a row per version when it used several or a removed one.
+    fn apis_text(&self, o: &mut String) {
+        if self.apis.is_empty() {
+            return;
         }
-
-        if !self.slow.is_empty() {
-            let _ = writeln!(o, "\nSLOWEST EXCHANGES (top {})", self.slow.len());
-            let mut t = Table::new(&[
-                ("latency ms", false),
-                ("req frame", false),
-                ("resp frame", false),
-                ("api", true),
-                ("client", true),
-                ("conn", true),
-                ("throttle", false),
-            ]);
-            for x in &self.slow {
-                t.row(vec![
-                    ms(x.latency_ms),
-                    opt(&x.request_frame),
-                    x.response_first_frame.to_string(),
-                    format!("{} v{}", api(x.api_name, x.api_key), opt(&x.api_version)),
-                    client(&x.client_id, &x.software),
-                    format!("s{} {} → {}", x.stream, x.client, x.broker),
-                    opt(&x.throttle_time_ms),
-                ]);
-            }
-            t.render(&mut o);
-        }
-
-        let th = &self.throttle;
-        if th.throttled > 0 {
-            let _ = writeln!(
-                o,
-                "\nTHROTTLE  {} throttled responses, {} ms in all, max {} ms",
-                th.throttled, th.sum_ms, th.max_ms
-            );
-            let mut t = Table::new(&[
-                ("client", true),
-                ("api", true),
-                ("count", false),
-                ("sum ms", false),
-                ("max ms", false),
-            ]);
-            for c in &th.by_client {
-                t.row(vec![
-                    client(&c.client_id, &c.software),
-                    api(c.api_name, c.api_key),
-                    c.count.to_string(),
-                    c.sum_ms.to_string(),
-                    c.max_ms.to_string(),
-                ]);
-            }
-            t.render(&mut o);
-            if let Some(l) = &th.throttled_latency_ms {
-                let _ = writeln!(
-                    o,
-                    "  latency of throttled exchanges (throttle not included): p50 {} p99 {} max {} ms",
-                    ms(l.p50),
-                    ms(l.p99),
-                    ms(l.max)
-                );
-            }
-            o.push_str("  per second:\n");
-            let mut t = Table::new(&[
-                ("second", false),
-                ("count", false),
-                ("sum ms", false),
-                ("max ms", false),
-            ]);
-            for x in &th.series {
-                t.row(vec![
-                    x.second.to_string(),
-                    x.count.to_string(),
-                    x.sum_ms.to_string(),
-                    x.max_ms.to_string(),
-                ]);
-            }
-            t.render(&mut o);
-            o.push_str("  most throttled (throttle and latency apart):\n");
-            let mut t = Table::new(&[
-                ("throttle ms", false),
-                ("latency ms", false),
-                ("req frame", false),
-                ("resp frame", false),
-                ("api", true),
-                ("client", true),
-            ]);
-            for x in &th.exchanges {
-                t.row(vec![
-                    x.throttle_ms.to_string(),
-                    x.latency_ms.map_or_else(|| "-".into(), ms),
-                    opt(&x.request_frame),
-                    x.response_frame.to_string(),
-                    api(x.api_name, x.api_key),
-                    client(&x.client_id, &None),
-                ]);
-            }
-            t.render(&mut o);
-        }
-
-        if !self.errors.is_empty() {
-            o.push_str("\nERRORS\n");
-            let mut t = Table::new(&[
-                ("error", true),
-                ("api", true),
-                ("topic", true),
-                ("partition", false),
-                ("count", false),
-                ("first", false),
-                ("last", false),
-            ]);
-            for e in &self.errors {
-                let (tp, p) = place(&e.topic, &e.partition);
-                t.row(vec![
-                    e.error.clone(),
-                    api(e.api_name, e.api_key),
-                    tp,
-                    p,
-                    e.count.to_string(),
-                    e.first_frame.to_string(),
-                    e.last_frame.to_string(),
-                ]);
-            }
-            t.render(&mut o);
-        }
-        if !self.record_errors.is_empty() {
-            o.push_str("\nRECORD ERRORS\n");
-            let mut t = Table::new(&[
-                ("topic", true),
-                ("partition", false),
-                ("batch index", false),
-                ("frame", false),
-                ("message", true),
-            ]);
-            for e in &self.record_errors {
-                let (tp, p) = place(&e.topic, &e.partition);
-                t.row(vec![
-                    tp,
-                    p,
-                    e.batch_index.to_string(),
-                    e.frame.to_string(),
-                    text(&e.message),
-                ]);
-            }
-            t.render(&mut o);
-        }
-
-        if !self.topics.is_empty() {
-            o.push_str("\nTOPICS (record sets in Produce requests / Fetch responses)\n");
-            let mut t = Table::new(&[
-                ("topic", true),
-                ("part", false),
-                ("prod bytes", false),
-                ("batches", false),
-                ("records", false),
-                ("rec/batch", false),
-                ("codecs", true),
-                ("ratio", false),
-                ("acks", true),
-                ("fetch bytes", false),
-                ("batches", false),
-                ("records", false),
-                ("partial", false),
-                ("codecs", true),
-            ]);
-            let counts = |m: &std::collections::BTreeMap<String, u64>| {
-                m.iter()
-                    .map(|(k, v)| format!("{k}×{v}"))
-                    .collect::<Vec<_>>()
-                    .join(" ")
+        o.push_str("\nAPIS\n");
+        let head =
+            format!("<api|<ver|req|resp|unpaired|{LAT_HEAD}|throttled|thr max|thr sum|<errors");
+        let mut t = Table::new(&head);
+        for a in &self.apis {
+            let several = a.versions.len() > 1 || a.versions.iter().any(|v| v.removed_in_kafka_4);
+            let ver = match a.versions.first() {
+                Some(v) if !several => format!("v{}", v.version),
+                _ => "all".into(),
             };
-            for x in &self.topics {
-                let (tp, p) = place(&x.topic, &x.partition);
-                t.row(vec![
-                    tp,
-                    p,
-                    x.produce.bytes.to_string(),
-                    x.produce.batches.to_string(),
-                    x.produce.records.to_string(),
-                    x.produce
-                        .records_per_batch
-                        .map_or_else(|| "-".into(), |r| format!("{r:.2}")),
-                    counts(&x.produce.codecs),
-                    x.produce
-                        .compression_ratio
-                        .map_or_else(|| "-".into(), |r| format!("{r:.2}")),
-                    counts(&x.acks),
-                    x.fetch.bytes.to_string(),
-                    x.fetch.batches.to_string(),
-                    x.fetch.records.to_string(),
-                    x.fetch.partial_batches.to_string(),
-                    counts(&x.fetch.codecs),
-                ]);
-            }
-            t.render(&mut o);
-        }
-
-        if !self.clients.is_empty() {
-            o.push_str("\nCLIENTS (* = a version Kafka 4.0 removed)\n");
-            let mut head = vec![
-                ("client", true),
-                ("addresses", true),
-                ("req", false),
-                ("unans", false),
-                ("errors", false),
-                ("throttled", false),
-            ];
-            head.extend([
-                ("p50", false),
-                ("p99", false),
-                ("max", false),
-                ("apis", true),
+            let numbers = [a.requests, a.responses, a.unpaired].map(|n| n.to_string());
+            let mut r = [vec![api(a.api_name, a.api_key), ver], numbers.to_vec()].concat();
+            r.extend(lat_cells(&a.latency_ms));
+            let (throttled, thr) = (a.throttled, &a.throttle_time_ms);
+            r.extend([
+                throttled.to_string(),
+                thr.max.to_string(),
+                thr.sum.to_string(),
             ]);
-            let mut t = Table::new(&head);
-            for c in &self.clients {
-                let sw = c.software_name.as_ref().map(|n| match &c.software_version {
-                    Some(v) if !v.is_empty() => format!("{n} {v}"),
-                    _ => n.clone(),
-                });
-                let addrs = if c.addresses.len() > 3 {
-                    format!(
-                        "{} (+{})",
-                        c.addresses.get(..2).unwrap_or_default().join(" "),
-                        c.addresses.len() - 2
-                    )
-                } else {
-                    c.addresses.join(" ")
-                };
-                let mut apis: Vec<String> = Vec::new();
-                for a in &c.apis {
-                    let mark = if a.removed_in_kafka_4 { "*" } else { "" };
-                    let name = api(a.api_name, a.api_key);
-                    match apis.last_mut() {
-                        Some(last) if last.starts_with(&format!("{name} v")) => {
-                            let _ = write!(last, ",{}{mark}", a.version);
-                        }
-                        _ => apis.push(format!("{name} v{}{mark}", a.version)),
-                    }
-                }
-                let (p50, p99, max) = match &c.latency_ms {
-                    Some(l) => (ms(l.p50), ms(l.p99), ms(l.max)),
-                    None => ("-".into(), "-".into(), "-".into()),
-                };
-                t.row(vec![
-                    client(&c.client_id, &sw),
-                    addrs,
-                    c.requests.to_string(),
-                    c.unanswered.to_string(),
-                    c.errors.to_string(),
-                    c.throttled.to_string(),
-                    p50,
-                    p99,
-                    max,
-                    apis.join(" "),
-                ]);
+            r.push(counts(&a.errors));
+            t.rows.push(r);
+            for v in a.versions.iter().filter(|_| several) {
+                let mark = if v.removed_in_kafka_4 { "*" } else { "" };
+                let (req, resp) = (v.requests.to_string(), v.responses.to_string());
+                let mut r = vec![String::new(), format!("v{}{mark}", v.version), req, resp];
+                r.push(String::new());
+                r.extend(lat_cells(&v.latency_ms));
+                r.extend([String::new(), String::new(), String::new(), String::new()]);
+                t.rows.push(r);
             }
-            t.render(&mut o);
         }
+        t.render(o);
+    }
 
-        if !self.brokers.is_empty() {
-            o.push_str("\nBROKERS (latency ms)\n");
-            let mut head = vec![("broker", true), ("req", false), ("resp", false)];
-            head.extend(LAT_HEAD);
-            let mut t = Table::new(&head);
-            for b in &self.brokers {
-                let mut r = vec![
-                    b.broker.clone(),
-                    b.requests.to_string(),
-                    b.responses.to_string(),
-                ];
-                r.extend(lat_cells(&b.latency_ms));
-                t.row(r);
-            }
-            t.render(&mut o);
+    /// SLOWEST EXCHANGES.
+    fn slow_text(&self, o: &mut String) {
+        let title = format!("\nSLOWEST EXCHANGES (top {})\n", self.slow.len());
+        let head = "latency ms|req frame|resp frame|<api|<client|<conn|throttle";
+        section(o, &title, head, &self.slow, |x| {
+            vec![
+                ms(x.latency_ms),
+                opt(&x.request_frame),
+                x.response_first_frame.to_string(),
+                format!("{} v{}", api(x.api_name, x.api_key), opt(&x.api_version)),
+                client(&x.client_id, &x.software),
+                format!("s{} {} → {}", x.stream, x.client, x.broker),
+                opt(&x.throttle_time_ms),
+            ]
+        });
+    }
+
+    /// THROTTLE: by client and API, the throttled latency, per second and the most throttled.
+    fn throttle_text(&self, o: &mut String) {
+        let th = &self.throttle;
+        if th.throttled == 0 {
+            return;
         }
-        if !self.connections.is_empty() {
-            o.push_str("\nCONNECTIONS (latency ms)\n");
-            let mut head = vec![
-                ("conn", true),
-                ("client", true),
-                ("broker", true),
-                ("client id", true),
-                ("req", false),
+        let (n, sum, max) = (th.throttled, th.sum_ms, th.max_ms);
+        let _ = writeln!(
+            o,
+            "\nTHROTTLE  {n} throttled responses, {sum} ms in all, max {max} ms"
+        );
+        table(o, "<client|<api|count|sum ms|max ms", &th.by_client, |c| {
+            let mut r = vec![
+                client(&c.client_id, &c.software),
+                api(c.api_name, c.api_key),
             ];
-            head.extend(LAT_HEAD);
-            let mut t = Table::new(&head);
-            for c in &self.connections {
-                let mut r = vec![
-                    format!("s{}", c.stream),
-                    c.client.clone(),
-                    c.broker.clone(),
-                    text(&c.client_id),
-                    c.requests.to_string(),
-                ];
+            r.extend([
+                c.count.to_string(),
+                c.sum_ms.to_string(),
+                c.max_ms.to_string(),
+            ]);
+            r
+        });
+        if let Some(l) = &th.throttled_latency_ms {
+            let (p50, p99, max) = (ms(l.p50), ms(l.p99), ms(l.max));
+            let _ = writeln!(o, "  latency of throttled exchanges (throttle not included): p50 {p50} p99 {p99} max {max} ms");
+        }
+        o.push_str("  per second:\n");
+        table(o, "second|count|sum ms|max ms", &th.series, |x| {
+            let mut r = vec![x.second.to_string(), x.count.to_string()];
+            r.extend([x.sum_ms.to_string(), x.max_ms.to_string()]);
+            r
+        });
+        o.push_str("  most throttled (throttle and latency apart):\n");
+        let head = "throttle ms|latency ms|req frame|resp frame|<api|<client";
+        table(o, head, &th.exchanges, |x| {
+            vec![
+                x.throttle_ms.to_string(),
+                x.latency_ms.map_or_else(|| "-".into(), ms),
+                opt(&x.request_frame),
+                x.response_frame.to_string(),
+                api(x.api_name, x.api_key),
+                client(&x.client_id, &None),
+            ]
+        });
+    }
+
+    /// ERRORS by error, API and place, and RECORD ERRORS.
+    fn errors_text(&self, o: &mut String) {
+        let head = "<error|<api|<topic|partition|count|first|last";
+        section(o, "\nERRORS\n", head, &self.errors, |e| {
+            let mut r = vec![e.error.clone(), api(e.api_name, e.api_key)];
+            r.extend([text(&e.topic), opt(&e.partition), e.count.to_string()]);
+            r.extend([e.first_frame.to_string(), e.last_frame.to_string()]);
+            r
+        });
+        let head = "<topic|partition|batch index|frame|<message";
+        section(o, "\nRECORD ERRORS\n", head, &self.record_errors, |e| {
+            let mut r = vec![text(&e.topic), opt(&e.partition), e.batch_index.to_string()];
+            r.extend([e.frame.to_string(), text(&e.message)]);
+            r
+        });
+    }
+
+    /// TOPICS: produced and fetched record sets per partition.
+    fn topics_text(&self, o: &mut String) {
+        let title = "\nTOPICS (record sets in Produce requests / Fetch responses)\n";
+        let head = "<topic|part|prod bytes|batches|records|rec/batch|<codecs|ratio|<acks|fetch bytes|batches|records|partial|<codecs";
+        section(o, title, head, &self.topics, |x| {
+            let (p, f) = (&x.produce, &x.fetch);
+            let two = |r: Option<f64>| r.map_or_else(|| "-".into(), |r| format!("{r:.2}"));
+            let mut r = vec![text(&x.topic), opt(&x.partition)];
+            r.extend([p.bytes, p.batches, p.records].map(|n| n.to_string()));
+            r.extend([
+                two(p.records_per_batch),
+                counts(&p.codecs),
+                two(p.compression_ratio),
+            ]);
+            r.push(counts(&x.acks));
+            r.extend([f.bytes, f.batches, f.records, f.partial_batches].map(|n| n.to_string()));
+            r.push(counts(&f.codecs));
+            r
+        });
+    }
+
+    /// CLIENTS: counts, latency and the API versions each used.
+    fn clients_text(&self, o: &mut String) {
+        let title = "\nCLIENTS (* = a version Kafka 4.0 removed)\n";
+        let head = "<client|<addresses|req|unans|errors|throttled|p50|p99|max|<apis";
+        section(o, title, head, &self.clients, |c| {
+            let sw = c.software_name.as_ref().map(|n| match &c.software_version {
+                Some(v) if !v.is_empty() => format!("{n} {v}"),
+                _ => n.clone(),
+            });
+            let n = c.addresses.len();
+            let addrs = match c.addresses.get(..2) {
+                Some(two) if n > 3 => format!("{} (+{})", two.join(" "), n - 2),
+                _ => c.addresses.join(" "),
+            };
+            let mut apis: Vec<String> = Vec::new();
+            for a in &c.apis {
+                let mark = if a.removed_in_kafka_4 { "*" } else { "" };
+                let name = api(a.api_name, a.api_key);
+                match apis.last_mut() {
+                    Some(last) if last.starts_with(&format!("{name} v")) => {
+                        let _ = write!(last, ",{}{mark}", a.version);
+                    }
+                    _ => apis.push(format!("{name} v{}{mark}", a.version)),
+                }
+            }
+            let latency = match &c.latency_ms {
+                Some(l) => [l.p50, l.p99, l.max].map(ms),
+                None => ["-", "-", "-"].map(String::from),
+            };
+            let mut r = vec![client(&c.client_id, &sw), addrs];
+            r.extend([c.requests, c.unanswered, c.errors, c.throttled].map(|n| n.to_string()));
+            r.extend(latency);
+            r.push(apis.join(" "));
+            r
+        });
+    }
+
+    /// BROKERS and CONNECTIONS: their latencies.
+    fn links_text(&self, o: &mut String) {
+        let head = format!("<broker|req|resp|{LAT_HEAD}");
+        section(o, "\nBROKERS (latency ms)\n", &head, &self.brokers, |b| {
+            let mut r = vec![
+                b.broker.clone(),
+                b.requests.to_string(),
+                b.responses.to_string(),
+            ];
+            r.extend(lat_cells(&b.latency_ms));
+            r
+        });
+        let head = format!("<conn|<client|<broker|<client id|req|{LAT_HEAD}");
+        section(
+            o,
+            "\nCONNECTIONS (latency ms)\n",
+            &head,
+            &self.connections,
+            |c| {
+                let mut r = vec![format!("s{}", c.stream), c.client.clone(), c.broker.clone()];
+                r.extend([text(&c.client_id), c.requests.to_string()]);
                 r.extend(lat_cells(&c.latency_ms));
-                t.row(r);
-            }
-            t.render(&mut o);
-        }
+                r
+            },
+        );
+    }
 
-        if !self.acks.is_empty() {
-            o.push_str("\nPRODUCE ACKS\n");
-            let mut t = Table::new(&[("acks", false), ("requests", false), ("frames", true)]);
-            for a in &self.acks {
-                t.row(vec![
-                    a.acks.to_string(),
-                    a.requests.to_string(),
-                    frames(&a.frames),
-                ]);
-            }
-            t.render(&mut o);
-        }
-
-        for g in &self.groups {
-            let _ = writeln!(
-                o,
-                "\nGROUP {:?}  type {}  protocols {}  joins {} syncs {} heartbeats {} leaves {}  members {}{}",
-                escape_text(&g.group_id),
-                text(&g.protocol_type),
-                if g.protocols.is_empty() {
-                    "-".to_string()
-                } else {
-                    escape_text(&g.protocols.join(","))
-                },
-                g.joins,
-                g.syncs,
-                g.heartbeats,
-                g.leaves,
-                g.members.len(),
-                if g.errors.is_empty() {
-                    String::new()
-                } else {
-                    format!(
-                        "  errors {}",
-                        g.errors
-                            .iter()
-                            .map(|(k, v)| format!("{k}×{v}"))
-                            .collect::<Vec<_>>()
-                            .join(" ")
-                    )
-                }
-            );
-            if !g.generations.is_empty() {
-                let mut t = Table::new(&[
-                    ("generation", false),
-                    ("protocol", true),
-                    ("members", false),
-                    ("join req", false),
-                    ("join resp", false),
-                    ("sync resp", true),
-                    ("rebalance ms", false),
-                    ("leader", true),
-                ]);
-                for e in &g.generations {
-                    t.row(vec![
-                        e.generation_id.to_string(),
-                        text(&e.protocol_name),
-                        e.members.len().max(e.listed_members as usize).to_string(),
-                        opt(&e.join_request_frame),
-                        e.join_response_frame.to_string(),
-                        frames(&e.sync_response_frames),
-                        e.rebalance_ms.map_or_else(|| "-".into(), ms),
-                        text(&e.leader),
-                    ]);
-                }
-                t.render(&mut o);
-            }
-            if !g.heartbeat_members.is_empty() {
-                let mut t = Table::new(&[
-                    ("member (KIP-848)", true),
-                    ("heartbeats", false),
-                    ("epochs", true),
-                    ("assignment", true),
-                ]);
-                for h in &g.heartbeat_members {
-                    let assignment = h.assignment.as_ref().map_or_else(
-                        || "-".to_string(),
-                        |a| {
-                            a.iter()
-                                .map(|tp| {
-                                    format!(
-                                        "{}[{}]",
-                                        escape_text(&tp.topic),
-                                        tp.partitions
-                                            .iter()
-                                            .map(i32::to_string)
-                                            .collect::<Vec<_>>()
-                                            .join(",")
-                                    )
-                                })
-                                .collect::<Vec<_>>()
-                                .join(" ")
-                        },
-                    );
-                    t.row(vec![
-                        escape_text(&h.member_id),
-                        h.heartbeats.to_string(),
-                        h.epochs
-                            .iter()
-                            .map(i32::to_string)
-                            .collect::<Vec<_>>()
-                            .join(","),
-                        assignment,
-                    ]);
-                }
-                t.render(&mut o);
-            }
-        }
-
-        if !self.hints.is_empty() {
-            o.push_str("\nHINTS\n");
-            for h in &self.hints {
-                let _ = writeln!(
-                    o,
-                    "  [{}] {}: {}  (frames {})",
-                    h.severity,
-                    h.kind,
-                    escape_text(&h.message),
-                    frames(&h.frames)
-                );
-            }
-        }
+    /// The OVERFLOW line, when a bounded table was full.
+    fn overflow_text(&self, o: &mut String) {
         let ov = &self.overflow;
-        let dropped = ov.apis
-            + ov.clients
-            + ov.histograms
-            + ov.topics
-            + ov.errors
-            + ov.groups
-            + ov.series
-            + ov.pending
-            + ov.streams
-            + ov.lists;
+        let dropped = [ov.apis, ov.clients, ov.histograms, ov.topics, ov.errors]
+            .into_iter()
+            .chain([ov.groups, ov.series, ov.pending, ov.streams, ov.lists])
+            .sum::<u64>();
         if dropped > 0 {
             let _ = writeln!(
                 o,
                 "\nOVERFLOW: {dropped} facts not kept because a bounded table was full (see the JSON `overflow`)"
             );
         }
-        o
     }
+}
+
+/// GROUP: a group's line, its generations and its KIP-848 members.
+fn group_text(o: &mut String, g: &GroupReport) {
+    let protocols = (!g.protocols.is_empty()).then(|| g.protocols.join(","));
+    let errors = (!g.errors.is_empty()).then(|| format!("  errors {}", counts(&g.errors)));
+    let _ = writeln!(
+        o,
+        "\nGROUP {:?}  type {}  protocols {}  joins {} syncs {} heartbeats {} leaves {}  members {}{}",
+        escape_text(&g.group_id),
+        text(&g.protocol_type),
+        text(&protocols),
+        g.joins,
+        g.syncs,
+        g.heartbeats,
+        g.leaves,
+        g.members.len(),
+        errors.unwrap_or_default(),
+    );
+    let head = "generation|<protocol|members|join req|join resp|<sync resp|rebalance ms|<leader";
+    section(o, "", head, &g.generations, |e| {
+        let members = e.members.len().max(e.listed_members as usize);
+        let mut r = vec![
+            e.generation_id.to_string(),
+            text(&e.protocol_name),
+            members.to_string(),
+        ];
+        r.extend([
+            opt(&e.join_request_frame),
+            e.join_response_frame.to_string(),
+        ]);
+        r.push(list(&e.sync_response_frames));
+        r.extend([
+            e.rebalance_ms.map_or_else(|| "-".into(), ms),
+            text(&e.leader),
+        ]);
+        r
+    });
+    let head = "<member (KIP-848)|heartbeats|<epochs|<assignment";
+    section(o, "", head, &g.heartbeat_members, |h| {
+        let assignment = h.assignment.as_ref().map_or_else(
+            || "-".to_string(),
+            |a| {
+                let tps = a
+                    .iter()
+                    .map(|tp| format!("{}[{}]", escape_text(&tp.topic), list(&tp.partitions)));
+                tps.collect::<Vec<_>>().join(" ")
+            },
+        );
+        let (member, heartbeats) = (escape_text(&h.member_id), h.heartbeats.to_string());
+        vec![member, heartbeats, list(&h.epochs), assignment]
+    });
 }
