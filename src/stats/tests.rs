@@ -703,7 +703,7 @@ fn the_summary_scan_places_what_the_full_tree_places() {
         records_headers_only: true,
         ..DecodeOptions::default()
     };
-    let topics = crate::topics::TopicNames::default();
+    let topics = TopicNames::default();
     let (mut messages, mut placed, mut sets, mut errors) = (0, 0, 0, 0);
     for p in crate::test_captures::all() {
         // Full trees, records decoded in full: what the facts must equal.
@@ -758,7 +758,7 @@ proptest::proptest! {
         ops in proptest::collection::vec((0u8..3, 0u64..64), 0..400),
     ) {
         let mut t = PendingTable::default();
-        let mut model = std::collections::BTreeMap::new();
+        let mut model = BTreeMap::new();
         let mut next = 0u64;
         let pending = |frame| Pending { frame, client: Who::Slot(0), topic: None, group: None };
         for (op, k) in ops {
