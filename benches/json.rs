@@ -173,7 +173,8 @@ fn trees(c: &mut Criterion) {
     let fetches: Vec<_> = common::messages(&frames, AnalyzerConfig::default())
         .into_iter()
         .filter(|m| {
-            m.info.api_key == Some(1) && m.info.kind == kafkashark::kafka::decode::Kind::Response
+            m.info.api_key == Some(kafkashark::kafka::schema::ApiKey::FETCH)
+                && m.info.kind == kafkashark::kafka::decode::Kind::Response
         })
         .filter_map(|m| Some((m.raw.bytes.clone(), m.info.api_version?)))
         .collect();

@@ -20,12 +20,12 @@ use crate::capture::Frame;
 use crate::kafka::decode::Kind;
 use crate::kafka::decode::{summarize_request, summarize_response, Summary};
 use crate::kafka::framing::RawMessage;
-use crate::kafka::schema::{self, MessageKind};
+use crate::kafka::schema::{self, ApiKey, MessageKind};
 use crate::kafka::tree::{Node, Value};
 use crate::kafka::{decode_request, decode_response, DecodeOptions, Decoded};
 use crate::pairing::{Pairer, PendingRequest};
 use crate::pipeline::{Event, Pipeline, PipelineConfig, PipelineStats};
-use crate::topics::TopicNames;
+use crate::topics::{TopicNames, TEACHERS};
 
 /// Settings of an analysis.
 #[derive(Clone, Debug)]
@@ -96,7 +96,7 @@ pub struct MessageInfo {
     /// Request or response.
     pub kind: Kind,
     /// Api key (for responses: the paired or inferred request's).
-    pub api_key: Option<i16>,
+    pub api_key: Option<ApiKey>,
     /// Api version (for responses: the paired or inferred request's).
     pub api_version: Option<i16>,
     /// Correlation id.
@@ -132,7 +132,7 @@ pub struct MessageInfo {
 impl MessageInfo {
     /// The API name (`Produce`), when the api key is known.
     pub fn api_name(&self) -> Option<&'static str> {
-        self.api_key.and_then(schema::api_name)
+        self.api_key.and_then(ApiKey::name)
     }
 
     /// Latency in milliseconds.
@@ -510,12 +510,12 @@ impl MessageAnalyzer {
             }
             None => decode_request(&raw.bytes, &self.cfg.decode),
         };
-        info.api_key = d.api_key;
+        info.api_key = d.api_key.map(ApiKey);
         info.api_version = d.api_version;
         // `Decoded::client_id` has no reader past this point.
         info.client_id = d.client_id.take();
         info.expects_response = match facts {
-            Some(f) => d.api_key != Some(0) || f.acks != Some(0),
+            Some(f) => d.api_key.map(ApiKey) != Some(ApiKey::PRODUCE) || f.acks != Some(0),
             None => expects_response(&d),
         };
         let raw_token = sasl == SaslState::RawTokens && d.error.is_some();
@@ -525,7 +525,7 @@ impl MessageAnalyzer {
         {
             let pending = PendingRequest {
                 index: info.index,
-                api_key: k,
+                api_key: ApiKey(k),
                 api_version: v,
                 frame: raw.last_frame,
                 ts: raw.last_ts,
@@ -562,7 +562,7 @@ impl MessageAnalyzer {
                 .flatten();
             return match inferred {
                 Some((k, v, d)) => {
-                    info.api_key = Some(k);
+                    info.api_key = Some(ApiKey(k));
                     info.api_version = Some(v);
                     info.inferred = true;
                     d
@@ -579,8 +579,8 @@ impl MessageAnalyzer {
         let (scan, filter) = self.scan_mode();
         // Responses that teach topic names (see `TopicNames::learn`) are
         // read as trees when they carry a topic id to learn.
-        let teaches = matches!(req.api_key, 3 | 19 | 75);
-        let (k, v) = (req.api_key, req.api_version);
+        let teaches = TEACHERS.contains(&req.api_key);
+        let (k, v) = (req.api_key.0, req.api_version);
         let summary = scan
             .then(|| summarize_response(&raw.bytes, k, v, &self.response_scan_opts))
             .flatten()
@@ -657,7 +657,7 @@ impl MessageAnalyzer {
     ) -> bool {
         let next = match (state, info.kind) {
             (SaslState::Kafka, Kind::Request)
-                if info.api_key == Some(17)
+                if info.api_key == Some(ApiKey::SASL_HANDSHAKE)
                     && info.api_version == Some(0)
                     && decoded.error.is_none() =>
             {
@@ -676,7 +676,7 @@ impl MessageAnalyzer {
                 }
             }
             (SaslState::RawTokens, Kind::Request)
-                if decoded.error.is_none() && info.api_key.and_then(schema::api_name).is_some() =>
+                if decoded.error.is_none() && info.api_key.and_then(ApiKey::name).is_some() =>
             {
                 SaslState::Kafka
             }
@@ -849,7 +849,7 @@ pub fn redecode(info: &MessageInfo, raw: &RawMessage, opts: &DecodeOptions) -> D
     }
     match (info.kind, info.api_key, info.api_version) {
         (Kind::Request, _, _) => decode_request(&raw.bytes, opts),
-        (Kind::Response, Some(k), Some(v)) => decode_paired_response(&raw.bytes, k, v, opts),
+        (Kind::Response, Some(k), Some(v)) => decode_paired_response(&raw.bytes, k.0, v, opts),
         (Kind::Response, _, _) => decode_response(&raw.bytes, -1, 0, opts),
     }
 }
@@ -870,7 +870,7 @@ fn decode_paired_response(bytes: &[u8], key: i16, version: i16, opts: &DecodeOpt
 
 /// False only for requests that get no response: Produce with acks=0.
 fn expects_response(d: &Decoded) -> bool {
-    if d.api_key != Some(0) {
+    if d.api_key.map(ApiKey) != Some(ApiKey::PRODUCE) {
         return true;
     }
     !matches!(

@@ -11,6 +11,7 @@
 //! reused while an earlier request with it is still waiting, a response pairs
 //! with the nearest earlier request (the latest one sent).
 
+use crate::kafka::schema::ApiKey;
 use crate::vocab::Timestamp;
 use std::collections::VecDeque;
 
@@ -22,7 +23,7 @@ pub struct PendingRequest {
     /// Index of the request in the message sequence.
     pub index: u64,
     /// Its api key.
-    pub api_key: i16,
+    pub api_key: ApiKey,
     /// Its api version.
     pub api_version: i16,
     /// The frame that completed it.
@@ -218,7 +219,7 @@ mod tests {
     fn req(index: u64) -> PendingRequest {
         PendingRequest {
             index,
-            api_key: 3,
+            api_key: ApiKey::METADATA,
             api_version: 12,
             frame: index + 1,
             ts: Timestamp::new(0, 0),

@@ -10,10 +10,15 @@
 
 use std::collections::HashMap;
 
+use crate::kafka::schema::ApiKey;
 use crate::kafka::tree::{Node, Value};
 
 /// Api keys whose responses pair topic ids with names.
-const TEACHERS: &[i16] = &[3, 19, 75];
+pub const TEACHERS: &[ApiKey] = &[
+    ApiKey::METADATA,
+    ApiKey::CREATE_TOPICS,
+    ApiKey::DESCRIBE_TOPIC_PARTITIONS,
+];
 
 /// A bounded map from topic id to topic name.
 #[derive(Clone, Debug)]
@@ -53,7 +58,7 @@ impl TopicNames {
     }
 
     /// Learns every (TopicId, Name) pair in a response tree of `api_key`.
-    pub fn learn(&mut self, api_key: Option<i16>, root: &Node) {
+    pub fn learn(&mut self, api_key: Option<ApiKey>, root: &Node) {
         if !api_key.is_some_and(|k| TEACHERS.contains(&k)) {
             return;
         }
@@ -136,9 +141,9 @@ mod tests {
         );
         root.children.push(topic(7, "orders"));
         let mut names = TopicNames::default();
-        names.learn(Some(1), &root);
+        names.learn(Some(ApiKey::FETCH), &root);
         assert!(names.is_empty(), "Fetch responses do not teach");
-        names.learn(Some(3), &root);
+        names.learn(Some(ApiKey::METADATA), &root);
         assert_eq!(names.name(&[7; 16]), Some("orders"));
 
         let mut fetch = Node::new(
@@ -182,7 +187,7 @@ mod tests {
         for i in 1..=5u8 {
             let mut root = Node::new("R", "message", Value::None, 0, 0, Role::Message);
             root.children.push(topic(i, &format!("t{i}")));
-            names.learn(Some(3), &root);
+            names.learn(Some(ApiKey::METADATA), &root);
         }
         assert_eq!(names.len(), 2);
     }

@@ -532,7 +532,7 @@ fn project_captures_match_their_tshark_readings() {
             );
             if let Some(&(k, v)) = tshark_keys.get(&key) {
                 assert_eq!(
-                    (i.api_key, i.api_version),
+                    (i.api_key.map(|k| k.0), i.api_version),
                     (Some(k), Some(v)),
                     "{name} frame {}: tshark reads api {k} v{v}",
                     i.frame

@@ -384,7 +384,7 @@ fn every_prefix_of_real_messages_decodes_without_panic() {
             let bytes = &m.raw.bytes[..];
             let decode = |b: &[u8]| match (m.info.kind, m.info.api_key, m.info.api_version) {
                 (kafkashark::kafka::decode::Kind::Response, Some(k), Some(v)) => {
-                    decode_response(b, k, v, &opts())
+                    decode_response(b, k.0, v, &opts())
                 }
                 _ => decode_request(b, &opts()),
             };

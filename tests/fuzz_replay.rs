@@ -147,7 +147,7 @@ fn captures_pass_the_harnesses() {
                 }
                 (Kind::Response, Some(k), Some(v)) => {
                     responses[0] += 1;
-                    if let Some(seed) = response_seed(k, v, &m.raw.bytes) {
+                    if let Some(seed) = response_seed(k.0, v, &m.raw.bytes) {
                         responses[1] += 1;
                         scanned[1] += harness::response_decode_scanned(&seed);
                     }
@@ -320,7 +320,7 @@ fn write_seeds() {
                     }
                 }
                 (Kind::Response, Some(k), Some(v)) => {
-                    if let Some(s) = response_seed(k, v, bytes) {
+                    if let Some(s) = response_seed(k.0, v, bytes) {
                         put(&seeds.join("response_decode"), &format!("{stem}-{n}"), &s);
                     }
                     if stream_resp.len() < 8000 {

@@ -132,7 +132,7 @@ fn messages(a: &Analysis, map: &dyn Fn(SocketAddr) -> SocketAddr) -> Vec<Msg> {
                 frame: i.frame,
                 stream: i.stream,
                 bytes: r.raw.bytes.clone(),
-                api_key: i.api_key,
+                api_key: i.api_key.map(|k| k.0),
                 api_version: i.api_version,
                 client_id: i.client_id.clone(),
                 paired: i.paired,
@@ -1187,7 +1187,11 @@ fn first_multi(c: &Clean, api_key: i16, kind: Kind) -> u64 {
     c.analysis
         .messages
         .iter()
-        .find(|m| m.info.api_key == Some(api_key) && m.info.kind == kind && frames_of(m).len() >= 3)
+        .find(|m| {
+            m.info.api_key.map(|k| k.0) == Some(api_key)
+                && m.info.kind == kind
+                && frames_of(m).len() >= 3
+        })
         .map(|m| m.info.index)
         .unwrap_or_else(|| panic!("{}: no {kind:?} of api {api_key} over 3+ frames", c.name))
 }

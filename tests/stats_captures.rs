@@ -21,6 +21,7 @@ use kafkashark::capture::{FileSource, FrameSource, Polled};
 use kafkashark::flow::Ports;
 use kafkashark::kafka::decode::Kind;
 use kafkashark::kafka::errors::error_name;
+use kafkashark::kafka::schema::ApiKey;
 use kafkashark::pipeline::PipelineConfig;
 use kafkashark::stats::{Stats, StatsConfig, StatsReport};
 use serde_json::Value as J;
@@ -83,8 +84,12 @@ fn run(path: &Path, slow: usize) -> Run {
                     // The naive routes read full trees, decoded again on their own
                     // (`stats` keeps trees only where its scan cannot place facts).
                     let d = kafkashark::analyzer::redecode(&m.info, &m.raw, &Default::default());
-                    r.trees
-                        .push((m.info.kind, m.info.api_key, m.info.frame, d.root.to_json()));
+                    r.trees.push((
+                        m.info.kind,
+                        m.info.api_key.map(|k| k.0),
+                        m.info.frame,
+                        d.root.to_json(),
+                    ));
                     r.infos.push(m.info);
                 }
                 Output::Notice(Notice::Unanswered { .. }) => r.unanswered_notices += 1,
@@ -186,7 +191,7 @@ fn per_api_figures_match_a_naive_count_on_every_capture() {
         let mut naive: BTreeMap<i16, Naive> = BTreeMap::new();
         let mut by_version: BTreeMap<(i16, i16), (u64, u64, Vec<u64>)> = BTreeMap::new();
         for i in &r.infos {
-            let Some(k) = i.api_key else { continue };
+            let Some(ApiKey(k)) = i.api_key else { continue };
             let n = naive.entry(k).or_default();
             let v = i.api_version.map(|v| by_version.entry((k, v)).or_default());
             match i.kind {
@@ -356,7 +361,7 @@ fn clients_used_exactly_the_api_versions_seen() {
         let r = run(&path, 20);
         let mut naive: BTreeMap<(Option<String>, i16, i16), u64> = BTreeMap::new();
         for i in r.infos.iter().filter(|i| i.kind == Kind::Request) {
-            if let (Some(k), Some(v)) = (i.api_key, i.api_version) {
+            if let (Some(ApiKey(k)), Some(v)) = (i.api_key, i.api_version) {
                 *naive.entry((i.client_id.clone(), k, v)).or_default() += 1;
             }
         }

@@ -156,7 +156,7 @@ fn throttle_figures_match_the_messages() {
     let mut per_api: BTreeMap<i16, (u64, i64, i64)> = BTreeMap::new();
     let mut series: BTreeMap<i64, (u64, i64, i64)> = BTreeMap::new();
     for i in responses(&r.infos) {
-        let (Some(t), Some(k)) = (i.throttle_time_ms, i.api_key) else {
+        let (Some(t), Some(k)) = (i.throttle_time_ms, i.api_key.map(|k| k.0)) else {
             continue;
         };
         if t <= 0 {
@@ -218,7 +218,10 @@ fn throttle_figures_match_the_messages() {
     let cid = client_ids(&r.infos);
     let mut by_client: BTreeMap<(String, i16), (u64, i64, i64)> = BTreeMap::new();
     for i in responses(&r.infos) {
-        if let (Some(t), Some(k)) = (i.throttle_time_ms.filter(|&t| t > 0), i.api_key) {
+        if let (Some(t), Some(k)) = (
+            i.throttle_time_ms.filter(|&t| t > 0),
+            i.api_key.map(|k| k.0),
+        ) {
             let e = by_client.entry((cid[&i.stream].clone(), k)).or_default();
             e.0 += 1;
             e.1 += i64::from(t);
@@ -281,7 +284,7 @@ fn throttle_values_and_errors_are_exactly_what_the_proxy_injected() {
     let mut seen_thr = 0;
     let mut seen_err = 0;
     for i in responses(&r.infos) {
-        let (Some(k), Some(corr)) = (i.api_key, i.correlation_id) else {
+        let (Some(k), Some(corr)) = (i.api_key.map(|k| k.0), i.correlation_id) else {
             continue;
         };
         let lk = key(&i.client.to_string(), corr, k);
@@ -342,7 +345,10 @@ fn throttle_values_and_errors_are_exactly_what_the_proxy_injected() {
     // throttled response of an api takes the n-th value of its cycle.
     let mut n: HashMap<(u64, i16), usize> = HashMap::new();
     for i in responses(&r.infos) {
-        let (Some(k), Some(t)) = (i.api_key, i.throttle_time_ms.filter(|&t| t > 0)) else {
+        let (Some(k), Some(t)) = (
+            i.api_key.map(|k| k.0),
+            i.throttle_time_ms.filter(|&t| t > 0),
+        ) else {
             continue;
         };
         let c = n.entry((i.stream, k)).or_default();
@@ -376,7 +382,11 @@ fn throttle_values_and_errors_are_exactly_what_the_proxy_injected() {
     }
     let slack = 0.1;
     for i in responses(&r.infos) {
-        let Some(k) = i.api_key.filter(|&k| k == FETCH || k == PRODUCE) else {
+        let Some(k) = i
+            .api_key
+            .map(|k| k.0)
+            .filter(|&k| k == FETCH || k == PRODUCE)
+        else {
             continue;
         };
         let rel = secs(i.ts) - t0;
@@ -398,7 +408,7 @@ fn throttle_values_and_errors_are_exactly_what_the_proxy_injected() {
 fn fetch_gaps(infos: &[MessageInfo], stream: u64) -> Vec<(i32, f64, f64)> {
     let fetches: Vec<&MessageInfo> = infos
         .iter()
-        .filter(|i| i.stream == stream && i.api_key == Some(FETCH))
+        .filter(|i| i.stream == stream && i.api_key.map(|k| k.0) == Some(FETCH))
         .collect();
     let mut v = Vec::new();
     for (n, m) in fetches.iter().enumerate() {
@@ -430,7 +440,9 @@ fn clients_really_wait_or_are_held_by_the_mute() {
         let mut s: Vec<u64> = r
             .infos
             .iter()
-            .filter(|i| i.api_key == Some(FETCH) && cid.get(&i.stream).is_some_and(|x| x == c))
+            .filter(|i| {
+                i.api_key.map(|k| k.0) == Some(FETCH) && cid.get(&i.stream).is_some_and(|x| x == c)
+            })
             .map(|i| i.stream)
             .collect();
         s.dedup();

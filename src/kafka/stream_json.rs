@@ -396,7 +396,7 @@ mod tests {
     fn how(i: &crate::analyzer::MessageInfo) -> Option<Option<(i16, i16)>> {
         match (i.kind, i.api_key, i.api_version) {
             (Kind::Request, _, _) => Some(None),
-            (Kind::Response, Some(k), Some(v)) => Some(Some((k, v))),
+            (Kind::Response, Some(k), Some(v)) => Some(Some((k.0, v))),
             _ => None,
         }
     }

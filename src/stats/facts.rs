@@ -497,6 +497,7 @@ pub(crate) fn group_response(root: &Node, topics: &TopicNames) -> Option<GroupRe
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::kafka::schema::ApiKey;
     use crate::kafka::tree::Role;
 
     fn n(name: &str, ty: &str, value: Value) -> Node {
@@ -585,7 +586,7 @@ mod tests {
                 )],
             )],
         );
-        topics.learn(Some(3), &root);
+        topics.learn(Some(ApiKey::METADATA), &root);
         let one = |names: &[&str], ids: &[[u8; 16]]| {
             let d = Decoded {
                 kind: crate::kafka::decode::Kind::Request,

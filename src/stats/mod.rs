@@ -50,7 +50,7 @@ use std::net::SocketAddr;
 use crate::analyzer::{AnalyzerConfig, MessageInfo, MessageRecord, Notice, Output};
 use crate::kafka::decode::Kind;
 use crate::kafka::errors::error_name;
-use crate::kafka::schema::{self, MessageKind, SchemaSet};
+use crate::kafka::schema::{self, ApiKey, MessageKind, SchemaSet};
 use crate::kafka::Decoded;
 use crate::pipeline::Event;
 use crate::topics::TopicNames;
@@ -723,7 +723,7 @@ impl Stats {
             Notice::Unanswered { request, .. } => {
                 self.summary.unanswered += 1;
                 self.unanswered.add(request.frame);
-                if let Some(a) = self.apis.entry(request.api_key, ApiAcc::default) {
+                if let Some(a) = self.apis.entry(request.api_key.0, ApiAcc::default) {
                     a.unanswered += 1;
                 }
                 if let Some(p) = self.pending.remove(&request.index) {
@@ -740,7 +740,7 @@ impl Stats {
     }
 
     fn request(&mut self, i: &MessageInfo, d: Option<&Decoded>) {
-        let (Some(api), Some(version)) = (i.api_key, i.api_version) else {
+        let (Some(ApiKey(api)), Some(version)) = (i.api_key, i.api_version) else {
             self.summary.without_api += 1;
             return;
         };
@@ -862,12 +862,12 @@ impl Stats {
 
     /// Counts a response: its API, latency, client, throttle, errors and what its tree shows.
     fn response(&mut self, i: &MessageInfo, d: Option<&Decoded>) {
-        let Some(api) = i.api_key else {
+        let Some(ApiKey(api)) = i.api_key else {
             self.summary.without_api += 1;
             return;
         };
         if let Some(d) = d {
-            self.topics.learn(Some(api), &d.root);
+            self.topics.learn(i.api_key, &d.root);
         }
         let peer = i.peer.filter(|_| i.paired);
         let pending = peer.and_then(|p| self.pending.remove(&p));

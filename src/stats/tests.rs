@@ -1,6 +1,7 @@
 //! Unit tests of the accumulator with hand-built messages: throttle series,
 //! slow-list bound, caps, unanswered requests, KIP-848 heartbeats.
 
+use crate::kafka::schema::ApiKey;
 use crate::vocab::Timestamp;
 use std::net::SocketAddr;
 
@@ -25,7 +26,7 @@ fn msg(index: u64, kind: Kind, api: i16, version: i16, frame: u64, ms: u64) -> M
         client: addr("10.0.0.1:40000"),
         broker: addr("10.0.0.2:9092"),
         kind,
-        api_key: Some(api),
+        api_key: Some(ApiKey(api)),
         api_version: Some(version),
         correlation_id: Some(index as i32),
         length: 10,
@@ -383,7 +384,7 @@ fn unanswered_requests_and_orphan_responses_are_unpaired() {
         stream: 0,
         request: PendingRequest {
             index: 0,
-            api_key: 1,
+            api_key: ApiKey::FETCH,
             api_version: 12,
             frame: 5,
             ts: req.ts,
@@ -713,7 +714,7 @@ fn the_summary_scan_places_what_the_full_tree_places() {
             let s = match (m.info.kind, m.info.api_key, m.info.api_version) {
                 (Kind::Request, _, _) => summarize_request(&m.raw.bytes, &scan_opts),
                 (Kind::Response, Some(k), Some(v)) if m.info.paired => {
-                    summarize_response(&m.raw.bytes, k, v, &scan_opts)
+                    summarize_response(&m.raw.bytes, k.0, v, &scan_opts)
                 }
                 _ => None,
             };

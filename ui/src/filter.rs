@@ -82,7 +82,7 @@ impl Facts for MessageInfo {
         self.kind
     }
     fn api_key(&self) -> Option<i16> {
-        self.api_key
+        self.api_key.map(|k| k.0)
     }
     fn api_version(&self) -> Option<i16> {
         self.api_version
@@ -1252,6 +1252,7 @@ impl fmt::Display for Pred {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use kafkashark::kafka::schema::ApiKey;
     use kafkashark::vocab::Timestamp;
 
     // ------------------------------------------------------------ fixtures
@@ -1268,7 +1269,7 @@ mod tests {
             client: "10.0.0.5:50123".parse().unwrap(),
             broker: "10.0.0.1:9092".parse().unwrap(),
             kind: Kind::Request,
-            api_key: Some(0),
+            api_key: Some(ApiKey::PRODUCE),
             api_version: Some(9),
             correlation_id: Some(42),
             length: 2048,
@@ -1313,7 +1314,7 @@ mod tests {
             first_frame: 30,
             stream: 4,
             kind: Kind::Response,
-            api_key: Some(1),
+            api_key: Some(ApiKey::FETCH),
             api_version: Some(12),
             correlation_id: Some(7),
             length: 150_000,
@@ -1388,7 +1389,7 @@ mod tests {
         assert!(hit(
             "api_versions",
             &MessageInfo {
-                api_key: Some(18),
+                api_key: Some(ApiKey::API_VERSIONS),
                 ..request()
             }
         ));
@@ -1774,12 +1775,12 @@ mod tests {
         assert_eq!(f.to_string(), "not Produce and request or Fetch");
         let produce_req = request();
         let metadata_req = MessageInfo {
-            api_key: Some(3),
+            api_key: Some(ApiKey::METADATA),
             ..request()
         };
         let fetch_resp = lone_fetch_response();
         let metadata_resp = MessageInfo {
-            api_key: Some(3),
+            api_key: Some(ApiKey::METADATA),
             ..response()
         };
         assert!(!f.matches(&produce_req, None));

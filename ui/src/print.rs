@@ -1013,7 +1013,7 @@ impl JsonWriter {
         let bool =
             |out: &mut Vec<u8>, v: bool| out.extend_from_slice(if v { b"true" } else { b"false" });
         out.extend_from_slice(b"{\"api_key\":");
-        opt_int(out, i.api_key.map(i64::from));
+        opt_int(out, i.api_key.map(|k| i64::from(k.0)));
         out.extend_from_slice(b",\"api_name\":");
         opt_str(out, i.api_name());
         out.extend_from_slice(b",\"api_version\":");
@@ -1141,7 +1141,7 @@ fn notice_text(n: &Notice) -> Option<String> {
         Notice::Unanswered { stream, request } => Some(format!(
             "stream {stream}: request at frame {} ({} v{}) got no response",
             request.frame,
-            kafkashark::kafka::schema::api_name(request.api_key).unwrap_or("?"),
+            request.api_key.name().unwrap_or("?"),
             request.api_version
         )),
         Notice::Stream(ev) => match ev {

@@ -55,6 +55,7 @@ use kafkashark::kafka::decode::{Kind, Summary};
 use kafkashark::kafka::tree::{self, Node, Value};
 use kafkashark::kafka::DecodeOptions;
 use kafkashark::pipeline::PipelineConfig;
+use kafkashark::topics::TEACHERS;
 
 use crate::cli_error::CliError;
 use crate::print::{held_reorder, notice_line, FileReader, PrintFormat, Render, HELD_MESSAGES};
@@ -403,7 +404,7 @@ impl Stamps {
             // The responses `TopicNames::learn` reads (Metadata, CreateTopics,
             // DescribeTopicPartitions); each names the ids it teaches.
             let teaches = m.info.kind == Kind::Response
-                && matches!(m.info.api_key, Some(3 | 19 | 75))
+                && m.info.api_key.is_some_and(|k| TEACHERS.contains(&k))
                 && !analyzer.topic_names().is_empty();
             if !teaches {
                 continue;
@@ -686,7 +687,7 @@ fn tree_parted(render: &mut Render, buf: &mut Vec<u8>, m: &MessageRecord, to: &T
 fn streamed_as(m: &MessageRecord) -> Option<Option<(i16, i16)>> {
     match (m.info.kind, m.info.api_key, m.info.api_version) {
         (Kind::Request, Some(_), _) => Some(None),
-        (Kind::Response, Some(k), Some(v)) => Some(Some((k, v))),
+        (Kind::Response, Some(k), Some(v)) => Some(Some((k.0, v))),
         _ => None,
     }
 }

@@ -22,13 +22,35 @@ pub use generated::{
 /// A Kafka API key: the number a request header names. Its named
 /// constants (`ApiKey::PRODUCE`) are generated from the request definitions;
 /// [`ApiKey::name`] is the API's name.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
+#[serde(transparent)]
 pub struct ApiKey(pub i16);
 
 impl ApiKey {
+    /// The consumer-group APIs whose requests name a group: JoinGroup,
+    /// Heartbeat, LeaveGroup, SyncGroup and ConsumerGroupHeartbeat (KIP-848).
+    pub const GROUP: [ApiKey; 5] = [
+        ApiKey::JOIN_GROUP,
+        ApiKey::HEARTBEAT,
+        ApiKey::LEAVE_GROUP,
+        ApiKey::SYNC_GROUP,
+        ApiKey::CONSUMER_GROUP_HEARTBEAT,
+    ];
+
     /// The API's name (`Produce`), when the key is known.
     pub fn name(self) -> Option<&'static str> {
         api_name(self.0)
+    }
+
+    /// Whether this is one of the [`ApiKey::GROUP`] APIs.
+    pub fn is_group(self) -> bool {
+        ApiKey::GROUP.contains(&self)
+    }
+}
+
+impl std::fmt::Display for ApiKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", self.0)
     }
 }
 

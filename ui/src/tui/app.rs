@@ -13,6 +13,7 @@
 //! in `view` (or the nearest row when the filter hides it); the decoded tree
 //! cached in `detail` is always the selected message's.
 
+use kafkashark::kafka::schema::ApiKey;
 use kafkashark::vocab::Timestamp;
 use std::collections::HashSet;
 
@@ -902,7 +903,7 @@ impl App {
         };
         let mut decoded = kafkashark::analyzer::redecode(&e.info(), &raw, &self.opts);
         if e.kind() == Kind::Response {
-            self.topics.learn(e.api_key(), &decoded.root);
+            self.topics.learn(e.api_key().map(ApiKey), &decoded.root);
         }
         self.topics.annotate(&mut decoded.root);
         let mut expanded = HashSet::new();

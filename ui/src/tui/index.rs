@@ -21,6 +21,7 @@
 //! Invariant: `IndexEntry::new(e, _).info() == e.info` and `.raw() == e.raw`
 //! for every entry `e`: the compact form loses nothing.
 
+use kafkashark::kafka::schema::ApiKey;
 use kafkashark::vocab::{Direction, Timestamp};
 use std::borrow::Cow;
 use std::collections::HashMap;
@@ -206,7 +207,7 @@ impl IndexEntry {
             correlation_id: info.correlation_id.unwrap_or(0),
             length: info.length,
             throttle_time_ms: info.throttle_time_ms.unwrap_or(0),
-            api_key: info.api_key.unwrap_or(0),
+            api_key: info.api_key.map_or(0, |k| k.0),
             api_version: info.api_version.unwrap_or(0),
             flags,
             kind: info.kind,
@@ -238,7 +239,7 @@ impl IndexEntry {
             client: s.ends.client,
             broker: s.ends.broker,
             kind: self.kind,
-            api_key: self.api_key(),
+            api_key: self.api_key().map(ApiKey),
             api_version: self.api_version(),
             correlation_id: self.correlation_id(),
             length: self.length,

@@ -34,6 +34,7 @@ mod tests_update;
 #[cfg(test)]
 mod testutil;
 
+use kafkashark::kafka::schema::ApiKey;
 use kafkashark::vocab::{Direction, Timestamp};
 use std::io::{self, Write};
 use std::net::{Ipv4Addr, SocketAddr};
@@ -511,7 +512,7 @@ pub fn message_entry(bytes: Vec<u8>) -> Entry {
         client: nowhere,
         broker: nowhere,
         kind: Kind::Request,
-        api_key: d.api_key,
+        api_key: d.api_key.map(ApiKey),
         api_version: d.api_version,
         correlation_id: d.correlation_id,
         length: raw.size().unwrap_or(i32::try_from(len).unwrap_or(i32::MAX)),
@@ -520,7 +521,7 @@ pub fn message_entry(bytes: Vec<u8>) -> Entry {
         peer: None,
         inferred: false,
         // Only Produce with acks=0 expects no response.
-        expects_response: !(d.api_key == Some(0)
+        expects_response: !(d.api_key.map(ApiKey) == Some(ApiKey::PRODUCE)
             && matches!(
                 d.body().and_then(|b| b.child("Acks")).map(|n| &n.value),
                 Some(kafkashark::kafka::Value::Int(0))

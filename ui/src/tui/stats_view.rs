@@ -18,10 +18,11 @@ use std::collections::{BTreeMap, BTreeSet, HashSet};
 
 use kafkashark::kafka::decode::Kind;
 use kafkashark::kafka::errors::error_name;
-use kafkashark::kafka::schema::api_name;
+use kafkashark::kafka::schema::{api_name, ApiKey};
 use kafkashark::kafka::tree::escape_text;
 use kafkashark::kafka::{DecodeOptions, Decoded, Value};
 use kafkashark::stats::{LatencyMs, Stats, StatsConfig, StatsReport};
+use kafkashark::topics::TEACHERS;
 
 use super::app::{message_of, ByteStore};
 use super::index::FactsEntry;
@@ -284,17 +285,18 @@ impl StatsData {
 /// that teach topic ids, responses with errors (their places) and the
 /// requests of those (the topic of a response that does not name it).
 fn wants_tree(i: &FactsEntry, entries: &EntryStore) -> bool {
-    let group = matches!(i.api_key(), Some(11..=14 | 68));
+    let key = i.api_key().map(ApiKey);
+    let group = key.is_some_and(ApiKey::is_group);
     match i.kind() {
         Kind::Request => {
             group
-                || (i.api_key() == Some(18) && i.api_version().is_some_and(|v| v >= 3))
+                || (key == Some(ApiKey::API_VERSIONS) && i.api_version().is_some_and(|v| v >= 3))
                 || i.peer()
                     .and_then(|p| entries.facts(usize::try_from(p).ok()?))
                     .is_some_and(|r| r.kind() == Kind::Response && !r.error_codes().is_empty())
         }
         Kind::Response => {
-            group || matches!(i.api_key(), Some(3 | 19 | 75)) || !i.error_codes().is_empty()
+            group || key.is_some_and(|k| TEACHERS.contains(&k)) || !i.error_codes().is_empty()
         }
     }
 }
@@ -394,17 +396,19 @@ pub fn compute(entries: &EntryStore, limit: usize, store: Option<&dyn ByteStore>
         } else {
             None
         };
-        if let (Kind::Request, Some(k @ (11..=14 | 68)), Some(d)) = (i.kind, i.api_key, &tree) {
+        if let (Kind::Request, Some(k), Some(d)) =
+            (i.kind, i.api_key.filter(|k| k.is_group()), &tree)
+        {
             if let Some(g) = group_id(d) {
                 let slot = groups.entry(g).or_default();
-                slot.0.insert(k);
+                slot.0.insert(k.0);
                 slot.1.insert(i.stream);
             }
         }
         stats.message_info(i, tree.as_ref());
         if i.kind == Kind::Response {
             if let (Some(k), Some(ns)) = (i.api_key, i.latency_ns) {
-                hist.entry(k).or_insert([0; BUCKETS.len()])[bucket_of(ns)] += 1;
+                hist.entry(k.0).or_insert([0; BUCKETS.len()])[bucket_of(ns)] += 1;
             }
             if !i.error_codes.is_empty() {
                 let peer = e

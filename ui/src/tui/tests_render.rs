@@ -4,6 +4,7 @@
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use kafkashark::kafka::decode::Kind;
+use kafkashark::kafka::schema::ApiKey;
 use kafkashark::kafka::DecodeOptions;
 use ratatui::backend::TestBackend;
 use ratatui::buffer::Buffer;
@@ -108,7 +109,7 @@ fn selected_field_with_its_bytes_highlighted() {
     for (w, h) in SIZES {
         let mut app = app_with(A1, w, h);
         select_where(&mut app, |e| {
-            e.info().api_key == Some(0) && e.info().kind == Kind::Request
+            e.info().api_key == Some(ApiKey::PRODUCE) && e.info().kind == Kind::Request
         });
         tree_to(&mut app, "client_id");
         let text = snapshot_text(&app);
@@ -126,7 +127,7 @@ fn malformed_message() {
         // A real Produce request cut 20 bytes short (the size prefix still claims them all).
         let mut bad = es
             .iter()
-            .find(|e| e.info.api_key == Some(0) && e.info.kind == Kind::Request)
+            .find(|e| e.info.api_key == Some(ApiKey::PRODUCE) && e.info.kind == Kind::Request)
             .expect("produce")
             .clone();
         let n = bad.raw.bytes.len() - 20;
@@ -164,7 +165,9 @@ fn response_paired_to_its_request() {
     for (w, h) in SIZES {
         let mut app = app_with(A1, w, h);
         select_where(&mut app, |e| {
-            e.info().api_key == Some(0) && e.info().kind == Kind::Request && e.info().paired
+            e.info().api_key == Some(ApiKey::PRODUCE)
+                && e.info().kind == Kind::Request
+                && e.info().paired
         });
         key(&mut app, KeyCode::Char('p'));
         assert_eq!(
@@ -338,7 +341,9 @@ fn stats_view() {
 fn stats_view_throttle_and_truncated() {
     let mut es = entries("captures/a2-confluent-compression-codecs.pcap");
     for (n, e) in es.iter_mut().enumerate() {
-        if e.info.kind == Kind::Response && matches!(e.info.api_key, Some(0 | 1)) {
+        if e.info.kind == Kind::Response
+            && matches!(e.info.api_key, Some(ApiKey::PRODUCE | ApiKey::FETCH))
+        {
             e.info.throttle_time_ms = Some(10 * (n as i32 % 7 + 1));
         }
     }

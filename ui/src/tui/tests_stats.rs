@@ -7,6 +7,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers, MouseButton, MouseEvent, MouseEventKind};
 use kafkashark::kafka::decode::Kind;
 use kafkashark::kafka::errors::error_code;
+use kafkashark::kafka::schema::ApiKey;
 use kafkashark::kafka::{DecodeOptions, Value};
 
 use super::app::{decode_entry, App, Config, Effect, Msg, Pane, Popup, SourceKind};
@@ -98,7 +99,7 @@ fn check_latency_rows(capture: &str) {
         .entries
         .all()
         .into_iter()
-        .filter_map(|e| e.info().api_key)
+        .filter_map(|e| e.info().api_key.map(|k| k.0))
         .collect();
     assert_eq!(rows.len(), keys.len());
     let apis: Vec<i16> = app
@@ -113,7 +114,7 @@ fn check_latency_rows(capture: &str) {
             .entries
             .all()
             .into_iter()
-            .filter(|e| e.info().kind == Kind::Response && e.info().api_key == Some(k))
+            .filter(|e| e.info().kind == Kind::Response && e.info().api_key == Some(ApiKey(k)))
             .filter_map(|e| e.info().latency_ns)
             .collect();
         let mut buckets = [0u64; 12];
@@ -139,7 +140,7 @@ fn check_latency_rows(capture: &str) {
                 .all()
                 .into_iter()
                 .enumerate()
-                .filter(|(_, e)| e.info().kind == kind && e.info().api_key == Some(k))
+                .filter(|(_, e)| e.info().kind == kind && e.info().api_key == Some(ApiKey(k)))
                 .map(|(i, _)| i)
                 .collect()
         };
@@ -283,13 +284,23 @@ fn group_rows_lead_to_the_group_requests() {
         let mut want: BTreeMap<i16, usize> = BTreeMap::new();
         let mut req = BTreeSet::new();
         for (i, e) in app.entries.all().into_iter().enumerate() {
-            if e.info().kind != Kind::Request || !matches!(e.info().api_key, Some(11..=14)) {
+            if e.info().kind != Kind::Request
+                || !matches!(
+                    e.info().api_key,
+                    Some(
+                        ApiKey::JOIN_GROUP
+                            | ApiKey::HEARTBEAT
+                            | ApiKey::LEAVE_GROUP
+                            | ApiKey::SYNC_GROUP
+                    )
+                )
+            {
                 continue;
             }
             let d = decode_entry(&e, &DecodeOptions::default());
             let g = d.body().and_then(|b| b.child("GroupId")).map(|n| &n.value);
             if matches!(g, Some(Value::Str(s)) if *s == group) {
-                *want.entry(e.info().api_key.unwrap_or(0)).or_default() += 1;
+                *want.entry(e.info().api_key.map_or(0, |k| k.0)).or_default() += 1;
                 req.insert(i);
             }
         }
@@ -313,7 +324,9 @@ fn throttle_series_and_rows() {
     let mut es = entries(A2);
     let mut sum = 0u64;
     for (n, e) in es.iter_mut().enumerate() {
-        if e.info.kind == Kind::Response && matches!(e.info.api_key, Some(0 | 1)) {
+        if e.info.kind == Kind::Response
+            && matches!(e.info.api_key, Some(ApiKey::PRODUCE | ApiKey::FETCH))
+        {
             let t = 10 * (n as i32 % 7 + 1);
             e.info.throttle_time_ms = Some(t);
             sum += t as u64;

@@ -5,6 +5,7 @@
 //! never a panic. Scratch files here are in-memory fakes, except where the
 //! real temporary file is the point.
 
+use kafkashark::kafka::schema::ApiKey;
 use kafkashark::vocab::Timestamp;
 use std::net::{Ipv6Addr, SocketAddr, SocketAddrV6};
 use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
@@ -118,7 +119,7 @@ fn variants() -> Vec<Entry> {
         let mut e = base[mask as usize % base.len()].clone();
         let on = |bit: u32| mask & (1 << bit) != 0;
         let i = &mut e.info;
-        i.api_key = on(0).then_some(i16::MIN);
+        i.api_key = on(0).then_some(ApiKey(i16::MIN));
         i.api_version = on(1).then_some(-1);
         i.correlation_id = on(2).then_some(i32::MIN + mask as i32);
         i.peer = on(3).then_some(u64::from(mask));

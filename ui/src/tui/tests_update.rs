@@ -3,6 +3,7 @@
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers, MouseButton, MouseEvent, MouseEventKind};
 use kafkashark::kafka::decode::Kind;
+use kafkashark::kafka::schema::ApiKey;
 
 use super::app::{App, Config, Effect, Msg, Pane, Sort, SourceKind, TimeMode};
 use super::testutil::{app_with, entries, message_app};
@@ -150,7 +151,7 @@ fn tree_expands_and_collapses() {
         .iter()
         .position(|&i| {
             let e = &app.entries.at(i as usize);
-            e.info().api_key == Some(19) && e.info().kind == Kind::Response
+            e.info().api_key == Some(ApiKey::CREATE_TOPICS) && e.info().kind == Kind::Response
         })
         .expect("a CreateTopics response");
     app.select_pos(pos);
@@ -225,10 +226,10 @@ fn filter_applies_and_bad_filter_is_shown_not_applied() {
     assert!(app
         .view
         .iter()
-        .all(|&i| app.entries.at(i as usize).info().api_key == Some(0)));
+        .all(|&i| app.entries.at(i as usize).info().api_key == Some(ApiKey::PRODUCE)));
     // The selection moved onto a shown message.
     let sel = app.selected.expect("selected");
-    assert_eq!(app.entries.at(sel).info().api_key, Some(0));
+    assert_eq!(app.entries.at(sel).info().api_key, Some(ApiKey::PRODUCE));
 
     // A bad filter: the error and its column are shown as it is typed.
     key(&mut app, KeyCode::Char('/'));

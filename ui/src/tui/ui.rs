@@ -7,6 +7,7 @@
 
 use kafkashark::kafka::decode::Kind;
 use kafkashark::kafka::errors::error_name;
+use kafkashark::kafka::schema::ApiKey;
 use kafkashark::kafka::tree::escape_text;
 use kafkashark::kafka::Role;
 use ratatui::layout::{Alignment, Rect};
@@ -239,14 +240,49 @@ fn fit_right(s: &str, w: usize) -> String {
     }
 }
 
-/// API families for the list's colours.
-fn api_color(key: Option<i16>) -> Color {
+/// API families for the list's colours: produce, fetch, groups,
+/// coordinators and transactions, the client's housekeeping, and the rest.
+fn api_color(key: Option<ApiKey>) -> Color {
+    let Some(key) = key else {
+        return Color::Reset;
+    };
     match key {
-        Some(0) => Color::Green,
-        Some(1) => Color::Cyan,
-        Some(8..=16 | 22 | 24..=28 | 42 | 47 | 68 | 69 | 76..=80 | 88 | 89) => Color::LightBlue,
-        Some(2 | 3 | 17 | 18 | 36 | 60 | 75) | None => Color::Reset,
-        Some(_) => Color::LightMagenta,
+        ApiKey::PRODUCE => Color::Green,
+        ApiKey::FETCH => Color::Cyan,
+        ApiKey::OFFSET_COMMIT
+        | ApiKey::OFFSET_FETCH
+        | ApiKey::FIND_COORDINATOR
+        | ApiKey::JOIN_GROUP
+        | ApiKey::HEARTBEAT
+        | ApiKey::LEAVE_GROUP
+        | ApiKey::SYNC_GROUP
+        | ApiKey::DESCRIBE_GROUPS
+        | ApiKey::LIST_GROUPS
+        | ApiKey::INIT_PRODUCER_ID
+        | ApiKey::ADD_PARTITIONS_TO_TXN
+        | ApiKey::ADD_OFFSETS_TO_TXN
+        | ApiKey::END_TXN
+        | ApiKey::WRITE_TXN_MARKERS
+        | ApiKey::TXN_OFFSET_COMMIT
+        | ApiKey::DELETE_GROUPS
+        | ApiKey::OFFSET_DELETE
+        | ApiKey::CONSUMER_GROUP_HEARTBEAT
+        | ApiKey::CONSUMER_GROUP_DESCRIBE
+        | ApiKey::SHARE_GROUP_HEARTBEAT
+        | ApiKey::SHARE_GROUP_DESCRIBE
+        | ApiKey::SHARE_FETCH
+        | ApiKey::SHARE_ACKNOWLEDGE
+        | ApiKey::ADD_RAFT_VOTER
+        | ApiKey::STREAMS_GROUP_HEARTBEAT
+        | ApiKey::STREAMS_GROUP_DESCRIBE => Color::LightBlue,
+        ApiKey::LIST_OFFSETS
+        | ApiKey::METADATA
+        | ApiKey::SASL_HANDSHAKE
+        | ApiKey::API_VERSIONS
+        | ApiKey::SASL_AUTHENTICATE
+        | ApiKey::DESCRIBE_CLUSTER
+        | ApiKey::DESCRIBE_TOPIC_PARTITIONS => Color::Reset,
+        _ => Color::LightMagenta,
     }
 }
 
