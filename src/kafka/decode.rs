@@ -697,12 +697,36 @@ fn summarize(
 }
 
 /// What the walker reads from a primitive field before handing it to a sink.
+#[derive(Clone, Copy)]
 enum Read<'b> {
     /// A fixed-width value.
-    Fixed(Value),
+    Fixed(Fixed),
     /// A string, bytes or records: the length prefix, where the bytes
     /// begin, and the bytes (`None`: null).
     Len(LenPrefix, usize, Option<&'b [u8]>),
+}
+
+/// A fixed-width value as read: a [`Value`] without its variants that own
+/// memory, so that what a sink does not keep needs no dropping.
+#[derive(Clone, Copy)]
+enum Fixed {
+    Bool(bool),
+    Int(i64),
+    Uint(u64),
+    Float(f64),
+    Uuid([u8; 16]),
+}
+
+impl From<Fixed> for Value {
+    fn from(v: Fixed) -> Value {
+        match v {
+            Fixed::Bool(b) => Value::Bool(b),
+            Fixed::Int(i) => Value::Int(i),
+            Fixed::Uint(u) => Value::Uint(u),
+            Fixed::Float(x) => Value::Float(x),
+            Fixed::Uuid(u) => Value::Uuid(u),
+        }
+    }
 }
 
 /// What the walker hands what it reads to: the tree, JSON or text ([`Out`])
@@ -740,22 +764,14 @@ trait Sink {
     /// A section of known tagged fields (`entry` false) or one of its
     /// entries (true) begins (`open`) or ends.
     fn tagged(&mut self, _open: bool, _entry: bool) {}
-    /// A primitive field read at `at..end`.
+    /// A primitive field, or element `i` of an array of primitives
+    /// (`Some(i)`), read at `span` (start, end).
     fn value(
         &mut self,
         d: &mut Decoder<'_>,
         f: &'static FieldDef,
         p: Prim,
-        span: (usize, usize),
-        v: Read<'_>,
-    ) -> Step;
-    /// Element `i` of an array of primitives, read at `at..end`.
-    fn elem(
-        &mut self,
-        d: &mut Decoder<'_>,
-        f: &'static FieldDef,
-        p: Prim,
-        i: usize,
+        elem: Option<usize>,
         span: (usize, usize),
         v: Read<'_>,
     ) -> Step;
@@ -857,21 +873,13 @@ impl<'j> Sink for Out<'_, 'j> {
         d: &mut Decoder<'_>,
         f: &'static FieldDef,
         p: Prim,
-        span: (usize, usize),
-        v: Read<'_>,
-    ) -> Step {
-        d.prim_node(f, p, span, v, self)
-    }
-
-    fn elem(
-        &mut self,
-        d: &mut Decoder<'_>,
-        f: &'static FieldDef,
-        p: Prim,
-        i: usize,
+        elem: Option<usize>,
         (at, end): (usize, usize),
         v: Read<'_>,
     ) -> Step {
+        let Some(i) = elem else {
+            return d.prim_node(f, p, (at, end), v, self);
+        };
         let (value, detail) = match v {
             Read::Len(lp, _, None) => (Value::Null, lp.detail()),
             Read::Len(lp, _, Some(b)) if p == Prim::String => {
@@ -881,6 +889,7 @@ impl<'j> Sink for Out<'_, 'j> {
             }
             Read::Len(lp, _, Some(b)) => (Value::bytes(b), lp.detail()),
             Read::Fixed(v) => {
+                let v = Value::from(v);
                 let m = meaning(f, &v);
                 (v, m.unwrap_or_default())
             }
@@ -925,8 +934,12 @@ impl Sink for Scan<'_> {
     where
         Self: 's;
 
+    /// The walker hands this sink only placeholders (`node`), which own
+    /// nothing: forgotten, they spare a call of `Node`'s drop glue each.
     #[inline(always)]
-    fn push(&mut self, _: Node, _: &[ByteSource]) {}
+    fn push(&mut self, n: Node, _: &[ByteSource]) {
+        std::mem::forget(n);
+    }
 
     #[inline(always)]
     fn open<'s>(&'s mut self, _: &'s mut Vec<Node>) -> Scan<'s> {
@@ -942,7 +955,9 @@ impl Sink for Scan<'_> {
     }
 
     #[inline(always)]
-    fn close(&mut self, _: Node) {}
+    fn close(&mut self, n: Node) {
+        std::mem::forget(n);
+    }
 
     #[inline(always)]
     fn mark_body(&mut self) {
@@ -992,9 +1007,13 @@ impl Sink for Scan<'_> {
         d: &mut Decoder<'_>,
         f: &'static FieldDef,
         p: Prim,
+        elem: Option<usize>,
         _: (usize, usize),
         v: Read<'_>,
     ) -> Step {
+        if elem.is_some() {
+            return self.elem(d, f, p, v);
+        }
         match v {
             Read::Len(_, start, b) => {
                 if let (Some(b), Prim::String) = (b, p) {
@@ -1020,8 +1039,8 @@ impl Sink for Scan<'_> {
                     _ => Ok(()),
                 }
             }
-            Read::Fixed(Value::Int(v)) => self.int(d, f, v),
-            Read::Fixed(Value::Uuid(u)) => {
+            Read::Fixed(Fixed::Int(v)) => self.int(d, f, v),
+            Read::Fixed(Fixed::Uuid(u)) => {
                 if let Some(x) = &mut self.sum.facts {
                     x.uuid_field(f.marks, u);
                 }
@@ -1029,29 +1048,6 @@ impl Sink for Scan<'_> {
                 Ok(())
             }
             Read::Fixed(_) => Ok(()),
-        }
-    }
-
-    #[inline(always)]
-    fn elem(
-        &mut self,
-        d: &mut Decoder<'_>,
-        f: &'static FieldDef,
-        p: Prim,
-        _: usize,
-        _: (usize, usize),
-        v: Read<'_>,
-    ) -> Step {
-        match (v, p) {
-            // Arrays of record sets are not in any schema; read such a tree.
-            (_, Prim::Records) if self.sum.facts.is_some() => Err(d.refuse()),
-            (Read::Len(_, _, Some(b)), Prim::String)
-                if f.marks.has(Marks::TOPIC_NAME) && d.opts.summary_topics =>
-            {
-                d.note_topic(f, &name_text(b));
-                Ok(())
-            }
-            _ => Ok(()),
         }
     }
 
@@ -1069,6 +1065,22 @@ impl Sink for Scan<'_> {
 }
 
 impl Scan<'_> {
+    /// An element of an array of strings (topic names) or bytes.
+    #[inline(always)]
+    fn elem(&mut self, d: &mut Decoder<'_>, f: &'static FieldDef, p: Prim, v: Read<'_>) -> Step {
+        match (v, p) {
+            // Arrays of record sets are not in any schema; read such a tree.
+            (_, Prim::Records) if self.sum.facts.is_some() => Err(d.refuse()),
+            (Read::Len(_, _, Some(b)), Prim::String)
+                if f.marks.has(Marks::TOPIC_NAME) && d.opts.summary_topics =>
+            {
+                d.note_topic(f, &name_text(b));
+                Ok(())
+            }
+            _ => Ok(()),
+        }
+    }
+
     /// An integer field: error codes, places, and the body's `ThrottleTimeMs` and `Acks`.
     #[inline(always)]
     fn int(&mut self, d: &mut Decoder<'_>, f: &'static FieldDef, v: i64) -> Step {
@@ -1308,7 +1320,9 @@ impl<'a> Decoder<'a> {
                 }
             }
             Err(e) => {
-                frame.error = Some(format!("size: truncated, {e}"));
+                if S::NODES {
+                    frame.error = Some(format!("size: truncated, {e}"));
+                }
                 self.fail(0, format!("size: truncated, {e}"));
                 out.push(frame, &self.sources);
                 return None;
@@ -1319,7 +1333,8 @@ impl<'a> Decoder<'a> {
     }
 
     /// A request after its size prefix (the message ending at `end`), its
-    /// header version `header` or the schema's: the body's definition, when known.
+    /// header version `header` or the schema's: the body's definition, when
+    /// known and the header decoded.
     fn request<S: Sink>(
         &mut self,
         end: usize,
@@ -1343,8 +1358,8 @@ impl<'a> Decoder<'a> {
             (None, Some(k), Some(v)) if def.is_some() => schema::request_header_version(k, v),
             _ => 1,
         };
-        let hres = self.header(&mut r, hv, "common request header", out);
-        if hres.is_ok() {
+        let header_ok = self.header(&mut r, hv, true, out).is_ok();
+        if header_ok {
             match (def, key, ver) {
                 (Some(def), _, Some(v)) => self.body(&mut r, def, v, Role::RequestBody, out),
                 (None, Some(k), Some(v)) => {
@@ -1354,7 +1369,7 @@ impl<'a> Decoder<'a> {
             }
         }
         self.finish(&mut r, end, out);
-        def
+        def.filter(|_| header_ok)
     }
 
     /// A response to (`key`, `version`) after its size prefix, as [`Decoder::request`].
@@ -1364,12 +1379,7 @@ impl<'a> Decoder<'a> {
         let _ = r.take(4);
         self.key_version = (Some(key), Some(version));
         let hv = schema::response_header_version(key, version);
-        let about = if key == 18 {
-            "common response header (always v0 for ApiVersions)"
-        } else {
-            "common response header"
-        };
-        if self.header(&mut r, hv, about, out).is_ok() {
+        if self.header(&mut r, hv, false, out).is_ok() {
             match schema::message(key, MessageKind::Response, version) {
                 Some(def) => self.body(&mut r, def, version, Role::ResponseBody, out),
                 None => self.unknown_body(&mut r, key, version, MessageKind::Response, out),
@@ -1402,19 +1412,15 @@ impl<'a> Decoder<'a> {
         }
     }
 
-    /// The request header (when `about` says so) or the response header, version `hv`.
-    fn header<S: Sink>(
-        &mut self,
-        r: &mut Reader<'_>,
-        hv: i16,
-        about: &'static str,
-        out: &mut S,
-    ) -> Step {
-        let request = about == "common request header";
-        let name = if request {
-            "RequestHeader"
-        } else {
-            "ResponseHeader"
+    /// The request header or the response header, version `hv`.
+    fn header<S: Sink>(&mut self, r: &mut Reader<'_>, hv: i16, request: bool, out: &mut S) -> Step {
+        let (name, about) = match (request, self.key_version.0) {
+            (true, _) => ("RequestHeader", "common request header"),
+            (false, Some(18)) => (
+                "ResponseHeader",
+                "common response header (always v0 for ApiVersions)",
+            ),
+            (false, _) => ("ResponseHeader", "common response header"),
         };
         let at = r.pos();
         let mut n = node::<S>(|| {
@@ -1631,7 +1637,7 @@ impl<'a> Decoder<'a> {
             FieldKind::Prim(p) => {
                 let at = r.pos();
                 let v = self.read(r, f, p, out)?;
-                out.value(self, f, p, (at, r.pos()), v)
+                out.value(self, f, p, None, (at, r.pos()), v)
             }
             FieldKind::Struct(s) => self.struct_field(r, f, s, out),
             FieldKind::Array(e) => self.array(r, f, e, out),
@@ -1652,11 +1658,29 @@ impl<'a> Decoder<'a> {
         p: Prim,
         out: &mut S,
     ) -> Result<Read<'b>, Stop> {
-        if !matches!(p, Prim::String | Prim::Bytes | Prim::Records) {
-            return read_fixed(r, p)
-                .map(Read::Fixed)
-                .map_err(|e| self.wire(r, e, f.name, out));
-        }
+        let v = match p {
+            Prim::String | Prim::Bytes | Prim::Records => return self.read_len(r, f, p, out),
+            Prim::Bool => r.u8().map(|b| Fixed::Bool(b != 0)),
+            Prim::Int8 => r.i8().map(|v| Fixed::Int(v.into())),
+            Prim::Int16 => r.i16().map(|v| Fixed::Int(v.into())),
+            Prim::Uint16 => r.u16().map(|v| Fixed::Uint(v.into())),
+            Prim::Int32 => r.i32().map(|v| Fixed::Int(v.into())),
+            Prim::Uint32 => r.u32().map(|v| Fixed::Uint(v.into())),
+            Prim::Int64 => r.i64().map(Fixed::Int),
+            Prim::Float64 => r.f64().map(Fixed::Float),
+            Prim::Uuid => r.uuid().map(Fixed::Uuid),
+        };
+        v.map(Read::Fixed).map_err(|e| self.wire(r, e, f.name, out))
+    }
+
+    /// Reads a string, bytes or records: its length prefix and the bytes it counts.
+    fn read_len<'b, S: Sink>(
+        &mut self,
+        r: &mut Reader<'b>,
+        f: &FieldDef,
+        p: Prim,
+        out: &mut S,
+    ) -> Result<Read<'b>, Stop> {
         let at = r.pos();
         let lp = match self.length_prefix(r, self.field_flexible(f), p != Prim::String) {
             Ok(x) => x,
@@ -1738,10 +1762,11 @@ impl<'a> Decoder<'a> {
                 }
             },
             Read::Fixed(v) => {
-                let detail = meaning(f, &v);
-                if let Value::Uuid(u) = &v {
+                if let Fixed::Uuid(u) = &v {
                     self.note_topic_id(f, u);
                 }
+                let v = Value::from(v);
+                let detail = meaning(f, &v);
                 (v, detail, Vec::new())
             }
         };
@@ -2000,7 +2025,9 @@ impl<'a> Decoder<'a> {
             );
             let pos = r.pos();
             let s = {
-                n.children.push(len_node(self));
+                if S::NODES {
+                    n.children.push(len_node(self));
+                }
                 let mut kids = out.whole(&mut n.children);
                 self.malformed(r, pos, what, &mut kids)
             };
@@ -2025,7 +2052,7 @@ impl<'a> Decoder<'a> {
                     Elem::Prim(p) => {
                         let at = r.pos();
                         match self.read(r, f, p, &mut kids) {
-                            Ok(v) => kids.elem(self, f, p, i, (at, r.pos()), v),
+                            Ok(v) => kids.value(self, f, p, Some(i), (at, r.pos()), v),
                             Err(s) => Err(s),
                         }
                     }
@@ -2526,21 +2553,6 @@ fn prim_min_size(p: Prim, flex: bool) -> usize {
             }
         }
     }
-}
-
-fn read_fixed(r: &mut Reader<'_>, p: Prim) -> Result<Value, WireError> {
-    Ok(match p {
-        Prim::Bool => Value::Bool(r.u8()? != 0),
-        Prim::Int8 => Value::Int(r.i8()?.into()),
-        Prim::Int16 => Value::Int(r.i16()?.into()),
-        Prim::Uint16 => Value::Uint(r.u16()?.into()),
-        Prim::Int32 => Value::Int(r.i32()?.into()),
-        Prim::Uint32 => Value::Uint(r.u32()?.into()),
-        Prim::Int64 => Value::Int(r.i64()?),
-        Prim::Float64 => Value::Float(r.f64()?),
-        Prim::Uuid => Value::Uuid(r.uuid()?),
-        Prim::String | Prim::Bytes | Prim::Records => Value::Null,
-    })
 }
 
 /// What a value means, where the schema's metadata says: error names, api names, dates.
