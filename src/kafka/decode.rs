@@ -1674,6 +1674,7 @@ impl<'a> Decoder<'a> {
     }
 
     /// Reads a string, bytes or records: its length prefix and the bytes it counts.
+    #[inline(always)]
     fn read_len<'b, S: Sink>(
         &mut self,
         r: &mut Reader<'b>,
@@ -2120,6 +2121,7 @@ impl<'a> Decoder<'a> {
     /// The fewest bytes one element can occupy in this version: a struct's
     /// remembered per thread (by struct, version and flexibility: a
     /// function of the three), as an array's count is checked against it.
+    #[inline]
     fn min_elem_size(&self, e: Elem, flex: bool) -> usize {
         let s = match e {
             Elem::Prim(p) => return prim_min_size(p, flex),
