@@ -733,8 +733,9 @@ impl From<Fixed> for Value {
 /// or the summary ([`Scan`]). The walker is generic over it, so what a sink
 /// does not need (nodes, descriptions, paths) costs nothing.
 trait Sink {
-    /// Whether the sink takes nodes. Without, the walker makes none and
-    /// stops at the first problem, recording it without marking its bytes.
+    /// Whether the sink takes nodes. Without, the walker makes none, keeps
+    /// no field path, and stops at the first problem, recording it without
+    /// marking its bytes.
     const NODES: bool;
     /// The sink taking a parent's children.
     type Kids<'s>: Sink
@@ -1427,7 +1428,9 @@ impl<'a> Decoder<'a> {
             let ty = version_text(&HEADER_VERSIONS, hv, |v| format!("v{v}"));
             Node::new(name, ty, Value::None, at, 0, Role::Header).with_about(about)
         });
-        self.path.push(name);
+        if S::NODES {
+            self.path.push(name);
+        }
         let res = {
             let mut kids = out.open(&mut n.children);
             if request {
@@ -1441,7 +1444,9 @@ impl<'a> Decoder<'a> {
                     })
             }
         };
-        self.path.pop();
+        if S::NODES {
+            self.path.pop();
+        }
         n.length = r.pos() - at;
         out.close(n);
         res
@@ -1574,7 +1579,9 @@ impl<'a> Decoder<'a> {
         self.flexible = def.is_flexible(version);
         self.role = role;
         self.api_key = def.api_key;
-        self.path.push(def.name);
+        if S::NODES {
+            self.path.push(def.name);
+        }
         let at = r.pos();
         let mut node = node::<S>(|| {
             let about = version_text(&BODY_VERSIONS, version, |v| {
@@ -1588,7 +1595,9 @@ impl<'a> Decoder<'a> {
             let _ = self.fields(r, def.body, &mut kids);
         }
         node.length = r.pos() - at;
-        self.path.pop();
+        if S::NODES {
+            self.path.pop();
+        }
         out.close(node);
     }
 
