@@ -180,12 +180,13 @@ impl Decoded {
 }
 
 /// Decodes a request: `msg` is one whole message including its 4-byte size prefix.
+/// Decodes a request: `msg` is one whole message including its 4-byte size prefix.
 pub fn decode_request(msg: &[u8], opts: &DecodeOptions) -> Decoded {
-    let d = decode_request_with(msg, opts, None);
+    let d = decode_request_into(msg, opts, None, None);
     // ControlledShutdown v0 is the one request defined with header v0 (no client
     // id), but some clients send it with header v1; take whichever decodes whole.
     if d.error.is_some() && d.api_key == Some(7) && d.api_version == Some(0) {
-        let v1 = decode_request_with(msg, opts, Some(1));
+        let v1 = decode_request_into(msg, opts, Some(1), None);
         if v1.error.is_none() {
             return v1;
         }
@@ -212,109 +213,25 @@ pub fn decode_request_text(
     decode_request_into(msg, opts, None, Some(Stream::Text(stream)))
 }
 
-fn decode_request_with(msg: &[u8], opts: &DecodeOptions, header: Option<i16>) -> Decoded {
-    decode_request_into(msg, opts, header, None)
-}
-
-/// A request decoded into a tree, or with `json` written as JSON.
+/// A request decoded into a tree, or written as JSON or text by `stream`;
+/// `header` forces the header version.
 fn decode_request_into(
     msg: &[u8],
     opts: &DecodeOptions,
     header: Option<i16>,
-    mut json: Option<Stream<'_, '_>>,
+    stream: Option<Stream<'_, '_>>,
 ) -> Decoded {
-    let mut d = Decoder::new(msg, opts);
-    let mut out = Decoded {
-        kind: Kind::Request,
-        api_key: None,
-        api_version: None,
-        correlation_id: None,
-        client_id: None,
-        root: Node::new(
-            "Request",
-            "message",
-            Value::None,
-            0,
-            msg.len(),
-            Role::Message,
-        ),
-        sources: Vec::new(),
-        error: None,
-        topics: Vec::new(),
-        topic_ids: Vec::new(),
-        facts: None,
-    };
-    let mut children = Vec::new();
-    let mut sink = Out::root(json.as_mut(), &mut children);
-    let Some(end) = d.frame(&mut sink) else {
-        out.root.children = children;
-        out.error = d.error;
-        return out;
-    };
-    let mut r = Reader::new(msg.get(..end).unwrap_or(msg));
-    let _ = r.take(4);
-
-    // Peek api key and version to choose the header version; they are decoded
-    // again as header fields below.
-    let peek = |at: usize| {
-        let mut r = Reader::new(msg.get(at..).unwrap_or(&[]));
-        r.i16().ok()
-    };
-    let (peek_key, peek_ver) = (peek(4), peek(6));
-    let def = match (peek_key, peek_ver) {
-        (Some(k), Some(v)) => schema::message(k, MessageKind::Request, v),
-        _ => None,
-    };
-    let hv = match (header, peek_key, peek_ver) {
-        (Some(h), _, _) => h,
-        (None, Some(k), Some(v)) if def.is_some() => schema::request_header_version(k, v),
-        _ => 1,
-    };
-    out.api_key = peek_key;
-    out.api_version = peek_ver;
-    let header_start = r.pos();
-    let mut hnode = Node::new(
-        "RequestHeader",
-        version_text(&HEADER_VERSIONS, hv, |v| format!("v{v}")),
+    let root = Node::new(
+        "Request",
+        "message",
         Value::None,
-        header_start,
         0,
-        Role::Header,
-    )
-    .with_about("common request header");
-    let hres = {
-        let mut kids = sink.open(&mut hnode.children);
-        d.request_header(&mut r, hv, &mut kids, &mut out)
-    };
-    hnode.length = r.pos() - header_start;
-    sink.close(hnode);
-    if hres.is_ok() {
-        match (def, peek_key, peek_ver) {
-            (Some(def), _, Some(v)) => {
-                out.root.name = def.name.into();
-                out.root.ty = version_text(&MESSAGE_VERSIONS, v, |v| format!("message v{v}"));
-                d.body(&mut r, def, v, Role::RequestBody, &mut sink);
-            }
-            (None, Some(k), Some(v)) => {
-                d.unknown_body(&mut r, k, v, MessageKind::Request, &mut sink);
-            }
-            _ => {}
-        }
-    }
-    d.finish(&mut r, end, &mut sink);
-    match json {
-        Some(Stream::Json(j)) => j.end_root(&mut out.root),
-        Some(Stream::Text(t)) => t.end_root(&mut out.root),
-        None => out.root.children = children,
-    }
-    if d.error.is_some() {
-        fit_spans(&mut out.root);
-    }
-    out.sources = d.sources;
-    out.error = d.error;
-    out.topics = d.topics;
-    out.topic_ids = d.topic_ids;
-    out
+        msg.len(),
+        Role::Message,
+    );
+    decode_into(msg, opts, Kind::Request, root, stream, |d, end, out| {
+        d.request(end, header, out)
+    })
 }
 
 /// Decodes a response to a request with `api_key` and `api_version`: `msg` is one
@@ -352,101 +269,78 @@ pub fn decode_response_text(
     decode_response_into(msg, api_key, api_version, opts, Some(Stream::Text(stream)))
 }
 
-/// A response decoded into a tree, or with `json` written as JSON.
+/// A response decoded into a tree, or written as JSON or text by `stream`.
 fn decode_response_into(
     msg: &[u8],
     api_key: i16,
     api_version: i16,
     opts: &DecodeOptions,
-    mut json: Option<Stream<'_, '_>>,
+    stream: Option<Stream<'_, '_>>,
 ) -> Decoded {
-    let mut d = Decoder::new(msg, opts);
     let def = schema::message(api_key, MessageKind::Response, api_version);
-    let mut out = Decoded {
-        kind: Kind::Response,
-        api_key: Some(api_key),
-        api_version: Some(api_version),
-        correlation_id: None,
-        client_id: None,
-        root: Node::new(
-            def.map_or("Response", |m| m.name),
-            version_text(&MESSAGE_VERSIONS, api_version, |v| format!("message v{v}")),
-            Value::None,
-            0,
-            msg.len(),
-            Role::Message,
-        ),
-        sources: Vec::new(),
-        error: None,
-        topics: Vec::new(),
-        topic_ids: Vec::new(),
-        facts: None,
-    };
-    let mut children = Vec::new();
-    let mut sink = Out::root(json.as_mut(), &mut children);
-    let Some(end) = d.frame(&mut sink) else {
-        out.root.children = children;
-        out.error = d.error;
-        return out;
-    };
-    let mut r = Reader::new(msg.get(..end).unwrap_or(msg));
-    let _ = r.take(4);
-    let hv = schema::response_header_version(api_key, api_version);
-    let header_start = r.pos();
-    let mut hnode = Node::new(
-        "ResponseHeader",
-        version_text(&HEADER_VERSIONS, hv, |v| format!("v{v}")),
+    let root = Node::new(
+        def.map_or("Response", |m| m.name),
+        version_text(&MESSAGE_VERSIONS, api_version, |v| format!("message v{v}")),
         Value::None,
-        header_start,
         0,
-        Role::Header,
-    )
-    .with_about(if api_key == 18 {
-        "common response header (always v0 for ApiVersions)"
-    } else {
-        "common response header"
+        msg.len(),
+        Role::Message,
+    );
+    let mut dec = decode_into(msg, opts, Kind::Response, root, stream, |d, end, out| {
+        d.response(end, api_key, api_version, out);
+        None
     });
-    let hres = {
-        let mut kids = sink.open(&mut hnode.children);
-        d.response_header(&mut r, hv, &mut kids, &mut out)
-    };
-    hnode.length = r.pos() - header_start;
-    sink.close(hnode);
-    if hres.is_ok() {
-        match def {
-            Some(def) => d.body(&mut r, def, api_version, Role::ResponseBody, &mut sink),
-            None => d.unknown_body(
-                &mut r,
-                api_key,
-                api_version,
-                MessageKind::Response,
-                &mut sink,
-            ),
-        }
-    }
-    d.finish(&mut r, end, &mut sink);
-    match json {
-        Some(Stream::Json(j)) => j.end_root(&mut out.root),
-        Some(Stream::Text(t)) => t.end_root(&mut out.root),
-        None => out.root.children = children,
-    }
-    if d.error.is_some() {
-        fit_spans(&mut out.root);
-    }
-    out.sources = d.sources;
-    out.error = d.error;
-    out.topics = d.topics;
-    out.topic_ids = d.topic_ids;
-    out
+    (dec.api_key, dec.api_version) = (Some(api_key), Some(api_version));
+    dec
 }
 
-/// The facts a summary needs from one message, read without building its tree.
-///
-/// [`summarize_request`] and [`summarize_response`] walk the schema exactly as
-/// the decoder does but keep only these facts. They answer only for messages
-/// that decode completely and cleanly; for anything else (malformed, unknown
-/// api or version, bytes beyond the body, embedded consumer protocols) they
-/// return `None` and the caller decodes the full tree, so a summary never
+/// Walks one message (`walk`, after its size prefix) into a tree, or into
+/// `stream`, and gathers the [`Decoded`]; `walk` returns the request's
+/// definition, which names the root.
+fn decode_into(
+    msg: &[u8],
+    opts: &DecodeOptions,
+    kind: Kind,
+    mut root: Node,
+    mut stream: Option<Stream<'_, '_>>,
+    walk: impl FnOnce(&mut Decoder<'_>, usize, &mut Out<'_, '_>) -> Option<&'static MessageDef>,
+) -> Decoded {
+    let mut d = Decoder::new(msg, opts);
+    let mut children = Vec::new();
+    let mut out = Out::root(stream.as_mut(), &mut children);
+    let framed = match d.frame(&mut out) {
+        Some(end) => {
+            if let (Some(def), Some(v)) = (walk(&mut d, end, &mut out), d.key_version.1) {
+                root.name = def.name.into();
+                root.ty = version_text(&MESSAGE_VERSIONS, v, |v| format!("message v{v}"));
+            }
+            true
+        }
+        None => false,
+    };
+    match stream {
+        Some(Stream::Json(j)) if framed => j.end_root(&mut root),
+        Some(Stream::Text(t)) if framed => t.end_root(&mut root),
+        _ => root.children = children,
+    }
+    if d.error.is_some() && framed {
+        fit_spans(&mut root);
+    }
+    Decoded {
+        kind,
+        api_key: d.key_version.0,
+        api_version: d.key_version.1,
+        correlation_id: d.correlation_id,
+        client_id: d.client_id,
+        root,
+        sources: d.sources,
+        error: d.error,
+        topics: d.topics,
+        topic_ids: d.topic_ids,
+        facts: None,
+    }
+}
+
 /// differs from what the tree would say.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Summary {
@@ -739,45 +633,17 @@ const EMBEDDING_APIS: [i16; 2] = [11, 14];
 
 /// The facts of a request that decodes cleanly, without its tree; `None` otherwise.
 pub fn summarize_request(msg: &[u8], opts: &DecodeOptions) -> Option<Summary> {
-    if opts.records {
+    let key = Reader::new(msg.get(4..).unwrap_or(&[])).i16().ok()?;
+    if opts.records || EMBEDDING_APIS.contains(&key) {
         return None;
     }
-    let mut d = Decoder::new(msg, opts);
-    let mut r = d.scan_frame()?;
-    let mut sum = Summary::default();
-    let mut peek = Reader::new(msg.get(4..).unwrap_or(&[]));
-    let key = peek.i16().ok()?;
-    let ver = peek.i16().ok()?;
-    if EMBEDDING_APIS.contains(&key) {
-        return None;
-    }
-    let def = schema::message(key, MessageKind::Request, ver)?;
-    let hv = schema::request_header_version(key, ver);
-    sum.api_key = Some(r.i16().ok()?);
-    sum.api_version = Some(r.i16().ok()?);
-    sum.correlation_id = Some(r.i32().ok()?);
-    if hv >= 1 {
-        let len = r.i16().ok()?;
-        if len >= 0 {
-            let b = r.take(len as usize).ok()?;
-            sum.client_id = Some(String::from_utf8_lossy(b).into_owned());
-        }
-    }
-    if hv >= 2 {
-        d.flexible = true;
-        d.version = hv;
-        d.scan_tagged(&mut r, schema::REQUEST_HEADER.body, &mut sum, false)?;
-    }
-    if opts.records_headers_only {
-        sum.facts = Some(ScanFacts::with_scratch());
-    }
-    let body = d.scan_body(&mut r, def, ver, &mut sum);
+    let mut sum = summarize(msg, opts, |d, end, out| {
+        d.request(end, None, out);
+    })?;
     if let Some(x) = &mut sum.facts {
-        x.return_scratch();
         x.acks = sum.acks;
     }
-    body?;
-    (r.remaining() == 0).then_some(sum)
+    Some(sum)
 }
 
 /// The facts of a response to (`api_key`, `api_version`) that decodes cleanly,
@@ -791,399 +657,457 @@ pub fn summarize_response(
     if opts.records || EMBEDDING_APIS.contains(&api_key) {
         return None;
     }
-    let def = schema::message(api_key, MessageKind::Response, api_version)?;
+    schema::message(api_key, MessageKind::Response, api_version)?;
+    summarize(msg, opts, |d, end, out| {
+        d.response(end, api_key, api_version, out)
+    })
+}
+
+/// One message walked (`walk`, after its size prefix) into the summary's
+/// sink: its [`Summary`] when every byte decoded.
+fn summarize(
+    msg: &[u8],
+    opts: &DecodeOptions,
+    walk: impl FnOnce(&mut Decoder<'_>, usize, &mut Scan<'_>),
+) -> Option<Summary> {
     let mut d = Decoder::new(msg, opts);
-    let mut r = d.scan_frame()?;
     let mut sum = Summary {
-        api_key: Some(api_key),
-        api_version: Some(api_version),
+        facts: opts.records_headers_only.then(ScanFacts::with_scratch),
         ..Summary::default()
     };
-    sum.correlation_id = Some(r.i32().ok()?);
-    let hv = schema::response_header_version(api_key, api_version);
-    if hv >= 1 {
-        d.flexible = true;
-        d.version = hv;
-        d.scan_tagged(&mut r, schema::RESPONSE_HEADER.body, &mut sum, false)?;
+    let mut out = Scan {
+        sum: &mut sum,
+        top: false,
+    };
+    if let Some(end) = d.frame(&mut out) {
+        walk(&mut d, end, &mut out);
     }
-    if opts.records_headers_only {
-        sum.facts = Some(ScanFacts::with_scratch());
-    }
-    let body = d.scan_body(&mut r, def, api_version, &mut sum);
     if let Some(x) = &mut sum.facts {
         x.return_scratch();
     }
-    body?;
-    (r.remaining() == 0).then_some(sum)
+    if d.error.is_some() {
+        return None;
+    }
+    (sum.api_key, sum.api_version) = d.key_version;
+    sum.correlation_id = d.correlation_id;
+    sum.client_id = d.client_id;
+    sum.topics = d.topics;
+    sum.topic_ids = d.topic_ids;
+    Some(sum)
 }
 
-impl<'a> Decoder<'a> {
-    /// The reader over the message after its size prefix, when the size is exact.
-    fn scan_frame(&self) -> Option<Reader<'a>> {
-        let mut r = Reader::new(self.msg);
-        let size = usize::try_from(r.i32().ok()?).ok()?;
-        (size.checked_add(4)? == self.msg.len()).then_some(r)
-    }
+/// What the walker reads from a primitive field before handing it to a sink.
+#[derive(Clone, Copy)]
+enum Read<'b> {
+    /// A fixed-width value.
+    Fixed(Fixed),
+    /// A string, bytes or records: the length prefix, where the bytes
+    /// begin, and the bytes (`None`: null).
+    Len(LenPrefix, usize, Option<&'b [u8]>),
+}
 
-    fn scan_body(
-        &mut self,
-        r: &mut Reader<'_>,
-        def: &'static MessageDef,
-        version: i16,
-        sum: &mut Summary,
-    ) -> Option<()> {
-        self.version = version;
-        self.flexible = def.is_flexible(version);
-        self.api_key = def.api_key;
-        self.scan_fields(r, def.body, sum, true)
-    }
+/// A fixed-width value as read: a [`Value`] without its variants that own
+/// memory, so that what a sink does not keep needs no dropping.
+#[derive(Clone, Copy)]
+enum Fixed {
+    Bool(bool),
+    Int(i64),
+    Uint(u64),
+    Float(f64),
+    Uuid([u8; 16]),
+}
 
-    /// As [`Decoder::fields`]; `top` marks the body's own fields.
-    fn scan_fields(
-        &mut self,
-        r: &mut Reader<'_>,
-        def: &'static StructDef,
-        sum: &mut Summary,
-        top: bool,
-    ) -> Option<()> {
-        if let Some(x) = &mut sum.facts {
-            x.open();
-        }
-        for f in def.fields {
-            if !f.versions.contains(self.version) || f.tagged.contains(self.version) {
-                continue;
-            }
-            self.scan_field(r, f, sum, top)?;
-        }
-        if self.flexible {
-            self.scan_tagged(r, def, sum, true)?;
-        }
-        if let Some(x) = &mut sum.facts {
-            x.close();
-        }
-        Some(())
-    }
-
-    // Inlined into `scan_fields`' loop, with `scan_prim`: a call per field
-    // and its register saves were about a tenth of the scan's instructions.
-    // `scan_array`, the recursion's other step, stays out of line.
-    #[inline(always)]
-    fn scan_field(
-        &mut self,
-        r: &mut Reader<'_>,
-        f: &'static FieldDef,
-        sum: &mut Summary,
-        top: bool,
-    ) -> Option<()> {
-        match f.kind {
-            FieldKind::Prim(p) => self.scan_prim(r, f, p, sum, top),
-            FieldKind::Struct(s) => {
-                if f.nullable.contains(self.version) && r.i8().ok()? < 0 {
-                    return Some(());
-                }
-                self.scan_fields(r, s, sum, false)
-            }
-            FieldKind::Array(e) => self.scan_array(r, f, e, sum),
+impl From<Fixed> for Value {
+    fn from(v: Fixed) -> Value {
+        match v {
+            Fixed::Bool(b) => Value::Bool(b),
+            Fixed::Int(i) => Value::Int(i),
+            Fixed::Uint(u) => Value::Uint(u),
+            Fixed::Float(x) => Value::Float(x),
+            Fixed::Uuid(u) => Value::Uuid(u),
         }
     }
+}
 
-    #[inline(always)]
-    fn scan_prim(
+/// What the walker hands what it reads to: the tree, JSON or text ([`Out`])
+/// or the summary ([`Scan`]). The walker is generic over it, so what a sink
+/// does not need (nodes, descriptions, paths) costs nothing.
+trait Sink {
+    /// Whether the sink takes nodes. Without, the walker makes none, keeps
+    /// no field path, and stops at the first problem, recording it without
+    /// marking its bytes.
+    const NODES: bool;
+    /// The sink taking a parent's children.
+    type Kids<'s>: Sink
+    where
+        Self: 's;
+    /// Takes a node made whole, with its children (`sources`: the message's
+    /// byte sources so far).
+    fn push(&mut self, n: Node, sources: &[ByteSource]);
+    /// Opens a parent whose node comes later to [`Sink::close`]; the sink
+    /// returned takes its children (`kids`, for a tree).
+    fn open<'s>(&'s mut self, kids: &'s mut Vec<Node>) -> Self::Kids<'s>;
+    /// The sink for the children of a node handed over whole by
+    /// [`Sink::push`] (tagged fields): `kids`, for nodes.
+    fn whole<'s>(&'s mut self, kids: &'s mut Vec<Node>) -> Self::Kids<'s>;
+    /// Closes the parent opened last: `n` is its node.
+    fn close(&mut self, n: Node);
+    /// Marks the parent these are the children of as the message body.
+    fn mark_body(&mut self);
+    /// The description of a schema field's node, when the sink shows one.
+    fn about(&self, f: &'static FieldDef) -> Option<Text>;
+    /// Room for `k` more children.
+    fn reserve(&mut self, _k: usize) {}
+    /// The fields of `s` begin.
+    fn enter(&mut self, _s: &'static StructDef, _d: &Decoder<'_>) {}
+    /// The fields of the struct entered last end.
+    fn leave(&mut self) {}
+    /// A section of known tagged fields (`entry` false) or one of its
+    /// entries (true) begins (`open`) or ends.
+    fn tagged(&mut self, _open: bool, _entry: bool) {}
+    /// A primitive field, or element `i` of an array of primitives
+    /// (`Some(i)`), read at `span` (start, end).
+    fn value(
         &mut self,
-        r: &mut Reader<'_>,
+        d: &mut Decoder<'_>,
         f: &'static FieldDef,
         p: Prim,
-        sum: &mut Summary,
-        top: bool,
-    ) -> Option<()> {
-        match p {
-            Prim::String | Prim::Bytes | Prim::Records => {
-                let flex = self.field_flexible(f);
-                let lp = self.length_prefix(r, flex, p != Prim::String).ok()?;
-                let at = r.pos();
-                let b = match lp.len {
-                    Some(len) => Some(r.take(len).ok()?),
-                    None => None,
-                };
+        elem: Option<usize>,
+        span: (usize, usize),
+        v: Read<'_>,
+    ) -> Step;
+    /// The width of an array's elements when the sink needs nothing from
+    /// them, so that the walker skips them at once (a struct's then still
+    /// reads its tagged fields).
+    fn skip(&self, _d: &Decoder<'_>, _e: Elem, _flex: bool) -> Option<usize> {
+        None
+    }
+}
+
+/// A node made only for a sink that takes nodes (a placeholder otherwise).
+#[inline(always)]
+fn node<S: Sink>(make: impl FnOnce() -> Node) -> Node {
+    if S::NODES {
+        make()
+    } else {
+        Node::new("", "", Value::None, 0, 0, Role::Frame)
+    }
+}
+
+impl<'j> Sink for Out<'_, 'j> {
+    const NODES: bool = true;
+    type Kids<'s>
+        = Out<'s, 'j>
+    where
+        Self: 's;
+
+    #[inline]
+    fn push(&mut self, n: Node, sources: &[ByteSource]) {
+        match self {
+            Out::Tree(v) => v.push(n),
+            Out::Json(j) => j.node(n, sources),
+            Out::Text(t) => t.node(n, sources),
+        }
+    }
+
+    #[inline]
+    fn open<'s>(&'s mut self, kids: &'s mut Vec<Node>) -> Out<'s, 'j> {
+        match self {
+            Out::Tree(_) => Out::Tree(kids),
+            Out::Json(j) => {
+                j.begin();
+                Out::Json(j)
+            }
+            Out::Text(t) => {
+                t.begin();
+                Out::Text(t)
+            }
+        }
+    }
+
+    #[inline]
+    fn whole<'s>(&'s mut self, kids: &'s mut Vec<Node>) -> Out<'s, 'j> {
+        Out::Tree(kids)
+    }
+
+    #[inline]
+    fn close(&mut self, n: Node) {
+        match self {
+            Out::Tree(v) => v.push(n),
+            Out::Json(j) => j.end(n),
+            Out::Text(t) => t.end(n),
+        }
+    }
+
+    fn mark_body(&mut self) {
+        match self {
+            Out::Tree(_) => {}
+            Out::Json(j) => j.mark_body(),
+            Out::Text(t) => t.mark_body(),
+        }
+    }
+
+    /// None for JSON, which has no descriptions (a lookup per node spared).
+    #[inline]
+    fn about(&self, f: &'static FieldDef) -> Option<Text> {
+        (!matches!(self, Out::Json(_))).then(|| Text::Borrowed(cached_description(f)))
+    }
+
+    #[inline]
+    fn reserve(&mut self, k: usize) {
+        if let Out::Tree(v) = self {
+            v.reserve_exact(k);
+        }
+    }
+
+    /// One node per field present, and one for the tagged fields: room
+    /// made once rather than grown (a tree's; JSON needs none).
+    fn enter(&mut self, s: &'static StructDef, d: &Decoder<'_>) {
+        if let Out::Tree(v) = self {
+            let present = s.fields.iter().filter(|f| d.present(f)).count();
+            v.reserve_exact(present + usize::from(d.flexible));
+        }
+    }
+
+    fn value(
+        &mut self,
+        d: &mut Decoder<'_>,
+        f: &'static FieldDef,
+        p: Prim,
+        elem: Option<usize>,
+        (at, end): (usize, usize),
+        v: Read<'_>,
+    ) -> Step {
+        let Some(i) = elem else {
+            return d.prim_node(f, p, (at, end), v, self);
+        };
+        let (value, detail) = match v {
+            Read::Len(lp, _, None) => (Value::Null, lp.detail()),
+            Read::Len(lp, _, Some(b)) if p == Prim::String => {
+                let s = String::from_utf8_lossy(b).into_owned();
+                d.note_topic(f, &s);
+                (Value::Str(s), lp.detail())
+            }
+            Read::Len(lp, _, Some(b)) => (Value::bytes(b), lp.detail()),
+            Read::Fixed(v) => {
+                let v = Value::from(v);
+                let m = meaning(f, &v);
+                (v, m.unwrap_or_default())
+            }
+        };
+        let name = indexed_text(f.name, i as u64);
+        let detail = Some(detail).filter(|d| !d.is_empty());
+        if let Out::Json(j) = self {
+            if j.plain() {
+                j.leaf(Parts {
+                    name: &name,
+                    ty: &Text::Borrowed(p.name()),
+                    value: &value,
+                    detail: detail.as_ref(),
+                    error: None,
+                    offset: d.base + at,
+                    length: end - at,
+                    source: 0,
+                });
+                return Ok(());
+            }
+        }
+        let mut n = Node::new(name, p.name(), value, d.base + at, end - at, d.role);
+        n.detail = detail;
+        self.push(n, &d.sources);
+        Ok(())
+    }
+}
+
+/// The summary's sink: notes a [`Summary`]'s facts as the walker reads
+/// them, makes no node, and needs nothing from fixed-width elements without
+/// a fact in them, which the walker skips by their length.
+struct Scan<'s> {
+    sum: &'s mut Summary,
+    /// Taking the body's own fields (`ThrottleTimeMs`, `Acks`).
+    top: bool,
+}
+
+impl Sink for Scan<'_> {
+    const NODES: bool = false;
+    type Kids<'s>
+        = Scan<'s>
+    where
+        Self: 's;
+
+    /// The walker hands this sink only placeholders (`node`), which own
+    /// nothing: forgotten, they spare a call of `Node`'s drop glue each.
+    #[inline(always)]
+    fn push(&mut self, n: Node, _: &[ByteSource]) {
+        std::mem::forget(n);
+    }
+
+    #[inline(always)]
+    fn open<'s>(&'s mut self, _: &'s mut Vec<Node>) -> Scan<'s> {
+        Scan {
+            sum: self.sum,
+            top: false,
+        }
+    }
+
+    #[inline(always)]
+    fn whole<'s>(&'s mut self, kids: &'s mut Vec<Node>) -> Scan<'s> {
+        self.open(kids)
+    }
+
+    #[inline(always)]
+    fn close(&mut self, n: Node) {
+        std::mem::forget(n);
+    }
+
+    #[inline(always)]
+    fn mark_body(&mut self) {
+        self.top = true;
+    }
+
+    #[inline(always)]
+    fn about(&self, _: &'static FieldDef) -> Option<Text> {
+        None
+    }
+
+    #[inline(always)]
+    fn enter(&mut self, _: &'static StructDef, _: &Decoder<'_>) {
+        if let Some(x) = &mut self.sum.facts {
+            x.open();
+        }
+    }
+
+    #[inline(always)]
+    fn leave(&mut self) {
+        if let Some(x) = &mut self.sum.facts {
+            x.close();
+        }
+    }
+
+    /// Places: the tree hangs a known tagged field under a `tagged_fields`
+    /// node and an entry node of its own, each a struct to `stats`' places
+    /// (not in the header, which has none).
+    #[inline(always)]
+    fn tagged(&mut self, open: bool, entry: bool) {
+        let Some(x) = &mut self.sum.facts else { return };
+        if x.depth == 0 {
+            return;
+        }
+        if open {
+            x.open();
+            x.tagged_depth += u32::from(entry);
+        } else {
+            x.tagged_depth = x.tagged_depth.saturating_sub(u32::from(entry));
+            x.close();
+        }
+    }
+
+    #[inline(always)]
+    fn value(
+        &mut self,
+        d: &mut Decoder<'_>,
+        f: &'static FieldDef,
+        p: Prim,
+        elem: Option<usize>,
+        _: (usize, usize),
+        v: Read<'_>,
+    ) -> Step {
+        if elem.is_some() {
+            return self.elem(d, f, p, v);
+        }
+        match v {
+            Read::Len(_, start, b) => {
                 if let (Some(b), Prim::String) = (b, p) {
                     // A topic's name is read as text once, for both uses.
-                    let topic = f.marks.has(Marks::TOPIC_NAME) && self.opts.summary_topics;
-                    let place = sum.facts.is_some() && f.marks.has(Marks::PLACE_TOPIC);
+                    let topic = f.marks.has(Marks::TOPIC_NAME) && d.opts.summary_topics;
+                    let place = self.sum.facts.is_some() && f.marks.has(Marks::PLACE_TOPIC);
                     if (topic || place) && !b.is_empty() {
                         let name = name_text(b);
                         if topic {
-                            scan_note_topic(sum, &name);
+                            d.note_topic(f, &name);
                         }
-                        if let (true, Some(x)) = (place, &mut sum.facts) {
+                        if let (true, Some(x)) = (place, &mut self.sum.facts) {
                             x.place_name(&name);
                         }
                     }
                 }
-                if let Some(x) = &mut sum.facts {
-                    match (p, b) {
-                        // Offsets inside a tagged field are not the message's.
-                        (Prim::Records, _) if x.tagged_depth > 0 => return None,
-                        (Prim::Records, b) => self.scan_records(x, b.unwrap_or(&[]), at)?,
-                        _ => {}
+                match (&mut self.sum.facts, p) {
+                    // Offsets inside a tagged field are not the message's.
+                    (Some(x), Prim::Records) if x.tagged_depth == 0 => {
+                        d.scan_records(x, b.unwrap_or(&[]), start)
                     }
+                    (Some(_), Prim::Records) => Err(d.refuse()),
+                    _ => Ok(()),
                 }
             }
-            Prim::Int8 | Prim::Int16 | Prim::Int32 | Prim::Int64 => {
-                let v: i64 = match p {
-                    Prim::Int8 => r.i8().ok()?.into(),
-                    Prim::Int16 => r.i16().ok()?.into(),
-                    Prim::Int32 => r.i32().ok()?.into(),
-                    _ => r.i64().ok()?,
-                };
-                if f.marks.has(Marks::ERROR_CODE) && v != 0 {
-                    if let Ok(c) = i16::try_from(v) {
-                        sum.error_codes.push(c);
-                        if let Some(x) = &mut sum.facts {
-                            x.error(c);
-                        }
-                    }
-                }
-                if let Some(x) = &mut sum.facts {
-                    // Record-level errors (KIP-467) are read from the tree.
-                    if f.marks.has(Marks::BATCH_INDEX) {
-                        return None;
-                    }
-                    x.int_field(f.marks, v);
-                }
-                if top {
-                    if f.marks.has(Marks::THROTTLE) && sum.throttle_time_ms.is_none() {
-                        sum.throttle_time_ms = i32::try_from(v).ok();
-                    } else if f.marks.has(Marks::ACKS) && sum.acks.is_none() {
-                        sum.acks = Some(v);
-                    }
-                }
-            }
-            Prim::Uuid => {
-                let u = r.uuid().ok()?;
-                if let Some(x) = &mut sum.facts {
+            Read::Fixed(Fixed::Int(v)) => self.int(d, f, v),
+            Read::Fixed(Fixed::Uuid(u)) => {
+                if let Some(x) = &mut self.sum.facts {
                     x.uuid_field(f.marks, u);
                 }
-                if f.marks.has(Marks::TOPIC_ID)
-                    && u != [0; 16]
-                    && sum.topic_ids.len() < MAX_TOPICS
-                    && !sum.topic_ids.contains(&u)
-                {
-                    sum.topic_ids.push(u);
-                }
+                d.note_topic_id(f, &u);
+                Ok(())
             }
-            _ => {
-                read_fixed(r, p).ok()?;
-            }
+            Read::Fixed(_) => Ok(()),
         }
-        Some(())
     }
 
-    /// A record set of the summary scan: counted, or decoded to its batch
-    /// headers when it cannot be counted (out of line: rare next to the
-    /// other fields, and heavy).
-    #[inline(never)]
-    fn scan_records(&self, x: &mut ScanFacts, b: &[u8], at: usize) -> Option<()> {
-        let opts = DecodeOptions {
-            records: true,
-            ..self.opts.clone()
-        };
-        match count_record_set(b, at, &opts, &mut x.sources) {
-            Some(c) => x.set(b.len(), Some(c), Vec::new()),
-            None => {
-                let rs = decode_record_set(b, at, 0, &opts, &mut x.sources);
-                if rs.problem.is_some() {
-                    return None;
-                }
-                x.set(b.len(), None, rs.nodes);
-            }
+    /// Fixed-width primitives, and structs of fixed-width fields without a
+    /// fact (no error code, no topic id) when no place is wanted.
+    #[inline(always)]
+    fn skip(&self, d: &Decoder<'_>, e: Elem, flex: bool) -> Option<usize> {
+        match e {
+            Elem::Prim(Prim::String | Prim::Bytes | Prim::Records) => None,
+            Elem::Prim(p) => Some(prim_min_size(p, flex)),
+            Elem::Struct(s) if self.sum.facts.is_none() => d.quiet_fixed_size(s),
+            Elem::Struct(_) => None,
         }
-        Some(())
-    }
-
-    /// As [`Decoder::min_elem_size`], structs' sizes remembered per thread
-    /// (by struct, version and flexibility: a function of the three).
-    fn scan_min_elem_size(&self, e: Elem, flex: bool) -> usize {
-        let Elem::Struct(s) = e else {
-            return self.min_elem_size(e, flex);
-        };
-        let key = std::ptr::from_ref(s) as usize;
-        let slot = ((key >> 4) ^ self.version as usize ^ (usize::from(self.flexible) << 5)) & 63;
-        MIN_SIZES.with(|c| {
-            let Ok(mut c) = c.try_borrow_mut() else {
-                return self.min_struct_size(s, 0);
-            };
-            match c.get_mut(slot) {
-                Some(e) if e.0 == key && e.1 == self.version && e.2 == self.flexible => e.3,
-                Some(e) => {
-                    let n = self.min_struct_size(s, 0);
-                    *e = (key, self.version, self.flexible, n);
-                    n
-                }
-                None => self.min_struct_size(s, 0),
-            }
-        })
-    }
-
-    #[inline(never)]
-    fn scan_array(
-        &mut self,
-        r: &mut Reader<'_>,
-        f: &'static FieldDef,
-        e: Elem,
-        sum: &mut Summary,
-    ) -> Option<()> {
-        let flex = self.field_flexible(f);
-        let count = if flex {
-            r.uvarint().ok()?.checked_sub(1).map(|c| c as usize)
-        } else {
-            usize::try_from(r.i32().ok()?).ok()
-        };
-        let Some(count) = count else {
-            return Some(());
-        };
-        let min = self.scan_min_elem_size(e, flex);
-        let plausible = match r.remaining().checked_div(min) {
-            Some(fit) => count <= fit,
-            None => count <= MAX_ZERO_SIZE_ELEMENTS,
-        };
-        if !plausible {
-            return None;
-        }
-        // Fixed-width elements hold nothing the scan notes: skipped at once.
-        if let Elem::Prim(p) = e {
-            if !matches!(p, Prim::String | Prim::Bytes | Prim::Records) {
-                let len = count.checked_mul(prim_min_size(p, flex))?;
-                r.take(len).ok()?;
-                return Some(());
-            }
-        }
-        // Structs of fixed-width fields the scan does not note (no error
-        // code, no topic id): their fixed part skipped at once, then each
-        // one's tagged fields read as `scan_fields` reads them.
-        if let (Elem::Struct(s), None) = (e, &sum.facts) {
-            if let Some(w) = self.quiet_fixed_size(s) {
-                if !self.flexible {
-                    r.take(count.checked_mul(w)?).ok()?;
-                    return Some(());
-                }
-                for _ in 0..count {
-                    r.take(w).ok()?;
-                    self.scan_tagged(r, s, sum, true)?;
-                }
-                return Some(());
-            }
-        }
-        for _ in 0..count {
-            match e {
-                Elem::Prim(p) => match p {
-                    // Arrays of record sets are not in any schema; read such a tree.
-                    Prim::Records if sum.facts.is_some() => return None,
-                    Prim::String | Prim::Bytes | Prim::Records => {
-                        let lp = self.length_prefix(r, flex, p != Prim::String).ok()?;
-                        if let Some(len) = lp.len {
-                            let b = r.take(len).ok()?;
-                            if p == Prim::String
-                                && f.marks.has(Marks::TOPIC_NAME)
-                                && self.opts.summary_topics
-                            {
-                                scan_note_topic(sum, &name_text(b));
-                            }
-                        }
-                    }
-                    _ => {
-                        read_fixed(r, p).ok()?;
-                    }
-                },
-                Elem::Struct(s) => self.scan_fields(r, s, sum, false)?,
-            }
-        }
-        Some(())
-    }
-
-    /// The bytes of `s`'s fields at this version when every one is a
-    /// fixed-width primitive the summary scan does not note (not an
-    /// `*ErrorCode`, not a `TopicId`); `None` otherwise. Tagged fields are not
-    /// counted (they live in the tagged section).
-    fn quiet_fixed_size(&self, s: &StructDef) -> Option<usize> {
-        let mut n = 0usize;
-        for f in s.fields {
-            if !f.versions.contains(self.version) || f.tagged.contains(self.version) {
-                continue;
-            }
-            match f.kind {
-                FieldKind::Prim(p)
-                    if !matches!(p, Prim::String | Prim::Bytes | Prim::Records)
-                        && !f.marks.has(Marks::ERROR_CODE)
-                        && !f.marks.has(Marks::TOPIC_ID) =>
-                {
-                    n += prim_min_size(p, false);
-                }
-                _ => return None,
-            }
-        }
-        Some(n)
-    }
-
-    /// As [`Decoder::tagged_fields`]: known tags are read with their schema field
-    /// inside their own bounds, unknown ones skipped.
-    fn scan_tagged(
-        &mut self,
-        r: &mut Reader<'_>,
-        def: &'static StructDef,
-        sum: &mut Summary,
-        _in_body: bool,
-    ) -> Option<()> {
-        let count = r.uvarint().ok()?;
-        if count as usize > r.remaining() / 2 {
-            return None;
-        }
-        let mut opened = false;
-        for _ in 0..count {
-            let tag = r.uvarint().ok()?;
-            let size = r.uvarint().ok()? as usize;
-            let payload = r.take(size).ok()?;
-            let version = self.version;
-            let known = def.fields.iter().find(|f| {
-                f.tag == Some(tag) && f.tagged.contains(version) && f.versions.contains(version)
-            });
-            if let Some(f) = known {
-                // The tree hangs a known tagged field under a `tagged_fields`
-                // node and an entry node of its own: places and nesting follow.
-                let placing = sum.facts.as_ref().is_some_and(|x| x.depth > 0);
-                if let Some(x) = sum.facts.as_mut().filter(|_| placing) {
-                    if !opened {
-                        x.open();
-                        opened = true;
-                    }
-                    x.open();
-                    x.tagged_depth += 1;
-                }
-                let mut sub = Reader::new(payload);
-                // A tagged field is never a top-level field of the tree's body.
-                self.scan_field(&mut sub, f, sum, false)?;
-                if sub.remaining() > 0 {
-                    return None;
-                }
-                if let Some(x) = sum.facts.as_mut().filter(|_| placing) {
-                    x.tagged_depth -= 1;
-                    x.close();
-                }
-            }
-        }
-        if let Some(x) = sum.facts.as_mut().filter(|_| opened) {
-            x.close();
-        }
-        Some(())
     }
 }
 
-/// As `Decoder::note_topic`, from the name read as text ([`name_text`]).
-fn scan_note_topic(sum: &mut Summary, name: &str) {
-    if name.is_empty() || sum.topics.len() >= MAX_TOPICS {
-        return;
+impl Scan<'_> {
+    /// An element of an array of strings (topic names) or bytes.
+    #[inline(always)]
+    fn elem(&mut self, d: &mut Decoder<'_>, f: &'static FieldDef, p: Prim, v: Read<'_>) -> Step {
+        match (v, p) {
+            // Arrays of record sets are not in any schema; read such a tree.
+            (_, Prim::Records) if self.sum.facts.is_some() => Err(d.refuse()),
+            (Read::Len(_, _, Some(b)), Prim::String)
+                if f.marks.has(Marks::TOPIC_NAME) && d.opts.summary_topics =>
+            {
+                d.note_topic(f, &name_text(b));
+                Ok(())
+            }
+            _ => Ok(()),
+        }
     }
-    if !sum.topics.iter().any(|t| t == name) {
-        sum.topics.push(name.to_owned());
+
+    /// An integer field: error codes, places, and the body's `ThrottleTimeMs` and `Acks`.
+    #[inline(always)]
+    fn int(&mut self, d: &mut Decoder<'_>, f: &'static FieldDef, v: i64) -> Step {
+        if f.marks.has(Marks::ERROR_CODE) && v != 0 {
+            if let Ok(c) = i16::try_from(v) {
+                self.sum.error_codes.push(c);
+                if let Some(x) = &mut self.sum.facts {
+                    x.error(c);
+                }
+            }
+        }
+        if let Some(x) = &mut self.sum.facts {
+            // Record-level errors (KIP-467) are read from the tree.
+            if f.marks.has(Marks::BATCH_INDEX) {
+                return Err(d.refuse());
+            }
+            x.int_field(f.marks, v);
+        }
+        if self.top {
+            if f.marks.has(Marks::THROTTLE) && self.sum.throttle_time_ms.is_none() {
+                self.sum.throttle_time_ms = i32::try_from(v).ok();
+            } else if f.marks.has(Marks::ACKS) && self.sum.acks.is_none() {
+                self.sum.acks = Some(v);
+            }
+        }
+        Ok(())
     }
 }
 
@@ -1245,6 +1169,7 @@ struct Stop;
 
 type Step = Result<(), Stop>;
 
+/// The walker: one message's bytes read by the schema tables into a [`Sink`].
 struct Decoder<'a> {
     msg: &'a [u8],
     opts: &'a DecodeOptions,
@@ -1258,6 +1183,10 @@ struct Decoder<'a> {
     error: Option<DecodeError>,
     /// The api key of the message, for embedded-protocol and secret rules.
     api_key: i16,
+    /// The api key and version the message is read with.
+    key_version: (Option<i16>, Option<i16>),
+    correlation_id: Option<i32>,
+    client_id: Option<String>,
     /// The value of the last `ProtocolType` string seen, if any.
     protocol_type: Option<String>,
     /// Set once a `malformed` node has taken the rest of the bytes.
@@ -1279,6 +1208,9 @@ impl<'a> Decoder<'a> {
             sources: Vec::new(),
             error: None,
             api_key: -1,
+            key_version: (None, None),
+            correlation_id: None,
+            client_id: None,
             protocol_type: None,
             stopped: false,
             topics: Vec::new(),
@@ -1298,26 +1230,30 @@ impl<'a> Decoder<'a> {
         }
     }
 
+    /// A sink declines the message (the summary, for what it leaves to the tree).
+    #[cold]
+    fn refuse(&mut self) -> Stop {
+        self.fail(0, "left to the tree");
+        Stop
+    }
+
     /// Appends a node marking the bytes from `at` on as undecodable and records the problem.
-    fn malformed(
-        &mut self,
-        r: &Reader<'_>,
-        at: usize,
-        what: String,
-        out: &mut Out<'_, '_>,
-    ) -> Stop {
+    #[cold]
+    fn malformed<S: Sink>(&mut self, r: &Reader<'_>, at: usize, what: String, out: &mut S) -> Stop {
         let off = self.base + at;
         let len = r.buf().len().saturating_sub(at);
-        let mut n = Node::new(
-            "malformed",
-            "bytes",
-            Value::bytes(r.buf().get(at..).unwrap_or(&[])),
-            off,
-            len,
-            Role::Malformed,
-        );
-        n.error = Some(what.clone());
-        out.push(n, &self.sources);
+        if S::NODES {
+            let mut n = Node::new(
+                "malformed",
+                "bytes",
+                Value::bytes(r.buf().get(at..).unwrap_or(&[])),
+                off,
+                len,
+                Role::Malformed,
+            );
+            n.error = Some(what.clone());
+            out.push(n, &self.sources);
+        }
         self.fail(off, what);
         if self.base == 0 {
             self.stopped = true;
@@ -1325,7 +1261,8 @@ impl<'a> Decoder<'a> {
         Stop
     }
 
-    fn wire(&mut self, r: &Reader<'_>, e: WireError, name: &str, out: &mut Out<'_, '_>) -> Stop {
+    #[cold]
+    fn wire<S: Sink>(&mut self, r: &Reader<'_>, e: WireError, name: &str, out: &mut S) -> Stop {
         let what = match &e {
             WireError::Truncated { .. } => format!("{name}: truncated, {e}"),
             WireError::VarintOverflow { .. } => format!("{name}: {e}"),
@@ -1335,23 +1272,27 @@ impl<'a> Decoder<'a> {
 
     /// The size prefix: pushes the Frame node and returns where the message ends,
     /// or `None` when not even the size is there.
-    fn frame(&mut self, out: &mut Out<'_, '_>) -> Option<usize> {
-        let mut frame = Node::new(
-            "Frame",
-            "",
-            Value::None,
-            0,
-            4.min(self.msg.len()),
-            Role::Frame,
-        )
-        .with_about("length-prefixed framing");
+    fn frame<S: Sink>(&mut self, out: &mut S) -> Option<usize> {
+        let mut frame = node::<S>(|| {
+            Node::new(
+                "Frame",
+                "",
+                Value::None,
+                0,
+                4.min(self.msg.len()),
+                Role::Frame,
+            )
+            .with_about("length-prefixed framing")
+        });
         let mut r = Reader::new(self.msg);
         let end = match r.i32() {
             Ok(size) => {
-                frame.children.push(
-                    Node::new("size", "int32", Value::Int(size.into()), 0, 4, Role::Frame)
-                        .with_about("bytes in the message after this field"),
-                );
+                if S::NODES {
+                    frame.children.push(
+                        Node::new("size", "int32", Value::Int(size.into()), 0, 4, Role::Frame)
+                            .with_about("bytes in the message after this field"),
+                    );
+                }
                 let want = usize::try_from(size).ok().and_then(|s| s.checked_add(4));
                 match want {
                     Some(w) if w == self.msg.len() => w,
@@ -1380,7 +1321,9 @@ impl<'a> Decoder<'a> {
                 }
             }
             Err(e) => {
-                frame.error = Some(format!("size: truncated, {e}"));
+                if S::NODES {
+                    frame.error = Some(format!("size: truncated, {e}"));
+                }
                 self.fail(0, format!("size: truncated, {e}"));
                 out.push(frame, &self.sources);
                 return None;
@@ -1390,8 +1333,64 @@ impl<'a> Decoder<'a> {
         Some(end)
     }
 
+    /// A request after its size prefix (the message ending at `end`), its
+    /// header version `header` or the schema's: the body's definition, when
+    /// known and the header decoded.
+    fn request<S: Sink>(
+        &mut self,
+        end: usize,
+        header: Option<i16>,
+        out: &mut S,
+    ) -> Option<&'static MessageDef> {
+        let msg = self.msg;
+        let mut r = Reader::new(msg.get(..end).unwrap_or(msg));
+        let _ = r.take(4);
+        // Peek api key and version to choose the header version; they are decoded
+        // again as header fields below.
+        let peek = |at: usize| Reader::new(msg.get(at..).unwrap_or(&[])).i16().ok();
+        let (key, ver) = (peek(4), peek(6));
+        self.key_version = (key, ver);
+        let def = match (key, ver) {
+            (Some(k), Some(v)) => schema::message(k, MessageKind::Request, v),
+            _ => None,
+        };
+        let hv = match (header, key, ver) {
+            (Some(h), _, _) => h,
+            (None, Some(k), Some(v)) if def.is_some() => schema::request_header_version(k, v),
+            _ => 1,
+        };
+        let header_ok = self.header(&mut r, hv, true, out).is_ok();
+        if header_ok {
+            match (def, key, ver) {
+                (Some(def), _, Some(v)) => self.body(&mut r, def, v, Role::RequestBody, out),
+                (None, Some(k), Some(v)) => {
+                    self.unknown_body(&mut r, k, v, MessageKind::Request, out);
+                }
+                _ => {}
+            }
+        }
+        self.finish(&mut r, end, out);
+        def.filter(|_| header_ok)
+    }
+
+    /// A response to (`key`, `version`) after its size prefix, as [`Decoder::request`].
+    fn response<S: Sink>(&mut self, end: usize, key: i16, version: i16, out: &mut S) {
+        let msg = self.msg;
+        let mut r = Reader::new(msg.get(..end).unwrap_or(msg));
+        let _ = r.take(4);
+        self.key_version = (Some(key), Some(version));
+        let hv = schema::response_header_version(key, version);
+        if self.header(&mut r, hv, false, out).is_ok() {
+            match schema::message(key, MessageKind::Response, version) {
+                Some(def) => self.body(&mut r, def, version, Role::ResponseBody, out),
+                None => self.unknown_body(&mut r, key, version, MessageKind::Response, out),
+            }
+        }
+        self.finish(&mut r, end, out);
+    }
+
     /// Marks bytes left after the body and any bytes beyond the size field.
-    fn finish(&mut self, r: &mut Reader<'_>, end: usize, out: &mut Out<'_, '_>) {
+    fn finish<S: Sink>(&mut self, r: &mut Reader<'_>, end: usize, out: &mut S) {
         if self.stopped {
             return;
         }
@@ -1400,7 +1399,7 @@ impl<'a> Decoder<'a> {
             let n = r.remaining();
             let _ = self.malformed(r, at, format!("{n} bytes left after the body"), out);
         }
-        if end < self.msg.len() {
+        if end < self.msg.len() && S::NODES {
             let mut n = Node::new(
                 "beyond size",
                 "bytes",
@@ -1414,93 +1413,65 @@ impl<'a> Decoder<'a> {
         }
     }
 
-    fn request_header(
-        &mut self,
-        r: &mut Reader<'_>,
-        hv: i16,
-        out: &mut Out<'_, '_>,
-        dec: &mut Decoded,
-    ) -> Step {
-        self.path.push("RequestHeader");
-        let res = self.request_header_inner(r, hv, out, dec);
-        self.path.pop();
+    /// The request header or the response header, version `hv`.
+    fn header<S: Sink>(&mut self, r: &mut Reader<'_>, hv: i16, request: bool, out: &mut S) -> Step {
+        let (name, about) = match (request, self.key_version.0) {
+            (true, _) => ("RequestHeader", "common request header"),
+            (false, Some(18)) => (
+                "ResponseHeader",
+                "common response header (always v0 for ApiVersions)",
+            ),
+            (false, _) => ("ResponseHeader", "common response header"),
+        };
+        let at = r.pos();
+        let mut n = node::<S>(|| {
+            let ty = version_text(&HEADER_VERSIONS, hv, |v| format!("v{v}"));
+            Node::new(name, ty, Value::None, at, 0, Role::Header).with_about(about)
+        });
+        if S::NODES {
+            self.path.push(name);
+        }
+        let res = {
+            let mut kids = out.open(&mut n.children);
+            if request {
+                self.request_header(r, hv, &mut kids)
+            } else {
+                let about = "the correlation id of the request answered";
+                self.header_int(r, "correlation_id", about, true, &mut kids)
+                    .and_then(|c| {
+                        self.correlation_id = i32::try_from(c).ok();
+                        self.header_tags(r, hv, 1, &mut kids)
+                    })
+            }
+        };
+        if S::NODES {
+            self.path.pop();
+        }
+        n.length = r.pos() - at;
+        out.close(n);
         res
     }
 
-    fn request_header_inner(
-        &mut self,
-        r: &mut Reader<'_>,
-        hv: i16,
-        out: &mut Out<'_, '_>,
-        dec: &mut Decoded,
-    ) -> Step {
-        let at = r.pos();
-        let key = r
-            .i16()
-            .map_err(|e| self.wire(r, e, "request_api_key", out))?;
-        let mut n = Node::new(
-            "request_api_key",
-            "int16",
-            Value::Int(key.into()),
-            at,
-            2,
-            Role::Header,
-        )
-        .with_about("which API this request invokes");
-        if let Some(name) = schema::api_name(key) {
-            n.detail = Some(name.into());
-        }
-        out.push(n, &self.sources);
-        let at = r.pos();
-        let ver = r
-            .i16()
-            .map_err(|e| self.wire(r, e, "request_api_version", out))?;
-        out.push(
-            Node::new(
-                "request_api_version",
-                "int16",
-                Value::Int(ver.into()),
-                at,
-                2,
-                Role::Header,
-            )
-            .with_about("version of that API"),
-            &self.sources,
-        );
-        let at = r.pos();
-        let corr = r
-            .i32()
-            .map_err(|e| self.wire(r, e, "correlation_id", out))?;
-        dec.correlation_id = Some(corr);
-        out.push(
-            Node::new(
-                "correlation_id",
-                "int32",
-                Value::Int(corr.into()),
-                at,
-                4,
-                Role::Header,
-            )
-            .with_about("returned unchanged in the response"),
-            &self.sources,
-        );
+    fn request_header<S: Sink>(&mut self, r: &mut Reader<'_>, hv: i16, out: &mut S) -> Step {
+        let about = "which API this request invokes";
+        self.header_int(r, "request_api_key", about, false, out)?;
+        self.header_int(r, "request_api_version", "version of that API", false, out)?;
+        let about = "returned unchanged in the response";
+        let c = self.header_int(r, "correlation_id", about, true, out)?;
+        self.correlation_id = i32::try_from(c).ok();
         if hv >= 1 {
             // ClientId keeps its int16 length even in flexible header v2 so that any
             // broker can read an ApiVersions request's header.
             let at = r.pos();
             let len = r.i16().map_err(|e| self.wire(r, e, "client_id", out))?;
-            let detail = INT16_LEN.get(len_index(len.into()));
-            let (value, detail) = if len < 0 {
-                (Value::Null, detail)
-            } else {
+            if len >= 0 {
                 let b = r
                     .take(len as usize)
                     .map_err(|e| self.wire(r, e, "client_id", out))?;
-                let s = String::from_utf8_lossy(b).into_owned();
-                dec.client_id = Some(s.clone());
-                (Value::Str(s), detail)
-            };
-            out.push(
+                self.client_id = Some(String::from_utf8_lossy(b).into_owned());
+            }
+            let n = node::<S>(|| {
+                let value = self.client_id.clone().map_or(Value::Null, Value::Str);
                 Node::new(
                     "client_id",
                     "nullable_string",
@@ -1509,69 +1480,75 @@ impl<'a> Decoder<'a> {
                     r.pos() - at,
                     Role::Header,
                 )
-                .with_detail(detail)
-                .with_about("always a non-flexible int16-prefixed string"),
-                &self.sources,
-            );
+                .with_detail(INT16_LEN.get(len_index(len.into())))
+                .with_about("always a non-flexible int16-prefixed string")
+            });
+            out.push(n, &self.sources);
         }
-        if hv >= 2 {
-            self.flexible = true;
-            self.version = hv;
-            self.role = Role::Header;
-            self.tagged_fields(r, schema::REQUEST_HEADER.body, out, "in the header")?;
-        }
-        Ok(())
+        self.header_tags(r, hv, 2, out)
     }
 
-    fn response_header(
+    /// One of the header's integers (int16, or int32 when `int32`).
+    fn header_int<S: Sink>(
+        &mut self,
+        r: &mut Reader<'_>,
+        name: &'static str,
+        about: &'static str,
+        int32: bool,
+        out: &mut S,
+    ) -> Result<i64, Stop> {
+        let at = r.pos();
+        let v = if int32 {
+            r.i32().map(i64::from)
+        } else {
+            r.i16().map(i64::from)
+        }
+        .map_err(|e| self.wire(r, e, name, out))?;
+        let n = node::<S>(|| {
+            let ty = if int32 { "int32" } else { "int16" };
+            let mut n = Node::new(name, ty, Value::Int(v), at, r.pos() - at, Role::Header)
+                .with_about(about);
+            if name == "request_api_key" {
+                n.detail = i16::try_from(v)
+                    .ok()
+                    .and_then(schema::api_name)
+                    .map(Text::Borrowed);
+            }
+            n
+        });
+        out.push(n, &self.sources);
+        Ok(v)
+    }
+
+    /// The header's tagged fields, from header version `from` on.
+    fn header_tags<S: Sink>(
         &mut self,
         r: &mut Reader<'_>,
         hv: i16,
-        out: &mut Out<'_, '_>,
-        dec: &mut Decoded,
+        from: i16,
+        out: &mut S,
     ) -> Step {
-        self.path.push("ResponseHeader");
-        let at = r.pos();
-        let corr = match r.i32() {
-            Ok(c) => c,
-            Err(e) => {
-                let s = self.wire(r, e, "correlation_id", out);
-                self.path.pop();
-                return Err(s);
-            }
-        };
-        dec.correlation_id = Some(corr);
-        out.push(
-            Node::new(
-                "correlation_id",
-                "int32",
-                Value::Int(corr.into()),
-                at,
-                4,
-                Role::Header,
-            )
-            .with_about("the correlation id of the request answered"),
-            &self.sources,
-        );
-        let res = if hv >= 1 {
-            self.flexible = true;
-            self.version = hv;
-            self.role = Role::Header;
-            self.tagged_fields(r, schema::RESPONSE_HEADER.body, out, "in the header")
+        if hv < from {
+            return Ok(());
+        }
+        self.flexible = true;
+        self.version = hv;
+        self.role = Role::Header;
+        let def = if from == 2 {
+            schema::REQUEST_HEADER.body
         } else {
-            Ok(())
+            schema::RESPONSE_HEADER.body
         };
-        self.path.pop();
-        res
+        self.tagged_fields(r, def, out, "in the header")
     }
 
-    fn unknown_body(
+    fn unknown_body<S: Sink>(
         &mut self,
         r: &mut Reader<'_>,
         key: i16,
         ver: i16,
         kind: MessageKind,
-        out: &mut Out<'_, '_>,
+        out: &mut S,
     ) {
         let what = match (schema::api_name(key), schema::definitions(key, kind).next()) {
             (Some(name), Some(_)) => {
@@ -1590,61 +1567,63 @@ impl<'a> Decoder<'a> {
         r.skip_rest();
     }
 
-    fn body(
+    fn body<S: Sink>(
         &mut self,
         r: &mut Reader<'_>,
         def: &'static MessageDef,
         version: i16,
         role: Role,
-        out: &mut Out<'_, '_>,
+        out: &mut S,
     ) {
         self.version = version;
         self.flexible = def.is_flexible(version);
         self.role = role;
         self.api_key = def.api_key;
-        self.path.push(def.name);
+        if S::NODES {
+            self.path.push(def.name);
+        }
         let at = r.pos();
-        let mut node = Node::new(def.name, "struct", Value::None, at, 0, role).with_about(
-            version_text(&BODY_VERSIONS, version, |v| {
+        let mut node = node::<S>(|| {
+            let about = version_text(&BODY_VERSIONS, version, |v| {
                 format!("message body, version {v}")
-            }),
-        );
+            });
+            Node::new(def.name, "struct", Value::None, at, 0, role).with_about(about)
+        });
         {
             let mut kids = out.open(&mut node.children);
             kids.mark_body();
             let _ = self.fields(r, def.body, &mut kids);
         }
         node.length = r.pos() - at;
-        self.path.pop();
+        if S::NODES {
+            self.path.pop();
+        }
         out.close(node);
     }
 
+    /// Whether `f` is in this version's fields (not among its tagged fields).
+    #[inline(always)]
+    fn present(&self, f: &FieldDef) -> bool {
+        f.versions.contains(self.version) && !f.tagged.contains(self.version)
+    }
+
     /// Decodes the fields of `def` present in this version, then its tagged fields.
-    fn fields(
+    fn fields<S: Sink>(
         &mut self,
         r: &mut Reader<'_>,
         def: &'static StructDef,
-        out: &mut Out<'_, '_>,
+        out: &mut S,
     ) -> Step {
-        // One node per field present, and one for the tagged fields: room
-        // made once rather than grown (a tree's; JSON needs none).
-        if let Out::Tree(v) = out {
-            let present = def
-                .fields
-                .iter()
-                .filter(|f| f.versions.contains(self.version) && !f.tagged.contains(self.version))
-                .count();
-            v.reserve_exact(present + usize::from(self.flexible));
-        }
+        out.enter(def, self);
         for f in def.fields {
-            if !f.versions.contains(self.version) || f.tagged.contains(self.version) {
-                continue;
+            if self.present(f) {
+                self.field(r, f, out)?;
             }
-            self.field(r, f, out)?;
         }
         if self.flexible {
             self.tagged_fields(r, def, out, "in this struct")?;
         }
+        out.leave();
         Ok(())
     }
 
@@ -1655,135 +1634,152 @@ impl<'a> Decoder<'a> {
         }
     }
 
-    fn field(&mut self, r: &mut Reader<'_>, f: &'static FieldDef, out: &mut Out<'_, '_>) -> Step {
-        self.path.push(f.name);
+    // Inlined into `fields`' loop: a call per field and its register saves
+    // were about a tenth of the summary's instructions. `array`, the
+    // recursion's other step, stays out of line.
+    #[inline(always)]
+    fn field<S: Sink>(&mut self, r: &mut Reader<'_>, f: &'static FieldDef, out: &mut S) -> Step {
+        if S::NODES {
+            self.path.push(f.name);
+        }
         let res = match f.kind {
-            FieldKind::Prim(p) => self.prim(r, f, p, out),
+            FieldKind::Prim(p) => {
+                let at = r.pos();
+                let v = self.read(r, f, p, out)?;
+                out.value(self, f, p, None, (at, r.pos()), v)
+            }
             FieldKind::Struct(s) => self.struct_field(r, f, s, out),
             FieldKind::Array(e) => self.array(r, f, e, out),
         };
-        self.path.pop();
+        if S::NODES {
+            self.path.pop();
+        }
         res
     }
 
-    fn about(f: &'static FieldDef) -> Text {
-        Text::Borrowed(cached_description(f))
-    }
-
-    /// [`Self::about`] for a node handed to `out`: none when it is written
-    /// as JSON, which has no descriptions (a lookup per node spared).
-    fn about_for(f: &'static FieldDef, out: &Out<'_, '_>) -> Option<Text> {
-        out.shows_about().then(|| Self::about(f))
-    }
-
-    fn prim(
+    /// Reads a primitive of `f`: a fixed-width value, or a length prefix
+    /// and the bytes it counts.
+    #[inline(always)]
+    fn read<'b, S: Sink>(
         &mut self,
-        r: &mut Reader<'_>,
+        r: &mut Reader<'b>,
+        f: &FieldDef,
+        p: Prim,
+        out: &mut S,
+    ) -> Result<Read<'b>, Stop> {
+        let v = match p {
+            Prim::String | Prim::Bytes | Prim::Records => return self.read_len(r, f, p, out),
+            Prim::Bool => r.u8().map(|b| Fixed::Bool(b != 0)),
+            Prim::Int8 => r.i8().map(|v| Fixed::Int(v.into())),
+            Prim::Int16 => r.i16().map(|v| Fixed::Int(v.into())),
+            Prim::Uint16 => r.u16().map(|v| Fixed::Uint(v.into())),
+            Prim::Int32 => r.i32().map(|v| Fixed::Int(v.into())),
+            Prim::Uint32 => r.u32().map(|v| Fixed::Uint(v.into())),
+            Prim::Int64 => r.i64().map(Fixed::Int),
+            Prim::Float64 => r.f64().map(Fixed::Float),
+            Prim::Uuid => r.uuid().map(Fixed::Uuid),
+        };
+        v.map(Read::Fixed).map_err(|e| self.wire(r, e, f.name, out))
+    }
+
+    /// Reads a string, bytes or records: its length prefix and the bytes it counts.
+    #[inline(always)]
+    fn read_len<'b, S: Sink>(
+        &mut self,
+        r: &mut Reader<'b>,
+        f: &FieldDef,
+        p: Prim,
+        out: &mut S,
+    ) -> Result<Read<'b>, Stop> {
+        let at = r.pos();
+        let lp = match self.length_prefix(r, self.field_flexible(f), p != Prim::String) {
+            Ok(x) => x,
+            Err(LenError::Wire(e)) => return Err(self.wire(r, e, f.name, out)),
+            Err(LenError::Negative(n)) => {
+                let what = format!("{}: invalid length {n}", f.name);
+                return Err(self.malformed(r, at, what, out));
+            }
+        };
+        let start = r.pos();
+        let b = match lp.len {
+            Some(len) => Some(r.take(len).map_err(|e| self.wire(r, e, f.name, out))?),
+            None => None,
+        };
+        Ok(Read::Len(lp, start, b))
+    }
+
+    /// The node of a primitive field read at `at..end` (the tree's, JSON's
+    /// and text's [`Sink::value`]).
+    #[inline(never)]
+    fn prim_node(
+        &mut self,
         f: &'static FieldDef,
         p: Prim,
+        (at, end): (usize, usize),
+        v: Read<'_>,
         out: &mut Out<'_, '_>,
     ) -> Step {
-        let at = r.pos();
-        let flex = self.field_flexible(f);
-        let nullable = f.nullable.contains(self.version);
-        let (value, detail, children) = match p {
-            Prim::String | Prim::Bytes | Prim::Records => {
-                let at_len = r.pos();
-                let lp = match self.length_prefix(r, flex, p != Prim::String) {
-                    Ok(x) => x,
-                    Err(LenError::Wire(e)) => return Err(self.wire(r, e, f.name, out)),
-                    Err(LenError::Negative(n)) => {
-                        let what = format!("{}: invalid length {n}", f.name);
-                        return Err(self.malformed(r, at_len, what, out));
-                    }
-                };
-                let detail = lp.detail();
-                let Some(len) = lp.len else {
-                    let mut n = Node::new(
-                        f.name,
-                        f.type_name,
-                        Value::Null,
-                        self.base + at,
-                        r.pos() - at,
-                        self.role,
-                    )
-                    .with_detail(detail)
-                    .with_about(Self::about(f));
-                    if !nullable {
-                        n.about = Some(
-                            format!(
-                                "null, although the schema does not allow null in v{}",
-                                self.version
-                            )
-                            .into(),
-                        );
-                    }
-                    if p == Prim::Records {
-                        n.detail = None;
-                        n.children.push(self.length_node(at, r.pos() - at, lp));
-                    }
-                    out.push(n, &self.sources);
-                    return Ok(());
-                };
-                let len_end = r.pos();
-                let b = match r.take(len) {
-                    Ok(b) => b,
-                    Err(e) => return Err(self.wire(r, e, f.name, out)),
-                };
-                match p {
-                    Prim::String => {
-                        let s = String::from_utf8_lossy(b).into_owned();
-                        if f.name == "ProtocolType" {
-                            self.protocol_type = Some(s.clone());
-                        }
-                        self.note_topic(f, &s);
-                        (Value::Str(s), Some(detail), Vec::new())
-                    }
-                    Prim::Bytes => {
-                        let value = if self.is_secret(f) && !self.opts.show_secrets {
-                            Value::Text(format!("<redacted, {len} bytes>").into())
-                        } else {
-                            Value::bytes(b)
-                        };
-                        let kids = self.embedded(f, b, self.base + len_end);
-                        (value, Some(detail), kids)
-                    }
-                    _ => {
-                        let mut kids = vec![self.length_node(at, len_end - at, lp)];
-                        let summary = if self.opts.records && self.base == 0 {
-                            let rs = decode_record_set(b, len_end, 0, self.opts, &mut self.sources);
-                            if let Some((off, src, what)) = rs.problem {
-                                if self.error.is_none() {
-                                    self.error = Some(DecodeError {
-                                        offset: off,
-                                        source: src,
-                                        path: self.path.join("."),
-                                        what,
-                                    });
-                                }
-                            }
-                            kids.extend(rs.nodes);
-                            rs.summary
-                        } else {
-                            format!("{len} bytes")
-                        };
-                        (Value::Text(summary.into()), None, kids)
-                    }
+        let secret = p == Prim::Bytes && self.is_secret(f) && !self.opts.show_secrets;
+        let (value, detail, children) = match v {
+            Read::Len(lp, _, None) => {
+                let mut n = Node::new(
+                    f.name,
+                    f.type_name,
+                    Value::Null,
+                    self.base + at,
+                    end - at,
+                    self.role,
+                )
+                .with_detail(lp.detail())
+                .with_about(Text::Borrowed(cached_description(f)));
+                if !f.nullable.contains(self.version) {
+                    n.about = Some(
+                        format!(
+                            "null, although the schema does not allow null in v{}",
+                            self.version
+                        )
+                        .into(),
+                    );
                 }
+                if p == Prim::Records {
+                    n.detail = None;
+                    n.children.push(self.length_node(at, end - at, lp));
+                }
+                out.push(n, &self.sources);
+                return Ok(());
             }
-            _ => {
-                let v = match read_fixed(r, p) {
-                    Ok(v) => v,
-                    Err(e) => return Err(self.wire(r, e, f.name, out)),
-                };
-                let detail = meaning(f, &v);
-                if let Value::Uuid(u) = &v {
+            Read::Len(lp, start, Some(b)) => match p {
+                Prim::String => {
+                    let s = String::from_utf8_lossy(b).into_owned();
+                    if f.name == "ProtocolType" {
+                        self.protocol_type = Some(s.clone());
+                    }
+                    self.note_topic(f, &s);
+                    (Value::Str(s), Some(lp.detail()), Vec::new())
+                }
+                Prim::Bytes => {
+                    let value = if secret {
+                        Value::Text(format!("<redacted, {} bytes>", b.len()).into())
+                    } else {
+                        Value::bytes(b)
+                    };
+                    let kids = self.embedded(f, b, self.base + start);
+                    (value, Some(lp.detail()), kids)
+                }
+                _ => {
+                    let (summary, kids) = self.records_nodes(b, at, start, lp);
+                    (Value::Text(summary.into()), None, kids)
+                }
+            },
+            Read::Fixed(v) => {
+                if let Fixed::Uuid(u) = &v {
                     self.note_topic_id(f, u);
                 }
+                let v = Value::from(v);
+                let detail = meaning(f, &v);
                 (v, detail, Vec::new())
             }
         };
-        let secret = p == Prim::Bytes && self.is_secret(f) && !self.opts.show_secrets;
         if let Out::Json(j) = out {
             if children.is_empty() && !secret && j.plain() {
                 j.leaf(Parts {
@@ -1793,30 +1789,78 @@ impl<'a> Decoder<'a> {
                     detail: detail.as_ref(),
                     error: None,
                     offset: self.base + at,
-                    length: r.pos() - at,
+                    length: end - at,
                     source: 0,
                 });
                 return Ok(());
             }
         }
         // Built in place (a literal, not a builder chain) to spare a copy.
-        out.push(
-            Node {
-                name: f.name.into(),
-                ty: f.type_name.into(),
-                value,
-                detail,
-                offset: self.base + at,
-                length: r.pos() - at,
-                source: 0,
-                role: self.role,
-                about: Self::about_for(f, out),
-                error: None,
-                secret,
-                children,
-            },
-            &self.sources,
-        );
+        let n = Node {
+            name: f.name.into(),
+            ty: f.type_name.into(),
+            value,
+            detail,
+            offset: self.base + at,
+            length: end - at,
+            source: 0,
+            role: self.role,
+            about: out.about(f),
+            error: None,
+            secret,
+            children,
+        };
+        out.push(n, &self.sources);
+        Ok(())
+    }
+
+    /// A records field's value and children: its length, then its batches
+    /// (decoded when records are, in the message's own bytes).
+    fn records_nodes(
+        &mut self,
+        b: &[u8],
+        at: usize,
+        start: usize,
+        lp: LenPrefix,
+    ) -> (String, Vec<Node>) {
+        let mut kids = vec![self.length_node(at, start - at, lp)];
+        if !self.opts.records || self.base != 0 {
+            return (format!("{} bytes", b.len()), kids);
+        }
+        let rs = decode_record_set(b, start, 0, self.opts, &mut self.sources);
+        if let Some((off, src, what)) = rs.problem {
+            if self.error.is_none() {
+                self.error = Some(DecodeError {
+                    offset: off,
+                    source: src,
+                    path: self.path.join("."),
+                    what,
+                });
+            }
+        }
+        kids.extend(rs.nodes);
+        (rs.summary, kids)
+    }
+
+    /// A record set of the summary: counted, or decoded to its batch
+    /// headers when it cannot be counted (out of line: rare next to the
+    /// other fields, and heavy).
+    #[inline(never)]
+    fn scan_records(&mut self, x: &mut ScanFacts, b: &[u8], at: usize) -> Step {
+        let opts = DecodeOptions {
+            records: true,
+            ..self.opts.clone()
+        };
+        match count_record_set(b, at, &opts, &mut x.sources) {
+            Some(c) => x.set(b.len(), Some(c), Vec::new()),
+            None => {
+                let rs = decode_record_set(b, at, 0, &opts, &mut x.sources);
+                if rs.problem.is_some() {
+                    return Err(self.refuse());
+                }
+                x.set(b.len(), None, rs.nodes);
+            }
+        }
         Ok(())
     }
 
@@ -1866,35 +1910,37 @@ impl<'a> Decoder<'a> {
         })
     }
 
-    fn struct_field(
+    fn struct_field<S: Sink>(
         &mut self,
         r: &mut Reader<'_>,
         f: &'static FieldDef,
         s: &'static StructDef,
-        out: &mut Out<'_, '_>,
+        out: &mut S,
     ) -> Step {
         let at = r.pos();
-        let mut n = Node::new(
-            f.name,
-            f.type_name,
-            Value::Text("struct".into()),
-            self.base + at,
-            0,
-            self.role,
-        );
-        n.about = Self::about_for(f, out);
+        let mut n = node::<S>(|| {
+            let mut n = Node::new(
+                f.name,
+                f.type_name,
+                Value::Text("struct".into()),
+                self.base + at,
+                0,
+                self.role,
+            );
+            n.about = out.about(f);
+            n
+        });
+        // A nullable struct is preceded by an int8 marker: -1 null, 1 present.
+        // As a tree, on error: the struct is dropped, the bytes are marked
+        // in its place (JSON is not used after an error).
+        let marker = if f.nullable.contains(self.version) {
+            Some(r.i8().map_err(|e| self.wire(r, e, f.name, out))?)
+        } else {
+            None
+        };
         let mut kids = out.open(&mut n.children);
-        if f.nullable.contains(self.version) {
-            // A nullable struct is preceded by an int8 marker: -1 null, 1 present.
-            let m = match r.i8() {
-                Ok(m) => m,
-                Err(e) => {
-                    // As a tree: the struct is dropped, the bytes are marked
-                    // in its place (JSON is not used after an error).
-                    return Err(self.wire(r, e, f.name, out));
-                }
-            };
-            kids.push(
+        if let Some(m) = marker {
+            let present = node::<S>(|| {
                 Node::new(
                     "present",
                     "int8",
@@ -1903,10 +1949,11 @@ impl<'a> Decoder<'a> {
                     1,
                     self.role,
                 )
-                .with_about("-1 when the struct is null, 1 when it follows"),
-                &self.sources,
-            );
+                .with_about("-1 when the struct is null, 1 when it follows")
+            });
+            kids.push(present, &self.sources);
             if m < 0 {
+                drop(kids);
                 n.value = Value::Null;
                 n.length = 1;
                 out.close(n);
@@ -1914,118 +1961,116 @@ impl<'a> Decoder<'a> {
             }
         }
         let res = self.fields(r, s, &mut kids);
+        drop(kids);
         n.length = r.pos() - at;
         out.close(n);
         res
     }
 
-    fn array(
+    #[inline(never)]
+    fn array<S: Sink>(
         &mut self,
         r: &mut Reader<'_>,
         f: &'static FieldDef,
         e: Elem,
-        out: &mut Out<'_, '_>,
+        out: &mut S,
     ) -> Step {
         let at = r.pos();
         let flex = self.field_flexible(f);
-        let count: Option<usize>;
-        let len_node = if flex {
-            let n = match r.uvarint() {
-                Ok(n) => n,
-                Err(err) => return Err(self.wire(r, err, f.name, out)),
-            };
-            count = n.checked_sub(1).map(|c| c as usize);
-            Node::new(
-                "length",
-                "uvarint",
-                Value::Int(n.into()),
-                self.base + at,
-                r.pos() - at,
-                self.role,
-            )
-            .with_detail("compact, n+1")
+        let (raw, count) = if flex {
+            let n = r.uvarint().map_err(|err| self.wire(r, err, f.name, out))?;
+            (i64::from(n), n.checked_sub(1).map(|c| c as usize))
         } else {
-            let n = match r.i32() {
-                Ok(n) => n,
-                Err(err) => return Err(self.wire(r, err, f.name, out)),
-            };
-            count = usize::try_from(n).ok();
-            Node::new(
-                "length",
-                "int32",
-                Value::Int(n.into()),
-                self.base + at,
-                4,
-                self.role,
-            )
+            let n = r.i32().map_err(|err| self.wire(r, err, f.name, out))?;
+            (i64::from(n), usize::try_from(n).ok())
         };
-        let len_node = len_node.with_about("number of elements");
-        let mut n = Node::new(
-            f.name,
-            f.type_name,
-            Value::Null,
-            self.base + at,
-            0,
-            self.role,
-        );
-        n.about = Self::about_for(f, out);
+        let len_end = r.pos();
+        let len_node = |d: &Self| {
+            let (ty, len) = if flex {
+                ("uvarint", len_end - at)
+            } else {
+                ("int32", 4)
+            };
+            let n = Node::new("length", ty, Value::Int(raw), d.base + at, len, d.role);
+            let n = if flex {
+                n.with_detail("compact, n+1")
+            } else {
+                n
+            };
+            n.with_about("number of elements")
+        };
+        let mut n = node::<S>(|| {
+            let mut n = Node::new(
+                f.name,
+                f.type_name,
+                Value::Null,
+                self.base + at,
+                0,
+                self.role,
+            );
+            n.about = out.about(f);
+            n
+        });
         let Some(count) = count else {
-            n.children.push(len_node);
-            n.length = r.pos() - at;
+            if S::NODES {
+                n.children.push(len_node(self));
+                n.length = len_end - at;
+            }
             out.push(n, &self.sources);
             return Ok(());
         };
-        n.value = Value::Text(ELEMENTS.get(count as u64));
+        if S::NODES {
+            n.value = Value::Text(ELEMENTS.get(count as u64));
+        }
         // Never trust the count: each element needs at least `min` bytes.
-        let min = self.min_elem_size(e, flex);
-        let plausible = match r.remaining().checked_div(min) {
+        let plausible = match r.remaining().checked_div(self.min_elem_size(e, flex)) {
             Some(fit) => count <= fit,
             None => count <= MAX_ZERO_SIZE_ELEMENTS,
         };
         if !plausible {
-            n.children.push(len_node);
             let what = format!(
                 "{}: {count} element(s) claimed, {} bytes remain",
                 f.name,
                 r.remaining()
             );
             let pos = r.pos();
-            let s = self.malformed(r, pos, what, &mut Out::Tree(&mut n.children));
+            let s = {
+                if S::NODES {
+                    n.children.push(len_node(self));
+                }
+                let mut kids = out.whole(&mut n.children);
+                self.malformed(r, pos, what, &mut kids)
+            };
             n.length = r.buf().len() - at;
             out.push(n, &self.sources);
             return Err(s);
         }
+        if let Some(w) = out.skip(self, e, flex) {
+            return self.skip_elems(r, f, e, count, w, out);
+        }
         // The length and the elements (`count` is plausible, checked above,
         // but its elements may still fail at the first: room for at most
         // `MAX_RESERVED_CHILDREN` made ahead).
-        let mut kids = out.open(&mut n.children);
-        kids.reserve_exact(1 + count.min(MAX_RESERVED_CHILDREN));
-        kids.push(len_node, &self.sources);
         let mut res = Ok(());
-        for i in 0..count {
-            res = match e {
-                Elem::Prim(p) => self.array_prim(r, f, p, i, &mut kids),
-                Elem::Struct(s) => {
-                    let eat = r.pos();
-                    let mut en = Node::new(
-                        indexed_text(s.name, i as u64),
-                        s.name,
-                        Value::Text("struct".into()),
-                        self.base + eat,
-                        0,
-                        self.role,
-                    );
-                    let res = {
-                        let mut fields = kids.open(&mut en.children);
-                        self.fields(r, s, &mut fields)
-                    };
-                    en.length = r.pos() - eat;
-                    kids.close(en);
-                    res
+        {
+            let mut kids = out.open(&mut n.children);
+            kids.reserve(1 + count.min(MAX_RESERVED_CHILDREN));
+            let len = node::<S>(|| len_node(self));
+            kids.push(len, &self.sources);
+            for i in 0..count {
+                res = match e {
+                    Elem::Prim(p) => {
+                        let at = r.pos();
+                        match self.read(r, f, p, &mut kids) {
+                            Ok(v) => kids.value(self, f, p, Some(i), (at, r.pos()), v),
+                            Err(s) => Err(s),
+                        }
+                    }
+                    Elem::Struct(s) => self.element(r, s, i, &mut kids),
+                };
+                if res.is_err() {
+                    break;
                 }
-            };
-            if res.is_err() {
-                break;
             }
         }
         n.length = r.pos() - at;
@@ -2033,91 +2078,80 @@ impl<'a> Decoder<'a> {
         res
     }
 
-    fn array_prim(
+    /// `count` elements of `w` bytes the sink needs nothing from, skipped
+    /// at once (a struct's tagged fields still read, one element at a time).
+    fn skip_elems<S: Sink>(
         &mut self,
         r: &mut Reader<'_>,
         f: &'static FieldDef,
-        p: Prim,
-        i: usize,
-        out: &mut Out<'_, '_>,
+        e: Elem,
+        count: usize,
+        w: usize,
+        out: &mut S,
     ) -> Step {
-        let at = r.pos();
-        let name = indexed_text(f.name, i as u64);
-        let (value, detail) = match p {
-            Prim::String | Prim::Bytes | Prim::Records => {
-                let flex = self.field_flexible(f);
-                let at_len = r.pos();
-                let lp = match self.length_prefix(r, flex, p != Prim::String) {
-                    Ok(x) => x,
-                    Err(LenError::Wire(e)) => return Err(self.wire(r, e, f.name, out)),
-                    Err(LenError::Negative(n)) => {
-                        let what = format!("{}: invalid length {n}", f.name);
-                        return Err(self.malformed(r, at_len, what, out));
-                    }
-                };
-                let detail = lp.detail();
-                match lp.len {
-                    None => (Value::Null, detail),
-                    Some(len) => {
-                        let b = match r.take(len) {
-                            Ok(b) => b,
-                            Err(e) => return Err(self.wire(r, e, f.name, out)),
-                        };
-                        if p == Prim::String {
-                            let s = String::from_utf8_lossy(b).into_owned();
-                            self.note_topic(f, &s);
-                            (Value::Str(s), detail)
-                        } else {
-                            (Value::bytes(b), detail)
-                        }
-                    }
+        match e {
+            Elem::Struct(s) if self.flexible => {
+                for _ in 0..count {
+                    r.take(w).map_err(|err| self.wire(r, err, f.name, out))?;
+                    self.tagged_fields(r, s, out, "in this struct")?;
                 }
             }
             _ => {
-                let v = match read_fixed(r, p) {
-                    Ok(v) => v,
-                    Err(e) => return Err(self.wire(r, e, f.name, out)),
-                };
-                let d = meaning(f, &v);
-                (v, d.unwrap_or_default())
-            }
-        };
-        if let Out::Json(j) = out {
-            if j.plain() {
-                j.leaf(Parts {
-                    name: &name,
-                    ty: &Text::Borrowed(p.name()),
-                    value: &value,
-                    detail: Some(&detail).filter(|d| !d.is_empty()),
-                    error: None,
-                    offset: self.base + at,
-                    length: r.pos() - at,
-                    source: 0,
-                });
-                return Ok(());
+                let len = count.saturating_mul(w);
+                r.take(len).map_err(|err| self.wire(r, err, f.name, out))?;
             }
         }
-        let mut n = Node::new(
-            name,
-            p.name(),
-            value,
-            self.base + at,
-            r.pos() - at,
-            self.role,
-        );
-        if !detail.is_empty() {
-            n.detail = Some(detail);
-        }
-        out.push(n, &self.sources);
         Ok(())
     }
 
-    /// The fewest bytes one element can occupy in this version.
+    /// Element `i` of an array of structs `s`.
+    fn element<S: Sink>(
+        &mut self,
+        r: &mut Reader<'_>,
+        s: &'static StructDef,
+        i: usize,
+        out: &mut S,
+    ) -> Step {
+        let at = r.pos();
+        let mut n = node::<S>(|| {
+            let name = indexed_text(s.name, i as u64);
+            let v = Value::Text("struct".into());
+            Node::new(name, s.name, v, self.base + at, 0, self.role)
+        });
+        let res = {
+            let mut fields = out.open(&mut n.children);
+            self.fields(r, s, &mut fields)
+        };
+        n.length = r.pos() - at;
+        out.close(n);
+        res
+    }
+
+    /// The fewest bytes one element can occupy in this version: a struct's
+    /// remembered per thread (by struct, version and flexibility: a
+    /// function of the three), as an array's count is checked against it.
+    #[inline]
     fn min_elem_size(&self, e: Elem, flex: bool) -> usize {
-        match e {
-            Elem::Prim(p) => prim_min_size(p, flex),
-            Elem::Struct(s) => self.min_struct_size(s, 0),
-        }
+        let s = match e {
+            Elem::Prim(p) => return prim_min_size(p, flex),
+            Elem::Struct(s) => s,
+        };
+        let key = std::ptr::from_ref(s) as usize;
+        let slot = ((key >> 4) ^ self.version as usize ^ (usize::from(self.flexible) << 5)) & 63;
+        MIN_SIZES.with(|c| {
+            let Ok(mut c) = c.try_borrow_mut() else {
+                return self.min_struct_size(s, 0);
+            };
+            match c.get_mut(slot) {
+                Some(e) if e.0 == key && e.1 == self.version && e.2 == self.flexible => e.3,
+                Some(e) => {
+                    let n = self.min_struct_size(s, 0);
+                    *e = (key, self.version, self.flexible, n);
+                    n
+                }
+                None => self.min_struct_size(s, 0),
+            }
+        })
     }
 
     fn min_struct_size(&self, s: &StructDef, depth: u8) -> usize {
@@ -2125,10 +2159,7 @@ impl<'a> Decoder<'a> {
             return 0;
         }
         let mut n = usize::from(self.flexible);
-        for f in s.fields {
-            if !f.versions.contains(self.version) || f.tagged.contains(self.version) {
-                continue;
-            }
+        for f in s.fields.iter().filter(|f| self.present(f)) {
             let flex = self.field_flexible(f);
             n += match f.kind {
                 FieldKind::Prim(p) => prim_min_size(p, flex),
@@ -2151,33 +2182,55 @@ impl<'a> Decoder<'a> {
         n
     }
 
+    /// The bytes of `s`'s fields at this version when every one is a
+    /// fixed-width primitive the summary does not note (not an
+    /// `*ErrorCode`, not a `TopicId`); `None` otherwise. Tagged fields are not
+    /// counted (they live in the tagged section).
+    fn quiet_fixed_size(&self, s: &StructDef) -> Option<usize> {
+        let mut n = 0usize;
+        for f in s.fields.iter().filter(|f| self.present(f)) {
+            match f.kind {
+                FieldKind::Prim(p)
+                    if !matches!(p, Prim::String | Prim::Bytes | Prim::Records)
+                        && !f.marks.has(Marks::ERROR_CODE)
+                        && !f.marks.has(Marks::TOPIC_ID) =>
+                {
+                    n += prim_min_size(p, false);
+                }
+                _ => return None,
+            }
+        }
+        Some(n)
+    }
+
     /// The tagged-field section of a flexible struct: a uvarint count, then
     /// (tag, size, bytes) entries; known tags decode with their schema field.
-    fn tagged_fields(
+    fn tagged_fields<S: Sink>(
         &mut self,
         r: &mut Reader<'_>,
         def: &'static StructDef,
-        out: &mut Out<'_, '_>,
+        out: &mut S,
         scope: &'static str,
     ) -> Step {
         let at = r.pos();
-        let count = match r.uvarint() {
-            Ok(c) => c,
-            Err(e) => return Err(self.wire(r, e, "tagged_fields", out)),
-        };
-        let mut n = Node::new(
-            "tagged_fields",
-            "uvarint",
-            Value::Int(count.into()),
-            self.base + at,
-            r.pos() - at,
-            self.role,
-        )
-        .with_about(match scope {
-            // The scopes callers pass, without a string per struct.
-            "in the header" => Text::Borrowed("number of tagged fields in the header"),
-            "in this struct" => Text::Borrowed("number of tagged fields in this struct"),
-            _ => Text::Owned(format!("number of tagged fields {scope}")),
+        let count = r
+            .uvarint()
+            .map_err(|e| self.wire(r, e, "tagged_fields", out))?;
+        let mut n = node::<S>(|| {
+            Node::new(
+                "tagged_fields",
+                "uvarint",
+                Value::Int(count.into()),
+                self.base + at,
+                r.pos() - at,
+                self.role,
+            )
+            .with_about(match scope {
+                // The scopes callers pass, without a string per struct.
+                "in the header" => Text::Borrowed("number of tagged fields in the header"),
+                "in this struct" => Text::Borrowed("number of tagged fields in this struct"),
+                _ => Text::Owned(format!("number of tagged fields {scope}")),
+            })
         });
         if count as usize > r.remaining() / 2 {
             let what = format!(
@@ -2185,17 +2238,23 @@ impl<'a> Decoder<'a> {
                 r.remaining()
             );
             let pos = r.pos();
-            let s = self.malformed(r, pos, what, &mut Out::Tree(&mut n.children));
+            let s = self.malformed(r, pos, what, &mut out.whole(&mut n.children));
             n.length = r.buf().len() - at;
             out.push(n, &self.sources);
             return Err(s);
         }
         let mut res = Ok(());
-        let mut kids = Out::Tree(&mut n.children);
-        for _ in 0..count {
-            res = self.tagged_entry(r, def, &mut kids);
-            if res.is_err() {
-                break;
+        {
+            let mut kids = out.whole(&mut n.children);
+            let mut known = false;
+            for _ in 0..count {
+                res = self.tagged_entry(r, def, &mut kids, &mut known);
+                if res.is_err() {
+                    break;
+                }
+            }
+            if known {
+                kids.tagged(false, false);
             }
         }
         n.length = r.pos() - at;
@@ -2203,85 +2262,55 @@ impl<'a> Decoder<'a> {
         res
     }
 
-    fn tagged_entry(
+    /// One entry of a tagged-field section; `known` tells whether one
+    /// before it was a known field.
+    fn tagged_entry<S: Sink>(
         &mut self,
         r: &mut Reader<'_>,
         def: &'static StructDef,
-        out: &mut Out<'_, '_>,
+        out: &mut S,
+        known: &mut bool,
     ) -> Step {
         let at = r.pos();
-        let tag = match r.uvarint() {
-            Ok(t) => t,
-            Err(e) => return Err(self.wire(r, e, "tag", out)),
-        };
+        let tag = r.uvarint().map_err(|e| self.wire(r, e, "tag", out))?;
         let tag_end = r.pos();
-        let size = match r.uvarint() {
-            Ok(s) => s as usize,
-            Err(e) => return Err(self.wire(r, e, "tag size", out)),
-        };
+        let size = r.uvarint().map_err(|e| self.wire(r, e, "tag size", out))? as usize;
         let size_end = r.pos();
-        let payload = match r.take(size) {
-            Ok(p) => p,
-            Err(e) => return Err(self.wire(r, e, "tagged field", out)),
-        };
+        let payload = r
+            .take(size)
+            .map_err(|e| self.wire(r, e, "tagged field", out))?;
         let version = self.version;
-        let known = def.fields.iter().find(|f| {
+        let field = def.fields.iter().find(|f| {
             f.tag == Some(tag) && f.tagged.contains(version) && f.versions.contains(version)
         });
         // The tag, its size and the field.
-        let mut kids = Vec::with_capacity(3);
-        kids.extend([
-            Node::new(
-                "tag",
-                "uvarint",
-                Value::Int(tag.into()),
-                self.base + at,
-                tag_end - at,
-                Role::TaggedFields,
-            ),
-            Node::new(
-                "size",
-                "uvarint",
-                Value::Int(size as i64),
-                self.base + tag_end,
-                size_end - tag_end,
-                Role::TaggedFields,
-            ),
-        ]);
-        let (name, ty, value): (Text, Text, Value) = match known {
-            Some(f) => {
-                // Decode the field inside its own bounded reader, so a bad size can't
-                // read past the entry.
-                let mut sub = Reader::new(payload);
-                let saved_base = self.base;
-                self.base += size_end;
-                self.path.push(f.name);
-                let res = match f.kind {
-                    FieldKind::Prim(p) => self.prim(&mut sub, f, p, &mut Out::Tree(&mut kids)),
-                    FieldKind::Struct(s) => {
-                        self.struct_field(&mut sub, f, s, &mut Out::Tree(&mut kids))
-                    }
-                    FieldKind::Array(e) => self.array(&mut sub, f, e, &mut Out::Tree(&mut kids)),
-                };
-                self.path.pop();
-                if res.is_ok() && sub.remaining() > 0 {
-                    let pos = sub.pos();
-                    let n = sub.remaining();
-                    let _ = self.malformed(
-                        &sub,
-                        pos,
-                        format!("{n} bytes left in tagged field {}", f.name),
-                        &mut Out::Tree(&mut kids),
-                    );
-                }
-                self.base = saved_base;
-                (
-                    f.name.into(),
-                    f.type_name.into(),
-                    Value::Text(format!("tag {tag}, {size} bytes").into()),
-                )
-            }
-            None => {
+        let mut kids = Vec::new();
+        if S::NODES {
+            kids.reserve_exact(3);
+            let base = self.base;
+            kids.extend([
+                Node::new(
+                    "tag",
+                    "uvarint",
+                    Value::Int(tag.into()),
+                    base + at,
+                    tag_end - at,
+                    Role::TaggedFields,
+                ),
+                Node::new(
+                    "size",
+                    "uvarint",
+                    Value::Int(size as i64),
+                    base + tag_end,
+                    size_end - tag_end,
+                    Role::TaggedFields,
+                ),
+            ]);
+        }
+        let Some(f) = field else {
+            let n = node::<S>(|| {
+                let name = format!("unknown tag {tag}");
+                let value = Value::Text(format!("{size} bytes").into());
                 kids.push(Node::new(
                     "data",
                     "bytes",
@@ -2290,27 +2319,70 @@ impl<'a> Decoder<'a> {
                     size,
                     Role::TaggedFields,
                 ));
-                (
-                    format!("unknown tag {tag}").into(),
+                self.entry_node(
+                    name.into(),
                     "tagged field".into(),
-                    Value::Text(format!("{size} bytes").into()),
+                    value,
+                    at,
+                    r.pos() - at,
+                    kids,
                 )
-            }
+            });
+            out.push(n, &self.sources);
+            return Ok(());
         };
-        let mut n = Node::new(
-            name,
-            ty,
-            value,
-            self.base + at,
-            r.pos() - at,
-            Role::TaggedFields,
-        );
-        n.about = Some("tagged field".into());
-        n.children = kids;
+        if !*known {
+            out.tagged(true, false);
+            *known = true;
+        }
+        out.tagged(true, true);
+        // Decode the field inside its own bounded reader, so a bad size can't
+        // read past the entry.
+        let mut sub = Reader::new(payload);
+        let saved_base = self.base;
+        self.base += size_end;
+        {
+            let mut k = out.whole(&mut kids);
+            let res = self.field(&mut sub, f, &mut k);
+            if res.is_ok() && sub.remaining() > 0 {
+                let pos = sub.pos();
+                let what = format!("{} bytes left in tagged field {}", sub.remaining(), f.name);
+                let _ = self.malformed(&sub, pos, what, &mut k);
+            }
+        }
+        self.base = saved_base;
+        out.tagged(false, true);
+        let n = node::<S>(|| {
+            let value = Value::Text(format!("tag {tag}, {size} bytes").into());
+            self.entry_node(
+                f.name.into(),
+                f.type_name.into(),
+                value,
+                at,
+                r.pos() - at,
+                kids,
+            )
+        });
         out.push(n, &self.sources);
         // A malformed known tag is marked (and reported) but, bounded by its
         // size, does not stop the rest of the message.
         Ok(())
+    }
+
+    /// A tagged field's entry node.
+    fn entry_node(
+        &self,
+        name: Text,
+        ty: Text,
+        value: Value,
+        at: usize,
+        len: usize,
+        kids: Vec<Node>,
+    ) -> Node {
+        let mut n = Node::new(name, ty, value, self.base + at, len, Role::TaggedFields);
+        n.about = Some("tagged field".into());
+        n.children = kids;
+        n
     }
 
     fn note_topic(&mut self, f: &FieldDef, name: &str) {
@@ -2492,21 +2564,6 @@ fn prim_min_size(p: Prim, flex: bool) -> usize {
             }
         }
     }
-}
-
-fn read_fixed(r: &mut Reader<'_>, p: Prim) -> Result<Value, WireError> {
-    Ok(match p {
-        Prim::Bool => Value::Bool(r.u8()? != 0),
-        Prim::Int8 => Value::Int(r.i8()?.into()),
-        Prim::Int16 => Value::Int(r.i16()?.into()),
-        Prim::Uint16 => Value::Uint(r.u16()?.into()),
-        Prim::Int32 => Value::Int(r.i32()?.into()),
-        Prim::Uint32 => Value::Uint(r.u32()?.into()),
-        Prim::Int64 => Value::Int(r.i64()?),
-        Prim::Float64 => Value::Float(r.f64()?),
-        Prim::Uuid => Value::Uuid(r.uuid()?),
-        Prim::String | Prim::Bytes | Prim::Records => Value::Null,
-    })
 }
 
 /// What a value means, where the schema's metadata says: error names, api names, dates.

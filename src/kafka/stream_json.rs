@@ -67,71 +67,6 @@ impl<'o, 'j> Out<'o, 'j> {
             None => Out::Tree(children),
         }
     }
-
-    /// Marks the parent this takes the children of as the message body.
-    pub(crate) fn mark_body(&mut self) {
-        match self {
-            Out::Tree(_) => {}
-            Out::Json(j) => j.mark_body(),
-            Out::Text(t) => t.mark_body(),
-        }
-    }
-
-    /// True when the nodes become a tree or text, which show descriptions
-    /// (JSON has none).
-    pub(crate) fn shows_about(&self) -> bool {
-        !matches!(self, Out::Json(_))
-    }
-
-    /// Hands over the finished node `n` (with its children); `sources` are
-    /// the message's byte sources so far (records written from their bytes
-    /// need them).
-    #[inline]
-    pub(crate) fn push(&mut self, n: Node, sources: &[ByteSource]) {
-        match self {
-            Out::Tree(v) => v.push(n),
-            Out::Json(j) => j.node(n, sources),
-            Out::Text(t) => t.node(n, sources),
-        }
-    }
-
-    /// Room for `k` more children (a tree's vector; nothing for JSON).
-    #[inline]
-    pub(crate) fn reserve_exact(&mut self, k: usize) {
-        if let Out::Tree(v) = self {
-            v.reserve_exact(k);
-        }
-    }
-
-    /// Opens a parent whose node is handed over later with [`Out::close`]:
-    /// the returned `Out` takes its children — `kids`, the parent's own
-    /// children vector, for a tree; the JSON, after the parent's opening, for
-    /// JSON.
-    #[inline]
-    pub(crate) fn open<'s>(&'s mut self, kids: &'s mut Vec<Node>) -> Out<'s, 'j> {
-        match self {
-            Out::Tree(_) => Out::Tree(kids),
-            Out::Json(j) => {
-                j.begin();
-                Out::Json(j)
-            }
-            Out::Text(t) => {
-                t.begin();
-                Out::Text(t)
-            }
-        }
-    }
-
-    /// Closes the parent opened last: `n` is its node (for a tree, with the
-    /// children the opened `Out` took; for JSON, without).
-    #[inline]
-    pub(crate) fn close(&mut self, n: Node) {
-        match self {
-            Out::Tree(v) => v.push(n),
-            Out::Json(j) => j.end(n),
-            Out::Text(t) => t.end(n),
-        }
-    }
 }
 
 /// What a [`JsonSink`] learned from the nodes it wrote: the facts
@@ -226,7 +161,7 @@ impl<'j> JsonSink<'j> {
         self.walk.body = Some(self.fresh.len());
     }
 
-    fn begin(&mut self) {
+    pub(crate) fn begin(&mut self) {
         self.sep();
         if !self.dry {
             json::key(self.out, json::Key::Children);
@@ -234,7 +169,7 @@ impl<'j> JsonSink<'j> {
         self.fresh.push(true);
     }
 
-    fn end(&mut self, mut n: Node) {
+    pub(crate) fn end(&mut self, mut n: Node) {
         self.fresh.pop();
         if let Some(a) = self.annotate.as_mut() {
             a(&mut n);
@@ -275,7 +210,7 @@ impl<'j> JsonSink<'j> {
         }
     }
 
-    fn node(&mut self, mut n: Node, sources: &[ByteSource]) {
+    pub(crate) fn node(&mut self, mut n: Node, sources: &[ByteSource]) {
         self.sep();
         if let Some(a) = self.annotate.as_mut() {
             n.walk_mut(&mut **a);
