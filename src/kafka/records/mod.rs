@@ -3,8 +3,11 @@
 //! Place in the data path: the schema-driven decoder meets a `records` field
 //! and hands its bytes to [`decode_record_set`], which returns the batch (or
 //! message) nodes to hang under the field, a one-line summary and the first
-//! problem. Decompressed payloads become new [`ByteSource`]s and the record
-//! nodes point into them.
+//! problem, or, for `stats`, to [`count_record_set`], which returns counts.
+//! Both are one walk ([`walk_set`]) with different outputs ([`SetOutput`]):
+//! the tree ([`SetOut`], records as JSON with `records_json`) and the counts
+//! ([`Counter`]). Decompressed payloads become new [`ByteSource`]s and the
+//! record nodes point into them.
 //!
 //! Invariants:
 //! - every node carries its byte source and a span in it, written when the
@@ -13,9 +16,10 @@
 //! - no read is unchecked (`clippy::indexing_slicing` is denied here) and no
 //!   buffer is sized from a wire length before that length is checked against
 //!   the bytes that remain, so a hostile count or length costs nothing;
-//! - `stats`' node-less count ([`count_record_set`]) takes the decompressed
-//!   size of a CRC-verified batch from its codec's framing (`declared`) and
-//!   decompresses only what does not declare it, under the same limits;
+//! - the counting output takes the decompressed size of a CRC-verified
+//!   batch from its codec's framing (`declared`, `zstd_len`, remembered in
+//!   [`BatchSizes`]) and decompresses only what does not declare it, under
+//!   the same limits and budget as the tree;
 //! - decompression stops past [`DecodeOptions::max_decompressed`] per batch,
 //!   and past [`TOTAL_FACTOR`] times that for all sources of one message;
 //!   legacy wrappers nest at most [`MAX_DEPTH`] deep;
