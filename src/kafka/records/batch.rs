@@ -27,6 +27,19 @@ pub(crate) struct Hdr {
 }
 
 impl Hdr {
+    /// The fields of a batch's 61-byte header at their fixed offsets, for
+    /// an output that makes no nodes of it; `None` when `whole` is shorter.
+    pub(crate) fn read(whole: &[u8]) -> Option<Hdr> {
+        let at = |r: std::ops::Range<usize>| whole.get(r);
+        let i64_at = |from: usize| Some(i64::from_be_bytes(at(from..from + 8)?.try_into().ok()?));
+        Some(Hdr {
+            base_offset: i64_at(0)?,
+            attributes: i16::from_be_bytes(at(21..23)?.try_into().ok()?),
+            base_ts: i64_at(27)?,
+            count: i32::from_be_bytes(at(57..super::BATCH_HEADER_LEN)?.try_into().ok()?),
+        })
+    }
+
     fn control(&self) -> bool {
         self.attributes & 0x20 != 0
     }

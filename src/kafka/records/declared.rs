@@ -306,8 +306,7 @@ fn lz4_frame(data: &[u8]) -> Option<(usize, usize)> {
 }
 
 /// What an LZ4 frame's descriptor declares (the frame format's FLG and BD
-/// bytes and the optional content size), for the sizing walk here and the
-/// decoder's direct path (`compression::lz4_frame_into`).
+/// bytes and the optional content size), for the sizing walk here.
 pub(crate) struct Lz4Frame<'a> {
     data: &'a [u8],
     /// Blocks do not reach into earlier ones.
@@ -378,8 +377,6 @@ pub(crate) struct Lz4Block<'a> {
     pub(crate) bytes: &'a [u8],
     /// Stored uncompressed (the size word's high bit).
     pub(crate) stored: bool,
-    /// Its xxHash32, when the frame has block checksums.
-    pub(crate) checksum: Option<u32>,
 }
 
 /// The walk over an LZ4 frame's data blocks (see [`Lz4Frame::blocks`]).
@@ -405,17 +402,14 @@ impl<'a> Lz4Blocks<'a> {
         }
         let bytes = self.data.get(self.pos..self.pos.checked_add(size)?)?;
         self.pos += size;
-        let checksum = if self.checksums {
-            let c = le32(self.data, self.pos)?;
+        // A block checksum: skipped, the size does not depend on it.
+        if self.checksums {
+            le32(self.data, self.pos)?;
             self.pos += 4;
-            Some(c)
-        } else {
-            None
-        };
+        }
         Some(Some(Lz4Block {
             bytes,
             stored: word & 0x8000_0000 != 0,
-            checksum,
         }))
     }
 
@@ -436,13 +430,6 @@ impl<'a> Lz4Blocks<'a> {
 /// takes at least 3 bytes), and no sum can overflow: the block is at most
 /// 4 MiB and a length at most 255 times it.
 pub(crate) fn lz4_block_len(block: &[u8], max: usize) -> Option<usize> {
-    lz4_block_len_after(block, max, 0)
-}
-
-/// [`lz4_block_len`] of a block that follows `history` bytes of output it
-/// may reach into (a linked block of an LZ4 frame; at most the 64 KiB
-/// window, so no sum below can overflow).
-pub(crate) fn lz4_block_len_after(block: &[u8], max: usize, history: usize) -> Option<usize> {
     let mut i = 0usize;
     let mut out = 0usize;
     loop {
@@ -463,7 +450,7 @@ pub(crate) fn lz4_block_len_after(block: &[u8], max: usize, history: usize) -> O
         // An offset of 0 wraps to the largest value: refused with the ones
         // that reach before the output's start.
         let offset = usize::from(u16::from_le_bytes([o0, o1]));
-        if offset.wrapping_sub(1) >= out + history {
+        if offset.wrapping_sub(1) >= out {
             return None;
         }
         let mut ml = usize::from(token & 15) + 4;

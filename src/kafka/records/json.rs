@@ -340,37 +340,6 @@ fn write_run(d: &Deferred, bytes: &[u8], offset: usize, source: u16, out: &mut V
     ok
 }
 
-/// Writes the records of a run straight into `out`, as the decoder did
-/// before runs were deferred (tests compare [`write_run`] with it).
-#[cfg(test)]
-pub(super) fn write_now(
-    c: &mut Cur<'_>,
-    i: u64,
-    base_offset: i64,
-    base_ts: i64,
-    out: &mut Vec<u8>,
-) -> bool {
-    let src = source_text(c.source);
-    let mut value = Vec::new();
-    let mut w = Writer::<false> {
-        out,
-        src: &src,
-        value: &mut value,
-    };
-    let mark = w.out.len();
-    let mut r = c.r.clone();
-    match w.record(&mut r, c.base, i, base_offset, base_ts) {
-        Some(()) => {
-            c.r = r;
-            true
-        }
-        None => {
-            w.out.truncate(mark);
-            false
-        }
-    }
-}
-
 /// `,"source":N` for a source other than the message, else nothing.
 fn source_text(source: u16) -> Pad {
     let mut t = Vec::with_capacity(16);

@@ -1,10 +1,11 @@
 //! The declared sizes of CRC-verified batches, remembered by their CRC.
 //!
-//! Place in the data path: `stats`' node-less count ([`super::count_record_set`])
-//! asks [`declared::declared_len`] what a compressed payload decompresses to.
-//! For zstd frames without a content size and LZ4 blocks that answer is a
-//! walk over every sequence of the payload, the largest single cost of
-//! `stats` (docs/performance.md, "Batch sizes remembered"). A broker stores a produced batch
+//! Place in the data path: the counting output of the record-set walk
+//! ([`super::count_record_set`]) asks [`declared::declared_len`] what a
+//! compressed payload decompresses to. For zstd frames without a content
+//! size and LZ4 blocks that answer is a walk over every sequence of the
+//! payload, the largest single cost of `stats` (docs/performance.md,
+//! "Record batches and compression sizes"). A broker stores a produced batch
 //! as it came and serves the same bytes to every follower and consumer that
 //! fetches it (the batch's CRC-32C covers everything from its attributes
 //! on, and not the base offset or leader epoch the broker rewrites), so a

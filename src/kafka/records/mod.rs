@@ -3,8 +3,11 @@
 //! Place in the data path: the schema-driven decoder meets a `records` field
 //! and hands its bytes to [`decode_record_set`], which returns the batch (or
 //! message) nodes to hang under the field, a one-line summary and the first
-//! problem. Decompressed payloads become new [`ByteSource`]s and the record
-//! nodes point into them.
+//! problem, or, for `stats`, to [`count_record_set`], which returns counts.
+//! Both are one walk ([`walk_set`]) with different outputs ([`SetOutput`]):
+//! the tree ([`SetOut`], records as JSON with `records_json`) and the counts
+//! ([`Counter`]). Decompressed payloads become new [`ByteSource`]s and the
+//! record nodes point into them.
 //!
 //! Invariants:
 //! - every node carries its byte source and a span in it, written when the
@@ -13,9 +16,10 @@
 //! - no read is unchecked (`clippy::indexing_slicing` is denied here) and no
 //!   buffer is sized from a wire length before that length is checked against
 //!   the bytes that remain, so a hostile count or length costs nothing;
-//! - `stats`' node-less count ([`count_record_set`]) takes the decompressed
-//!   size of a CRC-verified batch from its codec's framing (`declared`) and
-//!   decompresses only what does not declare it, under the same limits;
+//! - the counting output takes the decompressed size of a CRC-verified
+//!   batch from its codec's framing (`declared`, `zstd_len`, remembered in
+//!   [`BatchSizes`]) and decompresses only what does not declare it, under
+//!   the same limits and budget as the tree;
 //! - decompression stops past [`DecodeOptions::max_decompressed`] per batch,
 //!   and past [`TOTAL_FACTOR`] times that for all sources of one message;
 //!   legacy wrappers nest at most [`MAX_DEPTH`] deep;
@@ -88,16 +92,7 @@ pub fn decode_record_set(
     opts: &DecodeOptions,
     sources: &mut Vec<ByteSource>,
 ) -> RecordSet {
-    let held: usize = sources.iter().map(|s| s.len).sum();
-    let mut ctx = Ctx {
-        opts,
-        sources,
-        crc_mismatches: 0,
-        budget: opts
-            .max_decompressed
-            .saturating_mul(TOTAL_FACTOR)
-            .saturating_sub(held),
-    };
+    let mut ctx = Ctx::new(opts, sources);
     let out = decode_set(&mut ctx, data, base, source, 0, false);
     let mut problem = None;
     for n in &out.nodes {
@@ -193,20 +188,17 @@ pub struct SetCounts {
     pub decompressed: u64,
 }
 
-/// Counts a record set of v2 batches as [`decode_record_set`] with
-/// [`DecodeOptions::records_headers_only`] would decode it — same batch
-/// framing, same decompression with the same per-batch limit and message
-/// budget, and a length-only source pushed onto `sources` for each payload
-/// that decompressed — without making nodes. A compressed batch whose
-/// CRC-32C matches its bytes is not decompressed when its codec's framing
-/// declares the size (module `declared`: the same figure for every payload a real
-/// producer sends; only compressed data that is invalid under a matching CRC
-/// can be counted with its declared size where the decoder would refuse it). `None` (with `sources` as it
-/// was) when the set is anything but complete v2 batches with non-negative
-/// record counts and payloads that decompress or are refused by the limit,
-/// optionally followed by a batch cut at the end: legacy messages, unknown
-/// magic, negative or short lengths, corrupt payloads. The caller then
-/// decodes the set with [`decode_record_set`].
+/// Counts a record set of v2 batches: the walk of [`decode_record_set`]
+/// with [`DecodeOptions::records_headers_only`] and the counting output
+/// ([`Counter`]) instead of nodes — same batch framing, same limits and
+/// message budget, a length-only source pushed onto `sources` for each
+/// payload that decompressed. A compressed batch whose CRC-32C matches its
+/// bytes is sized by what its codec's framing declares ([`payload_len`]).
+/// `None` (with `sources` as it was) when the set is anything but complete
+/// v2 batches with non-negative record counts and payloads that decompress
+/// or are refused by the limit, optionally followed by a batch cut at the
+/// end: legacy messages, unknown magic, negative or short lengths, corrupt
+/// payloads. The caller then decodes the set with [`decode_record_set`].
 pub fn count_record_set(
     data: &[u8],
     base: usize,
@@ -214,80 +206,64 @@ pub fn count_record_set(
     sources: &mut Vec<ByteSource>,
 ) -> Option<SetCounts> {
     let before = sources.len();
-    let out = count_batches(data, base, opts, sources);
-    if out.is_none() {
+    let mut ctx = Ctx::new(opts, sources);
+    let mut out = Counter::default();
+    walk_set(&mut ctx, data, base, 0, 0, false, &mut out);
+    if out.failed {
         sources.truncate(before);
+        return None;
     }
-    out
+    Some(out.counts)
 }
 
-fn count_batches(
-    data: &[u8],
-    base: usize,
-    opts: &DecodeOptions,
-    sources: &mut Vec<ByteSource>,
-) -> Option<SetCounts> {
-    let be32 = |b: &[u8], at: usize| -> Option<i32> {
-        Some(i32::from_be_bytes(b.get(at..at + 4)?.try_into().ok()?))
-    };
-    let held: usize = sources.iter().map(|s| s.len).sum();
-    let mut budget = opts
-        .max_decompressed
-        .saturating_mul(TOTAL_FACTOR)
-        .saturating_sub(held);
-    let mut out = SetCounts::default();
-    let mut pos = 0;
-    while let Some(rest) = data.get(pos..).filter(|r| !r.is_empty()) {
-        // As `decode_set`: a length that does not fit is a partial batch.
-        let Some(size) = be32(rest, 8) else {
-            out.partial += 1;
-            break;
+/// The counting output of the walk: [`SetCounts`] from batch headers, or
+/// `failed` at the first thing that only a tree can show.
+#[derive(Default)]
+struct Counter {
+    counts: SetCounts,
+    failed: bool,
+}
+
+impl SetOutput for Counter {
+    fn batch(&mut self, ctx: &mut Ctx<'_>, sub: cursor::Cur<'_>) -> bool {
+        let whole = sub.r.buf();
+        let Some(h) = batch::Hdr::read(whole).filter(|h| h.count >= 0) else {
+            self.failed = true;
+            return false;
         };
-        let total = usize::try_from(size).ok()?.checked_add(12)?;
-        if total > rest.len() {
-            out.partial += 1;
-            break;
-        }
-        // Only complete v2 batches with a whole header are counted here.
-        let batch = rest.get(..total)?;
-        if rest.get(16) != Some(&2) || total < BATCH_HEADER_LEN {
-            return None;
-        }
-        let attributes = i16::from_be_bytes(batch.get(21..23)?.try_into().ok()?);
-        let count = u64::try_from(be32(batch, 57)?).ok()?;
+        let out = &mut self.counts;
+        let codec = (h.attributes & 0x07) as u8;
         out.batches += 1;
-        out.records = out.records.saturating_add(count);
-        out.codecs.add((attributes & 0x07) as u8, 1);
-        let codec = (attributes & 0x07) as u8;
+        out.records = out.records.saturating_add(h.count as u64);
+        out.codecs.add(codec, 1);
         if codec == 0 {
-            out.plain_bytes += total as u64;
-        } else {
-            let payload = batch.get(BATCH_HEADER_LEN..)?;
-            let limit = opts.max_decompressed.min(budget);
-            if sources.len() >= usize::from(u16::MAX) {
-                return None;
-            }
-            match payload_len(batch, codec, payload, limit, opts.batch_sizes.as_deref()) {
-                Ok(len) => {
-                    budget = budget.saturating_sub(len);
-                    out.compressed += payload.len() as u64;
-                    out.decompressed += len as u64;
-                    sources.push(ByteSource {
-                        name: String::new(),
-                        data: Vec::new(),
-                        len,
-                        parent: 0,
-                        parent_offset: base + pos + BATCH_HEADER_LEN,
-                        parent_length: payload.len(),
-                    });
-                }
-                Err(InflateError::TooLarge { .. }) => {}
-                Err(_) => return None,
-            }
+            out.plain_bytes += whole.len() as u64;
+            return true;
         }
-        pos += total;
+        let payload = whole.get(BATCH_HEADER_LEN..).unwrap_or_default();
+        match ctx.count_payload(whole, codec, payload, sub.base + BATCH_HEADER_LEN) {
+            Inflate::Done { len, .. } => {
+                out.compressed += payload.len() as u64;
+                out.decompressed += len as u64;
+            }
+            Inflate::TooLarge(_) => {}
+            Inflate::Failed(_) => self.failed = true,
+        }
+        !self.failed
     }
-    Some(out)
+
+    fn message(&mut self, _: &mut Ctx<'_>, _: cursor::Cur<'_>, _: u8, _: u32) -> bool {
+        self.failed = true;
+        false
+    }
+
+    fn partial(&mut self, _: &cursor::Cur<'_>, _: Option<usize>, _: Option<u8>, _: bool) {
+        self.counts.partial += 1;
+    }
+
+    fn broken(&mut self, _: &cursor::Cur<'_>, _: Broken) {
+        self.failed = true;
+    }
 }
 
 /// What the compressed `payload` of `batch` decompresses to, within `limit`.
@@ -331,6 +307,8 @@ pub(crate) struct Ctx<'o> {
     pub(crate) budget: usize,
 }
 
+const TOO_MANY_SOURCES: &str = "too many decompressed byte sources in one message";
+
 /// The outcome of inflating one compressed payload into a new source.
 pub(crate) enum Inflate {
     /// Pushed as source `id`.
@@ -345,7 +323,35 @@ pub(crate) enum Inflate {
     Failed(String),
 }
 
-impl Ctx<'_> {
+impl<'o> Ctx<'o> {
+    /// The state of a walk of one record set of a message whose sources so
+    /// far are `sources`: the budget is what they leave.
+    pub(crate) fn new(opts: &'o DecodeOptions, sources: &'o mut Vec<ByteSource>) -> Ctx<'o> {
+        let held: usize = sources.iter().map(|s| s.len).sum();
+        Ctx {
+            opts,
+            budget: opts
+                .max_decompressed
+                .saturating_mul(TOTAL_FACTOR)
+                .saturating_sub(held),
+            sources,
+            crc_mismatches: 0,
+        }
+    }
+
+    /// [`Ctx::inflate`] without the bytes, for the counting output: the
+    /// compressed `payload` of `batch`, at `offset` in the message, sized by
+    /// [`payload_len`] and pushed as a length-only source.
+    fn count_payload(&mut self, batch: &[u8], codec: u8, payload: &[u8], offset: usize) -> Inflate {
+        if self.sources.len() >= usize::from(u16::MAX) {
+            return Inflate::Failed(TOO_MANY_SOURCES.into());
+        }
+        let limit = self.opts.max_decompressed.min(self.budget);
+        let sizes = self.opts.batch_sizes.as_deref();
+        let out = payload_len(batch, codec, payload, limit, sizes).map(|n| (Vec::new(), n, None));
+        self.push(out, 0, offset, payload.len(), String::new())
+    }
+
     /// Decompresses `data` (at `offset` in `parent`) and pushes the result as
     /// a new source; without `keep`, the source records only the length (same
     /// outcome, same limits: [`compression::decompressed_len`]).
@@ -358,10 +364,10 @@ impl Ctx<'_> {
         name: String,
         keep: bool,
     ) -> Inflate {
-        let limit = self.opts.max_decompressed.min(self.budget);
         if self.sources.len() >= usize::from(u16::MAX) {
-            return Inflate::Failed("too many decompressed byte sources in one message".into());
+            return Inflate::Failed(TOO_MANY_SOURCES.into());
         }
+        let limit = self.opts.max_decompressed.min(self.budget);
         let out = if !keep {
             compression::decompressed_len(codec, data, limit).map(|s| (Vec::new(), s.len, s.note))
         } else {
@@ -370,6 +376,19 @@ impl Ctx<'_> {
                 (o.data, len, o.note)
             })
         };
+        self.push(out, parent, offset, data.len(), name)
+    }
+
+    /// Pushes what a payload of `length` bytes at `offset` in source
+    /// `parent` decompressed to as a new source named `name`.
+    fn push(
+        &mut self,
+        out: Result<(Vec<u8>, usize, Option<&'static str>), InflateError>,
+        parent: u16,
+        offset: usize,
+        length: usize,
+        name: String,
+    ) -> Inflate {
         match out {
             Ok((bytes, len, note)) => {
                 self.budget = self.budget.saturating_sub(len);
@@ -379,7 +398,7 @@ impl Ctx<'_> {
                     len,
                     parent,
                     parent_offset: offset,
-                    parent_length: data.len(),
+                    parent_length: length,
                 });
                 Inflate::Done {
                     id: u16::try_from(self.sources.len()).unwrap_or(u16::MAX),
@@ -499,8 +518,86 @@ impl SetOut {
     }
 }
 
-/// Decodes a run of batches / messages. `nested` sets (inside a decompressed
-/// wrapper) cannot have been cut by a broker, so a short tail there is an error.
+/// What stops a walk that is not the end of its bytes: a batch or message
+/// that cannot be read, after which nothing can be trusted.
+pub(crate) enum Broken {
+    /// The length field at the cursor is negative.
+    Negative(i32),
+    /// The cursor covers a batch whose magic byte is unknown, or that is too
+    /// short to hold one; this many bytes are left in the set from its start.
+    Unknown(usize),
+}
+
+/// Where the one walk of a record set ([`walk_set`]) puts what it finds:
+/// nodes ([`SetOut`], the tree; with `records_json`, runs of records as
+/// JSON) or counts ([`Counter`], `stats`). `batch` and `message` return
+/// false to stop the walk.
+pub(crate) trait SetOutput {
+    /// A complete RecordBatch v2: `sub` covers exactly its bytes.
+    fn batch(&mut self, ctx: &mut Ctx<'_>, sub: cursor::Cur<'_>) -> bool;
+    /// A complete legacy message (`magic` 0 or 1) at wrapper depth `depth`.
+    fn message(&mut self, ctx: &mut Ctx<'_>, sub: cursor::Cur<'_>, magic: u8, depth: u32) -> bool;
+    /// The set ends inside the batch at `c` (`total`: its length, when the
+    /// length field is whole); `nested` inside a decompressed wrapper.
+    fn partial(
+        &mut self,
+        c: &cursor::Cur<'_>,
+        total: Option<usize>,
+        magic: Option<u8>,
+        nested: bool,
+    );
+    /// The walk stops at `c` for `why`.
+    fn broken(&mut self, c: &cursor::Cur<'_>, why: Broken);
+}
+
+/// The one walk of a record set: each batch or message framed by its
+/// length field and told apart by its magic byte (offset 16), handed to
+/// `out` in byte order. `nested` sets (inside a decompressed wrapper)
+/// cannot have been cut by a broker, so a short tail there is an error.
+pub(crate) fn walk_set<O: SetOutput>(
+    ctx: &mut Ctx<'_>,
+    data: &[u8],
+    base: usize,
+    source: u16,
+    depth: u32,
+    nested: bool,
+    out: &mut O,
+) {
+    let mut c = cursor::Cur::new(data, base, source);
+    while c.remaining() > 0 {
+        let rest = c.r.rest();
+        let size = rest
+            .get(8..12)
+            .and_then(|b| b.try_into().ok())
+            .map(i32::from_be_bytes);
+        let magic = rest.get(16).copied();
+        let Some(size) = size else {
+            return out.partial(&c, None, magic, nested);
+        };
+        let Ok(total) = usize::try_from(size).map(|s| s + 12) else {
+            return out.broken(&c, Broken::Negative(size));
+        };
+        if total > rest.len() {
+            return out.partial(&c, Some(total), magic, nested);
+        }
+        let left = rest.len();
+        let Some(sub) = c.sub(total) else { return };
+        let go_on = match magic {
+            Some(2) => out.batch(ctx, sub),
+            Some(m @ (0 | 1)) => out.message(ctx, sub, m, depth),
+            _ => {
+                out.broken(&sub, Broken::Unknown(left));
+                false
+            }
+        };
+        if !go_on {
+            return;
+        }
+    }
+}
+
+/// Decodes a run of batches / messages into nodes: [`walk_set`] with the
+/// tree's output.
 pub(crate) fn decode_set(
     ctx: &mut Ctx<'_>,
     data: &[u8],
@@ -510,77 +607,75 @@ pub(crate) fn decode_set(
     nested: bool,
 ) -> SetOut {
     let mut out = SetOut::default();
-    let mut c = cursor::Cur::new(data, base, source);
-    while c.remaining() > 0 {
-        let rest = c.r.rest();
-        let rem = rest.len();
-        let size = rest
-            .get(8..12)
-            .and_then(|b| b.try_into().ok())
-            .map(i32::from_be_bytes);
-        let magic = rest.get(16).copied();
-        let Some(size) = size else {
-            out.nodes.push(partial(&c, None, magic, nested));
-            out.partial |= !nested;
-            break;
-        };
-        let Ok(total) = usize::try_from(size).map(|s| s + 12) else {
-            let mut e = c.fail(
+    walk_set(ctx, data, base, source, depth, nested, &mut out);
+    out
+}
+
+impl SetOutput for SetOut {
+    fn batch(&mut self, ctx: &mut Ctx<'_>, sub: cursor::Cur<'_>) -> bool {
+        let (node, records) = batch::decode_batch(ctx, sub);
+        self.batches += 1;
+        self.batch_records = self.batch_records.saturating_add(records);
+        self.records = self.records.saturating_add(records);
+        self.nodes.push(node);
+        true
+    }
+
+    fn message(&mut self, ctx: &mut Ctx<'_>, sub: cursor::Cur<'_>, m: u8, depth: u32) -> bool {
+        let (node, records) = legacy::decode_message(ctx, sub, self.messages as usize, m, depth);
+        self.messages += 1;
+        self.v0 |= m == 0;
+        self.v1 |= m == 1;
+        self.records = self.records.saturating_add(records);
+        self.nodes.push(node);
+        true
+    }
+
+    fn partial(
+        &mut self,
+        c: &cursor::Cur<'_>,
+        total: Option<usize>,
+        magic: Option<u8>,
+        nested: bool,
+    ) {
+        self.nodes.push(partial(c, total, magic, nested));
+        self.partial |= !nested;
+    }
+
+    fn broken(&mut self, c: &cursor::Cur<'_>, why: Broken) {
+        let magic = c.r.rest().get(16).copied();
+        let mut e = match why {
+            Broken::Negative(size) => c.fail(
                 "RecordBatch",
                 "bytes",
                 format!("length field {size} is negative"),
-            );
-            e.children = batch::size_nodes(&c, magic);
-            out.nodes.push(e);
-            break;
-        };
-        if total > rem {
-            out.nodes.push(partial(&c, Some(total), magic, nested));
-            out.partial |= !nested;
-            break;
-        }
-        let Some(sub) = c.sub(total) else { break };
-        match magic {
-            Some(2) => {
-                let (node, records) = batch::decode_batch(ctx, sub);
-                out.batches += 1;
-                out.batch_records = out.batch_records.saturating_add(records);
-                out.records = out.records.saturating_add(records);
-                out.nodes.push(node);
-            }
-            Some(m @ (0 | 1)) => {
-                let (node, records) =
-                    legacy::decode_message(ctx, sub, out.messages as usize, m, depth);
-                out.messages += 1;
-                out.v0 |= m == 0;
-                out.v1 |= m == 1;
-                out.records = out.records.saturating_add(records);
-                out.nodes.push(node);
-            }
-            other => {
-                // Either a length too short to reach the magic byte, or a magic
-                // Kafka never defined: nothing after this can be trusted.
-                let what = match other {
+            ),
+            Broken::Unknown(left) => {
+                // Either a length too short to reach the magic byte, or a
+                // magic Kafka never defined.
+                let what = match magic {
                     Some(m) => format!("unknown record format (magic {m})"),
-                    None => format!("length field {} is too short for any batch", total - 12),
+                    None => format!(
+                        "length field {} is too short for any batch",
+                        c.remaining().saturating_sub(12)
+                    ),
                 };
                 let mut e = Node::new(
                     "RecordBatch",
                     "bytes",
                     Value::None,
-                    sub.base,
-                    total + c.remaining(),
+                    c.abs(),
+                    left,
                     Role::Malformed,
                 );
-                e.source = source;
+                e.source = c.source;
                 e.error = Some(what);
-                e.children = batch::size_nodes(&sub, other);
-                out.nodes.push(e);
-                break;
+                e
             }
-        }
+        };
+        e.children = batch::size_nodes(c, magic);
+        self.nodes.push(e);
     }
-    out
 }
 
 /// The node for a batch or message that runs past the end of the set.
