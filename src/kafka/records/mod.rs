@@ -371,7 +371,7 @@ impl<'o> Ctx<'o> {
         let out = if !keep {
             compression::decompressed_len(codec, data, limit).map(|s| (Vec::new(), s.len, s.note))
         } else {
-            compression::decompress(codec, data, limit).map(|o| {
+            decompress(codec, data, limit).map(|o| {
                 let len = o.data.len();
                 (o.data, len, o.note)
             })

@@ -134,9 +134,7 @@ fn size_only_decompression_agrees_with_the_full_decode() {
 
 /// Every compressed payload decoded from the captured messages: the capture,
 /// the codec, the compressed bytes and the byte source they decoded to.
-fn captured_payloads(
-    mut each: impl FnMut(&std::path::Path, u8, &[u8], &crate::kafka::tree::ByteSource),
-) {
+fn captured_payloads(mut each: impl FnMut(&std::path::Path, u8, &[u8], &ByteSource)) {
     for path in crate::test_captures::all() {
         for m in crate::test_captures::messages(&path, crate::test_captures::full_trees()) {
             let Some(d) = &m.decoded else { continue };
