@@ -859,7 +859,11 @@ pub fn redecode(info: &MessageInfo, raw: &RawMessage, opts: &DecodeOptions) -> D
 /// UNSUPPORTED_VERSION (35), so the client can retry lower (KIP-511).
 fn decode_paired_response(bytes: &[u8], key: i16, version: i16, opts: &DecodeOptions) -> Decoded {
     let d = decode_response(bytes, key, version, opts);
-    if key == 18 && version > 0 && d.error.is_some() && bytes.get(8..10) == Some(&[0, 35]) {
+    if ApiKey(key) == ApiKey::API_VERSIONS
+        && version > 0
+        && d.error.is_some()
+        && bytes.get(8..10) == Some(&[0, 35])
+    {
         let v0 = decode_response(bytes, key, 0, opts);
         if v0.error.is_none() {
             return v0;
@@ -1001,7 +1005,7 @@ mod tests {
     #[test]
     fn requests_scanned_ahead_change_no_output() {
         fn wants_produce(k: Kind, key: i16, _: i16, _: &Summary) -> bool {
-            k == Kind::Request && key == 0
+            k == Kind::Request && ApiKey(key) == ApiKey::PRODUCE
         }
         let mut lean = AnalyzerConfig::default();
         lean.decode.records = false;

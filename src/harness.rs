@@ -334,7 +334,9 @@ fn check_streamed(msg: &[u8], fast: &Decoded, response: Option<(i16, i16)>) {
     assert_eq!(dry.error, s.error, "the dry sink's error differs");
     assert_eq!((&dry.topics, &dry.topic_ids), (&s.topics, &s.topic_ids));
     if s.error.is_some() {
-        let retried = response.is_none() && s.api_key == Some(7) && s.api_version == Some(0);
+        let retried = response.is_none()
+            && s.api_key.map(schema::ApiKey) == Some(schema::ApiKey::CONTROLLED_SHUTDOWN)
+            && s.api_version == Some(0);
         assert!(fast.error.is_some() || retried, "only the stream failed");
         return;
     }
@@ -368,7 +370,9 @@ fn check_text_streamed(msg: &[u8], d: &Decoded, response: Option<(i16, i16)>) {
     };
     let (s, text) = streamed_text(msg, response, &opts, "  ", None);
     let Some((got, facts)) = text else {
-        let retried = response.is_none() && s.api_key == Some(7) && s.api_version == Some(0);
+        let retried = response.is_none()
+            && s.api_key.map(schema::ApiKey) == Some(schema::ApiKey::CONTROLLED_SHUTDOWN)
+            && s.api_version == Some(0);
         assert!(d.error.is_some() || retried, "only the text stream failed");
         return;
     };

@@ -22,7 +22,7 @@ use std::fmt;
 use super::errors::error_name;
 use super::records::{count_record_set, decode_record_set, SetCounts};
 use super::schema::{
-    self, Elem, FieldDef, FieldKind, Marks, MessageDef, MessageKind, Prim, StructDef,
+    self, ApiKey, Elem, FieldDef, FieldKind, Marks, MessageDef, MessageKind, Prim, StructDef,
 };
 use super::stream_json::{JsonSink, Out, Stream};
 use super::stream_text::TextStream;
@@ -185,7 +185,10 @@ pub fn decode_request(msg: &[u8], opts: &DecodeOptions) -> Decoded {
     let d = decode_request_into(msg, opts, None, None);
     // ControlledShutdown v0 is the one request defined with header v0 (no client
     // id), but some clients send it with header v1; take whichever decodes whole.
-    if d.error.is_some() && d.api_key == Some(7) && d.api_version == Some(0) {
+    if d.error.is_some()
+        && d.api_key.map(ApiKey) == Some(ApiKey::CONTROLLED_SHUTDOWN)
+        && d.api_version == Some(0)
+    {
         let v1 = decode_request_into(msg, opts, Some(1), None);
         if v1.error.is_none() {
             return v1;
@@ -629,12 +632,12 @@ impl ScanFacts {
 
 /// Api keys whose bytes fields embed the consumer protocol (JoinGroup, SyncGroup):
 /// always decoded in full.
-const EMBEDDING_APIS: [i16; 2] = [11, 14];
+const EMBEDDING_APIS: [ApiKey; 2] = [ApiKey::JOIN_GROUP, ApiKey::SYNC_GROUP];
 
 /// The facts of a request that decodes cleanly, without its tree; `None` otherwise.
 pub fn summarize_request(msg: &[u8], opts: &DecodeOptions) -> Option<Summary> {
     let key = Reader::new(msg.get(4..).unwrap_or(&[])).i16().ok()?;
-    if opts.records || EMBEDDING_APIS.contains(&key) {
+    if opts.records || EMBEDDING_APIS.contains(&ApiKey(key)) {
         return None;
     }
     let mut sum = summarize(msg, opts, |d, end, out| {
@@ -654,7 +657,7 @@ pub fn summarize_response(
     api_version: i16,
     opts: &DecodeOptions,
 ) -> Option<Summary> {
-    if opts.records || EMBEDDING_APIS.contains(&api_key) {
+    if opts.records || EMBEDDING_APIS.contains(&ApiKey(api_key)) {
         return None;
     }
     schema::message(api_key, MessageKind::Response, api_version)?;
@@ -1417,7 +1420,7 @@ impl<'a> Decoder<'a> {
     fn header<S: Sink>(&mut self, r: &mut Reader<'_>, hv: i16, request: bool, out: &mut S) -> Step {
         let (name, about) = match (request, self.key_version.0) {
             (true, _) => ("RequestHeader", "common request header"),
-            (false, Some(18)) => (
+            (false, Some(k)) if ApiKey(k) == ApiKey::API_VERSIONS => (
                 "ResponseHeader",
                 "common response header (always v0 for ApiVersions)",
             ),

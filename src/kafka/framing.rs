@@ -825,7 +825,7 @@ fn split8(h: [u8; 8]) -> (i32, i32) {
 fn client_id_len(h: &[u8; 14]) -> Option<u16> {
     let [_, _, _, _, k0, k1, v0, v1, _, _, _, _, l0, l1] = *h;
     let (key, ver) = (i16::from_be_bytes([k0, k1]), i16::from_be_bytes([v0, v1]));
-    if key == 7 && ver == 0 {
+    if schema::ApiKey(key) == schema::ApiKey::CONTROLLED_SHUTDOWN && ver == 0 {
         return None; // ControlledShutdown v0: request header v0, no client id.
     }
     u16::try_from(i16::from_be_bytes([l0, l1]))
@@ -850,7 +850,7 @@ pub fn request_header_plausible(h: &[u8; 14], max_message: usize) -> Option<u32>
     if !schema::known_versions(key)?.contains(ver) {
         return None;
     }
-    if key == 7 && ver == 0 {
+    if schema::ApiKey(key) == schema::ApiKey::CONTROLLED_SHUTDOWN && ver == 0 {
         return u32::try_from(size).ok();
     }
     if size < 10 || !(cid == -1 || (0..=size - 10).contains(&i32::from(cid))) {

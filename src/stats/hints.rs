@@ -135,7 +135,7 @@ fn client_hints(out: &mut Vec<Hint>, k: &ClientKey, c: &ClientAcc) {
     let mut by_api: BTreeMap<i16, Vec<(i16, u64)>> = BTreeMap::new();
     for (&(api, v), &(_, first)) in &c.apis {
         // Clients retry ApiVersions at a lower version by design (KIP-511).
-        if api != 18 {
+        if schema::ApiKey(api) != schema::ApiKey::API_VERSIONS {
             by_api.entry(api).or_default().push((v, first));
         }
     }

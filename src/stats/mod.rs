@@ -54,11 +54,20 @@ use crate::kafka::schema::{self, ApiKey, MessageKind, SchemaSet};
 use crate::kafka::Decoded;
 use crate::pipeline::Event;
 use crate::topics::TopicNames;
+use crate::topics::TEACHERS;
 use clients::{ClientSlot, ClientTable, Who};
 use groups::GroupAcc;
 use traffic::Parts;
 
 pub use hist::{LatencyHist, SIGFIG};
+
+/// The group APIs whose responses say what a member got: JoinGroup,
+/// SyncGroup and ConsumerGroupHeartbeat (KIP-848).
+const GROUP_ANSWERS: [ApiKey; 3] = [
+    ApiKey::JOIN_GROUP,
+    ApiKey::SYNC_GROUP,
+    ApiKey::CONSUMER_GROUP_HEARTBEAT,
+];
 pub use report::*;
 
 /// Limits and switches of a [`Stats`].
@@ -647,18 +656,21 @@ impl Stats {
         // Placed errors, record sets and acks come with the scan when it
         // could place them (`Summary::facts`).
         let placed = s.facts.is_some();
+        let key = ApiKey(api);
         match kind {
             Kind::Request => {
-                matches!(api, 11..=14 | 68) || (api == 18 && version >= 3) || (api == 0 && !placed)
+                key.is_group()
+                    || (key == ApiKey::API_VERSIONS && version >= 3)
+                    || (key == ApiKey::PRODUCE && !placed)
             }
             Kind::Response => {
                 // Topic names are learned from ids next to names: a teacher
                 // without ids teaches nothing.
-                let teaches = matches!(api, 3 | 19 | 75) && !s.topic_ids.is_empty();
-                matches!(api, 11 | 14 | 68)
-                    || teaches
-                    || (!placed
-                        && (!s.error_codes.is_empty() || matches!(api, 0 | 1 | 78 | 3 | 19 | 75)))
+                let teacher = TEACHERS.contains(&key);
+                let records = matches!(key, ApiKey::PRODUCE | ApiKey::FETCH | ApiKey::SHARE_FETCH);
+                GROUP_ANSWERS.contains(&key)
+                    || (teacher && !s.topic_ids.is_empty())
+                    || (!placed && (!s.error_codes.is_empty() || records || teacher))
             }
         }
     }
@@ -758,7 +770,7 @@ impl Stats {
             }
         };
         // The connection's software, learned from its ApiVersions v3+ request.
-        if api == 18 && version >= 3 {
+        if ApiKey(api) == ApiKey::API_VERSIONS && version >= 3 {
             if let (Some(sw), Some(st)) = (root.and_then(facts::client_software), st.as_deref_mut())
             {
                 st.software = Some(sw);
@@ -1067,7 +1079,7 @@ impl Stats {
         fallback: Option<&str>,
         group: Option<&facts::GroupRequest>,
     ) {
-        if api == 0 {
+        if ApiKey(api) == ApiKey::PRODUCE {
             for r in facts::record_errors(&d.root, &self.topics) {
                 if self.record_errors.len() >= self.cfg.max_keys {
                     self.overflow.lists += 1;
@@ -1082,7 +1094,7 @@ impl Stats {
                 });
             }
         }
-        if matches!(api, 1 | 78) {
+        if matches!(ApiKey(api), ApiKey::FETCH | ApiKey::SHARE_FETCH) {
             let parts = &mut self.parts;
             facts::each_set(d, &self.topics, |s| {
                 let topic = s.topic.as_deref().or(fallback);
@@ -1095,7 +1107,7 @@ impl Stats {
         let Some(acc) = self.groups.map.get_mut(&g.group) else {
             return;
         };
-        if matches!(api, 11 | 14 | 68) {
+        if GROUP_ANSWERS.contains(&ApiKey(api)) {
             if let Some(r) = facts::group_response(&d.root, &self.topics) {
                 self.overflow.groups += acc.response(api, g, &r, i, self.cfg.max_list);
             }

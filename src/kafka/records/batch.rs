@@ -103,79 +103,92 @@ pub(super) fn crc_mismatch(stored: u32, calc: u32) -> String {
     format!("0x{stored:08x}, CRC MISMATCH: expected 0x{calc:08x}")
 }
 
+/// One integer field of the header, its node pushed as it is read.
+fn int_field(
+    c: &mut Cur<'_>,
+    kids: &mut Vec<Node>,
+    name: &'static str,
+    ty: Int,
+    about: &'static str,
+) -> Option<i64> {
+    let (v, n) = field!(kids, c.int(name, ty, RB, about));
+    kids.push(n);
+    Some(v)
+}
+
+/// A timestamp field of the header (ms since the epoch), shown as a date too.
+fn time_field(
+    c: &mut Cur<'_>,
+    kids: &mut Vec<Node>,
+    name: &'static str,
+    about: &'static str,
+) -> Option<i64> {
+    let (ms, n) = field!(kids, c.int(name, Int::I64, RB, about));
+    kids.push(with_time(n, ms));
+    Some(ms)
+}
+
+/// The CRC node's value and description: whether the stored CRC-32C
+/// matches the bytes from the attributes on (`whole`, the complete batch;
+/// `None` for a partial one, not checked). True on a mismatch.
+fn check_crc(n: &mut Node, stored: u32, whole: Option<&[u8]>) -> bool {
+    let Some(region) = whole.and_then(|w| w.get(21..)) else {
+        n.detail = Some("not checked: the batch is incomplete".into());
+        n.about = Some("CRC-32C over attributes .. end of batch".into());
+        return false;
+    };
+    let calc = crc32c::crc32c(region);
+    if calc == stored {
+        n.value = Value::Text(CRC_VALID.into());
+        n.about =
+            Some(format!("CRC-32C over attributes .. end of batch: 0x{stored:08x}, valid").into());
+        return false;
+    }
+    n.detail = Some(crc_mismatch(stored, calc).into());
+    n.about = Some(
+        format!(
+            "CRC-32C over attributes .. end of batch: stored 0x{stored:08x}, \
+             computed 0x{calc:08x}: mismatch"
+        )
+        .into(),
+    );
+    true
+}
+
 /// Reads the 61-byte header into `kids`. `whole` is the complete batch when
 /// the CRC can be checked (`None` for a partial batch). Returns the header
 /// and whether its CRC was found not to match.
 fn header(c: &mut Cur<'_>, whole: Option<&[u8]>, kids: &mut Vec<Node>) -> Option<(Hdr, bool)> {
-    let (base_offset, n) = field!(
+    let base_offset = int_field(
+        c,
         kids,
-        c.int(
-            "baseOffset",
-            Int::I64,
-            RB,
-            "offset of the batch's first record; each record adds its offsetDelta"
-        )
-    );
-    kids.push(n);
-    let (_, n) = field!(
+        "baseOffset",
+        Int::I64,
+        "offset of the batch's first record; each record adds its offsetDelta",
+    )?;
+    int_field(
+        c,
         kids,
-        c.int(
-            "batchLength",
-            Int::I32,
-            RB,
-            "how many bytes of batch follow this field"
-        )
-    );
-    kids.push(n);
-    let (_, n) = field!(
+        "batchLength",
+        Int::I32,
+        "how many bytes of batch follow this field",
+    )?;
+    int_field(
+        c,
         kids,
-        c.int(
-            "partitionLeaderEpoch",
-            Int::I32,
-            RB,
-            "leader epoch the broker stamps on append; producers send -1"
-        )
-    );
-    kids.push(n);
-    let (_, n) = field!(
+        "partitionLeaderEpoch",
+        Int::I32,
+        "leader epoch the broker stamps on append; producers send -1",
+    )?;
+    int_field(
+        c,
         kids,
-        c.int(
-            "magic",
-            Int::I8,
-            RB,
-            "record format version: 2 is the RecordBatch"
-        )
-    );
-    kids.push(n);
+        "magic",
+        Int::I8,
+        "record format version: 2 is the RecordBatch",
+    )?;
     let (stored, mut n) = field!(kids, c.int("crc", Int::U32, RB, ""));
-    let stored = stored as u32;
-    let mut bad = false;
-    match whole.and_then(|w| w.get(21..)) {
-        Some(region) => {
-            let calc = crc32c::crc32c(region);
-            if calc == stored {
-                n.value = Value::Text(CRC_VALID.into());
-                n.about = Some(
-                    format!("CRC-32C over attributes .. end of batch: 0x{stored:08x}, valid")
-                        .into(),
-                );
-            } else {
-                bad = true;
-                n.detail = Some(crc_mismatch(stored, calc).into());
-                n.about = Some(
-                    format!(
-                        "CRC-32C over attributes .. end of batch: stored 0x{stored:08x}, \
-                         computed 0x{calc:08x}: mismatch"
-                    )
-                    .into(),
-                );
-            }
-        }
-        None => {
-            n.detail = Some("not checked: the batch is incomplete".into());
-            n.about = Some("CRC-32C over attributes .. end of batch".into());
-        }
-    }
+    let bad = check_crc(&mut n, stored as u32, whole);
     kids.push(n);
     let (attributes, mut n) = field!(
         kids,
@@ -192,66 +205,46 @@ fn header(c: &mut Cur<'_>, whole: Option<&[u8]>, kids: &mut Vec<Node>) -> Option
         n.detail = Some(attributes_detail(attributes).into());
     }
     kids.push(n);
-    let (_, n) = field!(
+    int_field(
+        c,
         kids,
-        c.int(
-            "lastOffsetDelta",
-            Int::I32,
-            RB,
-            "offsetDelta of the batch's last record (-1 when it holds none)"
-        )
-    );
-    kids.push(n);
-    let (base_ts, n) = field!(
+        "lastOffsetDelta",
+        Int::I32,
+        "offsetDelta of the batch's last record (-1 when it holds none)",
+    )?;
+    let base_ts = time_field(
+        c,
         kids,
-        c.int(
-            "baseTimestamp",
-            Int::I64,
-            RB,
-            "timestamp of the first record, in ms since the epoch; records add their timestampDelta"
-        )
-    );
-    kids.push(with_time(n, base_ts));
-    let (max_ts, n) = field!(
+        "baseTimestamp",
+        "timestamp of the first record, in ms since the epoch; records add their timestampDelta",
+    )?;
+    time_field(
+        c,
         kids,
-        c.int(
-            "maxTimestamp",
-            Int::I64,
-            RB,
-            "the latest record timestamp in the batch (ms)"
-        )
-    );
-    kids.push(with_time(n, max_ts));
-    let (_, n) = field!(
+        "maxTimestamp",
+        "the latest record timestamp in the batch (ms)",
+    )?;
+    int_field(
+        c,
         kids,
-        c.int(
-            "producerId",
-            Int::I64,
-            RB,
-            "idempotent or transactional producer id; -1 for plain producers"
-        )
-    );
-    kids.push(n);
-    let (_, n) = field!(
+        "producerId",
+        Int::I64,
+        "idempotent or transactional producer id; -1 for plain producers",
+    )?;
+    int_field(
+        c,
         kids,
-        c.int(
-            "producerEpoch",
-            Int::I16,
-            RB,
-            "epoch of that producer id; -1 when unused"
-        )
-    );
-    kids.push(n);
-    let (_, n) = field!(
+        "producerEpoch",
+        Int::I16,
+        "epoch of that producer id; -1 when unused",
+    )?;
+    int_field(
+        c,
         kids,
-        c.int(
-            "baseSequence",
-            Int::I32,
-            RB,
-            "producer sequence number of the first record; -1 when unused"
-        )
-    );
-    kids.push(n);
+        "baseSequence",
+        Int::I32,
+        "producer sequence number of the first record; -1 when unused",
+    )?;
     let (count, mut n) = field!(
         kids,
         c.int(

@@ -369,7 +369,7 @@ pub fn api_name(api_key: i16) -> Option<&'static str> {
 pub fn request_header_version(api_key: i16, version: i16) -> i16 {
     match message(api_key, MessageKind::Request, version) {
         Some(m) if m.is_flexible(version) => 2,
-        _ if api_key == 7 && version == 0 => 0,
+        _ if ApiKey(api_key) == ApiKey::CONTROLLED_SHUTDOWN && version == 0 => 0,
         _ => 1,
     }
 }
@@ -377,7 +377,7 @@ pub fn request_header_version(api_key: i16, version: i16) -> i16 {
 /// The response header version: 1 when flexible, else 0; ApiVersions (key 18) always
 /// answers with header v0 so that a client can read it whatever version it asked for.
 pub fn response_header_version(api_key: i16, version: i16) -> i16 {
-    if api_key == 18 {
+    if ApiKey(api_key) == ApiKey::API_VERSIONS {
         return 0;
     }
     match message(api_key, MessageKind::Response, version) {
