@@ -37,8 +37,10 @@ TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
 
 if [[ -z ${KAFKASHARK:-} ]]; then
-    (cd "$ROOT" && cargo build -q --release -p kafkashark-ui && cargo build -q --release -p kafkashark --example read-frames)
+    (cd "$ROOT" && cargo build -q --release -p kafkashark-ui)
 fi
+# The bare read is kafkashark's own frame loop, whichever binary is measured.
+(cd "$ROOT" && cargo build -q --release -p kafkashark --example read-frames)
 echo "kafkashark: $K"
 command -v /usr/bin/time >/dev/null || { echo "bench.sh: needs /usr/bin/time (apt-get install time)" >&2; exit 2; }
 HAVE_TSHARK=0
