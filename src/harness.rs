@@ -305,14 +305,12 @@ fn check_records_json(msg: &[u8], d: &Decoded, fast: &Decoded) {
 /// Written in parts of any size (`JsonSink::spilling`), the parts are that
 /// JSON; a dry sink writes nothing and finds the same result and facts.
 fn check_streamed(msg: &[u8], fast: &Decoded, response: Option<(i16, i16)>) {
-    use crate::kafka::decode::{decode_request_json, decode_response_json};
-    use crate::kafka::stream_json::JsonSink;
+    use crate::kafka::decode::decode_streamed;
+    use crate::kafka::stream_json::{JsonSink, Stream};
     use crate::kafka::tree::Spill;
     let opts = records_json_opts();
-    let decode = |sink: &mut JsonSink<'_>| match response {
-        None => decode_request_json(msg, &opts, sink),
-        Some((k, v)) => decode_response_json(msg, k, v, &opts, sink),
-    };
+    let decode =
+        |sink: &mut JsonSink<'_>| decode_streamed(msg, response, &opts, Stream::Json(sink));
     let mut got = Vec::new();
     let mut sink = JsonSink::new(&mut got, msg, None);
     let s = decode(&mut sink);
@@ -403,7 +401,8 @@ pub(crate) fn streamed_text(
     Decoded,
     Option<(String, crate::kafka::stream_json::StreamFacts)>,
 ) {
-    use crate::kafka::decode::{decode_request_text, decode_response_text};
+    use crate::kafka::decode::decode_streamed;
+    use crate::kafka::stream_json::Stream;
     use crate::kafka::stream_text::TextStream;
     fn again<'a>(
         a: &'a mut Option<&mut dyn FnMut(&mut Node)>,
@@ -413,10 +412,7 @@ pub(crate) fn streamed_text(
             None => None,
         }
     }
-    let decode = |t: &mut TextStream<'_>| match response {
-        None => decode_request_text(msg, opts, t),
-        Some((k, v)) => decode_response_text(msg, k, v, opts, t),
-    };
+    let decode = |t: &mut TextStream<'_>| decode_streamed(msg, response, opts, Stream::Text(t));
     let mut measure = TextStream::measure(msg, again(&mut annotate));
     let s = decode(&mut measure);
     if s.error.is_some() {

@@ -24,8 +24,7 @@ use super::records::{count_record_set, decode_record_set, SetCounts};
 use super::schema::{
     self, ApiKey, Elem, FieldDef, FieldKind, Marks, MessageDef, MessageKind, Prim, StructDef,
 };
-use super::stream_json::{JsonSink, Out, Stream};
-use super::stream_text::TextStream;
+use super::stream_json::{Out, Stream};
 use super::tree::{
     indexed_text, ByteSource, Node, Parts, Role, SmallTexts, Text, Value, MAX_RESERVED_CHILDREN,
 };
@@ -180,7 +179,6 @@ impl Decoded {
 }
 
 /// Decodes a request: `msg` is one whole message including its 4-byte size prefix.
-/// Decodes a request: `msg` is one whole message including its 4-byte size prefix.
 pub fn decode_request(msg: &[u8], opts: &DecodeOptions) -> Decoded {
     let d = decode_request_into(msg, opts, None, None);
     // ControlledShutdown v0 is the one request defined with header v0 (no client
@@ -197,23 +195,22 @@ pub fn decode_request(msg: &[u8], opts: &DecodeOptions) -> Decoded {
     d
 }
 
-/// [`decode_request`]'s tree written as JSON into `sink` while it is decoded
-/// (the module `stream_json`): the returned root has no children. The JSON
-/// is [`Node::write_json_in`]'s for [`decode_request`]'s tree when the
-/// result has no error; otherwise it is to be dropped.
-pub fn decode_request_json(msg: &[u8], opts: &DecodeOptions, sink: &mut JsonSink<'_>) -> Decoded {
-    decode_request_into(msg, opts, None, Some(Stream::Json(sink)))
-}
-
-/// [`decode_request`]'s tree measured or written as text by `stream` while
-/// it is decoded (the module `stream_text`), as [`decode_request_json`]
-/// writes it as JSON.
-pub fn decode_request_text(
+/// A message's tree written as JSON or text by `stream` while it is decoded
+/// (the modules `stream_json` and `stream_text`), instead of kept: the
+/// returned root has no children. `response`: the api key and version of
+/// the request a response answers; `None` for a request. The output is
+/// that of [`decode_request`]'s or [`decode_response`]'s tree when the result
+/// has no error; otherwise it is to be dropped (the caller decodes the tree).
+pub fn decode_streamed(
     msg: &[u8],
+    response: Option<(i16, i16)>,
     opts: &DecodeOptions,
-    stream: &mut TextStream<'_>,
+    stream: Stream<'_, '_>,
 ) -> Decoded {
-    decode_request_into(msg, opts, None, Some(Stream::Text(stream)))
+    match response {
+        None => decode_request_into(msg, opts, None, Some(stream)),
+        Some((key, version)) => decode_response_into(msg, key, version, opts, Some(stream)),
+    }
 }
 
 /// A request decoded into a tree, or written as JSON or text by `stream`;
@@ -246,30 +243,6 @@ pub fn decode_response(
     opts: &DecodeOptions,
 ) -> Decoded {
     decode_response_into(msg, api_key, api_version, opts, None)
-}
-
-/// [`decode_response`]'s tree written as JSON into `sink` while it is
-/// decoded, as [`decode_request_json`] does for requests.
-pub fn decode_response_json(
-    msg: &[u8],
-    api_key: i16,
-    api_version: i16,
-    opts: &DecodeOptions,
-    sink: &mut JsonSink<'_>,
-) -> Decoded {
-    decode_response_into(msg, api_key, api_version, opts, Some(Stream::Json(sink)))
-}
-
-/// [`decode_response`]'s tree measured or written as text by `stream` while
-/// it is decoded, as [`decode_request_text`] does for requests.
-pub fn decode_response_text(
-    msg: &[u8],
-    api_key: i16,
-    api_version: i16,
-    opts: &DecodeOptions,
-    stream: &mut TextStream<'_>,
-) -> Decoded {
-    decode_response_into(msg, api_key, api_version, opts, Some(Stream::Text(stream)))
 }
 
 /// A response decoded into a tree, or written as JSON or text by `stream`.

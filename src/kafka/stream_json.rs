@@ -40,7 +40,7 @@ pub(crate) enum Out<'o, 'j> {
 }
 
 /// Where a message's nodes go as they are made, instead of into a tree.
-pub(crate) enum Stream<'s, 'j> {
+pub enum Stream<'s, 'j> {
     /// JSON.
     Json(&'s mut JsonSink<'j>),
     /// Text.
@@ -321,8 +321,7 @@ mod tests {
     use super::*;
     use crate::analyzer::response_facts;
     use crate::kafka::decode::{
-        decode_request, decode_request_json, decode_response, decode_response_json, DecodeOptions,
-        Decoded, Kind,
+        decode_request, decode_response, decode_streamed, DecodeOptions, Decoded, Kind,
     };
     use crate::test_captures;
 
@@ -365,10 +364,7 @@ mod tests {
             None => None,
         };
         let mut sink = JsonSink::new(&mut got, raw, annotate);
-        let streamed = match response {
-            None => decode_request_json(raw, opts, &mut sink),
-            Some((k, v)) => decode_response_json(raw, k, v, opts, &mut sink),
-        };
+        let streamed = decode_streamed(raw, response, opts, Stream::Json(&mut sink));
         let facts = sink.facts();
         (tree, want, streamed, got, facts)
     }
@@ -519,10 +515,8 @@ mod tests {
         Vec<Vec<u8>>,
         (Vec<u8>, Decoded, StreamFacts),
     ) {
-        let decode = |sink: &mut JsonSink<'_>| match response {
-            None => decode_request_json(raw, opts, sink),
-            Some((k, v)) => decode_response_json(raw, k, v, opts, sink),
-        };
+        let decode =
+            |sink: &mut JsonSink<'_>| decode_streamed(raw, response, opts, Stream::Json(sink));
         let mut whole = Vec::new();
         let mut sink = JsonSink::new(&mut whole, raw, None);
         let d = decode(&mut sink);

@@ -486,8 +486,8 @@ fn stream(
     opts: &DecodeOptions,
     stamps: &Stamps,
 ) -> bool {
-    use kafkashark::kafka::decode::{decode_request_json, decode_response_json};
-    use kafkashark::kafka::stream_json::JsonSink;
+    use kafkashark::kafka::decode::decode_streamed;
+    use kafkashark::kafka::stream_json::{JsonSink, Stream};
     let Some(response) = streamed_as(m) else {
         return false;
     };
@@ -506,10 +506,7 @@ fn stream(
         None
     };
     let mut sink = JsonSink::new(buf, &m.raw.bytes, annotate);
-    let d = match response {
-        None => decode_request_json(&m.raw.bytes, opts, &mut sink),
-        Some((k, v)) => decode_response_json(&m.raw.bytes, k, v, opts, &mut sink),
-    };
+    let d = decode_streamed(&m.raw.bytes, response, opts, Stream::Json(&mut sink));
     let facts = sink.facts();
     let is_response = response.is_some();
     if d.error.is_some() || (is_response && facts.error_codes != m.info.error_codes) {
@@ -558,18 +555,16 @@ fn stream_parted(
     stamps: &Stamps,
     to: &ToWriter,
 ) -> Option<bool> {
-    use kafkashark::kafka::decode::{decode_request_json, decode_response_json};
-    use kafkashark::kafka::stream_json::JsonSink;
+    use kafkashark::kafka::decode::decode_streamed;
+    use kafkashark::kafka::stream_json::{JsonSink, Stream};
     let response = streamed_as(m)?;
     let is_response = response.is_some();
     let index = m.info.index;
     let mut name = |n: &mut Node| stamps.name_node(index, n);
     // Decided once: both decodes annotate alike.
     let any = stamps.any.load(Ordering::Acquire);
-    let decode = |sink: &mut JsonSink<'_>| match response {
-        None => decode_request_json(&m.raw.bytes, opts, sink),
-        Some((k, v)) => decode_response_json(&m.raw.bytes, k, v, opts, sink),
-    };
+    let decode =
+        |sink: &mut JsonSink<'_>| decode_streamed(&m.raw.bytes, response, opts, Stream::Json(sink));
     let mut none = Vec::new();
     let mut dry = JsonSink::new(&mut none, &m.raw.bytes, any.then_some(&mut name as _)).dry();
     let d = decode(&mut dry);
@@ -609,17 +604,15 @@ fn text_streamed(
     stamps: &Stamps,
     to: &ToWriter,
 ) -> Option<bool> {
-    use kafkashark::kafka::decode::{decode_request_text, decode_response_text};
+    use kafkashark::kafka::decode::decode_streamed;
+    use kafkashark::kafka::stream_json::Stream;
     use kafkashark::kafka::stream_text::TextStream;
     let response = streamed_as(m)?;
     let index = m.info.index;
     let mut name = |n: &mut Node| stamps.name_node(index, n);
     let any = stamps.any.load(Ordering::Acquire);
     let raw = m.raw.bytes.clone();
-    let decode = |t: &mut TextStream<'_>| match response {
-        None => decode_request_text(&raw, opts, t),
-        Some((k, v)) => decode_response_text(&raw, k, v, opts, t),
-    };
+    let decode = |t: &mut TextStream<'_>| decode_streamed(&raw, response, opts, Stream::Text(t));
     let mut measure = TextStream::measure(&raw, any.then_some(&mut name as _));
     let d = decode(&mut measure);
     if d.error.is_some() {
