@@ -13,7 +13,7 @@
 //!   kafkashark must decode the whole message without error and show exactly
 //!   the values and spans written.
 //!
-//! Versions in our tables (Kafka 4.2.1 plus the 3.9 definitions of removed
+//! Versions in our tables (Kafka 4.3.0 plus the 3.9 definitions of removed
 //! versions) that the crate lacks get the same checks without the crate, so
 //! every api key and version we decode is exercised. The crate is used through
 //! its `Request` trait: its `RequestKind`/`ResponseKind` enums sit behind the

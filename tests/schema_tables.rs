@@ -78,7 +78,7 @@ fn inner(f: &FieldDef) -> &'static StructDef {
 fn produce_request_v12() {
     let m = message(0, MessageKind::Request, 12).expect("Produce v12");
     assert_eq!(m.name, "ProduceRequest");
-    assert_eq!(m.set, SchemaSet::Kafka421);
+    assert_eq!(m.set, SchemaSet::Current);
     assert!(m.is_flexible(12));
     assert!(!m.is_flexible(8));
     let names: Vec<&str> = m.body.fields.iter().map(|f| f.name).collect();
@@ -133,23 +133,23 @@ fn produce_response_v13_tagged_fields() {
 fn produce_legacy_versions_come_from_kafka_3_9() {
     for v in 0..=2 {
         let m = message(0, MessageKind::Request, v).expect("Produce v0-2");
-        assert_eq!(m.set, SchemaSet::Kafka39, "v{v}");
+        assert_eq!(m.set, SchemaSet::Legacy, "v{v}");
         assert_eq!(m.valid, Versions::new(0, 2));
         assert!(!m.is_flexible(v));
     }
     assert_eq!(
         message(0, MessageKind::Request, 3).unwrap().set,
-        SchemaSet::Kafka421
+        SchemaSet::Current
     );
     assert_eq!(
         message(0, MessageKind::Response, 2).unwrap().set,
-        SchemaSet::Kafka39
+        SchemaSet::Legacy
     );
     assert!(message(0, MessageKind::Request, 14).is_none());
     assert_eq!(known_versions(0), Some(Versions::new(0, 13)));
     let defs: Vec<&MessageDef> = definitions(0, MessageKind::Request).collect();
     assert_eq!(defs.len(), 2);
-    assert_eq!(defs[0].set, SchemaSet::Kafka421);
+    assert_eq!(defs[0].set, SchemaSet::Current);
 }
 
 #[test]
@@ -197,7 +197,7 @@ fn removed_apis_have_legacy_definitions() {
         for kind in [MessageKind::Request, MessageKind::Response] {
             let defs: Vec<&MessageDef> = definitions(key, kind).collect();
             assert_eq!(defs.len(), 1, "{name} {kind:?}");
-            assert_eq!(defs[0].set, SchemaSet::Kafka39);
+            assert_eq!(defs[0].set, SchemaSet::Legacy);
             assert_eq!(defs[0].valid, Versions::new(0, max), "{name} {kind:?}");
             assert!(defs[0].name.starts_with(name));
         }
@@ -235,7 +235,7 @@ fn every_listed_api_has_request_and_response() {
         for kind in [MessageKind::Request, MessageKind::Response] {
             let defs: Vec<_> = definitions(key, kind).collect();
             assert!(!defs.is_empty(), "api key {key}: no {kind:?} definition");
-            assert_eq!(defs[0].set, SchemaSet::Kafka421, "api key {key} {kind:?}");
+            assert_eq!(defs[0].set, SchemaSet::Current, "api key {key} {kind:?}");
             for v in defs[0].valid.min..=defs[0].valid.max {
                 assert!(
                     message(key, kind, v).is_some(),
@@ -270,7 +270,7 @@ fn versions_per_api_do_not_overlap_and_are_sorted() {
         (
             m.api_key,
             m.kind == MessageKind::Response,
-            m.set == SchemaSet::Kafka39,
+            m.set == SchemaSet::Legacy,
         )
     };
     assert!(
@@ -309,6 +309,7 @@ fn data_schemas() {
         [
             "ConsumerProtocolAssignment",
             "ConsumerProtocolSubscription",
+            "ControlRecordTypeSchema",
             "DefaultPrincipalData",
             "EndTxnMarker",
             "KRaftVersionRecord",
@@ -435,4 +436,90 @@ fn every_field_is_marked_by_its_name_and_entity_type() {
     let parts = inner(field(topics, "PartitionData"));
     assert!(field(parts, "Index").marks.has(Marks::PLACE_PARTITION));
     assert_eq!(field(parts, "Records").marks, Marks::NONE);
+}
+
+/// The first node named `name` in `root`'s tree.
+fn find<'a>(root: &'a kafkashark::kafka::Node, name: &str) -> Option<&'a kafkashark::kafka::Node> {
+    let mut hit = None;
+    root.walk(&mut |n, _| {
+        if hit.is_none() && n.name == name {
+            hit = Some(n);
+        }
+    });
+    hit
+}
+
+/// `body` framed as a whole message: its 4-byte size prefix, then `body`.
+fn framed(body: &[u8]) -> Vec<u8> {
+    let mut m = (body.len() as i32).to_be_bytes().to_vec();
+    m.extend_from_slice(body);
+    m
+}
+
+#[test]
+fn kafka_4_3_0_versions() {
+    use kafkashark::kafka::{decode_request, decode_response, DecodeOptions};
+    assert_eq!(kafkashark::kafka::schema::KAFKA_RELEASE, "4.3.0");
+
+    // BrokerHeartbeat v2: the tagged, nullable CordonedLogDirs (tag 1).
+    let m = message(63, MessageKind::Request, 2).expect("BrokerHeartbeat v2");
+    assert_eq!(m.set, SchemaSet::Current);
+    let cordoned = field(m.body, "CordonedLogDirs");
+    assert_eq!(
+        (cordoned.tag, cordoned.tagged),
+        (Some(1), Versions::new(2, i16::MAX))
+    );
+    assert!(cordoned.nullable.contains(2));
+    assert!(message(63, MessageKind::Response, 2).is_some());
+    assert!(message(63, MessageKind::Request, 3).is_none());
+    let mut req = Vec::new();
+    req.extend_from_slice(&63i16.to_be_bytes()); // api key
+    req.extend_from_slice(&2i16.to_be_bytes()); // api version
+    req.extend_from_slice(&7i32.to_be_bytes()); // correlation id
+    req.extend_from_slice(&[0, 1, b'c', 0]); // client id "c", no header tags
+    req.extend_from_slice(&1i32.to_be_bytes()); // BrokerId
+    req.extend_from_slice(&5i64.to_be_bytes()); // BrokerEpoch
+    req.extend_from_slice(&100i64.to_be_bytes()); // CurrentMetadataOffset
+    req.extend_from_slice(&[0, 0]); // WantFence, WantShutDown
+    req.extend_from_slice(&[1, 1, 17, 2]); // one tagged field: tag 1, 17 bytes, one uuid
+    req.extend_from_slice(&[0xab; 16]);
+    let d = decode_request(&framed(&req), &DecodeOptions::default());
+    assert!(d.error.is_none(), "{:?}", d.error);
+    let dirs = find(&d.root, "CordonedLogDirs").expect("CordonedLogDirs decoded");
+    assert_eq!(dirs.value_text(), "tag 1, 17 bytes");
+    let dir = find(dirs, "CordonedLogDirs[0]").expect("one directory");
+    assert_eq!((dir.ty.as_ref(), dir.offset, dir.length), ("uuid", 42, 16));
+
+    // DescribeLogDirs v5: IsCordoned on each result.
+    let m = message(35, MessageKind::Response, 5).expect("DescribeLogDirs v5");
+    let result = inner(field(m.body, "Results"));
+    assert_eq!(
+        field(result, "IsCordoned").versions,
+        Versions::new(5, i16::MAX)
+    );
+    assert!(message(35, MessageKind::Request, 5).is_some());
+    let mut resp = 9i32.to_be_bytes().to_vec(); // correlation id
+    resp.push(0); // no header tags
+    resp.extend_from_slice(&0i32.to_be_bytes()); // ThrottleTimeMs
+    resp.extend_from_slice(&0i16.to_be_bytes()); // ErrorCode
+    resp.push(2); // one result
+    resp.extend_from_slice(&0i16.to_be_bytes()); // its ErrorCode
+    resp.extend_from_slice(&[3, b'/', b'd']); // LogDir "/d"
+    resp.push(1); // no topics
+    resp.extend_from_slice(&100i64.to_be_bytes()); // TotalBytes
+    resp.extend_from_slice(&50i64.to_be_bytes()); // UsableBytes
+    resp.extend_from_slice(&[1, 0]); // IsCordoned true, no tags
+    resp.push(0); // no tags
+    let d = decode_response(&framed(&resp), 35, 5, &DecodeOptions::default());
+    assert!(d.error.is_none(), "{:?}", d.error);
+    let flag = find(&d.root, "IsCordoned").expect("IsCordoned decoded");
+    assert_eq!(flag.value_text(), "true");
+
+    // The control-record key's data schema.
+    let control = DATA_SCHEMAS
+        .iter()
+        .find(|m| m.name == "ControlRecordTypeSchema")
+        .expect("ControlRecordTypeSchema");
+    assert_eq!(control.body.fields.len(), 1);
+    assert_eq!(field(control.body, "Type").type_name, "int16");
 }

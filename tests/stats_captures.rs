@@ -376,7 +376,7 @@ fn clients_used_exactly_the_api_versions_seen() {
                     a.version,
                 )
                 .map(|m| m.set)
-                    == Some(kafkashark::kafka::schema::SchemaSet::Kafka39);
+                    == Some(kafkashark::kafka::schema::SchemaSet::Legacy);
                 assert_eq!(a.removed_in_kafka_4, legacy, "{name}: mark");
             }
         }

@@ -4,12 +4,15 @@
 //! [`generate`] reads a schema directory laid out as
 //!
 //! ```text
-//! SCHEMA_DIR/*.json            Apache Kafka 4.2.1 definitions (authoritative)
-//! SCHEMA_DIR/kafka-3.9/*.json  Kafka 3.9 definitions (versions 4.0 removed)
+//! SCHEMA_DIR/kafka-<release>/*.json  the newest release: authoritative
+//! SCHEMA_DIR/kafka-3.9/*.json        Kafka 3.9 definitions (versions 4.0 removed)
 //! ```
 //!
-//! (any other subdirectory, such as `kafka-4.1.0/`, is ignored) and returns
-//! the text of `src/kafka/schema/generated.rs`. The pipeline is: strip
+//! The release the tables follow is the `kafka-<version>` subdirectory with
+//! the highest version (besides `kafka-3.9`): adding a Kafka release is
+//! adding its folder. Older release folders (such as `kafka-4.1.0/`, kept for
+//! the differential test) and files at the top are not read. [`generate`]
+//! returns the text of `src/kafka/schema/generated.rs`. The pipeline is: strip
 //! comments ([`jsonc`]), parse JSON, read each file into a [`model::Message`],
 //! decide which definition decodes which versions ([`merge`]), then render the
 //! Rust tables (`emit`). The output depends only on the input files, never
@@ -32,6 +35,42 @@ pub use versions::Versions;
 
 /// The subdirectory holding the Kafka 3.9 definitions.
 pub const LEGACY_DIR: &str = "kafka-3.9";
+
+/// The release of a `kafka-<version>` directory name (`kafka-4.3.0` →
+/// `[4, 3, 0]`), if it is one.
+fn release_of(name: &str) -> Option<Vec<u32>> {
+    let v = name.strip_prefix("kafka-")?;
+    v.split('.').map(|p| p.parse().ok()).collect()
+}
+
+/// The release the tables follow: the `kafka-<version>` subdirectory of
+/// `schema_dir` with the highest version, besides [`LEGACY_DIR`]; its
+/// version text (`4.3.0`) and path.
+pub fn current_release(schema_dir: &Path) -> Result<(String, PathBuf), Error> {
+    let io_err = |source| Error::Io {
+        path: schema_dir.to_path_buf(),
+        source,
+    };
+    let mut best: Option<(Vec<u32>, String, PathBuf)> = None;
+    for entry in fs::read_dir(schema_dir).map_err(io_err)? {
+        let entry = entry.map_err(io_err)?;
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let Some(v) = release_of(&name).filter(|_| name != LEGACY_DIR) else {
+            continue;
+        };
+        if entry.file_type().map_err(io_err)?.is_dir()
+            && best.as_ref().is_none_or(|(b, _, _)| v > *b)
+        {
+            let text = name["kafka-".len()..].to_string();
+            best = Some((v, text, entry.path()));
+        }
+    }
+    best.map(|(_, text, path)| (text, path))
+        .ok_or_else(|| Error::Schema {
+            path: schema_dir.to_path_buf(),
+            message: format!("no kafka-<version> release folder here (besides {LEGACY_DIR})"),
+        })
+}
 
 /// Why generation failed; every variant names the file (or directory) at fault.
 #[derive(Debug)]
@@ -132,10 +171,11 @@ pub fn load_dir(dir: &Path) -> Result<Vec<merge::Loaded>, Error> {
 }
 
 /// Generates the text of `generated.rs` from the schema directory `schema_dir`
-/// (4.2.1 files at the top, 3.9 files in [`LEGACY_DIR`]).
+/// (the newest release's folder, see [`current_release`], and [`LEGACY_DIR`]).
 pub fn generate(schema_dir: &Path) -> Result<String, Error> {
-    let current = load_dir(schema_dir)?;
+    let (release, dir) = current_release(schema_dir)?;
+    let current = load_dir(&dir)?;
     let legacy = load_dir(&schema_dir.join(LEGACY_DIR))?;
-    let plan = merge::plan(&current, &legacy, schema_dir)?;
+    let plan = merge::plan(&current, &legacy, &release, schema_dir)?;
     emit::render(&plan)
 }

@@ -1,11 +1,12 @@
 //! The merge rule: which definition decodes which versions.
 //!
-//! The Kafka 4.2.1 files are authoritative for every version they list. The
-//! Kafka 3.9 files fill in only the versions that 4.0 dropped: for a request
-//! or response, the 3.9 versions below the 4.2.1 minimum (all of 3.9's
-//! versions when 4.2.1 says `"none"` or has no file for that api key and
-//! kind) become a second, "legacy" definition. Headers are one definition
-//! each: the 4.2.1 fields, with the valid range stretched down to 3.9's
+//! The current release's files (the newest `kafka-<version>` folder) are
+//! authoritative for every version they list. The Kafka 3.9 files fill in
+//! only the versions that 4.0 dropped: for a request or response, the 3.9
+//! versions below the current minimum (all of 3.9's versions when the current
+//! release says `"none"` or has no file for that api key and kind) become a
+//! second, "legacy" definition. Headers are one definition each: the current
+//! fields, with the valid range stretched down to 3.9's
 //! minimum (RequestHeader v0). Data schemas follow the request/response rule.
 //! The result is a [`Plan`]: every definition to emit, in output order.
 
@@ -28,18 +29,18 @@ pub struct Loaded {
 /// Which release a definition is generated from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Set {
-    /// Apache Kafka 4.2.1, the release the tables follow.
-    Kafka421,
+    /// The release the tables follow.
+    Current,
     /// Kafka 3.9, for the versions 4.0 removed.
-    Kafka39,
+    Legacy,
 }
 
 impl Set {
     /// The `SchemaSet` variant in the tables.
     pub fn rust(self) -> &'static str {
         match self {
-            Set::Kafka421 => "SchemaSet::Kafka421",
-            Set::Kafka39 => "SchemaSet::Kafka39",
+            Set::Current => "SchemaSet::Current",
+            Set::Legacy => "SchemaSet::Legacy",
         }
     }
 }
@@ -66,13 +67,15 @@ pub struct Def<'a> {
 /// Everything to emit, in output order.
 #[derive(Debug)]
 pub struct Plan<'a> {
-    /// Requests and responses: by api key, request before response, 4.2.1 before 3.9.
+    /// The current release's version text (`4.3.0`).
+    pub release: String,
+    /// Requests and responses: by api key, request before response, current before 3.9.
     pub messages: Vec<Def<'a>>,
     /// The request header.
     pub request_header: Def<'a>,
     /// The response header.
     pub response_header: Def<'a>,
-    /// Data schemas: by name, 4.2.1 before 3.9.
+    /// Data schemas: by name, current before 3.9.
     pub data: Vec<Def<'a>>,
 }
 
@@ -113,7 +116,7 @@ pub fn legacy_range(current: Option<Versions>, old: Versions) -> Versions {
 
 fn def<'a>(l: &'a Loaded, set: Set, valid: Versions, note: Option<String>) -> Def<'a> {
     let mut prefix = screaming_snake(&l.msg.name);
-    if set == Set::Kafka39 {
+    if set == Set::Legacy {
         prefix.push_str("_K39");
     }
     Def {
@@ -171,10 +174,12 @@ fn index(
     Ok((apis, headers, data))
 }
 
-/// Applies the merge rule to the 4.2.1 files (`current`) and the 3.9 files (`legacy`).
+/// Applies the merge rule to the files of the current release (`current`,
+/// Kafka `release`) and the 3.9 files (`legacy`).
 pub fn plan<'a>(
     current: &'a [Loaded],
     legacy: &'a [Loaded],
+    release: &str,
     dir: &Path,
 ) -> Result<Plan<'a>, Error> {
     let (cur_apis, cur_headers, cur_data) = index(current)?;
@@ -188,7 +193,7 @@ pub fn plan<'a>(
         let cur = cur_apis.get(&key).copied();
         if let Some(c) = cur {
             if !c.msg.valid.is_empty() {
-                messages.push(def(c, Set::Kafka421, c.msg.valid, None));
+                messages.push(def(c, Set::Current, c.msg.valid, None));
             }
         }
         if let Some(o) = old_apis.get(&key).copied() {
@@ -196,20 +201,20 @@ pub fn plan<'a>(
             if !valid.is_empty() {
                 let note = match cur.map(|c| c.msg.valid).filter(|v| !v.is_empty()) {
                     None => format!(
-                        "Kafka 3.9 definition, {valid}: Kafka 4.2.1 lists no version of this API."
+                        "Kafka 3.9 definition, {valid}: Kafka {release} lists no version of this API."
                     ),
                     Some(c) if valid == o.msg.valid => {
                         format!(
-                            "Kafka 3.9 definition, {valid}: Kafka 4.2.1 starts at {}.",
+                            "Kafka 3.9 definition, {valid}: Kafka {release} starts at {}.",
                             c.min
                         )
                     }
                     Some(c) => format!(
-                        "Kafka 3.9 definition for {valid} only (3.9 lists {}; 4.2.1 starts at {}).",
+                        "Kafka 3.9 definition for {valid} only (3.9 lists {}; {release} starts at {}).",
                         o.msg.valid, c.min
                     ),
                 };
-                messages.push(def(o, Set::Kafka39, valid, Some(note)));
+                messages.push(def(o, Set::Legacy, valid, Some(note)));
             }
         }
     }
@@ -231,13 +236,13 @@ pub fn plan<'a>(
                     ("versions", "decode")
                 };
                 note = Some(format!(
-                    "valid is {valid}, not 4.2.1's {}: Kafka 3.9 still lists {}; {which} {extra} {verb} \
-                     with these 4.2.1 fields.",
+                    "valid is {valid}, not {release}'s {}: Kafka 3.9 still lists {}; {which} {extra} {verb} \
+                     with these {release} fields.",
                     c.msg.valid, o.msg.valid
                 ));
             }
         }
-        Ok(def(c, Set::Kafka421, valid, note))
+        Ok(def(c, Set::Current, valid, note))
     };
     let request_header = header("RequestHeader")?;
     let response_header = header("ResponseHeader")?;
@@ -255,19 +260,21 @@ pub fn plan<'a>(
         let cur = cur_data.get(name).copied();
         if let Some(c) = cur {
             if !c.msg.valid.is_empty() {
-                data.push(def(c, Set::Kafka421, c.msg.valid, None));
+                data.push(def(c, Set::Current, c.msg.valid, None));
             }
         }
         if let Some(o) = old_data.get(name).copied() {
             let valid = legacy_range(cur.map(|c| c.msg.valid), o.msg.valid);
             if !valid.is_empty() {
-                let note = format!("Kafka 3.9 definition for {valid}, which 4.2.1 does not list.");
-                data.push(def(o, Set::Kafka39, valid, Some(note)));
+                let note =
+                    format!("Kafka 3.9 definition for {valid}, which {release} does not list.");
+                data.push(def(o, Set::Legacy, valid, Some(note)));
             }
         }
     }
 
     Ok(Plan {
+        release: release.to_string(),
         messages,
         request_header,
         response_header,

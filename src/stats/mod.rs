@@ -129,7 +129,7 @@ impl ClientKey {
 /// schema set still defines it.
 pub fn removed_in_kafka_4(api_key: i16, version: i16) -> bool {
     schema::message(api_key, MessageKind::Request, version).map(|m| m.set)
-        == Some(SchemaSet::Kafka39)
+        == Some(SchemaSet::Legacy)
 }
 
 /// The error's name, or `UNKNOWN(n)` for a code this build does not know.

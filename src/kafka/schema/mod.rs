@@ -3,20 +3,21 @@
 //! Place in the data path: consulted by framing (is this api key / version
 //! plausible?), by the decoder (what comes next on the wire?) and by the views
 //! (api names). The tables in `generated.rs` are written by the `schemagen`
-//! tool from Kafka's own JSON message definitions (Apache Kafka 4.2.1, plus the
-//! Kafka 3.9 definitions for the versions that 4.0 removed, KIP-896); this
-//! module only defines their types and the lookups over them.
+//! tool from Kafka's own JSON message definitions (the newest Apache Kafka
+//! release, [`KAFKA_RELEASE`], plus the Kafka 3.9 definitions for the
+//! versions that 4.0 removed, KIP-896); this module only defines their types
+//! and the lookups over them.
 //!
 //! Invariants: every `MessageDef` in [`MESSAGES`] covers a disjoint set of
-//! versions for its (api key, kind); a 4.2.1 definition always wins over a
+//! versions for its (api key, kind); a current definition always wins over a
 //! legacy one for a version both list.
 
 #[rustfmt::skip]
 mod generated;
 
 pub use generated::{
-    CONSUMER_PROTOCOL_ASSIGNMENT, CONSUMER_PROTOCOL_SUBSCRIPTION, DATA_SCHEMAS, MESSAGES,
-    REQUEST_HEADER, RESPONSE_HEADER,
+    CONSUMER_PROTOCOL_ASSIGNMENT, CONSUMER_PROTOCOL_SUBSCRIPTION, DATA_SCHEMAS, KAFKA_RELEASE,
+    MESSAGES, REQUEST_HEADER, RESPONSE_HEADER,
 };
 
 /// A Kafka API key: the number a request header names. Its named
@@ -295,10 +296,10 @@ pub enum MessageKind {
 /// Which Kafka release a definition was generated from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum SchemaSet {
-    /// Apache Kafka 4.2.1, the authoritative set.
-    Kafka421,
+    /// The release the tables follow ([`KAFKA_RELEASE`]), the authoritative set.
+    Current,
     /// Apache Kafka 3.9, used only for the versions 4.x no longer lists.
-    Kafka39,
+    Legacy,
 }
 
 /// A top-level message definition.
@@ -310,7 +311,7 @@ pub struct MessageDef {
     pub api_key: i16,
     /// Request, response, header or data.
     pub kind: MessageKind,
-    /// The versions this definition decodes (for legacy definitions: only those 4.2.1 lacks).
+    /// The versions this definition decodes (for legacy definitions: only those the current release lacks).
     pub valid: Versions,
     /// The flexible (compact + tagged fields) versions.
     pub flexible: Versions,
@@ -338,14 +339,14 @@ pub fn message(api_key: i16, kind: MessageKind, version: i16) -> Option<&'static
         .find(|m| m.api_key == api_key && m.kind == kind && m.valid.contains(version))
 }
 
-/// Every definition for an api key and kind, 4.2.1 first, then legacy.
+/// Every definition for an api key and kind, current first, then legacy.
 pub fn definitions(api_key: i16, kind: MessageKind) -> impl Iterator<Item = &'static MessageDef> {
     MESSAGES
         .iter()
         .filter(move |m| m.api_key == api_key && m.kind == kind)
 }
 
-/// The union of versions known for an api key's requests (4.2.1 and legacy), if the key is known.
+/// The union of versions known for an api key's requests (current and legacy), if the key is known.
 pub fn known_versions(api_key: i16) -> Option<Versions> {
     let mut out: Option<Versions> = None;
     for m in definitions(api_key, MessageKind::Request) {
