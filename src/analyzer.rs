@@ -22,7 +22,7 @@ use crate::kafka::decode::{summarize_request, summarize_response, Summary};
 use crate::kafka::framing::RawMessage;
 use crate::kafka::schema::{self, ApiKey, MessageKind};
 use crate::kafka::tree::{Node, Value};
-use crate::kafka::{decode_request, decode_response, DecodeOptions, Decoded};
+use crate::kafka::{decode_request, decode_response, DecodeOptions, DecodeWarning, Decoded};
 use crate::pairing::{Pairer, PendingRequest};
 use crate::pipeline::{Event, Pipeline, PipelineConfig, PipelineStats};
 use crate::topics::{TopicNames, TEACHERS};
@@ -121,6 +121,8 @@ pub struct MessageInfo {
     pub error_codes: Vec<i16>,
     /// `None` when every byte decoded, else the reason with its offset.
     pub decode_error: Option<String>,
+    /// Something unusual in a message that decoded (bytes after its body).
+    pub decode_warning: Option<DecodeWarning>,
     /// The first message after a resynchronisation.
     pub resynced: bool,
     /// Bytes skipped just before it.
@@ -518,7 +520,7 @@ impl MessageAnalyzer {
             Some(f) => d.api_key.map(ApiKey) != Some(ApiKey::PRODUCE) || f.acks != Some(0),
             None => expects_response(&d),
         };
-        let raw_token = sasl == SaslState::RawTokens && d.error.is_some();
+        let raw_token = sasl == SaslState::RawTokens && !d.clean();
         // A request whose body is malformed still pairs: its header is enough.
         if let (false, Some(k), Some(v), Some(c)) =
             (raw_token, d.api_key, d.api_version, d.correlation_id)
@@ -620,6 +622,9 @@ impl MessageAnalyzer {
         if !sasl_token && info.decode_error.is_none() {
             info.decode_error = decoded.error.as_ref().map(ToString::to_string);
         }
+        if !sasl_token {
+            info.decode_warning = decoded.warning;
+        }
         if info.kind == Kind::Response {
             self.topics.learn(info.api_key, &decoded.root);
         }
@@ -659,7 +664,7 @@ impl MessageAnalyzer {
             (SaslState::Kafka, Kind::Request)
                 if info.api_key == Some(ApiKey::SASL_HANDSHAKE)
                     && info.api_version == Some(0)
-                    && decoded.error.is_none() =>
+                    && decoded.clean() =>
             {
                 info.correlation_id
                     .map_or(SaslState::Kafka, SaslState::Handshake)
@@ -669,14 +674,14 @@ impl MessageAnalyzer {
                     Some(f) => f.errors.is_empty(),
                     None => response_facts(&decoded.root).1.is_empty(),
                 };
-                if no_errors && decoded.error.is_none() {
+                if no_errors && decoded.clean() {
                     SaslState::RawTokens
                 } else {
                     SaslState::Kafka
                 }
             }
             (SaslState::RawTokens, Kind::Request)
-                if decoded.error.is_none() && info.api_key.and_then(ApiKey::name).is_some() =>
+                if decoded.clean() && info.api_key.and_then(ApiKey::name).is_some() =>
             {
                 SaslState::Kafka
             }
@@ -735,6 +740,7 @@ fn new_record(
             throttle_time_ms: None,
             error_codes: Vec::new(),
             decode_error: None,
+            decode_warning: None,
             resynced: raw.resynced,
             skipped_before: raw.skipped_before,
             topics: Vec::new(),
@@ -791,6 +797,7 @@ fn sasl_token_tree(raw: &RawMessage, kind: Kind, show_secrets: bool) -> Decoded 
         root,
         sources: Vec::new(),
         error: None,
+        warning: None,
         topics: Vec::new(),
         topic_ids: Vec::new(),
         facts: None,
@@ -827,6 +834,7 @@ fn lean_decoded(kind: Kind, s: Summary) -> (Decoded, LeanFacts) {
             root,
             sources: Vec::new(),
             error: None,
+            warning: None,
             topics: s.topics,
             topic_ids: s.topic_ids,
             facts: s.facts,
@@ -861,11 +869,11 @@ fn decode_paired_response(bytes: &[u8], key: i16, version: i16, opts: &DecodeOpt
     let d = decode_response(bytes, key, version, opts);
     if ApiKey(key) == ApiKey::API_VERSIONS
         && version > 0
-        && d.error.is_some()
+        && !d.clean()
         && bytes.get(8..10) == Some(&[0, 35])
     {
         let v0 = decode_response(bytes, key, 0, opts);
-        if v0.error.is_none() {
+        if v0.clean() {
             return v0;
         }
     }
@@ -934,7 +942,7 @@ fn infer_response(bytes: &[u8], opts: &DecodeOptions) -> Option<(i16, i16, Decod
         );
         for v in lo..=hi {
             let d = decode_response(bytes, def.api_key, v, &lean);
-            if d.error.is_none() {
+            if d.clean() {
                 if found.is_some() {
                     return None;
                 }

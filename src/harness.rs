@@ -331,14 +331,14 @@ fn check_streamed(msg: &[u8], fast: &Decoded, response: Option<(i16, i16)>) {
     assert!(none.is_empty(), "the dry sink wrote");
     assert_eq!(dry.error, s.error, "the dry sink's error differs");
     assert_eq!((&dry.topics, &dry.topic_ids), (&s.topics, &s.topic_ids));
-    if s.error.is_some() {
+    if !s.clean() {
         let retried = response.is_none()
             && s.api_key.map(schema::ApiKey) == Some(schema::ApiKey::CONTROLLED_SHUTDOWN)
             && s.api_version == Some(0);
-        assert!(fast.error.is_some() || retried, "only the stream failed");
+        assert!(!fast.clean() || retried, "only the stream failed");
         return;
     }
-    assert_eq!(s.error, fast.error, "only the tree failed");
+    assert!(fast.clean(), "only the tree failed");
     let mut want = Vec::new();
     let bytes = SourceBytes {
         message: msg,
@@ -371,10 +371,10 @@ fn check_text_streamed(msg: &[u8], d: &Decoded, response: Option<(i16, i16)>) {
         let retried = response.is_none()
             && s.api_key.map(schema::ApiKey) == Some(schema::ApiKey::CONTROLLED_SHUTDOWN)
             && s.api_version == Some(0);
-        assert!(d.error.is_some() || retried, "only the text stream failed");
+        assert!(!d.clean() || retried, "only the text stream failed");
         return;
     };
-    assert!(d.error.is_none(), "only the tree failed");
+    assert!(d.clean(), "only the tree failed");
     let mut want = String::new();
     crate::kafka::tree::write_text(&mut want, &d.root, "  ");
     assert!(got == want, "the streamed text differs from the tree's");
@@ -415,7 +415,7 @@ pub(crate) fn streamed_text(
     let decode = |t: &mut TextStream<'_>| decode_streamed(msg, response, opts, Stream::Text(t));
     let mut measure = TextStream::measure(msg, again(&mut annotate));
     let s = decode(&mut measure);
-    if s.error.is_some() {
+    if !s.clean() {
         return (s, None);
     }
     let Some((plan, facts)) = measure.finish() else {
@@ -520,14 +520,15 @@ fn scan_opts() -> [DecodeOptions; 2] {
 
 /// Where the summary scan answers, it says what the tree of the same bytes
 /// says (the analyzer takes one for the other): the message decodes
-/// cleanly, with the same header, throttle time, error codes and topics.
+/// cleanly (no error, no warning), with the same header, throttle time, error codes and topics.
 /// True when the scan answered.
 fn check_summary(s: Option<crate::kafka::decode::Summary>, d: &Decoded, response: bool) -> bool {
     let Some(s) = s else { return false };
     assert!(
-        d.error.is_none(),
-        "the scan answered, the decoder found {:?}",
-        d.error
+        d.clean(),
+        "the scan answered, the decoder found {:?} {:?}",
+        d.error,
+        d.warning
     );
     assert_eq!(
         (s.api_key, s.api_version, s.correlation_id),
@@ -872,6 +873,7 @@ pub fn check_record_set(set: &[u8]) {
         root,
         sources,
         error: None,
+        warning: None,
         topics: Vec::new(),
         topic_ids: Vec::new(),
         facts: None,

@@ -129,6 +129,55 @@ impl fmt::Display for DecodeError {
 
 impl std::error::Error for DecodeError {}
 
+/// Something unusual in a message that decoded: it stands as decoded, and
+/// the receiver reads it the same way.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum DecodeWarning {
+    /// Bytes after a body whose every field decoded: the receiver reads the
+    /// fields the schema lists and ignores the rest (librdkafka 2.16 sends
+    /// three such bytes after a Metadata v12 request).
+    Trailing {
+        /// Where they begin, from the first byte of the size prefix.
+        offset: usize,
+        /// How many there are.
+        len: usize,
+        /// The message's kind: a request's are ignored by the broker, a
+        /// response's by the client.
+        kind: Kind,
+    },
+}
+
+impl DecodeWarning {
+    /// The warning without its place and size (what `stats` counts by).
+    pub fn what(&self) -> &'static str {
+        match self {
+            DecodeWarning::Trailing {
+                kind: Kind::Request,
+                ..
+            } => "bytes after the body, ignored by the broker",
+            DecodeWarning::Trailing { .. } => "bytes after the body, ignored by the client",
+        }
+    }
+}
+
+impl fmt::Display for DecodeWarning {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            DecodeWarning::Trailing { offset, len, kind } => {
+                let who = match kind {
+                    Kind::Request => "broker",
+                    Kind::Response => "client",
+                };
+                let s = if *len == 1 { "" } else { "s" };
+                write!(
+                    f,
+                    "{len} byte{s} after the body at 0x{offset:04x}, ignored by the {who}"
+                )
+            }
+        }
+    }
+}
+
 /// Request or response.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -158,6 +207,8 @@ pub struct Decoded {
     pub sources: Vec<ByteSource>,
     /// The first problem, or `None` when every byte decoded.
     pub error: Option<DecodeError>,
+    /// Something unusual that leaves the message standing (bytes after its body).
+    pub warning: Option<DecodeWarning>,
     /// Topic names the message mentions (fields of entity type topicName), in order, deduplicated.
     pub topics: Vec<String>,
     /// Topic ids the message mentions (fields named `TopicId`), deduplicated.
@@ -176,6 +227,13 @@ impl Decoded {
     pub fn body(&self) -> Option<&Node> {
         self.root.children.iter().find(|n| n.ty == "struct")
     }
+
+    /// Every byte decoded as a field: no error and no warning. What the
+    /// analyzer's guesses (is this a Kafka request or a SASL token, which
+    /// api answers here) ask of a message before they trust it.
+    pub fn clean(&self) -> bool {
+        self.error.is_none() && self.warning.is_none()
+    }
 }
 
 /// Decodes a request: `msg` is one whole message including its 4-byte size prefix.
@@ -183,12 +241,12 @@ pub fn decode_request(msg: &[u8], opts: &DecodeOptions) -> Decoded {
     let d = decode_request_into(msg, opts, None, None);
     // ControlledShutdown v0 is the one request defined with header v0 (no client
     // id), but some clients send it with header v1; take whichever decodes whole.
-    if d.error.is_some()
+    if !d.clean()
         && d.api_key.map(ApiKey) == Some(ApiKey::CONTROLLED_SHUTDOWN)
         && d.api_version == Some(0)
     {
         let v1 = decode_request_into(msg, opts, Some(1), None);
-        if v1.error.is_none() {
+        if v1.clean() {
             return v1;
         }
     }
@@ -200,7 +258,9 @@ pub fn decode_request(msg: &[u8], opts: &DecodeOptions) -> Decoded {
 /// returned root has no children. `response`: the api key and version of
 /// the request a response answers; `None` for a request. The output is
 /// that of [`decode_request`]'s or [`decode_response`]'s tree when the result
-/// has no error; otherwise it is to be dropped (the caller decodes the tree).
+/// is [`Decoded::clean`]; otherwise it is to be dropped (the caller decodes
+/// the tree: a request's tree may read the message another way, as
+/// ControlledShutdown v0 with header v1).
 pub fn decode_streamed(
     msg: &[u8],
     response: Option<(i16, i16)>,
@@ -311,6 +371,7 @@ fn decode_into(
         root,
         sources: d.sources,
         error: d.error,
+        warning: d.warning,
         topics: d.topics,
         topic_ids: d.topic_ids,
         facts: None,
@@ -607,7 +668,8 @@ impl ScanFacts {
 /// always decoded in full.
 const EMBEDDING_APIS: [ApiKey; 2] = [ApiKey::JOIN_GROUP, ApiKey::SYNC_GROUP];
 
-/// The facts of a request that decodes cleanly, without its tree; `None` otherwise.
+/// The facts of a request that decodes cleanly (no error, no warning),
+/// without its tree; `None` otherwise.
 pub fn summarize_request(msg: &[u8], opts: &DecodeOptions) -> Option<Summary> {
     let key = Reader::new(msg.get(4..).unwrap_or(&[])).i16().ok()?;
     if opts.records || EMBEDDING_APIS.contains(&ApiKey(key)) {
@@ -661,7 +723,9 @@ fn summarize(
     if let Some(x) = &mut sum.facts {
         x.return_scratch();
     }
-    if d.error.is_some() {
+    // A warning is left to the tree too: the tree's decode may read the
+    // message another way (ControlledShutdown v0 with header v1).
+    if d.error.is_some() || d.warning.is_some() {
         return None;
     }
     (sum.api_key, sum.api_version) = d.key_version;
@@ -1157,6 +1221,9 @@ struct Decoder<'a> {
     path: Vec<&'static str>,
     sources: Vec<ByteSource>,
     error: Option<DecodeError>,
+    warning: Option<DecodeWarning>,
+    /// Request or response.
+    kind: Kind,
     /// The api key of the message, for embedded-protocol and secret rules.
     api_key: i16,
     /// The api key and version the message is read with.
@@ -1183,6 +1250,8 @@ impl<'a> Decoder<'a> {
             path: Vec::new(),
             sources: Vec::new(),
             error: None,
+            warning: None,
+            kind: Kind::Request,
             api_key: -1,
             key_version: (None, None),
             correlation_id: None,
@@ -1318,6 +1387,7 @@ impl<'a> Decoder<'a> {
         header: Option<i16>,
         out: &mut S,
     ) -> Option<&'static MessageDef> {
+        self.kind = Kind::Request;
         let msg = self.msg;
         let mut r = Reader::new(msg.get(..end).unwrap_or(msg));
         let _ = r.take(4);
@@ -1351,6 +1421,7 @@ impl<'a> Decoder<'a> {
 
     /// A response to (`key`, `version`) after its size prefix, as [`Decoder::request`].
     fn response<S: Sink>(&mut self, end: usize, key: i16, version: i16, out: &mut S) {
+        self.kind = Kind::Response;
         let msg = self.msg;
         let mut r = Reader::new(msg.get(..end).unwrap_or(msg));
         let _ = r.take(4);
@@ -1365,15 +1436,34 @@ impl<'a> Decoder<'a> {
         self.finish(&mut r, end, out);
     }
 
-    /// Marks bytes left after the body and any bytes beyond the size field.
+    /// Marks bytes left after the body (a warning: the body decoded) and
+    /// any bytes beyond the size field.
     fn finish<S: Sink>(&mut self, r: &mut Reader<'_>, end: usize, out: &mut S) {
         if self.stopped {
             return;
         }
         if r.remaining() > 0 {
-            let at = r.pos();
-            let n = r.remaining();
-            let _ = self.malformed(r, at, format!("{n} bytes left after the body"), out);
+            let (offset, len) = (self.base + r.pos(), r.remaining());
+            let warning = DecodeWarning::Trailing {
+                offset,
+                len,
+                kind: self.kind,
+            };
+            if S::NODES {
+                let bytes = r.buf().get(r.pos()..).unwrap_or(&[]);
+                let n = Node::new(
+                    "trailing bytes",
+                    "bytes",
+                    Value::bytes(bytes),
+                    offset,
+                    len,
+                    self.role,
+                )
+                .with_about(format!("warning: {len} {}", warning.what()));
+                out.push(n, &self.sources);
+            }
+            self.warning = Some(warning);
+            r.skip_rest();
         }
         if end < self.msg.len() && S::NODES {
             let mut n = Node::new(

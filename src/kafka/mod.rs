@@ -11,5 +11,7 @@ pub mod stream_text;
 pub mod tree;
 pub mod wire;
 
-pub use decode::{decode_request, decode_response, DecodeError, DecodeOptions, Decoded};
+pub use decode::{
+    decode_request, decode_response, DecodeError, DecodeOptions, DecodeWarning, Decoded,
+};
 pub use tree::{ByteSource, Node, Role, Value};

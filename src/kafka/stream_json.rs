@@ -392,24 +392,21 @@ mod tests {
         }
     }
 
-    /// A stream's decode (`s`) that found an error: so did the tree's — but
-    /// for a ControlledShutdown v0 request, which `decode_request` decodes
-    /// again with header v1 (a stream's caller takes the tree's path for
-    /// any error).
+    /// A stream's decode (`s`) that found an error or a warning: so did the
+    /// tree's — but for a ControlledShutdown v0 request, which
+    /// `decode_request` decodes again with header v1 (a stream's caller takes
+    /// the tree's path for anything not clean).
     fn assert_fails_as_tree(at: &str, tree: &Decoded, s: &Decoded) {
         let retried = s.api_key.map(crate::kafka::schema::ApiKey)
             == Some(crate::kafka::schema::ApiKey::CONTROLLED_SHUTDOWN)
             && s.api_version == Some(0);
-        assert!(
-            tree.error.is_some() || retried,
-            "{at}: only the stream failed"
-        );
+        assert!(!tree.clean() || retried, "{at}: only the stream failed");
     }
 
-    /// A stream's decode (`s`) without an error: neither has the tree's, and
+    /// A clean stream's decode (`s`): the tree is clean too, and
     /// the facts, topics and ids it took are those the tree gives.
     fn assert_facts_are_trees(at: &str, tree: &Decoded, s: &Decoded, facts: StreamFacts) {
-        assert!(tree.error.is_none(), "{at}: only the tree failed");
+        assert!(tree.clean(), "{at}: only the tree failed");
         let (throttle, errors) = response_facts(&tree.root);
         assert_eq!(facts.throttle_time_ms, throttle, "{at}");
         assert_eq!(facts.error_codes, errors, "{at}");
@@ -429,7 +426,7 @@ mod tests {
         let mut with_error = 0;
         each_streamed(|at, raw, response, opts| {
             let (tree, want, s, got, facts) = both(raw, response, opts, None);
-            if s.error.is_some() {
+            if !s.clean() {
                 assert_fails_as_tree(at, &tree, &s);
                 with_error += 1;
                 return;
@@ -466,7 +463,7 @@ mod tests {
                 let i = &m.info;
                 let Some(response) = how(i) else { continue };
                 let (_, want, s, got, _) = both(&m.raw.bytes, response, &opts, Some(&mut mark));
-                if s.error.is_none() {
+                if s.clean() {
                     assert!(got == want, "{} frame {}", p.display(), i.frame);
                     checked += 1;
                 }

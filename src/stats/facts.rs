@@ -597,6 +597,7 @@ mod tests {
                 root: n("R", "message", Value::None),
                 sources: Vec::new(),
                 error: None,
+                warning: None,
                 topics: names.iter().map(|s| s.to_string()).collect(),
                 topic_ids: ids.to_vec(),
                 facts: None,

@@ -585,6 +585,8 @@ pub struct Stats {
     throttled: Top<i32, ThrottledExchange>,
     errors: Capped<ErrorKey, ErrorAcc>,
     record_errors: Vec<RecordErrorReport>,
+    /// Messages with a decode warning, by api key, version and warning.
+    warnings: Capped<(i16, i16, &'static str), ErrorAcc>,
     parts: Parts,
     acks: BTreeMap<i16, Evidence>,
     groups: Capped<String, GroupAcc>,
@@ -612,6 +614,7 @@ impl Stats {
             throttled: Top::new(),
             errors: Capped::new(cfg.max_keys),
             record_errors: Vec::new(),
+            warnings: Capped::new(cfg.max_keys),
             parts: Parts::new(cfg.max_keys),
             acks: BTreeMap::new(),
             groups: Capped::new(cfg.max_keys),
@@ -717,6 +720,21 @@ impl Stats {
             self.summary.first_ts = Some(ts);
         }
         self.summary.last_ts = Some(ts);
+        if let Some(w) = &i.decode_warning {
+            let key = (
+                i.api_key.map_or(-1, |k| k.0),
+                i.api_version.unwrap_or(-1),
+                w.what(),
+            );
+            let first = i.frame;
+            if let Some(acc) = self.warnings.entry(key, || ErrorAcc {
+                first,
+                ..Default::default()
+            }) {
+                acc.count += 1;
+                acc.last = i.frame;
+            }
+        }
         match i.kind {
             Kind::Request => {
                 self.summary.requests += 1;
@@ -1244,6 +1262,7 @@ impl Stats {
             throttle: self.throttle_report(&clients),
             errors: self.error_reports(),
             record_errors: self.record_errors.clone(),
+            warnings: self.warning_reports(),
             overflow: self.overflow_report(),
         }
     }
@@ -1399,6 +1418,30 @@ impl Stats {
         errors
     }
 
+    /// The warnings, most frequent first.
+    fn warning_reports(&self) -> Vec<WarningReport> {
+        let mut warnings: Vec<WarningReport> = self
+            .warnings
+            .map
+            .iter()
+            .map(|(&(api_key, api_version, warning), w)| WarningReport {
+                warning,
+                api_key,
+                api_name: schema::api_name(api_key),
+                api_version,
+                count: w.count,
+                first_frame: w.first,
+                last_frame: w.last,
+            })
+            .collect();
+        warnings.sort_by(|a, b| {
+            b.count
+                .cmp(&a.count)
+                .then(a.first_frame.cmp(&b.first_frame))
+        });
+        warnings
+    }
+
     /// The facts every table refused, per table.
     fn overflow_report(&self) -> Overflow {
         let mut overflow = self.overflow.clone();
@@ -1407,7 +1450,7 @@ impl Stats {
         overflow.histograms +=
             self.clients.hist_overflow + self.brokers.overflow + self.conns.overflow;
         overflow.topics += self.parts.overflow;
-        overflow.errors += self.errors.overflow;
+        overflow.errors += self.errors.overflow + self.warnings.overflow;
         overflow.groups += self.groups.overflow;
         overflow.series += self.throttle_series.overflow;
         overflow

@@ -42,6 +42,9 @@ pub struct StatsReport {
     pub errors: Vec<ErrorReport>,
     /// Record-level Produce errors (BatchIndex, KIP-467).
     pub record_errors: Vec<RecordErrorReport>,
+    /// Messages that decoded with a warning (bytes after the body), by api
+    /// version and warning.
+    pub warnings: Vec<WarningReport>,
     /// Facts dropped because a bounded table was full.
     pub overflow: Overflow,
 }
@@ -490,6 +493,25 @@ pub struct ErrorReport {
     pub last_frame: u64,
 }
 
+/// Messages of one api version that decoded with the same warning.
+#[derive(Clone, Debug, Serialize)]
+pub struct WarningReport {
+    /// What is unusual (`bytes after the body, ignored by the broker`).
+    pub warning: &'static str,
+    /// Api key (-1 when unknown).
+    pub api_key: i16,
+    /// Api name.
+    pub api_name: Option<&'static str>,
+    /// Api version (-1 when unknown).
+    pub api_version: i16,
+    /// Messages.
+    pub count: u64,
+    /// Frame of the first.
+    pub first_frame: u64,
+    /// Frame of the last.
+    pub last_frame: u64,
+}
+
 /// A record-level Produce error.
 #[derive(Clone, Debug, Serialize)]
 pub struct RecordErrorReport {
@@ -516,7 +538,8 @@ pub struct Overflow {
     pub histograms: u64,
     /// Topic partitions not tracked.
     pub topics: u64,
-    /// Error (name, topic, partition) entries not tracked.
+    /// Error (name, topic, partition) and warning (api, version, warning)
+    /// entries not tracked.
     pub errors: u64,
     /// Groups (or entries inside a group) not tracked.
     pub groups: u64,

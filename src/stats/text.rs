@@ -311,7 +311,7 @@ impl StatsReport {
         });
     }
 
-    /// ERRORS by error, API and place, and RECORD ERRORS.
+    /// ERRORS by error, API and place, RECORD ERRORS and WARNINGS.
     fn errors_text(&self, o: &mut String) {
         let head = "<error|<api|<topic|partition|count|first|last";
         section(o, "\nERRORS\n", head, &self.errors, |e| {
@@ -326,6 +326,23 @@ impl StatsReport {
             r.extend([e.frame.to_string(), text(&e.message)]);
             r
         });
+        let title = "\nWARNINGS (messages that decoded, with something unusual)\n";
+        section(
+            o,
+            title,
+            "<warning|<api|count|first|last",
+            &self.warnings,
+            |w| {
+                let version = (w.api_version >= 0).then(|| format!(" v{}", w.api_version));
+                vec![
+                    w.warning.to_string(),
+                    api(w.api_name, w.api_key) + &version.unwrap_or_default(),
+                    w.count.to_string(),
+                    w.first_frame.to_string(),
+                    w.last_frame.to_string(),
+                ]
+            },
+        );
     }
 
     /// TOPICS: produced and fetched record sets per partition.

@@ -75,6 +75,8 @@ pub trait Facts {
     fn resynced(&self) -> bool;
     /// Some bytes did not decode.
     fn malformed(&self) -> bool;
+    /// It decoded with a warning (bytes after the body).
+    fn warned(&self) -> bool;
 }
 
 impl Facts for MessageInfo {
@@ -137,6 +139,9 @@ impl Facts for MessageInfo {
     }
     fn malformed(&self) -> bool {
         self.decode_error.is_some()
+    }
+    fn warned(&self) -> bool {
+        self.decode_warning.is_some()
     }
 }
 
@@ -298,6 +303,7 @@ enum Pred {
     Inferred,
     Resynced,
     Malformed,
+    Warning,
     NoResponse,
 }
 
@@ -352,6 +358,7 @@ const FLAG_NAMES: &[&str] = &[
     "resync",
     "resynced",
     "malformed",
+    "warning",
     "acks0",
     "noresponse",
 ];
@@ -366,6 +373,7 @@ fn flag(lower: &str) -> Option<Pred> {
         "inferred" => Pred::Inferred,
         "resync" | "resynced" => Pred::Resynced,
         "malformed" => Pred::Malformed,
+        "warning" => Pred::Warning,
         "acks0" | "noresponse" => Pred::NoResponse,
         _ => return None,
     })
@@ -1135,6 +1143,7 @@ impl Pred {
             Pred::Inferred => m.inferred(),
             Pred::Resynced => m.resynced(),
             Pred::Malformed => m.malformed(),
+            Pred::Warning => m.warned(),
             Pred::NoResponse => m.kind() == Kind::Request && !m.expects_response(),
         }
     }
@@ -1244,6 +1253,7 @@ impl fmt::Display for Pred {
             Pred::Inferred => f.write_str("inferred"),
             Pred::Resynced => f.write_str("resynced"),
             Pred::Malformed => f.write_str("malformed"),
+            Pred::Warning => f.write_str("warning"),
             Pred::NoResponse => f.write_str("noresponse"),
         }
     }
@@ -1282,6 +1292,7 @@ mod tests {
             throttle_time_ms: None,
             error_codes: Vec::new(),
             decode_error: None,
+            decode_warning: None,
             resynced: false,
             skipped_before: 0,
             topics: vec!["orders-eu".into()],
@@ -1763,6 +1774,16 @@ mod tests {
             ..response()
         };
         assert!(hit("malformed", &bad) && !hit("malformed", &resp));
+        let warned = MessageInfo {
+            decode_warning: Some(kafkashark::kafka::DecodeWarning::Trailing {
+                offset: 27,
+                len: 3,
+                kind: Kind::Request,
+            }),
+            ..request()
+        };
+        assert!(hit("warning", &warned) && !hit("malformed", &warned));
+        assert!(!hit("warning", &req) && !hit("warning", &bad));
         assert!(hit("UNPAIRED", &lone), "keywords are case-insensitive");
     }
 

@@ -363,7 +363,7 @@ fn render_text(d: &Decoded) -> String {
 
 /// The JSON contract of `decode --format json`.
 fn decoded_json(d: &Decoded) -> serde_json::Value {
-    serde_json::json!({
+    let mut v = serde_json::json!({
         "kind": d.kind,
         "api_key": d.api_key,
         "api_version": d.api_version,
@@ -374,7 +374,11 @@ fn decoded_json(d: &Decoded) -> serde_json::Value {
             "parent": s.parent, "parent_offset": s.parent_offset, "parent_length": s.parent_length,
         })).collect::<Vec<_>>(),
         "fields": d.root.to_json(),
-    })
+    });
+    if let (Some(w), Some(map)) = (&d.warning, v.as_object_mut()) {
+        map.insert("decode_warning".into(), w.to_string().into());
+    }
+    v
 }
 
 fn read_message_file(p: &PathBuf) -> Result<Vec<u8>, CliError> {

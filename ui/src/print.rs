@@ -914,6 +914,9 @@ impl Render {
         if let Some(e) = &i.decode_error {
             s.push_str(&format!(" [malformed: {}]", tree::escape_text(e)));
         }
+        if let Some(w) = &i.decode_warning {
+            s.push_str(&format!(" [warning: {w}]"));
+        }
         s.push('\n');
         s
     }
@@ -950,6 +953,9 @@ pub fn message_json(m: &MessageRecord, verbose: bool) -> serde_json::Value {
             map.insert("throttle_time_ms".into(), i.throttle_time_ms.into());
             map.insert("error_codes".into(), i.error_codes.clone().into());
             map.insert("inferred".into(), i.inferred.into());
+        }
+        if let Some(w) = &i.decode_warning {
+            map.insert("decode_warning".into(), w.to_string().into());
         }
         if i.resynced {
             map.insert("resynced".into(), true.into());
@@ -1028,6 +1034,10 @@ impl JsonWriter {
         opt_int(out, i.correlation_id.map(i64::from));
         out.extend_from_slice(b",\"decode_error\":");
         opt_str(out, i.decode_error.as_deref());
+        if let Some(w) = &i.decode_warning {
+            out.extend_from_slice(b",\"decode_warning\":");
+            json::str(out, &w.to_string());
+        }
         if !req {
             out.extend_from_slice(b",\"error_codes\":[");
             for (k, &c) in i.error_codes.iter().enumerate() {

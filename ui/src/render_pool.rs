@@ -509,7 +509,7 @@ fn stream(
     let d = decode_streamed(&m.raw.bytes, response, opts, Stream::Json(&mut sink));
     let facts = sink.facts();
     let is_response = response.is_some();
-    if d.error.is_some() || (is_response && facts.error_codes != m.info.error_codes) {
+    if !d.clean() || (is_response && facts.error_codes != m.info.error_codes) {
         buf.truncate(mark);
         m.info.decode_error = error;
         return false;
@@ -569,7 +569,7 @@ fn stream_parted(
     let mut dry = JsonSink::new(&mut none, &m.raw.bytes, any.then_some(&mut name as _)).dry();
     let d = decode(&mut dry);
     let facts = dry.facts();
-    if d.error.is_some() || (is_response && facts.error_codes != m.info.error_codes) {
+    if !d.clean() || (is_response && facts.error_codes != m.info.error_codes) {
         return None;
     }
     // The line stands: written as `stream` writes it, without a decode error.
@@ -615,7 +615,7 @@ fn text_streamed(
     let decode = |t: &mut TextStream<'_>| decode_streamed(&raw, response, opts, Stream::Text(t));
     let mut measure = TextStream::measure(&raw, any.then_some(&mut name as _));
     let d = decode(&mut measure);
-    if d.error.is_some() {
+    if !d.clean() {
         return None;
     }
     let (plan, facts) = measure.finish().filter(|(p, _)| p.streams())?;
@@ -703,6 +703,7 @@ pub(crate) fn decode(m: &mut MessageRecord, opts: &DecodeOptions, stamps: &Stamp
         } else {
             d.error.as_ref().map(ToString::to_string)
         };
+        info.decode_warning = d.warning;
     }
     info.topics = std::mem::take(&mut d.topics);
     stamps.annotate(info.index, &mut d.root, &d.topic_ids, &mut info.topics);

@@ -348,3 +348,69 @@ fn print_verbose_one_thread_equals_the_render_threads() {
     }
     assert!(trees > 1000, "{trees} trees compared");
 }
+
+/// librdkafka 2.16's Metadata v12 requests carry 3 bytes after their body:
+/// a warning in every output, apart from the decode error.
+#[test]
+fn trailing_bytes_are_a_warning_in_every_output() {
+    let cap = repo("captures/a5-ipv6-confluent-admin-produce-consume.pcap");
+    let run = |args: &[&str]| {
+        let out = bin().args(args).arg(&cap).output().expect("run");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).expect("utf-8")
+    };
+    let warning = "3 bytes after the body at 0x001b, ignored by the broker";
+
+    let jsonl = run(&["print", "--format", "jsonl"]);
+    let lines: Vec<serde_json::Value> = jsonl
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("json"))
+        .collect();
+    let warned: Vec<&serde_json::Value> = lines
+        .iter()
+        .filter(|v| v.get("decode_warning").is_some())
+        .collect();
+    assert_eq!(warned.len(), 2);
+    for v in warned {
+        assert_eq!(v["decode_warning"], warning);
+        assert_eq!(v["decode_error"], serde_json::Value::Null);
+        assert_eq!(v["api_name"], "Metadata");
+    }
+
+    let text = run(&["print"]);
+    let marked: Vec<&str> = text.lines().filter(|l| l.contains("[warning: ")).collect();
+    assert_eq!(marked.len(), 2, "{text}");
+    assert!(marked
+        .iter()
+        .all(|l| l.contains(warning) && !l.contains("malformed")));
+
+    let tree = run(&["print", "-V"]);
+    assert_eq!(
+        tree.lines()
+            .filter(|l| l.contains("trailing bytes") && l.contains("[0x001b, 3B]"))
+            .count(),
+        2
+    );
+
+    let stats: serde_json::Value =
+        serde_json::from_str(&run(&["stats", "--format", "json"])).expect("json");
+    let w = &stats["warnings"];
+    assert_eq!(w.as_array().map(Vec::len), Some(1), "{w}");
+    assert_eq!(
+        w[0]["warning"],
+        "bytes after the body, ignored by the broker"
+    );
+    assert_eq!(
+        (w[0]["api_name"].as_str(), w[0]["api_version"].as_i64()),
+        (Some("Metadata"), Some(12))
+    );
+    assert_eq!(
+        (w[0]["count"].as_u64(), w[0]["first_frame"].as_u64()),
+        (Some(2), Some(27))
+    );
+    assert!(run(&["stats"]).contains("WARNINGS"));
+}

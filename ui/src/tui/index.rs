@@ -29,7 +29,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 use kafkashark::analyzer::MessageInfo;
-use kafkashark::kafka::decode::Kind;
+use kafkashark::kafka::decode::{DecodeWarning, Kind};
 use kafkashark::kafka::framing::RawMessage;
 
 use super::app::Entry;
@@ -55,6 +55,7 @@ pub struct Shared {
     topics: Vec<String>,
     error_codes: Vec<i16>,
     decode_error: Option<String>,
+    decode_warning: Option<DecodeWarning>,
     skipped_before: u64,
 }
 
@@ -185,6 +186,7 @@ impl IndexEntry {
             topics: info.topics,
             error_codes: info.error_codes,
             decode_error: info.decode_error,
+            decode_warning: info.decode_warning,
             skipped_before: info.skipped_before,
         });
         IndexEntry {
@@ -252,6 +254,7 @@ impl IndexEntry {
             throttle_time_ms: self.throttle_time_ms(),
             error_codes: s.error_codes.clone(),
             decode_error: s.decode_error.clone(),
+            decode_warning: s.decode_warning,
             resynced: self.resynced(),
             skipped_before: s.skipped_before,
             topics: s.topics.clone(),
@@ -412,6 +415,9 @@ impl Facts for IndexEntry {
     fn malformed(&self) -> bool {
         self.shared.decode_error.is_some()
     }
+    fn warned(&self) -> bool {
+        self.shared.decode_warning.is_some()
+    }
 }
 
 /// An entry's facts without its message: read from the index without its side
@@ -497,5 +503,8 @@ impl Facts for FactsEntry {
     }
     fn malformed(&self) -> bool {
         self.0.malformed()
+    }
+    fn warned(&self) -> bool {
+        self.0.warned()
     }
 }

@@ -530,6 +530,7 @@ pub fn message_entry(bytes: Vec<u8>) -> Entry {
         throttle_time_ms: None,
         error_codes: Vec::new(),
         decode_error: d.error.as_ref().map(ToString::to_string),
+        decode_warning: d.warning,
         resynced: false,
         skipped_before: 0,
         topics: d.topics.clone(),

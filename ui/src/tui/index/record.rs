@@ -18,7 +18,7 @@
 //! is checked against the bytes there are before anything is allocated, and a
 //! bad value is a [`DecodeError`], never a panic.
 
-use kafkashark::kafka::decode::Kind;
+use kafkashark::kafka::decode::{DecodeWarning, Kind};
 use kafkashark::kafka::framing::RawMessage;
 use kafkashark::vocab::{Direction, Timestamp};
 use std::fmt;
@@ -347,6 +347,11 @@ impl<'a> Reader<'a> {
         self.array(what).map(u64::from_le_bytes)
     }
 
+    fn usize(&mut self, what: &'static str) -> Result<usize, DecodeError> {
+        let at = self.at;
+        usize::try_from(self.u64(what)?).map_err(|_| bad(what, at))
+    }
+
     fn ts(&mut self, what: &'static str) -> Result<Timestamp, DecodeError> {
         Ok(Timestamp {
             secs: self.array(what).map(i64::from_le_bytes)?,
@@ -454,8 +459,8 @@ fn put_addr(o: &mut Vec<u8>, a: &SocketAddr) {
 }
 
 /// The blob of shared facts: the endpoints (their text is made again when
-/// read), the client id, the topics, the error codes, the decode error and the
-/// bytes skipped before.
+/// read), the client id, the topics, the error codes, the decode error and
+/// warning, and the bytes skipped before.
 pub fn encode_shared(s: &Shared) -> Vec<u8> {
     let mut o = Vec::with_capacity(96 + s.topics.iter().map(|t| t.len() + 8).sum::<usize>());
     put_addr(&mut o, &s.ends.client);
@@ -470,6 +475,14 @@ pub fn encode_shared(s: &Shared) -> Vec<u8> {
         o.extend_from_slice(&c.to_le_bytes());
     }
     put_opt_str(&mut o, s.decode_error.as_deref());
+    match s.decode_warning {
+        None => o.push(0),
+        Some(DecodeWarning::Trailing { offset, len, kind }) => {
+            o.push(if kind == Kind::Request { 1 } else { 2 });
+            o.extend_from_slice(&(offset as u64).to_le_bytes());
+            o.extend_from_slice(&(len as u64).to_le_bytes());
+        }
+    }
     o.extend_from_slice(&s.skipped_before.to_le_bytes());
     o
 }
@@ -527,6 +540,19 @@ pub fn decode_shared(b: &[u8]) -> Result<Shared, DecodeError> {
         error_codes.push(i16::from_le_bytes(r.array("error code")?));
     }
     let decode_error = r.opt_string("decode error")?;
+    let decode_warning = match r.u8("decode warning")? {
+        0 => None,
+        k @ (1 | 2) => Some(DecodeWarning::Trailing {
+            offset: r.usize("warning offset")?,
+            len: r.usize("warning length")?,
+            kind: if k == 1 {
+                Kind::Request
+            } else {
+                Kind::Response
+            },
+        }),
+        _ => return Err(bad("decode warning", r.at - 1)),
+    };
     let skipped_before = r.u64("skipped bytes")?;
     if r.at != b.len() {
         return Err(bad("trailing bytes", r.at));
@@ -542,6 +568,7 @@ pub fn decode_shared(b: &[u8]) -> Result<Shared, DecodeError> {
         topics,
         error_codes,
         decode_error,
+        decode_warning,
         skipped_before,
     })
 }
