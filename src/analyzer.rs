@@ -710,7 +710,7 @@ impl MessageAnalyzer {
 /// place give. Made in its box at once and filled in place: it is large
 /// (about 860 bytes), and every move of it or of its tree was a copy.
 #[inline]
-fn new_record(
+pub fn new_record(
     index: u64,
     raw: RawMessage,
     client: SocketAddr,
@@ -881,7 +881,7 @@ fn decode_paired_response(bytes: &[u8], key: i16, version: i16, opts: &DecodeOpt
 }
 
 /// False only for requests that get no response: Produce with acks=0.
-fn expects_response(d: &Decoded) -> bool {
+pub fn expects_response(d: &Decoded) -> bool {
     if d.api_key.map(ApiKey) != Some(ApiKey::PRODUCE) {
         return true;
     }

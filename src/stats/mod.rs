@@ -36,7 +36,7 @@ mod groups;
 mod hints;
 mod hist;
 mod report;
-mod text;
+pub mod text;
 mod traffic;
 
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};

@@ -70,7 +70,7 @@ impl<'h> Table<'h> {
 }
 
 /// Milliseconds: three decimals, one from 100 on.
-fn ms(v: f64) -> String {
+pub fn ms(v: f64) -> String {
     if v >= 100.0 {
         format!("{v:.1}")
     } else {
@@ -100,12 +100,12 @@ fn opt<T: ToString>(v: &Option<T>) -> String {
 }
 
 /// The captured text escaped, or `-`.
-fn text(v: &Option<String>) -> String {
+pub fn text(v: &Option<String>) -> String {
     v.as_deref().map_or_else(|| "-".to_string(), escape_text)
 }
 
 /// The API's name, or `api N` for a key this build does not name.
-fn api(name: Option<&str>, key: i16) -> String {
+pub fn api(name: Option<&str>, key: i16) -> String {
     name.map_or_else(|| format!("api {key}"), str::to_string)
 }
 
@@ -127,7 +127,7 @@ fn list<T: ToString>(items: &[T]) -> String {
 }
 
 /// `NAME×count` for each entry, space-separated.
-fn counts(m: &BTreeMap<String, u64>) -> String {
+pub fn counts(m: &BTreeMap<String, u64>) -> String {
     let each = m.iter().map(|(k, v)| format!("{k}×{v}"));
     each.collect::<Vec<_>>().join(" ")
 }

@@ -8,7 +8,8 @@ use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use kafkashark::analyzer::{
-    Analyzer, AnalyzerConfig, MessageAnalyzer, MessageRecord, Notice, Output, RequestScanner,
+    Analyzer, AnalyzerConfig, MessageAnalyzer, MessageInfo, MessageRecord, Notice, Output,
+    RequestScanner,
 };
 use kafkashark::capture::{
     CaptureError, FileSource, Frame, FrameSource, LiveConfig, LiveSource, Polled,
@@ -860,14 +861,7 @@ impl Render {
             Kind::Request => (i.client, i.broker),
             Kind::Response => (i.broker, i.client),
         };
-        let api = match (i.api_name(), i.api_version) {
-            (Some(n), Some(v)) => format!("{n} v{v}"),
-            (None, _) => match i.api_key {
-                Some(k) => format!("api {k}"),
-                None => "unknown".into(),
-            },
-            (Some(n), None) => n.to_string(),
-        };
+        let api = api_text(i);
         let kind = match i.kind {
             Kind::Request => "Request",
             Kind::Response => "Response",
@@ -890,13 +884,7 @@ impl Render {
             s.push_str(&format!(" throttle={t}ms"));
         }
         if !i.error_codes.is_empty() {
-            let mut names: Vec<String> = i
-                .error_codes
-                .iter()
-                .map(|&c| error_name(c).map_or(c.to_string(), str::to_string))
-                .collect();
-            names.dedup();
-            s.push_str(&format!(" errors={}", names.join(",")));
+            s.push_str(&format!(" errors={}", error_names(&i.error_codes)));
         }
         if i.kind == Kind::Request && !i.expects_response {
             s.push_str(" [no response expected]");
@@ -920,6 +908,28 @@ impl Render {
         s.push('\n');
         s
     }
+}
+
+/// The API and its version as the lines show them: `Produce v9`, `Produce`
+/// (no version), `api 99` (a key this build does not name), `unknown`.
+pub fn api_text(i: &MessageInfo) -> String {
+    match (i.api_name(), i.api_version, i.api_key) {
+        (Some(n), Some(v), _) => format!("{n} v{v}"),
+        (Some(n), None, _) => n.to_string(),
+        (None, _, Some(k)) => format!("api {k}"),
+        (None, _, None) => "unknown".into(),
+    }
+}
+
+/// The names of error codes (the number for a code without one), a repeated
+/// name once, comma-separated.
+pub fn error_names(codes: &[i16]) -> String {
+    let mut names: Vec<String> = codes
+        .iter()
+        .map(|&c| error_name(c).map_or(c.to_string(), str::to_string))
+        .collect();
+    names.dedup();
+    names.join(",")
 }
 
 /// The JSONL contract of DESIGN.md, plus `fields` with `-V`, as a JSON value:
@@ -1111,7 +1121,7 @@ impl JsonWriter {
     }
 
     /// `"broker":"…","client":"…"` (socket addresses never need escaping).
-    fn endpoints(&mut self, out: &mut Vec<u8>, i: &kafkashark::analyzer::MessageInfo) {
+    fn endpoints(&mut self, out: &mut Vec<u8>, i: &MessageInfo) {
         if self.addrs.is_empty() {
             self.addrs = vec![None; ADDR_CACHE];
         }

@@ -21,16 +21,15 @@ use crossterm::event::{KeyCode, KeyEvent, KeyModifiers, MouseButton, MouseEvent,
 use kafkashark::analyzer::MessageInfo;
 use kafkashark::kafka::decode::Kind;
 use kafkashark::kafka::framing::RawMessage;
-use kafkashark::kafka::{DecodeOptions, Decoded, Node, Role};
+use kafkashark::kafka::{ByteSource, DecodeOptions, Decoded, Node, Role};
 use kafkashark::topics::TopicNames;
 use ratatui::layout::{Position, Rect};
 
-use super::filtering::Filter;
 use super::index::{FactsEntry, IndexEntry};
 use super::stats_view::{self, StatsData, StatsTab};
-use super::store::{Bitset, EntryStore, Geometry, StoreError};
+use super::store::{Bitset, EntryStore, Geometry};
 use super::ui;
-use crate::filter::Facts;
+use crate::filter::{Facts, Filter};
 
 /// One message as the loader gives it: its facts and its bytes, or where to read
 /// them again (the tree is decoded on demand). The index keeps it compact
@@ -135,26 +134,10 @@ pub enum Msg {
     Resize(u16, u16),
     /// Messages decoded by the loader, in capture order.
     Loaded(Vec<Entry>),
-    /// Bytes of the input read so far, of `total` when known.
-    Progress {
-        /// Bytes read.
-        bytes: u64,
-        /// Input size, when known.
-        total: Option<u64>,
-    },
+    /// Bytes of the input read so far, and its size when known.
+    Progress(u64, Option<u64>),
     /// Capture counters.
-    Stats {
-        /// Frames read.
-        frames: u64,
-        /// Kafka connections seen.
-        streams: u64,
-        /// Gaps in the TCP streams.
-        gaps: u64,
-        /// Resynchronisations of the framing.
-        resyncs: u64,
-        /// Packets the kernel dropped (live only).
-        kernel_drops: Option<u64>,
-    },
+    Stats(LoadStats),
     /// The time of the first frame: relative times count from it.
     Origin(Timestamp),
     /// Topic names learned by the loader (for topic-id annotations).
@@ -219,6 +202,9 @@ pub enum Sort {
 }
 
 impl Sort {
+    /// Every order, in the order `s` steps through them.
+    pub const ALL: [Sort; 3] = [Sort::Capture, Sort::LatencyDesc, Sort::SizeDesc];
+
     /// The name shown in the status bar.
     pub fn label(self) -> &'static str {
         match self {
@@ -236,6 +222,11 @@ pub enum TimeMode {
     Relative,
     /// Time of day (UTC).
     Absolute,
+}
+
+impl TimeMode {
+    /// Both modes, in the order `t` steps through them.
+    pub const ALL: [TimeMode; 2] = [TimeMode::Relative, TimeMode::Absolute];
 }
 
 /// The `/` bar being edited.
@@ -279,18 +270,18 @@ impl StatsView {
     }
 }
 
-/// Load counters.
+/// Capture counters.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct LoadStats {
     /// Frames read.
     pub frames: u64,
-    /// Kafka connections.
+    /// Kafka connections seen.
     pub streams: u64,
-    /// TCP gaps.
+    /// Gaps in the TCP streams.
     pub gaps: u64,
-    /// Framing resynchronisations.
+    /// Resynchronisations of the framing.
     pub resyncs: u64,
-    /// Kernel drops (live).
+    /// Packets the kernel dropped (live only).
     pub kernel_drops: Option<u64>,
 }
 
@@ -303,6 +294,13 @@ pub struct Detail {
     pub decoded: Decoded,
     /// The message with its bytes (read again from the file when the entry does not hold them).
     pub raw: RawMessage,
+}
+
+impl Detail {
+    /// Byte source `n` of the tree (nodes count them from 1; 0 is the message).
+    pub fn source(&self, n: u16) -> Option<&ByteSource> {
+        self.decoded.sources.get(usize::from(n).checked_sub(1)?)
+    }
 }
 
 /// One visible row of the field tree.
@@ -414,7 +412,6 @@ pub struct App {
     pub dropped: u64,
     /// Messages recently read again from the file, `(entry, message)`, newest last.
     recent: Vec<(usize, RawMessage)>,
-    opts: DecodeOptions,
 }
 
 /// Messages read again from the file that are kept for going back to them.
@@ -548,7 +545,6 @@ impl App {
             max_entries: usize::MAX,
             dropped: 0,
             recent: Vec::new(),
-            opts: DecodeOptions::default(),
         }
     }
 
@@ -563,22 +559,8 @@ impl App {
                 self.scroll_stats();
             }
             Msg::Loaded(batch) => self.loaded(batch),
-            Msg::Progress { bytes, total } => self.progress = (bytes, total),
-            Msg::Stats {
-                frames,
-                streams,
-                gaps,
-                resyncs,
-                kernel_drops,
-            } => {
-                self.stats = LoadStats {
-                    frames,
-                    streams,
-                    gaps,
-                    resyncs,
-                    kernel_drops,
-                }
-            }
+            Msg::Progress(bytes, total) => self.progress = (bytes, total),
+            Msg::Stats(s) => self.stats = s,
             Msg::Origin(ts) => self.origin = Some(ts),
             Msg::Topics(t) => self.topics = *t,
             Msg::LoadError(e) => self.load_error = Some(e),
@@ -616,7 +598,8 @@ impl App {
             e.set_index(idx as u64);
             // The loader numbers messages from the start of the input; ring mode
             // dropped the first `dropped` of them.
-            e.set_peer(e.peer().and_then(|p| p.checked_sub(self.dropped)));
+            let peer = e.peer().and_then(|p| p.checked_sub(self.dropped));
+            e.set_peer(peer);
             if e.kind() == Kind::Response {
                 if let (true, Some(p)) = (e.paired(), e.peer()) {
                     let p = usize::try_from(p).unwrap_or(usize::MAX);
@@ -835,19 +818,12 @@ impl App {
         self.after_view_change();
     }
 
-    /// After the view changed under the selection: keep it if shown, else take the nearest row.
+    /// After the view was rebuilt under the selection (`list_pos` on it when
+    /// shown): a hidden selection gives way to the nearest row.
     fn after_view_change(&mut self) {
-        let shown = self.selected.and_then(|s| self.view_position(s));
-        match shown {
-            Some(p) => {
-                self.list_pos = p;
-                self.scroll_list();
-            }
-            None if !self.view.is_empty() => {
-                let p = self.list_pos.min(self.view.len() - 1);
-                self.select_pos(p);
-            }
-            None => {}
+        let shown = self.selected.and_then(|s| self.view_position(s)).is_some();
+        if !shown && !self.view.is_empty() {
+            self.select_pos(self.list_pos.min(self.view.len() - 1));
         }
     }
 
@@ -901,7 +877,8 @@ impl App {
         let Some(e) = self.entries.get(idx) else {
             return;
         };
-        let mut decoded = kafkashark::analyzer::redecode(&e.info(), &raw, &self.opts);
+        let mut decoded =
+            kafkashark::analyzer::redecode(&e.info(), &raw, &DecodeOptions::default());
         if e.kind() == Kind::Response {
             self.topics.learn(e.api_key().map(ApiKey), &decoded.root);
         }
@@ -930,11 +907,6 @@ impl App {
         self.selected.and_then(|i| self.entries.get(i))
     }
 
-    /// Entry `i` of the index, or why it cannot be read.
-    pub fn entry(&self, i: usize) -> Result<IndexEntry, StoreError> {
-        self.entries.try_get(i)
-    }
-
     /// The node under the tree cursor.
     pub fn selected_node(&self) -> Option<&Node> {
         let d = self.detail.as_ref()?;
@@ -947,11 +919,7 @@ impl App {
         let Some(d) = &self.detail else { return &[] };
         match self.hex.source {
             0 => &d.raw.bytes[..],
-            n => d
-                .decoded
-                .sources
-                .get(usize::from(n) - 1)
-                .map_or(&[][..], |s| &s.data[..]),
+            n => d.source(n).map_or(&[][..], |s| &s.data[..]),
         }
     }
 
@@ -1075,7 +1043,11 @@ impl App {
         let Some(d) = &self.detail else { return };
         if on {
             let mut all = HashSet::new();
-            collect_parents(&d.decoded.root, &mut Vec::new(), &mut all);
+            walk_paths(&d.decoded.root, &mut Vec::new(), &mut |n, path| {
+                if !n.children.is_empty() {
+                    all.insert(path.to_vec());
+                }
+            });
             self.tree.expanded = all;
         } else {
             self.tree.expanded = std::iter::once(Vec::new()).collect();
@@ -1093,13 +1065,10 @@ impl App {
         let (source, offset) = (n.source, n.offset);
         if source != self.hex.source || self.hex.roles.is_empty() {
             self.hex.source = source;
-            self.hex.roles = match &self.detail {
-                Some(d) => byte_roles(&d.decoded.root, source, self.hex_bytes().len()),
-                None => Vec::new(),
-            };
-            self.hex.secret = match &self.detail {
-                Some(d) => byte_secrets(&d.decoded.root, source, self.hex_bytes().len()),
-                None => Vec::new(),
+            let len = self.hex_bytes().len();
+            (self.hex.roles, self.hex.secret) = match &self.detail {
+                Some(d) => byte_marks(&d.decoded.root, source, len),
+                None => Default::default(),
             };
         }
         self.hex.cursor = offset.min(self.hex_bytes().len().saturating_sub(1));
@@ -1134,20 +1103,14 @@ impl App {
         // A field in decompressed bytes came from the compressed blob it was inflated from.
         let (mut start, mut end, mut src, mut via) = (n.offset, n.end(), n.source, None);
         while src != 0 {
-            let Some(s) = d.decoded.sources.get(usize::from(src) - 1) else {
-                break;
-            };
+            let Some(s) = d.source(src) else { break };
             via.get_or_insert_with(|| format!(" (compressed in #{src})"));
             start = s.parent_offset;
             end = s.parent_offset + s.parent_length;
             src = s.parent;
         }
         let frames = frames_of(&d.raw, start, end.max(start + 1));
-        let list = frames
-            .iter()
-            .map(u64::to_string)
-            .collect::<Vec<_>>()
-            .join(", ");
+        let list = ui::joined(&frames, ", ");
         let word = if frames.len() == 1 { "frame" } else { "frames" };
         self.notice = Some(format!(
             "bytes 0x{start:04x}..0x{end:04x} of {}{} came in {word} {list}",
@@ -1209,43 +1172,44 @@ impl App {
             return Vec::new();
         }
         self.notice = None;
-        if self.stats_view.is_some() {
-            return self.stats_key(k);
-        }
-        let page = |rows: usize| rows.saturating_sub(1).max(1);
-        let lay = ui::layout(self);
         match k.code {
             KeyCode::Char('q') => return vec![Effect::Quit],
             KeyCode::Char('?') => self.popup = Some(Popup::Help),
-            KeyCode::Char('/') => {
-                let text = self.filter_text.clone();
-                let cursor = text.chars().count();
-                self.bar = Some(FilterBar {
-                    text,
-                    cursor,
-                    error: None,
-                });
-                self.validate_bar();
-            }
-            KeyCode::Tab => self.focus = next_pane(self.focus, self.has_list(), true),
-            KeyCode::BackTab => self.focus = next_pane(self.focus, self.has_list(), false),
+            KeyCode::Char('/') => self.open_bar(),
+            _ if self.stats_view.is_some() => self.stats_key(k.code),
+            code => self.pane_key(code),
+        }
+        Vec::new()
+    }
+
+    /// Opens the `/` bar on the applied filter (leaving the stats view).
+    fn open_bar(&mut self) {
+        self.stats_view = None;
+        let text = self.filter_text.clone();
+        let cursor = text.chars().count();
+        self.bar = Some(FilterBar {
+            text,
+            cursor,
+            error: None,
+        });
+        self.validate_bar();
+    }
+
+    /// A key for the panes (the stats view closed).
+    fn pane_key(&mut self, code: KeyCode) {
+        let page = |rows: usize| rows.saturating_sub(1).max(1);
+        let lay = ui::layout(self);
+        match code {
+            KeyCode::Tab => self.focus = self.next_pane(true),
+            KeyCode::BackTab => self.focus = self.next_pane(false),
             KeyCode::Char('F') => {
                 self.follow = !self.follow;
                 if self.follow && !self.view.is_empty() {
                     self.select_pos(self.view.len() - 1);
                 }
             }
-            KeyCode::Char('t') => {
-                self.time = match self.time {
-                    TimeMode::Relative => TimeMode::Absolute,
-                    TimeMode::Absolute => TimeMode::Relative,
-                }
-            }
-            KeyCode::Char('s') => self.set_sort(match self.sort {
-                Sort::Capture => Sort::LatencyDesc,
-                Sort::LatencyDesc => Sort::SizeDesc,
-                Sort::SizeDesc => Sort::Capture,
-            }),
+            KeyCode::Char('t') => self.time = cycle(&TimeMode::ALL, self.time, true),
+            KeyCode::Char('s') => self.set_sort(cycle(&Sort::ALL, self.sort, true)),
             KeyCode::Char('S') => self.open_stats(),
             KeyCode::Char('p') => self.jump_peer(),
             KeyCode::Char('f') => self.frames_notice(),
@@ -1257,67 +1221,62 @@ impl App {
                 Pane::Hex => self.hex_key(code, page(lay.hex_rows)),
             },
         }
-        Vec::new()
     }
 
-    fn has_list(&self) -> bool {
-        self.cfg.kind != SourceKind::Message
+    /// The next pane in Tab order (the list is skipped for a single message).
+    fn next_pane(&self, forward: bool) -> Pane {
+        let panes = [Pane::List, Pane::Tree, Pane::Hex];
+        let no_list = usize::from(self.cfg.kind == SourceKind::Message);
+        cycle(&panes[no_list..], self.focus, forward)
     }
 
     fn list_key(&mut self, code: KeyCode, page: usize) {
+        if let KeyCode::Enter | KeyCode::Right | KeyCode::Char('l' | ' ') = code {
+            self.focus = Pane::Tree;
+        } else if let Some(to) = motion(code, self.list_pos, 1, page) {
+            self.list_go(to, self.follow);
+        }
+    }
+
+    /// Selects list row `to` (the last when past it); `follow` stays on only there.
+    fn list_go(&mut self, to: usize, follow: bool) {
         let last = self.view.len().saturating_sub(1);
-        let pos = self.list_pos;
-        let to = match code {
-            KeyCode::Down | KeyCode::Char('j') => pos + 1,
-            KeyCode::Up | KeyCode::Char('k') => pos.saturating_sub(1),
-            KeyCode::PageDown => pos + page,
-            KeyCode::PageUp => pos.saturating_sub(page),
-            KeyCode::Char('g') | KeyCode::Home => 0,
-            KeyCode::Char('G') | KeyCode::End => last,
-            KeyCode::Enter | KeyCode::Right | KeyCode::Char('l') | KeyCode::Char(' ') => {
-                self.focus = Pane::Tree;
-                return;
-            }
-            _ => return,
-        };
-        self.follow = self.follow && to >= last;
+        self.follow = follow && to >= last;
         self.select_pos(to.min(last));
     }
 
     fn tree_key(&mut self, code: KeyCode, page: usize) {
-        let cur = self.tree.cursor;
         match code {
-            KeyCode::Down | KeyCode::Char('j') => self.tree_move(cur + 1),
-            KeyCode::Up | KeyCode::Char('k') => self.tree_move(cur.saturating_sub(1)),
-            KeyCode::PageDown => self.tree_move(cur + page),
-            KeyCode::PageUp => self.tree_move(cur.saturating_sub(page)),
-            KeyCode::Char('g') | KeyCode::Home => self.tree_move(0),
-            KeyCode::Char('G') | KeyCode::End => self.tree_move(usize::MAX),
             KeyCode::Enter | KeyCode::Char(' ') => self.tree_toggle(),
             KeyCode::Right | KeyCode::Char('l') => self.tree_right(),
             KeyCode::Left | KeyCode::Char('h') => self.tree_left(),
-            _ => {}
+            code => {
+                if let Some(to) = motion(code, self.tree.cursor, 1, page) {
+                    self.tree_move(to);
+                }
+            }
         }
     }
 
     fn hex_key(&mut self, code: KeyCode, page: usize) {
         let cur = self.hex.cursor;
-        let last = self.hex_bytes().len().saturating_sub(1);
         let to = match code {
-            KeyCode::Right | KeyCode::Char('l') => cur + 1,
-            KeyCode::Left | KeyCode::Char('h') => cur.saturating_sub(1),
-            KeyCode::Down | KeyCode::Char('j') => cur + 16,
-            KeyCode::Up | KeyCode::Char('k') => cur.saturating_sub(16),
-            KeyCode::PageDown => cur + 16 * page,
-            KeyCode::PageUp => cur.saturating_sub(16 * page),
-            KeyCode::Char('g') | KeyCode::Home => 0,
-            KeyCode::Char('G') | KeyCode::End => last,
+            KeyCode::Right | KeyCode::Char('l') => Some(cur + 1),
+            KeyCode::Left | KeyCode::Char('h') => Some(cur.saturating_sub(1)),
             KeyCode::Enter | KeyCode::Char(' ') => {
                 self.focus = Pane::Tree;
                 return;
             }
-            _ => return,
+            code => motion(code, cur, 16, page),
         };
+        if let Some(to) = to {
+            self.hex_go(to);
+        }
+    }
+
+    /// Moves the byte cursor to `to` (the last byte when past it).
+    fn hex_go(&mut self, to: usize) {
+        let last = self.hex_bytes().len().saturating_sub(1);
         self.hex_move(to.min(last));
     }
 
@@ -1395,26 +1354,22 @@ impl App {
                     Pane::List => {
                         let Some(r) = lay.list else { return };
                         // Border, then the header row.
-                        let row = usize::from(m.row).checked_sub(usize::from(r.y) + 2);
-                        if let Some(row) = row.filter(|&row| row < lay.list_rows) {
-                            let pos = self.list_offset + row;
-                            if pos < self.view.len() {
-                                self.follow = false;
-                                self.select_pos(pos);
-                            }
+                        let top = usize::from(r.y) + 2;
+                        let (offset, len) = (self.list_offset, self.view.len());
+                        if let Some(pos) = item_at(m.row, top, lay.list_rows, offset, len) {
+                            self.follow = false;
+                            self.select_pos(pos);
                         }
                     }
                     Pane::Tree => {
-                        let row = usize::from(m.row).checked_sub(usize::from(lay.tree.y) + 1);
-                        if let Some(row) = row.filter(|&row| row < lay.tree_rows) {
-                            let idx = self.tree.offset + row;
-                            if idx < self.tree.rows.len() {
-                                let was = self.tree.cursor;
-                                self.tree_move(idx);
-                                // A click on the marker column toggles.
-                                if was == idx || m.column <= lay.tree.x + 2 {
-                                    self.tree_toggle();
-                                }
+                        let top = usize::from(lay.tree.y) + 1;
+                        let (offset, len) = (self.tree.offset, self.tree.rows.len());
+                        if let Some(idx) = item_at(m.row, top, lay.tree_rows, offset, len) {
+                            let was = self.tree.cursor;
+                            self.tree_move(idx);
+                            // A click on the marker column toggles.
+                            if was == idx || m.column <= lay.tree.x + 2 {
+                                self.tree_toggle();
                             }
                         }
                     }
@@ -1435,16 +1390,9 @@ impl App {
                     }
                 };
                 match pane {
-                    Pane::List => {
-                        let last = self.view.len().saturating_sub(1);
-                        self.follow = false;
-                        self.select_pos(step(self.list_pos, WHEEL_ROWS).min(last));
-                    }
+                    Pane::List => self.list_go(step(self.list_pos, WHEEL_ROWS), false),
                     Pane::Tree => self.tree_move(step(self.tree.cursor, WHEEL_ROWS)),
-                    Pane::Hex => {
-                        let last = self.hex_bytes().len().saturating_sub(1);
-                        self.hex_move(step(self.hex.cursor, 16 * WHEEL_ROWS).min(last));
-                    }
+                    Pane::Hex => self.hex_go(step(self.hex.cursor, 16 * WHEEL_ROWS)),
                 }
             }
             _ => {}
@@ -1534,52 +1482,37 @@ impl App {
         }
     }
 
-    fn stats_key(&mut self, k: KeyEvent) -> Vec<Effect> {
-        let Some(v) = &self.stats_view else {
-            return Vec::new();
-        };
+    fn stats_key(&mut self, code: KeyCode) {
+        let Some(v) = &self.stats_view else { return };
         let (tab, sel) = (v.tab, v.sel[v.tab.index()]);
         let page = ui::stats_layout(self).table_rows.saturating_sub(1).max(1);
-        match k.code {
-            KeyCode::Char('q') => return vec![Effect::Quit],
-            KeyCode::Char('?') => self.popup = Some(Popup::Help),
+        match code {
             KeyCode::Char('S') | KeyCode::Esc => self.stats_view = None,
             KeyCode::Char('r') => self.refresh_stats(),
-            KeyCode::Char('/') => {
-                self.stats_view = None;
-                let text = self.filter_text.clone();
-                let cursor = text.chars().count();
-                self.bar = Some(FilterBar {
-                    text,
-                    cursor,
-                    error: None,
-                });
-                self.validate_bar();
+            KeyCode::Tab | KeyCode::Right | KeyCode::Char('l') => {
+                self.stats_tab(cycle(&StatsTab::ALL, tab, true))
             }
-            KeyCode::Tab | KeyCode::Right | KeyCode::Char('l') => self.stats_tab(tab.step(true)),
             KeyCode::BackTab | KeyCode::Left | KeyCode::Char('h') => {
-                self.stats_tab(tab.step(false))
+                self.stats_tab(cycle(&StatsTab::ALL, tab, false))
             }
             KeyCode::Char(c @ '1'..='5') => {
                 let i = usize::from(c as u8 - b'1');
                 self.stats_tab(StatsTab::ALL[i]);
             }
-            KeyCode::Down | KeyCode::Char('j') => self.stats_move(sel + 1),
-            KeyCode::Up | KeyCode::Char('k') => self.stats_move(sel.saturating_sub(1)),
-            KeyCode::PageDown => self.stats_move(sel + page),
-            KeyCode::PageUp => self.stats_move(sel.saturating_sub(page)),
-            KeyCode::Char('g') | KeyCode::Home => self.stats_move(0),
-            KeyCode::Char('G') | KeyCode::End => self.stats_move(usize::MAX),
             KeyCode::Enter => self.stats_enter(),
-            _ => {}
+            code => {
+                if let Some(to) = motion(code, sel, 1, page) {
+                    self.stats_move(to);
+                }
+            }
         }
-        Vec::new()
     }
 
     fn stats_mouse(&mut self, m: MouseEvent) {
         let lay = ui::stats_layout(self);
         let Some(v) = &self.stats_view else { return };
-        let (tab, sel, offset) = (v.tab, v.sel[v.tab.index()], v.offset[v.tab.index()]);
+        let t = v.tab.index();
+        let (sel, offset, n) = (v.sel[t], v.offset[t], v.data.rows[t].len());
         match m.kind {
             MouseEventKind::Down(MouseButton::Left) => {
                 if m.row == lay.tabs.y {
@@ -1588,24 +1521,17 @@ impl App {
                     }
                     return;
                 }
+                if !lay.table.contains(Position::new(m.column, m.row)) {
+                    return;
+                }
                 // Border, then the header row.
-                let row = usize::from(m.row).checked_sub(usize::from(lay.table.y) + 2);
-                if let Some(row) = row.filter(|&r| r < lay.table_rows) {
-                    if !lay.table.contains(Position::new(m.column, m.row)) {
-                        return;
-                    }
-                    let pos = offset + row;
-                    let n = self
-                        .stats_view
-                        .as_ref()
-                        .map_or(0, |v| v.data.rows(tab).len());
-                    if pos < n {
-                        // A click on the selected row shows its messages.
-                        if pos == sel {
-                            self.stats_enter();
-                        } else {
-                            self.stats_move(pos);
-                        }
+                let top = usize::from(lay.table.y) + 2;
+                if let Some(pos) = item_at(m.row, top, lay.table_rows, offset, n) {
+                    // A click on the selected row shows its messages.
+                    if pos == sel {
+                        self.stats_enter();
+                    } else {
+                        self.stats_move(pos);
                     }
                 }
             }
@@ -1616,21 +1542,34 @@ impl App {
     }
 }
 
-/// The next pane in Tab order (the list is skipped for a single message).
-fn next_pane(p: Pane, has_list: bool, forward: bool) -> Pane {
-    let order: &[Pane] = if has_list {
-        &[Pane::List, Pane::Tree, Pane::Hex]
-    } else {
-        &[Pane::Tree, Pane::Hex]
-    };
-    let i = order.iter().position(|&x| x == p).unwrap_or(0);
+/// The item after (or before) `at` in `order`, wrapping; the first when `at` is not in it.
+fn cycle<T: Copy + PartialEq>(order: &[T], at: T, forward: bool) -> T {
     let n = order.len();
-    let j = if forward {
-        (i + 1) % n
-    } else {
-        (i + n - 1) % n
-    };
-    order[j]
+    let i = order.iter().position(|&x| x == at).unwrap_or(0);
+    let j = if forward { i + 1 } else { i + n - 1 };
+    order[j % n]
+}
+
+/// Where a movement key takes a cursor at `cur`, `step` a line and `page`
+/// lines a page; `usize::MAX` for the end (the caller clamps). `None` for
+/// any other key.
+fn motion(code: KeyCode, cur: usize, step: usize, page: usize) -> Option<usize> {
+    Some(match code {
+        KeyCode::Down | KeyCode::Char('j') => cur + step,
+        KeyCode::Up | KeyCode::Char('k') => cur.saturating_sub(step),
+        KeyCode::PageDown => cur + step * page,
+        KeyCode::PageUp => cur.saturating_sub(step * page),
+        KeyCode::Char('g') | KeyCode::Home => 0,
+        KeyCode::Char('G') | KeyCode::End => usize::MAX,
+        _ => return None,
+    })
+}
+
+/// The item under screen row `y` of a pane whose first item is drawn on row
+/// `top`, `rows` rows showing items from `offset` of `len`.
+fn item_at(y: u16, top: usize, rows: usize, offset: usize, len: usize) -> Option<usize> {
+    let row = usize::from(y).checked_sub(top).filter(|&r| r < rows)?;
+    Some(offset + row).filter(|&i| i < len)
 }
 
 /// A scroll offset that keeps `cursor` within `rows` rows.
@@ -1789,60 +1728,45 @@ pub fn flatten(root: &Node, expanded: &HashSet<Vec<u32>>) -> Vec<TreeRow> {
     out
 }
 
-fn collect_parents(n: &Node, path: &mut Vec<u32>, out: &mut HashSet<Vec<u32>>) {
-    if n.children.is_empty() {
-        return;
-    }
-    out.insert(path.clone());
+/// Visits `n` and its descendants depth first, each with its path of child
+/// indices (`path` is `n`'s).
+fn walk_paths(n: &Node, path: &mut Vec<u32>, f: &mut dyn FnMut(&Node, &[u32])) {
+    f(n, path);
     for (i, c) in n.children.iter().enumerate() {
         path.push(i as u32);
-        collect_parents(c, path, out);
+        walk_paths(c, path, f);
         path.pop();
     }
 }
 
-/// Which bytes of a source belong to a redacted secret (never shown in the byte view).
-pub fn byte_secrets(root: &Node, source: u16, len: usize) -> Vec<bool> {
+/// What each byte of a source belongs to (the role of the deepest node over
+/// it), and which bytes belong to a redacted secret (never shown in the byte view).
+pub fn byte_marks(root: &Node, source: u16, len: usize) -> (Vec<Role>, Vec<bool>) {
+    let mut roles = vec![Role::Message; len];
     let mut secret = vec![false; len];
     root.walk(&mut |n, _| {
-        if n.secret && n.source == source && n.length > 0 {
+        if n.source == source && n.length > 0 {
             let end = n.end().min(len);
-            if let Some(slot) = secret.get_mut(n.offset.min(end)..end) {
+            let span = n.offset.min(end)..end;
+            if let Some(slot) = roles.get_mut(span.clone()) {
+                slot.fill(n.role);
+            }
+            if let Some(slot) = secret.get_mut(span).filter(|_| n.secret) {
                 slot.fill(true);
             }
         }
     });
-    secret
-}
-
-/// What each byte of a source belongs to: the role of the deepest node over it.
-pub fn byte_roles(root: &Node, source: u16, len: usize) -> Vec<Role> {
-    let mut roles = vec![Role::Message; len];
-    root.walk(&mut |n, _| {
-        if n.source == source && n.length > 0 {
-            let end = n.end().min(len);
-            if let Some(slot) = roles.get_mut(n.offset.min(end)..end) {
-                slot.fill(n.role);
-            }
-        }
-    });
-    roles
+    (roles, secret)
 }
 
 /// The path of the deepest node of `source` whose span holds `byte`.
 pub fn deepest_at(root: &Node, source: u16, byte: usize) -> Option<Vec<u32>> {
-    fn go(n: &Node, source: u16, byte: usize, path: &mut Vec<u32>, best: &mut Option<Vec<u32>>) {
-        if n.source == source && n.length > 0 && n.offset <= byte && byte < n.end() {
-            *best = Some(path.clone());
-        }
-        for (i, c) in n.children.iter().enumerate() {
-            path.push(i as u32);
-            go(c, source, byte, path, best);
-            path.pop();
-        }
-    }
     let mut best = None;
-    go(root, source, byte, &mut Vec::new(), &mut best);
+    walk_paths(root, &mut Vec::new(), &mut |n, path| {
+        if n.source == source && n.length > 0 && n.offset <= byte && byte < n.end() {
+            best = Some(path.to_vec());
+        }
+    });
     best
 }
 

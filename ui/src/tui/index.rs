@@ -46,6 +46,17 @@ struct Ends {
     broker_text: String,
 }
 
+impl Ends {
+    fn new(client: SocketAddr, broker: SocketAddr) -> Ends {
+        Ends {
+            client,
+            broker,
+            client_text: client.to_string(),
+            broker_text: broker.to_string(),
+        }
+    }
+}
+
 /// The facts many messages share: written once per scratch file by the entry
 /// store, which records point to (see [`record`]).
 #[derive(Debug, PartialEq, Eq, Hash)]
@@ -76,14 +87,7 @@ impl Interner {
         }
         self.ends
             .entry((client, broker))
-            .or_insert_with(|| {
-                Arc::new(Ends {
-                    client,
-                    broker,
-                    client_text: client.to_string(),
-                    broker_text: broker.to_string(),
-                })
-            })
+            .or_insert_with(|| Arc::new(Ends::new(client, broker)))
             .clone()
     }
 
@@ -106,12 +110,35 @@ const EXPECTS: u16 = 1 << 8;
 const RESYNCED: u16 = 1 << 9;
 const IN_FILE: u16 = 1 << 10;
 
-/// One message of the list, compact (see the module doc).
+/// One message of the list, compact (see the module doc): its facts and,
+/// when it is not the common case, its whole message. Its facts' methods are
+/// its own (`Deref`).
 #[derive(Clone, Debug)]
 pub struct IndexEntry {
-    shared: Arc<Shared>,
+    facts: FactsEntry,
     /// The whole message (bytes dropped when `IN_FILE`), when it is not the common case.
     spill: Option<Box<RawMessage>>,
+}
+
+impl std::ops::Deref for IndexEntry {
+    type Target = FactsEntry;
+    fn deref(&self) -> &FactsEntry {
+        &self.facts
+    }
+}
+
+impl std::ops::DerefMut for IndexEntry {
+    fn deref_mut(&mut self) -> &mut FactsEntry {
+        &mut self.facts
+    }
+}
+
+/// An entry's facts without its message: what the filter, the sort keys and
+/// the stats read, and what the store reads back without the record's side
+/// blob (the message is not there to be shown, so only the facts are offered).
+#[derive(Clone, Debug)]
+pub struct FactsEntry {
+    shared: Arc<Shared>,
     index: u64,
     frame: u64,
     first_frame: u64,
@@ -189,9 +216,8 @@ impl IndexEntry {
             decode_warning: info.decode_warning,
             skipped_before: info.skipped_before,
         });
-        IndexEntry {
+        let facts = FactsEntry {
             shared,
-            spill,
             index: info.index,
             frame: info.frame,
             first_frame: info.first_frame,
@@ -213,9 +239,48 @@ impl IndexEntry {
             api_version: info.api_version.unwrap_or(0),
             flags,
             kind: info.kind,
+        };
+        IndexEntry { facts, spill }
+    }
+
+    /// The message as the loader gave it: with its bytes, or (when
+    /// [`in_file`](FactsEntry::in_file)) without them and with `file_pieces` saying
+    /// where to read them again.
+    pub fn raw(&self) -> RawMessage {
+        if let Some(r) = &self.spill {
+            return RawMessage::clone(r);
+        }
+        let f = &self.facts;
+        RawMessage {
+            stream: f.stream,
+            dir: dir_of(f.kind),
+            bytes: Default::default(),
+            stream_offset: f.stream_offset,
+            first_frame: f.first_frame,
+            last_frame: f.frame,
+            first_ts: f.first_ts(),
+            last_ts: f.ts(),
+            provenance: Vec::new(),
+            resynced: f.resynced(),
+            skipped_before: f.shared.skipped_before,
+            missing: 0,
+            file_pieces: vec![(f.piece_offset, f.piece_len)],
         }
     }
 
+    /// True when the whole message is kept boxed (not the common case).
+    #[cfg(test)]
+    pub fn spilled(&self) -> bool {
+        self.spill.is_some()
+    }
+
+    /// Bytes of the message not received (0 for a complete message).
+    pub fn missing(&self) -> u64 {
+        self.spill.as_ref().map_or(0, |r| r.missing)
+    }
+}
+
+impl FactsEntry {
     fn has(&self, bit: u16) -> bool {
         self.flags & bit != 0
     }
@@ -261,39 +326,9 @@ impl IndexEntry {
         }
     }
 
-    /// The message as the loader gave it: with its bytes, or (when
-    /// [`in_file`](Self::in_file)) without them and with `file_pieces` saying
-    /// where to read them again.
-    pub fn raw(&self) -> RawMessage {
-        if let Some(r) = &self.spill {
-            return RawMessage::clone(r);
-        }
-        RawMessage {
-            stream: self.stream,
-            dir: dir_of(self.kind),
-            bytes: Default::default(),
-            stream_offset: self.stream_offset,
-            first_frame: self.first_frame,
-            last_frame: self.frame,
-            first_ts: self.first_ts(),
-            last_ts: self.ts(),
-            provenance: Vec::new(),
-            resynced: self.resynced(),
-            skipped_before: self.shared.skipped_before,
-            missing: 0,
-            file_pieces: vec![(self.piece_offset, self.piece_len)],
-        }
-    }
-
     /// The facts this entry shares with others.
     pub fn shared(&self) -> &Arc<Shared> {
         &self.shared
-    }
-
-    /// True when the whole message is kept boxed (not the common case).
-    #[cfg(test)]
-    pub fn spilled(&self) -> bool {
-        self.spill.is_some()
     }
 
     /// True when the bytes are read again from the capture file when needed.
@@ -332,11 +367,6 @@ impl IndexEntry {
         self.has(PEER).then_some(self.peer)
     }
 
-    /// Bytes of the message not received (0 for a complete message).
-    pub fn missing(&self) -> u64 {
-        self.spill.as_ref().map_or(0, |r| r.missing)
-    }
-
     /// Renumbers the entry (ring mode, or as it joins the index).
     pub fn set_index(&mut self, index: u64) {
         self.index = index;
@@ -354,7 +384,7 @@ impl IndexEntry {
     }
 }
 
-impl Facts for IndexEntry {
+impl Facts for FactsEntry {
     fn kind(&self) -> Kind {
         self.kind
     }
@@ -417,94 +447,5 @@ impl Facts for IndexEntry {
     }
     fn warned(&self) -> bool {
         self.shared.decode_warning.is_some()
-    }
-}
-
-/// An entry's facts without its message: read from the index without its side
-/// blob, for the filter, the sort keys and the stats (its message is not there
-/// to be shown, so only the facts are offered).
-#[derive(Clone, Debug)]
-pub struct FactsEntry(pub(super) IndexEntry);
-
-impl FactsEntry {
-    /// 0-based position in the index.
-    pub fn index(&self) -> u64 {
-        self.0.index()
-    }
-
-    /// Index of the paired message.
-    pub fn peer(&self) -> Option<u64> {
-        self.0.peer()
-    }
-
-    /// The full facts.
-    pub fn info(&self) -> MessageInfo {
-        self.0.info()
-    }
-}
-
-impl Facts for FactsEntry {
-    fn kind(&self) -> Kind {
-        self.0.kind()
-    }
-    fn api_key(&self) -> Option<i16> {
-        self.0.api_key()
-    }
-    fn api_version(&self) -> Option<i16> {
-        self.0.api_version()
-    }
-    fn client_text(&self) -> Cow<'_, str> {
-        self.0.client_text()
-    }
-    fn broker_text(&self) -> Cow<'_, str> {
-        self.0.broker_text()
-    }
-    fn client_id(&self) -> Option<&str> {
-        self.0.client_id()
-    }
-    fn stream(&self) -> u64 {
-        self.0.stream()
-    }
-    fn correlation_id(&self) -> Option<i32> {
-        self.0.correlation_id()
-    }
-    fn first_frame(&self) -> u64 {
-        self.0.first_frame()
-    }
-    fn frame(&self) -> u64 {
-        self.0.frame()
-    }
-    fn length(&self) -> i32 {
-        self.0.length()
-    }
-    fn topics(&self) -> &[String] {
-        self.0.topics()
-    }
-    fn latency_ns(&self) -> Option<u64> {
-        self.0.latency_ns()
-    }
-    fn throttle_time_ms(&self) -> Option<i32> {
-        self.0.throttle_time_ms()
-    }
-    fn error_codes(&self) -> &[i16] {
-        self.0.error_codes()
-    }
-    fn paired(&self) -> bool {
-        self.0.paired()
-    }
-    fn expects_response(&self) -> bool {
-        self.0.expects_response()
-    }
-    fn inferred(&self) -> bool {
-        self.0.inferred()
-    }
-    fn resynced(&self) -> bool {
-        self.0.resynced()
-    }
-    fn malformed(&self) -> bool {
-        self.0.malformed()
-    }
-    fn warned(&self) -> bool {
-        self.0.warned()
     }
 }

@@ -15,7 +15,6 @@
 //! [`TerminalGuard`] drop) and panics (the panic hook).
 
 pub mod app;
-pub mod filtering;
 pub mod index;
 pub mod stats_view;
 pub mod store;
@@ -48,10 +47,11 @@ use crossterm::execute;
 use crossterm::terminal::{
     disable_raw_mode, enable_raw_mode, EnterAlternateScreen, LeaveAlternateScreen,
 };
-use kafkashark::analyzer::{Analyzer, AnalyzerConfig, MessageInfo, Notice, Output};
+use kafkashark::analyzer::{
+    expects_response, new_record, Analyzer, AnalyzerConfig, Notice, Output,
+};
 use kafkashark::capture::{FileSource, FrameSource, LiveConfig, LiveSource, Polled};
 use kafkashark::flow::Ports;
-use kafkashark::kafka::decode::Kind;
 use kafkashark::kafka::framing::RawMessage;
 use kafkashark::kafka::{decode_request, DecodeOptions};
 use kafkashark::pipeline::{Event as PipeEvent, PipelineConfig};
@@ -59,7 +59,7 @@ use ratatui::backend::CrosstermBackend;
 use ratatui::Terminal;
 
 use crate::cli_error::CliError;
-pub use app::{App, ByteStore, Config, Effect, Entry, Msg, SourceKind};
+pub use app::{App, ByteStore, Config, Effect, Entry, LoadStats, Msg, SourceKind};
 use store::Scratch;
 
 /// What the TUI reads.
@@ -99,25 +99,20 @@ pub const MAX_MESSAGES_FILE: u64 = 2_000_000;
 /// Default cap of the message list for live capture.
 pub const MAX_MESSAGES_LIVE: u64 = 250_000;
 
-/// Reads a capture file again at given offsets (`pread`: no shared cursor).
-struct FileStore(std::fs::File);
+/// A file read at given offsets (`pread`: no shared cursor): the capture file
+/// read again, or a scratch file of the message index (a temporary file
+/// already unlinked), written the same way.
+struct PreadFile(std::fs::File);
 
-impl ByteStore for FileStore {
+impl ByteStore for PreadFile {
     fn read_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<()> {
         std::os::unix::fs::FileExt::read_exact_at(&self.0, buf, offset)
     }
 }
 
-/// A scratch file of the message index: a temporary file already unlinked.
-struct ScratchFile(std::fs::File);
-
-impl Scratch for ScratchFile {
+impl Scratch for PreadFile {
     fn write_at(&self, offset: u64, data: &[u8]) -> io::Result<()> {
         std::os::unix::fs::FileExt::write_all_at(&self.0, data, offset)
-    }
-
-    fn read_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<()> {
-        std::os::unix::fs::FileExt::read_exact_at(&self.0, buf, offset)
     }
 }
 
@@ -152,7 +147,7 @@ fn scratch_file_in(dir: &std::path::Path) -> io::Result<Box<dyn Scratch>> {
         {
             Ok(f) => {
                 std::fs::remove_file(&path).map_err(context)?;
-                return Ok(Box::new(ScratchFile(f)));
+                return Ok(Box::new(PreadFile(f)));
             }
             // Left by another process of the same id (a container restart): the next name.
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists && tries < 64 => {}
@@ -205,7 +200,7 @@ pub fn run(opts: Options) -> Result<(), CliError> {
         Input::File(p) if p != "-" && std::fs::metadata(p).is_ok_and(|m| m.is_file()) => {
             std::fs::File::open(p)
                 .ok()
-                .map(|f| Box::new(FileStore(f)) as Box<dyn ByteStore>)
+                .map(|f| Box::new(PreadFile(f)) as Box<dyn ByteStore>)
         }
         _ => None,
     };
@@ -399,17 +394,14 @@ fn load(
                 .map(|d| u64::from(d) + u64::from(s.if_dropped.unwrap_or(0)))
         });
         let mut msgs = vec![
-            Msg::Stats {
+            Msg::Stats(LoadStats {
                 frames: ps.frames,
                 streams: ps.kafka_streams,
                 gaps,
                 resyncs: ps.resyncs,
                 kernel_drops: drops,
-            },
-            Msg::Progress {
-                bytes: total.map_or(bytes, |t| bytes.min(t)),
-                total,
-            },
+            }),
+            Msg::Progress(total.map_or(bytes, |t| bytes.min(t)), total),
         ];
         if an.messages().topic_names().len() != *topics_known {
             *topics_known = an.messages().topic_names().len();
@@ -484,7 +476,7 @@ pub fn message_entry(bytes: Vec<u8>) -> Entry {
             ..DecodeOptions::default()
         },
     );
-    let len = bytes.len();
+    let len = i32::try_from(bytes.len()).unwrap_or(i32::MAX);
     let raw = RawMessage {
         stream: 0,
         dir: Direction::ClientToBroker,
@@ -501,39 +493,17 @@ pub fn message_entry(bytes: Vec<u8>) -> Entry {
         missing: 0,
         file_pieces: Vec::new(),
     };
+    let length = raw.size().unwrap_or(len);
     let nowhere = SocketAddr::from((Ipv4Addr::UNSPECIFIED, 0));
-    let info = MessageInfo {
-        index: 0,
-        frame: 1,
-        first_frame: 1,
-        ts: raw.last_ts,
-        first_ts: raw.first_ts,
-        stream: 0,
-        client: nowhere,
-        broker: nowhere,
-        kind: Kind::Request,
-        api_key: d.api_key.map(ApiKey),
-        api_version: d.api_version,
-        correlation_id: d.correlation_id,
-        length: raw.size().unwrap_or(i32::try_from(len).unwrap_or(i32::MAX)),
-        client_id: d.client_id.clone(),
-        paired: false,
-        peer: None,
-        inferred: false,
-        // Only Produce with acks=0 expects no response.
-        expects_response: !(d.api_key.map(ApiKey) == Some(ApiKey::PRODUCE)
-            && matches!(
-                d.body().and_then(|b| b.child("Acks")).map(|n| &n.value),
-                Some(kafkashark::kafka::Value::Int(0))
-            )),
-        latency_ns: None,
-        throttle_time_ms: None,
-        error_codes: Vec::new(),
-        decode_error: d.error.as_ref().map(ToString::to_string),
-        decode_warning: d.warning,
-        resynced: false,
-        skipped_before: 0,
-        topics: d.topics.clone(),
-    };
-    Entry::new(info, raw)
+    let mut m = *new_record(0, raw, nowhere, nowhere);
+    m.info.api_key = d.api_key.map(ApiKey);
+    m.info.api_version = d.api_version;
+    m.info.correlation_id = d.correlation_id;
+    m.info.length = length;
+    m.info.client_id = d.client_id.clone();
+    m.info.expects_response = expects_response(&d);
+    m.info.decode_error = d.error.as_ref().map(ToString::to_string);
+    m.info.decode_warning = d.warning;
+    m.info.topics = d.topics.clone();
+    Entry::new(m.info, m.raw)
 }

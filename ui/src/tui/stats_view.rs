@@ -21,12 +21,14 @@ use kafkashark::kafka::errors::error_name;
 use kafkashark::kafka::schema::{api_name, ApiKey};
 use kafkashark::kafka::tree::escape_text;
 use kafkashark::kafka::{DecodeOptions, Decoded, Value};
+use kafkashark::stats::text::{api, counts, ms, text};
 use kafkashark::stats::{LatencyMs, Stats, StatsConfig, StatsReport};
 use kafkashark::topics::TEACHERS;
 
 use super::app::{message_of, ByteStore};
 use super::index::FactsEntry;
 use super::store::EntryStore;
+use super::ui::joined;
 use crate::filter::{topics_of, Facts};
 
 /// Most messages decoded per refresh for the figures that need a tree.
@@ -63,15 +65,9 @@ impl StatsTab {
         StatsTab::Groups,
     ];
 
-    /// Position in [`StatsTab::ALL`].
+    /// Position in [`StatsTab::ALL`] (the order of the variants).
     pub fn index(self) -> usize {
-        match self {
-            StatsTab::Latency => 0,
-            StatsTab::Throttle => 1,
-            StatsTab::Errors => 2,
-            StatsTab::Clients => 3,
-            StatsTab::Groups => 4,
-        }
+        self as usize
     }
 
     /// The name on the tab.
@@ -83,17 +79,6 @@ impl StatsTab {
             StatsTab::Clients => "Clients",
             StatsTab::Groups => "Groups",
         }
-    }
-
-    /// The next (or previous) section, wrapping.
-    pub fn step(self, forward: bool) -> StatsTab {
-        let n = StatsTab::ALL.len();
-        let i = self.index();
-        StatsTab::ALL[if forward {
-            (i + 1) % n
-        } else {
-            (i + n - 1) % n
-        }]
     }
 }
 
@@ -331,32 +316,13 @@ fn api_pred(key: i16) -> String {
     }
 }
 
-fn api_label(name: Option<&str>, key: i16) -> String {
-    name.map_or_else(|| format!("api {key}"), str::to_string)
-}
-
-/// Milliseconds as the stats text shows them.
-pub fn ms(v: f64) -> String {
-    if v >= 100.0 {
-        format!("{v:.1}")
-    } else {
-        format!("{v:.3}")
-    }
-}
-
 fn lat(l: Option<&LatencyMs>, f: fn(&LatencyMs) -> f64) -> String {
     l.map_or_else(|| "-".to_string(), |l| ms(f(l)))
 }
 
-fn text_or_dash(s: Option<&str>) -> String {
-    s.map_or_else(|| "-".to_string(), escape_text)
-}
-
-fn counts(m: &BTreeMap<String, u64>) -> String {
-    m.iter()
-        .map(|(k, v)| format!("{k}×{v}"))
-        .collect::<Vec<_>>()
-        .join(" ")
+/// A client id escaped and quoted, or `-`.
+fn id_cell(id: Option<&str>) -> String {
+    id.map_or_else(|| "-".to_string(), |s| quote(&escape_text(s)))
 }
 
 /// Runs the engine's statistics over `entries`, decoding at most `limit` of them.
@@ -466,7 +432,7 @@ fn latency_rows(r: &StatsReport) -> Vec<StatsRow> {
             let errors: u64 = a.errors.values().sum();
             StatsRow {
                 cells: vec![
-                    api_label(a.api_name, a.api_key),
+                    api(a.api_name, a.api_key),
                     a.requests.to_string(),
                     a.responses.to_string(),
                     lat(l, |l| l.p50),
@@ -507,11 +473,9 @@ fn throttle_rows(r: &StatsReport) -> Vec<StatsRow> {
         }
         rows.push(StatsRow {
             cells: vec![
-                c.client_id
-                    .as_deref()
-                    .map_or("-".into(), |s| quote(&escape_text(s))),
-                text_or_dash(c.software.as_deref()),
-                api_label(c.api_name, c.api_key),
+                id_cell(c.client_id.as_deref()),
+                text(&c.software),
+                api(c.api_name, c.api_key),
                 c.count.to_string(),
                 c.sum_ms.to_string(),
                 c.max_ms.to_string(),
@@ -539,8 +503,8 @@ fn error_rows(r: &StatsReport, error_topics: &HashSet<String>) -> Vec<StatsRow> 
             StatsRow {
                 cells: vec![
                     escape_text(&e.error),
-                    api_label(e.api_name, e.api_key),
-                    text_or_dash(e.topic.as_deref()),
+                    api(e.api_name, e.api_key),
+                    text(&e.topic),
                     e.partition.map_or("-".into(), |p| p.to_string()),
                     e.count.to_string(),
                     e.first_frame.to_string(),
@@ -553,14 +517,18 @@ fn error_rows(r: &StatsReport, error_topics: &HashSet<String>) -> Vec<StatsRow> 
         .collect()
 }
 
-/// `stream=N`, or `(stream=a or stream=b …)`.
-fn streams_pred(streams: &BTreeSet<u64>) -> Option<String> {
-    let parts: Vec<String> = streams.iter().map(|s| format!("stream={s}")).collect();
+/// Any of the predicates: `p`, or `(p or q …)`; `None` for none.
+fn any_of(parts: Vec<String>) -> Option<String> {
     match parts.len() {
         0 => None,
         1 => parts.into_iter().next(),
         _ => Some(format!("({})", parts.join(" or "))),
     }
+}
+
+/// `stream=N`, or `(stream=a or stream=b …)`.
+fn streams_pred(streams: &BTreeSet<u64>) -> Option<String> {
+    any_of(streams.iter().map(|s| format!("stream={s}")).collect())
 }
 
 fn client_rows(r: &StatsReport, entries: &EntryStore) -> Vec<StatsRow> {
@@ -616,7 +584,7 @@ fn client_rows(r: &StatsReport, entries: &EntryStore) -> Vec<StatsRow> {
             // Versions per api, `*` on those Kafka 4.0 removed.
             let mut versions: Vec<(String, Vec<String>)> = Vec::new();
             for a in &c.apis {
-                let name = api_label(a.api_name, a.api_key);
+                let name = api(a.api_name, a.api_key);
                 let v = format!(
                     "{}{}",
                     a.version,
@@ -627,17 +595,16 @@ fn client_rows(r: &StatsReport, entries: &EntryStore) -> Vec<StatsRow> {
                     _ => versions.push((name, vec![v])),
                 }
             }
-            let versions = versions
-                .iter()
-                .map(|(n, vs)| format!("{n} v{}", vs.join(",")))
-                .collect::<Vec<_>>()
-                .join(" ");
+            let versions = joined(
+                versions
+                    .iter()
+                    .map(|(n, vs)| format!("{n} v{}", vs.join(","))),
+                " ",
+            );
             StatsRow {
                 cells: vec![
-                    c.client_id
-                        .as_deref()
-                        .map_or("-".into(), |s| quote(&escape_text(s))),
-                    text_or_dash(software.as_deref()),
+                    id_cell(c.client_id.as_deref()),
+                    text(&software),
                     address,
                     c.requests.to_string(),
                     c.responses.to_string(),
@@ -660,12 +627,7 @@ fn group_rows(
         .map(|g| {
             let filter = match groups.get(&g.group_id) {
                 Some((apis, streams)) => {
-                    let a: Vec<String> = apis.iter().map(|&k| api_pred(k)).collect();
-                    let a = if a.len() == 1 {
-                        a.join("")
-                    } else {
-                        format!("({})", a.join(" or "))
-                    };
+                    let a = any_of(apis.iter().map(|&k| api_pred(k)).collect()).unwrap_or_default();
                     match streams_pred(streams) {
                         Some(s) => format!("{a} and {s}"),
                         None => a,
@@ -684,7 +646,7 @@ fn group_rows(
             StatsRow {
                 cells: vec![
                     quote(&escape_text(&g.group_id)),
-                    text_or_dash(g.protocol_type.as_deref()),
+                    text(&g.protocol_type),
                     g.generations.len().to_string(),
                     g.members.len().max(g.heartbeat_members.len()).to_string(),
                     format!("{}/{}/{}/{}", g.joins, g.syncs, g.heartbeats, g.leaves),

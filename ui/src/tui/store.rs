@@ -35,17 +35,16 @@ use rustc_hash::FxBuildHasher;
 use std::io;
 use std::sync::Arc;
 
+use super::app::ByteStore;
 use super::index::record::{
     decode_shared, encode_shared, facts_of, side_of, sort_keys_of, DecodeError, SideRef, REC,
 };
 use super::index::{FactsEntry, IndexEntry, Interner, Shared};
 
-/// A scratch file: bytes written at offsets and read back.
-pub trait Scratch: Send {
+/// A scratch file: bytes written at offsets and read back ([`ByteStore::read_at`]).
+pub trait Scratch: ByteStore {
     /// Writes all of `data` at `offset`.
     fn write_at(&self, offset: u64, data: &[u8]) -> io::Result<()>;
-    /// Fills `buf` from `offset` (all of it, or an error).
-    fn read_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<()>;
 }
 
 /// Creates scratch files (the shell's temporary files).
@@ -297,17 +296,20 @@ impl Log {
         }
     }
 
+    /// The position of the segment holding log bytes `addr..addr + len`.
+    fn seg_of(&self, addr: u64, len: u64) -> Option<usize> {
+        let i = self
+            .segs
+            .partition_point(|s| s.base <= addr)
+            .checked_sub(1)?;
+        let end = addr.checked_add(len)?;
+        self.segs.get(i).filter(|s| end <= s.end()).map(|_| i)
+    }
+
     fn segment(&self, addr: u64, len: u64) -> Result<&Segment, StoreError> {
-        let bad = StoreError::Address { addr, len };
-        let i = self.segs.partition_point(|s| s.base <= addr);
-        let seg = i
-            .checked_sub(1)
+        self.seg_of(addr, len)
             .and_then(|i| self.segs.get(i))
-            .ok_or(bad.clone())?;
-        match addr.checked_add(len) {
-            Some(end) if end <= seg.end() => Ok(seg),
-            _ => Err(bad),
-        }
+            .ok_or(StoreError::Address { addr, len })
     }
 
     /// The `len` bytes at `addr` (checked against the log before anything is allocated).
@@ -347,13 +349,9 @@ impl Log {
     /// cannot be written any more (the caller moves them).
     fn patch(&mut self, addr: u64, data: &[u8]) -> bool {
         let len = data.len() as u64;
-        let i = self.segs.partition_point(|s| s.base <= addr);
-        let Some(seg) = i.checked_sub(1).and_then(|i| self.segs.get_mut(i)) else {
+        let Some(seg) = self.seg_of(addr, len).and_then(|i| self.segs.get_mut(i)) else {
             return false;
         };
-        if addr.checked_add(len).is_none_or(|e| e > seg.end()) {
-            return false;
-        }
         let off = addr - seg.base;
         if off >= seg.flushed {
             let t = usize::try_from(off - seg.flushed).unwrap_or(usize::MAX);
@@ -414,6 +412,33 @@ struct Cache {
     /// Shared facts by their log address.
     facts: NumMap<(Arc<Shared>, u64)>,
     tick: u64,
+}
+
+impl Cache {
+    /// The stamp of a new use.
+    fn stamp(&mut self) -> u64 {
+        self.tick += 1;
+        self.tick
+    }
+
+    /// The records of the block whose first message is `first`, if held (now the latest used).
+    fn block_at(&mut self, first: u64) -> Option<Arc<Vec<u8>>> {
+        let tick = self.stamp();
+        touch(&mut self.blocks, first, tick)
+    }
+
+    /// The shared facts at log address `addr`, if held (now the latest used).
+    fn facts_at(&mut self, addr: u64) -> Option<Arc<Shared>> {
+        let tick = self.stamp();
+        touch(&mut self.facts, addr, tick)
+    }
+}
+
+/// The value at `k`, stamped `tick`.
+fn touch<V: Clone>(map: &mut NumMap<(V, u64)>, k: u64, tick: u64) -> Option<V> {
+    let (v, t) = map.get_mut(&k)?;
+    *t = tick;
+    Some(v.clone())
 }
 
 /// The message index: entries by position, most of them in scratch files (see
@@ -574,8 +599,7 @@ impl EntryStore {
 
     fn facts_insert(&self, addr: u64, s: Arc<Shared>) {
         let mut c = self.cache.borrow_mut();
-        c.tick += 1;
-        let tick = c.tick;
+        let tick = c.stamp();
         c.facts.insert(addr, (s, tick));
         if c.facts.len() > self.geo.facts {
             // The older half goes: eviction is paid once per `facts / 2` misses.
@@ -588,14 +612,8 @@ impl EntryStore {
 
     /// The shared facts at `f`, held or read and decoded.
     fn shared_at(&self, f: SideRef) -> Result<Arc<Shared>, StoreError> {
-        {
-            let mut c = self.cache.borrow_mut();
-            c.tick += 1;
-            let tick = c.tick;
-            if let Some((a, t)) = c.facts.get_mut(&f.addr) {
-                *t = tick;
-                return Ok(a.clone());
-            }
+        if let Some(s) = self.cache.borrow_mut().facts_at(f.addr) {
+            return Ok(s);
         }
         let blob = self.log.read(f.addr, f.len)?;
         let s = Arc::new(decode_shared(&blob)?);
@@ -605,8 +623,7 @@ impl EntryStore {
 
     fn cache_insert(&self, first: u64, recs: Arc<Vec<u8>>) {
         let mut c = self.cache.borrow_mut();
-        c.tick += 1;
-        let tick = c.tick;
+        let tick = c.stamp();
         c.blocks.insert(first, (recs, tick));
         while c.blocks.len() > self.geo.cache {
             let oldest = c
@@ -634,14 +651,8 @@ impl EntryStore {
             .blocks
             .get(bi)
             .ok_or(StoreError::Address { addr: 0, len: 0 })?;
-        {
-            let mut c = self.cache.borrow_mut();
-            c.tick += 1;
-            let tick = c.tick;
-            if let Some((recs, t)) = c.blocks.get_mut(&b.first) {
-                *t = tick;
-                return Ok(recs.clone());
-            }
+        if let Some(recs) = self.cache.borrow_mut().block_at(b.first) {
+            return Ok(recs);
         }
         let len = u64::from(b.count) * REC as u64;
         let recs = Arc::new(self.log.read(b.addr, len)?);
@@ -651,8 +662,8 @@ impl EntryStore {
         Ok(recs)
     }
 
-    fn record_in(recs: &[u8], j: u64) -> Result<[u8; REC], StoreError> {
-        let at = usize::try_from(j).unwrap_or(usize::MAX).saturating_mul(REC);
+    /// The record at byte `at` of a block's records.
+    fn record_in(recs: &[u8], at: usize) -> Result<[u8; REC], StoreError> {
         let mut r = [0u8; REC];
         let src = at
             .checked_add(REC)
@@ -672,19 +683,29 @@ impl EntryStore {
         }
     }
 
-    /// The record of entry `i`.
-    fn record(&self, i: usize, keep: bool) -> Result<[u8; REC], StoreError> {
+    /// Where the record of entry `i` lies: in block `bi` (`None`: the open
+    /// block), at byte `at` of its records.
+    fn place(&self, i: usize) -> Result<(Option<usize>, usize), StoreError> {
         if i >= self.len() {
             return Err(self.missing(i));
         }
         let r = self.dropped + i as u64;
-        if r >= self.open_first {
-            return Self::record_in(&self.open, r - self.open_first);
+        let (bi, first) = if r >= self.open_first {
+            (None, self.open_first)
+        } else {
+            let bi = self.block_of(r).ok_or_else(|| self.missing(i))?;
+            (Some(bi), self.blocks.get(bi).map_or(r, |b| b.first))
+        };
+        let at = usize::try_from(r - first).unwrap_or(usize::MAX);
+        Ok((bi, at.saturating_mul(REC)))
+    }
+
+    /// The record of entry `i`.
+    fn record(&self, i: usize, keep: bool) -> Result<[u8; REC], StoreError> {
+        match self.place(i)? {
+            (None, at) => Self::record_in(&self.open, at),
+            (Some(bi), at) => Self::record_in(&self.block_recs(bi, keep)?, at),
         }
-        let bi = self.block_of(r).ok_or_else(|| self.missing(i))?;
-        let recs = self.block_recs(bi, keep)?;
-        let first = self.blocks.get(bi).map_or(r, |b| b.first);
-        Self::record_in(&recs, r - first)
     }
 
     fn decode(&self, i: usize, rec: &[u8; REC]) -> Result<IndexEntry, StoreError> {
@@ -721,44 +742,31 @@ impl EntryStore {
 
     fn decode_facts(&self, i: usize, rec: &[u8; REC]) -> Result<FactsEntry, StoreError> {
         let shared = self.shared_at(facts_of(rec))?;
-        Ok(IndexEntry::decode_facts(
-            rec,
-            i as u64,
-            self.dropped,
-            shared,
-        )?)
+        Ok(FactsEntry::decode(rec, i as u64, self.dropped, shared)?)
     }
 
     /// Changes entry `i` in place (pairing marks a request paired and gives it
     /// its response).
-    pub fn update(&mut self, i: usize, f: impl FnOnce(&mut IndexEntry)) -> Result<(), StoreError> {
+    pub fn update(&mut self, i: usize, f: impl FnOnce(&mut FactsEntry)) -> Result<(), StoreError> {
         let old = self.record(i, true)?;
-        let shared = self.shared_at(facts_of(&old))?;
-        // Only the entry's numbers can change (`IndexEntry` offers no way to
+        // Only the entry's numbers can change (`FactsEntry` offers no way to
         // change its message or shared facts): the message is not read, and the
         // record keeps pointing where it did.
-        let mut e = IndexEntry::decode_numbers(&old, i as u64, self.dropped, shared)?;
+        let mut e = self.decode_facts(i, &old)?;
         f(&mut e);
         let rec = e.encode(facts_of(&old), side_of(&old), self.dropped);
-        let r = self.dropped + i as u64;
-        if r >= self.open_first {
-            let at = usize::try_from(r - self.open_first)
-                .unwrap_or(usize::MAX)
-                .saturating_mul(REC);
+        let (bi, at) = self.place(i)?;
+        let Some(bi) = bi else {
             if let Some(dst) = self.open.get_mut(at..at.saturating_add(REC)) {
                 dst.copy_from_slice(&rec);
             }
             return Ok(());
-        }
-        let bi = self.block_of(r).ok_or_else(|| self.missing(i))?;
+        };
         let b = self
             .blocks
             .get(bi)
             .copied()
             .ok_or_else(|| self.missing(i))?;
-        let at = usize::try_from(r - b.first)
-            .unwrap_or(usize::MAX)
-            .saturating_mul(REC);
         if !self.log.patch(b.addr + at as u64, &rec) {
             // The file cannot be written: the block moves to the log's end (in memory).
             let mut recs = Vec::clone(&*self.block_recs(bi, false)?);
@@ -847,8 +855,8 @@ impl EntryStore {
 struct Records<'a> {
     store: &'a EntryStore,
     i: usize,
-    /// The block being read: `(first message, its records)`.
-    block: Option<(u64, u64, Arc<Vec<u8>>)>,
+    /// The block being read: its position and its records.
+    block: Option<(usize, Arc<Vec<u8>>)>,
 }
 
 impl Iterator for Records<'_> {
@@ -861,30 +869,18 @@ impl Iterator for Records<'_> {
         }
         let i = self.i;
         self.i += 1;
-        let r = s.dropped + i as u64;
-        let rec = if r >= s.open_first {
-            EntryStore::record_in(&s.open, r - s.open_first)
-        } else {
-            if !self
-                .block
-                .as_ref()
-                .is_some_and(|(f, e, _)| *f <= r && r < *e)
-            {
-                self.block = None;
-                let Some(bi) = s.block_of(r) else {
-                    return Some((i, Err(s.missing(i))));
-                };
-                let (first, end) = s.blocks.get(bi).map_or((r, r), |b| (b.first, b.end()));
-                match s.block_recs(bi, false) {
-                    Ok(recs) => self.block = Some((first, end, recs)),
-                    Err(e) => return Some((i, Err(e))),
+        let rec = s.place(i).and_then(|place| match place {
+            (None, at) => EntryStore::record_in(&s.open, at),
+            (Some(bi), at) => match &self.block {
+                Some((b, recs)) if *b == bi => EntryStore::record_in(recs, at),
+                _ => {
+                    let recs = s.block_recs(bi, false)?;
+                    let rec = EntryStore::record_in(&recs, at);
+                    self.block = Some((bi, recs));
+                    rec
                 }
-            }
-            match &self.block {
-                Some((first, _, recs)) => EntryStore::record_in(recs, r - first),
-                None => Err(s.missing(i)),
-            }
-        };
+            },
+        });
         Some((i, rec))
     }
 

@@ -358,7 +358,7 @@ fn filter_on_index_entries_matches_filter_on_facts() {
             for (e, i) in a.entries.all().into_iter().zip(&infos) {
                 let pe = e.peer().and_then(|p| a.entries.get(p as usize));
                 let pi = i.peer.and_then(|p| infos.get(p as usize));
-                let m = f.matches(&e, pe.as_ref());
+                let m = f.matches(&*e, pe.as_deref());
                 assert_eq!(m, f.matches(i, pi), "{cap}: {f} on frame {}", i.frame);
                 *hits += usize::from(m);
             }

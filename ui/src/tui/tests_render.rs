@@ -366,3 +366,32 @@ fn stats_view_throttle_and_truncated() {
     assert!(text.contains("throttle over time"), "{text}");
     insta::assert_snapshot!("stats_throttled_120x40", text);
 }
+
+/// librdkafka's Metadata v12 request with 3 bytes after its body: the list
+/// marks it with the warning (not as malformed), in the list's colours of a
+/// clean message, and the bytes show as the tree's last node.
+#[test]
+fn a_warning_shows_in_the_list_and_the_tree() {
+    let app = app_with(
+        "captures/a5-ipv6-confluent-admin-produce-consume.pcap",
+        200,
+        240,
+    );
+    let screen = screen_text(&draw(&app));
+    let warned: Vec<&str> = screen
+        .lines()
+        .filter(|l| l.contains("[warning: 3 bytes"))
+        .collect();
+    assert!(!warned.is_empty(), "{screen}");
+    assert!(warned
+        .iter()
+        .all(|l| l.contains("Metadata") && !l.contains("malformed")));
+    let e = entries("captures/a5-ipv6-confluent-admin-produce-consume.pcap")
+        .into_iter()
+        .find(|e| e.info.decode_warning.is_some())
+        .expect("a warned entry");
+    let d = decode_entry(&e, &DecodeOptions::default());
+    assert!(d.error.is_none());
+    let last = d.root.children.last().expect("children");
+    assert_eq!((last.name.as_ref(), last.length), ("trailing bytes", 3));
+}

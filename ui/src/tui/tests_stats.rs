@@ -11,9 +11,10 @@ use kafkashark::kafka::schema::ApiKey;
 use kafkashark::kafka::{DecodeOptions, Value};
 
 use super::app::{decode_entry, App, Config, Effect, Msg, Pane, Popup, SourceKind};
-use super::stats_view::{bucket_of, ms, StatsTab};
+use super::stats_view::{bucket_of, StatsTab};
 use super::testutil::{app_with, entries};
 use super::ui;
+use kafkashark::stats::text::ms;
 
 const A2: &str = "captures/a2-confluent-compression-codecs.pcap";
 const B2: &str = "captures/b2-errors-and-acks0.pcap";

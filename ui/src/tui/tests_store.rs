@@ -13,9 +13,9 @@ use std::sync::{Arc, Mutex};
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
-use super::app::{App, Config, Entry, Msg, SourceKind};
+use super::app::{App, ByteStore, Config, Entry, Msg, SourceKind};
 use super::index::record::{decode_raw, decode_shared, encode_raw, encode_shared};
-use super::index::{IndexEntry, Interner};
+use super::index::{FactsEntry, IndexEntry, Interner};
 use super::store::{Bitset, EntryStore, Geometry, Scratch, ScratchMaker, StoreError};
 use super::testutil::{entries, located_entries};
 
@@ -51,7 +51,9 @@ impl Scratch for FakeScratch {
         b[at..at + data.len()].copy_from_slice(data);
         Ok(())
     }
+}
 
+impl ByteStore for FakeScratch {
     fn read_at(&self, offset: u64, buf: &mut [u8]) -> std::io::Result<()> {
         let mode = self.mode.load(Ordering::Relaxed);
         if mode == UNREADABLE {
@@ -307,7 +309,7 @@ fn memory_stays_bounded_and_entries_match_a_model() {
         let i = model.len() - 1;
         if n % 3 == 0 && i >= 40 {
             let p = i - 40;
-            let set = |e: &mut IndexEntry| {
+            let set = |e: &mut FactsEntry| {
                 e.set_paired(true);
                 e.set_peer(Some(i as u64));
             };
@@ -322,7 +324,8 @@ fn memory_stays_bounded_and_entries_match_a_model() {
             dropped += k as u64;
             for (j, e) in model.iter_mut().enumerate() {
                 e.set_index(j as u64);
-                e.set_peer(e.peer().and_then(|p| p.checked_sub(k as u64)));
+                let peer = e.peer().and_then(|p| p.checked_sub(k as u64));
+                e.set_peer(peer);
             }
         }
         assert!(
@@ -580,7 +583,7 @@ fn the_app_filter_on_a_paging_store_matches_the_facts() {
     ];
     for cap in [A2, B2, A6] {
         let mut app = super::testutil::app_with(cap, 120, 40);
-        let infos: Vec<_> = app.entries.all().iter().map(IndexEntry::info).collect();
+        let infos: Vec<_> = app.entries.all().iter().map(|e| e.info()).collect();
         for text in texts {
             let press = |app: &mut App, code| {
                 app.update(Msg::Key(KeyEvent::new(code, KeyModifiers::NONE)));

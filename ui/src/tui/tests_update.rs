@@ -5,7 +5,7 @@ use crossterm::event::{KeyCode, KeyEvent, KeyModifiers, MouseButton, MouseEvent,
 use kafkashark::kafka::decode::Kind;
 use kafkashark::kafka::schema::ApiKey;
 
-use super::app::{App, Config, Effect, Msg, Pane, Sort, SourceKind, TimeMode};
+use super::app::{App, Config, Effect, LoadStats, Msg, Pane, Sort, SourceKind, TimeMode};
 use super::testutil::{app_with, entries, message_app};
 use super::ui;
 
@@ -82,17 +82,14 @@ fn batches_load_incrementally_and_pair_requests() {
 #[test]
 fn progress_and_stats_are_kept() {
     let mut app = app_with(A1, 120, 40);
-    app.update(Msg::Progress {
-        bytes: 10,
-        total: Some(100),
-    });
-    app.update(Msg::Stats {
+    app.update(Msg::Progress(10, Some(100)));
+    app.update(Msg::Stats(LoadStats {
         frames: 336,
         streams: 19,
         gaps: 1,
         resyncs: 2,
         kernel_drops: Some(3),
-    });
+    }));
     assert_eq!(app.progress, (10, Some(100)));
     assert_eq!(app.stats.streams, 19);
     assert_eq!(app.stats.kernel_drops, Some(3));

@@ -4,7 +4,7 @@
 use kafkashark::analyzer::{Analyzer, AnalyzerConfig, Output};
 use kafkashark::capture::{FileSource, FrameSource};
 
-use super::app::{App, Config, Entry, Msg, SourceKind};
+use super::app::{App, Config, Entry, LoadStats, Msg, SourceKind};
 
 thread_local! {
     /// Frames, streams and resyncs of the last capture read by [`entries`].
@@ -53,13 +53,13 @@ pub fn app_with(capture: &str, w: u16, h: u16) -> App {
     }
     app.update(Msg::Loaded(es));
     let (frames, streams, resyncs) = STATS.with(std::cell::Cell::get);
-    app.update(Msg::Stats {
+    app.update(Msg::Stats(LoadStats {
         frames,
         streams,
         gaps: 0,
         resyncs,
         kernel_drops: None,
-    });
+    }));
     app.update(Msg::LoadDone);
     app
 }

@@ -5,11 +5,12 @@
 //! Every string that came from the capture (client ids, topics, values,
 //! names) passes through `escape_text` before it reaches the terminal.
 
+use kafkashark::analyzer::MessageInfo;
 use kafkashark::kafka::decode::Kind;
-use kafkashark::kafka::errors::error_name;
 use kafkashark::kafka::schema::ApiKey;
 use kafkashark::kafka::tree::escape_text;
 use kafkashark::kafka::Role;
+use kafkashark::stats::text::{api, ms};
 use ratatui::layout::{Alignment, Rect};
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
@@ -20,8 +21,9 @@ use ratatui::Frame;
 
 use super::app::{node_at, App, Pane, Popup, SourceKind, StatsView, TimeMode};
 use super::index::IndexEntry;
-use super::stats_view::{col_plan, columns, ms, StatsTab, BUCKETS};
+use super::stats_view::{col_plan, columns, StatsTab, BUCKETS};
 use crate::filter::Facts;
+use crate::print::{api_text, error_names};
 
 /// Where each pane goes, and how many content rows it has.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -44,6 +46,11 @@ pub struct Layout {
     pub hex_rows: usize,
 }
 
+/// Whether the line above the status bar is shown: the filter bar, a notice or a read error.
+fn has_line(app: &App) -> bool {
+    app.bar.is_some() || app.notice.is_some() || app.load_error.is_some()
+}
+
 /// Width of the byte view's content: offset, 16 hex bytes, ASCII.
 const HEX_WIDTH: u16 = 72;
 
@@ -54,7 +61,7 @@ pub fn layout(app: &App) -> Layout {
     let (w, h) = app.size;
     let full = Rect::new(0, 0, w, h);
     let status = Rect::new(0, h.saturating_sub(1), w, h.min(1));
-    let has_line = app.bar.is_some() || app.notice.is_some() || app.load_error.is_some();
+    let has_line = has_line(app);
     let line = has_line.then(|| Rect::new(0, h.saturating_sub(2), w, h.min(2) - h.min(1)));
     let main_h = h.saturating_sub(1 + u16::from(has_line));
     let has_list = app.cfg.kind != SourceKind::Message;
@@ -205,6 +212,34 @@ fn block<'a>(title: Line<'a>, focused: bool, pal: &Palette) -> Block<'a> {
         .title(title)
 }
 
+/// A [`block`] whose title is cut to the `w` columns inside it.
+fn titled(title: &str, w: usize, focused: bool, pal: &Palette) -> Block<'static> {
+    block(Line::from(fit_title(title, w)), focused, pal)
+}
+
+/// A table's header row: bold, fitted to `w`.
+fn header_line(text: &str, w: usize) -> Line<'static> {
+    Line::from(Span::styled(
+        fit(text, w),
+        Style::default().add_modifier(Modifier::BOLD),
+    ))
+}
+
+/// The items as text, joined by `sep`.
+pub fn joined<T: std::fmt::Display>(items: impl IntoIterator<Item = T>, sep: &str) -> String {
+    items
+        .into_iter()
+        .map(|t| t.to_string())
+        .collect::<Vec<_>>()
+        .join(sep)
+}
+
+/// The time of day (UTC) of an epoch second: `HH:MM:SS`.
+fn clock(secs: i64) -> String {
+    let s = secs.rem_euclid(86_400);
+    format!("{:02}:{:02}:{:02}", s / 3600, s / 60 % 60, s % 60)
+}
+
 /// Truncates to `w` characters (with `…`) and pads to exactly `w`.
 fn fit(s: &str, w: usize) -> String {
     let n = s.chars().count();
@@ -320,26 +355,15 @@ pub fn time_text(app: &App, e: &IndexEntry) -> String {
             let o = app.origin.map_or(0.0, |t| t.as_f64());
             format!("{:.6}", e.ts().as_f64() - o)
         }
-        TimeMode::Absolute => {
-            let secs = e.ts().secs.rem_euclid(86_400);
-            format!(
-                "{:02}:{:02}:{:02}.{:06}",
-                secs / 3600,
-                secs / 60 % 60,
-                secs % 60,
-                e.ts().nanos / 1000
-            )
-        }
+        TimeMode::Absolute => format!("{}.{:06}", clock(e.ts().secs), e.ts().nanos / 1000),
     }
 }
 
-fn api_text(e: &IndexEntry) -> String {
-    let i = &e.info();
-    match (i.api_name(), i.api_version, i.api_key) {
-        (Some(n), Some(v), _) => format!("{n} v{v}"),
-        (Some(n), None, _) => n.to_string(),
-        (None, _, Some(k)) => format!("api {k}"),
-        (None, _, None) => "unknown".into(),
+/// Sender → receiver.
+fn route(i: &MessageInfo) -> String {
+    match i.kind {
+        Kind::Request => format!("{} → {}", i.client, i.broker),
+        Kind::Response => format!("{} → {}", i.broker, i.client),
     }
 }
 
@@ -360,13 +384,7 @@ pub fn notes_text(e: &IndexEntry) -> String {
         s.push(format!("throttle={t}ms"));
     }
     if !i.error_codes.is_empty() {
-        let mut names: Vec<String> = i
-            .error_codes
-            .iter()
-            .map(|&c| error_name(c).map_or(c.to_string(), str::to_string))
-            .collect();
-        names.dedup();
-        s.push(names.join(","));
+        s.push(error_names(&i.error_codes));
     }
     if i.kind == Kind::Request && !i.expects_response {
         s.push("[no response expected]".into());
@@ -389,6 +407,9 @@ pub fn notes_text(e: &IndexEntry) -> String {
     }
     if let Some(err) = &i.decode_error {
         s.push(format!("[malformed: {}]", escape_text(err)));
+    }
+    if let Some(w) = &i.decode_warning {
+        s.push(format!("[warning: {w}]"));
     }
     s.join(" ")
 }
@@ -414,16 +435,13 @@ fn render_list(f: &mut Frame, app: &App, pal: &Palette, area: Rect, rows: usize)
         fit_right("Size", 7),
         fit_right("Latency", 9)
     ));
-    let mut lines = vec![Line::from(Span::styled(
-        fit(&header, inner_w),
-        Style::default().add_modifier(Modifier::BOLD),
-    ))];
+    let mut lines = vec![header_line(&header, inner_w)];
     let end = (app.list_offset + rows).min(app.view.len());
     for pos in app.list_offset..end {
         let Some(&at) = app.view.get(pos) else {
             continue;
         };
-        let e = match app.entry(at as usize) {
+        let e = match app.entries.try_get(at as usize) {
             Ok(e) => e,
             Err(err) => {
                 // The index could not be read back: the row says why.
@@ -434,10 +452,6 @@ fn render_list(f: &mut Frame, app: &App, pal: &Palette, area: Rect, rows: usize)
         };
         let e = &e;
         let i = &e.info();
-        let (from, to) = match i.kind {
-            Kind::Request => (i.client, i.broker),
-            Kind::Response => (i.broker, i.client),
-        };
         let mut left = format!(
             "{} {} {} ",
             fit_right(&i.frame.to_string(), 7),
@@ -445,10 +459,10 @@ fn render_list(f: &mut Frame, app: &App, pal: &Palette, area: Rect, rows: usize)
             fit(&format!("s{}", i.stream), 4)
         );
         if c.ends > 0 {
-            left.push_str(&fit(&format!("{from} → {to}"), c.ends));
+            left.push_str(&fit(&route(i), c.ends));
             left.push(' ');
         }
-        let api = fit(&api_text(e), c.api);
+        let api = fit(&api_text(i), c.api);
         let right = format!(
             " {} {} {} {} {}",
             fit(
@@ -506,21 +520,17 @@ fn render_tree(f: &mut Frame, app: &App, pal: &Palette, area: Rect, rows: usize)
     let title = match app.selected_entry() {
         Some(e) => {
             let i = &e.info();
-            let (from, to) = match i.kind {
-                Kind::Request => (i.client, i.broker),
-                Kind::Response => (i.broker, i.client),
-            };
             let mut t = format!(
                 " frame {}: {} {} ",
                 i.frame,
-                api_text(&e),
+                api_text(i),
                 match i.kind {
                     Kind::Request => "Request",
                     Kind::Response => "Response",
                 }
             );
             if app.cfg.kind != SourceKind::Message {
-                t.push_str(&format!("{from} → {to} "));
+                t.push_str(&format!("{} ", route(i)));
             }
             if let Some(p) = i.peer.and_then(|p| app.entries.get(p as usize)) {
                 let what = match i.kind {
@@ -619,11 +629,7 @@ fn render_tree(f: &mut Frame, app: &App, pal: &Palette, area: Rect, rows: usize)
             "loading…"
         }));
     }
-    let mut b = block(
-        Line::from(fit_title(&title, inner_w)),
-        app.focus == Pane::Tree,
-        pal,
-    );
+    let mut b = titled(&title, inner_w, app.focus == Pane::Tree, pal);
     if let Some(n) = app.selected_node() {
         // The field's problem first, else its description.
         let bottom = match (&n.error, &n.about) {
@@ -768,20 +774,12 @@ fn render_hex(f: &mut Frame, app: &App, pal: &Palette, area: Rect, rows: usize) 
     let title = match (app.hex.source, &app.detail) {
         (0, _) => format!(" bytes: message ({} bytes) ", bytes.len()),
         (n, Some(d)) => {
-            let name = d
-                .decoded
-                .sources
-                .get(usize::from(n) - 1)
-                .map_or(String::new(), |s| escape_text(&s.name));
+            let name = d.source(n).map_or(String::new(), |s| escape_text(&s.name));
             format!(" bytes: #{n} {name} ({} bytes) ", bytes.len())
         }
         (n, None) => format!(" bytes: #{n} "),
     };
-    let mut b = block(
-        Line::from(fit_title(&title, inner_w)),
-        app.focus == Pane::Hex,
-        pal,
-    );
+    let mut b = titled(&title, inner_w, app.focus == Pane::Hex, pal);
     if !bytes.is_empty() {
         let pos = match hl {
             Some((s, e)) => format!(
@@ -998,8 +996,7 @@ pub struct StatsLayout {
 /// Splits the screen for the stats view: it takes the place of the three panes.
 pub fn stats_layout(app: &App) -> StatsLayout {
     let (w, h) = app.size;
-    let has_line = app.bar.is_some() || app.notice.is_some() || app.load_error.is_some();
-    let main_h = h.saturating_sub(1 + u16::from(has_line));
+    let main_h = h.saturating_sub(1 + u16::from(has_line(app)));
     let tabs = Rect::new(0, 0, w, main_h.min(1));
     let note = Rect::new(0, 1.min(main_h), w, main_h.saturating_sub(1).min(1));
     let top_y = main_h.min(2);
@@ -1158,16 +1155,10 @@ fn render_stats_table(f: &mut Frame, v: &StatsView, pal: &Palette, lay: &StatsLa
         }
     };
     let join = |cells: &dyn Fn(usize) -> String| {
-        plan.iter()
-            .map(|&(i, w)| cell(i, w, &cells(i)))
-            .collect::<Vec<_>>()
-            .join(" ")
+        joined(plan.iter().map(|&(i, w)| cell(i, w, &cells(i))), " ")
     };
     let header = join(&|i| cols[i].title.to_string());
-    let mut lines = vec![Line::from(Span::styled(
-        fit(&header, inner_w),
-        Style::default().add_modifier(Modifier::BOLD),
-    ))];
+    let mut lines = vec![header_line(&header, inner_w)];
     let t = v.tab.index();
     let rows = v.data.rows(v.tab);
     if rows.is_empty() {
@@ -1189,11 +1180,7 @@ fn render_stats_table(f: &mut Frame, v: &StatsView, pal: &Palette, lay: &StatsLa
         }
         lines.push(Line::from(Span::styled(fit(&text, inner_w), st)));
     }
-    let mut b = block(
-        Line::from(fit_title(section_title(v.tab), inner_w)),
-        true,
-        pal,
-    );
+    let mut b = titled(section_title(v.tab), inner_w, true, pal);
     if let Some(row) = v.selected_row() {
         let t = fit_title(
             &format!(" Enter → {} ", escape_text(&row.filter)),
@@ -1206,15 +1193,12 @@ fn render_stats_table(f: &mut Frame, v: &StatsView, pal: &Palette, lay: &StatsLa
 
 fn render_histogram(f: &mut Frame, v: &StatsView, pal: &Palette, area: Rect) {
     let inner_w = usize::from(area.width.saturating_sub(2));
-    let api = v.data.report.apis.get(v.sel[StatsTab::Latency.index()]);
-    let counts = api.and_then(|a| v.data.hist.get(&a.api_key));
-    let name = api.map_or(String::new(), |a| {
-        a.api_name
-            .map_or_else(|| format!("api {}", a.api_key), str::to_string)
-    });
+    let row = v.data.report.apis.get(v.sel[StatsTab::Latency.index()]);
+    let counts = row.and_then(|a| v.data.hist.get(&a.api_key));
+    let name = row.map_or(String::new(), |a| api(a.api_name, a.api_key));
     let n: u64 = counts.map_or(0, |c| c.iter().sum());
     let title = format!(" latency histogram: {name}, {n} exchanges (log buckets, lower edges) ");
-    let b = block(Line::from(fit_title(&title, inner_w)), false, pal);
+    let b = titled(&title, inner_w, false, pal);
     let Some(counts) = counts.filter(|_| n > 0) else {
         let p = Paragraph::new("no measured exchanges").block(b);
         f.render_widget(p, area);
@@ -1283,14 +1267,8 @@ fn render_throttle_spark(f: &mut Frame, v: &StatsView, pal: &Palette, area: Rect
         t.sum_ms, t.throttled, t.max_ms
     );
     let span = d.throttle.len();
-    let start = d.throttle_start.rem_euclid(86_400);
-    let b = block(Line::from(fit_title(&title, inner_w)), false, pal)
-        .title_bottom(Line::from(format!(
-            " {:02}:{:02}:{:02} UTC ",
-            start / 3600,
-            start / 60 % 60,
-            start % 60
-        )))
+    let b = titled(&title, inner_w, false, pal)
+        .title_bottom(Line::from(format!(" {} UTC ", clock(d.throttle_start))))
         .title_bottom(Line::from(format!(" +{span}s ")).alignment(Alignment::Right));
     let s = Sparkline::default()
         .block(b)
@@ -1314,30 +1292,20 @@ fn render_generations(f: &mut Frame, v: &StatsView, pal: &Palette, area: Rect) {
             ));
         }
         if !g.generations.is_empty() {
-            lines.push(Line::from(Span::styled(
-                fit(
-                    &format!(
-                        "{} {} {} {} {} {} {} leader",
-                        fit_right("gen", 5),
-                        fit("protocol", 10),
-                        fit_right("members", 7),
-                        fit_right("join req", 8),
-                        fit_right("join resp", 9),
-                        fit("sync resp", 12),
-                        fit_right("rebal ms", 8),
-                    ),
-                    inner_w,
-                ),
-                Style::default().add_modifier(Modifier::BOLD),
-            )));
+            let header = format!(
+                "{} {} {} {} {} {} {} leader",
+                fit_right("gen", 5),
+                fit("protocol", 10),
+                fit_right("members", 7),
+                fit_right("join req", 8),
+                fit_right("join resp", 9),
+                fit("sync resp", 12),
+                fit_right("rebal ms", 8),
+            );
+            lines.push(header_line(&header, inner_w));
         }
         for x in &g.generations {
-            let syncs = x
-                .sync_response_frames
-                .iter()
-                .map(u64::to_string)
-                .collect::<Vec<_>>()
-                .join(",");
+            let syncs = joined(&x.sync_response_frames, ",");
             lines.push(Line::from(fit(
                 &format!(
                     "{} {} {} {} {} {} {} {}",
@@ -1360,12 +1328,7 @@ fn render_generations(f: &mut Frame, v: &StatsView, pal: &Palette, area: Rect) {
             )));
         }
         for m in &g.heartbeat_members {
-            let epochs = m
-                .epochs
-                .iter()
-                .map(i32::to_string)
-                .collect::<Vec<_>>()
-                .join("→");
+            let epochs = joined(&m.epochs, "→");
             lines.push(Line::from(fit(
                 &format!(
                     "member {}: epochs {epochs}, {} heartbeats, frames {}–{}",
@@ -1378,19 +1341,14 @@ fn render_generations(f: &mut Frame, v: &StatsView, pal: &Palette, area: Rect) {
             )));
         }
         if !g.members.is_empty() {
-            let members = g
-                .members
-                .iter()
-                .map(|m| escape_text(m))
-                .collect::<Vec<_>>()
-                .join(", ");
+            let members = joined(g.members.iter().map(|m| escape_text(m)), ", ");
             lines.push(Line::from(Span::styled(
                 fit(&format!("members: {members}"), inner_w),
                 pal.fg(Color::Gray),
             )));
         }
     }
-    let b = block(Line::from(fit_title(&title, inner_w)), false, pal);
+    let b = titled(&title, inner_w, false, pal);
     f.render_widget(Paragraph::new(lines).block(b), area);
 }
 
@@ -1429,22 +1387,14 @@ fn render_client(f: &mut Frame, v: &StatsView, pal: &Palette, area: Rect) {
                 c.requests, c.responses, c.unanswered, c.errors, c.throttled
             )),
         ]));
-        let addrs = c
-            .addresses
-            .iter()
-            .map(|a| escape_text(a))
-            .collect::<Vec<_>>()
-            .join(" ");
+        let addrs = joined(c.addresses.iter().map(|a| escape_text(a)), " ");
         lines.push(Line::from(vec![label("addresses: "), Span::raw(addrs)]));
         let mut spans = vec![label("versions: ")];
         for (k, a) in c.apis.iter().enumerate() {
             if k > 0 {
                 spans.push(Span::raw(" "));
             }
-            let name = a
-                .api_name
-                .map_or_else(|| format!("api {}", a.api_key), str::to_string);
-            let text = format!("{name} v{}", a.version);
+            let text = format!("{} v{}", api(a.api_name, a.api_key), a.version);
             if a.removed_in_kafka_4 {
                 spans.push(Span::styled(
                     format!("{text}*"),
@@ -1462,7 +1412,7 @@ fn render_client(f: &mut Frame, v: &StatsView, pal: &Palette, area: Rect) {
             )));
         }
     }
-    let b = block(Line::from(fit_title(&title, inner_w)), false, pal);
+    let b = titled(&title, inner_w, false, pal);
     let p = Paragraph::new(lines)
         .block(b)
         .wrap(ratatui::widgets::Wrap { trim: false });

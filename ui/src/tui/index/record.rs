@@ -148,6 +148,28 @@ impl IndexEntry {
         self.spill.as_deref().map(encode_raw)
     }
 
+    /// The entry of a record at position `index`, `dropped` messages before it
+    /// gone (a peer among them is forgotten), its shared facts (at
+    /// [`facts_of`]) and side blob (at [`side_of`], `None` when there is none)
+    /// read by the caller.
+    pub fn decode(
+        rec: &[u8; REC],
+        index: u64,
+        dropped: u64,
+        shared: Arc<Shared>,
+        side: Option<&[u8]>,
+    ) -> Result<IndexEntry, DecodeError> {
+        let spill = match (side_of(rec), side) {
+            (None, None) => None,
+            (Some(_), Some(b)) => Some(Box::new(decode_raw(b)?)),
+            _ => return Err(bad("side blob", SIDE_ADDR.start)),
+        };
+        let facts = FactsEntry::decode(rec, index, dropped, shared)?;
+        Ok(IndexEntry { facts, spill })
+    }
+}
+
+impl FactsEntry {
     /// The record of this entry, its shared facts at `facts` (a blob of
     /// [`encode_shared`], shorter than 4 GiB) and its side blob at `side`; the
     /// peer is written as an absolute message number, `dropped` being the
@@ -188,62 +210,20 @@ impl IndexEntry {
         r
     }
 
-    /// The entry of a record at position `index`, `dropped` messages before it
-    /// gone (a peer among them is forgotten), its shared facts (at
-    /// [`facts_of`]) and side blob (at [`side_of`], `None` when there is none)
-    /// read by the caller.
+    /// The facts of a record, its side blob not read (see [`IndexEntry::decode`]).
     pub fn decode(
         rec: &[u8; REC],
         index: u64,
         dropped: u64,
         shared: Arc<Shared>,
-        side: Option<&[u8]>,
-    ) -> Result<IndexEntry, DecodeError> {
-        let spill = match (side_of(rec), side) {
-            (None, None) => None,
-            (Some(_), Some(b)) => Some(Box::new(decode_raw(b)?)),
-            _ => return Err(bad("side blob", SIDE_ADDR.start)),
-        };
-        Self::decode_with(rec, index, dropped, shared, spill)
-    }
-
-    /// The facts of a record only, its side blob not read (see [`decode`](Self::decode)).
-    pub fn decode_facts(
-        rec: &[u8; REC],
-        index: u64,
-        dropped: u64,
-        shared: Arc<Shared>,
     ) -> Result<FactsEntry, DecodeError> {
-        Self::decode_numbers(rec, index, dropped, shared).map(FactsEntry)
-    }
-
-    /// The numbers of a record, its side blob not read: the entry's message
-    /// is not there (`raw()` is not its message), for changing the record's
-    /// numbers in place only.
-    pub fn decode_numbers(
-        rec: &[u8; REC],
-        index: u64,
-        dropped: u64,
-        shared: Arc<Shared>,
-    ) -> Result<IndexEntry, DecodeError> {
-        Self::decode_with(rec, index, dropped, shared, None)
-    }
-
-    fn decode_with(
-        rec: &[u8; REC],
-        index: u64,
-        dropped: u64,
-        shared: Arc<Shared>,
-        spill: Option<Box<RawMessage>>,
-    ) -> Result<IndexEntry, DecodeError> {
         let kind = match rec[KIND] {
             0 => Kind::Request,
             1 => Kind::Response,
             _ => return Err(bad("kind", KIND)),
         };
-        let mut e = IndexEntry {
+        let mut e = FactsEntry {
             shared,
-            spill,
             index,
             frame: u64_at(rec, FRAME),
             first_frame: u64_at(rec, FIRST_FRAME),
@@ -275,13 +255,6 @@ impl IndexEntry {
 
 // ----- the side blob: a spilled RawMessage ------------------------------------
 
-fn dir_byte(d: Direction) -> u8 {
-    match d {
-        Direction::ClientToBroker => 0,
-        Direction::BrokerToClient => 1,
-    }
-}
-
 /// The side blob of a message: its fields in order, each vector as a count
 /// and its items.
 pub fn encode_raw(m: &RawMessage) -> Vec<u8> {
@@ -289,7 +262,7 @@ pub fn encode_raw(m: &RawMessage) -> Vec<u8> {
         110 + m.provenance.len() * 12 + m.file_pieces.len() * 12 + m.bytes.len(),
     );
     o.extend_from_slice(&m.stream.to_le_bytes());
-    o.push(dir_byte(m.dir));
+    o.push(m.dir.index() as u8);
     o.extend_from_slice(&m.stream_offset.to_le_bytes());
     o.extend_from_slice(&m.first_frame.to_le_bytes());
     o.extend_from_slice(&m.last_frame.to_le_bytes());
@@ -339,6 +312,24 @@ impl<'a> Reader<'a> {
         Ok(self.array::<1>(what)?[0])
     }
 
+    /// A byte that is 0 or 1.
+    fn flag(&mut self, what: &'static str) -> Result<bool, DecodeError> {
+        match self.u8(what)? {
+            0 => Ok(false),
+            1 => Ok(true),
+            _ => Err(bad(what, self.at - 1)),
+        }
+    }
+
+    /// Nothing may follow the last field.
+    fn end(&self) -> Result<(), DecodeError> {
+        if self.at == self.b.len() {
+            Ok(())
+        } else {
+            Err(bad("trailing bytes", self.at))
+        }
+    }
+
     fn u32(&mut self, what: &'static str) -> Result<u32, DecodeError> {
         self.array(what).map(u32::from_le_bytes)
     }
@@ -375,21 +366,17 @@ impl<'a> Reader<'a> {
 pub fn decode_raw(b: &[u8]) -> Result<RawMessage, DecodeError> {
     let mut r = Reader { b, at: 0 };
     let stream = r.u64("stream")?;
-    let dir = match r.u8("direction")? {
-        0 => Direction::ClientToBroker,
-        1 => Direction::BrokerToClient,
-        _ => return Err(bad("direction", r.at - 1)),
+    let dir = if r.flag("direction")? {
+        Direction::BrokerToClient
+    } else {
+        Direction::ClientToBroker
     };
     let stream_offset = r.u64("stream offset")?;
     let first_frame = r.u64("first frame")?;
     let last_frame = r.u64("last frame")?;
     let first_ts = r.ts("first time")?;
     let last_ts = r.ts("last time")?;
-    let resynced = match r.u8("resynced")? {
-        0 => false,
-        1 => true,
-        _ => return Err(bad("resynced", r.at - 1)),
-    };
+    let resynced = r.flag("resynced")?;
     let skipped_before = r.u64("skipped bytes")?;
     let missing = r.u64("missing bytes")?;
     let n = r.count(12, "provenance count")?;
@@ -404,9 +391,7 @@ pub fn decode_raw(b: &[u8]) -> Result<RawMessage, DecodeError> {
     }
     let n = r.count(1, "byte count")?;
     let bytes = r.take(n, "bytes")?.to_vec();
-    if r.at != b.len() {
-        return Err(bad("trailing bytes", r.at));
-    }
+    r.end()?;
     Ok(RawMessage {
         stream,
         dir,
@@ -496,10 +481,10 @@ impl Reader<'_> {
     }
 
     fn opt_string(&mut self, what: &'static str) -> Result<Option<String>, DecodeError> {
-        match self.u8(what)? {
-            0 => Ok(None),
-            1 => self.string(what).map(Some),
-            _ => Err(bad(what, self.at - 1)),
+        if self.flag(what)? {
+            self.string(what).map(Some)
+        } else {
+            Ok(None)
         }
     }
 
@@ -554,16 +539,9 @@ pub fn decode_shared(b: &[u8]) -> Result<Shared, DecodeError> {
         _ => return Err(bad("decode warning", r.at - 1)),
     };
     let skipped_before = r.u64("skipped bytes")?;
-    if r.at != b.len() {
-        return Err(bad("trailing bytes", r.at));
-    }
+    r.end()?;
     Ok(Shared {
-        ends: Arc::new(Ends {
-            client,
-            broker,
-            client_text: client.to_string(),
-            broker_text: broker.to_string(),
-        }),
+        ends: Arc::new(Ends::new(client, broker)),
         client_id,
         topics,
         error_codes,
