@@ -400,11 +400,6 @@ impl MessageAnalyzer {
         &self.topics
     }
 
-    /// Requests evicted from full pending tables.
-    pub fn evicted_requests(&self) -> u64 {
-        self.pairer.evicted()
-    }
-
     /// End of input, after the pipeline's own `finish` events: every
     /// connection closes; unanswered requests are reported.
     pub fn finish(&mut self, out: &mut Vec<Output>) {

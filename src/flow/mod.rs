@@ -65,16 +65,6 @@ impl Default for Ports {
     }
 }
 
-impl Ports {
-    /// True when `port` is a listed broker port (always false for `Any`).
-    pub fn is_broker(&self, port: u16) -> bool {
-        match self {
-            Ports::List(l) => l.contains(&port),
-            Ports::Any => false,
-        }
-    }
-}
-
 /// Why bytes are missing.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum GapReason {
