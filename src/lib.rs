@@ -12,7 +12,6 @@
 pub mod analyzer;
 pub mod capture;
 pub mod flow;
-pub mod harness;
 pub mod kafka;
 pub mod pairing;
 pub mod pipeline;

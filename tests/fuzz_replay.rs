@@ -3,7 +3,7 @@
 //! `fuzz/corpus/<target>/` holds a small, minimised corpus per cargo-fuzz
 //! target (see docs/fuzzing.md), including every input that once crashed a
 //! harness. Each test here feeds every file of one corpus to the same harness
-//! function the fuzz target calls (`kafkashark::harness`), so the invariants
+//! function the fuzz target calls (`kafkashark_harness`), so the invariants
 //! the fuzzers checked are checked again on every `cargo test`.
 //!
 //! `write_seeds` (ignored) builds the seed corpora from the captures in
@@ -15,9 +15,9 @@ mod support;
 use std::path::{Path, PathBuf};
 
 use kafkashark::flow::Ports;
-use kafkashark::harness;
 use kafkashark::kafka::decode::Kind;
 use kafkashark::kafka::schema::{self, MessageKind};
+use kafkashark_harness as harness;
 
 fn fuzz_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz")

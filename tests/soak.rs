@@ -32,9 +32,9 @@ use bytes::Bytes;
 use kafkashark::analyzer::{Analyzer, AnalyzerConfig, AnalyzerSizes, Notice, Output};
 use kafkashark::capture::{Segment, TcpFlags};
 use kafkashark::flow::Ports;
-use kafkashark::harness::frame_of_segment;
 use kafkashark::kafka::decode::Kind;
 use kafkashark::pipeline::{Event, PipelineConfig};
+use kafkashark_harness::frame_of_segment;
 
 const BROKER: SocketAddr = SocketAddr::new(IpAddr::V4(Ipv4Addr::new(10, 0, 0, 1)), 9092);
 

@@ -13,10 +13,10 @@ mod support;
 
 use kafkashark::analyzer::{Analyzer, AnalyzerConfig, Output};
 use kafkashark::flow::Ports;
-use kafkashark::harness;
 use kafkashark::kafka::tree::{escape_text, render_text};
 use kafkashark::pipeline::PipelineConfig;
 use kafkashark::stats::{Stats, StatsConfig};
+use kafkashark_harness as harness;
 use support::{Format, Link};
 
 use support::hostile::*;

@@ -1,8 +1,8 @@
-//! Fuzz target `link`: calls `kafkashark::harness::link`, which asserts the
-//! invariants (see src/harness.rs); `tests/fuzz_replay.rs` replays the corpus.
+//! Fuzz target `link`: calls `kafkashark_harness::link`, which asserts the
+//! invariants (see `harness/`); `tests/fuzz_replay.rs` replays the corpus.
 
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
 
-fuzz_target!(|data: &[u8]| kafkashark::harness::link(data));
+fuzz_target!(|data: &[u8]| kafkashark_harness::link(data));

@@ -1,8 +1,8 @@
-//! Fuzz target `pcap_file`: calls `kafkashark::harness::pcap_file`, which asserts the
-//! invariants (see src/harness.rs); `tests/fuzz_replay.rs` replays the corpus.
+//! Fuzz target `pcap_file`: calls `kafkashark_harness::pcap_file`, which asserts the
+//! invariants (see `harness/`); `tests/fuzz_replay.rs` replays the corpus.
 
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
 
-fuzz_target!(|data: &[u8]| kafkashark::harness::pcap_file(data));
+fuzz_target!(|data: &[u8]| kafkashark_harness::pcap_file(data));

@@ -1,8 +1,8 @@
-//! Fuzz target `pipeline`: calls `kafkashark::harness::pipeline`, which asserts the
-//! invariants (see src/harness.rs); `tests/fuzz_replay.rs` replays the corpus.
+//! Fuzz target `pipeline`: calls `kafkashark_harness::pipeline`, which asserts the
+//! invariants (see `harness/`); `tests/fuzz_replay.rs` replays the corpus.
 
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
 
-fuzz_target!(|data: &[u8]| kafkashark::harness::pipeline(data));
+fuzz_target!(|data: &[u8]| kafkashark_harness::pipeline(data));

@@ -1,8 +1,8 @@
-//! Fuzz target `record_set`: calls `kafkashark::harness::record_set`, which asserts the
-//! invariants (see src/harness.rs); `tests/fuzz_replay.rs` replays the corpus.
+//! Fuzz target `record_set`: calls `kafkashark_harness::record_set`, which asserts the
+//! invariants (see `harness/`); `tests/fuzz_replay.rs` replays the corpus.
 
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
 
-fuzz_target!(|data: &[u8]| kafkashark::harness::record_set(data));
+fuzz_target!(|data: &[u8]| kafkashark_harness::record_set(data));

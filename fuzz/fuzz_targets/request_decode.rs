@@ -1,8 +1,8 @@
-//! Fuzz target `request_decode`: calls `kafkashark::harness::request_decode`, which asserts the
-//! invariants (see src/harness.rs); `tests/fuzz_replay.rs` replays the corpus.
+//! Fuzz target `request_decode`: calls `kafkashark_harness::request_decode`, which asserts the
+//! invariants (see `harness/`); `tests/fuzz_replay.rs` replays the corpus.
 
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
 
-fuzz_target!(|data: &[u8]| kafkashark::harness::request_decode(data));
+fuzz_target!(|data: &[u8]| kafkashark_harness::request_decode(data));

@@ -1,8 +1,8 @@
-//! Fuzz target `response_decode`: calls `kafkashark::harness::response_decode`, which asserts the
-//! invariants (see src/harness.rs); `tests/fuzz_replay.rs` replays the corpus.
+//! Fuzz target `response_decode`: calls `kafkashark_harness::response_decode`, which asserts the
+//! invariants (see `harness/`); `tests/fuzz_replay.rs` replays the corpus.
 
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
 
-fuzz_target!(|data: &[u8]| kafkashark::harness::response_decode(data));
+fuzz_target!(|data: &[u8]| kafkashark_harness::response_decode(data));

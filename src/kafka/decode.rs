@@ -2595,7 +2595,7 @@ fn version_text(table: &'static SmallTexts, v: i16, make: fn(i16) -> String) -> 
 /// containers around it had stopped reading. Only needed after an error: a
 /// container's length is where its reader stopped after its children, and
 /// every node with an error records the message's error (`fail`, the record
-/// set's `problem`), so a tree without one already nests (`harness::check_decoded`
+/// set's `problem`), so a tree without one already nests (`kafkashark_harness::check_decoded`
 /// and the decoder tests check it).
 fn fit_spans(n: &mut Node) {
     let mut end = n.end();

@@ -2,8 +2,8 @@
 //! carry terminal escape sequences, for the terminal-safety tests of the engine
 //! (tests/terminal_safety.rs) and of the binary (ui/tests/terminal_safety.rs).
 
-use kafkashark::harness;
 use kafkashark::vocab::Timestamp;
+use kafkashark_harness as harness;
 use std::net::{Ipv4Addr, SocketAddr};
 
 use super::{Seg, ACK, PSH, SYN};

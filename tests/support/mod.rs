@@ -101,6 +101,35 @@ impl Seg {
     }
 }
 
+/// The `.pcap`/`.pcapng` files under `captures/` and, with `shared`, under
+/// `../shared/captures` when present, recursively, sorted.
+pub fn capture_files(shared: bool) -> Vec<PathBuf> {
+    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
+        for p in std::fs::read_dir(dir)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|e| e.path())
+        {
+            if p.is_dir() {
+                walk(&p, out);
+            } else if p.extension().is_some_and(|x| x == "pcap" || x == "pcapng") {
+                out.push(p);
+            }
+        }
+    }
+    let mut v = Vec::new();
+    walk(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("captures"),
+        &mut v,
+    );
+    if shared {
+        walk(Path::new(SHARED_CAPTURES), &mut v);
+    }
+    v.sort();
+    v
+}
+
 /// A recorded capture: the copy shipped in captures/, else the one in
 /// ../shared/captures/recorded, or `None` (with a line on stderr saying why the
 /// caller skips) when neither is there.
@@ -608,10 +637,29 @@ pub struct Analysis {
 
 /// Runs the [`Analyzer`] over a capture file with the given broker ports.
 pub fn analyze(path: &Path, ports: Ports) -> Analysis {
-    let cfg = AnalyzerConfig {
-        pipeline: PipelineConfig::with_ports(ports),
+    analyze_with(
+        path,
+        AnalyzerConfig {
+            pipeline: PipelineConfig::with_ports(ports),
+            ..AnalyzerConfig::default()
+        },
+    )
+}
+
+/// Every message of the capture at `path` by the reference decode: every
+/// port, full trees, record sets decoded in full.
+pub fn full_trees(path: &Path) -> Vec<MessageRecord> {
+    let mut cfg = AnalyzerConfig {
+        pipeline: PipelineConfig::with_ports(Ports::Any),
+        keep_trees: true,
         ..AnalyzerConfig::default()
     };
+    cfg.decode.records = true;
+    analyze_with(path, cfg).messages
+}
+
+/// Runs the [`Analyzer`] with `cfg` over a capture file.
+pub fn analyze_with(path: &Path, cfg: AnalyzerConfig) -> Analysis {
     let mut src = FileSource::open(path.to_str().expect("utf-8 path")).expect("open capture");
     let mut an = Analyzer::new(cfg);
     let mut out = Vec::new();

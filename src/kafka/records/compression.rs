@@ -98,7 +98,8 @@ pub struct InflatedSize {
 
 /// The size `data` declares for `codec`, read without decompressing, as
 /// `stats` reads it for a CRC-verified batch (`None`: it must be decoded).
-/// Public for the walks' bench (`benches/walks.rs`) only.
+/// Public for the walks' bench (`benches/walks.rs`) and the fuzz harnesses
+/// (`harness/`) only.
 #[doc(hidden)]
 pub fn declared_len(codec: u8, data: &[u8]) -> Option<usize> {
     super::declared::declared_len(codec, data)

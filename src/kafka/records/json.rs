@@ -297,7 +297,7 @@ impl Run {
 /// Record bytes after which a [`Run`] is cut: its JSON, about 50 times the
 /// bytes for records of a few dozen bytes (up to about 120 for empty ones),
 /// stays within a MB or two.
-pub(crate) const RUN_BYTES: usize = 16 * 1024;
+pub const RUN_BYTES: usize = 16 * 1024;
 
 /// No `,"source":N` (a dry [`Writer`] writes nothing anyway).
 const NO_SOURCE: Pad = Pad::new(b"");

@@ -48,8 +48,9 @@ use crate::kafka::tree::{push_uint, ByteSource, Node, Role, Value};
 
 pub use compression::{codec_name, decompress, InflateError, Inflated};
 pub use cursor::iso8601_ms;
-#[cfg(test)]
-pub(crate) use json::RUN_BYTES;
+/// Exposed for the tests of the streamed JSON (`tests/stream_json.rs`).
+#[doc(hidden)]
+pub use json::RUN_BYTES;
 
 /// How deep compressed legacy wrappers may nest (a wrapper inside a wrapper…).
 pub const MAX_DEPTH: u32 = 4;

@@ -10,7 +10,7 @@
 
 use super::mixed_bytes::mixed;
 use super::*;
-use crate::harness::{compress, legacy_message, record_batch};
+use kafkashark_harness::{compress, legacy_message, record_batch};
 
 /// A payload that compresses well but not trivially (JSON-like records).
 fn sample(n: usize) -> Vec<u8> {
