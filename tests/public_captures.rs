@@ -1,6 +1,7 @@
 //! Every Kafka message in the public captures (../shared/captures/public) and the
-//! recorded ones (../shared/captures/recorded) decodes without a decode error,
-//! and every response whose request was captured is paired.
+//! recorded ones (../shared/captures/recorded) decodes without a decode error or
+//! warning, and every response whose request was captured is paired — but for
+//! the messages listed in `KNOWN_MALFORMED`, each with why.
 //!
 //! Skips cleanly when ../shared is absent.
 
@@ -93,6 +94,9 @@ fn public_and_recorded_captures_decode_without_errors() {
                         m.correlation_id
                     ));
                 }
+                if let Some(w) = &m.decode_warning {
+                    failures.push(format!("{name} frame {} warning: {w}", m.frame));
+                }
                 if m.kind == Kind::Response && !m.paired && !m.inferred {
                     failures.push(format!("{name} frame {} response not paired", m.frame));
                 }
@@ -132,7 +136,8 @@ fn public_and_recorded_captures_decode_without_errors() {
     );
 }
 
-/// A message in the shared captures that is genuinely not what the protocol says.
+/// A message in the shared captures that is genuinely not what the protocol
+/// says: malformed, unpaired, or decoded with a warning.
 struct Known {
     /// True when the capture exists only in ../shared (not in captures/).
     shared_only: bool,
@@ -147,11 +152,11 @@ const FAKE_RESPONDER: &str = "the test's fake responder writes the request's api
      where the correlation id belongs, so no request matches it";
 
 const KNOWN_MALFORMED: &[Known] = &[
-    Known { shared_only: true, file: "ndpi__kafka.pcapng", frame: 1, error: "4 bytes left after the body",
+    Known { shared_only: true, file: "ndpi__kafka.pcapng", frame: 1, error: "warning: 4 bytes after the body",
         why: "librdkafka sends ApiVersions v0 with an empty int32 array after the (empty) body; brokers ignore it" },
-    Known { shared_only: true, file: "ndpi__kafka.pcapng", frame: 13, error: "4 bytes left after the body", why: "as frame 1" },
-    Known { shared_only: true, file: "ndpi__kafka.pcapng", frame: 21, error: "4 bytes left after the body", why: "as frame 1" },
-    Known { shared_only: true, file: "ndpi__kafka.pcapng", frame: 22, error: "4 bytes left after the body", why: "as frame 1" },
+    Known { shared_only: true, file: "ndpi__kafka.pcapng", frame: 13, error: "warning: 4 bytes after the body", why: "as frame 1" },
+    Known { shared_only: true, file: "ndpi__kafka.pcapng", frame: 21, error: "warning: 4 bytes after the body", why: "as frame 1" },
+    Known { shared_only: true, file: "ndpi__kafka.pcapng", frame: 22, error: "warning: 4 bytes after the body", why: "as frame 1" },
     Known { shared_only: true, file: "wireshark-wiki-kafka-testcases-v4__controlled-shutdown.pcapng", frame: 8,
         error: "response without a captured request", why: FAKE_RESPONDER },
     Known { shared_only: true, file: "wireshark-wiki-kafka-testcases-v4__controlled-shutdown.pcapng", frame: 8,
@@ -179,12 +184,12 @@ const KNOWN_MALFORMED: &[Known] = &[
         error: "tagged_fields: truncated",
         why: "tansu 0.6.0 omits the final tagged-field count of DescribeUserScramCredentials v0 responses" },
     Known { shared_only: false, file: "a5-ipv6-confluent-admin-produce-consume.pcap", frame: 27,
-        error: "3 bytes left after the body",
+        error: "warning: 3 bytes after the body",
         why: "librdkafka 2.16's AdminClient Metadata v12 request carries 01 00 00 after the body: it wrote the \
               empty topic array as a classic int32 count (00 00 00 00) in a flexible version; read by the \
               schema the topics are null and 3 bytes remain, which brokers ignore" },
     Known { shared_only: false, file: "a5-ipv6-confluent-admin-produce-consume.pcap", frame: 155,
-        error: "3 bytes left after the body", why: "as frame 27" },
+        error: "warning: 3 bytes after the body", why: "as frame 27" },
     Known { shared_only: false, file: "b1-port-19092-mixed-clients.pcap", frame: 296,
-        error: "3 bytes left after the body", why: "as a5 frame 27 (confluent-kafka AdminClient Metadata v12)" },
+        error: "warning: 3 bytes after the body", why: "as a5 frame 27 (confluent-kafka AdminClient Metadata v12)" },
 ];
