@@ -1,13 +1,19 @@
-//! RecordBatch v2 (magic 2) and its records.
+//! RecordBatch v2 (magic 2) and its records, as nodes.
 //!
 //! A batch is a 61-byte header (baseOffset .. recordsCount) followed by its
 //! records, inline or compressed as one block. The CRC-32C covers attributes
 //! to the end of the batch. Each record is bounded by its own varint length:
 //! a field that reads past it is an error inside that record only, and the
 //! next record is still decoded.
+//!
+//! The header's and the records' fields are read by `fields.rs`; [`Nodes`]
+//! is its output that makes them nodes. With `DecodeOptions::records_json`
+//! the header and the runs of clean records are read as JSON instead
+//! (`json.rs`); anything else is nodes either way.
 
 use super::compression::codec_name;
 use super::cursor::{content_value, iso8601_ms, Cur, Int};
+use super::fields::{self, Crc, Detail, Field, FieldOut, Hdr, Kind};
 use super::json::{self, Run};
 use super::{plural, push_loc, push_plural, Ctx, Inflate};
 use crate::kafka::tree::{
@@ -17,46 +23,6 @@ use crate::kafka::tree::{
 
 const RB: Role = Role::RecordBatch;
 const REC: Role = Role::Record;
-
-/// The header fields the records depend on.
-pub(crate) struct Hdr {
-    pub(super) base_offset: i64,
-    pub(super) attributes: i16,
-    pub(super) base_ts: i64,
-    pub(super) count: i32,
-}
-
-impl Hdr {
-    /// The fields of a batch's 61-byte header at their fixed offsets, for
-    /// an output that makes no nodes of it; `None` when `whole` is shorter.
-    pub(crate) fn read(whole: &[u8]) -> Option<Hdr> {
-        let at = |r: std::ops::Range<usize>| whole.get(r);
-        let i64_at = |from: usize| Some(i64::from_be_bytes(at(from..from + 8)?.try_into().ok()?));
-        Some(Hdr {
-            base_offset: i64_at(0)?,
-            attributes: i16::from_be_bytes(at(21..23)?.try_into().ok()?),
-            base_ts: i64_at(27)?,
-            count: i32::from_be_bytes(at(57..super::BATCH_HEADER_LEN)?.try_into().ok()?),
-        })
-    }
-
-    fn control(&self) -> bool {
-        self.attributes & 0x20 != 0
-    }
-}
-
-/// Unwraps a field read, or pushes its error node and returns `None`.
-macro_rules! field {
-    ($kids:expr, $e:expr) => {
-        match $e {
-            Ok(x) => x,
-            Err(e) => {
-                $kids.push(e);
-                return None;
-            }
-        }
-    };
-}
 
 /// Element names made once for the first indices (`Record[0]` ..) and
 /// shared by every tree, so a record's name costs no allocation.
@@ -86,189 +52,12 @@ pub(crate) fn attributes_detail(a: i16) -> String {
     s
 }
 
-/// A timestamp node's detail: the date, when the value is a plausible time.
-fn with_time(mut n: Node, ms: i64) -> Node {
-    if let Some(t) = iso8601_ms(ms) {
-        n.detail = Some(t.into());
-    }
-    n
-}
-
-/// A RecordBatch CRC's value text when it matches (the tree path's and
-/// `json::batch_header`'s).
+/// A RecordBatch CRC's value text when it matches.
 pub(super) const CRC_VALID: &str = "crc32c of the bytes that follow";
 
 /// The detail of a CRC that does not match (v2 batches and legacy messages).
 pub(super) fn crc_mismatch(stored: u32, calc: u32) -> String {
     format!("0x{stored:08x}, CRC MISMATCH: expected 0x{calc:08x}")
-}
-
-/// One integer field of the header, its node pushed as it is read.
-fn int_field(
-    c: &mut Cur<'_>,
-    kids: &mut Vec<Node>,
-    name: &'static str,
-    ty: Int,
-    about: &'static str,
-) -> Option<i64> {
-    let (v, n) = field!(kids, c.int(name, ty, RB, about));
-    kids.push(n);
-    Some(v)
-}
-
-/// A timestamp field of the header (ms since the epoch), shown as a date too.
-fn time_field(
-    c: &mut Cur<'_>,
-    kids: &mut Vec<Node>,
-    name: &'static str,
-    about: &'static str,
-) -> Option<i64> {
-    let (ms, n) = field!(kids, c.int(name, Int::I64, RB, about));
-    kids.push(with_time(n, ms));
-    Some(ms)
-}
-
-/// The CRC node's value and description: whether the stored CRC-32C
-/// matches the bytes from the attributes on (`whole`, the complete batch;
-/// `None` for a partial one, not checked). True on a mismatch.
-fn check_crc(n: &mut Node, stored: u32, whole: Option<&[u8]>) -> bool {
-    let Some(region) = whole.and_then(|w| w.get(21..)) else {
-        n.detail = Some("not checked: the batch is incomplete".into());
-        n.about = Some("CRC-32C over attributes .. end of batch".into());
-        return false;
-    };
-    let calc = crc32c::crc32c(region);
-    if calc == stored {
-        n.value = Value::Text(CRC_VALID.into());
-        n.about =
-            Some(format!("CRC-32C over attributes .. end of batch: 0x{stored:08x}, valid").into());
-        return false;
-    }
-    n.detail = Some(crc_mismatch(stored, calc).into());
-    n.about = Some(
-        format!(
-            "CRC-32C over attributes .. end of batch: stored 0x{stored:08x}, \
-             computed 0x{calc:08x}: mismatch"
-        )
-        .into(),
-    );
-    true
-}
-
-/// Reads the 61-byte header into `kids`. `whole` is the complete batch when
-/// the CRC can be checked (`None` for a partial batch). Returns the header
-/// and whether its CRC was found not to match.
-fn header(c: &mut Cur<'_>, whole: Option<&[u8]>, kids: &mut Vec<Node>) -> Option<(Hdr, bool)> {
-    let base_offset = int_field(
-        c,
-        kids,
-        "baseOffset",
-        Int::I64,
-        "offset of the batch's first record; each record adds its offsetDelta",
-    )?;
-    int_field(
-        c,
-        kids,
-        "batchLength",
-        Int::I32,
-        "how many bytes of batch follow this field",
-    )?;
-    int_field(
-        c,
-        kids,
-        "partitionLeaderEpoch",
-        Int::I32,
-        "leader epoch the broker stamps on append; producers send -1",
-    )?;
-    int_field(
-        c,
-        kids,
-        "magic",
-        Int::I8,
-        "record format version: 2 is the RecordBatch",
-    )?;
-    let (stored, mut n) = field!(kids, c.int("crc", Int::U32, RB, ""));
-    let bad = check_crc(&mut n, stored as u32, whole);
-    kids.push(n);
-    let (attributes, mut n) = field!(
-        kids,
-        c.int(
-            "attributes",
-            Int::I16,
-            RB,
-            "bits 0-2 codec, 3 timestamp type, 4 transactional, 5 control, 6 delete horizon"
-        )
-    );
-    let attributes = attributes as i16;
-    // The seed documents show a plain `0`: words only when a bit is set.
-    if attributes != 0 {
-        n.detail = Some(attributes_detail(attributes).into());
-    }
-    kids.push(n);
-    int_field(
-        c,
-        kids,
-        "lastOffsetDelta",
-        Int::I32,
-        "offsetDelta of the batch's last record (-1 when it holds none)",
-    )?;
-    let base_ts = time_field(
-        c,
-        kids,
-        "baseTimestamp",
-        "timestamp of the first record, in ms since the epoch; records add their timestampDelta",
-    )?;
-    time_field(
-        c,
-        kids,
-        "maxTimestamp",
-        "the latest record timestamp in the batch (ms)",
-    )?;
-    int_field(
-        c,
-        kids,
-        "producerId",
-        Int::I64,
-        "idempotent or transactional producer id; -1 for plain producers",
-    )?;
-    int_field(
-        c,
-        kids,
-        "producerEpoch",
-        Int::I16,
-        "epoch of that producer id; -1 when unused",
-    )?;
-    int_field(
-        c,
-        kids,
-        "baseSequence",
-        Int::I32,
-        "producer sequence number of the first record; -1 when unused",
-    )?;
-    let (count, mut n) = field!(
-        kids,
-        c.int(
-            "recordsCount",
-            Int::I32,
-            RB,
-            "how many records the batch holds"
-        )
-    );
-    let count = count as i32;
-    if count < 0 {
-        n.error = Some(format!("recordsCount {count} is negative"));
-        n.role = Role::Malformed;
-    }
-    kids.push(n);
-    Some((
-        Hdr {
-            base_offset,
-            attributes,
-            base_ts,
-            count,
-        },
-        bad,
-    ))
 }
 
 /// Decodes one complete batch (`c` covers exactly its 12 + batchLength bytes).
@@ -302,7 +91,12 @@ pub(crate) fn decode_batch(ctx: &mut Ctx<'_>, mut c: Cur<'_>) -> (Node, u64) {
             kids.push(node);
             Some((hdr, crc_mismatch))
         }
-        None => header(&mut c, Some(whole), &mut kids),
+        None => {
+            let mut o = Nodes::new(c.source, kids);
+            let hdr = fields::header(&mut c, Some(whole), &mut o);
+            kids = o.fields;
+            hdr
+        }
     };
     let mut declared = 0;
     let value = match &hdr {
@@ -438,6 +232,7 @@ fn record_room(count: i32, len: usize) -> usize {
 fn records(c: &mut Cur<'_>, h: &Hdr, json: bool, kids: &mut Vec<Node>) {
     let count = u64::try_from(h.count).unwrap_or(0);
     let mut run = (json && !h.control()).then(|| Run::new(c.source, h.base_offset, h.base_ts));
+    let mut o = Nodes::new(c.source, Vec::new());
     let mut i = 0u64;
     while i < count {
         if c.remaining() == 0 {
@@ -461,16 +256,16 @@ fn records(c: &mut Cur<'_>, h: &Hdr, json: bool, kids: &mut Vec<Node>) {
             if run.full() {
                 kids.extend(run.take());
             }
-            if run.record(c, i) {
+            if run.record(c, i, h) {
                 i += 1;
                 continue;
             }
             kids.extend(run.take());
         }
-        let (n, go_on) = record(c, i, h);
-        kids.push(n);
+        let read = fields::record(c, i, h, &mut o);
+        kids.extend(o.record.take());
         i += 1;
-        if !go_on {
+        if !read.go_on {
             return;
         }
     }
@@ -489,8 +284,6 @@ fn records(c: &mut Cur<'_>, h: &Hdr, json: bool, kids: &mut Vec<Node>) {
     }
 }
 
-/// One record. The flag says whether the next record can be read (false when
-/// this one's length could not be trusted).
 /// The `Record[i]` nodes of a run of clean records (`Deferred::expand`,
 /// for text): `bytes` is the run's span, at `offset` in source `source`,
 /// decoded as [`records`] decodes them (a run's batch is not a control
@@ -502,257 +295,181 @@ pub(super) fn expand_run(
     source: u16,
     each: &mut dyn FnMut(Node, bool),
 ) {
-    let h = Hdr {
-        base_offset: d.base_offset,
-        attributes: 0,
-        base_ts: d.base_ts,
-        count: 0,
-    };
+    let h = Hdr::of_run(d);
     let mut c = Cur::new(bytes, offset, source);
+    let mut o = Nodes::new(source, Vec::new());
     let mut i = d.first;
     let end = d.first.saturating_add(d.count);
     // A record takes a byte at least: the span's bytes end the loop.
     while i < end && c.remaining() > 0 {
-        let (n, go_on) = record(&mut c, i, &h);
+        let go_on = fields::record(&mut c, i, &h, &mut o).go_on;
         i += 1;
-        each(n, i == end || !go_on || c.remaining() == 0);
+        if let Some(n) = o.record.take() {
+            each(n, i == end || !go_on || c.remaining() == 0);
+        }
         if !go_on {
             return;
         }
     }
 }
 
-fn record(c: &mut Cur<'_>, i: u64, h: &Hdr) -> (Node, bool) {
-    let start = c.pos();
-    let name = RECORD_NAMES.get(i);
-    // length .. headersCount: nine fields, and the headers.
-    let mut kids = Vec::with_capacity(10);
-    let mut go_on = false;
-    let mut summary = None;
-    match c.int(
-        "length",
-        Int::Varint,
-        REC,
-        "bytes in this record after the length field",
-    ) {
-        Err(e) => kids.push(e),
-        Ok((len, mut n)) => {
-            let rem = c.remaining();
-            match usize::try_from(len).ok().filter(|&l| l <= rem) {
-                None => {
-                    n.error = Some(if len < 0 {
-                        format!("record length {len} is negative")
-                    } else {
-                        format!("record length {len} exceeds the {rem} bytes that remain")
-                    });
-                    n.role = Role::Malformed;
-                    kids.push(n);
-                    if rem > 0 {
-                        let mut u = c.fail("undecoded", "bytes", String::new());
-                        u.error = None;
-                        kids.push(u);
-                    }
-                    c.r.skip_rest();
-                }
-                Some(l) => {
-                    kids.push(n);
-                    if let Some(mut b) = c.sub(l) {
-                        go_on = true;
-                        summary = body(&mut b, h, &mut kids);
-                        if b.remaining() > 0 {
-                            let mut e = b.fail("unclaimed", "bytes", String::new());
-                            if summary.is_some() {
-                                e.error = Some(format!(
-                                    "{} bytes inside the record's length that no field claims",
-                                    b.remaining()
-                                ));
-                            } else {
-                                e.error = None;
-                            }
-                            kids.push(e);
-                        }
-                    }
-                }
-            }
-        }
-    }
-    let value = Value::Text(summary.unwrap_or_else(|| "malformed".into()).into());
-    let mut n = c
-        .node_from(start, name, "Record", value, REC)
-        .with_about("one record: deltas against the batch header, key, value, headers");
-    n.children = kids;
-    (n, go_on)
+/// The output of the fields' reader that makes nodes: a header's fields
+/// into `fields`, each record (with its fields and headers as children)
+/// into `record`, errors as nodes.
+pub(super) struct Nodes {
+    source: u16,
+    /// The fields read so far: a header's, or the open record's (or
+    /// record header's).
+    pub(super) fields: Vec<Node>,
+    /// The open record's fields while one of its headers is read.
+    outer: Vec<Node>,
+    /// The open record's summary: `offset N`, and the control type.
+    summary: String,
+    /// The last record closed.
+    pub(super) record: Option<Node>,
 }
 
-/// Reads a varint length and the content it announces. `Some(None)` is a
-/// null (-1, when allowed); `Some(Some(i))` the index of the content node.
-fn sized<'a>(
-    b: &mut Cur<'a>,
-    kids: &mut Vec<Node>,
-    names: (&'static str, &'static str),
-    nullable: bool,
-    abouts: (&'static str, &'static str),
-) -> Option<Option<(&'a [u8], usize)>> {
-    let (len, mut n) = field!(kids, b.int(names.0, Int::Varint, REC, abouts.0));
-    if len == -1 && nullable {
-        n.detail = Some("null".into());
-        kids.push(n);
-        return Some(None);
-    }
-    let Ok(len) = usize::try_from(len) else {
-        n.error = Some(format!("{} {len} is negative", names.0));
-        n.role = Role::Malformed;
-        kids.push(n);
-        return None;
-    };
-    kids.push(n);
-    let ty = if names.1.ends_with("Key") {
-        "string"
-    } else {
-        "bytes"
-    };
-    let (data, mut n) = field!(kids, b.bytes(names.1, ty, len, REC));
-    n.value = if ty == "string" {
-        Value::Str(String::from_utf8_lossy(data).into_owned())
-    } else {
-        content_value(data)
-    };
-    n.about = Some(abouts.1.into());
-    kids.push(n);
-    Some(Some((data, kids.len() - 1)))
-}
-
-/// The fields of a record after its length; returns the record's summary.
-fn body(b: &mut Cur<'_>, h: &Hdr, kids: &mut Vec<Node>) -> Option<String> {
-    let (_, n) = field!(
-        kids,
-        b.int(
-            "attributes",
-            Int::I8,
-            REC,
-            "per-record attributes; none are defined, 0"
-        )
-    );
-    kids.push(n);
-    let (tsd, n) = field!(
-        kids,
-        b.int(
-            "timestampDelta",
-            Int::Varlong,
-            REC,
-            "this record's timestamp minus the batch's baseTimestamp (ms)"
-        )
-    );
-    let ts = if h.base_ts >= 0 {
-        h.base_ts.checked_add(tsd).unwrap_or(-1)
-    } else {
-        -1
-    };
-    kids.push(with_time(n, ts));
-    let (od, mut n) = field!(
-        kids,
-        b.int(
-            "offsetDelta",
-            Int::Varint,
-            REC,
-            "this record's offset minus the batch's baseOffset"
-        )
-    );
-    let offset = h.base_offset.wrapping_add(od);
-    let mut summary = String::with_capacity(32);
-    summary.push_str("offset ");
-    push_int(&mut summary, offset);
-    n.detail = Some(summary.clone().into());
-    kids.push(n);
-    let key = sized(
-        b,
-        kids,
-        ("keyLength", "key"),
-        true,
-        ("key size in bytes, -1 for a null key", "the record key"),
-    )?;
-    let mut control_type = None;
-    if let Some((data, at)) = key {
-        if h.control() {
-            if let Some(k) = kids.get_mut(at) {
-                control_type = control_key(k, data);
-                if let Some(t) = control_type {
-                    summary.push_str(", ");
-                    summary.push_str(control_name(t));
-                }
-            }
+impl Nodes {
+    /// An output for fields in byte source `source`, appending to `fields`.
+    pub(super) fn new(source: u16, fields: Vec<Node>) -> Nodes {
+        Nodes {
+            source,
+            fields,
+            outer: Vec::new(),
+            summary: String::new(),
+            record: None,
         }
     }
-    let value = sized(
-        b,
-        kids,
-        ("valueLength", "value"),
-        true,
-        (
-            "value size in bytes, -1 for a null value (a tombstone)",
-            "the record value",
-        ),
-    )?;
-    if let (Some((data, at)), Some(0 | 1)) = (value, control_type) {
-        if let Some(v) = kids.get_mut(at) {
+}
+
+impl FieldOut for Nodes {
+    fn int(&mut self, f: &'static Field, v: i64, d: Detail, at: usize, len: usize) {
+        let value = if f.kind == Kind::Int(Int::U32) {
+            Value::Uint(v as u64)
+        } else {
+            Value::Int(v)
+        };
+        let mut n = Node::new(f.name, f.ty, value, at, len, f.role);
+        n.source = self.source;
+        n.about = Some(f.about.into());
+        match d {
+            Detail::None => {}
+            Detail::Null => n.detail = Some("null".into()),
+            Detail::Time(ms) => n.detail = iso8601_ms(ms).map(Into::into),
+            Detail::Offset(offset) => {
+                self.summary.reserve(32);
+                self.summary.push_str("offset ");
+                push_int(&mut self.summary, offset);
+                n.detail = Some(self.summary.clone().into());
+            }
+            Detail::Attributes(a) => n.detail = Some(attributes_detail(a).into()),
+            Detail::Crc(crc) => check_crc(&mut n, v as u32, crc),
+            Detail::Negative => {
+                n.error = Some(format!("{} {v} is negative", f.name));
+                n.role = Role::Malformed;
+            }
+            Detail::RecordLength(rem) => {
+                n.error = Some(if v < 0 {
+                    format!("record length {v} is negative")
+                } else {
+                    format!("record length {v} exceeds the {rem} bytes that remain")
+                });
+                n.role = Role::Malformed;
+            }
+        }
+        self.fields.push(n);
+    }
+
+    fn content(&mut self, f: &'static Field, data: &[u8], at: usize) {
+        let value = if f.kind == Kind::String {
+            Value::Str(String::from_utf8_lossy(data).into_owned())
+        } else {
+            content_value(data)
+        };
+        let mut n = Node::new(f.name, f.ty, value, at, data.len(), f.role);
+        n.source = self.source;
+        n.about = Some(f.about.into());
+        self.fields.push(n);
+    }
+
+    fn problem(&mut self, make: impl FnOnce() -> Node) {
+        self.fields.push(make());
+    }
+
+    fn open_record(&mut self) {
+        // length .. headersCount: nine fields, and the headers.
+        self.fields = Vec::with_capacity(10);
+    }
+
+    fn close_record(&mut self, i: u64, ok: bool, at: usize, len: usize) {
+        let summary = std::mem::take(&mut self.summary);
+        let value = Value::Text(ok.then_some(summary).map_or("malformed".into(), Into::into));
+        let mut n = Node::new(RECORD_NAMES.get(i), "Record", value, at, len, REC)
+            .with_about("one record: deltas against the batch header, key, value, headers");
+        n.source = self.source;
+        n.children = std::mem::take(&mut self.fields);
+        self.record = Some(n);
+    }
+
+    fn reserve_headers(&mut self, n: usize) {
+        self.fields.reserve_exact(n);
+    }
+
+    fn open_header(&mut self) {
+        self.outer = std::mem::replace(&mut self.fields, Vec::with_capacity(4));
+    }
+
+    fn close_header(&mut self, j: u64, key: Option<&[u8]>, at: usize, len: usize) {
+        let kids = std::mem::replace(&mut self.fields, std::mem::take(&mut self.outer));
+        let value = key.map_or(Value::Text("malformed".into()), |k| {
+            Value::Str(String::from_utf8_lossy(k).into_owned())
+        });
+        let mut n = Node::new(HEADER_NAMES.get(j), "Header", value, at, len, REC)
+            .with_about("a key/value pair attached to the record");
+        n.source = self.source;
+        n.children = kids;
+        self.fields.push(n);
+    }
+
+    fn control_key(&mut self, data: &[u8]) -> Option<i16> {
+        let t = control_key(self.fields.last_mut()?, data)?;
+        self.summary.push_str(", ");
+        self.summary.push_str(control_name(t));
+        Some(t)
+    }
+
+    fn end_txn_marker(&mut self, data: &[u8]) {
+        if let Some(v) = self.fields.last_mut() {
             end_txn_marker(v, data);
         }
     }
-    let (count, mut n) = field!(
-        kids,
-        b.int("headersCount", Int::Varint, REC, "how many headers follow")
-    );
-    if count < 0 {
-        n.error = Some(format!("headersCount {count} is negative"));
-        n.role = Role::Malformed;
-        kids.push(n);
-        return None;
-    }
-    kids.push(n);
-    // Each header takes at least two bytes, so the loop ends with the record.
-    let room = usize::try_from(count)
-        .unwrap_or(0)
-        .min(b.remaining() / 2)
-        .min(MAX_RESERVED_CHILDREN);
-    kids.reserve_exact(room);
-    for j in 0..count {
-        let start = b.pos();
-        let mut hk = Vec::with_capacity(4);
-        let key = record_header(b, &mut hk);
-        let ok = key.is_some();
-        let value = key.map_or(Value::Text("malformed".into()), Value::Str);
-        let mut n = b
-            .node_from(start, HEADER_NAMES.get(j as u64), "Header", value, REC)
-            .with_about("a key/value pair attached to the record");
-        n.children = hk;
-        kids.push(n);
-        if !ok {
-            return None;
-        }
-    }
-    Some(summary)
 }
 
-/// One header's fields; returns its key.
-fn record_header(b: &mut Cur<'_>, kids: &mut Vec<Node>) -> Option<String> {
-    let key = sized(
-        b,
-        kids,
-        ("headerKeyLength", "headerKey"),
-        false,
-        ("header key size in bytes", "the header key (UTF-8)"),
-    )?;
-    sized(
-        b,
-        kids,
-        ("headerValueLength", "headerValue"),
-        true,
-        (
-            "header value size in bytes, -1 for null",
-            "the header value",
-        ),
-    )?;
-    key.map(|(d, _)| String::from_utf8_lossy(d).into_owned())
+/// The CRC node's value and description: whether the stored CRC-32C
+/// matches the bytes from the attributes on.
+fn check_crc(n: &mut Node, stored: u32, crc: Crc) {
+    match crc {
+        Crc::Unchecked => {
+            n.detail = Some("not checked: the batch is incomplete".into());
+            n.about = Some("CRC-32C over attributes .. end of batch".into());
+        }
+        Crc::Valid => {
+            n.value = Value::Text(CRC_VALID.into());
+            n.about = Some(
+                format!("CRC-32C over attributes .. end of batch: 0x{stored:08x}, valid").into(),
+            );
+        }
+        Crc::Mismatch(calc) => {
+            n.detail = Some(crc_mismatch(stored, calc).into());
+            n.about = Some(
+                format!(
+                    "CRC-32C over attributes .. end of batch: stored 0x{stored:08x}, \
+                     computed 0x{calc:08x}: mismatch"
+                )
+                .into(),
+            );
+        }
+    }
 }
 
 /// Kafka's control record types.
@@ -836,8 +553,9 @@ fn unparsed(c: &mut Cur<'_>, kids: &mut Vec<Node>) {
 /// The header fields that fit in a batch cut short (no CRC check, no error).
 pub(crate) fn partial_fields(c: &Cur<'_>) -> Vec<Node> {
     let mut p = Cur::new(c.r.rest(), c.abs(), c.source);
-    let mut kids = Vec::new();
-    let _ = header(&mut p, None, &mut kids);
+    let mut o = Nodes::new(c.source, Vec::new());
+    let _ = fields::header(&mut p, None, &mut o);
+    let mut kids = o.fields;
     if kids.last().is_some_and(|k| k.error.is_some()) {
         kids.pop();
     }

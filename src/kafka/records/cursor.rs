@@ -33,6 +33,20 @@ impl Int {
             Int::Varlong => "varlong",
         }
     }
+
+    /// Reads an integer of this wire type.
+    #[inline(always)]
+    pub(crate) fn read(self, r: &mut Reader<'_>) -> Result<i64, crate::kafka::wire::WireError> {
+        match self {
+            Int::I8 => r.i8().map(i64::from),
+            Int::I16 => r.i16().map(i64::from),
+            Int::I32 => r.i32().map(i64::from),
+            Int::I64 => r.i64(),
+            Int::U32 => r.u32().map(i64::from),
+            Int::Varint => r.varint().map(i64::from),
+            Int::Varlong => r.varlong(),
+        }
+    }
 }
 
 /// A reader over one slice of a byte source, positioned at `base` in it.
@@ -117,16 +131,7 @@ impl<'a> Cur<'a> {
         about: &'static str,
     ) -> Result<(i64, Node), Node> {
         let start = self.pos();
-        let read = match ty {
-            Int::I8 => self.r.i8().map(i64::from),
-            Int::I16 => self.r.i16().map(i64::from),
-            Int::I32 => self.r.i32().map(i64::from),
-            Int::I64 => self.r.i64(),
-            Int::U32 => self.r.u32().map(i64::from),
-            Int::Varint => self.r.varint().map(i64::from),
-            Int::Varlong => self.r.varlong(),
-        };
-        match read {
+        match ty.read(&mut self.r) {
             Ok(v) => {
                 let value = if matches!(ty, Int::U32) {
                     Value::Uint(v as u64)

@@ -15,18 +15,6 @@ use crate::kafka::tree::{Node, Role, Value};
 const RB: Role = Role::RecordBatch;
 const REC: Role = Role::Record;
 
-macro_rules! field {
-    ($kids:expr, $e:expr) => {
-        match $e {
-            Ok(x) => x,
-            Err(e) => {
-                $kids.push(e);
-                return None;
-            }
-        }
-    };
-}
-
 /// What a message's fields decoded to.
 struct Fields {
     offset: i64,

@@ -33,10 +33,25 @@
 // is the data the caller shows, so its size is not worth boxing away.
 #![allow(clippy::result_large_err)]
 
+/// Unwraps a field read, or pushes its error node and returns `None` (the
+/// legacy messages' and control records' decoders).
+macro_rules! field {
+    ($kids:expr, $e:expr) => {
+        match $e {
+            Ok(x) => x,
+            Err(e) => {
+                $kids.push(e);
+                return None;
+            }
+        }
+    };
+}
+
 mod batch;
 pub mod compression;
 mod cursor;
 pub(crate) mod declared;
+mod fields;
 mod json;
 mod legacy;
 mod memo;
@@ -228,7 +243,9 @@ struct Counter {
 impl SetOutput for Counter {
     fn batch(&mut self, ctx: &mut Ctx<'_>, sub: cursor::Cur<'_>) -> bool {
         let whole = sub.r.buf();
-        let Some(h) = batch::Hdr::read(whole).filter(|h| h.count >= 0) else {
+        let mut c = cursor::Cur::new(whole, 0, 0);
+        let read = fields::header(&mut c, None, &mut fields::Skip);
+        let Some((h, _)) = read.filter(|(h, _)| h.count >= 0) else {
             self.failed = true;
             return false;
         };

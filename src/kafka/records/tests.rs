@@ -754,49 +754,6 @@ fn records_json_is_the_trees_json() {
     assert_eq!(same_json(&two[..two.len() - 5]), 3);
 }
 
-#[test]
-fn records_json_leaves_what_is_not_clean_to_the_tree() {
-    let recs = tricky_recs();
-    let rec: Vec<Vec<u8>> = recs.iter().map(record).collect();
-    let n = recs.len() as i32;
-    // A record with an unclaimed byte between clean ones: a run, the tree's
-    // record, a second run.
-    let mut bad = rec[1].clone();
-    bad[0] += 2; // one more byte in the length (a varint of a small length)
-    bad.push(0);
-    let payload = [rec[0].clone(), bad, rec[2].clone(), rec[3].clone()].concat();
-    let b = batch(0, 0, 4, 1_700_000_000_000, &payload);
-    assert_eq!(same_json(&b), 3);
-    // Too many records declared, too few, trailing bytes, a negative count.
-    let payload: Vec<u8> = rec.concat();
-    assert_eq!(same_json(&batch(0, 0, n + 2, 5, &payload)), recs.len());
-    assert_eq!(same_json(&batch(0, 0, n - 1, 5, &payload)), recs.len() - 1);
-    same_json(&batch(0, 0, -1, 5, &payload));
-    // A control batch is decoded as nodes.
-    let marker = Rec {
-        key: Some(vec![0, 0, 0, 1]),
-        value: Some(vec![0, 0, 0, 0, 0, 7]),
-        ..Rec::default()
-    };
-    assert_eq!(same_json(&batch(0, 0x30, 1, 5, &record(&marker))), 0);
-    // Every prefix of the records, and every byte changed (without the
-    // long record, for time).
-    let payload = [&rec[..2], &rec[3..]].concat().concat();
-    let b = batch(0, 0, n - 1, 1_700_000_000_000, &payload);
-    for cut in 61..b.len() {
-        let mut c = b[..cut].to_vec();
-        fix(&mut c);
-        same_json(&c);
-    }
-    for at in 61..b.len() {
-        for x in [0x01, 0x80, 0xff] {
-            let mut c = b.clone();
-            c[at] ^= x;
-            same_json(&c);
-        }
-    }
-}
-
 /// The `Value::Records` nodes of a set decoded with `records_json` (at
 /// offset 7 of its message, as `set_json`), as (source, first, count), and
 /// each one's JSON from the bytes, checked to be as many records.
