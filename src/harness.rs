@@ -26,7 +26,7 @@ use bytes::Bytes;
 
 use crate::analyzer::{Analyzer, AnalyzerConfig, Output};
 use crate::capture::{decode_segment, FileSource, Frame, FrameSource, LinkType, Segment, TcpFlags};
-use crate::flow::{FlowConfig, FlowEvent, Ports, Reassembler};
+use crate::flow::{FlowConfig, FlowEvent, Ports, Reassembler, ReorderWindow};
 use crate::kafka::framing::{Framer, FramerConfig, FramerEvent};
 use crate::kafka::records::decode_record_set;
 use crate::kafka::schema::{self, MessageKind};
@@ -1092,6 +1092,11 @@ pub fn reassembly(data: &[u8]) {
         gap_timeout_ns: 2_000_000_000,
         idle_timeout_ns: 60_000_000_000,
         max_connections: 2,
+        reorder: ReorderWindow {
+            packets: 6,
+            time_ns: 500_000_000,
+            bytes: 2048,
+        },
     };
     let mut r = Reassembler::new(cfg.clone());
     let mut next: std::collections::HashMap<(u64, Direction), u64> = Default::default();
