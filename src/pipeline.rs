@@ -20,7 +20,9 @@
 //! is framed, which lets response resynchronisation prefer real boundaries.
 
 use crate::capture::{decode_link_owned, Frame, FramePlace, Seen, Segment, Skip};
-use crate::flow::{CloseReason, FlowConfig, FlowEvent, FlowStats, GapReason, Ports, Reassembler};
+use crate::flow::{
+    CloseReason, FlowConfig, FlowEvent, FlowStats, GapReason, Ports, Reassembler, ReorderWindow,
+};
 use crate::kafka::decode::Summary;
 use crate::kafka::framing::{Framer, FramerConfig, FramerEvent, RawMessage};
 use crate::vocab::{Direction, Timestamp};
@@ -48,6 +50,9 @@ pub struct PipelineConfig {
     pub idle_timeout_ns: u64,
     /// Connections tracked at once, default 100 000.
     pub max_connections: usize,
+    /// How long a hole the peer acknowledged waits for a segment the capture
+    /// puts late (default 64 packets, 1 s, 1 MiB; see [`ReorderWindow`]).
+    pub reorder: ReorderWindow,
     /// With `Ports::Any`: bytes held per connection while deciding whether it is Kafka.
     pub detect_limit: usize,
     /// Correlation ids of unanswered requests remembered per stream.
@@ -72,6 +77,7 @@ impl Default for PipelineConfig {
             gap_timeout_ns: f.gap_timeout_ns,
             idle_timeout_ns: f.idle_timeout_ns,
             max_connections: f.max_connections,
+            reorder: f.reorder,
             detect_limit: 1 << 20,
             max_pending_per_stream: 4096,
             locate_in_file: false,
@@ -104,6 +110,16 @@ pub enum Warning {
         /// Bytes past what the direction delivered.
         bytes: u64,
     },
+    /// Segments of a connection arrived late: after data beyond them, or
+    /// after the peer's ACK covering them (capture reordering: `-i any`,
+    /// several queues or interfaces, merged files). Their bytes were
+    /// reassembled in sequence order; reported when the connection closes.
+    Reordered {
+        /// Connection index.
+        stream: u64,
+        /// Late segments.
+        segments: u64,
+    },
     /// A trusted stream held an impossible message size; framing resynchronises.
     BadSize {
         /// Connection index.
@@ -122,6 +138,10 @@ impl fmt::Display for Warning {
             Warning::AfterClose { stream, dir, bytes } => write!(
                 f,
                 "stream {stream} {dir:?}: {bytes} bytes after the connection closed (capture order); not decoded"
+            ),
+            Warning::Reordered { stream, segments } => write!(
+                f,
+                "stream {stream}: {segments} segments arrived late (capture order); reassembled in sequence order"
             ),
             Warning::BadSize { stream, dir, size } => write!(
                 f,
@@ -300,6 +320,7 @@ impl Pipeline {
             gap_timeout_ns: cfg.gap_timeout_ns,
             idle_timeout_ns: cfg.idle_timeout_ns,
             max_connections: cfg.max_connections,
+            reorder: cfg.reorder,
         });
         let framing = FramerConfig {
             max_message: cfg.max_message,
@@ -692,9 +713,20 @@ impl Pipeline {
                 reason,
                 frame,
                 ts,
+                late_segments,
             } => {
                 self.drain(st, Direction::ClientToBroker, true, out);
                 self.drain(st, Direction::BrokerToClient, true, out);
+                if late_segments > 0 {
+                    out.push(Event::Warning {
+                        frame,
+                        offset: None,
+                        what: Warning::Reordered {
+                            stream,
+                            segments: late_segments,
+                        },
+                    });
+                }
                 out.push(Event::StreamClosed {
                     stream,
                     reason,
@@ -908,15 +940,28 @@ mod tests {
         assert_eq!(r.correlation_id(), Some(7));
         // One segment, one message: a slice of the frame's own buffer.
         assert_eq!(r.bytes.as_ptr(), frames[4].data[40..].as_ptr());
+        // Frame 4 came after bytes beyond it: one late segment, reported
+        // when the connection closes.
         assert!(matches!(
             ev[3],
+            Event::Warning {
+                frame: 7,
+                what: Warning::Reordered {
+                    stream: 0,
+                    segments: 1
+                },
+                ..
+            }
+        ));
+        assert!(matches!(
+            ev[4],
             Event::StreamClosed {
                 reason: CloseReason::Fin,
                 frame: 7,
                 ..
             }
         ));
-        assert_eq!(ev.len(), 4);
+        assert_eq!(ev.len(), 5);
     }
 
     /// Several messages cut in one drain come out in stream order, each

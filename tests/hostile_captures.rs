@@ -209,6 +209,11 @@ fn trouble(a: &Analysis) -> (usize, usize, usize, usize, usize) {
             Notice::Stream(Event::Partial(_)) => t.1 += 1,
             Notice::Stream(Event::Resync { .. }) => t.2 += 1,
             Notice::Stream(Event::Discarded { .. }) => t.3 += 1,
+            // Late segments are reported, not trouble: reordering loses nothing.
+            Notice::Stream(Event::Warning {
+                what: kafkashark::pipeline::Warning::Reordered { .. },
+                ..
+            }) => {}
             Notice::Stream(Event::Warning { .. }) => t.4 += 1,
             _ => {}
         }

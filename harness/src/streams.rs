@@ -6,7 +6,7 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use bytes::Bytes;
 use kafkashark::analyzer::{Analyzer, AnalyzerConfig};
 use kafkashark::capture::{Frame, LinkType, Segment, TcpFlags};
-use kafkashark::flow::{FlowConfig, FlowEvent, Ports, Reassembler};
+use kafkashark::flow::{FlowConfig, FlowEvent, Ports, Reassembler, ReorderWindow};
 use kafkashark::kafka::framing::{Framer, FramerConfig, FramerEvent};
 use kafkashark::pipeline::{Event, Pipeline, PipelineConfig};
 use kafkashark::vocab::{Direction, Timestamp};
@@ -214,6 +214,11 @@ pub fn reassembly(data: &[u8]) {
         gap_timeout_ns: 2_000_000_000,
         idle_timeout_ns: 60_000_000_000,
         max_connections: 2,
+        reorder: ReorderWindow {
+            packets: 6,
+            time_ns: 500_000_000,
+            bytes: 2048,
+        },
     };
     let mut r = Reassembler::new(cfg.clone());
     let mut next: std::collections::HashMap<(u64, Direction), u64> = Default::default();

@@ -15,18 +15,32 @@
 //! - Bytes before the next expected offset are retransmissions and dropped.
 //!   Overlapping out-of-order data: the first bytes received win; differing
 //!   overlaps are counted as conflicts.
-//! - A hole is declared a [`FlowEvent::Gap`] as soon as the peer's cumulative
-//!   ACK covers bytes after it (the receiver had them, so the capture lost
-//!   them; RFC 9293 §3.4), when the buffered out-of-order bytes exceed the
-//!   per-direction bound, the total bound is exceeded, the oldest buffered
-//!   piece is older than `gap_timeout` (packet time), or the connection
-//!   closes. Delivery then resumes at the next buffered byte. ACKs only count
-//!   up to the last byte (or FIN) seen in the acknowledged direction, so a
-//!   bogus ACK cannot invent a gap past the data. Payload cut by the snaplen
-//!   is a gap of that length, never data.
+//! - A hole the peer's cumulative ACK covers (bytes after it, or the FIN,
+//!   seen; RFC 9293 §3.4: the receiver had them) is either late in the
+//!   capture or lost by it. It is held for the reorder window
+//!   ([`ReorderWindow`]: packets on the connection, packet time, bytes
+//!   buffered in the direction, counted from when the hole was both
+//!   acknowledged and followed by data) and declared a [`FlowEvent::Gap`]
+//!   (`Lost`) when the window ends unfilled; with the window off, at once.
+//!   Any hole is also declared when the buffered out-of-order bytes exceed
+//!   the per-direction bound, the total bound is exceeded, the oldest
+//!   buffered piece is older than `gap_timeout` (packet time), or the
+//!   connection closes. Delivery then resumes at the next buffered byte. ACKs
+//!   only count up to the last byte (or FIN) seen in the acknowledged
+//!   direction, so a bogus ACK cannot invent a gap past the data. Payload cut
+//!   by the snaplen is a gap of that length, never data.
+//! - A data segment whose ACK covers peer bytes not delivered yet was sent
+//!   after they were received: its new bytes wait (buffered, in the same
+//!   window) until the peer's are delivered, so a response never comes out
+//!   before the request bytes it acknowledges. A segment that brings new
+//!   bytes after data beyond them, or after the ACK covering them, is
+//!   counted late ([`FlowStats::late_segments`], per connection in
+//!   [`FlowEvent::Closed`]).
 //! - FIN closes a direction once every byte before it was delivered or the
 //!   peer acknowledged the FIN; once both FINs were seen, or on one RST, the
-//!   connection closes (buffered bytes are flushed behind gaps).
+//!   connection closes (buffered bytes are flushed behind gaps) — after the
+//!   reorder window when bytes known to exist (before a FIN or RST, or
+//!   acknowledged) are still missing, as of the closing frame.
 //!   A closed connection is remembered briefly so late retransmissions do not
 //!   open a new stream; a fresh SYN does.
 //! - Connections idle longer than `idle_timeout` (packet time) are flushed and
@@ -38,7 +52,8 @@
 //! the frame named in its event and, when the segment was pushed with its
 //! payload's file offset, lies at `file_offset` in the capture file (retransmitted
 //! and overlapping bytes trimmed off move it along); memory held per direction is bounded by
-//! `max_buffer_per_dir` plus one segment.
+//! `max_buffer_per_dir` plus one segment, and in total by `max_buffer_total`,
+//! whatever waits in the reorder window; each wait ends after the window.
 
 #![deny(clippy::indexing_slicing)]
 
@@ -162,6 +177,10 @@ pub enum FlowEvent {
         frame: u64,
         /// Time of that frame.
         ts: Timestamp,
+        /// Late segments seen on the connection: segments that brought new
+        /// bytes after data beyond them, or the peer's ACK covering them, had
+        /// arrived (reassembled in sequence order all the same).
+        late_segments: u64,
     },
 }
 
@@ -180,6 +199,48 @@ pub struct FlowConfig {
     pub idle_timeout_ns: u64,
     /// Connections tracked at once.
     pub max_connections: usize,
+    /// How long an acknowledged hole waits for a late segment.
+    pub reorder: ReorderWindow,
+}
+
+/// The reorder window: how long a hole the peer acknowledged, bytes sent
+/// after an acknowledgment of bytes not yet delivered, and a close with
+/// bytes still missing wait for segments the capture puts late. Whichever
+/// bound is reached first ends the wait.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ReorderWindow {
+    /// Packets on the connection (either direction) since the wait began;
+    /// 0 turns the window off (acknowledged holes are lost at once).
+    pub packets: u64,
+    /// Packet time since the wait began, in nanoseconds.
+    pub time_ns: u64,
+    /// Out-of-order bytes buffered in the direction.
+    pub bytes: usize,
+}
+
+impl ReorderWindow {
+    /// No window: a hole is lost as soon as the peer acknowledges bytes past it.
+    pub const OFF: ReorderWindow = ReorderWindow {
+        packets: 0,
+        time_ns: 0,
+        bytes: 0,
+    };
+
+    /// True unless the window is off.
+    pub fn enabled(&self) -> bool {
+        self.packets > 0 && self.time_ns > 0 && self.bytes > 0
+    }
+}
+
+impl Default for ReorderWindow {
+    /// 64 packets, 1 s, 1 MiB.
+    fn default() -> ReorderWindow {
+        ReorderWindow {
+            packets: 64,
+            time_ns: 1_000_000_000,
+            bytes: 1 << 20,
+        }
+    }
 }
 
 impl Default for FlowConfig {
@@ -191,6 +252,7 @@ impl Default for FlowConfig {
             gap_timeout_ns: 10_000_000_000,
             idle_timeout_ns: 600_000_000_000,
             max_connections: 100_000,
+            reorder: ReorderWindow::default(),
         }
     }
 }
@@ -220,6 +282,9 @@ pub struct FlowStats {
     pub gap_bytes: u64,
     /// Connections closed for idleness or to respect `max_connections`.
     pub evicted: u64,
+    /// Segments that brought new bytes after data beyond them, or after the
+    /// peer's ACK covering them, had arrived (see [`FlowEvent::Closed`]).
+    pub late_segments: u64,
 }
 
 type Key = (SocketAddr, SocketAddr);
@@ -255,7 +320,39 @@ struct Half {
     /// Highest offset the peer acknowledged (0 until an ACK is seen).
     acked: u64,
     done: bool,
+    /// The acknowledged hole at `next_off` waiting in the reorder window.
+    held: Option<Held>,
+    /// Bytes of this direction sent after the peer's bytes up to an offset
+    /// were received, waiting for them (the reorder window bounds the wait).
+    waits: Vec<Wait>,
+    /// Offset of a RST's sequence number in this direction, when one was seen.
+    rst_off: Option<u64>,
 }
+
+/// When a wait in the reorder window began: the connection's packet count and the time.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Since {
+    pkt: u64,
+    ts: Timestamp,
+}
+
+/// An acknowledged hole held open: its offset and when the wait began.
+#[derive(Clone, Copy, Debug)]
+struct Held {
+    off: u64,
+    since: Since,
+}
+
+/// Bytes from `from` on wait until the peer direction has delivered up to `need`.
+#[derive(Clone, Copy, Debug)]
+struct Wait {
+    from: u64,
+    need: u64,
+    since: Since,
+}
+
+/// Most waits kept per direction; past it the oldest is let go.
+const MAX_WAITS: usize = 32;
 
 impl Half {
     /// One past the last offset seen in this direction: delivered, buffered or FIN.
@@ -276,6 +373,29 @@ impl Half {
             self.acked = self.acked.max(self.next_off + ahead);
         }
     }
+
+    /// One past what was delivered, counting the FIN once everything before
+    /// it was (an ACK of a FIN acknowledges one more than the bytes).
+    fn delivered_end(&self) -> u64 {
+        self.next_off + u64::from(self.fin_off.is_some_and(|f| self.next_off >= f))
+    }
+
+    /// Where delivery stops for bytes that wait for the peer.
+    fn wait_limit(&self) -> u64 {
+        self.waits.iter().map(|w| w.from).min().unwrap_or(u64::MAX)
+    }
+
+    /// True when bytes before a known end (data, FIN, RST, or what the peer
+    /// acknowledged) have not been delivered yet.
+    fn outstanding(&self) -> bool {
+        self.started
+            && (!self.buf.is_empty()
+                || self.delivered_end()
+                    < self
+                        .frontier()
+                        .max(self.acked)
+                        .max(self.rst_off.unwrap_or(0)))
+    }
 }
 
 #[derive(Debug)]
@@ -286,6 +406,15 @@ struct Conn {
     last_ts: Timestamp,
     last_frame: u64,
     closed: bool,
+    /// Its key in the connection table.
+    key: Key,
+    /// Packets seen on it.
+    pkts: u64,
+    /// Late segments seen on it ([`FlowStats::late_segments`]).
+    late: u64,
+    /// A close (both FINs, or a RST) waiting in the reorder window for bytes
+    /// still missing: why, when the wait began, and the frame that closed it.
+    closing: Option<(CloseReason, Since, u64)>,
 }
 
 impl Conn {
@@ -316,6 +445,11 @@ pub struct Reassembler {
     stats: FlowStats,
     /// The last segment counted in `data_after_close`, until taken.
     late: Option<Late>,
+    /// Connections with something waiting in the reorder window (a key may
+    /// be listed twice, or after its wait ended).
+    holding: Vec<Key>,
+    /// The earliest time at which a wait in `holding` may end by time.
+    deadline: Option<Timestamp>,
 }
 
 /// New bytes that arrived on a connection already closed (see
@@ -344,6 +478,8 @@ impl Reassembler {
             last_sweep: None,
             late: None,
             stats: FlowStats::default(),
+            holding: Vec::new(),
+            deadline: None,
         }
     }
 
@@ -389,6 +525,9 @@ impl Reassembler {
         }
         self.stats.segments += 1;
         self.sweep(ts, out);
+        if self.deadline.is_some_and(|d| ts >= d) {
+            self.expire_due(ts, out);
+        }
         let key = key_of(seg.src, seg.dst);
         let pure_syn = seg.flags.syn && !seg.flags.ack;
 
@@ -452,6 +591,10 @@ impl Reassembler {
             last_ts: ts,
             last_frame: frame,
             closed: false,
+            key,
+            pkts: 0,
+            late: 0,
+            closing: None,
         });
         self.work(&mut conn, seg, (frame, ts, payload_file), out);
         self.conns.insert(key, conn);
@@ -474,15 +617,18 @@ impl Reassembler {
         if seg.payload_truncated_by != 0 {
             return false;
         }
-        // `sweep` would do nothing.
-        if self.sweep_due(ts) {
+        // `sweep` would do nothing, and no wait in the reorder window is due.
+        if self.sweep_due(ts) || self.deadline.is_some_and(|d| ts >= d) {
             return false;
         }
         let key = key_of(seg.src, seg.dst);
         let Some(conn) = self.conns.get_mut(&key) else {
             return false;
         };
-        if conn.closed || conn.halves.iter().all(|h| h.done || h.fin_off.is_some()) {
+        if conn.closed
+            || conn.halves.iter().all(|h| h.done || h.fin_off.is_some())
+            || Self::waiting(conn)
+        {
             return false;
         }
         let dir = if seg.src == conn.client {
@@ -517,6 +663,7 @@ impl Reassembler {
         self.stats.segments += 1;
         conn.last_ts = ts;
         conn.last_frame = frame;
+        conn.pkts += 1;
         conn.half(back).note_ack(seg.ack);
         Self::check_fin(conn, back);
         Self::check_fin(conn, dir);
@@ -563,22 +710,190 @@ impl Reassembler {
         }
         conn.last_ts = ts;
         conn.last_frame = frame;
+        conn.pkts += 1;
+        let window = self.cfg.reorder.enabled();
         // The ACK speaks for the other direction: settle its holes first, so the
         // bytes it acknowledged come out before this segment's own bytes.
+        let back = dir.reverse();
         if seg.flags.ack && !seg.flags.rst {
-            let back = dir.reverse();
             conn.half(back).note_ack(seg.ack);
             self.flush_acked(conn, back, frame, ts, out);
             Self::check_fin(conn, back);
+        } else if seg.flags.ack && window {
+            // A RST's ACK only tells the close what may still arrive.
+            conn.half(back).note_ack(seg.ack);
         }
-        self.segment(conn, dir, seg, at, out);
-
+        let need = if window {
+            Self::wait_need(conn, dir, seg)
+        } else {
+            None
+        };
+        self.segment(conn, dir, seg, at, need, out);
+        if conn.halves.iter().any(|h| !h.waits.is_empty()) {
+            self.release(conn, frame, ts, out);
+        }
         if seg.flags.rst {
-            self.close(conn, CloseReason::Reset, frame, ts, out);
-        } else if conn.halves.iter().all(|h| h.done || h.fin_off.is_some()) {
+            self.begin_close(conn, CloseReason::Reset, frame, ts, out);
+        } else if conn.closing.is_none()
+            && conn.halves.iter().all(|h| h.done || h.fin_off.is_some())
+        {
             // Both FINs seen: neither side sends more data, so the holes still
-            // open are capture losses; `close` turns them into gaps.
-            self.close(conn, CloseReason::Fin, frame, ts, out);
+            // open are capture losses or segments the capture puts late;
+            // `close` turns them into gaps (after the reorder window).
+            self.begin_close(conn, CloseReason::Fin, frame, ts, out);
+        }
+        if window && !conn.closed && Self::waiting(conn) {
+            self.settle(conn, frame, ts, out);
+        }
+    }
+
+    /// The peer offset a data segment's ACK says was received before the
+    /// segment was sent, when the peer has not delivered it yet: its bytes
+    /// then wait for the peer's (a response after its request).
+    fn wait_need(conn: &Conn, dir: Direction, seg: &Segment) -> Option<u64> {
+        if !seg.flags.ack || seg.flags.rst || seg.flags.syn {
+            return None;
+        }
+        if seg.payload.is_empty() && seg.payload_truncated_by == 0 {
+            return None;
+        }
+        let p = conn.half_ref(dir.reverse());
+        if !p.started {
+            return None;
+        }
+        let ahead = u64::try_from(seg.ack.wrapping_sub(p.next_seq) as i32).ok()?;
+        let need = p.next_off + ahead;
+        (need > p.delivered_end()).then_some(need)
+    }
+
+    /// Something of `conn` waits in the reorder window.
+    fn waiting(conn: &Conn) -> bool {
+        conn.closing.is_some()
+            || conn
+                .halves
+                .iter()
+                .any(|h| h.held.is_some() || !h.waits.is_empty())
+    }
+
+    /// Both FINs or a RST seen: close now, or, when bytes are still missing
+    /// and the reorder window is on, once they arrive or the window ends.
+    fn begin_close(
+        &mut self,
+        conn: &mut Conn,
+        reason: CloseReason,
+        frame: u64,
+        ts: Timestamp,
+        out: &mut Vec<FlowEvent>,
+    ) {
+        if !self.cfg.reorder.enabled() || !conn.halves.iter().any(Half::outstanding) {
+            self.close(conn, reason, frame, ts, out);
+            return;
+        }
+        let since = Since { pkt: conn.pkts, ts };
+        conn.closing = match conn.closing {
+            Some((_, s, _)) if reason == CloseReason::Reset => Some((reason, s, frame)),
+            Some(c) => Some(c),
+            None => Some((reason, since, frame)),
+        };
+    }
+
+    /// After a segment of a connection with something in the reorder window:
+    /// let go what the window no longer holds, and remember when the rest
+    /// is due.
+    fn settle(&mut self, conn: &mut Conn, frame: u64, now: Timestamp, out: &mut Vec<FlowEvent>) {
+        self.expire(conn, frame, now, out);
+        if conn.closed || !Self::waiting(conn) {
+            return;
+        }
+        let mut earliest: Option<Timestamp> = conn.closing.map(|(_, s, _)| s.ts);
+        for h in &conn.halves {
+            let times = h.held.map(|x| x.since.ts).into_iter();
+            for t in times.chain(h.waits.iter().map(|w| w.since.ts)) {
+                earliest = Some(earliest.map_or(t, |e| e.min(t)));
+            }
+        }
+        if let Some(t) = earliest {
+            let w = self.cfg.reorder.time_ns;
+            let d = Timestamp::new(
+                t.secs.saturating_add((w / 1_000_000_000) as i64),
+                t.nanos + (w % 1_000_000_000) as u32,
+            );
+            self.deadline = Some(self.deadline.map_or(d, |x| x.min(d)));
+            self.holding.push(conn.key);
+        }
+    }
+
+    /// Ends the waits of `conn` the reorder window no longer allows: waiting
+    /// bytes are let go, held holes are lost, a waiting close happens.
+    fn expire(&mut self, conn: &mut Conn, frame: u64, now: Timestamp, out: &mut Vec<FlowEvent>) {
+        let w = self.cfg.reorder;
+        let pkts = conn.pkts;
+        let due =
+            |s: Since| pkts.saturating_sub(s.pkt) > w.packets || now.nanos_since(s.ts) >= w.time_ns;
+        for dir in [Direction::ClientToBroker, Direction::BrokerToClient] {
+            let h = conn.half(dir);
+            let n = h.waits.len();
+            h.waits.retain(|x| !due(x.since));
+            if h.waits.len() != n {
+                self.deliver(conn, dir, out);
+                self.flush_acked(conn, dir, frame, now, out);
+            }
+            let h = conn.half(dir);
+            if let Some(held) = h.held {
+                if due(held.since) || h.buffered > w.bytes {
+                    h.held = None;
+                    self.flush_acked_gaps(conn, dir, frame, now, out);
+                }
+            }
+            Self::check_fin(conn, dir);
+        }
+        if conn.halves.iter().any(|h| !h.waits.is_empty()) {
+            self.release(conn, frame, now, out);
+        }
+        // The close happens as of the frame that closed the connection.
+        if let Some((reason, since, at)) = conn.closing {
+            if due(since) || !conn.halves.iter().any(Half::outstanding) {
+                self.close(conn, reason, at, since.ts, out);
+            }
+        }
+    }
+
+    /// Delivers what no longer waits for the peer, in both directions, until
+    /// nothing moves (bytes of one direction may free the other's).
+    fn release(&mut self, conn: &mut Conn, frame: u64, ts: Timestamp, out: &mut Vec<FlowEvent>) {
+        for _ in 0..4 {
+            let mut moved = false;
+            for dir in [Direction::ClientToBroker, Direction::BrokerToClient] {
+                let before = conn.half_ref(dir).next_off;
+                self.deliver(conn, dir, out);
+                if conn.half_ref(dir).next_off != before {
+                    moved = true;
+                    self.flush_acked(conn, dir, frame, ts, out);
+                    Self::check_fin(conn, dir);
+                }
+            }
+            if !moved {
+                break;
+            }
+        }
+    }
+
+    /// The connections whose reorder-window waits may have ended by time at `now`.
+    #[inline(never)]
+    fn expire_due(&mut self, now: Timestamp, out: &mut Vec<FlowEvent>) {
+        self.deadline = None;
+        let mut keys = std::mem::take(&mut self.holding);
+        keys.sort_unstable();
+        keys.dedup();
+        for key in keys {
+            let Some(mut c) = self.conns.remove(&key) else {
+                continue;
+            };
+            if !c.closed && Self::waiting(&c) {
+                let f = c.last_frame;
+                self.settle(&mut c, f, now, out);
+            }
+            self.conns.insert(key, c);
         }
     }
 
@@ -588,8 +903,12 @@ impl Reassembler {
         conns.sort_by_key(|c| c.stream);
         for mut c in conns {
             if !c.closed {
-                let (f, t) = (c.last_frame, c.last_ts);
-                self.close(&mut c, CloseReason::End, f, t, out);
+                // A close waiting in the reorder window happens as of its frame.
+                let (reason, f, t) = match c.closing {
+                    Some((reason, since, at)) => (reason, at, since.ts),
+                    None => (CloseReason::End, c.last_frame, c.last_ts),
+                };
+                self.close(&mut c, reason, f, t, out);
             }
         }
     }
@@ -618,13 +937,15 @@ impl Reassembler {
     }
 
     /// One segment of `conn` in `dir`, carried by `frame` at `ts`, its payload at
-    /// `payload_file` in the capture file when known.
+    /// `payload_file` in the capture file when known; its new bytes wait for
+    /// the peer's up to `need` when given ([`Reassembler::wait_need`]).
     fn segment(
         &mut self,
         conn: &mut Conn,
         dir: Direction,
         seg: &mut Segment,
         (frame, ts, payload_file): (u64, Timestamp, Option<u64>),
+        need: Option<u64>,
         out: &mut Vec<FlowEvent>,
     ) {
         let stream = conn.stream;
@@ -666,6 +987,11 @@ impl Reassembler {
             return;
         };
         let len = plen + cut;
+        if seg.flags.rst && self.cfg.reorder.enabled() {
+            if let Ok(end) = u64::try_from(off + i128::from(len)) {
+                h.rst_off = Some(h.rst_off.unwrap_or(0).max(end));
+            }
+        }
         if seg.flags.fin {
             let fin_at = off + i128::from(len);
             if h.fin_off.is_none() && fin_at >= i128::from(h.next_off) {
@@ -685,6 +1011,7 @@ impl Reassembler {
                     self.stats.retransmitted_bytes += skip;
                 }
                 let start = u64::try_from(off.max(next)).unwrap_or(0);
+                self.new_bytes(conn, dir, start, need, ts);
                 let (data, hole) = if skip < plen {
                     let from = usize::try_from(skip).unwrap_or(usize::MAX);
                     let mut d = std::mem::take(&mut seg.payload);
@@ -698,7 +1025,7 @@ impl Reassembler {
                 if let Some(d) = data {
                     let dl = d.len() as u64;
                     let h = conn.half(dir);
-                    if dl > 0 && at == h.next_off && h.buf.is_empty() {
+                    if dl > 0 && at == h.next_off && h.buf.is_empty() && h.waits.is_empty() {
                         // In order with nothing buffered: delivered as is (what
                         // `insert` then `deliver` would do, without the map).
                         out.push(FlowEvent::Data {
@@ -756,6 +1083,36 @@ impl Reassembler {
             }
         }
         Self::check_fin(conn, dir);
+    }
+
+    /// New bytes of `dir` from `start` arrive: counted late when data beyond
+    /// them, or the peer's ACK covering them, came first; made to wait for
+    /// the peer's bytes up to `need` when given.
+    fn new_bytes(
+        &mut self,
+        conn: &mut Conn,
+        dir: Direction,
+        start: u64,
+        need: Option<u64>,
+        ts: Timestamp,
+    ) {
+        let since = Since { pkt: conn.pkts, ts };
+        let h = conn.half(dir);
+        let late = start < h.frontier() || start < h.acked;
+        if let Some(need) = need {
+            if h.waits.len() >= MAX_WAITS {
+                h.waits.remove(0);
+            }
+            h.waits.push(Wait {
+                from: start,
+                need,
+                since,
+            });
+        }
+        if late {
+            conn.late += 1;
+            self.stats.late_segments += 1;
+        }
     }
 
     /// Insert a piece at `off`, keeping bytes already buffered (first received wins).
@@ -823,9 +1180,15 @@ impl Reassembler {
     /// Emit every piece contiguous with the next expected offset.
     fn deliver(&mut self, conn: &mut Conn, dir: Direction, out: &mut Vec<FlowEvent>) {
         let stream = conn.stream;
+        let peer_next = conn.half_ref(dir.reverse()).delivered_end();
         let h = conn.half(dir);
+        // Bytes that wait for the peer stay until it delivered what they need.
+        if !h.waits.is_empty() {
+            h.waits.retain(|w| w.need > peer_next);
+        }
+        let limit = h.wait_limit();
         while let Some(entry) = h.buf.first_entry() {
-            if *entry.key() > h.next_off {
+            if *entry.key() > h.next_off || *entry.key() >= limit {
                 break;
             }
             let k = *entry.key();
@@ -874,7 +1237,9 @@ impl Reassembler {
     }
 
     /// Declare the hole before the first buffered piece lost; false when nothing is buffered.
+    /// Bytes waiting for the peer are let go first.
     fn force_gap(&mut self, conn: &mut Conn, dir: Direction, out: &mut Vec<FlowEvent>) -> bool {
+        conn.half(dir).waits.clear();
         let Some((&k, p)) = conn.half(dir).buf.iter().next() else {
             return false;
         };
@@ -898,9 +1263,35 @@ impl Reassembler {
         // line (two calls per segment), the gaps out of line.
         let h = conn.half(dir);
         if h.next_off >= h.acked.min(h.frontier()) {
+            h.held = None;
             return;
         }
-        self.flush_acked_gaps(conn, dir, frame, ts, out);
+        self.acked_hole(conn, dir, frame, ts, out);
+    }
+
+    /// An acknowledged hole: held in the reorder window (from now, unless
+    /// it is the hole already held), or lost at once when the window is off.
+    #[inline(never)]
+    fn acked_hole(
+        &mut self,
+        conn: &mut Conn,
+        dir: Direction,
+        frame: u64,
+        ts: Timestamp,
+        out: &mut Vec<FlowEvent>,
+    ) {
+        if !self.cfg.reorder.enabled() {
+            self.flush_acked_gaps(conn, dir, frame, ts, out);
+            return;
+        }
+        let since = Since { pkt: conn.pkts, ts };
+        let h = conn.half(dir);
+        if h.held.map(|x| x.off) != Some(h.next_off) {
+            h.held = Some(Held {
+                off: h.next_off,
+                since,
+            });
+        }
     }
 
     /// [`Reassembler::flush_acked`] once acknowledged bytes are missing.
@@ -996,11 +1387,13 @@ impl Reassembler {
             conn.half(dir).done = true;
         }
         conn.closed = true;
+        conn.closing = None;
         out.push(FlowEvent::Closed {
             stream: conn.stream,
             reason,
             frame,
             ts,
+            late_segments: conn.late,
         });
     }
 
@@ -1367,6 +1760,15 @@ mod tests {
             .collect()
     }
 
+    /// The reorder window off: the tests of what an ACK, a FIN or a close
+    /// declares at once, which is also what they declare when the window ends.
+    fn no_window() -> FlowConfig {
+        FlowConfig {
+            reorder: ReorderWindow::OFF,
+            ..FlowConfig::default()
+        }
+    }
+
     fn ack_seg(from_client: bool, seq: u32, ack: u32) -> Segment {
         Segment {
             ack,
@@ -1376,7 +1778,7 @@ mod tests {
 
     #[test]
     fn ack_past_a_hole_declares_the_gap_at_once() {
-        let mut r = Reassembler::new(FlowConfig::default());
+        let mut r = Reassembler::new(no_window());
         let mut out = Vec::new();
         let t = Timestamp::new(1, 0);
         // ISN just below 2^32: the ACK arithmetic must wrap like the sequence numbers.
@@ -1430,6 +1832,187 @@ mod tests {
         assert_eq!((r.stats().gaps, r.stats().gap_bytes), (2, 4));
     }
 
+    /// A window of `packets` packets and `time_ns` of packet time, 1 MiB.
+    fn window(packets: u64, time_ns: u64) -> FlowConfig {
+        FlowConfig {
+            reorder: ReorderWindow {
+                packets,
+                time_ns,
+                bytes: 1 << 20,
+            },
+            ..FlowConfig::default()
+        }
+    }
+
+    fn late_of(ev: &[FlowEvent]) -> Option<u64> {
+        ev.iter().find_map(|e| match e {
+            FlowEvent::Closed { late_segments, .. } => Some(*late_segments),
+            _ => None,
+        })
+    }
+
+    /// A segment the capture puts after data beyond it and after the ACK
+    /// covering it is reassembled in its place, counted late, never lost.
+    #[test]
+    fn a_late_segment_after_its_ack_fills_its_hole() {
+        let mut r = Reassembler::new(FlowConfig::default());
+        let mut out = Vec::new();
+        let t = Timestamp::new(1, 0);
+        let isn = u32::MAX - 4;
+        let base = isn.wrapping_add(1);
+        let at = |off: u32| base.wrapping_add(off);
+        r.push(&mut seg(true, isn, b"", SYN), 1, t, None, &mut out);
+        r.push(&mut seg(true, base, b"ab", ACK), 2, t, None, &mut out);
+        r.push(&mut seg(true, at(4), b"efgh", ACK), 3, t, None, &mut out);
+        // The broker acknowledged all 8 bytes: 2..4 reached it.
+        r.push(&mut ack_seg(false, 0, at(8)), 4, t, None, &mut out);
+        r.push(&mut ack_seg(false, 0, at(8)), 5, t, None, &mut out);
+        assert_eq!(layout(&out, Direction::ClientToBroker), ["D0+2"]);
+        r.push(&mut seg(true, at(2), b"cd", ACK), 6, t, None, &mut out);
+        assert_eq!(
+            layout(&out, Direction::ClientToBroker),
+            ["D0+2", "D2+2", "D4+4"]
+        );
+        assert_eq!(data_of(&out, Direction::ClientToBroker), b"abcdefgh");
+        assert_eq!((r.stats().gaps, r.stats().late_segments), (0, 1));
+        r.finish(&mut out);
+        assert_eq!(late_of(&out), Some(1));
+    }
+
+    /// A hole that is never filled is lost once the window has passed: after
+    /// `packets` packets on the connection, after `time_ns` of packet time
+    /// (a packet of another connection is enough), or past `bytes` buffered.
+    #[test]
+    fn an_acknowledged_hole_is_lost_after_the_window() {
+        let t = |s: i64| Timestamp::new(s, 0);
+        let isn = 1000u32;
+        let base = isn + 1;
+        let open = |r: &mut Reassembler, out: &mut Vec<FlowEvent>| {
+            r.push(&mut seg(true, isn, b"", SYN), 1, t(1), None, out);
+            r.push(&mut seg(true, base, b"ab", ACK), 2, t(1), None, out);
+            r.push(&mut seg(true, base + 4, b"efgh", ACK), 3, t(1), None, out);
+            r.push(&mut ack_seg(false, 0, base + 8), 4, t(1), None, out);
+        };
+        // By packets: the fourth packet after the ACK is still in the window,
+        // the fifth is not.
+        let mut r = Reassembler::new(window(4, 60_000_000_000));
+        let mut out = Vec::new();
+        open(&mut r, &mut out);
+        for f in 5..9 {
+            r.push(&mut ack_seg(false, 0, base + 8), f, t(1), None, &mut out);
+        }
+        assert_eq!(layout(&out, Direction::ClientToBroker), ["D0+2"]);
+        r.push(&mut ack_seg(false, 0, base + 8), 9, t(1), None, &mut out);
+        assert_eq!(
+            layout(&out, Direction::ClientToBroker),
+            ["D0+2", "G2+2", "D4+4"]
+        );
+        // By time, on a packet of another connection.
+        let mut r = Reassembler::new(window(1000, 2_000_000_000));
+        let mut out = Vec::new();
+        open(&mut r, &mut out);
+        let mut other = seg(true, 5, b"", SYN);
+        other.src = "10.0.0.9:40000".parse().unwrap();
+        r.push(&mut other.clone(), 5, t(2), None, &mut out);
+        assert_eq!(layout(&out, Direction::ClientToBroker), ["D0+2"]);
+        r.push(&mut other, 6, t(3), None, &mut out);
+        assert_eq!(
+            layout(&out, Direction::ClientToBroker),
+            ["D0+2", "G2+2", "D4+4"]
+        );
+        // By bytes: more than the window's bytes buffered behind the hole.
+        let mut cfg = window(1000, 60_000_000_000);
+        cfg.reorder.bytes = 8;
+        let mut r = Reassembler::new(cfg);
+        let mut out = Vec::new();
+        open(&mut r, &mut out);
+        r.push(
+            &mut seg(true, base + 8, b"ijklm", ACK),
+            5,
+            t(1),
+            None,
+            &mut out,
+        );
+        assert_eq!(
+            layout(&out, Direction::ClientToBroker),
+            ["D0+2", "G2+2", "D4+4", "D8+5"]
+        );
+        assert_eq!(r.buffered(), 0);
+        // Off: lost at the ACK.
+        let mut r = Reassembler::new(no_window());
+        let mut out = Vec::new();
+        open(&mut r, &mut out);
+        assert_eq!(
+            layout(&out, Direction::ClientToBroker),
+            ["D0+2", "G2+2", "D4+4"]
+        );
+    }
+
+    /// A response whose ACK covers request bytes not seen yet waits for
+    /// them: the request's bytes come out first.
+    #[test]
+    fn bytes_sent_after_an_ack_wait_for_what_it_acknowledged() {
+        let mut r = Reassembler::new(FlowConfig::default());
+        let mut out = Vec::new();
+        let t = Timestamp::new(1, 0);
+        let (ci, bi) = (100u32, 5000u32);
+        r.push(&mut seg(true, ci, b"", SYN), 1, t, None, &mut out);
+        let mut synack = seg(false, bi, b"", SYN);
+        synack.flags.ack = true;
+        synack.ack = ci + 1;
+        r.push(&mut synack, 2, t, None, &mut out);
+        // The response (acknowledging 4 request bytes) before the request.
+        let mut resp = seg(false, bi + 1, b"RESP", ACK);
+        resp.ack = ci + 5;
+        r.push(&mut resp, 3, t, None, &mut out);
+        assert!(data_of(&out, Direction::BrokerToClient).is_empty());
+        let mut req = seg(true, ci + 1, b"REQ!", ACK);
+        req.ack = bi + 1;
+        r.push(&mut req, 4, t, None, &mut out);
+        let order: Vec<Direction> = out
+            .iter()
+            .filter_map(|e| match e {
+                FlowEvent::Data { dir, .. } => Some(*dir),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(
+            order,
+            [Direction::ClientToBroker, Direction::BrokerToClient]
+        );
+        assert_eq!(data_of(&out, Direction::BrokerToClient), b"RESP");
+        assert_eq!(r.buffered(), 0);
+    }
+
+    /// Bytes missing when both FINs have been seen keep the connection open
+    /// for the window; when they arrive, it closes with nothing lost.
+    #[test]
+    fn a_close_waits_for_late_bytes_within_the_window() {
+        let mut r = Reassembler::new(FlowConfig::default());
+        let mut out = Vec::new();
+        let t = Timestamp::new(1, 0);
+        let fin = TcpFlags { fin: true, ..ACK };
+        r.push(&mut seg(true, 10, b"", SYN), 1, t, None, &mut out);
+        let synack = TcpFlags { ack: true, ..SYN };
+        r.push(&mut seg(false, 76, b"", synack), 1, t, None, &mut out);
+        r.push(&mut seg(true, 11, b"ab", ACK), 2, t, None, &mut out);
+        // The client's FIN says 4 bytes came before it; the broker's FIN too.
+        r.push(&mut seg(true, 15, b"", fin), 3, t, None, &mut out);
+        r.push(&mut seg(false, 77, b"", fin), 4, t, None, &mut out);
+        assert!(!out.iter().any(|e| matches!(e, FlowEvent::Closed { .. })));
+        r.push(&mut seg(true, 13, b"cd", ACK), 5, t, None, &mut out);
+        assert_eq!(data_of(&out, Direction::ClientToBroker), b"abcd");
+        assert!(matches!(
+            out.last(),
+            Some(FlowEvent::Closed {
+                reason: CloseReason::Fin,
+                late_segments: 1,
+                ..
+            })
+        ));
+        assert_eq!(r.stats().gaps, 0);
+    }
+
     /// `push` settles in place a pure ACK that settles nothing (counted,
     /// no event), and leaves to the rest of `push` every ACK it turns into
     /// events (a gap past a hole, a close) or that it cannot judge.
@@ -1439,7 +2022,7 @@ mod tests {
         let isn = u32::MAX - 4;
         let base = isn.wrapping_add(1);
         let at = |off: u32| base.wrapping_add(off);
-        let mut r = Reassembler::new(FlowConfig::default());
+        let mut r = Reassembler::new(no_window());
         let mut frame = 0;
         // The segment's events; `settled`: a pure ACK settled in place,
         // counted as a segment and making no event.
@@ -1503,7 +2086,7 @@ mod tests {
 
     #[test]
     fn ack_beyond_the_data_seen_waits_for_later_bytes() {
-        let mut r = Reassembler::new(FlowConfig::default());
+        let mut r = Reassembler::new(no_window());
         let mut out = Vec::new();
         let t = Timestamp::new(1, 0);
         // No SYN: offset 0 is the first payload byte seen (seq 1000).
@@ -1532,7 +2115,7 @@ mod tests {
 
     #[test]
     fn both_fins_close_a_connection_with_a_hole() {
-        let mut r = Reassembler::new(FlowConfig::default());
+        let mut r = Reassembler::new(no_window());
         let mut out = Vec::new();
         let t = Timestamp::new(1, 0);
         let fin = TcpFlags { fin: true, ..ACK };
@@ -1560,7 +2143,7 @@ mod tests {
 
     #[test]
     fn ack_of_a_fin_ends_its_direction() {
-        let mut r = Reassembler::new(FlowConfig::default());
+        let mut r = Reassembler::new(no_window());
         let mut out = Vec::new();
         let t = Timestamp::new(1, 0);
         let fin = TcpFlags { fin: true, ..ACK };

@@ -52,7 +52,7 @@ use crate::kafka::decode::Kind;
 use crate::kafka::errors::error_name;
 use crate::kafka::schema::{self, ApiKey, MessageKind, SchemaSet};
 use crate::kafka::Decoded;
-use crate::pipeline::Event;
+use crate::pipeline::{Event, Warning};
 use crate::topics::TopicNames;
 use crate::topics::TEACHERS;
 use clients::{ClientSlot, ClientTable, Who};
@@ -570,6 +570,8 @@ pub struct Stats {
     topics: TopicNames,
     pending: PendingTable,
     streams: HashMap<u64, StreamFacts>,
+    /// Late segments by stream ([`Warning::Reordered`]), at most `max_keys` streams.
+    reordered: BTreeMap<u64, u64>,
     summary: Summary,
     apis: Capped<i16, ApiAcc>,
     versions: Capped<(i16, i16), VersionAcc>,
@@ -601,6 +603,7 @@ impl Stats {
             topics: TopicNames::default(),
             pending: PendingTable::default(),
             streams: HashMap::default(),
+            reordered: BTreeMap::new(),
             summary: Summary::default(),
             apis: Capped::new(cfg.max_histograms),
             versions: Capped::new(cfg.max_histograms),
@@ -764,6 +767,15 @@ impl Stats {
             }
             Notice::Stream(Event::StreamClosed { stream, .. }) => {
                 self.streams.remove(stream);
+            }
+            Notice::Stream(Event::Warning {
+                what: Warning::Reordered { stream, segments },
+                ..
+            }) => {
+                self.summary.late_segments += segments;
+                if self.reordered.len() < self.cfg.max_keys {
+                    *self.reordered.entry(*stream).or_default() += segments;
+                }
             }
             Notice::Stream(_) => {}
         }
@@ -1264,6 +1276,14 @@ impl Stats {
             record_errors: self.record_errors.clone(),
             warnings: self.warning_reports(),
             overflow: self.overflow_report(),
+            reordered: self
+                .reordered
+                .iter()
+                .map(|(&stream, &late_segments)| ReorderedReport {
+                    stream,
+                    late_segments,
+                })
+                .collect(),
         }
     }
 

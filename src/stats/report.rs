@@ -47,6 +47,24 @@ pub struct StatsReport {
     pub warnings: Vec<WarningReport>,
     /// Facts dropped because a bounded table was full.
     pub overflow: Overflow,
+    /// Connections whose segments the capture put out of order, by stream
+    /// (absent when there are none).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub reordered: Vec<ReorderedReport>,
+}
+
+/// A connection with late segments: segments that arrived after data beyond
+/// them, or after the peer's ACK covering them (reassembled in sequence order).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct ReorderedReport {
+    /// Connection index.
+    pub stream: u64,
+    /// Late segments.
+    pub late_segments: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// The brokers' and the connections' part of a [`StatsReport`]
@@ -87,6 +105,10 @@ pub struct Summary {
     pub first_ts: Option<f64>,
     /// Epoch seconds of the last message.
     pub last_ts: Option<f64>,
+    /// Late segments over all connections (absent when none): the capture
+    /// put them after data beyond them or after the ACK covering them.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub late_segments: u64,
 }
 
 /// Throttle totals of a set of responses.

@@ -183,6 +183,13 @@ impl StatsReport {
                 let _ = writeln!(o, "  [{severity}] {kind}: {message}  (frames {frames})");
             }
         }
+        section(
+            &mut o,
+            "\nREORDERED (segments the capture put after data beyond them or after their ACK; reassembled in order)\n",
+            "stream|late segments",
+            &self.reordered,
+            |r| vec![r.stream.to_string(), r.late_segments.to_string()],
+        );
         self.overflow_text(&mut o);
         o
     }

@@ -19,7 +19,7 @@ mod reorder;
 mod stats_cmd;
 mod tui;
 use cli_error::CliError;
-use kafkashark::flow::Ports;
+use kafkashark::flow::{Ports, ReorderWindow};
 
 /// The allocator: mimalloc for small blocks, glibc's for large ones
 /// ([`alloc`]).
@@ -59,6 +59,11 @@ struct TuiArgs {
     /// No colours (also when the NO_COLOR environment variable is set).
     #[arg(long)]
     no_color: bool,
+    /// The reorder window: how long a hole the peer acknowledged waits for a
+    /// segment the capture puts late, as PACKETS,TIME,BYTES (any of them, any
+    /// order: `64`, `1s`, `250ms`, `1MiB`), or `off`. Default 64,1s,1MiB.
+    #[arg(long, value_name = "SPEC", default_value = "64,1s,1MiB", value_parser = crate::parse_reorder_window)]
+    reorder_window: ReorderWindow,
     /// Most messages the list keeps; past it the oldest are dropped and counted
     /// (ring mode). Default: 2,000,000 for files, 250,000 for live capture.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
@@ -80,6 +85,11 @@ struct LiveArgs {
     /// No colours (also when the NO_COLOR environment variable is set).
     #[arg(long)]
     no_color: bool,
+    /// The reorder window: how long a hole the peer acknowledged waits for a
+    /// segment the capture puts late, as PACKETS,TIME,BYTES (any of them, any
+    /// order: `64`, `1s`, `250ms`, `1MiB`), or `off`. Default 64,1s,1MiB.
+    #[arg(long, value_name = "SPEC", default_value = "64,1s,1MiB", value_parser = crate::parse_reorder_window)]
+    reorder_window: ReorderWindow,
     /// Most messages the list keeps; past it the oldest are dropped and counted
     /// (ring mode). Default: 250,000.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
@@ -117,6 +127,11 @@ struct PrintArgs {
     /// Output format.
     #[arg(long, value_enum, default_value_t = print::PrintFormat::Text)]
     format: print::PrintFormat,
+    /// The reorder window: how long a hole the peer acknowledged waits for a
+    /// segment the capture puts late, as PACKETS,TIME,BYTES (any of them, any
+    /// order: `64`, `1s`, `250ms`, `1MiB`), or `off`. Default 64,1s,1MiB.
+    #[arg(long, value_name = "SPEC", default_value = "64,1s,1MiB", value_parser = crate::parse_reorder_window)]
+    reorder_window: ReorderWindow,
     /// Show the full field tree of every message.
     #[arg(short = 'V', long)]
     verbose: bool,
@@ -154,6 +169,46 @@ fn parse_ports(s: &str) -> Result<Ports, String> {
         return Err("no port given".into());
     }
     Ok(Ports::List(ports))
+}
+
+/// A reorder window: `off`, or comma-separated bounds that replace the
+/// default's: packets (`64`, `64p`), time (`1s`, `250ms`, `500us`) and bytes
+/// (`1MiB`, `512KiB`, `65536B`).
+fn parse_reorder_window(s: &str) -> Result<ReorderWindow, String> {
+    if s.trim().eq_ignore_ascii_case("off") {
+        return Ok(ReorderWindow::OFF);
+    }
+    let mut w = ReorderWindow::default();
+    for part in s.split(',') {
+        let part = part.trim();
+        let digits = part
+            .find(|c: char| !c.is_ascii_digit())
+            .unwrap_or(part.len());
+        let (num, unit) = part.split_at(digits);
+        let n: u64 = num
+            .parse()
+            .map_err(|_| format!("{part:?}: a number with a unit (64, 1s, 250ms, 1MiB)"))?;
+        let scaled = |k: u64| {
+            n.checked_mul(k)
+                .ok_or_else(|| format!("{part:?}: too large"))
+        };
+        match unit.to_ascii_lowercase().as_str() {
+            "" | "p" | "packets" => w.packets = n,
+            "s" => w.time_ns = scaled(1_000_000_000)?,
+            "ms" => w.time_ns = scaled(1_000_000)?,
+            "us" => w.time_ns = scaled(1_000)?,
+            "b" => w.bytes = usize::try_from(n).map_err(|_| format!("{part:?}: too large"))?,
+            "kib" | "k" => w.bytes = usize::try_from(scaled(1 << 10)?).unwrap_or(usize::MAX),
+            "mib" | "m" => w.bytes = usize::try_from(scaled(1 << 20)?).unwrap_or(usize::MAX),
+            "gib" | "g" => w.bytes = usize::try_from(scaled(1 << 30)?).unwrap_or(usize::MAX),
+            _ => {
+                return Err(format!(
+                    "{part:?}: unknown unit (packets, s, ms, us, B, KiB, MiB, GiB)"
+                ))
+            }
+        }
+    }
+    Ok(w)
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]
@@ -206,6 +261,7 @@ fn main() -> ExitCode {
                     filter: a.filter,
                 },
                 ports: a.ports,
+                reorder: a.reorder_window,
                 color: use_color(a.no_color),
                 max_messages: a.max_messages,
             })
@@ -247,6 +303,7 @@ fn open_tui_args(a: TuiArgs) -> Result<Option<tui::Options>, CliError> {
     Ok(Some(tui::Options {
         input,
         ports: a.ports,
+        reorder: a.reorder_window,
         color: use_color(a.no_color),
         max_messages: a.max_messages,
     }))
@@ -337,6 +394,7 @@ fn run_print(a: PrintArgs) -> Result<ExitCode, CliError> {
     let opts = print::PrintOptions {
         input,
         ports: a.ports,
+        reorder: a.reorder_window,
         format: a.format,
         verbose: a.verbose,
         count: a.count,

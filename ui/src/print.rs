@@ -14,7 +14,7 @@ use kafkashark::analyzer::{
 use kafkashark::capture::{
     CaptureError, FileSource, Frame, FrameSource, LiveConfig, LiveSource, Polled,
 };
-use kafkashark::flow::Ports;
+use kafkashark::flow::{Ports, ReorderWindow};
 use kafkashark::kafka::decode::Kind;
 use kafkashark::kafka::errors::error_name;
 use kafkashark::kafka::tree;
@@ -51,6 +51,8 @@ pub struct PrintOptions {
     pub input: Input,
     /// Broker ports.
     pub ports: Ports,
+    /// The reorder window.
+    pub reorder: ReorderWindow,
     /// Output format.
     pub format: PrintFormat,
     /// Full field trees.
@@ -78,6 +80,14 @@ pub fn default_filter(ports: &Ports) -> Option<String> {
     }
 }
 
+/// The pipeline's settings for broker `ports` and a reorder window.
+pub(crate) fn pipeline_config(ports: &Ports, reorder: ReorderWindow) -> PipelineConfig {
+    PipelineConfig {
+        reorder,
+        ..PipelineConfig::with_ports(ports.clone())
+    }
+}
+
 /// Runs `print`; returns the number of messages with a decode error.
 pub fn run(opts: &PrintOptions) -> Result<u64, CliError> {
     // A file is read and reassembled on a thread of its own (see `FileReader`).
@@ -99,7 +109,7 @@ pub fn run(opts: &PrintOptions) -> Result<u64, CliError> {
         Input::Live { iface, .. } => iface.clone(),
     };
     let mut cfg = AnalyzerConfig {
-        pipeline: PipelineConfig::with_ports(opts.ports.clone()),
+        pipeline: pipeline_config(&opts.ports, opts.reorder),
         keep_trees: opts.verbose,
         ..AnalyzerConfig::default()
     };
@@ -114,6 +124,7 @@ pub fn run(opts: &PrintOptions) -> Result<u64, CliError> {
         // Trees decoded and formatted on every core (see `render_pool`).
         let settings = crate::render_pool::Settings {
             ports: opts.ports.clone(),
+            reorder: opts.reorder,
             format: opts.format,
             count: opts.count,
             decode: decode_opts,
@@ -376,7 +387,7 @@ fn run_file(
     use std::sync::atomic::{AtomicBool, Ordering};
     let reader = FileReader::spawn(
         src,
-        PipelineConfig::with_ports(opts.ports.clone()),
+        pipeline_config(&opts.ports, opts.reorder),
         BATCH_FRAMES,
         analyzer.request_scanner(),
     );

@@ -54,7 +54,6 @@ use kafkashark::flow::Ports;
 use kafkashark::kafka::decode::{Kind, Summary};
 use kafkashark::kafka::tree::{self, Node, Value};
 use kafkashark::kafka::DecodeOptions;
-use kafkashark::pipeline::PipelineConfig;
 use kafkashark::topics::TEACHERS;
 
 use crate::cli_error::CliError;
@@ -120,6 +119,8 @@ const BATCH_FRAMES_TREES: usize = 512;
 pub struct Settings {
     /// Broker ports.
     pub ports: Ports,
+    /// The reorder window.
+    pub reorder: kafkashark::flow::ReorderWindow,
     /// Text or JSONL.
     pub format: PrintFormat,
     /// Stop after this many messages.
@@ -164,7 +165,7 @@ where
 {
     let reader = FileReader::spawn(
         src,
-        PipelineConfig::with_ports(settings.ports.clone()),
+        crate::print::pipeline_config(&settings.ports, settings.reorder),
         BATCH_FRAMES_TREES,
         None,
     );
@@ -173,7 +174,7 @@ where
     // filter wanting no tree keeps those trees (Metadata responses teaching
     // topic ids among them) for `Stamps::learn`.
     let mut cfg = AnalyzerConfig {
-        pipeline: PipelineConfig::with_ports(settings.ports.clone()),
+        pipeline: crate::print::pipeline_config(&settings.ports, settings.reorder),
         keep_trees: true,
         tree_filter: Some(no_tree),
         ..AnalyzerConfig::default()
@@ -1179,6 +1180,7 @@ mod tests {
     ) -> (Vec<u8>, u64) {
         let settings = Settings {
             ports: ports.clone(),
+            reorder: kafkashark::flow::ReorderWindow::default(),
             format,
             count,
             decode,
@@ -1220,7 +1222,7 @@ mod tests {
         count: Option<u64>,
     ) -> (Vec<u8>, u64) {
         let mut analyzer = kafkashark::analyzer::Analyzer::new(AnalyzerConfig {
-            pipeline: PipelineConfig::with_ports(ports.clone()),
+            pipeline: kafkashark::pipeline::PipelineConfig::with_ports(ports.clone()),
             decode: DecodeOptions::default(),
             keep_trees: true,
             ..AnalyzerConfig::default()
@@ -1358,6 +1360,7 @@ mod tests {
                 for disk in [Some(std::env::temp_dir()), None] {
                     let settings = Settings {
                         ports: ports.clone(),
+                        reorder: kafkashark::flow::ReorderWindow::default(),
                         format: PrintFormat::Jsonl,
                         count,
                         decode: DecodeOptions::default(),
@@ -1515,6 +1518,7 @@ mod tests {
         for big_message in [BIG_MESSAGE, 0] {
             let settings = Settings {
                 ports: Ports::List(vec![9092]),
+                reorder: kafkashark::flow::ReorderWindow::default(),
                 format: PrintFormat::Jsonl,
                 count: None,
                 decode: DecodeOptions::default(),

@@ -8,8 +8,7 @@ use std::time::{Duration, Instant};
 
 use kafkashark::analyzer::{Analyzer, AnalyzerConfig, MessageAnalyzer, Output};
 use kafkashark::capture::{CaptureError, FileSource, FrameSource, LiveConfig, LiveSource, Polled};
-use kafkashark::flow::Ports;
-use kafkashark::pipeline::PipelineConfig;
+use kafkashark::flow::{Ports, ReorderWindow};
 use kafkashark::stats::{Stats, StatsConfig, StatsReport};
 
 use crate::cli_error::CliError;
@@ -30,6 +29,8 @@ pub struct StatsOptions {
     pub input: Input,
     /// Broker ports.
     pub ports: Ports,
+    /// The reorder window.
+    pub reorder: ReorderWindow,
     /// Output format.
     pub format: StatsFormat,
     /// Length of the slow list.
@@ -116,7 +117,7 @@ pub fn run(opts: &StatsOptions) -> Result<(), CliError> {
 /// The analyzer's settings and the stats of a run.
 fn engine(opts: &StatsOptions) -> (AnalyzerConfig, Stats) {
     let mut cfg = Stats::analyzer_config(AnalyzerConfig {
-        pipeline: PipelineConfig::with_ports(opts.ports.clone()),
+        pipeline: crate::print::pipeline_config(&opts.ports, opts.reorder),
         ..AnalyzerConfig::default()
     });
     cfg.decode.max_decompressed = opts.max_decompressed;
@@ -139,7 +140,7 @@ fn run_file(opts: &StatsOptions, path: &str) -> Result<(), CliError> {
     // three.
     let reader = FileReader::spawn(
         src,
-        PipelineConfig::with_ports(opts.ports.clone()),
+        crate::print::pipeline_config(&opts.ports, opts.reorder),
         crate::print::BATCH_FRAMES,
         analyzer.request_scanner(),
     );
@@ -266,6 +267,11 @@ pub struct StatsArgs {
     /// Broker ports, comma separated, or `any` to detect Kafka on any port.
     #[arg(long, default_value = "9092", value_parser = crate::parse_ports)]
     ports: Ports,
+    /// The reorder window: how long a hole the peer acknowledged waits for a
+    /// segment the capture puts late, as PACKETS,TIME,BYTES (any of them, any
+    /// order: `64`, `1s`, `250ms`, `1MiB`), or `off`. Default 64,1s,1MiB.
+    #[arg(long, value_name = "SPEC", default_value = "64,1s,1MiB", value_parser = crate::parse_reorder_window)]
+    reorder_window: ReorderWindow,
     /// Output format.
     #[arg(long, value_enum, default_value_t = StatsFormat::Text)]
     format: StatsFormat,
@@ -302,6 +308,7 @@ pub fn run_args(a: StatsArgs) -> Result<std::process::ExitCode, CliError> {
     run(&StatsOptions {
         input,
         ports: a.ports,
+        reorder: a.reorder_window,
         format: a.format,
         slow: a.slow,
         duration,

@@ -279,6 +279,9 @@ pub struct LoadStats {
     pub streams: u64,
     /// Gaps in the TCP streams.
     pub gaps: u64,
+    /// TCP segments that arrived after later data or after the ACK covering
+    /// them (capture order), reassembled in sequence order.
+    pub late: u64,
     /// Resynchronisations of the framing.
     pub resyncs: u64,
     /// Packets the kernel dropped (live only).

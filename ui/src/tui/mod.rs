@@ -88,6 +88,8 @@ pub struct Options {
     pub input: Input,
     /// Broker ports.
     pub ports: Ports,
+    /// The reorder window.
+    pub reorder: kafkashark::flow::ReorderWindow,
     /// Colours on.
     pub color: bool,
     /// Most messages the list keeps (ring mode); `None` for the default.
@@ -229,7 +231,7 @@ pub fn run(opts: Options) -> Result<(), CliError> {
         (Some(src), _) => {
             let (tx, rx) = sync_channel(CHANNEL);
             let stop2 = Arc::clone(&stop);
-            let ports = opts.ports.clone();
+            let ports = (opts.ports.clone(), opts.reorder);
             std::thread::Builder::new()
                 .name("kafkashark-loader".into())
                 .spawn(move || load(src, ports, total, reread, &tx, &stop2))
@@ -358,7 +360,7 @@ fn event_loop(app: &mut App, rx: Option<&Receiver<Msg>>) -> Result<(), CliError>
 /// With `reread`, messages located in the file leave their bytes behind.
 fn load(
     mut src: Box<dyn FrameSource + Send>,
-    ports: Ports,
+    (ports, reorder): (Ports, kafkashark::flow::ReorderWindow),
     total: Option<u64>,
     reread: bool,
     tx: &SyncSender<Msg>,
@@ -367,6 +369,7 @@ fn load(
     let mut cfg = AnalyzerConfig {
         pipeline: PipelineConfig {
             locate_in_file: true,
+            reorder,
             ..PipelineConfig::with_ports(ports)
         },
         keep_trees: false,
@@ -398,6 +401,7 @@ fn load(
                 frames: ps.frames,
                 streams: ps.kafka_streams,
                 gaps,
+                late: ps.flow.late_segments,
                 resyncs: ps.resyncs,
                 kernel_drops: drops,
             }),

@@ -29,7 +29,7 @@ fn keys(app: &mut App, s: &str) {
     }
 }
 
-fn draw(app: &App) -> Buffer {
+pub fn draw(app: &App) -> Buffer {
     let (w, h) = app.size;
     let mut t = Terminal::new(TestBackend::new(w, h)).expect("terminal");
     t.draw(|f| ui::render(f, app)).expect("draw");

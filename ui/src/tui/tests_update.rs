@@ -81,18 +81,21 @@ fn batches_load_incrementally_and_pair_requests() {
 
 #[test]
 fn progress_and_stats_are_kept() {
-    let mut app = app_with(A1, 120, 40);
+    let mut app = app_with(A1, 200, 40);
     app.update(Msg::Progress(10, Some(100)));
     app.update(Msg::Stats(LoadStats {
         frames: 336,
         streams: 19,
         gaps: 1,
+        late: 4,
         resyncs: 2,
         kernel_drops: Some(3),
     }));
     assert_eq!(app.progress, (10, Some(100)));
     assert_eq!(app.stats.streams, 19);
     assert_eq!(app.stats.kernel_drops, Some(3));
+    let bar = super::tests_render::screen_text(&super::tests_render::draw(&app));
+    assert!(bar.contains("gaps 1") && bar.contains("late 4"), "{bar}");
 }
 
 #[test]

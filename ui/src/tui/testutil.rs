@@ -57,6 +57,7 @@ pub fn app_with(capture: &str, w: u16, h: u16) -> App {
         frames,
         streams,
         gaps: 0,
+        late: 0,
         resyncs,
         kernel_drops: None,
     }));

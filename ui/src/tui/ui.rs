@@ -861,6 +861,9 @@ fn render_status(f: &mut Frame, app: &App, area: Rect) {
         optional.push(format!("{} pkts", s.frames));
         optional.push(format!("{} streams", s.streams));
         optional.push(format!("gaps {}", s.gaps));
+        if s.late > 0 {
+            optional.push(format!("late {}", s.late));
+        }
         optional.push(format!("resyncs {}", s.resyncs));
     }
     if let Some(d) = s.kernel_drops {
