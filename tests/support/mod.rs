@@ -124,17 +124,23 @@ pub fn recorded(name: &str) -> Option<PathBuf> {
 /// Every TCP segment of a capture, in capture order. Frames that are not TCP
 /// are left out; a frame whose payload the snaplen cut is a test-setup error.
 pub fn extract(path: &Path) -> Vec<Seg> {
+    match try_extract(path) {
+        Ok(segs) => segs,
+        Err(frame) => panic!("frame {frame}: payload cut by the snaplen"),
+    }
+}
+
+/// [`extract`], or the number of the first frame whose payload the snaplen cut.
+pub fn try_extract(path: &Path) -> Result<Vec<Seg>, u64> {
     let mut src = FileSource::open(path.to_str().expect("utf-8 path")).expect("open capture");
     let mut segs = Vec::new();
     while let Some(f) = src.next_frame().expect("read capture") {
         let Ok(s) = decode_segment(&f) else {
             continue;
         };
-        assert_eq!(
-            s.payload_truncated_by, 0,
-            "frame {}: payload cut by the snaplen",
-            f.index
-        );
+        if s.payload_truncated_by > 0 {
+            return Err(f.index);
+        }
         let mut flags = 0;
         for (on, bit) in [
             (s.flags.fin, FIN),
@@ -160,7 +166,38 @@ pub fn extract(path: &Path) -> Vec<Seg> {
             payload: Bytes::copy_from_slice(&s.payload),
         });
     }
-    segs
+    Ok(segs)
+}
+
+/// The capture files in captures/ and, when present, ../shared/captures, each
+/// file name once (the recorded captures ship in both), sorted.
+pub fn capture_files() -> Vec<PathBuf> {
+    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
+        let Ok(rd) = std::fs::read_dir(dir) else {
+            return;
+        };
+        for e in rd.flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                walk(&p, out);
+            } else if matches!(
+                p.extension().and_then(|e| e.to_str()),
+                Some("pcap" | "pcapng")
+            ) {
+                out.push(p);
+            }
+        }
+    }
+    let mut v = Vec::new();
+    walk(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("captures"),
+        &mut v,
+    );
+    walk(Path::new(SHARED_CAPTURES), &mut v);
+    let mut names = std::collections::HashSet::new();
+    v.retain(|p| names.insert(p.file_name().map(|n| n.to_owned())));
+    v.sort();
+    v
 }
 
 // ---------------------------------------------------------------------------
