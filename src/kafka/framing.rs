@@ -252,11 +252,6 @@ impl RequestLog {
         self.largest = self.largest.max(size);
     }
 
-    /// True when a request with this correlation id waits for its response.
-    pub fn is_pending(&self, corr: i32) -> bool {
-        self.pending.iter().any(|r| r.correlation_id == corr)
-    }
-
     /// The request a response with this correlation id answers: the oldest pending
     /// one, else the latest answered one.
     pub fn lookup(&self, corr: i32) -> Option<SeenRequest> {
@@ -347,7 +342,7 @@ enum State {
 /// may answer an api it does not know with nothing else.
 const MIN_RESPONSE_SIZE: i32 = 4;
 
-/// Smallest response size field a resync accepts without a pending correlation id:
+/// Smallest response size field a resync accepts without an anchor:
 /// a correlation id and an int16 ErrorCode (HeartbeatResponse v0, LeaveGroupResponse
 /// v0, UpdateMetadataResponse v0-5). Every other response schema is longer; no
 /// response of a known api has an empty body.
@@ -358,7 +353,7 @@ const MIN_GUESSED_RESPONSE_SIZE: i32 = 6;
 const MIN_REQUEST_SIZE: i32 = 8;
 
 /// Responses after a resync candidate that must look right before a boundary is
-/// accepted on structure alone (no pending correlation id in the chain).
+/// accepted on structure alone (a connection that showed no request).
 const RESPONSE_CHAIN: usize = 2;
 
 /// Largest step between the correlation ids of consecutive responses.
@@ -1777,7 +1772,7 @@ mod tests {
     #[test]
     fn a_lone_candidate_at_the_end_is_not_a_boundary() {
         // A message that ends in an int32 length-prefixed field reads as a response
-        // ending exactly at the end of the data. Without a pending id or a following
+        // ending exactly at the end of the data. Without a request or a following
         // response, that proves nothing: the bytes are discarded, not framed.
         let tail = [0xaa, 0xbb, 0, 0, 0, 6, 0, 0, 0, 0, 0, 4];
         let mut f = Framer::new(0, Direction::BrokerToClient, false, FramerConfig::default());
