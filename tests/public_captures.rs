@@ -147,11 +147,6 @@ const FAKE_RESPONDER: &str = "the test's fake responder writes the request's api
      where the correlation id belongs, so no request matches it";
 
 const KNOWN_MALFORMED: &[Known] = &[
-    Known { shared_only: true, file: "ndpi__kafka.pcapng", frame: 1, error: "4 bytes left after the body",
-        why: "librdkafka sends ApiVersions v0 with an empty int32 array after the (empty) body; brokers ignore it" },
-    Known { shared_only: true, file: "ndpi__kafka.pcapng", frame: 13, error: "4 bytes left after the body", why: "as frame 1" },
-    Known { shared_only: true, file: "ndpi__kafka.pcapng", frame: 21, error: "4 bytes left after the body", why: "as frame 1" },
-    Known { shared_only: true, file: "ndpi__kafka.pcapng", frame: 22, error: "4 bytes left after the body", why: "as frame 1" },
     Known { shared_only: true, file: "wireshark-wiki-kafka-testcases-v4__controlled-shutdown.pcapng", frame: 8,
         error: "response without a captured request", why: FAKE_RESPONDER },
     Known { shared_only: true, file: "wireshark-wiki-kafka-testcases-v4__controlled-shutdown.pcapng", frame: 8,
@@ -178,13 +173,4 @@ const KNOWN_MALFORMED: &[Known] = &[
     Known { shared_only: false, file: "a3-kafka-python-admin.pcap", frame: 152,
         error: "tagged_fields: truncated",
         why: "tansu 0.6.0 omits the final tagged-field count of DescribeUserScramCredentials v0 responses" },
-    Known { shared_only: false, file: "a5-ipv6-confluent-admin-produce-consume.pcap", frame: 27,
-        error: "3 bytes left after the body",
-        why: "librdkafka 2.16's AdminClient Metadata v12 request carries 01 00 00 after the body: it wrote the \
-              empty topic array as a classic int32 count (00 00 00 00) in a flexible version; read by the \
-              schema the topics are null and 3 bytes remain, which brokers ignore" },
-    Known { shared_only: false, file: "a5-ipv6-confluent-admin-produce-consume.pcap", frame: 155,
-        error: "3 bytes left after the body", why: "as frame 27" },
-    Known { shared_only: false, file: "b1-port-19092-mixed-clients.pcap", frame: 296,
-        error: "3 bytes left after the body", why: "as a5 frame 27 (confluent-kafka AdminClient Metadata v12)" },
 ];
