@@ -15,19 +15,19 @@
 //! request within the limit, or closes first, is not Kafka and is dropped.
 //!
 //! Invariants: events of one stream come in capture order; per direction,
-//! messages come in stream order; a request's correlation id is remembered (at
-//! most `max_pending_per_stream` per stream) until a response with the same id
-//! is framed, which lets response resynchronisation prefer real boundaries.
+//! messages come in stream order; every message framed on a stream is shown to
+//! its [`RequestLog`] (requests with their api key and version, at most
+//! `max_pending_per_stream` unanswered and a few answered ones per stream),
+//! on which response resynchronisation anchors its boundaries.
 
 use crate::capture::{decode_link_owned, Frame, FramePlace, Seen, Segment, Skip};
 use crate::flow::{
     CloseReason, FlowConfig, FlowEvent, FlowStats, GapReason, Ports, Reassembler, ReorderWindow,
 };
 use crate::kafka::decode::Summary;
-use crate::kafka::framing::{Framer, FramerConfig, FramerEvent, RawMessage};
+use crate::kafka::framing::{Framer, FramerConfig, FramerEvent, RawMessage, RequestLog};
 use crate::vocab::{Direction, Timestamp};
 use rustc_hash::FxHashMap;
-use std::collections::VecDeque;
 use std::fmt;
 use std::net::SocketAddr;
 
@@ -292,7 +292,7 @@ struct StreamState {
     ts: Timestamp,
     role: Role,
     framers: [Option<Framer>; 2],
-    pending: VecDeque<i32>,
+    requests: RequestLog,
 }
 
 /// Frames → Kafka messages, sans-IO.
@@ -499,7 +499,7 @@ impl Pipeline {
                         ts: *ts,
                         role,
                         framers: [None, None],
-                        pending: VecDeque::new(),
+                        requests: RequestLog::new(self.cfg.max_pending_per_stream),
                     }),
                 );
                 return;
@@ -576,7 +576,7 @@ impl Pipeline {
 
     /// Feed a held-back event to the request probes; `Some(flip)` once a side is decided.
     fn probe(&self, p: &mut Probe, ev: &FlowEvent, closed: bool) -> Option<bool> {
-        let no = |_: i32| false;
+        let no = RequestLog::default();
         match ev {
             FlowEvent::Start { dir, syn_seen, .. } => {
                 if let Some(s) = p.syn.get_mut(dir.index()) {
@@ -593,7 +593,7 @@ impl Pipeline {
             } => {
                 p.held_bytes += data.len();
                 let f = p.framers.get_mut(dir.index())?.get_or_insert_with(|| {
-                    Framer::new(0, Direction::ClientToBroker, false, self.framing)
+                    Framer::new(0, Direction::ClientToBroker, false, self.framing).by_shape()
                 });
                 f.push(data.clone(), *stream_offset, *frame, *ts, None);
             }
@@ -675,6 +675,9 @@ impl Pipeline {
             } => {
                 let dir = map(dir);
                 let framing = self.framing;
+                if dir == Direction::ClientToBroker {
+                    st.requests.client_bytes();
+                }
                 if let Some(slot) = st.framers.get_mut(dir.index()) {
                     slot.get_or_insert_with(|| Framer::new(stream, dir, false, framing))
                         .push(data, stream_offset, frame, ts, file_offset);
@@ -700,11 +703,10 @@ impl Pipeline {
                     reason,
                 });
                 let StreamState {
-                    framers, pending, ..
+                    framers, requests, ..
                 } = st;
                 if let Some(Some(f)) = framers.get_mut(dir.index()) {
-                    let pend: &VecDeque<i32> = pending;
-                    f.gap(stream_offset, len, frame, &|c| pend.contains(&c));
+                    f.gap(stream_offset, len, frame, requests);
                 }
                 self.drain(st, dir, false, out);
             }
@@ -739,40 +741,30 @@ impl Pipeline {
 
     fn drain(&mut self, st: &mut StreamState, dir: Direction, finish: bool, out: &mut Vec<Event>) {
         let StreamState {
-            framers, pending, ..
+            framers, requests, ..
         } = st;
         let Some(Some(f)) = framers.get_mut(dir.index()) else {
             return;
         };
         let mut evs = std::mem::take(&mut self.framed);
-        {
-            let pend: &VecDeque<i32> = pending;
-            let is_pending = |c: i32| pend.contains(&c);
-            if finish {
-                f.finish(&is_pending, &mut evs);
-            } else {
-                while let Some(e) = f.next_event(&is_pending) {
-                    evs.push(e);
-                }
+        if finish {
+            f.finish(requests, &mut evs);
+        } else {
+            while let Some(e) = f.next_event(requests) {
+                evs.push(e);
             }
         }
         for e in evs.drain(..) {
             match e {
                 FramerEvent::Message(m) => {
-                    if let Some(c) = m.correlation_id() {
+                    if m.correlation_id().is_some() {
                         if m.is_request() {
                             self.stats.requests += 1;
-                            if pending.len() >= self.cfg.max_pending_per_stream {
-                                pending.pop_front();
-                            }
-                            pending.push_back(c);
                         } else {
                             self.stats.responses += 1;
-                            if let Some(i) = pending.iter().position(|&p| p == c) {
-                                pending.remove(i);
-                            }
                         }
                     }
+                    requests.observe(&m);
                     self.stats.skipped_bytes += m.skipped_before;
                     out.push(Event::Message(m));
                 }
@@ -780,9 +772,7 @@ impl Pipeline {
                     self.stats.partial += 1;
                     self.stats.skipped_bytes += m.skipped_before;
                     if m.is_request() {
-                        if let Some(c) = m.correlation_id() {
-                            pending.push_back(c);
-                        }
+                        requests.observe(&m);
                     }
                     out.push(Event::Partial(m));
                 }
@@ -1003,13 +993,15 @@ mod tests {
         let s = p.stats();
         assert_eq!((s.requests, s.responses, s.partial), (3, 3, 0));
         let st = p.streams.get(&0).expect("the stream");
-        assert!(st.pending.is_empty(), "{:?}", st.pending);
+        assert_eq!(st.requests.pending_len(), 0, "{:?}", st.requests);
     }
 
     #[test]
     fn mid_stream_start_resyncs_and_lost_segment_is_a_gap() {
         let a = request(3, 1, 1, "cli", &[9; 50]);
-        let b = request(3, 1, 2, "cli", &[8; 30]);
+        // A body that decodes: one topic name, 24 bytes (30 bytes in all).
+        let topics = [&[0, 0, 0, 1, 0, 24][..], b"abcdefghijklmnopqrstuvwx"].concat();
+        let b = request(3, 1, 2, "cli", &topics);
         let c = request(3, 1, 3, "cli", &[7; 10]);
         let frames = vec![
             frame(1, C, B, 100, "A", &a[20..]), // capture starts inside `a`

@@ -7,7 +7,7 @@ use bytes::Bytes;
 use kafkashark::analyzer::{Analyzer, AnalyzerConfig};
 use kafkashark::capture::{Frame, LinkType, Segment, TcpFlags};
 use kafkashark::flow::{FlowConfig, FlowEvent, Ports, Reassembler, ReorderWindow};
-use kafkashark::kafka::framing::{Framer, FramerConfig, FramerEvent};
+use kafkashark::kafka::framing::{Framer, FramerConfig, FramerEvent, RequestLog, SeenRequest};
 use kafkashark::pipeline::{Event, Pipeline, PipelineConfig};
 use kafkashark::vocab::{Direction, Timestamp};
 
@@ -18,7 +18,8 @@ use crate::{fuzz_opts, Choices};
 // Framing.
 
 /// Framing: one `Framer` fed arbitrary chunks. Byte 0: bit 0 trusted start,
-/// bit 1 response direction. Then operations: a byte `op` and a length byte;
+/// bit 1 response direction, bit 2 a log of requests (key and version from the
+/// next two bytes, a largest size from the third). Then operations: a byte `op` and a length byte;
 /// `op % 8 == 7` is a gap of that length, else the next `len` input bytes are a chunk.
 pub fn framing(data: &[u8]) {
     let mut c = Choices::new(data);
@@ -33,7 +34,21 @@ pub fn framing(data: &[u8]) {
         resync_wait: 1 << 12,
     };
     let mut f = Framer::new(0, dir, flags & 1 == 1, cfg);
-    let pending = |corr: i32| corr % 3 == 0;
+    // The connection's requests: every third correlation id up to 30, of the api
+    // key and version the next two bytes choose, and a largest size seen.
+    let mut pending = RequestLog::new(8);
+    if flags & 4 != 0 {
+        let (key, version) = (i16::from(c.byte() % 80), i16::from(c.byte() % 20));
+        for corr in (0..=30).step_by(3) {
+            pending.request(SeenRequest {
+                correlation_id: corr,
+                api_key: key,
+                api_version: version,
+            });
+        }
+        pending.size(u32::from(c.byte()) << 4);
+        pending.response(0);
+    }
     let mut offset = 0u64;
     let mut frame = 0u64;
     // What the stream held at each offset (None = gap), to check message bytes.

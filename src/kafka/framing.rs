@@ -9,11 +9,26 @@
 //! seen (SYN) is trusted: messages are cut back to back. Otherwise — capture
 //! started mid-stream, a gap hit a message boundary, a size was insane — the
 //! framer resynchronises: it scans forward for the first offset where a message
-//! plausibly starts (requests: sane size, known api key, version in range,
-//! plausible client id, and a plausible following boundary; responses: a
-//! correlation id that is pending, or else a body no smaller than any known
-//! response schema's and a chain of following responses whose ids are pending
-//! or increase) and reports the bytes skipped.
+//! plausibly starts, and reports the bytes skipped. Bytes no accepted boundary
+//! covers are never framed.
+//!
+//! - Requests: sane size, known api key, version in range, plausible client id,
+//!   a body that decodes, and a plausible following boundary (or the data ends
+//!   there).
+//! - Responses, once the connection showed a request ([`RequestLog`], kept by the
+//!   caller): a candidate is anchored when its correlation id is a logged
+//!   request's and its body, buffered whole, decodes exactly with that request's
+//!   api key and version. An anchored candidate no larger than any message seen
+//!   on the connection is accepted; a larger one needs the next boundary (or the
+//!   end of the stream exactly at its end) to confirm it. An unanchored one is
+//!   accepted only when the responses after it, with consecutive ids, lead to an
+//!   anchored one within eight responses and no anchored response
+//!   starts inside that span.
+//! - Responses while the client direction has bytes but no request was framed:
+//!   wait for the requests. On a connection without client bytes, or at the end
+//!   of such a stream: a chain of following responses with sane sizes and
+//!   increasing ids.
+//!
 //! A gap inside a message whose size is known does not need a resync: the
 //! framer keeps the received prefix as a [`FramerEvent::Partial`] and skips to
 //! the known end of the message.
@@ -26,10 +41,14 @@
 //! to the frame that carried it through `RawMessage::provenance`.
 
 #![deny(clippy::indexing_slicing)]
+use crate::kafka::decode::{
+    decode_request, decode_response, summarize_request, summarize_response, DecodeOptions,
+};
 use crate::kafka::schema;
 
 use crate::vocab::{Direction, Timestamp};
 use bytes::{Bytes, BytesMut};
+use std::cell::Cell;
 use std::collections::VecDeque;
 
 /// Framing limits.
@@ -145,6 +164,129 @@ impl RawMessage {
     }
 }
 
+/// A request the connection showed: what its response is decoded with.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SeenRequest {
+    /// The request's correlation id.
+    pub correlation_id: i32,
+    /// Its api key.
+    pub api_key: i16,
+    /// Its api version.
+    pub api_version: i16,
+}
+
+/// Answered requests a [`RequestLog`] remembers, besides the pending ones.
+const RECENT_ANSWERED: usize = 64;
+
+/// What one connection's messages tell its response framing: the requests
+/// framed on it (unanswered ones, at most `max_pending`, and the last
+/// [`RECENT_ANSWERED`] answered ones) with their api key and version, and the
+/// largest message size seen in either direction. The caller keeps one per
+/// connection and shows it every message framed there ([`RequestLog::observe`]).
+#[derive(Clone, Debug, Default)]
+pub struct RequestLog {
+    pending: VecDeque<SeenRequest>,
+    answered: VecDeque<SeenRequest>,
+    max_pending: usize,
+    largest: u32,
+    requests_seen: bool,
+    client_bytes: bool,
+    /// Counts changes to the requests held (what a framer remembered is stale after one).
+    generation: u64,
+}
+
+impl RequestLog {
+    /// An empty log that keeps at most `max_pending` unanswered requests.
+    pub fn new(max_pending: usize) -> RequestLog {
+        RequestLog {
+            max_pending,
+            ..RequestLog::default()
+        }
+    }
+
+    /// Notes a framed message (complete, or the prefix of a partial one): a request
+    /// becomes pending, a response answers the request with its correlation id.
+    pub fn observe(&mut self, m: &RawMessage) {
+        if let Some(size) = m.size().and_then(|s| u32::try_from(s).ok()) {
+            self.size(size);
+        }
+        let Some(corr) = m.correlation_id() else {
+            return;
+        };
+        match m.request_key_version() {
+            Some((api_key, api_version)) => self.request(SeenRequest {
+                correlation_id: corr,
+                api_key,
+                api_version,
+            }),
+            None => self.response(corr),
+        }
+    }
+
+    /// Notes a request: it waits for its response (the oldest pending one is
+    /// forgotten when `max_pending` are held).
+    pub fn request(&mut self, req: SeenRequest) {
+        self.requests_seen = true;
+        self.generation += 1;
+        if self.pending.len() >= self.max_pending.max(1) {
+            self.pending.pop_front();
+        }
+        self.pending.push_back(req);
+    }
+
+    /// Notes a response: the request it answers moves to the recent answered ones.
+    pub fn response(&mut self, corr: i32) {
+        if let Some(i) = self.pending.iter().position(|r| r.correlation_id == corr) {
+            if let Some(r) = self.pending.remove(i) {
+                self.generation += 1;
+                if self.answered.len() >= RECENT_ANSWERED {
+                    self.answered.pop_front();
+                }
+                self.answered.push_back(r);
+            }
+        }
+    }
+
+    /// Notes a message size seen on the connection.
+    pub fn size(&mut self, size: u32) {
+        self.largest = self.largest.max(size);
+    }
+
+    /// The request a response with this correlation id answers: the oldest pending
+    /// one, else the latest answered one.
+    pub fn lookup(&self, corr: i32) -> Option<SeenRequest> {
+        let pending = self.pending.iter().find(|r| r.correlation_id == corr);
+        let answered = || {
+            self.answered
+                .iter()
+                .rev()
+                .find(|r| r.correlation_id == corr)
+        };
+        pending.or_else(answered).copied()
+    }
+
+    /// Unanswered requests held.
+    pub fn pending_len(&self) -> usize {
+        self.pending.len()
+    }
+
+    /// Largest size field of a message seen on the connection (either direction).
+    pub fn largest(&self) -> u32 {
+        self.largest
+    }
+
+    /// True once a request was framed on the connection.
+    pub fn requests_seen(&self) -> bool {
+        self.requests_seen
+    }
+
+    /// Notes that the client direction carried bytes: requests are coming, so the
+    /// response direction waits for them before guessing boundaries without them.
+    pub fn client_bytes(&mut self) {
+        self.client_bytes = true;
+    }
+}
+
 /// What a framer produces.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum FramerEvent {
@@ -200,7 +342,7 @@ enum State {
 /// may answer an api it does not know with nothing else.
 const MIN_RESPONSE_SIZE: i32 = 4;
 
-/// Smallest response size field a resync accepts without a pending correlation id:
+/// Smallest response size field a resync accepts without an anchor:
 /// a correlation id and an int16 ErrorCode (HeartbeatResponse v0, LeaveGroupResponse
 /// v0, UpdateMetadataResponse v0-5). Every other response schema is longer; no
 /// response of a known api has an empty body.
@@ -211,11 +353,25 @@ const MIN_GUESSED_RESPONSE_SIZE: i32 = 6;
 const MIN_REQUEST_SIZE: i32 = 8;
 
 /// Responses after a resync candidate that must look right before a boundary is
-/// accepted on structure alone (no pending correlation id in the chain).
+/// accepted on structure alone (a connection that showed no request).
 const RESPONSE_CHAIN: usize = 2;
 
 /// Largest step between the correlation ids of consecutive responses.
 const CORR_WINDOW: i64 = 1 << 16;
+
+/// Responses after an unanchored resync candidate searched for an anchored one.
+const ANCHOR_CHAIN: usize = 8;
+
+/// Whether a response candidate is anchored on a request ([`Framer::anchor`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Anchor {
+    /// Its id is a request's and its body decodes with that request's key and version.
+    Yes,
+    /// Its id is a request's; the body is whole once this buffer offset is buffered.
+    Whole(u64),
+    /// Not anchored.
+    No,
+}
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Verdict {
@@ -240,6 +396,24 @@ pub struct Framer {
     skipped_frame: u64,
     resynced: bool,
     queue: VecDeque<FramerEvent>,
+    /// The last anchoring decode: (stream offset, request, whether the body decoded).
+    /// A candidate that waits for its follower is not decoded again on every chunk.
+    anchor_memo: Cell<Option<(u64, SeenRequest, bool)>>,
+    /// Whether a request candidate's body must decode ([`Framer::by_shape`] clears it).
+    decode_requests: bool,
+    /// The last search for an anchored response inside a candidate's span.
+    between_memo: Cell<Option<Searched>>,
+}
+
+/// A search for anchored responses: stream offsets `from..to` hold none (then `to`
+/// is `found`, the first one, when there is one), for one state of the buffer (its
+/// end) and of the request log (its generation).
+#[derive(Clone, Copy, Debug)]
+struct Searched {
+    key: (u64, u64),
+    from: u64,
+    to: u64,
+    found: Option<u64>,
 }
 
 impl Framer {
@@ -261,7 +435,18 @@ impl Framer {
             skipped_frame: 0,
             resynced: false,
             queue: VecDeque::new(),
+            anchor_memo: Cell::new(None),
+            decode_requests: true,
+            between_memo: Cell::new(None),
         }
+    }
+
+    /// The framer judges request boundaries by their header and the next one only,
+    /// without decoding bodies: for a probe that tells which side of a connection
+    /// sends requests, where a malformed request is still a request.
+    pub fn by_shape(mut self) -> Framer {
+        self.decode_requests = false;
+        self
     }
 
     /// The connection index this framer belongs to.
@@ -306,7 +491,7 @@ impl Framer {
         let mut off = stream_offset;
         if off > end {
             // Bytes are missing that no gap announced: treat them as one.
-            self.gap(end, off - end, frame, &|_| false);
+            self.gap(end, off - end, frame, &RequestLog::default());
         } else if off < end {
             let dup = usize::try_from(end - off).unwrap_or(usize::MAX);
             if dup >= data.len() {
@@ -344,14 +529,8 @@ impl Framer {
     }
 
     /// `len` bytes at `stream_offset` will never arrive. The bytes before the gap are
-    /// framed as if the stream ended there (`is_pending` as for [`Framer::next_event`]).
-    pub fn gap(
-        &mut self,
-        stream_offset: u64,
-        len: u64,
-        frame: u64,
-        is_pending: &dyn Fn(i32) -> bool,
-    ) {
+    /// framed as if the stream ended there (`requests` as for [`Framer::next_event`]).
+    pub fn gap(&mut self, stream_offset: u64, len: u64, frame: u64, requests: &RequestLog) {
         let gap_end = stream_offset.saturating_add(len);
         if let State::Skip(until) = self.state {
             if gap_end <= until {
@@ -366,7 +545,7 @@ impl Framer {
                     None => break,
                 },
                 State::Resync => {
-                    if !self.scan(true, is_pending) {
+                    if !self.scan(true, requests) {
                         break;
                     }
                 }
@@ -405,16 +584,17 @@ impl Framer {
         self.chunks.clear();
     }
 
-    /// The next event, if any; `is_pending(correlation_id)` tells response resync which ids
-    /// have an outstanding request (pass `&|_| false` when unknown).
-    pub fn next_event(&mut self, is_pending: &dyn Fn(i32) -> bool) -> Option<FramerEvent> {
-        self.step(false, is_pending)
+    /// The next event, if any; `requests` is what the connection showed so far (its
+    /// requests with their api key and version), which response resync is anchored on
+    /// (an empty log for a request direction or when unknown).
+    pub fn next_event(&mut self, requests: &RequestLog) -> Option<FramerEvent> {
+        self.step(false, requests)
     }
 
     /// End of the stream: emit what can still be framed, then a `Partial` or `Discarded`
     /// for the rest.
-    pub fn finish(&mut self, is_pending: &dyn Fn(i32) -> bool, out: &mut Vec<FramerEvent>) {
-        while let Some(ev) = self.step(true, is_pending) {
+    pub fn finish(&mut self, requests: &RequestLog, out: &mut Vec<FramerEvent>) {
+        while let Some(ev) = self.step(true, requests) {
             out.push(ev);
         }
         if self.avail == 0 && self.skipped == 0 {
@@ -446,11 +626,11 @@ impl Framer {
         }
     }
 
-    fn step(&mut self, eof: bool, is_pending: &dyn Fn(i32) -> bool) -> Option<FramerEvent> {
+    fn step(&mut self, eof: bool, requests: &RequestLog) -> Option<FramerEvent> {
         if let Some(ev) = self.queue.pop_front() {
             return Some(ev);
         }
-        if self.state == State::Resync && !self.scan(eof, is_pending) {
+        if self.state == State::Resync && !self.scan(eof, requests) {
             return None;
         }
         if self.state != State::Trusted {
@@ -499,7 +679,7 @@ impl Framer {
     }
 
     /// Scan for a boundary; true when one was found (state is then Trusted).
-    fn scan(&mut self, eof: bool, is_pending: &dyn Fn(i32) -> bool) -> bool {
+    fn scan(&mut self, eof: bool, requests: &RequestLog) -> bool {
         let mut p = 0u64;
         let found = loop {
             if p >= self.avail {
@@ -507,7 +687,7 @@ impl Framer {
             }
             let v = match self.dir {
                 Direction::ClientToBroker => self.check_request(p, eof),
-                Direction::BrokerToClient => self.check_response(p, eof, is_pending),
+                Direction::BrokerToClient => self.check_response(p, eof, requests),
             };
             match v {
                 Verdict::Accept => break true,
@@ -568,6 +748,17 @@ impl Framer {
             }
         }
         let q = p + 4 + u64::from(size);
+        if q > self.avail {
+            return self.wait_for(p, q, eof);
+        }
+        // The body must decode: a header inside a record set or an array of structs
+        // can pass every check above, a whole request of garbage does not.
+        let decodes = !self.decode_requests
+            || (q - p <= self.cfg.resync_wait as u64
+                && self.copy_out(p, q - p).is_some_and(|m| request_decodes(&m)));
+        if !decodes {
+            return Verdict::Reject;
+        }
         if let Some(h2) = self.read::<14>(q) {
             return if request_header_plausible(&h2, self.cfg.max_message).is_some() {
                 Verdict::Accept
@@ -575,21 +766,19 @@ impl Framer {
                 Verdict::Reject
             };
         }
-        if self.avail == q || (eof && self.avail >= q) {
+        if self.avail == q || eof {
             // The candidate ends exactly where the data ends: segments end on messages.
             return Verdict::Accept;
         }
-        if eof || (self.avail < q && q - p > self.cfg.resync_wait as u64) {
-            return Verdict::Reject;
-        }
-        Verdict::NeedMore
+        self.wait_for(p, q + 14, eof)
     }
 
-    /// Whether a response starts at buffer offset `p`. Without a pending correlation
-    /// id the boundary must be confirmed by the responses that follow it: their sizes
-    /// sane and their ids pending or increasing (Kafka answers a connection's requests
-    /// in order, and clients number requests upwards).
-    fn check_response(&self, p: u64, eof: bool, is_pending: &dyn Fn(i32) -> bool) -> Verdict {
+    /// Whether a response starts at buffer offset `p`. Once the connection has shown a
+    /// request, a boundary is anchored on the requests: see [`Framer::check_anchored`].
+    /// While the client direction carried bytes but no request was framed yet, the scan
+    /// waits (within `resync_wait`); on a connection without client bytes, and at the
+    /// end of the stream, see [`Framer::check_blind`].
+    fn check_response(&self, p: u64, eof: bool, requests: &RequestLog) -> Verdict {
         let Some(h) = self.read::<8>(p) else {
             return if eof {
                 Verdict::Reject
@@ -597,35 +786,253 @@ impl Framer {
                 Verdict::NeedMore
             };
         };
-        // An unanswered request vouches for its response; anything else must look
-        // like the response of a known api.
-        let plausible = |size: i32, pending: bool| {
-            self.size_sane(size) && (pending || size >= MIN_GUESSED_RESPONSE_SIZE)
-        };
         let (size, corr) = split8(h);
-        let pending = is_pending(corr);
-        if !plausible(size, pending) || (!pending && corr < 0) {
+        if !self.size_sane(size) {
             return Verdict::Reject;
         }
+        if requests.requests_seen() {
+            self.check_anchored(p, size, corr, eof, requests)
+        } else if requests.client_bytes && !eof {
+            // The requests have not been framed yet: wait for them.
+            self.wait_for(p, self.avail, eof)
+        } else {
+            self.check_blind(p, size, corr, eof)
+        }
+    }
+
+    /// A response boundary on a connection that showed requests. The candidate is
+    /// accepted when it is anchored (its correlation id is a request's the log holds,
+    /// and its body decodes whole with that request's api key and version) and either
+    /// its size is no larger than the largest message seen on the connection or the
+    /// next boundary confirms it; or, when it is not anchored, when the responses
+    /// after it, with consecutive ids, lead to an anchored one within
+    /// [`ANCHOR_CHAIN`] responses and no anchored response starts inside that span.
+    fn check_anchored(
+        &self,
+        p: u64,
+        size: i32,
+        corr: i32,
+        eof: bool,
+        requests: &RequestLog,
+    ) -> Verdict {
+        let end = p + 4 + u64::try_from(size).unwrap_or(0);
+        match self.anchor(p, size, corr, requests) {
+            Anchor::Yes if u32::try_from(size).is_ok_and(|s| s <= requests.largest()) => {
+                return Verdict::Accept;
+            }
+            // Larger than anything the connection carried: a following response must
+            // confirm it.
+            Anchor::Yes => return self.check_follower(p, end, corr, eof, requests),
+            Anchor::Whole(need) => return self.wait_for(p, need, eof),
+            Anchor::No => {}
+        }
+        if corr < 0 || size < MIN_GUESSED_RESPONSE_SIZE {
+            return Verdict::Reject;
+        }
+        let (mut at, mut prev) = (end, corr);
+        for _ in 0..ANCHOR_CHAIN {
+            let Some(h2) = self.read::<8>(at) else {
+                return self.wait_for(p, at + 8, eof);
+            };
+            let (size2, corr2) = split8(h2);
+            if !self.size_sane(size2) {
+                return Verdict::Reject;
+            }
+            // Kafka answers a connection's requests in order and clients number them
+            // upwards: every id along the chain, the anchor's too, is the next one.
+            // (A client that numbers across connections, or an acks=0 Produce between,
+            // leaves a larger step: those responses are skipped, not guessed.)
+            if i64::from(corr2) - i64::from(prev) != 1 {
+                return Verdict::Reject;
+            }
+            match self.anchor(at, size2, corr2, requests) {
+                // A false candidate can end on a real boundary by chance, stepping over
+                // real responses: none of those may be anchored (or, not buffered whole
+                // yet, may turn out to be).
+                Anchor::Yes => {
+                    return match self.anchored_between(p + 1, at, requests) {
+                        None => Verdict::Accept,
+                        Some(Anchor::Whole(need)) => self.wait_for(p, need, eof),
+                        Some(_) => Verdict::Reject,
+                    };
+                }
+                Anchor::Whole(need) => return self.wait_for(p, need, eof),
+                Anchor::No => {}
+            }
+            if size2 < MIN_GUESSED_RESPONSE_SIZE {
+                return Verdict::Reject;
+            }
+            prev = corr2;
+            at += 4 + u64::try_from(size2).unwrap_or(0);
+        }
+        Verdict::Reject
+    }
+
+    /// The first response in buffer offsets `from..to` that is anchored or, not
+    /// buffered whole yet, may be ([`Anchor::Whole`]). What was searched is remembered
+    /// (in stream offsets, for the buffered data and the log's generation), so a scan
+    /// looks at each offset once however many candidates ask.
+    fn anchored_between(&self, from: u64, to: u64, requests: &RequestLog) -> Option<Anchor> {
+        let key = (self.head + self.avail, requests.generation);
+        let (f0, t0) = (self.head + from, self.head + to);
+        let (mut kept, mut lo) = (f0, f0);
+        if let Some(m) = self
+            .between_memo
+            .get()
+            .filter(|m| m.key == key && m.from <= f0)
+        {
+            match m.found {
+                Some(x) if x >= f0 && x >= t0 => return None,
+                Some(x) if x >= f0 => return self.anchor_at(x - self.head, requests),
+                None if m.to >= t0 => return None,
+                None if m.to > f0 => (kept, lo) = (m.from, m.to),
+                _ => {}
+            }
+        }
+        let found = (lo..t0).find(|&q| self.anchor_at(q - self.head, requests).is_some());
+        self.between_memo.set(Some(Searched {
+            key,
+            from: kept,
+            to: found.unwrap_or(t0),
+            found,
+        }));
+        found.and_then(|q| self.anchor_at(q - self.head, requests))
+    }
+
+    /// `Anchor::Yes` or `Anchor::Whole` for a response at buffer offset `p`, else `None`.
+    fn anchor_at(&self, p: u64, requests: &RequestLog) -> Option<Anchor> {
+        let (size, corr) = split8(self.read::<8>(p)?);
+        if !self.size_sane(size) || requests.lookup(corr).is_none() {
+            return None;
+        }
+        Some(self.anchor(p, size, corr, requests)).filter(|a| *a != Anchor::No)
+    }
+
+    /// The boundary after an anchored candidate of implausible size: a sane size (at
+    /// least 6 unless the log holds its id) and an id 1 to [`CORR_WINDOW`] above the
+    /// candidate's; or, at the end
+    /// of the stream (or before a gap), the data ending exactly where the candidate ends.
+    fn check_follower(
+        &self,
+        p: u64,
+        at: u64,
+        corr: i32,
+        eof: bool,
+        requests: &RequestLog,
+    ) -> Verdict {
+        let Some(h2) = self.read::<8>(at) else {
+            if eof && self.avail == at {
+                // The stream ends exactly where the candidate ends: nothing follows it,
+                // and the end of the data confirms its length.
+                return Verdict::Accept;
+            }
+            return self.wait_for(p, at + 8, eof);
+        };
+        let (size2, corr2) = split8(h2);
+        let step = i64::from(corr2) - i64::from(corr);
+        let known = requests.lookup(corr2).is_some();
+        let sized = known || size2 >= MIN_GUESSED_RESPONSE_SIZE;
+        if self.size_sane(size2) && sized && (1..=CORR_WINDOW).contains(&step) {
+            Verdict::Accept
+        } else {
+            Verdict::Reject
+        }
+    }
+
+    /// `NeedMore` while the bytes up to buffer offset `need` may still come and
+    /// confirming a candidate at `p` holds no more than `resync_wait`; else `Reject`.
+    fn wait_for(&self, p: u64, need: u64, eof: bool) -> Verdict {
+        if eof || need.saturating_sub(p) > self.cfg.resync_wait as u64 {
+            Verdict::Reject
+        } else {
+            Verdict::NeedMore
+        }
+    }
+
+    /// Whether the response at buffer offset `p` is anchored: its id is a request's
+    /// the log holds and its body, buffered whole, decodes with that request's api key
+    /// and version (ApiVersions also at v0, the version a broker answers an
+    /// unsupported one with). The decode is the engine's summary scan: bounded by the
+    /// candidate's bytes, at most `resync_wait`.
+    fn anchor(&self, p: u64, size: i32, corr: i32, requests: &RequestLog) -> Anchor {
+        let Some(req) = requests.lookup(corr) else {
+            return Anchor::No;
+        };
+        let len = 4 + u64::try_from(size).unwrap_or(0);
+        if len > self.cfg.resync_wait as u64 {
+            return Anchor::No;
+        }
+        if p + len > self.avail {
+            return Anchor::Whole(p + len);
+        }
+        let at = self.head + p;
+        if let Some((o, r, ok)) = self.anchor_memo.get() {
+            if o == at && r == req {
+                return if ok { Anchor::Yes } else { Anchor::No };
+            }
+        }
+        let ok = self
+            .copy_out(p, len)
+            .is_some_and(|msg| response_decodes(&msg, req));
+        self.anchor_memo.set(Some((at, req, ok)));
+        if ok {
+            Anchor::Yes
+        } else {
+            Anchor::No
+        }
+    }
+
+    /// `len` buffered bytes from buffer offset `p`, copied out (all buffered: the
+    /// allocation is backed by data).
+    fn copy_out(&self, p: u64, len: u64) -> Option<Vec<u8>> {
+        let end = p.checked_add(len)?;
+        if end > self.avail {
+            return None;
+        }
+        let mut out = Vec::with_capacity(usize::try_from(len).ok()?);
+        let mut base = 0u64;
+        for c in &self.chunks {
+            let clen = c.data.len() as u64;
+            let (from, to) = (p.max(base), end.min(base + clen));
+            if from < to {
+                let a = usize::try_from(from - base).ok()?;
+                let b = usize::try_from(to - base).ok()?;
+                out.extend_from_slice(c.data.get(a..b)?);
+            }
+            base += clen;
+            if base >= end {
+                break;
+            }
+        }
+        Some(out)
+    }
+
+    /// A response boundary on a connection that has shown no request (a capture of
+    /// the response direction alone, or one whose requests have not come yet): the
+    /// boundaries after it form a chain of [`RESPONSE_CHAIN`] responses whose sizes
+    /// are sane and whose ids increase, or the chain ends exactly where the data ends.
+    fn check_blind(&self, p: u64, size: i32, corr: i32, eof: bool) -> Verdict {
+        if size < MIN_GUESSED_RESPONSE_SIZE || corr < 0 {
+            return Verdict::Reject;
+        }
+        let plausible = |size: i32| self.size_sane(size) && size >= MIN_GUESSED_RESPONSE_SIZE;
         let end = p + 4 + u64::try_from(size).unwrap_or(0);
         // Walk the chain of boundaries after the candidate.
-        let (mut at, mut prev, mut followers, mut strong) = (end, corr, 0usize, pending);
+        let (mut at, mut prev, mut followers) = (end, corr, 0usize);
         while followers < RESPONSE_CHAIN {
             let Some(h2) = self.read::<8>(at) else {
                 break;
             };
             let (size2, corr2) = split8(h2);
-            let pending2 = is_pending(corr2);
             let next = i64::from(corr2) - i64::from(prev);
-            if !plausible(size2, pending2) || !(pending2 || (1..=CORR_WINDOW).contains(&next)) {
+            if !plausible(size2) || !(1..=CORR_WINDOW).contains(&next) {
                 return Verdict::Reject;
             }
             followers += 1;
-            strong |= pending2;
             prev = corr2;
             at += 4 + u64::try_from(size2).unwrap_or(0);
         }
-        if followers >= RESPONSE_CHAIN || strong {
+        if followers >= RESPONSE_CHAIN {
             return Verdict::Accept;
         }
         if self.avail == at && (followers > 0 || (eof && p == 0 && self.skipped == 0)) {
@@ -635,17 +1042,10 @@ impl Framer {
             // last, lone response in a stream seen from its middle.
             return Verdict::Accept;
         }
-        if eof {
-            // No more bytes will come. A chain that runs past the end proves too little,
-            // and a false boundary before a gap would skip real messages after it.
-            return Verdict::Reject;
-        }
-        if at + 8 - p > self.cfg.resync_wait as u64 {
-            // Confirming would hold too much; a huge size is more often noise than a
-            // real response, so give the candidate up.
-            return Verdict::Reject;
-        }
-        Verdict::NeedMore
+        // A chain that runs past the end proves too little, and a false boundary before
+        // a gap would skip real messages after it; confirming past `resync_wait` would
+        // hold too much, and a huge size is more often noise than a real response.
+        self.wait_for(p, at + 8, eof)
     }
 
     fn size_at(&self, p: u64) -> Option<i32> {
@@ -799,6 +1199,43 @@ impl Framer {
     }
 }
 
+/// Whether the request `msg` (size prefix included) decodes without an error (bytes
+/// after a whole body are allowed: brokers ignore them).
+fn request_decodes(msg: &[u8]) -> bool {
+    let opts = DecodeOptions {
+        records: false,
+        summary_topics: false,
+        ..DecodeOptions::default()
+    };
+    summarize_request(msg, &opts).is_some() || decode_request(msg, &opts).error.is_none()
+}
+
+/// Whether `msg` (size prefix included) decodes whole, with nothing left over, as the
+/// response to `req` (ApiVersions also as v0).
+fn response_decodes(msg: &[u8], req: SeenRequest) -> bool {
+    let opts = DecodeOptions {
+        records: false,
+        summary_topics: false,
+        ..DecodeOptions::default()
+    };
+    let clean = |version: i16| {
+        if summarize_response(msg, req.api_key, version, &opts).is_some() {
+            return true;
+        }
+        // The summary declines bodies that embed the consumer protocol; the tree reads them.
+        let embeds = [schema::ApiKey::JOIN_GROUP, schema::ApiKey::SYNC_GROUP]
+            .contains(&schema::ApiKey(req.api_key));
+        embeds && {
+            let d = decode_response(msg, req.api_key, version, &opts);
+            d.error.is_none() && d.warning.is_none()
+        }
+    };
+    clean(req.api_version)
+        || (schema::ApiKey(req.api_key) == schema::ApiKey::API_VERSIONS
+            && req.api_version != 0
+            && clean(0))
+}
+
 fn be_i32(b: Option<&[u8]>) -> Option<i32> {
     match b {
         Some(&[a, b, c, d]) => Some(i32::from_be_bytes([a, b, c, d])),
@@ -885,7 +1322,7 @@ mod tests {
         out
     }
 
-    fn drain(f: &mut Framer, pending: &dyn Fn(i32) -> bool) -> Vec<FramerEvent> {
+    fn drain(f: &mut Framer, pending: &RequestLog) -> Vec<FramerEvent> {
         let mut v = Vec::new();
         while let Some(e) = f.next_event(pending) {
             v.push(e);
@@ -917,7 +1354,7 @@ mod tests {
                 T,
                 None,
             );
-            ev.extend(drain(&mut f, &|_| false));
+            ev.extend(drain(&mut f, &RequestLog::default()));
         }
         let ms = messages(&ev);
         assert_eq!(ms.len(), 2);
@@ -931,7 +1368,7 @@ mod tests {
         let one = Bytes::from(request(7, b"abc"));
         let mut f = Framer::new(0, Direction::ClientToBroker, true, FramerConfig::default());
         f.push(one.clone(), 0, 1, T, None);
-        let ev = drain(&mut f, &|_| false);
+        let ev = drain(&mut f, &RequestLog::default());
         assert_eq!(messages(&ev)[0].bytes.as_ptr(), one.as_ptr());
         // One carrying frame: no provenance kept, every byte the first frame's.
         assert!(messages(&ev)[0].provenance.is_empty());
@@ -941,7 +1378,7 @@ mod tests {
         let mut f = Framer::new(0, Direction::ClientToBroker, true, FramerConfig::default());
         f.push(Bytes::copy_from_slice(&two[..6]), 0, 4, T, None);
         f.push(Bytes::copy_from_slice(&two[6..]), 6, 4, T, None);
-        let ev = drain(&mut f, &|_| false);
+        let ev = drain(&mut f, &RequestLog::default());
         let ms = messages(&ev);
         assert_eq!(&ms[0].bytes[..], &two[..]);
         assert!(ms[0].provenance.is_empty());
@@ -959,7 +1396,7 @@ mod tests {
         let chunk = Bytes::from([&a[..], &b[..], &c[..cut]].concat());
         let mut f = Framer::new(0, Direction::ClientToBroker, true, FramerConfig::default());
         f.push(chunk.clone(), 0, 1, T, Some(1000));
-        let ev = drain(&mut f, &|_| false);
+        let ev = drain(&mut f, &RequestLog::default());
         let ms = messages(&ev);
         assert_eq!(ms.len(), 2);
         assert_eq!(ms[0].bytes.as_ptr(), chunk.as_ptr());
@@ -980,7 +1417,7 @@ mod tests {
             T,
             Some(5000),
         );
-        let ev = drain(&mut f, &|_| false);
+        let ev = drain(&mut f, &RequestLog::default());
         let ms = messages(&ev);
         assert_eq!(ms.len(), 1);
         assert_eq!(&ms[0].bytes[..], &c[..]);
@@ -1020,7 +1457,7 @@ mod tests {
         }
         let d = Bytes::copy_from_slice(&stream[30..]);
         f.push(d, 30, 40, T, Some(500));
-        let ev = drain(&mut f, &|_| false);
+        let ev = drain(&mut f, &RequestLog::default());
         let ms = messages(&ev);
         assert_eq!(ms.len(), 3);
         assert_eq!((a.len(), b.len(), c.len()), (27, 17, 19));
@@ -1041,23 +1478,29 @@ mod tests {
         let mut f = Framer::new(0, Direction::ClientToBroker, true, FramerConfig::default());
         f.push(Bytes::copy_from_slice(&a[..10]), 0, 1, T, Some(100));
         f.push(Bytes::copy_from_slice(&a[4..]), 4, 2, T, Some(300));
-        let ev = drain(&mut f, &|_| false);
+        let ev = drain(&mut f, &RequestLog::default());
         assert_eq!(messages(&ev)[0].file_pieces, vec![(100, 10), (306, 17)]);
         // One chunk without an offset: no pieces at all.
         let mut f = Framer::new(0, Direction::ClientToBroker, true, FramerConfig::default());
         f.push(Bytes::copy_from_slice(&a[..10]), 0, 1, T, Some(100));
         f.push(Bytes::copy_from_slice(&a[10..]), 10, 2, T, None);
-        let ev = drain(&mut f, &|_| false);
+        let ev = drain(&mut f, &RequestLog::default());
         assert!(messages(&ev)[0].file_pieces.is_empty());
     }
 
     #[test]
     fn resync_requests_mid_stream() {
         let a = request(1, b"0123456789");
-        let stream: Vec<u8> = [&a[5..], &request(2, b"")[..], &request(3, b"zz")[..]].concat();
+        let all_topics = (-1i32).to_be_bytes(); // Metadata v1 body: a null topic array
+        let stream: Vec<u8> = [
+            &a[5..],
+            &request(2, &all_topics)[..],
+            &request(3, &all_topics)[..],
+        ]
+        .concat();
         let mut f = Framer::new(4, Direction::ClientToBroker, false, FramerConfig::default());
         f.push(Bytes::from(stream), 100, 1, T, None);
-        let ev = drain(&mut f, &|_| false);
+        let ev = drain(&mut f, &RequestLog::default());
         assert!(
             matches!(ev[0], FramerEvent::Resynced { skipped, stream_offset: 122, .. } if skipped == a.len() as u64 - 5),
             "{ev:?}"
@@ -1069,16 +1512,114 @@ mod tests {
         assert_eq!(ms[0].stream_offset, 100 + a.len() as u64 - 5);
     }
 
+    /// A log holding requests `corrs` of `(api key, version)`, after messages of up
+    /// to `largest` bytes.
+    fn log(key: i16, version: i16, corrs: &[i32], largest: u32) -> RequestLog {
+        let mut l = RequestLog::new(16);
+        for &correlation_id in corrs {
+            l.request(SeenRequest {
+                correlation_id,
+                api_key: key,
+                api_version: version,
+            });
+        }
+        l.size(largest);
+        l
+    }
+
+    const HEARTBEAT: i16 = 12;
+    const API_VERSIONS: i16 = 18;
+
+    /// An ApiVersions v0 response body: ErrorCode 0, one api (key 0, versions 0-3).
+    const API_VERSIONS_V0: [u8; 12] = [0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 3];
+
     #[test]
-    fn resync_responses_with_pending_ids() {
-        let stream: Vec<u8> = [&response(41, &[0; 30])[9..], &response(42, &[1; 6])[..]].concat();
+    fn resync_responses_anchored_on_requests() {
+        // The tail of a response, then a HeartbeatResponse v0 (ErrorCode 0) to request 42.
+        let stream: Vec<u8> = [&response(41, &[0; 30])[9..], &response(42, &[0, 0])[..]].concat();
         let mut f = Framer::new(0, Direction::BrokerToClient, false, FramerConfig::default());
         f.push(Bytes::from(stream), 0, 1, T, None);
-        let ev = drain(&mut f, &|c| c == 42);
+        let ev = drain(&mut f, &log(HEARTBEAT, 0, &[42], 100));
         let ms = messages(&ev);
         assert_eq!(ms.len(), 1);
         assert_eq!(ms[0].correlation_id(), Some(42));
         assert_eq!(ms[0].skipped_before, 38 - 9);
+    }
+
+    #[test]
+    fn a_known_id_whose_body_does_not_decode_is_not_an_anchor() {
+        let mut junk = Vec::new();
+        junk.extend_from_slice(&[0, 0, 0, 8, 0, 0, 0, 7]); // "size 8, id 7": a known id
+        junk.extend_from_slice(&[0xff; 4]); // a Heartbeat body with 2 bytes too many
+        let real = response(7, &[0, 0]); // HeartbeatResponse v0 to request 7
+        let mut f = Framer::new(0, Direction::BrokerToClient, false, FramerConfig::default());
+        f.push(Bytes::from([&junk[..], &real[..]].concat()), 0, 1, T, None);
+        // Offset 1 reads "size 2048, id 2047": the scan waits for its follower until
+        // the stream ends.
+        let requests = log(HEARTBEAT, 0, &[7], 100);
+        let mut ev = drain(&mut f, &requests);
+        f.finish(&requests, &mut ev);
+        assert_eq!(ids(&ev), [(12, 7)]);
+        assert_eq!(messages(&ev)[0].skipped_before, 12);
+    }
+
+    #[test]
+    fn a_size_larger_than_any_seen_waits_for_a_follower() {
+        let big = response(7, &API_VERSIONS_V0); // size 16, larger than the 8 seen
+        let requests = log(API_VERSIONS, 0, &[7], 8);
+        let mut f = Framer::new(0, Direction::BrokerToClient, false, FramerConfig::default());
+        f.push(Bytes::from(big.clone()), 0, 1, T, None);
+        assert!(drain(&mut f, &requests).is_empty());
+        // The next response (id 8) confirms it.
+        f.push(Bytes::from(response(8, &[0, 0])), 20, 2, T, None);
+        assert_eq!(ids(&drain(&mut f, &requests)), [(0, 7), (20, 8)]);
+        // Nothing after it: only the end of the stream, exactly at its end, confirms it.
+        let mut f = Framer::new(0, Direction::BrokerToClient, false, FramerConfig::default());
+        f.push(Bytes::from(big), 0, 1, T, None);
+        assert!(drain(&mut f, &requests).is_empty());
+        let mut ev = Vec::new();
+        f.finish(&requests, &mut ev);
+        assert_eq!(ids(&ev), [(0, 7)]);
+    }
+
+    #[test]
+    fn a_response_whose_request_was_not_seen_is_confirmed_by_the_next_anchored_one() {
+        let tail = [0xaa; 5];
+        let r7 = response(7, &[3; 10]); // request 7 was not seen
+        let r8 = response(8, &[0, 0]); // HeartbeatResponse v0 to request 8
+        let stream = [&tail[..], &r7[..], &r8[..]].concat();
+        let mut f = Framer::new(0, Direction::BrokerToClient, false, FramerConfig::default());
+        f.push(Bytes::from(stream), 0, 1, T, None);
+        let ev = drain(&mut f, &log(HEARTBEAT, 0, &[8], 100));
+        assert_eq!(ids(&ev), [(5, 7), (23, 8)]);
+        // A step in the ids (7, then 9) confirms nothing: r7 is skipped.
+        let r9 = response(9, &[0, 0]);
+        let stream = [&tail[..], &r7[..], &r9[..]].concat();
+        let mut f = Framer::new(0, Direction::BrokerToClient, false, FramerConfig::default());
+        f.push(Bytes::from(stream), 0, 1, T, None);
+        let requests = log(HEARTBEAT, 0, &[9], 100);
+        let mut ev = drain(&mut f, &requests);
+        f.finish(&requests, &mut ev);
+        assert_eq!(ids(&ev), [(23, 9)]);
+    }
+
+    #[test]
+    fn responses_wait_for_requests_the_client_direction_is_carrying() {
+        let stream: Vec<u8> = [
+            response(10, &[0; 9]),
+            response(11, &[0; 9]),
+            response(12, &[0; 9]),
+        ]
+        .concat();
+        let mut requests = RequestLog::new(16);
+        requests.client_bytes();
+        let mut f = Framer::new(0, Direction::BrokerToClient, false, FramerConfig::default());
+        f.push(Bytes::from(stream), 0, 1, T, None);
+        // A chain would do without requests; but requests are coming: wait for them.
+        assert!(drain(&mut f, &requests).is_empty());
+        let mut ev = Vec::new();
+        f.finish(&requests, &mut ev);
+        assert_eq!(ids(&ev), [(0, 10), (17, 11), (34, 12)]);
     }
 
     #[test]
@@ -1087,11 +1628,11 @@ mod tests {
         let b = request(2, b"b");
         let mut f = Framer::new(0, Direction::ClientToBroker, true, FramerConfig::default());
         f.push(Bytes::copy_from_slice(&a[..20]), 0, 1, T, None);
-        assert!(drain(&mut f, &|_| false).is_empty());
-        f.gap(20, 10, 2, &|_| false);
+        assert!(drain(&mut f, &RequestLog::default()).is_empty());
+        f.gap(20, 10, 2, &RequestLog::default());
         f.push(Bytes::copy_from_slice(&a[30..]), 30, 2, T, None);
         f.push(Bytes::from(b.clone()), a.len() as u64, 3, T, None);
-        let ev = drain(&mut f, &|_| false);
+        let ev = drain(&mut f, &RequestLog::default());
         match &ev[0] {
             FramerEvent::Partial(m) => {
                 assert_eq!(m.bytes.len(), 20);
@@ -1109,9 +1650,9 @@ mod tests {
     fn insane_size_desyncs_and_partial_prefix_waits() {
         let mut f = Framer::new(0, Direction::ClientToBroker, true, FramerConfig::default());
         f.push(Bytes::from_static(&[0x80, 0]), 0, 1, T, None);
-        assert!(drain(&mut f, &|_| false).is_empty()); // a partial prefix is "need more"
+        assert!(drain(&mut f, &RequestLog::default()).is_empty()); // a partial prefix is "need more"
         f.push(Bytes::from_static(&[0, 0, 0, 3]), 2, 2, T, None);
-        let ev = drain(&mut f, &|_| false);
+        let ev = drain(&mut f, &RequestLog::default());
         assert_eq!(
             ev,
             vec![FramerEvent::Desync {
@@ -1122,7 +1663,7 @@ mod tests {
         );
         assert!(f.is_resyncing());
         let mut out = Vec::new();
-        f.finish(&|_| false, &mut out);
+        f.finish(&RequestLog::default(), &mut out);
         assert_eq!(out, vec![FramerEvent::Discarded { bytes: 6, frame: 1 }]);
     }
 
@@ -1141,10 +1682,10 @@ mod tests {
             T,
             None,
         );
-        assert!(drain(&mut f, &|_| false).is_empty());
+        assert!(drain(&mut f, &RequestLog::default()).is_empty());
         assert_eq!(f.buffered(), 8);
         let mut out = Vec::new();
-        f.finish(&|_| false, &mut out);
+        f.finish(&RequestLog::default(), &mut out);
         assert!(matches!(&out[0], FramerEvent::Partial(m) if m.missing == (1 << 20) + 4 - 8));
     }
 
@@ -1197,13 +1738,13 @@ mod tests {
         let mut f = Framer::new(6, Direction::BrokerToClient, false, cfg);
         let mut ev = Vec::new();
         f.push(Bytes::from([&tail[..], &r3[..]].concat()), 1000, 1, T, None);
-        ev.extend(drain(&mut f, &|_| false));
+        ev.extend(drain(&mut f, &RequestLog::default()));
         // One response and nothing after it proves nothing yet: wait.
         assert!(messages(&ev).is_empty(), "{ev:?}");
         f.push(Bytes::from(r4), at4, 2, T, None);
-        ev.extend(drain(&mut f, &|_| false));
+        ev.extend(drain(&mut f, &RequestLog::default()));
         f.push(Bytes::from(r5), at5, 3, T, None);
-        ev.extend(drain(&mut f, &|c| c == 5));
+        ev.extend(drain(&mut f, &RequestLog::default()));
         assert_eq!(ids(&ev), [(at3, 3), (at4, 4), (at5, 5)]);
         assert_eq!(messages(&ev)[0].skipped_before, tail.len() as u64);
         assert!(no_desync(&ev), "{ev:?}");
@@ -1221,25 +1762,23 @@ mod tests {
         junk.extend_from_slice(&[0, 0, 0, 9, 0, 0, 0, 7]); // "size 9, id 7"
         junk.extend_from_slice(&[0xee; 4]);
         let real: Vec<u8> = [response(10, &[0; 9]), response(11, &[0; 9])].concat();
-        for pending in [None, Some(11)] {
-            let mut f = Framer::new(0, Direction::BrokerToClient, false, FramerConfig::default());
-            f.push(Bytes::from([&junk[..], &real[..]].concat()), 0, 1, T, None);
-            let mut ev = drain(&mut f, &|c| Some(c) == pending);
-            f.finish(&|c| Some(c) == pending, &mut ev);
-            assert_eq!(ids(&ev), [(24, 10), (41, 11)], "pending {pending:?}");
-        }
+        let mut f = Framer::new(0, Direction::BrokerToClient, false, FramerConfig::default());
+        f.push(Bytes::from([&junk[..], &real[..]].concat()), 0, 1, T, None);
+        let mut ev = drain(&mut f, &RequestLog::default());
+        f.finish(&RequestLog::default(), &mut ev);
+        assert_eq!(ids(&ev), [(24, 10), (41, 11)]);
     }
 
     #[test]
     fn a_lone_candidate_at_the_end_is_not_a_boundary() {
         // A message that ends in an int32 length-prefixed field reads as a response
-        // ending exactly at the end of the data. Without a pending id or a following
+        // ending exactly at the end of the data. Without a request or a following
         // response, that proves nothing: the bytes are discarded, not framed.
         let tail = [0xaa, 0xbb, 0, 0, 0, 6, 0, 0, 0, 0, 0, 4];
         let mut f = Framer::new(0, Direction::BrokerToClient, false, FramerConfig::default());
         f.push(Bytes::copy_from_slice(&tail), 0, 1, T, None);
-        let mut ev = drain(&mut f, &|_| false);
-        f.finish(&|_| false, &mut ev);
+        let mut ev = drain(&mut f, &RequestLog::default());
+        f.finish(&RequestLog::default(), &mut ev);
         assert_eq!(
             ev,
             [FramerEvent::Discarded {
@@ -1250,19 +1789,19 @@ mod tests {
         // The same bytes before a gap: discarded too, and framing resumes after it.
         let mut f = Framer::new(0, Direction::BrokerToClient, false, FramerConfig::default());
         f.push(Bytes::copy_from_slice(&tail), 0, 1, T, None);
-        f.gap(12, 100, 2, &|_| false);
+        f.gap(12, 100, 2, &RequestLog::default());
         let real: Vec<u8> = [response(40, &[0; 9]), response(41, &[0; 9])].concat();
         f.push(Bytes::from(real), 112, 2, T, None);
-        let ev = drain(&mut f, &|_| false);
+        let ev = drain(&mut f, &RequestLog::default());
         assert_eq!(ids(&ev), [(112, 40), (129, 41)]);
         assert_eq!(messages(&ev)[0].skipped_before, 12);
         // Data that both starts and ends with one response: a sparse capture's lone
         // answer (ndpi__kafka.pcapng frame 5) is framed at the end of the stream.
         let mut f = Framer::new(0, Direction::BrokerToClient, false, FramerConfig::default());
         f.push(Bytes::from(response(131, &[0; 112])), 0, 5, T, None);
-        let mut ev = drain(&mut f, &|_| false);
+        let mut ev = drain(&mut f, &RequestLog::default());
         assert!(ev.is_empty());
-        f.finish(&|_| false, &mut ev);
+        f.finish(&RequestLog::default(), &mut ev);
         assert_eq!(ids(&ev), [(0, 131)]);
     }
 
@@ -1278,7 +1817,7 @@ mod tests {
         let real: Vec<u8> = [response(9000, &[5; 20]), response(9001, &[6; 20])].concat();
         let mut f = Framer::new(0, Direction::BrokerToClient, false, cfg);
         f.push(Bytes::from([&junk[..], &real[..]].concat()), 0, 1, T, None);
-        let ev = drain(&mut f, &|_| false);
+        let ev = drain(&mut f, &RequestLog::default());
         assert_eq!(ids(&ev), [(19, 9000), (47, 9001)]);
     }
 
@@ -1289,7 +1828,7 @@ mod tests {
         let stream: Vec<u8> = [response(0x2710_0000, &[]), response(2, &[0; 2])].concat();
         let mut f = Framer::new(0, Direction::BrokerToClient, true, FramerConfig::default());
         f.push(Bytes::from(stream), 0, 1, T, None);
-        let ev = drain(&mut f, &|_| false);
+        let ev = drain(&mut f, &RequestLog::default());
         assert_eq!(ids(&ev), [(0, 0x2710_0000), (8, 2)]);
     }
 

@@ -102,7 +102,8 @@ impl Seg {
 }
 
 /// The `.pcap`/`.pcapng` files under `captures/` and, with `shared`, under
-/// `../shared/captures` when present, recursively, sorted.
+/// `../shared/captures` when present, recursively, sorted (the recorded
+/// captures ship in both: [`unique_names`] keeps each once).
 pub fn capture_files(shared: bool) -> Vec<PathBuf> {
     fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
         for p in std::fs::read_dir(dir)
@@ -130,6 +131,13 @@ pub fn capture_files(shared: bool) -> Vec<PathBuf> {
     v
 }
 
+/// `files` with each file name once (the first of its paths).
+pub fn unique_names(mut files: Vec<PathBuf>) -> Vec<PathBuf> {
+    let mut names = std::collections::HashSet::new();
+    files.retain(|p| names.insert(p.file_name().map(|n| n.to_owned())));
+    files
+}
+
 /// A recorded capture: the copy shipped in captures/, else the one in
 /// ../shared/captures/recorded, or `None` (with a line on stderr saying why the
 /// caller skips) when neither is there.
@@ -153,17 +161,23 @@ pub fn recorded(name: &str) -> Option<PathBuf> {
 /// Every TCP segment of a capture, in capture order. Frames that are not TCP
 /// are left out; a frame whose payload the snaplen cut is a test-setup error.
 pub fn extract(path: &Path) -> Vec<Seg> {
+    match try_extract(path) {
+        Ok(segs) => segs,
+        Err(frame) => panic!("frame {frame}: payload cut by the snaplen"),
+    }
+}
+
+/// [`extract`], or the number of the first frame whose payload the snaplen cut.
+pub fn try_extract(path: &Path) -> Result<Vec<Seg>, u64> {
     let mut src = FileSource::open(path.to_str().expect("utf-8 path")).expect("open capture");
     let mut segs = Vec::new();
     while let Some(f) = src.next_frame().expect("read capture") {
         let Ok(s) = decode_segment(&f) else {
             continue;
         };
-        assert_eq!(
-            s.payload_truncated_by, 0,
-            "frame {}: payload cut by the snaplen",
-            f.index
-        );
+        if s.payload_truncated_by > 0 {
+            return Err(f.index);
+        }
         let mut flags = 0;
         for (on, bit) in [
             (s.flags.fin, FIN),
@@ -189,7 +203,7 @@ pub fn extract(path: &Path) -> Vec<Seg> {
             payload: Bytes::copy_from_slice(&s.payload),
         });
     }
-    segs
+    Ok(segs)
 }
 
 // ---------------------------------------------------------------------------
