@@ -19,6 +19,7 @@
 #[path = "../scripts/mutate.rs"]
 #[allow(dead_code)]
 mod mutate;
+mod support;
 
 use kafkashark::analyzer::{Analyzer, AnalyzerConfig, MessageRecord, Output};
 use kafkashark::capture::{Frame, LinkType};
@@ -28,34 +29,7 @@ use kafkashark::pipeline::PipelineConfig;
 use mutate::{mutate, read_capture, Mutation, Record};
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
-
-fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
-    let Ok(rd) = std::fs::read_dir(dir) else {
-        return;
-    };
-    for e in rd.flatten() {
-        let p = e.path();
-        if p.is_dir() {
-            walk(&p, out);
-        } else if matches!(
-            p.extension().and_then(|e| e.to_str()),
-            Some("pcap" | "pcapng")
-        ) {
-            out.push(p);
-        }
-    }
-}
-
-/// `captures/` and, when present, `../shared/captures`, sorted.
-fn captures() -> Vec<PathBuf> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let mut v = Vec::new();
-    walk(&root.join("captures"), &mut v);
-    walk(&root.join("../shared/captures"), &mut v);
-    v.sort();
-    v
-}
+use std::path::Path;
 
 fn config(reorder: ReorderWindow) -> AnalyzerConfig {
     let gap_timeout_ns = PipelineConfig::default()
@@ -211,7 +185,7 @@ const MUTATIONS: [Mutation; 6] = [
 fn mutated_captures_read_as_the_clean_ones() {
     let mut failures = Vec::new();
     let (mut total, mut with_default, mut moved) = (0usize, 0usize, 0usize);
-    for path in captures() {
+    for path in support::capture_files(true) {
         // A merge of two captures whose connections start mid-stream in both
         // directions, with responses whose requests were not captured: which
         // response boundary framing's resynchronisation accepts depends on
