@@ -1171,6 +1171,28 @@ pub fn decode_embedded(
     def: &'static MessageDef,
     role: Role,
 ) -> Option<Vec<Node>> {
+    match decode_data(data, base, def, role)? {
+        (nodes, Some(read)) if read == data.len() => Some(nodes),
+        _ => None,
+    }
+}
+
+/// Decodes data schema `def` from the start of `data` (at `base` in its
+/// source), which begins with the int16 version of the structure: a
+/// `Version` node of its own, or the schema's first field when the schema
+/// names it (`Version`, as LeaderChangeMessage does). A version newer than
+/// the schema's newest is read as the newest (newer versions add fields at
+/// the end), as Kafka reads the consumer protocol and control records.
+/// Returns the nodes and how many bytes they read, or `None` for that
+/// count after a problem, which a `malformed` node marks to the end of
+/// `data`. `None` when the version does not read or is older than the
+/// schema's.
+pub(crate) fn decode_data(
+    data: &[u8],
+    base: usize,
+    def: &'static MessageDef,
+    role: Role,
+) -> Option<(Vec<Node>, Option<usize>)> {
     let opts = DecodeOptions::default();
     let mut d = Decoder::new(data, &opts);
     d.base = base;
@@ -1191,16 +1213,20 @@ pub fn decode_embedded(
         role,
     )
     .with_about("version of the embedded structure")];
+    // A schema whose first field is that version reads it itself.
+    if let Some(f) = def.body.fields.first() {
+        if f.name == "Version" && f.type_name == "int16" {
+            (r, nodes) = (Reader::new(data), Vec::new());
+        }
+    }
     d.version = v;
     d.flexible = def.is_flexible(v);
     d.role = role;
     d.path.push(def.name);
-    d.fields(&mut r, def.body, &mut Out::Tree(&mut nodes))
-        .ok()?;
-    if r.remaining() != 0 || d.error.is_some() {
-        return None;
-    }
-    Some(nodes)
+    let ok = d
+        .fields(&mut r, def.body, &mut Out::Tree(&mut nodes))
+        .is_ok();
+    Some((nodes, (ok && d.error.is_none()).then_some(r.pos())))
 }
 
 /// Signals that decoding stopped; the reason is in `Decoder::error`.

@@ -9,13 +9,17 @@
 //! The header's and the records' fields are read by `fields.rs`; [`Nodes`]
 //! is its output that makes them nodes. With `DecodeOptions::records_json`
 //! the header and the runs of clean records are read as JSON instead
-//! (`json.rs`); anything else is nodes either way.
+//! (`json.rs`); anything else is nodes either way. A control record's key
+//! and value are decoded through Kafka's data schemas by the schema
+//! interpreter (`decode::decode_data`).
 
 use super::compression::codec_name;
 use super::cursor::{content_value, iso8601_ms, Cur, Int};
 use super::fields::{self, Crc, Detail, Field, FieldOut, Hdr, Kind};
 use super::json::{self, Run};
 use super::{plural, push_loc, push_plural, Ctx, Inflate};
+use crate::kafka::decode::decode_data;
+use crate::kafka::schema::DATA_SCHEMAS;
 use crate::kafka::tree::{
     indexed_name, push_int, push_uint, Deferred, Node, Role, SmallTexts, Value,
     MAX_RESERVED_CHILDREN,
@@ -432,15 +436,24 @@ impl FieldOut for Nodes {
     }
 
     fn control_key(&mut self, data: &[u8]) -> Option<i16> {
-        let t = control_key(self.fields.last_mut()?, data)?;
+        let k = self.fields.last_mut()?;
+        k.value = Value::Text("control record key".into());
+        schema_children(k, data, CONTROL_KEY);
+        let ty = k.children.iter_mut().find(|n| n.name == "Type")?;
+        let Value::Int(t) = ty.value else { return None };
+        let t = i16::try_from(t).ok()?;
+        let name = control_type(t).map_or("UNKNOWN", |(name, _)| name);
+        ty.detail = Some(name.into());
+        k.detail = Some(name.into());
         self.summary.push_str(", ");
-        self.summary.push_str(control_name(t));
+        self.summary.push_str(name);
         Some(t)
     }
 
-    fn end_txn_marker(&mut self, data: &[u8]) {
-        if let Some(v) = self.fields.last_mut() {
-            end_txn_marker(v, data);
+    fn control_value(&mut self, t: i16, data: &[u8]) {
+        if let (Some(v), Some((_, schema))) = (self.fields.last_mut(), control_type(t)) {
+            v.value = Value::Text(schema.into());
+            schema_children(v, data, schema);
         }
     }
 }
@@ -472,82 +485,45 @@ fn check_crc(n: &mut Node, stored: u32, crc: Crc) {
     }
 }
 
-/// Kafka's control record types.
-fn control_name(t: i16) -> &'static str {
-    match t {
-        0 => "ABORT",
-        1 => "COMMIT",
-        2 => "LEADER_CHANGE",
-        3 => "SNAPSHOT_HEADER",
-        4 => "SNAPSHOT_FOOTER",
-        5 => "KRAFT_VERSION",
-        6 => "KRAFT_VOTERS",
-        _ => "UNKNOWN",
-    }
+/// The data schema of a control record's key.
+const CONTROL_KEY: &str = "ControlRecordTypeSchema";
+
+/// Kafka's control record type `t`: its name and the data schema of the
+/// record's value.
+fn control_type(t: i16) -> Option<(&'static str, &'static str)> {
+    const TYPES: [(&str, &str); 7] = [
+        ("ABORT", "EndTxnMarker"),
+        ("COMMIT", "EndTxnMarker"),
+        ("LEADER_CHANGE", "LeaderChangeMessage"),
+        ("SNAPSHOT_HEADER", "SnapshotHeaderRecord"),
+        ("SNAPSHOT_FOOTER", "SnapshotFooterRecord"),
+        ("KRAFT_VERSION", "KRaftVersionRecord"),
+        ("KRAFT_VOTERS", "VotersRecord"),
+    ];
+    TYPES.get(usize::try_from(t).ok()?).copied()
 }
 
-/// Decodes a control record's key (int16 version, int16 type) as children of
-/// its node; returns the type.
-fn control_key(k: &mut Node, data: &[u8]) -> Option<i16> {
-    let mut c = Cur::new(data, k.offset, k.source);
-    k.value = Value::Text("control record key".into());
-    let r = (|| {
-        let (_, n) = field!(
-            k.children,
-            c.int("version", Int::I16, REC, "control key format version")
-        );
-        k.children.push(n);
-        let (t, n) = field!(
-            k.children,
-            c.int("type", Int::I16, REC, "what the control record marks")
-        );
-        let t = t as i16;
-        k.children.push(n.with_detail(control_name(t)));
-        Some(t)
-    })();
-    if let Some(t) = r {
-        k.detail = Some(control_name(t).into());
-    }
-    unparsed(&mut c, &mut k.children);
-    r
-}
-
-/// Decodes an ABORT/COMMIT marker's value (int16 version, int32 coordinator epoch).
-fn end_txn_marker(v: &mut Node, data: &[u8]) {
-    let mut c = Cur::new(data, v.offset, v.source);
-    v.value = Value::Text("EndTxnMarker".into());
-    let _ = (|| {
-        let (_, n) = field!(
-            v.children,
-            c.int("version", Int::I16, REC, "marker format version")
-        );
-        v.children.push(n);
-        let (_, n) = field!(
-            v.children,
-            c.int(
-                "coordinatorEpoch",
-                Int::I32,
-                REC,
-                "epoch of the transaction coordinator that wrote the marker"
-            )
-        );
-        v.children.push(n);
-        Some(())
-    })();
-    unparsed(&mut c, &mut v.children);
-}
-
-/// Bytes of a control structure past the fields this version knows.
-fn unparsed(c: &mut Cur<'_>, kids: &mut Vec<Node>) {
-    if c.remaining() > 0 {
-        let start = c.pos();
-        let rest = c.r.rest();
-        c.r.skip_rest();
+/// Decodes content node `n` (its bytes `data`) with the data schema named
+/// `schema` (`decode::decode_data`) into its children, in `n`'s byte source;
+/// bytes past what the known version reads are an `unparsed` node (fields of
+/// a newer version). An error on `n` when the bytes do not start with a
+/// version of the schema.
+fn schema_children(n: &mut Node, data: &[u8], schema: &str) {
+    let def = DATA_SCHEMAS.iter().find(|d| d.name == schema);
+    let Some((mut kids, read)) = def.and_then(|def| decode_data(data, n.offset, def, REC)) else {
+        n.error = Some(format!("{schema}: no version it knows at the start"));
+        return;
+    };
+    if let Some(rest) = read.and_then(|r| data.get(r..)).filter(|r| !r.is_empty()) {
+        let at = n.offset + data.len() - rest.len();
         kids.push(
-            c.node_from(start, "unparsed", "bytes", Value::bytes(rest), REC)
+            Node::new("unparsed", "bytes", Value::bytes(rest), at, rest.len(), REC)
                 .with_about("fields of a newer version of this structure"),
         );
     }
+    n.children = kids;
+    let source = n.source;
+    n.walk_mut(&mut |k| k.source = source);
 }
 
 /// The header fields that fit in a batch cut short (no CRC check, no error).

@@ -213,8 +213,8 @@ pub(super) trait FieldOut {
     fn control_key(&mut self, _data: &[u8]) -> Option<i16> {
         None
     }
-    /// The value just given is an ABORT or COMMIT marker's (`data`).
-    fn end_txn_marker(&mut self, _data: &[u8]) {}
+    /// The value just given (`data`) is that of a control record of type `t`.
+    fn control_value(&mut self, _t: i16, _data: &[u8]) {}
 }
 
 /// The output that keeps nothing: a header read for what the counts need
@@ -415,8 +415,8 @@ fn body<O: FieldOut>(b: &mut Cur<'_>, h: &Hdr, o: &mut O) -> Option<()> {
         _ => None,
     };
     let value = sized(b, (&VALUE_LENGTH, &VALUE), true, o)?;
-    if let (Some(data), Some(0 | 1)) = (value, control) {
-        o.end_txn_marker(data);
+    if let (Some(data), Some(t)) = (value, control) {
+        o.control_value(t, data);
     }
     let count = int(b, &HEADERS_COUNT, o, |n| {
         if n < 0 {

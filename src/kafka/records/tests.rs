@@ -417,7 +417,7 @@ fn crc_mismatch_is_a_mark_not_a_problem() {
 fn control_record_commit_marker() {
     let r = Rec {
         key: Some(vec![0, 0, 0, 1]),         // version 0, type 1 (COMMIT)
-        value: Some(vec![0, 0, 0, 0, 0, 7]), // version 0, coordinatorEpoch 7
+        value: Some(vec![0, 0, 0, 0, 0, 7]), // version 0, CoordinatorEpoch 7
         ..Rec::default()
     };
     let b = batch(9, 0x30, 1, -1, &record(&r)); // transactional + control
@@ -432,20 +432,179 @@ fn control_record_commit_marker() {
     );
     let rec = bn.child("Record[0]").unwrap();
     assert_eq!(rec.value_text(), "offset 9, COMMIT");
+    check_control_record(rec, 1, Some(7));
+}
+
+/// A control record's key and value as the schemas decode them: the key's
+/// `Version` and `Type` (of type `t`, named) at its bytes 0 and 2, and for
+/// ABORT and COMMIT the value's `Version` and `CoordinatorEpoch` (`epoch`
+/// when given) at 0 and 2, every node in the record's byte source.
+fn check_control_record(rec: &Node, t: i16, epoch: Option<i64>) {
+    let name = ["ABORT", "COMMIT"][usize::from(t == 1)];
     let key = rec.child("key").unwrap();
-    assert_eq!(key.value_text(), "control record key (COMMIT)");
-    let ty = key.child("type").unwrap();
-    assert_eq!(
-        (ty.value_text().as_str(), ty.offset, ty.length),
-        ("1 (COMMIT)", key.offset + 2, 2)
-    );
+    assert_eq!(key.value_text(), format!("control record key ({name})"));
+    let at = |n: &Node, field: &str| {
+        let f = n.child(field).unwrap_or_else(|| panic!("no {field}"));
+        assert_eq!(f.source, rec.source, "{field}");
+        (f.value_text(), f.offset - n.offset, f.length)
+    };
+    assert_eq!(at(key, "Version"), ("0".into(), 0, 2));
+    assert_eq!(at(key, "Type"), (format!("{t} ({name})"), 2, 2));
+    assert_eq!(key.children.len(), 2);
     let value = rec.child("value").unwrap();
     assert_eq!(value.value_text(), "EndTxnMarker");
-    let epoch = value.child("coordinatorEpoch").unwrap();
+    assert_eq!(at(value, "Version"), ("0".into(), 0, 2));
+    let (e, off, len) = at(value, "CoordinatorEpoch");
+    assert_eq!((off, len), (2, 4));
+    if let Some(epoch) = epoch {
+        assert_eq!(e, epoch.to_string());
+    }
+}
+
+#[test]
+fn control_records_in_captures_decode_through_the_schemas() {
+    use crate::test_captures;
+    let mut found = 0;
+    for p in test_captures::all() {
+        for m in test_captures::messages(&p, test_captures::full_trees()) {
+            let Some(d) = &m.decoded else { continue };
+            d.root.walk(&mut |n, _| {
+                let key = n
+                    .child("key")
+                    .filter(|k| k.value_text().starts_with("control"));
+                let Some(t) = key.and_then(|k| k.child("Type")) else {
+                    return;
+                };
+                if let Value::Int(t @ (0 | 1)) = t.value {
+                    check_control_record(n, t as i16, None);
+                    found += 1;
+                }
+            });
+        }
+    }
+    if found == 0 {
+        eprintln!("no capture holds an ABORT or COMMIT marker: nothing checked");
+    }
+}
+
+/// The bytes of a LeaderChangeMessage v0 (flexible): Version, LeaderId,
+/// the Voters and GrantingVoters (compact arrays of VoterId structs), each
+/// struct and the message ending in an empty tagged-field section.
+fn leader_change(leader: i32, voters: &[i32], granting: &[i32]) -> Vec<u8> {
+    let mut v = 0i16.to_be_bytes().to_vec();
+    v.extend_from_slice(&leader.to_be_bytes());
+    for set in [voters, granting] {
+        uvarint(&mut v, set.len() as u64 + 1);
+        for id in set {
+            v.extend_from_slice(&id.to_be_bytes());
+            v.push(0);
+        }
+    }
+    v.push(0);
+    v
+}
+
+#[test]
+fn leader_change_and_kraft_version_values_decode_through_their_schemas() {
+    let value = leader_change(3, &[1, 2, 3], &[3]);
+    let mut newer = 0i16.to_be_bytes().to_vec(); // KRaftVersionRecord v0 ..
+    newer.extend_from_slice(&1i16.to_be_bytes()); // .. KRaftVersion 1
+    newer.extend_from_slice(&[0, 0xab, 0xcd]); // tagged fields, then newer bytes
+    let payload = [
+        record(&Rec {
+            key: Some(vec![0, 0, 0, 2]), // LEADER_CHANGE
+            value: Some(value.clone()),
+            ..Rec::default()
+        }),
+        record(&Rec {
+            key: Some(vec![0, 1, 0, 5, 0xee]), // key v1, KRAFT_VERSION, a newer byte
+            value: Some(newer),
+            off_delta: 1,
+            ..Rec::default()
+        }),
+    ]
+    .concat();
+    for codec in [0u16, 1] {
+        // Compressed, the records and their fields are in source 1.
+        let b = batch(
+            0,
+            0x20 | codec as i16,
+            2,
+            -1,
+            &compress(codec as i16, &payload),
+        );
+        let (rs, sources) = decode(&b, 0);
+        assert_eq!(rs.problem, None);
+        check_spans(&rs.nodes, 0..b.len(), &sources);
+        let recs = match codec {
+            0 => &rs.nodes[0],
+            _ => rs.nodes[0].child("records").unwrap(),
+        };
+        let rec = recs.child("Record[0]").unwrap();
+        assert_eq!(rec.value_text(), "offset 0, LEADER_CHANGE");
+        let v = rec.child("value").unwrap();
+        assert_eq!(v.value_text(), "LeaderChangeMessage");
+        assert_eq!(v.length, value.len());
+        let leader = v.child("LeaderId").unwrap();
+        assert_eq!(
+            (leader.value_text(), leader.offset),
+            ("3".into(), v.offset + 2)
+        );
+        let voters = v.child("Voters").unwrap();
+        assert_eq!(voters.value_text(), "3 elements");
+        assert!(v.children.iter().all(|k| k.source == codec));
+        let granting = v.path(&["GrantingVoters", "Voter[0]", "VoterId"]).unwrap();
+        assert_eq!(granting.value_text(), "3");
+        let rec = recs.child("Record[1]").unwrap();
+        assert_eq!(rec.value_text(), "offset 1, KRAFT_VERSION");
+        // A newer key version: its Type read as version 0's, the rest unparsed.
+        let key = rec.child("key").unwrap();
+        let names: Vec<_> = key.children.iter().map(|k| k.name.to_string()).collect();
+        assert_eq!(names, ["Version", "Type", "unparsed"]);
+        let unparsed = key.child("unparsed").unwrap();
+        assert_eq!(
+            (unparsed.offset, unparsed.length, unparsed.source),
+            (key.offset + 4, 1, codec)
+        );
+        let v = rec.child("value").unwrap();
+        assert_eq!(v.value_text(), "KRaftVersionRecord");
+        let kv = v.child("KRaftVersion").unwrap();
+        assert_eq!((kv.value_text(), kv.offset), ("1".into(), v.offset + 2));
+        let unparsed = v.child("unparsed").unwrap();
+        assert_eq!((unparsed.offset, unparsed.length), (v.offset + 5, 2));
+    }
+}
+
+#[test]
+fn control_values_without_a_known_version_are_errors_and_unknown_types_bytes() {
+    let payload = [
+        record(&Rec {
+            key: Some(vec![0, 0, 0, 0]),               // ABORT
+            value: Some(vec![0xff, 0xff, 0, 0, 0, 1]), // version -1
+            ..Rec::default()
+        }),
+        record(&Rec {
+            key: Some(vec![0, 0, 0, 9]), // a type Kafka does not define
+            value: Some(vec![1, 2, 3]),
+            off_delta: 1,
+            ..Rec::default()
+        }),
+    ]
+    .concat();
+    let b = batch(0, 0x30, 2, -1, &payload);
+    let (rs, _) = decode(&b, 0);
+    let rec = rs.nodes[0].child("Record[0]").unwrap();
+    let v = rec.child("value").unwrap();
+    assert!(v.children.is_empty());
     assert_eq!(
-        (epoch.value.clone(), epoch.offset, epoch.length),
-        (Value::Int(7), value.offset + 2, 4)
+        v.error.as_deref(),
+        Some("EndTxnMarker: no version it knows at the start")
     );
+    assert_eq!(rs.problem.unwrap().0, v.offset);
+    let rec = rs.nodes[0].child("Record[1]").unwrap();
+    assert_eq!(rec.value_text(), "offset 1, UNKNOWN");
+    let v = rec.child("value").unwrap();
+    assert!(v.children.is_empty() && v.error.is_none());
 }
 
 #[test]
