@@ -143,8 +143,6 @@ fn gzip(data: &[u8]) -> Option<usize> {
 }
 
 const ZSTD_MAGIC: u32 = 0xFD2F_B528;
-/// The largest block a zstd frame may hold (compressed or not).
-const ZSTD_BLOCK_MAX: usize = 128 << 10;
 /// The smallest window [`super::compression`]'s zstd decoder always accepts.
 const ZSTD_WINDOW_MAX: u64 = 1 << 23;
 
@@ -231,193 +229,89 @@ fn zstd(data: &[u8]) -> Option<usize> {
 
 /// Where the blocks of a frame declaring `content` bytes end, from their
 /// headers alone.
-fn zstd_frame_end(data: &[u8], mut pos: usize, content: u64) -> Option<usize> {
+fn zstd_frame_end(data: &[u8], pos: usize, content: u64) -> Option<usize> {
+    use super::zstd_len::{walk_blocks, BLOCK_MAX};
     let mut plain = 0u64; // raw and RLE block sizes, bounded by the content
-    loop {
-        let h: [u8; 3] = data.get(pos..pos + 3)?.try_into().ok()?;
-        let h = u32::from_le_bytes([h[0], h[1], h[2], 0]);
-        let last = h & 1 != 0;
-        let size = (h >> 3) as usize;
-        if size > ZSTD_BLOCK_MAX {
-            return None;
+    walk_blocks(data, pos, BLOCK_MAX, |kind, size, _| {
+        if kind != 2 {
+            plain += size as u64;
         }
-        let wire = match (h >> 1) & 3 {
-            0 => {
-                plain += size as u64;
-                size
-            }
-            1 => {
-                plain += size as u64;
-                1
-            }
-            2 => size,
-            _ => return None,
-        };
-        pos = pos + 3 + wire;
-        if pos > data.len() || plain > content {
-            return None;
-        }
-        if last {
-            return Some(pos);
-        }
-    }
+        (plain <= content).then_some(())
+    })
 }
 
 const LZ4_MAGIC: u32 = 0x184D_2204;
 
+/// What the LZ4 frame at the start of `data` declares: its content size,
+/// else the sum of its blocks' (the frame format's FLG and BD bytes, then
+/// each block's size word). Only the first frame: the decoder (lz4_flex's
+/// `FrameDecoder`) reads that one and ignores what follows. `None` without
+/// the magic number, with another version, a reserved bit or block size, a
+/// dictionary id, a block larger than the frame allows, a compressed block
+/// of a linked-blocks frame, or the frame cut short. The header checksum is
+/// not checked (the decoder accepts any, see [`super::compression`]); block
+/// and content checksums are skipped.
 fn lz4(data: &[u8]) -> Option<usize> {
-    // The decoder stops at the first frame's end mark and ignores what
-    // follows (lz4_flex's `FrameDecoder` reads one frame): so does this.
-    lz4_frame(data).map(|(total, _)| total)
-}
-
-/// The LZ4 frame at the start of `data`: what it declares and where it ends.
-/// Its header checksum is not checked (the decoder accepts any, see
-/// [`super::compression`]).
-fn lz4_frame(data: &[u8]) -> Option<(usize, usize)> {
-    let frame = Lz4Frame::read(data)?;
-    let content = match frame.content_size {
-        Some(c) => Some(usize::try_from(c).ok()?),
-        None => None,
+    if le32(data, 0)? != LZ4_MAGIC {
+        return None;
+    }
+    let [flg, bd] = *data.get(4..6)? else {
+        return None;
     };
-    let mut blocks = frame.blocks();
+    if flg >> 6 != 1 || flg & 0x02 != 0 || bd & 0x8F != 0 || flg & 0x01 != 0 {
+        return None; // version, reserved bits, dictionary id
+    }
+    let max_block = match bd >> 4 {
+        4 => 64 << 10,
+        5 => 256 << 10,
+        6 => 1 << 20,
+        7 => 4 << 20,
+        _ => return None,
+    };
+    // The content size, and where the header checksum byte sits.
+    let (content, hc_at) = if flg & 0x08 != 0 {
+        (Some(usize::try_from(le64(data, 6)?).ok()?), 14)
+    } else {
+        (None, 6)
+    };
+    data.get(hc_at)?;
+    let mut pos = hc_at + 1;
     let mut total = 0usize;
-    while let Some(block) = blocks.next_block()? {
+    loop {
+        let word = le32(data, pos)?;
+        pos += 4;
+        if word == 0 {
+            break; // end mark
+        }
+        let size = (word & 0x7FFF_FFFF) as usize;
+        if size > max_block {
+            return None;
+        }
+        let bytes = data.get(pos..pos.checked_add(size)?)?;
+        pos += size;
+        if flg & 0x10 != 0 {
+            le32(data, pos)?; // a block checksum
+            pos += 4;
+        }
         if content.is_some() {
             continue;
         }
-        let made = if block.stored {
-            block.bytes.len()
-        } else if frame.independent {
-            lz4_block_len(block.bytes, frame.max_block)?
+        let made = if word & 0x8000_0000 != 0 {
+            size // stored uncompressed
+        } else if flg & 0x20 != 0 {
+            lz4_block_len(bytes, max_block)? // independent blocks
         } else {
             return None;
         };
         total = total.checked_add(made)?;
     }
-    let mut pos = blocks.pos();
-    if frame.content_checksum {
-        pos += 4;
+    if flg & 0x04 != 0 {
+        pos += 4; // the content checksum
     }
     if pos > data.len() {
         return None;
     }
-    Some((content.unwrap_or(total), pos))
-}
-
-/// What an LZ4 frame's descriptor declares (the frame format's FLG and BD
-/// bytes and the optional content size), for the sizing walk here.
-pub(crate) struct Lz4Frame<'a> {
-    data: &'a [u8],
-    /// Blocks do not reach into earlier ones.
-    pub(crate) independent: bool,
-    /// Each block is followed by its xxHash32.
-    pub(crate) block_checksum: bool,
-    /// The end mark is followed by the content's xxHash32.
-    pub(crate) content_checksum: bool,
-    /// The declared size of the content.
-    pub(crate) content_size: Option<u64>,
-    /// The largest a block may be, compressed or not.
-    pub(crate) max_block: usize,
-    /// Where the header checksum byte sits.
-    pub(crate) hc_at: usize,
-}
-
-impl<'a> Lz4Frame<'a> {
-    /// The descriptor of the frame `data` starts with: `None` without the
-    /// magic number, with another version, a reserved bit or block size, a
-    /// dictionary id, or a descriptor cut short.
-    pub(crate) fn read(data: &'a [u8]) -> Option<Lz4Frame<'a>> {
-        if le32(data, 0)? != LZ4_MAGIC {
-            return None;
-        }
-        let flg = *data.get(4)?;
-        let bd = *data.get(5)?;
-        if flg >> 6 != 1 || flg & 0x02 != 0 || bd & 0x8F != 0 || flg & 0x01 != 0 {
-            return None; // version, reserved bits, dictionary id
-        }
-        let max_block = match bd >> 4 {
-            4 => 64 << 10,
-            5 => 256 << 10,
-            6 => 1 << 20,
-            7 => 4 << 20,
-            _ => return None,
-        };
-        let (content_size, hc_at) = if flg & 0x08 != 0 {
-            (Some(le64(data, 6)?), 14)
-        } else {
-            (None, 6)
-        };
-        data.get(hc_at)?;
-        Some(Lz4Frame {
-            data,
-            independent: flg & 0x20 != 0,
-            block_checksum: flg & 0x10 != 0,
-            content_checksum: flg & 0x04 != 0,
-            content_size,
-            max_block,
-            hc_at,
-        })
-    }
-
-    /// The frame's data blocks, from the first after the header.
-    pub(crate) fn blocks(&self) -> Lz4Blocks<'a> {
-        Lz4Blocks {
-            data: self.data,
-            pos: self.hc_at + 1,
-            max_block: self.max_block,
-            checksums: self.block_checksum,
-        }
-    }
-}
-
-/// One data block of an LZ4 frame.
-pub(crate) struct Lz4Block<'a> {
-    /// The block's bytes as stored.
-    pub(crate) bytes: &'a [u8],
-    /// Stored uncompressed (the size word's high bit).
-    pub(crate) stored: bool,
-}
-
-/// The walk over an LZ4 frame's data blocks (see [`Lz4Frame::blocks`]).
-pub(crate) struct Lz4Blocks<'a> {
-    data: &'a [u8],
-    pos: usize,
-    max_block: usize,
-    checksums: bool,
-}
-
-impl<'a> Lz4Blocks<'a> {
-    /// The next block; `Some(None)` at the end mark; `None` when the frame
-    /// is cut short or a block is larger than the frame allows.
-    pub(crate) fn next_block(&mut self) -> Option<Option<Lz4Block<'a>>> {
-        let word = le32(self.data, self.pos)?;
-        self.pos += 4;
-        if word == 0 {
-            return Some(None); // end mark
-        }
-        let size = (word & 0x7FFF_FFFF) as usize;
-        if size > self.max_block {
-            return None;
-        }
-        let bytes = self.data.get(self.pos..self.pos.checked_add(size)?)?;
-        self.pos += size;
-        // A block checksum: skipped, the size does not depend on it.
-        if self.checksums {
-            le32(self.data, self.pos)?;
-            self.pos += 4;
-        }
-        Some(Some(Lz4Block {
-            bytes,
-            stored: word & 0x8000_0000 != 0,
-        }))
-    }
-
-    /// Where the walk stands: after the end mark, where the content
-    /// checksum (if any) starts.
-    pub(crate) fn pos(&self) -> usize {
-        self.pos
-    }
+    Some(content.unwrap_or(total))
 }
 
 /// What an LZ4 block decompresses to, from its sequences: `None` when an

@@ -31,7 +31,7 @@
 use std::sync::OnceLock;
 
 /// `Block_Maximum_Size` before the window is taken into account.
-const BLOCK_MAX: u64 = 128 << 10;
+pub(super) const BLOCK_MAX: u64 = 128 << 10;
 
 /// One state of an FSE decoding table, with its symbol's value already
 /// resolved: `base` plus `extra` bits read from the stream gives the
@@ -420,36 +420,37 @@ impl<'a> Backward<'a> {
     }
 }
 
-/// The predefined tables, built once.
-struct Defaults {
-    ll: Table<512>,
-    ml: Table<512>,
-    of: Table<256>,
-}
-
-fn defaults() -> Option<&'static Defaults> {
-    static D: OnceLock<Option<Defaults>> = OnceLock::new();
-    D.get_or_init(|| {
-        let mut d = Defaults {
-            ll: Table::empty(),
-            ml: Table::empty(),
-            of: Table::empty(),
-        };
-        d.ll.build(Kind::Lit, &LL_DEFAULT, 6)?;
-        d.ml.build(Kind::Match, &ML_DEFAULT, 6)?;
-        d.of.build(Kind::Off, &OF_DEFAULT, 5)?;
-        Some(d)
-    })
-    .as_ref()
-}
-
-/// The three sequence decoding tables in use.
+/// The three sequence decoding tables in use (or the predefined ones).
 struct Tables {
     ll: Table<512>,
     ml: Table<512>,
     of: Table<256>,
     /// [`MASK`], read by [`stretch`] from here.
     masks: [u64; 256],
+}
+
+impl Tables {
+    const fn empty() -> Tables {
+        Tables {
+            ll: Table::empty(),
+            ml: Table::empty(),
+            of: Table::empty(),
+            masks: MASK,
+        }
+    }
+}
+
+/// The predefined tables, built once.
+fn defaults() -> Option<&'static Tables> {
+    static D: OnceLock<Option<Tables>> = OnceLock::new();
+    D.get_or_init(|| {
+        let mut d = Tables::empty();
+        d.ll.build(Kind::Lit, &LL_DEFAULT, 6)?;
+        d.ml.build(Kind::Match, &ML_DEFAULT, 6)?;
+        d.of.build(Kind::Off, &OF_DEFAULT, 5)?;
+        Some(d)
+    })
+    .as_ref()
 }
 
 /// What a frame's blocks carry over from one block to the next (§3.1.1.3):
@@ -468,14 +469,7 @@ thread_local! {
     /// before it is built: "repeat" modes need a table built in the same
     /// frame (`Frame::defined`), and every state stays below its table's
     /// size.
-    static TABLES: std::cell::RefCell<Tables> = const {
-        std::cell::RefCell::new(Tables {
-            ll: Table::empty(),
-            ml: Table::empty(),
-            of: Table::empty(),
-            masks: MASK,
-        })
-    };
+    static TABLES: std::cell::RefCell<Tables> = const { std::cell::RefCell::new(Tables::empty()) };
 }
 
 /// Walks the blocks of one frame starting at `data[start..]` (just after
@@ -486,61 +480,59 @@ pub(super) fn frame_blocks(data: &[u8], start: usize, window: u64) -> Option<(u6
     TABLES.with(|t| match t.try_borrow_mut() {
         Ok(mut t) => walk_frame(&mut t, data, start, window),
         // Not reentered today; a walk of its own if it ever is.
-        Err(_) => walk_frame(
-            &mut Tables {
-                ll: Table::empty(),
-                ml: Table::empty(),
-                of: Table::empty(),
-                masks: MASK,
-            },
-            data,
-            start,
-            window,
-        ),
+        Err(_) => walk_frame(&mut Tables::empty(), data, start, window),
     })
 }
 
 fn walk_frame(tables: &mut Tables, data: &[u8], start: usize, window: u64) -> Option<(u64, usize)> {
+    let block_max = window.min(BLOCK_MAX);
     let mut f = Frame {
         tables,
         defined: false,
         huffman: false,
-        block_max: window.min(BLOCK_MAX),
+        block_max,
     };
-    let mut pos = start;
     let mut total = 0u64;
+    let end = walk_blocks(data, start, block_max, |kind, size, block| {
+        total += match kind {
+            2 => f.compressed(block)?,
+            _ => size as u64,
+        };
+        Some(())
+    })?;
+    Some((total, end))
+}
+
+/// Walks the blocks of a zstd frame from `data[pos..]` (just after the
+/// frame header) by their 3-byte headers (RFC 8878 §3.1.1.2: last flag,
+/// type, `Block_Size`), giving `each` every block's type (0 raw, 1 RLE, 2
+/// compressed), size and bytes on the wire (an RLE block's one byte): where
+/// the last block ends; `None` for a block over `max` bytes, of the
+/// reserved type or cut short, or when `each` says so.
+#[inline(always)]
+pub(super) fn walk_blocks(
+    data: &[u8],
+    mut pos: usize,
+    max: u64,
+    mut each: impl FnMut(u32, usize, &[u8]) -> Option<()>,
+) -> Option<usize> {
     loop {
         let h: [u8; 3] = data.get(pos..pos.checked_add(3)?)?.try_into().ok()?;
         let h = u32::from_le_bytes([h[0], h[1], h[2], 0]);
-        let last = h & 1 != 0;
-        let size = u64::from(h >> 3);
-        if size > f.block_max {
+        if u64::from(h >> 3) > max {
             return None;
         }
-        let size = size as usize;
-        pos += 3;
-        let wire = match (h >> 1) & 3 {
-            0 => {
-                total += size as u64;
-                size
-            }
-            1 => {
-                total += size as u64;
-                1
-            }
-            2 => {
-                let block = data.get(pos..pos.checked_add(size)?)?;
-                total += f.compressed(block)?;
-                size
-            }
+        let (kind, size) = ((h >> 1) & 3, (h >> 3) as usize);
+        let wire = match kind {
+            0 | 2 => size,
+            1 => 1,
             _ => return None,
         };
-        pos = pos.checked_add(wire)?;
-        if pos > data.len() {
-            return None;
-        }
-        if last {
-            return Some((total, pos));
+        pos += 3;
+        each(kind, size, data.get(pos..pos.checked_add(wire)?)?)?;
+        pos += wire;
+        if h & 1 != 0 {
+            return Some(pos);
         }
     }
 }
