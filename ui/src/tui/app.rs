@@ -355,8 +355,8 @@ pub struct App {
     pub matched: Bitset,
     /// The entries shown, in sort order.
     pub view: Vec<u32>,
-    /// Every entry's sort key, while the sort is not capture order.
-    keys: SortKeys,
+    /// Every entry's [`sort_key`], while the sort is not capture order.
+    keys: Vec<u64>,
     /// The applied filter.
     pub filter: Option<Filter>,
     /// Its text.
@@ -423,77 +423,20 @@ const RECENT: usize = 8;
 /// Most entries ring mode keeps, whatever `max_entries` says: `view` holds `u32` positions.
 const MAX_POSITIONS: usize = (u32::MAX / 2) as usize;
 
-/// The key of each entry for the sort shown (not kept for capture order).
-#[derive(Clone, Debug)]
-enum SortKeys {
-    /// Capture order: the position is the key.
-    None,
-    /// Latency, and whether there is one.
-    Latency(Vec<u64>, Bitset),
-    /// Length.
-    Size(Vec<i32>),
+/// The sort key of an entry with latency `ns` and length `len`: larger keys
+/// first, ties in capture order (every latency before none).
+fn sort_key(sort: Sort, (ns, len): (Option<u64>, i32)) -> u64 {
+    match sort {
+        Sort::Capture => 0,
+        Sort::LatencyDesc => ns.map_or(0, |n| n.saturating_add(1)),
+        // The sign bit flipped: i32 order as u32 order.
+        Sort::SizeDesc => u64::from(len.cast_unsigned() ^ (1 << 31)),
+    }
 }
 
-impl SortKeys {
-    /// The keys of every entry for `sort` (one pass over the index).
-    fn of(sort: Sort, entries: &EntryStore) -> SortKeys {
-        let mut k = match sort {
-            Sort::Capture => return SortKeys::None,
-            Sort::LatencyDesc => SortKeys::Latency(Vec::new(), Bitset::default()),
-            Sort::SizeDesc => SortKeys::Size(Vec::new()),
-        };
-        for key in entries.sort_keys() {
-            k.push_key(key);
-        }
-        k
-    }
-
-    /// Appends the key of the next entry.
-    fn push(&mut self, e: &IndexEntry) {
-        self.push_key(Some((e.latency_ns(), e.length())));
-    }
-
-    /// Appends the next entry's latency and length (`None`: unreadable, no key).
-    fn push_key(&mut self, key: Option<(Option<u64>, i32)>) {
-        match self {
-            SortKeys::None => {}
-            SortKeys::Latency(ns, some) => {
-                let l = key.and_then(|k| k.0);
-                ns.push(l.unwrap_or(0));
-                some.push(l.is_some());
-            }
-            SortKeys::Size(len) => len.push(key.map_or(0, |k| k.1)),
-        }
-    }
-
-    /// Forgets the first `k` keys (ring mode).
-    fn drain_front(&mut self, k: usize) {
-        match self {
-            SortKeys::None => {}
-            SortKeys::Latency(ns, some) => {
-                ns.drain(..k.min(ns.len()));
-                some.drain_front(k);
-            }
-            SortKeys::Size(len) => {
-                len.drain(..k.min(len.len()));
-            }
-        }
-    }
-
-    /// The order of entries `a` and `b`.
-    fn cmp(&self, a: usize, b: usize) -> std::cmp::Ordering {
-        let by_pos = a.cmp(&b);
-        match self {
-            SortKeys::None => by_pos,
-            SortKeys::Latency(ns, some) => match (some.get(a), some.get(b)) {
-                (true, true) => ns.get(b).cmp(&ns.get(a)).then(by_pos),
-                (true, false) => std::cmp::Ordering::Less,
-                (false, true) => std::cmp::Ordering::Greater,
-                (false, false) => by_pos,
-            },
-            SortKeys::Size(len) => len.get(b).cmp(&len.get(a)).then(by_pos),
-        }
-    }
+/// The order of entries `a` and `b` under `keys` (none: capture order).
+fn by_key(keys: &[u64], a: usize, b: usize) -> std::cmp::Ordering {
+    keys.get(b).cmp(&keys.get(a)).then(a.cmp(&b))
 }
 
 /// An entry's position as `view` holds it.
@@ -518,7 +461,7 @@ impl App {
             entries: new_store(),
             matched: Bitset::default(),
             view: Vec::new(),
-            keys: SortKeys::None,
+            keys: Vec::new(),
             filter: None,
             filter_text: String::new(),
             bar: None,
@@ -618,7 +561,10 @@ impl App {
             if self.origin.is_none() {
                 self.origin = Some(e.first_ts());
             }
-            self.keys.push(&e);
+            if self.sort != Sort::Capture {
+                self.keys
+                    .push(sort_key(self.sort, (e.latency_ns(), e.length())));
+            }
             self.entries.push(e);
         }
         if let Some(w) = self.entries.take_warning() {
@@ -647,7 +593,7 @@ impl App {
                 self.view.extend(fresh);
             } else {
                 let keys = &self.keys;
-                let cmp = |a: u32, b: u32| keys.cmp(a as usize, b as usize);
+                let cmp = |a: u32, b: u32| by_key(keys, a as usize, b as usize);
                 fresh.sort_by(|&a, &b| cmp(a, b));
                 let old = std::mem::take(&mut self.view);
                 self.view = merge(old, fresh, cmp);
@@ -681,7 +627,7 @@ impl App {
             self.notice = Some(w);
         }
         self.matched.drain_front(k);
-        self.keys.drain_front(k);
+        self.keys.drain(..k.min(self.keys.len()));
         let k32 = pos32(k);
         let gone_before =
             |pos: usize, view: &[u32]| view.iter().take(pos).filter(|&&i| i < k32).count();
@@ -739,7 +685,7 @@ impl App {
             .map(pos32)
             .collect();
         if self.sort != Sort::Capture {
-            v.sort_by(|&a, &b| self.keys.cmp(a as usize, b as usize));
+            v.sort_by(|&a, &b| by_key(&self.keys, a as usize, b as usize));
         }
         self.view = v;
         self.sync_list_pos();
@@ -816,7 +762,12 @@ impl App {
     /// Changes the sort, its keys read in one pass.
     fn set_sort(&mut self, sort: Sort) {
         self.sort = sort;
-        self.keys = SortKeys::of(sort, &self.entries);
+        self.keys = match sort {
+            Sort::Capture => Vec::new(),
+            _ => (self.entries.sort_keys())
+                .map(|k| sort_key(sort, k.unwrap_or((None, 0))))
+                .collect(),
+        };
         self.rebuild_view();
         self.after_view_change();
     }
@@ -997,49 +948,28 @@ impl App {
         self.field_selected();
     }
 
-    fn tree_toggle(&mut self) {
+    /// Expands (`Some(true)`), collapses (`Some(false)`) or toggles (`None`)
+    /// the node under the cursor. Expanding an expanded node goes to its
+    /// first child; collapsing a collapsed one (or a leaf) goes to its parent.
+    fn tree_fold(&mut self, open: Option<bool>) {
         let Some(row) = self.tree.rows.get(self.tree.cursor) else {
             return;
         };
-        if !row.has_children {
-            return;
-        }
-        let path = row.path.clone();
-        if !self.tree.expanded.remove(&path) {
-            self.tree.expanded.insert(path);
-        }
-        self.rebuild_rows();
-    }
-
-    fn tree_right(&mut self) {
-        let Some(row) = self.tree.rows.get(self.tree.cursor) else {
-            return;
-        };
-        if !row.has_children {
-            return;
-        }
-        if self.tree.expanded.insert(row.path.clone()) {
+        let (path, kids) = (row.path.clone(), row.has_children);
+        let is_open = self.tree.expanded.contains(&path);
+        if kids && open.unwrap_or(!is_open) != is_open {
+            if is_open {
+                self.tree.expanded.remove(&path);
+            } else {
+                self.tree.expanded.insert(path);
+            }
             self.rebuild_rows();
-        } else {
+        } else if open == Some(true) && kids {
             self.tree_move(self.tree.cursor + 1);
+        } else if let (Some(false), Some((_, parent))) = (open, path.split_last()) {
+            let r = self.row_of(parent);
+            self.tree_move(r);
         }
-    }
-
-    fn tree_left(&mut self) {
-        let Some(row) = self.tree.rows.get(self.tree.cursor) else {
-            return;
-        };
-        let path = row.path.clone();
-        if row.has_children && self.tree.expanded.remove(&path) {
-            self.rebuild_rows();
-            return;
-        }
-        if path.is_empty() {
-            return;
-        }
-        let parent = &path[..path.len() - 1];
-        let r = self.row_of(parent);
-        self.tree_move(r);
     }
 
     fn expand_all(&mut self, on: bool) {
@@ -1250,9 +1180,9 @@ impl App {
 
     fn tree_key(&mut self, code: KeyCode, page: usize) {
         match code {
-            KeyCode::Enter | KeyCode::Char(' ') => self.tree_toggle(),
-            KeyCode::Right | KeyCode::Char('l') => self.tree_right(),
-            KeyCode::Left | KeyCode::Char('h') => self.tree_left(),
+            KeyCode::Enter | KeyCode::Char(' ') => self.tree_fold(None),
+            KeyCode::Right | KeyCode::Char('l') => self.tree_fold(Some(true)),
+            KeyCode::Left | KeyCode::Char('h') => self.tree_fold(Some(false)),
             code => {
                 if let Some(to) = motion(code, self.tree.cursor, 1, page) {
                     self.tree_move(to);
@@ -1372,7 +1302,7 @@ impl App {
                             self.tree_move(idx);
                             // A click on the marker column toggles.
                             if was == idx || m.column <= lay.tree.x + 2 {
-                                self.tree_toggle();
+                                self.tree_fold(None);
                             }
                         }
                     }

@@ -136,6 +136,15 @@ impl Palette {
         }
     }
 
+    /// `colored` with colours, else plain text with `plain` emphasis.
+    fn or(&self, colored: Style, plain: Modifier) -> Style {
+        if self.color {
+            colored
+        } else {
+            Style::default().add_modifier(plain)
+        }
+    }
+
     fn role(&self, r: Role) -> Style {
         match r {
             Role::Message => self.fg(Color::Gray),
@@ -146,13 +155,10 @@ impl Palette {
             Role::RecordBatch => self.fg(Color::Yellow),
             Role::Record => self.fg(Color::LightYellow),
             Role::TaggedFields => self.fg(Color::DarkGray),
-            Role::Malformed => {
-                if self.color {
-                    Style::default().fg(Color::White).bg(Color::Magenta)
-                } else {
-                    Style::default().add_modifier(Modifier::UNDERLINED)
-                }
-            }
+            Role::Malformed => self.or(
+                Style::default().fg(Color::White).bg(Color::Magenta),
+                Modifier::UNDERLINED,
+            ),
         }
     }
 
@@ -197,7 +203,7 @@ pub fn render(f: &mut Frame, app: &App) {
     if let Some(r) = lay.line {
         render_line(f, app, &pal, r);
     }
-    render_status(f, app, lay.status);
+    render_status(f, app, &pal, lay.status);
     if app.popup == Some(Popup::Help) {
         render_help(f, &pal, f.area());
     }
@@ -801,11 +807,10 @@ fn render_line(f: &mut Frame, app: &App, pal: &Palette, area: Rect) {
             pal.fg(Color::LightCyan).add_modifier(Modifier::BOLD),
         )];
         let err_col = bar.error.as_ref().map(|(c, _)| *c);
-        let bad = if app.cfg.color {
-            Style::default().fg(Color::White).bg(Color::Red)
-        } else {
-            Style::default().add_modifier(Modifier::UNDERLINED)
-        };
+        let bad = pal.or(
+            Style::default().fg(Color::White).bg(Color::Red),
+            Modifier::UNDERLINED,
+        );
         let chars: Vec<char> = bar.text.chars().collect();
         for k in 0..=chars.len() {
             let c = chars
@@ -844,7 +849,7 @@ fn render_line(f: &mut Frame, app: &App, pal: &Palette, area: Rect) {
     f.render_widget(Paragraph::new(line), area);
 }
 
-fn render_status(f: &mut Frame, app: &App, area: Rect) {
+fn render_status(f: &mut Frame, app: &App, pal: &Palette, area: Rect) {
     let s = &app.stats;
     let name = std::path::Path::new(&app.cfg.title)
         .file_name()
@@ -908,11 +913,10 @@ fn render_status(f: &mut Frame, app: &App, area: Rect) {
     } else {
         fit(&left, w)
     };
-    let style = if app.cfg.color {
-        Style::default().bg(Color::DarkGray).fg(Color::White)
-    } else {
-        Style::default().add_modifier(Modifier::REVERSED)
-    };
+    let style = pal.or(
+        Style::default().bg(Color::DarkGray).fg(Color::White),
+        Modifier::REVERSED,
+    );
     f.render_widget(Paragraph::new(Line::from(Span::styled(text, style))), area);
 }
 
@@ -1228,11 +1232,10 @@ fn render_histogram(f: &mut Frame, v: &StatsView, pal: &Palette, area: Rect) {
         .bar_width(bar_w)
         .bar_gap(gap)
         .bar_style(pal.fg(Color::Cyan))
-        .value_style(if pal.color {
-            Style::default().fg(Color::Black).bg(Color::Cyan)
-        } else {
-            Style::default().add_modifier(Modifier::REVERSED)
-        });
+        .value_style(pal.or(
+            Style::default().fg(Color::Black).bg(Color::Cyan),
+            Modifier::REVERSED,
+        ));
     f.render_widget(chart, area);
 }
 

@@ -35,29 +35,49 @@ pub const REC: usize = 140;
 type Field = Range<usize>;
 const FACTS_ADDR: Field = 0..8;
 const FACTS_LEN: Field = 8..12;
-const FLAGS: Field = 12..14;
 const KIND: usize = 14;
 const RFLAGS: usize = 15;
-const API_KEY: Field = 16..18;
-const API_VERSION: Field = 18..20;
-const TS_NANOS: Field = 20..24;
-const FIRST_TS_NANOS: Field = 24..28;
-const PIECE_LEN: Field = 28..32;
-const CORRELATION: Field = 32..36;
-const LENGTH: Field = 36..40;
-const THROTTLE: Field = 40..44;
-const FRAME: Field = 44..52;
-const FIRST_FRAME: Field = 52..60;
-const TS_SECS: Field = 60..68;
-const FIRST_TS_SECS: Field = 68..76;
-const STREAM: Field = 76..84;
-const STREAM_OFFSET: Field = 84..92;
 const PEER: Field = 92..100;
-const LATENCY: Field = 100..108;
-const SUM: Field = 108..116;
-const PIECE_OFFSET: Field = 116..124;
 const SIDE_ADDR: Field = 124..132;
 const SIDE_LEN: Field = 132..140;
+
+/// The entry's numbers stored as they are: each field's range, and the
+/// writing ([`FactsEntry::encode`]) and reading ([`FactsEntry::decode`]) of them.
+macro_rules! numbers {
+    ($($field:ident = $range:expr => $name:ident: $ty:ty),* $(,)?) => {
+        $(const $field: Field = $range;)*
+
+        fn put_numbers(e: &FactsEntry, r: &mut [u8; REC]) {
+            $(put(r, $field, &e.$name.to_le_bytes());)*
+        }
+
+        /// The entry of a record's numbers, its peer not read.
+        fn get_numbers(rec: &[u8; REC], shared: Arc<Shared>, index: u64, kind: Kind) -> FactsEntry {
+            FactsEntry { shared, index, kind, peer: 0, $($name: <$ty>::from_le_bytes(get(rec, $field)),)* }
+        }
+    };
+}
+
+numbers! {
+    FLAGS = 12..14 => flags: u16,
+    API_KEY = 16..18 => api_key: i16,
+    API_VERSION = 18..20 => api_version: i16,
+    TS_NANOS = 20..24 => ts_nanos: u32,
+    FIRST_TS_NANOS = 24..28 => first_ts_nanos: u32,
+    PIECE_LEN = 28..32 => piece_len: u32,
+    CORRELATION = 32..36 => correlation_id: i32,
+    LENGTH = 36..40 => length: i32,
+    THROTTLE = 40..44 => throttle_time_ms: i32,
+    FRAME = 44..52 => frame: u64,
+    FIRST_FRAME = 52..60 => first_frame: u64,
+    TS_SECS = 60..68 => ts_secs: i64,
+    FIRST_TS_SECS = 68..76 => first_ts_secs: i64,
+    STREAM = 76..84 => stream: u64,
+    STREAM_OFFSET = 84..92 => stream_offset: u64,
+    LATENCY = 100..108 => latency_ns: u64,
+    SUM = 108..116 => sum: u64,
+    PIECE_OFFSET = 116..124 => piece_offset: u64,
+}
 
 /// `RFLAGS` bit: the entry has a spilled message in a side blob.
 const R_SPILL: u8 = 1;
@@ -110,19 +130,11 @@ fn u64_at(rec: &[u8; REC], f: Field) -> u64 {
     u64::from_le_bytes(get(rec, f))
 }
 
-fn u32_at(rec: &[u8; REC], f: Field) -> u32 {
-    u32::from_le_bytes(get(rec, f))
-}
-
-fn i16_at(rec: &[u8; REC], f: Field) -> i16 {
-    i16::from_le_bytes(get(rec, f))
-}
-
 /// Where a record's shared facts lie in the store's log.
 pub fn facts_of(rec: &[u8; REC]) -> SideRef {
     SideRef {
         addr: u64_at(rec, FACTS_ADDR),
-        len: u64::from(u32_at(rec, FACTS_LEN)),
+        len: u64::from(u32::from_le_bytes(get(rec, FACTS_LEN))),
     }
 }
 
@@ -179,30 +191,13 @@ impl FactsEntry {
         put(&mut r, FACTS_ADDR, &facts.addr.to_le_bytes());
         let facts_len = u32::try_from(facts.len).unwrap_or(u32::MAX);
         put(&mut r, FACTS_LEN, &facts_len.to_le_bytes());
-        put(&mut r, FLAGS, &self.flags.to_le_bytes());
         r[KIND] = match self.kind {
             Kind::Request => 0,
             Kind::Response => 1,
         };
         r[RFLAGS] = if side.is_some() { R_SPILL } else { 0 };
-        put(&mut r, API_KEY, &self.api_key.to_le_bytes());
-        put(&mut r, API_VERSION, &self.api_version.to_le_bytes());
-        put(&mut r, TS_NANOS, &self.ts_nanos.to_le_bytes());
-        put(&mut r, FIRST_TS_NANOS, &self.first_ts_nanos.to_le_bytes());
-        put(&mut r, PIECE_LEN, &self.piece_len.to_le_bytes());
-        put(&mut r, CORRELATION, &self.correlation_id.to_le_bytes());
-        put(&mut r, LENGTH, &self.length.to_le_bytes());
-        put(&mut r, THROTTLE, &self.throttle_time_ms.to_le_bytes());
-        put(&mut r, FRAME, &self.frame.to_le_bytes());
-        put(&mut r, FIRST_FRAME, &self.first_frame.to_le_bytes());
-        put(&mut r, TS_SECS, &self.ts_secs.to_le_bytes());
-        put(&mut r, FIRST_TS_SECS, &self.first_ts_secs.to_le_bytes());
-        put(&mut r, STREAM, &self.stream.to_le_bytes());
-        put(&mut r, STREAM_OFFSET, &self.stream_offset.to_le_bytes());
+        put_numbers(self, &mut r);
         put(&mut r, PEER, &self.peer.wrapping_add(dropped).to_le_bytes());
-        put(&mut r, LATENCY, &self.latency_ns.to_le_bytes());
-        put(&mut r, SUM, &self.sum.to_le_bytes());
-        put(&mut r, PIECE_OFFSET, &self.piece_offset.to_le_bytes());
         if let Some(s) = side {
             put(&mut r, SIDE_ADDR, &s.addr.to_le_bytes());
             put(&mut r, SIDE_LEN, &s.len.to_le_bytes());
@@ -222,30 +217,7 @@ impl FactsEntry {
             1 => Kind::Response,
             _ => return Err(bad("kind", KIND)),
         };
-        let mut e = FactsEntry {
-            shared,
-            index,
-            frame: u64_at(rec, FRAME),
-            first_frame: u64_at(rec, FIRST_FRAME),
-            ts_secs: i64::from_le_bytes(get(rec, TS_SECS)),
-            first_ts_secs: i64::from_le_bytes(get(rec, FIRST_TS_SECS)),
-            stream: u64_at(rec, STREAM),
-            stream_offset: u64_at(rec, STREAM_OFFSET),
-            peer: 0,
-            latency_ns: u64_at(rec, LATENCY),
-            sum: u64_at(rec, SUM),
-            piece_offset: u64_at(rec, PIECE_OFFSET),
-            ts_nanos: u32_at(rec, TS_NANOS),
-            first_ts_nanos: u32_at(rec, FIRST_TS_NANOS),
-            piece_len: u32_at(rec, PIECE_LEN),
-            correlation_id: i32::from_le_bytes(get(rec, CORRELATION)),
-            length: i32::from_le_bytes(get(rec, LENGTH)),
-            throttle_time_ms: i32::from_le_bytes(get(rec, THROTTLE)),
-            api_key: i16_at(rec, API_KEY),
-            api_version: i16_at(rec, API_VERSION),
-            flags: u16::from_le_bytes(get(rec, FLAGS)),
-            kind,
-        };
+        let mut e = get_numbers(rec, shared, index, kind);
         // The peer was written absolute: dropped with the oldest, it is gone.
         let peer = e.peer().map(|_| u64_at(rec, PEER));
         e.set_peer(peer.and_then(|p| p.checked_sub(dropped)));
