@@ -27,7 +27,7 @@ use ratatui::layout::{Position, Rect};
 
 use super::index::{FactsEntry, IndexEntry};
 use super::stats_view::{self, StatsData, StatsTab};
-use super::store::{Bitset, EntryStore, Geometry};
+use super::store::{Bitset, EntryStore, Geometry, Lru};
 use super::ui;
 use crate::filter::{Facts, Filter};
 
@@ -413,8 +413,8 @@ pub struct App {
     pub max_entries: usize,
     /// Entries dropped from the front of the index by ring mode.
     pub dropped: u64,
-    /// Messages recently read again from the file, `(entry, message)`, newest last.
-    recent: Vec<(usize, RawMessage)>,
+    /// Messages recently read again from the file, by entry index plus `dropped`.
+    recent: Lru<RawMessage>,
 }
 
 /// Messages read again from the file that are kept for going back to them.
@@ -490,7 +490,7 @@ impl App {
             store: None,
             max_entries: usize::MAX,
             dropped: 0,
-            recent: Vec::new(),
+            recent: Lru::new(RECENT),
         }
     }
 
@@ -641,10 +641,6 @@ impl App {
         }
         self.list_pos = self.list_pos.saturating_sub(pos_gone);
         self.list_offset = self.list_offset.saturating_sub(offset_gone);
-        self.recent.retain(|(i, _)| *i >= k);
-        for (i, _) in &mut self.recent {
-            *i -= k;
-        }
         self.dropped += k64;
         match self.selected {
             Some(s) if s >= k => {
@@ -802,17 +798,12 @@ impl App {
         if !e.in_file() {
             return Ok(e.raw());
         }
-        if let Some(p) = self.recent.iter().position(|(i, _)| *i == idx) {
-            let hit = self.recent.remove(p);
-            let m = hit.1.clone();
-            self.recent.push(hit);
+        let key = self.dropped + idx as u64;
+        if let Some(m) = self.recent.get(key) {
             return Ok(m);
         }
         let m = message_of(&e, self.store.as_deref())?;
-        if self.recent.len() >= RECENT {
-            self.recent.remove(0);
-        }
-        self.recent.push((idx, m.clone()));
+        self.recent.insert(key, m.clone());
         Ok(m)
     }
 
@@ -1143,7 +1134,7 @@ impl App {
             }
             KeyCode::Char('t') => self.time = cycle(&TimeMode::ALL, self.time, true),
             KeyCode::Char('s') => self.set_sort(cycle(&Sort::ALL, self.sort, true)),
-            KeyCode::Char('S') => self.open_stats(),
+            KeyCode::Char('S') => self.refresh_stats(),
             KeyCode::Char('p') => self.jump_peer(),
             KeyCode::Char('f') => self.frames_notice(),
             KeyCode::Char('e') => self.expand_all(true),
@@ -1336,28 +1327,28 @@ impl App {
 // ----- the stats view ----------------------------------------------------------
 
 impl App {
-    /// Opens the stats view, computed from every message loaded so far.
-    pub fn open_stats(&mut self) {
-        let data = stats_view::compute(&self.entries, self.stats_limit, self.store.as_deref());
-        self.stats_view = Some(StatsView {
-            tab: StatsTab::Latency,
-            sel: [0; 5],
-            offset: [0; 5],
-            data,
-            tick: self.ticks,
-        });
-        self.scroll_stats();
-    }
-
-    /// Recomputes the open stats view, keeping its section and selections.
+    /// Opens the stats view on its first section, or recomputes the open one
+    /// keeping its section and selections: from every message loaded so far.
     pub fn refresh_stats(&mut self) {
         let data = stats_view::compute(&self.entries, self.stats_limit, self.store.as_deref());
-        let ticks = self.ticks;
-        if let Some(v) = &mut self.stats_view {
-            v.data = data;
-            v.tick = ticks;
-            for (t, sel) in v.sel.iter_mut().enumerate() {
-                *sel = (*sel).min(v.data.rows[t].len().saturating_sub(1));
+        let tick = self.ticks;
+        match &mut self.stats_view {
+            Some(v) => {
+                v.data = data;
+                v.tick = tick;
+                for (t, sel) in v.sel.iter_mut().enumerate() {
+                    *sel = (*sel).min(v.data.rows[t].len().saturating_sub(1));
+                }
+            }
+            None => {
+                let (tab, sel, offset) = (StatsTab::Latency, [0; 5], [0; 5]);
+                self.stats_view = Some(StatsView {
+                    tab,
+                    sel,
+                    offset,
+                    data,
+                    tick,
+                });
             }
         }
         self.scroll_stats();

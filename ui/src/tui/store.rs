@@ -407,30 +407,32 @@ type NumMap<V> = HashMap<u64, V, FxBuildHasher>;
 
 /// Recently used values by message number or log address: past `cap`, the
 /// older half goes (eviction is paid once per `cap / 2` misses).
-struct Lru<V> {
+pub struct Lru<V> {
     map: NumMap<(V, u64)>,
     tick: u64,
     cap: usize,
 }
 
 impl<V: Clone> Lru<V> {
-    fn new(cap: usize) -> RefCell<Lru<V>> {
-        RefCell::new(Lru {
+    /// An empty cache of at most `cap` values.
+    pub fn new(cap: usize) -> Lru<V> {
+        Lru {
             map: NumMap::default(),
             tick: 0,
             cap,
-        })
+        }
     }
 
     /// The value at `k`, if held (now the latest used).
-    fn get(&mut self, k: u64) -> Option<V> {
+    pub fn get(&mut self, k: u64) -> Option<V> {
         self.tick += 1;
         let (v, t) = self.map.get_mut(&k)?;
         *t = self.tick;
         Some(v.clone())
     }
 
-    fn insert(&mut self, k: u64, v: V) {
+    /// Holds `v` at `k` (the latest used).
+    pub fn insert(&mut self, k: u64, v: V) {
         self.tick += 1;
         self.map.insert(k, (v, self.tick));
         if self.map.len() > self.cap {
@@ -483,8 +485,8 @@ impl EntryStore {
             open: Vec::new(),
             open_first: 0,
             dropped: 0,
-            blocks_cache: Lru::new(geo.cache),
-            facts_cache: Lru::new(geo.facts),
+            blocks_cache: RefCell::new(Lru::new(geo.cache)),
+            facts_cache: RefCell::new(Lru::new(geo.facts)),
         }
     }
 

@@ -11,7 +11,7 @@ use kafkashark::kafka::schema::ApiKey;
 use kafkashark::kafka::tree::escape_text;
 use kafkashark::kafka::Role;
 use kafkashark::stats::text::{api, ms};
-use ratatui::layout::{Alignment, Rect};
+use ratatui::layout::{Alignment, Constraint, Rect};
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{
@@ -327,31 +327,40 @@ fn api_color(key: Option<ApiKey>) -> Color {
     }
 }
 
-/// Column widths of the list at a given width.
-struct Cols {
-    time: usize,
-    ends: usize,
-    api: usize,
-}
-
-fn cols(width: usize, time: TimeMode) -> Cols {
+/// A list line's three parts, fitted to the columns for a list `width`
+/// wide: number, time, stream and (wide terminals only) route; the API
+/// (coloured apart); kind, correlation id, size, latency and the notes.
+fn list_parts(
+    width: usize,
+    time: TimeMode,
+    lead: [&str; 4],
+    api: &str,
+    tail: [&str; 5],
+) -> [String; 3] {
+    let wide = width >= 112;
     let time = match time {
         TimeMode::Relative => 11,
         TimeMode::Absolute => 15,
     };
-    if width >= 112 {
-        Cols {
-            time,
-            ends: 32,
-            api: 22,
-        }
-    } else {
-        Cols {
-            time,
-            ends: 0,
-            api: 18,
-        }
-    }
+    let lead_cols = [(7, true), (time, true), (4, false), (32, false)];
+    let n = if wide { 4 } else { 3 };
+    let tail_cols = [(4, false), (5, true), (7, true), (9, true)];
+    [
+        row_text(&lead_cols[..n], &lead[..n]) + " ",
+        fit(api, if wide { 22 } else { 18 }),
+        format!(" {}", row_text(&tail_cols, &tail)),
+    ]
+}
+
+/// Cells fitted to their columns (`(width, right-aligned)`), space-separated;
+/// cells past the last column as they are.
+fn row_text<S: AsRef<str>>(cols: &[(usize, bool)], cells: &[S]) -> String {
+    let cell = |(k, s): (usize, &S)| match cols.get(k) {
+        Some(&(w, true)) => fit_right(s.as_ref(), w),
+        Some(&(w, false)) => fit(s.as_ref(), w),
+        None => s.as_ref().to_string(),
+    };
+    joined(cells.iter().enumerate().map(cell), " ")
 }
 
 /// The time column.
@@ -422,25 +431,9 @@ pub fn notes_text(e: &IndexEntry) -> String {
 
 fn render_list(f: &mut Frame, app: &App, pal: &Palette, area: Rect, rows: usize) {
     let inner_w = usize::from(area.width.saturating_sub(2));
-    let c = cols(inner_w, app.time);
-    let mut header = format!(
-        "{} {} {} ",
-        fit_right("No.", 7),
-        fit_right("Time", c.time),
-        fit("Str", 4)
-    );
-    if c.ends > 0 {
-        header.push_str(&fit("From → To", c.ends));
-        header.push(' ');
-    }
-    header.push_str(&format!(
-        "{} {} {} {} {} Notes",
-        fit("API", c.api),
-        fit("Kind", 4),
-        fit_right("Corr", 5),
-        fit_right("Size", 7),
-        fit_right("Latency", 9)
-    ));
+    let head = ["No.", "Time", "Str", "From → To"];
+    let tail = ["Kind", "Corr", "Size", "Latency", "Notes"];
+    let header = list_parts(inner_w, app.time, head, "API", tail).concat();
     let mut lines = vec![header_line(&header, inner_w)];
     let end = (app.list_offset + rows).min(app.view.len());
     for pos in app.list_offset..end {
@@ -458,30 +451,24 @@ fn render_list(f: &mut Frame, app: &App, pal: &Palette, area: Rect, rows: usize)
         };
         let e = &e;
         let i = &e.info();
-        let mut left = format!(
-            "{} {} {} ",
-            fit_right(&i.frame.to_string(), 7),
-            fit_right(&time_text(app, e), c.time),
-            fit(&format!("s{}", i.stream), 4)
+        let (frame, time, stream) = (
+            i.frame.to_string(),
+            time_text(app, e),
+            format!("s{}", i.stream),
         );
-        if c.ends > 0 {
-            left.push_str(&fit(&route(i), c.ends));
-            left.push(' ');
-        }
-        let api = fit(&api_text(i), c.api);
-        let right = format!(
-            " {} {} {} {} {}",
-            fit(
-                match i.kind {
-                    Kind::Request => "Req",
-                    Kind::Response => "Resp",
-                },
-                4
-            ),
-            fit_right(&i.correlation_id.map_or("?".into(), |c| c.to_string()), 5),
-            fit_right(&i.length.to_string(), 7),
-            fit_right(&i.latency_ns.map(latency_text).unwrap_or_default(), 9),
-            notes_text(e)
+        let kind = match i.kind {
+            Kind::Request => "Req",
+            Kind::Response => "Resp",
+        };
+        let corr = i.correlation_id.map_or("?".into(), |c| c.to_string());
+        let latency = i.latency_ns.map(latency_text).unwrap_or_default();
+        let tail = [kind, &corr, &i.length.to_string(), &latency, &notes_text(e)];
+        let [left, api, right] = list_parts(
+            inner_w,
+            app.time,
+            [&frame, &time, &stream, &route(i)],
+            &api_text(i),
+            tail,
         );
         let trouble = if i.decode_error.is_some() {
             Some(Color::Magenta)
@@ -666,11 +653,8 @@ fn fit_title(s: &str, w: usize) -> String {
 
 /// Width of the offset column for a source of `len` bytes.
 fn offset_width(len: usize) -> usize {
-    let mut w = 4;
-    while len > 0 && (len - 1) >> (4 * w) != 0 {
-        w += 1;
-    }
-    w
+    let bits = usize::BITS - len.saturating_sub(1).leading_zeros();
+    (bits as usize).div_ceil(4).max(4)
 }
 
 /// The byte under a screen position of the byte view.
@@ -970,12 +954,7 @@ fn render_help(f: &mut Frame, pal: &Palette, area: Rect) {
     ));
     let w = (area.width.saturating_sub(4)).min(78);
     let h = (u16::try_from(lines.len()).unwrap_or(u16::MAX) + 2).min(area.height);
-    let r = Rect::new(
-        area.x + (area.width - w) / 2,
-        area.y + (area.height - h) / 2,
-        w,
-        h,
-    );
+    let r = area.centered(Constraint::Length(w), Constraint::Length(h));
     f.render_widget(Clear, r);
     let b = block(Line::from(" kafkashark keys "), true, pal);
     f.render_widget(Paragraph::new(lines).block(b), r);
@@ -1154,15 +1133,12 @@ fn render_stats_table(f: &mut Frame, v: &StatsView, pal: &Palette, lay: &StatsLa
     let inner_w = usize::from(area.width.saturating_sub(2));
     let cols = columns(v.tab);
     let plan = col_plan(cols, inner_w);
-    let cell = |i: usize, w: usize, s: &str| {
-        if cols[i].right {
-            fit_right(s, w)
-        } else {
-            fit(s, w)
-        }
-    };
-    let join = |cells: &dyn Fn(usize) -> String| {
-        joined(plan.iter().map(|&(i, w)| cell(i, w, &cells(i))), " ")
+    let fitted: Vec<(usize, bool)> = plan.iter().map(|&(i, w)| (w, cols[i].right)).collect();
+    let join = |cell: &dyn Fn(usize) -> String| {
+        row_text(
+            &fitted,
+            &plan.iter().map(|&(i, _)| cell(i)).collect::<Vec<_>>(),
+        )
     };
     let header = join(&|i| cols[i].title.to_string());
     let mut lines = vec![header_line(&header, inner_w)];
@@ -1297,41 +1273,41 @@ fn render_generations(f: &mut Frame, v: &StatsView, pal: &Palette, area: Rect) {
                 "no generation seen (no successful JoinGroup response)",
             ));
         }
+        let cols = [
+            (5, true),
+            (10, false),
+            (7, true),
+            (8, true),
+            (9, true),
+            (12, false),
+            (8, true),
+        ];
         if !g.generations.is_empty() {
-            let header = format!(
-                "{} {} {} {} {} {} {} leader",
-                fit_right("gen", 5),
-                fit("protocol", 10),
-                fit_right("members", 7),
-                fit_right("join req", 8),
-                fit_right("join resp", 9),
-                fit("sync resp", 12),
-                fit_right("rebal ms", 8),
-            );
-            lines.push(header_line(&header, inner_w));
+            let head = [
+                "gen",
+                "protocol",
+                "members",
+                "join req",
+                "join resp",
+                "sync resp",
+                "rebal ms",
+                "leader",
+            ];
+            lines.push(header_line(&row_text(&cols, &head), inner_w));
         }
         for x in &g.generations {
             let syncs = joined(&x.sync_response_frames, ",");
-            lines.push(Line::from(fit(
-                &format!(
-                    "{} {} {} {} {} {} {} {}",
-                    fit_right(&x.generation_id.to_string(), 5),
-                    fit(
-                        &x.protocol_name.as_deref().map_or("-".into(), escape_text),
-                        10
-                    ),
-                    fit_right(&x.members.len().to_string(), 7),
-                    fit_right(
-                        &x.join_request_frame.map_or("-".into(), |f| f.to_string()),
-                        8
-                    ),
-                    fit_right(&x.join_response_frame.to_string(), 9),
-                    fit(if syncs.is_empty() { "-" } else { &syncs }, 12),
-                    fit_right(&x.rebalance_ms.map_or("-".into(), ms), 8),
-                    x.leader.as_deref().map_or("-".into(), escape_text),
-                ),
-                inner_w,
-            )));
+            let cells = [
+                x.generation_id.to_string(),
+                x.protocol_name.as_deref().map_or("-".into(), escape_text),
+                x.members.len().to_string(),
+                x.join_request_frame.map_or("-".into(), |f| f.to_string()),
+                x.join_response_frame.to_string(),
+                if syncs.is_empty() { "-".into() } else { syncs },
+                x.rebalance_ms.map_or("-".into(), ms),
+                x.leader.as_deref().map_or("-".into(), escape_text),
+            ];
+            lines.push(Line::from(fit(&row_text(&cols, &cells), inner_w)));
         }
         for m in &g.heartbeat_members {
             let epochs = joined(&m.epochs, "→");
