@@ -240,13 +240,6 @@ pub struct FilterBar {
     pub error: Option<(usize, String)>,
 }
 
-/// A popup over the panes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Popup {
-    /// The key list.
-    Help,
-}
-
 /// The stats view (`S`): its figures, section and selection.
 #[derive(Clone, Debug)]
 pub struct StatsView {
@@ -383,8 +376,8 @@ pub struct App {
     pub tree: TreeState,
     /// Byte view state.
     pub hex: HexState,
-    /// Open popup.
-    pub popup: Option<Popup>,
+    /// The key list is shown over the panes.
+    pub help: bool,
     /// A one-line message for the user (frames of a field, peer hidden, …).
     pub notice: Option<String>,
     /// Keep the newest message selected as messages arrive.
@@ -475,7 +468,7 @@ impl App {
             detail: None,
             tree: TreeState::default(),
             hex: HexState::default(),
-            popup: None,
+            help: false,
             notice: None,
             follow,
             size,
@@ -1091,14 +1084,14 @@ impl App {
             self.bar_key(k);
             return Vec::new();
         }
-        if self.popup.is_some() {
-            self.popup = None;
+        if self.help {
+            self.help = false;
             return Vec::new();
         }
         self.notice = None;
         match k.code {
             KeyCode::Char('q') => return vec![Effect::Quit],
-            KeyCode::Char('?') => self.popup = Some(Popup::Help),
+            KeyCode::Char('?') => self.help = true,
             KeyCode::Char('/') => self.open_bar(),
             _ if self.stats_view.is_some() => self.stats_key(k.code),
             code => self.pane_key(code),
@@ -1252,7 +1245,7 @@ impl App {
     }
 
     fn mouse(&mut self, m: MouseEvent) {
-        if self.popup.is_some() || self.bar.is_some() {
+        if self.help || self.bar.is_some() {
             return;
         }
         if self.stats_view.is_some() {

@@ -11,7 +11,7 @@ use kafkashark::kafka::schema::ApiKey;
 use kafkashark::kafka::tree::escape_text;
 use kafkashark::kafka::Role;
 use kafkashark::stats::text::{api, ms};
-use ratatui::layout::{Alignment, Constraint, Rect};
+use ratatui::layout::{Alignment, Rect};
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{
@@ -19,7 +19,7 @@ use ratatui::widgets::{
 };
 use ratatui::Frame;
 
-use super::app::{node_at, App, Pane, Popup, SourceKind, StatsView, TimeMode};
+use super::app::{node_at, App, Pane, SourceKind, StatsView, TimeMode};
 use super::index::IndexEntry;
 use super::stats_view::{col_plan, columns, StatsTab, BUCKETS};
 use crate::filter::Facts;
@@ -204,7 +204,7 @@ pub fn render(f: &mut Frame, app: &App) {
         render_line(f, app, &pal, r);
     }
     render_status(f, app, &pal, lay.status);
-    if app.popup == Some(Popup::Help) {
+    if app.help {
         render_help(f, &pal, f.area());
     }
 }
@@ -954,7 +954,12 @@ fn render_help(f: &mut Frame, pal: &Palette, area: Rect) {
     ));
     let w = (area.width.saturating_sub(4)).min(78);
     let h = (u16::try_from(lines.len()).unwrap_or(u16::MAX) + 2).min(area.height);
-    let r = area.centered(Constraint::Length(w), Constraint::Length(h));
+    let r = Rect::new(
+        area.x + (area.width - w) / 2,
+        area.y + (area.height - h) / 2,
+        w,
+        h,
+    );
     f.render_widget(Clear, r);
     let b = block(Line::from(" kafkashark keys "), true, pal);
     f.render_widget(Paragraph::new(lines).block(b), r);

@@ -245,19 +245,24 @@ pub fn encode_raw(m: &RawMessage) -> Vec<u8> {
     o.push(u8::from(m.resynced));
     o.extend_from_slice(&m.skipped_before.to_le_bytes());
     o.extend_from_slice(&m.missing.to_le_bytes());
-    o.extend_from_slice(&(m.provenance.len() as u64).to_le_bytes());
-    for &(off, frame) in &m.provenance {
+    put_list(&mut o, &m.provenance, |o, &(off, frame)| {
         o.extend_from_slice(&off.to_le_bytes());
         o.extend_from_slice(&frame.to_le_bytes());
-    }
-    o.extend_from_slice(&(m.file_pieces.len() as u64).to_le_bytes());
-    for &(off, len) in &m.file_pieces {
+    });
+    put_list(&mut o, &m.file_pieces, |o, &(off, len)| {
         o.extend_from_slice(&off.to_le_bytes());
         o.extend_from_slice(&len.to_le_bytes());
-    }
-    o.extend_from_slice(&(m.bytes.len() as u64).to_le_bytes());
-    o.extend_from_slice(&m.bytes);
+    });
+    put_str(&mut o, &m.bytes);
     o
+}
+
+/// A count and the items.
+fn put_list<T>(o: &mut Vec<u8>, items: &[T], mut put: impl FnMut(&mut Vec<u8>, &T)) {
+    o.extend_from_slice(&(items.len() as u64).to_le_bytes());
+    for x in items {
+        put(o, x);
+    }
 }
 
 /// Reads a side blob, every length checked before use.
@@ -322,6 +327,27 @@ impl<'a> Reader<'a> {
         })
     }
 
+    /// A count of items at least `size` bytes each, and the items.
+    fn list<T>(
+        &mut self,
+        size: usize,
+        what: &'static str,
+        mut item: impl FnMut(&mut Self) -> Result<T, DecodeError>,
+    ) -> Result<Vec<T>, DecodeError> {
+        let n = self.count(size, what)?;
+        let mut v = Vec::with_capacity(n);
+        for _ in 0..n {
+            v.push(item(self)?);
+        }
+        Ok(v)
+    }
+
+    /// A length and the bytes.
+    fn bytes(&mut self, what: &'static str) -> Result<&'a [u8], DecodeError> {
+        let n = self.count(1, what)?;
+        self.take(n, what)
+    }
+
     /// A count of items of `size` bytes each, no more than the bytes left hold.
     fn count(&mut self, size: usize, what: &'static str) -> Result<usize, DecodeError> {
         let at = self.at;
@@ -334,58 +360,43 @@ impl<'a> Reader<'a> {
     }
 }
 
-/// The message of a side blob.
+/// The message of a side blob (its fields read in the order written).
 pub fn decode_raw(b: &[u8]) -> Result<RawMessage, DecodeError> {
     let mut r = Reader { b, at: 0 };
-    let stream = r.u64("stream")?;
-    let dir = if r.flag("direction")? {
-        Direction::BrokerToClient
-    } else {
-        Direction::ClientToBroker
+    let m = RawMessage {
+        stream: r.u64("stream")?,
+        dir: if r.flag("direction")? {
+            Direction::BrokerToClient
+        } else {
+            Direction::ClientToBroker
+        },
+        stream_offset: r.u64("stream offset")?,
+        first_frame: r.u64("first frame")?,
+        last_frame: r.u64("last frame")?,
+        first_ts: r.ts("first time")?,
+        last_ts: r.ts("last time")?,
+        resynced: r.flag("resynced")?,
+        skipped_before: r.u64("skipped bytes")?,
+        missing: r.u64("missing bytes")?,
+        provenance: r.list(12, "provenance count", |r| {
+            Ok((r.u32("provenance")?, r.u64("provenance")?))
+        })?,
+        file_pieces: r.list(12, "file piece count", |r| {
+            Ok((r.u64("file piece")?, r.u32("file piece")?))
+        })?,
+        bytes: r.bytes("byte count")?.to_vec().into(),
     };
-    let stream_offset = r.u64("stream offset")?;
-    let first_frame = r.u64("first frame")?;
-    let last_frame = r.u64("last frame")?;
-    let first_ts = r.ts("first time")?;
-    let last_ts = r.ts("last time")?;
-    let resynced = r.flag("resynced")?;
-    let skipped_before = r.u64("skipped bytes")?;
-    let missing = r.u64("missing bytes")?;
-    let n = r.count(12, "provenance count")?;
-    let mut provenance = Vec::with_capacity(n);
-    for _ in 0..n {
-        provenance.push((r.u32("provenance")?, r.u64("provenance")?));
-    }
-    let n = r.count(12, "file piece count")?;
-    let mut file_pieces = Vec::with_capacity(n);
-    for _ in 0..n {
-        file_pieces.push((r.u64("file piece")?, r.u32("file piece")?));
-    }
-    let n = r.count(1, "byte count")?;
-    let bytes = r.take(n, "bytes")?.to_vec();
     r.end()?;
-    Ok(RawMessage {
-        stream,
-        dir,
-        bytes: bytes.into(),
-        stream_offset,
-        first_frame,
-        last_frame,
-        first_ts,
-        last_ts,
-        provenance,
-        resynced,
-        skipped_before,
-        missing,
-        file_pieces,
-    })
+    Ok(m)
 }
 
 // ----- the shared facts blob ------------------------------------------------------
 
-fn put_str(o: &mut Vec<u8>, s: &str) {
+/// A length and the bytes.
+fn put_str(o: &mut Vec<u8>, s: impl AsRef<[u8]>) {
+    let s = s.as_ref();
     o.extend_from_slice(&(s.len() as u64).to_le_bytes());
-    o.extend_from_slice(s.as_bytes());
+    o.extend_from_slice(s);
 }
 
 fn put_opt_str(o: &mut Vec<u8>, s: Option<&str>) {
@@ -423,14 +434,10 @@ pub fn encode_shared(s: &Shared) -> Vec<u8> {
     put_addr(&mut o, &s.ends.client);
     put_addr(&mut o, &s.ends.broker);
     put_opt_str(&mut o, s.client_id.as_deref());
-    o.extend_from_slice(&(s.topics.len() as u64).to_le_bytes());
-    for t in &s.topics {
-        put_str(&mut o, t);
-    }
-    o.extend_from_slice(&(s.error_codes.len() as u64).to_le_bytes());
-    for c in &s.error_codes {
-        o.extend_from_slice(&c.to_le_bytes());
-    }
+    put_list(&mut o, &s.topics, |o, t| put_str(o, t));
+    put_list(&mut o, &s.error_codes, |o, c| {
+        o.extend_from_slice(&c.to_le_bytes())
+    });
     put_opt_str(&mut o, s.decode_error.as_deref());
     match s.decode_warning {
         None => o.push(0),
@@ -446,9 +453,8 @@ pub fn encode_shared(s: &Shared) -> Vec<u8> {
 
 impl Reader<'_> {
     fn string(&mut self, what: &'static str) -> Result<String, DecodeError> {
-        let n = self.count(1, what)?;
-        let at = self.at;
-        let b = self.take(n, what)?;
+        let at = self.at + 8;
+        let b = self.bytes(what)?;
         String::from_utf8(b.to_vec()).map_err(|_| bad(what, at))
     }
 
@@ -479,46 +485,34 @@ impl Reader<'_> {
     }
 }
 
-/// The shared facts of a blob.
+/// The shared facts of a blob (its fields read in the order written).
 pub fn decode_shared(b: &[u8]) -> Result<Shared, DecodeError> {
     let mut r = Reader { b, at: 0 };
-    let client = r.addr("client address")?;
-    let broker = r.addr("broker address")?;
-    let client_id = r.opt_string("client id")?;
-    // Each topic takes at least its 8-byte length.
-    let n = r.count(8, "topic count")?;
-    let mut topics = Vec::with_capacity(n);
-    for _ in 0..n {
-        topics.push(r.string("topic")?);
-    }
-    let n = r.count(2, "error code count")?;
-    let mut error_codes = Vec::with_capacity(n);
-    for _ in 0..n {
-        error_codes.push(i16::from_le_bytes(r.array("error code")?));
-    }
-    let decode_error = r.opt_string("decode error")?;
-    let decode_warning = match r.u8("decode warning")? {
-        0 => None,
-        k @ (1 | 2) => Some(DecodeWarning::Trailing {
-            offset: r.usize("warning offset")?,
-            len: r.usize("warning length")?,
-            kind: if k == 1 {
-                Kind::Request
-            } else {
-                Kind::Response
-            },
-        }),
-        _ => return Err(bad("decode warning", r.at - 1)),
+    let ends = Ends::new(r.addr("client address")?, r.addr("broker address")?);
+    let s = Shared {
+        ends: Arc::new(ends),
+        client_id: r.opt_string("client id")?,
+        // Each topic takes at least its 8-byte length.
+        topics: r.list(8, "topic count", |r| r.string("topic"))?,
+        error_codes: r.list(2, "error code count", |r| {
+            r.array("error code").map(i16::from_le_bytes)
+        })?,
+        decode_error: r.opt_string("decode error")?,
+        decode_warning: match r.u8("decode warning")? {
+            0 => None,
+            k @ (1 | 2) => Some(DecodeWarning::Trailing {
+                offset: r.usize("warning offset")?,
+                len: r.usize("warning length")?,
+                kind: if k == 1 {
+                    Kind::Request
+                } else {
+                    Kind::Response
+                },
+            }),
+            _ => return Err(bad("decode warning", r.at - 1)),
+        },
+        skipped_before: r.u64("skipped bytes")?,
     };
-    let skipped_before = r.u64("skipped bytes")?;
     r.end()?;
-    Ok(Shared {
-        ends: Arc::new(Ends::new(client, broker)),
-        client_id,
-        topics,
-        error_codes,
-        decode_error,
-        decode_warning,
-        skipped_before,
-    })
+    Ok(s)
 }
