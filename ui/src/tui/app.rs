@@ -23,7 +23,7 @@ use kafkashark::kafka::decode::Kind;
 use kafkashark::kafka::framing::RawMessage;
 use kafkashark::kafka::{ByteSource, DecodeOptions, Decoded, Node, Role};
 use kafkashark::topics::TopicNames;
-use ratatui::layout::{Position, Rect};
+use ratatui::layout::Position;
 
 use super::index::{FactsEntry, IndexEntry};
 use super::stats_view::{self, StatsData, StatsTab};
@@ -821,11 +821,11 @@ impl App {
             self.topics.learn(e.api_key().map(ApiKey), &decoded.root);
         }
         self.topics.annotate(&mut decoded.root);
-        let mut expanded = HashSet::new();
-        expanded.insert(Vec::new());
-        for i in 0..decoded.root.children.len() {
-            expanded.insert(vec![i as u32]);
-        }
+        // The root and its children open.
+        let kids = 0..decoded.root.children.len() as u32;
+        let expanded = std::iter::once(Vec::new())
+            .chain(kids.map(|i| vec![i]))
+            .collect();
         self.detail = Some(Detail {
             entry: idx,
             decoded,
@@ -1254,14 +1254,15 @@ impl App {
         }
         let lay = ui::layout(self);
         let at = Position::new(m.column, m.row);
-        let inside = |r: Rect| r.contains(at);
-        let pane = if lay.list.is_some_and(inside) {
-            Pane::List
-        } else if inside(lay.tree) {
-            Pane::Tree
-        } else if inside(lay.hex) {
-            Pane::Hex
-        } else {
+        let panes = [
+            (lay.list, Pane::List),
+            (Some(lay.tree), Pane::Tree),
+            (Some(lay.hex), Pane::Hex),
+        ];
+        let Some(pane) = panes
+            .into_iter()
+            .find_map(|(r, p)| r?.contains(at).then_some(p))
+        else {
             return;
         };
         match m.kind {

@@ -634,9 +634,7 @@ fn group_rows(
                     }
                 }
                 // Not decoded (the bound): every group request.
-                None => "api=JoinGroup or api=SyncGroup or api=Heartbeat or api=LeaveGroup \
-                         or api=ConsumerGroupHeartbeat"
-                    .into(),
+                None => joined(ApiKey::GROUP.map(|k| api_pred(k.0)), " or "),
             };
             let rebalance = g
                 .generations

@@ -878,21 +878,11 @@ pub struct Bitset {
 impl Bitset {
     /// `len` bits, all `on`.
     pub fn filled(len: usize, on: bool) -> Bitset {
-        let mut b = Bitset {
-            words: vec![if on { u64::MAX } else { 0 }; len.div_ceil(64)],
-            len,
-        };
-        b.clear_past_end();
-        b
-    }
-
-    fn clear_past_end(&mut self) {
-        let used = self.len % 64;
-        if used != 0 {
-            if let Some(w) = self.words.last_mut() {
-                *w &= (1u64 << used) - 1;
-            }
+        let mut words = vec![if on { u64::MAX } else { 0 }; len.div_ceil(64)];
+        if let (Some(w), used @ 1..) = (words.last_mut(), len % 64) {
+            *w &= (1u64 << used) - 1;
         }
+        Bitset { words, len }
     }
 
     /// Bits held.
@@ -922,11 +912,7 @@ impl Bitset {
             return;
         }
         if let Some(w) = self.words.get_mut(i / 64) {
-            if on {
-                *w |= 1 << (i % 64);
-            } else {
-                *w &= !(1 << (i % 64));
-            }
+            *w = *w & !(1 << (i % 64)) | u64::from(on) << (i % 64);
         }
     }
 
@@ -941,20 +927,10 @@ impl Bitset {
 
     /// Removes the first `k` bits; the others move down by `k`.
     pub fn drain_front(&mut self, k: usize) {
-        let k = k.min(self.len);
-        let (skip, shift) = (k / 64, k % 64);
-        self.words.drain(..skip.min(self.words.len()));
-        if shift != 0 {
-            let n = self.words.len();
-            for j in 0..n {
-                let next = self.words.get(j + 1).copied().unwrap_or(0);
-                if let Some(w) = self.words.get_mut(j) {
-                    *w = (*w >> shift) | (next << (64 - shift));
-                }
-            }
+        let mut rest = Bitset::default();
+        for i in k.min(self.len)..self.len {
+            rest.push(self.get(i));
         }
-        self.len -= k;
-        self.words.truncate(self.len.div_ceil(64));
-        self.clear_past_end();
+        *self = rest;
     }
 }
