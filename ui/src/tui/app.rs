@@ -539,16 +539,14 @@ impl App {
             // dropped the first `dropped` of them.
             let peer = e.peer().and_then(|p| p.checked_sub(self.dropped));
             e.set_peer(peer);
-            if e.kind() == Kind::Response {
-                if let (true, Some(p)) = (e.paired(), e.peer()) {
-                    let p = usize::try_from(p).unwrap_or(usize::MAX);
-                    let paired = self.entries.update(p, |req| {
-                        req.set_paired(true);
-                        req.set_peer(Some(idx as u64));
-                    });
-                    if paired.is_ok() && p < start {
-                        touched.push(p);
-                    }
+            if let (Kind::Response, true, Some(p)) = (e.kind(), e.paired(), e.peer()) {
+                let p = usize::try_from(p).unwrap_or(usize::MAX);
+                let paired = self.entries.update(p, |req| {
+                    req.set_paired(true);
+                    req.set_peer(Some(idx as u64));
+                });
+                if paired.is_ok() && p < start {
+                    touched.push(p);
                 }
             }
             if self.origin.is_none() {

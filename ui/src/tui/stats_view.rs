@@ -341,11 +341,9 @@ pub fn compute(entries: &EntryStore, limit: usize, store: Option<&dyn ByteStore>
     let mut error_topics: HashSet<String> = HashSet::new();
     for e in entries.iter_facts() {
         // An entry that cannot be read back (the index file failed) is left out.
-        let Ok(e) = e else { continue };
-        let e = &e;
+        let Ok(e) = &e else { continue };
         // The engine's statistics take the full facts: rebuilt per entry, dropped after.
-        let info = e.info();
-        let i = &info;
+        let i = &e.info();
         let tree = if wants_tree(e, entries) {
             wanted += 1;
             (decoded < limit)

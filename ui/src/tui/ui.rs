@@ -66,19 +66,11 @@ pub fn layout(app: &App) -> Layout {
     let main_h = h.saturating_sub(1 + u16::from(has_line));
     let has_list = app.cfg.kind != SourceKind::Message;
     let hex_needed = u16::try_from(app.hex_bytes().len().div_ceil(16).max(1)).unwrap_or(u16::MAX);
-    let list_wanted = if has_list {
-        let rows = u16::try_from(app.view.len().max(1)).unwrap_or(u16::MAX);
-        rows.saturating_add(3).min((main_h * 35 / 100).max(5))
-    } else {
-        0
-    };
+    let rows = u16::try_from(app.view.len().max(1)).unwrap_or(u16::MAX);
+    let list_wanted = u16::from(has_list) * rows.saturating_add(3).min((main_h * 35 / 100).max(5));
     let side_by_side = w >= 160 && main_h >= 20;
     let (list, tree, hex) = if side_by_side {
-        let list_h = if has_list {
-            (main_h * 40 / 100).max(5)
-        } else {
-            0
-        };
+        let list_h = u16::from(has_list) * (main_h * 40 / 100).max(5);
         let rest = main_h.saturating_sub(list_h);
         let hex_w = HEX_WIDTH + 2;
         let tree = Rect::new(0, list_h, w.saturating_sub(hex_w), rest);
@@ -405,14 +397,12 @@ pub fn notes_text(e: &IndexEntry) -> String {
         s.push("[no response expected]".into());
     }
     if i.kind == Kind::Response && !i.paired {
-        s.push(
-            if i.inferred {
-                "[inferred]"
-            } else {
-                "[unpaired]"
-            }
-            .into(),
-        );
+        let mark = if i.inferred {
+            "[inferred]"
+        } else {
+            "[unpaired]"
+        };
+        s.push(mark.into());
     }
     if i.resynced {
         s.push(format!("[resync, {} bytes skipped]", i.skipped_before));
@@ -997,14 +987,7 @@ pub fn stats_layout(app: &App) -> StatsLayout {
         StatsTab::Latency | StatsTab::Groups | StatsTab::Clients if rest >= 14 => {
             (0, (rest * 2 / 5).clamp(6, 14))
         }
-        StatsTab::Throttle => (
-            if rest >= 9 {
-                (rest / 3).clamp(5, 10)
-            } else {
-                0
-            },
-            0,
-        ),
+        StatsTab::Throttle if rest >= 9 => ((rest / 3).clamp(5, 10), 0),
         _ => (0, 0),
     };
     let table_h = rest.saturating_sub(top_h + detail_h);
