@@ -192,20 +192,17 @@ pub fn run(opts: Options) -> Result<(), CliError> {
             }
             Input::Message { name, .. } => (name.clone(), SourceKind::Message, None),
         };
-    let total = match &opts.input {
-        Input::File(p) if p != "-" => std::fs::metadata(p).ok().map(|m| m.len()),
+    let meta = match &opts.input {
+        Input::File(p) if p != "-" => std::fs::metadata(p).ok().map(|m| (p, m)),
         _ => None,
     };
+    let total = meta.as_ref().map(|(_, m)| m.len());
     // The file opened again for reading messages back (the file reader gives
     // every frame's offset; libpcap's fallback does not, and then bytes stay).
-    let store = match &opts.input {
-        Input::File(p) if p != "-" && std::fs::metadata(p).is_ok_and(|m| m.is_file()) => {
-            std::fs::File::open(p)
-                .ok()
-                .map(|f| Box::new(PreadFile(f)) as Box<dyn ByteStore>)
-        }
-        _ => None,
-    };
+    let store = meta
+        .filter(|(_, m)| m.is_file())
+        .and_then(|(p, _)| std::fs::File::open(p).ok())
+        .map(|f| Box::new(PreadFile(f)) as Box<dyn ByteStore>);
     let reread = store.is_some();
     let size = crossterm::terminal::size().unwrap_or((80, 24));
     let mut app = App::new(

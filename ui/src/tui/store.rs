@@ -306,15 +306,10 @@ impl Log {
         self.segs.get(i).filter(|s| end <= s.end()).map(|_| i)
     }
 
-    fn segment(&self, addr: u64, len: u64) -> Result<&Segment, StoreError> {
-        self.seg_of(addr, len)
-            .and_then(|i| self.segs.get(i))
-            .ok_or(StoreError::Address { addr, len })
-    }
-
     /// The `len` bytes at `addr` (checked against the log before anything is allocated).
     fn read(&self, addr: u64, len: u64) -> Result<Vec<u8>, StoreError> {
-        let seg = self.segment(addr, len)?;
+        let seg = (self.seg_of(addr, len).and_then(|i| self.segs.get(i)))
+            .ok_or(StoreError::Address { addr, len })?;
         let n = usize::try_from(len).map_err(|_| StoreError::Address { addr, len })?;
         let mut buf = vec![0u8; n];
         let mut done = 0usize;

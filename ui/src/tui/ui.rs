@@ -1359,20 +1359,14 @@ fn render_client(f: &mut Frame, v: &StatsView, pal: &Palette, area: Rect) {
         ]));
         let addrs = joined(c.addresses.iter().map(|a| escape_text(a)), " ");
         lines.push(Line::from(vec![label("addresses: "), Span::raw(addrs)]));
-        let mut spans = vec![label("versions: ")];
-        for (k, a) in c.apis.iter().enumerate() {
-            if k > 0 {
-                spans.push(Span::raw(" "));
-            }
-            let text = format!("{} v{}", api(a.api_name, a.api_key), a.version);
-            if a.removed_in_kafka_4 {
-                spans.push(Span::styled(
-                    format!("{text}*"),
-                    pal.fg(Color::LightRed).add_modifier(Modifier::BOLD),
-                ));
-            } else {
-                spans.push(Span::raw(text));
-            }
+        let mut spans = vec![label("versions:")];
+        let removed = pal.fg(Color::LightRed).add_modifier(Modifier::BOLD);
+        for a in &c.apis {
+            let text = format!(" {} v{}", api(a.api_name, a.api_key), a.version);
+            spans.push(match a.removed_in_kafka_4 {
+                true => Span::styled(text + "*", removed),
+                false => Span::raw(text),
+            });
         }
         lines.push(Line::from(spans));
         if c.apis.iter().any(|a| a.removed_in_kafka_4) {
