@@ -23,11 +23,11 @@ use kafkashark::kafka::decode::Kind;
 use kafkashark::kafka::framing::RawMessage;
 use kafkashark::kafka::{ByteSource, DecodeOptions, Decoded, Node, Role};
 use kafkashark::topics::TopicNames;
-use ratatui::layout::{Position, Rect};
+use ratatui::layout::Position;
 
 use super::index::{FactsEntry, IndexEntry};
 use super::stats_view::{self, StatsData, StatsTab};
-use super::store::{Bitset, EntryStore, Geometry};
+use super::store::{Bitset, EntryStore, Geometry, Lru};
 use super::ui;
 use crate::filter::{Facts, Filter};
 
@@ -240,13 +240,6 @@ pub struct FilterBar {
     pub error: Option<(usize, String)>,
 }
 
-/// A popup over the panes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Popup {
-    /// The key list.
-    Help,
-}
-
 /// The stats view (`S`): its figures, section and selection.
 #[derive(Clone, Debug)]
 pub struct StatsView {
@@ -355,8 +348,8 @@ pub struct App {
     pub matched: Bitset,
     /// The entries shown, in sort order.
     pub view: Vec<u32>,
-    /// Every entry's sort key, while the sort is not capture order.
-    keys: SortKeys,
+    /// Every entry's [`sort_key`], while the sort is not capture order.
+    keys: Vec<u64>,
     /// The applied filter.
     pub filter: Option<Filter>,
     /// Its text.
@@ -383,8 +376,8 @@ pub struct App {
     pub tree: TreeState,
     /// Byte view state.
     pub hex: HexState,
-    /// Open popup.
-    pub popup: Option<Popup>,
+    /// The key list is shown over the panes.
+    pub help: bool,
     /// A one-line message for the user (frames of a field, peer hidden, …).
     pub notice: Option<String>,
     /// Keep the newest message selected as messages arrive.
@@ -413,8 +406,8 @@ pub struct App {
     pub max_entries: usize,
     /// Entries dropped from the front of the index by ring mode.
     pub dropped: u64,
-    /// Messages recently read again from the file, `(entry, message)`, newest last.
-    recent: Vec<(usize, RawMessage)>,
+    /// Messages recently read again from the file, by entry index plus `dropped`.
+    recent: Lru<RawMessage>,
 }
 
 /// Messages read again from the file that are kept for going back to them.
@@ -423,77 +416,20 @@ const RECENT: usize = 8;
 /// Most entries ring mode keeps, whatever `max_entries` says: `view` holds `u32` positions.
 const MAX_POSITIONS: usize = (u32::MAX / 2) as usize;
 
-/// The key of each entry for the sort shown (not kept for capture order).
-#[derive(Clone, Debug)]
-enum SortKeys {
-    /// Capture order: the position is the key.
-    None,
-    /// Latency, and whether there is one.
-    Latency(Vec<u64>, Bitset),
-    /// Length.
-    Size(Vec<i32>),
+/// The sort key of an entry with latency `ns` and length `len`: larger keys
+/// first, ties in capture order (every latency before none).
+fn sort_key(sort: Sort, (ns, len): (Option<u64>, i32)) -> u64 {
+    match sort {
+        Sort::Capture => 0,
+        Sort::LatencyDesc => ns.map_or(0, |n| n.saturating_add(1)),
+        // The sign bit flipped: i32 order as u32 order.
+        Sort::SizeDesc => u64::from(len.cast_unsigned() ^ (1 << 31)),
+    }
 }
 
-impl SortKeys {
-    /// The keys of every entry for `sort` (one pass over the index).
-    fn of(sort: Sort, entries: &EntryStore) -> SortKeys {
-        let mut k = match sort {
-            Sort::Capture => return SortKeys::None,
-            Sort::LatencyDesc => SortKeys::Latency(Vec::new(), Bitset::default()),
-            Sort::SizeDesc => SortKeys::Size(Vec::new()),
-        };
-        for key in entries.sort_keys() {
-            k.push_key(key);
-        }
-        k
-    }
-
-    /// Appends the key of the next entry.
-    fn push(&mut self, e: &IndexEntry) {
-        self.push_key(Some((e.latency_ns(), e.length())));
-    }
-
-    /// Appends the next entry's latency and length (`None`: unreadable, no key).
-    fn push_key(&mut self, key: Option<(Option<u64>, i32)>) {
-        match self {
-            SortKeys::None => {}
-            SortKeys::Latency(ns, some) => {
-                let l = key.and_then(|k| k.0);
-                ns.push(l.unwrap_or(0));
-                some.push(l.is_some());
-            }
-            SortKeys::Size(len) => len.push(key.map_or(0, |k| k.1)),
-        }
-    }
-
-    /// Forgets the first `k` keys (ring mode).
-    fn drain_front(&mut self, k: usize) {
-        match self {
-            SortKeys::None => {}
-            SortKeys::Latency(ns, some) => {
-                ns.drain(..k.min(ns.len()));
-                some.drain_front(k);
-            }
-            SortKeys::Size(len) => {
-                len.drain(..k.min(len.len()));
-            }
-        }
-    }
-
-    /// The order of entries `a` and `b`.
-    fn cmp(&self, a: usize, b: usize) -> std::cmp::Ordering {
-        let by_pos = a.cmp(&b);
-        match self {
-            SortKeys::None => by_pos,
-            SortKeys::Latency(ns, some) => match (some.get(a), some.get(b)) {
-                (true, true) => ns.get(b).cmp(&ns.get(a)).then(by_pos),
-                (true, false) => std::cmp::Ordering::Less,
-                (false, true) => std::cmp::Ordering::Greater,
-                (false, false) => by_pos,
-            },
-            SortKeys::Size(len) => len.get(b).cmp(&len.get(a)).then(by_pos),
-        }
-    }
+/// The order of entries `a` and `b` under `keys` (none: capture order).
+fn by_key(keys: &[u64], a: usize, b: usize) -> std::cmp::Ordering {
+    keys.get(b).cmp(&keys.get(a)).then(a.cmp(&b))
 }
 
 /// An entry's position as `view` holds it.
@@ -518,7 +454,7 @@ impl App {
             entries: new_store(),
             matched: Bitset::default(),
             view: Vec::new(),
-            keys: SortKeys::None,
+            keys: Vec::new(),
             filter: None,
             filter_text: String::new(),
             bar: None,
@@ -532,7 +468,7 @@ impl App {
             detail: None,
             tree: TreeState::default(),
             hex: HexState::default(),
-            popup: None,
+            help: false,
             notice: None,
             follow,
             size,
@@ -547,7 +483,7 @@ impl App {
             store: None,
             max_entries: usize::MAX,
             dropped: 0,
-            recent: Vec::new(),
+            recent: Lru::new(RECENT),
         }
     }
 
@@ -603,22 +539,23 @@ impl App {
             // dropped the first `dropped` of them.
             let peer = e.peer().and_then(|p| p.checked_sub(self.dropped));
             e.set_peer(peer);
-            if e.kind() == Kind::Response {
-                if let (true, Some(p)) = (e.paired(), e.peer()) {
-                    let p = usize::try_from(p).unwrap_or(usize::MAX);
-                    let paired = self.entries.update(p, |req| {
-                        req.set_paired(true);
-                        req.set_peer(Some(idx as u64));
-                    });
-                    if paired.is_ok() && p < start {
-                        touched.push(p);
-                    }
+            if let (Kind::Response, true, Some(p)) = (e.kind(), e.paired(), e.peer()) {
+                let p = usize::try_from(p).unwrap_or(usize::MAX);
+                let paired = self.entries.update(p, |req| {
+                    req.set_paired(true);
+                    req.set_peer(Some(idx as u64));
+                });
+                if paired.is_ok() && p < start {
+                    touched.push(p);
                 }
             }
             if self.origin.is_none() {
                 self.origin = Some(e.first_ts());
             }
-            self.keys.push(&e);
+            if self.sort != Sort::Capture {
+                self.keys
+                    .push(sort_key(self.sort, (e.latency_ns(), e.length())));
+            }
             self.entries.push(e);
         }
         if let Some(w) = self.entries.take_warning() {
@@ -647,7 +584,7 @@ impl App {
                 self.view.extend(fresh);
             } else {
                 let keys = &self.keys;
-                let cmp = |a: u32, b: u32| keys.cmp(a as usize, b as usize);
+                let cmp = |a: u32, b: u32| by_key(keys, a as usize, b as usize);
                 fresh.sort_by(|&a, &b| cmp(a, b));
                 let old = std::mem::take(&mut self.view);
                 self.view = merge(old, fresh, cmp);
@@ -681,7 +618,7 @@ impl App {
             self.notice = Some(w);
         }
         self.matched.drain_front(k);
-        self.keys.drain_front(k);
+        self.keys.drain(..k.min(self.keys.len()));
         let k32 = pos32(k);
         let gone_before =
             |pos: usize, view: &[u32]| view.iter().take(pos).filter(|&&i| i < k32).count();
@@ -695,10 +632,6 @@ impl App {
         }
         self.list_pos = self.list_pos.saturating_sub(pos_gone);
         self.list_offset = self.list_offset.saturating_sub(offset_gone);
-        self.recent.retain(|(i, _)| *i >= k);
-        for (i, _) in &mut self.recent {
-            *i -= k;
-        }
         self.dropped += k64;
         match self.selected {
             Some(s) if s >= k => {
@@ -739,7 +672,7 @@ impl App {
             .map(pos32)
             .collect();
         if self.sort != Sort::Capture {
-            v.sort_by(|&a, &b| self.keys.cmp(a as usize, b as usize));
+            v.sort_by(|&a, &b| by_key(&self.keys, a as usize, b as usize));
         }
         self.view = v;
         self.sync_list_pos();
@@ -816,7 +749,12 @@ impl App {
     /// Changes the sort, its keys read in one pass.
     fn set_sort(&mut self, sort: Sort) {
         self.sort = sort;
-        self.keys = SortKeys::of(sort, &self.entries);
+        self.keys = match sort {
+            Sort::Capture => Vec::new(),
+            _ => (self.entries.sort_keys())
+                .map(|k| sort_key(sort, k.unwrap_or((None, 0))))
+                .collect(),
+        };
         self.rebuild_view();
         self.after_view_change();
     }
@@ -851,17 +789,12 @@ impl App {
         if !e.in_file() {
             return Ok(e.raw());
         }
-        if let Some(p) = self.recent.iter().position(|(i, _)| *i == idx) {
-            let hit = self.recent.remove(p);
-            let m = hit.1.clone();
-            self.recent.push(hit);
+        let key = self.dropped + idx as u64;
+        if let Some(m) = self.recent.get(key) {
             return Ok(m);
         }
         let m = message_of(&e, self.store.as_deref())?;
-        if self.recent.len() >= RECENT {
-            self.recent.remove(0);
-        }
-        self.recent.push((idx, m.clone()));
+        self.recent.insert(key, m.clone());
         Ok(m)
     }
 
@@ -886,11 +819,11 @@ impl App {
             self.topics.learn(e.api_key().map(ApiKey), &decoded.root);
         }
         self.topics.annotate(&mut decoded.root);
-        let mut expanded = HashSet::new();
-        expanded.insert(Vec::new());
-        for i in 0..decoded.root.children.len() {
-            expanded.insert(vec![i as u32]);
-        }
+        // The root and its children open.
+        let kids = 0..decoded.root.children.len() as u32;
+        let expanded = std::iter::once(Vec::new())
+            .chain(kids.map(|i| vec![i]))
+            .collect();
         self.detail = Some(Detail {
             entry: idx,
             decoded,
@@ -997,49 +930,28 @@ impl App {
         self.field_selected();
     }
 
-    fn tree_toggle(&mut self) {
+    /// Expands (`Some(true)`), collapses (`Some(false)`) or toggles (`None`)
+    /// the node under the cursor. Expanding an expanded node goes to its
+    /// first child; collapsing a collapsed one (or a leaf) goes to its parent.
+    fn tree_fold(&mut self, open: Option<bool>) {
         let Some(row) = self.tree.rows.get(self.tree.cursor) else {
             return;
         };
-        if !row.has_children {
-            return;
-        }
-        let path = row.path.clone();
-        if !self.tree.expanded.remove(&path) {
-            self.tree.expanded.insert(path);
-        }
-        self.rebuild_rows();
-    }
-
-    fn tree_right(&mut self) {
-        let Some(row) = self.tree.rows.get(self.tree.cursor) else {
-            return;
-        };
-        if !row.has_children {
-            return;
-        }
-        if self.tree.expanded.insert(row.path.clone()) {
+        let (path, kids) = (row.path.clone(), row.has_children);
+        let is_open = self.tree.expanded.contains(&path);
+        if kids && open.unwrap_or(!is_open) != is_open {
+            if is_open {
+                self.tree.expanded.remove(&path);
+            } else {
+                self.tree.expanded.insert(path);
+            }
             self.rebuild_rows();
-        } else {
+        } else if open == Some(true) && kids {
             self.tree_move(self.tree.cursor + 1);
+        } else if let (Some(false), Some((_, parent))) = (open, path.split_last()) {
+            let r = self.row_of(parent);
+            self.tree_move(r);
         }
-    }
-
-    fn tree_left(&mut self) {
-        let Some(row) = self.tree.rows.get(self.tree.cursor) else {
-            return;
-        };
-        let path = row.path.clone();
-        if row.has_children && self.tree.expanded.remove(&path) {
-            self.rebuild_rows();
-            return;
-        }
-        if path.is_empty() {
-            return;
-        }
-        let parent = &path[..path.len() - 1];
-        let r = self.row_of(parent);
-        self.tree_move(r);
     }
 
     fn expand_all(&mut self, on: bool) {
@@ -1170,14 +1082,14 @@ impl App {
             self.bar_key(k);
             return Vec::new();
         }
-        if self.popup.is_some() {
-            self.popup = None;
+        if self.help {
+            self.help = false;
             return Vec::new();
         }
         self.notice = None;
         match k.code {
             KeyCode::Char('q') => return vec![Effect::Quit],
-            KeyCode::Char('?') => self.popup = Some(Popup::Help),
+            KeyCode::Char('?') => self.help = true,
             KeyCode::Char('/') => self.open_bar(),
             _ if self.stats_view.is_some() => self.stats_key(k.code),
             code => self.pane_key(code),
@@ -1213,7 +1125,7 @@ impl App {
             }
             KeyCode::Char('t') => self.time = cycle(&TimeMode::ALL, self.time, true),
             KeyCode::Char('s') => self.set_sort(cycle(&Sort::ALL, self.sort, true)),
-            KeyCode::Char('S') => self.open_stats(),
+            KeyCode::Char('S') => self.refresh_stats(),
             KeyCode::Char('p') => self.jump_peer(),
             KeyCode::Char('f') => self.frames_notice(),
             KeyCode::Char('e') => self.expand_all(true),
@@ -1250,9 +1162,9 @@ impl App {
 
     fn tree_key(&mut self, code: KeyCode, page: usize) {
         match code {
-            KeyCode::Enter | KeyCode::Char(' ') => self.tree_toggle(),
-            KeyCode::Right | KeyCode::Char('l') => self.tree_right(),
-            KeyCode::Left | KeyCode::Char('h') => self.tree_left(),
+            KeyCode::Enter | KeyCode::Char(' ') => self.tree_fold(None),
+            KeyCode::Right | KeyCode::Char('l') => self.tree_fold(Some(true)),
+            KeyCode::Left | KeyCode::Char('h') => self.tree_fold(Some(false)),
             code => {
                 if let Some(to) = motion(code, self.tree.cursor, 1, page) {
                     self.tree_move(to);
@@ -1331,7 +1243,7 @@ impl App {
     }
 
     fn mouse(&mut self, m: MouseEvent) {
-        if self.popup.is_some() || self.bar.is_some() {
+        if self.help || self.bar.is_some() {
             return;
         }
         if self.stats_view.is_some() {
@@ -1340,14 +1252,15 @@ impl App {
         }
         let lay = ui::layout(self);
         let at = Position::new(m.column, m.row);
-        let inside = |r: Rect| r.contains(at);
-        let pane = if lay.list.is_some_and(inside) {
-            Pane::List
-        } else if inside(lay.tree) {
-            Pane::Tree
-        } else if inside(lay.hex) {
-            Pane::Hex
-        } else {
+        let panes = [
+            (lay.list, Pane::List),
+            (Some(lay.tree), Pane::Tree),
+            (Some(lay.hex), Pane::Hex),
+        ];
+        let Some(pane) = panes
+            .into_iter()
+            .find_map(|(r, p)| r?.contains(at).then_some(p))
+        else {
             return;
         };
         match m.kind {
@@ -1372,7 +1285,7 @@ impl App {
                             self.tree_move(idx);
                             // A click on the marker column toggles.
                             if was == idx || m.column <= lay.tree.x + 2 {
-                                self.tree_toggle();
+                                self.tree_fold(None);
                             }
                         }
                     }
@@ -1406,28 +1319,28 @@ impl App {
 // ----- the stats view ----------------------------------------------------------
 
 impl App {
-    /// Opens the stats view, computed from every message loaded so far.
-    pub fn open_stats(&mut self) {
-        let data = stats_view::compute(&self.entries, self.stats_limit, self.store.as_deref());
-        self.stats_view = Some(StatsView {
-            tab: StatsTab::Latency,
-            sel: [0; 5],
-            offset: [0; 5],
-            data,
-            tick: self.ticks,
-        });
-        self.scroll_stats();
-    }
-
-    /// Recomputes the open stats view, keeping its section and selections.
+    /// Opens the stats view on its first section, or recomputes the open one
+    /// keeping its section and selections: from every message loaded so far.
     pub fn refresh_stats(&mut self) {
         let data = stats_view::compute(&self.entries, self.stats_limit, self.store.as_deref());
-        let ticks = self.ticks;
-        if let Some(v) = &mut self.stats_view {
-            v.data = data;
-            v.tick = ticks;
-            for (t, sel) in v.sel.iter_mut().enumerate() {
-                *sel = (*sel).min(v.data.rows[t].len().saturating_sub(1));
+        let tick = self.ticks;
+        match &mut self.stats_view {
+            Some(v) => {
+                v.data = data;
+                v.tick = tick;
+                for (t, sel) in v.sel.iter_mut().enumerate() {
+                    *sel = (*sel).min(v.data.rows[t].len().saturating_sub(1));
+                }
+            }
+            None => {
+                let (tab, sel, offset) = (StatsTab::Latency, [0; 5], [0; 5]);
+                self.stats_view = Some(StatsView {
+                    tab,
+                    sel,
+                    offset,
+                    data,
+                    tick,
+                });
             }
         }
         self.scroll_stats();

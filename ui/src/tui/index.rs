@@ -173,23 +173,22 @@ impl IndexEntry {
     /// The compact form of `e`, its endpoints' text from `interner`.
     pub fn new(e: Entry, interner: &mut Interner) -> IndexEntry {
         let Entry { info, raw, sum } = e;
-        let mut flags = 0u16;
-        let mut opt = |bit: u16, present: bool| {
-            if present {
-                flags |= bit;
-            }
-        };
-        opt(API_KEY, info.api_key.is_some());
-        opt(API_VERSION, info.api_version.is_some());
-        opt(CORRELATION, info.correlation_id.is_some());
-        opt(PEER, info.peer.is_some());
-        opt(LATENCY, info.latency_ns.is_some());
-        opt(THROTTLE, info.throttle_time_ms.is_some());
-        opt(PAIRED, info.paired);
-        opt(INFERRED, info.inferred);
-        opt(EXPECTS, info.expects_response);
-        opt(RESYNCED, info.resynced);
-        opt(IN_FILE, sum.is_some());
+        let flags = [
+            (API_KEY, info.api_key.is_some()),
+            (API_VERSION, info.api_version.is_some()),
+            (CORRELATION, info.correlation_id.is_some()),
+            (PEER, info.peer.is_some()),
+            (LATENCY, info.latency_ns.is_some()),
+            (THROTTLE, info.throttle_time_ms.is_some()),
+            (PAIRED, info.paired),
+            (INFERRED, info.inferred),
+            (EXPECTS, info.expects_response),
+            (RESYNCED, info.resynced),
+            (IN_FILE, sum.is_some()),
+        ];
+        let flags = flags
+            .iter()
+            .fold(0, |f, &(bit, on)| f | (bit * u16::from(on)));
         let common = sum.is_some()
             && raw.bytes.is_empty()
             && raw.provenance.is_empty()

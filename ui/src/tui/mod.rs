@@ -192,20 +192,17 @@ pub fn run(opts: Options) -> Result<(), CliError> {
             }
             Input::Message { name, .. } => (name.clone(), SourceKind::Message, None),
         };
-    let total = match &opts.input {
-        Input::File(p) if p != "-" => std::fs::metadata(p).ok().map(|m| m.len()),
+    let meta = match &opts.input {
+        Input::File(p) if p != "-" => std::fs::metadata(p).ok().map(|m| (p, m)),
         _ => None,
     };
+    let total = meta.as_ref().map(|(_, m)| m.len());
     // The file opened again for reading messages back (the file reader gives
     // every frame's offset; libpcap's fallback does not, and then bytes stay).
-    let store = match &opts.input {
-        Input::File(p) if p != "-" && std::fs::metadata(p).is_ok_and(|m| m.is_file()) => {
-            std::fs::File::open(p)
-                .ok()
-                .map(|f| Box::new(PreadFile(f)) as Box<dyn ByteStore>)
-        }
-        _ => None,
-    };
+    let store = meta
+        .filter(|(_, m)| m.is_file())
+        .and_then(|(p, _)| std::fs::File::open(p).ok())
+        .map(|f| Box::new(PreadFile(f)) as Box<dyn ByteStore>);
     let reread = store.is_some();
     let size = crossterm::terminal::size().unwrap_or((80, 24));
     let mut app = App::new(
@@ -379,18 +376,46 @@ fn load(
     let mut an = Analyzer::new(cfg);
     let mut out = Vec::new();
     let mut batch: Vec<Entry> = Vec::new();
-    let mut gaps = 0u64;
-    let mut bytes = 24u64;
-    let mut first = true;
-    let mut topics_known = 0usize;
-    let mut last = Instant::now();
-    let flush = |an: &Analyzer,
-                 src: &mut Box<dyn FrameSource + Send>,
-                 batch: &mut Vec<Entry>,
-                 gaps: u64,
-                 bytes: u64,
-                 topics_known: &mut usize|
-     -> bool {
+    let (mut gaps, mut bytes, mut topics_known) = (0u64, 24u64, 0usize);
+    let (mut first, mut done, mut last) = (true, false, Instant::now());
+    while !done {
+        if stop.load(Ordering::Relaxed) {
+            return;
+        }
+        match src.poll() {
+            Ok(Polled::Frame(f)) => {
+                if first {
+                    first = false;
+                    if tx.send(Msg::Origin(f.ts)).is_err() {
+                        return;
+                    }
+                }
+                bytes += u64::from(f.caplen) + 16;
+                an.push(&f, &mut out);
+            }
+            Ok(Polled::Timeout) => {}
+            end @ (Ok(Polled::End) | Err(_)) => {
+                if let Err(e) = end {
+                    let _ = tx.send(Msg::LoadError(e.to_string()));
+                }
+                an.finish(&mut out);
+                bytes = total.unwrap_or(bytes);
+                done = true;
+            }
+        }
+        for o in out.drain(..) {
+            match o {
+                Output::Message(m) if reread => batch.push(Entry::indexed(m.info, m.raw)),
+                Output::Message(m) => batch.push(Entry::new(m.info, m.raw)),
+                Output::Notice(Notice::Stream(PipeEvent::Gap { .. })) => gaps += 1,
+                Output::Notice(_) => {}
+            }
+        }
+        if !done && batch.len() < BATCH && last.elapsed() < BATCH_WAIT {
+            continue;
+        }
+        // The counters, the topic names when they grew, and the batch.
+        last = Instant::now();
         let ps = an.pipeline_stats();
         let drops = src.stats().ok().and_then(|s| {
             s.dropped
@@ -407,67 +432,19 @@ fn load(
             }),
             Msg::Progress(total.map_or(bytes, |t| bytes.min(t)), total),
         ];
-        if an.messages().topic_names().len() != *topics_known {
-            *topics_known = an.messages().topic_names().len();
-            msgs.push(Msg::Topics(Box::new(an.messages().topic_names().clone())));
+        let names = an.messages().topic_names();
+        if names.len() != topics_known {
+            topics_known = names.len();
+            msgs.push(Msg::Topics(Box::new(names.clone())));
         }
         if !batch.is_empty() {
-            msgs.push(Msg::Loaded(std::mem::take(batch)));
+            msgs.push(Msg::Loaded(std::mem::take(&mut batch)));
         }
-        msgs.into_iter().all(|m| tx.send(m).is_ok())
-    };
-    let take = |out: &mut Vec<Output>, batch: &mut Vec<Entry>, gaps: &mut u64| {
-        for o in out.drain(..) {
-            match o {
-                Output::Message(m) if reread => batch.push(Entry::indexed(m.info, m.raw)),
-                Output::Message(m) => batch.push(Entry::new(m.info, m.raw)),
-                Output::Notice(Notice::Stream(PipeEvent::Gap { .. })) => *gaps += 1,
-                Output::Notice(_) => {}
-            }
-        }
-    };
-    loop {
-        if stop.load(Ordering::Relaxed) {
+        if !msgs.into_iter().all(|m| tx.send(m).is_ok()) {
             return;
         }
-        match src.poll() {
-            Ok(Polled::Frame(f)) => {
-                if first {
-                    first = false;
-                    if tx.send(Msg::Origin(f.ts)).is_err() {
-                        return;
-                    }
-                }
-                bytes += u64::from(f.caplen) + 16;
-                an.push(&f, &mut out);
-                take(&mut out, &mut batch, &mut gaps);
-            }
-            Ok(Polled::Timeout) => {}
-            Ok(Polled::End) => break,
-            Err(e) => {
-                let _ = tx.send(Msg::LoadError(e.to_string()));
-                break;
-            }
-        }
-        if batch.len() >= BATCH || last.elapsed() >= BATCH_WAIT {
-            last = Instant::now();
-            if !flush(&an, &mut src, &mut batch, gaps, bytes, &mut topics_known) {
-                return;
-            }
-        }
     }
-    an.finish(&mut out);
-    take(&mut out, &mut batch, &mut gaps);
-    if flush(
-        &an,
-        &mut src,
-        &mut batch,
-        gaps,
-        total.unwrap_or(bytes),
-        &mut topics_known,
-    ) {
-        let _ = tx.send(Msg::LoadDone);
-    }
+    let _ = tx.send(Msg::LoadDone);
 }
 
 /// An entry for a single size-prefixed message read from a file (decoded as a

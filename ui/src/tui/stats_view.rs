@@ -341,11 +341,9 @@ pub fn compute(entries: &EntryStore, limit: usize, store: Option<&dyn ByteStore>
     let mut error_topics: HashSet<String> = HashSet::new();
     for e in entries.iter_facts() {
         // An entry that cannot be read back (the index file failed) is left out.
-        let Ok(e) = e else { continue };
-        let e = &e;
+        let Ok(e) = &e else { continue };
         // The engine's statistics take the full facts: rebuilt per entry, dropped after.
-        let info = e.info();
-        let i = &info;
+        let i = &e.info();
         let tree = if wants_tree(e, entries) {
             wanted += 1;
             (decoded < limit)
@@ -634,9 +632,7 @@ fn group_rows(
                     }
                 }
                 // Not decoded (the bound): every group request.
-                None => "api=JoinGroup or api=SyncGroup or api=Heartbeat or api=LeaveGroup \
-                         or api=ConsumerGroupHeartbeat"
-                    .into(),
+                None => joined(ApiKey::GROUP.map(|k| api_pred(k.0)), " or "),
             };
             let rebalance = g
                 .generations

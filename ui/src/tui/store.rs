@@ -306,15 +306,10 @@ impl Log {
         self.segs.get(i).filter(|s| end <= s.end()).map(|_| i)
     }
 
-    fn segment(&self, addr: u64, len: u64) -> Result<&Segment, StoreError> {
-        self.seg_of(addr, len)
-            .and_then(|i| self.segs.get(i))
-            .ok_or(StoreError::Address { addr, len })
-    }
-
     /// The `len` bytes at `addr` (checked against the log before anything is allocated).
     fn read(&self, addr: u64, len: u64) -> Result<Vec<u8>, StoreError> {
-        let seg = self.segment(addr, len)?;
+        let seg = (self.seg_of(addr, len).and_then(|i| self.segs.get(i)))
+            .ok_or(StoreError::Address { addr, len })?;
         let n = usize::try_from(len).map_err(|_| StoreError::Address { addr, len })?;
         let mut buf = vec![0u8; n];
         let mut done = 0usize;
@@ -405,40 +400,43 @@ impl Block {
 /// written again: the map of written facts holds one per hash value.
 type NumMap<V> = HashMap<u64, V, FxBuildHasher>;
 
-/// Recently read blocks and shared facts, least recently used first out.
-#[derive(Default)]
-struct Cache {
-    blocks: NumMap<(Arc<Vec<u8>>, u64)>,
-    /// Shared facts by their log address.
-    facts: NumMap<(Arc<Shared>, u64)>,
+/// Recently used values by message number or log address: past `cap`, the
+/// older half goes (eviction is paid once per `cap / 2` misses).
+pub struct Lru<V> {
+    map: NumMap<(V, u64)>,
     tick: u64,
+    cap: usize,
 }
 
-impl Cache {
-    /// The stamp of a new use.
-    fn stamp(&mut self) -> u64 {
+impl<V: Clone> Lru<V> {
+    /// An empty cache of at most `cap` values.
+    pub fn new(cap: usize) -> Lru<V> {
+        Lru {
+            map: NumMap::default(),
+            tick: 0,
+            cap,
+        }
+    }
+
+    /// The value at `k`, if held (now the latest used).
+    pub fn get(&mut self, k: u64) -> Option<V> {
         self.tick += 1;
-        self.tick
+        let (v, t) = self.map.get_mut(&k)?;
+        *t = self.tick;
+        Some(v.clone())
     }
 
-    /// The records of the block whose first message is `first`, if held (now the latest used).
-    fn block_at(&mut self, first: u64) -> Option<Arc<Vec<u8>>> {
-        let tick = self.stamp();
-        touch(&mut self.blocks, first, tick)
+    /// Holds `v` at `k` (the latest used).
+    pub fn insert(&mut self, k: u64, v: V) {
+        self.tick += 1;
+        self.map.insert(k, (v, self.tick));
+        if self.map.len() > self.cap {
+            let mut ticks: Vec<u64> = self.map.values().map(|(_, t)| *t).collect();
+            let mid = ticks.len() / 2;
+            let (_, &mut cut, _) = ticks.select_nth_unstable(mid);
+            self.map.retain(|_, (_, t)| *t >= cut);
+        }
     }
-
-    /// The shared facts at log address `addr`, if held (now the latest used).
-    fn facts_at(&mut self, addr: u64) -> Option<Arc<Shared>> {
-        let tick = self.stamp();
-        touch(&mut self.facts, addr, tick)
-    }
-}
-
-/// The value at `k`, stamped `tick`.
-fn touch<V: Clone>(map: &mut NumMap<(V, u64)>, k: u64, tick: u64) -> Option<V> {
-    let (v, t) = map.get_mut(&k)?;
-    *t = tick;
-    Some(v.clone())
 }
 
 /// The message index: entries by position, most of them in scratch files (see
@@ -457,7 +455,10 @@ pub struct EntryStore {
     open_first: u64,
     /// Messages dropped from the front (ring mode): the absolute number of entry 0.
     dropped: u64,
-    cache: RefCell<Cache>,
+    /// Recently read blocks of records, by their first message.
+    blocks_cache: RefCell<Lru<Arc<Vec<u8>>>>,
+    /// Shared facts by their log address.
+    facts_cache: RefCell<Lru<Arc<Shared>>>,
 }
 
 impl EntryStore {
@@ -479,7 +480,8 @@ impl EntryStore {
             open: Vec::new(),
             open_first: 0,
             dropped: 0,
-            cache: RefCell::new(Cache::default()),
+            blocks_cache: RefCell::new(Lru::new(geo.cache)),
+            facts_cache: RefCell::new(Lru::new(geo.facts)),
         }
     }
 
@@ -510,7 +512,7 @@ impl EntryStore {
     /// Shared facts held decoded in memory, and remembered as written.
     #[cfg(test)]
     pub fn facts_held(&self) -> (usize, usize) {
-        (self.cache.borrow().facts.len(), self.written.len())
+        (self.facts_cache.borrow().map.len(), self.written.len())
     }
 
     /// Entries held.
@@ -527,10 +529,10 @@ impl EntryStore {
     /// Entries held in memory as records: the open block's and the cached blocks'.
     #[cfg(test)]
     pub fn resident(&self) -> usize {
-        let cache = self.cache.borrow();
+        let cache = self.blocks_cache.borrow();
         self.open.len() / REC
             + cache
-                .blocks
+                .map
                 .values()
                 .map(|(b, _)| b.len() / REC)
                 .sum::<usize>()
@@ -564,7 +566,7 @@ impl EntryStore {
             addr,
         });
         let recs = std::mem::replace(&mut self.open, Vec::with_capacity(self.geo.block * REC));
-        self.cache_insert(first, Arc::new(recs));
+        self.blocks_cache.get_mut().insert(first, Arc::new(recs));
         self.open_first += count as u64;
         self.log.block_written(self.open_first);
     }
@@ -575,9 +577,9 @@ impl EntryStore {
     fn facts_ref(&mut self, s: &Arc<Shared>) -> SideRef {
         let h = self.hasher.hash_one(&**s);
         if let Some(&f) = self.written.get(&h) {
-            let c = self.cache.borrow();
+            let c = self.facts_cache.borrow();
             let same = c
-                .facts
+                .map
                 .get(&f.addr)
                 .is_some_and(|(a, _)| Arc::ptr_eq(a, s) || **a == **s);
             if same && f.addr >= self.log.floor {
@@ -593,49 +595,19 @@ impl EntryStore {
             self.written.clear();
         }
         self.written.insert(h, f);
-        self.facts_insert(f.addr, s.clone());
+        self.facts_cache.get_mut().insert(f.addr, s.clone());
         f
-    }
-
-    fn facts_insert(&self, addr: u64, s: Arc<Shared>) {
-        let mut c = self.cache.borrow_mut();
-        let tick = c.stamp();
-        c.facts.insert(addr, (s, tick));
-        if c.facts.len() > self.geo.facts {
-            // The older half goes: eviction is paid once per `facts / 2` misses.
-            let mut ticks: Vec<u64> = c.facts.values().map(|(_, t)| *t).collect();
-            let mid = ticks.len() / 2;
-            let (_, &mut cut, _) = ticks.select_nth_unstable(mid);
-            c.facts.retain(|_, (_, t)| *t >= cut);
-        }
     }
 
     /// The shared facts at `f`, held or read and decoded.
     fn shared_at(&self, f: SideRef) -> Result<Arc<Shared>, StoreError> {
-        if let Some(s) = self.cache.borrow_mut().facts_at(f.addr) {
+        if let Some(s) = self.facts_cache.borrow_mut().get(f.addr) {
             return Ok(s);
         }
         let blob = self.log.read(f.addr, f.len)?;
         let s = Arc::new(decode_shared(&blob)?);
-        self.facts_insert(f.addr, s.clone());
+        self.facts_cache.borrow_mut().insert(f.addr, s.clone());
         Ok(s)
-    }
-
-    fn cache_insert(&self, first: u64, recs: Arc<Vec<u8>>) {
-        let mut c = self.cache.borrow_mut();
-        let tick = c.stamp();
-        c.blocks.insert(first, (recs, tick));
-        while c.blocks.len() > self.geo.cache {
-            let oldest = c
-                .blocks
-                .iter()
-                .min_by_key(|(_, (_, t))| *t)
-                .map(|(&k, _)| k);
-            match oldest {
-                Some(k) => c.blocks.remove(&k),
-                None => break,
-            };
-        }
     }
 
     /// The block holding absolute message `r` (not the open one).
@@ -651,13 +623,13 @@ impl EntryStore {
             .blocks
             .get(bi)
             .ok_or(StoreError::Address { addr: 0, len: 0 })?;
-        if let Some(recs) = self.cache.borrow_mut().block_at(b.first) {
+        if let Some(recs) = self.blocks_cache.borrow_mut().get(b.first) {
             return Ok(recs);
         }
         let len = u64::from(b.count) * REC as u64;
         let recs = Arc::new(self.log.read(b.addr, len)?);
         if keep {
-            self.cache_insert(b.first, recs.clone());
+            self.blocks_cache.borrow_mut().insert(b.first, recs.clone());
         }
         Ok(recs)
     }
@@ -757,9 +729,7 @@ impl EntryStore {
         let rec = e.encode(facts_of(&old), side_of(&old), self.dropped);
         let (bi, at) = self.place(i)?;
         let Some(bi) = bi else {
-            if let Some(dst) = self.open.get_mut(at..at.saturating_add(REC)) {
-                dst.copy_from_slice(&rec);
-            }
+            put_record(&mut self.open, at, &rec);
             return Ok(());
         };
         let b = self
@@ -770,19 +740,14 @@ impl EntryStore {
         if !self.log.patch(b.addr + at as u64, &rec) {
             // The file cannot be written: the block moves to the log's end (in memory).
             let mut recs = Vec::clone(&*self.block_recs(bi, false)?);
-            if let Some(dst) = recs.get_mut(at..at.saturating_add(REC)) {
-                dst.copy_from_slice(&rec);
-            }
+            put_record(&mut recs, at, &rec);
             let addr = self.log.append(&recs);
             if let Some(blk) = self.blocks.get_mut(bi) {
                 blk.addr = addr;
             }
         }
-        let mut c = self.cache.borrow_mut();
-        if let Some((recs, _)) = c.blocks.get_mut(&b.first) {
-            if let Some(dst) = Arc::make_mut(recs).get_mut(at..at.saturating_add(REC)) {
-                dst.copy_from_slice(&rec);
-            }
+        if let Some((recs, _)) = self.blocks_cache.get_mut().map.get_mut(&b.first) {
+            put_record(Arc::<Vec<u8>>::make_mut(recs), at, &rec);
         }
         Ok(())
     }
@@ -794,13 +759,12 @@ impl EntryStore {
             return;
         }
         self.dropped += k as u64;
-        let mut c = self.cache.borrow_mut();
+        let c = self.blocks_cache.get_mut();
         while self.blocks.front().is_some_and(|b| b.end() <= self.dropped) {
             if let Some(b) = self.blocks.pop_front() {
-                c.blocks.remove(&b.first);
+                c.map.remove(&b.first);
             }
         }
-        drop(c);
         self.log.drop_before(self.dropped);
     }
 
@@ -848,6 +812,13 @@ impl EntryStore {
     #[cfg(test)]
     pub fn files(&self) -> usize {
         self.log.segs.iter().filter(|s| s.file.is_some()).count()
+    }
+}
+
+/// Writes `rec` at byte `at` of a block's records.
+fn put_record(recs: &mut [u8], at: usize, rec: &[u8; REC]) {
+    if let Some(dst) = recs.get_mut(at..at.saturating_add(REC)) {
+        dst.copy_from_slice(rec);
     }
 }
 
@@ -902,21 +873,11 @@ pub struct Bitset {
 impl Bitset {
     /// `len` bits, all `on`.
     pub fn filled(len: usize, on: bool) -> Bitset {
-        let mut b = Bitset {
-            words: vec![if on { u64::MAX } else { 0 }; len.div_ceil(64)],
-            len,
-        };
-        b.clear_past_end();
-        b
-    }
-
-    fn clear_past_end(&mut self) {
-        let used = self.len % 64;
-        if used != 0 {
-            if let Some(w) = self.words.last_mut() {
-                *w &= (1u64 << used) - 1;
-            }
+        let mut words = vec![if on { u64::MAX } else { 0 }; len.div_ceil(64)];
+        if let (Some(w), used @ 1..) = (words.last_mut(), len % 64) {
+            *w &= (1u64 << used) - 1;
         }
+        Bitset { words, len }
     }
 
     /// Bits held.
@@ -946,11 +907,7 @@ impl Bitset {
             return;
         }
         if let Some(w) = self.words.get_mut(i / 64) {
-            if on {
-                *w |= 1 << (i % 64);
-            } else {
-                *w &= !(1 << (i % 64));
-            }
+            *w = *w & !(1 << (i % 64)) | u64::from(on) << (i % 64);
         }
     }
 
@@ -965,20 +922,10 @@ impl Bitset {
 
     /// Removes the first `k` bits; the others move down by `k`.
     pub fn drain_front(&mut self, k: usize) {
-        let k = k.min(self.len);
-        let (skip, shift) = (k / 64, k % 64);
-        self.words.drain(..skip.min(self.words.len()));
-        if shift != 0 {
-            let n = self.words.len();
-            for j in 0..n {
-                let next = self.words.get(j + 1).copied().unwrap_or(0);
-                if let Some(w) = self.words.get_mut(j) {
-                    *w = (*w >> shift) | (next << (64 - shift));
-                }
-            }
+        let mut rest = Bitset::default();
+        for i in k.min(self.len)..self.len {
+            rest.push(self.get(i));
         }
-        self.len -= k;
-        self.words.truncate(self.len.div_ceil(64));
-        self.clear_past_end();
+        *self = rest;
     }
 }

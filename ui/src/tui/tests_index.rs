@@ -70,8 +70,8 @@ fn stats_view_reads_located_entries_back() {
     b.update(Msg::Loaded(full));
     a.update(Msg::LoadDone);
     b.update(Msg::LoadDone);
-    a.open_stats();
-    b.open_stats();
+    a.refresh_stats();
+    b.refresh_stats();
     let (sa, sb) = (
         a.stats_view.as_ref().unwrap(),
         b.stats_view.as_ref().unwrap(),

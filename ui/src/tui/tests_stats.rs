@@ -10,7 +10,7 @@ use kafkashark::kafka::errors::error_code;
 use kafkashark::kafka::schema::ApiKey;
 use kafkashark::kafka::{DecodeOptions, Value};
 
-use super::app::{decode_entry, App, Config, Effect, Msg, Pane, Popup, SourceKind};
+use super::app::{decode_entry, App, Config, Effect, Msg, Pane, SourceKind};
 use super::stats_view::{bucket_of, StatsTab};
 use super::testutil::{app_with, entries};
 use super::ui;
@@ -462,9 +462,9 @@ fn keys_of_the_stats_view() {
     );
     // Help opens over it, and any key closes help only.
     key(&mut app, KeyCode::Char('?'));
-    assert_eq!(app.popup, Some(Popup::Help));
+    assert!(app.help);
     key(&mut app, KeyCode::Char('x'));
-    assert!(app.popup.is_none() && app.stats_view.is_some());
+    assert!(!app.help && app.stats_view.is_some());
     // Esc and S close it; the list is as it was.
     key(&mut app, KeyCode::Esc);
     assert!(app.stats_view.is_none());

@@ -501,10 +501,10 @@ fn frames_key_names_the_carrying_frames() {
 fn help_opens_and_any_key_closes_it() {
     let mut app = app_with(A1, 120, 40);
     key(&mut app, KeyCode::Char('?'));
-    assert!(app.popup.is_some());
+    assert!(app.help);
     // q closes the help rather than quitting.
     assert!(key(&mut app, KeyCode::Char('q')).is_empty());
-    assert!(app.popup.is_none());
+    assert!(!app.help);
 }
 
 #[test]

@@ -19,7 +19,7 @@ use ratatui::widgets::{
 };
 use ratatui::Frame;
 
-use super::app::{node_at, App, Pane, Popup, SourceKind, StatsView, TimeMode};
+use super::app::{node_at, App, Pane, SourceKind, StatsView, TimeMode};
 use super::index::IndexEntry;
 use super::stats_view::{col_plan, columns, StatsTab, BUCKETS};
 use crate::filter::Facts;
@@ -66,19 +66,11 @@ pub fn layout(app: &App) -> Layout {
     let main_h = h.saturating_sub(1 + u16::from(has_line));
     let has_list = app.cfg.kind != SourceKind::Message;
     let hex_needed = u16::try_from(app.hex_bytes().len().div_ceil(16).max(1)).unwrap_or(u16::MAX);
-    let list_wanted = if has_list {
-        let rows = u16::try_from(app.view.len().max(1)).unwrap_or(u16::MAX);
-        rows.saturating_add(3).min((main_h * 35 / 100).max(5))
-    } else {
-        0
-    };
+    let rows = u16::try_from(app.view.len().max(1)).unwrap_or(u16::MAX);
+    let list_wanted = u16::from(has_list) * rows.saturating_add(3).min((main_h * 35 / 100).max(5));
     let side_by_side = w >= 160 && main_h >= 20;
     let (list, tree, hex) = if side_by_side {
-        let list_h = if has_list {
-            (main_h * 40 / 100).max(5)
-        } else {
-            0
-        };
+        let list_h = u16::from(has_list) * (main_h * 40 / 100).max(5);
         let rest = main_h.saturating_sub(list_h);
         let hex_w = HEX_WIDTH + 2;
         let tree = Rect::new(0, list_h, w.saturating_sub(hex_w), rest);
@@ -136,6 +128,15 @@ impl Palette {
         }
     }
 
+    /// `colored` with colours, else plain text with `plain` emphasis.
+    fn or(&self, colored: Style, plain: Modifier) -> Style {
+        if self.color {
+            colored
+        } else {
+            Style::default().add_modifier(plain)
+        }
+    }
+
     fn role(&self, r: Role) -> Style {
         match r {
             Role::Message => self.fg(Color::Gray),
@@ -146,13 +147,10 @@ impl Palette {
             Role::RecordBatch => self.fg(Color::Yellow),
             Role::Record => self.fg(Color::LightYellow),
             Role::TaggedFields => self.fg(Color::DarkGray),
-            Role::Malformed => {
-                if self.color {
-                    Style::default().fg(Color::White).bg(Color::Magenta)
-                } else {
-                    Style::default().add_modifier(Modifier::UNDERLINED)
-                }
-            }
+            Role::Malformed => self.or(
+                Style::default().fg(Color::White).bg(Color::Magenta),
+                Modifier::UNDERLINED,
+            ),
         }
     }
 
@@ -197,8 +195,8 @@ pub fn render(f: &mut Frame, app: &App) {
     if let Some(r) = lay.line {
         render_line(f, app, &pal, r);
     }
-    render_status(f, app, lay.status);
-    if app.popup == Some(Popup::Help) {
+    render_status(f, app, &pal, lay.status);
+    if app.help {
         render_help(f, &pal, f.area());
     }
 }
@@ -321,31 +319,40 @@ fn api_color(key: Option<ApiKey>) -> Color {
     }
 }
 
-/// Column widths of the list at a given width.
-struct Cols {
-    time: usize,
-    ends: usize,
-    api: usize,
-}
-
-fn cols(width: usize, time: TimeMode) -> Cols {
+/// A list line's three parts, fitted to the columns for a list `width`
+/// wide: number, time, stream and (wide terminals only) route; the API
+/// (coloured apart); kind, correlation id, size, latency and the notes.
+fn list_parts(
+    width: usize,
+    time: TimeMode,
+    lead: [&str; 4],
+    api: &str,
+    tail: [&str; 5],
+) -> [String; 3] {
+    let wide = width >= 112;
     let time = match time {
         TimeMode::Relative => 11,
         TimeMode::Absolute => 15,
     };
-    if width >= 112 {
-        Cols {
-            time,
-            ends: 32,
-            api: 22,
-        }
-    } else {
-        Cols {
-            time,
-            ends: 0,
-            api: 18,
-        }
-    }
+    let lead_cols = [(7, true), (time, true), (4, false), (32, false)];
+    let n = if wide { 4 } else { 3 };
+    let tail_cols = [(4, false), (5, true), (7, true), (9, true)];
+    [
+        row_text(&lead_cols[..n], &lead[..n]) + " ",
+        fit(api, if wide { 22 } else { 18 }),
+        format!(" {}", row_text(&tail_cols, &tail)),
+    ]
+}
+
+/// Cells fitted to their columns (`(width, right-aligned)`), space-separated;
+/// cells past the last column as they are.
+fn row_text<S: AsRef<str>>(cols: &[(usize, bool)], cells: &[S]) -> String {
+    let cell = |(k, s): (usize, &S)| match cols.get(k) {
+        Some(&(w, true)) => fit_right(s.as_ref(), w),
+        Some(&(w, false)) => fit(s.as_ref(), w),
+        None => s.as_ref().to_string(),
+    };
+    joined(cells.iter().enumerate().map(cell), " ")
 }
 
 /// The time column.
@@ -390,14 +397,12 @@ pub fn notes_text(e: &IndexEntry) -> String {
         s.push("[no response expected]".into());
     }
     if i.kind == Kind::Response && !i.paired {
-        s.push(
-            if i.inferred {
-                "[inferred]"
-            } else {
-                "[unpaired]"
-            }
-            .into(),
-        );
+        let mark = if i.inferred {
+            "[inferred]"
+        } else {
+            "[unpaired]"
+        };
+        s.push(mark.into());
     }
     if i.resynced {
         s.push(format!("[resync, {} bytes skipped]", i.skipped_before));
@@ -416,25 +421,9 @@ pub fn notes_text(e: &IndexEntry) -> String {
 
 fn render_list(f: &mut Frame, app: &App, pal: &Palette, area: Rect, rows: usize) {
     let inner_w = usize::from(area.width.saturating_sub(2));
-    let c = cols(inner_w, app.time);
-    let mut header = format!(
-        "{} {} {} ",
-        fit_right("No.", 7),
-        fit_right("Time", c.time),
-        fit("Str", 4)
-    );
-    if c.ends > 0 {
-        header.push_str(&fit("From → To", c.ends));
-        header.push(' ');
-    }
-    header.push_str(&format!(
-        "{} {} {} {} {} Notes",
-        fit("API", c.api),
-        fit("Kind", 4),
-        fit_right("Corr", 5),
-        fit_right("Size", 7),
-        fit_right("Latency", 9)
-    ));
+    let head = ["No.", "Time", "Str", "From → To"];
+    let tail = ["Kind", "Corr", "Size", "Latency", "Notes"];
+    let header = list_parts(inner_w, app.time, head, "API", tail).concat();
     let mut lines = vec![header_line(&header, inner_w)];
     let end = (app.list_offset + rows).min(app.view.len());
     for pos in app.list_offset..end {
@@ -452,30 +441,24 @@ fn render_list(f: &mut Frame, app: &App, pal: &Palette, area: Rect, rows: usize)
         };
         let e = &e;
         let i = &e.info();
-        let mut left = format!(
-            "{} {} {} ",
-            fit_right(&i.frame.to_string(), 7),
-            fit_right(&time_text(app, e), c.time),
-            fit(&format!("s{}", i.stream), 4)
+        let (frame, time, stream) = (
+            i.frame.to_string(),
+            time_text(app, e),
+            format!("s{}", i.stream),
         );
-        if c.ends > 0 {
-            left.push_str(&fit(&route(i), c.ends));
-            left.push(' ');
-        }
-        let api = fit(&api_text(i), c.api);
-        let right = format!(
-            " {} {} {} {} {}",
-            fit(
-                match i.kind {
-                    Kind::Request => "Req",
-                    Kind::Response => "Resp",
-                },
-                4
-            ),
-            fit_right(&i.correlation_id.map_or("?".into(), |c| c.to_string()), 5),
-            fit_right(&i.length.to_string(), 7),
-            fit_right(&i.latency_ns.map(latency_text).unwrap_or_default(), 9),
-            notes_text(e)
+        let kind = match i.kind {
+            Kind::Request => "Req",
+            Kind::Response => "Resp",
+        };
+        let corr = i.correlation_id.map_or("?".into(), |c| c.to_string());
+        let latency = i.latency_ns.map(latency_text).unwrap_or_default();
+        let tail = [kind, &corr, &i.length.to_string(), &latency, &notes_text(e)];
+        let [left, api, right] = list_parts(
+            inner_w,
+            app.time,
+            [&frame, &time, &stream, &route(i)],
+            &api_text(i),
+            tail,
         );
         let trouble = if i.decode_error.is_some() {
             Some(Color::Magenta)
@@ -660,11 +643,8 @@ fn fit_title(s: &str, w: usize) -> String {
 
 /// Width of the offset column for a source of `len` bytes.
 fn offset_width(len: usize) -> usize {
-    let mut w = 4;
-    while len > 0 && (len - 1) >> (4 * w) != 0 {
-        w += 1;
-    }
-    w
+    let bits = usize::BITS - len.saturating_sub(1).leading_zeros();
+    (bits as usize).div_ceil(4).max(4)
 }
 
 /// The byte under a screen position of the byte view.
@@ -801,11 +781,10 @@ fn render_line(f: &mut Frame, app: &App, pal: &Palette, area: Rect) {
             pal.fg(Color::LightCyan).add_modifier(Modifier::BOLD),
         )];
         let err_col = bar.error.as_ref().map(|(c, _)| *c);
-        let bad = if app.cfg.color {
-            Style::default().fg(Color::White).bg(Color::Red)
-        } else {
-            Style::default().add_modifier(Modifier::UNDERLINED)
-        };
+        let bad = pal.or(
+            Style::default().fg(Color::White).bg(Color::Red),
+            Modifier::UNDERLINED,
+        );
         let chars: Vec<char> = bar.text.chars().collect();
         for k in 0..=chars.len() {
             let c = chars
@@ -844,7 +823,7 @@ fn render_line(f: &mut Frame, app: &App, pal: &Palette, area: Rect) {
     f.render_widget(Paragraph::new(line), area);
 }
 
-fn render_status(f: &mut Frame, app: &App, area: Rect) {
+fn render_status(f: &mut Frame, app: &App, pal: &Palette, area: Rect) {
     let s = &app.stats;
     let name = std::path::Path::new(&app.cfg.title)
         .file_name()
@@ -908,11 +887,10 @@ fn render_status(f: &mut Frame, app: &App, area: Rect) {
     } else {
         fit(&left, w)
     };
-    let style = if app.cfg.color {
-        Style::default().bg(Color::DarkGray).fg(Color::White)
-    } else {
-        Style::default().add_modifier(Modifier::REVERSED)
-    };
+    let style = pal.or(
+        Style::default().bg(Color::DarkGray).fg(Color::White),
+        Modifier::REVERSED,
+    );
     f.render_widget(Paragraph::new(Line::from(Span::styled(text, style))), area);
 }
 
@@ -1009,14 +987,7 @@ pub fn stats_layout(app: &App) -> StatsLayout {
         StatsTab::Latency | StatsTab::Groups | StatsTab::Clients if rest >= 14 => {
             (0, (rest * 2 / 5).clamp(6, 14))
         }
-        StatsTab::Throttle => (
-            if rest >= 9 {
-                (rest / 3).clamp(5, 10)
-            } else {
-                0
-            },
-            0,
-        ),
+        StatsTab::Throttle if rest >= 9 => ((rest / 3).clamp(5, 10), 0),
         _ => (0, 0),
     };
     let table_h = rest.saturating_sub(top_h + detail_h);
@@ -1150,15 +1121,12 @@ fn render_stats_table(f: &mut Frame, v: &StatsView, pal: &Palette, lay: &StatsLa
     let inner_w = usize::from(area.width.saturating_sub(2));
     let cols = columns(v.tab);
     let plan = col_plan(cols, inner_w);
-    let cell = |i: usize, w: usize, s: &str| {
-        if cols[i].right {
-            fit_right(s, w)
-        } else {
-            fit(s, w)
-        }
-    };
-    let join = |cells: &dyn Fn(usize) -> String| {
-        joined(plan.iter().map(|&(i, w)| cell(i, w, &cells(i))), " ")
+    let fitted: Vec<(usize, bool)> = plan.iter().map(|&(i, w)| (w, cols[i].right)).collect();
+    let join = |cell: &dyn Fn(usize) -> String| {
+        row_text(
+            &fitted,
+            &plan.iter().map(|&(i, _)| cell(i)).collect::<Vec<_>>(),
+        )
     };
     let header = join(&|i| cols[i].title.to_string());
     let mut lines = vec![header_line(&header, inner_w)];
@@ -1228,11 +1196,10 @@ fn render_histogram(f: &mut Frame, v: &StatsView, pal: &Palette, area: Rect) {
         .bar_width(bar_w)
         .bar_gap(gap)
         .bar_style(pal.fg(Color::Cyan))
-        .value_style(if pal.color {
-            Style::default().fg(Color::Black).bg(Color::Cyan)
-        } else {
-            Style::default().add_modifier(Modifier::REVERSED)
-        });
+        .value_style(pal.or(
+            Style::default().fg(Color::Black).bg(Color::Cyan),
+            Modifier::REVERSED,
+        ));
     f.render_widget(chart, area);
 }
 
@@ -1294,41 +1261,41 @@ fn render_generations(f: &mut Frame, v: &StatsView, pal: &Palette, area: Rect) {
                 "no generation seen (no successful JoinGroup response)",
             ));
         }
+        let cols = [
+            (5, true),
+            (10, false),
+            (7, true),
+            (8, true),
+            (9, true),
+            (12, false),
+            (8, true),
+        ];
         if !g.generations.is_empty() {
-            let header = format!(
-                "{} {} {} {} {} {} {} leader",
-                fit_right("gen", 5),
-                fit("protocol", 10),
-                fit_right("members", 7),
-                fit_right("join req", 8),
-                fit_right("join resp", 9),
-                fit("sync resp", 12),
-                fit_right("rebal ms", 8),
-            );
-            lines.push(header_line(&header, inner_w));
+            let head = [
+                "gen",
+                "protocol",
+                "members",
+                "join req",
+                "join resp",
+                "sync resp",
+                "rebal ms",
+                "leader",
+            ];
+            lines.push(header_line(&row_text(&cols, &head), inner_w));
         }
         for x in &g.generations {
             let syncs = joined(&x.sync_response_frames, ",");
-            lines.push(Line::from(fit(
-                &format!(
-                    "{} {} {} {} {} {} {} {}",
-                    fit_right(&x.generation_id.to_string(), 5),
-                    fit(
-                        &x.protocol_name.as_deref().map_or("-".into(), escape_text),
-                        10
-                    ),
-                    fit_right(&x.members.len().to_string(), 7),
-                    fit_right(
-                        &x.join_request_frame.map_or("-".into(), |f| f.to_string()),
-                        8
-                    ),
-                    fit_right(&x.join_response_frame.to_string(), 9),
-                    fit(if syncs.is_empty() { "-" } else { &syncs }, 12),
-                    fit_right(&x.rebalance_ms.map_or("-".into(), ms), 8),
-                    x.leader.as_deref().map_or("-".into(), escape_text),
-                ),
-                inner_w,
-            )));
+            let cells = [
+                x.generation_id.to_string(),
+                x.protocol_name.as_deref().map_or("-".into(), escape_text),
+                x.members.len().to_string(),
+                x.join_request_frame.map_or("-".into(), |f| f.to_string()),
+                x.join_response_frame.to_string(),
+                if syncs.is_empty() { "-".into() } else { syncs },
+                x.rebalance_ms.map_or("-".into(), ms),
+                x.leader.as_deref().map_or("-".into(), escape_text),
+            ];
+            lines.push(Line::from(fit(&row_text(&cols, &cells), inner_w)));
         }
         for m in &g.heartbeat_members {
             let epochs = joined(&m.epochs, "→");
@@ -1392,20 +1359,14 @@ fn render_client(f: &mut Frame, v: &StatsView, pal: &Palette, area: Rect) {
         ]));
         let addrs = joined(c.addresses.iter().map(|a| escape_text(a)), " ");
         lines.push(Line::from(vec![label("addresses: "), Span::raw(addrs)]));
-        let mut spans = vec![label("versions: ")];
-        for (k, a) in c.apis.iter().enumerate() {
-            if k > 0 {
-                spans.push(Span::raw(" "));
-            }
-            let text = format!("{} v{}", api(a.api_name, a.api_key), a.version);
-            if a.removed_in_kafka_4 {
-                spans.push(Span::styled(
-                    format!("{text}*"),
-                    pal.fg(Color::LightRed).add_modifier(Modifier::BOLD),
-                ));
-            } else {
-                spans.push(Span::raw(text));
-            }
+        let mut spans = vec![label("versions:")];
+        let removed = pal.fg(Color::LightRed).add_modifier(Modifier::BOLD);
+        for a in &c.apis {
+            let text = format!(" {} v{}", api(a.api_name, a.api_key), a.version);
+            spans.push(match a.removed_in_kafka_4 {
+                true => Span::styled(text + "*", removed),
+                false => Span::raw(text),
+            });
         }
         lines.push(Line::from(spans));
         if c.apis.iter().any(|a| a.removed_in_kafka_4) {

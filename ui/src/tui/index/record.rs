@@ -35,29 +35,49 @@ pub const REC: usize = 140;
 type Field = Range<usize>;
 const FACTS_ADDR: Field = 0..8;
 const FACTS_LEN: Field = 8..12;
-const FLAGS: Field = 12..14;
 const KIND: usize = 14;
 const RFLAGS: usize = 15;
-const API_KEY: Field = 16..18;
-const API_VERSION: Field = 18..20;
-const TS_NANOS: Field = 20..24;
-const FIRST_TS_NANOS: Field = 24..28;
-const PIECE_LEN: Field = 28..32;
-const CORRELATION: Field = 32..36;
-const LENGTH: Field = 36..40;
-const THROTTLE: Field = 40..44;
-const FRAME: Field = 44..52;
-const FIRST_FRAME: Field = 52..60;
-const TS_SECS: Field = 60..68;
-const FIRST_TS_SECS: Field = 68..76;
-const STREAM: Field = 76..84;
-const STREAM_OFFSET: Field = 84..92;
 const PEER: Field = 92..100;
-const LATENCY: Field = 100..108;
-const SUM: Field = 108..116;
-const PIECE_OFFSET: Field = 116..124;
 const SIDE_ADDR: Field = 124..132;
 const SIDE_LEN: Field = 132..140;
+
+/// The entry's numbers stored as they are: each field's range, and the
+/// writing ([`FactsEntry::encode`]) and reading ([`FactsEntry::decode`]) of them.
+macro_rules! numbers {
+    ($($field:ident = $range:expr => $name:ident: $ty:ty),* $(,)?) => {
+        $(const $field: Field = $range;)*
+
+        fn put_numbers(e: &FactsEntry, r: &mut [u8; REC]) {
+            $(put(r, $field, &e.$name.to_le_bytes());)*
+        }
+
+        /// The entry of a record's numbers, its peer not read.
+        fn get_numbers(rec: &[u8; REC], shared: Arc<Shared>, index: u64, kind: Kind) -> FactsEntry {
+            FactsEntry { shared, index, kind, peer: 0, $($name: <$ty>::from_le_bytes(get(rec, $field)),)* }
+        }
+    };
+}
+
+numbers! {
+    FLAGS = 12..14 => flags: u16,
+    API_KEY = 16..18 => api_key: i16,
+    API_VERSION = 18..20 => api_version: i16,
+    TS_NANOS = 20..24 => ts_nanos: u32,
+    FIRST_TS_NANOS = 24..28 => first_ts_nanos: u32,
+    PIECE_LEN = 28..32 => piece_len: u32,
+    CORRELATION = 32..36 => correlation_id: i32,
+    LENGTH = 36..40 => length: i32,
+    THROTTLE = 40..44 => throttle_time_ms: i32,
+    FRAME = 44..52 => frame: u64,
+    FIRST_FRAME = 52..60 => first_frame: u64,
+    TS_SECS = 60..68 => ts_secs: i64,
+    FIRST_TS_SECS = 68..76 => first_ts_secs: i64,
+    STREAM = 76..84 => stream: u64,
+    STREAM_OFFSET = 84..92 => stream_offset: u64,
+    LATENCY = 100..108 => latency_ns: u64,
+    SUM = 108..116 => sum: u64,
+    PIECE_OFFSET = 116..124 => piece_offset: u64,
+}
 
 /// `RFLAGS` bit: the entry has a spilled message in a side blob.
 const R_SPILL: u8 = 1;
@@ -110,19 +130,11 @@ fn u64_at(rec: &[u8; REC], f: Field) -> u64 {
     u64::from_le_bytes(get(rec, f))
 }
 
-fn u32_at(rec: &[u8; REC], f: Field) -> u32 {
-    u32::from_le_bytes(get(rec, f))
-}
-
-fn i16_at(rec: &[u8; REC], f: Field) -> i16 {
-    i16::from_le_bytes(get(rec, f))
-}
-
 /// Where a record's shared facts lie in the store's log.
 pub fn facts_of(rec: &[u8; REC]) -> SideRef {
     SideRef {
         addr: u64_at(rec, FACTS_ADDR),
-        len: u64::from(u32_at(rec, FACTS_LEN)),
+        len: u64::from(u32::from_le_bytes(get(rec, FACTS_LEN))),
     }
 }
 
@@ -179,30 +191,13 @@ impl FactsEntry {
         put(&mut r, FACTS_ADDR, &facts.addr.to_le_bytes());
         let facts_len = u32::try_from(facts.len).unwrap_or(u32::MAX);
         put(&mut r, FACTS_LEN, &facts_len.to_le_bytes());
-        put(&mut r, FLAGS, &self.flags.to_le_bytes());
         r[KIND] = match self.kind {
             Kind::Request => 0,
             Kind::Response => 1,
         };
         r[RFLAGS] = if side.is_some() { R_SPILL } else { 0 };
-        put(&mut r, API_KEY, &self.api_key.to_le_bytes());
-        put(&mut r, API_VERSION, &self.api_version.to_le_bytes());
-        put(&mut r, TS_NANOS, &self.ts_nanos.to_le_bytes());
-        put(&mut r, FIRST_TS_NANOS, &self.first_ts_nanos.to_le_bytes());
-        put(&mut r, PIECE_LEN, &self.piece_len.to_le_bytes());
-        put(&mut r, CORRELATION, &self.correlation_id.to_le_bytes());
-        put(&mut r, LENGTH, &self.length.to_le_bytes());
-        put(&mut r, THROTTLE, &self.throttle_time_ms.to_le_bytes());
-        put(&mut r, FRAME, &self.frame.to_le_bytes());
-        put(&mut r, FIRST_FRAME, &self.first_frame.to_le_bytes());
-        put(&mut r, TS_SECS, &self.ts_secs.to_le_bytes());
-        put(&mut r, FIRST_TS_SECS, &self.first_ts_secs.to_le_bytes());
-        put(&mut r, STREAM, &self.stream.to_le_bytes());
-        put(&mut r, STREAM_OFFSET, &self.stream_offset.to_le_bytes());
+        put_numbers(self, &mut r);
         put(&mut r, PEER, &self.peer.wrapping_add(dropped).to_le_bytes());
-        put(&mut r, LATENCY, &self.latency_ns.to_le_bytes());
-        put(&mut r, SUM, &self.sum.to_le_bytes());
-        put(&mut r, PIECE_OFFSET, &self.piece_offset.to_le_bytes());
         if let Some(s) = side {
             put(&mut r, SIDE_ADDR, &s.addr.to_le_bytes());
             put(&mut r, SIDE_LEN, &s.len.to_le_bytes());
@@ -222,30 +217,7 @@ impl FactsEntry {
             1 => Kind::Response,
             _ => return Err(bad("kind", KIND)),
         };
-        let mut e = FactsEntry {
-            shared,
-            index,
-            frame: u64_at(rec, FRAME),
-            first_frame: u64_at(rec, FIRST_FRAME),
-            ts_secs: i64::from_le_bytes(get(rec, TS_SECS)),
-            first_ts_secs: i64::from_le_bytes(get(rec, FIRST_TS_SECS)),
-            stream: u64_at(rec, STREAM),
-            stream_offset: u64_at(rec, STREAM_OFFSET),
-            peer: 0,
-            latency_ns: u64_at(rec, LATENCY),
-            sum: u64_at(rec, SUM),
-            piece_offset: u64_at(rec, PIECE_OFFSET),
-            ts_nanos: u32_at(rec, TS_NANOS),
-            first_ts_nanos: u32_at(rec, FIRST_TS_NANOS),
-            piece_len: u32_at(rec, PIECE_LEN),
-            correlation_id: i32::from_le_bytes(get(rec, CORRELATION)),
-            length: i32::from_le_bytes(get(rec, LENGTH)),
-            throttle_time_ms: i32::from_le_bytes(get(rec, THROTTLE)),
-            api_key: i16_at(rec, API_KEY),
-            api_version: i16_at(rec, API_VERSION),
-            flags: u16::from_le_bytes(get(rec, FLAGS)),
-            kind,
-        };
+        let mut e = get_numbers(rec, shared, index, kind);
         // The peer was written absolute: dropped with the oldest, it is gone.
         let peer = e.peer().map(|_| u64_at(rec, PEER));
         e.set_peer(peer.and_then(|p| p.checked_sub(dropped)));
@@ -273,19 +245,24 @@ pub fn encode_raw(m: &RawMessage) -> Vec<u8> {
     o.push(u8::from(m.resynced));
     o.extend_from_slice(&m.skipped_before.to_le_bytes());
     o.extend_from_slice(&m.missing.to_le_bytes());
-    o.extend_from_slice(&(m.provenance.len() as u64).to_le_bytes());
-    for &(off, frame) in &m.provenance {
+    put_list(&mut o, &m.provenance, |o, &(off, frame)| {
         o.extend_from_slice(&off.to_le_bytes());
         o.extend_from_slice(&frame.to_le_bytes());
-    }
-    o.extend_from_slice(&(m.file_pieces.len() as u64).to_le_bytes());
-    for &(off, len) in &m.file_pieces {
+    });
+    put_list(&mut o, &m.file_pieces, |o, &(off, len)| {
         o.extend_from_slice(&off.to_le_bytes());
         o.extend_from_slice(&len.to_le_bytes());
-    }
-    o.extend_from_slice(&(m.bytes.len() as u64).to_le_bytes());
-    o.extend_from_slice(&m.bytes);
+    });
+    put_str(&mut o, &m.bytes);
     o
+}
+
+/// A count and the items.
+fn put_list<T>(o: &mut Vec<u8>, items: &[T], mut put: impl FnMut(&mut Vec<u8>, &T)) {
+    o.extend_from_slice(&(items.len() as u64).to_le_bytes());
+    for x in items {
+        put(o, x);
+    }
 }
 
 /// Reads a side blob, every length checked before use.
@@ -350,6 +327,27 @@ impl<'a> Reader<'a> {
         })
     }
 
+    /// A count of items at least `size` bytes each, and the items.
+    fn list<T>(
+        &mut self,
+        size: usize,
+        what: &'static str,
+        mut item: impl FnMut(&mut Self) -> Result<T, DecodeError>,
+    ) -> Result<Vec<T>, DecodeError> {
+        let n = self.count(size, what)?;
+        let mut v = Vec::with_capacity(n);
+        for _ in 0..n {
+            v.push(item(self)?);
+        }
+        Ok(v)
+    }
+
+    /// A length and the bytes.
+    fn bytes(&mut self, what: &'static str) -> Result<&'a [u8], DecodeError> {
+        let n = self.count(1, what)?;
+        self.take(n, what)
+    }
+
     /// A count of items of `size` bytes each, no more than the bytes left hold.
     fn count(&mut self, size: usize, what: &'static str) -> Result<usize, DecodeError> {
         let at = self.at;
@@ -362,58 +360,43 @@ impl<'a> Reader<'a> {
     }
 }
 
-/// The message of a side blob.
+/// The message of a side blob (its fields read in the order written).
 pub fn decode_raw(b: &[u8]) -> Result<RawMessage, DecodeError> {
     let mut r = Reader { b, at: 0 };
-    let stream = r.u64("stream")?;
-    let dir = if r.flag("direction")? {
-        Direction::BrokerToClient
-    } else {
-        Direction::ClientToBroker
+    let m = RawMessage {
+        stream: r.u64("stream")?,
+        dir: if r.flag("direction")? {
+            Direction::BrokerToClient
+        } else {
+            Direction::ClientToBroker
+        },
+        stream_offset: r.u64("stream offset")?,
+        first_frame: r.u64("first frame")?,
+        last_frame: r.u64("last frame")?,
+        first_ts: r.ts("first time")?,
+        last_ts: r.ts("last time")?,
+        resynced: r.flag("resynced")?,
+        skipped_before: r.u64("skipped bytes")?,
+        missing: r.u64("missing bytes")?,
+        provenance: r.list(12, "provenance count", |r| {
+            Ok((r.u32("provenance")?, r.u64("provenance")?))
+        })?,
+        file_pieces: r.list(12, "file piece count", |r| {
+            Ok((r.u64("file piece")?, r.u32("file piece")?))
+        })?,
+        bytes: r.bytes("byte count")?.to_vec().into(),
     };
-    let stream_offset = r.u64("stream offset")?;
-    let first_frame = r.u64("first frame")?;
-    let last_frame = r.u64("last frame")?;
-    let first_ts = r.ts("first time")?;
-    let last_ts = r.ts("last time")?;
-    let resynced = r.flag("resynced")?;
-    let skipped_before = r.u64("skipped bytes")?;
-    let missing = r.u64("missing bytes")?;
-    let n = r.count(12, "provenance count")?;
-    let mut provenance = Vec::with_capacity(n);
-    for _ in 0..n {
-        provenance.push((r.u32("provenance")?, r.u64("provenance")?));
-    }
-    let n = r.count(12, "file piece count")?;
-    let mut file_pieces = Vec::with_capacity(n);
-    for _ in 0..n {
-        file_pieces.push((r.u64("file piece")?, r.u32("file piece")?));
-    }
-    let n = r.count(1, "byte count")?;
-    let bytes = r.take(n, "bytes")?.to_vec();
     r.end()?;
-    Ok(RawMessage {
-        stream,
-        dir,
-        bytes: bytes.into(),
-        stream_offset,
-        first_frame,
-        last_frame,
-        first_ts,
-        last_ts,
-        provenance,
-        resynced,
-        skipped_before,
-        missing,
-        file_pieces,
-    })
+    Ok(m)
 }
 
 // ----- the shared facts blob ------------------------------------------------------
 
-fn put_str(o: &mut Vec<u8>, s: &str) {
+/// A length and the bytes.
+fn put_str(o: &mut Vec<u8>, s: impl AsRef<[u8]>) {
+    let s = s.as_ref();
     o.extend_from_slice(&(s.len() as u64).to_le_bytes());
-    o.extend_from_slice(s.as_bytes());
+    o.extend_from_slice(s);
 }
 
 fn put_opt_str(o: &mut Vec<u8>, s: Option<&str>) {
@@ -451,14 +434,10 @@ pub fn encode_shared(s: &Shared) -> Vec<u8> {
     put_addr(&mut o, &s.ends.client);
     put_addr(&mut o, &s.ends.broker);
     put_opt_str(&mut o, s.client_id.as_deref());
-    o.extend_from_slice(&(s.topics.len() as u64).to_le_bytes());
-    for t in &s.topics {
-        put_str(&mut o, t);
-    }
-    o.extend_from_slice(&(s.error_codes.len() as u64).to_le_bytes());
-    for c in &s.error_codes {
-        o.extend_from_slice(&c.to_le_bytes());
-    }
+    put_list(&mut o, &s.topics, |o, t| put_str(o, t));
+    put_list(&mut o, &s.error_codes, |o, c| {
+        o.extend_from_slice(&c.to_le_bytes())
+    });
     put_opt_str(&mut o, s.decode_error.as_deref());
     match s.decode_warning {
         None => o.push(0),
@@ -474,9 +453,8 @@ pub fn encode_shared(s: &Shared) -> Vec<u8> {
 
 impl Reader<'_> {
     fn string(&mut self, what: &'static str) -> Result<String, DecodeError> {
-        let n = self.count(1, what)?;
-        let at = self.at;
-        let b = self.take(n, what)?;
+        let at = self.at + 8;
+        let b = self.bytes(what)?;
         String::from_utf8(b.to_vec()).map_err(|_| bad(what, at))
     }
 
@@ -507,46 +485,34 @@ impl Reader<'_> {
     }
 }
 
-/// The shared facts of a blob.
+/// The shared facts of a blob (its fields read in the order written).
 pub fn decode_shared(b: &[u8]) -> Result<Shared, DecodeError> {
     let mut r = Reader { b, at: 0 };
-    let client = r.addr("client address")?;
-    let broker = r.addr("broker address")?;
-    let client_id = r.opt_string("client id")?;
-    // Each topic takes at least its 8-byte length.
-    let n = r.count(8, "topic count")?;
-    let mut topics = Vec::with_capacity(n);
-    for _ in 0..n {
-        topics.push(r.string("topic")?);
-    }
-    let n = r.count(2, "error code count")?;
-    let mut error_codes = Vec::with_capacity(n);
-    for _ in 0..n {
-        error_codes.push(i16::from_le_bytes(r.array("error code")?));
-    }
-    let decode_error = r.opt_string("decode error")?;
-    let decode_warning = match r.u8("decode warning")? {
-        0 => None,
-        k @ (1 | 2) => Some(DecodeWarning::Trailing {
-            offset: r.usize("warning offset")?,
-            len: r.usize("warning length")?,
-            kind: if k == 1 {
-                Kind::Request
-            } else {
-                Kind::Response
-            },
-        }),
-        _ => return Err(bad("decode warning", r.at - 1)),
+    let ends = Ends::new(r.addr("client address")?, r.addr("broker address")?);
+    let s = Shared {
+        ends: Arc::new(ends),
+        client_id: r.opt_string("client id")?,
+        // Each topic takes at least its 8-byte length.
+        topics: r.list(8, "topic count", |r| r.string("topic"))?,
+        error_codes: r.list(2, "error code count", |r| {
+            r.array("error code").map(i16::from_le_bytes)
+        })?,
+        decode_error: r.opt_string("decode error")?,
+        decode_warning: match r.u8("decode warning")? {
+            0 => None,
+            k @ (1 | 2) => Some(DecodeWarning::Trailing {
+                offset: r.usize("warning offset")?,
+                len: r.usize("warning length")?,
+                kind: if k == 1 {
+                    Kind::Request
+                } else {
+                    Kind::Response
+                },
+            }),
+            _ => return Err(bad("decode warning", r.at - 1)),
+        },
+        skipped_before: r.u64("skipped bytes")?,
     };
-    let skipped_before = r.u64("skipped bytes")?;
     r.end()?;
-    Ok(Shared {
-        ends: Arc::new(Ends::new(client, broker)),
-        client_id,
-        topics,
-        error_codes,
-        decode_error,
-        decode_warning,
-        skipped_before,
-    })
+    Ok(s)
 }
