@@ -171,16 +171,33 @@ fn parse_ports(s: &str) -> Result<Ports, String> {
     Ok(Ports::List(ports))
 }
 
-/// A reorder window: `off`, or comma-separated bounds that replace the
-/// default's: packets (`64`, `64p`), time (`1s`, `250ms`, `500us`) and bytes
-/// (`1MiB`, `512KiB`, `65536B`).
+/// The units of `--reorder-window` (matched case-insensitively): which bound
+/// each sets (0 packets, 1 time in ns, 2 bytes), and its factor.
+const WINDOW_UNITS: &[(&str, usize, u64)] = &[
+    ("", 0, 1),
+    ("p", 0, 1),
+    ("packets", 0, 1),
+    ("s", 1, 1_000_000_000),
+    ("ms", 1, 1_000_000),
+    ("us", 1, 1_000),
+    ("b", 2, 1),
+    ("kib", 2, 1 << 10),
+    ("mib", 2, 1 << 20),
+    ("gib", 2, 1 << 30),
+];
+
+/// A reorder window: `off`, or comma-separated bounds, each given at most
+/// once, that replace the default's: packets (`64`, `64p`), time (`1s`,
+/// `250ms`, `500us`) and bytes (`1MiB`, `512KiB`, `65536B`). A bound of 0
+/// ends the window at once, as `off` does.
 fn parse_reorder_window(s: &str) -> Result<ReorderWindow, String> {
     if s.trim().eq_ignore_ascii_case("off") {
         return Ok(ReorderWindow::OFF);
     }
-    let mut w = ReorderWindow::default();
-    for part in s.split(',') {
-        let part = part.trim();
+    let d = ReorderWindow::default();
+    let mut bounds = [d.packets, d.time_ns, d.bytes as u64];
+    let mut given = [false; 3];
+    for part in s.split(',').map(str::trim) {
         let digits = part
             .find(|c: char| !c.is_ascii_digit())
             .unwrap_or(part.len());
@@ -188,27 +205,26 @@ fn parse_reorder_window(s: &str) -> Result<ReorderWindow, String> {
         let n: u64 = num
             .parse()
             .map_err(|_| format!("{part:?}: a number with a unit (64, 1s, 250ms, 1MiB)"))?;
-        let scaled = |k: u64| {
-            n.checked_mul(k)
-                .ok_or_else(|| format!("{part:?}: too large"))
+        let lower = unit.to_ascii_lowercase();
+        let Some(&(_, bound, factor)) = WINDOW_UNITS.iter().find(|(u, _, _)| *u == lower) else {
+            return Err(format!(
+                "{part:?}: unknown unit (packets, s, ms, us, B, KiB, MiB, GiB)"
+            ));
         };
-        match unit.to_ascii_lowercase().as_str() {
-            "" | "p" | "packets" => w.packets = n,
-            "s" => w.time_ns = scaled(1_000_000_000)?,
-            "ms" => w.time_ns = scaled(1_000_000)?,
-            "us" => w.time_ns = scaled(1_000)?,
-            "b" => w.bytes = usize::try_from(n).map_err(|_| format!("{part:?}: too large"))?,
-            "kib" | "k" => w.bytes = usize::try_from(scaled(1 << 10)?).unwrap_or(usize::MAX),
-            "mib" | "m" => w.bytes = usize::try_from(scaled(1 << 20)?).unwrap_or(usize::MAX),
-            "gib" | "g" => w.bytes = usize::try_from(scaled(1 << 30)?).unwrap_or(usize::MAX),
-            _ => {
-                return Err(format!(
-                    "{part:?}: unknown unit (packets, s, ms, us, B, KiB, MiB, GiB)"
-                ))
-            }
+        if std::mem::replace(&mut given[bound], true) {
+            let what = ["packets", "time", "bytes"][bound];
+            return Err(format!("{part:?}: the {what} bound is given twice"));
         }
+        bounds[bound] = n
+            .checked_mul(factor)
+            .ok_or_else(|| format!("{part:?}: too large"))?;
     }
-    Ok(w)
+    let [packets, time_ns, bytes] = bounds;
+    Ok(ReorderWindow {
+        packets,
+        time_ns,
+        bytes: usize::try_from(bytes).unwrap_or(usize::MAX),
+    })
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]
@@ -490,5 +506,85 @@ mod tests {
         assert_eq!(parse_hex("00 0a\nff"), Ok(vec![0, 10, 255]));
         assert!(parse_hex("0").is_err());
         assert!(parse_hex("zz").is_err());
+    }
+
+    fn window(packets: u64, time_ns: u64, bytes: usize) -> ReorderWindow {
+        ReorderWindow {
+            packets,
+            time_ns,
+            bytes,
+        }
+    }
+
+    /// The default spec is the documented default (docs/streams.md); each
+    /// bound replaces the default's, in any order, in every unit accepted.
+    #[test]
+    fn reorder_window_specs() {
+        let d = ReorderWindow::default();
+        assert_eq!(d, window(64, 1_000_000_000, 1 << 20));
+        assert_eq!(parse_reorder_window("64,1s,1MiB"), Ok(d));
+        assert_eq!(parse_reorder_window(" 1MiB , 64 ,1s"), Ok(d));
+        for (spec, want) in [
+            ("200", window(200, 1_000_000_000, 1 << 20)),
+            ("200p", window(200, 1_000_000_000, 1 << 20)),
+            ("200Packets", window(200, 1_000_000_000, 1 << 20)),
+            ("5s", window(64, 5_000_000_000, 1 << 20)),
+            ("250ms", window(64, 250_000_000, 1 << 20)),
+            ("500us", window(64, 500_000, 1 << 20)),
+            ("65536B", window(64, 1_000_000_000, 65536)),
+            ("512KiB", window(64, 1_000_000_000, 512 << 10)),
+            ("2mib", window(64, 1_000_000_000, 2 << 20)),
+            ("1GiB", window(64, 1_000_000_000, 1 << 30)),
+            ("200,5s", window(200, 5_000_000_000, 1 << 20)),
+        ] {
+            assert_eq!(parse_reorder_window(spec), Ok(want), "{spec}");
+        }
+        assert_eq!(parse_reorder_window("off"), Ok(ReorderWindow::OFF));
+        assert_eq!(parse_reorder_window(" OFF "), Ok(ReorderWindow::OFF));
+        // A bound of 0 ends the window at once: the same as `off`.
+        for spec in ["0", "0s", "0B"] {
+            let w = parse_reorder_window(spec).expect(spec);
+            assert!(!w.enabled(), "{spec}");
+        }
+    }
+
+    /// What a bad spec is told.
+    #[test]
+    fn reorder_window_errors() {
+        for (spec, want) in [
+            ("", "\"\": a number with a unit (64, 1s, 250ms, 1MiB)"),
+            ("64,", "\"\": a number with a unit (64, 1s, 250ms, 1MiB)"),
+            ("-1", "\"-1\": a number with a unit (64, 1s, 250ms, 1MiB)"),
+            ("s", "\"s\": a number with a unit (64, 1s, 250ms, 1MiB)"),
+            (
+                "1.5s",
+                "\"1.5s\": unknown unit (packets, s, ms, us, B, KiB, MiB, GiB)",
+            ),
+            (
+                "1m",
+                "\"1m\": unknown unit (packets, s, ms, us, B, KiB, MiB, GiB)",
+            ),
+            (
+                "1MB",
+                "\"1MB\": unknown unit (packets, s, ms, us, B, KiB, MiB, GiB)",
+            ),
+            (
+                "offf",
+                "\"offf\": a number with a unit (64, 1s, 250ms, 1MiB)",
+            ),
+            ("64,128", "\"128\": the packets bound is given twice"),
+            ("1s,250ms", "\"250ms\": the time bound is given twice"),
+            (
+                "64,1s,1MiB,2MiB",
+                "\"2MiB\": the bytes bound is given twice",
+            ),
+            ("20000000000s", "\"20000000000s\": too large"),
+            (
+                "99999999999999999999",
+                "\"99999999999999999999\": a number with a unit (64, 1s, 250ms, 1MiB)",
+            ),
+        ] {
+            assert_eq!(parse_reorder_window(spec), Err(want.to_string()), "{spec}");
+        }
     }
 }
