@@ -53,17 +53,8 @@ struct TuiArgs {
     /// Open FILE as one size-prefixed Kafka message (raw bytes or hex text).
     #[arg(long)]
     message: bool,
-    /// Broker ports, comma separated, or `any` to detect Kafka on any port.
-    #[arg(long, default_value = "9092", value_parser = parse_ports)]
-    ports: Ports,
-    /// No colours (also when the NO_COLOR environment variable is set).
-    #[arg(long)]
-    no_color: bool,
-    /// The reorder window: how long a hole the peer acknowledged waits for a
-    /// segment the capture puts late, as PACKETS,TIME,BYTES (any of them, any
-    /// order: `64`, `1s`, `250ms`, `1MiB`), or `off`. Default 64,1s,1MiB.
-    #[arg(long, value_name = "SPEC", default_value = "64,1s,1MiB", value_parser = crate::parse_reorder_window)]
-    reorder_window: ReorderWindow,
+    #[command(flatten)]
+    view: ViewArgs,
     /// Most messages the list keeps; past it the oldest are dropped and counted
     /// (ring mode). Default: 2,000,000 for files, 250,000 for live capture.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
@@ -79,6 +70,19 @@ struct LiveArgs {
     /// BPF filter (default: the Kafka ports).
     #[arg(short = 'f', long = "filter")]
     filter: Option<String>,
+    #[command(flatten)]
+    view: ViewArgs,
+    /// Most messages the list keeps; past it the oldest are dropped and counted
+    /// (ring mode). Default: 250,000.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    max_messages: Option<u64>,
+    #[command(flatten)]
+    privilege: privilege::PrivilegeArgs,
+}
+
+/// What the terminal UI's views take, opening a file or live.
+#[derive(clap::Args, Debug)]
+struct ViewArgs {
     /// Broker ports, comma separated, or `any` to detect Kafka on any port.
     #[arg(long, default_value = "9092", value_parser = parse_ports)]
     ports: Ports,
@@ -90,12 +94,20 @@ struct LiveArgs {
     /// order: `64`, `1s`, `250ms`, `1MiB`), or `off`. Default 64,1s,1MiB.
     #[arg(long, value_name = "SPEC", default_value = "64,1s,1MiB", value_parser = crate::parse_reorder_window)]
     reorder_window: ReorderWindow,
-    /// Most messages the list keeps; past it the oldest are dropped and counted
-    /// (ring mode). Default: 250,000.
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
-    max_messages: Option<u64>,
-    #[command(flatten)]
-    privilege: privilege::PrivilegeArgs,
+}
+
+impl ViewArgs {
+    /// The terminal UI's options for `input`.
+    fn options(self, input: tui::Input, max_messages: Option<u64>) -> tui::Options {
+        tui::Options {
+            input,
+            ports: self.ports,
+            reorder: self.reorder_window,
+            // Colours unless `--no-color` or a non-empty NO_COLOR (no-color.org).
+            color: !self.no_color && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()),
+            max_messages,
+        }
+    }
 }
 
 #[derive(Subcommand, Debug)]
@@ -271,16 +283,11 @@ fn main() -> ExitCode {
         Some(Command::Stats(a)) => stats_cmd::run_args(a),
         Some(Command::Live(a)) => {
             privilege::configure(&a.privilege);
-            run_tui(tui::Options {
-                input: tui::Input::Live {
-                    iface: a.interface,
-                    filter: a.filter,
-                },
-                ports: a.ports,
-                reorder: a.reorder_window,
-                color: use_color(a.no_color),
-                max_messages: a.max_messages,
-            })
+            let input = tui::Input::Live {
+                iface: a.interface,
+                filter: a.filter,
+            };
+            run_tui(a.view.options(input, a.max_messages))
         }
         None => match open_tui_args(cli.tui) {
             Ok(Some(o)) => run_tui(o),
@@ -300,11 +307,6 @@ fn main() -> ExitCode {
     }
 }
 
-/// Colours unless `--no-color` or a non-empty NO_COLOR (no-color.org).
-fn use_color(no_color: bool) -> bool {
-    !no_color && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
-}
-
 /// The TUI's input from the arguments given without a subcommand.
 fn open_tui_args(a: TuiArgs) -> Result<Option<tui::Options>, CliError> {
     let Some(file) = a.file else {
@@ -316,13 +318,7 @@ fn open_tui_args(a: TuiArgs) -> Result<Option<tui::Options>, CliError> {
     } else {
         tui::Input::File(file)
     };
-    Ok(Some(tui::Options {
-        input,
-        ports: a.ports,
-        reorder: a.reorder_window,
-        color: use_color(a.no_color),
-        max_messages: a.max_messages,
-    }))
+    Ok(Some(a.view.options(input, a.max_messages)))
 }
 
 fn run_tui(o: tui::Options) -> Result<ExitCode, CliError> {
@@ -383,42 +379,19 @@ fn run_decode(a: &DecodeArgs) -> Result<ExitCode, CliError> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// `-f` on a file: a BPF filter applies to live capture only; said, not ignored.
-fn bpf_without_interface() -> CliError {
-    CliError::Usage(
-        "-f/--filter is a BPF filter for live capture with -i/--interface; a file is read whole"
-            .into(),
-    )
-}
-
 fn run_print(a: PrintArgs) -> Result<ExitCode, CliError> {
     privilege::configure(&a.privilege);
-    let input = match (a.interface, a.file) {
-        (Some(iface), _) => print::Input::Live {
-            iface,
-            filter: a.filter,
-        },
-        (None, Some(_)) if a.filter.is_some() => return Err(bpf_without_interface()),
-        (None, Some(f)) => print::Input::File(f),
-        (None, None) => return Err(CliError::Usage("give a FILE or -i IFACE".into())),
-    };
-    let duration = match a.duration {
-        Some(d) if d.is_finite() && d >= 0.0 => Some(std::time::Duration::from_secs_f64(d)),
-        Some(d) => return Err(CliError::Usage(format!("--duration {d}: not a duration"))),
-        None => None,
-    };
-    let opts = print::PrintOptions {
-        input,
+    print::run(&print::PrintOptions {
+        input: print::Input::from_args(a.file, a.interface, a.filter)?,
         ports: a.ports,
         reorder: a.reorder_window,
         format: a.format,
         verbose: a.verbose,
         count: a.count,
-        duration,
+        duration: print::duration_arg(a.duration)?,
         show_secrets: a.show_secrets,
         max_decompressed: a.max_decompressed,
-    };
-    print::run(&opts)?;
+    })?;
     Ok(ExitCode::SUCCESS)
 }
 

@@ -4,8 +4,8 @@
 //! Place in the data path: the `FileReader` thread reads, reassembles and
 //! frames; this (the calling) thread runs the [`Analyzer`] in summary mode —
 //! header, pairing and the facts ordering needs, no record sets, no trees
-//! kept — and orders the messages ([`Reorder`], as the one-thread `Stage`
-//! does); ordered chunks of messages (with their bytes) go round-robin to
+//! kept — and orders the messages (the [`Ordered`] stage every `print`
+//! shares); ordered chunks of messages (with their bytes) go round-robin to
 //! [`render threads`](worker), each of which decodes every message's tree,
 //! formats it into buffers of its own and frees the tree (trees are allocated
 //! and freed on one thread: handed between threads they cost more in the
@@ -17,8 +17,8 @@
 //!
 //! Invariants: the output is byte for byte what one thread decoding every
 //! tree in the analyzer would print (stdout and stderr, `-c` included): the
-//! messages and notices that leave the [`Reorder`], their order and the count
-//! are decided here exactly as the `Stage` decides them, and a render thread
+//! messages and notices that leave the reorder, their order and the count
+//! are decided by the same [`Ordered`] as without the pool, and a render thread
 //! takes from the message's own tree every fact a tree-keeping analyzer would
 //! have taken from it (`decode_error`, `error_codes`, `throttle_time_ms`,
 //! `topics`), and gives its `TopicId`s the topic names known when the analyzer
@@ -45,11 +45,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, SyncSender};
 use std::sync::{Arc, Condvar, Mutex, RwLock};
 
-use crate::reorder::Reorder;
 use kafkashark::analyzer::{
     redecode, response_facts, AnalyzerConfig, MessageAnalyzer, MessageRecord, Output,
 };
-use kafkashark::capture::{CaptureError, FileSource};
+use kafkashark::capture::FileSource;
 use kafkashark::flow::Ports;
 use kafkashark::kafka::decode::{Kind, Summary};
 use kafkashark::kafka::tree::{self, Node, Value};
@@ -57,7 +56,7 @@ use kafkashark::kafka::DecodeOptions;
 use kafkashark::topics::TEACHERS;
 
 use crate::cli_error::CliError;
-use crate::print::{held_reorder, notice_line, FileReader, PrintFormat, Render, HELD_MESSAGES};
+use crate::print::{held_reorder, Emit, FileReader, Ordered, PrintFormat, Render, HELD_MESSAGES};
 
 /// Message bytes per chunk handed to a render thread with `--format jsonl`:
 /// a message's JSON is about 15 times its bytes, so a chunk makes about
@@ -187,24 +186,29 @@ where
     let mut analyzer = MessageAnalyzer::new(cfg);
     let stamps = Arc::new(Stamps::default());
     let pool = Pool::spawn(&settings, stamps.clone(), out, note);
-    let mut order = Order::new(pool, settings.count, settings.name.clone());
-    order.reorder.limit_bytes(settings.held_bytes);
+    let mut reorder = held_reorder(HELD_MESSAGES);
+    reorder.limit_bytes(settings.held_bytes);
     if let Some(dir) = settings.held_on_disk.clone() {
-        order.reorder.spill_to(dir);
+        reorder.spill_to(dir);
     }
-    order.chunk_bytes = match settings.format {
-        PrintFormat::Jsonl => CHUNK_BYTES,
-        PrintFormat::Text => CHUNK_BYTES_TEXT,
+    let chunker = Chunker {
+        pool,
+        chunk: Chunk::default(),
+        chunk_bytes: match settings.format {
+            PrintFormat::Jsonl => CHUNK_BYTES,
+            PrintFormat::Text => CHUNK_BYTES_TEXT,
+        },
     };
+    let mut order = Ordered::new(chunker, reorder, settings.count, settings.name.clone());
     let mut outs = Vec::new();
     let mut first_ts = None;
     'batches: for batch in reader.rx.iter() {
-        if order.pool.stopped() {
+        if order.emit.pool.stopped() {
             break;
         }
         if first_ts.is_none() {
             first_ts = batch.first_ts;
-            order.chunk.first_ts = first_ts;
+            order.emit.chunk.first_ts = first_ts;
         }
         let mut evs = batch.evs.into_iter();
         let mut at = 0;
@@ -215,7 +219,8 @@ where
                 stamps.learn(&analyzer, outs.get_mut(from..).unwrap_or_default());
             }
             at = end;
-            if !order.frame(&mut outs) {
+            // The pool never fails: it stops (`Ok(false)`).
+            if !order.frame(&mut outs).unwrap_or(false) {
                 break 'batches;
             }
         }
@@ -228,14 +233,14 @@ where
             let from = outs.len();
             analyzer.finish(&mut outs);
             stamps.learn(&analyzer, outs.get_mut(from..).unwrap_or_default());
-            order.finish(std::mem::take(&mut outs), batch.error);
+            let _ = order.finish(std::mem::take(&mut outs), batch.error);
             break;
         }
     }
     // Stopped early (-c, output error): the reader sees its channel closed and ends.
     drop(reader.rx);
     let _ = reader.handle.join();
-    order.pool.end(order.chunk)
+    order.emit.pool.end(order.emit.chunk)
 }
 
 /// The analyzer's tree filter: no message needs its full tree here.
@@ -252,6 +257,7 @@ enum Item {
 }
 
 /// Consecutive items for one render thread.
+#[derive(Default)]
 struct Chunk {
     items: Vec<Item>,
     /// Message bytes in `items`.
@@ -270,115 +276,39 @@ enum Segment {
     End(u64),
 }
 
-/// The `Stage`'s ordering and counting, with formatting left to the pool.
-struct Order {
+/// Where [`Ordered`] hands `print -V`'s messages and lines: chunks for the
+/// render threads, formatting left to them.
+struct Chunker {
     pool: Pool,
-    reorder: Reorder,
-    ready: Vec<Output>,
-    count: Option<u64>,
-    printed: u64,
-    name: String,
     chunk: Chunk,
     /// Message bytes after which a chunk is handed over.
     chunk_bytes: usize,
 }
 
-impl Order {
-    fn new(pool: Pool, count: Option<u64>, name: String) -> Order {
-        Order {
-            pool,
-            reorder: held_reorder(HELD_MESSAGES),
-            ready: Vec::new(),
-            count,
-            printed: 0,
-            name,
-            chunk: Chunk {
-                items: Vec::new(),
-                bytes: 0,
-                first_ts: None,
-            },
-            chunk_bytes: CHUNK_BYTES,
+impl Chunker {
+    /// Adds `item`; hands the chunk over once full. False when the render
+    /// threads stopped.
+    fn push(&mut self, item: Item) -> bool {
+        self.chunk.items.push(item);
+        if self.chunk.bytes < self.chunk_bytes && self.chunk.items.len() < CHUNK_ITEMS {
+            return true;
         }
+        let next = Chunk {
+            first_ts: self.chunk.first_ts,
+            ..Chunk::default()
+        };
+        self.pool.send(std::mem::replace(&mut self.chunk, next))
+    }
+}
+
+impl Emit for Chunker {
+    fn message(&mut self, m: Box<MessageRecord>) -> Result<bool, CliError> {
+        self.chunk.bytes += m.raw.bytes.len();
+        Ok(self.push(Item::Message(m)))
     }
 
-    /// True once `-c` messages were handed out.
-    fn count_reached(&self) -> bool {
-        self.count.is_some_and(|c| self.printed >= c)
-    }
-
-    /// The outputs of one frame (drained); false when nothing more is wanted
-    /// (count reached, the writer stopped).
-    fn frame(&mut self, outs: &mut Vec<Output>) -> bool {
-        if self.count_reached() {
-            return false;
-        }
-        for o in outs.drain(..) {
-            self.reorder.push(o, &mut self.ready);
-        }
-        self.emit()
-    }
-
-    /// The end of the input: `fin`, everything still held, then what stopped
-    /// the read early.
-    fn finish(&mut self, fin: Vec<Output>, error: Option<CaptureError>) {
-        if !self.count_reached() {
-            for o in fin {
-                self.reorder.push(o, &mut self.ready);
-            }
-            self.reorder.flush(&mut self.ready);
-            self.emit();
-        }
-        if let Some(e) = error {
-            self.chunk.items.push(Item::Line(format!(
-                "kafkashark: {}",
-                tree::escape_text(&e.to_string())
-            )));
-        }
-    }
-
-    /// Hands what left the reorder to the pool, chunk by chunk, as
-    /// `Printer::emit` prints it (messages past the count are dropped,
-    /// notices are not); false when the writer stopped.
-    fn emit(&mut self) -> bool {
-        let mut ready = std::mem::take(&mut self.ready);
-        let sent = self.hand_over(&mut ready);
-        ready.clear();
-        self.ready = ready;
-        sent
-    }
-
-    /// [`Order::emit`] of `ready` (drained as far as it went).
-    fn hand_over(&mut self, ready: &mut Vec<Output>) -> bool {
-        for o in ready.drain(..) {
-            match o {
-                Output::Message(mut m) => {
-                    if self.count.is_some_and(|c| self.printed >= c) {
-                        continue;
-                    }
-                    // Its bytes, if they were held on disk.
-                    self.reorder.fetch(&mut m);
-                    self.printed += 1;
-                    self.chunk.bytes += m.raw.bytes.len();
-                    self.chunk.items.push(Item::Message(m));
-                }
-                Output::Notice(n) => {
-                    if let Some(line) = notice_line(&self.name, &n) {
-                        self.chunk.items.push(Item::Line(line));
-                    }
-                }
-            }
-            if self.chunk.bytes >= self.chunk_bytes || self.chunk.items.len() >= CHUNK_ITEMS {
-                let next = Chunk {
-                    items: Vec::new(),
-                    bytes: 0,
-                    first_ts: self.chunk.first_ts,
-                };
-                if !self.pool.send(std::mem::replace(&mut self.chunk, next)) {
-                    return false;
-                }
-            }
-        }
-        true
+    fn line(&mut self, line: String) -> Result<bool, CliError> {
+        Ok(self.push(Item::Line(line)))
     }
 }
 
@@ -521,10 +451,24 @@ fn stream(
 
 /// The end of a line written while its message was decoded (after
 /// `fields`): `m` takes the facts a tree-keeping analyzer takes from the
-/// tree, from `d` and the sink's `facts`.
+/// tree, from `d` and the sink's `facts` ([`streamed_facts`]).
 fn end_line(
     m: &mut MessageRecord,
     buf: &mut Vec<u8>,
+    d: kafkashark::kafka::Decoded,
+    facts: kafkashark::kafka::stream_json::StreamFacts,
+    is_response: bool,
+    stamps: &Stamps,
+) {
+    streamed_facts(m, d, facts, is_response, stamps);
+    crate::print::JsonWriter::tail(buf, m);
+    buf.push(b'\n');
+}
+
+/// Gives `m`, decoded cleanly while written, the facts a tree-keeping
+/// analyzer takes from its tree, from `d` and its sink's `facts`.
+fn streamed_facts(
+    m: &mut MessageRecord,
     d: kafkashark::kafka::Decoded,
     facts: kafkashark::kafka::stream_json::StreamFacts,
     is_response: bool,
@@ -537,8 +481,6 @@ fn end_line(
     }
     info.topics = d.topics;
     stamps.names(info.index, &d.topic_ids, &mut info.topics);
-    crate::print::JsonWriter::tail(buf, m);
-    buf.push(b'\n');
 }
 
 /// [`stream`] for a big message (`Settings::big_message`), its line handed
@@ -620,14 +562,8 @@ fn text_streamed(
         return None;
     }
     let (plan, facts) = measure.finish().filter(|(p, _)| p.streams())?;
-    let info = &mut m.info;
-    if response.is_some() {
-        info.throttle_time_ms = facts.throttle_time_ms;
-        info.error_codes = facts.error_codes;
-    }
-    info.decode_error = None;
-    info.topics = d.topics;
-    stamps.names(info.index, &d.topic_ids, &mut info.topics);
+    m.info.decode_error = None;
+    streamed_facts(m, d, facts, response.is_some(), stamps);
     render.summary_line(buf, m);
     let mut sink = Segmented { buf, to, ok: true };
     let mut write = TextStream::write(&raw, plan, &mut sink, "    ", any.then_some(&mut name as _));
@@ -820,6 +756,23 @@ impl ToWriter {
         self.tx.send(Segment::Bytes(full)).is_ok()
     }
 
+    /// Makes room for `want` more bytes in `buf` at once, not by doubling,
+    /// which copies all written so far each time: a full `buf` is handed
+    /// over first, then a new allocation made (growing the empty one would
+    /// copy its old capacity). False once the writer stopped.
+    fn room(&self, buf: &mut Vec<u8>, want: usize) -> bool {
+        if buf.capacity() - buf.len() >= want {
+            return true;
+        }
+        if !buf.is_empty() && !self.flush(buf) {
+            return false;
+        }
+        if buf.capacity() < want {
+            *buf = Vec::with_capacity(want);
+        }
+        true
+    }
+
     fn send(&self, seg: Segment) -> bool {
         self.tx.send(seg).is_ok()
     }
@@ -964,19 +917,9 @@ fn worker(
                             }
                             // Room for a line of about STREAM_FACTOR times
                             // the message's bytes, made as below.
-                            let want = m
-                                .raw
-                                .bytes
-                                .len()
-                                .saturating_mul(STREAM_FACTOR)
-                                .min(JSON_RESERVE);
-                            if buf.capacity() - buf.len() < want {
-                                if !buf.is_empty() && !to.flush(&mut buf) {
-                                    return;
-                                }
-                                if buf.capacity() < want {
-                                    buf = Vec::with_capacity(want);
-                                }
+                            let want = m.raw.bytes.len().saturating_mul(STREAM_FACTOR);
+                            if !to.room(&mut buf, want.min(JSON_RESERVE)) {
+                                return;
                             }
                             if stream(&mut m, &mut buf, &mut render, opts, stamps) {
                                 break 'json true;
@@ -984,29 +927,16 @@ fn worker(
                             malformed += u64::from(decode(&mut m, opts, stamps));
                             // A tree's JSON is 5 to 20 times its message's
                             // bytes, and 7 to 8 times its decompressed
-                            // records': room made once, in an empty buffer
-                            // (the full one handed over first), not by
-                            // doubling, which copies all written so far each
-                            // time.
-                            let want = match &m.decoded {
-                                Some(d) => d
-                                    .sources
+                            // records'.
+                            let want = m.decoded.as_ref().map_or(0, |d| {
+                                d.sources
                                     .iter()
                                     .fold(m.raw.bytes.len().saturating_mul(16), |n, s| {
                                         n.saturating_add(s.len.saturating_mul(8))
                                     })
-                                    .min(JSON_RESERVE),
-                                None => 0,
-                            };
-                            if buf.capacity() - buf.len() < want {
-                                if !buf.is_empty() && !to.flush(&mut buf) {
-                                    return;
-                                }
-                                // A new allocation: growing the empty one
-                                // would copy its old capacity.
-                                if buf.capacity() < want {
-                                    buf = Vec::with_capacity(want);
-                                }
+                            });
+                            if !to.room(&mut buf, want.min(JSON_RESERVE)) {
+                                return;
                             }
                             render.message(&mut buf, &m);
                             true
@@ -1122,6 +1052,7 @@ fn writer<W: Write>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::print::notice_line;
     use kafkashark::capture::{FrameSource, Polled};
     use std::path::{Path, PathBuf};
 
@@ -1214,7 +1145,7 @@ mod tests {
     }
 
     /// What one thread whose analyzer keeps every message's tree prints (as
-    /// `print -V` did before the pool: the `Stage` over such an analyzer).
+    /// `print -V` did before the pool: the `Ordered` stage over such an analyzer).
     fn one_thread(
         path: &Path,
         ports: &Ports,

@@ -7,12 +7,12 @@ use std::io::{IsTerminal, Write};
 use std::time::{Duration, Instant};
 
 use kafkashark::analyzer::{Analyzer, AnalyzerConfig, MessageAnalyzer, Output};
-use kafkashark::capture::{CaptureError, FileSource, FrameSource, LiveConfig, LiveSource, Polled};
+use kafkashark::capture::{CaptureError, FileSource, Polled};
 use kafkashark::flow::{Ports, ReorderWindow};
 use kafkashark::stats::{Stats, StatsConfig, StatsReport};
 
 use crate::cli_error::CliError;
-use crate::print::{default_filter, FileReader, Input};
+use crate::print::{report_end, FileReader, Input};
 
 /// Output format of `stats`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -49,14 +49,7 @@ pub fn run(opts: &StatsOptions) -> Result<(), CliError> {
     if let (Input::File(path), None) = (&opts.input, opts.duration) {
         return run_file(opts, path);
     }
-    let mut source: Box<dyn FrameSource> = match &opts.input {
-        Input::File(path) => Box::new(FileSource::open(path).map_err(CliError::Capture)?),
-        Input::Live { iface, filter } => {
-            let mut cfg = LiveConfig::new(iface);
-            cfg.filter = filter.clone().or_else(|| default_filter(&opts.ports));
-            Box::new(crate::privilege::after_open(LiveSource::open(&cfg))?)
-        }
-    };
+    let mut source = opts.input.open(&opts.ports)?;
     let (title, live) = match &opts.input {
         Input::File(p) => (p.clone(), false),
         Input::Live { iface, .. } => (format!("live on {iface}"), true),
@@ -96,21 +89,7 @@ pub fn run(opts: &StatsOptions) -> Result<(), CliError> {
     }
     stats.settle();
     emit(&report(&stats), &title, opts.format, live, live && tty)?;
-    if live {
-        // Kernel drops are lost messages: always say how many there were.
-        if let Some(line) = source.stats().ok().and_then(|s| s.drop_summary()) {
-            eprintln!(
-                "kafkashark: {}: {line}",
-                kafkashark::kafka::tree::escape_text(&title)
-            );
-        }
-    }
-    if let Some(e) = read_error {
-        eprintln!(
-            "kafkashark: {}",
-            kafkashark::kafka::tree::escape_text(&e.to_string())
-        );
-    }
+    report_end(&mut *source, live, &title, read_error);
     Ok(())
 }
 
@@ -196,10 +175,9 @@ fn run_file(opts: &StatsOptions, path: &str) -> Result<(), CliError> {
     // A closed channel means the counting thread panicked: its join says so.
     let _ = tx.send(counted(&mut out));
     drop(tx);
-    let stats = match counter.join() {
-        Ok(s) => s,
-        Err(p) => std::panic::resume_unwind(p),
-    };
+    let stats = counter
+        .join()
+        .unwrap_or_else(|p| std::panic::resume_unwind(p));
     emit(&report(&stats), path, opts.format, false, false)?;
     if let Some(e) = read_error {
         eprintln!(
@@ -291,27 +269,13 @@ pub struct StatsArgs {
 /// Runs `stats` from its command-line arguments.
 pub fn run_args(a: StatsArgs) -> Result<std::process::ExitCode, CliError> {
     crate::privilege::configure(&a.privilege);
-    let input = match (a.interface, a.file) {
-        (Some(iface), _) => Input::Live {
-            iface,
-            filter: a.filter,
-        },
-        (None, Some(_)) if a.filter.is_some() => return Err(crate::bpf_without_interface()),
-        (None, Some(f)) => Input::File(f),
-        (None, None) => return Err(CliError::Usage("give a FILE or -i IFACE".into())),
-    };
-    let duration = match a.duration {
-        Some(d) if d.is_finite() && d >= 0.0 => Some(Duration::from_secs_f64(d)),
-        Some(d) => return Err(CliError::Usage(format!("--duration {d}: not a duration"))),
-        None => None,
-    };
     run(&StatsOptions {
-        input,
+        input: Input::from_args(a.file, a.interface, a.filter)?,
         ports: a.ports,
         reorder: a.reorder_window,
         format: a.format,
         slow: a.slow,
-        duration,
+        duration: crate::print::duration_arg(a.duration)?,
         max_decompressed: a.max_decompressed,
     })?;
     Ok(std::process::ExitCode::SUCCESS)
