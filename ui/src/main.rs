@@ -115,52 +115,11 @@ enum Command {
     /// Decode one size-prefixed Kafka message (binary or hex file, or --hex).
     Decode(DecodeArgs),
     /// Print every Kafka message of a capture (file, `-` for stdin, or -i IFACE).
-    Print(PrintArgs),
+    Print(print::PrintArgs),
     /// Capture live from an interface into the terminal UI.
     Live(LiveArgs),
     /// Latency, throttle, errors, traffic, clients and groups of a capture (file or -i IFACE).
     Stats(stats_cmd::StatsArgs),
-}
-
-#[derive(clap::Args, Debug)]
-struct PrintArgs {
-    /// A pcap or pcapng file; `-` reads standard input.
-    #[arg(required_unless_present = "interface", conflicts_with = "interface")]
-    file: Option<String>,
-    /// Capture live on this interface (`any` for all).
-    #[arg(short = 'i', long = "interface")]
-    interface: Option<String>,
-    /// BPF filter for live capture (default: the Kafka ports); needs -i.
-    #[arg(short = 'f', long = "filter")]
-    filter: Option<String>,
-    /// Broker ports, comma separated, or `any` to detect Kafka on any port.
-    #[arg(long, default_value = "9092", value_parser = parse_ports)]
-    ports: Ports,
-    /// Output format.
-    #[arg(long, value_enum, default_value_t = print::PrintFormat::Text)]
-    format: print::PrintFormat,
-    /// The reorder window: how long a hole the peer acknowledged waits for a
-    /// segment the capture puts late, as PACKETS,TIME,BYTES (any of them, any
-    /// order: `64`, `1s`, `250ms`, `1MiB`), or `off`. Default 64,1s,1MiB.
-    #[arg(long, value_name = "SPEC", default_value = "64,1s,1MiB", value_parser = crate::parse_reorder_window)]
-    reorder_window: ReorderWindow,
-    /// Show the full field tree of every message.
-    #[arg(short = 'V', long)]
-    verbose: bool,
-    /// Stop after this many messages.
-    #[arg(short = 'c', long)]
-    count: Option<u64>,
-    /// Stop after this many seconds (live capture).
-    #[arg(long)]
-    duration: Option<f64>,
-    /// Show SASL passwords, SCRAM proofs and tokens instead of redacting them.
-    #[arg(long)]
-    show_secrets: bool,
-    /// Most bytes a compressed batch may decompress to.
-    #[arg(long, default_value_t = 64 << 20)]
-    max_decompressed: usize,
-    #[command(flatten)]
-    privilege: privilege::PrivilegeArgs,
 }
 
 /// `9092,9093` or `any`.
@@ -279,7 +238,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let res = match cli.command {
         Some(Command::Decode(a)) => run_decode(&a),
-        Some(Command::Print(a)) => run_print(a),
+        Some(Command::Print(a)) => print::run(&a).map(|_| ExitCode::SUCCESS),
         Some(Command::Stats(a)) => stats_cmd::run_args(a),
         Some(Command::Live(a)) => {
             privilege::configure(&a.privilege);
@@ -376,22 +335,6 @@ fn run_decode(a: &DecodeArgs) -> Result<ExitCode, CliError> {
         );
         return Ok(ExitCode::from(1));
     }
-    Ok(ExitCode::SUCCESS)
-}
-
-fn run_print(a: PrintArgs) -> Result<ExitCode, CliError> {
-    privilege::configure(&a.privilege);
-    print::run(&print::PrintOptions {
-        input: print::Input::from_args(a.file, a.interface, a.filter)?,
-        ports: a.ports,
-        reorder: a.reorder_window,
-        format: a.format,
-        verbose: a.verbose,
-        count: a.count,
-        duration: print::duration_arg(a.duration)?,
-        show_secrets: a.show_secrets,
-        max_decompressed: a.max_decompressed,
-    })?;
     Ok(ExitCode::SUCCESS)
 }
 

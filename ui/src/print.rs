@@ -8,8 +8,7 @@ use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use kafkashark::analyzer::{
-    Analyzer, AnalyzerConfig, MessageAnalyzer, MessageInfo, MessageRecord, Notice, Output,
-    RequestScanner,
+    Analyzer, MessageAnalyzer, MessageInfo, MessageRecord, Notice, Output, RequestScanner,
 };
 use kafkashark::capture::{
     CaptureError, FileSource, Frame, FrameSource, LiveConfig, LiveSource, Polled,
@@ -45,26 +44,46 @@ pub enum PrintFormat {
     Jsonl,
 }
 
-/// Options of `print`.
-pub struct PrintOptions {
-    /// Frames source.
-    pub input: Input,
-    /// Broker ports.
-    pub ports: Ports,
-    /// The reorder window.
-    pub reorder: ReorderWindow,
+/// The arguments of `kafkashark print`.
+#[derive(clap::Args, Debug)]
+pub struct PrintArgs {
+    /// A pcap or pcapng file; `-` reads standard input.
+    #[arg(required_unless_present = "interface", conflicts_with = "interface")]
+    file: Option<String>,
+    /// Capture live on this interface (`any` for all).
+    #[arg(short = 'i', long = "interface")]
+    interface: Option<String>,
+    /// BPF filter for live capture (default: the Kafka ports); needs -i.
+    #[arg(short = 'f', long = "filter")]
+    filter: Option<String>,
+    /// Broker ports, comma separated, or `any` to detect Kafka on any port.
+    #[arg(long, default_value = "9092", value_parser = crate::parse_ports)]
+    ports: Ports,
     /// Output format.
-    pub format: PrintFormat,
-    /// Full field trees.
-    pub verbose: bool,
+    #[arg(long, value_enum, default_value_t = PrintFormat::Text)]
+    format: PrintFormat,
+    /// The reorder window: how long a hole the peer acknowledged waits for a
+    /// segment the capture puts late, as PACKETS,TIME,BYTES (any of them, any
+    /// order: `64`, `1s`, `250ms`, `1MiB`), or `off`. Default 64,1s,1MiB.
+    #[arg(long, value_name = "SPEC", default_value = "64,1s,1MiB", value_parser = crate::parse_reorder_window)]
+    reorder_window: ReorderWindow,
+    /// Show the full field tree of every message.
+    #[arg(short = 'V', long)]
+    verbose: bool,
     /// Stop after this many messages.
-    pub count: Option<u64>,
-    /// Stop after this long (live).
-    pub duration: Option<Duration>,
-    /// Reveal secrets.
-    pub show_secrets: bool,
-    /// Decompression cap per batch.
-    pub max_decompressed: usize,
+    #[arg(short = 'c', long)]
+    count: Option<u64>,
+    /// Stop after this many seconds (live capture).
+    #[arg(long)]
+    duration: Option<f64>,
+    /// Show SASL passwords, SCRAM proofs and tokens instead of redacting them.
+    #[arg(long)]
+    show_secrets: bool,
+    /// Most bytes a compressed batch may decompress to.
+    #[arg(long, default_value_t = 64 << 20)]
+    max_decompressed: usize,
+    #[command(flatten)]
+    privilege: crate::privilege::PrivilegeArgs,
 }
 
 /// Builds the default BPF filter for the broker ports.
@@ -150,38 +169,39 @@ pub fn report_end(
 }
 
 /// Runs `print`; returns the number of messages with a decode error.
-pub fn run(opts: &PrintOptions) -> Result<u64, CliError> {
+pub fn run(a: &PrintArgs) -> Result<u64, CliError> {
+    crate::privilege::configure(&a.privilege);
+    let input = Input::from_args(a.file.clone(), a.interface.clone(), a.filter.clone())?;
+    let duration = duration_arg(a.duration)?;
     // A file is read and reassembled on a thread of its own (see `FileReader`).
-    let mut file = match &opts.input {
-        Input::File(path) if opts.duration.is_none() => {
+    let mut file = match &input {
+        Input::File(path) if duration.is_none() => {
             Some(FileSource::open(path).map_err(CliError::Capture)?)
         }
         _ => None,
     };
-    let name = match &opts.input {
+    let name = match &input {
         Input::File(p) => p.clone(),
         Input::Live { iface, .. } => iface.clone(),
     };
-    let mut cfg = AnalyzerConfig {
-        pipeline: pipeline_config(&opts.ports, opts.reorder),
-        keep_trees: opts.verbose,
-        ..AnalyzerConfig::default()
+    // How `-V`'s trees are decoded; the analyzer reads only summaries.
+    let decode = kafkashark::kafka::DecodeOptions {
+        records: a.verbose,
+        // The trees of `-V --format jsonl` are only written as JSON: their
+        // records are written so as they are decoded (`render_pool::decode`).
+        records_json: a.verbose && a.format == PrintFormat::Jsonl,
+        show_secrets: a.show_secrets,
+        max_decompressed: a.max_decompressed,
+        ..Default::default()
     };
-    cfg.decode.records = opts.verbose;
-    cfg.decode.show_secrets = opts.show_secrets;
-    cfg.decode.max_decompressed = opts.max_decompressed;
-    let mut decode_opts = cfg.decode.clone();
-    // The trees of `-V --format jsonl` are only written as JSON: their
-    // records are written so as they are decoded (`render_pool::decode`).
-    decode_opts.records_json = opts.verbose && matches!(opts.format, PrintFormat::Jsonl);
-    if let Some(src) = file.take_if(|_| opts.verbose) {
+    if let Some(src) = file.take_if(|_| a.verbose) {
         // Trees decoded and formatted on every core (see `render_pool`).
         let settings = crate::render_pool::Settings {
-            ports: opts.ports.clone(),
-            reorder: opts.reorder,
-            format: opts.format,
-            count: opts.count,
-            decode: decode_opts,
+            ports: a.ports.clone(),
+            reorder: a.reorder_window,
+            format: a.format,
+            count: a.count,
+            decode,
             name,
             threads: crate::render_pool::default_threads(),
             big_message: crate::render_pool::BIG_MESSAGE,
@@ -199,17 +219,14 @@ pub fn run(opts: &PrintOptions) -> Result<u64, CliError> {
     // `render_pool`'s does) and each message's tree is decoded once, as it
     // is printed (`Trees`), with the facts a tree-keeping analyzer takes from
     // it: the same output as `render_pool`, on one thread.
-    let trees = opts.verbose.then(|| {
-        cfg.keep_trees = true;
-        cfg.tree_filter = Some(crate::render_pool::no_tree);
-        cfg.decode.records = false;
-        Trees {
-            opts: decode_opts,
-            stamps: std::sync::Arc::default(),
-        }
+    let pipeline = pipeline_config(&a.ports, a.reorder_window);
+    let cfg = crate::render_pool::summary_config(pipeline.clone(), &decode, a.verbose);
+    let trees = a.verbose.then(|| Trees {
+        opts: decode,
+        stamps: std::sync::Arc::default(),
     });
-    let live = matches!(opts.input, Input::Live { .. });
-    let (format, verbose, count) = (opts.format, opts.verbose, opts.count);
+    let live = matches!(input, Input::Live { .. });
+    let (format, verbose, count) = (a.format, a.verbose, a.count);
     // Made on the thread that writes: it locks standard output.
     let stage = move || {
         let printer = Printer {
@@ -224,11 +241,11 @@ pub fn run(opts: &PrintOptions) -> Result<u64, CliError> {
         Ordered::new(printer, held_reorder(held), count, name)
     };
     if let Some(src) = file {
-        return run_file(src, opts, MessageAnalyzer::new(cfg), stage);
+        return run_file(src, pipeline, MessageAnalyzer::new(cfg), stage);
     }
     // Live, or a file read for a while (`--duration`): one thread, the same
     // last stage as for files' summaries.
-    let mut source = opts.input.open(&opts.ports)?;
+    let mut source = input.open(&a.ports)?;
     let mut analyzer = Analyzer::new(cfg);
     let mut stage = stage();
     let mut out = Vec::new();
@@ -236,7 +253,7 @@ pub fn run(opts: &PrintOptions) -> Result<u64, CliError> {
     let mut last_flush = started;
     let mut read_error: Option<CaptureError> = None;
     loop {
-        if stage.count_reached() || opts.duration.is_some_and(|d| started.elapsed() >= d) {
+        if stage.count_reached() || duration.is_some_and(|d| started.elapsed() >= d) {
             break;
         }
         let frame: Frame = match source.poll() {
@@ -471,17 +488,12 @@ impl Ordered<Printer> {
 /// messages' bytes are released on this thread (the writer reads only facts).
 fn run_file(
     src: FileSource,
-    opts: &PrintOptions,
+    pipeline: PipelineConfig,
     mut analyzer: MessageAnalyzer,
     stage: impl FnOnce() -> Ordered<Printer> + Send + 'static,
 ) -> Result<u64, CliError> {
     use std::sync::atomic::{AtomicBool, Ordering};
-    let reader = FileReader::spawn(
-        src,
-        pipeline_config(&opts.ports, opts.reorder),
-        BATCH_FRAMES,
-        analyzer.request_scanner(),
-    );
+    let reader = FileReader::spawn(src, pipeline, BATCH_FRAMES, analyzer.request_scanner());
     // Set by the writer thread when it needs nothing more (count reached, output error).
     let done = std::sync::Arc::new(AtomicBool::new(false));
     let (tx, rx) = std::sync::mpsc::sync_channel::<Work>(4);
@@ -1325,6 +1337,7 @@ mod json_tests {
 #[cfg(test)]
 mod reader_tests {
     use super::*;
+    use kafkashark::analyzer::AnalyzerConfig;
 
     /// A classic pcap (`LINKTYPE_RAW`) of `n` frames of `size` bytes each.
     fn pcap_of_frames(n: usize, size: usize) -> Vec<u8> {
