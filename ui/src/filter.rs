@@ -280,25 +280,17 @@ const EQ_NE: &[Op] = &[Op::Eq, Op::Ne];
 const TEXT_OPS: &[Op] = &[Op::Eq, Op::Ne, Op::Tilde];
 const ORDER_OPS: &[Op] = &[Op::Eq, Op::Ne, Op::Lt, Op::Le, Op::Gt, Op::Ge];
 
-/// One test on a message. Durations are nanoseconds, sizes bytes.
+/// One test on a message.
 #[derive(Clone, Debug, PartialEq, Eq)]
 enum Pred {
-    Api(Op, i16),
-    Version(Op, i64),
+    /// A field with a number: api key, error code, durations in
+    /// nanoseconds, sizes in bytes.
+    Num(Field, Op, i64),
+    /// A field with a text: client, client id, broker, topic.
+    Text(Field, Op, String),
     Kind(Op, Kind),
-    Client(Op, String),
-    ClientId(Op, String),
-    Broker(Op, String),
-    Stream(Op, i64),
-    Corr(Op, i64),
-    Frame(Op, i64),
-    Size(Op, i64),
-    Topic(Op, String),
-    Latency(Op, i64),
-    Throttle(Op, i64),
     Throttled,
     AnyError,
-    Error(Op, i16),
     Unpaired,
     Inferred,
     Resynced,
@@ -347,36 +339,28 @@ const FIELD_NAMES: &[(&str, Field)] = &[
     ("error", Field::Error),
 ];
 
-/// Every flag (a predicate written alone) other than api names.
-const FLAG_NAMES: &[&str] = &[
-    "request",
-    "response",
-    "throttled",
-    "error",
-    "unpaired",
-    "inferred",
-    "resync",
-    "resynced",
-    "malformed",
-    "warning",
-    "acks0",
-    "noresponse",
+/// Every flag (a predicate written alone) other than api names; a flag
+/// shows as the last of its names.
+const FLAGS: &[(&str, Pred)] = &[
+    ("request", Pred::Kind(Op::Eq, Kind::Request)),
+    ("response", Pred::Kind(Op::Eq, Kind::Response)),
+    ("throttled", Pred::Throttled),
+    ("error", Pred::AnyError),
+    ("unpaired", Pred::Unpaired),
+    ("inferred", Pred::Inferred),
+    ("resync", Pred::Resynced),
+    ("resynced", Pred::Resynced),
+    ("malformed", Pred::Malformed),
+    ("warning", Pred::Warning),
+    ("acks0", Pred::NoResponse),
+    ("noresponse", Pred::NoResponse),
 ];
 
 fn flag(lower: &str) -> Option<Pred> {
-    Some(match lower {
-        "request" => Pred::Kind(Op::Eq, Kind::Request),
-        "response" => Pred::Kind(Op::Eq, Kind::Response),
-        "throttled" => Pred::Throttled,
-        "error" => Pred::AnyError,
-        "unpaired" => Pred::Unpaired,
-        "inferred" => Pred::Inferred,
-        "resync" | "resynced" => Pred::Resynced,
-        "malformed" => Pred::Malformed,
-        "warning" => Pred::Warning,
-        "acks0" | "noresponse" => Pred::NoResponse,
-        _ => return None,
-    })
+    FLAGS
+        .iter()
+        .find(|(n, _)| *n == lower)
+        .map(|(_, p)| p.clone())
 }
 
 impl Field {
@@ -385,6 +369,14 @@ impl Field {
             .iter()
             .find(|(name, _)| *name == lower)
             .map(|(_, f)| *f)
+    }
+
+    /// Its name as shown: the first of its names.
+    fn name(self) -> &'static str {
+        FIELD_NAMES
+            .iter()
+            .find(|(_, f)| *f == self)
+            .map_or("", |(name, _)| name)
     }
 
     fn ops(self) -> &'static [Op] {
@@ -445,11 +437,18 @@ impl Field {
             })
         };
         Ok(match self {
-            Field::Api => Pred::Api(op, api_value(v, col)?),
-            Field::Version => Pred::Version(op, integer()?),
-            Field::Stream => Pred::Stream(op, integer()?),
-            Field::Corr => Pred::Corr(op, integer()?),
-            Field::Frame => Pred::Frame(op, integer()?),
+            Field::Api => Pred::Num(self, op, api_value(v, col)?.into()),
+            Field::Error => Pred::Num(self, op, error_value(v, col)?.into()),
+            Field::Version | Field::Stream | Field::Corr | Field::Frame => {
+                Pred::Num(self, op, integer()?)
+            }
+            Field::Size => Pred::Num(self, op, scaled(v, col, lead, self, SIZE_UNITS)?),
+            Field::Latency | Field::Throttle => {
+                Pred::Num(self, op, scaled(v, col, lead, self, DURATION_UNITS)?)
+            }
+            Field::Client | Field::ClientId | Field::Broker | Field::Topic => {
+                Pred::Text(self, op, v.to_string())
+            }
             Field::Kind => {
                 let kind = match v.to_ascii_lowercase().as_str() {
                     "request" => Kind::Request,
@@ -463,14 +462,6 @@ impl Field {
                 };
                 Pred::Kind(op, kind)
             }
-            Field::Client => Pred::Client(op, v.to_string()),
-            Field::ClientId => Pred::ClientId(op, v.to_string()),
-            Field::Broker => Pred::Broker(op, v.to_string()),
-            Field::Topic => Pred::Topic(op, v.to_string()),
-            Field::Size => Pred::Size(op, scaled(v, col, lead, self, SIZE_UNITS)?),
-            Field::Latency => Pred::Latency(op, scaled(v, col, lead, self, DURATION_UNITS)?),
-            Field::Throttle => Pred::Throttle(op, scaled(v, col, lead, self, DURATION_UNITS)?),
-            Field::Error => Pred::Error(op, error_value(v, col)?),
         })
     }
 }
@@ -936,7 +927,7 @@ impl Parser {
                 return Ok(p);
             }
             if let Some(key) = api_by_name(word) {
-                return Ok(Pred::Api(Op::Eq, key));
+                return Ok(Pred::Num(Field::Api, Op::Eq, key.into()));
             }
             if let Some(f) = Field::from_word(&lower) {
                 return Err(error(
@@ -944,9 +935,9 @@ impl Parser {
                     format!("expected an operator after '{word}' (like {})", f.example()),
                 ));
             }
-            let candidates = FLAG_NAMES
+            let candidates = FLAGS
                 .iter()
-                .copied()
+                .map(|(n, _)| *n)
                 .chain(FIELD_NAMES.iter().map(|(n, _)| *n))
                 .chain(apis().iter().map(|(_, n, _)| *n));
             let hint = did_you_mean(word, candidates);
@@ -1063,79 +1054,37 @@ impl Expr {
 
 impl Pred {
     fn matches<M: Facts>(&self, m: &M, peer: Option<&M>) -> bool {
-        let cmp = |op: Op, have: Option<i128>, want: i64| {
-            have.is_some_and(|h| op.compare(h, i128::from(want)))
-        };
         match self {
-            Pred::Api(op, key) => m
-                .api_key()
-                .is_some_and(|k| op.compare(i128::from(k), i128::from(*key))),
-            Pred::Version(op, n) => cmp(*op, m.api_version().map(i128::from), *n),
+            Pred::Num(field, op, n) => field.matches_number(*op, i128::from(*n), m, peer),
+            Pred::Text(field, op, s) => {
+                let s = s.as_str();
+                match field {
+                    Field::Client => {
+                        let addr = m.client_text();
+                        let id = client_id_of(m, peer);
+                        text_matches(*op, s, std::iter::once(&*addr).chain(id))
+                    }
+                    Field::ClientId => client_id_of(m, peer)
+                        .is_some_and(|id| text_matches(*op, s, std::iter::once(id))),
+                    Field::Broker => text_matches(*op, s, std::iter::once(&*m.broker_text())),
+                    _ => {
+                        let topics = topics_of(m, peer);
+                        match op {
+                            Op::Eq => topics.iter().any(|t| glob(s, t)),
+                            Op::Ne => !topics.is_empty() && !topics.iter().any(|t| glob(s, t)),
+                            _ => topics.iter().any(|t| contains_ci(t, s)),
+                        }
+                    }
+                }
+            }
             Pred::Kind(op, kind) => match op {
                 Op::Ne => m.kind() != *kind,
                 _ => m.kind() == *kind,
             },
-            Pred::Client(op, s) => {
-                let addr = m.client_text();
-                let id = client_id_of(m, peer);
-                text_matches(*op, s, std::iter::once(&*addr).chain(id))
-            }
-            Pred::ClientId(op, s) => {
-                client_id_of(m, peer).is_some_and(|id| text_matches(*op, s, std::iter::once(id)))
-            }
-            Pred::Broker(op, s) => {
-                let addr = m.broker_text();
-                text_matches(*op, s, std::iter::once(&*addr))
-            }
-            Pred::Stream(op, n) => cmp(*op, Some(i128::from(m.stream())), *n),
-            Pred::Corr(op, n) => cmp(*op, m.correlation_id().map(i128::from), *n),
-            Pred::Frame(op, n) => {
-                // A message spans first_frame..=frame; test the span, not one end.
-                let (lo, hi) = (
-                    i128::from(m.first_frame().min(m.frame())),
-                    i128::from(m.first_frame().max(m.frame())),
-                );
-                let n = i128::from(*n);
-                match op {
-                    Op::Eq => lo <= n && n <= hi,
-                    Op::Ne => !(lo <= n && n <= hi),
-                    Op::Lt => lo < n,
-                    Op::Le => lo <= n,
-                    Op::Gt => hi > n,
-                    Op::Ge => hi >= n,
-                    Op::Tilde => false,
-                }
-            }
-            Pred::Size(op, n) => cmp(*op, Some(i128::from(m.length())), *n),
-            Pred::Topic(op, pat) => {
-                let topics = topics_of(m, peer);
-                match op {
-                    Op::Eq => topics.iter().any(|t| glob(pat, t)),
-                    Op::Ne => !topics.is_empty() && !topics.iter().any(|t| glob(pat, t)),
-                    _ => topics.iter().any(|t| contains_ci(t, pat)),
-                }
-            }
-            Pred::Latency(op, ns) => {
-                let have = response_of(m, peer).and_then(|r| r.latency_ns());
-                cmp(*op, have.map(i128::from), *ns)
-            }
-            Pred::Throttle(op, ns) => {
-                let have = response_of(m, peer).and_then(|r| r.throttle_time_ms());
-                cmp(*op, have.map(|ms| i128::from(ms) * 1_000_000), *ns)
-            }
             Pred::Throttled => response_of(m, peer)
                 .and_then(|r| r.throttle_time_ms())
                 .is_some_and(|t| t > 0),
             Pred::AnyError => response_of(m, peer).is_some_and(|r| !r.error_codes().is_empty()),
-            Pred::Error(op, code) => response_of(m, peer).is_some_and(|r| {
-                // error_codes holds only non-zero codes: `error=NONE` means "none of them".
-                let has = if *code == 0 {
-                    r.error_codes().is_empty()
-                } else {
-                    r.error_codes().contains(code)
-                };
-                has == (*op == Op::Eq)
-            }),
             Pred::Unpaired => match m.kind() {
                 Kind::Response => !m.paired(),
                 Kind::Request => m.expects_response() && !m.paired(),
@@ -1146,6 +1095,54 @@ impl Pred {
             Pred::Warning => m.warned(),
             Pred::NoResponse => m.kind() == Kind::Request && !m.expects_response(),
         }
+    }
+}
+
+impl Field {
+    /// `field op n` of a field with a number (see [`Pred::Num`]).
+    fn matches_number<M: Facts>(self, op: Op, n: i128, m: &M, peer: Option<&M>) -> bool {
+        let have = match self {
+            Field::Frame => {
+                // A message spans first_frame..=frame; test the span, not one end.
+                let (lo, hi) = (
+                    i128::from(m.first_frame().min(m.frame())),
+                    i128::from(m.first_frame().max(m.frame())),
+                );
+                return match op {
+                    Op::Eq => lo <= n && n <= hi,
+                    Op::Ne => !(lo <= n && n <= hi),
+                    Op::Lt => lo < n,
+                    Op::Le => lo <= n,
+                    Op::Gt => hi > n,
+                    Op::Ge => hi >= n,
+                    Op::Tilde => false,
+                };
+            }
+            Field::Error => {
+                return response_of(m, peer).is_some_and(|r| {
+                    // error_codes holds only non-zero codes: `error=NONE` means "none of them".
+                    let has = match i16::try_from(n) {
+                        Ok(0) => r.error_codes().is_empty(),
+                        Ok(code) => r.error_codes().contains(&code),
+                        Err(_) => false,
+                    };
+                    has == (op == Op::Eq)
+                });
+            }
+            Field::Api => m.api_key().map(i128::from),
+            Field::Version => m.api_version().map(i128::from),
+            Field::Stream => Some(i128::from(m.stream())),
+            Field::Corr => m.correlation_id().map(i128::from),
+            Field::Size => Some(i128::from(m.length())),
+            Field::Latency => response_of(m, peer)
+                .and_then(|r| r.latency_ns())
+                .map(i128::from),
+            Field::Throttle => response_of(m, peer)
+                .and_then(|r| r.throttle_time_ms())
+                .map(|ms| i128::from(ms) * 1_000_000),
+            Field::Kind | Field::Client | Field::ClientId | Field::Broker | Field::Topic => None,
+        };
+        have.is_some_and(|h| op.compare(h, n))
     }
 }
 
@@ -1217,15 +1214,29 @@ impl fmt::Display for Duration {
 
 impl fmt::Display for Pred {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Some((name, _)) = FLAGS.iter().rev().find(|(_, p)| p == self) {
+            return f.write_str(name);
+        }
         match self {
-            Pred::Api(op, k) => match (op, api_name(*k)) {
-                (Op::Eq, Some(name)) => f.write_str(name),
-                (_, Some(name)) => write!(f, "api{}{name}", op.symbol()),
-                (_, None) => write!(f, "api{}{k}", op.symbol()),
+            Pred::Num(Field::Api, Op::Eq, k) => match i16::try_from(*k).ok().and_then(api_name) {
+                Some(name) => f.write_str(name),
+                None => write!(f, "api={k}"),
             },
-            Pred::Version(op, n) => write!(f, "version{}{n}", op.symbol()),
-            Pred::Kind(Op::Eq, Kind::Request) => f.write_str("request"),
-            Pred::Kind(Op::Eq, Kind::Response) => f.write_str("response"),
+            Pred::Num(field, op, n) => {
+                write!(f, "{}{}", field.name(), op.symbol())?;
+                let code = i16::try_from(*n).ok();
+                let name = match field {
+                    Field::Api => code.and_then(api_name),
+                    Field::Error => code.and_then(error_name),
+                    Field::Latency | Field::Throttle => return write!(f, "{}", Duration(*n)),
+                    _ => None,
+                };
+                match name {
+                    Some(name) => f.write_str(name),
+                    None => write!(f, "{n}"),
+                }
+            }
+            Pred::Text(field, op, s) => write!(f, "{}{}{}", field.name(), op.symbol(), Quoted(s)),
             Pred::Kind(op, k) => {
                 let k = match k {
                     Kind::Request => "request",
@@ -1233,28 +1244,8 @@ impl fmt::Display for Pred {
                 };
                 write!(f, "kind{}{k}", op.symbol())
             }
-            Pred::Client(op, s) => write!(f, "client{}{}", op.symbol(), Quoted(s)),
-            Pred::ClientId(op, s) => write!(f, "client_id{}{}", op.symbol(), Quoted(s)),
-            Pred::Broker(op, s) => write!(f, "broker{}{}", op.symbol(), Quoted(s)),
-            Pred::Stream(op, n) => write!(f, "stream{}{n}", op.symbol()),
-            Pred::Corr(op, n) => write!(f, "corr{}{n}", op.symbol()),
-            Pred::Frame(op, n) => write!(f, "frame{}{n}", op.symbol()),
-            Pred::Size(op, n) => write!(f, "size{}{n}", op.symbol()),
-            Pred::Topic(op, s) => write!(f, "topic{}{}", op.symbol(), Quoted(s)),
-            Pred::Latency(op, ns) => write!(f, "latency{}{}", op.symbol(), Duration(*ns)),
-            Pred::Throttle(op, ns) => write!(f, "throttle{}{}", op.symbol(), Duration(*ns)),
-            Pred::Throttled => f.write_str("throttled"),
-            Pred::AnyError => f.write_str("error"),
-            Pred::Error(op, code) => match error_name(*code) {
-                Some(name) => write!(f, "error{}{name}", op.symbol()),
-                None => write!(f, "error{}{code}", op.symbol()),
-            },
-            Pred::Unpaired => f.write_str("unpaired"),
-            Pred::Inferred => f.write_str("inferred"),
-            Pred::Resynced => f.write_str("resynced"),
-            Pred::Malformed => f.write_str("malformed"),
-            Pred::Warning => f.write_str("warning"),
-            Pred::NoResponse => f.write_str("noresponse"),
+            // Written by their names (`FLAGS`).
+            _ => Ok(()),
         }
     }
 }

@@ -53,17 +53,8 @@ struct TuiArgs {
     /// Open FILE as one size-prefixed Kafka message (raw bytes or hex text).
     #[arg(long)]
     message: bool,
-    /// Broker ports, comma separated, or `any` to detect Kafka on any port.
-    #[arg(long, default_value = "9092", value_parser = parse_ports)]
-    ports: Ports,
-    /// No colours (also when the NO_COLOR environment variable is set).
-    #[arg(long)]
-    no_color: bool,
-    /// The reorder window: how long a hole the peer acknowledged waits for a
-    /// segment the capture puts late, as PACKETS,TIME,BYTES (any of them, any
-    /// order: `64`, `1s`, `250ms`, `1MiB`), or `off`. Default 64,1s,1MiB.
-    #[arg(long, value_name = "SPEC", default_value = "64,1s,1MiB", value_parser = crate::parse_reorder_window)]
-    reorder_window: ReorderWindow,
+    #[command(flatten)]
+    view: ViewArgs,
     /// Most messages the list keeps; past it the oldest are dropped and counted
     /// (ring mode). Default: 2,000,000 for files, 250,000 for live capture.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
@@ -79,6 +70,19 @@ struct LiveArgs {
     /// BPF filter (default: the Kafka ports).
     #[arg(short = 'f', long = "filter")]
     filter: Option<String>,
+    #[command(flatten)]
+    view: ViewArgs,
+    /// Most messages the list keeps; past it the oldest are dropped and counted
+    /// (ring mode). Default: 250,000.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    max_messages: Option<u64>,
+    #[command(flatten)]
+    privilege: privilege::PrivilegeArgs,
+}
+
+/// What the terminal UI's views take, opening a file or live.
+#[derive(clap::Args, Debug)]
+struct ViewArgs {
     /// Broker ports, comma separated, or `any` to detect Kafka on any port.
     #[arg(long, default_value = "9092", value_parser = parse_ports)]
     ports: Ports,
@@ -90,12 +94,20 @@ struct LiveArgs {
     /// order: `64`, `1s`, `250ms`, `1MiB`), or `off`. Default 64,1s,1MiB.
     #[arg(long, value_name = "SPEC", default_value = "64,1s,1MiB", value_parser = crate::parse_reorder_window)]
     reorder_window: ReorderWindow,
-    /// Most messages the list keeps; past it the oldest are dropped and counted
-    /// (ring mode). Default: 250,000.
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
-    max_messages: Option<u64>,
-    #[command(flatten)]
-    privilege: privilege::PrivilegeArgs,
+}
+
+impl ViewArgs {
+    /// The terminal UI's options for `input`.
+    fn options(self, input: tui::Input, max_messages: Option<u64>) -> tui::Options {
+        tui::Options {
+            input,
+            ports: self.ports,
+            reorder: self.reorder_window,
+            // Colours unless `--no-color` or a non-empty NO_COLOR (no-color.org).
+            color: !self.no_color && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()),
+            max_messages,
+        }
+    }
 }
 
 #[derive(Subcommand, Debug)]
@@ -103,52 +115,11 @@ enum Command {
     /// Decode one size-prefixed Kafka message (binary or hex file, or --hex).
     Decode(DecodeArgs),
     /// Print every Kafka message of a capture (file, `-` for stdin, or -i IFACE).
-    Print(PrintArgs),
+    Print(print::PrintArgs),
     /// Capture live from an interface into the terminal UI.
     Live(LiveArgs),
     /// Latency, throttle, errors, traffic, clients and groups of a capture (file or -i IFACE).
     Stats(stats_cmd::StatsArgs),
-}
-
-#[derive(clap::Args, Debug)]
-struct PrintArgs {
-    /// A pcap or pcapng file; `-` reads standard input.
-    #[arg(required_unless_present = "interface", conflicts_with = "interface")]
-    file: Option<String>,
-    /// Capture live on this interface (`any` for all).
-    #[arg(short = 'i', long = "interface")]
-    interface: Option<String>,
-    /// BPF filter for live capture (default: the Kafka ports); needs -i.
-    #[arg(short = 'f', long = "filter")]
-    filter: Option<String>,
-    /// Broker ports, comma separated, or `any` to detect Kafka on any port.
-    #[arg(long, default_value = "9092", value_parser = parse_ports)]
-    ports: Ports,
-    /// Output format.
-    #[arg(long, value_enum, default_value_t = print::PrintFormat::Text)]
-    format: print::PrintFormat,
-    /// The reorder window: how long a hole the peer acknowledged waits for a
-    /// segment the capture puts late, as PACKETS,TIME,BYTES (any of them, any
-    /// order: `64`, `1s`, `250ms`, `1MiB`), or `off`. Default 64,1s,1MiB.
-    #[arg(long, value_name = "SPEC", default_value = "64,1s,1MiB", value_parser = crate::parse_reorder_window)]
-    reorder_window: ReorderWindow,
-    /// Show the full field tree of every message.
-    #[arg(short = 'V', long)]
-    verbose: bool,
-    /// Stop after this many messages.
-    #[arg(short = 'c', long)]
-    count: Option<u64>,
-    /// Stop after this many seconds (live capture).
-    #[arg(long)]
-    duration: Option<f64>,
-    /// Show SASL passwords, SCRAM proofs and tokens instead of redacting them.
-    #[arg(long)]
-    show_secrets: bool,
-    /// Most bytes a compressed batch may decompress to.
-    #[arg(long, default_value_t = 64 << 20)]
-    max_decompressed: usize,
-    #[command(flatten)]
-    privilege: privilege::PrivilegeArgs,
 }
 
 /// `9092,9093` or `any`.
@@ -171,16 +142,33 @@ fn parse_ports(s: &str) -> Result<Ports, String> {
     Ok(Ports::List(ports))
 }
 
-/// A reorder window: `off`, or comma-separated bounds that replace the
-/// default's: packets (`64`, `64p`), time (`1s`, `250ms`, `500us`) and bytes
-/// (`1MiB`, `512KiB`, `65536B`).
+/// The units of `--reorder-window` (matched case-insensitively): which bound
+/// each sets (0 packets, 1 time in ns, 2 bytes), and its factor.
+const WINDOW_UNITS: &[(&str, usize, u64)] = &[
+    ("", 0, 1),
+    ("p", 0, 1),
+    ("packets", 0, 1),
+    ("s", 1, 1_000_000_000),
+    ("ms", 1, 1_000_000),
+    ("us", 1, 1_000),
+    ("b", 2, 1),
+    ("kib", 2, 1 << 10),
+    ("mib", 2, 1 << 20),
+    ("gib", 2, 1 << 30),
+];
+
+/// A reorder window: `off`, or comma-separated bounds, each given at most
+/// once, that replace the default's: packets (`64`, `64p`), time (`1s`,
+/// `250ms`, `500us`) and bytes (`1MiB`, `512KiB`, `65536B`). A bound of 0
+/// ends the window at once, as `off` does.
 fn parse_reorder_window(s: &str) -> Result<ReorderWindow, String> {
     if s.trim().eq_ignore_ascii_case("off") {
         return Ok(ReorderWindow::OFF);
     }
-    let mut w = ReorderWindow::default();
-    for part in s.split(',') {
-        let part = part.trim();
+    let d = ReorderWindow::default();
+    let mut bounds = [d.packets, d.time_ns, d.bytes as u64];
+    let mut given = [false; 3];
+    for part in s.split(',').map(str::trim) {
         let digits = part
             .find(|c: char| !c.is_ascii_digit())
             .unwrap_or(part.len());
@@ -188,27 +176,26 @@ fn parse_reorder_window(s: &str) -> Result<ReorderWindow, String> {
         let n: u64 = num
             .parse()
             .map_err(|_| format!("{part:?}: a number with a unit (64, 1s, 250ms, 1MiB)"))?;
-        let scaled = |k: u64| {
-            n.checked_mul(k)
-                .ok_or_else(|| format!("{part:?}: too large"))
+        let lower = unit.to_ascii_lowercase();
+        let Some(&(_, bound, factor)) = WINDOW_UNITS.iter().find(|(u, _, _)| *u == lower) else {
+            return Err(format!(
+                "{part:?}: unknown unit (packets, s, ms, us, B, KiB, MiB, GiB)"
+            ));
         };
-        match unit.to_ascii_lowercase().as_str() {
-            "" | "p" | "packets" => w.packets = n,
-            "s" => w.time_ns = scaled(1_000_000_000)?,
-            "ms" => w.time_ns = scaled(1_000_000)?,
-            "us" => w.time_ns = scaled(1_000)?,
-            "b" => w.bytes = usize::try_from(n).map_err(|_| format!("{part:?}: too large"))?,
-            "kib" | "k" => w.bytes = usize::try_from(scaled(1 << 10)?).unwrap_or(usize::MAX),
-            "mib" | "m" => w.bytes = usize::try_from(scaled(1 << 20)?).unwrap_or(usize::MAX),
-            "gib" | "g" => w.bytes = usize::try_from(scaled(1 << 30)?).unwrap_or(usize::MAX),
-            _ => {
-                return Err(format!(
-                    "{part:?}: unknown unit (packets, s, ms, us, B, KiB, MiB, GiB)"
-                ))
-            }
+        if std::mem::replace(&mut given[bound], true) {
+            let what = ["packets", "time", "bytes"][bound];
+            return Err(format!("{part:?}: the {what} bound is given twice"));
         }
+        bounds[bound] = n
+            .checked_mul(factor)
+            .ok_or_else(|| format!("{part:?}: too large"))?;
     }
-    Ok(w)
+    let [packets, time_ns, bytes] = bounds;
+    Ok(ReorderWindow {
+        packets,
+        time_ns,
+        bytes: usize::try_from(bytes).unwrap_or(usize::MAX),
+    })
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]
@@ -251,20 +238,15 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let res = match cli.command {
         Some(Command::Decode(a)) => run_decode(&a),
-        Some(Command::Print(a)) => run_print(a),
+        Some(Command::Print(a)) => print::run(&a).map(|_| ExitCode::SUCCESS),
         Some(Command::Stats(a)) => stats_cmd::run_args(a),
         Some(Command::Live(a)) => {
             privilege::configure(&a.privilege);
-            run_tui(tui::Options {
-                input: tui::Input::Live {
-                    iface: a.interface,
-                    filter: a.filter,
-                },
-                ports: a.ports,
-                reorder: a.reorder_window,
-                color: use_color(a.no_color),
-                max_messages: a.max_messages,
-            })
+            let input = tui::Input::Live {
+                iface: a.interface,
+                filter: a.filter,
+            };
+            run_tui(a.view.options(input, a.max_messages))
         }
         None => match open_tui_args(cli.tui) {
             Ok(Some(o)) => run_tui(o),
@@ -284,11 +266,6 @@ fn main() -> ExitCode {
     }
 }
 
-/// Colours unless `--no-color` or a non-empty NO_COLOR (no-color.org).
-fn use_color(no_color: bool) -> bool {
-    !no_color && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
-}
-
 /// The TUI's input from the arguments given without a subcommand.
 fn open_tui_args(a: TuiArgs) -> Result<Option<tui::Options>, CliError> {
     let Some(file) = a.file else {
@@ -300,13 +277,7 @@ fn open_tui_args(a: TuiArgs) -> Result<Option<tui::Options>, CliError> {
     } else {
         tui::Input::File(file)
     };
-    Ok(Some(tui::Options {
-        input,
-        ports: a.ports,
-        reorder: a.reorder_window,
-        color: use_color(a.no_color),
-        max_messages: a.max_messages,
-    }))
+    Ok(Some(a.view.options(input, a.max_messages)))
 }
 
 fn run_tui(o: tui::Options) -> Result<ExitCode, CliError> {
@@ -364,45 +335,6 @@ fn run_decode(a: &DecodeArgs) -> Result<ExitCode, CliError> {
         );
         return Ok(ExitCode::from(1));
     }
-    Ok(ExitCode::SUCCESS)
-}
-
-/// `-f` on a file: a BPF filter applies to live capture only; said, not ignored.
-fn bpf_without_interface() -> CliError {
-    CliError::Usage(
-        "-f/--filter is a BPF filter for live capture with -i/--interface; a file is read whole"
-            .into(),
-    )
-}
-
-fn run_print(a: PrintArgs) -> Result<ExitCode, CliError> {
-    privilege::configure(&a.privilege);
-    let input = match (a.interface, a.file) {
-        (Some(iface), _) => print::Input::Live {
-            iface,
-            filter: a.filter,
-        },
-        (None, Some(_)) if a.filter.is_some() => return Err(bpf_without_interface()),
-        (None, Some(f)) => print::Input::File(f),
-        (None, None) => return Err(CliError::Usage("give a FILE or -i IFACE".into())),
-    };
-    let duration = match a.duration {
-        Some(d) if d.is_finite() && d >= 0.0 => Some(std::time::Duration::from_secs_f64(d)),
-        Some(d) => return Err(CliError::Usage(format!("--duration {d}: not a duration"))),
-        None => None,
-    };
-    let opts = print::PrintOptions {
-        input,
-        ports: a.ports,
-        reorder: a.reorder_window,
-        format: a.format,
-        verbose: a.verbose,
-        count: a.count,
-        duration,
-        show_secrets: a.show_secrets,
-        max_decompressed: a.max_decompressed,
-    };
-    print::run(&opts)?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -490,5 +422,85 @@ mod tests {
         assert_eq!(parse_hex("00 0a\nff"), Ok(vec![0, 10, 255]));
         assert!(parse_hex("0").is_err());
         assert!(parse_hex("zz").is_err());
+    }
+
+    fn window(packets: u64, time_ns: u64, bytes: usize) -> ReorderWindow {
+        ReorderWindow {
+            packets,
+            time_ns,
+            bytes,
+        }
+    }
+
+    /// The default spec is the documented default (docs/streams.md); each
+    /// bound replaces the default's, in any order, in every unit accepted.
+    #[test]
+    fn reorder_window_specs() {
+        let d = ReorderWindow::default();
+        assert_eq!(d, window(64, 1_000_000_000, 1 << 20));
+        assert_eq!(parse_reorder_window("64,1s,1MiB"), Ok(d));
+        assert_eq!(parse_reorder_window(" 1MiB , 64 ,1s"), Ok(d));
+        for (spec, want) in [
+            ("200", window(200, 1_000_000_000, 1 << 20)),
+            ("200p", window(200, 1_000_000_000, 1 << 20)),
+            ("200Packets", window(200, 1_000_000_000, 1 << 20)),
+            ("5s", window(64, 5_000_000_000, 1 << 20)),
+            ("250ms", window(64, 250_000_000, 1 << 20)),
+            ("500us", window(64, 500_000, 1 << 20)),
+            ("65536B", window(64, 1_000_000_000, 65536)),
+            ("512KiB", window(64, 1_000_000_000, 512 << 10)),
+            ("2mib", window(64, 1_000_000_000, 2 << 20)),
+            ("1GiB", window(64, 1_000_000_000, 1 << 30)),
+            ("200,5s", window(200, 5_000_000_000, 1 << 20)),
+        ] {
+            assert_eq!(parse_reorder_window(spec), Ok(want), "{spec}");
+        }
+        assert_eq!(parse_reorder_window("off"), Ok(ReorderWindow::OFF));
+        assert_eq!(parse_reorder_window(" OFF "), Ok(ReorderWindow::OFF));
+        // A bound of 0 ends the window at once: the same as `off`.
+        for spec in ["0", "0s", "0B"] {
+            let w = parse_reorder_window(spec).expect(spec);
+            assert!(!w.enabled(), "{spec}");
+        }
+    }
+
+    /// What a bad spec is told.
+    #[test]
+    fn reorder_window_errors() {
+        for (spec, want) in [
+            ("", "\"\": a number with a unit (64, 1s, 250ms, 1MiB)"),
+            ("64,", "\"\": a number with a unit (64, 1s, 250ms, 1MiB)"),
+            ("-1", "\"-1\": a number with a unit (64, 1s, 250ms, 1MiB)"),
+            ("s", "\"s\": a number with a unit (64, 1s, 250ms, 1MiB)"),
+            (
+                "1.5s",
+                "\"1.5s\": unknown unit (packets, s, ms, us, B, KiB, MiB, GiB)",
+            ),
+            (
+                "1m",
+                "\"1m\": unknown unit (packets, s, ms, us, B, KiB, MiB, GiB)",
+            ),
+            (
+                "1MB",
+                "\"1MB\": unknown unit (packets, s, ms, us, B, KiB, MiB, GiB)",
+            ),
+            (
+                "offf",
+                "\"offf\": a number with a unit (64, 1s, 250ms, 1MiB)",
+            ),
+            ("64,128", "\"128\": the packets bound is given twice"),
+            ("1s,250ms", "\"250ms\": the time bound is given twice"),
+            (
+                "64,1s,1MiB,2MiB",
+                "\"2MiB\": the bytes bound is given twice",
+            ),
+            ("20000000000s", "\"20000000000s\": too large"),
+            (
+                "99999999999999999999",
+                "\"99999999999999999999\": a number with a unit (64, 1s, 250ms, 1MiB)",
+            ),
+        ] {
+            assert_eq!(parse_reorder_window(spec), Err(want.to_string()), "{spec}");
+        }
     }
 }

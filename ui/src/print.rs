@@ -8,8 +8,7 @@ use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use kafkashark::analyzer::{
-    Analyzer, AnalyzerConfig, MessageAnalyzer, MessageInfo, MessageRecord, Notice, Output,
-    RequestScanner,
+    Analyzer, MessageAnalyzer, MessageInfo, MessageRecord, Notice, Output, RequestScanner,
 };
 use kafkashark::capture::{
     CaptureError, FileSource, Frame, FrameSource, LiveConfig, LiveSource, Polled,
@@ -45,26 +44,46 @@ pub enum PrintFormat {
     Jsonl,
 }
 
-/// Options of `print`.
-pub struct PrintOptions {
-    /// Frames source.
-    pub input: Input,
-    /// Broker ports.
-    pub ports: Ports,
-    /// The reorder window.
-    pub reorder: ReorderWindow,
+/// The arguments of `kafkashark print`.
+#[derive(clap::Args, Debug)]
+pub struct PrintArgs {
+    /// A pcap or pcapng file; `-` reads standard input.
+    #[arg(required_unless_present = "interface", conflicts_with = "interface")]
+    file: Option<String>,
+    /// Capture live on this interface (`any` for all).
+    #[arg(short = 'i', long = "interface")]
+    interface: Option<String>,
+    /// BPF filter for live capture (default: the Kafka ports); needs -i.
+    #[arg(short = 'f', long = "filter")]
+    filter: Option<String>,
+    /// Broker ports, comma separated, or `any` to detect Kafka on any port.
+    #[arg(long, default_value = "9092", value_parser = crate::parse_ports)]
+    ports: Ports,
     /// Output format.
-    pub format: PrintFormat,
-    /// Full field trees.
-    pub verbose: bool,
+    #[arg(long, value_enum, default_value_t = PrintFormat::Text)]
+    format: PrintFormat,
+    /// The reorder window: how long a hole the peer acknowledged waits for a
+    /// segment the capture puts late, as PACKETS,TIME,BYTES (any of them, any
+    /// order: `64`, `1s`, `250ms`, `1MiB`), or `off`. Default 64,1s,1MiB.
+    #[arg(long, value_name = "SPEC", default_value = "64,1s,1MiB", value_parser = crate::parse_reorder_window)]
+    reorder_window: ReorderWindow,
+    /// Show the full field tree of every message.
+    #[arg(short = 'V', long)]
+    verbose: bool,
     /// Stop after this many messages.
-    pub count: Option<u64>,
-    /// Stop after this long (live).
-    pub duration: Option<Duration>,
-    /// Reveal secrets.
-    pub show_secrets: bool,
-    /// Decompression cap per batch.
-    pub max_decompressed: usize,
+    #[arg(short = 'c', long)]
+    count: Option<u64>,
+    /// Stop after this many seconds (live capture).
+    #[arg(long)]
+    duration: Option<f64>,
+    /// Show SASL passwords, SCRAM proofs and tokens instead of redacting them.
+    #[arg(long)]
+    show_secrets: bool,
+    /// Most bytes a compressed batch may decompress to.
+    #[arg(long, default_value_t = 64 << 20)]
+    max_decompressed: usize,
+    #[command(flatten)]
+    privilege: crate::privilege::PrivilegeArgs,
 }
 
 /// Builds the default BPF filter for the broker ports.
@@ -88,46 +107,101 @@ pub(crate) fn pipeline_config(ports: &Ports, reorder: ReorderWindow) -> Pipeline
     }
 }
 
+impl Input {
+    /// The input of `print` or `stats`: a `file`, or live on `interface`
+    /// with a BPF `filter` (which needs it).
+    pub fn from_args(
+        file: Option<String>,
+        interface: Option<String>,
+        filter: Option<String>,
+    ) -> Result<Input, CliError> {
+        match (interface, file) {
+            (Some(iface), _) => Ok(Input::Live { iface, filter }),
+            // A BPF filter applies to live capture only: said, not ignored.
+            (None, Some(_)) if filter.is_some() => Err(CliError::Usage(
+                "-f/--filter is a BPF filter for live capture with -i/--interface; a file is read whole"
+                    .into(),
+            )),
+            (None, Some(f)) => Ok(Input::File(f)),
+            (None, None) => Err(CliError::Usage("give a FILE or -i IFACE".into())),
+        }
+    }
+
+    /// Opens it frame by frame: a file, or a live interface (its BPF filter
+    /// defaulting to the Kafka `ports`), privileges dropped once it is open.
+    pub fn open(&self, ports: &Ports) -> Result<Box<dyn FrameSource + Send>, CliError> {
+        Ok(match self {
+            Input::File(path) => Box::new(FileSource::open(path).map_err(CliError::Capture)?),
+            Input::Live { iface, filter } => {
+                let mut cfg = LiveConfig::new(iface);
+                cfg.filter = filter.clone().or_else(|| default_filter(ports));
+                Box::new(crate::privilege::after_open(LiveSource::open(&cfg))?)
+            }
+        })
+    }
+}
+
+/// `--duration SECONDS` of `print` or `stats`.
+pub fn duration_arg(seconds: Option<f64>) -> Result<Option<Duration>, CliError> {
+    match seconds {
+        Some(d) if d.is_finite() && d >= 0.0 => Ok(Some(Duration::from_secs_f64(d))),
+        Some(d) => Err(CliError::Usage(format!("--duration {d}: not a duration"))),
+        None => Ok(None),
+    }
+}
+
+/// The end of a read frame by frame, on standard error: the kernel drops of
+/// a `live` capture of `name` (lost messages: always said), then what
+/// stopped the read early (everything before it was printed).
+pub fn report_end(
+    source: &mut dyn FrameSource,
+    live: bool,
+    name: &str,
+    error: Option<CaptureError>,
+) {
+    let drops = live.then(|| source.stats().ok().and_then(|s| s.drop_summary()));
+    if let Some(line) = drops.flatten() {
+        eprintln!("kafkashark: {}: {line}", tree::escape_text(name));
+    }
+    if let Some(e) = error {
+        eprintln!("kafkashark: {}", tree::escape_text(&e.to_string()));
+    }
+}
+
 /// Runs `print`; returns the number of messages with a decode error.
-pub fn run(opts: &PrintOptions) -> Result<u64, CliError> {
+pub fn run(a: &PrintArgs) -> Result<u64, CliError> {
+    crate::privilege::configure(&a.privilege);
+    let input = Input::from_args(a.file.clone(), a.interface.clone(), a.filter.clone())?;
+    let duration = duration_arg(a.duration)?;
     // A file is read and reassembled on a thread of its own (see `FileReader`).
-    let mut file: Option<FileSource> = None;
-    let mut source: Box<dyn FrameSource> = match &opts.input {
-        Input::File(path) if opts.duration.is_none() => {
-            file = Some(FileSource::open(path).map_err(CliError::Capture)?);
-            Box::new(NoFrames)
+    let mut file = match &input {
+        Input::File(path) if duration.is_none() => {
+            Some(FileSource::open(path).map_err(CliError::Capture)?)
         }
-        Input::File(path) => Box::new(FileSource::open(path).map_err(CliError::Capture)?),
-        Input::Live { iface, filter } => {
-            let mut cfg = LiveConfig::new(iface);
-            cfg.filter = filter.clone().or_else(|| default_filter(&opts.ports));
-            Box::new(crate::privilege::after_open(LiveSource::open(&cfg))?)
-        }
+        _ => None,
     };
-    let name = match &opts.input {
+    let name = match &input {
         Input::File(p) => p.clone(),
         Input::Live { iface, .. } => iface.clone(),
     };
-    let mut cfg = AnalyzerConfig {
-        pipeline: pipeline_config(&opts.ports, opts.reorder),
-        keep_trees: opts.verbose,
-        ..AnalyzerConfig::default()
+    // How `-V`'s trees are decoded; the analyzer reads only summaries.
+    let decode = kafkashark::kafka::DecodeOptions {
+        records: a.verbose,
+        // The trees of `-V --format jsonl` are only written as JSON: their
+        // records are written so as they are decoded (`render_pool::decode`).
+        records_json: a.verbose && a.format == PrintFormat::Jsonl,
+        show_secrets: a.show_secrets,
+        max_decompressed: a.max_decompressed,
+        ..Default::default()
     };
-    cfg.decode.records = opts.verbose;
-    cfg.decode.show_secrets = opts.show_secrets;
-    cfg.decode.max_decompressed = opts.max_decompressed;
-    let mut decode_opts = cfg.decode.clone();
-    // The trees of `-V --format jsonl` are only written as JSON: their
-    // records are written so as they are decoded (`render_pool::decode`).
-    decode_opts.records_json = opts.verbose && matches!(opts.format, PrintFormat::Jsonl);
-    if let Some(src) = file.take_if(|_| opts.verbose) {
+    if let Some(src) = file.take_if(|_| a.verbose) {
         // Trees decoded and formatted on every core (see `render_pool`).
         let settings = crate::render_pool::Settings {
-            ports: opts.ports.clone(),
-            reorder: opts.reorder,
-            format: opts.format,
-            count: opts.count,
-            decode: decode_opts,
+            ports: a.ports.clone(),
+            reorder: a.reorder_window,
+            format: a.format,
+            count: a.count,
+            decode,
             name,
             threads: crate::render_pool::default_threads(),
             big_message: crate::render_pool::BIG_MESSAGE,
@@ -145,46 +219,48 @@ pub fn run(opts: &PrintOptions) -> Result<u64, CliError> {
     // `render_pool`'s does) and each message's tree is decoded once, as it
     // is printed (`Trees`), with the facts a tree-keeping analyzer takes from
     // it: the same output as `render_pool`, on one thread.
-    let trees = opts.verbose.then(|| {
-        cfg.keep_trees = true;
-        cfg.tree_filter = Some(crate::render_pool::no_tree);
-        cfg.decode.records = false;
-        Trees {
-            opts: decode_opts,
-            stamps: std::sync::Arc::default(),
-        }
+    let pipeline = pipeline_config(&a.ports, a.reorder_window);
+    let cfg = crate::render_pool::summary_config(pipeline.clone(), &decode, a.verbose);
+    let trees = a.verbose.then(|| Trees {
+        opts: decode,
+        stamps: std::sync::Arc::default(),
     });
-    let live = matches!(opts.input, Input::Live { .. });
-    let printer = Printer {
-        render: Render::new(opts.format, opts.verbose),
-        printed: 0,
-        malformed: 0,
-        name,
-        buf: Vec::with_capacity(1024),
-        chunk: if live { 0 } else { OUT_CHUNK },
-        trees,
+    let live = matches!(input, Input::Live { .. });
+    let (format, verbose, count) = (a.format, a.verbose, a.count);
+    // Made on the thread that writes: it locks standard output.
+    let stage = move || {
+        let printer = Printer {
+            render: Render::new(format, verbose),
+            malformed: 0,
+            buf: Vec::with_capacity(1024),
+            chunk: if live { 0 } else { OUT_CHUNK },
+            trees,
+            w: std::io::BufWriter::new(std::io::stdout().lock()),
+        };
+        let held = if live { 1024 } else { HELD_MESSAGES };
+        Ordered::new(printer, held_reorder(held), count, name)
     };
     if let Some(src) = file {
-        return run_file(src, opts, MessageAnalyzer::new(cfg), printer);
+        return run_file(src, pipeline, MessageAnalyzer::new(cfg), stage);
     }
-    let mut analyzer = Analyzer::new(cfg);
     // Live, or a file read for a while (`--duration`): one thread, the same
-    // last stage as for files' summaries. Requests wait (bounded) for their
-    // responses so `paired` is final when printed.
-    let mut stage = Stage::new(printer, opts.count, if live { 1024 } else { HELD_MESSAGES });
+    // last stage as for files' summaries.
+    let mut source = input.open(&a.ports)?;
+    let mut analyzer = Analyzer::new(cfg);
+    let mut stage = stage();
     let mut out = Vec::new();
     let started = Instant::now();
     let mut last_flush = started;
     let mut read_error: Option<CaptureError> = None;
     loop {
-        if stage.count_reached() || opts.duration.is_some_and(|d| started.elapsed() >= d) {
+        if stage.count_reached() || duration.is_some_and(|d| started.elapsed() >= d) {
             break;
         }
         let frame: Frame = match source.poll() {
             Ok(Polled::Frame(f)) => f,
             Ok(Polled::Timeout) => {
                 if live {
-                    stage.flush()?;
+                    stage.emit.flush()?;
                 }
                 continue;
             }
@@ -194,39 +270,28 @@ pub fn run(opts: &PrintOptions) -> Result<u64, CliError> {
                 break;
             }
         };
-        if stage.printer.render.first_ts.is_none() {
-            stage.printer.render.first_ts = Some(frame.ts);
+        if stage.emit.render.first_ts.is_none() {
+            stage.emit.render.first_ts = Some(frame.ts);
         }
         analyzer.push(&frame, &mut out);
-        stage.printer.learn(analyzer.messages(), &mut out);
-        if stage.frame(&mut out)? {
+        stage.emit.learn(analyzer.messages(), &mut out);
+        if !stage.frame(&mut out)? {
             break;
         }
         // Live output reaches the terminal within LIVE_FLUSH (and at every read
         // timeout), without a write per packet.
         if live && last_flush.elapsed() >= LIVE_FLUSH {
-            stage.flush()?;
+            stage.emit.flush()?;
             last_flush = Instant::now();
         }
     }
     if !stage.count_reached() {
         analyzer.finish(&mut out);
-        stage.printer.learn(analyzer.messages(), &mut out);
+        stage.emit.learn(analyzer.messages(), &mut out);
     }
     stage.finish(std::mem::take(&mut out), None)?;
-    if live {
-        // Kernel drops are lost messages: always say how many there were.
-        if let Some(line) = source.stats().ok().and_then(|s| s.drop_summary()) {
-            eprintln!(
-                "kafkashark: {}: {line}",
-                tree::escape_text(&stage.printer.name)
-            );
-        }
-    }
-    if let Some(e) = read_error {
-        // Everything before the bad frame was printed; say what stopped the read.
-        eprintln!("kafkashark: {}", tree::escape_text(&e.to_string()));
-    }
+    stage.emit.flush()?;
+    report_end(&mut *source, live, &stage.name, read_error);
     stage.end()
 }
 
@@ -234,6 +299,7 @@ pub fn run(opts: &PrintOptions) -> Result<u64, CliError> {
 const LIVE_FLUSH: Duration = Duration::from_millis(50);
 
 /// Analyzer outputs of consecutive frames, handed to the writer thread.
+#[derive(Default)]
 struct Work {
     /// The outputs, in order.
     outs: Vec<Output>,
@@ -274,76 +340,119 @@ pub(crate) fn held_reorder(cap: usize) -> Reorder {
 /// 5,000 of them on the 330 MB corpus, at 512 KiB about 400).
 const WORK_BYTES: usize = 512 * 1024;
 
-/// The last stage of `print` for a file: orders (`Reorder`), formats and
-/// writes the analyzer's outputs, work by work.
-struct Stage {
-    printer: Printer,
-    reorder: Reorder,
-    w: std::io::BufWriter<std::io::StdoutLock<'static>>,
-    ready: Vec<Output>,
-    count: Option<u64>,
+/// What takes the messages and notice lines that leave an [`Ordered`], in
+/// order: a [`Printer`], or `render_pool`'s render threads.
+pub(crate) trait Emit {
+    /// A message to print; `Ok(false)` once nothing more can be printed.
+    fn message(&mut self, m: Box<MessageRecord>) -> Result<bool, CliError>;
+    /// A line for standard error, after what came before it.
+    fn line(&mut self, line: String) -> Result<bool, CliError>;
 }
 
-impl Stage {
-    fn new(printer: Printer, count: Option<u64>, held: usize) -> Stage {
-        // Requests wait (bounded) for their responses so `paired` is final
-        // when printed. Messages carry no trees while they wait (`Trees`).
-        Stage {
-            printer,
-            reorder: held_reorder(held),
-            w: std::io::BufWriter::new(std::io::stdout().lock()),
+/// The last stage of `print`: orders the analyzer's outputs (requests wait,
+/// bounded, in a [`Reorder`] so `paired` is final when printed) and hands
+/// them to `E` frame by frame, messages up to `-c`, notices as lines.
+pub(crate) struct Ordered<E> {
+    pub(crate) emit: E,
+    pub(crate) reorder: Reorder,
+    ready: Vec<Output>,
+    count: Option<u64>,
+    printed: u64,
+    /// The capture's name, for notices.
+    pub(crate) name: String,
+}
+
+impl<E: Emit> Ordered<E> {
+    pub(crate) fn new(emit: E, reorder: Reorder, count: Option<u64>, name: String) -> Self {
+        Ordered {
+            emit,
+            reorder,
             ready: Vec::new(),
             count,
+            printed: 0,
+            name,
         }
     }
 
-    /// True once `-c` messages were printed.
-    fn count_reached(&self) -> bool {
-        self.count.is_some_and(|c| self.printer.printed >= c)
+    /// True once `-c` messages were handed out.
+    pub(crate) fn count_reached(&self) -> bool {
+        self.count.is_some_and(|c| self.printed >= c)
     }
 
-    /// The outputs of one frame (drained from `outs`); `Ok(true)` when the
-    /// count was already reached (nothing more is wanted).
-    fn frame(&mut self, outs: &mut Vec<Output>) -> Result<bool, CliError> {
+    /// The outputs of one frame (drained from `outs`); `Ok(false)` when
+    /// nothing more is wanted (count reached, output stopped).
+    pub(crate) fn frame(&mut self, outs: &mut Vec<Output>) -> Result<bool, CliError> {
         if self.count_reached() {
-            return Ok(true);
+            return Ok(false);
         }
         for o in outs.drain(..) {
             self.reorder.push(o, &mut self.ready);
         }
-        self.printer
-            .emit(&mut self.ready, &mut self.w, self.count)?;
-        Ok(false)
+        self.emit_ready()
     }
 
     /// The end of the input: `fin` (the outputs of the analyzer's `finish`),
     /// everything still held, then what stopped the read early.
-    fn finish(&mut self, fin: Vec<Output>, error: Option<CaptureError>) -> Result<(), CliError> {
+    pub(crate) fn finish(
+        &mut self,
+        fin: Vec<Output>,
+        error: Option<CaptureError>,
+    ) -> Result<(), CliError> {
         if !self.count_reached() {
             for o in fin {
                 self.reorder.push(o, &mut self.ready);
             }
             self.reorder.flush(&mut self.ready);
-            self.printer
-                .emit(&mut self.ready, &mut self.w, self.count)?;
+            self.emit_ready()?;
         }
-        self.flush()?;
         if let Some(e) = error {
-            eprintln!("kafkashark: {}", tree::escape_text(&e.to_string()));
+            self.emit
+                .line(format!("kafkashark: {}", tree::escape_text(&e.to_string())))?;
         }
         Ok(())
     }
 
-    /// Writes the lines gathered so far.
-    fn flush(&mut self) -> Result<(), CliError> {
-        self.printer.drain(&mut self.w)?;
-        self.w.flush().map_err(CliError::Output)
+    /// Hands on what left the reorder: messages past the count are dropped,
+    /// notices are not; `Ok(false)` once the output stopped.
+    fn emit_ready(&mut self) -> Result<bool, CliError> {
+        let mut ready = std::mem::take(&mut self.ready);
+        let more = self.hand_over(&mut ready);
+        ready.clear();
+        self.ready = ready;
+        more
     }
 
-    /// Takes one work; `Ok(true)` when it wants no more (count reached, end).
+    /// [`Ordered::emit_ready`] of `ready` (drained as far as it went).
+    fn hand_over(&mut self, ready: &mut Vec<Output>) -> Result<bool, CliError> {
+        for o in ready.drain(..) {
+            let more = match o {
+                Output::Message(mut m) => {
+                    if self.count_reached() {
+                        continue;
+                    }
+                    // Its bytes, if they were held on disk.
+                    self.reorder.fetch(&mut m);
+                    self.printed += 1;
+                    self.emit.message(m)?
+                }
+                Output::Notice(n) => match notice_line(&self.name, &n) {
+                    Some(line) => self.emit.line(line)?,
+                    None => true,
+                },
+            };
+            if !more {
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+}
+
+impl Ordered<Printer> {
+    /// Takes one work; `Ok(false)` when it wants no more (count reached, end).
     fn take(&mut self, work: Work) -> Result<bool, CliError> {
-        if self.printer.render.first_ts.is_none() {
-            self.printer.render.first_ts = work.first_ts;
+        if self.emit.render.first_ts.is_none() {
+            self.emit.render.first_ts = work.first_ts;
         }
         let mut outs = work.outs.into_iter();
         let mut frame = Vec::new();
@@ -352,64 +461,54 @@ impl Stage {
         for end in work.ends {
             frame.extend(outs.by_ref().take(end - at));
             at = end;
-            if self.frame(&mut frame)? {
-                return Ok(true);
+            if !self.frame(&mut frame)? {
+                return Ok(false);
             }
         }
         let Some(fin) = work.finish else {
-            return Ok(false);
+            return Ok(true);
         };
         self.finish(fin, work.error)?;
-        Ok(true)
+        Ok(false)
     }
 
     /// Writes what is left; the number of malformed messages printed.
     fn end(mut self) -> Result<u64, CliError> {
-        self.printer.drain(&mut self.w)?;
-        self.w.flush().map_err(CliError::Output)?;
-        Ok(self.printer.malformed)
+        self.emit.flush()?;
+        Ok(self.emit.malformed)
     }
 }
 
 /// `print` of a file, summaries (`-V` goes to `render_pool`): the
 /// `FileReader` reads, reassembles and frames on its own thread; this thread
-/// decodes and pairs (`Analyzer`); the [`Stage`] orders, formats and writes on
-/// a writer thread of its own. Each stage sees what one thread running them
+/// decodes and pairs (`Analyzer`); `stage` (an [`Ordered`] [`Printer`]),
+/// made on a writer thread of its own, orders, formats and writes there. Each stage sees what one thread running them
 /// in turn would see, in the same order, so the output is the same (`-c`
 /// included: the stage checks the count at the same frame boundaries). The
 /// messages' bytes are released on this thread (the writer reads only facts).
 fn run_file(
     src: FileSource,
-    opts: &PrintOptions,
+    pipeline: PipelineConfig,
     mut analyzer: MessageAnalyzer,
-    printer: Printer,
+    stage: impl FnOnce() -> Ordered<Printer> + Send + 'static,
 ) -> Result<u64, CliError> {
     use std::sync::atomic::{AtomicBool, Ordering};
-    let reader = FileReader::spawn(
-        src,
-        pipeline_config(&opts.ports, opts.reorder),
-        BATCH_FRAMES,
-        analyzer.request_scanner(),
-    );
+    let reader = FileReader::spawn(src, pipeline, BATCH_FRAMES, analyzer.request_scanner());
     // Set by the writer thread when it needs nothing more (count reached, output error).
     let done = std::sync::Arc::new(AtomicBool::new(false));
-    let count = opts.count;
     let (tx, rx) = std::sync::mpsc::sync_channel::<Work>(4);
     let writer_done = done.clone();
     let writer = std::thread::spawn(move || -> Result<u64, CliError> {
-        // Standard output is locked by the thread that writes it.
-        let mut stage = Stage::new(printer, count, HELD_MESSAGES);
-        let mut result = Ok(());
-        for work in rx.iter() {
-            match stage.take(work) {
-                Ok(false) => {}
-                Ok(true) => break,
-                Err(e) => {
-                    result = Err(e);
+        let mut stage = stage();
+        let mut take_all = || {
+            for work in rx.iter() {
+                if !stage.take(work)? {
                     break;
                 }
             }
-        }
+            Ok(())
+        };
+        let result = take_all();
         writer_done.store(true, Ordering::Relaxed);
         result.and_then(|()| stage.end())
     });
@@ -422,13 +521,7 @@ fn run_file(
         }
         tx.send(work).is_ok()
     };
-    let mut work = Work {
-        outs: Vec::new(),
-        ends: Vec::new(),
-        first_ts: None,
-        finish: None,
-        error: None,
-    };
+    let mut work = Work::default();
     let mut bytes = 0;
     'batches: for batch in reader.rx.iter() {
         if done.load(Ordering::Relaxed) {
@@ -450,17 +543,7 @@ fn run_file(
             work.ends.push(work.outs.len());
             if bytes >= WORK_BYTES {
                 bytes = 0;
-                let full = std::mem::replace(
-                    &mut work,
-                    Work {
-                        outs: Vec::new(),
-                        ends: Vec::new(),
-                        first_ts: None,
-                        finish: None,
-                        error: None,
-                    },
-                );
-                if !send(full) {
+                if !send(std::mem::take(&mut work)) {
                     break 'batches;
                 }
             }
@@ -497,24 +580,8 @@ pub fn strip_bytes(outs: &mut [Output]) {
     }
 }
 
-/// A frame source that has none: stands in while a `FileReader` reads the file.
-struct NoFrames;
-
-impl FrameSource for NoFrames {
-    fn poll(&mut self) -> Result<Polled, CaptureError> {
-        Ok(Polled::End)
-    }
-
-    fn stats(&mut self) -> Result<kafkashark::capture::CaptureStats, CaptureError> {
-        Ok(kafkashark::capture::CaptureStats::default())
-    }
-
-    fn link(&self) -> kafkashark::capture::LinkType {
-        kafkashark::capture::LinkType(0)
-    }
-}
-
 /// Events of up to [`BATCH_FRAMES`] frames, made by the reader thread.
+#[derive(Default)]
 pub struct Batch {
     /// The pipeline events of the frames, in order.
     pub evs: Vec<Event>,
@@ -633,13 +700,7 @@ impl FileReader {
         let (tx, rx) = std::sync::mpsc::sync_channel::<Batch>(2);
         let handle = std::thread::spawn(move || {
             let mut pipeline = kafkashark::pipeline::Pipeline::new(cfg);
-            let mut batch = Batch {
-                evs: Vec::new(),
-                ends: Vec::new(),
-                first_ts: None,
-                finish: None,
-                error: None,
-            };
+            let mut batch = Batch::default();
             let mut first = true;
             // The first batches are small, growing to `batch_frames`: the
             // caller starts on the first frames at once instead of waiting
@@ -685,9 +746,7 @@ impl FileReader {
                         Batch {
                             evs: Vec::with_capacity(room),
                             ends: Vec::with_capacity(limit),
-                            first_ts: None,
-                            finish: None,
-                            error: None,
+                            ..Batch::default()
                         },
                     );
                     if !hand_over(&tx, full, scanner.as_ref()) {
@@ -733,17 +792,20 @@ fn hand_over(
     }
 }
 
+/// Formats and writes the messages that leave an [`Ordered`] (`print`
+/// without `-V` of a file, or live), a notice's line once what came before
+/// it is written.
 struct Printer {
     render: Render,
-    printed: u64,
     malformed: u64,
-    name: String,
     /// Lines written and not yet handed to the output.
     buf: Vec<u8>,
     /// Bytes gathered in `buf` before they are written (0: every line).
     chunk: usize,
     /// `-V` (live, or a file read for a while): how trees are decoded.
     trees: Option<Trees>,
+    /// Standard output, locked by the thread that writes it.
+    w: std::io::BufWriter<std::io::StdoutLock<'static>>,
 }
 
 /// How `Printer` gives each message its tree as it prints it: decoded with
@@ -755,6 +817,30 @@ struct Trees {
     stamps: std::sync::Arc<crate::render_pool::Stamps>,
 }
 
+impl Emit for Printer {
+    fn message(&mut self, mut m: Box<MessageRecord>) -> Result<bool, CliError> {
+        if let Some(t) = &self.trees {
+            crate::render_pool::decode(&mut m, &t.opts, &t.stamps);
+        }
+        if m.info.decode_error.is_some() {
+            self.malformed += 1;
+        }
+        self.render.message(&mut self.buf, &m);
+        if self.buf.len() >= self.chunk {
+            self.drain()?;
+        }
+        Ok(true)
+    }
+
+    fn line(&mut self, line: String) -> Result<bool, CliError> {
+        // What was printed before the line reaches stdout first, so a
+        // terminal (or `2>&1`) shows them in order.
+        self.flush()?;
+        eprintln!("{line}");
+        Ok(true)
+    }
+}
+
 impl Printer {
     /// After the analyzer made `outs`: notes the topic ids they teach and
     /// drops the trees the analyzer made for that (`render_pool::Stamps`).
@@ -764,53 +850,21 @@ impl Printer {
         }
     }
 
-    fn emit(
-        &mut self,
-        out: &mut Vec<Output>,
-        w: &mut impl Write,
-        count: Option<u64>,
-    ) -> Result<(), CliError> {
-        for o in out.drain(..) {
-            match o {
-                Output::Message(mut m) => {
-                    if count.is_some_and(|c| self.printed >= c) {
-                        continue;
-                    }
-                    if let Some(t) = &self.trees {
-                        crate::render_pool::decode(&mut m, &t.opts, &t.stamps);
-                    }
-                    self.printed += 1;
-                    if m.info.decode_error.is_some() {
-                        self.malformed += 1;
-                    }
-                    self.render.message(&mut self.buf, &m);
-                    if self.buf.len() >= self.chunk {
-                        self.drain(w)?;
-                    }
-                }
-                Output::Notice(n) => {
-                    if let Some(line) = notice_line(&self.name, &n) {
-                        // What was printed before the notice reaches stdout first,
-                        // so a terminal (or `2>&1`) shows them in order.
-                        self.drain(w)?;
-                        w.flush().map_err(CliError::Output)?;
-                        eprintln!("{line}");
-                    }
-                }
-            }
-        }
-        Ok(())
-    }
-
     /// Writes the lines gathered in `buf`.
-    fn drain(&mut self, w: &mut impl Write) -> Result<(), CliError> {
-        let r = w.write_all(&self.buf).map_err(CliError::Output);
+    fn drain(&mut self) -> Result<(), CliError> {
+        let r = self.w.write_all(&self.buf).map_err(CliError::Output);
         self.buf.clear();
         // A huge tree's text made it grow: give that memory back.
         if self.buf.capacity() > 4 * OUT_CHUNK {
             self.buf = Vec::new();
         }
         r
+    }
+
+    /// Writes the lines gathered so far, through to the output.
+    fn flush(&mut self) -> Result<(), CliError> {
+        self.drain()?;
+        self.w.flush().map_err(CliError::Output)
     }
 }
 
@@ -1283,6 +1337,7 @@ mod json_tests {
 #[cfg(test)]
 mod reader_tests {
     use super::*;
+    use kafkashark::analyzer::AnalyzerConfig;
 
     /// A classic pcap (`LINKTYPE_RAW`) of `n` frames of `size` bytes each.
     fn pcap_of_frames(n: usize, size: usize) -> Vec<u8> {
@@ -1305,11 +1360,8 @@ mod reader_tests {
     #[test]
     fn hand_over_delivers_or_says_the_caller_left() {
         let batch = |frames: usize| Batch {
-            evs: Vec::new(),
             ends: vec![0; frames],
-            first_ts: None,
-            finish: None,
-            error: None,
+            ..Batch::default()
         };
         let mut cfg = AnalyzerConfig::default();
         cfg.decode.records = false;

@@ -4,31 +4,32 @@
 //! Place in the data path: the `FileReader` thread reads, reassembles and
 //! frames; this (the calling) thread runs the [`Analyzer`] in summary mode —
 //! header, pairing and the facts ordering needs, no record sets, no trees
-//! kept — and orders the messages ([`Reorder`], as the one-thread `Stage`
-//! does); ordered chunks of messages (with their bytes) go round-robin to
-//! [`render threads`](worker), each of which decodes every message's tree,
-//! formats it into buffers of its own and frees the tree (trees are allocated
-//! and freed on one thread: handed between threads they cost more in the
-//! allocator than a second core gains) — for JSONL without building the
-//! tree at all: its JSON is written as it is decoded ([`stream`]; a message
-//! with a decode error is decoded again as a tree); a [`writer`] thread
+//! kept — and orders the messages (the [`Ordered`] stage every `print`
+//! shares); ordered chunks of messages (with their bytes) go round-robin to
+//! [`render threads`](RenderThread), each of which decodes every message's
+//! tree, formats it into buffers of its own and frees the tree (trees are
+//! allocated and freed on one thread: handed between threads they cost more
+//! in the allocator than a second core gains) — for JSONL without building
+//! the tree at all: its JSON is written as it is decoded
+//! ([`RenderThread::stream`]; a message with a decode error is decoded again
+//! as a tree); a [`writer`] thread
 //! takes the chunks' buffers back in the order they were handed out and
 //! writes them, with the notices in their place.
 //!
-//! Invariants: the output is byte for byte what one thread decoding every
-//! tree in the analyzer would print (stdout and stderr, `-c` included): the
-//! messages and notices that leave the [`Reorder`], their order and the count
-//! are decided here exactly as the `Stage` decides them, and a render thread
-//! takes from the message's own tree every fact a tree-keeping analyzer would
-//! have taken from it (`decode_error`, `error_codes`, `throttle_time_ms`,
-//! `topics`), and gives its `TopicId`s the topic names known when the analyzer
-//! read it ([`Stamps`]). Memory is bounded: what the reorder holds (its
-//! limits), at most [`QUEUED_CHUNKS`] chunks of about [`CHUNK_BYTES`] of
-//! message bytes ([`CHUNK_BYTES_TEXT`] for text) per render thread, at most
-//! [`QUEUED_OUTPUT`] bytes of formatted output per render thread waiting for
-//! the writer (or one larger buffer), and one tree and its output being made
-//! per render thread — for a JSON line of a message of [`BIG_MESSAGE`] bytes
-//! or more, about [`SEGMENT_BYTES`] of it ([`stream_parted`]). Past three
+//! Invariants: the output is byte for byte what one thread decoding every tree
+//! in the analyzer would print (stdout and stderr, `-c` included): the messages
+//! and notices that leave the reorder, their order and the count are decided by
+//! the same [`Ordered`] as without the pool, and a render thread takes from the
+//! message's own tree every fact a tree-keeping analyzer would have taken from
+//! it (`decode_error`, `error_codes`, `throttle_time_ms`, `topics`), and gives
+//! its `TopicId`s the topic names known when the analyzer read it ([`Stamps`]).
+//! Memory is bounded: what the reorder holds (its limits), at most
+//! [`QUEUED_CHUNKS`] chunks of about [`CHUNK_BYTES`] of message bytes
+//! ([`CHUNK_BYTES_TEXT`] for text) per render thread, at most [`QUEUED_OUTPUT`]
+//! bytes of formatted output per render thread waiting for the writer (or one
+//! larger buffer), and one tree and its output being made per render thread —
+//! for a JSON line of a message of [`BIG_MESSAGE`] bytes or more, about
+//! [`SEGMENT_BYTES`] of it ([`RenderThread::stream_parted`]). Past three
 //! quarters of `print::HELD_BYTES`, the held messages' bytes wait on disk
 //! (`Reorder::spill_to`) and are read back one at a time as they are handed
 //! out.
@@ -45,11 +46,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, SyncSender};
 use std::sync::{Arc, Condvar, Mutex, RwLock};
 
-use crate::reorder::Reorder;
 use kafkashark::analyzer::{
     redecode, response_facts, AnalyzerConfig, MessageAnalyzer, MessageRecord, Output,
 };
-use kafkashark::capture::{CaptureError, FileSource};
+use kafkashark::capture::FileSource;
 use kafkashark::flow::Ports;
 use kafkashark::kafka::decode::{Kind, Summary};
 use kafkashark::kafka::tree::{self, Node, Value};
@@ -57,7 +57,7 @@ use kafkashark::kafka::DecodeOptions;
 use kafkashark::topics::TEACHERS;
 
 use crate::cli_error::CliError;
-use crate::print::{held_reorder, notice_line, FileReader, PrintFormat, Render, HELD_MESSAGES};
+use crate::print::{held_reorder, Emit, FileReader, Ordered, PrintFormat, Render, HELD_MESSAGES};
 
 /// Message bytes per chunk handed to a render thread with `--format jsonl`:
 /// a message's JSON is about 15 times its bytes, so a chunk makes about
@@ -91,7 +91,7 @@ const JSON_RESERVE: usize = 64 << 20;
 
 /// Messages of this many bytes or more have their JSON line handed to the
 /// writer in parts of about [`SEGMENT_BYTES`] while it is written
-/// ([`stream_parted`]), never whole: a 2 MB Produce of small records makes a
+/// ([`RenderThread::stream_parted`]), never whole: a 2 MB Produce of small records makes a
 /// line of over 30 MB. Below it a line is at most a few MB, made whole. Their
 /// text trees keep their records as bytes (`records_deferred`), whose nodes
 /// are made as the text is written: such a tree would take tens of MB.
@@ -169,42 +169,33 @@ where
         BATCH_FRAMES_TREES,
         None,
     );
-    // Summary mode: every clean message is read by the summary scan (no
-    // tree); the others are decoded without record sets. `keep_trees` with a
-    // filter wanting no tree keeps those trees (Metadata responses teaching
-    // topic ids among them) for `Stamps::learn`.
-    let mut cfg = AnalyzerConfig {
-        pipeline: crate::print::pipeline_config(&settings.ports, settings.reorder),
-        keep_trees: true,
-        tree_filter: Some(no_tree),
-        ..AnalyzerConfig::default()
-    };
-    cfg.decode = DecodeOptions {
-        records: false,
-        records_json: false,
-        ..settings.decode.clone()
-    };
-    let mut analyzer = MessageAnalyzer::new(cfg);
+    let pipeline = crate::print::pipeline_config(&settings.ports, settings.reorder);
+    let mut analyzer = MessageAnalyzer::new(summary_config(pipeline, &settings.decode, true));
     let stamps = Arc::new(Stamps::default());
     let pool = Pool::spawn(&settings, stamps.clone(), out, note);
-    let mut order = Order::new(pool, settings.count, settings.name.clone());
-    order.reorder.limit_bytes(settings.held_bytes);
+    let mut reorder = held_reorder(HELD_MESSAGES);
+    reorder.limit_bytes(settings.held_bytes);
     if let Some(dir) = settings.held_on_disk.clone() {
-        order.reorder.spill_to(dir);
+        reorder.spill_to(dir);
     }
-    order.chunk_bytes = match settings.format {
-        PrintFormat::Jsonl => CHUNK_BYTES,
-        PrintFormat::Text => CHUNK_BYTES_TEXT,
+    let chunker = Chunker {
+        pool,
+        chunk: Chunk::default(),
+        chunk_bytes: match settings.format {
+            PrintFormat::Jsonl => CHUNK_BYTES,
+            PrintFormat::Text => CHUNK_BYTES_TEXT,
+        },
     };
+    let mut order = Ordered::new(chunker, reorder, settings.count, settings.name.clone());
     let mut outs = Vec::new();
     let mut first_ts = None;
     'batches: for batch in reader.rx.iter() {
-        if order.pool.stopped() {
+        if order.emit.pool.stopped() {
             break;
         }
         if first_ts.is_none() {
             first_ts = batch.first_ts;
-            order.chunk.first_ts = first_ts;
+            order.emit.chunk.first_ts = first_ts;
         }
         let mut evs = batch.evs.into_iter();
         let mut at = 0;
@@ -215,7 +206,8 @@ where
                 stamps.learn(&analyzer, outs.get_mut(from..).unwrap_or_default());
             }
             at = end;
-            if !order.frame(&mut outs) {
+            // The pool never fails: it stops (`Ok(false)`).
+            if !order.frame(&mut outs).unwrap_or(false) {
                 break 'batches;
             }
         }
@@ -228,19 +220,40 @@ where
             let from = outs.len();
             analyzer.finish(&mut outs);
             stamps.learn(&analyzer, outs.get_mut(from..).unwrap_or_default());
-            order.finish(std::mem::take(&mut outs), batch.error);
+            let _ = order.finish(std::mem::take(&mut outs), batch.error);
             break;
         }
     }
     // Stopped early (-c, output error): the reader sees its channel closed and ends.
     drop(reader.rx);
     let _ = reader.handle.join();
-    order.pool.end(order.chunk)
+    order.emit.pool.end(order.emit.chunk)
 }
 
-/// The analyzer's tree filter: no message needs its full tree here.
-pub(crate) fn no_tree(_: Kind, _: i16, _: i16, _: &Summary) -> bool {
-    false
+/// The analyzer of `print` in summary mode, every message's tree decoded
+/// later (`trees`, with `decode`) or never: every clean message is read by
+/// the summary scan (no tree); the others are decoded without record sets.
+/// With `trees`, `keep_trees` and a filter wanting no tree keep those trees
+/// (Metadata responses teaching topic ids among them) for `Stamps::learn`.
+pub(crate) fn summary_config(
+    pipeline: kafkashark::pipeline::PipelineConfig,
+    decode: &DecodeOptions,
+    trees: bool,
+) -> AnalyzerConfig {
+    fn no_tree(_: Kind, _: i16, _: i16, _: &Summary) -> bool {
+        false
+    }
+    AnalyzerConfig {
+        pipeline,
+        keep_trees: trees,
+        tree_filter: trees.then_some(no_tree as _),
+        decode: DecodeOptions {
+            records: false,
+            records_json: false,
+            ..decode.clone()
+        },
+        ..AnalyzerConfig::default()
+    }
 }
 
 /// What goes to a render thread, in output order.
@@ -252,6 +265,7 @@ enum Item {
 }
 
 /// Consecutive items for one render thread.
+#[derive(Default)]
 struct Chunk {
     items: Vec<Item>,
     /// Message bytes in `items`.
@@ -270,115 +284,39 @@ enum Segment {
     End(u64),
 }
 
-/// The `Stage`'s ordering and counting, with formatting left to the pool.
-struct Order {
+/// Where [`Ordered`] hands `print -V`'s messages and lines: chunks for the
+/// render threads, formatting left to them.
+struct Chunker {
     pool: Pool,
-    reorder: Reorder,
-    ready: Vec<Output>,
-    count: Option<u64>,
-    printed: u64,
-    name: String,
     chunk: Chunk,
     /// Message bytes after which a chunk is handed over.
     chunk_bytes: usize,
 }
 
-impl Order {
-    fn new(pool: Pool, count: Option<u64>, name: String) -> Order {
-        Order {
-            pool,
-            reorder: held_reorder(HELD_MESSAGES),
-            ready: Vec::new(),
-            count,
-            printed: 0,
-            name,
-            chunk: Chunk {
-                items: Vec::new(),
-                bytes: 0,
-                first_ts: None,
-            },
-            chunk_bytes: CHUNK_BYTES,
+impl Chunker {
+    /// Adds `item`; hands the chunk over once full. False when the render
+    /// threads stopped.
+    fn push(&mut self, item: Item) -> bool {
+        self.chunk.items.push(item);
+        if self.chunk.bytes < self.chunk_bytes && self.chunk.items.len() < CHUNK_ITEMS {
+            return true;
         }
+        let next = Chunk {
+            first_ts: self.chunk.first_ts,
+            ..Chunk::default()
+        };
+        self.pool.send(std::mem::replace(&mut self.chunk, next))
+    }
+}
+
+impl Emit for Chunker {
+    fn message(&mut self, m: Box<MessageRecord>) -> Result<bool, CliError> {
+        self.chunk.bytes += m.raw.bytes.len();
+        Ok(self.push(Item::Message(m)))
     }
 
-    /// True once `-c` messages were handed out.
-    fn count_reached(&self) -> bool {
-        self.count.is_some_and(|c| self.printed >= c)
-    }
-
-    /// The outputs of one frame (drained); false when nothing more is wanted
-    /// (count reached, the writer stopped).
-    fn frame(&mut self, outs: &mut Vec<Output>) -> bool {
-        if self.count_reached() {
-            return false;
-        }
-        for o in outs.drain(..) {
-            self.reorder.push(o, &mut self.ready);
-        }
-        self.emit()
-    }
-
-    /// The end of the input: `fin`, everything still held, then what stopped
-    /// the read early.
-    fn finish(&mut self, fin: Vec<Output>, error: Option<CaptureError>) {
-        if !self.count_reached() {
-            for o in fin {
-                self.reorder.push(o, &mut self.ready);
-            }
-            self.reorder.flush(&mut self.ready);
-            self.emit();
-        }
-        if let Some(e) = error {
-            self.chunk.items.push(Item::Line(format!(
-                "kafkashark: {}",
-                tree::escape_text(&e.to_string())
-            )));
-        }
-    }
-
-    /// Hands what left the reorder to the pool, chunk by chunk, as
-    /// `Printer::emit` prints it (messages past the count are dropped,
-    /// notices are not); false when the writer stopped.
-    fn emit(&mut self) -> bool {
-        let mut ready = std::mem::take(&mut self.ready);
-        let sent = self.hand_over(&mut ready);
-        ready.clear();
-        self.ready = ready;
-        sent
-    }
-
-    /// [`Order::emit`] of `ready` (drained as far as it went).
-    fn hand_over(&mut self, ready: &mut Vec<Output>) -> bool {
-        for o in ready.drain(..) {
-            match o {
-                Output::Message(mut m) => {
-                    if self.count.is_some_and(|c| self.printed >= c) {
-                        continue;
-                    }
-                    // Its bytes, if they were held on disk.
-                    self.reorder.fetch(&mut m);
-                    self.printed += 1;
-                    self.chunk.bytes += m.raw.bytes.len();
-                    self.chunk.items.push(Item::Message(m));
-                }
-                Output::Notice(n) => {
-                    if let Some(line) = notice_line(&self.name, &n) {
-                        self.chunk.items.push(Item::Line(line));
-                    }
-                }
-            }
-            if self.chunk.bytes >= self.chunk_bytes || self.chunk.items.len() >= CHUNK_ITEMS {
-                let next = Chunk {
-                    items: Vec::new(),
-                    bytes: 0,
-                    first_ts: self.chunk.first_ts,
-                };
-                if !self.pool.send(std::mem::replace(&mut self.chunk, next)) {
-                    return false;
-                }
-            }
-        }
-        true
+    fn line(&mut self, line: String) -> Result<bool, CliError> {
+        Ok(self.push(Item::Line(line)))
     }
 }
 
@@ -472,59 +410,299 @@ impl Stamps {
     }
 }
 
-/// Writes `m`'s JSON line into `buf` with its tree's JSON written while the
-/// message is decoded (`kafkashark::kafka::stream_json`), the same bytes as
-/// [`decode`] then [`Render::message`] write, and gives `m` the same facts;
-/// false, with `buf` and `m` as they were, for a message that must take that
-/// path: a raw SASL token, a response without its request's api key and
-/// version, a message with a decode error (its tree's error nodes and spans
-/// are fitted after decoding), or a response whose error codes differ from
-/// those the analyzer read (they are written before the tree).
-fn stream(
-    m: &mut MessageRecord,
-    buf: &mut Vec<u8>,
-    render: &mut Render,
-    opts: &DecodeOptions,
-    stamps: &Stamps,
-) -> bool {
-    use kafkashark::kafka::decode::decode_streamed;
-    use kafkashark::kafka::stream_json::{JsonSink, Stream};
-    let Some(response) = streamed_as(m) else {
-        return false;
-    };
-    let mark = buf.len();
-    // Written before the tree: no decode error (a message with one is not
-    // written this way), and a response's error codes as the analyzer read
-    // them (checked against the tree's below).
-    let error = m.info.decode_error.take();
-    render.json.head(buf, m);
-    buf.extend_from_slice(b",\"fields\":");
-    let index = m.info.index;
-    let mut name = |n: &mut Node| stamps.name_node(index, n);
-    let annotate: Option<&mut dyn FnMut(&mut Node)> = if stamps.any.load(Ordering::Acquire) {
-        Some(&mut name)
-    } else {
-        None
-    };
-    let mut sink = JsonSink::new(buf, &m.raw.bytes, annotate);
-    let d = decode_streamed(&m.raw.bytes, response, opts, Stream::Json(&mut sink));
-    let facts = sink.facts();
-    let is_response = response.is_some();
-    if !d.clean() || (is_response && facts.error_codes != m.info.error_codes) {
-        buf.truncate(mark);
-        m.info.decode_error = error;
-        return false;
+/// A render thread: decodes and formats the messages of its chunks into
+/// buffers of its own, hands them to the writer; the trees are freed here.
+struct RenderThread {
+    to: ToWriter,
+    render: Render,
+    /// How trees are decoded.
+    opts: DecodeOptions,
+    stamps: Arc<Stamps>,
+    /// `Settings::big_message`.
+    big: usize,
+    /// Output not yet handed to the writer.
+    buf: Vec<u8>,
+}
+
+impl RenderThread {
+    /// Takes chunks until there are none or the writer stopped.
+    fn run(mut self, rx: Receiver<Chunk>) {
+        self.buf = self.to.fresh();
+        for chunk in rx.iter() {
+            self.render.first_ts = chunk.first_ts;
+            let mut malformed = 0;
+            for item in chunk.items {
+                let sent = match item {
+                    Item::Message(mut m) => match self.message(&mut m) {
+                        Some(bad) => {
+                            malformed += u64::from(bad);
+                            self.buf.len() < SEGMENT_BYTES || self.to.flush(&mut self.buf)
+                        }
+                        None => false,
+                    },
+                    Item::Line(line) => {
+                        self.to.flush(&mut self.buf) && self.to.send(Segment::Line(line))
+                    }
+                };
+                if !sent {
+                    return;
+                }
+            }
+            if !(self.to.flush(&mut self.buf) && self.to.send(Segment::End(malformed))) {
+                return;
+            }
+        }
     }
-    end_line(m, buf, d, facts, is_response, stamps);
-    true
+
+    /// Decodes and formats `m`: whether it is malformed, `None` once the
+    /// writer stopped.
+    fn message(&mut self, m: &mut MessageRecord) -> Option<bool> {
+        if self.render.format == PrintFormat::Text {
+            return self.text(m);
+        }
+        if m.raw.bytes.len() >= self.big {
+            if let Some(sent) = self.stream_parted(m) {
+                return sent.then_some(false);
+            }
+            let malformed = decode(m, &self.opts, &self.stamps);
+            return self.tree_parted(m).then_some(malformed);
+        }
+        // Room for a line of about STREAM_FACTOR times the message's bytes,
+        // made as below.
+        let want = m.raw.bytes.len().saturating_mul(STREAM_FACTOR);
+        if !self.to.room(&mut self.buf, want.min(JSON_RESERVE)) {
+            return None;
+        }
+        if self.stream(m) {
+            return Some(false);
+        }
+        let malformed = decode(m, &self.opts, &self.stamps);
+        // A tree's JSON is 5 to 20 times its message's bytes, and 7 to 8
+        // times its decompressed records'.
+        let want = m.decoded.as_ref().map_or(0, |d| {
+            d.sources
+                .iter()
+                .fold(m.raw.bytes.len().saturating_mul(16), |n, s| {
+                    n.saturating_add(s.len.saturating_mul(8))
+                })
+        });
+        if !self.to.room(&mut self.buf, want.min(JSON_RESERVE)) {
+            return None;
+        }
+        self.render.message(&mut self.buf, m);
+        Some(malformed)
+    }
+
+    /// [`RenderThread::message`] as text: the tree's text (up to a hundred
+    /// times the message's bytes) is handed over segment by segment as it is
+    /// written, never whole.
+    fn text(&mut self, m: &mut MessageRecord) -> Option<bool> {
+        // A big message's records stay bytes in its tree, their nodes made
+        // line by line as the text is written; its other nodes too, when it
+        // decodes cleanly (`text_streamed`).
+        let big_opts;
+        let opts = if m.raw.bytes.len() >= self.big {
+            big_opts = DecodeOptions {
+                records_deferred: true,
+                ..self.opts.clone()
+            };
+            if let Some(sent) = self.text_streamed(m, &big_opts) {
+                return sent.then_some(false);
+            }
+            &big_opts
+        } else {
+            &self.opts
+        };
+        let malformed = decode(m, opts, &self.stamps);
+        self.render.summary_line(&mut self.buf, m);
+        let Some(d) = m.decoded.take() else {
+            return Some(malformed);
+        };
+        let mut sink = Segmented {
+            buf: &mut self.buf,
+            to: &self.to,
+            ok: true,
+        };
+        let bytes = tree::SourceBytes {
+            message: &m.raw.bytes,
+            sources: &d.sources,
+        };
+        tree::write_text_in(&mut sink, &d.root, "    ", &bytes);
+        sink.ok.then_some(malformed)
+    }
+
+    /// Writes `m`'s JSON line into `buf` with its tree's JSON written while
+    /// the message is decoded (`kafkashark::kafka::stream_json`), the same
+    /// bytes as [`decode`] then [`Render::message`] write, and gives `m` the
+    /// same facts; false, with `buf` and `m` as they were, for a message that
+    /// must take that path: a raw SASL token, a response without its
+    /// request's api key and version, a message with a decode error (its
+    /// tree's error nodes and spans are fitted after decoding), or a response
+    /// whose error codes differ from those the analyzer read (they are
+    /// written before the tree).
+    fn stream(&mut self, m: &mut MessageRecord) -> bool {
+        use kafkashark::kafka::decode::decode_streamed;
+        use kafkashark::kafka::stream_json::{JsonSink, Stream};
+        let Some(response) = streamed_as(m) else {
+            return false;
+        };
+        let (buf, stamps) = (&mut self.buf, &*self.stamps);
+        let mark = buf.len();
+        // Written before the tree: no decode error (a message with one is not
+        // written this way), and a response's error codes as the analyzer read
+        // them (checked against the tree's below).
+        let error = m.info.decode_error.take();
+        self.render.json.head(buf, m);
+        buf.extend_from_slice(b",\"fields\":");
+        let index = m.info.index;
+        let mut name = |n: &mut Node| stamps.name_node(index, n);
+        let annotate: Option<&mut dyn FnMut(&mut Node)> = if stamps.any.load(Ordering::Acquire) {
+            Some(&mut name)
+        } else {
+            None
+        };
+        let mut sink = JsonSink::new(buf, &m.raw.bytes, annotate);
+        let d = decode_streamed(&m.raw.bytes, response, &self.opts, Stream::Json(&mut sink));
+        let facts = sink.facts();
+        let is_response = response.is_some();
+        if !d.clean() || (is_response && facts.error_codes != m.info.error_codes) {
+            buf.truncate(mark);
+            m.info.decode_error = error;
+            return false;
+        }
+        end_line(m, buf, d, facts, is_response, stamps);
+        true
+    }
+
+    /// [`RenderThread::stream`] for a big message (`Settings::big_message`),
+    /// its line handed to the writer in parts as it is written: a first
+    /// decode writing nothing ([`JsonSink::dry`]) tells whether the line
+    /// stands, as `stream` learns only at its end; then the line is written,
+    /// every [`SEGMENT_BYTES`] handed on. `None`, with `buf` and `m` as they
+    /// were, for a message that must take the tree's path (as `stream`'s
+    /// false); otherwise whether the writer took the line (false once it
+    /// stopped).
+    fn stream_parted(&mut self, m: &mut MessageRecord) -> Option<bool> {
+        use kafkashark::kafka::decode::decode_streamed;
+        use kafkashark::kafka::stream_json::{JsonSink, Stream};
+        let response = streamed_as(m)?;
+        let is_response = response.is_some();
+        let (buf, stamps, opts) = (&mut self.buf, &*self.stamps, &self.opts);
+        let index = m.info.index;
+        let mut name = |n: &mut Node| stamps.name_node(index, n);
+        // Decided once: both decodes annotate alike.
+        let any = stamps.any.load(Ordering::Acquire);
+        let decode = |sink: &mut JsonSink<'_>| {
+            decode_streamed(&m.raw.bytes, response, opts, Stream::Json(sink))
+        };
+        let mut none = Vec::new();
+        let mut dry = JsonSink::new(&mut none, &m.raw.bytes, any.then_some(&mut name as _)).dry();
+        let d = decode(&mut dry);
+        let facts = dry.facts();
+        if !d.clean() || (is_response && facts.error_codes != m.info.error_codes) {
+            return None;
+        }
+        // The line stands: written as `stream` writes it, without a decode error.
+        m.info.decode_error = None;
+        self.render.json.head(buf, m);
+        buf.extend_from_slice(b",\"fields\":");
+        let ((d, facts), sent) = in_parts(&self.to, |spill| {
+            let mut sink =
+                JsonSink::new(buf, &m.raw.bytes, any.then_some(&mut name as _)).spilling(*spill);
+            let d = decode(&mut sink);
+            (d, sink.facts())
+        });
+        end_line(m, buf, d, facts, is_response, stamps);
+        Some(sent)
+    }
+
+    /// A big message's text tree written while it is decoded with `opts`,
+    /// never whole (`kafkashark::kafka::stream_text`): a first decode
+    /// measures the columns and notes each parent's line, and gives `m` the
+    /// facts a tree-keeping analyzer takes from its tree; its summary line is
+    /// written, then a second decode writes the tree's lines, handed to the
+    /// writer every [`SEGMENT_BYTES`]. The same bytes as [`decode`] then the
+    /// text of the tree. `None`, with `m` and `buf` as they were, for a
+    /// message that must take the tree's path (as
+    /// [`RenderThread::stream`]'s false: its decode finds an error, a raw
+    /// SASL token, a response without its request's api key and version);
+    /// otherwise whether the writer took it all.
+    fn text_streamed(&mut self, m: &mut MessageRecord, opts: &DecodeOptions) -> Option<bool> {
+        use kafkashark::kafka::decode::decode_streamed;
+        use kafkashark::kafka::stream_json::Stream;
+        use kafkashark::kafka::stream_text::TextStream;
+        let response = streamed_as(m)?;
+        let stamps = &*self.stamps;
+        let index = m.info.index;
+        let mut name = |n: &mut Node| stamps.name_node(index, n);
+        let any = stamps.any.load(Ordering::Acquire);
+        let raw = m.raw.bytes.clone();
+        let decode =
+            |t: &mut TextStream<'_>| decode_streamed(&raw, response, opts, Stream::Text(t));
+        let mut measure = TextStream::measure(&raw, any.then_some(&mut name as _));
+        let d = decode(&mut measure);
+        if !d.clean() {
+            return None;
+        }
+        let (plan, facts) = measure.finish().filter(|(p, _)| p.streams())?;
+        m.info.decode_error = None;
+        streamed_facts(m, d, facts, response.is_some(), stamps);
+        self.render.summary_line(&mut self.buf, m);
+        let mut sink = Segmented {
+            buf: &mut self.buf,
+            to: &self.to,
+            ok: true,
+        };
+        let mut write =
+            TextStream::write(&raw, plan, &mut sink, "    ", any.then_some(&mut name as _));
+        let _ = decode(&mut write);
+        drop(write);
+        Some(sink.ok)
+    }
+
+    /// [`Render::message`]'s JSON line of `m` with its tree, handed to the
+    /// writer in parts as it is written (a big message
+    /// [`RenderThread::stream_parted`] left to the tree); false once the
+    /// writer stopped.
+    fn tree_parted(&mut self, m: &MessageRecord) -> bool {
+        let buf = &mut self.buf;
+        self.render.json.head(buf, m);
+        let ((), sent) = in_parts(&self.to, |spill| {
+            if let Some(d) = &m.decoded {
+                buf.extend_from_slice(b",\"fields\":");
+                let bytes = tree::SourceBytes {
+                    message: &m.raw.bytes,
+                    sources: &d.sources,
+                };
+                d.root.write_json_spilling(buf, &bytes, spill);
+            }
+        });
+        crate::print::JsonWriter::tail(buf, m);
+        buf.push(b'\n');
+        sent
+    }
 }
 
 /// The end of a line written while its message was decoded (after
 /// `fields`): `m` takes the facts a tree-keeping analyzer takes from the
-/// tree, from `d` and the sink's `facts`.
+/// tree, from `d` and the sink's `facts` ([`streamed_facts`]).
 fn end_line(
     m: &mut MessageRecord,
     buf: &mut Vec<u8>,
+    d: kafkashark::kafka::Decoded,
+    facts: kafkashark::kafka::stream_json::StreamFacts,
+    is_response: bool,
+    stamps: &Stamps,
+) {
+    streamed_facts(m, d, facts, is_response, stamps);
+    crate::print::JsonWriter::tail(buf, m);
+    buf.push(b'\n');
+}
+
+/// Gives `m`, decoded cleanly while written, the facts a tree-keeping
+/// analyzer takes from its tree, from `d` and its sink's `facts`.
+fn streamed_facts(
+    m: &mut MessageRecord,
     d: kafkashark::kafka::Decoded,
     facts: kafkashark::kafka::stream_json::StreamFacts,
     is_response: bool,
@@ -537,103 +715,6 @@ fn end_line(
     }
     info.topics = d.topics;
     stamps.names(info.index, &d.topic_ids, &mut info.topics);
-    crate::print::JsonWriter::tail(buf, m);
-    buf.push(b'\n');
-}
-
-/// [`stream`] for a big message (`Settings::big_message`), its line handed
-/// to the writer in parts as it is written: a first decode writing nothing
-/// ([`JsonSink::dry`]) tells whether the line stands, as `stream` learns only
-/// at its end; then the line is written, every [`SEGMENT_BYTES`] handed on.
-/// `None`, with `buf` and `m` as they were, for a message that must take
-/// the tree's path (as `stream`'s false); otherwise whether the writer took
-/// the line (false once it stopped).
-fn stream_parted(
-    m: &mut MessageRecord,
-    buf: &mut Vec<u8>,
-    render: &mut Render,
-    opts: &DecodeOptions,
-    stamps: &Stamps,
-    to: &ToWriter,
-) -> Option<bool> {
-    use kafkashark::kafka::decode::decode_streamed;
-    use kafkashark::kafka::stream_json::{JsonSink, Stream};
-    let response = streamed_as(m)?;
-    let is_response = response.is_some();
-    let index = m.info.index;
-    let mut name = |n: &mut Node| stamps.name_node(index, n);
-    // Decided once: both decodes annotate alike.
-    let any = stamps.any.load(Ordering::Acquire);
-    let decode =
-        |sink: &mut JsonSink<'_>| decode_streamed(&m.raw.bytes, response, opts, Stream::Json(sink));
-    let mut none = Vec::new();
-    let mut dry = JsonSink::new(&mut none, &m.raw.bytes, any.then_some(&mut name as _)).dry();
-    let d = decode(&mut dry);
-    let facts = dry.facts();
-    if !d.clean() || (is_response && facts.error_codes != m.info.error_codes) {
-        return None;
-    }
-    // The line stands: written as `stream` writes it, without a decode error.
-    m.info.decode_error = None;
-    render.json.head(buf, m);
-    buf.extend_from_slice(b",\"fields\":");
-    let ((d, facts), sent) = in_parts(to, |spill| {
-        let mut sink =
-            JsonSink::new(buf, &m.raw.bytes, any.then_some(&mut name as _)).spilling(*spill);
-        let d = decode(&mut sink);
-        (d, sink.facts())
-    });
-    end_line(m, buf, d, facts, is_response, stamps);
-    Some(sent)
-}
-
-/// A big message's text tree written while it is decoded, never whole
-/// (`kafkashark::kafka::stream_text`): a first decode measures the columns
-/// and notes each parent's line, and gives `m` the facts a tree-keeping
-/// analyzer takes from its tree; its summary line is written, then a second
-/// decode writes the tree's lines, handed to the writer every
-/// [`SEGMENT_BYTES`]. The same bytes as [`decode`] then the text of the
-/// tree. `None`, with `m` and `buf` as they were, for a message that must
-/// take the tree's path (as [`stream`]'s false: its decode finds an error,
-/// a raw SASL token, a response without its request's api key and
-/// version); otherwise whether the writer took it all.
-fn text_streamed(
-    m: &mut MessageRecord,
-    buf: &mut Vec<u8>,
-    render: &Render,
-    opts: &DecodeOptions,
-    stamps: &Stamps,
-    to: &ToWriter,
-) -> Option<bool> {
-    use kafkashark::kafka::decode::decode_streamed;
-    use kafkashark::kafka::stream_json::Stream;
-    use kafkashark::kafka::stream_text::TextStream;
-    let response = streamed_as(m)?;
-    let index = m.info.index;
-    let mut name = |n: &mut Node| stamps.name_node(index, n);
-    let any = stamps.any.load(Ordering::Acquire);
-    let raw = m.raw.bytes.clone();
-    let decode = |t: &mut TextStream<'_>| decode_streamed(&raw, response, opts, Stream::Text(t));
-    let mut measure = TextStream::measure(&raw, any.then_some(&mut name as _));
-    let d = decode(&mut measure);
-    if !d.clean() {
-        return None;
-    }
-    let (plan, facts) = measure.finish().filter(|(p, _)| p.streams())?;
-    let info = &mut m.info;
-    if response.is_some() {
-        info.throttle_time_ms = facts.throttle_time_ms;
-        info.error_codes = facts.error_codes;
-    }
-    info.decode_error = None;
-    info.topics = d.topics;
-    stamps.names(info.index, &d.topic_ids, &mut info.topics);
-    render.summary_line(buf, m);
-    let mut sink = Segmented { buf, to, ok: true };
-    let mut write = TextStream::write(&raw, plan, &mut sink, "    ", any.then_some(&mut name as _));
-    let _ = decode(&mut write);
-    drop(write);
-    Some(sink.ok)
 }
 
 /// Runs `write` with a [`tree::Spill`] handing its output to the writer every
@@ -652,26 +733,6 @@ fn in_parts<R>(to: &ToWriter, write: impl FnOnce(&tree::Spill<'_>) -> R) -> (R, 
         take: &take,
     });
     (r, sent.get())
-}
-
-/// [`Render::message`]'s JSON line of `m` with its tree, handed to the
-/// writer in parts as it is written (a big message [`stream_parted`] left to
-/// the tree); false once the writer stopped.
-fn tree_parted(render: &mut Render, buf: &mut Vec<u8>, m: &MessageRecord, to: &ToWriter) -> bool {
-    render.json.head(buf, m);
-    let ((), sent) = in_parts(to, |spill| {
-        if let Some(d) = &m.decoded {
-            buf.extend_from_slice(b",\"fields\":");
-            let bytes = tree::SourceBytes {
-                message: &m.raw.bytes,
-                sources: &d.sources,
-            };
-            d.root.write_json_spilling(buf, &bytes, spill);
-        }
-    });
-    crate::print::JsonWriter::tail(buf, m);
-    buf.push(b'\n');
-    sent
 }
 
 /// How `m`'s tree is decoded when it is written while decoded: `Some(None)`
@@ -820,6 +881,23 @@ impl ToWriter {
         self.tx.send(Segment::Bytes(full)).is_ok()
     }
 
+    /// Makes room for `want` more bytes in `buf` at once, not by doubling,
+    /// which copies all written so far each time: a full `buf` is handed
+    /// over first, then a new allocation made (growing the empty one would
+    /// copy its old capacity). False once the writer stopped.
+    fn room(&self, buf: &mut Vec<u8>, want: usize) -> bool {
+        if buf.capacity() - buf.len() >= want {
+            return true;
+        }
+        if !buf.is_empty() && !self.flush(buf) {
+            return false;
+        }
+        if buf.capacity() < want {
+            *buf = Vec::with_capacity(want);
+        }
+        true
+    }
+
     fn send(&self, seg: Segment) -> bool {
         self.tx.send(seg).is_ok()
     }
@@ -865,13 +943,15 @@ impl Pool {
                 budget: budget.clone(),
                 spares: spare_rx,
             };
-            let render = Render::new(settings.format, true);
-            let opts = settings.decode.clone();
-            let stamps = stamps.clone();
-            let big = settings.big_message;
-            workers.push(std::thread::spawn(move || {
-                worker(rx, to, render, &opts, &stamps, big);
-            }));
+            let thread = RenderThread {
+                buf: Vec::new(),
+                to,
+                render: Render::new(settings.format, true),
+                opts: settings.decode.clone(),
+                stamps: stamps.clone(),
+                big: settings.big_message,
+            };
+            workers.push(std::thread::spawn(move || thread.run(rx)));
             txs.push(tx);
             segs.push(seg_rx);
             spares.push(spare_tx);
@@ -923,147 +1003,6 @@ impl Pool {
         match self.writer.join() {
             Ok(r) => r,
             Err(p) => std::panic::resume_unwind(p),
-        }
-    }
-}
-
-/// A render thread: decodes and formats the messages of its chunks, hands
-/// the output to the writer; the trees are freed here.
-fn worker(
-    rx: Receiver<Chunk>,
-    to: ToWriter,
-    mut render: Render,
-    opts: &DecodeOptions,
-    stamps: &Stamps,
-    big: usize,
-) {
-    let mut buf = to.fresh();
-    for chunk in rx.iter() {
-        render.first_ts = chunk.first_ts;
-        let mut malformed = 0;
-        for item in chunk.items {
-            let sent = match item {
-                Item::Message(mut m) => {
-                    let sent = match render.format {
-                        PrintFormat::Jsonl => 'json: {
-                            if m.raw.bytes.len() >= big {
-                                match stream_parted(
-                                    &mut m,
-                                    &mut buf,
-                                    &mut render,
-                                    opts,
-                                    stamps,
-                                    &to,
-                                ) {
-                                    Some(sent) => break 'json sent,
-                                    None => {
-                                        malformed += u64::from(decode(&mut m, opts, stamps));
-                                        break 'json tree_parted(&mut render, &mut buf, &m, &to);
-                                    }
-                                }
-                            }
-                            // Room for a line of about STREAM_FACTOR times
-                            // the message's bytes, made as below.
-                            let want = m
-                                .raw
-                                .bytes
-                                .len()
-                                .saturating_mul(STREAM_FACTOR)
-                                .min(JSON_RESERVE);
-                            if buf.capacity() - buf.len() < want {
-                                if !buf.is_empty() && !to.flush(&mut buf) {
-                                    return;
-                                }
-                                if buf.capacity() < want {
-                                    buf = Vec::with_capacity(want);
-                                }
-                            }
-                            if stream(&mut m, &mut buf, &mut render, opts, stamps) {
-                                break 'json true;
-                            }
-                            malformed += u64::from(decode(&mut m, opts, stamps));
-                            // A tree's JSON is 5 to 20 times its message's
-                            // bytes, and 7 to 8 times its decompressed
-                            // records': room made once, in an empty buffer
-                            // (the full one handed over first), not by
-                            // doubling, which copies all written so far each
-                            // time.
-                            let want = match &m.decoded {
-                                Some(d) => d
-                                    .sources
-                                    .iter()
-                                    .fold(m.raw.bytes.len().saturating_mul(16), |n, s| {
-                                        n.saturating_add(s.len.saturating_mul(8))
-                                    })
-                                    .min(JSON_RESERVE),
-                                None => 0,
-                            };
-                            if buf.capacity() - buf.len() < want {
-                                if !buf.is_empty() && !to.flush(&mut buf) {
-                                    return;
-                                }
-                                // A new allocation: growing the empty one
-                                // would copy its old capacity.
-                                if buf.capacity() < want {
-                                    buf = Vec::with_capacity(want);
-                                }
-                            }
-                            render.message(&mut buf, &m);
-                            true
-                        }
-                        // The tree's text (up to a hundred times the
-                        // message's bytes) is handed over segment by
-                        // segment as it is written, never whole.
-                        PrintFormat::Text => 'text: {
-                            // A big message's records stay bytes in its
-                            // tree, their nodes made line by line as the
-                            // text is written; its other nodes too, when
-                            // it decodes cleanly (`text_streamed`).
-                            let big_opts;
-                            let opts = if m.raw.bytes.len() >= big {
-                                big_opts = DecodeOptions {
-                                    records_deferred: true,
-                                    ..opts.clone()
-                                };
-                                if let Some(sent) =
-                                    text_streamed(&mut m, &mut buf, &render, &big_opts, stamps, &to)
-                                {
-                                    break 'text sent;
-                                }
-                                &big_opts
-                            } else {
-                                opts
-                            };
-                            malformed += u64::from(decode(&mut m, opts, stamps));
-                            render.summary_line(&mut buf, &m);
-                            match m.decoded.take() {
-                                Some(d) => {
-                                    let mut sink = Segmented {
-                                        buf: &mut buf,
-                                        to: &to,
-                                        ok: true,
-                                    };
-                                    let bytes = tree::SourceBytes {
-                                        message: &m.raw.bytes,
-                                        sources: &d.sources,
-                                    };
-                                    tree::write_text_in(&mut sink, &d.root, "    ", &bytes);
-                                    sink.ok
-                                }
-                                None => true,
-                            }
-                        }
-                    };
-                    sent && (buf.len() < SEGMENT_BYTES || to.flush(&mut buf))
-                }
-                Item::Line(line) => to.flush(&mut buf) && to.send(Segment::Line(line)),
-            };
-            if !sent {
-                return;
-            }
-        }
-        if !(to.flush(&mut buf) && to.send(Segment::End(malformed))) {
-            return;
         }
     }
 }
@@ -1122,6 +1061,7 @@ fn writer<W: Write>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::print::notice_line;
     use kafkashark::capture::{FrameSource, Polled};
     use std::path::{Path, PathBuf};
 
@@ -1214,7 +1154,7 @@ mod tests {
     }
 
     /// What one thread whose analyzer keeps every message's tree prints (as
-    /// `print -V` did before the pool: the `Stage` over such an analyzer).
+    /// `print -V` did before the pool: the `Ordered` stage over such an analyzer).
     fn one_thread(
         path: &Path,
         ports: &Ports,
@@ -1295,7 +1235,7 @@ mod tests {
     /// byte what one thread keeping every tree prints — the same facts
     /// (decode errors, error codes, topics, topic-id names as known then),
     /// the same notices in the same places, the same malformed count — and
-    /// so does it with JSON lines written in parts ([`stream_parted`]: the
+    /// so does it with JSON lines written in parts ([`RenderThread::stream_parted`]: the
     /// dry decode decides as the whole line's end does, and the messages it
     /// leaves to the tree print the same) and with text trees whose records
     /// are made as they are written.

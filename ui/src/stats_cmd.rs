@@ -7,12 +7,12 @@ use std::io::{IsTerminal, Write};
 use std::time::{Duration, Instant};
 
 use kafkashark::analyzer::{Analyzer, AnalyzerConfig, MessageAnalyzer, Output};
-use kafkashark::capture::{CaptureError, FileSource, FrameSource, LiveConfig, LiveSource, Polled};
+use kafkashark::capture::{CaptureError, FileSource, Polled};
 use kafkashark::flow::{Ports, ReorderWindow};
 use kafkashark::stats::{Stats, StatsConfig, StatsReport};
 
 use crate::cli_error::CliError;
-use crate::print::{default_filter, FileReader, Input};
+use crate::print::{report_end, FileReader, Input};
 
 /// Output format of `stats`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -23,45 +23,20 @@ pub enum StatsFormat {
     Json,
 }
 
-/// Options of `stats`.
-pub struct StatsOptions {
-    /// Frames source.
-    pub input: Input,
-    /// Broker ports.
-    pub ports: Ports,
-    /// The reorder window.
-    pub reorder: ReorderWindow,
-    /// Output format.
-    pub format: StatsFormat,
-    /// Length of the slow list.
-    pub slow: usize,
-    /// Stop a live capture after this long.
-    pub duration: Option<Duration>,
-    /// Decompression cap per batch.
-    pub max_decompressed: usize,
-}
-
 /// Clears the terminal before a live refresh: cursor home, erase display.
 const CLEAR: &str = "\x1b[H\x1b[2J";
 
-/// Runs `stats`.
-pub fn run(opts: &StatsOptions) -> Result<(), CliError> {
-    if let (Input::File(path), None) = (&opts.input, opts.duration) {
-        return run_file(opts, path);
+/// Runs `stats` of `input` for at most `duration`, as `a` says.
+fn run(a: &StatsArgs, input: &Input, duration: Option<Duration>) -> Result<(), CliError> {
+    if let (Input::File(path), None) = (input, duration) {
+        return run_file(a, path);
     }
-    let mut source: Box<dyn FrameSource> = match &opts.input {
-        Input::File(path) => Box::new(FileSource::open(path).map_err(CliError::Capture)?),
-        Input::Live { iface, filter } => {
-            let mut cfg = LiveConfig::new(iface);
-            cfg.filter = filter.clone().or_else(|| default_filter(&opts.ports));
-            Box::new(crate::privilege::after_open(LiveSource::open(&cfg))?)
-        }
-    };
-    let (title, live) = match &opts.input {
+    let mut source = input.open(&a.ports)?;
+    let (title, live) = match &input {
         Input::File(p) => (p.clone(), false),
         Input::Live { iface, .. } => (format!("live on {iface}"), true),
     };
-    let (cfg, mut stats) = engine(opts);
+    let (cfg, mut stats) = engine(a);
     let mut analyzer = Analyzer::new(cfg);
     let tty = std::io::stdout().is_terminal();
     let started = Instant::now();
@@ -69,7 +44,7 @@ pub fn run(opts: &StatsOptions) -> Result<(), CliError> {
     let mut out = Vec::new();
     let mut read_error: Option<CaptureError> = None;
     loop {
-        if opts.duration.is_some_and(|d| started.elapsed() >= d) {
+        if duration.is_some_and(|d| started.elapsed() >= d) {
             break;
         }
         match source.poll() {
@@ -87,7 +62,7 @@ pub fn run(opts: &StatsOptions) -> Result<(), CliError> {
         if live && last_draw.elapsed() >= Duration::from_secs(1) {
             last_draw = Instant::now();
             stats.settle();
-            emit(&report(&stats), &title, opts.format, true, tty)?;
+            emit(&report(&stats), &title, a.format, true, tty)?;
         }
     }
     analyzer.finish(&mut out);
@@ -95,34 +70,20 @@ pub fn run(opts: &StatsOptions) -> Result<(), CliError> {
         stats.push(&o);
     }
     stats.settle();
-    emit(&report(&stats), &title, opts.format, live, live && tty)?;
-    if live {
-        // Kernel drops are lost messages: always say how many there were.
-        if let Some(line) = source.stats().ok().and_then(|s| s.drop_summary()) {
-            eprintln!(
-                "kafkashark: {}: {line}",
-                kafkashark::kafka::tree::escape_text(&title)
-            );
-        }
-    }
-    if let Some(e) = read_error {
-        eprintln!(
-            "kafkashark: {}",
-            kafkashark::kafka::tree::escape_text(&e.to_string())
-        );
-    }
+    emit(&report(&stats), &title, a.format, live, live && tty)?;
+    report_end(&mut *source, live, &title, read_error);
     Ok(())
 }
 
 /// The analyzer's settings and the stats of a run.
-fn engine(opts: &StatsOptions) -> (AnalyzerConfig, Stats) {
+fn engine(a: &StatsArgs) -> (AnalyzerConfig, Stats) {
     let mut cfg = Stats::analyzer_config(AnalyzerConfig {
-        pipeline: crate::print::pipeline_config(&opts.ports, opts.reorder),
+        pipeline: crate::print::pipeline_config(&a.ports, a.reorder_window),
         ..AnalyzerConfig::default()
     });
-    cfg.decode.max_decompressed = opts.max_decompressed;
+    cfg.decode.max_decompressed = a.max_decompressed;
     let stats = Stats::new(StatsConfig {
-        slow: opts.slow,
+        slow: a.slow,
         ..StatsConfig::default()
     });
     (cfg, stats)
@@ -131,16 +92,16 @@ fn engine(opts: &StatsOptions) -> (AnalyzerConfig, Stats) {
 /// `stats` of a file on three threads: read and reassembled by
 /// `print::FileReader`, decoded and paired on this one, counted on a third —
 /// the same outputs in the same order as one thread, so the same report.
-fn run_file(opts: &StatsOptions, path: &str) -> Result<(), CliError> {
+fn run_file(a: &StatsArgs, path: &str) -> Result<(), CliError> {
     let src = FileSource::open(path).map_err(CliError::Capture)?;
-    let (cfg, mut stats) = engine(opts);
+    let (cfg, mut stats) = engine(a);
     let mut analyzer = MessageAnalyzer::new(cfg);
     // While the analyzer is behind, the reader's thread scans requests for
     // it (`print::hand_over`): the analyzer's thread is the busiest of the
     // three.
     let reader = FileReader::spawn(
         src,
-        crate::print::pipeline_config(&opts.ports, opts.reorder),
+        crate::print::pipeline_config(&a.ports, a.reorder_window),
         crate::print::BATCH_FRAMES,
         analyzer.request_scanner(),
     );
@@ -196,11 +157,10 @@ fn run_file(opts: &StatsOptions, path: &str) -> Result<(), CliError> {
     // A closed channel means the counting thread panicked: its join says so.
     let _ = tx.send(counted(&mut out));
     drop(tx);
-    let stats = match counter.join() {
-        Ok(s) => s,
-        Err(p) => std::panic::resume_unwind(p),
-    };
-    emit(&report(&stats), path, opts.format, false, false)?;
+    let stats = counter
+        .join()
+        .unwrap_or_else(|p| std::panic::resume_unwind(p));
+    emit(&report(&stats), path, a.format, false, false)?;
     if let Some(e) = read_error {
         eprintln!(
             "kafkashark: {}",
@@ -291,29 +251,8 @@ pub struct StatsArgs {
 /// Runs `stats` from its command-line arguments.
 pub fn run_args(a: StatsArgs) -> Result<std::process::ExitCode, CliError> {
     crate::privilege::configure(&a.privilege);
-    let input = match (a.interface, a.file) {
-        (Some(iface), _) => Input::Live {
-            iface,
-            filter: a.filter,
-        },
-        (None, Some(_)) if a.filter.is_some() => return Err(crate::bpf_without_interface()),
-        (None, Some(f)) => Input::File(f),
-        (None, None) => return Err(CliError::Usage("give a FILE or -i IFACE".into())),
-    };
-    let duration = match a.duration {
-        Some(d) if d.is_finite() && d >= 0.0 => Some(Duration::from_secs_f64(d)),
-        Some(d) => return Err(CliError::Usage(format!("--duration {d}: not a duration"))),
-        None => None,
-    };
-    run(&StatsOptions {
-        input,
-        ports: a.ports,
-        reorder: a.reorder_window,
-        format: a.format,
-        slow: a.slow,
-        duration,
-        max_decompressed: a.max_decompressed,
-    })?;
+    let input = Input::from_args(a.file.clone(), a.interface.clone(), a.filter.clone())?;
+    run(&a, &input, crate::print::duration_arg(a.duration)?)?;
     Ok(std::process::ExitCode::SUCCESS)
 }
 
