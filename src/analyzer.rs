@@ -25,6 +25,7 @@ use crate::kafka::tree::{Node, Value};
 use crate::kafka::{decode_request, decode_response, DecodeOptions, DecodeWarning, Decoded};
 use crate::pairing::{Pairer, PendingRequest};
 use crate::pipeline::{Event, Pipeline, PipelineConfig, PipelineStats};
+use crate::stats::facts;
 use crate::topics::{TopicNames, TEACHERS};
 
 /// Settings of an analysis.
@@ -877,39 +878,17 @@ fn decode_paired_response(bytes: &[u8], key: i16, version: i16, opts: &DecodeOpt
 
 /// False only for requests that get no response: Produce with acks=0.
 pub fn expects_response(d: &Decoded) -> bool {
-    if d.api_key.map(ApiKey) != Some(ApiKey::PRODUCE) {
-        return true;
-    }
-    !matches!(
-        d.body().and_then(|b| b.child("Acks")).map(|n| &n.value),
-        Some(Value::Int(0))
-    )
+    d.api_key.map(ApiKey) != Some(ApiKey::PRODUCE) || facts::acks(&d.root) != Some(0)
 }
 
 /// ThrottleTimeMs (top level of the body) and every non-zero error code in a response.
 pub fn response_facts(root: &Node) -> (Option<i32>, Vec<i16>) {
-    let body = root.children.iter().find(|n| n.ty == "struct");
-    let throttle = body
-        .and_then(|b| b.child("ThrottleTimeMs"))
-        .and_then(|n| match n.value {
-            Value::Int(v) => i32::try_from(v).ok(),
-            _ => None,
-        });
+    let Some(body) = facts::body(root) else {
+        return (None, Vec::new());
+    };
     let mut errors = Vec::new();
-    if let Some(b) = body {
-        b.walk(&mut |n, _| {
-            if n.name.ends_with("ErrorCode") {
-                if let Value::Int(v) = n.value {
-                    if v != 0 {
-                        if let Ok(c) = i16::try_from(v) {
-                            errors.push(c);
-                        }
-                    }
-                }
-            }
-        });
-    }
-    (throttle, errors)
+    body.walk(&mut |n, _| errors.extend(facts::error_code(n)));
+    (facts::int_child(body, "ThrottleTimeMs"), errors)
 }
 
 /// Largest unpaired response for which inference is attempted.
