@@ -501,11 +501,7 @@ impl MessageAnalyzer {
                 })
             });
         let mut d = match summary {
-            Some(s) => {
-                let (d, f) = lean_decoded(Kind::Request, s);
-                *facts = Some(f);
-                d
-            }
+            Some(s) => lean_decoded(Kind::Request, s, facts),
             None => decode_request(&raw.bytes, &self.cfg.decode),
         };
         info.api_key = d.api_key.map(ApiKey);
@@ -585,11 +581,7 @@ impl MessageAnalyzer {
             .filter(|s| !teaches || s.topic_ids.is_empty())
             .filter(|s| filter.is_none_or(|f| !f(Kind::Response, k, v, s)));
         match summary {
-            Some(s) => {
-                let (d, f) = lean_decoded(Kind::Response, s);
-                *facts = Some(f);
-                d
-            }
+            Some(s) => lean_decoded(Kind::Response, s, facts),
             None => decode_paired_response(&raw.bytes, k, v, &self.cfg.decode),
         }
     }
@@ -807,8 +799,8 @@ struct LeanFacts {
     acks: Option<i64>,
 }
 
-/// A tree-less [`Decoded`] (a bare root) and the facts of a [`Summary`].
-fn lean_decoded(kind: Kind, s: Summary) -> (Decoded, LeanFacts) {
+/// A tree-less [`Decoded`] (a bare root) of a [`Summary`], whose other facts go to `facts`.
+fn lean_decoded(kind: Kind, s: Summary, facts: &mut Option<LeanFacts>) -> Decoded {
     let root = Node::new(
         match kind {
             Kind::Request => "Request",
@@ -820,27 +812,25 @@ fn lean_decoded(kind: Kind, s: Summary) -> (Decoded, LeanFacts) {
         0,
         crate::kafka::tree::Role::Message,
     );
-    (
-        Decoded {
-            kind,
-            api_key: s.api_key,
-            api_version: s.api_version,
-            correlation_id: s.correlation_id,
-            client_id: s.client_id,
-            root,
-            sources: Vec::new(),
-            error: None,
-            warning: None,
-            topics: s.topics,
-            topic_ids: s.topic_ids,
-            facts: s.facts,
-        },
-        LeanFacts {
-            throttle: s.throttle_time_ms,
-            errors: s.error_codes,
-            acks: s.acks,
-        },
-    )
+    *facts = Some(LeanFacts {
+        throttle: s.throttle_time_ms,
+        errors: s.error_codes,
+        acks: s.acks,
+    });
+    Decoded {
+        kind,
+        api_key: s.api_key,
+        api_version: s.api_version,
+        correlation_id: s.correlation_id,
+        client_id: s.client_id,
+        root,
+        sources: Vec::new(),
+        error: None,
+        warning: None,
+        topics: s.topics,
+        topic_ids: s.topic_ids,
+        facts: s.facts,
+    }
 }
 
 /// Decodes a message again the way the analyzer did (views decode trees lazily):

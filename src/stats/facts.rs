@@ -200,20 +200,20 @@ pub(crate) fn record_sets(d: &Decoded, topics: &TopicNames) -> Vec<SetFacts<'sta
             return;
         }
         let prefix = n.child("length").map_or(0, |l| l.length);
-        let bytes = n.length.saturating_sub(prefix) as u64;
-        out.push(set_facts(
-            place(path, topics),
-            bytes,
-            &n.children,
-            &d.sources,
-        ));
+        let p = place(path, topics);
+        out.push(SetFacts {
+            topic: p.topic.map(Cow::Owned),
+            partition: p.partition,
+            bytes: n.length.saturating_sub(prefix) as u64,
+            counts: set_counts(&n.children, &d.sources),
+        });
     });
     out
 }
 
-/// The facts of one record set: its batch and legacy message nodes `kids`
+/// The counts of one record set: its batch and legacy message nodes `kids`
 /// (other nodes are skipped) and the byte sources of the message.
-fn set_facts(place: Place, bytes: u64, kids: &[Node], sources: &[ByteSource]) -> SetFacts<'static> {
+fn set_counts(kids: &[Node], sources: &[ByteSource]) -> SetCounts {
     let mut f = SetCounts::default();
     for c in kids {
         let codec = match &*c.name {
@@ -245,12 +245,7 @@ fn set_facts(place: Place, bytes: u64, kids: &[Node], sources: &[ByteSource]) ->
             f.decompressed += s.len as u64;
         }
     }
-    SetFacts {
-        topic: place.topic.map(Cow::Owned),
-        partition: place.partition,
-        bytes,
-        counts: f,
-    }
+    f
 }
 
 /// A topic of the summary scan: its name, borrowed, or its id resolved as
@@ -295,22 +290,14 @@ pub(crate) fn scanned_sets<'a>(x: &'a ScanFacts, topics: &TopicNames) -> Vec<Set
 
 /// The facts of one record set of the summary scan (`x` holds it).
 fn scanned_set<'a>(s: &'a ScanSet, x: &'a ScanFacts, topics: &TopicNames) -> SetFacts<'a> {
-    let topic = s.place.topic.as_ref().map(|t| scanned_topic(t, topics));
-    let partition = s.place.partition;
-    match &s.counts {
-        Some(c) => SetFacts {
-            topic,
-            partition,
-            bytes: s.bytes as u64,
-            counts: c.clone(),
+    SetFacts {
+        topic: s.place.topic.as_ref().map(|t| scanned_topic(t, topics)),
+        partition: s.place.partition,
+        bytes: s.bytes as u64,
+        counts: match &s.counts {
+            Some(c) => c.clone(),
+            None => set_counts(&s.nodes, &x.sources),
         },
-        None => {
-            let place = Place {
-                topic: topic.map(Cow::into_owned),
-                partition,
-            };
-            set_facts(place, s.bytes as u64, &s.nodes, &x.sources)
-        }
     }
 }
 

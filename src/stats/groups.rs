@@ -34,18 +34,22 @@ pub(super) struct GroupAcc {
     rounds: BTreeMap<u64, (u64, Timestamp)>,
     /// KIP-848 members by member id.
     cgh: BTreeMap<String, HeartbeatMember>,
+    /// Most items in each list.
+    max_list: usize,
 }
 
 impl GroupAcc {
+    /// A group with nothing counted, whose lists hold at most `max_list` items.
+    pub(super) fn new(max_list: usize) -> GroupAcc {
+        GroupAcc {
+            max_list,
+            ..GroupAcc::default()
+        }
+    }
+
     /// Counts group request `g` (api `api`, message `i`); gives the facts refused.
-    pub(super) fn request(
-        &mut self,
-        api: i16,
-        g: &GroupRequest,
-        i: &MessageInfo,
-        max_list: usize,
-    ) -> u64 {
-        let mut refused = 0;
+    pub(super) fn request(&mut self, api: i16, g: &GroupRequest, i: &MessageInfo) -> u64 {
+        let (mut refused, max_list) = (0, self.max_list);
         match ApiKey(api) {
             ApiKey::JOIN_GROUP => {
                 self.joins += 1;
@@ -85,15 +89,14 @@ impl GroupAcc {
         g: &GroupRequest,
         r: &GroupResponse,
         i: &MessageInfo,
-        max_list: usize,
     ) -> u64 {
         match ApiKey(api) {
-            ApiKey::JOIN_GROUP if r.error == 0 => self.joined(r, i, max_list),
+            ApiKey::JOIN_GROUP if r.error == 0 => self.joined(r, i),
             ApiKey::SYNC_GROUP if r.error == 0 => {
-                self.synced(g, r, i, max_list);
+                self.synced(g, r, i);
                 0
             }
-            ApiKey::CONSUMER_GROUP_HEARTBEAT => self.heartbeat(g, r, i, max_list),
+            ApiKey::CONSUMER_GROUP_HEARTBEAT => self.heartbeat(g, r, i),
             _ => 0,
         }
     }
@@ -106,8 +109,9 @@ impl GroupAcc {
     }
 
     /// A member joined: its generation, made when new, and the members.
-    fn joined(&mut self, r: &GroupResponse, i: &MessageInfo, max_list: usize) -> u64 {
+    fn joined(&mut self, r: &GroupResponse, i: &MessageInfo) -> u64 {
         let Some(gen) = r.generation else { return 0 };
+        let max_list = self.max_list;
         self.learn_type(&r.protocol_type);
         let round = self.rounds.get(&i.stream).map(|x| x.0);
         let pos = self
@@ -162,7 +166,7 @@ impl GroupAcc {
 
     /// A member synced: its generation's sync frames and the rebalance's length,
     /// from the connection's first JoinGroup request of the round.
-    fn synced(&mut self, g: &GroupRequest, r: &GroupResponse, i: &MessageInfo, max_list: usize) {
+    fn synced(&mut self, g: &GroupRequest, r: &GroupResponse, i: &MessageInfo) {
         self.learn_type(&r.protocol_type);
         let started = self.rounds.remove(&i.stream);
         let gen = g.generation;
@@ -172,7 +176,7 @@ impl GroupAcc {
             .rev()
             .find(|x| Some(x.generation_id) == gen);
         if let Some(e) = e {
-            if e.sync_response_frames.len() < max_list {
+            if e.sync_response_frames.len() < self.max_list {
                 e.sync_response_frames.push(i.frame);
             }
             if let Some((_, t0)) = started {
@@ -183,13 +187,8 @@ impl GroupAcc {
     }
 
     /// A KIP-848 heartbeat answered: the member's epochs and assignment.
-    fn heartbeat(
-        &mut self,
-        g: &GroupRequest,
-        r: &GroupResponse,
-        i: &MessageInfo,
-        max_list: usize,
-    ) -> u64 {
+    fn heartbeat(&mut self, g: &GroupRequest, r: &GroupResponse, i: &MessageInfo) -> u64 {
+        let max_list = self.max_list;
         let mid = r
             .member_id
             .clone()

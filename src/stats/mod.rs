@@ -837,8 +837,10 @@ impl Stats {
                 key if key.is_group() => {
                     group = facts::group_request(root).map(Box::new);
                     if let Some(g) = &group {
-                        if let Some(acc) = self.groups.entry(g.group.clone(), GroupAcc::default) {
-                            self.overflow.groups += acc.request(api, g, i, self.cfg.max_list);
+                        let max = self.cfg.max_list;
+                        if let Some(acc) = self.groups.entry(g.group.clone(), || GroupAcc::new(max))
+                        {
+                            self.overflow.groups += acc.request(api, g, i);
                         }
                     }
                 }
@@ -1127,7 +1129,7 @@ impl Stats {
         };
         if GROUP_ANSWERS.contains(&ApiKey(api)) {
             if let Some(r) = facts::group_response(&d.root, &self.topics) {
-                self.overflow.groups += acc.response(api, g, &r, i, self.cfg.max_list);
+                self.overflow.groups += acc.response(api, g, &r, i);
             }
         }
         for &c in &i.error_codes {
