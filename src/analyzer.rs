@@ -25,6 +25,7 @@ use crate::kafka::tree::{Node, Value};
 use crate::kafka::{decode_request, decode_response, DecodeOptions, DecodeWarning, Decoded};
 use crate::pairing::{Pairer, PendingRequest};
 use crate::pipeline::{Event, Pipeline, PipelineConfig, PipelineStats};
+use crate::stats::facts;
 use crate::topics::{TopicNames, TEACHERS};
 
 /// Settings of an analysis.
@@ -500,11 +501,7 @@ impl MessageAnalyzer {
                 })
             });
         let mut d = match summary {
-            Some(s) => {
-                let (d, f) = lean_decoded(Kind::Request, s);
-                *facts = Some(f);
-                d
-            }
+            Some(s) => lean_decoded(Kind::Request, s, facts),
             None => decode_request(&raw.bytes, &self.cfg.decode),
         };
         info.api_key = d.api_key.map(ApiKey);
@@ -584,11 +581,7 @@ impl MessageAnalyzer {
             .filter(|s| !teaches || s.topic_ids.is_empty())
             .filter(|s| filter.is_none_or(|f| !f(Kind::Response, k, v, s)));
         match summary {
-            Some(s) => {
-                let (d, f) = lean_decoded(Kind::Response, s);
-                *facts = Some(f);
-                d
-            }
+            Some(s) => lean_decoded(Kind::Response, s, facts),
             None => decode_paired_response(&raw.bytes, k, v, &self.cfg.decode),
         }
     }
@@ -806,8 +799,8 @@ struct LeanFacts {
     acks: Option<i64>,
 }
 
-/// A tree-less [`Decoded`] (a bare root) and the facts of a [`Summary`].
-fn lean_decoded(kind: Kind, s: Summary) -> (Decoded, LeanFacts) {
+/// A tree-less [`Decoded`] (a bare root) of a [`Summary`], whose other facts go to `facts`.
+fn lean_decoded(kind: Kind, s: Summary, facts: &mut Option<LeanFacts>) -> Decoded {
     let root = Node::new(
         match kind {
             Kind::Request => "Request",
@@ -819,27 +812,25 @@ fn lean_decoded(kind: Kind, s: Summary) -> (Decoded, LeanFacts) {
         0,
         crate::kafka::tree::Role::Message,
     );
-    (
-        Decoded {
-            kind,
-            api_key: s.api_key,
-            api_version: s.api_version,
-            correlation_id: s.correlation_id,
-            client_id: s.client_id,
-            root,
-            sources: Vec::new(),
-            error: None,
-            warning: None,
-            topics: s.topics,
-            topic_ids: s.topic_ids,
-            facts: s.facts,
-        },
-        LeanFacts {
-            throttle: s.throttle_time_ms,
-            errors: s.error_codes,
-            acks: s.acks,
-        },
-    )
+    *facts = Some(LeanFacts {
+        throttle: s.throttle_time_ms,
+        errors: s.error_codes,
+        acks: s.acks,
+    });
+    Decoded {
+        kind,
+        api_key: s.api_key,
+        api_version: s.api_version,
+        correlation_id: s.correlation_id,
+        client_id: s.client_id,
+        root,
+        sources: Vec::new(),
+        error: None,
+        warning: None,
+        topics: s.topics,
+        topic_ids: s.topic_ids,
+        facts: s.facts,
+    }
 }
 
 /// Decodes a message again the way the analyzer did (views decode trees lazily):
@@ -877,39 +868,17 @@ fn decode_paired_response(bytes: &[u8], key: i16, version: i16, opts: &DecodeOpt
 
 /// False only for requests that get no response: Produce with acks=0.
 pub fn expects_response(d: &Decoded) -> bool {
-    if d.api_key.map(ApiKey) != Some(ApiKey::PRODUCE) {
-        return true;
-    }
-    !matches!(
-        d.body().and_then(|b| b.child("Acks")).map(|n| &n.value),
-        Some(Value::Int(0))
-    )
+    d.api_key.map(ApiKey) != Some(ApiKey::PRODUCE) || facts::acks(&d.root) != Some(0)
 }
 
 /// ThrottleTimeMs (top level of the body) and every non-zero error code in a response.
 pub fn response_facts(root: &Node) -> (Option<i32>, Vec<i16>) {
-    let body = root.children.iter().find(|n| n.ty == "struct");
-    let throttle = body
-        .and_then(|b| b.child("ThrottleTimeMs"))
-        .and_then(|n| match n.value {
-            Value::Int(v) => i32::try_from(v).ok(),
-            _ => None,
-        });
+    let Some(body) = facts::body(root) else {
+        return (None, Vec::new());
+    };
     let mut errors = Vec::new();
-    if let Some(b) = body {
-        b.walk(&mut |n, _| {
-            if n.name.ends_with("ErrorCode") {
-                if let Value::Int(v) = n.value {
-                    if v != 0 {
-                        if let Ok(c) = i16::try_from(v) {
-                            errors.push(c);
-                        }
-                    }
-                }
-            }
-        });
-    }
-    (throttle, errors)
+    body.walk(&mut |n, _| errors.extend(facts::error_code(n)));
+    (facts::int_child(body, "ThrottleTimeMs"), errors)
 }
 
 /// Largest unpaired response for which inference is attempted.

@@ -278,6 +278,7 @@ enum Role {
     NotKafka,
 }
 
+#[derive(Default)]
 struct Probe {
     held: Vec<FlowEvent>,
     held_bytes: usize,
@@ -383,28 +384,19 @@ impl Pipeline {
         let seg = match decode_link_owned(frame.link, data, frame.origlen) {
             Ok(s) => s,
             Err(skip) => {
-                let warn = match &skip {
-                    Skip::NotIp => {
-                        self.stats.not_ip += 1;
-                        false
-                    }
-                    Skip::NotTcp { .. } => {
-                        self.stats.not_tcp += 1;
-                        false
-                    }
-                    Skip::Fragmented => {
-                        self.stats.fragmented += 1;
-                        true
-                    }
-                    Skip::Malformed { .. } => {
-                        self.stats.malformed += 1;
-                        true
-                    }
-                    Skip::UnsupportedLink(_) => {
-                        self.stats.unsupported_link += 1;
-                        !std::mem::replace(&mut self.warned_link, true)
-                    }
+                // The skip's counter, and whether it is worth a warning.
+                let st = &mut self.stats;
+                let (count, warn) = match &skip {
+                    Skip::NotIp => (&mut st.not_ip, false),
+                    Skip::NotTcp { .. } => (&mut st.not_tcp, false),
+                    Skip::Fragmented => (&mut st.fragmented, true),
+                    Skip::Malformed { .. } => (&mut st.malformed, true),
+                    Skip::UnsupportedLink(_) => (
+                        &mut st.unsupported_link,
+                        !std::mem::replace(&mut self.warned_link, true),
+                    ),
                 };
+                *count += 1;
                 if warn {
                     let offset = match &skip {
                         Skip::Malformed { offset, .. } => Some(*offset as u64),
@@ -471,37 +463,20 @@ impl Pipeline {
                 frame,
                 ts,
             } => {
-                let role = match self.cfg.ports {
-                    Ports::List(_) => {
-                        self.stats.kafka_streams += 1;
-                        out.push(Event::StreamOpen {
-                            stream: *stream,
-                            client: *client,
-                            broker: *broker,
-                            frame: *frame,
-                            ts: *ts,
-                        });
-                        Role::Kafka { flip: false }
-                    }
-                    Ports::Any => Role::Undecided(Box::new(Probe {
-                        held: Vec::new(),
-                        held_bytes: 0,
-                        framers: [None, None],
-                        syn: [false, false],
-                    })),
-                };
-                self.streams.insert(
-                    *stream,
-                    Box::new(StreamState {
-                        client: *client,
-                        broker: *broker,
-                        frame: *frame,
-                        ts: *ts,
-                        role,
-                        framers: [None, None],
-                        requests: RequestLog::new(self.cfg.max_pending_per_stream),
-                    }),
-                );
+                let mut st = Box::new(StreamState {
+                    client: *client,
+                    broker: *broker,
+                    frame: *frame,
+                    ts: *ts,
+                    role: Role::Kafka { flip: false },
+                    framers: [None, None],
+                    requests: RequestLog::new(self.cfg.max_pending_per_stream),
+                });
+                match self.cfg.ports {
+                    Ports::List(_) => self.open(&st, *stream, out),
+                    Ports::Any => st.role = Role::Undecided(Box::default()),
+                }
+                self.streams.insert(*stream, st);
                 return;
             }
             FlowEvent::Start { stream, .. }
@@ -541,21 +516,10 @@ impl Pipeline {
             Role::NotKafka => {}
             Role::Undecided(mut probe) => match self.probe(&mut probe, &ev, closed) {
                 Some(flip) => {
-                    self.stats.kafka_streams += 1;
-                    let (client, broker) = if flip {
-                        (st.broker, st.client)
-                    } else {
-                        (st.client, st.broker)
-                    };
-                    st.client = client;
-                    st.broker = broker;
-                    out.push(Event::StreamOpen {
-                        stream,
-                        client,
-                        broker,
-                        frame: st.frame,
-                        ts: st.ts,
-                    });
+                    if flip {
+                        std::mem::swap(&mut st.client, &mut st.broker);
+                    }
+                    self.open(st, stream, out);
                     st.role = Role::Kafka { flip };
                     for held in probe.held.drain(..) {
                         self.kafka_event(st, held, flip, out);
@@ -572,6 +536,18 @@ impl Pipeline {
                 }
             },
         }
+    }
+
+    /// A Kafka connection found: counted, and its [`Event::StreamOpen`].
+    fn open(&mut self, st: &StreamState, stream: u64, out: &mut Vec<Event>) {
+        self.stats.kafka_streams += 1;
+        out.push(Event::StreamOpen {
+            stream,
+            client: st.client,
+            broker: st.broker,
+            frame: st.frame,
+            ts: st.ts,
+        });
     }
 
     /// Feed a held-back event to the request probes; `Some(flip)` once a side is decided.
@@ -625,13 +601,7 @@ impl Pipeline {
                 continue;
             };
             let mut evs = Vec::new();
-            if closed {
-                f.finish(&no, &mut evs);
-            } else {
-                while let Some(e) = f.next_event(&no) {
-                    evs.push(e);
-                }
-            }
+            framer_events(f, &no, closed, &mut evs);
             for e in evs {
                 if let FramerEvent::Message(m) = e {
                     if !syn || m.skipped_before == 0 {
@@ -747,13 +717,7 @@ impl Pipeline {
             return;
         };
         let mut evs = std::mem::take(&mut self.framed);
-        if finish {
-            f.finish(requests, &mut evs);
-        } else {
-            while let Some(e) = f.next_event(requests) {
-                evs.push(e);
-            }
-        }
+        framer_events(f, requests, finish, &mut evs);
         for e in evs.drain(..) {
             match e {
                 FramerEvent::Message(m) => {
@@ -815,6 +779,16 @@ impl Pipeline {
             }
         }
         self.framed = evs;
+    }
+}
+
+/// The events framer `f` has ready (every one left when its direction
+/// `finish`es), appended to `evs`.
+fn framer_events(f: &mut Framer, log: &RequestLog, finish: bool, evs: &mut Vec<FramerEvent>) {
+    if finish {
+        f.finish(log, evs);
+    } else {
+        evs.extend(std::iter::from_fn(|| f.next_event(log)));
     }
 }
 

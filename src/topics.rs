@@ -8,10 +8,11 @@
 //! Invariant: at most `capacity` ids are remembered; past that the table stops
 //! learning (the first names seen win), so memory stays bounded on any capture.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 
 use crate::kafka::schema::ApiKey;
-use crate::kafka::tree::{Node, Value};
+use crate::kafka::tree::{format_uuid, Node, Value};
 
 /// Api keys whose responses pair topic ids with names.
 pub const TEACHERS: &[ApiKey] = &[
@@ -45,6 +46,12 @@ impl TopicNames {
     /// The name of a topic id, if seen.
     pub fn name(&self, id: &[u8; 16]) -> Option<&str> {
         self.map.get(id).map(String::as_str)
+    }
+
+    /// The name of a topic id, or the id itself (as a UUID) when not seen.
+    pub fn label(&self, id: &[u8; 16]) -> Cow<'_, str> {
+        self.name(id)
+            .map_or_else(|| Cow::Owned(format_uuid(id)), Cow::Borrowed)
     }
 
     /// Number of topics known.
@@ -173,10 +180,7 @@ mod tests {
         names.annotate(&mut fetch);
         assert_eq!(
             fetch.children[0].value_text(),
-            format!(
-                "{} (topic \"orders\")",
-                crate::kafka::tree::format_uuid(&[7; 16])
-            )
+            format!("{} (topic \"orders\")", format_uuid(&[7; 16]))
         );
         assert_eq!(fetch.children[1].detail, None);
     }

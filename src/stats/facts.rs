@@ -5,14 +5,16 @@
 //! Invariants: reading only, never decoding; every lookup is by node name and
 //! value type, so a malformed or partial tree yields fewer facts, never a panic.
 //! The error walk visits exactly the nodes `analyzer::response_facts` counts
-//! (every `*ErrorCode` with a non-zero int16 value in the body), so the per-API
-//! error counts here always equal the JSONL `error_codes`.
+//! (every `*ErrorCode` with a non-zero int16 value in the body: both ask
+//! [`error_code`]), so the per-API error counts here always equal the JSONL
+//! `error_codes`.
 
 use std::borrow::Cow;
 
+use super::report::TopicPartitions;
 use crate::kafka::decode::{Decoded, ScanFacts, ScanPlace, ScanSet, ScanTopic};
-use crate::kafka::records::Codecs;
-use crate::kafka::tree::{format_uuid, ByteSource, Node, Value};
+use crate::kafka::records::SetCounts;
+use crate::kafka::tree::{ByteSource, Node, Value};
 use crate::topics::TopicNames;
 
 /// The message body: the root's child typed `struct` (as `Decoded::body`).
@@ -42,18 +44,35 @@ pub(crate) fn str_child<'a>(n: &'a Node, name: &str) -> Option<&'a str> {
     }
 }
 
-/// A child's integer value.
-pub(crate) fn int_child(n: &Node, name: &str) -> Option<i64> {
-    match n.child(name)?.value {
-        Value::Int(v) => Some(v),
-        Value::Uint(v) => i64::try_from(v).ok(),
-        _ => None,
-    }
+/// A child's integer value, when it fits a `T`.
+pub(crate) fn int_child<T: TryFrom<i64>>(n: &Node, name: &str) -> Option<T> {
+    let v = match n.child(name)?.value {
+        Value::Int(v) => v,
+        Value::Uint(v) => i64::try_from(v).ok()?,
+        _ => return None,
+    };
+    T::try_from(v).ok()
 }
 
 /// The elements of an array node (children named `X[i]`).
 pub(crate) fn elements(arr: &Node) -> impl Iterator<Item = &Node> {
     arr.children.iter().filter(|c| c.name.ends_with(']'))
+}
+
+/// What `f` reads from each element of `n`'s array child `name` (none without it).
+fn list_of<T>(n: &Node, name: &str, f: impl FnMut(&Node) -> Option<T>) -> Vec<T> {
+    n.child(name)
+        .map(|a| elements(a).filter_map(f).collect())
+        .unwrap_or_default()
+}
+
+/// The code of an `*ErrorCode` node, when it is a non-zero int16: an error
+/// the per-API counts and the JSONL `error_codes` hold.
+pub(crate) fn error_code(n: &Node) -> Option<i16> {
+    match n.value {
+        Value::Int(v) if v != 0 && n.name.ends_with("ErrorCode") => i16::try_from(v).ok(),
+        _ => None,
+    }
 }
 
 /// Where a node sits: the topic and partition of the nearest enclosing
@@ -98,11 +117,9 @@ fn topic_of(n: &Node, topics: &TopicNames) -> Option<String> {
     });
     by_name.or_else(|| {
         n.children.iter().find_map(|c| match &c.value {
-            Value::Uuid(u) if c.name == "TopicId" && *u != [0; 16] => Some(
-                topics
-                    .name(u)
-                    .map_or_else(|| format_uuid(u), str::to_string),
-            ),
+            Value::Uuid(u) if c.name == "TopicId" && *u != [0; 16] => {
+                Some(topics.label(u).into_owned())
+            }
             _ => None,
         })
     })
@@ -122,17 +139,12 @@ pub(crate) fn errors(root: &Node, topics: &TopicNames) -> Vec<ErrorAt> {
     let mut out = Vec::new();
     let Some(b) = body(root) else { return out };
     walk_with_path(b, &mut Vec::new(), &mut |n, path| {
-        if !n.name.ends_with("ErrorCode") {
-            return;
-        }
-        if let Value::Int(v) = n.value {
-            if let (true, Ok(code)) = (v != 0, i16::try_from(v)) {
-                out.push(ErrorAt {
-                    code,
-                    place: place(path, topics),
-                    nested: path.len() > 1,
-                });
-            }
+        if let Some(code) = error_code(n) {
+            out.push(ErrorAt {
+                code,
+                place: place(path, topics),
+                nested: path.len() > 1,
+            });
         }
     });
     out
@@ -151,7 +163,7 @@ pub(crate) fn record_errors(root: &Node, topics: &TopicNames) -> Vec<RecordError
     let mut out = Vec::new();
     let Some(b) = body(root) else { return out };
     walk_with_path(b, &mut Vec::new(), &mut |n, path| {
-        let Some(i) = int_child(n, "BatchIndex").and_then(|v| i32::try_from(v).ok()) else {
+        let Some(i) = int_child(n, "BatchIndex") else {
             return;
         };
         let mut full = path.to_vec();
@@ -174,20 +186,9 @@ pub(crate) struct SetFacts<'a> {
     pub(crate) partition: Option<i32>,
     /// Bytes of the record set (the field without its length prefix).
     pub(crate) bytes: u64,
-    /// RecordBatches plus top-level legacy messages.
-    pub(crate) batches: u64,
-    /// Batches cut at the end of the set (a fetch size limit).
-    pub(crate) partial: u64,
-    /// Records declared by the batches (legacy: leaf messages).
-    pub(crate) records: u64,
-    /// Batches per codec.
-    pub(crate) codecs: Codecs,
-    /// Bytes of uncompressed (codec none) batches.
-    pub(crate) plain_bytes: u64,
-    /// Compressed payload bytes of compressed batches that were decompressed.
-    pub(crate) compressed: u64,
-    /// What those payloads decompressed to.
-    pub(crate) decompressed: u64,
+    /// Its batches (RecordBatches plus top-level legacy messages), records
+    /// (legacy: leaf messages), codecs and sizes.
+    pub(crate) counts: SetCounts,
 }
 
 /// Every record set (`records`-typed field) of a message, with its place.
@@ -199,37 +200,30 @@ pub(crate) fn record_sets(d: &Decoded, topics: &TopicNames) -> Vec<SetFacts<'sta
             return;
         }
         let prefix = n.child("length").map_or(0, |l| l.length);
-        let bytes = n.length.saturating_sub(prefix) as u64;
-        out.push(set_facts(
-            place(path, topics),
-            bytes,
-            &n.children,
-            &d.sources,
-        ));
+        let p = place(path, topics);
+        out.push(SetFacts {
+            topic: p.topic.map(Cow::Owned),
+            partition: p.partition,
+            bytes: n.length.saturating_sub(prefix) as u64,
+            counts: set_counts(&n.children, &d.sources),
+        });
     });
     out
 }
 
-/// The facts of one record set: its batch and legacy message nodes `kids`
+/// The counts of one record set: its batch and legacy message nodes `kids`
 /// (other nodes are skipped) and the byte sources of the message.
-fn set_facts(place: Place, bytes: u64, kids: &[Node], sources: &[ByteSource]) -> SetFacts<'static> {
-    let mut f = SetFacts {
-        topic: place.topic.map(Cow::Owned),
-        partition: place.partition,
-        bytes,
-        ..SetFacts::default()
-    };
+fn set_counts(kids: &[Node], sources: &[ByteSource]) -> SetCounts {
+    let mut f = SetCounts::default();
     for c in kids {
         let codec = match &*c.name {
             "RecordBatch" if c.ty == "v2" => {
-                f.records += int_child(c, "recordsCount")
-                    .and_then(|v| u64::try_from(v).ok())
-                    .unwrap_or(0);
-                int_child(c, "attributes")
+                f.records += int_child(c, "recordsCount").unwrap_or(0);
+                int_child::<i64>(c, "attributes")
             }
             name if name.starts_with("Message[") => {
                 f.records += leaves(c);
-                int_child(c, "attributes")
+                int_child::<i64>(c, "attributes")
             }
             "partial batch" | "partial message" => {
                 f.partial += 1;
@@ -259,11 +253,7 @@ fn set_facts(place: Place, bytes: u64, kids: &[Node], sources: &[ByteSource]) ->
 fn scanned_topic<'a>(t: &'a ScanTopic, topics: &TopicNames) -> Cow<'a, str> {
     match t {
         ScanTopic::Name(n) => Cow::Borrowed(n.as_str()),
-        ScanTopic::Id(u) => Cow::Owned(
-            topics
-                .name(u)
-                .map_or_else(|| format_uuid(u), str::to_string),
-        ),
+        ScanTopic::Id(u) => Cow::Owned(topics.label(u).into_owned()),
     }
 }
 
@@ -300,28 +290,14 @@ pub(crate) fn scanned_sets<'a>(x: &'a ScanFacts, topics: &TopicNames) -> Vec<Set
 
 /// The facts of one record set of the summary scan (`x` holds it).
 fn scanned_set<'a>(s: &'a ScanSet, x: &'a ScanFacts, topics: &TopicNames) -> SetFacts<'a> {
-    let topic = s.place.topic.as_ref().map(|t| scanned_topic(t, topics));
-    let partition = s.place.partition;
-    match &s.counts {
-        Some(c) => SetFacts {
-            topic,
-            partition,
-            bytes: s.bytes as u64,
-            batches: c.batches,
-            partial: c.partial,
-            records: c.records,
-            codecs: c.codecs,
-            plain_bytes: c.plain_bytes,
-            compressed: c.compressed,
-            decompressed: c.decompressed,
+    SetFacts {
+        topic: s.place.topic.as_ref().map(|t| scanned_topic(t, topics)),
+        partition: s.place.partition,
+        bytes: s.bytes as u64,
+        counts: match &s.counts {
+            Some(c) => c.clone(),
+            None => set_counts(&s.nodes, &x.sources),
         },
-        None => {
-            let place = Place {
-                topic: topic.map(Cow::into_owned),
-                partition,
-            };
-            set_facts(place, s.bytes as u64, &s.nodes, &x.sources)
-        }
     }
 }
 
@@ -362,9 +338,7 @@ pub(crate) fn single_topic(d: &Decoded, topics: &TopicNames) -> Option<String> {
         return None;
     }
     for id in d.topic_ids.iter().filter(|u| **u != [0; 16]) {
-        let t = topics
-            .name(id)
-            .map_or_else(|| Cow::Owned(format_uuid(id)), Cow::Borrowed);
+        let t = topics.label(id);
         match &one {
             None => one = Some(t),
             Some(o) if *o == t => {}
@@ -384,7 +358,7 @@ pub(crate) fn client_software(root: &Node) -> Option<(String, String)> {
 
 /// The `Acks` of a Produce request.
 pub(crate) fn acks(root: &Node) -> Option<i16> {
-    int_child(body(root)?, "Acks").and_then(|v| i16::try_from(v).ok())
+    int_child(body(root)?, "Acks")
 }
 
 /// The fields of a group request the stats follow.
@@ -402,22 +376,14 @@ pub(crate) struct GroupRequest {
 /// ConsumerGroupHeartbeat request.
 pub(crate) fn group_request(root: &Node) -> Option<GroupRequest> {
     let b = body(root)?;
-    let group = str_child(b, "GroupId")?.to_string();
-    let i32_of = |name| int_child(b, name).and_then(|v| i32::try_from(v).ok());
+    let s = |n: &Node, name: &str| str_child(n, name).map(str::to_string);
     Some(GroupRequest {
-        group,
-        member_id: str_child(b, "MemberId").map(str::to_string),
-        generation: i32_of("GenerationId"),
-        protocol_type: str_child(b, "ProtocolType").map(str::to_string),
-        protocols: b
-            .child("Protocols")
-            .map(|p| {
-                elements(p)
-                    .filter_map(|e| str_child(e, "Name").map(str::to_string))
-                    .collect()
-            })
-            .unwrap_or_default(),
-        member_epoch: i32_of("MemberEpoch"),
+        group: s(b, "GroupId")?,
+        member_id: s(b, "MemberId"),
+        generation: int_child(b, "GenerationId"),
+        protocol_type: s(b, "ProtocolType"),
+        protocols: list_of(b, "Protocols", |e| s(e, "Name")),
+        member_epoch: int_child(b, "MemberEpoch"),
     })
 }
 
@@ -434,7 +400,7 @@ pub(crate) struct GroupResponse {
     pub(crate) members: Vec<String>,
     pub(crate) member_epoch: Option<i32>,
     /// ConsumerGroupHeartbeat: `Some` when the response carries an assignment.
-    pub(crate) assignment: Option<Vec<(String, Vec<i32>)>>,
+    pub(crate) assignment: Option<Vec<TopicPartitions>>,
 }
 
 /// Group facts of a JoinGroup, SyncGroup or ConsumerGroupHeartbeat response.
@@ -445,52 +411,30 @@ pub(crate) fn group_response(root: &Node, topics: &TopicNames) -> Option<GroupRe
             .filter(|s| !s.is_empty())
             .map(str::to_string)
     };
-    let i32_of = |name| int_child(b, name).and_then(|v| i32::try_from(v).ok());
-    let assignment = b
-        .child("Assignment")
-        .filter(|a| a.value != Value::Null)
-        .map(|a| {
-            a.child("TopicPartitions")
-                .map(|tps| {
-                    elements(tps)
-                        .map(|tp| {
-                            let topic = topic_of(tp, topics).unwrap_or_default();
-                            let parts = tp
-                                .child("Partitions")
-                                .map(|p| {
-                                    elements(p)
-                                        .filter_map(|e| match e.value {
-                                            Value::Int(v) => i32::try_from(v).ok(),
-                                            _ => None,
-                                        })
-                                        .collect()
-                                })
-                                .unwrap_or_default();
-                            (topic, parts)
-                        })
-                        .collect()
-                })
-                .unwrap_or_default()
-        });
+    let partitions = |p: &Node| match p.value {
+        Value::Int(v) => i32::try_from(v).ok(),
+        _ => None,
+    };
+    let assignment = b.child("Assignment").filter(|a| a.value != Value::Null);
     Some(GroupResponse {
-        error: int_child(b, "ErrorCode")
-            .and_then(|v| i16::try_from(v).ok())
-            .unwrap_or(0),
-        generation: i32_of("GenerationId"),
+        error: int_child(b, "ErrorCode").unwrap_or(0),
+        generation: int_child(b, "GenerationId"),
         protocol_type: s("ProtocolType"),
         protocol_name: s("ProtocolName"),
         leader: s("Leader"),
         member_id: s("MemberId"),
-        members: b
-            .child("Members")
-            .map(|m| {
-                elements(m)
-                    .filter_map(|e| str_child(e, "MemberId").map(str::to_string))
-                    .collect()
+        members: list_of(b, "Members", |e| {
+            str_child(e, "MemberId").map(str::to_string)
+        }),
+        member_epoch: int_child(b, "MemberEpoch"),
+        assignment: assignment.map(|a| {
+            list_of(a, "TopicPartitions", |tp| {
+                Some(TopicPartitions {
+                    topic: topic_of(tp, topics).unwrap_or_default(),
+                    partitions: list_of(tp, "Partitions", partitions),
+                })
             })
-            .unwrap_or_default(),
-        member_epoch: i32_of("MemberEpoch"),
-        assignment,
+        }),
     })
 }
 
@@ -498,7 +442,7 @@ pub(crate) fn group_response(root: &Node, topics: &TopicNames) -> Option<GroupRe
 mod tests {
     use super::*;
     use crate::kafka::schema::ApiKey;
-    use crate::kafka::tree::Role;
+    use crate::kafka::tree::{format_uuid, Role};
 
     fn n(name: &str, ty: &str, value: Value) -> Node {
         Node::new(

@@ -11,37 +11,13 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use super::by_label;
 use super::facts::{GroupRequest, GroupResponse};
-use super::report::{GenerationReport, GroupReport, HeartbeatMember, TopicPartitions};
+use super::report::{GenerationReport, GroupReport, HeartbeatMember};
 use crate::analyzer::MessageInfo;
+use crate::kafka::schema::ApiKey;
 use crate::vocab::Timestamp;
 
-/// One generation of a group, from its JoinGroup responses and SyncGroup answers.
-#[derive(Debug, Default)]
-pub(super) struct GenerationAcc {
-    generation_id: i32,
-    protocol_name: Option<String>,
-    leader: Option<String>,
-    members: BTreeSet<String>,
-    listed: u64,
-    /// The first JoinGroup response's time, epoch seconds.
-    pub(super) ts: f64,
-    join_request_frame: Option<u64>,
-    pub(super) join_response_frame: u64,
-    sync_frames: Vec<u64>,
-    rebalance_ns: Option<u64>,
-}
-
-/// A KIP-848 member, from its ConsumerGroupHeartbeat responses.
-#[derive(Debug, Default)]
-struct HeartbeatAcc {
-    epochs: Vec<i32>,
-    assignment: Option<Vec<(String, Vec<i32>)>>,
-    heartbeats: u64,
-    first: u64,
-    last: u64,
-}
-
-/// A group's counters.
+/// A group's counters; its generations and KIP-848 members are kept as
+/// they are reported (a generation's members in order, at most `max_list`).
 #[derive(Debug, Default)]
 pub(super) struct GroupAcc {
     protocol_type: Option<String>,
@@ -53,28 +29,31 @@ pub(super) struct GroupAcc {
     leaves: u64,
     /// Error code → count (labelled when reported).
     pub(super) errors: BTreeMap<i16, u64>,
-    pub(super) generations: Vec<GenerationAcc>,
+    pub(super) generations: Vec<GenerationReport>,
     /// Per connection: the first JoinGroup request (frame, time) of the open round.
     rounds: BTreeMap<u64, (u64, Timestamp)>,
-    cgh: BTreeMap<String, HeartbeatAcc>,
+    /// KIP-848 members by member id.
+    cgh: BTreeMap<String, HeartbeatMember>,
+    /// Most items in each list.
+    max_list: usize,
 }
 
 impl GroupAcc {
+    /// A group with nothing counted, whose lists hold at most `max_list` items.
+    pub(super) fn new(max_list: usize) -> GroupAcc {
+        GroupAcc {
+            max_list,
+            ..GroupAcc::default()
+        }
+    }
+
     /// Counts group request `g` (api `api`, message `i`); gives the facts refused.
-    pub(super) fn request(
-        &mut self,
-        api: i16,
-        g: &GroupRequest,
-        i: &MessageInfo,
-        max_list: usize,
-    ) -> u64 {
-        let mut refused = 0;
-        match api {
-            11 => {
+    pub(super) fn request(&mut self, api: i16, g: &GroupRequest, i: &MessageInfo) -> u64 {
+        let (mut refused, max_list) = (0, self.max_list);
+        match ApiKey(api) {
+            ApiKey::JOIN_GROUP => {
                 self.joins += 1;
-                if self.protocol_type.is_none() {
-                    self.protocol_type.clone_from(&g.protocol_type);
-                }
+                self.learn_type(&g.protocol_type);
                 for p in &g.protocols {
                     if self.protocols.len() < max_list {
                         self.protocols.insert(p.clone());
@@ -88,9 +67,9 @@ impl GroupAcc {
                     }
                 }
             }
-            12 => self.heartbeats += 1,
-            13 => self.leaves += 1,
-            14 => self.syncs += 1,
+            ApiKey::HEARTBEAT => self.heartbeats += 1,
+            ApiKey::LEAVE_GROUP => self.leaves += 1,
+            ApiKey::SYNC_GROUP => self.syncs += 1,
             _ => {}
         }
         if let Some(mid) = g.member_id.as_ref().filter(|m| !m.is_empty()) {
@@ -110,25 +89,30 @@ impl GroupAcc {
         g: &GroupRequest,
         r: &GroupResponse,
         i: &MessageInfo,
-        max_list: usize,
     ) -> u64 {
-        match api {
-            11 if r.error == 0 => self.joined(r, i, max_list),
-            14 if r.error == 0 => {
-                self.synced(g, r, i, max_list);
+        match ApiKey(api) {
+            ApiKey::JOIN_GROUP if r.error == 0 => self.joined(r, i),
+            ApiKey::SYNC_GROUP if r.error == 0 => {
+                self.synced(g, r, i);
                 0
             }
-            68 => self.heartbeat(g, r, i, max_list),
+            ApiKey::CONSUMER_GROUP_HEARTBEAT => self.heartbeat(g, r, i),
             _ => 0,
         }
     }
 
-    /// A member joined: its generation, made when new, and the members.
-    fn joined(&mut self, r: &GroupResponse, i: &MessageInfo, max_list: usize) -> u64 {
-        let Some(gen) = r.generation else { return 0 };
+    /// The group's protocol type, from the first message that names one.
+    fn learn_type(&mut self, protocol_type: &Option<String>) {
         if self.protocol_type.is_none() {
-            self.protocol_type.clone_from(&r.protocol_type);
+            self.protocol_type.clone_from(protocol_type);
         }
+    }
+
+    /// A member joined: its generation, made when new, and the members.
+    fn joined(&mut self, r: &GroupResponse, i: &MessageInfo) -> u64 {
+        let Some(gen) = r.generation else { return 0 };
+        let max_list = self.max_list;
+        self.learn_type(&r.protocol_type);
         let round = self.rounds.get(&i.stream).map(|x| x.0);
         let pos = self
             .generations
@@ -138,12 +122,17 @@ impl GroupAcc {
         let e = match pos {
             Some(p) => self.generations.get_mut(p),
             None if self.generations.len() < max_list => {
-                self.generations.push(GenerationAcc {
+                self.generations.push(GenerationReport {
                     generation_id: gen,
+                    protocol_name: None,
+                    leader: None,
+                    members: Vec::new(),
+                    listed_members: 0,
                     ts: i.ts.as_f64(),
-                    join_response_frame: i.frame,
                     join_request_frame: round,
-                    ..GenerationAcc::default()
+                    join_response_frame: i.frame,
+                    sync_response_frames: Vec::new(),
+                    rebalance_ms: None,
                 });
                 self.generations.last_mut()
             }
@@ -159,10 +148,11 @@ impl GroupAcc {
             if e.leader.is_none() {
                 e.leader.clone_from(&r.leader);
             }
-            e.listed = e.listed.max(r.members.len() as u64);
+            e.listed_members = e.listed_members.max(r.members.len() as u64);
             if let Some(mid) = &r.member_id {
-                if e.members.len() < max_list {
-                    e.members.insert(mid.clone());
+                if let (Err(at), true) = (e.members.binary_search(mid), e.members.len() < max_list)
+                {
+                    e.members.insert(at, mid.clone());
                 }
             }
         }
@@ -176,10 +166,8 @@ impl GroupAcc {
 
     /// A member synced: its generation's sync frames and the rebalance's length,
     /// from the connection's first JoinGroup request of the round.
-    fn synced(&mut self, g: &GroupRequest, r: &GroupResponse, i: &MessageInfo, max_list: usize) {
-        if self.protocol_type.is_none() {
-            self.protocol_type.clone_from(&r.protocol_type);
-        }
+    fn synced(&mut self, g: &GroupRequest, r: &GroupResponse, i: &MessageInfo) {
+        self.learn_type(&r.protocol_type);
         let started = self.rounds.remove(&i.stream);
         let gen = g.generation;
         let e = self
@@ -188,24 +176,19 @@ impl GroupAcc {
             .rev()
             .find(|x| Some(x.generation_id) == gen);
         if let Some(e) = e {
-            if e.sync_frames.len() < max_list {
-                e.sync_frames.push(i.frame);
+            if e.sync_response_frames.len() < self.max_list {
+                e.sync_response_frames.push(i.frame);
             }
             if let Some((_, t0)) = started {
-                let ns = i.first_ts.nanos_since(t0);
-                e.rebalance_ns = Some(e.rebalance_ns.map_or(ns, |x| x.max(ns)));
+                let ms = i.first_ts.nanos_since(t0) as f64 / 1e6;
+                e.rebalance_ms = Some(e.rebalance_ms.map_or(ms, |x| x.max(ms)));
             }
         }
     }
 
     /// A KIP-848 heartbeat answered: the member's epochs and assignment.
-    fn heartbeat(
-        &mut self,
-        g: &GroupRequest,
-        r: &GroupResponse,
-        i: &MessageInfo,
-        max_list: usize,
-    ) -> u64 {
+    fn heartbeat(&mut self, g: &GroupRequest, r: &GroupResponse, i: &MessageInfo) -> u64 {
+        let max_list = self.max_list;
         let mid = r
             .member_id
             .clone()
@@ -214,12 +197,19 @@ impl GroupAcc {
         if self.cgh.len() >= max_list && !self.cgh.contains_key(&mid) {
             return 1;
         }
-        let h = self.cgh.entry(mid).or_insert_with(|| HeartbeatAcc {
-            first: i.frame,
-            ..HeartbeatAcc::default()
-        });
+        let h = self
+            .cgh
+            .entry(mid)
+            .or_insert_with_key(|mid| HeartbeatMember {
+                member_id: mid.clone(),
+                epochs: Vec::new(),
+                assignment: None,
+                heartbeats: 0,
+                first_frame: i.frame,
+                last_frame: i.frame,
+            });
         h.heartbeats += 1;
-        h.last = i.frame;
+        h.last_frame = i.frame;
         if let Some(ep) = r.member_epoch.filter(|_| r.error == 0) {
             if h.epochs.last() != Some(&ep) && h.epochs.len() < max_list {
                 h.epochs.push(ep);
@@ -243,47 +233,8 @@ impl GroupAcc {
             heartbeats: self.heartbeats,
             leaves: self.leaves,
             errors: by_label(&self.errors),
-            generations: self.generations.iter().map(GenerationAcc::report).collect(),
-            heartbeat_members: self.cgh.iter().map(|(mid, h)| h.report(mid)).collect(),
-        }
-    }
-}
-
-impl GenerationAcc {
-    /// The generation's report.
-    fn report(&self) -> GenerationReport {
-        GenerationReport {
-            generation_id: self.generation_id,
-            protocol_name: self.protocol_name.clone(),
-            leader: self.leader.clone(),
-            members: self.members.iter().cloned().collect(),
-            listed_members: self.listed,
-            ts: self.ts,
-            join_request_frame: self.join_request_frame,
-            join_response_frame: self.join_response_frame,
-            sync_response_frames: self.sync_frames.clone(),
-            rebalance_ms: self.rebalance_ns.map(|n| n as f64 / 1e6),
-        }
-    }
-}
-
-impl HeartbeatAcc {
-    /// The report of member `mid`.
-    fn report(&self, mid: &str) -> HeartbeatMember {
-        let parts = |a: &Vec<(String, Vec<i32>)>| {
-            let each = a.iter().map(|(t, p)| TopicPartitions {
-                topic: t.clone(),
-                partitions: p.clone(),
-            });
-            each.collect()
-        };
-        HeartbeatMember {
-            member_id: mid.to_string(),
-            epochs: self.epochs.clone(),
-            assignment: self.assignment.as_ref().map(parts),
-            heartbeats: self.heartbeats,
-            first_frame: self.first,
-            last_frame: self.last,
+            generations: self.generations.clone(),
+            heartbeat_members: self.cgh.values().cloned().collect(),
         }
     }
 }

@@ -31,7 +31,7 @@
 //! summaries only, the per-API, client, latency and throttle figures remain.
 
 mod clients;
-mod facts;
+pub(crate) mod facts;
 mod groups;
 mod hints;
 mod hist;
@@ -44,7 +44,7 @@ use std::borrow::Cow;
 use std::cmp::Reverse;
 use std::collections::btree_map::Entry;
 use std::collections::hash_map::Entry as HashEntry;
-use std::collections::{BTreeMap, BTreeSet, BinaryHeap};
+use std::collections::{BTreeMap, BinaryHeap};
 use std::net::SocketAddr;
 
 use crate::analyzer::{AnalyzerConfig, MessageInfo, MessageRecord, Notice, Output};
@@ -116,13 +116,16 @@ pub struct ClientKey {
 impl ClientKey {
     /// `librdkafka 2.16.0`, when the software is known.
     pub fn software(&self) -> Option<String> {
-        self.software_name
-            .as_ref()
-            .map(|n| match &self.software_version {
-                Some(v) if !v.is_empty() => format!("{n} {v}"),
-                _ => n.clone(),
-            })
+        software(&self.software_name, &self.software_version)
     }
+}
+
+/// A client's software (`librdkafka 2.16.0`), when its name is known.
+fn software(name: &Option<String>, version: &Option<String>) -> Option<String> {
+    name.as_ref().map(|n| match version {
+        Some(v) if !v.is_empty() => format!("{n} {v}"),
+        _ => n.clone(),
+    })
 }
 
 /// True when Kafka 4.0 removed this request version (KIP-896): only the 3.9
@@ -330,8 +333,9 @@ struct ApiAcc {
     errors: BTreeMap<i16, u64>,
 }
 
+/// Requests, responses and latencies of an api version or a broker.
 #[derive(Debug, Default)]
-struct VersionAcc {
+struct Exchanges {
     requests: u64,
     responses: u64,
     latency: LatencyHist,
@@ -339,9 +343,8 @@ struct VersionAcc {
 
 #[derive(Debug, Default)]
 struct ClientAcc {
-    addresses: BTreeSet<String>,
-    /// The addresses of `addresses`, unformatted.
-    seen: HashSet<SocketAddr>,
+    /// Client endpoints (formatted and sorted when reported).
+    addresses: HashSet<SocketAddr>,
     requests: u64,
     responses: u64,
     unanswered: u64,
@@ -377,19 +380,14 @@ impl ClientAcc {
         let listed = remembered
             .as_ref()
             .is_some_and(|k| k.addr == Some(i.client));
-        // Formatted only when new to this client.
-        if !listed && !self.seen.contains(&i.client) {
-            let addr = i.client.to_string();
-            if self.addresses.len() < max_list {
-                self.addresses.insert(addr);
-                self.seen.insert(i.client);
-            } else if !self.addresses.contains(&addr) {
+        if !listed {
+            if self.addresses.contains(&i.client) || self.addresses.len() < max_list {
+                self.addresses.insert(i.client);
+                if let Some(k) = remembered {
+                    k.addr = Some(i.client);
+                }
+            } else {
                 refused += 1;
-            }
-        }
-        if self.seen.contains(&i.client) && !listed {
-            if let Some(k) = remembered {
-                k.addr = Some(i.client);
             }
         }
         let room = self.apis.len() < max_list;
@@ -427,11 +425,37 @@ struct ErrorKey {
     partition: Option<i32>,
 }
 
-#[derive(Debug, Default)]
+/// How often a fact was seen, and the frames of its first and last sighting.
+#[derive(Debug)]
 struct ErrorAcc {
     count: u64,
     first: u64,
     last: u64,
+}
+
+impl<K: Ord> Capped<K, ErrorAcc> {
+    /// Counts `k`, seen in `frame`.
+    fn tally(&mut self, k: K, frame: u64) {
+        let new = || ErrorAcc {
+            count: 0,
+            first: frame,
+            last: frame,
+        };
+        if let Some(acc) = self.entry(k, new) {
+            acc.count += 1;
+            acc.last = frame;
+        }
+    }
+}
+
+/// `v` sorted the most frequent first, then the earliest: `key` gives
+/// (count, first frame).
+fn most_frequent_first<T>(mut v: Vec<T>, key: impl Fn(&T) -> (u64, u64)) -> Vec<T> {
+    v.sort_by_key(|x| {
+        let (count, first) = key(x);
+        (Reverse(count), first)
+    });
+    v
 }
 
 /// What a request leaves for its response.
@@ -444,7 +468,7 @@ struct Pending {
     group: Option<Box<facts::GroupRequest>>,
 }
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Default)]
 struct StreamFacts {
     software: Option<(String, String)>,
     /// The connection's last client, so the next message finds it without
@@ -516,13 +540,6 @@ impl ConnAcc {
     }
 }
 
-#[derive(Debug, Default)]
-struct BrokerAcc {
-    requests: u64,
-    responses: u64,
-    latency: LatencyHist,
-}
-
 /// The `n` greatest items by (rank, earlier frame, message index): a heap
 /// whose minimum is the entry to evict, and the items by message index.
 #[derive(Debug)]
@@ -569,16 +586,17 @@ pub struct Stats {
     cfg: StatsConfig,
     topics: TopicNames,
     pending: PendingTable,
-    streams: HashMap<u64, StreamFacts>,
+    /// What each connection told, at most `max_keys` connections.
+    streams: Capped<u64, StreamFacts, HashMap<u64, StreamFacts>>,
     /// Late segments by stream ([`Warning::Reordered`]), at most `max_keys` streams.
     reordered: BTreeMap<u64, u64>,
     summary: Summary,
     apis: Capped<i16, ApiAcc>,
-    versions: Capped<(i16, i16), VersionAcc>,
+    versions: Capped<(i16, i16), Exchanges>,
     /// Clients' counters (capped at `max_keys`) and latency histograms
     /// (capped at `max_histograms`).
     clients: ClientTable<ClientAcc>,
-    brokers: Capped<SocketAddr, BrokerAcc>,
+    brokers: Capped<SocketAddr, Exchanges>,
     conns: Capped<u64, ConnAcc, HashMap<u64, ConnAcc>>,
     slow: Top<u64, SlowExchange>,
     throttle: Throttle,
@@ -602,7 +620,7 @@ impl Stats {
         Stats {
             topics: TopicNames::default(),
             pending: PendingTable::default(),
-            streams: HashMap::default(),
+            streams: Capped::new(cfg.max_keys),
             reordered: BTreeMap::new(),
             summary: Summary::default(),
             apis: Capped::new(cfg.max_histograms),
@@ -694,17 +712,12 @@ impl Stats {
     /// they are instead of settling copies of them. The report is the same
     /// either way.
     pub fn settle(&mut self) {
-        for a in self.apis.map.values_mut() {
-            a.latency.settle();
-        }
-        for v in self.versions.map.values_mut() {
-            v.latency.settle();
-        }
-        for b in self.brokers.map.values_mut() {
-            b.latency.settle();
-        }
-        for c in self.conns.map.values_mut() {
-            c.latency.settle();
+        let apis = self.apis.map.values_mut().map(|a| &mut a.latency);
+        let versions = self.versions.map.values_mut().map(|v| &mut v.latency);
+        let brokers = self.brokers.map.values_mut().map(|b| &mut b.latency);
+        let conns = self.conns.map.values_mut().map(|c| &mut c.latency);
+        for h in apis.chain(versions).chain(brokers).chain(conns) {
+            h.settle();
         }
         self.clients.settle();
         self.throttle_latency.settle();
@@ -729,14 +742,7 @@ impl Stats {
                 i.api_version.unwrap_or(-1),
                 w.what(),
             );
-            let first = i.frame;
-            if let Some(acc) = self.warnings.entry(key, || ErrorAcc {
-                first,
-                ..Default::default()
-            }) {
-                acc.count += 1;
-                acc.last = i.frame;
-            }
+            self.warnings.tally(key, i.frame);
         }
         match i.kind {
             Kind::Request => {
@@ -766,7 +772,7 @@ impl Stats {
                 }
             }
             Notice::Stream(Event::StreamClosed { stream, .. }) => {
-                self.streams.remove(stream);
+                self.streams.map.remove(stream);
             }
             Notice::Stream(Event::Warning {
                 what: Warning::Reordered { stream, segments },
@@ -787,18 +793,7 @@ impl Stats {
             return;
         };
         let root = d.map(|d| &d.root);
-        let full = self.streams.len() >= self.cfg.max_keys;
-        let mut st = match self.streams.entry(i.stream) {
-            HashEntry::Occupied(o) => Some(o.into_mut()),
-            HashEntry::Vacant(v) if !full => Some(v.insert(StreamFacts {
-                software: None,
-                client: None,
-            })),
-            HashEntry::Vacant(_) => {
-                self.overflow.streams += 1;
-                None
-            }
-        };
+        let mut st = self.streams.entry(i.stream, StreamFacts::default);
         // The connection's software, learned from its ApiVersions v3+ request.
         if ApiKey(api) == ApiKey::API_VERSIONS && version >= 3 {
             if let (Some(sw), Some(st)) = (root.and_then(facts::client_software), st.as_deref_mut())
@@ -811,10 +806,10 @@ impl Stats {
         if let Some(a) = self.apis.entry(api, ApiAcc::default) {
             a.requests += 1;
         }
-        if let Some(v) = self.versions.entry((api, version), VersionAcc::default) {
+        if let Some(v) = self.versions.entry((api, version), Exchanges::default) {
             v.requests += 1;
         }
-        if let Some(b) = self.brokers.entry(i.broker, BrokerAcc::default) {
+        if let Some(b) = self.brokers.entry(i.broker, Exchanges::default) {
             b.requests += 1;
         }
         if let Some(c) = self.conns.entry(i.stream, || ConnAcc::new(i)) {
@@ -831,19 +826,21 @@ impl Stats {
 
         let mut group = None;
         if let Some(root) = root {
-            match api {
-                0 => {
+            match ApiKey(api) {
+                ApiKey::PRODUCE => {
                     let acks = match d.and_then(|d| d.facts.as_ref()) {
                         Some(x) => x.acks.and_then(|v| i16::try_from(v).ok()),
                         None => facts::acks(root),
                     };
                     self.produce(i, d, &client, acks);
                 }
-                11..=14 | 68 => {
+                key if key.is_group() => {
                     group = facts::group_request(root).map(Box::new);
                     if let Some(g) = &group {
-                        if let Some(acc) = self.groups.entry(g.group.clone(), GroupAcc::default) {
-                            self.overflow.groups += acc.request(api, g, i, self.cfg.max_list);
+                        let max = self.cfg.max_list;
+                        if let Some(acc) = self.groups.entry(g.group.clone(), || GroupAcc::new(max))
+                        {
+                            self.overflow.groups += acc.request(api, g, i);
                         }
                     }
                 }
@@ -879,7 +876,7 @@ impl Stats {
             facts::each_set(d, &self.topics, |s| {
                 any = true;
                 bytes += s.bytes;
-                plain += s.plain_bytes;
+                plain += s.counts.plain_bytes;
                 let Some(p) = parts.entry(s.topic.as_deref(), s.partition) else {
                     return;
                 };
@@ -927,7 +924,7 @@ impl Stats {
         }
         if learn {
             remember(
-                self.streams.get_mut(&i.stream),
+                self.streams.map.get_mut(&i.stream),
                 self.conns.client_id(i.stream),
                 &client,
             );
@@ -957,7 +954,7 @@ impl Stats {
     /// The client of a connection's last request (a response without its request).
     fn conn_client(&mut self, stream: u64) -> Who {
         who(
-            self.streams.get_mut(&stream),
+            self.streams.map.get_mut(&stream),
             &self.clients,
             self.conns.client_id(stream),
         )
@@ -969,7 +966,7 @@ impl Stats {
     fn count_response_api(&mut self, i: &MessageInfo, api: i16, throttle: Option<i32>) {
         let mut latency_left = i.latency_ns;
         if let Some(version) = i.api_version {
-            if let Some(v) = self.versions.entry((api, version), VersionAcc::default) {
+            if let Some(v) = self.versions.entry((api, version), Exchanges::default) {
                 v.responses += 1;
                 if let Some(ns) = latency_left.take() {
                     v.latency.record(ns);
@@ -998,7 +995,7 @@ impl Stats {
     /// latencies are theirs (`ConnAcc::for_broker`, `ConnAcc::for_client`),
     /// so only it is touched.
     fn record_latency(&mut self, i: &MessageInfo, client: &mut Who) {
-        let mut to_broker = match self.brokers.entry(i.broker, BrokerAcc::default) {
+        let mut to_broker = match self.brokers.entry(i.broker, Exchanges::default) {
             Some(b) => {
                 b.responses += 1;
                 true
@@ -1088,14 +1085,7 @@ impl Stats {
                 topic,
                 partition: e.place.partition,
             };
-            let first = i.frame;
-            if let Some(acc) = self.errors.entry(key, || ErrorAcc {
-                first,
-                ..Default::default()
-            }) {
-                acc.count += 1;
-                acc.last = i.frame;
-            }
+            self.errors.tally(key, i.frame);
         }
     }
 
@@ -1139,7 +1129,7 @@ impl Stats {
         };
         if GROUP_ANSWERS.contains(&ApiKey(api)) {
             if let Some(r) = facts::group_response(&d.root, &self.topics) {
-                self.overflow.groups += acc.response(api, g, &r, i, self.cfg.max_list);
+                self.overflow.groups += acc.response(api, g, &r, i);
             }
         }
         for &c in &i.error_codes {
@@ -1346,11 +1336,13 @@ impl Stats {
                 .latency
                 .as_ref()
                 .and_then(|h| with_held(h, held.remove(&at)));
+            let mut addresses: Vec<String> = c.addresses.iter().map(|a| a.to_string()).collect();
+            addresses.sort_unstable();
             Some(ClientReport {
                 client_id: k.client_id.clone(),
                 software_name: k.software_name.clone(),
                 software_version: k.software_version.clone(),
-                addresses: c.addresses.iter().cloned().collect(),
+                addresses,
                 requests: c.requests,
                 responses: c.responses,
                 unanswered: c.unanswered,
@@ -1414,33 +1406,23 @@ impl Stats {
 
     /// Every error by name, API and place, the most frequent first.
     fn error_reports(&self) -> Vec<ErrorReport> {
-        let mut errors: Vec<ErrorReport> = self
-            .errors
-            .map
-            .iter()
-            .map(|(k, e)| ErrorReport {
-                error: k.name.to_string(),
-                code: k.code,
-                api_key: k.api_key,
-                api_name: schema::api_name(k.api_key),
-                topic: k.topic.clone(),
-                partition: k.partition,
-                count: e.count,
-                first_frame: e.first,
-                last_frame: e.last,
-            })
-            .collect();
-        errors.sort_by(|a, b| {
-            b.count
-                .cmp(&a.count)
-                .then(a.first_frame.cmp(&b.first_frame))
+        let each = self.errors.map.iter().map(|(k, e)| ErrorReport {
+            error: k.name.to_string(),
+            code: k.code,
+            api_key: k.api_key,
+            api_name: schema::api_name(k.api_key),
+            topic: k.topic.clone(),
+            partition: k.partition,
+            count: e.count,
+            first_frame: e.first,
+            last_frame: e.last,
         });
-        errors
+        most_frequent_first(each.collect(), |e| (e.count, e.first_frame))
     }
 
     /// The warnings, most frequent first.
     fn warning_reports(&self) -> Vec<WarningReport> {
-        let mut warnings: Vec<WarningReport> = self
+        let each = self
             .warnings
             .map
             .iter()
@@ -1452,14 +1434,8 @@ impl Stats {
                 count: w.count,
                 first_frame: w.first,
                 last_frame: w.last,
-            })
-            .collect();
-        warnings.sort_by(|a, b| {
-            b.count
-                .cmp(&a.count)
-                .then(a.first_frame.cmp(&b.first_frame))
-        });
-        warnings
+            });
+        most_frequent_first(each.collect(), |w| (w.count, w.first_frame))
     }
 
     /// The facts every table refused, per table.
@@ -1473,6 +1449,7 @@ impl Stats {
         overflow.errors += self.errors.overflow + self.warnings.overflow;
         overflow.groups += self.groups.overflow;
         overflow.series += self.throttle_series.overflow;
+        overflow.streams += self.streams.overflow;
         overflow
     }
 }
@@ -1511,13 +1488,7 @@ fn who(
     };
     match clients.find(&key) {
         Some(slot) => {
-            if let Some(st) = st {
-                st.client = Some(StreamClient {
-                    client_id: key.client_id,
-                    slot,
-                    addr: None,
-                });
-            }
+            remember(st, client_id, &Who::Slot(slot));
             Who::Slot(slot)
         }
         None => Who::Key(Box::new(key)),

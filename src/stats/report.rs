@@ -318,7 +318,7 @@ pub struct HeartbeatMember {
 }
 
 /// A topic and its partitions.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct TopicPartitions {
     /// Topic name (or id).
     pub topic: String,

@@ -5,7 +5,7 @@
 //! sections are left out; numbers in a column are right-aligned.
 
 use std::collections::BTreeMap;
-use std::fmt::Write as _;
+use std::fmt::{Display, Write as _};
 
 use super::report::*;
 use crate::kafka::tree::escape_text;
@@ -81,9 +81,7 @@ pub fn ms(v: f64) -> String {
 /// The cells of [`LAT_HEAD`]: count and percentiles, dashes without latencies.
 fn lat_cells(l: &Option<LatencyMs>) -> Vec<String> {
     let Some(l) = l else {
-        return ["0", "-", "-", "-", "-", "-", "-"]
-            .map(String::from)
-            .to_vec();
+        return cells(&[&0, &"-", &"-", &"-", &"-", &"-", &"-"]);
     };
     let mut cells = vec![l.count.to_string()];
     cells.extend([l.p50, l.p90, l.p99, l.p999, l.max, l.mean].map(ms));
@@ -92,6 +90,11 @@ fn lat_cells(l: &Option<LatencyMs>) -> Vec<String> {
 
 /// The columns of [`lat_cells`].
 const LAT_HEAD: &str = "n|p50|p90|p99|p99.9|max|mean";
+
+/// A row's cells: each value as it displays.
+fn cells(values: &[&dyn Display]) -> Vec<String> {
+    values.iter().map(ToString::to_string).collect()
+}
 
 /// The value, or `-`.
 fn opt<T: ToString>(v: &Option<T>) -> String {
@@ -170,7 +173,7 @@ impl StatsReport {
             "\nPRODUCE ACKS\n",
             "acks|requests|<frames",
             &self.acks,
-            |a| vec![a.acks.to_string(), a.requests.to_string(), list(&a.frames)],
+            |a| cells(&[&a.acks, &a.requests, &list(&a.frames)]),
         );
         for g in &self.groups {
             group_text(&mut o, g);
@@ -188,7 +191,7 @@ impl StatsReport {
             "\nREORDERED (segments the capture put after data beyond them or after their ACK; reassembled in order)\n",
             "stream|late segments",
             &self.reordered,
-            |r| vec![r.stream.to_string(), r.late_segments.to_string()],
+            |r| cells(&[&r.stream, &r.late_segments]),
         );
         self.overflow_text(&mut o);
         o
@@ -230,24 +233,18 @@ impl StatsReport {
                 Some(v) if !several => format!("v{}", v.version),
                 _ => "all".into(),
             };
-            let numbers = [a.requests, a.responses, a.unpaired].map(|n| n.to_string());
-            let mut r = [vec![api(a.api_name, a.api_key), ver], numbers.to_vec()].concat();
+            let name = api(a.api_name, a.api_key);
+            let mut r = cells(&[&name, &ver, &a.requests, &a.responses, &a.unpaired]);
             r.extend(lat_cells(&a.latency_ms));
-            let (throttled, thr) = (a.throttled, &a.throttle_time_ms);
-            r.extend([
-                throttled.to_string(),
-                thr.max.to_string(),
-                thr.sum.to_string(),
-            ]);
-            r.push(counts(&a.errors));
+            let (thr, errors) = (&a.throttle_time_ms, counts(&a.errors));
+            r.extend(cells(&[&a.throttled, &thr.max, &thr.sum, &errors]));
             t.rows.push(r);
             for v in a.versions.iter().filter(|_| several) {
                 let mark = if v.removed_in_kafka_4 { "*" } else { "" };
-                let (req, resp) = (v.requests.to_string(), v.responses.to_string());
-                let mut r = vec![String::new(), format!("v{}{mark}", v.version), req, resp];
-                r.push(String::new());
+                let ver = format!("v{}{mark}", v.version);
+                let mut r = cells(&[&"", &ver, &v.requests, &v.responses, &""]);
                 r.extend(lat_cells(&v.latency_ms));
-                r.extend([String::new(), String::new(), String::new(), String::new()]);
+                r.extend(cells(&[&"", &"", &"", &""]));
                 t.rows.push(r);
             }
         }
@@ -283,16 +280,9 @@ impl StatsReport {
             "\nTHROTTLE  {n} throttled responses, {sum} ms in all, max {max} ms"
         );
         table(o, "<client|<api|count|sum ms|max ms", &th.by_client, |c| {
-            let mut r = vec![
-                client(&c.client_id, &c.software),
-                api(c.api_name, c.api_key),
-            ];
-            r.extend([
-                c.count.to_string(),
-                c.sum_ms.to_string(),
-                c.max_ms.to_string(),
-            ]);
-            r
+            let who = client(&c.client_id, &c.software);
+            let name = api(c.api_name, c.api_key);
+            cells(&[&who, &name, &c.count, &c.sum_ms, &c.max_ms])
         });
         if let Some(l) = &th.throttled_latency_ms {
             let (p50, p99, max) = (ms(l.p50), ms(l.p99), ms(l.max));
@@ -300,9 +290,7 @@ impl StatsReport {
         }
         o.push_str("  per second:\n");
         table(o, "second|count|sum ms|max ms", &th.series, |x| {
-            let mut r = vec![x.second.to_string(), x.count.to_string()];
-            r.extend([x.sum_ms.to_string(), x.max_ms.to_string()]);
-            r
+            cells(&[&x.second, &x.count, &x.sum_ms, &x.max_ms])
         });
         o.push_str("  most throttled (throttle and latency apart):\n");
         let head = "throttle ms|latency ms|req frame|resp frame|<api|<client";
@@ -334,22 +322,13 @@ impl StatsReport {
             r
         });
         let title = "\nWARNINGS (messages that decoded, with something unusual)\n";
-        section(
-            o,
-            title,
-            "<warning|<api|count|first|last",
-            &self.warnings,
-            |w| {
-                let version = (w.api_version >= 0).then(|| format!(" v{}", w.api_version));
-                vec![
-                    w.warning.to_string(),
-                    api(w.api_name, w.api_key) + &version.unwrap_or_default(),
-                    w.count.to_string(),
-                    w.first_frame.to_string(),
-                    w.last_frame.to_string(),
-                ]
-            },
-        );
+        let head = "<warning|<api|count|first|last";
+        section(o, title, head, &self.warnings, |w| {
+            let version = (w.api_version >= 0).then(|| format!(" v{}", w.api_version));
+            let name = api(w.api_name, w.api_key) + &version.unwrap_or_default();
+            let (n, first, last) = (w.count, w.first_frame, w.last_frame);
+            cells(&[&w.warning, &name, &n, &first, &last])
+        });
     }
 
     /// TOPICS: produced and fetched record sets per partition.
@@ -361,12 +340,13 @@ impl StatsReport {
             let two = |r: Option<f64>| r.map_or_else(|| "-".into(), |r| format!("{r:.2}"));
             let mut r = vec![text(&x.topic), opt(&x.partition)];
             r.extend([p.bytes, p.batches, p.records].map(|n| n.to_string()));
-            r.extend([
-                two(p.records_per_batch),
-                counts(&p.codecs),
-                two(p.compression_ratio),
-            ]);
-            r.push(counts(&x.acks));
+            let (per_batch, ratio) = (two(p.records_per_batch), two(p.compression_ratio));
+            r.extend(cells(&[
+                &per_batch,
+                &counts(&p.codecs),
+                &ratio,
+                &counts(&x.acks),
+            ]));
             r.extend([f.bytes, f.batches, f.records, f.partial_batches].map(|n| n.to_string()));
             r.push(counts(&f.codecs));
             r
@@ -378,10 +358,7 @@ impl StatsReport {
         let title = "\nCLIENTS (* = a version Kafka 4.0 removed)\n";
         let head = "<client|<addresses|req|unans|errors|throttled|p50|p99|max|<apis";
         section(o, title, head, &self.clients, |c| {
-            let sw = c.software_name.as_ref().map(|n| match &c.software_version {
-                Some(v) if !v.is_empty() => format!("{n} {v}"),
-                _ => n.clone(),
-            });
+            let sw = super::software(&c.software_name, &c.software_version);
             let n = c.addresses.len();
             let addrs = match c.addresses.get(..2) {
                 Some(two) if n > 3 => format!("{} (+{})", two.join(" "), n - 2),
@@ -414,27 +391,18 @@ impl StatsReport {
     fn links_text(&self, o: &mut String) {
         let head = format!("<broker|req|resp|{LAT_HEAD}");
         section(o, "\nBROKERS (latency ms)\n", &head, &self.brokers, |b| {
-            let mut r = vec![
-                b.broker.clone(),
-                b.requests.to_string(),
-                b.responses.to_string(),
-            ];
+            let mut r = cells(&[&b.broker, &b.requests, &b.responses]);
             r.extend(lat_cells(&b.latency_ms));
             r
         });
         let head = format!("<conn|<client|<broker|<client id|req|{LAT_HEAD}");
-        section(
-            o,
-            "\nCONNECTIONS (latency ms)\n",
-            &head,
-            &self.connections,
-            |c| {
-                let mut r = vec![format!("s{}", c.stream), c.client.clone(), c.broker.clone()];
-                r.extend([text(&c.client_id), c.requests.to_string()]);
-                r.extend(lat_cells(&c.latency_ms));
-                r
-            },
-        );
+        let title = "\nCONNECTIONS (latency ms)\n";
+        section(o, title, &head, &self.connections, |c| {
+            let (conn, id) = (format!("s{}", c.stream), text(&c.client_id));
+            let mut r = cells(&[&conn, &c.client, &c.broker, &id, &c.requests]);
+            r.extend(lat_cells(&c.latency_ms));
+            r
+        });
     }
 
     /// The OVERFLOW line, when a bounded table was full.
@@ -473,11 +441,7 @@ fn group_text(o: &mut String, g: &GroupReport) {
     let head = "generation|<protocol|members|join req|join resp|<sync resp|rebalance ms|<leader";
     section(o, "", head, &g.generations, |e| {
         let members = e.members.len().max(e.listed_members as usize);
-        let mut r = vec![
-            e.generation_id.to_string(),
-            text(&e.protocol_name),
-            members.to_string(),
-        ];
+        let mut r = cells(&[&e.generation_id, &text(&e.protocol_name), &members]);
         r.extend([
             opt(&e.join_request_frame),
             e.join_response_frame.to_string(),

@@ -129,19 +129,20 @@ impl PartAcc {
         } else {
             &mut self.fetch
         };
+        let x = &s.counts;
         side.sets += 1;
         side.bytes += s.bytes;
-        side.batches += s.batches;
-        side.records += s.records;
-        side.partial += s.partial;
-        for (c, n) in s.codecs.iter() {
+        side.batches += x.batches;
+        side.records += x.records;
+        side.partial += x.partial;
+        for (c, n) in x.codecs.iter() {
             match side.codecs.iter_mut().find(|x| x.0 == c) {
                 Some(x) => x.1 += n,
                 None => side.codecs.push((c, n)),
             }
         }
-        side.compressed += s.compressed;
-        side.decompressed += s.decompressed;
+        side.compressed += x.compressed;
+        side.decompressed += x.decompressed;
     }
 }
 
