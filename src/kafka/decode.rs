@@ -2474,10 +2474,18 @@ impl<'a> Decoder<'a> {
     /// Secret-bearing bytes: SaslAuthenticate's AuthBytes (PLAIN passwords,
     /// SCRAM proofs, OAUTHBEARER tokens) and delegation-token HMACs.
     fn is_secret(&self, f: &FieldDef) -> bool {
-        matches!(
-            (self.api_key, f.name),
-            (36, "AuthBytes") | (38..=41, "Hmac") | (38..=41, "TokenHmac") | (51, "SaltedPassword")
-        )
+        const TOKENS: [ApiKey; 4] = [
+            ApiKey::CREATE_DELEGATION_TOKEN,
+            ApiKey::RENEW_DELEGATION_TOKEN,
+            ApiKey::EXPIRE_DELEGATION_TOKEN,
+            ApiKey::DESCRIBE_DELEGATION_TOKEN,
+        ];
+        match (ApiKey(self.api_key), f.name) {
+            (ApiKey::SASL_AUTHENTICATE, "AuthBytes")
+            | (ApiKey::ALTER_USER_SCRAM_CREDENTIALS, "SaltedPassword") => true,
+            (k, "Hmac" | "TokenHmac") => TOKENS.contains(&k),
+            _ => false,
+        }
     }
 
     /// The consumer protocol inside JoinGroup/SyncGroup bytes (protocol type "consumer").

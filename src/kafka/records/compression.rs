@@ -83,7 +83,7 @@ const XERIAL_MAGIC: &[u8; 8] = b"\x82SNAPPY\x00";
 /// Decompresses `data` with `codec`, refusing to produce more than `limit` bytes.
 pub fn decompress(codec: u8, data: &[u8], limit: usize) -> Result<Inflated, InflateError> {
     let mut out = Vec::new();
-    let note = run(codec, data, limit, Some(&mut out))?;
+    let note = run(codec, data, limit, &mut Sink::Keep(&mut out))?;
     Ok(Inflated { data: out, note })
 }
 
@@ -114,7 +114,7 @@ pub fn decompressed_len(
     limit: usize,
 ) -> Result<InflatedSize, InflateError> {
     let mut sink = Sink::Count(0);
-    let note = run_into(codec, data, limit, &mut sink)?;
+    let note = run(codec, data, limit, &mut sink)?;
     Ok(InflatedSize {
         len: sink.len(),
         note,
@@ -152,19 +152,8 @@ impl Sink<'_> {
     }
 }
 
+/// Decompresses `data` with `codec` into `sink`: the framing's remark.
 fn run(
-    codec: u8,
-    data: &[u8],
-    limit: usize,
-    keep: Option<&mut Vec<u8>>,
-) -> Result<Option<&'static str>, InflateError> {
-    match keep {
-        Some(v) => run_into(codec, data, limit, &mut Sink::Keep(v)),
-        None => run_into(codec, data, limit, &mut Sink::Count(0)),
-    }
-}
-
-fn run_into(
     codec: u8,
     data: &[u8],
     limit: usize,
