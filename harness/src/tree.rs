@@ -95,7 +95,10 @@ pub fn check_decoded(msg: &[u8], d: &Decoded) {
     let s = serde_json::to_string(&d.root.to_json()).expect("tree serialises");
     let mut direct = Vec::new();
     d.root.write_json(&mut direct);
-    assert!(direct == s.as_bytes(), "write_json is not serde_json's text");
+    assert!(
+        direct == s.as_bytes(),
+        "write_json is not serde_json's text"
+    );
     assert!(
         !direct.contains(&0x1b),
         "raw escape character in the JSON tree"

@@ -43,6 +43,7 @@
 #![deny(clippy::indexing_slicing)]
 use crate::kafka::decode::{
     decode_request, decode_response, summarize_request, summarize_response, DecodeOptions,
+    EMBEDDING_APIS,
 };
 use crate::kafka::schema;
 
@@ -378,6 +379,26 @@ enum Verdict {
     Accept,
     Reject,
     NeedMore,
+}
+
+impl Verdict {
+    /// `Accept` when `ok`, else `Reject`.
+    fn of(ok: bool) -> Verdict {
+        if ok {
+            Verdict::Accept
+        } else {
+            Verdict::Reject
+        }
+    }
+
+    /// `NeedMore`, or `Reject` at the end of the stream.
+    fn more(eof: bool) -> Verdict {
+        if eof {
+            Verdict::Reject
+        } else {
+            Verdict::NeedMore
+        }
+    }
 }
 
 /// Cuts one direction's bytes into Kafka messages.
@@ -718,33 +739,19 @@ impl Framer {
     }
 
     fn check_request(&self, p: u64, eof: bool) -> Verdict {
-        let need_more = if eof {
-            Verdict::Reject
-        } else {
-            Verdict::NeedMore
-        };
         let Some(h) = self.read::<14>(p) else {
-            return need_more;
+            return Verdict::more(eof);
         };
         let Some(size) = request_header_plausible(&h, self.cfg.max_message) else {
             return Verdict::Reject;
         };
         // A non-empty client id must look like text.
-        if let Some(n) = client_id_len(&h) {
-            let check = u64::from(n.min(64));
-            let mut ok = true;
-            for i in 0..check {
-                match self.read::<1>(p + 14 + i) {
-                    Some([b]) if (0x20..0x7f).contains(&b) => {}
-                    Some(_) => {
-                        ok = false;
-                        break;
-                    }
-                    None => return need_more,
-                }
-            }
-            if !ok {
-                return Verdict::Reject;
+        let cid = client_id_len(&h).map_or(0, |n| u64::from(n.min(64)));
+        for i in 0..cid {
+            match self.read::<1>(p + 14 + i) {
+                Some([b]) if (0x20..0x7f).contains(&b) => {}
+                Some(_) => return Verdict::Reject,
+                None => return Verdict::more(eof),
             }
         }
         let q = p + 4 + u64::from(size);
@@ -760,11 +767,7 @@ impl Framer {
             return Verdict::Reject;
         }
         if let Some(h2) = self.read::<14>(q) {
-            return if request_header_plausible(&h2, self.cfg.max_message).is_some() {
-                Verdict::Accept
-            } else {
-                Verdict::Reject
-            };
+            return Verdict::of(request_header_plausible(&h2, self.cfg.max_message).is_some());
         }
         if self.avail == q || eof {
             // The candidate ends exactly where the data ends: segments end on messages.
@@ -780,11 +783,7 @@ impl Framer {
     /// end of the stream, see [`Framer::check_blind`].
     fn check_response(&self, p: u64, eof: bool, requests: &RequestLog) -> Verdict {
         let Some(h) = self.read::<8>(p) else {
-            return if eof {
-                Verdict::Reject
-            } else {
-                Verdict::NeedMore
-            };
+            return Verdict::more(eof);
         };
         let (size, corr) = split8(h);
         if !self.size_sane(size) {
@@ -932,20 +931,16 @@ impl Framer {
         let step = i64::from(corr2) - i64::from(corr);
         let known = requests.lookup(corr2).is_some();
         let sized = known || size2 >= MIN_GUESSED_RESPONSE_SIZE;
-        if self.size_sane(size2) && sized && (1..=CORR_WINDOW).contains(&step) {
-            Verdict::Accept
-        } else {
-            Verdict::Reject
-        }
+        Verdict::of(self.size_sane(size2) && sized && (1..=CORR_WINDOW).contains(&step))
     }
 
     /// `NeedMore` while the bytes up to buffer offset `need` may still come and
     /// confirming a candidate at `p` holds no more than `resync_wait`; else `Reject`.
     fn wait_for(&self, p: u64, need: u64, eof: bool) -> Verdict {
-        if eof || need.saturating_sub(p) > self.cfg.resync_wait as u64 {
+        if need.saturating_sub(p) > self.cfg.resync_wait as u64 {
             Verdict::Reject
         } else {
-            Verdict::NeedMore
+            Verdict::more(eof)
         }
     }
 
@@ -966,15 +961,14 @@ impl Framer {
             return Anchor::Whole(p + len);
         }
         let at = self.head + p;
-        if let Some((o, r, ok)) = self.anchor_memo.get() {
-            if o == at && r == req {
-                return if ok { Anchor::Yes } else { Anchor::No };
+        let ok = match self.anchor_memo.get() {
+            Some((o, r, ok)) if o == at && r == req => ok,
+            _ => {
+                let ok = (self.copy_out(p, len)).is_some_and(|m| response_decodes(&m, req));
+                self.anchor_memo.set(Some((at, req, ok)));
+                ok
             }
-        }
-        let ok = self
-            .copy_out(p, len)
-            .is_some_and(|msg| response_decodes(&msg, req));
-        self.anchor_memo.set(Some((at, req, ok)));
+        };
         if ok {
             Anchor::Yes
         } else {
@@ -1202,33 +1196,28 @@ impl Framer {
 /// Whether the request `msg` (size prefix included) decodes without an error (bytes
 /// after a whole body are allowed: brokers ignore them).
 fn request_decodes(msg: &[u8]) -> bool {
-    let opts = DecodeOptions {
+    let opts = probe_options();
+    summarize_request(msg, &opts).is_some() || decode_request(msg, &opts).error.is_none()
+}
+
+/// How a resync candidate is decoded: without its records and topics.
+fn probe_options() -> DecodeOptions {
+    DecodeOptions {
         records: false,
         summary_topics: false,
         ..DecodeOptions::default()
-    };
-    summarize_request(msg, &opts).is_some() || decode_request(msg, &opts).error.is_none()
+    }
 }
 
 /// Whether `msg` (size prefix included) decodes whole, with nothing left over, as the
 /// response to `req` (ApiVersions also as v0).
 fn response_decodes(msg: &[u8], req: SeenRequest) -> bool {
-    let opts = DecodeOptions {
-        records: false,
-        summary_topics: false,
-        ..DecodeOptions::default()
-    };
+    let opts = probe_options();
     let clean = |version: i16| {
-        if summarize_response(msg, req.api_key, version, &opts).is_some() {
-            return true;
-        }
-        // The summary declines bodies that embed the consumer protocol; the tree reads them.
-        let embeds = [schema::ApiKey::JOIN_GROUP, schema::ApiKey::SYNC_GROUP]
-            .contains(&schema::ApiKey(req.api_key));
-        embeds && {
-            let d = decode_response(msg, req.api_key, version, &opts);
-            d.error.is_none() && d.warning.is_none()
-        }
+        summarize_response(msg, req.api_key, version, &opts).is_some()
+            // The summary declines bodies that embed the consumer protocol; the tree reads them.
+            || (EMBEDDING_APIS.contains(&schema::ApiKey(req.api_key))
+                && decode_response(msg, req.api_key, version, &opts).clean())
     };
     clean(req.api_version)
         || (schema::ApiKey(req.api_key) == schema::ApiKey::API_VERSIONS
