@@ -979,26 +979,36 @@ impl Framer {
     /// `len` buffered bytes from buffer offset `p`, copied out (all buffered: the
     /// allocation is backed by data).
     fn copy_out(&self, p: u64, len: u64) -> Option<Vec<u8>> {
-        let end = p.checked_add(len)?;
-        if end > self.avail {
+        if p.checked_add(len)? > self.avail {
             return None;
         }
-        let mut out = Vec::with_capacity(usize::try_from(len).ok()?);
-        let mut base = 0u64;
+        let mut out = vec![0; usize::try_from(len).ok()?];
+        self.copy_into(p, &mut out).map(|()| out)
+    }
+
+    /// Fills `out` with the bytes from buffer offset `p`, if they are buffered.
+    fn copy_into(&self, p: u64, out: &mut [u8]) -> Option<()> {
+        let want = out.len();
+        if p.checked_add(want as u64)? > self.avail {
+            return None;
+        }
+        let (mut filled, mut base) = (0usize, 0u64);
         for c in &self.chunks {
-            let clen = c.data.len() as u64;
-            let (from, to) = (p.max(base), end.min(base + clen));
-            if from < to {
-                let a = usize::try_from(from - base).ok()?;
-                let b = usize::try_from(to - base).ok()?;
-                out.extend_from_slice(c.data.get(a..b)?);
-            }
-            base += clen;
-            if base >= end {
+            if filled == want {
                 break;
             }
+            let clen = c.data.len() as u64;
+            if base + clen > p + filled as u64 {
+                let from = usize::try_from(p + filled as u64 - base).ok()?;
+                let src = c.data.get(from..)?;
+                let n = src.len().min(want - filled);
+                out.get_mut(filled..filled + n)?
+                    .copy_from_slice(src.get(..n)?);
+                filled += n;
+            }
+            base += clen;
         }
-        Some(out)
+        (filled == want).then_some(())
     }
 
     /// A response boundary on a connection that has shown no request (a capture of
@@ -1048,29 +1058,8 @@ impl Framer {
 
     /// `N` bytes at buffer offset `p`, if buffered.
     fn read<const N: usize>(&self, p: u64) -> Option<[u8; N]> {
-        let end = p.checked_add(N as u64)?;
-        if end > self.avail {
-            return None;
-        }
         let mut out = [0u8; N];
-        let mut filled = 0usize;
-        let mut base = 0u64;
-        for c in &self.chunks {
-            let clen = c.data.len() as u64;
-            if base + clen > p + filled as u64 {
-                let from = usize::try_from(p + filled as u64 - base).ok()?;
-                let src = c.data.get(from..)?;
-                let n = src.len().min(N - filled);
-                out.get_mut(filled..filled + n)?
-                    .copy_from_slice(src.get(..n)?);
-                filled += n;
-                if filled == N {
-                    return Some(out);
-                }
-            }
-            base += clen;
-        }
-        None
+        self.copy_into(p, &mut out).map(|()| out)
     }
 
     fn drop_front(&mut self, mut n: u64) {

@@ -427,7 +427,14 @@ impl Node {
 
     /// The value text with its detail: `0 (Produce)`, `"" (compact, len+1=1)`.
     pub fn value_text(&self) -> String {
-        let mut s = self.value.display();
+        let mut s = String::new();
+        self.push_value_text(&mut s);
+        s
+    }
+
+    /// Appends [`Node::value_text`] to `s`, empty.
+    fn push_value_text(&self, s: &mut String) {
+        let _ = self.value.write_display(s);
         if let Some(d) = &self.detail {
             if s.is_empty() {
                 s.push_str(d);
@@ -435,7 +442,6 @@ impl Node {
                 let _ = write!(s, " ({d})");
             }
         }
-        s
     }
 
     /// The end of the span (exclusive).
@@ -1518,14 +1524,7 @@ impl Fields {
             push_escaped(&mut self.name, &n.name);
         }
         self.raw.clear();
-        let _ = n.value.write_display(&mut self.raw);
-        if let Some(d) = &n.detail {
-            if self.raw.is_empty() {
-                self.raw.push_str(d);
-            } else {
-                let _ = write!(self.raw, " ({d})");
-            }
-        }
+        n.push_value_text(&mut self.raw);
         self.value.clear();
         if !self.raw.is_empty() {
             self.value.push_str("= ");

@@ -736,8 +736,6 @@ fn partial(c: &cursor::Cur<'_>, total: Option<usize>, magic: Option<u8>, nested:
 }
 
 #[cfg(test)]
-mod mixed_bytes;
-#[cfg(test)]
 mod size_tests;
 #[cfg(test)]
 mod tests;
