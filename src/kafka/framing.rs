@@ -480,11 +480,6 @@ impl Framer {
         self.dir
     }
 
-    /// True while looking for a message boundary.
-    pub fn is_resyncing(&self) -> bool {
-        self.state == State::Resync
-    }
-
     /// Bytes buffered and not yet part of a message.
     pub fn buffered(&self) -> u64 {
         self.avail
@@ -1639,7 +1634,7 @@ mod tests {
                 frame: 1
             }]
         );
-        assert!(f.is_resyncing());
+        assert_eq!(f.state, State::Resync);
         let mut out = Vec::new();
         f.finish(&RequestLog::default(), &mut out);
         assert_eq!(out, vec![FramerEvent::Discarded { bytes: 6, frame: 1 }]);

@@ -689,22 +689,6 @@ pub mod json {
         out.extend_from_slice(b"\\\"");
     }
 
-    /// Both texts a printable-ASCII string (see [`is_printable_ascii`]) is
-    /// written as, in one pass: its `Debug` text JSON-escaped, appended to
-    /// `display` (as [`debug_printable_into`]), and its JSON escape without
-    /// quotes, appended to `value` (as [`escape_into`]). Record values, the
-    /// longest strings of a tree, are written both ways.
-    pub fn debug_and_escape_into(display: &mut Vec<u8>, value: &mut Vec<u8>, s: &str) {
-        debug_and_escape_ascii(display, value, s.as_bytes());
-    }
-
-    /// [`debug_and_escape_into`] of bytes that [`is_printable_ascii_bytes`]
-    /// accepts (the caller checks; other bytes would be copied as they are).
-    pub fn debug_and_escape_ascii(display: &mut Vec<u8>, value: &mut Vec<u8>, b: &[u8]) {
-        let quotes = b.chunks(64).map(quotes_in).sum();
-        debug_and_escape_counted(display, value, b, quotes);
-    }
-
     /// How many bytes of `c` (at most 255 of them) are `"` or `\\`.
     #[inline(always)]
     fn quotes_in(c: &[u8]) -> usize {
@@ -738,9 +722,14 @@ pub mod json {
         x.wrapping_sub(0x20) < 0x5f
     }
 
-    /// [`debug_and_escape_ascii`] of bytes of which `quotes` are `"` or `\\`
-    /// (as [`printable_ascii_quotes`] counts them): the texts are written in
-    /// room made for their exact lengths.
+    /// Both texts printable-ASCII bytes (see [`is_printable_ascii_bytes`];
+    /// the caller checks, other bytes would be copied as they are) are
+    /// written as, in one pass: their `Debug` text JSON-escaped, appended to
+    /// `display` (as [`debug_printable_into`]), and their JSON escape without
+    /// quotes, appended to `value` (as [`escape_into`]). Record values, the
+    /// longest strings of a tree, are written both ways. `quotes` of the
+    /// bytes are `"` or `\\` (as [`printable_ascii_quotes`] counts them): the
+    /// texts are written in room made for their exact lengths.
     pub fn debug_and_escape_counted(
         display: &mut Vec<u8>,
         value: &mut Vec<u8>,
@@ -790,7 +779,7 @@ pub mod json {
     /// backslashes before it in `display`, one in `value`), and moves `d` and
     /// `v` past them. Each store is a whole word, possibly past the bytes
     /// kept, within [`WORD_ROOM`] of where the word starts: the room
-    /// [`debug_and_escape_ascii`] makes covers it, and later stores
+    /// [`debug_and_escape_counted`] makes covers it, and later stores
     /// overwrite what is past the text.
     #[inline(always)]
     fn both_escapes_of_word(
@@ -2247,7 +2236,8 @@ mod tests {
             p.insert_str(at.min(p.len()), special);
             for t in [&s, &p, &dense] {
                 let (mut d, mut v) = (b"d".to_vec(), b"v".to_vec());
-                json::debug_and_escape_into(&mut d, &mut v, t);
+                let quotes = json::printable_ascii_quotes(t.as_bytes()).expect("printable");
+                json::debug_and_escape_counted(&mut d, &mut v, t.as_bytes(), quotes);
                 let (mut d2, mut v2) = (b"d".to_vec(), b"v".to_vec());
                 json::debug_printable_into(&mut d2, t);
                 json::escape_into(&mut v2, t);
