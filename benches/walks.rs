@@ -16,9 +16,7 @@ use kafkashark::kafka::records::compression::{declared_len, CODEC_LZ4, CODEC_ZST
 use std::io::Write;
 
 /// The size tests' payloads (runs, words, noise, near and far copies).
-#[path = "../src/kafka/records/mixed_bytes.rs"]
-mod mixed_bytes;
-use mixed_bytes::mixed;
+use kafkashark_harness::mixed;
 
 /// zstd as Kafka's Java producer writes it: streamed, no content size.
 fn zstd_streamed(data: &[u8]) -> Vec<u8> {

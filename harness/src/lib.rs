@@ -39,8 +39,8 @@ pub use decode::{
     request_decode, request_decode_scanned, response_decode, response_decode_scanned,
 };
 pub use records::{
-    check_declared, check_record_set, compress, declared, legacy_message, put_varint, record_batch,
-    record_set, records_from,
+    check_declared, check_record_set, compress, declared, legacy_message, mixed, put_varint,
+    record_batch, record_set, records_from,
 };
 pub use streams::{frame_of_segment, framing, pipeline, reassembly};
 pub use tree::{check_decoded, deferred_differs, streamed_text};

@@ -90,11 +90,15 @@ pub fn check_decoded(msg: &[u8], d: &Decoded) {
         !text.contains('\u{1b}'),
         "escape character in the text tree"
     );
-    // The JSON `print` writes is serde_json's text of `to_json`, byte for byte.
+    // The JSON `print` writes is serde_json's own text: read back
+    // (`to_json`) and written again, the same bytes.
     let s = serde_json::to_string(&d.root.to_json()).expect("tree serialises");
     let mut direct = Vec::new();
     d.root.write_json(&mut direct);
-    assert!(direct == s.as_bytes(), "write_json differs from to_json");
+    assert!(
+        direct == s.as_bytes(),
+        "write_json is not serde_json's text"
+    );
     assert!(
         !direct.contains(&0x1b),
         "raw escape character in the JSON tree"

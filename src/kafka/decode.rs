@@ -666,7 +666,7 @@ impl ScanFacts {
 
 /// Api keys whose bytes fields embed the consumer protocol (JoinGroup, SyncGroup):
 /// always decoded in full.
-const EMBEDDING_APIS: [ApiKey; 2] = [ApiKey::JOIN_GROUP, ApiKey::SYNC_GROUP];
+pub(crate) const EMBEDDING_APIS: [ApiKey; 2] = [ApiKey::JOIN_GROUP, ApiKey::SYNC_GROUP];
 
 /// The facts of a request that decodes cleanly (no error, no warning),
 /// without its tree; `None` otherwise.
@@ -1920,15 +1920,14 @@ impl<'a> Decoder<'a> {
             return (format!("{} bytes", b.len()), kids);
         }
         let rs = decode_record_set(b, start, 0, self.opts, &mut self.sources);
-        if let Some((off, src, what)) = rs.problem {
-            if self.error.is_none() {
-                self.error = Some(DecodeError {
-                    offset: off,
-                    source: src,
-                    path: self.path.join("."),
-                    what,
-                });
-            }
+        if let Some((offset, source, what)) = rs.problem {
+            let path = self.path.join(".");
+            (self.error).get_or_insert(DecodeError {
+                offset,
+                source,
+                path,
+                what,
+            });
         }
         kids.extend(rs.nodes);
         (rs.summary, kids)
@@ -1957,20 +1956,11 @@ impl<'a> Decoder<'a> {
     }
 
     fn length_node(&self, at: usize, len: usize, lp: LenPrefix) -> Node {
-        let n = Node::new(
-            "length",
-            lp.wire_type(),
-            Value::Int(lp.raw),
-            self.base + at,
-            len,
-            self.role,
-        )
-        .with_about("size of the record set in bytes");
-        if lp.compact {
-            n.with_detail("compact, n+1")
-        } else {
-            n
-        }
+        let (ty, value) = (lp.wire_type(), Value::Int(lp.raw));
+        let mut n = Node::new("length", ty, value, self.base + at, len, self.role)
+            .with_about("size of the record set in bytes");
+        n.detail = lp.compact.then_some(Text::Borrowed("compact, n+1"));
+        n
     }
 
     /// Reads a string/bytes length prefix.
@@ -2078,18 +2068,18 @@ impl<'a> Decoder<'a> {
         };
         let len_end = r.pos();
         let len_node = |d: &Self| {
-            let (ty, len) = if flex {
-                ("uvarint", len_end - at)
-            } else {
-                ("int32", 4)
-            };
-            let n = Node::new("length", ty, Value::Int(raw), d.base + at, len, d.role);
-            let n = if flex {
-                n.with_detail("compact, n+1")
-            } else {
-                n
-            };
-            n.with_about("number of elements")
+            let ty = if flex { "uvarint" } else { "int32" };
+            let mut n = Node::new(
+                "length",
+                ty,
+                Value::Int(raw),
+                d.base + at,
+                len_end - at,
+                d.role,
+            )
+            .with_about("number of elements");
+            n.detail = flex.then_some(Text::Borrowed("compact, n+1"));
+            n
         };
         let mut n = node::<S>(|| {
             let mut n = Node::new(
@@ -2255,20 +2245,11 @@ impl<'a> Decoder<'a> {
             let flex = self.field_flexible(f);
             n += match f.kind {
                 FieldKind::Prim(p) => prim_min_size(p, flex),
-                FieldKind::Array(_) => {
-                    if flex {
-                        1
-                    } else {
-                        4
-                    }
-                }
-                FieldKind::Struct(inner) => {
-                    if f.nullable.contains(self.version) {
-                        1
-                    } else {
-                        self.min_struct_size(inner, depth + 1)
-                    }
-                }
+                FieldKind::Array(_) if flex => 1,
+                FieldKind::Array(_) => 4,
+                // A nullable struct may be its int8 marker alone.
+                FieldKind::Struct(_) if f.nullable.contains(self.version) => 1,
+                FieldKind::Struct(inner) => self.min_struct_size(inner, depth + 1),
             };
         }
         n
@@ -2500,10 +2481,18 @@ impl<'a> Decoder<'a> {
     /// Secret-bearing bytes: SaslAuthenticate's AuthBytes (PLAIN passwords,
     /// SCRAM proofs, OAUTHBEARER tokens) and delegation-token HMACs.
     fn is_secret(&self, f: &FieldDef) -> bool {
-        matches!(
-            (self.api_key, f.name),
-            (36, "AuthBytes") | (38..=41, "Hmac") | (38..=41, "TokenHmac") | (51, "SaltedPassword")
-        )
+        const TOKENS: [ApiKey; 4] = [
+            ApiKey::CREATE_DELEGATION_TOKEN,
+            ApiKey::RENEW_DELEGATION_TOKEN,
+            ApiKey::EXPIRE_DELEGATION_TOKEN,
+            ApiKey::DESCRIBE_DELEGATION_TOKEN,
+        ];
+        match (ApiKey(self.api_key), f.name) {
+            (ApiKey::SASL_AUTHENTICATE, "AuthBytes")
+            | (ApiKey::ALTER_USER_SCRAM_CREDENTIALS, "SaltedPassword") => true,
+            (k, "Hmac" | "TokenHmac") => TOKENS.contains(&k),
+            _ => false,
+        }
     }
 
     /// The consumer protocol inside JoinGroup/SyncGroup bytes (protocol type "consumer").
@@ -2641,20 +2630,9 @@ fn prim_min_size(p: Prim, flex: bool) -> usize {
         Prim::Int32 | Prim::Uint32 => 4,
         Prim::Int64 | Prim::Float64 => 8,
         Prim::Uuid => 16,
-        Prim::String => {
-            if flex {
-                1
-            } else {
-                2
-            }
-        }
-        Prim::Bytes | Prim::Records => {
-            if flex {
-                1
-            } else {
-                4
-            }
-        }
+        Prim::String | Prim::Bytes | Prim::Records if flex => 1,
+        Prim::String => 2,
+        Prim::Bytes | Prim::Records => 4,
     }
 }
 

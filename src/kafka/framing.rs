@@ -43,6 +43,7 @@
 #![deny(clippy::indexing_slicing)]
 use crate::kafka::decode::{
     decode_request, decode_response, summarize_request, summarize_response, DecodeOptions,
+    EMBEDDING_APIS,
 };
 use crate::kafka::schema;
 
@@ -380,6 +381,26 @@ enum Verdict {
     NeedMore,
 }
 
+impl Verdict {
+    /// `Accept` when `ok`, else `Reject`.
+    fn of(ok: bool) -> Verdict {
+        if ok {
+            Verdict::Accept
+        } else {
+            Verdict::Reject
+        }
+    }
+
+    /// `NeedMore`, or `Reject` at the end of the stream.
+    fn more(eof: bool) -> Verdict {
+        if eof {
+            Verdict::Reject
+        } else {
+            Verdict::NeedMore
+        }
+    }
+}
+
 /// Cuts one direction's bytes into Kafka messages.
 #[derive(Debug)]
 pub struct Framer {
@@ -457,11 +478,6 @@ impl Framer {
     /// The direction this framer cuts.
     pub fn dir(&self) -> Direction {
         self.dir
-    }
-
-    /// True while looking for a message boundary.
-    pub fn is_resyncing(&self) -> bool {
-        self.state == State::Resync
     }
 
     /// Bytes buffered and not yet part of a message.
@@ -718,33 +734,19 @@ impl Framer {
     }
 
     fn check_request(&self, p: u64, eof: bool) -> Verdict {
-        let need_more = if eof {
-            Verdict::Reject
-        } else {
-            Verdict::NeedMore
-        };
         let Some(h) = self.read::<14>(p) else {
-            return need_more;
+            return Verdict::more(eof);
         };
         let Some(size) = request_header_plausible(&h, self.cfg.max_message) else {
             return Verdict::Reject;
         };
         // A non-empty client id must look like text.
-        if let Some(n) = client_id_len(&h) {
-            let check = u64::from(n.min(64));
-            let mut ok = true;
-            for i in 0..check {
-                match self.read::<1>(p + 14 + i) {
-                    Some([b]) if (0x20..0x7f).contains(&b) => {}
-                    Some(_) => {
-                        ok = false;
-                        break;
-                    }
-                    None => return need_more,
-                }
-            }
-            if !ok {
-                return Verdict::Reject;
+        let cid = client_id_len(&h).map_or(0, |n| u64::from(n.min(64)));
+        for i in 0..cid {
+            match self.read::<1>(p + 14 + i) {
+                Some([b]) if (0x20..0x7f).contains(&b) => {}
+                Some(_) => return Verdict::Reject,
+                None => return Verdict::more(eof),
             }
         }
         let q = p + 4 + u64::from(size);
@@ -760,11 +762,7 @@ impl Framer {
             return Verdict::Reject;
         }
         if let Some(h2) = self.read::<14>(q) {
-            return if request_header_plausible(&h2, self.cfg.max_message).is_some() {
-                Verdict::Accept
-            } else {
-                Verdict::Reject
-            };
+            return Verdict::of(request_header_plausible(&h2, self.cfg.max_message).is_some());
         }
         if self.avail == q || eof {
             // The candidate ends exactly where the data ends: segments end on messages.
@@ -780,11 +778,7 @@ impl Framer {
     /// end of the stream, see [`Framer::check_blind`].
     fn check_response(&self, p: u64, eof: bool, requests: &RequestLog) -> Verdict {
         let Some(h) = self.read::<8>(p) else {
-            return if eof {
-                Verdict::Reject
-            } else {
-                Verdict::NeedMore
-            };
+            return Verdict::more(eof);
         };
         let (size, corr) = split8(h);
         if !self.size_sane(size) {
@@ -932,20 +926,16 @@ impl Framer {
         let step = i64::from(corr2) - i64::from(corr);
         let known = requests.lookup(corr2).is_some();
         let sized = known || size2 >= MIN_GUESSED_RESPONSE_SIZE;
-        if self.size_sane(size2) && sized && (1..=CORR_WINDOW).contains(&step) {
-            Verdict::Accept
-        } else {
-            Verdict::Reject
-        }
+        Verdict::of(self.size_sane(size2) && sized && (1..=CORR_WINDOW).contains(&step))
     }
 
     /// `NeedMore` while the bytes up to buffer offset `need` may still come and
     /// confirming a candidate at `p` holds no more than `resync_wait`; else `Reject`.
     fn wait_for(&self, p: u64, need: u64, eof: bool) -> Verdict {
-        if eof || need.saturating_sub(p) > self.cfg.resync_wait as u64 {
+        if need.saturating_sub(p) > self.cfg.resync_wait as u64 {
             Verdict::Reject
         } else {
-            Verdict::NeedMore
+            Verdict::more(eof)
         }
     }
 
@@ -966,15 +956,14 @@ impl Framer {
             return Anchor::Whole(p + len);
         }
         let at = self.head + p;
-        if let Some((o, r, ok)) = self.anchor_memo.get() {
-            if o == at && r == req {
-                return if ok { Anchor::Yes } else { Anchor::No };
+        let ok = match self.anchor_memo.get() {
+            Some((o, r, ok)) if o == at && r == req => ok,
+            _ => {
+                let ok = (self.copy_out(p, len)).is_some_and(|m| response_decodes(&m, req));
+                self.anchor_memo.set(Some((at, req, ok)));
+                ok
             }
-        }
-        let ok = self
-            .copy_out(p, len)
-            .is_some_and(|msg| response_decodes(&msg, req));
-        self.anchor_memo.set(Some((at, req, ok)));
+        };
         if ok {
             Anchor::Yes
         } else {
@@ -985,26 +974,36 @@ impl Framer {
     /// `len` buffered bytes from buffer offset `p`, copied out (all buffered: the
     /// allocation is backed by data).
     fn copy_out(&self, p: u64, len: u64) -> Option<Vec<u8>> {
-        let end = p.checked_add(len)?;
-        if end > self.avail {
+        if p.checked_add(len)? > self.avail {
             return None;
         }
-        let mut out = Vec::with_capacity(usize::try_from(len).ok()?);
-        let mut base = 0u64;
+        let mut out = vec![0; usize::try_from(len).ok()?];
+        self.copy_into(p, &mut out).map(|()| out)
+    }
+
+    /// Fills `out` with the bytes from buffer offset `p`, if they are buffered.
+    fn copy_into(&self, p: u64, out: &mut [u8]) -> Option<()> {
+        let want = out.len();
+        if p.checked_add(want as u64)? > self.avail {
+            return None;
+        }
+        let (mut filled, mut base) = (0usize, 0u64);
         for c in &self.chunks {
-            let clen = c.data.len() as u64;
-            let (from, to) = (p.max(base), end.min(base + clen));
-            if from < to {
-                let a = usize::try_from(from - base).ok()?;
-                let b = usize::try_from(to - base).ok()?;
-                out.extend_from_slice(c.data.get(a..b)?);
-            }
-            base += clen;
-            if base >= end {
+            if filled == want {
                 break;
             }
+            let clen = c.data.len() as u64;
+            if base + clen > p + filled as u64 {
+                let from = usize::try_from(p + filled as u64 - base).ok()?;
+                let src = c.data.get(from..)?;
+                let n = src.len().min(want - filled);
+                out.get_mut(filled..filled + n)?
+                    .copy_from_slice(src.get(..n)?);
+                filled += n;
+            }
+            base += clen;
         }
-        Some(out)
+        (filled == want).then_some(())
     }
 
     /// A response boundary on a connection that has shown no request (a capture of
@@ -1054,29 +1053,8 @@ impl Framer {
 
     /// `N` bytes at buffer offset `p`, if buffered.
     fn read<const N: usize>(&self, p: u64) -> Option<[u8; N]> {
-        let end = p.checked_add(N as u64)?;
-        if end > self.avail {
-            return None;
-        }
         let mut out = [0u8; N];
-        let mut filled = 0usize;
-        let mut base = 0u64;
-        for c in &self.chunks {
-            let clen = c.data.len() as u64;
-            if base + clen > p + filled as u64 {
-                let from = usize::try_from(p + filled as u64 - base).ok()?;
-                let src = c.data.get(from..)?;
-                let n = src.len().min(N - filled);
-                out.get_mut(filled..filled + n)?
-                    .copy_from_slice(src.get(..n)?);
-                filled += n;
-                if filled == N {
-                    return Some(out);
-                }
-            }
-            base += clen;
-        }
-        None
+        self.copy_into(p, &mut out).map(|()| out)
     }
 
     fn drop_front(&mut self, mut n: u64) {
@@ -1202,33 +1180,28 @@ impl Framer {
 /// Whether the request `msg` (size prefix included) decodes without an error (bytes
 /// after a whole body are allowed: brokers ignore them).
 fn request_decodes(msg: &[u8]) -> bool {
-    let opts = DecodeOptions {
+    let opts = probe_options();
+    summarize_request(msg, &opts).is_some() || decode_request(msg, &opts).error.is_none()
+}
+
+/// How a resync candidate is decoded: without its records and topics.
+fn probe_options() -> DecodeOptions {
+    DecodeOptions {
         records: false,
         summary_topics: false,
         ..DecodeOptions::default()
-    };
-    summarize_request(msg, &opts).is_some() || decode_request(msg, &opts).error.is_none()
+    }
 }
 
 /// Whether `msg` (size prefix included) decodes whole, with nothing left over, as the
 /// response to `req` (ApiVersions also as v0).
 fn response_decodes(msg: &[u8], req: SeenRequest) -> bool {
-    let opts = DecodeOptions {
-        records: false,
-        summary_topics: false,
-        ..DecodeOptions::default()
-    };
+    let opts = probe_options();
     let clean = |version: i16| {
-        if summarize_response(msg, req.api_key, version, &opts).is_some() {
-            return true;
-        }
-        // The summary declines bodies that embed the consumer protocol; the tree reads them.
-        let embeds = [schema::ApiKey::JOIN_GROUP, schema::ApiKey::SYNC_GROUP]
-            .contains(&schema::ApiKey(req.api_key));
-        embeds && {
-            let d = decode_response(msg, req.api_key, version, &opts);
-            d.error.is_none() && d.warning.is_none()
-        }
+        summarize_response(msg, req.api_key, version, &opts).is_some()
+            // The summary declines bodies that embed the consumer protocol; the tree reads them.
+            || (EMBEDDING_APIS.contains(&schema::ApiKey(req.api_key))
+                && decode_response(msg, req.api_key, version, &opts).clean())
     };
     clean(req.api_version)
         || (schema::ApiKey(req.api_key) == schema::ApiKey::API_VERSIONS
@@ -1661,7 +1634,7 @@ mod tests {
                 frame: 1
             }]
         );
-        assert!(f.is_resyncing());
+        assert_eq!(f.state, State::Resync);
         let mut out = Vec::new();
         f.finish(&RequestLog::default(), &mut out);
         assert_eq!(out, vec![FramerEvent::Discarded { bytes: 6, frame: 1 }]);

@@ -269,7 +269,7 @@ impl<'j> TextStream<'j> {
                 // A small parent: its subtree, whole.
                 Some((kids, last)) => {
                     n.children = kids;
-                    self.place(n, last);
+                    self.place(n, last, &[]);
                 }
                 None => {
                     if !top {
@@ -282,8 +282,8 @@ impl<'j> TextStream<'j> {
 
     /// Writing: `n`, whole, goes into the small parent gathering its
     /// children, or else is written (the last child of its parent when
-    /// `last`).
-    fn place(&mut self, n: Node, last: bool) {
+    /// `last`; its records' bytes in `sources`).
+    fn place(&mut self, n: Node, last: bool, sources: &[ByteSource]) {
         if let Some((kids, _)) = self.open.last_mut().and_then(|p| p.gathered.as_mut()) {
             kids.push(n);
             return;
@@ -291,7 +291,7 @@ impl<'j> TextStream<'j> {
         if let Mode::Write { plan, out, indent } = &mut self.mode {
             let bytes = SourceBytes {
                 message: self.message,
-                sources: &[],
+                sources,
             };
             let cols = &plan.cols;
             tree::walk_node(&n, last, &bytes, &mut self.fields, &mut |f| {
@@ -327,18 +327,14 @@ impl<'j> TextStream<'j> {
                 }
                 tree::walk_node(&n, last, &bytes, &mut self.fields, &mut |f| size.add(f));
             }
-            Mode::Write { plan, out, indent } if !gathering => {
-                let cols = &plan.cols;
-                tree::walk_node(&n, last, &bytes, &mut self.fields, &mut |f| {
-                    f.write(&mut **out, cols, indent);
-                });
-            }
             Mode::Write { .. } => {
-                // Written once its small parent closes, when its records'
-                // sources are no longer at hand: their nodes made now (a
-                // few: the parent is small, records counted).
-                tree::expand_deferred(&mut n, &bytes);
-                self.place(n, last);
+                if gathering {
+                    // Written once its small parent closes, when its records'
+                    // sources are no longer at hand: their nodes made now (a
+                    // few: the parent is small, records counted).
+                    tree::expand_deferred(&mut n, &bytes);
+                }
+                self.place(n, last, sources);
             }
         }
     }

@@ -226,27 +226,6 @@ impl Value {
             }
         }
     }
-
-    /// The value as JSON.
-    pub fn to_json(&self) -> serde_json::Value {
-        use serde_json::Value as J;
-        match self {
-            Value::None => J::Null,
-            Value::Int(v) => J::from(*v),
-            Value::Uint(v) => J::from(*v),
-            Value::Float(v) => serde_json::Number::from_f64(*v)
-                .map(J::Number)
-                .unwrap_or_else(|| J::String(v.to_string())),
-            Value::Bool(v) => J::Bool(*v),
-            Value::Str(v) => J::String(v.clone()),
-            Value::Null => J::Null,
-            Value::Bytes { .. }
-            | Value::Uuid(_)
-            | Value::Text(_)
-            | Value::Json(_)
-            | Value::Records(_) => J::String(self.display()),
-        }
-    }
 }
 
 /// A uuid in its canonical 8-4-4-4-12 hex form.
@@ -448,7 +427,14 @@ impl Node {
 
     /// The value text with its detail: `0 (Produce)`, `"" (compact, len+1=1)`.
     pub fn value_text(&self) -> String {
-        let mut s = self.value.display();
+        let mut s = String::new();
+        self.push_value_text(&mut s);
+        s
+    }
+
+    /// Appends [`Node::value_text`] to `s`, empty.
+    fn push_value_text(&self, s: &mut String) {
+        let _ = self.value.write_display(s);
         if let Some(d) = &self.detail {
             if s.is_empty() {
                 s.push_str(d);
@@ -456,7 +442,6 @@ impl Node {
                 let _ = write!(s, " ({d})");
             }
         }
-        s
     }
 
     /// The end of the span (exclusive).
@@ -507,26 +492,13 @@ impl Node {
     }
 
     /// The tree as JSON: `{name, type, value, display, offset, length, source, children}`
-    /// (`source`, `error` and `about` only when set; `children` always).
+    /// (`source` and `error` only when set; `children` always), parsed
+    /// from what [`Node::write_json`] writes (serde_json's `float_roundtrip`
+    /// reads its floats back exactly).
     pub fn to_json(&self) -> serde_json::Value {
-        let mut m = serde_json::Map::new();
-        m.insert("name".into(), self.name.as_ref().into());
-        m.insert("type".into(), self.ty.as_ref().into());
-        m.insert("value".into(), self.value.to_json());
-        m.insert("display".into(), self.value_text().into());
-        m.insert("offset".into(), self.offset.into());
-        m.insert("length".into(), self.length.into());
-        if self.source != 0 {
-            m.insert("source".into(), self.source.into());
-        }
-        if let Some(e) = &self.error {
-            m.insert("error".into(), e.as_str().into());
-        }
-        m.insert(
-            "children".into(),
-            serde_json::Value::Array(self.children.iter().map(Node::to_json).collect()),
-        );
-        serde_json::Value::Object(m)
+        let mut out = Vec::new();
+        self.write_json(&mut out);
+        serde_json::from_slice(&out).unwrap_or_default()
     }
 }
 
@@ -717,22 +689,6 @@ pub mod json {
         out.extend_from_slice(b"\\\"");
     }
 
-    /// Both texts a printable-ASCII string (see [`is_printable_ascii`]) is
-    /// written as, in one pass: its `Debug` text JSON-escaped, appended to
-    /// `display` (as [`debug_printable_into`]), and its JSON escape without
-    /// quotes, appended to `value` (as [`escape_into`]). Record values, the
-    /// longest strings of a tree, are written both ways.
-    pub fn debug_and_escape_into(display: &mut Vec<u8>, value: &mut Vec<u8>, s: &str) {
-        debug_and_escape_ascii(display, value, s.as_bytes());
-    }
-
-    /// [`debug_and_escape_into`] of bytes that [`is_printable_ascii_bytes`]
-    /// accepts (the caller checks; other bytes would be copied as they are).
-    pub fn debug_and_escape_ascii(display: &mut Vec<u8>, value: &mut Vec<u8>, b: &[u8]) {
-        let quotes = b.chunks(64).map(quotes_in).sum();
-        debug_and_escape_counted(display, value, b, quotes);
-    }
-
     /// How many bytes of `c` (at most 255 of them) are `"` or `\\`.
     #[inline(always)]
     fn quotes_in(c: &[u8]) -> usize {
@@ -766,9 +722,14 @@ pub mod json {
         x.wrapping_sub(0x20) < 0x5f
     }
 
-    /// [`debug_and_escape_ascii`] of bytes of which `quotes` are `"` or `\\`
-    /// (as [`printable_ascii_quotes`] counts them): the texts are written in
-    /// room made for their exact lengths.
+    /// Both texts printable-ASCII bytes (see [`is_printable_ascii_bytes`];
+    /// the caller checks, other bytes would be copied as they are) are
+    /// written as, in one pass: their `Debug` text JSON-escaped, appended to
+    /// `display` (as [`debug_printable_into`]), and their JSON escape without
+    /// quotes, appended to `value` (as [`escape_into`]). Record values, the
+    /// longest strings of a tree, are written both ways. `quotes` of the
+    /// bytes are `"` or `\\` (as [`printable_ascii_quotes`] counts them): the
+    /// texts are written in room made for their exact lengths.
     pub fn debug_and_escape_counted(
         display: &mut Vec<u8>,
         value: &mut Vec<u8>,
@@ -818,7 +779,7 @@ pub mod json {
     /// backslashes before it in `display`, one in `value`), and moves `d` and
     /// `v` past them. Each store is a whole word, possibly past the bytes
     /// kept, within [`WORD_ROOM`] of where the word starts: the room
-    /// [`debug_and_escape_ascii`] makes covers it, and later stores
+    /// [`debug_and_escape_counted`] makes covers it, and later stores
     /// overwrite what is past the text.
     #[inline(always)]
     fn both_escapes_of_word(
@@ -1161,8 +1122,9 @@ pub mod json {
 }
 
 impl Node {
-    /// Appends [`Node::to_json`] as compact JSON, with serde_json's bytes
-    /// (keys sorted as its map keeps them), without building the value.
+    /// Appends the tree as compact JSON (the object [`Node::to_json`]
+    /// describes), with serde_json's bytes (keys sorted as its map keeps
+    /// them), without building a value.
     ///
     /// A tree decoded with `DecodeOptions::records_json` is written with
     /// [`Node::write_json_in`] and its bytes: here its [`Value::Records`]
@@ -1551,14 +1513,7 @@ impl Fields {
             push_escaped(&mut self.name, &n.name);
         }
         self.raw.clear();
-        let _ = n.value.write_display(&mut self.raw);
-        if let Some(d) = &n.detail {
-            if self.raw.is_empty() {
-                self.raw.push_str(d);
-            } else {
-                let _ = write!(self.raw, " ({d})");
-            }
-        }
+        n.push_value_text(&mut self.raw);
         self.value.clear();
         if !self.raw.is_empty() {
             self.value.push_str("= ");
@@ -2103,8 +2058,43 @@ mod tests {
         }
     }
 
+    /// The tree's JSON built with serde_json's own values: the oracle the
+    /// hand-written writer is checked against.
+    fn serde_tree(n: &Node) -> serde_json::Value {
+        use serde_json::Value as J;
+        let value = match &n.value {
+            Value::None | Value::Null => J::Null,
+            Value::Int(v) => J::from(*v),
+            Value::Uint(v) => J::from(*v),
+            Value::Float(v) => {
+                serde_json::Number::from_f64(*v).map_or_else(|| J::String(v.to_string()), J::Number)
+            }
+            Value::Bool(v) => J::Bool(*v),
+            Value::Str(v) => J::String(v.clone()),
+            _ => J::String(n.value.display()),
+        };
+        let mut m = serde_json::Map::new();
+        m.insert("name".into(), n.name.as_ref().into());
+        m.insert("type".into(), n.ty.as_ref().into());
+        m.insert("value".into(), value);
+        m.insert("display".into(), n.value_text().into());
+        m.insert("offset".into(), n.offset.into());
+        m.insert("length".into(), n.length.into());
+        if n.source != 0 {
+            m.insert("source".into(), n.source.into());
+        }
+        if let Some(e) = &n.error {
+            m.insert("error".into(), e.as_str().into());
+        }
+        m.insert(
+            "children".into(),
+            n.children.iter().map(serde_tree).collect(),
+        );
+        J::Object(m)
+    }
+
     #[test]
-    fn write_json_is_to_json_for_every_kind_of_value() {
+    fn write_json_is_serde_json_for_every_kind_of_value() {
         let mut values = vec![
             Value::None,
             Value::Null,
@@ -2115,6 +2105,9 @@ mod tests {
             Value::Float(-0.5e-300),
             Value::Float(f64::NAN),
             Value::Float(f64::INFINITY),
+            Value::Float(0.1 + 0.2),
+            Value::Float(f64::MIN_POSITIVE),
+            Value::Float(-1.7976931348623157e308),
             Value::Bool(true),
             Value::Bool(false),
             Value::bytes(&[]),
@@ -2142,11 +2135,13 @@ mod tests {
                 parent.children.push(n);
                 let mut got = Vec::new();
                 parent.write_json(&mut got);
+                let want = serde_tree(&parent);
                 assert_eq!(
                     String::from_utf8(got).expect("utf8"),
-                    parent.to_json().to_string(),
+                    want.to_string(),
                     "{v:?} {detail:?}"
                 );
+                assert_eq!(parent.to_json(), want, "{v:?} {detail:?}");
             }
         }
     }
@@ -2183,7 +2178,7 @@ mod tests {
         }
 
         #[test]
-        fn write_json_is_serde_json_of_to_json(
+        fn write_json_is_serde_json_of_the_tree(
             s in escape_heavy(),
             t in "[ -~]{0,40}",
             detail in proptest::option::of("[ -~]{0,8}"),
@@ -2198,7 +2193,7 @@ mod tests {
             }
             let mut got = Vec::new();
             root.write_json(&mut got);
-            let want = serde_json::to_string(&root.to_json()).expect("json");
+            let want = serde_json::to_string(&serde_tree(&root)).expect("json");
             proptest::prop_assert_eq!(String::from_utf8(got).expect("utf8"), want);
         }
 
@@ -2241,7 +2236,8 @@ mod tests {
             p.insert_str(at.min(p.len()), special);
             for t in [&s, &p, &dense] {
                 let (mut d, mut v) = (b"d".to_vec(), b"v".to_vec());
-                json::debug_and_escape_into(&mut d, &mut v, t);
+                let quotes = json::printable_ascii_quotes(t.as_bytes()).expect("printable");
+                json::debug_and_escape_counted(&mut d, &mut v, t.as_bytes(), quotes);
                 let (mut d2, mut v2) = (b"d".to_vec(), b"v".to_vec());
                 json::debug_printable_into(&mut d2, t);
                 json::escape_into(&mut v2, t);

@@ -83,7 +83,7 @@ const XERIAL_MAGIC: &[u8; 8] = b"\x82SNAPPY\x00";
 /// Decompresses `data` with `codec`, refusing to produce more than `limit` bytes.
 pub fn decompress(codec: u8, data: &[u8], limit: usize) -> Result<Inflated, InflateError> {
     let mut out = Vec::new();
-    let note = run(codec, data, limit, Some(&mut out))?;
+    let note = run(codec, data, limit, &mut Sink::Keep(&mut out))?;
     Ok(Inflated { data: out, note })
 }
 
@@ -114,7 +114,7 @@ pub fn decompressed_len(
     limit: usize,
 ) -> Result<InflatedSize, InflateError> {
     let mut sink = Sink::Count(0);
-    let note = run_into(codec, data, limit, &mut sink)?;
+    let note = run(codec, data, limit, &mut sink)?;
     Ok(InflatedSize {
         len: sink.len(),
         note,
@@ -152,19 +152,8 @@ impl Sink<'_> {
     }
 }
 
+/// Decompresses `data` with `codec` into `sink`: the framing's remark.
 fn run(
-    codec: u8,
-    data: &[u8],
-    limit: usize,
-    keep: Option<&mut Vec<u8>>,
-) -> Result<Option<&'static str>, InflateError> {
-    match keep {
-        Some(v) => run_into(codec, data, limit, &mut Sink::Keep(v)),
-        None => run_into(codec, data, limit, &mut Sink::Count(0)),
-    }
-}
-
-fn run_into(
     codec: u8,
     data: &[u8],
     limit: usize,
@@ -375,38 +364,33 @@ fn snappy_block(block: &[u8], limit: usize, sink: &mut Sink<'_>) -> Result<(), I
 /// version, then blocks of [int32 compressed length][raw snappy block].
 fn xerial(data: &[u8], limit: usize, sink: &mut Sink<'_>) -> Result<(), InflateError> {
     let start = sink.len();
-    let r = xerial_blocks(data, limit, sink, start);
-    if r.is_err() {
+    let mut r = crate::kafka::wire::Reader::new(data);
+    let mut blocks = || {
+        r.take(16)
+            .map_err(|e| corrupt("snappy", format!("xerial header: {e}")))?;
+        while r.remaining() > 0 {
+            let len = r
+                .i32()
+                .map_err(|e| corrupt("snappy", format!("xerial block length: {e}")))?;
+            let len = usize::try_from(len)
+                .map_err(|_| corrupt("snappy", format!("negative xerial block length {len}")))?;
+            let block = r
+                .take(len)
+                .map_err(|e| corrupt("snappy", format!("xerial block: {e}")))?;
+            // The limit covers this payload only, not what the sink held before.
+            snappy_block(block, limit.saturating_add(start), sink).map_err(|e| match e {
+                InflateError::TooLarge { .. } => InflateError::TooLarge { limit },
+                e => e,
+            })?;
+        }
+        Ok(())
+    };
+    let res = blocks();
+    // Nothing is kept from a stream that fails.
+    if res.is_err() {
         sink.truncate(start);
     }
-    r
-}
-
-fn xerial_blocks(
-    data: &[u8],
-    limit: usize,
-    sink: &mut Sink<'_>,
-    start: usize,
-) -> Result<(), InflateError> {
-    let mut r = crate::kafka::wire::Reader::new(data);
-    r.take(16)
-        .map_err(|e| corrupt("snappy", format!("xerial header: {e}")))?;
-    while r.remaining() > 0 {
-        let len = r
-            .i32()
-            .map_err(|e| corrupt("snappy", format!("xerial block length: {e}")))?;
-        let len = usize::try_from(len)
-            .map_err(|_| corrupt("snappy", format!("negative xerial block length {len}")))?;
-        let block = r
-            .take(len)
-            .map_err(|e| corrupt("snappy", format!("xerial block: {e}")))?;
-        // The limit covers this payload only, not what the sink held before.
-        snappy_block(block, limit.saturating_add(start), sink).map_err(|e| match e {
-            InflateError::TooLarge { .. } => InflateError::TooLarge { limit },
-            e => e,
-        })?;
-    }
-    Ok(())
+    res
 }
 
 fn zstd(data: &[u8], limit: usize, sink: &mut Sink<'_>) -> Result<(), InflateError> {
@@ -445,31 +429,27 @@ fn lz4(
     // Kafka's clients before KIP-57 (message format v0) computed the frame
     // header checksum over the magic number too. Check which checksum the
     // header carries and decode a copy with the standard one, so both read.
+    let (mut fixed, mut note) = (None, None);
     if let Some(hc_at) = lz4_descriptor_end(data) {
         let good = (xxh32(data.get(4..hc_at).unwrap_or(&[]), 0) >> 8) as u8;
         let stored = data.get(hc_at).copied();
         if stored != Some(good) {
             let broken = (xxh32(data.get(..hc_at).unwrap_or(&[]), 0) >> 8) as u8;
-            let note = if stored == Some(broken) {
+            note = Some(if stored == Some(broken) {
                 "pre-KIP-57 LZ4 header checksum"
             } else {
                 "LZ4 frame header checksum mismatch, ignored"
-            };
-            let mut fixed = data.to_vec();
-            if let Some(b) = fixed.get_mut(hc_at) {
+            });
+            let mut f = data.to_vec();
+            if let Some(b) = f.get_mut(hc_at) {
                 *b = good;
             }
-            drain(
-                lz4_flex::frame::FrameDecoder::new(&fixed[..]),
-                limit,
-                "lz4",
-                sink,
-            )?;
-            return Ok(Some(note));
+            fixed = Some(f);
         }
     }
-    drain(lz4_flex::frame::FrameDecoder::new(data), limit, "lz4", sink)?;
-    Ok(None)
+    let frame = lz4_flex::frame::FrameDecoder::new(fixed.as_deref().unwrap_or(data));
+    drain(frame, limit, "lz4", sink)?;
+    Ok(note)
 }
 
 /// Where the header checksum byte of an LZ4 frame sits, if the frame starts
@@ -530,12 +510,8 @@ pub(crate) fn xxh32(input: &[u8], seed: u32) -> u32 {
         seed.wrapping_add(P5)
     };
     h = h.wrapping_add(input.len() as u32);
-    let tail = if input.len() >= 16 {
-        stripes.remainder()
-    } else {
-        input
-    };
-    let mut words = tail.chunks_exact(4);
+    // The whole input when it is shorter than a stripe.
+    let mut words = stripes.remainder().chunks_exact(4);
     for w in words.by_ref() {
         h = h
             .wrapping_add(le(w).wrapping_mul(P3))

@@ -282,7 +282,8 @@ fn wrapped(
             }
             let mut nodes = inner.nodes;
             if magic == 1 {
-                absolute_offsets(&mut nodes, kids_offset(kids));
+                // The wrapper's own offset is its first child.
+                absolute_offsets(&mut nodes, kids.first().and_then(int_of));
             }
             let Some(v) = kids.get_mut(at) else {
                 return (0, 0);
@@ -307,10 +308,10 @@ fn wrapped(
     }
 }
 
-/// The wrapper's own offset (its first child).
-fn kids_offset(kids: &[Node]) -> Option<i64> {
-    match kids.first().map(|n| &n.value) {
-        Some(Value::Int(o)) => Some(*o),
+/// A node's integer value (an offset).
+fn int_of(n: &Node) -> Option<i64> {
+    match n.value {
+        Value::Int(o) => Some(o),
         _ => None,
     }
 }
@@ -320,10 +321,7 @@ fn kids_offset(kids: &[Node]) -> Option<i64> {
 /// message's absolute offset.
 fn absolute_offsets(nodes: &mut [Node], wrapper: Option<i64>) {
     let Some(wrapper) = wrapper else { return };
-    let rel = |n: &Node| match n.child("offset").map(|o| &o.value) {
-        Some(Value::Int(o)) => Some(*o),
-        _ => None,
-    };
+    let rel = |n: &Node| n.child("offset").and_then(int_of);
     let Some(last) = nodes.iter().rev().find_map(rel) else {
         return;
     };

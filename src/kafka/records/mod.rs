@@ -110,13 +110,8 @@ pub fn decode_record_set(
 ) -> RecordSet {
     let mut ctx = Ctx::new(opts, sources);
     let out = decode_set(&mut ctx, data, base, source, 0, false);
-    let mut problem = None;
-    for n in &out.nodes {
-        if let Some(e) = n.first_error() {
-            problem = Some((e.offset, e.source, e.error.clone().unwrap_or_default()));
-            break;
-        }
-    }
+    let problem = (out.nodes.iter().find_map(Node::first_error))
+        .map(|e| (e.offset, e.source, e.error.clone().unwrap_or_default()));
     RecordSet {
         summary: if data.is_empty() {
             "empty".to_string()
@@ -740,8 +735,6 @@ fn partial(c: &cursor::Cur<'_>, total: Option<usize>, magic: Option<u8>, nested:
     n
 }
 
-#[cfg(test)]
-mod mixed_bytes;
 #[cfg(test)]
 mod size_tests;
 #[cfg(test)]

@@ -8,9 +8,8 @@
 
 #![allow(clippy::indexing_slicing)]
 
-use super::mixed_bytes::mixed;
 use super::*;
-use kafkashark_harness::{compress, legacy_message, record_batch};
+use kafkashark_harness::{compress, legacy_message, mixed, record_batch};
 
 /// A payload that compresses well but not trivially (JSON-like records).
 fn sample(n: usize) -> Vec<u8> {

@@ -348,14 +348,9 @@ pub fn definitions(api_key: i16, kind: MessageKind) -> impl Iterator<Item = &'st
 
 /// The union of versions known for an api key's requests (current and legacy), if the key is known.
 pub fn known_versions(api_key: i16) -> Option<Versions> {
-    let mut out: Option<Versions> = None;
-    for m in definitions(api_key, MessageKind::Request) {
-        out = Some(match out {
-            None => m.valid,
-            Some(v) => Versions::new(v.min.min(m.valid.min), v.max.max(m.valid.max)),
-        });
-    }
-    out
+    definitions(api_key, MessageKind::Request)
+        .map(|m| m.valid)
+        .reduce(|v, w| Versions::new(v.min.min(w.min), v.max.max(w.max)))
 }
 
 /// The API name for a key (`Produce`), from the request definition's name.
