@@ -244,17 +244,8 @@ impl Input {
         self.buf.get(self.pos..end).unwrap_or_default()
     }
 
-    /// `len` unread bytes from `from` on, sharing the buffer (`None` if not buffered).
-    fn slice(&self, from: usize, len: usize) -> Option<Bytes> {
-        self.window_bytes(self.pos.checked_add(from)?, len)
-    }
-
-    /// Bytes `start..start + len` of the current buffer, consumed or not.
-    fn window(&self, start: usize, len: usize) -> Option<&[u8]> {
-        self.buf.get(start..start.checked_add(len)?)
-    }
-
-    /// [`Input::window`] as a slice sharing the buffer.
+    /// Bytes `start..start + len` of the current buffer, consumed or not,
+    /// as a slice sharing the buffer.
     fn window_bytes(&self, start: usize, len: usize) -> Option<Bytes> {
         let end = start.checked_add(len)?;
         (end <= self.buf.len()).then(|| self.buf.slice(start..end))
@@ -422,20 +413,11 @@ fn interface_options(opts: &[u8], order: Order) -> Result<Iface, String> {
                     return Err("more than one if_tsresol option".into());
                 }
                 let v = value.first().copied().unwrap_or(0);
-                if v & 0x80 != 0 {
-                    let shift = v & 0x7f;
-                    if shift > 63 {
-                        return Err(format!("if_tsresol 2^-{shift} is too fine"));
-                    }
-                    binary = true;
-                    tsresol = 1u64 << shift;
-                } else {
-                    if v > 19 {
-                        return Err(format!("if_tsresol 10^-{v} is too fine"));
-                    }
-                    binary = false;
-                    tsresol = 10u64.pow(u32::from(v));
-                }
+                binary = v & 0x80 != 0;
+                let (base, exp) = if binary { (2u64, v & 0x7f) } else { (10, v) };
+                tsresol = base
+                    .checked_pow(u32::from(exp))
+                    .ok_or_else(|| format!("if_tsresol {base}^-{exp} is too fine"))?;
             }
             // if_tsoffset: seconds, signed.
             14 => {
@@ -564,26 +546,16 @@ struct Meta {
 /// What a caller of the reader makes of a frame, once its record is
 /// consumed: the readers hand the frame's bytes to one of these and return
 /// what it gives.
-trait Take {
+trait Take: Sized {
     type Out;
     /// The frame is bytes `start..start + len` of the current buffer.
     /// `None` when they are not in it.
-    fn in_buffer(self, input: &Input, start: usize, len: usize, meta: Meta) -> Option<Self::Out>;
+    #[inline]
+    fn in_buffer(self, input: &Input, start: usize, len: usize, meta: Meta) -> Option<Self::Out> {
+        Some(self.taken(input.window_bytes(start, len)?, meta))
+    }
     /// The frame's bytes, cut from the buffer already (a record read in parts).
     fn taken(self, data: Bytes, meta: Meta) -> Self::Out;
-}
-
-/// The frame numbered `index` of link type `link`, its bytes `data`.
-fn frame(index: u64, link: LinkType, data: Bytes, meta: Meta) -> Frame {
-    Frame {
-        index,
-        ts: meta.ts,
-        caplen: u32::try_from(data.len()).unwrap_or(u32::MAX),
-        origlen: meta.origlen,
-        link,
-        data,
-        file_offset: Some(meta.file_offset),
-    }
 }
 
 /// [`FastFile::next`]'s frames: whole, slices of the buffer.
@@ -596,14 +568,16 @@ impl Take for Whole {
     type Out = Frame;
 
     #[inline]
-    fn in_buffer(self, input: &Input, start: usize, len: usize, meta: Meta) -> Option<Frame> {
-        let data = input.window_bytes(start, len)?;
-        Some(self.taken(data, meta))
-    }
-
-    #[inline]
     fn taken(self, data: Bytes, meta: Meta) -> Frame {
-        frame(self.index, self.link, data, meta)
+        Frame {
+            index: self.index,
+            ts: meta.ts,
+            caplen: u32::try_from(data.len()).unwrap_or(u32::MAX),
+            origlen: meta.origlen,
+            link: self.link,
+            data,
+            file_offset: Some(meta.file_offset),
+        }
     }
 }
 
@@ -620,7 +594,7 @@ impl<R, F: FnOnce(Seen) -> R> Take for Visit<F> {
 
     #[inline]
     fn in_buffer(self, input: &Input, start: usize, len: usize, meta: Meta) -> Option<R> {
-        let bytes = input.window(start, len)?;
+        let bytes = input.buf.get(start..start.checked_add(len)?)?;
         if self.link == LinkType::ETHERNET {
             if let Some((mut seg, payload)) = ethernet_ipv4_tcp(bytes) {
                 if !payload.is_empty() {
@@ -636,13 +610,13 @@ impl<R, F: FnOnce(Seen) -> R> Take for Visit<F> {
                 })));
             }
         }
-        let data = input.window_bytes(start, len)?;
-        Some(self.taken(data, meta))
+        Some(self.taken(input.window_bytes(start, len)?, meta))
     }
 
     #[inline]
     fn taken(self, data: Bytes, meta: Meta) -> R {
-        (self.visit)(Seen::Frame(frame(self.index, self.link, data, meta)))
+        let (index, link) = (self.index, self.link);
+        (self.visit)(Seen::Frame(Whole { index, link }.taken(data, meta)))
     }
 }
 
@@ -666,9 +640,7 @@ impl FastFile {
             return None;
         }
         let mut input = Input::new(file);
-        if !input.fill(4).ok()? {
-            return None;
-        }
+        input.fill(4).ok().filter(|&got| got)?;
         let magic: [u8; 4] = input.peek(4).try_into().ok()?;
         if magic == BT_SHB.to_le_bytes() {
             return FastFile::open_pcapng(input);
@@ -681,9 +653,7 @@ impl FastFile {
             _ => return None,
         };
         // magic(4) version major(2) minor(2) thiszone(4) sigfigs(4) snaplen(4) linktype(4).
-        if !input.fill(24).ok()? {
-            return None;
-        }
+        input.fill(24).ok().filter(|&got| got)?;
         let h = input.peek(24);
         if (order.u16(h, 4)?, order.u16(h, 6)?) != (2, 4) {
             return None;
@@ -708,17 +678,11 @@ impl FastFile {
 
     fn open_pcapng(mut input: Input) -> Option<FastFile> {
         // SHB: type(4) length(4) byte-order magic(4) major(2) minor(2) section length(8).
-        if !input.fill(16).ok()? {
-            return None;
-        }
+        input.fill(16).ok().filter(|&got| got)?;
         let h = input.peek(16);
-        let order = if Order::Little.u32(h, 8)? == BYTE_ORDER_MAGIC {
-            Order::Little
-        } else if Order::Big.u32(h, 8)? == BYTE_ORDER_MAGIC {
-            Order::Big
-        } else {
-            return None;
-        };
+        let order = [Order::Little, Order::Big]
+            .into_iter()
+            .find(|o| o.u32(h, 8) == Some(BYTE_ORDER_MAGIC))?;
         let len = order.u32(h, 4)?;
         if !(28..=MAX_FIRST_SHB).contains(&len) {
             return None;
@@ -870,10 +834,8 @@ fn next_pcap<T: Take>(
         }
         return Ok(Some(take.taken(data, meta)));
     }
-    match take.in_buffer(input, start, keep, meta) {
-        Some(out) => Ok(Some(out)),
-        None => Err(cut_record(at, caplen, 0)),
-    }
+    let out = take.in_buffer(input, start, keep, meta);
+    out.map(Some).ok_or_else(|| cut_record(at, caplen, 0))
 }
 
 fn cut_record(at: u64, caplen: u32, have: usize) -> String {
@@ -981,38 +943,29 @@ fn skip_block(input: &mut Input, order: Order, len: u32) -> Result<(), String> {
 
 /// The fixed part of a packet block (`body` starts after the block header).
 fn packet_header(ty: u32, body: &[u8], order: Order, snapshot: u32) -> Option<PacketHeader> {
-    let ts = |at: usize| -> Option<u64> {
-        Some(u64::from(order.u32(body, at)?) << 32 | u64::from(order.u32(body, at + 4)?))
-    };
-    match ty {
-        // EPB: interface(4) ts high(4) ts low(4) caplen(4) origlen(4).
-        BT_EPB => Some(PacketHeader {
-            iface: order.u32(body, 0)?,
-            t: ts(4)?,
-            caplen: order.u32(body, 12)?,
-            origlen: order.u32(body, 16)?,
-            fixed: 20,
-        }),
+    if ty == BT_SPB {
         // SPB: origlen(4); captured is the snapshot length at most; no timestamp.
-        BT_SPB => {
-            let origlen = order.u32(body, 0)?;
-            Some(PacketHeader {
-                iface: 0,
-                t: 0,
-                caplen: origlen.min(snapshot),
-                origlen,
-                fixed: 4,
-            })
-        }
-        // PB (obsolete): interface(2) drops(2) ts high(4) ts low(4) caplen(4) origlen(4).
-        _ => Some(PacketHeader {
-            iface: u32::from(order.u16(body, 0)?),
-            t: ts(4)?,
-            caplen: order.u32(body, 12)?,
-            origlen: order.u32(body, 16)?,
-            fixed: 20,
-        }),
+        let origlen = order.u32(body, 0)?;
+        return Some(PacketHeader {
+            iface: 0,
+            t: 0,
+            caplen: origlen.min(snapshot),
+            origlen,
+            fixed: 4,
+        });
     }
+    // EPB: interface(4) ts high(4) ts low(4) caplen(4) origlen(4); PB
+    // (obsolete): interface(2) drops(2), the rest as in an EPB.
+    Some(PacketHeader {
+        iface: match ty {
+            BT_EPB => order.u32(body, 0)?,
+            _ => u32::from(order.u16(body, 0)?),
+        },
+        t: u64::from(order.u32(body, 4)?) << 32 | u64::from(order.u32(body, 8)?),
+        caplen: order.u32(body, 12)?,
+        origlen: order.u32(body, 16)?,
+        fixed: 20,
+    })
 }
 
 /// Checks a packet header against the section's interfaces; the interface.
@@ -1108,14 +1061,13 @@ fn next_pcapng<T: Take>(
         if whole {
             let start = input.pos + start;
             input.advance(total);
-            return take
-                .in_buffer(input, start, caplen, meta)
-                .map_or_else(|| Err(cut(input)), |out| Ok(Some(out)));
+            let out = take.in_buffer(input, start, caplen, meta);
+            return out.map(Some).ok_or_else(|| cut(input));
         }
         if !input.fill(start + caplen)? {
             return Err(cut(input));
         }
-        let Some(data) = input.slice(start, caplen) else {
+        let Some(data) = input.window_bytes(input.pos + start, caplen) else {
             return Err(cut(input));
         };
         skip_block(input, order, len)?;

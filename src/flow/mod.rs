@@ -476,7 +476,6 @@ pub struct Reassembler {
     cfg: FlowConfig,
     /// Boxed: a connection is taken out and put back on every segment.
     conns: FxHashMap<Key, Box<Conn>>,
-    next_stream: u64,
     buffered_total: usize,
     last_sweep: Option<Timestamp>,
     stats: FlowStats,
@@ -510,7 +509,6 @@ impl Reassembler {
         Reassembler {
             cfg,
             conns: FxHashMap::default(),
-            next_stream: 0,
             buffered_total: 0,
             last_sweep: None,
             late: None,
@@ -606,8 +604,8 @@ impl Reassembler {
             self.evict_oldest(frame, ts, out);
         }
         let client = if broker == seg.src { seg.dst } else { seg.src };
-        let stream = self.next_stream;
-        self.next_stream += 1;
+        // Streams are numbered by the connections opened before them.
+        let stream = self.stats.connections;
         self.stats.connections += 1;
         out.push(FlowEvent::Open {
             stream,
@@ -741,11 +739,7 @@ impl Reassembler {
             // A RST's ACK only tells the close what may still arrive.
             conn.half(back).note_ack(seg.ack);
         }
-        let need = if window {
-            Self::wait_need(conn, dir, seg)
-        } else {
-            None
-        };
+        let need = window.then(|| Self::wait_need(conn, dir, seg)).flatten();
         self.segment(conn, dir, seg, at, need, out);
         if conn.halves.iter().any(|h| !h.waits.is_empty()) {
             self.release(conn, frame, ts, out);
@@ -1320,10 +1314,8 @@ impl Reassembler {
 
     fn check_fin(conn: &mut Conn, dir: Direction) {
         let h = conn.half(dir);
-        if let Some(f) = h.fin_off {
-            if h.next_off >= f && h.buf.is_empty() {
-                h.done = true;
-            }
+        if h.fin_off.is_some_and(|f| h.next_off >= f) && h.buf.is_empty() {
+            h.done = true;
         }
     }
 
@@ -1336,11 +1328,7 @@ impl Reassembler {
         out: &mut Vec<FlowEvent>,
     ) {
         for dir in [Direction::ClientToBroker, Direction::BrokerToClient] {
-            while self.force_gap(conn, dir, out) {
-                if conn.half(dir).buf.is_empty() {
-                    break;
-                }
-            }
+            while self.force_gap(conn, dir, out) && !conn.half_ref(dir).buf.is_empty() {}
             // Bytes before a FIN that never arrived.
             let h = conn.half(dir);
             if let Some(f) = h.fin_off {
