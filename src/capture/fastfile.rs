@@ -152,12 +152,13 @@ impl Order {
 }
 
 /// A timestamp as libpcap hands it out: `tv_sec`, and `tv_usec` holding
-/// nanoseconds when `nano`, else microseconds.
+/// nanoseconds when `nano`, else microseconds (below 2^32: the product
+/// cannot wrap).
 pub(super) fn timestamp(tv_sec: i64, tv_frac: i64, nano: bool) -> Timestamp {
     let frac = if nano {
         tv_frac
     } else {
-        tv_frac.saturating_mul(1000)
+        tv_frac.wrapping_mul(1000)
     };
     Timestamp::new(tv_sec, u32::try_from(frac).unwrap_or(0))
 }

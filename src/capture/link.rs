@@ -141,19 +141,16 @@ fn decode_link_lax(link: LinkType, data: &Bytes, origlen: u32) -> Result<Segment
         LinkType::ETHERNET => {
             LaxSlicedPacket::from_ethernet(bytes).map_err(|e| Skip::malformed("Ethernet", 0, e))?
         }
-        LinkType::LINUX_SLL => {
+        LinkType::LINUX_SLL | LinkType::LINUX_SLL2 => {
             // SLL: packet type(2) ARPHRD type(2) address length(2) address(8) protocol(2).
-            const PROTOCOL: std::ops::Range<usize> = 14..16;
-            let proto = be16(bytes.get(PROTOCOL)).ok_or_else(|| short("Linux SLL", 16))?;
-            let rest = bytes.get(16..).unwrap_or_default();
-            from_protocol(proto, rest)?
-        }
-        LinkType::LINUX_SLL2 => {
             // SLL2: protocol(2) reserved(2) ifindex(4) ARPHRD type(2) packet type(1)
             // address length(1) address(8).
-            const PROTOCOL: std::ops::Range<usize> = 0..2;
-            let proto = be16(bytes.get(PROTOCOL)).ok_or_else(|| short("Linux SLL2", 20))?;
-            let rest = bytes.get(20..).ok_or_else(|| short("Linux SLL2", 20))?;
+            let (layer, protocol, len) = match link {
+                LinkType::LINUX_SLL => ("Linux SLL", 14..16, 16),
+                _ => ("Linux SLL2", 0..2, 20),
+            };
+            let proto = be16(bytes.get(protocol)).ok_or_else(|| short(layer, len))?;
+            let rest = bytes.get(len..).ok_or_else(|| short(layer, len))?;
             from_protocol(proto, rest)?
         }
         LinkType::NULL | LinkType::LOOP => {

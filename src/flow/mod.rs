@@ -813,14 +813,12 @@ impl Reassembler {
         if conn.closed || !Self::waiting(conn) {
             return;
         }
-        let mut earliest: Option<Timestamp> = conn.closing.map(|(_, s, _)| s.ts);
-        for h in &conn.halves {
-            let times = h.held.map(|x| x.since.ts).into_iter();
-            for t in times.chain(h.waits.iter().map(|w| w.since.ts)) {
-                earliest = Some(earliest.map_or(t, |e| e.min(t)));
-            }
-        }
-        if let Some(t) = earliest {
+        let closing = conn.closing.map(|(_, s, _)| s);
+        let halves = conn.halves.iter().flat_map(|h| {
+            let held = h.held.map(|x| x.since).into_iter();
+            held.chain(h.waits.iter().map(|w| w.since))
+        });
+        if let Some(t) = closing.into_iter().chain(halves).map(|s| s.ts).min() {
             let w = self.cfg.reorder.time_ns;
             let d = Timestamp::new(
                 t.secs.saturating_add((w / 1_000_000_000) as i64),
