@@ -37,11 +37,7 @@ impl Timestamp {
     /// `self - earlier` in nanoseconds, 0 when `earlier` is later (packet clocks can step back).
     pub fn nanos_since(self, earlier: Timestamp) -> u64 {
         let d = self.as_nanos() - earlier.as_nanos();
-        if d <= 0 {
-            0
-        } else {
-            u64::try_from(d).unwrap_or(u64::MAX)
-        }
+        u64::try_from(d.max(0)).unwrap_or(u64::MAX)
     }
 }
 

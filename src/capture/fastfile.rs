@@ -87,20 +87,6 @@ const BT_EPB: u32 = 6;
 /// Section Header Block byte-order magic.
 const BYTE_ORDER_MAGIC: u32 = 0x1A2B_3C4D;
 
-/// Link types (after libpcap's LINKTYPE → DLT mapping) this reader opens
-/// files of; the decoder knows them all. Others go to libpcap.
-const READ_LINKS: [LinkType; 9] = [
-    LinkType::NULL,
-    LinkType::ETHERNET,
-    LinkType::RAW_DLT,
-    LinkType::RAW,
-    LinkType::LOOP,
-    LinkType::LINUX_SLL,
-    LinkType::IPV4,
-    LinkType::IPV6,
-    LinkType::LINUX_SLL2,
-];
-
 /// libpcap's `linktype_to_dlt` for the numbers below its matching range
 /// that differ on Linux (`LINKTYPE_ATM_RFC1483` .. `LINKTYPE_PPP_BSDOS`).
 fn linktype_to_dlt(linktype: u32) -> LinkType {
@@ -139,35 +125,42 @@ impl Order {
         Order::Little
     };
 
+    /// The `N` bytes at `at` of `b` as a number in this order (`le`/`be` read it).
+    #[inline]
+    fn read<const N: usize, T>(
+        self,
+        b: &[u8],
+        at: usize,
+        le: fn([u8; N]) -> T,
+        be: fn([u8; N]) -> T,
+    ) -> Option<T> {
+        let a: [u8; N] = b.get(at..at.checked_add(N)?)?.try_into().ok()?;
+        Some(if self == Order::Little { le(a) } else { be(a) })
+    }
+
     fn u16(self, b: &[u8], at: usize) -> Option<u16> {
-        let a: [u8; 2] = b.get(at..at.checked_add(2)?)?.try_into().ok()?;
-        Some(match self {
-            Order::Little => u16::from_le_bytes(a),
-            Order::Big => u16::from_be_bytes(a),
-        })
+        self.read(b, at, u16::from_le_bytes, u16::from_be_bytes)
     }
 
     fn u32(self, b: &[u8], at: usize) -> Option<u32> {
-        let a: [u8; 4] = b.get(at..at.checked_add(4)?)?.try_into().ok()?;
-        Some(match self {
-            Order::Little => u32::from_le_bytes(a),
-            Order::Big => u32::from_be_bytes(a),
-        })
+        self.read(b, at, u32::from_le_bytes, u32::from_be_bytes)
     }
 
     fn u64(self, b: &[u8], at: usize) -> Option<u64> {
-        let a: [u8; 8] = b.get(at..at.checked_add(8)?)?.try_into().ok()?;
-        Some(match self {
-            Order::Little => u64::from_le_bytes(a),
-            Order::Big => u64::from_be_bytes(a),
-        })
+        self.read(b, at, u64::from_le_bytes, u64::from_be_bytes)
     }
 }
 
-/// A timestamp as libpcap hands it out (`tv_sec`, `tv_usec` holding
-/// nanoseconds), converted the way `FileSource` converts libpcap's.
-pub(super) fn timestamp(tv_sec: i64, tv_frac: i64) -> Timestamp {
-    Timestamp::new(tv_sec, u32::try_from(tv_frac).unwrap_or(0))
+/// A timestamp as libpcap hands it out: `tv_sec`, and `tv_usec` holding
+/// nanoseconds when `nano`, else microseconds (below 2^32: the product
+/// cannot wrap).
+pub(super) fn timestamp(tv_sec: i64, tv_frac: i64, nano: bool) -> Timestamp {
+    let frac = if nano {
+        tv_frac
+    } else {
+        tv_frac.wrapping_mul(1000)
+    };
+    Timestamp::new(tv_sec, u32::try_from(frac).unwrap_or(0))
 }
 
 /// The file, read in buffers.
@@ -252,17 +245,8 @@ impl Input {
         self.buf.get(self.pos..end).unwrap_or_default()
     }
 
-    /// `len` unread bytes from `from` on, sharing the buffer (`None` if not buffered).
-    fn slice(&self, from: usize, len: usize) -> Option<Bytes> {
-        self.window_bytes(self.pos.checked_add(from)?, len)
-    }
-
-    /// Bytes `start..start + len` of the current buffer, consumed or not.
-    fn window(&self, start: usize, len: usize) -> Option<&[u8]> {
-        self.buf.get(start..start.checked_add(len)?)
-    }
-
-    /// [`Input::window`] as a slice sharing the buffer.
+    /// Bytes `start..start + len` of the current buffer, consumed or not,
+    /// as a slice sharing the buffer.
     fn window_bytes(&self, start: usize, len: usize) -> Option<Bytes> {
         let end = start.checked_add(len)?;
         (end <= self.buf.len()).then(|| self.buf.slice(start..end))
@@ -394,7 +378,7 @@ impl Iface {
             Scale::DownDec(f) => frac / f.max(1),
             Scale::Bin => frac.wrapping_mul(1_000_000_000) / res,
         };
-        timestamp(sec as i64, frac as i64)
+        timestamp(sec as i64, frac as i64, true)
     }
 }
 
@@ -409,10 +393,8 @@ fn interface_options(opts: &[u8], order: Order) -> Result<Iface, String> {
             return Err("an option header is cut short".into());
         };
         let padded = usize::from(len).next_multiple_of(4);
-        let Some(value) = rest.get(4..4 + usize::from(len)) else {
-            return Err(format!("option {code} of {len} bytes is cut short"));
-        };
-        let Some(next) = rest.get(4 + padded..) else {
+        let (Some(value), Some(next)) = (rest.get(4..4 + usize::from(len)), rest.get(4 + padded..))
+        else {
             return Err(format!("option {code} of {len} bytes is cut short"));
         };
         match code {
@@ -432,20 +414,11 @@ fn interface_options(opts: &[u8], order: Order) -> Result<Iface, String> {
                     return Err("more than one if_tsresol option".into());
                 }
                 let v = value.first().copied().unwrap_or(0);
-                if v & 0x80 != 0 {
-                    let shift = v & 0x7f;
-                    if shift > 63 {
-                        return Err(format!("if_tsresol 2^-{shift} is too fine"));
-                    }
-                    binary = true;
-                    tsresol = 1u64 << shift;
-                } else {
-                    if v > 19 {
-                        return Err(format!("if_tsresol 10^-{v} is too fine"));
-                    }
-                    binary = false;
-                    tsresol = 10u64.pow(u32::from(v));
-                }
+                binary = v & 0x80 != 0;
+                let (base, exp) = if binary { (2u64, v & 0x7f) } else { (10, v) };
+                tsresol = base
+                    .checked_pow(u32::from(exp))
+                    .ok_or_else(|| format!("if_tsresol {base}^-{exp} is too fine"))?;
             }
             // if_tsoffset: seconds, signed.
             14 => {
@@ -574,26 +547,16 @@ struct Meta {
 /// What a caller of the reader makes of a frame, once its record is
 /// consumed: the readers hand the frame's bytes to one of these and return
 /// what it gives.
-trait Take {
+trait Take: Sized {
     type Out;
     /// The frame is bytes `start..start + len` of the current buffer.
     /// `None` when they are not in it.
-    fn in_buffer(self, input: &Input, start: usize, len: usize, meta: Meta) -> Option<Self::Out>;
+    #[inline]
+    fn in_buffer(self, input: &Input, start: usize, len: usize, meta: Meta) -> Option<Self::Out> {
+        Some(self.taken(input.window_bytes(start, len)?, meta))
+    }
     /// The frame's bytes, cut from the buffer already (a record read in parts).
     fn taken(self, data: Bytes, meta: Meta) -> Self::Out;
-}
-
-/// The frame numbered `index` of link type `link`, its bytes `data`.
-fn frame(index: u64, link: LinkType, data: Bytes, meta: Meta) -> Frame {
-    Frame {
-        index,
-        ts: meta.ts,
-        caplen: u32::try_from(data.len()).unwrap_or(u32::MAX),
-        origlen: meta.origlen,
-        link,
-        data,
-        file_offset: Some(meta.file_offset),
-    }
 }
 
 /// [`FastFile::next`]'s frames: whole, slices of the buffer.
@@ -606,14 +569,16 @@ impl Take for Whole {
     type Out = Frame;
 
     #[inline]
-    fn in_buffer(self, input: &Input, start: usize, len: usize, meta: Meta) -> Option<Frame> {
-        let data = input.window_bytes(start, len)?;
-        Some(self.taken(data, meta))
-    }
-
-    #[inline]
     fn taken(self, data: Bytes, meta: Meta) -> Frame {
-        frame(self.index, self.link, data, meta)
+        Frame {
+            index: self.index,
+            ts: meta.ts,
+            caplen: u32::try_from(data.len()).unwrap_or(u32::MAX),
+            origlen: meta.origlen,
+            link: self.link,
+            data,
+            file_offset: Some(meta.file_offset),
+        }
     }
 }
 
@@ -630,7 +595,7 @@ impl<R, F: FnOnce(Seen) -> R> Take for Visit<F> {
 
     #[inline]
     fn in_buffer(self, input: &Input, start: usize, len: usize, meta: Meta) -> Option<R> {
-        let bytes = input.window(start, len)?;
+        let bytes = input.buf.get(start..start.checked_add(len)?)?;
         if self.link == LinkType::ETHERNET {
             if let Some((mut seg, payload)) = ethernet_ipv4_tcp(bytes) {
                 if !payload.is_empty() {
@@ -646,13 +611,13 @@ impl<R, F: FnOnce(Seen) -> R> Take for Visit<F> {
                 })));
             }
         }
-        let data = input.window_bytes(start, len)?;
-        Some(self.taken(data, meta))
+        Some(self.taken(input.window_bytes(start, len)?, meta))
     }
 
     #[inline]
     fn taken(self, data: Bytes, meta: Meta) -> R {
-        (self.visit)(Seen::Frame(frame(self.index, self.link, data, meta)))
+        let (index, link) = (self.index, self.link);
+        (self.visit)(Seen::Frame(Whole { index, link }.taken(data, meta)))
     }
 }
 
@@ -676,9 +641,7 @@ impl FastFile {
             return None;
         }
         let mut input = Input::new(file);
-        if !input.fill(4).ok()? {
-            return None;
-        }
+        input.fill(4).ok().filter(|&got| got)?;
         let magic: [u8; 4] = input.peek(4).try_into().ok()?;
         if magic == BT_SHB.to_le_bytes() {
             return FastFile::open_pcapng(input);
@@ -691,9 +654,7 @@ impl FastFile {
             _ => return None,
         };
         // magic(4) version major(2) minor(2) thiszone(4) sigfigs(4) snaplen(4) linktype(4).
-        if !input.fill(24).ok()? {
-            return None;
-        }
+        input.fill(24).ok().filter(|&got| got)?;
         let h = input.peek(24);
         if (order.u16(h, 4)?, order.u16(h, 6)?) != (2, 4) {
             return None;
@@ -701,7 +662,7 @@ impl FastFile {
         let snaplen = order.u32(h, 16)?;
         // The top 6 bits carry FCS information (LT_LINKTYPE_EXT); libpcap drops them.
         let link = linktype_to_dlt(order.u32(h, 20)? & 0x03FF_FFFF);
-        if !READ_LINKS.contains(&link) {
+        if !link.decoded() {
             return None;
         }
         input.advance(24);
@@ -718,17 +679,11 @@ impl FastFile {
 
     fn open_pcapng(mut input: Input) -> Option<FastFile> {
         // SHB: type(4) length(4) byte-order magic(4) major(2) minor(2) section length(8).
-        if !input.fill(16).ok()? {
-            return None;
-        }
+        input.fill(16).ok().filter(|&got| got)?;
         let h = input.peek(16);
-        let order = if Order::Little.u32(h, 8)? == BYTE_ORDER_MAGIC {
-            Order::Little
-        } else if Order::Big.u32(h, 8)? == BYTE_ORDER_MAGIC {
-            Order::Big
-        } else {
-            return None;
-        };
+        let order = [Order::Little, Order::Big]
+            .into_iter()
+            .find(|o| o.u32(h, 8) == Some(BYTE_ORDER_MAGIC))?;
         let len = order.u32(h, 4)?;
         if !(28..=MAX_FIRST_SHB).contains(&len) {
             return None;
@@ -752,17 +707,11 @@ impl FastFile {
             let (ty, len) = block_header(&mut input, order).ok()??;
             match ty {
                 BT_IDB if len as usize <= IN_MEMORY => {
-                    if !input.fill(len as usize).ok()? {
-                        return None;
-                    }
-                    let block = input.peek(len as usize);
-                    if order.u32(block, len as usize - BLOCK_TRAILER)? != len {
-                        return None;
-                    }
-                    let body = block.get(BLOCK_HEADER..len as usize - BLOCK_TRAILER)?;
+                    let at = input.offset();
+                    let body = whole_block(&mut input, order, (at, ty, len)).ok()?;
                     ng.link = linktype_to_dlt(u32::from(order.u16(body, 0)?));
                     ng.snapshot = adjust_snapshot(order.u32(body, 4)?);
-                    if !READ_LINKS.contains(&ng.link) {
+                    if !ng.link.decoded() {
                         return None;
                     }
                     ng.interface(body).ok()?;
@@ -835,15 +784,9 @@ fn next_pcap<T: Take>(
     take: T,
 ) -> Result<Option<T::Out>, String> {
     let at = input.offset();
-    if !input.fill(PCAP_RECORD)? {
-        return match input.available() {
-            0 => Ok(None),
-            n => Err(format!(
-                "the record at byte {at} is cut short: the file ends {n} byte(s) into its {PCAP_RECORD}-byte header"
-            )),
-        };
-    }
-    let h = input.peek(PCAP_RECORD);
+    let Some(h) = header(input, PCAP_RECORD, "record")? else {
+        return Ok(None);
+    };
     let (Some(sec), Some(frac), Some(caplen), Some(origlen)) = (
         order.u32(h, 0),
         order.u32(h, 4),
@@ -874,7 +817,7 @@ fn next_pcap<T: Take>(
         (i64::from(sec), i64::from(frac))
     };
     let meta = Meta {
-        ts: timestamp(sec, if nano { frac } else { frac * 1000 }),
+        ts: timestamp(sec, frac, nano),
         origlen,
         file_offset: at + PCAP_RECORD as u64,
     };
@@ -892,10 +835,8 @@ fn next_pcap<T: Take>(
         }
         return Ok(Some(take.taken(data, meta)));
     }
-    match take.in_buffer(input, start, keep, meta) {
-        Some(out) => Ok(Some(out)),
-        None => Err(cut_record(at, caplen, 0)),
-    }
+    let out = take.in_buffer(input, start, keep, meta);
+    out.map(Some).ok_or_else(|| cut_record(at, caplen, 0))
 }
 
 fn cut_record(at: u64, caplen: u32, have: usize) -> String {
@@ -904,18 +845,28 @@ fn cut_record(at: u64, caplen: u32, have: usize) -> String {
     )
 }
 
+/// The `n`-byte header of the next `what` (a record, a block), buffered
+/// and not consumed; `None` at a clean end of file.
+#[inline]
+fn header<'a>(input: &'a mut Input, n: usize, what: &str) -> Result<Option<&'a [u8]>, String> {
+    if input.fill(n)? {
+        return Ok(Some(input.peek(n)));
+    }
+    match input.available() {
+        0 => Ok(None),
+        have => Err(format!(
+            "the {what} at byte {} is cut short: the file ends {have} byte(s) into its {n}-byte header",
+            input.offset()
+        )),
+    }
+}
+
 /// Reads a pcapng block header; `None` at a clean end of file.
 fn block_header(input: &mut Input, order: Order) -> Result<Option<(u32, u32)>, String> {
     let at = input.offset();
-    if !input.fill(BLOCK_HEADER)? {
-        return match input.available() {
-            0 => Ok(None),
-            n => Err(format!(
-                "the block at byte {at} is cut short: the file ends {n} byte(s) into its {BLOCK_HEADER}-byte header"
-            )),
-        };
-    }
-    let h = input.peek(BLOCK_HEADER);
+    let Some(h) = header(input, BLOCK_HEADER, "block")? else {
+        return Ok(None);
+    };
     let (Some(ty), Some(len)) = (order.u32(h, 0), order.u32(h, 4)) else {
         return Err(format!("the block header at byte {at} could not be read"));
     };
@@ -948,6 +899,27 @@ fn bad_trailer(at: u64, len: u32, trailer: u32) -> String {
     format!("the block at byte {at} has length {len} in its header but {trailer} in its trailer")
 }
 
+/// The body of the block `(at, ty, len)` whose header was read (not
+/// consumed), read whole into the buffer (not consumed); checks its trailer.
+fn whole_block(
+    input: &mut Input,
+    order: Order,
+    (at, ty, len): (u64, u32, u32),
+) -> Result<&[u8], String> {
+    let total = len as usize;
+    if !input.fill(total)? {
+        return Err(cut_block(at, ty, len, input.available() as u64));
+    }
+    let block = input.peek(total);
+    let trailer = order.u32(block, total - BLOCK_TRAILER).unwrap_or(0);
+    if trailer != len {
+        return Err(bad_trailer(at, len, trailer));
+    }
+    Ok(block
+        .get(BLOCK_HEADER..total - BLOCK_TRAILER)
+        .unwrap_or_default())
+}
+
 /// Skips a whole block whose header was read (not consumed); checks its trailer.
 fn skip_block(input: &mut Input, order: Order, len: u32) -> Result<(), String> {
     let at = input.offset();
@@ -972,38 +944,29 @@ fn skip_block(input: &mut Input, order: Order, len: u32) -> Result<(), String> {
 
 /// The fixed part of a packet block (`body` starts after the block header).
 fn packet_header(ty: u32, body: &[u8], order: Order, snapshot: u32) -> Option<PacketHeader> {
-    let ts = |at: usize| -> Option<u64> {
-        Some(u64::from(order.u32(body, at)?) << 32 | u64::from(order.u32(body, at + 4)?))
-    };
-    match ty {
-        // EPB: interface(4) ts high(4) ts low(4) caplen(4) origlen(4).
-        BT_EPB => Some(PacketHeader {
-            iface: order.u32(body, 0)?,
-            t: ts(4)?,
-            caplen: order.u32(body, 12)?,
-            origlen: order.u32(body, 16)?,
-            fixed: 20,
-        }),
+    if ty == BT_SPB {
         // SPB: origlen(4); captured is the snapshot length at most; no timestamp.
-        BT_SPB => {
-            let origlen = order.u32(body, 0)?;
-            Some(PacketHeader {
-                iface: 0,
-                t: 0,
-                caplen: origlen.min(snapshot),
-                origlen,
-                fixed: 4,
-            })
-        }
-        // PB (obsolete): interface(2) drops(2) ts high(4) ts low(4) caplen(4) origlen(4).
-        _ => Some(PacketHeader {
-            iface: u32::from(order.u16(body, 0)?),
-            t: ts(4)?,
-            caplen: order.u32(body, 12)?,
-            origlen: order.u32(body, 16)?,
-            fixed: 20,
-        }),
+        let origlen = order.u32(body, 0)?;
+        return Some(PacketHeader {
+            iface: 0,
+            t: 0,
+            caplen: origlen.min(snapshot),
+            origlen,
+            fixed: 4,
+        });
     }
+    // EPB: interface(4) ts high(4) ts low(4) caplen(4) origlen(4); PB
+    // (obsolete): interface(2) drops(2), the rest as in an EPB.
+    Some(PacketHeader {
+        iface: match ty {
+            BT_EPB => order.u32(body, 0)?,
+            _ => u32::from(order.u16(body, 0)?),
+        },
+        t: u64::from(order.u32(body, 4)?) << 32 | u64::from(order.u32(body, 8)?),
+        caplen: order.u32(body, 12)?,
+        origlen: order.u32(body, 16)?,
+        fixed: 20,
+    })
 }
 
 /// Checks a packet header against the section's interfaces; the interface.
@@ -1045,253 +1008,70 @@ fn next_pcapng<T: Take>(
         let packet = matches!(ty, BT_EPB | BT_SPB | BT_PB);
         let total = len as usize;
         let body_len = total - BLOCK_HEADER - BLOCK_TRAILER;
-        if total <= IN_MEMORY {
-            // The usual case: the whole block in the buffer.
-            if !input.fill(total)? {
-                return Err(cut_block(at, ty, len, input.available() as u64));
+        let cut = |input: &Input| cut_block(at, ty, len, input.available() as u64);
+        // The usual case: the whole block in the buffer. Of a block too large
+        // to hold, what is needed is read and the rest skipped.
+        let whole = total <= IN_MEMORY;
+        let body = if whole {
+            Some(whole_block(input, order, (at, ty, len))?)
+        } else if packet {
+            input.fill(BLOCK_HEADER + 20)?;
+            input.peek(BLOCK_HEADER + 20).get(BLOCK_HEADER..)
+        } else if ty == BT_IDB {
+            return Err(format!(
+                "the Interface Description Block at byte {at} has {len} bytes, more than the {IN_MEMORY} read here"
+            ));
+        } else if ty == BT_SHB {
+            if !input.fill(BLOCK_HEADER + 16)? {
+                return Err(cut(input));
             }
-            let block = input.peek(total);
-            let trailer = order.u32(block, total - BLOCK_TRAILER).unwrap_or(0);
-            if trailer != len {
-                return Err(bad_trailer(at, len, trailer));
-            }
-            let body = block
-                .get(BLOCK_HEADER..total - BLOCK_TRAILER)
-                .unwrap_or_default();
-            if packet {
-                let Some(p) = packet_header(ty, body, order, ng.snapshot) else {
-                    return Err(format!("the packet block at byte {at} is too short"));
-                };
-                let iface = check_packet(ng, at, &p, body_len)?;
-                let meta = Meta {
-                    ts: iface.timestamp(p.t),
-                    origlen: p.origlen,
-                    file_offset: at + (BLOCK_HEADER + p.fixed) as u64,
-                };
-                let start = input.pos + BLOCK_HEADER + p.fixed;
-                input.advance(total);
-                return match take.in_buffer(input, start, p.caplen as usize, meta) {
-                    Some(out) => Ok(Some(out)),
-                    None => Err(cut_block(at, ty, len, input.available() as u64)),
-                };
-            }
+            input.peek(BLOCK_HEADER + 16).get(BLOCK_HEADER..)
+        } else {
+            None
+        }
+        .unwrap_or_default();
+        if !packet {
             match ty {
                 BT_IDB => ng.interface(body),
                 BT_SHB => ng.section(body),
                 _ => Ok(()),
             }
             .map_err(|e| format!("the block at byte {at}: {e}"))?;
-            input.advance(total);
+            if whole {
+                input.advance(total);
+            } else {
+                skip_block(input, order, len)?;
+            }
             continue;
         }
-        // A block too large to hold: read what is needed, skip the rest.
-        if packet {
-            let need = BLOCK_HEADER + 20;
-            input.fill(need)?;
-            let head = input.peek(need);
-            let Some(p) = packet_header(
-                ty,
-                head.get(BLOCK_HEADER..).unwrap_or_default(),
-                order,
-                ng.snapshot,
-            ) else {
-                return Err(cut_block(at, ty, len, input.available() as u64));
-            };
-            let iface = check_packet(ng, at, &p, body_len)?;
-            let start = BLOCK_HEADER + p.fixed;
-            if !input.fill(start + p.caplen as usize)? {
-                return Err(cut_block(at, ty, len, input.available() as u64));
-            }
-            let Some(data) = input.slice(start, p.caplen as usize) else {
-                return Err(cut_block(at, ty, len, input.available() as u64));
-            };
-            skip_block(input, order, len)?;
-            let meta = Meta {
-                ts: iface.timestamp(p.t),
-                origlen: p.origlen,
-                file_offset: at + start as u64,
-            };
-            return Ok(Some(take.taken(data, meta)));
+        let Some(p) = packet_header(ty, body, order, ng.snapshot) else {
+            return Err(if whole {
+                format!("the packet block at byte {at} is too short")
+            } else {
+                cut(input)
+            });
+        };
+        let iface = check_packet(ng, at, &p, body_len)?;
+        let start = BLOCK_HEADER + p.fixed;
+        let meta = Meta {
+            ts: iface.timestamp(p.t),
+            origlen: p.origlen,
+            file_offset: at + start as u64,
+        };
+        let caplen = p.caplen as usize;
+        if whole {
+            let start = input.pos + start;
+            input.advance(total);
+            let out = take.in_buffer(input, start, caplen, meta);
+            return out.map(Some).ok_or_else(|| cut(input));
         }
-        match ty {
-            BT_IDB => {
-                return Err(format!(
-                    "the Interface Description Block at byte {at} has {len} bytes, more than the {IN_MEMORY} read here"
-                ))
-            }
-            BT_SHB => {
-                let need = BLOCK_HEADER + 16;
-                if !input.fill(need)? {
-                    return Err(cut_block(at, ty, len, input.available() as u64));
-                }
-                let body = input.peek(need).get(BLOCK_HEADER..).unwrap_or_default();
-                ng.section(body)
-                    .map_err(|e| format!("the block at byte {at}: {e}"))?;
-            }
-            _ => {}
+        if !input.fill(start + caplen)? {
+            return Err(cut(input));
         }
+        let Some(data) = input.window_bytes(input.pos + start, caplen) else {
+            return Err(cut(input));
+        };
         skip_block(input, order, len)?;
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// A read buffer goes back to the spares when its last slice is dropped
-    /// (not before), the next read fills that same buffer, a buffer made
-    /// larger for one record is not kept, and a slice outliving the reader
-    /// is simply freed. The first read is [`FIRST_CHUNK`] bytes, in a
-    /// buffer of its own that is not kept either.
-    #[test]
-    fn read_buffers_come_back_when_their_last_slice_goes() {
-        let path =
-            std::env::temp_dir().join(format!("kafkashark-fastfile-spares-{}", std::process::id()));
-        const F: usize = FIRST_CHUNK;
-        let bytes: Vec<u8> = (0..F + 4 * CHUNK + 100).map(|i| (i % 251) as u8).collect();
-        std::fs::write(&path, &bytes).expect("temp file");
-        let file = File::open(&path).expect("open");
-        std::fs::remove_file(&path).expect("remove");
-        let spares = |i: &Input| i.spares.lock().map(|s| s.len()).unwrap_or(99);
-        let mut input = Input::new(file);
-        // [0, F): the first read, a small buffer of its own.
-        assert!(input.fill(1).expect("read"));
-        assert_eq!(input.available(), F);
-        let head = input.slice(0, 10).expect("buffered");
-        input.advance(input.available());
-        // [F, F + CHUNK): a chunk, still referenced after the next read.
-        assert!(input.fill(1).expect("read"));
-        drop(head);
-        assert_eq!(spares(&input), 0, "the first read's buffer is not kept");
-        let first = input.slice(0, 10).expect("buffered");
-        let first_at = first.as_ptr();
-        input.advance(input.available());
-        assert!(input.fill(1).expect("read"));
-        assert_eq!(spares(&input), 0);
-        assert_eq!(&first[..], bytes.get(F..F + 10).unwrap_or_default());
-        drop(first);
-        assert_eq!(spares(&input), 1, "back once its last slice went");
-        // [F + 2 CHUNK, F + 3 CHUNK): read into that buffer again; the one
-        // before, referenced by nothing, goes back at once.
-        input.advance(input.available());
-        assert!(input.fill(1).expect("read"));
-        let third = input.slice(0, 4).expect("buffered");
-        assert_eq!(third.as_ptr(), first_at, "the same buffer");
-        assert_eq!(
-            &third[..],
-            bytes
-                .get(F + 2 * CHUNK..F + 2 * CHUNK + 4)
-                .unwrap_or_default()
-        );
-        assert_eq!(spares(&input), 1);
-        // A record longer than a buffer gets a larger one, made for it.
-        input.advance(input.available() - 1);
-        assert!(input.fill(CHUNK + 50).expect("read"));
-        assert_eq!(
-            input.peek(1),
-            bytes
-                .get(F + 3 * CHUNK - 1..F + 3 * CHUNK)
-                .unwrap_or_default()
-        );
-        drop(third);
-        assert_eq!(spares(&input), 2);
-        // The last 51 bytes: the larger buffer is freed, not kept.
-        input.advance(input.available());
-        assert!(input.fill(1).expect("read"));
-        assert_eq!(input.available(), 51);
-        assert_eq!(spares(&input), 1);
-        let last = input.slice(0, 51).expect("buffered");
-        input.advance(51);
-        assert!(!input.fill(1).expect("read"), "the file has ended");
-        drop(input);
-        assert_eq!(
-            &last[..],
-            bytes.get(F + 4 * CHUNK + 49..).unwrap_or_default()
-        );
-        drop(last);
-    }
-
-    /// A buffer is filled whole even when the file gives it in short reads
-    /// (a pipe hands over at most its 64 KB at a time): reads go on until
-    /// the buffer is full or the file ends.
-    #[test]
-    fn short_reads_fill_a_whole_buffer() {
-        let (r, mut w) = std::io::pipe().expect("pipe");
-        let file = File::from(std::os::fd::OwnedFd::from(r));
-        let total = FIRST_CHUNK + CHUNK + 1000;
-        let bytes: Vec<u8> = (0..total).map(|i| (i % 253) as u8).collect();
-        let sent = bytes.clone();
-        let writer = std::thread::spawn(move || {
-            use std::io::Write;
-            for part in sent.chunks(5000) {
-                w.write_all(part).expect("write");
-            }
-        });
-        let mut input = Input::new(file);
-        assert!(input.fill(1).expect("read"));
-        assert_eq!(input.available(), FIRST_CHUNK);
-        input.advance(FIRST_CHUNK - 3);
-        assert!(input.fill(4).expect("read"));
-        assert_eq!(input.available(), CHUNK, "three bytes kept, the rest read");
-        assert_eq!(
-            input.peek(CHUNK),
-            bytes
-                .get(FIRST_CHUNK - 3..FIRST_CHUNK - 3 + CHUNK)
-                .unwrap_or_default()
-        );
-        input.advance(CHUNK);
-        assert!(input.fill(1).expect("read"));
-        assert_eq!(input.available(), 1003);
-        assert_eq!(
-            input.peek(1003),
-            bytes.get(total - 1003..).unwrap_or_default()
-        );
-        input.advance(1003);
-        assert!(!input.fill(1).expect("read"), "the pipe is closed");
-        writer.join().expect("writer");
-    }
-
-    #[test]
-    fn options_follow_libpcap() {
-        let o = Order::Little;
-        // if_tsresol = 9, end of options.
-        let opts = [9, 0, 1, 0, 9, 0, 0, 0, 0, 0, 0, 0];
-        let i = interface_options(&opts, o).unwrap();
-        assert_eq!(i.tsresol, 1_000_000_000);
-        assert_eq!(i.timestamp(1_500_000_000_123).to_string(), "1500.000000123");
-        // Default microseconds; a tsoffset of 100 s.
-        let mut opts = vec![14, 0, 8, 0];
-        opts.extend_from_slice(&100i64.to_le_bytes());
-        let i = interface_options(&opts, o).unwrap();
-        assert_eq!(i.timestamp(2_000_001).to_string(), "102.000001000");
-        // 2^-10 s: 512 units = 0.5 s.
-        let i = interface_options(&[9, 0, 1, 0, 0x8a, 0, 0, 0], o).unwrap();
-        assert_eq!(i.timestamp(1024 + 512).to_string(), "1.500000000");
-        // 10^-12: picoseconds scale down.
-        let i = interface_options(&[9, 0, 1, 0, 12, 0, 0, 0], o).unwrap();
-        assert_eq!(i.timestamp(3_000_000_000_999).to_string(), "3.000000000");
-        // Errors libpcap reports too.
-        for bad in [
-            &[9, 0, 2, 0, 9, 9, 0, 0][..], // tsresol of length 2
-            &[9, 0, 1, 0, 20, 0, 0, 0],    // 10^-20
-            &[9, 0, 1, 0, 0xc0, 0, 0, 0],  // 2^-64
-            &[0, 0, 4, 0, 0, 0, 0, 0],     // endofopt with a length
-            &[3, 0, 9, 0, 1, 2, 3, 4],     // value cut short
-            &[3, 0],                       // header cut short
-            &[9, 0, 1, 0, 6, 0, 0, 0, 9, 0, 1, 0, 6, 0, 0, 0], // two tsresol
-        ] {
-            assert!(interface_options(bad, o).is_err(), "{bad:?}");
-        }
-    }
-
-    #[test]
-    fn link_types_map_like_libpcap() {
-        assert_eq!(linktype_to_dlt(101), LinkType::RAW_DLT);
-        assert_eq!(linktype_to_dlt(1), LinkType::ETHERNET);
-        assert_eq!(linktype_to_dlt(276), LinkType::LINUX_SLL2);
-        assert_eq!(adjust_snapshot(0), MAX_SNAPLEN);
-        assert_eq!(adjust_snapshot(0x8000_0000), MAX_SNAPLEN);
-        assert_eq!(adjust_snapshot(1500), 1500);
-        assert_eq!(adjust_snapshot(4 << 20), 4 << 20);
+        return Ok(Some(take.taken(data, meta)));
     }
 }

@@ -96,17 +96,24 @@ impl fmt::Display for Skip {
 
 impl std::error::Error for Skip {}
 
+impl Skip {
+    /// The `layer` header at `offset` could not be read: `detail`.
+    fn malformed(layer: &'static str, offset: usize, detail: impl ToString) -> Skip {
+        Skip::Malformed {
+            layer,
+            offset,
+            detail: detail.to_string(),
+        }
+    }
+}
+
 /// Decode a frame into a TCP segment.
 pub fn decode_segment(frame: &Frame) -> Result<Segment, Skip> {
-    decode_link(frame.link, &frame.data, frame.origlen)
+    decode_link_owned(frame.link, frame.data.clone(), frame.origlen)
 }
 
-/// Decode link-layer bytes of the given type; `origlen` is the on-the-wire length.
-pub fn decode_link(link: LinkType, data: &Bytes, origlen: u32) -> Result<Segment, Skip> {
-    decode_link_owned(link, data.clone(), origlen)
-}
-
-/// [`decode_link`] of bytes the caller gives up: on the common path
+/// Decode link-layer bytes of the type `link`, given up by the caller;
+/// `origlen` is the on-the-wire length. On the common path
 /// (Ethernet, IPv4, TCP) the payload is `data` itself, cut to the payload's
 /// range, with no reference count taken or dropped (`Bytes::slice` and the
 /// frame's drop are two atomic operations on a count the analyzer's thread
@@ -125,35 +132,25 @@ pub fn decode_link_owned(link: LinkType, mut data: Bytes, origlen: u32) -> Resul
     decode_link_lax(link, &data, origlen)
 }
 
-/// [`decode_link`] by etherparse's lax slicing alone.
+/// [`decode_link_owned`] by etherparse's lax slicing alone.
 fn decode_link_lax(link: LinkType, data: &Bytes, origlen: u32) -> Result<Segment, Skip> {
     let bytes: &[u8] = data;
-    let short = |layer: &'static str, need: usize| Skip::Malformed {
-        layer,
-        offset: 0,
-        detail: format!("need {need} bytes, have {}", bytes.len()),
-    };
+    let short =
+        |layer, need| Skip::malformed(layer, 0, format!("need {need} bytes, have {}", bytes.len()));
     let pkt = match link {
         LinkType::ETHERNET => {
-            LaxSlicedPacket::from_ethernet(bytes).map_err(|e| Skip::Malformed {
-                layer: "Ethernet",
-                offset: 0,
-                detail: e.to_string(),
-            })?
+            LaxSlicedPacket::from_ethernet(bytes).map_err(|e| Skip::malformed("Ethernet", 0, e))?
         }
-        LinkType::LINUX_SLL => {
+        LinkType::LINUX_SLL | LinkType::LINUX_SLL2 => {
             // SLL: packet type(2) ARPHRD type(2) address length(2) address(8) protocol(2).
-            const PROTOCOL: std::ops::Range<usize> = 14..16;
-            let proto = be16(bytes.get(PROTOCOL)).ok_or_else(|| short("Linux SLL", 16))?;
-            let rest = bytes.get(16..).unwrap_or_default();
-            from_protocol(proto, rest)?
-        }
-        LinkType::LINUX_SLL2 => {
             // SLL2: protocol(2) reserved(2) ifindex(4) ARPHRD type(2) packet type(1)
             // address length(1) address(8).
-            const PROTOCOL: std::ops::Range<usize> = 0..2;
-            let proto = be16(bytes.get(PROTOCOL)).ok_or_else(|| short("Linux SLL2", 20))?;
-            let rest = bytes.get(20..).ok_or_else(|| short("Linux SLL2", 20))?;
+            let (layer, protocol, len) = match link {
+                LinkType::LINUX_SLL => ("Linux SLL", 14..16, 16),
+                _ => ("Linux SLL2", 0..2, 20),
+            };
+            let proto = be16(bytes.get(protocol)).ok_or_else(|| short(layer, len))?;
+            let rest = bytes.get(len..).ok_or_else(|| short(layer, len))?;
             from_protocol(proto, rest)?
         }
         LinkType::NULL | LinkType::LOOP => {
@@ -253,19 +250,9 @@ fn from_raw_ip(rest: &[u8]) -> Result<LaxSlicedPacket<'_>, Skip> {
     match rest.first().map(|b| b >> 4) {
         Some(4) | Some(6) => {}
         Some(_) => return Err(Skip::NotIp),
-        None => {
-            return Err(Skip::Malformed {
-                layer: "IP",
-                offset: 0,
-                detail: "no bytes".into(),
-            })
-        }
+        None => return Err(Skip::malformed("IP", 0, "no bytes")),
     }
-    LaxSlicedPacket::from_ip(rest).map_err(|e| Skip::Malformed {
-        layer: "IP",
-        offset: 0,
-        detail: e.to_string(),
-    })
+    LaxSlicedPacket::from_ip(rest).map_err(|e| Skip::malformed("IP", 0, e))
 }
 
 /// Offset of `sub` inside `whole` (both from the same allocation).
@@ -294,11 +281,7 @@ fn layer_name(l: etherparse::err::Layer) -> &'static str {
 fn segment_from(pkt: LaxSlicedPacket<'_>, data: &Bytes, origlen: u32) -> Result<Segment, Skip> {
     let whole: &[u8] = data;
     let malformed = |pkt: &LaxSlicedPacket<'_>| match &pkt.stop_err {
-        Some((e, layer)) => Skip::Malformed {
-            layer: layer_name(*layer),
-            offset: 0,
-            detail: e.to_string(),
-        },
+        Some((e, layer)) => Skip::malformed(layer_name(*layer), 0, e),
         None => Skip::NotIp,
     };
     let (src_ip, dst_ip, ip_payload, ip_start, claimed): (IpAddr, IpAddr, _, _, Option<usize>) =
@@ -344,11 +327,7 @@ fn segment_from(pkt: LaxSlicedPacket<'_>, data: &Bytes, origlen: u32) -> Result<
         _ => {
             let mut e = malformed(&pkt);
             if e == Skip::NotIp {
-                e = Skip::Malformed {
-                    layer: "TCP",
-                    offset: 0,
-                    detail: "no TCP header".into(),
-                };
+                e = Skip::malformed("TCP", 0, "no TCP header");
             }
             if let (Skip::Malformed { offset, .. }, Some(o)) =
                 (&mut e, offset_in(whole, ip_payload.payload))
@@ -359,11 +338,8 @@ fn segment_from(pkt: LaxSlicedPacket<'_>, data: &Bytes, origlen: u32) -> Result<
         }
     };
     let payload = tcp.payload();
-    let start = offset_in(whole, payload).ok_or_else(|| Skip::Malformed {
-        layer: "TCP",
-        offset: 0,
-        detail: "payload outside frame".into(),
-    })?;
+    let start = offset_in(whole, payload)
+        .ok_or_else(|| Skip::malformed("TCP", 0, "payload outside frame"))?;
     let end = start.checked_add(payload.len()).ok_or(Skip::NotIp)?;
     let caplen = u32::try_from(whole.len()).unwrap_or(u32::MAX);
     let snap_cut = origlen.saturating_sub(caplen);
@@ -471,6 +447,10 @@ mod tests {
         );
         assert_eq!(&seg.payload[..], b"KAFKA");
         assert_eq!(seg.payload_truncated_by, 0);
+    }
+
+    fn decode_link(link: LinkType, data: &Bytes, origlen: u32) -> Result<Segment, Skip> {
+        decode_link_owned(link, data.clone(), origlen)
     }
 
     fn decode(link: LinkType, bytes: Vec<u8>) -> Result<Segment, Skip> {

@@ -66,6 +66,12 @@ impl LinkType {
             _ => "unsupported",
         }
     }
+
+    /// Whether [`link::decode_segment`] decodes frames of this type (the
+    /// file reader opens files of these types only; libpcap reads the rest).
+    pub fn decoded(self) -> bool {
+        self.name() != "unsupported"
+    }
 }
 
 impl fmt::Display for LinkType {

@@ -116,14 +116,9 @@ fn frame_from(
     // `suseconds_t` is 64-bit on Linux, 32-bit elsewhere.
     #[allow(clippy::useless_conversion)]
     let frac = i64::from(header.ts.tv_usec);
-    let frac = if nano {
-        frac
-    } else {
-        frac.saturating_mul(1000)
-    };
     Frame {
         index,
-        ts: fastfile::timestamp(header.ts.tv_sec, frac),
+        ts: fastfile::timestamp(header.ts.tv_sec, frac, nano),
         caplen: u32::try_from(data.len()).unwrap_or(u32::MAX),
         origlen: header.len,
         file_offset: None,
@@ -158,18 +153,20 @@ impl FileSource {
     /// Regular files are read by the zero-copy reader when it can (see the
     /// module doc), otherwise by libpcap.
     pub fn open(path: &str) -> Result<FileSource, CaptureError> {
-        if path != "-" {
-            if let Some(f) = FastFile::open(path) {
-                return Ok(FileSource {
-                    link: f.link(),
-                    reader: Reader::Fast(f),
-                    path: path.to_string(),
-                    frames: 0,
-                    done: false,
-                });
-            }
+        match (path != "-").then(|| FastFile::open(path)).flatten() {
+            Some(f) => Ok(FileSource::new(f.link(), Reader::Fast(f), path)),
+            None => FileSource::open_libpcap(path),
         }
-        FileSource::open_libpcap(path)
+    }
+
+    fn new(link: LinkType, reader: Reader, path: &str) -> FileSource {
+        FileSource {
+            reader,
+            path: path.to_string(),
+            link,
+            frames: 0,
+            done: false,
+        }
     }
 
     /// Open a capture with libpcap whatever it is (`-` is standard input).
@@ -181,14 +178,11 @@ impl FileSource {
                 reason: e.to_string(),
             }
         })?;
-        let link = link_of(cap.get_datalink());
-        Ok(FileSource {
-            reader: Reader::Pcap(cap),
-            path: path.to_string(),
-            link,
-            frames: 0,
-            done: false,
-        })
+        Ok(FileSource::new(
+            link_of(cap.get_datalink()),
+            Reader::Pcap(cap),
+            path,
+        ))
     }
 
     /// The path this source was opened with.
@@ -216,13 +210,7 @@ impl FileSource {
         visit: impl FnOnce(Seen) -> R,
     ) -> Result<Option<R>, CaptureError> {
         let Reader::Fast(f) = &mut self.reader else {
-            return loop {
-                match self.poll()? {
-                    Polled::Frame(frame) => break Ok(Some(visit(Seen::Frame(frame)))),
-                    Polled::Timeout => continue,
-                    Polled::End => break Ok(None),
-                }
-            };
+            return Ok(self.next_frame()?.map(|frame| visit(Seen::Frame(frame))));
         };
         if self.done {
             return Ok(None);

@@ -243,6 +243,15 @@ impl Default for ReorderWindow {
     }
 }
 
+impl FlowConfig {
+    /// `h` buffers more than its bound, or anything while all directions
+    /// together buffer `total` bytes, over theirs.
+    #[inline]
+    fn over_bounds(&self, total: usize, h: &Half) -> bool {
+        h.buffered > self.max_buffer_per_dir || (total > self.max_buffer_total && h.buffered > 0)
+    }
+}
+
 impl Default for FlowConfig {
     fn default() -> FlowConfig {
         FlowConfig {
@@ -308,6 +317,19 @@ struct Piece {
     file: Option<u64>,
 }
 
+impl Piece {
+    /// A hole of `len` bytes, known from `frame` at `ts`.
+    fn hole(len: u64, frame: u64, ts: Timestamp) -> Piece {
+        Piece {
+            data: None,
+            len,
+            frame,
+            ts,
+            file: None,
+        }
+    }
+}
+
 #[derive(Debug, Default)]
 struct Half {
     started: bool,
@@ -361,16 +383,21 @@ impl Half {
         self.next_off.max(buffered).max(self.fin_off.unwrap_or(0))
     }
 
+    /// The offset the peer's acknowledgment number `ack` covers in this
+    /// direction; `None` before the direction started, or for an ACK before
+    /// the next expected byte (a signed distance, as for sequence numbers).
+    fn ack_off(&self, ack: u32) -> Option<u64> {
+        if !self.started {
+            return None;
+        }
+        let ahead = u64::try_from(ack.wrapping_sub(self.next_seq) as i32).ok()?;
+        Some(self.next_off + ahead)
+    }
+
     /// Record the peer's acknowledgment number `ack` for this direction.
     fn note_ack(&mut self, ack: u32) {
-        if !self.started {
-            return;
-        }
-        // Signed distance, as for sequence numbers; ACKs at or before the next
-        // expected byte say nothing new.
-        let delta = ack.wrapping_sub(self.next_seq) as i32;
-        if let Ok(ahead) = u64::try_from(delta) {
-            self.acked = self.acked.max(self.next_off + ahead);
+        if let Some(a) = self.ack_off(ack) {
+            self.acked = self.acked.max(a);
         }
     }
 
@@ -418,6 +445,16 @@ struct Conn {
 }
 
 impl Conn {
+    /// The direction `seg` was sent in.
+    #[inline]
+    fn dir_of(&self, seg: &Segment) -> Direction {
+        if seg.src == self.client {
+            Direction::ClientToBroker
+        } else {
+            Direction::BrokerToClient
+        }
+    }
+
     fn half(&mut self, dir: Direction) -> &mut Half {
         match dir {
             Direction::ClientToBroker => &mut self.halves[0],
@@ -439,7 +476,6 @@ pub struct Reassembler {
     cfg: FlowConfig,
     /// Boxed: a connection is taken out and put back on every segment.
     conns: FxHashMap<Key, Box<Conn>>,
-    next_stream: u64,
     buffered_total: usize,
     last_sweep: Option<Timestamp>,
     stats: FlowStats,
@@ -473,7 +509,6 @@ impl Reassembler {
         Reassembler {
             cfg,
             conns: FxHashMap::default(),
-            next_stream: 0,
             buffered_total: 0,
             last_sweep: None,
             late: None,
@@ -532,22 +567,17 @@ impl Reassembler {
         let pure_syn = seg.flags.syn && !seg.flags.ack;
 
         // A fresh SYN on a known pair with a different ISN is a new connection.
-        if pure_syn {
-            if let Some(c) = self.conns.get_mut(&key) {
-                let reuse = c.closed || {
-                    let h = &c.halves[0];
-                    c.client != seg.src
-                        || (h.started
-                            && seg.seq.wrapping_add(1)
-                                != h.next_seq.wrapping_sub(h.next_off as u32))
-                };
-                if reuse {
-                    if let Some(mut old) = self.conns.remove(&key) {
-                        if !old.closed {
-                            self.close(&mut old, CloseReason::Reused, frame, ts, out);
-                        }
-                    }
-                }
+        let reuse = pure_syn
+            && self.conns.get(&key).is_some_and(|c| {
+                let h = &c.halves[0];
+                c.closed
+                    || c.client != seg.src
+                    || (h.started
+                        && seg.seq.wrapping_add(1) != h.next_seq.wrapping_sub(h.next_off as u32))
+            });
+        if reuse {
+            if let Some(mut old) = self.conns.remove(&key).filter(|c| !c.closed) {
+                self.close(&mut old, CloseReason::Reused, frame, ts, out);
             }
         }
 
@@ -574,8 +604,8 @@ impl Reassembler {
             self.evict_oldest(frame, ts, out);
         }
         let client = if broker == seg.src { seg.dst } else { seg.src };
-        let stream = self.next_stream;
-        self.next_stream += 1;
+        // Streams are numbered by the connections opened before them.
+        let stream = self.stats.connections;
         self.stats.connections += 1;
         out.push(FlowEvent::Open {
             stream,
@@ -631,21 +661,12 @@ impl Reassembler {
         {
             return false;
         }
-        let dir = if seg.src == conn.client {
-            Direction::ClientToBroker
-        } else {
-            Direction::BrokerToClient
-        };
+        let dir = conn.dir_of(seg);
         let back = dir.reverse();
         // The acknowledged direction after `note_ack`: `flush_acked` must
         // find nothing missing.
         let hb = conn.half_ref(back);
-        let mut acked = hb.acked;
-        if hb.started {
-            if let Ok(ahead) = u64::try_from(seg.ack.wrapping_sub(hb.next_seq) as i32) {
-                acked = acked.max(hb.next_off + ahead);
-            }
-        }
+        let acked = hb.ack_off(seg.ack).map_or(hb.acked, |a| a.max(hb.acked));
         if hb.next_off < acked.min(hb.frontier()) {
             return false;
         }
@@ -655,8 +676,7 @@ impl Reassembler {
         if hd.started
             && (!hd.buf.is_empty()
                 || hd.next_off < hd.acked.min(hd.frontier())
-                || hd.buffered > self.cfg.max_buffer_per_dir
-                || (self.buffered_total > self.cfg.max_buffer_total && hd.buffered > 0))
+                || self.cfg.over_bounds(self.buffered_total, hd))
         {
             return false;
         }
@@ -679,11 +699,7 @@ impl Reassembler {
         out: &mut Vec<FlowEvent>,
     ) {
         let (frame, ts, _) = at;
-        let dir = if seg.src == conn.client {
-            Direction::ClientToBroker
-        } else {
-            Direction::BrokerToClient
-        };
+        let dir = conn.dir_of(seg);
         if conn.closed {
             self.stats.after_close += 1;
             let h = conn.half(dir);
@@ -723,11 +739,7 @@ impl Reassembler {
             // A RST's ACK only tells the close what may still arrive.
             conn.half(back).note_ack(seg.ack);
         }
-        let need = if window {
-            Self::wait_need(conn, dir, seg)
-        } else {
-            None
-        };
+        let need = window.then(|| Self::wait_need(conn, dir, seg)).flatten();
         self.segment(conn, dir, seg, at, need, out);
         if conn.halves.iter().any(|h| !h.waits.is_empty()) {
             self.release(conn, frame, ts, out);
@@ -758,11 +770,7 @@ impl Reassembler {
             return None;
         }
         let p = conn.half_ref(dir.reverse());
-        if !p.started {
-            return None;
-        }
-        let ahead = u64::try_from(seg.ack.wrapping_sub(p.next_seq) as i32).ok()?;
-        let need = p.next_off + ahead;
+        let need = p.ack_off(seg.ack)?;
         (need > p.delivered_end()).then_some(need)
     }
 
@@ -805,14 +813,12 @@ impl Reassembler {
         if conn.closed || !Self::waiting(conn) {
             return;
         }
-        let mut earliest: Option<Timestamp> = conn.closing.map(|(_, s, _)| s.ts);
-        for h in &conn.halves {
-            let times = h.held.map(|x| x.since.ts).into_iter();
-            for t in times.chain(h.waits.iter().map(|w| w.since.ts)) {
-                earliest = Some(earliest.map_or(t, |e| e.min(t)));
-            }
-        }
-        if let Some(t) = earliest {
+        let closing = conn.closing.map(|(_, s, _)| s);
+        let halves = conn.halves.iter().flat_map(|h| {
+            let held = h.held.map(|x| x.since).into_iter();
+            held.chain(h.waits.iter().map(|w| w.since))
+        });
+        if let Some(t) = closing.into_iter().chain(halves).map(|s| s.ts).min() {
             let w = self.cfg.reorder.time_ns;
             let d = Timestamp::new(
                 t.secs.saturating_add((w / 1_000_000_000) as i64),
@@ -914,26 +920,18 @@ impl Reassembler {
     }
 
     fn broker_of(&self, seg: &Segment) -> Option<SocketAddr> {
-        let (s, d) = (seg.src, seg.dst);
-        match &self.cfg.ports {
+        let (s, d, f) = (seg.src, seg.dst, seg.flags);
+        // The sender is the broker when it answers a SYN; without a SYN, by port.
+        let src_is_broker = match &self.cfg.ports {
             Ports::List(l) => match (l.contains(&s.port()), l.contains(&d.port())) {
-                (false, false) => None,
-                (true, false) => Some(s),
-                (false, true) => Some(d),
-                (true, true) => Some(if seg.flags.syn && seg.flags.ack { s } else { d }),
+                (false, false) => return None,
+                (true, true) => f.syn && f.ack,
+                (on_src, _) => on_src,
             },
-            Ports::Any => Some(if seg.flags.syn {
-                if seg.flags.ack {
-                    s
-                } else {
-                    d
-                }
-            } else if s.port() < d.port() {
-                s
-            } else {
-                d
-            }),
-        }
+            Ports::Any if f.syn => f.ack,
+            Ports::Any => s.port() < d.port(),
+        };
+        Some(if src_is_broker { s } else { d })
     }
 
     /// One segment of `conn` in `dir`, carried by `frame` at `ts`, its payload at
@@ -952,23 +950,10 @@ impl Reassembler {
         let cut = u64::from(seg.payload_truncated_by);
         let plen = seg.payload.len() as u64;
         let h = conn.half(dir);
-        let mut data_seq = seg.seq;
-        if seg.flags.syn {
-            data_seq = seg.seq.wrapping_add(1);
-            if !h.started {
-                h.started = true;
-                h.next_seq = data_seq;
-                h.next_off = 0;
-                out.push(FlowEvent::Start {
-                    stream,
-                    dir,
-                    syn_seen: true,
-                    frame,
-                });
-            }
-        }
+        // Byte 0 is the one after the SYN, else the first payload byte.
+        let data_seq = seg.seq.wrapping_add(u32::from(seg.flags.syn));
         if !h.started {
-            if plen == 0 && cut == 0 {
+            if !seg.flags.syn && plen == 0 && cut == 0 {
                 return;
             }
             h.started = true;
@@ -977,7 +962,7 @@ impl Reassembler {
             out.push(FlowEvent::Start {
                 stream,
                 dir,
-                syn_seen: false,
+                syn_seen: seg.flags.syn,
                 frame,
             });
         }
@@ -987,29 +972,23 @@ impl Reassembler {
             return;
         };
         let len = plen + cut;
+        let (end, next) = (off + i128::from(len), i128::from(h.next_off));
         if seg.flags.rst && self.cfg.reorder.enabled() {
-            if let Ok(end) = u64::try_from(off + i128::from(len)) {
+            if let Ok(end) = u64::try_from(end) {
                 h.rst_off = Some(h.rst_off.unwrap_or(0).max(end));
             }
         }
-        if seg.flags.fin {
-            let fin_at = off + i128::from(len);
-            if h.fin_off.is_none() && fin_at >= i128::from(h.next_off) {
-                h.fin_off = u64::try_from(fin_at).ok();
-                h.fin_frame = frame;
-            }
+        if seg.flags.fin && h.fin_off.is_none() && end >= next {
+            h.fin_off = u64::try_from(end).ok();
+            h.fin_frame = frame;
         }
         if len > 0 {
-            let end = off + i128::from(len);
-            let next = i128::from(h.next_off);
             if end <= next {
                 self.stats.retransmitted_bytes += len;
             } else {
                 // Trim what was already delivered.
                 let skip = u64::try_from(next - off).unwrap_or(0).min(len);
-                if skip > 0 {
-                    self.stats.retransmitted_bytes += skip;
-                }
+                self.stats.retransmitted_bytes += skip;
                 let start = u64::try_from(off.max(next)).unwrap_or(0);
                 self.new_bytes(conn, dir, start, need, ts);
                 let (data, hole) = if skip < plen {
@@ -1022,50 +1001,27 @@ impl Reassembler {
                 };
                 let file = payload_file.and_then(|f| f.checked_add(skip));
                 let mut at = start;
-                if let Some(d) = data {
-                    let dl = d.len() as u64;
+                if let Some(d) = data.filter(|d| !d.is_empty()) {
+                    let len = d.len() as u64;
                     let h = conn.half(dir);
-                    if dl > 0 && at == h.next_off && h.buf.is_empty() && h.waits.is_empty() {
+                    let p = Piece {
+                        data: Some(d),
+                        len,
+                        frame,
+                        ts,
+                        file,
+                    };
+                    if at == h.next_off && h.buf.is_empty() && h.waits.is_empty() {
                         // In order with nothing buffered: delivered as is (what
                         // `insert` then `deliver` would do, without the map).
-                        out.push(FlowEvent::Data {
-                            stream,
-                            dir,
-                            data: d,
-                            stream_offset: at,
-                            frame,
-                            ts,
-                            file_offset: file,
-                        });
-                        h.next_off += dl;
-                        h.next_seq = h.next_seq.wrapping_add(dl as u32);
-                    } else if dl > 0 {
-                        self.insert(
-                            h,
-                            at,
-                            Piece {
-                                data: Some(d),
-                                len: dl,
-                                frame,
-                                ts,
-                                file,
-                            },
-                        );
+                        self.emit(h, stream, dir, p, GapReason::Snaplen, out);
+                    } else {
+                        self.insert(h, at, p);
                     }
-                    at += dl;
+                    at += len;
                 }
                 if hole > 0 {
-                    self.insert(
-                        conn.half(dir),
-                        at,
-                        Piece {
-                            data: None,
-                            len: hole,
-                            frame,
-                            ts,
-                            file: None,
-                        },
-                    );
+                    self.insert(conn.half(dir), at, Piece::hole(hole, frame, ts));
                 }
             }
         }
@@ -1075,13 +1031,11 @@ impl Reassembler {
         }
         self.flush_acked(conn, dir, frame, ts, out);
         // Bounds: per direction, then total.
-        while conn.half(dir).buffered > self.cfg.max_buffer_per_dir
-            || (self.buffered_total > self.cfg.max_buffer_total && conn.half(dir).buffered > 0)
-        {
-            if !self.force_gap(conn, dir, out) {
-                break;
-            }
-        }
+        while self
+            .cfg
+            .over_bounds(self.buffered_total, conn.half_ref(dir))
+            && self.force_gap(conn, dir, out)
+        {}
         Self::check_fin(conn, dir);
     }
 
@@ -1118,18 +1072,18 @@ impl Reassembler {
     /// Insert a piece at `off`, keeping bytes already buffered (first received wins).
     fn insert(&mut self, h: &mut Half, off: u64, p: Piece) {
         let end = off + p.len;
-        let mut overlapping: Vec<(u64, u64)> = Vec::new();
-        if let Some((&k, q)) = h.buf.range(..off).next_back() {
-            if k + q.len > off {
-                overlapping.push((k, q.len));
-            }
-        }
-        overlapping.extend(h.buf.range(off..end).map(|(&k, q)| (k, q.len)));
+        // The pieces buffered over `off..end` (the first may start before
+        // it), then an empty one at `end` that closes the last stretch.
+        let before = h.buf.range(..off).next_back();
+        let overlapping: Vec<(u64, u64)> = (before.filter(|(&k, q)| k + q.len > off).into_iter())
+            .chain(h.buf.range(off..end))
+            .map(|(&k, q)| (k, q.len))
+            .chain([(end, 0)])
+            .collect();
         let mut cursor = off;
-        let mut fresh: Vec<(u64, u64)> = Vec::new();
         for (k, klen) in overlapping {
             if cursor < k {
-                fresh.push((cursor, k));
+                self.buffer(h, &p, off, (cursor, k));
             }
             let (os, oe) = (k.max(off), (k + klen).min(end));
             if oe > os {
@@ -1146,35 +1100,31 @@ impl Reassembler {
             }
             cursor = cursor.max(k + klen);
         }
-        if cursor < end {
-            fresh.push((cursor, end));
-        }
-        for (s, e) in fresh {
-            let data = match &p.data {
-                Some(d) => match d.get(rel(s - off)..rel(e - off)) {
-                    Some(_) => Some(d.slice(rel(s - off)..rel(e - off))),
-                    None => continue,
-                },
-                None => None,
-            };
-            let n = if data.is_some() { rel(e - s) } else { 0 };
-            h.buffered += n;
-            self.buffered_total += n;
-            let file = match (&data, p.file) {
-                (Some(_), Some(f)) => f.checked_add(s - off),
-                _ => None,
-            };
-            h.buf.insert(
-                s,
-                Piece {
-                    data,
-                    len: e - s,
-                    frame: p.frame,
-                    ts: p.ts,
-                    file,
-                },
-            );
-        }
+    }
+
+    /// Buffers bytes `s..e` of `p` (which starts at `off`), where no piece is.
+    fn buffer(&mut self, h: &mut Half, p: &Piece, off: u64, (s, e): (u64, u64)) {
+        let range = rel(s - off)..rel(e - off);
+        let data = match &p.data {
+            Some(d) if range.end > d.len() => return,
+            Some(d) => Some(d.slice(range)),
+            None => None,
+        };
+        let n = if data.is_some() { rel(e - s) } else { 0 };
+        h.buffered += n;
+        self.buffered_total += n;
+        let file = data
+            .as_ref()
+            .and(p.file)
+            .and_then(|f| f.checked_add(s - off));
+        let piece = Piece {
+            data,
+            len: e - s,
+            frame: p.frame,
+            ts: p.ts,
+            file,
+        };
+        h.buf.insert(s, piece);
     }
 
     /// Emit every piece contiguous with the next expected offset.
@@ -1192,7 +1142,7 @@ impl Reassembler {
                 break;
             }
             let k = *entry.key();
-            let p = entry.remove();
+            let mut p = entry.remove();
             if p.data.is_some() {
                 let n = rel(p.len);
                 h.buffered = h.buffered.saturating_sub(n);
@@ -1203,37 +1153,54 @@ impl Reassembler {
             if skip >= p.len {
                 continue;
             }
-            let len = p.len - skip;
-            match p.data {
-                Some(d) => {
-                    let data = d.slice(rel(skip).min(d.len())..);
-                    out.push(FlowEvent::Data {
-                        stream,
-                        dir,
-                        data,
-                        stream_offset: h.next_off,
-                        frame: p.frame,
-                        ts: p.ts,
-                        file_offset: p.file.and_then(|f| f.checked_add(skip)),
-                    });
-                }
-                None => {
-                    self.stats.gaps += 1;
-                    self.stats.gap_bytes += len;
-                    out.push(FlowEvent::Gap {
-                        stream,
-                        dir,
-                        stream_offset: h.next_off,
-                        len,
-                        frame: p.frame,
-                        ts: p.ts,
-                        reason: GapReason::Snaplen,
-                    });
+            if skip > 0 {
+                p.len -= skip;
+                p.data = p.data.map(|d| d.slice(rel(skip).min(d.len())..));
+                p.file = p.file.and_then(|f| f.checked_add(skip));
+            }
+            self.emit(h, stream, dir, p, GapReason::Snaplen, out);
+        }
+    }
+
+    /// Emits `p` at the next expected offset of `h` (direction `dir` of
+    /// `stream`): its bytes, or a gap for `reason` when it has none.
+    #[inline]
+    fn emit(
+        &mut self,
+        h: &mut Half,
+        stream: u64,
+        dir: Direction,
+        p: Piece,
+        reason: GapReason,
+        out: &mut Vec<FlowEvent>,
+    ) {
+        let stream_offset = h.next_off;
+        out.push(match p.data {
+            Some(data) => FlowEvent::Data {
+                stream,
+                dir,
+                data,
+                stream_offset,
+                frame: p.frame,
+                ts: p.ts,
+                file_offset: p.file,
+            },
+            None => {
+                self.stats.gaps += 1;
+                self.stats.gap_bytes += p.len;
+                FlowEvent::Gap {
+                    stream,
+                    dir,
+                    stream_offset,
+                    len: p.len,
+                    frame: p.frame,
+                    ts: p.ts,
+                    reason,
                 }
             }
-            h.next_off += len;
-            h.next_seq = h.next_seq.wrapping_add(len as u32);
-        }
+        });
+        h.next_off += p.len;
+        h.next_seq = h.next_seq.wrapping_add(p.len as u32);
     }
 
     /// Declare the hole before the first buffered piece lost; false when nothing is buffered.
@@ -1338,29 +1305,15 @@ impl Reassembler {
         if end <= h.next_off {
             return false;
         }
-        let len = end - h.next_off;
-        self.stats.gaps += 1;
-        self.stats.gap_bytes += len;
-        out.push(FlowEvent::Gap {
-            stream,
-            dir,
-            stream_offset: h.next_off,
-            len,
-            frame,
-            ts,
-            reason: GapReason::Lost,
-        });
-        h.next_off = end;
-        h.next_seq = h.next_seq.wrapping_add(len as u32);
+        let p = Piece::hole(end - h.next_off, frame, ts);
+        self.emit(h, stream, dir, p, GapReason::Lost, out);
         true
     }
 
     fn check_fin(conn: &mut Conn, dir: Direction) {
         let h = conn.half(dir);
-        if let Some(f) = h.fin_off {
-            if h.next_off >= f && h.buf.is_empty() {
-                h.done = true;
-            }
+        if h.fin_off.is_some_and(|f| h.next_off >= f) && h.buf.is_empty() {
+            h.done = true;
         }
     }
 
@@ -1373,11 +1326,7 @@ impl Reassembler {
         out: &mut Vec<FlowEvent>,
     ) {
         for dir in [Direction::ClientToBroker, Direction::BrokerToClient] {
-            while self.force_gap(conn, dir, out) {
-                if conn.half(dir).buf.is_empty() {
-                    break;
-                }
-            }
+            while self.force_gap(conn, dir, out) && !conn.half_ref(dir).buf.is_empty() {}
             // Bytes before a FIN that never arrived.
             let h = conn.half(dir);
             if let Some(f) = h.fin_off {
@@ -1397,13 +1346,13 @@ impl Reassembler {
         });
     }
 
-    /// Packet-time housekeeping, at most once per second of packet time.
     /// Whether [`Reassembler::sweep`] at `now` would look at the
     /// connections (at most once a second of capture time).
     fn sweep_due(&self, now: Timestamp) -> bool {
         !matches!(self.last_sweep, Some(t) if now.nanos_since(t) < 1_000_000_000)
     }
 
+    /// Packet-time housekeeping, at most once per second of packet time.
     fn sweep(&mut self, now: Timestamp, out: &mut Vec<FlowEvent>) {
         if !self.sweep_due(now) {
             return;
@@ -1429,17 +1378,9 @@ impl Reassembler {
                 continue;
             }
             for dir in [Direction::ClientToBroker, Direction::BrokerToClient] {
-                loop {
-                    let oldest = c.half(dir).buf.values().map(|p| p.ts).min();
-                    match oldest {
-                        Some(t) if now.nanos_since(t) >= self.cfg.gap_timeout_ns => {
-                            if !self.force_gap(&mut c, dir, out) {
-                                break;
-                            }
-                        }
-                        _ => break,
-                    }
-                }
+                let timeout = self.cfg.gap_timeout_ns;
+                let old = |h: &Half| h.buf.values().any(|p| now.nanos_since(p.ts) >= timeout);
+                while old(c.half_ref(dir)) && self.force_gap(&mut c, dir, out) {}
                 Self::check_fin(&mut c, dir);
             }
             if c.halves.iter().all(|h| h.done) {
@@ -1456,12 +1397,10 @@ impl Reassembler {
             .iter()
             .min_by_key(|(_, c)| (!c.closed, c.last_ts, c.stream))
             .map(|(k, _)| *k);
-        if let Some(k) = victim {
-            if let Some(mut c) = self.conns.remove(&k) {
-                if !c.closed {
-                    self.stats.evicted += 1;
-                    self.close(&mut c, CloseReason::Idle, frame, ts, out);
-                }
+        if let Some(mut c) = victim.and_then(|k| self.conns.remove(&k)) {
+            if !c.closed {
+                self.stats.evicted += 1;
+                self.close(&mut c, CloseReason::Idle, frame, ts, out);
             }
         }
     }
