@@ -580,25 +580,18 @@ fn client_rows(r: &StatsReport, entries: &EntryStore) -> Vec<StatsRow> {
                 [one, rest @ ..] => format!("{} (+{})", escape_text(one), rest.len()),
             };
             // Versions per api, `*` on those Kafka 4.0 removed.
-            let mut versions: Vec<(String, Vec<String>)> = Vec::new();
+            let mut versions: Vec<String> = Vec::new();
             for a in &c.apis {
-                let name = api(a.api_name, a.api_key);
-                let v = format!(
-                    "{}{}",
-                    a.version,
-                    if a.removed_in_kafka_4 { "*" } else { "" }
-                );
+                let (name, v) = (api(a.api_name, a.api_key), a.version);
+                let mark = if a.removed_in_kafka_4 { "*" } else { "" };
                 match versions.last_mut() {
-                    Some((n, vs)) if *n == name => vs.push(v),
-                    _ => versions.push((name, vec![v])),
+                    Some(last) if last.starts_with(&format!("{name} v")) => {
+                        last.push_str(&format!(",{v}{mark}"));
+                    }
+                    _ => versions.push(format!("{name} v{v}{mark}")),
                 }
             }
-            let versions = joined(
-                versions
-                    .iter()
-                    .map(|(n, vs)| format!("{n} v{}", vs.join(","))),
-                " ",
-            );
+            let versions = versions.join(" ");
             StatsRow {
                 cells: vec![
                     id_cell(c.client_id.as_deref()),
