@@ -47,18 +47,8 @@ pub enum PrintFormat {
 /// The arguments of `kafkashark print`.
 #[derive(clap::Args, Debug)]
 pub struct PrintArgs {
-    /// A pcap or pcapng file; `-` reads standard input.
-    #[arg(required_unless_present = "interface", conflicts_with = "interface")]
-    file: Option<String>,
-    /// Capture live on this interface (`any` for all).
-    #[arg(short = 'i', long = "interface")]
-    interface: Option<String>,
-    /// BPF filter for live capture (default: the Kafka ports); needs -i.
-    #[arg(short = 'f', long = "filter")]
-    filter: Option<String>,
-    /// Broker ports, comma separated, or `any` to detect Kafka on any port.
-    #[arg(long, default_value = "9092", value_parser = crate::parse_ports)]
-    ports: Ports,
+    #[command(flatten)]
+    capture: CaptureArgs,
     /// Output format.
     #[arg(long, value_enum, default_value_t = PrintFormat::Text)]
     format: PrintFormat,
@@ -107,15 +97,30 @@ pub(crate) fn pipeline_config(ports: &Ports, reorder: ReorderWindow) -> Pipeline
     }
 }
 
-impl Input {
-    /// The input of `print` or `stats`: a `file`, or live on `interface`
-    /// with a BPF `filter` (which needs it).
-    pub fn from_args(
-        file: Option<String>,
-        interface: Option<String>,
-        filter: Option<String>,
-    ) -> Result<Input, CliError> {
-        match (interface, file) {
+/// What `print` and `stats` read: a file or a live interface, and the
+/// broker ports.
+#[derive(clap::Args, Debug)]
+pub struct CaptureArgs {
+    /// A pcap or pcapng file; `-` reads standard input.
+    #[arg(required_unless_present = "interface", conflicts_with = "interface")]
+    file: Option<String>,
+    /// Capture live on this interface (`any` for all).
+    #[arg(short = 'i', long = "interface")]
+    interface: Option<String>,
+    /// BPF filter for live capture (default: the Kafka ports); needs -i.
+    #[arg(short = 'f', long = "filter")]
+    filter: Option<String>,
+    /// Broker ports, comma separated, or `any` to detect Kafka on any port.
+    #[arg(long, default_value = "9092", value_parser = crate::parse_ports)]
+    pub ports: Ports,
+}
+
+impl CaptureArgs {
+    /// The input: a file, or live on an interface with a BPF filter (which
+    /// needs it).
+    pub fn input(&self) -> Result<Input, CliError> {
+        let filter = self.filter.clone();
+        match (self.interface.clone(), self.file.clone()) {
             (Some(iface), _) => Ok(Input::Live { iface, filter }),
             // A BPF filter applies to live capture only: said, not ignored.
             (None, Some(_)) if filter.is_some() => Err(CliError::Usage(
@@ -126,7 +131,9 @@ impl Input {
             (None, None) => Err(CliError::Usage("give a FILE or -i IFACE".into())),
         }
     }
+}
 
+impl Input {
     /// Opens it frame by frame: a file, or a live interface (its BPF filter
     /// defaulting to the Kafka `ports`), privileges dropped once it is open.
     pub fn open(&self, ports: &Ports) -> Result<Box<dyn FrameSource + Send>, CliError> {
@@ -171,7 +178,7 @@ pub fn report_end(
 /// Runs `print`; returns the number of messages with a decode error.
 pub fn run(a: &PrintArgs) -> Result<u64, CliError> {
     crate::privilege::configure(&a.privilege);
-    let input = Input::from_args(a.file.clone(), a.interface.clone(), a.filter.clone())?;
+    let input = a.capture.input()?;
     let duration = duration_arg(a.duration)?;
     // A file is read and reassembled on a thread of its own (see `FileReader`).
     let mut file = match &input {
@@ -197,7 +204,7 @@ pub fn run(a: &PrintArgs) -> Result<u64, CliError> {
     if let Some(src) = file.take_if(|_| a.verbose) {
         // Trees decoded and formatted on every core (see `render_pool`).
         let settings = crate::render_pool::Settings {
-            ports: a.ports.clone(),
+            ports: a.capture.ports.clone(),
             reorder: a.reorder_window,
             format: a.format,
             count: a.count,
@@ -219,7 +226,7 @@ pub fn run(a: &PrintArgs) -> Result<u64, CliError> {
     // `render_pool`'s does) and each message's tree is decoded once, as it
     // is printed (`Trees`), with the facts a tree-keeping analyzer takes from
     // it: the same output as `render_pool`, on one thread.
-    let pipeline = pipeline_config(&a.ports, a.reorder_window);
+    let pipeline = pipeline_config(&a.capture.ports, a.reorder_window);
     let cfg = crate::render_pool::summary_config(pipeline.clone(), &decode, a.verbose);
     let trees = a.verbose.then(|| Trees {
         opts: decode,
@@ -245,7 +252,7 @@ pub fn run(a: &PrintArgs) -> Result<u64, CliError> {
     }
     // Live, or a file read for a while (`--duration`): one thread, the same
     // last stage as for files' summaries.
-    let mut source = input.open(&a.ports)?;
+    let mut source = input.open(&a.capture.ports)?;
     let mut analyzer = Analyzer::new(cfg);
     let mut stage = stage();
     let mut out = Vec::new();

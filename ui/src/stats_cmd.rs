@@ -8,11 +8,11 @@ use std::time::{Duration, Instant};
 
 use kafkashark::analyzer::{Analyzer, AnalyzerConfig, MessageAnalyzer, Output};
 use kafkashark::capture::{CaptureError, FileSource, Polled};
-use kafkashark::flow::{Ports, ReorderWindow};
+use kafkashark::flow::ReorderWindow;
 use kafkashark::stats::{Stats, StatsConfig, StatsReport};
 
 use crate::cli_error::CliError;
-use crate::print::{report_end, FileReader, Input};
+use crate::print::{report_end, CaptureArgs, FileReader, Input};
 
 /// Output format of `stats`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -31,7 +31,7 @@ fn run(a: &StatsArgs, input: &Input, duration: Option<Duration>) -> Result<(), C
     if let (Input::File(path), None) = (input, duration) {
         return run_file(a, path);
     }
-    let mut source = input.open(&a.ports)?;
+    let mut source = input.open(&a.capture.ports)?;
     let (title, live) = match &input {
         Input::File(p) => (p.clone(), false),
         Input::Live { iface, .. } => (format!("live on {iface}"), true),
@@ -78,7 +78,7 @@ fn run(a: &StatsArgs, input: &Input, duration: Option<Duration>) -> Result<(), C
 /// The analyzer's settings and the stats of a run.
 fn engine(a: &StatsArgs) -> (AnalyzerConfig, Stats) {
     let mut cfg = Stats::analyzer_config(AnalyzerConfig {
-        pipeline: crate::print::pipeline_config(&a.ports, a.reorder_window),
+        pipeline: crate::print::pipeline_config(&a.capture.ports, a.reorder_window),
         ..AnalyzerConfig::default()
     });
     cfg.decode.max_decompressed = a.max_decompressed;
@@ -101,7 +101,7 @@ fn run_file(a: &StatsArgs, path: &str) -> Result<(), CliError> {
     // three.
     let reader = FileReader::spawn(
         src,
-        crate::print::pipeline_config(&a.ports, a.reorder_window),
+        crate::print::pipeline_config(&a.capture.ports, a.reorder_window),
         crate::print::BATCH_FRAMES,
         analyzer.request_scanner(),
     );
@@ -214,19 +214,12 @@ fn emit(
 
 /// The arguments of `kafkashark stats`.
 #[derive(clap::Args, Debug)]
+#[command(mut_arg("interface", |a| a.help(
+    "Capture live on this interface (`any` for all); the report refreshes every second",
+)))]
 pub struct StatsArgs {
-    /// A pcap or pcapng file; `-` reads standard input.
-    #[arg(required_unless_present = "interface", conflicts_with = "interface")]
-    file: Option<String>,
-    /// Capture live on this interface (`any` for all); the report refreshes every second.
-    #[arg(short = 'i', long = "interface")]
-    interface: Option<String>,
-    /// BPF filter for live capture (default: the Kafka ports); needs -i.
-    #[arg(short = 'f', long = "filter")]
-    filter: Option<String>,
-    /// Broker ports, comma separated, or `any` to detect Kafka on any port.
-    #[arg(long, default_value = "9092", value_parser = crate::parse_ports)]
-    ports: Ports,
+    #[command(flatten)]
+    capture: CaptureArgs,
     /// The reorder window: how long a hole the peer acknowledged waits for a
     /// segment the capture puts late, as PACKETS,TIME,BYTES (any of them, any
     /// order: `64`, `1s`, `250ms`, `1MiB`), or `off`. Default 64,1s,1MiB.
@@ -251,7 +244,7 @@ pub struct StatsArgs {
 /// Runs `stats` from its command-line arguments.
 pub fn run_args(a: StatsArgs) -> Result<std::process::ExitCode, CliError> {
     crate::privilege::configure(&a.privilege);
-    let input = Input::from_args(a.file.clone(), a.interface.clone(), a.filter.clone())?;
+    let input = a.capture.input()?;
     run(&a, &input, crate::print::duration_arg(a.duration)?)?;
     Ok(std::process::ExitCode::SUCCESS)
 }
