@@ -788,7 +788,9 @@ fn framer_events(f: &mut Framer, log: &RequestLog, finish: bool, evs: &mut Vec<F
     if finish {
         f.finish(log, evs);
     } else {
-        evs.extend(std::iter::from_fn(|| f.next_event(log)));
+        while let Some(e) = f.next_event(log) {
+            evs.push(e);
+        }
     }
 }
 

@@ -981,7 +981,10 @@ impl Framer {
         self.copy_into(p, &mut out).map(|()| out)
     }
 
-    /// Fills `out` with the bytes from buffer offset `p`, if they are buffered.
+    /// Fills `out` with the bytes from buffer offset `p`, if they are buffered
+    /// (inlined: [`Framer::read`]'s fixed lengths, the size at every message's
+    /// start among them, are copied as such).
+    #[inline(always)]
     fn copy_into(&self, p: u64, out: &mut [u8]) -> Option<()> {
         let want = out.len();
         if p.checked_add(want as u64)? > self.avail {

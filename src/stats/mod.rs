@@ -929,9 +929,7 @@ impl Stats {
                 &client,
             );
         }
-        if let Some(ns) = i.latency_ns {
-            self.slow_push(i, api, ns, request_frame, &client);
-        }
+        self.rank(i, api, throttle, request_frame, &client);
         if let Some(t) = throttle {
             self.throttle.add(t);
             if let Some(s) = self.throttle_series.entry(i.ts.secs, Throttle::default) {
@@ -940,7 +938,6 @@ impl Stats {
             if let Some(ns) = i.latency_ns {
                 self.throttle_latency.record(ns);
             }
-            self.throttled_push(i, api, t, request_frame, &client);
         }
         // A response that does not say its topic (a zero TopicId) answers the
         // request's topic when the request named only one.
@@ -1137,53 +1134,46 @@ impl Stats {
         }
     }
 
-    /// Offers an exchange of latency `ns` to the slow list.
-    fn slow_push(
+    /// Offers an exchange to the slow list (when it has a latency) and to
+    /// the most-throttled list (when `throttle`d).
+    fn rank(
         &mut self,
         i: &MessageInfo,
         api: i16,
-        ns: u64,
+        throttle: Option<i32>,
         request_frame: Option<u64>,
         client: &Who,
     ) {
-        let clients = &self.clients;
-        self.slow.offer(self.cfg.slow, ns, i, || SlowExchange {
-            latency_ms: ns as f64 / 1e6,
-            request_frame,
-            response_first_frame: i.first_frame,
-            response_frame: i.frame,
-            api_key: api,
-            api_name: schema::api_name(api),
-            api_version: i.api_version,
-            client_id: clients.key(client).and_then(|k| k.client_id.clone()),
-            software: clients.key(client).and_then(ClientKey::software),
-            client: i.client.to_string(),
-            broker: i.broker.to_string(),
-            stream: i.stream,
-            throttle_time_ms: i.throttle_time_ms,
-        });
-    }
-
-    /// Offers an exchange throttled `t` ms to the most-throttled list.
-    fn throttled_push(
-        &mut self,
-        i: &MessageInfo,
-        api: i16,
-        t: i32,
-        request_frame: Option<u64>,
-        client: &Who,
-    ) {
-        let clients = &self.clients;
-        self.throttled
-            .offer(self.cfg.slow, t, i, || ThrottledExchange {
+        let (clients, n) = (&self.clients, self.cfg.slow);
+        let client_id = || clients.key(client).and_then(|k| k.client_id.clone());
+        if let Some(ns) = i.latency_ns {
+            self.slow.offer(n, ns, i, || SlowExchange {
+                latency_ms: ns as f64 / 1e6,
+                request_frame,
+                response_first_frame: i.first_frame,
+                response_frame: i.frame,
+                api_key: api,
+                api_name: schema::api_name(api),
+                api_version: i.api_version,
+                client_id: client_id(),
+                software: clients.key(client).and_then(ClientKey::software),
+                client: i.client.to_string(),
+                broker: i.broker.to_string(),
+                stream: i.stream,
+                throttle_time_ms: i.throttle_time_ms,
+            });
+        }
+        if let Some(t) = throttle {
+            self.throttled.offer(n, t, i, || ThrottledExchange {
                 throttle_ms: t,
                 latency_ms: i.latency_ms(),
                 request_frame,
                 response_frame: i.frame,
                 api_key: api,
                 api_name: schema::api_name(api),
-                client_id: clients.key(client).and_then(|k| k.client_id.clone()),
+                client_id: client_id(),
             });
+        }
     }
 
     /// The report of everything fed so far.
