@@ -27,7 +27,7 @@ fn pick(api: i16, kind: Kind) -> Vec<(Vec<u8>, i16, i16)> {
         "a6-confluent-multisegment-pdus.pcap",
     ]) {
         let frames = common::frames(&p);
-        for m in common::messages(&frames, AnalyzerConfig::default()) {
+        for m in kafkashark_harness::messages(&frames, AnalyzerConfig::default()) {
             if m.info.kind == kind && m.info.api_key.map(|k| k.0) == Some(api) {
                 if let Some(v) = m.info.api_version {
                     out.push((m.raw.bytes.to_vec(), api, v));

@@ -172,7 +172,7 @@ fn trees(c: &mut Criterion) {
     };
     let frames = common::frames(&p);
     let opts = DecodeOptions::default();
-    let fetches: Vec<_> = common::messages(&frames, AnalyzerConfig::default())
+    let fetches: Vec<_> = kafkashark_harness::messages(&frames, AnalyzerConfig::default())
         .into_iter()
         .filter(|m| {
             m.info.api_key == Some(kafkashark::kafka::schema::ApiKey::FETCH)

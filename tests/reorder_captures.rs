@@ -21,11 +21,12 @@
 mod mutate;
 mod support;
 
-use kafkashark::analyzer::{Analyzer, AnalyzerConfig, MessageRecord, Output};
+use kafkashark::analyzer::{AnalyzerConfig, MessageRecord};
 use kafkashark::capture::{Frame, LinkType};
 use kafkashark::flow::{Ports, ReorderWindow};
 use kafkashark::kafka::decode::Kind;
 use kafkashark::pipeline::PipelineConfig;
+use kafkashark_harness::messages;
 use mutate::{mutate, read_capture, Mutation, Record};
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -52,21 +53,6 @@ fn wide() -> ReorderWindow {
         time_ns: 120_000_000_000,
         ..ReorderWindow::default()
     }
-}
-
-fn read(frames: impl Iterator<Item = Frame>, cfg: AnalyzerConfig) -> Vec<MessageRecord> {
-    let mut a = Analyzer::new(cfg);
-    let mut out = Vec::new();
-    for f in frames {
-        a.push(&f, &mut out);
-    }
-    a.finish(&mut out);
-    out.into_iter()
-        .filter_map(|o| match o {
-            Output::Message(m) => Some(*m),
-            Output::Notice(_) => None,
-        })
-        .collect()
 }
 
 fn frames_of(link: LinkType, records: &[Record]) -> impl Iterator<Item = Frame> + '_ {
@@ -198,17 +184,17 @@ fn mutated_captures_read_as_the_clean_ones() {
             continue;
         };
         let name = path.file_name().map(|n| n.to_string_lossy().into_owned());
-        let clean = read(frames.iter().cloned(), config(wide()));
+        let clean = messages(&frames, config(wide()));
         for m in MUTATIONS {
             let (records, report) = mutate(link, &frames, m);
             moved += report.moved;
-            let got = read(frames_of(link, &records), config(wide()));
+            let got = messages(frames_of(link, &records), config(wide()));
             total += clean.len();
             let errs = differences(&clean, &got);
             if !errs.is_empty() {
                 failures.push(format!("{name:?} {m:?}:\n  {}", errs.join("\n  ")));
             }
-            let dflt = read(frames_of(link, &records), config(ReorderWindow::default()));
+            let dflt = messages(frames_of(link, &records), config(ReorderWindow::default()));
             with_default += dflt.len().min(clean.len());
         }
     }
@@ -257,9 +243,9 @@ fn the_mutation_is_seeded_and_moves_segments() {
     assert_eq!(plain.len(), frames.len());
     assert_eq!((rp.split, rp.duplicated), (0, 0));
     // Without the window the mutated capture loses messages: the test bites.
-    let off = read(frames_of(link, &plain), config(ReorderWindow::OFF));
-    let on = read(frames_of(link, &plain), config(wide()));
-    let clean = read(frames.iter().cloned(), config(wide()));
+    let off = messages(frames_of(link, &plain), config(ReorderWindow::OFF));
+    let on = messages(frames_of(link, &plain), config(wide()));
+    let clean = messages(&frames, config(wide()));
     assert_eq!(on.len(), clean.len());
     assert!(off.len() < clean.len(), "{} of {}", off.len(), clean.len());
 }

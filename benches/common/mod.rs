@@ -3,7 +3,6 @@
 
 #![allow(dead_code)]
 
-use kafkashark::analyzer::{Analyzer, AnalyzerConfig, MessageRecord, Output};
 use kafkashark::capture::{FileSource, Frame, FrameSource, Polled};
 
 /// The captures the benches run on: `KAFKASHARK_BENCH_PCAP` (a path) when set,
@@ -35,20 +34,4 @@ pub fn frames(path: &str) -> Vec<Frame> {
 /// Captured bytes of the frames (the throughput unit of the pipeline benches).
 pub fn frame_bytes(frames: &[Frame]) -> u64 {
     frames.iter().map(|f| f.data.len() as u64).sum()
-}
-
-/// Every message of the frames, analysed with `cfg`.
-pub fn messages(frames: &[Frame], cfg: AnalyzerConfig) -> Vec<MessageRecord> {
-    let mut a = Analyzer::new(cfg);
-    let mut out = Vec::new();
-    for f in frames {
-        a.push(f, &mut out);
-    }
-    a.finish(&mut out);
-    out.into_iter()
-        .filter_map(|o| match o {
-            Output::Message(m) => Some(*m),
-            Output::Notice(_) => None,
-        })
-        .collect()
 }

@@ -42,7 +42,7 @@ pub use records::{
     check_declared, check_record_set, compress, declared, legacy_message, mixed, put_varint,
     record_batch, record_set, records_from,
 };
-pub use streams::{frame_of_segment, framing, pipeline, reassembly};
+pub use streams::{frame_of_segment, framing, messages, pipeline, reassembly};
 pub use tree::{check_decoded, deferred_differs, streamed_text};
 
 /// Decompression cap used by the harnesses: small, so bombs hit it fast.

@@ -4,7 +4,7 @@
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 
 use bytes::Bytes;
-use kafkashark::analyzer::{Analyzer, AnalyzerConfig};
+use kafkashark::analyzer::{Analyzer, AnalyzerConfig, MessageRecord, Output};
 use kafkashark::capture::{Frame, LinkType, Segment, TcpFlags};
 use kafkashark::flow::{FlowConfig, FlowEvent, Ports, Reassembler, ReorderWindow};
 use kafkashark::kafka::framing::{Framer, FramerConfig, FramerEvent, RequestLog, SeenRequest};
@@ -391,6 +391,27 @@ fn check_pipeline_events(evs: &mut Vec<Event>, input: usize) {
             assert_eq!(m.bytes.len() as u64 + m.missing, 4 + size as u64);
         }
     }
+}
+
+/// Every message an analyzer with `cfg` makes of `frames`, in order (its
+/// notices left out): what the tests and benches that compare readings of
+/// the same traffic read.
+pub fn messages<F: std::borrow::Borrow<Frame>>(
+    frames: impl IntoIterator<Item = F>,
+    cfg: AnalyzerConfig,
+) -> Vec<MessageRecord> {
+    let mut a = Analyzer::new(cfg);
+    let mut out = Vec::new();
+    for f in frames {
+        a.push(f.borrow(), &mut out);
+    }
+    a.finish(&mut out);
+    out.into_iter()
+        .filter_map(|o| match o {
+            Output::Message(m) => Some(*m),
+            Output::Notice(_) => None,
+        })
+        .collect()
 }
 
 /// A raw-IP frame carrying `seg` (IPv4 or IPv6 by its addresses).

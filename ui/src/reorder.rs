@@ -422,27 +422,15 @@ impl Reorder {
 mod tests {
     use super::*;
     use kafkashark::analyzer::{Analyzer, AnalyzerConfig, MessageInfo};
-    use kafkashark::capture::{FileSource, FrameSource, Polled};
+    use kafkashark::capture::{FileSource, FrameSource};
 
     /// Every message of the capture at `path` through an analyzer with `cfg`.
     fn messages(path: &std::path::Path, cfg: AnalyzerConfig) -> Vec<MessageRecord> {
         let mut src = FileSource::open(path.to_str().expect("a path")).expect("the capture opens");
-        let mut a = Analyzer::new(cfg);
-        let mut out = Vec::new();
-        loop {
-            match src.poll() {
-                Ok(Polled::Frame(f)) => a.push(&f, &mut out),
-                Ok(Polled::Timeout) => continue,
-                _ => break,
-            }
-        }
-        a.finish(&mut out);
-        out.into_iter()
-            .filter_map(|o| match o {
-                Output::Message(m) => Some(*m),
-                Output::Notice(_) => None,
-            })
-            .collect()
+        kafkashark_harness::messages(
+            std::iter::from_fn(|| src.next_frame().expect("the capture reads")),
+            cfg,
+        )
     }
 
     /// Full trees, record sets decoded in full, on every port.
