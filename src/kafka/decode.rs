@@ -1204,20 +1204,27 @@ pub(crate) fn decode_data(
     if v < def.valid.min {
         return None;
     }
-    let mut nodes = vec![Node::new(
-        "Version",
-        "int16",
-        Value::Int(version.into()),
-        base,
-        2,
-        role,
-    )
-    .with_about("version of the embedded structure")];
     // A schema whose first field is that version reads it itself.
-    if let Some(f) = def.body.fields.first() {
-        if f.name == "Version" && f.type_name == "int16" {
-            (r, nodes) = (Reader::new(data), Vec::new());
-        }
+    let mut nodes = Vec::new();
+    if def
+        .body
+        .fields
+        .first()
+        .is_some_and(|f| f.name == "Version" && f.type_name == "int16")
+    {
+        r = Reader::new(data);
+    } else {
+        nodes.push(
+            Node::new(
+                "Version",
+                "int16",
+                Value::Int(version.into()),
+                base,
+                2,
+                role,
+            )
+            .with_about("version of the embedded structure"),
+        );
     }
     d.version = v;
     d.flexible = def.is_flexible(v);

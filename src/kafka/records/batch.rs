@@ -19,7 +19,10 @@ use super::fields::{self, Crc, Detail, Field, FieldOut, Hdr, Kind};
 use super::json::{self, Run};
 use super::{plural, push_loc, push_plural, Ctx, Inflate};
 use crate::kafka::decode::decode_data;
-use crate::kafka::schema::DATA_SCHEMAS;
+use crate::kafka::schema::{
+    MessageDef, CONTROL_RECORD_TYPE_SCHEMA, END_TXN_MARKER, K_RAFT_VERSION_RECORD,
+    LEADER_CHANGE_MESSAGE, SNAPSHOT_FOOTER_RECORD, SNAPSHOT_HEADER_RECORD, VOTERS_RECORD,
+};
 use crate::kafka::tree::{
     indexed_name, push_int, push_uint, Deferred, Node, Role, SmallTexts, Value,
     MAX_RESERVED_CHILDREN,
@@ -438,7 +441,7 @@ impl FieldOut for Nodes {
     fn control_key(&mut self, data: &[u8]) -> Option<i16> {
         let k = self.fields.last_mut()?;
         k.value = Value::Text("control record key".into());
-        schema_children(k, data, CONTROL_KEY);
+        schema_children(k, data, &CONTROL_RECORD_TYPE_SCHEMA);
         let ty = k.children.iter_mut().find(|n| n.name == "Type")?;
         let Value::Int(t) = ty.value else { return None };
         let t = i16::try_from(t).ok()?;
@@ -452,7 +455,7 @@ impl FieldOut for Nodes {
 
     fn control_value(&mut self, t: i16, data: &[u8]) {
         if let (Some(v), Some((_, schema))) = (self.fields.last_mut(), control_type(t)) {
-            v.value = Value::Text(schema.into());
+            v.value = Value::Text(schema.name.into());
             schema_children(v, data, schema);
         }
     }
@@ -485,33 +488,29 @@ fn check_crc(n: &mut Node, stored: u32, crc: Crc) {
     }
 }
 
-/// The data schema of a control record's key.
-const CONTROL_KEY: &str = "ControlRecordTypeSchema";
-
 /// Kafka's control record type `t`: its name and the data schema of the
 /// record's value.
-fn control_type(t: i16) -> Option<(&'static str, &'static str)> {
-    const TYPES: [(&str, &str); 7] = [
-        ("ABORT", "EndTxnMarker"),
-        ("COMMIT", "EndTxnMarker"),
-        ("LEADER_CHANGE", "LeaderChangeMessage"),
-        ("SNAPSHOT_HEADER", "SnapshotHeaderRecord"),
-        ("SNAPSHOT_FOOTER", "SnapshotFooterRecord"),
-        ("KRAFT_VERSION", "KRaftVersionRecord"),
-        ("KRAFT_VOTERS", "VotersRecord"),
+fn control_type(t: i16) -> Option<(&'static str, &'static MessageDef)> {
+    const TYPES: [(&str, &MessageDef); 7] = [
+        ("ABORT", &END_TXN_MARKER),
+        ("COMMIT", &END_TXN_MARKER),
+        ("LEADER_CHANGE", &LEADER_CHANGE_MESSAGE),
+        ("SNAPSHOT_HEADER", &SNAPSHOT_HEADER_RECORD),
+        ("SNAPSHOT_FOOTER", &SNAPSHOT_FOOTER_RECORD),
+        ("KRAFT_VERSION", &K_RAFT_VERSION_RECORD),
+        ("KRAFT_VOTERS", &VOTERS_RECORD),
     ];
     TYPES.get(usize::try_from(t).ok()?).copied()
 }
 
-/// Decodes content node `n` (its bytes `data`) with the data schema named
+/// Decodes content node `n` (its bytes `data`) with the data schema
 /// `schema` (`decode::decode_data`) into its children, in `n`'s byte source;
 /// bytes past what the known version reads are an `unparsed` node (fields of
 /// a newer version). An error on `n` when the bytes do not start with a
 /// version of the schema.
-fn schema_children(n: &mut Node, data: &[u8], schema: &str) {
-    let def = DATA_SCHEMAS.iter().find(|d| d.name == schema);
-    let Some((mut kids, read)) = def.and_then(|def| decode_data(data, n.offset, def, REC)) else {
-        n.error = Some(format!("{schema}: no version it knows at the start"));
+fn schema_children(n: &mut Node, data: &[u8], schema: &'static MessageDef) {
+    let Some((mut kids, read)) = decode_data(data, n.offset, schema, REC) else {
+        n.error = Some(format!("{}: no version it knows at the start", schema.name));
         return;
     };
     if let Some(rest) = read.and_then(|r| data.get(r..)).filter(|r| !r.is_empty()) {
