@@ -471,64 +471,7 @@ pub(crate) fn lz4_descriptor_end(data: &[u8]) -> Option<usize> {
 
 /// xxHash32 (the LZ4 frame format's header checksum hash).
 pub(crate) fn xxh32(input: &[u8], seed: u32) -> u32 {
-    const P1: u32 = 0x9E37_79B1;
-    const P2: u32 = 0x85EB_CA77;
-    const P3: u32 = 0xC2B2_AE3D;
-    const P4: u32 = 0x27D4_EB2F;
-    const P5: u32 = 0x1656_67B1;
-    fn le(b: &[u8]) -> u32 {
-        let mut a = [0u8; 4];
-        for (d, s) in a.iter_mut().zip(b) {
-            *d = *s;
-        }
-        u32::from_le_bytes(a)
-    }
-    fn round(acc: u32, lane: u32) -> u32 {
-        acc.wrapping_add(lane.wrapping_mul(P2))
-            .rotate_left(13)
-            .wrapping_mul(P1)
-    }
-    let mut stripes = input.chunks_exact(16);
-    let mut h = if input.len() >= 16 {
-        let mut v = [
-            seed.wrapping_add(P1).wrapping_add(P2),
-            seed.wrapping_add(P2),
-            seed,
-            seed.wrapping_sub(P1),
-        ];
-        for s in stripes.by_ref() {
-            for (acc, lane) in v.iter_mut().zip(s.chunks_exact(4)) {
-                *acc = round(*acc, le(lane));
-            }
-        }
-        let [a, b, c, d] = v;
-        a.rotate_left(1)
-            .wrapping_add(b.rotate_left(7))
-            .wrapping_add(c.rotate_left(12))
-            .wrapping_add(d.rotate_left(18))
-    } else {
-        seed.wrapping_add(P5)
-    };
-    h = h.wrapping_add(input.len() as u32);
-    // The whole input when it is shorter than a stripe.
-    let mut words = stripes.remainder().chunks_exact(4);
-    for w in words.by_ref() {
-        h = h
-            .wrapping_add(le(w).wrapping_mul(P3))
-            .rotate_left(17)
-            .wrapping_mul(P4);
-    }
-    for &b in words.remainder() {
-        h = h
-            .wrapping_add(u32::from(b).wrapping_mul(P5))
-            .rotate_left(11)
-            .wrapping_mul(P1);
-    }
-    h ^= h >> 15;
-    h = h.wrapping_mul(P2);
-    h ^= h >> 13;
-    h = h.wrapping_mul(P3);
-    h ^ (h >> 16)
+    twox_hash::XxHash32::oneshot(seed, input)
 }
 
 #[cfg(test)]
