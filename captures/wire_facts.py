@@ -7,7 +7,7 @@ hand-written field readers for Fetch (v4+), OffsetCommit (v2+) and Produce (v3+)
 
 usage: wire_facts.py FILE [--port 9092]
 Prints tab-separated rows, one kind per first column:
-  conn     conn syn_ts synack_ts ack_ts                      (handshake, '-' where missing)
+  conn     conn client syn_ts synack_ts ack_ts               (handshake, '-' where missing)
   exch     conn api ver corr client req_end_ts rsp_first_ts rsp_last_ts
   fetchreq conn corr max_wait_ms min_bytes topic partition fetch_offset
   fetchrsp conn corr topic partition error hw lso log_start batches records last_offset max_ts ts_type
@@ -19,6 +19,7 @@ req_end_ts is the time of the segment carrying the request's last byte, rsp_firs
 rsp_last_ts those carrying the response's first and last bytes.
 """
 import argparse
+import ipaddress
 import struct
 import sys
 
@@ -253,8 +254,10 @@ def main():
     for key in names:
         c = conns[key]
         n = c['name']
-        out.write('conn\t%s\t%s\t%s\t%s\n' % (n, *('%.6f' % t if t is not None else '-'
-                                                    for t in (c['syn'], c['synack'], c['ack']))))
+        ip = ipaddress.ip_address(key[0])
+        client = ('[%s]:%d' if ip.version == 6 else '%s:%d') % (ip, key[1])
+        out.write('conn\t%s\t%s\t%s\t%s\t%s\n' % (n, client, *('%.6f' % t if t is not None else '-'
+                                                            for t in (c['syn'], c['synack'], c['ack']))))
         req_data, req_t = c['c2s'].data()
         rsp_data, rsp_t = c['s2c'].data()
         pending = {}
