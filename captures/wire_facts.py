@@ -3,7 +3,7 @@
 kafkashark's latency parts, consumer lag and record age. It shares only the pcap reader,
 the TCP header parser and the length-prefixed framing with kafka_streams.py (no tshark,
 nothing from kafkashark): its own per-direction reassembly with a time per byte, its own
-hand-written field readers for Fetch (v4+), OffsetCommit (v2+) and Produce (v3+).
+hand-written field readers for Fetch (v4+), OffsetCommit (v2+), Produce (v3+) and Metadata (v10+).
 
 usage: wire_facts.py FILE [--port 9092]
 Prints tab-separated rows, one kind per first column:
@@ -14,6 +14,7 @@ Prints tab-separated rows, one kind per first column:
   commit   conn corr group topic partition committed_offset
   produce  conn corr acks topic partition producer_id epoch base_seq crc records max_ts
   fetched  conn corr topic partition producer_id epoch base_seq crc records max_ts
+  topic    id name                                           (Metadata v10+ responses)
 Times are capture seconds (float, as in the pcap); topics are names or 32-hex ids.
 req_end_ts is the time of the segment carrying the request's last byte, rsp_first_ts and
 rsp_last_ts those carrying the response's first and last bytes.
@@ -219,6 +220,41 @@ def produce_request(r, ver, flex, emit):
         r.tags(flex)
 
 
+def metadata_response(body, ver, emit):
+    flex = ver >= 9
+    r = R(body, 4)
+    r.tags(flex)
+    if ver >= 3:
+        r.take('i')
+    for _ in range(r.count(flex)):
+        r.take('i')
+        r.string(flex)
+        r.take('i')
+        if ver >= 1:
+            r.string(flex)
+        r.tags(flex)
+    if ver >= 2:
+        r.string(flex)
+    if ver >= 1:
+        r.take('i')
+    for _ in range(r.count(flex)):
+        r.take('h')
+        name = r.string(flex)
+        tid = r.uuid()
+        r.take('b')
+        for _ in range(r.count(flex)):
+            r.take('hiii' if ver >= 7 else 'hii')
+            for _ in range(3 if ver >= 5 else 2):
+                for _ in range(r.count(flex)):
+                    r.take('i')
+            r.tags(flex)
+        if ver >= 8:
+            r.take('i')
+        r.tags(flex)
+        if name is not None and tid != '00' * 16:
+            emit(tid, name)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument('file')
@@ -251,6 +287,7 @@ def main():
         if payload:
             side.segs.append((seq, ts, payload))
     out = sys.stdout
+    topics = {}
     for key in names:
         c = conns[key]
         n = c['name']
@@ -291,6 +328,11 @@ def main():
             api, ver, client, req_end = pending.pop(corr)
             out.write('exch\t%s\t%d\t%d\t%d\t%s\t%.6f\t%.6f\t%.6f\n' % (
                 n, api, ver, corr, client, req_end, rsp_t[off], rsp_t[off + 3 + len(body)]))
+            if api == 3 and ver >= 10:
+                try:
+                    metadata_response(body, ver, lambda i, nm: topics.setdefault(i, nm))
+                except (struct.error, IndexError):
+                    pass
             if api != 1 or ver < 4:
                 continue
 
@@ -308,6 +350,8 @@ def main():
                 fetch_response(body, ver, fetched)
             except (struct.error, IndexError):
                 pass
+    for tid, name in sorted(topics.items()):
+        out.write('topic\t%s\t%s\n' % (tid, name))
 
 
 if __name__ == '__main__':
