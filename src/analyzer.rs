@@ -44,8 +44,6 @@ pub struct AnalyzerConfig {
     pub tree_filter: Option<TreeFilter>,
     /// Try to infer the api of responses whose request was not captured.
     pub infer_unpaired: bool,
-    /// Unanswered requests remembered per connection.
-    pub max_pending_per_stream: usize,
     /// Fill [`MessageInfo::topics`]. `Stats`, which reads the topics of the
     /// kept tree instead, clears it: a list fewer to build per message.
     pub info_topics: bool,
@@ -64,7 +62,6 @@ impl Default for AnalyzerConfig {
             keep_trees: false,
             tree_filter: None,
             infer_unpaired: true,
-            max_pending_per_stream: 4096,
             info_topics: true,
             response_topics: true,
         }
@@ -369,7 +366,7 @@ impl MessageAnalyzer {
                 ..scan_opts.clone()
             },
             scan_opts,
-            pairer: Pairer::new(cfg.max_pending_per_stream),
+            pairer: Pairer::new(cfg.pipeline.max_pending_per_stream),
             cfg,
             streams: FxHashMap::default(),
             next_index: 0,
@@ -421,18 +418,15 @@ impl MessageAnalyzer {
     /// Feeds one pipeline event, in the order the pipeline made them.
     pub fn push(&mut self, ev: Event, out: &mut Vec<Output>) {
         match ev {
-            Event::StreamOpen {
-                stream,
-                client,
-                broker,
-                ..
-            } => {
+            Event::StreamOpen(o) => {
+                let (client, broker) = (o.client, o.broker);
+                let sasl = SaslState::Kafka;
                 self.streams.insert(
-                    stream,
+                    o.stream,
                     StreamInfo {
                         client,
                         broker,
-                        sasl: SaslState::Kafka,
+                        sasl,
                     },
                 );
             }
