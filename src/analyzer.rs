@@ -285,22 +285,18 @@ impl Analyzer {
 
     /// Feeds one frame.
     pub fn push(&mut self, frame: &Frame, out: &mut Vec<Output>) {
-        let mut evs = std::mem::take(&mut self.events);
-        self.pipeline.push(frame.clone(), &mut evs);
-        for ev in evs.drain(..) {
+        self.pipeline.push(frame.clone(), &mut self.events);
+        for ev in self.events.drain(..) {
             self.messages.push(ev, out);
         }
-        self.events = evs;
     }
 
     /// End of input: flushes every connection; unanswered requests are reported.
     pub fn finish(&mut self, out: &mut Vec<Output>) {
-        let mut evs = std::mem::take(&mut self.events);
-        self.pipeline.finish(&mut evs);
-        for ev in evs.drain(..) {
+        self.pipeline.finish(&mut self.events);
+        for ev in self.events.drain(..) {
             self.messages.push(ev, out);
         }
-        self.events = evs;
         self.messages.finish(out);
     }
 
@@ -770,20 +766,7 @@ fn sasl_token_tree(raw: &RawMessage, kind: Kind, show_secrets: bool) -> Decoded 
     let mut token = Node::new("token", "bytes", value, 4, len, role);
     token.secret = !show_secrets;
     root.children.push(token);
-    Decoded {
-        kind,
-        api_key: None,
-        api_version: None,
-        correlation_id: None,
-        client_id: None,
-        root,
-        sources: Vec::new(),
-        error: None,
-        warning: None,
-        topics: Vec::new(),
-        topic_ids: Vec::new(),
-        facts: None,
-    }
+    summary_decoded(kind, root, Summary::default())
 }
 
 /// What a message read without its tree tells besides the header.
@@ -794,7 +777,7 @@ struct LeanFacts {
 }
 
 /// A tree-less [`Decoded`] (a bare root) of a [`Summary`], whose other facts go to `facts`.
-fn lean_decoded(kind: Kind, s: Summary, facts: &mut Option<LeanFacts>) -> Decoded {
+fn lean_decoded(kind: Kind, mut s: Summary, facts: &mut Option<LeanFacts>) -> Decoded {
     let root = Node::new(
         match kind {
             Kind::Request => "Request",
@@ -808,9 +791,14 @@ fn lean_decoded(kind: Kind, s: Summary, facts: &mut Option<LeanFacts>) -> Decode
     );
     *facts = Some(LeanFacts {
         throttle: s.throttle_time_ms,
-        errors: s.error_codes,
+        errors: std::mem::take(&mut s.error_codes),
         acks: s.acks,
     });
+    summary_decoded(kind, root, s)
+}
+
+/// The [`Decoded`] with tree `root` and the header facts and topics of `s`.
+fn summary_decoded(kind: Kind, root: Node, s: Summary) -> Decoded {
     Decoded {
         kind,
         api_key: s.api_key,

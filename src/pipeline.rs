@@ -494,7 +494,6 @@ impl Pipeline {
                 stream_offset,
                 len,
                 frame,
-                ts: _,
                 ..
             } => {
                 if let Some(Some(f)) = p.framers.get_mut(dir.index()) {

@@ -476,7 +476,7 @@ impl Conn {
 }
 
 /// The TCP reassembler for all connections of a capture.
-#[derive(Debug)]
+#[derive(Debug, Default)]
 pub struct Reassembler {
     cfg: FlowConfig,
     /// Boxed: a connection is taken out and put back on every segment.
@@ -513,13 +513,7 @@ impl Reassembler {
     pub fn new(cfg: FlowConfig) -> Reassembler {
         Reassembler {
             cfg,
-            conns: FxHashMap::default(),
-            buffered_total: 0,
-            last_sweep: None,
-            late: None,
-            stats: FlowStats::default(),
-            holding: Vec::new(),
-            deadline: None,
+            ..Reassembler::default()
         }
     }
 
