@@ -44,8 +44,6 @@ pub struct AnalyzerConfig {
     pub tree_filter: Option<TreeFilter>,
     /// Try to infer the api of responses whose request was not captured.
     pub infer_unpaired: bool,
-    /// Unanswered requests remembered per connection.
-    pub max_pending_per_stream: usize,
     /// Fill [`MessageInfo::topics`]. `Stats`, which reads the topics of the
     /// kept tree instead, clears it: a list fewer to build per message.
     pub info_topics: bool,
@@ -64,7 +62,6 @@ impl Default for AnalyzerConfig {
             keep_trees: false,
             tree_filter: None,
             infer_unpaired: true,
-            max_pending_per_stream: 4096,
             info_topics: true,
             response_topics: true,
         }
@@ -288,22 +285,18 @@ impl Analyzer {
 
     /// Feeds one frame.
     pub fn push(&mut self, frame: &Frame, out: &mut Vec<Output>) {
-        let mut evs = std::mem::take(&mut self.events);
-        self.pipeline.push(frame.clone(), &mut evs);
-        for ev in evs.drain(..) {
+        self.pipeline.push(frame.clone(), &mut self.events);
+        for ev in self.events.drain(..) {
             self.messages.push(ev, out);
         }
-        self.events = evs;
     }
 
     /// End of input: flushes every connection; unanswered requests are reported.
     pub fn finish(&mut self, out: &mut Vec<Output>) {
-        let mut evs = std::mem::take(&mut self.events);
-        self.pipeline.finish(&mut evs);
-        for ev in evs.drain(..) {
+        self.pipeline.finish(&mut self.events);
+        for ev in self.events.drain(..) {
             self.messages.push(ev, out);
         }
-        self.events = evs;
         self.messages.finish(out);
     }
 
@@ -369,7 +362,7 @@ impl MessageAnalyzer {
                 ..scan_opts.clone()
             },
             scan_opts,
-            pairer: Pairer::new(cfg.max_pending_per_stream),
+            pairer: Pairer::new(cfg.pipeline.max_pending_per_stream),
             cfg,
             streams: FxHashMap::default(),
             next_index: 0,
@@ -421,18 +414,15 @@ impl MessageAnalyzer {
     /// Feeds one pipeline event, in the order the pipeline made them.
     pub fn push(&mut self, ev: Event, out: &mut Vec<Output>) {
         match ev {
-            Event::StreamOpen {
-                stream,
-                client,
-                broker,
-                ..
-            } => {
+            Event::StreamOpen(o) => {
+                let (client, broker) = (o.client, o.broker);
+                let sasl = SaslState::Kafka;
                 self.streams.insert(
-                    stream,
+                    o.stream,
                     StreamInfo {
                         client,
                         broker,
-                        sasl: SaslState::Kafka,
+                        sasl,
                     },
                 );
             }
@@ -776,20 +766,7 @@ fn sasl_token_tree(raw: &RawMessage, kind: Kind, show_secrets: bool) -> Decoded 
     let mut token = Node::new("token", "bytes", value, 4, len, role);
     token.secret = !show_secrets;
     root.children.push(token);
-    Decoded {
-        kind,
-        api_key: None,
-        api_version: None,
-        correlation_id: None,
-        client_id: None,
-        root,
-        sources: Vec::new(),
-        error: None,
-        warning: None,
-        topics: Vec::new(),
-        topic_ids: Vec::new(),
-        facts: None,
-    }
+    summary_decoded(kind, root, Summary::default())
 }
 
 /// What a message read without its tree tells besides the header.
@@ -800,7 +777,7 @@ struct LeanFacts {
 }
 
 /// A tree-less [`Decoded`] (a bare root) of a [`Summary`], whose other facts go to `facts`.
-fn lean_decoded(kind: Kind, s: Summary, facts: &mut Option<LeanFacts>) -> Decoded {
+fn lean_decoded(kind: Kind, mut s: Summary, facts: &mut Option<LeanFacts>) -> Decoded {
     let root = Node::new(
         match kind {
             Kind::Request => "Request",
@@ -814,9 +791,14 @@ fn lean_decoded(kind: Kind, s: Summary, facts: &mut Option<LeanFacts>) -> Decode
     );
     *facts = Some(LeanFacts {
         throttle: s.throttle_time_ms,
-        errors: s.error_codes,
+        errors: std::mem::take(&mut s.error_codes),
         acks: s.acks,
     });
+    summary_decoded(kind, root, s)
+}
+
+/// The [`Decoded`] with tree `root` and the header facts and topics of `s`.
+fn summary_decoded(kind: Kind, root: Node, s: Summary) -> Decoded {
     Decoded {
         kind,
         api_key: s.api_key,

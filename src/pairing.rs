@@ -6,8 +6,8 @@
 //! belongs to, so its api key and version come from the paired request.
 //!
 //! Invariants: per connection, at most `max_pending` requests wait for an
-//! answer (the oldest is evicted and counted beyond that), so memory follows
-//! what is in flight, never the capture's length. When a correlation id is
+//! answer (beyond that the oldest is evicted, for the caller to report), so
+//! memory follows what is in flight, never the capture's length. When a correlation id is
 //! reused while an earlier request with it is still waiting, a response pairs
 //! with the nearest earlier request (the latest one sent).
 
@@ -104,7 +104,6 @@ impl StreamPending {
 pub struct Pairer {
     max_pending: usize,
     streams: FxHashMap<u64, StreamPending>,
-    evicted: u64,
 }
 
 impl Pairer {
@@ -113,7 +112,6 @@ impl Pairer {
         Pairer {
             max_pending: max_pending.max(1),
             streams: FxHashMap::default(),
-            evicted: 0,
         }
     }
 
@@ -135,10 +133,7 @@ impl Pairer {
             let Some((c, i)) = st.order.pop_front() else {
                 break;
             };
-            if let Some(p) = st.remove(c, i) {
-                evicted = Some(p);
-                self.evicted += 1;
-            }
+            evicted = st.remove(c, i).or(evicted);
         }
         // Answered requests leave stale entries in `order`; compact so it stays
         // proportional to what is in flight.
@@ -180,13 +175,6 @@ impl Pairer {
         st.optional.remove(pos).map(|(_, p)| p)
     }
 
-    /// True when a request with `corr` waits on `stream`.
-    pub fn is_pending(&self, stream: u64, corr: i32) -> bool {
-        self.streams
-            .get(&stream)
-            .is_some_and(|s| s.by_corr.contains_key(&corr))
-    }
-
     /// Forgets a closed connection; returns the requests never answered, oldest first.
     pub fn close(&mut self, stream: u64) -> Vec<PendingRequest> {
         let Some(st) = self.streams.remove(&stream) else {
@@ -204,11 +192,6 @@ impl Pairer {
     /// Requests waiting over all connections.
     pub fn pending(&self) -> usize {
         self.streams.values().map(|s| s.live).sum()
-    }
-
-    /// Requests evicted because a connection had too many waiting.
-    pub fn evicted(&self) -> u64 {
-        self.evicted
     }
 }
 
@@ -253,7 +236,6 @@ mod tests {
         p.request(0, 1, req(1));
         // The third evicts the oldest (held inline): the others move up.
         assert_eq!(p.request(0, 1, req(2)).map(|r| r.index), Some(0));
-        assert!(p.is_pending(0, 1));
         assert_eq!(p.response(0, 1).map(|r| r.index), Some(2));
         p.request(0, 1, req(3));
         let left: Vec<u64> = p.close(0).iter().map(|r| r.index).collect();
@@ -276,11 +258,12 @@ mod tests {
     #[test]
     fn bounded_per_stream_and_order_stays_compact() {
         let mut p = Pairer::new(4);
-        for i in 0..10 {
-            p.request(0, i as i32, req(i));
-        }
+        let evicted: Vec<u64> = (0..10)
+            .filter_map(|i| p.request(0, i as i32, req(i)))
+            .map(|r| r.index)
+            .collect();
         assert_eq!(p.pending(), 4);
-        assert_eq!(p.evicted(), 6);
+        assert_eq!(evicted, [0, 1, 2, 3, 4, 5]);
         assert_eq!(p.response(0, 0), None, "the oldest were evicted");
         assert_eq!(p.response(0, 9).map(|r| r.index), Some(9));
         // Many answered requests leave no growth behind.

@@ -22,40 +22,26 @@
 
 use crate::capture::{decode_link_owned, Frame, FramePlace, Seen, Segment, Skip};
 use crate::flow::{
-    CloseReason, FlowConfig, FlowEvent, FlowStats, GapReason, Ports, Reassembler, ReorderWindow,
+    CloseReason, FlowConfig, FlowEvent, FlowStats, GapReason, Late, Opened, Ports, Reassembler,
 };
 use crate::kafka::decode::Summary;
 use crate::kafka::framing::{Framer, FramerConfig, FramerEvent, RawMessage, RequestLog};
 use crate::vocab::{Direction, Timestamp};
 use rustc_hash::FxHashMap;
 use std::fmt;
-use std::net::SocketAddr;
 
 /// Pipeline settings.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PipelineConfig {
-    /// Broker ports, or `Any` to detect Kafka by shape.
-    pub ports: Ports,
-    /// Largest Kafka message accepted (size field), default 100 MiB.
-    pub max_message: usize,
-    /// How far a resync candidate may wait for bytes (see `FramerConfig`).
-    pub resync_wait: usize,
-    /// Out-of-order bytes buffered per TCP direction, default 4 MiB.
-    pub max_buffer_per_dir: usize,
-    /// Out-of-order bytes buffered over all connections, default 256 MiB.
-    pub max_buffer_total: usize,
-    /// Packet-time age after which a hole becomes a gap, default 10 s.
-    pub gap_timeout_ns: u64,
-    /// Packet-time silence after which a connection is closed, default 600 s.
-    pub idle_timeout_ns: u64,
-    /// Connections tracked at once, default 100 000.
-    pub max_connections: usize,
-    /// How long a hole the peer acknowledged waits for a segment the capture
-    /// puts late (default 64 packets, 1 s, 1 MiB; see [`ReorderWindow`]).
-    pub reorder: ReorderWindow,
+    /// Reassembly: broker ports (or `Any` to detect Kafka by shape), buffer
+    /// bounds, timeouts and the reorder window (see [`FlowConfig`]).
+    pub flow: FlowConfig,
+    /// Framing: largest message, resync wait (see [`FramerConfig`]).
+    pub framing: FramerConfig,
     /// With `Ports::Any`: bytes held per connection while deciding whether it is Kafka.
     pub detect_limit: usize,
-    /// Correlation ids of unanswered requests remembered per stream.
+    /// Unanswered requests remembered per stream (framing's [`RequestLog`],
+    /// the analyzer's pairing), default 4096.
     pub max_pending_per_stream: usize,
     /// Work out where each message's bytes lie in the capture file
     /// ([`RawMessage::file_pieces`](crate::kafka::framing::RawMessage::file_pieces)),
@@ -66,18 +52,9 @@ pub struct PipelineConfig {
 
 impl Default for PipelineConfig {
     fn default() -> PipelineConfig {
-        let f = FlowConfig::default();
-        let m = FramerConfig::default();
         PipelineConfig {
-            ports: Ports::default(),
-            max_message: m.max_message,
-            resync_wait: m.resync_wait,
-            max_buffer_per_dir: f.max_buffer_per_dir,
-            max_buffer_total: f.max_buffer_total,
-            gap_timeout_ns: f.gap_timeout_ns,
-            idle_timeout_ns: f.idle_timeout_ns,
-            max_connections: f.max_connections,
-            reorder: f.reorder,
+            flow: FlowConfig::default(),
+            framing: FramerConfig::default(),
             detect_limit: 1 << 20,
             max_pending_per_stream: 4096,
             locate_in_file: false,
@@ -88,10 +65,9 @@ impl Default for PipelineConfig {
 impl PipelineConfig {
     /// Defaults with the given ports.
     pub fn with_ports(ports: Ports) -> PipelineConfig {
-        PipelineConfig {
-            ports,
-            ..PipelineConfig::default()
-        }
+        let mut cfg = PipelineConfig::default();
+        cfg.flow.ports = ports;
+        cfg
     }
 }
 
@@ -102,14 +78,7 @@ pub enum Warning {
     Packet(Skip),
     /// Bytes arrived on a connection already closed (the capture puts them
     /// after its FIN or RST): they are not decoded.
-    AfterClose {
-        /// Connection index.
-        stream: u64,
-        /// Direction.
-        dir: Direction,
-        /// Bytes past what the direction delivered.
-        bytes: u64,
-    },
+    AfterClose(Late),
     /// Segments of a connection arrived late: after data beyond them, or
     /// after the peer's ACK covering them (capture reordering: `-i any`,
     /// several queues or interfaces, merged files). Their bytes were
@@ -135,7 +104,7 @@ impl fmt::Display for Warning {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Warning::Packet(s) => s.fmt(f),
-            Warning::AfterClose { stream, dir, bytes } => write!(
+            Warning::AfterClose(Late { stream, dir, bytes }) => write!(
                 f,
                 "stream {stream} {dir:?}: {bytes} bytes after the connection closed (capture order); not decoded"
             ),
@@ -154,19 +123,8 @@ impl fmt::Display for Warning {
 /// What the pipeline produces.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Event {
-    /// A Kafka connection: from here on its messages carry `stream`.
-    StreamOpen {
-        /// 0-based connection index, in order of first appearance.
-        stream: u64,
-        /// Client endpoint.
-        client: SocketAddr,
-        /// Broker endpoint.
-        broker: SocketAddr,
-        /// Frame of the connection's first segment.
-        frame: u64,
-        /// Time of that frame.
-        ts: Timestamp,
-    },
+    /// A Kafka connection: from here on its messages carry its `stream`.
+    StreamOpen(Opened),
     /// A complete Kafka message (request when `dir` is client → broker).
     Message(RawMessage),
     /// A complete request with the summary scan the analyzer would make of
@@ -287,10 +245,7 @@ struct Probe {
 }
 
 struct StreamState {
-    client: SocketAddr,
-    broker: SocketAddr,
-    frame: u64,
-    ts: Timestamp,
+    open: Opened,
     role: Role,
     framers: [Option<Framer>; 2],
     requests: RequestLog,
@@ -299,7 +254,6 @@ struct StreamState {
 /// Frames → Kafka messages, sans-IO.
 pub struct Pipeline {
     cfg: PipelineConfig,
-    framing: FramerConfig,
     flow: Reassembler,
     /// Per-connection state by stream id (looked up for every flow event: a fast hash).
     /// Boxed: a stream's state is taken out and put back on every event.
@@ -314,22 +268,9 @@ pub struct Pipeline {
 impl Pipeline {
     /// A pipeline with the given settings.
     pub fn new(cfg: PipelineConfig) -> Pipeline {
-        let flow = Reassembler::new(FlowConfig {
-            ports: cfg.ports.clone(),
-            max_buffer_per_dir: cfg.max_buffer_per_dir,
-            max_buffer_total: cfg.max_buffer_total,
-            gap_timeout_ns: cfg.gap_timeout_ns,
-            idle_timeout_ns: cfg.idle_timeout_ns,
-            max_connections: cfg.max_connections,
-            reorder: cfg.reorder,
-        });
-        let framing = FramerConfig {
-            max_message: cfg.max_message,
-            resync_wait: cfg.resync_wait,
-        };
+        let flow = Reassembler::new(cfg.flow.clone());
         Pipeline {
             cfg,
-            framing,
             flow,
             streams: FxHashMap::default(),
             scratch: Vec::new(),
@@ -435,11 +376,7 @@ impl Pipeline {
             out.push(Event::Warning {
                 frame,
                 offset: None,
-                what: Warning::AfterClose {
-                    stream: l.stream,
-                    dir: l.dir,
-                    bytes: l.bytes,
-                },
+                what: Warning::AfterClose(l),
             });
         }
     }
@@ -456,27 +393,18 @@ impl Pipeline {
 
     fn flow_event(&mut self, ev: FlowEvent, out: &mut Vec<Event>) {
         let stream = match &ev {
-            FlowEvent::Open {
-                stream,
-                client,
-                broker,
-                frame,
-                ts,
-            } => {
+            FlowEvent::Open(open) => {
                 let mut st = Box::new(StreamState {
-                    client: *client,
-                    broker: *broker,
-                    frame: *frame,
-                    ts: *ts,
+                    open: *open,
                     role: Role::Kafka { flip: false },
                     framers: [None, None],
                     requests: RequestLog::new(self.cfg.max_pending_per_stream),
                 });
-                match self.cfg.ports {
-                    Ports::List(_) => self.open(&st, *stream, out),
+                match self.cfg.flow.ports {
+                    Ports::List(_) => self.open(&st, out),
                     Ports::Any => st.role = Role::Undecided(Box::default()),
                 }
-                self.streams.insert(*stream, st);
+                self.streams.insert(open.stream, st);
                 return;
             }
             FlowEvent::Start { stream, .. }
@@ -490,7 +418,7 @@ impl Pipeline {
         let closed = matches!(ev, FlowEvent::Closed { .. });
         let mut streams = std::mem::take(&mut self.streams);
         if let Some(st) = streams.get_mut(&stream) {
-            self.stream_event(st, stream, ev, out);
+            self.stream_event(st, ev, out);
             if closed {
                 streams.remove(&stream);
             }
@@ -500,13 +428,7 @@ impl Pipeline {
 
     /// One event of a stream (`flow_event`'s work once it is found; the
     /// caller drops a closed stream's state).
-    fn stream_event(
-        &mut self,
-        st: &mut StreamState,
-        stream: u64,
-        ev: FlowEvent,
-        out: &mut Vec<Event>,
-    ) {
+    fn stream_event(&mut self, st: &mut StreamState, ev: FlowEvent, out: &mut Vec<Event>) {
         let closed = matches!(ev, FlowEvent::Closed { .. });
         match std::mem::replace(&mut st.role, Role::NotKafka) {
             Role::Kafka { flip } => {
@@ -517,9 +439,9 @@ impl Pipeline {
             Role::Undecided(mut probe) => match self.probe(&mut probe, &ev, closed) {
                 Some(flip) => {
                     if flip {
-                        std::mem::swap(&mut st.client, &mut st.broker);
+                        std::mem::swap(&mut st.open.client, &mut st.open.broker);
                     }
-                    self.open(st, stream, out);
+                    self.open(st, out);
                     st.role = Role::Kafka { flip };
                     for held in probe.held.drain(..) {
                         self.kafka_event(st, held, flip, out);
@@ -539,15 +461,9 @@ impl Pipeline {
     }
 
     /// A Kafka connection found: counted, and its [`Event::StreamOpen`].
-    fn open(&mut self, st: &StreamState, stream: u64, out: &mut Vec<Event>) {
+    fn open(&mut self, st: &StreamState, out: &mut Vec<Event>) {
         self.stats.kafka_streams += 1;
-        out.push(Event::StreamOpen {
-            stream,
-            client: st.client,
-            broker: st.broker,
-            frame: st.frame,
-            ts: st.ts,
-        });
+        out.push(Event::StreamOpen(st.open));
     }
 
     /// Feed a held-back event to the request probes; `Some(flip)` once a side is decided.
@@ -569,7 +485,7 @@ impl Pipeline {
             } => {
                 p.held_bytes += data.len();
                 let f = p.framers.get_mut(dir.index())?.get_or_insert_with(|| {
-                    Framer::new(0, Direction::ClientToBroker, false, self.framing).by_shape()
+                    Framer::new(0, Direction::ClientToBroker, false, self.cfg.framing).by_shape()
                 });
                 f.push(data.clone(), *stream_offset, *frame, *ts, None);
             }
@@ -578,7 +494,6 @@ impl Pipeline {
                 stream_offset,
                 len,
                 frame,
-                ts: _,
                 ..
             } => {
                 if let Some(Some(f)) = p.framers.get_mut(dir.index()) {
@@ -622,7 +537,7 @@ impl Pipeline {
     ) {
         let map = |d: Direction| if flip { d.reverse() } else { d };
         match ev {
-            FlowEvent::Open { .. } => {}
+            FlowEvent::Open(_) => {}
             FlowEvent::Start {
                 stream,
                 dir,
@@ -631,7 +546,7 @@ impl Pipeline {
             } => {
                 let dir = map(dir);
                 if let Some(slot) = st.framers.get_mut(dir.index()) {
-                    *slot = Some(Framer::new(stream, dir, syn_seen, self.framing));
+                    *slot = Some(Framer::new(stream, dir, syn_seen, self.cfg.framing));
                 }
             }
             FlowEvent::Data {
@@ -644,7 +559,7 @@ impl Pipeline {
                 file_offset,
             } => {
                 let dir = map(dir);
-                let framing = self.framing;
+                let framing = self.cfg.framing;
                 if dir == Direction::ClientToBroker {
                     st.requests.client_bytes();
                 }
@@ -886,11 +801,11 @@ mod tests {
         let ev = run(PipelineConfig::default(), &frames);
         assert!(matches!(
             ev[0],
-            Event::StreamOpen {
+            Event::StreamOpen(Opened {
                 stream: 0,
                 frame: 1,
                 ..
-            }
+            })
         ));
         let Event::Message(m) = &ev[1] else {
             panic!("{ev:?}")
@@ -1005,7 +920,7 @@ mod tests {
         let kinds: Vec<String> = ev
             .iter()
             .map(|e| match e {
-                Event::StreamOpen { .. } => "open".into(),
+                Event::StreamOpen(_) => "open".into(),
                 Event::Resync { skipped, frame, .. } => format!("resync {skipped} @{frame}"),
                 Event::Message(m) => {
                     format!("msg {} @{}", m.correlation_id().unwrap(), m.last_frame)
@@ -1060,7 +975,7 @@ mod tests {
         let opens: Vec<_> = ev
             .iter()
             .filter_map(|e| match e {
-                Event::StreamOpen { client, broker, .. } => Some((*client, *broker)),
+                Event::StreamOpen(o) => Some((o.client, o.broker)),
                 _ => None,
             })
             .collect();

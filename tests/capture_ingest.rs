@@ -56,7 +56,7 @@ fn run(path: &Path, ports: Ports) -> Result<Run, CaptureError> {
             }
             Event::Partial(_) => r.partial += 1,
             Event::Resync { .. } => r.resyncs += 1,
-            Event::StreamOpen { .. } => r.streams += 1,
+            Event::StreamOpen(_) => r.streams += 1,
             _ => {}
         }
     }

@@ -33,15 +33,11 @@ use std::net::SocketAddr;
 use std::path::Path;
 
 fn config(reorder: ReorderWindow) -> AnalyzerConfig {
-    let gap_timeout_ns = PipelineConfig::default()
-        .gap_timeout_ns
-        .max(reorder.time_ns);
+    let mut pipeline = PipelineConfig::with_ports(Ports::Any);
+    pipeline.flow.reorder = reorder;
+    pipeline.flow.gap_timeout_ns = pipeline.flow.gap_timeout_ns.max(reorder.time_ns);
     AnalyzerConfig {
-        pipeline: PipelineConfig {
-            reorder,
-            gap_timeout_ns,
-            ..PipelineConfig::with_ports(Ports::Any)
-        },
+        pipeline,
         ..AnalyzerConfig::default()
     }
 }

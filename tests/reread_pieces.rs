@@ -6,7 +6,7 @@
 
 use bytes::Bytes;
 use kafkashark::capture::{Frame, LinkType};
-use kafkashark::flow::Ports;
+use kafkashark::flow::{Late, Ports};
 use kafkashark::kafka::framing::RawMessage;
 use kafkashark::pipeline::{Event, Pipeline, PipelineConfig, Warning};
 use kafkashark::vocab::{Direction, Timestamp};
@@ -90,10 +90,8 @@ fn keyed(frames: &[Frame], ports: Ports) -> (Vec<Key>, Vec<(std::net::SocketAddr
     let (mut out, mut late) = (Vec::new(), Vec::new());
     for e in ev {
         match e {
-            Event::StreamOpen {
-                stream, client: c, ..
-            } => {
-                client.insert(stream, c);
+            Event::StreamOpen(o) => {
+                client.insert(o.stream, o.client);
             }
             Event::Message(m) | Event::Partial(m) => {
                 let c = *client
@@ -107,7 +105,7 @@ fn keyed(frames: &[Frame], ports: Ports) -> (Vec<Key>, Vec<(std::net::SocketAddr
                 ));
             }
             Event::Warning {
-                what: Warning::AfterClose { stream, dir, .. },
+                what: Warning::AfterClose(Late { stream, dir, .. }),
                 ..
             } => {
                 let c = *client

@@ -109,7 +109,7 @@ fn connections(segs: &[Seg]) -> Vec<Conn> {
     }
     p.finish(&mut out);
     for e in &out {
-        if let Event::StreamOpen { client, broker, .. } = e {
+        if let Event::StreamOpen(kafkashark::flow::Opened { client, broker, .. }) = e {
             let k = if client < broker {
                 (*client, *broker)
             } else {
@@ -153,7 +153,7 @@ impl Framed {
             Event::Partial(m) => {
                 self.partial[m.dir.index()].push((m.stream_offset, m.bytes.clone()))
             }
-            Event::StreamOpen { .. } => self.streams += 1,
+            Event::StreamOpen(_) => self.streams += 1,
             _ => {}
         }
     }

@@ -6,7 +6,7 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use bytes::Bytes;
 use kafkashark::analyzer::{Analyzer, AnalyzerConfig, MessageRecord, Output};
 use kafkashark::capture::{Frame, LinkType, Segment, TcpFlags};
-use kafkashark::flow::{FlowConfig, FlowEvent, Ports, Reassembler, ReorderWindow};
+use kafkashark::flow::{FlowConfig, FlowEvent, Opened, Ports, Reassembler, ReorderWindow};
 use kafkashark::kafka::framing::{Framer, FramerConfig, FramerEvent, RequestLog, SeenRequest};
 use kafkashark::pipeline::{Event, Pipeline, PipelineConfig};
 use kafkashark::vocab::{Direction, Timestamp};
@@ -249,7 +249,7 @@ pub fn reassembly(data: &[u8]) {
                  carried: &std::collections::HashMap<u64, Bytes>| {
         for ev in out.drain(..) {
             match ev {
-                FlowEvent::Open { stream, .. } => {
+                FlowEvent::Open(Opened { stream, .. }) => {
                     assert!(open.insert(stream), "stream {stream} opened twice");
                 }
                 FlowEvent::Start { stream, .. } => {
@@ -346,13 +346,13 @@ pub fn pipeline(data: &[u8]) {
     } else {
         Ports::List(vec![9092])
     });
-    cfg.max_message = 1 << 16;
-    cfg.resync_wait = 1 << 12;
-    cfg.max_buffer_per_dir = 4096;
-    cfg.max_buffer_total = 12_288;
+    cfg.framing.max_message = 1 << 16;
+    cfg.framing.resync_wait = 1 << 12;
+    cfg.flow.max_buffer_per_dir = 4096;
+    cfg.flow.max_buffer_total = 12_288;
     cfg.detect_limit = 4096;
-    cfg.max_connections = 2;
-    cfg.gap_timeout_ns = 2_000_000_000;
+    cfg.flow.max_connections = 2;
+    cfg.flow.gap_timeout_ns = 2_000_000_000;
     let mut p = Pipeline::new(cfg.clone());
     let mut an = Analyzer::new(AnalyzerConfig {
         pipeline: cfg,

@@ -104,22 +104,26 @@ pub enum CloseReason {
     End,
 }
 
+/// A connection as it opened: its index, endpoints and first frame.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Opened {
+    /// 0-based connection index, in order of first appearance.
+    pub stream: u64,
+    /// Client endpoint.
+    pub client: SocketAddr,
+    /// Broker endpoint.
+    pub broker: SocketAddr,
+    /// Frame of the connection's first segment.
+    pub frame: u64,
+    /// Time of that frame.
+    pub ts: Timestamp,
+}
+
 /// What reassembly produces.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum FlowEvent {
     /// A new connection (first segment seen).
-    Open {
-        /// 0-based connection index, in order of first appearance.
-        stream: u64,
-        /// Client endpoint.
-        client: SocketAddr,
-        /// Broker endpoint.
-        broker: SocketAddr,
-        /// Frame that opened it.
-        frame: u64,
-        /// Time of that frame.
-        ts: Timestamp,
-    },
+    Open(Opened),
     /// A direction's byte 0 was fixed: by its SYN (`syn_seen`) or by its first payload.
     Start {
         /// Connection index.
@@ -187,19 +191,20 @@ pub enum FlowEvent {
 /// Limits and policies of the reassembler.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct FlowConfig {
-    /// Which ports are brokers.
+    /// Which ports are brokers, or `Any` (the pipeline detects Kafka by shape).
     pub ports: Ports,
-    /// Out-of-order bytes buffered per direction before a gap is declared.
+    /// Out-of-order bytes buffered per direction before a gap is declared, default 4 MiB.
     pub max_buffer_per_dir: usize,
-    /// Out-of-order bytes buffered over all connections.
+    /// Out-of-order bytes buffered over all connections, default 256 MiB.
     pub max_buffer_total: usize,
-    /// A hole older than this (nanoseconds of packet time) is declared a gap.
+    /// A hole older than this (nanoseconds of packet time) is declared a gap, default 10 s.
     pub gap_timeout_ns: u64,
-    /// A connection silent for this long (nanoseconds of packet time) is closed.
+    /// A connection silent for this long (nanoseconds of packet time) is closed, default 600 s.
     pub idle_timeout_ns: u64,
-    /// Connections tracked at once.
+    /// Connections tracked at once, default 100 000.
     pub max_connections: usize,
-    /// How long an acknowledged hole waits for a late segment.
+    /// How long an acknowledged hole waits for a late segment (default 64
+    /// packets, 1 s, 1 MiB; see [`ReorderWindow`]).
     pub reorder: ReorderWindow,
 }
 
@@ -471,7 +476,7 @@ impl Conn {
 }
 
 /// The TCP reassembler for all connections of a capture.
-#[derive(Debug)]
+#[derive(Debug, Default)]
 pub struct Reassembler {
     cfg: FlowConfig,
     /// Boxed: a connection is taken out and put back on every segment.
@@ -508,13 +513,7 @@ impl Reassembler {
     pub fn new(cfg: FlowConfig) -> Reassembler {
         Reassembler {
             cfg,
-            conns: FxHashMap::default(),
-            buffered_total: 0,
-            last_sweep: None,
-            late: None,
-            stats: FlowStats::default(),
-            holding: Vec::new(),
-            deadline: None,
+            ..Reassembler::default()
         }
     }
 
@@ -607,13 +606,13 @@ impl Reassembler {
         // Streams are numbered by the connections opened before them.
         let stream = self.stats.connections;
         self.stats.connections += 1;
-        out.push(FlowEvent::Open {
+        out.push(FlowEvent::Open(Opened {
             stream,
             client,
             broker,
             frame,
             ts,
-        });
+        }));
         let mut conn = Box::new(Conn {
             stream,
             client,
@@ -1546,7 +1545,7 @@ mod tests {
             &mut out,
         ); // pure retransmission
         assert_eq!(r.stats().retransmitted_bytes, 1 + 2);
-        assert!(matches!(out[0], FlowEvent::Open { stream: 0, .. }));
+        assert!(matches!(out[0], FlowEvent::Open(Opened { stream: 0, .. })));
         assert!(matches!(out[1], FlowEvent::Start { syn_seen: true, .. }));
     }
 
@@ -2143,8 +2142,10 @@ mod tests {
         let mut out = Vec::new();
         let t = Timestamp::new(1, 0);
         r.push(&mut seg(false, 0, b"x", ACK), 1, t, None, &mut out); // broker speaks first
-        assert!(matches!(&out[0], FlowEvent::Open { client, broker, .. }
-            if *client == C.parse().unwrap() && *broker == B.parse().unwrap()));
+        assert!(
+            matches!(&out[0], FlowEvent::Open(Opened { client, broker, .. })
+            if *client == C.parse().unwrap() && *broker == B.parse().unwrap())
+        );
         let mut other = seg(true, 0, b"x", ACK);
         other.dst = "10.0.0.2:80".parse().unwrap();
         r.push(&mut other, 2, t, None, &mut out);

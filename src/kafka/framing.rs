@@ -475,19 +475,9 @@ impl Framer {
         self.stream
     }
 
-    /// The direction this framer cuts.
-    pub fn dir(&self) -> Direction {
-        self.dir
-    }
-
     /// Bytes buffered and not yet part of a message.
     pub fn buffered(&self) -> u64 {
         self.avail
-    }
-
-    /// Stop trusting the current position: resynchronise from here.
-    pub fn resync(&mut self) {
-        self.state = State::Resync;
     }
 
     /// Appends in-order bytes at `stream_offset` (as delivered by `flow`),
@@ -568,33 +558,14 @@ impl Framer {
                 State::Skip(_) => break,
             }
         }
-        let known_end = match (self.state, self.size_at(0)) {
-            (State::Trusted, Some(size)) if self.trusted_size_ok(size) => {
-                Some(self.head + 4 + u64::try_from(size).unwrap_or(0))
-            }
-            _ => None,
-        };
-        match known_end {
-            Some(msg_end) => {
-                let missing = msg_end.saturating_sub(self.head + self.avail);
-                let mut m = self.take_all();
-                if let Some(m) = m.as_mut() {
-                    m.missing = missing;
-                }
-                if let Some(m) = m {
-                    self.queue.push_back(FramerEvent::Partial(m));
-                }
-                if gap_end <= msg_end {
-                    self.state = State::Skip(msg_end);
-                } else {
-                    self.state = State::Resync;
-                }
-            }
+        self.state = match self.queue_partial() {
+            Some(msg_end) if gap_end <= msg_end => State::Skip(msg_end),
+            Some(_) => State::Resync,
             None => {
                 self.discard_all(frame);
-                self.state = State::Resync;
+                State::Resync
             }
-        }
+        };
         self.head = gap_end;
         self.avail = 0;
         self.chunks.clear();
@@ -616,30 +587,33 @@ impl Framer {
         if self.avail == 0 && self.skipped == 0 {
             return;
         }
-        match (self.state, self.size_at(0)) {
-            (State::Trusted, Some(size)) if self.avail > 0 && self.trusted_size_ok(size) => {
-                let missing = (4 + u64::try_from(size).unwrap_or(0)).saturating_sub(self.avail);
-                if let Some(mut m) = self.take_all() {
-                    m.missing = missing;
-                    out.push(FramerEvent::Partial(m));
-                }
-            }
-            _ => {
-                let frame = if self.skipped > 0 {
-                    self.skipped_frame
-                } else {
-                    self.chunks.front().map_or(0, |c| c.frame)
-                };
-                out.push(FramerEvent::Discarded {
-                    bytes: self.avail + self.skipped,
-                    frame,
-                });
-                self.skipped = 0;
-                self.chunks.clear();
-                self.head += self.avail;
-                self.avail = 0;
-            }
+        if self.queue_partial().is_none() {
+            self.discard_all(0);
+            out.push(FramerEvent::Discarded {
+                bytes: std::mem::take(&mut self.skipped),
+                frame: self.skipped_frame,
+            });
+            self.chunks.clear();
+            self.head += self.avail;
+            self.avail = 0;
         }
+        out.extend(self.queue.drain(..));
+    }
+
+    /// In trusted framing with a sane size at the front: everything buffered
+    /// queued as the received prefix of that message (a `Partial`), and the
+    /// stream offset where the message ends.
+    fn queue_partial(&mut self) -> Option<u64> {
+        let size = self.size_at(0).filter(|&s| self.trusted_size_ok(s))?;
+        if self.state != State::Trusted {
+            return None;
+        }
+        let msg_end = self.head + 4 + u64::try_from(size).unwrap_or(0);
+        let missing = msg_end.saturating_sub(self.head + self.avail);
+        let mut m = self.take(self.avail)?;
+        m.missing = missing;
+        self.queue.push_back(FramerEvent::Partial(m));
+        Some(msg_end)
     }
 
     fn step(&mut self, eof: bool, requests: &RequestLog) -> Option<FramerEvent> {
@@ -1090,13 +1064,6 @@ impl Framer {
             }
             self.skipped += self.avail;
         }
-    }
-
-    fn take_all(&mut self) -> Option<RawMessage> {
-        if self.avail == 0 {
-            return None;
-        }
-        self.take(self.avail)
     }
 
     /// Remove the first `n` buffered bytes as a message.

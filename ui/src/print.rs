@@ -91,10 +91,9 @@ pub fn default_filter(ports: &Ports) -> Option<String> {
 
 /// The pipeline's settings for broker `ports` and a reorder window.
 pub(crate) fn pipeline_config(ports: &Ports, reorder: ReorderWindow) -> PipelineConfig {
-    PipelineConfig {
-        reorder,
-        ..PipelineConfig::with_ports(ports.clone())
-    }
+    let mut cfg = PipelineConfig::with_ports(ports.clone());
+    cfg.flow.reorder = reorder;
+    cfg
 }
 
 /// What `print` and `stats` read: a file or a live interface, and the

@@ -366,8 +366,7 @@ fn load(
     let mut cfg = AnalyzerConfig {
         pipeline: PipelineConfig {
             locate_in_file: true,
-            reorder,
-            ..PipelineConfig::with_ports(ports)
+            ..crate::print::pipeline_config(&ports, reorder)
         },
         keep_trees: false,
         ..AnalyzerConfig::default()
