@@ -1173,17 +1173,11 @@ pub(crate) fn decode_data(
     {
         r = Reader::new(data);
     } else {
-        nodes.push(
-            Node::new(
-                "Version",
-                "int16",
-                Value::Int(version.into()),
-                base,
-                2,
-                role,
-            )
-            .with_about("version of the embedded structure"),
+        let (value, about) = (
+            Value::Int(version.into()),
+            "version of the embedded structure",
         );
+        nodes.push(Node::new("Version", "int16", value, base, 2, role).with_about(about));
     }
     d.version = v;
     d.flexible = def.is_flexible(v);
@@ -1317,19 +1311,19 @@ impl<'a> Decoder<'a> {
     /// The size prefix: pushes the Frame node and returns where the message ends,
     /// or `None` when not even the size is there.
     fn frame<S: Sink>(&mut self, out: &mut S) -> Option<usize> {
+        let len = self.msg.len();
         let mut frame = node::<S>(|| {
-            Node::new(
-                "Frame",
-                "",
-                Value::None,
-                0,
-                4.min(self.msg.len()),
-                Role::Frame,
-            )
-            .with_about("length-prefixed framing")
+            Node::new("Frame", "", Value::None, 0, 4.min(len), Role::Frame)
+                .with_about("length-prefixed framing")
         });
-        let mut r = Reader::new(self.msg);
-        let end = match r.i32() {
+        let (end, problem) = match Reader::new(self.msg).i32() {
+            Err(e) => {
+                let what = format!("size: truncated, {e}");
+                if S::NODES {
+                    frame.error = Some(what.clone());
+                }
+                (None, Some((0, what)))
+            }
             Ok(size) => {
                 if S::NODES {
                     frame.children.push(
@@ -1337,44 +1331,30 @@ impl<'a> Decoder<'a> {
                             .with_about("bytes in the message after this field"),
                     );
                 }
-                let want = usize::try_from(size).ok().and_then(|s| s.checked_add(4));
-                match want {
-                    Some(w) if w == self.msg.len() => w,
-                    Some(w) if w < self.msg.len() => {
-                        self.fail(
-                            w,
-                            format!("{} bytes beyond the size field", self.msg.len() - w),
-                        );
-                        w
+                match usize::try_from(size).ok().and_then(|s| s.checked_add(4)) {
+                    Some(w) if w == len => (Some(w), None),
+                    Some(w) if w < len => {
+                        let what = format!("{} bytes beyond the size field", len - w);
+                        (Some(w), Some((w, what)))
                     }
                     Some(w) => {
-                        self.fail(
-                            self.msg.len(),
-                            format!(
-                                "message truncated: size says {} bytes, {} present",
-                                w - 4,
-                                self.msg.len() - 4
-                            ),
-                        );
-                        self.msg.len()
+                        let (want, have) = (w - 4, len - 4);
+                        let what =
+                            format!("message truncated: size says {want} bytes, {have} present");
+                        (Some(len), Some((len, what)))
                     }
-                    None => {
-                        self.fail(0, format!("negative message size {size}"));
-                        self.msg.len()
-                    }
+                    None => (
+                        Some(len),
+                        Some((0, format!("negative message size {size}"))),
+                    ),
                 }
-            }
-            Err(e) => {
-                if S::NODES {
-                    frame.error = Some(format!("size: truncated, {e}"));
-                }
-                self.fail(0, format!("size: truncated, {e}"));
-                out.push(frame, &self.sources);
-                return None;
             }
         };
+        if let Some((at, what)) = problem {
+            self.fail(at, what);
+        }
         out.push(frame, &self.sources);
-        Some(end)
+        end
     }
 
     /// A message after its size prefix (ending at `end`), a request's
@@ -1545,7 +1525,7 @@ impl<'a> Decoder<'a> {
         self.flexible = true;
         self.version = hv;
         self.role = Role::Header;
-        self.tagged_fields(r, def, out, "in the header")
+        self.tagged_fields(r, def, out, "number of tagged fields in the header")
     }
 
     /// One of the header's integers (int16, or int32 when `int32`).
@@ -1659,7 +1639,7 @@ impl<'a> Decoder<'a> {
             }
         }
         if self.flexible {
-            self.tagged_fields(r, def, out, "in this struct")?;
+            self.tagged_fields(r, def, out, TAGGED_COUNT)?;
         }
         out.leave();
         Ok(())
@@ -1911,18 +1891,7 @@ impl<'a> Decoder<'a> {
         out: &mut S,
     ) -> Step {
         let at = r.pos();
-        let mut n = node::<S>(|| {
-            let mut n = Node::new(
-                f.name,
-                f.type_name,
-                Value::Text("struct".into()),
-                self.base + at,
-                0,
-                self.role,
-            );
-            n.about = out.about(f);
-            n
-        });
+        let mut n = self.field_node(f, || Value::Text("struct".into()), at, out);
         // A nullable struct is preceded by an int8 marker: -1 null, 1 present.
         // As a tree, on error: the struct is dropped, the bytes are marked
         // in its place (JSON is not used after an error).
@@ -1960,6 +1929,22 @@ impl<'a> Decoder<'a> {
         res
     }
 
+    /// The node of a struct or array field `f` begun at `at`, its length to
+    /// come (a placeholder for a sink without nodes).
+    #[inline(always)]
+    fn field_node<S: Sink>(
+        &self,
+        f: &'static FieldDef,
+        value: impl FnOnce() -> Value,
+        at: usize,
+        out: &S,
+    ) -> Node {
+        node::<S>(|| Node {
+            about: out.about(f),
+            ..Node::new(f.name, f.type_name, value(), self.base + at, 0, self.role)
+        })
+    }
+
     #[inline(never)]
     fn array<S: Sink>(
         &mut self,
@@ -1973,18 +1958,7 @@ impl<'a> Decoder<'a> {
         let lp = LenPrefix::read(r, flex, true).map_err(|err| self.wire(r, err, f.name, out))?;
         let len_end = r.pos();
         let len_node = |d: &Self| d.length_node(at, len_end - at, lp, "number of elements");
-        let mut n = node::<S>(|| {
-            let mut n = Node::new(
-                f.name,
-                f.type_name,
-                Value::Null,
-                self.base + at,
-                0,
-                self.role,
-            );
-            n.about = out.about(f);
-            n
-        });
+        let mut n = self.field_node(f, || Value::Null, at, out);
         let Some(count) = lp.len else {
             if S::NODES {
                 n.children.push(len_node(self));
@@ -2007,17 +1981,10 @@ impl<'a> Decoder<'a> {
                 f.name,
                 r.remaining()
             );
-            let pos = r.pos();
-            let s = {
-                if S::NODES {
-                    n.children.push(len_node(self));
-                }
-                let mut kids = out.whole(&mut n.children);
-                self.malformed(r, pos, what, &mut kids)
-            };
-            n.length = r.buf().len() - at;
-            out.push(n, &self.sources);
-            return Err(s);
+            if S::NODES {
+                n.children.push(len_node(self));
+            }
+            return Err(self.overclaimed(r, at, n, what, out));
         }
         if let Some(w) = out.skip(self, e, flex) {
             return self.skip_elems(r, f, e, count, w, out);
@@ -2067,7 +2034,7 @@ impl<'a> Decoder<'a> {
             Elem::Struct(s) if self.flexible => {
                 for _ in 0..count {
                     r.take(w).map_err(|err| self.wire(r, err, f.name, out))?;
-                    self.tagged_fields(r, s, out, "in this struct")?;
+                    self.tagged_fields(r, s, out, TAGGED_COUNT)?;
                 }
             }
             _ => {
@@ -2161,14 +2128,34 @@ impl<'a> Decoder<'a> {
         s.fields.iter().filter(|f| self.present(f)).map(size).sum()
     }
 
+    /// Ends the array or tagged-field section `n` begun at `at`, whose count
+    /// cannot fit: a `malformed` child takes the bytes from the reader's
+    /// position on.
+    #[cold]
+    fn overclaimed<S: Sink>(
+        &mut self,
+        r: &Reader<'_>,
+        at: usize,
+        mut n: Node,
+        what: String,
+        out: &mut S,
+    ) -> Stop {
+        let pos = r.pos();
+        let s = self.malformed(r, pos, what, &mut out.whole(&mut n.children));
+        n.length = r.buf().len() - at;
+        out.push(n, &self.sources);
+        s
+    }
+
     /// The tagged-field section of a flexible struct: a uvarint count, then
     /// (tag, size, bytes) entries; known tags decode with their schema field.
+    /// `about`: what the count's node says.
     fn tagged_fields<S: Sink>(
         &mut self,
         r: &mut Reader<'_>,
         def: &'static StructDef,
         out: &mut S,
-        scope: &'static str,
+        about: &'static str,
     ) -> Step {
         let at = r.pos();
         let count = r
@@ -2183,23 +2170,14 @@ impl<'a> Decoder<'a> {
                 r.pos() - at,
                 self.role,
             )
-            .with_about(match scope {
-                // The scopes callers pass, without a string per struct.
-                "in the header" => Text::Borrowed("number of tagged fields in the header"),
-                "in this struct" => Text::Borrowed("number of tagged fields in this struct"),
-                _ => Text::Owned(format!("number of tagged fields {scope}")),
-            })
+            .with_about(about)
         });
         if count as usize > r.remaining() / 2 {
             let what = format!(
                 "tagged_fields: {count} claimed, {} bytes remain",
                 r.remaining()
             );
-            let pos = r.pos();
-            let s = self.malformed(r, pos, what, &mut out.whole(&mut n.children));
-            n.length = r.buf().len() - at;
-            out.push(n, &self.sources);
-            return Err(s);
+            return Err(self.overclaimed(r, at, n, what, out));
         }
         let mut res = Ok(());
         {
@@ -2447,6 +2425,9 @@ impl LenPrefix {
 fn len_index(raw: i64) -> u64 {
     raw.wrapping_add(1) as u64
 }
+
+/// What a struct's tagged-field count says.
+const TAGGED_COUNT: &str = "number of tagged fields in this struct";
 
 /// What a records field's length node says.
 const RECORDS_LENGTH: &str = "size of the record set in bytes";
