@@ -553,10 +553,9 @@ impl ScanFacts {
                 place.partition = f.partition;
             }
             if place.topic.is_none() {
-                place.topic = match (f.named, f.id) {
-                    (true, _) => Some(ScanTopic::Name(f.name.clone())),
-                    (false, Some(id)) => Some(ScanTopic::Id(id)),
-                    (false, None) => None,
+                place.topic = match f.named {
+                    true => Some(ScanTopic::Name(f.name.clone())),
+                    false => f.id.map(ScanTopic::Id),
                 };
             }
             if place.topic.is_none() && d > 0 {
@@ -886,21 +885,20 @@ impl<'j> Sink for Out<'_, 'j> {
             return d.prim_node(f, p, (at, end), v, self);
         };
         let (value, detail) = match v {
-            Read::Len(lp, _, None) => (Value::Null, lp.detail()),
+            Read::Len(lp, _, None) => (Value::Null, Some(lp.detail())),
             Read::Len(lp, _, Some(b)) if p == Prim::String => {
                 let s = String::from_utf8_lossy(b).into_owned();
                 d.note_topic(f, &s);
-                (Value::Str(s), lp.detail())
+                (Value::Str(s), Some(lp.detail()))
             }
-            Read::Len(lp, _, Some(b)) => (Value::bytes(b), lp.detail()),
+            Read::Len(lp, _, Some(b)) => (Value::bytes(b), Some(lp.detail())),
             Read::Fixed(v) => {
                 let v = Value::from(v);
                 let m = meaning(f, &v);
-                (v, m.unwrap_or_default())
+                (v, m)
             }
         };
         let name = indexed_text(f.name, i as u64);
-        let detail = Some(detail).filter(|d| !d.is_empty());
         let ty = Text::Borrowed(p.name());
         if json_leaf(
             self,
