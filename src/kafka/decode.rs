@@ -238,14 +238,14 @@ impl Decoded {
 
 /// Decodes a request: `msg` is one whole message including its 4-byte size prefix.
 pub fn decode_request(msg: &[u8], opts: &DecodeOptions) -> Decoded {
-    let d = decode_request_into(msg, opts, None, None);
+    let d = decode_into(msg, None, opts, None, None);
     // ControlledShutdown v0 is the one request defined with header v0 (no client
     // id), but some clients send it with header v1; take whichever decodes whole.
     if !d.clean()
         && d.api_key.map(ApiKey) == Some(ApiKey::CONTROLLED_SHUTDOWN)
         && d.api_version == Some(0)
     {
-        let v1 = decode_request_into(msg, opts, Some(1), None);
+        let v1 = decode_into(msg, None, opts, Some(1), None);
         if v1.clean() {
             return v1;
         }
@@ -267,31 +267,7 @@ pub fn decode_streamed(
     opts: &DecodeOptions,
     stream: Stream<'_, '_>,
 ) -> Decoded {
-    match response {
-        None => decode_request_into(msg, opts, None, Some(stream)),
-        Some((key, version)) => decode_response_into(msg, key, version, opts, Some(stream)),
-    }
-}
-
-/// A request decoded into a tree, or written as JSON or text by `stream`;
-/// `header` forces the header version.
-fn decode_request_into(
-    msg: &[u8],
-    opts: &DecodeOptions,
-    header: Option<i16>,
-    stream: Option<Stream<'_, '_>>,
-) -> Decoded {
-    let root = Node::new(
-        "Request",
-        "message",
-        Value::None,
-        0,
-        msg.len(),
-        Role::Message,
-    );
-    decode_into(msg, opts, Kind::Request, root, stream, |d, end, out| {
-        d.request(end, header, out)
-    })
+    decode_into(msg, response, opts, None, Some(stream))
 }
 
 /// Decodes a response to a request with `api_key` and `api_version`: `msg` is one
@@ -302,51 +278,35 @@ pub fn decode_response(
     api_version: i16,
     opts: &DecodeOptions,
 ) -> Decoded {
-    decode_response_into(msg, api_key, api_version, opts, None)
+    decode_into(msg, Some((api_key, api_version)), opts, None, None)
 }
 
-/// A response decoded into a tree, or written as JSON or text by `stream`.
-fn decode_response_into(
-    msg: &[u8],
-    api_key: i16,
-    api_version: i16,
-    opts: &DecodeOptions,
-    stream: Option<Stream<'_, '_>>,
-) -> Decoded {
-    let def = schema::message(api_key, MessageKind::Response, api_version);
-    let root = Node::new(
-        def.map_or("Response", |m| m.name),
-        version_text(&MESSAGE_VERSIONS, api_version, |v| format!("message v{v}")),
-        Value::None,
-        0,
-        msg.len(),
-        Role::Message,
-    );
-    let mut dec = decode_into(msg, opts, Kind::Response, root, stream, |d, end, out| {
-        d.response(end, api_key, api_version, out);
-        None
-    });
-    (dec.api_key, dec.api_version) = (Some(api_key), Some(api_version));
-    dec
-}
-
-/// Walks one message (`walk`, after its size prefix) into a tree, or into
-/// `stream`, and gathers the [`Decoded`]; `walk` returns the request's
-/// definition, which names the root.
+/// One message (`response` as for [`decode_streamed`]) decoded into a tree,
+/// or written as JSON or text by `stream`; `header` forces a request's
+/// header version.
 fn decode_into(
     msg: &[u8],
+    response: Option<(i16, i16)>,
     opts: &DecodeOptions,
-    kind: Kind,
-    mut root: Node,
+    header: Option<i16>,
     mut stream: Option<Stream<'_, '_>>,
-    walk: impl FnOnce(&mut Decoder<'_>, usize, &mut Out<'_, '_>) -> Option<&'static MessageDef>,
 ) -> Decoded {
-    let mut d = Decoder::new(msg, opts);
+    // A response's root is named by its definition before the walk, a
+    // request's once its header names it.
+    let (name, ty) = match response {
+        None => ("Request", Text::Borrowed("message")),
+        Some((key, version)) => (
+            schema::message(key, MessageKind::Response, version).map_or("Response", |m| m.name),
+            version_text(&MESSAGE_VERSIONS, version, |v| format!("message v{v}")),
+        ),
+    };
+    let mut root = Node::new(name, ty, Value::None, 0, msg.len(), Role::Message);
+    let mut d = Decoder::new(msg, opts, response);
     let mut children = Vec::new();
     let mut out = Out::root(stream.as_mut(), &mut children);
     let framed = match d.frame(&mut out) {
         Some(end) => {
-            if let (Some(def), Some(v)) = (walk(&mut d, end, &mut out), d.key_version.1) {
+            if let (Some(def), Some(v)) = (d.message(end, header, &mut out), d.key_version.1) {
                 root.name = def.name.into();
                 root.ty = version_text(&MESSAGE_VERSIONS, v, |v| format!("message v{v}"));
             }
@@ -363,7 +323,7 @@ fn decode_into(
         fit_spans(&mut root);
     }
     Decoded {
-        kind,
+        kind: d.kind,
         api_key: d.key_version.0,
         api_version: d.key_version.1,
         correlation_id: d.correlation_id,
@@ -378,7 +338,12 @@ fn decode_into(
     }
 }
 
-/// differs from what the tree would say.
+/// The facts of a message that decodes completely and cleanly, read
+/// without its tree: [`summarize_request`] and [`summarize_response`] walk
+/// the schema as the decoder does but keep only these. For anything else
+/// (malformed, unknown api or version, bytes beyond the body, embedded
+/// consumer protocols) they return `None` and the caller decodes the tree,
+/// so a summary never differs from what the tree would say.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Summary {
     /// The api key (from the header for requests, from the caller for responses).
@@ -588,10 +553,9 @@ impl ScanFacts {
                 place.partition = f.partition;
             }
             if place.topic.is_none() {
-                place.topic = match (f.named, f.id) {
-                    (true, _) => Some(ScanTopic::Name(f.name.clone())),
-                    (false, Some(id)) => Some(ScanTopic::Id(id)),
-                    (false, None) => None,
+                place.topic = match f.named {
+                    true => Some(ScanTopic::Name(f.name.clone())),
+                    false => f.id.map(ScanTopic::Id),
                 };
             }
             if place.topic.is_none() && d > 0 {
@@ -671,17 +635,7 @@ pub(crate) const EMBEDDING_APIS: [ApiKey; 2] = [ApiKey::JOIN_GROUP, ApiKey::SYNC
 /// The facts of a request that decodes cleanly (no error, no warning),
 /// without its tree; `None` otherwise.
 pub fn summarize_request(msg: &[u8], opts: &DecodeOptions) -> Option<Summary> {
-    let key = Reader::new(msg.get(4..).unwrap_or(&[])).i16().ok()?;
-    if opts.records || EMBEDDING_APIS.contains(&ApiKey(key)) {
-        return None;
-    }
-    let mut sum = summarize(msg, opts, |d, end, out| {
-        d.request(end, None, out);
-    })?;
-    if let Some(x) = &mut sum.facts {
-        x.acks = sum.acks;
-    }
-    Some(sum)
+    summarize(msg, None, opts)
 }
 
 /// The facts of a response to (`api_key`, `api_version`) that decodes cleanly,
@@ -692,23 +646,20 @@ pub fn summarize_response(
     api_version: i16,
     opts: &DecodeOptions,
 ) -> Option<Summary> {
-    if opts.records || EMBEDDING_APIS.contains(&ApiKey(api_key)) {
-        return None;
-    }
-    schema::message(api_key, MessageKind::Response, api_version)?;
-    summarize(msg, opts, |d, end, out| {
-        d.response(end, api_key, api_version, out)
-    })
+    summarize(msg, Some((api_key, api_version)), opts)
 }
 
-/// One message walked (`walk`, after its size prefix) into the summary's
-/// sink: its [`Summary`] when every byte decoded.
-fn summarize(
-    msg: &[u8],
-    opts: &DecodeOptions,
-    walk: impl FnOnce(&mut Decoder<'_>, usize, &mut Scan<'_>),
-) -> Option<Summary> {
-    let mut d = Decoder::new(msg, opts);
+/// One message (`response` as for [`decode_streamed`]) walked into the
+/// summary's sink: its [`Summary`] when every byte decoded.
+fn summarize(msg: &[u8], response: Option<(i16, i16)>, opts: &DecodeOptions) -> Option<Summary> {
+    let key = match response {
+        None => Reader::new(msg.get(4..).unwrap_or(&[])).i16().ok()?,
+        Some((key, version)) => schema::message(key, MessageKind::Response, version)?.api_key,
+    };
+    if opts.records || EMBEDDING_APIS.contains(&ApiKey(key)) {
+        return None;
+    }
+    let mut d = Decoder::new(msg, opts, response);
     let mut sum = Summary {
         facts: opts.records_headers_only.then(ScanFacts::with_scratch),
         ..Summary::default()
@@ -718,10 +669,13 @@ fn summarize(
         top: false,
     };
     if let Some(end) = d.frame(&mut out) {
-        walk(&mut d, end, &mut out);
+        d.message(end, None, &mut out);
     }
     if let Some(x) = &mut sum.facts {
         x.return_scratch();
+        if response.is_none() {
+            x.acks = sum.acks;
+        }
     }
     // A warning is left to the tree too: the tree's decode may read the
     // message another way (ControlledShutdown v0 with header v1).
@@ -789,13 +743,22 @@ trait Sink {
     fn open<'s>(&'s mut self, kids: &'s mut Vec<Node>) -> Self::Kids<'s>;
     /// The sink for the children of a node handed over whole by
     /// [`Sink::push`] (tagged fields): `kids`, for nodes.
-    fn whole<'s>(&'s mut self, kids: &'s mut Vec<Node>) -> Self::Kids<'s>;
+    #[inline(always)]
+    fn whole<'s>(&'s mut self, kids: &'s mut Vec<Node>) -> Self::Kids<'s> {
+        self.open(kids)
+    }
     /// Closes the parent opened last: `n` is its node.
-    fn close(&mut self, n: Node);
+    #[inline(always)]
+    fn close(&mut self, n: Node) {
+        self.push(n, &[]);
+    }
     /// Marks the parent these are the children of as the message body.
-    fn mark_body(&mut self);
+    fn mark_body(&mut self) {}
     /// The description of a schema field's node, when the sink shows one.
-    fn about(&self, f: &'static FieldDef) -> Option<Text>;
+    #[inline(always)]
+    fn about(&self, _f: &'static FieldDef) -> Option<Text> {
+        None
+    }
     /// Room for `k` more children.
     fn reserve(&mut self, _k: usize) {}
     /// The fields of `s` begin.
@@ -922,40 +885,64 @@ impl<'j> Sink for Out<'_, 'j> {
             return d.prim_node(f, p, (at, end), v, self);
         };
         let (value, detail) = match v {
-            Read::Len(lp, _, None) => (Value::Null, lp.detail()),
+            Read::Len(lp, _, None) => (Value::Null, Some(lp.detail())),
             Read::Len(lp, _, Some(b)) if p == Prim::String => {
                 let s = String::from_utf8_lossy(b).into_owned();
                 d.note_topic(f, &s);
-                (Value::Str(s), lp.detail())
+                (Value::Str(s), Some(lp.detail()))
             }
-            Read::Len(lp, _, Some(b)) => (Value::bytes(b), lp.detail()),
+            Read::Len(lp, _, Some(b)) => (Value::bytes(b), Some(lp.detail())),
             Read::Fixed(v) => {
                 let v = Value::from(v);
                 let m = meaning(f, &v);
-                (v, m.unwrap_or_default())
+                (v, m)
             }
         };
         let name = indexed_text(f.name, i as u64);
-        let detail = Some(detail).filter(|d| !d.is_empty());
-        if let Out::Json(j) = self {
-            if j.plain() {
-                j.leaf(Parts {
-                    name: &name,
-                    ty: &Text::Borrowed(p.name()),
-                    value: &value,
-                    detail: detail.as_ref(),
-                    error: None,
-                    offset: d.base + at,
-                    length: end - at,
-                    source: 0,
-                });
-                return Ok(());
-            }
+        let ty = Text::Borrowed(p.name());
+        if json_leaf(
+            self,
+            &name,
+            &ty,
+            &value,
+            detail.as_ref(),
+            (d.base + at, end - at),
+        ) {
+            return Ok(());
         }
         let mut n = Node::new(name, p.name(), value, d.base + at, end - at, d.role);
         n.detail = detail;
         self.push(n, &d.sources);
         Ok(())
+    }
+}
+
+/// A childless node without an error at `(offset, length)` written as JSON
+/// from its parts, without a node, when `out` is plain JSON: whether it was.
+#[inline(always)]
+fn json_leaf(
+    out: &mut Out<'_, '_>,
+    name: &Text,
+    ty: &Text,
+    value: &Value,
+    detail: Option<&Text>,
+    (offset, length): (usize, usize),
+) -> bool {
+    match out {
+        Out::Json(j) if j.plain() => {
+            j.leaf(Parts {
+                name,
+                ty,
+                value,
+                detail,
+                error: None,
+                offset,
+                length,
+                source: 0,
+            });
+            true
+        }
+        _ => false,
     }
 }
 
@@ -976,7 +963,8 @@ impl Sink for Scan<'_> {
         Self: 's;
 
     /// The walker hands this sink only placeholders (`node`), which own
-    /// nothing: forgotten, they spare a call of `Node`'s drop glue each.
+    /// nothing: forgotten (closed ones too), they spare a call of `Node`'s
+    /// drop glue each.
     #[inline(always)]
     fn push(&mut self, n: Node, _: &[ByteSource]) {
         std::mem::forget(n);
@@ -991,23 +979,8 @@ impl Sink for Scan<'_> {
     }
 
     #[inline(always)]
-    fn whole<'s>(&'s mut self, kids: &'s mut Vec<Node>) -> Scan<'s> {
-        self.open(kids)
-    }
-
-    #[inline(always)]
-    fn close(&mut self, n: Node) {
-        std::mem::forget(n);
-    }
-
-    #[inline(always)]
     fn mark_body(&mut self) {
         self.top = true;
-    }
-
-    #[inline(always)]
-    fn about(&self, _: &'static FieldDef) -> Option<Text> {
-        None
     }
 
     #[inline(always)]
@@ -1161,22 +1134,6 @@ fn name_text(b: &[u8]) -> std::borrow::Cow<'_, str> {
     }
 }
 
-/// Decodes the bytes of a data schema (e.g. ConsumerProtocolSubscription) that start
-/// with their own int16 version, as found inside JoinGroup and SyncGroup. `base` is
-/// the offset of `data` in the message. Returns the nodes, or `None` when the bytes
-/// do not decode completely with that schema.
-pub fn decode_embedded(
-    data: &[u8],
-    base: usize,
-    def: &'static MessageDef,
-    role: Role,
-) -> Option<Vec<Node>> {
-    match decode_data(data, base, def, role)? {
-        (nodes, Some(read)) if read == data.len() => Some(nodes),
-        _ => None,
-    }
-}
-
 /// Decodes data schema `def` from the start of `data` (at `base` in its
 /// source), which begins with the int16 version of the structure: a
 /// `Version` node of its own, or the schema's first field when the schema
@@ -1194,7 +1151,7 @@ pub(crate) fn decode_data(
     role: Role,
 ) -> Option<(Vec<Node>, Option<usize>)> {
     let opts = DecodeOptions::default();
-    let mut d = Decoder::new(data, &opts);
+    let mut d = Decoder::new(data, &opts, None);
     d.base = base;
     let mut r = Reader::new(data);
     let version = r.i16().ok()?;
@@ -1214,17 +1171,11 @@ pub(crate) fn decode_data(
     {
         r = Reader::new(data);
     } else {
-        nodes.push(
-            Node::new(
-                "Version",
-                "int16",
-                Value::Int(version.into()),
-                base,
-                2,
-                role,
-            )
-            .with_about("version of the embedded structure"),
+        let (value, about) = (
+            Value::Int(version.into()),
+            "version of the embedded structure",
         );
+        nodes.push(Node::new("Version", "int16", value, base, 2, role).with_about(about));
     }
     d.version = v;
     d.flexible = def.is_flexible(v);
@@ -1272,7 +1223,10 @@ struct Decoder<'a> {
 }
 
 impl<'a> Decoder<'a> {
-    fn new(msg: &'a [u8], opts: &'a DecodeOptions) -> Decoder<'a> {
+    /// A walker of `msg`: a request, or with `response` the answer to a
+    /// request of that api key and version.
+    fn new(msg: &'a [u8], opts: &'a DecodeOptions, response: Option<(i16, i16)>) -> Decoder<'a> {
+        let (key, version) = response.unzip();
         Decoder {
             msg,
             opts,
@@ -1284,9 +1238,13 @@ impl<'a> Decoder<'a> {
             sources: Vec::new(),
             error: None,
             warning: None,
-            kind: Kind::Request,
+            kind: if response.is_some() {
+                Kind::Response
+            } else {
+                Kind::Request
+            },
             api_key: -1,
-            key_version: (None, None),
+            key_version: (key, version),
             correlation_id: None,
             client_id: None,
             protocol_type: None,
@@ -1351,19 +1309,19 @@ impl<'a> Decoder<'a> {
     /// The size prefix: pushes the Frame node and returns where the message ends,
     /// or `None` when not even the size is there.
     fn frame<S: Sink>(&mut self, out: &mut S) -> Option<usize> {
+        let len = self.msg.len();
         let mut frame = node::<S>(|| {
-            Node::new(
-                "Frame",
-                "",
-                Value::None,
-                0,
-                4.min(self.msg.len()),
-                Role::Frame,
-            )
-            .with_about("length-prefixed framing")
+            Node::new("Frame", "", Value::None, 0, 4.min(len), Role::Frame)
+                .with_about("length-prefixed framing")
         });
-        let mut r = Reader::new(self.msg);
-        let end = match r.i32() {
+        let (end, problem) = match Reader::new(self.msg).i32() {
+            Err(e) => {
+                let what = format!("size: truncated, {e}");
+                if S::NODES {
+                    frame.error = Some(what.clone());
+                }
+                (None, Some((0, what)))
+            }
             Ok(size) => {
                 if S::NODES {
                     frame.children.push(
@@ -1371,102 +1329,75 @@ impl<'a> Decoder<'a> {
                             .with_about("bytes in the message after this field"),
                     );
                 }
-                let want = usize::try_from(size).ok().and_then(|s| s.checked_add(4));
-                match want {
-                    Some(w) if w == self.msg.len() => w,
-                    Some(w) if w < self.msg.len() => {
-                        self.fail(
-                            w,
-                            format!("{} bytes beyond the size field", self.msg.len() - w),
-                        );
-                        w
+                match usize::try_from(size).ok().and_then(|s| s.checked_add(4)) {
+                    Some(w) if w == len => (Some(w), None),
+                    Some(w) if w < len => {
+                        let what = format!("{} bytes beyond the size field", len - w);
+                        (Some(w), Some((w, what)))
                     }
                     Some(w) => {
-                        self.fail(
-                            self.msg.len(),
-                            format!(
-                                "message truncated: size says {} bytes, {} present",
-                                w - 4,
-                                self.msg.len() - 4
-                            ),
-                        );
-                        self.msg.len()
+                        let (want, have) = (w - 4, len - 4);
+                        let what =
+                            format!("message truncated: size says {want} bytes, {have} present");
+                        (Some(len), Some((len, what)))
                     }
-                    None => {
-                        self.fail(0, format!("negative message size {size}"));
-                        self.msg.len()
-                    }
+                    None => (
+                        Some(len),
+                        Some((0, format!("negative message size {size}"))),
+                    ),
                 }
-            }
-            Err(e) => {
-                if S::NODES {
-                    frame.error = Some(format!("size: truncated, {e}"));
-                }
-                self.fail(0, format!("size: truncated, {e}"));
-                out.push(frame, &self.sources);
-                return None;
             }
         };
+        if let Some((at, what)) = problem {
+            self.fail(at, what);
+        }
         out.push(frame, &self.sources);
-        Some(end)
+        end
     }
 
-    /// A request after its size prefix (the message ending at `end`), its
+    /// A message after its size prefix (ending at `end`), a request's
     /// header version `header` or the schema's: the body's definition, when
     /// known and the header decoded.
-    fn request<S: Sink>(
+    fn message<S: Sink>(
         &mut self,
         end: usize,
         header: Option<i16>,
         out: &mut S,
     ) -> Option<&'static MessageDef> {
-        self.kind = Kind::Request;
         let msg = self.msg;
         let mut r = Reader::new(msg.get(..end).unwrap_or(msg));
         let _ = r.take(4);
-        // Peek api key and version to choose the header version; they are decoded
-        // again as header fields below.
-        let peek = |at: usize| Reader::new(msg.get(at..).unwrap_or(&[])).i16().ok();
-        let (key, ver) = (peek(4), peek(6));
-        self.key_version = (key, ver);
+        let request = self.kind == Kind::Request;
+        let (kind, role) = if request {
+            // Peek api key and version to choose the header version; they are decoded
+            // again as header fields below.
+            let peek = |at: usize| Reader::new(msg.get(at..).unwrap_or(&[])).i16().ok();
+            self.key_version = (peek(4), peek(6));
+            (MessageKind::Request, Role::RequestBody)
+        } else {
+            (MessageKind::Response, Role::ResponseBody)
+        };
+        let (key, ver) = self.key_version;
         let def = match (key, ver) {
-            (Some(k), Some(v)) => schema::message(k, MessageKind::Request, v),
+            (Some(k), Some(v)) => schema::message(k, kind, v),
             _ => None,
         };
         let hv = match (header, key, ver) {
             (Some(h), _, _) => h,
+            (None, Some(k), Some(v)) if !request => schema::response_header_version(k, v),
             (None, Some(k), Some(v)) if def.is_some() => schema::request_header_version(k, v),
             _ => 1,
         };
-        let header_ok = self.header(&mut r, hv, true, out).is_ok();
+        let header_ok = self.header(&mut r, hv, out).is_ok();
         if header_ok {
             match (def, key, ver) {
-                (Some(def), _, Some(v)) => self.body(&mut r, def, v, Role::RequestBody, out),
-                (None, Some(k), Some(v)) => {
-                    self.unknown_body(&mut r, k, v, MessageKind::Request, out);
-                }
+                (Some(def), _, Some(v)) => self.body(&mut r, def, v, role, out),
+                (None, Some(k), Some(v)) => self.unknown_body(&mut r, k, v, kind, out),
                 _ => {}
             }
         }
         self.finish(&mut r, end, out);
         def.filter(|_| header_ok)
-    }
-
-    /// A response to (`key`, `version`) after its size prefix, as [`Decoder::request`].
-    fn response<S: Sink>(&mut self, end: usize, key: i16, version: i16, out: &mut S) {
-        self.kind = Kind::Response;
-        let msg = self.msg;
-        let mut r = Reader::new(msg.get(..end).unwrap_or(msg));
-        let _ = r.take(4);
-        self.key_version = (Some(key), Some(version));
-        let hv = schema::response_header_version(key, version);
-        if self.header(&mut r, hv, false, out).is_ok() {
-            match schema::message(key, MessageKind::Response, version) {
-                Some(def) => self.body(&mut r, def, version, Role::ResponseBody, out),
-                None => self.unknown_body(&mut r, key, version, MessageKind::Response, out),
-            }
-        }
-        self.finish(&mut r, end, out);
     }
 
     /// Marks bytes left after the body (a warning: the body decoded) and
@@ -1513,14 +1444,14 @@ impl<'a> Decoder<'a> {
     }
 
     /// The request header or the response header, version `hv`.
-    fn header<S: Sink>(&mut self, r: &mut Reader<'_>, hv: i16, request: bool, out: &mut S) -> Step {
-        let (name, about) = match (request, self.key_version.0) {
-            (true, _) => ("RequestHeader", "common request header"),
-            (false, Some(k)) if ApiKey(k) == ApiKey::API_VERSIONS => (
+    fn header<S: Sink>(&mut self, r: &mut Reader<'_>, hv: i16, out: &mut S) -> Step {
+        let (name, about) = match (self.kind, self.key_version.0) {
+            (Kind::Request, _) => ("RequestHeader", "common request header"),
+            (_, Some(k)) if ApiKey(k) == ApiKey::API_VERSIONS => (
                 "ResponseHeader",
                 "common response header (always v0 for ApiVersions)",
             ),
-            (false, _) => ("ResponseHeader", "common response header"),
+            _ => ("ResponseHeader", "common response header"),
         };
         let at = r.pos();
         let mut n = node::<S>(|| {
@@ -1530,19 +1461,7 @@ impl<'a> Decoder<'a> {
         if S::NODES {
             self.path.push(name);
         }
-        let res = {
-            let mut kids = out.open(&mut n.children);
-            if request {
-                self.request_header(r, hv, &mut kids)
-            } else {
-                let about = "the correlation id of the request answered";
-                self.header_int(r, "correlation_id", about, true, &mut kids)
-                    .and_then(|c| {
-                        self.correlation_id = i32::try_from(c).ok();
-                        self.header_tags(r, hv, 1, &mut kids)
-                    })
-            }
-        };
+        let res = self.header_fields(r, hv, &mut out.open(&mut n.children));
         if S::NODES {
             self.path.pop();
         }
@@ -1551,14 +1470,22 @@ impl<'a> Decoder<'a> {
         res
     }
 
-    fn request_header<S: Sink>(&mut self, r: &mut Reader<'_>, hv: i16, out: &mut S) -> Step {
-        let about = "which API this request invokes";
-        self.header_int(r, "request_api_key", about, false, out)?;
-        self.header_int(r, "request_api_version", "version of that API", false, out)?;
-        let about = "returned unchanged in the response";
+    /// The header's fields: a request's api key, version, correlation id,
+    /// client id (header v1+) and tagged fields (v2+); a response's
+    /// correlation id and tagged fields (v1+).
+    fn header_fields<S: Sink>(&mut self, r: &mut Reader<'_>, hv: i16, out: &mut S) -> Step {
+        let request = self.kind == Kind::Request;
+        let about = if request {
+            let about = "which API this request invokes";
+            self.header_int(r, "request_api_key", about, false, out)?;
+            self.header_int(r, "request_api_version", "version of that API", false, out)?;
+            "returned unchanged in the response"
+        } else {
+            "the correlation id of the request answered"
+        };
         let c = self.header_int(r, "correlation_id", about, true, out)?;
         self.correlation_id = i32::try_from(c).ok();
-        if hv >= 1 {
+        if request && hv >= 1 {
             // ClientId keeps its int16 length even in flexible header v2 so that any
             // broker can read an ApiVersions request's header.
             let at = r.pos();
@@ -1584,7 +1511,19 @@ impl<'a> Decoder<'a> {
             });
             out.push(n, &self.sources);
         }
-        self.header_tags(r, hv, 2, out)
+        // The header's tagged fields: a request's from header v2, a response's from v1.
+        let (from, def) = if request {
+            (2, schema::REQUEST_HEADER.body)
+        } else {
+            (1, schema::RESPONSE_HEADER.body)
+        };
+        if hv < from {
+            return Ok(());
+        }
+        self.flexible = true;
+        self.version = hv;
+        self.role = Role::Header;
+        self.tagged_fields(r, def, out, "number of tagged fields in the header")
     }
 
     /// One of the header's integers (int16, or int32 when `int32`).
@@ -1617,28 +1556,6 @@ impl<'a> Decoder<'a> {
         });
         out.push(n, &self.sources);
         Ok(v)
-    }
-
-    /// The header's tagged fields, from header version `from` on.
-    fn header_tags<S: Sink>(
-        &mut self,
-        r: &mut Reader<'_>,
-        hv: i16,
-        from: i16,
-        out: &mut S,
-    ) -> Step {
-        if hv < from {
-            return Ok(());
-        }
-        self.flexible = true;
-        self.version = hv;
-        self.role = Role::Header;
-        let def = if from == 2 {
-            schema::REQUEST_HEADER.body
-        } else {
-            schema::RESPONSE_HEADER.body
-        };
-        self.tagged_fields(r, def, out, "in the header")
     }
 
     fn unknown_body<S: Sink>(
@@ -1720,7 +1637,7 @@ impl<'a> Decoder<'a> {
             }
         }
         if self.flexible {
-            self.tagged_fields(r, def, out, "in this struct")?;
+            self.tagged_fields(r, def, out, TAGGED_COUNT)?;
         }
         out.leave();
         Ok(())
@@ -1791,14 +1708,13 @@ impl<'a> Decoder<'a> {
         out: &mut S,
     ) -> Result<Read<'b>, Stop> {
         let at = r.pos();
-        let lp = match self.length_prefix(r, self.field_flexible(f), p != Prim::String) {
-            Ok(x) => x,
-            Err(LenError::Wire(e)) => return Err(self.wire(r, e, f.name, out)),
-            Err(LenError::Negative(n)) => {
-                let what = format!("{}: invalid length {n}", f.name);
-                return Err(self.malformed(r, at, what, out));
-            }
-        };
+        let lp = LenPrefix::read(r, self.field_flexible(f), p != Prim::String)
+            .map_err(|e| self.wire(r, e, f.name, out))?;
+        // Only -1 means null; any other negative length is invalid.
+        if lp.raw < -1 {
+            let what = format!("{}: invalid length {}", f.name, lp.raw);
+            return Err(self.malformed(r, at, what, out));
+        }
         let start = r.pos();
         let b = match lp.len {
             Some(len) => Some(r.take(len).map_err(|e| self.wire(r, e, f.name, out))?),
@@ -1842,7 +1758,8 @@ impl<'a> Decoder<'a> {
                 }
                 if p == Prim::Records {
                     n.detail = None;
-                    n.children.push(self.length_node(at, end - at, lp));
+                    n.children
+                        .push(self.length_node(at, end - at, lp, RECORDS_LENGTH));
                 }
                 out.push(n, &self.sources);
                 return Ok(());
@@ -1879,25 +1796,18 @@ impl<'a> Decoder<'a> {
                 (v, detail, Vec::new())
             }
         };
-        if let Out::Json(j) = out {
-            if children.is_empty() && !secret && j.plain() {
-                j.leaf(Parts {
-                    name: &Text::Borrowed(f.name),
-                    ty: &Text::Borrowed(f.type_name),
-                    value: &value,
-                    detail: detail.as_ref(),
-                    error: None,
-                    offset: self.base + at,
-                    length: end - at,
-                    source: 0,
-                });
-                return Ok(());
-            }
+        let (name, ty) = (Text::Borrowed(f.name), Text::Borrowed(f.type_name));
+        let span = (self.base + at, end - at);
+        if children.is_empty()
+            && !secret
+            && json_leaf(out, &name, &ty, &value, detail.as_ref(), span)
+        {
+            return Ok(());
         }
         // Built in place (a literal, not a builder chain) to spare a copy.
         let n = Node {
-            name: f.name.into(),
-            ty: f.type_name.into(),
+            name,
+            ty,
             value,
             detail,
             offset: self.base + at,
@@ -1922,7 +1832,7 @@ impl<'a> Decoder<'a> {
         start: usize,
         lp: LenPrefix,
     ) -> (String, Vec<Node>) {
-        let mut kids = vec![self.length_node(at, start - at, lp)];
+        let mut kids = vec![self.length_node(at, start - at, lp, RECORDS_LENGTH)];
         if !self.opts.records || self.base != 0 {
             return (format!("{} bytes", b.len()), kids);
         }
@@ -1962,41 +1872,13 @@ impl<'a> Decoder<'a> {
         Ok(())
     }
 
-    fn length_node(&self, at: usize, len: usize, lp: LenPrefix) -> Node {
+    /// The node of a records field's or an array's length prefix.
+    fn length_node(&self, at: usize, len: usize, lp: LenPrefix, about: &'static str) -> Node {
         let (ty, value) = (lp.wire_type(), Value::Int(lp.raw));
-        let mut n = Node::new("length", ty, value, self.base + at, len, self.role)
-            .with_about("size of the record set in bytes");
+        let mut n =
+            Node::new("length", ty, value, self.base + at, len, self.role).with_about(about);
         n.detail = lp.compact.then_some(Text::Borrowed("compact, n+1"));
         n
-    }
-
-    /// Reads a string/bytes length prefix.
-    fn length_prefix(
-        &self,
-        r: &mut Reader<'_>,
-        flex: bool,
-        int32: bool,
-    ) -> Result<LenPrefix, LenError> {
-        let (raw, len) = if flex {
-            let n = r.uvarint()?;
-            (i64::from(n), n.checked_sub(1).map(|l| l as usize))
-        } else if int32 {
-            let n = r.i32()?;
-            (i64::from(n), usize::try_from(n).ok())
-        } else {
-            let n = r.i16()?;
-            (i64::from(n), usize::try_from(n).ok())
-        };
-        // Only -1 means null; any other negative length is invalid.
-        if raw < -1 {
-            return Err(LenError::Negative(raw));
-        }
-        Ok(LenPrefix {
-            raw,
-            len,
-            compact: flex,
-            int32,
-        })
     }
 
     fn struct_field<S: Sink>(
@@ -2007,18 +1889,7 @@ impl<'a> Decoder<'a> {
         out: &mut S,
     ) -> Step {
         let at = r.pos();
-        let mut n = node::<S>(|| {
-            let mut n = Node::new(
-                f.name,
-                f.type_name,
-                Value::Text("struct".into()),
-                self.base + at,
-                0,
-                self.role,
-            );
-            n.about = out.about(f);
-            n
-        });
+        let mut n = self.field_node(f, || Value::Text("struct".into()), at, out);
         // A nullable struct is preceded by an int8 marker: -1 null, 1 present.
         // As a tree, on error: the struct is dropped, the bytes are marked
         // in its place (JSON is not used after an error).
@@ -2056,6 +1927,22 @@ impl<'a> Decoder<'a> {
         res
     }
 
+    /// The node of a struct or array field `f` begun at `at`, its length to
+    /// come (a placeholder for a sink without nodes).
+    #[inline(always)]
+    fn field_node<S: Sink>(
+        &self,
+        f: &'static FieldDef,
+        value: impl FnOnce() -> Value,
+        at: usize,
+        out: &S,
+    ) -> Node {
+        node::<S>(|| Node {
+            about: out.about(f),
+            ..Node::new(f.name, f.type_name, value(), self.base + at, 0, self.role)
+        })
+    }
+
     #[inline(never)]
     fn array<S: Sink>(
         &mut self,
@@ -2066,41 +1953,11 @@ impl<'a> Decoder<'a> {
     ) -> Step {
         let at = r.pos();
         let flex = self.field_flexible(f);
-        let (raw, count) = if flex {
-            let n = r.uvarint().map_err(|err| self.wire(r, err, f.name, out))?;
-            (i64::from(n), n.checked_sub(1).map(|c| c as usize))
-        } else {
-            let n = r.i32().map_err(|err| self.wire(r, err, f.name, out))?;
-            (i64::from(n), usize::try_from(n).ok())
-        };
+        let lp = LenPrefix::read(r, flex, true).map_err(|err| self.wire(r, err, f.name, out))?;
         let len_end = r.pos();
-        let len_node = |d: &Self| {
-            let ty = if flex { "uvarint" } else { "int32" };
-            let mut n = Node::new(
-                "length",
-                ty,
-                Value::Int(raw),
-                d.base + at,
-                len_end - at,
-                d.role,
-            )
-            .with_about("number of elements");
-            n.detail = flex.then_some(Text::Borrowed("compact, n+1"));
-            n
-        };
-        let mut n = node::<S>(|| {
-            let mut n = Node::new(
-                f.name,
-                f.type_name,
-                Value::Null,
-                self.base + at,
-                0,
-                self.role,
-            );
-            n.about = out.about(f);
-            n
-        });
-        let Some(count) = count else {
+        let len_node = |d: &Self| d.length_node(at, len_end - at, lp, "number of elements");
+        let mut n = self.field_node(f, || Value::Null, at, out);
+        let Some(count) = lp.len else {
             if S::NODES {
                 n.children.push(len_node(self));
                 n.length = len_end - at;
@@ -2122,17 +1979,10 @@ impl<'a> Decoder<'a> {
                 f.name,
                 r.remaining()
             );
-            let pos = r.pos();
-            let s = {
-                if S::NODES {
-                    n.children.push(len_node(self));
-                }
-                let mut kids = out.whole(&mut n.children);
-                self.malformed(r, pos, what, &mut kids)
-            };
-            n.length = r.buf().len() - at;
-            out.push(n, &self.sources);
-            return Err(s);
+            if S::NODES {
+                n.children.push(len_node(self));
+            }
+            return Err(self.overclaimed(r, at, n, what, out));
         }
         if let Some(w) = out.skip(self, e, flex) {
             return self.skip_elems(r, f, e, count, w, out);
@@ -2182,7 +2032,7 @@ impl<'a> Decoder<'a> {
             Elem::Struct(s) if self.flexible => {
                 for _ in 0..count {
                     r.take(w).map_err(|err| self.wire(r, err, f.name, out))?;
-                    self.tagged_fields(r, s, out, "in this struct")?;
+                    self.tagged_fields(r, s, out, TAGGED_COUNT)?;
                 }
             }
             _ => {
@@ -2267,30 +2117,43 @@ impl<'a> Decoder<'a> {
     /// `*ErrorCode`, not a `TopicId`); `None` otherwise. Tagged fields are not
     /// counted (they live in the tagged section).
     fn quiet_fixed_size(&self, s: &StructDef) -> Option<usize> {
-        let mut n = 0usize;
-        for f in s.fields.iter().filter(|f| self.present(f)) {
-            match f.kind {
-                FieldKind::Prim(p)
-                    if !matches!(p, Prim::String | Prim::Bytes | Prim::Records)
-                        && !f.marks.has(Marks::ERROR_CODE)
-                        && !f.marks.has(Marks::TOPIC_ID) =>
-                {
-                    n += prim_min_size(p, false);
-                }
-                _ => return None,
-            }
-        }
-        Some(n)
+        let noted = Marks::ERROR_CODE.with(Marks::TOPIC_ID);
+        let size = |f: &FieldDef| match f.kind {
+            FieldKind::Prim(Prim::String | Prim::Bytes | Prim::Records) => None,
+            FieldKind::Prim(p) if !f.marks.has(noted) => Some(prim_min_size(p, false)),
+            _ => None,
+        };
+        s.fields.iter().filter(|f| self.present(f)).map(size).sum()
+    }
+
+    /// Ends the array or tagged-field section `n` begun at `at`, whose count
+    /// cannot fit: a `malformed` child takes the bytes from the reader's
+    /// position on.
+    #[cold]
+    fn overclaimed<S: Sink>(
+        &mut self,
+        r: &Reader<'_>,
+        at: usize,
+        mut n: Node,
+        what: String,
+        out: &mut S,
+    ) -> Stop {
+        let pos = r.pos();
+        let s = self.malformed(r, pos, what, &mut out.whole(&mut n.children));
+        n.length = r.buf().len() - at;
+        out.push(n, &self.sources);
+        s
     }
 
     /// The tagged-field section of a flexible struct: a uvarint count, then
     /// (tag, size, bytes) entries; known tags decode with their schema field.
+    /// `about`: what the count's node says.
     fn tagged_fields<S: Sink>(
         &mut self,
         r: &mut Reader<'_>,
         def: &'static StructDef,
         out: &mut S,
-        scope: &'static str,
+        about: &'static str,
     ) -> Step {
         let at = r.pos();
         let count = r
@@ -2305,23 +2168,14 @@ impl<'a> Decoder<'a> {
                 r.pos() - at,
                 self.role,
             )
-            .with_about(match scope {
-                // The scopes callers pass, without a string per struct.
-                "in the header" => Text::Borrowed("number of tagged fields in the header"),
-                "in this struct" => Text::Borrowed("number of tagged fields in this struct"),
-                _ => Text::Owned(format!("number of tagged fields {scope}")),
-            })
+            .with_about(about)
         });
         if count as usize > r.remaining() / 2 {
             let what = format!(
                 "tagged_fields: {count} claimed, {} bytes remain",
                 r.remaining()
             );
-            let pos = r.pos();
-            let s = self.malformed(r, pos, what, &mut out.whole(&mut n.children));
-            n.length = r.buf().len() - at;
-            out.push(n, &self.sources);
-            return Err(s);
+            return Err(self.overclaimed(r, at, n, what, out));
         }
         let mut res = Ok(());
         {
@@ -2367,25 +2221,12 @@ impl<'a> Decoder<'a> {
         let mut kids = Vec::new();
         if S::NODES {
             kids.reserve_exact(3);
-            let base = self.base;
-            kids.extend([
-                Node::new(
-                    "tag",
-                    "uvarint",
-                    Value::Int(tag.into()),
-                    base + at,
-                    tag_end - at,
-                    Role::TaggedFields,
-                ),
-                Node::new(
-                    "size",
-                    "uvarint",
-                    Value::Int(size as i64),
-                    base + tag_end,
-                    size_end - tag_end,
-                    Role::TaggedFields,
-                ),
-            ]);
+            let uvarint = |name, v: u64, at, end: usize| {
+                let (off, len, role) = (self.base + at, end - at, Role::TaggedFields);
+                Node::new(name, "uvarint", Value::Int(v as i64), off, len, role)
+            };
+            let size_node = uvarint("size", size as u64, tag_end, size_end);
+            kids.extend([uvarint("tag", tag.into(), at, tag_end), size_node]);
         }
         let Some(f) = field else {
             let n = node::<S>(|| {
@@ -2502,7 +2343,9 @@ impl<'a> Decoder<'a> {
         }
     }
 
-    /// The consumer protocol inside JoinGroup/SyncGroup bytes (protocol type "consumer").
+    /// The consumer protocol inside JoinGroup/SyncGroup bytes (protocol type
+    /// "consumer"), at `base` in the message: its nodes when the bytes decode
+    /// completely with its schema, else none.
     fn embedded(&self, f: &FieldDef, b: &[u8], base: usize) -> Vec<Node> {
         if b.is_empty()
             || self
@@ -2517,25 +2360,14 @@ impl<'a> Decoder<'a> {
             (14, "Assignment") => &schema::CONSUMER_PROTOCOL_ASSIGNMENT,
             _ => return Vec::new(),
         };
-        decode_embedded(b, base, def, self.role).unwrap_or_default()
+        match decode_data(b, base, def, self.role) {
+            Some((nodes, Some(read))) if read == b.len() => nodes,
+            _ => Vec::new(),
+        }
     }
 }
 
-/// Why a length prefix could not be used.
-enum LenError {
-    /// The prefix itself could not be read.
-    Wire(WireError),
-    /// A negative length other than -1 (null).
-    Negative(i64),
-}
-
-impl From<WireError> for LenError {
-    fn from(e: WireError) -> LenError {
-        LenError::Wire(e)
-    }
-}
-
-/// A decoded string/bytes length prefix.
+/// A decoded length prefix of a string, bytes, records or an array.
 #[derive(Clone, Copy)]
 struct LenPrefix {
     /// The number on the wire (length+1 when compact, -1 for null otherwise).
@@ -2547,6 +2379,27 @@ struct LenPrefix {
 }
 
 impl LenPrefix {
+    /// Reads a length prefix: compact when `flex`, else an int32 or an int16.
+    #[inline(always)]
+    fn read(r: &mut Reader<'_>, flex: bool, int32: bool) -> Result<LenPrefix, WireError> {
+        let (raw, len) = if flex {
+            let n = r.uvarint()?;
+            (i64::from(n), n.checked_sub(1).map(|l| l as usize))
+        } else if int32 {
+            let n = r.i32()?;
+            (i64::from(n), usize::try_from(n).ok())
+        } else {
+            let n = r.i16()?;
+            (i64::from(n), usize::try_from(n).ok())
+        };
+        Ok(LenPrefix {
+            raw,
+            len,
+            compact: flex,
+            int32,
+        })
+    }
+
     fn wire_type(self) -> &'static str {
         match (self.compact, self.int32) {
             (true, _) => "uvarint",
@@ -2570,6 +2423,12 @@ impl LenPrefix {
 fn len_index(raw: i64) -> u64 {
     raw.wrapping_add(1) as u64
 }
+
+/// What a struct's tagged-field count says.
+const TAGGED_COUNT: &str = "number of tagged fields in this struct";
+
+/// What a records field's length node says.
+const RECORDS_LENGTH: &str = "size of the record set in bytes";
 
 /// How many length-prefix details are shared (lengths -1 ..= 510).
 const SHARED_LENGTHS: u64 = 512;

@@ -148,51 +148,33 @@ impl<'a> Reader<'a> {
         Ok(a)
     }
 
+    /// The next byte when it is a whole varint (below 0x80), taken: the
+    /// usual length and count, read without a call.
+    #[inline(always)]
+    fn one_byte(&mut self) -> Option<u8> {
+        let b = self.buf.get(self.pos).copied().filter(|&b| b < 0x80)?;
+        self.pos += 1;
+        Some(b)
+    }
+
     /// An unsigned varint of at most 5 bytes whose value fits in 32 bits.
     #[inline]
     pub fn uvarint(&mut self) -> Result<u32, WireError> {
-        // One byte, the usual length and count, without a call.
-        match self.buf.get(self.pos) {
-            Some(&b) if b < 0x80 => {
-                self.pos += 1;
-                Ok(u32::from(b))
-            }
-            _ => self.uvarint_long(),
-        }
-    }
-
-    /// [`Reader::uvarint`] of any length.
-    #[inline(never)]
-    fn uvarint_long(&mut self) -> Result<u32, WireError> {
-        let start = self.pos;
-        let value = self.unsigned_long(5)?;
-        u32::try_from(value).map_err(|_| {
-            self.pos = start;
-            WireError::VarintOverflow { offset: start }
-        })
+        self.one_byte()
+            .map_or_else(|| self.unsigned_long(5), |b| Ok(b.into()))
     }
 
     /// An unsigned varlong of at most 10 bytes.
     #[inline]
     pub fn uvarlong(&mut self) -> Result<u64, WireError> {
-        match self.buf.get(self.pos) {
-            Some(&b) if b < 0x80 => {
-                self.pos += 1;
-                Ok(u64::from(b))
-            }
-            _ => self.uvarlong_long(),
-        }
+        self.one_byte()
+            .map_or_else(|| self.unsigned_long(10), |b| Ok(b.into()))
     }
 
-    /// [`Reader::uvarlong`] of any length.
+    /// An unsigned varint of any length up to `max` bytes (5 or 10) whose
+    /// value fits in `T`; on an error the position is left where it was.
     #[inline(never)]
-    fn uvarlong_long(&mut self) -> Result<u64, WireError> {
-        self.unsigned_long(10)
-    }
-
-    /// An unsigned varint of at most `max` bytes (5 or 10); on an error the
-    /// position is left where it was.
-    fn unsigned_long(&mut self, max: usize) -> Result<u64, WireError> {
+    fn unsigned_long<T: TryFrom<u64>>(&mut self, max: usize) -> Result<T, WireError> {
         let start = self.pos;
         let mut value: u64 = 0;
         for i in 0..max {
@@ -207,12 +189,14 @@ impl<'a> Reader<'a> {
             self.pos += 1;
             // The tenth byte may carry only the top bit of a 64-bit value.
             if i == 9 && b > 1 {
-                self.pos = start;
-                return Err(WireError::VarintOverflow { offset: start });
+                break;
             }
             value |= u64::from(b & 0x7f) << (7 * i);
             if b & 0x80 == 0 {
-                return Ok(value);
+                match T::try_from(value) {
+                    Ok(v) => return Ok(v),
+                    Err(_) => break,
+                }
             }
         }
         self.pos = start;

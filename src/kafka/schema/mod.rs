@@ -261,24 +261,22 @@ impl Marks {
 
     /// The marks of a field of this name and entity type.
     pub fn of(name: &str, entity_type: &str) -> Marks {
-        let mut m = Marks::NONE;
-        let mut mark = |on: bool, what: Marks| {
-            if on {
-                m = m.with(what);
-            }
-        };
-        mark(name.ends_with("ErrorCode"), Marks::ERROR_CODE);
-        mark(name == "BatchIndex", Marks::BATCH_INDEX);
-        mark(name == "ThrottleTimeMs", Marks::THROTTLE);
-        mark(name == "Acks", Marks::ACKS);
-        mark(name == "TopicId", Marks::TOPIC_ID);
-        mark(entity_type == "topicName", Marks::TOPIC_NAME);
-        mark(PLACE_TOPIC_NAMES.contains(&name), Marks::PLACE_TOPIC);
-        mark(
-            PLACE_PARTITION_NAMES.contains(&name),
-            Marks::PLACE_PARTITION,
-        );
-        m
+        [
+            (name.ends_with("ErrorCode"), Marks::ERROR_CODE),
+            (name == "BatchIndex", Marks::BATCH_INDEX),
+            (name == "ThrottleTimeMs", Marks::THROTTLE),
+            (name == "Acks", Marks::ACKS),
+            (name == "TopicId", Marks::TOPIC_ID),
+            (entity_type == "topicName", Marks::TOPIC_NAME),
+            (PLACE_TOPIC_NAMES.contains(&name), Marks::PLACE_TOPIC),
+            (
+                PLACE_PARTITION_NAMES.contains(&name),
+                Marks::PLACE_PARTITION,
+            ),
+        ]
+        .into_iter()
+        .filter(|&(on, _)| on)
+        .fold(Marks::NONE, |m, (_, mark)| m.with(mark))
     }
 }
 
