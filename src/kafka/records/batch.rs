@@ -244,19 +244,8 @@ fn records(c: &mut Cur<'_>, h: &Hdr, json: bool, kids: &mut Vec<Node>) {
     while i < count {
         if c.remaining() == 0 {
             kids.extend(run.as_mut().and_then(Run::take));
-            let mut e = Node::new(
-                "missing records",
-                "bytes",
-                Value::None,
-                c.abs(),
-                0,
-                Role::Malformed,
-            );
-            e.source = c.source;
-            e.error = Some(format!(
-                "recordsCount is {count} but the batch holds only {i} records"
-            ));
-            kids.push(e);
+            let what = format!("recordsCount is {count} but the batch holds only {i} records");
+            kids.push(c.fail("missing records", "bytes", what));
             return;
         }
         if let Some(run) = &mut run {
@@ -278,16 +267,11 @@ fn records(c: &mut Cur<'_>, h: &Hdr, json: bool, kids: &mut Vec<Node>) {
     }
     kids.extend(run.as_mut().and_then(Run::take));
     if c.remaining() > 0 {
-        let e = c.fail(
-            "trailing bytes",
-            "bytes",
-            format!(
-                "{} bytes follow the last of the batch's {count} records",
-                c.remaining()
-            ),
+        let what = format!(
+            "{} bytes follow the last of the batch's {count} records",
+            c.remaining()
         );
-        c.r.skip_rest();
-        kids.push(e);
+        kids.push(c.fail_rest("trailing bytes", "bytes", what));
     }
 }
 
@@ -351,10 +335,9 @@ impl Nodes {
 
 impl FieldOut for Nodes {
     fn int(&mut self, f: &'static Field, v: i64, d: Detail, at: usize, len: usize) {
-        let value = if f.kind == Kind::Int(Int::U32) {
-            Value::Uint(v as u64)
-        } else {
-            Value::Int(v)
+        let value = match f.kind {
+            Kind::Int(w) => w.value(v),
+            _ => Value::Int(v),
         };
         let mut n = Node::new(f.name, f.ty, value, at, len, f.role);
         n.source = self.source;
@@ -464,27 +447,28 @@ impl FieldOut for Nodes {
 /// The CRC node's value and description: whether the stored CRC-32C
 /// matches the bytes from the attributes on.
 fn check_crc(n: &mut Node, stored: u32, crc: Crc) {
+    const OVER: &str = "CRC-32C over attributes .. end of batch";
     match crc {
         Crc::Unchecked => {
             n.detail = Some("not checked: the batch is incomplete".into());
-            n.about = Some("CRC-32C over attributes .. end of batch".into());
+            n.about = Some(OVER.into());
         }
-        Crc::Valid => {
-            n.value = Value::Text(CRC_VALID.into());
-            n.about = Some(
-                format!("CRC-32C over attributes .. end of batch: 0x{stored:08x}, valid").into(),
-            );
-        }
-        Crc::Mismatch(calc) => {
-            n.detail = Some(crc_mismatch(stored, calc).into());
-            n.about = Some(
-                format!(
-                    "CRC-32C over attributes .. end of batch: stored 0x{stored:08x}, \
-                     computed 0x{calc:08x}: mismatch"
-                )
-                .into(),
-            );
-        }
+        Crc::Valid => checked_crc(n, OVER, CRC_VALID, stored, stored),
+        Crc::Mismatch(calc) => checked_crc(n, OVER, CRC_VALID, stored, calc),
+    }
+}
+
+/// A checked CRC node's value, detail and description (v2 batches and
+/// legacy messages): `over` names the checksum and what it covers, `valid`
+/// is the value text of a CRC that matches, `calc` the CRC computed.
+pub(super) fn checked_crc(n: &mut Node, over: &str, valid: &'static str, stored: u32, calc: u32) {
+    if stored == calc {
+        n.value = Value::Text(valid.into());
+        n.about = Some(format!("{over}: 0x{stored:08x}, valid").into());
+    } else {
+        n.detail = Some(crc_mismatch(stored, calc).into());
+        n.about =
+            Some(format!("{over}: stored 0x{stored:08x}, computed 0x{calc:08x}: mismatch").into());
     }
 }
 
@@ -543,14 +527,26 @@ pub(crate) fn size_nodes(c: &Cur<'_>, magic: Option<u8>) -> Vec<Node> {
     let legacy = matches!(magic, Some(0 | 1));
     let mut p = Cur::new(c.r.rest(), c.abs(), c.source);
     let mut kids = Vec::new();
-    let names = if legacy {
+    let (offset, size) = if legacy {
         ("offset", "messageSize")
     } else {
         ("baseOffset", "batchLength")
     };
-    if let Ok((_, n)) = p.int(names.0, Int::I64, RB, "offset of the first record") {
+    let offset = Field::new(
+        offset,
+        Kind::Int(Int::I64),
+        RB,
+        "offset of the first record",
+    );
+    if let Ok((_, n)) = p.int(&offset) {
         kids.push(n);
-        if let Ok((_, n)) = p.int(names.1, Int::I32, RB, "bytes that follow this field") {
+        let size = Field::new(
+            size,
+            Kind::Int(Int::I32),
+            RB,
+            "bytes that follow this field",
+        );
+        if let Ok((_, n)) = p.int(&size) {
             kids.push(n);
         }
     }

@@ -18,45 +18,8 @@
 //! only clean records ignores it, and the record is not clean.
 
 use super::cursor::{Cur, Int};
-use crate::kafka::tree::{json, Deferred, Node, Role, MAX_RESERVED_CHILDREN};
-
-/// A short constant text, padded for a fixed-size copy (no call to
-/// `memcpy` per piece) cut back to its length.
-#[derive(Clone, Copy)]
-pub(super) struct Pad {
-    text: [u8; 48],
-    len: usize,
-}
-
-impl Pad {
-    /// The pieces of `parts` one after the other (at most 48 bytes; longer
-    /// text is cut).
-    // `i` and `k` are below the lengths; a const fn cannot call `get`.
-    #[allow(clippy::indexing_slicing)]
-    pub(super) const fn new(parts: &[&[u8]]) -> Pad {
-        let mut text = [0u8; 48];
-        let (mut len, mut p) = (0, 0);
-        while p < parts.len() {
-            let s = parts[p];
-            let mut i = 0;
-            while i < s.len() && len < 48 {
-                text[len] = s[i];
-                len += 1;
-                i += 1;
-            }
-            p += 1;
-        }
-        Pad { text, len }
-    }
-
-    /// Appends the text.
-    #[inline(always)]
-    pub(super) fn put(&self, out: &mut Vec<u8>) {
-        let at = out.len();
-        out.extend_from_slice(&self.text);
-        out.truncate(at + self.len);
-    }
-}
+use crate::kafka::tree::json::{self, Pad};
+use crate::kafka::tree::{Deferred, Node, Role, MAX_RESERVED_CHILDREN};
 
 /// What a field holds on the wire.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -84,7 +47,12 @@ pub(super) struct Field {
 }
 
 impl Field {
-    const fn new(name: &'static str, kind: Kind, role: Role, about: &'static str) -> Field {
+    pub(super) const fn new(
+        name: &'static str,
+        kind: Kind,
+        role: Role,
+        about: &'static str,
+    ) -> Field {
         let ty = match kind {
             Kind::Int(w) => w.name(),
             Kind::Bytes => "bytes",
@@ -110,6 +78,7 @@ macro_rules! fields {
         $(const $id: Field = Field::new($name, Kind::$kind$((Int::$w))?, Role::$role, $about);)*
     };
 }
+pub(super) use fields;
 
 fields! { RecordBatch:
     BASE_OFFSET "baseOffset" Int(I64)
