@@ -589,20 +589,21 @@ pub mod json {
     /// Appends the JSON escape of a byte that [`ESCAPE`] marks.
     #[inline(always)]
     fn json_escape(out: &mut Vec<u8>, b: u8) {
-        const HEX: &[u8; 16] = b"0123456789abcdef";
         let e = ESCAPE[b as usize];
         if e == b'u' {
-            out.extend_from_slice(&[
-                b'\\',
-                b'u',
-                b'0',
-                b'0',
-                HEX[(b >> 4) as usize],
-                HEX[(b & 0xf) as usize],
-            ]);
+            out.extend_from_slice(&[b'\\', b'u', b'0', b'0', hex(b >> 4), hex(b)]);
         } else {
             out.extend_from_slice(&[b'\\', e]);
         }
+    }
+
+    /// The lowercase hex digit of the low four bits of `n`.
+    #[inline(always)]
+    fn hex(n: u8) -> u8 {
+        b"0123456789abcdef"
+            .get(usize::from(n & 0xf))
+            .copied()
+            .unwrap_or(b'0')
     }
 
     /// From this length on, text is first counted for bytes to escape, and
@@ -847,14 +848,12 @@ pub mod json {
     /// displayed (`Value::Bytes`): `head` in hex, `…` when there are more,
     /// `(empty)` for none. The text needs no JSON escapes.
     pub fn bytes_preview_into(out: &mut Vec<u8>, len: usize, head: &[u8]) {
-        const HEX: &[u8; 16] = b"0123456789abcdef";
         if len == 0 {
             out.extend_from_slice(b"(empty)");
             return;
         }
         for &b in head {
-            let hex = |n: u8| HEX.get(usize::from(n)).copied().unwrap_or(b'0');
-            out.extend_from_slice(&[hex(b >> 4), hex(b & 0xf)]);
+            out.extend_from_slice(&[hex(b >> 4), hex(b)]);
         }
         if len > head.len() {
             out.extend_from_slice("…".as_bytes());
@@ -1640,10 +1639,7 @@ fn push_escaped(out: &mut String, s: &str) {
 /// Escapes control characters (ESC, CR, BEL, ...) so captured bytes can never
 /// drive the terminal: they are shown as `\u{1b}`-style escapes.
 pub fn escape_text(s: &str) -> String {
-    if !has_control(s) {
-        return s.to_string();
-    }
-    let mut o = String::with_capacity(s.len() + 8);
+    let mut o = String::with_capacity(s.len());
     push_escaped(&mut o, s);
     o
 }

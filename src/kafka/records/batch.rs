@@ -15,7 +15,7 @@
 
 use super::compression::codec_name;
 use super::cursor::{content_value, iso8601_ms, Cur, Int};
-use super::fields::{self, Crc, Detail, Field, FieldOut, Hdr, Kind};
+use super::fields::{self, fields, Crc, Detail, Field, FieldOut, Hdr, Kind};
 use super::json::{self, Run};
 use super::{plural, push_loc, push_plural, Ctx, Inflate};
 use crate::kafka::decode::decode_data;
@@ -171,48 +171,51 @@ fn compressed(
     source_name.push_str(name);
     source_name.push_str("-decompressed records of the RecordBatch at ");
     push_loc(&mut source_name, c.source, c.base);
-    let mut refused = false;
     // With headers only, nothing reads the records: keep only the length.
     let keep = !ctx.opts.records_headers_only;
-    match ctx.inflate(codec, comp, c.source, c.base + start, source_name, keep) {
+    let r = ctx.inflate(codec, comp, c.source, c.base + start, source_name, keep);
+    let refused = matches!(r, Inflate::TooLarge(_));
+    let not_shown = "the records, compressed as one block; not shown: they decompress";
+    if let Some(id) = inflated(&mut n, r, comp.len(), not_shown) {
+        let data = ctx
+            .sources
+            .get(usize::from(id) - 1)
+            .map(|s| s.data.as_slice())
+            .unwrap_or(&[]);
+        if !ctx.opts.records_headers_only {
+            let mut rc = Cur::new(data, 0, id);
+            n.children = Vec::with_capacity(record_room(h.count, data.len()));
+            records(&mut rc, h, ctx.opts.records_deferred(), &mut n.children);
+        }
+    }
+    kids.push(n);
+    refused
+}
+
+/// Sets the node of a compressed block of `comp` bytes from how it
+/// inflated (`r`): its value (`N bytes → M bytes`, else its size) and
+/// detail, its error, or why it is not shown (`not_shown`: what the block
+/// is, up to `to more than N bytes`). The inflated bytes' source, if any.
+pub(super) fn inflated(n: &mut Node, r: Inflate, comp: usize, not_shown: &str) -> Option<u16> {
+    match r {
         Inflate::Done { id, len, note } => {
             let mut v = String::with_capacity(32);
-            push_uint(&mut v, comp.len() as u64);
+            push_uint(&mut v, comp as u64);
             v.push_str(" bytes → ");
             push_uint(&mut v, len as u64);
             v.push_str(" bytes");
             n.value = Value::Text(v.into());
             n.detail = note.map(Into::into);
-            let data = ctx
-                .sources
-                .get(usize::from(id) - 1)
-                .map(|s| s.data.as_slice())
-                .unwrap_or(&[]);
-            if !ctx.opts.records_headers_only {
-                let mut rc = Cur::new(data, 0, id);
-                n.children = Vec::with_capacity(record_room(h.count, data.len()));
-                records(&mut rc, h, ctx.opts.records_deferred(), &mut n.children);
-            }
+            return Some(id);
         }
         Inflate::TooLarge(limit) => {
-            n.value = Value::Text(plural(comp.len() as u64, "byte", "bytes").into());
-            refused = true;
             n.detail = Some("decompressed size exceeds the limit".into());
-            n.about = Some(
-                format!(
-                    "the records, compressed as one block; not shown: they decompress \
-                     to more than {limit} bytes"
-                )
-                .into(),
-            );
+            n.about = Some(format!("{not_shown} to more than {limit} bytes").into());
         }
-        Inflate::Failed(what) => {
-            n.value = Value::Text(plural(comp.len() as u64, "byte", "bytes").into());
-            n.error = Some(what);
-        }
+        Inflate::Failed(what) => n.error = Some(what),
     }
-    kids.push(n);
-    refused
+    n.value = Value::Text(plural(comp as u64, "byte", "bytes").into());
+    None
 }
 
 /// The fewest bytes a whole record takes: its length and six one-byte
@@ -524,29 +527,21 @@ pub(crate) fn partial_fields(c: &Cur<'_>) -> Vec<Node> {
 /// The offset and length fields at the cursor, for a batch or message that
 /// cannot be decoded further.
 pub(crate) fn size_nodes(c: &Cur<'_>, magic: Option<u8>) -> Vec<Node> {
-    let legacy = matches!(magic, Some(0 | 1));
+    fields! { RecordBatch:
+        BASE_OFFSET "baseOffset" Int(I64) "offset of the first record"
+        BATCH_LENGTH "batchLength" Int(I32) "bytes that follow this field"
+        OFFSET "offset" Int(I64) "offset of the first record"
+        MESSAGE_SIZE "messageSize" Int(I32) "bytes that follow this field"
+    }
+    let (offset, size) = match magic {
+        Some(0 | 1) => (&OFFSET, &MESSAGE_SIZE),
+        _ => (&BASE_OFFSET, &BATCH_LENGTH),
+    };
     let mut p = Cur::new(c.r.rest(), c.abs(), c.source);
     let mut kids = Vec::new();
-    let (offset, size) = if legacy {
-        ("offset", "messageSize")
-    } else {
-        ("baseOffset", "batchLength")
-    };
-    let offset = Field::new(
-        offset,
-        Kind::Int(Int::I64),
-        RB,
-        "offset of the first record",
-    );
-    if let Ok((_, n)) = p.int(&offset) {
+    if let Ok((_, n)) = p.int(offset) {
         kids.push(n);
-        let size = Field::new(
-            size,
-            Kind::Int(Int::I32),
-            RB,
-            "bytes that follow this field",
-        );
-        if let Ok((_, n)) = p.int(&size) {
+        if let Ok((_, n)) = p.int(size) {
             kids.push(n);
         }
     }

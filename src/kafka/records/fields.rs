@@ -254,6 +254,15 @@ fn plain(_: i64) -> Detail {
     Detail::None
 }
 
+/// A count's detail: an error when it is negative.
+fn non_negative(n: i64) -> Detail {
+    if n < 0 {
+        Detail::Negative
+    } else {
+        Detail::None
+    }
+}
+
 /// Reads the 61-byte header at `c`. `whole` is the complete batch when the
 /// CRC can be checked (`None` for a partial batch). Returns the header and
 /// whether its CRC was found not to match; `None` when a field does not read.
@@ -286,13 +295,7 @@ pub(super) fn header<O: FieldOut>(
     int(c, &PRODUCER_ID, o, plain)?;
     int(c, &PRODUCER_EPOCH, o, plain)?;
     int(c, &BASE_SEQUENCE, o, plain)?;
-    let count = int(c, &RECORDS_COUNT, o, |n| {
-        if n < 0 {
-            Detail::Negative
-        } else {
-            Detail::None
-        }
-    })? as i32;
+    let count = int(c, &RECORDS_COUNT, o, non_negative)? as i32;
     let h = Hdr {
         base_offset,
         attributes,
@@ -387,13 +390,7 @@ fn body<O: FieldOut>(b: &mut Cur<'_>, h: &Hdr, o: &mut O) -> Option<()> {
     if let (Some(data), Some(t)) = (value, control) {
         o.control_value(t, data);
     }
-    let count = int(b, &HEADERS_COUNT, o, |n| {
-        if n < 0 {
-            Detail::Negative
-        } else {
-            Detail::None
-        }
-    })?;
+    let count = int(b, &HEADERS_COUNT, o, non_negative)?;
     if count < 0 {
         return None;
     }

@@ -7,11 +7,11 @@
 //! message set, compressed, which is decoded into its own byte source and
 //! shown under the value. Wrappers nest at most [`super::MAX_DEPTH`] deep.
 
-use super::batch::checked_crc;
+use super::batch::{checked_crc, inflated};
 use super::compression::codec_name;
 use super::cursor::{content_value, iso8601_ms, Cur, Int};
 use super::fields::{fields, Field, Kind};
-use super::{decode_set, loc, plural, Ctx, Inflate, MAX_DEPTH};
+use super::{decode_set, loc, plural, Ctx, MAX_DEPTH};
 use crate::kafka::tree::{Node, Role, Value};
 
 const RB: Role = Role::RecordBatch;
@@ -225,48 +225,33 @@ fn wrapped(
         codec_name(i16::from(codec)),
         loc(v.source, message_at)
     );
-    match ctx.inflate(codec, data, v.source, v.offset, name, true) {
-        Inflate::Done { id, len, note } => {
-            v.value = Value::Text(format!("{} bytes → {len} bytes", data.len()).into());
-            v.detail = note.map(Into::into);
-            // Decode the inner set from the source itself: lend its bytes out
-            // while nested wrappers may push more sources, then put them back.
-            let idx = usize::from(id) - 1;
-            let bytes = ctx
-                .sources
-                .get_mut(idx)
-                .map(|s| std::mem::take(&mut s.data))
-                .unwrap_or_default();
-            let inner = decode_set(ctx, &bytes, 0, id, depth + 1, true);
-            if let Some(s) = ctx.sources.get_mut(idx) {
-                s.data = bytes;
-            }
-            let mut nodes = inner.nodes;
-            if magic == 1 {
-                // The wrapper's own offset is its first child.
-                absolute_offsets(&mut nodes, kids.first().and_then(int_of));
-            }
-            let Some(v) = kids.get_mut(at) else {
-                return (0, 0);
-            };
-            v.children = nodes;
-            (inner.records, u64::from(inner.messages))
-        }
-        Inflate::TooLarge(limit) => {
-            v.detail = Some("decompressed size exceeds the limit".into());
-            v.about = Some(
-                format!(
-                    "a compressed message set; not shown: it decompresses to more than {limit} bytes"
-                )
-                .into(),
-            );
-            (0, 0)
-        }
-        Inflate::Failed(what) => {
-            v.error = Some(what);
-            (0, 0)
-        }
+    let r = ctx.inflate(codec, data, v.source, v.offset, name, true);
+    let not_shown = "a compressed message set; not shown: it decompresses";
+    let Some(id) = inflated(v, r, data.len(), not_shown) else {
+        return (0, 0);
+    };
+    // Decode the inner set from the source itself: lend its bytes out
+    // while nested wrappers may push more sources, then put them back.
+    let idx = usize::from(id) - 1;
+    let bytes = ctx
+        .sources
+        .get_mut(idx)
+        .map(|s| std::mem::take(&mut s.data))
+        .unwrap_or_default();
+    let inner = decode_set(ctx, &bytes, 0, id, depth + 1, true);
+    if let Some(s) = ctx.sources.get_mut(idx) {
+        s.data = bytes;
     }
+    let mut nodes = inner.nodes;
+    if magic == 1 {
+        // The wrapper's own offset is its first child.
+        absolute_offsets(&mut nodes, kids.first().and_then(int_of));
+    }
+    let Some(v) = kids.get_mut(at) else {
+        return (0, 0);
+    };
+    v.children = nodes;
+    (inner.records, u64::from(inner.messages))
 }
 
 /// A node's integer value (an offset).
