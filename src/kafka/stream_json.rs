@@ -170,23 +170,18 @@ impl<'j> JsonSink<'j> {
     }
 
     pub(crate) fn end(&mut self, mut n: Node) {
-        self.fresh.pop();
-        if let Some(a) = self.annotate.as_mut() {
-            a(&mut n);
-        }
-        self.walk.end(&n, self.fresh.len());
-        if !self.dry {
-            n.write_json_tail(self.out);
-        }
+        self.end_root(&mut n);
     }
 
     /// Closes the message's root (opened first), `root` being its node
-    /// without children: the last bytes of the JSON.
+    /// without children: the last bytes of the JSON. (As any parent: the
+    /// facts take nothing from the root.)
     pub(crate) fn end_root(&mut self, root: &mut Node) {
         self.fresh.pop();
         if let Some(a) = self.annotate.as_mut() {
             a(root);
         }
+        self.walk.end(root, self.fresh.len());
         if !self.dry {
             root.write_json_tail(self.out);
         }

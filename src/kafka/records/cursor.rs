@@ -60,6 +60,7 @@ impl Int {
 }
 
 /// A reader over one slice of a byte source, positioned at `base` in it.
+#[derive(Clone)]
 pub(crate) struct Cur<'a> {
     pub(crate) r: Reader<'a>,
     /// Where `buf[0]` sits in the byte source.

@@ -100,8 +100,7 @@ impl Run {
     /// read with the output that keeps nothing ([`Skip`]), to be written
     /// from its bytes later.
     pub(super) fn record(&mut self, c: &mut Cur<'_>, i: u64, h: &Hdr) -> bool {
-        let mut probe = Cur::new(c.r.buf(), c.base, c.source);
-        probe.r = c.r.clone();
+        let mut probe = c.clone();
         if !fields::record(&mut probe, i, h, &mut Skip).clean {
             return false;
         }
