@@ -92,7 +92,7 @@ fn escapes(c: &mut Criterion) {
                 black_box(out.len())
             })
         });
-        if json::is_printable_ascii(&t) {
+        if json::is_printable_ascii(t.as_bytes()) {
             g.bench_function(format!("debug_printable_into/{name}"), |b| {
                 b.iter(|| {
                     out.clear();

@@ -27,7 +27,7 @@
 //! they are written, and a spilling sink hands its output on between nodes.
 
 use super::stream_text::TextStream;
-use super::tree::{json, ByteSource, Node, Parts, SourceBytes, Spill, Value};
+use super::tree::{json, Between as _, ByteSource, Node, Parts, SourceBytes, Spill, Value};
 
 /// Where the decoder puts the nodes it makes.
 pub(crate) enum Out<'o, 'j> {
@@ -145,7 +145,7 @@ impl<'j> JsonSink<'j> {
     #[inline]
     fn sep(&mut self) {
         if let Some(s) = &self.spill {
-            s.offer(self.out);
+            s.between(self.out);
         }
         if let Some(fresh) = self.fresh.last_mut() {
             if *fresh {
@@ -164,29 +164,24 @@ impl<'j> JsonSink<'j> {
     pub(crate) fn begin(&mut self) {
         self.sep();
         if !self.dry {
-            json::key(self.out, json::Key::Children);
+            json::CHILDREN.put(self.out);
         }
         self.fresh.push(true);
     }
 
     pub(crate) fn end(&mut self, mut n: Node) {
-        self.fresh.pop();
-        if let Some(a) = self.annotate.as_mut() {
-            a(&mut n);
-        }
-        self.walk.end(&n, self.fresh.len());
-        if !self.dry {
-            n.write_json_tail(self.out);
-        }
+        self.end_root(&mut n);
     }
 
     /// Closes the message's root (opened first), `root` being its node
-    /// without children: the last bytes of the JSON.
+    /// without children: the last bytes of the JSON. (As any parent: the
+    /// facts take nothing from the root.)
     pub(crate) fn end_root(&mut self, root: &mut Node) {
         self.fresh.pop();
         if let Some(a) = self.annotate.as_mut() {
             a(root);
         }
+        self.walk.end(root, self.fresh.len());
         if !self.dry {
             root.write_json_tail(self.out);
         }

@@ -294,7 +294,7 @@ impl<'j> TextStream<'j> {
                 sources,
             };
             let cols = &plan.cols;
-            tree::walk_node(&n, last, &bytes, &mut self.fields, &mut |f| {
+            tree::walk_node(&n, (last, false), &bytes, &mut self.fields, &mut |f| {
                 f.write(&mut **out, cols, indent);
             });
         }
@@ -325,7 +325,8 @@ impl<'j> TextStream<'j> {
                 if let Some(p) = self.open.last_mut() {
                     p.under = p.under.saturating_add(tree::text_weight(&n));
                 }
-                tree::walk_node(&n, last, &bytes, &mut self.fields, &mut |f| size.add(f));
+                let f = &mut self.fields;
+                tree::walk_node(&n, (last, false), &bytes, f, &mut |f| size.add(f));
             }
             Mode::Write { .. } => {
                 if gathering {

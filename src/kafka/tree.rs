@@ -148,20 +148,11 @@ pub struct Spill<'a> {
     pub take: &'a dyn Fn(&mut Vec<u8>),
 }
 
-impl Spill<'_> {
-    /// Hands `out` to `take` when it holds `at` bytes or more.
-    #[inline]
-    pub fn offer(&self, out: &mut Vec<u8>) {
-        if out.len() >= self.at {
-            (self.take)(out);
-        }
-    }
-}
-
-/// What [`Node::write_json_in`] does between two children: nothing, or
-/// offer the output to a [`Spill`] (a generic, so that writing whole costs
-/// nothing more).
-trait Between {
+/// What [`Node::write_json_spilling`] does between two children: nothing
+/// (`()`), or offer the output to a [`Spill`] (a generic, so that writing
+/// whole costs nothing more).
+pub trait Between {
+    /// Done with the output after a child.
     fn between(&self, out: &mut Vec<u8>);
 }
 
@@ -171,9 +162,12 @@ impl Between for () {
 }
 
 impl Between for Spill<'_> {
+    /// Hands `out` to `take` when it holds `at` bytes or more.
     #[inline]
     fn between(&self, out: &mut Vec<u8>) {
-        self.offer(out);
+        if out.len() >= self.at {
+            (self.take)(out);
+        }
     }
 }
 
@@ -595,20 +589,21 @@ pub mod json {
     /// Appends the JSON escape of a byte that [`ESCAPE`] marks.
     #[inline(always)]
     fn json_escape(out: &mut Vec<u8>, b: u8) {
-        const HEX: &[u8; 16] = b"0123456789abcdef";
         let e = ESCAPE[b as usize];
         if e == b'u' {
-            out.extend_from_slice(&[
-                b'\\',
-                b'u',
-                b'0',
-                b'0',
-                HEX[(b >> 4) as usize],
-                HEX[(b & 0xf) as usize],
-            ]);
+            out.extend_from_slice(&[b'\\', b'u', b'0', b'0', hex(b >> 4), hex(b)]);
         } else {
             out.extend_from_slice(&[b'\\', e]);
         }
+    }
+
+    /// The lowercase hex digit of the low four bits of `n`.
+    #[inline(always)]
+    fn hex(n: u8) -> u8 {
+        b"0123456789abcdef"
+            .get(usize::from(n & 0xf))
+            .copied()
+            .unwrap_or(b'0')
     }
 
     /// From this length on, text is first counted for bytes to escape, and
@@ -655,15 +650,9 @@ pub mod json {
         );
     }
 
-    /// True when every byte of `s` is printable ASCII (0x20..=0x7e): Rust's
-    /// `Debug` then escapes only `"` and `\`.
-    pub fn is_printable_ascii(s: &str) -> bool {
-        is_printable_ascii_bytes(s.as_bytes())
-    }
-
-    /// [`is_printable_ascii`] of bytes: true when every byte is 0x20..=0x7e
-    /// (so the bytes are also UTF-8).
-    pub fn is_printable_ascii_bytes(b: &[u8]) -> bool {
+    /// True when every byte of `b` is printable ASCII (0x20..=0x7e; so the
+    /// bytes are also UTF-8): Rust's `Debug` then escapes only `"` and `\`.
+    pub fn is_printable_ascii(b: &[u8]) -> bool {
         all_bytes(b, printable)
     }
 
@@ -698,7 +687,7 @@ pub mod json {
     }
 
     /// The number of bytes of `b` that are `"` or `\\` when every byte of
-    /// `b` is printable ASCII (as [`is_printable_ascii_bytes`]), `None`
+    /// `b` is printable ASCII (as [`is_printable_ascii`]), `None`
     /// otherwise: both in one pass, for [`debug_and_escape_counted`].
     pub fn printable_ascii_quotes(b: &[u8]) -> Option<usize> {
         // As `all_bytes`, counting as well.
@@ -722,7 +711,7 @@ pub mod json {
         x.wrapping_sub(0x20) < 0x5f
     }
 
-    /// Both texts printable-ASCII bytes (see [`is_printable_ascii_bytes`];
+    /// Both texts printable-ASCII bytes (see [`is_printable_ascii`];
     /// the caller checks, other bytes would be copied as they are) are
     /// written as, in one pass: their `Debug` text JSON-escaped, appended to
     /// `display` (as [`debug_printable_into`]), and their JSON escape without
@@ -808,12 +797,13 @@ pub mod json {
         put(vw, 0, word);
         let mut mask = quote_or_backslash(word);
         let (mut od, mut ov, mut done) = (0, 0, 0);
-        // The first two quotes without a branch on whether they are there
-        // (dense text such as JSON values has one every few bytes, and the
-        // loop's exit was mispredicted): a step without a quote moves
-        // nothing and writes over the word's rest what it already holds.
-        for _ in 0..2 {
-            let has = usize::from(mask != 0);
+        // A step skips the bytes before the lowest quote in `mask` (they are
+        // in place), writes its escape, then the word again from it on. The
+        // first two go without a branch on whether there is a quote (dense
+        // text such as JSON values has one every few bytes, and the loop's
+        // exit was mispredicted): a step without one (`has` 0) moves nothing
+        // and writes over the word's rest what it already holds.
+        let mut step = |mask: u64, has: usize| {
             let k = if mask != 0 {
                 (mask.trailing_zeros() / 8) as usize
             } else {
@@ -829,22 +819,13 @@ pub mod json {
             ov += has;
             put(vw, ov & 15, from);
             done = k;
+        };
+        for _ in 0..2 {
+            step(mask, usize::from(mask != 0));
             mask &= mask.wrapping_sub(1);
         }
         while mask != 0 {
-            let k = (mask.trailing_zeros() / 8) as usize;
-            // The bytes before this one are in place: skip them, write the
-            // escape, then the word again from this byte on.
-            od += k - done;
-            ov += k - done;
-            let from = word >> (8 * k);
-            put(dw, od & 31, 0x005c_5c5c);
-            od += 3;
-            put(dw, od & 31, from);
-            put(vw, ov & 15, u64::from(b'\\'));
-            ov += 1;
-            put(vw, ov & 15, from);
-            done = k;
+            step(mask, 1);
             mask &= mask - 1;
         }
         *d += od + n - done;
@@ -855,7 +836,7 @@ pub mod json {
     /// JSON-escaped: how a `Value::Str` is displayed.
     pub fn debug_str_into(out: &mut Vec<u8>, s: &str) {
         // Debug quotes and escapes; plain text needs no escapes in either.
-        if is_printable_ascii(s) {
+        if is_printable_ascii(s.as_bytes()) {
             debug_printable_into(out, s);
         } else {
             use std::fmt::Write as _;
@@ -867,14 +848,12 @@ pub mod json {
     /// displayed (`Value::Bytes`): `head` in hex, `…` when there are more,
     /// `(empty)` for none. The text needs no JSON escapes.
     pub fn bytes_preview_into(out: &mut Vec<u8>, len: usize, head: &[u8]) {
-        const HEX: &[u8; 16] = b"0123456789abcdef";
         if len == 0 {
             out.extend_from_slice(b"(empty)");
             return;
         }
         for &b in head {
-            let hex = |n: u8| HEX.get(usize::from(n)).copied().unwrap_or(b'0');
-            out.extend_from_slice(&[hex(b >> 4), hex(b & 0xf)]);
+            out.extend_from_slice(&[hex(b >> 4), hex(b)]);
         }
         if len > head.len() {
             out.extend_from_slice("…".as_bytes());
@@ -942,9 +921,7 @@ pub mod json {
     fn u64_wide(out: &mut Vec<u8>, v: u64) {
         const E8: u64 = 100_000_000;
         const ASCII: u64 = 0x3030_3030_3030_3030;
-        if v < 10_000 {
-            below_10k(out, v);
-        } else if v < E8 {
+        if v < E8 {
             // Its eight digits stored as one word shifted past the leading
             // zeros (the lowest bytes) and cut back to the digits' count.
             // The count comes from `v` itself, not from the digits: what is
@@ -1043,71 +1020,68 @@ pub mod json {
         };
     }
 
-    /// The keys of a node's JSON, each with the punctuation before and after
-    /// it (its number indexes [`KEYS`]).
+    /// A short constant text, padded for a fixed-size copy (no call to
+    /// `memcpy` per piece) cut back to its length: the keys of a node's JSON
+    /// with the punctuation around them, and the record fields' names and
+    /// types (`records::fields`).
     #[derive(Clone, Copy)]
-    pub(crate) enum Key {
-        /// A parent's opening, up to its first child.
-        Children = 1,
-        /// After a parent's children, up to its display text.
-        Display,
-        /// A childless node's opening, up to its display text.
-        Leaf,
-        /// After the display text, when there is an error.
-        Error,
-        /// After the error.
-        Length,
-        /// After the display text, when there is no error.
-        ClosedLength,
-        /// After the length, up to the name's text.
-        Name,
-        /// After the name's text.
-        Offset,
-        /// After the offset, when the source is not the message.
-        Source,
-        /// After the offset or source, up to the type's text.
-        Type,
-        /// After the type's text.
-        Value,
+    pub(crate) struct Pad {
+        text: [u8; 48],
+        len: usize,
     }
 
-    /// The text of each key byte (index 0 unused), padded to 32 bytes for a
-    /// fixed-size copy, with its length.
-    const KEYS: [([u8; 32], usize); 12] = {
-        const fn pad(s: &[u8]) -> ([u8; 32], usize) {
-            let mut p = [0u8; 32];
-            let mut i = 0;
-            while i < s.len() {
-                p[i] = s[i];
-                i += 1;
+    impl Pad {
+        /// The pieces of `parts` one after the other (at most 48 bytes;
+        /// longer text is cut).
+        // `i` and `k` are below the lengths; a const fn cannot call `get`.
+        #[allow(clippy::indexing_slicing)]
+        pub(crate) const fn new(parts: &[&[u8]]) -> Pad {
+            let mut text = [0u8; 48];
+            let (mut len, mut p) = (0, 0);
+            while p < parts.len() {
+                let s = parts[p];
+                let mut i = 0;
+                while i < s.len() && len < 48 {
+                    text[len] = s[i];
+                    len += 1;
+                    i += 1;
+                }
+                p += 1;
             }
-            (p, s.len())
+            Pad { text, len }
         }
-        [
-            pad(b""),
-            pad(b"{\"children\":["),
-            pad(b"],\"display\":\""),
-            pad(b"{\"children\":[],\"display\":\""),
-            pad(b"\",\"error\":"),
-            pad(b",\"length\":"),
-            pad(b"\",\"length\":"),
-            pad(b",\"name\":\""),
-            pad(b"\",\"offset\":"),
-            pad(b",\"source\":"),
-            pad(b",\"type\":\""),
-            pad(b"\",\"value\":"),
-        ]
-    };
 
-    /// Appends a key's text (a fixed-size copy cut back to its length).
-    #[inline(always)]
-    pub(crate) fn key(out: &mut Vec<u8>, k: Key) {
-        if let Some((text, n)) = KEYS.get(k as usize) {
-            let len = out.len();
-            out.extend_from_slice(text);
-            out.truncate(len + n);
+        /// Appends the text.
+        #[inline(always)]
+        pub(crate) fn put(&self, out: &mut Vec<u8>) {
+            let at = out.len();
+            out.extend_from_slice(&self.text);
+            out.truncate(at + self.len);
         }
     }
+
+    /// A parent's opening, up to its first child.
+    pub(crate) const CHILDREN: Pad = Pad::new(&[b"{\"children\":["]);
+    /// After a parent's children, up to its display text.
+    pub(crate) const DISPLAY: Pad = Pad::new(&[b"],\"display\":\""]);
+    /// A childless node's opening, up to its display text.
+    pub(crate) const LEAF: Pad = Pad::new(&[b"{\"children\":[],\"display\":\""]);
+    /// After the display text, when there is an error.
+    pub(crate) const ERROR: Pad = Pad::new(&[b"\",\"error\":"]);
+    /// After the error.
+    pub(crate) const LENGTH: Pad = Pad::new(&[b",\"length\":"]);
+    /// After the display text, when there is no error.
+    pub(crate) const CLOSED_LENGTH: Pad = Pad::new(&[b"\",\"length\":"]);
+    /// After the length, up to the name's text.
+    pub(crate) const NAME: Pad = Pad::new(&[b",\"name\":\""]);
+    /// After the name's text.
+    pub(crate) const OFFSET: Pad = Pad::new(&[b"\",\"offset\":"]);
+    /// After the offset, when the source is not the message.
+    pub(crate) const SOURCE: Pad = Pad::new(&[b",\"source\":"]);
+    /// After the offset or source, up to the type's text.
+    pub(crate) const TYPE: Pad = Pad::new(&[b",\"type\":\""]);
+    /// After the type's text.
+    pub(crate) const VALUE: Pad = Pad::new(&[b"\",\"value\":"]);
 
     /// A `fmt::Write` that appends JSON-escaped text: formats values straight
     /// into the output, without an intermediate `String`.
@@ -1137,28 +1111,18 @@ impl Node {
     /// [`Value::Records`] node writes its records' JSON from their bytes
     /// (as they were decoded, when the bytes are the decoder's).
     pub fn write_json_in(&self, out: &mut Vec<u8>, bytes: &SourceBytes<'_>) {
-        self.write_json_parted(out, bytes, &());
+        self.write_json_spilling(out, bytes, &());
     }
 
-    /// [`Node::write_json_in`] handing the output on in parts: `spill` is
-    /// offered the output after each child is written (the bytes are the
+    /// [`Node::write_json_in`] handing the output on in parts: a [`Spill`]
+    /// is offered the output after each child is written (the bytes are the
     /// same, whoever takes them between two children).
-    pub fn write_json_spilling(
-        &self,
-        out: &mut Vec<u8>,
-        bytes: &SourceBytes<'_>,
-        spill: &Spill<'_>,
-    ) {
-        self.write_json_parted(out, bytes, spill);
-    }
-
-    fn write_json_parted<B: Between>(
+    pub fn write_json_spilling<B: Between>(
         &self,
         out: &mut Vec<u8>,
         bytes: &SourceBytes<'_>,
         between: &B,
     ) {
-        use json::{key, Key};
         match &self.value {
             Value::Json(j) => {
                 out.extend_from_slice(j);
@@ -1175,17 +1139,17 @@ impl Node {
             _ => {}
         }
         if self.children.is_empty() {
-            key(out, Key::Leaf);
+            json::LEAF.put(out);
         } else {
-            key(out, Key::Children);
+            json::CHILDREN.put(out);
             for (k, c) in self.children.iter().enumerate() {
                 if k > 0 {
                     out.push(b',');
                 }
-                c.write_json_parted(out, bytes, between);
+                c.write_json_spilling(out, bytes, between);
                 between.between(out);
             }
-            key(out, Key::Display);
+            json::DISPLAY.put(out);
         }
         self.write_json_from_display(out);
     }
@@ -1194,7 +1158,7 @@ impl Node {
     /// `],"display":` on), written from this node: what a parent whose
     /// children were written one by one (`stream_json`) ends with.
     pub(crate) fn write_json_tail(&self, out: &mut Vec<u8>) {
-        json::key(out, json::Key::Display);
+        json::DISPLAY.put(out);
         self.write_json_from_display(out);
     }
 
@@ -1221,7 +1185,7 @@ impl Node {
     /// decoder would make it (`stream_json` writes leaves so, without making
     /// them).
     pub(crate) fn write_leaf_json(out: &mut Vec<u8>, parts: Parts<'_>) {
-        json::key(out, json::Key::Leaf);
+        json::LEAF.put(out);
         json_from_display(out, parts);
     }
 }
@@ -1242,7 +1206,6 @@ pub(crate) struct Parts<'a> {
 /// A node's JSON after `],"display":"` (or a childless node's opening), from
 /// its parts.
 fn json_from_display(out: &mut Vec<u8>, p: Parts<'_>) {
-    use json::{key, Key};
     // `display` is the value text with its detail; `value` the value alone.
     // Both are written from the value without an intermediate String.
     let value_at = out.len();
@@ -1258,31 +1221,32 @@ fn json_from_display(out: &mut Vec<u8>, p: Parts<'_>) {
         }
     }
     match p.error {
-        None => key(out, Key::ClosedLength),
+        None => json::CLOSED_LENGTH.put(out),
         Some(e) => {
-            key(out, Key::Error);
+            json::ERROR.put(out);
             json::str(out, e);
-            key(out, Key::Length);
+            json::LENGTH.put(out);
         }
     }
     json::u64(out, p.length as u64);
-    key(out, Key::Name);
+    json::NAME.put(out);
     json::text_inner(out, p.name);
-    key(out, Key::Offset);
+    json::OFFSET.put(out);
     json::u64(out, p.offset as u64);
     if p.source != 0 {
-        key(out, Key::Source);
+        json::SOURCE.put(out);
         json::u64(out, p.source.into());
     }
-    key(out, Key::Type);
+    json::TYPE.put(out);
     json::text_inner(out, p.ty);
-    key(out, Key::Value);
+    json::VALUE.put(out);
     match p.value {
-        Value::None | Value::Null => out.extend_from_slice(b"null"),
-        Value::Int(v) => json::i64(out, *v),
-        Value::Uint(v) => json::u64(out, *v),
+        Value::None => out.extend_from_slice(b"null"),
+        // Their display text is their JSON.
+        Value::Int(_) | Value::Uint(_) | Value::Bool(_) | Value::Null => {
+            out.extend_from_within(value_at..value_end);
+        }
         Value::Float(v) if v.is_finite() => json::f64(out, *v),
-        Value::Bool(v) => out.extend_from_slice(if *v { b"true" } else { b"false" }),
         Value::Str(v) => json::str(out, v),
         // Float (not finite), Bytes, Uuid, Text: the display text, already
         // escaped in `display`, without the detail.
@@ -1371,10 +1335,12 @@ pub fn write_text_in(out: &mut impl TextSink, root: &Node, indent: &str, bytes: 
     }
     let mut f = Fields::default();
     let mut size = Size::default();
-    walk_text(root, bytes, &mut f, &mut |f| size.add(f));
+    walk_node(root, (true, true), bytes, &mut f, &mut |f| size.add(f));
     let cols = size.columns();
     out.reserve_text(size.total(&cols, indent.len()));
-    walk_text(root, bytes, &mut f, &mut |f| f.write(out, &cols, indent));
+    walk_node(root, (true, true), bytes, &mut f, &mut |f| {
+        f.write(out, &cols, indent);
+    });
 }
 
 /// Where [`write_text`] appends: a `String` or a byte buffer.
@@ -1558,29 +1524,8 @@ impl Fields {
     }
 }
 
-/// Calls `line` with the columns of every node of the tree, in order; a
-/// [`Value::Records`] node whose bytes `bytes` holds stands for the nodes of
-/// its records, made from them.
-fn walk_text(root: &Node, bytes: &SourceBytes<'_>, f: &mut Fields, line: &mut dyn FnMut(&Fields)) {
-    f.prefix.clear();
-    walk_from(root, true, true, bytes, f, line);
-}
-
-/// [`walk_text`] of `n`, a child (the last of its parent's when `last`)
-/// under the guides in `f`: what a text stream writes for a node handed
-/// over whole (`stream_text`).
-pub(crate) fn walk_node(
-    n: &Node,
-    last: bool,
-    bytes: &SourceBytes<'_>,
-    f: &mut Fields,
-    line: &mut dyn FnMut(&Fields),
-) {
-    walk_from(n, last, false, bytes, f, line);
-}
-
 /// Replaces every [`Value::Records`] node under `n` whose bytes `bytes`
-/// holds by its records' nodes, as [`walk_text`] makes them (a small
+/// holds by its records' nodes, as [`walk_node`] makes them (a small
 /// subtree gathered to be written later, when the bytes of its records'
 /// sources are no longer at hand).
 pub(crate) fn expand_deferred(n: &mut Node, bytes: &SourceBytes<'_>) {
@@ -1608,7 +1553,7 @@ pub(crate) fn expand_deferred(n: &mut Node, bytes: &SourceBytes<'_>) {
     n.children = kids;
 }
 
-/// The nodes [`walk_text`] writes for `n` and its subtree, the records a
+/// The nodes [`walk_node`] writes for `n` and its subtree, the records a
 /// [`Value::Records`] node stands for counted.
 pub(crate) fn text_weight(n: &Node) -> usize {
     let mut w = 0usize;
@@ -1621,10 +1566,14 @@ pub(crate) fn text_weight(n: &Node) -> usize {
     w
 }
 
-fn walk_from(
+/// Calls `line` with the columns of `n` and of every node under it, in
+/// order: `n` the top of the tree, or a child (the last of its parent's when
+/// `last`) under the guides in `f`, as a text stream writes a node handed
+/// over whole (`stream_text`). A [`Value::Records`] node whose bytes `bytes`
+/// holds stands for the nodes of its records, made from them.
+pub(crate) fn walk_node(
     n: &Node,
-    last: bool,
-    top: bool,
+    (last, top): (bool, bool),
     bytes: &SourceBytes<'_>,
     f: &mut Fields,
     line: &mut dyn FnMut(&Fields),
@@ -1641,12 +1590,12 @@ fn walk_from(
         if let Value::Records(d) = &c.value {
             if let Some(b) = bytes.span(c.source, c.offset, c.length) {
                 (d.expand)(d, b, c.offset, c.source, &mut |r, last_record| {
-                    walk_from(&r, last && last_record, false, bytes, f, line);
+                    walk_node(&r, (last && last_record, false), bytes, f, line);
                 });
                 continue;
             }
         }
-        walk_from(c, last, false, bytes, f, line);
+        walk_node(c, (last, false), bytes, f, line);
     }
     f.prefix.truncate(at);
 }
@@ -1690,10 +1639,7 @@ fn push_escaped(out: &mut String, s: &str) {
 /// Escapes control characters (ESC, CR, BEL, ...) so captured bytes can never
 /// drive the terminal: they are shown as `\u{1b}`-style escapes.
 pub fn escape_text(s: &str) -> String {
-    if !has_control(s) {
-        return s.to_string();
-    }
-    let mut o = String::with_capacity(s.len() + 8);
+    let mut o = String::with_capacity(s.len());
     push_escaped(&mut o, s);
     o
 }
@@ -2204,7 +2150,7 @@ mod tests {
             at in 0usize..100,
             special in proptest::sample::select(vec!["\"", "\\", "a"]),
         ) {
-            proptest::prop_assume!(json::is_printable_ascii(&s));
+            proptest::prop_assume!(json::is_printable_ascii(s.as_bytes()));
             // A plain run with at most one `"` or `\\` somewhere in it.
             let mut p = plain.clone();
             p.insert_str(at.min(p.len()), special);
@@ -2253,7 +2199,7 @@ mod tests {
                 0..200,
             ),
         ) {
-            let want = json::is_printable_ascii_bytes(&b)
+            let want = json::is_printable_ascii(&b)
                 .then(|| b.iter().filter(|&&x| x == b'"' || x == b'\\').count());
             proptest::prop_assert_eq!(json::printable_ascii_quotes(&b), want);
         }
@@ -2275,7 +2221,7 @@ mod tests {
                 let i = at.index(b.len());
                 b[i] = x;
             }
-            let want = json::is_printable_ascii_bytes(&b)
+            let want = json::is_printable_ascii(&b)
                 .then(|| b.iter().filter(|&&x| x == b'"' || x == b'\\').count());
             proptest::prop_assert_eq!(json::printable_ascii_quotes(&b), want);
         }

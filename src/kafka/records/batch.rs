@@ -15,7 +15,7 @@
 
 use super::compression::codec_name;
 use super::cursor::{content_value, iso8601_ms, Cur, Int};
-use super::fields::{self, Crc, Detail, Field, FieldOut, Hdr, Kind};
+use super::fields::{self, fields, Crc, Detail, Field, FieldOut, Hdr, Kind};
 use super::json::{self, Run};
 use super::{plural, push_loc, push_plural, Ctx, Inflate};
 use crate::kafka::decode::decode_data;
@@ -171,48 +171,51 @@ fn compressed(
     source_name.push_str(name);
     source_name.push_str("-decompressed records of the RecordBatch at ");
     push_loc(&mut source_name, c.source, c.base);
-    let mut refused = false;
     // With headers only, nothing reads the records: keep only the length.
     let keep = !ctx.opts.records_headers_only;
-    match ctx.inflate(codec, comp, c.source, c.base + start, source_name, keep) {
+    let r = ctx.inflate(codec, comp, c.source, c.base + start, source_name, keep);
+    let refused = matches!(r, Inflate::TooLarge(_));
+    let not_shown = "the records, compressed as one block; not shown: they decompress";
+    if let Some(id) = inflated(&mut n, r, comp.len(), not_shown) {
+        let data = ctx
+            .sources
+            .get(usize::from(id) - 1)
+            .map(|s| s.data.as_slice())
+            .unwrap_or(&[]);
+        if !ctx.opts.records_headers_only {
+            let mut rc = Cur::new(data, 0, id);
+            n.children = Vec::with_capacity(record_room(h.count, data.len()));
+            records(&mut rc, h, ctx.opts.records_deferred(), &mut n.children);
+        }
+    }
+    kids.push(n);
+    refused
+}
+
+/// Sets the node of a compressed block of `comp` bytes from how it
+/// inflated (`r`): its value (`N bytes → M bytes`, else its size) and
+/// detail, its error, or why it is not shown (`not_shown`: what the block
+/// is, up to `to more than N bytes`). The inflated bytes' source, if any.
+pub(super) fn inflated(n: &mut Node, r: Inflate, comp: usize, not_shown: &str) -> Option<u16> {
+    match r {
         Inflate::Done { id, len, note } => {
             let mut v = String::with_capacity(32);
-            push_uint(&mut v, comp.len() as u64);
+            push_uint(&mut v, comp as u64);
             v.push_str(" bytes → ");
             push_uint(&mut v, len as u64);
             v.push_str(" bytes");
             n.value = Value::Text(v.into());
             n.detail = note.map(Into::into);
-            let data = ctx
-                .sources
-                .get(usize::from(id) - 1)
-                .map(|s| s.data.as_slice())
-                .unwrap_or(&[]);
-            if !ctx.opts.records_headers_only {
-                let mut rc = Cur::new(data, 0, id);
-                n.children = Vec::with_capacity(record_room(h.count, data.len()));
-                records(&mut rc, h, ctx.opts.records_deferred(), &mut n.children);
-            }
+            return Some(id);
         }
         Inflate::TooLarge(limit) => {
-            n.value = Value::Text(plural(comp.len() as u64, "byte", "bytes").into());
-            refused = true;
             n.detail = Some("decompressed size exceeds the limit".into());
-            n.about = Some(
-                format!(
-                    "the records, compressed as one block; not shown: they decompress \
-                     to more than {limit} bytes"
-                )
-                .into(),
-            );
+            n.about = Some(format!("{not_shown} to more than {limit} bytes").into());
         }
-        Inflate::Failed(what) => {
-            n.value = Value::Text(plural(comp.len() as u64, "byte", "bytes").into());
-            n.error = Some(what);
-        }
+        Inflate::Failed(what) => n.error = Some(what),
     }
-    kids.push(n);
-    refused
+    n.value = Value::Text(plural(comp as u64, "byte", "bytes").into());
+    None
 }
 
 /// The fewest bytes a whole record takes: its length and six one-byte
@@ -244,19 +247,8 @@ fn records(c: &mut Cur<'_>, h: &Hdr, json: bool, kids: &mut Vec<Node>) {
     while i < count {
         if c.remaining() == 0 {
             kids.extend(run.as_mut().and_then(Run::take));
-            let mut e = Node::new(
-                "missing records",
-                "bytes",
-                Value::None,
-                c.abs(),
-                0,
-                Role::Malformed,
-            );
-            e.source = c.source;
-            e.error = Some(format!(
-                "recordsCount is {count} but the batch holds only {i} records"
-            ));
-            kids.push(e);
+            let what = format!("recordsCount is {count} but the batch holds only {i} records");
+            kids.push(c.fail("missing records", "bytes", what));
             return;
         }
         if let Some(run) = &mut run {
@@ -278,16 +270,11 @@ fn records(c: &mut Cur<'_>, h: &Hdr, json: bool, kids: &mut Vec<Node>) {
     }
     kids.extend(run.as_mut().and_then(Run::take));
     if c.remaining() > 0 {
-        let e = c.fail(
-            "trailing bytes",
-            "bytes",
-            format!(
-                "{} bytes follow the last of the batch's {count} records",
-                c.remaining()
-            ),
+        let what = format!(
+            "{} bytes follow the last of the batch's {count} records",
+            c.remaining()
         );
-        c.r.skip_rest();
-        kids.push(e);
+        kids.push(c.fail_rest("trailing bytes", "bytes", what));
     }
 }
 
@@ -351,10 +338,9 @@ impl Nodes {
 
 impl FieldOut for Nodes {
     fn int(&mut self, f: &'static Field, v: i64, d: Detail, at: usize, len: usize) {
-        let value = if f.kind == Kind::Int(Int::U32) {
-            Value::Uint(v as u64)
-        } else {
-            Value::Int(v)
+        let value = match f.kind {
+            Kind::Int(w) => w.value(v),
+            _ => Value::Int(v),
         };
         let mut n = Node::new(f.name, f.ty, value, at, len, f.role);
         n.source = self.source;
@@ -464,27 +450,28 @@ impl FieldOut for Nodes {
 /// The CRC node's value and description: whether the stored CRC-32C
 /// matches the bytes from the attributes on.
 fn check_crc(n: &mut Node, stored: u32, crc: Crc) {
+    const OVER: &str = "CRC-32C over attributes .. end of batch";
     match crc {
         Crc::Unchecked => {
             n.detail = Some("not checked: the batch is incomplete".into());
-            n.about = Some("CRC-32C over attributes .. end of batch".into());
+            n.about = Some(OVER.into());
         }
-        Crc::Valid => {
-            n.value = Value::Text(CRC_VALID.into());
-            n.about = Some(
-                format!("CRC-32C over attributes .. end of batch: 0x{stored:08x}, valid").into(),
-            );
-        }
-        Crc::Mismatch(calc) => {
-            n.detail = Some(crc_mismatch(stored, calc).into());
-            n.about = Some(
-                format!(
-                    "CRC-32C over attributes .. end of batch: stored 0x{stored:08x}, \
-                     computed 0x{calc:08x}: mismatch"
-                )
-                .into(),
-            );
-        }
+        Crc::Valid => checked_crc(n, OVER, CRC_VALID, stored, stored),
+        Crc::Mismatch(calc) => checked_crc(n, OVER, CRC_VALID, stored, calc),
+    }
+}
+
+/// A checked CRC node's value, detail and description (v2 batches and
+/// legacy messages): `over` names the checksum and what it covers, `valid`
+/// is the value text of a CRC that matches, `calc` the CRC computed.
+pub(super) fn checked_crc(n: &mut Node, over: &str, valid: &'static str, stored: u32, calc: u32) {
+    if stored == calc {
+        n.value = Value::Text(valid.into());
+        n.about = Some(format!("{over}: 0x{stored:08x}, valid").into());
+    } else {
+        n.detail = Some(crc_mismatch(stored, calc).into());
+        n.about =
+            Some(format!("{over}: stored 0x{stored:08x}, computed 0x{calc:08x}: mismatch").into());
     }
 }
 
@@ -540,17 +527,21 @@ pub(crate) fn partial_fields(c: &Cur<'_>) -> Vec<Node> {
 /// The offset and length fields at the cursor, for a batch or message that
 /// cannot be decoded further.
 pub(crate) fn size_nodes(c: &Cur<'_>, magic: Option<u8>) -> Vec<Node> {
-    let legacy = matches!(magic, Some(0 | 1));
+    fields! { RecordBatch:
+        BASE_OFFSET "baseOffset" Int(I64) "offset of the first record"
+        BATCH_LENGTH "batchLength" Int(I32) "bytes that follow this field"
+        OFFSET "offset" Int(I64) "offset of the first record"
+        MESSAGE_SIZE "messageSize" Int(I32) "bytes that follow this field"
+    }
+    let (offset, size) = match magic {
+        Some(0 | 1) => (&OFFSET, &MESSAGE_SIZE),
+        _ => (&BASE_OFFSET, &BATCH_LENGTH),
+    };
     let mut p = Cur::new(c.r.rest(), c.abs(), c.source);
     let mut kids = Vec::new();
-    let names = if legacy {
-        ("offset", "messageSize")
-    } else {
-        ("baseOffset", "batchLength")
-    };
-    if let Ok((_, n)) = p.int(names.0, Int::I64, RB, "offset of the first record") {
+    if let Ok((_, n)) = p.int(offset) {
         kids.push(n);
-        if let Ok((_, n)) = p.int(names.1, Int::I32, RB, "bytes that follow this field") {
+        if let Ok((_, n)) = p.int(size) {
             kids.push(n);
         }
     }

@@ -5,8 +5,9 @@
 //! read that fails produces an error node covering the bytes that remain in
 //! the cursor, so the caller can push it and stop.
 
+use super::fields::{Field, Kind};
 use crate::kafka::tree::{Node, Role, Value};
-use crate::kafka::wire::Reader;
+use crate::kafka::wire::{Reader, WireError};
 
 /// The integer wire types of record formats, for [`Cur::int`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -34,9 +35,18 @@ impl Int {
         }
     }
 
+    /// The value of an integer of this wire type.
+    pub(crate) fn value(self, v: i64) -> Value {
+        if self == Int::U32 {
+            Value::Uint(v as u64)
+        } else {
+            Value::Int(v)
+        }
+    }
+
     /// Reads an integer of this wire type.
     #[inline(always)]
-    pub(crate) fn read(self, r: &mut Reader<'_>) -> Result<i64, crate::kafka::wire::WireError> {
+    pub(crate) fn read(self, r: &mut Reader<'_>) -> Result<i64, WireError> {
         match self {
             Int::I8 => r.i8().map(i64::from),
             Int::I16 => r.i16().map(i64::from),
@@ -50,6 +60,7 @@ impl Int {
 }
 
 /// A reader over one slice of a byte source, positioned at `base` in it.
+#[derive(Clone)]
 pub(crate) struct Cur<'a> {
     pub(crate) r: Reader<'a>,
     /// Where `buf[0]` sits in the byte source.
@@ -120,33 +131,28 @@ impl<'a> Cur<'a> {
         n
     }
 
-    /// Reads an integer of wire type `ty` as a node; on failure the error
-    /// node, covering what remains, and the cursor moves to the end.
+    /// [`Cur::fail`], then the cursor moves to the end.
+    pub(crate) fn fail_rest(&mut self, name: &'static str, ty: &'static str, what: String) -> Node {
+        let n = self.fail(name, ty, what);
+        self.r.skip_rest();
+        n
+    }
+
+    /// Reads integer field `f` as a node; on failure the error node,
+    /// covering what remains, and the cursor moves to the end.
     #[inline]
-    pub(crate) fn int(
-        &mut self,
-        name: &'static str,
-        ty: Int,
-        role: Role,
-        about: &'static str,
-    ) -> Result<(i64, Node), Node> {
+    pub(super) fn int(&mut self, f: &Field) -> Result<(i64, Node), Node> {
         let start = self.pos();
-        match ty.read(&mut self.r) {
+        let Kind::Int(w) = f.kind else {
+            return Err(self.fail_rest(f.name, f.ty, format!("{}: not an integer", f.name)));
+        };
+        match w.read(&mut self.r) {
             Ok(v) => {
-                let value = if matches!(ty, Int::U32) {
-                    Value::Uint(v as u64)
-                } else {
-                    Value::Int(v)
-                };
-                let mut n = self.node_from(start, name, ty.name(), value, role);
-                n.about = Some(about.into());
+                let mut n = self.node_from(start, f.name, f.ty, w.value(v), f.role);
+                n.about = Some(f.about.into());
                 Ok((v, n))
             }
-            Err(e) => {
-                let n = self.fail(name, ty.name(), format!("{name}: {e}"));
-                self.r.skip_rest();
-                Err(n)
-            }
+            Err(e) => Err(self.fail_rest(f.name, f.ty, format!("{}: {e}", f.name))),
         }
     }
 
@@ -161,11 +167,7 @@ impl<'a> Cur<'a> {
         let start = self.pos();
         match self.r.take(n) {
             Ok(b) => Ok((b, self.node_from(start, name, ty, Value::None, role))),
-            Err(e) => {
-                let n = self.fail(name, ty, format!("{name}: {e}"));
-                self.r.skip_rest();
-                Err(n)
-            }
+            Err(e) => Err(self.fail_rest(name, ty, format!("{name}: {e}"))),
         }
     }
 
@@ -398,9 +400,11 @@ mod tests {
     #[test]
     fn failed_reads_cover_the_rest() {
         let mut c = Cur::new(&[0, 1, 2], 10, 3);
-        let (v, n) = c.int("a", Int::I16, Role::Record, "").unwrap();
+        let a = Field::new("a", Kind::Int(Int::I16), Role::Record, "");
+        let (v, n) = c.int(&a).unwrap();
         assert_eq!((v, n.offset, n.length, n.source), (1, 10, 2, 3));
-        let e = c.int("b", Int::I32, Role::Record, "").unwrap_err();
+        let b = Field::new("b", Kind::Int(Int::I32), Role::Record, "");
+        let e = c.int(&b).unwrap_err();
         assert_eq!((e.offset, e.length, e.source), (12, 1, 3));
         assert!(e.error.is_some());
     }

@@ -18,45 +18,8 @@
 //! only clean records ignores it, and the record is not clean.
 
 use super::cursor::{Cur, Int};
-use crate::kafka::tree::{json, Deferred, Node, Role, MAX_RESERVED_CHILDREN};
-
-/// A short constant text, padded for a fixed-size copy (no call to
-/// `memcpy` per piece) cut back to its length.
-#[derive(Clone, Copy)]
-pub(super) struct Pad {
-    text: [u8; 48],
-    len: usize,
-}
-
-impl Pad {
-    /// The pieces of `parts` one after the other (at most 48 bytes; longer
-    /// text is cut).
-    // `i` and `k` are below the lengths; a const fn cannot call `get`.
-    #[allow(clippy::indexing_slicing)]
-    pub(super) const fn new(parts: &[&[u8]]) -> Pad {
-        let mut text = [0u8; 48];
-        let (mut len, mut p) = (0, 0);
-        while p < parts.len() {
-            let s = parts[p];
-            let mut i = 0;
-            while i < s.len() && len < 48 {
-                text[len] = s[i];
-                len += 1;
-                i += 1;
-            }
-            p += 1;
-        }
-        Pad { text, len }
-    }
-
-    /// Appends the text.
-    #[inline(always)]
-    pub(super) fn put(&self, out: &mut Vec<u8>) {
-        let at = out.len();
-        out.extend_from_slice(&self.text);
-        out.truncate(at + self.len);
-    }
-}
+use crate::kafka::tree::json::{self, Pad};
+use crate::kafka::tree::{Deferred, Node, Role, MAX_RESERVED_CHILDREN};
 
 /// What a field holds on the wire.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -84,7 +47,12 @@ pub(super) struct Field {
 }
 
 impl Field {
-    const fn new(name: &'static str, kind: Kind, role: Role, about: &'static str) -> Field {
+    pub(super) const fn new(
+        name: &'static str,
+        kind: Kind,
+        role: Role,
+        about: &'static str,
+    ) -> Field {
         let ty = match kind {
             Kind::Int(w) => w.name(),
             Kind::Bytes => "bytes",
@@ -110,6 +78,7 @@ macro_rules! fields {
         $(const $id: Field = Field::new($name, Kind::$kind$((Int::$w))?, Role::$role, $about);)*
     };
 }
+pub(super) use fields;
 
 fields! { RecordBatch:
     BASE_OFFSET "baseOffset" Int(I64)
@@ -285,6 +254,15 @@ fn plain(_: i64) -> Detail {
     Detail::None
 }
 
+/// A count's detail: an error when it is negative.
+fn non_negative(n: i64) -> Detail {
+    if n < 0 {
+        Detail::Negative
+    } else {
+        Detail::None
+    }
+}
+
 /// Reads the 61-byte header at `c`. `whole` is the complete batch when the
 /// CRC can be checked (`None` for a partial batch). Returns the header and
 /// whether its CRC was found not to match; `None` when a field does not read.
@@ -317,13 +295,7 @@ pub(super) fn header<O: FieldOut>(
     int(c, &PRODUCER_ID, o, plain)?;
     int(c, &PRODUCER_EPOCH, o, plain)?;
     int(c, &BASE_SEQUENCE, o, plain)?;
-    let count = int(c, &RECORDS_COUNT, o, |n| {
-        if n < 0 {
-            Detail::Negative
-        } else {
-            Detail::None
-        }
-    })? as i32;
+    let count = int(c, &RECORDS_COUNT, o, non_negative)? as i32;
     let h = Hdr {
         base_offset,
         attributes,
@@ -418,13 +390,7 @@ fn body<O: FieldOut>(b: &mut Cur<'_>, h: &Hdr, o: &mut O) -> Option<()> {
     if let (Some(data), Some(t)) = (value, control) {
         o.control_value(t, data);
     }
-    let count = int(b, &HEADERS_COUNT, o, |n| {
-        if n < 0 {
-            Detail::Negative
-        } else {
-            Detail::None
-        }
-    })?;
+    let count = int(b, &HEADERS_COUNT, o, non_negative)?;
     if count < 0 {
         return None;
     }

@@ -29,13 +29,9 @@ use std::ops::Range;
 
 use super::batch::{attributes_detail, crc_mismatch, CRC_VALID};
 use super::cursor::{content_text, iso8601_bytes, Cur, MAX_STR};
-use super::fields::{self, source_text, Crc, Detail, Field, FieldOut, Hdr, Kind, Pad, Skip};
-use crate::kafka::tree::{json, Deferred, Node, Role, Value};
-
-/// A childless node's JSON up to its display text.
-const LEAF: &[u8] = b"{\"children\":[],\"display\":\"";
-/// After a display text, before the length.
-const LENGTH: &[u8] = b"\",\"length\":";
+use super::fields::{self, source_text, Crc, Detail, Field, FieldOut, Hdr, Kind, Skip};
+use crate::kafka::tree::json::{self, Pad};
+use crate::kafka::tree::{Deferred, Node, Role, Value};
 
 /// The 61-byte header of the complete batch `whole` (at `c`, which moves
 /// past it) as one node holding its thirteen fields' JSON, as `batch::Nodes`
@@ -104,8 +100,7 @@ impl Run {
     /// read with the output that keeps nothing ([`Skip`]), to be written
     /// from its bytes later.
     pub(super) fn record(&mut self, c: &mut Cur<'_>, i: u64, h: &Hdr) -> bool {
-        let mut probe = Cur::new(c.r.buf(), c.base, c.source);
-        probe.r = c.r.clone();
+        let mut probe = c.clone();
         if !fields::record(&mut probe, i, h, &mut Skip).clean {
             return false;
         }
@@ -216,7 +211,7 @@ impl<'o, 's> Json<'o, 's> {
     /// source, type, up to the value.
     #[inline(always)]
     fn tail(&mut self, f: &Field, offset: usize, length: usize) {
-        self.out.extend_from_slice(LENGTH);
+        json::CLOSED_LENGTH.put(self.out);
         small(self.out, length as u64);
         f.json_name.put(self.out);
         json::u64(self.out, offset as u64);
@@ -232,13 +227,32 @@ impl<'o, 's> Json<'o, 's> {
         self.out.push(b')');
     }
 
+    /// The tail of element `i` named `ty` (`Record[i]` of type `Record`,
+    /// or a header) after its display text, up to its value.
+    #[inline(always)]
+    fn element_tail(&mut self, ty: &[u8], i: u64, offset: usize, length: usize) {
+        json::CLOSED_LENGTH.put(self.out);
+        json::u64(self.out, length as u64);
+        json::NAME.put(self.out);
+        self.out.extend_from_slice(ty);
+        self.out.push(b'[');
+        json::u64(self.out, i);
+        self.out.push(b']');
+        json::OFFSET.put(self.out);
+        json::u64(self.out, offset as u64);
+        self.src.put(self.out);
+        json::TYPE.put(self.out);
+        self.out.extend_from_slice(ty);
+        json::VALUE.put(self.out);
+    }
+
     /// Ends a node's children: the last one's comma becomes the bracket.
     #[inline(always)]
     fn end_children(&mut self) {
         if self.out.last() == Some(&b',') {
             self.out.pop();
         }
-        self.out.extend_from_slice(b"],\"display\":\"");
+        json::DISPLAY.put(self.out);
     }
 }
 
@@ -249,7 +263,7 @@ impl FieldOut for Json<'_, '_> {
     fn int(&mut self, f: &'static Field, v: i64, d: Detail, offset: usize, length: usize) {
         if let Detail::Crc(Crc::Valid) = d {
             const VALID: &[u8] = CRC_VALID.as_bytes();
-            self.out.extend_from_slice(LEAF);
+            json::LEAF.put(self.out);
             self.out.extend_from_slice(VALID);
             self.tail(f, offset, length);
             self.out.push(b'"');
@@ -257,7 +271,7 @@ impl FieldOut for Json<'_, '_> {
             self.out.extend_from_slice(b"\"},");
             return;
         }
-        self.out.extend_from_slice(LEAF);
+        json::LEAF.put(self.out);
         let at = self.out.len();
         if v >= 0 {
             small(self.out, v as u64);
@@ -299,7 +313,7 @@ impl FieldOut for Json<'_, '_> {
     /// a header key (always a string, invalid UTF-8 replaced).
     fn content(&mut self, f: &'static Field, data: &[u8], offset: usize) {
         let string = f.kind == Kind::String;
-        self.out.extend_from_slice(LEAF);
+        json::LEAF.put(self.out);
         // Printable ASCII, the usual content, is a string either way and
         // takes `Debug`'s plain form: one check for both, on the bytes
         // (printable ASCII is UTF-8 as it is).
@@ -351,7 +365,7 @@ impl FieldOut for Json<'_, '_> {
     #[inline(always)]
     fn open_record(&mut self) {
         self.summary = 0..0;
-        self.out.extend_from_slice(b"{\"children\":[");
+        json::CHILDREN.put(self.out);
     }
 
     #[inline(always)]
@@ -362,22 +376,15 @@ impl FieldOut for Json<'_, '_> {
         }
         self.end_children();
         self.out.extend_from_within(self.summary.clone());
-        self.out.extend_from_slice(LENGTH);
-        json::u64(self.out, len as u64);
-        self.out.extend_from_slice(b",\"name\":\"Record[");
-        json::u64(self.out, i);
-        self.out.extend_from_slice(b"]\",\"offset\":");
-        json::u64(self.out, at as u64);
-        self.src.put(self.out);
-        self.out
-            .extend_from_slice(b",\"type\":\"Record\",\"value\":\"");
+        self.element_tail(b"Record", i, at, len);
+        self.out.push(b'"');
         self.out.extend_from_within(self.summary.clone());
         self.out.extend_from_slice(b"\"},");
     }
 
     #[inline(always)]
     fn open_header(&mut self) {
-        self.out.extend_from_slice(b"{\"children\":[");
+        json::CHILDREN.put(self.out);
     }
 
     #[inline(always)]
@@ -388,15 +395,7 @@ impl FieldOut for Json<'_, '_> {
         let key = String::from_utf8_lossy(key);
         self.end_children();
         json::debug_str_into(self.out, &key);
-        self.out.extend_from_slice(LENGTH);
-        json::u64(self.out, len as u64);
-        self.out.extend_from_slice(b",\"name\":\"Header[");
-        json::u64(self.out, j);
-        self.out.extend_from_slice(b"]\",\"offset\":");
-        json::u64(self.out, at as u64);
-        self.src.put(self.out);
-        self.out
-            .extend_from_slice(b",\"type\":\"Header\",\"value\":");
+        self.element_tail(b"Header", j, at, len);
         json::str(self.out, &key);
         self.out.extend_from_slice(b"},");
     }

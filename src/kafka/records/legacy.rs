@@ -7,13 +7,29 @@
 //! message set, compressed, which is decoded into its own byte source and
 //! shown under the value. Wrappers nest at most [`super::MAX_DEPTH`] deep.
 
+use super::batch::{checked_crc, inflated};
 use super::compression::codec_name;
 use super::cursor::{content_value, iso8601_ms, Cur, Int};
-use super::{decode_set, loc, plural, Ctx, Inflate, MAX_DEPTH};
+use super::fields::{fields, Field, Kind};
+use super::{decode_set, loc, plural, Ctx, MAX_DEPTH};
 use crate::kafka::tree::{Node, Role, Value};
 
 const RB: Role = Role::RecordBatch;
 const REC: Role = Role::Record;
+
+fields! { RecordBatch:
+    OFFSET "offset" Int(I64) "the message's offset; inside a v1 wrapper, relative to the wrapper"
+    MESSAGE_SIZE "messageSize" Int(I32) "bytes of message after this field"
+    CRC "crc" Int(U32) ""
+    MAGIC "magic" Int(I8) "message format version: 0 or 1"
+    ATTRIBUTES "attributes" Int(I8) "bits 0-2 codec; in v1, bit 3 timestamp type"
+    TIMESTAMP "timestamp" Int(I64) "message timestamp in ms since the epoch"
+}
+
+fields! { Record:
+    KEY_LENGTH "keyLength" Int(I32) "size in bytes, -1 for null"
+    VALUE_LENGTH "valueLength" Int(I32) "size in bytes, -1 for null"
+}
 
 /// What a message's fields decoded to.
 struct Fields {
@@ -77,60 +93,21 @@ fn fields(
     depth: u32,
     kids: &mut Vec<Node>,
 ) -> Option<Fields> {
-    let (offset, n) = field!(
-        kids,
-        c.int(
-            "offset",
-            Int::I64,
-            RB,
-            "the message's offset; inside a v1 wrapper, relative to the wrapper"
-        )
-    );
+    let (offset, n) = field!(kids, c.int(&OFFSET));
     kids.push(n);
-    let (_, n) = field!(
-        kids,
-        c.int(
-            "messageSize",
-            Int::I32,
-            RB,
-            "bytes of message after this field"
-        )
-    );
+    let (_, n) = field!(kids, c.int(&MESSAGE_SIZE));
     kids.push(n);
-    let (stored, mut n) = field!(kids, c.int("crc", Int::U32, RB, ""));
+    let (stored, mut n) = field!(kids, c.int(&CRC));
     let stored = stored as u32;
     let calc = crc32fast::hash(whole.get(16..).unwrap_or(&[]));
     let crc_bad = calc != stored;
-    if crc_bad {
-        ctx.crc_mismatches += 1;
-        n.detail = Some(super::batch::crc_mismatch(stored, calc).into());
-        n.about = Some(
-            format!(
-                "CRC-32 over magic .. end of message: stored 0x{stored:08x}, \
-                 computed 0x{calc:08x}: mismatch"
-            )
-            .into(),
-        );
-    } else {
-        n.value = Value::Text("crc32 of the bytes that follow".into());
-        n.about =
-            Some(format!("CRC-32 over magic .. end of message: 0x{stored:08x}, valid").into());
-    }
+    ctx.crc_mismatches += u32::from(crc_bad);
+    let over = "CRC-32 over magic .. end of message";
+    checked_crc(&mut n, over, "crc32 of the bytes that follow", stored, calc);
     kids.push(n);
-    let (magic, n) = field!(
-        kids,
-        c.int("magic", Int::I8, RB, "message format version: 0 or 1")
-    );
+    let (magic, n) = field!(kids, c.int(&MAGIC));
     kids.push(n);
-    let (attributes, mut n) = field!(
-        kids,
-        c.int(
-            "attributes",
-            Int::I8,
-            RB,
-            "bits 0-2 codec; in v1, bit 3 timestamp type"
-        )
-    );
+    let (attributes, mut n) = field!(kids, c.int(&ATTRIBUTES));
     let attributes = attributes as i16;
     if attributes != 0 {
         let mut d = codec_name(attributes).to_string();
@@ -145,31 +122,23 @@ fn fields(
     }
     kids.push(n);
     if magic == 1 {
-        let (ts, mut n) = field!(
-            kids,
-            c.int(
-                "timestamp",
-                Int::I64,
-                RB,
-                "message timestamp in ms since the epoch"
-            )
-        );
+        let (ts, mut n) = field!(kids, c.int(&TIMESTAMP));
         if let Some(t) = iso8601_ms(ts) {
             n.detail = Some(t.into());
         }
         kids.push(n);
     }
-    bytes(c, kids, ("keyLength", "key"), "the message key")?;
+    bytes(c, kids, (&KEY_LENGTH, "key"), "the message key")?;
     let codec = (attributes & 0x07) as u8;
     let mut records = 1;
     let mut wrapper = None;
     if codec == 0 {
-        bytes(c, kids, ("valueLength", "value"), "the message value")?;
+        bytes(c, kids, (&VALUE_LENGTH, "value"), "the message value")?;
     } else {
         let value = bytes(
             c,
             kids,
-            ("valueLength", "value"),
+            (&VALUE_LENGTH, "value"),
             "a compressed message set: the messages this wrapper carries",
         )?;
         records = 0;
@@ -184,16 +153,11 @@ fn fields(
         }
     }
     if c.remaining() > 0 {
-        let e = c.fail(
-            "trailing bytes",
-            "bytes",
-            format!(
-                "{} bytes after the value, inside messageSize",
-                c.remaining()
-            ),
+        let what = format!(
+            "{} bytes after the value, inside messageSize",
+            c.remaining()
         );
-        c.r.skip_rest();
-        kids.push(e);
+        kids.push(c.fail_rest("trailing bytes", "bytes", what));
     }
     Some(Fields {
         offset,
@@ -208,26 +172,23 @@ fn fields(
 fn bytes<'a>(
     c: &mut Cur<'a>,
     kids: &mut Vec<Node>,
-    names: (&'static str, &'static str),
+    (length, name): (&Field, &'static str),
     about: &'static str,
 ) -> Option<Option<(&'a [u8], usize)>> {
-    let (len, mut n) = field!(
-        kids,
-        c.int(names.0, Int::I32, REC, "size in bytes, -1 for null")
-    );
+    let (len, mut n) = field!(kids, c.int(length));
     if len == -1 {
         n.detail = Some("null".into());
         kids.push(n);
         return Some(None);
     }
     let Ok(len) = usize::try_from(len) else {
-        n.error = Some(format!("{} {len} is negative", names.0));
+        n.error = Some(format!("{} {len} is negative", length.name));
         n.role = Role::Malformed;
         kids.push(n);
         return None;
     };
     kids.push(n);
-    let (data, mut n) = field!(kids, c.bytes(names.1, "bytes", len, REC));
+    let (data, mut n) = field!(kids, c.bytes(name, "bytes", len, REC));
     n.value = content_value(data);
     n.about = Some(about.into());
     kids.push(n);
@@ -264,48 +225,33 @@ fn wrapped(
         codec_name(i16::from(codec)),
         loc(v.source, message_at)
     );
-    match ctx.inflate(codec, data, v.source, v.offset, name, true) {
-        Inflate::Done { id, len, note } => {
-            v.value = Value::Text(format!("{} bytes → {len} bytes", data.len()).into());
-            v.detail = note.map(Into::into);
-            // Decode the inner set from the source itself: lend its bytes out
-            // while nested wrappers may push more sources, then put them back.
-            let idx = usize::from(id) - 1;
-            let bytes = ctx
-                .sources
-                .get_mut(idx)
-                .map(|s| std::mem::take(&mut s.data))
-                .unwrap_or_default();
-            let inner = decode_set(ctx, &bytes, 0, id, depth + 1, true);
-            if let Some(s) = ctx.sources.get_mut(idx) {
-                s.data = bytes;
-            }
-            let mut nodes = inner.nodes;
-            if magic == 1 {
-                // The wrapper's own offset is its first child.
-                absolute_offsets(&mut nodes, kids.first().and_then(int_of));
-            }
-            let Some(v) = kids.get_mut(at) else {
-                return (0, 0);
-            };
-            v.children = nodes;
-            (inner.records, u64::from(inner.messages))
-        }
-        Inflate::TooLarge(limit) => {
-            v.detail = Some("decompressed size exceeds the limit".into());
-            v.about = Some(
-                format!(
-                    "a compressed message set; not shown: it decompresses to more than {limit} bytes"
-                )
-                .into(),
-            );
-            (0, 0)
-        }
-        Inflate::Failed(what) => {
-            v.error = Some(what);
-            (0, 0)
-        }
+    let r = ctx.inflate(codec, data, v.source, v.offset, name, true);
+    let not_shown = "a compressed message set; not shown: it decompresses";
+    let Some(id) = inflated(v, r, data.len(), not_shown) else {
+        return (0, 0);
+    };
+    // Decode the inner set from the source itself: lend its bytes out
+    // while nested wrappers may push more sources, then put them back.
+    let idx = usize::from(id) - 1;
+    let bytes = ctx
+        .sources
+        .get_mut(idx)
+        .map(|s| std::mem::take(&mut s.data))
+        .unwrap_or_default();
+    let inner = decode_set(ctx, &bytes, 0, id, depth + 1, true);
+    if let Some(s) = ctx.sources.get_mut(idx) {
+        s.data = bytes;
     }
+    let mut nodes = inner.nodes;
+    if magic == 1 {
+        // The wrapper's own offset is its first child.
+        absolute_offsets(&mut nodes, kids.first().and_then(int_of));
+    }
+    let Some(v) = kids.get_mut(at) else {
+        return (0, 0);
+    };
+    v.children = nodes;
+    (inner.records, u64::from(inner.messages))
 }
 
 /// A node's integer value (an offset).
