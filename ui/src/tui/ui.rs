@@ -503,24 +503,16 @@ fn render_tree(f: &mut Frame, app: &App, pal: &Palette, area: Rect, rows: usize)
     let title = match app.selected_entry() {
         Some(e) => {
             let i = &e.info();
-            let mut t = format!(
-                " frame {}: {} {} ",
-                i.frame,
-                api_text(i),
-                match i.kind {
-                    Kind::Request => "Request",
-                    Kind::Response => "Response",
-                }
-            );
+            let (kind, peer) = match i.kind {
+                Kind::Request => ("Request", "response"),
+                Kind::Response => ("Response", "request"),
+            };
+            let mut t = format!(" frame {}: {} {kind} ", i.frame, api_text(i));
             if app.cfg.kind != SourceKind::Message {
                 t.push_str(&format!("{} ", route(i)));
             }
             if let Some(p) = i.peer.and_then(|p| app.entries.get(p as usize)) {
-                let what = match i.kind {
-                    Kind::Request => "response",
-                    Kind::Response => "request",
-                };
-                t.push_str(&format!("│ {what} in frame {} ", p.frame()));
+                t.push_str(&format!("│ {peer} in frame {} ", p.frame()));
             }
             if let Some(l) = i.latency_ns {
                 t.push_str(&format!("│ latency {} ", latency_text(l)));
@@ -535,14 +527,8 @@ fn render_tree(f: &mut Frame, app: &App, pal: &Palette, area: Rect, rows: usize)
     if let Some(d) = &app.detail {
         let end = (app.tree.offset + rows).min(app.tree.rows.len());
         let visible = app.tree.rows.get(app.tree.offset..end).unwrap_or(&[]);
-        // Column widths from the rows shown, shrunk to fit the pane.
-        struct Cells {
-            name: String,
-            ty: String,
-            value: String,
-            span: String,
-        }
-        let cells: Vec<(Cells, &kafkashark::kafka::Node)> = visible
+        // Name, type, value and span; column widths from the rows shown, shrunk to fit the pane.
+        let cells: Vec<([String; 4], &kafkashark::kafka::Node)> = visible
             .iter()
             .filter_map(|r| {
                 let n = node_at(&d.decoded.root, &r.path)?;
@@ -562,43 +548,35 @@ fn render_tree(f: &mut Frame, app: &App, pal: &Palette, area: Rect, rows: usize)
                 if let Some(e) = &n.error {
                     value.push_str(&format!("  MALFORMED: {}", escape_text(e)));
                 }
-                let src = if n.source != 0 {
-                    format!("#{}:", n.source)
-                } else {
-                    String::new()
+                let src = match n.source {
+                    0 => String::new(),
+                    s => format!("#{s}:"),
                 };
-                Some((
-                    Cells {
-                        name: format!("{marker}{}{}", r.guides, escape_text(&n.name)),
-                        ty: escape_text(&n.ty),
-                        value,
-                        span: format!("[{src}0x{:04x}, {}B]", n.offset, n.length),
-                    },
-                    n,
-                ))
+                let name = format!("{marker}{}{}", r.guides, escape_text(&n.name));
+                let span = format!("[{src}0x{:04x}, {}B]", n.offset, n.length);
+                Some(([name, escape_text(&n.ty), value, span], n))
             })
             .collect();
-        let maxw = |g: fn(&Cells) -> usize| cells.iter().map(|(c, _)| g(c)).max().unwrap_or(0);
-        let span_w = maxw(|c| c.span.chars().count());
-        let mut name_w = maxw(|c| c.name.chars().count()) + 2;
-        let mut ty_w = maxw(|c| c.ty.chars().count()) + 2;
+        let maxw = |k: usize| cells.iter().map(|(c, _)| c[k].chars().count()).max();
+        let span_w = maxw(3).unwrap_or(0);
+        let mut name_w = maxw(0).unwrap_or(0) + 2;
+        let mut ty_w = maxw(1).unwrap_or(0) + 2;
         let avail = inner_w.saturating_sub(span_w);
         name_w = name_w.min(avail * 45 / 100).max(10.min(avail));
         ty_w = ty_w.min(avail.saturating_sub(name_w) * 35 / 100);
         let val_w = avail.saturating_sub(name_w + ty_w);
-        for (k, (c, n)) in cells.iter().enumerate() {
+        for (k, ([name, ty, value, span], n)) in cells.into_iter().enumerate() {
             let row = app.tree.offset + k;
-            let trouble = n.error.is_some();
-            let vstyle = if trouble {
+            let vstyle = if n.error.is_some() {
                 pal.role(Role::Malformed)
             } else {
                 Style::default()
             };
             let mut line = Line::from(vec![
-                Span::styled(fit_gap(&c.name, name_w), pal.role(n.role)),
-                Span::styled(fit_gap(&c.ty, ty_w), pal.fg(Color::Gray)),
-                Span::styled(fit(&c.value, val_w), vstyle),
-                Span::styled(c.span.clone(), pal.fg(Color::DarkGray)),
+                Span::styled(fit_gap(&name, name_w), pal.role(n.role)),
+                Span::styled(fit_gap(&ty, ty_w), pal.fg(Color::Gray)),
+                Span::styled(fit(&value, val_w), vstyle),
+                Span::styled(span, pal.fg(Color::DarkGray)),
             ]);
             if row == app.tree.cursor {
                 line = line.patch_style(Style::default().add_modifier(Modifier::REVERSED));
@@ -676,6 +654,7 @@ fn render_hex(f: &mut Frame, app: &App, pal: &Palette, area: Rect, rows: usize) 
     let inner_w = usize::from(area.width.saturating_sub(2));
     let ow = offset_width(bytes.len());
     let hl = app.highlight();
+    let in_hl = |b: usize| hl.is_some_and(|(s, e)| (s..e).contains(&b));
     let cursor = app.hex.cursor;
     let mut lines = Vec::new();
     for r in app.hex.offset_row..app.hex.offset_row + rows {
@@ -699,7 +678,7 @@ fn render_hex(f: &mut Frame, app: &App, pal: &Palette, area: Rect, rows: usize) 
             };
             let role = app.hex.roles.get(b).copied().unwrap_or(Role::Message);
             let mut style = pal.role(role);
-            if hl.is_some_and(|(s, e)| b >= s && b < e) {
+            if in_hl(b) {
                 style = style.add_modifier(Modifier::REVERSED);
             }
             let mut cstyle = style;
@@ -707,29 +686,18 @@ fn render_hex(f: &mut Frame, app: &App, pal: &Palette, area: Rect, rows: usize) 
                 cstyle = cstyle.add_modifier(Modifier::UNDERLINED | Modifier::BOLD);
             }
             // Secret bytes (SASL tokens, passwords, HMACs) are never drawn.
-            let secret = app.hex.secret.get(b).copied().unwrap_or(false);
-            if secret {
-                hex_spans.push(Span::styled("••", cstyle));
-            } else {
-                hex_spans.push(Span::styled(format!("{v:02x}"), cstyle));
-            }
+            let (text, ch) = match app.hex.secret.get(b) {
+                Some(true) => ("••".to_string(), '•'),
+                _ if v.is_ascii_graphic() || v == b' ' => (format!("{v:02x}"), v as char),
+                _ => (format!("{v:02x}"), '.'),
+            };
+            hex_spans.push(Span::styled(text, cstyle));
             // The gap after a byte takes the highlight when the next byte has it too.
-            let next_in = hl.is_some_and(|(s, e)| b + 1 >= s && b + 1 < e && b >= s) && j != 7;
+            let gap = in_hl(b) && in_hl(b + 1) && j != 7 && j != 15;
             hex_spans.push(Span::styled(
                 " ",
-                if next_in && j != 15 {
-                    style
-                } else {
-                    Style::default()
-                },
+                if gap { style } else { Style::default() },
             ));
-            let ch = if secret {
-                '•'
-            } else if v.is_ascii_graphic() || v == b' ' {
-                v as char
-            } else {
-                '.'
-            };
             ascii_spans.push(Span::styled(ch.to_string(), cstyle));
         }
         hex_spans.extend(ascii_spans);
@@ -1031,25 +999,23 @@ pub fn stats_tab_at(app: &App, tabs: Rect, x: u16) -> Option<StatsTab> {
         })
 }
 
-fn section_title(t: StatsTab) -> &'static str {
+/// A section's table title, and what its table says when it has no rows.
+fn section_text(t: StatsTab) -> (&'static str, &'static str) {
     match t {
-        StatsTab::Latency => {
-            " latency per API, ms (request's last frame → response's first frame) "
-        }
-        StatsTab::Throttle => " throttled responses, per client and API ",
-        StatsTab::Errors => " error codes in responses, with their topic and partition ",
-        StatsTab::Clients => " clients: id, software (ApiVersions v3+), addresses, versions ",
-        StatsTab::Groups => " consumer groups ",
-    }
-}
-
-fn section_empty(t: StatsTab) -> &'static str {
-    match t {
-        StatsTab::Latency => "no messages",
-        StatsTab::Throttle => "no throttling",
-        StatsTab::Errors => "no errors",
-        StatsTab::Clients => "no clients",
-        StatsTab::Groups => "no consumer groups",
+        StatsTab::Latency => (
+            " latency per API, ms (request's last frame → response's first frame) ",
+            "no messages",
+        ),
+        StatsTab::Throttle => (" throttled responses, per client and API ", "no throttling"),
+        StatsTab::Errors => (
+            " error codes in responses, with their topic and partition ",
+            "no errors",
+        ),
+        StatsTab::Clients => (
+            " clients: id, software (ApiVersions v3+), addresses, versions ",
+            "no clients",
+        ),
+        StatsTab::Groups => (" consumer groups ", "no consumer groups"),
     }
 }
 
@@ -1129,14 +1095,12 @@ fn render_stats_table(f: &mut Frame, v: &StatsView, pal: &Palette, lay: &StatsLa
         )
     };
     let header = join(&|i| cols[i].title.to_string());
+    let (title, empty) = section_text(v.tab);
     let mut lines = vec![header_line(&header, inner_w)];
     let t = v.tab.index();
     let rows = v.data.rows(v.tab);
     if rows.is_empty() {
-        lines.push(Line::from(Span::styled(
-            section_empty(v.tab),
-            pal.fg(Color::Green),
-        )));
+        lines.push(Line::from(Span::styled(empty, pal.fg(Color::Green))));
     }
     let end = (v.offset[t] + lay.table_rows).min(rows.len());
     for (k, row) in rows.iter().enumerate().take(end).skip(v.offset[t]) {
@@ -1151,7 +1115,7 @@ fn render_stats_table(f: &mut Frame, v: &StatsView, pal: &Palette, lay: &StatsLa
         }
         lines.push(Line::from(Span::styled(fit(&text, inner_w), st)));
     }
-    let mut b = titled(section_title(v.tab), inner_w, true, pal);
+    let mut b = titled(title, inner_w, true, pal);
     if let Some(row) = v.selected_row() {
         let t = fit_title(
             &format!(" Enter → {} ", escape_text(&row.filter)),
