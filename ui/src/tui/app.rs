@@ -1112,8 +1112,6 @@ impl App {
 
     /// A key for the panes (the stats view closed).
     fn pane_key(&mut self, code: KeyCode) {
-        let page = |rows: usize| rows.saturating_sub(1).max(1);
-        let lay = ui::layout(self);
         match code {
             KeyCode::Tab => self.focus = self.next_pane(true),
             KeyCode::BackTab => self.focus = self.next_pane(false),
@@ -1130,11 +1128,7 @@ impl App {
             KeyCode::Char('f') => self.frames_notice(),
             KeyCode::Char('e') => self.expand_all(true),
             KeyCode::Char('c') => self.expand_all(false),
-            code => match self.focus {
-                Pane::List => self.list_key(code, page(lay.list_rows)),
-                Pane::Tree => self.tree_key(code, page(lay.tree_rows)),
-                Pane::Hex => self.hex_key(code, page(lay.hex_rows)),
-            },
+            code => self.focus_key(code),
         }
     }
 
@@ -1145,54 +1139,52 @@ impl App {
         cycle(&panes[no_list..], self.focus, forward)
     }
 
-    fn list_key(&mut self, code: KeyCode, page: usize) {
-        if let KeyCode::Enter | KeyCode::Right | KeyCode::Char('l' | ' ') = code {
-            self.focus = Pane::Tree;
-        } else if let Some(to) = motion(code, self.list_pos, 1, page) {
-            self.list_go(to, self.follow);
-        }
-    }
-
-    /// Selects list row `to` (the last when past it); `follow` stays on only there.
-    fn list_go(&mut self, to: usize, follow: bool) {
-        let last = self.view.len().saturating_sub(1);
-        self.follow = follow && to >= last;
-        self.select_pos(to.min(last));
-    }
-
-    fn tree_key(&mut self, code: KeyCode, page: usize) {
-        match code {
-            KeyCode::Enter | KeyCode::Char(' ') => self.tree_fold(None),
-            KeyCode::Right | KeyCode::Char('l') => self.tree_fold(Some(true)),
-            KeyCode::Left | KeyCode::Char('h') => self.tree_fold(Some(false)),
-            code => {
-                if let Some(to) = motion(code, self.tree.cursor, 1, page) {
-                    self.tree_move(to);
-                }
-            }
-        }
-    }
-
-    fn hex_key(&mut self, code: KeyCode, page: usize) {
-        let cur = self.hex.cursor;
-        let to = match code {
-            KeyCode::Right | KeyCode::Char('l') => Some(cur + 1),
-            KeyCode::Left | KeyCode::Char('h') => Some(cur.saturating_sub(1)),
-            KeyCode::Enter | KeyCode::Char(' ') => {
+    /// A key for the focused pane: its own keys, else a cursor motion.
+    fn focus_key(&mut self, code: KeyCode) {
+        use KeyCode::{Char, Enter, Left, Right};
+        match (self.focus, code) {
+            (Pane::List, Enter | Right | Char('l' | ' ')) | (Pane::Hex, Enter | Char(' ')) => {
                 self.focus = Pane::Tree;
-                return;
             }
-            code => motion(code, cur, 16, page),
-        };
-        if let Some(to) = to {
-            self.hex_go(to);
+            (Pane::Tree, Enter | Char(' ')) => self.tree_fold(None),
+            (Pane::Tree, Right | Char('l')) => self.tree_fold(Some(true)),
+            (Pane::Tree, Left | Char('h')) => self.tree_fold(Some(false)),
+            (Pane::Hex, Right | Char('l')) => self.hex_move(self.hex.cursor + 1),
+            (Pane::Hex, Left | Char('h')) => self.hex_move(self.hex.cursor.saturating_sub(1)),
+            (pane, _) => {
+                let lay = ui::layout(self);
+                let rows = match pane {
+                    Pane::List => lay.list_rows,
+                    Pane::Tree => lay.tree_rows,
+                    Pane::Hex => lay.hex_rows,
+                };
+                self.pane_motion(pane, code, 1, rows.saturating_sub(1).max(1), self.follow);
+            }
         }
     }
 
-    /// Moves the byte cursor to `to` (the last byte when past it).
-    fn hex_go(&mut self, to: usize) {
-        let last = self.hex_bytes().len().saturating_sub(1);
-        self.hex_move(to.min(last));
+    /// Moves `pane`'s cursor for a motion key ([`motion`]), `lines` lines a
+    /// step (a row of 16 bytes in the byte view) and `page` steps a page; the
+    /// list keeps `follow` on only at its last row.
+    fn pane_motion(&mut self, pane: Pane, code: KeyCode, lines: usize, page: usize, follow: bool) {
+        let (cur, step) = match pane {
+            Pane::List => (self.list_pos, lines),
+            Pane::Tree => (self.tree.cursor, lines),
+            Pane::Hex => (self.hex.cursor, 16 * lines),
+        };
+        let Some(to) = motion(code, cur, step, page) else {
+            return;
+        };
+        match pane {
+            Pane::List => {
+                let last = self.view.len().saturating_sub(1);
+                self.follow = follow && to >= last;
+                self.select_pos(to.min(last));
+            }
+            Pane::Tree => self.tree_move(to),
+            // `hex_move` stops at the last byte.
+            Pane::Hex => self.hex_move(to),
+        }
     }
 
     fn bar_key(&mut self, k: KeyEvent) {
@@ -1298,18 +1290,8 @@ impl App {
             }
             MouseEventKind::ScrollDown | MouseEventKind::ScrollUp => {
                 let down = m.kind == MouseEventKind::ScrollDown;
-                let step = |v: usize, n: usize| {
-                    if down {
-                        v + n
-                    } else {
-                        v.saturating_sub(n)
-                    }
-                };
-                match pane {
-                    Pane::List => self.list_go(step(self.list_pos, WHEEL_ROWS), false),
-                    Pane::Tree => self.tree_move(step(self.tree.cursor, WHEEL_ROWS)),
-                    Pane::Hex => self.hex_go(step(self.hex.cursor, 16 * WHEEL_ROWS)),
-                }
+                let code = if down { KeyCode::Down } else { KeyCode::Up };
+                self.pane_motion(pane, code, WHEEL_ROWS, 1, false);
             }
             _ => {}
         }
@@ -1619,23 +1601,15 @@ pub fn flatten(root: &Node, expanded: &HashSet<Vec<u32>>) -> Vec<TreeRow> {
         if n.children.is_empty() || !expanded.contains(path) {
             return;
         }
-        let count = n.children.len();
         for (i, c) in n.children.iter().enumerate() {
-            let last = i + 1 == count;
-            path.push(i as u32);
-            let next_prefix = if last {
-                format!("{prefix}    ")
+            let bar = if i + 1 == n.children.len() {
+                "    "
             } else {
-                format!("{prefix}|   ")
+                "|   "
             };
-            go(
-                c,
-                path,
-                &next_prefix,
-                format!("{prefix}+-- "),
-                expanded,
-                out,
-            );
+            path.push(i as u32);
+            let guides = format!("{prefix}+-- ");
+            go(c, path, &format!("{prefix}{bar}"), guides, expanded, out);
             path.pop();
         }
     }
