@@ -700,13 +700,8 @@ impl App {
     }
 
     fn apply_filter(&mut self, text: &str) {
-        let f = Filter::parse(text).ok().filter(|f| !f.is_empty());
-        self.filter = f;
-        self.filter_text = if self.filter.is_some() {
-            text.to_string()
-        } else {
-            String::new()
-        };
+        self.filter = Filter::parse(text).ok().filter(|f| !f.is_empty());
+        self.filter_text = self.filter.as_ref().map_or(String::new(), |_| text.into());
         self.matched = match &self.filter {
             None => Bitset::filled(self.entries.len(), true),
             Some(f) => self.filter_all(f),
@@ -1472,13 +1467,7 @@ fn item_at(y: u16, top: usize, rows: usize, offset: usize, len: usize) -> Option
 
 /// A scroll offset that keeps `cursor` within `rows` rows.
 fn keep_visible(offset: usize, cursor: usize, rows: usize) -> usize {
-    if cursor < offset {
-        cursor
-    } else if cursor >= offset + rows {
-        cursor + 1 - rows
-    } else {
-        offset
-    }
+    offset.min(cursor).max((cursor + 1).saturating_sub(rows))
 }
 
 fn merge(a: Vec<u32>, b: Vec<u32>, cmp: impl Fn(u32, u32) -> std::cmp::Ordering) -> Vec<u32> {

@@ -296,13 +296,12 @@ fn event_loop(app: &mut App, rx: Option<&Receiver<Msg>>) -> Result<(), CliError>
             dirty = false;
         }
         // Keys first: the UI never waits behind the loader.
-        if event::poll(if loader_open {
+        let wait = if loader_open {
             Duration::from_millis(5)
         } else {
             POLL
-        })
-        .map_err(term_err)?
-        {
+        };
+        if event::poll(wait).map_err(term_err)? {
             loop {
                 let msg = match event::read().map_err(term_err)? {
                     Event::Key(k) => Some(Msg::Key(k)),

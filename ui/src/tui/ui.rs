@@ -240,36 +240,27 @@ fn clock(secs: i64) -> String {
 
 /// Truncates to `w` characters (with `…`) and pads to exactly `w`.
 fn fit(s: &str, w: usize) -> String {
-    let n = s.chars().count();
-    if n <= w {
-        let mut o = s.to_string();
-        o.extend(std::iter::repeat_n(' ', w - n));
-        o
-    } else if w == 0 {
-        String::new()
-    } else {
-        let mut o: String = s.chars().take(w - 1).collect();
-        o.push('…');
-        o
+    match s.chars().count() {
+        n if n <= w => format!("{s:w$}"),
+        _ if w == 0 => String::new(),
+        _ => s.chars().take(w - 1).chain(['…']).collect(),
     }
 }
 
 /// Like [`fit`], keeping the last column as a gap.
 fn fit_gap(s: &str, w: usize) -> String {
-    if w == 0 {
-        return String::new();
+    match w {
+        0 => String::new(),
+        _ => fit(s, w - 1) + " ",
     }
-    let mut o = fit(s, w - 1);
-    o.push(' ');
-    o
 }
 
+/// Like [`fit`], right-aligned.
 fn fit_right(s: &str, w: usize) -> String {
-    let n = s.chars().count();
-    if n >= w {
+    if s.chars().count() > w {
         fit(s, w)
     } else {
-        format!("{}{s}", " ".repeat(w - n))
+        format!("{s:>w$}")
     }
 }
 
@@ -613,9 +604,7 @@ fn fit_title(s: &str, w: usize) -> String {
     if s.chars().count() <= w {
         s.to_string()
     } else {
-        let mut t = fit(s, w.saturating_sub(1));
-        t.push(' ');
-        t
+        fit(s, w.saturating_sub(1)) + " "
     }
 }
 
@@ -839,12 +828,7 @@ fn render_status(f: &mut Frame, app: &App, pal: &Palette, area: Rect) {
     }
     let right = "? help";
     let w = usize::from(area.width);
-    let join = |opt: &[String]| {
-        let mut all = vec![parts[0].clone(), parts[1].clone()];
-        all.extend(opt.iter().cloned());
-        all.extend(parts[2..].iter().cloned());
-        all.join(" │ ")
-    };
+    let join = |opt: &[String]| [&parts[..2], opt, &parts[2..]].concat().join(" │ ");
     let mut left = join(&optional);
     while left.chars().count() + right.len() + 2 > w && !optional.is_empty() {
         optional.pop();
