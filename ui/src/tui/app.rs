@@ -1331,17 +1331,14 @@ impl App {
         }
     }
 
-    fn stats_tab(&mut self, tab: StatsTab) {
+    /// Shows section `tab`, its row `to` selected when given (the last when past it).
+    fn stats_go(&mut self, tab: StatsTab, to: Option<usize>) {
         if let Some(v) = &mut self.stats_view {
+            let t = tab.index();
             v.tab = tab;
-        }
-        self.scroll_stats();
-    }
-
-    fn stats_move(&mut self, to: usize) {
-        if let Some(v) = &mut self.stats_view {
-            let t = v.tab.index();
-            v.sel[t] = to.min(v.data.rows[t].len().saturating_sub(1));
+            v.sel[t] = to
+                .unwrap_or(v.sel[t])
+                .min(v.data.rows[t].len().saturating_sub(1));
         }
         self.scroll_stats();
     }
@@ -1383,19 +1380,19 @@ impl App {
             KeyCode::Char('S') | KeyCode::Esc => self.stats_view = None,
             KeyCode::Char('r') => self.refresh_stats(),
             KeyCode::Tab | KeyCode::Right | KeyCode::Char('l') => {
-                self.stats_tab(cycle(&StatsTab::ALL, tab, true))
+                self.stats_go(cycle(&StatsTab::ALL, tab, true), None)
             }
             KeyCode::BackTab | KeyCode::Left | KeyCode::Char('h') => {
-                self.stats_tab(cycle(&StatsTab::ALL, tab, false))
+                self.stats_go(cycle(&StatsTab::ALL, tab, false), None)
             }
             KeyCode::Char(c @ '1'..='5') => {
                 let i = usize::from(c as u8 - b'1');
-                self.stats_tab(StatsTab::ALL[i]);
+                self.stats_go(StatsTab::ALL[i], None);
             }
             KeyCode::Enter => self.stats_enter(),
             code => {
                 if let Some(to) = motion(code, sel, 1, page) {
-                    self.stats_move(to);
+                    self.stats_go(tab, Some(to));
                 }
             }
         }
@@ -1404,13 +1401,13 @@ impl App {
     fn stats_mouse(&mut self, m: MouseEvent) {
         let lay = ui::stats_layout(self);
         let Some(v) = &self.stats_view else { return };
-        let t = v.tab.index();
+        let (tab, t) = (v.tab, v.tab.index());
         let (sel, offset, n) = (v.sel[t], v.offset[t], v.data.rows[t].len());
         match m.kind {
             MouseEventKind::Down(MouseButton::Left) => {
                 if m.row == lay.tabs.y {
                     if let Some(t) = ui::stats_tab_at(self, lay.tabs, m.column) {
-                        self.stats_tab(t);
+                        self.stats_go(t, None);
                     }
                     return;
                 }
@@ -1424,12 +1421,12 @@ impl App {
                     if pos == sel {
                         self.stats_enter();
                     } else {
-                        self.stats_move(pos);
+                        self.stats_go(tab, Some(pos));
                     }
                 }
             }
-            MouseEventKind::ScrollDown => self.stats_move(sel + WHEEL_ROWS),
-            MouseEventKind::ScrollUp => self.stats_move(sel.saturating_sub(WHEEL_ROWS)),
+            MouseEventKind::ScrollDown => self.stats_go(tab, Some(sel + WHEEL_ROWS)),
+            MouseEventKind::ScrollUp => self.stats_go(tab, Some(sel.saturating_sub(WHEEL_ROWS))),
             _ => {}
         }
     }

@@ -417,11 +417,9 @@ fn render_list(f: &mut Frame, app: &App, pal: &Palette, area: Rect, rows: usize)
     let header = list_parts(inner_w, app.time, head, "API", tail).concat();
     let mut lines = vec![header_line(&header, inner_w)];
     let end = (app.list_offset + rows).min(app.view.len());
-    for pos in app.list_offset..end {
-        let Some(&at) = app.view.get(pos) else {
-            continue;
-        };
-        let e = match app.entries.try_get(at as usize) {
+    let shown = app.view.get(app.list_offset..end).unwrap_or(&[]);
+    for (pos, &at) in (app.list_offset..).zip(shown) {
+        let e = &match app.entries.try_get(at as usize) {
             Ok(e) => e,
             Err(err) => {
                 // The index could not be read back: the row says why.
@@ -430,7 +428,6 @@ fn render_list(f: &mut Frame, app: &App, pal: &Palette, area: Rect, rows: usize)
                 continue;
             }
         };
-        let e = &e;
         let i = &e.info();
         let (frame, time, stream) = (
             i.frame.to_string(),
@@ -451,15 +448,13 @@ fn render_list(f: &mut Frame, app: &App, pal: &Palette, area: Rect, rows: usize)
             &api_text(i),
             tail,
         );
-        let trouble = if i.decode_error.is_some() {
-            Some(Color::Magenta)
-        } else if !i.error_codes.is_empty() {
-            Some(Color::LightRed)
-        } else if i.throttle_time_ms.is_some_and(|t| t > 0) {
-            Some(Color::Yellow)
-        } else {
-            None
-        };
+        let trouble = [
+            (i.decode_error.is_some(), Color::Magenta),
+            (!i.error_codes.is_empty(), Color::LightRed),
+            (i.throttle_time_ms.is_some_and(|t| t > 0), Color::Yellow),
+        ]
+        .into_iter()
+        .find_map(|(on, c)| on.then_some(c));
         let base = trouble.map_or(Style::default(), |c| pal.fg(c));
         let api_style = trouble.map_or_else(|| pal.fg(api_color(i.api_key)), |c| pal.fg(c));
         let used = left.chars().count() + api.chars().count();
@@ -523,12 +518,10 @@ fn render_tree(f: &mut Frame, app: &App, pal: &Palette, area: Rect, rows: usize)
             .iter()
             .filter_map(|r| {
                 let n = node_at(&d.decoded.root, &r.path)?;
-                let marker = if !r.has_children {
-                    "  "
-                } else if app.tree.expanded.contains(&r.path) {
-                    "▾ "
-                } else {
-                    "▸ "
+                let marker = match (r.has_children, app.tree.expanded.contains(&r.path)) {
+                    (false, _) => "  ",
+                    (true, true) => "▾ ",
+                    (true, false) => "▸ ",
                 };
                 let v = n.value_text();
                 let mut value = if v.is_empty() {
@@ -582,20 +575,22 @@ fn render_tree(f: &mut Frame, app: &App, pal: &Palette, area: Rect, rows: usize)
         }));
     }
     let mut b = titled(&title, inner_w, app.focus == Pane::Tree, pal);
-    if let Some(n) = app.selected_node() {
-        // The field's problem first, else its description.
-        let bottom = match (&n.error, &n.about) {
-            (Some(e), _) => Some(Span::styled(
+    // The field's problem first, else its description.
+    let bottom = app
+        .selected_node()
+        .and_then(|n| match (&n.error, &n.about) {
+            (Some(e), _) => Some((
                 format!(" MALFORMED: {} ", escape_text(e)),
                 pal.role(Role::Malformed),
             )),
-            (None, Some(a)) => Some(Span::raw(format!(" {} ", escape_text(a)))),
+            (None, Some(a)) => Some((format!(" {} ", escape_text(a)), Style::default())),
             (None, None) => None,
-        };
-        if let Some(mut sp) = bottom {
-            sp.content = fit_title(&sp.content, inner_w.saturating_sub(2)).into();
-            b = b.title_bottom(Line::from(sp));
-        }
+        });
+    if let Some((text, style)) = bottom {
+        b = b.title_bottom(Span::styled(
+            fit_title(&text, inner_w.saturating_sub(2)),
+            style,
+        ));
     }
     f.render_widget(Paragraph::new(lines).block(b), area);
 }
@@ -719,11 +714,7 @@ fn render_hex(f: &mut Frame, app: &App, pal: &Palette, area: Rect, rows: usize) 
     let mut b = titled(&title, inner_w, app.focus == Pane::Hex, pal);
     if !bytes.is_empty() {
         let pos = match hl {
-            Some((s, e)) => format!(
-                " 0x{:04x} · field 0x{s:04x}..0x{e:04x} ({}B) ",
-                cursor,
-                e - s
-            ),
+            Some((s, e)) => format!(" 0x{cursor:04x} · field 0x{s:04x}..0x{e:04x} ({}B) ", e - s),
             None => format!(" 0x{cursor:04x} "),
         };
         b = b.title_bottom(Line::from(pos).alignment(Alignment::Right));
