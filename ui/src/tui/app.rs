@@ -612,7 +612,6 @@ impl App {
         if k == 0 {
             return;
         }
-        let k64 = k as u64;
         self.entries.drop_front(k);
         if let Some(w) = self.entries.take_warning() {
             self.notice = Some(w);
@@ -632,7 +631,7 @@ impl App {
         }
         self.list_pos = self.list_pos.saturating_sub(pos_gone);
         self.list_offset = self.list_offset.saturating_sub(offset_gone);
-        self.dropped += k64;
+        self.dropped += k as u64;
         match self.selected {
             Some(s) if s >= k => {
                 self.selected = Some(s - k);
@@ -1255,9 +1254,8 @@ impl App {
                 self.focus = pane;
                 match pane {
                     Pane::List => {
-                        let Some(r) = lay.list else { return };
                         // Border, then the header row.
-                        let top = usize::from(r.y) + 2;
+                        let top = lay.list.map_or(0, |r| usize::from(r.y)) + 2;
                         let (offset, len) = (self.list_offset, self.view.len());
                         if let Some(pos) = item_at(m.row, top, lay.list_rows, offset, len) {
                             self.follow = false;
@@ -1310,11 +1308,10 @@ impl App {
                 }
             }
             None => {
-                let (tab, sel, offset) = (StatsTab::Latency, [0; 5], [0; 5]);
                 self.stats_view = Some(StatsView {
-                    tab,
-                    sel,
-                    offset,
+                    tab: StatsTab::Latency,
+                    sel: [0; 5],
+                    offset: [0; 5],
                     data,
                     tick,
                 });

@@ -468,13 +468,12 @@ pub fn message_entry(bytes: Vec<u8>) -> Entry {
         missing: 0,
         file_pieces: Vec::new(),
     };
-    let length = raw.size().unwrap_or(len);
     let nowhere = SocketAddr::from((Ipv4Addr::UNSPECIFIED, 0));
     let mut m = *new_record(0, raw, nowhere, nowhere);
     m.info.api_key = d.api_key.map(ApiKey);
     m.info.api_version = d.api_version;
     m.info.correlation_id = d.correlation_id;
-    m.info.length = length;
+    m.info.length = m.raw.size().unwrap_or(len);
     m.info.client_id = d.client_id.clone();
     m.info.expects_response = expects_response(&d);
     m.info.decode_error = d.error.as_ref().map(ToString::to_string);

@@ -632,16 +632,11 @@ impl EntryStore {
 
     /// The record at byte `at` of a block's records.
     fn record_in(recs: &[u8], at: usize) -> Result<[u8; REC], StoreError> {
-        let mut r = [0u8; REC];
-        let src = at
-            .checked_add(REC)
-            .and_then(|e| recs.get(at..e))
-            .ok_or(StoreError::Address {
-                addr: at as u64,
-                len: REC as u64,
-            })?;
-        r.copy_from_slice(src);
-        Ok(r)
+        let src = at.checked_add(REC).and_then(|e| recs.get(at..e));
+        (src.and_then(|s| s.try_into().ok())).ok_or(StoreError::Address {
+            addr: at as u64,
+            len: REC as u64,
+        })
     }
 
     fn missing(&self, index: usize) -> StoreError {

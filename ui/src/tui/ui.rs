@@ -82,12 +82,12 @@ pub fn layout(app: &App) -> Layout {
         let mut hex_h = hex_needed.min(cap) + 3;
         let mut list_h = list_wanted;
         // The tree keeps at least four rows: shrink the bytes, then the list.
-        while main_h.saturating_sub(list_h + hex_h) < 6 && hex_h > 4 {
-            hex_h -= 1;
-        }
-        while main_h.saturating_sub(list_h + hex_h) < 6 && list_h > 4 {
-            list_h -= 1;
-        }
+        hex_h = hex_h
+            .min(main_h.saturating_sub(list_h + 6))
+            .max(hex_h.min(4));
+        list_h = list_h
+            .min(main_h.saturating_sub(hex_h + 6))
+            .max(list_h.min(4));
         let tree_h = main_h.saturating_sub(list_h + hex_h);
         (
             Rect::new(0, 0, w, list_h),
@@ -153,17 +153,6 @@ impl Palette {
             ),
         }
     }
-
-    fn border(&self, focused: bool) -> (Style, BorderType) {
-        if focused {
-            (
-                self.fg(Color::LightCyan).add_modifier(Modifier::BOLD),
-                BorderType::Thick,
-            )
-        } else {
-            (self.fg(Color::DarkGray), BorderType::Plain)
-        }
-    }
 }
 
 /// The legend of the byte view, in the seed's words.
@@ -202,7 +191,12 @@ pub fn render(f: &mut Frame, app: &App) {
 }
 
 fn block<'a>(title: Line<'a>, focused: bool, pal: &Palette) -> Block<'a> {
-    let (style, ty) = pal.border(focused);
+    let (style, ty) = if focused {
+        let bold = pal.fg(Color::LightCyan).add_modifier(Modifier::BOLD);
+        (bold, BorderType::Thick)
+    } else {
+        (pal.fg(Color::DarkGray), BorderType::Plain)
+    };
     Block::default()
         .borders(Borders::ALL)
         .border_type(ty)
@@ -733,11 +727,9 @@ fn render_line(f: &mut Frame, app: &App, pal: &Palette, area: Rect) {
             Style::default().fg(Color::White).bg(Color::Red),
             Modifier::UNDERLINED,
         );
-        let chars: Vec<char> = bar.text.chars().collect();
-        for k in 0..=chars.len() {
-            let c = chars
-                .get(k)
-                .map_or(" ".to_string(), |c| escape_text(&c.to_string()));
+        // Every character, then the cell after the last (where the cursor may stand).
+        for (k, c) in bar.text.chars().map(Some).chain([None]).enumerate() {
+            let c = c.map_or(" ".to_string(), |c| escape_text(&c.to_string()));
             let mut st = Style::default();
             if err_col == Some(k) {
                 st = bad;
@@ -747,16 +739,13 @@ fn render_line(f: &mut Frame, app: &App, pal: &Palette, area: Rect) {
             }
             spans.push(Span::styled(c, st));
         }
-        match &bar.error {
-            Some((col, msg)) => spans.push(Span::styled(
+        spans.push(match &bar.error {
+            Some((col, msg)) => Span::styled(
                 format!("  ✗ col {col}: {}", escape_text(msg)),
                 pal.fg(Color::LightRed).add_modifier(Modifier::BOLD),
-            )),
-            None => spans.push(Span::styled(
-                "  ✓ Enter applies, Esc cancels",
-                pal.fg(Color::Green),
-            )),
-        }
+            ),
+            None => Span::styled("  ✓ Enter applies, Esc cancels", pal.fg(Color::Green)),
+        });
         Line::from(spans)
     } else if let Some(n) = &app.notice {
         Line::from(Span::styled(escape_text(n), pal.fg(Color::LightYellow)))
@@ -864,19 +853,13 @@ pub const KEYS: &[(&str, &str)] = &[
 ];
 
 fn render_help(f: &mut Frame, pal: &Palette, area: Rect) {
-    let kw = KEYS
-        .iter()
-        .map(|(k, _)| k.chars().count())
-        .max()
-        .unwrap_or(0);
+    let kw = KEYS.iter().map(|(k, _)| k.chars().count()).max();
+    let key = pal.fg(Color::LightCyan).add_modifier(Modifier::BOLD);
     let mut lines: Vec<Line> = KEYS
         .iter()
         .map(|(k, d)| {
             Line::from(vec![
-                Span::styled(
-                    fit(k, kw + 2),
-                    pal.fg(Color::LightCyan).add_modifier(Modifier::BOLD),
-                ),
+                Span::styled(fit(k, kw.unwrap_or(0) + 2), key),
                 Span::raw(*d),
             ])
         })
@@ -887,12 +870,8 @@ fn render_help(f: &mut Frame, pal: &Palette, area: Rect) {
     ));
     let w = (area.width.saturating_sub(4)).min(78);
     let h = (u16::try_from(lines.len()).unwrap_or(u16::MAX) + 2).min(area.height);
-    let r = Rect::new(
-        area.x + (area.width - w) / 2,
-        area.y + (area.height - h) / 2,
-        w,
-        h,
-    );
+    let x = area.x + (area.width - w) / 2;
+    let r = Rect::new(x, area.y + (area.height - h) / 2, w, h);
     f.render_widget(Clear, r);
     let b = block(Line::from(" kafkashark keys "), true, pal);
     f.render_widget(Paragraph::new(lines).block(b), r);
@@ -947,8 +926,8 @@ pub fn stats_layout(app: &App) -> StatsLayout {
     }
 }
 
-/// The tabs' labels (with their row counts) and their first columns.
-fn stats_tabs(v: Option<&StatsView>) -> Vec<(StatsTab, String, u16)> {
+/// The tabs' labels (with their row counts) and the columns they take.
+fn stats_tabs(v: Option<&StatsView>) -> Vec<(StatsTab, String, std::ops::Range<u16>)> {
     let mut x = 0u16;
     StatsTab::ALL
         .iter()
@@ -956,9 +935,9 @@ fn stats_tabs(v: Option<&StatsView>) -> Vec<(StatsTab, String, u16)> {
         .map(|(i, t)| {
             let n = v.map_or(0, |v| v.data.rows(*t).len());
             let label = format!(" {} {} ({n}) ", i + 1, t.title());
-            let at = x;
-            x += u16::try_from(label.chars().count()).unwrap_or(0) + 1;
-            (*t, label, at)
+            let (at, w) = (x, u16::try_from(label.chars().count()).unwrap_or(0));
+            x += w + 1;
+            (*t, label, at..at + w)
         })
         .collect()
 }
@@ -968,10 +947,7 @@ pub fn stats_tab_at(app: &App, tabs: Rect, x: u16) -> Option<StatsTab> {
     let x = x.checked_sub(tabs.x)?;
     stats_tabs(app.stats_view.as_ref())
         .into_iter()
-        .find_map(|(t, label, at)| {
-            let w = u16::try_from(label.chars().count()).unwrap_or(0);
-            (x >= at && x < at + w).then_some(t)
-        })
+        .find_map(|(t, _, cols)| cols.contains(&x).then_some(t))
 }
 
 /// A section's table title, and what its table says when it has no rows.
@@ -1264,16 +1240,9 @@ fn render_generations(f: &mut Frame, v: &StatsView, pal: &Palette, area: Rect) {
 fn render_client(f: &mut Frame, v: &StatsView, pal: &Palette, area: Rect) {
     let inner_w = usize::from(area.width.saturating_sub(2));
     let c = v.data.report.clients.get(v.sel[StatsTab::Clients.index()]);
-    let title = match c {
-        Some(c) => format!(
-            " client {} ",
-            c.client_id
-                .as_deref()
-                .map_or("(no client id)".into(), |s| format!(
-                    "\"{}\"",
-                    escape_text(s)
-                ))
-        ),
+    let title = match c.map(|c| c.client_id.as_deref()) {
+        Some(Some(id)) => format!(" client \"{}\" ", escape_text(id)),
+        Some(None) => " client (no client id) ".into(),
         None => " client ".into(),
     };
     let mut lines = Vec::new();
