@@ -612,7 +612,6 @@ impl App {
         if k == 0 {
             return;
         }
-        let k64 = k as u64;
         self.entries.drop_front(k);
         if let Some(w) = self.entries.take_warning() {
             self.notice = Some(w);
@@ -632,7 +631,7 @@ impl App {
         }
         self.list_pos = self.list_pos.saturating_sub(pos_gone);
         self.list_offset = self.list_offset.saturating_sub(offset_gone);
-        self.dropped += k64;
+        self.dropped += k as u64;
         match self.selected {
             Some(s) if s >= k => {
                 self.selected = Some(s - k);
@@ -700,13 +699,8 @@ impl App {
     }
 
     fn apply_filter(&mut self, text: &str) {
-        let f = Filter::parse(text).ok().filter(|f| !f.is_empty());
-        self.filter = f;
-        self.filter_text = if self.filter.is_some() {
-            text.to_string()
-        } else {
-            String::new()
-        };
+        self.filter = Filter::parse(text).ok().filter(|f| !f.is_empty());
+        self.filter_text = self.filter.as_ref().map_or(String::new(), |_| text.into());
         self.matched = match &self.filter {
             None => Bitset::filled(self.entries.len(), true),
             Some(f) => self.filter_all(f),
@@ -1112,8 +1106,6 @@ impl App {
 
     /// A key for the panes (the stats view closed).
     fn pane_key(&mut self, code: KeyCode) {
-        let page = |rows: usize| rows.saturating_sub(1).max(1);
-        let lay = ui::layout(self);
         match code {
             KeyCode::Tab => self.focus = self.next_pane(true),
             KeyCode::BackTab => self.focus = self.next_pane(false),
@@ -1130,11 +1122,7 @@ impl App {
             KeyCode::Char('f') => self.frames_notice(),
             KeyCode::Char('e') => self.expand_all(true),
             KeyCode::Char('c') => self.expand_all(false),
-            code => match self.focus {
-                Pane::List => self.list_key(code, page(lay.list_rows)),
-                Pane::Tree => self.tree_key(code, page(lay.tree_rows)),
-                Pane::Hex => self.hex_key(code, page(lay.hex_rows)),
-            },
+            code => self.focus_key(code),
         }
     }
 
@@ -1145,54 +1133,52 @@ impl App {
         cycle(&panes[no_list..], self.focus, forward)
     }
 
-    fn list_key(&mut self, code: KeyCode, page: usize) {
-        if let KeyCode::Enter | KeyCode::Right | KeyCode::Char('l' | ' ') = code {
-            self.focus = Pane::Tree;
-        } else if let Some(to) = motion(code, self.list_pos, 1, page) {
-            self.list_go(to, self.follow);
-        }
-    }
-
-    /// Selects list row `to` (the last when past it); `follow` stays on only there.
-    fn list_go(&mut self, to: usize, follow: bool) {
-        let last = self.view.len().saturating_sub(1);
-        self.follow = follow && to >= last;
-        self.select_pos(to.min(last));
-    }
-
-    fn tree_key(&mut self, code: KeyCode, page: usize) {
-        match code {
-            KeyCode::Enter | KeyCode::Char(' ') => self.tree_fold(None),
-            KeyCode::Right | KeyCode::Char('l') => self.tree_fold(Some(true)),
-            KeyCode::Left | KeyCode::Char('h') => self.tree_fold(Some(false)),
-            code => {
-                if let Some(to) = motion(code, self.tree.cursor, 1, page) {
-                    self.tree_move(to);
-                }
-            }
-        }
-    }
-
-    fn hex_key(&mut self, code: KeyCode, page: usize) {
-        let cur = self.hex.cursor;
-        let to = match code {
-            KeyCode::Right | KeyCode::Char('l') => Some(cur + 1),
-            KeyCode::Left | KeyCode::Char('h') => Some(cur.saturating_sub(1)),
-            KeyCode::Enter | KeyCode::Char(' ') => {
+    /// A key for the focused pane: its own keys, else a cursor motion.
+    fn focus_key(&mut self, code: KeyCode) {
+        use KeyCode::{Char, Enter, Left, Right};
+        match (self.focus, code) {
+            (Pane::List, Enter | Right | Char('l' | ' ')) | (Pane::Hex, Enter | Char(' ')) => {
                 self.focus = Pane::Tree;
-                return;
             }
-            code => motion(code, cur, 16, page),
-        };
-        if let Some(to) = to {
-            self.hex_go(to);
+            (Pane::Tree, Enter | Char(' ')) => self.tree_fold(None),
+            (Pane::Tree, Right | Char('l')) => self.tree_fold(Some(true)),
+            (Pane::Tree, Left | Char('h')) => self.tree_fold(Some(false)),
+            (Pane::Hex, Right | Char('l')) => self.hex_move(self.hex.cursor + 1),
+            (Pane::Hex, Left | Char('h')) => self.hex_move(self.hex.cursor.saturating_sub(1)),
+            (pane, _) => {
+                let lay = ui::layout(self);
+                let rows = match pane {
+                    Pane::List => lay.list_rows,
+                    Pane::Tree => lay.tree_rows,
+                    Pane::Hex => lay.hex_rows,
+                };
+                self.pane_motion(pane, code, 1, rows.saturating_sub(1).max(1), self.follow);
+            }
         }
     }
 
-    /// Moves the byte cursor to `to` (the last byte when past it).
-    fn hex_go(&mut self, to: usize) {
-        let last = self.hex_bytes().len().saturating_sub(1);
-        self.hex_move(to.min(last));
+    /// Moves `pane`'s cursor for a motion key ([`motion`]), `lines` lines a
+    /// step (a row of 16 bytes in the byte view) and `page` steps a page; the
+    /// list keeps `follow` on only at its last row.
+    fn pane_motion(&mut self, pane: Pane, code: KeyCode, lines: usize, page: usize, follow: bool) {
+        let (cur, step) = match pane {
+            Pane::List => (self.list_pos, lines),
+            Pane::Tree => (self.tree.cursor, lines),
+            Pane::Hex => (self.hex.cursor, 16 * lines),
+        };
+        let Some(to) = motion(code, cur, step, page) else {
+            return;
+        };
+        match pane {
+            Pane::List => {
+                let last = self.view.len().saturating_sub(1);
+                self.follow = follow && to >= last;
+                self.select_pos(to.min(last));
+            }
+            Pane::Tree => self.tree_move(to),
+            // `hex_move` stops at the last byte.
+            Pane::Hex => self.hex_move(to),
+        }
     }
 
     fn bar_key(&mut self, k: KeyEvent) {
@@ -1268,9 +1254,8 @@ impl App {
                 self.focus = pane;
                 match pane {
                     Pane::List => {
-                        let Some(r) = lay.list else { return };
                         // Border, then the header row.
-                        let top = usize::from(r.y) + 2;
+                        let top = lay.list.map_or(0, |r| usize::from(r.y)) + 2;
                         let (offset, len) = (self.list_offset, self.view.len());
                         if let Some(pos) = item_at(m.row, top, lay.list_rows, offset, len) {
                             self.follow = false;
@@ -1298,18 +1283,8 @@ impl App {
             }
             MouseEventKind::ScrollDown | MouseEventKind::ScrollUp => {
                 let down = m.kind == MouseEventKind::ScrollDown;
-                let step = |v: usize, n: usize| {
-                    if down {
-                        v + n
-                    } else {
-                        v.saturating_sub(n)
-                    }
-                };
-                match pane {
-                    Pane::List => self.list_go(step(self.list_pos, WHEEL_ROWS), false),
-                    Pane::Tree => self.tree_move(step(self.tree.cursor, WHEEL_ROWS)),
-                    Pane::Hex => self.hex_go(step(self.hex.cursor, 16 * WHEEL_ROWS)),
-                }
+                let code = if down { KeyCode::Down } else { KeyCode::Up };
+                self.pane_motion(pane, code, WHEEL_ROWS, 1, false);
             }
             _ => {}
         }
@@ -1333,11 +1308,10 @@ impl App {
                 }
             }
             None => {
-                let (tab, sel, offset) = (StatsTab::Latency, [0; 5], [0; 5]);
                 self.stats_view = Some(StatsView {
-                    tab,
-                    sel,
-                    offset,
+                    tab: StatsTab::Latency,
+                    sel: [0; 5],
+                    offset: [0; 5],
                     data,
                     tick,
                 });
@@ -1354,17 +1328,14 @@ impl App {
         }
     }
 
-    fn stats_tab(&mut self, tab: StatsTab) {
+    /// Shows section `tab`, its row `to` selected when given (the last when past it).
+    fn stats_go(&mut self, tab: StatsTab, to: Option<usize>) {
         if let Some(v) = &mut self.stats_view {
+            let t = tab.index();
             v.tab = tab;
-        }
-        self.scroll_stats();
-    }
-
-    fn stats_move(&mut self, to: usize) {
-        if let Some(v) = &mut self.stats_view {
-            let t = v.tab.index();
-            v.sel[t] = to.min(v.data.rows[t].len().saturating_sub(1));
+            v.sel[t] = to
+                .unwrap_or(v.sel[t])
+                .min(v.data.rows[t].len().saturating_sub(1));
         }
         self.scroll_stats();
     }
@@ -1406,19 +1377,19 @@ impl App {
             KeyCode::Char('S') | KeyCode::Esc => self.stats_view = None,
             KeyCode::Char('r') => self.refresh_stats(),
             KeyCode::Tab | KeyCode::Right | KeyCode::Char('l') => {
-                self.stats_tab(cycle(&StatsTab::ALL, tab, true))
+                self.stats_go(cycle(&StatsTab::ALL, tab, true), None)
             }
             KeyCode::BackTab | KeyCode::Left | KeyCode::Char('h') => {
-                self.stats_tab(cycle(&StatsTab::ALL, tab, false))
+                self.stats_go(cycle(&StatsTab::ALL, tab, false), None)
             }
             KeyCode::Char(c @ '1'..='5') => {
                 let i = usize::from(c as u8 - b'1');
-                self.stats_tab(StatsTab::ALL[i]);
+                self.stats_go(StatsTab::ALL[i], None);
             }
             KeyCode::Enter => self.stats_enter(),
             code => {
                 if let Some(to) = motion(code, sel, 1, page) {
-                    self.stats_move(to);
+                    self.stats_go(tab, Some(to));
                 }
             }
         }
@@ -1427,13 +1398,13 @@ impl App {
     fn stats_mouse(&mut self, m: MouseEvent) {
         let lay = ui::stats_layout(self);
         let Some(v) = &self.stats_view else { return };
-        let t = v.tab.index();
+        let (tab, t) = (v.tab, v.tab.index());
         let (sel, offset, n) = (v.sel[t], v.offset[t], v.data.rows[t].len());
         match m.kind {
             MouseEventKind::Down(MouseButton::Left) => {
                 if m.row == lay.tabs.y {
                     if let Some(t) = ui::stats_tab_at(self, lay.tabs, m.column) {
-                        self.stats_tab(t);
+                        self.stats_go(t, None);
                     }
                     return;
                 }
@@ -1447,12 +1418,12 @@ impl App {
                     if pos == sel {
                         self.stats_enter();
                     } else {
-                        self.stats_move(pos);
+                        self.stats_go(tab, Some(pos));
                     }
                 }
             }
-            MouseEventKind::ScrollDown => self.stats_move(sel + WHEEL_ROWS),
-            MouseEventKind::ScrollUp => self.stats_move(sel.saturating_sub(WHEEL_ROWS)),
+            MouseEventKind::ScrollDown => self.stats_go(tab, Some(sel + WHEEL_ROWS)),
+            MouseEventKind::ScrollUp => self.stats_go(tab, Some(sel.saturating_sub(WHEEL_ROWS))),
             _ => {}
         }
     }
@@ -1490,13 +1461,7 @@ fn item_at(y: u16, top: usize, rows: usize, offset: usize, len: usize) -> Option
 
 /// A scroll offset that keeps `cursor` within `rows` rows.
 fn keep_visible(offset: usize, cursor: usize, rows: usize) -> usize {
-    if cursor < offset {
-        cursor
-    } else if cursor >= offset + rows {
-        cursor + 1 - rows
-    } else {
-        offset
-    }
+    offset.min(cursor).max((cursor + 1).saturating_sub(rows))
 }
 
 fn merge(a: Vec<u32>, b: Vec<u32>, cmp: impl Fn(u32, u32) -> std::cmp::Ordering) -> Vec<u32> {
@@ -1619,23 +1584,15 @@ pub fn flatten(root: &Node, expanded: &HashSet<Vec<u32>>) -> Vec<TreeRow> {
         if n.children.is_empty() || !expanded.contains(path) {
             return;
         }
-        let count = n.children.len();
         for (i, c) in n.children.iter().enumerate() {
-            let last = i + 1 == count;
-            path.push(i as u32);
-            let next_prefix = if last {
-                format!("{prefix}    ")
+            let bar = if i + 1 == n.children.len() {
+                "    "
             } else {
-                format!("{prefix}|   ")
+                "|   "
             };
-            go(
-                c,
-                path,
-                &next_prefix,
-                format!("{prefix}+-- "),
-                expanded,
-                out,
-            );
+            path.push(i as u32);
+            let guides = format!("{prefix}+-- ");
+            go(c, path, &format!("{prefix}{bar}"), guides, expanded, out);
             path.pop();
         }
     }

@@ -50,7 +50,7 @@ use crossterm::terminal::{
 use kafkashark::analyzer::{
     expects_response, new_record, Analyzer, AnalyzerConfig, Notice, Output,
 };
-use kafkashark::capture::{FileSource, FrameSource, LiveConfig, LiveSource, Polled};
+use kafkashark::capture::{FrameSource, Polled};
 use kafkashark::flow::Ports;
 use kafkashark::kafka::framing::RawMessage;
 use kafkashark::kafka::{decode_request, DecodeOptions};
@@ -59,6 +59,7 @@ use ratatui::backend::CrosstermBackend;
 use ratatui::Terminal;
 
 use crate::cli_error::CliError;
+use crate::print;
 pub use app::{App, ByteStore, Config, Effect, Entry, LoadStats, Msg, SourceKind};
 use store::Scratch;
 
@@ -170,28 +171,22 @@ const POLL: Duration = Duration::from_millis(40);
 /// Runs the TUI until the user quits.
 pub fn run(opts: Options) -> Result<(), CliError> {
     // Open the input before touching the terminal, so errors print plainly.
-    let (title, kind, source): (String, SourceKind, Option<Box<dyn FrameSource + Send>>) =
-        match &opts.input {
-            Input::File(p) => (
-                p.clone(),
-                SourceKind::File,
-                Some(Box::new(FileSource::open(p).map_err(CliError::Capture)?)),
-            ),
-            Input::Live { iface, filter } => {
-                let mut cfg = LiveConfig::new(iface);
-                cfg.filter = filter
-                    .clone()
-                    .or_else(|| crate::print::default_filter(&opts.ports));
-                (
-                    format!("live: {iface}"),
-                    SourceKind::Live,
-                    Some(Box::new(crate::privilege::after_open(LiveSource::open(
-                        &cfg,
-                    ))?)),
-                )
-            }
-            Input::Message { name, .. } => (name.clone(), SourceKind::Message, None),
-        };
+    let (title, kind, capture) = match &opts.input {
+        Input::File(p) => (
+            p.clone(),
+            SourceKind::File,
+            Some(print::Input::File(p.clone())),
+        ),
+        Input::Live { iface, filter } => {
+            let live = print::Input::Live {
+                iface: iface.clone(),
+                filter: filter.clone(),
+            };
+            (format!("live: {iface}"), SourceKind::Live, Some(live))
+        }
+        Input::Message { name, .. } => (name.clone(), SourceKind::Message, None),
+    };
+    let source = capture.map(|c| c.open(&opts.ports)).transpose()?;
     let meta = match &opts.input {
         Input::File(p) if p != "-" => std::fs::metadata(p).ok().map(|m| (p, m)),
         _ => None,
@@ -301,13 +296,12 @@ fn event_loop(app: &mut App, rx: Option<&Receiver<Msg>>) -> Result<(), CliError>
             dirty = false;
         }
         // Keys first: the UI never waits behind the loader.
-        if event::poll(if loader_open {
+        let wait = if loader_open {
             Duration::from_millis(5)
         } else {
             POLL
-        })
-        .map_err(term_err)?
-        {
+        };
+        if event::poll(wait).map_err(term_err)? {
             loop {
                 let msg = match event::read().map_err(term_err)? {
                     Event::Key(k) => Some(Msg::Key(k)),
@@ -473,13 +467,12 @@ pub fn message_entry(bytes: Vec<u8>) -> Entry {
         missing: 0,
         file_pieces: Vec::new(),
     };
-    let length = raw.size().unwrap_or(len);
     let nowhere = SocketAddr::from((Ipv4Addr::UNSPECIFIED, 0));
     let mut m = *new_record(0, raw, nowhere, nowhere);
     m.info.api_key = d.api_key.map(ApiKey);
     m.info.api_version = d.api_version;
     m.info.correlation_id = d.correlation_id;
-    m.info.length = length;
+    m.info.length = m.raw.size().unwrap_or(len);
     m.info.client_id = d.client_id.clone();
     m.info.expects_response = expects_response(&d);
     m.info.decode_error = d.error.as_ref().map(ToString::to_string);

@@ -160,6 +160,13 @@ impl Segment {
     fn end(&self) -> u64 {
         self.base + self.flushed + self.tail.len() as u64
     }
+
+    /// Where the `n` bytes at `off` into the segment lie in `tail` (`None`
+    /// unless they all come after the flushed ones).
+    fn tail_range(&self, off: u64, n: usize) -> Option<std::ops::Range<usize>> {
+        let t = usize::try_from(off.checked_sub(self.flushed)?).ok()?;
+        Some(t..t.checked_add(n)?)
+    }
 }
 
 /// An append-only byte log over scratch files (in memory when they fail).
@@ -328,10 +335,8 @@ impl Log {
         }
         // The part in memory.
         if done < n {
-            let t = usize::try_from(off + done as u64 - seg.flushed).unwrap_or(usize::MAX);
-            let src = t
-                .checked_add(n - done)
-                .and_then(|e| seg.tail.get(t..e))
+            let src = (seg.tail_range(off + done as u64, n - done))
+                .and_then(|r| seg.tail.get(r))
                 .ok_or(StoreError::Address { addr, len })?;
             if let Some(dst) = buf.get_mut(done..) {
                 dst.copy_from_slice(src);
@@ -349,17 +354,8 @@ impl Log {
         };
         let off = addr - seg.base;
         if off >= seg.flushed {
-            let t = usize::try_from(off - seg.flushed).unwrap_or(usize::MAX);
-            return match t
-                .checked_add(data.len())
-                .and_then(|e| seg.tail.get_mut(t..e))
-            {
-                Some(dst) => {
-                    dst.copy_from_slice(data);
-                    true
-                }
-                None => false,
-            };
+            let dst = (seg.tail_range(off, data.len())).and_then(|r| seg.tail.get_mut(r));
+            return dst.map(|d| d.copy_from_slice(data)).is_some();
         }
         if off + len > seg.flushed || !self.writable {
             return false;
@@ -636,16 +632,11 @@ impl EntryStore {
 
     /// The record at byte `at` of a block's records.
     fn record_in(recs: &[u8], at: usize) -> Result<[u8; REC], StoreError> {
-        let mut r = [0u8; REC];
-        let src = at
-            .checked_add(REC)
-            .and_then(|e| recs.get(at..e))
-            .ok_or(StoreError::Address {
-                addr: at as u64,
-                len: REC as u64,
-            })?;
-        r.copy_from_slice(src);
-        Ok(r)
+        let src = at.checked_add(REC).and_then(|e| recs.get(at..e));
+        (src.and_then(|s| s.try_into().ok())).ok_or(StoreError::Address {
+            addr: at as u64,
+            len: REC as u64,
+        })
     }
 
     fn missing(&self, index: usize) -> StoreError {

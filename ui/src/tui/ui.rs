@@ -82,12 +82,12 @@ pub fn layout(app: &App) -> Layout {
         let mut hex_h = hex_needed.min(cap) + 3;
         let mut list_h = list_wanted;
         // The tree keeps at least four rows: shrink the bytes, then the list.
-        while main_h.saturating_sub(list_h + hex_h) < 6 && hex_h > 4 {
-            hex_h -= 1;
-        }
-        while main_h.saturating_sub(list_h + hex_h) < 6 && list_h > 4 {
-            list_h -= 1;
-        }
+        hex_h = hex_h
+            .min(main_h.saturating_sub(list_h + 6))
+            .max(hex_h.min(4));
+        list_h = list_h
+            .min(main_h.saturating_sub(hex_h + 6))
+            .max(list_h.min(4));
         let tree_h = main_h.saturating_sub(list_h + hex_h);
         (
             Rect::new(0, 0, w, list_h),
@@ -153,17 +153,6 @@ impl Palette {
             ),
         }
     }
-
-    fn border(&self, focused: bool) -> (Style, BorderType) {
-        if focused {
-            (
-                self.fg(Color::LightCyan).add_modifier(Modifier::BOLD),
-                BorderType::Thick,
-            )
-        } else {
-            (self.fg(Color::DarkGray), BorderType::Plain)
-        }
-    }
 }
 
 /// The legend of the byte view, in the seed's words.
@@ -202,7 +191,12 @@ pub fn render(f: &mut Frame, app: &App) {
 }
 
 fn block<'a>(title: Line<'a>, focused: bool, pal: &Palette) -> Block<'a> {
-    let (style, ty) = pal.border(focused);
+    let (style, ty) = if focused {
+        let bold = pal.fg(Color::LightCyan).add_modifier(Modifier::BOLD);
+        (bold, BorderType::Thick)
+    } else {
+        (pal.fg(Color::DarkGray), BorderType::Plain)
+    };
     Block::default()
         .borders(Borders::ALL)
         .border_type(ty)
@@ -240,36 +234,27 @@ fn clock(secs: i64) -> String {
 
 /// Truncates to `w` characters (with `…`) and pads to exactly `w`.
 fn fit(s: &str, w: usize) -> String {
-    let n = s.chars().count();
-    if n <= w {
-        let mut o = s.to_string();
-        o.extend(std::iter::repeat_n(' ', w - n));
-        o
-    } else if w == 0 {
-        String::new()
-    } else {
-        let mut o: String = s.chars().take(w - 1).collect();
-        o.push('…');
-        o
+    match s.chars().count() {
+        n if n <= w => format!("{s:w$}"),
+        _ if w == 0 => String::new(),
+        _ => s.chars().take(w - 1).chain(['…']).collect(),
     }
 }
 
 /// Like [`fit`], keeping the last column as a gap.
 fn fit_gap(s: &str, w: usize) -> String {
-    if w == 0 {
-        return String::new();
+    match w {
+        0 => String::new(),
+        _ => fit(s, w - 1) + " ",
     }
-    let mut o = fit(s, w - 1);
-    o.push(' ');
-    o
 }
 
+/// Like [`fit`], right-aligned.
 fn fit_right(s: &str, w: usize) -> String {
-    let n = s.chars().count();
-    if n >= w {
+    if s.chars().count() > w {
         fit(s, w)
     } else {
-        format!("{}{s}", " ".repeat(w - n))
+        format!("{s:>w$}")
     }
 }
 
@@ -426,11 +411,9 @@ fn render_list(f: &mut Frame, app: &App, pal: &Palette, area: Rect, rows: usize)
     let header = list_parts(inner_w, app.time, head, "API", tail).concat();
     let mut lines = vec![header_line(&header, inner_w)];
     let end = (app.list_offset + rows).min(app.view.len());
-    for pos in app.list_offset..end {
-        let Some(&at) = app.view.get(pos) else {
-            continue;
-        };
-        let e = match app.entries.try_get(at as usize) {
+    let shown = app.view.get(app.list_offset..end).unwrap_or(&[]);
+    for (pos, &at) in (app.list_offset..).zip(shown) {
+        let e = &match app.entries.try_get(at as usize) {
             Ok(e) => e,
             Err(err) => {
                 // The index could not be read back: the row says why.
@@ -439,7 +422,6 @@ fn render_list(f: &mut Frame, app: &App, pal: &Palette, area: Rect, rows: usize)
                 continue;
             }
         };
-        let e = &e;
         let i = &e.info();
         let (frame, time, stream) = (
             i.frame.to_string(),
@@ -460,15 +442,13 @@ fn render_list(f: &mut Frame, app: &App, pal: &Palette, area: Rect, rows: usize)
             &api_text(i),
             tail,
         );
-        let trouble = if i.decode_error.is_some() {
-            Some(Color::Magenta)
-        } else if !i.error_codes.is_empty() {
-            Some(Color::LightRed)
-        } else if i.throttle_time_ms.is_some_and(|t| t > 0) {
-            Some(Color::Yellow)
-        } else {
-            None
-        };
+        let trouble = [
+            (i.decode_error.is_some(), Color::Magenta),
+            (!i.error_codes.is_empty(), Color::LightRed),
+            (i.throttle_time_ms.is_some_and(|t| t > 0), Color::Yellow),
+        ]
+        .into_iter()
+        .find_map(|(on, c)| on.then_some(c));
         let base = trouble.map_or(Style::default(), |c| pal.fg(c));
         let api_style = trouble.map_or_else(|| pal.fg(api_color(i.api_key)), |c| pal.fg(c));
         let used = left.chars().count() + api.chars().count();
@@ -503,24 +483,16 @@ fn render_tree(f: &mut Frame, app: &App, pal: &Palette, area: Rect, rows: usize)
     let title = match app.selected_entry() {
         Some(e) => {
             let i = &e.info();
-            let mut t = format!(
-                " frame {}: {} {} ",
-                i.frame,
-                api_text(i),
-                match i.kind {
-                    Kind::Request => "Request",
-                    Kind::Response => "Response",
-                }
-            );
+            let (kind, peer) = match i.kind {
+                Kind::Request => ("Request", "response"),
+                Kind::Response => ("Response", "request"),
+            };
+            let mut t = format!(" frame {}: {} {kind} ", i.frame, api_text(i));
             if app.cfg.kind != SourceKind::Message {
                 t.push_str(&format!("{} ", route(i)));
             }
             if let Some(p) = i.peer.and_then(|p| app.entries.get(p as usize)) {
-                let what = match i.kind {
-                    Kind::Request => "response",
-                    Kind::Response => "request",
-                };
-                t.push_str(&format!("│ {what} in frame {} ", p.frame()));
+                t.push_str(&format!("│ {peer} in frame {} ", p.frame()));
             }
             if let Some(l) = i.latency_ns {
                 t.push_str(&format!("│ latency {} ", latency_text(l)));
@@ -535,23 +507,15 @@ fn render_tree(f: &mut Frame, app: &App, pal: &Palette, area: Rect, rows: usize)
     if let Some(d) = &app.detail {
         let end = (app.tree.offset + rows).min(app.tree.rows.len());
         let visible = app.tree.rows.get(app.tree.offset..end).unwrap_or(&[]);
-        // Column widths from the rows shown, shrunk to fit the pane.
-        struct Cells {
-            name: String,
-            ty: String,
-            value: String,
-            span: String,
-        }
-        let cells: Vec<(Cells, &kafkashark::kafka::Node)> = visible
+        // Name, type, value and span; column widths from the rows shown, shrunk to fit the pane.
+        let cells: Vec<([String; 4], &kafkashark::kafka::Node)> = visible
             .iter()
             .filter_map(|r| {
                 let n = node_at(&d.decoded.root, &r.path)?;
-                let marker = if !r.has_children {
-                    "  "
-                } else if app.tree.expanded.contains(&r.path) {
-                    "▾ "
-                } else {
-                    "▸ "
+                let marker = match (r.has_children, app.tree.expanded.contains(&r.path)) {
+                    (false, _) => "  ",
+                    (true, true) => "▾ ",
+                    (true, false) => "▸ ",
                 };
                 let v = n.value_text();
                 let mut value = if v.is_empty() {
@@ -562,43 +526,35 @@ fn render_tree(f: &mut Frame, app: &App, pal: &Palette, area: Rect, rows: usize)
                 if let Some(e) = &n.error {
                     value.push_str(&format!("  MALFORMED: {}", escape_text(e)));
                 }
-                let src = if n.source != 0 {
-                    format!("#{}:", n.source)
-                } else {
-                    String::new()
+                let src = match n.source {
+                    0 => String::new(),
+                    s => format!("#{s}:"),
                 };
-                Some((
-                    Cells {
-                        name: format!("{marker}{}{}", r.guides, escape_text(&n.name)),
-                        ty: escape_text(&n.ty),
-                        value,
-                        span: format!("[{src}0x{:04x}, {}B]", n.offset, n.length),
-                    },
-                    n,
-                ))
+                let name = format!("{marker}{}{}", r.guides, escape_text(&n.name));
+                let span = format!("[{src}0x{:04x}, {}B]", n.offset, n.length);
+                Some(([name, escape_text(&n.ty), value, span], n))
             })
             .collect();
-        let maxw = |g: fn(&Cells) -> usize| cells.iter().map(|(c, _)| g(c)).max().unwrap_or(0);
-        let span_w = maxw(|c| c.span.chars().count());
-        let mut name_w = maxw(|c| c.name.chars().count()) + 2;
-        let mut ty_w = maxw(|c| c.ty.chars().count()) + 2;
+        let maxw = |k: usize| cells.iter().map(|(c, _)| c[k].chars().count()).max();
+        let span_w = maxw(3).unwrap_or(0);
+        let mut name_w = maxw(0).unwrap_or(0) + 2;
+        let mut ty_w = maxw(1).unwrap_or(0) + 2;
         let avail = inner_w.saturating_sub(span_w);
         name_w = name_w.min(avail * 45 / 100).max(10.min(avail));
         ty_w = ty_w.min(avail.saturating_sub(name_w) * 35 / 100);
         let val_w = avail.saturating_sub(name_w + ty_w);
-        for (k, (c, n)) in cells.iter().enumerate() {
+        for (k, ([name, ty, value, span], n)) in cells.into_iter().enumerate() {
             let row = app.tree.offset + k;
-            let trouble = n.error.is_some();
-            let vstyle = if trouble {
+            let vstyle = if n.error.is_some() {
                 pal.role(Role::Malformed)
             } else {
                 Style::default()
             };
             let mut line = Line::from(vec![
-                Span::styled(fit_gap(&c.name, name_w), pal.role(n.role)),
-                Span::styled(fit_gap(&c.ty, ty_w), pal.fg(Color::Gray)),
-                Span::styled(fit(&c.value, val_w), vstyle),
-                Span::styled(c.span.clone(), pal.fg(Color::DarkGray)),
+                Span::styled(fit_gap(&name, name_w), pal.role(n.role)),
+                Span::styled(fit_gap(&ty, ty_w), pal.fg(Color::Gray)),
+                Span::styled(fit(&value, val_w), vstyle),
+                Span::styled(span, pal.fg(Color::DarkGray)),
             ]);
             if row == app.tree.cursor {
                 line = line.patch_style(Style::default().add_modifier(Modifier::REVERSED));
@@ -613,20 +569,22 @@ fn render_tree(f: &mut Frame, app: &App, pal: &Palette, area: Rect, rows: usize)
         }));
     }
     let mut b = titled(&title, inner_w, app.focus == Pane::Tree, pal);
-    if let Some(n) = app.selected_node() {
-        // The field's problem first, else its description.
-        let bottom = match (&n.error, &n.about) {
-            (Some(e), _) => Some(Span::styled(
+    // The field's problem first, else its description.
+    let bottom = app
+        .selected_node()
+        .and_then(|n| match (&n.error, &n.about) {
+            (Some(e), _) => Some((
                 format!(" MALFORMED: {} ", escape_text(e)),
                 pal.role(Role::Malformed),
             )),
-            (None, Some(a)) => Some(Span::raw(format!(" {} ", escape_text(a)))),
+            (None, Some(a)) => Some((format!(" {} ", escape_text(a)), Style::default())),
             (None, None) => None,
-        };
-        if let Some(mut sp) = bottom {
-            sp.content = fit_title(&sp.content, inner_w.saturating_sub(2)).into();
-            b = b.title_bottom(Line::from(sp));
-        }
+        });
+    if let Some((text, style)) = bottom {
+        b = b.title_bottom(Span::styled(
+            fit_title(&text, inner_w.saturating_sub(2)),
+            style,
+        ));
     }
     f.render_widget(Paragraph::new(lines).block(b), area);
 }
@@ -635,9 +593,7 @@ fn fit_title(s: &str, w: usize) -> String {
     if s.chars().count() <= w {
         s.to_string()
     } else {
-        let mut t = fit(s, w.saturating_sub(1));
-        t.push(' ');
-        t
+        fit(s, w.saturating_sub(1)) + " "
     }
 }
 
@@ -676,6 +632,7 @@ fn render_hex(f: &mut Frame, app: &App, pal: &Palette, area: Rect, rows: usize) 
     let inner_w = usize::from(area.width.saturating_sub(2));
     let ow = offset_width(bytes.len());
     let hl = app.highlight();
+    let in_hl = |b: usize| hl.is_some_and(|(s, e)| (s..e).contains(&b));
     let cursor = app.hex.cursor;
     let mut lines = Vec::new();
     for r in app.hex.offset_row..app.hex.offset_row + rows {
@@ -699,7 +656,7 @@ fn render_hex(f: &mut Frame, app: &App, pal: &Palette, area: Rect, rows: usize) 
             };
             let role = app.hex.roles.get(b).copied().unwrap_or(Role::Message);
             let mut style = pal.role(role);
-            if hl.is_some_and(|(s, e)| b >= s && b < e) {
+            if in_hl(b) {
                 style = style.add_modifier(Modifier::REVERSED);
             }
             let mut cstyle = style;
@@ -707,29 +664,18 @@ fn render_hex(f: &mut Frame, app: &App, pal: &Palette, area: Rect, rows: usize) 
                 cstyle = cstyle.add_modifier(Modifier::UNDERLINED | Modifier::BOLD);
             }
             // Secret bytes (SASL tokens, passwords, HMACs) are never drawn.
-            let secret = app.hex.secret.get(b).copied().unwrap_or(false);
-            if secret {
-                hex_spans.push(Span::styled("••", cstyle));
-            } else {
-                hex_spans.push(Span::styled(format!("{v:02x}"), cstyle));
-            }
+            let (text, ch) = match app.hex.secret.get(b) {
+                Some(true) => ("••".to_string(), '•'),
+                _ if v.is_ascii_graphic() || v == b' ' => (format!("{v:02x}"), v as char),
+                _ => (format!("{v:02x}"), '.'),
+            };
+            hex_spans.push(Span::styled(text, cstyle));
             // The gap after a byte takes the highlight when the next byte has it too.
-            let next_in = hl.is_some_and(|(s, e)| b + 1 >= s && b + 1 < e && b >= s) && j != 7;
+            let gap = in_hl(b) && in_hl(b + 1) && j != 7 && j != 15;
             hex_spans.push(Span::styled(
                 " ",
-                if next_in && j != 15 {
-                    style
-                } else {
-                    Style::default()
-                },
+                if gap { style } else { Style::default() },
             ));
-            let ch = if secret {
-                '•'
-            } else if v.is_ascii_graphic() || v == b' ' {
-                v as char
-            } else {
-                '.'
-            };
             ascii_spans.push(Span::styled(ch.to_string(), cstyle));
         }
         hex_spans.extend(ascii_spans);
@@ -762,11 +708,7 @@ fn render_hex(f: &mut Frame, app: &App, pal: &Palette, area: Rect, rows: usize) 
     let mut b = titled(&title, inner_w, app.focus == Pane::Hex, pal);
     if !bytes.is_empty() {
         let pos = match hl {
-            Some((s, e)) => format!(
-                " 0x{:04x} · field 0x{s:04x}..0x{e:04x} ({}B) ",
-                cursor,
-                e - s
-            ),
+            Some((s, e)) => format!(" 0x{cursor:04x} · field 0x{s:04x}..0x{e:04x} ({}B) ", e - s),
             None => format!(" 0x{cursor:04x} "),
         };
         b = b.title_bottom(Line::from(pos).alignment(Alignment::Right));
@@ -785,11 +727,9 @@ fn render_line(f: &mut Frame, app: &App, pal: &Palette, area: Rect) {
             Style::default().fg(Color::White).bg(Color::Red),
             Modifier::UNDERLINED,
         );
-        let chars: Vec<char> = bar.text.chars().collect();
-        for k in 0..=chars.len() {
-            let c = chars
-                .get(k)
-                .map_or(" ".to_string(), |c| escape_text(&c.to_string()));
+        // Every character, then the cell after the last (where the cursor may stand).
+        for (k, c) in bar.text.chars().map(Some).chain([None]).enumerate() {
+            let c = c.map_or(" ".to_string(), |c| escape_text(&c.to_string()));
             let mut st = Style::default();
             if err_col == Some(k) {
                 st = bad;
@@ -799,16 +739,13 @@ fn render_line(f: &mut Frame, app: &App, pal: &Palette, area: Rect) {
             }
             spans.push(Span::styled(c, st));
         }
-        match &bar.error {
-            Some((col, msg)) => spans.push(Span::styled(
+        spans.push(match &bar.error {
+            Some((col, msg)) => Span::styled(
                 format!("  ✗ col {col}: {}", escape_text(msg)),
                 pal.fg(Color::LightRed).add_modifier(Modifier::BOLD),
-            )),
-            None => spans.push(Span::styled(
-                "  ✓ Enter applies, Esc cancels",
-                pal.fg(Color::Green),
-            )),
-        }
+            ),
+            None => Span::styled("  ✓ Enter applies, Esc cancels", pal.fg(Color::Green)),
+        });
         Line::from(spans)
     } else if let Some(n) = &app.notice {
         Line::from(Span::styled(escape_text(n), pal.fg(Color::LightYellow)))
@@ -871,12 +808,7 @@ fn render_status(f: &mut Frame, app: &App, pal: &Palette, area: Rect) {
     }
     let right = "? help";
     let w = usize::from(area.width);
-    let join = |opt: &[String]| {
-        let mut all = vec![parts[0].clone(), parts[1].clone()];
-        all.extend(opt.iter().cloned());
-        all.extend(parts[2..].iter().cloned());
-        all.join(" │ ")
-    };
+    let join = |opt: &[String]| [&parts[..2], opt, &parts[2..]].concat().join(" │ ");
     let mut left = join(&optional);
     while left.chars().count() + right.len() + 2 > w && !optional.is_empty() {
         optional.pop();
@@ -921,19 +853,13 @@ pub const KEYS: &[(&str, &str)] = &[
 ];
 
 fn render_help(f: &mut Frame, pal: &Palette, area: Rect) {
-    let kw = KEYS
-        .iter()
-        .map(|(k, _)| k.chars().count())
-        .max()
-        .unwrap_or(0);
+    let kw = KEYS.iter().map(|(k, _)| k.chars().count()).max();
+    let key = pal.fg(Color::LightCyan).add_modifier(Modifier::BOLD);
     let mut lines: Vec<Line> = KEYS
         .iter()
         .map(|(k, d)| {
             Line::from(vec![
-                Span::styled(
-                    fit(k, kw + 2),
-                    pal.fg(Color::LightCyan).add_modifier(Modifier::BOLD),
-                ),
+                Span::styled(fit(k, kw.unwrap_or(0) + 2), key),
                 Span::raw(*d),
             ])
         })
@@ -944,12 +870,8 @@ fn render_help(f: &mut Frame, pal: &Palette, area: Rect) {
     ));
     let w = (area.width.saturating_sub(4)).min(78);
     let h = (u16::try_from(lines.len()).unwrap_or(u16::MAX) + 2).min(area.height);
-    let r = Rect::new(
-        area.x + (area.width - w) / 2,
-        area.y + (area.height - h) / 2,
-        w,
-        h,
-    );
+    let x = area.x + (area.width - w) / 2;
+    let r = Rect::new(x, area.y + (area.height - h) / 2, w, h);
     f.render_widget(Clear, r);
     let b = block(Line::from(" kafkashark keys "), true, pal);
     f.render_widget(Paragraph::new(lines).block(b), r);
@@ -1004,8 +926,8 @@ pub fn stats_layout(app: &App) -> StatsLayout {
     }
 }
 
-/// The tabs' labels (with their row counts) and their first columns.
-fn stats_tabs(v: Option<&StatsView>) -> Vec<(StatsTab, String, u16)> {
+/// The tabs' labels (with their row counts) and the columns they take.
+fn stats_tabs(v: Option<&StatsView>) -> Vec<(StatsTab, String, std::ops::Range<u16>)> {
     let mut x = 0u16;
     StatsTab::ALL
         .iter()
@@ -1013,9 +935,9 @@ fn stats_tabs(v: Option<&StatsView>) -> Vec<(StatsTab, String, u16)> {
         .map(|(i, t)| {
             let n = v.map_or(0, |v| v.data.rows(*t).len());
             let label = format!(" {} {} ({n}) ", i + 1, t.title());
-            let at = x;
-            x += u16::try_from(label.chars().count()).unwrap_or(0) + 1;
-            (*t, label, at)
+            let (at, w) = (x, u16::try_from(label.chars().count()).unwrap_or(0));
+            x += w + 1;
+            (*t, label, at..at + w)
         })
         .collect()
 }
@@ -1025,31 +947,26 @@ pub fn stats_tab_at(app: &App, tabs: Rect, x: u16) -> Option<StatsTab> {
     let x = x.checked_sub(tabs.x)?;
     stats_tabs(app.stats_view.as_ref())
         .into_iter()
-        .find_map(|(t, label, at)| {
-            let w = u16::try_from(label.chars().count()).unwrap_or(0);
-            (x >= at && x < at + w).then_some(t)
-        })
+        .find_map(|(t, _, cols)| cols.contains(&x).then_some(t))
 }
 
-fn section_title(t: StatsTab) -> &'static str {
+/// A section's table title, and what its table says when it has no rows.
+fn section_text(t: StatsTab) -> (&'static str, &'static str) {
     match t {
-        StatsTab::Latency => {
-            " latency per API, ms (request's last frame → response's first frame) "
-        }
-        StatsTab::Throttle => " throttled responses, per client and API ",
-        StatsTab::Errors => " error codes in responses, with their topic and partition ",
-        StatsTab::Clients => " clients: id, software (ApiVersions v3+), addresses, versions ",
-        StatsTab::Groups => " consumer groups ",
-    }
-}
-
-fn section_empty(t: StatsTab) -> &'static str {
-    match t {
-        StatsTab::Latency => "no messages",
-        StatsTab::Throttle => "no throttling",
-        StatsTab::Errors => "no errors",
-        StatsTab::Clients => "no clients",
-        StatsTab::Groups => "no consumer groups",
+        StatsTab::Latency => (
+            " latency per API, ms (request's last frame → response's first frame) ",
+            "no messages",
+        ),
+        StatsTab::Throttle => (" throttled responses, per client and API ", "no throttling"),
+        StatsTab::Errors => (
+            " error codes in responses, with their topic and partition ",
+            "no errors",
+        ),
+        StatsTab::Clients => (
+            " clients: id, software (ApiVersions v3+), addresses, versions ",
+            "no clients",
+        ),
+        StatsTab::Groups => (" consumer groups ", "no consumer groups"),
     }
 }
 
@@ -1129,14 +1046,12 @@ fn render_stats_table(f: &mut Frame, v: &StatsView, pal: &Palette, lay: &StatsLa
         )
     };
     let header = join(&|i| cols[i].title.to_string());
+    let (title, empty) = section_text(v.tab);
     let mut lines = vec![header_line(&header, inner_w)];
     let t = v.tab.index();
     let rows = v.data.rows(v.tab);
     if rows.is_empty() {
-        lines.push(Line::from(Span::styled(
-            section_empty(v.tab),
-            pal.fg(Color::Green),
-        )));
+        lines.push(Line::from(Span::styled(empty, pal.fg(Color::Green))));
     }
     let end = (v.offset[t] + lay.table_rows).min(rows.len());
     for (k, row) in rows.iter().enumerate().take(end).skip(v.offset[t]) {
@@ -1151,7 +1066,7 @@ fn render_stats_table(f: &mut Frame, v: &StatsView, pal: &Palette, lay: &StatsLa
         }
         lines.push(Line::from(Span::styled(fit(&text, inner_w), st)));
     }
-    let mut b = titled(section_title(v.tab), inner_w, true, pal);
+    let mut b = titled(title, inner_w, true, pal);
     if let Some(row) = v.selected_row() {
         let t = fit_title(
             &format!(" Enter → {} ", escape_text(&row.filter)),
@@ -1325,16 +1240,9 @@ fn render_generations(f: &mut Frame, v: &StatsView, pal: &Palette, area: Rect) {
 fn render_client(f: &mut Frame, v: &StatsView, pal: &Palette, area: Rect) {
     let inner_w = usize::from(area.width.saturating_sub(2));
     let c = v.data.report.clients.get(v.sel[StatsTab::Clients.index()]);
-    let title = match c {
-        Some(c) => format!(
-            " client {} ",
-            c.client_id
-                .as_deref()
-                .map_or("(no client id)".into(), |s| format!(
-                    "\"{}\"",
-                    escape_text(s)
-                ))
-        ),
+    let title = match c.map(|c| c.client_id.as_deref()) {
+        Some(Some(id)) => format!(" client \"{}\" ", escape_text(id)),
+        Some(None) => " client (no client id) ".into(),
         None => " client ".into(),
     };
     let mut lines = Vec::new();

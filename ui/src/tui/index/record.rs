@@ -117,13 +117,7 @@ fn put(rec: &mut [u8; REC], f: Field, v: &[u8]) {
 }
 
 fn get<const N: usize>(rec: &[u8; REC], f: Field) -> [u8; N] {
-    let mut a = [0u8; N];
-    if let Some(src) = rec.get(f) {
-        if src.len() == N {
-            a.copy_from_slice(src);
-        }
-    }
-    a
+    (rec.get(f).and_then(|s| s.try_into().ok())).unwrap_or([0; N])
 }
 
 fn u64_at(rec: &[u8; REC], f: Field) -> u64 {
