@@ -10,9 +10,7 @@ use std::time::{Duration, Instant};
 use kafkashark::analyzer::{
     Analyzer, MessageAnalyzer, MessageInfo, MessageRecord, Notice, Output, RequestScanner,
 };
-use kafkashark::capture::{
-    CaptureError, FileSource, Frame, FrameSource, LiveConfig, LiveSource, Polled,
-};
+use kafkashark::capture::{CaptureError, FileSource, FrameSource, LiveConfig, LiveSource, Polled};
 use kafkashark::flow::{Ports, ReorderWindow};
 use kafkashark::kafka::decode::Kind;
 use kafkashark::kafka::errors::error_name;
@@ -259,11 +257,8 @@ pub fn run(a: &PrintArgs) -> Result<u64, CliError> {
     let started = Instant::now();
     let mut last_flush = started;
     let mut read_error: Option<CaptureError> = None;
-    loop {
-        if stage.count_reached() || duration.is_some_and(|d| started.elapsed() >= d) {
-            break;
-        }
-        let frame: Frame = match source.poll() {
+    while !stage.count_reached() && duration.is_none_or(|d| started.elapsed() < d) {
+        let frame = match source.poll() {
             Ok(Polled::Frame(f)) => f,
             Ok(Polled::Timeout) => {
                 if live {
@@ -277,9 +272,7 @@ pub fn run(a: &PrintArgs) -> Result<u64, CliError> {
                 break;
             }
         };
-        if stage.emit.render.first_ts.is_none() {
-            stage.emit.render.first_ts = Some(frame.ts);
-        }
+        stage.emit.render.first_ts.get_or_insert(frame.ts);
         analyzer.push(&frame, &mut out);
         stage.emit.learn(analyzer.messages(), &mut out);
         if !stage.frame(&mut out)? {
@@ -422,28 +415,25 @@ impl<E: Emit> Ordered<E> {
     /// Hands on what left the reorder: messages past the count are dropped,
     /// notices are not; `Ok(false)` once the output stopped.
     fn emit_ready(&mut self) -> Result<bool, CliError> {
-        let mut ready = std::mem::take(&mut self.ready);
-        let more = self.hand_over(&mut ready);
-        ready.clear();
-        self.ready = ready;
-        more
-    }
-
-    /// [`Ordered::emit_ready`] of `ready` (drained as far as it went).
-    fn hand_over(&mut self, ready: &mut Vec<Output>) -> Result<bool, CliError> {
+        let Ordered {
+            emit,
+            reorder,
+            ready,
+            count,
+            printed,
+            name,
+        } = self;
         for o in ready.drain(..) {
             let more = match o {
+                Output::Message(_) if count.is_some_and(|c| *printed >= c) => continue,
                 Output::Message(mut m) => {
-                    if self.count_reached() {
-                        continue;
-                    }
                     // Its bytes, if they were held on disk.
-                    self.reorder.fetch(&mut m);
-                    self.printed += 1;
-                    self.emit.message(m)?
+                    reorder.fetch(&mut m);
+                    *printed += 1;
+                    emit.message(m)?
                 }
-                Output::Notice(n) => match notice_line(&self.name, &n) {
-                    Some(line) => self.emit.line(line)?,
+                Output::Notice(n) => match notice_line(name, &n) {
+                    Some(line) => emit.line(line)?,
                     None => true,
                 },
             };
@@ -458,9 +448,8 @@ impl<E: Emit> Ordered<E> {
 impl Ordered<Printer> {
     /// Takes one work; `Ok(false)` when it wants no more (count reached, end).
     fn take(&mut self, work: Work) -> Result<bool, CliError> {
-        if self.emit.render.first_ts.is_none() {
-            self.emit.render.first_ts = work.first_ts;
-        }
+        let first_ts = &mut self.emit.render.first_ts;
+        *first_ts = first_ts.or(work.first_ts);
         let mut outs = work.outs.into_iter();
         let mut frame = Vec::new();
         let mut at = 0;
@@ -507,17 +496,13 @@ fn run_file(
     let writer_done = done.clone();
     let writer = std::thread::spawn(move || -> Result<u64, CliError> {
         let mut stage = stage();
-        let mut take_all = || {
-            for work in rx.iter() {
-                if !stage.take(work)? {
-                    break;
-                }
-            }
-            Ok(())
-        };
-        let result = take_all();
+        // Until the stage wants no more (count reached, end, output error).
+        let stop = rx
+            .iter()
+            .map(|work| stage.take(work))
+            .find(|r| !matches!(r, Ok(true)));
         writer_done.store(true, Ordering::Relaxed);
-        result.and_then(|()| stage.end())
+        stop.unwrap_or(Ok(true)).and_then(|_| stage.end())
     });
     // The writer prints summaries, which never read the messages' bytes:
     // they are released here, on the thread that made them.
@@ -643,17 +628,11 @@ struct Tail {
 
 impl Tail {
     fn new(path: &str) -> Tail {
-        match std::fs::metadata(path) {
-            Ok(m) if m.is_file() => Tail {
-                path: Some(path.to_string()),
-                size: m.len(),
-                recheck: 0,
-            },
-            _ => Tail {
-                path: None,
-                size: 0,
-                recheck: 0,
-            },
+        let size = std::fs::metadata(path).ok().filter(|m| m.is_file());
+        Tail {
+            path: size.as_ref().map(|_| path.to_string()),
+            size: size.map_or(0, |m| m.len()),
+            recheck: 0,
         }
     }
 
@@ -732,9 +711,8 @@ impl FileReader {
                         break;
                     }
                 };
-                if first {
+                if std::mem::take(&mut first) {
                     batch.first_ts = Some(ts);
-                    first = false;
                 }
                 held = held.saturating_add(len);
                 batch.ends.push(batch.evs.len());
@@ -922,63 +900,55 @@ impl Render {
 
     /// Appends the text summary line of `m` (without its tree).
     pub(crate) fn summary_line(&self, out: &mut Vec<u8>, m: &MessageRecord) {
-        out.extend_from_slice(self.text_line(m).as_bytes());
-    }
-
-    /// The summary line of `m` (without its tree).
-    fn text_line(&self, m: &MessageRecord) -> String {
         let i = &m.info;
         let rel = self.first_ts.map_or(0.0, |t| i.ts.as_f64() - t.as_f64());
-        let (from, to) = match i.kind {
-            Kind::Request => (i.client, i.broker),
-            Kind::Response => (i.broker, i.client),
+        let (from, to, kind) = match i.kind {
+            Kind::Request => (i.client, i.broker, "Request"),
+            Kind::Response => (i.broker, i.client, "Response"),
         };
-        let api = api_text(i);
-        let kind = match i.kind {
-            Kind::Request => "Request",
-            Kind::Response => "Response",
-        };
-        let mut s = format!(
-            "{:>6} {:>12.6} s{:<3} {from} → {to}  {api} {kind}  corr={} len={}",
+        // Writing to a `Vec` cannot fail.
+        let _ = write!(
+            out,
+            "{:>6} {:>12.6} s{:<3} {from} → {to}  {} {kind}  corr={} len={}",
             i.frame,
             rel,
             i.stream,
+            api_text(i),
             i.correlation_id.map_or("?".into(), |c| c.to_string()),
             i.length
         );
         if let Some(c) = &i.client_id {
-            s.push_str(&format!(" client_id={:?}", tree::escape_text(c)));
+            let _ = write!(out, " client_id={:?}", tree::escape_text(c));
         }
         if let Some(l) = i.latency_ms() {
-            s.push_str(&format!(" latency={l:.3}ms"));
+            let _ = write!(out, " latency={l:.3}ms");
         }
         if let Some(t) = i.throttle_time_ms.filter(|&t| t > 0) {
-            s.push_str(&format!(" throttle={t}ms"));
+            let _ = write!(out, " throttle={t}ms");
         }
         if !i.error_codes.is_empty() {
-            s.push_str(&format!(" errors={}", error_names(&i.error_codes)));
+            let _ = write!(out, " errors={}", error_names(&i.error_codes));
         }
         if i.kind == Kind::Request && !i.expects_response {
-            s.push_str(" [no response expected]");
+            out.extend_from_slice(b" [no response expected]");
         }
         if i.kind == Kind::Response && !i.paired {
-            s.push_str(if i.inferred {
-                " [inferred]"
+            out.extend_from_slice(if i.inferred {
+                b" [inferred]"
             } else {
-                " [unpaired]"
+                b" [unpaired]"
             });
         }
         if i.resynced {
-            s.push_str(&format!(" [resync, {} bytes skipped]", i.skipped_before));
+            let _ = write!(out, " [resync, {} bytes skipped]", i.skipped_before);
         }
         if let Some(e) = &i.decode_error {
-            s.push_str(&format!(" [malformed: {}]", tree::escape_text(e)));
+            let _ = write!(out, " [malformed: {}]", tree::escape_text(e));
         }
         if let Some(w) = &i.decode_warning {
-            s.push_str(&format!(" [warning: {w}]"));
+            let _ = write!(out, " [warning: {w}]");
         }
-        s.push('\n');
-        s
+        out.push(b'\n');
     }
 }
 
@@ -1090,48 +1060,32 @@ impl JsonWriter {
         use kafkashark::kafka::tree::json;
         let i = &m.info;
         let req = i.kind == Kind::Request;
-        let opt_int = |out: &mut Vec<u8>, v: Option<i64>| match v {
-            Some(v) => json::i64(out, v),
-            None => out.extend_from_slice(b"null"),
-        };
-        let opt_str = |out: &mut Vec<u8>, v: Option<&str>| match v {
-            Some(v) => json::str(out, v),
-            None => out.extend_from_slice(b"null"),
-        };
-        let bool =
-            |out: &mut Vec<u8>, v: bool| out.extend_from_slice(if v { b"true" } else { b"false" });
         out.extend_from_slice(b"{\"api_key\":");
-        opt_int(out, i.api_key.map(|k| i64::from(k.0)));
+        or_null(out, i.api_key.map(|k| i64::from(k.0)), json::i64);
         out.extend_from_slice(b",\"api_name\":");
-        opt_str(out, i.api_name());
+        or_null(out, i.api_name(), json::str);
         out.extend_from_slice(b",\"api_version\":");
-        opt_int(out, i.api_version.map(i64::from));
+        or_null(out, i.api_version.map(i64::from), json::i64);
         out.push(b',');
         self.endpoints(out, i);
         if req {
             out.extend_from_slice(b",\"client_id\":");
-            opt_str(out, i.client_id.as_deref());
+            or_null(out, i.client_id.as_deref(), json::str);
         }
         out.extend_from_slice(b",\"correlation_id\":");
-        opt_int(out, i.correlation_id.map(i64::from));
+        or_null(out, i.correlation_id.map(i64::from), json::i64);
         out.extend_from_slice(b",\"decode_error\":");
-        opt_str(out, i.decode_error.as_deref());
+        or_null(out, i.decode_error.as_deref(), json::str);
         if let Some(w) = &i.decode_warning {
             out.extend_from_slice(b",\"decode_warning\":");
             json::str(out, &w.to_string());
         }
-        if !req {
-            out.extend_from_slice(b",\"error_codes\":[");
-            for (k, &c) in i.error_codes.iter().enumerate() {
-                if k > 0 {
-                    out.push(b',');
-                }
-                json::i64(out, c.into());
-            }
-            out.push(b']');
-        } else {
+        if req {
             out.extend_from_slice(b",\"expects_response\":");
-            bool(out, i.expects_response);
+            boolean(out, i.expects_response);
+        } else {
+            out.extend_from_slice(b",\"error_codes\":");
+            list(out, &i.error_codes, |out, &c| json::i64(out, c.into()));
         }
     }
 
@@ -1140,19 +1094,13 @@ impl JsonWriter {
         use kafkashark::kafka::tree::json;
         let i = &m.info;
         let req = i.kind == Kind::Request;
-        let opt_int = |out: &mut Vec<u8>, v: Option<i64>| match v {
-            Some(v) => json::i64(out, v),
-            None => out.extend_from_slice(b"null"),
-        };
-        let bool =
-            |out: &mut Vec<u8>, v: bool| out.extend_from_slice(if v { b"true" } else { b"false" });
         out.extend_from_slice(b",\"first_frame\":");
         json::u64(out, i.first_frame);
         out.extend_from_slice(b",\"frame\":");
         json::u64(out, i.frame);
         if !req {
             out.extend_from_slice(b",\"inferred\":");
-            bool(out, i.inferred);
+            boolean(out, i.inferred);
         }
         out.extend_from_slice(if req {
             b",\"kind\":\"request\""
@@ -1161,15 +1109,12 @@ impl JsonWriter {
         });
         if !req {
             out.extend_from_slice(b",\"latency_ms\":");
-            match i.latency_ms() {
-                Some(l) => json::f64(out, l),
-                None => out.extend_from_slice(b"null"),
-            }
+            or_null(out, i.latency_ms(), json::f64);
         }
         out.extend_from_slice(b",\"length\":");
         json::i64(out, i.length.into());
         out.extend_from_slice(b",\"paired\":");
-        bool(out, i.paired);
+        boolean(out, i.paired);
         if i.resynced {
             out.extend_from_slice(b",\"resynced\":true,\"skipped_before\":");
             json::u64(out, i.skipped_before);
@@ -1178,16 +1123,11 @@ impl JsonWriter {
         json::u64(out, i.stream);
         if !req {
             out.extend_from_slice(b",\"throttle_time_ms\":");
-            opt_int(out, i.throttle_time_ms.map(i64::from));
+            or_null(out, i.throttle_time_ms.map(i64::from), json::i64);
         }
-        out.extend_from_slice(b",\"topics\":[");
-        for (k, t) in i.topics.iter().enumerate() {
-            if k > 0 {
-                out.push(b',');
-            }
-            json::str(out, t);
-        }
-        out.extend_from_slice(b"],\"ts\":");
+        out.extend_from_slice(b",\"topics\":");
+        list(out, &i.topics, |out, t| json::str(out, t));
+        out.extend_from_slice(b",\"ts\":");
         json::f64(out, i.ts.as_f64());
         out.push(b'}');
     }
@@ -1217,6 +1157,31 @@ impl JsonWriter {
     }
 }
 
+/// `v` written with `write`, or JSON's `null`.
+fn or_null<T>(out: &mut Vec<u8>, v: Option<T>, write: impl FnOnce(&mut Vec<u8>, T)) {
+    match v {
+        Some(v) => write(out, v),
+        None => out.extend_from_slice(b"null"),
+    }
+}
+
+/// A JSON boolean.
+fn boolean(out: &mut Vec<u8>, v: bool) {
+    out.extend_from_slice(if v { b"true" } else { b"false" });
+}
+
+/// A JSON array of `items`, each written with `write`.
+fn list<'a, T>(out: &mut Vec<u8>, items: &'a [T], write: impl Fn(&mut Vec<u8>, &'a T)) {
+    out.push(b'[');
+    for (k, t) in items.iter().enumerate() {
+        if k > 0 {
+            out.push(b',');
+        }
+        write(out, t);
+    }
+    out.push(b']');
+}
+
 /// The standard error line of a notice about the capture `name`, if it is shown.
 pub(crate) fn notice_line(name: &str, n: &Notice) -> Option<String> {
     notice_text(n).map(|text| {
@@ -1229,56 +1194,50 @@ pub(crate) fn notice_line(name: &str, n: &Notice) -> Option<String> {
 }
 
 fn notice_text(n: &Notice) -> Option<String> {
-    match n {
-        Notice::Unanswered { stream, request } => Some(format!(
+    Some(match n {
+        Notice::Unanswered { stream, request } => format!(
             "stream {stream}: request at frame {} ({} v{}) got no response",
             request.frame,
             request.api_key.name().unwrap_or("?"),
             request.api_version
-        )),
-        Notice::Stream(ev) => match ev {
-            Event::Gap {
-                stream,
-                dir,
-                len,
-                frame,
-                reason,
-                ..
-            } => Some(format!(
-                "stream {stream} {dir:?}: {len} bytes missing before frame {frame} ({reason:?})"
-            )),
-            Event::Resync {
-                stream,
-                dir,
-                skipped,
-                frame,
-                ..
-            } => Some(format!(
-                "stream {stream} {dir:?}: resynchronised at frame {frame} after skipping {skipped} bytes"
-            )),
-            Event::Discarded {
-                stream,
-                dir,
-                bytes,
-                frame,
-            } => Some(format!(
-                "stream {stream} {dir:?}: {bytes} bytes from frame {frame} formed no message"
-            )),
-            Event::Warning {
-                frame,
-                offset,
-                what,
-            } => Some(match offset {
-                Some(o) => format!("frame {frame}, offset {o}: {what}"),
-                None => format!("frame {frame}: {what}"),
-            }),
-            Event::Partial(m) => Some(format!(
-                "stream {} {:?}: message at frame {} incomplete, {} bytes missing",
-                m.stream, m.dir, m.first_frame, m.missing
-            )),
-            _ => None,
-        },
-    }
+        ),
+        Notice::Stream(Event::Gap {
+            stream,
+            dir,
+            len,
+            frame,
+            reason,
+            ..
+        }) => format!(
+            "stream {stream} {dir:?}: {len} bytes missing before frame {frame} ({reason:?})"
+        ),
+        Notice::Stream(Event::Resync {
+            stream,
+            dir,
+            skipped,
+            frame,
+            ..
+        }) => format!(
+            "stream {stream} {dir:?}: resynchronised at frame {frame} after skipping {skipped} bytes"
+        ),
+        Notice::Stream(Event::Discarded {
+            stream,
+            dir,
+            bytes,
+            frame,
+        }) => format!("stream {stream} {dir:?}: {bytes} bytes from frame {frame} formed no message"),
+        Notice::Stream(Event::Warning {
+            frame,
+            offset: Some(o),
+            what,
+        }) => format!("frame {frame}, offset {o}: {what}"),
+        Notice::Stream(Event::Warning { frame, what, .. }) => format!("frame {frame}: {what}"),
+        Notice::Stream(Event::Partial(m)) => format!(
+            "stream {} {:?}: message at frame {} incomplete, {} bytes missing",
+            m.stream, m.dir, m.first_frame, m.missing
+        ),
+        Notice::Stream(_) => return None,
+    })
 }
 
 /// The pcap files shipped in captures/, sorted (tests).
