@@ -127,19 +127,15 @@ fn parse_ports(s: &str) -> Result<Ports, String> {
     if s.eq_ignore_ascii_case("any") {
         return Ok(Ports::Any);
     }
-    let ports: Result<Vec<u16>, String> = s
-        .split(',')
+    // Never an empty list: `split` yields at least one part, and "" is no port.
+    s.split(',')
         .map(|p| {
             p.trim()
                 .parse::<u16>()
                 .map_err(|_| format!("not a port: {p:?}"))
         })
-        .collect();
-    let ports = ports?;
-    if ports.is_empty() {
-        return Err("no port given".into());
-    }
-    Ok(Ports::List(ports))
+        .collect::<Result<_, _>>()
+        .map(Ports::List)
 }
 
 /// The units of `--reorder-window` (matched case-insensitively): which bound
