@@ -58,7 +58,8 @@ use kafkashark::pipeline::Event;
 use kafkashark::topics::TEACHERS;
 
 use crate::cli_error::CliError;
-use crate::print::{held_reorder, Emit, FileReader, Ordered, PrintFormat, Render, HELD_MESSAGES};
+use crate::print::{Emit, FileReader, Ordered, PrintFormat, Render, HELD_MESSAGES};
+use crate::reorder::Reorder;
 
 /// Message bytes per chunk handed to a render thread with `--format jsonl`:
 /// a message's JSON is about 15 times its bytes, so a chunk makes about
@@ -178,7 +179,7 @@ where
         stamps.learn(analyzer, outs.get_mut(from..).unwrap_or_default());
     };
     let pool = Pool::spawn(&settings, stamps.clone(), out, note);
-    let mut reorder = held_reorder(HELD_MESSAGES);
+    let mut reorder = Reorder::new(HELD_MESSAGES);
     reorder.limit_bytes(settings.held_bytes);
     if let Some(dir) = settings.held_on_disk.clone() {
         reorder.spill_to(dir);
@@ -194,7 +195,8 @@ where
     let mut order = Ordered::new(chunker, reorder, settings.count, settings.name.clone());
     let mut outs = Vec::new();
     'batches: for batch in reader.rx.iter() {
-        if order.emit.pool.stopped() {
+        // The writer stopped (an output error).
+        if order.emit.pool.stop.load(Ordering::Relaxed) {
             break;
         }
         let first_ts = &mut order.emit.chunk.first_ts;
@@ -579,7 +581,10 @@ impl RenderThread {
             m.info.decode_error = error;
             return None;
         }
-        end_line(m, buf, d, facts, is_response, stamps);
+        // The line's end, with the facts a tree-keeping analyzer takes from the tree.
+        streamed_facts(m, d, facts, is_response, stamps);
+        crate::print::JsonWriter::tail(buf, m);
+        buf.push(b'\n');
         Some(sent)
     }
 
@@ -648,22 +653,6 @@ impl RenderThread {
         buf.push(b'\n');
         sent
     }
-}
-
-/// The end of a line written while its message was decoded (after
-/// `fields`): `m` takes the facts a tree-keeping analyzer takes from the
-/// tree, from `d` and the sink's `facts` ([`streamed_facts`]).
-fn end_line(
-    m: &mut MessageRecord,
-    buf: &mut Vec<u8>,
-    d: kafkashark::kafka::Decoded,
-    facts: kafkashark::kafka::stream_json::StreamFacts,
-    is_response: bool,
-    stamps: &Stamps,
-) {
-    streamed_facts(m, d, facts, is_response, stamps);
-    crate::print::JsonWriter::tail(buf, m);
-    buf.push(b'\n');
 }
 
 /// Gives `m`, decoded cleanly while written, the facts a tree-keeping
@@ -945,11 +934,6 @@ impl Pool {
         }
     }
 
-    /// True once the writer stopped (an output error).
-    fn stopped(&self) -> bool {
-        self.stop.load(Ordering::Relaxed)
-    }
-
     /// Hands `chunk` to the next render thread; false when they stopped.
     fn send(&mut self, chunk: Chunk) -> bool {
         let Some(tx) = self.txs.get(self.next) else {
@@ -967,14 +951,11 @@ impl Pool {
         }
         drop(self.txs);
         for w in self.workers {
-            if let Err(p) = w.join() {
-                std::panic::resume_unwind(p);
-            }
+            w.join().unwrap_or_else(|p| std::panic::resume_unwind(p));
         }
-        match self.writer.join() {
-            Ok(r) => r,
-            Err(p) => std::panic::resume_unwind(p),
-        }
+        self.writer
+            .join()
+            .unwrap_or_else(|p| std::panic::resume_unwind(p))
     }
 }
 
@@ -1132,7 +1113,8 @@ mod tests {
             ..AnalyzerConfig::default()
         });
         // Held messages keep their trees (a test's captures are small).
-        let mut reorder = held_reorder(HELD_MESSAGES);
+        let mut reorder = Reorder::new(HELD_MESSAGES);
+        reorder.limit_bytes(crate::print::HELD_BYTES);
         let mut render = Render::new(format, true);
         let (mut outs, mut ready, mut out) = (Vec::new(), Vec::new(), Vec::new());
         let (mut printed, mut malformed) = (0, 0);
