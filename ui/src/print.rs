@@ -76,15 +76,14 @@ pub struct PrintArgs {
 
 /// Builds the default BPF filter for the broker ports.
 pub fn default_filter(ports: &Ports) -> Option<String> {
-    match ports {
-        Ports::Any => Some("tcp".into()),
-        Ports::List(l) => Some(
-            l.iter()
-                .map(|p| format!("tcp port {p}"))
-                .collect::<Vec<_>>()
-                .join(" or "),
-        ),
-    }
+    Some(match ports {
+        Ports::Any => "tcp".into(),
+        Ports::List(l) => l
+            .iter()
+            .map(|p| format!("tcp port {p}"))
+            .collect::<Vec<_>>()
+            .join(" or "),
+    })
 }
 
 /// The pipeline's settings for broker `ports` and a reorder window.
@@ -164,8 +163,7 @@ pub fn report_end(
     name: &str,
     error: Option<CaptureError>,
 ) {
-    let drops = live.then(|| source.stats().ok().and_then(|s| s.drop_summary()));
-    if let Some(line) = drops.flatten() {
+    if let Some(line) = live.then(|| source.stats().ok()?.drop_summary()).flatten() {
         eprintln!("kafkashark: {}: {line}", tree::escape_text(name));
     }
     if let Some(e) = error {
@@ -242,8 +240,9 @@ pub fn run(a: &PrintArgs) -> Result<u64, CliError> {
             trees,
             w: std::io::BufWriter::new(std::io::stdout().lock()),
         };
-        let held = if live { 1024 } else { HELD_MESSAGES };
-        Ordered::new(printer, held_reorder(held), count, name)
+        let mut reorder = Reorder::new(if live { 1024 } else { HELD_MESSAGES });
+        reorder.limit_bytes(HELD_BYTES);
+        Ordered::new(printer, reorder, count, name)
     };
     if let Some(src) = file {
         return run_file(src, pipeline, MessageAnalyzer::new(cfg), stage);
@@ -325,14 +324,6 @@ pub(crate) const HELD_BYTES: usize = 32 << 20;
 
 /// Messages held for their pairing when reading a file (1,024 live).
 pub(crate) const HELD_MESSAGES: usize = 65_536;
-
-/// The reorder buffer of `print`: at most `cap` messages held for their
-/// pairing, and at most [`HELD_BYTES`] of what they keep alive.
-pub(crate) fn held_reorder(cap: usize) -> Reorder {
-    let mut reorder = Reorder::new(cap);
-    reorder.limit_bytes(HELD_BYTES);
-    reorder
-}
 
 /// Message bytes after which the analyzer hands its outputs to the writer
 /// thread: large enough that the two threads rarely wait on each other (each
@@ -461,11 +452,10 @@ impl Ordered<Printer> {
                 return Ok(false);
             }
         }
-        let Some(fin) = work.finish else {
-            return Ok(true);
-        };
-        self.finish(fin, work.error)?;
-        Ok(false)
+        match work.finish {
+            Some(fin) => self.finish(fin, work.error).map(|()| false),
+            None => Ok(true),
+        }
     }
 
     /// Writes what is left; the number of malformed messages printed.
@@ -554,10 +544,9 @@ fn run_file(
     drop(reader.rx);
     let _ = reader.handle.join();
     drop(tx);
-    match writer.join() {
-        Ok(r) => r,
-        Err(p) => std::panic::resume_unwind(p),
-    }
+    writer
+        .join()
+        .unwrap_or_else(|p| std::panic::resume_unwind(p))
 }
 
 /// Drops the bytes of the messages in `outs` (their facts and trees stay):
@@ -807,9 +796,7 @@ impl Emit for Printer {
         if let Some(t) = &self.trees {
             crate::render_pool::decode(&mut m, &t.opts, &t.stamps);
         }
-        if m.info.decode_error.is_some() {
-            self.malformed += 1;
-        }
+        self.malformed += u64::from(m.info.decode_error.is_some());
         self.render.message(&mut self.buf, &m);
         if self.buf.len() >= self.chunk {
             self.drain()?;

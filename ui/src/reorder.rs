@@ -183,20 +183,17 @@ pub const HELD_OVERHEAD: usize = size_of::<MessageRecord>() + 512;
 /// an estimate either way).
 const MALLOC_SLACK: usize = 16;
 
-/// Heap bytes of a vector's buffer.
-fn vec_heap<T>(v: &Vec<T>) -> usize {
-    match v.capacity().saturating_mul(size_of::<T>()) {
+/// Heap bytes of a buffer of `bytes` (a string's or a vector's capacity).
+fn heap(bytes: usize) -> usize {
+    match bytes {
         0 => 0,
         n => n.saturating_add(MALLOC_SLACK),
     }
 }
 
-/// Heap bytes of a string's buffer.
-fn string_heap(s: &String) -> usize {
-    match s.capacity() {
-        0 => 0,
-        n => n.saturating_add(MALLOC_SLACK),
-    }
+/// Heap bytes of a vector's buffer.
+fn vec_heap<T>(v: &Vec<T>) -> usize {
+    heap(v.capacity().saturating_mul(size_of::<T>()))
 }
 
 /// What a held message keeps alive besides its bytes and its tree: the
@@ -205,11 +202,10 @@ fn string_heap(s: &String) -> usize {
 /// carrying frame: a message cut in many small segments has many).
 fn held_footprint(m: &MessageRecord) -> usize {
     let i = &m.info;
-    let opt = |s: &Option<String>| s.as_ref().map_or(0, string_heap);
-    let topics = i
-        .topics
-        .iter()
-        .fold(vec_heap(&i.topics), |n, t| n.saturating_add(string_heap(t)));
+    let opt = |s: &Option<String>| s.as_ref().map_or(0, |s| heap(s.capacity()));
+    let topics = i.topics.iter().fold(vec_heap(&i.topics), |n, t| {
+        n.saturating_add(heap(t.capacity()))
+    });
     [
         size_of::<MessageRecord>() + MALLOC_SLACK,
         size_of::<HeldSlot>(),
@@ -296,13 +292,12 @@ impl Reorder {
     pub fn push(&mut self, o: Output, out: &mut Vec<Output>) {
         match o {
             Output::Message(m) => {
-                if m.info.kind == Kind::Response {
-                    if let (true, Some(req)) = (m.info.paired, m.info.peer) {
-                        if let Some((r, waiting)) = self.find(req) {
-                            r.info.paired = true;
-                            r.info.peer = Some(m.info.index);
-                            *waiting = false;
-                        }
+                if let (Kind::Response, true, Some(req)) = (m.info.kind, m.info.paired, m.info.peer)
+                {
+                    if let Some((r, waiting)) = self.find(req) {
+                        r.info.paired = true;
+                        r.info.peer = Some(m.info.index);
+                        *waiting = false;
                     }
                 }
                 let waiting = m.info.kind == Kind::Request && m.info.expects_response;
