@@ -27,9 +27,12 @@ pub enum StatsFormat {
 /// Clears the terminal before a live refresh: cursor home, erase display.
 const CLEAR: &str = "\x1b[H\x1b[2J";
 
-/// Runs `stats` of `input` for at most `duration`, as `a` says.
-fn run(a: &StatsArgs, input: &Input, duration: Option<Duration>) -> Result<(), CliError> {
-    if let (Input::File(path), None) = (input, duration) {
+/// Runs `stats` from its command-line arguments.
+pub fn run(a: &StatsArgs) -> Result<(), CliError> {
+    crate::privilege::configure(&a.privilege);
+    let input = a.capture.input()?;
+    let duration = crate::print::duration_arg(a.duration)?;
+    if let (Input::File(path), None) = (&input, duration) {
         return run_file(a, path);
     }
     let mut source = input.open(&a.capture.ports)?;
@@ -228,14 +231,6 @@ pub struct StatsArgs {
     max_decompressed: usize,
     #[command(flatten)]
     privilege: crate::privilege::PrivilegeArgs,
-}
-
-/// Runs `stats` from its command-line arguments.
-pub fn run_args(a: StatsArgs) -> Result<std::process::ExitCode, CliError> {
-    crate::privilege::configure(&a.privilege);
-    let input = a.capture.input()?;
-    run(&a, &input, crate::print::duration_arg(a.duration)?)?;
-    Ok(std::process::ExitCode::SUCCESS)
 }
 
 /// `stats.report()` made on two threads: the brokers' and connections'
