@@ -183,10 +183,8 @@ pub fn run(a: &PrintArgs) -> Result<u64, CliError> {
         }
         _ => None,
     };
-    let name = match &input {
-        Input::File(p) => p.clone(),
-        Input::Live { iface, .. } => iface.clone(),
-    };
+    let (Input::File(name) | Input::Live { iface: name, .. }) = &input;
+    let name = name.clone();
     // How `-V`'s trees are decoded; the analyzer reads only summaries.
     let decode = kafkashark::kafka::DecodeOptions {
         records: a.verbose,
@@ -887,15 +885,14 @@ impl Render {
 
     /// Appends the text summary line of `m` (without its tree).
     pub(crate) fn summary_line(&self, out: &mut Vec<u8>, m: &MessageRecord) {
+        use std::fmt::Write as _;
         let i = &m.info;
         let rel = self.first_ts.map_or(0.0, |t| i.ts.as_f64() - t.as_f64());
         let (from, to, kind) = match i.kind {
             Kind::Request => (i.client, i.broker, "Request"),
             Kind::Response => (i.broker, i.client, "Response"),
         };
-        // Writing to a `Vec` cannot fail.
-        let _ = write!(
-            out,
+        let mut s = format!(
             "{:>6} {:>12.6} s{:<3} {from} → {to}  {} {kind}  corr={} len={}",
             i.frame,
             rel,
@@ -904,38 +901,40 @@ impl Render {
             i.correlation_id.map_or("?".into(), |c| c.to_string()),
             i.length
         );
+        // Writing to a `String` cannot fail.
         if let Some(c) = &i.client_id {
-            let _ = write!(out, " client_id={:?}", tree::escape_text(c));
+            let _ = write!(s, " client_id={:?}", tree::escape_text(c));
         }
         if let Some(l) = i.latency_ms() {
-            let _ = write!(out, " latency={l:.3}ms");
+            let _ = write!(s, " latency={l:.3}ms");
         }
         if let Some(t) = i.throttle_time_ms.filter(|&t| t > 0) {
-            let _ = write!(out, " throttle={t}ms");
+            let _ = write!(s, " throttle={t}ms");
         }
         if !i.error_codes.is_empty() {
-            let _ = write!(out, " errors={}", error_names(&i.error_codes));
+            let _ = write!(s, " errors={}", error_names(&i.error_codes));
         }
         if i.kind == Kind::Request && !i.expects_response {
-            out.extend_from_slice(b" [no response expected]");
+            s.push_str(" [no response expected]");
         }
         if i.kind == Kind::Response && !i.paired {
-            out.extend_from_slice(if i.inferred {
-                b" [inferred]"
+            s.push_str(if i.inferred {
+                " [inferred]"
             } else {
-                b" [unpaired]"
+                " [unpaired]"
             });
         }
         if i.resynced {
-            let _ = write!(out, " [resync, {} bytes skipped]", i.skipped_before);
+            let _ = write!(s, " [resync, {} bytes skipped]", i.skipped_before);
         }
         if let Some(e) = &i.decode_error {
-            let _ = write!(out, " [malformed: {}]", tree::escape_text(e));
+            let _ = write!(s, " [malformed: {}]", tree::escape_text(e));
         }
         if let Some(w) = &i.decode_warning {
-            let _ = write!(out, " [warning: {w}]");
+            let _ = write!(s, " [warning: {w}]");
         }
-        out.push(b'\n');
+        s.push('\n');
+        out.extend_from_slice(s.as_bytes());
     }
 }
 
