@@ -127,19 +127,15 @@ fn parse_ports(s: &str) -> Result<Ports, String> {
     if s.eq_ignore_ascii_case("any") {
         return Ok(Ports::Any);
     }
-    let ports: Result<Vec<u16>, String> = s
-        .split(',')
+    // Never an empty list: `split` yields at least one part, and "" is no port.
+    s.split(',')
         .map(|p| {
             p.trim()
                 .parse::<u16>()
                 .map_err(|_| format!("not a port: {p:?}"))
         })
-        .collect();
-    let ports = ports?;
-    if ports.is_empty() {
-        return Err("no port given".into());
-    }
-    Ok(Ports::List(ports))
+        .collect::<Result<_, _>>()
+        .map(Ports::List)
 }
 
 /// The units of `--reorder-window` (matched case-insensitively): which bound
@@ -239,7 +235,7 @@ fn main() -> ExitCode {
     let res = match cli.command {
         Some(Command::Decode(a)) => run_decode(&a),
         Some(Command::Print(a)) => print::run(&a).map(|_| ExitCode::SUCCESS),
-        Some(Command::Stats(a)) => stats_cmd::run_args(a),
+        Some(Command::Stats(a)) => stats_cmd::run(&a).map(|()| ExitCode::SUCCESS),
         Some(Command::Live(a)) => {
             privilege::configure(&a.privilege);
             let input = tui::Input::Live {
@@ -317,11 +313,7 @@ fn run_decode(a: &DecodeArgs) -> Result<ExitCode, CliError> {
     };
     let out = match a.format {
         Format::Text => render_text(&d),
-        Format::Json => {
-            let mut s = serde_json::to_string_pretty(&decoded_json(&d)).unwrap_or_default();
-            s.push('\n');
-            s
-        }
+        Format::Json => serde_json::to_string_pretty(&decoded_json(&d)).unwrap_or_default() + "\n",
     };
     let mut stdout = std::io::stdout().lock();
     stdout

@@ -10,9 +10,7 @@ use std::time::{Duration, Instant};
 use kafkashark::analyzer::{
     Analyzer, MessageAnalyzer, MessageInfo, MessageRecord, Notice, Output, RequestScanner,
 };
-use kafkashark::capture::{
-    CaptureError, FileSource, Frame, FrameSource, LiveConfig, LiveSource, Polled,
-};
+use kafkashark::capture::{CaptureError, FileSource, FrameSource, LiveConfig, LiveSource, Polled};
 use kafkashark::flow::{Ports, ReorderWindow};
 use kafkashark::kafka::decode::Kind;
 use kafkashark::kafka::errors::error_name;
@@ -78,15 +76,14 @@ pub struct PrintArgs {
 
 /// Builds the default BPF filter for the broker ports.
 pub fn default_filter(ports: &Ports) -> Option<String> {
-    match ports {
-        Ports::Any => Some("tcp".into()),
-        Ports::List(l) => Some(
-            l.iter()
-                .map(|p| format!("tcp port {p}"))
-                .collect::<Vec<_>>()
-                .join(" or "),
-        ),
-    }
+    Some(match ports {
+        Ports::Any => "tcp".into(),
+        Ports::List(l) => l
+            .iter()
+            .map(|p| format!("tcp port {p}"))
+            .collect::<Vec<_>>()
+            .join(" or "),
+    })
 }
 
 /// The pipeline's settings for broker `ports` and a reorder window.
@@ -165,8 +162,7 @@ pub fn report_end(
     name: &str,
     error: Option<CaptureError>,
 ) {
-    let drops = live.then(|| source.stats().ok().and_then(|s| s.drop_summary()));
-    if let Some(line) = drops.flatten() {
+    if let Some(line) = live.then(|| source.stats().ok()?.drop_summary()).flatten() {
         eprintln!("kafkashark: {}: {line}", tree::escape_text(name));
     }
     if let Some(e) = error {
@@ -186,10 +182,8 @@ pub fn run(a: &PrintArgs) -> Result<u64, CliError> {
         }
         _ => None,
     };
-    let name = match &input {
-        Input::File(p) => p.clone(),
-        Input::Live { iface, .. } => iface.clone(),
-    };
+    let (Input::File(name) | Input::Live { iface: name, .. }) = &input;
+    let name = name.clone();
     // How `-V`'s trees are decoded; the analyzer reads only summaries.
     let decode = kafkashark::kafka::DecodeOptions {
         records: a.verbose,
@@ -243,8 +237,9 @@ pub fn run(a: &PrintArgs) -> Result<u64, CliError> {
             trees,
             w: std::io::BufWriter::new(std::io::stdout().lock()),
         };
-        let held = if live { 1024 } else { HELD_MESSAGES };
-        Ordered::new(printer, held_reorder(held), count, name)
+        let mut reorder = Reorder::new(if live { 1024 } else { HELD_MESSAGES });
+        reorder.limit_bytes(HELD_BYTES);
+        Ordered::new(printer, reorder, count, name)
     };
     if let Some(src) = file {
         return run_file(src, pipeline, MessageAnalyzer::new(cfg), stage);
@@ -258,11 +253,8 @@ pub fn run(a: &PrintArgs) -> Result<u64, CliError> {
     let started = Instant::now();
     let mut last_flush = started;
     let mut read_error: Option<CaptureError> = None;
-    loop {
-        if stage.count_reached() || duration.is_some_and(|d| started.elapsed() >= d) {
-            break;
-        }
-        let frame: Frame = match source.poll() {
+    while !stage.count_reached() && duration.is_none_or(|d| started.elapsed() < d) {
+        let frame = match source.poll() {
             Ok(Polled::Frame(f)) => f,
             Ok(Polled::Timeout) => {
                 if live {
@@ -276,9 +268,7 @@ pub fn run(a: &PrintArgs) -> Result<u64, CliError> {
                 break;
             }
         };
-        if stage.emit.render.first_ts.is_none() {
-            stage.emit.render.first_ts = Some(frame.ts);
-        }
+        stage.emit.render.first_ts.get_or_insert(frame.ts);
         analyzer.push(&frame, &mut out);
         stage.emit.learn(analyzer.messages(), &mut out);
         if !stage.frame(&mut out)? {
@@ -331,14 +321,6 @@ pub(crate) const HELD_BYTES: usize = 32 << 20;
 
 /// Messages held for their pairing when reading a file (1,024 live).
 pub(crate) const HELD_MESSAGES: usize = 65_536;
-
-/// The reorder buffer of `print`: at most `cap` messages held for their
-/// pairing, and at most [`HELD_BYTES`] of what they keep alive.
-pub(crate) fn held_reorder(cap: usize) -> Reorder {
-    let mut reorder = Reorder::new(cap);
-    reorder.limit_bytes(HELD_BYTES);
-    reorder
-}
 
 /// Message bytes after which the analyzer hands its outputs to the writer
 /// thread: large enough that the two threads rarely wait on each other (each
@@ -421,28 +403,25 @@ impl<E: Emit> Ordered<E> {
     /// Hands on what left the reorder: messages past the count are dropped,
     /// notices are not; `Ok(false)` once the output stopped.
     fn emit_ready(&mut self) -> Result<bool, CliError> {
-        let mut ready = std::mem::take(&mut self.ready);
-        let more = self.hand_over(&mut ready);
-        ready.clear();
-        self.ready = ready;
-        more
-    }
-
-    /// [`Ordered::emit_ready`] of `ready` (drained as far as it went).
-    fn hand_over(&mut self, ready: &mut Vec<Output>) -> Result<bool, CliError> {
+        let Ordered {
+            emit,
+            reorder,
+            ready,
+            count,
+            printed,
+            name,
+        } = self;
         for o in ready.drain(..) {
             let more = match o {
+                Output::Message(_) if count.is_some_and(|c| *printed >= c) => continue,
                 Output::Message(mut m) => {
-                    if self.count_reached() {
-                        continue;
-                    }
                     // Its bytes, if they were held on disk.
-                    self.reorder.fetch(&mut m);
-                    self.printed += 1;
-                    self.emit.message(m)?
+                    reorder.fetch(&mut m);
+                    *printed += 1;
+                    emit.message(m)?
                 }
-                Output::Notice(n) => match notice_line(&self.name, &n) {
-                    Some(line) => self.emit.line(line)?,
+                Output::Notice(n) => match notice_line(name, &n) {
+                    Some(line) => emit.line(line)?,
                     None => true,
                 },
             };
@@ -457,9 +436,8 @@ impl<E: Emit> Ordered<E> {
 impl Ordered<Printer> {
     /// Takes one work; `Ok(false)` when it wants no more (count reached, end).
     fn take(&mut self, work: Work) -> Result<bool, CliError> {
-        if self.emit.render.first_ts.is_none() {
-            self.emit.render.first_ts = work.first_ts;
-        }
+        let first_ts = &mut self.emit.render.first_ts;
+        *first_ts = first_ts.or(work.first_ts);
         let mut outs = work.outs.into_iter();
         let mut frame = Vec::new();
         let mut at = 0;
@@ -471,11 +449,10 @@ impl Ordered<Printer> {
                 return Ok(false);
             }
         }
-        let Some(fin) = work.finish else {
-            return Ok(true);
-        };
-        self.finish(fin, work.error)?;
-        Ok(false)
+        match work.finish {
+            Some(fin) => self.finish(fin, work.error).map(|()| false),
+            None => Ok(true),
+        }
     }
 
     /// Writes what is left; the number of malformed messages printed.
@@ -506,17 +483,13 @@ fn run_file(
     let writer_done = done.clone();
     let writer = std::thread::spawn(move || -> Result<u64, CliError> {
         let mut stage = stage();
-        let mut take_all = || {
-            for work in rx.iter() {
-                if !stage.take(work)? {
-                    break;
-                }
-            }
-            Ok(())
-        };
-        let result = take_all();
+        // Until the stage wants no more (count reached, end, output error).
+        let stop = rx
+            .iter()
+            .map(|work| stage.take(work))
+            .find(|r| !matches!(r, Ok(true)));
         writer_done.store(true, Ordering::Relaxed);
-        result.and_then(|()| stage.end())
+        stop.unwrap_or(Ok(true)).and_then(|_| stage.end())
     });
     // The writer prints summaries, which never read the messages' bytes:
     // they are released here, on the thread that made them.
@@ -568,10 +541,9 @@ fn run_file(
     drop(reader.rx);
     let _ = reader.handle.join();
     drop(tx);
-    match writer.join() {
-        Ok(r) => r,
-        Err(p) => std::panic::resume_unwind(p),
-    }
+    writer
+        .join()
+        .unwrap_or_else(|p| std::panic::resume_unwind(p))
 }
 
 /// Drops the bytes of the messages in `outs` (their facts and trees stay):
@@ -642,17 +614,11 @@ struct Tail {
 
 impl Tail {
     fn new(path: &str) -> Tail {
-        match std::fs::metadata(path) {
-            Ok(m) if m.is_file() => Tail {
-                path: Some(path.to_string()),
-                size: m.len(),
-                recheck: 0,
-            },
-            _ => Tail {
-                path: None,
-                size: 0,
-                recheck: 0,
-            },
+        let size = std::fs::metadata(path).ok().filter(|m| m.is_file());
+        Tail {
+            path: size.as_ref().map(|_| path.to_string()),
+            size: size.map_or(0, |m| m.len()),
+            recheck: 0,
         }
     }
 
@@ -731,9 +697,8 @@ impl FileReader {
                         break;
                     }
                 };
-                if first {
+                if std::mem::take(&mut first) {
                     batch.first_ts = Some(ts);
-                    first = false;
                 }
                 held = held.saturating_add(len);
                 batch.ends.push(batch.evs.len());
@@ -828,9 +793,7 @@ impl Emit for Printer {
         if let Some(t) = &self.trees {
             crate::render_pool::decode(&mut m, &t.opts, &t.stamps);
         }
-        if m.info.decode_error.is_some() {
-            self.malformed += 1;
-        }
+        self.malformed += u64::from(m.info.decode_error.is_some());
         self.render.message(&mut self.buf, &m);
         if self.buf.len() >= self.chunk {
             self.drain()?;
@@ -921,41 +884,34 @@ impl Render {
 
     /// Appends the text summary line of `m` (without its tree).
     pub(crate) fn summary_line(&self, out: &mut Vec<u8>, m: &MessageRecord) {
-        out.extend_from_slice(self.text_line(m).as_bytes());
-    }
-
-    /// The summary line of `m` (without its tree).
-    fn text_line(&self, m: &MessageRecord) -> String {
+        use std::fmt::Write as _;
         let i = &m.info;
         let rel = self.first_ts.map_or(0.0, |t| i.ts.as_f64() - t.as_f64());
-        let (from, to) = match i.kind {
-            Kind::Request => (i.client, i.broker),
-            Kind::Response => (i.broker, i.client),
-        };
-        let api = api_text(i);
-        let kind = match i.kind {
-            Kind::Request => "Request",
-            Kind::Response => "Response",
+        let (from, to, kind) = match i.kind {
+            Kind::Request => (i.client, i.broker, "Request"),
+            Kind::Response => (i.broker, i.client, "Response"),
         };
         let mut s = format!(
-            "{:>6} {:>12.6} s{:<3} {from} → {to}  {api} {kind}  corr={} len={}",
+            "{:>6} {:>12.6} s{:<3} {from} → {to}  {} {kind}  corr={} len={}",
             i.frame,
             rel,
             i.stream,
+            api_text(i),
             i.correlation_id.map_or("?".into(), |c| c.to_string()),
             i.length
         );
+        // Writing to a `String` cannot fail.
         if let Some(c) = &i.client_id {
-            s.push_str(&format!(" client_id={:?}", tree::escape_text(c)));
+            let _ = write!(s, " client_id={:?}", tree::escape_text(c));
         }
         if let Some(l) = i.latency_ms() {
-            s.push_str(&format!(" latency={l:.3}ms"));
+            let _ = write!(s, " latency={l:.3}ms");
         }
         if let Some(t) = i.throttle_time_ms.filter(|&t| t > 0) {
-            s.push_str(&format!(" throttle={t}ms"));
+            let _ = write!(s, " throttle={t}ms");
         }
         if !i.error_codes.is_empty() {
-            s.push_str(&format!(" errors={}", error_names(&i.error_codes)));
+            let _ = write!(s, " errors={}", error_names(&i.error_codes));
         }
         if i.kind == Kind::Request && !i.expects_response {
             s.push_str(" [no response expected]");
@@ -968,16 +924,16 @@ impl Render {
             });
         }
         if i.resynced {
-            s.push_str(&format!(" [resync, {} bytes skipped]", i.skipped_before));
+            let _ = write!(s, " [resync, {} bytes skipped]", i.skipped_before);
         }
         if let Some(e) = &i.decode_error {
-            s.push_str(&format!(" [malformed: {}]", tree::escape_text(e)));
+            let _ = write!(s, " [malformed: {}]", tree::escape_text(e));
         }
         if let Some(w) = &i.decode_warning {
-            s.push_str(&format!(" [warning: {w}]"));
+            let _ = write!(s, " [warning: {w}]");
         }
         s.push('\n');
-        s
+        out.extend_from_slice(s.as_bytes());
     }
 }
 
@@ -1089,48 +1045,32 @@ impl JsonWriter {
         use kafkashark::kafka::tree::json;
         let i = &m.info;
         let req = i.kind == Kind::Request;
-        let opt_int = |out: &mut Vec<u8>, v: Option<i64>| match v {
-            Some(v) => json::i64(out, v),
-            None => out.extend_from_slice(b"null"),
-        };
-        let opt_str = |out: &mut Vec<u8>, v: Option<&str>| match v {
-            Some(v) => json::str(out, v),
-            None => out.extend_from_slice(b"null"),
-        };
-        let bool =
-            |out: &mut Vec<u8>, v: bool| out.extend_from_slice(if v { b"true" } else { b"false" });
         out.extend_from_slice(b"{\"api_key\":");
-        opt_int(out, i.api_key.map(|k| i64::from(k.0)));
+        or_null(out, i.api_key.map(|k| i64::from(k.0)), json::i64);
         out.extend_from_slice(b",\"api_name\":");
-        opt_str(out, i.api_name());
+        or_null(out, i.api_name(), json::str);
         out.extend_from_slice(b",\"api_version\":");
-        opt_int(out, i.api_version.map(i64::from));
+        or_null(out, i.api_version.map(i64::from), json::i64);
         out.push(b',');
         self.endpoints(out, i);
         if req {
             out.extend_from_slice(b",\"client_id\":");
-            opt_str(out, i.client_id.as_deref());
+            or_null(out, i.client_id.as_deref(), json::str);
         }
         out.extend_from_slice(b",\"correlation_id\":");
-        opt_int(out, i.correlation_id.map(i64::from));
+        or_null(out, i.correlation_id.map(i64::from), json::i64);
         out.extend_from_slice(b",\"decode_error\":");
-        opt_str(out, i.decode_error.as_deref());
+        or_null(out, i.decode_error.as_deref(), json::str);
         if let Some(w) = &i.decode_warning {
             out.extend_from_slice(b",\"decode_warning\":");
             json::str(out, &w.to_string());
         }
-        if !req {
-            out.extend_from_slice(b",\"error_codes\":[");
-            for (k, &c) in i.error_codes.iter().enumerate() {
-                if k > 0 {
-                    out.push(b',');
-                }
-                json::i64(out, c.into());
-            }
-            out.push(b']');
-        } else {
+        if req {
             out.extend_from_slice(b",\"expects_response\":");
-            bool(out, i.expects_response);
+            boolean(out, i.expects_response);
+        } else {
+            out.extend_from_slice(b",\"error_codes\":");
+            list(out, &i.error_codes, |out, &c| json::i64(out, c.into()));
         }
     }
 
@@ -1139,19 +1079,13 @@ impl JsonWriter {
         use kafkashark::kafka::tree::json;
         let i = &m.info;
         let req = i.kind == Kind::Request;
-        let opt_int = |out: &mut Vec<u8>, v: Option<i64>| match v {
-            Some(v) => json::i64(out, v),
-            None => out.extend_from_slice(b"null"),
-        };
-        let bool =
-            |out: &mut Vec<u8>, v: bool| out.extend_from_slice(if v { b"true" } else { b"false" });
         out.extend_from_slice(b",\"first_frame\":");
         json::u64(out, i.first_frame);
         out.extend_from_slice(b",\"frame\":");
         json::u64(out, i.frame);
         if !req {
             out.extend_from_slice(b",\"inferred\":");
-            bool(out, i.inferred);
+            boolean(out, i.inferred);
         }
         out.extend_from_slice(if req {
             b",\"kind\":\"request\""
@@ -1160,15 +1094,12 @@ impl JsonWriter {
         });
         if !req {
             out.extend_from_slice(b",\"latency_ms\":");
-            match i.latency_ms() {
-                Some(l) => json::f64(out, l),
-                None => out.extend_from_slice(b"null"),
-            }
+            or_null(out, i.latency_ms(), json::f64);
         }
         out.extend_from_slice(b",\"length\":");
         json::i64(out, i.length.into());
         out.extend_from_slice(b",\"paired\":");
-        bool(out, i.paired);
+        boolean(out, i.paired);
         if i.resynced {
             out.extend_from_slice(b",\"resynced\":true,\"skipped_before\":");
             json::u64(out, i.skipped_before);
@@ -1177,16 +1108,11 @@ impl JsonWriter {
         json::u64(out, i.stream);
         if !req {
             out.extend_from_slice(b",\"throttle_time_ms\":");
-            opt_int(out, i.throttle_time_ms.map(i64::from));
+            or_null(out, i.throttle_time_ms.map(i64::from), json::i64);
         }
-        out.extend_from_slice(b",\"topics\":[");
-        for (k, t) in i.topics.iter().enumerate() {
-            if k > 0 {
-                out.push(b',');
-            }
-            json::str(out, t);
-        }
-        out.extend_from_slice(b"],\"ts\":");
+        out.extend_from_slice(b",\"topics\":");
+        list(out, &i.topics, |out, t| json::str(out, t));
+        out.extend_from_slice(b",\"ts\":");
         json::f64(out, i.ts.as_f64());
         out.push(b'}');
     }
@@ -1216,6 +1142,31 @@ impl JsonWriter {
     }
 }
 
+/// `v` written with `write`, or JSON's `null`.
+fn or_null<T>(out: &mut Vec<u8>, v: Option<T>, write: impl FnOnce(&mut Vec<u8>, T)) {
+    match v {
+        Some(v) => write(out, v),
+        None => out.extend_from_slice(b"null"),
+    }
+}
+
+/// A JSON boolean.
+fn boolean(out: &mut Vec<u8>, v: bool) {
+    out.extend_from_slice(if v { b"true" } else { b"false" });
+}
+
+/// A JSON array of `items`, each written with `write`.
+fn list<'a, T>(out: &mut Vec<u8>, items: &'a [T], write: impl Fn(&mut Vec<u8>, &'a T)) {
+    out.push(b'[');
+    for (k, t) in items.iter().enumerate() {
+        if k > 0 {
+            out.push(b',');
+        }
+        write(out, t);
+    }
+    out.push(b']');
+}
+
 /// The standard error line of a notice about the capture `name`, if it is shown.
 pub(crate) fn notice_line(name: &str, n: &Notice) -> Option<String> {
     notice_text(n).map(|text| {
@@ -1228,56 +1179,50 @@ pub(crate) fn notice_line(name: &str, n: &Notice) -> Option<String> {
 }
 
 fn notice_text(n: &Notice) -> Option<String> {
-    match n {
-        Notice::Unanswered { stream, request } => Some(format!(
+    Some(match n {
+        Notice::Unanswered { stream, request } => format!(
             "stream {stream}: request at frame {} ({} v{}) got no response",
             request.frame,
             request.api_key.name().unwrap_or("?"),
             request.api_version
-        )),
-        Notice::Stream(ev) => match ev {
-            Event::Gap {
-                stream,
-                dir,
-                len,
-                frame,
-                reason,
-                ..
-            } => Some(format!(
-                "stream {stream} {dir:?}: {len} bytes missing before frame {frame} ({reason:?})"
-            )),
-            Event::Resync {
-                stream,
-                dir,
-                skipped,
-                frame,
-                ..
-            } => Some(format!(
-                "stream {stream} {dir:?}: resynchronised at frame {frame} after skipping {skipped} bytes"
-            )),
-            Event::Discarded {
-                stream,
-                dir,
-                bytes,
-                frame,
-            } => Some(format!(
-                "stream {stream} {dir:?}: {bytes} bytes from frame {frame} formed no message"
-            )),
-            Event::Warning {
-                frame,
-                offset,
-                what,
-            } => Some(match offset {
-                Some(o) => format!("frame {frame}, offset {o}: {what}"),
-                None => format!("frame {frame}: {what}"),
-            }),
-            Event::Partial(m) => Some(format!(
-                "stream {} {:?}: message at frame {} incomplete, {} bytes missing",
-                m.stream, m.dir, m.first_frame, m.missing
-            )),
-            _ => None,
-        },
-    }
+        ),
+        Notice::Stream(Event::Gap {
+            stream,
+            dir,
+            len,
+            frame,
+            reason,
+            ..
+        }) => format!(
+            "stream {stream} {dir:?}: {len} bytes missing before frame {frame} ({reason:?})"
+        ),
+        Notice::Stream(Event::Resync {
+            stream,
+            dir,
+            skipped,
+            frame,
+            ..
+        }) => format!(
+            "stream {stream} {dir:?}: resynchronised at frame {frame} after skipping {skipped} bytes"
+        ),
+        Notice::Stream(Event::Discarded {
+            stream,
+            dir,
+            bytes,
+            frame,
+        }) => format!("stream {stream} {dir:?}: {bytes} bytes from frame {frame} formed no message"),
+        Notice::Stream(Event::Warning {
+            frame,
+            offset: Some(o),
+            what,
+        }) => format!("frame {frame}, offset {o}: {what}"),
+        Notice::Stream(Event::Warning { frame, what, .. }) => format!("frame {frame}: {what}"),
+        Notice::Stream(Event::Partial(m)) => format!(
+            "stream {} {:?}: message at frame {} incomplete, {} bytes missing",
+            m.stream, m.dir, m.first_frame, m.missing
+        ),
+        Notice::Stream(_) => return None,
+    })
 }
 
 /// The pcap files shipped in captures/, sorted (tests).

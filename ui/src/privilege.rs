@@ -113,19 +113,17 @@ fn drop_with(cfg: &PrivilegeArgs) -> Result<Outcome, CliError> {
     }
     let name = cfg.user.as_deref().unwrap_or(DEFAULT_USER);
     let (user, uid, gid) = lookup(name)?;
-    let fail = |step: &str, e: nix::Error| CliError::Input {
+    let bad = |why: String| CliError::Input {
         what: format!("--user {name}"),
-        why: format!("{step} failed: {e}"),
+        why,
     };
+    let fail = |step: &str, e: nix::Error| bad(format!("{step} failed: {e}"));
     unistd::setgroups(&[]).map_err(|e| fail("setgroups", e))?;
     unistd::setgid(gid).map_err(|e| fail("setgid", e))?;
     unistd::setuid(uid).map_err(|e| fail("setuid", e))?;
     // setuid as root sets the real, effective and saved ids: root must be gone for good.
     if unistd::setuid(Uid::from_raw(0)).is_ok() || unistd::geteuid().is_root() {
-        return Err(CliError::Input {
-            what: format!("--user {name}"),
-            why: "root privileges could not be dropped".into(),
-        });
+        return Err(bad("root privileges could not be dropped".into()));
     }
     Ok(Outcome::Dropped {
         user,

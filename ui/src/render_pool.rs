@@ -29,7 +29,7 @@
 //! bytes of formatted output per render thread waiting for the writer (or one
 //! larger buffer), and one tree and its output being made per render thread —
 //! for a JSON line of a message of [`BIG_MESSAGE`] bytes or more, about
-//! [`SEGMENT_BYTES`] of it ([`RenderThread::stream_parted`]). Past three
+//! [`SEGMENT_BYTES`] of it ([`RenderThread::stream`]). Past three
 //! quarters of `print::HELD_BYTES`, the held messages' bytes wait on disk
 //! (`Reorder::spill_to`) and are read back one at a time as they are handed
 //! out.
@@ -54,10 +54,12 @@ use kafkashark::flow::Ports;
 use kafkashark::kafka::decode::{Kind, Summary};
 use kafkashark::kafka::tree::{self, Node, Value};
 use kafkashark::kafka::DecodeOptions;
+use kafkashark::pipeline::Event;
 use kafkashark::topics::TEACHERS;
 
 use crate::cli_error::CliError;
-use crate::print::{held_reorder, Emit, FileReader, Ordered, PrintFormat, Render, HELD_MESSAGES};
+use crate::print::{Emit, FileReader, Ordered, PrintFormat, Render, HELD_MESSAGES};
+use crate::reorder::Reorder;
 
 /// Message bytes per chunk handed to a render thread with `--format jsonl`:
 /// a message's JSON is about 15 times its bytes, so a chunk makes about
@@ -91,7 +93,7 @@ const JSON_RESERVE: usize = 64 << 20;
 
 /// Messages of this many bytes or more have their JSON line handed to the
 /// writer in parts of about [`SEGMENT_BYTES`] while it is written
-/// ([`RenderThread::stream_parted`]), never whole: a 2 MB Produce of small records makes a
+/// ([`RenderThread::stream`]), never whole: a 2 MB Produce of small records makes a
 /// line of over 30 MB. Below it a line is at most a few MB, made whole. Their
 /// text trees keep their records as bytes (`records_deferred`), whose nodes
 /// are made as the text is written: such a tree would take tens of MB.
@@ -163,17 +165,21 @@ where
     W: Write,
     F: FnOnce() -> W + Send + 'static,
 {
-    let reader = FileReader::spawn(
-        src,
-        crate::print::pipeline_config(&settings.ports, settings.reorder),
-        BATCH_FRAMES_TREES,
-        None,
-    );
     let pipeline = crate::print::pipeline_config(&settings.ports, settings.reorder);
+    let reader = FileReader::spawn(src, pipeline.clone(), BATCH_FRAMES_TREES, None);
     let mut analyzer = MessageAnalyzer::new(summary_config(pipeline, &settings.decode, true));
     let stamps = Arc::new(Stamps::default());
+    // An event's outputs (the analyzer's `finish` for `None`), their topic ids noted.
+    let step = |analyzer: &mut MessageAnalyzer, ev: Option<Event>, outs: &mut Vec<Output>| {
+        let from = outs.len();
+        match ev {
+            Some(ev) => analyzer.push(ev, outs),
+            None => analyzer.finish(outs),
+        }
+        stamps.learn(analyzer, outs.get_mut(from..).unwrap_or_default());
+    };
     let pool = Pool::spawn(&settings, stamps.clone(), out, note);
-    let mut reorder = held_reorder(HELD_MESSAGES);
+    let mut reorder = Reorder::new(HELD_MESSAGES);
     reorder.limit_bytes(settings.held_bytes);
     if let Some(dir) = settings.held_on_disk.clone() {
         reorder.spill_to(dir);
@@ -188,22 +194,18 @@ where
     };
     let mut order = Ordered::new(chunker, reorder, settings.count, settings.name.clone());
     let mut outs = Vec::new();
-    let mut first_ts = None;
     'batches: for batch in reader.rx.iter() {
-        if order.emit.pool.stopped() {
+        // The writer stopped (an output error).
+        if order.emit.pool.stop.load(Ordering::Relaxed) {
             break;
         }
-        if first_ts.is_none() {
-            first_ts = batch.first_ts;
-            order.emit.chunk.first_ts = first_ts;
-        }
+        let first_ts = &mut order.emit.chunk.first_ts;
+        *first_ts = first_ts.or(batch.first_ts);
         let mut evs = batch.evs.into_iter();
         let mut at = 0;
         for end in batch.ends {
             for ev in evs.by_ref().take(end - at) {
-                let from = outs.len();
-                analyzer.push(ev, &mut outs);
-                stamps.learn(&analyzer, outs.get_mut(from..).unwrap_or_default());
+                step(&mut analyzer, Some(ev), &mut outs);
             }
             at = end;
             // The pool never fails: it stops (`Ok(false)`).
@@ -212,14 +214,9 @@ where
             }
         }
         if let Some(fin) = batch.finish {
-            for ev in fin {
-                let from = outs.len();
-                analyzer.push(ev, &mut outs);
-                stamps.learn(&analyzer, outs.get_mut(from..).unwrap_or_default());
+            for ev in fin.into_iter().map(Some).chain([None]) {
+                step(&mut analyzer, ev, &mut outs);
             }
-            let from = outs.len();
-            analyzer.finish(&mut outs);
-            stamps.learn(&analyzer, outs.get_mut(from..).unwrap_or_default());
             let _ = order.finish(std::mem::take(&mut outs), batch.error);
             break;
         }
@@ -460,23 +457,20 @@ impl RenderThread {
         if self.render.format == PrintFormat::Text {
             return self.text(m);
         }
-        if m.raw.bytes.len() >= self.big {
-            if let Some(sent) = self.stream_parted(m) {
-                return sent.then_some(false);
-            }
-            let malformed = decode(m, &self.opts, &self.stamps);
-            return self.tree_parted(m).then_some(malformed);
-        }
+        let parted = m.raw.bytes.len() >= self.big;
         // Room for a line of about STREAM_FACTOR times the message's bytes,
-        // made as below.
+        // made as below (a big one's goes out in parts).
         let want = m.raw.bytes.len().saturating_mul(STREAM_FACTOR);
-        if !self.to.room(&mut self.buf, want.min(JSON_RESERVE)) {
+        if !parted && !self.to.room(&mut self.buf, want.min(JSON_RESERVE)) {
             return None;
         }
-        if self.stream(m) {
-            return Some(false);
+        if let Some(sent) = self.stream(m, parted) {
+            return sent.then_some(false);
         }
         let malformed = decode(m, &self.opts, &self.stamps);
+        if parted {
+            return self.tree_parted(m).then_some(malformed);
+        }
         // A tree's JSON is 5 to 20 times its message's bytes, and 7 to 8
         // times its decompressed records'.
         let want = m.decoded.as_ref().map_or(0, |d| {
@@ -534,55 +528,17 @@ impl RenderThread {
     /// Writes `m`'s JSON line into `buf` with its tree's JSON written while
     /// the message is decoded (`kafkashark::kafka::stream_json`), the same
     /// bytes as [`decode`] then [`Render::message`] write, and gives `m` the
-    /// same facts; false, with `buf` and `m` as they were, for a message that
-    /// must take that path: a raw SASL token, a response without its
+    /// same facts. `None`, with `buf` and `m` as they were, for a message
+    /// that must take that path: a raw SASL token, a response without its
     /// request's api key and version, a message with a decode error (its
     /// tree's error nodes and spans are fitted after decoding), or a response
     /// whose error codes differ from those the analyzer read (they are
-    /// written before the tree).
-    fn stream(&mut self, m: &mut MessageRecord) -> bool {
-        use kafkashark::kafka::decode::decode_streamed;
-        use kafkashark::kafka::stream_json::{JsonSink, Stream};
-        let Some(response) = streamed_as(m) else {
-            return false;
-        };
-        let (buf, stamps) = (&mut self.buf, &*self.stamps);
-        let mark = buf.len();
-        // Written before the tree: no decode error (a message with one is not
-        // written this way), and a response's error codes as the analyzer read
-        // them (checked against the tree's below).
-        let error = m.info.decode_error.take();
-        self.render.json.head(buf, m);
-        buf.extend_from_slice(b",\"fields\":");
-        let index = m.info.index;
-        let mut name = |n: &mut Node| stamps.name_node(index, n);
-        let annotate: Option<&mut dyn FnMut(&mut Node)> = if stamps.any.load(Ordering::Acquire) {
-            Some(&mut name)
-        } else {
-            None
-        };
-        let mut sink = JsonSink::new(buf, &m.raw.bytes, annotate);
-        let d = decode_streamed(&m.raw.bytes, response, &self.opts, Stream::Json(&mut sink));
-        let facts = sink.facts();
-        let is_response = response.is_some();
-        if !d.clean() || (is_response && facts.error_codes != m.info.error_codes) {
-            buf.truncate(mark);
-            m.info.decode_error = error;
-            return false;
-        }
-        end_line(m, buf, d, facts, is_response, stamps);
-        true
-    }
-
-    /// [`RenderThread::stream`] for a big message (`Settings::big_message`),
-    /// its line handed to the writer in parts as it is written: a first
-    /// decode writing nothing ([`JsonSink::dry`]) tells whether the line
-    /// stands, as `stream` learns only at its end; then the line is written,
-    /// every [`SEGMENT_BYTES`] handed on. `None`, with `buf` and `m` as they
-    /// were, for a message that must take the tree's path (as `stream`'s
-    /// false); otherwise whether the writer took the line (false once it
-    /// stopped).
-    fn stream_parted(&mut self, m: &mut MessageRecord) -> Option<bool> {
+    /// written before the tree). Otherwise whether the writer took the line:
+    /// a big message's (`parted`, `Settings::big_message`) is handed to it in
+    /// parts as it is written, every [`SEGMENT_BYTES`] (false once it
+    /// stopped), after a first decode writing nothing ([`JsonSink::dry`])
+    /// told whether the line stands, as a whole line's end tells.
+    fn stream(&mut self, m: &mut MessageRecord, parted: bool) -> Option<bool> {
         use kafkashark::kafka::decode::decode_streamed;
         use kafkashark::kafka::stream_json::{JsonSink, Stream};
         let response = streamed_as(m)?;
@@ -595,24 +551,40 @@ impl RenderThread {
         let decode = |sink: &mut JsonSink<'_>| {
             decode_streamed(&m.raw.bytes, response, opts, Stream::Json(sink))
         };
-        let mut none = Vec::new();
-        let mut dry = JsonSink::new(&mut none, &m.raw.bytes, any.then_some(&mut name as _)).dry();
-        let d = decode(&mut dry);
-        let facts = dry.facts();
-        if !d.clean() || (is_response && facts.error_codes != m.info.error_codes) {
-            return None;
+        // Written before the tree: no decode error (a message with one is not
+        // written this way), and a response's error codes as the analyzer read
+        // them (checked against the tree's).
+        let stands = |d: &kafkashark::kafka::Decoded, codes: &[i16]| {
+            d.clean() && !(is_response && codes != m.info.error_codes)
+        };
+        if parted {
+            let mut none = Vec::new();
+            let mut dry =
+                JsonSink::new(&mut none, &m.raw.bytes, any.then_some(&mut name as _)).dry();
+            let d = decode(&mut dry);
+            if !stands(&d, &dry.facts().error_codes) {
+                return None;
+            }
         }
-        // The line stands: written as `stream` writes it, without a decode error.
-        m.info.decode_error = None;
+        let mark = buf.len();
+        let error = m.info.decode_error.take();
         self.render.json.head(buf, m);
         buf.extend_from_slice(b",\"fields\":");
         let ((d, facts), sent) = in_parts(&self.to, |spill| {
-            let mut sink =
-                JsonSink::new(buf, &m.raw.bytes, any.then_some(&mut name as _)).spilling(*spill);
+            let sink = JsonSink::new(buf, &m.raw.bytes, any.then_some(&mut name as _));
+            let mut sink = if parted { sink.spilling(*spill) } else { sink };
             let d = decode(&mut sink);
             (d, sink.facts())
         });
-        end_line(m, buf, d, facts, is_response, stamps);
+        if !parted && !stands(&d, &facts.error_codes) {
+            buf.truncate(mark);
+            m.info.decode_error = error;
+            return None;
+        }
+        // The line's end, with the facts a tree-keeping analyzer takes from the tree.
+        streamed_facts(m, d, facts, is_response, stamps);
+        crate::print::JsonWriter::tail(buf, m);
+        buf.push(b'\n');
         Some(sent)
     }
 
@@ -624,7 +596,7 @@ impl RenderThread {
     /// writer every [`SEGMENT_BYTES`]. The same bytes as [`decode`] then the
     /// text of the tree. `None`, with `m` and `buf` as they were, for a
     /// message that must take the tree's path (as
-    /// [`RenderThread::stream`]'s false: its decode finds an error, a raw
+    /// [`RenderThread::stream`]'s `None`: its decode finds an error, a raw
     /// SASL token, a response without its request's api key and version);
     /// otherwise whether the writer took it all.
     fn text_streamed(&mut self, m: &mut MessageRecord, opts: &DecodeOptions) -> Option<bool> {
@@ -662,7 +634,7 @@ impl RenderThread {
 
     /// [`Render::message`]'s JSON line of `m` with its tree, handed to the
     /// writer in parts as it is written (a big message
-    /// [`RenderThread::stream_parted`] left to the tree); false once the
+    /// [`RenderThread::stream`] left to the tree); false once the
     /// writer stopped.
     fn tree_parted(&mut self, m: &MessageRecord) -> bool {
         let buf = &mut self.buf;
@@ -681,22 +653,6 @@ impl RenderThread {
         buf.push(b'\n');
         sent
     }
-}
-
-/// The end of a line written while its message was decoded (after
-/// `fields`): `m` takes the facts a tree-keeping analyzer takes from the
-/// tree, from `d` and the sink's `facts` ([`streamed_facts`]).
-fn end_line(
-    m: &mut MessageRecord,
-    buf: &mut Vec<u8>,
-    d: kafkashark::kafka::Decoded,
-    facts: kafkashark::kafka::stream_json::StreamFacts,
-    is_response: bool,
-    stamps: &Stamps,
-) {
-    streamed_facts(m, d, facts, is_response, stamps);
-    crate::print::JsonWriter::tail(buf, m);
-    buf.push(b'\n');
 }
 
 /// Gives `m`, decoded cleanly while written, the facts a tree-keeping
@@ -817,14 +773,18 @@ impl Budget {
     }
 }
 
-/// Closes the budgets when the writer ends, however it ends.
-struct CloseOnDrop(Vec<Arc<Budget>>);
+/// The writer's end of one render thread's way to it ([`ToWriter`]).
+struct FromRender {
+    segs: Receiver<Segment>,
+    /// Emptied buffers, given back.
+    spares: std::sync::mpsc::Sender<Vec<u8>>,
+    budget: Arc<Budget>,
+}
 
-impl Drop for CloseOnDrop {
+/// Closes the budget when the writer ends, however it ends.
+impl Drop for FromRender {
     fn drop(&mut self) {
-        for b in &self.0 {
-            b.close();
-        }
+        self.budget.close();
     }
 }
 
@@ -929,9 +889,7 @@ impl Pool {
         let n = settings.threads.max(1);
         let stop = Arc::new(AtomicBool::new(false));
         let mut txs = Vec::with_capacity(n);
-        let mut segs = Vec::with_capacity(n);
-        let mut spares = Vec::with_capacity(n);
-        let mut budgets = Vec::with_capacity(n);
+        let mut from = Vec::with_capacity(n);
         let mut workers = Vec::with_capacity(n);
         for _ in 0..n {
             let (tx, rx) = std::sync::mpsc::sync_channel::<Chunk>(QUEUED_CHUNKS);
@@ -953,13 +911,15 @@ impl Pool {
             };
             workers.push(std::thread::spawn(move || thread.run(rx)));
             txs.push(tx);
-            segs.push(seg_rx);
-            spares.push(spare_tx);
-            budgets.push(budget);
+            from.push(FromRender {
+                segs: seg_rx,
+                spares: spare_tx,
+                budget,
+            });
         }
         let writer_stop = stop.clone();
         let writer = std::thread::spawn(move || {
-            let r = writer(out(), segs, spares, budgets, note);
+            let r = writer(out(), &from, note);
             if r.is_err() {
                 writer_stop.store(true, Ordering::Relaxed);
             }
@@ -972,11 +932,6 @@ impl Pool {
             writer,
             stop,
         }
-    }
-
-    /// True once the writer stopped (an output error).
-    fn stopped(&self) -> bool {
-        self.stop.load(Ordering::Relaxed)
     }
 
     /// Hands `chunk` to the next render thread; false when they stopped.
@@ -996,14 +951,11 @@ impl Pool {
         }
         drop(self.txs);
         for w in self.workers {
-            if let Err(p) = w.join() {
-                std::panic::resume_unwind(p);
-            }
+            w.join().unwrap_or_else(|p| std::panic::resume_unwind(p));
         }
-        match self.writer.join() {
-            Ok(r) => r,
-            Err(p) => std::panic::resume_unwind(p),
-        }
+        self.writer
+            .join()
+            .unwrap_or_else(|p| std::panic::resume_unwind(p))
     }
 }
 
@@ -1014,28 +966,21 @@ impl Pool {
 /// no more chunks. The number of malformed messages written.
 fn writer<W: Write>(
     out: W,
-    segs: Vec<Receiver<Segment>>,
-    spares: Vec<std::sync::mpsc::Sender<Vec<u8>>>,
-    budgets: Vec<Arc<Budget>>,
+    from: &[FromRender],
     mut note: impl FnMut(&str),
 ) -> Result<u64, CliError> {
-    let budgets = CloseOnDrop(budgets);
     let mut w = std::io::BufWriter::new(out);
     let mut malformed = 0;
-    for k in (0..segs.len()).cycle() {
-        let (Some(rx), Some(spare), Some(budget)) = (segs.get(k), spares.get(k), budgets.0.get(k))
-        else {
-            break;
-        };
+    for r in from.iter().cycle() {
         loop {
-            match rx.recv() {
+            match r.segs.recv() {
                 Ok(Segment::Bytes(mut b)) => {
                     w.write_all(&b).map_err(CliError::Output)?;
-                    budget.give(b.len());
+                    r.budget.give(b.len());
                     b.clear();
                     // Buffers grown by a large message are not kept.
                     if b.capacity() <= 2 * SEGMENT_BYTES {
-                        let _ = spare.send(b);
+                        let _ = r.spares.send(b);
                     }
                 }
                 Ok(Segment::Line(line)) => {
@@ -1168,7 +1113,8 @@ mod tests {
             ..AnalyzerConfig::default()
         });
         // Held messages keep their trees (a test's captures are small).
-        let mut reorder = held_reorder(HELD_MESSAGES);
+        let mut reorder = Reorder::new(HELD_MESSAGES);
+        reorder.limit_bytes(crate::print::HELD_BYTES);
         let mut render = Render::new(format, true);
         let (mut outs, mut ready, mut out) = (Vec::new(), Vec::new(), Vec::new());
         let (mut printed, mut malformed) = (0, 0);
@@ -1235,7 +1181,7 @@ mod tests {
     /// byte what one thread keeping every tree prints — the same facts
     /// (decode errors, error codes, topics, topic-id names as known then),
     /// the same notices in the same places, the same malformed count — and
-    /// so does it with JSON lines written in parts ([`RenderThread::stream_parted`]: the
+    /// so does it with JSON lines written in parts ([`RenderThread::stream`]: the
     /// dry decode decides as the whole line's end does, and the messages it
     /// leaves to the tree print the same) and with text trees whose records
     /// are made as they are written.

@@ -49,6 +49,7 @@ pub const HELD_ON_DISK: u64 = 1 << 30;
 /// message held in it remains, so it holds at most the bytes of the
 /// messages held since it was last empty, and never more than
 /// [`HELD_ON_DISK`].
+#[derive(Default)]
 struct HeldFile {
     /// The directory to make the file in.
     dir: std::path::PathBuf,
@@ -72,7 +73,6 @@ impl HeldFile {
     /// Writes `b` at the end; its offset, or `None` (nothing held on disk
     /// changes) when it does not fit [`HELD_ON_DISK`] or cannot be written.
     fn put(&mut self, b: &[u8]) -> Option<u64> {
-        use std::io::{Seek, SeekFrom, Write};
         let len = u64::try_from(b.len()).ok()?;
         if self.failed || self.end.saturating_add(len) > self.limit {
             return None;
@@ -81,10 +81,8 @@ impl HeldFile {
             self.file = Self::make(&self.dir);
             self.failed = self.file.is_none();
         }
-        let f = self.file.as_mut()?;
         let at = self.end;
-        let ok = f.seek(SeekFrom::Start(at)).is_ok() && f.write_all(b).is_ok();
-        if !ok {
+        if std::os::unix::fs::FileExt::write_all_at(self.file.as_ref()?, b, at).is_err() {
             // What was written of it is ignored; the file is emptied with
             // the last message held in it.
             self.failed = true;
@@ -99,14 +97,11 @@ impl HeldFile {
     /// they cannot be read: a failing disk); the file is emptied once no
     /// message held in it remains.
     fn take(&mut self, at: u64, len: usize, read: bool) -> std::io::Result<bytes::Bytes> {
-        use std::io::{Read, Seek, SeekFrom};
         self.held = self.held.saturating_sub(1);
-        let r = match self.file.as_mut() {
+        let r = match &self.file {
             Some(f) if read => {
                 let mut v = vec![0; len];
-                f.seek(SeekFrom::Start(at))
-                    .and_then(|_| f.read_exact(&mut v))
-                    .map(|()| bytes::Bytes::from(v))
+                std::os::unix::fs::FileExt::read_exact_at(f, &mut v, at).map(|()| v.into())
             }
             _ => Err(std::io::ErrorKind::NotFound.into()),
         };
@@ -123,10 +118,9 @@ impl HeldFile {
     fn make(dir: &std::path::Path) -> Option<std::fs::File> {
         use std::sync::atomic::{AtomicU64, Ordering};
         static NEXT: AtomicU64 = AtomicU64::new(0);
+        use std::os::unix::fs::OpenOptionsExt;
         let mut o = std::fs::OpenOptions::new();
-        o.read(true).write(true).create_new(true);
-        #[cfg(unix)]
-        std::os::unix::fs::OpenOptionsExt::mode(&mut o, 0o600);
+        o.read(true).write(true).create_new(true).mode(0o600);
         let path = dir.join(format!(
             "kafkashark-held-{}-{}",
             std::process::id(),
@@ -189,20 +183,17 @@ pub const HELD_OVERHEAD: usize = size_of::<MessageRecord>() + 512;
 /// an estimate either way).
 const MALLOC_SLACK: usize = 16;
 
-/// Heap bytes of a vector's buffer.
-fn vec_heap<T>(v: &Vec<T>) -> usize {
-    match v.capacity().saturating_mul(size_of::<T>()) {
+/// Heap bytes of a buffer of `bytes` (a string's or a vector's capacity).
+fn heap(bytes: usize) -> usize {
+    match bytes {
         0 => 0,
         n => n.saturating_add(MALLOC_SLACK),
     }
 }
 
-/// Heap bytes of a string's buffer.
-fn string_heap(s: &String) -> usize {
-    match s.capacity() {
-        0 => 0,
-        n => n.saturating_add(MALLOC_SLACK),
-    }
+/// Heap bytes of a vector's buffer.
+fn vec_heap<T>(v: &Vec<T>) -> usize {
+    heap(v.capacity().saturating_mul(size_of::<T>()))
 }
 
 /// What a held message keeps alive besides its bytes and its tree: the
@@ -211,11 +202,10 @@ fn string_heap(s: &String) -> usize {
 /// carrying frame: a message cut in many small segments has many).
 fn held_footprint(m: &MessageRecord) -> usize {
     let i = &m.info;
-    let opt = |s: &Option<String>| s.as_ref().map_or(0, string_heap);
-    let topics = i
-        .topics
-        .iter()
-        .fold(vec_heap(&i.topics), |n, t| n.saturating_add(string_heap(t)));
+    let opt = |s: &Option<String>| s.as_ref().map_or(0, |s| heap(s.capacity()));
+    let topics = i.topics.iter().fold(vec_heap(&i.topics), |n, t| {
+        n.saturating_add(heap(t.capacity()))
+    });
     [
         size_of::<MessageRecord>() + MALLOC_SLACK,
         size_of::<HeldSlot>(),
@@ -267,12 +257,8 @@ impl Reorder {
     pub fn spill_to(&mut self, dir: std::path::PathBuf) {
         self.disk = Some(HeldFile {
             dir,
-            file: None,
-            end: 0,
-            held: 0,
-            left: std::collections::VecDeque::new(),
-            failed: false,
             limit: HELD_ON_DISK,
+            ..HeldFile::default()
         });
     }
 
@@ -306,13 +292,12 @@ impl Reorder {
     pub fn push(&mut self, o: Output, out: &mut Vec<Output>) {
         match o {
             Output::Message(m) => {
-                if m.info.kind == Kind::Response {
-                    if let (true, Some(req)) = (m.info.paired, m.info.peer) {
-                        if let Some((r, waiting)) = self.find(req) {
-                            r.info.paired = true;
-                            r.info.peer = Some(m.info.index);
-                            *waiting = false;
-                        }
+                if let (Kind::Response, true, Some(req)) = (m.info.kind, m.info.paired, m.info.peer)
+                {
+                    if let Some((r, waiting)) = self.find(req) {
+                        r.info.paired = true;
+                        r.info.peer = Some(m.info.index);
+                        *waiting = false;
                     }
                 }
                 let waiting = m.info.kind == Kind::Request && m.info.expects_response;

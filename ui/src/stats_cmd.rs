@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 use kafkashark::analyzer::{Analyzer, AnalyzerConfig, MessageAnalyzer, Output};
 use kafkashark::capture::{CaptureError, FileSource, Polled};
 use kafkashark::flow::ReorderWindow;
+use kafkashark::kafka::tree;
 use kafkashark::stats::{Stats, StatsConfig, StatsReport};
 
 use crate::cli_error::CliError;
@@ -26,9 +27,12 @@ pub enum StatsFormat {
 /// Clears the terminal before a live refresh: cursor home, erase display.
 const CLEAR: &str = "\x1b[H\x1b[2J";
 
-/// Runs `stats` of `input` for at most `duration`, as `a` says.
-fn run(a: &StatsArgs, input: &Input, duration: Option<Duration>) -> Result<(), CliError> {
-    if let (Input::File(path), None) = (input, duration) {
+/// Runs `stats` from its command-line arguments.
+pub fn run(a: &StatsArgs) -> Result<(), CliError> {
+    crate::privilege::configure(&a.privilege);
+    let input = a.capture.input()?;
+    let duration = crate::print::duration_arg(a.duration)?;
+    if let (Input::File(path), None) = (&input, duration) {
         return run_file(a, path);
     }
     let mut source = input.open(&a.capture.ports)?;
@@ -43,10 +47,7 @@ fn run(a: &StatsArgs, input: &Input, duration: Option<Duration>) -> Result<(), C
     let mut last_draw = Instant::now();
     let mut out = Vec::new();
     let mut read_error: Option<CaptureError> = None;
-    loop {
-        if duration.is_some_and(|d| started.elapsed() >= d) {
-            break;
-        }
+    while duration.is_none_or(|d| started.elapsed() < d) {
         match source.poll() {
             Ok(Polled::Frame(f)) => analyzer.push(&f, &mut out),
             Ok(Polled::Timeout) => {}
@@ -162,10 +163,7 @@ fn run_file(a: &StatsArgs, path: &str) -> Result<(), CliError> {
         .unwrap_or_else(|p| std::panic::resume_unwind(p));
     emit(&report(&stats), path, a.format, false, false)?;
     if let Some(e) = read_error {
-        eprintln!(
-            "kafkashark: {}",
-            kafkashark::kafka::tree::escape_text(&e.to_string())
-        );
+        eprintln!("kafkashark: {}", tree::escape_text(&e.to_string()));
     }
     Ok(())
 }
@@ -188,21 +186,15 @@ fn emit(
     clear: bool,
 ) -> Result<(), CliError> {
     let mut s = match format {
-        StatsFormat::Text => {
-            let mut t = String::new();
-            if clear {
-                t.push_str(CLEAR);
-            }
-            t.push_str(&r.to_text(title));
-            t
-        }
-        StatsFormat::Json if live => {
-            serde_json::to_string(r).map_err(|e| CliError::Output(e.into()))?
-        }
-        StatsFormat::Json => {
-            serde_json::to_string_pretty(r).map_err(|e| CliError::Output(e.into()))?
-        }
-    };
+        StatsFormat::Text => Ok(format!(
+            "{}{}",
+            if clear { CLEAR } else { "" },
+            r.to_text(title)
+        )),
+        StatsFormat::Json if live => serde_json::to_string(r),
+        StatsFormat::Json => serde_json::to_string_pretty(r),
+    }
+    .map_err(|e| CliError::Output(e.into()))?;
     if !s.ends_with('\n') {
         s.push('\n');
     }
@@ -239,14 +231,6 @@ pub struct StatsArgs {
     max_decompressed: usize,
     #[command(flatten)]
     privilege: crate::privilege::PrivilegeArgs,
-}
-
-/// Runs `stats` from its command-line arguments.
-pub fn run_args(a: StatsArgs) -> Result<std::process::ExitCode, CliError> {
-    crate::privilege::configure(&a.privilege);
-    let input = a.capture.input()?;
-    run(&a, &input, crate::print::duration_arg(a.duration)?)?;
-    Ok(std::process::ExitCode::SUCCESS)
 }
 
 /// `stats.report()` made on two threads: the brokers' and connections'
