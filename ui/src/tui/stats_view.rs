@@ -29,7 +29,7 @@ use super::app::{message_of, ByteStore};
 use super::index::FactsEntry;
 use super::store::EntryStore;
 use super::ui::joined;
-use crate::filter::{topics_of, Facts};
+use crate::filter::{quote, topics_of, Facts};
 
 /// Most messages decoded per refresh for the figures that need a tree.
 pub const DECODE_LIMIT: usize = 20_000;
@@ -292,20 +292,6 @@ fn group_id(d: &Decoded) -> Option<String> {
         Value::Str(s) => Some(s.clone()),
         _ => None,
     }
-}
-
-/// A value quoted for the filter language.
-pub fn quote(s: &str) -> String {
-    let mut o = String::with_capacity(s.len() + 2);
-    o.push('"');
-    for c in s.chars() {
-        if c == '"' || c == '\\' {
-            o.push('\\');
-        }
-        o.push(c);
-    }
-    o.push('"');
-    o
 }
 
 /// `api=Produce`, or `api=N` for a key without a name.
