@@ -72,13 +72,7 @@ impl StatsTab {
 
     /// The name on the tab.
     pub fn title(self) -> &'static str {
-        match self {
-            StatsTab::Latency => "Latency",
-            StatsTab::Throttle => "Throttle",
-            StatsTab::Errors => "Errors",
-            StatsTab::Clients => "Clients",
-            StatsTab::Groups => "Groups",
-        }
+        SECTIONS[self.index()].0
     }
 }
 
@@ -158,15 +152,18 @@ const GROUP_COLS: [Col; 7] = [
     col("errors", 8, false, true, 0),
 ];
 
+/// Each section's tab name and table columns, in [`StatsTab::ALL`] order.
+const SECTIONS: [(&str, &[Col]); 5] = [
+    ("Latency", &LATENCY_COLS),
+    ("Throttle", &THROTTLE_COLS),
+    ("Errors", &ERROR_COLS),
+    ("Clients", &CLIENT_COLS),
+    ("Groups", &GROUP_COLS),
+];
+
 /// The columns of a section's table.
 pub fn columns(tab: StatsTab) -> &'static [Col] {
-    match tab {
-        StatsTab::Latency => &LATENCY_COLS,
-        StatsTab::Throttle => &THROTTLE_COLS,
-        StatsTab::Errors => &ERROR_COLS,
-        StatsTab::Clients => &CLIENT_COLS,
-        StatsTab::Groups => &GROUP_COLS,
-    }
+    SECTIONS[tab.index()].1
 }
 
 /// Which columns fit in `width`, and how wide each is: columns of priority 0
@@ -296,10 +293,7 @@ fn group_id(d: &Decoded) -> Option<String> {
 
 /// `api=Produce`, or `api=N` for a key without a name.
 fn api_pred(key: i16) -> String {
-    match api_name(key) {
-        Some(n) => format!("api={n}"),
-        None => format!("api={key}"),
-    }
+    api_name(key).map_or_else(|| format!("api={key}"), |n| format!("api={n}"))
 }
 
 fn lat(l: Option<&LatencyMs>, f: fn(&LatencyMs) -> f64) -> String {
@@ -330,19 +324,14 @@ pub fn compute(entries: &EntryStore, limit: usize, store: Option<&dyn ByteStore>
         let Ok(e) = &e else { continue };
         // The engine's statistics take the full facts: rebuilt per entry, dropped after.
         let i = &e.info();
-        let tree = if wants_tree(e, entries) {
-            wanted += 1;
-            (decoded < limit)
-                .then(|| {
-                    decoded += 1;
-                    // The message itself, read with its record's side blob.
-                    let full = usize::try_from(e.index())
-                        .ok()
-                        .and_then(|i| entries.get(i))?;
-                    let raw = message_of(&full, store).ok()?;
-                    Some(kafkashark::analyzer::redecode(i, &raw, &opts))
-                })
-                .flatten()
+        let wants = wants_tree(e, entries);
+        wanted += usize::from(wants);
+        let tree = if wants && decoded < limit {
+            decoded += 1;
+            // The message itself, read with its record's side blob.
+            let full = usize::try_from(e.index()).ok().and_then(|i| entries.get(i));
+            let raw = full.and_then(|full| message_of(&full, store).ok());
+            raw.map(|raw| kafkashark::analyzer::redecode(i, &raw, &opts))
         } else {
             None
         };
@@ -617,7 +606,7 @@ fn group_rows(
                 .generations
                 .iter()
                 .filter_map(|x| x.rebalance_ms)
-                .fold(None, |m: Option<f64>, v| Some(m.map_or(v, |m| m.max(v))));
+                .reduce(f64::max);
             StatsRow {
                 cells: vec![
                     quote(&escape_text(&g.group_id)),
