@@ -1,5 +1,4 @@
-//! The filter language: which messages a view shows (the TUI's `/` bar, and
-//! `print --filter`).
+//! The filter language: which messages a view shows (the TUI's `/` bar).
 //!
 //! Place in the data path: model ([`MessageInfo`]) → **filter** → the views. The
 //! text is lexed into tokens that remember their column, parsed by recursive
@@ -14,12 +13,13 @@
 //! `latency>5ms` nor `latency!=5ms` (but does match `not latency>5ms`).
 //! Evaluation goes through [`Facts`], so that a compact index entry (the TUI's)
 //! is tested in place, without building a [`MessageInfo`] or allocating.
+//!
+//! [`MessageInfo`]: kafkashark::analyzer::MessageInfo
 
 use std::borrow::Cow;
 use std::fmt;
 use std::sync::OnceLock;
 
-use kafkashark::analyzer::MessageInfo;
 use kafkashark::kafka::decode::Kind;
 use kafkashark::kafka::errors::{error_code, error_name};
 use kafkashark::kafka::schema::api_name;
@@ -34,6 +34,8 @@ const MAX_API_KEY: i16 = 200;
 const MAX_ERROR_CODE: i16 = 300;
 
 /// What the filter reads of a message: [`MessageInfo`]'s facts, by name.
+///
+/// [`MessageInfo`]: kafkashark::analyzer::MessageInfo
 pub trait Facts {
     /// Request or response.
     fn kind(&self) -> Kind;
@@ -77,57 +79,6 @@ pub trait Facts {
     fn malformed(&self) -> bool;
     /// It decoded with a warning (bytes after the body).
     fn warned(&self) -> bool;
-}
-
-/// Facts read as the fields of the same name, for a type that holds them plainly.
-macro_rules! fields {
-    ($($name:ident: $ty:ty),* $(,)?) => {
-        $(fn $name(&self) -> $ty {
-            self.$name
-        })*
-    };
-}
-
-impl Facts for MessageInfo {
-    fields!(
-        kind: Kind,
-        api_version: Option<i16>,
-        stream: u64,
-        correlation_id: Option<i32>,
-        first_frame: u64,
-        frame: u64,
-        length: i32,
-        latency_ns: Option<u64>,
-        throttle_time_ms: Option<i32>,
-        paired: bool,
-        expects_response: bool,
-        inferred: bool,
-        resynced: bool,
-    );
-    fn api_key(&self) -> Option<i16> {
-        self.api_key.map(|k| k.0)
-    }
-    fn client_text(&self) -> Cow<'_, str> {
-        Cow::Owned(self.client.to_string())
-    }
-    fn broker_text(&self) -> Cow<'_, str> {
-        Cow::Owned(self.broker.to_string())
-    }
-    fn client_id(&self) -> Option<&str> {
-        self.client_id.as_deref()
-    }
-    fn topics(&self) -> &[String] {
-        &self.topics
-    }
-    fn error_codes(&self) -> &[i16] {
-        &self.error_codes
-    }
-    fn malformed(&self) -> bool {
-        self.decode_error.is_some()
-    }
-    fn warned(&self) -> bool {
-        self.decode_warning.is_some()
-    }
 }
 
 /// A parsed filter expression; the empty filter matches every message.
@@ -1163,10 +1114,78 @@ impl fmt::Display for Pred {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use kafkashark::analyzer::MessageInfo;
     use kafkashark::kafka::schema::ApiKey;
     use kafkashark::vocab::Timestamp;
 
     // ------------------------------------------------------------ fixtures
+
+    /// The fixtures are [`MessageInfo`]s (the TUI filters its index entries).
+    impl Facts for MessageInfo {
+        fn kind(&self) -> Kind {
+            self.kind
+        }
+        fn api_key(&self) -> Option<i16> {
+            self.api_key.map(|k| k.0)
+        }
+        fn api_version(&self) -> Option<i16> {
+            self.api_version
+        }
+        fn client_text(&self) -> Cow<'_, str> {
+            Cow::Owned(self.client.to_string())
+        }
+        fn broker_text(&self) -> Cow<'_, str> {
+            Cow::Owned(self.broker.to_string())
+        }
+        fn client_id(&self) -> Option<&str> {
+            self.client_id.as_deref()
+        }
+        fn stream(&self) -> u64 {
+            self.stream
+        }
+        fn correlation_id(&self) -> Option<i32> {
+            self.correlation_id
+        }
+        fn first_frame(&self) -> u64 {
+            self.first_frame
+        }
+        fn frame(&self) -> u64 {
+            self.frame
+        }
+        fn length(&self) -> i32 {
+            self.length
+        }
+        fn topics(&self) -> &[String] {
+            &self.topics
+        }
+        fn latency_ns(&self) -> Option<u64> {
+            self.latency_ns
+        }
+        fn throttle_time_ms(&self) -> Option<i32> {
+            self.throttle_time_ms
+        }
+        fn error_codes(&self) -> &[i16] {
+            &self.error_codes
+        }
+        fn paired(&self) -> bool {
+            self.paired
+        }
+        fn expects_response(&self) -> bool {
+            self.expects_response
+        }
+        fn inferred(&self) -> bool {
+            self.inferred
+        }
+        fn resynced(&self) -> bool {
+            self.resynced
+        }
+        fn malformed(&self) -> bool {
+            self.decode_error.is_some()
+        }
+        fn warned(&self) -> bool {
+            self.decode_warning.is_some()
+        }
+    }
 
     /// A Produce v9 request, stream 3, corr 42, frames 8..=10, 2048 bytes.
     fn request() -> MessageInfo {
