@@ -170,24 +170,21 @@ pub fn columns(tab: StatsTab) -> &'static [Col] {
 /// always, then 1, 2, 3 while they fit; the flexible column takes the rest.
 pub fn col_plan(cols: &[Col], width: usize) -> Vec<(usize, usize)> {
     let mut on: Vec<bool> = cols.iter().map(|c| c.priority == 0).collect();
-    let need = |on: &[bool]| -> usize {
-        cols.iter()
-            .zip(on)
-            .filter(|(_, o)| **o)
-            .map(|(c, _)| c.width + 1)
-            .sum()
-    };
+    // Width taken so far, each column with the space after it.
+    let mut used: usize = cols
+        .iter()
+        .filter(|c| c.priority == 0)
+        .map(|c| c.width + 1)
+        .sum();
     for p in 1..=3 {
         for (i, c) in cols.iter().enumerate() {
-            if c.priority == p {
+            if c.priority == p && used + c.width <= width {
                 on[i] = true;
-                if need(&on) > width + 1 {
-                    on[i] = false;
-                }
+                used += c.width + 1;
             }
         }
     }
-    let spare = (width + 1).saturating_sub(need(&on));
+    let spare = (width + 1).saturating_sub(used);
     cols.iter()
         .enumerate()
         .filter(|(i, _)| on[*i])
