@@ -1,5 +1,4 @@
-//! The filter language: which messages a view shows (the TUI's `/` bar, and
-//! `print --filter`).
+//! The filter language: which messages a view shows (the TUI's `/` bar).
 //!
 //! Place in the data path: model ([`MessageInfo`]) → **filter** → the views. The
 //! text is lexed into tokens that remember their column, parsed by recursive
@@ -14,12 +13,13 @@
 //! `latency>5ms` nor `latency!=5ms` (but does match `not latency>5ms`).
 //! Evaluation goes through [`Facts`], so that a compact index entry (the TUI's)
 //! is tested in place, without building a [`MessageInfo`] or allocating.
+//!
+//! [`MessageInfo`]: kafkashark::analyzer::MessageInfo
 
 use std::borrow::Cow;
 use std::fmt;
 use std::sync::OnceLock;
 
-use kafkashark::analyzer::MessageInfo;
 use kafkashark::kafka::decode::Kind;
 use kafkashark::kafka::errors::{error_code, error_name};
 use kafkashark::kafka::schema::api_name;
@@ -34,6 +34,8 @@ const MAX_API_KEY: i16 = 200;
 const MAX_ERROR_CODE: i16 = 300;
 
 /// What the filter reads of a message: [`MessageInfo`]'s facts, by name.
+///
+/// [`MessageInfo`]: kafkashark::analyzer::MessageInfo
 pub trait Facts {
     /// Request or response.
     fn kind(&self) -> Kind;
@@ -77,72 +79,6 @@ pub trait Facts {
     fn malformed(&self) -> bool;
     /// It decoded with a warning (bytes after the body).
     fn warned(&self) -> bool;
-}
-
-impl Facts for MessageInfo {
-    fn kind(&self) -> Kind {
-        self.kind
-    }
-    fn api_key(&self) -> Option<i16> {
-        self.api_key.map(|k| k.0)
-    }
-    fn api_version(&self) -> Option<i16> {
-        self.api_version
-    }
-    fn client_text(&self) -> Cow<'_, str> {
-        Cow::Owned(self.client.to_string())
-    }
-    fn broker_text(&self) -> Cow<'_, str> {
-        Cow::Owned(self.broker.to_string())
-    }
-    fn client_id(&self) -> Option<&str> {
-        self.client_id.as_deref()
-    }
-    fn stream(&self) -> u64 {
-        self.stream
-    }
-    fn correlation_id(&self) -> Option<i32> {
-        self.correlation_id
-    }
-    fn first_frame(&self) -> u64 {
-        self.first_frame
-    }
-    fn frame(&self) -> u64 {
-        self.frame
-    }
-    fn length(&self) -> i32 {
-        self.length
-    }
-    fn topics(&self) -> &[String] {
-        &self.topics
-    }
-    fn latency_ns(&self) -> Option<u64> {
-        self.latency_ns
-    }
-    fn throttle_time_ms(&self) -> Option<i32> {
-        self.throttle_time_ms
-    }
-    fn error_codes(&self) -> &[i16] {
-        &self.error_codes
-    }
-    fn paired(&self) -> bool {
-        self.paired
-    }
-    fn expects_response(&self) -> bool {
-        self.expects_response
-    }
-    fn inferred(&self) -> bool {
-        self.inferred
-    }
-    fn resynced(&self) -> bool {
-        self.resynced
-    }
-    fn malformed(&self) -> bool {
-        self.decode_error.is_some()
-    }
-    fn warned(&self) -> bool {
-        self.decode_warning.is_some()
-    }
 }
 
 /// A parsed filter expression; the empty filter matches every message.
@@ -198,10 +134,7 @@ impl Filter {
     /// For a request, the response-side predicates (latency, throttle, error)
     /// are evaluated against `peer`, its response.
     pub fn matches<M: Facts>(&self, m: &M, peer: Option<&M>) -> bool {
-        match &self.expr {
-            Some(e) => e.matches(m, peer),
-            None => true,
-        }
+        self.expr.as_ref().is_none_or(|e| e.matches(m, peer))
     }
 
     /// True for the filter that matches everything (empty input).
@@ -213,10 +146,7 @@ impl Filter {
 /// The canonical text of a filter: `Filter::parse` of it gives the same filter.
 impl fmt::Display for Filter {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match &self.expr {
-            Some(e) => write!(f, "{e}"),
-            None => Ok(()),
-        }
+        self.expr.as_ref().map_or(Ok(()), |e| write!(f, "{e}"))
     }
 }
 
@@ -276,10 +206,6 @@ impl Op {
     }
 }
 
-const EQ_NE: &[Op] = &[Op::Eq, Op::Ne];
-const TEXT_OPS: &[Op] = &[Op::Eq, Op::Ne, Op::Tilde];
-const ORDER_OPS: &[Op] = &[Op::Eq, Op::Ne, Op::Lt, Op::Le, Op::Gt, Op::Ge];
-
 /// One test on a message.
 #[derive(Clone, Debug, PartialEq, Eq)]
 enum Pred {
@@ -318,25 +244,57 @@ enum Field {
     Error,
 }
 
-/// Every field name and alias, for lookup and suggestions.
-const FIELD_NAMES: &[(&str, Field)] = &[
-    ("api", Field::Api),
-    ("version", Field::Version),
-    ("v", Field::Version),
-    ("kind", Field::Kind),
-    ("client", Field::Client),
-    ("client_id", Field::ClientId),
-    ("broker", Field::Broker),
-    ("stream", Field::Stream),
-    ("corr", Field::Corr),
-    ("correlation_id", Field::Corr),
-    ("frame", Field::Frame),
-    ("size", Field::Size),
-    ("len", Field::Size),
-    ("topic", Field::Topic),
-    ("latency", Field::Latency),
-    ("throttle", Field::Throttle),
-    ("error", Field::Error),
+/// What a field's value is ([`Type::expects`] says it in words): how it is
+/// written, which operators it takes, how it is shown.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Type {
+    Api,
+    Error,
+    Kind,
+    Integer,
+    Size,
+    Duration,
+    Text,
+    Topic,
+}
+
+/// Every field, in the order of [`Field`]'s variants: its names (shown as the
+/// first; the others are aliases), its type, and an example for messages.
+const FIELDS: [(Field, &[&str], Type, &str); 14] = [
+    (Field::Api, &["api"], Type::Api, "api=Produce"),
+    (Field::Version, &["version", "v"], Type::Integer, "v>=12"),
+    (Field::Kind, &["kind"], Type::Kind, "kind=request"),
+    (Field::Client, &["client"], Type::Text, "client=10.0.0.7"),
+    (
+        Field::ClientId,
+        &["client_id"],
+        Type::Text,
+        "client_id=rdkafka",
+    ),
+    (Field::Broker, &["broker"], Type::Text, "broker=:9093"),
+    (Field::Stream, &["stream"], Type::Integer, "stream=3"),
+    (
+        Field::Corr,
+        &["corr", "correlation_id"],
+        Type::Integer,
+        "corr=42",
+    ),
+    (Field::Frame, &["frame"], Type::Integer, "frame>=100"),
+    (Field::Size, &["size", "len"], Type::Size, "size>100kB"),
+    (Field::Topic, &["topic"], Type::Topic, "topic=orders-*"),
+    (Field::Latency, &["latency"], Type::Duration, "latency>50ms"),
+    (
+        Field::Throttle,
+        &["throttle"],
+        Type::Duration,
+        "throttle>100ms",
+    ),
+    (
+        Field::Error,
+        &["error"],
+        Type::Error,
+        "error=NOT_LEADER_OR_FOLLOWER",
+    ),
 ];
 
 /// Every flag (a predicate written alone) other than api names; a flag
@@ -365,104 +323,87 @@ fn flag(lower: &str) -> Option<Pred> {
 
 impl Field {
     fn from_word(lower: &str) -> Option<Field> {
-        FIELD_NAMES
-            .iter()
-            .find(|(name, _)| *name == lower)
-            .map(|(_, f)| *f)
+        FIELDS.iter().find(|r| r.1.contains(&lower)).map(|r| r.0)
+    }
+
+    /// Every field name and alias, for suggestions.
+    fn names() -> impl Iterator<Item = &'static str> {
+        FIELDS.iter().flat_map(|r| r.1.iter().copied())
     }
 
     /// Its name as shown: the first of its names.
     fn name(self) -> &'static str {
-        FIELD_NAMES
-            .iter()
-            .find(|(_, f)| *f == self)
-            .map_or("", |(name, _)| name)
+        FIELDS[self as usize].1[0]
     }
 
+    fn ty(self) -> Type {
+        FIELDS[self as usize].2
+    }
+
+    fn example(self) -> &'static str {
+        FIELDS[self as usize].3
+    }
+
+    /// Parses the value text `v`, which starts at column `col` after `lead`.
+    fn value(self, op: Op, v: &str, col: usize, lead: &str) -> Result<Pred, FilterError> {
+        let ty = self.ty();
+        let n = match ty {
+            Type::Api => named(v, col, "api", api_by_name, apis().iter().map(|a| a.1))?.into(),
+            Type::Error => {
+                let names = (-1..=MAX_ERROR_CODE).filter_map(error_name);
+                named(v, col, "error name", error_code, names)?.into()
+            }
+            Type::Integer => v
+                .parse()
+                .map_err(|_| ty.expected(col, lead, &format!(", found '{v}'")))?,
+            Type::Size | Type::Duration => scaled(v, col, lead, ty)?,
+            Type::Text | Type::Topic => return Ok(Pred::Text(self, op, v.to_string())),
+            Type::Kind => {
+                return match v.to_ascii_lowercase().as_str() {
+                    "request" => Ok(Pred::Kind(op, Kind::Request)),
+                    "response" => Ok(Pred::Kind(op, Kind::Response)),
+                    _ => Err(error(
+                        col,
+                        format!("expected 'request' or 'response', found '{v}'"),
+                    )),
+                }
+            }
+        };
+        Ok(Pred::Num(self, op, n))
+    }
+}
+
+impl Type {
     fn ops(self) -> &'static [Op] {
         match self {
-            Field::Api | Field::Kind | Field::Error => EQ_NE,
-            Field::Client | Field::ClientId | Field::Broker | Field::Topic => TEXT_OPS,
-            Field::Version
-            | Field::Stream
-            | Field::Corr
-            | Field::Frame
-            | Field::Size
-            | Field::Latency
-            | Field::Throttle => ORDER_OPS,
+            Type::Api | Type::Error | Type::Kind => &[Op::Eq, Op::Ne],
+            Type::Text | Type::Topic => &[Op::Eq, Op::Ne, Op::Tilde],
+            Type::Integer | Type::Size | Type::Duration => {
+                &[Op::Eq, Op::Ne, Op::Lt, Op::Le, Op::Gt, Op::Ge]
+            }
         }
     }
 
     /// What its value looks like, for "expected …" messages.
     fn expects(self) -> &'static str {
         match self {
-            Field::Api => "an api name or key (like Produce or 0)",
-            Field::Kind => "'request' or 'response'",
-            Field::Error => "an error name or code (like NOT_LEADER_OR_FOLLOWER or 6)",
-            Field::Client | Field::ClientId | Field::Broker => "a text (quote it if it has spaces)",
-            Field::Topic => "a topic name (may hold * wildcards)",
-            Field::Version | Field::Stream | Field::Corr | Field::Frame => "an integer",
-            Field::Size => "a size (like 100000, 64KiB or 1MB)",
-            Field::Latency | Field::Throttle => "a duration (like 50ms, 200us or 1s)",
+            Type::Api => "an api name or key (like Produce or 0)",
+            Type::Error => "an error name or code (like NOT_LEADER_OR_FOLLOWER or 6)",
+            Type::Kind => "'request' or 'response'",
+            Type::Integer => "an integer",
+            Type::Size => "a size (like 100000, 64KiB or 1MB)",
+            Type::Duration => "a duration (like 50ms, 200us or 1s)",
+            Type::Text => "a text (quote it if it has spaces)",
+            Type::Topic => "a topic name (may hold * wildcards)",
         }
     }
 
-    fn example(self) -> &'static str {
-        match self {
-            Field::Api => "api=Produce",
-            Field::Version => "v>=12",
-            Field::Kind => "kind=request",
-            Field::Client => "client=10.0.0.7",
-            Field::ClientId => "client_id=rdkafka",
-            Field::Broker => "broker=:9093",
-            Field::Stream => "stream=3",
-            Field::Corr => "corr=42",
-            Field::Frame => "frame>=100",
-            Field::Size => "size>100kB",
-            Field::Topic => "topic=orders-*",
-            Field::Latency => "latency>50ms",
-            Field::Throttle => "throttle>100ms",
-            Field::Error => "error=NOT_LEADER_OR_FOLLOWER",
-        }
-    }
-
-    /// Parses the value text `v`, which starts at column `col`.
-    fn value(self, op: Op, v: &str, col: usize, lead: &str) -> Result<Pred, FilterError> {
-        let integer = || {
-            v.parse::<i64>().map_err(|_| {
-                error(
-                    col,
-                    format!("expected {} after '{lead}', found '{v}'", self.expects()),
-                )
-            })
-        };
-        Ok(match self {
-            Field::Api => Pred::Num(self, op, api_value(v, col)?.into()),
-            Field::Error => Pred::Num(self, op, error_value(v, col)?.into()),
-            Field::Version | Field::Stream | Field::Corr | Field::Frame => {
-                Pred::Num(self, op, integer()?)
-            }
-            Field::Size => Pred::Num(self, op, scaled(v, col, lead, self, SIZE_UNITS)?),
-            Field::Latency | Field::Throttle => {
-                Pred::Num(self, op, scaled(v, col, lead, self, DURATION_UNITS)?)
-            }
-            Field::Client | Field::ClientId | Field::Broker | Field::Topic => {
-                Pred::Text(self, op, v.to_string())
-            }
-            Field::Kind => {
-                let kind = match v.to_ascii_lowercase().as_str() {
-                    "request" => Kind::Request,
-                    "response" => Kind::Response,
-                    _ => {
-                        return Err(error(
-                            col,
-                            format!("expected 'request' or 'response', found '{v}'"),
-                        ))
-                    }
-                };
-                Pred::Kind(op, kind)
-            }
-        })
+    /// "expected <a value of this type> after '<lead>'", then `found` (what came instead).
+    fn expected(self, col: usize, lead: &str, found: &str) -> FilterError {
+        error(
+            col,
+            format!("expected {} after '{lead}'{found}", self.expects()),
+        )
     }
 }
 
@@ -479,7 +420,6 @@ const SIZE_UNITS: &[(&str, u128)] = &[
     ("gb", 1_000_000_000),
     ("gib", 1 << 30),
 ];
-const SIZE_UNIT_LIST: &str = "B, kB, KiB, MB, MiB, GB or GiB";
 
 /// Duration suffixes in nanoseconds; the empty suffix means milliseconds.
 const DURATION_UNITS: &[(&str, u128)] = &[
@@ -490,34 +430,24 @@ const DURATION_UNITS: &[(&str, u128)] = &[
     ("ms", 1_000_000),
     ("s", 1_000_000_000),
 ];
-const DURATION_UNIT_LIST: &str = "ns, us, ms or s";
 
-/// A non-negative decimal number with a unit suffix (`1.5MB`, `50ms`), in base units.
-fn scaled(
-    v: &str,
-    col: usize,
-    lead: &str,
-    field: Field,
-    units: &[(&str, u128)],
-) -> Result<i64, FilterError> {
+/// A non-negative decimal number with a unit suffix (`1.5MB`, `50ms`), in the
+/// base units of `ty` (a size or a duration).
+fn scaled(v: &str, col: usize, lead: &str, ty: Type) -> Result<i64, FilterError> {
+    let (units, list) = match ty {
+        Type::Size => (SIZE_UNITS, "B, kB, KiB, MB, MiB, GB or GiB"),
+        _ => (DURATION_UNITS, "ns, us, ms or s"),
+    };
     let split = v
         .char_indices()
         .find(|(_, c)| !(c.is_ascii_digit() || *c == '.'))
         .map_or(v.len(), |(i, _)| i);
     let (number, unit) = v.split_at(split);
     let Some((mantissa, scale)) = decimal(number) else {
-        return Err(error(
-            col,
-            format!("expected {} after '{lead}', found '{v}'", field.expects()),
-        ));
+        return Err(ty.expected(col, lead, &format!(", found '{v}'")));
     };
     let lower = unit.to_lowercase();
     let Some(factor) = units.iter().find(|(u, _)| *u == lower).map(|(_, f)| *f) else {
-        let list = if field == Field::Size {
-            SIZE_UNIT_LIST
-        } else {
-            DURATION_UNIT_LIST
-        };
         return Err(error(
             col + number.chars().count(),
             format!("unknown unit '{unit}': expected {list}"),
@@ -572,43 +502,38 @@ fn api_by_name(word: &str) -> Option<i16> {
         .map(|(k, _, _)| *k)
 }
 
-fn api_value(v: &str, col: usize) -> Result<i16, FilterError> {
-    if let Ok(key) = v.parse::<i16>() {
-        return Ok(key);
+/// A number, or a name `by_name` knows (an unknown one is an "unknown `what`"
+/// error suggesting the nearest of `names`).
+fn named<'a>(
+    v: &str,
+    col: usize,
+    what: &str,
+    by_name: fn(&str) -> Option<i16>,
+    names: impl Iterator<Item = &'a str>,
+) -> Result<i16, FilterError> {
+    if let Ok(n) = v.parse::<i16>() {
+        return Ok(n);
     }
-    api_by_name(v).ok_or_else(|| {
-        let hint = did_you_mean(v, apis().iter().map(|(_, n, _)| *n));
-        error(col, format!("unknown api '{v}'{hint}"))
-    })
-}
-
-fn error_value(v: &str, col: usize) -> Result<i16, FilterError> {
-    if let Ok(code) = v.parse::<i16>() {
-        return Ok(code);
-    }
-    error_code(v).ok_or_else(|| {
-        let names = (-1..=MAX_ERROR_CODE).filter_map(error_name);
+    by_name(v).ok_or_else(|| {
         let hint = did_you_mean(v, names);
-        error(col, format!("unknown error name '{v}'{hint}"))
+        error(col, format!("unknown {what} '{v}'{hint}"))
     })
 }
 
 /// `"; did you mean 'X'?"` for the nearest candidate, or nothing if none is close.
 fn did_you_mean<'a>(word: &str, candidates: impl Iterator<Item = &'a str>) -> String {
-    let w: Vec<char> = word.to_lowercase().chars().collect();
+    let lower = |s: &str| -> Vec<char> { s.to_lowercase().chars().collect() };
+    let w = lower(word);
     if w.is_empty() || w.len() > 64 {
         return String::new();
     }
     let limit = (w.len() / 3).clamp(1, 3);
-    let mut best: Option<(usize, &str)> = None;
-    for c in candidates {
-        let cand: Vec<char> = c.to_lowercase().chars().collect();
-        let d = distance(&w, &cand);
-        if d <= limit && !matches!(best, Some((bd, _)) if bd <= d) {
-            best = Some((d, c));
-        }
-    }
-    best.map_or_else(String::new, |(_, c)| format!("; did you mean '{c}'?"))
+    candidates
+        .map(|c| (distance(&w, &lower(c)), c))
+        .filter(|(d, _)| *d <= limit)
+        // The first of the nearest.
+        .min_by_key(|(d, _)| *d)
+        .map_or_else(String::new, |(_, c)| format!("; did you mean '{c}'?"))
 }
 
 /// Edit distance counting adjacent transpositions as one edit
@@ -640,33 +565,19 @@ fn distance(a: &[char], b: &[char]) -> usize {
 
 /// `*` matches any run of characters (including none); everything else itself.
 fn glob(pattern: &str, text: &str) -> bool {
-    let p: Vec<char> = pattern.chars().collect();
-    let t: Vec<char> = text.chars().collect();
-    let (mut pi, mut ti) = (0, 0);
-    // Where the last `*` was, and how much text it has swallowed so far.
-    let mut star: Option<(usize, usize)> = None;
-    while ti < t.len() {
-        match (p.get(pi), t.get(ti)) {
-            (Some('*'), _) => {
-                star = Some((pi, ti));
-                pi += 1;
-            }
-            (Some(pc), Some(tc)) if pc == tc => {
-                pi += 1;
-                ti += 1;
-            }
-            _ => match star {
-                Some((sp, st)) => {
-                    pi = sp + 1;
-                    ti = st + 1;
-                    star = Some((sp, st + 1));
-                }
-                None => return false,
-            },
-        }
-    }
-    p.get(pi..)
-        .is_some_and(|rest| rest.iter().all(|c| *c == '*'))
+    let Some((head, tail)) = pattern.split_once('*') else {
+        return pattern == text;
+    };
+    // `head*middle*last`: the ends anchored, each part of the middle found
+    // leftmost in what remains (leaving the most text for the parts after it).
+    let (middle, last) = tail.rsplit_once('*').unwrap_or(("", tail));
+    let Some(rest) = text.strip_prefix(head).and_then(|r| r.strip_suffix(last)) else {
+        return false;
+    };
+    middle
+        .split('*')
+        .try_fold(rest, |r, part| r.split_once(part).map(|(_, after)| after))
+        .is_some()
 }
 
 fn contains_ci(hay: &str, needle: &str) -> bool {
@@ -735,37 +646,26 @@ fn lex(input: &str) -> Result<(Vec<Token>, usize), FilterError> {
                 let mut s = String::new();
                 let mut j = i + 1;
                 loop {
-                    match chars.get(j) {
+                    // A `\` takes the character after it as it is.
+                    let at = j + usize::from(chars.get(j) == Some(&'\\'));
+                    match chars.get(at) {
+                        Some('"') if at == j => break,
+                        Some(&ch) => s.push(ch),
                         None => {
                             return Err(error(col, "unterminated string: expected a closing '\"'"))
                         }
-                        Some('"') => break,
-                        Some('\\') => match chars.get(j + 1) {
-                            Some(&e) => {
-                                s.push(e);
-                                j += 2;
-                            }
-                            None => {
-                                return Err(error(
-                                    col,
-                                    "unterminated string: expected a closing '\"'",
-                                ))
-                            }
-                        },
-                        Some(&ch) => {
-                            s.push(ch);
-                            j += 1;
-                        }
                     }
+                    j = at + 1;
                 }
                 (Tok::Quoted(s), j + 1 - i)
             }
             _ => {
-                let len = chars.get(i..).map_or(0, |rest| {
-                    rest.iter().take_while(|c| is_word_char(**c)).count()
-                });
-                let word: String = chars.iter().skip(i).take(len).collect();
-                (Tok::Word(word), len)
+                let len = chars
+                    .iter()
+                    .skip(i)
+                    .take_while(|c| is_word_char(**c))
+                    .count();
+                (Tok::Word(chars.iter().skip(i).take(len).collect()), len)
             }
         };
         let text = chars.iter().skip(i).take(len).collect();
@@ -792,15 +692,6 @@ fn is_keyword(t: &Token, word: &str) -> bool {
 /// Words that join predicates; as values they must be quoted.
 fn is_connective(t: &Token) -> bool {
     is_keyword(t, "and") || is_keyword(t, "or") || is_keyword(t, "not")
-}
-
-fn collapse(mut items: Vec<Expr>, make: fn(Vec<Expr>) -> Expr) -> Expr {
-    if items.len() == 1 {
-        if let Some(e) = items.pop() {
-            return e;
-        }
-    }
-    make(items)
 }
 
 impl Parser {
@@ -834,19 +725,30 @@ impl Parser {
     }
 
     fn parse_or(&mut self) -> Result<Expr, FilterError> {
-        let mut items = vec![self.parse_and()?];
-        while self.eat(|t| t.tok == Tok::OrOr || is_keyword(t, "or")) {
-            items.push(self.parse_and()?);
-        }
-        Ok(collapse(items, Expr::Or))
+        self.parse_joined(Tok::OrOr, "or", Parser::parse_and, Expr::Or)
     }
 
     fn parse_and(&mut self) -> Result<Expr, FilterError> {
-        let mut items = vec![self.parse_not()?];
-        while self.eat(|t| t.tok == Tok::AndAnd || is_keyword(t, "and")) {
-            items.push(self.parse_not()?);
+        self.parse_joined(Tok::AndAnd, "and", Parser::parse_not, Expr::And)
+    }
+
+    /// One `item`, or several joined by `sym` or `word` into `make` of them.
+    fn parse_joined(
+        &mut self,
+        sym: Tok,
+        word: &str,
+        item: fn(&mut Parser) -> Result<Expr, FilterError>,
+        make: fn(Vec<Expr>) -> Expr,
+    ) -> Result<Expr, FilterError> {
+        let mut items = vec![item(self)?];
+        while self.eat(|t| t.tok == sym || is_keyword(t, word)) {
+            items.push(item(self)?);
         }
-        Ok(collapse(items, Expr::And))
+        Ok(if items.len() == 1 {
+            items.remove(0)
+        } else {
+            make(items)
+        })
     }
 
     fn parse_not(&mut self) -> Result<Expr, FilterError> {
@@ -914,14 +816,10 @@ impl Parser {
     fn parse_predicate(&mut self, word: &str, col: usize) -> Result<Pred, FilterError> {
         self.bump();
         let lower = word.to_lowercase();
-        let op = match self.peek() {
-            Some(Token {
-                tok: Tok::Op(op),
-                col,
-                ..
-            }) => Some((*op, *col)),
+        let op = self.peek().and_then(|t| match t.tok {
+            Tok::Op(op) => Some((op, t.col)),
             _ => None,
-        };
+        });
         let Some((op, op_col)) = op else {
             if let Some(p) = flag(&lower) {
                 return Ok(p);
@@ -938,7 +836,7 @@ impl Parser {
             let candidates = FLAGS
                 .iter()
                 .map(|(n, _)| *n)
-                .chain(FIELD_NAMES.iter().map(|(n, _)| *n))
+                .chain(Field::names())
                 .chain(apis().iter().map(|(_, n, _)| *n));
             let hint = did_you_mean(word, candidates);
             return Err(error(col, format!("unknown api or keyword '{word}'{hint}")));
@@ -950,13 +848,14 @@ impl Parser {
                     format!("'{word}' takes no operator or value: write it alone"),
                 ));
             }
-            let hint = did_you_mean(word, FIELD_NAMES.iter().map(|(n, _)| *n));
+            let hint = did_you_mean(word, Field::names());
             return Err(error(col, format!("unknown field '{word}'{hint}")));
         };
         self.bump();
         let lead = format!("{word}{}", op.symbol());
-        if !field.ops().contains(&op) {
-            let allowed: Vec<&str> = field.ops().iter().map(|o| o.symbol()).collect();
+        let ty = field.ty();
+        if !ty.ops().contains(&op) {
+            let allowed: Vec<&str> = ty.ops().iter().map(|o| o.symbol()).collect();
             return Err(error(
                 op_col,
                 format!(
@@ -967,42 +866,20 @@ impl Parser {
             ));
         }
         let (value, value_col) = match self.peek() {
-            Some(t) if is_connective(t) => {
-                return Err(error(
-                    t.col,
-                    format!(
-                        "expected {} after '{lead}', found '{}' (quote it to use it as a value)",
-                        field.expects(),
-                        t.text
-                    ),
-                ))
-            }
-            Some(Token {
-                tok: Tok::Word(v),
-                col,
-                ..
-            }) => (v.clone(), *col),
-            Some(Token {
-                tok: Tok::Quoted(v),
-                col,
-                ..
-            }) => (v.clone(), *col + 1),
-            Some(t) => {
-                return Err(error(
-                    t.col,
-                    format!(
-                        "expected {} after '{lead}', found '{}'",
-                        field.expects(),
-                        t.text
-                    ),
-                ))
-            }
-            None => {
-                return Err(error(
-                    self.end,
-                    format!("expected {} after '{lead}'", field.expects()),
-                ))
-            }
+            None => return Err(ty.expected(self.end, &lead, "")),
+            Some(t) => match &t.tok {
+                Tok::Word(v) if !is_connective(t) => (v.clone(), t.col),
+                Tok::Quoted(v) => (v.clone(), t.col + 1),
+                _ => {
+                    let why = if is_connective(t) {
+                        " (quote it to use it as a value)"
+                    } else {
+                        ""
+                    };
+                    let found = format!(", found '{}'{why}", t.text);
+                    return Err(ty.expected(t.col, &lead, &found));
+                }
+            },
         };
         self.bump();
         field.value(op, &value, value_col, &lead)
@@ -1077,18 +954,12 @@ impl Pred {
                     }
                 }
             }
-            Pred::Kind(op, kind) => match op {
-                Op::Ne => m.kind() != *kind,
-                _ => m.kind() == *kind,
-            },
+            Pred::Kind(op, kind) => (m.kind() == *kind) != (*op == Op::Ne),
             Pred::Throttled => response_of(m, peer)
                 .and_then(|r| r.throttle_time_ms())
                 .is_some_and(|t| t > 0),
             Pred::AnyError => response_of(m, peer).is_some_and(|r| !r.error_codes().is_empty()),
-            Pred::Unpaired => match m.kind() {
-                Kind::Response => !m.paired(),
-                Kind::Request => m.expects_response() && !m.paired(),
-            },
+            Pred::Unpaired => !m.paired() && (m.kind() == Kind::Response || m.expects_response()),
             Pred::Inferred => m.inferred(),
             Pred::Resynced => m.resynced(),
             Pred::Malformed => m.malformed(),
@@ -1104,18 +975,13 @@ impl Field {
         let have = match self {
             Field::Frame => {
                 // A message spans first_frame..=frame; test the span, not one end.
-                let (lo, hi) = (
-                    i128::from(m.first_frame().min(m.frame())),
-                    i128::from(m.first_frame().max(m.frame())),
-                );
+                let (a, b) = (i128::from(m.first_frame()), i128::from(m.frame()));
+                let (lo, hi) = (a.min(b), a.max(b));
                 return match op {
                     Op::Eq => lo <= n && n <= hi,
                     Op::Ne => !(lo <= n && n <= hi),
-                    Op::Lt => lo < n,
-                    Op::Le => lo <= n,
-                    Op::Gt => hi > n,
-                    Op::Ge => hi >= n,
-                    Op::Tilde => false,
+                    Op::Lt | Op::Le => op.compare(lo, n),
+                    Op::Gt | Op::Ge | Op::Tilde => op.compare(hi, n),
                 };
             }
             Field::Error => {
@@ -1148,68 +1014,63 @@ impl Field {
 
 // ---------------------------------------------------------------- display
 
+impl Expr {
+    /// How tightly it binds: `or` loosest, then `and`, then the rest.
+    fn binding(&self) -> u8 {
+        match self {
+            Expr::Or(_) => 0,
+            Expr::And(_) => 1,
+            Expr::Not(_) | Expr::Pred(_) => 2,
+        }
+    }
+}
+
 impl fmt::Display for Expr {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        // Parenthesize exactly where the parser would otherwise group differently.
-        fn join(
-            f: &mut fmt::Formatter<'_>,
-            items: &[Expr],
-            sep: &str,
-            paren: fn(&Expr) -> bool,
-        ) -> fmt::Result {
-            for (i, e) in items.iter().enumerate() {
-                if i > 0 {
-                    f.write_str(sep)?;
-                }
-                if paren(e) {
-                    write!(f, "({e})")?;
-                } else {
-                    write!(f, "{e}")?;
-                }
+        // Parenthesize exactly where the parser would otherwise group differently:
+        // an item that binds no tighter than its list, an `and` or `or` after `not`.
+        let (items, sep) = match self {
+            Expr::Or(items) => (items, " or "),
+            Expr::And(items) => (items, " and "),
+            Expr::Not(inner) if inner.binding() < 2 => return write!(f, "not ({inner})"),
+            Expr::Not(inner) => return write!(f, "not {inner}"),
+            Expr::Pred(p) => return write!(f, "{p}"),
+        };
+        for (i, e) in items.iter().enumerate() {
+            let sep = if i > 0 { sep } else { "" };
+            if e.binding() <= self.binding() {
+                write!(f, "{sep}({e})")?;
+            } else {
+                write!(f, "{sep}{e}")?;
             }
-            Ok(())
         }
-        match self {
-            Expr::Or(items) => join(f, items, " or ", |e| matches!(e, Expr::Or(_))),
-            Expr::And(items) => join(f, items, " and ", |e| {
-                matches!(e, Expr::Or(_) | Expr::And(_))
-            }),
-            Expr::Not(inner) => match **inner {
-                Expr::Or(_) | Expr::And(_) => write!(f, "not ({inner})"),
-                _ => write!(f, "not {inner}"),
-            },
-            Expr::Pred(p) => write!(f, "{p}"),
-        }
+        Ok(())
     }
 }
 
-struct Quoted<'a>(&'a str);
-
-impl fmt::Display for Quoted<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("\"")?;
-        for c in self.0.chars() {
-            if c == '"' || c == '\\' {
-                f.write_str("\\")?;
-            }
-            write!(f, "{c}")?;
+/// A text quoted for the filter language: `"…"`, with `"` and `\` escaped.
+pub fn quote(s: &str) -> String {
+    let mut o = String::with_capacity(s.len() + 2);
+    o.push('"');
+    for c in s.chars() {
+        if c == '"' || c == '\\' {
+            o.push('\\');
         }
-        f.write_str("\"")
+        o.push(c);
     }
+    o.push('"');
+    o
 }
 
-struct Duration(i64);
-
-impl fmt::Display for Duration {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let ns = self.0;
-        for (unit, per) in [("s", 1_000_000_000), ("ms", 1_000_000), ("us", 1_000)] {
-            if ns % per == 0 {
-                return write!(f, "{}{unit}", ns / per);
-            }
-        }
-        write!(f, "{ns}ns")
-    }
+/// A duration in nanoseconds, in the largest unit that holds it whole: `50ms`, `1500us`.
+fn duration(ns: i64) -> String {
+    [("s", 1_000_000_000), ("ms", 1_000_000), ("us", 1_000)]
+        .into_iter()
+        .find(|(_, per)| ns % per == 0)
+        .map_or_else(
+            || format!("{ns}ns"),
+            |(unit, per)| format!("{}{unit}", ns / per),
+        )
 }
 
 impl fmt::Display for Pred {
@@ -1225,10 +1086,10 @@ impl fmt::Display for Pred {
             Pred::Num(field, op, n) => {
                 write!(f, "{}{}", field.name(), op.symbol())?;
                 let code = i16::try_from(*n).ok();
-                let name = match field {
-                    Field::Api => code.and_then(api_name),
-                    Field::Error => code.and_then(error_name),
-                    Field::Latency | Field::Throttle => return write!(f, "{}", Duration(*n)),
+                let name = match field.ty() {
+                    Type::Api => code.and_then(api_name),
+                    Type::Error => code.and_then(error_name),
+                    Type::Duration => return f.write_str(&duration(*n)),
                     _ => None,
                 };
                 match name {
@@ -1236,7 +1097,7 @@ impl fmt::Display for Pred {
                     None => write!(f, "{n}"),
                 }
             }
-            Pred::Text(field, op, s) => write!(f, "{}{}{}", field.name(), op.symbol(), Quoted(s)),
+            Pred::Text(field, op, s) => write!(f, "{}{}{}", field.name(), op.symbol(), quote(s)),
             Pred::Kind(op, k) => {
                 let k = match k {
                     Kind::Request => "request",
@@ -1253,10 +1114,78 @@ impl fmt::Display for Pred {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use kafkashark::analyzer::MessageInfo;
     use kafkashark::kafka::schema::ApiKey;
     use kafkashark::vocab::Timestamp;
 
     // ------------------------------------------------------------ fixtures
+
+    /// The fixtures are [`MessageInfo`]s (the TUI filters its index entries).
+    impl Facts for MessageInfo {
+        fn kind(&self) -> Kind {
+            self.kind
+        }
+        fn api_key(&self) -> Option<i16> {
+            self.api_key.map(|k| k.0)
+        }
+        fn api_version(&self) -> Option<i16> {
+            self.api_version
+        }
+        fn client_text(&self) -> Cow<'_, str> {
+            Cow::Owned(self.client.to_string())
+        }
+        fn broker_text(&self) -> Cow<'_, str> {
+            Cow::Owned(self.broker.to_string())
+        }
+        fn client_id(&self) -> Option<&str> {
+            self.client_id.as_deref()
+        }
+        fn stream(&self) -> u64 {
+            self.stream
+        }
+        fn correlation_id(&self) -> Option<i32> {
+            self.correlation_id
+        }
+        fn first_frame(&self) -> u64 {
+            self.first_frame
+        }
+        fn frame(&self) -> u64 {
+            self.frame
+        }
+        fn length(&self) -> i32 {
+            self.length
+        }
+        fn topics(&self) -> &[String] {
+            &self.topics
+        }
+        fn latency_ns(&self) -> Option<u64> {
+            self.latency_ns
+        }
+        fn throttle_time_ms(&self) -> Option<i32> {
+            self.throttle_time_ms
+        }
+        fn error_codes(&self) -> &[i16] {
+            &self.error_codes
+        }
+        fn paired(&self) -> bool {
+            self.paired
+        }
+        fn expects_response(&self) -> bool {
+            self.expects_response
+        }
+        fn inferred(&self) -> bool {
+            self.inferred
+        }
+        fn resynced(&self) -> bool {
+            self.resynced
+        }
+        fn malformed(&self) -> bool {
+            self.decode_error.is_some()
+        }
+        fn warned(&self) -> bool {
+            self.decode_warning.is_some()
+        }
+    }
 
     /// A Produce v9 request, stream 3, corr 42, frames 8..=10, 2048 bytes.
     fn request() -> MessageInfo {
@@ -1887,6 +1816,14 @@ mod tests {
             parse("v>=12 and not (throttled or latency>1.5s)").to_string(),
             "version>=12 and not (throttled or latency>1500ms)"
         );
+    }
+
+    #[test]
+    fn fields_table_follows_the_variants() {
+        for (i, (field, names, ..)) in FIELDS.iter().enumerate() {
+            assert_eq!(*field as usize, i, "{names:?}");
+            assert!(!names.is_empty());
+        }
     }
 
     // ------------------------------------------------------------ errors

@@ -29,7 +29,7 @@ use super::app::{message_of, ByteStore};
 use super::index::FactsEntry;
 use super::store::EntryStore;
 use super::ui::joined;
-use crate::filter::{topics_of, Facts};
+use crate::filter::{quote, topics_of, Facts};
 
 /// Most messages decoded per refresh for the figures that need a tree.
 pub const DECODE_LIMIT: usize = 20_000;
@@ -72,13 +72,7 @@ impl StatsTab {
 
     /// The name on the tab.
     pub fn title(self) -> &'static str {
-        match self {
-            StatsTab::Latency => "Latency",
-            StatsTab::Throttle => "Throttle",
-            StatsTab::Errors => "Errors",
-            StatsTab::Clients => "Clients",
-            StatsTab::Groups => "Groups",
-        }
+        SECTIONS[self.index()].0
     }
 }
 
@@ -158,39 +152,39 @@ const GROUP_COLS: [Col; 7] = [
     col("errors", 8, false, true, 0),
 ];
 
+/// Each section's tab name and table columns, in [`StatsTab::ALL`] order.
+const SECTIONS: [(&str, &[Col]); 5] = [
+    ("Latency", &LATENCY_COLS),
+    ("Throttle", &THROTTLE_COLS),
+    ("Errors", &ERROR_COLS),
+    ("Clients", &CLIENT_COLS),
+    ("Groups", &GROUP_COLS),
+];
+
 /// The columns of a section's table.
 pub fn columns(tab: StatsTab) -> &'static [Col] {
-    match tab {
-        StatsTab::Latency => &LATENCY_COLS,
-        StatsTab::Throttle => &THROTTLE_COLS,
-        StatsTab::Errors => &ERROR_COLS,
-        StatsTab::Clients => &CLIENT_COLS,
-        StatsTab::Groups => &GROUP_COLS,
-    }
+    SECTIONS[tab.index()].1
 }
 
 /// Which columns fit in `width`, and how wide each is: columns of priority 0
 /// always, then 1, 2, 3 while they fit; the flexible column takes the rest.
 pub fn col_plan(cols: &[Col], width: usize) -> Vec<(usize, usize)> {
     let mut on: Vec<bool> = cols.iter().map(|c| c.priority == 0).collect();
-    let need = |on: &[bool]| -> usize {
-        cols.iter()
-            .zip(on)
-            .filter(|(_, o)| **o)
-            .map(|(c, _)| c.width + 1)
-            .sum()
-    };
+    // Width taken so far, each column with the space after it.
+    let mut used: usize = cols
+        .iter()
+        .filter(|c| c.priority == 0)
+        .map(|c| c.width + 1)
+        .sum();
     for p in 1..=3 {
         for (i, c) in cols.iter().enumerate() {
-            if c.priority == p {
+            if c.priority == p && used + c.width <= width {
                 on[i] = true;
-                if need(&on) > width + 1 {
-                    on[i] = false;
-                }
+                used += c.width + 1;
             }
         }
     }
-    let spare = (width + 1).saturating_sub(need(&on));
+    let spare = (width + 1).saturating_sub(used);
     cols.iter()
         .enumerate()
         .filter(|(i, _)| on[*i])
@@ -294,26 +288,9 @@ fn group_id(d: &Decoded) -> Option<String> {
     }
 }
 
-/// A value quoted for the filter language.
-pub fn quote(s: &str) -> String {
-    let mut o = String::with_capacity(s.len() + 2);
-    o.push('"');
-    for c in s.chars() {
-        if c == '"' || c == '\\' {
-            o.push('\\');
-        }
-        o.push(c);
-    }
-    o.push('"');
-    o
-}
-
 /// `api=Produce`, or `api=N` for a key without a name.
 fn api_pred(key: i16) -> String {
-    match api_name(key) {
-        Some(n) => format!("api={n}"),
-        None => format!("api={key}"),
-    }
+    api_name(key).map_or_else(|| format!("api={key}"), |n| format!("api={n}"))
 }
 
 fn lat(l: Option<&LatencyMs>, f: fn(&LatencyMs) -> f64) -> String {
@@ -344,19 +321,14 @@ pub fn compute(entries: &EntryStore, limit: usize, store: Option<&dyn ByteStore>
         let Ok(e) = &e else { continue };
         // The engine's statistics take the full facts: rebuilt per entry, dropped after.
         let i = &e.info();
-        let tree = if wants_tree(e, entries) {
-            wanted += 1;
-            (decoded < limit)
-                .then(|| {
-                    decoded += 1;
-                    // The message itself, read with its record's side blob.
-                    let full = usize::try_from(e.index())
-                        .ok()
-                        .and_then(|i| entries.get(i))?;
-                    let raw = message_of(&full, store).ok()?;
-                    Some(kafkashark::analyzer::redecode(i, &raw, &opts))
-                })
-                .flatten()
+        let wants = wants_tree(e, entries);
+        wanted += usize::from(wants);
+        let tree = if wants && decoded < limit {
+            decoded += 1;
+            // The message itself, read with its record's side blob.
+            let full = usize::try_from(e.index()).ok().and_then(|i| entries.get(i));
+            let raw = full.and_then(|full| message_of(&full, store).ok());
+            raw.map(|raw| kafkashark::analyzer::redecode(i, &raw, &opts))
         } else {
             None
         };
@@ -631,7 +603,7 @@ fn group_rows(
                 .generations
                 .iter()
                 .filter_map(|x| x.rebalance_ms)
-                .fold(None, |m: Option<f64>, v| Some(m.map_or(v, |m| m.max(v))));
+                .reduce(f64::max);
             StatsRow {
                 cells: vec![
                     quote(&escape_text(&g.group_id)),
