@@ -525,14 +525,18 @@ struct PacketHeader {
     fixed: usize,
 }
 
+/// The classic pcap reading state.
+#[derive(Clone, Copy)]
+struct Pcap {
+    order: Order,
+    /// Nanosecond timestamps (magic a1b23c4d).
+    nano: bool,
+    snapshot: u32,
+}
+
 /// The container format and its state.
 enum Format {
-    Pcap {
-        order: Order,
-        /// Nanosecond timestamps (magic a1b23c4d).
-        nano: bool,
-        snapshot: u32,
-    },
+    Pcap(Pcap),
     Pcapng(Pcapng),
 }
 
@@ -668,11 +672,11 @@ impl FastFile {
         input.advance(24);
         Some(FastFile {
             input,
-            format: Format::Pcap {
+            format: Format::Pcap(Pcap {
                 order,
                 nano,
                 snapshot: adjust_snapshot(snaplen),
-            },
+            }),
             link,
         })
     }
@@ -764,11 +768,7 @@ impl FastFile {
     #[inline]
     fn next_with<T: Take>(&mut self, take: T) -> Result<Option<T::Out>, String> {
         match &mut self.format {
-            Format::Pcap {
-                order,
-                nano,
-                snapshot,
-            } => next_pcap(&mut self.input, *order, *nano, *snapshot, take),
+            Format::Pcap(p) => next_pcap(&mut self.input, *p, take),
             Format::Pcapng(ng) => next_pcapng(&mut self.input, ng, take),
         }
     }
@@ -776,13 +776,8 @@ impl FastFile {
 
 /// A classic pcap record.
 #[inline]
-fn next_pcap<T: Take>(
-    input: &mut Input,
-    order: Order,
-    nano: bool,
-    snapshot: u32,
-    take: T,
-) -> Result<Option<T::Out>, String> {
+fn next_pcap<T: Take>(input: &mut Input, p: Pcap, take: T) -> Result<Option<T::Out>, String> {
+    let order = p.order;
     let at = input.offset();
     let Some(h) = header(input, PCAP_RECORD, "record")? else {
         return Ok(None);
@@ -801,7 +796,7 @@ fn next_pcap<T: Take>(
         ));
     }
     // libpcap keeps the first `snapshot` bytes of a longer record and skips the rest.
-    let keep = caplen.min(snapshot) as usize;
+    let keep = caplen.min(p.snapshot) as usize;
     if !input.fill(PCAP_RECORD + keep)? {
         return Err(cut_record(
             at,
@@ -817,7 +812,7 @@ fn next_pcap<T: Take>(
         (i64::from(sec), i64::from(frac))
     };
     let meta = Meta {
-        ts: timestamp(sec, frac, nano),
+        ts: timestamp(sec, frac, p.nano),
         origlen,
         file_offset: at + PCAP_RECORD as u64,
     };
@@ -870,23 +865,18 @@ fn block_header(input: &mut Input, order: Order) -> Result<Option<(u32, u32)>, S
     let (Some(ty), Some(len)) = (order.u32(h, 0), order.u32(h, 4)) else {
         return Err(format!("the block header at byte {at} could not be read"));
     };
-    if (len as usize) < BLOCK_HEADER + BLOCK_TRAILER {
-        return Err(format!(
-            "the block at byte {at} has a length of {len}, less than {}",
-            BLOCK_HEADER + BLOCK_TRAILER
-        ));
-    }
-    if len % 4 != 0 {
-        return Err(format!(
-            "the block at byte {at} has a length of {len}, not a multiple of 4"
-        ));
-    }
-    if len > MAX_BLOCK {
-        return Err(format!(
-            "the block at byte {at} has a length of {len}, more than the {MAX_BLOCK} allowed"
-        ));
-    }
-    Ok(Some((ty, len)))
+    let bad = if (len as usize) < BLOCK_HEADER + BLOCK_TRAILER {
+        format!("less than {}", BLOCK_HEADER + BLOCK_TRAILER)
+    } else if len % 4 != 0 {
+        "not a multiple of 4".to_string()
+    } else if len > MAX_BLOCK {
+        format!("more than the {MAX_BLOCK} allowed")
+    } else {
+        return Ok(Some((ty, len)));
+    };
+    Err(format!(
+        "the block at byte {at} has a length of {len}, {bad}"
+    ))
 }
 
 fn cut_block(at: u64, ty: u32, len: u32, have: u64) -> String {
