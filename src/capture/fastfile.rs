@@ -468,27 +468,20 @@ impl Pcapng {
         let (Some(link), Some(snaplen)) = (self.order.u16(body, 0), self.order.u32(body, 4)) else {
             return Err("Interface Description Block too short".into());
         };
-        if linktype_to_dlt(u32::from(link)) != self.link {
-            return Err(format!(
-                "an interface has link type {link}, unlike the first interface's {}",
-                self.link.0
-            ));
-        }
-        if adjust_snapshot(snaplen) != self.snapshot {
-            return Err(format!(
-                "an interface has snapshot length {snaplen}, unlike the first interface's {}",
-                self.snapshot
-            ));
-        }
-        if self.ifaces.len() >= MAX_INTERFACES {
-            return Err(format!(
-                "more than {MAX_INTERFACES} interfaces in a section"
-            ));
-        }
-        let iface = interface_options(body.get(8..).unwrap_or_default(), self.order)
-            .map_err(|e| format!("Interface Description Block: {e}"))?;
-        self.ifaces.push(iface);
-        Ok(())
+        let (first, first_snaplen) = (self.link.0, self.snapshot);
+        let refused = if linktype_to_dlt(u32::from(link)) != self.link {
+            format!("an interface has link type {link}, unlike the first interface's {first}")
+        } else if adjust_snapshot(snaplen) != first_snaplen {
+            format!("an interface has snapshot length {snaplen}, unlike the first interface's {first_snaplen}")
+        } else if self.ifaces.len() >= MAX_INTERFACES {
+            format!("more than {MAX_INTERFACES} interfaces in a section")
+        } else {
+            let iface = interface_options(body.get(8..).unwrap_or_default(), self.order)
+                .map_err(|e| format!("Interface Description Block: {e}"))?;
+            self.ifaces.push(iface);
+            return Ok(());
+        };
+        Err(refused)
     }
 
     /// A Section Header Block after the first: same byte order, major version 1.
