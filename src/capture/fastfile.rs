@@ -775,12 +775,9 @@ fn next_pcap<T: Take>(input: &mut Input, p: Pcap, take: T) -> Result<Option<T::O
     let Some(h) = header(input, PCAP_RECORD, "record")? else {
         return Ok(None);
     };
-    let (Some(sec), Some(frac), Some(caplen), Some(origlen)) = (
-        order.u32(h, 0),
-        order.u32(h, 4),
-        order.u32(h, 8),
-        order.u32(h, 12),
-    ) else {
+    let [Some(sec), Some(frac), Some(caplen), Some(origlen)] =
+        [0, 4, 8, 12].map(|o| order.u32(h, o))
+    else {
         return Err(format!("the record header at byte {at} could not be read"));
     };
     if caplen > MAX_SNAPLEN {
@@ -954,26 +951,21 @@ fn packet_header(ty: u32, body: &[u8], order: Order, snapshot: u32) -> Option<Pa
 
 /// Checks a packet header against the section's interfaces; the interface.
 fn check_packet(ng: &Pcapng, at: u64, p: &PacketHeader, body_len: usize) -> Result<Iface, String> {
-    let Some(iface) = usize::try_from(p.iface).ok().and_then(|i| ng.ifaces.get(i)) else {
-        return Err(format!(
-            "the packet block at byte {at} is on interface {}, but the section describes {} interface(s)",
-            p.iface,
-            ng.ifaces.len()
-        ));
+    let (caplen, snapshot, n) = (p.caplen, ng.snapshot, ng.ifaces.len());
+    let refused = match usize::try_from(p.iface).ok().and_then(|i| ng.ifaces.get(i)) {
+        None => format!(
+            "is on interface {}, but the section describes {n} interface(s)",
+            p.iface
+        ),
+        Some(_) if caplen > snapshot => {
+            format!("claims {caplen} captured bytes, more than the snapshot length {snapshot}")
+        }
+        Some(_) if p.fixed + caplen as usize > body_len => {
+            format!("is too short for its {caplen} captured bytes")
+        }
+        Some(iface) => return Ok(*iface),
     };
-    if p.caplen > ng.snapshot {
-        return Err(format!(
-            "the packet block at byte {at} claims {} captured bytes, more than the snapshot length {}",
-            p.caplen, ng.snapshot
-        ));
-    }
-    if p.fixed + p.caplen as usize > body_len {
-        return Err(format!(
-            "the packet block at byte {at} is too short for its {} captured bytes",
-            p.caplen
-        ));
-    }
-    Ok(*iface)
+    Err(format!("the packet block at byte {at} {refused}"))
 }
 
 /// The next packet of a pcapng file.
