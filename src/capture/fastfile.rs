@@ -468,27 +468,20 @@ impl Pcapng {
         let (Some(link), Some(snaplen)) = (self.order.u16(body, 0), self.order.u32(body, 4)) else {
             return Err("Interface Description Block too short".into());
         };
-        if linktype_to_dlt(u32::from(link)) != self.link {
-            return Err(format!(
-                "an interface has link type {link}, unlike the first interface's {}",
-                self.link.0
-            ));
-        }
-        if adjust_snapshot(snaplen) != self.snapshot {
-            return Err(format!(
-                "an interface has snapshot length {snaplen}, unlike the first interface's {}",
-                self.snapshot
-            ));
-        }
-        if self.ifaces.len() >= MAX_INTERFACES {
-            return Err(format!(
-                "more than {MAX_INTERFACES} interfaces in a section"
-            ));
-        }
-        let iface = interface_options(body.get(8..).unwrap_or_default(), self.order)
-            .map_err(|e| format!("Interface Description Block: {e}"))?;
-        self.ifaces.push(iface);
-        Ok(())
+        let (first, first_snaplen) = (self.link.0, self.snapshot);
+        let refused = if linktype_to_dlt(u32::from(link)) != self.link {
+            format!("an interface has link type {link}, unlike the first interface's {first}")
+        } else if adjust_snapshot(snaplen) != first_snaplen {
+            format!("an interface has snapshot length {snaplen}, unlike the first interface's {first_snaplen}")
+        } else if self.ifaces.len() >= MAX_INTERFACES {
+            format!("more than {MAX_INTERFACES} interfaces in a section")
+        } else {
+            let iface = interface_options(body.get(8..).unwrap_or_default(), self.order)
+                .map_err(|e| format!("Interface Description Block: {e}"))?;
+            self.ifaces.push(iface);
+            return Ok(());
+        };
+        Err(refused)
     }
 
     /// A Section Header Block after the first: same byte order, major version 1.
@@ -525,14 +518,18 @@ struct PacketHeader {
     fixed: usize,
 }
 
+/// The classic pcap reading state.
+#[derive(Clone, Copy)]
+struct Pcap {
+    order: Order,
+    /// Nanosecond timestamps (magic a1b23c4d).
+    nano: bool,
+    snapshot: u32,
+}
+
 /// The container format and its state.
 enum Format {
-    Pcap {
-        order: Order,
-        /// Nanosecond timestamps (magic a1b23c4d).
-        nano: bool,
-        snapshot: u32,
-    },
+    Pcap(Pcap),
     Pcapng(Pcapng),
 }
 
@@ -668,11 +665,11 @@ impl FastFile {
         input.advance(24);
         Some(FastFile {
             input,
-            format: Format::Pcap {
+            format: Format::Pcap(Pcap {
                 order,
                 nano,
                 snapshot: adjust_snapshot(snaplen),
-            },
+            }),
             link,
         })
     }
@@ -764,11 +761,7 @@ impl FastFile {
     #[inline]
     fn next_with<T: Take>(&mut self, take: T) -> Result<Option<T::Out>, String> {
         match &mut self.format {
-            Format::Pcap {
-                order,
-                nano,
-                snapshot,
-            } => next_pcap(&mut self.input, *order, *nano, *snapshot, take),
+            Format::Pcap(p) => next_pcap(&mut self.input, *p, take),
             Format::Pcapng(ng) => next_pcapng(&mut self.input, ng, take),
         }
     }
@@ -776,23 +769,15 @@ impl FastFile {
 
 /// A classic pcap record.
 #[inline]
-fn next_pcap<T: Take>(
-    input: &mut Input,
-    order: Order,
-    nano: bool,
-    snapshot: u32,
-    take: T,
-) -> Result<Option<T::Out>, String> {
+fn next_pcap<T: Take>(input: &mut Input, p: Pcap, take: T) -> Result<Option<T::Out>, String> {
+    let order = p.order;
     let at = input.offset();
     let Some(h) = header(input, PCAP_RECORD, "record")? else {
         return Ok(None);
     };
-    let (Some(sec), Some(frac), Some(caplen), Some(origlen)) = (
-        order.u32(h, 0),
-        order.u32(h, 4),
-        order.u32(h, 8),
-        order.u32(h, 12),
-    ) else {
+    let [Some(sec), Some(frac), Some(caplen), Some(origlen)] =
+        [0, 4, 8, 12].map(|o| order.u32(h, o))
+    else {
         return Err(format!("the record header at byte {at} could not be read"));
     };
     if caplen > MAX_SNAPLEN {
@@ -801,7 +786,7 @@ fn next_pcap<T: Take>(
         ));
     }
     // libpcap keeps the first `snapshot` bytes of a longer record and skips the rest.
-    let keep = caplen.min(snapshot) as usize;
+    let keep = caplen.min(p.snapshot) as usize;
     if !input.fill(PCAP_RECORD + keep)? {
         return Err(cut_record(
             at,
@@ -817,7 +802,7 @@ fn next_pcap<T: Take>(
         (i64::from(sec), i64::from(frac))
     };
     let meta = Meta {
-        ts: timestamp(sec, frac, nano),
+        ts: timestamp(sec, frac, p.nano),
         origlen,
         file_offset: at + PCAP_RECORD as u64,
     };
@@ -870,23 +855,18 @@ fn block_header(input: &mut Input, order: Order) -> Result<Option<(u32, u32)>, S
     let (Some(ty), Some(len)) = (order.u32(h, 0), order.u32(h, 4)) else {
         return Err(format!("the block header at byte {at} could not be read"));
     };
-    if (len as usize) < BLOCK_HEADER + BLOCK_TRAILER {
-        return Err(format!(
-            "the block at byte {at} has a length of {len}, less than {}",
-            BLOCK_HEADER + BLOCK_TRAILER
-        ));
-    }
-    if len % 4 != 0 {
-        return Err(format!(
-            "the block at byte {at} has a length of {len}, not a multiple of 4"
-        ));
-    }
-    if len > MAX_BLOCK {
-        return Err(format!(
-            "the block at byte {at} has a length of {len}, more than the {MAX_BLOCK} allowed"
-        ));
-    }
-    Ok(Some((ty, len)))
+    let bad = if (len as usize) < BLOCK_HEADER + BLOCK_TRAILER {
+        format!("less than {}", BLOCK_HEADER + BLOCK_TRAILER)
+    } else if len % 4 != 0 {
+        "not a multiple of 4".to_string()
+    } else if len > MAX_BLOCK {
+        format!("more than the {MAX_BLOCK} allowed")
+    } else {
+        return Ok(Some((ty, len)));
+    };
+    Err(format!(
+        "the block at byte {at} has a length of {len}, {bad}"
+    ))
 }
 
 fn cut_block(at: u64, ty: u32, len: u32, have: u64) -> String {
@@ -971,26 +951,21 @@ fn packet_header(ty: u32, body: &[u8], order: Order, snapshot: u32) -> Option<Pa
 
 /// Checks a packet header against the section's interfaces; the interface.
 fn check_packet(ng: &Pcapng, at: u64, p: &PacketHeader, body_len: usize) -> Result<Iface, String> {
-    let Some(iface) = usize::try_from(p.iface).ok().and_then(|i| ng.ifaces.get(i)) else {
-        return Err(format!(
-            "the packet block at byte {at} is on interface {}, but the section describes {} interface(s)",
-            p.iface,
-            ng.ifaces.len()
-        ));
+    let (caplen, snapshot, n) = (p.caplen, ng.snapshot, ng.ifaces.len());
+    let refused = match usize::try_from(p.iface).ok().and_then(|i| ng.ifaces.get(i)) {
+        None => format!(
+            "is on interface {}, but the section describes {n} interface(s)",
+            p.iface
+        ),
+        Some(_) if caplen > snapshot => {
+            format!("claims {caplen} captured bytes, more than the snapshot length {snapshot}")
+        }
+        Some(_) if p.fixed + caplen as usize > body_len => {
+            format!("is too short for its {caplen} captured bytes")
+        }
+        Some(iface) => return Ok(*iface),
     };
-    if p.caplen > ng.snapshot {
-        return Err(format!(
-            "the packet block at byte {at} claims {} captured bytes, more than the snapshot length {}",
-            p.caplen, ng.snapshot
-        ));
-    }
-    if p.fixed + p.caplen as usize > body_len {
-        return Err(format!(
-            "the packet block at byte {at} is too short for its {} captured bytes",
-            p.caplen
-        ));
-    }
-    Ok(*iface)
+    Err(format!("the packet block at byte {at} {refused}"))
 }
 
 /// The next packet of a pcapng file.

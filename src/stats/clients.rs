@@ -81,23 +81,25 @@ impl<A: Default> ClientTable<A> {
         }
     }
 
+    /// The slot of `who`, if it has one.
+    fn slot_of(&self, who: &Who) -> Option<u32> {
+        match who {
+            Who::Slot(i) => Some(*i),
+            Who::Key(k) => self.find(k),
+        }
+    }
+
     /// The slot index of `who`, turning a key found in the table into its slot.
     fn resolve(&self, who: &mut Who) -> Option<usize> {
-        let i = match who {
-            Who::Slot(i) => *i,
-            Who::Key(k) => {
-                let i = self.find(k)?;
-                *who = Who::Slot(i);
-                i
-            }
-        };
+        let i = self.slot_of(who)?;
+        *who = Who::Slot(i);
         Some(i as usize)
     }
 
     /// Interns the key of `who` (not yet in the table) and returns its slot index.
     fn intern(&mut self, who: &mut Who) -> Option<usize> {
         let Who::Key(k) = who else {
-            return self.resolve(who);
+            return None;
         };
         let at = u32::try_from(self.slots.len()).ok()?;
         let key = (**k).clone();
@@ -164,10 +166,7 @@ impl<A: Default> ClientTable<A> {
 
     /// The counters of `who` if it has some (never made, never counted).
     pub(crate) fn get_acc(&mut self, who: &Who) -> Option<&mut A> {
-        let at = match who {
-            Who::Slot(i) => *i,
-            Who::Key(k) => self.find(k)?,
-        };
+        let at = self.slot_of(who)?;
         self.slots.get_mut(at as usize)?.acc.as_mut()
     }
 

@@ -22,18 +22,27 @@ pub(crate) fn body(root: &Node) -> Option<&Node> {
     root.children.iter().find(|n| n.ty == "struct")
 }
 
-/// Visits every node below `n` with the chain of its ancestors (nearest last).
-pub(crate) fn walk_with_path<'a>(
-    n: &'a Node,
-    path: &mut Vec<&'a Node>,
-    f: &mut dyn FnMut(&'a Node, &[&'a Node]),
-) {
-    f(n, path);
-    path.push(n);
-    for c in &n.children {
-        walk_with_path(c, path, f);
+/// What `f` finds at the nodes of `root`'s body, in tree order: `f` is
+/// given each node with the chain of its ancestors (nearest last).
+fn in_body<'a, T>(root: &'a Node, mut f: impl FnMut(&'a Node, &[&'a Node]) -> Option<T>) -> Vec<T> {
+    fn walk<'a, T>(
+        n: &'a Node,
+        path: &mut Vec<&'a Node>,
+        f: &mut dyn FnMut(&'a Node, &[&'a Node]) -> Option<T>,
+        out: &mut Vec<T>,
+    ) {
+        out.extend(f(n, path));
+        path.push(n);
+        for c in &n.children {
+            walk(c, path, f, out);
+        }
+        path.pop();
     }
-    path.pop();
+    let mut out = Vec::new();
+    if let Some(b) = body(root) {
+        walk(b, &mut Vec::new(), &mut f, &mut out);
+    }
+    out
 }
 
 /// A child's string value.
@@ -136,18 +145,13 @@ pub(crate) struct ErrorAt {
 
 /// Every non-zero `*ErrorCode` of a response, with its place.
 pub(crate) fn errors(root: &Node, topics: &TopicNames) -> Vec<ErrorAt> {
-    let mut out = Vec::new();
-    let Some(b) = body(root) else { return out };
-    walk_with_path(b, &mut Vec::new(), &mut |n, path| {
-        if let Some(code) = error_code(n) {
-            out.push(ErrorAt {
-                code,
-                place: place(path, topics),
-                nested: path.len() > 1,
-            });
-        }
-    });
-    out
+    in_body(root, |n, path| {
+        Some(ErrorAt {
+            code: error_code(n)?,
+            place: place(path, topics),
+            nested: path.len() > 1,
+        })
+    })
 }
 
 /// A record-level error of a Produce response (KIP-467).
@@ -160,21 +164,16 @@ pub(crate) struct RecordError {
 
 /// Every `BatchIndex` (+ `BatchIndexErrorMessage`) of a response.
 pub(crate) fn record_errors(root: &Node, topics: &TopicNames) -> Vec<RecordError> {
-    let mut out = Vec::new();
-    let Some(b) = body(root) else { return out };
-    walk_with_path(b, &mut Vec::new(), &mut |n, path| {
-        let Some(i) = int_child(n, "BatchIndex") else {
-            return;
-        };
+    in_body(root, |n, path| {
+        let batch_index = int_child(n, "BatchIndex")?;
         let mut full = path.to_vec();
         full.push(n);
-        out.push(RecordError {
+        Some(RecordError {
             place: place(&full, topics),
-            batch_index: i,
+            batch_index,
             message: str_child(n, "BatchIndexErrorMessage").map(str::to_string),
-        });
-    });
-    out
+        })
+    })
 }
 
 /// What one `records` field held.
@@ -193,22 +192,19 @@ pub(crate) struct SetFacts<'a> {
 
 /// Every record set (`records`-typed field) of a message, with its place.
 pub(crate) fn record_sets(d: &Decoded, topics: &TopicNames) -> Vec<SetFacts<'static>> {
-    let mut out = Vec::new();
-    let Some(b) = body(&d.root) else { return out };
-    walk_with_path(b, &mut Vec::new(), &mut |n, path| {
+    in_body(&d.root, |n, path| {
         if n.ty != "records" || n.source != 0 {
-            return;
+            return None;
         }
         let prefix = n.child("length").map_or(0, |l| l.length);
         let p = place(path, topics);
-        out.push(SetFacts {
+        Some(SetFacts {
             topic: p.topic.map(Cow::Owned),
             partition: p.partition,
             bytes: n.length.saturating_sub(prefix) as u64,
             counts: set_counts(&n.children, &d.sources),
-        });
-    });
-    out
+        })
+    })
 }
 
 /// The counts of one record set: its batch and legacy message nodes `kids`

@@ -53,7 +53,7 @@ impl GroupAcc {
         match ApiKey(api) {
             ApiKey::JOIN_GROUP => {
                 self.joins += 1;
-                self.learn_type(&g.protocol_type);
+                keep_first(&mut self.protocol_type, &g.protocol_type);
                 for p in &g.protocols {
                     if self.protocols.len() < max_list {
                         self.protocols.insert(p.clone());
@@ -101,18 +101,11 @@ impl GroupAcc {
         }
     }
 
-    /// The group's protocol type, from the first message that names one.
-    fn learn_type(&mut self, protocol_type: &Option<String>) {
-        if self.protocol_type.is_none() {
-            self.protocol_type.clone_from(protocol_type);
-        }
-    }
-
     /// A member joined: its generation, made when new, and the members.
     fn joined(&mut self, r: &GroupResponse, i: &MessageInfo) -> u64 {
         let Some(gen) = r.generation else { return 0 };
         let max_list = self.max_list;
-        self.learn_type(&r.protocol_type);
+        keep_first(&mut self.protocol_type, &r.protocol_type);
         let round = self.rounds.get(&i.stream).map(|x| x.0);
         let pos = self
             .generations
@@ -142,12 +135,8 @@ impl GroupAcc {
             }
         };
         if let Some(e) = e {
-            if e.protocol_name.is_none() {
-                e.protocol_name.clone_from(&r.protocol_name);
-            }
-            if e.leader.is_none() {
-                e.leader.clone_from(&r.leader);
-            }
+            keep_first(&mut e.protocol_name, &r.protocol_name);
+            keep_first(&mut e.leader, &r.leader);
             e.listed_members = e.listed_members.max(r.members.len() as u64);
             if let Some(mid) = &r.member_id {
                 if let (Err(at), true) = (e.members.binary_search(mid), e.members.len() < max_list)
@@ -167,7 +156,7 @@ impl GroupAcc {
     /// A member synced: its generation's sync frames and the rebalance's length,
     /// from the connection's first JoinGroup request of the round.
     fn synced(&mut self, g: &GroupRequest, r: &GroupResponse, i: &MessageInfo) {
-        self.learn_type(&r.protocol_type);
+        keep_first(&mut self.protocol_type, &r.protocol_type);
         let started = self.rounds.remove(&i.stream);
         let gen = g.generation;
         let e = self
@@ -236,5 +225,12 @@ impl GroupAcc {
             generations: self.generations.clone(),
             heartbeat_members: self.cgh.values().cloned().collect(),
         }
+    }
+}
+
+/// Sets `v` from `first` unless it holds a value already (the first message that names one).
+fn keep_first(v: &mut Option<String>, first: &Option<String>) {
+    if v.is_none() {
+        v.clone_from(first);
     }
 }

@@ -136,12 +136,7 @@ pub fn removed_in_kafka_4(api_key: i16, version: i16) -> bool {
 }
 
 /// The error's name, or `UNKNOWN(n)` for a code this build does not know.
-pub fn error_label(code: i16) -> String {
-    error_name(code).map_or_else(|| format!("UNKNOWN({code})"), str::to_string)
-}
-
-/// As [`error_label`], borrowing the names this build knows.
-fn error_label_cow(code: i16) -> Cow<'static, str> {
+fn error_label(code: i16) -> Cow<'static, str> {
     error_name(code).map_or_else(|| Cow::Owned(format!("UNKNOWN({code})")), Cow::Borrowed)
 }
 
@@ -149,7 +144,7 @@ fn error_label_cow(code: i16) -> Cow<'static, str> {
 fn by_label(counts: &BTreeMap<i16, u64>) -> BTreeMap<String, u64> {
     let mut out = BTreeMap::new();
     for (&code, &n) in counts {
-        *out.entry(error_label(code)).or_default() += n;
+        *out.entry(error_label(code).into_owned()).or_default() += n;
     }
     out
 }
@@ -167,17 +162,13 @@ struct Capped<K, V, M = BTreeMap<K, V>> {
 
 /// The maps a [`Capped`] keeps its entries in.
 trait CapMap<K, V>: Default {
-    fn count(&self) -> usize;
-    /// The entry for `k`, made by `f` when there is `room`.
-    fn slot(&mut self, k: K, room: bool, f: impl FnOnce() -> V) -> Option<&mut V>;
+    /// The entry for `k`, made by `f` while the map holds fewer than `cap`.
+    fn slot(&mut self, k: K, cap: usize, f: impl FnOnce() -> V) -> Option<&mut V>;
 }
 
 impl<K: Ord, V> CapMap<K, V> for BTreeMap<K, V> {
-    fn count(&self) -> usize {
-        self.len()
-    }
-
-    fn slot(&mut self, k: K, room: bool, f: impl FnOnce() -> V) -> Option<&mut V> {
+    fn slot(&mut self, k: K, cap: usize, f: impl FnOnce() -> V) -> Option<&mut V> {
+        let room = self.len() < cap;
         match self.entry(k) {
             Entry::Occupied(o) => Some(o.into_mut()),
             Entry::Vacant(v) => room.then(|| v.insert(f())),
@@ -186,11 +177,8 @@ impl<K: Ord, V> CapMap<K, V> for BTreeMap<K, V> {
 }
 
 impl<K: std::hash::Hash + Eq, V> CapMap<K, V> for HashMap<K, V> {
-    fn count(&self) -> usize {
-        self.len()
-    }
-
-    fn slot(&mut self, k: K, room: bool, f: impl FnOnce() -> V) -> Option<&mut V> {
+    fn slot(&mut self, k: K, cap: usize, f: impl FnOnce() -> V) -> Option<&mut V> {
+        let room = self.len() < cap;
         match self.entry(k) {
             HashEntry::Occupied(o) => Some(o.into_mut()),
             HashEntry::Vacant(v) => room.then(|| v.insert(f())),
@@ -210,8 +198,7 @@ impl<K, V, M: CapMap<K, V>> Capped<K, V, M> {
 
     /// The entry for `k`, made by `f` if there is room; `None` (counted) if full.
     fn entry(&mut self, k: K, f: impl FnOnce() -> V) -> Option<&mut V> {
-        let room = self.map.count() < self.cap;
-        let got = self.map.slot(k, room, f);
+        let got = self.map.slot(k, self.cap, f);
         if got.is_none() {
             self.overflow += 1;
         }
@@ -446,16 +433,13 @@ impl<K: Ord> Capped<K, ErrorAcc> {
             acc.last = frame;
         }
     }
-}
 
-/// `v` sorted the most frequent first, then the earliest: `key` gives
-/// (count, first frame).
-fn most_frequent_first<T>(mut v: Vec<T>, key: impl Fn(&T) -> (u64, u64)) -> Vec<T> {
-    v.sort_by_key(|x| {
-        let (count, first) = key(x);
-        (Reverse(count), first)
-    });
-    v
+    /// The entries as `f` reports them, the most frequent first, then the earliest.
+    fn most_frequent<T>(&self, f: impl Fn(&K, &ErrorAcc) -> T) -> Vec<T> {
+        let mut v: Vec<_> = self.map.iter().collect();
+        v.sort_by_key(|(_, e)| (Reverse(e.count), e.first));
+        v.into_iter().map(|(k, e)| f(k, e)).collect()
+    }
 }
 
 /// What a request leaves for its response.
@@ -489,15 +473,14 @@ struct StreamClient {
 
 #[derive(Debug)]
 struct ConnAcc {
-    client: String,
-    broker: String,
+    client: SocketAddr,
+    /// The broker of the connection's first message.
+    broker: SocketAddr,
     client_id: Option<String>,
     requests: u64,
     responses: u64,
     latency: LatencyHist,
-    /// The broker of the connection's first message.
-    broker_addr: SocketAddr,
-    /// Every latency of `latency` is one of `broker_addr`'s: its broker's
+    /// Every latency of `latency` is one of `broker`'s: its broker's
     /// histogram leaves them here and the report adds them (one histogram
     /// touched per response instead of two). Once false, stays false.
     for_broker: bool,
@@ -527,13 +510,12 @@ impl ConnAcc {
     /// The connection of message `i`, with nothing counted.
     fn new(i: &MessageInfo) -> ConnAcc {
         ConnAcc {
-            client: i.client.to_string(),
-            broker: i.broker.to_string(),
+            client: i.client,
+            broker: i.broker,
             client_id: None,
             requests: 0,
             responses: 0,
             latency: LatencyHist::new(),
-            broker_addr: i.broker,
             for_broker: true,
             for_client: ClientLink::Unbound,
         }
@@ -1003,12 +985,12 @@ impl Stats {
         if let Some(c) = self.conns.entry(i.stream, || ConnAcc::new(i)) {
             c.responses += 1;
             if let Some(ns) = i.latency_ns {
-                if c.for_broker && c.broker_addr == i.broker {
+                if c.for_broker && c.broker == i.broker {
                     to_broker = false;
                 } else if c.for_broker {
                     // Another broker: what the connection held becomes its broker's own.
                     c.for_broker = false;
-                    if let Some(b) = self.brokers.map.get_mut(&c.broker_addr) {
+                    if let Some(b) = self.brokers.map.get_mut(&c.broker) {
                         b.latency.merge(&c.latency);
                     }
                 }
@@ -1076,7 +1058,7 @@ impl Stats {
                 topic => topic,
             };
             let key = ErrorKey {
-                name: error_label_cow(e.code),
+                name: error_label(e.code),
                 code: e.code,
                 api_key: api,
                 topic,
@@ -1191,11 +1173,8 @@ impl Stats {
         // Latencies the connections hold for their broker.
         let mut broker_held: HashMap<SocketAddr, LatencyHist> = HashMap::default();
         for (_, c) in &conns {
-            if c.for_broker && self.brokers.map.contains_key(&c.broker_addr) {
-                broker_held
-                    .entry(c.broker_addr)
-                    .or_default()
-                    .merge(&c.latency);
+            if c.for_broker && self.brokers.map.contains_key(&c.broker) {
+                broker_held.entry(c.broker).or_default().merge(&c.latency);
             }
         }
         let brokers = self
@@ -1213,8 +1192,8 @@ impl Stats {
             .into_iter()
             .map(|(&s, c)| ConnectionReport {
                 stream: s,
-                client: c.client.clone(),
-                broker: c.broker.clone(),
+                client: c.client.to_string(),
+                broker: c.broker.to_string(),
                 client_id: c.client_id.clone(),
                 requests: c.requests,
                 responses: c.responses,
@@ -1355,12 +1334,11 @@ impl Stats {
 
     /// Throttle totals, by client (`sorted`) and API, per second, and the most throttled.
     fn throttle_report(&self, sorted: &[(u32, &ClientSlot<ClientAcc>)]) -> ThrottleReport {
-        let mut by_client = Vec::new();
-        for (k, c) in sorted
+        let with_acc = sorted
             .iter()
-            .filter_map(|(_, s)| Some((&s.key, s.acc.as_ref()?)))
-        {
-            by_client.extend(c.throttle_by_api.iter().map(|(&api, t)| ThrottleByClient {
+            .filter_map(|(_, s)| Some((&s.key, s.acc.as_ref()?)));
+        let by_client = with_acc.flat_map(|(k, c)| {
+            c.throttle_by_api.iter().map(|(&api, t)| ThrottleByClient {
                 client_id: k.client_id.clone(),
                 software: k.software(),
                 api_key: api,
@@ -1368,8 +1346,8 @@ impl Stats {
                 count: t.count,
                 sum_ms: t.sum,
                 max_ms: t.max,
-            }));
-        }
+            })
+        });
         let series = self
             .throttle_series
             .map
@@ -1384,7 +1362,7 @@ impl Stats {
             throttled: self.throttle.count,
             sum_ms: self.throttle.sum,
             max_ms: self.throttle.max,
-            by_client,
+            by_client: by_client.collect(),
             series: series.collect(),
             throttled_latency_ms: self.throttle_latency.summary(),
             exchanges: self.throttled.sorted(|a, b| {
@@ -1396,7 +1374,7 @@ impl Stats {
 
     /// Every error by name, API and place, the most frequent first.
     fn error_reports(&self) -> Vec<ErrorReport> {
-        let each = self.errors.map.iter().map(|(k, e)| ErrorReport {
+        self.errors.most_frequent(|k, e| ErrorReport {
             error: k.name.to_string(),
             code: k.code,
             api_key: k.api_key,
@@ -1406,26 +1384,21 @@ impl Stats {
             count: e.count,
             first_frame: e.first,
             last_frame: e.last,
-        });
-        most_frequent_first(each.collect(), |e| (e.count, e.first_frame))
+        })
     }
 
     /// The warnings, most frequent first.
     fn warning_reports(&self) -> Vec<WarningReport> {
-        let each = self
-            .warnings
-            .map
-            .iter()
-            .map(|(&(api_key, api_version, warning), w)| WarningReport {
-                warning,
-                api_key,
-                api_name: schema::api_name(api_key),
-                api_version,
-                count: w.count,
-                first_frame: w.first,
-                last_frame: w.last,
-            });
-        most_frequent_first(each.collect(), |w| (w.count, w.first_frame))
+        let each = |&(api_key, api_version, warning): &_, w: &ErrorAcc| WarningReport {
+            warning,
+            api_key,
+            api_name: schema::api_name(api_key),
+            api_version,
+            count: w.count,
+            first_frame: w.first,
+            last_frame: w.last,
+        };
+        self.warnings.most_frequent(each)
     }
 
     /// The facts every table refused, per table.
