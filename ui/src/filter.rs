@@ -522,45 +522,20 @@ fn named<'a>(
 
 /// `"; did you mean 'X'?"` for the nearest candidate, or nothing if none is close.
 fn did_you_mean<'a>(word: &str, candidates: impl Iterator<Item = &'a str>) -> String {
-    let lower = |s: &str| -> Vec<char> { s.to_lowercase().chars().collect() };
-    let w = lower(word);
-    if w.is_empty() || w.len() > 64 {
+    let w = word.to_lowercase();
+    let chars = w.chars().count();
+    if chars == 0 || chars > 64 {
         return String::new();
     }
-    let limit = (w.len() / 3).clamp(1, 3);
+    let limit = (chars / 3).clamp(1, 3);
     candidates
-        .map(|c| (distance(&w, &lower(c)), c))
+        // Optimal string alignment: an adjacent transposition is one edit,
+        // so `prodcue` is one edit from `produce`.
+        .map(|c| (strsim::osa_distance(&w, &c.to_lowercase()), c))
         .filter(|(d, _)| *d <= limit)
         // The first of the nearest.
         .min_by_key(|(d, _)| *d)
         .map_or_else(String::new, |(_, c)| format!("; did you mean '{c}'?"))
-}
-
-/// Edit distance counting adjacent transpositions as one edit
-/// (optimal string alignment), so `prodcue` is one edit from `produce`.
-fn distance(a: &[char], b: &[char]) -> usize {
-    let width = b.len() + 1;
-    let mut d = vec![0usize; (a.len() + 1) * width];
-    let at = |i: usize, j: usize| i * width + j;
-    for i in 0..=a.len() {
-        d[at(i, 0)] = i;
-    }
-    for j in 0..=b.len() {
-        d[at(0, j)] = j;
-    }
-    for i in 1..=a.len() {
-        for j in 1..=b.len() {
-            let cost = usize::from(a[i - 1] != b[j - 1]);
-            let mut v = (d[at(i - 1, j)] + 1)
-                .min(d[at(i, j - 1)] + 1)
-                .min(d[at(i - 1, j - 1)] + cost);
-            if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
-                v = v.min(d[at(i - 2, j - 2)] + 1);
-            }
-            d[at(i, j)] = v;
-        }
-    }
-    d[at(a.len(), b.len())]
 }
 
 /// `*` matches any run of characters (including none); everything else itself.
