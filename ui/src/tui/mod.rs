@@ -360,7 +360,7 @@ fn load(
     let mut cfg = AnalyzerConfig {
         pipeline: PipelineConfig {
             locate_in_file: true,
-            ..crate::print::pipeline_config(&ports, reorder)
+            ..print::pipeline_config(&ports, reorder)
         },
         keep_trees: false,
         ..AnalyzerConfig::default()
