@@ -266,6 +266,19 @@ impl RequestLog {
         pending.or_else(answered).copied()
     }
 
+    /// Whether a response with id `next` may follow one with id `corr`: Kafka
+    /// answers a connection's requests in order, so when `corr` is pending and
+    /// requests sent after it are too, `next` must be one of those (not
+    /// necessarily the first: an acks=0 Produce gets no answer). With nothing
+    /// known after `corr`, anything may.
+    pub fn may_follow(&self, corr: i32, next: i32) -> bool {
+        let Some(i) = self.pending.iter().position(|r| r.correlation_id == corr) else {
+            return true;
+        };
+        let mut later = self.pending.iter().skip(i + 1).peekable();
+        later.peek().is_none() || later.any(|r| r.correlation_id == next)
+    }
+
     /// Unanswered requests held.
     pub fn pending_len(&self) -> usize {
         self.pending.len()
@@ -785,6 +798,9 @@ impl Framer {
     ) -> Verdict {
         let end = p + 4 + u64::try_from(size).unwrap_or(0);
         match self.anchor(p, size, corr, requests) {
+            // A candidate inside a larger response can decode as an answer to a
+            // request of the log: the response after it must answer a later one.
+            Anchor::Yes if !self.next_in_order(end, corr, requests) => return Verdict::Reject,
             Anchor::Yes if u32::try_from(size).is_ok_and(|s| s <= requests.largest()) => {
                 return Verdict::Accept;
             }
@@ -834,6 +850,13 @@ impl Framer {
             at += 4 + u64::try_from(size2).unwrap_or(0);
         }
         Verdict::Reject
+    }
+
+    /// False when the response after a candidate ending at buffer offset `end`
+    /// with id `corr` is buffered and cannot follow it ([`RequestLog::may_follow`]).
+    fn next_in_order(&self, end: u64, corr: i32, requests: &RequestLog) -> bool {
+        self.read::<8>(end)
+            .is_none_or(|h| requests.may_follow(corr, split8(h).1))
     }
 
     /// The first response in buffer offsets `from..to` that is anchored or, not
@@ -1475,6 +1498,26 @@ mod tests {
 
     /// An ApiVersions v0 response body: ErrorCode 0, one api (key 0, versions 0-3).
     const API_VERSIONS_V0: [u8; 12] = [0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 3];
+
+    #[test]
+    fn a_response_may_follow_only_one_to_a_later_pending_request() {
+        let mut l = RequestLog::new(16);
+        let req = |c| SeenRequest {
+            correlation_id: c,
+            api_key: HEARTBEAT,
+            api_version: 0,
+        };
+        for c in [1, 2, 3, 5] {
+            l.request(req(c));
+        }
+        // After 2: 3 or 5 (4 may have been an acks=0 Produce), nothing else.
+        assert!(l.may_follow(2, 3) && l.may_follow(2, 5));
+        assert!(!l.may_follow(2, 4) && !l.may_follow(2, 1) && !l.may_follow(2, 3072));
+        // Nothing known after the last pending one, or about an id not pending.
+        assert!(l.may_follow(5, 3072) && l.may_follow(9, 1));
+        l.response(3);
+        assert!(!l.may_follow(2, 3) && l.may_follow(2, 5));
+    }
 
     #[test]
     fn resync_responses_anchored_on_requests() {
