@@ -23,7 +23,7 @@ use crate::kafka::framing::RawMessage;
 use crate::kafka::schema::{self, ApiKey, MessageKind};
 use crate::kafka::tree::{Node, Value};
 use crate::kafka::{decode_request, decode_response, DecodeOptions, DecodeWarning, Decoded};
-use crate::pairing::{Pairer, PendingRequest};
+use crate::pairing::{FetchAsk, Pairer, PendingRequest};
 use crate::pipeline::{Event, Pipeline, PipelineConfig, PipelineStats};
 use crate::stats::facts;
 use crate::topics::{TopicNames, TEACHERS};
@@ -113,6 +113,13 @@ pub struct MessageInfo {
     pub expects_response: bool,
     /// For paired responses: ts(first_frame of the response) − ts(frame of the request).
     pub latency_ns: Option<u64>,
+    /// For paired responses: the part of `latency_ns` before the previous
+    /// response on the connection had finished (head-of-line wait; Kafka
+    /// answers a connection's requests in order).
+    pub hol_wait_ns: Option<u64>,
+    /// For Fetch and ShareFetch responses: what the request asked the
+    /// broker to wait for, and the record bytes the response carries.
+    pub fetch: Option<FetchWait>,
     /// The response's ThrottleTimeMs, when its schema has one.
     pub throttle_time_ms: Option<i32>,
     /// Every non-zero error code anywhere in a response body.
@@ -129,6 +136,32 @@ pub struct MessageInfo {
     pub topics: Vec<String>,
 }
 
+/// A Fetch or ShareFetch exchange's wait: asked and answered.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct FetchWait {
+    /// The request's `MaxWaitMs` and `MinBytes`.
+    pub asked: FetchAsk,
+    /// Bytes of the response's record sets (without their length prefixes).
+    pub record_bytes: u64,
+}
+
+/// How a Fetch exchange ended ([`MessageInfo::fetch_outcome`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum FetchOutcome {
+    /// Record bytes came back.
+    Data,
+    /// Nothing came back after the broker held the request for (90 % of)
+    /// its `MaxWaitMs`: a long-poll.
+    WaitedOut,
+    /// Nothing came back, well before `MaxWaitMs` (an error, a fetch
+    /// session update, `MinBytes` 0).
+    EmptyEarly,
+}
+
+/// A Fetch whose service time reached this share of its `MaxWaitMs`, with no
+/// records returned, waited the time out.
+pub const LONG_POLL_SHARE: f64 = 0.9;
+
 impl MessageInfo {
     /// The API name (`Produce`), when the api key is known.
     pub fn api_name(&self) -> Option<&'static str> {
@@ -138,6 +171,32 @@ impl MessageInfo {
     /// Latency in milliseconds.
     pub fn latency_ms(&self) -> Option<f64> {
         self.latency_ns.map(|n| n as f64 / 1e6)
+    }
+
+    /// Service time: the latency less the head-of-line wait.
+    pub fn service_ns(&self) -> Option<u64> {
+        let l = self.latency_ns?;
+        Some(l.saturating_sub(self.hol_wait_ns.unwrap_or(0)))
+    }
+
+    /// How a paired Fetch or ShareFetch exchange ended.
+    pub fn fetch_outcome(&self) -> Option<FetchOutcome> {
+        let f = self.fetch?;
+        let service_ms = self.service_ns()? as f64 / 1e6;
+        Some(if f.record_bytes > 0 {
+            FetchOutcome::Data
+        } else if f.asked.max_wait_ms > 0
+            && service_ms >= LONG_POLL_SHARE * f64::from(f.asked.max_wait_ms)
+        {
+            FetchOutcome::WaitedOut
+        } else {
+            FetchOutcome::EmptyEarly
+        })
+    }
+
+    /// A Fetch that waited out its `MaxWaitMs` with nothing to return.
+    pub fn long_poll(&self) -> bool {
+        self.fetch_outcome() == Some(FetchOutcome::WaitedOut)
     }
 }
 
@@ -196,6 +255,8 @@ struct StreamInfo {
     client: SocketAddr,
     broker: SocketAddr,
     sasl: SaslState,
+    /// When the last response on the connection finished (its last frame).
+    response_end: Option<Timestamp>,
 }
 
 /// After a SaslHandshake v0, SASL tokens travel as bare size-prefixed blobs
@@ -423,6 +484,7 @@ impl MessageAnalyzer {
                         client,
                         broker,
                         sasl,
+                        response_end: None,
                     },
                 );
             }
@@ -438,10 +500,15 @@ impl MessageAnalyzer {
 
     /// A message, with its summary when it was scanned ahead.
     fn message(&mut self, raw: RawMessage, scanned: Option<Box<Summary>>, out: &mut Vec<Output>) {
-        let Some(st) = self.streams.get(&raw.stream) else {
+        let Some(st) = self.streams.get_mut(&raw.stream) else {
             return;
         };
         let (client, broker, sasl) = (st.client, st.broker, st.sasl);
+        // When the connection's previous response finished (for a response).
+        let previous_end = match raw.dir {
+            Direction::BrokerToClient => st.response_end.replace(raw.last_ts),
+            Direction::ClientToBroker => None,
+        };
         let index = self.next_index;
         self.next_index += 1;
         let mut rec = new_record(index, raw, client, broker);
@@ -453,7 +520,7 @@ impl MessageAnalyzer {
         let mut facts: Option<LeanFacts> = None;
         let decoded = match raw.dir {
             Direction::ClientToBroker => self.request(info, raw, scanned, sasl, &mut facts, out),
-            Direction::BrokerToClient => self.response(info, raw, sasl, &mut facts),
+            Direction::BrokerToClient => self.response(info, raw, sasl, previous_end, &mut facts),
         };
         let decoded = slot.insert(decoded);
         let sasl_token = self.sasl_step(raw, sasl, info, decoded, facts.as_ref());
@@ -507,11 +574,19 @@ impl MessageAnalyzer {
         if let (false, Some(k), Some(v), Some(c)) =
             (raw_token, d.api_key, d.api_version, d.correlation_id)
         {
+            let fetch = [ApiKey::FETCH, ApiKey::SHARE_FETCH].contains(&ApiKey(k));
             let pending = PendingRequest {
                 index: info.index,
                 api_key: ApiKey(k),
                 api_version: v,
                 frame: raw.last_frame,
+                wait: fetch
+                    .then(|| {
+                        facts
+                            .as_ref()
+                            .map_or_else(|| fetch_ask(&d.root), |f| f.wait)
+                    })
+                    .flatten(),
                 ts: raw.last_ts,
             };
             if !info.expects_response {
@@ -534,6 +609,7 @@ impl MessageAnalyzer {
         info: &mut MessageInfo,
         raw: &RawMessage,
         sasl: SaslState,
+        previous_end: Option<Timestamp>,
         facts: &mut Option<LeanFacts>,
     ) -> Decoded {
         info.kind = Kind::Response;
@@ -558,6 +634,17 @@ impl MessageAnalyzer {
         info.paired = true;
         info.peer = Some(req.index);
         info.latency_ns = Some(raw.first_ts.nanos_since(req.ts));
+        // Kafka answers in order: the time before the previous response had
+        // finished, this one waited behind it.
+        info.hol_wait_ns = Some(
+            previous_end
+                .filter(|&e| e > req.ts)
+                .map_or(0, |e| e.min(raw.first_ts).nanos_since(req.ts)),
+        );
+        info.fetch = req.wait.map(|asked| FetchWait {
+            asked,
+            record_bytes: 0,
+        });
         info.api_key = Some(req.api_key);
         info.api_version = Some(req.api_version);
         let (scan, filter) = self.scan_mode();
@@ -587,10 +674,18 @@ impl MessageAnalyzer {
         sasl_token: bool,
     ) {
         if info.kind == Kind::Response && !sasl_token {
-            let (throttle, errors) = match facts {
-                Some(f) => (f.throttle, f.errors),
-                None => response_facts(&decoded.root),
+            let (throttle, errors, record_bytes) = match facts {
+                Some(f) => (f.throttle, f.errors, f.record_bytes),
+                None => {
+                    let (throttle, errors) = response_facts(&decoded.root);
+                    // Walked for Fetch answers only.
+                    let bytes = info.fetch.map_or(0, |_| record_bytes(&decoded.root));
+                    (throttle, errors, bytes)
+                }
             };
+            if let Some(f) = &mut info.fetch {
+                f.record_bytes = record_bytes;
+            }
             info.throttle_time_ms = throttle;
             info.error_codes = errors;
             if info.api_key.is_none() {
@@ -715,6 +810,8 @@ pub fn new_record(
             inferred: false,
             expects_response: false,
             latency_ns: None,
+            hol_wait_ns: None,
+            fetch: None,
             throttle_time_ms: None,
             error_codes: Vec::new(),
             decode_error: None,
@@ -774,6 +871,8 @@ struct LeanFacts {
     throttle: Option<i32>,
     errors: Vec<i16>,
     acks: Option<i64>,
+    wait: Option<FetchAsk>,
+    record_bytes: u64,
 }
 
 /// A tree-less [`Decoded`] (a bare root) of a [`Summary`], whose other facts go to `facts`.
@@ -793,6 +892,11 @@ fn lean_decoded(kind: Kind, mut s: Summary, facts: &mut Option<LeanFacts>) -> De
         throttle: s.throttle_time_ms,
         errors: std::mem::take(&mut s.error_codes),
         acks: s.acks,
+        wait: s.max_wait_ms.map(|max_wait_ms| FetchAsk {
+            max_wait_ms,
+            min_bytes: s.min_bytes.unwrap_or(0),
+        }),
+        record_bytes: s.record_bytes,
     });
     summary_decoded(kind, root, s)
 }
@@ -861,6 +965,27 @@ pub fn response_facts(root: &Node) -> (Option<i32>, Vec<i16>) {
     let mut errors = Vec::new();
     body.walk(&mut |n, _| errors.extend(facts::error_code(n)));
     (facts::int_child(body, "ThrottleTimeMs"), errors)
+}
+
+/// A Fetch or ShareFetch request's `MaxWaitMs` and `MinBytes`, from its tree.
+fn fetch_ask(root: &Node) -> Option<FetchAsk> {
+    let body = facts::body(root)?;
+    Some(FetchAsk {
+        max_wait_ms: facts::int_child(body, "MaxWaitMs")?,
+        min_bytes: facts::int_child(body, "MinBytes").unwrap_or(0),
+    })
+}
+
+/// Bytes of a tree's record sets, without their length prefixes.
+fn record_bytes(root: &Node) -> u64 {
+    let mut n = 0u64;
+    root.walk(&mut |x, _| {
+        if x.ty == "records" {
+            let prefix = x.child("length").map_or(0, |l| l.length);
+            n += x.length.saturating_sub(prefix) as u64;
+        }
+    });
+    n
 }
 
 /// Largest unpaired response for which inference is attempted.

@@ -17,6 +17,15 @@ use std::collections::VecDeque;
 
 use rustc_hash::FxHashMap;
 
+/// What a Fetch or ShareFetch request asks of its response's timing.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct FetchAsk {
+    /// `MaxWaitMs`: how long the broker may hold the response for data.
+    pub max_wait_ms: i32,
+    /// `MinBytes`: how much data ends that wait early.
+    pub min_bytes: i32,
+}
+
 /// A request that waits for its response.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct PendingRequest {
@@ -28,6 +37,8 @@ pub struct PendingRequest {
     pub api_version: i16,
     /// The frame that completed it.
     pub frame: u64,
+    /// What a Fetch or ShareFetch request asked its answer to wait for.
+    pub wait: Option<FetchAsk>,
     /// The time of that frame.
     pub ts: Timestamp,
 }
@@ -205,6 +216,7 @@ mod tests {
             api_key: ApiKey::METADATA,
             api_version: 12,
             frame: index + 1,
+            wait: None,
             ts: Timestamp::new(0, 0),
         }
     }

@@ -408,8 +408,7 @@ fn every_field_is_marked_by_its_name_and_entity_type() {
             for (what, mark) in [
                 ("error code", Marks::ERROR_CODE),
                 ("batch index", Marks::BATCH_INDEX),
-                ("throttle", Marks::THROTTLE),
-                ("acks", Marks::ACKS),
+                ("top int", Marks::TOP_INT),
                 ("topic id", Marks::TOPIC_ID),
                 ("topic name", Marks::TOPIC_NAME),
                 ("place topic", Marks::PLACE_TOPIC),
@@ -423,13 +422,17 @@ fn every_field_is_marked_by_its_name_and_entity_type() {
     }
     // Each mark is on fields of the tables (none is dead), the common ones
     // on many.
-    assert_eq!(seen.len(), 8, "{seen:?}");
+    assert_eq!(seen.len(), 7, "{seen:?}");
     assert!(
         seen["error code"] > 100 && seen["topic name"] > 50,
         "{seen:?}"
     );
     let produce = message(0, MessageKind::Request, 12).expect("Produce v12");
-    assert!(field(produce.body, "Acks").marks.has(Marks::ACKS));
+    assert!(field(produce.body, "Acks").marks.has(Marks::TOP_INT));
+    let fetch = message(1, MessageKind::Request, 16).expect("Fetch v16");
+    for name in ["MaxWaitMs", "MinBytes"] {
+        assert_eq!(field(fetch.body, name).marks, Marks::TOP_INT, "{name}");
+    }
     let topics = inner(field(produce.body, "TopicData"));
     let name = field(topics, "Name");
     assert!(name.marks.has(Marks::TOPIC_NAME) && name.marks.has(Marks::PLACE_TOPIC));

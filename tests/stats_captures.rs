@@ -301,12 +301,16 @@ fn slow_list_and_throttle_series_match_the_facts() {
             .filter(|i| i.kind == Kind::Request)
             .map(|i| (i.index, i.frame))
             .collect();
+        // Ranked by service time; long-poll Fetches are counted apart.
+        let polls = r.infos.iter().filter(|i| i.long_poll()).count() as u64;
+        assert_eq!(r.report.slow_long_polls_left_out, polls, "{name}");
         let mut lat: Vec<(u64, u64, Option<u64>)> = r
             .infos
             .iter()
+            .filter(|i| !i.long_poll())
             .filter_map(|i| {
-                i.latency_ns
-                    .map(|l| (l, i.frame, i.peer.and_then(|p| frame_of.get(&p).copied())))
+                i.service_ns()
+                    .map(|s| (s, i.frame, i.peer.and_then(|p| frame_of.get(&p).copied())))
             })
             .collect();
         // Slowest first; ties: earlier response first.
@@ -316,7 +320,7 @@ fn slow_list_and_throttle_series_match_the_facts() {
             .report
             .slow
             .iter()
-            .map(|s| (s.latency_ms, s.response_frame, s.request_frame))
+            .map(|s| (s.service_ms, s.response_frame, s.request_frame))
             .collect();
         let want: Vec<(f64, u64, Option<u64>)> = lat
             .iter()

@@ -176,8 +176,10 @@ fn marks_expr(name: &str, entity_type: &str) -> String {
     let marks = [
         (name.ends_with("ErrorCode"), "ERROR_CODE"),
         (name == "BatchIndex", "BATCH_INDEX"),
-        (name == "ThrottleTimeMs", "THROTTLE"),
-        (name == "Acks", "ACKS"),
+        (
+            ["ThrottleTimeMs", "Acks", "MaxWaitMs", "MinBytes"].contains(&name),
+            "TOP_INT",
+        ),
         (name == "TopicId", "TOPIC_ID"),
         (entity_type == "topicName", "TOPIC_NAME"),
         (

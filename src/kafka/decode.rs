@@ -358,6 +358,12 @@ pub struct Summary {
     pub throttle_time_ms: Option<i32>,
     /// The body's top-level `Acks` (Produce requests).
     pub acks: Option<i64>,
+    /// The body's top-level `MaxWaitMs` (Fetch, ShareFetch requests).
+    pub max_wait_ms: Option<i32>,
+    /// The body's top-level `MinBytes` (Fetch, ShareFetch requests).
+    pub min_bytes: Option<i32>,
+    /// Bytes of the body's record sets, without their length prefixes.
+    pub record_bytes: u64,
     /// Every non-zero `*ErrorCode` of the body, in byte order (as `analyzer::response_facts`).
     pub error_codes: Vec<i16>,
     /// As [`Decoded::topics`].
@@ -1044,6 +1050,9 @@ impl Sink for Scan<'_> {
                         }
                     }
                 }
+                if let (Prim::Records, Some(b)) = (p, b) {
+                    self.sum.record_bytes += b.len() as u64;
+                }
                 match (&mut self.sum.facts, p) {
                     // Offsets inside a tagged field are not the message's.
                     (Some(x), Prim::Records) if x.tagged_depth == 0 => {
@@ -1095,7 +1104,8 @@ impl Scan<'_> {
         }
     }
 
-    /// An integer field: error codes, places, and the body's `ThrottleTimeMs` and `Acks`.
+    /// An integer field: error codes, places, and the body's top-level ints
+    /// (`TOP_INT_NAMES`).
     #[inline(always)]
     fn int(&mut self, d: &mut Decoder<'_>, f: &'static FieldDef, v: i64) -> Step {
         if f.marks.has(Marks::ERROR_CODE) && v != 0 {
@@ -1113,11 +1123,19 @@ impl Scan<'_> {
             }
             x.int_field(f.marks, v);
         }
-        if self.top {
-            if f.marks.has(Marks::THROTTLE) && self.sum.throttle_time_ms.is_none() {
-                self.sum.throttle_time_ms = i32::try_from(v).ok();
-            } else if f.marks.has(Marks::ACKS) && self.sum.acks.is_none() {
-                self.sum.acks = Some(v);
+        if self.top && f.marks.has(Marks::TOP_INT) {
+            let s = &mut self.sum;
+            let slot = match f.name {
+                "ThrottleTimeMs" => &mut s.throttle_time_ms,
+                "MaxWaitMs" => &mut s.max_wait_ms,
+                "MinBytes" => &mut s.min_bytes,
+                _ => {
+                    s.acks.get_or_insert(v);
+                    return Ok(());
+                }
+            };
+            if slot.is_none() {
+                *slot = i32::try_from(v).ok();
             }
         }
         Ok(())

@@ -12,7 +12,7 @@
 
 use rustc_hash::FxHashMap as HashMap;
 
-use super::{ClientKey, LatencyHist};
+use super::{ClientKey, Timing};
 
 /// A client on the hot path: its slot, or its key while no table took it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -35,7 +35,7 @@ enum Column {
 pub(crate) struct ClientSlot<A> {
     pub(crate) key: ClientKey,
     pub(crate) acc: Option<A>,
-    pub(crate) latency: Option<LatencyHist>,
+    pub(crate) latency: Option<Timing>,
 }
 
 /// Interned client keys with their counters (`A`) and latency histograms.
@@ -120,7 +120,7 @@ impl<A: Default> ClientTable<A> {
     }
 
     /// The latency histogram of `who`, made if there is room; `None` (counted) if full.
-    pub(crate) fn latency(&mut self, who: &mut Who) -> Option<&mut LatencyHist> {
+    pub(crate) fn latency(&mut self, who: &mut Who) -> Option<&mut Timing> {
         let at = self.made(who, Column::Latency)?;
         self.slots.get_mut(at)?.latency.as_mut()
     }
@@ -157,7 +157,7 @@ impl<A: Default> ClientTable<A> {
                 self.accs += 1;
             }
             Column::Latency => {
-                slot.latency = Some(LatencyHist::new());
+                slot.latency = Some(Timing::default());
                 self.hists += 1;
             }
         }
@@ -170,7 +170,7 @@ impl<A: Default> ClientTable<A> {
         self.slots.get_mut(at as usize)?.acc.as_mut()
     }
 
-    /// Settles every client's latency histogram ([`LatencyHist::settle`]).
+    /// Settles every client's timing ([`Timing::settle`]).
     pub(crate) fn settle(&mut self) {
         for h in self.slots.iter_mut().filter_map(|s| s.latency.as_mut()) {
             h.settle();
@@ -178,7 +178,7 @@ impl<A: Default> ClientTable<A> {
     }
 
     /// The latency histogram at `slot`, if it has one.
-    pub(crate) fn latency_at(&mut self, slot: u32) -> Option<&mut LatencyHist> {
+    pub(crate) fn latency_at(&mut self, slot: u32) -> Option<&mut Timing> {
         self.slots.get_mut(slot as usize)?.latency.as_mut()
     }
 
@@ -252,7 +252,7 @@ mod tests {
                         prop_assert_eq!(got, want);
                     }
                     1 => {
-                        let got = t.latency(&mut who).map(|h| h.record(1000));
+                        let got = t.latency(&mut who).map(|h| h.add(1000, 1000, false, false));
                         let want = capped(&mut m.hists, hist_cap, &k);
                         if want.is_none() { m.hist_overflow += 1; }
                         prop_assert_eq!(got, want);
@@ -276,7 +276,7 @@ mod tests {
             let got: Vec<(ClientKey, u64, Option<u64>)> = t
                 .sorted()
                 .into_iter()
-                .map(|(_, s)| (s.key.clone(), s.acc.unwrap_or(0), s.latency.as_ref().map(LatencyHist::count)))
+                .map(|(_, s)| (s.key.clone(), s.acc.unwrap_or(0), s.latency.as_ref().map(Timing::count)))
                 .collect();
             let want: Vec<(ClientKey, u64, Option<u64>)> = m
                 .accs

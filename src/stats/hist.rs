@@ -16,6 +16,8 @@
 
 use hdrhistogram::Histogram;
 
+use crate::analyzer::MessageInfo;
+
 /// Significant decimal digits kept by every latency histogram.
 pub const SIGFIG: u8 = 3;
 
@@ -294,6 +296,81 @@ impl LatencyHist {
             max: self.max_ns as f64 / 1e6,
             mean: (self.sum_ns as f64 / self.count as f64) / 1e6,
         })
+    }
+}
+
+/// The timing of a set of exchanges: their latencies and service times
+/// (latency less head-of-line wait, `MessageInfo::service_ns`), and how
+/// many waited behind another response or were long-polls.
+#[derive(Clone, Debug, Default)]
+pub struct Timing {
+    latency: LatencyHist,
+    service: LatencyHist,
+    hol_waits: u64,
+    long_polls: u64,
+}
+
+/// A [`Timing`]'s figures besides latency, in milliseconds.
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
+pub struct PartsMs {
+    /// Service times.
+    pub service_ms: Option<LatencyMs>,
+    /// Exchanges whose response waited behind the previous one on its connection.
+    pub hol_waits: u64,
+    /// Fetches that waited out their MaxWaitMs with nothing to return.
+    pub long_polls: u64,
+}
+
+impl Timing {
+    /// Records a paired response's latency and service time (nothing for
+    /// one without a latency).
+    pub fn record(&mut self, i: &MessageInfo) {
+        if let (Some(ns), Some(service)) = (i.latency_ns, i.service_ns()) {
+            let waited = i.hol_wait_ns.is_some_and(|h| h > 0);
+            self.add(ns, service, waited, i.long_poll());
+        }
+    }
+
+    /// Records an exchange's latency and service time (ns), whether it
+    /// waited behind another response and whether it was a long-poll.
+    pub fn add(&mut self, latency_ns: u64, service_ns: u64, waited: bool, long_poll: bool) {
+        self.latency.record(latency_ns);
+        self.service.record(service_ns);
+        self.hol_waits += u64::from(waited);
+        self.long_polls += u64::from(long_poll);
+    }
+
+    /// Adds `other`'s exchanges.
+    pub fn merge(&mut self, other: &Timing) {
+        self.latency.merge(&other.latency);
+        self.service.merge(&other.service);
+        self.hol_waits += other.hol_waits;
+        self.long_polls += other.long_polls;
+    }
+
+    /// Counts every pending value ([`LatencyHist::settle`]).
+    pub fn settle(&mut self) {
+        self.latency.settle();
+        self.service.settle();
+    }
+
+    /// Exchanges recorded.
+    pub fn count(&self) -> u64 {
+        self.latency.count()
+    }
+
+    /// The latency summary.
+    pub fn summary(&self) -> Option<LatencyMs> {
+        self.latency.summary()
+    }
+
+    /// Service time, head-of-line waits and long-polls.
+    pub fn parts(&self) -> PartsMs {
+        PartsMs {
+            service_ms: self.service.summary(),
+            hol_waits: self.hol_waits,
+            long_polls: self.long_polls,
+        }
     }
 }
 

@@ -59,7 +59,7 @@ use clients::{ClientSlot, ClientTable, Who};
 use groups::GroupAcc;
 use traffic::Parts;
 
-pub use hist::{LatencyHist, SIGFIG};
+pub use hist::{LatencyHist, Timing, SIGFIG};
 
 /// The group APIs whose responses say what a member got: JoinGroup,
 /// SyncGroup and ConsumerGroupHeartbeat (KIP-848).
@@ -75,6 +75,8 @@ pub use report::*;
 pub struct StatsConfig {
     /// Length of the slow list (and of the most-throttled list).
     pub slow: usize,
+    /// The slow list takes long-poll Fetches too (else it counts them apart).
+    pub slow_long_polls: bool,
     /// Most entries per table: clients, topic partitions, groups, error places.
     pub max_keys: usize,
     /// Most latency histograms per dimension (api versions, clients, brokers,
@@ -92,6 +94,7 @@ impl Default for StatsConfig {
     fn default() -> Self {
         StatsConfig {
             slow: 20,
+            slow_long_polls: false,
             max_keys: 10_000,
             max_histograms: 1_000,
             max_series: 86_400,
@@ -312,9 +315,9 @@ struct ApiAcc {
     responses: u64,
     unanswered: u64,
     orphans: u64,
-    /// Latencies of responses that no version entry took (the report adds
-    /// the versions' histograms).
-    latency: LatencyHist,
+    /// Timing of responses that no version entry took (the report adds
+    /// the versions').
+    latency: Timing,
     throttle: Throttle,
     /// Error code → count (labelled when reported).
     errors: BTreeMap<i16, u64>,
@@ -325,7 +328,7 @@ struct ApiAcc {
 struct Exchanges {
     requests: u64,
     responses: u64,
-    latency: LatencyHist,
+    latency: Timing,
 }
 
 #[derive(Debug, Default)]
@@ -479,7 +482,7 @@ struct ConnAcc {
     client_id: Option<String>,
     requests: u64,
     responses: u64,
-    latency: LatencyHist,
+    latency: Timing,
     /// Every latency of `latency` is one of `broker`'s: its broker's
     /// histogram leaves them here and the report adds them (one histogram
     /// touched per response instead of two). Once false, stays false.
@@ -515,7 +518,7 @@ impl ConnAcc {
             client_id: None,
             requests: 0,
             responses: 0,
-            latency: LatencyHist::new(),
+            latency: Timing::default(),
             for_broker: true,
             for_client: ClientLink::Unbound,
         }
@@ -581,6 +584,8 @@ pub struct Stats {
     brokers: Capped<SocketAddr, Exchanges>,
     conns: Capped<u64, ConnAcc, HashMap<u64, ConnAcc>>,
     slow: Top<u64, SlowExchange>,
+    /// Long-poll Fetches kept out of the slow list.
+    slow_long_polls_left_out: u64,
     throttle: Throttle,
     throttle_series: Capped<i64, Throttle>,
     throttle_latency: LatencyHist,
@@ -611,6 +616,7 @@ impl Stats {
             brokers: Capped::new(cfg.max_histograms),
             conns: Capped::new(cfg.max_histograms),
             slow: Top::new(),
+            slow_long_polls_left_out: 0,
             throttle: Throttle::default(),
             throttle_series: Capped::new(cfg.max_series),
             throttle_latency: LatencyHist::new(),
@@ -943,12 +949,12 @@ impl Stats {
     /// holds the latency when it has an entry; the API's own histogram the
     /// rest (the report adds them up).
     fn count_response_api(&mut self, i: &MessageInfo, api: i16, throttle: Option<i32>) {
-        let mut latency_left = i.latency_ns;
+        let mut latency_left = i.latency_ns.is_some();
         if let Some(version) = i.api_version {
             if let Some(v) = self.versions.entry((api, version), Exchanges::default) {
                 v.responses += 1;
-                if let Some(ns) = latency_left.take() {
-                    v.latency.record(ns);
+                if std::mem::take(&mut latency_left) {
+                    v.latency.record(i);
                 }
             }
         }
@@ -957,8 +963,8 @@ impl Stats {
             if !i.paired {
                 a.orphans += 1;
             }
-            if let Some(ns) = latency_left {
-                a.latency.record(ns);
+            if latency_left {
+                a.latency.record(i);
             }
             if let Some(t) = throttle {
                 a.throttle.add(t);
@@ -984,7 +990,7 @@ impl Stats {
         let mut to_client = i.latency_ns.is_some() && self.clients.latency(client).is_some();
         if let Some(c) = self.conns.entry(i.stream, || ConnAcc::new(i)) {
             c.responses += 1;
-            if let Some(ns) = i.latency_ns {
+            if i.latency_ns.is_some() {
                 if c.for_broker && c.broker == i.broker {
                     to_broker = false;
                 } else if c.for_broker {
@@ -1014,18 +1020,20 @@ impl Stats {
                     (ClientLink::Unbound, None) => c.for_client = ClientLink::Off,
                     (ClientLink::Off, _) => {}
                 }
-                c.latency.record(ns);
+                c.latency.record(i);
             }
         }
-        let Some(ns) = i.latency_ns else { return };
+        if i.latency_ns.is_none() {
+            return;
+        }
         if to_broker {
             if let Some(b) = self.brokers.map.get_mut(&i.broker) {
-                b.latency.record(ns);
+                b.latency.record(i);
             }
         }
         if to_client {
             if let Some(h) = self.clients.latency(client) {
-                h.record(ns);
+                h.record(i);
             }
         }
     }
@@ -1116,7 +1124,8 @@ impl Stats {
         }
     }
 
-    /// Offers an exchange to the slow list (when it has a latency) and to
+    /// Offers an exchange to the slow list (when it has a latency; ranked by
+    /// service time, long-polls only with `slow_long_polls`) and to
     /// the most-throttled list (when `throttle`d).
     fn rank(
         &mut self,
@@ -1128,9 +1137,15 @@ impl Stats {
     ) {
         let (clients, n) = (&self.clients, self.cfg.slow);
         let client_id = || clients.key(client).and_then(|k| k.client_id.clone());
-        if let Some(ns) = i.latency_ns {
-            self.slow.offer(n, ns, i, || SlowExchange {
+        let long_poll = i.long_poll();
+        self.slow_long_polls_left_out += u64::from(long_poll && !self.cfg.slow_long_polls);
+        let ranked = !long_poll || self.cfg.slow_long_polls;
+        if let (Some(ns), Some(service), true) = (i.latency_ns, i.service_ns(), ranked) {
+            self.slow.offer(n, service, i, || SlowExchange {
+                service_ms: service as f64 / 1e6,
                 latency_ms: ns as f64 / 1e6,
+                hol_wait_ms: i.hol_wait_ns.unwrap_or(0) as f64 / 1e6,
+                long_poll,
                 request_frame,
                 response_first_frame: i.first_frame,
                 response_frame: i.frame,
@@ -1171,7 +1186,7 @@ impl Stats {
     pub fn report_links(&self) -> ReportLinks {
         let conns = self.conns.sorted();
         // Latencies the connections hold for their broker.
-        let mut broker_held: HashMap<SocketAddr, LatencyHist> = HashMap::default();
+        let mut broker_held: HashMap<SocketAddr, Timing> = HashMap::default();
         for (_, c) in &conns {
             if c.for_broker && self.brokers.map.contains_key(&c.broker) {
                 broker_held.entry(c.broker).or_default().merge(&c.latency);
@@ -1181,11 +1196,15 @@ impl Stats {
             .brokers
             .map
             .iter()
-            .map(|(b, x)| BrokerReport {
-                broker: b.to_string(),
-                requests: x.requests,
-                responses: x.responses,
-                latency_ms: with_held(&x.latency, broker_held.remove(b)),
+            .map(|(b, x)| {
+                let timing = with_held(&x.latency, broker_held.remove(b));
+                BrokerReport {
+                    broker: b.to_string(),
+                    requests: x.requests,
+                    responses: x.responses,
+                    latency_ms: timing.summary(),
+                    parts: timing.parts(),
+                }
             })
             .collect();
         let connections = conns
@@ -1198,6 +1217,7 @@ impl Stats {
                 requests: c.requests,
                 responses: c.responses,
                 latency_ms: c.latency.summary(),
+                parts: c.latency.parts(),
             })
             .collect();
         ReportLinks {
@@ -1226,8 +1246,9 @@ impl Stats {
             topics: self.parts.report(),
             acks: acks.collect(),
             hints: hints::hints(self),
+            slow_long_polls_left_out: self.slow_long_polls_left_out,
             slow: self.slow.sorted(|a, b| {
-                let slower = b.latency_ms.total_cmp(&a.latency_ms);
+                let slower = b.service_ms.total_cmp(&a.service_ms);
                 slower.then(a.response_frame.cmp(&b.response_frame))
             }),
             throttle: self.throttle_report(&clients),
@@ -1263,6 +1284,7 @@ impl Stats {
                 unanswered: a.unanswered,
                 responses_without_request: a.orphans,
                 latency_ms: latency.summary(),
+                parts: latency.parts(),
                 throttled: a.throttle.count,
                 throttle_time_ms: a.throttle.ms(),
                 errors: by_label(&a.errors),
@@ -1272,6 +1294,7 @@ impl Stats {
                         requests: x.requests,
                         responses: x.responses,
                         latency_ms: x.latency.summary(),
+                        parts: x.latency.parts(),
                         removed_in_kafka_4: removed_in_kafka_4(k, v),
                     })
                     .collect(),
@@ -1282,7 +1305,7 @@ impl Stats {
 
     /// Every client with counters (`sorted`), its latencies with those its connections hold.
     fn client_reports(&self, sorted: &[(u32, &ClientSlot<ClientAcc>)]) -> Vec<ClientReport> {
-        let mut held: HashMap<u32, LatencyHist> = HashMap::default();
+        let mut held: HashMap<u32, Timing> = HashMap::default();
         for (_, c) in self.conns.sorted() {
             if let ClientLink::Slot(s) = c.for_client {
                 held.entry(s).or_default().merge(&c.latency);
@@ -1301,10 +1324,7 @@ impl Stats {
         };
         let each = sorted.iter().filter_map(|&(at, s)| {
             let (k, c) = (&s.key, s.acc.as_ref()?);
-            let latency = s
-                .latency
-                .as_ref()
-                .and_then(|h| with_held(h, held.remove(&at)));
+            let timing = s.latency.as_ref().map(|h| with_held(h, held.remove(&at)));
             let mut addresses: Vec<String> = c.addresses.iter().map(|a| a.to_string()).collect();
             addresses.sort_unstable();
             Some(ClientReport {
@@ -1316,7 +1336,8 @@ impl Stats {
                 responses: c.responses,
                 unanswered: c.unanswered,
                 errors: c.errors,
-                latency_ms: latency,
+                latency_ms: timing.as_ref().and_then(Timing::summary),
+                parts: timing.as_ref().map(Timing::parts).unwrap_or_default(),
                 throttled: c.throttle.count,
                 throttle_time_ms: c.throttle.ms(),
                 apis: apis(c),
@@ -1420,13 +1441,13 @@ impl Stats {
 /// The summary of `own` with the latencies `held` for it elsewhere: the
 /// held ones (the report's own copy) take the owner's, the same histogram
 /// as the other way round without copying the owner's.
-fn with_held(own: &LatencyHist, held: Option<LatencyHist>) -> Option<LatencyMs> {
+fn with_held(own: &Timing, held: Option<Timing>) -> Timing {
     match held {
         Some(mut all) => {
             all.merge(own);
-            all.summary()
+            all
         }
-        None => own.summary(),
+        None => own.clone(),
     }
 }
 

@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-pub use super::hist::LatencyMs;
+pub use super::hist::{LatencyMs, PartsMs};
 
 /// Everything `stats` reports.
 #[derive(Clone, Debug, Serialize)]
@@ -34,8 +34,10 @@ pub struct StatsReport {
     pub acks: Vec<AcksReport>,
     /// Expert hints about Kafka behaviour, each with its evidence frames.
     pub hints: Vec<Hint>,
-    /// The slowest exchanges, slowest first.
+    /// The slowest exchanges by service time, slowest first.
     pub slow: Vec<SlowExchange>,
+    /// Long-poll Fetches not ranked in `slow` (0 when they were).
+    pub slow_long_polls_left_out: u64,
     /// Throttling (ThrottleTimeMs > 0), apart from latency.
     pub throttle: ThrottleReport,
     /// Error codes with where they were found.
@@ -139,6 +141,9 @@ pub struct ApiReport {
     pub responses_without_request: u64,
     /// Latency of paired exchanges.
     pub latency_ms: Option<LatencyMs>,
+    /// Service time, head-of-line waits and long-polls of those exchanges.
+    #[serde(flatten)]
+    pub parts: PartsMs,
     /// Responses with ThrottleTimeMs > 0.
     pub throttled: u64,
     /// Throttle totals over those responses.
@@ -160,6 +165,9 @@ pub struct VersionReport {
     pub responses: u64,
     /// Latency of paired exchanges.
     pub latency_ms: Option<LatencyMs>,
+    /// Service time, head-of-line waits and long-polls of those exchanges.
+    #[serde(flatten)]
+    pub parts: PartsMs,
     /// The version was removed in Kafka 4.0 (KIP-896).
     pub removed_in_kafka_4: bool,
 }
@@ -185,6 +193,9 @@ pub struct ClientReport {
     pub errors: u64,
     /// Latency of its exchanges.
     pub latency_ms: Option<LatencyMs>,
+    /// Service time, head-of-line waits and long-polls of those exchanges.
+    #[serde(flatten)]
+    pub parts: PartsMs,
     /// Throttled responses.
     pub throttled: u64,
     /// Throttle totals.
@@ -227,6 +238,9 @@ pub struct BrokerReport {
     pub responses: u64,
     /// Latency.
     pub latency_ms: Option<LatencyMs>,
+    /// Service time, head-of-line waits and long-polls of those exchanges.
+    #[serde(flatten)]
+    pub parts: PartsMs,
 }
 
 /// Latency per connection.
@@ -246,6 +260,9 @@ pub struct ConnectionReport {
     pub responses: u64,
     /// Latency.
     pub latency_ms: Option<LatencyMs>,
+    /// Service time, head-of-line waits and long-polls of those exchanges.
+    #[serde(flatten)]
+    pub parts: PartsMs,
 }
 
 /// A consumer group.
@@ -394,8 +411,14 @@ pub struct Hint {
 /// One of the slowest exchanges.
 #[derive(Clone, Debug, Serialize)]
 pub struct SlowExchange {
+    /// Service time: latency less the head-of-line wait.
+    pub service_ms: f64,
     /// Latency.
     pub latency_ms: f64,
+    /// The part of the latency spent behind the connection's previous response.
+    pub hol_wait_ms: f64,
+    /// A Fetch that waited out its MaxWaitMs with nothing to return.
+    pub long_poll: bool,
     /// Frame that completed the request.
     pub request_frame: Option<u64>,
     /// Frame carrying the response's first byte.

@@ -36,6 +36,8 @@ fn msg(index: u64, kind: Kind, api: i16, version: i16, frame: u64, ms: u64) -> M
         inferred: false,
         expects_response: kind == Kind::Request,
         latency_ns: None,
+        hol_wait_ns: None,
+        fetch: None,
         throttle_time_ms: None,
         error_codes: Vec::new(),
         decode_error: None,
@@ -388,6 +390,7 @@ fn unanswered_requests_and_orphan_responses_are_unpaired() {
             api_key: ApiKey::FETCH,
             api_version: 12,
             frame: 5,
+            wait: None,
             ts: req.ts,
         },
     });

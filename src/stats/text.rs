@@ -162,6 +162,7 @@ impl StatsReport {
         let mut o = String::new();
         self.head_text(&mut o, title);
         self.apis_text(&mut o);
+        self.parts_text(&mut o);
         self.slow_text(&mut o);
         self.throttle_text(&mut o);
         self.errors_text(&mut o);
@@ -253,19 +254,91 @@ impl StatsReport {
 
     /// SLOWEST EXCHANGES.
     fn slow_text(&self, o: &mut String) {
-        let title = format!("\nSLOWEST EXCHANGES (top {})\n", self.slow.len());
-        let head = "latency ms|req frame|resp frame|<api|<client|<conn|throttle";
+        let title = format!(
+            "\nSLOWEST EXCHANGES (top {}, by service time: latency less the wait behind earlier responses)\n",
+            self.slow.len()
+        );
+        let head =
+            "service ms|latency ms|hol wait ms|req frame|resp frame|<api|<client|<conn|throttle";
         section(o, &title, head, &self.slow, |x| {
+            let api_text = format!("{} v{}", api(x.api_name, x.api_key), opt(&x.api_version));
             vec![
+                ms(x.service_ms),
                 ms(x.latency_ms),
+                ms(x.hol_wait_ms),
                 opt(&x.request_frame),
                 x.response_first_frame.to_string(),
-                format!("{} v{}", api(x.api_name, x.api_key), opt(&x.api_version)),
+                if x.long_poll {
+                    format!("{api_text} long-poll")
+                } else {
+                    api_text
+                },
                 client(&x.client_id, &x.software),
                 format!("s{} {} → {}", x.stream, x.client, x.broker),
                 opt(&x.throttle_time_ms),
             ]
         });
+        if self.slow_long_polls_left_out > 0 {
+            let n = self.slow_long_polls_left_out;
+            let _ = writeln!(
+                o,
+                "  {n} long-poll Fetches (no records after waiting out MaxWaitMs) left out; --long-polls lists them"
+            );
+        }
+    }
+
+    /// LATENCY PARTS: per API (and version), latency beside the service
+    /// time and the waits behind earlier responses.
+    fn parts_text(&self, o: &mut String) {
+        let any = self
+            .apis
+            .iter()
+            .any(|a| a.parts.hol_waits > 0 || a.parts.long_polls > 0);
+        if !any {
+            return;
+        }
+        o.push_str("\nLATENCY PARTS (service = latency less the wait behind the connection's earlier responses)\n");
+        let head =
+            "<api|<ver|n|hol waits|long-polls|lat p50|lat p99|svc p50|svc p90|svc p99|svc max";
+        let mut t = Table::new(head);
+        let row = |name: &str, ver: &str, l: &Option<LatencyMs>, p: &PartsMs| {
+            let (n, lp50, lp99) = l.as_ref().map_or((0, "-".into(), "-".into()), |l| {
+                (l.count, ms(l.p50), ms(l.p99))
+            });
+            let s = |f: fn(&LatencyMs) -> f64| {
+                p.service_ms
+                    .as_ref()
+                    .map_or_else(|| "-".into(), |x| ms(f(x)))
+            };
+            let mut r = cells(&[&name, &ver, &n, &p.hol_waits, &p.long_polls]);
+            r.extend([
+                lp50,
+                lp99,
+                s(|x| x.p50),
+                s(|x| x.p90),
+                s(|x| x.p99),
+                s(|x| x.max),
+            ]);
+            r
+        };
+        for a in &self.apis {
+            let several = a.versions.len() > 1;
+            let ver = match a.versions.first() {
+                Some(v) if !several => format!("v{}", v.version),
+                _ => "all".into(),
+            };
+            t.rows.push(row(
+                &api(a.api_name, a.api_key),
+                &ver,
+                &a.latency_ms,
+                &a.parts,
+            ));
+            for v in a.versions.iter().filter(|_| several) {
+                t.rows
+                    .push(row("", &format!("v{}", v.version), &v.latency_ms, &v.parts));
+            }
+        }
+        t.render(o);
     }
 
     /// THROTTLE: by client and API, the throttled latency, per second and the most throttled.

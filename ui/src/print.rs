@@ -907,6 +907,12 @@ impl Render {
         if let Some(l) = i.latency_ms() {
             let _ = write!(s, " latency={l:.3}ms");
         }
+        if let Some(h) = i.hol_wait_ns.filter(|&h| h > 0) {
+            let _ = write!(s, " hol_wait={:.3}ms", h as f64 / 1e6);
+        }
+        if i.long_poll() {
+            s.push_str(" [long-poll]");
+        }
         if let Some(t) = i.throttle_time_ms.filter(|&t| t > 0) {
             let _ = write!(s, " throttle={t}ms");
         }
@@ -987,6 +993,10 @@ pub fn message_json(m: &MessageRecord, verbose: bool) -> serde_json::Value {
             map.insert("expects_response".into(), i.expects_response.into());
         } else {
             map.insert("latency_ms".into(), i.latency_ms().into());
+            let ms = |n: Option<u64>| n.map(|n| n as f64 / 1e6);
+            map.insert("hol_wait_ms".into(), ms(i.hol_wait_ns).into());
+            map.insert("service_ms".into(), ms(i.service_ns()).into());
+            map.insert("long_poll".into(), i.long_poll().into());
             map.insert("throttle_time_ms".into(), i.throttle_time_ms.into());
             map.insert("error_codes".into(), i.error_codes.clone().into());
             map.insert("inferred".into(), i.inferred.into());
@@ -1084,6 +1094,8 @@ impl JsonWriter {
         out.extend_from_slice(b",\"frame\":");
         json::u64(out, i.frame);
         if !req {
+            out.extend_from_slice(b",\"hol_wait_ms\":");
+            or_null(out, i.hol_wait_ns.map(|n| n as f64 / 1e6), json::f64);
             out.extend_from_slice(b",\"inferred\":");
             boolean(out, i.inferred);
         }
@@ -1098,10 +1110,21 @@ impl JsonWriter {
         }
         out.extend_from_slice(b",\"length\":");
         json::i64(out, i.length.into());
+        if !req {
+            out.extend_from_slice(b",\"long_poll\":");
+            boolean(out, i.long_poll());
+        }
         out.extend_from_slice(b",\"paired\":");
         boolean(out, i.paired);
         if i.resynced {
-            out.extend_from_slice(b",\"resynced\":true,\"skipped_before\":");
+            out.extend_from_slice(b",\"resynced\":true");
+        }
+        if !req {
+            out.extend_from_slice(b",\"service_ms\":");
+            or_null(out, i.service_ns().map(|n| n as f64 / 1e6), json::f64);
+        }
+        if i.resynced {
+            out.extend_from_slice(b",\"skipped_before\":");
             json::u64(out, i.skipped_before);
         }
         out.extend_from_slice(b",\"stream\":");

@@ -85,6 +85,7 @@ fn engine(a: &StatsArgs) -> (AnalyzerConfig, Stats) {
     cfg.decode.max_decompressed = a.max_decompressed;
     let stats = Stats::new(StatsConfig {
         slow: a.slow,
+        slow_long_polls: a.long_polls,
         ..StatsConfig::default()
     });
     (cfg, stats)
@@ -223,6 +224,10 @@ pub struct StatsArgs {
     /// Length of the slowest-exchanges list.
     #[arg(long, default_value_t = 20)]
     slow: usize,
+    /// Rank long-poll Fetches (no records after waiting out MaxWaitMs) in the
+    /// slowest-exchanges list too; by default they are counted apart.
+    #[arg(long)]
+    long_polls: bool,
     /// Stop after this many seconds (live capture).
     #[arg(long)]
     duration: Option<f64>,

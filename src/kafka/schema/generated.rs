@@ -1551,7 +1551,7 @@ pub static PRODUCE_REQUEST_BODY: StructDef = StructDef {
             versions: Versions::new(0, i16::MAX), nullable: Versions::NONE,
             tagged: Versions::NONE, tag: None, flexible: None,
             default: "", entity_type: "", map_key: false, ignorable: false,
-            marks: Marks::ACKS,
+            marks: Marks::TOP_INT,
         },
         FieldDef {
             name: "TimeoutMs", type_name: "int32", kind: FieldKind::Prim(Prim::Int32),
@@ -1634,7 +1634,7 @@ pub static PRODUCE_REQUEST_K39_BODY: StructDef = StructDef {
             versions: Versions::new(0, i16::MAX), nullable: Versions::NONE,
             tagged: Versions::NONE, tag: None, flexible: None,
             default: "", entity_type: "", map_key: false, ignorable: false,
-            marks: Marks::ACKS,
+            marks: Marks::TOP_INT,
         },
         FieldDef {
             name: "TimeoutMs", type_name: "int32", kind: FieldKind::Prim(Prim::Int32),
@@ -1710,7 +1710,7 @@ pub static PRODUCE_RESPONSE_BODY: StructDef = StructDef {
             versions: Versions::new(1, i16::MAX), nullable: Versions::NONE,
             tagged: Versions::NONE, tag: None, flexible: None,
             default: "0", entity_type: "", map_key: false, ignorable: true,
-            marks: Marks::THROTTLE,
+            marks: Marks::TOP_INT,
         },
         FieldDef {
             name: "NodeEndpoints", type_name: "[]NodeEndpoint", kind: FieldKind::Array(Elem::Struct(&PRODUCE_RESPONSE__NODE_ENDPOINT)),
@@ -1902,7 +1902,7 @@ pub static PRODUCE_RESPONSE_K39_BODY: StructDef = StructDef {
             versions: Versions::new(1, i16::MAX), nullable: Versions::NONE,
             tagged: Versions::NONE, tag: None, flexible: None,
             default: "0", entity_type: "", map_key: false, ignorable: true,
-            marks: Marks::THROTTLE,
+            marks: Marks::TOP_INT,
         },
         FieldDef {
             name: "NodeEndpoints", type_name: "[]NodeEndpoint", kind: FieldKind::Array(Elem::Struct(&PRODUCE_RESPONSE_K39__NODE_ENDPOINT)),
@@ -2101,14 +2101,14 @@ pub static FETCH_REQUEST_BODY: StructDef = StructDef {
             versions: Versions::new(0, i16::MAX), nullable: Versions::NONE,
             tagged: Versions::NONE, tag: None, flexible: None,
             default: "", entity_type: "", map_key: false, ignorable: false,
-            marks: Marks::NONE,
+            marks: Marks::TOP_INT,
         },
         FieldDef {
             name: "MinBytes", type_name: "int32", kind: FieldKind::Prim(Prim::Int32),
             versions: Versions::new(0, i16::MAX), nullable: Versions::NONE,
             tagged: Versions::NONE, tag: None, flexible: None,
             default: "", entity_type: "", map_key: false, ignorable: false,
-            marks: Marks::NONE,
+            marks: Marks::TOP_INT,
         },
         FieldDef {
             name: "MaxBytes", type_name: "int32", kind: FieldKind::Prim(Prim::Int32),
@@ -2329,14 +2329,14 @@ pub static FETCH_REQUEST_K39_BODY: StructDef = StructDef {
             versions: Versions::new(0, i16::MAX), nullable: Versions::NONE,
             tagged: Versions::NONE, tag: None, flexible: None,
             default: "", entity_type: "", map_key: false, ignorable: false,
-            marks: Marks::NONE,
+            marks: Marks::TOP_INT,
         },
         FieldDef {
             name: "MinBytes", type_name: "int32", kind: FieldKind::Prim(Prim::Int32),
             versions: Versions::new(0, i16::MAX), nullable: Versions::NONE,
             tagged: Versions::NONE, tag: None, flexible: None,
             default: "", entity_type: "", map_key: false, ignorable: false,
-            marks: Marks::NONE,
+            marks: Marks::TOP_INT,
         },
         FieldDef {
             name: "MaxBytes", type_name: "int32", kind: FieldKind::Prim(Prim::Int32),
@@ -2529,7 +2529,7 @@ pub static FETCH_RESPONSE_BODY: StructDef = StructDef {
             versions: Versions::new(1, i16::MAX), nullable: Versions::NONE,
             tagged: Versions::NONE, tag: None, flexible: None,
             default: "", entity_type: "", map_key: false, ignorable: true,
-            marks: Marks::THROTTLE,
+            marks: Marks::TOP_INT,
         },
         FieldDef {
             name: "ErrorCode", type_name: "int16", kind: FieldKind::Prim(Prim::Int16),
@@ -2796,7 +2796,7 @@ pub static FETCH_RESPONSE_K39_BODY: StructDef = StructDef {
             versions: Versions::new(1, i16::MAX), nullable: Versions::NONE,
             tagged: Versions::NONE, tag: None, flexible: None,
             default: "", entity_type: "", map_key: false, ignorable: true,
-            marks: Marks::THROTTLE,
+            marks: Marks::TOP_INT,
         },
         FieldDef {
             name: "ErrorCode", type_name: "int16", kind: FieldKind::Prim(Prim::Int16),
@@ -3229,7 +3229,7 @@ pub static LIST_OFFSETS_RESPONSE_BODY: StructDef = StructDef {
             versions: Versions::new(2, i16::MAX), nullable: Versions::NONE,
             tagged: Versions::NONE, tag: None, flexible: None,
             default: "", entity_type: "", map_key: false, ignorable: true,
-            marks: Marks::THROTTLE,
+            marks: Marks::TOP_INT,
         },
         FieldDef {
             name: "Topics", type_name: "[]ListOffsetsTopicResponse", kind: FieldKind::Array(Elem::Struct(&LIST_OFFSETS_RESPONSE__LIST_OFFSETS_TOPIC_RESPONSE)),
@@ -3312,7 +3312,7 @@ pub static LIST_OFFSETS_RESPONSE_K39_BODY: StructDef = StructDef {
             versions: Versions::new(2, i16::MAX), nullable: Versions::NONE,
             tagged: Versions::NONE, tag: None, flexible: None,
             default: "", entity_type: "", map_key: false, ignorable: true,
-            marks: Marks::THROTTLE,
+            marks: Marks::TOP_INT,
         },
         FieldDef {
             name: "Topics", type_name: "[]ListOffsetsTopicResponse", kind: FieldKind::Array(Elem::Struct(&LIST_OFFSETS_RESPONSE_K39__LIST_OFFSETS_TOPIC_RESPONSE)),
@@ -3458,7 +3458,7 @@ pub static METADATA_RESPONSE_BODY: StructDef = StructDef {
             versions: Versions::new(3, i16::MAX), nullable: Versions::NONE,
             tagged: Versions::NONE, tag: None, flexible: None,
             default: "", entity_type: "", map_key: false, ignorable: true,
-            marks: Marks::THROTTLE,
+            marks: Marks::TOP_INT,
         },
         FieldDef {
             name: "Brokers", type_name: "[]MetadataResponseBroker", kind: FieldKind::Array(Elem::Struct(&METADATA_RESPONSE__METADATA_RESPONSE_BROKER)),
@@ -4672,7 +4672,7 @@ pub static OFFSET_COMMIT_RESPONSE_BODY: StructDef = StructDef {
             versions: Versions::new(3, i16::MAX), nullable: Versions::NONE,
             tagged: Versions::NONE, tag: None, flexible: None,
             default: "", entity_type: "", map_key: false, ignorable: true,
-            marks: Marks::THROTTLE,
+            marks: Marks::TOP_INT,
         },
         FieldDef {
             name: "Topics", type_name: "[]OffsetCommitResponseTopic", kind: FieldKind::Array(Elem::Struct(&OFFSET_COMMIT_RESPONSE__OFFSET_COMMIT_RESPONSE_TOPIC)),
@@ -4741,7 +4741,7 @@ pub static OFFSET_COMMIT_RESPONSE_K39_BODY: StructDef = StructDef {
             versions: Versions::new(3, i16::MAX), nullable: Versions::NONE,
             tagged: Versions::NONE, tag: None, flexible: None,
             default: "", entity_type: "", map_key: false, ignorable: true,
-            marks: Marks::THROTTLE,
+            marks: Marks::TOP_INT,
         },
         FieldDef {
             name: "Topics", type_name: "[]OffsetCommitResponseTopic", kind: FieldKind::Array(Elem::Struct(&OFFSET_COMMIT_RESPONSE_K39__OFFSET_COMMIT_RESPONSE_TOPIC)),
@@ -5030,7 +5030,7 @@ pub static OFFSET_FETCH_RESPONSE_BODY: StructDef = StructDef {
             versions: Versions::new(3, i16::MAX), nullable: Versions::NONE,
             tagged: Versions::NONE, tag: None, flexible: None,
             default: "", entity_type: "", map_key: false, ignorable: true,
-            marks: Marks::THROTTLE,
+            marks: Marks::TOP_INT,
         },
         FieldDef {
             name: "Topics", type_name: "[]OffsetFetchResponseTopic", kind: FieldKind::Array(Elem::Struct(&OFFSET_FETCH_RESPONSE__OFFSET_FETCH_RESPONSE_TOPIC)),
@@ -5222,7 +5222,7 @@ pub static OFFSET_FETCH_RESPONSE_K39_BODY: StructDef = StructDef {
             versions: Versions::new(3, i16::MAX), nullable: Versions::NONE,
             tagged: Versions::NONE, tag: None, flexible: None,
             default: "", entity_type: "", map_key: false, ignorable: true,
-            marks: Marks::THROTTLE,
+            marks: Marks::TOP_INT,
         },
         FieldDef {
             name: "Topics", type_name: "[]OffsetFetchResponseTopic", kind: FieldKind::Array(Elem::Struct(&OFFSET_FETCH_RESPONSE_K39__OFFSET_FETCH_RESPONSE_TOPIC)),
@@ -5436,7 +5436,7 @@ pub static FIND_COORDINATOR_RESPONSE_BODY: StructDef = StructDef {
             versions: Versions::new(1, i16::MAX), nullable: Versions::NONE,
             tagged: Versions::NONE, tag: None, flexible: None,
             default: "", entity_type: "", map_key: false, ignorable: true,
-            marks: Marks::THROTTLE,
+            marks: Marks::TOP_INT,
         },
         FieldDef {
             name: "ErrorCode", type_name: "int16", kind: FieldKind::Prim(Prim::Int16),
@@ -5625,7 +5625,7 @@ pub static JOIN_GROUP_RESPONSE_BODY: StructDef = StructDef {
             versions: Versions::new(2, i16::MAX), nullable: Versions::NONE,
             tagged: Versions::NONE, tag: None, flexible: None,
             default: "", entity_type: "", map_key: false, ignorable: true,
-            marks: Marks::THROTTLE,
+            marks: Marks::TOP_INT,
         },
         FieldDef {
             name: "ErrorCode", type_name: "int16", kind: FieldKind::Prim(Prim::Int16),
@@ -5759,7 +5759,7 @@ pub static HEARTBEAT_RESPONSE_BODY: StructDef = StructDef {
             versions: Versions::new(1, i16::MAX), nullable: Versions::NONE,
             tagged: Versions::NONE, tag: None, flexible: None,
             default: "", entity_type: "", map_key: false, ignorable: true,
-            marks: Marks::THROTTLE,
+            marks: Marks::TOP_INT,
         },
         FieldDef {
             name: "ErrorCode", type_name: "int16", kind: FieldKind::Prim(Prim::Int16),
@@ -5837,7 +5837,7 @@ pub static LEAVE_GROUP_RESPONSE_BODY: StructDef = StructDef {
             versions: Versions::new(1, i16::MAX), nullable: Versions::NONE,
             tagged: Versions::NONE, tag: None, flexible: None,
             default: "", entity_type: "", map_key: false, ignorable: true,
-            marks: Marks::THROTTLE,
+            marks: Marks::TOP_INT,
         },
         FieldDef {
             name: "ErrorCode", type_name: "int16", kind: FieldKind::Prim(Prim::Int16),
@@ -5970,7 +5970,7 @@ pub static SYNC_GROUP_RESPONSE_BODY: StructDef = StructDef {
             versions: Versions::new(1, i16::MAX), nullable: Versions::NONE,
             tagged: Versions::NONE, tag: None, flexible: None,
             default: "", entity_type: "", map_key: false, ignorable: true,
-            marks: Marks::THROTTLE,
+            marks: Marks::TOP_INT,
         },
         FieldDef {
             name: "ErrorCode", type_name: "int16", kind: FieldKind::Prim(Prim::Int16),
@@ -6035,7 +6035,7 @@ pub static DESCRIBE_GROUPS_RESPONSE_BODY: StructDef = StructDef {
             versions: Versions::new(1, i16::MAX), nullable: Versions::NONE,
             tagged: Versions::NONE, tag: None, flexible: None,
             default: "", entity_type: "", map_key: false, ignorable: true,
-            marks: Marks::THROTTLE,
+            marks: Marks::TOP_INT,
         },
         FieldDef {
             name: "Groups", type_name: "[]DescribedGroup", kind: FieldKind::Array(Elem::Struct(&DESCRIBE_GROUPS_RESPONSE__DESCRIBED_GROUP)),
@@ -6189,7 +6189,7 @@ pub static LIST_GROUPS_RESPONSE_BODY: StructDef = StructDef {
             versions: Versions::new(1, i16::MAX), nullable: Versions::NONE,
             tagged: Versions::NONE, tag: None, flexible: None,
             default: "", entity_type: "", map_key: false, ignorable: true,
-            marks: Marks::THROTTLE,
+            marks: Marks::TOP_INT,
         },
         FieldDef {
             name: "ErrorCode", type_name: "int16", kind: FieldKind::Prim(Prim::Int16),
@@ -6325,7 +6325,7 @@ pub static API_VERSIONS_RESPONSE_BODY: StructDef = StructDef {
             versions: Versions::new(1, i16::MAX), nullable: Versions::NONE,
             tagged: Versions::NONE, tag: None, flexible: None,
             default: "", entity_type: "", map_key: false, ignorable: true,
-            marks: Marks::THROTTLE,
+            marks: Marks::TOP_INT,
         },
         FieldDef {
             name: "SupportedFeatures", type_name: "[]SupportedFeatureKey", kind: FieldKind::Array(Elem::Struct(&API_VERSIONS_RESPONSE__SUPPORTED_FEATURE_KEY)),
@@ -6669,7 +6669,7 @@ pub static CREATE_TOPICS_RESPONSE_BODY: StructDef = StructDef {
             versions: Versions::new(2, i16::MAX), nullable: Versions::NONE,
             tagged: Versions::NONE, tag: None, flexible: None,
             default: "", entity_type: "", map_key: false, ignorable: true,
-            marks: Marks::THROTTLE,
+            marks: Marks::TOP_INT,
         },
         FieldDef {
             name: "Topics", type_name: "[]CreatableTopicResult", kind: FieldKind::Array(Elem::Struct(&CREATE_TOPICS_RESPONSE__CREATABLE_TOPIC_RESULT)),
@@ -6794,7 +6794,7 @@ pub static CREATE_TOPICS_RESPONSE_K39_BODY: StructDef = StructDef {
             versions: Versions::new(2, i16::MAX), nullable: Versions::NONE,
             tagged: Versions::NONE, tag: None, flexible: None,
             default: "", entity_type: "", map_key: false, ignorable: true,
-            marks: Marks::THROTTLE,
+            marks: Marks::TOP_INT,
         },
         FieldDef {
             name: "Topics", type_name: "[]CreatableTopicResult", kind: FieldKind::Array(Elem::Struct(&CREATE_TOPICS_RESPONSE_K39__CREATABLE_TOPIC_RESULT)),
@@ -7017,7 +7017,7 @@ pub static DELETE_TOPICS_RESPONSE_BODY: StructDef = StructDef {
             versions: Versions::new(1, i16::MAX), nullable: Versions::NONE,
             tagged: Versions::NONE, tag: None, flexible: None,
             default: "", entity_type: "", map_key: false, ignorable: true,
-            marks: Marks::THROTTLE,
+            marks: Marks::TOP_INT,
         },
         FieldDef {
             name: "Responses", type_name: "[]DeletableTopicResult", kind: FieldKind::Array(Elem::Struct(&DELETE_TOPICS_RESPONSE__DELETABLE_TOPIC_RESULT)),
@@ -7073,7 +7073,7 @@ pub static DELETE_TOPICS_RESPONSE_K39_BODY: StructDef = StructDef {
             versions: Versions::new(1, i16::MAX), nullable: Versions::NONE,
             tagged: Versions::NONE, tag: None, flexible: None,
             default: "", entity_type: "", map_key: false, ignorable: true,
-            marks: Marks::THROTTLE,
+            marks: Marks::TOP_INT,
         },
         FieldDef {
             name: "Responses", type_name: "[]DeletableTopicResult", kind: FieldKind::Array(Elem::Struct(&DELETE_TOPICS_RESPONSE_K39__DELETABLE_TOPIC_RESULT)),
@@ -7191,7 +7191,7 @@ pub static DELETE_RECORDS_RESPONSE_BODY: StructDef = StructDef {
             versions: Versions::new(0, i16::MAX), nullable: Versions::NONE,
             tagged: Versions::NONE, tag: None, flexible: None,
             default: "", entity_type: "", map_key: false, ignorable: false,
-            marks: Marks::THROTTLE,
+            marks: Marks::TOP_INT,
         },
         FieldDef {
             name: "Topics", type_name: "[]DeleteRecordsTopicResult", kind: FieldKind::Array(Elem::Struct(&DELETE_RECORDS_RESPONSE__DELETE_RECORDS_TOPIC_RESULT)),
@@ -7310,7 +7310,7 @@ pub static INIT_PRODUCER_ID_RESPONSE_BODY: StructDef = StructDef {
             versions: Versions::new(0, i16::MAX), nullable: Versions::NONE,
             tagged: Versions::NONE, tag: None, flexible: None,
             default: "", entity_type: "", map_key: false, ignorable: true,
-            marks: Marks::THROTTLE,
+            marks: Marks::TOP_INT,
         },
         FieldDef {
             name: "ErrorCode", type_name: "int16", kind: FieldKind::Prim(Prim::Int16),
@@ -7498,7 +7498,7 @@ pub static OFFSET_FOR_LEADER_EPOCH_RESPONSE_BODY: StructDef = StructDef {
             versions: Versions::new(2, i16::MAX), nullable: Versions::NONE,
             tagged: Versions::NONE, tag: None, flexible: None,
             default: "", entity_type: "", map_key: false, ignorable: true,
-            marks: Marks::THROTTLE,
+            marks: Marks::TOP_INT,
         },
         FieldDef {
             name: "Topics", type_name: "[]OffsetForLeaderTopicResult", kind: FieldKind::Array(Elem::Struct(&OFFSET_FOR_LEADER_EPOCH_RESPONSE__OFFSET_FOR_LEADER_TOPIC_RESULT)),
@@ -7574,7 +7574,7 @@ pub static OFFSET_FOR_LEADER_EPOCH_RESPONSE_K39_BODY: StructDef = StructDef {
             versions: Versions::new(2, i16::MAX), nullable: Versions::NONE,
             tagged: Versions::NONE, tag: None, flexible: None,
             default: "", entity_type: "", map_key: false, ignorable: true,
-            marks: Marks::THROTTLE,
+            marks: Marks::TOP_INT,
         },
         FieldDef {
             name: "Topics", type_name: "[]OffsetForLeaderTopicResult", kind: FieldKind::Array(Elem::Struct(&OFFSET_FOR_LEADER_EPOCH_RESPONSE_K39__OFFSET_FOR_LEADER_TOPIC_RESULT)),
@@ -7754,7 +7754,7 @@ pub static ADD_PARTITIONS_TO_TXN_RESPONSE_BODY: StructDef = StructDef {
             versions: Versions::new(0, i16::MAX), nullable: Versions::NONE,
             tagged: Versions::NONE, tag: None, flexible: None,
             default: "", entity_type: "", map_key: false, ignorable: false,
-            marks: Marks::THROTTLE,
+            marks: Marks::TOP_INT,
         },
         FieldDef {
             name: "ErrorCode", type_name: "int16", kind: FieldKind::Prim(Prim::Int16),
@@ -7886,7 +7886,7 @@ pub static ADD_OFFSETS_TO_TXN_RESPONSE_BODY: StructDef = StructDef {
             versions: Versions::new(0, i16::MAX), nullable: Versions::NONE,
             tagged: Versions::NONE, tag: None, flexible: None,
             default: "", entity_type: "", map_key: false, ignorable: false,
-            marks: Marks::THROTTLE,
+            marks: Marks::TOP_INT,
         },
         FieldDef {
             name: "ErrorCode", type_name: "int16", kind: FieldKind::Prim(Prim::Int16),
@@ -7944,7 +7944,7 @@ pub static END_TXN_RESPONSE_BODY: StructDef = StructDef {
             versions: Versions::new(0, i16::MAX), nullable: Versions::NONE,
             tagged: Versions::NONE, tag: None, flexible: None,
             default: "", entity_type: "", map_key: false, ignorable: false,
-            marks: Marks::THROTTLE,
+            marks: Marks::TOP_INT,
         },
         FieldDef {
             name: "ErrorCode", type_name: "int16", kind: FieldKind::Prim(Prim::Int16),
@@ -8407,7 +8407,7 @@ pub static TXN_OFFSET_COMMIT_RESPONSE_BODY: StructDef = StructDef {
             versions: Versions::new(0, i16::MAX), nullable: Versions::NONE,
             tagged: Versions::NONE, tag: None, flexible: None,
             default: "", entity_type: "", map_key: false, ignorable: false,
-            marks: Marks::THROTTLE,
+            marks: Marks::TOP_INT,
         },
         FieldDef {
             name: "Topics", type_name: "[]TxnOffsetCommitResponseTopic", kind: FieldKind::Array(Elem::Struct(&TXN_OFFSET_COMMIT_RESPONSE__TXN_OFFSET_COMMIT_RESPONSE_TOPIC)),
@@ -8583,7 +8583,7 @@ pub static DESCRIBE_ACLS_RESPONSE_BODY: StructDef = StructDef {
             versions: Versions::new(0, i16::MAX), nullable: Versions::NONE,
             tagged: Versions::NONE, tag: None, flexible: None,
             default: "", entity_type: "", map_key: false, ignorable: false,
-            marks: Marks::THROTTLE,
+            marks: Marks::TOP_INT,
         },
         FieldDef {
             name: "ErrorCode", type_name: "int16", kind: FieldKind::Prim(Prim::Int16),
@@ -8687,7 +8687,7 @@ pub static DESCRIBE_ACLS_RESPONSE_K39_BODY: StructDef = StructDef {
             versions: Versions::new(0, i16::MAX), nullable: Versions::NONE,
             tagged: Versions::NONE, tag: None, flexible: None,
             default: "", entity_type: "", map_key: false, ignorable: false,
-            marks: Marks::THROTTLE,
+            marks: Marks::TOP_INT,
         },
         FieldDef {
             name: "ErrorCode", type_name: "int16", kind: FieldKind::Prim(Prim::Int16),
@@ -8931,7 +8931,7 @@ pub static CREATE_ACLS_RESPONSE_BODY: StructDef = StructDef {
             versions: Versions::new(0, i16::MAX), nullable: Versions::NONE,
             tagged: Versions::NONE, tag: None, flexible: None,
             default: "", entity_type: "", map_key: false, ignorable: false,
-            marks: Marks::THROTTLE,
+            marks: Marks::TOP_INT,
         },
         FieldDef {
             name: "Results", type_name: "[]AclCreationResult", kind: FieldKind::Array(Elem::Struct(&CREATE_ACLS_RESPONSE__ACL_CREATION_RESULT)),
@@ -8973,7 +8973,7 @@ pub static CREATE_ACLS_RESPONSE_K39_BODY: StructDef = StructDef {
             versions: Versions::new(0, i16::MAX), nullable: Versions::NONE,
             tagged: Versions::NONE, tag: None, flexible: None,
             default: "", entity_type: "", map_key: false, ignorable: false,
-            marks: Marks::THROTTLE,
+            marks: Marks::TOP_INT,
         },
         FieldDef {
             name: "Results", type_name: "[]AclCreationResult", kind: FieldKind::Array(Elem::Struct(&CREATE_ACLS_RESPONSE_K39__ACL_CREATION_RESULT)),
@@ -9155,7 +9155,7 @@ pub static DELETE_ACLS_RESPONSE_BODY: StructDef = StructDef {
             versions: Versions::new(0, i16::MAX), nullable: Versions::NONE,
             tagged: Versions::NONE, tag: None, flexible: None,
             default: "", entity_type: "", map_key: false, ignorable: false,
-            marks: Marks::THROTTLE,
+            marks: Marks::TOP_INT,
         },
         FieldDef {
             name: "FilterResults", type_name: "[]DeleteAclsFilterResult", kind: FieldKind::Array(Elem::Struct(&DELETE_ACLS_RESPONSE__DELETE_ACLS_FILTER_RESULT)),
@@ -9273,7 +9273,7 @@ pub static DELETE_ACLS_RESPONSE_K39_BODY: StructDef = StructDef {
             versions: Versions::new(0, i16::MAX), nullable: Versions::NONE,
             tagged: Versions::NONE, tag: None, flexible: None,
             default: "", entity_type: "", map_key: false, ignorable: false,
-            marks: Marks::THROTTLE,
+            marks: Marks::TOP_INT,
         },
         FieldDef {
             name: "FilterResults", type_name: "[]DeleteAclsFilterResult", kind: FieldKind::Array(Elem::Struct(&DELETE_ACLS_RESPONSE_K39__DELETE_ACLS_FILTER_RESULT)),
@@ -9503,7 +9503,7 @@ pub static DESCRIBE_CONFIGS_RESPONSE_BODY: StructDef = StructDef {
             versions: Versions::new(0, i16::MAX), nullable: Versions::NONE,
             tagged: Versions::NONE, tag: None, flexible: None,
             default: "", entity_type: "", map_key: false, ignorable: false,
-            marks: Marks::THROTTLE,
+            marks: Marks::TOP_INT,
         },
         FieldDef {
             name: "Results", type_name: "[]DescribeConfigsResult", kind: FieldKind::Array(Elem::Struct(&DESCRIBE_CONFIGS_RESPONSE__DESCRIBE_CONFIGS_RESULT)),
@@ -9655,7 +9655,7 @@ pub static DESCRIBE_CONFIGS_RESPONSE_K39_BODY: StructDef = StructDef {
             versions: Versions::new(0, i16::MAX), nullable: Versions::NONE,
             tagged: Versions::NONE, tag: None, flexible: None,
             default: "", entity_type: "", map_key: false, ignorable: false,
-            marks: Marks::THROTTLE,
+            marks: Marks::TOP_INT,
         },
         FieldDef {
             name: "Results", type_name: "[]DescribeConfigsResult", kind: FieldKind::Array(Elem::Struct(&DESCRIBE_CONFIGS_RESPONSE_K39__DESCRIBE_CONFIGS_RESULT)),
@@ -9883,7 +9883,7 @@ pub static ALTER_CONFIGS_RESPONSE_BODY: StructDef = StructDef {
             versions: Versions::new(0, i16::MAX), nullable: Versions::NONE,
             tagged: Versions::NONE, tag: None, flexible: None,
             default: "", entity_type: "", map_key: false, ignorable: false,
-            marks: Marks::THROTTLE,
+            marks: Marks::TOP_INT,
         },
         FieldDef {
             name: "Responses", type_name: "[]AlterConfigsResourceResponse", kind: FieldKind::Array(Elem::Struct(&ALTER_CONFIGS_RESPONSE__ALTER_CONFIGS_RESOURCE_RESPONSE)),
@@ -10049,7 +10049,7 @@ pub static ALTER_REPLICA_LOG_DIRS_RESPONSE_BODY: StructDef = StructDef {
             versions: Versions::new(0, i16::MAX), nullable: Versions::NONE,
             tagged: Versions::NONE, tag: None, flexible: None,
             default: "", entity_type: "", map_key: false, ignorable: false,
-            marks: Marks::THROTTLE,
+            marks: Marks::TOP_INT,
         },
         FieldDef {
             name: "Results", type_name: "[]AlterReplicaLogDirTopicResult", kind: FieldKind::Array(Elem::Struct(&ALTER_REPLICA_LOG_DIRS_RESPONSE__ALTER_REPLICA_LOG_DIR_TOPIC_RESULT)),
@@ -10111,7 +10111,7 @@ pub static ALTER_REPLICA_LOG_DIRS_RESPONSE_K39_BODY: StructDef = StructDef {
             versions: Versions::new(0, i16::MAX), nullable: Versions::NONE,
             tagged: Versions::NONE, tag: None, flexible: None,
             default: "", entity_type: "", map_key: false, ignorable: false,
-            marks: Marks::THROTTLE,
+            marks: Marks::TOP_INT,
         },
         FieldDef {
             name: "Results", type_name: "[]AlterReplicaLogDirTopicResult", kind: FieldKind::Array(Elem::Struct(&ALTER_REPLICA_LOG_DIRS_RESPONSE_K39__ALTER_REPLICA_LOG_DIR_TOPIC_RESULT)),
@@ -10243,7 +10243,7 @@ pub static DESCRIBE_LOG_DIRS_RESPONSE_BODY: StructDef = StructDef {
             versions: Versions::new(0, i16::MAX), nullable: Versions::NONE,
             tagged: Versions::NONE, tag: None, flexible: None,
             default: "", entity_type: "", map_key: false, ignorable: false,
-            marks: Marks::THROTTLE,
+            marks: Marks::TOP_INT,
         },
         FieldDef {
             name: "ErrorCode", type_name: "int16", kind: FieldKind::Prim(Prim::Int16),
@@ -10374,7 +10374,7 @@ pub static DESCRIBE_LOG_DIRS_RESPONSE_K39_BODY: StructDef = StructDef {
             versions: Versions::new(0, i16::MAX), nullable: Versions::NONE,
             tagged: Versions::NONE, tag: None, flexible: None,
             default: "", entity_type: "", map_key: false, ignorable: false,
-            marks: Marks::THROTTLE,
+            marks: Marks::TOP_INT,
         },
         FieldDef {
             name: "ErrorCode", type_name: "int16", kind: FieldKind::Prim(Prim::Int16),
@@ -10618,7 +10618,7 @@ pub static CREATE_PARTITIONS_RESPONSE_BODY: StructDef = StructDef {
             versions: Versions::new(0, i16::MAX), nullable: Versions::NONE,
             tagged: Versions::NONE, tag: None, flexible: None,
             default: "", entity_type: "", map_key: false, ignorable: false,
-            marks: Marks::THROTTLE,
+            marks: Marks::TOP_INT,
         },
         FieldDef {
             name: "Results", type_name: "[]CreatePartitionsTopicResult", kind: FieldKind::Array(Elem::Struct(&CREATE_PARTITIONS_RESPONSE__CREATE_PARTITIONS_TOPIC_RESULT)),
@@ -10849,7 +10849,7 @@ pub static CREATE_DELEGATION_TOKEN_RESPONSE_BODY: StructDef = StructDef {
             versions: Versions::new(0, i16::MAX), nullable: Versions::NONE,
             tagged: Versions::NONE, tag: None, flexible: None,
             default: "", entity_type: "", map_key: false, ignorable: false,
-            marks: Marks::THROTTLE,
+            marks: Marks::TOP_INT,
         },
     ],
 };
@@ -10934,7 +10934,7 @@ pub static CREATE_DELEGATION_TOKEN_RESPONSE_K39_BODY: StructDef = StructDef {
             versions: Versions::new(0, i16::MAX), nullable: Versions::NONE,
             tagged: Versions::NONE, tag: None, flexible: None,
             default: "", entity_type: "", map_key: false, ignorable: false,
-            marks: Marks::THROTTLE,
+            marks: Marks::TOP_INT,
         },
     ],
 };
@@ -11007,7 +11007,7 @@ pub static RENEW_DELEGATION_TOKEN_RESPONSE_BODY: StructDef = StructDef {
             versions: Versions::new(0, i16::MAX), nullable: Versions::NONE,
             tagged: Versions::NONE, tag: None, flexible: None,
             default: "", entity_type: "", map_key: false, ignorable: false,
-            marks: Marks::THROTTLE,
+            marks: Marks::TOP_INT,
         },
     ],
 };
@@ -11036,7 +11036,7 @@ pub static RENEW_DELEGATION_TOKEN_RESPONSE_K39_BODY: StructDef = StructDef {
             versions: Versions::new(0, i16::MAX), nullable: Versions::NONE,
             tagged: Versions::NONE, tag: None, flexible: None,
             default: "", entity_type: "", map_key: false, ignorable: false,
-            marks: Marks::THROTTLE,
+            marks: Marks::TOP_INT,
         },
     ],
 };
@@ -11109,7 +11109,7 @@ pub static EXPIRE_DELEGATION_TOKEN_RESPONSE_BODY: StructDef = StructDef {
             versions: Versions::new(0, i16::MAX), nullable: Versions::NONE,
             tagged: Versions::NONE, tag: None, flexible: None,
             default: "", entity_type: "", map_key: false, ignorable: false,
-            marks: Marks::THROTTLE,
+            marks: Marks::TOP_INT,
         },
     ],
 };
@@ -11138,7 +11138,7 @@ pub static EXPIRE_DELEGATION_TOKEN_RESPONSE_K39_BODY: StructDef = StructDef {
             versions: Versions::new(0, i16::MAX), nullable: Versions::NONE,
             tagged: Versions::NONE, tag: None, flexible: None,
             default: "", entity_type: "", map_key: false, ignorable: false,
-            marks: Marks::THROTTLE,
+            marks: Marks::TOP_INT,
         },
     ],
 };
@@ -11237,7 +11237,7 @@ pub static DESCRIBE_DELEGATION_TOKEN_RESPONSE_BODY: StructDef = StructDef {
             versions: Versions::new(0, i16::MAX), nullable: Versions::NONE,
             tagged: Versions::NONE, tag: None, flexible: None,
             default: "", entity_type: "", map_key: false, ignorable: false,
-            marks: Marks::THROTTLE,
+            marks: Marks::TOP_INT,
         },
     ],
 };
@@ -11362,7 +11362,7 @@ pub static DESCRIBE_DELEGATION_TOKEN_RESPONSE_K39_BODY: StructDef = StructDef {
             versions: Versions::new(0, i16::MAX), nullable: Versions::NONE,
             tagged: Versions::NONE, tag: None, flexible: None,
             default: "", entity_type: "", map_key: false, ignorable: false,
-            marks: Marks::THROTTLE,
+            marks: Marks::TOP_INT,
         },
     ],
 };
@@ -11488,7 +11488,7 @@ pub static DELETE_GROUPS_RESPONSE_BODY: StructDef = StructDef {
             versions: Versions::new(0, i16::MAX), nullable: Versions::NONE,
             tagged: Versions::NONE, tag: None, flexible: None,
             default: "", entity_type: "", map_key: false, ignorable: false,
-            marks: Marks::THROTTLE,
+            marks: Marks::TOP_INT,
         },
         FieldDef {
             name: "Results", type_name: "[]DeletableGroupResult", kind: FieldKind::Array(Elem::Struct(&DELETE_GROUPS_RESPONSE__DELETABLE_GROUP_RESULT)),
@@ -11579,7 +11579,7 @@ pub static ELECT_LEADERS_RESPONSE_BODY: StructDef = StructDef {
             versions: Versions::new(0, i16::MAX), nullable: Versions::NONE,
             tagged: Versions::NONE, tag: None, flexible: None,
             default: "", entity_type: "", map_key: false, ignorable: false,
-            marks: Marks::THROTTLE,
+            marks: Marks::TOP_INT,
         },
         FieldDef {
             name: "ErrorCode", type_name: "int16", kind: FieldKind::Prim(Prim::Int16),
@@ -11731,7 +11731,7 @@ pub static INCREMENTAL_ALTER_CONFIGS_RESPONSE_BODY: StructDef = StructDef {
             versions: Versions::new(0, i16::MAX), nullable: Versions::NONE,
             tagged: Versions::NONE, tag: None, flexible: None,
             default: "", entity_type: "", map_key: false, ignorable: false,
-            marks: Marks::THROTTLE,
+            marks: Marks::TOP_INT,
         },
         FieldDef {
             name: "Responses", type_name: "[]AlterConfigsResourceResponse", kind: FieldKind::Array(Elem::Struct(&INCREMENTAL_ALTER_CONFIGS_RESPONSE__ALTER_CONFIGS_RESOURCE_RESPONSE)),
@@ -11856,7 +11856,7 @@ pub static ALTER_PARTITION_REASSIGNMENTS_RESPONSE_BODY: StructDef = StructDef {
             versions: Versions::new(0, i16::MAX), nullable: Versions::NONE,
             tagged: Versions::NONE, tag: None, flexible: None,
             default: "", entity_type: "", map_key: false, ignorable: false,
-            marks: Marks::THROTTLE,
+            marks: Marks::TOP_INT,
         },
         FieldDef {
             name: "AllowReplicationFactorChange", type_name: "bool", kind: FieldKind::Prim(Prim::Bool),
@@ -11988,7 +11988,7 @@ pub static LIST_PARTITION_REASSIGNMENTS_RESPONSE_BODY: StructDef = StructDef {
             versions: Versions::new(0, i16::MAX), nullable: Versions::NONE,
             tagged: Versions::NONE, tag: None, flexible: None,
             default: "", entity_type: "", map_key: false, ignorable: false,
-            marks: Marks::THROTTLE,
+            marks: Marks::TOP_INT,
         },
         FieldDef {
             name: "ErrorCode", type_name: "int16", kind: FieldKind::Prim(Prim::Int16),
@@ -12140,7 +12140,7 @@ pub static OFFSET_DELETE_RESPONSE_BODY: StructDef = StructDef {
             versions: Versions::new(0, i16::MAX), nullable: Versions::NONE,
             tagged: Versions::NONE, tag: None, flexible: None,
             default: "", entity_type: "", map_key: false, ignorable: true,
-            marks: Marks::THROTTLE,
+            marks: Marks::TOP_INT,
         },
         FieldDef {
             name: "Topics", type_name: "[]OffsetDeleteResponseTopic", kind: FieldKind::Array(Elem::Struct(&OFFSET_DELETE_RESPONSE__OFFSET_DELETE_RESPONSE_TOPIC)),
@@ -12251,7 +12251,7 @@ pub static DESCRIBE_CLIENT_QUOTAS_RESPONSE_BODY: StructDef = StructDef {
             versions: Versions::new(0, i16::MAX), nullable: Versions::NONE,
             tagged: Versions::NONE, tag: None, flexible: None,
             default: "", entity_type: "", map_key: false, ignorable: false,
-            marks: Marks::THROTTLE,
+            marks: Marks::TOP_INT,
         },
         FieldDef {
             name: "ErrorCode", type_name: "int16", kind: FieldKind::Prim(Prim::Int16),
@@ -12436,7 +12436,7 @@ pub static ALTER_CLIENT_QUOTAS_RESPONSE_BODY: StructDef = StructDef {
             versions: Versions::new(0, i16::MAX), nullable: Versions::NONE,
             tagged: Versions::NONE, tag: None, flexible: None,
             default: "", entity_type: "", map_key: false, ignorable: false,
-            marks: Marks::THROTTLE,
+            marks: Marks::TOP_INT,
         },
         FieldDef {
             name: "Entries", type_name: "[]EntryData", kind: FieldKind::Array(Elem::Struct(&ALTER_CLIENT_QUOTAS_RESPONSE__ENTRY_DATA)),
@@ -12533,7 +12533,7 @@ pub static DESCRIBE_USER_SCRAM_CREDENTIALS_RESPONSE_BODY: StructDef = StructDef 
             versions: Versions::new(0, i16::MAX), nullable: Versions::NONE,
             tagged: Versions::NONE, tag: None, flexible: None,
             default: "", entity_type: "", map_key: false, ignorable: false,
-            marks: Marks::THROTTLE,
+            marks: Marks::TOP_INT,
         },
         FieldDef {
             name: "ErrorCode", type_name: "int16", kind: FieldKind::Prim(Prim::Int16),
@@ -12706,7 +12706,7 @@ pub static ALTER_USER_SCRAM_CREDENTIALS_RESPONSE_BODY: StructDef = StructDef {
             versions: Versions::new(0, i16::MAX), nullable: Versions::NONE,
             tagged: Versions::NONE, tag: None, flexible: None,
             default: "", entity_type: "", map_key: false, ignorable: false,
-            marks: Marks::THROTTLE,
+            marks: Marks::TOP_INT,
         },
         FieldDef {
             name: "Results", type_name: "[]AlterUserScramCredentialsResult", kind: FieldKind::Array(Elem::Struct(&ALTER_USER_SCRAM_CREDENTIALS_RESPONSE__ALTER_USER_SCRAM_CREDENTIALS_RESULT)),
@@ -13952,7 +13952,7 @@ pub static ALTER_PARTITION_RESPONSE_BODY: StructDef = StructDef {
             versions: Versions::new(0, i16::MAX), nullable: Versions::NONE,
             tagged: Versions::NONE, tag: None, flexible: None,
             default: "", entity_type: "", map_key: false, ignorable: false,
-            marks: Marks::THROTTLE,
+            marks: Marks::TOP_INT,
         },
         FieldDef {
             name: "ErrorCode", type_name: "int16", kind: FieldKind::Prim(Prim::Int16),
@@ -14056,7 +14056,7 @@ pub static ALTER_PARTITION_RESPONSE_K39_BODY: StructDef = StructDef {
             versions: Versions::new(0, i16::MAX), nullable: Versions::NONE,
             tagged: Versions::NONE, tag: None, flexible: None,
             default: "", entity_type: "", map_key: false, ignorable: false,
-            marks: Marks::THROTTLE,
+            marks: Marks::TOP_INT,
         },
         FieldDef {
             name: "ErrorCode", type_name: "int16", kind: FieldKind::Prim(Prim::Int16),
@@ -14230,7 +14230,7 @@ pub static UPDATE_FEATURES_RESPONSE_BODY: StructDef = StructDef {
             versions: Versions::new(0, i16::MAX), nullable: Versions::NONE,
             tagged: Versions::NONE, tag: None, flexible: None,
             default: "", entity_type: "", map_key: false, ignorable: false,
-            marks: Marks::THROTTLE,
+            marks: Marks::TOP_INT,
         },
         FieldDef {
             name: "ErrorCode", type_name: "int16", kind: FieldKind::Prim(Prim::Int16),
@@ -14461,7 +14461,7 @@ pub static FETCH_SNAPSHOT_RESPONSE_BODY: StructDef = StructDef {
             versions: Versions::new(0, i16::MAX), nullable: Versions::NONE,
             tagged: Versions::NONE, tag: None, flexible: None,
             default: "", entity_type: "", map_key: false, ignorable: true,
-            marks: Marks::THROTTLE,
+            marks: Marks::TOP_INT,
         },
         FieldDef {
             name: "ErrorCode", type_name: "int16", kind: FieldKind::Prim(Prim::Int16),
@@ -14668,7 +14668,7 @@ pub static DESCRIBE_CLUSTER_RESPONSE_BODY: StructDef = StructDef {
             versions: Versions::new(0, i16::MAX), nullable: Versions::NONE,
             tagged: Versions::NONE, tag: None, flexible: None,
             default: "", entity_type: "", map_key: false, ignorable: false,
-            marks: Marks::THROTTLE,
+            marks: Marks::TOP_INT,
         },
         FieldDef {
             name: "ErrorCode", type_name: "int16", kind: FieldKind::Prim(Prim::Int16),
@@ -14808,7 +14808,7 @@ pub static DESCRIBE_PRODUCERS_RESPONSE_BODY: StructDef = StructDef {
             versions: Versions::new(0, i16::MAX), nullable: Versions::NONE,
             tagged: Versions::NONE, tag: None, flexible: None,
             default: "", entity_type: "", map_key: false, ignorable: false,
-            marks: Marks::THROTTLE,
+            marks: Marks::TOP_INT,
         },
         FieldDef {
             name: "Topics", type_name: "[]TopicResponse", kind: FieldKind::Array(Elem::Struct(&DESCRIBE_PRODUCERS_RESPONSE__TOPIC_RESPONSE)),
@@ -15064,7 +15064,7 @@ pub static BROKER_REGISTRATION_RESPONSE_BODY: StructDef = StructDef {
             versions: Versions::new(0, i16::MAX), nullable: Versions::NONE,
             tagged: Versions::NONE, tag: None, flexible: None,
             default: "", entity_type: "", map_key: false, ignorable: false,
-            marks: Marks::THROTTLE,
+            marks: Marks::TOP_INT,
         },
         FieldDef {
             name: "ErrorCode", type_name: "int16", kind: FieldKind::Prim(Prim::Int16),
@@ -15150,7 +15150,7 @@ pub static BROKER_HEARTBEAT_RESPONSE_BODY: StructDef = StructDef {
             versions: Versions::new(0, i16::MAX), nullable: Versions::NONE,
             tagged: Versions::NONE, tag: None, flexible: None,
             default: "", entity_type: "", map_key: false, ignorable: false,
-            marks: Marks::THROTTLE,
+            marks: Marks::TOP_INT,
         },
         FieldDef {
             name: "ErrorCode", type_name: "int16", kind: FieldKind::Prim(Prim::Int16),
@@ -15208,7 +15208,7 @@ pub static UNREGISTER_BROKER_RESPONSE_BODY: StructDef = StructDef {
             versions: Versions::new(0, i16::MAX), nullable: Versions::NONE,
             tagged: Versions::NONE, tag: None, flexible: None,
             default: "", entity_type: "", map_key: false, ignorable: false,
-            marks: Marks::THROTTLE,
+            marks: Marks::TOP_INT,
         },
         FieldDef {
             name: "ErrorCode", type_name: "int16", kind: FieldKind::Prim(Prim::Int16),
@@ -15252,7 +15252,7 @@ pub static DESCRIBE_TRANSACTIONS_RESPONSE_BODY: StructDef = StructDef {
             versions: Versions::new(0, i16::MAX), nullable: Versions::NONE,
             tagged: Versions::NONE, tag: None, flexible: None,
             default: "", entity_type: "", map_key: false, ignorable: false,
-            marks: Marks::THROTTLE,
+            marks: Marks::TOP_INT,
         },
         FieldDef {
             name: "TransactionStates", type_name: "[]TransactionState", kind: FieldKind::Array(Elem::Struct(&DESCRIBE_TRANSACTIONS_RESPONSE__TRANSACTION_STATE)),
@@ -15392,7 +15392,7 @@ pub static LIST_TRANSACTIONS_RESPONSE_BODY: StructDef = StructDef {
             versions: Versions::new(0, i16::MAX), nullable: Versions::NONE,
             tagged: Versions::NONE, tag: None, flexible: None,
             default: "", entity_type: "", map_key: false, ignorable: false,
-            marks: Marks::THROTTLE,
+            marks: Marks::TOP_INT,
         },
         FieldDef {
             name: "ErrorCode", type_name: "int16", kind: FieldKind::Prim(Prim::Int16),
@@ -15477,7 +15477,7 @@ pub static ALLOCATE_PRODUCER_IDS_RESPONSE_BODY: StructDef = StructDef {
             versions: Versions::new(0, i16::MAX), nullable: Versions::NONE,
             tagged: Versions::NONE, tag: None, flexible: None,
             default: "", entity_type: "", map_key: false, ignorable: false,
-            marks: Marks::THROTTLE,
+            marks: Marks::TOP_INT,
         },
         FieldDef {
             name: "ErrorCode", type_name: "int16", kind: FieldKind::Prim(Prim::Int16),
@@ -15611,7 +15611,7 @@ pub static CONSUMER_GROUP_HEARTBEAT_RESPONSE_BODY: StructDef = StructDef {
             versions: Versions::new(0, i16::MAX), nullable: Versions::NONE,
             tagged: Versions::NONE, tag: None, flexible: None,
             default: "", entity_type: "", map_key: false, ignorable: false,
-            marks: Marks::THROTTLE,
+            marks: Marks::TOP_INT,
         },
         FieldDef {
             name: "ErrorCode", type_name: "int16", kind: FieldKind::Prim(Prim::Int16),
@@ -15723,7 +15723,7 @@ pub static CONSUMER_GROUP_DESCRIBE_RESPONSE_BODY: StructDef = StructDef {
             versions: Versions::new(0, i16::MAX), nullable: Versions::NONE,
             tagged: Versions::NONE, tag: None, flexible: None,
             default: "", entity_type: "", map_key: false, ignorable: false,
-            marks: Marks::THROTTLE,
+            marks: Marks::TOP_INT,
         },
         FieldDef {
             name: "Groups", type_name: "[]DescribedGroup", kind: FieldKind::Array(Elem::Struct(&CONSUMER_GROUP_DESCRIBE_RESPONSE__DESCRIBED_GROUP)),
@@ -16041,7 +16041,7 @@ pub static CONTROLLER_REGISTRATION_RESPONSE_BODY: StructDef = StructDef {
             versions: Versions::new(0, i16::MAX), nullable: Versions::NONE,
             tagged: Versions::NONE, tag: None, flexible: None,
             default: "", entity_type: "", map_key: false, ignorable: false,
-            marks: Marks::THROTTLE,
+            marks: Marks::TOP_INT,
         },
         FieldDef {
             name: "ErrorCode", type_name: "int16", kind: FieldKind::Prim(Prim::Int16),
@@ -16085,7 +16085,7 @@ pub static GET_TELEMETRY_SUBSCRIPTIONS_RESPONSE_BODY: StructDef = StructDef {
             versions: Versions::new(0, i16::MAX), nullable: Versions::NONE,
             tagged: Versions::NONE, tag: None, flexible: None,
             default: "", entity_type: "", map_key: false, ignorable: false,
-            marks: Marks::THROTTLE,
+            marks: Marks::TOP_INT,
         },
         FieldDef {
             name: "ErrorCode", type_name: "int16", kind: FieldKind::Prim(Prim::Int16),
@@ -16199,7 +16199,7 @@ pub static PUSH_TELEMETRY_RESPONSE_BODY: StructDef = StructDef {
             versions: Versions::new(0, i16::MAX), nullable: Versions::NONE,
             tagged: Versions::NONE, tag: None, flexible: None,
             default: "", entity_type: "", map_key: false, ignorable: false,
-            marks: Marks::THROTTLE,
+            marks: Marks::TOP_INT,
         },
         FieldDef {
             name: "ErrorCode", type_name: "int16", kind: FieldKind::Prim(Prim::Int16),
@@ -16303,7 +16303,7 @@ pub static ASSIGN_REPLICAS_TO_DIRS_RESPONSE_BODY: StructDef = StructDef {
             versions: Versions::new(0, i16::MAX), nullable: Versions::NONE,
             tagged: Versions::NONE, tag: None, flexible: None,
             default: "", entity_type: "", map_key: false, ignorable: false,
-            marks: Marks::THROTTLE,
+            marks: Marks::TOP_INT,
         },
         FieldDef {
             name: "ErrorCode", type_name: "int16", kind: FieldKind::Prim(Prim::Int16),
@@ -16407,7 +16407,7 @@ pub static LIST_CONFIG_RESOURCES_RESPONSE_BODY: StructDef = StructDef {
             versions: Versions::new(0, i16::MAX), nullable: Versions::NONE,
             tagged: Versions::NONE, tag: None, flexible: None,
             default: "", entity_type: "", map_key: false, ignorable: false,
-            marks: Marks::THROTTLE,
+            marks: Marks::TOP_INT,
         },
         FieldDef {
             name: "ErrorCode", type_name: "int16", kind: FieldKind::Prim(Prim::Int16),
@@ -16518,7 +16518,7 @@ pub static DESCRIBE_TOPIC_PARTITIONS_RESPONSE_BODY: StructDef = StructDef {
             versions: Versions::new(0, i16::MAX), nullable: Versions::NONE,
             tagged: Versions::NONE, tag: None, flexible: None,
             default: "", entity_type: "", map_key: false, ignorable: true,
-            marks: Marks::THROTTLE,
+            marks: Marks::TOP_INT,
         },
         FieldDef {
             name: "Topics", type_name: "[]DescribeTopicPartitionsResponseTopic", kind: FieldKind::Array(Elem::Struct(&DESCRIBE_TOPIC_PARTITIONS_RESPONSE__DESCRIBE_TOPIC_PARTITIONS_RESPONSE_TOPIC)),
@@ -16770,7 +16770,7 @@ pub static SHARE_GROUP_HEARTBEAT_RESPONSE_BODY: StructDef = StructDef {
             versions: Versions::new(0, i16::MAX), nullable: Versions::NONE,
             tagged: Versions::NONE, tag: None, flexible: None,
             default: "", entity_type: "", map_key: false, ignorable: false,
-            marks: Marks::THROTTLE,
+            marks: Marks::TOP_INT,
         },
         FieldDef {
             name: "ErrorCode", type_name: "int16", kind: FieldKind::Prim(Prim::Int16),
@@ -16860,7 +16860,7 @@ pub static SHARE_GROUP_HEARTBEAT_RESPONSE_K39_BODY: StructDef = StructDef {
             versions: Versions::new(0, i16::MAX), nullable: Versions::NONE,
             tagged: Versions::NONE, tag: None, flexible: None,
             default: "", entity_type: "", map_key: false, ignorable: false,
-            marks: Marks::THROTTLE,
+            marks: Marks::TOP_INT,
         },
         FieldDef {
             name: "ErrorCode", type_name: "int16", kind: FieldKind::Prim(Prim::Int16),
@@ -16994,7 +16994,7 @@ pub static SHARE_GROUP_DESCRIBE_RESPONSE_BODY: StructDef = StructDef {
             versions: Versions::new(0, i16::MAX), nullable: Versions::NONE,
             tagged: Versions::NONE, tag: None, flexible: None,
             default: "", entity_type: "", map_key: false, ignorable: false,
-            marks: Marks::THROTTLE,
+            marks: Marks::TOP_INT,
         },
         FieldDef {
             name: "Groups", type_name: "[]DescribedGroup", kind: FieldKind::Array(Elem::Struct(&SHARE_GROUP_DESCRIBE_RESPONSE__DESCRIBED_GROUP)),
@@ -17180,7 +17180,7 @@ pub static SHARE_GROUP_DESCRIBE_RESPONSE_K39_BODY: StructDef = StructDef {
             versions: Versions::new(0, i16::MAX), nullable: Versions::NONE,
             tagged: Versions::NONE, tag: None, flexible: None,
             default: "", entity_type: "", map_key: false, ignorable: false,
-            marks: Marks::THROTTLE,
+            marks: Marks::TOP_INT,
         },
         FieldDef {
             name: "Groups", type_name: "[]DescribedGroup", kind: FieldKind::Array(Elem::Struct(&SHARE_GROUP_DESCRIBE_RESPONSE_K39__DESCRIBED_GROUP)),
@@ -17387,14 +17387,14 @@ pub static SHARE_FETCH_REQUEST_BODY: StructDef = StructDef {
             versions: Versions::new(0, i16::MAX), nullable: Versions::NONE,
             tagged: Versions::NONE, tag: None, flexible: None,
             default: "", entity_type: "", map_key: false, ignorable: false,
-            marks: Marks::NONE,
+            marks: Marks::TOP_INT,
         },
         FieldDef {
             name: "MinBytes", type_name: "int32", kind: FieldKind::Prim(Prim::Int32),
             versions: Versions::new(0, i16::MAX), nullable: Versions::NONE,
             tagged: Versions::NONE, tag: None, flexible: None,
             default: "", entity_type: "", map_key: false, ignorable: false,
-            marks: Marks::NONE,
+            marks: Marks::TOP_INT,
         },
         FieldDef {
             name: "MaxBytes", type_name: "int32", kind: FieldKind::Prim(Prim::Int32),
@@ -17573,14 +17573,14 @@ pub static SHARE_FETCH_REQUEST_K39_BODY: StructDef = StructDef {
             versions: Versions::new(0, i16::MAX), nullable: Versions::NONE,
             tagged: Versions::NONE, tag: None, flexible: None,
             default: "", entity_type: "", map_key: false, ignorable: false,
-            marks: Marks::NONE,
+            marks: Marks::TOP_INT,
         },
         FieldDef {
             name: "MinBytes", type_name: "int32", kind: FieldKind::Prim(Prim::Int32),
             versions: Versions::new(0, i16::MAX), nullable: Versions::NONE,
             tagged: Versions::NONE, tag: None, flexible: None,
             default: "", entity_type: "", map_key: false, ignorable: false,
-            marks: Marks::NONE,
+            marks: Marks::TOP_INT,
         },
         FieldDef {
             name: "MaxBytes", type_name: "int32", kind: FieldKind::Prim(Prim::Int32),
@@ -17710,7 +17710,7 @@ pub static SHARE_FETCH_RESPONSE_BODY: StructDef = StructDef {
             versions: Versions::new(0, i16::MAX), nullable: Versions::NONE,
             tagged: Versions::NONE, tag: None, flexible: None,
             default: "", entity_type: "", map_key: false, ignorable: false,
-            marks: Marks::THROTTLE,
+            marks: Marks::TOP_INT,
         },
         FieldDef {
             name: "ErrorCode", type_name: "int16", kind: FieldKind::Prim(Prim::Int16),
@@ -17923,7 +17923,7 @@ pub static SHARE_FETCH_RESPONSE_K39_BODY: StructDef = StructDef {
             versions: Versions::new(0, i16::MAX), nullable: Versions::NONE,
             tagged: Versions::NONE, tag: None, flexible: None,
             default: "", entity_type: "", map_key: false, ignorable: true,
-            marks: Marks::THROTTLE,
+            marks: Marks::TOP_INT,
         },
         FieldDef {
             name: "ErrorCode", type_name: "int16", kind: FieldKind::Prim(Prim::Int16),
@@ -18342,7 +18342,7 @@ pub static SHARE_ACKNOWLEDGE_RESPONSE_BODY: StructDef = StructDef {
             versions: Versions::new(0, i16::MAX), nullable: Versions::NONE,
             tagged: Versions::NONE, tag: None, flexible: None,
             default: "", entity_type: "", map_key: false, ignorable: false,
-            marks: Marks::THROTTLE,
+            marks: Marks::TOP_INT,
         },
         FieldDef {
             name: "ErrorCode", type_name: "int16", kind: FieldKind::Prim(Prim::Int16),
@@ -18500,7 +18500,7 @@ pub static SHARE_ACKNOWLEDGE_RESPONSE_K39_BODY: StructDef = StructDef {
             versions: Versions::new(0, i16::MAX), nullable: Versions::NONE,
             tagged: Versions::NONE, tag: None, flexible: None,
             default: "", entity_type: "", map_key: false, ignorable: true,
-            marks: Marks::THROTTLE,
+            marks: Marks::TOP_INT,
         },
         FieldDef {
             name: "ErrorCode", type_name: "int16", kind: FieldKind::Prim(Prim::Int16),
@@ -18728,7 +18728,7 @@ pub static ADD_RAFT_VOTER_RESPONSE_BODY: StructDef = StructDef {
             versions: Versions::new(0, i16::MAX), nullable: Versions::NONE,
             tagged: Versions::NONE, tag: None, flexible: None,
             default: "", entity_type: "", map_key: false, ignorable: false,
-            marks: Marks::THROTTLE,
+            marks: Marks::TOP_INT,
         },
         FieldDef {
             name: "ErrorCode", type_name: "int16", kind: FieldKind::Prim(Prim::Int16),
@@ -18786,7 +18786,7 @@ pub static REMOVE_RAFT_VOTER_RESPONSE_BODY: StructDef = StructDef {
             versions: Versions::new(0, i16::MAX), nullable: Versions::NONE,
             tagged: Versions::NONE, tag: None, flexible: None,
             default: "", entity_type: "", map_key: false, ignorable: false,
-            marks: Marks::THROTTLE,
+            marks: Marks::TOP_INT,
         },
         FieldDef {
             name: "ErrorCode", type_name: "int16", kind: FieldKind::Prim(Prim::Int16),
@@ -18912,7 +18912,7 @@ pub static UPDATE_RAFT_VOTER_RESPONSE_BODY: StructDef = StructDef {
             versions: Versions::new(0, i16::MAX), nullable: Versions::NONE,
             tagged: Versions::NONE, tag: None, flexible: None,
             default: "", entity_type: "", map_key: false, ignorable: false,
-            marks: Marks::THROTTLE,
+            marks: Marks::TOP_INT,
         },
         FieldDef {
             name: "ErrorCode", type_name: "int16", kind: FieldKind::Prim(Prim::Int16),
@@ -20090,7 +20090,7 @@ pub static STREAMS_GROUP_HEARTBEAT_RESPONSE_BODY: StructDef = StructDef {
             versions: Versions::new(0, i16::MAX), nullable: Versions::NONE,
             tagged: Versions::NONE, tag: None, flexible: None,
             default: "", entity_type: "", map_key: false, ignorable: false,
-            marks: Marks::THROTTLE,
+            marks: Marks::TOP_INT,
         },
         FieldDef {
             name: "ErrorCode", type_name: "int16", kind: FieldKind::Prim(Prim::Int16),
@@ -20325,7 +20325,7 @@ pub static STREAMS_GROUP_DESCRIBE_RESPONSE_BODY: StructDef = StructDef {
             versions: Versions::new(0, i16::MAX), nullable: Versions::NONE,
             tagged: Versions::NONE, tag: None, flexible: None,
             default: "", entity_type: "", map_key: false, ignorable: false,
-            marks: Marks::THROTTLE,
+            marks: Marks::TOP_INT,
         },
         FieldDef {
             name: "Groups", type_name: "[]DescribedGroup", kind: FieldKind::Array(Elem::Struct(&STREAMS_GROUP_DESCRIBE_RESPONSE__DESCRIBED_GROUP)),
@@ -20791,7 +20791,7 @@ pub static DESCRIBE_SHARE_GROUP_OFFSETS_RESPONSE_BODY: StructDef = StructDef {
             versions: Versions::new(0, i16::MAX), nullable: Versions::NONE,
             tagged: Versions::NONE, tag: None, flexible: None,
             default: "", entity_type: "", map_key: false, ignorable: false,
-            marks: Marks::THROTTLE,
+            marks: Marks::TOP_INT,
         },
         FieldDef {
             name: "Groups", type_name: "[]DescribeShareGroupOffsetsResponseGroup", kind: FieldKind::Array(Elem::Struct(&DESCRIBE_SHARE_GROUP_OFFSETS_RESPONSE__DESCRIBE_SHARE_GROUP_OFFSETS_RESPONSE_GROUP)),
@@ -20984,7 +20984,7 @@ pub static ALTER_SHARE_GROUP_OFFSETS_RESPONSE_BODY: StructDef = StructDef {
             versions: Versions::new(0, i16::MAX), nullable: Versions::NONE,
             tagged: Versions::NONE, tag: None, flexible: None,
             default: "", entity_type: "", map_key: false, ignorable: false,
-            marks: Marks::THROTTLE,
+            marks: Marks::TOP_INT,
         },
         FieldDef {
             name: "ErrorCode", type_name: "int16", kind: FieldKind::Prim(Prim::Int16),
@@ -21109,7 +21109,7 @@ pub static DELETE_SHARE_GROUP_OFFSETS_RESPONSE_BODY: StructDef = StructDef {
             versions: Versions::new(0, i16::MAX), nullable: Versions::NONE,
             tagged: Versions::NONE, tag: None, flexible: None,
             default: "", entity_type: "", map_key: false, ignorable: false,
-            marks: Marks::THROTTLE,
+            marks: Marks::TOP_INT,
         },
         FieldDef {
             name: "ErrorCode", type_name: "int16", kind: FieldKind::Prim(Prim::Int16),

@@ -227,6 +227,8 @@ pub struct Marks(u8);
 pub const PLACE_TOPIC_NAMES: &[&str] = &["Name", "Topic", "TopicName"];
 /// Field names that give the partition of their struct (a fact's place).
 pub const PLACE_PARTITION_NAMES: &[&str] = &["PartitionIndex", "Partition", "Index"];
+/// Field names whose top-level value the summary keeps (`decode::Summary`).
+pub const TOP_INT_NAMES: &[&str] = &["ThrottleTimeMs", "Acks", "MaxWaitMs", "MinBytes"];
 
 impl Marks {
     /// Nothing to look for.
@@ -235,10 +237,8 @@ impl Marks {
     pub const ERROR_CODE: Marks = Marks(1);
     /// `BatchIndex` (record-level errors, KIP-467).
     pub const BATCH_INDEX: Marks = Marks(1 << 1);
-    /// `ThrottleTimeMs`.
-    pub const THROTTLE: Marks = Marks(1 << 2);
-    /// `Acks`.
-    pub const ACKS: Marks = Marks(1 << 3);
+    /// One of [`TOP_INT_NAMES`].
+    pub const TOP_INT: Marks = Marks(1 << 2);
     /// `TopicId`.
     pub const TOPIC_ID: Marks = Marks(1 << 4);
     /// The entity type `topicName`.
@@ -264,8 +264,7 @@ impl Marks {
         [
             (name.ends_with("ErrorCode"), Marks::ERROR_CODE),
             (name == "BatchIndex", Marks::BATCH_INDEX),
-            (name == "ThrottleTimeMs", Marks::THROTTLE),
-            (name == "Acks", Marks::ACKS),
+            (TOP_INT_NAMES.contains(&name), Marks::TOP_INT),
             (name == "TopicId", Marks::TOPIC_ID),
             (entity_type == "topicName", Marks::TOPIC_NAME),
             (PLACE_TOPIC_NAMES.contains(&name), Marks::PLACE_TOPIC),

@@ -28,7 +28,7 @@ use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use kafkashark::analyzer::MessageInfo;
+use kafkashark::analyzer::{FetchWait, MessageInfo};
 use kafkashark::kafka::decode::{DecodeWarning, Kind};
 use kafkashark::kafka::framing::RawMessage;
 
@@ -68,6 +68,7 @@ pub struct Shared {
     decode_error: Option<String>,
     decode_warning: Option<DecodeWarning>,
     skipped_before: u64,
+    fetch: Option<FetchWait>,
 }
 
 /// Endpoints of the recent connections with their text, so that a message
@@ -109,6 +110,7 @@ const INFERRED: u16 = 1 << 7;
 const EXPECTS: u16 = 1 << 8;
 const RESYNCED: u16 = 1 << 9;
 const IN_FILE: u16 = 1 << 10;
+const HOL: u16 = 1 << 11;
 
 /// One message of the list, compact (see the module doc): its facts and,
 /// when it is not the common case, its whole message. Its facts' methods are
@@ -148,6 +150,7 @@ pub struct FactsEntry {
     stream_offset: u64,
     peer: u64,
     latency_ns: u64,
+    hol_wait_ns: u64,
     sum: u64,
     piece_offset: u64,
     ts_nanos: u32,
@@ -185,6 +188,7 @@ impl IndexEntry {
             (EXPECTS, info.expects_response),
             (RESYNCED, info.resynced),
             (IN_FILE, sum.is_some()),
+            (HOL, info.hol_wait_ns.is_some()),
         ];
         let flags = flags
             .iter()
@@ -214,6 +218,7 @@ impl IndexEntry {
             decode_error: info.decode_error,
             decode_warning: info.decode_warning,
             skipped_before: info.skipped_before,
+            fetch: info.fetch,
         });
         let facts = FactsEntry {
             shared,
@@ -226,6 +231,7 @@ impl IndexEntry {
             stream_offset,
             peer: info.peer.unwrap_or(0),
             latency_ns: info.latency_ns.unwrap_or(0),
+            hol_wait_ns: info.hol_wait_ns.unwrap_or(0),
             sum: sum.unwrap_or(0),
             piece_offset,
             ts_nanos: info.ts.nanos,
@@ -315,6 +321,8 @@ impl FactsEntry {
             inferred: self.inferred(),
             expects_response: self.expects_response(),
             latency_ns: self.latency_ns(),
+            hol_wait_ns: self.has(HOL).then_some(self.hol_wait_ns),
+            fetch: s.fetch,
             throttle_time_ms: self.throttle_time_ms(),
             error_codes: s.error_codes.clone(),
             decode_error: s.decode_error.clone(),

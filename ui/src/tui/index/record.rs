@@ -18,8 +18,10 @@
 //! is checked against the bytes there are before anything is allocated, and a
 //! bad value is a [`DecodeError`], never a panic.
 
+use kafkashark::analyzer::FetchWait;
 use kafkashark::kafka::decode::{DecodeWarning, Kind};
 use kafkashark::kafka::framing::RawMessage;
+use kafkashark::pairing::FetchAsk;
 use kafkashark::vocab::{Direction, Timestamp};
 use std::fmt;
 use std::ops::Range;
@@ -30,7 +32,7 @@ use std::sync::Arc;
 use super::{Ends, FactsEntry, IndexEntry, Shared};
 
 /// Bytes of one record.
-pub const REC: usize = 140;
+pub const REC: usize = 148;
 
 type Field = Range<usize>;
 const FACTS_ADDR: Field = 0..8;
@@ -77,6 +79,7 @@ numbers! {
     LATENCY = 100..108 => latency_ns: u64,
     SUM = 108..116 => sum: u64,
     PIECE_OFFSET = 116..124 => piece_offset: u64,
+    HOL_WAIT = 140..148 => hol_wait_ns: u64,
 }
 
 /// `RFLAGS` bit: the entry has a spilled message in a side blob.
@@ -442,6 +445,15 @@ pub fn encode_shared(s: &Shared) -> Vec<u8> {
         }
     }
     o.extend_from_slice(&s.skipped_before.to_le_bytes());
+    match s.fetch {
+        None => o.push(0),
+        Some(f) => {
+            o.push(1);
+            o.extend_from_slice(&f.asked.max_wait_ms.to_le_bytes());
+            o.extend_from_slice(&f.asked.min_bytes.to_le_bytes());
+            o.extend_from_slice(&f.record_bytes.to_le_bytes());
+        }
+    }
     o
 }
 
@@ -506,6 +518,17 @@ pub fn decode_shared(b: &[u8]) -> Result<Shared, DecodeError> {
             _ => return Err(bad("decode warning", r.at - 1)),
         },
         skipped_before: r.u64("skipped bytes")?,
+        fetch: match r.u8("fetch wait")? {
+            0 => None,
+            1 => Some(FetchWait {
+                asked: FetchAsk {
+                    max_wait_ms: r.array("max wait").map(i32::from_le_bytes)?,
+                    min_bytes: r.array("min bytes").map(i32::from_le_bytes)?,
+                },
+                record_bytes: r.u64("record bytes")?,
+            }),
+            _ => return Err(bad("fetch wait", r.at - 1)),
+        },
     };
     r.end()?;
     Ok(s)

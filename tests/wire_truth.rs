@@ -1,0 +1,196 @@
+//! Latency taken apart, checked against an independent reading of real
+//! captures: `captures/wire_facts.py` (its own pcap reassembly with a
+//! capture time per byte and hand-written Fetch readers, nothing from
+//! kafkashark) wrote `FILE.wire.tsv` for a1 (kcat's consumer group, whose
+//! FindCoordinator, GetTelemetrySubscriptions and ListOffsets waited behind
+//! long-poll Fetches) and b6 (a group that keeps up and long-polls, one that
+//! lags).
+//!
+//! From those rows this file computes, for every exchange: the latency
+//! (response's first byte − request's last byte), the head-of-line wait
+//! (the part before the connection's previous response had finished), the
+//! service time, and whether a Fetch waited out its MaxWaitMs with no
+//! records. The analyzer must give the same for every paired response, read
+//! by its summary scan and by full trees alike.
+//!
+//! Skips cleanly when a capture or its reading is missing.
+
+use std::collections::HashMap;
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use kafkashark::analyzer::{Analyzer, AnalyzerConfig, MessageInfo, Output, LONG_POLL_SHARE};
+use kafkashark::capture::{FileSource, FrameSource, Polled};
+use kafkashark::kafka::decode::Kind;
+use kafkashark::stats::Stats;
+
+const CAPTURES: [&str; 2] = ["a1-kcat-produce-consume-group.pcap", "b6-consumer-lag.pcap"];
+
+fn paths(name: &str) -> Option<(PathBuf, PathBuf)> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("captures");
+    let (cap, wire) = (dir.join(name), dir.join(format!("{name}.wire.tsv")));
+    (cap.is_file() && wire.is_file()).then_some((cap, wire))
+}
+
+/// One exchange as the independent reading gives it.
+/// Times are whole microseconds (the captures' resolution), so every
+/// figure compares exactly.
+#[derive(Debug, Clone)]
+struct Exchange {
+    api: i16,
+    latency_us: i64,
+    hol_us: i64,
+    long_poll: bool,
+}
+
+/// `seconds.micros` as microseconds, exactly.
+fn micros(s: &str) -> i64 {
+    let (secs, frac) = s.split_once('.').expect("seconds.micros");
+    assert_eq!(frac.len(), 6, "{s}");
+    secs.parse::<i64>().unwrap() * 1_000_000 + frac.parse::<i64>().unwrap()
+}
+
+/// (client address, correlation id) → the exchange, computed from the rows.
+fn expected(wire: &Path) -> HashMap<(String, i32), Exchange> {
+    let text = fs::read_to_string(wire).expect("wire.tsv");
+    let rows: Vec<Vec<&str>> = text.lines().map(|l| l.split('\t').collect()).collect();
+    let client: HashMap<&str, &str> = rows
+        .iter()
+        .filter(|r| r[0] == "conn")
+        .map(|r| (r[1], r[2]))
+        .collect();
+    let key = |r: &Vec<&str>| (r[1].to_string(), r[2].parse::<i32>().unwrap());
+    // Fetch exchanges: MaxWaitMs asked, batches returned.
+    let mut max_wait: HashMap<(String, i32), i32> = HashMap::new();
+    let mut batches: HashMap<(String, i32), u64> = HashMap::new();
+    for r in &rows {
+        match r[0] {
+            "fetchreq" => {
+                max_wait.insert(key(r), r[3].parse().unwrap());
+            }
+            "fetchrsp" => *batches.entry(key(r)).or_default() += r[9].parse::<u64>().unwrap(),
+            _ => {}
+        }
+    }
+    // Exchanges per connection, in the order their responses came.
+    let mut by_conn: HashMap<&str, Vec<&Vec<&str>>> = HashMap::new();
+    for r in rows.iter().filter(|r| r[0] == "exch") {
+        by_conn.entry(r[1]).or_default().push(r);
+    }
+    let mut out = HashMap::new();
+    for (conn, mut ex) in by_conn {
+        ex.sort_by_key(|r| micros(r[7]));
+        let mut previous_end: Option<i64> = None;
+        for r in ex {
+            let (api, corr) = (r[2].parse::<i16>().unwrap(), r[4].parse::<i32>().unwrap());
+            let (req_end, first, last) = (micros(r[6]), micros(r[7]), micros(r[8]));
+            let hol_us = previous_end
+                .filter(|&e| e > req_end)
+                .map_or(0, |e| e.min(first) - req_end);
+            previous_end = Some(last);
+            let latency_us = first - req_end;
+            let k = (conn.to_string(), corr);
+            let long_poll = api == 1
+                && batches.get(&k).copied().unwrap_or(0) == 0
+                && max_wait.get(&k).is_some_and(|&w| {
+                    w > 0 && (latency_us - hol_us) as f64 >= LONG_POLL_SHARE * f64::from(w) * 1e3
+                });
+            out.insert(
+                (client[conn].to_string(), corr),
+                Exchange {
+                    api,
+                    latency_us,
+                    hol_us,
+                    long_poll,
+                },
+            );
+        }
+    }
+    out
+}
+
+fn responses(cap: &Path, cfg: AnalyzerConfig) -> Vec<MessageInfo> {
+    let mut src = FileSource::open(cap.to_str().unwrap()).expect("open capture");
+    let mut a = Analyzer::new(cfg);
+    let (mut out, mut infos) = (Vec::new(), Vec::new());
+    loop {
+        match src.poll() {
+            Ok(Polled::Frame(f)) => a.push(&f, &mut out),
+            Ok(Polled::Timeout) => continue,
+            Ok(Polled::End) | Err(_) => break,
+        }
+        infos.extend(out.drain(..).filter_map(|o| match o {
+            Output::Message(m) if m.info.kind == Kind::Response => Some(m.info),
+            _ => None,
+        }));
+    }
+    a.finish(&mut out);
+    infos.extend(out.drain(..).filter_map(|o| match o {
+        Output::Message(m) if m.info.kind == Kind::Response => Some(m.info),
+        _ => None,
+    }));
+    infos
+}
+
+#[test]
+fn head_of_line_wait_service_time_and_long_polls_match_the_independent_reading() {
+    let trees = AnalyzerConfig {
+        keep_trees: true,
+        ..AnalyzerConfig::default()
+    };
+    let scans = Stats::analyzer_config(AnalyzerConfig::default());
+    for name in CAPTURES {
+        let Some((cap, wire)) = paths(name) else {
+            eprintln!("skipping {name}: capture or its wire.tsv missing");
+            continue;
+        };
+        let want = expected(&wire);
+        for (how, cfg) in [("trees", trees.clone()), ("summary scans", scans.clone())] {
+            let got = responses(&cap, cfg);
+            let (mut checked, mut waited, mut polls) = (0, 0, 0);
+            for i in got.iter().filter(|i| i.paired) {
+                let k = (i.client.to_string(), i.correlation_id.unwrap());
+                let w = want
+                    .get(&k)
+                    .unwrap_or_else(|| panic!("{name}: {k:?} not in the reading"));
+                let ctx = format!("{name} ({how}) frame {} {:?}", i.frame, w);
+                assert_eq!(i.api_key.map(|a| a.0), Some(w.api), "{ctx}");
+                let us = |n: Option<u64>| i64::try_from(n.unwrap()).unwrap() / 1000;
+                assert_eq!(us(i.latency_ns), w.latency_us, "{ctx}");
+                assert_eq!(us(i.hol_wait_ns), w.hol_us, "{ctx}");
+                assert_eq!(us(i.service_ns()), w.latency_us - w.hol_us, "{ctx}");
+                assert_eq!(i.long_poll(), w.long_poll, "{ctx}");
+                checked += 1;
+                waited += usize::from(w.hol_us > 1000);
+                polls += usize::from(w.long_poll);
+            }
+            assert_eq!(checked, want.len(), "{name} ({how}): every exchange paired");
+            eprintln!("{name} ({how}): {checked} exchanges, {waited} waited > 1 ms behind another, {polls} long-polls");
+            // What the captures are known to hold (captures/README.md).
+            match name {
+                "b6-consumer-lag.pcap" => assert_eq!(polls, 23, "{name}"),
+                _ => assert!(waited >= 3 && polls >= 3, "{name}: {waited} {polls}"),
+            }
+        }
+    }
+}
+
+#[test]
+fn a1s_slow_requests_were_queued_behind_long_polls() {
+    let Some((cap, _)) = paths(CAPTURES[0]) else {
+        eprintln!("skipping: a1 missing");
+        return;
+    };
+    let got = responses(&cap, AnalyzerConfig::default());
+    // FindCoordinator, GetTelemetrySubscriptions and ListOffsets took 400-503 ms,
+    // all but a fraction of a millisecond behind a long-poll Fetch.
+    let queued: Vec<&MessageInfo> = got
+        .iter()
+        .filter(|i| [2, 10, 71].contains(&i.api_key.map_or(-1, |a| a.0)))
+        .filter(|i| i.latency_ns.unwrap_or(0) > 400_000_000)
+        .collect();
+    assert_eq!(queued.len(), 3, "{queued:#?}");
+    for i in queued {
+        assert!(i.service_ns().unwrap() < 1_000_000, "{i:#?}");
+    }
+}
