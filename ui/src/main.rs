@@ -12,6 +12,7 @@ use kafkashark::kafka::{decode_request, decode_response, tree, DecodeOptions, De
 mod alloc;
 mod cli_error;
 mod filter;
+mod metrics;
 mod print;
 mod privilege;
 mod render_pool;
