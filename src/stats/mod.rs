@@ -35,6 +35,7 @@ pub(crate) mod facts;
 mod groups;
 mod hints;
 mod hist;
+pub mod lag;
 mod report;
 pub mod text;
 mod traffic;

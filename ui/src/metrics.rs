@@ -98,15 +98,24 @@ fn answer(conn: TcpStream, page: &Mutex<String>) -> std::io::Result<()> {
     let path = path.split('?').next().unwrap_or("");
     let (status, kind, body) = match (method, path) {
         ("GET" | "HEAD", "/metrics" | "/") => {
-            let body = page
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .clone();
-            let kind = if openmetrics { OPENMETRICS } else { PROMETHEUS_TEXT };
+            let body = page.lock().unwrap_or_else(PoisonError::into_inner).clone();
+            let kind = if openmetrics {
+                OPENMETRICS
+            } else {
+                PROMETHEUS_TEXT
+            };
             ("200 OK", kind, body)
         }
-        ("GET" | "HEAD", _) => ("404 Not Found", "text/plain", "not found: try /metrics\n".into()),
-        _ => ("405 Method Not Allowed", "text/plain", "GET /metrics\n".into()),
+        ("GET" | "HEAD", _) => (
+            "404 Not Found",
+            "text/plain",
+            "not found: try /metrics\n".into(),
+        ),
+        _ => (
+            "405 Method Not Allowed",
+            "text/plain",
+            "GET /metrics\n".into(),
+        ),
     };
     let mut w = &conn;
     write!(
@@ -143,11 +152,17 @@ mod tests {
             m.addr(),
             "GET /metrics HTTP/1.1\r\nAccept: application/openmetrics-text;version=1.0.0\r\n\r\n",
         );
-        assert!(om.contains(&format!("Content-Type: {OPENMETRICS}\r\n")), "{om}");
+        assert!(
+            om.contains(&format!("Content-Type: {OPENMETRICS}\r\n")),
+            "{om}"
+        );
         assert!(om.contains("Content-Length: 16\r\n"), "{om}");
         assert!(om.ends_with("\r\n\r\na_total 1\n# EOF\n"), "{om}");
         let plain = scrape(m.addr(), "GET /metrics?x=1 HTTP/1.0\r\n\r\n");
-        assert!(plain.contains(&format!("Content-Type: {PROMETHEUS_TEXT}\r\n")), "{plain}");
+        assert!(
+            plain.contains(&format!("Content-Type: {PROMETHEUS_TEXT}\r\n")),
+            "{plain}"
+        );
         let head = scrape(m.addr(), "HEAD /metrics HTTP/1.1\r\n\r\n");
         assert!(head.ends_with("Connection: close\r\n\r\n"), "{head}");
     }
@@ -175,7 +190,11 @@ mod tests {
     fn a_taken_address_is_a_clear_error() {
         let m = MetricsServer::start("127.0.0.1:0").unwrap();
         let e = MetricsServer::start(&m.addr().to_string()).err().unwrap();
-        assert!(e.to_string().starts_with(&format!("--metrics {}: ", m.addr())), "{e}");
+        assert!(
+            e.to_string()
+                .starts_with(&format!("--metrics {}: ", m.addr())),
+            "{e}"
+        );
         let e = MetricsServer::start("nonsense").err().unwrap();
         assert!(e.to_string().starts_with("--metrics nonsense: "), "{e}");
     }
