@@ -31,6 +31,7 @@
 //! summaries only, the per-API, client, latency and throttle figures remain.
 
 mod clients;
+pub mod delivery;
 pub(crate) mod facts;
 mod groups;
 mod hints;
