@@ -300,7 +300,7 @@ impl Lag {
             })
             .collect();
         let mut groups: BTreeMap<&str, GroupLag> = BTreeMap::new();
-        for ((g, topic, partition), _) in &self.committed {
+        for (g, topic, partition) in self.committed.keys() {
             let e = groups.entry(g).or_insert_with(|| GroupLag {
                 group: g.clone(),
                 partitions: 0,
