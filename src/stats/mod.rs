@@ -31,10 +31,12 @@
 //! summaries only, the per-API, client, latency and throttle figures remain.
 
 mod clients;
+pub mod delivery;
 pub(crate) mod facts;
 mod groups;
 mod hints;
 mod hist;
+pub mod lag;
 mod report;
 pub mod text;
 mod traffic;
@@ -599,6 +601,8 @@ pub struct Stats {
     groups: Capped<String, GroupAcc>,
     unanswered: Evidence,
     overflow: Overflow,
+    lag: lag::Lag,
+    delivery: delivery::Delivery,
 }
 
 impl Stats {
@@ -629,6 +633,8 @@ impl Stats {
             groups: Capped::new(cfg.max_keys),
             unanswered: Evidence::default(),
             overflow: Overflow::default(),
+            lag: lag::Lag::default(),
+            delivery: delivery::Delivery::default(),
             cfg,
         }
     }
@@ -709,6 +715,7 @@ impl Stats {
         }
         self.clients.settle();
         self.throttle_latency.settle();
+        self.delivery.settle();
     }
 
     /// Feeds one message, in capture order.
@@ -1256,6 +1263,8 @@ impl Stats {
             record_errors: self.record_errors.clone(),
             warnings: self.warning_reports(),
             overflow: self.overflow_report(),
+            lag: self.lag.report(),
+            delivery: self.delivery.report(),
             reordered: self
                 .reordered
                 .iter()

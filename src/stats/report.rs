@@ -49,6 +49,10 @@ pub struct StatsReport {
     pub warnings: Vec<WarningReport>,
     /// Facts dropped because a bounded table was full.
     pub overflow: Overflow,
+    /// Consumer lag per consumer, topic and partition, and per group.
+    pub lag: super::lag::LagReport,
+    /// Record age, produce → fetch delivery and producer batching.
+    pub delivery: super::delivery::DeliveryReports,
     /// Connections whose segments the capture put out of order, by stream
     /// (absent when there are none).
     #[serde(skip_serializing_if = "Vec::is_empty")]

@@ -1,0 +1,511 @@
+//! Consumer lag read from the wire: what each consumer asked a Fetch for,
+//! what the broker answered, and what its group committed.
+//!
+//! Place in the data path: `Stats` hands every paired Fetch exchange
+//! ([`Lag::fetch`]) and every OffsetCommit request ([`Lag::commit`]) here,
+//! with topics already resolved to names where the capture taught them;
+//! [`Lag::report`] makes the `lag` section of the report.
+//!
+//! Definitions (docs/stats.md, "Consumer lag"):
+//! - a consumer's *next offset* on a partition after a Fetch response is
+//!   the last offset of the records returned + 1, or, when none were
+//!   returned, the offset it asked for;
+//! - *lag* = the response's `HighWatermark` − that next offset, in records
+//!   (never below 0);
+//! - *committed lag* = the partition's latest `HighWatermark` seen − the
+//!   group's latest `CommittedOffset` for it.
+//!
+//! Invariants: memory is bounded by partitions, consumers and groups, never
+//! by the capture's length: at most [`MAX_PARTITIONS`] (consumer, topic,
+//! partition) rows and as many committed offsets (the rest are counted in
+//! `overflow`), and a row's series keeps at most [`SERIES`] samples, halving
+//! its resolution when full, so it spans the whole capture. A partition
+//! whose response carries an error, or no high watermark (−1), yields no
+//! sample.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use crate::vocab::Timestamp;
+
+/// Most (consumer, topic, partition) rows and committed offsets kept.
+pub const MAX_PARTITIONS: usize = 10_000;
+
+/// Most samples a row's lag series keeps.
+pub const SERIES: usize = 120;
+
+/// The trend is the lag's change over (at most) this many seconds.
+pub const TREND_SECONDS: f64 = 60.0;
+
+/// One partition of a Fetch request.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FetchAsk {
+    /// Topic name (or id).
+    pub topic: String,
+    /// Partition.
+    pub partition: i32,
+    /// `FetchOffset`.
+    pub offset: i64,
+}
+
+/// One partition of a Fetch response.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FetchAnswer {
+    /// Topic name (or id).
+    pub topic: String,
+    /// Partition.
+    pub partition: i32,
+    /// The partition's `ErrorCode`.
+    pub error: i16,
+    /// `HighWatermark`.
+    pub high_watermark: i64,
+    /// `LastStableOffset` (−1 when the version has none).
+    pub last_stable_offset: i64,
+    /// `LogStartOffset` (−1 when the version has none).
+    pub log_start_offset: i64,
+    /// Last offset of the records returned (`baseOffset + lastOffsetDelta`
+    /// of the last batch), when any were.
+    pub last_offset: Option<i64>,
+    /// Records returned.
+    pub records: u64,
+}
+
+/// Who fetched: the client and, where the capture showed it, its group.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Consumer {
+    /// The client id (or the client address when the request had none).
+    pub client: String,
+    /// The consumer group, when known.
+    pub group: Option<String>,
+}
+
+#[derive(Clone, Debug)]
+struct Row {
+    fetches: u64,
+    records: u64,
+    asked: i64,
+    next: i64,
+    high_watermark: i64,
+    last_stable_offset: i64,
+    log_start_offset: i64,
+    lag: i64,
+    max_lag: i64,
+    first_ts: Timestamp,
+    last_ts: Timestamp,
+    /// (time, lag), oldest first; at most [`SERIES`], at least `step` apart.
+    series: Vec<(Timestamp, i64)>,
+    step_ns: u64,
+}
+
+/// The consumer lag of a capture.
+#[derive(Clone, Debug, Default)]
+pub struct Lag {
+    rows: BTreeMap<(Consumer, String, i32), Row>,
+    /// (group, topic, partition) → (committed offset, when).
+    committed: BTreeMap<(String, String, i32), (i64, Timestamp)>,
+    /// (topic, partition) → the latest high watermark answered, and when.
+    high: BTreeMap<(String, i32), (i64, Timestamp)>,
+    overflow: u64,
+}
+
+/// One (consumer, topic, partition) of the report.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct PartitionLag {
+    /// Client id of the consumer.
+    pub client: String,
+    /// Its group, when known.
+    pub group: Option<String>,
+    /// Topic.
+    pub topic: String,
+    /// Partition.
+    pub partition: i32,
+    /// Fetch responses that answered for the partition.
+    pub fetches: u64,
+    /// Records they returned.
+    pub records: u64,
+    /// The last `FetchOffset` asked.
+    pub fetch_offset: i64,
+    /// The next offset after the last response (see the module doc).
+    pub next_offset: i64,
+    /// The last `HighWatermark`, `LastStableOffset` and `LogStartOffset` answered.
+    pub high_watermark: i64,
+    /// As answered (−1: the version has none).
+    pub last_stable_offset: i64,
+    /// As answered (−1: the version has none).
+    pub log_start_offset: i64,
+    /// Lag after the last response, in records.
+    pub lag: i64,
+    /// The largest lag seen.
+    pub max_lag: i64,
+    /// Change of lag per second over the last [`TREND_SECONDS`] of the
+    /// series (records/s; positive: falling behind); `None` with one sample.
+    pub trend_per_s: Option<f64>,
+    /// The group's last committed offset, when the capture holds one.
+    pub committed_offset: Option<i64>,
+    /// The partition's latest high watermark − that committed offset.
+    pub committed_lag: Option<i64>,
+    /// First and last response (epoch seconds).
+    pub first_ts: f64,
+    /// As above.
+    pub last_ts: f64,
+    /// (epoch seconds, lag), oldest first.
+    pub series: Vec<(f64, i64)>,
+}
+
+/// Lag summed over a group's partitions (the figure `kafka-consumer-groups`
+/// prints), from its committed offsets.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct GroupLag {
+    /// The group.
+    pub group: String,
+    /// Partitions with a committed offset.
+    pub partitions: usize,
+    /// Σ committed lag over those whose high watermark was seen.
+    pub committed_lag: i64,
+    /// Σ fetch lag of the group's consumers' rows.
+    pub fetch_lag: i64,
+}
+
+/// The `lag` section of the report.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct LagReport {
+    /// Rows by consumer, topic, partition.
+    pub partitions: Vec<PartitionLag>,
+    /// Groups by name.
+    pub groups: Vec<GroupLag>,
+    /// Rows and committed offsets refused at [`MAX_PARTITIONS`].
+    pub overflow: u64,
+}
+
+impl Lag {
+    /// A paired Fetch exchange: the partitions asked and answered (matched by
+    /// topic and partition), at the response's time `ts`.
+    pub fn fetch(
+        &mut self,
+        who: &Consumer,
+        ts: Timestamp,
+        asks: &[FetchAsk],
+        answers: &[FetchAnswer],
+    ) {
+        for a in answers {
+            if a.error != 0 || a.high_watermark < 0 {
+                continue;
+            }
+            let hw = (a.topic.clone(), a.partition);
+            self.high.insert(hw, (a.high_watermark, ts));
+            let Some(ask) = asks
+                .iter()
+                .find(|k| k.partition == a.partition && k.topic == a.topic)
+            else {
+                continue;
+            };
+            let next = a
+                .last_offset
+                .map_or(ask.offset, |l| l.saturating_add(1).max(ask.offset));
+            let lag = a.high_watermark.saturating_sub(next).max(0);
+            let key = (who.clone(), a.topic.clone(), a.partition);
+            let room = self.rows.len() < MAX_PARTITIONS;
+            let row = match self.rows.get_mut(&key) {
+                Some(r) => r,
+                None if room => self.rows.entry(key).or_insert_with(|| Row {
+                    fetches: 0,
+                    records: 0,
+                    asked: 0,
+                    next: 0,
+                    high_watermark: 0,
+                    last_stable_offset: -1,
+                    log_start_offset: -1,
+                    lag: 0,
+                    max_lag: 0,
+                    first_ts: ts,
+                    last_ts: ts,
+                    series: Vec::new(),
+                    step_ns: 1_000_000_000,
+                }),
+                None => {
+                    self.overflow += 1;
+                    continue;
+                }
+            };
+            row.fetches += 1;
+            row.records += a.records;
+            row.asked = ask.offset;
+            row.next = next;
+            row.high_watermark = a.high_watermark;
+            row.last_stable_offset = a.last_stable_offset;
+            row.log_start_offset = a.log_start_offset;
+            row.lag = lag;
+            row.max_lag = row.max_lag.max(lag);
+            row.last_ts = ts;
+            row.sample(ts, lag);
+        }
+    }
+
+    /// An OffsetCommit request's partition: `group` committed `offset`.
+    pub fn commit(&mut self, group: &str, topic: &str, partition: i32, offset: i64, ts: Timestamp) {
+        let key = (group.to_string(), topic.to_string(), partition);
+        if self.committed.len() >= MAX_PARTITIONS && !self.committed.contains_key(&key) {
+            self.overflow += 1;
+            return;
+        }
+        self.committed.insert(key, (offset, ts));
+    }
+
+    /// The committed lag of (group, topic, partition), when both ends are known.
+    fn committed_lag(
+        &self,
+        group: &str,
+        topic: &str,
+        partition: i32,
+    ) -> Option<(i64, Option<i64>)> {
+        let &(off, _) = self
+            .committed
+            .get(&(group.to_string(), topic.to_string(), partition))?;
+        let hw = self.high.get(&(topic.to_string(), partition));
+        Some((off, hw.map(|&(h, _)| h.saturating_sub(off).max(0))))
+    }
+
+    /// The report.
+    pub fn report(&self) -> LagReport {
+        let partitions = self
+            .rows
+            .iter()
+            .map(|((who, topic, partition), r)| {
+                let committed = who
+                    .group
+                    .as_deref()
+                    .and_then(|g| self.committed_lag(g, topic, *partition));
+                PartitionLag {
+                    client: who.client.clone(),
+                    group: who.group.clone(),
+                    topic: topic.clone(),
+                    partition: *partition,
+                    fetches: r.fetches,
+                    records: r.records,
+                    fetch_offset: r.asked,
+                    next_offset: r.next,
+                    high_watermark: r.high_watermark,
+                    last_stable_offset: r.last_stable_offset,
+                    log_start_offset: r.log_start_offset,
+                    lag: r.lag,
+                    max_lag: r.max_lag,
+                    trend_per_s: r.trend(),
+                    committed_offset: committed.map(|c| c.0),
+                    committed_lag: committed.and_then(|c| c.1),
+                    first_ts: r.first_ts.as_f64(),
+                    last_ts: r.last_ts.as_f64(),
+                    series: r.series.iter().map(|&(t, l)| (t.as_f64(), l)).collect(),
+                }
+            })
+            .collect();
+        let mut groups: BTreeMap<&str, GroupLag> = BTreeMap::new();
+        for (g, topic, partition) in self.committed.keys() {
+            let e = groups.entry(g).or_insert_with(|| GroupLag {
+                group: g.clone(),
+                partitions: 0,
+                committed_lag: 0,
+                fetch_lag: 0,
+            });
+            e.partitions += 1;
+            if let Some((_, Some(l))) = self.committed_lag(g, topic, *partition) {
+                e.committed_lag += l;
+            }
+        }
+        for ((who, _, _), r) in &self.rows {
+            if let Some(g) = who.group.as_deref() {
+                let e = groups.entry(g).or_insert_with(|| GroupLag {
+                    group: g.to_string(),
+                    partitions: 0,
+                    committed_lag: 0,
+                    fetch_lag: 0,
+                });
+                e.fetch_lag += r.lag;
+            }
+        }
+        LagReport {
+            partitions,
+            groups: groups.into_values().collect(),
+            overflow: self.overflow,
+        }
+    }
+}
+
+impl Row {
+    /// Adds a sample: replaces the last one when within `step` of the one
+    /// before it; when the series is full, keeps every other sample and
+    /// doubles `step`.
+    fn sample(&mut self, ts: Timestamp, lag: i64) {
+        let close = match self.series.len() {
+            0 => false,
+            1 => false,
+            n => self
+                .series
+                .get(n - 2)
+                .is_some_and(|&(t, _)| ts.nanos_since(t) < self.step_ns),
+        };
+        if close {
+            if let Some(last) = self.series.last_mut() {
+                *last = (ts, lag);
+            }
+            return;
+        }
+        if self.series.len() == SERIES {
+            let mut i = 0;
+            self.series.retain(|_| {
+                i += 1;
+                i % 2 == 1
+            });
+            self.step_ns = self.step_ns.saturating_mul(2);
+        }
+        self.series.push((ts, lag));
+    }
+
+    /// Lag per second over the last [`TREND_SECONDS`] of the series.
+    fn trend(&self) -> Option<f64> {
+        let &(t1, l1) = self.series.last()?;
+        let window = (TREND_SECONDS * 1e9) as u64;
+        let &(t0, l0) = self
+            .series
+            .iter()
+            .find(|&&(t, _)| t1.nanos_since(t) <= window)?;
+        let dt = t1.nanos_since(t0) as f64 / 1e9;
+        (dt > 0.0).then(|| (l1 - l0) as f64 / dt)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn t(s: f64) -> Timestamp {
+        Timestamp::new(s.trunc() as i64, (s.fract() * 1e9).round() as u32)
+    }
+
+    fn ask(p: i32, offset: i64) -> FetchAsk {
+        FetchAsk {
+            topic: "t".into(),
+            partition: p,
+            offset,
+        }
+    }
+
+    fn answer(p: i32, hw: i64, last: Option<i64>, records: u64) -> FetchAnswer {
+        FetchAnswer {
+            topic: "t".into(),
+            partition: p,
+            error: 0,
+            high_watermark: hw,
+            last_stable_offset: hw,
+            log_start_offset: 0,
+            last_offset: last,
+            records,
+        }
+    }
+
+    fn consumer(group: Option<&str>) -> Consumer {
+        Consumer {
+            client: "c".into(),
+            group: group.map(str::to_string),
+        }
+    }
+
+    #[test]
+    fn lag_is_the_high_watermark_less_the_next_offset() {
+        let mut l = Lag::default();
+        let c = consumer(Some("g"));
+        // Asked 10, got 10..=19 of 100: next 20, lag 80.
+        l.fetch(&c, t(1.0), &[ask(0, 10)], &[answer(0, 100, Some(19), 10)]);
+        // Asked 20, got nothing (long-poll), the log grew to 130: lag 110.
+        l.fetch(&c, t(2.0), &[ask(0, 20)], &[answer(0, 130, None, 0)]);
+        let r = l.report();
+        let p = &r.partitions[0];
+        assert_eq!(
+            (p.fetch_offset, p.next_offset, p.high_watermark),
+            (20, 20, 130)
+        );
+        assert_eq!((p.lag, p.max_lag, p.fetches, p.records), (110, 110, 2, 10));
+        assert_eq!(p.series, vec![(1.0, 80), (2.0, 110)]);
+        assert_eq!(p.trend_per_s, Some(30.0));
+        assert_eq!((p.committed_offset, p.committed_lag), (None, None));
+    }
+
+    #[test]
+    fn committed_lag_takes_the_partitions_latest_high_watermark() {
+        let mut l = Lag::default();
+        l.commit("g", "t", 0, 40, t(1.0));
+        l.fetch(
+            &consumer(Some("g")),
+            t(2.0),
+            &[ask(0, 50)],
+            &[answer(0, 90, Some(59), 10)],
+        );
+        // Another consumer sees the log at 120 later.
+        l.fetch(
+            &consumer(None),
+            t(3.0),
+            &[ask(0, 0)],
+            &[answer(0, 120, None, 0)],
+        );
+        let r = l.report();
+        let g = r.partitions.iter().find(|p| p.group.is_some()).unwrap();
+        assert_eq!((g.committed_offset, g.committed_lag), (Some(40), Some(80)));
+        assert_eq!(r.groups.len(), 1);
+        assert_eq!(
+            (
+                r.groups[0].partitions,
+                r.groups[0].committed_lag,
+                r.groups[0].fetch_lag
+            ),
+            (1, 80, 30)
+        );
+    }
+
+    #[test]
+    fn errors_unknown_watermarks_and_unasked_partitions_give_no_sample() {
+        let mut l = Lag::default();
+        let mut bad = answer(0, 100, None, 0);
+        bad.error = 6;
+        l.fetch(
+            &consumer(None),
+            t(1.0),
+            &[ask(0, 0)],
+            &[bad, answer(1, -1, None, 0), answer(2, 5, None, 0)],
+        );
+        assert!(l.report().partitions.is_empty());
+    }
+
+    #[test]
+    fn a_series_spans_the_capture_in_bounded_samples() {
+        let mut l = Lag::default();
+        let c = consumer(None);
+        for i in 0..10_000u32 {
+            let s = f64::from(i) * 0.5;
+            l.fetch(&c, t(s), &[ask(0, 0)], &[answer(0, i64::from(i), None, 0)]);
+        }
+        let p = &l.report().partitions[0];
+        assert!(p.series.len() <= SERIES, "{}", p.series.len());
+        assert!(p.series.len() >= SERIES / 2, "{}", p.series.len());
+        assert!(p.series[0].0 < 60.0, "{:?}", p.series[0]);
+        assert_eq!(*p.series.last().unwrap(), (4999.5, 9999));
+        assert!(p.series.windows(2).all(|w| w[0].0 < w[1].0));
+        // Lag grows 2 records a second.
+        assert!(
+            (p.trend_per_s.unwrap() - 2.0).abs() < 0.1,
+            "{:?}",
+            p.trend_per_s
+        );
+    }
+
+    #[test]
+    fn rows_stop_at_the_cap_and_are_counted() {
+        let mut l = Lag::default();
+        let c = consumer(None);
+        let n = i32::try_from(MAX_PARTITIONS).unwrap() + 5;
+        for p in 0..n {
+            l.fetch(&c, t(1.0), &[ask(p, 0)], &[answer(p, 1, None, 0)]);
+        }
+        let r = l.report();
+        assert_eq!((r.partitions.len(), r.overflow), (MAX_PARTITIONS, 5));
+    }
+}
