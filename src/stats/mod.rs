@@ -61,7 +61,7 @@ use clients::{ClientSlot, ClientTable, Who};
 use groups::GroupAcc;
 use traffic::Parts;
 
-pub use hist::{LatencyHist, Timing, SIGFIG};
+pub use hist::{FetchSplit, LatencyHist, Timing, SIGFIG};
 
 /// The group APIs whose responses say what a member got: JoinGroup,
 /// SyncGroup and ConsumerGroupHeartbeat (KIP-848).
@@ -331,6 +331,8 @@ struct Exchanges {
     requests: u64,
     responses: u64,
     latency: Timing,
+    /// Fetch and ShareFetch versions: how the exchanges ended.
+    fetch: Option<Box<FetchSplit>>,
 }
 
 #[derive(Debug, Default)]
@@ -1005,6 +1007,9 @@ impl Stats {
                 if std::mem::take(&mut latency_left) {
                     v.latency.record(i);
                 }
+                if i.fetch.is_some() {
+                    v.fetch.get_or_insert_with(Box::default).record(i);
+                }
             }
         }
         if let Some(a) = self.apis.entry(api, ApiAcc::default) {
@@ -1327,8 +1332,12 @@ impl Stats {
         let each = self.apis.map.iter().map(|(&k, a)| {
             let versions = self.versions.map.range((k, i16::MIN)..=(k, i16::MAX));
             let mut latency = a.latency.clone();
+            let mut fetch: Option<FetchSplit> = None;
             for (_, x) in versions.clone() {
                 latency.merge(&x.latency);
+                if let Some(f) = &x.fetch {
+                    fetch.get_or_insert_with(FetchSplit::default).merge(f);
+                }
             }
             ApiReport {
                 api_key: k,
@@ -1340,6 +1349,7 @@ impl Stats {
                 responses_without_request: a.orphans,
                 latency_ms: latency.summary(),
                 parts: latency.parts(),
+                fetch: fetch.map(|f| f.summary()),
                 throttled: a.throttle.count,
                 throttle_time_ms: a.throttle.ms(),
                 errors: by_label(&a.errors),
@@ -1350,6 +1360,7 @@ impl Stats {
                         responses: x.responses,
                         latency_ms: x.latency.summary(),
                         parts: x.latency.parts(),
+                        fetch: x.fetch.as_ref().map(|f| f.summary()),
                         removed_in_kafka_4: removed_in_kafka_4(k, v),
                     })
                     .collect(),
