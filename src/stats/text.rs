@@ -143,6 +143,28 @@ fn sparkline(values: impl DoubleEndedIterator<Item = i64> + ExactSizeIterator) -
 /// Samples a [`sparkline`] shows.
 const SPARK: usize = 24;
 
+/// Rows a table of many shows at most ([`most`]).
+const MOST_ROWS: usize = 50;
+
+/// `items` when at most [`MOST_ROWS`]; else the [`MOST_ROWS`] greatest by
+/// `key`, in their order.
+fn most<T>(items: &[T], key: impl Fn(&T) -> i64) -> Vec<&T> {
+    let mut v: Vec<(usize, &T)> = items.iter().enumerate().collect();
+    if v.len() > MOST_ROWS {
+        v.sort_by_key(|(i, x)| (std::cmp::Reverse(key(x)), *i));
+        v.truncate(MOST_ROWS);
+        v.sort_by_key(|(i, _)| *i);
+    }
+    v.into_iter().map(|(_, x)| x).collect()
+}
+
+/// The line under a table that [`most`] cut: how many of `all` it shows.
+fn more(o: &mut String, all: usize, shown: usize, what: &str) {
+    if all > shown {
+        let _ = writeln!(o, "  ({shown} of {all} {what}; all in --format json)");
+    }
+}
+
 /// `1,2,3`.
 fn list<T: ToString>(items: &[T]) -> String {
     items.iter().map(T::to_string).collect::<Vec<_>>().join(",")
@@ -484,7 +506,10 @@ impl StatsReport {
     fn lag_text(&self, o: &mut String) {
         let title = "\nCONSUMER LAG (records: high watermark − next offset after each Fetch response; committed: − the group's last OffsetCommit)\n";
         let head = "<client|<group|<topic|part|fetches|records|next offset|high wm|lag|max lag|trend/s|committed|committed lag|<lag over the capture";
-        section(o, title, head, &self.lag.partitions, |p| {
+        let rows = most(&self.lag.partitions, |p| {
+            p.lag.max(p.committed_lag.unwrap_or(0))
+        });
+        section(o, title, head, &rows, |p| {
             let trend = p.trend_per_s.map(|t| format!("{t:+.1}"));
             let mut r = vec![
                 escape_text(&p.client),
@@ -506,6 +531,12 @@ impl StatsReport {
             ]));
             r
         });
+        more(
+            o,
+            self.lag.partitions.len(),
+            rows.len(),
+            "rows, the most lagging shown",
+        );
         let title = "\nGROUP LAG (summed over the group's partitions)\n";
         section(
             o,
@@ -528,7 +559,10 @@ impl StatsReport {
         let d = &self.delivery;
         let title = "\nRECORD AGE (ms: Fetch response's first frame − batch maxTimestamp)\n";
         let head = format!("<topic|part|batches|log-append|future|{LAT_HEAD}");
-        section(o, title, &head, &d.record_age, |a| {
+        let ages = most(&d.record_age, |a| {
+            a.age_ms.as_ref().map_or(0, |l| (l.max * 1e3) as i64)
+        });
+        section(o, title, &head, &ages, |a| {
             let mut r = vec![escape_text(&a.topic)];
             r.extend(cells(&[
                 &a.partition,
@@ -539,6 +573,12 @@ impl StatsReport {
             r.extend(lat_cells(&a.age_ms));
             r
         });
+        more(
+            o,
+            d.record_age.len(),
+            ages.len(),
+            "partitions, the oldest shown",
+        );
         let title = format!(
             "\nDELIVERY (ms: Produce request → the Fetch response carrying the same batch; {} fetched batches not seen produced, {} forgotten)\n",
             d.unmatched_batches, d.forgotten_batches
