@@ -25,12 +25,15 @@
 //! producer clock ahead of the capture's) is counted as such and not put in
 //! the histogram.
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{BTreeMap, VecDeque};
+
+use rustc_hash::FxHashMap as HashMap;
 use std::hash::{Hash, Hasher};
 
 use serde::Serialize;
 
 use super::hist::{LatencyHist, LatencyMs};
+use super::lag::{slot, ByPartition};
 use crate::kafka::records::BatchHead;
 use crate::vocab::Timestamp;
 
@@ -112,7 +115,9 @@ struct Producer {
 pub struct Delivery {
     produced: HashMap<Key, Timestamp>,
     order: VecDeque<Key>,
-    ages: BTreeMap<(String, i32), Age>,
+    ages: ByPartition<Age>,
+    /// Partitions in `ages`.
+    age_partitions: usize,
     /// consumer client → delivery times.
     delivered: BTreeMap<String, (LatencyHist, u64)>,
     producers: BTreeMap<String, Producer>,
@@ -258,15 +263,14 @@ impl Delivery {
             return;
         }
         let now = ts.as_nanos();
-        let slot = (topic.to_string(), partition);
-        let room = self.ages.len() < MAX_KEYS;
-        let age = match self.ages.get_mut(&slot) {
-            Some(a) => Some(a),
-            None if room => Some(self.ages.entry(slot).or_default()),
-            None => {
-                self.overflow += 1;
-                None
-            }
+        let known = self.ages.get(topic).is_some_and(|t| t.contains_key(&partition));
+        let room = known || self.age_partitions < MAX_KEYS;
+        self.overflow += u64::from(!room);
+        self.age_partitions += usize::from(room && !known);
+        let age = if room {
+            slot(&mut self.ages, topic, partition, Age::default)
+        } else {
+            None
         };
         if let Some(a) = age {
             for b in batches {
@@ -301,7 +305,7 @@ impl Delivery {
 
     /// Counts every pending histogram value (before [`report`](Self::report)).
     pub fn settle(&mut self) {
-        for a in self.ages.values_mut() {
+        for a in self.ages.values_mut().flat_map(BTreeMap::values_mut) {
             a.hist.settle();
         }
         for d in self.delivered.values_mut() {
@@ -319,7 +323,8 @@ impl Delivery {
             record_age: self
                 .ages
                 .iter()
-                .map(|((topic, partition), a)| AgeReport {
+                .flat_map(|(t, parts)| parts.iter().map(move |(p, a)| (t, p, a)))
+                .map(|(topic, partition, a)| AgeReport {
                     topic: topic.clone(),
                     partition: *partition,
                     batches: a.batches,

@@ -278,10 +278,10 @@ fn batch_head(c: &Node) -> BatchHead {
 
 /// A topic of the summary scan: its name, borrowed, or its id resolved as
 /// [`place`] does.
-fn scanned_topic<'a>(t: &'a ScanTopic, topics: &TopicNames) -> Cow<'a, str> {
+fn scanned_topic<'a>(t: &'a ScanTopic, topics: &'a TopicNames) -> Cow<'a, str> {
     match t {
         ScanTopic::Name(n) => Cow::Borrowed(n.as_str()),
-        ScanTopic::Id(u) => Cow::Owned(topics.label(u).into_owned()),
+        ScanTopic::Id(u) => topics.label(u),
     }
 }
 
@@ -312,12 +312,12 @@ pub(crate) fn scanned_errors(x: &ScanFacts, topics: &TopicNames) -> Vec<ErrorAt>
 /// borrowed from the scan's facts (the tests compare both; `Stats` takes
 /// them one at a time, [`each_set`]).
 #[cfg(test)]
-pub(crate) fn scanned_sets<'a>(x: &'a ScanFacts, topics: &TopicNames) -> Vec<SetFacts<'a>> {
+pub(crate) fn scanned_sets<'a>(x: &'a ScanFacts, topics: &'a TopicNames) -> Vec<SetFacts<'a>> {
     x.sets.iter().map(|s| scanned_set(s, x, topics)).collect()
 }
 
 /// The facts of one record set of the summary scan (`x` holds it).
-fn scanned_set<'a>(s: &'a ScanSet, x: &'a ScanFacts, topics: &TopicNames) -> SetFacts<'a> {
+fn scanned_set<'a>(s: &'a ScanSet, x: &'a ScanFacts, topics: &'a TopicNames) -> SetFacts<'a> {
     SetFacts {
         topic: s.place.topic.as_ref().map(|t| scanned_topic(t, topics)),
         partition: s.place.partition,
@@ -331,7 +331,11 @@ fn scanned_set<'a>(s: &'a ScanSet, x: &'a ScanFacts, topics: &TopicNames) -> Set
 
 /// Each record set of a message, in order, from its summary scan (without
 /// a vector of them) or its tree ([`record_sets`]).
-pub(crate) fn each_set<'d>(d: &'d Decoded, topics: &TopicNames, mut f: impl FnMut(SetFacts<'d>)) {
+pub(crate) fn each_set<'d>(
+    d: &'d Decoded,
+    topics: &'d TopicNames,
+    mut f: impl FnMut(SetFacts<'d>),
+) {
     match &d.facts {
         Some(x) => x.sets.iter().for_each(|s| f(scanned_set(s, x, topics))),
         None => record_sets(d, topics).into_iter().for_each(f),
@@ -351,7 +355,11 @@ pub(crate) struct IntAt<'a> {
 /// Each placed integer of a message, in order, from its summary scan or
 /// its tree (fields of the body, not inside a tagged field's entry, as the
 /// scan takes them).
-pub(crate) fn each_int<'d>(d: &'d Decoded, topics: &TopicNames, mut f: impl FnMut(IntAt<'d>)) {
+pub(crate) fn each_int<'d>(
+    d: &'d Decoded,
+    topics: &'d TopicNames,
+    mut f: impl FnMut(IntAt<'d>),
+) {
     if let Some(x) = &d.facts {
         for n in &x.ints {
             f(IntAt {
@@ -385,48 +393,45 @@ pub(crate) fn each_int<'d>(d: &'d Decoded, topics: &TopicNames, mut f: impl FnMu
 /// `HighWatermark` opens one at its place, the `LastStableOffset`,
 /// `LogStartOffset`, non-zero error and record set at the same place fill
 /// it. A place without a topic takes `fallback` (the request's one topic).
-pub(crate) fn fetch_answers(
-    d: &Decoded,
-    topics: &TopicNames,
-    fallback: Option<&str>,
-) -> Vec<FetchAnswer> {
-    let mut out: Vec<FetchAnswer> = Vec::new();
-    let topic_or = |t: Option<&str>| t.or(fallback).map(str::to_string);
+pub(crate) fn fetch_answers<'d>(
+    d: &'d Decoded,
+    topics: &'d TopicNames,
+    fallback: Option<&'d str>,
+) -> Vec<FetchAnswer<'d>> {
+    let mut out: Vec<FetchAnswer<'d>> = Vec::new();
+    let or = |t: Option<Cow<'d, str>>| t.or_else(|| fallback.map(Cow::Borrowed));
     // Facts come in byte order: a partition's are found from the end.
-    fn at<'o>(
-        out: &'o mut [FetchAnswer],
-        topic: &Option<String>,
+    fn at<'o, 'd>(
+        out: &'o mut [FetchAnswer<'d>],
+        topic: Option<&str>,
         partition: Option<i32>,
-    ) -> Option<&'o mut FetchAnswer> {
-        let (Some(t), Some(p)) = (topic, partition) else {
-            return None;
-        };
+    ) -> Option<&'o mut FetchAnswer<'d>> {
+        let (t, p) = (topic?, partition?);
         out.iter_mut()
             .rev()
-            .find(|a| a.partition == p && a.topic == *t)
+            .find(|a| a.partition == p && a.topic == t)
     }
     each_int(d, topics, |n| {
-        let topic = topic_or(n.topic.as_deref());
-        if n.name == "HighWatermark" {
-            if let (Some(topic), Some(partition)) = (topic, n.partition) {
-                out.push(FetchAnswer {
-                    topic,
-                    partition,
-                    error: 0,
-                    high_watermark: n.value,
-                    last_stable_offset: -1,
-                    log_start_offset: -1,
-                    last_offset: None,
-                    records: 0,
-                });
-            }
-            return;
-        }
-        if let Some(a) = at(&mut out, &topic, n.partition) {
-            match n.name {
-                "LastStableOffset" => a.last_stable_offset = n.value,
-                "LogStartOffset" => a.log_start_offset = n.value,
-                _ => {}
+        let topic = or(n.topic);
+        match (n.name, topic, n.partition) {
+            ("HighWatermark", Some(topic), Some(partition)) => out.push(FetchAnswer {
+                topic,
+                partition,
+                error: 0,
+                high_watermark: n.value,
+                last_stable_offset: -1,
+                log_start_offset: -1,
+                last_offset: None,
+                records: 0,
+            }),
+            (name, topic, partition) => {
+                if let Some(a) = at(&mut out, topic.as_deref(), partition) {
+                    match name {
+                        "LastStableOffset" => a.last_stable_offset = n.value,
+                        "LogStartOffset" => a.log_start_offset = n.value,
+                        _ => {}
+                    }
+                }
             }
         }
     });
@@ -435,14 +440,14 @@ pub(crate) fn fetch_answers(
         None => errors(&d.root, topics),
     };
     for e in errors {
-        let topic = topic_or(e.place.topic.as_deref());
-        if let Some(a) = at(&mut out, &topic, e.place.partition) {
+        let topic = e.place.topic.as_deref().or(fallback);
+        if let Some(a) = at(&mut out, topic, e.place.partition) {
             a.error = e.code;
         }
     }
     each_set(d, topics, |s| {
-        let topic = topic_or(s.topic.as_deref());
-        if let Some(a) = at(&mut out, &topic, s.partition) {
+        let topic = s.topic.as_deref().or(fallback);
+        if let Some(a) = at(&mut out, topic, s.partition) {
             a.records += s.counts.records;
             a.last_offset = s.counts.heads.iter().map(BatchHead::last_offset).max();
         }

@@ -24,6 +24,7 @@
 //! whose response carries an error, or no high watermark (−1), yields no
 //! sample.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use serde::Serialize;
@@ -39,22 +40,36 @@ pub const SERIES: usize = 120;
 /// The trend is the lag's change over (at most) this many seconds.
 pub const TREND_SECONDS: f64 = 60.0;
 
-/// One partition of a Fetch request.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct FetchAsk {
-    /// Topic name (or id).
-    pub topic: String,
-    /// Partition.
-    pub partition: i32,
-    /// `FetchOffset`.
-    pub offset: i64,
+/// The partitions of a Fetch request and their `FetchOffset`s, by topic
+/// (a request lists each topic once, its partitions under it).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct FetchAsks {
+    by_topic: Vec<(String, Vec<(i32, i64)>)>,
+}
+
+impl FetchAsks {
+    /// Partition `partition` of `topic` asked from `offset`.
+    pub fn add(&mut self, topic: &str, partition: i32, offset: i64) {
+        match self.by_topic.last_mut() {
+            Some((t, parts)) if t == topic => parts.push((partition, offset)),
+            _ => self
+                .by_topic
+                .push((topic.to_string(), vec![(partition, offset)])),
+        }
+    }
+
+    /// The offset asked for (`topic`, `partition`).
+    fn offset(&self, topic: &str, partition: i32) -> Option<i64> {
+        let (_, parts) = self.by_topic.iter().find(|(t, _)| t == topic)?;
+        parts.iter().find(|p| p.0 == partition).map(|p| p.1)
+    }
 }
 
 /// One partition of a Fetch response.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct FetchAnswer {
+pub struct FetchAnswer<'a> {
     /// Topic name (or id).
-    pub topic: String,
+    pub topic: Cow<'a, str>,
     /// Partition.
     pub partition: i32,
     /// The partition's `ErrorCode`.
@@ -111,14 +126,19 @@ struct Row {
     step_ns: u64,
 }
 
+/// Values by topic, then partition: found by a borrowed topic name.
+pub(super) type ByPartition<V> = BTreeMap<String, BTreeMap<i32, V>>;
+
 /// The consumer lag of a capture.
 #[derive(Clone, Debug, Default)]
 pub struct Lag {
-    rows: BTreeMap<(Consumer, String, i32), Row>,
+    /// Rows by consumer, topic, partition (`len` of them).
+    rows: BTreeMap<Consumer, ByPartition<Row>>,
+    len: usize,
     /// (group, topic, partition) → (committed offset, when).
     committed: BTreeMap<(String, String, i32), (i64, Timestamp)>,
     /// (topic, partition) → the latest high watermark answered, and when.
-    high: BTreeMap<(String, i32), (i64, Timestamp)>,
+    high: ByPartition<(i64, Timestamp)>,
     /// The group each consumer last named in a group request.
     groups: BTreeMap<Consumer, String>,
     overflow: u64,
@@ -202,30 +222,37 @@ impl Lag {
         &mut self,
         who: &Consumer,
         ts: Timestamp,
-        asks: &[FetchAsk],
-        answers: &[FetchAnswer],
+        asks: &FetchAsks,
+        answers: &[FetchAnswer<'_>],
     ) {
         for a in answers {
             if a.error != 0 || a.high_watermark < 0 {
                 continue;
             }
-            let hw = (a.topic.clone(), a.partition);
-            self.high.insert(hw, (a.high_watermark, ts));
-            let key = (who.clone(), a.topic.clone(), a.partition);
+            let (topic, part) = (&*a.topic, a.partition);
+            if let Some(h) = slot(&mut self.high, topic, part, || (0, ts)) {
+                *h = (a.high_watermark, ts);
+            }
+            let rows = self.rows.get(who).and_then(|r| r.get(topic));
             let asked = asks
-                .iter()
-                .find(|k| k.partition == a.partition && k.topic == a.topic)
-                .map(|k| k.offset)
-                .or_else(|| self.rows.get(&key).map(|r| r.next));
+                .offset(topic, part)
+                .or_else(|| rows.and_then(|r| r.get(&part)).map(|r| r.next));
             let Some(asked) = asked else { continue };
             let next = a
                 .last_offset
                 .map_or(asked, |l| l.saturating_add(1).max(asked));
             let lag = a.high_watermark.saturating_sub(next).max(0);
-            let room = self.rows.len() < MAX_PARTITIONS;
-            let row = match self.rows.get_mut(&key) {
-                Some(r) => r,
-                None if room => self.rows.entry(key).or_insert_with(|| Row {
+            let known = rows.is_some_and(|r| r.contains_key(&part));
+            if !known && self.len >= MAX_PARTITIONS {
+                self.overflow += 1;
+                continue;
+            }
+            self.len += usize::from(!known);
+            if !self.rows.contains_key(who) {
+                self.rows.insert(who.clone(), BTreeMap::new());
+            }
+            let mine = self.rows.get_mut(who);
+            let Some(row) = mine.and_then(|m| slot(m, topic, part, || Row {
                     fetches: 0,
                     records: 0,
                     asked: 0,
@@ -239,11 +266,9 @@ impl Lag {
                     last_ts: ts,
                     series: Vec::new(),
                     step_ns: 1_000_000_000,
-                }),
-                None => {
-                    self.overflow += 1;
-                    continue;
-                }
+                }))
+            else {
+                continue;
             };
             row.fetches += 1;
             row.records += a.records;
@@ -292,16 +317,15 @@ impl Lag {
         let &(off, _) = self
             .committed
             .get(&(group.to_string(), topic.to_string(), partition))?;
-        let hw = self.high.get(&(topic.to_string(), partition));
+        let hw = self.high.get(topic).and_then(|t| t.get(&partition));
         Some((off, hw.map(|&(h, _)| h.saturating_sub(off).max(0))))
     }
 
     /// The report.
     pub fn report(&self) -> LagReport {
         let partitions = self
-            .rows
-            .iter()
-            .map(|((who, topic, partition), r)| {
+            .each_row()
+            .map(|(who, topic, partition, r)| {
                 let group = self.groups.get(who);
                 let committed = group.and_then(|g| self.committed_lag(g, topic, *partition));
                 PartitionLag {
@@ -341,7 +365,7 @@ impl Lag {
                 e.committed_lag += l;
             }
         }
-        for ((who, _, _), r) in &self.rows {
+        for (who, _, _, r) in self.each_row() {
             if let Some(g) = self.groups.get(who) {
                 let e = groups.entry(g).or_insert_with(|| GroupLag {
                     group: g.to_string(),
@@ -358,6 +382,31 @@ impl Lag {
             overflow: self.overflow,
         }
     }
+}
+
+impl Lag {
+    /// Every row with its consumer, topic and partition, in their order.
+    fn each_row(&self) -> impl Iterator<Item = (&Consumer, &String, &i32, &Row)> {
+        self.rows.iter().flat_map(|(who, topics)| {
+            topics
+                .iter()
+                .flat_map(move |(t, parts)| parts.iter().map(move |(p, r)| (who, t, p, r)))
+        })
+    }
+}
+
+/// The value of (`topic`, `partition`) in `map`, made by `new` when absent
+/// (the topic's name copied only then).
+pub(super) fn slot<'m, V>(
+    map: &'m mut ByPartition<V>,
+    topic: &str,
+    partition: i32,
+    new: impl FnOnce() -> V,
+) -> Option<&'m mut V> {
+    if !map.contains_key(topic) {
+        map.insert(topic.to_string(), BTreeMap::new());
+    }
+    Some(map.get_mut(topic)?.entry(partition).or_insert_with(new))
 }
 
 impl Row {
@@ -411,15 +460,13 @@ mod tests {
         Timestamp::new(s.trunc() as i64, (s.fract() * 1e9).round() as u32)
     }
 
-    fn ask(p: i32, offset: i64) -> FetchAsk {
-        FetchAsk {
-            topic: "t".into(),
-            partition: p,
-            offset,
-        }
+    fn ask(p: i32, offset: i64) -> FetchAsks {
+        let mut a = FetchAsks::default();
+        a.add("t", p, offset);
+        a
     }
 
-    fn answer(p: i32, hw: i64, last: Option<i64>, records: u64) -> FetchAnswer {
+    fn answer(p: i32, hw: i64, last: Option<i64>, records: u64) -> FetchAnswer<'static> {
         FetchAnswer {
             topic: "t".into(),
             partition: p,
@@ -449,9 +496,9 @@ mod tests {
         let mut l = Lag::default();
         let c = consumer(&mut l, "c", Some("g"));
         // Asked 10, got 10..=19 of 100: next 20, lag 80.
-        l.fetch(&c, t(1.0), &[ask(0, 10)], &[answer(0, 100, Some(19), 10)]);
+        l.fetch(&c, t(1.0), &ask(0, 10), &[answer(0, 100, Some(19), 10)]);
         // Asked 20, got nothing (long-poll), the log grew to 130: lag 110.
-        l.fetch(&c, t(2.0), &[ask(0, 20)], &[answer(0, 130, None, 0)]);
+        l.fetch(&c, t(2.0), &ask(0, 20), &[answer(0, 130, None, 0)]);
         let r = l.report();
         let p = &r.partitions[0];
         assert_eq!(
@@ -475,11 +522,11 @@ mod tests {
         l.fetch(
             &member,
             t(2.0),
-            &[ask(0, 50)],
+            &ask(0, 50),
             &[answer(0, 90, Some(59), 10)],
         );
         // Another consumer sees the log at 120 later.
-        l.fetch(&other, t(3.0), &[ask(0, 0)], &[answer(0, 120, None, 0)]);
+        l.fetch(&other, t(3.0), &ask(0, 0), &[answer(0, 120, None, 0)]);
         let r = l.report();
         let g = r.partitions.iter().find(|p| p.group.is_some()).unwrap();
         assert_eq!((g.committed_offset, g.committed_lag), (Some(40), Some(80)));
@@ -503,7 +550,7 @@ mod tests {
         l.fetch(
             &c,
             t(1.0),
-            &[ask(0, 0)],
+            &ask(0, 0),
             &[bad, answer(1, -1, None, 0), answer(2, 5, None, 0)],
         );
         assert!(l.report().partitions.is_empty());
@@ -515,12 +562,12 @@ mod tests {
         // responses answer it without the request naming it.
         let mut l = Lag::default();
         let c = consumer(&mut l, "c", None);
-        l.fetch(&c, t(1.0), &[ask(0, 5)], &[answer(0, 50, Some(14), 10)]);
-        l.fetch(&c, t(2.0), &[], &[answer(0, 60, Some(24), 10)]);
+        l.fetch(&c, t(1.0), &ask(0, 5), &[answer(0, 50, Some(14), 10)]);
+        l.fetch(&c, t(2.0), &FetchAsks::default(), &[answer(0, 60, Some(24), 10)]);
         let p = &l.report().partitions[0];
         assert_eq!((p.fetch_offset, p.next_offset, p.lag), (15, 25, 35));
         // Never asked, never seen: no row.
-        l.fetch(&c, t(3.0), &[], &[answer(1, 60, None, 0)]);
+        l.fetch(&c, t(3.0), &FetchAsks::default(), &[answer(1, 60, None, 0)]);
         assert_eq!(l.report().partitions.len(), 1);
     }
 
@@ -530,7 +577,7 @@ mod tests {
         let c = consumer(&mut l, "c", None);
         for i in 0..10_000u32 {
             let s = f64::from(i) * 0.5;
-            l.fetch(&c, t(s), &[ask(0, 0)], &[answer(0, i64::from(i), None, 0)]);
+            l.fetch(&c, t(s), &ask(0, 0), &[answer(0, i64::from(i), None, 0)]);
         }
         let p = &l.report().partitions[0];
         assert!(p.series.len() <= SERIES, "{}", p.series.len());
@@ -552,7 +599,7 @@ mod tests {
         let c = consumer(&mut l, "c", None);
         let n = i32::try_from(MAX_PARTITIONS).unwrap() + 5;
         for p in 0..n {
-            l.fetch(&c, t(1.0), &[ask(p, 0)], &[answer(p, 1, None, 0)]);
+            l.fetch(&c, t(1.0), &ask(p, 0), &[answer(p, 1, None, 0)]);
         }
         let r = l.report();
         assert_eq!((r.partitions.len(), r.overflow), (MAX_PARTITIONS, 5));

@@ -458,7 +458,7 @@ struct Pending {
     topic: Option<String>,
     group: Option<Box<facts::GroupRequest>>,
     /// A Fetch request's consumer and the partitions it asked for.
-    fetch: Option<Box<(lag::Consumer, Vec<lag::FetchAsk>)>>,
+    fetch: Option<Box<(lag::Consumer, lag::FetchAsks)>>,
 }
 
 #[derive(Clone, Debug, Default)]
@@ -828,14 +828,10 @@ impl Stats {
         if let (Some(root), Some(d)) = (root, d) {
             match ApiKey(api) {
                 ApiKey::FETCH => {
-                    let mut asks = Vec::new();
+                    let mut asks = lag::FetchAsks::default();
                     facts::each_int(d, &self.topics, |n| {
                         if let ("FetchOffset", Some(t), Some(p)) = (n.name, n.topic, n.partition) {
-                            asks.push(lag::FetchAsk {
-                                topic: t.into_owned(),
-                                partition: p,
-                                offset: n.value,
-                            });
+                            asks.add(&t, p, n.value);
                         }
                     });
                     fetch = Some(Box::new((consumer(i), asks)));
@@ -902,8 +898,11 @@ impl Stats {
         let (mut any, mut bytes, mut plain) = (false, 0, 0);
         if let Some(d) = d {
             let (parts, delivery) = (&mut self.parts, &mut self.delivery);
-            let producer = consumer(i);
-            let producer = producer.label();
+            let producer = match i.client_id.as_deref() {
+                Some(c) if !c.is_empty() => Cow::Borrowed(c),
+                _ => Cow::Owned(i.client.ip().to_string()),
+            };
+            let producer = &*producer;
             facts::each_set(d, &self.topics, |s| {
                 if let (Some(t), Some(p)) = (s.topic.as_deref(), s.partition) {
                     delivery.produced(producer, i.ts, !any, t, p, &s.counts.heads);
