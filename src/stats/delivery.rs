@@ -263,7 +263,10 @@ impl Delivery {
             return;
         }
         let now = ts.as_nanos();
-        let known = self.ages.get(topic).is_some_and(|t| t.contains_key(&partition));
+        let known = self
+            .ages
+            .get(topic)
+            .is_some_and(|t| t.contains_key(&partition));
         let room = known || self.age_partitions < MAX_KEYS;
         self.overflow += u64::from(!room);
         self.age_partitions += usize::from(room && !known);

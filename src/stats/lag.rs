@@ -252,7 +252,8 @@ impl Lag {
                 self.rows.insert(who.clone(), BTreeMap::new());
             }
             let mine = self.rows.get_mut(who);
-            let Some(row) = mine.and_then(|m| slot(m, topic, part, || Row {
+            let Some(row) = mine.and_then(|m| {
+                slot(m, topic, part, || Row {
                     fetches: 0,
                     records: 0,
                     asked: 0,
@@ -266,8 +267,8 @@ impl Lag {
                     last_ts: ts,
                     series: Vec::new(),
                     step_ns: 1_000_000_000,
-                }))
-            else {
+                })
+            }) else {
                 continue;
             };
             row.fetches += 1;
@@ -519,12 +520,7 @@ mod tests {
             consumer(&mut l, "c", Some("g")),
             consumer(&mut l, "d", None),
         );
-        l.fetch(
-            &member,
-            t(2.0),
-            &ask(0, 50),
-            &[answer(0, 90, Some(59), 10)],
-        );
+        l.fetch(&member, t(2.0), &ask(0, 50), &[answer(0, 90, Some(59), 10)]);
         // Another consumer sees the log at 120 later.
         l.fetch(&other, t(3.0), &ask(0, 0), &[answer(0, 120, None, 0)]);
         let r = l.report();
@@ -563,7 +559,12 @@ mod tests {
         let mut l = Lag::default();
         let c = consumer(&mut l, "c", None);
         l.fetch(&c, t(1.0), &ask(0, 5), &[answer(0, 50, Some(14), 10)]);
-        l.fetch(&c, t(2.0), &FetchAsks::default(), &[answer(0, 60, Some(24), 10)]);
+        l.fetch(
+            &c,
+            t(2.0),
+            &FetchAsks::default(),
+            &[answer(0, 60, Some(24), 10)],
+        );
         let p = &l.report().partitions[0];
         assert_eq!((p.fetch_offset, p.next_offset, p.lag), (15, 25, 35));
         // Never asked, never seen: no row.
