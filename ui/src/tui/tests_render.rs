@@ -14,6 +14,7 @@ use ratatui::Terminal;
 use super::app::{decode_entry, App, Config, Msg, Pane, SourceKind};
 use super::testutil::{app_with, entries, message_app};
 use super::ui;
+use crate::filter::Facts;
 
 const A1: &str = "captures/a1-kcat-produce-consume-group.pcap";
 const SEED: &str = "captures/messages/produce-v12-request-minimal.hex";
@@ -176,6 +177,59 @@ fn response_paired_to_its_request() {
         );
         insta::assert_snapshot!(format!("paired_response_{w}x{h}"), snapshot_text(&app));
     }
+}
+
+/// The detail title takes the latency apart: a1's FindCoordinator (frame
+/// 243) waited 502.944 ms behind a long-poll Fetch and took 0.225 ms itself
+/// (tests/wire_truth.rs checks these against an independent reading);
+/// its request shows the same; the long-poll before it says so.
+#[test]
+fn detail_title_shows_the_latency_parts() {
+    for (w, h) in SIZES {
+        let mut app = app_with(A1, w, h);
+        select_where(&mut app, |e| e.frame() == 243);
+        let text = snapshot_text(&app);
+        let parts = "latency 503.2 ms = hol 502.9 + service 0.225 ms";
+        if w >= 120 {
+            assert!(text.contains(parts), "{text}");
+        }
+        insta::assert_snapshot!(format!("latency_parts_{w}x{h}"), text);
+        // Its request (frame 234) shows its response's timing.
+        key(&mut app, KeyCode::Char('p'));
+        assert_eq!(app.selected_entry().map(|e| e.frame()), Some(234));
+        let title = screen_text(&draw(&app));
+        assert!(
+            title.contains("FindCoordinator v2 Request │ latency 503.2 ms = hol"),
+            "{title}"
+        );
+    }
+    let mut app = app_with(A1, 120, 40);
+    select_where(&mut app, |e| e.frame() == 241);
+    let title = screen_text(&draw(&app));
+    assert!(
+        title.contains("Fetch v16 Response │ latency 503.0 ms [long-poll] │"),
+        "{title}"
+    );
+    // A response with no wait behind another shows its latency alone.
+    select_where(&mut app, |e| e.frame() == 78);
+    let title = screen_text(&draw(&app));
+    assert!(
+        title.contains("Produce v10 Response │ latency 0.376 ms │"),
+        "{title}"
+    );
+}
+
+/// A throttled response says so in the title (b4's proxy throttles).
+#[test]
+fn detail_title_shows_the_throttle() {
+    let mut app = app_with("captures/b4-throttle-errors-proxy.pcap", 200, 40);
+    select_where(&mut app, |e| {
+        e.info().throttle_time_ms.is_some_and(|t| t > 0) && e.info().latency_ns.is_some()
+    });
+    let i = app.selected_entry().expect("selected").info();
+    let want = format!("throttle {} ms │", i.throttle_time_ms.unwrap_or(0));
+    let title = screen_text(&draw(&app));
+    assert!(title.contains(&want), "{want}: {title}");
 }
 
 #[test]

@@ -368,6 +368,26 @@ fn latency_text(ns: u64) -> String {
     }
 }
 
+/// A paired response's timing: its latency and, when it waited behind the
+/// connection's earlier responses, the parts (`latency 503.2 ms = hol 502.9 +
+/// service 0.225 ms`, as `stats` writes milliseconds); `[long-poll]` and the
+/// throttle when there.
+fn timing_text(r: &MessageInfo) -> Option<String> {
+    let in_ms = |ns: u64| ms(ns as f64 / 1e6);
+    let mut s = format!("latency {}", in_ms(r.latency_ns?));
+    if let (Some(h), Some(svc)) = (r.hol_wait_ns.filter(|&h| h > 0), r.service_ns()) {
+        s.push_str(&format!(" ms = hol {} + service {}", in_ms(h), in_ms(svc)));
+    }
+    s.push_str(" ms");
+    if r.long_poll() {
+        s.push_str(" [long-poll]");
+    }
+    if let Some(t) = r.throttle_time_ms.filter(|&t| t > 0) {
+        s.push_str(&format!(" throttle {t} ms"));
+    }
+    Some(s)
+}
+
 /// Throttle, errors and marks of a message.
 pub fn notes_text(e: &IndexEntry) -> String {
     let i = &e.info();
@@ -488,14 +508,24 @@ fn render_tree(f: &mut Frame, app: &App, pal: &Palette, area: Rect, rows: usize)
                 Kind::Response => ("Response", "request"),
             };
             let mut t = format!(" frame {}: {} {kind} ", i.frame, api_text(i));
+            let p = i.peer.and_then(|p| app.entries.get(p as usize));
+            // The exchange's timing first (the title is cut on narrow
+            // terminals), from the response: a request's is its peer's.
+            let response = match i.kind {
+                Kind::Response => Some(i.clone()),
+                Kind::Request => p
+                    .as_ref()
+                    .map(|p| p.info())
+                    .filter(|r| r.kind == Kind::Response),
+            };
+            if let Some(parts) = response.as_ref().and_then(timing_text) {
+                t.push_str(&format!("│ {parts} │ "));
+            }
             if app.cfg.kind != SourceKind::Message {
                 t.push_str(&format!("{} ", route(i)));
             }
-            if let Some(p) = i.peer.and_then(|p| app.entries.get(p as usize)) {
+            if let Some(p) = &p {
                 t.push_str(&format!("│ {peer} in frame {} ", p.frame()));
-            }
-            if let Some(l) = i.latency_ns {
-                t.push_str(&format!("│ latency {} ", latency_text(l)));
             }
             if let Some(c) = &i.client_id {
                 t.push_str(&format!("client_id={:?} ", escape_text(c)));
