@@ -9,7 +9,8 @@
 //! Definitions (docs/stats.md, "Consumer lag"):
 //! - a consumer's *next offset* on a partition after a Fetch response is
 //!   the last offset of the records returned + 1, or, when none were
-//!   returned, the offset it asked for;
+//!   returned, the offset it asked for (a partition answered without being
+//!   asked — an incremental fetch session — keeps the row's next offset);
 //! - *lag* = the response's `HighWatermark` − that next offset, in records
 //!   (never below 0);
 //! - *committed lag* = the partition's latest `HighWatermark` seen − the
@@ -71,13 +72,25 @@ pub struct FetchAnswer {
     pub records: u64,
 }
 
-/// Who fetched: the client and, where the capture showed it, its group.
+/// Who fetched: the client id on a host (a consumer's group is learned
+/// apart, [`Lag::member`]).
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Consumer {
-    /// The client id (or the client address when the request had none).
+    /// The client id (empty when the requests carried none).
     pub client: String,
-    /// The consumer group, when known.
-    pub group: Option<String>,
+    /// The client's IP address.
+    pub host: String,
+}
+
+impl Consumer {
+    /// How record age and delivery name a client: its client id, else its
+    /// address.
+    pub fn label(&self) -> &str {
+        match self.client.as_str() {
+            "" => &self.host,
+            c => c,
+        }
+    }
 }
 
 #[derive(Clone, Debug)]
@@ -106,6 +119,8 @@ pub struct Lag {
     committed: BTreeMap<(String, String, i32), (i64, Timestamp)>,
     /// (topic, partition) → the latest high watermark answered, and when.
     high: BTreeMap<(String, i32), (i64, Timestamp)>,
+    /// The group each consumer last named in a group request.
+    groups: BTreeMap<Consumer, String>,
     overflow: u64,
 }
 
@@ -114,6 +129,8 @@ pub struct Lag {
 pub struct PartitionLag {
     /// Client id of the consumer.
     pub client: String,
+    /// Its IP address.
+    pub host: String,
     /// Its group, when known.
     pub group: Option<String>,
     /// Topic.
@@ -194,17 +211,17 @@ impl Lag {
             }
             let hw = (a.topic.clone(), a.partition);
             self.high.insert(hw, (a.high_watermark, ts));
-            let Some(ask) = asks
+            let key = (who.clone(), a.topic.clone(), a.partition);
+            let asked = asks
                 .iter()
                 .find(|k| k.partition == a.partition && k.topic == a.topic)
-            else {
-                continue;
-            };
+                .map(|k| k.offset)
+                .or_else(|| self.rows.get(&key).map(|r| r.next));
+            let Some(asked) = asked else { continue };
             let next = a
                 .last_offset
-                .map_or(ask.offset, |l| l.saturating_add(1).max(ask.offset));
+                .map_or(asked, |l| l.saturating_add(1).max(asked));
             let lag = a.high_watermark.saturating_sub(next).max(0);
-            let key = (who.clone(), a.topic.clone(), a.partition);
             let room = self.rows.len() < MAX_PARTITIONS;
             let row = match self.rows.get_mut(&key) {
                 Some(r) => r,
@@ -230,7 +247,7 @@ impl Lag {
             };
             row.fetches += 1;
             row.records += a.records;
-            row.asked = ask.offset;
+            row.asked = asked;
             row.next = next;
             row.high_watermark = a.high_watermark;
             row.last_stable_offset = a.last_stable_offset;
@@ -240,6 +257,19 @@ impl Lag {
             row.last_ts = ts;
             row.sample(ts, lag);
         }
+    }
+
+    /// `who` named `group` in a group request (JoinGroup, SyncGroup,
+    /// Heartbeat, OffsetCommit, …): its rows are the group's.
+    pub fn member(&mut self, who: &Consumer, group: &str) {
+        if self.groups.get(who).is_some_and(|g| g == group) {
+            return;
+        }
+        if self.groups.len() >= MAX_PARTITIONS && !self.groups.contains_key(who) {
+            self.overflow += 1;
+            return;
+        }
+        self.groups.insert(who.clone(), group.to_string());
     }
 
     /// An OffsetCommit request's partition: `group` committed `offset`.
@@ -272,13 +302,12 @@ impl Lag {
             .rows
             .iter()
             .map(|((who, topic, partition), r)| {
-                let committed = who
-                    .group
-                    .as_deref()
-                    .and_then(|g| self.committed_lag(g, topic, *partition));
+                let group = self.groups.get(who);
+                let committed = group.and_then(|g| self.committed_lag(g, topic, *partition));
                 PartitionLag {
                     client: who.client.clone(),
-                    group: who.group.clone(),
+                    host: who.host.clone(),
+                    group: group.cloned(),
                     topic: topic.clone(),
                     partition: *partition,
                     fetches: r.fetches,
@@ -313,7 +342,7 @@ impl Lag {
             }
         }
         for ((who, _, _), r) in &self.rows {
-            if let Some(g) = who.group.as_deref() {
+            if let Some(g) = self.groups.get(who) {
                 let e = groups.entry(g).or_insert_with(|| GroupLag {
                     group: g.to_string(),
                     partitions: 0,
@@ -403,17 +432,22 @@ mod tests {
         }
     }
 
-    fn consumer(group: Option<&str>) -> Consumer {
-        Consumer {
-            client: "c".into(),
-            group: group.map(str::to_string),
+    /// Consumer `c`, a member of `group` when given.
+    fn consumer(l: &mut Lag, c: &str, group: Option<&str>) -> Consumer {
+        let who = Consumer {
+            client: c.into(),
+            host: "127.0.0.1".into(),
+        };
+        if let Some(g) = group {
+            l.member(&who, g);
         }
+        who
     }
 
     #[test]
     fn lag_is_the_high_watermark_less_the_next_offset() {
         let mut l = Lag::default();
-        let c = consumer(Some("g"));
+        let c = consumer(&mut l, "c", Some("g"));
         // Asked 10, got 10..=19 of 100: next 20, lag 80.
         l.fetch(&c, t(1.0), &[ask(0, 10)], &[answer(0, 100, Some(19), 10)]);
         // Asked 20, got nothing (long-poll), the log grew to 130: lag 110.
@@ -434,19 +468,18 @@ mod tests {
     fn committed_lag_takes_the_partitions_latest_high_watermark() {
         let mut l = Lag::default();
         l.commit("g", "t", 0, 40, t(1.0));
+        let (member, other) = (
+            consumer(&mut l, "c", Some("g")),
+            consumer(&mut l, "d", None),
+        );
         l.fetch(
-            &consumer(Some("g")),
+            &member,
             t(2.0),
             &[ask(0, 50)],
             &[answer(0, 90, Some(59), 10)],
         );
         // Another consumer sees the log at 120 later.
-        l.fetch(
-            &consumer(None),
-            t(3.0),
-            &[ask(0, 0)],
-            &[answer(0, 120, None, 0)],
-        );
+        l.fetch(&other, t(3.0), &[ask(0, 0)], &[answer(0, 120, None, 0)]);
         let r = l.report();
         let g = r.partitions.iter().find(|p| p.group.is_some()).unwrap();
         assert_eq!((g.committed_offset, g.committed_lag), (Some(40), Some(80)));
@@ -466,8 +499,9 @@ mod tests {
         let mut l = Lag::default();
         let mut bad = answer(0, 100, None, 0);
         bad.error = 6;
+        let c = consumer(&mut l, "c", None);
         l.fetch(
-            &consumer(None),
+            &c,
             t(1.0),
             &[ask(0, 0)],
             &[bad, answer(1, -1, None, 0), answer(2, 5, None, 0)],
@@ -476,9 +510,24 @@ mod tests {
     }
 
     #[test]
+    fn a_partition_answered_unasked_keeps_its_next_offset() {
+        // An incremental fetch session asks for a partition once; later
+        // responses answer it without the request naming it.
+        let mut l = Lag::default();
+        let c = consumer(&mut l, "c", None);
+        l.fetch(&c, t(1.0), &[ask(0, 5)], &[answer(0, 50, Some(14), 10)]);
+        l.fetch(&c, t(2.0), &[], &[answer(0, 60, Some(24), 10)]);
+        let p = &l.report().partitions[0];
+        assert_eq!((p.fetch_offset, p.next_offset, p.lag), (15, 25, 35));
+        // Never asked, never seen: no row.
+        l.fetch(&c, t(3.0), &[], &[answer(1, 60, None, 0)]);
+        assert_eq!(l.report().partitions.len(), 1);
+    }
+
+    #[test]
     fn a_series_spans_the_capture_in_bounded_samples() {
         let mut l = Lag::default();
-        let c = consumer(None);
+        let c = consumer(&mut l, "c", None);
         for i in 0..10_000u32 {
             let s = f64::from(i) * 0.5;
             l.fetch(&c, t(s), &[ask(0, 0)], &[answer(0, i64::from(i), None, 0)]);
@@ -500,7 +549,7 @@ mod tests {
     #[test]
     fn rows_stop_at_the_cap_and_are_counted() {
         let mut l = Lag::default();
-        let c = consumer(None);
+        let c = consumer(&mut l, "c", None);
         let n = i32::try_from(MAX_PARTITIONS).unwrap() + 5;
         for p in 0..n {
             l.fetch(&c, t(1.0), &[ask(p, 0)], &[answer(p, 1, None, 0)]);

@@ -455,6 +455,8 @@ struct Pending {
     /// The one topic the request names: where a response's unplaced facts belong.
     topic: Option<String>,
     group: Option<Box<facts::GroupRequest>>,
+    /// A Fetch request's consumer and the partitions it asked for.
+    fetch: Option<Box<(lag::Consumer, Vec<lag::FetchAsk>)>>,
 }
 
 #[derive(Clone, Debug, Default)]
@@ -660,8 +662,8 @@ impl Stats {
     /// Whether `Stats` reads anything from a message's tree beyond what its
     /// summary scan gives (header, topics, topic ids, error codes and, with
     /// `records_headers_only`, the placed facts of `Summary::facts`: errors
-    /// with their topic and partition, record sets, acks): group requests and
-    /// responses, ApiVersions v3+ requests (client software), responses that
+    /// with their topic and partition, record sets, offsets, acks): group
+    /// requests and responses, OffsetCommit requests (the group id), ApiVersions v3+ requests (client software), responses that
     /// teach topic names (with topic ids to learn); and, when the scan could
     /// not place its facts, Produce requests, Produce and Fetch responses and
     /// responses with errors.
@@ -678,6 +680,7 @@ impl Stats {
         match kind {
             Kind::Request => {
                 key.is_group()
+                    || key == ApiKey::OFFSET_COMMIT
                     || (key == ApiKey::API_VERSIONS && version >= 3)
                     || (key == ApiKey::PRODUCE && !placed)
             }
@@ -819,19 +822,47 @@ impl Stats {
             self.overflow.lists += c.request(i, (api, version), remembered, self.cfg.max_list);
         }
 
-        let mut group = None;
-        if let Some(root) = root {
+        let (mut group, mut fetch) = (None, None);
+        if let (Some(root), Some(d)) = (root, d) {
             match ApiKey(api) {
+                ApiKey::FETCH => {
+                    let mut asks = Vec::new();
+                    facts::each_int(d, &self.topics, |n| {
+                        if let ("FetchOffset", Some(t), Some(p)) = (n.name, n.topic, n.partition) {
+                            asks.push(lag::FetchAsk {
+                                topic: t.into_owned(),
+                                partition: p,
+                                offset: n.value,
+                            });
+                        }
+                    });
+                    fetch = Some(Box::new((consumer(i), asks)));
+                }
+                ApiKey::OFFSET_COMMIT => {
+                    if let Some(g) = facts::body(root).and_then(|b| facts::str_child(b, "GroupId"))
+                    {
+                        self.lag.member(&consumer(i), g);
+                        let lag = &mut self.lag;
+                        facts::each_int(d, &self.topics, |n| {
+                            if let ("CommittedOffset", Some(t), Some(p)) =
+                                (n.name, n.topic, n.partition)
+                            {
+                                lag.commit(g, &t, p, n.value, i.ts);
+                            }
+                        });
+                    }
+                }
                 ApiKey::PRODUCE => {
-                    let acks = match d.and_then(|d| d.facts.as_ref()) {
+                    let acks = match &d.facts {
                         Some(x) => x.acks.and_then(|v| i16::try_from(v).ok()),
                         None => facts::acks(root),
                     };
-                    self.produce(i, d, &client, acks);
+                    self.produce(i, Some(d), &client, acks);
                 }
                 key if key.is_group() => {
                     group = facts::group_request(root).map(Box::new);
                     if let Some(g) = &group {
+                        self.lag.member(&consumer(i), &g.group);
                         let max = self.cfg.max_list;
                         if let Some(acc) = self.groups.entry(g.group.clone(), || GroupAcc::new(max))
                         {
@@ -850,6 +881,7 @@ impl Stats {
                     client,
                     topic: d.and_then(|d| facts::single_topic(d, &self.topics)),
                     group,
+                    fetch,
                 },
             );
             if self.pending.len() > self.cfg.max_pending {
@@ -867,8 +899,13 @@ impl Stats {
         // the client's sums are added after (other counters: the same sums).
         let (mut any, mut bytes, mut plain) = (false, 0, 0);
         if let Some(d) = d {
-            let parts = &mut self.parts;
+            let (parts, delivery) = (&mut self.parts, &mut self.delivery);
+            let producer = consumer(i);
+            let producer = producer.label();
             facts::each_set(d, &self.topics, |s| {
+                if let (Some(t), Some(p)) = (s.topic.as_deref(), s.partition) {
+                    delivery.produced(producer, i.ts, !any, t, p, &s.counts.heads);
+                }
                 any = true;
                 bytes += s.bytes;
                 plain += s.counts.plain_bytes;
@@ -905,9 +942,9 @@ impl Stats {
         }
         let peer = i.peer.filter(|_| i.paired);
         let pending = peer.and_then(|p| self.pending.remove(&p));
-        let (mut client, request_frame, topic, group) = match pending {
-            Some(p) => (p.client, Some(p.frame), p.topic, p.group),
-            None => (self.conn_client(i.stream), None, None, None),
+        let (mut client, request_frame, topic, group, fetch) = match pending {
+            Some(p) => (p.client, Some(p.frame), p.topic, p.group, p.fetch),
+            None => (self.conn_client(i.stream), None, None, None, None),
         };
         // A connection's key made here for the first time is remembered once interned.
         let learn = request_frame.is_none() && matches!(client, Who::Key(_));
@@ -939,7 +976,12 @@ impl Stats {
         let fallback = topic.as_deref();
         self.count_errors(i, api, d, fallback);
         if let Some(d) = d {
-            self.response_tree(i, api, d, fallback, group.as_deref());
+            let consumer = fetch.as_ref().map(|f| f.0.label());
+            self.response_tree(i, api, d, fallback, group.as_deref(), consumer);
+            if let (ApiKey::FETCH, Some(f)) = (ApiKey(api), fetch) {
+                let answers = facts::fetch_answers(d, &self.topics, fallback);
+                self.lag.fetch(&f.0, i.ts, &f.1, &answers);
+            }
         }
     }
 
@@ -1092,6 +1134,7 @@ impl Stats {
         d: &Decoded,
         fallback: Option<&str>,
         group: Option<&facts::GroupRequest>,
+        consumer: Option<&str>,
     ) {
         if ApiKey(api) == ApiKey::PRODUCE {
             for r in facts::record_errors(&d.root, &self.topics) {
@@ -1109,9 +1152,12 @@ impl Stats {
             }
         }
         if matches!(ApiKey(api), ApiKey::FETCH | ApiKey::SHARE_FETCH) {
-            let parts = &mut self.parts;
+            let (parts, delivery) = (&mut self.parts, &mut self.delivery);
             facts::each_set(d, &self.topics, |s| {
                 let topic = s.topic.as_deref().or(fallback);
+                if let (Some(t), Some(p)) = (topic, s.partition) {
+                    delivery.fetched(consumer, i.first_ts, t, p, &s.counts.heads);
+                }
                 if let Some(p) = parts.entry(topic, s.partition) {
                     p.add(&s, false);
                 }
@@ -1450,6 +1496,14 @@ impl Stats {
 /// The summary of `own` with the latencies `held` for it elsewhere: the
 /// held ones (the report's own copy) take the owner's, the same histogram
 /// as the other way round without copying the owner's.
+/// The consumer of a message's connection, for consumer lag.
+fn consumer(i: &MessageInfo) -> lag::Consumer {
+    lag::Consumer {
+        client: i.client_id.clone().unwrap_or_default(),
+        host: i.client.ip().to_string(),
+    }
+}
+
 fn with_held(own: &Timing, held: Option<Timing>) -> Timing {
     match held {
         Some(mut all) => {
