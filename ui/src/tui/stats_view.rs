@@ -21,6 +21,7 @@ use kafkashark::kafka::errors::error_name;
 use kafkashark::kafka::schema::{api_name, ApiKey};
 use kafkashark::kafka::tree::escape_text;
 use kafkashark::kafka::{DecodeOptions, Decoded, Value};
+use kafkashark::stats::lag::PartitionLag;
 use kafkashark::stats::text::{api, counts, ms, text};
 use kafkashark::stats::{LatencyMs, Stats, StatsConfig, StatsReport};
 use kafkashark::topics::TEACHERS;
@@ -186,10 +187,10 @@ const DELIVERY_COLS: [Col; 7] = [
     col("of", 8, false, false, 0),
     col("partition / client", 22, false, true, 0),
     col("batches", 7, true, false, 0),
-    col("p50", 7, true, false, 0),
-    col("p99", 7, true, false, 1),
-    col("max", 7, true, false, 0),
-    col("notes", 34, false, false, 2),
+    col("p50", 8, true, false, 0),
+    col("p99", 8, true, false, 1),
+    col("max", 8, true, false, 0),
+    col("notes", 40, false, false, 2),
 ];
 
 /// Each section's tab name, short name and table columns, in
@@ -280,6 +281,12 @@ pub struct StatsData {
     pub wanted: usize,
     /// Of those, the ones decoded (at most the limit).
     pub decoded: usize,
+    /// Entries that feed consumer lag and delivery (Fetch and ShareFetch
+    /// exchanges, Produce and OffsetCommit requests) and needed no tree
+    /// for the figures above.
+    pub lag_wanted: usize,
+    /// Of those, the ones decoded (at most the limit, a budget of its own).
+    pub lag_decoded: usize,
     /// Per api key: latencies of paired responses in [`BUCKETS`].
     pub hist: BTreeMap<i16, [u64; BUCKETS.len()]>,
     /// Epoch second of `throttle[0]`.
@@ -299,6 +306,11 @@ impl StatsData {
     /// The decode bound was hit: places, software and groups are partial.
     pub fn truncated(&self) -> bool {
         self.wanted > self.decoded
+    }
+
+    /// The lag and delivery decode bound was hit: those sections are partial.
+    pub fn lag_truncated(&self) -> bool {
+        self.lag_wanted > self.lag_decoded
     }
 }
 
@@ -320,6 +332,20 @@ fn wants_tree(i: &FactsEntry, entries: &EntryStore) -> bool {
         Kind::Response => {
             group || key.is_some_and(|k| TEACHERS.contains(&k)) || !i.error_codes().is_empty()
         }
+    }
+}
+
+/// Whether the stats read consumer lag or delivery from this entry's tree:
+/// Fetch requests (the offsets asked) and responses (high watermarks, batch
+/// headers), ShareFetch responses (batch headers), Produce requests (batch
+/// headers) and OffsetCommit requests (committed offsets).
+fn feeds_lag(i: &FactsEntry) -> bool {
+    let Some(key) = i.api_key().map(ApiKey) else {
+        return false;
+    };
+    match i.kind() {
+        Kind::Request => [ApiKey::FETCH, ApiKey::PRODUCE, ApiKey::OFFSET_COMMIT].contains(&key),
+        Kind::Response => [ApiKey::FETCH, ApiKey::SHARE_FETCH].contains(&key),
     }
 }
 
@@ -345,15 +371,24 @@ fn id_cell(id: Option<&str>) -> String {
     id.map_or_else(|| "-".to_string(), |s| quote(&escape_text(s)))
 }
 
-/// Runs the engine's statistics over `entries`, decoding at most `limit` of them.
-/// Entries that do not hold their bytes are read again through `store`.
+/// Runs the engine's statistics over `entries`, decoding at most `limit` of
+/// them for the figures that need a tree, and at most `limit` more for
+/// consumer lag and delivery. Entries that do not hold their bytes are read
+/// again through `store`.
 pub fn compute(entries: &EntryStore, limit: usize, store: Option<&dyn ByteStore>) -> StatsData {
     let opts = DecodeOptions {
         records: false,
         ..DecodeOptions::default()
     };
+    // Record batches' headers (not their records), as `stats` reads them.
+    let batch_opts = DecodeOptions {
+        records: true,
+        records_headers_only: true,
+        ..DecodeOptions::default()
+    };
     let mut stats = Stats::new(StatsConfig::default());
     let (mut wanted, mut decoded) = (0usize, 0usize);
+    let (mut lag_wanted, mut lag_decoded) = (0usize, 0usize);
     // Group id → (api keys of its requests, connections that carried them).
     let mut groups: BTreeMap<String, (BTreeSet<i16>, BTreeSet<u64>)> = BTreeMap::new();
     let mut hist: BTreeMap<i16, [u64; BUCKETS.len()]> = BTreeMap::new();
@@ -365,13 +400,28 @@ pub fn compute(entries: &EntryStore, limit: usize, store: Option<&dyn ByteStore>
         // The engine's statistics take the full facts: rebuilt per entry, dropped after.
         let i = &e.info();
         let wants = wants_tree(e, entries);
+        let feeds = feeds_lag(e);
         wanted += usize::from(wants);
-        let tree = if wants && decoded < limit {
-            decoded += 1;
+        lag_wanted += usize::from(feeds && !wants);
+        // Each kind of tree from its own budget.
+        let budget = match (wants, feeds) {
+            (true, _) => Some(&mut decoded),
+            (false, true) => Some(&mut lag_decoded),
+            (false, false) => None,
+        };
+        let decode = match budget {
+            Some(n) if *n < limit => {
+                *n += 1;
+                true
+            }
+            _ => false,
+        };
+        let tree = if decode {
             // The message itself, read with its record's side blob.
             let full = usize::try_from(e.index()).ok().and_then(|i| entries.get(i));
             let raw = full.and_then(|full| message_of(&full, store).ok());
-            raw.map(|raw| kafkashark::analyzer::redecode(i, &raw, &opts))
+            let opts = if feeds { &batch_opts } else { &opts };
+            raw.map(|raw| kafkashark::analyzer::redecode(i, &raw, opts))
         } else {
             None
         };
@@ -432,6 +482,8 @@ pub fn compute(entries: &EntryStore, limit: usize, store: Option<&dyn ByteStore>
         messages: entries.len(),
         wanted,
         decoded,
+        lag_wanted,
+        lag_decoded,
         hist,
         throttle_start: first,
         throttle,
@@ -680,6 +732,15 @@ fn fetch_pred(client: Option<&str>, topic: Option<&str>) -> String {
     f
 }
 
+/// A lag row's consumer as record age and delivery name it: its client id,
+/// else its address (`Consumer::label`).
+pub fn consumer_label(p: &PartitionLag) -> &str {
+    match p.client.as_str() {
+        "" => &p.host,
+        c => c,
+    }
+}
+
 /// One row per consumer, topic and partition: its lag now, largest, trend
 /// and the group's committed lag; the series is drawn by the render from
 /// `report.lag.partitions` (same order).
@@ -689,7 +750,7 @@ pub fn lag_rows(r: &StatsReport) -> Vec<StatsRow> {
         .iter()
         .map(|p| StatsRow {
             cells: vec![
-                quote(&escape_text(&p.client)),
+                quote(&escape_text(consumer_label(p))),
                 text(&p.group),
                 escape_text(&p.topic),
                 p.partition.to_string(),
@@ -699,7 +760,7 @@ pub fn lag_rows(r: &StatsReport) -> Vec<StatsRow> {
                 p.committed_lag.map_or("-".into(), |c| c.to_string()),
                 String::new(),
             ],
-            filter: fetch_pred(Some(&p.client), Some(&p.topic)),
+            filter: fetch_pred(Some(consumer_label(p)), Some(&p.topic)),
             // Behind and falling further behind.
             trouble: p.lag > 0 && p.trend_per_s.is_some_and(|t| t > 0.0),
         })

@@ -349,6 +349,8 @@ fn docs_list_every_key() {
         "stats_clients_120x40",
         "stats_groups_80x24",
         "stats_throttled_120x40",
+        "stats_lag_b6_120x40",
+        "stats_delivery_b6_120x40",
     ] {
         let screen =
             std::fs::read_to_string(super::testutil::repo(&format!("docs/screens/{name}.txt")))
@@ -415,6 +417,27 @@ fn stats_lag_and_delivery_hand_made() {
         let text = snapshot_text(&app);
         assert!(text.contains("LogAppendTime"), "{text}");
         insta::assert_snapshot!(format!("stats_delivery_hand_made_{w}x{h}"), text);
+    }
+}
+
+/// b6's consumer lag: the slow group's partitions falling behind, the fast
+/// group's at 0; and its record age and delivery.
+#[test]
+fn stats_lag_b6() {
+    for (w, h) in SIZES {
+        let mut app = app_with("captures/b6-consumer-lag.pcap", w, h);
+        key(&mut app, KeyCode::Char('S'));
+        keys(&mut app, "6G");
+        let text = snapshot_text(&app);
+        assert!(
+            text.contains("slow-consumer") && text.contains("lag-topic"),
+            "{text}"
+        );
+        insta::assert_snapshot!(format!("stats_lag_b6_{w}x{h}"), text);
+        keys(&mut app, "7");
+        let text = snapshot_text(&app);
+        assert!(text.contains("lag-producer"), "{text}");
+        insta::assert_snapshot!(format!("stats_delivery_b6_{w}x{h}"), text);
     }
 }
 

@@ -428,6 +428,38 @@ fn decoding_is_bounded() {
     assert!(v.data.truncated());
     // The facts-only figures stay complete.
     assert_eq!(v.data.report.summary.messages, app.entries.len() as u64);
+    // Lag and delivery have a budget of their own, the same size.
+    assert_eq!(v.data.lag_decoded, 10);
+    assert!(v.data.lag_truncated() && v.data.lag_wanted > 10);
+    let screen = super::tests_render::screen_text(&super::tests_render::draw(&app));
+    assert!(screen.contains("TRUNCATED: 10 of"), "{screen}");
+}
+
+/// The Fetch exchanges, Produce and OffsetCommit requests that feed lag and
+/// delivery are decoded (with their batch headers) on their own budget: b6's
+/// are all of its Fetch and Produce messages and OffsetCommit requests.
+#[test]
+fn lag_and_delivery_decode_their_messages() {
+    let mut app = app_with("captures/b6-consumer-lag.pcap", 120, 40);
+    key(&mut app, KeyCode::Char('S'));
+    let feeding = app
+        .entries
+        .all()
+        .into_iter()
+        .filter(|e| {
+            let i = e.info();
+            match (i.kind, i.api_key) {
+                (_, Some(ApiKey::FETCH)) => true,
+                (Kind::Request, Some(k)) => [ApiKey::PRODUCE, ApiKey::OFFSET_COMMIT].contains(&k),
+                _ => false,
+            }
+        })
+        .count();
+    let v = app.stats_view.as_ref().expect("open");
+    assert!(feeding > 100);
+    // Those with errors are decoded for their places instead.
+    assert!(v.data.lag_wanted <= feeding && v.data.lag_wanted + v.data.wanted >= feeding);
+    assert_eq!(v.data.lag_decoded, v.data.lag_wanted);
 }
 
 #[test]
@@ -573,6 +605,7 @@ pub fn hand_made(app: &mut App) {
         let lag = series.last().map_or(0, |s| s.1);
         PartitionLag {
             client: "rdkafka".into(),
+            host: "127.0.0.1".into(),
             group: Some("kcat-group".into()),
             topic: "kcat-demo".into(),
             partition,
@@ -742,4 +775,95 @@ fn lag_and_delivery_rows_of_a_hand_made_report() {
         .iter()
         .all(|&i| app.entries.at(i as usize).info().api_key == Some(ApiKey::PRODUCE)));
     assert!(!app.view.is_empty());
+}
+
+/// The `stats` command's report of a capture: the engine's analyzer and
+/// statistics over the file, as `kafkashark stats` runs them.
+fn stats_command_report(capture: &str) -> kafkashark::stats::StatsReport {
+    use kafkashark::analyzer::{Analyzer, AnalyzerConfig};
+    use kafkashark::capture::{FileSource, FrameSource};
+    use kafkashark::stats::{Stats, StatsConfig};
+    let mut src = FileSource::open(&super::testutil::repo(capture)).expect("capture opens");
+    let mut an = Analyzer::new(Stats::analyzer_config(AnalyzerConfig::default()));
+    let mut stats = Stats::new(StatsConfig::default());
+    let mut out = Vec::new();
+    while let Some(f) = src.next_frame().expect("frame") {
+        an.push(&f, &mut out);
+        out.drain(..).for_each(|o| stats.push(&o));
+    }
+    an.finish(&mut out);
+    out.drain(..).for_each(|o| stats.push(&o));
+    stats.settle();
+    stats.report()
+}
+
+/// b6: a slow librdkafka group whose lag grows to hundreds of records on
+/// the three partitions of `lag-topic`, and a kafka-python group that keeps
+/// up. The view's lag and delivery are the `stats` command's (which
+/// tests/lag_truth.rs checks against an independent reading of the
+/// capture), though the view reads its trees from the index; each lag row
+/// leads to its consumer's Fetches of the topic.
+#[test]
+fn lag_and_delivery_of_b6_are_the_stats_commands() {
+    const B6: &str = "captures/b6-consumer-lag.pcap";
+    let mut app = app_with(B6, 120, 40);
+    key(&mut app, KeyCode::Char('S'));
+    let v = app.stats_view.as_ref().expect("open");
+    assert!(!v.data.lag_truncated() && v.data.lag_decoded > 0);
+    let want = stats_command_report(B6);
+    assert_eq!(v.data.report.lag, want.lag);
+    assert_eq!(v.data.report.delivery, want.delivery);
+    let lag = cells(&mut app, StatsTab::Lag);
+    assert_eq!(lag.len(), 6, "{lag:?}");
+    for row in &lag {
+        let (lag, max): (i64, i64) = (row[4].parse().unwrap(), row[5].parse().unwrap());
+        match row[0].as_str() {
+            "\"fast-consumer\"" => assert_eq!((row[1].as_str(), lag, max), ("fast-group", 0, 0)),
+            "\"slow-consumer\"" => {
+                assert_eq!(row[1], "slow-group");
+                assert!(lag >= 100 && max >= lag, "{row:?}");
+                assert!(row[6].starts_with('+'), "falling behind: {row:?}");
+            }
+            other => panic!("consumer {other}"),
+        }
+        assert_eq!(row[2], "lag-topic");
+    }
+    let slow = lag
+        .iter()
+        .position(|r| r[0] == "\"slow-consumer\"")
+        .expect("slow row");
+    let delivery = cells(&mut app, StatsTab::Delivery);
+    let of: Vec<&str> = delivery.iter().map(|c| c[0].as_str()).collect();
+    assert_eq!(
+        of,
+        ["age", "age", "age", "delivery", "delivery", "producer"]
+    );
+    // Enter on a slow-consumer row: its Fetch requests and responses.
+    let f = enter_row(&mut app, StatsTab::Lag, slow);
+    assert_eq!(
+        f,
+        "api=Fetch and client=\"slow-consumer\" and topic=\"lag-topic\""
+    );
+    let want: BTreeSet<usize> = app
+        .entries
+        .all()
+        .into_iter()
+        .filter(|e| e.info().api_key == Some(ApiKey::FETCH))
+        .filter(|e| {
+            let i = e.info();
+            let req = match i.kind {
+                Kind::Request => i,
+                Kind::Response => match i.peer {
+                    Some(p) => app.entries.at(p as usize).info(),
+                    None => return false,
+                },
+            };
+            req.client_id.as_deref() == Some("slow-consumer")
+                && req.topics.iter().any(|t| t == "lag-topic")
+        })
+        .map(|e| e.info().index as usize)
+        .collect();
+    let shown: BTreeSet<usize> = app.view.iter().map(|&i| i as usize).collect();
+    assert_eq!(shown, want);
+    assert!(want.len() >= 26, "{}", want.len());
 }

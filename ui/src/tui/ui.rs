@@ -21,7 +21,7 @@ use ratatui::Frame;
 
 use super::app::{node_at, App, Pane, SourceKind, StatsView, TimeMode};
 use super::index::IndexEntry;
-use super::stats_view::{col_plan, columns, StatsTab, BUCKETS, SERIES_COL};
+use super::stats_view::{self, col_plan, columns, StatsTab, BUCKETS, SERIES_COL};
 use crate::filter::Facts;
 use crate::print::{api_text, error_names};
 
@@ -1063,12 +1063,26 @@ fn render_stats(f: &mut Frame, app: &App, v: &StatsView, pal: &Palette) {
             " (loading: refreshes every second)"
         }
     ))];
-    if d.truncated() {
+    // Each decode bound that was hit, and what it leaves partial.
+    let cuts = [
+        (
+            d.truncated(),
+            d.decoded,
+            d.wanted,
+            "trees",
+            "error places, software and groups",
+        ),
+        (
+            d.lag_truncated(),
+            d.lag_decoded,
+            d.lag_wanted,
+            "Fetch/Produce trees",
+            "lag and delivery",
+        ),
+    ];
+    for (_, n, of, what, partial) in cuts.into_iter().filter(|c| c.0) {
         note.push(Span::styled(
-            format!(
-                " · TRUNCATED: {} of {} trees decoded; error places, software and groups are partial",
-                d.decoded, d.wanted
-            ),
+            format!(" · TRUNCATED: {n} of {of} {what} decoded; {partial} are partial"),
             pal.fg(Color::Yellow).add_modifier(Modifier::BOLD),
         ));
     }
@@ -1197,8 +1211,9 @@ fn render_lag(f: &mut Frame, v: &StatsView, pal: &Palette, area: Rect) {
         .as_deref()
         .map_or(String::new(), |g| format!(" (group {})", escape_text(g)));
     let title = format!(
-        " {}{group} on {}/{}: lag {} now, max {}, {} samples ",
-        escape_text(&p.client),
+        " {} at {}{group} on {}/{}: lag {} now, max {}, {} samples ",
+        escape_text(stats_view::consumer_label(p)),
+        escape_text(&p.host),
         escape_text(&p.topic),
         p.partition,
         p.lag,
