@@ -433,6 +433,17 @@ fn stats_lag_b6() {
             text.contains("slow-consumer") && text.contains("lag-topic"),
             "{text}"
         );
+        // One scale: the fast group's rows draw nothing, the most lagging reaches the top.
+        let rows: Vec<&str> = text.lines().filter(|l| l.starts_with("┃\"")).collect();
+        let bars = |l: &str| l.chars().filter(|c| ('▁'..='█').contains(c)).count();
+        assert_eq!(rows.len(), 6, "{text}");
+        assert!(rows
+            .iter()
+            .filter(|l| l.contains("fast-consumer"))
+            .all(|l| bars(l) == 0));
+        assert!(rows
+            .iter()
+            .any(|l| l.contains("slow-consumer") && l.contains('█')));
         insta::assert_snapshot!(format!("stats_lag_b6_{w}x{h}"), text);
         keys(&mut app, "7");
         let text = snapshot_text(&app);

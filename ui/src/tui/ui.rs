@@ -1171,8 +1171,14 @@ fn render_stats_table(f: &mut Frame, v: &StatsView, pal: &Palette, lay: &StatsLa
         b = b.title_bottom(Line::from(t).alignment(Alignment::Right));
     }
     f.render_widget(Paragraph::new(lines).block(b), area);
+    // One scale for every row, so that rows compare: the largest lag of all.
+    let top = v.data.report.lag.partitions.iter().map(|p| p.max_lag).max();
+    let top = top.and_then(|m| u64::try_from(m).ok()).unwrap_or(0).max(1);
     for (cell, data) in spark_marks {
-        let s = Sparkline::default().data(&data).style(pal.fg(Color::Cyan));
+        let s = Sparkline::default()
+            .data(&data)
+            .max(top)
+            .style(pal.fg(Color::Cyan));
         f.render_widget(s, cell);
     }
 }
