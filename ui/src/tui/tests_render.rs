@@ -444,6 +444,25 @@ fn stats_lag_b6() {
         assert!(rows
             .iter()
             .any(|l| l.contains("slow-consumer") && l.contains('█')));
+        if w >= 120 {
+            let g = app
+                .stats_view
+                .as_ref()
+                .map(|v| v.data.report.lag.groups.clone());
+            let slow = g
+                .iter()
+                .flatten()
+                .find(|g| g.group == "slow-group")
+                .expect("group");
+            let sums = format!(
+                "Σ lag {}, Σ committed lag {}",
+                slow.fetch_lag, slow.committed_lag
+            );
+            assert!(
+                slow.committed_lag >= 300 && text.contains(&sums),
+                "{sums}: {text}"
+            );
+        }
         insta::assert_snapshot!(format!("stats_lag_b6_{w}x{h}"), text);
         keys(&mut app, "7");
         let text = snapshot_text(&app);

@@ -1212,10 +1212,21 @@ fn render_lag(f: &mut Frame, v: &StatsView, pal: &Palette, area: Rect) {
         f.render_widget(block(Line::from(" lag over time "), false, pal), area);
         return;
     };
-    let group = p
-        .group
-        .as_deref()
-        .map_or(String::new(), |g| format!(" (group {})", escape_text(g)));
+    // The group's lag summed over its partitions, as `kafka-consumer-groups` gives it.
+    let sums = |g: &str| {
+        let lag = &v.data.report.lag.groups;
+        lag.iter()
+            .find(|x| x.group == g)
+            .map_or(String::new(), |x| {
+                format!(
+                    ": Σ lag {}, Σ committed lag {}",
+                    x.fetch_lag, x.committed_lag
+                )
+            })
+    };
+    let group = p.group.as_deref().map_or(String::new(), |g| {
+        format!(" (group {}{})", escape_text(g), sums(g))
+    });
     let title = format!(
         " {} at {}{group} on {}/{}: lag {} now, max {}, {} samples ",
         escape_text(stats_view::consumer_label(p)),
