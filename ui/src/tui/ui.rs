@@ -875,7 +875,7 @@ pub const KEYS: &[(&str, &str)] = &[
     ("F", "follow: keep the newest message selected"),
     (
         "S",
-        "stats: latency, throttle, errors, clients, groups, lag, delivery",
+        "stats: latency, errors, clients, groups, lag, delivery",
     ),
     (
         "1-7, r",
