@@ -934,6 +934,30 @@ pub fn redecode(info: &MessageInfo, raw: &RawMessage, opts: &DecodeOptions) -> D
     }
 }
 
+/// A message read again by its summary scan, as [`Stats`](crate::stats::Stats)
+/// reads it with `Stats::analyzer_config` (`opts` with
+/// `records_headers_only`: batch headers and placed facts, no tree): the
+/// tree-less [`Decoded`] the analyzer would have given. `None` when the scan
+/// cannot read it cleanly or `wants_tree` (`Stats::needs_tree`) asks for its
+/// tree; the caller then decodes its tree ([`redecode`]).
+pub fn rescan(
+    info: &MessageInfo,
+    raw: &RawMessage,
+    opts: &DecodeOptions,
+    wants_tree: TreeFilter,
+) -> Option<Decoded> {
+    let s = match (info.kind, info.api_key, info.api_version) {
+        (Kind::Request, _, _) => summarize_request(&raw.bytes, opts),
+        (Kind::Response, Some(k), Some(v)) => summarize_response(&raw.bytes, k.0, v, opts),
+        (Kind::Response, _, _) => None,
+    }?;
+    let (k, v) = (s.api_key.unwrap_or(-1), s.api_version.unwrap_or(-1));
+    if wants_tree(info.kind, k, v, &s) {
+        return None;
+    }
+    Some(lean_decoded(info.kind, s, &mut None))
+}
+
 /// Decodes a response with its request's api key and version. A broker that does
 /// not support the ApiVersions version asked for answers in v0 with
 /// UNSUPPORTED_VERSION (35), so the client can retry lower (KIP-511).
