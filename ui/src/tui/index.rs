@@ -322,6 +322,7 @@ impl FactsEntry {
             expects_response: self.expects_response(),
             latency_ns: self.latency_ns(),
             hol_wait_ns: self.has(HOL).then_some(self.hol_wait_ns),
+            rtt: None,
             fetch: s.fetch,
             throttle_time_ms: self.throttle_time_ms(),
             error_codes: s.error_codes.clone(),
