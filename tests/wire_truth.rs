@@ -30,7 +30,7 @@ use kafkashark::capture::{FileSource, FrameSource, Polled};
 use kafkashark::flow::{Rtt, RttFrom};
 use kafkashark::kafka::decode::Kind;
 use kafkashark::pipeline::Event;
-use kafkashark::stats::Stats;
+use kafkashark::stats::{Stats, StatsConfig};
 
 const CAPTURES: [&str; 2] = ["a1-kcat-produce-consume-group.pcap", "b6-consumer-lag.pcap"];
 
@@ -160,23 +160,73 @@ fn trips(out: &[Output]) -> HashMap<u64, Trips> {
     by
 }
 
+/// Client address → ack − syn in microseconds, from the `conn` rows with both.
+fn handshakes(wire: &Path) -> HashMap<String, i64> {
+    let text = fs::read_to_string(wire).expect("wire.tsv");
+    let rows = text.lines().map(|l| l.split('\t').collect::<Vec<_>>());
+    rows.filter(|r| r[0] == "conn" && r[3] != "-" && r[5] != "-")
+        .map(|r| (r[2].to_string(), micros(r[5]) - micros(r[3])))
+        .collect()
+}
+
+/// The lower middle of `v` (a measured value), in milliseconds.
+fn lower_median_ms(mut v: Vec<i64>) -> Option<f64> {
+    v.sort_unstable();
+    let mid = v.len().checked_sub(1)? / 2;
+    Some(v[mid] as f64 / 1e3)
+}
+
+/// `stats`: every connection's `rtt_ms` is its handshake's, to the
+/// microsecond; a broker's and a client's the median of their connections'.
+/// `f` on each capture with its reading's handshakes (skipped when missing).
+fn with_handshakes(mut f: impl FnMut(&str, &Path, HashMap<String, i64>)) {
+    for name in CAPTURES {
+        match paths(name) {
+            Some((cap, wire)) => f(name, &cap, handshakes(&wire)),
+            None => eprintln!("skipping {name}: capture or its wire.tsv missing"),
+        }
+    }
+}
+
+#[test]
+fn stats_report_round_trips_per_connection_broker_and_client() {
+    with_handshakes(|name, cap, want| {
+        let mut stats = Stats::new(StatsConfig::default());
+        for o in outputs(cap, Stats::analyzer_config(AnalyzerConfig::default())) {
+            stats.push(&o);
+        }
+        let report = stats.report();
+        assert_eq!(report.connections.len(), want.len(), "{name}");
+        for c in &report.connections {
+            let w = want[&c.client];
+            assert_eq!(c.rtt_ms, Some(w as f64 / 1e3), "{name} {}", c.client);
+            assert_eq!(c.rtt_from, Some("handshake"), "{name} {}", c.client);
+        }
+        for b in &report.brokers {
+            let of = report.connections.iter().filter(|c| c.broker == b.broker);
+            let v = of.map(|c| want[&c.client]).collect();
+            assert_eq!(b.rtt_ms, lower_median_ms(v), "{name} {}", b.broker);
+        }
+        let mut with_rtt = 0;
+        for c in &report.clients {
+            let v: Vec<i64> = c
+                .addresses
+                .iter()
+                .filter_map(|a| want.get(a))
+                .copied()
+                .collect();
+            with_rtt += usize::from(!v.is_empty());
+            assert_eq!(c.rtt_ms, lower_median_ms(v), "{name} {:?}", c.client_id);
+        }
+        assert!(with_rtt > 0 && !report.brokers.is_empty(), "{name}");
+    });
+}
+
 #[test]
 fn handshake_round_trips_match_the_independent_reading() {
-    for name in CAPTURES {
-        let Some((cap, wire)) = paths(name) else {
-            eprintln!("skipping {name}: capture or its wire.tsv missing");
-            continue;
-        };
-        // client address → ack − syn in microseconds, from the `conn` rows.
-        let text = fs::read_to_string(&wire).expect("wire.tsv");
-        let want: HashMap<String, i64> = text
-            .lines()
-            .map(|l| l.split('\t').collect::<Vec<_>>())
-            .filter(|r| r[0] == "conn" && r[3] != "-" && r[5] != "-")
-            .map(|r| (r[2].to_string(), micros(r[5]) - micros(r[3])))
-            .collect();
+    with_handshakes(|name, cap, want| {
         assert!(!want.is_empty(), "{name}: no handshake in the reading");
-        let got = trips(&outputs(&cap, AnalyzerConfig::default()));
+        let got = trips(&outputs(cap, AnalyzerConfig::default()));
         let mut checked = 0;
         for t in got.values() {
             let Some(client) = &t.client else { continue };
@@ -199,7 +249,7 @@ fn handshake_round_trips_match_the_independent_reading() {
             "{name}: every connection with a handshake"
         );
         eprintln!("{name}: {checked} handshake round trips match");
-    }
+    });
 }
 
 /// A public capture that starts mid-connection (no SYN anywhere): its
