@@ -118,8 +118,8 @@ pub struct MessageInfo {
     /// response on the connection had finished (head-of-line wait; Kafka
     /// answers a connection's requests in order).
     pub hol_wait_ns: Option<u64>,
-    /// The connection's network round trip as known when the message
-    /// completed ([`crate::flow`]: from the handshake, else from data/ACK
+    /// The connection's network round trip as known when the message was
+    /// analyzed ([`crate::flow`]: from the handshake, else from data/ACK
     /// pairs), so that broker time ≈ service time − RTT can be read off.
     pub rtt: Option<Rtt>,
     /// For Fetch and ShareFetch responses: what the request asked the
