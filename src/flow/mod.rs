@@ -46,7 +46,6 @@
 //! - Connections idle longer than `idle_timeout` (packet time) are flushed and
 //!   closed; at most `max_connections` are tracked (the least recently active
 //!   one is evicted first).
-//!
 //! - Round trip ([`Rtt`], one [`FlowEvent::Rtt`] each time it is first
 //!   known or smaller): from the handshake when the capture has it — the
 //!   client's ACK of the broker's SYN/ACK (its ACK number the SYN/ACK's
