@@ -37,6 +37,7 @@ fn msg(index: u64, kind: Kind, api: i16, version: i16, frame: u64, ms: u64) -> M
         expects_response: kind == Kind::Request,
         latency_ns: None,
         hol_wait_ns: None,
+        rtt: None,
         fetch: None,
         throttle_time_ms: None,
         error_codes: Vec::new(),
