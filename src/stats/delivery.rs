@@ -25,6 +25,7 @@
 //! producer clock ahead of the capture's) is counted as such and not put in
 //! the histogram.
 
+use std::collections::hash_map::Entry;
 use std::collections::{BTreeMap, VecDeque};
 
 use rustc_hash::FxHashMap as HashMap;
@@ -33,7 +34,6 @@ use std::hash::{Hash, Hasher};
 use serde::Serialize;
 
 use super::hist::{LatencyHist, LatencyMs};
-use super::lag::{slot, ByPartition};
 use crate::kafka::records::BatchHead;
 use crate::vocab::Timestamp;
 
@@ -115,9 +115,8 @@ struct Producer {
 pub struct Delivery {
     produced: HashMap<Key, Timestamp>,
     order: VecDeque<Key>,
-    ages: ByPartition<Age>,
-    /// Partitions in `ages`.
-    age_partitions: usize,
+    /// (topic hash, partition) → the topic's name and the partition's ages.
+    ages: HashMap<(u64, i32), (String, Age)>,
     /// consumer client → delivery times.
     delivered: BTreeMap<String, (LatencyHist, u64)>,
     producers: BTreeMap<String, Producer>,
@@ -263,17 +262,15 @@ impl Delivery {
             return;
         }
         let now = ts.as_nanos();
-        let known = self
-            .ages
-            .get(topic)
-            .is_some_and(|t| t.contains_key(&partition));
-        let room = known || self.age_partitions < MAX_KEYS;
-        self.overflow += u64::from(!room);
-        self.age_partitions += usize::from(room && !known);
-        let age = if room {
-            slot(&mut self.ages, topic, partition, Age::default)
-        } else {
-            None
+        let topic_key = topic_hash(topic);
+        let room = self.ages.len() < MAX_KEYS;
+        let age = match self.ages.entry((topic_key, partition)) {
+            Entry::Occupied(o) => Some(&mut o.into_mut().1),
+            Entry::Vacant(v) if room => Some(&mut v.insert((topic.to_string(), Age::default())).1),
+            Entry::Vacant(_) => {
+                self.overflow += 1;
+                None
+            }
         };
         if let Some(a) = age {
             for b in batches {
@@ -306,9 +303,16 @@ impl Delivery {
         }
     }
 
+    /// The partitions' ages by topic name and partition.
+    fn ages_in_order(&self) -> impl Iterator<Item = (&String, &i32, &Age)> {
+        let mut v: Vec<_> = self.ages.iter().map(|((_, p), (t, a))| (t, p, a)).collect();
+        v.sort_by(|a, b| (a.0, a.1).cmp(&(b.0, b.1)));
+        v.into_iter()
+    }
+
     /// Counts every pending histogram value (before [`report`](Self::report)).
     pub fn settle(&mut self) {
-        for a in self.ages.values_mut().flat_map(BTreeMap::values_mut) {
+        for (_, a) in self.ages.values_mut() {
             a.hist.settle();
         }
         for d in self.delivered.values_mut() {
@@ -324,9 +328,7 @@ impl Delivery {
         let ratio = |a: u64, b: u64| (b > 0).then(|| a as f64 / b as f64);
         DeliveryReports {
             record_age: self
-                .ages
-                .iter()
-                .flat_map(|(t, parts)| parts.iter().map(move |(p, a)| (t, p, a)))
+                .ages_in_order()
                 .map(|(topic, partition, a)| AgeReport {
                     topic: topic.clone(),
                     partition: *partition,

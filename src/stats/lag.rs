@@ -25,7 +25,11 @@
 //! sample.
 
 use std::borrow::Cow;
+use std::collections::hash_map::Entry;
 use std::collections::BTreeMap;
+use std::net::IpAddr;
+
+use rustc_hash::FxHashMap;
 
 use serde::Serialize;
 
@@ -40,28 +44,22 @@ pub const SERIES: usize = 120;
 /// The trend is the lag's change over (at most) this many seconds.
 pub const TREND_SECONDS: f64 = 60.0;
 
-/// The partitions of a Fetch request and their `FetchOffset`s, by topic
-/// (a request lists each topic once, its partitions under it).
+/// The partitions of a Fetch request and their `FetchOffset`s.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct FetchAsks {
-    by_topic: Vec<(String, Vec<(i32, i64)>)>,
+    asks: Vec<(TopicId, i32, i64)>,
 }
 
 impl FetchAsks {
     /// Partition `partition` of `topic` asked from `offset`.
-    pub fn add(&mut self, topic: &str, partition: i32, offset: i64) {
-        match self.by_topic.last_mut() {
-            Some((t, parts)) if t == topic => parts.push((partition, offset)),
-            _ => self
-                .by_topic
-                .push((topic.to_string(), vec![(partition, offset)])),
-        }
+    pub fn add(&mut self, topic: TopicId, partition: i32, offset: i64) {
+        self.asks.push((topic, partition, offset));
     }
 
     /// The offset asked for (`topic`, `partition`).
-    fn offset(&self, topic: &str, partition: i32) -> Option<i64> {
-        let (_, parts) = self.by_topic.iter().find(|(t, _)| t == topic)?;
-        parts.iter().find(|p| p.0 == partition).map(|p| p.1)
+    fn offset(&self, topic: TopicId, partition: i32) -> Option<i64> {
+        let found = self.asks.iter().find(|a| a.0 == topic && a.1 == partition);
+        found.map(|a| a.2)
     }
 }
 
@@ -126,21 +124,29 @@ struct Row {
     step_ns: u64,
 }
 
-/// Values by topic, then partition: found by a borrowed topic name.
-pub(super) type ByPartition<V> = BTreeMap<String, BTreeMap<i32, V>>;
+/// A consumer interned by [`Lag::consumer`].
+pub type ConsumerId = u32;
+
+/// A topic interned by [`Lag::topic`].
+pub type TopicId = u32;
 
 /// The consumer lag of a capture.
 #[derive(Clone, Debug, Default)]
 pub struct Lag {
-    /// Rows by consumer, topic, partition (`len` of them).
-    rows: BTreeMap<Consumer, ByPartition<Row>>,
-    len: usize,
+    /// Consumers by host, then client id → their index in `consumers`.
+    consumer_ids: FxHashMap<IpAddr, FxHashMap<Box<str>, ConsumerId>>,
+    consumers: Vec<Consumer>,
+    /// Topic names → their index in `topic_names`.
+    topic_ids: FxHashMap<Box<str>, TopicId>,
+    topic_names: Vec<Box<str>>,
+    /// Rows by (consumer, topic, partition).
+    rows: FxHashMap<(ConsumerId, TopicId, i32), Row>,
     /// (group, topic, partition) → (committed offset, when).
     committed: BTreeMap<(String, String, i32), (i64, Timestamp)>,
     /// (topic, partition) → the latest high watermark answered, and when.
-    high: ByPartition<(i64, Timestamp)>,
+    high: FxHashMap<(TopicId, i32), (i64, Timestamp)>,
     /// The group each consumer last named in a group request.
-    groups: BTreeMap<Consumer, String>,
+    groups: FxHashMap<ConsumerId, String>,
     overflow: u64,
 }
 
@@ -216,11 +222,52 @@ pub struct LagReport {
 }
 
 impl Lag {
-    /// A paired Fetch exchange: the partitions asked and answered (matched by
-    /// topic and partition), at the response's time `ts`.
+    /// The consumer with `client` id on `host` (interned: the same id every
+    /// time); `None` past [`MAX_PARTITIONS`] consumers (counted).
+    pub fn consumer(&mut self, client: &str, host: IpAddr) -> Option<ConsumerId> {
+        if let Some(&id) = self.consumer_ids.get(&host).and_then(|m| m.get(client)) {
+            return Some(id);
+        }
+        let Ok(id) = ConsumerId::try_from(self.consumers.len()) else {
+            return None;
+        };
+        if self.consumers.len() >= MAX_PARTITIONS {
+            self.overflow += 1;
+            return None;
+        }
+        self.consumers.push(Consumer {
+            client: client.to_string(),
+            host: host.to_string(),
+        });
+        self.consumer_ids
+            .entry(host)
+            .or_default()
+            .insert(client.into(), id);
+        Some(id)
+    }
+
+    /// Topic `name` (interned); `None` past [`MAX_PARTITIONS`] topics (counted).
+    pub fn topic(&mut self, name: &str) -> Option<TopicId> {
+        if let Some(&id) = self.topic_ids.get(name) {
+            return Some(id);
+        }
+        let Ok(id) = TopicId::try_from(self.topic_names.len()) else {
+            return None;
+        };
+        if self.topic_names.len() >= MAX_PARTITIONS {
+            self.overflow += 1;
+            return None;
+        }
+        self.topic_names.push(name.into());
+        self.topic_ids.insert(name.into(), id);
+        Some(id)
+    }
+
+    /// A paired Fetch exchange of consumer `who`: the partitions asked and
+    /// answered (matched by topic and partition), at the response's time `ts`.
     pub fn fetch(
         &mut self,
-        who: &Consumer,
+        who: ConsumerId,
         ts: Timestamp,
         asks: &FetchAsks,
         answers: &[FetchAnswer<'_>],
@@ -229,31 +276,24 @@ impl Lag {
             if a.error != 0 || a.high_watermark < 0 {
                 continue;
             }
-            let (topic, part) = (&*a.topic, a.partition);
-            if let Some(h) = slot(&mut self.high, topic, part, || (0, ts)) {
-                *h = (a.high_watermark, ts);
-            }
-            let rows = self.rows.get(who).and_then(|r| r.get(topic));
+            let Some(topic) = self.topic(&a.topic) else {
+                continue;
+            };
+            let part = a.partition;
+            self.high.insert((topic, part), (a.high_watermark, ts));
+            let key = (who, topic, part);
             let asked = asks
                 .offset(topic, part)
-                .or_else(|| rows.and_then(|r| r.get(&part)).map(|r| r.next));
+                .or_else(|| self.rows.get(&key).map(|r| r.next));
             let Some(asked) = asked else { continue };
             let next = a
                 .last_offset
                 .map_or(asked, |l| l.saturating_add(1).max(asked));
             let lag = a.high_watermark.saturating_sub(next).max(0);
-            let known = rows.is_some_and(|r| r.contains_key(&part));
-            if !known && self.len >= MAX_PARTITIONS {
-                self.overflow += 1;
-                continue;
-            }
-            self.len += usize::from(!known);
-            if !self.rows.contains_key(who) {
-                self.rows.insert(who.clone(), BTreeMap::new());
-            }
-            let mine = self.rows.get_mut(who);
-            let Some(row) = mine.and_then(|m| {
-                slot(m, topic, part, || Row {
+            let room = self.rows.len() < MAX_PARTITIONS;
+            let row = match self.rows.entry(key) {
+                Entry::Occupied(o) => o.into_mut(),
+                Entry::Vacant(v) if room => v.insert(Row {
                     fetches: 0,
                     records: 0,
                     asked: 0,
@@ -267,9 +307,11 @@ impl Lag {
                     last_ts: ts,
                     series: Vec::new(),
                     step_ns: 1_000_000_000,
-                })
-            }) else {
-                continue;
+                }),
+                Entry::Vacant(_) => {
+                    self.overflow += 1;
+                    continue;
+                }
             };
             row.fetches += 1;
             row.records += a.records;
@@ -287,15 +329,10 @@ impl Lag {
 
     /// `who` named `group` in a group request (JoinGroup, SyncGroup,
     /// Heartbeat, OffsetCommit, …): its rows are the group's.
-    pub fn member(&mut self, who: &Consumer, group: &str) {
-        if self.groups.get(who).is_some_and(|g| g == group) {
-            return;
+    pub fn member(&mut self, who: ConsumerId, group: &str) {
+        if self.groups.get(&who).is_none_or(|g| g != group) {
+            self.groups.insert(who, group.to_string());
         }
-        if self.groups.len() >= MAX_PARTITIONS && !self.groups.contains_key(who) {
-            self.overflow += 1;
-            return;
-        }
-        self.groups.insert(who.clone(), group.to_string());
     }
 
     /// An OffsetCommit request's partition: `group` committed `offset`.
@@ -308,33 +345,49 @@ impl Lag {
         self.committed.insert(key, (offset, ts));
     }
 
-    /// The committed lag of (group, topic, partition), when both ends are known.
-    fn committed_lag(
-        &self,
-        group: &str,
-        topic: &str,
-        partition: i32,
-    ) -> Option<(i64, Option<i64>)> {
-        let &(off, _) = self
-            .committed
-            .get(&(group.to_string(), topic.to_string(), partition))?;
-        let hw = self.high.get(topic).and_then(|t| t.get(&partition));
+    /// The committed offset of (group, topic, partition) and its lag against
+    /// the partition's latest high watermark, when both are known.
+    fn committed_lag(&self, key: &(String, String, i32)) -> Option<(i64, Option<i64>)> {
+        let &(off, _) = self.committed.get(key)?;
+        let topic = self.topic_ids.get(key.1.as_str());
+        let hw = topic.and_then(|&t| self.high.get(&(t, key.2)));
         Some((off, hw.map(|&(h, _)| h.saturating_sub(off).max(0))))
+    }
+
+    /// How record age and delivery name consumer `who` ([`Consumer::label`]).
+    pub fn label(&self, who: ConsumerId) -> Option<&str> {
+        let c = self.consumers.get(usize::try_from(who).ok()?)?;
+        Some(c.label())
     }
 
     /// The report.
     pub fn report(&self) -> LagReport {
-        let partitions = self
-            .each_row()
-            .map(|(who, topic, partition, r)| {
-                let group = self.groups.get(who);
-                let committed = group.and_then(|g| self.committed_lag(g, topic, *partition));
+        let name = |t: TopicId| {
+            usize::try_from(t)
+                .ok()
+                .and_then(|t| self.topic_names.get(t))
+        };
+        let mut rows: Vec<(&Consumer, &str, i32, ConsumerId, &Row)> = self
+            .rows
+            .iter()
+            .filter_map(|(&(c, t, p), r)| {
+                let who = self.consumers.get(usize::try_from(c).ok()?)?;
+                Some((who, &**name(t)?, p, c, r))
+            })
+            .collect();
+        rows.sort_by(|a, b| (a.0, a.1, a.2).cmp(&(b.0, b.1, b.2)));
+        let partitions = rows
+            .iter()
+            .map(|&(who, topic, partition, c, r)| {
+                let group = self.groups.get(&c);
+                let committed = group
+                    .and_then(|g| self.committed_lag(&(g.clone(), topic.to_string(), partition)));
                 PartitionLag {
                     client: who.client.clone(),
                     host: who.host.clone(),
                     group: group.cloned(),
-                    topic: topic.clone(),
-                    partition: *partition,
+                    topic: topic.to_string(),
+                    partition,
                     fetches: r.fetches,
                     records: r.records,
                     fetch_offset: r.asked,
@@ -354,27 +407,22 @@ impl Lag {
             })
             .collect();
         let mut groups: BTreeMap<&str, GroupLag> = BTreeMap::new();
-        for (g, topic, partition) in self.committed.keys() {
-            let e = groups.entry(g).or_insert_with(|| GroupLag {
-                group: g.clone(),
-                partitions: 0,
-                committed_lag: 0,
-                fetch_lag: 0,
-            });
+        let new = |g: &str| GroupLag {
+            group: g.to_string(),
+            partitions: 0,
+            committed_lag: 0,
+            fetch_lag: 0,
+        };
+        for key in self.committed.keys() {
+            let e = groups.entry(&key.0).or_insert_with(|| new(&key.0));
             e.partitions += 1;
-            if let Some((_, Some(l))) = self.committed_lag(g, topic, *partition) {
+            if let Some((_, Some(l))) = self.committed_lag(key) {
                 e.committed_lag += l;
             }
         }
-        for (who, _, _, r) in self.each_row() {
-            if let Some(g) = self.groups.get(who) {
-                let e = groups.entry(g).or_insert_with(|| GroupLag {
-                    group: g.to_string(),
-                    partitions: 0,
-                    committed_lag: 0,
-                    fetch_lag: 0,
-                });
-                e.fetch_lag += r.lag;
+        for &(_, _, _, c, r) in &rows {
+            if let Some(g) = self.groups.get(&c) {
+                groups.entry(g).or_insert_with(|| new(g)).fetch_lag += r.lag;
             }
         }
         LagReport {
@@ -383,31 +431,6 @@ impl Lag {
             overflow: self.overflow,
         }
     }
-}
-
-impl Lag {
-    /// Every row with its consumer, topic and partition, in their order.
-    fn each_row(&self) -> impl Iterator<Item = (&Consumer, &String, &i32, &Row)> {
-        self.rows.iter().flat_map(|(who, topics)| {
-            topics
-                .iter()
-                .flat_map(move |(t, parts)| parts.iter().map(move |(p, r)| (who, t, p, r)))
-        })
-    }
-}
-
-/// The value of (`topic`, `partition`) in `map`, made by `new` when absent
-/// (the topic's name copied only then).
-pub(super) fn slot<'m, V>(
-    map: &'m mut ByPartition<V>,
-    topic: &str,
-    partition: i32,
-    new: impl FnOnce() -> V,
-) -> Option<&'m mut V> {
-    if !map.contains_key(topic) {
-        map.insert(topic.to_string(), BTreeMap::new());
-    }
-    Some(map.get_mut(topic)?.entry(partition).or_insert_with(new))
 }
 
 impl Row {
@@ -461,9 +484,10 @@ mod tests {
         Timestamp::new(s.trunc() as i64, (s.fract() * 1e9).round() as u32)
     }
 
+    /// Topic "t" is the first topic interned: id 0.
     fn ask(p: i32, offset: i64) -> FetchAsks {
         let mut a = FetchAsks::default();
-        a.add("t", p, offset);
+        a.add(0, p, offset);
         a
     }
 
@@ -481,13 +505,11 @@ mod tests {
     }
 
     /// Consumer `c`, a member of `group` when given.
-    fn consumer(l: &mut Lag, c: &str, group: Option<&str>) -> Consumer {
-        let who = Consumer {
-            client: c.into(),
-            host: "127.0.0.1".into(),
-        };
+    fn consumer(l: &mut Lag, c: &str, group: Option<&str>) -> ConsumerId {
+        l.topic("t").unwrap();
+        let who = l.consumer(c, [127, 0, 0, 1].into()).unwrap();
         if let Some(g) = group {
-            l.member(&who, g);
+            l.member(who, g);
         }
         who
     }
@@ -497,9 +519,9 @@ mod tests {
         let mut l = Lag::default();
         let c = consumer(&mut l, "c", Some("g"));
         // Asked 10, got 10..=19 of 100: next 20, lag 80.
-        l.fetch(&c, t(1.0), &ask(0, 10), &[answer(0, 100, Some(19), 10)]);
+        l.fetch(c, t(1.0), &ask(0, 10), &[answer(0, 100, Some(19), 10)]);
         // Asked 20, got nothing (long-poll), the log grew to 130: lag 110.
-        l.fetch(&c, t(2.0), &ask(0, 20), &[answer(0, 130, None, 0)]);
+        l.fetch(c, t(2.0), &ask(0, 20), &[answer(0, 130, None, 0)]);
         let r = l.report();
         let p = &r.partitions[0];
         assert_eq!(
@@ -520,9 +542,9 @@ mod tests {
             consumer(&mut l, "c", Some("g")),
             consumer(&mut l, "d", None),
         );
-        l.fetch(&member, t(2.0), &ask(0, 50), &[answer(0, 90, Some(59), 10)]);
+        l.fetch(member, t(2.0), &ask(0, 50), &[answer(0, 90, Some(59), 10)]);
         // Another consumer sees the log at 120 later.
-        l.fetch(&other, t(3.0), &ask(0, 0), &[answer(0, 120, None, 0)]);
+        l.fetch(other, t(3.0), &ask(0, 0), &[answer(0, 120, None, 0)]);
         let r = l.report();
         let g = r.partitions.iter().find(|p| p.group.is_some()).unwrap();
         assert_eq!((g.committed_offset, g.committed_lag), (Some(40), Some(80)));
@@ -544,7 +566,7 @@ mod tests {
         bad.error = 6;
         let c = consumer(&mut l, "c", None);
         l.fetch(
-            &c,
+            c,
             t(1.0),
             &ask(0, 0),
             &[bad, answer(1, -1, None, 0), answer(2, 5, None, 0)],
@@ -558,9 +580,9 @@ mod tests {
         // responses answer it without the request naming it.
         let mut l = Lag::default();
         let c = consumer(&mut l, "c", None);
-        l.fetch(&c, t(1.0), &ask(0, 5), &[answer(0, 50, Some(14), 10)]);
+        l.fetch(c, t(1.0), &ask(0, 5), &[answer(0, 50, Some(14), 10)]);
         l.fetch(
-            &c,
+            c,
             t(2.0),
             &FetchAsks::default(),
             &[answer(0, 60, Some(24), 10)],
@@ -568,7 +590,7 @@ mod tests {
         let p = &l.report().partitions[0];
         assert_eq!((p.fetch_offset, p.next_offset, p.lag), (15, 25, 35));
         // Never asked, never seen: no row.
-        l.fetch(&c, t(3.0), &FetchAsks::default(), &[answer(1, 60, None, 0)]);
+        l.fetch(c, t(3.0), &FetchAsks::default(), &[answer(1, 60, None, 0)]);
         assert_eq!(l.report().partitions.len(), 1);
     }
 
@@ -578,7 +600,7 @@ mod tests {
         let c = consumer(&mut l, "c", None);
         for i in 0..10_000u32 {
             let s = f64::from(i) * 0.5;
-            l.fetch(&c, t(s), &ask(0, 0), &[answer(0, i64::from(i), None, 0)]);
+            l.fetch(c, t(s), &ask(0, 0), &[answer(0, i64::from(i), None, 0)]);
         }
         let p = &l.report().partitions[0];
         assert!(p.series.len() <= SERIES, "{}", p.series.len());
@@ -600,7 +622,7 @@ mod tests {
         let c = consumer(&mut l, "c", None);
         let n = i32::try_from(MAX_PARTITIONS).unwrap() + 5;
         for p in 0..n {
-            l.fetch(&c, t(1.0), &ask(p, 0), &[answer(p, 1, None, 0)]);
+            l.fetch(c, t(1.0), &ask(p, 0), &[answer(p, 1, None, 0)]);
         }
         let r = l.report();
         assert_eq!((r.partitions.len(), r.overflow), (MAX_PARTITIONS, 5));

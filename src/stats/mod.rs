@@ -459,7 +459,7 @@ struct Pending {
     topic: Option<String>,
     group: Option<Box<facts::GroupRequest>>,
     /// A Fetch request's consumer and the partitions it asked for.
-    fetch: Option<Box<(lag::Consumer, lag::FetchAsks)>>,
+    fetch: Option<Box<(lag::ConsumerId, lag::FetchAsks)>>,
 }
 
 #[derive(Clone, Debug, Default)]
@@ -838,17 +838,22 @@ impl Stats {
             match ApiKey(api) {
                 ApiKey::FETCH => {
                     let mut asks = lag::FetchAsks::default();
+                    let lag = &mut self.lag;
                     facts::each_int(d, &self.topics, |n| {
                         if let ("FetchOffset", Some(t), Some(p)) = (n.name, n.topic, n.partition) {
-                            asks.add(&t, p, n.value);
+                            if let Some(t) = lag.topic(&t) {
+                                asks.add(t, p, n.value);
+                            }
                         }
                     });
-                    fetch = Some(Box::new((consumer(i), asks)));
+                    fetch = consumer(lag, i).map(|c| Box::new((c, asks)));
                 }
                 ApiKey::OFFSET_COMMIT => {
                     if let Some(g) = facts::body(root).and_then(|b| facts::str_child(b, "GroupId"))
                     {
-                        self.lag.member(&consumer(i), g);
+                        if let Some(c) = consumer(&mut self.lag, i) {
+                            self.lag.member(c, g);
+                        }
                         let lag = &mut self.lag;
                         facts::each_int(d, &self.topics, |n| {
                             if let ("CommittedOffset", Some(t), Some(p)) =
@@ -869,7 +874,9 @@ impl Stats {
                 key if key.is_group() => {
                     group = facts::group_request(root).map(Box::new);
                     if let Some(g) = &group {
-                        self.lag.member(&consumer(i), &g.group);
+                        if let Some(c) = consumer(&mut self.lag, i) {
+                            self.lag.member(c, &g.group);
+                        }
                         let max = self.cfg.max_list;
                         if let Some(acc) = self.groups.entry(g.group.clone(), || GroupAcc::new(max))
                         {
@@ -986,11 +993,11 @@ impl Stats {
         let fallback = topic.as_deref();
         self.count_errors(i, api, d, fallback);
         if let Some(d) = d {
-            let consumer = fetch.as_ref().map(|f| f.0.label());
+            let consumer = fetch.as_ref().map(|f| f.0);
             self.response_tree(i, api, d, fallback, group.as_deref(), consumer);
             if let (ApiKey::FETCH, Some(f)) = (ApiKey(api), fetch) {
                 let answers = facts::fetch_answers(d, &self.topics, fallback);
-                self.lag.fetch(&f.0, i.ts, &f.1, &answers);
+                self.lag.fetch(f.0, i.ts, &f.1, &answers);
             }
         }
     }
@@ -1147,7 +1154,7 @@ impl Stats {
         d: &Decoded,
         fallback: Option<&str>,
         group: Option<&facts::GroupRequest>,
-        consumer: Option<&str>,
+        consumer: Option<lag::ConsumerId>,
     ) {
         if ApiKey(api) == ApiKey::PRODUCE {
             for r in facts::record_errors(&d.root, &self.topics) {
@@ -1166,6 +1173,7 @@ impl Stats {
         }
         if matches!(ApiKey(api), ApiKey::FETCH | ApiKey::SHARE_FETCH) {
             let (parts, delivery) = (&mut self.parts, &mut self.delivery);
+            let consumer = consumer.and_then(|c| self.lag.label(c));
             facts::each_set(d, &self.topics, |s| {
                 let topic = s.topic.as_deref().or(fallback);
                 if let (Some(t), Some(p)) = (topic, s.partition) {
@@ -1525,12 +1533,10 @@ impl Stats {
     }
 }
 
-/// The consumer of a message's connection, for consumer lag.
-fn consumer(i: &MessageInfo) -> lag::Consumer {
-    lag::Consumer {
-        client: i.client_id.clone().unwrap_or_default(),
-        host: i.client.ip().to_string(),
-    }
+/// The consumer of a message's connection, for consumer lag: its client id
+/// on its host.
+fn consumer(lag: &mut lag::Lag, i: &MessageInfo) -> Option<lag::ConsumerId> {
+    lag.consumer(i.client_id.as_deref().unwrap_or(""), i.client.ip())
 }
 
 /// The median of round trips in nanoseconds, in milliseconds: the lower

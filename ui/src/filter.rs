@@ -68,6 +68,9 @@ pub trait Facts {
     fn hol_wait_ns(&self) -> Option<u64>;
     /// A paired response's service time: its latency less its head-of-line wait.
     fn service_ns(&self) -> Option<u64>;
+    /// The round trip of the message's connection, when measured by then
+    /// (`MessageInfo::rtt`).
+    fn rtt_ns(&self) -> Option<u64>;
     /// A Fetch or ShareFetch response that waited out its `MaxWaitMs` with no
     /// records (`MessageInfo::long_poll`).
     fn long_poll(&self) -> bool;
@@ -251,6 +254,7 @@ enum Field {
     Latency,
     Hol,
     Service,
+    Rtt,
     Throttle,
     Error,
 }
@@ -271,7 +275,7 @@ enum Type {
 
 /// Every field, in the order of [`Field`]'s variants: its names (shown as the
 /// first; the others are aliases), its type, and an example for messages.
-const FIELDS: [(Field, &[&str], Type, &str); 16] = [
+const FIELDS: [(Field, &[&str], Type, &str); 17] = [
     (Field::Api, &["api"], Type::Api, "api=Produce"),
     (Field::Version, &["version", "v"], Type::Integer, "v>=12"),
     (Field::Kind, &["kind"], Type::Kind, "kind=request"),
@@ -296,6 +300,7 @@ const FIELDS: [(Field, &[&str], Type, &str); 16] = [
     (Field::Latency, &["latency"], Type::Duration, "latency>50ms"),
     (Field::Hol, &["hol", "hol_wait"], Type::Duration, "hol>5ms"),
     (Field::Service, &["service"], Type::Duration, "service>50ms"),
+    (Field::Rtt, &["rtt"], Type::Duration, "rtt>1ms"),
     (
         Field::Throttle,
         &["throttle"],
@@ -999,6 +1004,7 @@ impl Field {
                     _ => r.latency_ns(),
                 })
                 .map(i128::from),
+            Field::Rtt => m.rtt_ns().map(i128::from),
             Field::Throttle => response_of(m, peer)
                 .and_then(|r| r.throttle_time_ms())
                 .map(|ms| i128::from(ms) * 1_000_000),
@@ -1162,6 +1168,9 @@ mod tests {
         }
         fn service_ns(&self) -> Option<u64> {
             MessageInfo::service_ns(self)
+        }
+        fn rtt_ns(&self) -> Option<u64> {
+            self.rtt.map(|r| r.ns)
         }
         fn long_poll(&self) -> bool {
             MessageInfo::long_poll(self)

@@ -446,6 +446,9 @@ impl Facts for FactsEntry {
         let l = self.latency_ns()?;
         Some(l.saturating_sub(self.hol_wait_ns().unwrap_or(0)))
     }
+    fn rtt_ns(&self) -> Option<u64> {
+        self.shared.rtt.map(|r| r.ns)
+    }
     fn long_poll(&self) -> bool {
         self.has(LONG_POLL)
     }
