@@ -628,14 +628,10 @@ impl ScanFacts {
         self.wait(FactList::Sets, self.sets.len() - 1);
     }
 
+    #[inline(always)]
     fn int_field(&mut self, f: &'static FieldDef, v: i64) {
-        if f.marks.has(Marks::PLACED_INT) && self.want_ints && self.tagged_depth == 0 {
-            self.ints.push(ScanInt {
-                name: f.name,
-                value: v,
-                place: ScanPlace::default(),
-            });
-            self.wait(FactList::Ints, self.ints.len() - 1);
+        if f.marks.has(Marks::PLACED_INT) {
+            self.placed_int(f, v);
         }
         if !f.marks.has(Marks::PLACE_PARTITION) {
             return;
@@ -644,6 +640,20 @@ impl ScanFacts {
             if f.partition.is_none() {
                 f.partition = Some(p);
             }
+        }
+    }
+
+    /// A field marked [`Marks::PLACED_INT`]: kept with its place in a message
+    /// that wants them, outside tagged fields.
+    #[inline(never)]
+    fn placed_int(&mut self, f: &'static FieldDef, v: i64) {
+        if self.want_ints && self.tagged_depth == 0 {
+            self.ints.push(ScanInt {
+                name: f.name,
+                value: v,
+                place: ScanPlace::default(),
+            });
+            self.wait(FactList::Ints, self.ints.len() - 1);
         }
     }
 

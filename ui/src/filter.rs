@@ -1777,6 +1777,14 @@ mod tests {
             "FindCoordinator in frame 151 waited 2.4 ms"
         );
         assert_eq!(frames_matching("hol=502.944ms", &a1), [234, 243]);
+        // Every a1 connection opened in the capture: its handshake round
+        // trip is 13 to 31 µs (captures/a1-….wire.tsv: ack − syn).
+        assert_eq!(
+            frames_matching("rtt>=13us and rtt<=31us", &a1).len(),
+            a1.len()
+        );
+        assert!(frames_matching("rtt<13us or rtt>31us", &a1).is_empty());
+        assert!(!frames_matching("rtt=31us", &a1).is_empty());
         assert_eq!(
             frames_matching("latency>400ms and service<1ms and response", &a1),
             queued

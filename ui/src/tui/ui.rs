@@ -370,8 +370,8 @@ fn latency_text(ns: u64) -> String {
 
 /// A paired response's timing: its latency and, when it waited behind the
 /// connection's earlier responses, the parts (`latency 503.2 ms = hol 502.9 +
-/// service 0.225 ms`, as `stats` writes milliseconds); `[long-poll]` and the
-/// throttle when there.
+/// service 0.225 ms`, as `stats` writes milliseconds); `[long-poll]`, the
+/// throttle and the connection's round trip when there.
 fn timing_text(r: &MessageInfo) -> Option<String> {
     let in_ms = |ns: u64| ms(ns as f64 / 1e6);
     let mut s = format!("latency {}", in_ms(r.latency_ns?));
@@ -384,6 +384,9 @@ fn timing_text(r: &MessageInfo) -> Option<String> {
     }
     if let Some(t) = r.throttle_time_ms.filter(|&t| t > 0) {
         s.push_str(&format!(" throttle {t} ms"));
+    }
+    if let Some(rtt) = r.rtt {
+        s.push_str(&format!(" rtt {} ms", in_ms(rtt.ns)));
     }
     Some(s)
 }
