@@ -82,14 +82,6 @@ fn topic_hash(topic: &str) -> u64 {
     h.finish()
 }
 
-fn key(topic: &str, partition: i32, id: BatchId) -> Key {
-    Key {
-        topic: topic_hash(topic),
-        partition,
-        id,
-    }
-}
-
 #[derive(Clone, Debug, Default)]
 struct Age {
     hist: LatencyHist,
@@ -216,6 +208,7 @@ impl Delivery {
                 None
             }
         };
+        let topic_key = topic_hash(topic);
         if let Some(p) = p {
             p.requests += u64::from(first);
             for b in batches {
@@ -225,7 +218,7 @@ impl Delivery {
                 p.max_batch_bytes = p.max_batch_bytes.max(b.bytes);
             }
             if !batches.is_empty() {
-                let slot = (topic_hash(topic), partition);
+                let slot = (topic_key, partition);
                 if let Some(prev) = p.last.get(&slot) {
                     p.gaps.record(ts.nanos_since(*prev));
                 }
@@ -235,7 +228,11 @@ impl Delivery {
             }
         }
         for b in batches {
-            let k = key(topic, partition, BatchId::of(b));
+            let k = Key {
+                topic: topic_key,
+                partition,
+                id: BatchId::of(b),
+            };
             if self.produced.insert(k, ts).is_none() {
                 self.order.push_back(k);
             }
@@ -285,21 +282,31 @@ impl Delivery {
         }
         let Some(consumer) = consumer else { return };
         let room = self.delivered.len() < MAX_KEYS;
+        let mut delivered = None;
         for b in batches {
-            let Some(at) = self.produced.get(&key(topic, partition, BatchId::of(b))) else {
+            let k = Key {
+                topic: topic_key,
+                partition,
+                id: BatchId::of(b),
+            };
+            let Some(at) = self.produced.get(&k) else {
                 self.unmatched += 1;
                 continue;
             };
-            let d = match self.delivered.get_mut(consumer) {
-                Some(d) => d,
-                None if room => self.delivered.entry(consumer.to_string()).or_default(),
-                None => {
-                    self.overflow += 1;
-                    continue;
-                }
-            };
-            d.0.record(ts.nanos_since(*at));
-            d.1 += 1;
+            if delivered.is_none() {
+                delivered = match self.delivered.get_mut(consumer) {
+                    Some(d) => Some(d),
+                    None if room => Some(self.delivered.entry(consumer.to_string()).or_default()),
+                    None => {
+                        self.overflow += 1;
+                        return;
+                    }
+                };
+            }
+            if let Some(d) = delivered.as_mut() {
+                d.0.record(ts.nanos_since(*at));
+                d.1 += 1;
+            }
         }
     }
 
