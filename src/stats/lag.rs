@@ -374,6 +374,18 @@ impl Row {
     }
 }
 
+/// What the metrics exposition reads (`stats::openmetrics`).
+impl Lag {
+    /// The committed lag of every (group, topic, partition) whose high
+    /// watermark the capture saw: (group, topic, partition, lag).
+    pub(crate) fn committed_lags(&self) -> impl Iterator<Item = (&str, &str, i32, i64)> + '_ {
+        self.committed.keys().filter_map(|(g, t, p)| {
+            let (_, lag) = self.committed_lag(g, t, *p)?;
+            Some((g.as_str(), t.as_str(), *p, lag?))
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
