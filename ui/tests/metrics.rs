@@ -12,7 +12,11 @@ use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
 
+use kafkashark::flow::Ports;
 use serde_json::Value;
+
+#[path = "../../tests/support/mod.rs"]
+mod support;
 
 fn bin() -> Command {
     Command::new(env!("CARGO_BIN_EXE_kafkashark"))
@@ -79,6 +83,12 @@ impl Drop for Running {
 /// Starts `kafkashark ARGS --metrics 127.0.0.1:0` and returns it with the
 /// address it says it serves on (read from its standard error).
 fn serve(args: &[&str]) -> (Running, String) {
+    try_serve(args).unwrap_or_else(|err| panic!("no `metrics on http://`: {err}"))
+}
+
+/// [`serve`], or what the process said on standard error when it ended
+/// without serving.
+fn try_serve(args: &[&str]) -> Result<(Running, String), String> {
     let mut child = bin()
         .args(args)
         .args(["--metrics", "127.0.0.1:0"])
@@ -92,15 +102,20 @@ fn serve(args: &[&str]) -> (Running, String) {
     let (tx, rx) = mpsc::channel();
     std::thread::spawn(move || {
         for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-            if let Some(rest) = line.strip_prefix("metrics on http://") {
-                let _ = tx.send(rest.trim_end_matches("/metrics").to_string());
-            }
+            let served = line
+                .strip_prefix("metrics on http://")
+                .map(|rest| rest.trim_end_matches("/metrics").to_string());
+            let _ = tx.send(served.ok_or(line));
         }
     });
-    let addr = rx
-        .recv_timeout(Duration::from_secs(120))
-        .expect("`metrics on http://ADDR/metrics` on stderr");
-    (running, addr)
+    let mut said = String::new();
+    loop {
+        match rx.recv_timeout(Duration::from_secs(120)) {
+            Ok(Ok(addr)) => return Ok((running, addr)),
+            Ok(Err(line)) => said.push_str(&line),
+            Err(_) => return Err(said),
+        }
+    }
 }
 
 /// `GET /metrics` asking for OpenMetrics: the content type and the body.
@@ -545,4 +560,169 @@ fn prometheus_scrapes_the_figures() {
         est > 0.0 && est / p50 < 3.0 && p50 / est < 3.0,
         "{est} vs {p50}"
     );
+}
+
+/// The messages of a capture, connection by connection in capture order:
+/// (client → broker, bytes with the size prefix).
+fn conversations(capture: &str) -> Vec<Vec<(bool, Vec<u8>)>> {
+    use kafkashark::vocab::Direction;
+    let analysis = support::analyze(std::path::Path::new(capture), Ports::default());
+    let mut by_stream: BTreeMap<u64, Vec<(bool, Vec<u8>)>> = BTreeMap::new();
+    for m in analysis.messages {
+        let up = m.raw.dir == Direction::ClientToBroker;
+        let conv = by_stream.entry(m.raw.stream).or_default();
+        conv.push((up, m.raw.bytes.to_vec()));
+    }
+    by_stream.into_values().collect()
+}
+
+/// Replays `conversations` over loopback TCP to a broker of this test at
+/// `listener`: one connection each, in turn; each side writes its messages
+/// and reads the other's, in the capture's order.
+fn replay(listener: &std::net::TcpListener, conversations: &[Vec<(bool, Vec<u8>)>]) {
+    let addr = listener.local_addr().unwrap();
+    for conv in conversations {
+        let mut client = TcpStream::connect(addr).unwrap();
+        let (mut broker, _) = listener.accept().unwrap();
+        for s in [&client, &broker] {
+            s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        }
+        let mut buf = Vec::new();
+        for (up, bytes) in conv {
+            let (from, to) = if *up {
+                (&mut client, &mut broker)
+            } else {
+                (&mut broker, &mut client)
+            };
+            from.write_all(bytes).unwrap();
+            buf.resize(bytes.len(), 0);
+            to.read_exact(&mut buf).unwrap();
+        }
+    }
+}
+
+/// Live: `stats -i lo` sees a shipped capture's connections replayed over
+/// loopback and publishes their figures at its next refresh: the responses
+/// per API and the throttling of the capture (skipped without the right to
+/// capture on `lo`).
+#[test]
+fn stats_on_a_live_interface_publishes_at_every_refresh() {
+    let capture = repo(CAPTURES[2]);
+    let r = report(&capture);
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port().to_string();
+    let args = ["stats", "-i", "lo", "--ports", &port, "--duration", "120"];
+    let (_server, addr) = match try_serve(&args) {
+        Ok(s) => s,
+        Err(said) => {
+            eprintln!("skipped: no live capture on lo: {said}");
+            return;
+        }
+    };
+    // Before any traffic: a page, and no responses.
+    let (_, page) = scrape(&addr);
+    assert!(page.ends_with("# EOF\n"), "{page}");
+    assert!(!page.contains("kafkashark_responses_total{"), "{page}");
+    replay(&listener, &conversations(&capture));
+    publishes_the_figures_of(&addr, &r);
+}
+
+/// Scrapes `addr` until its responses per API are the report's `r` (a minute
+/// at most), and checks its throttle totals against the report's.
+fn publishes_the_figures_of(addr: &str, r: &Value) {
+    let want: Vec<String> = r["apis"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| {
+            format!(
+                "kafkashark_responses_total{{api=\"{}\"}} {}",
+                api(a),
+                a["responses"]
+            )
+        })
+        .collect();
+    let throttled = r["throttle"]["throttled"].as_u64().unwrap();
+    let mut page = String::new();
+    for _ in 0..120 {
+        page = scrape(addr).1;
+        if want.iter().all(|w| page.lines().any(|l| l == w)) {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    for w in &want {
+        assert!(page.lines().any(|l| l == w), "{w} in\n{page}");
+    }
+    let sum = |prefix: &str| -> f64 {
+        let each = page.lines().filter(|l| l.starts_with(prefix));
+        each.map(|l| l.rsplit_once(' ').unwrap().1.parse::<f64>().unwrap())
+            .sum()
+    };
+    assert_eq!(
+        sum("kafkashark_throttled_responses_total{"),
+        throttled as f64
+    );
+    let ms = r["throttle"]["sum_ms"].as_f64().unwrap();
+    assert!((sum("kafkashark_throttle_seconds_total{") - ms / 1e3).abs() < 1e-6);
+}
+
+/// `live`: the terminal UI (in tmux) capturing on `lo` serves the figures of
+/// the connections replayed there, and quits as usual (skipped without tmux
+/// or the right to capture on `lo`).
+#[test]
+fn live_serves_the_figures_of_its_capture() {
+    if !support::tmux::have_tmux() {
+        eprintln!("skipped: tmux is not installed");
+        return;
+    }
+    let capture = repo(CAPTURES[2]);
+    let r = report(&capture);
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let dir = TempDir(
+        std::env::temp_dir().join(format!("kafkashark-live-metrics-{}", std::process::id())),
+    );
+    std::fs::create_dir_all(&dir.0).unwrap();
+    let err = dir.0.join("stderr");
+    let bin = env!("CARGO_BIN_EXE_kafkashark");
+    let cmd = format!(
+        "'{bin}' live -i lo --ports {port} --metrics 127.0.0.1:0 2>'{}'; \
+         echo \"kafkashark exited $?\"; sleep 60",
+        err.display()
+    );
+    let t = support::tmux::Tmux::new("metrics", "metrics");
+    let args = [
+        "new-session",
+        "-d",
+        "-s",
+        "metrics",
+        "-x",
+        "120",
+        "-y",
+        "40",
+    ];
+    assert!(t.run(&args).status.success());
+    let _ = t.run(&["send-keys", "-t", "metrics", &cmd, "Enter"]);
+    let mut said = String::new();
+    for _ in 0..120 {
+        said = std::fs::read_to_string(&err).unwrap_or_default();
+        if !said.is_empty() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(250));
+    }
+    let Some(addr) = said
+        .lines()
+        .find_map(|l| l.strip_prefix("metrics on http://"))
+        .map(|a| a.trim_end_matches("/metrics").to_string())
+    else {
+        eprintln!("skipped: no live capture on lo: {said}");
+        return;
+    };
+    t.wait_for("live: lo");
+    replay(&listener, &conversations(&capture));
+    publishes_the_figures_of(&addr, &r);
+    t.keys(&["q"]);
+    t.wait_for("kafkashark exited 0");
 }
