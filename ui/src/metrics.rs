@@ -8,10 +8,10 @@
 //! [`MetricsServer::publish_stats`] → the page the server thread hands to
 //! each scrape.
 //!
-//! Invariants: one thread, one scrape at a time; a scrape that sends its
-//! request slowly or reads the answer slowly is cut off after
-//! [`IO_TIMEOUT`], so a stuck client never holds the server; a request is
-//! read up to [`MAX_REQUEST`] bytes, never more. `GET /metrics` (and `/`)
+//! Invariants: one thread, one scrape at a time; a scrape must send its
+//! request and read the answer within [`IO_TIMEOUT`] in all (however it
+//! trickles its bytes), or it is cut off, so no client holds the server
+//! longer; a request is read up to [`MAX_REQUEST`] bytes, never more. `GET /metrics` (and `/`)
 //! answer the last published page, `HEAD` its headers; anything else gets
 //! 404 or 405. The page is OpenMetrics text, sent as
 //! `application/openmetrics-text` to a scraper that accepts it and as the
@@ -28,7 +28,8 @@ use kafkashark::stats::{Stats, StatsConfig};
 
 use crate::cli_error::CliError;
 
-/// How long a scrape may take to send its request or read the answer.
+/// How long a scrape may take, from its request's first byte read to the
+/// answer's last byte written.
 pub const IO_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// Most bytes of a request (request line and headers) read.
@@ -61,7 +62,7 @@ impl MetricsServer {
             .spawn(move || {
                 for conn in listener.incoming().flatten() {
                     // A scrape that fails (reset, timeout) concerns that scrape only.
-                    let _ = answer(conn, &served);
+                    let _ = answer(&conn, &served, IO_TIMEOUT);
                 }
             })
             .map_err(|e| bad(e.to_string()))?;
@@ -146,10 +147,48 @@ impl Feed {
 }
 
 /// Reads one request from `conn` and answers it.
-fn answer(conn: TcpStream, page: &Mutex<String>) -> std::io::Result<()> {
-    conn.set_read_timeout(Some(IO_TIMEOUT))?;
-    conn.set_write_timeout(Some(IO_TIMEOUT))?;
-    let mut reader = BufReader::new((&conn).take(MAX_REQUEST));
+/// A scrape's connection whose reads and writes all end by one deadline.
+struct Deadline<'a> {
+    conn: &'a TcpStream,
+    until: Instant,
+}
+
+impl Deadline<'_> {
+    /// The time left, or `TimedOut` when none is.
+    fn left(&self) -> std::io::Result<Duration> {
+        let left = self.until.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(std::io::ErrorKind::TimedOut.into());
+        }
+        Ok(left)
+    }
+}
+
+impl Read for Deadline<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        self.conn.set_read_timeout(Some(self.left()?))?;
+        self.conn.read(buf)
+    }
+}
+
+impl Write for Deadline<'_> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.conn.set_write_timeout(Some(self.left()?))?;
+        self.conn.write(buf)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.conn.flush()
+    }
+}
+
+/// Reads one request from `conn` and answers it, all within `timeout`.
+fn answer(conn: &TcpStream, page: &Mutex<String>, timeout: Duration) -> std::io::Result<()> {
+    let mut io = Deadline {
+        conn,
+        until: Instant::now() + timeout,
+    };
+    let mut reader = BufReader::new((&mut io).take(MAX_REQUEST));
     let mut line = String::new();
     reader.read_line(&mut line)?;
     let mut parts = line.split_whitespace();
@@ -188,7 +227,8 @@ fn answer(conn: TcpStream, page: &Mutex<String>) -> std::io::Result<()> {
             "GET /metrics\n".into(),
         ),
     };
-    let mut w = &conn;
+    drop(reader);
+    let mut w = io;
     write!(
         w,
         "HTTP/1.1 {status}\r\nContent-Type: {kind}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
@@ -255,6 +295,32 @@ mod tests {
         let _ = hog.write_all(&junk);
         // Served all the same once the hog's request is cut at MAX_REQUEST.
         assert!(scrape(m.addr(), "GET / HTTP/1.1\r\n\r\n").starts_with("HTTP/1.1 "));
+    }
+
+    #[test]
+    fn a_scrape_that_trickles_its_request_is_cut_off_at_the_deadline() {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let trickle = std::thread::spawn(move || {
+            let mut c = TcpStream::connect(addr).unwrap();
+            // A byte every 20 ms, each within any per-read timeout, never ending.
+            for _ in 0..50 {
+                if c.write_all(b"G").is_err() {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        });
+        let (conn, _) = listener.accept().unwrap();
+        let page = Mutex::new("# EOF\n".to_string());
+        let started = Instant::now();
+        let e = answer(&conn, &page, Duration::from_millis(200)).unwrap_err();
+        // The deadline, or the last read's timeout (EAGAIN) just before it.
+        let kinds = [std::io::ErrorKind::TimedOut, std::io::ErrorKind::WouldBlock];
+        assert!(kinds.contains(&e.kind()), "{e}");
+        assert!(started.elapsed() < Duration::from_millis(600));
+        drop(conn);
+        trickle.join().unwrap();
     }
 
     #[test]
