@@ -1316,7 +1316,7 @@ impl Stats {
     /// The latencies the connections hold for their broker, by broker.
     fn broker_held(&self) -> HashMap<SocketAddr, Timing> {
         let mut held: HashMap<SocketAddr, Timing> = HashMap::default();
-        for (_, c) in self.conns.sorted() {
+        for c in self.conns.map.values() {
             if c.for_broker && self.brokers.map.contains_key(&c.broker) {
                 held.entry(c.broker).or_default().merge(&c.latency);
             }
@@ -1327,7 +1327,7 @@ impl Stats {
     /// The latencies the connections hold for their client, by client slot.
     fn client_held(&self) -> HashMap<u32, Timing> {
         let mut held: HashMap<u32, Timing> = HashMap::default();
-        for (_, c) in self.conns.sorted() {
+        for c in self.conns.map.values() {
             if let ClientLink::Slot(s) = c.for_client {
                 held.entry(s).or_default().merge(&c.latency);
             }
