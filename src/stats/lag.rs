@@ -376,6 +376,15 @@ impl Row {
 
 /// What the metrics exposition reads (`stats::openmetrics`).
 impl Lag {
+    /// The lag after the last response of every (consumer, topic,
+    /// partition) row: what [`Lag::report`] gives as `lag`, without
+    /// building the report.
+    pub(crate) fn lags(&self) -> impl Iterator<Item = (&Consumer, &str, i32, i64)> + '_ {
+        self.rows
+            .iter()
+            .map(|((who, topic, partition), r)| (who, topic.as_str(), *partition, r.lag))
+    }
+
     /// The committed lag of every (group, topic, partition) whose high
     /// watermark the capture saw: (group, topic, partition, lag).
     pub(crate) fn committed_lags(&self) -> impl Iterator<Item = (&str, &str, i32, i64)> + '_ {

@@ -377,15 +377,14 @@ impl Stats {
     /// Consumer lag per (client, group, topic, partition) and committed lag
     /// per (group, topic, partition).
     fn lag_families(&self, p: &mut Page) {
-        let report = self.lag.report();
-        let fetch = report.partitions.into_iter().map(|r| {
+        let fetch = self.lag.lags().map(|(who, topic, partition, lag)| {
             let labels = vec![
-                r.client,
-                or_empty(r.group.as_deref()),
-                r.topic,
-                r.partition.to_string(),
+                who.client.clone(),
+                or_empty(who.group.as_deref()),
+                topic.to_string(),
+                partition.to_string(),
             ];
-            (labels, r.lag)
+            (labels, lag)
         });
         p.scalars(
 "gauge",
