@@ -14,9 +14,9 @@
 //! longer; a request is read up to [`MAX_REQUEST`] bytes, never more. `GET /metrics` (and `/`)
 //! answer the last published page, `HEAD` its headers; anything else gets
 //! 404 or 405. The page is OpenMetrics text, sent as
-//! `application/openmetrics-text` to a scraper that accepts it and as the
-//! Prometheus text format 0.0.4 otherwise (the same bytes parse as both:
-//! the final `# EOF` is a comment to a 0.0.4 parser).
+//! `application/openmetrics-text` to a scraper that accepts it, and
+//! otherwise rewritten as the Prometheus text format 0.0.4 ([`text_004`]:
+//! the same samples, with a counter's type on its `_total` samples).
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
@@ -182,6 +182,33 @@ impl Write for Deadline<'_> {
     }
 }
 
+/// An OpenMetrics page in the Prometheus text format 0.0.4: the same
+/// samples; a counter's `# TYPE` and `# HELP` name its `_total` samples (in
+/// 0.0.4 the family is named as its samples), and `# UNIT` and `# EOF`,
+/// which 0.0.4 does not have, go.
+pub fn text_004(page: &str) -> String {
+    let mut out = String::with_capacity(page.len());
+    let mut counter = "";
+    for line in page.lines() {
+        let mut words = line.splitn(4, ' ');
+        let (hash, what, name) = (words.next(), words.next(), words.next().unwrap_or(""));
+        match (hash, what) {
+            (Some("#"), Some("UNIT" | "EOF")) => continue,
+            (Some("#"), Some("TYPE")) if line.ends_with(" counter") => {
+                counter = name;
+                out.push_str(&format!("# TYPE {name}_total counter"));
+            }
+            (Some("#"), Some("HELP")) if name == counter => {
+                let help = words.next().unwrap_or("");
+                out.push_str(&format!("# HELP {name}_total {help}"));
+            }
+            _ => out.push_str(line),
+        }
+        out.push('\n');
+    }
+    out
+}
+
 /// Reads one request from `conn` and answers it, all within `timeout`.
 fn answer(conn: &TcpStream, page: &Mutex<String>, timeout: Duration) -> std::io::Result<()> {
     let mut io = Deadline {
@@ -208,13 +235,12 @@ fn answer(conn: &TcpStream, page: &Mutex<String>, timeout: Duration) -> std::io:
     let path = path.split('?').next().unwrap_or("");
     let (status, kind, body) = match (method, path) {
         ("GET" | "HEAD", "/metrics" | "/") => {
-            let body = page.lock().unwrap_or_else(PoisonError::into_inner).clone();
-            let kind = if openmetrics {
-                OPENMETRICS
+            let page = page.lock().unwrap_or_else(PoisonError::into_inner);
+            if openmetrics {
+                ("200 OK", OPENMETRICS, page.clone())
             } else {
-                PROMETHEUS_TEXT
-            };
-            ("200 OK", kind, body)
+                ("200 OK", PROMETHEUS_TEXT, text_004(&page))
+            }
         }
         ("GET" | "HEAD", _) => (
             "404 Not Found",
@@ -255,14 +281,18 @@ mod tests {
     #[test]
     fn serves_the_last_published_page_by_what_the_scraper_accepts() {
         let m = MetricsServer::start("127.0.0.1:0").unwrap();
-        let before = scrape(m.addr(), "GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n");
+        let om_request =
+            "GET /metrics HTTP/1.1\r\nAccept: application/openmetrics-text;version=1.0.0\r\n\r\n";
+        let before = scrape(m.addr(), om_request);
         assert!(before.starts_with("HTTP/1.1 200 OK\r\n"), "{before}");
         assert!(before.ends_with("\r\n\r\n# EOF\n"), "{before}");
-        m.publish("a_total 1\n# EOF\n".into());
-        let om = scrape(
-            m.addr(),
-            "GET /metrics HTTP/1.1\r\nAccept: application/openmetrics-text;version=1.0.0\r\n\r\n",
+        let plain = scrape(m.addr(), "GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n");
+        assert!(
+            plain.ends_with("Content-Length: 0\r\nConnection: close\r\n\r\n"),
+            "{plain}"
         );
+        m.publish("a_total 1\n# EOF\n".into());
+        let om = scrape(m.addr(), om_request);
         assert!(
             om.contains(&format!("Content-Type: {OPENMETRICS}\r\n")),
             "{om}"
@@ -274,6 +304,7 @@ mod tests {
             plain.contains(&format!("Content-Type: {PROMETHEUS_TEXT}\r\n")),
             "{plain}"
         );
+        assert!(plain.ends_with("\r\n\r\na_total 1\n"), "{plain}");
         let head = scrape(m.addr(), "HEAD /metrics HTTP/1.1\r\n\r\n");
         assert!(head.ends_with("Connection: close\r\n\r\n"), "{head}");
     }
@@ -321,6 +352,19 @@ mod tests {
         assert!(started.elapsed() < Duration::from_millis(600));
         drop(conn);
         trickle.join().unwrap();
+    }
+
+    #[test]
+    fn text_004_types_counters_on_their_samples() {
+        let om = "# TYPE a counter\n# HELP a As.\na_total{x=\"# TYPE\"} 1\n\
+                  # TYPE b_seconds histogram\n# UNIT b_seconds seconds\n# HELP b_seconds Bs.\n\
+                  b_seconds_count 0\n# TYPE c gauge\n# HELP c Cs.\nc 2\n# EOF\n";
+        assert_eq!(
+            text_004(om),
+            "# TYPE a_total counter\n# HELP a_total As.\na_total{x=\"# TYPE\"} 1\n\
+             # TYPE b_seconds histogram\n# HELP b_seconds Bs.\n\
+             b_seconds_count 0\n# TYPE c gauge\n# HELP c Cs.\nc 2\n"
+        );
     }
 
     #[test]

@@ -34,10 +34,14 @@ const CAPTURES: [&str; 3] = [
     "captures/b4-throttle-errors-proxy.pcap",
 ];
 
-/// The strict OpenMetrics parse: the page on stdin, its samples out as JSON.
+/// The strict OpenMetrics parse (or with `0.0.4`, the Prometheus text
+/// format's): the page on stdin, its samples out as JSON.
 const PARSE: &str = r#"
 import json, sys
-from prometheus_client.openmetrics.parser import text_string_to_metric_families
+if sys.argv[1:] == ["0.0.4"]:
+    from prometheus_client.parser import text_string_to_metric_families
+else:
+    from prometheus_client.openmetrics.parser import text_string_to_metric_families
 fams = list(text_string_to_metric_families(sys.stdin.read()))
 print(json.dumps({
     "families": [[f.name, f.type, f.unit] for f in fams],
@@ -120,12 +124,15 @@ fn try_serve(args: &[&str]) -> Result<(Running, String), String> {
 
 /// `GET /metrics` asking for OpenMetrics: the content type and the body.
 fn scrape(addr: &str) -> (String, String) {
+    scrape_accepting(addr, "application/openmetrics-text; version=1.0.0")
+}
+
+/// `GET /metrics` with `Accept: accept`: the content type and the body.
+fn scrape_accepting(addr: &str, accept: &str) -> (String, String) {
     let mut s = TcpStream::connect(addr).expect("connect");
     s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
-    s.write_all(
-        b"GET /metrics HTTP/1.1\r\nHost: kafkashark\r\nAccept: application/openmetrics-text; version=1.0.0\r\n\r\n",
-    )
-    .unwrap();
+    let request = format!("GET /metrics HTTP/1.1\r\nHost: kafkashark\r\nAccept: {accept}\r\n\r\n");
+    s.write_all(request.as_bytes()).unwrap();
     let mut answer = String::new();
     s.read_to_string(&mut answer).expect("answer");
     let (head, body) = answer.split_once("\r\n\r\n").expect("headers end");
@@ -143,8 +150,13 @@ type Samples = HashMap<(String, BTreeMap<String, String>), f64>;
 /// The page parsed by `prometheus_client`: its families (name, type,
 /// unit) and samples.
 fn parse(page: &str) -> (Vec<(String, String, String)>, Samples) {
+    parse_as(page, "openmetrics")
+}
+
+/// The page parsed by `prometheus_client` as `format` (`openmetrics` or `0.0.4`).
+fn parse_as(page: &str, format: &str) -> (Vec<(String, String, String)>, Samples) {
     let mut py = Command::new("python3")
-        .args(["-c", PARSE])
+        .args(["-c", PARSE, format])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -298,6 +310,16 @@ fn a_scrape_is_openmetrics_with_the_figures_of_the_report() {
         assert!(kind.starts_with("application/openmetrics-text"), "{kind}");
         let (families, s) = parse(&page);
         assert_eq!(families.len(), 16, "{families:?}");
+        // A scraper that does not ask for OpenMetrics gets the same samples
+        // as the Prometheus text format 0.0.4, every family typed.
+        let (kind, text) = scrape_accepting(&addr, "text/plain");
+        assert!(kind.starts_with("text/plain; version=0.0.4"), "{kind}");
+        let (families_004, s_004) = parse_as(&text, "0.0.4");
+        let types = |f: &[(String, String, String)]| -> Vec<String> {
+            f.iter().map(|f| f.1.clone()).collect()
+        };
+        assert_eq!(types(&families_004), types(&families));
+        assert_eq!(s_004, s);
         for (name, _, unit) in &families {
             assert!(name.ends_with(&format!("_{unit}")) || unit.is_empty());
         }
