@@ -269,11 +269,11 @@ impl Stats {
                 .map(|(e, n)| (vec![l[0].clone(), e], n))
         });
         p.scalars(
-"counter",
+            "counter",
             (
                 "kafkashark_errors",
                 "",
-                "Error codes answered per API and error name (a response counts each of its errors).",
+                "Error codes answered, per API and error name.",
             ),
             &["api", "error"],
             errors,
@@ -387,11 +387,11 @@ impl Stats {
             (labels, lag)
         });
         p.scalars(
-"gauge",
+            "gauge",
             (
                 "kafkashark_consumer_lag_records",
                 "records",
-                "HighWatermark less the consumer's next offset after its last Fetch response, per partition.",
+                "HighWatermark less the consumer's next offset after its last Fetch response.",
             ),
             &["client", "group", "topic", "partition"],
             rows(fetch, |a, b| *a = a.saturating_add(b)),
@@ -421,7 +421,7 @@ impl Stats {
         p.histogram(
             (
                 "kafkashark_record_age_seconds",
-                "Age of fetched batches: Fetch response time less the batch's MaxTimestamp, per partition.",
+                "Fetch response time less the fetched batch's MaxTimestamp, per partition.",
             ),
             &["topic", "partition"],
             &AGE_BOUNDS_US,
@@ -434,7 +434,7 @@ impl Stats {
         p.histogram(
             (
                 "kafkashark_delivery_seconds",
-                "Produce request to the Fetch response that delivered the same batch, per consumer.",
+                "Produce request to the Fetch response delivering the same batch, per consumer.",
             ),
             &["consumer"],
             &LATENCY_BOUNDS_US,
