@@ -180,6 +180,17 @@ fn marks_expr(name: &str, entity_type: &str) -> String {
             ["ThrottleTimeMs", "Acks", "MaxWaitMs", "MinBytes"].contains(&name),
             "TOP_INT",
         ),
+        (
+            [
+                "FetchOffset",
+                "HighWatermark",
+                "LastStableOffset",
+                "LogStartOffset",
+                "CommittedOffset",
+            ]
+            .contains(&name),
+            "PLACED_INT",
+        ),
         (name == "TopicId", "TOPIC_ID"),
         (entity_type == "topicName", "TOPIC_NAME"),
         (

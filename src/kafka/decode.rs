@@ -424,6 +424,18 @@ pub struct ScanSet {
     pub nodes: Vec<Node>,
 }
 
+/// A placed integer of a summarized message: a field marked
+/// [`Marks::PLACED_INT`] (`FetchOffset`, `HighWatermark`, …) wherever it is.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ScanInt {
+    /// The field's name (one of `schema::PLACED_INT_NAMES`).
+    pub name: &'static str,
+    /// Its value.
+    pub value: i64,
+    /// Its place.
+    pub place: ScanPlace,
+}
+
 /// The placed facts of a message read without its tree (see [`Summary::facts`]).
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct ScanFacts {
@@ -431,6 +443,8 @@ pub struct ScanFacts {
     pub errors: Vec<ScanError>,
     /// Record sets, in byte order.
     pub sets: Vec<ScanSet>,
+    /// Placed integers, in byte order.
+    pub ints: Vec<ScanInt>,
     /// Byte sources of the decompressed payloads (lengths only).
     pub sources: Vec<ByteSource>,
     /// The body's top-level `Acks` (as [`Summary::acks`]).
@@ -440,16 +454,24 @@ pub struct ScanFacts {
     frames: Vec<ScanFrame>,
     depth: usize,
     /// The facts whose place is still looking for a topic: (index of the
-    /// open struct they wait on, is a set, index), in nondecreasing order of
+    /// open struct they wait on, which list, index), in nondecreasing order of
     /// the struct, so that the ones a closing struct settles are the last.
     waiting: Vec<Waiting>,
     /// How many known tagged fields the scan is inside.
     tagged_depth: u32,
 }
 
-/// A fact waiting for its topic: (the open struct it waits on, is a set,
-/// index among the sets or the errors).
-type Waiting = (usize, bool, usize);
+/// A fact waiting for its topic: (the open struct it waits on, which list,
+/// index in that list).
+type Waiting = (usize, FactList, usize);
+
+/// The lists of placed facts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum FactList {
+    Errors,
+    Sets,
+    Ints,
+}
 
 /// An open struct of the scan: what it names so far.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -546,13 +568,13 @@ impl ScanFacts {
             .map_or(0, |i| i + 1);
         let mut kept = first;
         for r in first..self.waiting.len() {
-            let Some(&(_, is_set, i)) = self.waiting.get(r) else {
+            let Some(&(_, list, i)) = self.waiting.get(r) else {
                 break;
             };
-            let place = if is_set {
-                self.sets.get_mut(i).map(|s| &mut s.place)
-            } else {
-                self.errors.get_mut(i).map(|e| &mut e.place)
+            let place = match list {
+                FactList::Sets => self.sets.get_mut(i).map(|s| &mut s.place),
+                FactList::Errors => self.errors.get_mut(i).map(|e| &mut e.place),
+                FactList::Ints => self.ints.get_mut(i).map(|n| &mut n.place),
             };
             let Some(place) = place else { continue };
             if place.partition.is_none() {
@@ -566,7 +588,7 @@ impl ScanFacts {
             }
             if place.topic.is_none() && d > 0 {
                 if let Some(w) = self.waiting.get_mut(kept) {
-                    *w = (d - 1, is_set, i);
+                    *w = (d - 1, list, i);
                 }
                 kept += 1;
             }
@@ -574,9 +596,9 @@ impl ScanFacts {
         self.waiting.truncate(kept);
     }
 
-    fn wait(&mut self, is_set: bool, i: usize) {
+    fn wait(&mut self, list: FactList, i: usize) {
         if let Some(d) = self.depth.checked_sub(1) {
-            self.waiting.push((d, is_set, i));
+            self.waiting.push((d, list, i));
         }
     }
 
@@ -587,7 +609,7 @@ impl ScanFacts {
             place: ScanPlace::default(),
             nested,
         });
-        self.wait(false, self.errors.len() - 1);
+        self.wait(FactList::Errors, self.errors.len() - 1);
     }
 
     fn set(&mut self, bytes: usize, counts: Option<SetCounts>, nodes: Vec<Node>) {
@@ -597,11 +619,19 @@ impl ScanFacts {
             counts,
             nodes,
         });
-        self.wait(true, self.sets.len() - 1);
+        self.wait(FactList::Sets, self.sets.len() - 1);
     }
 
-    fn int_field(&mut self, marks: Marks, v: i64) {
-        if !marks.has(Marks::PLACE_PARTITION) {
+    fn int_field(&mut self, f: &'static FieldDef, v: i64) {
+        if f.marks.has(Marks::PLACED_INT) && self.tagged_depth == 0 {
+            self.ints.push(ScanInt {
+                name: f.name,
+                value: v,
+                place: ScanPlace::default(),
+            });
+            self.wait(FactList::Ints, self.ints.len() - 1);
+        }
+        if !f.marks.has(Marks::PLACE_PARTITION) {
             return;
         }
         if let (Some(f), Ok(p)) = (self.innermost(), i32::try_from(v)) {
@@ -1121,7 +1151,7 @@ impl Scan<'_> {
             if f.marks.has(Marks::BATCH_INDEX) {
                 return Err(d.refuse());
             }
-            x.int_field(f.marks, v);
+            x.int_field(f, v);
         }
         if self.top && f.marks.has(Marks::TOP_INT) {
             let s = &mut self.sum;

@@ -25,12 +25,16 @@
 //! producer clock ahead of the capture's) is counted as such and not put in
 //! the histogram.
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{BTreeMap, VecDeque};
+
+use rustc_hash::FxHashMap as HashMap;
 use std::hash::{Hash, Hasher};
 
 use serde::Serialize;
 
 use super::hist::{LatencyHist, LatencyMs};
+use super::lag::{slot, ByPartition};
+use crate::kafka::records::BatchHead;
 use crate::vocab::Timestamp;
 
 /// Most produced batches remembered for matching with fetches.
@@ -52,19 +56,16 @@ pub struct BatchId {
     pub crc: u32,
 }
 
-/// One v2 batch of a Produce request or Fetch response.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct BatchFacts {
-    /// Its identity.
-    pub id: BatchId,
-    /// `maxTimestamp` (ms since the epoch).
-    pub max_timestamp: i64,
-    /// The timestamp type is LogAppendTime (attributes bit 3).
-    pub log_append_time: bool,
-    /// `recordsCount`.
-    pub records: u64,
-    /// The batch's bytes (batchLength + 12).
-    pub bytes: u64,
+impl BatchId {
+    /// The identity of batch `b`.
+    fn of(b: &BatchHead) -> BatchId {
+        BatchId {
+            producer_id: b.producer_id,
+            producer_epoch: b.producer_epoch,
+            base_sequence: b.base_sequence,
+            crc: b.crc,
+        }
+    }
 }
 
 /// The remembered key of a produced batch: the topic by its hash.
@@ -114,7 +115,9 @@ struct Producer {
 pub struct Delivery {
     produced: HashMap<Key, Timestamp>,
     order: VecDeque<Key>,
-    ages: BTreeMap<(String, i32), Age>,
+    ages: ByPartition<Age>,
+    /// Partitions in `ages`.
+    age_partitions: usize,
     /// consumer client → delivery times.
     delivered: BTreeMap<String, (LatencyHist, u64)>,
     producers: BTreeMap<String, Producer>,
@@ -203,7 +206,7 @@ impl Delivery {
         first: bool,
         topic: &str,
         partition: i32,
-        batches: &[BatchFacts],
+        batches: &[BatchHead],
     ) {
         let room = self.producers.len() < MAX_KEYS;
         let p = match self.producers.get_mut(producer) {
@@ -218,7 +221,7 @@ impl Delivery {
             p.requests += u64::from(first);
             for b in batches {
                 p.batches += 1;
-                p.records += b.records;
+                p.records += u64::try_from(b.records).unwrap_or(0);
                 p.bytes += b.bytes;
                 p.max_batch_bytes = p.max_batch_bytes.max(b.bytes);
             }
@@ -233,7 +236,7 @@ impl Delivery {
             }
         }
         for b in batches {
-            let k = key(topic, partition, b.id);
+            let k = key(topic, partition, BatchId::of(b));
             if self.produced.insert(k, ts).is_none() {
                 self.order.push_back(k);
             }
@@ -246,44 +249,47 @@ impl Delivery {
         }
     }
 
-    /// A Fetch response to `consumer`, its first frame at `ts`, carrying
-    /// `batches` of (topic, partition).
+    /// A Fetch response to `consumer` (when its request was seen), its
+    /// first frame at `ts`, carrying `batches` of (topic, partition).
     pub fn fetched(
         &mut self,
-        consumer: &str,
+        consumer: Option<&str>,
         ts: Timestamp,
         topic: &str,
         partition: i32,
-        batches: &[BatchFacts],
+        batches: &[BatchHead],
     ) {
         if batches.is_empty() {
             return;
         }
-        let now_ms = ts.as_nanos().div_euclid(1_000_000);
-        let slot = (topic.to_string(), partition);
-        let room = self.ages.len() < MAX_KEYS;
-        let age = match self.ages.get_mut(&slot) {
-            Some(a) => Some(a),
-            None if room => Some(self.ages.entry(slot).or_default()),
-            None => {
-                self.overflow += 1;
-                None
-            }
+        let now = ts.as_nanos();
+        let known = self
+            .ages
+            .get(topic)
+            .is_some_and(|t| t.contains_key(&partition));
+        let room = known || self.age_partitions < MAX_KEYS;
+        self.overflow += u64::from(!room);
+        self.age_partitions += usize::from(room && !known);
+        let age = if room {
+            slot(&mut self.ages, topic, partition, Age::default)
+        } else {
+            None
         };
         if let Some(a) = age {
             for b in batches {
                 a.batches += 1;
-                a.log_append += u64::from(b.log_append_time);
-                let ms = now_ms - i128::from(b.max_timestamp);
-                match u64::try_from(ms) {
-                    Ok(ms) => a.hist.record(ms.saturating_mul(1_000_000)),
+                a.log_append += u64::from(b.log_append_time());
+                let ns = now - i128::from(b.max_timestamp) * 1_000_000;
+                match u64::try_from(ns) {
+                    Ok(ns) => a.hist.record(ns),
                     Err(_) => a.future += 1,
                 }
             }
         }
+        let Some(consumer) = consumer else { return };
         let room = self.delivered.len() < MAX_KEYS;
         for b in batches {
-            let Some(at) = self.produced.get(&key(topic, partition, b.id)) else {
+            let Some(at) = self.produced.get(&key(topic, partition, BatchId::of(b))) else {
                 self.unmatched += 1;
                 continue;
             };
@@ -302,7 +308,7 @@ impl Delivery {
 
     /// Counts every pending histogram value (before [`report`](Self::report)).
     pub fn settle(&mut self) {
-        for a in self.ages.values_mut() {
+        for a in self.ages.values_mut().flat_map(BTreeMap::values_mut) {
             a.hist.settle();
         }
         for d in self.delivered.values_mut() {
@@ -320,7 +326,8 @@ impl Delivery {
             record_age: self
                 .ages
                 .iter()
-                .map(|((topic, partition), a)| AgeReport {
+                .flat_map(|(t, parts)| parts.iter().map(move |(p, a)| (t, p, a)))
+                .map(|(topic, partition, a)| AgeReport {
                     topic: topic.clone(),
                     partition: *partition,
                     batches: a.batches,
@@ -366,7 +373,7 @@ impl Delivery {
     pub(crate) fn age_hists(&self) -> impl Iterator<Item = (&str, i32, &LatencyHist)> + '_ {
         self.ages
             .iter()
-            .map(|((t, p), a)| (t.as_str(), *p, &a.hist))
+            .flat_map(|(t, parts)| parts.iter().map(move |(p, a)| (t.as_str(), *p, &a.hist)))
     }
 
     /// The produce → fetch delivery times of every consumer.
@@ -383,18 +390,16 @@ mod tests {
         Timestamp::new(ms / 1000, u32::try_from(ms % 1000).unwrap() * 1_000_000)
     }
 
-    fn batch(crc: u32, max_timestamp: i64, records: u64) -> BatchFacts {
-        BatchFacts {
-            id: BatchId {
-                producer_id: 7,
-                producer_epoch: 0,
-                base_sequence: i32::try_from(crc).unwrap(),
-                crc,
-            },
+    fn batch(crc: u32, max_timestamp: i64, records: i32) -> BatchHead {
+        BatchHead {
+            producer_id: 7,
+            producer_epoch: 0,
+            base_sequence: i32::try_from(crc).unwrap(),
+            crc,
             max_timestamp,
-            log_append_time: false,
             records,
-            bytes: 100 * records,
+            bytes: 100 * u64::try_from(records).unwrap(),
+            ..BatchHead::default()
         }
     }
 
@@ -406,13 +411,13 @@ mod tests {
         d.produced("p", t(1_100), false, "t", 1, &[batch(3, 1_098, 1)]);
         // Consumer c fetches batches 1 and 2 at 1.5 s, and one never produced here.
         d.fetched(
-            "c",
+            Some("c"),
             t(1_500),
             "t",
             0,
             &[batch(1, 990, 2), batch(2, 1_095, 4), batch(9, 1_400, 1)],
         );
-        d.fetched("c", t(1_500), "t", 2, &[]);
+        d.fetched(Some("c"), t(1_500), "t", 2, &[]);
         d.settle();
         let r = d.report();
         let age = &r.record_age[0];
@@ -441,7 +446,7 @@ mod tests {
     #[test]
     fn a_producer_clock_ahead_is_counted_not_aged() {
         let mut d = Delivery::default();
-        d.fetched("c", t(1_000), "t", 0, &[batch(1, 5_000, 1)]);
+        d.fetched(Some("c"), t(1_000), "t", 0, &[batch(1, 5_000, 1)]);
         d.settle();
         let age = &d.report().record_age[0];
         assert_eq!(
@@ -457,7 +462,13 @@ mod tests {
         for crc in 0..n {
             d.produced("p", t(0), true, "t", 0, &[batch(crc, 0, 1)]);
         }
-        d.fetched("c", t(10), "t", 0, &[batch(0, 0, 1), batch(n - 1, 0, 1)]);
+        d.fetched(
+            Some("c"),
+            t(10),
+            "t",
+            0,
+            &[batch(0, 0, 1), batch(n - 1, 0, 1)],
+        );
         d.settle();
         let r = d.report();
         assert_eq!(

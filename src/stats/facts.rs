@@ -11,9 +11,10 @@
 
 use std::borrow::Cow;
 
+use super::lag::FetchAnswer;
 use super::report::TopicPartitions;
 use crate::kafka::decode::{Decoded, ScanFacts, ScanPlace, ScanSet, ScanTopic};
-use crate::kafka::records::SetCounts;
+use crate::kafka::records::{stored_crc, BatchHead, SetCounts};
 use crate::kafka::tree::{ByteSource, Node, Value};
 use crate::topics::TopicNames;
 
@@ -94,7 +95,7 @@ pub(crate) struct Place {
 
 // The names the summary scan marks too (`Marks::PLACE_TOPIC`, `PLACE_PARTITION`).
 use crate::kafka::schema::{
-    PLACE_PARTITION_NAMES as PARTITION_NAMES, PLACE_TOPIC_NAMES as TOPIC_NAMES,
+    PLACED_INT_NAMES, PLACE_PARTITION_NAMES as PARTITION_NAMES, PLACE_TOPIC_NAMES as TOPIC_NAMES,
 };
 
 /// The topic and partition of a node whose ancestors are `path` (nearest last).
@@ -186,8 +187,9 @@ pub(crate) struct SetFacts<'a> {
     /// Bytes of the record set (the field without its length prefix).
     pub(crate) bytes: u64,
     /// Its batches (RecordBatches plus top-level legacy messages), records
-    /// (legacy: leaf messages), codecs and sizes.
-    pub(crate) counts: SetCounts,
+    /// (legacy: leaf messages), codecs, sizes and batch headers (borrowed
+    /// from the summary scan when it counted them).
+    pub(crate) counts: Cow<'a, SetCounts>,
 }
 
 /// Every record set (`records`-typed field) of a message, with its place.
@@ -202,7 +204,7 @@ pub(crate) fn record_sets(d: &Decoded, topics: &TopicNames) -> Vec<SetFacts<'sta
             topic: p.topic.map(Cow::Owned),
             partition: p.partition,
             bytes: n.length.saturating_sub(prefix) as u64,
-            counts: set_counts(&n.children, &d.sources),
+            counts: Cow::Owned(set_counts(&n.children, &d.sources)),
         })
     })
 }
@@ -215,10 +217,24 @@ fn set_counts(kids: &[Node], sources: &[ByteSource]) -> SetCounts {
         let codec = match &*c.name {
             "RecordBatch" if c.ty == "v2" => {
                 f.records += int_child(c, "recordsCount").unwrap_or(0);
+                f.heads.push(batch_head(c));
                 int_child::<i64>(c, "attributes")
             }
             name if name.starts_with("Message[") => {
                 f.records += leaves(c);
+                // A top-level legacy message's offset is its last one (a
+                // v1 wrapper carries its last inner message's).
+                f.heads.push(BatchHead {
+                    base_offset: int_child(c, "offset").unwrap_or(-1),
+                    max_timestamp: int_child(c, "timestamp").unwrap_or(-1),
+                    producer_id: -1,
+                    producer_epoch: -1,
+                    base_sequence: -1,
+                    crc: c.child("crc").and_then(stored_crc).unwrap_or(0),
+                    records: i32::try_from(leaves(c)).unwrap_or(i32::MAX),
+                    bytes: c.length as u64,
+                    ..BatchHead::default()
+                });
                 int_child::<i64>(c, "attributes")
             }
             "partial batch" | "partial message" => {
@@ -244,12 +260,28 @@ fn set_counts(kids: &[Node], sources: &[ByteSource]) -> SetCounts {
     f
 }
 
+/// The header facts of a v2 `RecordBatch` node (as the record walk reads them).
+fn batch_head(c: &Node) -> BatchHead {
+    BatchHead {
+        base_offset: int_child(c, "baseOffset").unwrap_or(-1),
+        last_offset_delta: int_child(c, "lastOffsetDelta").unwrap_or(0),
+        max_timestamp: int_child(c, "maxTimestamp").unwrap_or(-1),
+        attributes: int_child(c, "attributes").unwrap_or(0),
+        producer_id: int_child(c, "producerId").unwrap_or(-1),
+        producer_epoch: int_child(c, "producerEpoch").unwrap_or(-1),
+        base_sequence: int_child(c, "baseSequence").unwrap_or(-1),
+        crc: c.child("crc").and_then(stored_crc).unwrap_or(0),
+        records: int_child(c, "recordsCount").unwrap_or(0),
+        bytes: c.length as u64,
+    }
+}
+
 /// A topic of the summary scan: its name, borrowed, or its id resolved as
 /// [`place`] does.
-fn scanned_topic<'a>(t: &'a ScanTopic, topics: &TopicNames) -> Cow<'a, str> {
+fn scanned_topic<'a>(t: &'a ScanTopic, topics: &'a TopicNames) -> Cow<'a, str> {
     match t {
         ScanTopic::Name(n) => Cow::Borrowed(n.as_str()),
-        ScanTopic::Id(u) => Cow::Owned(topics.label(u).into_owned()),
+        ScanTopic::Id(u) => topics.label(u),
     }
 }
 
@@ -280,30 +312,143 @@ pub(crate) fn scanned_errors(x: &ScanFacts, topics: &TopicNames) -> Vec<ErrorAt>
 /// borrowed from the scan's facts (the tests compare both; `Stats` takes
 /// them one at a time, [`each_set`]).
 #[cfg(test)]
-pub(crate) fn scanned_sets<'a>(x: &'a ScanFacts, topics: &TopicNames) -> Vec<SetFacts<'a>> {
+pub(crate) fn scanned_sets<'a>(x: &'a ScanFacts, topics: &'a TopicNames) -> Vec<SetFacts<'a>> {
     x.sets.iter().map(|s| scanned_set(s, x, topics)).collect()
 }
 
 /// The facts of one record set of the summary scan (`x` holds it).
-fn scanned_set<'a>(s: &'a ScanSet, x: &'a ScanFacts, topics: &TopicNames) -> SetFacts<'a> {
+fn scanned_set<'a>(s: &'a ScanSet, x: &'a ScanFacts, topics: &'a TopicNames) -> SetFacts<'a> {
     SetFacts {
         topic: s.place.topic.as_ref().map(|t| scanned_topic(t, topics)),
         partition: s.place.partition,
         bytes: s.bytes as u64,
         counts: match &s.counts {
-            Some(c) => c.clone(),
-            None => set_counts(&s.nodes, &x.sources),
+            Some(c) => Cow::Borrowed(c),
+            None => Cow::Owned(set_counts(&s.nodes, &x.sources)),
         },
     }
 }
 
 /// Each record set of a message, in order, from its summary scan (without
 /// a vector of them) or its tree ([`record_sets`]).
-pub(crate) fn each_set<'d>(d: &'d Decoded, topics: &TopicNames, mut f: impl FnMut(SetFacts<'d>)) {
+pub(crate) fn each_set<'d>(
+    d: &'d Decoded,
+    topics: &'d TopicNames,
+    mut f: impl FnMut(SetFacts<'d>),
+) {
     match &d.facts {
         Some(x) => x.sets.iter().for_each(|s| f(scanned_set(s, x, topics))),
         None => record_sets(d, topics).into_iter().for_each(f),
     }
+}
+
+/// A placed integer (`schema::PLACED_INT_NAMES`: `FetchOffset`,
+/// `HighWatermark`, …) of a message, with its place.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct IntAt<'a> {
+    pub(crate) name: &'a str,
+    pub(crate) value: i64,
+    pub(crate) topic: Option<Cow<'a, str>>,
+    pub(crate) partition: Option<i32>,
+}
+
+/// Each placed integer of a message, in order, from its summary scan or
+/// its tree (fields of the body, not inside a tagged field's entry, as the
+/// scan takes them).
+pub(crate) fn each_int<'d>(d: &'d Decoded, topics: &'d TopicNames, mut f: impl FnMut(IntAt<'d>)) {
+    if let Some(x) = &d.facts {
+        for n in &x.ints {
+            f(IntAt {
+                name: n.name,
+                value: n.value,
+                topic: n.place.topic.as_ref().map(|t| scanned_topic(t, topics)),
+                partition: n.place.partition,
+            });
+        }
+        return;
+    }
+    let found = in_body(&d.root, |n, path| {
+        let Value::Int(value) = n.value else {
+            return None;
+        };
+        if !PLACED_INT_NAMES.contains(&&*n.name) || path.iter().any(|a| a.name == "tagged_fields") {
+            return None;
+        }
+        let p = place(path, topics);
+        Some(IntAt {
+            name: &n.name,
+            value,
+            topic: p.topic.map(Cow::Owned),
+            partition: p.partition,
+        })
+    });
+    found.into_iter().for_each(f);
+}
+
+/// The partitions a Fetch response answers, for consumer lag: each
+/// `HighWatermark` opens one at its place, the `LastStableOffset`,
+/// `LogStartOffset`, non-zero error and record set at the same place fill
+/// it. A place without a topic takes `fallback` (the request's one topic).
+pub(crate) fn fetch_answers<'d>(
+    d: &'d Decoded,
+    topics: &'d TopicNames,
+    fallback: Option<&'d str>,
+) -> Vec<FetchAnswer<'d>> {
+    let mut out: Vec<FetchAnswer<'d>> = Vec::new();
+    let or = |t: Option<Cow<'d, str>>| t.or_else(|| fallback.map(Cow::Borrowed));
+    // Facts come in byte order: a partition's are found from the end.
+    fn at<'o, 'd>(
+        out: &'o mut [FetchAnswer<'d>],
+        topic: Option<&str>,
+        partition: Option<i32>,
+    ) -> Option<&'o mut FetchAnswer<'d>> {
+        let (t, p) = (topic?, partition?);
+        out.iter_mut()
+            .rev()
+            .find(|a| a.partition == p && a.topic == t)
+    }
+    each_int(d, topics, |n| {
+        let topic = or(n.topic);
+        match (n.name, topic, n.partition) {
+            ("HighWatermark", Some(topic), Some(partition)) => out.push(FetchAnswer {
+                topic,
+                partition,
+                error: 0,
+                high_watermark: n.value,
+                last_stable_offset: -1,
+                log_start_offset: -1,
+                last_offset: None,
+                records: 0,
+            }),
+            (name, topic, partition) => {
+                if let Some(a) = at(&mut out, topic.as_deref(), partition) {
+                    match name {
+                        "LastStableOffset" => a.last_stable_offset = n.value,
+                        "LogStartOffset" => a.log_start_offset = n.value,
+                        _ => {}
+                    }
+                }
+            }
+        }
+    });
+    let errors = match &d.facts {
+        Some(x) => scanned_errors(x, topics),
+        None => errors(&d.root, topics),
+    };
+    for e in errors {
+        let topic = e.place.topic.as_deref().or(fallback);
+        if let Some(a) = at(&mut out, topic, e.place.partition) {
+            a.error = e.code;
+        }
+    }
+    each_set(d, topics, |s| {
+        let topic = s.topic.as_deref().or(fallback);
+        if let Some(a) = at(&mut out, topic, s.partition) {
+            a.records += s.counts.records;
+            a.last_offset = s.counts.heads.iter().map(BatchHead::last_offset).max();
+        }
+    });
+    out
 }
 
 /// Leaf messages of a legacy message (a wrapper holds its inner messages).

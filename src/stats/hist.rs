@@ -16,7 +16,7 @@
 
 use hdrhistogram::Histogram;
 
-use crate::analyzer::MessageInfo;
+use crate::analyzer::{FetchOutcome, MessageInfo};
 
 /// Significant decimal digits kept by every latency histogram.
 pub const SIGFIG: u8 = 3;
@@ -453,6 +453,67 @@ impl Timing {
     /// Fetches that waited out their MaxWaitMs with nothing to return.
     pub fn long_polls(&self) -> u64 {
         self.long_polls
+    }
+}
+
+/// Fetch exchanges by how they ended ([`FetchOutcome`]), each with its
+/// latency.
+#[derive(Clone, Debug, Default)]
+pub struct FetchSplit {
+    data: LatencyHist,
+    min_bytes_met: u64,
+    waited_out: LatencyHist,
+    empty_early: LatencyHist,
+}
+
+/// A [`FetchSplit`]'s figures, in milliseconds.
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
+pub struct FetchSplitMs {
+    /// Fetches that returned record bytes.
+    pub data_ms: Option<LatencyMs>,
+    /// Of those, the ones that returned at least the request's `MinBytes`.
+    pub min_bytes_met: u64,
+    /// Long-polls: nothing returned, `MaxWaitMs` (nearly) waited out.
+    pub waited_out_ms: Option<LatencyMs>,
+    /// Nothing returned well before `MaxWaitMs` (an error, a session
+    /// update, `MinBytes` 0).
+    pub empty_early_ms: Option<LatencyMs>,
+}
+
+impl FetchSplit {
+    /// Records a paired Fetch or ShareFetch exchange (nothing for others).
+    pub fn record(&mut self, i: &MessageInfo) {
+        let (Some(o), Some(ns), Some(f)) = (i.fetch_outcome(), i.latency_ns, i.fetch) else {
+            return;
+        };
+        let h = match o {
+            FetchOutcome::Data => {
+                let min = u64::try_from(f.asked.min_bytes).unwrap_or(0);
+                self.min_bytes_met += u64::from(f.record_bytes >= min);
+                &mut self.data
+            }
+            FetchOutcome::WaitedOut => &mut self.waited_out,
+            FetchOutcome::EmptyEarly => &mut self.empty_early,
+        };
+        h.record(ns);
+    }
+
+    /// Adds `other`'s exchanges.
+    pub fn merge(&mut self, other: &FetchSplit) {
+        self.data.merge(&other.data);
+        self.min_bytes_met += other.min_bytes_met;
+        self.waited_out.merge(&other.waited_out);
+        self.empty_early.merge(&other.empty_early);
+    }
+
+    /// The figures.
+    pub fn summary(&self) -> FetchSplitMs {
+        FetchSplitMs {
+            data_ms: self.data.summary(),
+            min_bytes_met: self.min_bytes_met,
+            waited_out_ms: self.waited_out.summary(),
+            empty_early_ms: self.empty_early.summary(),
+        }
     }
 }
 

@@ -9,7 +9,8 @@
 //! Definitions (docs/stats.md, "Consumer lag"):
 //! - a consumer's *next offset* on a partition after a Fetch response is
 //!   the last offset of the records returned + 1, or, when none were
-//!   returned, the offset it asked for;
+//!   returned, the offset it asked for (a partition answered without being
+//!   asked — an incremental fetch session — keeps the row's next offset);
 //! - *lag* = the response's `HighWatermark` − that next offset, in records
 //!   (never below 0);
 //! - *committed lag* = the partition's latest `HighWatermark` seen − the
@@ -23,6 +24,7 @@
 //! whose response carries an error, or no high watermark (−1), yields no
 //! sample.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use serde::Serialize;
@@ -38,22 +40,36 @@ pub const SERIES: usize = 120;
 /// The trend is the lag's change over (at most) this many seconds.
 pub const TREND_SECONDS: f64 = 60.0;
 
-/// One partition of a Fetch request.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct FetchAsk {
-    /// Topic name (or id).
-    pub topic: String,
-    /// Partition.
-    pub partition: i32,
-    /// `FetchOffset`.
-    pub offset: i64,
+/// The partitions of a Fetch request and their `FetchOffset`s, by topic
+/// (a request lists each topic once, its partitions under it).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct FetchAsks {
+    by_topic: Vec<(String, Vec<(i32, i64)>)>,
+}
+
+impl FetchAsks {
+    /// Partition `partition` of `topic` asked from `offset`.
+    pub fn add(&mut self, topic: &str, partition: i32, offset: i64) {
+        match self.by_topic.last_mut() {
+            Some((t, parts)) if t == topic => parts.push((partition, offset)),
+            _ => self
+                .by_topic
+                .push((topic.to_string(), vec![(partition, offset)])),
+        }
+    }
+
+    /// The offset asked for (`topic`, `partition`).
+    fn offset(&self, topic: &str, partition: i32) -> Option<i64> {
+        let (_, parts) = self.by_topic.iter().find(|(t, _)| t == topic)?;
+        parts.iter().find(|p| p.0 == partition).map(|p| p.1)
+    }
 }
 
 /// One partition of a Fetch response.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct FetchAnswer {
+pub struct FetchAnswer<'a> {
     /// Topic name (or id).
-    pub topic: String,
+    pub topic: Cow<'a, str>,
     /// Partition.
     pub partition: i32,
     /// The partition's `ErrorCode`.
@@ -71,13 +87,25 @@ pub struct FetchAnswer {
     pub records: u64,
 }
 
-/// Who fetched: the client and, where the capture showed it, its group.
+/// Who fetched: the client id on a host (a consumer's group is learned
+/// apart, [`Lag::member`]).
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Consumer {
-    /// The client id (or the client address when the request had none).
+    /// The client id (empty when the requests carried none).
     pub client: String,
-    /// The consumer group, when known.
-    pub group: Option<String>,
+    /// The client's IP address.
+    pub host: String,
+}
+
+impl Consumer {
+    /// How record age and delivery name a client: its client id, else its
+    /// address.
+    pub fn label(&self) -> &str {
+        match self.client.as_str() {
+            "" => &self.host,
+            c => c,
+        }
+    }
 }
 
 #[derive(Clone, Debug)]
@@ -98,14 +126,21 @@ struct Row {
     step_ns: u64,
 }
 
+/// Values by topic, then partition: found by a borrowed topic name.
+pub(super) type ByPartition<V> = BTreeMap<String, BTreeMap<i32, V>>;
+
 /// The consumer lag of a capture.
 #[derive(Clone, Debug, Default)]
 pub struct Lag {
-    rows: BTreeMap<(Consumer, String, i32), Row>,
+    /// Rows by consumer, topic, partition (`len` of them).
+    rows: BTreeMap<Consumer, ByPartition<Row>>,
+    len: usize,
     /// (group, topic, partition) → (committed offset, when).
     committed: BTreeMap<(String, String, i32), (i64, Timestamp)>,
     /// (topic, partition) → the latest high watermark answered, and when.
-    high: BTreeMap<(String, i32), (i64, Timestamp)>,
+    high: ByPartition<(i64, Timestamp)>,
+    /// The group each consumer last named in a group request.
+    groups: BTreeMap<Consumer, String>,
     overflow: u64,
 }
 
@@ -114,6 +149,8 @@ pub struct Lag {
 pub struct PartitionLag {
     /// Client id of the consumer.
     pub client: String,
+    /// Its IP address.
+    pub host: String,
     /// Its group, when known.
     pub group: Option<String>,
     /// Topic.
@@ -185,30 +222,38 @@ impl Lag {
         &mut self,
         who: &Consumer,
         ts: Timestamp,
-        asks: &[FetchAsk],
-        answers: &[FetchAnswer],
+        asks: &FetchAsks,
+        answers: &[FetchAnswer<'_>],
     ) {
         for a in answers {
             if a.error != 0 || a.high_watermark < 0 {
                 continue;
             }
-            let hw = (a.topic.clone(), a.partition);
-            self.high.insert(hw, (a.high_watermark, ts));
-            let Some(ask) = asks
-                .iter()
-                .find(|k| k.partition == a.partition && k.topic == a.topic)
-            else {
-                continue;
-            };
+            let (topic, part) = (&*a.topic, a.partition);
+            if let Some(h) = slot(&mut self.high, topic, part, || (0, ts)) {
+                *h = (a.high_watermark, ts);
+            }
+            let rows = self.rows.get(who).and_then(|r| r.get(topic));
+            let asked = asks
+                .offset(topic, part)
+                .or_else(|| rows.and_then(|r| r.get(&part)).map(|r| r.next));
+            let Some(asked) = asked else { continue };
             let next = a
                 .last_offset
-                .map_or(ask.offset, |l| l.saturating_add(1).max(ask.offset));
+                .map_or(asked, |l| l.saturating_add(1).max(asked));
             let lag = a.high_watermark.saturating_sub(next).max(0);
-            let key = (who.clone(), a.topic.clone(), a.partition);
-            let room = self.rows.len() < MAX_PARTITIONS;
-            let row = match self.rows.get_mut(&key) {
-                Some(r) => r,
-                None if room => self.rows.entry(key).or_insert_with(|| Row {
+            let known = rows.is_some_and(|r| r.contains_key(&part));
+            if !known && self.len >= MAX_PARTITIONS {
+                self.overflow += 1;
+                continue;
+            }
+            self.len += usize::from(!known);
+            if !self.rows.contains_key(who) {
+                self.rows.insert(who.clone(), BTreeMap::new());
+            }
+            let mine = self.rows.get_mut(who);
+            let Some(row) = mine.and_then(|m| {
+                slot(m, topic, part, || Row {
                     fetches: 0,
                     records: 0,
                     asked: 0,
@@ -222,15 +267,13 @@ impl Lag {
                     last_ts: ts,
                     series: Vec::new(),
                     step_ns: 1_000_000_000,
-                }),
-                None => {
-                    self.overflow += 1;
-                    continue;
-                }
+                })
+            }) else {
+                continue;
             };
             row.fetches += 1;
             row.records += a.records;
-            row.asked = ask.offset;
+            row.asked = asked;
             row.next = next;
             row.high_watermark = a.high_watermark;
             row.last_stable_offset = a.last_stable_offset;
@@ -240,6 +283,19 @@ impl Lag {
             row.last_ts = ts;
             row.sample(ts, lag);
         }
+    }
+
+    /// `who` named `group` in a group request (JoinGroup, SyncGroup,
+    /// Heartbeat, OffsetCommit, …): its rows are the group's.
+    pub fn member(&mut self, who: &Consumer, group: &str) {
+        if self.groups.get(who).is_some_and(|g| g == group) {
+            return;
+        }
+        if self.groups.len() >= MAX_PARTITIONS && !self.groups.contains_key(who) {
+            self.overflow += 1;
+            return;
+        }
+        self.groups.insert(who.clone(), group.to_string());
     }
 
     /// An OffsetCommit request's partition: `group` committed `offset`.
@@ -262,23 +318,21 @@ impl Lag {
         let &(off, _) = self
             .committed
             .get(&(group.to_string(), topic.to_string(), partition))?;
-        let hw = self.high.get(&(topic.to_string(), partition));
+        let hw = self.high.get(topic).and_then(|t| t.get(&partition));
         Some((off, hw.map(|&(h, _)| h.saturating_sub(off).max(0))))
     }
 
     /// The report.
     pub fn report(&self) -> LagReport {
         let partitions = self
-            .rows
-            .iter()
-            .map(|((who, topic, partition), r)| {
-                let committed = who
-                    .group
-                    .as_deref()
-                    .and_then(|g| self.committed_lag(g, topic, *partition));
+            .each_row()
+            .map(|(who, topic, partition, r)| {
+                let group = self.groups.get(who);
+                let committed = group.and_then(|g| self.committed_lag(g, topic, *partition));
                 PartitionLag {
                     client: who.client.clone(),
-                    group: who.group.clone(),
+                    host: who.host.clone(),
+                    group: group.cloned(),
                     topic: topic.clone(),
                     partition: *partition,
                     fetches: r.fetches,
@@ -312,8 +366,8 @@ impl Lag {
                 e.committed_lag += l;
             }
         }
-        for ((who, _, _), r) in &self.rows {
-            if let Some(g) = who.group.as_deref() {
+        for (who, _, _, r) in self.each_row() {
+            if let Some(g) = self.groups.get(who) {
                 let e = groups.entry(g).or_insert_with(|| GroupLag {
                     group: g.to_string(),
                     partitions: 0,
@@ -329,6 +383,31 @@ impl Lag {
             overflow: self.overflow,
         }
     }
+}
+
+impl Lag {
+    /// Every row with its consumer, topic and partition, in their order.
+    fn each_row(&self) -> impl Iterator<Item = (&Consumer, &String, &i32, &Row)> {
+        self.rows.iter().flat_map(|(who, topics)| {
+            topics
+                .iter()
+                .flat_map(move |(t, parts)| parts.iter().map(move |(p, r)| (who, t, p, r)))
+        })
+    }
+}
+
+/// The value of (`topic`, `partition`) in `map`, made by `new` when absent
+/// (the topic's name copied only then).
+pub(super) fn slot<'m, V>(
+    map: &'m mut ByPartition<V>,
+    topic: &str,
+    partition: i32,
+    new: impl FnOnce() -> V,
+) -> Option<&'m mut V> {
+    if !map.contains_key(topic) {
+        map.insert(topic.to_string(), BTreeMap::new());
+    }
+    Some(map.get_mut(topic)?.entry(partition).or_insert_with(new))
 }
 
 impl Row {
@@ -377,12 +456,15 @@ impl Row {
 /// What the metrics exposition reads (`stats::openmetrics`).
 impl Lag {
     /// The lag after the last response of every (consumer, topic,
-    /// partition) row: what [`Lag::report`] gives as `lag`, without
-    /// building the report.
-    pub(crate) fn lags(&self) -> impl Iterator<Item = (&Consumer, &str, i32, i64)> + '_ {
-        self.rows
-            .iter()
-            .map(|((who, topic, partition), r)| (who, topic.as_str(), *partition, r.lag))
+    /// partition) row, with the consumer's group when known: what
+    /// [`Lag::report`] gives as `lag`, without building the report.
+    pub(crate) fn lags(
+        &self,
+    ) -> impl Iterator<Item = (&Consumer, Option<&str>, &str, i32, i64)> + '_ {
+        self.each_row().map(|(who, topic, partition, r)| {
+            let group = self.groups.get(who).map(String::as_str);
+            (who, group, topic.as_str(), *partition, r.lag)
+        })
     }
 
     /// The committed lag of every (group, topic, partition) whose high
@@ -403,15 +485,13 @@ mod tests {
         Timestamp::new(s.trunc() as i64, (s.fract() * 1e9).round() as u32)
     }
 
-    fn ask(p: i32, offset: i64) -> FetchAsk {
-        FetchAsk {
-            topic: "t".into(),
-            partition: p,
-            offset,
-        }
+    fn ask(p: i32, offset: i64) -> FetchAsks {
+        let mut a = FetchAsks::default();
+        a.add("t", p, offset);
+        a
     }
 
-    fn answer(p: i32, hw: i64, last: Option<i64>, records: u64) -> FetchAnswer {
+    fn answer(p: i32, hw: i64, last: Option<i64>, records: u64) -> FetchAnswer<'static> {
         FetchAnswer {
             topic: "t".into(),
             partition: p,
@@ -424,21 +504,26 @@ mod tests {
         }
     }
 
-    fn consumer(group: Option<&str>) -> Consumer {
-        Consumer {
-            client: "c".into(),
-            group: group.map(str::to_string),
+    /// Consumer `c`, a member of `group` when given.
+    fn consumer(l: &mut Lag, c: &str, group: Option<&str>) -> Consumer {
+        let who = Consumer {
+            client: c.into(),
+            host: "127.0.0.1".into(),
+        };
+        if let Some(g) = group {
+            l.member(&who, g);
         }
+        who
     }
 
     #[test]
     fn lag_is_the_high_watermark_less_the_next_offset() {
         let mut l = Lag::default();
-        let c = consumer(Some("g"));
+        let c = consumer(&mut l, "c", Some("g"));
         // Asked 10, got 10..=19 of 100: next 20, lag 80.
-        l.fetch(&c, t(1.0), &[ask(0, 10)], &[answer(0, 100, Some(19), 10)]);
+        l.fetch(&c, t(1.0), &ask(0, 10), &[answer(0, 100, Some(19), 10)]);
         // Asked 20, got nothing (long-poll), the log grew to 130: lag 110.
-        l.fetch(&c, t(2.0), &[ask(0, 20)], &[answer(0, 130, None, 0)]);
+        l.fetch(&c, t(2.0), &ask(0, 20), &[answer(0, 130, None, 0)]);
         let r = l.report();
         let p = &r.partitions[0];
         assert_eq!(
@@ -455,19 +540,13 @@ mod tests {
     fn committed_lag_takes_the_partitions_latest_high_watermark() {
         let mut l = Lag::default();
         l.commit("g", "t", 0, 40, t(1.0));
-        l.fetch(
-            &consumer(Some("g")),
-            t(2.0),
-            &[ask(0, 50)],
-            &[answer(0, 90, Some(59), 10)],
+        let (member, other) = (
+            consumer(&mut l, "c", Some("g")),
+            consumer(&mut l, "d", None),
         );
+        l.fetch(&member, t(2.0), &ask(0, 50), &[answer(0, 90, Some(59), 10)]);
         // Another consumer sees the log at 120 later.
-        l.fetch(
-            &consumer(None),
-            t(3.0),
-            &[ask(0, 0)],
-            &[answer(0, 120, None, 0)],
-        );
+        l.fetch(&other, t(3.0), &ask(0, 0), &[answer(0, 120, None, 0)]);
         let r = l.report();
         let g = r.partitions.iter().find(|p| p.group.is_some()).unwrap();
         assert_eq!((g.committed_offset, g.committed_lag), (Some(40), Some(80)));
@@ -487,22 +566,43 @@ mod tests {
         let mut l = Lag::default();
         let mut bad = answer(0, 100, None, 0);
         bad.error = 6;
+        let c = consumer(&mut l, "c", None);
         l.fetch(
-            &consumer(None),
+            &c,
             t(1.0),
-            &[ask(0, 0)],
+            &ask(0, 0),
             &[bad, answer(1, -1, None, 0), answer(2, 5, None, 0)],
         );
         assert!(l.report().partitions.is_empty());
     }
 
     #[test]
+    fn a_partition_answered_unasked_keeps_its_next_offset() {
+        // An incremental fetch session asks for a partition once; later
+        // responses answer it without the request naming it.
+        let mut l = Lag::default();
+        let c = consumer(&mut l, "c", None);
+        l.fetch(&c, t(1.0), &ask(0, 5), &[answer(0, 50, Some(14), 10)]);
+        l.fetch(
+            &c,
+            t(2.0),
+            &FetchAsks::default(),
+            &[answer(0, 60, Some(24), 10)],
+        );
+        let p = &l.report().partitions[0];
+        assert_eq!((p.fetch_offset, p.next_offset, p.lag), (15, 25, 35));
+        // Never asked, never seen: no row.
+        l.fetch(&c, t(3.0), &FetchAsks::default(), &[answer(1, 60, None, 0)]);
+        assert_eq!(l.report().partitions.len(), 1);
+    }
+
+    #[test]
     fn a_series_spans_the_capture_in_bounded_samples() {
         let mut l = Lag::default();
-        let c = consumer(None);
+        let c = consumer(&mut l, "c", None);
         for i in 0..10_000u32 {
             let s = f64::from(i) * 0.5;
-            l.fetch(&c, t(s), &[ask(0, 0)], &[answer(0, i64::from(i), None, 0)]);
+            l.fetch(&c, t(s), &ask(0, 0), &[answer(0, i64::from(i), None, 0)]);
         }
         let p = &l.report().partitions[0];
         assert!(p.series.len() <= SERIES, "{}", p.series.len());
@@ -521,10 +621,10 @@ mod tests {
     #[test]
     fn rows_stop_at_the_cap_and_are_counted() {
         let mut l = Lag::default();
-        let c = consumer(None);
+        let c = consumer(&mut l, "c", None);
         let n = i32::try_from(MAX_PARTITIONS).unwrap() + 5;
         for p in 0..n {
-            l.fetch(&c, t(1.0), &[ask(p, 0)], &[answer(p, 1, None, 0)]);
+            l.fetch(&c, t(1.0), &ask(p, 0), &[answer(p, 1, None, 0)]);
         }
         let r = l.report();
         assert_eq!((r.partitions.len(), r.overflow), (MAX_PARTITIONS, 5));

@@ -62,7 +62,7 @@ use clients::{ClientSlot, ClientTable, Who};
 use groups::GroupAcc;
 use traffic::Parts;
 
-pub use hist::{LatencyHist, Timing, SIGFIG};
+pub use hist::{FetchSplit, LatencyHist, Timing, SIGFIG};
 
 /// The group APIs whose responses say what a member got: JoinGroup,
 /// SyncGroup and ConsumerGroupHeartbeat (KIP-848).
@@ -332,6 +332,8 @@ struct Exchanges {
     requests: u64,
     responses: u64,
     latency: Timing,
+    /// Fetch and ShareFetch versions: how the exchanges ended.
+    fetch: Option<Box<FetchSplit>>,
 }
 
 #[derive(Debug, Default)]
@@ -456,6 +458,8 @@ struct Pending {
     /// The one topic the request names: where a response's unplaced facts belong.
     topic: Option<String>,
     group: Option<Box<facts::GroupRequest>>,
+    /// A Fetch request's consumer and the partitions it asked for.
+    fetch: Option<Box<(lag::Consumer, lag::FetchAsks)>>,
 }
 
 #[derive(Clone, Debug, Default)]
@@ -661,8 +665,8 @@ impl Stats {
     /// Whether `Stats` reads anything from a message's tree beyond what its
     /// summary scan gives (header, topics, topic ids, error codes and, with
     /// `records_headers_only`, the placed facts of `Summary::facts`: errors
-    /// with their topic and partition, record sets, acks): group requests and
-    /// responses, ApiVersions v3+ requests (client software), responses that
+    /// with their topic and partition, record sets, offsets, acks): group
+    /// requests and responses, OffsetCommit requests (the group id), ApiVersions v3+ requests (client software), responses that
     /// teach topic names (with topic ids to learn); and, when the scan could
     /// not place its facts, Produce requests, Produce and Fetch responses and
     /// responses with errors.
@@ -679,6 +683,7 @@ impl Stats {
         match kind {
             Kind::Request => {
                 key.is_group()
+                    || key == ApiKey::OFFSET_COMMIT
                     || (key == ApiKey::API_VERSIONS && version >= 3)
                     || (key == ApiKey::PRODUCE && !placed)
             }
@@ -820,19 +825,43 @@ impl Stats {
             self.overflow.lists += c.request(i, (api, version), remembered, self.cfg.max_list);
         }
 
-        let mut group = None;
-        if let Some(root) = root {
+        let (mut group, mut fetch) = (None, None);
+        if let (Some(root), Some(d)) = (root, d) {
             match ApiKey(api) {
+                ApiKey::FETCH => {
+                    let mut asks = lag::FetchAsks::default();
+                    facts::each_int(d, &self.topics, |n| {
+                        if let ("FetchOffset", Some(t), Some(p)) = (n.name, n.topic, n.partition) {
+                            asks.add(&t, p, n.value);
+                        }
+                    });
+                    fetch = Some(Box::new((consumer(i), asks)));
+                }
+                ApiKey::OFFSET_COMMIT => {
+                    if let Some(g) = facts::body(root).and_then(|b| facts::str_child(b, "GroupId"))
+                    {
+                        self.lag.member(&consumer(i), g);
+                        let lag = &mut self.lag;
+                        facts::each_int(d, &self.topics, |n| {
+                            if let ("CommittedOffset", Some(t), Some(p)) =
+                                (n.name, n.topic, n.partition)
+                            {
+                                lag.commit(g, &t, p, n.value, i.ts);
+                            }
+                        });
+                    }
+                }
                 ApiKey::PRODUCE => {
-                    let acks = match d.and_then(|d| d.facts.as_ref()) {
+                    let acks = match &d.facts {
                         Some(x) => x.acks.and_then(|v| i16::try_from(v).ok()),
                         None => facts::acks(root),
                     };
-                    self.produce(i, d, &client, acks);
+                    self.produce(i, Some(d), &client, acks);
                 }
                 key if key.is_group() => {
                     group = facts::group_request(root).map(Box::new);
                     if let Some(g) = &group {
+                        self.lag.member(&consumer(i), &g.group);
                         let max = self.cfg.max_list;
                         if let Some(acc) = self.groups.entry(g.group.clone(), || GroupAcc::new(max))
                         {
@@ -851,6 +880,7 @@ impl Stats {
                     client,
                     topic: d.and_then(|d| facts::single_topic(d, &self.topics)),
                     group,
+                    fetch,
                 },
             );
             if self.pending.len() > self.cfg.max_pending {
@@ -868,8 +898,16 @@ impl Stats {
         // the client's sums are added after (other counters: the same sums).
         let (mut any, mut bytes, mut plain) = (false, 0, 0);
         if let Some(d) = d {
-            let parts = &mut self.parts;
+            let (parts, delivery) = (&mut self.parts, &mut self.delivery);
+            let producer = match i.client_id.as_deref() {
+                Some(c) if !c.is_empty() => Cow::Borrowed(c),
+                _ => Cow::Owned(i.client.ip().to_string()),
+            };
+            let producer = &*producer;
             facts::each_set(d, &self.topics, |s| {
+                if let (Some(t), Some(p)) = (s.topic.as_deref(), s.partition) {
+                    delivery.produced(producer, i.ts, !any, t, p, &s.counts.heads);
+                }
                 any = true;
                 bytes += s.bytes;
                 plain += s.counts.plain_bytes;
@@ -906,9 +944,9 @@ impl Stats {
         }
         let peer = i.peer.filter(|_| i.paired);
         let pending = peer.and_then(|p| self.pending.remove(&p));
-        let (mut client, request_frame, topic, group) = match pending {
-            Some(p) => (p.client, Some(p.frame), p.topic, p.group),
-            None => (self.conn_client(i.stream), None, None, None),
+        let (mut client, request_frame, topic, group, fetch) = match pending {
+            Some(p) => (p.client, Some(p.frame), p.topic, p.group, p.fetch),
+            None => (self.conn_client(i.stream), None, None, None, None),
         };
         // A connection's key made here for the first time is remembered once interned.
         let learn = request_frame.is_none() && matches!(client, Who::Key(_));
@@ -940,7 +978,12 @@ impl Stats {
         let fallback = topic.as_deref();
         self.count_errors(i, api, d, fallback);
         if let Some(d) = d {
-            self.response_tree(i, api, d, fallback, group.as_deref());
+            let consumer = fetch.as_ref().map(|f| f.0.label());
+            self.response_tree(i, api, d, fallback, group.as_deref(), consumer);
+            if let (ApiKey::FETCH, Some(f)) = (ApiKey(api), fetch) {
+                let answers = facts::fetch_answers(d, &self.topics, fallback);
+                self.lag.fetch(&f.0, i.ts, &f.1, &answers);
+            }
         }
     }
 
@@ -963,6 +1006,9 @@ impl Stats {
                 v.responses += 1;
                 if std::mem::take(&mut latency_left) {
                     v.latency.record(i);
+                }
+                if i.fetch.is_some() {
+                    v.fetch.get_or_insert_with(Box::default).record(i);
                 }
             }
         }
@@ -1093,6 +1139,7 @@ impl Stats {
         d: &Decoded,
         fallback: Option<&str>,
         group: Option<&facts::GroupRequest>,
+        consumer: Option<&str>,
     ) {
         if ApiKey(api) == ApiKey::PRODUCE {
             for r in facts::record_errors(&d.root, &self.topics) {
@@ -1110,9 +1157,12 @@ impl Stats {
             }
         }
         if matches!(ApiKey(api), ApiKey::FETCH | ApiKey::SHARE_FETCH) {
-            let parts = &mut self.parts;
+            let (parts, delivery) = (&mut self.parts, &mut self.delivery);
             facts::each_set(d, &self.topics, |s| {
                 let topic = s.topic.as_deref().or(fallback);
+                if let (Some(t), Some(p)) = (topic, s.partition) {
+                    delivery.fetched(consumer, i.first_ts, t, p, &s.counts.heads);
+                }
                 if let Some(p) = parts.entry(topic, s.partition) {
                     p.add(&s, false);
                 }
@@ -1276,6 +1326,12 @@ impl Stats {
         let each = self.apis.map.iter().map(|(&k, a)| {
             let versions = self.versions.map.range((k, i16::MIN)..=(k, i16::MAX));
             let latency = self.api_timing(k, a);
+            let mut fetch: Option<FetchSplit> = None;
+            for (_, x) in versions.clone() {
+                if let Some(f) = &x.fetch {
+                    fetch.get_or_insert_with(FetchSplit::default).merge(f);
+                }
+            }
             ApiReport {
                 api_key: k,
                 api_name: schema::api_name(k),
@@ -1286,6 +1342,7 @@ impl Stats {
                 responses_without_request: a.orphans,
                 latency_ms: latency.summary(),
                 parts: latency.parts(),
+                fetch: fetch.map(|f| f.summary()),
                 throttled: a.throttle.count,
                 throttle_time_ms: a.throttle.ms(),
                 errors: by_label(&a.errors),
@@ -1296,6 +1353,7 @@ impl Stats {
                         responses: x.responses,
                         latency_ms: x.latency.summary(),
                         parts: x.latency.parts(),
+                        fetch: x.fetch.as_ref().map(|f| f.summary()),
                         removed_in_kafka_4: removed_in_kafka_4(k, v),
                     })
                     .collect(),
@@ -1468,6 +1526,14 @@ impl Stats {
 /// The summary of `own` with the latencies `held` for it elsewhere: the
 /// held ones (the report's own copy) take the owner's, the same histogram
 /// as the other way round without copying the owner's.
+/// The consumer of a message's connection, for consumer lag.
+fn consumer(i: &MessageInfo) -> lag::Consumer {
+    lag::Consumer {
+        client: i.client_id.clone().unwrap_or_default(),
+        host: i.client.ip().to_string(),
+    }
+}
+
 fn with_held(own: &Timing, held: Option<Timing>) -> Timing {
     match held {
         Some(mut all) => {

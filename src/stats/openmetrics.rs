@@ -377,10 +377,11 @@ impl Stats {
     /// Consumer lag per (client, group, topic, partition) and committed lag
     /// per (group, topic, partition).
     fn lag_families(&self, p: &mut Page) {
-        let fetch = self.lag.lags().map(|(who, topic, partition, lag)| {
+        let fetch = self.lag.lags().map(|(who, group, topic, partition, lag)| {
             let labels = vec![
                 who.client.clone(),
-                or_empty(who.group.as_deref()),
+                who.host.clone(),
+                or_empty(group),
                 topic.to_string(),
                 partition.to_string(),
             ];
@@ -393,7 +394,7 @@ impl Stats {
                 "records",
                 "HighWatermark less the consumer's next offset after its last Fetch response.",
             ),
-            &["client", "group", "topic", "partition"],
+            &["client", "host", "group", "topic", "partition"],
             rows(fetch, |a, b| *a = a.saturating_add(b)),
         );
         let committed = self
@@ -449,8 +450,8 @@ mod tests {
     use super::*;
     use crate::analyzer::MessageInfo;
     use crate::kafka::decode::Kind;
-    use crate::stats::delivery::{BatchFacts, BatchId};
-    use crate::stats::lag::{Consumer, FetchAnswer, FetchAsk};
+    use crate::kafka::records::BatchHead;
+    use crate::stats::lag::{Consumer, FetchAnswer, FetchAsks};
     use crate::stats::StatsConfig;
     use crate::vocab::Timestamp;
 
@@ -559,14 +560,11 @@ mod tests {
         let t = |ms: i64| Timestamp::new(1000 + ms / 1000, ((ms % 1000) * 1_000_000) as u32);
         let c = Consumer {
             client: "c".into(),
-            group: Some("g".into()),
+            host: "10.0.0.1".into(),
         };
         // Asked 10, got 10..=19 of 100: lag 80; the group committed 40: 60.
-        let ask = FetchAsk {
-            topic: "t".into(),
-            partition: 0,
-            offset: 10,
-        };
+        let mut asks = FetchAsks::default();
+        asks.add("t", 0, 10);
         let answer = FetchAnswer {
             topic: "t".into(),
             partition: 0,
@@ -577,26 +575,23 @@ mod tests {
             last_offset: Some(19),
             records: 10,
         };
+        s.lag.member(&c, "g");
         s.lag.commit("g", "t", 0, 40, t(0));
-        s.lag.fetch(&c, t(500), &[ask], &[answer]);
+        s.lag.fetch(&c, t(500), &asks, &[answer]);
         // A batch made at 0 ms, produced at 100 ms, fetched at 2600 ms.
-        let batch = BatchFacts {
-            id: BatchId {
-                producer_id: 7,
-                producer_epoch: 0,
-                base_sequence: 0,
-                crc: 42,
-            },
+        let batch = BatchHead {
+            producer_id: 7,
+            crc: 42,
             max_timestamp: 1_000_000,
-            log_append_time: false,
             records: 10,
             bytes: 100,
+            ..BatchHead::default()
         };
         s.delivery.produced("p", t(100), true, "t", 0, &[batch]);
-        s.delivery.fetched("c", t(2600), "t", 0, &[batch]);
+        s.delivery.fetched(Some("c"), t(2600), "t", 0, &[batch]);
         s.settle();
         let page = s.openmetrics();
-        let lag = "kafkashark_consumer_lag_records{client=\"c\",group=\"g\",topic=\"t\",partition=\"0\"} 80";
+        let lag = "kafkashark_consumer_lag_records{client=\"c\",host=\"10.0.0.1\",group=\"g\",topic=\"t\",partition=\"0\"} 80";
         assert!(page.lines().any(|l| l == lag), "{page}");
         let committed =
             "kafkashark_committed_lag_records{group=\"g\",topic=\"t\",partition=\"0\"} 60";

@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-pub use super::hist::{LatencyMs, PartsMs};
+pub use super::hist::{FetchSplitMs, LatencyMs, PartsMs};
 
 /// Everything `stats` reports.
 #[derive(Clone, Debug, Serialize)]
@@ -148,6 +148,9 @@ pub struct ApiReport {
     /// Service time, head-of-line waits and long-polls of those exchanges.
     #[serde(flatten)]
     pub parts: PartsMs,
+    /// Fetch and ShareFetch: the exchanges by how they ended.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fetch: Option<FetchSplitMs>,
     /// Responses with ThrottleTimeMs > 0.
     pub throttled: u64,
     /// Throttle totals over those responses.
@@ -172,6 +175,9 @@ pub struct VersionReport {
     /// Service time, head-of-line waits and long-polls of those exchanges.
     #[serde(flatten)]
     pub parts: PartsMs,
+    /// Fetch and ShareFetch: the exchanges by how they ended.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fetch: Option<FetchSplitMs>,
     /// The version was removed in Kafka 4.0 (KIP-896).
     pub removed_in_kafka_4: bool,
 }

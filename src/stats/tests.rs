@@ -717,7 +717,7 @@ fn the_summary_scan_places_what_the_full_tree_places() {
         ..DecodeOptions::default()
     };
     let topics = TopicNames::default();
-    let (mut messages, mut placed, mut sets, mut errors) = (0, 0, 0, 0);
+    let (mut messages, mut placed, mut sets, mut errors, mut ints) = (0, 0, 0, 0, 0);
     for p in crate::test_captures::all() {
         // Full trees, records decoded in full: what the facts must equal.
         for m in crate::test_captures::messages(&p, crate::test_captures::full_trees()) {
@@ -746,6 +746,28 @@ fn the_summary_scan_places_what_the_full_tree_places() {
                 "{at}"
             );
             assert!(facts::record_errors(&d.root, &topics).is_empty(), "{at}");
+            let mut from_tree = Vec::new();
+            facts::each_int(d, &topics, |n| {
+                from_tree.push((
+                    n.name.to_string(),
+                    n.value,
+                    n.topic.map(|t| t.into_owned()),
+                    n.partition,
+                ))
+            });
+            let scanned: Vec<_> = x
+                .ints
+                .iter()
+                .map(|n| {
+                    let topic = n.place.topic.as_ref().map(|t| match t {
+                        crate::kafka::decode::ScanTopic::Name(s) => s.clone(),
+                        crate::kafka::decode::ScanTopic::Id(u) => topics.label(u).into_owned(),
+                    });
+                    (n.name.to_string(), n.value, topic, n.place.partition)
+                })
+                .collect();
+            assert_eq!(scanned, from_tree, "{at}");
+            ints += scanned.len();
             if m.info.kind == Kind::Request {
                 assert_eq!(
                     x.acks.and_then(|v| i16::try_from(v).ok()),
@@ -758,8 +780,8 @@ fn the_summary_scan_places_what_the_full_tree_places() {
         }
     }
     assert!(
-        placed > 0 && sets > 0 && errors > 0,
-        "{messages} {placed} {sets} {errors}"
+        placed > 0 && sets > 0 && errors > 0 && ints > 1000,
+        "{messages} {placed} {sets} {errors} {ints}"
     );
 }
 
@@ -773,7 +795,7 @@ proptest::proptest! {
         let mut t = PendingTable::default();
         let mut model = BTreeMap::new();
         let mut next = 0u64;
-        let pending = |frame| Pending { frame, client: Who::Slot(0), topic: None, group: None };
+        let pending = |frame| Pending { frame, client: Who::Slot(0), topic: None, group: None, fetch: None };
         for (op, k) in ops {
             match op {
                 0 => {

@@ -124,6 +124,47 @@ fn client(id: &Option<String>, software: &Option<String>) -> String {
     s
 }
 
+/// The last [`SPARK`] values as a line of eighth blocks, scaled to their
+/// largest (`▁` for 0).
+fn sparkline(values: impl DoubleEndedIterator<Item = i64> + ExactSizeIterator) -> String {
+    const BARS: [char; 8] = ['▁', '▂', '▃', '▄', '▅', '▆', '▇', '█'];
+    let skip = values.len().saturating_sub(SPARK);
+    let v: Vec<i64> = values.skip(skip).map(|x| x.max(0)).collect();
+    let top = v.iter().copied().max().unwrap_or(0).max(1);
+    v.iter()
+        .map(|&x| {
+            BARS[usize::try_from(x.saturating_mul(7) / top)
+                .unwrap_or(0)
+                .min(7)]
+        })
+        .collect()
+}
+
+/// Samples a [`sparkline`] shows.
+const SPARK: usize = 24;
+
+/// Rows a table of many shows at most ([`most`]).
+const MOST_ROWS: usize = 50;
+
+/// `items` when at most [`MOST_ROWS`]; else the [`MOST_ROWS`] greatest by
+/// `key`, in their order.
+fn most<T>(items: &[T], key: impl Fn(&T) -> i64) -> Vec<&T> {
+    let mut v: Vec<(usize, &T)> = items.iter().enumerate().collect();
+    if v.len() > MOST_ROWS {
+        v.sort_by_key(|(i, x)| (std::cmp::Reverse(key(x)), *i));
+        v.truncate(MOST_ROWS);
+        v.sort_by_key(|(i, _)| *i);
+    }
+    v.into_iter().map(|(_, x)| x).collect()
+}
+
+/// The line under a table that [`most`] cut: how many of `all` it shows.
+fn more(o: &mut String, all: usize, shown: usize, what: &str) {
+    if all > shown {
+        let _ = writeln!(o, "  ({shown} of {all} {what}; all in --format json)");
+    }
+}
+
 /// `1,2,3`.
 fn list<T: ToString>(items: &[T]) -> String {
     items.iter().map(T::to_string).collect::<Vec<_>>().join(",")
@@ -163,10 +204,13 @@ impl StatsReport {
         self.head_text(&mut o, title);
         self.apis_text(&mut o);
         self.parts_text(&mut o);
+        self.fetch_text(&mut o);
         self.slow_text(&mut o);
         self.throttle_text(&mut o);
         self.errors_text(&mut o);
         self.topics_text(&mut o);
+        self.lag_text(&mut o);
+        self.delivery_text(&mut o);
         self.clients_text(&mut o);
         self.links_text(&mut o);
         section(
@@ -341,6 +385,38 @@ impl StatsReport {
         t.render(o);
     }
 
+    /// FETCH OUTCOMES: per Fetch and ShareFetch version, the exchanges
+    /// that returned data, waited out MaxWaitMs, or came back empty early.
+    fn fetch_text(&self, o: &mut String) {
+        let rows: Vec<(String, &FetchSplitMs)> = self
+            .apis
+            .iter()
+            .flat_map(|a| {
+                let name = api(a.api_name, a.api_key);
+                let each = a.versions.iter();
+                each.filter_map(move |v| {
+                    Some((format!("{name} v{}", v.version), v.fetch.as_ref()?))
+                })
+            })
+            .collect();
+        let title = "\nFETCH OUTCOMES (ms: data returned / long-poll: MaxWaitMs waited out with nothing / empty early)\n";
+        let head = "<api|data n|min bytes met|p50|p99|waited out n|p50|p99|empty early n|p50|p99";
+        section(o, title, head, &rows, |(name, f)| {
+            let mut r = vec![name.clone()];
+            let part = |l: &Option<LatencyMs>| match l {
+                Some(l) => vec![l.count.to_string(), ms(l.p50), ms(l.p99)],
+                None => vec!["0".into(), "-".into(), "-".into()],
+            };
+            let data = part(&f.data_ms);
+            r.extend(data.first().cloned());
+            r.push(f.min_bytes_met.to_string());
+            r.extend(data.into_iter().skip(1));
+            r.extend(part(&f.waited_out_ms));
+            r.extend(part(&f.empty_early_ms));
+            r
+        });
+    }
+
     /// THROTTLE: by client and API, the throttled latency, per second and the most throttled.
     fn throttle_text(&self, o: &mut String) {
         let th = &self.throttle;
@@ -422,6 +498,124 @@ impl StatsReport {
             ]));
             r.extend([f.bytes, f.batches, f.records, f.partial_batches].map(|n| n.to_string()));
             r.push(counts(&f.codecs));
+            r
+        });
+    }
+
+    /// CONSUMER LAG per consumer and partition, GROUP LAG per group.
+    fn lag_text(&self, o: &mut String) {
+        let title = "\nCONSUMER LAG (records: high watermark − next offset after each Fetch response; committed: − the group's last OffsetCommit)\n";
+        let head = "<client|<group|<topic|part|fetches|records|next offset|high wm|lag|max lag|trend/s|committed|committed lag|<lag over the capture";
+        let rows = most(&self.lag.partitions, |p| {
+            p.lag.max(p.committed_lag.unwrap_or(0))
+        });
+        section(o, title, head, &rows, |p| {
+            let trend = p.trend_per_s.map(|t| format!("{t:+.1}"));
+            let mut r = vec![
+                escape_text(&p.client),
+                text(&p.group),
+                escape_text(&p.topic),
+            ];
+            r.extend(cells(&[
+                &p.partition,
+                &p.fetches,
+                &p.records,
+                &p.next_offset,
+                &p.high_watermark,
+                &p.lag,
+                &p.max_lag,
+                &opt(&trend),
+                &opt(&p.committed_offset),
+                &opt(&p.committed_lag),
+                &sparkline(p.series.iter().map(|s| s.1)),
+            ]));
+            r
+        });
+        more(
+            o,
+            self.lag.partitions.len(),
+            rows.len(),
+            "rows, the most lagging shown",
+        );
+        let title = "\nGROUP LAG (summed over the group's partitions)\n";
+        section(
+            o,
+            title,
+            "<group|partitions|committed lag|fetch lag",
+            &self.lag.groups,
+            |g| {
+                cells(&[
+                    &escape_text(&g.group),
+                    &g.partitions,
+                    &g.committed_lag,
+                    &g.fetch_lag,
+                ])
+            },
+        );
+    }
+
+    /// RECORD AGE per partition, DELIVERY per consumer, PRODUCERS.
+    fn delivery_text(&self, o: &mut String) {
+        let d = &self.delivery;
+        let title = "\nRECORD AGE (ms: Fetch response's first frame − batch maxTimestamp)\n";
+        let head = format!("<topic|part|batches|log-append|future|{LAT_HEAD}");
+        let ages = most(&d.record_age, |a| {
+            a.age_ms.as_ref().map_or(0, |l| (l.max * 1e3) as i64)
+        });
+        section(o, title, &head, &ages, |a| {
+            let mut r = vec![escape_text(&a.topic)];
+            r.extend(cells(&[
+                &a.partition,
+                &a.batches,
+                &a.log_append_time,
+                &a.future,
+            ]));
+            r.extend(lat_cells(&a.age_ms));
+            r
+        });
+        more(
+            o,
+            d.record_age.len(),
+            ages.len(),
+            "partitions, the oldest shown",
+        );
+        let title = format!(
+            "\nDELIVERY (ms: Produce request → the Fetch response carrying the same batch; {} fetched batches not seen produced, {} forgotten)\n",
+            d.unmatched_batches, d.forgotten_batches
+        );
+        section(
+            o,
+            &title,
+            &format!("<consumer|{LAT_HEAD}"),
+            &d.delivery,
+            |x| {
+                let mut r = vec![escape_text(&x.consumer)];
+                r.extend(lat_cells(&x.delivery_ms));
+                r
+            },
+        );
+        let title =
+            "\nPRODUCERS (batch gap: ms between a producer's requests for the same partition)\n";
+        let head = "<producer|requests|batches|records|rec/batch|bytes|mean batch|max batch|gap p50|gap p99";
+        section(o, title, head, &d.producers, |p| {
+            let one = |r: Option<f64>| r.map_or_else(|| "-".into(), |r| format!("{r:.1}"));
+            let gap = |f: fn(&LatencyMs) -> f64| {
+                p.batch_gap_ms
+                    .as_ref()
+                    .map_or_else(|| "-".into(), |g| ms(f(g)))
+            };
+            let mut r = vec![escape_text(&p.producer)];
+            r.extend(cells(&[
+                &p.requests,
+                &p.batches,
+                &p.records,
+                &one(p.records_per_batch),
+                &p.bytes,
+                &one(p.mean_batch_bytes),
+                &p.max_batch_bytes,
+                &gap(|g| g.p50),
+                &gap(|g| g.p99),
+            ]));
             r
         });
     }

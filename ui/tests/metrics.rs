@@ -402,6 +402,7 @@ fn a_scrape_is_openmetrics_with_the_figures_of_the_report() {
             let part = p["partition"].to_string();
             let l = [
                 ("client", p["client"].as_str().unwrap()),
+                ("host", p["host"].as_str().unwrap()),
                 ("group", p["group"].as_str().unwrap_or("")),
                 ("topic", p["topic"].as_str().unwrap()),
                 ("partition", part.as_str()),
@@ -409,7 +410,7 @@ fn a_scrape_is_openmetrics_with_the_figures_of_the_report() {
             let got = get(&s, "kafkashark_consumer_lag_records", &l);
             assert_eq!(got, p["lag"].as_f64().unwrap(), "{capture} {l:?}");
             if let (Some(g), Some(c)) = (p["group"].as_str(), p["committed_lag"].as_f64()) {
-                let l = [("group", g), l[2], l[3]];
+                let l = [("group", g), l[3], l[4]];
                 assert_eq!(get(&s, "kafkashark_committed_lag_records", &l), c);
             }
         }

@@ -461,6 +461,21 @@ fn check_crc(n: &mut Node, stored: u32, crc: Crc) {
     }
 }
 
+/// The stored CRC of a CRC node as [`checked_crc`] leaves it: its value,
+/// or, for one that matched (whose value says so), the stored CRC its
+/// description gives.
+pub fn stored_crc(n: &Node) -> Option<u32> {
+    match &n.value {
+        Value::Int(v) => u32::try_from(*v).ok(),
+        Value::Uint(v) => u32::try_from(*v).ok(),
+        _ => {
+            let about: &str = n.about.as_deref()?;
+            let hex = about.rsplit_once(": 0x")?.1.strip_suffix(", valid")?;
+            u32::from_str_radix(hex, 16).ok()
+        }
+    }
+}
+
 /// A checked CRC node's value, detail and description (v2 batches and
 /// legacy messages): `over` names the checksum and what it covers, `valid`
 /// is the value text of a CRC that matches, `calc` the CRC computed.

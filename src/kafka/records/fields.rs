@@ -200,6 +200,8 @@ pub(crate) struct Hdr {
     pub(super) attributes: i16,
     pub(super) base_ts: i64,
     pub(super) count: i32,
+    /// The rest of the header, as lag, record age and delivery read it.
+    pub(super) head: super::BatchHead,
 }
 
 impl Hdr {
@@ -210,6 +212,7 @@ impl Hdr {
             attributes: 0,
             base_ts: d.base_ts,
             count: 0,
+            head: super::BatchHead::default(),
         }
     }
 
@@ -272,7 +275,7 @@ pub(super) fn header<O: FieldOut>(
     o: &mut O,
 ) -> Option<(Hdr, bool)> {
     let base_offset = int(c, &BASE_OFFSET, o, plain)?;
-    int(c, &BATCH_LENGTH, o, plain)?;
+    let batch_length = int(c, &BATCH_LENGTH, o, plain)?;
     int(c, &LEADER_EPOCH, o, plain)?;
     int(c, &MAGIC, o, plain)?;
     let (stored, at) = read(c, &CRC, o)?;
@@ -289,18 +292,31 @@ pub(super) fn header<O: FieldOut>(
         0 => Detail::None,
         a => Detail::Attributes(a as i16),
     })? as i16;
-    int(c, &LAST_OFFSET_DELTA, o, plain)?;
+    let last_offset_delta = int(c, &LAST_OFFSET_DELTA, o, plain)?;
     let base_ts = int(c, &BASE_TIMESTAMP, o, Detail::Time)?;
-    int(c, &MAX_TIMESTAMP, o, Detail::Time)?;
-    int(c, &PRODUCER_ID, o, plain)?;
-    int(c, &PRODUCER_EPOCH, o, plain)?;
-    int(c, &BASE_SEQUENCE, o, plain)?;
+    let max_timestamp = int(c, &MAX_TIMESTAMP, o, Detail::Time)?;
+    let producer_id = int(c, &PRODUCER_ID, o, plain)?;
+    let producer_epoch = int(c, &PRODUCER_EPOCH, o, plain)?;
+    let base_sequence = int(c, &BASE_SEQUENCE, o, plain)?;
     let count = int(c, &RECORDS_COUNT, o, non_negative)? as i32;
+    // The widths are the fields' own (the casts keep every value).
     let h = Hdr {
         base_offset,
         attributes,
         base_ts,
         count,
+        head: super::BatchHead {
+            base_offset,
+            last_offset_delta: last_offset_delta as i32,
+            max_timestamp,
+            attributes,
+            producer_id,
+            producer_epoch: producer_epoch as i16,
+            base_sequence: base_sequence as i32,
+            crc: stored as u32,
+            records: count,
+            bytes: (batch_length as u64).saturating_add(12),
+        },
     };
     Some((h, matches!(crc, Crc::Mismatch(_))))
 }

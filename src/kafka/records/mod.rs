@@ -48,6 +48,7 @@ macro_rules! field {
 }
 
 mod batch;
+pub use batch::stored_crc;
 pub mod compression;
 mod cursor;
 pub(crate) mod declared;
@@ -197,6 +198,48 @@ pub struct SetCounts {
     pub compressed: u64,
     /// What they decompressed to.
     pub decompressed: u64,
+    /// The complete batches' headers, in order.
+    pub heads: Vec<BatchHead>,
+}
+
+/// The header fields of one v2 batch that consumer lag, record age and
+/// produce → fetch delivery read (legacy messages: the offset only, the
+/// rest as a v2 batch without a producer says: −1).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct BatchHead {
+    /// `baseOffset`.
+    pub base_offset: i64,
+    /// `lastOffsetDelta`.
+    pub last_offset_delta: i32,
+    /// `maxTimestamp` (ms since the epoch).
+    pub max_timestamp: i64,
+    /// `attributes` (bit 3: LogAppendTime).
+    pub attributes: i16,
+    /// `producerId`.
+    pub producer_id: i64,
+    /// `producerEpoch`.
+    pub producer_epoch: i16,
+    /// `baseSequence`.
+    pub base_sequence: i32,
+    /// `crc` as stored.
+    pub crc: u32,
+    /// `recordsCount`.
+    pub records: i32,
+    /// The batch's bytes (`batchLength` + 12).
+    pub bytes: u64,
+}
+
+impl BatchHead {
+    /// The batch's last offset.
+    pub fn last_offset(&self) -> i64 {
+        self.base_offset
+            .saturating_add(i64::from(self.last_offset_delta))
+    }
+
+    /// Its timestamps are the broker's (LogAppendTime), not the producer's.
+    pub fn log_append_time(&self) -> bool {
+        self.attributes & 0x08 != 0
+    }
 }
 
 /// Counts a record set of v2 batches: the walk of [`decode_record_set`]
@@ -246,6 +289,7 @@ impl SetOutput for Counter {
         };
         let out = &mut self.counts;
         let codec = (h.attributes & 0x07) as u8;
+        out.heads.push(h.head);
         out.batches += 1;
         out.records = out.records.saturating_add(h.count as u64);
         out.codecs.add(codec, 1);

@@ -193,6 +193,19 @@ fn counts_of(nodes: &[Node], sources: &[ByteSource]) -> SetCounts {
             _ => continue,
         }
         c.batches += 1;
+        let get = |name| int(n, name).unwrap_or(-1);
+        c.heads.push(BatchHead {
+            base_offset: get("baseOffset"),
+            last_offset_delta: get("lastOffsetDelta") as i32,
+            max_timestamp: get("maxTimestamp"),
+            attributes: get("attributes") as i16,
+            producer_id: get("producerId"),
+            producer_epoch: get("producerEpoch") as i16,
+            base_sequence: get("baseSequence") as i32,
+            crc: n.child("crc").and_then(stored_crc).unwrap_or(0),
+            records: get("recordsCount") as i32,
+            bytes: n.length as u64,
+        });
         c.records += int(n, "recordsCount")
             .and_then(|v| u64::try_from(v).ok())
             .unwrap_or(0);

@@ -1785,7 +1785,7 @@ pub static PRODUCE_RESPONSE__PARTITION_PRODUCE_RESPONSE: StructDef = StructDef {
             versions: Versions::new(5, i16::MAX), nullable: Versions::NONE,
             tagged: Versions::NONE, tag: None, flexible: None,
             default: "-1", entity_type: "", map_key: false, ignorable: true,
-            marks: Marks::NONE,
+            marks: Marks::PLACED_INT,
         },
         FieldDef {
             name: "RecordErrors", type_name: "[]BatchIndexAndErrorMessage", kind: FieldKind::Array(Elem::Struct(&PRODUCE_RESPONSE__BATCH_INDEX_AND_ERROR_MESSAGE)),
@@ -1970,7 +1970,7 @@ pub static PRODUCE_RESPONSE_K39__PARTITION_PRODUCE_RESPONSE: StructDef = StructD
             versions: Versions::new(5, i16::MAX), nullable: Versions::NONE,
             tagged: Versions::NONE, tag: None, flexible: None,
             default: "-1", entity_type: "", map_key: false, ignorable: true,
-            marks: Marks::NONE,
+            marks: Marks::PLACED_INT,
         },
         FieldDef {
             name: "RecordErrors", type_name: "[]BatchIndexAndErrorMessage", kind: FieldKind::Array(Elem::Struct(&PRODUCE_RESPONSE_K39__BATCH_INDEX_AND_ERROR_MESSAGE)),
@@ -2231,7 +2231,7 @@ pub static FETCH_REQUEST__FETCH_PARTITION: StructDef = StructDef {
             versions: Versions::new(0, i16::MAX), nullable: Versions::NONE,
             tagged: Versions::NONE, tag: None, flexible: None,
             default: "", entity_type: "", map_key: false, ignorable: false,
-            marks: Marks::NONE,
+            marks: Marks::PLACED_INT,
         },
         FieldDef {
             name: "LastFetchedEpoch", type_name: "int32", kind: FieldKind::Prim(Prim::Int32),
@@ -2245,7 +2245,7 @@ pub static FETCH_REQUEST__FETCH_PARTITION: StructDef = StructDef {
             versions: Versions::new(5, i16::MAX), nullable: Versions::NONE,
             tagged: Versions::NONE, tag: None, flexible: None,
             default: "-1", entity_type: "", map_key: false, ignorable: true,
-            marks: Marks::NONE,
+            marks: Marks::PLACED_INT,
         },
         FieldDef {
             name: "PartitionMaxBytes", type_name: "int32", kind: FieldKind::Prim(Prim::Int32),
@@ -2266,7 +2266,7 @@ pub static FETCH_REQUEST__FETCH_PARTITION: StructDef = StructDef {
             versions: Versions::new(18, i16::MAX), nullable: Versions::NONE,
             tagged: Versions::new(18, i16::MAX), tag: Some(1), flexible: None,
             default: "9223372036854775807", entity_type: "", map_key: false, ignorable: true,
-            marks: Marks::NONE,
+            marks: Marks::PLACED_INT,
         },
     ],
 };
@@ -2459,7 +2459,7 @@ pub static FETCH_REQUEST_K39__FETCH_PARTITION: StructDef = StructDef {
             versions: Versions::new(0, i16::MAX), nullable: Versions::NONE,
             tagged: Versions::NONE, tag: None, flexible: None,
             default: "", entity_type: "", map_key: false, ignorable: false,
-            marks: Marks::NONE,
+            marks: Marks::PLACED_INT,
         },
         FieldDef {
             name: "LastFetchedEpoch", type_name: "int32", kind: FieldKind::Prim(Prim::Int32),
@@ -2473,7 +2473,7 @@ pub static FETCH_REQUEST_K39__FETCH_PARTITION: StructDef = StructDef {
             versions: Versions::new(5, i16::MAX), nullable: Versions::NONE,
             tagged: Versions::NONE, tag: None, flexible: None,
             default: "-1", entity_type: "", map_key: false, ignorable: true,
-            marks: Marks::NONE,
+            marks: Marks::PLACED_INT,
         },
         FieldDef {
             name: "PartitionMaxBytes", type_name: "int32", kind: FieldKind::Prim(Prim::Int32),
@@ -2611,21 +2611,21 @@ pub static FETCH_RESPONSE__PARTITION_DATA: StructDef = StructDef {
             versions: Versions::new(0, i16::MAX), nullable: Versions::NONE,
             tagged: Versions::NONE, tag: None, flexible: None,
             default: "", entity_type: "", map_key: false, ignorable: false,
-            marks: Marks::NONE,
+            marks: Marks::PLACED_INT,
         },
         FieldDef {
             name: "LastStableOffset", type_name: "int64", kind: FieldKind::Prim(Prim::Int64),
             versions: Versions::new(4, i16::MAX), nullable: Versions::NONE,
             tagged: Versions::NONE, tag: None, flexible: None,
             default: "-1", entity_type: "", map_key: false, ignorable: true,
-            marks: Marks::NONE,
+            marks: Marks::PLACED_INT,
         },
         FieldDef {
             name: "LogStartOffset", type_name: "int64", kind: FieldKind::Prim(Prim::Int64),
             versions: Versions::new(5, i16::MAX), nullable: Versions::NONE,
             tagged: Versions::NONE, tag: None, flexible: None,
             default: "-1", entity_type: "", map_key: false, ignorable: true,
-            marks: Marks::NONE,
+            marks: Marks::PLACED_INT,
         },
         FieldDef {
             name: "DivergingEpoch", type_name: "EpochEndOffset", kind: FieldKind::Struct(&FETCH_RESPONSE__EPOCH_END_OFFSET),
@@ -2878,21 +2878,21 @@ pub static FETCH_RESPONSE_K39__PARTITION_DATA: StructDef = StructDef {
             versions: Versions::new(0, i16::MAX), nullable: Versions::NONE,
             tagged: Versions::NONE, tag: None, flexible: None,
             default: "", entity_type: "", map_key: false, ignorable: false,
-            marks: Marks::NONE,
+            marks: Marks::PLACED_INT,
         },
         FieldDef {
             name: "LastStableOffset", type_name: "int64", kind: FieldKind::Prim(Prim::Int64),
             versions: Versions::new(4, i16::MAX), nullable: Versions::NONE,
             tagged: Versions::NONE, tag: None, flexible: None,
             default: "-1", entity_type: "", map_key: false, ignorable: true,
-            marks: Marks::NONE,
+            marks: Marks::PLACED_INT,
         },
         FieldDef {
             name: "LogStartOffset", type_name: "int64", kind: FieldKind::Prim(Prim::Int64),
             versions: Versions::new(5, i16::MAX), nullable: Versions::NONE,
             tagged: Versions::NONE, tag: None, flexible: None,
             default: "-1", entity_type: "", map_key: false, ignorable: true,
-            marks: Marks::NONE,
+            marks: Marks::PLACED_INT,
         },
         FieldDef {
             name: "DivergingEpoch", type_name: "EpochEndOffset", kind: FieldKind::Struct(&FETCH_RESPONSE_K39__EPOCH_END_OFFSET),
@@ -4532,7 +4532,7 @@ pub static OFFSET_COMMIT_REQUEST__OFFSET_COMMIT_REQUEST_PARTITION: StructDef = S
             versions: Versions::new(0, i16::MAX), nullable: Versions::NONE,
             tagged: Versions::NONE, tag: None, flexible: None,
             default: "", entity_type: "", map_key: false, ignorable: false,
-            marks: Marks::NONE,
+            marks: Marks::PLACED_INT,
         },
         FieldDef {
             name: "CommittedLeaderEpoch", type_name: "int32", kind: FieldKind::Prim(Prim::Int32),
@@ -4636,7 +4636,7 @@ pub static OFFSET_COMMIT_REQUEST_K39__OFFSET_COMMIT_REQUEST_PARTITION: StructDef
             versions: Versions::new(0, i16::MAX), nullable: Versions::NONE,
             tagged: Versions::NONE, tag: None, flexible: None,
             default: "", entity_type: "", map_key: false, ignorable: false,
-            marks: Marks::NONE,
+            marks: Marks::PLACED_INT,
         },
         FieldDef {
             name: "CommittedLeaderEpoch", type_name: "int32", kind: FieldKind::Prim(Prim::Int32),
@@ -5091,7 +5091,7 @@ pub static OFFSET_FETCH_RESPONSE__OFFSET_FETCH_RESPONSE_PARTITION: StructDef = S
             versions: Versions::new(0, 7), nullable: Versions::NONE,
             tagged: Versions::NONE, tag: None, flexible: None,
             default: "", entity_type: "", map_key: false, ignorable: false,
-            marks: Marks::NONE,
+            marks: Marks::PLACED_INT,
         },
         FieldDef {
             name: "CommittedLeaderEpoch", type_name: "int32", kind: FieldKind::Prim(Prim::Int32),
@@ -5186,7 +5186,7 @@ pub static OFFSET_FETCH_RESPONSE__OFFSET_FETCH_RESPONSE_PARTITIONS: StructDef = 
             versions: Versions::new(8, i16::MAX), nullable: Versions::NONE,
             tagged: Versions::NONE, tag: None, flexible: None,
             default: "", entity_type: "", map_key: false, ignorable: false,
-            marks: Marks::NONE,
+            marks: Marks::PLACED_INT,
         },
         FieldDef {
             name: "CommittedLeaderEpoch", type_name: "int32", kind: FieldKind::Prim(Prim::Int32),
@@ -5283,7 +5283,7 @@ pub static OFFSET_FETCH_RESPONSE_K39__OFFSET_FETCH_RESPONSE_PARTITION: StructDef
             versions: Versions::new(0, 7), nullable: Versions::NONE,
             tagged: Versions::NONE, tag: None, flexible: None,
             default: "", entity_type: "", map_key: false, ignorable: false,
-            marks: Marks::NONE,
+            marks: Marks::PLACED_INT,
         },
         FieldDef {
             name: "CommittedLeaderEpoch", type_name: "int32", kind: FieldKind::Prim(Prim::Int32),
@@ -5371,7 +5371,7 @@ pub static OFFSET_FETCH_RESPONSE_K39__OFFSET_FETCH_RESPONSE_PARTITIONS: StructDe
             versions: Versions::new(8, i16::MAX), nullable: Versions::NONE,
             tagged: Versions::NONE, tag: None, flexible: None,
             default: "", entity_type: "", map_key: false, ignorable: false,
-            marks: Marks::NONE,
+            marks: Marks::PLACED_INT,
         },
         FieldDef {
             name: "CommittedLeaderEpoch", type_name: "int32", kind: FieldKind::Prim(Prim::Int32),
@@ -8378,7 +8378,7 @@ pub static TXN_OFFSET_COMMIT_REQUEST__TXN_OFFSET_COMMIT_REQUEST_PARTITION: Struc
             versions: Versions::new(0, i16::MAX), nullable: Versions::NONE,
             tagged: Versions::NONE, tag: None, flexible: None,
             default: "", entity_type: "", map_key: false, ignorable: false,
-            marks: Marks::NONE,
+            marks: Marks::PLACED_INT,
         },
         FieldDef {
             name: "CommittedLeaderEpoch", type_name: "int32", kind: FieldKind::Prim(Prim::Int32),
@@ -13594,7 +13594,7 @@ pub static DESCRIBE_QUORUM_RESPONSE__PARTITION_DATA: StructDef = StructDef {
             versions: Versions::new(0, i16::MAX), nullable: Versions::NONE,
             tagged: Versions::NONE, tag: None, flexible: None,
             default: "", entity_type: "", map_key: false, ignorable: false,
-            marks: Marks::NONE,
+            marks: Marks::PLACED_INT,
         },
         FieldDef {
             name: "CurrentVoters", type_name: "[]ReplicaState", kind: FieldKind::Array(Elem::Struct(&DESCRIBE_QUORUM_RESPONSE__REPLICA_STATE)),

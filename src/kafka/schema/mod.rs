@@ -229,6 +229,15 @@ pub const PLACE_TOPIC_NAMES: &[&str] = &["Name", "Topic", "TopicName"];
 pub const PLACE_PARTITION_NAMES: &[&str] = &["PartitionIndex", "Partition", "Index"];
 /// Field names whose top-level value the summary keeps (`decode::Summary`).
 pub const TOP_INT_NAMES: &[&str] = &["ThrottleTimeMs", "Acks", "MaxWaitMs", "MinBytes"];
+/// Field names whose values the summary keeps with their place, wherever
+/// they are (`decode::ScanFacts::ints`): what consumer lag reads.
+pub const PLACED_INT_NAMES: &[&str] = &[
+    "FetchOffset",
+    "HighWatermark",
+    "LastStableOffset",
+    "LogStartOffset",
+    "CommittedOffset",
+];
 
 impl Marks {
     /// Nothing to look for.
@@ -239,6 +248,8 @@ impl Marks {
     pub const BATCH_INDEX: Marks = Marks(1 << 1);
     /// One of [`TOP_INT_NAMES`].
     pub const TOP_INT: Marks = Marks(1 << 2);
+    /// One of [`PLACED_INT_NAMES`].
+    pub const PLACED_INT: Marks = Marks(1 << 3);
     /// `TopicId`.
     pub const TOPIC_ID: Marks = Marks(1 << 4);
     /// The entity type `topicName`.
@@ -265,6 +276,7 @@ impl Marks {
             (name.ends_with("ErrorCode"), Marks::ERROR_CODE),
             (name == "BatchIndex", Marks::BATCH_INDEX),
             (TOP_INT_NAMES.contains(&name), Marks::TOP_INT),
+            (PLACED_INT_NAMES.contains(&name), Marks::PLACED_INT),
             (name == "TopicId", Marks::TOPIC_ID),
             (entity_type == "topicName", Marks::TOPIC_NAME),
             (PLACE_TOPIC_NAMES.contains(&name), Marks::PLACE_TOPIC),
