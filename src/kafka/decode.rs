@@ -382,8 +382,8 @@ pub struct Summary {
 /// else a non-zero `TopicId` (resolved to a name by whoever knows the names).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ScanTopic {
-    /// A topic name.
-    Name(String),
+    /// A topic name (shared by the facts of one struct).
+    Name(std::sync::Arc<str>),
     /// A topic id.
     Id([u8; 16]),
 }
@@ -459,6 +459,8 @@ pub struct ScanFacts {
     waiting: Vec<Waiting>,
     /// How many known tagged fields the scan is inside.
     tagged_depth: u32,
+    /// The message's API keeps its placed integers (`schema::PLACED_INT_APIS`).
+    want_ints: bool,
 }
 
 /// A fact waiting for its topic: (the open struct it waits on, which list,
@@ -567,6 +569,8 @@ impl ScanFacts {
             .rposition(|w| w.0 != d)
             .map_or(0, |i| i + 1);
         let mut kept = first;
+        // The struct's name, made once for all the facts it places.
+        let mut name: Option<std::sync::Arc<str>> = None;
         for r in first..self.waiting.len() {
             let Some(&(_, list, i)) = self.waiting.get(r) else {
                 break;
@@ -582,7 +586,9 @@ impl ScanFacts {
             }
             if place.topic.is_none() {
                 place.topic = match f.named {
-                    true => Some(ScanTopic::Name(f.name.clone())),
+                    true => Some(ScanTopic::Name(
+                        name.get_or_insert_with(|| f.name.as_str().into()).clone(),
+                    )),
                     false => f.id.map(ScanTopic::Id),
                 };
             }
@@ -623,7 +629,7 @@ impl ScanFacts {
     }
 
     fn int_field(&mut self, f: &'static FieldDef, v: i64) {
-        if f.marks.has(Marks::PLACED_INT) && self.tagged_depth == 0 {
+        if f.marks.has(Marks::PLACED_INT) && self.want_ints && self.tagged_depth == 0 {
             self.ints.push(ScanInt {
                 name: f.name,
                 value: v,
@@ -700,6 +706,9 @@ fn summarize(msg: &[u8], response: Option<(i16, i16)>, opts: &DecodeOptions) -> 
         facts: opts.records_headers_only.then(ScanFacts::with_scratch),
         ..Summary::default()
     };
+    if let Some(x) = &mut sum.facts {
+        x.want_ints = schema::PLACED_INT_APIS.contains(&ApiKey(key));
+    }
     let mut out = Scan {
         sum: &mut sum,
         top: false,

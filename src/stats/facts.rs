@@ -95,7 +95,8 @@ pub(crate) struct Place {
 
 // The names the summary scan marks too (`Marks::PLACE_TOPIC`, `PLACE_PARTITION`).
 use crate::kafka::schema::{
-    PLACED_INT_NAMES, PLACE_PARTITION_NAMES as PARTITION_NAMES, PLACE_TOPIC_NAMES as TOPIC_NAMES,
+    ApiKey, PLACED_INT_APIS, PLACED_INT_NAMES, PLACE_PARTITION_NAMES as PARTITION_NAMES,
+    PLACE_TOPIC_NAMES as TOPIC_NAMES,
 };
 
 /// The topic and partition of a node whose ancestors are `path` (nearest last).
@@ -280,7 +281,7 @@ fn batch_head(c: &Node) -> BatchHead {
 /// [`place`] does.
 fn scanned_topic<'a>(t: &'a ScanTopic, topics: &'a TopicNames) -> Cow<'a, str> {
     match t {
-        ScanTopic::Name(n) => Cow::Borrowed(n.as_str()),
+        ScanTopic::Name(n) => Cow::Borrowed(n),
         ScanTopic::Id(u) => topics.label(u),
     }
 }
@@ -352,9 +353,9 @@ pub(crate) struct IntAt<'a> {
     pub(crate) partition: Option<i32>,
 }
 
-/// Each placed integer of a message, in order, from its summary scan or
-/// its tree (fields of the body, not inside a tagged field's entry, as the
-/// scan takes them).
+/// Each placed integer of a message of `schema::PLACED_INT_APIS`, in order,
+/// from its summary scan or its tree (fields of the body, not inside a
+/// tagged field's entry, as the scan takes them).
 pub(crate) fn each_int<'d>(d: &'d Decoded, topics: &'d TopicNames, mut f: impl FnMut(IntAt<'d>)) {
     if let Some(x) = &d.facts {
         for n in &x.ints {
@@ -365,6 +366,12 @@ pub(crate) fn each_int<'d>(d: &'d Decoded, topics: &'d TopicNames, mut f: impl F
                 partition: n.place.partition,
             });
         }
+        return;
+    }
+    if !d
+        .api_key
+        .is_some_and(|k| PLACED_INT_APIS.contains(&ApiKey(k)))
+    {
         return;
     }
     let found = in_body(&d.root, |n, path| {

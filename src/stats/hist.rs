@@ -362,10 +362,15 @@ impl LatencyHist {
 /// The timing of a set of exchanges: their latencies and service times
 /// (latency less head-of-line wait, `MessageInfo::service_ns`), and how
 /// many waited behind another response or were long-polls.
+///
+/// Until an exchange waits, every service time is its latency: the service
+/// times are kept apart only from the first exchange that waited on (a copy
+/// of the latencies then), so most connections keep one histogram.
 #[derive(Clone, Debug, Default)]
 pub struct Timing {
     latency: LatencyHist,
-    service: LatencyHist,
+    /// `None` while every service time equals its latency.
+    service: Option<Box<LatencyHist>>,
     hol_waits: u64,
     long_polls: u64,
 }
@@ -394,16 +399,26 @@ impl Timing {
     /// Records an exchange's latency and service time (ns), whether it
     /// waited behind another response and whether it was a long-poll.
     pub fn add(&mut self, latency_ns: u64, service_ns: u64, waited: bool, long_poll: bool) {
+        if self.service.is_none() && service_ns != latency_ns {
+            self.service = Some(Box::new(self.latency.clone()));
+        }
         self.latency.record(latency_ns);
-        self.service.record(service_ns);
+        if let Some(s) = &mut self.service {
+            s.record(service_ns);
+        }
         self.hol_waits += u64::from(waited);
         self.long_polls += u64::from(long_poll);
     }
 
     /// Adds `other`'s exchanges.
     pub fn merge(&mut self, other: &Timing) {
+        if let (None, Some(_)) = (&self.service, &other.service) {
+            self.service = Some(Box::new(self.latency.clone()));
+        }
+        if let Some(s) = &mut self.service {
+            s.merge(other.service.as_deref().unwrap_or(&other.latency));
+        }
         self.latency.merge(&other.latency);
-        self.service.merge(&other.service);
         self.hol_waits += other.hol_waits;
         self.long_polls += other.long_polls;
     }
@@ -411,7 +426,9 @@ impl Timing {
     /// Counts every pending value ([`LatencyHist::settle`]).
     pub fn settle(&mut self) {
         self.latency.settle();
-        self.service.settle();
+        if let Some(s) = &mut self.service {
+            s.settle();
+        }
     }
 
     /// Exchanges recorded.
@@ -427,7 +444,7 @@ impl Timing {
     /// Service time, head-of-line waits and long-polls.
     pub fn parts(&self) -> PartsMs {
         PartsMs {
-            service_ms: self.service.summary(),
+            service_ms: self.service().summary(),
             hol_waits: self.hol_waits,
             long_polls: self.long_polls,
         }
@@ -440,9 +457,9 @@ impl Timing {
         &self.latency
     }
 
-    /// The service times.
+    /// The service times (the latencies while no exchange waited).
     pub fn service(&self) -> &LatencyHist {
-        &self.service
+        self.service.as_deref().unwrap_or(&self.latency)
     }
 
     /// Exchanges whose response waited behind the previous one on its connection.
@@ -546,6 +563,38 @@ pub struct LatencyMs {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn service_times_part_from_latencies_at_the_first_wait_only() {
+        let ms = |v: u64| v * 1_000_000;
+        let both = |t: &Timing| (t.summary(), t.parts().service_ms);
+        // Nothing waited: service times are the latencies.
+        let mut a = Timing::default();
+        a.add(ms(10), ms(10), false, false);
+        a.add(ms(20), ms(20), false, false);
+        let (lat, svc) = both(&a);
+        assert_eq!(lat, svc);
+        assert!(a.service.is_none());
+        // One waits 15 of its 30 ms: the earlier ones keep theirs.
+        let mut b = Timing::default();
+        b.add(ms(5), ms(5), false, false);
+        b.add(ms(30), ms(15), true, false);
+        let svc = b.parts().service_ms.unwrap();
+        assert_eq!((svc.count, svc.min, svc.max), (2, 5.0, 15.0));
+        // Merged either way: four service times 5, 10, 15, 20.
+        for (x, y) in [(&a, &b), (&b, &a)] {
+            let mut m = x.clone();
+            m.merge(y);
+            let (lat, svc) = both(&m);
+            let (lat, svc) = (lat.unwrap(), svc.unwrap());
+            assert_eq!((lat.count, lat.min, lat.max), (4, 5.0, 30.0));
+            assert_eq!(
+                (svc.count, svc.min, svc.max, svc.mean),
+                (4, 5.0, 20.0, 12.5)
+            );
+            assert_eq!(m.parts().hol_waits, 1);
+        }
+    }
 
     #[test]
     fn nearest_rank_within_precision() {

@@ -760,7 +760,7 @@ fn the_summary_scan_places_what_the_full_tree_places() {
                 .iter()
                 .map(|n| {
                     let topic = n.place.topic.as_ref().map(|t| match t {
-                        crate::kafka::decode::ScanTopic::Name(s) => s.clone(),
+                        crate::kafka::decode::ScanTopic::Name(s) => s.to_string(),
                         crate::kafka::decode::ScanTopic::Id(u) => topics.label(u).into_owned(),
                     });
                     (n.name.to_string(), n.value, topic, n.place.partition)

@@ -63,6 +63,14 @@ pub trait Facts {
     fn topics(&self) -> &[String];
     /// Latency of a paired response.
     fn latency_ns(&self) -> Option<u64>;
+    /// The part of a paired response's latency spent waiting behind the
+    /// connection's earlier responses (head-of-line wait).
+    fn hol_wait_ns(&self) -> Option<u64>;
+    /// A paired response's service time: its latency less its head-of-line wait.
+    fn service_ns(&self) -> Option<u64>;
+    /// A Fetch or ShareFetch response that waited out its `MaxWaitMs` with no
+    /// records (`MessageInfo::long_poll`).
+    fn long_poll(&self) -> bool;
     /// The response's ThrottleTimeMs.
     fn throttle_time_ms(&self) -> Option<i32>;
     /// Non-zero error codes of a response.
@@ -216,6 +224,7 @@ enum Pred {
     Text(Field, Op, String),
     Kind(Op, Kind),
     Throttled,
+    LongPoll,
     AnyError,
     Unpaired,
     Inferred,
@@ -240,6 +249,8 @@ enum Field {
     Size,
     Topic,
     Latency,
+    Hol,
+    Service,
     Throttle,
     Error,
 }
@@ -260,7 +271,7 @@ enum Type {
 
 /// Every field, in the order of [`Field`]'s variants: its names (shown as the
 /// first; the others are aliases), its type, and an example for messages.
-const FIELDS: [(Field, &[&str], Type, &str); 14] = [
+const FIELDS: [(Field, &[&str], Type, &str); 16] = [
     (Field::Api, &["api"], Type::Api, "api=Produce"),
     (Field::Version, &["version", "v"], Type::Integer, "v>=12"),
     (Field::Kind, &["kind"], Type::Kind, "kind=request"),
@@ -283,6 +294,8 @@ const FIELDS: [(Field, &[&str], Type, &str); 14] = [
     (Field::Size, &["size", "len"], Type::Size, "size>100kB"),
     (Field::Topic, &["topic"], Type::Topic, "topic=orders-*"),
     (Field::Latency, &["latency"], Type::Duration, "latency>50ms"),
+    (Field::Hol, &["hol", "hol_wait"], Type::Duration, "hol>5ms"),
+    (Field::Service, &["service"], Type::Duration, "service>50ms"),
     (
         Field::Throttle,
         &["throttle"],
@@ -303,6 +316,8 @@ const FLAGS: &[(&str, Pred)] = &[
     ("request", Pred::Kind(Op::Eq, Kind::Request)),
     ("response", Pred::Kind(Op::Eq, Kind::Response)),
     ("throttled", Pred::Throttled),
+    ("long_poll", Pred::LongPoll),
+    ("longpoll", Pred::LongPoll),
     ("error", Pred::AnyError),
     ("unpaired", Pred::Unpaired),
     ("inferred", Pred::Inferred),
@@ -933,6 +948,7 @@ impl Pred {
             Pred::Throttled => response_of(m, peer)
                 .and_then(|r| r.throttle_time_ms())
                 .is_some_and(|t| t > 0),
+            Pred::LongPoll => response_of(m, peer).is_some_and(|r| r.long_poll()),
             Pred::AnyError => response_of(m, peer).is_some_and(|r| !r.error_codes().is_empty()),
             Pred::Unpaired => !m.paired() && (m.kind() == Kind::Response || m.expects_response()),
             Pred::Inferred => m.inferred(),
@@ -975,8 +991,13 @@ impl Field {
             Field::Stream => Some(i128::from(m.stream())),
             Field::Corr => m.correlation_id().map(i128::from),
             Field::Size => Some(i128::from(m.length())),
-            Field::Latency => response_of(m, peer)
-                .and_then(|r| r.latency_ns())
+            // The parts of a response's latency; a request's are its response's.
+            Field::Latency | Field::Hol | Field::Service => response_of(m, peer)
+                .and_then(|r| match self {
+                    Field::Hol => r.hol_wait_ns(),
+                    Field::Service => r.service_ns(),
+                    _ => r.latency_ns(),
+                })
                 .map(i128::from),
             Field::Throttle => response_of(m, peer)
                 .and_then(|r| r.throttle_time_ms())
@@ -1135,6 +1156,15 @@ mod tests {
         }
         fn latency_ns(&self) -> Option<u64> {
             self.latency_ns
+        }
+        fn hol_wait_ns(&self) -> Option<u64> {
+            self.hol_wait_ns
+        }
+        fn service_ns(&self) -> Option<u64> {
+            MessageInfo::service_ns(self)
+        }
+        fn long_poll(&self) -> bool {
+            MessageInfo::long_poll(self)
         }
         fn throttle_time_ms(&self) -> Option<i32> {
             self.throttle_time_ms
@@ -1571,6 +1601,192 @@ mod tests {
         assert!(!hit("throttle<1s", &no_field));
     }
 
+    /// A paired Fetch v12 response: 503.1 ms, of which 500.2 ms behind the
+    /// previous response; no records after a MaxWaitMs of 500 ms (`records`
+    /// bytes makes it one that returned data).
+    fn fetch_response(records: u64) -> MessageInfo {
+        MessageInfo {
+            api_key: Some(ApiKey::FETCH),
+            api_version: Some(12),
+            latency_ns: Some(503_100_000),
+            hol_wait_ns: Some(500_200_000),
+            fetch: Some(kafkashark::analyzer::FetchWait {
+                asked: kafkashark::pairing::FetchAsk {
+                    max_wait_ms: 500,
+                    min_bytes: 1,
+                },
+                record_bytes: records,
+            }),
+            throttle_time_ms: Some(0),
+            error_codes: Vec::new(),
+            ..response()
+        }
+    }
+
+    #[test]
+    fn latency_parts_hol_and_service() {
+        let queued = fetch_response(0); // hol 500.2 ms, service 2.9 ms
+        for f in [
+            "hol>500ms",
+            "hol=500.2ms",
+            "hol_wait>=500200us",
+            "hol<1s",
+            "service<3ms",
+            "service=2.9",
+            "service>2900us or service<2900us or service=2.9ms",
+            "latency=503.1ms and hol=500.2ms and service=2.9ms",
+        ] {
+            assert!(hit(f, &queued), "{f}");
+        }
+        for f in ["hol>500.2ms", "hol<5ms", "service>2.9ms", "service>=50ms"] {
+            assert!(!hit(f, &queued), "{f}");
+        }
+        // A response with no head-of-line wait measured: service is its latency.
+        let resp = response(); // 75 ms, hol None
+        assert!(hit("service=75ms", &resp));
+        assert!(!hit("hol>=0", &resp), "no hol wait measured, no match");
+        assert!(!hit("hol!=5ms", &resp));
+        assert!(hit("not hol>0", &resp));
+        // No latency: neither part.
+        let lone = lone_fetch_response();
+        assert!(!hit("service>=0", &lone) && !hit("hol>=0", &lone));
+        // A request takes its response's parts.
+        let req = request();
+        assert!(!hit("service>1ms", &req));
+        assert!(parse("service>50ms").matches(&req, Some(&resp)));
+        assert!(parse("hol>500ms").matches(&req, Some(&queued)));
+        assert!(!parse("hol>500ms").matches(&req, Some(&resp)));
+    }
+
+    #[test]
+    fn long_poll_flag() {
+        // Service 2.9 ms of MaxWaitMs 500: returned early, not a long-poll.
+        assert!(!hit("longpoll", &fetch_response(0)));
+        let waited = MessageInfo {
+            hol_wait_ns: Some(0),
+            ..fetch_response(0)
+        };
+        assert!(waited.long_poll());
+        for f in ["longpoll", "LongPoll", "long_poll", "fetch and longpoll"] {
+            assert!(hit(f, &waited), "{f}");
+        }
+        assert!(!hit("not longpoll", &waited));
+        let data = MessageInfo {
+            hol_wait_ns: Some(0),
+            ..fetch_response(4096)
+        };
+        assert!(!hit("longpoll", &data), "records came back");
+        assert!(hit("service>500ms and not longpoll", &data));
+        assert!(!hit("longpoll", &response()), "not a Fetch");
+        // A request is a long-poll when its response is.
+        assert!(parse("longpoll").matches(&request(), Some(&waited)));
+        assert!(!parse("longpoll").matches(&request(), Some(&data)));
+        assert!(!hit("longpoll", &request()));
+        assert_eq!(parse("long_poll").to_string(), "longpoll");
+        assert_eq!(
+            parse("hol>5 and service>=0.05s").to_string(),
+            "hol>5ms and service>=50ms"
+        );
+        assert_err("longpoll=1", 8, "takes no operator or value");
+        assert_err("hol", 3, "expected an operator after 'hol' (like hol>5ms)");
+        assert_err("servise>5", 0, "did you mean 'service'?");
+    }
+
+    /// Every Kafka message of a real capture, as the analyzer gives them.
+    fn capture(name: &str) -> Option<Vec<MessageInfo>> {
+        use kafkashark::analyzer::{Analyzer, AnalyzerConfig, Output};
+        use kafkashark::capture::{FileSource, FrameSource};
+        let path = format!("{}/../captures/{name}", env!("CARGO_MANIFEST_DIR"));
+        let Ok(mut src) = FileSource::open(&path) else {
+            eprintln!("skipping: {path} missing");
+            return None;
+        };
+        let mut an = Analyzer::new(AnalyzerConfig::default());
+        let mut out = Vec::new();
+        while let Some(f) = src.next_frame().expect("frame") {
+            an.push(&f, &mut out);
+        }
+        an.finish(&mut out);
+        let infos = out.into_iter().filter_map(|o| match o {
+            Output::Message(m) => Some(m.info),
+            Output::Notice(_) => None,
+        });
+        Some(infos.collect())
+    }
+
+    /// The frames of the messages `f` matches, each with its peer (the
+    /// analyzer names a response's request; the request's response is found
+    /// from it, as the TUI does).
+    fn frames_matching(f: &str, infos: &[MessageInfo]) -> Vec<u64> {
+        let f = parse(f);
+        let mut peers: Vec<Option<&MessageInfo>> = infos
+            .iter()
+            .map(|i| i.peer.and_then(|p| infos.get(p as usize)))
+            .collect();
+        for r in infos {
+            if let Some(slot) = r.peer.and_then(|p| peers.get_mut(p as usize)) {
+                *slot = Some(r);
+            }
+        }
+        infos
+            .iter()
+            .zip(peers)
+            .filter(|(i, peer)| f.matches(*i, *peer))
+            .map(|(i, _)| i.frame)
+            .collect()
+    }
+
+    /// a1 (kcat's consumer group): FindCoordinator, GetTelemetrySubscriptions
+    /// and ListOffsets answered after 503, 503 and 403 ms, all but a fraction
+    /// of a millisecond spent behind a long-poll Fetch (tests/wire_truth.rs
+    /// checks these figures against an independent reading); b6: 23 long-polls.
+    #[test]
+    fn latency_parts_on_real_captures() {
+        let Some(a1) = capture("a1-kcat-produce-consume-group.pcap") else {
+            return;
+        };
+        let queued = frames_matching("hol>5ms and response", &a1);
+        assert_eq!(queued, [243, 245, 247]);
+        let apis: Vec<_> = queued
+            .iter()
+            .filter_map(|&fr| a1.iter().find(|i| i.frame == fr)?.api_name())
+            .collect();
+        assert_eq!(
+            apis,
+            [
+                "FindCoordinator",
+                "GetTelemetrySubscriptions",
+                "ListOffsets"
+            ]
+        );
+        // Their requests come along, and nothing else waited a millisecond.
+        assert_eq!(frames_matching("hol>5ms", &a1).len(), 6);
+        assert_eq!(
+            frames_matching("hol>1ms", &a1).len(),
+            8,
+            "FindCoordinator in frame 151 waited 2.4 ms"
+        );
+        assert_eq!(frames_matching("hol=502.944ms", &a1), [234, 243]);
+        assert_eq!(
+            frames_matching("latency>400ms and service<1ms and response", &a1),
+            queued
+        );
+        // Seven long-polls; the Fetches that were slow otherwise returned data.
+        let polls = frames_matching("longpoll and response", &a1);
+        assert_eq!(polls, [177, 241, 249, 253, 299, 301, 335]);
+        assert_eq!(frames_matching("longpoll", &a1).len(), 14);
+        for fr in frames_matching("service>50ms and response and not longpoll", &a1) {
+            let i = a1.iter().find(|i| i.frame == fr).expect("frame");
+            assert_eq!(i.api_key, Some(ApiKey::FETCH), "frame {fr}");
+            assert!(i.fetch.is_some_and(|f| f.record_bytes > 0), "frame {fr}");
+        }
+        assert!(frames_matching("service>50ms and response", &a1).len() > polls.len());
+        if let Some(b6) = capture("b6-consumer-lag.pcap") {
+            assert_eq!(frames_matching("longpoll and response", &b6).len(), 23);
+            assert_eq!(frames_matching("longpoll and request", &b6).len(), 23);
+        }
+    }
+
     #[test]
     fn errors_by_name_and_code() {
         let resp = response(); // [6]
@@ -1790,6 +2006,11 @@ mod tests {
             "throttle>100ms",
             "error!=6",
             "error=0",
+            "longpoll",
+            "fetch and not longpoll and service>50ms",
+            "hol>5ms",
+            "service>50ms",
+            "hol_wait>=500us",
         ] {
             parse(f);
         }

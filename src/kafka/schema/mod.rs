@@ -230,7 +230,8 @@ pub const PLACE_PARTITION_NAMES: &[&str] = &["PartitionIndex", "Partition", "Ind
 /// Field names whose top-level value the summary keeps (`decode::Summary`).
 pub const TOP_INT_NAMES: &[&str] = &["ThrottleTimeMs", "Acks", "MaxWaitMs", "MinBytes"];
 /// Field names whose values the summary keeps with their place, wherever
-/// they are (`decode::ScanFacts::ints`): what consumer lag reads.
+/// they are in a message of [`PLACED_INT_APIS`] (`decode::ScanFacts::ints`):
+/// what consumer lag reads.
 pub const PLACED_INT_NAMES: &[&str] = &[
     "FetchOffset",
     "HighWatermark",
@@ -238,6 +239,9 @@ pub const PLACED_INT_NAMES: &[&str] = &[
     "LogStartOffset",
     "CommittedOffset",
 ];
+
+/// The APIs whose [`PLACED_INT_NAMES`] fields are kept.
+pub const PLACED_INT_APIS: [ApiKey; 2] = [ApiKey::FETCH, ApiKey::OFFSET_COMMIT];
 
 impl Marks {
     /// Nothing to look for.

@@ -26,7 +26,7 @@ use kafkashark::topics::TopicNames;
 use ratatui::layout::Position;
 
 use super::index::{FactsEntry, IndexEntry};
-use super::stats_view::{self, StatsData, StatsTab};
+use super::stats_view::{self, StatsData, StatsTab, SECTION_COUNT};
 use super::store::{Bitset, EntryStore, Geometry, Lru};
 use super::ui;
 use crate::filter::{Facts, Filter};
@@ -246,9 +246,9 @@ pub struct StatsView {
     /// The section shown.
     pub tab: StatsTab,
     /// Selected row of each section.
-    pub sel: [usize; 5],
+    pub sel: [usize; SECTION_COUNT],
     /// First row shown of each section.
-    pub offset: [usize; 5],
+    pub offset: [usize; SECTION_COUNT],
     /// The figures, as of the last refresh.
     pub data: StatsData,
     /// `App::ticks` at the last refresh.
@@ -1310,8 +1310,8 @@ impl App {
             None => {
                 self.stats_view = Some(StatsView {
                     tab: StatsTab::Latency,
-                    sel: [0; 5],
-                    offset: [0; 5],
+                    sel: [0; SECTION_COUNT],
+                    offset: [0; SECTION_COUNT],
                     data,
                     tick,
                 });
@@ -1382,9 +1382,11 @@ impl App {
             KeyCode::BackTab | KeyCode::Left | KeyCode::Char('h') => {
                 self.stats_go(cycle(&StatsTab::ALL, tab, false), None)
             }
-            KeyCode::Char(c @ '1'..='5') => {
+            KeyCode::Char(c @ '1'..='9') => {
                 let i = usize::from(c as u8 - b'1');
-                self.stats_go(StatsTab::ALL[i], None);
+                if let Some(&t) = StatsTab::ALL.get(i) {
+                    self.stats_go(t, None);
+                }
             }
             KeyCode::Enter => self.stats_enter(),
             code => {

@@ -111,6 +111,8 @@ const EXPECTS: u16 = 1 << 8;
 const RESYNCED: u16 = 1 << 9;
 const IN_FILE: u16 = 1 << 10;
 const HOL: u16 = 1 << 11;
+/// `MessageInfo::long_poll`, decided once from the full facts.
+const LONG_POLL: u16 = 1 << 12;
 
 /// One message of the list, compact (see the module doc): its facts and,
 /// when it is not the common case, its whole message. Its facts' methods are
@@ -189,6 +191,7 @@ impl IndexEntry {
             (RESYNCED, info.resynced),
             (IN_FILE, sum.is_some()),
             (HOL, info.hol_wait_ns.is_some()),
+            (LONG_POLL, info.long_poll()),
         ];
         let flags = flags
             .iter()
@@ -430,6 +433,17 @@ impl Facts for FactsEntry {
     }
     fn latency_ns(&self) -> Option<u64> {
         self.has(LATENCY).then_some(self.latency_ns)
+    }
+    fn hol_wait_ns(&self) -> Option<u64> {
+        self.has(HOL).then_some(self.hol_wait_ns)
+    }
+    fn service_ns(&self) -> Option<u64> {
+        // As `MessageInfo::service_ns`, without building one.
+        let l = self.latency_ns()?;
+        Some(l.saturating_sub(self.hol_wait_ns().unwrap_or(0)))
+    }
+    fn long_poll(&self) -> bool {
+        self.has(LONG_POLL)
     }
     fn throttle_time_ms(&self) -> Option<i32> {
         self.has(THROTTLE).then_some(self.throttle_time_ms)

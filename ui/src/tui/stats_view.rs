@@ -1,7 +1,7 @@
 //! The stats view's data: `kafkashark::stats::Stats` run over the loaded
-//! entries, turned into the rows of five sections (latency, throttle, errors,
-//! clients, groups), each row carrying the filter expression that shows the
-//! messages it counts.
+//! entries, turned into the rows of seven sections (latency, throttle, errors,
+//! clients, groups, consumer lag, record age and delivery), each row carrying
+//! the filter expression that shows the messages it counts.
 //!
 //! Place in the data path: `App::entries` → [`compute`] (on demand: when the
 //! view opens, on `r`, every second while loading) → [`StatsData`] → the
@@ -21,6 +21,7 @@ use kafkashark::kafka::errors::error_name;
 use kafkashark::kafka::schema::{api_name, ApiKey};
 use kafkashark::kafka::tree::escape_text;
 use kafkashark::kafka::{DecodeOptions, Decoded, Value};
+use kafkashark::stats::lag::PartitionLag;
 use kafkashark::stats::text::{api, counts, ms, text};
 use kafkashark::stats::{LatencyMs, Stats, StatsConfig, StatsReport};
 use kafkashark::topics::TEACHERS;
@@ -53,16 +54,23 @@ pub enum StatsTab {
     Clients,
     /// Consumer groups: generations, members, rebalance delay.
     Groups,
+    /// Consumer lag per consumer, topic and partition, with its series.
+    Lag,
+    /// Record age per partition, produce → fetch delivery per consumer,
+    /// producers' batching.
+    Delivery,
 }
 
 impl StatsTab {
     /// Every section, in tab order.
-    pub const ALL: [StatsTab; 5] = [
+    pub const ALL: [StatsTab; SECTION_COUNT] = [
         StatsTab::Latency,
         StatsTab::Throttle,
         StatsTab::Errors,
         StatsTab::Clients,
         StatsTab::Groups,
+        StatsTab::Lag,
+        StatsTab::Delivery,
     ];
 
     /// Position in [`StatsTab::ALL`] (the order of the variants).
@@ -74,7 +82,15 @@ impl StatsTab {
     pub fn title(self) -> &'static str {
         SECTIONS[self.index()].0
     }
+
+    /// The name on the tab when the full names do not fit.
+    pub fn short(self) -> &'static str {
+        SECTIONS[self.index()].1
+    }
 }
+
+/// Sections of the view.
+pub const SECTION_COUNT: usize = 7;
 
 /// A column of a section's table.
 #[derive(Clone, Copy, Debug)]
@@ -152,18 +168,46 @@ const GROUP_COLS: [Col; 7] = [
     col("errors", 8, false, true, 0),
 ];
 
-/// Each section's tab name and table columns, in [`StatsTab::ALL`] order.
-const SECTIONS: [(&str, &[Col]); 5] = [
-    ("Latency", &LATENCY_COLS),
-    ("Throttle", &THROTTLE_COLS),
-    ("Errors", &ERROR_COLS),
-    ("Clients", &CLIENT_COLS),
-    ("Groups", &GROUP_COLS),
+/// The lag table's last column: the row's series as a sparkline.
+pub const SERIES_COL: usize = 8;
+
+const LAG_COLS: [Col; 9] = [
+    col("consumer", 16, false, false, 0),
+    col("group", 14, false, false, 2),
+    col("topic", 14, false, false, 0),
+    col("part", 4, true, false, 0),
+    col("lag", 7, true, false, 0),
+    col("max", 7, true, false, 0),
+    col("trend/s", 8, true, false, 1),
+    col("commit lag", 10, true, false, 3),
+    col("lag over time", 12, false, true, 0),
+];
+
+const DELIVERY_COLS: [Col; 7] = [
+    col("of", 8, false, false, 0),
+    col("partition / client", 22, false, true, 0),
+    col("batches", 7, true, false, 0),
+    col("p50", 8, true, false, 0),
+    col("p99", 8, true, false, 1),
+    col("max", 8, true, false, 0),
+    col("notes", 40, false, false, 2),
+];
+
+/// Each section's tab name, short name and table columns, in
+/// [`StatsTab::ALL`] order.
+const SECTIONS: [(&str, &str, &[Col]); SECTION_COUNT] = [
+    ("Latency", "Lat", &LATENCY_COLS),
+    ("Throttle", "Thr", &THROTTLE_COLS),
+    ("Errors", "Err", &ERROR_COLS),
+    ("Clients", "Cli", &CLIENT_COLS),
+    ("Groups", "Grp", &GROUP_COLS),
+    ("Lag", "Lag", &LAG_COLS),
+    ("Delivery", "Dlv", &DELIVERY_COLS),
 ];
 
 /// The columns of a section's table.
 pub fn columns(tab: StatsTab) -> &'static [Col] {
-    SECTIONS[tab.index()].1
+    SECTIONS[tab.index()].2
 }
 
 /// Which columns fit in `width`, and how wide each is: columns of priority 0
@@ -237,6 +281,12 @@ pub struct StatsData {
     pub wanted: usize,
     /// Of those, the ones decoded (at most the limit).
     pub decoded: usize,
+    /// Entries that feed consumer lag and delivery (Fetch and ShareFetch
+    /// exchanges, Produce and OffsetCommit requests) and needed no tree
+    /// for the figures above.
+    pub lag_wanted: usize,
+    /// Of those, the ones decoded (at most the limit, a budget of its own).
+    pub lag_decoded: usize,
     /// Per api key: latencies of paired responses in [`BUCKETS`].
     pub hist: BTreeMap<i16, [u64; BUCKETS.len()]>,
     /// Epoch second of `throttle[0]`.
@@ -244,7 +294,7 @@ pub struct StatsData {
     /// Sum of ThrottleTimeMs per second, from the first message's second to the last's.
     pub throttle: Vec<u64>,
     /// The rows of each section, in [`StatsTab::ALL`] order.
-    pub rows: [Vec<StatsRow>; 5],
+    pub rows: [Vec<StatsRow>; SECTION_COUNT],
 }
 
 impl StatsData {
@@ -256,6 +306,11 @@ impl StatsData {
     /// The decode bound was hit: places, software and groups are partial.
     pub fn truncated(&self) -> bool {
         self.wanted > self.decoded
+    }
+
+    /// The lag and delivery decode bound was hit: those sections are partial.
+    pub fn lag_truncated(&self) -> bool {
+        self.lag_wanted > self.lag_decoded
     }
 }
 
@@ -277,6 +332,20 @@ fn wants_tree(i: &FactsEntry, entries: &EntryStore) -> bool {
         Kind::Response => {
             group || key.is_some_and(|k| TEACHERS.contains(&k)) || !i.error_codes().is_empty()
         }
+    }
+}
+
+/// Whether the stats read consumer lag or delivery from this entry's tree:
+/// Fetch requests (the offsets asked) and responses (high watermarks, batch
+/// headers), ShareFetch responses (batch headers), Produce requests (batch
+/// headers) and OffsetCommit requests (committed offsets).
+fn feeds_lag(i: &FactsEntry) -> bool {
+    let Some(key) = i.api_key().map(ApiKey) else {
+        return false;
+    };
+    match i.kind() {
+        Kind::Request => [ApiKey::FETCH, ApiKey::PRODUCE, ApiKey::OFFSET_COMMIT].contains(&key),
+        Kind::Response => [ApiKey::FETCH, ApiKey::SHARE_FETCH].contains(&key),
     }
 }
 
@@ -302,15 +371,24 @@ fn id_cell(id: Option<&str>) -> String {
     id.map_or_else(|| "-".to_string(), |s| quote(&escape_text(s)))
 }
 
-/// Runs the engine's statistics over `entries`, decoding at most `limit` of them.
-/// Entries that do not hold their bytes are read again through `store`.
+/// Runs the engine's statistics over `entries`, decoding at most `limit` of
+/// them for the figures that need a tree, and at most `limit` more for
+/// consumer lag and delivery. Entries that do not hold their bytes are read
+/// again through `store`.
 pub fn compute(entries: &EntryStore, limit: usize, store: Option<&dyn ByteStore>) -> StatsData {
     let opts = DecodeOptions {
         records: false,
         ..DecodeOptions::default()
     };
+    // Record batches' headers (not their records), as `stats` reads them.
+    let batch_opts = DecodeOptions {
+        records: true,
+        records_headers_only: true,
+        ..DecodeOptions::default()
+    };
     let mut stats = Stats::new(StatsConfig::default());
     let (mut wanted, mut decoded) = (0usize, 0usize);
+    let (mut lag_wanted, mut lag_decoded) = (0usize, 0usize);
     // Group id → (api keys of its requests, connections that carried them).
     let mut groups: BTreeMap<String, (BTreeSet<i16>, BTreeSet<u64>)> = BTreeMap::new();
     let mut hist: BTreeMap<i16, [u64; BUCKETS.len()]> = BTreeMap::new();
@@ -322,13 +400,28 @@ pub fn compute(entries: &EntryStore, limit: usize, store: Option<&dyn ByteStore>
         // The engine's statistics take the full facts: rebuilt per entry, dropped after.
         let i = &e.info();
         let wants = wants_tree(e, entries);
+        let feeds = feeds_lag(e);
         wanted += usize::from(wants);
-        let tree = if wants && decoded < limit {
-            decoded += 1;
+        lag_wanted += usize::from(feeds && !wants);
+        // Each kind of tree from its own budget.
+        let budget = match (wants, feeds) {
+            (true, _) => Some(&mut decoded),
+            (false, true) => Some(&mut lag_decoded),
+            (false, false) => None,
+        };
+        let decode = match budget {
+            Some(n) if *n < limit => {
+                *n += 1;
+                true
+            }
+            _ => false,
+        };
+        let tree = if decode {
             // The message itself, read with its record's side blob.
             let full = usize::try_from(e.index()).ok().and_then(|i| entries.get(i));
             let raw = full.and_then(|full| message_of(&full, store).ok());
-            raw.map(|raw| kafkashark::analyzer::redecode(i, &raw, &opts))
+            let opts = if feeds { &batch_opts } else { &opts };
+            raw.map(|raw| kafkashark::analyzer::redecode(i, &raw, opts))
         } else {
             None
         };
@@ -381,12 +474,16 @@ pub fn compute(entries: &EntryStore, limit: usize, store: Option<&dyn ByteStore>
         error_rows(&report, &error_topics),
         client_rows(&report, entries),
         group_rows(&report, &groups),
+        lag_rows(&report),
+        delivery_rows(&report),
     ];
     StatsData {
         report,
         messages: entries.len(),
         wanted,
         decoded,
+        lag_wanted,
+        lag_decoded,
         hist,
         throttle_start: first,
         throttle,
@@ -619,4 +716,132 @@ fn group_rows(
             }
         })
         .collect()
+}
+
+/// `Fetch and client="…"`, with `and topic="…"` when given: a consumer's
+/// Fetch exchanges (`client=` matches the client id or, for a client without
+/// one, its address).
+fn fetch_pred(client: Option<&str>, topic: Option<&str>) -> String {
+    let mut f = "api=Fetch".to_string();
+    if let Some(c) = client {
+        f.push_str(&format!(" and client={}", quote(c)));
+    }
+    if let Some(t) = topic {
+        f.push_str(&format!(" and topic={}", quote(t)));
+    }
+    f
+}
+
+/// A lag row's consumer as record age and delivery name it: its client id,
+/// else its address (`Consumer::label`).
+pub fn consumer_label(p: &PartitionLag) -> &str {
+    match p.client.as_str() {
+        "" => &p.host,
+        c => c,
+    }
+}
+
+/// One row per consumer, topic and partition: its lag now, largest, trend
+/// and the group's committed lag; the series is drawn by the render from
+/// `report.lag.partitions` (same order).
+pub fn lag_rows(r: &StatsReport) -> Vec<StatsRow> {
+    r.lag
+        .partitions
+        .iter()
+        .map(|p| StatsRow {
+            cells: vec![
+                quote(&escape_text(consumer_label(p))),
+                text(&p.group),
+                escape_text(&p.topic),
+                p.partition.to_string(),
+                p.lag.to_string(),
+                p.max_lag.to_string(),
+                p.trend_per_s.map_or("-".into(), |t| format!("{t:+.1}")),
+                p.committed_lag.map_or("-".into(), |c| c.to_string()),
+                String::new(),
+            ],
+            filter: fetch_pred(Some(consumer_label(p)), Some(&p.topic)),
+            // Behind and falling further behind.
+            trouble: p.lag > 0 && p.trend_per_s.is_some_and(|t| t > 0.0),
+        })
+        .collect()
+}
+
+/// The p50, p99 and max cells of a distribution in milliseconds.
+fn spread(l: Option<&LatencyMs>) -> [String; 3] {
+    [lat(l, |l| l.p50), lat(l, |l| l.p99), lat(l, |l| l.max)]
+}
+
+/// Record age per partition, delivery per consumer, then the producers'
+/// batching (its p50/p99/max: the gaps between batches for one partition).
+pub fn delivery_rows(r: &StatsReport) -> Vec<StatsRow> {
+    let d = &r.delivery;
+    let row = |of: &str, who: String, batches: u64, l: Option<&LatencyMs>, notes: String| {
+        let [p50, p99, max] = spread(l);
+        vec![
+            of.to_string(),
+            who,
+            batches.to_string(),
+            p50,
+            p99,
+            max,
+            notes,
+        ]
+    };
+    let mut rows = Vec::new();
+    for a in &d.record_age {
+        let mut notes = Vec::new();
+        if a.log_append_time > 0 {
+            notes.push(format!("{} LogAppendTime", a.log_append_time));
+        }
+        if a.future > 0 {
+            notes.push(format!("{} timestamped after the fetch", a.future));
+        }
+        rows.push(StatsRow {
+            cells: row(
+                "age",
+                format!("{}/{}", escape_text(&a.topic), a.partition),
+                a.batches,
+                a.age_ms.as_ref(),
+                notes.join(", "),
+            ),
+            filter: format!("{} and response", fetch_pred(None, Some(&a.topic))),
+            trouble: false,
+        });
+    }
+    for x in &d.delivery {
+        rows.push(StatsRow {
+            cells: row(
+                "delivery",
+                quote(&escape_text(&x.consumer)),
+                x.batches,
+                x.delivery_ms.as_ref(),
+                "Produce request → Fetch response".into(),
+            ),
+            filter: fetch_pred(Some(&x.consumer), None),
+            trouble: false,
+        });
+    }
+    for p in &d.producers {
+        let per = |v: Option<f64>| v.map_or("-".into(), |v| format!("{v:.1}"));
+        let notes = format!(
+            "{} req, {} rec/batch, {} B/batch (max {})",
+            p.requests,
+            per(p.records_per_batch),
+            per(p.mean_batch_bytes),
+            p.max_batch_bytes
+        );
+        rows.push(StatsRow {
+            cells: row(
+                "producer",
+                quote(&escape_text(&p.producer)),
+                p.batches,
+                p.batch_gap_ms.as_ref(),
+                notes,
+            ),
+            filter: format!("api=Produce and client={}", quote(&p.producer)),
+            trouble: false,
+        });
+    }
+    rows
 }

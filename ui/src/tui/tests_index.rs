@@ -340,12 +340,15 @@ fn filter_on_index_entries_matches_filter_on_facts() {
         "error=NONE",
         "not error!=UNKNOWN_TOPIC_OR_PARTITION",
         "unpaired or inferred or resynced or malformed or noresponse",
+        "longpoll",
+        "hol>100us",
+        "service>50ms and not longpoll",
     ];
     let filters: Vec<crate::filter::Filter> = texts
         .iter()
         .filter_map(|f| crate::filter::Filter::parse(f).ok())
         .collect();
-    assert_eq!(filters.len(), 19, "the filters parse");
+    assert_eq!(filters.len(), 22, "the filters parse");
     // Per filter, over every capture: the entries it matched.
     let mut hits = vec![0usize; filters.len()];
     let mut total = 0;
@@ -373,6 +376,58 @@ fn filter_on_index_entries_matches_filter_on_facts() {
             assert!(*n < total, "{f} matched everything");
         }
     }
+}
+
+/// The latency parts through the TUI's filter bar, on the index entries (the
+/// fetch wait and the long-poll mark survive the compact form and the store):
+/// a1's three requests queued behind a long-poll, its seven long-polls and b6's
+/// 23 (the figures tests/wire_truth.rs checks against an independent reading).
+#[test]
+fn latency_parts_filter_the_index() {
+    let frames = |a: &App| -> Vec<u64> {
+        a.view
+            .iter()
+            .map(|&i| a.entries.at(i as usize).info().frame)
+            .collect()
+    };
+    // Typed into the `/` bar, once what it held is cleared.
+    let filter = |a: &mut App, text: &str| {
+        key(a, KeyCode::Char('/'));
+        key(a, KeyCode::End);
+        while a.bar.as_ref().is_some_and(|b| !b.text.is_empty()) {
+            key(a, KeyCode::Backspace);
+        }
+        for c in text.chars() {
+            key(a, KeyCode::Char(c));
+        }
+        key(a, KeyCode::Enter);
+        assert_eq!(a.filter_text, text);
+    };
+    let mut a = app(None);
+    a.update(Msg::Loaded(entries(ALL[0])));
+    filter(&mut a, "hol>5ms and response");
+    assert_eq!(frames(&a), [243, 245, 247]);
+    filter(&mut a, "hol>5ms");
+    assert_eq!(a.view.len(), 6, "with their requests");
+    filter(&mut a, "latency>400ms and service<1ms");
+    assert_eq!(a.view.len(), 6);
+    filter(&mut a, "longpoll and response");
+    assert_eq!(frames(&a), [177, 241, 249, 253, 299, 301, 335]);
+    filter(
+        &mut a,
+        "fetch and response and service>50ms and not longpoll",
+    );
+    for &i in &a.view {
+        let info = a.entries.at(i as usize).info();
+        assert!(info.fetch.is_some_and(|f| f.record_bytes > 0), "{info:?}");
+    }
+    assert!(!a.view.is_empty());
+    let mut b = app(None);
+    b.update(Msg::Loaded(entries("captures/b6-consumer-lag.pcap")));
+    filter(&mut b, "longpoll and response");
+    assert_eq!(b.view.len(), 23);
+    filter(&mut b, "longpoll");
+    assert_eq!(b.view.len(), 46, "with their requests");
 }
 
 /// The index entry stays compact; whatever the messages, the store holds at

@@ -14,6 +14,7 @@ use ratatui::Terminal;
 use super::app::{decode_entry, App, Config, Msg, Pane, SourceKind};
 use super::testutil::{app_with, entries, message_app};
 use super::ui;
+use crate::filter::Facts;
 
 const A1: &str = "captures/a1-kcat-produce-consume-group.pcap";
 const SEED: &str = "captures/messages/produce-v12-request-minimal.hex";
@@ -178,6 +179,59 @@ fn response_paired_to_its_request() {
     }
 }
 
+/// The detail title takes the latency apart: a1's FindCoordinator (frame
+/// 243) waited 502.944 ms behind a long-poll Fetch and took 0.225 ms itself
+/// (tests/wire_truth.rs checks these against an independent reading);
+/// its request shows the same; the long-poll before it says so.
+#[test]
+fn detail_title_shows_the_latency_parts() {
+    for (w, h) in SIZES {
+        let mut app = app_with(A1, w, h);
+        select_where(&mut app, |e| e.frame() == 243);
+        let text = snapshot_text(&app);
+        let parts = "latency 503.2 ms = hol 502.9 + service 0.225 ms";
+        if w >= 120 {
+            assert!(text.contains(parts), "{text}");
+        }
+        insta::assert_snapshot!(format!("latency_parts_{w}x{h}"), text);
+        // Its request (frame 234) shows its response's timing.
+        key(&mut app, KeyCode::Char('p'));
+        assert_eq!(app.selected_entry().map(|e| e.frame()), Some(234));
+        let title = screen_text(&draw(&app));
+        assert!(
+            title.contains("FindCoordinator v2 Request │ latency 503.2 ms = hol"),
+            "{title}"
+        );
+    }
+    let mut app = app_with(A1, 120, 40);
+    select_where(&mut app, |e| e.frame() == 241);
+    let title = screen_text(&draw(&app));
+    assert!(
+        title.contains("Fetch v16 Response │ latency 503.0 ms [long-poll] │"),
+        "{title}"
+    );
+    // A response with no wait behind another shows its latency alone.
+    select_where(&mut app, |e| e.frame() == 78);
+    let title = screen_text(&draw(&app));
+    assert!(
+        title.contains("Produce v10 Response │ latency 0.376 ms │"),
+        "{title}"
+    );
+}
+
+/// A throttled response says so in the title (b4's proxy throttles).
+#[test]
+fn detail_title_shows_the_throttle() {
+    let mut app = app_with("captures/b4-throttle-errors-proxy.pcap", 200, 40);
+    select_where(&mut app, |e| {
+        e.info().throttle_time_ms.is_some_and(|t| t > 0) && e.info().latency_ns.is_some()
+    });
+    let i = app.selected_entry().expect("selected").info();
+    let want = format!("throttle {} ms │", i.throttle_time_ms.unwrap_or(0));
+    let title = screen_text(&draw(&app));
+    assert!(title.contains(&want), "{want}: {title}");
+}
+
 #[test]
 fn help_screen() {
     for (w, h) in SIZES {
@@ -295,6 +349,8 @@ fn docs_list_every_key() {
         "stats_clients_120x40",
         "stats_groups_80x24",
         "stats_throttled_120x40",
+        "stats_lag_b6_120x40",
+        "stats_delivery_b6_120x40",
     ] {
         let screen =
             std::fs::read_to_string(super::testutil::repo(&format!("docs/screens/{name}.txt")))
@@ -324,14 +380,94 @@ fn stats_view() {
                 keys(&mut app, "jj");
             }
             let text = snapshot_text(&app);
-            assert!(text.contains(t.title()), "{text}");
             assert!(
-                text.contains("Enter → ") || text.contains("no throttling"),
+                text.contains(t.title()) || text.contains(t.short()),
                 "{text}"
             );
+            let empty = app
+                .stats_view
+                .as_ref()
+                .is_some_and(|v| v.data.rows(*t).is_empty());
+            assert!(text.contains("Enter → ") || empty, "{text}");
             let name = format!("stats_{}_{w}x{h}", t.title().to_lowercase());
             insta::assert_snapshot!(name, text);
         }
+    }
+}
+
+/// The Lag section (a sparkline per row, the selected row's series below)
+/// and the Delivery section, on a hand-made report, both sizes.
+#[test]
+fn stats_lag_and_delivery_hand_made() {
+    for (w, h) in SIZES {
+        let mut app = app_with(A1, w, h);
+        key(&mut app, KeyCode::Char('S'));
+        super::tests_stats::hand_made(&mut app);
+        keys(&mut app, "6");
+        let text = snapshot_text(&app);
+        assert!(
+            text.contains("\"rdkafka\"") && text.contains("kcat-demo"),
+            "{text}"
+        );
+        // The growing partition's sparkline rises to a full block.
+        let row = text.lines().find(|l| l.contains("+9.5")).expect("row 0");
+        assert!(row.contains('█') && row.contains('▁'), "{row}");
+        insta::assert_snapshot!(format!("stats_lag_hand_made_{w}x{h}"), text);
+        keys(&mut app, "7j");
+        let text = snapshot_text(&app);
+        assert!(text.contains("LogAppendTime"), "{text}");
+        insta::assert_snapshot!(format!("stats_delivery_hand_made_{w}x{h}"), text);
+    }
+}
+
+/// b6's consumer lag: the slow group's partitions falling behind, the fast
+/// group's at 0; and its record age and delivery.
+#[test]
+fn stats_lag_b6() {
+    for (w, h) in SIZES {
+        let mut app = app_with("captures/b6-consumer-lag.pcap", w, h);
+        key(&mut app, KeyCode::Char('S'));
+        keys(&mut app, "6G");
+        let text = snapshot_text(&app);
+        assert!(
+            text.contains("slow-consumer") && text.contains("lag-topic"),
+            "{text}"
+        );
+        // One scale: the fast group's rows draw nothing, the most lagging reaches the top.
+        let rows: Vec<&str> = text.lines().filter(|l| l.starts_with("┃\"")).collect();
+        let bars = |l: &str| l.chars().filter(|c| ('▁'..='█').contains(c)).count();
+        assert_eq!(rows.len(), 6, "{text}");
+        assert!(rows
+            .iter()
+            .filter(|l| l.contains("fast-consumer"))
+            .all(|l| bars(l) == 0));
+        assert!(rows
+            .iter()
+            .any(|l| l.contains("slow-consumer") && l.contains('█')));
+        if w >= 120 {
+            let g = app
+                .stats_view
+                .as_ref()
+                .map(|v| v.data.report.lag.groups.clone());
+            let slow = g
+                .iter()
+                .flatten()
+                .find(|g| g.group == "slow-group")
+                .expect("group");
+            let sums = format!(
+                "Σ lag {}, Σ committed lag {}",
+                slow.fetch_lag, slow.committed_lag
+            );
+            assert!(
+                slow.committed_lag >= 300 && text.contains(&sums),
+                "{sums}: {text}"
+            );
+        }
+        insta::assert_snapshot!(format!("stats_lag_b6_{w}x{h}"), text);
+        keys(&mut app, "7");
+        let text = snapshot_text(&app);
+        assert!(text.contains("lag-producer"), "{text}");
+        insta::assert_snapshot!(format!("stats_delivery_b6_{w}x{h}"), text);
     }
 }
 

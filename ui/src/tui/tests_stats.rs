@@ -428,6 +428,38 @@ fn decoding_is_bounded() {
     assert!(v.data.truncated());
     // The facts-only figures stay complete.
     assert_eq!(v.data.report.summary.messages, app.entries.len() as u64);
+    // Lag and delivery have a budget of their own, the same size.
+    assert_eq!(v.data.lag_decoded, 10);
+    assert!(v.data.lag_truncated() && v.data.lag_wanted > 10);
+    let screen = super::tests_render::screen_text(&super::tests_render::draw(&app));
+    assert!(screen.contains("TRUNCATED: 10 of"), "{screen}");
+}
+
+/// The Fetch exchanges, Produce and OffsetCommit requests that feed lag and
+/// delivery are decoded (with their batch headers) on their own budget: b6's
+/// are all of its Fetch and Produce messages and OffsetCommit requests.
+#[test]
+fn lag_and_delivery_decode_their_messages() {
+    let mut app = app_with("captures/b6-consumer-lag.pcap", 120, 40);
+    key(&mut app, KeyCode::Char('S'));
+    let feeding = app
+        .entries
+        .all()
+        .into_iter()
+        .filter(|e| {
+            let i = e.info();
+            match (i.kind, i.api_key) {
+                (_, Some(ApiKey::FETCH)) => true,
+                (Kind::Request, Some(k)) => [ApiKey::PRODUCE, ApiKey::OFFSET_COMMIT].contains(&k),
+                _ => false,
+            }
+        })
+        .count();
+    let v = app.stats_view.as_ref().expect("open");
+    assert!(feeding > 100);
+    // Those with errors are decoded for their places instead.
+    assert!(v.data.lag_wanted <= feeding && v.data.lag_wanted + v.data.wanted >= feeding);
+    assert_eq!(v.data.lag_decoded, v.data.lag_wanted);
 }
 
 #[test]
@@ -446,7 +478,15 @@ fn keys_of_the_stats_view() {
     key(&mut app, KeyCode::BackTab);
     key(&mut app, KeyCode::BackTab);
     key(&mut app, KeyCode::BackTab);
+    assert_eq!(tab(&app), Some(StatsTab::Delivery), "wraps to the last");
+    key(&mut app, KeyCode::Left);
+    assert_eq!(tab(&app), Some(StatsTab::Lag));
+    key(&mut app, KeyCode::Char('5'));
     assert_eq!(tab(&app), Some(StatsTab::Groups));
+    key(&mut app, KeyCode::Char('8'));
+    assert_eq!(tab(&app), Some(StatsTab::Groups), "no eighth section");
+    key(&mut app, KeyCode::Char('7'));
+    assert_eq!(tab(&app), Some(StatsTab::Delivery));
     key(&mut app, KeyCode::Char('4'));
     assert_eq!(tab(&app), Some(StatsTab::Clients));
     // Selections are kept per section; G and g go to the ends.
@@ -458,7 +498,7 @@ fn keys_of_the_stats_view() {
     key(&mut app, KeyCode::Up);
     assert_eq!(
         app.stats_view.as_ref().map(|v| v.sel),
-        Some([1, 0, 0, 5, 0])
+        Some([1, 0, 0, 5, 0, 0, 0])
     );
     // Help opens over it, and any key closes help only.
     key(&mut app, KeyCode::Char('?'));
@@ -550,4 +590,280 @@ fn throttle_rows_on_a_throttled_capture() {
             .sum();
         assert_eq!(s, num(&c[4]), "{f}");
     }
+}
+
+/// Puts a hand-made lag and delivery report into the open stats view of a1
+/// (kcat's consumer "rdkafka" fetching "kcat-demo"), with its rows: a
+/// partition falling behind, one caught up, one with a single sample;
+/// record ages, a delivery and a producer.
+pub fn hand_made(app: &mut App) {
+    use kafkashark::stats::delivery::{AgeReport, DeliveryReport, DeliveryReports, ProducerReport};
+    use kafkashark::stats::lag::{GroupLag, LagReport, PartitionLag};
+    use kafkashark::stats::LatencyMs;
+    let t0 = 1_795_954_062.0;
+    let row = |partition: i32, series: Vec<(f64, i64)>, trend: Option<f64>| {
+        let lag = series.last().map_or(0, |s| s.1);
+        PartitionLag {
+            client: "rdkafka".into(),
+            host: "127.0.0.1".into(),
+            group: Some("kcat-group".into()),
+            topic: "kcat-demo".into(),
+            partition,
+            fetches: series.len() as u64,
+            records: 40,
+            fetch_offset: 100,
+            next_offset: 120,
+            high_watermark: 120 + lag,
+            last_stable_offset: 120 + lag,
+            log_start_offset: 0,
+            lag,
+            max_lag: series.iter().map(|s| s.1).max().unwrap_or(0),
+            trend_per_s: trend,
+            committed_offset: Some(90),
+            committed_lag: Some(30 + lag),
+            first_ts: series.first().map_or(t0, |s| s.0),
+            last_ts: series.last().map_or(t0, |s| s.0),
+            series,
+        }
+    };
+    let growing: Vec<(f64, i64)> = (0..40)
+        .map(|k| (t0 + f64::from(k), i64::from(k * k / 4)))
+        .collect();
+    let flat: Vec<(f64, i64)> = (0..40)
+        .map(|k| (t0 + f64::from(k), i64::from(k % 3)))
+        .collect();
+    let lat = |p50: f64, max: f64| LatencyMs {
+        count: 10,
+        p50,
+        p90: max,
+        p99: max,
+        p999: max,
+        min: p50 / 2.0,
+        max,
+        mean: p50,
+    };
+    let v = app.stats_view.as_mut().expect("stats view open");
+    let r = &mut v.data.report;
+    r.lag = LagReport {
+        partitions: vec![
+            row(0, growing, Some(9.5)),
+            row(1, flat, Some(-0.1)),
+            row(2, vec![(t0, 7)], None),
+        ],
+        groups: vec![GroupLag {
+            group: "kcat-group".into(),
+            partitions: 3,
+            committed_lag: 270,
+            fetch_lag: 380,
+        }],
+        overflow: 0,
+    };
+    r.delivery = DeliveryReports {
+        record_age: vec![
+            AgeReport {
+                topic: "kcat-demo".into(),
+                partition: 0,
+                batches: 12,
+                log_append_time: 0,
+                future: 1,
+                age_ms: Some(lat(2.5, 480.0)),
+            },
+            AgeReport {
+                topic: "kcat-demo".into(),
+                partition: 1,
+                batches: 3,
+                log_append_time: 3,
+                future: 0,
+                age_ms: None,
+            },
+        ],
+        delivery: vec![DeliveryReport {
+            consumer: "rdkafka".into(),
+            batches: 9,
+            delivery_ms: Some(lat(251.4, 503.0)),
+        }],
+        unmatched_batches: 3,
+        forgotten_batches: 0,
+        producers: vec![ProducerReport {
+            producer: "rdkafka".into(),
+            requests: 23,
+            batches: 27,
+            records: 54,
+            records_per_batch: Some(2.0),
+            bytes: 2700,
+            mean_batch_bytes: Some(100.0),
+            max_batch_bytes: 180,
+            batch_gap_ms: Some(lat(5.1, 1000.0)),
+        }],
+        overflow: 0,
+    };
+    v.data.rows[StatsTab::Lag.index()] = super::stats_view::lag_rows(&v.data.report);
+    v.data.rows[StatsTab::Delivery.index()] = super::stats_view::delivery_rows(&v.data.report);
+}
+
+/// The lag and delivery rows of a hand-made report: their cells, and their
+/// filters lead to the consumer's Fetches of the topic and the producer's
+/// Produce requests.
+#[test]
+fn lag_and_delivery_rows_of_a_hand_made_report() {
+    let mut app = app_with("captures/a1-kcat-produce-consume-group.pcap", 120, 40);
+    key(&mut app, KeyCode::Char('S'));
+    hand_made(&mut app);
+    let lag = cells(&mut app, StatsTab::Lag);
+    assert_eq!(
+        lag[0],
+        [
+            "\"rdkafka\"",
+            "kcat-group",
+            "kcat-demo",
+            "0",
+            "380",
+            "380",
+            "+9.5",
+            "410",
+            ""
+        ]
+    );
+    assert_eq!(lag[1][4..8], ["0", "2", "-0.1", "30"]);
+    assert_eq!(lag[2][4..8], ["7", "7", "-", "37"]);
+    let delivery = cells(&mut app, StatsTab::Delivery);
+    let of: Vec<&str> = delivery.iter().map(|c| c[0].as_str()).collect();
+    assert_eq!(of, ["age", "age", "delivery", "producer"]);
+    assert_eq!(
+        delivery[0][1..6],
+        ["kcat-demo/0", "12", "2.500", "480.0", "480.0"]
+    );
+    assert_eq!(delivery[0][6], "1 timestamped after the fetch");
+    assert_eq!(delivery[1][3..6], ["-", "-", "-"]);
+    assert_eq!(
+        delivery[3][6],
+        "23 req, 2.0 rec/batch, 100.0 B/batch (max 180)"
+    );
+    // Enter on the lag row: rdkafka's Fetches of kcat-demo, requests and responses.
+    let want: BTreeSet<usize> = app
+        .entries
+        .all()
+        .into_iter()
+        .filter(|e| {
+            let i = e.info();
+            i.api_key == Some(ApiKey::FETCH) && i.topics.iter().any(|t| t == "kcat-demo")
+        })
+        .filter(|e| {
+            let i = e.info();
+            let id = i.client_id.clone().or_else(|| {
+                let p = app.entries.at(usize::try_from(i.peer?).ok()?);
+                p.info().client_id
+            });
+            id.as_deref() == Some("rdkafka")
+        })
+        .map(|e| e.info().index as usize)
+        .collect();
+    assert!(want.len() > 10, "{}", want.len());
+    let f = enter_row(&mut app, StatsTab::Lag, 0);
+    assert_eq!(
+        f,
+        "api=Fetch and client=\"rdkafka\" and topic=\"kcat-demo\""
+    );
+    let shown: BTreeSet<usize> = app.view.iter().map(|&i| i as usize).collect();
+    assert_eq!(shown, want);
+    key(&mut app, KeyCode::Char('S'));
+    hand_made(&mut app);
+    let f = enter_row(&mut app, StatsTab::Delivery, 3);
+    assert_eq!(f, "api=Produce and client=\"rdkafka\"");
+    assert!(app
+        .view
+        .iter()
+        .all(|&i| app.entries.at(i as usize).info().api_key == Some(ApiKey::PRODUCE)));
+    assert!(!app.view.is_empty());
+}
+
+/// The `stats` command's report of a capture: the engine's analyzer and
+/// statistics over the file, as `kafkashark stats` runs them.
+fn stats_command_report(capture: &str) -> kafkashark::stats::StatsReport {
+    use kafkashark::analyzer::{Analyzer, AnalyzerConfig};
+    use kafkashark::capture::{FileSource, FrameSource};
+    use kafkashark::stats::{Stats, StatsConfig};
+    let mut src = FileSource::open(&super::testutil::repo(capture)).expect("capture opens");
+    let mut an = Analyzer::new(Stats::analyzer_config(AnalyzerConfig::default()));
+    let mut stats = Stats::new(StatsConfig::default());
+    let mut out = Vec::new();
+    while let Some(f) = src.next_frame().expect("frame") {
+        an.push(&f, &mut out);
+        out.drain(..).for_each(|o| stats.push(&o));
+    }
+    an.finish(&mut out);
+    out.drain(..).for_each(|o| stats.push(&o));
+    stats.settle();
+    stats.report()
+}
+
+/// b6: a slow librdkafka group whose lag grows to hundreds of records on
+/// the three partitions of `lag-topic`, and a kafka-python group that keeps
+/// up. The view's lag and delivery are the `stats` command's (which
+/// tests/lag_truth.rs checks against an independent reading of the
+/// capture), though the view reads its trees from the index; each lag row
+/// leads to its consumer's Fetches of the topic.
+#[test]
+fn lag_and_delivery_of_b6_are_the_stats_commands() {
+    const B6: &str = "captures/b6-consumer-lag.pcap";
+    let mut app = app_with(B6, 120, 40);
+    key(&mut app, KeyCode::Char('S'));
+    let v = app.stats_view.as_ref().expect("open");
+    assert!(!v.data.lag_truncated() && v.data.lag_decoded > 0);
+    let want = stats_command_report(B6);
+    assert_eq!(v.data.report.lag, want.lag);
+    assert_eq!(v.data.report.delivery, want.delivery);
+    let lag = cells(&mut app, StatsTab::Lag);
+    assert_eq!(lag.len(), 6, "{lag:?}");
+    for row in &lag {
+        let (lag, max): (i64, i64) = (row[4].parse().unwrap(), row[5].parse().unwrap());
+        match row[0].as_str() {
+            "\"fast-consumer\"" => assert_eq!((row[1].as_str(), lag, max), ("fast-group", 0, 0)),
+            "\"slow-consumer\"" => {
+                assert_eq!(row[1], "slow-group");
+                assert!(lag >= 100 && max >= lag, "{row:?}");
+                assert!(row[6].starts_with('+'), "falling behind: {row:?}");
+            }
+            other => panic!("consumer {other}"),
+        }
+        assert_eq!(row[2], "lag-topic");
+    }
+    let slow = lag
+        .iter()
+        .position(|r| r[0] == "\"slow-consumer\"")
+        .expect("slow row");
+    let delivery = cells(&mut app, StatsTab::Delivery);
+    let of: Vec<&str> = delivery.iter().map(|c| c[0].as_str()).collect();
+    assert_eq!(
+        of,
+        ["age", "age", "age", "delivery", "delivery", "producer"]
+    );
+    // Enter on a slow-consumer row: its Fetch requests and responses.
+    let f = enter_row(&mut app, StatsTab::Lag, slow);
+    assert_eq!(
+        f,
+        "api=Fetch and client=\"slow-consumer\" and topic=\"lag-topic\""
+    );
+    let want: BTreeSet<usize> = app
+        .entries
+        .all()
+        .into_iter()
+        .filter(|e| e.info().api_key == Some(ApiKey::FETCH))
+        .filter(|e| {
+            let i = e.info();
+            let req = match i.kind {
+                Kind::Request => i,
+                Kind::Response => match i.peer {
+                    Some(p) => app.entries.at(p as usize).info(),
+                    None => return false,
+                },
+            };
+            req.client_id.as_deref() == Some("slow-consumer")
+                && req.topics.iter().any(|t| t == "lag-topic")
+        })
+        .map(|e| e.info().index as usize)
+        .collect();
+    let shown: BTreeSet<usize> = app.view.iter().map(|&i| i as usize).collect();
+    assert_eq!(shown, want);
+    assert!(want.len() >= 26, "{}", want.len());
 }

@@ -21,7 +21,7 @@ use ratatui::Frame;
 
 use super::app::{node_at, App, Pane, SourceKind, StatsView, TimeMode};
 use super::index::IndexEntry;
-use super::stats_view::{col_plan, columns, StatsTab, BUCKETS};
+use super::stats_view::{self, col_plan, columns, StatsTab, BUCKETS, SERIES_COL};
 use crate::filter::Facts;
 use crate::print::{api_text, error_names};
 
@@ -368,6 +368,26 @@ fn latency_text(ns: u64) -> String {
     }
 }
 
+/// A paired response's timing: its latency and, when it waited behind the
+/// connection's earlier responses, the parts (`latency 503.2 ms = hol 502.9 +
+/// service 0.225 ms`, as `stats` writes milliseconds); `[long-poll]` and the
+/// throttle when there.
+fn timing_text(r: &MessageInfo) -> Option<String> {
+    let in_ms = |ns: u64| ms(ns as f64 / 1e6);
+    let mut s = format!("latency {}", in_ms(r.latency_ns?));
+    if let (Some(h), Some(svc)) = (r.hol_wait_ns.filter(|&h| h > 0), r.service_ns()) {
+        s.push_str(&format!(" ms = hol {} + service {}", in_ms(h), in_ms(svc)));
+    }
+    s.push_str(" ms");
+    if r.long_poll() {
+        s.push_str(" [long-poll]");
+    }
+    if let Some(t) = r.throttle_time_ms.filter(|&t| t > 0) {
+        s.push_str(&format!(" throttle {t} ms"));
+    }
+    Some(s)
+}
+
 /// Throttle, errors and marks of a message.
 pub fn notes_text(e: &IndexEntry) -> String {
     let i = &e.info();
@@ -488,14 +508,24 @@ fn render_tree(f: &mut Frame, app: &App, pal: &Palette, area: Rect, rows: usize)
                 Kind::Response => ("Response", "request"),
             };
             let mut t = format!(" frame {}: {} {kind} ", i.frame, api_text(i));
+            let p = i.peer.and_then(|p| app.entries.get(p as usize));
+            // The exchange's timing first (the title is cut on narrow
+            // terminals), from the response: a request's is its peer's.
+            let response = match i.kind {
+                Kind::Response => Some(i.clone()),
+                Kind::Request => p
+                    .as_ref()
+                    .map(|p| p.info())
+                    .filter(|r| r.kind == Kind::Response),
+            };
+            if let Some(parts) = response.as_ref().and_then(timing_text) {
+                t.push_str(&format!("│ {parts} │ "));
+            }
             if app.cfg.kind != SourceKind::Message {
                 t.push_str(&format!("{} ", route(i)));
             }
-            if let Some(p) = i.peer.and_then(|p| app.entries.get(p as usize)) {
+            if let Some(p) = &p {
                 t.push_str(&format!("│ {peer} in frame {} ", p.frame()));
-            }
-            if let Some(l) = i.latency_ns {
-                t.push_str(&format!("│ latency {} ", latency_text(l)));
             }
             if let Some(c) = &i.client_id {
                 t.push_str(&format!("client_id={:?} ", escape_text(c)));
@@ -843,9 +873,12 @@ pub const KEYS: &[(&str, &str)] = &[
     ("s", "sort: capture → latency desc → size desc"),
     ("t", "time: relative / absolute (UTC)"),
     ("F", "follow: keep the newest message selected"),
-    ("S", "stats: latency, throttle, errors, clients, groups"),
     (
-        "1-5, r",
+        "S",
+        "stats: latency, errors, clients, groups, lag, delivery",
+    ),
+    (
+        "1-7, r",
         "stats: section, refresh (Enter: the row's messages)",
     ),
     ("mouse click", "select a message, field or byte"),
@@ -892,7 +925,8 @@ pub struct StatsLayout {
     pub table: Rect,
     /// Rows of the table (header excluded).
     pub table_rows: usize,
-    /// The latency histogram (Latency) or the generations (Groups).
+    /// The latency histogram (Latency), the generations (Groups), the
+    /// client (Clients), the lag series (Lag) or the row in full (Delivery).
     pub detail: Option<Rect>,
 }
 
@@ -906,7 +940,13 @@ pub fn stats_layout(app: &App) -> StatsLayout {
     let rest = main_h.saturating_sub(2);
     let tab = app.stats_view.as_ref().map_or(StatsTab::Latency, |v| v.tab);
     let (top_h, detail_h) = match tab {
-        StatsTab::Latency | StatsTab::Groups | StatsTab::Clients if rest >= 14 => {
+        StatsTab::Latency
+        | StatsTab::Groups
+        | StatsTab::Clients
+        | StatsTab::Lag
+        | StatsTab::Delivery
+            if rest >= 14 =>
+        {
             (0, (rest * 2 / 5).clamp(6, 14))
         }
         StatsTab::Throttle if rest >= 9 => ((rest / 3).clamp(5, 10), 0),
@@ -926,15 +966,26 @@ pub fn stats_layout(app: &App) -> StatsLayout {
     }
 }
 
-/// The tabs' labels (with their row counts) and the columns they take.
-fn stats_tabs(v: Option<&StatsView>) -> Vec<(StatsTab, String, std::ops::Range<u16>)> {
+/// The tabs' labels (with their row counts) and the columns they take: the
+/// full names when they fit in `width`, else the short ones.
+fn stats_tabs(v: Option<&StatsView>, width: u16) -> Vec<(StatsTab, String, std::ops::Range<u16>)> {
+    let count = |t: StatsTab| v.map_or(0, |v| v.data.rows(t).len());
+    let full = |i: usize, t: StatsTab| format!(" {} {} ({}) ", i + 1, t.title(), count(t));
+    let all: usize = StatsTab::ALL
+        .iter()
+        .enumerate()
+        .map(|(i, t)| full(i, *t).chars().count() + 1)
+        .sum();
+    let short = all > usize::from(width) + 1;
     let mut x = 0u16;
     StatsTab::ALL
         .iter()
         .enumerate()
         .map(|(i, t)| {
-            let n = v.map_or(0, |v| v.data.rows(*t).len());
-            let label = format!(" {} {} ({n}) ", i + 1, t.title());
+            let label = match short {
+                true => format!(" {} {} {} ", i + 1, t.short(), count(*t)),
+                false => full(i, *t),
+            };
             let (at, w) = (x, u16::try_from(label.chars().count()).unwrap_or(0));
             x += w + 1;
             (*t, label, at..at + w)
@@ -945,7 +996,7 @@ fn stats_tabs(v: Option<&StatsView>) -> Vec<(StatsTab, String, std::ops::Range<u
 /// The section whose tab is at column `x` of the tab row.
 pub fn stats_tab_at(app: &App, tabs: Rect, x: u16) -> Option<StatsTab> {
     let x = x.checked_sub(tabs.x)?;
-    stats_tabs(app.stats_view.as_ref())
+    stats_tabs(app.stats_view.as_ref(), tabs.width)
         .into_iter()
         .find_map(|(t, _, cols)| cols.contains(&x).then_some(t))
 }
@@ -967,6 +1018,14 @@ fn section_text(t: StatsTab) -> (&'static str, &'static str) {
             "no clients",
         ),
         StatsTab::Groups => (" consumer groups ", "no consumer groups"),
+        StatsTab::Lag => (
+            " consumer lag, records: HighWatermark − next fetch offset, per consumer and partition ",
+            "no lag: no Fetch response with a high watermark for a partition asked",
+        ),
+        StatsTab::Delivery => (
+            " ms: record age (Fetch response − batch MaxTimestamp), Produce → Fetch delivery, producers' batch gaps ",
+            "no record batches produced or fetched",
+        ),
     }
 }
 
@@ -975,7 +1034,7 @@ fn render_stats(f: &mut Frame, app: &App, v: &StatsView, pal: &Palette) {
     let d = &v.data;
     // The tabs.
     let mut spans = Vec::new();
-    for (t, label, _) in stats_tabs(Some(v)) {
+    for (t, label, _) in stats_tabs(Some(v), lay.tabs.width) {
         let n = d.rows(t).len();
         let st = if t == v.tab {
             pal.fg(Color::LightCyan)
@@ -1004,17 +1063,31 @@ fn render_stats(f: &mut Frame, app: &App, v: &StatsView, pal: &Palette) {
             " (loading: refreshes every second)"
         }
     ))];
-    if d.truncated() {
+    // Each decode bound that was hit, and what it leaves partial.
+    let cuts = [
+        (
+            d.truncated(),
+            d.decoded,
+            d.wanted,
+            "trees",
+            "error places, software and groups",
+        ),
+        (
+            d.lag_truncated(),
+            d.lag_decoded,
+            d.lag_wanted,
+            "Fetch/Produce trees",
+            "lag and delivery",
+        ),
+    ];
+    for (_, n, of, what, partial) in cuts.into_iter().filter(|c| c.0) {
         note.push(Span::styled(
-            format!(
-                " · TRUNCATED: {} of {} trees decoded; error places, software and groups are partial",
-                d.decoded, d.wanted
-            ),
+            format!(" · TRUNCATED: {n} of {of} {what} decoded; {partial} are partial"),
             pal.fg(Color::Yellow).add_modifier(Modifier::BOLD),
         ));
     }
     note.push(Span::styled(
-        " · Enter: its messages · Tab/1-5 · r refresh · Esc close",
+        " · Enter: its messages · Tab/1-7 · r refresh · Esc close",
         pal.fg(Color::DarkGray),
     ));
     f.render_widget(Paragraph::new(Line::from(note)), lay.note);
@@ -1028,6 +1101,8 @@ fn render_stats(f: &mut Frame, app: &App, v: &StatsView, pal: &Palette) {
             StatsTab::Latency => render_histogram(f, v, pal, det),
             StatsTab::Groups => render_generations(f, v, pal, det),
             StatsTab::Clients => render_client(f, v, pal, det),
+            StatsTab::Lag => render_lag(f, v, pal, det),
+            StatsTab::Delivery => render_delivery_row(f, v, pal, det),
             _ => {}
         }
     }
@@ -1047,6 +1122,7 @@ fn render_stats_table(f: &mut Frame, v: &StatsView, pal: &Palette, lay: &StatsLa
     };
     let header = join(&|i| cols[i].title.to_string());
     let (title, empty) = section_text(v.tab);
+    let mut spark_marks: Vec<(Rect, Vec<u64>)> = Vec::new();
     let mut lines = vec![header_line(&header, inner_w)];
     let t = v.tab.index();
     let rows = v.data.rows(v.tab);
@@ -1067,6 +1143,26 @@ fn render_stats_table(f: &mut Frame, v: &StatsView, pal: &Palette, lay: &StatsLa
         lines.push(Line::from(Span::styled(fit(&text, inner_w), st)));
     }
     let mut b = titled(title, inner_w, true, pal);
+    // The lag rows' series, a sparkline in their last column.
+    let spark = plan
+        .iter()
+        .position(|&(i, _)| i == SERIES_COL)
+        .filter(|_| v.tab == StatsTab::Lag);
+    if let Some(k) = spark {
+        let x = plan.iter().take(k).map(|&(_, w)| w + 1).sum::<usize>();
+        let w = plan
+            .get(k)
+            .map_or(0, |&(_, w)| w)
+            .min(inner_w.saturating_sub(x));
+        let lag = &v.data.report.lag.partitions;
+        for (line, p) in lag.iter().enumerate().take(end).skip(v.offset[t]) {
+            let y = area.y + 2 + u16::try_from(line - v.offset[t]).unwrap_or(u16::MAX);
+            let x = area.x + 1 + u16::try_from(x).unwrap_or(u16::MAX);
+            let cell = Rect::new(x, y, u16::try_from(w).unwrap_or(0), 1).intersection(area);
+            let data = lag_columns(&p.series, w);
+            spark_marks.push((cell, data));
+        }
+    }
     if let Some(row) = v.selected_row() {
         let t = fit_title(
             &format!(" Enter → {} ", escape_text(&row.filter)),
@@ -1075,6 +1171,138 @@ fn render_stats_table(f: &mut Frame, v: &StatsView, pal: &Palette, lay: &StatsLa
         b = b.title_bottom(Line::from(t).alignment(Alignment::Right));
     }
     f.render_widget(Paragraph::new(lines).block(b), area);
+    // One scale for every row, so that rows compare: the largest lag of all.
+    let top = v.data.report.lag.partitions.iter().map(|p| p.max_lag).max();
+    let top = top.and_then(|m| u64::try_from(m).ok()).unwrap_or(0).max(1);
+    for (cell, data) in spark_marks {
+        let s = Sparkline::default()
+            .data(&data)
+            .max(top)
+            .style(pal.fg(Color::Cyan));
+        f.render_widget(s, cell);
+    }
+}
+
+/// A lag series (time, records) as `w` columns: the largest lag of the
+/// samples each column takes (a series longer than `w`), else one a column.
+/// A lag below zero (a high watermark older than the offset) draws as 0.
+fn lag_columns(series: &[(f64, i64)], w: usize) -> Vec<u64> {
+    let per = series.len().div_ceil(w.max(1)).max(1);
+    series
+        .chunks(per)
+        .map(|c| {
+            c.iter()
+                .map(|&(_, l)| u64::try_from(l).unwrap_or(0))
+                .max()
+                .unwrap_or(0)
+        })
+        .collect()
+}
+
+/// The selected lag row's series, as wide as the pane, with its figures.
+fn render_lag(f: &mut Frame, v: &StatsView, pal: &Palette, area: Rect) {
+    let inner_w = usize::from(area.width.saturating_sub(2)).max(1);
+    let Some(p) = v
+        .data
+        .report
+        .lag
+        .partitions
+        .get(v.sel[StatsTab::Lag.index()])
+    else {
+        f.render_widget(block(Line::from(" lag over time "), false, pal), area);
+        return;
+    };
+    // The group's lag summed over its partitions, as `kafka-consumer-groups` gives it.
+    let sums = |g: &str| {
+        let lag = &v.data.report.lag.groups;
+        lag.iter()
+            .find(|x| x.group == g)
+            .map_or(String::new(), |x| {
+                format!(
+                    ": Σ lag {}, Σ committed lag {}",
+                    x.fetch_lag, x.committed_lag
+                )
+            })
+    };
+    let group = p.group.as_deref().map_or(String::new(), |g| {
+        format!(" (group {}{})", escape_text(g), sums(g))
+    });
+    let title = format!(
+        " {} at {}{group} on {}/{}: lag {} now, max {}, {} samples ",
+        escape_text(stats_view::consumer_label(p)),
+        escape_text(&p.host),
+        escape_text(&p.topic),
+        p.partition,
+        p.lag,
+        p.max_lag,
+        p.series.len()
+    );
+    let offsets = format!(
+        " fetch offset {} · next {} · high watermark {} · committed lag {} ",
+        p.fetch_offset,
+        p.next_offset,
+        p.high_watermark,
+        p.committed_lag.map_or("-".into(), |c| c.to_string())
+    );
+    let span = p
+        .series
+        .last()
+        .zip(p.series.first())
+        .map_or(0.0, |(b, a)| b.0 - a.0);
+    let b = titled(&title, inner_w, false, pal)
+        .title_bottom(Line::from(fit_title(&offsets, inner_w.saturating_sub(14))))
+        .title_bottom(Line::from(format!(" +{span:.0}s ")).alignment(Alignment::Right));
+    // Stretched so a short series fills the pane, as the throttle's.
+    let cols = lag_columns(&p.series, inner_w);
+    let stretch = (inner_w / cols.len().max(1)).max(1);
+    let data: Vec<u64> = cols
+        .iter()
+        .flat_map(|&c| std::iter::repeat_n(c, stretch))
+        .collect();
+    let s = Sparkline::default()
+        .block(b)
+        .data(&data)
+        .style(pal.fg(Color::Cyan));
+    f.render_widget(s, area);
+}
+
+/// The selected Delivery row in full, wrapped (its notes are the first
+/// column to go on a narrow terminal).
+fn render_delivery_row(f: &mut Frame, v: &StatsView, pal: &Palette, area: Rect) {
+    let inner_w = usize::from(area.width.saturating_sub(2));
+    let mut spans = Vec::new();
+    if let Some(row) = v.selected_row() {
+        let label =
+            |s: &'static str| Span::styled(s, pal.fg(Color::Gray).add_modifier(Modifier::BOLD));
+        let cell = |k: usize| row.cells.get(k).cloned().unwrap_or_default();
+        let (of, what) = match cell(0).as_str() {
+            "age" => ("record age of ", "fetched batches, age"),
+            "delivery" => (
+                "produce → fetch delivery to ",
+                "batches seen produced, delivered in",
+            ),
+            _ => (
+                "batching of ",
+                "batches, gap between batches for a partition",
+            ),
+        };
+        spans.extend([label(of), Span::raw(format!("{}: ", cell(1)))]);
+        spans.push(Span::raw(format!(
+            "{} {what} p50 {} · p99 {} · max {} ms",
+            cell(2),
+            cell(3),
+            cell(4),
+            cell(5)
+        )));
+        if !cell(6).is_empty() {
+            spans.extend([label(" · "), Span::raw(cell(6))]);
+        }
+    }
+    let b = titled(" the row in full ", inner_w, false, pal);
+    let p = Paragraph::new(Line::from(spans))
+        .block(b)
+        .wrap(ratatui::widgets::Wrap { trim: false });
+    f.render_widget(p, area);
 }
 
 fn render_histogram(f: &mut Frame, v: &StatsView, pal: &Palette, area: Rect) {
