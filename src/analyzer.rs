@@ -17,6 +17,7 @@ use rustc_hash::FxHashMap;
 use std::net::SocketAddr;
 
 use crate::capture::Frame;
+use crate::flow::Rtt;
 use crate::kafka::decode::Kind;
 use crate::kafka::decode::{summarize_request, summarize_response, Summary};
 use crate::kafka::framing::RawMessage;
@@ -117,6 +118,10 @@ pub struct MessageInfo {
     /// response on the connection had finished (head-of-line wait; Kafka
     /// answers a connection's requests in order).
     pub hol_wait_ns: Option<u64>,
+    /// The connection's network round trip as known when the message was
+    /// analyzed ([`crate::flow`]: from the handshake, else from data/ACK
+    /// pairs), so that broker time ≈ service time − RTT can be read off.
+    pub rtt: Option<Rtt>,
     /// For Fetch and ShareFetch responses: what the request asked the
     /// broker to wait for, and the record bytes the response carries.
     pub fetch: Option<FetchWait>,
@@ -231,7 +236,8 @@ pub struct MessageRecord {
 /// Something the analysis tells besides messages.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Notice {
-    /// A pipeline event worth reporting (gap, resync, warning, discarded bytes).
+    /// A pipeline event worth reporting (gap, resync, warning, discarded
+    /// bytes, a connection's round trip, its close).
     Stream(Event),
     /// A request that never got its response (connection closed or capture ended).
     Unanswered {
@@ -257,6 +263,8 @@ struct StreamInfo {
     sasl: SaslState,
     /// When the last response on the connection finished (its last frame).
     response_end: Option<Timestamp>,
+    /// The connection's round trip so far.
+    rtt: Option<Rtt>,
 }
 
 /// After a SaslHandshake v0, SASL tokens travel as bare size-prefixed blobs
@@ -485,8 +493,15 @@ impl MessageAnalyzer {
                         broker,
                         sasl,
                         response_end: None,
+                        rtt: None,
                     },
                 );
+            }
+            Event::Rtt { stream, rtt, .. } => {
+                if let Some(st) = self.streams.get_mut(&stream) {
+                    st.rtt = Some(rtt);
+                }
+                out.push(Output::Notice(Notice::Stream(ev)));
             }
             Event::Message(m) => self.message(m, None, out),
             Event::ScannedRequest(m, s) => self.message(m, Some(s), out),
@@ -503,7 +518,7 @@ impl MessageAnalyzer {
         let Some(st) = self.streams.get_mut(&raw.stream) else {
             return;
         };
-        let (client, broker, sasl) = (st.client, st.broker, st.sasl);
+        let (client, broker, sasl, rtt) = (st.client, st.broker, st.sasl, st.rtt);
         // When the connection's previous response finished (for a response).
         let previous_end = match raw.dir {
             Direction::BrokerToClient => st.response_end.replace(raw.last_ts),
@@ -512,6 +527,7 @@ impl MessageAnalyzer {
         let index = self.next_index;
         self.next_index += 1;
         let mut rec = new_record(index, raw, client, broker);
+        rec.info.rtt = rtt;
         let MessageRecord {
             info,
             raw,
@@ -811,6 +827,7 @@ pub fn new_record(
             expects_response: false,
             latency_ns: None,
             hol_wait_ns: None,
+            rtt: None,
             fetch: None,
             throttle_time_ms: None,
             error_codes: Vec::new(),
@@ -932,6 +949,30 @@ pub fn redecode(info: &MessageInfo, raw: &RawMessage, opts: &DecodeOptions) -> D
         (Kind::Response, Some(k), Some(v)) => decode_paired_response(&raw.bytes, k.0, v, opts),
         (Kind::Response, _, _) => decode_response(&raw.bytes, -1, 0, opts),
     }
+}
+
+/// A message read again by its summary scan, as [`Stats`](crate::stats::Stats)
+/// reads it with `Stats::analyzer_config` (`opts` with
+/// `records_headers_only`: batch headers and placed facts, no tree): the
+/// tree-less [`Decoded`] the analyzer would have given. `None` when the scan
+/// cannot read it cleanly or `wants_tree` (`Stats::needs_tree`) asks for its
+/// tree; the caller then decodes its tree ([`redecode`]).
+pub fn rescan(
+    info: &MessageInfo,
+    raw: &RawMessage,
+    opts: &DecodeOptions,
+    wants_tree: TreeFilter,
+) -> Option<Decoded> {
+    let s = match (info.kind, info.api_key, info.api_version) {
+        (Kind::Request, _, _) => summarize_request(&raw.bytes, opts),
+        (Kind::Response, Some(k), Some(v)) => summarize_response(&raw.bytes, k.0, v, opts),
+        (Kind::Response, _, _) => None,
+    }?;
+    let (k, v) = (s.api_key.unwrap_or(-1), s.api_version.unwrap_or(-1));
+    if wants_tree(info.kind, k, v, &s) {
+        return None;
+    }
+    Some(lean_decoded(info.kind, s, &mut None))
 }
 
 /// Decodes a response with its request's api key and version. A broker that does

@@ -22,7 +22,7 @@
 
 use crate::capture::{decode_link_owned, Frame, FramePlace, Seen, Segment, Skip};
 use crate::flow::{
-    CloseReason, FlowConfig, FlowEvent, FlowStats, GapReason, Late, Opened, Ports, Reassembler,
+    CloseReason, FlowConfig, FlowEvent, FlowStats, GapReason, Late, Opened, Ports, Reassembler, Rtt,
 };
 use crate::kafka::decode::Summary;
 use crate::kafka::framing::{Framer, FramerConfig, FramerEvent, RawMessage, RequestLog};
@@ -125,6 +125,17 @@ impl fmt::Display for Warning {
 pub enum Event {
     /// A Kafka connection: from here on its messages carry its `stream`.
     StreamOpen(Opened),
+    /// The connection's network round trip, first known or smaller than
+    /// before ([`crate::flow`]'s rules; the sum of both directions, so the
+    /// same whichever side turns out to be the client).
+    Rtt {
+        /// Connection index.
+        stream: u64,
+        /// The round trip and how it was measured.
+        rtt: Rtt,
+        /// Frame that completed the measurement.
+        frame: u64,
+    },
     /// A complete Kafka message (request when `dir` is client → broker).
     Message(RawMessage),
     /// A complete request with the summary scan the analyzer would make of
@@ -410,6 +421,7 @@ impl Pipeline {
             FlowEvent::Start { stream, .. }
             | FlowEvent::Data { stream, .. }
             | FlowEvent::Gap { stream, .. }
+            | FlowEvent::Rtt { stream, .. }
             | FlowEvent::Closed { stream, .. } => *stream,
         };
         // The stream is worked on in its place in the table: one lookup. The
@@ -595,6 +607,7 @@ impl Pipeline {
                 }
                 self.drain(st, dir, false, out);
             }
+            FlowEvent::Rtt { stream, rtt, frame } => out.push(Event::Rtt { stream, rtt, frame }),
             FlowEvent::Closed {
                 stream,
                 reason,

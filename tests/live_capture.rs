@@ -432,13 +432,20 @@ fn live_loopback_apiversions_and_metadata() {
     assert!(msgs[1].info.error_codes.is_empty());
     assert_eq!(msgs[3].info.throttle_time_ms, Some(THROTTLE_MS));
     assert_eq!(msgs[3].info.error_codes, vec![UNKNOWN_TOPIC]);
-    // Nothing left unanswered, no gaps or resyncs.
+    // Nothing left unanswered, no gaps or resyncs; the handshake's round trip.
     for o in &out {
         if let Output::Notice(n) = o {
             assert!(
                 matches!(
                     n,
                     Notice::Stream(kafkashark::pipeline::Event::StreamClosed { .. })
+                        | Notice::Stream(kafkashark::pipeline::Event::Rtt {
+                            rtt: kafkashark::flow::Rtt {
+                                from: kafkashark::flow::RttFrom::Handshake,
+                                ..
+                            },
+                            ..
+                        })
                 ),
                 "unexpected notice {n:?}"
             );

@@ -294,6 +294,9 @@ pub fn reassembly(data: &[u8]) {
                     assert!(len > 0, "empty gap");
                     *n += len;
                 }
+                FlowEvent::Rtt { stream, .. } => {
+                    assert!(open.contains(&stream), "Rtt on unopened stream {stream}");
+                }
                 FlowEvent::Closed { stream, .. } => {
                     assert!(open.remove(&stream), "stream {stream} closed twice");
                 }

@@ -46,6 +46,19 @@
 //! - Connections idle longer than `idle_timeout` (packet time) are flushed and
 //!   closed; at most `max_connections` are tracked (the least recently active
 //!   one is evicted first).
+//! - Round trip ([`Rtt`], one [`FlowEvent::Rtt`] each time it is first
+//!   known or smaller): from the handshake when the capture has it — the
+//!   client's ACK of the broker's SYN/ACK (its ACK number the SYN/ACK's
+//!   sequence number + 1) less the client's latest SYN, the round trip
+//!   through the capture point wherever it sits (tshark's
+//!   `tcp.analysis.initial_rtt`). Without a handshake, from data/ACK
+//!   pairs: per direction, one probe at a time — a segment of new bytes
+//!   (none before its end sent earlier) and the first ACK from the other
+//!   side covering its end; a segment resending bytes cancels the
+//!   probe (Karn); the connection's RTT is the sum of the two directions'
+//!   smallest samples once both exist. An ACK the receiver delays (or
+//!   sends with its response) only makes a sample longer, so the minimum
+//!   stands; the handshake, once seen, is final.
 //!
 //! Invariants: for every direction, the `Data`/`Gap` events have contiguous,
 //! increasing `stream_offset`s starting at 0; every `Data` byte was carried by
@@ -119,6 +132,42 @@ pub struct Opened {
     pub ts: Timestamp,
 }
 
+/// Where a connection's round-trip time comes from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum RttFrom {
+    /// The TCP handshake: the client's ACK of the SYN/ACK less its SYN.
+    Handshake,
+    /// Data/ACK pairs: per direction the smallest time from new bytes to
+    /// the other side's ACK covering them, the two directions summed.
+    DataAck,
+}
+
+impl RttFrom {
+    /// The name reports use: `handshake` or `data_ack`.
+    pub fn name(self) -> &'static str {
+        match self {
+            RttFrom::Handshake => "handshake",
+            RttFrom::DataAck => "data_ack",
+        }
+    }
+}
+
+/// A connection's network round trip through the capture point.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Rtt {
+    /// The round trip, in nanoseconds.
+    pub ns: u64,
+    /// How it was measured.
+    pub from: RttFrom,
+}
+
+impl Rtt {
+    /// The round trip in milliseconds.
+    pub fn ms(self) -> f64 {
+        self.ns as f64 / 1e6
+    }
+}
+
 /// What reassembly produces.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum FlowEvent {
@@ -170,6 +219,16 @@ pub enum FlowEvent {
         ts: Timestamp,
         /// Lost or cut by the snaplen.
         reason: GapReason,
+    },
+    /// The connection's round trip, first known or smaller than before
+    /// (a handshake's comes once and is final).
+    Rtt {
+        /// Connection index.
+        stream: u64,
+        /// The round trip and how it was measured.
+        rtt: Rtt,
+        /// Frame that completed the measurement.
+        frame: u64,
     },
     /// The connection ended; no more events for `stream`.
     Closed {
@@ -381,6 +440,115 @@ struct Wait {
 /// Most waits kept per direction; past it the oldest is let go.
 const MAX_WAITS: usize = 32;
 
+/// A connection's round-trip measurement (see the module's rules): a few
+/// words, touched with a few compares per segment, nothing allocated.
+#[derive(Debug, Default)]
+struct RttState {
+    /// The round trip known so far; a handshake's ends the measurement.
+    known: Option<Rtt>,
+    /// Time of the client's latest SYN.
+    syn: Option<Timestamp>,
+    /// The ACK number that acknowledges the broker's SYN/ACK (its sequence
+    /// number + 1), once the SYN/ACK was seen after the SYN.
+    synack_ack: Option<u32>,
+    /// Per direction (client → broker first): one sequence number past
+    /// the last byte sent so far.
+    high: [Option<u32>; 2],
+    /// Per direction: the probe waiting for its ACK (end of its bytes, time sent).
+    probe: [Option<(u32, Timestamp)>; 2],
+    /// Per direction: the smallest data → ACK time.
+    best: [Option<u64>; 2],
+}
+
+impl RttState {
+    /// One segment of the connection in `dir` at `ts`: the round trip
+    /// when this segment makes it known, or smaller than before.
+    #[inline]
+    fn observe(&mut self, dir: Direction, seg: &Segment, ts: Timestamp) -> Option<Rtt> {
+        if matches!(self.known, Some(r) if r.from == RttFrom::Handshake) || seg.flags.rst {
+            return None;
+        }
+        let f = seg.flags;
+        let client = dir == Direction::ClientToBroker;
+        if f.syn {
+            if client && !f.ack {
+                self.syn = Some(ts);
+                self.synack_ack = None;
+            } else if !client && f.ack && self.syn.is_some() {
+                self.synack_ack = Some(seg.seq.wrapping_add(1));
+            }
+            return None;
+        }
+        if let (true, true, Some(syn), Some(want)) = (client, f.ack, self.syn, self.synack_ack) {
+            if seg.ack == want {
+                let rtt = Rtt {
+                    ns: ts.nanos_since(syn),
+                    from: RttFrom::Handshake,
+                };
+                self.known = Some(rtt);
+                return Some(rtt);
+            }
+        }
+        self.data_ack(dir.index(), seg, ts)
+    }
+
+    /// [`RttState::observe`] without a handshake: the segment's ACK ends
+    /// the other direction's probe, its new bytes start one of its own.
+    #[inline]
+    fn data_ack(&mut self, i: usize, seg: &Segment, ts: Timestamp) -> Option<Rtt> {
+        let o = 1 - i;
+        let mut better = false;
+        if seg.flags.ack {
+            if let Some(Some((end, sent))) = self.probe.get(o).copied() {
+                if seg.ack.wrapping_sub(end) as i32 >= 0 {
+                    let d = ts.nanos_since(sent);
+                    if let (Some(p), Some(b)) = (self.probe.get_mut(o), self.best.get_mut(o)) {
+                        *p = None;
+                        if b.is_none_or(|b| d < b) {
+                            *b = Some(d);
+                            better = true;
+                        }
+                    }
+                }
+            }
+        }
+        let len = seg.payload.len() as u64 + u64::from(seg.payload_truncated_by);
+        if len > 0 {
+            let end = seg.seq.wrapping_add(len as u32);
+            if let (Some(high), Some(probe)) = (self.high.get_mut(i), self.probe.get_mut(i)) {
+                match *high {
+                    // Bytes sent before: a retransmission (or a segment the
+                    // capture puts late), whose ACK says nothing of this send.
+                    Some(h) if (seg.seq.wrapping_sub(h) as i32) < 0 => {
+                        *probe = None;
+                        if end.wrapping_sub(h) as i32 > 0 {
+                            *high = Some(end);
+                        }
+                    }
+                    _ => {
+                        *high = Some(end);
+                        if probe.is_none() {
+                            *probe = Some((end, ts));
+                        }
+                    }
+                }
+            }
+        }
+        let [Some(a), Some(b)] = self.best else {
+            return None;
+        };
+        if !better {
+            return None;
+        }
+        let rtt = Rtt {
+            ns: a.saturating_add(b),
+            from: RttFrom::DataAck,
+        };
+        self.known = Some(rtt);
+        Some(rtt)
+    }
+}
+
 impl Half {
     /// One past the last offset seen in this direction: delivered, buffered or FIN.
     fn frontier(&self) -> u64 {
@@ -447,6 +615,8 @@ struct Conn {
     /// A close (both FINs, or a RST) waiting in the reorder window for bytes
     /// still missing: why, when the wait began, and the frame that closed it.
     closing: Option<(CloseReason, Since, u64)>,
+    /// Its round-trip measurement.
+    rtt: RttState,
 }
 
 impl Conn {
@@ -457,6 +627,22 @@ impl Conn {
             Direction::ClientToBroker
         } else {
             Direction::BrokerToClient
+        }
+    }
+
+    /// Its segment `seg` in `dir`, carried by `frame` at `ts`, for the
+    /// round trip: a [`FlowEvent::Rtt`] when it makes it known or smaller.
+    #[inline]
+    fn observe_rtt(
+        &mut self,
+        dir: Direction,
+        seg: &Segment,
+        (frame, ts): (u64, Timestamp),
+        out: &mut Vec<FlowEvent>,
+    ) {
+        if let Some(rtt) = self.rtt.observe(dir, seg, ts) {
+            let stream = self.stream;
+            out.push(FlowEvent::Rtt { stream, rtt, frame });
         }
     }
 
@@ -554,7 +740,7 @@ impl Reassembler {
     ) {
         // About 40 % of a capture's frames are pure ACKs that settle
         // nothing: done in place, without the event plumbing.
-        if self.settle_ack(seg, frame, ts) {
+        if self.settle_ack(seg, frame, ts, out) {
             return;
         }
         self.stats.segments += 1;
@@ -624,6 +810,7 @@ impl Reassembler {
             pkts: 0,
             late: 0,
             closing: None,
+            rtt: RttState::default(),
         });
         self.work(&mut conn, seg, (frame, ts, payload_file), out);
         self.conns.insert(key, conn);
@@ -633,12 +820,19 @@ impl Reassembler {
     /// connection that settles nothing, done in place: the acknowledgment
     /// noted, the connection's time moved on, and `true`. It is what the
     /// rest of [`Reassembler::push`] would do with the segment, which would
-    /// produce no event; for anything else — an ACK past a hole (a gap to
+    /// produce no event but the round trip it completes ([`FlowEvent::Rtt`]);
+    /// for anything else — an ACK past a hole (a gap to
     /// declare), bytes buffered in the sender's direction, a bound exceeded,
     /// both FINs seen, the periodic sweep due, an unknown or closed
     /// connection, any other segment — it changes nothing and says `false`.
     #[inline]
-    fn settle_ack(&mut self, seg: &Segment, frame: u64, ts: Timestamp) -> bool {
+    fn settle_ack(
+        &mut self,
+        seg: &Segment,
+        frame: u64,
+        ts: Timestamp,
+        out: &mut Vec<FlowEvent>,
+    ) -> bool {
         let f = seg.flags;
         if !f.ack || f.syn || f.fin || f.rst || !seg.payload.is_empty() {
             return false;
@@ -683,6 +877,7 @@ impl Reassembler {
         conn.last_ts = ts;
         conn.last_frame = frame;
         conn.pkts += 1;
+        conn.observe_rtt(dir, seg, (frame, ts), out);
         conn.half(back).note_ack(seg.ack);
         Self::check_fin(conn, back);
         Self::check_fin(conn, dir);
@@ -726,6 +921,7 @@ impl Reassembler {
         conn.last_ts = ts;
         conn.last_frame = frame;
         conn.pkts += 1;
+        conn.observe_rtt(dir, seg, (frame, ts), out);
         let window = self.cfg.reorder.enabled();
         // The ACK speaks for the other direction: settle its holes first, so the
         // bytes it acknowledged come out before this segment's own bytes.
@@ -1714,6 +1910,249 @@ mod tests {
         }
     }
 
+    /// The round trips reported, in order.
+    fn rtts(ev: &[FlowEvent]) -> Vec<(u64, RttFrom, u64)> {
+        ev.iter()
+            .filter_map(|e| match e {
+                FlowEvent::Rtt { rtt, frame, .. } => Some((rtt.ns, rtt.from, *frame)),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// A segment with bytes and an acknowledgment number.
+    fn data_seg(from_client: bool, seq: u32, ack: u32, payload: &[u8]) -> Segment {
+        Segment {
+            ack,
+            ..seg(from_client, seq, payload, ACK)
+        }
+    }
+
+    /// Time `ms` milliseconds (and `us` microseconds) after one second.
+    fn at_ms(ms: u32, us: u32) -> Timestamp {
+        Timestamp::new(1, ms * 1_000_000 + us * 1000)
+    }
+
+    /// The handshake's round trip is the client's ACK of the SYN/ACK less
+    /// its latest SYN (a retransmitted SYN restarts it); an ACK of anything
+    /// else does not complete it; it is reported once, and data/ACK pairs
+    /// after it change nothing.
+    #[test]
+    fn handshake_rtt_is_the_clients_ack_less_its_latest_syn() {
+        let mut r = Reassembler::new(FlowConfig::default());
+        let mut out = Vec::new();
+        let (ci, bi) = (u32::MAX - 1, 7000u32);
+        r.push(&mut seg(true, ci, b"", SYN), 1, at_ms(0, 0), None, &mut out);
+        // The SYN again, 1 s later (the first was lost past the capture).
+        r.push(
+            &mut seg(true, ci, b"", SYN),
+            2,
+            at_ms(1000, 0),
+            None,
+            &mut out,
+        );
+        let mut synack = data_seg(false, bi, ci.wrapping_add(1), b"");
+        synack.flags = TcpFlags { ack: true, ..SYN };
+        r.push(&mut synack, 3, at_ms(1000, 300), None, &mut out);
+        // An ACK that does not acknowledge the SYN/ACK: not the handshake's.
+        let c1 = ci.wrapping_add(1);
+        r.push(
+            &mut ack_seg(true, c1, bi),
+            4,
+            at_ms(1000, 400),
+            None,
+            &mut out,
+        );
+        assert!(rtts(&out).is_empty(), "{out:?}");
+        r.push(
+            &mut ack_seg(true, c1, bi + 1),
+            5,
+            at_ms(1000, 512),
+            None,
+            &mut out,
+        );
+        assert_eq!(rtts(&out), [(512_000, RttFrom::Handshake, 5)]);
+        // Data and quick ACKs afterwards: the handshake's stands.
+        r.push(
+            &mut data_seg(true, c1, bi + 1, b"req"),
+            6,
+            at_ms(1001, 0),
+            None,
+            &mut out,
+        );
+        let c4 = c1.wrapping_add(3);
+        r.push(
+            &mut ack_seg(false, bi + 1, c4),
+            7,
+            at_ms(1001, 1),
+            None,
+            &mut out,
+        );
+        r.push(
+            &mut data_seg(false, bi + 1, c4, b"rsp"),
+            8,
+            at_ms(1001, 2),
+            None,
+            &mut out,
+        );
+        r.push(
+            &mut ack_seg(true, c4, bi + 4),
+            9,
+            at_ms(1001, 3),
+            None,
+            &mut out,
+        );
+        assert_eq!(rtts(&out).len(), 1);
+        assert_eq!(data_of(&out, Direction::BrokerToClient), b"rsp");
+    }
+
+    /// Without a handshake: per direction the smallest time from new bytes
+    /// to the other side's ACK covering them, the two summed once both
+    /// exist; reported again only when it gets smaller.
+    #[test]
+    fn without_a_handshake_rtt_comes_from_data_ack_pairs() {
+        let mut r = Reassembler::new(FlowConfig::default());
+        let mut out = Vec::new();
+        let (c, b) = (1000u32, 9000u32);
+        let mut f = 0;
+        let mut push = |r: &mut Reassembler, s: Segment, t: Timestamp, out: &mut Vec<FlowEvent>| {
+            f += 1;
+            r.push(&mut { s }, f, t, None, out);
+        };
+        // The client's request, and a second segment of it 1 ms later: the
+        // probe is the first (one at a time), acknowledged 5 ms after it.
+        push(
+            &mut r,
+            data_seg(true, c, b, b"0123456789"),
+            at_ms(0, 0),
+            &mut out,
+        );
+        push(
+            &mut r,
+            data_seg(true, c + 10, b, b"abcde"),
+            at_ms(1, 0),
+            &mut out,
+        );
+        push(&mut r, ack_seg(false, b, c + 10), at_ms(5, 0), &mut out);
+        // Covering the second segment: no probe waits, no sample.
+        push(&mut r, ack_seg(false, b, c + 15), at_ms(5, 500), &mut out);
+        assert!(rtts(&out).is_empty(), "one direction only: {out:?}");
+        // The response, acknowledged by the client 2 ms later (with its
+        // next request): both directions known, 5 + 2 ms.
+        push(
+            &mut r,
+            data_seg(false, b, c + 15, b"resp"),
+            at_ms(10, 0),
+            &mut out,
+        );
+        push(
+            &mut r,
+            data_seg(true, c + 15, b + 4, b"next"),
+            at_ms(12, 0),
+            &mut out,
+        );
+        assert_eq!(rtts(&out), [(7_000_000, RttFrom::DataAck, 6)]);
+        // A quicker broker ACK of that request: 3 ms, so 5 ms in all.
+        push(
+            &mut r,
+            ack_seg(false, b + 4, c + 19),
+            at_ms(15, 0),
+            &mut out,
+        );
+        // A slower pair changes nothing.
+        push(
+            &mut r,
+            data_seg(false, b + 4, c + 19, b"more"),
+            at_ms(20, 0),
+            &mut out,
+        );
+        push(&mut r, ack_seg(true, c + 19, b + 8), at_ms(30, 0), &mut out);
+        assert_eq!(
+            rtts(&out),
+            [
+                (7_000_000, RttFrom::DataAck, 6),
+                (5_000_000, RttFrom::DataAck, 7)
+            ]
+        );
+        assert_eq!(r.stats().retransmitted_bytes, 0);
+    }
+
+    /// A segment that resends bytes cancels its direction's probe (Karn):
+    /// the ACK after it may answer either copy. The next new bytes start a
+    /// new probe.
+    #[test]
+    fn a_retransmission_cancels_the_probe() {
+        let mut r = Reassembler::new(FlowConfig::default());
+        let mut out = Vec::new();
+        let (c, b) = (1000u32, 9000u32);
+        // The broker's side first: its response acknowledged in 1 ms.
+        r.push(
+            &mut data_seg(false, b, c, b"hello"),
+            1,
+            at_ms(0, 0),
+            None,
+            &mut out,
+        );
+        r.push(&mut ack_seg(true, c, b + 5), 2, at_ms(1, 0), None, &mut out);
+        // The client's bytes, sent again 200 ms later, then acknowledged:
+        // no sample (it would be 201 ms, or 1 ms, depending on the copy).
+        r.push(
+            &mut data_seg(true, c, b + 5, b"abcd"),
+            3,
+            at_ms(10, 0),
+            None,
+            &mut out,
+        );
+        r.push(
+            &mut data_seg(true, c, b + 5, b"abcd"),
+            4,
+            at_ms(210, 0),
+            None,
+            &mut out,
+        );
+        r.push(
+            &mut ack_seg(false, b + 5, c + 4),
+            5,
+            at_ms(211, 0),
+            None,
+            &mut out,
+        );
+        assert!(rtts(&out).is_empty(), "{out:?}");
+        // Overlapping old bytes with new ones: a retransmission too.
+        r.push(
+            &mut data_seg(true, c + 2, b + 5, b"cdef"),
+            6,
+            at_ms(300, 0),
+            None,
+            &mut out,
+        );
+        r.push(
+            &mut ack_seg(false, b + 5, c + 6),
+            7,
+            at_ms(300, 10),
+            None,
+            &mut out,
+        );
+        assert!(rtts(&out).is_empty(), "{out:?}");
+        // New bytes: a probe, acknowledged in 4 ms; 1 + 4 ms in all.
+        r.push(
+            &mut data_seg(true, c + 6, b + 5, b"gh"),
+            8,
+            at_ms(400, 0),
+            None,
+            &mut out,
+        );
+        r.push(
+            &mut ack_seg(false, b + 5, c + 8),
+            9,
+            at_ms(404, 0),
+            None,
+            &mut out,
+        );
+        assert_eq!(rtts(&out), [(5_000_000, RttFrom::DataAck, 9)]);
+        assert_eq!(r.stats().retransmitted_bytes, 6);
+    }
+
     #[test]
     fn ack_past_a_hole_declares_the_gap_at_once() {
         let mut r = Reassembler::new(no_window());
@@ -1968,7 +2407,7 @@ mod tests {
             let mut a = Vec::new();
             frame += 1;
             let before = r.stats().segments;
-            let took = r.settle_ack(s, frame, t);
+            let took = r.settle_ack(s, frame, t, &mut a);
             if !took {
                 r.push(&mut s.clone(), frame, t, None, &mut a);
             }
@@ -2018,7 +2457,7 @@ mod tests {
         let mut out = Vec::new();
         late.push(&mut seg(true, isn, b"", SYN), 1, t, None, &mut out);
         late.push(&mut seg(true, base, b"ab", ACK), 2, t, None, &mut out);
-        assert!(!late.settle_ack(&ack_seg(false, 7, at(2)), 3, Timestamp::new(2, 0)));
+        assert!(!late.settle_ack(&ack_seg(false, 7, at(2)), 3, Timestamp::new(2, 0), &mut out));
         assert_eq!(late.stats().segments, 2);
     }
 

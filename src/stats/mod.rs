@@ -51,6 +51,7 @@ use std::collections::{BTreeMap, BinaryHeap};
 use std::net::SocketAddr;
 
 use crate::analyzer::{AnalyzerConfig, MessageInfo, MessageRecord, Notice, Output};
+use crate::flow::Rtt;
 use crate::kafka::decode::Kind;
 use crate::kafka::errors::error_name;
 use crate::kafka::schema::{self, ApiKey, MessageKind, SchemaSet};
@@ -496,6 +497,8 @@ struct ConnAcc {
     for_broker: bool,
     /// Whose client histogram the latencies of `latency` belong to.
     for_client: ClientLink,
+    /// Its round trip: its first message's, then each one reported.
+    rtt: Option<Rtt>,
 }
 
 impl Capped<u64, ConnAcc, HashMap<u64, ConnAcc>> {
@@ -528,6 +531,7 @@ impl ConnAcc {
             latency: Timing::default(),
             for_broker: true,
             for_client: ClientLink::Unbound,
+            rtt: i.rtt,
         }
     }
 }
@@ -774,6 +778,11 @@ impl Stats {
             }
             Notice::Stream(Event::StreamClosed { stream, .. }) => {
                 self.streams.map.remove(stream);
+            }
+            Notice::Stream(Event::Rtt { stream, rtt, .. }) => {
+                if let Some(c) = self.conns.map.get_mut(stream) {
+                    c.rtt = Some(*rtt);
+                }
             }
             Notice::Stream(Event::Warning {
                 what: Warning::Reordered { stream, segments },
@@ -1244,6 +1253,13 @@ impl Stats {
     pub fn report_links(&self) -> ReportLinks {
         let conns = self.conns.sorted();
         let mut broker_held = self.broker_held();
+        // The connections' round trips, by broker.
+        let mut broker_rtts: HashMap<SocketAddr, Vec<u64>> = HashMap::default();
+        for (_, c) in &conns {
+            if let Some(r) = c.rtt {
+                broker_rtts.entry(c.broker).or_default().push(r.ns);
+            }
+        }
         let brokers = self
             .brokers
             .map
@@ -1256,6 +1272,7 @@ impl Stats {
                     responses: x.responses,
                     latency_ms: timing.summary(),
                     parts: timing.parts(),
+                    rtt_ms: median_ms(broker_rtts.remove(b)),
                 }
             })
             .collect();
@@ -1270,6 +1287,8 @@ impl Stats {
                 responses: c.responses,
                 latency_ms: c.latency.summary(),
                 parts: c.latency.parts(),
+                rtt_ms: c.rtt.map(Rtt::ms),
+                rtt_from: c.rtt.map(|r| r.from.name()),
             })
             .collect();
         ReportLinks {
@@ -1396,6 +1415,13 @@ impl Stats {
     /// Every client with counters (`sorted`), its latencies with those its connections hold.
     fn client_reports(&self, sorted: &[(u32, &ClientSlot<ClientAcc>)]) -> Vec<ClientReport> {
         let mut held = self.client_held();
+        // The connections' round trips, by client address.
+        let mut rtts: HashMap<SocketAddr, u64> = HashMap::default();
+        for (_, c) in self.conns.sorted() {
+            if let Some(r) = c.rtt {
+                rtts.insert(c.client, r.ns);
+            }
+        }
         let apis = |c: &ClientAcc| {
             let each = c.apis.iter().map(|(&(a, v), &(n, first))| ClientApi {
                 api_key: a,
@@ -1412,6 +1438,7 @@ impl Stats {
             let timing = s.latency.as_ref().map(|h| with_held(h, held.remove(&at)));
             let mut addresses: Vec<String> = c.addresses.iter().map(|a| a.to_string()).collect();
             addresses.sort_unstable();
+            let rtt = c.addresses.iter().filter_map(|a| rtts.get(a).copied());
             Some(ClientReport {
                 client_id: k.client_id.clone(),
                 software_name: k.software_name.clone(),
@@ -1423,6 +1450,7 @@ impl Stats {
                 errors: c.errors,
                 latency_ms: timing.as_ref().and_then(Timing::summary),
                 parts: timing.as_ref().map(Timing::parts).unwrap_or_default(),
+                rtt_ms: median_ms(Some(rtt.collect())),
                 throttled: c.throttle.count,
                 throttle_time_ms: c.throttle.ms(),
                 apis: apis(c),
@@ -1523,9 +1551,6 @@ impl Stats {
     }
 }
 
-/// The summary of `own` with the latencies `held` for it elsewhere: the
-/// held ones (the report's own copy) take the owner's, the same histogram
-/// as the other way round without copying the owner's.
 /// The consumer of a message's connection, for consumer lag.
 fn consumer(i: &MessageInfo) -> lag::Consumer {
     lag::Consumer {
@@ -1534,6 +1559,18 @@ fn consumer(i: &MessageInfo) -> lag::Consumer {
     }
 }
 
+/// The median of round trips in nanoseconds, in milliseconds: the lower
+/// middle one of an even count (a measured value); `None` for none.
+fn median_ms(rtts: Option<Vec<u64>>) -> Option<f64> {
+    let mut v = rtts?;
+    v.sort_unstable();
+    let mid = v.len().checked_sub(1)? / 2;
+    v.get(mid).map(|&ns| ns as f64 / 1e6)
+}
+
+/// The summary of `own` with the latencies `held` for it elsewhere: the
+/// held ones (the report's own copy) take the owner's, the same histogram
+/// as the other way round without copying the owner's.
 fn with_held(own: &Timing, held: Option<Timing>) -> Timing {
     match held {
         Some(mut all) => {

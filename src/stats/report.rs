@@ -218,6 +218,9 @@ pub struct ClientReport {
     pub produce_bytes: u64,
     /// Of those, bytes in uncompressed batches.
     pub produce_uncompressed_bytes: u64,
+    /// Median network round trip of its connections (those of its
+    /// `addresses` with one known), in milliseconds.
+    pub rtt_ms: Option<f64>,
 }
 
 /// An (api, version) a client used.
@@ -251,6 +254,8 @@ pub struct BrokerReport {
     /// Service time, head-of-line waits and long-polls of those exchanges.
     #[serde(flatten)]
     pub parts: PartsMs,
+    /// Median network round trip of its connections with one known, in milliseconds.
+    pub rtt_ms: Option<f64>,
 }
 
 /// Latency per connection.
@@ -273,6 +278,10 @@ pub struct ConnectionReport {
     /// Service time, head-of-line waits and long-polls of those exchanges.
     #[serde(flatten)]
     pub parts: PartsMs,
+    /// Network round trip, in milliseconds (the last known at the report).
+    pub rtt_ms: Option<f64>,
+    /// How it was measured: `handshake` or `data_ack`.
+    pub rtt_from: Option<&'static str>,
 }
 
 /// A consumer group.

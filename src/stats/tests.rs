@@ -44,6 +44,7 @@ pub(super) fn msg(
         expects_response: kind == Kind::Request,
         latency_ns: None,
         hol_wait_ns: None,
+        rtt: None,
         fetch: None,
         throttle_time_ms: None,
         error_codes: Vec::new(),

@@ -654,20 +654,25 @@ impl StatsReport {
         });
     }
 
-    /// BROKERS and CONNECTIONS: their latencies.
+    /// BROKERS and CONNECTIONS: their latencies and network round trips
+    /// (a broker's: the median of its connections').
     fn links_text(&self, o: &mut String) {
-        let head = format!("<broker|req|resp|{LAT_HEAD}");
+        let rtt = |v: Option<f64>| v.map_or_else(|| "-".to_string(), ms);
+        let head = format!("<broker|req|resp|{LAT_HEAD}|rtt");
         section(o, "\nBROKERS (latency ms)\n", &head, &self.brokers, |b| {
             let mut r = cells(&[&b.broker, &b.requests, &b.responses]);
             r.extend(lat_cells(&b.latency_ms));
+            r.push(rtt(b.rtt_ms));
             r
         });
-        let head = format!("<conn|<client|<broker|<client id|req|{LAT_HEAD}");
+        let head = format!("<conn|<client|<broker|<client id|req|{LAT_HEAD}|rtt|<rtt from");
         let title = "\nCONNECTIONS (latency ms)\n";
         section(o, title, &head, &self.connections, |c| {
             let (conn, id) = (format!("s{}", c.stream), text(&c.client_id));
             let mut r = cells(&[&conn, &c.client, &c.broker, &id, &c.requests]);
             r.extend(lat_cells(&c.latency_ms));
+            r.push(rtt(c.rtt_ms));
+            r.push(c.rtt_from.unwrap_or("-").to_string());
             r
         });
     }

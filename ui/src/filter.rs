@@ -1215,6 +1215,7 @@ mod tests {
             expects_response: true,
             latency_ns: None,
             hol_wait_ns: None,
+            rtt: None,
             fetch: None,
             throttle_time_ms: None,
             error_codes: Vec::new(),

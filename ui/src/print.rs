@@ -910,6 +910,9 @@ impl Render {
         if let Some(h) = i.hol_wait_ns.filter(|&h| h > 0) {
             let _ = write!(s, " hol_wait={:.3}ms", h as f64 / 1e6);
         }
+        if let Some(r) = i.rtt.filter(|_| i.kind == Kind::Response) {
+            let _ = write!(s, " rtt={:.3}ms", r.ms());
+        }
         if i.long_poll() {
             s.push_str(" [long-poll]");
         }
@@ -1007,6 +1010,9 @@ pub fn message_json(m: &MessageRecord, verbose: bool) -> serde_json::Value {
         if i.resynced {
             map.insert("resynced".into(), true.into());
             map.insert("skipped_before".into(), i.skipped_before.into());
+        }
+        if let Some(r) = i.rtt {
+            map.insert("rtt_ms".into(), r.ms().into());
         }
         if verbose {
             if let Some(d) = &m.decoded {
@@ -1118,6 +1124,10 @@ impl JsonWriter {
         boolean(out, i.paired);
         if i.resynced {
             out.extend_from_slice(b",\"resynced\":true");
+        }
+        if let Some(r) = i.rtt {
+            out.extend_from_slice(b",\"rtt_ms\":");
+            json::f64(out, r.ms());
         }
         if !req {
             out.extend_from_slice(b",\"service_ms\":");

@@ -29,6 +29,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 use kafkashark::analyzer::{FetchWait, MessageInfo};
+use kafkashark::flow::Rtt;
 use kafkashark::kafka::decode::{DecodeWarning, Kind};
 use kafkashark::kafka::framing::RawMessage;
 
@@ -69,6 +70,7 @@ pub struct Shared {
     decode_warning: Option<DecodeWarning>,
     skipped_before: u64,
     fetch: Option<FetchWait>,
+    rtt: Option<Rtt>,
 }
 
 /// Endpoints of the recent connections with their text, so that a message
@@ -222,6 +224,7 @@ impl IndexEntry {
             decode_warning: info.decode_warning,
             skipped_before: info.skipped_before,
             fetch: info.fetch,
+            rtt: info.rtt,
         });
         let facts = FactsEntry {
             shared,
@@ -325,6 +328,7 @@ impl FactsEntry {
             expects_response: self.expects_response(),
             latency_ns: self.latency_ns(),
             hol_wait_ns: self.has(HOL).then_some(self.hol_wait_ns),
+            rtt: s.rtt,
             fetch: s.fetch,
             throttle_time_ms: self.throttle_time_ms(),
             error_codes: s.error_codes.clone(),

@@ -386,6 +386,11 @@ pub fn compute(entries: &EntryStore, limit: usize, store: Option<&dyn ByteStore>
         records_headers_only: true,
         ..DecodeOptions::default()
     };
+    // The summary scan of the same: batch headers and placed offsets.
+    let scan_opts = DecodeOptions {
+        records: false,
+        ..batch_opts.clone()
+    };
     let mut stats = Stats::new(StatsConfig::default());
     let (mut wanted, mut decoded) = (0usize, 0usize);
     let (mut lag_wanted, mut lag_decoded) = (0usize, 0usize);
@@ -420,8 +425,15 @@ pub fn compute(entries: &EntryStore, limit: usize, store: Option<&dyn ByteStore>
             // The message itself, read with its record's side blob.
             let full = usize::try_from(e.index()).ok().and_then(|i| entries.get(i));
             let raw = full.and_then(|full| message_of(&full, store).ok());
-            let opts = if feeds { &batch_opts } else { &opts };
-            raw.map(|raw| kafkashark::analyzer::redecode(i, &raw, opts))
+            raw.map(|raw| match (wants, feeds) {
+                // Lag and delivery read the summary scan `stats` reads.
+                (false, true) => {
+                    kafkashark::analyzer::rescan(i, &raw, &scan_opts, Stats::needs_tree)
+                        .unwrap_or_else(|| kafkashark::analyzer::redecode(i, &raw, &batch_opts))
+                }
+                (_, true) => kafkashark::analyzer::redecode(i, &raw, &batch_opts),
+                _ => kafkashark::analyzer::redecode(i, &raw, &opts),
+            })
         } else {
             None
         };

@@ -19,6 +19,7 @@
 //! bad value is a [`DecodeError`], never a panic.
 
 use kafkashark::analyzer::FetchWait;
+use kafkashark::flow::{Rtt, RttFrom};
 use kafkashark::kafka::decode::{DecodeWarning, Kind};
 use kafkashark::kafka::framing::RawMessage;
 use kafkashark::pairing::FetchAsk;
@@ -425,7 +426,7 @@ fn put_addr(o: &mut Vec<u8>, a: &SocketAddr) {
 
 /// The blob of shared facts: the endpoints (their text is made again when
 /// read), the client id, the topics, the error codes, the decode error and
-/// warning, and the bytes skipped before.
+/// warning, the bytes skipped before, the Fetch wait and the round trip.
 pub fn encode_shared(s: &Shared) -> Vec<u8> {
     let mut o = Vec::with_capacity(96 + s.topics.iter().map(|t| t.len() + 8).sum::<usize>());
     put_addr(&mut o, &s.ends.client);
@@ -452,6 +453,13 @@ pub fn encode_shared(s: &Shared) -> Vec<u8> {
             o.extend_from_slice(&f.asked.max_wait_ms.to_le_bytes());
             o.extend_from_slice(&f.asked.min_bytes.to_le_bytes());
             o.extend_from_slice(&f.record_bytes.to_le_bytes());
+        }
+    }
+    match s.rtt {
+        None => o.push(0),
+        Some(r) => {
+            o.push(if r.from == RttFrom::Handshake { 1 } else { 2 });
+            o.extend_from_slice(&r.ns.to_le_bytes());
         }
     }
     o
@@ -528,6 +536,18 @@ pub fn decode_shared(b: &[u8]) -> Result<Shared, DecodeError> {
                 record_bytes: r.u64("record bytes")?,
             }),
             _ => return Err(bad("fetch wait", r.at - 1)),
+        },
+        rtt: match r.u8("round trip")? {
+            0 => None,
+            k @ (1 | 2) => Some(Rtt {
+                from: if k == 1 {
+                    RttFrom::Handshake
+                } else {
+                    RttFrom::DataAck
+                },
+                ns: r.u64("round trip")?,
+            }),
+            _ => return Err(bad("round trip", r.at - 1)),
         },
     };
     r.end()?;
