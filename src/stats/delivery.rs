@@ -376,6 +376,21 @@ impl Delivery {
     }
 }
 
+/// What the metrics exposition reads (`stats::openmetrics`).
+impl Delivery {
+    /// The record ages of every (topic, partition).
+    pub(crate) fn age_hists(&self) -> impl Iterator<Item = (&str, i32, &LatencyHist)> + '_ {
+        self.ages
+            .iter()
+            .flat_map(|(t, parts)| parts.iter().map(move |(p, a)| (t.as_str(), *p, &a.hist)))
+    }
+
+    /// The produce → fetch delivery times of every consumer.
+    pub(crate) fn delivery_hists(&self) -> impl Iterator<Item = (&str, &LatencyHist)> + '_ {
+        self.delivered.iter().map(|(c, d)| (c.as_str(), &d.0))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -299,6 +299,66 @@ impl LatencyHist {
     }
 }
 
+/// A histogram's counts at fixed bounds, for an exposition in buckets
+/// (OpenMetrics `_bucket`, `_count`, `_sum`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Buckets {
+    /// For each bound asked, the values at or below it: cumulative, so
+    /// never decreasing, and never above `count`.
+    pub cumulative: Vec<u64>,
+    /// Every value recorded (the `+Inf` bucket).
+    pub count: u64,
+    /// Their sum, in nanoseconds (exact).
+    pub sum_ns: u128,
+}
+
+impl LatencyHist {
+    /// The counts at `bounds_us` (microseconds, increasing): a value is
+    /// counted at a bound when its bucket starts at or below it
+    /// (HdrHistogram's `count_between`), so a bound counts the values at or
+    /// below it to the histogram's precision (0.1 %, +1 µs of rounding);
+    /// `count` and `sum_ns` are exact.
+    pub fn buckets(&self, bounds_us: &[u64]) -> Buckets {
+        if self.pending_len > 0 {
+            let mut settled = self.clone();
+            settled.settle();
+            return settled.buckets(bounds_us);
+        }
+        // Counts per bound (the first bound at or above the bucket's
+        // start), summed up after; a bucket past the last bound is only in
+        // `count`.
+        let mut per = vec![0u64; bounds_us.len()];
+        let mut put = |lowest: u64, n: u64| {
+            if let Some(slot) = per.get_mut(bounds_us.partition_point(|&b| b < lowest)) {
+                *slot = slot.saturating_add(n);
+            }
+        };
+        match &self.counts {
+            Counts::Sparse(v) => v.iter().for_each(|&(k, c)| put(k, u64::from(c))),
+            Counts::Dense(h) => h.iter_recorded().for_each(|x| {
+                put(
+                    lowest_equivalent(x.value_iterated_to()),
+                    u64::from(x.count_at_value()),
+                )
+            }),
+        }
+        let mut seen = 0u64;
+        let cumulative = per
+            .into_iter()
+            .map(|n| {
+                // Saturated bucket counts can only fall short of `count`.
+                seen = seen.saturating_add(n).min(self.count);
+                seen
+            })
+            .collect();
+        Buckets {
+            cumulative,
+            count: self.count,
+            sum_ns: self.sum_ns,
+        }
+    }
+}
+
 /// The timing of a set of exchanges: their latencies and service times
 /// (latency less head-of-line wait, `MessageInfo::service_ns`), and how
 /// many waited behind another response or were long-polls.
@@ -384,10 +444,32 @@ impl Timing {
     /// Service time, head-of-line waits and long-polls.
     pub fn parts(&self) -> PartsMs {
         PartsMs {
-            service_ms: self.service.as_deref().unwrap_or(&self.latency).summary(),
+            service_ms: self.service().summary(),
             hol_waits: self.hol_waits,
             long_polls: self.long_polls,
         }
+    }
+}
+
+impl Timing {
+    /// The latencies.
+    pub fn latency(&self) -> &LatencyHist {
+        &self.latency
+    }
+
+    /// The service times (the latencies while no exchange waited).
+    pub fn service(&self) -> &LatencyHist {
+        self.service.as_deref().unwrap_or(&self.latency)
+    }
+
+    /// Exchanges whose response waited behind the previous one on its connection.
+    pub fn hol_waits(&self) -> u64 {
+        self.hol_waits
+    }
+
+    /// Fetches that waited out their MaxWaitMs with nothing to return.
+    pub fn long_polls(&self) -> u64 {
+        self.long_polls
     }
 }
 
@@ -733,6 +815,57 @@ mod tests {
             ),
         ) {
             check_against_reference(&values);
+        }
+    }
+}
+
+#[cfg(test)]
+mod bucket_tests {
+    use super::*;
+
+    /// Bounds from 1 ms to 60 s, and one in the unit-resolution range.
+    const BOUNDS: [u64; 6] = [100, 1_000, 25_000, 500_000, 2_500_000, 60_000_000];
+
+    /// The counts of one HdrHistogram that recorded every value:
+    /// `count_between(0, bound)` at each bound.
+    fn reference(values_ns: &[u64]) -> Vec<u64> {
+        let mut h = dense();
+        for &ns in values_ns {
+            record_dense(&mut h, ns_to_us(ns), 1);
+        }
+        BOUNDS.iter().map(|&b| h.count_between(0, b)).collect()
+    }
+
+    #[test]
+    fn bucket_counts_below_the_unit_resolution_are_exact() {
+        // 0..2 ms in 1 µs steps: 100 µs and 1 ms count exactly the values at or below.
+        let vals: Vec<u64> = (0..2_000u64).map(|us| us * 1_000).collect();
+        let mut h = LatencyHist::new();
+        vals.iter().for_each(|&v| h.record(v));
+        let b = h.buckets(&BOUNDS);
+        assert_eq!(b.cumulative, vec![101, 1_001, 2_000, 2_000, 2_000, 2_000]);
+        assert_eq!(b.count, 2_000);
+        assert_eq!(b.sum_ns, vals.iter().map(|&v| u128::from(v)).sum::<u128>());
+        assert_eq!(LatencyHist::new().buckets(&BOUNDS).cumulative, vec![0; 6]);
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn bucket_counts_are_one_hdrhistograms(
+            values in proptest::collection::vec(
+                proptest::prop_oneof![0u64..3_000_000, 0u64..120_000_000_000],
+                0..400,
+            ),
+        ) {
+            let mut h = LatencyHist::new();
+            values.iter().for_each(|&v| h.record(v));
+            // Held back, settled, sparse and dense alike.
+            let b = h.buckets(&BOUNDS);
+            proptest::prop_assert_eq!(&b.cumulative, &reference(&values));
+            proptest::prop_assert!(b.cumulative.windows(2).all(|w| w[0] <= w[1]));
+            proptest::prop_assert_eq!(b.count, values.len() as u64);
+            h.settle();
+            proptest::prop_assert_eq!(h.buckets(&BOUNDS), b);
         }
     }
 }

@@ -476,6 +476,30 @@ impl Row {
     }
 }
 
+/// What the metrics exposition reads (`stats::openmetrics`).
+impl Lag {
+    /// The lag after the last response of every (consumer, topic,
+    /// partition) row, with the consumer's group when known: what
+    /// [`Lag::report`] gives as `lag`, without building the report.
+    pub(crate) fn lags(
+        &self,
+    ) -> impl Iterator<Item = (&Consumer, Option<&str>, &str, i32, i64)> + '_ {
+        self.each_row().map(|(who, topic, partition, r)| {
+            let group = self.groups.get(who).map(String::as_str);
+            (who, group, topic.as_str(), *partition, r.lag)
+        })
+    }
+
+    /// The committed lag of every (group, topic, partition) whose high
+    /// watermark the capture saw: (group, topic, partition, lag).
+    pub(crate) fn committed_lags(&self) -> impl Iterator<Item = (&str, &str, i32, i64)> + '_ {
+        self.committed.keys().filter_map(|(g, t, p)| {
+            let (_, lag) = self.committed_lag(g, t, *p)?;
+            Some((g.as_str(), t.as_str(), *p, lag?))
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -37,6 +37,7 @@ mod groups;
 mod hints;
 mod hist;
 pub mod lag;
+mod openmetrics;
 mod report;
 pub mod text;
 mod traffic;
@@ -1259,13 +1260,10 @@ impl Stats {
     /// [`Stats::report_rest`] and join them with [`StatsReport::with_links`].
     pub fn report_links(&self) -> ReportLinks {
         let conns = self.conns.sorted();
-        // Latencies the connections hold for their broker; their round trips.
-        let mut broker_held: HashMap<SocketAddr, Timing> = HashMap::default();
+        let mut broker_held = self.broker_held();
+        // The connections' round trips, by broker.
         let mut broker_rtts: HashMap<SocketAddr, Vec<u64>> = HashMap::default();
         for (_, c) in &conns {
-            if c.for_broker && self.brokers.map.contains_key(&c.broker) {
-                broker_held.entry(c.broker).or_default().merge(&c.latency);
-            }
             if let Some(r) = c.rtt {
                 broker_rtts.entry(c.broker).or_default().push(r.ns);
             }
@@ -1354,10 +1352,9 @@ impl Stats {
     fn api_reports(&self) -> Vec<ApiReport> {
         let each = self.apis.map.iter().map(|(&k, a)| {
             let versions = self.versions.map.range((k, i16::MIN)..=(k, i16::MAX));
-            let mut latency = a.latency.clone();
+            let latency = self.api_timing(k, a);
             let mut fetch: Option<FetchSplit> = None;
             for (_, x) in versions.clone() {
-                latency.merge(&x.latency);
                 if let Some(f) = &x.fetch {
                     fetch.get_or_insert_with(FetchSplit::default).merge(f);
                 }
@@ -1392,14 +1389,43 @@ impl Stats {
         each.collect()
     }
 
-    /// Every client with counters (`sorted`), its latencies with those its connections hold.
-    fn client_reports(&self, sorted: &[(u32, &ClientSlot<ClientAcc>)]) -> Vec<ClientReport> {
+    /// An API's timing: its own and its versions'.
+    fn api_timing(&self, k: i16, a: &ApiAcc) -> Timing {
+        let mut latency = a.latency.clone();
+        for (_, x) in self.versions.map.range((k, i16::MIN)..=(k, i16::MAX)) {
+            latency.merge(&x.latency);
+        }
+        latency
+    }
+
+    /// The latencies the connections hold for their broker, by broker.
+    fn broker_held(&self) -> HashMap<SocketAddr, Timing> {
+        let mut held: HashMap<SocketAddr, Timing> = HashMap::default();
+        for c in self.conns.map.values() {
+            if c.for_broker && self.brokers.map.contains_key(&c.broker) {
+                held.entry(c.broker).or_default().merge(&c.latency);
+            }
+        }
+        held
+    }
+
+    /// The latencies the connections hold for their client, by client slot.
+    fn client_held(&self) -> HashMap<u32, Timing> {
         let mut held: HashMap<u32, Timing> = HashMap::default();
-        let mut rtts: HashMap<SocketAddr, u64> = HashMap::default();
-        for (_, c) in self.conns.sorted() {
+        for c in self.conns.map.values() {
             if let ClientLink::Slot(s) = c.for_client {
                 held.entry(s).or_default().merge(&c.latency);
             }
+        }
+        held
+    }
+
+    /// Every client with counters (`sorted`), its latencies with those its connections hold.
+    fn client_reports(&self, sorted: &[(u32, &ClientSlot<ClientAcc>)]) -> Vec<ClientReport> {
+        let mut held = self.client_held();
+        // The connections' round trips, by client address.
+        let mut rtts: HashMap<SocketAddr, u64> = HashMap::default();
+        for (_, c) in self.conns.sorted() {
             if let Some(r) = c.rtt {
                 rtts.insert(c.client, r.ns);
             }

@@ -14,7 +14,14 @@ fn addr(s: &str) -> SocketAddr {
 }
 
 /// A message at `ms` milliseconds after epoch second 1000.
-fn msg(index: u64, kind: Kind, api: i16, version: i16, frame: u64, ms: u64) -> MessageInfo {
+pub(super) fn msg(
+    index: u64,
+    kind: Kind,
+    api: i16,
+    version: i16,
+    frame: u64,
+    ms: u64,
+) -> MessageInfo {
     let ts = Timestamp::new(1000 + (ms / 1000) as i64, ((ms % 1000) * 1_000_000) as u32);
     MessageInfo {
         index,
@@ -51,7 +58,7 @@ fn msg(index: u64, kind: Kind, api: i16, version: i16, frame: u64, ms: u64) -> M
 
 /// Feeds a request and its response; returns the next free index.
 #[allow(clippy::too_many_arguments)]
-fn exchange(
+pub(super) fn exchange(
     s: &mut Stats,
     index: u64,
     api: i16,

@@ -12,6 +12,7 @@ use kafkashark::kafka::{decode_request, decode_response, tree, DecodeOptions, De
 mod alloc;
 mod cli_error;
 mod filter;
+mod metrics;
 mod print;
 mod privilege;
 mod render_pool;
@@ -76,6 +77,11 @@ struct LiveArgs {
     /// (ring mode). Default: 250,000.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     max_messages: Option<u64>,
+    /// Serve the capture's figures (those of `stats`) for Prometheus at
+    /// http://ADDR:PORT/metrics, refreshed every second (OpenMetrics text;
+    /// port 0 picks a free one, said on standard error before the UI starts).
+    #[arg(long, value_name = "ADDR:PORT")]
+    metrics: Option<String>,
     #[command(flatten)]
     privilege: privilege::PrivilegeArgs,
 }
@@ -106,6 +112,7 @@ impl ViewArgs {
             // Colours unless `--no-color` or a non-empty NO_COLOR (no-color.org).
             color: !self.no_color && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()),
             max_messages,
+            metrics: None,
         }
     }
 }
@@ -242,7 +249,14 @@ fn main() -> ExitCode {
                 iface: a.interface,
                 filter: a.filter,
             };
-            run_tui(a.view.options(input, a.max_messages))
+            let metrics = a.metrics.as_deref().map(metrics::MetricsServer::start);
+            match metrics.transpose() {
+                Ok(metrics) => run_tui(tui::Options {
+                    metrics,
+                    ..a.view.options(input, a.max_messages)
+                }),
+                Err(e) => Err(e),
+            }
         }
         None => match open_tui_args(cli.tui) {
             Ok(Some(o)) => run_tui(o),

@@ -2,6 +2,9 @@
 //! groups of a capture, as readable tables or JSON. A thin shell: frames go to
 //! the engine's `Analyzer`, its outputs to `kafkashark::stats::Stats`, and the
 //! report is printed — once for a file, every second for a live interface.
+//! With `--metrics ADDR:PORT` the same figures are served for Prometheus
+//! (`crate::metrics`): after every refresh live; for a file, its final
+//! figures, served until the process is interrupted.
 
 use std::io::{IsTerminal, Write};
 use std::time::{Duration, Instant};
@@ -13,6 +16,7 @@ use kafkashark::kafka::tree;
 use kafkashark::stats::{Stats, StatsConfig, StatsReport};
 
 use crate::cli_error::CliError;
+use crate::metrics::MetricsServer;
 use crate::print::{report_end, CaptureArgs, FileReader, Input};
 
 /// Output format of `stats`.
@@ -32,8 +36,10 @@ pub fn run(a: &StatsArgs) -> Result<(), CliError> {
     crate::privilege::configure(&a.privilege);
     let input = a.capture.input()?;
     let duration = crate::print::duration_arg(a.duration)?;
+    // Bound before reading anything: a bad address fails at once.
+    let metrics = a.metrics.as_deref().map(MetricsServer::start).transpose()?;
     if let (Input::File(path), None) = (&input, duration) {
-        return run_file(a, path);
+        return run_file(a, path, metrics);
     }
     let mut source = input.open(&a.capture.ports)?;
     let (title, live) = match &input {
@@ -47,6 +53,9 @@ pub fn run(a: &StatsArgs) -> Result<(), CliError> {
     let mut last_draw = Instant::now();
     let mut out = Vec::new();
     let mut read_error: Option<CaptureError> = None;
+    if let (Some(m), true) = (&metrics, live) {
+        m.announce();
+    }
     while duration.is_none_or(|d| started.elapsed() < d) {
         match source.poll() {
             Ok(Polled::Frame(f)) => analyzer.push(&f, &mut out),
@@ -63,6 +72,9 @@ pub fn run(a: &StatsArgs) -> Result<(), CliError> {
         if live && last_draw.elapsed() >= Duration::from_secs(1) {
             last_draw = Instant::now();
             stats.settle();
+            if let Some(m) = &metrics {
+                m.publish_stats(&stats);
+            }
             emit(&report(&stats), &title, a.format, true, tty)?;
         }
     }
@@ -73,7 +85,20 @@ pub fn run(a: &StatsArgs) -> Result<(), CliError> {
     stats.settle();
     emit(&report(&stats), &title, a.format, live, live && tty)?;
     report_end(&mut *source, live, &title, read_error);
+    match metrics {
+        Some(m) if !live => serve_final(&m, &stats),
+        Some(m) => m.publish_stats(&stats),
+        None => {}
+    }
     Ok(())
+}
+
+/// Publishes the final figures of a capture file and serves them until the
+/// process is interrupted.
+fn serve_final(m: &MetricsServer, stats: &Stats) -> ! {
+    m.publish_stats(stats);
+    m.announce();
+    m.serve_forever()
 }
 
 /// The analyzer's settings and the stats of a run.
@@ -94,7 +119,7 @@ fn engine(a: &StatsArgs) -> (AnalyzerConfig, Stats) {
 /// `stats` of a file on three threads: read and reassembled by
 /// `print::FileReader`, decoded and paired on this one, counted on a third —
 /// the same outputs in the same order as one thread, so the same report.
-fn run_file(a: &StatsArgs, path: &str) -> Result<(), CliError> {
+fn run_file(a: &StatsArgs, path: &str, metrics: Option<MetricsServer>) -> Result<(), CliError> {
     let src = FileSource::open(path).map_err(CliError::Capture)?;
     let (cfg, mut stats) = engine(a);
     let mut analyzer = MessageAnalyzer::new(cfg);
@@ -166,6 +191,9 @@ fn run_file(a: &StatsArgs, path: &str) -> Result<(), CliError> {
     if let Some(e) = read_error {
         eprintln!("kafkashark: {}", tree::escape_text(&e.to_string()));
     }
+    if let Some(m) = metrics {
+        serve_final(&m, &stats);
+    }
     Ok(())
 }
 
@@ -234,6 +262,12 @@ pub struct StatsArgs {
     /// Most bytes a compressed batch may decompress to.
     #[arg(long, default_value_t = 64 << 20)]
     max_decompressed: usize,
+    /// Serve the figures for Prometheus at http://ADDR:PORT/metrics
+    /// (OpenMetrics text; port 0 picks a free one, said on standard error):
+    /// live, refreshed every second; for a file, its final figures, served
+    /// until the process is interrupted.
+    #[arg(long, value_name = "ADDR:PORT")]
+    metrics: Option<String>,
     #[command(flatten)]
     privilege: crate::privilege::PrivilegeArgs,
 }

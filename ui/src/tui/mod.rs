@@ -59,6 +59,7 @@ use ratatui::backend::CrosstermBackend;
 use ratatui::Terminal;
 
 use crate::cli_error::CliError;
+use crate::metrics::{Feed, MetricsServer};
 use crate::print;
 pub use app::{App, ByteStore, Config, Effect, Entry, LoadStats, Msg, SourceKind};
 use store::Scratch;
@@ -95,6 +96,9 @@ pub struct Options {
     pub color: bool,
     /// Most messages the list keeps (ring mode); `None` for the default.
     pub max_messages: Option<u64>,
+    /// Where the capture's figures are served for Prometheus
+    /// (`--metrics`): the loader feeds them.
+    pub metrics: Option<MetricsServer>,
 }
 
 /// Default cap of the message list for files and standard input.
@@ -219,6 +223,10 @@ pub fn run(opts: Options) -> Result<(), CliError> {
     });
     app.max_entries = usize::try_from(cap).unwrap_or(usize::MAX);
     let stop = Arc::new(AtomicBool::new(false));
+    let feed = opts.metrics.map(|m| {
+        m.announce();
+        Feed::new(m)
+    });
     let rx = match (source, opts.input) {
         (Some(src), _) => {
             let (tx, rx) = sync_channel(CHANNEL);
@@ -226,7 +234,7 @@ pub fn run(opts: Options) -> Result<(), CliError> {
             let ports = (opts.ports.clone(), opts.reorder);
             std::thread::Builder::new()
                 .name("kafkashark-loader".into())
-                .spawn(move || load(src, ports, total, reread, &tx, &stop2))
+                .spawn(move || load(src, ports, total, reread, &tx, &stop2, feed))
                 .map_err(|e| CliError::Io {
                     path: "loader thread".into(),
                     err: e,
@@ -349,6 +357,8 @@ fn event_loop(app: &mut App, rx: Option<&Receiver<Msg>>) -> Result<(), CliError>
 
 /// The loader: frames → analyzer → batches of entries, progress and counters.
 /// With `reread`, messages located in the file leave their bytes behind.
+/// With a `feed` (`--metrics`), every output is counted for it too, the
+/// analyzer keeping the trees and record batch headers that `Stats` reads.
 fn load(
     mut src: Box<dyn FrameSource + Send>,
     (ports, reorder): (Ports, kafkashark::flow::ReorderWindow),
@@ -356,6 +366,7 @@ fn load(
     reread: bool,
     tx: &SyncSender<Msg>,
     stop: &AtomicBool,
+    mut feed: Option<Feed>,
 ) {
     let mut cfg = AnalyzerConfig {
         pipeline: PipelineConfig {
@@ -366,6 +377,9 @@ fn load(
         ..AnalyzerConfig::default()
     };
     cfg.decode.records = false;
+    if feed.is_some() {
+        cfg = Feed::analyzer_config(cfg);
+    }
     let mut an = Analyzer::new(cfg);
     let mut out = Vec::new();
     let mut batch: Vec<Entry> = Vec::new();
@@ -397,12 +411,18 @@ fn load(
             }
         }
         for o in out.drain(..) {
+            if let Some(f) = &mut feed {
+                f.push(&o);
+            }
             match o {
                 Output::Message(m) if reread => batch.push(Entry::indexed(m.info, m.raw)),
                 Output::Message(m) => batch.push(Entry::new(m.info, m.raw)),
                 Output::Notice(Notice::Stream(PipeEvent::Gap { .. })) => gaps += 1,
                 Output::Notice(_) => {}
             }
+        }
+        if let Some(f) = &mut feed {
+            f.tick(done);
         }
         if !done && batch.len() < BATCH && last.elapsed() < BATCH_WAIT {
             continue;
