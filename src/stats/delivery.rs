@@ -380,9 +380,8 @@ impl Delivery {
 impl Delivery {
     /// The record ages of every (topic, partition).
     pub(crate) fn age_hists(&self) -> impl Iterator<Item = (&str, i32, &LatencyHist)> + '_ {
-        self.ages
-            .iter()
-            .flat_map(|(t, parts)| parts.iter().map(move |(p, a)| (t.as_str(), *p, &a.hist)))
+        self.ages_in_order()
+            .map(|(t, p, a)| (t.as_str(), *p, &a.hist))
     }
 
     /// The produce → fetch delivery times of every consumer.

@@ -360,22 +360,24 @@ impl Lag {
         Some(c.label())
     }
 
-    /// The report.
-    pub fn report(&self) -> LagReport {
-        let name = |t: TopicId| {
-            usize::try_from(t)
-                .ok()
-                .and_then(|t| self.topic_names.get(t))
-        };
-        let mut rows: Vec<(&Consumer, &str, i32, ConsumerId, &Row)> = self
+    /// The rows with their consumer, topic name and partition, in that order.
+    fn sorted_rows(&self) -> Vec<(&Consumer, &str, i32, ConsumerId, &Row)> {
+        let mut rows: Vec<_> = self
             .rows
             .iter()
             .filter_map(|(&(c, t, p), r)| {
                 let who = self.consumers.get(usize::try_from(c).ok()?)?;
-                Some((who, &**name(t)?, p, c, r))
+                let topic = self.topic_names.get(usize::try_from(t).ok()?)?;
+                Some((who, &**topic, p, c, r))
             })
             .collect();
         rows.sort_by(|a, b| (a.0, a.1, a.2).cmp(&(b.0, b.1, b.2)));
+        rows
+    }
+
+    /// The report.
+    pub fn report(&self) -> LagReport {
+        let rows = self.sorted_rows();
         let partitions = rows
             .iter()
             .map(|&(who, topic, partition, c, r)| {
@@ -484,18 +486,19 @@ impl Lag {
     pub(crate) fn lags(
         &self,
     ) -> impl Iterator<Item = (&Consumer, Option<&str>, &str, i32, i64)> + '_ {
-        self.each_row().map(|(who, topic, partition, r)| {
-            let group = self.groups.get(who).map(String::as_str);
-            (who, group, topic.as_str(), *partition, r.lag)
+        let rows = self.sorted_rows().into_iter();
+        rows.map(|(who, topic, partition, c, r)| {
+            let group = self.groups.get(&c).map(String::as_str);
+            (who, group, topic, partition, r.lag)
         })
     }
 
     /// The committed lag of every (group, topic, partition) whose high
     /// watermark the capture saw: (group, topic, partition, lag).
     pub(crate) fn committed_lags(&self) -> impl Iterator<Item = (&str, &str, i32, i64)> + '_ {
-        self.committed.keys().filter_map(|(g, t, p)| {
-            let (_, lag) = self.committed_lag(g, t, *p)?;
-            Some((g.as_str(), t.as_str(), *p, lag?))
+        self.committed.keys().filter_map(|key| {
+            let (_, lag) = self.committed_lag(key)?;
+            Some((key.0.as_str(), key.1.as_str(), key.2, lag?))
         })
     }
 }

@@ -451,7 +451,7 @@ mod tests {
     use crate::analyzer::MessageInfo;
     use crate::kafka::decode::Kind;
     use crate::kafka::records::BatchHead;
-    use crate::stats::lag::{Consumer, FetchAnswer, FetchAsks};
+    use crate::stats::lag::{FetchAnswer, FetchAsks};
     use crate::stats::StatsConfig;
     use crate::vocab::Timestamp;
 
@@ -558,13 +558,11 @@ mod tests {
         assert!(lines(&empty, "kafkashark_consumer_lag_records").is_empty());
         assert!(empty.contains("# TYPE kafkashark_consumer_lag_records gauge\n"));
         let t = |ms: i64| Timestamp::new(1000 + ms / 1000, ((ms % 1000) * 1_000_000) as u32);
-        let c = Consumer {
-            client: "c".into(),
-            host: "10.0.0.1".into(),
-        };
+        let c = s.lag.consumer("c", [10, 0, 0, 1].into()).unwrap();
+        let topic = s.lag.topic("t").unwrap();
         // Asked 10, got 10..=19 of 100: lag 80; the group committed 40: 60.
         let mut asks = FetchAsks::default();
-        asks.add("t", 0, 10);
+        asks.add(topic, 0, 10);
         let answer = FetchAnswer {
             topic: "t".into(),
             partition: 0,
@@ -575,9 +573,9 @@ mod tests {
             last_offset: Some(19),
             records: 10,
         };
-        s.lag.member(&c, "g");
+        s.lag.member(c, "g");
         s.lag.commit("g", "t", 0, 40, t(0));
-        s.lag.fetch(&c, t(500), &asks, &[answer]);
+        s.lag.fetch(c, t(500), &asks, &[answer]);
         // A batch made at 0 ms, produced at 100 ms, fetched at 2600 ms.
         let batch = BatchHead {
             producer_id: 7,
