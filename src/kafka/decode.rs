@@ -449,6 +449,8 @@ pub struct ScanFacts {
     pub sources: Vec<ByteSource>,
     /// The body's top-level `Acks` (as [`Summary::acks`]).
     pub acks: Option<i64>,
+    /// The body's top-level `GroupId` (OffsetCommit and other group requests).
+    pub group_id: Option<String>,
     /// Open structs, innermost last: the first `depth` entries (the others
     /// are kept to be reused, their names' buffers with them).
     frames: Vec<ScanFrame>,
@@ -1097,6 +1099,13 @@ impl Sink for Scan<'_> {
                         if let (true, Some(x)) = (place, &mut self.sum.facts) {
                             x.place_name(&name);
                         }
+                    }
+                }
+                if let (true, Prim::String, Some(b), Some(x)) =
+                    (self.top, p, b, &mut self.sum.facts)
+                {
+                    if f.name == "GroupId" && x.group_id.is_none() {
+                        x.group_id = Some(name_text(b).into_owned());
                     }
                 }
                 if let (Prim::Records, Some(b)) = (p, b) {

@@ -669,8 +669,8 @@ impl Stats {
     /// Whether `Stats` reads anything from a message's tree beyond what its
     /// summary scan gives (header, topics, topic ids, error codes and, with
     /// `records_headers_only`, the placed facts of `Summary::facts`: errors
-    /// with their topic and partition, record sets, offsets, acks): group
-    /// requests and responses, OffsetCommit requests (the group id), ApiVersions v3+ requests (client software), responses that
+    /// with their topic and partition, record sets, offsets, acks, group
+    /// ids): group requests and responses, ApiVersions v3+ requests (client software), responses that
     /// teach topic names (with topic ids to learn); and, when the scan could
     /// not place its facts, Produce requests, Produce and Fetch responses and
     /// responses with errors.
@@ -687,7 +687,6 @@ impl Stats {
         match kind {
             Kind::Request => {
                 key.is_group()
-                    || key == ApiKey::OFFSET_COMMIT
                     || (key == ApiKey::API_VERSIONS && version >= 3)
                     || (key == ApiKey::PRODUCE && !placed)
             }
@@ -850,8 +849,11 @@ impl Stats {
                     fetch = consumer(lag, i).map(|c| Box::new((c, asks)));
                 }
                 ApiKey::OFFSET_COMMIT => {
-                    if let Some(g) = facts::body(root).and_then(|b| facts::str_child(b, "GroupId"))
-                    {
+                    let group = match &d.facts {
+                        Some(x) => x.group_id.as_deref(),
+                        None => facts::body(root).and_then(|b| facts::str_child(b, "GroupId")),
+                    };
+                    if let Some(g) = group {
                         if let Some(c) = consumer(&mut self.lag, i) {
                             self.lag.member(c, g);
                         }

@@ -775,6 +775,8 @@ fn the_summary_scan_places_what_the_full_tree_places() {
                     facts::acks(&d.root),
                     "{at}"
                 );
+                let group = facts::body(&d.root).and_then(|b| facts::str_child(b, "GroupId"));
+                assert_eq!(x.group_id.as_deref(), group, "{at}");
             }
             sets += x.sets.len();
             errors += x.errors.len();
