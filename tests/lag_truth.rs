@@ -17,27 +17,17 @@
 //!
 //! Skips cleanly when a capture or its reading is missing.
 
-use std::collections::{BTreeMap, HashMap};
-use std::fs;
-use std::path::{Path, PathBuf};
+mod wire;
 
-use kafkashark::analyzer::{Analyzer, AnalyzerConfig};
-use kafkashark::capture::{FileSource, FrameSource, Polled};
+use wire::{micros, paths};
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::Path;
+
+use kafkashark::analyzer::AnalyzerConfig;
 use kafkashark::stats::{Stats, StatsConfig, StatsReport};
 
 const CAPTURES: [&str; 2] = ["b6-consumer-lag.pcap", "a1-kcat-produce-consume-group.pcap"];
-
-fn paths(name: &str) -> Option<(PathBuf, PathBuf)> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("captures");
-    let (cap, wire) = (dir.join(name), dir.join(format!("{name}.wire.tsv")));
-    (cap.is_file() && wire.is_file()).then_some((cap, wire))
-}
-
-/// `seconds.micros` as microseconds, exactly.
-fn micros(s: &str) -> i64 {
-    let (secs, frac) = s.split_once('.').expect("seconds.micros");
-    secs.parse::<i64>().unwrap() * 1_000_000 + frac.parse::<i64>().unwrap()
-}
 
 fn int(s: &str) -> i64 {
     s.parse().unwrap_or_else(|_| panic!("not an integer: {s}"))
@@ -64,8 +54,8 @@ struct Want {
 }
 
 fn want(wire: &Path) -> Want {
-    let text = fs::read_to_string(wire).expect("wire.tsv");
-    let rows: Vec<Vec<&str>> = text.lines().map(|l| l.split('\t').collect()).collect();
+    let text = wire::read(wire);
+    let rows = wire::rows(&text);
     let topic_names: HashMap<&str, &str> = rows
         .iter()
         .filter(|r| r[0] == "topic")
@@ -160,20 +150,8 @@ fn want(wire: &Path) -> Want {
 }
 
 fn report(cap: &Path, cfg: AnalyzerConfig) -> StatsReport {
-    let mut src = FileSource::open(cap.to_str().unwrap()).expect("open capture");
-    let mut a = Analyzer::new(cfg);
     let mut stats = Stats::new(StatsConfig::default());
-    let mut out = Vec::new();
-    loop {
-        match src.poll() {
-            Ok(Polled::Frame(f)) => a.push(&f, &mut out),
-            Ok(Polled::Timeout) => continue,
-            Ok(Polled::End) | Err(_) => break,
-        }
-        out.drain(..).for_each(|o| stats.push(&o));
-    }
-    a.finish(&mut out);
-    out.drain(..).for_each(|o| stats.push(&o));
+    wire::outputs(cap, cfg).iter().for_each(|o| stats.push(o));
     stats.settle();
     stats.report()
 }

@@ -19,26 +19,20 @@
 //!
 //! Skips cleanly when a capture or its reading is missing.
 
-use std::collections::HashMap;
-use std::fs;
-use std::path::{Path, PathBuf};
+mod wire;
 
-use kafkashark::analyzer::{
-    Analyzer, AnalyzerConfig, MessageInfo, Notice, Output, LONG_POLL_SHARE,
-};
-use kafkashark::capture::{FileSource, FrameSource, Polled};
+use wire::{micros, outputs, paths};
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use kafkashark::analyzer::{AnalyzerConfig, MessageInfo, Notice, Output, LONG_POLL_SHARE};
 use kafkashark::flow::{Rtt, RttFrom};
 use kafkashark::kafka::decode::Kind;
 use kafkashark::pipeline::Event;
 use kafkashark::stats::{Stats, StatsConfig};
 
 const CAPTURES: [&str; 2] = ["a1-kcat-produce-consume-group.pcap", "b6-consumer-lag.pcap"];
-
-fn paths(name: &str) -> Option<(PathBuf, PathBuf)> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("captures");
-    let (cap, wire) = (dir.join(name), dir.join(format!("{name}.wire.tsv")));
-    (cap.is_file() && wire.is_file()).then_some((cap, wire))
-}
 
 /// One exchange as the independent reading gives it.
 /// Times are whole microseconds (the captures' resolution), so every
@@ -51,17 +45,10 @@ struct Exchange {
     long_poll: bool,
 }
 
-/// `seconds.micros` as microseconds, exactly.
-fn micros(s: &str) -> i64 {
-    let (secs, frac) = s.split_once('.').expect("seconds.micros");
-    assert_eq!(frac.len(), 6, "{s}");
-    secs.parse::<i64>().unwrap() * 1_000_000 + frac.parse::<i64>().unwrap()
-}
-
 /// (client address, correlation id) → the exchange, computed from the rows.
 fn expected(wire: &Path) -> HashMap<(String, i32), Exchange> {
-    let text = fs::read_to_string(wire).expect("wire.tsv");
-    let rows: Vec<Vec<&str>> = text.lines().map(|l| l.split('\t').collect()).collect();
+    let text = wire::read(wire);
+    let rows = wire::rows(&text);
     let client: HashMap<&str, &str> = rows
         .iter()
         .filter(|r| r[0] == "conn")
@@ -117,22 +104,6 @@ fn expected(wire: &Path) -> HashMap<(String, i32), Exchange> {
     out
 }
 
-/// Everything the analyzer gives for a capture.
-fn outputs(cap: &Path, cfg: AnalyzerConfig) -> Vec<Output> {
-    let mut src = FileSource::open(cap.to_str().unwrap()).expect("open capture");
-    let mut a = Analyzer::new(cfg);
-    let mut out = Vec::new();
-    loop {
-        match src.poll() {
-            Ok(Polled::Frame(f)) => a.push(&f, &mut out),
-            Ok(Polled::Timeout) => continue,
-            Ok(Polled::End) | Err(_) => break,
-        }
-    }
-    a.finish(&mut out);
-    out
-}
-
 /// Per connection: its client address, the round trips reported for it
 /// in order, and its messages' round trips.
 #[derive(Debug, Default)]
@@ -162,7 +133,7 @@ fn trips(out: &[Output]) -> HashMap<u64, Trips> {
 
 /// Client address → ack − syn in microseconds, from the `conn` rows with both.
 fn handshakes(wire: &Path) -> HashMap<String, i64> {
-    let text = fs::read_to_string(wire).expect("wire.tsv");
+    let text = wire::read(wire);
     let rows = text.lines().map(|l| l.split('\t').collect::<Vec<_>>());
     rows.filter(|r| r[0] == "conn" && r[3] != "-" && r[5] != "-")
         .map(|r| (r[2].to_string(), micros(r[5]) - micros(r[3])))
