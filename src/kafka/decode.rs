@@ -484,8 +484,24 @@ struct ScanFrame {
     /// message.
     name: String,
     named: bool,
+    /// `name` shared by the facts it places, made at the first.
+    shared: Option<std::sync::Arc<str>>,
     id: Option<[u8; 16]>,
     partition: Option<i32>,
+}
+
+impl ScanFrame {
+    /// The topic this struct names, if it names one (so far).
+    fn topic(&mut self) -> Option<ScanTopic> {
+        match self.named {
+            true => Some(ScanTopic::Name(
+                self.shared
+                    .get_or_insert_with(|| self.name.as_str().into())
+                    .clone(),
+            )),
+            false => self.id.map(ScanTopic::Id),
+        }
+    }
 }
 
 /// A struct's fewest bytes (`Decoder::min_struct_size`) by (address,
@@ -542,6 +558,7 @@ impl ScanFacts {
         match self.frames.get_mut(self.depth) {
             Some(f) => {
                 f.named = false;
+                f.shared = None;
                 f.id = None;
                 f.partition = None;
             }
@@ -564,15 +581,15 @@ impl ScanFacts {
             return;
         };
         self.depth = d;
-        let Some(f) = self.frames.get(d) else { return };
+        let Some(f) = self.frames.get_mut(d) else {
+            return;
+        };
         let first = self
             .waiting
             .iter()
             .rposition(|w| w.0 != d)
             .map_or(0, |i| i + 1);
         let mut kept = first;
-        // The struct's name, made once for all the facts it places.
-        let mut name: Option<std::sync::Arc<str>> = None;
         for r in first..self.waiting.len() {
             let Some(&(_, list, i)) = self.waiting.get(r) else {
                 break;
@@ -587,12 +604,7 @@ impl ScanFacts {
                 place.partition = f.partition;
             }
             if place.topic.is_none() {
-                place.topic = match f.named {
-                    true => Some(ScanTopic::Name(
-                        name.get_or_insert_with(|| f.name.as_str().into()).clone(),
-                    )),
-                    false => f.id.map(ScanTopic::Id),
-                };
+                place.topic = f.topic();
             }
             if place.topic.is_none() && d > 0 {
                 if let Some(w) = self.waiting.get_mut(kept) {
@@ -649,12 +661,27 @@ impl ScanFacts {
     /// that wants them, outside tagged fields.
     #[inline(never)]
     fn placed_int(&mut self, f: &'static FieldDef, v: i64) {
-        if self.want_ints && self.tagged_depth == 0 {
-            self.ints.push(ScanInt {
-                name: f.name,
-                value: v,
-                place: ScanPlace::default(),
-            });
+        if !self.want_ints || self.tagged_depth > 0 {
+            return;
+        }
+        // Its struct's partition and the topic of the nearest struct that
+        // names one, when both are read already (they come first in every
+        // schema of `PLACED_INT_APIS`); else it waits for its struct to close.
+        let mut place = ScanPlace::default();
+        let open = self.frames.get_mut(..self.depth).unwrap_or_default();
+        if let Some(inner) = open.last() {
+            place.partition = inner.partition;
+        }
+        if place.partition.is_some() {
+            place.topic = open.iter_mut().rev().find_map(ScanFrame::topic);
+        }
+        let known = place.topic.is_some();
+        self.ints.push(ScanInt {
+            name: f.name,
+            value: v,
+            place: if known { place } else { ScanPlace::default() },
+        });
+        if !known {
             self.wait(FactList::Ints, self.ints.len() - 1);
         }
     }
@@ -664,6 +691,7 @@ impl ScanFacts {
         if let Some(f) = self.innermost() {
             if !f.named {
                 f.named = true;
+                f.shared = None;
                 f.name.clear();
                 f.name.push_str(name);
             }
