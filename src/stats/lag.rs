@@ -96,8 +96,8 @@ pub struct Consumer {
 }
 
 impl Consumer {
-    /// How record age and delivery name a client: its client id, else its
-    /// address.
+    /// How record age, delivery and the producers name a client: its client
+    /// id, else its address.
     pub fn label(&self) -> &str {
         match self.client.as_str() {
             "" => &self.host,

@@ -916,15 +916,13 @@ impl Stats {
         // the client's sums are added after (other counters: the same sums).
         let (mut any, mut bytes, mut plain) = (false, 0, 0);
         if let Some(d) = d {
+            // A producer is named as a consumer is: its client id on its host.
+            let who = consumer(&mut self.lag, i);
+            let producer = who.and_then(|c| self.lag.label(c));
             let (parts, delivery) = (&mut self.parts, &mut self.delivery);
-            let producer = match i.client_id.as_deref() {
-                Some(c) if !c.is_empty() => Cow::Borrowed(c),
-                _ => Cow::Owned(i.client.ip().to_string()),
-            };
-            let producer = &*producer;
             facts::each_set(d, &self.topics, |s| {
-                if let (Some(t), Some(p)) = (s.topic.as_deref(), s.partition) {
-                    delivery.produced(producer, i.ts, !any, t, p, &s.counts.heads);
+                if let (Some(w), Some(t), Some(p)) = (producer, s.topic.as_deref(), s.partition) {
+                    delivery.produced(w, i.ts, !any, t, p, &s.counts.heads);
                 }
                 any = true;
                 bytes += s.bytes;
