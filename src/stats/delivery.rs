@@ -29,11 +29,11 @@ use std::collections::hash_map::Entry;
 use std::collections::{BTreeMap, VecDeque};
 
 use rustc_hash::FxHashMap as HashMap;
-use std::hash::{Hash, Hasher};
 
 use serde::Serialize;
 
 use super::hist::{LatencyHist, LatencyMs};
+use super::lag::{ConsumerId, Lag, TopicId};
 use crate::kafka::records::BatchHead;
 use crate::vocab::Timestamp;
 
@@ -43,43 +43,31 @@ pub const MAX_PRODUCED: usize = 100_000;
 /// Most partitions, producers and consumers each kept.
 pub const MAX_KEYS: usize = 10_000;
 
-/// What identifies a batch on the wire.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct BatchId {
-    /// `producerId`.
-    pub producer_id: i64,
-    /// `producerEpoch`.
-    pub producer_epoch: i16,
-    /// `baseSequence`.
-    pub base_sequence: i32,
-    /// `crc`.
-    pub crc: u32,
-}
-
-impl BatchId {
-    /// The identity of batch `b`.
-    fn of(b: &BatchHead) -> BatchId {
-        BatchId {
-            producer_id: b.producer_id,
-            producer_epoch: b.producer_epoch,
-            base_sequence: b.base_sequence,
-            crc: b.crc,
-        }
-    }
-}
-
-/// The remembered key of a produced batch: the topic by its hash.
+/// What identifies a produced batch on the wire: its partition (the topic
+/// interned by [`Lag::topic`]), producer id and epoch, base sequence and CRC.
+/// 32 bytes, so that the remembered batches take little of the cache.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 struct Key {
-    topic: u64,
+    producer_id: i64,
+    topic: TopicId,
     partition: i32,
-    id: BatchId,
+    base_sequence: i32,
+    crc: u32,
+    producer_epoch: i16,
 }
 
-fn topic_hash(topic: &str) -> u64 {
-    let mut h = rustc_hash::FxHasher::default();
-    topic.hash(&mut h);
-    h.finish()
+impl Key {
+    /// The identity of batch `b` of (`topic`, `partition`).
+    fn of(topic: TopicId, partition: i32, b: &BatchHead) -> Key {
+        Key {
+            producer_id: b.producer_id,
+            topic,
+            partition,
+            base_sequence: b.base_sequence,
+            crc: b.crc,
+            producer_epoch: b.producer_epoch,
+        }
+    }
 }
 
 #[derive(Clone, Debug, Default)]
@@ -98,20 +86,33 @@ struct Producer {
     bytes: u64,
     max_batch_bytes: u64,
     gaps: LatencyHist,
-    /// partition (topic hash, partition) → the last Produce request's time.
-    last: HashMap<(u64, i32), Timestamp>,
+    /// (topic, partition) → the last Produce request's time.
+    last: HashMap<(TopicId, i32), Timestamp>,
 }
 
-/// Record age, delivery and producer batching of a capture.
+impl Producer {
+    /// Adds `other`'s batching (two clients of one name).
+    fn merge(&mut self, other: &Producer) {
+        self.requests += other.requests;
+        self.batches += other.batches;
+        self.records += other.records;
+        self.bytes += other.bytes;
+        self.max_batch_bytes = self.max_batch_bytes.max(other.max_batch_bytes);
+        self.gaps.merge(&other.gaps);
+    }
+}
+
+/// Record age, delivery and producer batching of a capture. Clients and
+/// topics are the ids [`Lag`] interns; [`Delivery::report`] names them.
 #[derive(Clone, Debug, Default)]
 pub struct Delivery {
-    produced: HashMap<Key, Timestamp>,
+    /// Produced batches → when their Produce request completed (ns since the epoch).
+    produced: HashMap<Key, i128>,
     order: VecDeque<Key>,
-    /// (topic hash, partition) → the topic's name and the partition's ages.
-    ages: HashMap<(u64, i32), (String, Age)>,
-    /// consumer client → delivery times.
-    delivered: BTreeMap<String, (LatencyHist, u64)>,
-    producers: BTreeMap<String, Producer>,
+    ages: HashMap<(TopicId, i32), Age>,
+    /// consumer → delivery times and batches.
+    delivered: HashMap<ConsumerId, (LatencyHist, u64)>,
+    producers: HashMap<ConsumerId, Producer>,
     unmatched: u64,
     forgotten: u64,
     overflow: u64,
@@ -192,23 +193,21 @@ impl Delivery {
     /// `first` on the request's first partition.
     pub fn produced(
         &mut self,
-        producer: &str,
+        producer: ConsumerId,
         ts: Timestamp,
         first: bool,
-        topic: &str,
-        partition: i32,
+        (topic, partition): (TopicId, i32),
         batches: &[BatchHead],
     ) {
         let room = self.producers.len() < MAX_KEYS;
-        let p = match self.producers.get_mut(producer) {
-            Some(p) => Some(p),
-            None if room => Some(self.producers.entry(producer.to_string()).or_default()),
-            None => {
+        let p = match self.producers.entry(producer) {
+            Entry::Occupied(o) => Some(o.into_mut()),
+            Entry::Vacant(v) if room => Some(v.insert(Producer::default())),
+            Entry::Vacant(_) => {
                 self.overflow += 1;
                 None
             }
         };
-        let topic_key = topic_hash(topic);
         if let Some(p) = p {
             p.requests += u64::from(first);
             for b in batches {
@@ -218,22 +217,23 @@ impl Delivery {
                 p.max_batch_bytes = p.max_batch_bytes.max(b.bytes);
             }
             if !batches.is_empty() {
-                let slot = (topic_key, partition);
-                if let Some(prev) = p.last.get(&slot) {
-                    p.gaps.record(ts.nanos_since(*prev));
-                }
-                if p.last.len() < MAX_KEYS || p.last.contains_key(&slot) {
-                    p.last.insert(slot, ts);
+                let room = p.last.len() < MAX_KEYS;
+                match p.last.entry((topic, partition)) {
+                    Entry::Occupied(mut o) => {
+                        p.gaps.record(ts.nanos_since(*o.get()));
+                        o.insert(ts);
+                    }
+                    Entry::Vacant(v) if room => {
+                        v.insert(ts);
+                    }
+                    Entry::Vacant(_) => {}
                 }
             }
         }
+        let at = ts.as_nanos();
         for b in batches {
-            let k = Key {
-                topic: topic_key,
-                partition,
-                id: BatchId::of(b),
-            };
-            if self.produced.insert(k, ts).is_none() {
+            let k = Key::of(topic, partition, b);
+            if self.produced.insert(k, at).is_none() {
                 self.order.push_back(k);
             }
             while self.order.len() > MAX_PRODUCED {
@@ -249,21 +249,19 @@ impl Delivery {
     /// first frame at `ts`, carrying `batches` of (topic, partition).
     pub fn fetched(
         &mut self,
-        consumer: Option<&str>,
+        consumer: Option<ConsumerId>,
         ts: Timestamp,
-        topic: &str,
-        partition: i32,
+        (topic, partition): (TopicId, i32),
         batches: &[BatchHead],
     ) {
         if batches.is_empty() {
             return;
         }
         let now = ts.as_nanos();
-        let topic_key = topic_hash(topic);
         let room = self.ages.len() < MAX_KEYS;
-        let age = match self.ages.entry((topic_key, partition)) {
-            Entry::Occupied(o) => Some(&mut o.into_mut().1),
-            Entry::Vacant(v) if room => Some(&mut v.insert((topic.to_string(), Age::default())).1),
+        let age = match self.ages.entry((topic, partition)) {
+            Entry::Occupied(o) => Some(o.into_mut()),
+            Entry::Vacant(v) if room => Some(v.insert(Age::default())),
             Entry::Vacant(_) => {
                 self.overflow += 1;
                 None
@@ -284,42 +282,52 @@ impl Delivery {
         let room = self.delivered.len() < MAX_KEYS;
         let mut delivered = None;
         for b in batches {
-            let k = Key {
-                topic: topic_key,
-                partition,
-                id: BatchId::of(b),
-            };
-            let Some(at) = self.produced.get(&k) else {
+            let Some(&at) = self.produced.get(&Key::of(topic, partition, b)) else {
                 self.unmatched += 1;
                 continue;
             };
             if delivered.is_none() {
-                delivered = match self.delivered.get_mut(consumer) {
-                    Some(d) => Some(d),
-                    None if room => Some(self.delivered.entry(consumer.to_string()).or_default()),
-                    None => {
+                delivered = match self.delivered.entry(consumer) {
+                    Entry::Occupied(o) => Some(o.into_mut()),
+                    Entry::Vacant(v) if room => Some(v.insert(Default::default())),
+                    Entry::Vacant(_) => {
                         self.overflow += 1;
                         return;
                     }
                 };
             }
             if let Some(d) = delivered.as_mut() {
-                d.0.record(ts.nanos_since(*at));
+                d.0.record(u64::try_from((now - at).max(0)).unwrap_or(u64::MAX));
                 d.1 += 1;
             }
         }
     }
 
     /// The partitions' ages by topic name and partition.
-    fn ages_in_order(&self) -> impl Iterator<Item = (&String, &i32, &Age)> {
-        let mut v: Vec<_> = self.ages.iter().map(|((_, p), (t, a))| (t, p, a)).collect();
+    fn ages_in_order<'a>(&'a self, names: &'a Lag) -> Vec<(&'a str, i32, &'a Age)> {
+        let mut v: Vec<_> = (self.ages.iter())
+            .filter_map(|(&(t, p), a)| Some((names.topic_name(t)?, p, a)))
+            .collect();
         v.sort_by(|a, b| (a.0, a.1).cmp(&(b.0, b.1)));
-        v.into_iter()
+        v
+    }
+
+    /// The consumers' delivery times by name ([`Lag::label`]); clients of
+    /// one name (the same client id on two hosts) are merged.
+    fn delivered_by_name<'a>(&'a self, names: &'a Lag) -> BTreeMap<&'a str, (LatencyHist, u64)> {
+        let mut out: BTreeMap<&str, (LatencyHist, u64)> = BTreeMap::new();
+        for (&c, (h, n)) in &self.delivered {
+            let Some(name) = names.label(c) else { continue };
+            let e = out.entry(name).or_default();
+            e.0.merge(h);
+            e.1 += n;
+        }
+        out
     }
 
     /// Counts every pending histogram value (before [`report`](Self::report)).
     pub fn settle(&mut self) {
-        for (_, a) in self.ages.values_mut() {
+        for a in self.ages.values_mut() {
             a.hist.settle();
         }
         for d in self.delivered.values_mut() {
@@ -330,37 +338,38 @@ impl Delivery {
         }
     }
 
-    /// The report.
-    pub fn report(&self) -> DeliveryReports {
+    /// The report, clients and topics named by `names`.
+    pub fn report(&self, names: &Lag) -> DeliveryReports {
         let ratio = |a: u64, b: u64| (b > 0).then(|| a as f64 / b as f64);
+        let mut producers: BTreeMap<&str, Producer> = BTreeMap::new();
+        for (&c, p) in &self.producers {
+            if let Some(name) = names.label(c) {
+                producers.entry(name).or_default().merge(p);
+            }
+        }
         DeliveryReports {
-            record_age: self
-                .ages_in_order()
+            record_age: (self.ages_in_order(names).into_iter())
                 .map(|(topic, partition, a)| AgeReport {
-                    topic: topic.clone(),
-                    partition: *partition,
+                    topic: topic.to_string(),
+                    partition,
                     batches: a.batches,
                     log_append_time: a.log_append,
                     future: a.future,
                     age_ms: a.hist.summary(),
                 })
                 .collect(),
-            delivery: self
-                .delivered
-                .iter()
+            delivery: (self.delivered_by_name(names).into_iter())
                 .map(|(c, (h, n))| DeliveryReport {
-                    consumer: c.clone(),
-                    batches: *n,
+                    consumer: c.to_string(),
+                    batches: n,
                     delivery_ms: h.summary(),
                 })
                 .collect(),
             unmatched_batches: self.unmatched,
             forgotten_batches: self.forgotten,
-            producers: self
-                .producers
-                .iter()
+            producers: (producers.into_iter())
                 .map(|(name, p)| ProducerReport {
-                    producer: name.clone(),
+                    producer: name.to_string(),
                     requests: p.requests,
                     batches: p.batches,
                     records: p.records,
@@ -379,14 +388,17 @@ impl Delivery {
 /// What the metrics exposition reads (`stats::openmetrics`).
 impl Delivery {
     /// The record ages of every (topic, partition).
-    pub(crate) fn age_hists(&self) -> impl Iterator<Item = (&str, i32, &LatencyHist)> + '_ {
-        self.ages_in_order()
-            .map(|(t, p, a)| (t.as_str(), *p, &a.hist))
+    pub(crate) fn age_hists<'a>(&'a self, names: &'a Lag) -> Vec<(&'a str, i32, &'a LatencyHist)> {
+        (self.ages_in_order(names).into_iter())
+            .map(|(t, p, a)| (t, p, &a.hist))
+            .collect()
     }
 
-    /// The produce → fetch delivery times of every consumer.
-    pub(crate) fn delivery_hists(&self) -> impl Iterator<Item = (&str, &LatencyHist)> + '_ {
-        self.delivered.iter().map(|(c, d)| (c.as_str(), &d.0))
+    /// The produce → fetch delivery times of every consumer (by name).
+    pub(crate) fn delivery_hists<'a>(&'a self, names: &'a Lag) -> BTreeMap<&'a str, LatencyHist> {
+        (self.delivered_by_name(names).into_iter())
+            .map(|(c, (h, _))| (c, h))
+            .collect()
     }
 }
 
@@ -396,6 +408,21 @@ mod tests {
 
     fn t(ms: i64) -> Timestamp {
         Timestamp::new(ms / 1000, u32::try_from(ms % 1000).unwrap() * 1_000_000)
+    }
+
+    /// Names interned as `Stats` does: clients on one host, topics.
+    struct Names(Lag);
+
+    impl Names {
+        fn new() -> Names {
+            Names(Lag::default())
+        }
+        fn client(&mut self, c: &str) -> ConsumerId {
+            self.0.consumer(c, "10.0.0.1".parse().unwrap()).unwrap()
+        }
+        fn part(&mut self, t: &str, p: i32) -> (TopicId, i32) {
+            (self.0.topic(t).unwrap(), p)
+        }
     }
 
     fn batch(crc: u32, max_timestamp: i64, records: i32) -> BatchHead {
@@ -413,21 +440,22 @@ mod tests {
 
     #[test]
     fn age_delivery_and_batching_from_produced_and_fetched_batches() {
-        let mut d = Delivery::default();
-        d.produced("p", t(1_000), true, "t", 0, &[batch(1, 990, 2)]);
-        d.produced("p", t(1_100), true, "t", 0, &[batch(2, 1_095, 4)]);
-        d.produced("p", t(1_100), false, "t", 1, &[batch(3, 1_098, 1)]);
+        let (mut d, mut n) = (Delivery::default(), Names::new());
+        let (p, c) = (n.client("p"), n.client("c"));
+        let (t0, t1, t2) = (n.part("t", 0), n.part("t", 1), n.part("t", 2));
+        d.produced(p, t(1_000), true, t0, &[batch(1, 990, 2)]);
+        d.produced(p, t(1_100), true, t0, &[batch(2, 1_095, 4)]);
+        d.produced(p, t(1_100), false, t1, &[batch(3, 1_098, 1)]);
         // Consumer c fetches batches 1 and 2 at 1.5 s, and one never produced here.
         d.fetched(
-            Some("c"),
+            Some(c),
             t(1_500),
-            "t",
-            0,
+            t0,
             &[batch(1, 990, 2), batch(2, 1_095, 4), batch(9, 1_400, 1)],
         );
-        d.fetched(Some("c"), t(1_500), "t", 2, &[]);
+        d.fetched(Some(c), t(1_500), t2, &[]);
         d.settle();
-        let r = d.report();
+        let r = d.report(&n.0);
         let age = &r.record_age[0];
         assert_eq!(
             (age.topic.as_str(), age.partition, age.batches, age.future),
@@ -453,10 +481,11 @@ mod tests {
 
     #[test]
     fn a_producer_clock_ahead_is_counted_not_aged() {
-        let mut d = Delivery::default();
-        d.fetched(Some("c"), t(1_000), "t", 0, &[batch(1, 5_000, 1)]);
+        let (mut d, mut n) = (Delivery::default(), Names::new());
+        let (c, t0) = (n.client("c"), n.part("t", 0));
+        d.fetched(Some(c), t(1_000), t0, &[batch(1, 5_000, 1)]);
         d.settle();
-        let age = &d.report().record_age[0];
+        let age = &d.report(&n.0).record_age[0];
         assert_eq!(
             (age.batches, age.future, age.age_ms.is_none()),
             (1, 1, true)
@@ -465,20 +494,15 @@ mod tests {
 
     #[test]
     fn produced_batches_are_forgotten_oldest_first() {
-        let mut d = Delivery::default();
+        let (mut d, mut names) = (Delivery::default(), Names::new());
+        let (p, c, t0) = (names.client("p"), names.client("c"), names.part("t", 0));
         let n = u32::try_from(MAX_PRODUCED).unwrap() + 3;
         for crc in 0..n {
-            d.produced("p", t(0), true, "t", 0, &[batch(crc, 0, 1)]);
+            d.produced(p, t(0), true, t0, &[batch(crc, 0, 1)]);
         }
-        d.fetched(
-            Some("c"),
-            t(10),
-            "t",
-            0,
-            &[batch(0, 0, 1), batch(n - 1, 0, 1)],
-        );
+        d.fetched(Some(c), t(10), t0, &[batch(0, 0, 1), batch(n - 1, 0, 1)]);
         d.settle();
-        let r = d.report();
+        let r = d.report(&names.0);
         assert_eq!(
             (
                 r.forgotten_batches,
@@ -488,5 +512,30 @@ mod tests {
             (3, 1, 1)
         );
         assert!(d.produced.len() <= MAX_PRODUCED);
+    }
+
+    #[test]
+    fn clients_of_one_name_on_two_hosts_are_one_producer_and_one_consumer() {
+        let (mut d, mut n) = (Delivery::default(), Names::new());
+        let host = |h: &str| h.parse().unwrap();
+        let p1 = n.0.consumer("app", host("10.0.0.1")).unwrap();
+        let p2 = n.0.consumer("app", host("10.0.0.2")).unwrap();
+        let t0 = n.part("t", 0);
+        d.produced(p1, t(1_000), true, t0, &[batch(1, 990, 2)]);
+        d.produced(p2, t(1_200), true, t0, &[batch(2, 1_190, 3)]);
+        d.fetched(Some(p1), t(1_500), t0, &[batch(1, 990, 2)]);
+        d.fetched(Some(p2), t(1_700), t0, &[batch(2, 1_190, 3)]);
+        d.settle();
+        let r = d.report(&n.0);
+        assert_eq!(r.producers.len(), 1);
+        let p = &r.producers[0];
+        assert_eq!(
+            (p.producer.as_str(), p.requests, p.batches, p.records),
+            ("app", 2, 2, 5)
+        );
+        assert_eq!(r.delivery.len(), 1);
+        let del = &r.delivery[0];
+        let dm = del.delivery_ms.as_ref().unwrap();
+        assert_eq!((del.batches, dm.min, dm.max), (2, 500.0, 500.0));
     }
 }

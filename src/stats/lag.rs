@@ -139,6 +139,8 @@ pub struct Lag {
     /// Topic names → their index in `topic_names`.
     topic_ids: FxHashMap<Box<str>, TopicId>,
     topic_names: Vec<Box<str>>,
+    /// The topic interned last: a message's partitions mostly share one.
+    last_topic: Option<TopicId>,
     /// Rows by (consumer, topic, partition).
     rows: FxHashMap<(ConsumerId, TopicId, i32), Row>,
     /// (group, topic, partition) → (committed offset, when).
@@ -248,7 +250,13 @@ impl Lag {
 
     /// Topic `name` (interned); `None` past [`MAX_PARTITIONS`] topics (counted).
     pub fn topic(&mut self, name: &str) -> Option<TopicId> {
+        if let Some(id) = self.last_topic {
+            if self.topic_name(id) == Some(name) {
+                return Some(id);
+            }
+        }
         if let Some(&id) = self.topic_ids.get(name) {
+            self.last_topic = Some(id);
             return Some(id);
         }
         let Ok(id) = TopicId::try_from(self.topic_names.len()) else {
@@ -260,6 +268,7 @@ impl Lag {
         }
         self.topic_names.push(name.into());
         self.topic_ids.insert(name.into(), id);
+        self.last_topic = Some(id);
         Some(id)
     }
 
@@ -358,6 +367,13 @@ impl Lag {
     pub fn label(&self, who: ConsumerId) -> Option<&str> {
         let c = self.consumers.get(usize::try_from(who).ok()?)?;
         Some(c.label())
+    }
+
+    /// The name of topic `id` ([`Lag::topic`]).
+    pub fn topic_name(&self, id: TopicId) -> Option<&str> {
+        self.topic_names
+            .get(usize::try_from(id).ok()?)
+            .map(|t| &**t)
     }
 
     /// The rows with their consumer, topic name and partition, in that order.

@@ -917,12 +917,13 @@ impl Stats {
         let (mut any, mut bytes, mut plain) = (false, 0, 0);
         if let Some(d) = d {
             // A producer is named as a consumer is: its client id on its host.
-            let who = consumer(&mut self.lag, i);
-            let producer = who.and_then(|c| self.lag.label(c));
-            let (parts, delivery) = (&mut self.parts, &mut self.delivery);
+            let producer = consumer(&mut self.lag, i);
+            let (parts, delivery, lag) = (&mut self.parts, &mut self.delivery, &mut self.lag);
             facts::each_set(d, &self.topics, |s| {
                 if let (Some(w), Some(t), Some(p)) = (producer, s.topic.as_deref(), s.partition) {
-                    delivery.produced(w, i.ts, !any, t, p, &s.counts.heads);
+                    if let Some(t) = lag.topic(t) {
+                        delivery.produced(w, i.ts, !any, (t, p), &s.counts.heads);
+                    }
                 }
                 any = true;
                 bytes += s.bytes;
@@ -1173,12 +1174,13 @@ impl Stats {
             }
         }
         if matches!(ApiKey(api), ApiKey::FETCH | ApiKey::SHARE_FETCH) {
-            let (parts, delivery) = (&mut self.parts, &mut self.delivery);
-            let consumer = consumer.and_then(|c| self.lag.label(c));
+            let (parts, delivery, lag) = (&mut self.parts, &mut self.delivery, &mut self.lag);
             facts::each_set(d, &self.topics, |s| {
                 let topic = s.topic.as_deref().or(fallback);
                 if let (Some(t), Some(p)) = (topic, s.partition) {
-                    delivery.fetched(consumer, i.first_ts, t, p, &s.counts.heads);
+                    if let (false, Some(t)) = (s.counts.heads.is_empty(), lag.topic(t)) {
+                        delivery.fetched(consumer, i.first_ts, (t, p), &s.counts.heads);
+                    }
                 }
                 if let Some(p) = parts.entry(topic, s.partition) {
                     p.add(&s, false);
@@ -1336,7 +1338,7 @@ impl Stats {
             warnings: self.warning_reports(),
             overflow: self.overflow_report(),
             lag: self.lag.report(),
-            delivery: self.delivery.report(),
+            delivery: self.delivery.report(&self.lag),
             reordered: self
                 .reordered
                 .iter()

@@ -415,9 +415,7 @@ impl Stats {
 
     /// Record age per (topic, partition) and produce → fetch delivery per consumer.
     fn delivery_families(&self, p: &mut Page) {
-        let ages = self
-            .delivery
-            .age_hists()
+        let ages = (self.delivery.age_hists(&self.lag).into_iter())
             .map(|(t, part, h)| (vec![t.to_string(), part.to_string()], h));
         p.histogram(
             (
@@ -428,10 +426,8 @@ impl Stats {
             &AGE_BOUNDS_US,
             ages,
         );
-        let delivered = self
-            .delivery
-            .delivery_hists()
-            .map(|(c, h)| (vec![c.to_string()], h));
+        let delivered = self.delivery.delivery_hists(&self.lag);
+        let delivered = delivered.iter().map(|(c, h)| (vec![c.to_string()], h));
         p.histogram(
             (
                 "kafkashark_delivery_seconds",
@@ -585,8 +581,10 @@ mod tests {
             bytes: 100,
             ..BatchHead::default()
         };
-        s.delivery.produced("p", t(100), true, "t", 0, &[batch]);
-        s.delivery.fetched(Some("c"), t(2600), "t", 0, &[batch]);
+        let p = s.lag.consumer("p", "10.0.0.9".parse().unwrap()).unwrap();
+        let t0 = (s.lag.topic("t").unwrap(), 0);
+        s.delivery.produced(p, t(100), true, t0, &[batch]);
+        s.delivery.fetched(Some(c), t(2600), t0, &[batch]);
         s.settle();
         let page = s.openmetrics();
         let lag = "kafkashark_consumer_lag_records{client=\"c\",host=\"10.0.0.1\",group=\"g\",topic=\"t\",partition=\"0\"} 80";

@@ -616,3 +616,123 @@ pub struct Overflow {
     /// Other capped lists (addresses, record errors, …).
     pub lists: u64,
 }
+
+/// Containers nested deeper than this print on one line in a report file
+/// (a lag series' samples, `[time, lag]`, one line each instead of four).
+const PRETTY_DEPTH: usize = 5;
+
+impl StatsReport {
+    /// The report as JSON for a file: indented as
+    /// `serde_json::to_string_pretty` does down to [`PRETTY_DEPTH`] nested
+    /// containers, the deeper ones compact.
+    pub fn to_json_pretty(&self) -> serde_json::Result<String> {
+        let mut out = Vec::with_capacity(1 << 18);
+        let f = ShallowPretty {
+            pretty: serde_json::ser::PrettyFormatter::new(),
+            open: 0,
+        };
+        self.serialize(&mut serde_json::Serializer::with_formatter(&mut out, f))?;
+        // serde_json writes only valid UTF-8.
+        Ok(String::from_utf8(out).unwrap_or_default())
+    }
+}
+
+/// serde_json's pretty formatter for the outer [`PRETTY_DEPTH`] levels of
+/// containers, its compact one inside them.
+struct ShallowPretty<'a> {
+    pretty: serde_json::ser::PrettyFormatter<'a>,
+    /// Containers open.
+    open: usize,
+}
+
+type Pretty<'a> = serde_json::ser::PrettyFormatter<'a>;
+type Io = std::io::Result<()>;
+
+impl ShallowPretty<'_> {
+    /// Values of the innermost open container are written compact.
+    fn compact(&self) -> bool {
+        self.open > PRETTY_DEPTH
+    }
+
+    /// A container opens: `bracket` when compact, else the pretty layout.
+    fn begin<W: ?Sized + std::io::Write>(
+        &mut self,
+        w: &mut W,
+        bracket: &[u8],
+        pretty: impl FnOnce(&mut Pretty<'_>, &mut W) -> Io,
+    ) -> Io {
+        self.open += 1;
+        match self.compact() {
+            true => w.write_all(bracket),
+            false => pretty(&mut self.pretty, w),
+        }
+    }
+
+    /// The innermost container closes.
+    fn end<W: ?Sized + std::io::Write>(
+        &mut self,
+        w: &mut W,
+        bracket: &[u8],
+        pretty: impl FnOnce(&mut Pretty<'_>, &mut W) -> Io,
+    ) -> Io {
+        let compact = self.compact();
+        self.open = self.open.saturating_sub(1);
+        match compact {
+            true => w.write_all(bracket),
+            false => pretty(&mut self.pretty, w),
+        }
+    }
+
+    /// Between a container's values: `,` when compact (nothing before the
+    /// first), `compact` otherwise, else the pretty layout.
+    fn between<W: ?Sized + std::io::Write>(
+        &mut self,
+        w: &mut W,
+        (first, compact): (bool, &[u8]),
+        pretty: impl FnOnce(&mut Pretty<'_>, &mut W) -> Io,
+    ) -> Io {
+        match self.compact() {
+            true if first => w.write_all(compact),
+            true => w.write_all(if compact.is_empty() { b"," } else { compact }),
+            false => pretty(&mut self.pretty, w),
+        }
+    }
+}
+
+impl serde_json::ser::Formatter for ShallowPretty<'_> {
+    fn begin_array<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> Io {
+        self.begin(w, b"[", |p, w| p.begin_array(w))
+    }
+
+    fn end_array<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> Io {
+        self.end(w, b"]", |p, w| p.end_array(w))
+    }
+
+    fn begin_array_value<W: ?Sized + std::io::Write>(&mut self, w: &mut W, first: bool) -> Io {
+        self.between(w, (first, b""), |p, w| p.begin_array_value(w, first))
+    }
+
+    fn end_array_value<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> Io {
+        self.between(w, (true, b""), |p, w| p.end_array_value(w))
+    }
+
+    fn begin_object<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> Io {
+        self.begin(w, b"{", |p, w| p.begin_object(w))
+    }
+
+    fn end_object<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> Io {
+        self.end(w, b"}", |p, w| p.end_object(w))
+    }
+
+    fn begin_object_key<W: ?Sized + std::io::Write>(&mut self, w: &mut W, first: bool) -> Io {
+        self.between(w, (first, b""), |p, w| p.begin_object_key(w, first))
+    }
+
+    fn begin_object_value<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> Io {
+        self.between(w, (false, b":"), |p, w| p.begin_object_value(w))
+    }
+
+    fn end_object_value<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> Io {
+        self.between(w, (true, b""), |p, w| p.end_object_value(w))
+    }
+}

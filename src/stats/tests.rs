@@ -823,3 +823,45 @@ proptest::proptest! {
         }
     }
 }
+
+#[test]
+fn the_json_report_is_indented_five_levels_and_compact_below() {
+    let mut s = Stats::new(StatsConfig::default());
+    let c = s.lag.consumer("c", "10.0.0.1".parse().unwrap()).unwrap();
+    let topic = s.lag.topic("t").unwrap();
+    let mut asks = lag::FetchAsks::default();
+    asks.add(topic, 0, 10);
+    let answer = |hw| lag::FetchAnswer {
+        topic: "t".into(),
+        partition: 0,
+        error: 0,
+        high_watermark: hw,
+        last_stable_offset: hw,
+        log_start_offset: 0,
+        last_offset: None,
+        records: 0,
+    };
+    s.lag.fetch(c, Timestamp::new(100, 0), &asks, &[answer(50)]);
+    s.lag
+        .fetch(c, Timestamp::new(102, 500_000_000), &asks, &[answer(70)]);
+    let r = s.report();
+    let text = r.to_json_pretty().unwrap();
+    // The same value as serde_json's own layouts give.
+    let parsed: serde_json::Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(parsed, serde_json::to_value(&r).unwrap());
+    // Indented down to the series (depth 5); each sample on its line.
+    let lines: Vec<&str> = text.lines().collect();
+    let at = lines
+        .iter()
+        .position(|l| l.trim() == "\"series\": [")
+        .unwrap();
+    assert_eq!(lines[at + 1].trim(), "[100.0,40],");
+    assert_eq!(lines[at + 2].trim(), "[102.5,60]");
+    assert_eq!(lines[at + 3].trim(), "]");
+    assert!(
+        lines[at + 1].starts_with("          ["),
+        "{}",
+        lines[at + 1]
+    );
+    assert!(text.starts_with("{\n  \"summary\": {\n"), "{}", &text[..40]);
+}

@@ -221,7 +221,7 @@ fn emit(
             r.to_text(title)
         )),
         StatsFormat::Json if live => serde_json::to_string(r),
-        StatsFormat::Json => serde_json::to_string_pretty(r),
+        StatsFormat::Json => r.to_json_pretty(),
     }
     .map_err(|e| CliError::Output(e.into()))?;
     if !s.ends_with('\n') {
