@@ -7,8 +7,9 @@
 //! pairing are built on the [`Event`]s it appends.
 //!
 //! Sides: with [`Ports::List`] the endpoint on a listed port is the broker and
-//! every such connection is Kafka. With [`Ports::Any`] every TCP connection is
-//! a candidate: its first bytes are held back (at most `detect_limit`) until
+//! every such connection is Kafka; so with [`Ports::Detect`] (the default),
+//! whose other connections are candidates as all are with [`Ports::Any`]. A
+//! candidate connection is Kafka by shape: its first bytes are held back (at most `detect_limit`) until
 //! one direction carries a plausible Kafka request (the framing resync check);
 //! that direction's sender is the client. When the client's SYN was seen only
 //! the SYN sender can be the client. A connection that shows no plausible
@@ -22,7 +23,8 @@
 
 use crate::capture::{decode_link_owned, Frame, FramePlace, Seen, Segment, Skip};
 use crate::flow::{
-    CloseReason, FlowConfig, FlowEvent, FlowStats, GapReason, Late, Opened, Ports, Reassembler, Rtt,
+    CloseReason, FlowConfig, FlowEvent, FlowStats, GapReason, Late, Opened, PortBytes, Ports,
+    Reassembler, Rtt,
 };
 use crate::kafka::decode::Summary;
 use crate::kafka::framing::{Framer, FramerConfig, FramerEvent, RawMessage, RequestLog};
@@ -38,7 +40,8 @@ pub struct PipelineConfig {
     pub flow: FlowConfig,
     /// Framing: largest message, resync wait (see [`FramerConfig`]).
     pub framing: FramerConfig,
-    /// With `Ports::Any`: bytes held per connection while deciding whether it is Kafka.
+    /// With `Ports::Any` or `Ports::Detect`: bytes held per candidate
+    /// connection while deciding whether it is Kafka.
     pub detect_limit: usize,
     /// Unanswered requests remembered per stream (framing's [`RequestLog`],
     /// the analyzer's pairing), default 4096.
@@ -89,6 +92,14 @@ pub enum Warning {
         /// Late segments.
         segments: u64,
     },
+    /// The input ended with TCP traffic and no Kafka connection in it.
+    NoKafka {
+        /// TCP segments seen.
+        segments: u64,
+        /// The ports that carried the most bytes, with their bytes
+        /// ([`BUSIEST_PORTS`] at most, most first).
+        busiest: Vec<(u16, u64)>,
+    },
     /// A trusted stream held an impossible message size; framing resynchronises.
     BadSize {
         /// Connection index.
@@ -112,6 +123,20 @@ impl fmt::Display for Warning {
                 f,
                 "stream {stream}: {segments} segments arrived late (capture order); reassembled in sequence order"
             ),
+            Warning::NoKafka { segments, busiest } => {
+                write!(f, "no Kafka found in {segments} TCP segments")?;
+                let Some(&(top, _)) = busiest.first() else {
+                    return Ok(());
+                };
+                let list: Vec<String> = (busiest.iter())
+                    .map(|(p, b)| format!("{p} ({b} bytes)"))
+                    .collect();
+                write!(
+                    f,
+                    "; busiest ports: {}; if Kafka runs there: --ports {top}",
+                    list.join(", ")
+                )
+            }
             Warning::BadSize { stream, dir, size } => write!(
                 f,
                 "stream {stream} {dir:?}: impossible message size {size}; resynchronising"
@@ -119,6 +144,9 @@ impl fmt::Display for Warning {
         }
     }
 }
+
+/// Most ports [`Warning::NoKafka`] names.
+pub const BUSIEST_PORTS: usize = 5;
 
 /// What the pipeline produces.
 #[derive(Clone, Debug, PartialEq)]
@@ -235,7 +263,7 @@ pub struct PipelineStats {
     pub skipped_bytes: u64,
     /// Kafka connections.
     pub kafka_streams: u64,
-    /// Connections found not to be Kafka (`Ports::Any`).
+    /// Connections found not to be Kafka (`Ports::Any`, `Ports::Detect`).
     pub other_streams: u64,
     /// Reassembly counters.
     pub flow: FlowStats,
@@ -274,6 +302,8 @@ pub struct Pipeline {
     framed: Vec<FramerEvent>,
     warned_link: bool,
     stats: PipelineStats,
+    /// Bytes of the connections found not to be Kafka, per server port.
+    other_ports: PortBytes,
 }
 
 impl Pipeline {
@@ -288,6 +318,7 @@ impl Pipeline {
             framed: Vec::new(),
             warned_link: false,
             stats: PipelineStats::default(),
+            other_ports: PortBytes::default(),
         }
     }
 
@@ -400,6 +431,18 @@ impl Pipeline {
             self.flow_event(ev, out);
         }
         self.scratch = evs;
+        if self.stats.kafka_streams == 0 && self.stats.tcp_segments > 0 {
+            let mut ports = self.other_ports.clone();
+            ports.merge(self.flow.other_ports());
+            out.push(Event::Warning {
+                frame: self.stats.frames,
+                offset: None,
+                what: Warning::NoKafka {
+                    segments: self.stats.tcp_segments,
+                    busiest: ports.busiest(BUSIEST_PORTS),
+                },
+            });
+        }
     }
 
     fn flow_event(&mut self, ev: FlowEvent, out: &mut Vec<Event>) {
@@ -411,9 +454,12 @@ impl Pipeline {
                     framers: [None, None],
                     requests: RequestLog::new(self.cfg.max_pending_per_stream),
                 });
-                match self.cfg.flow.ports {
-                    Ports::List(_) => self.open(&st, out),
+                match &self.cfg.flow.ports {
                     Ports::Any => st.role = Role::Undecided(Box::default()),
+                    Ports::Detect(l) if !l.contains(&open.broker.port()) => {
+                        st.role = Role::Undecided(Box::default());
+                    }
+                    Ports::List(_) | Ports::Detect(_) => self.open(&st, out),
                 }
                 self.streams.insert(open.stream, st);
                 return;
@@ -447,7 +493,11 @@ impl Pipeline {
                 st.role = Role::Kafka { flip };
                 self.kafka_event(st, ev, flip, out);
             }
-            Role::NotKafka => {}
+            Role::NotKafka => {
+                if let FlowEvent::Data { data, .. } = &ev {
+                    (self.other_ports).add(st.open.broker.port(), data.len() as u64);
+                }
+            }
             Role::Undecided(mut probe) => match self.probe(&mut probe, &ev, closed) {
                 Some(flip) => {
                     if flip {
@@ -462,6 +512,8 @@ impl Pipeline {
                 }
                 None if closed || probe.held_bytes > self.cfg.detect_limit => {
                     self.stats.other_streams += 1;
+                    let held = probe.held_bytes as u64;
+                    (self.other_ports).add(st.open.broker.port(), held);
                     st.role = Role::NotKafka;
                 }
                 None => {
@@ -956,6 +1008,72 @@ mod tests {
                 "closed Reset".into(),
             ]
         );
+    }
+
+    /// The default: the listed port by port, Kafka elsewhere by shape, and
+    /// nothing claimed of the rest; a capture without Kafka says so, with
+    /// its busiest ports.
+    #[test]
+    fn detect_takes_listed_ports_and_finds_kafka_elsewhere() {
+        let req = request(18, 0, 1, "probe", b"");
+        let resp = response(1, &[0, 0, 0, 0, 0, 0]);
+        let http = (
+            b"GET / HTTP/1.1\r\nHost: x\r\n\r\n".as_slice(),
+            b"HTTP/1.1 200 OK\r\n\r\n".as_slice(),
+        );
+        let (web, www) = ("10.0.0.3:55555", "10.0.0.4:80");
+        let frames = vec![
+            // Kafka on the listed port, and on 19092.
+            frame(1, "10.0.0.1:40000", "10.0.0.2:9092", 10, "A", &req),
+            frame(2, "10.0.0.2:9092", "10.0.0.1:40000", 20, "A", &resp),
+            frame(3, "10.0.0.1:40001", "10.0.0.2:19092", 10, "A", &req),
+            frame(4, "10.0.0.2:19092", "10.0.0.1:40001", 20, "A", &resp),
+            frame(5, web, www, 1, "A", http.0),
+            frame(6, www, web, 1, "A", http.1),
+        ];
+        let ev = run(PipelineConfig::with_ports(Ports::default()), &frames);
+        let brokers: Vec<u16> = (ev.iter())
+            .filter_map(|e| match e {
+                Event::StreamOpen(o) => Some(o.broker.port()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(brokers, vec![9092, 19092]);
+        let messages = ev.iter().filter(|e| matches!(e, Event::Message(_))).count();
+        assert_eq!(messages, 4);
+        assert!(
+            !ev.iter().any(|e| matches!(e, Event::Warning { .. })),
+            "{ev:?}"
+        );
+
+        // Only the web connection: no Kafka, and its port named.
+        let ev = run(PipelineConfig::with_ports(Ports::default()), &frames[4..]);
+        let said: Vec<String> = (ev.iter())
+            .filter_map(|e| match e {
+                Event::Warning { what, .. } => Some(what.to_string()),
+                _ => None,
+            })
+            .collect();
+        let bytes = http.0.len() + http.1.len();
+        assert_eq!(
+            said,
+            vec![format!(
+                "no Kafka found in 2 TCP segments; busiest ports: 80 ({bytes} bytes); if Kafka runs there: --ports 80"
+            )]
+        );
+        // Ports given as a list: 19092 is left out, and counted.
+        let ev = run(
+            PipelineConfig::with_ports(Ports::List(vec![9092])),
+            &frames[2..4],
+        );
+        let said = ev.iter().find_map(|e| match e {
+            Event::Warning {
+                what: Warning::NoKafka { busiest, .. },
+                ..
+            } => Some(busiest.clone()),
+            _ => None,
+        });
+        assert_eq!(said, Some(vec![(19092, (req.len() + resp.len()) as u64)]));
     }
 
     #[test]

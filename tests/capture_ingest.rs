@@ -294,6 +294,15 @@ fn any_port_detection_finds_the_same_messages() {
         if name.starts_with("ndpi__") {
             assert!(only_listed.iter().all(|p| p.1), "a response, not a request");
         }
+        // The default (9092 by port, any other by shape): on 9092 exactly
+        // the listed port's messages, elsewhere exactly what shape finds.
+        let auto = run(&f, Ports::default()).unwrap();
+        let expected = if port == 9092 { &listed } else { &any };
+        let (missed, invented) = diff(&expected.pdus, &auto.pdus);
+        assert!(
+            missed.is_empty() && invented.is_empty(),
+            "{name}: default ports missed {missed:?} invented {invented:?}"
+        );
     }
 }
 

@@ -6,8 +6,9 @@
 //!
 //! Rules:
 //! - A connection is keyed by its unordered address pair. Its broker side is
-//!   the endpoint whose port is in [`Ports::List`]; with [`Ports::Any`] it is
-//!   the receiver of a SYN (or sender of a SYN-ACK), else the lower port.
+//!   the endpoint whose port is in [`Ports::List`] (or [`Ports::Detect`]'s
+//!   list); otherwise, with [`Ports::Any`] or [`Ports::Detect`], it is the
+//!   receiver of a SYN (or sender of a SYN-ACK), else the lower port.
 //! - Each direction counts bytes from 0: the byte after the SYN when the SYN
 //!   was seen, else the first payload byte seen ("SYN-less start"). Sequence
 //!   numbers are compared as signed 32-bit distances from the next expected
@@ -85,11 +86,55 @@ pub enum Ports {
     List(Vec<u16>),
     /// Any port: every TCP connection is a candidate; the pipeline decides by shape.
     Any,
+    /// These ports by port, any other by shape: a connection with one
+    /// endpoint on a listed port is Kafka, every other TCP connection is a
+    /// candidate, as with `Any` (the default: `Detect([9092])`).
+    Detect(Vec<u16>),
 }
 
 impl Default for Ports {
     fn default() -> Ports {
-        Ports::List(vec![9092])
+        Ports::Detect(vec![9092])
+    }
+}
+
+impl Ports {
+    /// The listed ports (none for `Any`).
+    pub fn listed(&self) -> &[u16] {
+        match self {
+            Ports::List(l) | Ports::Detect(l) => l,
+            Ports::Any => &[],
+        }
+    }
+}
+
+/// TCP payload bytes per port of traffic found not to be Kafka or left out
+/// for its ports, each connection counted under its server's port (the
+/// receiver of a SYN, else the lower port). At most 65,536 entries.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PortBytes(FxHashMap<u16, u64>);
+
+impl PortBytes {
+    /// `bytes` more on `port`.
+    pub fn add(&mut self, port: u16, bytes: u64) {
+        if bytes > 0 {
+            *self.0.entry(port).or_default() += bytes;
+        }
+    }
+
+    /// Adds `other`'s counts.
+    pub fn merge(&mut self, other: &PortBytes) {
+        for (&p, &b) in &other.0 {
+            self.add(p, b);
+        }
+    }
+
+    /// The `n` ports with the most bytes, most first (ties: the lower port).
+    pub fn busiest(&self, n: usize) -> Vec<(u16, u64)> {
+        let mut v: Vec<(u16, u64)> = self.0.iter().map(|(&p, &b)| (p, b)).collect();
+        v.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+        v.truncate(n);
+        v
     }
 }
 
@@ -677,6 +722,8 @@ pub struct Reassembler {
     holding: Vec<Key>,
     /// The earliest time at which a wait in `holding` may end by time.
     deadline: Option<Timestamp>,
+    /// Bytes of segments left out for their ports ([`Ports::List`]).
+    other_ports: PortBytes,
 }
 
 /// New bytes that arrived on a connection already closed (see
@@ -712,6 +759,11 @@ impl Reassembler {
     /// Counters so far.
     pub fn stats(&self) -> &FlowStats {
         &self.stats
+    }
+
+    /// Bytes of the segments left out for their ports, per server port.
+    pub fn other_ports(&self) -> &PortBytes {
+        &self.other_ports
     }
 
     /// Connections currently tracked (open or recently closed).
@@ -783,6 +835,13 @@ impl Reassembler {
         }
         let Some(broker) = self.broker_of(seg) else {
             self.stats.not_broker_port += 1;
+            let server = match seg.flags {
+                f if f.syn && !f.ack => seg.dst.port(),
+                f if f.syn => seg.src.port(),
+                _ => seg.src.port().min(seg.dst.port()),
+            };
+            let bytes = seg.payload.len() as u64 + u64::from(seg.payload_truncated_by);
+            self.other_ports.add(server, bytes);
             return;
         };
         if self.conns.len() >= self.cfg.max_connections {
@@ -1123,8 +1182,11 @@ impl Reassembler {
                 (true, true) => f.syn && f.ack,
                 (on_src, _) => on_src,
             },
-            Ports::Any if f.syn => f.ack,
-            Ports::Any => s.port() < d.port(),
+            Ports::Detect(l) if l.contains(&s.port()) != l.contains(&d.port()) => {
+                l.contains(&s.port())
+            }
+            Ports::Any | Ports::Detect(_) if f.syn => f.ack,
+            Ports::Any | Ports::Detect(_) => s.port() < d.port(),
         };
         Some(if src_is_broker { s } else { d })
     }
@@ -2577,7 +2639,10 @@ mod tests {
 
     #[test]
     fn ports_decide_sides_and_filter() {
-        let mut r = Reassembler::new(FlowConfig::default());
+        let mut r = Reassembler::new(FlowConfig {
+            ports: Ports::List(vec![9092]),
+            ..FlowConfig::default()
+        });
         let mut out = Vec::new();
         let t = Timestamp::new(1, 0);
         r.push(&mut seg(false, 0, b"x", ACK), 1, t, None, &mut out); // broker speaks first

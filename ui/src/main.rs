@@ -89,8 +89,10 @@ struct LiveArgs {
 /// What the terminal UI's views take, opening a file or live.
 #[derive(clap::Args, Debug)]
 struct ViewArgs {
-    /// Broker ports, comma separated, or `any` to detect Kafka on any port.
-    #[arg(long, default_value = "9092", value_parser = parse_ports)]
+    /// Broker ports: `auto` (9092, and Kafka found by content on any other
+    /// port), a comma-separated list (only these), or `any` (found by
+    /// content on every port).
+    #[arg(long, default_value = "auto", value_parser = parse_ports)]
     ports: Ports,
     /// No colours (also when the NO_COLOR environment variable is set).
     #[arg(long)]
@@ -129,10 +131,13 @@ enum Command {
     Stats(stats_cmd::StatsArgs),
 }
 
-/// `9092,9093` or `any`.
+/// `9092,9093`, `any` or `auto` (9092, and Kafka found on any other port).
 fn parse_ports(s: &str) -> Result<Ports, String> {
     if s.eq_ignore_ascii_case("any") {
         return Ok(Ports::Any);
+    }
+    if s.eq_ignore_ascii_case("auto") {
+        return Ok(Ports::default());
     }
     // Never an empty list: `split` yields at least one part, and "" is no port.
     s.split(',')

@@ -77,7 +77,7 @@ pub struct PrintArgs {
 /// Builds the default BPF filter for the broker ports.
 pub fn default_filter(ports: &Ports) -> Option<String> {
     Some(match ports {
-        Ports::Any => "tcp".into(),
+        Ports::Any | Ports::Detect(_) => "tcp".into(),
         Ports::List(l) => l
             .iter()
             .map(|p| format!("tcp port {p}"))
@@ -106,8 +106,10 @@ pub struct CaptureArgs {
     /// BPF filter for live capture (default: the Kafka ports); needs -i.
     #[arg(short = 'f', long = "filter")]
     filter: Option<String>,
-    /// Broker ports, comma separated, or `any` to detect Kafka on any port.
-    #[arg(long, default_value = "9092", value_parser = crate::parse_ports)]
+    /// Broker ports: `auto` (9092, and Kafka found by content on any other
+    /// port), a comma-separated list (only these), or `any` (found by
+    /// content on every port).
+    #[arg(long, default_value = "auto", value_parser = crate::parse_ports)]
     pub ports: Ports,
 }
 
@@ -1244,6 +1246,10 @@ fn notice_text(n: &Notice) -> Option<String> {
             bytes,
             frame,
         }) => format!("stream {stream} {dir:?}: {bytes} bytes from frame {frame} formed no message"),
+        Notice::Stream(Event::Warning {
+            what: what @ kafkashark::pipeline::Warning::NoKafka { .. },
+            ..
+        }) => what.to_string(),
         Notice::Stream(Event::Warning {
             frame,
             offset: Some(o),

@@ -9,10 +9,11 @@
 use std::io::{IsTerminal, Write};
 use std::time::{Duration, Instant};
 
-use kafkashark::analyzer::{Analyzer, AnalyzerConfig, MessageAnalyzer, Output};
+use kafkashark::analyzer::{Analyzer, AnalyzerConfig, MessageAnalyzer, Notice, Output};
 use kafkashark::capture::{CaptureError, FileSource, Polled};
 use kafkashark::flow::ReorderWindow;
 use kafkashark::kafka::tree;
+use kafkashark::pipeline::{Event, Warning};
 use kafkashark::stats::{Stats, StatsConfig, StatsReport};
 
 use crate::cli_error::CliError;
@@ -79,11 +80,13 @@ pub fn run(a: &StatsArgs) -> Result<(), CliError> {
         }
     }
     analyzer.finish(&mut out);
+    let told = no_kafka(&title, &out);
     for o in out.drain(..) {
         stats.push(&o);
     }
     stats.settle();
     emit(&report(&stats), &title, a.format, live, live && tty)?;
+    told.iter().for_each(|l| eprintln!("{l}"));
     report_end(&mut *source, live, &title, read_error);
     match metrics {
         Some(m) if !live => serve_final(&m, &stats),
@@ -181,6 +184,7 @@ fn run_file(a: &StatsArgs, path: &str, metrics: Option<MetricsServer>) -> Result
     drop(reader.rx);
     let _ = reader.handle.join();
     analyzer.finish(&mut out);
+    let told = no_kafka(path, &out);
     // A closed channel means the counting thread panicked: its join says so.
     let _ = tx.send(counted(&mut out));
     drop(tx);
@@ -188,6 +192,7 @@ fn run_file(a: &StatsArgs, path: &str, metrics: Option<MetricsServer>) -> Result
         .join()
         .unwrap_or_else(|p| std::panic::resume_unwind(p));
     emit(&report(&stats), path, a.format, false, false)?;
+    told.iter().for_each(|l| eprintln!("{l}"));
     if let Some(e) = read_error {
         eprintln!("kafkashark: {}", tree::escape_text(&e.to_string()));
     }
@@ -195,6 +200,26 @@ fn run_file(a: &StatsArgs, path: &str, metrics: Option<MetricsServer>) -> Result
         serve_final(&m, &stats);
     }
     Ok(())
+}
+
+/// The standard error lines saying that capture `name` held no Kafka
+/// (`Warning::NoKafka`, among the outputs of the analyzer's `finish`).
+fn no_kafka(name: &str, outs: &[Output]) -> Vec<String> {
+    let said = |o: &&Output| {
+        matches!(
+            o,
+            Output::Notice(Notice::Stream(Event::Warning {
+                what: Warning::NoKafka { .. },
+                ..
+            }))
+        )
+    };
+    (outs.iter().filter(said))
+        .filter_map(|o| match o {
+            Output::Notice(n) => crate::print::notice_line(name, n),
+            Output::Message(_) => None,
+        })
+        .collect()
 }
 
 /// The outputs taken from `out` for the counting thread, without the bytes

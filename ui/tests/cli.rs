@@ -414,3 +414,50 @@ fn trailing_bytes_are_a_warning_in_every_output() {
     );
     assert!(run(&["stats"]).contains("WARNINGS"));
 }
+
+/// Kafka on 19092 is found without `--ports`, as with it; a capture of HTTP,
+/// TLS and a length-prefixed JSON protocol (captures/record-c1-not-kafka.sh)
+/// yields no message, and every command says so with its busiest ports.
+#[test]
+fn kafka_is_found_on_any_port_and_its_absence_said() {
+    let b1 = repo("captures/b1-port-19092-mixed-clients.pcap");
+    let run = |args: &[&str]| bin().args(args).output().expect("run");
+    let found = run(&["print", &b1, "--format", "jsonl"]);
+    let given = run(&["print", &b1, "--format", "jsonl", "--ports", "19092"]);
+    assert!(found.status.success() && given.status.success());
+    assert!(!found.stdout.is_empty());
+    assert_eq!(found.stdout, given.stdout);
+    assert_eq!(found.stderr, given.stderr);
+    assert!(!String::from_utf8_lossy(&found.stderr).contains("no Kafka"));
+    // Forced to 9092: nothing, and the port that carried the traffic named.
+    let forced = run(&["print", &b1, "--ports", "9092"]);
+    assert!(forced.status.success() && forced.stdout.is_empty());
+    let said = String::from_utf8_lossy(&forced.stderr);
+    assert!(said.contains("busiest ports: 19092 ("), "{said}");
+    assert!(said.contains("--ports 19092"), "{said}");
+
+    let c1 = repo("captures/negative/c1-not-kafka.pcap");
+    for args in [
+        &["print", &c1][..],
+        &["print", &c1, "--ports", "any"],
+        &["print", &c1, "-V", "--format", "jsonl"],
+        &["stats", &c1, "--format", "json"],
+    ] {
+        let out = run(args);
+        assert!(out.status.success(), "{args:?}");
+        let said = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            said.contains("no Kafka found in 73 TCP segments"),
+            "{args:?}: {said}"
+        );
+        for port in ["18443 (", "18080 (", "16379 ("] {
+            assert!(said.contains(port), "{args:?}: {said}");
+        }
+        if args[0] == "print" {
+            assert!(out.stdout.is_empty(), "{args:?}");
+        } else {
+            let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+            assert_eq!(r["summary"]["messages"], 0);
+        }
+    }
+}

@@ -144,6 +144,8 @@ pub enum Msg {
     Topics(Box<TopicNames>),
     /// The input could not be read further.
     LoadError(String),
+    /// Something the user should know about the input (no Kafka found in it).
+    Notice(String),
     /// The input has ended.
     LoadDone,
     /// Time passes (for the spinner).
@@ -503,6 +505,7 @@ impl App {
             Msg::Origin(ts) => self.origin = Some(ts),
             Msg::Topics(t) => self.topics = *t,
             Msg::LoadError(e) => self.load_error = Some(e),
+            Msg::Notice(n) => self.notice = Some(n),
             Msg::LoadDone => {
                 self.done = true;
                 if self.stats_view.is_some() {

@@ -418,6 +418,14 @@ fn load(
                 Output::Message(m) if reread => batch.push(Entry::indexed(m.info, m.raw)),
                 Output::Message(m) => batch.push(Entry::new(m.info, m.raw)),
                 Output::Notice(Notice::Stream(PipeEvent::Gap { .. })) => gaps += 1,
+                Output::Notice(Notice::Stream(PipeEvent::Warning {
+                    what: what @ kafkashark::pipeline::Warning::NoKafka { .. },
+                    ..
+                })) => {
+                    if tx.send(Msg::Notice(what.to_string())).is_err() {
+                        return;
+                    }
+                }
                 Output::Notice(_) => {}
             }
         }
