@@ -137,6 +137,11 @@ pub enum CaptureError {
     },
 }
 
+/// What a live capture refused for want of privileges says to do
+/// (docs/security.md, "Live capture without root").
+pub const NEEDS_PRIVILEGE: &str = "capturing needs root, or the capabilities given once with \
+     `sudo setcap cap_net_raw,cap_net_admin+eip \"$(command -v kafkashark)\"`";
+
 impl fmt::Display for CaptureError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -156,7 +161,14 @@ impl fmt::Display for CaptureError {
                 iface,
                 step,
                 reason,
-            } => write!(f, "interface {iface}: {step} failed: {reason}"),
+            } => {
+                write!(f, "interface {iface}: {step} failed: {reason}")?;
+                let r = reason.to_ascii_lowercase();
+                if r.contains("not permitted") || r.contains("permission") {
+                    write!(f, "; {NEEDS_PRIVILEGE}")?;
+                }
+                Ok(())
+            }
             CaptureError::Stats { reason } => write!(f, "capture statistics unavailable: {reason}"),
         }
     }

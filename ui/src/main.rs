@@ -242,8 +242,56 @@ struct DecodeArgs {
     show_secrets: bool,
 }
 
+/// The command line: `-h` says what `--help` says (the long help), in
+/// every subcommand.
+fn command_line() -> clap::Command {
+    let help = clap::Arg::new("help")
+        .short('h')
+        .long("help")
+        .help("Print help")
+        .action(clap::ArgAction::HelpLong);
+    let with_help = |c: clap::Command| c.disable_help_flag(true).arg(help.clone());
+    let cli = with_help(<Cli as clap::CommandFactory>::command());
+    cli.mut_subcommands(with_help)
+}
+
+/// The subcommand `word` is a typo of, when it is not a file.
+fn subcommand_like(word: &str) -> Option<String> {
+    if word == "-" || std::path::Path::new(word).exists() {
+        return None;
+    }
+    let cmd = command_line();
+    let names: Vec<String> = (cmd.get_subcommands())
+        .map(|c| c.get_name().to_string())
+        .collect();
+    if names.iter().any(|n| n == word) {
+        return None;
+    }
+    (names.into_iter())
+        .map(|n| (strsim::jaro_winkler(word, &n), n))
+        .filter(|(score, _)| *score > 0.8)
+        .max_by(|a, b| a.0.total_cmp(&b.0))
+        .map(|(_, n)| n)
+}
+
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    // A first word that is neither a file nor a command, but close to a
+    // command, is a typo of it, whatever follows.
+    let first = std::env::args().nth(1).filter(|w| !w.starts_with('-'));
+    if let Some(word) = first {
+        if let Some(sub) = subcommand_like(&word) {
+            eprintln!(
+                "kafkashark: no file or command {:?}; did you mean `kafkashark {sub}`?",
+                tree::escape_text(&word)
+            );
+            return ExitCode::from(2);
+        }
+    }
+    let matches = command_line().get_matches();
+    let cli = match <Cli as clap::FromArgMatches>::from_arg_matches(&matches) {
+        Ok(cli) => cli,
+        Err(e) => e.exit(),
+    };
     let res = match cli.command {
         Some(Command::Decode(a)) => run_decode(&a),
         Some(Command::Print(a)) => print::run(&a).map(|_| ExitCode::SUCCESS),
@@ -266,7 +314,7 @@ fn main() -> ExitCode {
         None => match open_tui_args(cli.tui) {
             Ok(Some(o)) => run_tui(o),
             Ok(None) => {
-                let _ = <Cli as clap::CommandFactory>::command().print_help();
+                let _ = command_line().print_long_help();
                 return ExitCode::from(2);
             }
             Err(e) => Err(e),

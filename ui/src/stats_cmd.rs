@@ -25,7 +25,8 @@ use crate::print::{report_end, CaptureArgs, FileReader, Input};
 pub enum StatsFormat {
     /// Readable tables.
     Text,
-    /// The JSON contract of DESIGN.md (live: one report per line, every second).
+    /// One JSON object: the report of docs/stats.md, "The JSON output" (live: one a
+    /// second, each on one line).
     Json,
 }
 

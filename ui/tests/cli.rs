@@ -461,3 +461,82 @@ fn kafka_is_found_on_any_port_and_its_absence_said() {
         }
     }
 }
+
+/// A mistyped command is named, `-h` is `--help` everywhere, and no help
+/// points to a file the repository does not have.
+#[test]
+fn typos_are_named_and_help_is_one_text() {
+    let run = |args: &[&str]| bin().args(args).output().expect("run");
+    for (typo, meant) in [(&["stast"][..], "stats"), (&["prnt", "x.pcap"], "print")] {
+        let out = run(typo);
+        assert_eq!(out.status.code(), Some(2), "{typo:?}");
+        let said = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            said.contains(&format!("did you mean `kafkashark {meant}`?")),
+            "{said}"
+        );
+    }
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    for sub in [&[][..], &["print"], &["stats"], &["live"], &["decode"]] {
+        let short = run(&[sub, &["-h"]].concat());
+        let long = run(&[sub, &["--help"]].concat());
+        assert!(short.status.success(), "{sub:?}");
+        assert_eq!(short.stdout, long.stdout, "{sub:?}");
+        let text = String::from_utf8_lossy(&long.stdout);
+        // Every file a help text names is in the repository.
+        for word in text.split(|c: char| c.is_whitespace() || "(),\"`".contains(c)) {
+            if word.ends_with(".md") {
+                assert!(root.join(word).exists(), "{sub:?} names {word}");
+            }
+        }
+        assert!(!text.contains("DESIGN.md"), "{sub:?}");
+    }
+}
+
+/// A live capture refused for want of privileges names the two fixes
+/// (docs/security.md). Run as root, the binary is started as `nobody`
+/// without capabilities (setpriv); otherwise as the user running the tests.
+#[test]
+fn a_refused_live_capture_names_root_and_setcap() {
+    let is_root = std::fs::read_to_string("/proc/self/status").is_ok_and(|s| {
+        s.lines()
+            .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(1) == Some("0"))
+    });
+    let mut cmd = if is_root {
+        let mut c = Command::new("setpriv");
+        c.args([
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            "--inh-caps=-all",
+        ]);
+        c.arg(env!("CARGO_BIN_EXE_kafkashark"));
+        c
+    } else {
+        bin()
+    };
+    let out = match cmd
+        .args(["print", "-i", "lo", "-c", "1", "--duration", "1"])
+        .output()
+    {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!("setpriv not runnable ({e}): skipped");
+            return;
+        }
+    };
+    let said = String::from_utf8_lossy(&out.stderr);
+    if out.status.success() {
+        eprintln!("this user may capture on lo: nothing refused ({said})");
+        return;
+    }
+    assert!(
+        said.contains("not permitted") || said.contains("ermission"),
+        "{said}"
+    );
+    assert!(said.contains("needs root"), "{said}");
+    assert!(
+        said.contains("setcap cap_net_raw,cap_net_admin+eip"),
+        "{said}"
+    );
+}
