@@ -924,18 +924,9 @@ impl Render {
         if !i.error_codes.is_empty() {
             let _ = write!(s, " errors={}", error_names(&i.error_codes));
         }
-        if i.kind == Kind::Request && !i.expects_response {
-            s.push_str(" [no response expected]");
-        }
-        if i.kind == Kind::Response && !i.paired {
-            s.push_str(if i.inferred {
-                " [inferred]"
-            } else {
-                " [unpaired]"
-            });
-        }
-        if i.resynced {
-            let _ = write!(s, " [resync, {} bytes skipped]", i.skipped_before);
+        for m in pairing_marks(i) {
+            s.push(' ');
+            s.push_str(&m);
         }
         if let Some(e) = &i.decode_error {
             let _ = write!(s, " [malformed: {}]", tree::escape_text(e));
@@ -1200,6 +1191,30 @@ fn list<'a, T>(out: &mut Vec<u8>, items: &'a [T], write: impl Fn(&mut Vec<u8>, &
         write(out, t);
     }
     out.push(b']');
+}
+
+/// How a message's text line (here and in the TUI's list) marks its
+/// pairing and its framing: a request that went unanswered, or that was
+/// answered though it expected no response (acks=0: an anomaly); a
+/// response without its request; a message found after skipping bytes.
+/// A mid-stream start whose first message began at the first byte captured
+/// skipped nothing and is not marked (JSONL's `resynced` still says it).
+pub(crate) fn pairing_marks(i: &MessageInfo) -> Vec<String> {
+    let mut out = Vec::new();
+    match (i.kind, i.expects_response, i.paired) {
+        (Kind::Request, false, false) => out.push("[no response expected]".into()),
+        (Kind::Request, false, true) => {
+            out.push("[answered, though no response was expected]".into())
+        }
+        (Kind::Request, true, false) => out.push("[unpaired]".into()),
+        (Kind::Response, _, false) if i.inferred => out.push("[inferred]".into()),
+        (Kind::Response, _, false) => out.push("[unpaired]".into()),
+        _ => {}
+    }
+    if i.resynced && i.skipped_before > 0 {
+        out.push(format!("[resync, {} bytes skipped]", i.skipped_before));
+    }
+    out
 }
 
 /// The standard error line of a notice about the capture `name`, if it is shown.

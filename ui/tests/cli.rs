@@ -540,3 +540,53 @@ fn a_refused_live_capture_names_root_and_setcap() {
         "{said}"
     );
 }
+
+/// Marks of pairing and framing in `print`'s text: an unanswered request is
+/// `[unpaired]`; an acks=0 Produce the broker answered is an anomaly, the
+/// others expect nothing; a mid-stream start that skipped nothing is not a
+/// resync.
+#[test]
+fn pairing_marks_say_what_happened() {
+    let text = |path: &str| {
+        let out = bin().args(["print", path]).output().expect("run");
+        assert!(out.status.success());
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let b1 = text(&repo("captures/b1-port-19092-mixed-clients.pcap"));
+    let unanswered: Vec<&str> = b1
+        .lines()
+        .filter(|l| l.contains("Request") && l.ends_with("[unpaired]"))
+        .collect();
+    assert_eq!(unanswered.len(), 1, "{unanswered:?}");
+    assert!(
+        unanswered[0].trim_start().starts_with("261 "),
+        "{}",
+        unanswered[0]
+    );
+    let b2 = text(&repo("captures/b2-errors-and-acks0.pcap"));
+    let answered: Vec<&str> = b2
+        .lines()
+        .filter(|l| l.contains("[answered, though no response was expected]"))
+        .collect();
+    let expected_none = b2
+        .lines()
+        .filter(|l| l.contains("[no response expected]"))
+        .count();
+    assert_eq!(answered.len(), 1, "{answered:?}");
+    assert!(
+        answered[0].contains("Produce v11 Request  corr=17"),
+        "{}",
+        answered[0]
+    );
+    assert!(expected_none > 0);
+    let shared = repo("../shared/captures/public/deepflow__00-produce-v9.pcap");
+    if std::path::Path::new(&shared).exists() {
+        let out = bin()
+            .args(["print", &shared, "--ports", "any"])
+            .output()
+            .expect("run");
+        let t = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(t.lines().count(), 2, "{t}");
+        assert!(!t.contains("[resync"), "{t}");
+    }
+}

@@ -23,7 +23,7 @@ use super::app::{node_at, App, Pane, SourceKind, StatsView, TimeMode};
 use super::index::IndexEntry;
 use super::stats_view::{self, col_plan, columns, StatsTab, BUCKETS, SERIES_COL};
 use crate::filter::Facts;
-use crate::print::{api_text, error_names};
+use crate::print::{api_text, error_names, pairing_marks};
 
 /// Where each pane goes, and how many content rows it has.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -401,26 +401,14 @@ pub fn notes_text(e: &IndexEntry) -> String {
     if !i.error_codes.is_empty() {
         s.push(error_names(&i.error_codes));
     }
-    if i.kind == Kind::Request && !i.expects_response {
-        s.push("[no response expected]".into());
-    }
-    if i.kind == Kind::Response && !i.paired {
-        let mark = if i.inferred {
-            "[inferred]"
-        } else {
-            "[unpaired]"
-        };
-        s.push(mark.into());
-    }
-    if i.resynced {
-        s.push(format!("[resync, {} bytes skipped]", i.skipped_before));
+    // What went wrong first: the column is often too narrow for all.
+    if let Some(err) = &i.decode_error {
+        s.push(format!("[malformed: {}]", escape_text(err)));
     }
     if e.missing() > 0 {
         s.push(format!("[{} bytes missing]", e.missing()));
     }
-    if let Some(err) = &i.decode_error {
-        s.push(format!("[malformed: {}]", escape_text(err)));
-    }
+    s.extend(pairing_marks(i));
     if let Some(w) = &i.decode_warning {
         s.push(format!("[warning: {w}]"));
     }
