@@ -20,6 +20,7 @@ use std::borrow::Cow;
 use std::fmt;
 use std::sync::OnceLock;
 
+use kafkashark::analyzer::MessageInfo;
 use kafkashark::kafka::decode::Kind;
 use kafkashark::kafka::errors::{error_code, error_name};
 use kafkashark::kafka::schema::api_name;
@@ -90,6 +91,86 @@ pub trait Facts {
     fn malformed(&self) -> bool;
     /// It decoded with a warning (bytes after the body).
     fn warned(&self) -> bool;
+}
+
+/// `print -Y` tests the analyzer's messages as they leave its reorder
+/// buffer (and the tests use them as fixtures).
+impl Facts for MessageInfo {
+    fn kind(&self) -> Kind {
+        self.kind
+    }
+    fn api_key(&self) -> Option<i16> {
+        self.api_key.map(|k| k.0)
+    }
+    fn api_version(&self) -> Option<i16> {
+        self.api_version
+    }
+    fn client_text(&self) -> Cow<'_, str> {
+        Cow::Owned(self.client.to_string())
+    }
+    fn broker_text(&self) -> Cow<'_, str> {
+        Cow::Owned(self.broker.to_string())
+    }
+    fn client_id(&self) -> Option<&str> {
+        self.client_id.as_deref()
+    }
+    fn stream(&self) -> u64 {
+        self.stream
+    }
+    fn correlation_id(&self) -> Option<i32> {
+        self.correlation_id
+    }
+    fn first_frame(&self) -> u64 {
+        self.first_frame
+    }
+    fn frame(&self) -> u64 {
+        self.frame
+    }
+    fn length(&self) -> i32 {
+        self.length
+    }
+    fn topics(&self) -> &[String] {
+        &self.topics
+    }
+    fn latency_ns(&self) -> Option<u64> {
+        self.latency_ns
+    }
+    fn hol_wait_ns(&self) -> Option<u64> {
+        self.hol_wait_ns
+    }
+    fn service_ns(&self) -> Option<u64> {
+        MessageInfo::service_ns(self)
+    }
+    fn rtt_ns(&self) -> Option<u64> {
+        self.rtt.map(|r| r.ns)
+    }
+    fn long_poll(&self) -> bool {
+        MessageInfo::long_poll(self)
+    }
+    fn throttle_time_ms(&self) -> Option<i32> {
+        self.throttle_time_ms
+    }
+    fn error_codes(&self) -> &[i16] {
+        &self.error_codes
+    }
+    fn paired(&self) -> bool {
+        self.paired
+    }
+    fn expects_response(&self) -> bool {
+        self.expects_response
+    }
+    fn inferred(&self) -> bool {
+        self.inferred
+    }
+    fn resynced(&self) -> bool {
+        self.resynced
+    }
+    fn malformed(&self) -> bool {
+        self.decode_error.is_some()
+    }
+    fn warned(&self) -> bool {
+        self.decode_warning.is_some()
+    }
 }
 
 /// A parsed filter expression; the empty filter matches every message.
@@ -1116,90 +1197,10 @@ impl fmt::Display for Pred {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use kafkashark::analyzer::MessageInfo;
     use kafkashark::kafka::schema::ApiKey;
     use kafkashark::vocab::Timestamp;
 
     // ------------------------------------------------------------ fixtures
-
-    /// The fixtures are [`MessageInfo`]s (the TUI filters its index entries).
-    impl Facts for MessageInfo {
-        fn kind(&self) -> Kind {
-            self.kind
-        }
-        fn api_key(&self) -> Option<i16> {
-            self.api_key.map(|k| k.0)
-        }
-        fn api_version(&self) -> Option<i16> {
-            self.api_version
-        }
-        fn client_text(&self) -> Cow<'_, str> {
-            Cow::Owned(self.client.to_string())
-        }
-        fn broker_text(&self) -> Cow<'_, str> {
-            Cow::Owned(self.broker.to_string())
-        }
-        fn client_id(&self) -> Option<&str> {
-            self.client_id.as_deref()
-        }
-        fn stream(&self) -> u64 {
-            self.stream
-        }
-        fn correlation_id(&self) -> Option<i32> {
-            self.correlation_id
-        }
-        fn first_frame(&self) -> u64 {
-            self.first_frame
-        }
-        fn frame(&self) -> u64 {
-            self.frame
-        }
-        fn length(&self) -> i32 {
-            self.length
-        }
-        fn topics(&self) -> &[String] {
-            &self.topics
-        }
-        fn latency_ns(&self) -> Option<u64> {
-            self.latency_ns
-        }
-        fn hol_wait_ns(&self) -> Option<u64> {
-            self.hol_wait_ns
-        }
-        fn service_ns(&self) -> Option<u64> {
-            MessageInfo::service_ns(self)
-        }
-        fn rtt_ns(&self) -> Option<u64> {
-            self.rtt.map(|r| r.ns)
-        }
-        fn long_poll(&self) -> bool {
-            MessageInfo::long_poll(self)
-        }
-        fn throttle_time_ms(&self) -> Option<i32> {
-            self.throttle_time_ms
-        }
-        fn error_codes(&self) -> &[i16] {
-            &self.error_codes
-        }
-        fn paired(&self) -> bool {
-            self.paired
-        }
-        fn expects_response(&self) -> bool {
-            self.expects_response
-        }
-        fn inferred(&self) -> bool {
-            self.inferred
-        }
-        fn resynced(&self) -> bool {
-            self.resynced
-        }
-        fn malformed(&self) -> bool {
-            self.decode_error.is_some()
-        }
-        fn warned(&self) -> bool {
-            self.decode_warning.is_some()
-        }
-    }
 
     /// A Produce v9 request, stream 3, corr 42, frames 8..=10, 2048 bytes.
     fn request() -> MessageInfo {

@@ -131,6 +131,11 @@ enum Command {
     Stats(stats_cmd::StatsArgs),
 }
 
+/// A display filter (`-Y`), or where and why it does not parse.
+fn parse_display_filter(s: &str) -> Result<filter::Filter, String> {
+    filter::Filter::parse(s).map_err(|e| format!("col {}: {}", e.column, e.message))
+}
+
 /// `9092,9093`, `any` or `auto` (9092, and Kafka found on any other port).
 fn parse_ports(s: &str) -> Result<Ports, String> {
     if s.eq_ignore_ascii_case("any") {

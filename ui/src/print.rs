@@ -55,6 +55,10 @@ pub struct PrintArgs {
     /// order: `64`, `1s`, `250ms`, `1MiB`), or `off`. Default 64,1s,1MiB.
     #[arg(long, value_name = "SPEC", default_value = "64,1s,1MiB", value_parser = crate::parse_reorder_window)]
     reorder_window: ReorderWindow,
+    /// Print only the messages this display filter matches (the TUI's
+    /// filter language, docs/filter.md): `-Y 'produce and latency>50ms'`.
+    #[arg(short = 'Y', long = "display-filter", value_name = "EXPR", value_parser = crate::parse_display_filter)]
+    display_filter: Option<crate::filter::Filter>,
     /// Show the full field tree of every message.
     #[arg(short = 'V', long)]
     verbose: bool,
@@ -209,6 +213,7 @@ pub fn run(a: &PrintArgs) -> Result<u64, CliError> {
             big_message: crate::render_pool::BIG_MESSAGE,
             held_bytes: HELD_BYTES,
             held_on_disk: Some(std::env::temp_dir()),
+            filter: a.display_filter.clone(),
         };
         return crate::render_pool::run(
             src,
@@ -229,6 +234,7 @@ pub fn run(a: &PrintArgs) -> Result<u64, CliError> {
     });
     let live = matches!(input, Input::Live { .. });
     let (format, verbose, count) = (a.format, a.verbose, a.count);
+    let filter = a.display_filter.clone();
     // Made on the thread that writes: it locks standard output.
     let stage = move || {
         let printer = Printer {
@@ -241,6 +247,9 @@ pub fn run(a: &PrintArgs) -> Result<u64, CliError> {
         };
         let mut reorder = Reorder::new(if live { 1024 } else { HELD_MESSAGES });
         reorder.limit_bytes(HELD_BYTES);
+        if let Some(f) = filter {
+            reorder.filter(f);
+        }
         Ordered::new(printer, reorder, count, name)
     };
     if let Some(src) = file {

@@ -143,6 +143,8 @@ pub struct Settings {
     /// Where held messages' bytes go past `held_bytes`
     /// (`Reorder::spill_to`: the temporary directory), if anywhere.
     pub held_on_disk: Option<std::path::PathBuf>,
+    /// Only the messages this display filter matches (`-Y`).
+    pub filter: Option<crate::filter::Filter>,
 }
 
 /// Render threads for this machine: one per core, at most [`MAX_RENDER_THREADS`].
@@ -183,6 +185,9 @@ where
     reorder.limit_bytes(settings.held_bytes);
     if let Some(dir) = settings.held_on_disk.clone() {
         reorder.spill_to(dir);
+    }
+    if let Some(f) = settings.filter.clone() {
+        reorder.filter(f);
     }
     let chunker = Chunker {
         pool,
@@ -1074,6 +1079,7 @@ mod tests {
             big_message: big,
             held_bytes: crate::print::HELD_BYTES,
             held_on_disk: None,
+            filter: None,
         };
         pooled_settings(path, settings)
     }
@@ -1255,6 +1261,7 @@ mod tests {
                         big_message: BIG_MESSAGE,
                         held_bytes: 256 << 10,
                         held_on_disk: disk.clone(),
+                        filter: None,
                     };
                     let got = pooled_settings(&path, settings);
                     match disk {
@@ -1413,6 +1420,7 @@ mod tests {
                 big_message,
                 held_bytes: crate::print::HELD_BYTES,
                 held_on_disk: None,
+                filter: None,
             };
             let r = run(open(&path), settings, || Failing(100_000), |_| {});
             assert!(matches!(r, Err(CliError::Output(_))), "{r:?}");

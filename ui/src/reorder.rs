@@ -8,6 +8,8 @@
 use kafkashark::analyzer::{MessageRecord, Notice, Output};
 use kafkashark::kafka::decode::Kind;
 
+use crate::filter::Filter;
+
 /// Holds messages back so that a request leaves only once its response is known,
 /// keeping capture order: then a request's `paired` and `peer` are final when it
 /// is printed. Memory is bounded: at most `cap` messages wait, and at most
@@ -32,6 +34,16 @@ pub struct Reorder {
     /// so a notice never overtakes what came before it (at most
     /// [`MAX_HELD_NOTICES`]; past that they leave at once).
     notices: std::collections::VecDeque<(u64, Notice)>,
+    /// The display filter (`-Y`): only messages it matches leave, each tested
+    /// with its paired message, as the TUI tests them.
+    filter: Option<Filter>,
+    /// Whether the responses of requests that left match the filter, by the
+    /// response's index: tested with their request as it left.
+    verdicts: rustc_hash::FxHashMap<u64, bool>,
+    /// Requests the filter left out that still had no response when they
+    /// left: their "no response" notice is left out with them (at most
+    /// [`MAX_HELD_NOTICES`]; the oldest are forgotten).
+    dropped: std::collections::VecDeque<u64>,
 }
 
 /// One held message: the message, whether it waits for its response, its
@@ -231,7 +243,43 @@ impl Reorder {
             store: ByteStore::default(),
             disk: None,
             notices: std::collections::VecDeque::new(),
+            filter: None,
+            verdicts: rustc_hash::FxHashMap::default(),
+            dropped: std::collections::VecDeque::new(),
         }
+    }
+
+    /// Lets only the messages `filter` matches leave (`print -Y`). A request
+    /// and its response are tested together, each with the other as its
+    /// peer, when the request leaves (its response is known by then, or
+    /// never will be).
+    pub fn filter(&mut self, filter: Filter) {
+        self.filter = (!filter.is_empty()).then_some(filter);
+    }
+
+    /// Whether message `m`, about to leave, passes the filter.
+    fn passes(&mut self, m: &MessageRecord) -> bool {
+        let Some(f) = &self.filter else {
+            return true;
+        };
+        if let Some(v) = self.verdicts.remove(&m.info.index) {
+            return v;
+        }
+        let peer = (m.info.kind == Kind::Request)
+            .then_some(m.info.peer)
+            .flatten()
+            .and_then(|p| {
+                let front = self.queue.front()?.0.info.index;
+                let slot = self
+                    .queue
+                    .get(usize::try_from(p.checked_sub(front)?).ok()?)?;
+                (slot.0.info.index == p).then_some(&slot.0.info)
+            });
+        if let Some(resp) = peer {
+            let verdict = f.matches(resp, Some(&m.info));
+            self.verdicts.insert(resp.index, verdict);
+        }
+        f.matches(&m.info, peer)
     }
 
     /// Bounds what the held messages keep alive as well as their number. A
@@ -384,21 +432,42 @@ impl Reorder {
                     d.left.push_back((m.info.index, at, len));
                 }
                 let index = m.info.index;
-                out.push(Output::Message(m));
+                if self.passes(&m) {
+                    out.push(Output::Message(m));
+                } else if m.info.expects_response && !m.info.paired {
+                    if self.dropped.len() >= MAX_HELD_NOTICES {
+                        self.dropped.pop_front();
+                    }
+                    self.dropped.push_back(index);
+                }
                 while self
                     .notices
                     .front()
                     .is_some_and(|(after, _)| *after <= index)
                 {
                     if let Some((_, n)) = self.notices.pop_front() {
-                        out.push(Output::Notice(n));
+                        self.notice_out(n, out);
                     }
                 }
             }
         }
         if self.queue.is_empty() {
-            out.extend(self.notices.drain(..).map(|(_, n)| Output::Notice(n)));
+            while let Some((_, n)) = self.notices.pop_front() {
+                self.notice_out(n, out);
+            }
         }
+    }
+
+    /// A notice leaves, unless it says that a request the filter left out
+    /// got no response.
+    fn notice_out(&mut self, n: Notice, out: &mut Vec<Output>) {
+        if let Notice::Unanswered { request, .. } = &n {
+            if let Some(at) = self.dropped.iter().position(|&i| i == request.index) {
+                self.dropped.remove(at);
+                return;
+            }
+        }
+        out.push(Output::Notice(n));
     }
 }
 

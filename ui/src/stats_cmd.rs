@@ -19,6 +19,7 @@ use kafkashark::stats::{Stats, StatsConfig, StatsReport};
 use crate::cli_error::CliError;
 use crate::metrics::MetricsServer;
 use crate::print::{report_end, CaptureArgs, FileReader, Input};
+use crate::reorder::Reorder;
 
 /// Output format of `stats`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -50,6 +51,7 @@ pub fn run(a: &StatsArgs) -> Result<(), CliError> {
     };
     let (cfg, mut stats) = engine(a);
     let mut analyzer = Analyzer::new(cfg);
+    let mut chosen = Chosen::new(a);
     let tty = std::io::stdout().is_terminal();
     let started = Instant::now();
     let mut last_draw = Instant::now();
@@ -68,6 +70,7 @@ pub fn run(a: &StatsArgs) -> Result<(), CliError> {
                 break;
             }
         }
+        chosen.pass(&mut out, false);
         for o in out.drain(..) {
             stats.push(&o);
         }
@@ -82,6 +85,7 @@ pub fn run(a: &StatsArgs) -> Result<(), CliError> {
     }
     analyzer.finish(&mut out);
     let told = no_kafka(&title, &out);
+    chosen.pass(&mut out, true);
     for o in out.drain(..) {
         stats.push(&o);
     }
@@ -157,6 +161,7 @@ fn run_file(a: &StatsArgs, path: &str, metrics: Option<MetricsServer>) -> Result
     });
     let mut out = Vec::new();
     let mut read_error = None;
+    let mut chosen = Chosen::new(a);
     for mut batch in reader.rx.iter() {
         batch
             .evs
@@ -167,6 +172,7 @@ fn run_file(a: &StatsArgs, path: &str, metrics: Option<MetricsServer>) -> Result
             read_error = batch.error;
             break;
         }
+        chosen.pass(&mut out, false);
         let made = out.len();
         if tx.send(counted(&mut out)).is_err() {
             break;
@@ -186,6 +192,7 @@ fn run_file(a: &StatsArgs, path: &str, metrics: Option<MetricsServer>) -> Result
     let _ = reader.handle.join();
     analyzer.finish(&mut out);
     let told = no_kafka(path, &out);
+    chosen.pass(&mut out, true);
     // A closed channel means the counting thread panicked: its join says so.
     let _ = tx.send(counted(&mut out));
     drop(tx);
@@ -201,6 +208,35 @@ fn run_file(a: &StatsArgs, path: &str, metrics: Option<MetricsServer>) -> Result
         serve_final(&m, &stats);
     }
     Ok(())
+}
+
+/// The messages a display filter (`-Y`) chooses: held by a [`Reorder`]
+/// until a request's response is known, then tested with it, as `print -Y`
+/// and the TUI test them. Without a filter, everything passes untouched.
+struct Chosen(Option<Reorder>);
+
+impl Chosen {
+    fn new(a: &StatsArgs) -> Chosen {
+        Chosen(a.display_filter.clone().map(|f| {
+            let mut r = Reorder::new(crate::print::HELD_MESSAGES);
+            r.limit_bytes(crate::print::HELD_BYTES);
+            r.filter(f);
+            r
+        }))
+    }
+
+    /// Replaces `out` by what leaves the filter now (everything held, at `end`).
+    fn pass(&mut self, out: &mut Vec<Output>, end: bool) {
+        let Some(r) = &mut self.0 else { return };
+        let mut chosen = Vec::with_capacity(out.len());
+        for o in out.drain(..) {
+            r.push(o, &mut chosen);
+        }
+        if end {
+            r.flush(&mut chosen);
+        }
+        *out = chosen;
+    }
 }
 
 /// The standard error lines saying that capture `name` held no Kafka
@@ -275,6 +311,10 @@ pub struct StatsArgs {
     /// Output format.
     #[arg(long, value_enum, default_value_t = StatsFormat::Text)]
     format: StatsFormat,
+    /// Count only the messages this display filter matches (the TUI's
+    /// filter language, docs/filter.md): `-Y 'client_id="billing"'`.
+    #[arg(short = 'Y', long = "display-filter", value_name = "EXPR", value_parser = crate::parse_display_filter)]
+    display_filter: Option<crate::filter::Filter>,
     /// Length of the slowest-exchanges list.
     #[arg(long, default_value_t = 20)]
     slow: usize,

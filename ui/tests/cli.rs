@@ -590,3 +590,98 @@ fn pairing_marks_say_what_happened() {
         assert!(!t.contains("[resync"), "{t}");
     }
 }
+
+/// `print -Y` and `stats -Y` keep what the display filter matches, a
+/// request tested with its response's facts (docs/filter.md), checked
+/// against the unfiltered JSONL read independently; a bad filter is refused
+/// with its column.
+#[test]
+fn display_filters_choose_messages_in_print_and_stats() {
+    let path = repo("captures/a1-kcat-produce-consume-group.pcap");
+    let jsonl = |extra: &[&str]| -> Vec<serde_json::Value> {
+        let out = bin()
+            .args([&["print", &path, "--format", "jsonl"][..], extra].concat())
+            .output()
+            .expect("run");
+        assert!(out.status.success(), "{extra:?}");
+        let text = String::from_utf8(out.stdout).unwrap();
+        text.lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    };
+    let all = jsonl(&[]);
+    let key = |m: &serde_json::Value| {
+        (
+            m["stream"].as_u64(),
+            m["correlation_id"].as_i64(),
+            m["kind"].as_str().map(str::to_string),
+        )
+    };
+    // An api: exactly its messages.
+    let produce = jsonl(&["-Y", "produce"]);
+    let expected: Vec<_> = all
+        .iter()
+        .filter(|m| m["api_name"] == "Produce")
+        .map(key)
+        .collect();
+    assert!(!expected.is_empty());
+    assert_eq!(produce.iter().map(key).collect::<Vec<_>>(), expected);
+    // Latency: the slow responses and the requests they answered, in capture order.
+    let slow: Vec<_> = (all.iter())
+        .filter(|m| m["latency_ms"].as_f64().is_some_and(|l| l > 400.0))
+        .map(|m| (m["stream"].as_u64(), m["correlation_id"].as_i64()))
+        .collect();
+    let expected: Vec<_> = (all.iter())
+        .filter(|m| slow.contains(&(m["stream"].as_u64(), m["correlation_id"].as_i64())))
+        .map(key)
+        .collect();
+    assert!(slow.len() >= 2, "{slow:?}");
+    assert_eq!(
+        jsonl(&["-Y", "latency>400ms"])
+            .iter()
+            .map(key)
+            .collect::<Vec<_>>(),
+        expected
+    );
+    // The same through the render threads of -V.
+    let verbose = jsonl(&["-V", "-Y", "latency>400ms"]);
+    assert_eq!(verbose.iter().map(key).collect::<Vec<_>>(), expected);
+    // stats counts what print prints.
+    let out = bin()
+        .args(["stats", &path, "--format", "json", "-Y", "produce"])
+        .output()
+        .expect("run");
+    assert!(out.status.success());
+    let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        r["summary"]["messages"].as_u64(),
+        Some(produce.len() as u64)
+    );
+    assert_eq!(r["summary"]["unanswered"].as_u64(), Some(0));
+    let apis: Vec<&str> = r["apis"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|a| a["api_name"].as_str())
+        .collect();
+    assert_eq!(apis, ["Produce"]);
+    // A request's "no response" notice goes with the request.
+    let said = |f: &str| {
+        let out = bin().args(["print", &path, "-Y", f]).output().expect("run");
+        String::from_utf8_lossy(&out.stderr).contains("frame 262 (Metadata v12) got no response")
+    };
+    assert!(said("metadata") && !said("produce"));
+    // A filter that does not parse.
+    for cmd in ["print", "stats"] {
+        let out = bin()
+            .args([cmd, &path, "-Y", "prodcue"])
+            .output()
+            .expect("run");
+        assert_eq!(out.status.code(), Some(2));
+        let said = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            said.contains("col 0: unknown api or keyword 'prodcue'; did you mean 'Produce'?"),
+            "{said}"
+        );
+    }
+}
