@@ -763,6 +763,15 @@ impl App {
         if !shown && !self.view.is_empty() {
             self.select_pos(self.list_pos.min(self.view.len() - 1));
         }
+        // Nothing shown: nothing selected, no tree of a message not listed.
+        if self.view.is_empty() {
+            self.selected = None;
+            self.detail = None;
+            self.tree = TreeState::default();
+            self.hex = HexState::default();
+            self.list_pos = 0;
+        }
+        self.scroll_list();
     }
 
     // ----- selection --------------------------------------------------------
@@ -1039,9 +1048,13 @@ impl App {
         self.scroll_hex();
     }
 
+    /// Keeps the selected row in sight, and the list full: never scrolled
+    /// past its last row (a view that shrank, under a filter, shows its
+    /// rows from the top instead of blank ones).
     fn scroll_list(&mut self) {
         let rows = ui::layout(self).list_rows.max(1);
-        self.list_offset = keep_visible(self.list_offset, self.list_pos, rows);
+        let last_page = self.view.len().saturating_sub(rows);
+        self.list_offset = keep_visible(self.list_offset, self.list_pos, rows).min(last_page);
     }
 
     fn scroll_tree(&mut self) {

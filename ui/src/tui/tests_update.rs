@@ -261,6 +261,42 @@ fn filter_applies_and_bad_filter_is_shown_not_applied() {
     assert_eq!(app.view.len(), total);
 }
 
+/// A filter applied far down the list shows its matches from the top, not
+/// blank rows; one that matches nothing leaves no tree of a hidden message.
+#[test]
+fn a_filter_shows_its_matches_and_nothing_else() {
+    let mut app = app_with(A1, 120, 40);
+    let rows = ui::layout(&app).list_rows;
+    assert!(app.view.len() > 3 * rows);
+    key(&mut app, KeyCode::End);
+    assert!(app.list_offset > rows);
+    key(&mut app, KeyCode::Char('/'));
+    keys(&mut app, "produce");
+    key(&mut app, KeyCode::Enter);
+    let n = app.view.len();
+    assert!(n > 0 && n < rows, "{n} matches, {rows} rows");
+    assert_eq!(app.list_offset, 0, "every match in sight");
+    assert!(app.detail.is_some());
+    // No match at all: no selection, no tree.
+    key(&mut app, KeyCode::Char('/'));
+    for _ in 0..10 {
+        key(&mut app, KeyCode::Backspace);
+    }
+    keys(&mut app, "latency>100s");
+    key(&mut app, KeyCode::Enter);
+    assert!(app.view.is_empty());
+    assert!(app.selected.is_none() && app.detail.is_none());
+    let screen = super::tests_render::screen_text(&super::tests_render::draw(&app));
+    assert!(!screen.contains("ProduceRequest"), "{screen}");
+    // The filter cleared: a message is selected and shown again.
+    key(&mut app, KeyCode::Char('/'));
+    for _ in 0..12 {
+        key(&mut app, KeyCode::Backspace);
+    }
+    key(&mut app, KeyCode::Enter);
+    assert!(app.selected.is_some() && app.detail.is_some());
+}
+
 #[test]
 fn filter_is_applied_to_batches_as_they_arrive() {
     let all = entries(A1);
