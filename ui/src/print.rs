@@ -42,6 +42,15 @@ pub enum PrintFormat {
     Jsonl,
 }
 
+/// How many notices `print` writes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Notices {
+    /// The first of each kind, and a count of the rest.
+    Summary,
+    /// Every one.
+    All,
+}
+
 /// The arguments of `kafkashark print`.
 #[derive(clap::Args, Debug)]
 pub struct PrintArgs {
@@ -59,6 +68,10 @@ pub struct PrintArgs {
     /// filter language, docs/filter.md): `-Y 'produce and latency>50ms'`.
     #[arg(short = 'Y', long = "display-filter", value_name = "EXPR", value_parser = crate::parse_display_filter)]
     display_filter: Option<crate::filter::Filter>,
+    /// Notices on standard error: `summary` prints the first 5 of each kind
+    /// and counts the rest, `all` prints every one.
+    #[arg(long, value_enum, default_value_t = Notices::Summary)]
+    notices: Notices,
     /// Show the full field tree of every message.
     #[arg(short = 'V', long)]
     verbose: bool,
@@ -214,6 +227,7 @@ pub fn run(a: &PrintArgs) -> Result<u64, CliError> {
             held_bytes: HELD_BYTES,
             held_on_disk: Some(std::env::temp_dir()),
             filter: a.display_filter.clone(),
+            all_notices: a.notices == Notices::All,
         };
         return crate::render_pool::run(
             src,
@@ -235,6 +249,7 @@ pub fn run(a: &PrintArgs) -> Result<u64, CliError> {
     let live = matches!(input, Input::Live { .. });
     let (format, verbose, count) = (a.format, a.verbose, a.count);
     let filter = a.display_filter.clone();
+    let all_notices = a.notices == Notices::All;
     // Made on the thread that writes: it locks standard output.
     let stage = move || {
         let printer = Printer {
@@ -250,7 +265,9 @@ pub fn run(a: &PrintArgs) -> Result<u64, CliError> {
         if let Some(f) = filter {
             reorder.filter(f);
         }
-        Ordered::new(printer, reorder, count, name)
+        let mut ordered = Ordered::new(printer, reorder, count, name);
+        ordered.notices.all = all_notices;
+        ordered
     };
     if let Some(src) = file {
         return run_file(src, pipeline, MessageAnalyzer::new(cfg), stage);
@@ -359,6 +376,8 @@ pub(crate) struct Ordered<E> {
     printed: u64,
     /// The capture's name, for notices.
     pub(crate) name: String,
+    /// Which notices are printed, and how many of each kind were.
+    pub(crate) notices: NoticeTally,
 }
 
 impl<E: Emit> Ordered<E> {
@@ -370,6 +389,7 @@ impl<E: Emit> Ordered<E> {
             count,
             printed: 0,
             name,
+            notices: NoticeTally::default(),
         }
     }
 
@@ -408,6 +428,9 @@ impl<E: Emit> Ordered<E> {
             self.emit
                 .line(format!("kafkashark: {}", tree::escape_text(&e.to_string())))?;
         }
+        for line in self.notices.summary(&self.name) {
+            self.emit.line(line)?;
+        }
         Ok(())
     }
 
@@ -421,6 +444,7 @@ impl<E: Emit> Ordered<E> {
             count,
             printed,
             name,
+            notices,
         } = self;
         for o in ready.drain(..) {
             let more = match o {
@@ -432,8 +456,8 @@ impl<E: Emit> Ordered<E> {
                     emit.message(m)?
                 }
                 Output::Notice(n) => match notice_line(name, &n) {
-                    Some(line) => emit.line(line)?,
-                    None => true,
+                    Some(line) if notices.admit(&n) => emit.line(line)?,
+                    _ => true,
                 },
             };
             if !more {
@@ -1226,6 +1250,73 @@ pub(crate) fn pairing_marks(i: &MessageInfo) -> Vec<String> {
     out
 }
 
+/// Notices of one kind printed in full before the rest are only counted
+/// (`--notices all` prints every one).
+pub(crate) const FIRST_NOTICES: u64 = 5;
+
+/// Repeated notices summarised: the first [`FIRST_NOTICES`] of each kind
+/// are printed, the others counted and said in one line at the end.
+#[derive(Debug, Default)]
+pub(crate) struct NoticeTally {
+    /// Print every notice.
+    pub(crate) all: bool,
+    /// (what, how many, frame of the first), in order of first appearance.
+    kinds: Vec<(&'static str, u64, u64)>,
+}
+
+impl NoticeTally {
+    /// Whether notice `n` is printed; it is counted either way.
+    fn admit(&mut self, n: &Notice) -> bool {
+        let Some((what, frame)) = notice_kind(n) else {
+            return true;
+        };
+        match self.kinds.iter_mut().find(|k| k.0 == what) {
+            Some(k) => k.1 += 1,
+            None => self.kinds.push((what, 1, frame)),
+        }
+        self.all
+            || self
+                .kinds
+                .iter()
+                .any(|k| k.0 == what && k.1 <= FIRST_NOTICES)
+    }
+
+    /// A line for each kind of which some notices were not printed.
+    fn summary(&self, name: &str) -> Vec<String> {
+        (self.kinds.iter())
+            .filter(|k| !self.all && k.1 > FIRST_NOTICES)
+            .map(|&(what, n, first)| {
+                format!(
+                    "kafkashark: {}: {n} {what} in all, the first at frame {first}; {FIRST_NOTICES} listed, `--notices all` lists every one",
+                    tree::escape_text(name)
+                )
+            })
+            .collect()
+    }
+}
+
+/// What kind of notice `n` is (said of many), and its first frame.
+fn notice_kind(n: &Notice) -> Option<(&'static str, u64)> {
+    use kafkashark::pipeline::Warning as W;
+    Some(match n {
+        Notice::Unanswered { request, .. } => ("requests got no response", request.frame),
+        Notice::Stream(Event::Gap { frame, .. }) => ("gaps in the bytes", *frame),
+        Notice::Stream(Event::Resync { frame, .. }) => ("resynchronisations", *frame),
+        Notice::Stream(Event::Discarded { frame, .. }) => {
+            ("runs of bytes formed no message", *frame)
+        }
+        Notice::Stream(Event::Partial(m)) => ("messages were incomplete", m.first_frame),
+        Notice::Stream(Event::Warning { frame, what, .. }) => match what {
+            W::Packet(_) => ("frames could not be used", *frame),
+            W::AfterClose(_) => ("segments came after their connection closed", *frame),
+            W::Reordered { .. } => ("connections had late segments", *frame),
+            W::BadSize { .. } => ("impossible message sizes were read", *frame),
+            W::NoKafka { .. } => return None,
+        },
+        Notice::Stream(_) => return None,
+    })
+}
+
 /// The standard error line of a notice about the capture `name`, if it is shown.
 pub(crate) fn notice_line(name: &str, n: &Notice) -> Option<String> {
     notice_text(n).map(|text| {
@@ -1521,5 +1612,54 @@ mod reader_tests {
             first += k;
         }
         assert!(full >= 1 && small >= 1, "{frames:?}");
+    }
+}
+
+#[cfg(test)]
+mod notice_tests {
+    use super::*;
+    use kafkashark::vocab::Direction;
+
+    fn resync(frame: u64) -> Notice {
+        Notice::Stream(Event::Resync {
+            stream: 1,
+            dir: Direction::BrokerToClient,
+            skipped: 7,
+            stream_offset: 0,
+            frame,
+        })
+    }
+
+    fn gap(frame: u64) -> Notice {
+        Notice::Stream(Event::Gap {
+            stream: 2,
+            dir: Direction::ClientToBroker,
+            stream_offset: 0,
+            len: 10,
+            frame,
+            reason: kafkashark::flow::GapReason::Lost,
+        })
+    }
+
+    /// The first of each kind are printed, the rest counted and said once.
+    #[test]
+    fn repeated_notices_are_summarised_per_kind() {
+        let mut t = NoticeTally::default();
+        let mut printed: Vec<bool> = (0..8).map(|i| t.admit(&resync(100 + i))).collect();
+        printed.push(t.admit(&gap(50)));
+        assert_eq!(
+            printed,
+            [true, true, true, true, true, false, false, false, true]
+        );
+        assert_eq!(
+            t.summary("cap.pcap"),
+            ["kafkashark: cap.pcap: 8 resynchronisations in all, the first at frame 100; 5 listed, `--notices all` lists every one"]
+        );
+        let mut all = NoticeTally {
+            all: true,
+            ..NoticeTally::default()
+        };
+        assert!((0..8).all(|i| all.admit(&resync(i))));
+        assert!(all.summary("cap.pcap").is_empty());
     }
 }

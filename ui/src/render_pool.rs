@@ -145,6 +145,8 @@ pub struct Settings {
     pub held_on_disk: Option<std::path::PathBuf>,
     /// Only the messages this display filter matches (`-Y`).
     pub filter: Option<crate::filter::Filter>,
+    /// Every notice printed, not the first of each kind (`--notices all`).
+    pub all_notices: bool,
 }
 
 /// Render threads for this machine: one per core, at most [`MAX_RENDER_THREADS`].
@@ -198,6 +200,7 @@ where
         },
     };
     let mut order = Ordered::new(chunker, reorder, settings.count, settings.name.clone());
+    order.notices.all = settings.all_notices;
     let mut outs = Vec::new();
     'batches: for batch in reader.rx.iter() {
         // The writer stopped (an output error).
@@ -1080,6 +1083,7 @@ mod tests {
             held_bytes: crate::print::HELD_BYTES,
             held_on_disk: None,
             filter: None,
+            all_notices: true,
         };
         pooled_settings(path, settings)
     }
@@ -1262,6 +1266,7 @@ mod tests {
                         held_bytes: 256 << 10,
                         held_on_disk: disk.clone(),
                         filter: None,
+                        all_notices: true,
                     };
                     let got = pooled_settings(&path, settings);
                     match disk {
@@ -1421,6 +1426,7 @@ mod tests {
                 held_bytes: crate::print::HELD_BYTES,
                 held_on_disk: None,
                 filter: None,
+                all_notices: true,
             };
             let r = run(open(&path), settings, || Failing(100_000), |_| {});
             assert!(matches!(r, Err(CliError::Output(_))), "{r:?}");

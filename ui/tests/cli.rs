@@ -685,3 +685,46 @@ fn display_filters_choose_messages_in_print_and_stats() {
         );
     }
 }
+
+/// A capture of a1's requests only (tcpdump drops the broker's packets):
+/// every request goes unanswered; `print` lists the first five notices and
+/// counts the rest in one line, `--notices all` lists every one.
+#[test]
+fn repeated_notices_are_summarised() {
+    let cut = std::env::temp_dir().join(format!("ks-requests-only-{}.pcap", std::process::id()));
+    let made = Command::new("tcpdump")
+        .args([
+            "-r",
+            &repo("captures/a1-kcat-produce-consume-group.pcap"),
+            "-w",
+        ])
+        .arg(&cut)
+        .arg("not src port 9092")
+        .output();
+    if !made.is_ok_and(|o| o.status.success()) {
+        eprintln!("tcpdump not runnable: skipped");
+        return;
+    }
+    let stderr = |extra: &[&str]| {
+        let out = bin()
+            .args([&["print", cut.to_str().unwrap()][..], extra].concat())
+            .output()
+            .expect("run");
+        assert!(out.status.success());
+        String::from_utf8(out.stderr).unwrap()
+    };
+    let (summary, all) = (stderr(&[]), stderr(&["--notices", "all"]));
+    let _ = std::fs::remove_file(&cut);
+    let unanswered = |t: &str| t.lines().filter(|l| l.ends_with("got no response")).count();
+    let n = unanswered(&all);
+    assert!(n > 20, "{all}");
+    assert_eq!(unanswered(&summary), 5, "{summary}");
+    let last = summary.lines().last().unwrap_or_default();
+    assert!(
+        last.contains(&format!(
+            "{n} requests got no response in all, the first at frame "
+        )) && last.ends_with("5 listed, `--notices all` lists every one"),
+        "{last}"
+    );
+    assert!(!all.contains("in all"), "{all}");
+}
