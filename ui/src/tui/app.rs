@@ -15,7 +15,7 @@
 
 use kafkashark::kafka::schema::ApiKey;
 use kafkashark::vocab::Timestamp;
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers, MouseButton, MouseEvent, MouseEventKind};
 use kafkashark::analyzer::MessageInfo;
@@ -317,6 +317,10 @@ pub struct TreeRow {
 pub struct TreeState {
     /// Paths of expanded nodes.
     pub expanded: HashSet<Vec<u32>>,
+    /// Whether the user left each kind of node open, by its name path
+    /// ([`kind_name`]s from the root): carried from one message to the next, as Wireshark
+    /// keeps a subtree type open. At most [`MAX_REMEMBERED`] paths.
+    pub remembered: HashMap<Vec<String>, bool>,
     /// The visible rows, flattened.
     pub rows: Vec<TreeRow>,
     /// Row of the cursor.
@@ -827,9 +831,14 @@ impl App {
         self.topics.annotate(&mut decoded.root);
         // The root and its children open.
         let kids = 0..decoded.root.children.len() as u32;
-        let expanded = std::iter::once(Vec::new())
+        let mut remembered = std::mem::take(&mut self.tree.remembered);
+        if let Some(d) = &self.detail {
+            remember_open(&d.decoded.root, &self.tree.expanded, &mut remembered);
+        }
+        let mut expanded: HashSet<Vec<u32>> = std::iter::once(Vec::new())
             .chain(kids.map(|i| vec![i]))
             .collect();
+        reopen(&decoded.root, &remembered, &mut expanded);
         self.detail = Some(Detail {
             entry: idx,
             decoded,
@@ -837,6 +846,7 @@ impl App {
         });
         self.tree = TreeState {
             expanded,
+            remembered,
             ..TreeState::default()
         };
         self.rebuild_rows();
@@ -1582,6 +1592,88 @@ pub fn node_at<'a>(root: &'a Node, path: &[u32]) -> Option<&'a Node> {
         n = n.children.get(i as usize)?;
     }
     Some(n)
+}
+
+/// Most node kinds whose expansion [`TreeState::remembered`] keeps.
+pub const MAX_REMEMBERED: usize = 10_000;
+
+/// A node's name without an element index (`TopicData[3]` → `TopicData[]`):
+/// the elements of an array are one kind of node.
+fn kind_name(name: &str) -> &str {
+    match name.rfind('[') {
+        Some(i)
+            if name.ends_with(']')
+                && name[i + 1..name.len() - 1]
+                    .bytes()
+                    .all(|b| b.is_ascii_digit()) =>
+        {
+            &name[..=i]
+        }
+        _ => name,
+    }
+}
+
+/// Visits the nodes with children of the tree at `root`, depth first, each
+/// with its name path ([`kind_name`]s from the root) and its path of child
+/// indices; goes below a node only when `visit` says it is open.
+fn walk_kinds(root: &Node, visit: &mut dyn FnMut(&[String], &[u32]) -> bool) {
+    fn go(
+        n: &Node,
+        path: &mut Vec<u32>,
+        names: &mut Vec<String>,
+        visit: &mut dyn FnMut(&[String], &[u32]) -> bool,
+    ) {
+        if !visit(names, path) {
+            return;
+        }
+        for (i, c) in n.children.iter().enumerate() {
+            if c.children.is_empty() {
+                continue;
+            }
+            path.push(i as u32);
+            names.push(kind_name(&c.name).to_string());
+            go(c, path, names, visit);
+            names.pop();
+            path.pop();
+        }
+    }
+    let mut names = vec![kind_name(&root.name).to_string()];
+    go(root, &mut Vec::new(), &mut names, visit);
+}
+
+/// Records, by name path, which nodes of the tree at `root` are open
+/// (`expanded`) and which closed, below the open ones: what the user left
+/// as it was is kept, what they changed updated.
+fn remember_open(
+    root: &Node,
+    expanded: &HashSet<Vec<u32>>,
+    remembered: &mut HashMap<Vec<String>, bool>,
+) {
+    walk_kinds(root, &mut |names, path| {
+        let open = expanded.contains(path);
+        if remembered.len() < MAX_REMEMBERED || remembered.contains_key(names) {
+            remembered.insert(names.to_vec(), open);
+        }
+        open
+    });
+}
+
+/// Opens or closes the nodes of the tree at `root` that [`remember_open`]
+/// saw open or closed in earlier messages (the others keep `expanded`'s
+/// default), below open ones only.
+fn reopen(root: &Node, remembered: &HashMap<Vec<String>, bool>, expanded: &mut HashSet<Vec<u32>>) {
+    walk_kinds(root, &mut |names, path| {
+        match remembered.get(names) {
+            Some(true) => {
+                expanded.insert(path.to_vec());
+            }
+            Some(false) => {
+                expanded.remove(path);
+            }
+            None => {}
+        }
+        expanded.contains(path)
+    });
 }
 
 /// The visible rows of a tree given its expanded nodes, with the seed's guides.

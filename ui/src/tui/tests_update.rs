@@ -188,6 +188,51 @@ fn tree_expands_and_collapses() {
     assert_eq!(app.tree.rows.len(), 4);
 }
 
+/// What the user opens or closes in one message's tree stays so in the
+/// next message with the same fields (by name, array elements alike).
+#[test]
+fn tree_expansion_carries_to_the_next_message() {
+    let mut app = app_with(A1, 120, 40);
+    let produce_requests: Vec<usize> = (0..app.view.len())
+        .filter(|&p| {
+            let i = app.entries.at(app.view[p] as usize).info();
+            i.api_key == Some(ApiKey::PRODUCE) && i.kind == Kind::Request
+        })
+        .collect();
+    assert!(produce_requests.len() >= 2);
+    let is_open = |app: &App, name: &str| {
+        let d = app.detail.as_ref().expect("a tree");
+        app.tree.rows.iter().any(|r| {
+            app.tree.expanded.contains(&r.path)
+                && super::app::node_at(&d.decoded.root, &r.path).is_some_and(|n| n.name == name)
+        })
+    };
+    app.select_pos(produce_requests[0]);
+    assert!(!is_open(&app, "TopicData"), "collapsed by default");
+    assert!(is_open(&app, "RequestHeader"), "open by default");
+    tree_to(&mut app, "TopicData");
+    key(&mut app, KeyCode::Right);
+    tree_to(&mut app, "RequestHeader");
+    key(&mut app, KeyCode::Left);
+    app.select_pos(produce_requests[1]);
+    assert!(is_open(&app, "TopicData"), "opened in the message before");
+    assert!(
+        !is_open(&app, "RequestHeader"),
+        "closed in the message before"
+    );
+    // Another api's tree keeps its defaults where the names differ.
+    let other = (0..app.view.len())
+        .find(|&p| {
+            let i = app.entries.at(app.view[p] as usize).info();
+            i.api_key == Some(ApiKey::METADATA) && i.kind == Kind::Request
+        })
+        .expect("a Metadata request");
+    app.select_pos(other);
+    assert!(is_open(&app, "RequestHeader"), "its own default");
+    app.select_pos(produce_requests[0]);
+    assert!(is_open(&app, "TopicData"));
+}
+
 #[test]
 fn p_jumps_between_request_and_response() {
     let mut app = app_with(A1, 120, 40);
