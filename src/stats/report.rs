@@ -683,19 +683,27 @@ impl ShallowPretty<'_> {
         }
     }
 
-    /// Between a container's values: `,` when compact (nothing before the
-    /// first), `compact` otherwise, else the pretty layout.
+    /// Around a container's values: `compact` when compact, else the
+    /// pretty layout.
     fn between<W: ?Sized + std::io::Write>(
         &mut self,
         w: &mut W,
-        (first, compact): (bool, &[u8]),
+        compact: &[u8],
         pretty: impl FnOnce(&mut Pretty<'_>, &mut W) -> Io,
     ) -> Io {
         match self.compact() {
-            true if first => w.write_all(compact),
-            true => w.write_all(if compact.is_empty() { b"," } else { compact }),
+            true => w.write_all(compact),
             false => pretty(&mut self.pretty, w),
         }
+    }
+}
+
+/// What separates a value from the one before it, compact.
+fn comma(first: bool) -> &'static [u8] {
+    if first {
+        b""
+    } else {
+        b","
     }
 }
 
@@ -709,11 +717,11 @@ impl serde_json::ser::Formatter for ShallowPretty<'_> {
     }
 
     fn begin_array_value<W: ?Sized + std::io::Write>(&mut self, w: &mut W, first: bool) -> Io {
-        self.between(w, (first, b""), |p, w| p.begin_array_value(w, first))
+        self.between(w, comma(first), |p, w| p.begin_array_value(w, first))
     }
 
     fn end_array_value<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> Io {
-        self.between(w, (true, b""), |p, w| p.end_array_value(w))
+        self.between(w, b"", |p, w| p.end_array_value(w))
     }
 
     fn begin_object<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> Io {
@@ -725,14 +733,14 @@ impl serde_json::ser::Formatter for ShallowPretty<'_> {
     }
 
     fn begin_object_key<W: ?Sized + std::io::Write>(&mut self, w: &mut W, first: bool) -> Io {
-        self.between(w, (first, b""), |p, w| p.begin_object_key(w, first))
+        self.between(w, comma(first), |p, w| p.begin_object_key(w, first))
     }
 
     fn begin_object_value<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> Io {
-        self.between(w, (false, b":"), |p, w| p.begin_object_value(w))
+        self.between(w, b":", |p, w| p.begin_object_value(w))
     }
 
     fn end_object_value<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> Io {
-        self.between(w, (true, b""), |p, w| p.end_object_value(w))
+        self.between(w, b"", |p, w| p.end_object_value(w))
     }
 }

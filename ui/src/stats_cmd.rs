@@ -226,8 +226,11 @@ impl Chosen {
     }
 
     /// Replaces `out` by what leaves the filter now (everything held, at `end`).
+    /// The messages' bytes are dropped first: `Stats` never reads them, and
+    /// the buffer would otherwise copy every held message's.
     fn pass(&mut self, out: &mut Vec<Output>, end: bool) {
         let Some(r) = &mut self.0 else { return };
+        crate::print::strip_bytes(out);
         let mut chosen = Vec::with_capacity(out.len());
         for o in out.drain(..) {
             r.push(o, &mut chosen);
