@@ -43,6 +43,29 @@ impl Tmux {
             .expect("tmux runs")
     }
 
+    /// Starts the session, `width` x `height`, running `cmd` under `sh -c`.
+    pub fn start(&self, width: u16, height: u16, cmd: &str) {
+        let (w, h) = (width.to_string(), height.to_string());
+        let out = self.run(&[
+            "new-session",
+            "-d",
+            "-s",
+            self.session,
+            "-x",
+            &w,
+            "-y",
+            &h,
+            "sh",
+            "-c",
+            cmd,
+        ]);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+
     /// The session's screen text.
     pub fn screen(&self) -> String {
         String::from_utf8_lossy(&self.run(&["capture-pane", "-p", "-t", self.session]).stdout)

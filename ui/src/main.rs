@@ -17,6 +17,7 @@ mod print;
 mod privilege;
 mod render_pool;
 mod reorder;
+mod save;
 mod stats_cmd;
 mod tui;
 use cli_error::CliError;

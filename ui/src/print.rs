@@ -75,6 +75,11 @@ pub struct PrintArgs {
     /// Show the full field tree of every message.
     #[arg(short = 'V', long)]
     verbose: bool,
+    /// Save the packets that carried the messages (those `-Y` matches, up to
+    /// `-c`), with their connections' handshakes, to FILE instead of printing
+    /// them: pcapng, or pcap when FILE ends in `.pcap`.
+    #[arg(short = 'w', long = "write", value_name = "FILE", conflicts_with_all = ["verbose", "format", "duration"])]
+    write: Option<std::path::PathBuf>,
     /// Stop after this many messages.
     #[arg(short = 'c', long)]
     count: Option<u64>,
@@ -194,6 +199,11 @@ pub fn run(a: &PrintArgs) -> Result<u64, CliError> {
     crate::privilege::configure(&a.privilege);
     let input = a.capture.input()?;
     let duration = duration_arg(a.duration)?;
+    if a.write.is_some() && !matches!(&input, Input::File(p) if p != "-") {
+        return Err(CliError::Usage(
+            "-w saves from a capture file, which it reads twice; a live capture is saved with tcpdump -w".into(),
+        ));
+    }
     // A file is read and reassembled on a thread of its own (see `FileReader`).
     let mut file = match &input {
         Input::File(path) if duration.is_none() => {
@@ -203,6 +213,9 @@ pub fn run(a: &PrintArgs) -> Result<u64, CliError> {
     };
     let (Input::File(name) | Input::Live { iface: name, .. }) = &input;
     let name = name.clone();
+    if let (Some(out), Some(src)) = (&a.write, file.take_if(|_| a.write.is_some())) {
+        return save(a, src, &name, out);
+    }
     // How `-V`'s trees are decoded; the analyzer reads only summaries.
     let decode = kafkashark::kafka::DecodeOptions {
         records: a.verbose,
@@ -253,6 +266,7 @@ pub fn run(a: &PrintArgs) -> Result<u64, CliError> {
     // Made on the thread that writes: it locks standard output.
     let stage = move || {
         let printer = Printer {
+            save: None,
             render: Render::new(format, verbose),
             malformed: 0,
             buf: Vec::with_capacity(1024),
@@ -260,17 +274,11 @@ pub fn run(a: &PrintArgs) -> Result<u64, CliError> {
             trees,
             w: std::io::BufWriter::new(std::io::stdout().lock()),
         };
-        let mut reorder = Reorder::new(if live { 1024 } else { HELD_MESSAGES });
-        reorder.limit_bytes(HELD_BYTES);
-        if let Some(f) = filter {
-            reorder.filter(f);
-        }
-        let mut ordered = Ordered::new(printer, reorder, count, name);
-        ordered.notices.all = all_notices;
-        ordered
+        let held = if live { 1024 } else { HELD_MESSAGES };
+        ordered(printer, held, filter, count, name, all_notices)
     };
     if let Some(src) = file {
-        return run_file(src, pipeline, MessageAnalyzer::new(cfg), stage);
+        return run_file(src, pipeline, MessageAnalyzer::new(cfg), false, stage).map(|(n, _)| n);
     }
     // Live, or a file read for a while (`--duration`): one thread, the same
     // last stage as for files' summaries.
@@ -316,7 +324,80 @@ pub fn run(a: &PrintArgs) -> Result<u64, CliError> {
     stage.finish(std::mem::take(&mut out), None)?;
     stage.emit.flush()?;
     report_end(&mut *source, live, &stage.name, read_error);
-    stage.end()
+    stage.end().map(|(n, _)| n)
+}
+
+/// `print -w`: the messages `-Y` matches (up to `-c`) are chosen as they
+/// would be printed, then [`crate::save::write`] copies the frames that
+/// carried them to `out`. Returns the number of malformed messages chosen.
+fn save(
+    a: &PrintArgs,
+    src: FileSource,
+    name: &str,
+    out: &std::path::Path,
+) -> Result<u64, CliError> {
+    let pipeline = pipeline_config(&a.capture.ports, a.reorder_window);
+    let decode = kafkashark::kafka::DecodeOptions {
+        max_decompressed: a.max_decompressed,
+        ..Default::default()
+    };
+    let cfg = crate::render_pool::summary_config(pipeline.clone(), &decode, false);
+    let (count, filter, stage_name) = (a.count, a.display_filter.clone(), name.to_string());
+    let all_notices = a.notices == Notices::All;
+    let stage = move || {
+        let printer = Printer {
+            save: Some(crate::save::Chosen::default()),
+            render: Render::new(PrintFormat::Text, false),
+            malformed: 0,
+            buf: Vec::new(),
+            chunk: OUT_CHUNK,
+            trees: None,
+            w: std::io::BufWriter::new(std::io::stdout().lock()),
+        };
+        ordered(
+            printer,
+            HELD_MESSAGES,
+            filter,
+            count,
+            stage_name,
+            all_notices,
+        )
+    };
+    let analyzer = MessageAnalyzer::new(cfg);
+    let (malformed, chosen) = run_file(src, pipeline, analyzer, true, stage)?;
+    let chosen = chosen.unwrap_or_default();
+    let saved = crate::save::write(name, &chosen, out)?;
+    eprintln!(
+        "kafkashark: saved {} message{} in {} frame{} ({} of them handshakes and closes) to {}",
+        chosen.messages,
+        if chosen.messages == 1 { "" } else { "s" },
+        saved.frames,
+        if saved.frames == 1 { "" } else { "s" },
+        saved.control,
+        out.display()
+    );
+    Ok(malformed)
+}
+
+/// The last stage of `print` around `printer`: a [`Reorder`] holding up to
+/// `held` messages (and [`HELD_BYTES`]) for their pairing, `filter`
+/// applied, `count` messages at most, notices of capture `name`.
+fn ordered(
+    printer: Printer,
+    held: usize,
+    filter: Option<crate::filter::Filter>,
+    count: Option<u64>,
+    name: String,
+    all_notices: bool,
+) -> Ordered<Printer> {
+    let mut reorder = Reorder::new(held);
+    reorder.limit_bytes(HELD_BYTES);
+    if let Some(f) = filter {
+        reorder.filter(f);
+    }
+    let mut ordered = Ordered::new(printer, reorder, count, name);
+    ordered.notices.all = all_notices;
+    ordered
 }
 
 /// Longest live output waits in the buffer while packets keep coming.
@@ -490,10 +571,11 @@ impl Ordered<Printer> {
         }
     }
 
-    /// Writes what is left; the number of malformed messages printed.
-    fn end(mut self) -> Result<u64, CliError> {
+    /// Writes what is left; the number of malformed messages printed, and
+    /// the messages chosen for saving (`-w`).
+    fn end(mut self) -> Result<(u64, Option<crate::save::Chosen>), CliError> {
         self.emit.flush()?;
-        Ok(self.emit.malformed)
+        Ok((self.emit.malformed, self.emit.save.take()))
     }
 }
 
@@ -508,15 +590,16 @@ fn run_file(
     src: FileSource,
     pipeline: PipelineConfig,
     mut analyzer: MessageAnalyzer,
+    keep_frames: bool,
     stage: impl FnOnce() -> Ordered<Printer> + Send + 'static,
-) -> Result<u64, CliError> {
+) -> Result<(u64, Option<crate::save::Chosen>), CliError> {
     use std::sync::atomic::{AtomicBool, Ordering};
     let reader = FileReader::spawn(src, pipeline, BATCH_FRAMES, analyzer.request_scanner());
     // Set by the writer thread when it needs nothing more (count reached, output error).
     let done = std::sync::Arc::new(AtomicBool::new(false));
     let (tx, rx) = std::sync::mpsc::sync_channel::<Work>(4);
     let writer_done = done.clone();
-    let writer = std::thread::spawn(move || -> Result<u64, CliError> {
+    let writer = std::thread::spawn(move || {
         let mut stage = stage();
         // Until the stage wants no more (count reached, end, output error).
         let stop = rx
@@ -527,11 +610,12 @@ fn run_file(
         stop.unwrap_or(Ok(true)).and_then(|_| stage.end())
     });
     // The writer prints summaries, which never read the messages' bytes:
-    // they are released here, on the thread that made them.
+    // they are released here, on the thread that made them (their frames
+    // are kept when they are to be saved).
     let send = |mut work: Work| -> bool {
-        strip_bytes(&mut work.outs);
+        strip_bytes(&mut work.outs, keep_frames);
         if let Some(fin) = &mut work.finish {
-            strip_bytes(fin);
+            strip_bytes(fin, keep_frames);
         }
         tx.send(work).is_ok()
     };
@@ -581,13 +665,16 @@ fn run_file(
         .unwrap_or_else(|p| std::panic::resume_unwind(p))
 }
 
-/// Drops the bytes of the messages in `outs` (their facts and trees stay):
-/// for stages that read only facts (`print` summaries, `stats`).
-pub fn strip_bytes(outs: &mut [Output]) {
+/// Drops the bytes of the messages in `outs` (their facts and trees stay,
+/// and their provenance with `keep_frames`): for stages that read only
+/// facts (`print` summaries, `stats`) or frames (`print -w`).
+pub fn strip_bytes(outs: &mut [Output], keep_frames: bool) {
     for o in outs {
         if let Output::Message(m) = o {
             m.raw.bytes = Default::default();
-            m.raw.provenance = Vec::new();
+            if !keep_frames {
+                m.raw.provenance = Vec::new();
+            }
             m.raw.file_pieces = Vec::new();
         }
     }
@@ -802,6 +889,8 @@ fn hand_over(
 /// without `-V` of a file, or live), a notice's line once what came before
 /// it is written.
 struct Printer {
+    /// `-w`: messages are chosen for saving, not printed.
+    save: Option<crate::save::Chosen>,
     render: Render,
     malformed: u64,
     /// Lines written and not yet handed to the output.
@@ -825,6 +914,11 @@ struct Trees {
 
 impl Emit for Printer {
     fn message(&mut self, mut m: Box<MessageRecord>) -> Result<bool, CliError> {
+        if let Some(chosen) = &mut self.save {
+            self.malformed += u64::from(m.info.decode_error.is_some());
+            chosen.add(m.info.client, m.info.broker, &m.raw);
+            return Ok(true);
+        }
         if let Some(t) = &self.trees {
             crate::render_pool::decode(&mut m, &t.opts, &t.stamps);
         }

@@ -230,7 +230,7 @@ impl Chosen {
     /// the buffer would otherwise copy every held message's.
     fn pass(&mut self, out: &mut Vec<Output>, end: bool) {
         let Some(r) = &mut self.0 else { return };
-        crate::print::strip_bytes(out);
+        crate::print::strip_bytes(out, false);
         let mut chosen = Vec::with_capacity(out.len());
         for o in out.drain(..) {
             r.push(o, &mut chosen);
@@ -266,7 +266,7 @@ fn no_kafka(name: &str, outs: &[Output]) -> Vec<String> {
 /// of their messages (`Stats` reads facts, never bytes): the buffers are
 /// released here, and the batches in flight stay small.
 fn counted(out: &mut Vec<Output>) -> Vec<Output> {
-    crate::print::strip_bytes(out);
+    crate::print::strip_bytes(out, false);
     std::mem::take(out)
 }
 

@@ -14,6 +14,14 @@ use support::tmux::{have_tmux, Tmux};
 
 use std::process::Command;
 
+/// The shipped a1 capture.
+fn a1() -> String {
+    format!(
+        "{}/../captures/a1-kcat-produce-consume-group.pcap",
+        env!("CARGO_MANIFEST_DIR")
+    )
+}
+
 #[test]
 fn browse_filter_help_and_quit_in_tmux() {
     if !have_tmux() {
@@ -21,31 +29,11 @@ fn browse_filter_help_and_quit_in_tmux() {
         return;
     }
     let bin = env!("CARGO_BIN_EXE_kafkashark");
-    let cap = format!(
-        "{}/../captures/a1-kcat-produce-consume-group.pcap",
-        env!("CARGO_MANIFEST_DIR")
-    );
+    let cap = a1();
     let t = Tmux::new("e2e", "e2e");
     // The shell prints a marker once the UI has exited, then waits.
     let cmd = format!("'{bin}' '{cap}'; echo \"kafkashark exited $?\"; sleep 60");
-    let out = t.run(&[
-        "new-session",
-        "-d",
-        "-s",
-        "e2e",
-        "-x",
-        "120",
-        "-y",
-        "40",
-        "sh",
-        "-c",
-        &cmd,
-    ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    t.start(120, 40, &cmd);
 
     // The first screen: the list, the first message's tree and its bytes.
     t.wait("the first screen", |s| {
@@ -115,20 +103,7 @@ fn seed_message_in_tmux() {
     );
     let t = Tmux::new("e2e-seed", "e2e");
     let cmd = format!("NO_COLOR=1 '{bin}' '{msg}'; echo \"kafkashark exited $?\"; sleep 60");
-    let out = t.run(&[
-        "new-session",
-        "-d",
-        "-s",
-        "e2e",
-        "-x",
-        "120",
-        "-y",
-        "40",
-        "sh",
-        "-c",
-        &cmd,
-    ]);
-    assert!(out.status.success());
+    t.start(120, 40, &cmd);
     t.wait("the seed's tree and all its bytes", |s| {
         s.contains("bytes: message (94 bytes)")
             && s.contains("0050  ff ff ff ff ff ff ff 00  00 00 00 00 00 00")
@@ -144,10 +119,7 @@ fn seed_message_in_tmux() {
 #[test]
 fn without_a_terminal_the_ui_refuses_and_print_still_works() {
     let bin = env!("CARGO_BIN_EXE_kafkashark");
-    let cap = format!(
-        "{}/../captures/a1-kcat-produce-consume-group.pcap",
-        env!("CARGO_MANIFEST_DIR")
-    );
+    let cap = a1();
     let out = Command::new(bin).arg(&cap).output().expect("run");
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("needs a terminal"));
@@ -161,4 +133,55 @@ fn without_a_terminal_the_ui_refuses_and_print_still_works() {
     let out = Command::new(bin).output().expect("run");
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stdout).contains("live"));
+}
+
+/// `w` saves the packets of the messages listed: filtered to Produce, saved
+/// under a typed name (readline's Ctrl-U clears the suggested one), and the
+/// file reopens with the same messages `print -Y produce` shows.
+#[test]
+fn save_the_filtered_messages_in_tmux() {
+    if !have_tmux() {
+        eprintln!("skipping: tmux is not installed");
+        return;
+    }
+    let bin = env!("CARGO_BIN_EXE_kafkashark");
+    let cap = a1();
+    let out =
+        std::env::temp_dir().join(format!("kafkashark-tui-save-{}.pcapng", std::process::id()));
+    let _ = std::fs::remove_file(&out);
+    let t = Tmux::new("save", "save");
+    let cmd = format!("'{bin}' '{cap}'; sleep 60");
+    t.start(160, 45, &cmd);
+    t.wait_for("messages 157/157");
+    t.keys(&["/", "produce", "Enter"]);
+    t.wait_for("filter: produce");
+    // The suggested name comes from the capture's and the filter.
+    t.keys(&["w"]);
+    t.wait("the save bar", |s| {
+        s.contains("save to: a1-kcat-produce-consume-group-filtered.pcapng")
+            && s.contains("Enter saves the packets of the 6 messages listed")
+    });
+    t.keys(&["C-u"]);
+    t.wait("the name cleared", |s| !s.contains("group-filtered.pcapng"));
+    t.keys(&["-l", out.to_str().expect("path")]);
+    t.keys(&["Enter"]);
+    t.wait_for("saved 6 messages in");
+    t.keys(&["q"]);
+    let read = |file: &std::path::Path, filter: Option<&str>| {
+        let mut c = Command::new(bin);
+        c.arg("print").arg(file);
+        if let Some(f) = filter {
+            c.args(["-Y", f]);
+        }
+        let o = c.output().expect("print");
+        // Frame numbers and stream indices are the new file's; the rest must match.
+        String::from_utf8_lossy(&o.stdout)
+            .lines()
+            .map(|l| l.split_whitespace().skip(3).collect::<Vec<_>>().join(" "))
+            .collect::<Vec<_>>()
+    };
+    let want = read(std::path::Path::new(&cap), Some("produce"));
+    assert_eq!(want.len(), 6);
+    assert_eq!(read(&out, None), want);
+    let _ = std::fs::remove_file(&out);
 }

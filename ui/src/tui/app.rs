@@ -153,10 +153,12 @@ pub enum Msg {
 }
 
 /// What the shell must do after an update.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Effect {
     /// Leave the UI.
     Quit,
+    /// Save the packets of the messages listed (the view) to this file.
+    Save(std::path::PathBuf),
 }
 
 /// Where the input comes from.
@@ -234,6 +236,9 @@ impl TimeMode {
 /// The `/` bar being edited.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct FilterBar {
+    /// True when the bar asks for a file to save the listed messages to
+    /// (`w`), not for a filter.
+    pub save: bool,
     /// The text typed.
     pub text: String,
     /// Cursor position in characters.
@@ -384,6 +389,8 @@ pub struct App {
     pub hex: HexState,
     /// The key list is shown over the panes.
     pub help: bool,
+    /// The first line of the help shown (a short terminal scrolls it).
+    pub help_scroll: usize,
     /// A one-line message for the user (frames of a field, peer hidden, …).
     pub notice: Option<String>,
     /// Keep the newest message selected as messages arrive.
@@ -410,6 +417,9 @@ pub struct App {
     pub store: Option<Box<dyn ByteStore>>,
     /// Most entries the index keeps (ring mode): past it the oldest are dropped.
     pub max_entries: usize,
+    /// The capture file the listed messages can be saved from (`w`): `None`
+    /// for standard input, a live capture or a single message.
+    pub save_from: Option<String>,
     /// Entries dropped from the front of the index by ring mode.
     pub dropped: u64,
     /// Messages recently read again from the file, by entry index plus `dropped`.
@@ -475,6 +485,7 @@ impl App {
             tree: TreeState::default(),
             hex: HexState::default(),
             help: false,
+            help_scroll: 0,
             notice: None,
             follow,
             size,
@@ -488,6 +499,7 @@ impl App {
             stats_limit: stats_view::DECODE_LIMIT,
             store: None,
             max_entries: usize::MAX,
+            save_from: None,
             dropped: 0,
             recent: Lru::new(RECENT),
         }
@@ -1099,11 +1111,10 @@ impl App {
             return vec![Effect::Quit];
         }
         if self.bar.is_some() {
-            self.bar_key(k);
-            return Vec::new();
+            return self.bar_key(k);
         }
         if self.help {
-            self.help = false;
+            self.help_key(k.code);
             return Vec::new();
         }
         self.notice = None;
@@ -1117,17 +1128,63 @@ impl App {
         Vec::new()
     }
 
+    /// A key while the help is shown: the motion keys scroll it when it is
+    /// taller than the terminal, any other key closes it.
+    fn help_key(&mut self, code: KeyCode) {
+        let (total, rows) = ui::help_rows(self.size.1);
+        let last = total.saturating_sub(rows);
+        match motion(code, self.help_scroll, 1, rows.saturating_sub(1).max(1)) {
+            Some(to) if last > 0 => self.help_scroll = to.min(last),
+            _ => {
+                self.help = false;
+                self.help_scroll = 0;
+            }
+        }
+    }
+
     /// Opens the `/` bar on the applied filter (leaving the stats view).
     fn open_bar(&mut self) {
         self.stats_view = None;
         let text = self.filter_text.clone();
         let cursor = text.chars().count();
         self.bar = Some(FilterBar {
+            save: false,
             text,
             cursor,
             error: None,
         });
         self.validate_bar();
+    }
+
+    /// Opens the bar that asks where to save the listed messages (`w`),
+    /// with a name made from the capture's.
+    fn open_save_bar(&mut self) {
+        let Some(from) = &self.save_from else {
+            self.notice = Some(
+                "saving needs a capture file: standard input and live captures cannot be read again (capture with tcpdump -w)"
+                    .into(),
+            );
+            return;
+        };
+        if self.view.is_empty() {
+            self.notice = Some("no messages listed: nothing to save".into());
+            return;
+        }
+        let stem = std::path::Path::new(from)
+            .file_stem()
+            .map_or("capture".into(), |s| s.to_string_lossy().into_owned());
+        let what = if self.filter.is_some() {
+            "filtered"
+        } else {
+            "saved"
+        };
+        let text = format!("{stem}-{what}.pcapng");
+        self.bar = Some(FilterBar {
+            save: true,
+            cursor: text.chars().count(),
+            text,
+            error: None,
+        });
     }
 
     /// A key for the panes (the stats view closed).
@@ -1146,6 +1203,7 @@ impl App {
             KeyCode::Char('S') => self.refresh_stats(),
             KeyCode::Char('p') => self.jump_peer(),
             KeyCode::Char('f') => self.frames_notice(),
+            KeyCode::Char('w') => self.open_save_bar(),
             KeyCode::Char('e') => self.expand_all(true),
             KeyCode::Char('c') => self.expand_all(false),
             code => self.focus_key(code),
@@ -1207,23 +1265,70 @@ impl App {
         }
     }
 
-    fn bar_key(&mut self, k: KeyEvent) {
-        let Some(bar) = &mut self.bar else { return };
+    fn bar_key(&mut self, k: KeyEvent) -> Vec<Effect> {
+        let Some(bar) = &mut self.bar else {
+            return Vec::new();
+        };
+        let ctrl = k.modifiers.contains(KeyModifiers::CONTROL);
         match k.code {
             KeyCode::Esc => {
                 self.bar = None;
-                return;
+                return Vec::new();
+            }
+            KeyCode::Enter if bar.save => {
+                let text = bar.text.trim().to_string();
+                if text.is_empty() {
+                    self.notice = Some("type the name of the file to save to".into());
+                    return Vec::new();
+                }
+                self.bar = None;
+                let n = self.view.len();
+                self.notice = Some(format!(
+                    "saving the packets of {n} message{} to {text} …",
+                    if n == 1 { "" } else { "s" }
+                ));
+                return vec![Effect::Save(text.into())];
             }
             KeyCode::Enter => {
                 if let Some((col, msg)) = &bar.error {
                     self.notice = Some(format!("filter not applied: col {col}: {msg}"));
-                    return;
+                    return Vec::new();
                 }
                 let text = bar.text.clone();
                 self.bar = None;
                 self.apply_filter(&text);
-                return;
+                return Vec::new();
             }
+            // Readline's keys: to the start, to the end, delete to the
+            // start, to the end, the word before the cursor.
+            KeyCode::Char('a') if ctrl => bar.cursor = 0,
+            KeyCode::Char('e') if ctrl => bar.cursor = bar.text.chars().count(),
+            KeyCode::Char('u') if ctrl => {
+                let at = byte_index(&bar.text, bar.cursor);
+                bar.text.replace_range(..at, "");
+                bar.cursor = 0;
+            }
+            KeyCode::Char('k') if ctrl => {
+                let at = byte_index(&bar.text, bar.cursor);
+                bar.text.truncate(at);
+            }
+            KeyCode::Char('w') if ctrl => {
+                let chars: Vec<char> = bar.text.chars().collect();
+                let mut from = bar.cursor.min(chars.len());
+                while from > 0 && chars.get(from - 1).is_some_and(|c| c.is_whitespace()) {
+                    from -= 1;
+                }
+                while from > 0 && chars.get(from - 1).is_some_and(|c| !c.is_whitespace()) {
+                    from -= 1;
+                }
+                let (a, b) = (
+                    byte_index(&bar.text, from),
+                    byte_index(&bar.text, bar.cursor),
+                );
+                bar.text.replace_range(a..b, "");
+                bar.cursor = from;
+            }
+            KeyCode::Char(_) if ctrl => return Vec::new(),
             KeyCode::Backspace => {
                 if bar.cursor > 0 {
                     bar.cursor -= 1;
@@ -1240,13 +1345,14 @@ impl App {
                 bar.text.insert(at, c);
                 bar.cursor += 1;
             }
-            _ => return,
+            _ => return Vec::new(),
         }
         self.validate_bar();
+        Vec::new()
     }
 
     fn validate_bar(&mut self) {
-        if let Some(bar) = &mut self.bar {
+        if let Some(bar) = self.bar.as_mut().filter(|b| !b.save) {
             bar.error = match Filter::parse(&bar.text) {
                 Ok(_) => None,
                 Err(e) => Some((e.column, e.message)),

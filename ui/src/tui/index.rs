@@ -292,6 +292,11 @@ impl IndexEntry {
 }
 
 impl FactsEntry {
+    /// The connection's client and broker.
+    pub fn endpoints(&self) -> (SocketAddr, SocketAddr) {
+        (self.shared.ends.client, self.shared.ends.broker)
+    }
+
     fn has(&self, bit: u16) -> bool {
         self.flags & bit != 0
     }

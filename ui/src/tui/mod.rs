@@ -213,6 +213,11 @@ pub fn run(opts: Options) -> Result<(), CliError> {
         size,
     );
     app.store = store;
+    // The listed messages' packets can be saved from a file read again.
+    app.save_from = match &opts.input {
+        Input::File(p) if reread => Some(p.clone()),
+        _ => None,
+    };
     if kind != SourceKind::Message {
         app.entries.set_scratch(Box::new(scratch_file));
     }
@@ -298,6 +303,7 @@ fn event_loop(app: &mut App, rx: Option<&Receiver<Msg>>) -> Result<(), CliError>
     let mut dirty = true;
     let mut last_tick = Instant::now();
     let mut loader_open = rx.is_some();
+    let (saved_tx, saved_rx) = std::sync::mpsc::channel();
     'main: loop {
         if dirty {
             term.draw(|f| ui::render(f, app)).map_err(term_err)?;
@@ -318,8 +324,11 @@ fn event_loop(app: &mut App, rx: Option<&Receiver<Msg>>) -> Result<(), CliError>
                     _ => None,
                 };
                 if let Some(m) = msg {
-                    if app.update(m).contains(&Effect::Quit) {
-                        break 'main;
+                    for effect in app.update(m) {
+                        match effect {
+                            Effect::Quit => break 'main,
+                            Effect::Save(path) => start_save(app, path, &saved_tx),
+                        }
                     }
                     dirty = true;
                 }
@@ -344,6 +353,11 @@ fn event_loop(app: &mut App, rx: Option<&Receiver<Msg>>) -> Result<(), CliError>
                 }
             }
         }
+        // A save finished: what it did, or why it could not.
+        while let Ok(m) = saved_rx.try_recv() {
+            app.update(m);
+            dirty = true;
+        }
         if last_tick.elapsed() >= Duration::from_millis(200) {
             last_tick = Instant::now();
             app.update(Msg::Tick);
@@ -353,6 +367,41 @@ fn event_loop(app: &mut App, rx: Option<&Receiver<Msg>>) -> Result<(), CliError>
     drop(term);
     drop(guard);
     Ok(())
+}
+
+/// Saves the packets of the messages listed to `out` on a thread of its own
+/// ([`crate::save`]); its result comes back to `done` as a notice.
+fn start_save(app: &App, out: std::path::PathBuf, done: &std::sync::mpsc::Sender<Msg>) {
+    let Some(input) = app.save_from.clone() else {
+        return;
+    };
+    let mut chosen = crate::save::Chosen::default();
+    for &i in &app.view {
+        if let Some(e) = app.entries.get(i as usize) {
+            let (client, broker) = e.endpoints();
+            chosen.add(client, broker, &e.raw());
+        }
+    }
+    let tx = done.clone();
+    let spawned = std::thread::Builder::new()
+        .name("kafkashark-save".into())
+        .spawn(move || {
+            let text = match crate::save::write(&input, &chosen, &out) {
+                Ok(s) => format!(
+                    "saved {} message{} in {} frames ({} handshakes and closes) to {}",
+                    chosen.messages,
+                    if chosen.messages == 1 { "" } else { "s" },
+                    s.frames,
+                    s.control,
+                    out.display()
+                ),
+                Err(e) => format!("not saved: {e}"),
+            };
+            let _ = tx.send(Msg::Notice(text));
+        });
+    if let Err(e) = spawned {
+        let _ = done.send(Msg::Notice(format!("not saved: {e}")));
+    }
 }
 
 /// The loader: frames → analyzer → batches of entries, progress and counters.

@@ -1,5 +1,5 @@
-//! Render snapshots: the UI drawn into ratatui's `TestBackend` at 120x40 and
-//! 80x24, kept as text in `snapshots/`. Cells drawn in reverse video (the
+//! Render snapshots: the UI drawn into ratatui's `TestBackend` at 80x24,
+//! 120x40, 160x45 and 200x50, kept as text in `snapshots/`. Cells drawn in reverse video (the
 //! selection and the selected field's bytes) are listed under the screen.
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
@@ -18,7 +18,7 @@ use crate::filter::Facts;
 
 const A1: &str = "captures/a1-kcat-produce-consume-group.pcap";
 const SEED: &str = "captures/messages/produce-v12-request-minimal.hex";
-const SIZES: [(u16, u16); 2] = [(120, 40), (80, 24)];
+const SIZES: [(u16, u16); 4] = [(120, 40), (80, 24), (160, 45), (200, 50)];
 
 fn key(app: &mut App, code: KeyCode) {
     app.update(Msg::Key(KeyEvent::new(code, KeyModifiers::NONE)));
@@ -190,8 +190,12 @@ fn detail_title_shows_the_latency_parts() {
         select_where(&mut app, |e| e.frame() == 243);
         let text = snapshot_text(&app);
         let parts = "latency 503.2 ms = hol 502.9 + service 0.225 ms";
-        if w >= 120 {
-            assert!(text.contains(parts), "{text}");
+        // From 160 columns the tree shares the width with the bytes: at
+        // 160 the title keeps the wait behind the long-poll, not the rest.
+        match w {
+            160 => assert!(text.contains(&parts[..28]), "{text}"),
+            120.. => assert!(text.contains(parts), "{text}"),
+            _ => {}
         }
         insta::assert_snapshot!(format!("latency_parts_{w}x{h}"), text);
         // Its request (frame 234) shows its response's timing.
@@ -234,16 +238,48 @@ fn detail_title_shows_the_throttle() {
     assert!(title.contains(&want), "{want}: {title}");
 }
 
+/// The help lists every key; on a terminal too short for it, it scrolls
+/// (and says where it is) until its last line shows, and any other key
+/// closes it.
 #[test]
 fn help_screen() {
-    for (w, h) in SIZES {
+    for (w, h) in SIZES.into_iter().chain([(70, 14)]) {
         let mut app = app_with(A1, w, h);
         key(&mut app, KeyCode::Char('?'));
         let text = snapshot_text(&app);
-        for (k, _) in ui::KEYS {
-            assert!(text.contains(k), "{k} missing at {w}x{h}");
-        }
         insta::assert_snapshot!(format!("help_{w}x{h}"), text);
+        let fits = usize::from(h) >= ui::KEYS.len() + 4;
+        assert_eq!(text.contains("PgDn scroll"), !fits, "{w}x{h}");
+        let mut seen = text.clone();
+        for _ in 0..ui::KEYS.len() {
+            key(&mut app, KeyCode::Char('j'));
+            if !app.help {
+                break;
+            }
+            seen.push_str(&screen_text(&draw(&app)));
+        }
+        for (k, _) in ui::KEYS {
+            assert!(seen.contains(k), "{k} missing at {w}x{h}");
+        }
+        assert!(seen.contains("Bytes are coloured"), "{w}x{h}");
+        assert_eq!(fits, h > 14);
+        if !fits {
+            // Scrolled to the end, the help stays open; a page up, then any
+            // other key closes it.
+            assert!(app.help);
+            let end = screen_text(&draw(&app));
+            assert!(end.contains("Bytes are coloured"), "{end}");
+            insta::assert_snapshot!(format!("help_end_{w}x{h}"), end);
+            let last = app.help_scroll;
+            key(&mut app, KeyCode::Char('k'));
+            assert!(app.help && app.help_scroll == last - 1);
+            key(&mut app, KeyCode::PageUp);
+            assert_eq!(app.help_scroll, 0);
+            key(&mut app, KeyCode::Char('G'));
+            assert_eq!(app.help_scroll, last);
+        }
+        key(&mut app, KeyCode::Esc);
+        assert!(!app.help);
     }
 }
 
@@ -532,4 +568,51 @@ fn a_warning_shows_in_the_list_and_the_tree() {
     assert!(d.error.is_none());
     let last = d.root.children.last().expect("children");
     assert_eq!((last.name.as_ref(), last.length), ("trailing bytes", 3));
+}
+
+/// At every width from 160 columns (tree and bytes side by side) to 199,
+/// the names of a record batch's fields, seven levels deep, show whole
+/// (their guides at two cells a level where four would cut them).
+#[test]
+fn deep_field_names_show_whole_where_the_panes_sit_side_by_side() {
+    for w in 160..200u16 {
+        let mut app = app_with(A1, w, 45);
+        select_where(&mut app, |e| {
+            e.info().api_key == Some(ApiKey::PRODUCE) && e.info().kind == Kind::Request
+        });
+        key(&mut app, KeyCode::Char('e'));
+        tree_to(&mut app, "baseTimestamp");
+        let text = screen_text(&draw(&app));
+        for name in [
+            "partitionLeaderEpoch",
+            "baseTimestamp",
+            "lastOffsetDelta",
+            "baseOffset",
+        ] {
+            let whole = [format!("+-- {name} "), format!("+ {name} ")];
+            assert!(
+                whole.iter().any(|t| text.contains(t.as_str())),
+                "{name} cut at {w} columns:\n{text}"
+            );
+        }
+    }
+}
+
+/// The tree's columns: names first, the type and the value keep a few cells.
+#[test]
+fn tree_columns_give_names_room_first() {
+    // All fits: everyone gets what they want.
+    assert_eq!(ui::tree_columns(100, 30, 10, 20), (30, 10, 60));
+    // Deep names: they take all but 8 + 12 cells.
+    assert_eq!(ui::tree_columns(68, 55, 20, 40), (48, 8, 12));
+    // A narrow pane keeps at least 10 for the name.
+    assert_eq!(ui::tree_columns(15, 40, 20, 40), (10, 5, 0));
+    // Nothing to show.
+    assert_eq!(ui::tree_columns(0, 10, 10, 10), (0, 0, 0));
+    // Guides at two cells a level.
+    assert_eq!(
+        ui::compact_guides("▾ \u{0}|   |       +-- \u{0}Records"),
+        "▾ | |   + Records"
+    );
+    assert_eq!(ui::compact_guides("  \u{0}\u{0}Root"), "  Root");
 }

@@ -635,3 +635,109 @@ fn resize_keeps_the_selection_visible() {
     assert!(rows >= 3);
     assert!(app.list_pos >= app.list_offset && app.list_pos < app.list_offset + rows);
 }
+
+fn ctrl(app: &mut App, c: char) -> Vec<Effect> {
+    app.update(Msg::Key(KeyEvent::new(
+        KeyCode::Char(c),
+        KeyModifiers::CONTROL,
+    )))
+}
+
+/// The bar's readline keys: Ctrl-A / Ctrl-E move to the ends, Ctrl-W
+/// deletes the word before the cursor, Ctrl-K to the end, Ctrl-U to the start.
+#[test]
+fn the_bar_edits_with_readline_keys() {
+    let mut app = app_with(A1, 120, 40);
+    key(&mut app, KeyCode::Char('/'));
+    keys(&mut app, "produce and latency>5ms");
+    let bar = |app: &App| {
+        let b = app.bar.as_ref().expect("bar");
+        (b.text.clone(), b.cursor)
+    };
+    ctrl(&mut app, 'w');
+    assert_eq!(bar(&app), ("produce and ".to_string(), 12));
+    ctrl(&mut app, 'w');
+    assert_eq!(bar(&app), ("produce ".to_string(), 8));
+    ctrl(&mut app, 'a');
+    assert_eq!(bar(&app).1, 0);
+    keys(&mut app, "not ");
+    assert_eq!(bar(&app), ("not produce ".to_string(), 4));
+    ctrl(&mut app, 'k');
+    assert_eq!(bar(&app), ("not ".to_string(), 4));
+    ctrl(&mut app, 'e');
+    keys(&mut app, "fetch");
+    assert_eq!(bar(&app), ("not fetch".to_string(), 9));
+    // Ctrl-W over spaces takes the word before them too.
+    keys(&mut app, "  ");
+    ctrl(&mut app, 'w');
+    assert_eq!(bar(&app), ("not ".to_string(), 4));
+    ctrl(&mut app, 'u');
+    assert_eq!(bar(&app), (String::new(), 0));
+    // Other control keys type nothing.
+    ctrl(&mut app, 'x');
+    assert_eq!(bar(&app), (String::new(), 0));
+}
+
+/// `w` asks where to save the listed messages, suggesting a name from the
+/// capture's, and Enter hands the shell the file to save to; without a
+/// capture file to read again it says why it cannot.
+#[test]
+fn w_asks_where_to_save_the_listed_messages() {
+    let mut app = app_with(A1, 120, 40);
+    key(&mut app, KeyCode::Char('w'));
+    assert!(app.bar.is_none());
+    assert!(
+        app.notice
+            .as_deref()
+            .is_some_and(|n| n.contains("saving needs a capture file")),
+        "{:?}",
+        app.notice
+    );
+    app.save_from = Some(format!(
+        "/some/dir/{}",
+        A1.rsplit('/').next().expect("name")
+    ));
+    key(&mut app, KeyCode::Char('w'));
+    let b = app.bar.as_ref().expect("the save bar");
+    assert!(b.save && b.error.is_none());
+    assert_eq!(b.text, "a1-kcat-produce-consume-group-saved.pcapng");
+    // Esc: nothing saved.
+    key(&mut app, KeyCode::Esc);
+    assert!(app.bar.is_none());
+    // With a filter the name says so; any name may be typed; Enter saves.
+    key(&mut app, KeyCode::Char('/'));
+    keys(&mut app, "produce");
+    key(&mut app, KeyCode::Enter);
+    let n = app.view.len();
+    key(&mut app, KeyCode::Char('w'));
+    assert_eq!(
+        app.bar.as_ref().map(|b| b.text.as_str()),
+        Some("a1-kcat-produce-consume-group-filtered.pcapng")
+    );
+    ctrl(&mut app, 'u');
+    // An empty name is refused, the bar stays.
+    assert_eq!(key(&mut app, KeyCode::Enter), Vec::<Effect>::new());
+    assert!(app.bar.is_some());
+    keys(&mut app, "out.pcap");
+    assert_eq!(
+        key(&mut app, KeyCode::Enter),
+        vec![Effect::Save("out.pcap".into())]
+    );
+    assert!(app.bar.is_none());
+    assert_eq!(
+        app.notice.as_deref(),
+        Some(format!("saving the packets of {n} messages to out.pcap …").as_str())
+    );
+    // Nothing listed: nothing to save.
+    key(&mut app, KeyCode::Char('/'));
+    ctrl(&mut app, 'u');
+    keys(&mut app, "produce and fetch");
+    key(&mut app, KeyCode::Enter);
+    assert!(app.view.is_empty());
+    key(&mut app, KeyCode::Char('w'));
+    assert!(app.bar.is_none());
+    assert_eq!(
+        app.notice.as_deref(),
+        Some("no messages listed: nothing to save")
+    );
+}

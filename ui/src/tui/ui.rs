@@ -186,7 +186,7 @@ pub fn render(f: &mut Frame, app: &App) {
     }
     render_status(f, app, &pal, lay.status);
     if app.help {
-        render_help(f, &pal, f.area());
+        render_help(f, app.help_scroll, &pal, f.area());
     }
 }
 
@@ -551,19 +551,40 @@ fn render_tree(f: &mut Frame, app: &App, pal: &Palette, area: Rect, rows: usize)
                     0 => String::new(),
                     s => format!("#{s}:"),
                 };
-                let name = format!("{marker}{}{}", r.guides, escape_text(&n.name));
+                let name = format!("{marker}\u{0}{}\u{0}{}", r.guides, escape_text(&n.name));
                 let span = format!("[{src}0x{:04x}, {}B]", n.offset, n.length);
                 Some(([name, escape_text(&n.ty), value, span], n))
             })
             .collect();
-        let maxw = |k: usize| cells.iter().map(|(c, _)| c[k].chars().count()).max();
-        let span_w = maxw(3).unwrap_or(0);
-        let mut name_w = maxw(0).unwrap_or(0) + 2;
-        let mut ty_w = maxw(1).unwrap_or(0) + 2;
+        let maxw = |cells: &[([String; 4], _)], k: usize| {
+            cells.iter().map(|(c, _)| c[k].chars().count()).max()
+        };
+        let span_w = maxw(&cells, 3).unwrap_or(0);
         let avail = inner_w.saturating_sub(span_w);
-        name_w = name_w.min(avail * 45 / 100).max(10.min(avail));
-        ty_w = ty_w.min(avail.saturating_sub(name_w) * 35 / 100);
-        let val_w = avail.saturating_sub(name_w + ty_w);
+        // The guides (marked off by NULs, which escaped text never holds)
+        // at four cells a level, or two where the deepest name would not
+        // fit whole beside the type and value.
+        let full = |n: &str| n.replace('\u{0}', "");
+        let deepest = cells.iter().map(|(c, _)| full(&c[0]).chars().count()).max();
+        let tight = deepest.unwrap_or(0) + 2 + TREE_MIN_TYPE + TREE_MIN_VALUE > avail;
+        let cells: Vec<([String; 4], &kafkashark::kafka::Node)> = cells
+            .into_iter()
+            .map(|([name, ty, value, span], n)| {
+                let name = if tight {
+                    compact_guides(&name)
+                } else {
+                    full(&name)
+                };
+                ([name, ty, value, span], n)
+            })
+            .collect();
+        let maxw = |k: usize| maxw(&cells, k);
+        let (name_w, ty_w, val_w) = tree_columns(
+            avail,
+            maxw(0).unwrap_or(0) + 2,
+            maxw(1).unwrap_or(0) + 2,
+            maxw(2).unwrap_or(0),
+        );
         for (k, ([name, ty, value, span], n)) in cells.into_iter().enumerate() {
             let row = app.tree.offset + k;
             let vstyle = if n.error.is_some() {
@@ -608,6 +629,46 @@ fn render_tree(f: &mut Frame, app: &App, pal: &Palette, area: Rect, rows: usize)
         ));
     }
     f.render_widget(Paragraph::new(lines).block(b), area);
+}
+
+/// The tree's name, type and value column widths in `avail` cells, for
+/// the widths the rows shown want. Names come first: a field's name (after
+/// its guides, deep in a record batch) is what says what it is, so it gets
+/// all it wants but a few cells left for the type and the value; the type
+/// then takes at most 35 % of the rest, and the value what remains.
+pub fn tree_columns(avail: usize, name: usize, ty: usize, value: usize) -> (usize, usize, usize) {
+    let least = ty.min(TREE_MIN_TYPE) + value.min(TREE_MIN_VALUE);
+    let name_w = name.min(avail.saturating_sub(least)).max(10.min(avail));
+    let rest = avail.saturating_sub(name_w);
+    let ty_w = ty
+        .min((rest * 35 / 100).max(ty.min(TREE_MIN_TYPE)))
+        .min(rest);
+    (name_w, ty_w, rest - ty_w)
+}
+
+/// Cells the tree's type and value columns keep before names are cut.
+const TREE_MIN_TYPE: usize = 8;
+const TREE_MIN_VALUE: usize = 12;
+
+/// A tree row's name cell (`marker NUL guides NUL name`) with its guides
+/// at two cells a level instead of four (`|   ` → `| `, `+-- ` → `+ `).
+pub fn compact_guides(cell: &str) -> String {
+    let mut parts = cell.splitn(3, '\u{0}');
+    let (marker, guides, name) = (
+        parts.next().unwrap_or(""),
+        parts.next().unwrap_or(""),
+        parts.next().unwrap_or(""),
+    );
+    let chars: Vec<char> = guides.chars().collect();
+    let short: String = chars
+        .chunks(4)
+        .map(|c| match c.first() {
+            Some('|') => "| ",
+            Some('+') => "+ ",
+            _ => "  ",
+        })
+        .collect();
+    format!("{marker}{short}{name}")
 }
 
 fn fit_title(s: &str, w: usize) -> String {
@@ -739,8 +800,9 @@ fn render_hex(f: &mut Frame, app: &App, pal: &Palette, area: Rect, rows: usize) 
 
 fn render_line(f: &mut Frame, app: &App, pal: &Palette, area: Rect) {
     let line = if let Some(bar) = &app.bar {
+        let prompt = if bar.save { "save to: " } else { "/" };
         let mut spans = vec![Span::styled(
-            "/",
+            prompt,
             pal.fg(Color::LightCyan).add_modifier(Modifier::BOLD),
         )];
         let err_col = bar.error.as_ref().map(|(c, _)| *c);
@@ -764,6 +826,13 @@ fn render_line(f: &mut Frame, app: &App, pal: &Palette, area: Rect) {
             Some((col, msg)) => Span::styled(
                 format!("  ✗ col {col}: {}", escape_text(msg)),
                 pal.fg(Color::LightRed).add_modifier(Modifier::BOLD),
+            ),
+            None if bar.save => Span::styled(
+                format!(
+                    "  Enter saves the packets of the {} messages listed (pcap if .pcap), Esc cancels",
+                    app.view.len()
+                ),
+                pal.fg(Color::Green),
             ),
             None => Span::styled("  ✓ Enter applies, Esc cancels", pal.fg(Color::Green)),
         });
@@ -861,6 +930,7 @@ pub const KEYS: &[(&str, &str)] = &[
     ("p", "jump request ↔ response (peer)"),
     ("f", "frames that carried the field's bytes"),
     ("/", "filter (Enter applies, Esc cancels)"),
+    ("w", "save the listed messages' packets to a file"),
     ("s", "sort: capture → latency desc → size desc"),
     ("t", "time: relative / absolute (UTC)"),
     ("F", "follow: keep the newest message selected"),
@@ -876,7 +946,17 @@ pub const KEYS: &[(&str, &str)] = &[
     ("mouse wheel", "scroll the pane under the pointer"),
 ];
 
-fn render_help(f: &mut Frame, pal: &Palette, area: Rect) {
+/// The help's closing note, below the keys.
+const HELP_NOTE: &str =
+    "Bytes are coloured by what they belong to; the selected field is reversed.";
+
+/// The help's lines in all, and how many a terminal `height` rows high shows.
+pub fn help_rows(height: u16) -> (usize, usize) {
+    let total = KEYS.len() + 2;
+    (total, total.min(usize::from(height.saturating_sub(2))))
+}
+
+fn render_help(f: &mut Frame, scroll: usize, pal: &Palette, area: Rect) {
     let kw = KEYS.iter().map(|(k, _)| k.chars().count()).max();
     let key = pal.fg(Color::LightCyan).add_modifier(Modifier::BOLD);
     let mut lines: Vec<Line> = KEYS
@@ -889,15 +969,27 @@ fn render_help(f: &mut Frame, pal: &Palette, area: Rect) {
         })
         .collect();
     lines.push(Line::default());
-    lines.push(Line::from(
-        "Bytes are coloured by what they belong to; the selected field is reversed.",
-    ));
+    lines.push(Line::from(HELP_NOTE));
+    let (total, rows) = help_rows(area.height);
+    let first = scroll.min(total - rows);
+    let lines: Vec<Line> = lines.into_iter().skip(first).take(rows).collect();
     let w = (area.width.saturating_sub(4)).min(78);
-    let h = (u16::try_from(lines.len()).unwrap_or(u16::MAX) + 2).min(area.height);
+    let h = (u16::try_from(rows).unwrap_or(u16::MAX) + 2).min(area.height);
     let x = area.x + (area.width - w) / 2;
     let r = Rect::new(x, area.y + (area.height - h) / 2, w, h);
     f.render_widget(Clear, r);
-    let b = block(Line::from(" kafkashark keys "), true, pal);
+    let mut b = block(Line::from(" kafkashark keys "), true, pal);
+    if rows < total {
+        // Not all of it fits: where this is, and how to see the rest.
+        b = b.title_bottom(
+            Line::from(format!(
+                " {}-{} of {total} · j k PgUp PgDn scroll ",
+                first + 1,
+                first + rows
+            ))
+            .alignment(Alignment::Right),
+        );
+    }
     f.render_widget(Paragraph::new(lines).block(b), r);
 }
 
