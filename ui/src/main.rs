@@ -19,6 +19,7 @@ mod render_pool;
 mod reorder;
 mod save;
 mod stats_cmd;
+mod timefmt;
 mod tui;
 use cli_error::CliError;
 use kafkashark::flow::{Ports, ReorderWindow};

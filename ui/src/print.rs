@@ -2,6 +2,7 @@
 //! capture file, standard input or a live interface. A thin shell: it feeds
 //! frames to the engine's `Analyzer` and formats what comes out.
 
+use crate::timefmt::TimeFormat;
 use kafkashark::vocab::Timestamp;
 use std::io::Write;
 use std::net::SocketAddr;
@@ -75,6 +76,11 @@ pub struct PrintArgs {
     /// Show the full field tree of every message.
     #[arg(short = 'V', long)]
     verbose: bool,
+    /// How text lines write the time: `r` since the first frame, `d` since
+    /// the message before, `a`/`ad` local time of day / date and time,
+    /// `u`/`ud` the same in UTC, `e` seconds since the epoch.
+    #[arg(short = 't', long = "time-format", value_enum, default_value = "r")]
+    time: TimeFormat,
     /// Save the packets that carried the messages (those `-Y` matches, up to
     /// `-c`), with their connections' handshakes, to FILE instead of printing
     /// them: pcapng, or pcap when FILE ends in `.pcap`.
@@ -241,6 +247,7 @@ pub fn run(a: &PrintArgs) -> Result<u64, CliError> {
             held_on_disk: Some(std::env::temp_dir()),
             filter: a.display_filter.clone(),
             all_notices: a.notices == Notices::All,
+            time: a.time,
         };
         return crate::render_pool::run(
             src,
@@ -260,14 +267,14 @@ pub fn run(a: &PrintArgs) -> Result<u64, CliError> {
         stamps: std::sync::Arc::default(),
     });
     let live = matches!(input, Input::Live { .. });
-    let (format, verbose, count) = (a.format, a.verbose, a.count);
+    let (format, verbose, count, time) = (a.format, a.verbose, a.count, a.time);
     let filter = a.display_filter.clone();
     let all_notices = a.notices == Notices::All;
     // Made on the thread that writes: it locks standard output.
     let stage = move || {
         let printer = Printer {
             save: None,
-            render: Render::new(format, verbose),
+            render: Render::new(format, verbose).time(time),
             malformed: 0,
             buf: Vec::with_capacity(1024),
             chunk: if live { 0 } else { OUT_CHUNK },
@@ -975,6 +982,10 @@ pub(crate) struct Render {
     pub(crate) verbose: bool,
     /// The time of the capture's first frame (text times are relative to it).
     pub(crate) first_ts: Option<Timestamp>,
+    /// How text lines write the time (`-t`).
+    pub(crate) time: TimeFormat,
+    /// The time of the last message written (`-t d`).
+    pub(crate) prev_ts: Option<Timestamp>,
     /// Writes the JSONL lines.
     pub(crate) json: JsonWriter,
 }
@@ -986,8 +997,15 @@ impl Render {
             format,
             verbose,
             first_ts: None,
+            time: TimeFormat::Relative,
+            prev_ts: None,
             json: JsonWriter::default(),
         }
+    }
+
+    /// The same, writing times as `time` does.
+    pub(crate) fn time(self, time: TimeFormat) -> Render {
+        Render { time, ..self }
     }
 
     /// Appends the line (JSONL) or lines (text) of `m` to `out`, with its
@@ -1012,18 +1030,18 @@ impl Render {
     }
 
     /// Appends the text summary line of `m` (without its tree).
-    pub(crate) fn summary_line(&self, out: &mut Vec<u8>, m: &MessageRecord) {
+    pub(crate) fn summary_line(&mut self, out: &mut Vec<u8>, m: &MessageRecord) {
         use std::fmt::Write as _;
         let i = &m.info;
-        let rel = self.first_ts.map_or(0.0, |t| i.ts.as_f64() - t.as_f64());
+        let time = self.time.text(i.ts, self.first_ts, self.prev_ts);
+        self.prev_ts = Some(i.ts);
         let (from, to, kind) = match i.kind {
             Kind::Request => (i.client, i.broker, "Request"),
             Kind::Response => (i.broker, i.client, "Response"),
         };
         let mut s = format!(
-            "{:>6} {:>12.6} s{:<3} {from} → {to}  {} {kind}  corr={} len={}",
+            "{:>6} {time:>12} s{:<3} {from} → {to}  {} {kind}  corr={} len={}",
             i.frame,
-            rel,
             i.stream,
             api_text(i),
             i.correlation_id.map_or("?".into(), |c| c.to_string()),

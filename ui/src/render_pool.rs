@@ -147,6 +147,8 @@ pub struct Settings {
     pub filter: Option<crate::filter::Filter>,
     /// Every notice printed, not the first of each kind (`--notices all`).
     pub all_notices: bool,
+    /// How text lines write the time (`-t`).
+    pub time: crate::timefmt::TimeFormat,
 }
 
 /// Render threads for this machine: one per core, at most [`MAX_RENDER_THREADS`].
@@ -193,6 +195,7 @@ where
     }
     let chunker = Chunker {
         pool,
+        last_ts: None,
         chunk: Chunk::default(),
         chunk_bytes: match settings.format {
             PrintFormat::Jsonl => CHUNK_BYTES,
@@ -277,6 +280,8 @@ struct Chunk {
     bytes: usize,
     /// The time of the capture's first frame.
     first_ts: Option<Timestamp>,
+    /// The time of the last message before the chunk (`-t d`).
+    prev_ts: Option<Timestamp>,
 }
 
 /// What a render thread hands the writer, in order; a chunk's ends with `End`.
@@ -296,6 +301,8 @@ struct Chunker {
     chunk: Chunk,
     /// Message bytes after which a chunk is handed over.
     chunk_bytes: usize,
+    /// The time of the last message handed on.
+    last_ts: Option<Timestamp>,
 }
 
 impl Chunker {
@@ -308,6 +315,7 @@ impl Chunker {
         }
         let next = Chunk {
             first_ts: self.chunk.first_ts,
+            prev_ts: self.last_ts,
             ..Chunk::default()
         };
         self.pool.send(std::mem::replace(&mut self.chunk, next))
@@ -317,6 +325,7 @@ impl Chunker {
 impl Emit for Chunker {
     fn message(&mut self, m: Box<MessageRecord>) -> Result<bool, CliError> {
         self.chunk.bytes += m.raw.bytes.len();
+        self.last_ts = Some(m.info.ts);
         Ok(self.push(Item::Message(m)))
     }
 
@@ -435,6 +444,7 @@ impl RenderThread {
         self.buf = self.to.fresh();
         for chunk in rx.iter() {
             self.render.first_ts = chunk.first_ts;
+            self.render.prev_ts = chunk.prev_ts;
             let mut malformed = 0;
             for item in chunk.items {
                 let sent = match item {
@@ -912,7 +922,7 @@ impl Pool {
             let thread = RenderThread {
                 buf: Vec::new(),
                 to,
-                render: Render::new(settings.format, true),
+                render: Render::new(settings.format, true).time(settings.time),
                 opts: settings.decode.clone(),
                 stamps: stamps.clone(),
                 big: settings.big_message,
@@ -1084,6 +1094,7 @@ mod tests {
             held_on_disk: None,
             filter: None,
             all_notices: true,
+            time: Default::default(),
         };
         pooled_settings(path, settings)
     }
@@ -1267,6 +1278,7 @@ mod tests {
                         held_on_disk: disk.clone(),
                         filter: None,
                         all_notices: true,
+                        time: Default::default(),
                     };
                     let got = pooled_settings(&path, settings);
                     match disk {
@@ -1427,6 +1439,7 @@ mod tests {
                 held_on_disk: None,
                 filter: None,
                 all_notices: true,
+                time: Default::default(),
             };
             let r = run(open(&path), settings, || Failing(100_000), |_| {});
             assert!(matches!(r, Err(CliError::Output(_))), "{r:?}");

@@ -734,3 +734,86 @@ fn repeated_notices_are_summarised() {
     );
     assert!(!all.contains("in all"), "{all}");
 }
+
+/// `-t`: tshark's time formats. Deltas add up to the relative times; `-V`'s
+/// summary lines (written by several render threads, chunk by chunk) carry
+/// the same deltas as the plain lines; UTC and epoch times name the same
+/// instant.
+#[test]
+fn print_writes_times_as_tshark_does() {
+    let cap = repo("captures/b6-consumer-lag.pcap");
+    // The summary lines: frame number, time, stream (`-V`'s tree lines
+    // between them start otherwise).
+    let head = |l: &str| {
+        let mut w = l.split_whitespace();
+        w.next().is_some_and(|f| f.parse::<u64>().is_ok())
+            && w.next()
+                .is_some_and(|t| t.parse::<f64>().is_ok() || t.contains('-'))
+            && w.next()
+                .is_some_and(|s| s.starts_with('s') || s.contains(':'))
+    };
+    let times = |args: &[&str]| -> Vec<String> {
+        let out = bin()
+            .arg("print")
+            .arg(&cap)
+            .args(args)
+            .output()
+            .expect("run");
+        assert!(out.status.success());
+        String::from_utf8(out.stdout)
+            .expect("utf-8")
+            .lines()
+            .filter(|l| head(l))
+            .map(|l| l.to_string())
+            .collect()
+    };
+    let rel = times(&["-t", "r"]);
+    let delta = times(&["-t", "d"]);
+    assert!(rel.len() > 1000, "{}", rel.len());
+    assert_eq!(rel.len(), delta.len());
+    let secs = |l: &str| -> f64 {
+        l.split_whitespace()
+            .nth(1)
+            .expect("time")
+            .parse()
+            .expect("seconds")
+    };
+    let mut sum = secs(&rel[0]);
+    for (r, d) in rel.iter().zip(&delta).skip(1) {
+        sum += secs(d);
+        assert!((sum - secs(r)).abs() < 2e-6 * rel.len() as f64, "{r} / {d}");
+    }
+    // The same deltas with -V (trees between the lines).
+    assert_eq!(times(&["-t", "d", "-V"]), delta);
+    // Epoch and UTC date: the same instant.
+    let epoch = times(&["-t", "e"]);
+    let utc = times(&["-t", "ud"]);
+    let e: f64 = epoch[0]
+        .split_whitespace()
+        .nth(1)
+        .expect("epoch")
+        .parse()
+        .expect("f64");
+    let days = (e / 86_400.0).floor() as i64;
+    let sod = e - days as f64 * 86_400.0;
+    let clock = format!(
+        "{:02}:{:02}:{:02}",
+        (sod / 3600.0) as u32,
+        (sod / 60.0) as u32 % 60,
+        sod as u32 % 60
+    );
+    let fields: Vec<&str> = utc[0].split_whitespace().collect();
+    assert!(fields[2].starts_with(&clock), "{} vs {}", utc[0], epoch[0]);
+    assert_eq!(fields[1].len(), 10, "a date: {}", utc[0]);
+    // A bad format says which ones there are.
+    let out = bin()
+        .args(["print", &cap, "-t", "x"])
+        .output()
+        .expect("run");
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("possible values") && err.contains("ad"),
+        "{err}"
+    );
+}

@@ -286,7 +286,7 @@ fn second_text(secs: i64) -> [u8; 20] {
 
 /// Days since 1970-01-01 to a proleptic Gregorian (year, month, day), after
 /// Howard Hinnant's `civil_from_days` (eras of 400 years, March-based years).
-pub(crate) fn civil_from_days(z: i64) -> (i64, u32, u32) {
+pub fn civil_from_days(z: i64) -> (i64, u32, u32) {
     let z = z + 719_468;
     let era = z.div_euclid(146_097);
     let doe = z.rem_euclid(146_097); // [0, 146096]

@@ -219,20 +219,6 @@ impl Sort {
     }
 }
 
-/// How the time column is shown.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum TimeMode {
-    /// Seconds since the first frame.
-    Relative,
-    /// Time of day (UTC).
-    Absolute,
-}
-
-impl TimeMode {
-    /// Both modes, in the order `t` steps through them.
-    pub const ALL: [TimeMode; 2] = [TimeMode::Relative, TimeMode::Absolute];
-}
-
 /// The `/` bar being edited.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct FilterBar {
@@ -370,7 +356,7 @@ pub struct App {
     /// List order.
     pub sort: Sort,
     /// Time column mode.
-    pub time: TimeMode,
+    pub time: crate::timefmt::TimeFormat,
     /// Time of the first frame.
     pub origin: Option<Timestamp>,
     /// Focused pane.
@@ -475,7 +461,7 @@ impl App {
             filter_text: String::new(),
             bar: None,
             sort: Sort::Capture,
-            time: TimeMode::Relative,
+            time: crate::timefmt::TimeFormat::Relative,
             origin: None,
             focus,
             selected: None,
@@ -1198,7 +1184,9 @@ impl App {
                     self.select_pos(self.view.len() - 1);
                 }
             }
-            KeyCode::Char('t') => self.time = cycle(&TimeMode::ALL, self.time, true),
+            KeyCode::Char('t') => {
+                self.time = cycle(&crate::timefmt::TimeFormat::ALL, self.time, true)
+            }
             KeyCode::Char('s') => self.set_sort(cycle(&Sort::ALL, self.sort, true)),
             KeyCode::Char('S') => self.refresh_stats(),
             KeyCode::Char('p') => self.jump_peer(),

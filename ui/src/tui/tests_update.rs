@@ -5,9 +5,10 @@ use crossterm::event::{KeyCode, KeyEvent, KeyModifiers, MouseButton, MouseEvent,
 use kafkashark::kafka::decode::Kind;
 use kafkashark::kafka::schema::ApiKey;
 
-use super::app::{App, Config, Effect, LoadStats, Msg, Pane, Sort, SourceKind, TimeMode};
+use super::app::{App, Config, Effect, LoadStats, Msg, Pane, Sort, SourceKind};
 use super::testutil::{app_with, entries, message_app};
 use super::ui;
+use crate::timefmt::TimeFormat;
 
 const A1: &str = "captures/a1-kcat-produce-consume-group.pcap";
 const A2: &str = "captures/a2-confluent-compression-codecs.pcap";
@@ -454,17 +455,38 @@ fn follow_keeps_the_newest_selected() {
     assert!(!app.follow);
 }
 
+/// `t` steps through tshark's time formats; the list writes each as
+/// `print -t` does, a delta from the row shown above.
 #[test]
 fn time_mode_toggles() {
     let mut app = app_with(A1, 120, 40);
-    assert_eq!(app.time, TimeMode::Relative);
-    let e = &app.entries.at(0);
-    assert_eq!(ui::time_text(&app, e), "0.000000");
-    key(&mut app, KeyCode::Char('t'));
-    assert_eq!(app.time, TimeMode::Absolute);
-    let t = ui::time_text(&app, &app.entries.at(0));
-    assert_eq!(t.len(), 15, "{t}");
-    assert_eq!(&t[2..3], ":");
+    assert_eq!(app.time, TimeFormat::Relative);
+    let (a, b) = (app.entries.at(0), app.entries.at(1));
+    assert_eq!(ui::time_text(&app, &a, None), "0.000000");
+    for want in TimeFormat::ALL
+        .iter()
+        .skip(1)
+        .chain([&TimeFormat::Relative])
+    {
+        key(&mut app, KeyCode::Char('t'));
+        assert_eq!(app.time, *want);
+        let screen = super::tests_render::screen_text(&super::tests_render::draw(&app));
+        let first = want.text(a.ts(), app.origin, None);
+        let second = want.text(b.ts(), app.origin, Some(a.ts()));
+        assert!(
+            screen.contains(&first) && screen.contains(&second),
+            "{want:?}:\n{screen}"
+        );
+        assert_eq!(
+            screen.contains(&format!("time {}", want.name())),
+            *want != TimeFormat::Relative
+        );
+    }
+    // Delta: the second row's time since the first's (a1's frames 4 and 6).
+    assert_eq!(
+        TimeFormat::Delta.text(b.ts(), app.origin, Some(a.ts())),
+        format!("{:.6}", b.ts().as_f64() - a.ts().as_f64())
+    );
 }
 
 #[test]

@@ -11,6 +11,7 @@ use kafkashark::kafka::schema::ApiKey;
 use kafkashark::kafka::tree::escape_text;
 use kafkashark::kafka::Role;
 use kafkashark::stats::text::{api, ms};
+use kafkashark::vocab::Timestamp;
 use ratatui::layout::{Alignment, Rect};
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
@@ -19,11 +20,12 @@ use ratatui::widgets::{
 };
 use ratatui::Frame;
 
-use super::app::{node_at, App, Pane, SourceKind, StatsView, TimeMode};
+use super::app::{node_at, App, Pane, SourceKind, StatsView};
 use super::index::IndexEntry;
 use super::stats_view::{self, col_plan, columns, StatsTab, BUCKETS, SERIES_COL};
 use crate::filter::Facts;
 use crate::print::{api_text, error_names, pairing_marks};
+use crate::timefmt::TimeFormat;
 
 /// Where each pane goes, and how many content rows it has.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -309,16 +311,13 @@ fn api_color(key: Option<ApiKey>) -> Color {
 /// (coloured apart); kind, correlation id, size, latency and the notes.
 fn list_parts(
     width: usize,
-    time: TimeMode,
+    time: TimeFormat,
     lead: [&str; 4],
     api: &str,
     tail: [&str; 5],
 ) -> [String; 3] {
     let wide = width >= 112;
-    let time = match time {
-        TimeMode::Relative => 11,
-        TimeMode::Absolute => 15,
-    };
+    let time = time.width();
     let lead_cols = [(7, true), (time, true), (4, false), (32, false)];
     let n = if wide { 4 } else { 3 };
     let tail_cols = [(4, false), (5, true), (7, true), (9, true)];
@@ -340,15 +339,10 @@ fn row_text<S: AsRef<str>>(cols: &[(usize, bool)], cells: &[S]) -> String {
     joined(cells.iter().enumerate().map(cell), " ")
 }
 
-/// The time column.
-pub fn time_text(app: &App, e: &IndexEntry) -> String {
-    match app.time {
-        TimeMode::Relative => {
-            let o = app.origin.map_or(0.0, |t| t.as_f64());
-            format!("{:.6}", e.ts().as_f64() - o)
-        }
-        TimeMode::Absolute => format!("{}.{:06}", clock(e.ts().secs), e.ts().nanos / 1000),
-    }
+/// The time column of `e`, shown after a row of time `prev` (none for the
+/// first row).
+pub fn time_text(app: &App, e: &IndexEntry, prev: Option<Timestamp>) -> String {
+    app.time.text(e.ts(), app.origin, prev)
 }
 
 /// Sender → receiver.
@@ -434,9 +428,16 @@ fn render_list(f: &mut Frame, app: &App, pal: &Palette, area: Rect, rows: usize)
             }
         };
         let i = &e.info();
+        // The row above's time, for `-t d` (delta to the message shown before).
+        let prev = pos
+            .checked_sub(1)
+            .and_then(|p| app.view.get(p))
+            .and_then(|&j| app.entries.get(j as usize))
+            .map(|p| p.ts())
+            .filter(|_| app.time == TimeFormat::Delta);
         let (frame, time, stream) = (
             i.frame.to_string(),
-            time_text(app, e),
+            time_text(app, e, prev),
             format!("s{}", i.stream),
         );
         let kind = match i.kind {
@@ -893,6 +894,9 @@ fn render_status(f: &mut Frame, app: &App, pal: &Palette, area: Rect) {
         parts.push("STATS".into());
     }
     parts.push(format!("sort {}", app.sort.label()));
+    if app.time != TimeFormat::Relative {
+        parts.push(format!("time {}", app.time.name()));
+    }
     if !app.filter_text.is_empty() {
         parts.push(format!("filter: {}", escape_text(&app.filter_text)));
     }
@@ -932,7 +936,7 @@ pub const KEYS: &[(&str, &str)] = &[
     ("/", "filter (Enter applies, Esc cancels)"),
     ("w", "save the listed messages' packets to a file"),
     ("s", "sort: capture → latency desc → size desc"),
-    ("t", "time: relative / absolute (UTC)"),
+    ("t", "time: relative, delta, local, UTC, epoch"),
     ("F", "follow: keep the newest message selected"),
     (
         "S",
