@@ -595,6 +595,24 @@ fn apis() -> &'static [(i16, &'static str, String)] {
     })
 }
 
+/// The words a filter can use that start with `prefix` (any case): field
+/// names and their aliases, flags, `and` / `or` / `not` and Kafka's api
+/// names; sorted, each once. The TUI's Tab completes with them.
+pub fn completions(prefix: &str) -> Vec<&'static str> {
+    let p = prefix.to_ascii_lowercase();
+    let mut words: Vec<&'static str> = FIELDS
+        .iter()
+        .flat_map(|(_, names, _, _)| names.iter().copied())
+        .chain(FLAGS.iter().map(|(n, _)| *n))
+        .chain(["and", "or", "not"])
+        .chain(apis().iter().map(|(_, n, _)| *n))
+        .filter(|w| w.to_ascii_lowercase().starts_with(&p))
+        .collect();
+    words.sort_unstable();
+    words.dedup();
+    words
+}
+
 fn api_by_name(word: &str) -> Option<i16> {
     let n = normalize(word);
     apis()

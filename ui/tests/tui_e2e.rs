@@ -185,3 +185,47 @@ fn save_the_filtered_messages_in_tmux() {
     assert_eq!(read(&out, None), want);
     let _ = std::fs::remove_file(&out);
 }
+
+/// The filter history outlives the session: a filter applied, the UI quit,
+/// the file in `$XDG_STATE_HOME/kafkashark/filter-history` holds it, and the
+/// next session's Up brings it back; Tab completes a filter word.
+#[test]
+fn filter_history_and_completion_in_tmux() {
+    if !have_tmux() {
+        eprintln!("skipping: tmux is not installed");
+        return;
+    }
+    let bin = env!("CARGO_BIN_EXE_kafkashark");
+    let cap = a1();
+    let state = std::env::temp_dir().join(format!("kafkashark-state-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&state);
+    let file = state.join("kafkashark/filter-history");
+    let cmd = format!(
+        "XDG_STATE_HOME='{}' '{bin}' '{cap}'; echo \"kafkashark exited $?\"; sleep 60",
+        state.display()
+    );
+    let t = Tmux::new("history", "history");
+    t.start(120, 40, &cmd);
+    t.wait_for("messages 157/157");
+    // Tab: `lon` → `long`, the choices shown; `p` and Tab → `longpoll `.
+    t.keys(&["/", "lon", "Tab"]);
+    t.wait_for("Tab: long_poll longpoll");
+    t.keys(&["p", "Tab", "or prod", "Tab", "Enter"]);
+    t.wait_for("filter: longpoll or Produce");
+    t.keys(&["q"]);
+    t.wait_for("kafkashark exited 0");
+    let kept = std::fs::read_to_string(&file).expect("the history file");
+    assert_eq!(kept, "longpoll or Produce\n");
+    drop(t);
+    // A new session: Up recalls it.
+    let t = Tmux::new("history2", "history");
+    t.start(120, 40, &cmd);
+    t.wait_for("messages 157/157");
+    t.keys(&["/", "Up"]);
+    t.wait_for("/longpoll or Produce");
+    t.keys(&["Enter"]);
+    t.wait_for("filter: longpoll or Produce");
+    t.keys(&["q"]);
+    t.wait_for("kafkashark exited 0");
+    let _ = std::fs::remove_dir_all(&state);
+}

@@ -231,6 +231,11 @@ pub struct FilterBar {
     pub cursor: usize,
     /// The parse error of the text, with its 0-based character column.
     pub error: Option<(usize, String)>,
+    /// The words Tab could complete to, when there were several.
+    pub choices: Option<String>,
+    /// While Up/Down step through the filter history: the entry shown, and
+    /// the text that was being typed before.
+    pub recall: Option<(usize, String)>,
 }
 
 /// The stats view (`S`): its figures, section and selection.
@@ -403,6 +408,9 @@ pub struct App {
     pub store: Option<Box<dyn ByteStore>>,
     /// Most entries the index keeps (ring mode): past it the oldest are dropped.
     pub max_entries: usize,
+    /// Filters applied, oldest first (at most [`HISTORY`]); the shell keeps
+    /// them between sessions.
+    pub history: Vec<String>,
     /// The capture file the listed messages can be saved from (`w`): `None`
     /// for standard input, a live capture or a single message.
     pub save_from: Option<String>,
@@ -486,6 +494,7 @@ impl App {
             store: None,
             max_entries: usize::MAX,
             save_from: None,
+            history: Vec::new(),
             dropped: 0,
             recent: Lru::new(RECENT),
         }
@@ -1138,6 +1147,8 @@ impl App {
             text,
             cursor,
             error: None,
+            choices: None,
+            recall: None,
         });
         self.validate_bar();
     }
@@ -1170,6 +1181,8 @@ impl App {
             cursor: text.chars().count(),
             text,
             error: None,
+            choices: None,
+            recall: None,
         });
     }
 
@@ -1284,9 +1297,14 @@ impl App {
                 }
                 let text = bar.text.clone();
                 self.bar = None;
+                self.remember(&text);
                 self.apply_filter(&text);
                 return Vec::new();
             }
+            KeyCode::Up | KeyCode::Down if !bar.save => {
+                recall(bar, &self.history, k.code == KeyCode::Up);
+            }
+            KeyCode::Tab if !bar.save => complete(bar),
             // Readline's keys: to the start, to the end, delete to the
             // start, to the end, the word before the cursor.
             KeyCode::Char('a') if ctrl => bar.cursor = 0,
@@ -1335,8 +1353,25 @@ impl App {
             }
             _ => return Vec::new(),
         }
+        if k.code != KeyCode::Tab {
+            if let Some(b) = &mut self.bar {
+                b.choices = None;
+            }
+        }
         self.validate_bar();
         Vec::new()
+    }
+
+    /// Adds an applied filter to the history (last; an earlier copy goes).
+    fn remember(&mut self, text: &str) {
+        let text = text.trim();
+        if text.is_empty() {
+            return;
+        }
+        self.history.retain(|h| h != text);
+        self.history.push(text.to_string());
+        let over = self.history.len().saturating_sub(HISTORY);
+        self.history.drain(..over);
     }
 
     fn validate_bar(&mut self) {
@@ -1601,6 +1636,85 @@ fn merge(a: Vec<u32>, b: Vec<u32>, cmp: impl Fn(u32, u32) -> std::cmp::Ordering)
     out.extend_from_slice(&a[i..]);
     out.extend_from_slice(&b[j..]);
     out
+}
+
+/// Filters the history keeps.
+pub const HISTORY: usize = 200;
+
+/// Up (`older`) or Down in the filter bar: the previous or next filter of
+/// `history`; Down past the newest gives back what was being typed.
+fn recall(bar: &mut FilterBar, history: &[String], older: bool) {
+    let at = match (&bar.recall, older) {
+        (None, true) => history.len().checked_sub(1),
+        (None, false) => None,
+        (Some((i, _)), true) => Some(i.saturating_sub(1)),
+        (Some((i, _)), false) => Some(i + 1).filter(|&n| n < history.len()),
+    };
+    let text = match at.and_then(|i| history.get(i).map(|h| (i, h))) {
+        Some((i, h)) => {
+            let draft = bar
+                .recall
+                .take()
+                .map_or_else(|| bar.text.clone(), |(_, d)| d);
+            bar.recall = Some((i, draft));
+            h.clone()
+        }
+        None => match bar.recall.take() {
+            Some((_, draft)) => draft,
+            None => return,
+        },
+    };
+    bar.cursor = text.chars().count();
+    bar.text = text;
+}
+
+/// Tab in the filter bar: the word before the cursor completed to the one
+/// filter word it can be ([`crate::filter::completions`]), or to what all
+/// it can be share, the choices then shown.
+fn complete(bar: &mut FilterBar) {
+    let chars: Vec<char> = bar.text.chars().collect();
+    let end = bar.cursor.min(chars.len());
+    let stop = |c: &char| c.is_whitespace() || "()&|!=<>~\"".contains(*c);
+    let start = chars[..end].iter().rposition(stop).map_or(0, |i| i + 1);
+    // A value (after `=`, `<`, `>`, `~`) is not a filter word.
+    let before = chars[..start].iter().rev().find(|c| !c.is_whitespace());
+    if before.is_some_and(|c| "=<>~".contains(*c)) {
+        return;
+    }
+    let word: String = chars[start..end].iter().collect();
+    let words = crate::filter::completions(&word);
+    let (fill, done) = match words.as_slice() {
+        [] => return,
+        [one] => (one.to_string(), true),
+        [first, rest @ ..] => {
+            // What they all start with (any case), in the first's spelling.
+            let n = rest.iter().fold(first.chars().count(), |n, w| {
+                first
+                    .chars()
+                    .zip(w.chars())
+                    .take(n)
+                    .take_while(|(a, b)| a.eq_ignore_ascii_case(b))
+                    .count()
+            });
+            let shown: Vec<&str> = words.iter().take(12).copied().collect();
+            let more = if words.len() > 12 { " …" } else { "" };
+            bar.choices = Some(format!("{}{more}", shown.join(" ")));
+            let keep = first.chars().take(n).collect::<String>();
+            // Never shorter than what was typed.
+            (
+                if n >= word.chars().count() {
+                    keep
+                } else {
+                    word.clone()
+                },
+                false,
+            )
+        }
+    };
+    let fill = if done { format!("{fill} ") } else { fill };
+    let (a, b) = (byte_index(&bar.text, start), byte_index(&bar.text, end));
+    bar.text.replace_range(a..b, &fill);
+    bar.cursor = start + fill.chars().count();
 }
 
 fn byte_index(s: &str, chars: usize) -> usize {

@@ -15,6 +15,7 @@
 //! [`TerminalGuard`] drop) and panics (the panic hook).
 
 pub mod app;
+mod history;
 pub mod index;
 pub mod stats_view;
 pub mod store;
@@ -213,6 +214,10 @@ pub fn run(opts: Options) -> Result<(), CliError> {
         size,
     );
     app.store = store;
+    match history::load() {
+        Ok(h) => app.history = h,
+        Err(e) => app.notice = Some(e),
+    }
     // The listed messages' packets can be saved from a file read again.
     app.save_from = match &opts.input {
         Input::File(p) if reread => Some(p.clone()),
@@ -255,6 +260,10 @@ pub fn run(opts: Options) -> Result<(), CliError> {
     };
     let res = event_loop(&mut app, rx.as_ref());
     stop.store(true, Ordering::Relaxed);
+    // The terminal is back: a history that could not be kept says so.
+    if let Err(e) = history::save(&app.history) {
+        eprintln!("kafkashark: {e}");
+    }
     res
 }
 

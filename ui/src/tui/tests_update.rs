@@ -763,3 +763,104 @@ fn w_asks_where_to_save_the_listed_messages() {
         Some("no messages listed: nothing to save")
     );
 }
+
+/// Up and Down in the filter bar step through the filters applied (newest
+/// first), Down past the newest gives back what was typed; a filter applied
+/// twice is kept once, as the newest.
+#[test]
+fn the_filter_bar_recalls_the_history() {
+    let mut app = app_with(A1, 120, 40);
+    app.history = vec!["metadata".into()];
+    for f in ["produce", "fetch and longpoll", "produce"] {
+        key(&mut app, KeyCode::Char('/'));
+        ctrl(&mut app, 'u');
+        keys(&mut app, f);
+        key(&mut app, KeyCode::Enter);
+    }
+    // A bad filter is not applied, so not kept.
+    key(&mut app, KeyCode::Char('/'));
+    ctrl(&mut app, 'u');
+    keys(&mut app, "latency>");
+    key(&mut app, KeyCode::Enter);
+    key(&mut app, KeyCode::Esc);
+    assert_eq!(app.history, ["metadata", "fetch and longpoll", "produce"]);
+    key(&mut app, KeyCode::Char('/'));
+    ctrl(&mut app, 'u');
+    keys(&mut app, "err");
+    let text = |app: &App| app.bar.as_ref().map(|b| (b.text.clone(), b.cursor));
+    key(&mut app, KeyCode::Up);
+    assert_eq!(text(&app), Some(("produce".into(), 7)));
+    key(&mut app, KeyCode::Up);
+    assert_eq!(text(&app), Some(("fetch and longpoll".into(), 18)));
+    key(&mut app, KeyCode::Up);
+    key(&mut app, KeyCode::Up);
+    assert_eq!(text(&app), Some(("metadata".into(), 8)));
+    key(&mut app, KeyCode::Down);
+    key(&mut app, KeyCode::Down);
+    key(&mut app, KeyCode::Down);
+    assert_eq!(text(&app), Some(("err".into(), 3)));
+    key(&mut app, KeyCode::Down);
+    assert_eq!(text(&app), Some(("err".into(), 3)));
+    // A recalled filter applies like a typed one.
+    key(&mut app, KeyCode::Up);
+    key(&mut app, KeyCode::Up);
+    key(&mut app, KeyCode::Enter);
+    assert_eq!(app.filter_text, "fetch and longpoll");
+    assert_eq!(
+        app.history.last().map(String::as_str),
+        Some("fetch and longpoll")
+    );
+    // The history never grows past its bound.
+    for i in 0..super::app::HISTORY + 10 {
+        key(&mut app, KeyCode::Char('/'));
+        ctrl(&mut app, 'u');
+        keys(&mut app, &format!("corr={i}"));
+        key(&mut app, KeyCode::Enter);
+    }
+    assert_eq!(app.history.len(), super::app::HISTORY);
+}
+
+/// Tab completes the filter word before the cursor: to the one word it can
+/// be (and a space), or to what the words it can be share (listed beside
+/// the bar); values after an operator are left alone.
+#[test]
+fn tab_completes_filter_words() {
+    let mut app = app_with(A1, 120, 40);
+    key(&mut app, KeyCode::Char('/'));
+    let bar = |app: &App| {
+        let b = app.bar.as_ref().expect("bar");
+        (b.text.clone(), b.choices.clone())
+    };
+    keys(&mut app, "lon");
+    key(&mut app, KeyCode::Tab);
+    assert_eq!(bar(&app).0, "long");
+    let choices = bar(&app).1.expect("choices");
+    assert_eq!(choices, "long_poll longpoll");
+    keys(&mut app, "p");
+    assert_eq!(bar(&app), ("longp".into(), None));
+    key(&mut app, KeyCode::Tab);
+    assert_eq!(bar(&app), ("longpoll ".into(), None));
+    keys(&mut app, "and PRODU");
+    key(&mut app, KeyCode::Tab);
+    assert_eq!(bar(&app).0, "longpoll and Produce ");
+    // After an operator: a value, not completed.
+    keys(&mut app, "or error=NOT_L");
+    key(&mut app, KeyCode::Tab);
+    assert_eq!(bar(&app).0, "longpoll and Produce or error=NOT_L");
+    // Nothing starts so: nothing changes.
+    ctrl(&mut app, 'u');
+    keys(&mut app, "zzz");
+    key(&mut app, KeyCode::Tab);
+    assert_eq!(bar(&app), ("zzz".into(), None));
+    // In the middle of the text, the word before the cursor.
+    ctrl(&mut app, 'u');
+    keys(&mut app, "thrott and fetch");
+    for _ in 0.." and fetch".len() {
+        key(&mut app, KeyCode::Left);
+    }
+    key(&mut app, KeyCode::Tab);
+    let b = app.bar.as_ref().expect("bar");
+    assert_eq!(b.text, "throttle and fetch");
+    assert_eq!(b.choices.as_deref(), Some("throttle throttled"));
+    assert_eq!(b.cursor, 8);
+}

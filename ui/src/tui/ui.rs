@@ -824,6 +824,11 @@ fn render_line(f: &mut Frame, app: &App, pal: &Palette, area: Rect) {
             spans.push(Span::styled(c, st));
         }
         spans.push(match &bar.error {
+            // What Tab could complete to, before the half-typed word's error.
+            _ if bar.choices.is_some() => Span::styled(
+                format!("  Tab: {}", bar.choices.as_deref().unwrap_or_default()),
+                pal.fg(Color::LightCyan),
+            ),
             Some((col, msg)) => Span::styled(
                 format!("  ✗ col {col}: {}", escape_text(msg)),
                 pal.fg(Color::LightRed).add_modifier(Modifier::BOLD),
@@ -933,7 +938,7 @@ pub const KEYS: &[(&str, &str)] = &[
     ("e, c", "expand all / collapse all"),
     ("p", "jump request ↔ response (peer)"),
     ("f", "frames that carried the field's bytes"),
-    ("/", "filter (Enter applies, Esc cancels)"),
+    ("/", "filter (Enter applies, ↑↓ history, Tab completes)"),
     ("w", "save the listed messages' packets to a file"),
     ("s", "sort: capture → latency desc → size desc"),
     ("t", "time: relative, delta, local, UTC, epoch"),

@@ -1,0 +1,73 @@
+//! The filter history kept between sessions: one filter per line in
+//! `$XDG_STATE_HOME/kafkashark/filter-history` (`~/.local/state/…` when the
+//! variable is unset), oldest first, at most [`super::app::HISTORY`] lines,
+//! readable by its owner only.
+
+use std::io::Write;
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::path::PathBuf;
+
+use super::app::HISTORY;
+
+/// Where the history is kept; `None` without `XDG_STATE_HOME` or `HOME`.
+pub fn path() -> Option<PathBuf> {
+    let base = match std::env::var_os("XDG_STATE_HOME").filter(|v| !v.is_empty()) {
+        Some(d) => PathBuf::from(d),
+        None => {
+            PathBuf::from(std::env::var_os("HOME").filter(|v| !v.is_empty())?).join(".local/state")
+        }
+    };
+    Some(base.join("kafkashark").join("filter-history"))
+}
+
+/// The filters kept, oldest first; none when there is no file yet. A file
+/// that cannot be read is an error naming it.
+pub fn load() -> Result<Vec<String>, String> {
+    let Some(p) = path() else {
+        return Ok(Vec::new());
+    };
+    let text = match std::fs::read(&p) {
+        Ok(b) => String::from_utf8_lossy(&b).into_owned(),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(format!("filter history {} not read: {e}", p.display())),
+    };
+    let lines: Vec<String> = text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .map(String::from)
+        .collect();
+    let skip = lines.len().saturating_sub(HISTORY);
+    Ok(lines.into_iter().skip(skip).collect())
+}
+
+/// Writes `filters` (oldest first) in place of the kept history: to a new
+/// file beside it, then renamed over it, so a crash leaves one or the other.
+pub fn save(filters: &[String]) -> Result<(), String> {
+    let Some(p) = path() else {
+        return Ok(());
+    };
+    let fail = |e: std::io::Error| format!("filter history {} not written: {e}", p.display());
+    if let Some(dir) = p.parent() {
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(dir)
+            .map_err(fail)?;
+    }
+    let tmp = p.with_extension("new");
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(&tmp)
+        .map_err(fail)?;
+    let skip = filters.len().saturating_sub(HISTORY);
+    for line in filters.iter().skip(skip) {
+        // A filter is one line (the bar takes no newline).
+        writeln!(f, "{}", line.replace(['\n', '\r'], " ")).map_err(fail)?;
+    }
+    f.sync_all().map_err(fail)?;
+    std::fs::rename(&tmp, &p).map_err(fail)
+}
