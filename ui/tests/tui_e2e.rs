@@ -229,3 +229,41 @@ fn filter_history_and_completion_in_tmux() {
     t.wait_for("kafkashark exited 0");
     let _ = std::fs::remove_dir_all(&state);
 }
+
+/// `F` follows the selected message's connection: from the first Produce,
+/// the list shows its connection's messages (both directions, the
+/// ApiVersions and Metadata before the Produce too) under the connection's
+/// title; `F` again returns to the Produce filter.
+#[test]
+fn follow_a_connection_in_tmux() {
+    if !have_tmux() {
+        eprintln!("skipping: tmux is not installed");
+        return;
+    }
+    let bin = env!("CARGO_BIN_EXE_kafkashark");
+    let cmd = format!(
+        "'{bin}' '{}'; echo \"kafkashark exited $?\"; sleep 60",
+        a1()
+    );
+    let t = Tmux::new("follow", "follow");
+    t.start(120, 40, &cmd);
+    t.wait_for("messages 157/157");
+    t.keys(&["/", "produce", "Enter"]);
+    t.wait_for("filter: produce");
+    t.keys(&["F"]);
+    // a1's first Produce is on stream 6 (127.0.0.1:35646), 6 messages.
+    let s = t.wait("the connection followed", |s| {
+        s.contains("stream 6: 127.0.0.1:35646 ↔ 127.0.0.1:9092 · messages 6/157")
+    });
+    assert!(
+        s.contains("ApiVersions v3") && s.contains("GetTelemetrySubscript"),
+        "{s}"
+    );
+    assert!(s.contains("filter: stream=6"), "{s}");
+    t.keys(&["F"]);
+    t.wait("back to the Produce filter", |s| {
+        s.contains("filter: produce") && s.contains("messages 6/157")
+    });
+    t.keys(&["q"]);
+    t.wait_for("kafkashark exited 0");
+}

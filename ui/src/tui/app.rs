@@ -408,6 +408,9 @@ pub struct App {
     pub store: Option<Box<dyn ByteStore>>,
     /// Most entries the index keeps (ring mode): past it the oldest are dropped.
     pub max_entries: usize,
+    /// While one connection is followed (`F`): its stream, its endpoints'
+    /// text, and the filter to go back to.
+    pub followed: Option<(u64, String, String)>,
     /// Filters applied, oldest first (at most [`HISTORY`]); the shell keeps
     /// them between sessions.
     pub history: Vec<String>,
@@ -495,6 +498,7 @@ impl App {
             max_entries: usize::MAX,
             save_from: None,
             history: Vec::new(),
+            followed: None,
             dropped: 0,
             recent: Lru::new(RECENT),
         }
@@ -710,6 +714,32 @@ impl App {
         } else {
             self.view.iter().position(|&i| i == entry)
         }
+    }
+
+    /// `F`: lists only the selected message's connection, both directions in
+    /// capture order (tshark's Follow TCP Stream); `F` or `Esc` again goes
+    /// back to the filter before, the same message selected.
+    fn follow_connection(&mut self) {
+        if let Some((_, _, before)) = self.followed.take() {
+            self.apply_filter(&before);
+            self.notice = None;
+            return;
+        }
+        let Some(e) = self.selected_entry() else {
+            self.notice = Some("no message selected: nothing to follow".into());
+            return;
+        };
+        let (stream, (client, broker)) = (e.stream(), e.endpoints());
+        let ends = format!("{client} ↔ {broker}");
+        let before = std::mem::take(&mut self.filter_text);
+        if self.sort != Sort::Capture {
+            self.set_sort(Sort::Capture);
+        }
+        self.apply_filter(&format!("stream={stream}"));
+        self.notice = Some(format!(
+            "following stream {stream} ({ends}): both directions in capture order; F or Esc goes back"
+        ));
+        self.followed = Some((stream, ends, before));
     }
 
     fn apply_filter(&mut self, text: &str) {
@@ -1191,12 +1221,8 @@ impl App {
         match code {
             KeyCode::Tab => self.focus = self.next_pane(true),
             KeyCode::BackTab => self.focus = self.next_pane(false),
-            KeyCode::Char('F') => {
-                self.follow = !self.follow;
-                if self.follow && !self.view.is_empty() {
-                    self.select_pos(self.view.len() - 1);
-                }
-            }
+            KeyCode::Char('F') => self.follow_connection(),
+            KeyCode::Esc if self.followed.is_some() => self.follow_connection(),
             KeyCode::Char('t') => {
                 self.time = cycle(&crate::timefmt::TimeFormat::ALL, self.time, true)
             }
@@ -1257,7 +1283,10 @@ impl App {
         match pane {
             Pane::List => {
                 let last = self.view.len().saturating_sub(1);
-                self.follow = follow && to >= last;
+                // `G` / `End` go to the newest and stay with it as messages
+                // arrive; any move keeps that only at the last row.
+                let newest = matches!(code, KeyCode::Char('G') | KeyCode::End);
+                self.follow = (follow || newest) && to >= last;
                 self.select_pos(to.min(last));
             }
             Pane::Tree => self.tree_move(to),
@@ -1298,6 +1327,7 @@ impl App {
                 let text = bar.text.clone();
                 self.bar = None;
                 self.remember(&text);
+                self.followed = None;
                 self.apply_filter(&text);
                 return Vec::new();
             }

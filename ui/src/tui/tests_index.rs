@@ -180,7 +180,11 @@ fn ring_mode_keeps_or_moves_the_selection() {
     let mut a = app(None);
     a.max_entries = 16;
     a.update(Msg::Loaded(all[..10].to_vec()));
-    key(&mut a, KeyCode::End);
+    // Down to the 10th (End would stay with the newest as more arrive).
+    for _ in 0..9 {
+        key(&mut a, KeyCode::Down);
+    }
+    assert_eq!(a.list_pos, 9);
     let frame = a.selected_entry().unwrap().info().frame;
     a.update(Msg::Loaded(all[10..16].to_vec()));
     assert_eq!(a.selected_entry().unwrap().info().frame, frame);

@@ -445,14 +445,86 @@ fn follow_keeps_the_newest_selected() {
         let rows = ui::layout(&app).list_rows;
         assert!(app.list_pos < app.list_offset + rows);
     }
-    // Moving up leaves follow mode; F turns it back on and jumps to the newest.
+    // Moving up leaves follow mode; G (or End) turns it back on and jumps
+    // to the newest.
     key(&mut app, KeyCode::Up);
     assert!(!app.follow);
-    key(&mut app, KeyCode::Char('F'));
+    key(&mut app, KeyCode::Char('G'));
     assert!(app.follow);
     assert_eq!(app.selected, Some(app.entries.len() - 1));
-    key(&mut app, KeyCode::Char('F'));
+    key(&mut app, KeyCode::Char('k'));
     assert!(!app.follow);
+    key(&mut app, KeyCode::End);
+    assert!(app.follow);
+}
+
+/// `F` follows the selected message's connection: only its messages, both
+/// directions, in capture order (the sort set back to it), the list titled
+/// with the connection; `F` again goes back to the filter before with the
+/// same message selected; `Esc` does too, and a filter applied ends it.
+#[test]
+fn f_follows_the_selected_connection() {
+    let mut app = app_with(A1, 120, 40);
+    key(&mut app, KeyCode::Char('/'));
+    keys(&mut app, "not metadata");
+    key(&mut app, KeyCode::Enter);
+    key(&mut app, KeyCode::Char('s'));
+    let produce = app
+        .view
+        .iter()
+        .map(|&i| app.entries.at(i as usize))
+        .find(|e| e.info().api_key == Some(ApiKey::PRODUCE))
+        .expect("a Produce");
+    let at = app
+        .view
+        .iter()
+        .position(|&i| i as u64 == produce.index())
+        .expect("listed");
+    app.select_pos(at);
+    let stream = produce.info().stream;
+    key(&mut app, KeyCode::Char('F'));
+    assert_eq!(app.sort, Sort::Capture);
+    assert_eq!(app.filter_text, format!("stream={stream}"));
+    let shown: Vec<_> = app
+        .view
+        .iter()
+        .map(|&i| app.entries.at(i as usize).info())
+        .collect();
+    // Every message of that connection (independently: a pass over all entries).
+    let all: Vec<u64> = (0..app.entries.len())
+        .filter(|&i| app.entries.at(i).info().stream == stream)
+        .map(|i| i as u64)
+        .collect();
+    assert_eq!(
+        app.view.iter().map(|&i| u64::from(i)).collect::<Vec<_>>(),
+        all
+    );
+    assert!(shown.iter().any(|i| i.kind == Kind::Request));
+    assert!(shown.iter().any(|i| i.kind == Kind::Response));
+    assert!(shown.windows(2).all(|w| w[0].index < w[1].index));
+    assert_eq!(app.selected, Some(produce.index() as usize));
+    let screen = super::tests_render::screen_text(&super::tests_render::draw(&app));
+    let (c, b) = (produce.info().client, produce.info().broker);
+    assert!(
+        screen.contains(&format!("stream {stream}: {c} ↔ {b}")),
+        "{screen}"
+    );
+    // Back: the filter before, the same message.
+    key(&mut app, KeyCode::Char('F'));
+    assert!(app.followed.is_none());
+    assert_eq!(app.filter_text, "not metadata");
+    assert_eq!(app.selected, Some(produce.index() as usize));
+    // Esc leaves too; a filter applied while following ends it.
+    key(&mut app, KeyCode::Char('F'));
+    key(&mut app, KeyCode::Esc);
+    assert_eq!(app.filter_text, "not metadata");
+    key(&mut app, KeyCode::Char('F'));
+    key(&mut app, KeyCode::Char('/'));
+    ctrl(&mut app, 'u');
+    keys(&mut app, "fetch");
+    key(&mut app, KeyCode::Enter);
+    assert!(app.followed.is_none());
+    assert_eq!(app.filter_text, "fetch");
 }
 
 /// `t` steps through tshark's time formats; the list writes each as

@@ -475,7 +475,14 @@ fn render_list(f: &mut Frame, app: &App, pal: &Palette, area: Rect, rows: usize)
         }
         lines.push(line);
     }
-    let title = format!(" messages {}/{} ", app.view.len(), app.entries.len());
+    let title = match &app.followed {
+        Some((stream, ends, _)) => format!(
+            " stream {stream}: {ends} · messages {}/{} ",
+            app.view.len(),
+            app.entries.len()
+        ),
+        None => format!(" messages {}/{} ", app.view.len(), app.entries.len()),
+    };
     let mut b = block(Line::from(title), app.focus == Pane::List, pal);
     // The selected message's marks in full (the Notes column may be cut short).
     if let Some(e) = app.selected_entry() {
@@ -933,7 +940,10 @@ pub const KEYS: &[(&str, &str)] = &[
     ("↑ ↓, j k", "move (list, tree; bytes: a row)"),
     ("← →, h l", "tree: collapse/parent, expand; bytes: a byte"),
     ("PgUp, PgDn", "a page up / down"),
-    ("g, G, Home, End", "first / last"),
+    (
+        "g, G, Home, End",
+        "first / last (list: G stays with the newest)",
+    ),
     ("Enter, Space", "tree: expand/collapse; list: go to tree"),
     ("e, c", "expand all / collapse all"),
     ("p", "jump request ↔ response (peer)"),
@@ -942,7 +952,10 @@ pub const KEYS: &[(&str, &str)] = &[
     ("w", "save the listed messages' packets to a file"),
     ("s", "sort: capture → latency desc → size desc"),
     ("t", "time: relative, delta, local, UTC, epoch"),
-    ("F", "follow: keep the newest message selected"),
+    (
+        "F",
+        "follow the selected message's connection (again: back)",
+    ),
     (
         "S",
         "stats: latency, errors, clients, groups, lag, delivery",
