@@ -219,8 +219,12 @@ pub fn run(a: &PrintArgs) -> Result<u64, CliError> {
     };
     let (Input::File(name) | Input::Live { iface: name, .. }) = &input;
     let name = name.clone();
-    if let (Some(out), Some(src)) = (&a.write, file.take_if(|_| a.write.is_some())) {
-        return save(a, src, &name, out);
+    // `-w` reads a file (checked above) without `--duration` (clap refuses
+    // the two together): it is open.
+    if let Some(out) = &a.write {
+        if let Some(src) = file.take() {
+            return save(a, src, &name, out);
+        }
     }
     // How `-V`'s trees are decoded; the analyzer reads only summaries.
     let decode = kafkashark::kafka::DecodeOptions {
@@ -986,6 +990,8 @@ pub(crate) struct Render {
     pub(crate) time: TimeFormat,
     /// The time of the last message written (`-t d`).
     pub(crate) prev_ts: Option<Timestamp>,
+    /// The time's text, reused from line to line.
+    time_buf: String,
     /// Writes the JSONL lines.
     pub(crate) json: JsonWriter,
 }
@@ -999,6 +1005,7 @@ impl Render {
             first_ts: None,
             time: TimeFormat::Relative,
             prev_ts: None,
+            time_buf: String::new(),
             json: JsonWriter::default(),
         }
     }
@@ -1033,7 +1040,10 @@ impl Render {
     pub(crate) fn summary_line(&mut self, out: &mut Vec<u8>, m: &MessageRecord) {
         use std::fmt::Write as _;
         let i = &m.info;
-        let time = self.time.text(i.ts, self.first_ts, self.prev_ts);
+        let mut time = std::mem::take(&mut self.time_buf);
+        time.clear();
+        self.time
+            .write(&mut time, i.ts, self.first_ts, self.prev_ts);
         self.prev_ts = Some(i.ts);
         let (from, to, kind) = match i.kind {
             Kind::Request => (i.client, i.broker, "Request"),
@@ -1047,6 +1057,7 @@ impl Render {
             i.correlation_id.map_or("?".into(), |c| c.to_string()),
             i.length
         );
+        self.time_buf = time;
         // Writing to a `String` cannot fail.
         if let Some(c) = &i.client_id {
             let _ = write!(s, " client_id={:?}", tree::escape_text(c));

@@ -34,12 +34,13 @@ use pcap_file::{DataLink, TsResolution};
 use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::cli_error::CliError;
+use crate::tui::store::Bitset;
 
 /// The messages chosen for saving: their frames and connections.
 #[derive(Debug, Default)]
 pub struct Chosen {
     /// Bit `n` set: frame `n` carried bytes of a chosen message.
-    frames: Vec<u64>,
+    frames: Bitset,
     /// `(client, broker)` of every connection with a chosen message.
     conns: FxHashSet<(SocketAddr, SocketAddr)>,
     /// Messages chosen.
@@ -59,23 +60,14 @@ impl Chosen {
     }
 
     fn set(&mut self, frame: u64) {
-        let Ok(word) = usize::try_from(frame / 64) else {
-            return;
-        };
-        if word >= self.frames.len() {
-            self.frames.resize(word + 1, 0);
-        }
-        if let Some(w) = self.frames.get_mut(word) {
-            *w |= 1 << (frame % 64);
+        if let Ok(i) = usize::try_from(frame) {
+            self.frames.insert(i);
         }
     }
 
     /// Whether frame `frame` carried bytes of a chosen message.
     pub fn has(&self, frame: u64) -> bool {
-        usize::try_from(frame / 64)
-            .ok()
-            .and_then(|w| self.frames.get(w))
-            .is_some_and(|w| w & (1 << (frame % 64)) != 0)
+        usize::try_from(frame).is_ok_and(|i| self.frames.get(i))
     }
 }
 

@@ -70,46 +70,57 @@ impl TimeFormat {
     /// capture's first frame's time, `prev` the time of the message shown
     /// before (none for the first).
     pub fn text(self, ts: Timestamp, first: Option<Timestamp>, prev: Option<Timestamp>) -> String {
-        let since = |t: Option<Timestamp>| {
-            let (s, n) = t.map_or((ts.secs, ts.nanos), |t| (t.secs, t.nanos));
-            let d = i128::from(ts.secs - s) * 1_000_000_000 + i128::from(ts.nanos) - i128::from(n);
-            let sign = if d < 0 { "-" } else { "" };
-            let us = (d.unsigned_abs() + 500) / 1000;
-            format!("{sign}{}.{:06}", us / 1_000_000, us % 1_000_000)
-        };
-        let micros = ts.nanos / 1000;
-        match self {
-            TimeFormat::Relative => since(first),
-            TimeFormat::Delta => since(prev),
-            TimeFormat::Epoch => format!("{}.{micros:06}", ts.secs),
-            TimeFormat::Utc | TimeFormat::UtcDate => {
-                let (date, clock) = civil(ts.secs, 0);
-                match self {
-                    TimeFormat::Utc => format!("{clock}.{micros:06}"),
-                    _ => format!("{date} {clock}.{micros:06}"),
-                }
-            }
-            TimeFormat::Absolute | TimeFormat::AbsoluteDate => {
-                let (date, clock) = civil(ts.secs, local_offset(ts.secs));
-                match self {
-                    TimeFormat::Absolute => format!("{clock}.{micros:06}"),
-                    _ => format!("{date} {clock}.{micros:06}"),
-                }
-            }
-        }
+        let mut s = String::new();
+        self.write(&mut s, ts, first, prev);
+        s
     }
-}
 
-/// `YYYY-MM-DD` and `HH:MM:SS` of `secs` since the epoch, `offset` seconds
-/// east of UTC.
-fn civil(secs: i64, offset: i64) -> (String, String) {
-    let t = secs.saturating_add(offset);
-    let (days, sod) = (t.div_euclid(86_400), t.rem_euclid(86_400));
-    let (y, m, d) = kafkashark::kafka::records::civil_from_days(days);
-    (
-        format!("{y:04}-{m:02}-{d:02}"),
-        format!("{:02}:{:02}:{:02}", sod / 3600, sod / 60 % 60, sod % 60),
-    )
+    /// [`TimeFormat::text`] appended to `out` (no allocation of its own:
+    /// `print` writes one per message).
+    pub fn write(
+        self,
+        out: &mut String,
+        ts: Timestamp,
+        first: Option<Timestamp>,
+        prev: Option<Timestamp>,
+    ) {
+        use std::fmt::Write as _;
+        let micros = ts.nanos / 1000;
+        // Writing to a `String` cannot fail.
+        let _ = match self {
+            TimeFormat::Relative | TimeFormat::Delta => {
+                let since = if self == TimeFormat::Relative {
+                    first
+                } else {
+                    prev
+                };
+                let (s, n) = since.map_or((ts.secs, ts.nanos), |t| (t.secs, t.nanos));
+                let d = i128::from(ts.secs) * 1_000_000_000 + i128::from(ts.nanos)
+                    - (i128::from(s) * 1_000_000_000 + i128::from(n));
+                let sign = if d < 0 { "-" } else { "" };
+                let us = u64::try_from((d.unsigned_abs() + 500) / 1000).unwrap_or(u64::MAX);
+                write!(out, "{sign}{}.{:06}", us / 1_000_000, us % 1_000_000)
+            }
+            TimeFormat::Epoch => write!(out, "{}.{micros:06}", ts.secs),
+            _ => {
+                let local = matches!(self, TimeFormat::Absolute | TimeFormat::AbsoluteDate);
+                let offset = if local { local_offset(ts.secs) } else { 0 };
+                let t = ts.secs.saturating_add(offset);
+                let (days, sod) = (t.div_euclid(86_400), t.rem_euclid(86_400));
+                if matches!(self, TimeFormat::AbsoluteDate | TimeFormat::UtcDate) {
+                    let (y, m, d) = kafkashark::kafka::records::civil_from_days(days);
+                    let _ = write!(out, "{y:04}-{m:02}-{d:02} ");
+                }
+                write!(
+                    out,
+                    "{:02}:{:02}:{:02}.{micros:06}",
+                    sod / 3600,
+                    sod / 60 % 60,
+                    sod % 60
+                )
+            }
+        };
+    }
 }
 
 /// Seconds east of UTC of the local time zone at `secs` (the C library's
@@ -161,13 +172,14 @@ mod tests {
             "-0.900000"
         );
         // Local time is UTC shifted by the zone's offset then.
-        let off = local_offset(t.secs);
-        let (date, clock) = civil(t.secs, off);
-        assert_eq!(f(TimeFormat::Absolute), format!("{clock}.110420"));
-        assert_eq!(
-            f(TimeFormat::AbsoluteDate),
-            format!("{date} {clock}.110420")
-        );
+        let shifted = ts(t.secs + local_offset(t.secs), t.nanos);
+        let utc = |tf: TimeFormat| tf.text(shifted, None, None);
+        assert_eq!(f(TimeFormat::Absolute), utc(TimeFormat::Utc));
+        assert_eq!(f(TimeFormat::AbsoluteDate), utc(TimeFormat::UtcDate));
+        // Appended, not replacing what is there.
+        let mut out = String::from("at ");
+        TimeFormat::Epoch.write(&mut out, t, None, None);
+        assert_eq!(out, "at 1795954062.110420");
         for tf in TimeFormat::ALL {
             assert!(f(tf).chars().count() <= tf.width(), "{tf:?}");
         }

@@ -902,6 +902,16 @@ impl Bitset {
         }
     }
 
+    /// Sets bit `i`, growing the set to hold it (the bits added are off).
+    pub fn insert(&mut self, i: usize) {
+        if i >= self.len {
+            self.words
+                .resize((i + 1).div_ceil(64).max(self.words.len()), 0);
+            self.len = i + 1;
+        }
+        self.set(i, true);
+    }
+
     /// Appends a bit.
     pub fn push(&mut self, on: bool) {
         if self.len.is_multiple_of(64) {

@@ -610,9 +610,6 @@ fn tree_columns_give_names_room_first() {
     // Nothing to show.
     assert_eq!(ui::tree_columns(0, 10, 10, 10), (0, 0, 0));
     // Guides at two cells a level.
-    assert_eq!(
-        ui::compact_guides("▾ \u{0}|   |       +-- \u{0}Records"),
-        "▾ | |   + Records"
-    );
-    assert_eq!(ui::compact_guides("  \u{0}\u{0}Root"), "  Root");
+    assert_eq!(ui::compact_guides("|   |       +-- "), "| |   + ");
+    assert_eq!(ui::compact_guides(""), "");
 }

@@ -533,6 +533,17 @@ fn bitset_matches_a_vec_of_bools() {
             assert!(!b.get(0));
             let f = Bitset::filled(len, true);
             assert_eq!((0..len + 3).filter(|&i| f.get(i)).count(), len);
+            // Insert grows the set to the bit, the bits between off.
+            let mut g = Bitset::filled(len, false);
+            g.insert(len + k);
+            assert_eq!(g.len(), len + k + 1);
+            assert_eq!(
+                (0..len + k + 70).filter(|&i| g.get(i)).collect::<Vec<_>>(),
+                [len + k]
+            );
+            g.insert(0);
+            assert_eq!(g.len(), len + k + 1);
+            assert!(g.get(0) && g.get(len + k));
         }
     }
 }

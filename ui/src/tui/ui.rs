@@ -536,8 +536,9 @@ fn render_tree(f: &mut Frame, app: &App, pal: &Palette, area: Rect, rows: usize)
     if let Some(d) = &app.detail {
         let end = (app.tree.offset + rows).min(app.tree.rows.len());
         let visible = app.tree.rows.get(app.tree.offset..end).unwrap_or(&[]);
-        // Name, type, value and span; column widths from the rows shown, shrunk to fit the pane.
-        let cells: Vec<([String; 4], &kafkashark::kafka::Node)> = visible
+        // Name (marker, guides, name), type, value and span; column widths
+        // from the rows shown, shrunk to fit the pane.
+        let cells: Vec<_> = visible
             .iter()
             .filter_map(|r| {
                 let n = node_at(&d.decoded.root, &r.path)?;
@@ -559,34 +560,37 @@ fn render_tree(f: &mut Frame, app: &App, pal: &Palette, area: Rect, rows: usize)
                     0 => String::new(),
                     s => format!("#{s}:"),
                 };
-                let name = format!("{marker}\u{0}{}\u{0}{}", r.guides, escape_text(&n.name));
+                let name = escape_text(&n.name);
                 let span = format!("[{src}0x{:04x}, {}B]", n.offset, n.length);
-                Some(([name, escape_text(&n.ty), value, span], n))
+                Some((
+                    (marker, r.guides.as_str(), name),
+                    [escape_text(&n.ty), value, span],
+                    n,
+                ))
             })
             .collect();
-        let maxw = |cells: &[([String; 4], _)], k: usize| {
-            cells.iter().map(|(c, _)| c[k].chars().count()).max()
-        };
-        let span_w = maxw(&cells, 3).unwrap_or(0);
-        let avail = inner_w.saturating_sub(span_w);
-        // The guides (marked off by NULs, which escaped text never holds)
-        // at four cells a level, or two where the deepest name would not
-        // fit whole beside the type and value.
-        let full = |n: &str| n.replace('\u{0}', "");
-        let deepest = cells.iter().map(|(c, _)| full(&c[0]).chars().count()).max();
+        let span_w = cells.iter().map(|(_, c, _)| c[2].chars().count()).max();
+        let avail = inner_w.saturating_sub(span_w.unwrap_or(0));
+        // The guides at four cells a level, or two where the deepest name
+        // would not fit whole beside the type and value.
+        let deepest = cells
+            .iter()
+            .map(|((m, g, name), _, _)| {
+                m.chars().count() + g.chars().count() + name.chars().count()
+            })
+            .max();
         let tight = deepest.unwrap_or(0) + 2 + TREE_MIN_TYPE + TREE_MIN_VALUE > avail;
         let cells: Vec<([String; 4], &kafkashark::kafka::Node)> = cells
             .into_iter()
-            .map(|([name, ty, value, span], n)| {
-                let name = if tight {
-                    compact_guides(&name)
-                } else {
-                    full(&name)
+            .map(|((marker, guides, name), [ty, value, span], n)| {
+                let name = match tight {
+                    true => format!("{marker}{}{name}", compact_guides(guides)),
+                    false => format!("{marker}{guides}{name}"),
                 };
                 ([name, ty, value, span], n)
             })
             .collect();
-        let maxw = |k: usize| maxw(&cells, k);
+        let maxw = |k: usize| cells.iter().map(|(c, _)| c[k].chars().count()).max();
         let (name_w, ty_w, val_w) = tree_columns(
             avail,
             maxw(0).unwrap_or(0) + 2,
@@ -658,25 +662,18 @@ pub fn tree_columns(avail: usize, name: usize, ty: usize, value: usize) -> (usiz
 const TREE_MIN_TYPE: usize = 8;
 const TREE_MIN_VALUE: usize = 12;
 
-/// A tree row's name cell (`marker NUL guides NUL name`) with its guides
-/// at two cells a level instead of four (`|   ` → `| `, `+-- ` → `+ `).
-pub fn compact_guides(cell: &str) -> String {
-    let mut parts = cell.splitn(3, '\u{0}');
-    let (marker, guides, name) = (
-        parts.next().unwrap_or(""),
-        parts.next().unwrap_or(""),
-        parts.next().unwrap_or(""),
-    );
+/// A tree row's guides ([`super::app::TreeRow::guides`]) at two cells a
+/// level instead of four (`|   ` → `| `, `+-- ` → `+ `).
+pub fn compact_guides(guides: &str) -> String {
     let chars: Vec<char> = guides.chars().collect();
-    let short: String = chars
+    chars
         .chunks(4)
         .map(|c| match c.first() {
             Some('|') => "| ",
             Some('+') => "+ ",
             _ => "  ",
         })
-        .collect();
-    format!("{marker}{short}{name}")
+        .collect()
 }
 
 fn fit_title(s: &str, w: usize) -> String {
