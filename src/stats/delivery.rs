@@ -106,8 +106,11 @@ impl Producer {
 /// topics are the ids [`Lag`] interns; [`Delivery::report`] names them.
 #[derive(Clone, Debug, Default)]
 pub struct Delivery {
-    /// Produced batches → when their Produce request completed (ns since the epoch).
-    produced: HashMap<Key, i128>,
+    /// Produced batches → when their Produce request completed (ns since
+    /// the epoch; 40 bytes an entry). Sized for [`MAX_PRODUCED`] at the
+    /// first batch: grown by doubling, it would move every entry again and
+    /// again, through the cache the rest of the analysis works in.
+    produced: HashMap<Key, i64>,
     order: VecDeque<Key>,
     ages: HashMap<(TopicId, i32), Age>,
     /// consumer → delivery times and batches.
@@ -230,7 +233,14 @@ impl Delivery {
                 }
             }
         }
-        let at = ts.as_nanos();
+        // Past the year 2262 a batch is not remembered (it is unmatched).
+        let Ok(at) = i64::try_from(ts.as_nanos()) else {
+            return;
+        };
+        if self.order.is_empty() && !batches.is_empty() {
+            self.produced.reserve(MAX_PRODUCED + 1);
+            self.order.reserve(MAX_PRODUCED + 1);
+        }
         for b in batches {
             let k = Key::of(topic, partition, b);
             if self.produced.insert(k, at).is_none() {
@@ -297,7 +307,7 @@ impl Delivery {
                 };
             }
             if let Some(d) = delivered.as_mut() {
-                d.0.record(u64::try_from((now - at).max(0)).unwrap_or(u64::MAX));
+                d.0.record(u64::try_from((now - i128::from(at)).max(0)).unwrap_or(u64::MAX));
                 d.1 += 1;
             }
         }

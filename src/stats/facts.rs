@@ -100,9 +100,11 @@ use crate::kafka::schema::{
 };
 
 /// The topic and partition of a node whose ancestors are `path` (nearest last).
+/// An array names nothing: its children are its elements, never read here
+/// (reading them would make placing every field of a large array quadratic).
 pub(crate) fn place(path: &[&Node], topics: &TopicNames) -> Place {
     let mut p = Place::default();
-    for anc in path.iter().rev() {
+    for anc in path.iter().rev().filter(|a| !a.ty.starts_with("[]")) {
         if p.partition.is_none() {
             p.partition = anc.children.iter().find_map(|c| match c.value {
                 Value::Int(v) if PARTITION_NAMES.contains(&&*c.name) => i32::try_from(v).ok(),
@@ -403,17 +405,11 @@ pub(crate) fn fetch_answers<'d>(
 ) -> Vec<FetchAnswer<'d>> {
     let mut out: Vec<FetchAnswer<'d>> = Vec::new();
     let or = |t: Option<Cow<'d, str>>| t.or_else(|| fallback.map(Cow::Borrowed));
-    // Facts come in byte order: a partition's are found from the end.
-    fn at<'o, 'd>(
-        out: &'o mut [FetchAnswer<'d>],
-        topic: Option<&str>,
-        partition: Option<i32>,
-    ) -> Option<&'o mut FetchAnswer<'d>> {
-        let (t, p) = (topic?, partition?);
-        out.iter_mut()
-            .rev()
-            .find(|a| a.partition == p && a.topic == t)
-    }
+    let same = |a: &FetchAnswer<'_>, t: Option<&str>, p: Option<i32>| {
+        Some(a.partition) == p && Some(&*a.topic) == t
+    };
+    // A partition's `HighWatermark` comes first in its struct: its other
+    // integers belong to the answer made last.
     each_int(d, topics, |n| {
         let topic = or(n.topic);
         match (n.name, topic, n.partition) {
@@ -428,7 +424,8 @@ pub(crate) fn fetch_answers<'d>(
                 records: 0,
             }),
             (name, topic, partition) => {
-                if let Some(a) = at(&mut out, topic.as_deref(), partition) {
+                let last = out.last_mut();
+                if let Some(a) = last.filter(|a| same(a, topic.as_deref(), partition)) {
                     match name {
                         "LastStableOffset" => a.last_stable_offset = n.value,
                         "LogStartOffset" => a.log_start_offset = n.value,
@@ -438,19 +435,33 @@ pub(crate) fn fetch_answers<'d>(
             }
         }
     });
+    // Errors and record sets find their partition's answer (the last, if
+    // named twice) by binary search: a response may hold thousands.
+    let mut index: Vec<usize> = (0..out.len()).collect();
+    let key = |i: usize| out.get(i).map(|a| (&*a.topic, a.partition));
+    index.sort_by(|&x, &y| key(x).cmp(&key(y)));
+    let at = |out: &[FetchAnswer<'_>], t: Option<&str>, p: Option<i32>| -> Option<usize> {
+        let (t, p) = (t?, p?);
+        let end = index.partition_point(|&i| {
+            out.get(i)
+                .is_some_and(|a| (&*a.topic, a.partition) <= (t, p))
+        });
+        let i = *index.get(end.checked_sub(1)?)?;
+        out.get(i).filter(|a| same(a, Some(t), Some(p))).map(|_| i)
+    };
     let errors = match &d.facts {
         Some(x) => scanned_errors(x, topics),
         None => errors(&d.root, topics),
     };
     for e in errors {
         let topic = e.place.topic.as_deref().or(fallback);
-        if let Some(a) = at(&mut out, topic, e.place.partition) {
+        if let Some(a) = at(&out, topic, e.place.partition).and_then(|i| out.get_mut(i)) {
             a.error = e.code;
         }
     }
     each_set(d, topics, |s| {
         let topic = s.topic.as_deref().or(fallback);
-        if let Some(a) = at(&mut out, topic, s.partition) {
+        if let Some(a) = at(&out, topic, s.partition).and_then(|i| out.get_mut(i)) {
             a.records += s.counts.records;
             a.last_offset = s.counts.heads.iter().map(BatchHead::last_offset).max();
         }

@@ -837,15 +837,16 @@ impl Stats {
         if let (Some(root), Some(d)) = (root, d) {
             match ApiKey(api) {
                 ApiKey::FETCH => {
-                    let mut asks = lag::FetchAsks::default();
+                    let mut asks = Vec::new();
                     let lag = &mut self.lag;
                     facts::each_int(d, &self.topics, |n| {
                         if let ("FetchOffset", Some(t), Some(p)) = (n.name, n.topic, n.partition) {
                             if let Some(t) = lag.topic(&t) {
-                                asks.add(t, p, n.value);
+                                asks.push((t, p, n.value));
                             }
                         }
                     });
+                    let asks = lag::FetchAsks::new(asks);
                     fetch = consumer(lag, i).map(|c| Box::new((c, asks)));
                 }
                 ApiKey::OFFSET_COMMIT => {

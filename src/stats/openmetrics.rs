@@ -557,8 +557,7 @@ mod tests {
         let c = s.lag.consumer("c", [10, 0, 0, 1].into()).unwrap();
         let topic = s.lag.topic("t").unwrap();
         // Asked 10, got 10..=19 of 100: lag 80; the group committed 40: 60.
-        let mut asks = FetchAsks::default();
-        asks.add(topic, 0, 10);
+        let asks = FetchAsks::new(vec![(topic, 0, 10)]);
         let answer = FetchAnswer {
             topic: "t".into(),
             partition: 0,

@@ -829,8 +829,7 @@ fn the_json_report_is_indented_five_levels_and_compact_below() {
     let mut s = Stats::new(StatsConfig::default());
     let c = s.lag.consumer("c", "10.0.0.1".parse().unwrap()).unwrap();
     let topic = s.lag.topic("t").unwrap();
-    let mut asks = lag::FetchAsks::default();
-    asks.add(topic, 0, 10);
+    let asks = lag::FetchAsks::new(vec![(topic, 0, 10)]);
     let answer = |hw| lag::FetchAnswer {
         topic: "t".into(),
         partition: 0,
@@ -864,4 +863,57 @@ fn the_json_report_is_indented_five_levels_and_compact_below() {
         lines[at + 1]
     );
     assert!(text.starts_with("{\n  \"summary\": {\n"), "{}", &text[..40]);
+}
+
+#[test]
+fn fetch_answers_place_every_partition_of_a_large_response() {
+    // 20,000 partitions of one topic in descending order, every third with
+    // an error, each with records of its own: every answer carries its own
+    // partition's figures, whatever the order the facts are found in.
+    let int = |name: &str, v: i64| node(name, "int", Value::Int(v), vec![]);
+    let n: i64 = 20_000;
+    let parts: Vec<Node> = (0..n)
+        .rev()
+        .map(|p| {
+            let kids = vec![
+                int("PartitionIndex", p),
+                int("ErrorCode", if p % 3 == 0 { 6 } else { 0 }),
+                int("HighWatermark", p * 10),
+                int("LastStableOffset", p * 10 - 1),
+                int("LogStartOffset", p),
+            ];
+            node("Partitions", "PartitionData", Value::None, kids)
+        })
+        .collect();
+    let topic = node(
+        "Responses",
+        "FetchableTopicResponse",
+        Value::None,
+        vec![
+            node("Topic", "string", Value::Str("t".into()), vec![]),
+            node("Partitions", "[]PartitionData", Value::None, parts),
+        ],
+    );
+    let body = vec![node(
+        "Responses",
+        "[]FetchableTopicResponse",
+        Value::None,
+        vec![topic],
+    )];
+    let mut d = decoded(Kind::Response, body);
+    d.api_key = Some(ApiKey::FETCH.0);
+    let topics = TopicNames::default();
+    let answers = facts::fetch_answers(&d, &topics, None);
+    assert_eq!(answers.len(), 20_000);
+    for (a, p) in answers.iter().zip((0..n).rev()) {
+        let want = (p, if p % 3 == 0 { 6 } else { 0 }, p * 10, p * 10 - 1, p);
+        let got = (
+            i64::from(a.partition),
+            i64::from(a.error),
+            a.high_watermark,
+            a.last_stable_offset,
+            a.log_start_offset,
+        );
+        assert_eq!((&*a.topic, got), ("t", want));
+    }
 }
