@@ -88,7 +88,7 @@ rm -f "$TMP/print.jsonl"
 # The commands run in rounds, each once per round, so that all of them see
 # the same moments of a noisy host (a command run five times in a row can
 # fall in a quiet or a busy minute the others miss).
-names=(bare_read_tcpdump bare_read_kafkashark ks_print_jsonl ks_stats_json ks_print_V_jsonl)
+names=(bare_read_tcpdump bare_read_kafkashark ks_print_jsonl ks_stats_json ks_print_V_jsonl ks_print_V_text)
 if [[ $HAVE_TSHARK == 1 ]]; then
     names+=(tshark_Y_kafka tshark_V)
     [[ ${JSON:-0} == 1 ]] && names+=(tshark_T_json)
@@ -101,6 +101,7 @@ command_of() {
         ks_print_jsonl) CMD=("$K" print "$FILE" --ports "$PORT" --format jsonl) ;;
         ks_stats_json) CMD=("$K" stats "$FILE" --ports "$PORT" --format json) ;;
         ks_print_V_jsonl) CMD=("$K" print "$FILE" --ports "$PORT" -V --format jsonl) ;;
+        ks_print_V_text) CMD=("$K" print "$FILE" --ports "$PORT" -V) ;;
         tshark_Y_kafka) CMD=("${TS[@]}" -Y kafka) ;;
         tshark_V) CMD=("${TS[@]}" -Y kafka -V) ;;
         tshark_T_json) CMD=("${TS[@]}" -Y kafka -T json) ;;
@@ -161,6 +162,7 @@ rows = [
     ("ks print jsonl / tcpdump read", ratio("ks_print_jsonl", "bare_read_tcpdump"), "(<= 3)"),
     ("ks stats / tcpdump read", ratio("ks_stats_json", "bare_read_tcpdump"), "(<= 3)"),
     ("tshark -V / ks print -V jsonl", ratio("tshark_V", "ks_print_V_jsonl"), ">= 10"),
+    ("tshark -V / ks print -V text", ratio("tshark_V", "ks_print_V_text"), ">= 10"),
 ]
 print(f"{'ratio':36} {'value':>8}  target")
 for name, v, want in rows:

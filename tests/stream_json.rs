@@ -12,7 +12,7 @@ use kafkashark::kafka::decode::{
 };
 use kafkashark::kafka::schema::ApiKey;
 use kafkashark::kafka::stream_json::{JsonSink, Stream, StreamFacts};
-use kafkashark::kafka::tree::{Node, SourceBytes, Spill, Value};
+use kafkashark::kafka::tree::{Layout, Node, SourceBytes, Spill, Value};
 use kafkashark_harness::{self as harness, put_varint};
 
 /// How `print -V` decodes a message: `Some(None)` a request, `Some(Some(
@@ -399,8 +399,8 @@ fn deferred_records_keep_a_big_tree_small() {
     assert!(kept < 48 * 40, "{kept}");
 }
 
-/// The message's text made as it is decoded (`stream_text`, measured
-/// then written) and the text of its tree, with `annotate` (if any)
+/// The message's text in `layout` made as it is decoded (`stream_text`,
+/// measured then written) and the text of its tree, with `annotate` (if any)
 /// applied to both: (the tree, its text, the stream's result, its text
 /// and facts when the measuring decode found no error).
 #[allow(clippy::type_complexity)]
@@ -408,6 +408,7 @@ fn text_both(
     raw: &[u8],
     response: Option<(i16, i16)>,
     opts: &DecodeOptions,
+    layout: Layout,
     mut annotate: Option<&mut dyn FnMut(&mut Node)>,
 ) -> (Decoded, String, Decoded, Option<(String, StreamFacts)>) {
     let mut tree = match response {
@@ -422,16 +423,17 @@ fn text_both(
         sources: &tree.sources,
     };
     let mut want = String::new();
-    kafkashark::kafka::tree::write_text_in(&mut want, &tree.root, "    ", &bytes);
-    let (s, text) = harness::streamed_text(raw, response, opts, "    ", annotate);
+    kafkashark::kafka::tree::write_text_in(&mut want, &tree.root, "    ", &bytes, layout);
+    let (s, text) = harness::streamed_text(raw, response, opts, "    ", layout, annotate);
     (tree, want, s, text)
 }
 
-/// Every message of every capture, its records kept as bytes or not:
-/// where the measuring decode finds no error, the text written as the
-/// message is decoded is its tree's, and the facts, topics and ids are
-/// the tree's; where it finds one, so does the tree. With an
-/// annotation on every node, the same on the shipped captures.
+/// Every message of every capture, its records kept as bytes or not, in
+/// the wide and the compact layout by turns: where the measuring decode
+/// finds no error, the text written as the message is decoded is its
+/// tree's, and the facts, topics and ids are the tree's; where it finds
+/// one, so does the tree. With an annotation on every node, the same on the
+/// shipped captures, compact with descriptions.
 #[test]
 fn streamed_text_is_the_trees_on_every_capture() {
     let (mut streamed, mut failed) = (0, 0);
@@ -441,7 +443,11 @@ fn streamed_text_is_the_trees_on_every_capture() {
             records_deferred: opts.records_json,
             ..opts.clone()
         };
-        let (tree, want, s, text) = text_both(raw, response, &opts, None);
+        let layout = match (streamed + failed) % 2 {
+            0 => Layout::Wide,
+            _ => Layout::Compact { about: false },
+        };
+        let (tree, want, s, text) = text_both(raw, response, &opts, layout, None);
         let Some((got, facts)) = text else {
             assert_fails_as_tree(at, &tree, &s);
             failed += 1;
@@ -464,7 +470,9 @@ fn streamed_text_is_the_trees_on_every_capture() {
                 continue;
             };
             let opts = DecodeOptions::default();
-            let (_, want, _, text) = text_both(&m.raw.bytes, response, &opts, Some(&mut mark));
+            let layout = Layout::Compact { about: true };
+            let (_, want, _, text) =
+                text_both(&m.raw.bytes, response, &opts, layout, Some(&mut mark));
             if let Some((got, _)) = text {
                 assert!(got == want, "{} frame {}", p.display(), m.info.frame);
                 marked += 1;

@@ -163,7 +163,8 @@ pub fn deferred_differs(msg: &[u8], d: &Decoded, kept: &Decoded) -> Option<&'sta
     };
     let (mut want, mut got) = (String::new(), String::new());
     kafkashark::kafka::tree::write_text(&mut want, &d.root, "  ");
-    kafkashark::kafka::tree::write_text_in(&mut got, &kept.root, "  ", &bytes);
+    let wide = kafkashark::kafka::tree::Layout::Wide;
+    kafkashark::kafka::tree::write_text_in(&mut got, &kept.root, "  ", &bytes, wide);
     if want != got {
         return Some("writes other text");
     }
@@ -259,36 +260,41 @@ pub(crate) fn check_text_streamed(msg: &[u8], d: &Decoded, response: Option<(i16
         records_deferred: true,
         ..fuzz_opts()
     };
-    let (s, text) = streamed_text(msg, response, &opts, "  ", None);
-    let Some((got, facts)) = text else {
-        let retried = response.is_none()
-            && s.api_key.map(schema::ApiKey) == Some(schema::ApiKey::CONTROLLED_SHUTDOWN)
-            && s.api_version == Some(0);
-        assert!(!d.clean() || retried, "only the text stream failed");
-        return;
-    };
-    assert!(d.clean(), "only the tree failed");
-    let mut want = String::new();
-    kafkashark::kafka::tree::write_text(&mut want, &d.root, "  ");
-    assert!(got == want, "the streamed text differs from the tree's");
-    let (throttle, errors) = kafkashark::analyzer::response_facts(&d.root);
-    assert_eq!(
-        (facts.throttle_time_ms, facts.error_codes),
-        (throttle, errors)
-    );
+    use kafkashark::kafka::tree::Layout;
+    for layout in [Layout::Wide, Layout::Compact { about: true }] {
+        let (s, text) = streamed_text(msg, response, &opts, "  ", layout, None);
+        let Some((got, facts)) = text else {
+            let retried = response.is_none()
+                && s.api_key.map(schema::ApiKey) == Some(schema::ApiKey::CONTROLLED_SHUTDOWN)
+                && s.api_version == Some(0);
+            assert!(!d.clean() || retried, "only the text stream failed");
+            return;
+        };
+        assert!(d.clean(), "only the tree failed");
+        let mut want = String::new();
+        let none = SourceBytes::default();
+        kafkashark::kafka::tree::write_text_in(&mut want, &d.root, "  ", &none, layout);
+        assert!(got == want, "the streamed text differs from the tree's");
+        let (throttle, errors) = kafkashark::analyzer::response_facts(&d.root);
+        assert_eq!(
+            (facts.throttle_time_ms, facts.error_codes),
+            (throttle, errors)
+        );
+    }
 }
 
 /// `msg` decoded twice into text streams, as `print -V` writes a big
 /// message's text (`response`: the api key and version a response is
 /// decoded with, `None` for a request; `annotate` applied to every node in
 /// both): the measuring decode's result, and when it found no error, the
-/// text (each line after `indent`) and the facts. A decode without an error
-/// leaves no parent open.
+/// text (each line after `indent`, in `layout`) and the facts. A decode
+/// without an error leaves no parent open.
 pub fn streamed_text(
     msg: &[u8],
     response: Option<(i16, i16)>,
     opts: &DecodeOptions,
     indent: &str,
+    layout: kafkashark::kafka::tree::Layout,
     mut annotate: Option<&mut dyn FnMut(&mut Node)>,
 ) -> (
     Decoded,
@@ -306,7 +312,7 @@ pub fn streamed_text(
         }
     }
     let decode = |t: &mut TextStream<'_>| decode_streamed(msg, response, opts, Stream::Text(t));
-    let mut measure = TextStream::measure(msg, again(&mut annotate));
+    let mut measure = TextStream::measure(msg, layout, again(&mut annotate));
     let s = decode(&mut measure);
     if !s.clean() {
         return (s, None);

@@ -119,14 +119,15 @@ impl<'j> TextStream<'j> {
     /// `annotate`, each node is passed to it first.
     pub fn measure(
         message: &'j [u8],
+        layout: tree::Layout,
         annotate: Option<&'j mut dyn FnMut(&mut Node)>,
     ) -> TextStream<'j> {
         let mode = Mode::Measure {
-            size: tree::Size::default(),
+            size: tree::Size::new(layout),
             parents: Vec::new(),
             big: Vec::new(),
         };
-        TextStream::with(message, mode, annotate)
+        TextStream::with(message, mode, layout, annotate)
     }
 
     /// A stream writing the tree of `message` to `out`, each line after
@@ -139,12 +140,14 @@ impl<'j> TextStream<'j> {
         indent: &'j str,
         annotate: Option<&'j mut dyn FnMut(&mut Node)>,
     ) -> TextStream<'j> {
-        TextStream::with(message, Mode::Write { plan, out, indent }, annotate)
+        let layout = plan.cols.layout();
+        TextStream::with(message, Mode::Write { plan, out, indent }, layout, annotate)
     }
 
     fn with(
         message: &'j [u8],
         mode: Mode<'j>,
+        layout: tree::Layout,
         annotate: Option<&'j mut dyn FnMut(&mut Node)>,
     ) -> TextStream<'j> {
         TextStream {
@@ -152,7 +155,7 @@ impl<'j> TextStream<'j> {
             mode,
             open: Vec::with_capacity(16),
             opened: 0,
-            fields: tree::Fields::default(),
+            fields: tree::Fields::new(layout),
             walk: FactWalk::default(),
             annotate,
         }

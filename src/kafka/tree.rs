@@ -190,6 +190,37 @@ impl Value {
         s
     }
 
+    /// Appends [`Value::write_display`]'s text to `s`, the commonest values
+    /// (integers, printable ASCII strings) without the formatting machinery;
+    /// true for those (no control character in what was appended).
+    fn push_display(&self, s: &mut String) -> bool {
+        match self {
+            Value::Int(v) => push_decimal(s, v.unsigned_abs(), *v < 0),
+            Value::Uint(v) => push_decimal(s, *v, false),
+            Value::Str(v) if json::is_printable_ascii(v.as_bytes()) => {
+                // `Debug` of printable ASCII: quoted, `"` and `\\` escaped.
+                s.reserve(v.len() + 2);
+                s.push('"');
+                if json::all_bytes(v.as_bytes(), |b| b != b'"' && b != b'\\') {
+                    s.push_str(v);
+                } else {
+                    for c in v.chars() {
+                        if c == '"' || c == '\\' {
+                            s.push('\\');
+                        }
+                        s.push(c);
+                    }
+                }
+                s.push('"');
+            }
+            _ => {
+                let _ = self.write_display(s);
+                return false;
+            }
+        }
+        true
+    }
+
     fn write_display(&self, s: &mut impl fmt::Write) -> fmt::Result {
         match self {
             Value::None => Ok(()),
@@ -219,6 +250,47 @@ impl Value {
                 s.write_str(if d.count == 1 { "record" } else { "records" })
             }
         }
+    }
+}
+
+/// Appends `v` in decimal, after a `-` when `negative`.
+fn push_decimal(s: &mut String, mut v: u64, negative: bool) {
+    let mut digits = [0u8; 20];
+    let mut at = digits.len();
+    loop {
+        at -= 1;
+        if let Some(d) = digits.get_mut(at) {
+            *d = b'0' + (v % 10) as u8;
+        }
+        v /= 10;
+        if v == 0 || at == 0 {
+            break;
+        }
+    }
+    if negative {
+        s.push('-');
+    }
+    for &d in digits.get(at..).unwrap_or_default() {
+        s.push(char::from(d));
+    }
+}
+
+/// Appends `v` in lower-case hex, without leading zeros (`0` for zero).
+fn push_hex(s: &mut String, mut v: u64) {
+    let mut digits = [0u8; 16];
+    let mut at = digits.len();
+    loop {
+        at -= 1;
+        if let Some(d) = digits.get_mut(at) {
+            *d = b"0123456789abcdef"[(v & 15) as usize];
+        }
+        v >>= 4;
+        if v == 0 || at == 0 {
+            break;
+        }
+    }
+    for &d in digits.get(at..).unwrap_or_default() {
+        s.push(char::from(d));
     }
 }
 
@@ -426,16 +498,29 @@ impl Node {
         s
     }
 
-    /// Appends [`Node::value_text`] to `s`, empty.
+    /// Appends [`Node::value_text`] to `s`.
     fn push_value_text(&self, s: &mut String) {
-        let _ = self.value.write_display(s);
+        self.push_value_text_clean(s);
+    }
+
+    /// [`Node::push_value_text`], and whether what it appended is known to
+    /// hold no control character (an integer, a printable-ASCII string, a
+    /// `'static` detail), so that no scan need look for one.
+    fn push_value_text_clean(&self, s: &mut String) -> bool {
+        let start = s.len();
+        let mut clean = self.value.push_display(s);
+        let s_empty = s.len() == start;
         if let Some(d) = &self.detail {
-            if s.is_empty() {
+            clean &= matches!(d, Cow::Borrowed(_));
+            if s_empty {
                 s.push_str(d);
             } else {
-                let _ = write!(s, " ({d})");
+                s.push_str(" (");
+                s.push_str(d);
+                s.push(')');
             }
         }
+        clean
     }
 
     /// The end of the span (exclusive).
@@ -1297,6 +1382,34 @@ pub struct ByteSource {
     pub parent_length: usize,
 }
 
+/// How a tree's text is laid out.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Layout {
+    /// The project's seed document's: `name  type  = value  [0x0000, 4B]
+    /// description`, every column as wide as its widest cell in the tree,
+    /// `+--` / `|` guides (`decode`, the tests' goldens).
+    #[default]
+    Wide,
+    /// `print -V`'s, one line per node as short as it can be read:
+    /// `name: value  type  [0x1e+4]`, two spaces of indent a level, nothing
+    /// padded; the description only when `about` (`-VV`). A node that did
+    /// not decode always says why.
+    Compact {
+        /// Each node's description after its span.
+        about: bool,
+    },
+}
+
+impl Layout {
+    /// Whether the lines carry the nodes' descriptions.
+    fn about(self) -> bool {
+        match self {
+            Layout::Wide => true,
+            Layout::Compact { about } => about,
+        }
+    }
+}
+
 /// Renders a tree in the text layout of the project's seed document:
 /// `name  type  = value  [0x0000, 4B]  description`, with `+--` / `|` guides.
 pub fn render_text(root: &Node) -> String {
@@ -1307,24 +1420,31 @@ pub fn render_text(root: &Node) -> String {
 
 /// Appends [`render_text`]'s lines to `out`, each after `indent`: the same
 /// bytes as pushing `indent`, the line and `\n` for every line of
-/// `render_text(root).lines()`, without building that text first. Two walks
-/// of the tree, the first for the column widths and the output's exact size
-/// (reserved once), the second writing; no allocation per line (print `-V`
-/// writes hundreds of times its messages' bytes this way).
+/// `render_text(root).lines()`, without building that text first.
 pub fn write_text(out: &mut impl TextSink, root: &Node, indent: &str) {
-    write_text_in(out, root, indent, &SourceBytes::default());
+    write_text_in(out, root, indent, &SourceBytes::default(), Layout::Wide);
 }
 
-/// [`write_text`] of a tree whose spans point into `bytes`: a
+/// [`write_text`] in `layout`, of a tree whose spans point into `bytes`: a
 /// [`Value::Records`] node (a tree decoded with
 /// `DecodeOptions::records_deferred`) stands for the records' nodes, made
 /// from their bytes for each walk of the tree and freed line by line — the
 /// text is that of the tree decoded without it, and what is held is the
-/// tree without its records' nodes.
-pub fn write_text_in(out: &mut impl TextSink, root: &Node, indent: &str, bytes: &SourceBytes<'_>) {
+/// tree without its records' nodes. Wide: two walks of the tree, the first
+/// for the column widths and the output's exact size (reserved once), the
+/// second writing; compact: one walk, writing. No allocation per line
+/// (print `-V` writes many times its messages' bytes this way).
+pub fn write_text_in(
+    out: &mut impl TextSink,
+    root: &Node,
+    indent: &str,
+    bytes: &SourceBytes<'_>,
+    layout: Layout,
+) {
     if !indent.is_empty() && root.name.contains(['\n', '\r']) {
         // `lines()` would cut the (unescaped) top name: indent what it gives.
-        let text = render_text(root);
+        let mut text = String::new();
+        write_text_in(&mut text, root, "", bytes, layout);
         out.reserve_text(text.len() + text.lines().count() * indent.len());
         for line in text.lines() {
             out.push_text(indent);
@@ -1333,8 +1453,15 @@ pub fn write_text_in(out: &mut impl TextSink, root: &Node, indent: &str, bytes: 
         }
         return;
     }
-    let mut f = Fields::default();
-    let mut size = Size::default();
+    let mut f = Fields::new(layout);
+    if let Layout::Compact { .. } = layout {
+        // Nothing to measure: one walk, writing.
+        walk_node(root, (true, true), bytes, &mut f, &mut |f| {
+            f.write_compact(out, indent);
+        });
+        return;
+    }
+    let mut size = Size::new(layout);
     walk_node(root, (true, true), bytes, &mut f, &mut |f| size.add(f));
     let cols = size.columns();
     out.reserve_text(size.total(&cols, indent.len()));
@@ -1369,10 +1496,21 @@ impl TextSink for Vec<u8> {
     }
 }
 
+/// A sink that only counts the bytes pushed (a compact line's length).
+struct Count(usize);
+
+impl TextSink for Count {
+    fn push_text(&mut self, s: &str) {
+        self.0 += s.len();
+    }
+    fn reserve_text(&mut self, _: usize) {}
+}
+
 /// A line's columns, rebuilt in place for every node (no allocation once
 /// they have grown). `prefix` holds the guides of the node's parent.
 #[derive(Default)]
 pub(crate) struct Fields {
+    layout: Layout,
     prefix: String,
     name: String,
     ty: String,
@@ -1384,8 +1522,9 @@ pub(crate) struct Fields {
 }
 
 /// Column widths in characters (each the widest cell plus 2, at least the
-/// seed document's).
+/// seed document's); a compact layout pads nothing.
 pub(crate) struct Columns {
+    layout: Layout,
     name: usize,
     ty: usize,
     value: usize,
@@ -1395,7 +1534,10 @@ pub(crate) struct Columns {
 /// What the first walk learns: widest cells and the bytes the lines take.
 #[derive(Default)]
 pub(crate) struct Size {
+    layout: Layout,
     lines: usize,
+    /// Compact: the bytes of the lines (without their indent).
+    compact_bytes: usize,
     name: usize,
     ty: usize,
     value: usize,
@@ -1409,8 +1551,30 @@ pub(crate) struct Size {
     plain_span_bytes: usize,
 }
 
+impl Columns {
+    /// The layout the lines are in.
+    pub(crate) fn layout(&self) -> Layout {
+        self.layout
+    }
+}
+
 impl Size {
+    /// Nothing measured yet, for lines in `layout`.
+    pub(crate) fn new(layout: Layout) -> Size {
+        Size {
+            layout,
+            ..Size::default()
+        }
+    }
+
     pub(crate) fn add(&mut self, f: &Fields) {
+        if let Layout::Compact { .. } = self.layout {
+            let mut n = Count(0);
+            f.write_compact(&mut n, "");
+            self.lines += 1;
+            self.compact_bytes += n.0;
+            return;
+        }
         let nc = f.name.chars().count();
         let tc = f.ty.chars().count();
         let vc = f.value.chars().count();
@@ -1432,6 +1596,7 @@ impl Size {
 
     pub(crate) fn columns(&self) -> Columns {
         Columns {
+            layout: self.layout,
             name: self.name.max(54),
             ty: self.ty.max(24),
             value: self.value.max(35),
@@ -1441,6 +1606,9 @@ impl Size {
 
     /// The bytes [`Fields::write`] appends for all the lines.
     fn total(&self, c: &Columns, indent: usize) -> usize {
+        if let Layout::Compact { .. } = c.layout {
+            return self.lines * indent + self.compact_bytes;
+        }
         self.lines * (indent + c.name + c.ty + c.value + 1)
             + self.multibyte
             + self.about_lines * c.span
@@ -1450,15 +1618,31 @@ impl Size {
 }
 
 impl Fields {
+    /// Cells for lines in `layout`.
+    pub(crate) fn new(layout: Layout) -> Fields {
+        Fields {
+            layout,
+            ..Fields::default()
+        }
+    }
+
     /// The guide the children of a node draw under it: a line down unless
-    /// it is its parent's last child.
+    /// it is its parent's last child (compact: two spaces).
     pub(crate) fn push_guide(&mut self, last: bool) {
-        self.prefix.push_str(if last { "    " } else { "|   " });
+        self.prefix.push_str(match self.layout {
+            Layout::Compact { .. } => "  ",
+            Layout::Wide if last => "    ",
+            Layout::Wide => "|   ",
+        });
     }
 
     /// Takes back the last [`Fields::push_guide`].
     pub(crate) fn pop_guide(&mut self) {
-        let keep = self.prefix.len().saturating_sub(4);
+        let width = match self.layout {
+            Layout::Compact { .. } => 2,
+            Layout::Wide => 4,
+        };
+        let keep = self.prefix.len().saturating_sub(width);
         self.prefix.truncate(keep);
     }
 
@@ -1470,31 +1654,54 @@ impl Fields {
 
     /// Sets the columns of `n`, a child (with guides) unless `top`.
     pub(crate) fn set(&mut self, n: &Node, top: bool) {
+        let compact = matches!(self.layout, Layout::Compact { .. });
         self.name.clear();
         if top {
             self.name.push_str(&n.name);
         } else {
             self.name.push_str(&self.prefix);
-            self.name.push_str("+-- ");
-            push_escaped(&mut self.name, &n.name);
+            self.name.push_str(if compact { "  " } else { "+-- " });
+            push_text(&mut self.name, &n.name);
         }
-        self.raw.clear();
-        n.push_value_text(&mut self.raw);
+        // The value written in place; escaped again only when it holds a
+        // control character.
         self.value.clear();
-        if !self.raw.is_empty() {
-            self.value.push_str("= ");
-            push_escaped(&mut self.value, &self.raw);
+        // Compact: a struct's value says only what its type says.
+        let said = compact && matches!(&n.value, Value::Text(t) if *t == "struct");
+        if !said {
+            let lead = if compact { "" } else { "= " };
+            self.value.push_str(lead);
+            let clean = n.push_value_text_clean(&mut self.value);
+            if self.value.len() == lead.len() {
+                self.value.clear();
+            } else if !clean && has_control(self.value.get(lead.len()..).unwrap_or_default()) {
+                self.raw.clear();
+                self.raw
+                    .push_str(self.value.get(lead.len()..).unwrap_or_default());
+                self.value.truncate(lead.len());
+                push_escaped(&mut self.value, &self.raw);
+            }
         }
         self.ty.clear();
-        push_escaped(&mut self.ty, &n.ty);
+        push_text(&mut self.ty, &n.ty);
         self.span.clear();
         self.span.push('[');
         if n.source != 0 {
-            let _ = write!(self.span, "#{}:", n.source);
+            self.span.push('#');
+            push_decimal(&mut self.span, n.source.into(), false);
+            self.span.push(':');
         }
-        let _ = write!(self.span, "0x{:04x}, {}B]", n.offset, n.length);
+        if compact {
+            self.span.push_str("0x");
+            push_hex(&mut self.span, n.offset as u64);
+            self.span.push('+');
+            push_decimal(&mut self.span, n.length as u64, false);
+            self.span.push(']');
+        } else {
+            let _ = write!(self.span, "0x{:04x}, {}B]", n.offset, n.length);
+        }
         self.about.clear();
-        if let Some(a) = &n.about {
+        if let (Some(a), true) = (&n.about, self.layout.about()) {
             push_escaped(&mut self.about, a);
         }
         if let Some(e) = &n.error {
@@ -1509,6 +1716,9 @@ impl Fields {
     /// Appends the line: `indent`, the padded cells, the span and the
     /// description, `\n`.
     pub(crate) fn write<S: TextSink + ?Sized>(&self, out: &mut S, c: &Columns, indent: &str) {
+        if let Layout::Compact { .. } = c.layout {
+            return self.write_compact(out, indent);
+        }
         out.push_text(indent);
         pad(out, &self.name, c.name);
         pad(out, &self.ty, c.ty);
@@ -1518,6 +1728,27 @@ impl Fields {
             a => {
                 pad(out, &self.span, c.span);
                 out.push_text(a);
+            }
+        }
+        out.push_text("\n");
+    }
+}
+
+impl Fields {
+    /// Appends the compact line: `indent`, the name (after its indent),
+    /// `: value` when there is one, the type, the span and the description
+    /// (or error), two spaces apart, `\n`.
+    fn write_compact<S: TextSink + ?Sized>(&self, out: &mut S, indent: &str) {
+        out.push_text(indent);
+        out.push_text(&self.name);
+        if !self.value.is_empty() {
+            out.push_text(": ");
+            out.push_text(&self.value);
+        }
+        for cell in [self.ty.as_str(), self.span.as_str(), self.about_trimmed()] {
+            if !cell.is_empty() {
+                out.push_text("  ");
+                out.push_text(cell);
             }
         }
         out.push_text("\n");
@@ -1616,9 +1847,25 @@ fn pad<S: TextSink + ?Sized>(out: &mut S, s: &str, width: usize) {
 /// so a byte scan finds them — C1 ones are `0xc2 0x80..=0x9f` in UTF-8).
 fn has_control(s: &str) -> bool {
     let b = s.as_bytes();
+    // Most texts have none of the bytes a control character needs.
+    let suspect = |c: u8| c < 0x20 || c == 0x7f || c == 0xc2;
+    if json::all_bytes(b, |c| !suspect(c)) {
+        return false;
+    }
     b.iter().enumerate().any(|(i, &c)| {
         c < 0x20 || c == 0x7f || (c == 0xc2 && b.get(i + 1).is_some_and(|&d| d < 0xa0))
     })
+}
+
+/// Appends a node's name or type: a borrowed text is `'static`, the
+/// schema's and the project's own words, which hold no control character
+/// (`static_texts_need_no_escape`), and is copied as it is; a text made at
+/// run time is escaped.
+fn push_text(out: &mut String, t: &Text) {
+    match t {
+        Cow::Borrowed(s) => out.push_str(s),
+        Cow::Owned(s) => push_escaped(out, s),
+    }
 }
 
 /// Appends `s` with its control characters escaped, as [`escape_text`] does.
@@ -1653,6 +1900,44 @@ impl fmt::Display for Node {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `Value::push_display` (integers and printable strings written
+    /// without `fmt`) gives `Value::write_display`'s text for every node of
+    /// every capture's full trees, and for the edges of both.
+    #[test]
+    fn the_fast_display_is_the_formatted_one() {
+        let check = |v: &Value| {
+            let (mut fast, mut formatted) = (String::from("x"), String::from("x"));
+            v.push_display(&mut fast);
+            let _ = v.write_display(&mut formatted);
+            assert_eq!(fast, formatted, "{v:?}");
+        };
+        let edges = [
+            Value::Int(i64::MIN),
+            Value::Int(i64::MAX),
+            Value::Int(0),
+            Value::Int(-7),
+            Value::Uint(u64::MAX),
+            Value::Uint(0),
+            Value::Str(String::new()),
+            Value::Str(r#"a"b\c\"#.into()),
+            Value::Str("\"\"".into()),
+            Value::Str("caf\u{e9}\n".into()),
+        ];
+        edges.iter().for_each(check);
+        let mut nodes = 0;
+        for p in crate::test_captures::all() {
+            for m in crate::test_captures::messages(&p, crate::test_captures::full_trees()) {
+                if let Some(d) = &m.decoded {
+                    d.root.walk(&mut |n, _| {
+                        nodes += 1;
+                        check(&n.value);
+                    });
+                }
+            }
+        }
+        assert!(nodes > 10_000, "{nodes}");
+    }
 
     #[test]
     fn static_texts_need_no_escape() {

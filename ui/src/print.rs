@@ -73,9 +73,10 @@ pub struct PrintArgs {
     /// and counts the rest, `all` prints every one.
     #[arg(long, value_enum, default_value_t = Notices::Summary)]
     notices: Notices,
-    /// Show the full field tree of every message.
-    #[arg(short = 'V', long)]
-    verbose: bool,
+    /// Show the field tree of every message, one compact line a field
+    /// (name, value, type, bytes); `-VV` adds each field's description.
+    #[arg(short = 'V', long, action = clap::ArgAction::Count)]
+    verbose: u8,
     /// How text lines write the time: `r` since the first frame, `d` since
     /// the message before, `a`/`ad` local time of day / date and time,
     /// `u`/`ud` the same in UTC, `e` seconds since the epoch.
@@ -226,17 +227,21 @@ pub fn run(a: &PrintArgs) -> Result<u64, CliError> {
             return save(a, src, &name, out);
         }
     }
+    let verbose = a.verbose > 0;
+    let layout = tree::Layout::Compact {
+        about: a.verbose > 1,
+    };
     // How `-V`'s trees are decoded; the analyzer reads only summaries.
     let decode = kafkashark::kafka::DecodeOptions {
-        records: a.verbose,
+        records: verbose,
         // The trees of `-V --format jsonl` are only written as JSON: their
         // records are written so as they are decoded (`render_pool::decode`).
-        records_json: a.verbose && a.format == PrintFormat::Jsonl,
+        records_json: verbose && a.format == PrintFormat::Jsonl,
         show_secrets: a.show_secrets,
         max_decompressed: a.max_decompressed,
         ..Default::default()
     };
-    if let Some(src) = file.take_if(|_| a.verbose) {
+    if let Some(src) = file.take_if(|_| verbose) {
         // Trees decoded and formatted on every core (see `render_pool`).
         let settings = crate::render_pool::Settings {
             ports: a.capture.ports.clone(),
@@ -252,6 +257,7 @@ pub fn run(a: &PrintArgs) -> Result<u64, CliError> {
             filter: a.display_filter.clone(),
             all_notices: a.notices == Notices::All,
             time: a.time,
+            layout,
         };
         return crate::render_pool::run(
             src,
@@ -265,20 +271,20 @@ pub fn run(a: &PrintArgs) -> Result<u64, CliError> {
     // is printed (`Trees`), with the facts a tree-keeping analyzer takes from
     // it: the same output as `render_pool`, on one thread.
     let pipeline = pipeline_config(&a.capture.ports, a.reorder_window);
-    let cfg = crate::render_pool::summary_config(pipeline.clone(), &decode, a.verbose);
-    let trees = a.verbose.then(|| Trees {
+    let cfg = crate::render_pool::summary_config(pipeline.clone(), &decode, verbose);
+    let trees = verbose.then(|| Trees {
         opts: decode,
         stamps: std::sync::Arc::default(),
     });
     let live = matches!(input, Input::Live { .. });
-    let (format, verbose, count, time) = (a.format, a.verbose, a.count, a.time);
+    let (format, count, time) = (a.format, a.count, a.time);
     let filter = a.display_filter.clone();
     let all_notices = a.notices == Notices::All;
     // Made on the thread that writes: it locks standard output.
     let stage = move || {
         let printer = Printer {
             save: None,
-            render: Render::new(format, verbose).time(time),
+            render: Render::new(format, verbose).time(time).layout(layout),
             malformed: 0,
             buf: Vec::with_capacity(1024),
             chunk: if live { 0 } else { OUT_CHUNK },
@@ -984,6 +990,8 @@ pub(crate) struct Render {
     pub(crate) format: PrintFormat,
     /// With the field tree.
     pub(crate) verbose: bool,
+    /// How a text tree is laid out.
+    pub(crate) layout: tree::Layout,
     /// The time of the capture's first frame (text times are relative to it).
     pub(crate) first_ts: Option<Timestamp>,
     /// How text lines write the time (`-t`).
@@ -1002,6 +1010,7 @@ impl Render {
         Render {
             format,
             verbose,
+            layout: tree::Layout::Wide,
             first_ts: None,
             time: TimeFormat::Relative,
             prev_ts: None,
@@ -1013,6 +1022,11 @@ impl Render {
     /// The same, writing times as `time` does.
     pub(crate) fn time(self, time: TimeFormat) -> Render {
         Render { time, ..self }
+    }
+
+    /// The same, writing text trees in `layout`.
+    pub(crate) fn layout(self, layout: tree::Layout) -> Render {
+        Render { layout, ..self }
     }
 
     /// Appends the line (JSONL) or lines (text) of `m` to `out`, with its
@@ -1029,7 +1043,8 @@ impl Render {
                     if let Some(d) = &m.decoded {
                         // Straight into `out`, sized once: a tree's text can be
                         // a hundred times its message's bytes.
-                        tree::write_text(out, &d.root, "    ");
+                        let bytes = tree::SourceBytes::default();
+                        tree::write_text_in(out, &d.root, "    ", &bytes, self.layout);
                     }
                 }
             }

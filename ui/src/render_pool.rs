@@ -149,6 +149,8 @@ pub struct Settings {
     pub all_notices: bool,
     /// How text lines write the time (`-t`).
     pub time: crate::timefmt::TimeFormat,
+    /// How text trees are laid out (`-V` compact, `-VV` with descriptions).
+    pub layout: tree::Layout,
 }
 
 /// Render threads for this machine: one per core, at most [`MAX_RENDER_THREADS`].
@@ -539,7 +541,7 @@ impl RenderThread {
             message: &m.raw.bytes,
             sources: &d.sources,
         };
-        tree::write_text_in(&mut sink, &d.root, "    ", &bytes);
+        tree::write_text_in(&mut sink, &d.root, "    ", &bytes, self.render.layout);
         sink.ok.then_some(malformed)
     }
 
@@ -629,7 +631,8 @@ impl RenderThread {
         let raw = m.raw.bytes.clone();
         let decode =
             |t: &mut TextStream<'_>| decode_streamed(&raw, response, opts, Stream::Text(t));
-        let mut measure = TextStream::measure(&raw, any.then_some(&mut name as _));
+        let layout = self.render.layout;
+        let mut measure = TextStream::measure(&raw, layout, any.then_some(&mut name as _));
         let d = decode(&mut measure);
         if !d.clean() {
             return None;
@@ -922,7 +925,9 @@ impl Pool {
             let thread = RenderThread {
                 buf: Vec::new(),
                 to,
-                render: Render::new(settings.format, true).time(settings.time),
+                render: Render::new(settings.format, true)
+                    .time(settings.time)
+                    .layout(settings.layout),
                 opts: settings.decode.clone(),
                 stamps: stamps.clone(),
                 big: settings.big_message,
@@ -1095,6 +1100,7 @@ mod tests {
             filter: None,
             all_notices: true,
             time: Default::default(),
+            layout: TEXT_LAYOUT,
         };
         pooled_settings(path, settings)
     }
@@ -1119,6 +1125,9 @@ mod tests {
         (bytes, malformed)
     }
 
+    /// The layout of the text trees compared: `print -V`'s.
+    const TEXT_LAYOUT: tree::Layout = tree::Layout::Compact { about: false };
+
     /// What one thread whose analyzer keeps every message's tree prints (as
     /// `print -V` did before the pool: the `Ordered` stage over such an analyzer).
     fn one_thread(
@@ -1136,7 +1145,7 @@ mod tests {
         // Held messages keep their trees (a test's captures are small).
         let mut reorder = Reorder::new(HELD_MESSAGES);
         reorder.limit_bytes(crate::print::HELD_BYTES);
-        let mut render = Render::new(format, true);
+        let mut render = Render::new(format, true).layout(TEXT_LAYOUT);
         let (mut outs, mut ready, mut out) = (Vec::new(), Vec::new(), Vec::new());
         let (mut printed, mut malformed) = (0, 0);
         let mut emit = |ready: &mut Vec<Output>, render: &mut Render| {
@@ -1279,6 +1288,7 @@ mod tests {
                         filter: None,
                         all_notices: true,
                         time: Default::default(),
+                        layout: TEXT_LAYOUT,
                     };
                     let got = pooled_settings(&path, settings);
                     match disk {
@@ -1440,6 +1450,7 @@ mod tests {
                 filter: None,
                 all_notices: true,
                 time: Default::default(),
+                layout: TEXT_LAYOUT,
             };
             let r = run(open(&path), settings, || Failing(100_000), |_| {});
             assert!(matches!(r, Err(CliError::Output(_))), "{r:?}");
