@@ -1212,6 +1212,55 @@ impl fmt::Display for Pred {
     }
 }
 
+// ---------------------------------------------------------------- listing
+
+/// The filter language's words, as `kafkashark fields` lists them: each
+/// field with its aliases, operators, value and an example; each word used
+/// alone; Kafka's api names. Made from the tables the parser reads.
+pub fn listing() -> String {
+    use std::fmt::Write as _;
+    let mut s = String::from("Fields with an operator (docs/filter.md):\n");
+    let rows: Vec<[String; 4]> = FIELDS
+        .iter()
+        .map(|(_, names, ty, example)| {
+            let ops: Vec<&str> = ty.ops().iter().map(|o| o.symbol()).collect();
+            [
+                names.join(", "),
+                ops.join(" "),
+                ty.expects().to_string(),
+                (*example).to_string(),
+            ]
+        })
+        .collect();
+    let width = |i: usize| rows.iter().map(|r| r[i].chars().count()).max().unwrap_or(0);
+    let (w0, w1, w2) = (width(0), width(1), width(2));
+    for [names, ops, value, example] in &rows {
+        let _ = writeln!(s, "  {names:w0$}  {ops:w1$}  {value:w2$}  {example}");
+    }
+    s.push_str("\nWords on their own:\n  ");
+    let mut flags: Vec<&str> = FLAGS.iter().map(|(n, _)| *n).collect();
+    flags.sort_unstable();
+    s.push_str(&flags.join(", "));
+    s.push_str(
+        ", and an api name\n\nApi names (any case, `_` and `-` ignored), with their keys:\n",
+    );
+    for (key, name, _) in apis() {
+        let _ = writeln!(s, "  {key:>3}  {name}");
+    }
+    s
+}
+
+/// The api key `word` names: a key, or an api name as the filter reads it;
+/// else why not, with the nearest name.
+pub fn api_key(word: &str) -> Result<i16, String> {
+    named(word, 0, "api", api_by_name, apis().iter().map(|a| a.1))
+        .map_err(|e| e.message)
+        .and_then(|k| match api_name(k) {
+            Some(_) => Ok(k),
+            None => Err(format!("unknown api key {k}")),
+        })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
