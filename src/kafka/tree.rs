@@ -128,7 +128,7 @@ pub struct SourceBytes<'a> {
 
 impl<'a> SourceBytes<'a> {
     /// The bytes of `source` at `offset` for `length` bytes, if held.
-    fn span(&self, source: u16, offset: usize, length: usize) -> Option<&'a [u8]> {
+    pub fn span(&self, source: u16, offset: usize, length: usize) -> Option<&'a [u8]> {
         let data = match source {
             0 => self.message,
             n => self.sources.get(usize::from(n) - 1)?.data.as_slice(),

@@ -139,6 +139,44 @@ fn without_a_terminal_the_ui_refuses_and_print_still_works() {
 /// under a typed name (readline's Ctrl-U clears the suggested one), and the
 /// file reopens with the same messages `print -Y produce` shows.
 #[test]
+fn export_the_selected_message_in_tmux() {
+    if !have_tmux() {
+        eprintln!("skipping: tmux is not installed");
+        return;
+    }
+    let bin = env!("CARGO_BIN_EXE_kafkashark");
+    let cap = a1();
+    let out =
+        std::env::temp_dir().join(format!("kafkashark-tui-export-{}.hex", std::process::id()));
+    let _ = std::fs::remove_file(&out);
+    let t = Tmux::new("export", "export");
+    t.start(160, 45, &format!("'{bin}' '{cap}'; sleep 60"));
+    t.wait_for("messages 157/157");
+    // The first message: frame 4, kcat's ApiVersions v0 request (21 bytes after its size).
+    t.keys(&["x"]);
+    t.wait_for("export to: a1-kcat-produce-consume-group-frame4.txt");
+    t.keys(&["C-u"]);
+    t.wait("the name cleared", |s| !s.contains("frame4.txt"));
+    t.keys(&["-l", out.to_str().expect("path")]);
+    t.keys(&["Enter"]);
+    t.wait("the notice", |s| {
+        s.contains("exported ") && s.contains(" bytes to ")
+    });
+    t.keys(&["q"]);
+    let dump = std::fs::read_to_string(&out).expect("the export");
+    let _ = std::fs::remove_file(&out);
+    // Size 21, api key 18 (ApiVersions), version 0, correlation id 0, then
+    // the client id's length, 11: 25 bytes, a 16-byte row and a 9-byte one.
+    let lines: Vec<&str> = dump.lines().collect();
+    assert_eq!(lines.len(), 2, "{dump}");
+    assert!(
+        lines[0].starts_with("00000000  00 00 00 15 00 12 00 00  00 00 00 00 00 0b"),
+        "{dump}"
+    );
+    assert!(lines[1].starts_with("00000010  "), "{dump}");
+}
+
+#[test]
 fn save_the_filtered_messages_in_tmux() {
     if !have_tmux() {
         eprintln!("skipping: tmux is not installed");

@@ -152,6 +152,34 @@ pub enum Msg {
     Tick,
 }
 
+/// `bytes` as a hex dump: per 16 bytes, the offset, the bytes in hex
+/// (two groups of eight) and as ASCII (`.` for the others).
+pub fn hex_dump(bytes: &[u8]) -> String {
+    use std::fmt::Write as _;
+    let mut s = String::with_capacity(bytes.len() / 16 * 78 + 78);
+    for (row, chunk) in bytes.chunks(16).enumerate() {
+        let _ = write!(s, "{:08x} ", row * 16);
+        for i in 0..16 {
+            if i == 8 {
+                s.push(' ');
+            }
+            match chunk.get(i) {
+                Some(b) => {
+                    let _ = write!(s, " {b:02x}");
+                }
+                None => s.push_str("   "),
+            }
+        }
+        s.push_str("  |");
+        s.extend(chunk.iter().map(|&b| match b {
+            0x20..=0x7e => char::from(b),
+            _ => '.',
+        }));
+        s.push_str("|\n");
+    }
+    s
+}
+
 /// What the shell must do after an update.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Effect {
@@ -159,6 +187,8 @@ pub enum Effect {
     Quit,
     /// Save the packets of the messages listed (the view) to this file.
     Save(std::path::PathBuf),
+    /// Write these bytes (an export of the selected message) to this file.
+    Export(std::path::PathBuf, Vec<u8>),
 }
 
 /// Where the input comes from.
@@ -225,6 +255,9 @@ pub struct FilterBar {
     /// True when the bar asks for a file to save the listed messages to
     /// (`w`), not for a filter.
     pub save: bool,
+    /// True when the bar asks for a file to export the selected message to
+    /// (`x`; its extension says what: [`App::export`]).
+    pub export: bool,
     /// The text typed.
     pub text: String,
     /// Cursor position in characters.
@@ -1173,12 +1206,9 @@ impl App {
         let text = self.filter_text.clone();
         let cursor = text.chars().count();
         self.bar = Some(FilterBar {
-            save: false,
             text,
             cursor,
-            error: None,
-            choices: None,
-            recall: None,
+            ..FilterBar::default()
         });
         self.validate_bar();
     }
@@ -1210,10 +1240,87 @@ impl App {
             save: true,
             cursor: text.chars().count(),
             text,
-            error: None,
-            choices: None,
-            recall: None,
+            ..FilterBar::default()
         });
+    }
+
+    /// Opens the bar that asks where to export the selected message (`x`),
+    /// suggesting `<capture>-frame<N>.txt`.
+    fn open_export_bar(&mut self) {
+        let Some(d) = &self.detail else {
+            self.notice = Some("no message selected: nothing to export".into());
+            return;
+        };
+        let stem = std::path::Path::new(&self.cfg.title)
+            .file_stem()
+            .map_or("message".into(), |s| s.to_string_lossy().into_owned());
+        let text = format!("{stem}-frame{}.txt", d.raw.last_frame);
+        self.bar = Some(FilterBar {
+            export: true,
+            cursor: text.chars().count(),
+            text,
+            ..FilterBar::default()
+        });
+    }
+
+    /// What exporting the selected message to `name` writes, chosen by its
+    /// extension: `.txt` the field tree as the tree pane shows it, `.json`
+    /// its JSON (`print -V --format jsonl`'s `fields`), `.hex` a hex dump
+    /// of the message, `.bin` its bytes, `.key` / `.value` the key or value
+    /// of the record at the tree's cursor (or holding it), as the wire
+    /// carries them (decompressed). Else why not.
+    pub fn export(&self, name: &str) -> Result<(Vec<u8>, String), String> {
+        let d = self.detail.as_ref().ok_or("no message selected")?;
+        let ext = std::path::Path::new(name)
+            .extension()
+            .map(|e| e.to_string_lossy().to_ascii_lowercase())
+            .unwrap_or_default();
+        let bytes = kafkashark::kafka::tree::SourceBytes {
+            message: &d.raw.bytes,
+            sources: &d.decoded.sources,
+        };
+        Ok(match ext.as_str() {
+            "txt" => (
+                kafkashark::kafka::tree::render_text(&d.decoded.root).into_bytes(),
+                "the field tree".into(),
+            ),
+            "json" => {
+                let mut v = Vec::new();
+                d.decoded.root.write_json_in(&mut v, &bytes);
+                v.push(b'\n');
+                (v, "the field tree as JSON".into())
+            }
+            "hex" => (hex_dump(&d.raw.bytes).into_bytes(), "a hex dump".into()),
+            "bin" => (d.raw.bytes.to_vec(), "the message's bytes".into()),
+            "key" | "value" => {
+                let path = self.tree.rows.get(self.tree.cursor).map(|r| r.path.clone());
+                let mut chain = vec![&d.decoded.root];
+                for &i in path.as_deref().unwrap_or_default() {
+                    match chain.last().and_then(|n| n.children.get(i as usize)) {
+                        Some(c) => chain.push(c),
+                        None => break,
+                    }
+                }
+                let field = chain.iter().rev().find_map(|n| n.child(&ext));
+                let Some(f) = field else {
+                    return Err(format!(
+                        "put the tree's cursor on a record (or in one) to export its {ext}"
+                    ));
+                };
+                if matches!(f.value, kafkashark::kafka::tree::Value::Null) {
+                    return Err(format!("the record's {ext} is null"));
+                }
+                let b = bytes.span(f.source, f.offset, f.length);
+                let b = b.ok_or_else(|| format!("the record's {ext} bytes are not at hand"))?;
+                (b.to_vec(), format!("the record's {ext}"))
+            }
+            _ => {
+                return Err(
+                    "name the file .txt (tree), .json (tree as JSON), .hex (hex dump), .bin (bytes), .key or .value (the record at the cursor)"
+                        .into(),
+                )
+            }
+        })
     }
 
     /// A key for the panes (the stats view closed).
@@ -1231,6 +1338,7 @@ impl App {
             KeyCode::Char('p') => self.jump_peer(),
             KeyCode::Char('f') => self.frames_notice(),
             KeyCode::Char('w') => self.open_save_bar(),
+            KeyCode::Char('x') => self.open_export_bar(),
             KeyCode::Char('e') => self.expand_all(true),
             KeyCode::Char('c') => self.expand_all(false),
             code => self.focus_key(code),
@@ -1305,6 +1413,18 @@ impl App {
                 self.bar = None;
                 return Vec::new();
             }
+            KeyCode::Enter if bar.export => {
+                let text = bar.text.trim().to_string();
+                match self.export(&text) {
+                    Ok((bytes, what)) => {
+                        self.bar = None;
+                        self.notice = Some(format!("writing {what} to {text} …"));
+                        return vec![Effect::Export(text.into(), bytes)];
+                    }
+                    Err(e) => self.notice = Some(format!("not exported: {e}")),
+                }
+                return Vec::new();
+            }
             KeyCode::Enter if bar.save => {
                 let text = bar.text.trim().to_string();
                 if text.is_empty() {
@@ -1331,10 +1451,10 @@ impl App {
                 self.apply_filter(&text);
                 return Vec::new();
             }
-            KeyCode::Up | KeyCode::Down if !bar.save => {
+            KeyCode::Up | KeyCode::Down if !bar.save && !bar.export => {
                 recall(bar, &self.history, k.code == KeyCode::Up);
             }
-            KeyCode::Tab if !bar.save => complete(bar),
+            KeyCode::Tab if !bar.save && !bar.export => complete(bar),
             // Readline's keys: to the start, to the end, delete to the
             // start, to the end, the word before the cursor.
             KeyCode::Char('a') if ctrl => bar.cursor = 0,
@@ -1405,7 +1525,7 @@ impl App {
     }
 
     fn validate_bar(&mut self) {
-        if let Some(bar) = self.bar.as_mut().filter(|b| !b.save) {
+        if let Some(bar) = self.bar.as_mut().filter(|b| !b.save && !b.export) {
             bar.error = match Filter::parse(&bar.text) {
                 Ok(_) => None,
                 Err(e) => Some((e.column, e.message)),

@@ -337,6 +337,17 @@ fn event_loop(app: &mut App, rx: Option<&Receiver<Msg>>) -> Result<(), CliError>
                         match effect {
                             Effect::Quit => break 'main,
                             Effect::Save(path) => start_save(app, path, &saved_tx),
+                            Effect::Export(path, bytes) => {
+                                let text = match std::fs::write(&path, &bytes) {
+                                    Ok(()) => format!(
+                                        "exported {} bytes to {}",
+                                        bytes.len(),
+                                        path.display()
+                                    ),
+                                    Err(e) => format!("not exported: {}: {e}", path.display()),
+                                };
+                                app.update(Msg::Notice(text));
+                            }
                         }
                     }
                     dirty = true;

@@ -936,3 +936,91 @@ fn tab_completes_filter_words() {
     assert_eq!(b.choices.as_deref(), Some("throttle throttled"));
     assert_eq!(b.cursor, 8);
 }
+
+#[test]
+fn export_writes_the_tree_the_bytes_and_a_records_key_and_value() {
+    let mut app = app_with(A2, 120, 40);
+    // A Produce request of codec-gzip: its records are in a decompressed source.
+    (0..app.view.len())
+        .find(|&p| {
+            app.select_pos(p);
+            app.detail.as_ref().is_some_and(|d| {
+                d.decoded.kind == Kind::Request
+                    && d.decoded.api_key == Some(ApiKey::PRODUCE.0)
+                    && d.decoded.sources.iter().any(|s| s.name.contains("gzip"))
+            })
+        })
+        .expect("a gzip Produce request");
+    key(&mut app, KeyCode::Char('e'));
+    while app.focus != Pane::Tree {
+        key(&mut app, KeyCode::Tab);
+    }
+    key(&mut app, KeyCode::Char('g'));
+    // At the top of the tree no record holds the cursor.
+    let e = app.export("r.key").expect_err("no record");
+    assert!(e.contains("put the tree's cursor on a record"), "{e}");
+    tree_to(&mut app, "timestampDelta");
+    let (k, what) = app.export("r.key").expect("key");
+    assert_eq!(what, "the record's key");
+    let (v, _) = app.export("R.VALUE").expect("value");
+    // What captures/codecs.py wrote: key-(seq % 5), a JSON value naming the codec.
+    let v: serde_json::Value = serde_json::from_slice(&v).expect("the value is the JSON produced");
+    assert_eq!(v["codec"], "gzip");
+    let seq = v["seq"].as_u64().expect("seq");
+    assert_eq!(
+        String::from_utf8(k).expect("utf-8"),
+        format!("key-{}", seq % 5)
+    );
+    let text = format!("the quick brown fox jumps over the lazy dog {seq} ").repeat(4);
+    assert_eq!(v["text"], text.as_str());
+    // The message's bytes: its size prefix counts the rest.
+    let (bin, _) = app.export("m.bin").expect("bin");
+    let size = bin
+        .get(..4)
+        .map(|b| u32::from_be_bytes([b[0], b[1], b[2], b[3]]));
+    assert_eq!(size.map(|n| n as usize + 4), Some(bin.len()));
+    // The hex dump reads back as those bytes, 16 a line, offsets counting them.
+    let (hex, _) = app.export("m.hex").expect("hex");
+    let hex = String::from_utf8(hex).expect("text");
+    let mut back = Vec::new();
+    for (i, line) in hex.lines().enumerate() {
+        let (offset, rest) = line.split_once(' ').expect("offset");
+        assert_eq!(usize::from_str_radix(offset, 16), Ok(i * 16), "{line}");
+        let (cells, ascii) = rest.split_once("  |").expect("ascii column");
+        let row: Vec<u8> = cells
+            .split_whitespace()
+            .map(|h| u8::from_str_radix(h, 16).expect("a hex byte"))
+            .collect();
+        assert_eq!(ascii.chars().count(), row.len() + 1, "{line}");
+        back.extend(row);
+    }
+    assert_eq!(back, bin);
+    // The tree as JSON (`print -V`'s `fields`) and as the pane's text.
+    let (json, _) = app.export("m.json").expect("json");
+    let j: serde_json::Value = serde_json::from_slice(&json).expect("JSON");
+    assert_eq!(
+        (j["name"].as_str(), j["length"].as_u64()),
+        (Some("ProduceRequest"), Some(bin.len() as u64))
+    );
+    let (txt, _) = app.export("m.txt").expect("txt");
+    let root = &app.detail.as_ref().expect("detail").decoded.root;
+    assert_eq!(txt, kafkashark::kafka::tree::render_text(root).into_bytes());
+    let e = app.export("m.pdf").expect_err("unknown");
+    assert!(e.contains(".txt (tree)"), "{e}");
+    // The bar: `x` suggests a name, Enter hands the bytes to the shell.
+    key(&mut app, KeyCode::Char('x'));
+    let frame = app.detail.as_ref().expect("detail").raw.last_frame;
+    let want = format!("a2-confluent-compression-codecs-frame{frame}.txt");
+    assert_eq!(
+        app.bar.as_ref().map(|b| (b.export, b.text.as_str())),
+        Some((true, want.as_str()))
+    );
+    match key(&mut app, KeyCode::Enter).as_slice() {
+        [Effect::Export(path, bytes)] => {
+            assert_eq!(path, &std::path::PathBuf::from(&want));
+            assert_eq!(bytes, &txt);
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(app.bar.is_none());
+}

@@ -805,7 +805,11 @@ fn render_hex(f: &mut Frame, app: &App, pal: &Palette, area: Rect, rows: usize) 
 
 fn render_line(f: &mut Frame, app: &App, pal: &Palette, area: Rect) {
     let line = if let Some(bar) = &app.bar {
-        let prompt = if bar.save { "save to: " } else { "/" };
+        let prompt = match (bar.save, bar.export) {
+            (true, _) => "save to: ",
+            (_, true) => "export to: ",
+            _ => "/",
+        };
         let mut spans = vec![Span::styled(
             prompt,
             pal.fg(Color::LightCyan).add_modifier(Modifier::BOLD),
@@ -836,6 +840,10 @@ fn render_line(f: &mut Frame, app: &App, pal: &Palette, area: Rect) {
             Some((col, msg)) => Span::styled(
                 format!("  ✗ col {col}: {}", escape_text(msg)),
                 pal.fg(Color::LightRed).add_modifier(Modifier::BOLD),
+            ),
+            None if bar.export => Span::styled(
+                "  Enter writes: .txt tree, .json tree, .hex dump, .bin bytes, .key/.value of the record at the cursor; Esc cancels",
+                pal.fg(Color::Green),
             ),
             None if bar.save => Span::styled(
                 format!(
@@ -946,7 +954,10 @@ pub const KEYS: &[(&str, &str)] = &[
     ("p", "jump request ↔ response (peer)"),
     ("f", "frames that carried the field's bytes"),
     ("/", "filter (Enter applies, ↑↓ history, Tab completes)"),
-    ("w", "save the listed messages' packets to a file"),
+    (
+        "w, x",
+        "save the listed packets / export this message, to a file",
+    ),
     ("s", "sort: capture → latency desc → size desc"),
     ("t", "time: relative, delta, local, UTC, epoch"),
     (
