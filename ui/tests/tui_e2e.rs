@@ -22,6 +22,24 @@ fn a1() -> String {
     )
 }
 
+/// The UI on a1 in a tmux session of `width`×`height` (`tag` names its
+/// socket), all 157 messages loaded; `None`, said, without tmux.
+fn ui_on_a1(tag: &str, session: &'static str, width: u16, height: u16) -> Option<Tmux> {
+    if !have_tmux() {
+        eprintln!("skipping: tmux is not installed");
+        return None;
+    }
+    let bin = env!("CARGO_BIN_EXE_kafkashark");
+    let cmd = format!(
+        "'{bin}' '{}'; echo \"kafkashark exited $?\"; sleep 60",
+        a1()
+    );
+    let t = Tmux::new(tag, session);
+    t.start(width, height, &cmd);
+    t.wait_for("messages 157/157");
+    Some(t)
+}
+
 #[test]
 fn browse_filter_help_and_quit_in_tmux() {
     if !have_tmux() {
@@ -135,23 +153,16 @@ fn without_a_terminal_the_ui_refuses_and_print_still_works() {
     assert!(String::from_utf8_lossy(&out.stdout).contains("live"));
 }
 
-/// `w` saves the packets of the messages listed: filtered to Produce, saved
-/// under a typed name (readline's Ctrl-U clears the suggested one), and the
-/// file reopens with the same messages `print -Y produce` shows.
+/// `x` exports the selected message: the suggested name replaced by one
+/// ending in `.hex`, the file holds the message's hex dump.
 #[test]
 fn export_the_selected_message_in_tmux() {
-    if !have_tmux() {
-        eprintln!("skipping: tmux is not installed");
+    let Some(t) = ui_on_a1("export", "export", 160, 45) else {
         return;
-    }
-    let bin = env!("CARGO_BIN_EXE_kafkashark");
-    let cap = a1();
+    };
     let out =
         std::env::temp_dir().join(format!("kafkashark-tui-export-{}.hex", std::process::id()));
     let _ = std::fs::remove_file(&out);
-    let t = Tmux::new("export", "export");
-    t.start(160, 45, &format!("'{bin}' '{cap}'; sleep 60"));
-    t.wait_for("messages 157/157");
     // The first message: frame 4, kcat's ApiVersions v0 request (21 bytes after its size).
     t.keys(&["x"]);
     t.wait_for("export to: a1-kcat-produce-consume-group-frame4.txt");
@@ -176,21 +187,19 @@ fn export_the_selected_message_in_tmux() {
     assert!(lines[1].starts_with("00000010  "), "{dump}");
 }
 
+/// `w` saves the packets of the messages listed: filtered to Produce, saved
+/// under a typed name (readline's Ctrl-U clears the suggested one), and the
+/// file reopens with the same messages `print -Y produce` shows.
 #[test]
 fn save_the_filtered_messages_in_tmux() {
-    if !have_tmux() {
-        eprintln!("skipping: tmux is not installed");
+    let Some(t) = ui_on_a1("save", "save", 160, 45) else {
         return;
-    }
+    };
     let bin = env!("CARGO_BIN_EXE_kafkashark");
     let cap = a1();
     let out =
         std::env::temp_dir().join(format!("kafkashark-tui-save-{}.pcapng", std::process::id()));
     let _ = std::fs::remove_file(&out);
-    let t = Tmux::new("save", "save");
-    let cmd = format!("'{bin}' '{cap}'; sleep 60");
-    t.start(160, 45, &cmd);
-    t.wait_for("messages 157/157");
     t.keys(&["/", "produce", "Enter"]);
     t.wait_for("filter: produce");
     // The suggested name comes from the capture's and the filter.
@@ -274,18 +283,9 @@ fn filter_history_and_completion_in_tmux() {
 /// title; `F` again returns to the Produce filter.
 #[test]
 fn follow_a_connection_in_tmux() {
-    if !have_tmux() {
-        eprintln!("skipping: tmux is not installed");
+    let Some(t) = ui_on_a1("follow", "follow", 120, 40) else {
         return;
-    }
-    let bin = env!("CARGO_BIN_EXE_kafkashark");
-    let cmd = format!(
-        "'{bin}' '{}'; echo \"kafkashark exited $?\"; sleep 60",
-        a1()
-    );
-    let t = Tmux::new("follow", "follow");
-    t.start(120, 40, &cmd);
-    t.wait_for("messages 157/157");
+    };
     t.keys(&["/", "produce", "Enter"]);
     t.wait_for("filter: produce");
     t.keys(&["F"]);

@@ -30,6 +30,16 @@ fn selected_name(app: &App) -> String {
         .unwrap_or_default()
 }
 
+/// Selects the first message listed whose tree `want` accepts.
+fn select_first(app: &mut App, want: impl Fn(&super::app::Detail) -> bool) {
+    (0..app.view.len())
+        .find(|&p| {
+            app.select_pos(p);
+            app.detail.as_ref().is_some_and(&want)
+        })
+        .expect("a message the test looks for");
+}
+
 /// Focus the tree and put its cursor on the first row whose node is named `name`.
 fn tree_to(app: &mut App, name: &str) {
     while app.focus != Pane::Tree {
@@ -610,14 +620,7 @@ fn hex_cursor_selects_the_deepest_field() {
 fn decompressed_field_switches_the_byte_source() {
     let mut app = app_with(A2, 120, 40);
     // The first Produce request whose records decompress into a byte source.
-    (0..app.view.len())
-        .find(|&p| {
-            app.select_pos(p);
-            app.detail
-                .as_ref()
-                .is_some_and(|d| !d.decoded.sources.is_empty())
-        })
-        .expect("a compressed batch");
+    select_first(&mut app, |d| !d.decoded.sources.is_empty());
     let src_name = app.detail.as_ref().expect("d").decoded.sources[0]
         .name
         .clone();
@@ -941,16 +944,11 @@ fn tab_completes_filter_words() {
 fn export_writes_the_tree_the_bytes_and_a_records_key_and_value() {
     let mut app = app_with(A2, 120, 40);
     // A Produce request of codec-gzip: its records are in a decompressed source.
-    (0..app.view.len())
-        .find(|&p| {
-            app.select_pos(p);
-            app.detail.as_ref().is_some_and(|d| {
-                d.decoded.kind == Kind::Request
-                    && d.decoded.api_key == Some(ApiKey::PRODUCE.0)
-                    && d.decoded.sources.iter().any(|s| s.name.contains("gzip"))
-            })
-        })
-        .expect("a gzip Produce request");
+    select_first(&mut app, |d| {
+        d.decoded.kind == Kind::Request
+            && d.decoded.api_key == Some(ApiKey::PRODUCE.0)
+            && d.decoded.sources.iter().any(|s| s.name.contains("gzip"))
+    });
     key(&mut app, KeyCode::Char('e'));
     while app.focus != Pane::Tree {
         key(&mut app, KeyCode::Tab);
