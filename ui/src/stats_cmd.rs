@@ -80,7 +80,10 @@ pub fn run(a: &StatsArgs) -> Result<(), CliError> {
             if let Some(m) = &metrics {
                 m.publish_stats(&stats);
             }
-            emit(&report(&stats), &title, a.format, true, tty)?;
+            // In a terminal, each refresh is one screen: the report's
+            // first lines, each cut to the width (the last report is whole).
+            let screen = tty.then(|| crossterm::terminal::size().ok()).flatten();
+            refresh(&report(&stats), &title, a.format, tty, screen)?;
         }
     }
     analyzer.finish(&mut out);
@@ -270,6 +273,58 @@ fn counted(out: &mut Vec<Output>) -> Vec<Output> {
     std::mem::take(out)
 }
 
+/// Prints a live refresh: as [`emit`] does live, but text in a terminal of
+/// `screen` (columns, rows) is cut to fit it ([`fit_screen`]).
+fn refresh(
+    r: &StatsReport,
+    title: &str,
+    format: StatsFormat,
+    clear: bool,
+    screen: Option<(u16, u16)>,
+) -> Result<(), CliError> {
+    let (StatsFormat::Text, Some((cols, rows))) = (format, screen) else {
+        return emit(r, title, format, true, clear);
+    };
+    let text = fit_screen(&r.to_text(title), cols.into(), rows.into());
+    let mut w = std::io::stdout().lock();
+    w.write_all(CLEAR.as_bytes())
+        .and_then(|()| w.write_all(text.as_bytes()))
+        .and_then(|()| w.flush())
+        .map_err(CliError::Output)
+}
+
+/// `text` cut to a screen of `cols` × `rows`: its first lines, each at most
+/// `cols` characters (a cut line ends in `…`), and, when lines are left
+/// out, a last line saying how many and where the whole report is.
+fn fit_screen(text: &str, cols: usize, rows: usize) -> String {
+    let lines: Vec<&str> = text.lines().collect();
+    let cols = cols.max(1);
+    let room = if lines.len() <= rows {
+        lines.len()
+    } else {
+        rows.saturating_sub(1)
+    };
+    let mut out = String::with_capacity(text.len().min(cols * rows * 4));
+    for line in lines.iter().take(room) {
+        if line.chars().count() > cols {
+            out.extend(line.chars().take(cols - 1));
+            out.push('…');
+        } else {
+            out.push_str(line);
+        }
+        out.push('\n');
+    }
+    let left = lines.len() - room;
+    if left > 0 && rows > 0 {
+        let note = format!(
+            "… {left} more lines: a taller terminal shows them; the report at the end is whole"
+        );
+        out.extend(note.chars().take(cols));
+        out.push('\n');
+    }
+    out
+}
+
 /// Prints a report: text (after a clear screen when `clear`), or JSON —
 /// pretty for a file, one compact line per refresh when `live`.
 fn emit(
@@ -354,4 +409,31 @@ fn report(stats: &Stats) -> StatsReport {
         };
         rest.with_links(links)
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::fit_screen;
+
+    #[test]
+    fn a_refresh_fits_the_screen() {
+        let text = "STATS title\nshort\n0123456789abcdef\nfour\nfive\n";
+        // Room for all: unchanged but for the long line, cut with an ellipsis.
+        assert_eq!(
+            fit_screen(text, 10, 5),
+            "STATS tit…\nshort\n012345678…\nfour\nfive\n"
+        );
+        // Two lines too many for 4 rows: 3 lines and what was left out.
+        let cut = fit_screen(text, 80, 4);
+        let lines: Vec<&str> = cut.lines().collect();
+        assert_eq!(lines.len(), 4);
+        assert_eq!(&lines[..3], ["STATS title", "short", "0123456789abcdef"]);
+        assert!(lines[3].starts_with("… 2 more lines"), "{cut}");
+        // No line wider than the screen, in characters, whatever the text.
+        let wide = "→".repeat(30);
+        assert!(fit_screen(&wide, 7, 3)
+            .lines()
+            .all(|l| l.chars().count() <= 7));
+        assert_eq!(fit_screen(text, 0, 0), "");
+    }
 }
