@@ -39,9 +39,11 @@ pub fn run(a: &FieldsArgs) -> Result<(), CliError> {
 
 /// The fields of api `key`'s request and response bodies, each definition
 /// (the current release's, then Kafka 3.9's for the versions 4.x removed)
-/// under a title naming it and its versions.
+/// under a title naming it and its versions; then, for an api with record
+/// sets, the names under a records field.
 pub fn api_fields(key: i16) -> String {
     let mut s = String::new();
+    let mut has_records = false;
     for kind in [MessageKind::Request, MessageKind::Response] {
         for m in schema::definitions(key, kind) {
             let from = match m.set {
@@ -51,12 +53,21 @@ pub fn api_fields(key: i16) -> String {
             let _ = writeln!(s, "{} v{}{from}:", m.name, m.valid);
             let mut rows = Vec::new();
             walk(m.body, "", &mut rows, 0);
+            has_records |= rows.iter().any(|r| r.1 == "records");
             let width = rows.iter().map(|r| r.0.chars().count()).max().unwrap_or(0);
             let ty_width = rows.iter().map(|r| r.1.chars().count()).max().unwrap_or(0);
             for (path, ty, versions) in rows {
                 let _ = writeln!(s, "  {path:width$}  {ty:ty_width$}  {versions}");
             }
             s.push('\n');
+        }
+    }
+    if has_records {
+        s.push_str("Under a records field (as in …Records.RecordBatch.crc):\n");
+        let rows = crate::filter::record_set_paths();
+        let width = rows.iter().map(|r| r.0.chars().count()).max().unwrap_or(0);
+        for (path, holds) in rows {
+            let _ = writeln!(s, "  {path:width$}  {holds}");
         }
     }
     s
@@ -131,7 +142,13 @@ mod tests {
             .flat_map(|k| schema::definitions(0, k))
             .map(|m| count(m.body) + 2)
             .sum();
-        assert_eq!(text.lines().count(), want);
+        let records = crate::filter::record_set_paths();
+        assert!(records
+            .iter()
+            .any(|r| r.0 == "RecordBatch.Record.Header.headerKey"));
+        assert_eq!(text.lines().count(), want + 1 + records.len());
+        // An api without record sets lists none.
+        assert!(!api_fields(3).contains("RecordBatch"));
     }
 
     #[test]

@@ -21,9 +21,14 @@ use std::fmt;
 use std::sync::OnceLock;
 
 use kafkashark::analyzer::MessageInfo;
+use kafkashark::kafka::decode::DecodeOptions;
 use kafkashark::kafka::decode::Kind;
 use kafkashark::kafka::errors::{error_code, error_name};
 use kafkashark::kafka::schema::api_name;
+
+mod paths;
+pub use paths::{record_set_paths, Tree};
+use paths::{Lit, Path};
 
 /// Deepest nesting of parentheses and `not`s accepted.
 pub const MAX_DEPTH: usize = 64;
@@ -226,7 +231,56 @@ impl Filter {
     /// For a request, the response-side predicates (latency, throttle, error)
     /// are evaluated against `peer`, its response.
     pub fn matches<M: Facts>(&self, m: &M, peer: Option<&M>) -> bool {
-        self.expr.as_ref().is_none_or(|e| e.matches(m, peer))
+        self.matches_with(m, peer, &Tree::none(), &Tree::none())
+    }
+
+    /// [`Filter::matches`] with the trees of the message and its peer, for
+    /// the predicates that read fields ([`Filter::needs_tree`]): each is
+    /// decoded only if a predicate gets to it.
+    pub fn matches_with<M: Facts>(
+        &self,
+        m: &M,
+        peer: Option<&M>,
+        tree: &Tree<'_>,
+        peer_tree: &Tree<'_>,
+    ) -> bool {
+        let ctx = Ctx {
+            m,
+            peer,
+            tree,
+            peer_tree,
+        };
+        self.expr.as_ref().is_none_or(|e| e.matches(&ctx))
+    }
+
+    /// Whether some predicate reads a message's fields (a field path,
+    /// `partition`, `group`, `records`): then [`Filter::matches_with`]
+    /// needs the messages' trees.
+    pub fn needs_tree(&self) -> bool {
+        self.expr.as_ref().is_some_and(Expr::needs_tree)
+    }
+
+    /// The tree of `r` for [`Filter::matches_with`], from its bytes, when
+    /// the filter reads fields and `r` holds its bytes; else none.
+    pub fn tree_of<'a>(&self, r: &'a kafkashark::analyzer::MessageRecord) -> Tree<'a> {
+        if !self.needs_tree() || r.raw.bytes.is_empty() {
+            return Tree::none();
+        }
+        let opts = self.decode_options();
+        Tree::new(move || {
+            let d = kafkashark::analyzer::redecode(&r.info, &r.raw, &opts);
+            Some((d, r.raw.bytes.clone()))
+        })
+    }
+
+    /// How to decode the trees [`Filter::matches_with`] reads: record sets
+    /// to their batch headers, to their records only where a path goes
+    /// into them.
+    pub fn decode_options(&self) -> DecodeOptions {
+        DecodeOptions {
+            records_headers_only: !self.expr.as_ref().is_some_and(Expr::reads_records),
+            ..DecodeOptions::default()
+        }
     }
 
     /// True for the filter that matches everything (empty input).
@@ -316,6 +370,8 @@ enum Pred {
     Malformed,
     Warning,
     NoResponse,
+    /// A field path, alone (the field is there) or compared.
+    Path(Box<Path>, Option<(Op, Lit)>),
 }
 
 /// A predicate that takes an operator and a value.
@@ -338,6 +394,9 @@ enum Field {
     Rtt,
     Throttle,
     Error,
+    Partition,
+    Group,
+    Records,
 }
 
 /// What a field's value is ([`Type::expects`] says it in words): how it is
@@ -352,11 +411,12 @@ enum Type {
     Duration,
     Text,
     Topic,
+    Group,
 }
 
 /// Every field, in the order of [`Field`]'s variants: its names (shown as the
 /// first; the others are aliases), its type, and an example for messages.
-const FIELDS: [(Field, &[&str], Type, &str); 17] = [
+const FIELDS: [(Field, &[&str], Type, &str); 20] = [
     (Field::Api, &["api"], Type::Api, "api=Produce"),
     (Field::Version, &["version", "v"], Type::Integer, "v>=12"),
     (Field::Kind, &["kind"], Type::Kind, "kind=request"),
@@ -394,6 +454,14 @@ const FIELDS: [(Field, &[&str], Type, &str); 17] = [
         Type::Error,
         "error=NOT_LEADER_OR_FOLLOWER",
     ),
+    (
+        Field::Partition,
+        &["partition"],
+        Type::Integer,
+        "partition=3",
+    ),
+    (Field::Group, &["group"], Type::Group, "group=billing-*"),
+    (Field::Records, &["records"], Type::Integer, "records>100"),
 ];
 
 /// Every flag (a predicate written alone) other than api names; a flag
@@ -458,7 +526,9 @@ impl Field {
                 .parse()
                 .map_err(|_| ty.expected(col, lead, &format!(", found '{v}'")))?,
             Type::Size | Type::Duration => scaled(v, col, lead, ty)?,
-            Type::Text | Type::Topic => return Ok(Pred::Text(self, op, v.to_string())),
+            Type::Text | Type::Topic | Type::Group => {
+                return Ok(Pred::Text(self, op, v.to_string()))
+            }
             Type::Kind => {
                 return match v.to_ascii_lowercase().as_str() {
                     "request" => Ok(Pred::Kind(op, Kind::Request)),
@@ -478,7 +548,7 @@ impl Type {
     fn ops(self) -> &'static [Op] {
         match self {
             Type::Api | Type::Error | Type::Kind => &[Op::Eq, Op::Ne],
-            Type::Text | Type::Topic => &[Op::Eq, Op::Ne, Op::Tilde],
+            Type::Text | Type::Topic | Type::Group => &[Op::Eq, Op::Ne, Op::Tilde],
             Type::Integer | Type::Size | Type::Duration => {
                 &[Op::Eq, Op::Ne, Op::Lt, Op::Le, Op::Gt, Op::Ge]
             }
@@ -496,16 +566,19 @@ impl Type {
             Type::Duration => "a duration (like 50ms, 200us or 1s)",
             Type::Text => "a text (quote it if it has spaces)",
             Type::Topic => "a topic name (may hold * wildcards)",
+            Type::Group => "a group id (may hold * wildcards)",
         }
     }
 
     /// "expected <a value of this type> after '<lead>'", then `found` (what came instead).
     fn expected(self, col: usize, lead: &str, found: &str) -> FilterError {
-        error(
-            col,
-            format!("expected {} after '{lead}'{found}", self.expects()),
-        )
+        expected(self.expects(), col, lead, found)
     }
+}
+
+/// "expected `what` after '<lead>'", then `found` (what came instead).
+fn expected(what: &str, col: usize, lead: &str, found: &str) -> FilterError {
+    error(col, format!("expected {what} after '{lead}'{found}"))
 }
 
 // ---------------------------------------------------------------- values
@@ -597,17 +670,28 @@ fn apis() -> &'static [(i16, &'static str, String)] {
 
 /// The words a filter can use that start with `prefix` (any case): field
 /// names and their aliases, flags, `and` / `or` / `not` and Kafka's api
-/// names; sorted, each once. The TUI's Tab completes with them.
-pub fn completions(prefix: &str) -> Vec<&'static str> {
+/// names; sorted, each once. A prefix with a `.`, or one that only a body
+/// or header name fits (`ProduceR`), is a field path's: its completions
+/// are the paths one name longer, ending in `.` where that name has fields.
+/// The TUI's Tab completes with them.
+pub fn completions(prefix: &str) -> Vec<String> {
+    if prefix.contains('.') {
+        return paths::complete(prefix);
+    }
     let p = prefix.to_ascii_lowercase();
-    let mut words: Vec<&'static str> = FIELDS
+    let mut words: Vec<String> = FIELDS
         .iter()
         .flat_map(|(_, names, _, _)| names.iter().copied())
         .chain(FLAGS.iter().map(|(n, _)| *n))
         .chain(["and", "or", "not"])
         .chain(apis().iter().map(|(_, n, _)| *n))
         .filter(|w| w.to_ascii_lowercase().starts_with(&p))
+        .map(String::from)
         .collect();
+    // Body names where no word fits (`ProduceR`, not `Produ`).
+    if words.is_empty() {
+        words = paths::complete(prefix);
+    }
     words.sort_unstable();
     words.dedup();
     words
@@ -914,6 +998,9 @@ impl Parser {
             Tok::Op(op) => Some((op, t.col)),
             _ => None,
         });
+        if paths::is_path(word) {
+            return self.parse_path(word, col, op);
+        }
         let Some((op, op_col)) = op else {
             if let Some(p) = flag(&lower) {
                 return Ok(p);
@@ -948,19 +1035,15 @@ impl Parser {
         self.bump();
         let lead = format!("{word}{}", op.symbol());
         let ty = field.ty();
-        if !ty.ops().contains(&op) {
-            let allowed: Vec<&str> = ty.ops().iter().map(|o| o.symbol()).collect();
-            return Err(error(
-                op_col,
-                format!(
-                    "'{}' does not apply to '{word}': use {}",
-                    op.symbol(),
-                    allowed.join(" ")
-                ),
-            ));
-        }
-        let (value, value_col) = match self.peek() {
-            None => return Err(ty.expected(self.end, &lead, "")),
+        check_op(op, op_col, word, ty.ops())?;
+        let (value, value_col) = self.value(&lead, ty.expects())?;
+        field.value(op, &value, value_col, &lead)
+    }
+
+    /// The value after `lead` (a word or a quoted text) and its column.
+    fn value(&mut self, lead: &str, expects: &str) -> Result<(String, usize), FilterError> {
+        let got = match self.peek() {
+            None => return Err(expected(expects, self.end, lead, "")),
             Some(t) => match &t.tok {
                 Tok::Word(v) if !is_connective(t) => (v.clone(), t.col),
                 Tok::Quoted(v) => (v.clone(), t.col + 1),
@@ -971,13 +1054,76 @@ impl Parser {
                         ""
                     };
                     let found = format!(", found '{}'{why}", t.text);
-                    return Err(ty.expected(t.col, &lead, &found));
+                    return Err(expected(expects, t.col, lead, &found));
                 }
             },
         };
         self.bump();
-        field.value(op, &value, value_col, &lead)
+        Ok(got)
     }
+
+    /// A field path `word` at `col`, alone or compared (`op` is next).
+    fn parse_path(
+        &mut self,
+        word: &str,
+        col: usize,
+        op: Option<(Op, usize)>,
+    ) -> Result<Pred, FilterError> {
+        let path = paths::resolve(word, col)?;
+        let Some((op, op_col)) = op else {
+            return Ok(Pred::Path(Box::new(path), None));
+        };
+        let (ops, expects): (&[Op], &str) = match path.holds {
+            paths::Holds::Int => (
+                &[Op::Eq, Op::Ne, Op::Lt, Op::Le, Op::Gt, Op::Ge, Op::Tilde],
+                "an integer",
+            ),
+            paths::Holds::Text => (&[Op::Eq, Op::Ne, Op::Tilde], "a text"),
+            paths::Holds::Fields => {
+                return Err(error(
+                    op_col,
+                    format!("'{path}' holds fields: compare one of them, or write it alone to test that it is there"),
+                ))
+            }
+        };
+        check_op(op, op_col, word, ops)?;
+        self.bump();
+        let lead = format!("{word}{}", op.symbol());
+        let (v, value_col) = self.value(&lead, expects)?;
+        let lit = match path.holds {
+            paths::Holds::Text => Lit::Text(v),
+            _ => match v.parse::<i128>() {
+                Ok(n) => Lit::Int(n),
+                Err(_) if path.error_code => {
+                    let names = (-1..=MAX_ERROR_CODE).filter_map(error_name);
+                    Lit::Int(named(&v, value_col, "error name", error_code, names)?.into())
+                }
+                // The meaning shown beside an integer (`attributes~gzip`).
+                Err(_) if matches!(op, Op::Eq | Op::Ne | Op::Tilde) => Lit::Text(v),
+                Err(_) => {
+                    let found = format!(", found '{v}'");
+                    return Err(expected(expects, value_col, &lead, &found));
+                }
+            },
+        };
+        Ok(Pred::Path(Box::new(path), Some((op, lit))))
+    }
+}
+
+/// An error at `col` unless `op` is one of `ops`, the operators `word` takes.
+fn check_op(op: Op, col: usize, word: &str, ops: &[Op]) -> Result<(), FilterError> {
+    if ops.contains(&op) {
+        return Ok(());
+    }
+    let allowed: Vec<&str> = ops.iter().map(|o| o.symbol()).collect();
+    Err(error(
+        col,
+        format!(
+            "'{}' does not apply to '{word}': use {}",
+            op.symbol(),
+            allowed.join(" ")
+        ),
+    ))
 }
 
 // ---------------------------------------------------------------- evaluation
@@ -1012,21 +1158,71 @@ fn text_matches<'a>(op: Op, needle: &str, mut hay: impl Iterator<Item = &'a str>
     }
 }
 
+/// What a predicate is tested on: a message, its peer, and their trees.
+struct Ctx<'a, 't, 'u, M> {
+    m: &'a M,
+    peer: Option<&'a M>,
+    tree: &'a Tree<'t>,
+    peer_tree: &'a Tree<'u>,
+}
+
+impl<M: Facts> Ctx<'_, '_, '_, M> {
+    /// Values a tree alias reads from the message's tree, or from its
+    /// peer's when the message has none.
+    fn own_or_peer<T>(&self, read: impl Fn(&Tree<'_>, Option<i16>) -> Option<Vec<T>>) -> Vec<T> {
+        match read(self.tree, self.m.api_key()) {
+            Some(v) if !v.is_empty() => v,
+            _ => self
+                .peer
+                .and_then(|p| read(self.peer_tree, p.api_key()))
+                .unwrap_or_default(),
+        }
+    }
+}
+
 impl Expr {
-    fn matches<M: Facts>(&self, m: &M, peer: Option<&M>) -> bool {
+    fn matches<M: Facts>(&self, ctx: &Ctx<'_, '_, '_, M>) -> bool {
         match self {
-            Expr::Or(items) => items.iter().any(|e| e.matches(m, peer)),
-            Expr::And(items) => items.iter().all(|e| e.matches(m, peer)),
-            Expr::Not(inner) => !inner.matches(m, peer),
-            Expr::Pred(p) => p.matches(m, peer),
+            Expr::Or(items) => items.iter().any(|e| e.matches(ctx)),
+            Expr::And(items) => items.iter().all(|e| e.matches(ctx)),
+            Expr::Not(inner) => !inner.matches(ctx),
+            Expr::Pred(p) => p.matches(ctx),
+        }
+    }
+
+    fn needs_tree(&self) -> bool {
+        match self {
+            Expr::Or(items) | Expr::And(items) => items.iter().any(Expr::needs_tree),
+            Expr::Not(inner) => inner.needs_tree(),
+            Expr::Pred(p) => p.needs_tree(),
+        }
+    }
+
+    /// Whether a path goes into the records of a record set.
+    fn reads_records(&self) -> bool {
+        match self {
+            Expr::Or(items) | Expr::And(items) => items.iter().any(Expr::reads_records),
+            Expr::Not(inner) => inner.reads_records(),
+            Expr::Pred(Pred::Path(p, _)) => p.reads_records(),
+            Expr::Pred(_) => false,
         }
     }
 }
 
 impl Pred {
-    fn matches<M: Facts>(&self, m: &M, peer: Option<&M>) -> bool {
+    fn needs_tree(&self) -> bool {
+        matches!(
+            self,
+            Pred::Path(..)
+                | Pred::Num(Field::Partition | Field::Records, ..)
+                | Pred::Text(Field::Group, ..)
+        )
+    }
+
+    fn matches<M: Facts>(&self, ctx: &Ctx<'_, '_, '_, M>) -> bool {
+        let (m, peer) = (ctx.m, ctx.peer);
         match self {
-            Pred::Num(field, op, n) => field.matches_number(*op, i128::from(*n), m, peer),
+            Pred::Num(field, op, n) => field.matches_number(*op, i128::from(*n), ctx),
             Pred::Text(field, op, s) => {
                 let s = s.as_str();
                 match field {
@@ -1038,6 +1234,14 @@ impl Pred {
                     Field::ClientId => client_id_of(m, peer)
                         .is_some_and(|id| text_matches(*op, s, std::iter::once(id))),
                     Field::Broker => text_matches(*op, s, std::iter::once(&*m.broker_text())),
+                    Field::Group => {
+                        let groups = ctx.own_or_peer(paths::groups);
+                        match op {
+                            Op::Eq => groups.iter().any(|g| glob(s, g)),
+                            Op::Ne => !groups.is_empty() && !groups.iter().any(|g| glob(s, g)),
+                            _ => groups.iter().any(|g| contains_ci(g, s)),
+                        }
+                    }
                     _ => {
                         let topics = topics_of(m, peer);
                         match op {
@@ -1060,13 +1264,23 @@ impl Pred {
             Pred::Malformed => m.malformed(),
             Pred::Warning => m.warned(),
             Pred::NoResponse => m.kind() == Kind::Request && !m.expects_response(),
+            Pred::Path(path, cmp) => {
+                let own = (m.kind(), m.api_key());
+                let other = peer.map(|p| (p.kind(), p.api_key()));
+                match path.side(own, other) {
+                    Some(true) => path.matches(ctx.tree, cmp.as_ref()),
+                    Some(false) => path.matches(ctx.peer_tree, cmp.as_ref()),
+                    None => false,
+                }
+            }
         }
     }
 }
 
 impl Field {
     /// `field op n` of a field with a number (see [`Pred::Num`]).
-    fn matches_number<M: Facts>(self, op: Op, n: i128, m: &M, peer: Option<&M>) -> bool {
+    fn matches_number<M: Facts>(self, op: Op, n: i128, ctx: &Ctx<'_, '_, '_, M>) -> bool {
+        let (m, peer) = (ctx.m, ctx.peer);
         let have = match self {
             Field::Frame => {
                 // A message spans first_frame..=frame; test the span, not one end.
@@ -1107,7 +1321,23 @@ impl Field {
             Field::Throttle => response_of(m, peer)
                 .and_then(|r| r.throttle_time_ms())
                 .map(|ms| i128::from(ms) * 1_000_000),
-            Field::Kind | Field::Client | Field::ClientId | Field::Broker | Field::Topic => None,
+            Field::Partition => {
+                let parts = ctx.own_or_peer(|t, _| paths::partitions(t));
+                return match op {
+                    Op::Ne => !parts.is_empty() && parts.iter().all(|&p| p != n),
+                    _ => parts.iter().any(|&p| op.compare(p, n)),
+                };
+            }
+            Field::Records => {
+                let count = |t: &Tree<'_>, _| paths::records(t).map(|r| vec![r]);
+                ctx.own_or_peer(count).first().copied()
+            }
+            Field::Kind
+            | Field::Client
+            | Field::ClientId
+            | Field::Broker
+            | Field::Topic
+            | Field::Group => None,
         };
         have.is_some_and(|h| op.compare(h, n))
     }
@@ -1199,6 +1429,8 @@ impl fmt::Display for Pred {
                 }
             }
             Pred::Text(field, op, s) => write!(f, "{}{}{}", field.name(), op.symbol(), quote(s)),
+            Pred::Path(path, None) => write!(f, "{path}"),
+            Pred::Path(path, Some((op, lit))) => write!(f, "{path}{}{lit}", op.symbol()),
             Pred::Kind(op, k) => {
                 let k = match k {
                     Kind::Request => "request",
@@ -1241,9 +1473,18 @@ pub fn listing() -> String {
     let mut flags: Vec<&str> = FLAGS.iter().map(|(n, _)| *n).collect();
     flags.sort_unstable();
     s.push_str(&flags.join(", "));
+    s.push_str(", and an api name\n");
     s.push_str(
-        ", and an api name\n\nApi names (any case, `_` and `-` ignored), with their keys:\n",
+        "\nField paths: a body (ProduceRequest, FetchResponse, ...) or header (RequestHeader,\n\
+         ResponseHeader) and the names under it, joined by '.' (`kafkashark fields API` lists\n\
+         an api's); under a records field, RecordBatch, Record, Header and Message and their fields.\n\
+         Alone, the field is there; with = != < <= > >= ~, one of its values compares:\n\
+         \x20 ProduceRequest.TopicData.PartitionData.Index=3\n\
+         \x20 FetchResponse.Responses.Partitions.ErrorCode=OFFSET_OUT_OF_RANGE\n\
+         \x20 RequestHeader.client_id~rdkafka\n\
+         \x20 ProduceRequest.TopicData.PartitionData.Records.RecordBatch.Record.key=alice\n",
     );
+    s.push_str("\nApi names (any case, `_` and `-` ignored), with their keys:\n");
     for (key, name, _) in apis() {
         let _ = writeln!(s, "  {key:>3}  {name}");
     }
@@ -2067,6 +2308,131 @@ mod tests {
     }
 
     #[test]
+    fn field_paths_print_as_the_tree_spells_them() {
+        for (input, shown) in [
+            (
+                "producerequest.topicdata.partitiondata.index==3",
+                "ProduceRequest.TopicData.PartitionData.Index=3",
+            ),
+            (
+                "FetchResponse.Responses.Partitions.ErrorCode=NOT_LEADER_OR_FOLLOWER",
+                "FetchResponse.Responses.Partitions.ErrorCode=6",
+            ),
+            (
+                "RequestHeader.CLIENT_ID~rdkafka",
+                "RequestHeader.client_id~\"rdkafka\"",
+            ),
+            (
+                "ProduceRequest.TopicData.PartitionData.Records.RecordBatch.attributes~gzip",
+                "ProduceRequest.TopicData.PartitionData.Records.RecordBatch.attributes~\"gzip\"",
+            ),
+            (
+                "JoinGroupRequest.GroupId=\"a\"",
+                "JoinGroupRequest.GroupId=\"a\"",
+            ),
+            // A string field takes a number as its text.
+            (
+                "JoinGroupRequest.GroupId=12",
+                "JoinGroupRequest.GroupId=\"12\"",
+            ),
+            ("partition!=3", "partition!=3"),
+            ("group=billing-*", "group=\"billing-*\""),
+            ("records>100", "records>100"),
+        ] {
+            let f = parse(input);
+            assert_eq!(f.to_string(), shown, "{input}");
+            assert_eq!(parse(shown), f, "{shown} round-trips");
+            assert!(f.needs_tree(), "{input}");
+        }
+        assert!(!parse("produce and latency>5ms").needs_tree());
+        // Only paths into records decode them.
+        let o = parse("records>1 and ProduceRequest.Acks=1").decode_options();
+        assert!(o.records && o.records_headers_only);
+        let o =
+            parse("not ProduceRequest.TopicData.PartitionData.Records.RecordBatch.Record.key=a")
+                .decode_options();
+        assert!(o.records && !o.records_headers_only);
+    }
+
+    /// The tree of a message is decoded when a predicate reads it, once,
+    /// and not for a message the predicates before it already decided.
+    #[test]
+    fn trees_are_decoded_only_when_a_predicate_reads_them() {
+        let text = std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../captures/messages/produce-v12-request-minimal.hex"
+        ))
+        .unwrap();
+        let bytes: Vec<u8> = (text.split_whitespace())
+            .map(|h| u8::from_str_radix(h, 16).unwrap())
+            .collect();
+        let bytes = bytes::Bytes::from(bytes);
+        let decodes = std::cell::Cell::new(0);
+        let tree = || {
+            Tree::new(|| {
+                decodes.set(decodes.get() + 1);
+                let d =
+                    kafkashark::kafka::decode::decode_request(&bytes, &DecodeOptions::default());
+                Some((d, bytes.clone()))
+            })
+        };
+        let m = request();
+        let test = |f: &str| parse(f).matches_with(&m, None, &tree(), &Tree::none());
+        // The seed's request: Produce v12, acks 0, topic "", partition 0,
+        // an empty batch with CRC 0x2ce64e55.
+        assert!(!test("fetch and partition=0"));
+        assert_eq!(decodes.get(), 0);
+        assert!(test("produce and (partition=0 or records>5) and records=0"));
+        assert_eq!(decodes.get(), 1);
+        assert!(!test("partition=1"));
+        assert!(test("partition!=1"));
+        assert!(test(
+            "ProduceRequest.Acks=0 and ProduceRequest.Acks<1 and not ProduceRequest.Acks=-1"
+        ));
+        assert!(test("ProduceRequest.TopicData.Name=\"\""));
+        let batch = "ProduceRequest.TopicData.PartitionData.Records.RecordBatch";
+        assert!(test(&format!("{batch}.crc={}", 0x2ce6_4e55_u32)));
+        assert!(test(&format!(
+            "{batch}.baseSequence=-1 and {batch}.recordsCount=0"
+        )));
+        assert!(!test(&format!("{batch}.Record")));
+        assert!(test("ProduceRequest.TransactionalId"));
+        assert!(test("RequestHeader.request_api_version=12"));
+        assert!(!test("ResponseHeader.correlation_id=0"));
+        assert!(!test("ProduceResponse.Responses"));
+        // Without a tree, the predicates that read one match nothing.
+        assert!(!parse("partition=0").matches(&m, None));
+        assert!(parse("not partition=0").matches(&m, None));
+    }
+
+    /// docs/filter.md's table of error messages is what the parser says.
+    #[test]
+    fn the_docs_error_table_is_what_parse_says() {
+        let doc =
+            std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/filter.md"))
+                .unwrap();
+        let rows: Vec<(String, usize, String)> = doc
+            .lines()
+            .skip_while(|l| !l.starts_with("| filter | column | message |"))
+            .skip(2)
+            .take_while(|l| l.starts_with('|'))
+            .map(|l| {
+                let cells: Vec<&str> = l.trim_matches('|').split(" | ").map(str::trim).collect();
+                let unquote = |c: &str| c.trim_matches('`').to_string();
+                (
+                    unquote(cells[0]),
+                    cells[1].parse().unwrap(),
+                    unquote(cells[2]),
+                )
+            })
+            .collect();
+        assert!(rows.len() >= 20, "{rows:?}");
+        for (filter, column, message) in rows {
+            assert_eq!(err(&filter), (column, message), "{filter}");
+        }
+    }
+
+    #[test]
     fn examples_from_the_docs_parse() {
         for f in [
             "produce and latency>50ms",
@@ -2412,6 +2778,14 @@ mod tests {
         "error=NOT_LEADER_OR_FOLLOWER",
         "error!=NONE",
         "error=-1",
+        "partition=3",
+        "group!=g*",
+        "records>=100",
+        "ProduceRequest.TopicData.PartitionData.Index<2",
+        "fetchresponse.responses.partitions.errorcode=OFFSET_OUT_OF_RANGE",
+        "RequestHeader.client_id~rdkafka",
+        "ProduceRequest.TopicData.PartitionData.Records.RecordBatch.Record.key=\"a b\"",
+        "MetadataResponse.Topics",
         "unpaired",
         "inferred",
         "resync",

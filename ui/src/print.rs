@@ -279,6 +279,9 @@ pub fn run(a: &PrintArgs) -> Result<u64, CliError> {
     let live = matches!(input, Input::Live { .. });
     let (format, count, time) = (a.format, a.count, a.time);
     let filter = a.display_filter.clone();
+    let deep = filter
+        .as_ref()
+        .is_some_and(crate::filter::Filter::needs_tree);
     let all_notices = a.notices == Notices::All;
     // Made on the thread that writes: it locks standard output.
     let stage = move || {
@@ -295,7 +298,11 @@ pub fn run(a: &PrintArgs) -> Result<u64, CliError> {
         ordered(printer, held, filter, count, name, all_notices)
     };
     if let Some(src) = file {
-        return run_file(src, pipeline, MessageAnalyzer::new(cfg), false, stage).map(|(n, _)| n);
+        let keep = Keep {
+            frames: false,
+            bytes: deep,
+        };
+        return run_file(src, pipeline, MessageAnalyzer::new(cfg), keep, stage).map(|(n, _)| n);
     }
     // Live, or a file read for a while (`--duration`): one thread, the same
     // last stage as for files' summaries.
@@ -360,6 +367,12 @@ fn save(
     };
     let cfg = crate::render_pool::summary_config(pipeline.clone(), &decode, false);
     let (count, filter, stage_name) = (a.count, a.display_filter.clone(), name.to_string());
+    let keep = Keep {
+        frames: true,
+        bytes: filter
+            .as_ref()
+            .is_some_and(crate::filter::Filter::needs_tree),
+    };
     let all_notices = a.notices == Notices::All;
     let stage = move || {
         let printer = Printer {
@@ -381,7 +394,7 @@ fn save(
         )
     };
     let analyzer = MessageAnalyzer::new(cfg);
-    let (malformed, chosen) = run_file(src, pipeline, analyzer, true, stage)?;
+    let (malformed, chosen) = run_file(src, pipeline, analyzer, keep, stage)?;
     let chosen = chosen.unwrap_or_default();
     let saved = crate::save::write(name, &chosen, out)?;
     eprintln!(
@@ -607,7 +620,7 @@ fn run_file(
     src: FileSource,
     pipeline: PipelineConfig,
     mut analyzer: MessageAnalyzer,
-    keep_frames: bool,
+    keep: Keep,
     stage: impl FnOnce() -> Ordered<Printer> + Send + 'static,
 ) -> Result<(u64, Option<crate::save::Chosen>), CliError> {
     use std::sync::atomic::{AtomicBool, Ordering};
@@ -628,11 +641,14 @@ fn run_file(
     });
     // The writer prints summaries, which never read the messages' bytes:
     // they are released here, on the thread that made them (their frames
-    // are kept when they are to be saved).
+    // are kept when they are to be saved), unless a display filter reads
+    // their fields.
     let send = |mut work: Work| -> bool {
-        strip_bytes(&mut work.outs, keep_frames);
-        if let Some(fin) = &mut work.finish {
-            strip_bytes(fin, keep_frames);
+        if !keep.bytes {
+            strip_bytes(&mut work.outs, keep.frames);
+            if let Some(fin) = &mut work.finish {
+                strip_bytes(fin, keep.frames);
+            }
         }
         tx.send(work).is_ok()
     };
@@ -680,6 +696,15 @@ fn run_file(
     writer
         .join()
         .unwrap_or_else(|p| std::panic::resume_unwind(p))
+}
+
+/// What of the messages [`run_file`] hands to its stage.
+#[derive(Clone, Copy)]
+struct Keep {
+    /// Their frames (`print -w` saves them).
+    frames: bool,
+    /// Their bytes (a display filter reads their fields).
+    bytes: bool,
 }
 
 /// Drops the bytes of the messages in `outs` (their facts and trees stay,

@@ -189,11 +189,17 @@ where
     let pool = Pool::spawn(&settings, stamps.clone(), out, note);
     let mut reorder = Reorder::new(HELD_MESSAGES);
     reorder.limit_bytes(settings.held_bytes);
-    if let Some(dir) = settings.held_on_disk.clone() {
-        reorder.spill_to(dir);
-    }
     if let Some(f) = settings.filter.clone() {
         reorder.filter(f);
+    }
+    // A filter that reads fields tests messages with their bytes: they stay
+    // in memory (the oldest leave past the limit).
+    if let Some(dir) = settings
+        .held_on_disk
+        .clone()
+        .filter(|_| !reorder.needs_tree())
+    {
+        reorder.spill_to(dir);
     }
     let chunker = Chunker {
         pool,

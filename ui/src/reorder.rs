@@ -8,7 +8,7 @@
 use kafkashark::analyzer::{MessageRecord, Notice, Output};
 use kafkashark::kafka::decode::Kind;
 
-use crate::filter::Filter;
+use crate::filter::{Filter, Tree};
 
 /// Holds messages back so that a request leaves only once its response is known,
 /// keeping capture order: then a request's `paired` and `peer` are final when it
@@ -257,6 +257,11 @@ impl Reorder {
         self.filter = (!filter.is_empty()).then_some(filter);
     }
 
+    /// Whether its filter reads the messages' fields (they must keep their bytes).
+    pub fn needs_tree(&self) -> bool {
+        self.filter.as_ref().is_some_and(Filter::needs_tree)
+    }
+
     /// Whether message `m`, about to leave, passes the filter.
     fn passes(&mut self, m: &MessageRecord) -> bool {
         let Some(f) = &self.filter else {
@@ -273,13 +278,17 @@ impl Reorder {
                 let slot = self
                     .queue
                     .get(usize::try_from(p.checked_sub(front)?).ok()?)?;
-                (slot.0.info.index == p).then_some(&slot.0.info)
+                (slot.0.info.index == p).then_some(&*slot.0)
             });
-        if let Some(resp) = peer {
-            let verdict = f.matches(resp, Some(&m.info));
-            self.verdicts.insert(resp.index, verdict);
-        }
-        f.matches(&m.info, peer)
+        // Trees decoded only if a predicate reads fields, once for both tests.
+        let tree = f.tree_of(m);
+        let Some(resp) = peer else {
+            return f.matches_with(&m.info, None, &tree, &Tree::none());
+        };
+        let resp_tree = f.tree_of(resp);
+        let verdict = f.matches_with(&resp.info, Some(&m.info), &resp_tree, &tree);
+        self.verdicts.insert(resp.info.index, verdict);
+        f.matches_with(&m.info, Some(&resp.info), &tree, &resp_tree)
     }
 
     /// Bounds what the held messages keep alive as well as their number. A

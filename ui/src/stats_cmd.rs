@@ -229,11 +229,14 @@ impl Chosen {
     }
 
     /// Replaces `out` by what leaves the filter now (everything held, at `end`).
-    /// The messages' bytes are dropped first: `Stats` never reads them, and
-    /// the buffer would otherwise copy every held message's.
+    /// The messages' bytes are dropped first, unless the filter reads their
+    /// fields: `Stats` never reads them, and the buffer would otherwise
+    /// copy every held message's.
     fn pass(&mut self, out: &mut Vec<Output>, end: bool) {
         let Some(r) = &mut self.0 else { return };
-        crate::print::strip_bytes(out, false);
+        if !r.needs_tree() {
+            crate::print::strip_bytes(out, false);
+        }
         let mut chosen = Vec::with_capacity(out.len());
         for o in out.drain(..) {
             r.push(o, &mut chosen);

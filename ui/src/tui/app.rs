@@ -29,7 +29,7 @@ use super::index::{FactsEntry, IndexEntry};
 use super::stats_view::{self, StatsData, StatsTab, SECTION_COUNT};
 use super::store::{Bitset, EntryStore, Geometry, Lru};
 use super::ui;
-use crate::filter::{Facts, Filter};
+use crate::filter::{Facts, Filter, Tree};
 
 /// One message as the loader gives it: its facts and its bytes, or where to read
 /// them again (the tree is decoded on demand). The index keeps it compact
@@ -707,7 +707,35 @@ impl App {
         let peer = e
             .peer()
             .and_then(|p| self.entries.facts(usize::try_from(p).ok()?));
-        f.matches(e, peer.as_ref())
+        self.test(f, e, peer.as_ref())
+    }
+
+    /// Whether `e` with `peer` passes `f`: from the index, or, when `f`
+    /// reads fields, with the trees of the two decoded from their bytes
+    /// (read again from the capture) as a predicate asks for them.
+    fn test(&self, f: &Filter, e: &FactsEntry, peer: Option<&FactsEntry>) -> bool {
+        if !f.needs_tree() {
+            return f.matches(e, peer);
+        }
+        let tree = self.tree_of(f, e.index());
+        let peer_tree = peer.map_or_else(Tree::none, |p| self.tree_of(f, p.index()));
+        f.matches_with(e, peer, &tree, &peer_tree)
+    }
+
+    /// The tree of entry `i` for `f`, decoded when first asked for; none
+    /// when its bytes cannot be read.
+    fn tree_of(&self, f: &Filter, i: u64) -> Tree<'_> {
+        let opts = f.decode_options();
+        Tree::new(move || {
+            let e = self.entries.try_get(usize::try_from(i).ok()?).ok()?;
+            let raw = if e.in_file() {
+                message_of(&e, self.store.as_deref()).ok()?
+            } else {
+                e.raw()
+            };
+            let d = kafkashark::analyzer::redecode(&e.info(), &raw, &opts);
+            Some((d, raw.bytes))
+        })
     }
 
     fn eval(&self, i: usize) -> bool {
@@ -809,7 +837,7 @@ impl App {
                     }
                 },
             };
-            m.push(f.matches(&e, peer));
+            m.push(self.test(f, &e, peer));
             if let Some(slot) = ring.get_mut(i % RING) {
                 *slot = Some(e);
             }
@@ -1846,7 +1874,7 @@ fn complete(bar: &mut FilterBar) {
                     .take_while(|(a, b)| a.eq_ignore_ascii_case(b))
                     .count()
             });
-            let shown: Vec<&str> = words.iter().take(12).copied().collect();
+            let shown: Vec<&str> = words.iter().take(12).map(String::as_str).collect();
             let more = if words.len() > 12 { " …" } else { "" };
             bar.choices = Some(format!("{}{more}", shown.join(" ")));
             let keep = first.chars().take(n).collect::<String>();
@@ -1861,7 +1889,13 @@ fn complete(bar: &mut FilterBar) {
             )
         }
     };
-    let fill = if done { format!("{fill} ") } else { fill };
+    // A whole word is followed by a space; a path's name with fields by
+    // its `.` (`ProduceRequest.TopicData.`), for the next name.
+    let fill = if done && !fill.ends_with('.') {
+        format!("{fill} ")
+    } else {
+        fill
+    };
     let (a, b) = (byte_index(&bar.text, start), byte_index(&bar.text, end));
     bar.text.replace_range(a..b, &fill);
     bar.cursor = start + fill.chars().count();

@@ -938,6 +938,20 @@ fn tab_completes_filter_words() {
     assert_eq!(b.text, "throttle and fetch");
     assert_eq!(b.choices.as_deref(), Some("throttle throttled"));
     assert_eq!(b.cursor, 8);
+    // A field path, a name at a time: a body, then its fields.
+    ctrl(&mut app, 'u');
+    ctrl(&mut app, 'k');
+    keys(&mut app, "ProduceReq");
+    key(&mut app, KeyCode::Tab);
+    assert_eq!(bar(&app), ("ProduceRequest.".into(), None));
+    keys(&mut app, "top");
+    key(&mut app, KeyCode::Tab);
+    assert_eq!(bar(&app).0, "ProduceRequest.TopicData.");
+    keys(&mut app, "PartitionData.i");
+    key(&mut app, KeyCode::Tab);
+    assert_eq!(bar(&app).0, "ProduceRequest.TopicData.PartitionData.Index ");
+    keys(&mut app, "= 3");
+    assert_eq!(app.bar.as_ref().and_then(|b| b.error.clone()), None);
 }
 
 #[test]
@@ -1021,4 +1035,67 @@ fn export_writes_the_tree_the_bytes_and_a_records_key_and_value() {
         other => panic!("{other:?}"),
     }
     assert!(app.bar.is_none());
+}
+
+/// A filter that reads fields decodes the listed messages' trees: a1's
+/// Produce requests naming partition 2 in their body, each with its
+/// response (tested through its request's tree), and the same when the
+/// messages arrive in batches after the filter.
+#[test]
+fn a_field_path_filter_reads_each_messages_tree() {
+    use kafkashark::kafka::DecodeOptions;
+    let all = entries(A1);
+    // Read the trees directly: TopicData[*].PartitionData[*].Index.
+    let opts = DecodeOptions::default();
+    let names_2 = |e: &super::app::Entry| {
+        let d = super::app::decode_entry(e, &opts);
+        let body = d.root.child("ProduceRequest")?.child("TopicData")?;
+        let hit = (body.children.iter())
+            .filter_map(|t| t.child("PartitionData"))
+            .flat_map(|p| p.children.iter())
+            .filter_map(|p| p.child("Index"))
+            .any(|i| i.value == kafkashark::kafka::tree::Value::Int(2));
+        Some(hit)
+    };
+    let requests: Vec<usize> = (0..all.len())
+        .filter(|&i| all[i].info.kind == Kind::Request && names_2(&all[i]) == Some(true))
+        .collect();
+    assert!(!requests.is_empty());
+    // The responses name their requests.
+    let answers = (0..all.len()).filter(|&i| {
+        all[i].info.kind == Kind::Response
+            && all[i]
+                .info
+                .peer
+                .is_some_and(|p| requests.contains(&(p as usize)))
+    });
+    let mut want: Vec<u32> = requests
+        .iter()
+        .copied()
+        .chain(answers)
+        .map(|i| i as u32)
+        .collect();
+    want.sort_unstable();
+    assert_eq!(want.len(), 2 * requests.len());
+    let filter = "ProduceRequest.TopicData.PartitionData.Index=2";
+    let mut app = app_with(A1, 120, 40);
+    key(&mut app, KeyCode::Char('/'));
+    keys(&mut app, filter);
+    key(&mut app, KeyCode::Enter);
+    assert_eq!(app.view, want);
+    let mut batched = App::new(
+        Config {
+            title: "a1".into(),
+            kind: SourceKind::File,
+            color: false,
+        },
+        (120, 40),
+    );
+    key(&mut batched, KeyCode::Char('/'));
+    keys(&mut batched, filter);
+    key(&mut batched, KeyCode::Enter);
+    for chunk in all.chunks(7) {
+        batched.update(Msg::Loaded(chunk.to_vec()));
+    }
+    assert_eq!(batched.view, want);
 }
