@@ -27,7 +27,7 @@ use kafkashark::kafka::errors::{error_code, error_name};
 use kafkashark::kafka::schema::api_name;
 
 mod paths;
-pub use paths::{record_set_paths, Tree};
+pub use paths::{partitions, record_set_paths, records, Tree};
 use paths::{Lit, Path};
 
 /// Deepest nesting of parentheses and `not`s accepted.
@@ -1322,14 +1322,14 @@ impl Field {
                 .and_then(|r| r.throttle_time_ms())
                 .map(|ms| i128::from(ms) * 1_000_000),
             Field::Partition => {
-                let parts = ctx.own_or_peer(|t, _| paths::partitions(t));
+                let parts = ctx.own_or_peer(|t, _| partitions(t));
                 return match op {
                     Op::Ne => !parts.is_empty() && parts.iter().all(|&p| p != n),
                     _ => parts.iter().any(|&p| op.compare(p, n)),
                 };
             }
             Field::Records => {
-                let count = |t: &Tree<'_>, _| paths::records(t).map(|r| vec![r]);
+                let count = |t: &Tree<'_>, _| records(t).map(|r| vec![r]);
                 ctx.own_or_peer(count).first().copied()
             }
             Field::Kind

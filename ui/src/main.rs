@@ -105,6 +105,24 @@ struct ViewArgs {
     /// order: `64`, `1s`, `250ms`, `1MiB`), or `off`. Default 64,1s,1MiB.
     #[arg(long, value_name = "SPEC", default_value = "64,1s,1MiB", value_parser = crate::parse_reorder_window)]
     reorder_window: ReorderWindow,
+    /// The list's columns, in order, for this session: names from no, time,
+    /// stream, route, client, broker, api, kind, corr, size, latency,
+    /// client_id, topics, partitions, errors, records, throttle, notes
+    /// (default no,time,stream,route,api,kind,corr,size,latency,notes, or
+    /// the config file's; `C` in the UI changes and keeps them).
+    #[arg(long, value_name = "LIST", value_parser = parse_columns)]
+    columns: Option<ColumnList>,
+}
+
+/// The columns `--columns` names (one value, a list).
+#[derive(Clone, Debug)]
+struct ColumnList(Vec<tui::columns::Col>);
+
+/// `--columns`: names as the `C` bar takes them.
+fn parse_columns(s: &str) -> Result<ColumnList, String> {
+    tui::columns::parse(s)
+        .map(ColumnList)
+        .map_err(|e| format!("col {}: {}", e.column, e.message))
 }
 
 impl ViewArgs {
@@ -118,6 +136,7 @@ impl ViewArgs {
             color: !self.no_color && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()),
             max_messages,
             metrics: None,
+            columns: self.columns.map(|c| c.0),
         }
     }
 }

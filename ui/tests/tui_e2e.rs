@@ -30,8 +30,9 @@ fn ui_on_a1(tag: &str, session: &'static str, width: u16, height: u16) -> Option
         return None;
     }
     let bin = env!("CARGO_BIN_EXE_kafkashark");
+    // No config file of the user's: the default columns.
     let cmd = format!(
-        "'{bin}' '{}'; echo \"kafkashark exited $?\"; sleep 60",
+        "XDG_CONFIG_HOME=/nonexistent-kafkashark '{bin}' '{}'; echo \"kafkashark exited $?\"; sleep 60",
         a1()
     );
     let t = Tmux::new(tag, session);
@@ -305,4 +306,73 @@ fn follow_a_connection_in_tmux() {
     });
     t.keys(&["q"]);
     t.wait_for("kafkashark exited 0");
+}
+
+/// `C` chooses the list's columns and they outlive the session: written to
+/// `$XDG_CONFIG_HOME/kafkashark/config` at exit, shown at the next start;
+/// `--columns` sets them for one session without keeping them.
+#[test]
+fn columns_chosen_and_kept_in_tmux() {
+    if !have_tmux() {
+        eprintln!("skipping: tmux is not installed");
+        return;
+    }
+    let bin = env!("CARGO_BIN_EXE_kafkashark");
+    let cap = a1();
+    let config = std::env::temp_dir().join(format!("kafkashark-config-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&config);
+    let file = config.join("kafkashark/config");
+    let run = |extra: &str| {
+        format!(
+            "XDG_CONFIG_HOME='{}' '{bin}' '{cap}' {extra}; echo \"kafkashark exited $?\"; sleep 60",
+            config.display()
+        )
+    };
+    let t = Tmux::new("columns", "columns");
+    t.start(120, 40, &run(""));
+    t.wait_for("messages 157/157");
+    t.wait_for("From → To");
+    t.keys(&["C"]);
+    t.wait_for("columns: no,time,stream,route,api,kind,corr,size,latency,notes");
+    t.keys(&[
+        "C-u",
+        "no,api,cli",
+        "Tab",
+        "_",
+        "Tab",
+        "topics,part",
+        "Tab",
+        "records",
+        "Enter",
+    ]);
+    t.wait_for("No. API");
+    let screen = t.wait_for("Partitions Records");
+    assert!(!screen.contains("From → To"), "{screen}");
+    assert!(screen.contains("Client id"), "{screen}");
+    t.keys(&["q"]);
+    t.wait_for("kafkashark exited 0");
+    let kept = std::fs::read_to_string(&file).expect("the config file");
+    assert_eq!(
+        kept,
+        "columns = no,api,client_id,topics,partitions,records\n"
+    );
+    drop(t);
+    // The next session shows them; --columns overrides them for its own.
+    let t = Tmux::new("columns2", "columns");
+    t.start(120, 40, &run(""));
+    t.wait_for("Partitions Records");
+    t.keys(&["q"]);
+    t.wait_for("kafkashark exited 0");
+    drop(t);
+    let t = Tmux::new("columns3", "columns");
+    t.start(120, 40, &run("--columns no,stream,api"));
+    let screen = t.wait_for("No. Str API");
+    assert!(!screen.contains("Partitions"), "{screen}");
+    t.keys(&["q"]);
+    t.wait_for("kafkashark exited 0");
+    assert_eq!(
+        std::fs::read_to_string(&file).unwrap(),
+        "columns = no,api,client_id,topics,partitions,records\n"
+    );
+    let _ = std::fs::remove_dir_all(&config);
 }

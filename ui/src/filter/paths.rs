@@ -652,7 +652,7 @@ impl Path {
 /// `PartitionId`, the `Index` of a partition's struct, and the elements
 /// of integer arrays named for partitions (`PartitionIndexes`); record sets
 /// are not looked into.
-pub(super) fn partitions(tree: &Tree<'_>) -> Option<Vec<i128>> {
+pub fn partitions(tree: &Tree<'_>) -> Option<Vec<i128>> {
     let (root, _) = tree.get()?;
     let mut out = Vec::new();
     visit(root, None, false, &mut |n, parent| {
@@ -711,7 +711,7 @@ pub(super) fn groups(tree: &Tree<'_>, api: Option<i16>) -> Option<Vec<String>> {
 
 /// The records a message carries: each RecordBatch's `recordsCount`, and
 /// each legacy message; `None` when it has no record set.
-pub(super) fn records(tree: &Tree<'_>) -> Option<i128> {
+pub fn records(tree: &Tree<'_>) -> Option<i128> {
     let (root, _) = tree.get()?;
     let (mut sets, mut n) = (0u64, 0i128);
     visit(root, None, true, &mut |node, _| {

@@ -25,6 +25,7 @@ use kafkashark::kafka::{ByteSource, DecodeOptions, Decoded, Node, Role};
 use kafkashark::topics::TopicNames;
 use ratatui::layout::Position;
 
+use super::columns::{self, Col};
 use super::index::{FactsEntry, IndexEntry};
 use super::stats_view::{self, StatsData, StatsTab, SECTION_COUNT};
 use super::store::{Bitset, EntryStore, Geometry, Lru};
@@ -249,15 +250,26 @@ impl Sort {
     }
 }
 
+/// What the bar asks for.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum BarKind {
+    /// A display filter (`/`).
+    #[default]
+    Filter,
+    /// A file to save the listed messages' packets to (`w`).
+    Save,
+    /// A file to export the selected message to (`x`; its extension says
+    /// what: [`App::export`]).
+    Export,
+    /// The list's columns (`C`; [`super::columns`]).
+    Columns,
+}
+
 /// The `/` bar being edited.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct FilterBar {
-    /// True when the bar asks for a file to save the listed messages to
-    /// (`w`), not for a filter.
-    pub save: bool,
-    /// True when the bar asks for a file to export the selected message to
-    /// (`x`; its extension says what: [`App::export`]).
-    pub export: bool,
+    /// What it asks for.
+    pub kind: BarKind,
     /// The text typed.
     pub text: String,
     /// Cursor position in characters.
@@ -454,7 +466,22 @@ pub struct App {
     pub dropped: u64,
     /// Messages recently read again from the file, by entry index plus `dropped`.
     recent: Lru<RawMessage>,
+    /// The list's columns, in order ([`columns`]).
+    pub columns: Vec<Col>,
+    /// False once the `C` bar changed them: the shell keeps them at exit.
+    pub columns_saved: bool,
+    /// The widest text of each column among the messages loaded, by [`Col`]
+    /// (`partitions`, `records` and `notes` are measured on screen).
+    pub col_want: [usize; columns::SPECS.len()],
+    /// The highest connection whose endpoints were measured for `col_want`.
+    widest_stream: Option<u64>,
+    /// Partitions and records of listed messages, read from their trees
+    /// (those columns): by entry index plus `dropped`, at most [`ROW_FACTS`].
+    row_facts: std::cell::RefCell<HashMap<u64, (String, String)>>,
 }
+
+/// Most rows whose tree facts are kept for the `partitions` and `records` columns.
+const ROW_FACTS: usize = 4096;
 
 /// Messages read again from the file that are kept for going back to them.
 const RECENT: usize = 8;
@@ -534,7 +561,111 @@ impl App {
             followed: None,
             dropped: 0,
             recent: Lru::new(RECENT),
+            columns: columns::DEFAULT.to_vec(),
+            columns_saved: true,
+            col_want: [0; columns::SPECS.len()],
+            widest_stream: None,
+            row_facts: std::cell::RefCell::default(),
         }
+    }
+
+    /// Widens `col_want` to hold message `i`'s cells.
+    fn measure(&mut self, i: &MessageInfo) {
+        fn digits(n: u64) -> usize {
+            n.checked_ilog10().map_or(1, |d| d as usize + 1)
+        }
+        let mut want = |c: Col, w: usize| {
+            let slot = &mut self.col_want[c as usize];
+            *slot = (*slot).max(w);
+        };
+        want(Col::No, digits(i.frame));
+        want(Col::Stream, 1 + digits(i.stream));
+        let api = match (i.api_name(), i.api_version, i.api_key) {
+            (Some(n), Some(v), _) => {
+                n.len() + 2 + digits(u64::from(v.unsigned_abs())) + usize::from(v < 0)
+            }
+            (Some(n), None, _) => n.len(),
+            (None, _, Some(_)) => 10,
+            (None, _, None) => 7,
+        };
+        want(Col::Api, api);
+        want(
+            Col::Corr,
+            i.correlation_id.map_or(1, |c| {
+                digits(u64::from(c.unsigned_abs())) + usize::from(c < 0)
+            }),
+        );
+        want(Col::Size, digits(u64::from(i.length.unsigned_abs())));
+        want(
+            Col::ClientId,
+            i.client_id.as_deref().map_or(0, |c| c.chars().count()),
+        );
+        let topics = i
+            .topics
+            .iter()
+            .map(|t| t.chars().count() + 1)
+            .sum::<usize>();
+        want(Col::Topics, topics.saturating_sub(1));
+        if !i.error_codes.is_empty() {
+            want(Col::Errors, crate::print::error_names(&i.error_codes).len());
+        }
+        if let Some(t) = i.throttle_time_ms.filter(|&t| t > 0) {
+            want(Col::Throttle, digits(u64::from(t.unsigned_abs())) + 2);
+        }
+        // `ui::latency_text`'s width, without making the text: `12.345ms`, `12.3s`.
+        if let Some(ns) = i.latency_ns {
+            let ms = ns / 1_000_000;
+            let w = if ms >= 10_000 {
+                digits(ms / 1000) + 3
+            } else {
+                digits(ms) + 6
+            };
+            want(Col::Latency, w);
+        }
+        // A connection's endpoints, once.
+        if self.widest_stream.is_none_or(|s| i.stream > s) {
+            self.widest_stream = Some(i.stream);
+            let (c, b) = (i.client.to_string().len(), i.broker.to_string().len());
+            for (col, w) in [(Col::Client, c), (Col::Broker, b), (Col::Route, c + b + 3)] {
+                let slot = &mut self.col_want[col as usize];
+                *slot = (*slot).max(w);
+            }
+        }
+    }
+
+    /// The partitions and records of entry `idx` (its `partitions` and
+    /// `records` cells), read from its tree the first time they are shown.
+    pub fn row_facts(&self, idx: usize) -> (String, String) {
+        let key = self.dropped + idx as u64;
+        if let Some(f) = self.row_facts.borrow().get(&key) {
+            return f.clone();
+        }
+        let opts = DecodeOptions {
+            records_headers_only: true,
+            ..DecodeOptions::default()
+        };
+        let tree = self.tree_of(&opts, idx as u64);
+        let facts = crate::filter::partitions(&tree)
+            .map(|mut parts| {
+                parts.sort_unstable();
+                parts.dedup();
+                let records = crate::filter::records(&tree);
+                (
+                    parts
+                        .iter()
+                        .map(i128::to_string)
+                        .collect::<Vec<_>>()
+                        .join(","),
+                    records.map_or(String::new(), |r| r.to_string()),
+                )
+            })
+            .unwrap_or_default();
+        let mut cache = self.row_facts.borrow_mut();
+        if cache.len() >= ROW_FACTS {
+            cache.clear();
+        }
+        cache.insert(key, facts.clone());
+        facts
     }
 
     /// Folds one message into the state.
@@ -584,6 +715,7 @@ impl App {
         let mut touched: Vec<usize> = Vec::new();
         for e in batch {
             let idx = self.entries.len();
+            self.measure(&e.info);
             let mut e = IndexEntry::new(e, self.entries.interner_mut());
             e.set_index(idx as u64);
             // The loader numbers messages from the start of the input; ring mode
@@ -717,15 +849,16 @@ impl App {
         if !f.needs_tree() {
             return f.matches(e, peer);
         }
-        let tree = self.tree_of(f, e.index());
-        let peer_tree = peer.map_or_else(Tree::none, |p| self.tree_of(f, p.index()));
+        let opts = f.decode_options();
+        let tree = self.tree_of(&opts, e.index());
+        let peer_tree = peer.map_or_else(Tree::none, |p| self.tree_of(&opts, p.index()));
         f.matches_with(e, peer, &tree, &peer_tree)
     }
 
-    /// The tree of entry `i` for `f`, decoded when first asked for; none
-    /// when its bytes cannot be read.
-    fn tree_of(&self, f: &Filter, i: u64) -> Tree<'_> {
-        let opts = f.decode_options();
+    /// The tree of entry `i`, decoded with `opts` when first asked for;
+    /// none when its bytes cannot be read.
+    fn tree_of(&self, opts: &DecodeOptions, i: u64) -> Tree<'_> {
+        let opts = opts.clone();
         Tree::new(move || {
             let e = self.entries.try_get(usize::try_from(i).ok()?).ok()?;
             let raw = if e.in_file() {
@@ -1265,7 +1398,7 @@ impl App {
         };
         let text = format!("{stem}-{what}.pcapng");
         self.bar = Some(FilterBar {
-            save: true,
+            kind: BarKind::Save,
             cursor: text.chars().count(),
             text,
             ..FilterBar::default()
@@ -1284,7 +1417,7 @@ impl App {
             .map_or("message".into(), |s| s.to_string_lossy().into_owned());
         let text = format!("{stem}-frame{}.txt", d.raw.last_frame);
         self.bar = Some(FilterBar {
-            export: true,
+            kind: BarKind::Export,
             cursor: text.chars().count(),
             text,
             ..FilterBar::default()
@@ -1367,6 +1500,15 @@ impl App {
             KeyCode::Char('f') => self.frames_notice(),
             KeyCode::Char('w') => self.open_save_bar(),
             KeyCode::Char('x') => self.open_export_bar(),
+            KeyCode::Char('C') => {
+                let text = columns::text(&self.columns);
+                self.bar = Some(FilterBar {
+                    kind: BarKind::Columns,
+                    cursor: text.chars().count(),
+                    text,
+                    ..FilterBar::default()
+                });
+            }
             KeyCode::Char('e') => self.expand_all(true),
             KeyCode::Char('c') => self.expand_all(false),
             code => self.focus_key(code),
@@ -1441,7 +1583,7 @@ impl App {
                 self.bar = None;
                 return Vec::new();
             }
-            KeyCode::Enter if bar.export => {
+            KeyCode::Enter if bar.kind == BarKind::Export => {
                 let text = bar.text.trim().to_string();
                 match self.export(&text) {
                     Ok((bytes, what)) => {
@@ -1453,7 +1595,7 @@ impl App {
                 }
                 return Vec::new();
             }
-            KeyCode::Enter if bar.save => {
+            KeyCode::Enter if bar.kind == BarKind::Save => {
                 let text = bar.text.trim().to_string();
                 if text.is_empty() {
                     self.notice = Some("type the name of the file to save to".into());
@@ -1467,6 +1609,19 @@ impl App {
                 ));
                 return vec![Effect::Save(text.into())];
             }
+            KeyCode::Enter if bar.kind == BarKind::Columns => {
+                if let Some((_, msg)) = &bar.error {
+                    self.notice = Some(format!("columns not changed: {msg}"));
+                    return Vec::new();
+                }
+                if let Ok(cols) = columns::parse(&bar.text) {
+                    self.bar = None;
+                    self.notice = Some(format!("columns: {}", columns::text(&cols)));
+                    self.columns_saved = false;
+                    self.columns = cols;
+                }
+                return Vec::new();
+            }
             KeyCode::Enter => {
                 if let Some((col, msg)) = &bar.error {
                     self.notice = Some(format!("filter not applied: col {col}: {msg}"));
@@ -1479,10 +1634,11 @@ impl App {
                 self.apply_filter(&text);
                 return Vec::new();
             }
-            KeyCode::Up | KeyCode::Down if !bar.save && !bar.export => {
+            KeyCode::Up | KeyCode::Down if bar.kind == BarKind::Filter => {
                 recall(bar, &self.history, k.code == KeyCode::Up);
             }
-            KeyCode::Tab if !bar.save && !bar.export => complete(bar),
+            KeyCode::Tab if bar.kind == BarKind::Filter => complete(bar),
+            KeyCode::Tab if bar.kind == BarKind::Columns => complete_column(bar),
             // Readline's keys: to the start, to the end, delete to the
             // start, to the end, the word before the cursor.
             KeyCode::Char('a') if ctrl => bar.cursor = 0,
@@ -1553,12 +1709,16 @@ impl App {
     }
 
     fn validate_bar(&mut self) {
-        if let Some(bar) = self.bar.as_mut().filter(|b| !b.save && !b.export) {
-            bar.error = match Filter::parse(&bar.text) {
-                Ok(_) => None,
-                Err(e) => Some((e.column, e.message)),
-            };
-        }
+        let Some(bar) = self.bar.as_mut() else { return };
+        bar.error = match bar.kind {
+            BarKind::Filter => Filter::parse(&bar.text)
+                .err()
+                .map(|e| (e.column, e.message)),
+            BarKind::Columns => columns::parse(&bar.text)
+                .err()
+                .map(|e| (e.column, e.message)),
+            BarKind::Save | BarKind::Export => None,
+        };
     }
 
     fn mouse(&mut self, m: MouseEvent) {
@@ -1844,6 +2004,40 @@ fn recall(bar: &mut FilterBar, history: &[String], older: bool) {
     };
     bar.cursor = text.chars().count();
     bar.text = text;
+}
+
+/// Tab in the columns bar: the name before the cursor completed to the one
+/// column it can be (and a comma), or the names it can be listed.
+fn complete_column(bar: &mut FilterBar) {
+    let chars: Vec<char> = bar.text.chars().collect();
+    let end = bar.cursor.min(chars.len());
+    let start = chars[..end]
+        .iter()
+        .rposition(|c| *c == ',' || c.is_whitespace())
+        .map_or(0, |i| i + 1);
+    let word: String = chars[start..end]
+        .iter()
+        .collect::<String>()
+        .to_ascii_lowercase();
+    let fits: Vec<&str> = columns::names()
+        .into_iter()
+        .filter(|n| n.starts_with(&word))
+        .collect();
+    let fill = match fits.as_slice() {
+        [] => return,
+        [one] => format!("{one},"),
+        more => {
+            bar.choices = Some(more.join(" "));
+            let n = (0..).take_while(|&k| {
+                let c = more[0].as_bytes().get(k);
+                c.is_some() && more.iter().all(|m| m.as_bytes().get(k) == c)
+            });
+            more[0][..n.count()].to_string()
+        }
+    };
+    let (a, b) = (byte_index(&bar.text, start), byte_index(&bar.text, end));
+    bar.text.replace_range(a..b, &fill);
+    bar.cursor = start + fill.chars().count();
 }
 
 /// Tab in the filter bar: the word before the cursor completed to the one

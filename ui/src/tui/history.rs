@@ -41,19 +41,28 @@ pub fn load() -> Result<Vec<String>, String> {
     Ok(lines.into_iter().skip(skip).collect())
 }
 
-/// Writes `filters` (oldest first) in place of the kept history: to a new
-/// file beside it, then renamed over it, so a crash leaves one or the other.
+/// Writes `filters` (oldest first) in place of the kept history.
 pub fn save(filters: &[String]) -> Result<(), String> {
     let Some(p) = path() else {
         return Ok(());
     };
-    let fail = |e: std::io::Error| format!("filter history {} not written: {e}", p.display());
+    let skip = filters.len().saturating_sub(HISTORY);
+    // A filter is one line (the bar takes no newline).
+    let text: String = (filters.iter().skip(skip))
+        .map(|l| format!("{}\n", l.replace(['\n', '\r'], " ")))
+        .collect();
+    write_private(&p, &text).map_err(|e| format!("filter history {} not written: {e}", p.display()))
+}
+
+/// Writes `text` as the file `p`, readable by its owner only (its folder
+/// made, owner only, if missing): to a new file beside it, then renamed
+/// over it, so a crash leaves one or the other.
+pub fn write_private(p: &std::path::Path, text: &str) -> std::io::Result<()> {
     if let Some(dir) = p.parent() {
         std::fs::DirBuilder::new()
             .recursive(true)
             .mode(0o700)
-            .create(dir)
-            .map_err(fail)?;
+            .create(dir)?;
     }
     let tmp = p.with_extension("new");
     let mut f = std::fs::OpenOptions::new()
@@ -61,13 +70,8 @@ pub fn save(filters: &[String]) -> Result<(), String> {
         .create(true)
         .truncate(true)
         .mode(0o600)
-        .open(&tmp)
-        .map_err(fail)?;
-    let skip = filters.len().saturating_sub(HISTORY);
-    for line in filters.iter().skip(skip) {
-        // A filter is one line (the bar takes no newline).
-        writeln!(f, "{}", line.replace(['\n', '\r'], " ")).map_err(fail)?;
-    }
-    f.sync_all().map_err(fail)?;
-    std::fs::rename(&tmp, &p).map_err(fail)
+        .open(&tmp)?;
+    f.write_all(text.as_bytes())?;
+    f.sync_all()?;
+    std::fs::rename(&tmp, p)
 }

@@ -15,6 +15,7 @@
 //! [`TerminalGuard`] drop) and panics (the panic hook).
 
 pub mod app;
+pub mod columns;
 mod history;
 pub mod index;
 pub mod stats_view;
@@ -100,6 +101,9 @@ pub struct Options {
     /// Where the capture's figures are served for Prometheus
     /// (`--metrics`): the loader feeds them.
     pub metrics: Option<MetricsServer>,
+    /// The list's columns for this session (`--columns`); `None`: the
+    /// config file's, else the default.
+    pub columns: Option<Vec<columns::Col>>,
 }
 
 /// Default cap of the message list for files and standard input.
@@ -218,6 +222,15 @@ pub fn run(opts: Options) -> Result<(), CliError> {
         Ok(h) => app.history = h,
         Err(e) => app.notice = Some(e),
     }
+    match opts
+        .columns
+        .clone()
+        .map_or_else(columns::load, |c| Ok(Some(c)))
+    {
+        Ok(Some(c)) => app.columns = c,
+        Ok(None) => {}
+        Err(e) => app.notice = Some(e),
+    }
     // The listed messages' packets can be saved from a file read again.
     app.save_from = match &opts.input {
         Input::File(p) if reread => Some(p.clone()),
@@ -263,6 +276,12 @@ pub fn run(opts: Options) -> Result<(), CliError> {
     // The terminal is back: a history that could not be kept says so.
     if let Err(e) = history::save(&app.history) {
         eprintln!("kafkashark: {e}");
+    }
+    // Columns changed with `C` are kept for the next session.
+    if !app.columns_saved {
+        if let Err(e) = columns::save(&app.columns) {
+            eprintln!("kafkashark: {e}");
+        }
     }
     res
 }

@@ -613,3 +613,121 @@ fn tree_columns_give_names_room_first() {
     assert_eq!(ui::compact_guides("|   |       +-- "), "| |   + ");
     assert_eq!(ui::compact_guides(""), "");
 }
+
+/// Chosen columns in their order, each as wide as its widest value: a1's
+/// Produce request of frame 77 (kcat-demo, partition 2, five records, as
+/// its script sent them), b2's errors in their own column (and not again
+/// in the notes), addresses and error names whole on a wide terminal.
+#[test]
+fn chosen_columns_show_their_values_whole() {
+    let mut app = app_with(A1, 200, 50);
+    app.columns =
+        super::columns::parse("no,api,client_id,topics,partitions,records,route,notes").unwrap();
+    let text = screen_text(&draw(&app));
+    let header = text.lines().nth(1).expect("header");
+    let order: Vec<usize> = [
+        "No.",
+        "API",
+        "Client id",
+        "Topics",
+        "Partitions",
+        "Records",
+        "From → To",
+        "Notes",
+    ]
+    .iter()
+    .map(|h| header.find(h).unwrap_or_else(|| panic!("{h} in {header}")))
+    .collect();
+    assert!(order.windows(2).all(|w| w[0] < w[1]), "{header}");
+    select_where(&mut app, |e| e.info().frame == 77);
+    let text = screen_text(&draw(&app));
+    let row = text
+        .lines()
+        .find(|l| l.contains("┃ 77 "))
+        .unwrap_or_else(|| panic!("{text}"));
+    let cells: Vec<&str> = row
+        .trim_matches(|c| c == '┃' || c == ' ')
+        .split_whitespace()
+        .collect();
+    assert_eq!(
+        &cells[..8],
+        [
+            "77",
+            "Produce",
+            "v10",
+            "rdkafka",
+            "kcat-demo",
+            "2",
+            "5",
+            "127.0.0.1:35646"
+        ],
+        "{row}"
+    );
+    // No address is cut while the terminal has room.
+    let rows = text.lines().filter(|l| l.starts_with('┃'));
+    assert!(!rows.clone().any(|l| l.contains('…')), "{text}");
+    assert!(rows.count() > 10);
+    // b2: the errors column holds the names, the notes no longer do.
+    let mut app = app_with("captures/b2-errors-and-acks0.pcap", 200, 50);
+    app.columns = super::columns::parse("no,api,errors,notes").unwrap();
+    let f = app.entries.len();
+    let named = (0..f)
+        .map(|i| app.entries.at(i).info())
+        .find(|i| !i.error_codes.is_empty())
+        .expect("an error");
+    select_where(&mut app, |e| e.info().frame == named.frame);
+    let text = screen_text(&draw(&app));
+    let names = crate::print::error_names(&named.error_codes);
+    let row = (text.lines())
+        .find(|l| {
+            l.contains(&format!(
+                "┃{:>w$} ",
+                named.frame,
+                w = app.col_want[0].max(3)
+            ))
+        })
+        .unwrap_or_else(|| panic!("{text}"));
+    assert_eq!(row.matches(&names).count(), 1, "{row}");
+    // Narrow: the route goes first, `no` and `api` stay.
+    let mut app = app_with(A1, 80, 24);
+    app.columns = super::columns::parse("no,route,api,topics,notes").unwrap();
+    let text = screen_text(&draw(&app));
+    let header = text.lines().nth(1).expect("header");
+    assert!(
+        !header.contains("From → To") && header.contains("Topics"),
+        "{header}"
+    );
+}
+
+/// The widths measured as messages load are those of the widest cells.
+#[test]
+fn loaded_widths_are_the_widest_cells() {
+    use super::columns::Col;
+    for cap in [A1, B2, "captures/b4-throttle-errors-proxy.pcap"] {
+        let app = app_with(cap, 120, 40);
+        for c in [
+            Col::No,
+            Col::Stream,
+            Col::Route,
+            Col::Client,
+            Col::Broker,
+            Col::Api,
+            Col::Corr,
+            Col::Size,
+            Col::Latency,
+            Col::ClientId,
+            Col::Topics,
+            Col::Errors,
+            Col::Throttle,
+        ] {
+            let widest = (0..app.entries.len())
+                .map(|k| {
+                    let e = app.entries.at(k);
+                    ui::cell(&app, c, &e, &e.info(), None).chars().count()
+                })
+                .max()
+                .unwrap_or(0);
+            assert_eq!(app.col_want[c as usize], widest, "{cap}: {c:?}");
+        }
+    }
+}

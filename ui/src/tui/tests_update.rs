@@ -796,7 +796,7 @@ fn w_asks_where_to_save_the_listed_messages() {
     ));
     key(&mut app, KeyCode::Char('w'));
     let b = app.bar.as_ref().expect("the save bar");
-    assert!(b.save && b.error.is_none());
+    assert!(b.kind == super::app::BarKind::Save && b.error.is_none());
     assert_eq!(b.text, "a1-kcat-produce-consume-group-saved.pcapng");
     // Esc: nothing saved.
     key(&mut app, KeyCode::Esc);
@@ -1024,7 +1024,9 @@ fn export_writes_the_tree_the_bytes_and_a_records_key_and_value() {
     let frame = app.detail.as_ref().expect("detail").raw.last_frame;
     let want = format!("a2-confluent-compression-codecs-frame{frame}.txt");
     assert_eq!(
-        app.bar.as_ref().map(|b| (b.export, b.text.as_str())),
+        app.bar
+            .as_ref()
+            .map(|b| (b.kind == super::app::BarKind::Export, b.text.as_str())),
         Some((true, want.as_str()))
     );
     match key(&mut app, KeyCode::Enter).as_slice() {
@@ -1098,4 +1100,51 @@ fn a_field_path_filter_reads_each_messages_tree() {
         batched.update(Msg::Loaded(chunk.to_vec()));
     }
     assert_eq!(batched.view, want);
+}
+
+/// `C` edits the list's columns: the bar shows them, a name it does not
+/// know is marked and not applied, Tab completes a name, Enter shows them
+/// and marks them to be kept.
+#[test]
+fn the_columns_bar_edits_completes_and_applies() {
+    use super::app::BarKind;
+    use super::columns::{self, Col};
+    let mut app = app_with(A1, 120, 40);
+    key(&mut app, KeyCode::Char('C'));
+    let bar = app.bar.clone().expect("bar");
+    assert_eq!(bar.kind, BarKind::Columns);
+    assert_eq!(bar.text, columns::text(&columns::DEFAULT));
+    ctrl(&mut app, 'u');
+    keys(&mut app, "no,tiem");
+    let err = app
+        .bar
+        .as_ref()
+        .and_then(|b| b.error.clone())
+        .expect("error");
+    assert_eq!(err.0, 3);
+    key(&mut app, KeyCode::Enter);
+    assert!(app
+        .notice
+        .as_deref()
+        .is_some_and(|n| n.contains("columns not changed")));
+    assert_eq!(app.columns, columns::DEFAULT);
+    ctrl(&mut app, 'w');
+    keys(&mut app, "no,cl");
+    key(&mut app, KeyCode::Tab);
+    let bar = app.bar.clone().expect("bar");
+    assert_eq!(
+        (bar.text.as_str(), bar.choices.as_deref()),
+        ("no,client", Some("client client_id"))
+    );
+    keys(&mut app, "_");
+    key(&mut app, KeyCode::Tab);
+    assert_eq!(
+        app.bar.as_ref().map(|b| b.text.clone()).as_deref(),
+        Some("no,client_id,")
+    );
+    keys(&mut app, "api");
+    key(&mut app, KeyCode::Enter);
+    assert!(app.bar.is_none());
+    assert_eq!(app.columns, [Col::No, Col::ClientId, Col::Api]);
+    assert!(!app.columns_saved);
 }

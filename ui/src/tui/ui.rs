@@ -20,7 +20,8 @@ use ratatui::widgets::{
 };
 use ratatui::Frame;
 
-use super::app::{node_at, App, Pane, SourceKind, StatsView};
+use super::app::{node_at, App, BarKind, Pane, SourceKind, StatsView};
+use super::columns::{self, Col};
 use super::index::IndexEntry;
 use super::stats_view::{self, col_plan, columns, StatsTab, BUCKETS, SERIES_COL};
 use crate::filter::Facts;
@@ -306,28 +307,6 @@ fn api_color(key: Option<ApiKey>) -> Color {
     }
 }
 
-/// A list line's three parts, fitted to the columns for a list `width`
-/// wide: number, time, stream and (wide terminals only) route; the API
-/// (coloured apart); kind, correlation id, size, latency and the notes.
-fn list_parts(
-    width: usize,
-    time: TimeFormat,
-    lead: [&str; 4],
-    api: &str,
-    tail: [&str; 5],
-) -> [String; 3] {
-    let wide = width >= 112;
-    let time = time.width();
-    let lead_cols = [(7, true), (time, true), (4, false), (32, false)];
-    let n = if wide { 4 } else { 3 };
-    let tail_cols = [(4, false), (5, true), (7, true), (9, true)];
-    [
-        row_text(&lead_cols[..n], &lead[..n]) + " ",
-        fit(api, if wide { 22 } else { 18 }),
-        format!(" {}", row_text(&tail_cols, &tail)),
-    ]
-}
-
 /// Cells fitted to their columns (`(width, right-aligned)`), space-separated;
 /// cells past the last column as they are.
 fn row_text<S: AsRef<str>>(cols: &[(usize, bool)], cells: &[S]) -> String {
@@ -385,14 +364,14 @@ fn timing_text(r: &MessageInfo) -> Option<String> {
     Some(s)
 }
 
-/// Throttle, errors and marks of a message.
-pub fn notes_text(e: &IndexEntry) -> String {
+/// Throttle (with `throttle`), errors (with `errors`) and marks of a message.
+pub fn notes_text(e: &IndexEntry, throttle: bool, errors: bool) -> String {
     let i = &e.info();
     let mut s = Vec::new();
-    if let Some(t) = i.throttle_time_ms.filter(|&t| t > 0) {
+    if let Some(t) = i.throttle_time_ms.filter(|&t| t > 0).filter(|_| throttle) {
         s.push(format!("throttle={t}ms"));
     }
-    if !i.error_codes.is_empty() {
+    if !i.error_codes.is_empty() && errors {
         s.push(error_names(&i.error_codes));
     }
     // What went wrong first: the column is often too narrow for all.
@@ -409,25 +388,52 @@ pub fn notes_text(e: &IndexEntry) -> String {
     s.join(" ")
 }
 
+/// The text of column `c` for entry `e` (facts `i`, at index `idx`), shown
+/// after a row of time `prev`; `notes` is made once the columns are laid out.
+pub fn cell(app: &App, c: Col, e: &IndexEntry, i: &MessageInfo, prev: Option<Timestamp>) -> String {
+    match c {
+        Col::No => i.frame.to_string(),
+        Col::Time => time_text(app, e, prev),
+        Col::Stream => format!("s{}", i.stream),
+        Col::Route => route(i),
+        Col::Client => i.client.to_string(),
+        Col::Broker => i.broker.to_string(),
+        Col::Api => api_text(i),
+        Col::Kind => match i.kind {
+            Kind::Request => "Req".into(),
+            Kind::Response => "Resp".into(),
+        },
+        Col::Corr => i.correlation_id.map_or("?".into(), |c| c.to_string()),
+        Col::Size => i.length.to_string(),
+        Col::Latency => i.latency_ns.map(latency_text).unwrap_or_default(),
+        Col::ClientId => i.client_id.clone().unwrap_or_default(),
+        Col::Topics => i.topics.join(","),
+        Col::Partitions => app.row_facts(e.index() as usize).0,
+        Col::Records => app.row_facts(e.index() as usize).1,
+        Col::Errors => error_names(&i.error_codes),
+        Col::Throttle => i
+            .throttle_time_ms
+            .filter(|&t| t > 0)
+            .map_or(String::new(), |t| format!("{t}ms")),
+        Col::Notes => String::new(),
+    }
+}
+
 fn render_list(f: &mut Frame, app: &App, pal: &Palette, area: Rect, rows: usize) {
     let inner_w = usize::from(area.width.saturating_sub(2));
-    let head = ["No.", "Time", "Str", "From → To"];
-    let tail = ["Kind", "Corr", "Size", "Latency", "Notes"];
-    let header = list_parts(inner_w, app.time, head, "API", tail).concat();
-    let mut lines = vec![header_line(&header, inner_w)];
     let end = (app.list_offset + rows).min(app.view.len());
     let shown = app.view.get(app.list_offset..end).unwrap_or(&[]);
+    // Each shown row's entry and cells (or why its entry could not be read).
+    let mut rows_data = Vec::with_capacity(shown.len());
     for (pos, &at) in (app.list_offset..).zip(shown) {
-        let e = &match app.entries.try_get(at as usize) {
+        let e = match app.entries.try_get(at as usize) {
             Ok(e) => e,
             Err(err) => {
-                // The index could not be read back: the row says why.
-                let text = fit(&format!("{:>7} {err}", "?"), inner_w);
-                lines.push(Line::from(Span::styled(text, pal.fg(Color::Magenta))));
+                rows_data.push(Err(err.to_string()));
                 continue;
             }
         };
-        let i = &e.info();
+        let i = e.info();
         // The row above's time, for `-t d` (delta to the message shown before).
         let prev = pos
             .checked_sub(1)
@@ -435,25 +441,46 @@ fn render_list(f: &mut Frame, app: &App, pal: &Palette, area: Rect, rows: usize)
             .and_then(|&j| app.entries.get(j as usize))
             .map(|p| p.ts())
             .filter(|_| app.time == TimeFormat::Delta);
-        let (frame, time, stream) = (
-            i.frame.to_string(),
-            time_text(app, e, prev),
-            format!("s{}", i.stream),
-        );
-        let kind = match i.kind {
-            Kind::Request => "Req",
-            Kind::Response => "Resp",
+        let cells: Vec<String> = (app.columns.iter())
+            .map(|&c| cell(app, c, &e, &i, prev))
+            .collect();
+        rows_data.push(Ok((pos, e, i, cells)));
+    }
+    // Each column as wide as its widest text loaded or shown.
+    let want: Vec<(Col, usize)> = (app.columns.iter().enumerate())
+        .map(|(k, &c)| {
+            let shown = (rows_data.iter().flatten())
+                .map(|r| r.3[k].chars().count())
+                .max()
+                .unwrap_or(0);
+            let loaded = match c {
+                Col::Time => app.time.width(),
+                c => app.col_want[c as usize],
+            };
+            (c, shown.max(loaded))
+        })
+        .collect();
+    let lay = columns::layout(&want, inner_w);
+    let has = |c: Col| lay.iter().any(|(l, _)| *l == c);
+    let text = |c: Col, w: usize, s: &str| {
+        if c.spec().right {
+            fit_right(s, w)
+        } else {
+            fit(s, w)
+        }
+    };
+    let header = joined(lay.iter().map(|&(c, w)| text(c, w, c.spec().header)), " ");
+    let mut lines = vec![header_line(&header, inner_w)];
+    for r in rows_data {
+        let (pos, e, i, cells) = match r {
+            Ok(r) => r,
+            Err(err) => {
+                // The index could not be read back: the row says why.
+                let text = fit(&format!("{:>7} {err}", "?"), inner_w);
+                lines.push(Line::from(Span::styled(text, pal.fg(Color::Magenta))));
+                continue;
+            }
         };
-        let corr = i.correlation_id.map_or("?".into(), |c| c.to_string());
-        let latency = i.latency_ns.map(latency_text).unwrap_or_default();
-        let tail = [kind, &corr, &i.length.to_string(), &latency, &notes_text(e)];
-        let [left, api, right] = list_parts(
-            inner_w,
-            app.time,
-            [&frame, &time, &stream, &route(i)],
-            &api_text(i),
-            tail,
-        );
         let trouble = [
             (i.decode_error.is_some(), Color::Magenta),
             (!i.error_codes.is_empty(), Color::LightRed),
@@ -463,13 +490,21 @@ fn render_list(f: &mut Frame, app: &App, pal: &Palette, area: Rect, rows: usize)
         .find_map(|(on, c)| on.then_some(c));
         let base = trouble.map_or(Style::default(), |c| pal.fg(c));
         let api_style = trouble.map_or_else(|| pal.fg(api_color(i.api_key)), |c| pal.fg(c));
-        let used = left.chars().count() + api.chars().count();
-        let right = fit(&right, inner_w.saturating_sub(used));
-        let mut line = Line::from(vec![
-            Span::styled(left, base),
-            Span::styled(api, api_style),
-            Span::styled(right, base),
-        ]);
+        let mut spans = Vec::with_capacity(2 * lay.len());
+        for (n, &(c, w)) in lay.iter().enumerate() {
+            if n > 0 {
+                spans.push(Span::styled(" ", base));
+            }
+            let k = app.columns.iter().position(|x| *x == c).unwrap_or(0);
+            let t = match c {
+                // What no column of its own shows.
+                Col::Notes => notes_text(&e, !has(Col::Throttle), !has(Col::Errors)),
+                _ => cells.get(k).cloned().unwrap_or_default(),
+            };
+            let style = if c == Col::Api { api_style } else { base };
+            spans.push(Span::styled(text(c, w, &t), style));
+        }
+        let mut line = Line::from(spans);
         if pos == app.list_pos && app.selected == Some(e.index() as usize) {
             line = line.patch_style(Style::default().add_modifier(Modifier::REVERSED));
         }
@@ -486,7 +521,7 @@ fn render_list(f: &mut Frame, app: &App, pal: &Palette, area: Rect, rows: usize)
     let mut b = block(Line::from(title), app.focus == Pane::List, pal);
     // The selected message's marks in full (the Notes column may be cut short).
     if let Some(e) = app.selected_entry() {
-        let notes = notes_text(&e);
+        let notes = notes_text(&e, true, true);
         if !notes.is_empty() {
             let t = fit_title(&format!(" {notes} "), inner_w.saturating_sub(2));
             b = b.title_bottom(Line::from(t).alignment(Alignment::Right));
@@ -805,10 +840,11 @@ fn render_hex(f: &mut Frame, app: &App, pal: &Palette, area: Rect, rows: usize) 
 
 fn render_line(f: &mut Frame, app: &App, pal: &Palette, area: Rect) {
     let line = if let Some(bar) = &app.bar {
-        let prompt = match (bar.save, bar.export) {
-            (true, _) => "save to: ",
-            (_, true) => "export to: ",
-            _ => "/",
+        let prompt = match bar.kind {
+            BarKind::Save => "save to: ",
+            BarKind::Export => "export to: ",
+            BarKind::Columns => "columns: ",
+            BarKind::Filter => "/",
         };
         let mut spans = vec![Span::styled(
             prompt,
@@ -841,14 +877,21 @@ fn render_line(f: &mut Frame, app: &App, pal: &Palette, area: Rect) {
                 format!("  ✗ col {col}: {}", escape_text(msg)),
                 pal.fg(Color::LightRed).add_modifier(Modifier::BOLD),
             ),
-            None if bar.export => Span::styled(
+            None if bar.kind == BarKind::Export => Span::styled(
                 "  Enter writes: .txt tree, .json tree, .hex dump, .bin bytes, .key/.value of the record at the cursor; Esc cancels",
                 pal.fg(Color::Green),
             ),
-            None if bar.save => Span::styled(
+            None if bar.kind == BarKind::Save => Span::styled(
                 format!(
                     "  Enter saves the packets of the {} messages listed (pcap if .pcap), Esc cancels",
                     app.view.len()
+                ),
+                pal.fg(Color::Green),
+            ),
+            None if bar.kind == BarKind::Columns => Span::styled(
+                format!(
+                    "  ✓ Enter shows them (kept for next time), Esc cancels; Tab completes: {}",
+                    columns::names().join(" ")
                 ),
                 pal.fg(Color::Green),
             ),
@@ -958,6 +1001,7 @@ pub const KEYS: &[(&str, &str)] = &[
         "w, x",
         "save the listed packets / export this message, to a file",
     ),
+    ("C", "list columns: which, in what order (kept)"),
     ("s", "sort: capture → latency desc → size desc"),
     ("t", "time: relative, delta, local, UTC, epoch"),
     (
@@ -972,8 +1016,10 @@ pub const KEYS: &[(&str, &str)] = &[
         "1-7, r",
         "stats: section, refresh (Enter: the row's messages)",
     ),
-    ("mouse click", "select a message, field or byte"),
-    ("mouse wheel", "scroll the pane under the pointer"),
+    (
+        "mouse",
+        "click selects a message, field or byte; wheel scrolls",
+    ),
 ];
 
 /// The help's closing note, below the keys.
