@@ -163,10 +163,21 @@ pub fn deferred_differs(msg: &[u8], d: &Decoded, kept: &Decoded) -> Option<&'sta
     };
     let (mut want, mut got) = (String::new(), String::new());
     kafkashark::kafka::tree::write_text(&mut want, &d.root, "  ");
-    let wide = kafkashark::kafka::tree::Layout::Wide;
-    kafkashark::kafka::tree::write_text_in(&mut got, &kept.root, "  ", &bytes, wide);
+    use kafkashark::kafka::tree::{write_text_in, Layout};
+    write_text_in(&mut got, &kept.root, "  ", &bytes, Layout::Wide);
     if want != got {
         return Some("writes other text");
+    }
+    // Compact: the records' lines written straight from their bytes.
+    let none = SourceBytes::default();
+    for about in [false, true] {
+        let layout = Layout::Compact { about };
+        let (mut want, mut got) = (String::new(), String::new());
+        write_text_in(&mut want, &d.root, "    ", &none, layout);
+        write_text_in(&mut got, &kept.root, "    ", &bytes, layout);
+        if want != got {
+            return Some("writes other compact text");
+        }
     }
     let (mut want, mut got) = (Vec::new(), Vec::new());
     d.root.write_json(&mut want);

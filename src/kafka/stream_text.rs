@@ -150,12 +150,16 @@ impl<'j> TextStream<'j> {
         layout: tree::Layout,
         annotate: Option<&'j mut dyn FnMut(&mut Node)>,
     ) -> TextStream<'j> {
+        let mut fields = tree::Fields::new(layout);
+        if let Mode::Write { indent, .. } = &mode {
+            fields.set_indent(indent);
+        }
         TextStream {
             message,
             mode,
             open: Vec::with_capacity(16),
             opened: 0,
-            fields: tree::Fields::new(layout),
+            fields,
             walk: FactWalk::default(),
             annotate,
         }

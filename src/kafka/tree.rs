@@ -102,7 +102,17 @@ pub struct Deferred {
     /// nodes a decode without deferred records makes of them, for text
     /// ([`write_text_in`]).
     pub expand: ExpandRecords,
+    /// Appends the records' compact text lines (`Layout::Compact`, without
+    /// the indent) given their bytes, offset and source, the lines' prefix
+    /// and whether descriptions are shown: the lines [`write_text_in`] writes
+    /// for the nodes `expand` makes; false, with nothing appended, when the
+    /// bytes are not such records.
+    pub write_text: WriteTextRecords,
 }
+
+/// [`Deferred::write_text`]: the run, its bytes, their offset and source,
+/// the prefix of the records' lines, whether descriptions are shown, the text.
+pub type WriteTextRecords = fn(&Deferred, &[u8], usize, u16, &str, bool, &mut String) -> bool;
 
 /// [`Deferred::expand`]: the run, its bytes, their offset and source, and
 /// where each record's node goes (with whether it is the last).
@@ -193,7 +203,7 @@ impl Value {
     /// Appends [`Value::write_display`]'s text to `s`, the commonest values
     /// (integers, printable ASCII strings) without the formatting machinery;
     /// true for those (no control character in what was appended).
-    fn push_display(&self, s: &mut String) -> bool {
+    pub(crate) fn push_display(&self, s: &mut String) -> bool {
         match self {
             Value::Int(v) => push_decimal(s, v.unsigned_abs(), *v < 0),
             Value::Uint(v) => push_decimal(s, *v, false),
@@ -253,8 +263,38 @@ impl Value {
     }
 }
 
+/// A value's text with its detail (`5 (offset 5)`) appended to `s`, and
+/// whether it is known to hold no control character ([`Node`]'s, and the
+/// records' text writer's).
+pub(crate) fn value_text_clean(value: &Value, detail: Option<&Text>, s: &mut String) -> bool {
+    let start = s.len();
+    let mut clean = value.push_display(s);
+    let s_empty = s.len() == start;
+    if let Some(d) = detail {
+        clean &= matches!(d, Cow::Borrowed(_));
+        if s_empty {
+            s.push_str(d);
+        } else {
+            s.push_str(" (");
+            s.push_str(d);
+            s.push(')');
+        }
+    }
+    clean
+}
+
+/// [`value_text_clean`], its control characters escaped as a text line
+/// shows them.
+pub(crate) fn push_value_escaped(value: &Value, detail: Option<&Text>, s: &mut String) {
+    let start = s.len();
+    if !value_text_clean(value, detail, s) && has_control(s.get(start..).unwrap_or_default()) {
+        let raw = s.split_off(start);
+        push_escaped(s, &raw);
+    }
+}
+
 /// Appends `v` in decimal, after a `-` when `negative`.
-fn push_decimal(s: &mut String, mut v: u64, negative: bool) {
+pub(crate) fn push_decimal(s: &mut String, mut v: u64, negative: bool) {
     let mut digits = [0u8; 20];
     let mut at = digits.len();
     loop {
@@ -276,7 +316,7 @@ fn push_decimal(s: &mut String, mut v: u64, negative: bool) {
 }
 
 /// Appends `v` in lower-case hex, without leading zeros (`0` for zero).
-fn push_hex(s: &mut String, mut v: u64) {
+pub(crate) fn push_hex(s: &mut String, mut v: u64) {
     let mut digits = [0u8; 16];
     let mut at = digits.len();
     loop {
@@ -507,20 +547,7 @@ impl Node {
     /// hold no control character (an integer, a printable-ASCII string, a
     /// `'static` detail), so that no scan need look for one.
     fn push_value_text_clean(&self, s: &mut String) -> bool {
-        let start = s.len();
-        let mut clean = self.value.push_display(s);
-        let s_empty = s.len() == start;
-        if let Some(d) = &self.detail {
-            clean &= matches!(d, Cow::Borrowed(_));
-            if s_empty {
-                s.push_str(d);
-            } else {
-                s.push_str(" (");
-                s.push_str(d);
-                s.push(')');
-            }
-        }
-        clean
+        value_text_clean(&self.value, self.detail.as_ref(), s)
     }
 
     /// The end of the span (exclusive).
@@ -624,7 +651,7 @@ pub mod json {
 
     /// High bit of each byte of `x` that is `"` or `\\`, exact for every
     /// byte: the sums of the low seven bits carry into no other byte.
-    const fn quote_or_backslash(x: u64) -> u64 {
+    pub(crate) const fn quote_or_backslash(x: u64) -> u64 {
         const LOW7: u64 = !HIGH;
         let q = x ^ (ONES * b'"' as u64);
         let s = x ^ (ONES * b'\\' as u64);
@@ -639,7 +666,7 @@ pub mod json {
     /// the bytes before its first special one: text dense in quotes, such as
     /// JSON record values, costs no call per plain run.
     #[inline(always)]
-    fn escape_words(
+    pub(crate) fn escape_words(
         out: &mut Vec<u8>,
         bytes: &[u8],
         special: impl Fn(u64) -> u64,
@@ -1455,6 +1482,7 @@ pub fn write_text_in(
     }
     let mut f = Fields::new(layout);
     if let Layout::Compact { .. } = layout {
+        f.set_indent(indent);
         // Nothing to measure: one walk, writing.
         walk_node(root, (true, true), bytes, &mut f, &mut |f| {
             f.write_compact(out, indent);
@@ -1517,8 +1545,15 @@ pub(crate) struct Fields {
     value: String,
     span: String,
     about: String,
-    /// Scratch for the value text before it is escaped.
-    raw: String,
+    /// Lines written whole (a run of records, `Deferred::write_text`),
+    /// each after `indent`: the line a [`walk_node`] callback is given
+    /// instead of the cells above when not empty.
+    block: String,
+    /// What the lines written go after (`Fields::set_indent`): the
+    /// lines of `block` hold it; the others take it when written.
+    indent: String,
+    /// Scratch: `indent` and `prefix`, the lead of `block`'s lines.
+    lead: String,
 }
 
 /// Column widths in characters (each the widest cell plus 2, at least the
@@ -1571,7 +1606,8 @@ impl Size {
         if let Layout::Compact { .. } = self.layout {
             let mut n = Count(0);
             f.write_compact(&mut n, "");
-            self.lines += 1;
+            // A block's lines hold their indent (none while measuring).
+            self.lines += usize::from(f.block.is_empty());
             self.compact_bytes += n.0;
             return;
         }
@@ -1626,6 +1662,14 @@ impl Fields {
         }
     }
 
+    /// The indent the lines will be written after (the one given to
+    /// `write_compact` by the walk's callback): the lines of a run of
+    /// records are written with it.
+    pub(crate) fn set_indent(&mut self, indent: &str) {
+        self.indent.clear();
+        self.indent.push_str(indent);
+    }
+
     /// The guide the children of a node draw under it: a line down unless
     /// it is its parent's last child (compact: two spaces).
     pub(crate) fn push_guide(&mut self, last: bool) {
@@ -1671,15 +1715,9 @@ impl Fields {
         if !said {
             let lead = if compact { "" } else { "= " };
             self.value.push_str(lead);
-            let clean = n.push_value_text_clean(&mut self.value);
+            push_value_escaped(&n.value, n.detail.as_ref(), &mut self.value);
             if self.value.len() == lead.len() {
                 self.value.clear();
-            } else if !clean && has_control(self.value.get(lead.len()..).unwrap_or_default()) {
-                self.raw.clear();
-                self.raw
-                    .push_str(self.value.get(lead.len()..).unwrap_or_default());
-                self.value.truncate(lead.len());
-                push_escaped(&mut self.value, &self.raw);
             }
         }
         self.ty.clear();
@@ -1739,6 +1777,11 @@ impl Fields {
     /// `: value` when there is one, the type, the span and the description
     /// (or error), two spaces apart, `\n`.
     fn write_compact<S: TextSink + ?Sized>(&self, out: &mut S, indent: &str) {
+        if !self.block.is_empty() {
+            // Its lines hold their indent (`Fields::set_indent`).
+            out.push_text(&self.block);
+            return;
+        }
         out.push_text(indent);
         out.push_text(&self.name);
         if !self.value.is_empty() {
@@ -1820,6 +1863,23 @@ pub(crate) fn walk_node(
         let last = i + 1 == count;
         if let Value::Records(d) = &c.value {
             if let Some(b) = bytes.span(c.source, c.offset, c.length) {
+                // Compact lines are written straight from the records' bytes.
+                if let Layout::Compact { about } = f.layout {
+                    let mut block = std::mem::take(&mut f.block);
+                    block.clear();
+                    f.lead.clear();
+                    f.lead.push_str(&f.indent);
+                    f.lead.push_str(&f.prefix);
+                    let done = (d.write_text)(d, b, c.offset, c.source, &f.lead, about, &mut block);
+                    f.block = block;
+                    if done {
+                        line(f);
+                    }
+                    f.block.clear();
+                    if done {
+                        continue;
+                    }
+                }
                 (d.expand)(d, b, c.offset, c.source, &mut |r, last_record| {
                     walk_node(&r, (last && last_record, false), bytes, f, line);
                 });

@@ -531,7 +531,13 @@ impl RenderThread {
             }
             &big_opts
         } else {
-            &self.opts
+            // Records kept as bytes, their lines written straight from them
+            // (`Deferred::write_text`).
+            big_opts = DecodeOptions {
+                records_deferred: true,
+                ..self.opts.clone()
+            };
+            &big_opts
         };
         let malformed = decode(m, opts, &self.stamps);
         self.render.summary_line(&mut self.buf, m);

@@ -134,6 +134,7 @@ impl Run {
             base_ts: self.base_ts,
             write: write_run,
             expand: super::batch::expand_run,
+            write_text: super::text::write_text_run,
         };
         let mut n = Node::new(
             "records (JSON)",

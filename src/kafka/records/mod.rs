@@ -56,6 +56,7 @@ mod fields;
 mod json;
 mod legacy;
 mod memo;
+mod text;
 pub use memo::BatchSizes;
 mod zstd_len;
 
