@@ -102,16 +102,17 @@ pub struct Deferred {
     /// nodes a decode without deferred records makes of them, for text
     /// ([`write_text_in`]).
     pub expand: ExpandRecords,
-    /// Appends the records' compact text lines (`Layout::Compact`, without
-    /// the indent) given their bytes, offset and source, the lines' prefix
-    /// and whether descriptions are shown: the lines [`write_text_in`] writes
-    /// for the nodes `expand` makes; false, with nothing appended, when the
-    /// bytes are not such records.
+    /// Appends the records' compact text lines (`Layout::Compact`) given
+    /// their bytes, offset and source, the lead of their lines (the indent
+    /// and the guides of the records' parent) and whether descriptions are
+    /// shown: the lines [`write_text_in`] writes for the nodes `expand`
+    /// makes; false, with nothing appended, when the bytes are not such
+    /// records.
     pub write_text: WriteTextRecords,
 }
 
 /// [`Deferred::write_text`]: the run, its bytes, their offset and source,
-/// the prefix of the records' lines, whether descriptions are shown, the text.
+/// the lead of the records' lines, whether descriptions are shown, the text.
 pub type WriteTextRecords = fn(&Deferred, &[u8], usize, u16, &str, bool, &mut String) -> bool;
 
 /// [`Deferred::expand`]: the run, its bytes, their offset and source, and
@@ -203,7 +204,7 @@ impl Value {
     /// Appends [`Value::write_display`]'s text to `s`, the commonest values
     /// (integers, printable ASCII strings) without the formatting machinery;
     /// true for those (no control character in what was appended).
-    pub(crate) fn push_display(&self, s: &mut String) -> bool {
+    fn push_display(&self, s: &mut String) -> bool {
         match self {
             Value::Int(v) => push_decimal(s, v.unsigned_abs(), *v < 0),
             Value::Uint(v) => push_decimal(s, *v, false),
@@ -294,7 +295,7 @@ pub(crate) fn push_value_escaped(value: &Value, detail: Option<&Text>, s: &mut S
 }
 
 /// Appends `v` in decimal, after a `-` when `negative`.
-pub(crate) fn push_decimal(s: &mut String, mut v: u64, negative: bool) {
+fn push_decimal(s: &mut String, mut v: u64, negative: bool) {
     let mut digits = [0u8; 20];
     let mut at = digits.len();
     loop {
@@ -316,12 +317,19 @@ pub(crate) fn push_decimal(s: &mut String, mut v: u64, negative: bool) {
 }
 
 /// Appends `v` in lower-case hex, without leading zeros (`0` for zero).
-pub(crate) fn push_hex(s: &mut String, mut v: u64) {
-    let mut digits = [0u8; 16];
-    let mut at = digits.len();
+fn push_hex(s: &mut String, v: u64) {
+    for &d in hex_text(&mut [0; 16], v) {
+        s.push(char::from(d));
+    }
+}
+
+/// `v` in lower-case hex, without leading zeros (`0` for zero), written
+/// at the end of `buf`.
+pub(crate) fn hex_text(buf: &mut [u8; 16], mut v: u64) -> &[u8] {
+    let mut at = buf.len();
     loop {
         at -= 1;
-        if let Some(d) = digits.get_mut(at) {
+        if let Some(d) = buf.get_mut(at) {
             *d = b"0123456789abcdef"[(v & 15) as usize];
         }
         v >>= 4;
@@ -329,9 +337,7 @@ pub(crate) fn push_hex(s: &mut String, mut v: u64) {
             break;
         }
     }
-    for &d in digits.get(at..).unwrap_or_default() {
-        s.push(char::from(d));
-    }
+    buf.get(at..).unwrap_or_default()
 }
 
 /// A uuid in its canonical 8-4-4-4-12 hex form.
@@ -1865,18 +1871,13 @@ pub(crate) fn walk_node(
             if let Some(b) = bytes.span(c.source, c.offset, c.length) {
                 // Compact lines are written straight from the records' bytes.
                 if let Layout::Compact { about } = f.layout {
-                    let mut block = std::mem::take(&mut f.block);
-                    block.clear();
                     f.lead.clear();
                     f.lead.push_str(&f.indent);
                     f.lead.push_str(&f.prefix);
-                    let done = (d.write_text)(d, b, c.offset, c.source, &f.lead, about, &mut block);
-                    f.block = block;
-                    if done {
+                    // `block` is empty between lines, and left so on failure.
+                    if (d.write_text)(d, b, c.offset, c.source, &f.lead, about, &mut f.block) {
                         line(f);
-                    }
-                    f.block.clear();
-                    if done {
+                        f.block.clear();
                         continue;
                     }
                 }

@@ -21,7 +21,7 @@ use crate::kafka::tree::{self, json, Deferred, Node, Value};
 
 /// Appends the compact lines of the records of a run, read from `bytes`
 /// (the run's span, at `offset` in source `source`), each line starting
-/// with `prefix` (the guides of the records' parent, without the indent),
+/// with `prefix` (the indent and the guides of the records' parent),
 /// descriptions after them when `about`. False (with `out` as it was)
 /// when `bytes` are not records that read cleanly.
 pub(super) fn write_text_run(
@@ -150,7 +150,7 @@ fn tail(
     s.extend_from_slice(b"  [");
     s.extend_from_slice(source);
     s.extend_from_slice(b"0x");
-    hex(s, offset as u64);
+    s.extend_from_slice(tree::hex_text(&mut [0; 16], offset as u64));
     s.push(b'+');
     json::u64(s, length as u64);
     s.push(b']');
@@ -159,15 +159,6 @@ fn tail(
         s.extend_from_slice(a.as_bytes());
     }
     s.push(b'\n');
-}
-
-/// Appends `v` in lowercase hex, as `tree`'s lines write offsets.
-fn hex(s: &mut Vec<u8>, v: u64) {
-    let digits = (64 - v.leading_zeros()).div_ceil(4).max(1);
-    for k in (0..digits).rev() {
-        let d = ((v >> (4 * k)) & 0xf) as u8;
-        s.push(if d < 10 { b'0' + d } else { b'a' + d - 10 });
-    }
 }
 
 /// Appends `text` (UTF-8 made of UTF-8 pieces) to `out`.

@@ -313,28 +313,12 @@ pub(super) fn resolve(word: &str, col: usize) -> Result<Path, FilterError> {
     };
     let mut at = col + first.chars().count() + 1;
     for seg in parts {
-        let (name, next, holds) = step(&level, seg).ok_or_else(|| {
-            let (names, what): (Vec<&str>, String) = match &level {
-                Level::Structs(st) => (
-                    st.iter()
-                        .flat_map(|s| s.fields.iter().map(|f| f.name))
-                        .collect(),
-                    format!("'{}'", path_text(&path)),
-                ),
-                Level::Records(fields) => (
-                    fields.iter().map(|f| f.name).collect(),
-                    format!("'{}'", path_text(&path)),
-                ),
-                Level::Header(names) => (names.to_vec(), format!("'{}'", path_text(&path))),
-                Level::Leaf(ty) => {
-                    return error(
-                        at,
-                        format!("'{}' is a {ty}: it has no fields", path_text(&path)),
-                    )
-                }
-            };
-            let hint = did_you_mean(seg, names.into_iter());
-            error(at, format!("{what} has no field '{seg}'{hint}"))
+        let (name, next, holds) = step(&level, seg).ok_or_else(|| match &level {
+            Level::Leaf(ty) => error(at, format!("'{path}' is a {ty}: it has no fields")),
+            _ => {
+                let hint = did_you_mean(seg, level.names().into_iter());
+                error(at, format!("'{path}' has no field '{seg}'{hint}"))
+            }
         })?;
         path.segs.push(name);
         path.holds = holds;
@@ -358,8 +342,18 @@ fn start(kind: Kind, api: Option<i16>) -> Level {
     }
 }
 
-fn path_text(p: &Path) -> String {
-    p.to_string()
+impl Level {
+    /// The names that can follow.
+    fn names(&self) -> Vec<&'static str> {
+        match self {
+            Level::Structs(st) => (st.iter())
+                .flat_map(|s| s.fields.iter().map(|f| f.name))
+                .collect(),
+            Level::Records(f) => f.iter().map(|f| f.name).collect(),
+            Level::Header(n) => n.to_vec(),
+            Level::Leaf(_) => Vec::new(),
+        }
+    }
 }
 
 /// The name `seg` at `level`: as spelt there, the level under it, what it holds.
@@ -429,42 +423,30 @@ fn prim_holds(p: Prim) -> Holds {
 /// `ProduceRequest.TopicData.`, `ProduceReq` gives `ProduceRequest.`; a
 /// name with fields ends in `.`, the others are whole.
 pub(super) fn complete(prefix: &str) -> Vec<String> {
-    let (done, last, names): (Option<Path>, &str, Vec<&str>) = match prefix.rsplit_once('.') {
+    let l = |last: &str| last.to_ascii_lowercase();
+    let mut out: Vec<String> = match prefix.rsplit_once('.') {
         None if prefix.is_empty() => return Vec::new(),
-        None => (None, prefix, roots().collect()),
+        // Every body and header has fields.
+        None => (roots())
+            .filter(|r| r.to_ascii_lowercase().starts_with(&l(prefix)))
+            .map(|r| format!("{r}."))
+            .collect(),
         Some((done, last)) => {
             let Ok(path) = resolve(done, 0) else {
                 return Vec::new();
             };
-            let names = match path.level() {
-                Some(Level::Structs(st)) => st
-                    .iter()
-                    .flat_map(|s| s.fields.iter().map(|f| f.name))
-                    .collect(),
-                Some(Level::Records(f)) => f.iter().map(|f| f.name).collect(),
-                Some(Level::Header(n)) => n.to_vec(),
-                Some(Level::Leaf(_)) | None => Vec::new(),
+            let Some(level) = path.level() else {
+                return Vec::new();
             };
-            (Some(path), last, names)
+            (level.names().into_iter())
+                .filter(|n| n.to_ascii_lowercase().starts_with(&l(last)))
+                .map(|n| match step(&level, n) {
+                    Some((_, Level::Leaf(_), _)) | None => format!("{path}.{n}"),
+                    Some(_) => format!("{path}.{n}."),
+                })
+                .collect()
         }
     };
-    let l = last.to_ascii_lowercase();
-    let mut out: Vec<String> = names
-        .into_iter()
-        .filter(|n| n.to_ascii_lowercase().starts_with(&l))
-        .filter_map(|n| {
-            let text = match &done {
-                Some(p) => format!("{p}.{n}"),
-                None => n.to_string(),
-            };
-            let p = resolve(&text, 0).ok()?;
-            let more = matches!(
-                p.level(),
-                Some(Level::Structs(_) | Level::Records(_) | Level::Header(_))
-            );
-            Some(if more { format!("{text}.") } else { text })
-        })
-        .collect();
     out.sort_unstable();
     out.dedup();
     out

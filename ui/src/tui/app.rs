@@ -470,8 +470,8 @@ pub struct App {
     pub columns: Vec<Col>,
     /// False once the `C` bar changed them: the shell keeps them at exit.
     pub columns_saved: bool,
-    /// The widest text of each column among the messages loaded, by [`Col`]
-    /// (`partitions`, `records` and `notes` are measured on screen).
+    /// The widest text of each column shown among the messages loaded, by
+    /// [`Col`] (`partitions`, `records` and `notes` are measured on screen).
     pub col_want: [usize; columns::SPECS.len()],
     /// The highest connection whose endpoints were measured for `col_want`.
     widest_stream: Option<u64>,
@@ -569,66 +569,33 @@ impl App {
         }
     }
 
-    /// Widens `col_want` to hold message `i`'s cells.
+    /// Widens `col_want` to hold message `i`'s cells in the columns shown
+    /// (`ui::info_cell`'s texts); a connection's endpoints once, at its
+    /// first message.
     fn measure(&mut self, i: &MessageInfo) {
-        fn digits(n: u64) -> usize {
-            n.checked_ilog10().map_or(1, |d| d as usize + 1)
-        }
-        let mut want = |c: Col, w: usize| {
-            let slot = &mut self.col_want[c as usize];
-            *slot = (*slot).max(w);
-        };
-        want(Col::No, digits(i.frame));
-        want(Col::Stream, 1 + digits(i.stream));
-        let api = match (i.api_name(), i.api_version, i.api_key) {
-            (Some(n), Some(v), _) => {
-                n.len() + 2 + digits(u64::from(v.unsigned_abs())) + usize::from(v < 0)
-            }
-            (Some(n), None, _) => n.len(),
-            (None, _, Some(_)) => 10,
-            (None, _, None) => 7,
-        };
-        want(Col::Api, api);
-        want(
-            Col::Corr,
-            i.correlation_id.map_or(1, |c| {
-                digits(u64::from(c.unsigned_abs())) + usize::from(c < 0)
-            }),
-        );
-        want(Col::Size, digits(u64::from(i.length.unsigned_abs())));
-        want(
-            Col::ClientId,
-            i.client_id.as_deref().map_or(0, |c| c.chars().count()),
-        );
-        let topics = i
-            .topics
-            .iter()
-            .map(|t| t.chars().count() + 1)
-            .sum::<usize>();
-        want(Col::Topics, topics.saturating_sub(1));
-        if !i.error_codes.is_empty() {
-            want(Col::Errors, crate::print::error_names(&i.error_codes).len());
-        }
-        if let Some(t) = i.throttle_time_ms.filter(|&t| t > 0) {
-            want(Col::Throttle, digits(u64::from(t.unsigned_abs())) + 2);
-        }
-        // `ui::latency_text`'s width, without making the text: `12.345ms`, `12.3s`.
-        if let Some(ns) = i.latency_ns {
-            let ms = ns / 1_000_000;
-            let w = if ms >= 10_000 {
-                digits(ms / 1000) + 3
-            } else {
-                digits(ms) + 6
-            };
-            want(Col::Latency, w);
-        }
-        // A connection's endpoints, once.
-        if self.widest_stream.is_none_or(|s| i.stream > s) {
+        let new_stream = self.widest_stream.is_none_or(|s| i.stream > s);
+        if new_stream {
             self.widest_stream = Some(i.stream);
-            let (c, b) = (i.client.to_string().len(), i.broker.to_string().len());
-            for (col, w) in [(Col::Client, c), (Col::Broker, b), (Col::Route, c + b + 3)] {
-                let slot = &mut self.col_want[col as usize];
-                *slot = (*slot).max(w);
+        }
+        for &c in &self.columns {
+            if matches!(c, Col::Route | Col::Client | Col::Broker) && !new_stream {
+                continue;
+            }
+            if let Some(t) = ui::info_cell(c, i) {
+                let slot = &mut self.col_want[c as usize];
+                *slot = (*slot).max(t.chars().count());
+            }
+        }
+    }
+
+    /// Shows `cols`, measured anew on every message loaded.
+    pub fn set_columns(&mut self, cols: Vec<Col>) {
+        self.columns = cols;
+        self.col_want = [0; columns::SPECS.len()];
+        self.widest_stream = None;
+        for k in 0..self.entries.len() {
+            if let Some(e) = self.entries.get(k) {
+                self.measure(&e.info());
             }
         }
     }
@@ -1618,7 +1585,7 @@ impl App {
                     self.bar = None;
                     self.notice = Some(format!("columns: {}", columns::text(&cols)));
                     self.columns_saved = false;
-                    self.columns = cols;
+                    self.set_columns(cols);
                 }
                 return Vec::new();
             }

@@ -227,7 +227,7 @@ pub fn run(opts: Options) -> Result<(), CliError> {
         .clone()
         .map_or_else(columns::load, |c| Ok(Some(c)))
     {
-        Ok(Some(c)) => app.columns = c,
+        Ok(Some(c)) => app.set_columns(c),
         Ok(None) => {}
         Err(e) => app.notice = Some(e),
     }

@@ -621,8 +621,9 @@ fn tree_columns_give_names_room_first() {
 #[test]
 fn chosen_columns_show_their_values_whole() {
     let mut app = app_with(A1, 200, 50);
-    app.columns =
-        super::columns::parse("no,api,client_id,topics,partitions,records,route,notes").unwrap();
+    app.set_columns(
+        super::columns::parse("no,api,client_id,topics,partitions,records,route,notes").unwrap(),
+    );
     let text = screen_text(&draw(&app));
     let header = text.lines().nth(1).expect("header");
     let order: Vec<usize> = [
@@ -669,7 +670,7 @@ fn chosen_columns_show_their_values_whole() {
     assert!(rows.count() > 10);
     // b2: the errors column holds the names, the notes no longer do.
     let mut app = app_with("captures/b2-errors-and-acks0.pcap", 200, 50);
-    app.columns = super::columns::parse("no,api,errors,notes").unwrap();
+    app.set_columns(super::columns::parse("no,api,errors,notes").unwrap());
     let f = app.entries.len();
     let named = (0..f)
         .map(|i| app.entries.at(i).info())
@@ -690,7 +691,7 @@ fn chosen_columns_show_their_values_whole() {
     assert_eq!(row.matches(&names).count(), 1, "{row}");
     // Narrow: the route goes first, `no` and `api` stay.
     let mut app = app_with(A1, 80, 24);
-    app.columns = super::columns::parse("no,route,api,topics,notes").unwrap();
+    app.set_columns(super::columns::parse("no,route,api,topics,notes").unwrap());
     let text = screen_text(&draw(&app));
     let header = text.lines().nth(1).expect("header");
     assert!(
@@ -699,12 +700,15 @@ fn chosen_columns_show_their_values_whole() {
     );
 }
 
-/// The widths measured as messages load are those of the widest cells.
+/// The widths measured as messages load (here again, once every column is
+/// shown) are those of the widest cells of the list.
 #[test]
 fn loaded_widths_are_the_widest_cells() {
     use super::columns::Col;
     for cap in [A1, B2, "captures/b4-throttle-errors-proxy.pcap"] {
-        let app = app_with(cap, 120, 40);
+        let mut app = app_with(cap, 120, 40);
+        // Measured anew for the columns shown, every one here.
+        app.set_columns(super::columns::SPECS.iter().map(|s| s.col).collect());
         for c in [
             Col::No,
             Col::Stream,

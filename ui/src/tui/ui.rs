@@ -391,9 +391,20 @@ pub fn notes_text(e: &IndexEntry, throttle: bool, errors: bool) -> String {
 /// The text of column `c` for entry `e` (facts `i`, at index `idx`), shown
 /// after a row of time `prev`; `notes` is made once the columns are laid out.
 pub fn cell(app: &App, c: Col, e: &IndexEntry, i: &MessageInfo, prev: Option<Timestamp>) -> String {
-    match c {
-        Col::No => i.frame.to_string(),
+    info_cell(c, i).unwrap_or_else(|| match c {
         Col::Time => time_text(app, e, prev),
+        Col::Partitions => app.row_facts(e.index() as usize).0,
+        Col::Records => app.row_facts(e.index() as usize).1,
+        _ => String::new(),
+    })
+}
+
+/// The text of column `c` that a message's facts alone give (the list's,
+/// and what `App` measures as messages load); `None` for the time, the
+/// partitions and records (read from the tree) and the notes.
+pub fn info_cell(c: Col, i: &MessageInfo) -> Option<String> {
+    Some(match c {
+        Col::No => i.frame.to_string(),
         Col::Stream => format!("s{}", i.stream),
         Col::Route => route(i),
         Col::Client => i.client.to_string(),
@@ -408,15 +419,13 @@ pub fn cell(app: &App, c: Col, e: &IndexEntry, i: &MessageInfo, prev: Option<Tim
         Col::Latency => i.latency_ns.map(latency_text).unwrap_or_default(),
         Col::ClientId => i.client_id.clone().unwrap_or_default(),
         Col::Topics => i.topics.join(","),
-        Col::Partitions => app.row_facts(e.index() as usize).0,
-        Col::Records => app.row_facts(e.index() as usize).1,
         Col::Errors => error_names(&i.error_codes),
         Col::Throttle => i
             .throttle_time_ms
             .filter(|&t| t > 0)
             .map_or(String::new(), |t| format!("{t}ms")),
-        Col::Notes => String::new(),
-    }
+        Col::Time | Col::Partitions | Col::Records | Col::Notes => return None,
+    })
 }
 
 fn render_list(f: &mut Frame, app: &App, pal: &Palette, area: Rect, rows: usize) {
