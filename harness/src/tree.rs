@@ -168,14 +168,17 @@ pub fn deferred_differs(msg: &[u8], d: &Decoded, kept: &Decoded) -> Option<&'sta
     if want != got {
         return Some("writes other text");
     }
-    // Compact: the records' lines written straight from their bytes.
+    // Compact: the records' lines written straight from their bytes, into
+    // a text (checked as UTF-8) and into bytes as `print -V` writes them
+    // (written in place, unchecked).
     let none = SourceBytes::default();
     for about in [false, true] {
         let layout = Layout::Compact { about };
-        let (mut want, mut got) = (String::new(), String::new());
+        let (mut want, mut got, mut raw) = (String::new(), String::new(), Vec::new());
         write_text_in(&mut want, &d.root, "    ", &none, layout);
         write_text_in(&mut got, &kept.root, "    ", &bytes, layout);
-        if want != got {
+        write_text_in(&mut raw, &kept.root, "    ", &bytes, layout);
+        if want != got || want.as_bytes() != raw {
             return Some("writes other compact text");
         }
     }

@@ -300,10 +300,12 @@ impl<'j> TextStream<'j> {
                 message: self.message,
                 sources,
             };
-            let cols = &plan.cols;
-            tree::walk_node(&n, (last, false), &bytes, &mut self.fields, &mut |f| {
-                f.write(&mut **out, cols, indent);
-            });
+            let mut w = tree::Writer {
+                out: &mut **out,
+                cols: &plan.cols,
+                indent,
+            };
+            tree::walk_node(&n, (last, false), &bytes, &mut self.fields, &mut w);
         }
     }
 
@@ -333,7 +335,9 @@ impl<'j> TextStream<'j> {
                     p.under = p.under.saturating_add(tree::text_weight(&n));
                 }
                 let f = &mut self.fields;
-                tree::walk_node(&n, (last, false), &bytes, f, &mut |f| size.add(f));
+                tree::walk_node(&n, (last, false), &bytes, f, &mut |f: &tree::Fields| {
+                    size.add(f)
+                });
             }
             Mode::Write { .. } => {
                 if gathering {

@@ -112,8 +112,9 @@ pub struct Deferred {
 }
 
 /// [`Deferred::write_text`]: the run, its bytes, their offset and source,
-/// the lead of the records' lines, whether descriptions are shown, the text.
-pub type WriteTextRecords = fn(&Deferred, &[u8], usize, u16, &str, bool, &mut String) -> bool;
+/// the lead of the records' lines, whether descriptions are shown, the text
+/// (UTF-8, appended to the bytes of the output it goes to).
+pub type WriteTextRecords = fn(&Deferred, &[u8], usize, u16, &str, bool, &mut Vec<u8>) -> bool;
 
 /// [`Deferred::expand`]: the run, its bytes, their offset and source, and
 /// where each record's node goes (with whether it is the last).
@@ -683,17 +684,20 @@ pub mod json {
         let mut at = 0;
         while let Some(chunk) = bytes.get(at..at + 8) {
             let word: [u8; 8] = chunk.try_into().unwrap_or_default();
-            let mask = special(u64::from_le_bytes(word));
+            let w = u64::from_le_bytes(word);
+            let mask = special(w);
             let len = out.len();
             out.extend_from_slice(&word);
             if mask == 0 {
                 at += 8;
                 continue;
             }
-            let k = (mask.trailing_zeros() / 8) as usize;
-            out.truncate(len + k);
-            escape(out, word.get(k).copied().unwrap_or(0));
-            at += k + 1;
+            let k = mask.trailing_zeros() / 8;
+            out.truncate(len + k as usize);
+            // The byte taken from the word in its register (read back from
+            // memory, it waited on the store of the whole word).
+            escape(out, (w >> (k * 8)) as u8);
+            at += k as usize + 1;
         }
         for &b in bytes.get(at..).unwrap_or(&[]) {
             if is_special(b) {
@@ -1487,21 +1491,66 @@ pub fn write_text_in(
         return;
     }
     let mut f = Fields::new(layout);
-    if let Layout::Compact { .. } = layout {
-        f.set_indent(indent);
-        // Nothing to measure: one walk, writing.
-        walk_node(root, (true, true), bytes, &mut f, &mut |f| {
-            f.write_compact(out, indent);
-        });
-        return;
-    }
     let mut size = Size::new(layout);
-    walk_node(root, (true, true), bytes, &mut f, &mut |f| size.add(f));
+    if let Layout::Compact { .. } = layout {
+        // Nothing to measure: one walk, writing.
+        f.set_indent(indent);
+    } else {
+        walk_node(root, (true, true), bytes, &mut f, &mut |f: &Fields| {
+            size.add(f)
+        });
+    }
     let cols = size.columns();
     out.reserve_text(size.total(&cols, indent.len()));
-    walk_node(root, (true, true), bytes, &mut f, &mut |f| {
-        f.write(out, &cols, indent);
-    });
+    let mut w = Writer {
+        out,
+        cols: &cols,
+        indent,
+    };
+    walk_node(root, (true, true), bytes, &mut f, &mut w);
+}
+
+/// Where [`walk_node`] hands the lines of a tree.
+pub(crate) trait Lines {
+    /// A node's line: its cells in `f`.
+    fn line(&mut self, f: &Fields);
+
+    /// A run of records' compact lines, appended by `write` to a byte buffer
+    /// (false, with nothing appended, when the records do not read
+    /// cleanly): whether they were. Unless the lines go straight to their
+    /// output, they are gathered in `f` and handed over as one line.
+    fn block(&mut self, f: &mut Fields, write: &mut dyn FnMut(&mut Vec<u8>) -> bool) -> bool {
+        let taken = write(&mut f.block);
+        if taken {
+            self.line(f);
+        }
+        f.block.clear();
+        taken
+    }
+}
+
+impl<F: FnMut(&Fields)> Lines for F {
+    fn line(&mut self, f: &Fields) {
+        self(f);
+    }
+}
+
+/// Writes the lines to `out` in `cols`' layout, each after `indent`, and
+/// the records' lines straight into it (no copy of them gathered first).
+pub(crate) struct Writer<'a, S: ?Sized> {
+    pub(crate) out: &'a mut S,
+    pub(crate) cols: &'a Columns,
+    pub(crate) indent: &'a str,
+}
+
+impl<S: TextSink + ?Sized> Lines for Writer<'_, S> {
+    fn line(&mut self, f: &Fields) {
+        f.write(self.out, self.cols, self.indent);
+    }
+
+    fn block(&mut self, _: &mut Fields, write: &mut dyn FnMut(&mut Vec<u8>) -> bool) -> bool {
+        self.out.push_utf8_with(write)
+    }
 }
 
 /// Where [`write_text`] appends: a `String` or a byte buffer.
@@ -1510,6 +1559,19 @@ pub trait TextSink {
     fn push_text(&mut self, s: &str);
     /// Makes room for `n` more bytes.
     fn reserve_text(&mut self, n: usize);
+    /// Appends the UTF-8 text `write` appends to a byte buffer, or nothing
+    /// when it returns false (having appended nothing): whether it did. A
+    /// sink over a byte buffer hands its own buffer to `write`, so the text
+    /// is written once, in place; others take it from a buffer of its own,
+    /// checked (a byte that is not UTF-8 would show as U+FFFD).
+    fn push_utf8_with(&mut self, write: &mut dyn FnMut(&mut Vec<u8>) -> bool) -> bool {
+        let mut b = Vec::new();
+        let taken = write(&mut b);
+        if taken {
+            self.push_text(&String::from_utf8_lossy(&b));
+        }
+        taken
+    }
 }
 
 impl TextSink for String {
@@ -1527,6 +1589,9 @@ impl TextSink for Vec<u8> {
     }
     fn reserve_text(&mut self, n: usize) {
         self.reserve(n);
+    }
+    fn push_utf8_with(&mut self, write: &mut dyn FnMut(&mut Vec<u8>) -> bool) -> bool {
+        write(self)
     }
 }
 
@@ -1551,10 +1616,13 @@ pub(crate) struct Fields {
     value: String,
     span: String,
     about: String,
+    /// Compact: the whole line, made by [`Fields::set`] instead of the
+    /// cells above.
+    line: String,
     /// Lines written whole (a run of records, `Deferred::write_text`),
-    /// each after `indent`: the line a [`walk_node`] callback is given
-    /// instead of the cells above when not empty.
-    block: String,
+    /// each after `indent`: the line [`Lines::line`] is given instead of
+    /// the cells above when not empty (UTF-8).
+    block: Vec<u8>,
     /// What the lines written go after (`Fields::set_indent`): the
     /// lines of `block` hold it; the others take it when written.
     indent: String,
@@ -1610,10 +1678,14 @@ impl Size {
 
     pub(crate) fn add(&mut self, f: &Fields) {
         if let Layout::Compact { .. } = self.layout {
+            // A block's lines hold their indent (none while measuring).
+            if !f.block.is_empty() {
+                self.compact_bytes += f.block.len();
+                return;
+            }
             let mut n = Count(0);
             f.write_compact(&mut n, "");
-            // A block's lines hold their indent (none while measuring).
-            self.lines += usize::from(f.block.is_empty());
+            self.lines += 1;
             self.compact_bytes += n.0;
             return;
         }
@@ -1702,29 +1774,28 @@ impl Fields {
         self.about.trim_end()
     }
 
-    /// Sets the columns of `n`, a child (with guides) unless `top`.
+    /// Sets the columns of `n`, a child (with guides) unless `top`
+    /// (compact: its line).
     pub(crate) fn set(&mut self, n: &Node, top: bool) {
-        let compact = matches!(self.layout, Layout::Compact { .. });
+        self.set_about(n);
+        if let Layout::Compact { .. } = self.layout {
+            return self.set_line(n, top);
+        }
         self.name.clear();
         if top {
             self.name.push_str(&n.name);
         } else {
             self.name.push_str(&self.prefix);
-            self.name.push_str(if compact { "  " } else { "+-- " });
+            self.name.push_str("+-- ");
             push_text(&mut self.name, &n.name);
         }
         // The value written in place; escaped again only when it holds a
         // control character.
         self.value.clear();
-        // Compact: a struct's value says only what its type says.
-        let said = compact && matches!(&n.value, Value::Text(t) if *t == "struct");
-        if !said {
-            let lead = if compact { "" } else { "= " };
-            self.value.push_str(lead);
-            push_value_escaped(&n.value, n.detail.as_ref(), &mut self.value);
-            if self.value.len() == lead.len() {
-                self.value.clear();
-            }
+        self.value.push_str("= ");
+        push_value_escaped(&n.value, n.detail.as_ref(), &mut self.value);
+        if self.value.len() == 2 {
+            self.value.clear();
         }
         self.ty.clear();
         push_text(&mut self.ty, &n.ty);
@@ -1735,15 +1806,11 @@ impl Fields {
             push_decimal(&mut self.span, n.source.into(), false);
             self.span.push(':');
         }
-        if compact {
-            self.span.push_str("0x");
-            push_hex(&mut self.span, n.offset as u64);
-            self.span.push('+');
-            push_decimal(&mut self.span, n.length as u64, false);
-            self.span.push(']');
-        } else {
-            let _ = write!(self.span, "0x{:04x}, {}B]", n.offset, n.length);
-        }
+        let _ = write!(self.span, "0x{:04x}, {}B]", n.offset, n.length);
+    }
+
+    /// The description of `n` as its line shows it, and its error.
+    fn set_about(&mut self, n: &Node) {
         self.about.clear();
         if let (Some(a), true) = (&n.about, self.layout.about()) {
             push_escaped(&mut self.about, a);
@@ -1755,6 +1822,54 @@ impl Fields {
             self.about.push_str("MALFORMED: ");
             push_escaped(&mut self.about, e);
         }
+    }
+
+    /// The compact line of `n` (without the indent it is written after):
+    /// the name after its guides, `: value` when there is one, the type,
+    /// the span and the description (or error), two spaces apart, `\n` —
+    /// made in place, not from cells (`print -V` writes many lines).
+    fn set_line(&mut self, n: &Node, top: bool) {
+        let l = &mut self.line;
+        l.clear();
+        if top {
+            l.push_str(&n.name);
+        } else {
+            l.push_str(&self.prefix);
+            l.push_str("  ");
+            push_text(l, &n.name);
+        }
+        // A struct's value says only what its type says.
+        if !matches!(&n.value, Value::Text(t) if *t == "struct") {
+            let mark = l.len();
+            l.push_str(": ");
+            push_value_escaped(&n.value, n.detail.as_ref(), l);
+            if l.len() == mark + 2 {
+                l.truncate(mark);
+            }
+        }
+        let mark = l.len();
+        l.push_str("  ");
+        push_text(l, &n.ty);
+        if l.len() == mark + 2 {
+            l.truncate(mark);
+        }
+        l.push_str("  [");
+        if n.source != 0 {
+            l.push('#');
+            push_decimal(l, n.source.into(), false);
+            l.push(':');
+        }
+        l.push_str("0x");
+        push_hex(l, n.offset as u64);
+        l.push('+');
+        push_decimal(l, n.length as u64, false);
+        l.push(']');
+        let about = self.about.trim_end();
+        if !about.is_empty() {
+            l.push_str("  ");
+            l.push_str(about);
+        }
+        l.push('\n');
     }
 
     /// Appends the line: `indent`, the padded cells, the span and the
@@ -1779,28 +1894,19 @@ impl Fields {
 }
 
 impl Fields {
-    /// Appends the compact line: `indent`, the name (after its indent),
-    /// `: value` when there is one, the type, the span and the description
-    /// (or error), two spaces apart, `\n`.
+    /// Appends the compact line: `indent` and the line [`Fields::set`]
+    /// made (or the block of lines that stands for it).
     fn write_compact<S: TextSink + ?Sized>(&self, out: &mut S, indent: &str) {
         if !self.block.is_empty() {
             // Its lines hold their indent (`Fields::set_indent`).
-            out.push_text(&self.block);
+            out.push_utf8_with(&mut |b| {
+                b.extend_from_slice(&self.block);
+                true
+            });
             return;
         }
         out.push_text(indent);
-        out.push_text(&self.name);
-        if !self.value.is_empty() {
-            out.push_text(": ");
-            out.push_text(&self.value);
-        }
-        for cell in [self.ty.as_str(), self.span.as_str(), self.about_trimmed()] {
-            if !cell.is_empty() {
-                out.push_text("  ");
-                out.push_text(cell);
-            }
-        }
-        out.push_text("\n");
+        out.push_text(&self.line);
     }
 }
 
@@ -1846,20 +1952,22 @@ pub(crate) fn text_weight(n: &Node) -> usize {
     w
 }
 
-/// Calls `line` with the columns of `n` and of every node under it, in
-/// order: `n` the top of the tree, or a child (the last of its parent's when
+/// Hands `line` the columns of `n` and of every node under it, in order:
+/// `n` the top of the tree, or a child (the last of its parent's when
 /// `last`) under the guides in `f`, as a text stream writes a node handed
 /// over whole (`stream_text`). A [`Value::Records`] node whose bytes `bytes`
-/// holds stands for the nodes of its records, made from them.
+/// holds stands for the nodes of its records, made from them — in the
+/// compact layout, their lines written from the bytes as one block
+/// ([`Lines::block`]).
 pub(crate) fn walk_node(
     n: &Node,
     (last, top): (bool, bool),
     bytes: &SourceBytes<'_>,
     f: &mut Fields,
-    line: &mut dyn FnMut(&Fields),
+    line: &mut dyn Lines,
 ) {
     f.set(n, top);
-    line(f);
+    line.line(f);
     let at = f.prefix.len();
     if !top {
         f.push_guide(last);
@@ -1871,13 +1979,16 @@ pub(crate) fn walk_node(
             if let Some(b) = bytes.span(c.source, c.offset, c.length) {
                 // Compact lines are written straight from the records' bytes.
                 if let Layout::Compact { about } = f.layout {
-                    f.lead.clear();
-                    f.lead.push_str(&f.indent);
-                    f.lead.push_str(&f.prefix);
-                    // `block` is empty between lines, and left so on failure.
-                    if (d.write_text)(d, b, c.offset, c.source, &f.lead, about, &mut f.block) {
-                        line(f);
-                        f.block.clear();
+                    let mut lead = std::mem::take(&mut f.lead);
+                    lead.clear();
+                    lead.push_str(&f.indent);
+                    lead.push_str(&f.prefix);
+                    let (at, source) = (c.offset, c.source);
+                    let taken = line.block(f, &mut |out| {
+                        (d.write_text)(d, b, at, source, &lead, about, out)
+                    });
+                    f.lead = lead;
+                    if taken {
                         continue;
                     }
                 }

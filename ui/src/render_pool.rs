@@ -25,7 +25,7 @@
 //! its `TopicId`s the topic names known when the analyzer read it ([`Stamps`]).
 //! Memory is bounded: what the reorder holds (its limits), at most
 //! [`QUEUED_CHUNKS`] chunks of about [`CHUNK_BYTES`] of message bytes
-//! ([`CHUNK_BYTES_TEXT`] for text) per render thread, at most [`QUEUED_OUTPUT`]
+//! per render thread, at most [`QUEUED_OUTPUT`]
 //! bytes of formatted output per render thread waiting for the writer (or one
 //! larger buffer), and one tree and its output being made per render thread —
 //! for a JSON line of a message of [`BIG_MESSAGE`] bytes or more, about
@@ -61,14 +61,11 @@ use crate::cli_error::CliError;
 use crate::print::{Emit, FileReader, Ordered, PrintFormat, Render, HELD_MESSAGES};
 use crate::reorder::Reorder;
 
-/// Message bytes per chunk handed to a render thread with `--format jsonl`:
-/// a message's JSON is about 15 times its bytes, so a chunk makes about
-/// 1.5 MB of output.
+/// Message bytes per chunk handed to a render thread: a message's JSON is
+/// about 15 times its bytes, so a chunk makes about 1.5 MB of output; its
+/// compact text tree less (`-VV`, with every description, about 0.7 times
+/// its JSON on the shipped captures).
 pub const CHUNK_BYTES: usize = 96 * 1024;
-
-/// The same for text trees, about 75 times their message's bytes (up to 150
-/// for small records): a chunk makes about 1.2 MB of output.
-pub const CHUNK_BYTES_TEXT: usize = 16 * 1024;
 
 /// Most items (messages, notices) in a chunk: a capture of notices and
 /// tiny messages hands over bounded chunks too.
@@ -205,10 +202,6 @@ where
         pool,
         last_ts: None,
         chunk: Chunk::default(),
-        chunk_bytes: match settings.format {
-            PrintFormat::Jsonl => CHUNK_BYTES,
-            PrintFormat::Text => CHUNK_BYTES_TEXT,
-        },
     };
     let mut order = Ordered::new(chunker, reorder, settings.count, settings.name.clone());
     order.notices.all = settings.all_notices;
@@ -307,8 +300,6 @@ enum Segment {
 struct Chunker {
     pool: Pool,
     chunk: Chunk,
-    /// Message bytes after which a chunk is handed over.
-    chunk_bytes: usize,
     /// The time of the last message handed on.
     last_ts: Option<Timestamp>,
 }
@@ -318,7 +309,7 @@ impl Chunker {
     /// threads stopped.
     fn push(&mut self, item: Item) -> bool {
         self.chunk.items.push(item);
-        if self.chunk.bytes < self.chunk_bytes && self.chunk.items.len() < CHUNK_ITEMS {
+        if self.chunk.bytes < CHUNK_BYTES && self.chunk.items.len() < CHUNK_ITEMS {
             return true;
         }
         let next = Chunk {
@@ -844,6 +835,18 @@ impl tree::TextSink for Segmented<'_> {
 
     /// The whole text's size: not reserved, it goes out in segments.
     fn reserve_text(&mut self, _n: usize) {}
+
+    /// Written in place in the output buffer (a run of records' lines).
+    fn push_utf8_with(&mut self, write: &mut dyn FnMut(&mut Vec<u8>) -> bool) -> bool {
+        if !self.ok {
+            return true;
+        }
+        let taken = write(self.buf);
+        if self.buf.len() >= SEGMENT_BYTES {
+            self.ok = self.to.flush(self.buf);
+        }
+        taken
+    }
 }
 
 /// A render thread's way to the writer.

@@ -44,6 +44,10 @@ pub(super) struct Field {
     pub(super) about: &'static str,
     pub(super) json_name: Pad,
     pub(super) json_ty: Pad,
+    /// As its compact text line spells them: the name with `: `, and the
+    /// type between two spaces and the span's `[`.
+    pub(super) text_name: Pad,
+    pub(super) text_ty: Pad,
 }
 
 impl Field {
@@ -68,6 +72,8 @@ impl Field {
             about,
             json_name: Pad::new(&[b",\"name\":\"", name.as_bytes(), b"\",\"offset\":"]),
             json_ty: Pad::new(&[b",\"type\":\"", ty.as_bytes(), b"\",\"value\":"]),
+            text_name: Pad::new(&[name.as_bytes(), b": "]),
+            text_ty: Pad::new(&[b"  ", ty.as_bytes(), b"  ["]),
         }
     }
 }

@@ -17,7 +17,8 @@
 
 use super::cursor::{content_value, iso8601_bytes, Cur, Int, MAX_STR};
 use super::fields::{self, Detail, Field, FieldOut, Hdr, Kind};
-use crate::kafka::tree::{self, json, Deferred, Node, Value};
+use crate::kafka::tree::json::{self, Pad};
+use crate::kafka::tree::{self, Deferred, Node, Value};
 
 /// Appends the compact lines of the records of a run, read from `bytes`
 /// (the run's span, at `offset` in source `source`), each line starting
@@ -31,12 +32,9 @@ pub(super) fn write_text_run(
     source: u16,
     prefix: &str,
     about: bool,
-    out: &mut String,
+    out: &mut Vec<u8>,
 ) -> bool {
     let mark = out.len();
-    // The text is about four times the records' bytes (more for tiny ones):
-    // room for most of it at once.
-    out.reserve(bytes.len().saturating_mul(4));
     let h = Hdr::of_run(d);
     let mut c = Cur::new(bytes, offset, source);
     let mut w = Text::new(out, prefix, source, about);
@@ -44,7 +42,8 @@ pub(super) fn write_text_run(
     let mut i = d.first;
     let mut ok = c.remaining() > 0;
     while ok && c.remaining() > 0 {
-        ok = fields::record(&mut c, i, &h, &mut w).clean;
+        w.index = i;
+        ok = fields::record(&mut c, i, &h, &mut w).clean && !w.failed;
         i = i.wrapping_add(1);
     }
     if !ok {
@@ -55,18 +54,28 @@ pub(super) fn write_text_run(
 
 /// The output of the fields' reader that writes compact lines, as bytes
 /// (every piece is UTF-8: the static names, ASCII made here, and texts
-/// made by `tree`): a record's fields (and its headers') wait in `rec`
-/// until the record is closed, when its own line, which shows what they
-/// hold, is written before them.
+/// made by `tree`). A record's own line shows its span and offset, which
+/// its length and offsetDelta fields tell: its first fields wait in `rec`
+/// until then, when its line and they are written, and the rest (its key,
+/// value and headers, most of its text) go to `out` as they come; a
+/// header's fields wait in `hdr` for its key, which its line shows.
 struct Text<'o> {
-    out: &'o mut String,
+    out: &'o mut Vec<u8>,
+    /// The index of the record being read.
+    index: u64,
+    /// Where the open record is.
+    state: Rec,
+    /// A record's span differed from the one its line showed: the run is
+    /// not written this way.
+    failed: bool,
     /// The lines' leads: a record's (`prefix` and two spaces), its fields'
     /// and headers', its headers' fields'.
     record_lead: Vec<u8>,
     field_lead: Vec<u8>,
     header_field_lead: Vec<u8>,
-    /// `#N:` for a source other than the message.
-    source: Vec<u8>,
+    /// What a span starts with after its `[`: `0x`, after `#N:` for a
+    /// source other than the message.
+    source: Pad,
     about: bool,
     /// The open record's line and field lines, and the open header's.
     line: Vec<u8>,
@@ -80,7 +89,7 @@ struct Text<'o> {
 }
 
 impl<'o> Text<'o> {
-    fn new(out: &'o mut String, prefix: &str, source: u16, about: bool) -> Self {
+    fn new(out: &'o mut Vec<u8>, prefix: &str, source: u16, about: bool) -> Self {
         let lead = |n: usize| format!("{prefix}{}", "  ".repeat(n)).into_bytes();
         let mut src = Vec::new();
         if source != 0 {
@@ -88,12 +97,16 @@ impl<'o> Text<'o> {
             json::u64(&mut src, source.into());
             src.push(b':');
         }
+        src.extend_from_slice(b"0x");
         Text {
             out,
+            index: 0,
+            state: Rec::Opened,
+            failed: false,
             record_lead: lead(1),
             field_lead: lead(2),
             header_field_lead: lead(3),
-            source: src,
+            source: Pad::new(&[&src]),
             about,
             line: Vec::with_capacity(128),
             rec: Vec::with_capacity(1024),
@@ -107,18 +120,17 @@ impl<'o> Text<'o> {
     /// The current field's line, started with its lead, its name and `: `;
     /// then the source text, whether descriptions show, the scratch and
     /// the record's summary.
-    fn start(&mut self, name: &str) -> Line<'_> {
-        let (s, lead) = if self.in_header {
-            (&mut self.hdr, self.header_field_lead.as_slice())
-        } else {
-            (&mut self.rec, self.field_lead.as_slice())
+    fn start(&mut self, name: &Pad) -> Line<'_> {
+        let (s, lead) = match (self.in_header, self.state) {
+            (true, _) => (&mut self.hdr, self.header_field_lead.as_slice()),
+            (false, Rec::Written(..)) => (&mut *self.out, self.field_lead.as_slice()),
+            (false, _) => (&mut self.rec, self.field_lead.as_slice()),
         };
         s.extend_from_slice(lead);
-        s.extend_from_slice(name.as_bytes());
-        s.extend_from_slice(b": ");
+        name.put(s);
         (
             s,
-            self.source.as_slice(),
+            &self.source,
             self.about,
             &mut self.scratch,
             &mut self.summary,
@@ -126,30 +138,73 @@ impl<'o> Text<'o> {
     }
 }
 
+impl Text<'_> {
+    /// Writes the open record's line, showing the span (`at`, `len`), and
+    /// the field lines that waited for it.
+    fn write_record_line(&mut self, at: usize, len: usize) {
+        let l = &mut self.line;
+        l.clear();
+        l.extend_from_slice(&self.record_lead);
+        l.extend_from_slice(b"Record[");
+        json::u64(l, self.index);
+        l.push(b']');
+        if !self.summary.is_empty() {
+            l.extend_from_slice(b": ");
+            l.extend_from_slice(&self.summary);
+        }
+        let about = "one record: deltas against the batch header, key, value, headers";
+        tail(
+            l,
+            &RECORD_TY,
+            &self.source,
+            at,
+            len,
+            self.about.then_some(about),
+        );
+        self.out.extend_from_slice(&self.line);
+        self.out.extend_from_slice(&self.rec);
+        self.rec.clear();
+    }
+}
+
+/// Where a [`Text`]'s open record is.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Rec {
+    /// Opened: its length comes first.
+    Opened,
+    /// Its span (offset, length), known from its length field.
+    Sized(usize, usize),
+    /// Its line written with this span: its fields go straight out.
+    Written(usize, usize),
+}
+
 /// [`Text::start`]'s line and what writing it takes.
 type Line<'a> = (
     &'a mut Vec<u8>,
-    &'a [u8],
+    &'a Pad,
     bool,
     &'a mut String,
     &'a mut Vec<u8>,
 );
 
-/// Appends `  type  [#N:0xoffset+length]`, the description when there is
-/// one to show, and the line's end.
+/// A record's line's type with what goes around it ([`Field::text_ty`]).
+const RECORD_TY: Pad = Pad::new(&[b"  Record  ["]);
+/// A header's.
+const HEADER_TY: Pad = Pad::new(&[b"  Header  ["]);
+
+/// Appends `  type  [#N:0xoffset+length]` (`ty`: up to the `[`; `source`:
+/// from `#N:` to `0x`), the description when there is one to show, and the
+/// line's end.
 fn tail(
     s: &mut Vec<u8>,
-    ty: &str,
-    source: &[u8],
+    ty: &Pad,
+    source: &Pad,
     offset: usize,
     length: usize,
     about: Option<&str>,
 ) {
-    s.extend_from_slice(b"  ");
-    s.extend_from_slice(ty.as_bytes());
-    s.extend_from_slice(b"  [");
-    s.extend_from_slice(source);
-    s.extend_from_slice(b"0x");
+    ty.put(s);
+    source.put(s);
     s.extend_from_slice(tree::hex_text(&mut [0; 16], offset as u64));
     s.push(b'+');
     json::u64(s, length as u64);
@@ -161,17 +216,16 @@ fn tail(
     s.push(b'\n');
 }
 
-/// Appends `text` (UTF-8 made of UTF-8 pieces) to `out`.
-fn push_utf8(out: &mut String, text: &[u8]) {
-    match std::str::from_utf8(text) {
-        Ok(t) => out.push_str(t),
-        Err(_) => out.push_str(&String::from_utf8_lossy(text)),
-    }
-}
-
 impl FieldOut for Text<'_> {
     fn int(&mut self, f: &'static Field, v: i64, d: Detail, at: usize, len: usize) {
-        let (s, source, about, _, summary) = self.start(f.name);
+        if let (Rec::Opened, Detail::None) = (self.state, d) {
+            // The record's length: its span is the field's and the bytes it counts.
+            if let Ok(n) = usize::try_from(v) {
+                self.state = Rec::Sized(at, len.saturating_add(n));
+            }
+        }
+        let offset = matches!(d, Detail::Offset(_));
+        let (s, source, about, _, summary) = self.start(&f.text_name);
         // As `Int::value` shows it: an unsigned 32-bit integer by its bits.
         match f.kind {
             Kind::Int(Int::U32) => json::u64(s, v as u64),
@@ -199,12 +253,17 @@ impl FieldOut for Text<'_> {
             // A batch header's or an error's: not in a run of clean records.
             Detail::None | Detail::Crc(_) | Detail::Negative | Detail::RecordLength(_) => {}
         }
-        tail(s, f.ty, source, at, len, about.then_some(f.about));
+        tail(s, &f.text_ty, source, at, len, about.then_some(f.about));
+        // The record's offset: its line can be written, before its fields.
+        if let (true, false, Rec::Sized(at, len)) = (offset, self.in_header, self.state) {
+            self.write_record_line(at, len);
+            self.state = Rec::Written(at, len);
+        }
     }
 
     fn content(&mut self, f: &'static Field, data: &[u8], at: usize) {
         let string = f.kind == Kind::String;
-        let (s, source, about, scratch, _) = self.start(f.name);
+        let (s, source, about, scratch, _) = self.start(&f.text_name);
         // Printable ASCII, the usual content, is quoted as it is (`Debug`'s
         // plain form), `"` and `\` escaped.
         if json::is_printable_ascii(data) && (string || data.len() <= MAX_STR) {
@@ -227,7 +286,14 @@ impl FieldOut for Text<'_> {
             tree::push_value_escaped(&value, None, scratch);
             s.extend_from_slice(scratch.as_bytes());
         }
-        tail(s, f.ty, source, at, data.len(), about.then_some(f.about));
+        tail(
+            s,
+            &f.text_ty,
+            source,
+            at,
+            data.len(),
+            about.then_some(f.about),
+        );
     }
 
     /// Problems make a record unclean: nothing to write.
@@ -236,6 +302,7 @@ impl FieldOut for Text<'_> {
     fn open_record(&mut self) {
         self.rec.clear();
         self.summary.clear();
+        self.state = Rec::Opened;
     }
 
     fn close_record(&mut self, i: u64, ok: bool, at: usize, len: usize) {
@@ -243,27 +310,14 @@ impl FieldOut for Text<'_> {
         if !ok {
             return;
         }
-        let l = &mut self.line;
-        l.clear();
-        l.extend_from_slice(&self.record_lead);
-        l.extend_from_slice(b"Record[");
-        json::u64(l, i);
-        l.push(b']');
-        if !self.summary.is_empty() {
-            l.extend_from_slice(b": ");
-            l.extend_from_slice(&self.summary);
+        match self.state {
+            // Its line is out: it must have shown this record's span.
+            Rec::Written(a, l) => self.failed |= (a, l) != (at, len) || i != self.index,
+            _ => {
+                self.index = i;
+                self.write_record_line(at, len);
+            }
         }
-        let about = "one record: deltas against the batch header, key, value, headers";
-        tail(
-            l,
-            "Record",
-            &self.source,
-            at,
-            len,
-            self.about.then_some(about),
-        );
-        push_utf8(self.out, &self.line);
-        push_utf8(self.out, &self.rec);
     }
 
     fn open_header(&mut self) {
@@ -276,7 +330,10 @@ impl FieldOut for Text<'_> {
         let Some(key) = key else {
             return;
         };
-        let rec = &mut self.rec;
+        let rec = match self.state {
+            Rec::Written(..) => &mut *self.out,
+            _ => &mut self.rec,
+        };
         rec.extend_from_slice(&self.field_lead);
         rec.extend_from_slice(b"Header[");
         json::u64(rec, j);
@@ -289,7 +346,7 @@ impl FieldOut for Text<'_> {
         let about = "a key/value pair attached to the record";
         tail(
             rec,
-            "Header",
+            &HEADER_TY,
             &self.source,
             at,
             len,
