@@ -31,6 +31,18 @@ broker_start() {
   echo "broker did not start:" >&2; cat "$RUNDIR/broker.log" >&2; return 1
 }
 
+# broker_behind BACKEND_PORT ADVERTISED_PORT TOPIC PARTITIONS -- tansu on 127.0.0.1:BACKEND_PORT
+# advertising ADVERTISED_PORT (a proxy's, so that every client connection goes through it),
+# with TOPIC created before anything is captured.
+broker_behind() {
+  "$TANSU" broker --listener-url "tcp://127.0.0.1:$1" --advertised-listener-url "tcp://127.0.0.1:$2" \
+     --storage-engine memory://tansu/ >"$RUNDIR/broker.log" 2>&1 &
+  BROKER_PID=$!
+  for _ in $(seq 100); do ss -ltnH "sport = :$1" | grep -q . && break; sleep 0.1; done
+  sleep 0.3
+  "$TANSU" topic create --broker "tcp://127.0.0.1:$1" --partitions "$4" "$3" >/dev/null
+}
+
 broker_stop() {
   if [ -n "$BROKER_PID" ]; then kill "$BROKER_PID" 2>/dev/null || true; wait "$BROKER_PID" 2>/dev/null || true; fi
   BROKER_PID=""

@@ -22,12 +22,7 @@ TOPIC=b4-throttle
 cleanup_b4() { [ -n "$PROXY_PID" ] && kill "$PROXY_PID" 2>/dev/null; cleanup; }
 trap cleanup_b4 EXIT
 
-"$TANSU" broker --listener-url "tcp://127.0.0.1:$BACKEND_PORT" --advertised-listener-url "tcp://127.0.0.1:$PORT" \
-   --storage-engine memory://tansu/ >"$RUNDIR/broker.log" 2>&1 &
-BROKER_PID=$!
-for _ in $(seq 100); do ss -ltnH "sport = :$BACKEND_PORT" | grep -q . && break; sleep 0.1; done
-sleep 0.3
-"$TANSU" topic create --broker "tcp://127.0.0.1:$BACKEND_PORT" --partitions 2 "$TOPIC" >/dev/null
+broker_behind "$BACKEND_PORT" "$PORT" "$TOPIC" 2
 
 python3 -u "$HERE/throttle-proxy.py" "$PORT" "$BACKEND_PORT" "$PROXY_LOG" >"$RUNDIR/proxy.log" 2>&1 &
 PROXY_PID=$!

@@ -16,6 +16,7 @@ pub mod kafka;
 pub mod pairing;
 pub mod pipeline;
 pub mod stats;
+pub mod tls;
 pub mod topics;
 pub mod vocab;
 

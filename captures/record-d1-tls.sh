@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# D1/D2: Kafka over TLS, with the key logs, and the same bytes in plaintext.
+#
+#   clients --TLS, 127.0.0.1:9093--> tls-proxy.py --plaintext, 127.0.0.1:9094--> tansu
+#
+#   record-d1-tls.sh 1.3  -> tls/d1-tls13.pcap, tls/d1-tls13-plain.pcap (+ .server.keys, .client.keys)
+#   record-d1-tls.sh 1.2  -> tls/d2-tls12.pcap, tls/d2-tls12-plain.pcap (one TLS 1.2 suite per
+#                            connection, in turn)
+#
+# tansu listens on 9094 and advertises 9093, the proxy's port, so every connection goes
+# through the proxy. One tcpdump records both ports; the capture is then split: FILE.pcap
+# holds port 9093 (TLS) and FILE-plain.pcap port 9094 (the proxy's plaintext side: the
+# same Kafka bytes, byte for byte, so a decrypted FILE.pcap must decode to FILE-plain.pcap's
+# messages). Key logs: FILE.server.keys is written by the proxy for every connection (a
+# broker-side key log); FILE.client.keys by the clients that can (kafka-python 3.0.12
+# through SSLContext.keylog_filename, kafkajs 2.2.4 through node's 'keylog' event;
+# librdkafka 2.16.0 has no key log setting, so its connections are missing from it).
+# The broker certificate is self-signed, made here, for IP 127.0.0.1, valid 10 years.
+# Needs what reclib.sh needs, openssl, kafka-python, confluent-kafka and kafkajs
+# (NODE_PATH pointing at a node_modules holding kafkajs 2.2.4).
+set -euo pipefail
+VERSION=${1:?usage: record-d1-tls.sh 1.2|1.3}
+PORT=9093
+source "$(dirname "$0")/reclib.sh"
+# Kept apart from the plaintext captures (captures/tls/): not Kafka without their keys.
+OUT=$HERE/tls
+mkdir -p "$OUT"
+BACKEND_PORT=9094
+case $VERSION in
+  1.3) NAME=d1-tls13; SUITES="" ;;
+  # ECDHE and RSA key exchange; AES-GCM, ChaCha20-Poly1305, AES-CBC with SHA-1 and SHA-256.
+  1.2) NAME=d2-tls12; SUITES="ECDHE-RSA-AES128-GCM-SHA256,ECDHE-RSA-AES256-GCM-SHA384,ECDHE-RSA-CHACHA20-POLY1305,ECDHE-RSA-AES128-SHA,AES256-SHA256,AES128-GCM-SHA256" ;;
+  *) echo "TLS 1.2 or 1.3" >&2; exit 2 ;;
+esac
+CAP=$OUT/$NAME.pcap
+PLAIN=$OUT/$NAME-plain.pcap
+ALL=$RUNDIR/all.pcap
+TOPIC=tls-topic
+export NODE_PATH=${NODE_PATH:-./node_modules}
+PROXY_PID=""
+CLIENTS="kafka-python 3.0.12, confluent-kafka 2.16.1 (librdkafka 2.16.0), kafkajs 2.2.4 (node $(node --version)), over TLS $VERSION through tls-proxy.py"
+WORKLOAD="see tls-workload.py and tls-kafkajs.js: topic $TOPIC (2 partitions, created before the capture); kafka-python produces 10 records and reads them back (partitions assigned); librdkafka produces 10 gzip records, a consumer in group tls-group reads all 20 and commits; kafkajs produces 5 records, a consumer in group tls-js-group reads all 25."
+cleanup_d() { [ -n "$PROXY_PID" ] && kill "$PROXY_PID" 2>/dev/null; cleanup; }
+trap cleanup_d EXIT
+
+openssl req -x509 -newkey rsa:2048 -nodes -days 3650 -subj "/CN=kafkashark-test-broker" \
+  -addext "subjectAltName=IP:127.0.0.1,DNS:localhost" \
+  -keyout "$RUNDIR/broker.key" -out "$RUNDIR/broker.crt" 2>/dev/null
+rm -f "$CAP.server.keys" "$CAP.client.keys"
+
+broker_behind "$BACKEND_PORT" "$PORT" "$TOPIC" 2
+
+python3 -u "$HERE/tls-proxy.py" "$PORT" "$BACKEND_PORT" --cert "$RUNDIR/broker.crt" --key "$RUNDIR/broker.key" \
+  --keylog "$CAP.server.keys" --tls "$VERSION" --suites "$SUITES" --log "$RUNDIR/proxy.log" &
+PROXY_PID=$!
+for _ in $(seq 100); do ss -ltnH "sport = :$PORT" | grep -q . && break; sleep 0.1; done
+
+rm -f "$ALL"
+tcpdump -i lo -s 0 -B 262144 -w "$ALL" "tcp port $PORT or tcp port $BACKEND_PORT" 2>"$RUNDIR/tcpdump.log" &
+TCPDUMP_PID=$!
+for _ in $(seq 100); do grep -q "listening on" "$RUNDIR/tcpdump.log" && break; sleep 0.1; done
+sleep 0.5
+
+# TLS 1.3 suites are the clients' choice here (Python's ssl cannot set a server's): an OpenSSL
+# configuration for the client's process narrows what it offers: kafka-python
+# TLS_AES_128_GCM_SHA256, librdkafka TLS_AES_256_GCM_SHA384; kafkajs ChaCha20-Poly1305.
+suites13() {
+  printf 'openssl_conf = d\n[d]\nssl_conf = s\n[s]\nsystem_default = t\n[t]\nCiphersuites = %s\n' "$1" >"$RUNDIR/$1.cnf"
+  [ "$VERSION" = 1.3 ] && echo "$RUNDIR/$1.cnf" || true
+}
+[ "$VERSION" = 1.3 ] && JS_CIPHERS=TLS_CHACHA20_POLY1305_SHA256
+for which in kafka-python librdkafka; do
+  case $which in kafka-python) s=TLS_AES_128_GCM_SHA256 ;; *) s=TLS_AES_256_GCM_SHA384 ;; esac
+  OPENSSL_CONF=$(suites13 $s) timeout 120 python3 "$HERE/tls-workload.py" "127.0.0.1:$PORT" "$TOPIC" "$RUNDIR/broker.crt" "$CAP.client.keys" $which
+done
+timeout 60 node "$HERE/tls-kafkajs.js" "127.0.0.1:$PORT" "$TOPIC" "$RUNDIR/broker.crt" "$CAP.client.keys" "${JS_CIPHERS:-}"
+
+cap_stop
+kill "$PROXY_PID"; wait "$PROXY_PID" 2>/dev/null || true; PROXY_PID=""
+cat "$RUNDIR/proxy.log"
+broker_stop
+tcpdump -r "$ALL" -w "$CAP" "tcp port $PORT" 2>/dev/null
+tcpdump -r "$ALL" -w "$PLAIN" "tcp port $BACKEND_PORT" 2>/dev/null
+echo "$CAP: $(tcpdump -r "$CAP" 2>/dev/null | wc -l) packets; $PLAIN: $(tcpdump -r "$PLAIN" 2>/dev/null | wc -l) packets"
+echo "key log lines: server $(wc -l <"$CAP.server.keys"), client $(wc -l <"$CAP.client.keys")"
+# tshark's reading of the decrypted capture (its own TLS and Kafka dissectors).
+tshark -n -r "$CAP" -o "tls.keylog_file:$CAP.server.keys" -d "tls.port==$PORT,kafka" -Y kafka -T fields \
+  -e frame.number -e frame.time_epoch -e tcp.stream -e tcp.srcport -e tcp.dstport -e tls.record.version \
+  -e kafka.len -e kafka.request_key -e kafka.api_version -e kafka.correlation_id \
+  -e kafka.response_frame -e kafka.request_frame >"$CAP.tshark.tsv" 2>/dev/null || true
+echo "tshark decrypted $(wc -l <"$CAP.tshark.tsv") frames with Kafka"
+python3 "$HERE/summarize.py" "$PLAIN" --port "$BACKEND_PORT" --client "$CLIENTS" --workload "$WORKLOAD" \
+  --broker "tansu 0.6.0 (built with --features dynostore), storage memory://tansu/, listening on 127.0.0.1:$BACKEND_PORT behind tls-proxy.py on 127.0.0.1:$PORT" \
+  --notes "The proxy's plaintext side of $(basename "$CAP"): the same Kafka bytes as its TLS connections carry."
+

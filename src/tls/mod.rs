@@ -1,0 +1,10 @@
+//! TLS: what a capture of Kafka over TLS shows, and with the session keys,
+//! its Kafka bytes.
+//!
+//! Place in the data path: a connection's bytes become TLS records and
+//! handshake messages ([`wire`]); a front end feeds key logs to
+//! [`keylog::KeyLog`], where a session's secrets are found by its client
+//! random.
+
+pub mod keylog;
+pub mod wire;

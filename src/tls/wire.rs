@@ -1,0 +1,509 @@
+//! TLS on the wire, without keys: records cut from a connection's byte
+//! stream, handshake messages gathered from them, and what the hellos and
+//! alerts say (RFC 5246, RFC 8446).
+//!
+//! Place in the data path: a connection's bytes, one direction at a time
+//! ([`Records::push`]), become records; the plaintext handshake records
+//! ([`Handshakes`]) become messages, of which the ClientHello and
+//! ServerHello are read ([`ClientHello::parse`], [`ServerHello::parse`]).
+//!
+//! Invariants: pure; never trusts a length from the wire for an allocation
+//! (a record is at most [`MAX_RECORD`] bytes, a handshake message at most
+//! [`MAX_HANDSHAKE`]: anything longer is an error, and the direction is not
+//! read further); what cannot be read is said, never guessed.
+
+#![deny(clippy::indexing_slicing)]
+
+/// A record's header: type, version, length.
+pub const HEADER: usize = 5;
+
+/// The longest record body: 2^14 plus the 2,048 bytes TLS 1.2 allows a
+/// ciphertext beyond its plaintext.
+pub const MAX_RECORD: usize = (1 << 14) + 2048;
+
+/// The longest handshake message gathered (a certificate chain of a few
+/// certificates fits many times over).
+pub const MAX_HANDSHAKE: usize = 1 << 20;
+
+/// A record's content type.
+pub mod content {
+    /// ChangeCipherSpec.
+    pub const CHANGE_CIPHER_SPEC: u8 = 20;
+    /// Alert.
+    pub const ALERT: u8 = 21;
+    /// Handshake.
+    pub const HANDSHAKE: u8 = 22;
+    /// Application data.
+    pub const APPLICATION_DATA: u8 = 23;
+}
+
+/// A handshake message's type.
+pub mod handshake {
+    /// ClientHello.
+    pub const CLIENT_HELLO: u8 = 1;
+    /// ServerHello (and HelloRetryRequest).
+    pub const SERVER_HELLO: u8 = 2;
+    /// NewSessionTicket.
+    pub const NEW_SESSION_TICKET: u8 = 4;
+    /// Certificate.
+    pub const CERTIFICATE: u8 = 11;
+    /// Finished.
+    pub const FINISHED: u8 = 20;
+    /// KeyUpdate (TLS 1.3).
+    pub const KEY_UPDATE: u8 = 24;
+}
+
+/// Whether `b` starts like a TLS connection's first bytes from a client: a
+/// handshake record of TLS 1.0 to 1.2's record version holding a
+/// ClientHello (`Some(false)`: not TLS; `None`: too few bytes to say).
+pub fn starts_client_hello(b: &[u8]) -> Option<bool> {
+    // Byte 0 the type, 1 and 2 the record version, 5 the handshake type.
+    let checks = [
+        (0, content::HANDSHAKE..=content::HANDSHAKE),
+        (1, 3..=3),
+        (2, 1..=3),
+        (5, handshake::CLIENT_HELLO..=handshake::CLIENT_HELLO),
+    ];
+    for (i, ok) in checks {
+        match b.get(i) {
+            None => return None,
+            Some(v) if !ok.contains(v) => return Some(false),
+            Some(_) => {}
+        }
+    }
+    let len = match b.get(3..5) {
+        Some(&[x, y]) => usize::from(u16::from_be_bytes([x, y])),
+        _ => return None,
+    };
+    Some((4..=MAX_RECORD).contains(&len))
+}
+
+/// One record: its type, version, body, and where its header starts in its
+/// direction's byte stream.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Record {
+    /// Content type ([`content`]).
+    pub content: u8,
+    /// The record layer's version (0x0303 for TLS 1.2 and, frozen, 1.3).
+    pub version: u16,
+    /// The body (ciphertext once the keys are in use).
+    pub body: Vec<u8>,
+    /// Stream offset of the record's first header byte.
+    pub at: u64,
+}
+
+/// Why a direction's bytes are not read as records any further.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RecordError {
+    /// A header that is no TLS record's, at this stream offset.
+    NotTls(u64),
+    /// A record longer than [`MAX_RECORD`], at this stream offset.
+    TooLong(u64),
+}
+
+impl std::fmt::Display for RecordError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            RecordError::NotTls(at) => write!(f, "not a TLS record at stream offset {at}"),
+            RecordError::TooLong(at) => {
+                write!(
+                    f,
+                    "a record longer than {MAX_RECORD} bytes at stream offset {at}"
+                )
+            }
+        }
+    }
+}
+
+/// One direction's records, cut from its bytes as they come.
+#[derive(Debug, Default)]
+pub struct Records {
+    /// Bytes of the record being gathered (at most a header and [`MAX_RECORD`]).
+    pending: Vec<u8>,
+    /// Stream offset of `pending[0]`.
+    at: u64,
+    /// Once set, nothing more is read.
+    failed: Option<RecordError>,
+}
+
+impl Records {
+    /// A direction from stream offset 0.
+    pub fn new() -> Records {
+        Records::default()
+    }
+
+    /// Takes the direction's next bytes and appends the records they
+    /// complete to `out`; `Err` once they are not TLS records (and ever after).
+    pub fn push(&mut self, mut bytes: &[u8], out: &mut Vec<Record>) -> Result<(), RecordError> {
+        if let Some(e) = self.failed {
+            return Err(e);
+        }
+        while !bytes.is_empty() {
+            let want = self.wanted();
+            let take = want.saturating_sub(self.pending.len()).min(bytes.len());
+            let (now, rest) = bytes.split_at(take);
+            self.pending.extend_from_slice(now);
+            bytes = rest;
+            if self.pending.len() < HEADER {
+                continue;
+            }
+            let Some(&[ty, major, minor]) = self.pending.get(..3) else {
+                continue;
+            };
+            let len = self.len();
+            if !(20..=24).contains(&ty) || major != 3 {
+                return Err(*self.failed.insert(RecordError::NotTls(self.at)));
+            }
+            if len > MAX_RECORD {
+                return Err(*self.failed.insert(RecordError::TooLong(self.at)));
+            }
+            if self.pending.len() == HEADER + len {
+                out.push(Record {
+                    content: ty,
+                    version: u16::from_be_bytes([major, minor]),
+                    body: self.pending.get(HEADER..).unwrap_or_default().to_vec(),
+                    at: self.at,
+                });
+                self.at += (HEADER + len) as u64;
+                self.pending.clear();
+            }
+        }
+        Ok(())
+    }
+
+    /// The body length the pending header says (0 before a whole header).
+    fn len(&self) -> usize {
+        match self.pending.get(3..5) {
+            Some(&[a, b]) => usize::from(u16::from_be_bytes([a, b])),
+            _ => 0,
+        }
+    }
+
+    /// How many pending bytes complete what is being read: the header, then
+    /// the record.
+    fn wanted(&self) -> usize {
+        if self.pending.len() < HEADER {
+            HEADER
+        } else {
+            HEADER + self.len().min(MAX_RECORD)
+        }
+    }
+}
+
+/// Handshake messages gathered from one direction's plaintext handshake
+/// records (a message may span records, a record hold several).
+#[derive(Debug, Default)]
+pub struct Handshakes {
+    pending: Vec<u8>,
+    failed: bool,
+}
+
+impl Handshakes {
+    /// Nothing gathered.
+    pub fn new() -> Handshakes {
+        Handshakes::default()
+    }
+
+    /// Takes a handshake record's plaintext body; appends the messages it
+    /// completes (type, body) to `out`. False once a message claims more than
+    /// [`MAX_HANDSHAKE`] bytes (then nothing more is gathered).
+    pub fn push(&mut self, body: &[u8], out: &mut Vec<(u8, Vec<u8>)>) -> bool {
+        if self.failed {
+            return false;
+        }
+        self.pending.extend_from_slice(body);
+        loop {
+            let Some(&[ty, a, b, c]) = self.pending.get(..4) else {
+                return true;
+            };
+            let len = usize::from(a) << 16 | usize::from(b) << 8 | usize::from(c);
+            if len > MAX_HANDSHAKE {
+                self.failed = true;
+                self.pending = Vec::new();
+                return false;
+            }
+            let Some(msg) = self.pending.get(4..4 + len) else {
+                return true;
+            };
+            out.push((ty, msg.to_vec()));
+            self.pending.drain(..4 + len);
+        }
+    }
+}
+
+/// A reader of a handshake message's fields; every read checks its length.
+struct Cur<'a>(&'a [u8]);
+
+impl<'a> Cur<'a> {
+    fn take(&mut self, n: usize) -> Option<&'a [u8]> {
+        if n > self.0.len() {
+            return None;
+        }
+        let (a, b) = self.0.split_at(n);
+        self.0 = b;
+        Some(a)
+    }
+    fn u8(&mut self) -> Option<u8> {
+        self.take(1).and_then(|b| b.first().copied())
+    }
+    fn u16(&mut self) -> Option<u16> {
+        self.take(2).map(be16)
+    }
+    /// A vector with a length prefix of `n` bytes (1 or 2).
+    fn vec(&mut self, n: usize) -> Option<&'a [u8]> {
+        let len = match n {
+            1 => usize::from(self.u8()?),
+            _ => usize::from(self.u16()?),
+        };
+        self.take(len)
+    }
+}
+
+/// A big-endian u16 from two bytes (0 from any other count).
+fn be16(b: &[u8]) -> u16 {
+    u16::from_be_bytes(b.try_into().unwrap_or_default())
+}
+
+/// Extension numbers read from the hellos.
+mod ext {
+    pub const SERVER_NAME: u16 = 0;
+    pub const ALPN: u16 = 16;
+    pub const SESSION_TICKET: u16 = 35;
+    pub const PRE_SHARED_KEY: u16 = 41;
+    pub const SUPPORTED_VERSIONS: u16 = 43;
+}
+
+/// What a ClientHello says.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ClientHello {
+    /// `legacy_version` (0x0303 for TLS 1.2 and 1.3).
+    pub version: u16,
+    /// The client random: the key log's key for the session.
+    pub random: [u8; 32],
+    /// The session id offered (TLS 1.2 resumption, or TLS 1.3's legacy echo).
+    pub session_id: Vec<u8>,
+    /// Cipher suites offered.
+    pub cipher_suites: Vec<u16>,
+    /// The server name (SNI), when sent.
+    pub server_name: Option<String>,
+    /// Application protocols offered (ALPN).
+    pub alpn: Vec<String>,
+    /// Versions offered in `supported_versions` (TLS 1.3 clients).
+    pub supported_versions: Vec<u16>,
+    /// A session ticket offered (TLS 1.2) or a pre-shared key (TLS 1.3).
+    pub offers_resumption: bool,
+}
+
+impl ClientHello {
+    /// Reads a ClientHello's body; `Err` names the first field that does not read.
+    pub fn parse(body: &[u8]) -> Result<ClientHello, &'static str> {
+        let mut c = Cur(body);
+        let version = c.u16().ok_or("legacy_version")?;
+        let random = c.take(32).and_then(|r| r.try_into().ok()).ok_or("random")?;
+        let session_id = c.vec(1).ok_or("legacy_session_id")?.to_vec();
+        let suites = c.vec(2).ok_or("cipher_suites")?;
+        let cipher_suites = suites.chunks_exact(2).map(be16).collect();
+        c.vec(1).ok_or("legacy_compression_methods")?;
+        let mut h = ClientHello {
+            version,
+            random,
+            session_id,
+            cipher_suites,
+            ..ClientHello::default()
+        };
+        each_extension(&mut c, |ty, mut d| {
+            match ty {
+                ext::SERVER_NAME => {
+                    let mut list = Cur(d.vec(2).ok_or("server_name list")?);
+                    while !list.0.is_empty() {
+                        let kind = list.u8().ok_or("server_name type")?;
+                        let name = list.vec(2).ok_or("server_name")?;
+                        if kind == 0 && h.server_name.is_none() {
+                            h.server_name = Some(String::from_utf8_lossy(name).into_owned());
+                        }
+                    }
+                }
+                ext::ALPN => {
+                    let mut list = Cur(d.vec(2).ok_or("ALPN list")?);
+                    while !list.0.is_empty() {
+                        let p = list.vec(1).ok_or("ALPN protocol")?;
+                        h.alpn.push(String::from_utf8_lossy(p).into_owned());
+                    }
+                }
+                ext::SUPPORTED_VERSIONS => {
+                    let list = d.vec(1).ok_or("supported_versions")?;
+                    h.supported_versions = list.chunks_exact(2).map(be16).collect();
+                }
+                ext::SESSION_TICKET => h.offers_resumption |= !d.0.is_empty(),
+                ext::PRE_SHARED_KEY => h.offers_resumption = true,
+                _ => {}
+            }
+            Ok(())
+        })?;
+        Ok(h)
+    }
+}
+
+/// Calls `f` with each extension's type and data, when the hello has any
+/// (a hello may end before its extensions).
+fn each_extension(
+    c: &mut Cur<'_>,
+    mut f: impl FnMut(u16, Cur<'_>) -> Result<(), &'static str>,
+) -> Result<(), &'static str> {
+    if c.0.is_empty() {
+        return Ok(());
+    }
+    let mut exts = Cur(c.vec(2).ok_or("extensions")?);
+    while !exts.0.is_empty() {
+        let ty = exts.u16().ok_or("extension type")?;
+        f(ty, Cur(exts.vec(2).ok_or("extension data")?))?;
+    }
+    Ok(())
+}
+
+/// The random of a HelloRetryRequest (RFC 8446, 4.1.3): a ServerHello with
+/// it asks the client for another ClientHello.
+const HELLO_RETRY: [u8; 32] = [
+    0xcf, 0x21, 0xad, 0x74, 0xe5, 0x9a, 0x61, 0x11, 0xbe, 0x1d, 0x8c, 0x02, 0x1e, 0x65, 0xb8, 0x91,
+    0xc2, 0xa2, 0x11, 0x16, 0x7a, 0xbb, 0x8c, 0x5e, 0x07, 0x9e, 0x09, 0xe2, 0xc8, 0xa8, 0x33, 0x9c,
+];
+
+/// What a ServerHello says.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ServerHello {
+    /// The version chosen: `supported_versions`' when sent (TLS 1.3), else
+    /// `legacy_version`.
+    pub version: u16,
+    /// The server random.
+    pub random: [u8; 32],
+    /// The session id (a TLS 1.2 server echoing the client's resumes it).
+    pub session_id: Vec<u8>,
+    /// The cipher suite chosen.
+    pub cipher_suite: u16,
+    /// A TLS 1.3 server accepted a pre-shared key (a resumption).
+    pub psk_accepted: bool,
+    /// A HelloRetryRequest, not a ServerHello.
+    pub retry: bool,
+}
+
+impl ServerHello {
+    /// Reads a ServerHello's body; `Err` names the first field that does not read.
+    pub fn parse(body: &[u8]) -> Result<ServerHello, &'static str> {
+        let mut c = Cur(body);
+        let legacy = c.u16().ok_or("legacy_version")?;
+        let random: [u8; 32] = c.take(32).and_then(|r| r.try_into().ok()).ok_or("random")?;
+        let session_id = c.vec(1).ok_or("legacy_session_id_echo")?.to_vec();
+        let cipher_suite = c.u16().ok_or("cipher_suite")?;
+        c.u8().ok_or("legacy_compression_method")?;
+        let mut h = ServerHello {
+            version: legacy,
+            random,
+            session_id,
+            cipher_suite,
+            retry: random == HELLO_RETRY,
+            ..ServerHello::default()
+        };
+        each_extension(&mut c, |ty, mut d| {
+            match ty {
+                ext::SUPPORTED_VERSIONS => h.version = d.u16().ok_or("selected_version")?,
+                ext::PRE_SHARED_KEY => h.psk_accepted = true,
+                _ => {}
+            }
+            Ok(())
+        })?;
+        Ok(h)
+    }
+}
+
+/// A version's name: `TLS 1.2`.
+pub fn version_name(v: u16) -> String {
+    match v {
+        0x0300 => "SSL 3.0".into(),
+        0x0301 => "TLS 1.0".into(),
+        0x0302 => "TLS 1.1".into(),
+        0x0303 => "TLS 1.2".into(),
+        0x0304 => "TLS 1.3".into(),
+        v => format!("0x{v:04x}"),
+    }
+}
+
+/// The IANA names of the cipher suites Kafka's clients and brokers use.
+const SUITES: &[(u16, &str)] = &[
+    (0x002f, "TLS_RSA_WITH_AES_128_CBC_SHA"),
+    (0x0035, "TLS_RSA_WITH_AES_256_CBC_SHA"),
+    (0x003c, "TLS_RSA_WITH_AES_128_CBC_SHA256"),
+    (0x003d, "TLS_RSA_WITH_AES_256_CBC_SHA256"),
+    (0x009c, "TLS_RSA_WITH_AES_128_GCM_SHA256"),
+    (0x009d, "TLS_RSA_WITH_AES_256_GCM_SHA384"),
+    (0x1301, "TLS_AES_128_GCM_SHA256"),
+    (0x1302, "TLS_AES_256_GCM_SHA384"),
+    (0x1303, "TLS_CHACHA20_POLY1305_SHA256"),
+    (0xc009, "TLS_ECDHE_ECDSA_WITH_AES_128_CBC_SHA"),
+    (0xc00a, "TLS_ECDHE_ECDSA_WITH_AES_256_CBC_SHA"),
+    (0xc013, "TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA"),
+    (0xc014, "TLS_ECDHE_RSA_WITH_AES_256_CBC_SHA"),
+    (0xc023, "TLS_ECDHE_ECDSA_WITH_AES_128_CBC_SHA256"),
+    (0xc024, "TLS_ECDHE_ECDSA_WITH_AES_256_CBC_SHA384"),
+    (0xc027, "TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA256"),
+    (0xc028, "TLS_ECDHE_RSA_WITH_AES_256_CBC_SHA384"),
+    (0xc02b, "TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256"),
+    (0xc02c, "TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384"),
+    (0xc02f, "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256"),
+    (0xc030, "TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384"),
+    (0xcca8, "TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256"),
+    (0xcca9, "TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256"),
+];
+
+/// A cipher suite's IANA name, or its number.
+pub fn suite_name(s: u16) -> String {
+    SUITES
+        .iter()
+        .find(|(n, _)| *n == s)
+        .map_or_else(|| format!("0x{s:04x}"), |(_, name)| (*name).to_string())
+}
+
+/// The alert descriptions (RFC 8446, 6).
+const ALERTS: &[(u8, &str)] = &[
+    (0, "close_notify"),
+    (10, "unexpected_message"),
+    (20, "bad_record_mac"),
+    (21, "decryption_failed"),
+    (22, "record_overflow"),
+    (30, "decompression_failure"),
+    (40, "handshake_failure"),
+    (41, "no_certificate"),
+    (42, "bad_certificate"),
+    (43, "unsupported_certificate"),
+    (44, "certificate_revoked"),
+    (45, "certificate_expired"),
+    (46, "certificate_unknown"),
+    (47, "illegal_parameter"),
+    (48, "unknown_ca"),
+    (49, "access_denied"),
+    (50, "decode_error"),
+    (51, "decrypt_error"),
+    (70, "protocol_version"),
+    (71, "insufficient_security"),
+    (80, "internal_error"),
+    (86, "inappropriate_fallback"),
+    (90, "user_canceled"),
+    (100, "no_renegotiation"),
+    (109, "missing_extension"),
+    (110, "unsupported_extension"),
+    (112, "unrecognized_name"),
+    (113, "bad_certificate_status_response"),
+    (115, "unknown_psk_identity"),
+    (116, "certificate_required"),
+    (120, "no_application_protocol"),
+];
+
+/// An alert description's name, or its number.
+pub fn alert_name(d: u8) -> String {
+    ALERTS
+        .iter()
+        .find(|(n, _)| *n == d)
+        .map_or_else(|| format!("alert {d}"), |(_, name)| (*name).to_string())
+}
+
+#[cfg(test)]
+mod tests;
