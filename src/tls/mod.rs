@@ -4,7 +4,9 @@
 //! Place in the data path: a connection's bytes become TLS records and
 //! handshake messages ([`wire`]); a front end feeds key logs to
 //! [`keylog::KeyLog`], where a session's secrets are found by its client
-//! random.
+//! random; with them, a TLS 1.3 direction's records are decrypted
+//! ([`tls13::Decrypter`]).
 
 pub mod keylog;
+pub mod tls13;
 pub mod wire;

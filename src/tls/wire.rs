@@ -506,4 +506,4 @@ pub fn alert_name(d: u8) -> String {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

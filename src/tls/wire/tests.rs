@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 
 /// Each connection's bytes, client's then broker's, of the connections with
 /// an endpoint on `port` in the capture at `path`.
-fn streams(path: &Path, port: u16) -> BTreeMap<u64, [Vec<u8>; 2]> {
+pub(crate) fn streams(path: &Path, port: u16) -> BTreeMap<u64, [Vec<u8>; 2]> {
     let mut src = FileSource::open(path.to_str().expect("path")).expect("open");
     let mut flow = Reassembler::new(FlowConfig {
         ports: Ports::List(vec![port]),
@@ -39,7 +39,7 @@ fn streams(path: &Path, port: u16) -> BTreeMap<u64, [Vec<u8>; 2]> {
     out
 }
 
-fn capture(name: &str) -> Option<PathBuf> {
+pub(crate) fn capture(name: &str) -> Option<PathBuf> {
     let p = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("captures")
         .join(name);
@@ -47,17 +47,17 @@ fn capture(name: &str) -> Option<PathBuf> {
 }
 
 /// One TLS connection as its records tell it.
-struct Conn {
-    hello: ClientHello,
+pub(crate) struct Conn {
+    pub(crate) hello: ClientHello,
     /// The server's answer: its hello, or an alert (level, description).
-    server: Result<ServerHello, (u8, u8)>,
-    records: [Vec<Record>; 2],
+    pub(crate) server: Result<ServerHello, (u8, u8)>,
+    pub(crate) records: [Vec<Record>; 2],
 }
 
 /// The records of each direction of each connection of a TLS capture,
 /// read fed whole and fed a byte at a time: the same records, covering
 /// every byte; and the hellos (or the alert) they hold.
-fn read_tls(path: &Path, port: u16) -> Vec<Conn> {
+pub(crate) fn read_tls(path: &Path, port: u16) -> Vec<Conn> {
     let mut out = Vec::new();
     for (stream, dirs) in streams(path, port) {
         assert_eq!(starts_client_hello(&dirs[0]), Some(true), "stream {stream}");
