@@ -9,54 +9,34 @@
 //! the direction's Finished, and to the next generation at each KeyUpdate.
 //!
 //! Invariants: the ciphers and the key derivation are RustCrypto's
-//! (`aes-gcm`, `chacha20poly1305`, `hkdf`, `sha2`), nothing hand-written; a
+//! (`aes-gcm`, `chacha20poly1305` through [`super::aead`], `hkdf`, `sha2`),
+//! nothing hand-written; a
 //! record that does not open (wrong key, damaged bytes) is an error for
 //! that record and every later one of the direction (its sequence number
 //! is lost), never plaintext guessed; no key material in `Debug`.
 
 #![deny(clippy::indexing_slicing)]
 
-use aes_gcm::aead::{Aead, KeyInit, Payload};
-use aes_gcm::{Aes128Gcm, Aes256Gcm};
-use chacha20poly1305::ChaCha20Poly1305;
 use hkdf::Hkdf;
 use sha2::{Sha256, Sha384};
 
+use super::aead::{Aead, Cipher};
 use super::wire::{content, handshake, Handshakes, Record, HEADER};
 
-/// A TLS 1.3 cipher suite.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Suite {
-    /// TLS_AES_128_GCM_SHA256.
-    Aes128Gcm,
-    /// TLS_AES_256_GCM_SHA384.
-    Aes256Gcm,
-    /// TLS_CHACHA20_POLY1305_SHA256.
-    Chacha20Poly1305,
-}
-
-impl Suite {
-    /// The suite of a ServerHello's `cipher_suite`, when TLS 1.3 defines it
-    /// and it is one of these.
-    pub fn of(n: u16) -> Option<Suite> {
-        match n {
-            0x1301 => Some(Suite::Aes128Gcm),
-            0x1302 => Some(Suite::Aes256Gcm),
-            0x1303 => Some(Suite::Chacha20Poly1305),
-            _ => None,
-        }
-    }
-
-    fn key_len(self) -> usize {
-        match self {
-            Suite::Aes128Gcm => 16,
-            Suite::Aes256Gcm | Suite::Chacha20Poly1305 => 32,
-        }
+/// The AEAD of a TLS 1.3 ServerHello's `cipher_suite`, when TLS 1.3
+/// defines it (TLS_AES_128_GCM_SHA256, TLS_AES_256_GCM_SHA384,
+/// TLS_CHACHA20_POLY1305_SHA256; its hash is SHA-384 for AES-256-GCM).
+pub fn suite(n: u16) -> Option<Aead> {
+    match n {
+        0x1301 => Some(Aead::Aes128Gcm),
+        0x1302 => Some(Aead::Aes256Gcm),
+        0x1303 => Some(Aead::Chacha20Poly1305),
+        _ => None,
     }
 }
 
 /// HKDF-Expand-Label (RFC 8446, 7.1) with an empty context, in the suite's hash.
-fn expand_label(suite: Suite, secret: &[u8], label: &str, len: usize) -> Option<Vec<u8>> {
+fn expand_label(suite: Aead, secret: &[u8], label: &str, len: usize) -> Option<Vec<u8>> {
     let full = [b"tls13 ", label.as_bytes()].concat();
     let mut info = Vec::with_capacity(4 + full.len());
     info.extend_from_slice(&u16::try_from(len).ok()?.to_be_bytes());
@@ -65,7 +45,7 @@ fn expand_label(suite: Suite, secret: &[u8], label: &str, len: usize) -> Option<
     info.push(0);
     let mut out = vec![0; len];
     match suite {
-        Suite::Aes256Gcm => Hkdf::<Sha384>::from_prk(secret)
+        Aead::Aes256Gcm => Hkdf::<Sha384>::from_prk(secret)
             .ok()?
             .expand(&info, &mut out)
             .ok()?,
@@ -77,18 +57,11 @@ fn expand_label(suite: Suite, secret: &[u8], label: &str, len: usize) -> Option<
     Some(out)
 }
 
-/// An AEAD with its key.
-enum Cipher {
-    Aes128(Box<Aes128Gcm>),
-    Aes256(Box<Aes256Gcm>),
-    Chacha(Box<ChaCha20Poly1305>),
-}
-
 /// One generation of a direction's keys: the cipher, the IV, the secret
 /// they came from (for the next generation) and the next record's sequence
 /// number.
 struct Keys {
-    suite: Suite,
+    suite: Aead,
     cipher: Cipher,
     iv: [u8; 12],
     secret: Vec<u8>,
@@ -97,16 +70,10 @@ struct Keys {
 
 impl Keys {
     /// The keys of a traffic secret; `None` for a secret of the wrong length.
-    fn new(suite: Suite, secret: &[u8]) -> Option<Keys> {
+    fn new(suite: Aead, secret: &[u8]) -> Option<Keys> {
         let key = expand_label(suite, secret, "key", suite.key_len())?;
         let iv: [u8; 12] = expand_label(suite, secret, "iv", 12)?.try_into().ok()?;
-        let cipher = match suite {
-            Suite::Aes128Gcm => Cipher::Aes128(Box::new(Aes128Gcm::new_from_slice(&key).ok()?)),
-            Suite::Aes256Gcm => Cipher::Aes256(Box::new(Aes256Gcm::new_from_slice(&key).ok()?)),
-            Suite::Chacha20Poly1305 => {
-                Cipher::Chacha(Box::new(ChaCha20Poly1305::new_from_slice(&key).ok()?))
-            }
-        };
+        let cipher = Cipher::new(suite, &key)?;
         Some(Keys {
             suite,
             cipher,
@@ -132,16 +99,7 @@ impl Keys {
         for (n, s) in nonce.iter_mut().skip(4).zip(self.seq.to_be_bytes()) {
             *n ^= s;
         }
-        let payload = Payload {
-            msg: body,
-            aad: header,
-        };
-        let plain = match &self.cipher {
-            Cipher::Aes128(c) => c.decrypt((&nonce).into(), payload),
-            Cipher::Aes256(c) => c.decrypt((&nonce).into(), payload),
-            Cipher::Chacha(c) => c.decrypt((&nonce).into(), payload),
-        }
-        .ok()?;
+        let plain = self.cipher.open(&nonce, body, header)?;
         self.seq += 1;
         Some(plain)
     }
@@ -197,7 +155,7 @@ impl std::fmt::Debug for Decrypter {
 impl Decrypter {
     /// A direction in `suite` with its handshake and first application
     /// traffic secrets.
-    pub fn new(suite: Suite, handshake: &[u8], application: &[u8]) -> Result<Self, DecryptError> {
+    pub fn new(suite: Aead, handshake: &[u8], application: &[u8]) -> Result<Self, DecryptError> {
         Ok(Decrypter {
             keys: Keys::new(suite, handshake).ok_or(DecryptError::BadSecret)?,
             application: Some(application.to_vec()),

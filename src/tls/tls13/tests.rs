@@ -17,7 +17,7 @@ fn key_log(path: &std::path::Path) -> KeyLog {
 /// (handshake, application) pair for it: the application data, and how
 /// many handshake messages' records opened; or the first error.
 fn open_all(
-    suite: Suite,
+    suite: Aead,
     secrets: (&[u8], &[u8]),
     records: &[Record],
 ) -> Result<(Vec<u8>, usize), DecryptError> {
@@ -60,7 +60,7 @@ fn tls13_decrypts_to_the_plaintext_twin() {
     let mut got = Vec::new();
     for c in read_tls(&p, 9093) {
         let sh = c.server.as_ref().expect("a ServerHello");
-        let suite = Suite::of(sh.cipher_suite).expect("a TLS 1.3 suite");
+        let suite = suite(sh.cipher_suite).expect("a TLS 1.3 suite");
         let s = keys.get(&c.hello.random).expect("the session's secrets");
         let pick =
             |a: &Option<crate::tls::keylog::Secret>| a.as_ref().expect("secret").bytes().to_vec();
@@ -101,7 +101,7 @@ fn a_wrong_secret_fails_at_the_first_record() {
     };
     let keys = key_log(&p.with_extension("pcap.server.keys"));
     let c = read_tls(&p, 9093).into_iter().next().expect("a connection");
-    let suite = Suite::of(c.server.as_ref().expect("hello").cipher_suite).expect("suite");
+    let suite = suite(c.server.as_ref().expect("hello").cipher_suite).expect("suite");
     let s = keys.get(&c.hello.random).expect("secrets");
     let mut wrong = s
         .server_handshake
