@@ -99,6 +99,16 @@ fn replay_pcap_file() {
 }
 
 #[test]
+fn replay_tls_keylog() {
+    replay("tls_keylog");
+}
+
+#[test]
+fn replay_tls_records() {
+    replay("tls_records");
+}
+
+#[test]
 fn replay_declared() {
     replay("declared");
 }

@@ -32,6 +32,7 @@ pub mod capture;
 pub mod decode;
 pub mod records;
 pub mod streams;
+pub mod tls;
 pub mod tree;
 
 pub use capture::{link, pcap_file};
@@ -43,6 +44,7 @@ pub use records::{
     record_batch, record_set, records_from,
 };
 pub use streams::{frame_of_segment, framing, messages, pipeline, reassembly};
+pub use tls::{tls_keylog, tls_records};
 pub use tree::{check_decoded, deferred_differs, streamed_text};
 
 /// Decompression cap used by the harnesses: small, so bombs hit it fast.
@@ -143,4 +145,6 @@ pub const TARGETS: &[(&str, Harness)] = &[
     ("link", link),
     ("pcap_file", pcap_file),
     ("declared", declared),
+    ("tls_keylog", tls_keylog),
+    ("tls_records", tls_records),
 ];
