@@ -14,6 +14,8 @@
 
 #![deny(clippy::indexing_slicing)]
 
+use crate::kafka::wire::Reader;
+
 /// A record's header: type, version, length.
 pub const HEADER: usize = 5;
 
@@ -231,32 +233,14 @@ impl Handshakes {
     }
 }
 
-/// A reader of a handshake message's fields; every read checks its length.
-struct Cur<'a>(&'a [u8]);
-
-impl<'a> Cur<'a> {
-    fn take(&mut self, n: usize) -> Option<&'a [u8]> {
-        if n > self.0.len() {
-            return None;
-        }
-        let (a, b) = self.0.split_at(n);
-        self.0 = b;
-        Some(a)
-    }
-    fn u8(&mut self) -> Option<u8> {
-        self.take(1).and_then(|b| b.first().copied())
-    }
-    fn u16(&mut self) -> Option<u16> {
-        self.take(2).map(be16)
-    }
-    /// A vector with a length prefix of `n` bytes (1 or 2).
-    fn vec(&mut self, n: usize) -> Option<&'a [u8]> {
-        let len = match n {
-            1 => usize::from(self.u8()?),
-            _ => usize::from(self.u16()?),
-        };
-        self.take(len)
-    }
+/// A vector with a length prefix of `n` bytes (1 or 2), read by the
+/// project's checked reader.
+fn vec<'a>(c: &mut Reader<'a>, n: usize) -> Option<&'a [u8]> {
+    let len = match n {
+        1 => usize::from(c.u8().ok()?),
+        _ => usize::from(c.u16().ok()?),
+    };
+    c.take(len).ok()
 }
 
 /// A big-endian u16 from two bytes (0 from any other count).
@@ -297,13 +281,17 @@ pub struct ClientHello {
 impl ClientHello {
     /// Reads a ClientHello's body; `Err` names the first field that does not read.
     pub fn parse(body: &[u8]) -> Result<ClientHello, &'static str> {
-        let mut c = Cur(body);
-        let version = c.u16().ok_or("legacy_version")?;
-        let random = c.take(32).and_then(|r| r.try_into().ok()).ok_or("random")?;
-        let session_id = c.vec(1).ok_or("legacy_session_id")?.to_vec();
-        let suites = c.vec(2).ok_or("cipher_suites")?;
+        let mut c = Reader::new(body);
+        let version = c.u16().ok().ok_or("legacy_version")?;
+        let random = c
+            .take(32)
+            .ok()
+            .and_then(|r| r.try_into().ok())
+            .ok_or("random")?;
+        let session_id = vec(&mut c, 1).ok_or("legacy_session_id")?.to_vec();
+        let suites = vec(&mut c, 2).ok_or("cipher_suites")?;
         let cipher_suites = suites.chunks_exact(2).map(be16).collect();
-        c.vec(1).ok_or("legacy_compression_methods")?;
+        vec(&mut c, 1).ok_or("legacy_compression_methods")?;
         let mut h = ClientHello {
             version,
             random,
@@ -314,27 +302,27 @@ impl ClientHello {
         each_extension(&mut c, |ty, mut d| {
             match ty {
                 ext::SERVER_NAME => {
-                    let mut list = Cur(d.vec(2).ok_or("server_name list")?);
-                    while !list.0.is_empty() {
-                        let kind = list.u8().ok_or("server_name type")?;
-                        let name = list.vec(2).ok_or("server_name")?;
+                    let mut list = Reader::new(vec(&mut d, 2).ok_or("server_name list")?);
+                    while list.remaining() > 0 {
+                        let kind = list.u8().ok().ok_or("server_name type")?;
+                        let name = vec(&mut list, 2).ok_or("server_name")?;
                         if kind == 0 && h.server_name.is_none() {
                             h.server_name = Some(String::from_utf8_lossy(name).into_owned());
                         }
                     }
                 }
                 ext::ALPN => {
-                    let mut list = Cur(d.vec(2).ok_or("ALPN list")?);
-                    while !list.0.is_empty() {
-                        let p = list.vec(1).ok_or("ALPN protocol")?;
+                    let mut list = Reader::new(vec(&mut d, 2).ok_or("ALPN list")?);
+                    while list.remaining() > 0 {
+                        let p = vec(&mut list, 1).ok_or("ALPN protocol")?;
                         h.alpn.push(String::from_utf8_lossy(p).into_owned());
                     }
                 }
                 ext::SUPPORTED_VERSIONS => {
-                    let list = d.vec(1).ok_or("supported_versions")?;
+                    let list = vec(&mut d, 1).ok_or("supported_versions")?;
                     h.supported_versions = list.chunks_exact(2).map(be16).collect();
                 }
-                ext::SESSION_TICKET => h.offers_resumption |= !d.0.is_empty(),
+                ext::SESSION_TICKET => h.offers_resumption |= d.remaining() > 0,
                 ext::PRE_SHARED_KEY => h.offers_resumption = true,
                 _ => {}
             }
@@ -347,16 +335,16 @@ impl ClientHello {
 /// Calls `f` with each extension's type and data, when the hello has any
 /// (a hello may end before its extensions).
 fn each_extension(
-    c: &mut Cur<'_>,
-    mut f: impl FnMut(u16, Cur<'_>) -> Result<(), &'static str>,
+    c: &mut Reader<'_>,
+    mut f: impl FnMut(u16, Reader<'_>) -> Result<(), &'static str>,
 ) -> Result<(), &'static str> {
-    if c.0.is_empty() {
+    if c.remaining() == 0 {
         return Ok(());
     }
-    let mut exts = Cur(c.vec(2).ok_or("extensions")?);
-    while !exts.0.is_empty() {
-        let ty = exts.u16().ok_or("extension type")?;
-        f(ty, Cur(exts.vec(2).ok_or("extension data")?))?;
+    let mut exts = Reader::new(vec(c, 2).ok_or("extensions")?);
+    while exts.remaining() > 0 {
+        let ty = exts.u16().ok().ok_or("extension type")?;
+        f(ty, Reader::new(vec(&mut exts, 2).ok_or("extension data")?))?;
     }
     Ok(())
 }
@@ -389,12 +377,16 @@ pub struct ServerHello {
 impl ServerHello {
     /// Reads a ServerHello's body; `Err` names the first field that does not read.
     pub fn parse(body: &[u8]) -> Result<ServerHello, &'static str> {
-        let mut c = Cur(body);
-        let legacy = c.u16().ok_or("legacy_version")?;
-        let random: [u8; 32] = c.take(32).and_then(|r| r.try_into().ok()).ok_or("random")?;
-        let session_id = c.vec(1).ok_or("legacy_session_id_echo")?.to_vec();
-        let cipher_suite = c.u16().ok_or("cipher_suite")?;
-        c.u8().ok_or("legacy_compression_method")?;
+        let mut c = Reader::new(body);
+        let legacy = c.u16().ok().ok_or("legacy_version")?;
+        let random: [u8; 32] = c
+            .take(32)
+            .ok()
+            .and_then(|r| r.try_into().ok())
+            .ok_or("random")?;
+        let session_id = vec(&mut c, 1).ok_or("legacy_session_id_echo")?.to_vec();
+        let cipher_suite = c.u16().ok().ok_or("cipher_suite")?;
+        c.u8().ok().ok_or("legacy_compression_method")?;
         let mut h = ServerHello {
             version: legacy,
             random,
@@ -405,7 +397,7 @@ impl ServerHello {
         };
         each_extension(&mut c, |ty, mut d| {
             match ty {
-                ext::SUPPORTED_VERSIONS => h.version = d.u16().ok_or("selected_version")?,
+                ext::SUPPORTED_VERSIONS => h.version = d.u16().ok().ok_or("selected_version")?,
                 ext::PRE_SHARED_KEY => h.psk_accepted = true,
                 _ => {}
             }
@@ -456,10 +448,12 @@ const SUITES: &[(u16, &str)] = &[
 
 /// A cipher suite's IANA name, or its number.
 pub fn suite_name(s: u16) -> String {
-    SUITES
-        .iter()
-        .find(|(n, _)| *n == s)
-        .map_or_else(|| format!("0x{s:04x}"), |(_, name)| (*name).to_string())
+    named(SUITES, s).map_or_else(|| format!("0x{s:04x}"), str::to_string)
+}
+
+/// The name `table` gives `n`.
+fn named<T: PartialEq>(table: &[(T, &'static str)], n: T) -> Option<&'static str> {
+    table.iter().find(|(k, _)| *k == n).map(|(_, name)| *name)
 }
 
 /// The alert descriptions (RFC 8446, 6).
@@ -499,10 +493,7 @@ const ALERTS: &[(u8, &str)] = &[
 
 /// An alert description's name, or its number.
 pub fn alert_name(d: u8) -> String {
-    ALERTS
-        .iter()
-        .find(|(n, _)| *n == d)
-        .map_or_else(|| format!("alert {d}"), |(_, name)| (*name).to_string())
+    named(ALERTS, d).map_or_else(|| format!("alert {d}"), str::to_string)
 }
 
 #[cfg(test)]
