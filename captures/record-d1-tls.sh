@@ -6,6 +6,9 @@
 #   record-d1-tls.sh 1.3  -> tls/d1-tls13.pcap, tls/d1-tls13-plain.pcap (+ .server.keys, .client.keys)
 #   record-d1-tls.sh 1.2  -> tls/d2-tls12.pcap, tls/d2-tls12-plain.pcap (one TLS 1.2 suite per
 #                            connection, in turn)
+#   record-d1-tls.sh bulk MB DIR -> DIR/bulk-tls13.pcap, DIR/bulk-tls13-plain.pcap: TLS 1.3,
+#                            kafka-python producing MB megabytes and reading them back, for
+#                            scripts/bench-tls.sh (not shipped: large)
 #
 # tansu listens on 9094 and advertises 9093, the proxy's port, so every connection goes
 # through the proxy. One tcpdump records both ports; the capture is then split: FILE.pcap
@@ -19,7 +22,13 @@
 # Needs what reclib.sh needs, openssl, kafka-python, confluent-kafka and kafkajs
 # (NODE_PATH pointing at a node_modules holding kafkajs 2.2.4).
 set -euo pipefail
-VERSION=${1:?usage: record-d1-tls.sh 1.2|1.3}
+VERSION=${1:?usage: record-d1-tls.sh 1.2|1.3|bulk MB DIR}
+BULK_MB=""
+if [ "$VERSION" = bulk ]; then
+  BULK_MB=${2:?bulk MB DIR}
+  BULK_DIR=$(cd "${3:?bulk MB DIR}" && pwd)
+  VERSION=1.3
+fi
 PORT=9093
 source "$(dirname "$0")/reclib.sh"
 # Kept apart from the plaintext captures (captures/tls/): not Kafka without their keys.
@@ -32,6 +41,7 @@ case $VERSION in
   1.2) NAME=d2-tls12; SUITES="ECDHE-RSA-AES128-GCM-SHA256,ECDHE-RSA-AES256-GCM-SHA384,ECDHE-RSA-CHACHA20-POLY1305,ECDHE-RSA-AES128-SHA,AES256-SHA256,AES128-GCM-SHA256" ;;
   *) echo "TLS 1.2 or 1.3" >&2; exit 2 ;;
 esac
+if [ -n "$BULK_MB" ]; then OUT=$BULK_DIR; NAME=bulk-tls13; fi
 CAP=$OUT/$NAME.pcap
 PLAIN=$OUT/$NAME-plain.pcap
 ALL=$RUNDIR/all.pcap
@@ -69,6 +79,16 @@ suites13() {
   [ "$VERSION" = 1.3 ] && echo "$RUNDIR/$1.cnf" || true
 }
 [ "$VERSION" = 1.3 ] && JS_CIPHERS=TLS_CHACHA20_POLY1305_SHA256
+if [ -n "$BULK_MB" ]; then
+  timeout 900 python3 "$HERE/tls-workload.py" "127.0.0.1:$PORT" "$TOPIC" "$RUNDIR/broker.crt" "$CAP.client.keys" bulk "$BULK_MB"
+  cap_stop
+  kill "$PROXY_PID"; wait "$PROXY_PID" 2>/dev/null || true; PROXY_PID=""
+  broker_stop
+  tcpdump -r "$ALL" -w "$CAP" "tcp port $PORT" 2>/dev/null
+  tcpdump -r "$ALL" -w "$PLAIN" "tcp port $BACKEND_PORT" 2>/dev/null
+  ls -l "$CAP" "$PLAIN" "$CAP.server.keys"
+  exit 0
+fi
 for which in kafka-python librdkafka; do
   case $which in kafka-python) s=TLS_AES_128_GCM_SHA256 ;; *) s=TLS_AES_256_GCM_SHA384 ;; esac
   OPENSSL_CONF=$(suites13 $s) timeout 120 python3 "$HERE/tls-workload.py" "127.0.0.1:$PORT" "$TOPIC" "$RUNDIR/broker.crt" "$CAP.client.keys" $which
@@ -83,6 +103,10 @@ tcpdump -r "$ALL" -w "$CAP" "tcp port $PORT" 2>/dev/null
 tcpdump -r "$ALL" -w "$PLAIN" "tcp port $BACKEND_PORT" 2>/dev/null
 echo "$CAP: $(tcpdump -r "$CAP" 2>/dev/null | wc -l) packets; $PLAIN: $(tcpdump -r "$PLAIN" 2>/dev/null | wc -l) packets"
 echo "key log lines: server $(wc -l <"$CAP.server.keys"), client $(wc -l <"$CAP.client.keys")"
+# The same capture carrying its keys (pcapng Decryption Secrets Block), as
+# operators make one with Wireshark's editcap: tls/d1-tls13-keys.pcapng,
+# tls/d2-tls12-keys.pcapng.
+editcap --inject-secrets "tls,$CAP.server.keys" "$CAP" "${CAP%.pcap}-keys.pcapng"
 # tshark's reading of the decrypted capture (its own TLS and Kafka dissectors).
 tshark -n -r "$CAP" -o "tls.keylog_file:$CAP.server.keys" -d "tls.port==$PORT,kafka" -Y kafka -T fields \
   -e frame.number -e frame.time_epoch -e tcp.stream -e tcp.srcport -e tcp.dstport -e tls.record.version \

@@ -3,11 +3,13 @@
 its own NSS key log where its library can (Python's SSLContext.keylog_filename; librdkafka
 2.16 has no key log setting, so its keys come from the broker side: tls-proxy.py).
 
-    tls-workload.py BOOTSTRAP TOPIC CAFILE KEYLOG [kafka-python|librdkafka]
+    tls-workload.py BOOTSTRAP TOPIC CAFILE KEYLOG [kafka-python|librdkafka|bulk MB]
 
 kafka-python: a producer sends 10 records (acks=all, one at a time), a consumer with the
 partitions assigned reads them back. confluent-kafka: a producer sends 10 gzip records, a
-consumer in group tls-group reads them all and commits.
+consumer in group tls-group reads them all and commits. bulk (the TLS benchmark's workload,
+not shipped): kafka-python produces MB megabytes of 1 KiB records (batched: linger 5 ms, 256 KiB
+batches) and a consumer with the partitions assigned reads them all back.
 """
 import ssl
 import sys
@@ -66,7 +68,30 @@ def librdkafka():
     print(f"librdkafka read {got} records")
 
 
+def bulk(mb):
+    n = mb * 1024
+    p = KafkaProducer(bootstrap_servers=bootstrap, security_protocol="SSL", ssl_context=ctx(),
+                      client_id="tls-bulk-producer", acks=1, linger_ms=5, batch_size=256 * 1024)
+    value = bytes(range(256)) * 4
+    for i in range(n):
+        p.send(topic, key=b"bulk-%d" % i, value=value, partition=i % 2)
+    p.flush(60)
+    p.close()
+    c = KafkaConsumer(bootstrap_servers=bootstrap, security_protocol="SSL", ssl_context=ctx(),
+                      client_id="tls-bulk-consumer", enable_auto_commit=False,
+                      auto_offset_reset="earliest", fetch_max_wait_ms=200,
+                      max_partition_fetch_bytes=4 << 20, fetch_max_bytes=8 << 20)
+    c.assign([TopicPartition(topic, 0), TopicPartition(topic, 1)])
+    got, deadline = 0, time.time() + 300
+    while got < n and time.time() < deadline:
+        got += sum(len(v) for v in c.poll(timeout_ms=500).values())
+    c.close()
+    print(f"bulk: produced {n} records, read {got}")
+
+
 which = sys.argv[5] if len(sys.argv) > 5 else "both"
+if which == "bulk":
+    bulk(int(sys.argv[6]))
 if which in ("kafka-python", "both"):
     kafka_python()
 if which in ("librdkafka", "both"):

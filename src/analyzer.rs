@@ -239,6 +239,22 @@ pub enum Notice {
     /// A pipeline event worth reporting (gap, resync, warning, discarded
     /// bytes, a connection's round trip, its close).
     Stream(Event),
+    /// What a TLS connection showed ([`Event::Tls`], with the
+    /// connection's endpoints).
+    Tls {
+        /// Connection.
+        stream: u64,
+        /// Client endpoint.
+        client: SocketAddr,
+        /// Broker endpoint.
+        broker: SocketAddr,
+        /// Frame that showed it.
+        frame: u64,
+        /// Its time.
+        ts: Timestamp,
+        /// What.
+        what: crate::tls::conn::TlsEvent,
+    },
     /// A request that never got its response (connection closed or capture ended).
     Unanswered {
         /// Connection.
@@ -508,6 +524,23 @@ impl MessageAnalyzer {
             Event::StreamClosed { stream, .. } => {
                 out.push(Output::Notice(Notice::Stream(ev)));
                 self.close(stream, out);
+            }
+            Event::Tls {
+                stream,
+                frame,
+                ts,
+                what,
+            } => {
+                if let Some(st) = self.streams.get(&stream) {
+                    out.push(Output::Notice(Notice::Tls {
+                        stream,
+                        client: st.client,
+                        broker: st.broker,
+                        frame,
+                        ts,
+                        what,
+                    }));
+                }
             }
             other => out.push(Output::Notice(Notice::Stream(other))),
         }

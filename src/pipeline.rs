@@ -28,6 +28,9 @@ use crate::flow::{
 };
 use crate::kafka::decode::Summary;
 use crate::kafka::framing::{Framer, FramerConfig, FramerEvent, RawMessage, RequestLog};
+use crate::tls::conn::{Conn as TlsConn, Out as TlsOut, TlsEvent};
+use crate::tls::keylog::Keys;
+use crate::tls::wire::starts_client_hello;
 use crate::vocab::{Direction, Timestamp};
 use rustc_hash::FxHashMap;
 use std::fmt;
@@ -51,6 +54,11 @@ pub struct PipelineConfig {
     /// for readers that drop message bytes and read them again (the TUI's index).
     /// Off by default: it costs an allocation per message nobody else reads.
     pub locate_in_file: bool,
+    /// TLS session keys: a TLS connection whose session the key log has is
+    /// decrypted and its application data framed as Kafka
+    /// ([`crate::tls::conn`]); every TLS connection is summarised
+    /// ([`Event::Tls`]) with or without them.
+    pub tls_keys: Keys,
 }
 
 impl Default for PipelineConfig {
@@ -61,6 +69,7 @@ impl Default for PipelineConfig {
             detect_limit: 1 << 20,
             max_pending_per_stream: 4096,
             locate_in_file: false,
+            tls_keys: Keys::default(),
         }
     }
 }
@@ -223,6 +232,20 @@ pub enum Event {
         /// Time of that frame.
         ts: Timestamp,
     },
+    /// What a TLS connection showed: its hellos, whether its keys were
+    /// found, alerts, why a direction stopped decrypting, and at its end
+    /// what each direction carried ([`crate::tls::conn`]). A connection's
+    /// events come after its [`Event::StreamOpen`].
+    Tls {
+        /// Connection index.
+        stream: u64,
+        /// Frame that showed it.
+        frame: u64,
+        /// Time of that frame.
+        ts: Timestamp,
+        /// What.
+        what: TlsEvent,
+    },
     /// A frame or stream problem that did not stop processing.
     Warning {
         /// Frame concerned.
@@ -288,6 +311,25 @@ struct StreamState {
     role: Role,
     framers: [Option<Framer>; 2],
     requests: RequestLog,
+    tls: Tls,
+}
+
+/// Whether a connection is TLS, told by its first bytes.
+enum Tls {
+    /// No bytes yet.
+    Unknown,
+    /// Not TLS.
+    No,
+    /// TLS: the records' layer, the reassembler's direction its client
+    /// sends on, and its events while the connection is not yet known to
+    /// be Kafka.
+    Yes {
+        conn: Box<TlsConn>,
+        client: Direction,
+        held: Vec<Event>,
+        /// TLS bytes seen (what a connection found not to be Kafka counts).
+        bytes: u64,
+    },
 }
 
 /// Frames → Kafka messages, sans-IO.
@@ -453,13 +495,14 @@ impl Pipeline {
                     role: Role::Kafka { flip: false },
                     framers: [None, None],
                     requests: RequestLog::new(self.cfg.max_pending_per_stream),
+                    tls: Tls::Unknown,
                 });
                 match &self.cfg.flow.ports {
                     Ports::Any => st.role = Role::Undecided(Box::default()),
                     Ports::Detect(l) if !l.contains(&open.broker.port()) => {
                         st.role = Role::Undecided(Box::default());
                     }
-                    Ports::List(_) | Ports::Detect(_) => self.open(&st, out),
+                    Ports::List(_) | Ports::Detect(_) => self.open(&mut st, out),
                 }
                 self.streams.insert(open.stream, st);
                 return;
@@ -476,7 +519,7 @@ impl Pipeline {
         let closed = matches!(ev, FlowEvent::Closed { .. });
         let mut streams = std::mem::take(&mut self.streams);
         if let Some(st) = streams.get_mut(&stream) {
-            self.stream_event(st, ev, out);
+            self.tls_event(st, ev, out);
             if closed {
                 streams.remove(&stream);
             }
@@ -512,7 +555,10 @@ impl Pipeline {
                 }
                 None if closed || probe.held_bytes > self.cfg.detect_limit => {
                     self.stats.other_streams += 1;
-                    let held = probe.held_bytes as u64;
+                    let held = match &st.tls {
+                        Tls::Yes { bytes, .. } => *bytes,
+                        _ => probe.held_bytes as u64,
+                    };
                     (self.other_ports).add(st.open.broker.port(), held);
                     st.role = Role::NotKafka;
                 }
@@ -525,9 +571,135 @@ impl Pipeline {
     }
 
     /// A Kafka connection found: counted, and its [`Event::StreamOpen`].
-    fn open(&mut self, st: &StreamState, out: &mut Vec<Event>) {
+    fn open(&mut self, st: &mut StreamState, out: &mut Vec<Event>) {
         self.stats.kafka_streams += 1;
         out.push(Event::StreamOpen(st.open));
+        if let Tls::Yes { held, .. } = &mut st.tls {
+            out.append(held);
+        }
+    }
+
+    /// One event of a stream, through its TLS layer when it is TLS: the
+    /// layer takes the TLS bytes and gives the decrypted application data
+    /// as the stream's bytes; any other event passes.
+    fn tls_event(&mut self, st: &mut StreamState, ev: FlowEvent, out: &mut Vec<Event>) {
+        if let (Tls::Unknown, FlowEvent::Data { dir, data, .. }) = (&st.tls, &ev) {
+            st.tls = match starts_client_hello(data) {
+                Some(true) => Tls::Yes {
+                    conn: Box::default(),
+                    client: *dir,
+                    held: Vec::new(),
+                    bytes: 0,
+                },
+                _ => Tls::No,
+            };
+        }
+        let Tls::Yes {
+            conn,
+            client,
+            bytes,
+            ..
+        } = &mut st.tls
+        else {
+            return self.stream_event(st, ev, out);
+        };
+        let client = *client;
+        if let FlowEvent::Data { data, .. } = &ev {
+            *bytes += data.len() as u64;
+            // Not Kafka: counted, not decrypted.
+            if matches!(st.role, Role::NotKafka) {
+                let port = st.open.broker.port();
+                return self.other_ports.add(port, data.len() as u64);
+            }
+        }
+        let mut outs = Vec::new();
+        match ev {
+            FlowEvent::Data {
+                dir,
+                data,
+                stream_offset,
+                frame,
+                ts,
+                ..
+            } => {
+                let keys = &self.cfg.tls_keys;
+                conn.push(
+                    dir == client,
+                    &data,
+                    stream_offset,
+                    frame,
+                    ts,
+                    keys,
+                    &mut outs,
+                );
+            }
+            FlowEvent::Gap {
+                dir,
+                stream_offset,
+                frame,
+                ts,
+                ..
+            } => conn.gap(dir == client, stream_offset, frame, ts, &mut outs),
+            FlowEvent::Closed { frame, ts, .. } => {
+                conn.finish(frame, ts, &mut outs);
+                self.tls_outs(st, client, outs, out);
+                return self.stream_event(st, ev, out);
+            }
+            ev => return self.stream_event(st, ev, out),
+        }
+        self.tls_outs(st, client, outs, out);
+    }
+
+    /// What a TLS layer gave: plaintext on to the stream as its bytes, its
+    /// events out (held while the stream is not known to be Kafka).
+    fn tls_outs(
+        &mut self,
+        st: &mut StreamState,
+        client: Direction,
+        outs: Vec<TlsOut>,
+        out: &mut Vec<Event>,
+    ) {
+        let stream = st.open.stream;
+        for o in outs {
+            match o {
+                TlsOut::Plain {
+                    from_client,
+                    data,
+                    offset,
+                    frame,
+                    ts,
+                } => {
+                    let dir = if from_client {
+                        client
+                    } else {
+                        client.reverse()
+                    };
+                    let ev = FlowEvent::Data {
+                        stream,
+                        dir,
+                        data,
+                        stream_offset: offset,
+                        frame,
+                        ts,
+                        file_offset: None,
+                    };
+                    self.stream_event(st, ev, out);
+                }
+                TlsOut::Event { frame, ts, what } => {
+                    let ev = Event::Tls {
+                        stream,
+                        frame,
+                        ts,
+                        what,
+                    };
+                    match (&st.role, &mut st.tls) {
+                        (Role::Kafka { .. }, _) => out.push(ev),
+                        (Role::Undecided(_), Tls::Yes { held, .. }) => held.push(ev),
+                        _ => {}
+                    }
+                }
+            }
+        }
     }
 
     /// Feed a held-back event to the request probes; `Some(flip)` once a side is decided.

@@ -1,9 +1,11 @@
 //! The TLS harnesses: the key log reader and the record reader.
 
-use kafkashark::tls::keylog::KeyLog;
+use kafkashark::tls::conn::{Conn, Out, TlsEvent};
+use kafkashark::tls::keylog::{KeyLog, Keys};
 use kafkashark::tls::wire::{
     ClientHello, Handshakes, Record, Records, ServerHello, HEADER, MAX_RECORD,
 };
+use kafkashark::vocab::Timestamp;
 
 /// Where byte 0 says to cut the rest in two (its share of the length).
 fn cut(data: &[u8]) -> (&[u8], usize) {
@@ -65,5 +67,52 @@ pub fn tls_records(data: &[u8]) {
     for (_, body) in &h.1 {
         let _ = ClientHello::parse(body);
         let _ = ServerHello::parse(body);
+    }
+    // A connection: the two pieces as the client's and the server's bytes,
+    // in turns of up to the first piece's length (until the shorter runs
+    // out): without keys no byte of plaintext, whatever the hellos say, and
+    // one Closed at the end.
+    for keys in [Keys::default(), Keys::new(KeyLog::new(), true)] {
+        let mut c = Conn::new();
+        let mut out = Vec::new();
+        let step = a.len().clamp(1, 4096);
+        let (mut ca, mut cb) = (0usize, 0usize);
+        for (i, piece) in a
+            .chunks(step)
+            .zip(b.chunks(step))
+            .flat_map(|(x, y)| [x, y])
+            .enumerate()
+        {
+            let client = i % 2 == 0;
+            let off = if client { &mut ca } else { &mut cb };
+            c.push(
+                client,
+                piece,
+                *off as u64,
+                i as u64,
+                Timestamp::default(),
+                &keys,
+                &mut out,
+            );
+            *off += piece.len();
+        }
+        c.finish(0, Timestamp::default(), &mut out);
+        assert!(
+            out.iter().all(|o| matches!(o, Out::Event { .. })),
+            "plaintext without keys"
+        );
+        let closed = out
+            .iter()
+            .filter(|o| {
+                matches!(
+                    o,
+                    Out::Event {
+                        what: TlsEvent::Closed { .. },
+                        ..
+                    }
+                )
+            })
+            .count();
+        assert_eq!(closed, 1);
     }
 }

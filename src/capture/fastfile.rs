@@ -48,6 +48,7 @@
 use super::link::ethernet_ipv4_tcp;
 use super::source::{Seen, TcpFrame};
 use super::{Frame, LinkType};
+use crate::tls::keylog::Keys;
 use crate::vocab::Timestamp;
 use bytes::Bytes;
 use std::fs::File;
@@ -84,6 +85,12 @@ const BT_IDB: u32 = 1;
 const BT_PB: u32 = 2;
 const BT_SPB: u32 = 3;
 const BT_EPB: u32 = 6;
+/// Decryption Secrets Block.
+const BT_DSB: u32 = 0x0000_000A;
+/// A Decryption Secrets Block's type for a TLS key log ("TLSK").
+const SECRETS_TLS: u32 = 0x544c_534b;
+/// Key log bytes a file's Decryption Secrets Blocks may give in all.
+const MAX_SECRETS: usize = 16 << 20;
 /// Section Header Block byte-order magic.
 const BYTE_ORDER_MAGIC: u32 = 0x1A2B_3C4D;
 
@@ -459,9 +466,43 @@ struct Pcapng {
     snapshot: u32,
     /// Interfaces of the current section, by id.
     ifaces: Vec<Iface>,
+    /// TLS key log lines from Decryption Secrets Blocks, until `keys` takes them.
+    secrets: Vec<u8>,
+    /// Bytes of secrets read in all (at most [`MAX_SECRETS`]).
+    secrets_read: usize,
+    /// Where the secrets go.
+    keys: Option<Keys>,
 }
 
 impl Pcapng {
+    /// A Decryption Secrets Block body: its TLS key log lines go to the
+    /// keys (kept until there are keys); other secret types are skipped.
+    fn secrets(&mut self, body: &[u8]) {
+        let (Some(ty), Some(len)) = (self.order.u32(body, 0), self.order.u32(body, 4)) else {
+            return;
+        };
+        let Some(data) = body.get(8..8usize.saturating_add(len as usize)) else {
+            return;
+        };
+        if ty != SECRETS_TLS || self.secrets_read + data.len() > MAX_SECRETS {
+            return;
+        }
+        self.secrets_read += data.len();
+        match &self.keys {
+            Some(k) => {
+                // Each block holds whole lines; a last one without its end is ended.
+                k.with(|k| {
+                    k.feed(data);
+                    k.finish();
+                });
+            }
+            None => {
+                self.secrets.extend_from_slice(data);
+                self.secrets.push(b'\n');
+            }
+        }
+    }
+
     /// An Interface Description Block body (after the block header).
     fn interface(&mut self, body: &[u8]) -> Result<(), String> {
         // linktype(2) reserved(2) snaplen(4) options.
@@ -698,6 +739,9 @@ impl FastFile {
             link: LinkType(u32::MAX),
             snapshot: 0,
             ifaces: Vec::new(),
+            secrets: Vec::new(),
+            secrets_read: 0,
+            keys: None,
         };
         // Blocks up to the first interface.
         loop {
@@ -721,8 +765,30 @@ impl FastFile {
                     });
                 }
                 BT_IDB | BT_EPB | BT_SPB | BT_PB => return None,
+                BT_DSB if len as usize <= IN_MEMORY => {
+                    let at = input.offset();
+                    let body = whole_block(&mut input, order, (at, ty, len)).ok()?;
+                    ng.secrets(body);
+                    input.advance(len as usize);
+                }
                 _ => skip_block(&mut input, order, len).ok()?,
             }
+        }
+    }
+
+    /// Where the TLS key log lines of the file's Decryption Secrets Blocks
+    /// go: those read so far at once, later ones as they are read (before
+    /// the packets after them).
+    pub fn set_tls_keys(&mut self, keys: Keys) {
+        if let Format::Pcapng(ng) = &mut self.format {
+            let pending = std::mem::take(&mut ng.secrets);
+            if !pending.is_empty() {
+                keys.with(|k| {
+                    k.feed(&pending);
+                    k.finish();
+                });
+            }
+            ng.keys = Some(keys);
         }
     }
 
@@ -1009,6 +1075,10 @@ fn next_pcapng<T: Take>(
             match ty {
                 BT_IDB => ng.interface(body),
                 BT_SHB => ng.section(body),
+                BT_DSB => {
+                    ng.secrets(body);
+                    Ok(())
+                }
                 _ => Ok(()),
             }
             .map_err(|e| format!("the block at byte {at}: {e}"))?;

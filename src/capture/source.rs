@@ -19,6 +19,7 @@
 
 use super::fastfile::{self, FastFile};
 use super::{CaptureError, Frame, FrameSource, LinkType, Segment};
+use crate::tls::keylog::Keys;
 use crate::vocab::Timestamp;
 use bytes::Bytes;
 use pcap::{Active, Capture, Offline, Precision};
@@ -188,6 +189,14 @@ impl FileSource {
     /// The path this source was opened with.
     pub fn path(&self) -> &str {
         &self.path
+    }
+
+    /// Where the TLS key log lines of a pcapng file's Decryption Secrets
+    /// Blocks go (read by the zero-copy reader; libpcap skips them).
+    pub fn set_tls_keys(&mut self, keys: Keys) {
+        if let Reader::Fast(f) = &mut self.reader {
+            f.set_tls_keys(keys);
+        }
     }
 
     /// Whether frames come from libpcap (else from the zero-copy reader).

@@ -88,13 +88,14 @@ pub enum Ports {
     Any,
     /// These ports by port, any other by shape: a connection with one
     /// endpoint on a listed port is Kafka, every other TCP connection is a
-    /// candidate, as with `Any` (the default: `Detect([9092])`).
+    /// candidate, as with `Any` (the default: `Detect([9092, 9093])`, the
+    /// conventional plaintext and TLS listeners).
     Detect(Vec<u16>),
 }
 
 impl Default for Ports {
     fn default() -> Ports {
-        Ports::Detect(vec![9092])
+        Ports::Detect(vec![9092, 9093])
     }
 }
 

@@ -40,6 +40,7 @@ pub mod lag;
 mod openmetrics;
 mod report;
 pub mod text;
+pub mod tls;
 mod traffic;
 
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
@@ -586,6 +587,8 @@ pub struct Stats {
     streams: Capped<u64, StreamFacts, HashMap<u64, StreamFacts>>,
     /// Late segments by stream ([`Warning::Reordered`]), at most `max_keys` streams.
     reordered: BTreeMap<u64, u64>,
+    /// TLS connections, at most `max_keys`.
+    tls: tls::TlsTable,
     summary: Summary,
     apis: Capped<i16, ApiAcc>,
     versions: Capped<(i16, i16), Exchanges>,
@@ -622,6 +625,7 @@ impl Stats {
             pending: PendingTable::default(),
             streams: Capped::new(cfg.max_keys),
             reordered: BTreeMap::new(),
+            tls: tls::TlsTable::default(),
             summary: Summary::default(),
             apis: Capped::new(cfg.max_histograms),
             versions: Capped::new(cfg.max_histograms),
@@ -777,6 +781,17 @@ impl Stats {
             }
             Notice::Stream(Event::StreamClosed { stream, .. }) => {
                 self.streams.map.remove(stream);
+            }
+            Notice::Tls {
+                stream,
+                client,
+                broker,
+                frame,
+                what,
+                ..
+            } => {
+                let conn = (*stream, *client, *broker);
+                self.tls.add(conn, *frame, what, self.cfg.max_keys);
             }
             Notice::Stream(Event::Rtt { stream, rtt, .. }) => {
                 if let Some(c) = self.conns.map.get_mut(stream) {
@@ -1348,6 +1363,7 @@ impl Stats {
                     late_segments,
                 })
                 .collect(),
+            tls: self.tls.report(),
         }
     }
 
@@ -1557,7 +1573,7 @@ impl Stats {
         overflow.errors += self.errors.overflow + self.warnings.overflow;
         overflow.groups += self.groups.overflow;
         overflow.series += self.throttle_series.overflow;
-        overflow.streams += self.streams.overflow;
+        overflow.streams += self.streams.overflow + self.tls.overflow;
         overflow
     }
 }

@@ -57,6 +57,9 @@ pub struct StatsReport {
     /// (absent when there are none).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub reordered: Vec<ReorderedReport>,
+    /// TLS connections: handshake, keys, alerts, bytes (absent when none).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub tls: Vec<super::tls::TlsReport>,
 }
 
 /// A connection with late segments: segments that arrived after data beyond
@@ -611,7 +614,7 @@ pub struct Overflow {
     pub series: u64,
     /// Requests forgotten before their response (too many in flight).
     pub pending: u64,
-    /// Connections whose client software was not tracked.
+    /// Connections whose client software, or TLS handshake, was not tracked.
     pub streams: u64,
     /// Other capped lists (addresses, record errors, …).
     pub lists: u64,

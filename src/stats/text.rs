@@ -231,6 +231,7 @@ impl StatsReport {
                 let _ = writeln!(o, "  [{severity}] {kind}: {message}  (frames {frames})");
             }
         }
+        self.tls_text(&mut o);
         section(
             &mut o,
             "\nREORDERED (segments the capture put after data beyond them or after their ACK; reassembled in order)\n",
@@ -675,6 +676,47 @@ impl StatsReport {
             r.push(c.rtt_from.unwrap_or("-").to_string());
             r
         });
+    }
+
+    /// TLS: each TLS connection's handshake, keys, alerts and bytes.
+    fn tls_text(&self, o: &mut String) {
+        let head = "<conn|<client|<broker|<version|<suite|<sni|handshake ms|<keys|records c/s|bytes c/s|decrypted c/s|<alerts";
+        section(o, "\nTLS\n", head, &self.tls, |t| {
+            let version = match (&t.version, t.offered) {
+                (Some(v), true) => format!("{v} offered"),
+                (Some(v), false) if t.resumed => format!("{v} resumed"),
+                (Some(v), false) => v.clone(),
+                (None, _) => "-".into(),
+            };
+            let pair = |p: [u64; 2]| format!("{}/{}", p[0], p[1]);
+            let hs = t.handshake_ms.map_or_else(|| "-".to_string(), ms);
+            let conn = format!("s{}", t.stream);
+            let suite = text(&t.suite);
+            let sni = text(&t.server_name);
+            let alerts = if t.alerts.is_empty() {
+                "-".to_string()
+            } else {
+                t.alerts.join(", ")
+            };
+            cells(&[
+                &conn,
+                &t.client,
+                &t.broker,
+                &version,
+                &suite,
+                &sni,
+                &hs,
+                &t.keys,
+                &pair(t.records),
+                &pair(t.bytes),
+                &pair(t.decrypted),
+                &escape_text(&alerts),
+            ])
+        });
+        for t in self.tls.iter().filter(|t| t.detail.is_some()) {
+            let d = t.detail.as_deref().unwrap_or_default();
+            let _ = writeln!(o, "  s{}: {}", t.stream, escape_text(d));
+        }
     }
 
     /// The OVERFLOW line, when a bounded table was full.

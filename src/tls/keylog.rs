@@ -291,6 +291,21 @@ impl KeyLog {
         self.sessions.get(client_random)
     }
 
+    /// The key log lines of the session whose ClientHello carried
+    /// `client_random` (for a capture that carries its own keys, as
+    /// `print -w --embed-keys` writes); empty when it is not known.
+    pub fn lines_of(&self, client_random: &[u8; 32]) -> String {
+        let Some(s) = self.sessions.get(client_random) else {
+            return String::new();
+        };
+        let hex = |b: &[u8]| b.iter().map(|x| format!("{x:02x}")).collect::<String>();
+        let random = hex(client_random);
+        Label::ALL
+            .iter()
+            .filter_map(|(l, name)| Some(format!("{name} {random} {}\n", hex(s.get(*l)?.bytes()))))
+            .collect()
+    }
+
     /// Sessions known.
     pub fn len(&self) -> usize {
         self.sessions.len()
@@ -309,6 +324,62 @@ impl KeyLog {
     /// Sessions not kept: past [`MAX_SESSIONS`].
     pub fn refused(&self) -> u64 {
         self.refused
+    }
+}
+
+/// A key log shared between the front end that reads it (a file read once,
+/// or re-read as it grows during a live capture) and the pipelines that
+/// look sessions up in it. Cloning shares it; two handles are equal when
+/// they share one key log.
+#[derive(Clone, Default)]
+pub struct Keys {
+    log: std::sync::Arc<std::sync::Mutex<KeyLog>>,
+    growing: bool,
+}
+
+impl fmt::Debug for Keys {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Keys")
+            .field("sessions", &self.with(|k| k.len()))
+            .field("growing", &self.growing)
+            .finish()
+    }
+}
+
+impl PartialEq for Keys {
+    fn eq(&self, other: &Keys) -> bool {
+        std::sync::Arc::ptr_eq(&self.log, &other.log) && self.growing == other.growing
+    }
+}
+
+impl Eq for Keys {}
+
+impl Keys {
+    /// A handle on `log`; `growing` when more lines may come later (a live
+    /// capture's key log): a session whose key is not there yet is waited
+    /// for a while instead of given up at once.
+    pub fn new(log: KeyLog, growing: bool) -> Keys {
+        Keys {
+            log: std::sync::Arc::new(std::sync::Mutex::new(log)),
+            growing,
+        }
+    }
+
+    /// Whether more lines may come.
+    pub fn growing(&self) -> bool {
+        self.growing
+    }
+
+    /// Runs `f` on the key log (a poisoned lock is taken over: the log is
+    /// never left half-changed by a line).
+    pub fn with<R>(&self, f: impl FnOnce(&mut KeyLog) -> R) -> R {
+        let mut g = self.log.lock().unwrap_or_else(|e| e.into_inner());
+        f(&mut g)
+    }
+
+    /// The secrets of the session whose ClientHello carried `client_random`.
+    pub fn get(&self, client_random: &[u8; 32]) -> Option<Secrets> {
+        self.with(|k| k.get(client_random).cloned())
     }
 }
 

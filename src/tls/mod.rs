@@ -9,6 +9,7 @@
 //! ([`tls12::Decrypter`]).
 
 pub mod aead;
+pub mod conn;
 pub mod keylog;
 pub mod tls12;
 pub mod tls13;

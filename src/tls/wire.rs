@@ -173,6 +173,11 @@ impl Records {
         Ok(())
     }
 
+    /// Stream offset of the next record's first header byte.
+    pub fn next_at(&self) -> u64 {
+        self.at
+    }
+
     /// The body length the pending header says (0 before a whole header).
     fn len(&self) -> usize {
         match self.pending.get(3..5) {
@@ -252,6 +257,7 @@ fn be16(b: &[u8]) -> u16 {
 mod ext {
     pub const SERVER_NAME: u16 = 0;
     pub const ALPN: u16 = 16;
+    pub const ENCRYPT_THEN_MAC: u16 = 22;
     pub const SESSION_TICKET: u16 = 35;
     pub const PRE_SHARED_KEY: u16 = 41;
     pub const SUPPORTED_VERSIONS: u16 = 43;
@@ -372,6 +378,8 @@ pub struct ServerHello {
     pub psk_accepted: bool,
     /// A HelloRetryRequest, not a ServerHello.
     pub retry: bool,
+    /// TLS 1.2: encrypt-then-MAC agreed (RFC 7366) for a CBC suite.
+    pub encrypt_then_mac: bool,
 }
 
 impl ServerHello {
@@ -399,6 +407,7 @@ impl ServerHello {
             match ty {
                 ext::SUPPORTED_VERSIONS => h.version = d.u16().ok().ok_or("selected_version")?,
                 ext::PRE_SHARED_KEY => h.psk_accepted = true,
+                ext::ENCRYPT_THEN_MAC => h.encrypt_then_mac = true,
                 _ => {}
             }
             Ok(())

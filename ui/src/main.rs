@@ -13,6 +13,7 @@ mod alloc;
 mod cli_error;
 mod fields_cmd;
 mod filter;
+mod keylog;
 mod metrics;
 mod print;
 mod privilege;
@@ -92,8 +93,8 @@ struct LiveArgs {
 /// What the terminal UI's views take, opening a file or live.
 #[derive(clap::Args, Debug)]
 struct ViewArgs {
-    /// Broker ports: `auto` (9092, and Kafka found by content on any other
-    /// port), a comma-separated list (only these), or `any` (found by
+    /// Broker ports: `auto` (9092 and 9093, and Kafka found by content on
+    /// any other port), a comma-separated list (only these), or `any` (found by
     /// content on every port).
     #[arg(long, default_value = "auto", value_parser = parse_ports)]
     ports: Ports,
@@ -112,6 +113,10 @@ struct ViewArgs {
     /// the config file's; `C` in the UI changes and keeps them).
     #[arg(long, value_name = "LIST", value_parser = parse_columns)]
     columns: Option<ColumnList>,
+    /// TLS key log (`SSLKEYLOGFILE`'s NSS format): TLS connections whose
+    /// sessions it holds are decrypted; live, it is re-read as it grows.
+    #[arg(long, value_name = "FILE")]
+    tls_keylog: Option<PathBuf>,
 }
 
 /// The columns `--columns` names (one value, a list).
@@ -127,17 +132,24 @@ fn parse_columns(s: &str) -> Result<ColumnList, String> {
 
 impl ViewArgs {
     /// The terminal UI's options for `input`.
-    fn options(self, input: tui::Input, max_messages: Option<u64>) -> tui::Options {
-        tui::Options {
+    fn options(
+        self,
+        input: tui::Input,
+        max_messages: Option<u64>,
+    ) -> Result<tui::Options, CliError> {
+        let live = matches!(input, tui::Input::Live { .. });
+        let keys = keylog::open(self.tls_keylog.as_deref(), live)?;
+        Ok(tui::Options {
             input,
             ports: self.ports,
+            keys,
             reorder: self.reorder_window,
             // Colours unless `--no-color` or a non-empty NO_COLOR (no-color.org).
             color: !self.no_color && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()),
             max_messages,
             metrics: None,
             columns: self.columns.map(|c| c.0),
-        }
+        })
     }
 }
 
@@ -160,7 +172,7 @@ fn parse_display_filter(s: &str) -> Result<filter::Filter, String> {
     filter::Filter::parse(s).map_err(|e| format!("col {}: {}", e.column, e.message))
 }
 
-/// `9092,9093`, `any` or `auto` (9092, and Kafka found on any other port).
+/// `9092,9093`, `any` or `auto` (9092 and 9093, and Kafka found on any other port).
 fn parse_ports(s: &str) -> Result<Ports, String> {
     if s.eq_ignore_ascii_case("any") {
         return Ok(Ports::Any);
@@ -333,12 +345,9 @@ fn main() -> ExitCode {
                 filter: a.filter,
             };
             let metrics = a.metrics.as_deref().map(metrics::MetricsServer::start);
-            match metrics.transpose() {
-                Ok(metrics) => run_tui(tui::Options {
-                    metrics,
-                    ..a.view.options(input, a.max_messages)
-                }),
-                Err(e) => Err(e),
+            match (metrics.transpose(), a.view.options(input, a.max_messages)) {
+                (Ok(metrics), Ok(o)) => run_tui(tui::Options { metrics, ..o }),
+                (Err(e), _) | (_, Err(e)) => Err(e),
             }
         }
         None => match open_tui_args(cli.tui) {
@@ -370,7 +379,7 @@ fn open_tui_args(a: TuiArgs) -> Result<Option<tui::Options>, CliError> {
     } else {
         tui::Input::File(file)
     };
-    Ok(Some(a.view.options(input, a.max_messages)))
+    a.view.options(input, a.max_messages).map(Some)
 }
 
 fn run_tui(o: tui::Options) -> Result<ExitCode, CliError> {

@@ -17,6 +17,8 @@ use kafkashark::kafka::decode::Kind;
 use kafkashark::kafka::errors::error_name;
 use kafkashark::kafka::tree;
 use kafkashark::pipeline::{Event, PipelineConfig};
+use kafkashark::tls::conn::TlsEvent;
+use kafkashark::tls::keylog::Keys;
 
 use crate::cli_error::CliError;
 use crate::reorder::Reorder;
@@ -87,6 +89,11 @@ pub struct PrintArgs {
     /// them: pcapng, or pcap when FILE ends in `.pcap`.
     #[arg(short = 'w', long = "write", value_name = "FILE", conflicts_with_all = ["verbose", "format", "duration"])]
     write: Option<std::path::PathBuf>,
+    /// With -w to a pcapng: the TLS session keys of the connections saved
+    /// (from --tls-keylog or the capture's own) go into the file, in a
+    /// Decryption Secrets Block, so it decrypts without a key log.
+    #[arg(long, requires = "write")]
+    embed_keys: bool,
     /// Stop after this many messages.
     #[arg(short = 'c', long)]
     count: Option<u64>,
@@ -115,10 +122,15 @@ pub fn default_filter(ports: &Ports) -> Option<String> {
     })
 }
 
-/// The pipeline's settings for broker `ports` and a reorder window.
-pub(crate) fn pipeline_config(ports: &Ports, reorder: ReorderWindow) -> PipelineConfig {
+/// The pipeline's settings for broker `ports`, a reorder window and TLS keys.
+pub(crate) fn pipeline_config(
+    ports: &Ports,
+    reorder: ReorderWindow,
+    keys: &Keys,
+) -> PipelineConfig {
     let mut cfg = PipelineConfig::with_ports(ports.clone());
     cfg.flow.reorder = reorder;
+    cfg.tls_keys = keys.clone();
     cfg
 }
 
@@ -135,14 +147,34 @@ pub struct CaptureArgs {
     /// BPF filter for live capture (default: the Kafka ports); needs -i.
     #[arg(short = 'f', long = "filter")]
     filter: Option<String>,
-    /// Broker ports: `auto` (9092, and Kafka found by content on any other
-    /// port), a comma-separated list (only these), or `any` (found by
+    /// Broker ports: `auto` (9092 and 9093, and Kafka found by content on
+    /// any other port), a comma-separated list (only these), or `any` (found by
     /// content on every port).
     #[arg(long, default_value = "auto", value_parser = crate::parse_ports)]
     pub ports: Ports,
+    /// TLS key log (`SSLKEYLOGFILE`'s NSS format): TLS connections whose
+    /// sessions it holds are decrypted; live, it is re-read as it grows.
+    #[arg(long, value_name = "FILE")]
+    tls_keylog: Option<std::path::PathBuf>,
+    /// The key log once read (`load_keys`).
+    #[arg(skip)]
+    keys: std::sync::OnceLock<Keys>,
 }
 
 impl CaptureArgs {
+    /// Reads `--tls-keylog` (once; followed as it grows when live).
+    pub fn load_keys(&self) -> Result<(), CliError> {
+        let live = self.interface.is_some();
+        let keys = crate::keylog::open(self.tls_keylog.as_deref(), live)?;
+        let _ = self.keys.set(keys);
+        Ok(())
+    }
+
+    /// The key log read by `load_keys` (none before).
+    pub fn keys(&self) -> Keys {
+        self.keys.get().cloned().unwrap_or_default()
+    }
+
     /// The input: a file, or live on an interface with a BPF filter (which
     /// needs it).
     pub fn input(&self) -> Result<Input, CliError> {
@@ -163,9 +195,17 @@ impl CaptureArgs {
 impl Input {
     /// Opens it frame by frame: a file, or a live interface (its BPF filter
     /// defaulting to the Kafka `ports`), privileges dropped once it is open.
-    pub fn open(&self, ports: &Ports) -> Result<Box<dyn FrameSource + Send>, CliError> {
+    pub fn open(
+        &self,
+        ports: &Ports,
+        keys: &Keys,
+    ) -> Result<Box<dyn FrameSource + Send>, CliError> {
         Ok(match self {
-            Input::File(path) => Box::new(FileSource::open(path).map_err(CliError::Capture)?),
+            Input::File(path) => {
+                let mut src = FileSource::open(path).map_err(CliError::Capture)?;
+                src.set_tls_keys(keys.clone());
+                Box::new(src)
+            }
             Input::Live { iface, filter } => {
                 let mut cfg = LiveConfig::new(iface);
                 cfg.filter = filter.clone().or_else(|| default_filter(ports));
@@ -205,7 +245,15 @@ pub fn report_end(
 pub fn run(a: &PrintArgs) -> Result<u64, CliError> {
     crate::privilege::configure(&a.privilege);
     let input = a.capture.input()?;
+    a.capture.load_keys()?;
     let duration = duration_arg(a.duration)?;
+    if a.embed_keys
+        && a.write.as_deref().map(crate::save::Format::of) == Some(crate::save::Format::Pcap)
+    {
+        return Err(CliError::Usage(
+            "--embed-keys writes a pcapng Decryption Secrets Block; save to a .pcapng".into(),
+        ));
+    }
     if a.write.is_some() && !matches!(&input, Input::File(p) if p != "-") {
         return Err(CliError::Usage(
             "-w saves from a capture file, which it reads twice; a live capture is saved with tcpdump -w".into(),
@@ -214,7 +262,9 @@ pub fn run(a: &PrintArgs) -> Result<u64, CliError> {
     // A file is read and reassembled on a thread of its own (see `FileReader`).
     let mut file = match &input {
         Input::File(path) if duration.is_none() => {
-            Some(FileSource::open(path).map_err(CliError::Capture)?)
+            let mut src = FileSource::open(path).map_err(CliError::Capture)?;
+            src.set_tls_keys(a.capture.keys());
+            Some(src)
         }
         _ => None,
     };
@@ -246,6 +296,7 @@ pub fn run(a: &PrintArgs) -> Result<u64, CliError> {
         let settings = crate::render_pool::Settings {
             ports: a.capture.ports.clone(),
             reorder: a.reorder_window,
+            keys: a.capture.keys(),
             format: a.format,
             count: a.count,
             decode,
@@ -270,7 +321,7 @@ pub fn run(a: &PrintArgs) -> Result<u64, CliError> {
     // `render_pool`'s does) and each message's tree is decoded once, as it
     // is printed (`Trees`), with the facts a tree-keeping analyzer takes from
     // it: the same output as `render_pool`, on one thread.
-    let pipeline = pipeline_config(&a.capture.ports, a.reorder_window);
+    let pipeline = pipeline_config(&a.capture.ports, a.reorder_window, &a.capture.keys());
     let cfg = crate::render_pool::summary_config(pipeline.clone(), &decode, verbose);
     let trees = verbose.then(|| Trees {
         opts: decode,
@@ -306,7 +357,7 @@ pub fn run(a: &PrintArgs) -> Result<u64, CliError> {
     }
     // Live, or a file read for a while (`--duration`): one thread, the same
     // last stage as for files' summaries.
-    let mut source = input.open(&a.capture.ports)?;
+    let mut source = input.open(&a.capture.ports, &a.capture.keys())?;
     let mut analyzer = Analyzer::new(cfg);
     let mut stage = stage();
     let mut out = Vec::new();
@@ -360,7 +411,7 @@ fn save(
     name: &str,
     out: &std::path::Path,
 ) -> Result<u64, CliError> {
-    let pipeline = pipeline_config(&a.capture.ports, a.reorder_window);
+    let pipeline = pipeline_config(&a.capture.ports, a.reorder_window, &a.capture.keys());
     let decode = kafkashark::kafka::DecodeOptions {
         max_decompressed: a.max_decompressed,
         ..Default::default()
@@ -396,9 +447,26 @@ fn save(
     let analyzer = MessageAnalyzer::new(cfg);
     let (malformed, chosen) = run_file(src, pipeline, analyzer, keep, stage)?;
     let chosen = chosen.unwrap_or_default();
-    let saved = crate::save::write(name, &chosen, out)?;
+    let secrets = a.embed_keys.then(|| {
+        let keys = a.capture.keys();
+        let randoms = chosen.tls_randoms();
+        keys.with(|k| randoms.iter().map(|r| k.lines_of(r)).collect::<String>())
+    });
+    let saved = crate::save::write(name, &chosen, out, secrets.as_deref())?;
+    if let Some(s) = &secrets {
+        let sessions = s
+            .lines()
+            .filter_map(|l| l.split(' ').nth(1))
+            .collect::<std::collections::BTreeSet<_>>();
+        let tls = chosen.tls_randoms().len();
+        eprintln!(
+            "kafkashark: embedded the keys of {} of the {tls} TLS session{} saved",
+            sessions.len(),
+            if tls == 1 { "" } else { "s" }
+        );
+    }
     eprintln!(
-        "kafkashark: saved {} message{} in {} frame{} ({} of them handshakes and closes) to {}",
+        "kafkashark: saved {} message{} in {} frame{} ({} of them handshakes, closes and TLS records) to {}",
         chosen.messages,
         if chosen.messages == 1 { "" } else { "s" },
         saved.frames,
@@ -474,6 +542,8 @@ pub(crate) trait Emit {
     fn message(&mut self, m: Box<MessageRecord>) -> Result<bool, CliError>;
     /// A line for standard error, after what came before it.
     fn line(&mut self, line: String) -> Result<bool, CliError>;
+    /// Every notice, printed or not, before its line.
+    fn notice(&mut self, _n: &Notice) {}
 }
 
 /// The last stage of `print`: orders the analyzer's outputs (requests wait,
@@ -566,10 +636,13 @@ impl<E: Emit> Ordered<E> {
                     *printed += 1;
                     emit.message(m)?
                 }
-                Output::Notice(n) => match notice_line(name, &n) {
-                    Some(line) if notices.admit(&n) => emit.line(line)?,
-                    _ => true,
-                },
+                Output::Notice(n) => {
+                    emit.notice(&n);
+                    match notice_line(name, &n) {
+                        Some(line) if notices.admit(&n) => emit.line(line)?,
+                        _ => true,
+                    }
+                }
             };
             if !more {
                 return Ok(false);
@@ -978,6 +1051,21 @@ impl Emit for Printer {
         self.flush()?;
         eprintln!("{line}");
         Ok(true)
+    }
+
+    fn notice(&mut self, n: &Notice) {
+        if let (
+            Some(chosen),
+            Notice::Tls {
+                client,
+                broker,
+                what: TlsEvent::ClientHello { random, .. },
+                ..
+            },
+        ) = (&mut self.save, n)
+        {
+            chosen.tls(*client, *broker, *random);
+        }
     }
 }
 
@@ -1463,6 +1551,7 @@ fn notice_kind(n: &Notice) -> Option<(&'static str, u64)> {
     use kafkashark::pipeline::Warning as W;
     Some(match n {
         Notice::Unanswered { request, .. } => ("requests got no response", request.frame),
+        Notice::Tls { frame, what, .. } => (tls_problem(what)?, *frame),
         Notice::Stream(Event::Gap { frame, .. }) => ("gaps in the bytes", *frame),
         Notice::Stream(Event::Resync { frame, .. }) => ("resynchronisations", *frame),
         Notice::Stream(Event::Discarded { frame, .. }) => {
@@ -1491,8 +1580,24 @@ pub(crate) fn notice_line(name: &str, n: &Notice) -> Option<String> {
     })
 }
 
+/// The kind of a TLS event that is a problem: no key, a suite not
+/// decrypted, a direction that stopped decrypting, a fatal alert.
+fn tls_problem(what: &TlsEvent) -> Option<&'static str> {
+    Some(match what {
+        TlsEvent::NoKey { .. } => "TLS connections had no session key",
+        TlsEvent::Unsupported { .. } => "TLS connections used a suite not decrypted",
+        TlsEvent::Stopped { .. } => "TLS directions stopped decrypting",
+        TlsEvent::Alert { level: 2, .. } => "TLS fatal alerts",
+        _ => return None,
+    })
+}
+
 fn notice_text(n: &Notice) -> Option<String> {
     Some(match n {
+        Notice::Tls { stream, what, .. } => {
+            tls_problem(what)?;
+            format!("stream {stream}: TLS: {what}")
+        }
         Notice::Unanswered { stream, request } => format!(
             "stream {stream}: request at frame {} ({} v{}) got no response",
             request.frame,

@@ -120,6 +120,8 @@ pub struct Settings {
     pub ports: Ports,
     /// The reorder window.
     pub reorder: kafkashark::flow::ReorderWindow,
+    /// TLS session keys.
+    pub keys: kafkashark::tls::keylog::Keys,
     /// Text or JSONL.
     pub format: PrintFormat,
     /// Stop after this many messages.
@@ -170,7 +172,7 @@ where
     W: Write,
     F: FnOnce() -> W + Send + 'static,
 {
-    let pipeline = crate::print::pipeline_config(&settings.ports, settings.reorder);
+    let pipeline = crate::print::pipeline_config(&settings.ports, settings.reorder, &settings.keys);
     let reader = FileReader::spawn(src, pipeline.clone(), BATCH_FRAMES_TREES, None);
     let mut analyzer = MessageAnalyzer::new(summary_config(pipeline, &settings.decode, true));
     let stamps = Arc::new(Stamps::default());
@@ -1104,6 +1106,7 @@ mod tests {
         let settings = Settings {
             ports: ports.clone(),
             reorder: kafkashark::flow::ReorderWindow::default(),
+            keys: Default::default(),
             format,
             count,
             decode,
@@ -1292,6 +1295,7 @@ mod tests {
                     let settings = Settings {
                         ports: ports.clone(),
                         reorder: kafkashark::flow::ReorderWindow::default(),
+                        keys: Default::default(),
                         format: PrintFormat::Jsonl,
                         count,
                         decode: DecodeOptions::default(),
@@ -1454,6 +1458,7 @@ mod tests {
             let settings = Settings {
                 ports: Ports::List(vec![9092]),
                 reorder: kafkashark::flow::ReorderWindow::default(),
+                keys: Default::default(),
                 format: PrintFormat::Jsonl,
                 count: None,
                 decode: DecodeOptions::default(),

@@ -43,6 +43,10 @@ pub struct Chosen {
     frames: Bitset,
     /// `(client, broker)` of every connection with a chosen message.
     conns: FxHashSet<(SocketAddr, SocketAddr)>,
+    /// The TLS connections seen, with their client randoms: one with a
+    /// chosen message is saved whole (its records cannot be decrypted
+    /// without every one before them).
+    tls: FxHashMap<(SocketAddr, SocketAddr), [u8; 32]>,
     /// Messages chosen.
     pub messages: u64,
 }
@@ -57,6 +61,27 @@ impl Chosen {
         for &(_, f) in &raw.provenance {
             self.set(f);
         }
+    }
+
+    /// Notes that `client` → `broker` is a TLS connection, its session
+    /// `random`.
+    pub fn tls(&mut self, client: SocketAddr, broker: SocketAddr, random: [u8; 32]) {
+        self.tls.insert((client, broker), random);
+    }
+
+    /// Whether the connection is saved whole: TLS with a chosen message.
+    fn whole(&self, key: &(SocketAddr, SocketAddr)) -> bool {
+        self.conns.contains(key) && self.tls.contains_key(key)
+    }
+
+    /// The client randoms of the TLS connections saved, sorted.
+    pub fn tls_randoms(&self) -> Vec<[u8; 32]> {
+        let mut r: Vec<[u8; 32]> = (self.tls.iter())
+            .filter(|(k, _)| self.conns.contains(k))
+            .map(|(_, r)| *r)
+            .collect();
+        r.sort_unstable();
+        r
     }
 
     fn set(&mut self, frame: u64) {
@@ -102,7 +127,14 @@ impl Format {
 /// Copies the frames of `input` that `chosen` names, and its connections'
 /// handshake and close segments, to `out`. `input` must be a file that reads
 /// the same frames again (not standard input), and not `out` itself.
-pub fn write(input: &str, chosen: &Chosen, out: &Path) -> Result<Saved, CliError> {
+/// With `secrets` (pcapng only), a Decryption Secrets Block holding those
+/// TLS key log lines comes before the frames.
+pub fn write(
+    input: &str,
+    chosen: &Chosen,
+    out: &Path,
+    secrets: Option<&str>,
+) -> Result<Saved, CliError> {
     let same = std::fs::canonicalize(input)
         .ok()
         .zip(std::fs::canonicalize(out).ok())
@@ -122,6 +154,10 @@ pub fn write(input: &str, chosen: &Chosen, out: &Path) -> Result<Saved, CliError
     let file = std::fs::File::create(out).map_err(io)?;
     let mut w = Writer::new(Format::of(out), BufWriter::new(file), src.link())
         .map_err(|e| io(std::io::Error::other(e)))?;
+    if let Some(s) = secrets.filter(|s| !s.is_empty()) {
+        w.secrets(s.as_bytes())
+            .map_err(|e| io(std::io::Error::other(e)))?;
+    }
     let mut saved = Saved {
         frames: 0,
         control: 0,
@@ -165,6 +201,9 @@ impl Handshakes {
         } else {
             return false;
         };
+        if chosen.whole(&key) {
+            return true;
+        }
         let f = seg.flags;
         if f.syn && f.ack && !from_client {
             self.expect.insert(key, seg.seq.wrapping_add(1));
@@ -278,6 +317,33 @@ impl<W: Write> Writer<W> {
                 .map_err(|e| e.to_string())?;
             }
         }
+        Ok(())
+    }
+
+    /// A Decryption Secrets Block of TLS key log lines (pcapng only).
+    fn secrets(&mut self, keylog: &[u8]) -> Result<(), String> {
+        let Writer::Ng(w, _) = self else {
+            return Err("a pcap holds no keys".into());
+        };
+        let big = w.section().endianness == pcap_file::Endianness::Big;
+        let word = |n: u32| {
+            if big {
+                n.to_be_bytes()
+            } else {
+                n.to_le_bytes()
+            }
+        };
+        let len = u32::try_from(keylog.len()).map_err(|e| e.to_string())?;
+        // Secrets type "TLSK", its length, the lines padded to 32 bits.
+        let mut body = Vec::with_capacity(keylog.len() + 12);
+        body.extend_from_slice(&word(0x544c_534b));
+        body.extend_from_slice(&word(len));
+        body.extend_from_slice(keylog);
+        body.resize(body.len().next_multiple_of(4), 0);
+        let total = u32::try_from(body.len() + 12).map_err(|e| e.to_string())?;
+        let block =
+            pcap_file::pcapng::blocks::unknown::UnknownBlock::new(0x0000_000A, total, &body);
+        w.write_pcapng_block(block).map_err(|e| e.to_string())?;
         Ok(())
     }
 

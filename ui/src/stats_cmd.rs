@@ -38,13 +38,14 @@ const CLEAR: &str = "\x1b[H\x1b[2J";
 pub fn run(a: &StatsArgs) -> Result<(), CliError> {
     crate::privilege::configure(&a.privilege);
     let input = a.capture.input()?;
+    a.capture.load_keys()?;
     let duration = crate::print::duration_arg(a.duration)?;
     // Bound before reading anything: a bad address fails at once.
     let metrics = a.metrics.as_deref().map(MetricsServer::start).transpose()?;
     if let (Input::File(path), None) = (&input, duration) {
         return run_file(a, path, metrics);
     }
-    let mut source = input.open(&a.capture.ports)?;
+    let mut source = input.open(&a.capture.ports, &a.capture.keys())?;
     let (title, live) = match &input {
         Input::File(p) => (p.clone(), false),
         Input::Live { iface, .. } => (format!("live on {iface}"), true),
@@ -115,7 +116,11 @@ fn serve_final(m: &MetricsServer, stats: &Stats) -> ! {
 /// The analyzer's settings and the stats of a run.
 fn engine(a: &StatsArgs) -> (AnalyzerConfig, Stats) {
     let mut cfg = Stats::analyzer_config(AnalyzerConfig {
-        pipeline: crate::print::pipeline_config(&a.capture.ports, a.reorder_window),
+        pipeline: crate::print::pipeline_config(
+            &a.capture.ports,
+            a.reorder_window,
+            &a.capture.keys(),
+        ),
         ..AnalyzerConfig::default()
     });
     cfg.decode.max_decompressed = a.max_decompressed;
@@ -131,7 +136,8 @@ fn engine(a: &StatsArgs) -> (AnalyzerConfig, Stats) {
 /// `print::FileReader`, decoded and paired on this one, counted on a third —
 /// the same outputs in the same order as one thread, so the same report.
 fn run_file(a: &StatsArgs, path: &str, metrics: Option<MetricsServer>) -> Result<(), CliError> {
-    let src = FileSource::open(path).map_err(CliError::Capture)?;
+    let mut src = FileSource::open(path).map_err(CliError::Capture)?;
+    src.set_tls_keys(a.capture.keys());
     let (cfg, mut stats) = engine(a);
     let mut analyzer = MessageAnalyzer::new(cfg);
     // While the analyzer is behind, the reader's thread scans requests for
@@ -139,7 +145,7 @@ fn run_file(a: &StatsArgs, path: &str, metrics: Option<MetricsServer>) -> Result
     // three.
     let reader = FileReader::spawn(
         src,
-        crate::print::pipeline_config(&a.capture.ports, a.reorder_window),
+        crate::print::pipeline_config(&a.capture.ports, a.reorder_window, &a.capture.keys()),
         crate::print::BATCH_FRAMES,
         analyzer.request_scanner(),
     );

@@ -231,3 +231,110 @@ fn saving_refuses_what_it_cannot_do() {
         err(&["print", f, "-w", "/nonexistent-dir/x.pcapng"]).contains("/nonexistent-dir/x.pcapng")
     );
 }
+
+/// `print` of a TLS capture with its key log, `-Y` choosing one client's
+/// messages, saved with `-w … --embed-keys`: the file holds those TLS
+/// connections whole and their sessions' keys only, so kafkashark reopens it
+/// without a key log to the same messages, and tshark decrypts it with its
+/// own TLS dissector to the same Kafka PDUs. Saved without the keys, it
+/// needs the key log again.
+#[test]
+fn tls_messages_save_with_their_keys() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../captures/tls");
+    let (cap, keys) = (
+        dir.join("d1-tls13.pcap"),
+        dir.join("d1-tls13.pcap.server.keys"),
+    );
+    if !cap.is_file() {
+        return;
+    }
+    let tmp = std::env::temp_dir().join(format!("kafkashark-tls-save-{}", std::process::id()));
+    std::fs::create_dir_all(&tmp).expect("temp dir");
+    let filter = "client_id=\"tls-js\"";
+    let print = |file: &Path, extra: &[&std::ffi::OsStr]| {
+        let out = bin()
+            .arg("print")
+            .arg(file)
+            .args(["--format", "jsonl"])
+            .args(extra)
+            .output()
+            .expect("run print");
+        assert!(out.status.success(), "{out:?}");
+        String::from_utf8(out.stdout).expect("utf-8")
+    };
+    let strip = |jsonl: &str| -> Vec<String> {
+        // The frame numbers change; api, version, correlation id, length,
+        // endpoints and pairing do not.
+        jsonl
+            .lines()
+            .map(|l| {
+                let v: serde_json::Value = serde_json::from_str(l).unwrap();
+                format!(
+                    "{} {} {} {} {} {} {}",
+                    v["api_key"],
+                    v["api_version"],
+                    v["correlation_id"],
+                    v["length"],
+                    v["client"],
+                    v["broker"],
+                    v["paired"]
+                )
+            })
+            .collect()
+    };
+    let k = keys.as_os_str();
+    let want = strip(&print(
+        &cap,
+        &["--tls-keylog".as_ref(), k, "-Y".as_ref(), filter.as_ref()],
+    ));
+    assert!(want.len() > 10, "{want:?}");
+    let saved = tmp.join("js.pcapng");
+    let out = bin()
+        .arg("print")
+        .arg(&cap)
+        .args(["--tls-keylog".as_ref(), k])
+        .args(["-Y", filter, "-w"])
+        .arg(&saved)
+        .arg("--embed-keys")
+        .output()
+        .expect("save");
+    assert!(out.status.success(), "{out:?}");
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        said.contains("embedded the keys of 3 of the 3 TLS sessions saved"),
+        "{said}"
+    );
+    assert_eq!(strip(&print(&saved, &[])), want);
+    // Only the saved sessions' keys are in the file.
+    let bytes = std::fs::read(&saved).unwrap();
+    let text = String::from_utf8_lossy(&bytes);
+    assert_eq!(text.matches("CLIENT_TRAFFIC_SECRET_0").count(), 3);
+    if have_tshark() {
+        let out = Command::new("tshark")
+            .args(["-n", "-r"])
+            .arg(&saved)
+            .args(["-d", "tls.port==9093,kafka", "-Y", "kafka", "-T", "fields"])
+            .args(["-E", "occurrence=a", "-e", "kafka.correlation_id"])
+            .output()
+            .expect("tshark");
+        let pdus: usize = String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .map(|l| l.split(',').filter(|c| !c.is_empty()).count())
+            .sum();
+        assert_eq!(pdus, want.len());
+    }
+    // Without --embed-keys: nothing decrypts without the key log, all with it.
+    let bare = tmp.join("js-bare.pcapng");
+    let out = bin()
+        .arg("print")
+        .arg(&cap)
+        .args(["--tls-keylog".as_ref(), k])
+        .args(["-Y", filter, "-w"])
+        .arg(&bare)
+        .output()
+        .expect("save");
+    assert!(out.status.success(), "{out:?}");
+    assert!(print(&bare, &[]).is_empty());
+    assert_eq!(strip(&print(&bare, &["--tls-keylog".as_ref(), k])), want);
+    let _ = std::fs::remove_dir_all(&tmp);
+}

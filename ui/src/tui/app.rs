@@ -22,8 +22,10 @@ use kafkashark::analyzer::MessageInfo;
 use kafkashark::kafka::decode::Kind;
 use kafkashark::kafka::framing::RawMessage;
 use kafkashark::kafka::{ByteSource, DecodeOptions, Decoded, Node, Role};
+use kafkashark::tls::conn::TlsEvent;
 use kafkashark::topics::TopicNames;
 use ratatui::layout::Position;
+use std::net::SocketAddr;
 
 use super::columns::{self, Col};
 use super::index::{FactsEntry, IndexEntry};
@@ -124,6 +126,13 @@ pub fn message_of(e: &IndexEntry, store: Option<&dyn ByteStore>) -> Result<RawMe
     Ok(raw)
 }
 
+/// A TLS connection's event as the loader hands it on: stream, client,
+/// broker, frame, what.
+pub type TlsNote = (u64, SocketAddr, SocketAddr, u64, TlsEvent);
+
+/// TLS connections the UI remembers.
+const TLS_SESSIONS: usize = 100_000;
+
 /// Everything that can happen to the UI.
 #[derive(Debug)]
 pub enum Msg {
@@ -147,6 +156,8 @@ pub enum Msg {
     LoadError(String),
     /// Something the user should know about the input (no Kafka found in it).
     Notice(String),
+    /// What TLS connections showed (stream, client, broker, event).
+    Tls(Vec<TlsNote>),
     /// The input has ended.
     LoadDone,
     /// Time passes (for the spinner).
@@ -462,6 +473,11 @@ pub struct App {
     /// The capture file the listed messages can be saved from (`w`): `None`
     /// for standard input, a live capture or a single message.
     pub save_from: Option<String>,
+    /// The TLS connections: what each showed (the stats view's TLS section).
+    pub tls: kafkashark::stats::tls::TlsTable,
+    /// The TLS connections' client randoms by (client, broker): saved whole
+    /// (`w`) when a message of theirs is.
+    pub tls_sessions: rustc_hash::FxHashMap<(SocketAddr, SocketAddr), [u8; 32]>,
     /// Entries dropped from the front of the index by ring mode.
     pub dropped: u64,
     /// Messages recently read again from the file, by entry index plus `dropped`.
@@ -557,6 +573,8 @@ impl App {
             store: None,
             max_entries: usize::MAX,
             save_from: None,
+            tls: Default::default(),
+            tls_sessions: Default::default(),
             history: Vec::new(),
             followed: None,
             dropped: 0,
@@ -652,6 +670,17 @@ impl App {
             Msg::Topics(t) => self.topics = *t,
             Msg::LoadError(e) => self.load_error = Some(e),
             Msg::Notice(n) => self.notice = Some(n),
+            Msg::Tls(notes) => {
+                for (stream, client, broker, frame, what) in notes {
+                    if let TlsEvent::ClientHello { random, .. } = &what {
+                        if self.tls_sessions.len() < TLS_SESSIONS {
+                            self.tls_sessions.insert((client, broker), *random);
+                        }
+                    }
+                    self.tls
+                        .add((stream, client, broker), frame, &what, TLS_SESSIONS);
+                }
+            }
             Msg::LoadDone => {
                 self.done = true;
                 if self.stats_view.is_some() {
@@ -1757,7 +1786,10 @@ impl App {
     /// Opens the stats view on its first section, or recomputes the open one
     /// keeping its section and selections: from every message loaded so far.
     pub fn refresh_stats(&mut self) {
-        let data = stats_view::compute(&self.entries, self.stats_limit, self.store.as_deref());
+        let mut data = stats_view::compute(&self.entries, self.stats_limit, self.store.as_deref());
+        // TLS connections come from the loader (one without keys has no entry).
+        data.report.tls = self.tls.report();
+        data.rows[StatsTab::Tls.index()] = stats_view::tls_rows(&data.report.tls);
         let tick = self.ticks;
         match &mut self.stats_view {
             Some(v) => {

@@ -94,6 +94,8 @@ pub struct Options {
     pub ports: Ports,
     /// The reorder window.
     pub reorder: kafkashark::flow::ReorderWindow,
+    /// TLS session keys.
+    pub keys: kafkashark::tls::keylog::Keys,
     /// Colours on.
     pub color: bool,
     /// Most messages the list keeps (ring mode); `None` for the default.
@@ -195,7 +197,9 @@ pub fn run(opts: Options) -> Result<(), CliError> {
         }
         Input::Message { name, .. } => (name.clone(), SourceKind::Message, None),
     };
-    let source = capture.map(|c| c.open(&opts.ports)).transpose()?;
+    let source = capture
+        .map(|c| c.open(&opts.ports, &opts.keys))
+        .transpose()?;
     let meta = match &opts.input {
         Input::File(p) if p != "-" => std::fs::metadata(p).ok().map(|m| (p, m)),
         _ => None,
@@ -254,7 +258,7 @@ pub fn run(opts: Options) -> Result<(), CliError> {
         (Some(src), _) => {
             let (tx, rx) = sync_channel(CHANNEL);
             let stop2 = Arc::clone(&stop);
-            let ports = (opts.ports.clone(), opts.reorder);
+            let ports = (opts.ports.clone(), opts.reorder, opts.keys.clone());
             std::thread::Builder::new()
                 .name("kafkashark-loader".into())
                 .spawn(move || load(src, ports, total, reread, &tx, &stop2, feed))
@@ -415,6 +419,9 @@ fn start_save(app: &App, out: std::path::PathBuf, done: &std::sync::mpsc::Sender
         return;
     };
     let mut chosen = crate::save::Chosen::default();
+    for (&(client, broker), &random) in &app.tls_sessions {
+        chosen.tls(client, broker, random);
+    }
     for &i in &app.view {
         if let Some(e) = app.entries.get(i as usize) {
             let (client, broker) = e.endpoints();
@@ -425,7 +432,7 @@ fn start_save(app: &App, out: std::path::PathBuf, done: &std::sync::mpsc::Sender
     let spawned = std::thread::Builder::new()
         .name("kafkashark-save".into())
         .spawn(move || {
-            let text = match crate::save::write(&input, &chosen, &out) {
+            let text = match crate::save::write(&input, &chosen, &out, None) {
                 Ok(s) => format!(
                     "saved {} message{} in {} frames ({} handshakes and closes) to {}",
                     chosen.messages,
@@ -449,7 +456,11 @@ fn start_save(app: &App, out: std::path::PathBuf, done: &std::sync::mpsc::Sender
 /// analyzer keeping the trees and record batch headers that `Stats` reads.
 fn load(
     mut src: Box<dyn FrameSource + Send>,
-    (ports, reorder): (Ports, kafkashark::flow::ReorderWindow),
+    (ports, reorder, keys): (
+        Ports,
+        kafkashark::flow::ReorderWindow,
+        kafkashark::tls::keylog::Keys,
+    ),
     total: Option<u64>,
     reread: bool,
     tx: &SyncSender<Msg>,
@@ -459,7 +470,7 @@ fn load(
     let mut cfg = AnalyzerConfig {
         pipeline: PipelineConfig {
             locate_in_file: true,
-            ..print::pipeline_config(&ports, reorder)
+            ..print::pipeline_config(&ports, reorder, &keys)
         },
         keep_trees: false,
         ..AnalyzerConfig::default()
@@ -471,6 +482,7 @@ fn load(
     let mut an = Analyzer::new(cfg);
     let mut out = Vec::new();
     let mut batch: Vec<Entry> = Vec::new();
+    let mut tls = Vec::new();
     let (mut gaps, mut bytes, mut topics_known) = (0u64, 24u64, 0usize);
     let (mut first, mut done, mut last) = (true, false, Instant::now());
     while !done {
@@ -514,6 +526,14 @@ fn load(
                         return;
                     }
                 }
+                Output::Notice(Notice::Tls {
+                    stream,
+                    client,
+                    broker,
+                    frame,
+                    what,
+                    ..
+                }) => tls.push((stream, client, broker, frame, what)),
                 Output::Notice(_) => {}
             }
         }
@@ -545,6 +565,9 @@ fn load(
         if names.len() != topics_known {
             topics_known = names.len();
             msgs.push(Msg::Topics(Box::new(names.clone())));
+        }
+        if !tls.is_empty() {
+            msgs.push(Msg::Tls(std::mem::take(&mut tls)));
         }
         if !batch.is_empty() {
             msgs.push(Msg::Loaded(std::mem::take(&mut batch)));

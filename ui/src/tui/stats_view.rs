@@ -59,6 +59,8 @@ pub enum StatsTab {
     /// Record age per partition, produce → fetch delivery per consumer,
     /// producers' batching.
     Delivery,
+    /// TLS connections: handshake, keys, alerts.
+    Tls,
 }
 
 impl StatsTab {
@@ -71,6 +73,7 @@ impl StatsTab {
         StatsTab::Groups,
         StatsTab::Lag,
         StatsTab::Delivery,
+        StatsTab::Tls,
     ];
 
     /// Position in [`StatsTab::ALL`] (the order of the variants).
@@ -90,7 +93,7 @@ impl StatsTab {
 }
 
 /// Sections of the view.
-pub const SECTION_COUNT: usize = 7;
+pub const SECTION_COUNT: usize = 8;
 
 /// A column of a section's table.
 #[derive(Clone, Copy, Debug)]
@@ -193,6 +196,18 @@ const DELIVERY_COLS: [Col; 7] = [
     col("notes", 40, false, false, 2),
 ];
 
+const TLS_COLS: [Col; 9] = [
+    col("conn", 5, false, false, 0),
+    col("client", 21, false, false, 2),
+    col("version", 15, false, false, 0),
+    col("suite", 30, false, true, 1),
+    col("sni", 16, false, false, 3),
+    col("hs ms", 7, true, false, 1),
+    col("keys", 13, false, false, 0),
+    col("bytes c/s", 13, true, false, 3),
+    col("alerts / why", 30, false, false, 0),
+];
+
 /// Each section's tab name, short name and table columns, in
 /// [`StatsTab::ALL`] order.
 const SECTIONS: [(&str, &str, &[Col]); SECTION_COUNT] = [
@@ -203,6 +218,7 @@ const SECTIONS: [(&str, &str, &[Col]); SECTION_COUNT] = [
     ("Groups", "Grp", &GROUP_COLS),
     ("Lag", "Lag", &LAG_COLS),
     ("Delivery", "Dlv", &DELIVERY_COLS),
+    ("TLS", "TLS", &TLS_COLS),
 ];
 
 /// The columns of a section's table.
@@ -488,6 +504,7 @@ pub fn compute(entries: &EntryStore, limit: usize, store: Option<&dyn ByteStore>
         group_rows(&report, &groups),
         lag_rows(&report),
         delivery_rows(&report),
+        tls_rows(&report.tls),
     ];
     StatsData {
         report,
@@ -775,6 +792,42 @@ pub fn lag_rows(r: &StatsReport) -> Vec<StatsRow> {
             filter: fetch_pred(Some(consumer_label(p)), Some(&p.topic)),
             // Behind and falling further behind.
             trouble: p.lag > 0 && p.trend_per_s.is_some_and(|t| t > 0.0),
+        })
+        .collect()
+}
+
+/// One row per TLS connection (the loader's, not the entries': a
+/// connection without keys has no messages): its handshake, whether it was
+/// decrypted and if not why, its alerts; its messages are the stream's.
+pub fn tls_rows(t: &[kafkashark::stats::tls::TlsReport]) -> Vec<StatsRow> {
+    t.iter()
+        .map(|t| {
+            let version = match (&t.version, t.offered) {
+                (Some(v), true) => format!("{v} offered"),
+                (Some(v), false) if t.resumed => format!("{v} resumed"),
+                (Some(v), false) => v.clone(),
+                (None, _) => "-".into(),
+            };
+            let why = match (&t.detail, t.alerts.is_empty()) {
+                (_, false) => t.alerts.join(", "),
+                (Some(d), true) => d.clone(),
+                (None, true) => String::new(),
+            };
+            StatsRow {
+                cells: vec![
+                    format!("s{}", t.stream),
+                    t.client.clone(),
+                    version,
+                    t.suite.clone().unwrap_or_else(|| "-".into()),
+                    text(&t.server_name),
+                    t.handshake_ms.map_or("-".into(), |m| format!("{m:.1}")),
+                    t.keys.to_string(),
+                    format!("{}/{}", t.bytes[0], t.bytes[1]),
+                    escape_text(&why),
+                ],
+                filter: format!("stream={}", t.stream),
+                trouble: t.keys != "decrypted" || t.alerts.iter().any(|a| a.contains("fatal")),
+            }
         })
         .collect()
 }

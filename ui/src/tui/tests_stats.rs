@@ -478,13 +478,15 @@ fn keys_of_the_stats_view() {
     key(&mut app, KeyCode::BackTab);
     key(&mut app, KeyCode::BackTab);
     key(&mut app, KeyCode::BackTab);
-    assert_eq!(tab(&app), Some(StatsTab::Delivery), "wraps to the last");
+    assert_eq!(tab(&app), Some(StatsTab::Tls), "wraps to the last");
+    key(&mut app, KeyCode::Left);
+    assert_eq!(tab(&app), Some(StatsTab::Delivery));
     key(&mut app, KeyCode::Left);
     assert_eq!(tab(&app), Some(StatsTab::Lag));
     key(&mut app, KeyCode::Char('5'));
     assert_eq!(tab(&app), Some(StatsTab::Groups));
-    key(&mut app, KeyCode::Char('8'));
-    assert_eq!(tab(&app), Some(StatsTab::Groups), "no eighth section");
+    key(&mut app, KeyCode::Char('9'));
+    assert_eq!(tab(&app), Some(StatsTab::Groups), "no ninth section");
     key(&mut app, KeyCode::Char('7'));
     assert_eq!(tab(&app), Some(StatsTab::Delivery));
     key(&mut app, KeyCode::Char('4'));
@@ -498,7 +500,7 @@ fn keys_of_the_stats_view() {
     key(&mut app, KeyCode::Up);
     assert_eq!(
         app.stats_view.as_ref().map(|v| v.sel),
-        Some([1, 0, 0, 5, 0, 0, 0])
+        Some([1, 0, 0, 5, 0, 0, 0, 0])
     );
     // Help opens over it, and any key closes help only.
     key(&mut app, KeyCode::Char('?'));
@@ -866,4 +868,105 @@ fn lag_and_delivery_of_b6_are_the_stats_commands() {
     let shown: BTreeSet<usize> = app.view.iter().map(|&i| i as usize).collect();
     assert_eq!(shown, want);
     assert!(want.len() >= 26, "{}", want.len());
+}
+
+/// The TLS section: the loader's TLS events of d2 (TLS 1.2) with the
+/// proxy's key log — a row per connection, decrypted or refused with its
+/// alert (red), `Enter` listing the stream's messages; without keys every
+/// connection is there, red, `no key`.
+#[test]
+fn tls_section_lists_every_connection() {
+    use kafkashark::analyzer::{Analyzer, AnalyzerConfig, Notice, Output};
+    use kafkashark::capture::{FileSource, FrameSource};
+    use kafkashark::tls::keylog::{KeyLog, Keys};
+    let path = super::testutil::repo("captures/tls/d2-tls12.pcap");
+    if !std::path::Path::new(&path).is_file() {
+        return;
+    }
+    for with_keys in [true, false] {
+        let keys = if with_keys {
+            let mut k = KeyLog::new();
+            assert!(k
+                .feed(&std::fs::read(format!("{path}.server.keys")).unwrap())
+                .is_empty());
+            Keys::new(k, false)
+        } else {
+            Keys::default()
+        };
+        let mut cfg = AnalyzerConfig::default();
+        cfg.pipeline.tls_keys = keys;
+        cfg.decode.records = false;
+        let mut an = Analyzer::new(cfg);
+        let mut src = FileSource::open(&path).unwrap();
+        let mut out = Vec::new();
+        while let Some(f) = src.next_frame().unwrap() {
+            an.push(&f, &mut out);
+        }
+        an.finish(&mut out);
+        let (mut entries, mut notes) = (Vec::new(), Vec::new());
+        for o in out {
+            match o {
+                Output::Message(m) => entries.push(super::app::Entry::new(m.info, m.raw)),
+                Output::Notice(Notice::Tls {
+                    stream,
+                    client,
+                    broker,
+                    frame,
+                    what,
+                    ..
+                }) => notes.push((stream, client, broker, frame, what)),
+                Output::Notice(_) => {}
+            }
+        }
+        assert_eq!(entries.is_empty(), !with_keys);
+        let mut app = App::new(
+            Config {
+                title: "d2".into(),
+                kind: SourceKind::File,
+                color: true,
+            },
+            (160, 40),
+        );
+        app.update(Msg::Tls(notes));
+        app.update(Msg::Loaded(entries));
+        let rows = cells(&mut app, StatsTab::Tls);
+        assert_eq!(rows.len(), 15);
+        let v = app.stats_view.as_ref().unwrap();
+        let trouble: Vec<bool> = v
+            .data
+            .rows(StatsTab::Tls)
+            .iter()
+            .map(|r| r.trouble)
+            .collect();
+        for (r, red) in rows.iter().zip(&trouble) {
+            match r[6].as_str() {
+                "decrypted" => {
+                    // Red only for a fatal alert (the proxy's decode_error
+                    // when kafka-python hangs up).
+                    assert!(with_keys, "{r:?}");
+                    assert_eq!(*red, r[8].contains("fatal"), "{r:?}");
+                    assert_eq!(r[2], "TLS 1.2");
+                }
+                "no handshake" => {
+                    assert!(*red);
+                    assert_eq!(r[2], "TLS 1.3 offered");
+                    assert_eq!(r[8], "server fatal handshake_failure");
+                }
+                "no key" => {
+                    assert!(!with_keys && *red, "{r:?}");
+                    let why = &r[8];
+                    assert!(
+                        why.starts_with("no key for client random ") || why.contains("fatal"),
+                        "{r:?}"
+                    );
+                }
+                other => panic!("{other}: {r:?}"),
+            }
+        }
+        if with_keys {
+            // s0 holds kafka-python's first connection; Enter lists it.
+            assert_eq!(enter_row(&mut app, StatsTab::Tls, 0), "stream=0");
+            assert!(!app.view.is_empty());
+        }
+    }
 }

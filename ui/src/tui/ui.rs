@@ -1022,7 +1022,7 @@ pub const KEYS: &[(&str, &str)] = &[
         "stats: latency, errors, clients, groups, lag, delivery",
     ),
     (
-        "1-7, r",
+        "1-8, r",
         "stats: section, refresh (Enter: the row's messages)",
     ),
     (
@@ -1194,6 +1194,10 @@ fn section_text(t: StatsTab) -> (&'static str, &'static str) {
             " ms: record age (Fetch response − batch MaxTimestamp), Produce → Fetch delivery, producers' batch gaps ",
             "no record batches produced or fetched",
         ),
+        StatsTab::Tls => (
+            " TLS connections: version, suite, SNI, handshake ms, keys, bytes client/server, alerts ",
+            "no TLS connections",
+        ),
     }
 }
 
@@ -1255,7 +1259,7 @@ fn render_stats(f: &mut Frame, app: &App, v: &StatsView, pal: &Palette) {
         ));
     }
     note.push(Span::styled(
-        " · Enter: its messages · Tab/1-7 · r refresh · Esc close",
+        " · Enter: its messages · Tab/1-8 · r refresh · Esc close",
         pal.fg(Color::DarkGray),
     ));
     f.render_widget(Paragraph::new(Line::from(note)), lay.note);

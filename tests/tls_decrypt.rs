@@ -1,0 +1,410 @@
+//! Kafka over TLS through the whole pipeline, on the real captures of
+//! `captures/tls/` (real clients through a TLS-terminating proxy in front of
+//! a real broker, with the proxy's plaintext side recorded as a twin):
+//!
+//! - with the proxy's key log, every connection the proxy served decodes to
+//!   the same Kafka messages as its plaintext twin: the same APIs,
+//!   versions, correlation ids, in the same order per direction, paired
+//!   the same (TLS 1.3: three suites; TLS 1.2: the AEAD and CBC suites);
+//! - each message's frames are segments of its own direction that carried
+//!   TLS records;
+//! - without a key log, every connection is summarised (hellos, `no key
+//!   for client random …` with the ClientHello's random, what each
+//!   direction carried) and nothing is decoded as Kafka; with the clients'
+//!   key log, which lacks librdkafka's sessions, those say so and the
+//!   others decrypt;
+//! - a wrong secret stops the direction at its first protected record.
+//!
+//! Skips cleanly when a capture is missing.
+
+#[allow(dead_code)] // The wire.tsv helpers; this file reads captures only.
+mod wire;
+
+use std::collections::{BTreeMap, HashMap};
+
+use std::path::{Path, PathBuf};
+
+use kafkashark::analyzer::{Analyzer, AnalyzerConfig, Notice, Output};
+use kafkashark::capture::{FileSource, FrameSource, Polled};
+use kafkashark::pipeline::PipelineConfig;
+use kafkashark::stats::{Stats, StatsConfig};
+use kafkashark::tls::conn::{Stop, TlsEvent};
+use kafkashark::tls::keylog::{KeyLog, Keys};
+use kafkashark::vocab::Direction;
+
+fn capture(name: &str) -> Option<PathBuf> {
+    let p = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("captures/tls")
+        .join(name);
+    p.is_file().then_some(p)
+}
+
+fn keys_from(bytes: &[u8]) -> Keys {
+    let mut k = KeyLog::new();
+    assert!(k.feed(bytes).is_empty());
+    assert!(k.finish().is_empty());
+    Keys::new(k, false)
+}
+
+fn keys(path: &Path) -> Keys {
+    keys_from(&std::fs::read(path).expect("key log"))
+}
+
+fn run(cap: &Path, keys: Keys) -> Vec<Output> {
+    let cfg = AnalyzerConfig {
+        pipeline: PipelineConfig {
+            tls_keys: keys,
+            ..PipelineConfig::default()
+        },
+        ..AnalyzerConfig::default()
+    };
+    wire::outputs(cap, cfg)
+}
+
+/// A connection's messages: requests (api, version, correlation id) and
+/// responses (the same and whether paired), each in stream order.
+type Exchanges = (Vec<(i16, i16, i32)>, Vec<(i16, i16, i32, bool)>);
+
+/// Per stream, in order of opening, its messages (streams without any left out).
+fn exchanges(outs: &[Output]) -> Vec<Exchanges> {
+    let mut by: BTreeMap<u64, Exchanges> = BTreeMap::new();
+    for o in outs {
+        let Output::Message(m) = o else { continue };
+        let i = &m.info;
+        let api = i.api_key.map_or(-1, |a| a.0);
+        let (v, c) = (i.api_version.unwrap_or(-1), i.correlation_id.unwrap_or(-1));
+        let e = by.entry(i.stream).or_default();
+        match m.raw.dir {
+            Direction::ClientToBroker => e.0.push((api, v, c)),
+            Direction::BrokerToClient => e.1.push((api, v, c, i.paired)),
+        }
+    }
+    by.into_values().collect()
+}
+
+/// The TLS events per stream.
+fn tls_events(outs: &[Output]) -> BTreeMap<u64, Vec<TlsEvent>> {
+    let mut by: BTreeMap<u64, Vec<TlsEvent>> = BTreeMap::new();
+    for o in outs {
+        if let Output::Notice(Notice::Tls { stream, what, .. }) = o {
+            by.entry(*stream).or_default().push(what.clone());
+        }
+    }
+    by
+}
+
+/// The twin's connections and the decrypted ones are the same: matched by
+/// their requests (the same, in the same order), each decrypted
+/// connection's responses are its twin's, but for a last response the broker
+/// sent after the client had gone (the proxy could not deliver it; the
+/// request is then reported unanswered).
+fn same_connections(tls: &str, plain: &str) {
+    let (Some(tls), Some(plain)) = (capture(tls), capture(plain)) else {
+        return;
+    };
+    let k = keys(&PathBuf::from(format!("{}.server.keys", tls.display())));
+    let outs = run(&tls, k);
+    let got = exchanges(&outs);
+    let mut want = exchanges(&run(&plain, Keys::default()));
+    assert!(!want.is_empty());
+    assert_eq!(got.len(), want.len(), "{}", tls.display());
+    let unanswered = outs
+        .iter()
+        .filter(|o| matches!(o, Output::Notice(Notice::Unanswered { .. })))
+        .count();
+    let mut undelivered = 0;
+    for (requests, responses) in &got {
+        let at = want
+            .iter()
+            .position(|(q, r)| q == requests && r.starts_with(responses))
+            .unwrap_or_else(|| panic!("{}: no twin for {requests:?}", tls.display()));
+        let (_, twin) = want.remove(at);
+        assert!(twin.len() - responses.len() <= 1, "{twin:?} {responses:?}");
+        undelivered += twin.len() - responses.len();
+    }
+    assert_eq!(undelivered, unanswered, "{}", tls.display());
+    // Each decrypted stream said it was decrypting, and nothing stopped early.
+    let ev = tls_events(&outs);
+    for o in &outs {
+        if let Output::Message(m) = o {
+            let e = &ev[&m.info.stream];
+            assert!(e.contains(&TlsEvent::Decrypting), "{e:?}");
+            assert!(
+                !e.iter().any(|x| matches!(x, TlsEvent::Stopped { .. })),
+                "{e:?}"
+            );
+        }
+    }
+}
+
+#[test]
+fn tls13_decodes_like_its_plaintext_twin() {
+    same_connections("d1-tls13.pcap", "d1-tls13-plain.pcap");
+}
+
+#[test]
+fn tls12_decodes_like_its_plaintext_twin() {
+    same_connections("d2-tls12.pcap", "d2-tls12-plain.pcap");
+}
+
+/// The frames a message names carried its direction's TLS bytes: the
+/// message is timed by the records that carried it.
+#[test]
+fn messages_keep_the_frames_of_their_records() {
+    let Some(cap) = capture("d1-tls13.pcap") else {
+        return;
+    };
+    let k = keys(&cap.with_extension("pcap.server.keys"));
+    let outs = run(&cap, k);
+    // Each frame's TCP source port, read independently of the pipeline
+    // (raw pcap, Ethernet or loopback IPv4).
+    let bytes = std::fs::read(&cap).unwrap();
+    let mut ports: HashMap<u64, (u16, usize)> = HashMap::new();
+    let (mut at, mut n) = (24usize, 1u64);
+    let link = u32::from_le_bytes(bytes[20..24].try_into().unwrap());
+    let l2 = if link == 1 { 14 } else { 4 };
+    while at + 16 <= bytes.len() {
+        let incl = u32::from_le_bytes(bytes[at + 8..at + 12].try_into().unwrap()) as usize;
+        let f = &bytes[at + 16..at + 16 + incl];
+        let ip = &f[l2..];
+        let ihl = usize::from(ip[0] & 15) * 4;
+        let tcp = &ip[ihl..];
+        let off = usize::from(tcp[12] >> 4) * 4;
+        let total = usize::from(u16::from_be_bytes([ip[2], ip[3]]));
+        ports.insert(n, (u16::from_be_bytes([tcp[0], tcp[1]]), total - ihl - off));
+        at += 16 + incl;
+        n += 1;
+    }
+    let mut checked = 0;
+    for o in &outs {
+        let Output::Message(m) = o else { continue };
+        let sender = match m.raw.dir {
+            Direction::ClientToBroker => m.info.client.port(),
+            Direction::BrokerToClient => m.info.broker.port(),
+        };
+        for f in [m.raw.first_frame, m.raw.last_frame] {
+            let (port, payload) = ports[&f];
+            assert_eq!(port, sender, "frame {f}");
+            assert!(payload > 0, "frame {f}");
+        }
+        assert!(m.raw.first_ts <= m.raw.last_ts);
+        checked += 1;
+    }
+    assert!(checked > 100, "{checked}");
+}
+
+#[test]
+fn without_keys_connections_are_summarised_and_nothing_decoded() {
+    for name in ["d1-tls13.pcap", "d2-tls12.pcap"] {
+        let Some(cap) = capture(name) else {
+            continue;
+        };
+        let outs = run(&cap, Keys::default());
+        assert!(exchanges(&outs).is_empty(), "{name}");
+        let ev = tls_events(&outs);
+        assert!(ev.len() >= 12, "{name}: {}", ev.len());
+        // The randoms of the key log's sessions, to check NoKey's.
+        let log = std::fs::read_to_string(cap.with_extension("pcap.server.keys")).unwrap();
+        for (stream, e) in &ev {
+            let hello = e.iter().any(|x| matches!(x, TlsEvent::ClientHello { .. }));
+            assert!(hello, "{name} s{stream}: {e:?}");
+            let closed = e.iter().find_map(|x| match x {
+                TlsEvent::Closed { records, .. } => Some(*records),
+                _ => None,
+            });
+            let records = closed.expect("closed");
+            assert!(
+                records[0] > 0 && records[1] > 0,
+                "{name} s{stream}: {records:?}"
+            );
+            let refused = e.iter().any(|x| {
+                matches!(
+                    x,
+                    TlsEvent::Alert {
+                        level: 2,
+                        description: 40,
+                        ..
+                    }
+                )
+            });
+            let random = e.iter().find_map(|x| match x {
+                TlsEvent::NoKey { client_random } => Some(*client_random),
+                _ => None,
+            });
+            match random {
+                Some(r) => {
+                    let hex: String = r.iter().map(|b| format!("{b:02x}")).collect();
+                    assert!(log.contains(&hex), "{name} s{stream}");
+                }
+                // A refused handshake never gets as far as its keys.
+                None => assert!(refused, "{name} s{stream}: {e:?}"),
+            }
+        }
+    }
+}
+
+/// The clients' key log lacks librdkafka's sessions: those connections say
+/// so, the others decrypt.
+#[test]
+fn a_key_log_missing_connections_says_which() {
+    let Some(cap) = capture("d1-tls13.pcap") else {
+        return;
+    };
+    let outs = run(&cap, keys(&cap.with_extension("pcap.client.keys")));
+    let ev = tls_events(&outs);
+    let ids: HashMap<u64, String> = outs
+        .iter()
+        .filter_map(|o| match o {
+            Output::Message(m) => Some((m.info.stream, m.info.client_id.clone()?)),
+            _ => None,
+        })
+        .collect();
+    let (mut missing, mut decrypted) = (0, 0);
+    for (stream, e) in &ev {
+        if e.iter().any(|x| matches!(x, TlsEvent::NoKey { .. })) {
+            missing += 1;
+            assert!(!ids.contains_key(stream));
+        } else {
+            assert!(e.contains(&TlsEvent::Decrypting), "s{stream}: {e:?}");
+            decrypted += 1;
+        }
+    }
+    assert!(missing > 0 && decrypted > 0, "{missing} {decrypted}");
+    // Nothing decoded on a stream without its key; librdkafka's client ids
+    // (rdkafka) only where decrypted — here none.
+    assert!(ids.values().all(|c| !c.contains("rdkafka")), "{ids:?}");
+}
+
+/// A wrong secret: the first protected record of each direction does not
+/// open, the direction stops there, nothing is decoded.
+#[test]
+fn a_wrong_secret_stops_at_the_first_protected_record() {
+    let Some(cap) = capture("d1-tls13.pcap") else {
+        return;
+    };
+    let text = std::fs::read_to_string(cap.with_extension("pcap.server.keys")).unwrap();
+    // Every secret's first hex digit changed.
+    let bad: String = text
+        .lines()
+        .map(|l| {
+            let mut w: Vec<String> = l.split(' ').map(str::to_string).collect();
+            if let Some(s) = w.get_mut(2) {
+                let first = if s.starts_with('0') { "1" } else { "0" };
+                s.replace_range(0..1, first);
+            }
+            w.join(" ") + "\n"
+        })
+        .collect();
+    let outs = run(&cap, keys_from(bad.as_bytes()));
+    assert!(exchanges(&outs).is_empty());
+    let ev = tls_events(&outs);
+    let mut stopped = 0;
+    for e in ev.values() {
+        for x in e {
+            if let TlsEvent::Stopped { why, .. } = x {
+                assert!(matches!(why, Stop::Decrypt(_)), "{why}");
+                stopped += 1;
+            }
+        }
+        let plain = e.iter().find_map(|x| match x {
+            TlsEvent::Closed { plaintext, .. } => Some(*plaintext),
+            _ => None,
+        });
+        assert_eq!(plain, Some([0, 0]));
+    }
+    assert!(stopped >= ev.len(), "{stopped}");
+}
+
+/// `stats`' TLS table of d2 with the proxy's key log: every connection,
+/// the suites the recording had the proxy choose in turn, each decrypted
+/// but for the three refused handshakes, which show their alert; the JSON
+/// and the text have the same rows.
+#[test]
+fn stats_tls_table() {
+    let Some(cap) = capture("d2-tls12.pcap") else {
+        return;
+    };
+    let k = keys(&cap.with_extension("pcap.server.keys"));
+    let cfg = Stats::analyzer_config(AnalyzerConfig {
+        pipeline: PipelineConfig {
+            tls_keys: k,
+            ..PipelineConfig::default()
+        },
+        ..AnalyzerConfig::default()
+    });
+    let mut stats = Stats::new(StatsConfig::default());
+    for o in wire::outputs(&cap, cfg) {
+        stats.push(&o);
+    }
+    let report = stats.report();
+    let rows = &report.tls;
+    assert_eq!(rows.len(), 15);
+    let mut suites = std::collections::BTreeSet::new();
+    for t in rows {
+        assert_eq!(t.broker, "127.0.0.1:9093");
+        if t.keys == "no handshake" {
+            assert_eq!(t.alerts, ["server fatal handshake_failure"], "{t:?}");
+            assert!(t.offered && t.suite.is_none());
+            continue;
+        }
+        assert_eq!(t.keys, "decrypted", "{t:?}");
+        assert_eq!(t.version.as_deref(), Some("TLS 1.2"));
+        assert!(t.handshake_ms.is_some_and(|ms| ms > 0.0 && ms < 1000.0));
+        assert!(t.decrypted[0] > 0 && t.decrypted[1] > 0, "{t:?}");
+        assert!(t.bytes[0] > t.decrypted[0] && t.bytes[1] > t.decrypted[1]);
+        suites.insert(t.suite.clone().unwrap());
+    }
+    let want = [
+        "TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA",
+        "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256",
+        "TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384",
+        "TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256",
+        "TLS_RSA_WITH_AES_128_GCM_SHA256",
+        "TLS_RSA_WITH_AES_256_CBC_SHA256",
+    ];
+    assert_eq!(suites.into_iter().collect::<Vec<_>>(), want);
+    let json: serde_json::Value = serde_json::to_value(&report).unwrap();
+    assert_eq!(json["tls"].as_array().map(Vec::len), Some(15));
+    assert_eq!(
+        json["tls"][3]["alerts"][0],
+        "server fatal handshake_failure"
+    );
+    let text = report.to_text("d2");
+    assert!(text.contains("\nTLS\n"), "{text}");
+    assert!(text.contains("TLS_RSA_WITH_AES_256_CBC_SHA256"));
+}
+
+/// The captures with their keys embedded (`editcap --inject-secrets`, a
+/// pcapng Decryption Secrets Block before the packets) decode without a
+/// key log exactly as the capture with the key log does.
+#[test]
+fn keys_embedded_in_pcapng_decode_like_the_key_log() {
+    for name in ["d1-tls13", "d2-tls12"] {
+        let (Some(embedded), Some(cap)) = (
+            capture(&format!("{name}-keys.pcapng")),
+            capture(&format!("{name}.pcap")),
+        ) else {
+            continue;
+        };
+        let keys = Keys::default();
+        let mut src = FileSource::open(embedded.to_str().unwrap()).unwrap();
+        src.set_tls_keys(keys.clone());
+        let mut a = Analyzer::new(AnalyzerConfig {
+            pipeline: PipelineConfig {
+                tls_keys: keys.clone(),
+                ..PipelineConfig::default()
+            },
+            ..AnalyzerConfig::default()
+        });
+        let mut outs = Vec::new();
+        while let Ok(Polled::Frame(f)) = src.poll() {
+            a.push(&f, &mut outs);
+        }
+        a.finish(&mut outs);
+        assert!(keys.with(|k| k.len()) >= 12, "{name}");
+        let want = run(&cap, self::keys(&cap.with_extension("pcap.server.keys")));
+        let got = exchanges(&outs);
+        assert!(!got.is_empty());
+        assert_eq!(got, exchanges(&want), "{name}");
+    }
+}
