@@ -6,6 +6,13 @@
 #   record-d1-tls.sh 1.3  -> tls/d1-tls13.pcap, tls/d1-tls13-plain.pcap (+ .server.keys, .client.keys)
 #   record-d1-tls.sh 1.2  -> tls/d2-tls12.pcap, tls/d2-tls12-plain.pcap (one TLS 1.2 suite per
 #                            connection, in turn)
+#   record-d1-tls.sh extras -> tls/d3-tls-extras.pcap, tls/d3-tls-extras-plain.pcap (and
+#                            tls/d3-tls-extras-keys.pcapng): what d1
+#                            and d2 lack: kafkajs resuming its sessions (TLS 1.3 tickets),
+#                            OpenSSL's s_client sending a KeyUpdate each way between two
+#                            ApiVersions (tls-keyupdate.py), and kafka-python and librdkafka
+#                            bootstrapping through a second proxy on 9095 whose TLS 1.2 CBC
+#                            suites run MAC-then-encrypt (--no-etm: HMAC-SHA384, SHA256, SHA1)
 #   record-d1-tls.sh bulk MB DIR -> DIR/bulk-tls13.pcap, DIR/bulk-tls13-plain.pcap: TLS 1.3,
 #                            kafka-python producing MB megabytes and reading them back, for
 #                            scripts/bench-tls.sh (not shipped: large)
@@ -22,7 +29,9 @@
 # Needs what reclib.sh needs, openssl, kafka-python, confluent-kafka and kafkajs
 # (NODE_PATH pointing at a node_modules holding kafkajs 2.2.4).
 set -euo pipefail
-VERSION=${1:?usage: record-d1-tls.sh 1.2|1.3|bulk MB DIR}
+VERSION=${1:?usage: record-d1-tls.sh 1.2|1.3|extras|bulk MB DIR}
+EXTRAS=""
+if [ "$VERSION" = extras ]; then EXTRAS=1; VERSION=1.3; fi
 BULK_MB=""
 if [ "$VERSION" = bulk ]; then
   BULK_MB=${2:?bulk MB DIR}
@@ -42,6 +51,11 @@ case $VERSION in
   *) echo "TLS 1.2 or 1.3" >&2; exit 2 ;;
 esac
 if [ -n "$BULK_MB" ]; then OUT=$BULK_DIR; NAME=bulk-tls13; fi
+if [ -n "$EXTRAS" ]; then NAME=d3-tls-extras; fi
+# The extras' second proxy: TLS 1.2, CBC suites, MAC-then-encrypt.
+MTE_PORT=9095
+MTE_SUITES="ECDHE-RSA-AES256-SHA384,ECDHE-RSA-AES128-SHA256,ECDHE-RSA-AES128-SHA"
+MTE_PID=""
 CAP=$OUT/$NAME.pcap
 PLAIN=$OUT/$NAME-plain.pcap
 ALL=$RUNDIR/all.pcap
@@ -50,7 +64,7 @@ export NODE_PATH=${NODE_PATH:-./node_modules}
 PROXY_PID=""
 CLIENTS="kafka-python 3.0.12, confluent-kafka 2.16.1 (librdkafka 2.16.0), kafkajs 2.2.4 (node $(node --version)), over TLS $VERSION through tls-proxy.py"
 WORKLOAD="see tls-workload.py and tls-kafkajs.js: topic $TOPIC (2 partitions, created before the capture); kafka-python produces 10 records and reads them back (partitions assigned); librdkafka produces 10 gzip records, a consumer in group tls-group reads all 20 and commits; kafkajs produces 5 records, a consumer in group tls-js-group reads all 25."
-cleanup_d() { [ -n "$PROXY_PID" ] && kill "$PROXY_PID" 2>/dev/null; cleanup; }
+cleanup_d() { [ -n "$PROXY_PID" ] && kill "$PROXY_PID" 2>/dev/null; [ -n "$MTE_PID" ] && kill "$MTE_PID" 2>/dev/null; cleanup; }
 trap cleanup_d EXIT
 
 openssl req -x509 -newkey rsa:2048 -nodes -days 3650 -subj "/CN=kafkashark-test-broker" \
@@ -64,9 +78,15 @@ python3 -u "$HERE/tls-proxy.py" "$PORT" "$BACKEND_PORT" --cert "$RUNDIR/broker.c
   --keylog "$CAP.server.keys" --tls "$VERSION" --suites "$SUITES" --log "$RUNDIR/proxy.log" &
 PROXY_PID=$!
 for _ in $(seq 100); do ss -ltnH "sport = :$PORT" | grep -q . && break; sleep 0.1; done
+if [ -n "$EXTRAS" ]; then
+  python3 -u "$HERE/tls-proxy.py" "$MTE_PORT" "$BACKEND_PORT" --cert "$RUNDIR/broker.crt" --key "$RUNDIR/broker.key" \
+    --keylog "$CAP.server.keys" --tls 1.2 --suites "$MTE_SUITES" --no-etm --log "$RUNDIR/proxy.log" &
+  MTE_PID=$!
+  for _ in $(seq 100); do ss -ltnH "sport = :$MTE_PORT" | grep -q . && break; sleep 0.1; done
+fi
 
 rm -f "$ALL"
-tcpdump -i lo -s 0 -B 262144 -w "$ALL" "tcp port $PORT or tcp port $BACKEND_PORT" 2>"$RUNDIR/tcpdump.log" &
+tcpdump -i lo -s 0 -B 262144 -w "$ALL" "tcp port $PORT or tcp port $BACKEND_PORT or tcp port $MTE_PORT" 2>"$RUNDIR/tcpdump.log" &
 TCPDUMP_PID=$!
 for _ in $(seq 100); do grep -q "listening on" "$RUNDIR/tcpdump.log" && break; sleep 0.1; done
 sleep 0.5
@@ -79,6 +99,16 @@ suites13() {
   [ "$VERSION" = 1.3 ] && echo "$RUNDIR/$1.cnf" || true
 }
 [ "$VERSION" = 1.3 ] && JS_CIPHERS=TLS_CHACHA20_POLY1305_SHA256
+if [ -n "$EXTRAS" ]; then
+  CLIENTS="kafkajs 2.2.4 (node $(node --version)) resuming sessions, OpenSSL $(openssl version | cut -d' ' -f2) s_client, kafka-python 3.0.12 and confluent-kafka 2.16.1 (librdkafka 2.16.0) bootstrapping over TLS 1.2 CBC MAC-then-encrypt"
+  WORKLOAD="kafkajs (TLS 1.3, 9093) produces 5 records and a group reads them, each new socket offering the broker's last ticket (tls-kafkajs.js resume); s_client (TLS 1.3, 9093) sends ApiVersions v0, a KeyUpdate asking for one back, ApiVersions v0 (tls-keyupdate.py); kafka-python and librdkafka bootstrap through 127.0.0.1:$MTE_PORT (TLS 1.2, $MTE_SUITES in turn, no encrypt-then-MAC), then work through 9093 as in d1 (tls-workload.py)."
+  timeout 60 node "$HERE/tls-kafkajs.js" "127.0.0.1:$PORT" "$TOPIC" "$RUNDIR/broker.crt" "$CAP.client.keys" "" resume
+  timeout 30 python3 "$HERE/tls-keyupdate.py" "127.0.0.1:$PORT" "$RUNDIR/broker.crt" "$CAP.client.keys"
+  for which in kafka-python librdkafka; do
+    timeout 120 python3 "$HERE/tls-workload.py" "127.0.0.1:$MTE_PORT" "$TOPIC" "$RUNDIR/broker.crt" "$CAP.client.keys" $which
+  done
+  kill "$MTE_PID"; wait "$MTE_PID" 2>/dev/null || true; MTE_PID=""
+fi
 if [ -n "$BULK_MB" ]; then
   timeout 900 python3 "$HERE/tls-workload.py" "127.0.0.1:$PORT" "$TOPIC" "$RUNDIR/broker.crt" "$CAP.client.keys" bulk "$BULK_MB"
   cap_stop
@@ -89,26 +119,28 @@ if [ -n "$BULK_MB" ]; then
   ls -l "$CAP" "$PLAIN" "$CAP.server.keys"
   exit 0
 fi
-for which in kafka-python librdkafka; do
-  case $which in kafka-python) s=TLS_AES_128_GCM_SHA256 ;; *) s=TLS_AES_256_GCM_SHA384 ;; esac
-  OPENSSL_CONF=$(suites13 $s) timeout 120 python3 "$HERE/tls-workload.py" "127.0.0.1:$PORT" "$TOPIC" "$RUNDIR/broker.crt" "$CAP.client.keys" $which
-done
-timeout 60 node "$HERE/tls-kafkajs.js" "127.0.0.1:$PORT" "$TOPIC" "$RUNDIR/broker.crt" "$CAP.client.keys" "${JS_CIPHERS:-}"
+if [ -z "$EXTRAS" ]; then
+  for which in kafka-python librdkafka; do
+    case $which in kafka-python) s=TLS_AES_128_GCM_SHA256 ;; *) s=TLS_AES_256_GCM_SHA384 ;; esac
+    OPENSSL_CONF=$(suites13 $s) timeout 120 python3 "$HERE/tls-workload.py" "127.0.0.1:$PORT" "$TOPIC" "$RUNDIR/broker.crt" "$CAP.client.keys" $which
+  done
+  timeout 60 node "$HERE/tls-kafkajs.js" "127.0.0.1:$PORT" "$TOPIC" "$RUNDIR/broker.crt" "$CAP.client.keys" "${JS_CIPHERS:-}"
+fi
 
 cap_stop
 kill "$PROXY_PID"; wait "$PROXY_PID" 2>/dev/null || true; PROXY_PID=""
 cat "$RUNDIR/proxy.log"
 broker_stop
-tcpdump -r "$ALL" -w "$CAP" "tcp port $PORT" 2>/dev/null
+tcpdump -r "$ALL" -w "$CAP" "tcp port $PORT or tcp port $MTE_PORT" 2>/dev/null
 tcpdump -r "$ALL" -w "$PLAIN" "tcp port $BACKEND_PORT" 2>/dev/null
 echo "$CAP: $(tcpdump -r "$CAP" 2>/dev/null | wc -l) packets; $PLAIN: $(tcpdump -r "$PLAIN" 2>/dev/null | wc -l) packets"
 echo "key log lines: server $(wc -l <"$CAP.server.keys"), client $(wc -l <"$CAP.client.keys")"
 # The same capture carrying its keys (pcapng Decryption Secrets Block), as
 # operators make one with Wireshark's editcap: tls/d1-tls13-keys.pcapng,
-# tls/d2-tls12-keys.pcapng.
+# tls/d2-tls12-keys.pcapng, tls/d3-tls-extras-keys.pcapng.
 editcap --inject-secrets "tls,$CAP.server.keys" "$CAP" "${CAP%.pcap}-keys.pcapng"
 # tshark's reading of the decrypted capture (its own TLS and Kafka dissectors).
-tshark -n -r "$CAP" -o "tls.keylog_file:$CAP.server.keys" -d "tls.port==$PORT,kafka" -Y kafka -T fields \
+tshark -n -r "$CAP" -o "tls.keylog_file:$CAP.server.keys" -d "tls.port==$PORT,kafka" -d "tls.port==$MTE_PORT,kafka" -Y kafka -T fields \
   -e frame.number -e frame.time_epoch -e tcp.stream -e tcp.srcport -e tcp.dstport -e tls.record.version \
   -e kafka.len -e kafka.request_key -e kafka.api_version -e kafka.correlation_id \
   -e kafka.response_frame -e kafka.request_frame >"$CAP.tshark.tsv" 2>/dev/null || true

@@ -2,20 +2,27 @@
 // tls-js-group reads the topic from the beginning. Every TLS socket kafkajs opens writes its
 // NSS key log lines (node's 'keylog' event) to KEYLOG.
 //
-//   node tls-kafkajs.js BOOTSTRAP TOPIC CAFILE KEYLOG [CIPHERS]
-// CIPHERS (OpenSSL names) narrows what the client offers (TLS 1.3 suites included).
+//   node tls-kafkajs.js BOOTSTRAP TOPIC CAFILE KEYLOG [CIPHERS] [resume]
+// CIPHERS (OpenSSL names, or '' for the default) narrows what the client offers (TLS 1.3
+// suites included). With `resume`, each new socket to a broker offers the session (ticket)
+// the last one to it received (node's 'session' event and tls.connect's `session`), so the
+// broker resumes it: kafkajs opens several connections to one broker.
 const fs = require('fs');
 const net = require('net');
 const tls = require('tls');
 const { Kafka, logLevel } = require('kafkajs');
 
-const [bootstrap, topic, cafile, keylog, ciphers] = process.argv.slice(2);
+const [bootstrap, topic, cafile, keylog, ciphers, resume] = process.argv.slice(2);
+const sessions = new Map();
 const ca = fs.readFileSync(cafile);
 
 // kafkajs' own socket factory, with the key log added.
 const socketFactory = ({ host, port, ssl, onConnect }) => {
-  const socket = tls.connect(Object.assign({ host, port, servername: net.isIP(host) ? undefined : host }, ssl), onConnect);
+  const where = `${host}:${port}`;
+  const session = resume === 'resume' ? sessions.get(where) : undefined;
+  const socket = tls.connect(Object.assign({ host, port, servername: net.isIP(host) ? undefined : host, session }, ssl), onConnect);
   socket.on('keylog', (line) => fs.appendFileSync(keylog, line));
+  socket.on('session', (s) => sessions.set(where, s));
   socket.setKeepAlive(true, 60000);
   return socket;
 };

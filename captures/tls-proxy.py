@@ -14,7 +14,10 @@ configured TLS settings in turn (--suites: one TLS 1.2 cipher suite per connecti
 robin), so one recording holds several suites.
 
     tls-proxy.py LISTEN BACKEND --cert C --key K --keylog FILE [--tls 1.2|1.3|any]
-                 [--suites SUITE,SUITE,...] [--log FILE]
+                 [--suites SUITE,SUITE,...] [--no-etm] [--log FILE]
+
+--no-etm refuses RFC 7366's encrypt-then-MAC, so TLS 1.2 CBC suites run MAC-then-encrypt (as
+servers without the extension do; OpenSSL agrees to it by default).
 
 Loopback only. Stops on SIGTERM/SIGINT.
 """
@@ -43,6 +46,9 @@ def context(args, suite):
         ctx.set_ciphers(suite + ":@SECLEVEL=0")
     # One ticket per connection is plenty; resumption is the client's choice.
     ctx.num_tickets = 1
+    if args.no_etm:
+        # SSL_OP_NO_ENCRYPT_THEN_MAC (OpenSSL 3), which Python's ssl does not name.
+        ctx.options |= getattr(ssl, "OP_NO_ENCRYPT_THEN_MAC", 1 << 19)
     return ctx
 
 
@@ -100,6 +106,7 @@ def main():
     p.add_argument("--keylog", required=True)
     p.add_argument("--tls", choices=["1.2", "1.3", "any"], default="any")
     p.add_argument("--suites", default="")
+    p.add_argument("--no-etm", action="store_true")
     p.add_argument("--log", default=None)
     args = p.parse_args()
     suites = [s for s in args.suites.split(",") if s] or [""]

@@ -379,7 +379,7 @@ fn stats_tls_table() {
 /// key log exactly as the capture with the key log does.
 #[test]
 fn keys_embedded_in_pcapng_decode_like_the_key_log() {
-    for name in ["d1-tls13", "d2-tls12"] {
+    for name in ["d1-tls13", "d2-tls12", "d3-tls-extras"] {
         let (Some(embedded), Some(cap)) = (
             capture(&format!("{name}-keys.pcapng")),
             capture(&format!("{name}.pcap")),
@@ -407,4 +407,88 @@ fn keys_embedded_in_pcapng_decode_like_the_key_log() {
         assert!(!got.is_empty());
         assert_eq!(got, exchanges(&want), "{name}");
     }
+}
+
+#[test]
+fn extras_decode_like_their_plaintext_twin() {
+    same_connections("d3-tls-extras.pcap", "d3-tls-extras-plain.pcap");
+}
+
+/// d3's connections show what d1 and d2 lack, each decrypted: kafkajs'
+/// later connections resume a session (TLS 1.3 ticket) and decrypt with
+/// their own secrets; s_client's KeyUpdates (its own, asking for one back,
+/// and the broker's answer) are followed, so its second ApiVersions,
+/// after them, decodes and pairs; the second proxy's TLS 1.2 CBC suites
+/// with HMAC-SHA384, SHA256 and SHA1, MAC-then-encrypt, decrypt.
+#[test]
+fn resumption_key_updates_and_mac_then_encrypt() {
+    let Some(cap) = capture("d3-tls-extras.pcap") else {
+        return;
+    };
+    let outs = run(&cap, keys(&cap.with_extension("pcap.server.keys")));
+    let ev = tls_events(&outs);
+    let resumed = ev
+        .values()
+        .filter(|e| {
+            e.iter()
+                .any(|x| matches!(x, TlsEvent::ServerHello { resumed: true, .. }))
+                && e.contains(&TlsEvent::Decrypting)
+        })
+        .count();
+    assert!(resumed >= 1, "{ev:?}");
+    let updated: Vec<&u64> = ev
+        .iter()
+        .filter(|(_, e)| e.iter().any(|x| matches!(x, TlsEvent::KeyUpdate { .. })))
+        .map(|(s, _)| s)
+        .collect();
+    assert_eq!(updated.len(), 1);
+    let updates: Vec<&TlsEvent> = ev[updated[0]]
+        .iter()
+        .filter(|x| matches!(x, TlsEvent::KeyUpdate { .. }))
+        .collect();
+    let (client, server) = (
+        TlsEvent::KeyUpdate {
+            from_client: true,
+            requested: true,
+        },
+        TlsEvent::KeyUpdate {
+            from_client: false,
+            requested: false,
+        },
+    );
+    assert_eq!(updates, [&client, &server]);
+    // Requests and responses, in order (a response says whether it paired).
+    let after: Vec<(i32, Direction, bool)> = outs
+        .iter()
+        .filter_map(|o| match o {
+            Output::Message(m) if m.info.stream == *updated[0] => {
+                Some((m.info.correlation_id?, m.raw.dir, m.info.paired))
+            }
+            _ => None,
+        })
+        .collect();
+    let (q, r) = (Direction::ClientToBroker, Direction::BrokerToClient);
+    assert_eq!(
+        after,
+        [(1, q, false), (1, r, true), (2, q, false), (2, r, true)]
+    );
+    let mut stats = Stats::new(StatsConfig::default());
+    for o in &outs {
+        stats.push(o);
+    }
+    let mut cbc: Vec<String> = (stats.report().tls.iter())
+        .filter(|t| t.broker.ends_with(":9095") && t.keys == "decrypted")
+        .filter_map(|t| t.suite.clone())
+        .collect();
+    cbc.sort();
+    cbc.dedup();
+    let want = [
+        "TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA",
+        "TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA256",
+        "TLS_ECDHE_RSA_WITH_AES_256_CBC_SHA384",
+    ];
+    assert_eq!(cbc, want);
+    let report = stats.report();
+    let updated_row = report.tls.iter().find(|t| t.stream == *updated[0]).unwrap();
+    assert_eq!(updated_row.key_updates, [1, 1]);
 }

@@ -62,6 +62,9 @@ pub struct TlsReport {
     /// Alerts: `client fatal handshake_failure`.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub alerts: Vec<String>,
+    /// KeyUpdates per direction (client's, server's), TLS 1.3 (seen when
+    /// decrypted).
+    pub key_updates: [u64; 2],
     /// Records per direction (client's, server's), when it closed.
     pub records: [u64; 2],
     /// TLS bytes per direction.
@@ -113,6 +116,7 @@ impl TlsTable {
                 keys: "no handshake",
                 detail: None,
                 alerts: Vec::new(),
+                key_updates: [0; 2],
                 records: [0; 2],
                 bytes: [0; 2],
                 decrypted: [0; 2],
@@ -155,6 +159,11 @@ impl TlsTable {
                 row.detail = Some(what.to_string());
             }
             TlsEvent::Established { ns } => row.handshake_ms = Some(*ns as f64 / 1e6),
+            TlsEvent::KeyUpdate { from_client, .. } => {
+                if let Some(n) = row.key_updates.get_mut(usize::from(!from_client)) {
+                    *n += 1;
+                }
+            }
             TlsEvent::Alert {
                 from_client,
                 level,

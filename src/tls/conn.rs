@@ -91,6 +91,14 @@ pub enum TlsEvent {
         /// Nanoseconds from the ClientHello.
         ns: u64,
     },
+    /// TLS 1.3: a direction moved to its next traffic keys (decrypted, as
+    /// the decryption follows it).
+    KeyUpdate {
+        /// The client's.
+        from_client: bool,
+        /// It asked the peer to update too.
+        requested: bool,
+    },
     /// An alert, in the clear or decrypted.
     Alert {
         /// Sent by the client.
@@ -224,6 +232,17 @@ impl fmt::Display for TlsEvent {
                     alert_name(*description)
                 )
             }
+            TlsEvent::KeyUpdate {
+                from_client,
+                requested,
+            } => {
+                let ask = if *requested {
+                    ", asking for one back"
+                } else {
+                    ""
+                };
+                write!(f, "{} updated its keys{ask}", side(*from_client))
+            }
             TlsEvent::Stopped { from_client, why } => {
                 write!(f, "{}'s records stop: {why}", side(*from_client))
             }
@@ -280,7 +299,7 @@ enum Dec {
 }
 
 impl Dec {
-    fn record(&mut self, r: &Record) -> Result<Option<(u8, Vec<u8>)>, DecryptError> {
+    fn record(&mut self, r: Record) -> Result<Option<(u8, Bytes)>, DecryptError> {
         match self {
             Dec::V12(d) => d.record(r),
             Dec::V13(d) => d.record(r),
@@ -577,6 +596,14 @@ impl Conn {
 
     fn handshake(&mut self, i: usize, t: u8, m: &[u8], cx: &mut Cx<'_>) {
         match (i, t) {
+            (_, handshake::KEY_UPDATE) => {
+                let from_client = i == 0;
+                let requested = m.first() == Some(&1);
+                cx.event(TlsEvent::KeyUpdate {
+                    from_client,
+                    requested,
+                });
+            }
             (0, handshake::CLIENT_HELLO) => {
                 let Ok(h) = ClientHello::parse(m) else {
                     return;
@@ -667,7 +694,7 @@ impl Conn {
                             body: vec![1],
                             at: 0,
                         };
-                        let _ = dec.record(&ccs);
+                        let _ = dec.record(ccs);
                     }
                     side.dec = Some(dec);
                     side.prefix = prefix;
@@ -697,8 +724,9 @@ impl Conn {
         let Some(dec) = self.sides.get_mut(i).and_then(|s| s.dec.as_mut()) else {
             return;
         };
-        match dec.record(&r) {
-            Ok(Some((content::APPLICATION_DATA, plain))) => self.plain(i, &r, plain, cx),
+        let place = (r.at, r.body.len());
+        match dec.record(r) {
+            Ok(Some((content::APPLICATION_DATA, plain))) => self.plain(i, place, plain, cx),
             Ok(Some((ty, plain))) => self.clear(i, ty, &plain, cx),
             // A ChangeCipherSpec (TLS 1.2's turns protection on).
             Ok(None) => {}
@@ -749,19 +777,18 @@ impl Conn {
 
     /// Application data of direction `i` from record `r`: cut at the
     /// segments that carried its ciphertext.
-    fn plain(&mut self, i: usize, r: &Record, plain: Vec<u8>, cx: &mut Cx<'_>) {
+    fn plain(&mut self, i: usize, (at, body): (u64, usize), data: Bytes, cx: &mut Cx<'_>) {
         let Some(side) = self.sides.get_mut(i) else {
             return;
         };
-        if plain.is_empty() {
+        if data.is_empty() {
             return;
         }
         let from_client = i == 0;
-        let len = plain.len() as u64;
-        let data = Bytes::from(plain);
-        let body_end = r.at + (HEADER + r.body.len()) as u64;
+        let len = data.len() as u64;
+        let body_end = at + (HEADER + body) as u64;
         // Plaintext byte j was ciphertext byte `start + j` of the stream.
-        let start = r.at + HEADER as u64 + side.prefix;
+        let start = at + HEADER as u64 + side.prefix;
         let mut j = 0u64;
         let mut k = side
             .pieces

@@ -46,11 +46,16 @@ pub enum Label {
     Exporter,
     /// TLS 1.3: the early exporter secret.
     EarlyExporter,
+    /// TLS 1.3: a client traffic secret after a KeyUpdate, as OpenSSL 3
+    /// logs it (not needed: decryption derives it).
+    ClientTrafficN,
+    /// TLS 1.3: a server traffic secret after a KeyUpdate (OpenSSL 3).
+    ServerTrafficN,
 }
 
 impl Label {
     /// Every label, with its name in the file.
-    pub const ALL: [(Label, &'static str); 8] = [
+    pub const ALL: [(Label, &'static str); 10] = [
         (Label::ClientRandom, "CLIENT_RANDOM"),
         (Label::ClientEarlyTraffic, "CLIENT_EARLY_TRAFFIC_SECRET"),
         (
@@ -65,6 +70,8 @@ impl Label {
         (Label::ServerTraffic0, "SERVER_TRAFFIC_SECRET_0"),
         (Label::Exporter, "EXPORTER_SECRET"),
         (Label::EarlyExporter, "EARLY_EXPORTER_SECRET"),
+        (Label::ClientTrafficN, "CLIENT_TRAFFIC_SECRET_N"),
+        (Label::ServerTrafficN, "SERVER_TRAFFIC_SECRET_N"),
     ];
 
     /// The label's name in a key log.
@@ -128,6 +135,10 @@ pub struct Secrets {
     pub exporter: Option<Secret>,
     /// TLS 1.3: the early exporter secret.
     pub early_exporter: Option<Secret>,
+    /// TLS 1.3: the last client traffic secret after a KeyUpdate (OpenSSL 3).
+    pub client_traffic_n: Option<Secret>,
+    /// TLS 1.3: the last server traffic secret after a KeyUpdate (OpenSSL 3).
+    pub server_traffic_n: Option<Secret>,
 }
 
 impl Secrets {
@@ -141,6 +152,8 @@ impl Secrets {
             Label::ServerTraffic0 => &mut self.server_traffic_0,
             Label::Exporter => &mut self.exporter,
             Label::EarlyExporter => &mut self.early_exporter,
+            Label::ClientTrafficN => &mut self.client_traffic_n,
+            Label::ServerTrafficN => &mut self.server_traffic_n,
         }
     }
 
@@ -155,6 +168,8 @@ impl Secrets {
             Label::ServerTraffic0 => self.server_traffic_0.as_ref(),
             Label::Exporter => self.exporter.as_ref(),
             Label::EarlyExporter => self.early_exporter.as_ref(),
+            Label::ClientTrafficN => self.client_traffic_n.as_ref(),
+            Label::ServerTrafficN => self.server_traffic_n.as_ref(),
         }
     }
 }

@@ -9,9 +9,10 @@
 //! ([`super::keylog`]); the records after the direction's ChangeCipherSpec
 //! are opened, its Finished first.
 //!
-//! Invariants: the ciphers, HMAC and hashes are RustCrypto's (`aes-gcm`,
-//! `chacha20poly1305` through [`super::aead`], `aes` and `cbc`, `hmac`,
-//! `sha1`, `sha2`); a record that does not open (an AEAD's tag, a CBC
+//! Invariants: the ciphers, HMAC and hashes are well-kept crates' (`ring`'s
+//! AEADs through [`super::aead`]; RustCrypto's `aes` and `cbc`, `hmac`,
+//! `sha1`, `sha2`), each record opened in its own body (no copy); a record
+//! that does not open (an AEAD's tag, a CBC
 //! record's padding or MAC) is an error for it and every later record of
 //! the direction, never plaintext guessed; no key material in `Debug`.
 
@@ -19,6 +20,9 @@
 
 use hmac::digest::KeyInit;
 use hmac::{Hmac, Mac};
+use std::ops::Range;
+
+use bytes::Bytes;
 use sha1::Sha1;
 use sha2::{Sha256, Sha384};
 
@@ -175,39 +179,35 @@ fn hmac(h: MacHash, key: &[u8], parts: &[&[u8]]) -> Option<Vec<u8>> {
     }
 }
 
-/// `data` decrypted by AES-CBC (no padding removed); `None` for a length
-/// that is no whole number of blocks or a key of the wrong size.
-fn cbc_decrypt(key: &[u8], iv: &[u8], data: &[u8]) -> Option<Vec<u8>> {
+/// Decrypts `data` in place by AES-CBC under `iv` (no padding removed);
+/// `None` for a length that is no whole number of blocks or a key of the
+/// wrong size.
+fn cbc_decrypt(key: &[u8], iv: &[u8], data: &mut [u8]) -> Option<()> {
     use cbc::cipher::block_padding::NoPadding;
     use cbc::cipher::{BlockDecryptMut, KeyIvInit};
-    let mut buf = data.to_vec();
-    let n = match key.len() {
+    match key.len() {
         16 => cbc::Decryptor::<aes::Aes128>::new_from_slices(key, iv)
             .ok()?
-            .decrypt_padded_mut::<NoPadding>(&mut buf)
-            .ok()?
-            .len(),
+            .decrypt_padded_mut::<NoPadding>(data)
+            .ok()?,
         32 => cbc::Decryptor::<aes::Aes256>::new_from_slices(key, iv)
             .ok()?
-            .decrypt_padded_mut::<NoPadding>(&mut buf)
-            .ok()?
-            .len(),
+            .decrypt_padded_mut::<NoPadding>(data)
+            .ok()?,
         _ => return None,
     };
-    buf.truncate(n);
-    Some(buf)
+    Some(())
 }
 
-/// The plaintext before a CBC record's padding: the padding's length is its
-/// last byte, every padding byte that value.
-fn unpad(mut p: Vec<u8>) -> Option<Vec<u8>> {
+/// The length of a CBC record's plaintext before its padding: the
+/// padding's length is its last byte, every padding byte that value.
+fn unpad(p: &[u8]) -> Option<usize> {
     let pad = usize::from(*p.last()?);
     let start = p.len().checked_sub(pad + 1)?;
     if p.get(start..)?.iter().any(|&b| usize::from(b) != pad) {
         return None;
     }
-    p.truncate(start);
-    Some(p)
+    Some(start)
 }
 
 /// One direction of a TLS 1.2 connection.
@@ -279,9 +279,9 @@ impl Decrypter {
     }
 
     /// The direction's next record: its content type and plaintext (in the
-    /// clear before the direction's ChangeCipherSpec, opened after it);
-    /// `None` for the ChangeCipherSpec itself.
-    pub fn record(&mut self, r: &Record) -> Result<Option<(u8, Vec<u8>)>, DecryptError> {
+    /// clear before the direction's ChangeCipherSpec, opened in its own
+    /// body after it); `None` for the ChangeCipherSpec itself.
+    pub fn record(&mut self, r: Record) -> Result<Option<(u8, Bytes)>, DecryptError> {
         if let Some(e) = self.failed {
             return Err(e);
         }
@@ -290,85 +290,103 @@ impl Decrypter {
             return Ok(None);
         }
         if !self.on {
-            return Ok(Some((r.content, r.body.clone())));
+            return Ok(Some((r.content, Bytes::from(r.body))));
         }
+        let (at, head) = (r.at, r.head());
+        let mut body = r.body;
         let opened = match &self.keys {
-            Keys::Aead { cipher, iv } => self.open_aead(cipher, iv, r),
+            Keys::Aead { cipher, iv } => self.open_aead(cipher, iv, head, &mut body),
             Keys::Cbc {
                 key,
                 mac_key,
                 mac,
                 etm,
-            } => self.open_cbc(key, (mac_key, *mac), *etm, r),
+            } => self.open_cbc(key, (mac_key, *mac), *etm, head, &mut body),
         };
         match opened {
-            Some(plain) => {
+            Some(range) => {
                 self.seq += 1;
-                Ok(Some((r.content, plain)))
+                Ok(Some((head.0, Bytes::from(body).slice(range))))
             }
-            None => Err(*self.failed.insert(DecryptError::Failed(r.at))),
+            None => Err(*self.failed.insert(DecryptError::Failed(at))),
         }
     }
 
     /// The MAC's (or AEAD's) additional data: sequence number, type,
     /// version and a length.
-    fn header(&self, r: &Record, len: usize) -> Option<[u8; 13]> {
+    fn header(&self, (content, version): (u8, u16), len: usize) -> Option<[u8; 13]> {
         let mut h = [0u8; 13];
         h.get_mut(..8)?.copy_from_slice(&self.seq.to_be_bytes());
-        h[8] = r.content;
-        h.get_mut(9..11)?.copy_from_slice(&r.version.to_be_bytes());
+        h[8] = content;
+        h.get_mut(9..11)?.copy_from_slice(&version.to_be_bytes());
         h.get_mut(11..)?
             .copy_from_slice(&u16::try_from(len).ok()?.to_be_bytes());
         Some(h)
     }
 
-    fn open_aead(&self, cipher: &Cipher, iv: &[u8], r: &Record) -> Option<Vec<u8>> {
+    /// An AEAD record's body opened in place: where its plaintext lies.
+    fn open_aead(
+        &self,
+        cipher: &Cipher,
+        iv: &[u8],
+        head: (u8, u16),
+        body: &mut [u8],
+    ) -> Option<Range<usize>> {
         // GCM: an 8-byte explicit nonce before the ciphertext.
-        let (nonce, msg): ([u8; 12], &[u8]) = match self.suite {
+        let (nonce, skip) = match self.suite {
             Suite::Aead(Aead::Aes128Gcm | Aead::Aes256Gcm) => {
-                let explicit = r.body.get(..8)?;
                 let mut n = [0u8; 12];
                 n.get_mut(..4)?.copy_from_slice(iv.get(..4)?);
-                n.get_mut(4..)?.copy_from_slice(explicit);
-                (n, r.body.get(8..)?)
+                n.get_mut(4..)?.copy_from_slice(body.get(..8)?);
+                (n, 8)
             }
             _ => {
                 let mut n: [u8; 12] = iv.try_into().ok()?;
                 for (b, s) in n.iter_mut().skip(4).zip(self.seq.to_be_bytes()) {
                     *b ^= s;
                 }
-                (n, r.body.as_slice())
+                (n, 0)
             }
         };
-        let aad = self.header(r, msg.len().checked_sub(16)?)?;
-        cipher.open(&nonce, msg, &aad)
+        let msg = body.get_mut(skip..)?;
+        let aad = self.header(head, msg.len().checked_sub(16)?)?;
+        let len = cipher.open(&nonce, msg, &aad)?;
+        Some(skip..skip + len)
     }
 
-    /// A CBC record: the IV, then (MAC-then-encrypt) the ciphertext of the
-    /// plaintext, its MAC and padding, or (encrypt-then-MAC) the ciphertext
-    /// of the plaintext and padding, then the MAC of IV and ciphertext.
+    /// A CBC record's body opened in place: the IV, then (MAC-then-encrypt)
+    /// the ciphertext of the plaintext, its MAC and padding, or
+    /// (encrypt-then-MAC) the ciphertext of the plaintext and padding, then
+    /// the MAC of IV and ciphertext. Where its plaintext lies.
     fn open_cbc(
         &self,
         key: &[u8],
         (mac_key, mac): (&[u8], MacHash),
         etm: bool,
-        r: &Record,
-    ) -> Option<Vec<u8>> {
-        let body = r.body.as_slice();
-        let (iv, rest) = (body.get(..16)?, body.get(16..)?);
+        head: (u8, u16),
+        body: &mut [u8],
+    ) -> Option<Range<usize>> {
+        let sealed_len = match etm {
+            true => body.len().checked_sub(mac.len())?,
+            false => body.len(),
+        };
         if etm {
-            let (sealed, tag) = body.split_at(body.len().checked_sub(mac.len())?);
-            let want = hmac(mac, mac_key, &[&self.header(r, sealed.len())?, sealed])?;
+            let (sealed, tag) = body.split_at(sealed_len);
+            let want = hmac(mac, mac_key, &[&self.header(head, sealed.len())?, sealed])?;
             if want != tag {
                 return None;
             }
-            let ct = sealed.get(16..)?;
-            return unpad(cbc_decrypt(key, iv, ct)?);
         }
-        let inner = unpad(cbc_decrypt(key, iv, rest)?)?;
-        let (plain, tag) = inner.split_at(inner.len().checked_sub(mac.len())?);
-        let want = hmac(mac, mac_key, &[&self.header(r, plain.len())?, plain])?;
-        (want == tag).then(|| plain.to_vec())
+        let (iv, ct) = body.get_mut(..sealed_len)?.split_at_mut_checked(16)?;
+        cbc_decrypt(key, iv, ct)?;
+        let text = 16 + unpad(ct)?;
+        if etm {
+            return Some(16..text);
+        }
+        let end = text.checked_sub(mac.len())?;
+        let (plain, tag) = (body.get(16..end)?, body.get(end..text)?);
+        let want = hmac(mac, mac_key, &[&self.header(head, plain.len())?, plain])?;
+        (want == tag).then_some(16..end)
     }
 }
 

@@ -8,9 +8,9 @@
 //! handshake with the handshake keys, moves to the application keys after
 //! the direction's Finished, and to the next generation at each KeyUpdate.
 //!
-//! Invariants: the ciphers and the key derivation are RustCrypto's
-//! (`aes-gcm`, `chacha20poly1305` through [`super::aead`], `hkdf`, `sha2`),
-//! nothing hand-written; a
+//! Invariants: the ciphers and the key derivation are well-kept crates'
+//! (`ring`'s AEADs through [`super::aead`], RustCrypto's `hkdf` and `sha2`),
+//! nothing hand-written, each record opened in its own body (no copy); a
 //! record that does not open (wrong key, damaged bytes) is an error for
 //! that record and every later one of the direction (its sequence number
 //! is lost), never plaintext guessed; no key material in `Debug`.
@@ -19,6 +19,8 @@
 
 use hkdf::Hkdf;
 use sha2::{Sha256, Sha384};
+
+use bytes::Bytes;
 
 use super::aead::{Aead, Cipher};
 use super::wire::{content, handshake, Handshakes, Record, HEADER};
@@ -92,16 +94,17 @@ impl Keys {
         )
     }
 
-    /// Opens a record (its header, the additional data, and its body): the
-    /// inner plaintext, or `None` when it does not authenticate.
-    fn open(&mut self, header: &[u8; HEADER], body: &[u8]) -> Option<Vec<u8>> {
+    /// Opens a record (its header, the additional data, and its body) in
+    /// place: the inner plaintext's length (the body's first bytes), or
+    /// `None` when it does not authenticate.
+    fn open(&mut self, header: &[u8; HEADER], body: &mut [u8]) -> Option<usize> {
         let mut nonce = self.iv;
         for (n, s) in nonce.iter_mut().skip(4).zip(self.seq.to_be_bytes()) {
             *n ^= s;
         }
-        let plain = self.cipher.open(&nonce, body, header)?;
+        let len = self.cipher.open(&nonce, body, header)?;
         self.seq += 1;
-        Some(plain)
+        Some(len)
     }
 }
 
@@ -164,11 +167,11 @@ impl Decrypter {
         })
     }
 
-    /// Opens the direction's next record: its content type and plaintext;
-    /// `None` for a ChangeCipherSpec (sent in the clear for compatibility,
-    /// not protected). Keys move on after the direction's Finished and at
-    /// each KeyUpdate.
-    pub fn record(&mut self, r: &Record) -> Result<Option<(u8, Vec<u8>)>, DecryptError> {
+    /// Opens the direction's next record, decrypted in its own body: its
+    /// content type and plaintext; `None` for a ChangeCipherSpec (sent in
+    /// the clear for compatibility, not protected). Keys move on after the
+    /// direction's Finished and at each KeyUpdate.
+    pub fn record(&mut self, r: Record) -> Result<Option<(u8, Bytes)>, DecryptError> {
         if let Some(e) = self.failed {
             return Err(e);
         }
@@ -179,23 +182,25 @@ impl Decrypter {
         let [v0, v1] = r.version.to_be_bytes();
         let [l0, l1] = len.to_be_bytes();
         let header = [r.content, v0, v1, l0, l1];
-        let Some(mut inner) = self.keys.open(&header, &r.body) else {
+        let mut body = r.body;
+        let Some(n) = self.keys.open(&header, &mut body) else {
             return Err(*self.failed.insert(DecryptError::Failed(r.at)));
         };
         // TLSInnerPlaintext: content, the real type, zeros.
+        let inner = body.get(..n).unwrap_or_default();
         let Some(end) = inner.iter().rposition(|&b| b != 0) else {
             return Err(*self.failed.insert(DecryptError::NoContentType(r.at)));
         };
         let ty = inner.get(end).copied().unwrap_or(0);
-        inner.truncate(end);
         if ty == content::HANDSHAKE {
             let mut msgs = Vec::new();
-            self.handshakes.push(&inner, &mut msgs);
+            self.handshakes
+                .push(inner.get(..end).unwrap_or_default(), &mut msgs);
             for (t, _) in msgs {
                 self.handshake(t)?;
             }
         }
-        Ok(Some((ty, inner)))
+        Ok(Some((ty, Bytes::from(body).slice(..end))))
     }
 
     /// Moves the keys on after a handshake message of type `t`.

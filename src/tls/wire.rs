@@ -94,6 +94,14 @@ pub struct Record {
     pub at: u64,
 }
 
+impl Record {
+    /// Its type and version (with the sequence number and a length, what
+    /// its protection authenticates).
+    pub fn head(&self) -> (u8, u16) {
+        (self.content, self.version)
+    }
+}
+
 /// Why a direction's bytes are not read as records any further.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum RecordError {
@@ -120,9 +128,13 @@ impl std::fmt::Display for RecordError {
 /// One direction's records, cut from its bytes as they come.
 #[derive(Debug, Default)]
 pub struct Records {
-    /// Bytes of the record being gathered (at most a header and [`MAX_RECORD`]).
-    pending: Vec<u8>,
-    /// Stream offset of `pending[0]`.
+    /// The header of the record being gathered (`head_len` bytes of it so far).
+    head: [u8; HEADER],
+    head_len: usize,
+    /// Its body so far (at most [`MAX_RECORD`]): each byte copied once, the
+    /// body handed on as it is.
+    body: Vec<u8>,
+    /// Stream offset of the record's first header byte.
     at: u64,
     /// Once set, nothing more is read.
     failed: Option<RecordError>,
@@ -141,33 +153,40 @@ impl Records {
             return Err(e);
         }
         while !bytes.is_empty() {
-            let want = self.wanted();
-            let take = want.saturating_sub(self.pending.len()).min(bytes.len());
+            if self.head_len < HEADER {
+                let take = (HEADER - self.head_len).min(bytes.len());
+                let (now, rest) = bytes.split_at(take);
+                if let Some(h) = self.head.get_mut(self.head_len..self.head_len + take) {
+                    h.copy_from_slice(now);
+                }
+                self.head_len += take;
+                bytes = rest;
+                if self.head_len < HEADER {
+                    break;
+                }
+                let [ty, major, _, _, _] = self.head;
+                if !(20..=24).contains(&ty) || major != 3 {
+                    return Err(*self.failed.insert(RecordError::NotTls(self.at)));
+                }
+                if self.len() > MAX_RECORD {
+                    return Err(*self.failed.insert(RecordError::TooLong(self.at)));
+                }
+                self.body = Vec::with_capacity(self.len());
+            }
+            let take = (self.len() - self.body.len()).min(bytes.len());
             let (now, rest) = bytes.split_at(take);
-            self.pending.extend_from_slice(now);
+            self.body.extend_from_slice(now);
             bytes = rest;
-            if self.pending.len() < HEADER {
-                continue;
-            }
-            let Some(&[ty, major, minor]) = self.pending.get(..3) else {
-                continue;
-            };
-            let len = self.len();
-            if !(20..=24).contains(&ty) || major != 3 {
-                return Err(*self.failed.insert(RecordError::NotTls(self.at)));
-            }
-            if len > MAX_RECORD {
-                return Err(*self.failed.insert(RecordError::TooLong(self.at)));
-            }
-            if self.pending.len() == HEADER + len {
+            if self.body.len() == self.len() {
+                let [ty, major, minor, _, _] = self.head;
                 out.push(Record {
                     content: ty,
                     version: u16::from_be_bytes([major, minor]),
-                    body: self.pending.get(HEADER..).unwrap_or_default().to_vec(),
+                    body: std::mem::take(&mut self.body),
                     at: self.at,
                 });
-                self.at += (HEADER + len) as u64;
-                self.pending.clear();
+                self.at += (HEADER + self.len()) as u64;
+                self.head_len = 0;
             }
         }
         Ok(())
@@ -178,22 +197,10 @@ impl Records {
         self.at
     }
 
-    /// The body length the pending header says (0 before a whole header).
+    /// The body length the header says.
     fn len(&self) -> usize {
-        match self.pending.get(3..5) {
-            Some(&[a, b]) => usize::from(u16::from_be_bytes([a, b])),
-            _ => 0,
-        }
-    }
-
-    /// How many pending bytes complete what is being read: the header, then
-    /// the record.
-    fn wanted(&self) -> usize {
-        if self.pending.len() < HEADER {
-            HEADER
-        } else {
-            HEADER + self.len().min(MAX_RECORD)
-        }
+        let [_, _, _, a, b] = self.head;
+        usize::from(u16::from_be_bytes([a, b]))
     }
 }
 

@@ -52,7 +52,7 @@ fn tls12_decrypts_to_the_plaintext_twin() {
             .expect("keys");
             let mut finished = false;
             for r in &c.records[d] {
-                match dec.record(r).expect("opens") {
+                match dec.record(r.clone()).expect("opens") {
                     Some((content::APPLICATION_DATA, b)) => out.extend_from_slice(&b),
                     // The first protected handshake message: Finished (20), 12 bytes of verify data.
                     Some((content::HANDSHAKE, b)) if dec.seq == 1 => {

@@ -24,12 +24,12 @@ fn open_all(
     let mut d = Decrypter::new(suite, secrets.0, secrets.1)?;
     let (mut data, mut handshakes) = (Vec::new(), 0);
     for r in records.iter().skip(1) {
-        match d.record(r)? {
+        match d.record(r.clone())? {
             Some((content::APPLICATION_DATA, b)) => data.extend_from_slice(&b),
             Some((content::HANDSHAKE, _)) => handshakes += 1,
             // Alerts are encrypted as any record (close_notify at the end,
             // and a decode_error one end sends when the proxy cuts it off).
-            Some((content::ALERT, b)) => match b.as_slice() {
+            Some((content::ALERT, b)) => match &b[..] {
                 &[level, desc] => {
                     assert!(level == 1 || level == 2);
                     assert!(!crate::tls::wire::alert_name(desc).starts_with("alert "));
@@ -116,8 +116,14 @@ fn a_wrong_secret_fails_at_the_first_record() {
         .iter()
         .find(|r| r.content == content::APPLICATION_DATA)
         .expect("a protected record");
-    assert_eq!(d.record(first), Err(DecryptError::Failed(first.at)));
-    assert_eq!(d.record(first), Err(DecryptError::Failed(first.at)));
+    assert_eq!(
+        d.record((*first).clone()),
+        Err(DecryptError::Failed(first.at))
+    );
+    assert_eq!(
+        d.record((*first).clone()),
+        Err(DecryptError::Failed(first.at))
+    );
     assert_eq!(
         Decrypter::new(suite, &[1, 2, 3], app).map(|_| ()),
         Err(DecryptError::BadSecret)
