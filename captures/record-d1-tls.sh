@@ -13,6 +13,12 @@
 #                            ApiVersions (tls-keyupdate.py), and kafka-python and librdkafka
 #                            bootstrapping through a second proxy on 9095 whose TLS 1.2 CBC
 #                            suites run MAC-then-encrypt (--no-etm: HMAC-SHA384, SHA256, SHA1)
+#   record-d1-tls.sh sasl   -> tls/d4-sasl-ssl.pcap, tls/d4-sasl-ssl-plain.pcap (and
+#                            tls/d4-sasl-ssl-keys.pcapng): SASL_SSL over TLS 1.3, SCRAM-SHA-256
+#                            and SCRAM-SHA-512 logins and a PLAIN login refused
+#                            (tls-sasl.py), to a tansu requiring them; needs TANSU_SQL, a tansu
+#                            0.6.0 built with --features dynostore,libsql (users are kept
+#                            across the restart that turns authentication on)
 #   record-d1-tls.sh bulk MB DIR -> DIR/bulk-tls13.pcap, DIR/bulk-tls13-plain.pcap: TLS 1.3,
 #                            kafka-python producing MB megabytes and reading them back, for
 #                            scripts/bench-tls.sh (not shipped: large)
@@ -29,9 +35,11 @@
 # Needs what reclib.sh needs, openssl, kafka-python, confluent-kafka and kafkajs
 # (NODE_PATH pointing at a node_modules holding kafkajs 2.2.4).
 set -euo pipefail
-VERSION=${1:?usage: record-d1-tls.sh 1.2|1.3|extras|bulk MB DIR}
+VERSION=${1:?usage: record-d1-tls.sh 1.2|1.3|extras|sasl|bulk MB DIR}
 EXTRAS=""
 if [ "$VERSION" = extras ]; then EXTRAS=1; VERSION=1.3; fi
+SASL=""
+if [ "$VERSION" = sasl ]; then SASL=1; VERSION=1.3; fi
 BULK_MB=""
 if [ "$VERSION" = bulk ]; then
   BULK_MB=${2:?bulk MB DIR}
@@ -52,6 +60,7 @@ case $VERSION in
 esac
 if [ -n "$BULK_MB" ]; then OUT=$BULK_DIR; NAME=bulk-tls13; fi
 if [ -n "$EXTRAS" ]; then NAME=d3-tls-extras; fi
+if [ -n "$SASL" ]; then NAME=d4-sasl-ssl; TOPIC=sasl-topic; fi
 # The extras' second proxy: TLS 1.2, CBC suites, MAC-then-encrypt.
 MTE_PORT=9095
 MTE_SUITES="ECDHE-RSA-AES256-SHA384,ECDHE-RSA-AES128-SHA256,ECDHE-RSA-AES128-SHA"
@@ -72,7 +81,30 @@ openssl req -x509 -newkey rsa:2048 -nodes -days 3650 -subj "/CN=kafkashark-test-
   -keyout "$RUNDIR/broker.key" -out "$RUNDIR/broker.crt" 2>/dev/null
 rm -f "$CAP.server.keys" "$CAP.client.keys"
 
-broker_behind "$BACKEND_PORT" "$PORT" "$TOPIC" 2
+if [ -n "$SASL" ]; then
+  # Users and topic made on an open broker, kept in SQLite, then the broker restarted
+  # requiring SASL (tansu's own commands cannot log in).
+  TANSU_SQL=${TANSU_SQL:?sasl needs TANSU_SQL: tansu 0.6.0 built with --features dynostore,libsql}
+  sql_broker() {
+    (cd "$RUNDIR" && exec "$TANSU_SQL" broker --listener-url "tcp://127.0.0.1:$BACKEND_PORT" \
+      --advertised-listener-url "tcp://127.0.0.1:$PORT" --storage-engine sqlite://tansu.db "$@") \
+      >>"$RUNDIR/broker.log" 2>&1 &
+    BROKER_PID=$!
+    for _ in $(seq 100); do ss -ltnH "sport = :$BACKEND_PORT" | grep -q . && break; sleep 0.1; done
+    sleep 0.3
+  }
+  sql_broker
+  "$TANSU_SQL" user create --broker "tcp://127.0.0.1:$BACKEND_PORT" --mechanism scram256 alice alice-secret
+  "$TANSU_SQL" user create --broker "tcp://127.0.0.1:$BACKEND_PORT" --mechanism scram512 bob bob-secret
+  "$TANSU_SQL" topic create --broker "tcp://127.0.0.1:$BACKEND_PORT" --partitions 2 "$TOPIC" >/dev/null
+  broker_stop
+  sql_broker --authentication
+  BROKER_DESC="tansu 0.6.0 (built with --features dynostore,libsql), storage sqlite, --authentication (SASL SCRAM-SHA-256/512 required)"
+  CLIENTS="kafka-python 3.0.12 and confluent-kafka 2.16.1 (librdkafka 2.16.0), SASL_SSL over TLS 1.3 through tls-proxy.py"
+  WORKLOAD="see tls-sasl.py: topic $TOPIC (2 partitions); kafka-python logs in as alice with SCRAM-SHA-256, produces 5 records and reads them back; asks for PLAIN (refused: the broker offers SCRAM only); librdkafka logs in as bob with SCRAM-SHA-512 and produces 5 records."
+else
+  broker_behind "$BACKEND_PORT" "$PORT" "$TOPIC" 2
+fi
 
 python3 -u "$HERE/tls-proxy.py" "$PORT" "$BACKEND_PORT" --cert "$RUNDIR/broker.crt" --key "$RUNDIR/broker.key" \
   --keylog "$CAP.server.keys" --tls "$VERSION" --suites "$SUITES" --log "$RUNDIR/proxy.log" &
@@ -99,6 +131,9 @@ suites13() {
   [ "$VERSION" = 1.3 ] && echo "$RUNDIR/$1.cnf" || true
 }
 [ "$VERSION" = 1.3 ] && JS_CIPHERS=TLS_CHACHA20_POLY1305_SHA256
+if [ -n "$SASL" ]; then
+  timeout 120 python3 "$HERE/tls-sasl.py" "127.0.0.1:$PORT" "$TOPIC" "$RUNDIR/broker.crt" "$CAP.client.keys"
+fi
 if [ -n "$EXTRAS" ]; then
   CLIENTS="kafkajs 2.2.4 (node $(node --version)) resuming sessions, OpenSSL $(openssl version | cut -d' ' -f2) s_client, kafka-python 3.0.12 and confluent-kafka 2.16.1 (librdkafka 2.16.0) bootstrapping over TLS 1.2 CBC MAC-then-encrypt"
   WORKLOAD="kafkajs (TLS 1.3, 9093) produces 5 records and a group reads them, each new socket offering the broker's last ticket (tls-kafkajs.js resume); s_client (TLS 1.3, 9093) sends ApiVersions v0, a KeyUpdate asking for one back, ApiVersions v0 (tls-keyupdate.py); kafka-python and librdkafka bootstrap through 127.0.0.1:$MTE_PORT (TLS 1.2, $MTE_SUITES in turn, no encrypt-then-MAC), then work through 9093 as in d1 (tls-workload.py)."
@@ -119,7 +154,7 @@ if [ -n "$BULK_MB" ]; then
   ls -l "$CAP" "$PLAIN" "$CAP.server.keys"
   exit 0
 fi
-if [ -z "$EXTRAS" ]; then
+if [ -z "$EXTRAS$SASL" ]; then
   for which in kafka-python librdkafka; do
     case $which in kafka-python) s=TLS_AES_128_GCM_SHA256 ;; *) s=TLS_AES_256_GCM_SHA384 ;; esac
     OPENSSL_CONF=$(suites13 $s) timeout 120 python3 "$HERE/tls-workload.py" "127.0.0.1:$PORT" "$TOPIC" "$RUNDIR/broker.crt" "$CAP.client.keys" $which
@@ -137,7 +172,7 @@ echo "$CAP: $(tcpdump -r "$CAP" 2>/dev/null | wc -l) packets; $PLAIN: $(tcpdump 
 echo "key log lines: server $(wc -l <"$CAP.server.keys"), client $(wc -l <"$CAP.client.keys")"
 # The same capture carrying its keys (pcapng Decryption Secrets Block), as
 # operators make one with Wireshark's editcap: tls/d1-tls13-keys.pcapng,
-# tls/d2-tls12-keys.pcapng, tls/d3-tls-extras-keys.pcapng.
+# tls/d2-tls12-keys.pcapng, tls/d3-tls-extras-keys.pcapng, tls/d4-sasl-ssl-keys.pcapng.
 editcap --inject-secrets "tls,$CAP.server.keys" "$CAP" "${CAP%.pcap}-keys.pcapng"
 # tshark's reading of the decrypted capture (its own TLS and Kafka dissectors).
 tshark -n -r "$CAP" -o "tls.keylog_file:$CAP.server.keys" -d "tls.port==$PORT,kafka" -d "tls.port==$MTE_PORT,kafka" -Y kafka -T fields \
@@ -146,6 +181,6 @@ tshark -n -r "$CAP" -o "tls.keylog_file:$CAP.server.keys" -d "tls.port==$PORT,ka
   -e kafka.response_frame -e kafka.request_frame >"$CAP.tshark.tsv" 2>/dev/null || true
 echo "tshark decrypted $(wc -l <"$CAP.tshark.tsv") frames with Kafka"
 python3 "$HERE/summarize.py" "$PLAIN" --port "$BACKEND_PORT" --client "$CLIENTS" --workload "$WORKLOAD" \
-  --broker "tansu 0.6.0 (built with --features dynostore), storage memory://tansu/, listening on 127.0.0.1:$BACKEND_PORT behind tls-proxy.py on 127.0.0.1:$PORT" \
+  --broker "${BROKER_DESC:-tansu 0.6.0 (built with --features dynostore), storage memory://tansu/}, listening on 127.0.0.1:$BACKEND_PORT behind tls-proxy.py on 127.0.0.1:$PORT" \
   --notes "The proxy's plaintext side of $(basename "$CAP"): the same Kafka bytes as its TLS connections carry."
 

@@ -97,7 +97,8 @@ fn tls_events(outs: &[Output]) -> BTreeMap<u64, Vec<TlsEvent>> {
 /// their requests (the same, in the same order), each decrypted
 /// connection's responses are its twin's, but for a last response the broker
 /// sent after the client had gone (the proxy could not deliver it; the
-/// request is then reported unanswered).
+/// request is then reported unanswered, as are those the broker never
+/// answered in both).
 fn same_connections(tls: &str, plain: &str) {
     let (Some(tls), Some(plain)) = (capture(tls), capture(plain)) else {
         return;
@@ -105,13 +106,15 @@ fn same_connections(tls: &str, plain: &str) {
     let k = keys(&PathBuf::from(format!("{}.server.keys", tls.display())));
     let outs = run(&tls, k);
     let got = exchanges(&outs);
-    let mut want = exchanges(&run(&plain, Keys::default()));
+    let twin = run(&plain, Keys::default());
+    let mut want = exchanges(&twin);
     assert!(!want.is_empty());
     assert_eq!(got.len(), want.len(), "{}", tls.display());
-    let unanswered = outs
-        .iter()
-        .filter(|o| matches!(o, Output::Notice(Notice::Unanswered { .. })))
-        .count();
+    let unanswered = |outs: &[Output]| {
+        (outs.iter())
+            .filter(|o| matches!(o, Output::Notice(Notice::Unanswered { .. })))
+            .count()
+    };
     let mut undelivered = 0;
     for (requests, responses) in &got {
         let at = want
@@ -122,7 +125,13 @@ fn same_connections(tls: &str, plain: &str) {
         assert!(twin.len() - responses.len() <= 1, "{twin:?} {responses:?}");
         undelivered += twin.len() - responses.len();
     }
-    assert_eq!(undelivered, unanswered, "{}", tls.display());
+    // Requests the broker never answered are unanswered in both.
+    assert_eq!(
+        undelivered + unanswered(&twin),
+        unanswered(&outs),
+        "{}",
+        tls.display()
+    );
     // Each decrypted stream said it was decrypting, and nothing stopped early.
     let ev = tls_events(&outs);
     for o in &outs {
@@ -379,7 +388,7 @@ fn stats_tls_table() {
 /// key log exactly as the capture with the key log does.
 #[test]
 fn keys_embedded_in_pcapng_decode_like_the_key_log() {
-    for name in ["d1-tls13", "d2-tls12", "d3-tls-extras"] {
+    for name in ["d1-tls13", "d2-tls12", "d3-tls-extras", "d4-sasl-ssl"] {
         let (Some(embedded), Some(cap)) = (
             capture(&format!("{name}-keys.pcapng")),
             capture(&format!("{name}.pcap")),
@@ -491,4 +500,65 @@ fn resumption_key_updates_and_mac_then_encrypt() {
     let report = stats.report();
     let updated_row = report.tls.iter().find(|t| t.stream == *updated[0]).unwrap();
     assert_eq!(updated_row.key_updates, [1, 1]);
+}
+
+/// The server certificate without keys (TLS 1.2: in the clear) and with
+/// them (TLS 1.3: encrypted): the recording's self-signed certificate,
+/// made by `openssl req -days 3650 -subj /CN=kafkashark-test-broker`, on
+/// every connection that got a ServerHello; its last day is the one
+/// tshark's own X.509 reading gives.
+#[test]
+fn server_certificates_are_read() {
+    let d2 = capture("d2-tls12.pcap");
+    let d1 = capture("d1-tls13.pcap");
+    let (Some(d2), Some(d1)) = (d2, d1) else {
+        return;
+    };
+    let runs = [
+        (d2.clone(), Keys::default(), 12),
+        (d1.clone(), keys(&d1.with_extension("pcap.server.keys")), 12),
+        (d1, Keys::default(), 0),
+    ];
+    let mut until = String::new();
+    for (cap, k, want) in runs {
+        let outs = run(&cap, k);
+        let certs: Vec<(bool, kafkashark::tls::wire::Certificate)> = outs
+            .iter()
+            .filter_map(|o| match o {
+                Output::Notice(Notice::Tls {
+                    what: TlsEvent::Certificate { cert, invalid },
+                    ..
+                }) => Some((*invalid, cert.clone())),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(certs.len(), want, "{}", cap.display());
+        for (invalid, c) in certs {
+            assert!(!invalid);
+            assert_eq!(c.subject, "CN=kafkashark-test-broker");
+            assert_eq!(c.issuer, c.subject);
+            assert_eq!(c.not_after - c.not_before, 3650 * 86_400);
+            until.clone_from(&c.until);
+        }
+    }
+    let tshark = std::process::Command::new("tshark")
+        .args(["-n", "-r"])
+        .arg(&d2)
+        .args(["-d", "tcp.port==9093,tls", "-Y", "tls.handshake.type==11"])
+        .args(["-T", "fields", "-e", "x509af.utcTime"])
+        .output();
+    if let Some(o) = tshark.ok().filter(|o| o.status.success()) {
+        let text = String::from_utf8_lossy(&o.stdout);
+        let first = text.lines().next().expect("a certificate");
+        // notBefore,notAfter
+        assert!(
+            first.split(',').nth(1).unwrap().starts_with(&until),
+            "{first} {until}"
+        );
+    }
+}
+
+#[test]
+fn sasl_ssl_decodes_like_its_plaintext_twin() {
+    same_connections("d4-sasl-ssl.pcap", "d4-sasl-ssl-plain.pcap");
 }

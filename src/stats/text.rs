@@ -713,9 +713,23 @@ impl StatsReport {
                 &escape_text(&alerts),
             ])
         });
-        for t in self.tls.iter().filter(|t| t.detail.is_some()) {
-            let d = t.detail.as_deref().unwrap_or_default();
-            let _ = writeln!(o, "  s{}: {}", t.stream, escape_text(d));
+        for t in &self.tls {
+            if let Some(d) = &t.detail {
+                let _ = writeln!(o, "  s{}: {}", t.stream, escape_text(d));
+            }
+            if let Some(c) = &t.certificate {
+                let bad = if c.invalid {
+                    " — NOT VALID when sent"
+                } else {
+                    ""
+                };
+                let (subject, issuer) = (escape_text(&c.subject), escape_text(&c.issuer));
+                let _ = writeln!(
+                    o,
+                    "  s{}: certificate {subject} (issuer {issuer}), valid until {}{bad}",
+                    t.stream, c.until
+                );
+            }
         }
     }
 

@@ -59,6 +59,11 @@ pub struct TlsReport {
     /// Why, for `no key` (the client random), `not decrypted` and `failed`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub detail: Option<String>,
+    /// The server certificate's subject, issuer and validity (epoch
+    /// seconds), when its Certificate message was read (TLS 1.2 in the
+    /// clear; TLS 1.3 decrypted).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub certificate: Option<CertReport>,
     /// Alerts: `client fatal handshake_failure`.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub alerts: Vec<String>,
@@ -71,6 +76,23 @@ pub struct TlsReport {
     pub bytes: [u64; 2],
     /// Application data decrypted per direction.
     pub decrypted: [u64; 2],
+}
+
+/// A server certificate.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct CertReport {
+    /// Subject.
+    pub subject: String,
+    /// Issuer.
+    pub issuer: String,
+    /// Not valid before (epoch seconds).
+    pub not_before: i64,
+    /// Not valid after (epoch seconds).
+    pub not_after: i64,
+    /// The last day it is valid, UTC.
+    pub until: String,
+    /// Not valid when it was sent (expired, or not yet valid).
+    pub invalid: bool,
 }
 
 /// The TLS connections seen.
@@ -115,6 +137,7 @@ impl TlsTable {
                 handshake_ms: None,
                 keys: "no handshake",
                 detail: None,
+                certificate: None,
                 alerts: Vec::new(),
                 key_updates: [0; 2],
                 records: [0; 2],
@@ -149,6 +172,16 @@ impl TlsTable {
                 row.resumed = *resumed;
             }
             TlsEvent::ServerHello { .. } => {}
+            TlsEvent::Certificate { cert, invalid } => {
+                row.certificate = Some(CertReport {
+                    subject: cert.subject.clone(),
+                    issuer: cert.issuer.clone(),
+                    not_before: cert.not_before,
+                    not_after: cert.not_after,
+                    until: cert.until.clone(),
+                    invalid: *invalid,
+                });
+            }
             TlsEvent::Decrypting => row.keys = "decrypted",
             TlsEvent::NoKey { .. } => {
                 row.keys = "no key";
@@ -192,6 +225,11 @@ impl TlsTable {
                 row.decrypted = *plaintext;
             }
         }
+    }
+
+    /// Connection `stream`, if it is TLS (and kept).
+    pub fn get(&self, stream: u64) -> Option<&TlsReport> {
+        self.rows.get(&stream)
     }
 
     /// The connections, in stream order.

@@ -31,8 +31,8 @@ use bytes::Bytes;
 use super::keylog::{Keys, Secrets};
 use super::tls13::DecryptError;
 use super::wire::{
-    alert_name, content, handshake, suite_name, version_name, ClientHello, Handshakes, Record,
-    Records, ServerHello, HEADER,
+    alert_name, content, handshake, suite_name, version_name, Certificate, ClientHello, Handshakes,
+    Record, Records, ServerHello, HEADER,
 };
 use super::{tls12, tls13};
 use crate::vocab::Timestamp;
@@ -71,6 +71,13 @@ pub enum TlsEvent {
         resumed: bool,
         /// A HelloRetryRequest.
         retry: bool,
+    },
+    /// The server's certificate (in the clear in TLS 1.2, decrypted in 1.3).
+    Certificate {
+        /// What it says.
+        cert: Certificate,
+        /// Not valid at the time it was sent (expired, or not yet valid).
+        invalid: bool,
     },
     /// The key log has the session's secrets: its records are decrypted.
     Decrypting,
@@ -200,6 +207,17 @@ impl fmt::Display for TlsEvent {
                     f.write_str(", resumed")?;
                 }
                 Ok(())
+            }
+            TlsEvent::Certificate { cert, invalid } => {
+                write!(
+                    f,
+                    "server certificate {}, valid until {}",
+                    cert.subject, cert.until
+                )?;
+                match invalid {
+                    true => f.write_str(", not valid when sent"),
+                    false => Ok(()),
+                }
             }
             TlsEvent::Decrypting => f.write_str("decrypting with the key log's secrets"),
             TlsEvent::NoKey { client_random } => {
@@ -596,6 +614,14 @@ impl Conn {
 
     fn handshake(&mut self, i: usize, t: u8, m: &[u8], cx: &mut Cx<'_>) {
         match (i, t) {
+            (1, handshake::CERTIFICATE) => {
+                let tls13 = self.server.as_ref().is_some_and(|h| h.version >= 0x0304);
+                if let Some(cert) = Certificate::leaf(m, tls13) {
+                    let now = cx.ts.secs;
+                    let invalid = now < cert.not_before || now > cert.not_after;
+                    cx.event(TlsEvent::Certificate { cert, invalid });
+                }
+            }
             (_, handshake::KEY_UPDATE) => {
                 let from_client = i == 0;
                 let requested = m.first() == Some(&1);

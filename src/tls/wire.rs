@@ -423,6 +423,60 @@ impl ServerHello {
     }
 }
 
+/// What the server's certificate (the first of its Certificate message's
+/// list) says, read by `x509-parser`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Certificate {
+    /// Its subject (`CN=broker-1.example.com, O=…`).
+    pub subject: String,
+    /// Its issuer.
+    pub issuer: String,
+    /// Not valid before (epoch seconds).
+    pub not_before: i64,
+    /// Not valid after (epoch seconds).
+    pub not_after: i64,
+    /// The last day it is valid, UTC (`2036-11-30`).
+    pub until: String,
+}
+
+impl Certificate {
+    /// The first certificate of a Certificate message's body (TLS 1.3's
+    /// has a request context and per-certificate extensions, `tls13`);
+    /// `None` when there is none or it does not read.
+    pub fn leaf(body: &[u8], tls13: bool) -> Option<Certificate> {
+        let mut c = Reader::new(body);
+        if tls13 {
+            vec(&mut c, 1)?;
+        }
+        let n = u24(&mut c)?;
+        let mut l = Reader::new(c.take(n).ok()?);
+        let n = u24(&mut l)?;
+        let der = l.take(n).ok()?;
+        let (_, cert) = x509_parser::parse_x509_certificate(der).ok()?;
+        let v = cert.validity();
+        let end = v.not_after.to_datetime();
+        let until = format!(
+            "{:04}-{:02}-{:02}",
+            end.year(),
+            u8::from(end.month()),
+            end.day()
+        );
+        Some(Certificate {
+            until,
+            subject: cert.subject().to_string(),
+            issuer: cert.issuer().to_string(),
+            not_before: v.not_before.timestamp(),
+            not_after: v.not_after.timestamp(),
+        })
+    }
+}
+
+/// A 24-bit length.
+fn u24(c: &mut Reader<'_>) -> Option<usize> {
+    let b = c.take(3).ok()?;
+    Some(b.iter().fold(0usize, |n, &x| n << 8 | usize::from(x)))
+}
+
 /// A version's name: `TLS 1.2`.
 pub fn version_name(v: u16) -> String {
     match v {

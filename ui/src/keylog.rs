@@ -83,3 +83,53 @@ fn report(name: &str, errors: Vec<LineError>) {
         eprintln!("kafkashark: {name}: {e}");
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    /// A live capture's key log is followed as its writer appends to it
+    /// (here, a second session's line written in two pieces); a
+    /// capture file's is read once.
+    #[test]
+    fn a_live_key_log_is_followed_as_it_grows() {
+        let dir = std::env::temp_dir().join(format!("kafkashark-keylog-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("k.log");
+        let line = |label: &str, r: u8| {
+            format!(
+                "{label} {} {}\n",
+                format!("{r:02x}").repeat(32),
+                "ab".repeat(32)
+            )
+        };
+        std::fs::write(&path, line("CLIENT_HANDSHAKE_TRAFFIC_SECRET", 1)).unwrap();
+        let live = open(Some(&path), true).unwrap();
+        let file = open(Some(&path), false).unwrap();
+        assert!(live.growing() && !file.growing());
+        assert_eq!((live.with(|k| k.len()), file.with(|k| k.len())), (1, 1));
+        let mut f = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .unwrap();
+        // A line in two writes: read whole once its end comes.
+        let second = line("SERVER_HANDSHAKE_TRAFFIC_SECRET", 2);
+        let (a, b) = second.split_at(40);
+        f.write_all(a.as_bytes()).unwrap();
+        f.flush().unwrap();
+        std::thread::sleep(3 * POLL);
+        f.write_all(b.as_bytes()).unwrap();
+        f.flush().unwrap();
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while live.with(|k| k.len()) < 2 && std::time::Instant::now() < deadline {
+            std::thread::sleep(POLL);
+        }
+        assert_eq!(live.with(|k| k.len()), 2);
+        assert!(live
+            .get(&[2; 32])
+            .is_some_and(|s| s.server_handshake.is_some()));
+        assert_eq!(file.with(|k| k.len()), 1, "a file's key log is read once");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}

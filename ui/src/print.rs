@@ -1588,6 +1588,7 @@ fn tls_problem(what: &TlsEvent) -> Option<&'static str> {
         TlsEvent::Unsupported { .. } => "TLS connections used a suite not decrypted",
         TlsEvent::Stopped { .. } => "TLS directions stopped decrypting",
         TlsEvent::Alert { level: 2, .. } => "TLS fatal alerts",
+        TlsEvent::Certificate { invalid: true, .. } => "TLS certificates were not valid when sent",
         _ => return None,
     })
 }

@@ -828,7 +828,21 @@ fn render_hex(f: &mut Frame, app: &App, pal: &Palette, area: Rect, rows: usize) 
         lines.push(Line::default());
     }
     lines.push(Line::from(legend));
+    // A message decrypted from TLS records says so, with the connection's TLS.
+    let tls = (app.detail.as_ref())
+        .and_then(|d| app.tls.get(d.raw.stream))
+        .filter(|t| t.keys == "decrypted" || t.decrypted.iter().any(|&n| n > 0));
     let title = match (app.hex.source, &app.detail) {
+        (0, _) if tls.is_some() => {
+            let t = tls.map_or(String::new(), |t| {
+                let v = t.version.as_deref().unwrap_or("TLS");
+                format!("{v} {}", t.suite.as_deref().unwrap_or(""))
+            });
+            format!(
+                " bytes: message, decrypted from {t} records ({} bytes) ",
+                bytes.len()
+            )
+        }
         (0, _) => format!(" bytes: message ({} bytes) ", bytes.len()),
         (n, Some(d)) => {
             let name = d.source(n).map_or(String::new(), |s| escape_text(&s.name));
