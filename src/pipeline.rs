@@ -641,7 +641,7 @@ impl Pipeline {
                 ..
             } => conn.gap(dir == client, stream_offset, frame, ts, &mut outs),
             FlowEvent::Closed { frame, ts, .. } => {
-                conn.finish(frame, ts, &mut outs);
+                conn.finish(frame, ts, &self.cfg.tls_keys, &mut outs);
                 self.tls_outs(st, client, outs, out);
                 return self.stream_event(st, ev, out);
             }

@@ -562,3 +562,62 @@ fn server_certificates_are_read() {
 fn sasl_ssl_decodes_like_its_plaintext_twin() {
     same_connections("d4-sasl-ssl.pcap", "d4-sasl-ssl-plain.pcap");
 }
+
+/// A live capture's key log grows while the capture runs: a connection
+/// whose secrets are not there yet holds its records and decrypts them once
+/// they come (here the whole key log arrives after the first 12 frames,
+/// when the first connection is past its hellos and has sent protected
+/// records), to the same messages as with the key log from the start; a
+/// key that never comes is given up at the connection's end, nothing
+/// decoded.
+#[test]
+fn keys_that_come_late_decrypt_held_records() {
+    let Some(cap) = capture("d1-tls13.pcap") else {
+        return;
+    };
+    let log = std::fs::read(cap.with_extension("pcap.server.keys")).unwrap();
+    let analyse = |late: Option<&[u8]>| {
+        let keys = Keys::new(KeyLog::new(), true);
+        let mut a = Analyzer::new(AnalyzerConfig {
+            pipeline: PipelineConfig {
+                tls_keys: keys.clone(),
+                ..PipelineConfig::default()
+            },
+            ..AnalyzerConfig::default()
+        });
+        let mut src = FileSource::open(cap.to_str().unwrap()).unwrap();
+        let (mut outs, mut before) = (Vec::new(), 0);
+        let mut n = 0;
+        while let Ok(Polled::Frame(f)) = src.poll() {
+            n += 1;
+            if n == 12 {
+                before = outs.len();
+                if let Some(l) = late {
+                    keys.with(|k| assert!(k.feed(l).is_empty()));
+                }
+            }
+            a.push(&f, &mut outs);
+        }
+        a.finish(&mut outs);
+        (outs, before)
+    };
+    let (outs, before) = analyse(Some(&log));
+    let want = run(&cap, keys(&cap.with_extension("pcap.server.keys")));
+    assert_eq!(exchanges(&outs), exchanges(&want));
+    // The first connection did wait: nothing came out before the keys, and
+    // messages carried by earlier frames came after them.
+    let messages = |o: &[Output]| o.iter().filter(|o| matches!(o, Output::Message(_))).count();
+    assert_eq!(messages(&outs[..before]), 0);
+    let early = outs[before..]
+        .iter()
+        .any(|o| matches!(o, Output::Message(m) if m.info.frame < 12));
+    assert!(early);
+    let (never, _) = analyse(None);
+    assert!(exchanges(&never).is_empty());
+    let ev = tls_events(&never);
+    let no_key = ev
+        .values()
+        .filter(|e| e.iter().any(|x| matches!(x, TlsEvent::NoKey { .. })))
+        .count();
+    assert_eq!(no_key, 12);
+}

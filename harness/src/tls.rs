@@ -96,7 +96,7 @@ pub fn tls_records(data: &[u8]) {
             );
             *off += piece.len();
         }
-        c.finish(0, Timestamp::default(), &mut out);
+        c.finish(0, Timestamp::default(), &keys, &mut out);
         assert!(
             out.iter().all(|o| matches!(o, Out::Event { .. })),
             "plaintext without keys"

@@ -501,17 +501,21 @@ impl Conn {
         }
     }
 
-    /// The connection ended: a key still waited for is given up, and what
+    /// The connection ended: a key still waited for is looked up a last
+    /// time (its records held are then decrypted) or given up, and what
     /// each direction carried.
-    pub fn finish(&mut self, frame: u64, ts: Timestamp, out: &mut Vec<Out>) {
+    pub fn finish(&mut self, frame: u64, ts: Timestamp, keys: &Keys, out: &mut Vec<Out>) {
         if self.keys == KeyState::Waiting {
             let cx = &mut Cx {
                 frame,
                 ts,
-                keys: None,
+                keys: Some(keys),
                 out,
             };
-            self.no_key(cx);
+            self.try_keys(cx);
+            if self.keys == KeyState::Waiting {
+                self.no_key(cx);
+            }
         }
         let [c, s] = &self.sides;
         out.push(Out::Event {

@@ -14,8 +14,10 @@ use kafkashark::tls::keylog::{KeyLog, Keys, LineError};
 
 use crate::cli_error::CliError;
 
-/// How often a live capture's key log is looked at for new lines.
-const POLL: Duration = Duration::from_millis(100);
+/// How often a live capture's key log is looked at for new lines: often,
+/// as a connection whose key comes after it closed is not decrypted (a
+/// look is one `stat`).
+const POLL: Duration = Duration::from_millis(20);
 
 /// The key log at `path` (none: no keys), read whole, or for a `live`
 /// capture read now and then followed as it grows.
