@@ -342,6 +342,8 @@ pub struct Pipeline {
     scratch: Vec<FlowEvent>,
     /// The framer's events of one `drain`, kept for the next (empty between).
     framed: Vec<FramerEvent>,
+    /// What a TLS layer gives for one event, kept for the next (empty between).
+    tls_outs: Vec<TlsOut>,
     warned_link: bool,
     stats: PipelineStats,
     /// Bytes of the connections found not to be Kafka, per server port.
@@ -358,6 +360,7 @@ impl Pipeline {
             streams: FxHashMap::default(),
             scratch: Vec::new(),
             framed: Vec::new(),
+            tls_outs: Vec::new(),
             warned_link: false,
             stats: PipelineStats::default(),
             other_ports: PortBytes::default(),
@@ -612,7 +615,7 @@ impl Pipeline {
                 return self.other_ports.add(port, data.len() as u64);
             }
         }
-        let mut outs = Vec::new();
+        let mut outs = std::mem::take(&mut self.tls_outs);
         match ev {
             FlowEvent::Data {
                 dir,
@@ -645,7 +648,10 @@ impl Pipeline {
                 self.tls_outs(st, client, outs, out);
                 return self.stream_event(st, ev, out);
             }
-            ev => return self.stream_event(st, ev, out),
+            ev => {
+                self.tls_outs = outs;
+                return self.stream_event(st, ev, out);
+            }
         }
         self.tls_outs(st, client, outs, out);
     }
@@ -656,11 +662,11 @@ impl Pipeline {
         &mut self,
         st: &mut StreamState,
         client: Direction,
-        outs: Vec<TlsOut>,
+        mut outs: Vec<TlsOut>,
         out: &mut Vec<Event>,
     ) {
         let stream = st.open.stream;
-        for o in outs {
+        for o in outs.drain(..) {
             match o {
                 TlsOut::Plain {
                     from_client,
@@ -700,6 +706,7 @@ impl Pipeline {
                 }
             }
         }
+        self.tls_outs = outs;
     }
 
     /// Feed a held-back event to the request probes; `Some(flip)` once a side is decided.
