@@ -23,8 +23,8 @@
 
 use crate::capture::{decode_link_owned, Frame, FramePlace, Seen, Segment, Skip};
 use crate::flow::{
-    CloseReason, FlowConfig, FlowEvent, FlowStats, GapReason, Late, Opened, PortBytes, Ports,
-    Reassembler, Rtt,
+    CloseReason, FlowConfig, FlowEvent, FlowStats, GapReason, Late, Opened, Origin, PortBytes,
+    Ports, Reassembler, Rtt,
 };
 use crate::kafka::decode::Summary;
 use crate::kafka::framing::{Framer, FramerConfig, FramerEvent, RawMessage, RequestLog};
@@ -672,6 +672,7 @@ impl Pipeline {
                     from_client,
                     data,
                     offset,
+                    record,
                     frame,
                     ts,
                 } => {
@@ -687,7 +688,7 @@ impl Pipeline {
                         stream_offset: offset,
                         frame,
                         ts,
-                        file_offset: None,
+                        origin: Origin::Record(record),
                     };
                     self.stream_event(st, ev, out);
                 }
@@ -730,7 +731,7 @@ impl Pipeline {
                 let f = p.framers.get_mut(dir.index())?.get_or_insert_with(|| {
                     Framer::new(0, Direction::ClientToBroker, false, self.cfg.framing).by_shape()
                 });
-                f.push(data.clone(), *stream_offset, *frame, *ts, None);
+                f.push(data.clone(), *stream_offset, *frame, *ts, Origin::Unknown);
             }
             FlowEvent::Gap {
                 dir,
@@ -799,7 +800,7 @@ impl Pipeline {
                 stream_offset,
                 frame,
                 ts,
-                file_offset,
+                origin,
             } => {
                 let dir = map(dir);
                 let framing = self.cfg.framing;
@@ -808,7 +809,7 @@ impl Pipeline {
                 }
                 if let Some(slot) = st.framers.get_mut(dir.index()) {
                     slot.get_or_insert_with(|| Framer::new(stream, dir, false, framing))
-                        .push(data, stream_offset, frame, ts, file_offset);
+                        .push(data, stream_offset, frame, ts, origin);
                 }
                 self.drain(st, dir, false, out);
             }

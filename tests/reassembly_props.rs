@@ -11,7 +11,7 @@
 
 use bytes::Bytes;
 use kafkashark::capture::{Segment, TcpFlags};
-use kafkashark::flow::{FlowConfig, FlowEvent, Reassembler};
+use kafkashark::flow::{FlowConfig, FlowEvent, Origin, Reassembler};
 use kafkashark::kafka::framing::{Framer, FramerConfig, FramerEvent, RequestLog, SeenRequest};
 use kafkashark::vocab::{Direction, Timestamp};
 use proptest::prelude::*;
@@ -247,7 +247,7 @@ fn frame_all(
             *off as u64,
             i as u64 + 1,
             T,
-            None,
+            Origin::Unknown,
         );
         at = off + bytes.len();
         while let Some(e) = f.next_event(pending) {

@@ -202,6 +202,67 @@ fn messages_keep_the_frames_of_their_records() {
     assert!(checked > 100, "{checked}");
 }
 
+/// Each decrypted message names the TLS records it came from, counted in
+/// its direction, as tshark counts them: a message carried by one frame
+/// lies in a record that frame completed (tshark lists the records each
+/// frame completes, its own TLS reading); every message names at least
+/// one, in stream order.
+#[test]
+fn messages_name_the_tls_records_they_came_from() {
+    let Some(cap) = capture("d1-tls13.pcap") else {
+        return;
+    };
+    let tshark = std::process::Command::new("tshark")
+        .args(["-n", "-r"])
+        .arg(&cap)
+        .args(["-d", "tcp.port==9093,tls", "-Y", "tls"])
+        .args(["-T", "fields", "-e", "frame.number", "-e", "tcp.stream"])
+        .args(["-e", "tcp.srcport", "-e", "tls.record.length"])
+        .output();
+    let Some(o) = tshark.ok().filter(|o| o.status.success()) else {
+        return;
+    };
+    // Per frame, the records it completed: (first, last) counted per
+    // (stream, sender's port).
+    let mut count: HashMap<(u64, u16), u64> = HashMap::new();
+    let mut completed: HashMap<u64, (u64, u64)> = HashMap::new();
+    for line in String::from_utf8_lossy(&o.stdout).lines() {
+        let f: Vec<&str> = line.split('\t').collect();
+        let (frame, stream, port) = (
+            f[0].parse().unwrap(),
+            f[1].parse().unwrap(),
+            f[2].parse().unwrap(),
+        );
+        let n = f[3].split(',').filter(|l| !l.is_empty()).count() as u64;
+        let c = count.entry((stream, port)).or_default();
+        if n > 0 {
+            completed.insert(frame, (*c + 1, *c + n));
+        }
+        *c += n;
+    }
+    let k = keys(&cap.with_extension("pcap.server.keys"));
+    let outs = run(&cap, k);
+    let (mut one_frame, mut last) = (0, HashMap::new());
+    for o in &outs {
+        let Output::Message(m) = o else { continue };
+        let r = &m.raw.tls_records;
+        assert_eq!(r.first().map(|&(at, _)| at), Some(0), "{:?}", m.info);
+        assert!(r.windows(2).all(|w| w[0].0 < w[1].0 && w[0].1 < w[1].1));
+        let prev = last.insert((m.raw.stream, m.raw.dir), r.last().unwrap().1);
+        assert!(prev.is_none_or(|p| p <= r[0].1), "stream order");
+        if m.raw.provenance.is_empty() && r.len() == 1 {
+            let (lo, hi) = completed[&m.raw.first_frame];
+            assert!(
+                (lo..=hi).contains(&r[0].1),
+                "frame {}: {r:?} not in {lo}..={hi}",
+                m.raw.first_frame
+            );
+            one_frame += 1;
+        }
+    }
+    assert!(one_frame > 100, "{one_frame}");
+}
+
 #[test]
 fn without_keys_connections_are_summarised_and_nothing_decoded() {
     for name in ["d1-tls13.pcap", "d2-tls12.pcap"] {

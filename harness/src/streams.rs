@@ -6,7 +6,7 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use bytes::Bytes;
 use kafkashark::analyzer::{Analyzer, AnalyzerConfig, MessageRecord, Output};
 use kafkashark::capture::{Frame, LinkType, Segment, TcpFlags};
-use kafkashark::flow::{FlowConfig, FlowEvent, Opened, Ports, Reassembler, ReorderWindow};
+use kafkashark::flow::{FlowConfig, FlowEvent, Opened, Origin, Ports, Reassembler, ReorderWindow};
 use kafkashark::kafka::framing::{Framer, FramerConfig, FramerEvent, RequestLog, SeenRequest};
 use kafkashark::pipeline::{Event, Pipeline, PipelineConfig};
 use kafkashark::vocab::{Direction, Timestamp};
@@ -67,7 +67,13 @@ pub fn framing(data: &[u8]) {
         } else {
             let chunk = c.take(len);
             stream.extend(chunk.iter().map(|&b| Some(b)));
-            f.push(Bytes::copy_from_slice(chunk), offset, frame, ts, None);
+            f.push(
+                Bytes::copy_from_slice(chunk),
+                offset,
+                frame,
+                ts,
+                Origin::Unknown,
+            );
             offset += chunk.len() as u64;
         }
         let mut n = 0usize;

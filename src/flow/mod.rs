@@ -64,7 +64,7 @@
 //! Invariants: for every direction, the `Data`/`Gap` events have contiguous,
 //! increasing `stream_offset`s starting at 0; every `Data` byte was carried by
 //! the frame named in its event and, when the segment was pushed with its
-//! payload's file offset, lies at `file_offset` in the capture file (retransmitted
+//! payload's file offset, lies at its `origin` in the capture file (retransmitted
 //! and overlapping bytes trimmed off move it along); memory held per direction is bounded by
 //! `max_buffer_per_dir` plus one segment, and in total by `max_buffer_total`,
 //! whatever waits in the reorder window; each wait ends after the window.
@@ -214,6 +214,38 @@ impl Rtt {
     }
 }
 
+/// Where a [`FlowEvent::Data`]'s bytes lie, beside the frame that carried them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Origin {
+    /// Not known (live capture, stdin, a reader that does not say).
+    #[default]
+    Unknown,
+    /// At this offset of the capture file.
+    File(u64),
+    /// In no file: decrypted from this record of the direction's TLS
+    /// records (counted from 1, every record of the direction).
+    Record(u64),
+}
+
+impl Origin {
+    /// The file offset, when the bytes lie in the capture file.
+    pub fn file(self) -> Option<u64> {
+        match self {
+            Origin::File(f) => Some(f),
+            _ => None,
+        }
+    }
+
+    /// Where the byte `k` bytes on lies (a record's bytes are all its own).
+    #[must_use]
+    pub fn advance(self, k: u64) -> Origin {
+        match self {
+            Origin::File(f) => f.checked_add(k).map_or(Origin::Unknown, Origin::File),
+            o => o,
+        }
+    }
+}
+
 /// What reassembly produces.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum FlowEvent {
@@ -244,9 +276,9 @@ pub enum FlowEvent {
         frame: u64,
         /// Time of that frame.
         ts: Timestamp,
-        /// Where `data[0]` lies in the capture file, when the segment was pushed
-        /// with its payload's file offset ([`Reassembler::push`]).
-        file_offset: Option<u64>,
+        /// Where `data[0]` lies: in the capture file, when the segment was
+        /// pushed with its payload's file offset ([`Reassembler::push`]).
+        origin: Origin,
     },
     /// Bytes that will never arrive; the stream continues after them.
     Gap {
@@ -1441,7 +1473,7 @@ impl Reassembler {
                 stream_offset,
                 frame: p.frame,
                 ts: p.ts,
-                file_offset: p.file,
+                origin: p.file.map_or(Origin::Unknown, Origin::File),
             },
             None => {
                 self.stats.gaps += 1;
@@ -1749,11 +1781,8 @@ mod tests {
         }
         assert_eq!(data_of(&out, Direction::ClientToBroker), stream.to_vec());
         for e in &out {
-            if let FlowEvent::Data {
-                data, file_offset, ..
-            } = e
-            {
-                let at = file_offset.expect("located") as usize;
+            if let FlowEvent::Data { data, origin, .. } = e {
+                let at = origin.file().expect("located") as usize;
                 assert_eq!(&file[at..at + data.len()], &data[..]);
             }
         }
@@ -1764,7 +1793,7 @@ mod tests {
         assert!(out.iter().all(|e| matches!(
             e,
             FlowEvent::Data {
-                file_offset: None,
+                origin: Origin::Unknown,
                 ..
             }
         ) || !matches!(e, FlowEvent::Data { .. })));

@@ -41,6 +41,7 @@
 //! to the frame that carried it through `RawMessage::provenance`.
 
 #![deny(clippy::indexing_slicing)]
+use crate::flow::Origin;
 use crate::kafka::decode::{
     decode_request, decode_response, summarize_request, summarize_response, DecodeOptions,
     EMBEDDING_APIS,
@@ -107,6 +108,10 @@ pub struct RawMessage {
     /// without a file offset (live capture, stdin, a reader that does not know it).
     /// With it, a shell may drop the bytes and read them again ([`RawMessage::reread`]).
     pub file_pieces: Vec<(u64, u32)>,
+    /// `(offset in message, record)` at each TLS record the bytes came
+    /// from, starting at offset 0 ([`Origin::Record`]: counted from 1 in the
+    /// direction); empty unless the connection was decrypted.
+    pub tls_records: Vec<(u32, u64)>,
 }
 
 impl RawMessage {
@@ -340,8 +345,8 @@ struct Chunk {
     data: Bytes,
     frame: u64,
     ts: Timestamp,
-    /// File offset of `data[0]`, when known.
-    file: Option<u64>,
+    /// Where `data[0]` lies.
+    origin: Origin,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -494,17 +499,18 @@ impl Framer {
     }
 
     /// Appends in-order bytes at `stream_offset` (as delivered by `flow`),
-    /// carried by `frame` at `ts`; when they lie at `file` in the capture
-    /// file, messages made of them carry their [`RawMessage::file_pieces`].
+    /// carried by `frame` at `ts`, from `origin`: messages made of bytes in
+    /// the capture file carry their [`RawMessage::file_pieces`], of
+    /// decrypted ones their [`RawMessage::tls_records`].
     pub fn push(
         &mut self,
         data: Bytes,
         stream_offset: u64,
         frame: u64,
         ts: Timestamp,
-        file: Option<u64>,
+        origin: Origin,
     ) {
-        let mut file = file;
+        let mut origin = origin;
         let end = self.head + self.avail;
         let mut data = data;
         let mut off = stream_offset;
@@ -517,7 +523,7 @@ impl Framer {
                 return;
             }
             data = data.slice(dup..);
-            file = file.and_then(|f| f.checked_add(dup as u64));
+            origin = origin.advance(dup as u64);
             off = end;
         }
         if let State::Skip(until) = self.state {
@@ -528,7 +534,7 @@ impl Framer {
                 return;
             }
             data = data.slice(n..);
-            file = file.and_then(|f| f.checked_add(n as u64));
+            origin = origin.advance(n as u64);
             self.head = until;
             self.state = State::Trusted;
         }
@@ -543,7 +549,7 @@ impl Framer {
             data,
             frame,
             ts,
-            file,
+            origin,
         });
     }
 
@@ -1074,7 +1080,7 @@ impl Framer {
                 // Moved past in place: no handle made and dropped (each an
                 // atomic count shared with the other threads' slices).
                 bytes::Buf::advance(&mut c.data, k);
-                c.file = c.file.and_then(|f| f.checked_add(k as u64));
+                c.origin = c.origin.advance(k as u64);
                 n = 0;
             }
         }
@@ -1101,14 +1107,17 @@ impl Framer {
         // Empty while every byte is the first frame's.
         let mut provenance = Vec::new();
         let mut file_pieces = Vec::new();
+        let mut tls_records = Vec::new();
         let (bytes, last_frame, last_ts) = if first.data.len() >= len {
-            if let (Some(f), Ok(n)) = (first.file, u32::try_from(len)) {
-                file_pieces.push((f, n));
+            match (first.origin, u32::try_from(len)) {
+                (Origin::File(f), Ok(n)) => file_pieces.push((f, n)),
+                (Origin::Record(r), _) => tls_records.push((0, r)),
+                _ => {}
             }
             // Cut off the front chunk in place (what `drop_front` would do
             // after a slice): one new handle, not a clone and a slice.
             let bytes = first.data.split_to(len);
-            first.file = first.file.and_then(|f| f.checked_add(len as u64));
+            first.origin = first.origin.advance(len as u64);
             if first.data.is_empty() {
                 self.chunks.pop_front();
             }
@@ -1131,10 +1140,16 @@ impl Framer {
                     }
                     provenance.push((u32::try_from(buf.len()).unwrap_or(u32::MAX), c.frame));
                 }
+                if let Origin::Record(r) = c.origin {
+                    if tls_records.last().is_none_or(|&(_, l)| l != r) {
+                        let at = u32::try_from(buf.len()).unwrap_or(u32::MAX);
+                        tls_records.push((at, r));
+                    }
+                }
                 let part = c.data.get(..room.min(c.data.len()))?;
                 buf.extend_from_slice(part);
                 last = (c.frame, c.ts);
-                match (c.file, u32::try_from(part.len())) {
+                match (c.origin.file(), u32::try_from(part.len())) {
                     (Some(f), Ok(n)) if located => match file_pieces.last_mut() {
                         // Contiguous in the file (one frame cut in two chunks): one piece.
                         Some((lf, ln)) if lf.checked_add(u64::from(*ln)) == Some(f) => {
@@ -1165,6 +1180,7 @@ impl Framer {
             skipped_before: std::mem::take(&mut self.skipped),
             missing: 0,
             file_pieces,
+            tls_records,
         };
         Some(m)
     }
@@ -1318,7 +1334,7 @@ mod tests {
                 i as u64,
                 10 + i as u64,
                 T,
-                None,
+                Origin::Unknown,
             );
             ev.extend(drain(&mut f, &RequestLog::default()));
         }
@@ -1333,7 +1349,7 @@ mod tests {
         // One chunk holding one message: a slice of the chunk, not a copy.
         let one = Bytes::from(request(7, b"abc"));
         let mut f = Framer::new(0, Direction::ClientToBroker, true, FramerConfig::default());
-        f.push(one.clone(), 0, 1, T, None);
+        f.push(one.clone(), 0, 1, T, Origin::Unknown);
         let ev = drain(&mut f, &RequestLog::default());
         assert_eq!(messages(&ev)[0].bytes.as_ptr(), one.as_ptr());
         // One carrying frame: no provenance kept, every byte the first frame's.
@@ -1342,13 +1358,52 @@ mod tests {
         // One frame's bytes in two chunks: still one carrying frame.
         let two = request(8, b"defg");
         let mut f = Framer::new(0, Direction::ClientToBroker, true, FramerConfig::default());
-        f.push(Bytes::copy_from_slice(&two[..6]), 0, 4, T, None);
-        f.push(Bytes::copy_from_slice(&two[6..]), 6, 4, T, None);
+        f.push(Bytes::copy_from_slice(&two[..6]), 0, 4, T, Origin::Unknown);
+        f.push(Bytes::copy_from_slice(&two[6..]), 6, 4, T, Origin::Unknown);
         let ev = drain(&mut f, &RequestLog::default());
         let ms = messages(&ev);
         assert_eq!(&ms[0].bytes[..], &two[..]);
         assert!(ms[0].provenance.is_empty());
         assert_eq!(ms[0].frame_of(9), 4);
+    }
+
+    /// Decrypted bytes name the TLS records they came from: one entry per
+    /// record a message starts in or runs into (two pieces of one record,
+    /// carried by two frames, are one entry), none in the capture file.
+    #[test]
+    fn decrypted_messages_name_their_tls_records() {
+        let (a, b) = (request(1, b"0123456789"), request(2, b"ab"));
+        let mut f = Framer::new(0, Direction::ClientToBroker, true, FramerConfig::default());
+        // Record 4 carries `a`'s start (in frames 7 and 8), record 6 the rest of
+        // `a` and all of `b`.
+        let (x, y) = (5, 9);
+        f.push(Bytes::copy_from_slice(&a[..x]), 0, 7, T, Origin::Record(4));
+        f.push(
+            Bytes::copy_from_slice(&a[x..y]),
+            x as u64,
+            8,
+            T,
+            Origin::Record(4),
+        );
+        let rest = [&a[y..], &b[..]].concat();
+        f.push(Bytes::from(rest), y as u64, 8, T, Origin::Record(6));
+        let ev = drain(&mut f, &RequestLog::default());
+        let ms = messages(&ev);
+        assert_eq!(ms.len(), 2);
+        assert_eq!(ms[0].tls_records, vec![(0, 4), (y as u32, 6)]);
+        assert_eq!(ms[0].provenance, vec![(0, 7), (x as u32, 8)]);
+        assert!(ms[0].file_pieces.is_empty());
+        assert_eq!(ms[1].tls_records, vec![(0, 6)]);
+        // Bytes of the capture file name no record.
+        f.push(
+            Bytes::from(b.clone()),
+            (a.len() + b.len()) as u64,
+            9,
+            T,
+            Origin::File(40),
+        );
+        let ev = drain(&mut f, &RequestLog::default());
+        assert!(messages(&ev)[0].tls_records.is_empty());
     }
 
     /// Messages cut from the front of one chunk are slices of it at their
@@ -1361,7 +1416,7 @@ mod tests {
         let cut = c.len() - 3;
         let chunk = Bytes::from([&a[..], &b[..], &c[..cut]].concat());
         let mut f = Framer::new(0, Direction::ClientToBroker, true, FramerConfig::default());
-        f.push(chunk.clone(), 0, 1, T, Some(1000));
+        f.push(chunk.clone(), 0, 1, T, Origin::File(1000));
         let ev = drain(&mut f, &RequestLog::default());
         let ms = messages(&ev);
         assert_eq!(ms.len(), 2);
@@ -1381,7 +1436,7 @@ mod tests {
             chunk.len() as u64,
             2,
             T,
-            Some(5000),
+            Origin::File(5000),
         );
         let ev = drain(&mut f, &RequestLog::default());
         let ms = messages(&ev);
@@ -1419,10 +1474,10 @@ mod tests {
         let mut f = Framer::new(0, Direction::ClientToBroker, true, FramerConfig::default());
         for &(s0, s1, at) in &cuts {
             let d = Bytes::copy_from_slice(&stream[s0..s1]);
-            f.push(d, s0 as u64, 1 + s0 as u64, T, Some(at));
+            f.push(d, s0 as u64, 1 + s0 as u64, T, Origin::File(at));
         }
         let d = Bytes::copy_from_slice(&stream[30..]);
-        f.push(d, 30, 40, T, Some(500));
+        f.push(d, 30, 40, T, Origin::File(500));
         let ev = drain(&mut f, &RequestLog::default());
         let ms = messages(&ev);
         assert_eq!(ms.len(), 3);
@@ -1442,14 +1497,14 @@ mod tests {
         }
         // A duplicate prefix is trimmed and the offset moves with it.
         let mut f = Framer::new(0, Direction::ClientToBroker, true, FramerConfig::default());
-        f.push(Bytes::copy_from_slice(&a[..10]), 0, 1, T, Some(100));
-        f.push(Bytes::copy_from_slice(&a[4..]), 4, 2, T, Some(300));
+        f.push(Bytes::copy_from_slice(&a[..10]), 0, 1, T, Origin::File(100));
+        f.push(Bytes::copy_from_slice(&a[4..]), 4, 2, T, Origin::File(300));
         let ev = drain(&mut f, &RequestLog::default());
         assert_eq!(messages(&ev)[0].file_pieces, vec![(100, 10), (306, 17)]);
         // One chunk without an offset: no pieces at all.
         let mut f = Framer::new(0, Direction::ClientToBroker, true, FramerConfig::default());
-        f.push(Bytes::copy_from_slice(&a[..10]), 0, 1, T, Some(100));
-        f.push(Bytes::copy_from_slice(&a[10..]), 10, 2, T, None);
+        f.push(Bytes::copy_from_slice(&a[..10]), 0, 1, T, Origin::File(100));
+        f.push(Bytes::copy_from_slice(&a[10..]), 10, 2, T, Origin::Unknown);
         let ev = drain(&mut f, &RequestLog::default());
         assert!(messages(&ev)[0].file_pieces.is_empty());
     }
@@ -1465,7 +1520,7 @@ mod tests {
         ]
         .concat();
         let mut f = Framer::new(4, Direction::ClientToBroker, false, FramerConfig::default());
-        f.push(Bytes::from(stream), 100, 1, T, None);
+        f.push(Bytes::from(stream), 100, 1, T, Origin::Unknown);
         let ev = drain(&mut f, &RequestLog::default());
         assert!(
             matches!(ev[0], FramerEvent::Resynced { skipped, stream_offset: 122, .. } if skipped == a.len() as u64 - 5),
@@ -1524,7 +1579,7 @@ mod tests {
         // The tail of a response, then a HeartbeatResponse v0 (ErrorCode 0) to request 42.
         let stream: Vec<u8> = [&response(41, &[0; 30])[9..], &response(42, &[0, 0])[..]].concat();
         let mut f = Framer::new(0, Direction::BrokerToClient, false, FramerConfig::default());
-        f.push(Bytes::from(stream), 0, 1, T, None);
+        f.push(Bytes::from(stream), 0, 1, T, Origin::Unknown);
         let ev = drain(&mut f, &log(HEARTBEAT, 0, &[42], 100));
         let ms = messages(&ev);
         assert_eq!(ms.len(), 1);
@@ -1539,7 +1594,13 @@ mod tests {
         junk.extend_from_slice(&[0xff; 4]); // a Heartbeat body with 2 bytes too many
         let real = response(7, &[0, 0]); // HeartbeatResponse v0 to request 7
         let mut f = Framer::new(0, Direction::BrokerToClient, false, FramerConfig::default());
-        f.push(Bytes::from([&junk[..], &real[..]].concat()), 0, 1, T, None);
+        f.push(
+            Bytes::from([&junk[..], &real[..]].concat()),
+            0,
+            1,
+            T,
+            Origin::Unknown,
+        );
         // Offset 1 reads "size 2048, id 2047": the scan waits for its follower until
         // the stream ends.
         let requests = log(HEARTBEAT, 0, &[7], 100);
@@ -1554,14 +1615,14 @@ mod tests {
         let big = response(7, &API_VERSIONS_V0); // size 16, larger than the 8 seen
         let requests = log(API_VERSIONS, 0, &[7], 8);
         let mut f = Framer::new(0, Direction::BrokerToClient, false, FramerConfig::default());
-        f.push(Bytes::from(big.clone()), 0, 1, T, None);
+        f.push(Bytes::from(big.clone()), 0, 1, T, Origin::Unknown);
         assert!(drain(&mut f, &requests).is_empty());
         // The next response (id 8) confirms it.
-        f.push(Bytes::from(response(8, &[0, 0])), 20, 2, T, None);
+        f.push(Bytes::from(response(8, &[0, 0])), 20, 2, T, Origin::Unknown);
         assert_eq!(ids(&drain(&mut f, &requests)), [(0, 7), (20, 8)]);
         // Nothing after it: only the end of the stream, exactly at its end, confirms it.
         let mut f = Framer::new(0, Direction::BrokerToClient, false, FramerConfig::default());
-        f.push(Bytes::from(big), 0, 1, T, None);
+        f.push(Bytes::from(big), 0, 1, T, Origin::Unknown);
         assert!(drain(&mut f, &requests).is_empty());
         let mut ev = Vec::new();
         f.finish(&requests, &mut ev);
@@ -1575,14 +1636,14 @@ mod tests {
         let r8 = response(8, &[0, 0]); // HeartbeatResponse v0 to request 8
         let stream = [&tail[..], &r7[..], &r8[..]].concat();
         let mut f = Framer::new(0, Direction::BrokerToClient, false, FramerConfig::default());
-        f.push(Bytes::from(stream), 0, 1, T, None);
+        f.push(Bytes::from(stream), 0, 1, T, Origin::Unknown);
         let ev = drain(&mut f, &log(HEARTBEAT, 0, &[8], 100));
         assert_eq!(ids(&ev), [(5, 7), (23, 8)]);
         // A step in the ids (7, then 9) confirms nothing: r7 is skipped.
         let r9 = response(9, &[0, 0]);
         let stream = [&tail[..], &r7[..], &r9[..]].concat();
         let mut f = Framer::new(0, Direction::BrokerToClient, false, FramerConfig::default());
-        f.push(Bytes::from(stream), 0, 1, T, None);
+        f.push(Bytes::from(stream), 0, 1, T, Origin::Unknown);
         let requests = log(HEARTBEAT, 0, &[9], 100);
         let mut ev = drain(&mut f, &requests);
         f.finish(&requests, &mut ev);
@@ -1600,7 +1661,7 @@ mod tests {
         let mut requests = RequestLog::new(16);
         requests.client_bytes();
         let mut f = Framer::new(0, Direction::BrokerToClient, false, FramerConfig::default());
-        f.push(Bytes::from(stream), 0, 1, T, None);
+        f.push(Bytes::from(stream), 0, 1, T, Origin::Unknown);
         // A chain would do without requests; but requests are coming: wait for them.
         assert!(drain(&mut f, &requests).is_empty());
         let mut ev = Vec::new();
@@ -1613,11 +1674,17 @@ mod tests {
         let a = request(1, &[b'a'; 40]);
         let b = request(2, b"b");
         let mut f = Framer::new(0, Direction::ClientToBroker, true, FramerConfig::default());
-        f.push(Bytes::copy_from_slice(&a[..20]), 0, 1, T, None);
+        f.push(Bytes::copy_from_slice(&a[..20]), 0, 1, T, Origin::Unknown);
         assert!(drain(&mut f, &RequestLog::default()).is_empty());
         f.gap(20, 10, 2, &RequestLog::default());
-        f.push(Bytes::copy_from_slice(&a[30..]), 30, 2, T, None);
-        f.push(Bytes::from(b.clone()), a.len() as u64, 3, T, None);
+        f.push(Bytes::copy_from_slice(&a[30..]), 30, 2, T, Origin::Unknown);
+        f.push(
+            Bytes::from(b.clone()),
+            a.len() as u64,
+            3,
+            T,
+            Origin::Unknown,
+        );
         let ev = drain(&mut f, &RequestLog::default());
         match &ev[0] {
             FramerEvent::Partial(m) => {
@@ -1635,9 +1702,9 @@ mod tests {
     #[test]
     fn insane_size_desyncs_and_partial_prefix_waits() {
         let mut f = Framer::new(0, Direction::ClientToBroker, true, FramerConfig::default());
-        f.push(Bytes::from_static(&[0x80, 0]), 0, 1, T, None);
+        f.push(Bytes::from_static(&[0x80, 0]), 0, 1, T, Origin::Unknown);
         assert!(drain(&mut f, &RequestLog::default()).is_empty()); // a partial prefix is "need more"
-        f.push(Bytes::from_static(&[0, 0, 0, 3]), 2, 2, T, None);
+        f.push(Bytes::from_static(&[0, 0, 0, 3]), 2, 2, T, Origin::Unknown);
         let ev = drain(&mut f, &RequestLog::default());
         assert_eq!(
             ev,
@@ -1666,7 +1733,7 @@ mod tests {
             0,
             1,
             T,
-            None,
+            Origin::Unknown,
         );
         assert!(drain(&mut f, &RequestLog::default()).is_empty());
         assert_eq!(f.buffered(), 8);
@@ -1723,13 +1790,19 @@ mod tests {
         };
         let mut f = Framer::new(6, Direction::BrokerToClient, false, cfg);
         let mut ev = Vec::new();
-        f.push(Bytes::from([&tail[..], &r3[..]].concat()), 1000, 1, T, None);
+        f.push(
+            Bytes::from([&tail[..], &r3[..]].concat()),
+            1000,
+            1,
+            T,
+            Origin::Unknown,
+        );
         ev.extend(drain(&mut f, &RequestLog::default()));
         // One response and nothing after it proves nothing yet: wait.
         assert!(messages(&ev).is_empty(), "{ev:?}");
-        f.push(Bytes::from(r4), at4, 2, T, None);
+        f.push(Bytes::from(r4), at4, 2, T, Origin::Unknown);
         ev.extend(drain(&mut f, &RequestLog::default()));
-        f.push(Bytes::from(r5), at5, 3, T, None);
+        f.push(Bytes::from(r5), at5, 3, T, Origin::Unknown);
         ev.extend(drain(&mut f, &RequestLog::default()));
         assert_eq!(ids(&ev), [(at3, 3), (at4, 4), (at5, 5)]);
         assert_eq!(messages(&ev)[0].skipped_before, tail.len() as u64);
@@ -1749,7 +1822,13 @@ mod tests {
         junk.extend_from_slice(&[0xee; 4]);
         let real: Vec<u8> = [response(10, &[0; 9]), response(11, &[0; 9])].concat();
         let mut f = Framer::new(0, Direction::BrokerToClient, false, FramerConfig::default());
-        f.push(Bytes::from([&junk[..], &real[..]].concat()), 0, 1, T, None);
+        f.push(
+            Bytes::from([&junk[..], &real[..]].concat()),
+            0,
+            1,
+            T,
+            Origin::Unknown,
+        );
         let mut ev = drain(&mut f, &RequestLog::default());
         f.finish(&RequestLog::default(), &mut ev);
         assert_eq!(ids(&ev), [(24, 10), (41, 11)]);
@@ -1762,7 +1841,7 @@ mod tests {
         // response, that proves nothing: the bytes are discarded, not framed.
         let tail = [0xaa, 0xbb, 0, 0, 0, 6, 0, 0, 0, 0, 0, 4];
         let mut f = Framer::new(0, Direction::BrokerToClient, false, FramerConfig::default());
-        f.push(Bytes::copy_from_slice(&tail), 0, 1, T, None);
+        f.push(Bytes::copy_from_slice(&tail), 0, 1, T, Origin::Unknown);
         let mut ev = drain(&mut f, &RequestLog::default());
         f.finish(&RequestLog::default(), &mut ev);
         assert_eq!(
@@ -1774,17 +1853,23 @@ mod tests {
         );
         // The same bytes before a gap: discarded too, and framing resumes after it.
         let mut f = Framer::new(0, Direction::BrokerToClient, false, FramerConfig::default());
-        f.push(Bytes::copy_from_slice(&tail), 0, 1, T, None);
+        f.push(Bytes::copy_from_slice(&tail), 0, 1, T, Origin::Unknown);
         f.gap(12, 100, 2, &RequestLog::default());
         let real: Vec<u8> = [response(40, &[0; 9]), response(41, &[0; 9])].concat();
-        f.push(Bytes::from(real), 112, 2, T, None);
+        f.push(Bytes::from(real), 112, 2, T, Origin::Unknown);
         let ev = drain(&mut f, &RequestLog::default());
         assert_eq!(ids(&ev), [(112, 40), (129, 41)]);
         assert_eq!(messages(&ev)[0].skipped_before, 12);
         // Data that both starts and ends with one response: a sparse capture's lone
         // answer (ndpi__kafka.pcapng frame 5) is framed at the end of the stream.
         let mut f = Framer::new(0, Direction::BrokerToClient, false, FramerConfig::default());
-        f.push(Bytes::from(response(131, &[0; 112])), 0, 5, T, None);
+        f.push(
+            Bytes::from(response(131, &[0; 112])),
+            0,
+            5,
+            T,
+            Origin::Unknown,
+        );
         let mut ev = drain(&mut f, &RequestLog::default());
         assert!(ev.is_empty());
         f.finish(&RequestLog::default(), &mut ev);
@@ -1802,7 +1887,13 @@ mod tests {
         junk.extend_from_slice(&[0x03, 0xd0, 0, 0, 0, 0, 0x21, 0]); // "size 64 MB, id 8448"
         let real: Vec<u8> = [response(9000, &[5; 20]), response(9001, &[6; 20])].concat();
         let mut f = Framer::new(0, Direction::BrokerToClient, false, cfg);
-        f.push(Bytes::from([&junk[..], &real[..]].concat()), 0, 1, T, None);
+        f.push(
+            Bytes::from([&junk[..], &real[..]].concat()),
+            0,
+            1,
+            T,
+            Origin::Unknown,
+        );
         let ev = drain(&mut f, &RequestLog::default());
         assert_eq!(ids(&ev), [(19, 9000), (47, 9001)]);
     }
@@ -1813,7 +1904,7 @@ mod tests {
         // (wireshark-wiki-kafka-testcases-v4/unsupported-version.pcapng).
         let stream: Vec<u8> = [response(0x2710_0000, &[]), response(2, &[0; 2])].concat();
         let mut f = Framer::new(0, Direction::BrokerToClient, true, FramerConfig::default());
-        f.push(Bytes::from(stream), 0, 1, T, None);
+        f.push(Bytes::from(stream), 0, 1, T, Origin::Unknown);
         let ev = drain(&mut f, &RequestLog::default());
         assert_eq!(ids(&ev), [(0, 0x2710_0000), (8, 2)]);
     }

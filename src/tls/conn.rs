@@ -293,6 +293,9 @@ pub enum Out {
         data: Bytes,
         /// Offset of `data[0]` in the direction's plaintext stream.
         offset: u64,
+        /// The record they were decrypted from, counted from 1 among the
+        /// direction's records.
+        record: u64,
         /// Frame that carried their ciphertext.
         frame: u64,
         /// Its time.
@@ -723,6 +726,7 @@ impl Conn {
                             version: 0x0303,
                             body: vec![1],
                             at: 0,
+                            n: 0,
                         };
                         let _ = dec.record(ccs);
                     }
@@ -754,7 +758,7 @@ impl Conn {
         let Some(dec) = self.sides.get_mut(i).and_then(|s| s.dec.as_mut()) else {
             return;
         };
-        let place = (r.at, r.body.len());
+        let place = (r.at, r.n, r.body.len());
         match dec.record(r) {
             Ok(Some((content::APPLICATION_DATA, plain))) => self.plain(i, place, plain, cx),
             Ok(Some((ty, plain))) => self.clear(i, ty, &plain, cx),
@@ -807,7 +811,13 @@ impl Conn {
 
     /// Application data of direction `i` from record `r`: cut at the
     /// segments that carried its ciphertext.
-    fn plain(&mut self, i: usize, (at, body): (u64, usize), data: Bytes, cx: &mut Cx<'_>) {
+    fn plain(
+        &mut self,
+        i: usize,
+        (at, record, body): (u64, u64, usize),
+        data: Bytes,
+        cx: &mut Cx<'_>,
+    ) {
         let Some(side) = self.sides.get_mut(i) else {
             return;
         };
@@ -842,6 +852,7 @@ impl Conn {
                     from_client,
                     data: data.slice(j as usize..upto as usize),
                     offset: side.plain + j,
+                    record,
                     frame: p.frame,
                     ts: p.ts,
                 });
@@ -859,6 +870,7 @@ impl Conn {
                 from_client,
                 data: data.slice(j as usize..),
                 offset: side.plain + j,
+                record,
                 frame,
                 ts,
             });

@@ -92,6 +92,8 @@ pub struct Record {
     pub body: Vec<u8>,
     /// Stream offset of the record's first header byte.
     pub at: u64,
+    /// Its place among the direction's records, counted from 1.
+    pub n: u64,
 }
 
 impl Record {
@@ -136,6 +138,8 @@ pub struct Records {
     body: Vec<u8>,
     /// Stream offset of the record's first header byte.
     at: u64,
+    /// Records completed.
+    count: u64,
     /// Once set, nothing more is read.
     failed: Option<RecordError>,
 }
@@ -179,11 +183,13 @@ impl Records {
             bytes = rest;
             if self.body.len() == self.len() {
                 let [ty, major, minor, _, _] = self.head;
+                self.count += 1;
                 out.push(Record {
                     content: ty,
                     version: u16::from_be_bytes([major, minor]),
                     body: std::mem::take(&mut self.body),
                     at: self.at,
+                    n: self.count,
                 });
                 self.at += (HEADER + self.len()) as u64;
                 self.head_len = 0;

@@ -791,6 +791,7 @@ pub fn strip_bytes(outs: &mut [Output], keep_frames: bool) {
                 m.raw.provenance = Vec::new();
             }
             m.raw.file_pieces = Vec::new();
+            m.raw.tls_records = Vec::new();
         }
     }
 }

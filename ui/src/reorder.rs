@@ -211,7 +211,8 @@ fn vec_heap<T>(v: &Vec<T>) -> usize {
 /// What a held message keeps alive besides its bytes and its tree: the
 /// boxed record and its queue slot, the heap of its facts (client id,
 /// topics, error codes, decode error) and of its provenance (an entry per
-/// carrying frame: a message cut in many small segments has many).
+/// carrying frame: a message cut in many small segments has many; per TLS
+/// record when decrypted).
 fn held_footprint(m: &MessageRecord) -> usize {
     let i = &m.info;
     let opt = |s: &Option<String>| s.as_ref().map_or(0, |s| heap(s.capacity()));
@@ -227,6 +228,7 @@ fn held_footprint(m: &MessageRecord) -> usize {
         topics,
         vec_heap(&m.raw.provenance),
         vec_heap(&m.raw.file_pieces),
+        vec_heap(&m.raw.tls_records),
     ]
     .iter()
     .fold(0usize, |n, x| n.saturating_add(*x))

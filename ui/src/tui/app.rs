@@ -1270,8 +1270,19 @@ impl App {
         let frames = frames_of(&d.raw, start, end.max(start + 1));
         let list = ui::joined(&frames, ", ");
         let word = if frames.len() == 1 { "frame" } else { "frames" };
+        // Decrypted: the TLS records too, counted in their direction.
+        let records = tls_records_of(&d.raw, start, end.max(start + 1));
+        let tls = match records.as_slice() {
+            [] => String::new(),
+            [r] => format!(", TLS record {r} of the {}'s", side(&d.raw)),
+            rs => format!(
+                ", TLS records {} of the {}'s",
+                ui::joined(rs, ", "),
+                side(&d.raw)
+            ),
+        };
         self.notice = Some(format!(
-            "bytes 0x{start:04x}..0x{end:04x} of {}{} came in {word} {list}",
+            "bytes 0x{start:04x}..0x{end:04x} of {}{} came in {word} {list}{tls}",
             kafkashark::kafka::tree::escape_text(&n.name),
             via.unwrap_or_default()
         ));
@@ -2340,12 +2351,38 @@ pub fn deepest_at(root: &Node, source: u16, byte: usize) -> Option<Vec<u32>> {
 
 /// The frames that carried bytes `start..end` of a message, in order.
 pub fn frames_of(raw: &RawMessage, start: usize, end: usize) -> Vec<u64> {
+    marks_of(&raw.provenance, raw.first_frame, start, end)
+}
+
+/// The TLS records (counted in their direction) that carried bytes
+/// `start..end` of a decrypted message, in order; none for one in the clear.
+pub fn tls_records_of(raw: &RawMessage, start: usize, end: usize) -> Vec<u64> {
+    match raw.tls_records.first() {
+        Some(&(_, first)) => marks_of(&raw.tls_records, first, start, end),
+        None => Vec::new(),
+    }
+}
+
+/// Who sent a message: "client" or "broker".
+fn side(raw: &RawMessage) -> &'static str {
+    if raw.is_request() {
+        "client"
+    } else {
+        "broker"
+    }
+}
+
+/// The marks of `(offset, mark)` changes (`first` before the first) that
+/// bytes `start..end` lie under.
+fn marks_of(changes: &[(u32, u64)], first: u64, start: usize, end: usize) -> Vec<u64> {
     let s = u32::try_from(start).unwrap_or(u32::MAX);
     let e = u32::try_from(end).unwrap_or(u32::MAX);
-    let mut out = vec![raw.frame_of(s)];
-    for &(off, f) in &raw.provenance {
-        if off > s && off < e && out.last() != Some(&f) {
-            out.push(f);
+    let i = changes.partition_point(|&(o, _)| o <= s);
+    let at_start = i.checked_sub(1).and_then(|i| changes.get(i));
+    let mut out = vec![at_start.map_or(first, |&(_, m)| m)];
+    for &(off, m) in changes.get(i..).unwrap_or_default() {
+        if off < e && out.last() != Some(&m) {
+            out.push(m);
         }
     }
     out

@@ -201,6 +201,7 @@ impl IndexEntry {
         let common = sum.is_some()
             && raw.bytes.is_empty()
             && raw.provenance.is_empty()
+            && raw.tls_records.is_empty()
             && raw.file_pieces.len() == 1
             && raw.missing == 0
             && raw.stream == info.stream
@@ -276,6 +277,7 @@ impl IndexEntry {
             skipped_before: f.shared.skipped_before,
             missing: 0,
             file_pieces: vec![(f.piece_offset, f.piece_len)],
+            tls_records: Vec::new(),
         }
     }
 

@@ -605,6 +605,7 @@ pub fn message_entry(bytes: Vec<u8>) -> Entry {
         skipped_before: 0,
         missing: 0,
         file_pieces: Vec::new(),
+        tls_records: Vec::new(),
     };
     let nowhere = SocketAddr::from((Ipv4Addr::UNSPECIFIED, 0));
     let mut m = *new_record(0, raw, nowhere, nowhere);

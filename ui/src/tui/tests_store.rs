@@ -103,7 +103,8 @@ fn same(a: &IndexEntry, b: &IndexEntry, what: &str) {
 
 /// Variants of real entries: each optional field absent and present (with
 /// extreme and negative values), IPv4 and IPv6 (flow and scope ids) ends,
-/// messages held, located in one piece (inline) and in several (spilled).
+/// messages held, located in one piece (inline) and in several (spilled),
+/// decrypted ones naming their TLS records (spilled).
 fn variants() -> Vec<Entry> {
     let (located, _, _) = located_entries(A6);
     let base = [
@@ -147,6 +148,10 @@ fn variants() -> Vec<Entry> {
         if mask % 5 == 0 {
             let v6 = SocketAddr::V6(SocketAddrV6::new(Ipv6Addr::LOCALHOST, 9092, mask, 7));
             i.client = v6;
+        }
+        if mask % 13 == 0 {
+            // Decrypted from TLS records: spilled with them.
+            e.raw.tls_records = vec![(0, 1), (40, u64::MAX - u64::from(mask))];
         }
         if mask % 11 == 0 {
             e.raw.missing = 17;

@@ -670,9 +670,36 @@ fn frames_key_names_the_carrying_frames() {
     let n = app.notice.clone().expect("notice");
     let frame = app.entries.at(0).info().frame;
     assert!(n.contains(&format!("frame {frame}")), "{n}");
+    assert!(!n.contains("TLS"), "{n}");
     // Any other key clears it.
     key(&mut app, KeyCode::Char('j'));
     assert!(app.notice.is_none());
+}
+
+/// A message decrypted from TLS: `f` names the frames and the TLS records
+/// (counted in the sender's direction) its bytes came from.
+#[test]
+fn frames_key_names_the_tls_records_of_a_decrypted_message() {
+    const D1: &str = "captures/tls/d1-tls13.pcap";
+    if !std::path::Path::new(&super::testutil::repo(D1)).is_file() {
+        return;
+    }
+    let es = super::testutil::tls_entries(D1);
+    let want: Vec<(u64, bool, u64)> = es
+        .iter()
+        .map(|e| (e.info.frame, e.raw.is_request(), e.raw.tls_records[0].1))
+        .collect();
+    let mut app = super::testutil::app_of(D1, es, 160, 40);
+    for (frame, request, r) in want.iter().take(6) {
+        key(&mut app, KeyCode::Char('f'));
+        let n = app.notice.clone().expect("notice");
+        let who = if *request { "client" } else { "broker" };
+        assert!(
+            n.contains(&format!("frame {frame}, TLS record {r} of the {who}'s")),
+            "{n}"
+        );
+        key(&mut app, KeyCode::Char('j'));
+    }
 }
 
 #[test]

@@ -18,8 +18,23 @@ pub fn repo(p: &str) -> String {
 
 /// Every message of a capture in `captures/`, as the loader would send them.
 pub fn entries(capture: &str) -> Vec<Entry> {
-    let mut src = FileSource::open(&repo(capture)).expect("capture opens");
+    entries_with(capture, AnalyzerConfig::default())
+}
+
+/// Every message of a TLS capture in `captures/tls/`, decrypted with the
+/// proxy's key log beside it (`FILE.server.keys`).
+pub fn tls_entries(capture: &str) -> Vec<Entry> {
+    use kafkashark::tls::keylog::{KeyLog, Keys};
+    let mut k = KeyLog::new();
+    let log = std::fs::read(repo(&format!("{capture}.server.keys"))).expect("key log");
+    assert!(k.feed(&log).is_empty());
     let mut cfg = AnalyzerConfig::default();
+    cfg.pipeline.tls_keys = Keys::new(k, false);
+    entries_with(capture, cfg)
+}
+
+fn entries_with(capture: &str, mut cfg: AnalyzerConfig) -> Vec<Entry> {
+    let mut src = FileSource::open(&repo(capture)).expect("capture opens");
     cfg.decode.records = false;
     let mut an = Analyzer::new(cfg);
     let mut out = Vec::new();
@@ -39,6 +54,11 @@ pub fn entries(capture: &str) -> Vec<Entry> {
 
 /// An app of this size holding every message of a capture, loaded in one batch.
 pub fn app_with(capture: &str, w: u16, h: u16) -> App {
+    app_of(capture, entries(capture), w, h)
+}
+
+/// An app of this size holding these messages of a capture.
+pub fn app_of(capture: &str, es: Vec<Entry>, w: u16, h: u16) -> App {
     let mut app = App::new(
         Config {
             title: capture.to_string(),
@@ -47,7 +67,6 @@ pub fn app_with(capture: &str, w: u16, h: u16) -> App {
         },
         (w, h),
     );
-    let es = entries(capture);
     if let Some(e) = es.first() {
         app.update(Msg::Origin(e.info.first_ts));
     }

@@ -1018,7 +1018,7 @@ pub const KEYS: &[(&str, &str)] = &[
     ("Enter, Space", "tree: expand/collapse; list: go to tree"),
     ("e, c", "expand all / collapse all"),
     ("p", "jump request ↔ response (peer)"),
-    ("f", "frames that carried the field's bytes"),
+    ("f", "frames/TLS records carrying its bytes"),
     ("/", "filter (Enter applies, ↑↓ history, Tab completes)"),
     (
         "w, x",

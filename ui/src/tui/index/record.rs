@@ -229,7 +229,7 @@ impl FactsEntry {
 /// and its items.
 pub fn encode_raw(m: &RawMessage) -> Vec<u8> {
     let mut o = Vec::with_capacity(
-        110 + m.provenance.len() * 12 + m.file_pieces.len() * 12 + m.bytes.len(),
+        118 + (m.provenance.len() + m.file_pieces.len() + m.tls_records.len()) * 12 + m.bytes.len(),
     );
     o.extend_from_slice(&m.stream.to_le_bytes());
     o.push(m.dir.index() as u8);
@@ -250,6 +250,10 @@ pub fn encode_raw(m: &RawMessage) -> Vec<u8> {
     put_list(&mut o, &m.file_pieces, |o, &(off, len)| {
         o.extend_from_slice(&off.to_le_bytes());
         o.extend_from_slice(&len.to_le_bytes());
+    });
+    put_list(&mut o, &m.tls_records, |o, &(off, record)| {
+        o.extend_from_slice(&off.to_le_bytes());
+        o.extend_from_slice(&record.to_le_bytes());
     });
     put_str(&mut o, &m.bytes);
     o
@@ -381,6 +385,9 @@ pub fn decode_raw(b: &[u8]) -> Result<RawMessage, DecodeError> {
         })?,
         file_pieces: r.list(12, "file piece count", |r| {
             Ok((r.u64("file piece")?, r.u32("file piece")?))
+        })?,
+        tls_records: r.list(12, "TLS record count", |r| {
+            Ok((r.u32("TLS record")?, r.u64("TLS record")?))
         })?,
         bytes: r.bytes("byte count")?.to_vec().into(),
     };
