@@ -129,9 +129,14 @@ struct Row {
     lag: i64,
     max_lag: i64,
     first_ts: Timestamp,
+    /// The last sample's time (its lag is `lag`): the series' newest,
+    /// kept here, so that a sample replacing it touches only the row.
     last_ts: Timestamp,
-    /// (time, lag), oldest first; at most [`SERIES`], at least `step` apart.
+    /// The series' samples before the last, (time, lag), oldest first; with
+    /// the last, at most [`SERIES`], at least `step` apart.
     series: Vec<(Timestamp, i64)>,
+    /// The time of `series`' newest sample.
+    settled: Option<Timestamp>,
     step_ns: u64,
 }
 
@@ -326,6 +331,7 @@ impl Lag {
                     first_ts: ts,
                     last_ts: ts,
                     series: Vec::new(),
+                    settled: None,
                     step_ns: 1_000_000_000,
                 }),
                 Entry::Vacant(_) => {
@@ -333,6 +339,7 @@ impl Lag {
                     continue;
                 }
             };
+            row.sample(ts, lag);
             row.fetches += 1;
             row.records += a.records;
             row.asked = asked;
@@ -340,10 +347,7 @@ impl Lag {
             row.high_watermark = a.high_watermark;
             row.last_stable_offset = a.last_stable_offset;
             row.log_start_offset = a.log_start_offset;
-            row.lag = lag;
             row.max_lag = row.max_lag.max(lag);
-            row.last_ts = ts;
-            row.sample(ts, lag);
         }
     }
 
@@ -431,7 +435,7 @@ impl Lag {
                     committed_lag: committed.and_then(|c| c.1),
                     first_ts: r.first_ts.as_f64(),
                     last_ts: r.last_ts.as_f64(),
-                    series: r.series.iter().map(|&(t, l)| (t.as_f64(), l)).collect(),
+                    series: r.samples().map(|(t, l)| (t.as_f64(), l)).collect(),
                 }
             })
             .collect();
@@ -463,43 +467,41 @@ impl Lag {
 }
 
 impl Row {
-    /// Adds a sample: replaces the last one when within `step` of the one
-    /// before it; when the series is full, keeps every other sample and
-    /// doubles `step`.
+    /// Adds a sample (before `fetches` counts it): it replaces the last one
+    /// when within `step` of the one before it; when the series is full,
+    /// every other sample is kept and `step` doubles.
     fn sample(&mut self, ts: Timestamp, lag: i64) {
-        let close = match self.series.len() {
-            0 => false,
-            1 => false,
-            n => self
-                .series
-                .get(n - 2)
-                .is_some_and(|&(t, _)| ts.nanos_since(t) < self.step_ns),
-        };
-        if close {
-            if let Some(last) = self.series.last_mut() {
-                *last = (ts, lag);
+        let close = self
+            .settled
+            .is_some_and(|t| ts.nanos_since(t) < self.step_ns);
+        if self.fetches > 0 && !close {
+            // The last sample stays: it joins the series.
+            self.series.push((self.last_ts, self.lag));
+            if self.series.len() == SERIES {
+                let mut i = 0;
+                self.series.retain(|_| {
+                    i += 1;
+                    i % 2 == 1
+                });
+                self.step_ns = self.step_ns.saturating_mul(2);
             }
-            return;
+            self.settled = self.series.last().map(|&(t, _)| t);
         }
-        if self.series.len() == SERIES {
-            let mut i = 0;
-            self.series.retain(|_| {
-                i += 1;
-                i % 2 == 1
-            });
-            self.step_ns = self.step_ns.saturating_mul(2);
-        }
-        self.series.push((ts, lag));
+        self.last_ts = ts;
+        self.lag = lag;
+    }
+
+    /// The series, oldest first: the samples kept and the last.
+    fn samples(&self) -> impl DoubleEndedIterator<Item = (Timestamp, i64)> + Clone + '_ {
+        let last = (self.fetches > 0).then_some((self.last_ts, self.lag));
+        self.series.iter().copied().chain(last)
     }
 
     /// Lag per second over the last [`TREND_SECONDS`] of the series.
     fn trend(&self) -> Option<f64> {
-        let &(t1, l1) = self.series.last()?;
+        let (t1, l1) = self.samples().next_back()?;
         let window = (TREND_SECONDS * 1e9) as u64;
-        let &(t0, l0) = self
-            .series
-            .iter()
-            .find(|&&(t, _)| t1.nanos_since(t) <= window)?;
+        let (t0, l0) = self.samples().find(|&(t, _)| t1.nanos_since(t) <= window)?;
         let dt = t1.nanos_since(t0) as f64 / 1e9;
         (dt > 0.0).then(|| (l1 - l0) as f64 / dt)
     }
