@@ -348,6 +348,33 @@ pub struct Pipeline {
     stats: PipelineStats,
     /// Bytes of the connections found not to be Kafka, per server port.
     other_ports: PortBytes,
+    /// TLS connections that closed while a growing key log may still bring
+    /// their key, in the order they closed ([`PARK_FOR_NS`]).
+    parked: Vec<Parked>,
+    /// Capture time before which parked connections are not looked at again.
+    parked_check: Timestamp,
+}
+
+/// How long (capture time) a TLS connection that closed waiting for its
+/// key stays open to a growing key log: a short connection may close
+/// before the log's writer, or its reader, has caught up with it.
+pub const PARK_FOR_NS: u64 = 1_000_000_000;
+
+/// How often (capture time) parked connections look for their key.
+const PARK_CHECK_NS: u64 = 10_000_000;
+
+/// Most TLS connections parked at once (each holds at most
+/// `tls::conn::HOLD_LIMIT` bytes a direction); past it the oldest is
+/// closed without its key.
+const MAX_PARKED: usize = 64;
+
+/// A TLS connection whose close is put off until its key comes.
+struct Parked {
+    st: Box<StreamState>,
+    /// Its close.
+    closed: FlowEvent,
+    /// When its wait ends.
+    until: Timestamp,
 }
 
 impl Pipeline {
@@ -364,6 +391,8 @@ impl Pipeline {
             warned_link: false,
             stats: PipelineStats::default(),
             other_ports: PortBytes::default(),
+            parked: Vec::new(),
+            parked_check: Timestamp::default(),
         }
     }
 
@@ -453,6 +482,10 @@ impl Pipeline {
         out: &mut Vec<Event>,
     ) {
         self.stats.tcp_segments += 1;
+        if !self.parked.is_empty() && ts >= self.parked_check {
+            self.parked_check = ts.add_nanos(PARK_CHECK_NS);
+            self.unpark(Some(ts), out);
+        }
         let mut evs = std::mem::take(&mut self.scratch);
         self.flow.push(seg, frame, ts, file, &mut evs);
         for ev in evs.drain(..) {
@@ -476,6 +509,7 @@ impl Pipeline {
             self.flow_event(ev, out);
         }
         self.scratch = evs;
+        self.unpark(None, out);
         if self.stats.kafka_streams == 0 && self.stats.tcp_segments > 0 {
             let mut ports = self.other_ports.clone();
             ports.merge(self.flow.other_ports());
@@ -521,13 +555,55 @@ impl Pipeline {
         // needs `self` for its counters and settings, never the table).
         let closed = matches!(ev, FlowEvent::Closed { .. });
         let mut streams = std::mem::take(&mut self.streams);
-        if let Some(st) = streams.get_mut(&stream) {
+        if closed && streams.get(&stream).is_some_and(|st| self.parks(st)) {
+            if let (Some(st), FlowEvent::Closed { ts, .. }) = (streams.remove(&stream), &ev) {
+                let until = ts.add_nanos(PARK_FOR_NS);
+                if self.parked.len() == MAX_PARKED {
+                    let oldest = self.parked.remove(0);
+                    self.close_parked(oldest, out);
+                }
+                self.parked.push(Parked {
+                    st,
+                    closed: ev,
+                    until,
+                });
+            }
+        } else if let Some(st) = streams.get_mut(&stream) {
             self.tls_event(st, ev, out);
             if closed {
                 streams.remove(&stream);
             }
         }
         self.streams = streams;
+    }
+
+    /// True when a closing stream is a TLS connection still waiting for
+    /// its key, from a key log that may yet bring it.
+    fn parks(&self, st: &StreamState) -> bool {
+        let keys = &self.cfg.tls_keys;
+        keys.growing() && matches!(&st.tls, Tls::Yes { conn, .. } if conn.awaits_key())
+    }
+
+    /// Closes the parked connections whose key has come or whose wait is
+    /// over at `now` (all of them at the end of the input, `None`).
+    fn unpark(&mut self, now: Option<Timestamp>, out: &mut Vec<Event>) {
+        let mut i = 0;
+        while let Some(p) = self.parked.get(i) {
+            let done = now.is_none_or(|t| t >= p.until)
+                || matches!(&p.st.tls, Tls::Yes { conn, .. } if conn.key_in(&self.cfg.tls_keys));
+            if done {
+                let p = self.parked.remove(i);
+                self.close_parked(p, out);
+            } else {
+                i += 1;
+            }
+        }
+    }
+
+    /// A parked connection's close, put off until now.
+    fn close_parked(&mut self, p: Parked, out: &mut Vec<Event>) {
+        let Parked { mut st, closed, .. } = p;
+        self.tls_event(&mut st, closed, out);
     }
 
     /// One event of a stream (`flow_event`'s work once it is found; the

@@ -34,6 +34,15 @@ impl Timestamp {
         i128::from(self.secs) * 1_000_000_000 + i128::from(self.nanos)
     }
 
+    /// `ns` nanoseconds later (saturating at the end of time).
+    #[must_use]
+    pub fn add_nanos(self, ns: u64) -> Timestamp {
+        let secs = i64::try_from(ns / 1_000_000_000).unwrap_or(i64::MAX);
+        // Below two seconds' worth: no overflow, and `new` carries it.
+        let nanos = self.nanos + (ns % 1_000_000_000) as u32;
+        Timestamp::new(self.secs.saturating_add(secs), nanos)
+    }
+
     /// `self - earlier` in nanoseconds, 0 when `earlier` is later (packet clocks can step back).
     pub fn nanos_since(self, earlier: Timestamp) -> u64 {
         let d = self.as_nanos() - earlier.as_nanos();
@@ -77,6 +86,16 @@ impl Direction {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn nanos_added_carry_and_saturate() {
+        let t = Timestamp::new(10, 999_999_999);
+        assert_eq!(t.add_nanos(1), Timestamp::new(11, 0));
+        assert_eq!(t.add_nanos(2_000_000_001), Timestamp::new(13, 0));
+        assert_eq!(t.add_nanos(5).nanos_since(t), 5);
+        let end = Timestamp::new(i64::MAX, 0).add_nanos(u64::MAX);
+        assert_eq!(end.secs, i64::MAX);
+    }
 
     #[test]
     fn timestamp_float_and_carry() {

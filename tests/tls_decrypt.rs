@@ -644,28 +644,7 @@ fn keys_that_come_late_decrypt_held_records() {
     };
     let log = std::fs::read(cap.with_extension("pcap.server.keys")).unwrap();
     let analyse = |late: Option<&[u8]>| {
-        let keys = Keys::new(KeyLog::new(), true);
-        let mut a = Analyzer::new(AnalyzerConfig {
-            pipeline: PipelineConfig {
-                tls_keys: keys.clone(),
-                ..PipelineConfig::default()
-            },
-            ..AnalyzerConfig::default()
-        });
-        let mut src = FileSource::open(cap.to_str().unwrap()).unwrap();
-        let (mut outs, mut before) = (Vec::new(), 0);
-        let mut n = 0;
-        while let Ok(Polled::Frame(f)) = src.poll() {
-            n += 1;
-            if n == 12 {
-                before = outs.len();
-                if let Some(l) = late {
-                    keys.with(|k| assert!(k.feed(l).is_empty()));
-                }
-            }
-            a.push(&f, &mut outs);
-        }
-        a.finish(&mut outs);
+        let (outs, before, _) = with_growing_keys(&cap, 12, late);
         (outs, before)
     };
     let (outs, before) = analyse(Some(&log));
@@ -687,4 +666,85 @@ fn keys_that_come_late_decrypt_held_records() {
         .filter(|e| e.iter().any(|x| matches!(x, TlsEvent::NoKey { .. })))
         .count();
     assert_eq!(no_key, 12);
+}
+
+/// `cap` analysed with a growing key log, empty until `late` is fed into it
+/// just before frame `at` (counted from 1): the outputs, how many came
+/// before that frame, and how many before the end of the input.
+fn with_growing_keys(cap: &Path, at: u64, late: Option<&[u8]>) -> (Vec<Output>, usize, usize) {
+    let keys = Keys::new(KeyLog::new(), true);
+    let mut a = Analyzer::new(AnalyzerConfig {
+        pipeline: PipelineConfig {
+            tls_keys: keys.clone(),
+            ..PipelineConfig::default()
+        },
+        ..AnalyzerConfig::default()
+    });
+    let mut src = FileSource::open(cap.to_str().unwrap()).unwrap();
+    let (mut outs, mut before) = (Vec::new(), 0);
+    while let Ok(Polled::Frame(f)) = src.poll() {
+        if f.index == at {
+            before = outs.len();
+            if let Some(l) = late {
+                keys.with(|k| assert!(k.feed(l).is_empty()));
+            }
+        }
+        a.push(&f, &mut outs);
+    }
+    let end = outs.len();
+    a.finish(&mut outs);
+    (outs, before, end)
+}
+
+/// Live, a short connection may close before its key is in the key log
+/// (its writer, or the reader following the file, a moment behind): a TLS
+/// connection that closes waiting for its key keeps its records, its close
+/// put off, until the key comes (decrypted then, as if it had come in
+/// time) or a second of capture time has passed (given up, `no key`).
+#[test]
+fn a_key_that_comes_after_its_connection_closed_still_decrypts_it() {
+    let Some(cap) = capture("d1-tls13.pcap") else {
+        return;
+    };
+    let log = std::fs::read(cap.with_extension("pcap.server.keys")).unwrap();
+    let want = run(&cap, keys(&cap.with_extension("pcap.server.keys")));
+    // The first connection to close, and when.
+    let (stream, closed_at, closed_ts) = want
+        .iter()
+        .find_map(|o| match o {
+            Output::Notice(Notice::Stream(kafkashark::pipeline::Event::StreamClosed {
+                stream,
+                frame,
+                ts,
+                ..
+            })) => Some((*stream, *frame, *ts)),
+            _ => None,
+        })
+        .expect("a connection closes");
+    // Frames' times, to know when a second has passed since the close.
+    let mut times = Vec::new();
+    let mut src = FileSource::open(cap.to_str().unwrap()).unwrap();
+    while let Ok(Polled::Frame(f)) = src.poll() {
+        times.push(f.ts);
+    }
+    let analyse = |late: Option<&[u8]>| with_growing_keys(&cap, closed_at + 1, late);
+    let first = |o: &Output| matches!(o, Output::Message(m) if m.info.stream == stream);
+    // The key comes in the frame after the close: every connection decodes
+    // as with the whole key log, the first one's messages after the close.
+    let (outs, at_key, _) = analyse(Some(&log));
+    assert_eq!(exchanges(&outs), exchanges(&want));
+    assert!(!outs[..at_key].iter().any(first));
+    assert!(outs[at_key..].iter().any(first));
+    // It never comes: given up once a frame a second after the close
+    // arrives (when one does), else at the end; nothing decoded.
+    let (never, _, end) = analyse(None);
+    assert!(exchanges(&never).is_empty());
+    let no_key = never.iter().position(|o| {
+        matches!(o, Output::Notice(Notice::Tls { stream: s, what: TlsEvent::NoKey { .. }, .. }) if *s == stream)
+    });
+    let no_key = no_key.expect("given up");
+    let later = times
+        .iter()
+        .any(|t| t.nanos_since(closed_ts) >= kafkashark::pipeline::PARK_FOR_NS);
+    assert_eq!(no_key < end, later, "no key at output {no_key} of {end}");
 }

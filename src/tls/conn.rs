@@ -483,6 +483,19 @@ impl Conn {
         }
     }
 
+    /// True while the session's key is looked for (a growing key log may
+    /// still bring it).
+    pub fn awaits_key(&self) -> bool {
+        self.keys == KeyState::Waiting
+    }
+
+    /// True when `keys` holds this session's secrets.
+    pub fn key_in(&self, keys: &Keys) -> bool {
+        self.hello
+            .as_ref()
+            .is_some_and(|h| keys.get(&h.random).is_some())
+    }
+
     /// Bytes missing from a direction from `stream_offset`: it stops.
     pub fn gap(
         &mut self,

@@ -135,3 +135,97 @@ fn a_bad_key_log_line_is_named_by_its_number() {
     assert!(String::from_utf8_lossy(&missing.stderr).contains("none.keys"));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Live on loopback: `print -i lo --tls-keylog K` started before two TLS
+/// connections (Python's ssl, OpenSSL: one TLS 1.3, one TLS 1.2, each an
+/// ApiVersions exchange with a server of `tls_live.py`) decrypts both from
+/// the key log their clients write as they handshake, the file read as it
+/// grows; the TLS 1.2 connection lasts a few milliseconds, less than the
+/// key log's reader takes to see its line, so it is decrypted after it
+/// closed. Skips when python3 or openssl is missing or lo cannot be
+/// captured on (no privileges).
+#[test]
+fn live_capture_decrypts_from_the_key_log_as_it_grows() {
+    use std::time::{Duration, Instant};
+    let dir = std::env::temp_dir().join(format!("kafkashark-tls-live-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (cert, key, log) = (dir.join("c.pem"), dir.join("k.pem"), dir.join("keys.log"));
+    let made = Command::new("openssl")
+        .args([
+            "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
+        ])
+        .args(["-subj", "/CN=kafkashark-live-test", "-keyout"])
+        .arg(&key)
+        .arg("-out")
+        .arg(&cert)
+        .output();
+    if !made.is_ok_and(|o| o.status.success()) {
+        eprintln!("no openssl: skipped");
+        return;
+    }
+    std::fs::write(&log, "").unwrap();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .unwrap()
+        .port();
+    let mut capture = bin()
+        .args([
+            "print",
+            "-i",
+            "lo",
+            "--ports",
+            &port.to_string(),
+            "--format",
+            "jsonl",
+        ])
+        .args(["--duration", "4", "--tls-keylog"])
+        .arg(&log)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("run print");
+    // Time to open the interface (it says nothing when it has).
+    std::thread::sleep(Duration::from_millis(1000));
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/tls_live.py");
+    let traffic = Command::new("python3")
+        .arg(&script)
+        .arg(port.to_string())
+        .args([&log, &cert, &key])
+        .output();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while capture.try_wait().unwrap().is_none() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let _ = capture.kill();
+    let out = capture.wait_with_output().unwrap();
+    let said = String::from_utf8_lossy(&out.stderr);
+    let _ = std::fs::remove_dir_all(&dir);
+    let Ok(traffic) = traffic else {
+        eprintln!("no python3: skipped");
+        return;
+    };
+    assert!(traffic.status.success(), "{traffic:?}");
+    if !out.status.success() && said.contains("interface lo") {
+        eprintln!("cannot capture on lo: skipped ({said})");
+        return;
+    }
+    assert!(out.status.success(), "{said}");
+    let lines: Vec<serde_json::Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    for (corr, client) in [(42, "live-tls-13"), (43, "live-tls-12")] {
+        let of = |kind: &str| {
+            lines.iter().find(|m| {
+                m["correlation_id"] == corr && m["kind"] == kind && m["api_name"] == "ApiVersions"
+            })
+        };
+        let req = of("request").unwrap_or_else(|| panic!("request {corr}: {lines:?} {said}"));
+        assert_eq!(req["client_id"], client);
+        assert_eq!(req["paired"], true);
+        let resp = of("response").unwrap_or_else(|| panic!("response {corr}: {said}"));
+        assert_eq!(resp["paired"], true);
+    }
+    assert_eq!(lines.len(), 4, "{lines:?}");
+    assert!(!said.contains("no key"), "{said}");
+}
