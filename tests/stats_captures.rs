@@ -675,3 +675,75 @@ fn json_has_the_design_contract_keys() {
         );
     }
 }
+
+/// Every connection's Community ID is the one tshark computes for the same
+/// endpoints (its `communityid` protocol, enabled), IPv4 and IPv6 alike.
+/// Skips when tshark is missing or has no Community ID.
+#[test]
+fn connections_carry_the_community_id_tshark_computes() {
+    use std::net::SocketAddr;
+    let mut checked = 0;
+    for cap in captures() {
+        let out = std::process::Command::new("tshark")
+            .args(["--enable-protocol", "communityid", "-n", "-r"])
+            .arg(&cap)
+            .args([
+                "-T",
+                "fields",
+                "-e",
+                "ip.src",
+                "-e",
+                "ipv6.src",
+                "-e",
+                "tcp.srcport",
+            ])
+            .args(["-e", "ip.dst", "-e", "ipv6.dst", "-e", "tcp.dstport"])
+            .args(["-e", "communityid"])
+            .output();
+        let Some(out) = out.ok().filter(|o| o.status.success()) else {
+            eprintln!("no tshark: skipped");
+            return;
+        };
+        let pair = |a: SocketAddr, b: SocketAddr| if a <= b { (a, b) } else { (b, a) };
+        let mut ids = BTreeMap::new();
+        for line in String::from_utf8_lossy(&out.stdout).lines() {
+            let f: Vec<&str> = line.split('\t').collect();
+            let [ip4s, ip6s, sp, ip4d, ip6d, dp, id] = f[..] else {
+                continue;
+            };
+            let addr = |v4: &str, v6: &str, p: &str| -> Option<SocketAddr> {
+                let ip: std::net::IpAddr = if v4.is_empty() {
+                    v6.parse().ok()?
+                } else {
+                    v4.parse().ok()?
+                };
+                Some(SocketAddr::new(ip, p.parse().ok()?))
+            };
+            if let (Some(s), Some(d), false) =
+                (addr(ip4s, ip6s, sp), addr(ip4d, ip6d, dp), id.is_empty())
+            {
+                ids.insert(pair(s, d), id.to_string());
+            }
+        }
+        if ids.is_empty() {
+            eprintln!("this tshark computes no Community ID: skipped");
+            return;
+        }
+        let r = run(&cap, 0);
+        for c in &r.report.connections {
+            let key = pair(c.client.parse().unwrap(), c.broker.parse().unwrap());
+            let want = ids
+                .get(&key)
+                .unwrap_or_else(|| panic!("{}: {key:?}", cap.display()));
+            assert_eq!(
+                &c.community_id,
+                want,
+                "{}: stream {}",
+                cap.display(),
+                c.stream
+            );
+            checked += 1;
+        }
+    }
+    assert!(checked > 50, "{checked}");
+}

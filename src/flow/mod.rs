@@ -79,6 +79,8 @@ use std::collections::BTreeMap;
 use rustc_hash::FxHashMap;
 use std::net::SocketAddr;
 
+pub mod community_id;
+
 /// Which TCP ports are Kafka brokers.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Ports {

@@ -1308,6 +1308,7 @@ impl Stats {
                 stream: s,
                 client: c.client.to_string(),
                 broker: c.broker.to_string(),
+                community_id: crate::flow::community_id::tcp(c.client, c.broker),
                 client_id: c.client_id.clone(),
                 requests: c.requests,
                 responses: c.responses,

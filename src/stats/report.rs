@@ -270,6 +270,8 @@ pub struct ConnectionReport {
     pub client: String,
     /// Broker `ip:port`.
     pub broker: String,
+    /// Its Community ID (the flow hash Zeek, Suricata and Wireshark write).
+    pub community_id: String,
     /// Client id of its last request.
     pub client_id: Option<String>,
     /// Requests.
