@@ -59,6 +59,10 @@ pub struct PipelineConfig {
     /// ([`crate::tls::conn`]); every TLS connection is summarised
     /// ([`Event::Tls`]) with or without them.
     pub tls_keys: Keys,
+    /// Most bytes of records the TLS connections parked for their key
+    /// (closed while a growing key log may still bring it) hold together;
+    /// past it the oldest are given up.
+    pub tls_park_bytes: usize,
 }
 
 impl Default for PipelineConfig {
@@ -70,6 +74,7 @@ impl Default for PipelineConfig {
             max_pending_per_stream: 4096,
             locate_in_file: false,
             tls_keys: Keys::default(),
+            tls_park_bytes: 16 << 20,
         }
     }
 }
@@ -364,9 +369,10 @@ pub const PARK_FOR_NS: u64 = 1_000_000_000;
 const PARK_CHECK_NS: u64 = 10_000_000;
 
 /// Most TLS connections parked at once (each holds at most
-/// `tls::conn::HOLD_LIMIT` bytes a direction); past it the oldest is
-/// closed without its key.
-const MAX_PARKED: usize = 64;
+/// `tls::conn::HOLD_LIMIT` bytes a direction, a short connection, the one
+/// that parks, a few KB; [`PipelineConfig::tls_park_bytes`] bounds them
+/// together); past it the oldest are closed without their key.
+const MAX_PARKED: usize = 1024;
 
 /// A TLS connection whose close is put off until its key comes.
 struct Parked {
@@ -375,6 +381,8 @@ struct Parked {
     closed: FlowEvent,
     /// When its wait ends.
     until: Timestamp,
+    /// Bytes of records it holds.
+    held: usize,
 }
 
 impl Pipeline {
@@ -558,7 +566,15 @@ impl Pipeline {
         if closed && streams.get(&stream).is_some_and(|st| self.parks(st)) {
             if let (Some(st), FlowEvent::Closed { ts, .. }) = (streams.remove(&stream), &ev) {
                 let until = ts.add_nanos(PARK_FOR_NS);
-                if self.parked.len() == MAX_PARKED {
+                let held = match &st.tls {
+                    Tls::Yes { conn, .. } => conn.held_bytes(),
+                    _ => 0,
+                };
+                let parked = |ps: &[Parked]| ps.iter().map(|p| p.held).sum::<usize>();
+                while !self.parked.is_empty()
+                    && (self.parked.len() >= MAX_PARKED
+                        || parked(&self.parked) + held > self.cfg.tls_park_bytes)
+                {
                     let oldest = self.parked.remove(0);
                     self.close_parked(oldest, out);
                 }
@@ -566,6 +582,7 @@ impl Pipeline {
                     st,
                     closed: ev,
                     until,
+                    held,
                 });
             }
         } else if let Some(st) = streams.get_mut(&stream) {

@@ -644,7 +644,7 @@ fn keys_that_come_late_decrypt_held_records() {
     };
     let log = std::fs::read(cap.with_extension("pcap.server.keys")).unwrap();
     let analyse = |late: Option<&[u8]>| {
-        let (outs, before, _) = with_growing_keys(&cap, 12, late);
+        let (outs, _, before, _) = with_growing_keys(&cap, 12, late, 16 << 20);
         (outs, before)
     };
     let (outs, before) = analyse(Some(&log));
@@ -669,19 +669,27 @@ fn keys_that_come_late_decrypt_held_records() {
 }
 
 /// `cap` analysed with a growing key log, empty until `late` is fed into it
-/// just before frame `at` (counted from 1): the outputs, how many came
-/// before that frame, and how many before the end of the input.
-fn with_growing_keys(cap: &Path, at: u64, late: Option<&[u8]>) -> (Vec<Output>, usize, usize) {
+/// just before frame `at` (counted from 1), TLS connections parked for
+/// their key holding at most `park` bytes together: the outputs, the frame
+/// each was made at (`u64::MAX`: at the end), how many came before frame
+/// `at`, and how many before the end of the input.
+fn with_growing_keys(
+    cap: &Path,
+    at: u64,
+    late: Option<&[u8]>,
+    park: usize,
+) -> (Vec<Output>, Vec<u64>, usize, usize) {
     let keys = Keys::new(KeyLog::new(), true);
     let mut a = Analyzer::new(AnalyzerConfig {
         pipeline: PipelineConfig {
             tls_keys: keys.clone(),
+            tls_park_bytes: park,
             ..PipelineConfig::default()
         },
         ..AnalyzerConfig::default()
     });
     let mut src = FileSource::open(cap.to_str().unwrap()).unwrap();
-    let (mut outs, mut before) = (Vec::new(), 0);
+    let (mut outs, mut made, mut before) = (Vec::new(), Vec::new(), 0);
     while let Ok(Polled::Frame(f)) = src.poll() {
         if f.index == at {
             before = outs.len();
@@ -690,10 +698,12 @@ fn with_growing_keys(cap: &Path, at: u64, late: Option<&[u8]>) -> (Vec<Output>, 
             }
         }
         a.push(&f, &mut outs);
+        made.resize(outs.len(), f.index);
     }
     let end = outs.len();
     a.finish(&mut outs);
-    (outs, before, end)
+    made.resize(outs.len(), u64::MAX);
+    (outs, made, before, end)
 }
 
 /// Live, a short connection may close before its key is in the key log
@@ -727,17 +737,18 @@ fn a_key_that_comes_after_its_connection_closed_still_decrypts_it() {
     while let Ok(Polled::Frame(f)) = src.poll() {
         times.push(f.ts);
     }
-    let analyse = |late: Option<&[u8]>| with_growing_keys(&cap, closed_at + 1, late);
+    let analyse =
+        |late: Option<&[u8]>, park: usize| with_growing_keys(&cap, closed_at + 1, late, park);
     let first = |o: &Output| matches!(o, Output::Message(m) if m.info.stream == stream);
     // The key comes in the frame after the close: every connection decodes
     // as with the whole key log, the first one's messages after the close.
-    let (outs, at_key, _) = analyse(Some(&log));
+    let (outs, _, at_key, _) = analyse(Some(&log), 16 << 20);
     assert_eq!(exchanges(&outs), exchanges(&want));
     assert!(!outs[..at_key].iter().any(first));
     assert!(outs[at_key..].iter().any(first));
     // It never comes: given up once a frame a second after the close
     // arrives (when one does), else at the end; nothing decoded.
-    let (never, _, end) = analyse(None);
+    let (never, _, _, end) = analyse(None, 16 << 20);
     assert!(exchanges(&never).is_empty());
     let no_key = never.iter().position(|o| {
         matches!(o, Output::Notice(Notice::Tls { stream: s, what: TlsEvent::NoKey { .. }, .. }) if *s == stream)
@@ -747,4 +758,22 @@ fn a_key_that_comes_after_its_connection_closed_still_decrypts_it() {
         .iter()
         .any(|t| t.nanos_since(closed_ts) >= kafkashark::pipeline::PARK_FOR_NS);
     assert_eq!(no_key < end, later, "no key at output {no_key} of {end}");
+    // With no room for parked records, a connection that parks gives up
+    // the one before it: the first, when the second closes.
+    let second = want
+        .iter()
+        .filter_map(|o| match o {
+            Output::Notice(Notice::Stream(kafkashark::pipeline::Event::StreamClosed {
+                frame,
+                ..
+            })) => Some(*frame),
+            _ => None,
+        })
+        .nth(1)
+        .expect("a second connection closes");
+    let (never, made, _, _) = analyse(None, 0);
+    let no_key = never.iter().position(|o| {
+        matches!(o, Output::Notice(Notice::Tls { stream: s, what: TlsEvent::NoKey { .. }, .. }) if *s == stream)
+    });
+    assert_eq!(made[no_key.expect("given up")], second);
 }

@@ -489,6 +489,11 @@ impl Conn {
         self.keys == KeyState::Waiting
     }
 
+    /// Bytes of records held for the session's key, both directions.
+    pub fn held_bytes(&self) -> usize {
+        self.sides.iter().map(|s| s.held_bytes).sum()
+    }
+
     /// True when `keys` holds this session's secrets.
     pub fn key_in(&self, keys: &Keys) -> bool {
         self.hello
