@@ -564,26 +564,8 @@ impl Pipeline {
         let closed = matches!(ev, FlowEvent::Closed { .. });
         let mut streams = std::mem::take(&mut self.streams);
         if closed && streams.get(&stream).is_some_and(|st| self.parks(st)) {
-            if let (Some(st), FlowEvent::Closed { ts, .. }) = (streams.remove(&stream), &ev) {
-                let until = ts.add_nanos(PARK_FOR_NS);
-                let held = match &st.tls {
-                    Tls::Yes { conn, .. } => conn.held_bytes(),
-                    _ => 0,
-                };
-                let parked = |ps: &[Parked]| ps.iter().map(|p| p.held).sum::<usize>();
-                while !self.parked.is_empty()
-                    && (self.parked.len() >= MAX_PARKED
-                        || parked(&self.parked) + held > self.cfg.tls_park_bytes)
-                {
-                    let oldest = self.parked.remove(0);
-                    self.close_parked(oldest, out);
-                }
-                self.parked.push(Parked {
-                    st,
-                    closed: ev,
-                    until,
-                    held,
-                });
+            if let Some(st) = streams.remove(&stream) {
+                self.park(st, ev, out);
             }
         } else if let Some(st) = streams.get_mut(&stream) {
             self.tls_event(st, ev, out);
@@ -599,6 +581,33 @@ impl Pipeline {
     fn parks(&self, st: &StreamState) -> bool {
         let keys = &self.cfg.tls_keys;
         keys.growing() && matches!(&st.tls, Tls::Yes { conn, .. } if conn.awaits_key())
+    }
+
+    /// Puts off a TLS connection's close (`closed`) until its key comes,
+    /// making room first: the oldest parked are closed while they are too
+    /// many or hold too much.
+    fn park(&mut self, st: Box<StreamState>, closed: FlowEvent, out: &mut Vec<Event>) {
+        let FlowEvent::Closed { ts, .. } = closed else {
+            return;
+        };
+        let held = match &st.tls {
+            Tls::Yes { conn, .. } => conn.held_bytes(),
+            _ => 0,
+        };
+        let mut total: usize = self.parked.iter().map(|p| p.held).sum();
+        while !self.parked.is_empty()
+            && (self.parked.len() >= MAX_PARKED || total + held > self.cfg.tls_park_bytes)
+        {
+            let oldest = self.parked.remove(0);
+            total -= oldest.held;
+            self.close_parked(oldest, out);
+        }
+        self.parked.push(Parked {
+            st,
+            closed,
+            until: ts.add_nanos(PARK_FOR_NS),
+            held,
+        });
     }
 
     /// Closes the parked connections whose key has come or whose wait is

@@ -635,8 +635,8 @@ fn sasl_ssl_decodes_like_its_plaintext_twin() {
 /// they come (here the whole key log arrives after the first 12 frames,
 /// when the first connection is past its hellos and has sent protected
 /// records), to the same messages as with the key log from the start; a
-/// key that never comes is given up at the connection's end, nothing
-/// decoded.
+/// key that never comes is given up (at the latest at the end of the
+/// input), nothing decoded.
 #[test]
 fn keys_that_come_late_decrypt_held_records() {
     let Some(cap) = capture("d1-tls13.pcap") else {
