@@ -644,7 +644,7 @@ fn keys_that_come_late_decrypt_held_records() {
     };
     let log = std::fs::read(cap.with_extension("pcap.server.keys")).unwrap();
     let analyse = |late: Option<&[u8]>| {
-        let (outs, _, before, _) = with_growing_keys(&cap, 12, late, 16 << 20);
+        let (outs, _, before, _) = with_growing_keys(&cap, b"", 12, late, 16 << 20);
         (outs, before)
     };
     let (outs, before) = analyse(Some(&log));
@@ -666,20 +666,39 @@ fn keys_that_come_late_decrypt_held_records() {
         .filter(|e| e.iter().any(|x| matches!(x, TlsEvent::NoKey { .. })))
         .count();
     assert_eq!(no_key, 12);
+    // A TLS 1.3 key log's writer gives a session's handshake secrets before
+    // its traffic secrets: read in between, the session waits for the rest.
+    let text = String::from_utf8(log).unwrap();
+    let (hs, rest): (Vec<&str>, Vec<&str>) = text
+        .lines()
+        .partition(|l| l.contains("_HANDSHAKE_TRAFFIC_SECRET "));
+    assert_eq!(hs.len(), 24);
+    let (early, late) = (hs.join("\n") + "\n", rest.join("\n") + "\n");
+    let (split, _, before, _) =
+        with_growing_keys(&cap, early.as_bytes(), 12, Some(late.as_bytes()), 16 << 20);
+    assert_eq!(exchanges(&split), exchanges(&want));
+    assert_eq!(messages(&split[..before]), 0);
+    assert!(tls_events(&split)
+        .values()
+        .flatten()
+        .all(|e| !matches!(e, TlsEvent::NoKey { .. })));
 }
 
-/// `cap` analysed with a growing key log, empty until `late` is fed into it
-/// just before frame `at` (counted from 1), TLS connections parked for
+/// `cap` analysed with a growing key log, holding `early` until `late` is
+/// fed into it just before frame `at` (counted from 1), TLS connections parked for
 /// their key holding at most `park` bytes together: the outputs, the frame
 /// each was made at (`u64::MAX`: at the end), how many came before frame
 /// `at`, and how many before the end of the input.
 fn with_growing_keys(
     cap: &Path,
+    early: &[u8],
     at: u64,
     late: Option<&[u8]>,
     park: usize,
 ) -> (Vec<Output>, Vec<u64>, usize, usize) {
-    let keys = Keys::new(KeyLog::new(), true);
+    let mut log = KeyLog::new();
+    assert!(log.feed(early).is_empty());
+    let keys = Keys::new(log, true);
     let mut a = Analyzer::new(AnalyzerConfig {
         pipeline: PipelineConfig {
             tls_keys: keys.clone(),
@@ -738,7 +757,7 @@ fn a_key_that_comes_after_its_connection_closed_still_decrypts_it() {
         times.push(f.ts);
     }
     let analyse =
-        |late: Option<&[u8]>, park: usize| with_growing_keys(&cap, closed_at + 1, late, park);
+        |late: Option<&[u8]>, park: usize| with_growing_keys(&cap, b"", closed_at + 1, late, park);
     let first = |o: &Output| matches!(o, Output::Message(m) if m.info.stream == stream);
     // The key comes in the frame after the close: every connection decodes
     // as with the whole key log, the first one's messages after the close.

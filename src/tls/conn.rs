@@ -494,11 +494,13 @@ impl Conn {
         self.sides.iter().map(|s| s.held_bytes).sum()
     }
 
-    /// True when `keys` holds this session's secrets.
+    /// True when `keys` holds this session's secrets (all of those its
+    /// version needs, once the ServerHello said which).
     pub fn key_in(&self, keys: &Keys) -> bool {
+        let whole = |x: &Secrets| self.server.as_ref().is_none_or(|s| x.complete(s.version));
         self.hello
             .as_ref()
-            .is_some_and(|h| keys.get(&h.random).is_some())
+            .is_some_and(|h| keys.get(&h.random).is_some_and(|x| whole(&x)))
     }
 
     /// Bytes missing from a direction from `stream_offset`: it stops.
@@ -724,7 +726,10 @@ impl Conn {
             cx.event(TlsEvent::Unsupported { version, suite });
             return;
         }
-        let Some(secrets) = cx.keys.and_then(|k| k.get(&c.random)) else {
+        // Only some of a TLS 1.3 session's secrets (a growing key log read
+        // between its writer's lines): the rest is waited for.
+        let found = cx.keys.and_then(|k| k.get(&c.random));
+        let Some(secrets) = found.filter(|x| x.complete(version)) else {
             if !cx.keys.is_some_and(Keys::growing) {
                 self.no_key(cx);
             }

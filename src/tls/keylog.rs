@@ -157,6 +157,25 @@ impl Secrets {
         }
     }
 
+    /// True when the secrets a session of TLS `version` (0x0304: 1.3, else
+    /// 1.2) is decrypted with are all here: a key log's writer gives a TLS
+    /// 1.3 session's handshake secrets before its traffic secrets, and a
+    /// growing log read between the two has only some.
+    pub fn complete(&self, version: u16) -> bool {
+        if version == 0x0304 {
+            [
+                &self.client_handshake,
+                &self.server_handshake,
+                &self.client_traffic_0,
+                &self.server_traffic_0,
+            ]
+            .iter()
+            .all(|s| s.is_some())
+        } else {
+            self.master.is_some()
+        }
+    }
+
     /// The secret of `l`, if the key log gave it.
     pub fn get(&self, l: Label) -> Option<&Secret> {
         match l {
