@@ -139,6 +139,9 @@ pub struct MessageInfo {
     pub skipped_before: u64,
     /// Topics the message names, by name or by a topic id learned from the capture.
     pub topics: Vec<String>,
+    /// Which of the captures read together it came from (0 for the first or
+    /// only one; [`crate::capture::Frame::capture`]).
+    pub capture: u16,
 }
 
 /// A Fetch or ShareFetch exchange's wait: asked and answered.
@@ -276,6 +279,8 @@ pub enum Output {
 struct StreamInfo {
     client: SocketAddr,
     broker: SocketAddr,
+    /// The capture it was seen in.
+    capture: u16,
     sasl: SaslState,
     /// When the last response on the connection finished (its last frame).
     response_end: Option<Timestamp>,
@@ -507,6 +512,7 @@ impl MessageAnalyzer {
                     StreamInfo {
                         client,
                         broker,
+                        capture: o.capture,
                         sasl,
                         response_end: None,
                         rtt: None,
@@ -552,6 +558,7 @@ impl MessageAnalyzer {
             return;
         };
         let (client, broker, sasl, rtt) = (st.client, st.broker, st.sasl, st.rtt);
+        let capture = st.capture;
         // When the connection's previous response finished (for a response).
         let previous_end = match raw.dir {
             Direction::BrokerToClient => st.response_end.replace(raw.last_ts),
@@ -560,6 +567,7 @@ impl MessageAnalyzer {
         let index = self.next_index;
         self.next_index += 1;
         let mut rec = new_record(index, raw, client, broker);
+        rec.info.capture = capture;
         rec.info.rtt = rtt;
         let MessageRecord {
             info,
@@ -869,6 +877,7 @@ pub fn new_record(
             resynced: raw.resynced,
             skipped_before: raw.skipped_before,
             topics: Vec::new(),
+            capture: 0,
         },
         raw,
         decoded: None,

@@ -433,7 +433,7 @@ impl Pipeline {
         match frame.into() {
             Seen::Tcp(mut f) => {
                 let file = (self.cfg.locate_in_file && !f.seg.payload.is_empty())
-                    .then(|| f.file_offset.checked_add(f.payload_at as u64))
+                    .then(|| f.file_offset?.checked_add(f.payload_at as u64))
                     .flatten();
                 self.segment(&mut f.seg, f.index, f.ts, file, out);
             }
@@ -477,7 +477,9 @@ impl Pipeline {
             }
         };
         let file = place.and_then(|p| p.payload_offset(&seg));
-        self.segment(&mut { seg }, frame.index, frame.ts, file, out);
+        let mut seg = seg;
+        seg.capture = frame.capture;
+        self.segment(&mut seg, frame.index, frame.ts, file, out);
     }
 
     /// A frame's TCP segment, its payload at `file` in the capture file when known.
@@ -1094,6 +1096,7 @@ mod tests {
             caplen: f.len() as u32,
             origlen: f.len() as u32,
             file_offset: None,
+            capture: 0,
             link: LinkType::RAW,
             data: Bytes::from(f),
         }

@@ -40,6 +40,7 @@ fn segment(seq: u32, payload: Vec<u8>, syn: bool) -> Segment {
         },
         payload: Bytes::from(payload),
         payload_truncated_by: 0,
+        capture: 0,
     }
 }
 

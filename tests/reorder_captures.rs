@@ -60,6 +60,7 @@ fn frames_of(link: LinkType, records: &[Record]) -> impl Iterator<Item = Frame> 
         link,
         data: bytes::Bytes::copy_from_slice(&r.data),
         file_offset: None,
+        capture: 0,
     })
 }
 

@@ -49,6 +49,7 @@ fn frames(file: &[u8]) -> Vec<Frame> {
             link,
             data: Bytes::copy_from_slice(&file[data..end]),
             file_offset: Some(data as u64),
+            capture: 0,
         });
         at = end;
     }

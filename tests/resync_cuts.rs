@@ -55,6 +55,7 @@ fn frame_of(s: &Seg) -> Frame {
         link: LinkType::RAW,
         data: Bytes::from(ip),
         file_offset: None,
+        capture: 0,
     }
 }
 

@@ -162,6 +162,7 @@ impl Traffic {
             flags,
             payload: Bytes::from(payload),
             payload_truncated_by: 0,
+            capture: 0,
         });
     }
 

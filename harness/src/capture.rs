@@ -28,6 +28,7 @@ pub fn link(data: &[u8]) {
         caplen,
         origlen: caplen.saturating_add(cut),
         file_offset: None,
+        capture: 0,
         link: LinkType(l),
         data: bytes.clone(),
     };

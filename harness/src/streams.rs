@@ -207,6 +207,7 @@ fn seg_op(c: &mut Choices<'_>, isn: &[[u32; 2]; 3]) -> SegOp {
             },
             payload,
             payload_truncated_by: truncated,
+            capture: 0,
         },
         // Mostly small steps; sometimes past the gap or idle timeouts.
         dt_ns: match flags >> 7 {
@@ -467,6 +468,7 @@ pub fn frame_of_segment(seg: &Segment, index: u64, ts_ns: u64) -> Frame {
         caplen,
         origlen: caplen.saturating_add(seg.payload_truncated_by),
         file_offset: None,
+        capture: 0,
         link: LinkType::RAW,
         data: Bytes::from(ip),
     }

@@ -616,6 +616,7 @@ impl Take for Whole {
             link: self.link,
             data,
             file_offset: Some(meta.file_offset),
+            capture: 0,
         }
     }
 }
@@ -643,7 +644,7 @@ impl<R, F: FnOnce(Seen) -> R> Take for Visit<F> {
                     index: self.index,
                     ts: meta.ts,
                     caplen: u32::try_from(len).unwrap_or(u32::MAX),
-                    file_offset: meta.file_offset,
+                    file_offset: Some(meta.file_offset),
                     payload_at: payload.start,
                     seg,
                 })));

@@ -51,6 +51,9 @@ pub struct Segment {
     pub payload: Bytes,
     /// Payload bytes that were on the wire but cut by the snaplen.
     pub payload_truncated_by: u32,
+    /// Which of the captures read together it was seen in (0 for the first
+    /// or only one): two captures' segments are never one connection's.
+    pub capture: u16,
 }
 
 /// Why a frame yields no segment.
@@ -227,6 +230,7 @@ pub(crate) fn ethernet_ipv4_tcp(b: &[u8]) -> Option<(Segment, std::ops::Range<us
         },
         payload: Bytes::new(),
         payload_truncated_by: 0,
+        capture: 0,
     };
     Some((seg, start..end))
 }
@@ -365,6 +369,7 @@ fn segment_from(pkt: LaxSlicedPacket<'_>, data: &Bytes, origlen: u32) -> Result<
         },
         payload: data.slice(start..end),
         payload_truncated_by: cut,
+        capture: 0,
     })
 }
 

@@ -100,6 +100,9 @@ pub struct Frame {
     /// and synthetic frames). Lets the TUI re-read a message instead of
     /// keeping its bytes.
     pub file_offset: Option<u64>,
+    /// Which of the captures read together it comes from (0 for the first
+    /// or only one; see [`FileSource::open_all`]).
+    pub capture: u16,
 }
 
 /// Why a capture source could not deliver a frame.

@@ -47,8 +47,9 @@ pub struct TcpFrame {
     pub ts: Timestamp,
     /// Bytes captured of the frame.
     pub caplen: u32,
-    /// Where the frame starts in the file.
-    pub file_offset: u64,
+    /// Where the frame starts in the file (`None` when the file is one of
+    /// several read together: an offset would not say which).
+    pub file_offset: Option<u64>,
     /// Where the segment's payload starts in the frame.
     pub payload_at: usize,
     /// The segment; its payload is a slice of the read buffer.
@@ -74,7 +75,7 @@ impl Seen {
     /// The frame's time, captured length and place in the file (when known).
     pub fn place(&self) -> (Timestamp, usize, Option<u64>) {
         match self {
-            Seen::Tcp(f) => (f.ts, f.caplen as usize, Some(f.file_offset)),
+            Seen::Tcp(f) => (f.ts, f.caplen as usize, f.file_offset),
             Seen::Frame(f) => (f.ts, f.data.len(), f.file_offset),
         }
     }
@@ -123,6 +124,7 @@ fn frame_from(
         caplen: u32::try_from(data.len()).unwrap_or(u32::MAX),
         origlen: header.len,
         file_offset: None,
+        capture: 0,
         link,
         data: Bytes::copy_from_slice(data),
     }
@@ -140,13 +142,35 @@ enum Reader {
     Pcap(Capture<Offline>),
 }
 
-/// An offline capture: a pcap or pcapng file, or standard input when the path is `-`.
-pub struct FileSource {
+/// One file of a [`FileSource`]: its reader, and the frames read from it.
+struct OneFile {
     reader: Reader,
     path: String,
     link: LinkType,
+    /// Frames read from this file (its own numbering).
     frames: u64,
     done: bool,
+}
+
+/// An offline capture: a pcap or pcapng file, or standard input when the
+/// path is `-`; or several files read together as one capture, merged by
+/// time ([`FileSource::open_all`]).
+///
+/// Merged, the frames of the files come in order of their timestamps (a
+/// tie goes to the file given first; a file's own frames keep their order,
+/// as `mergecap` writes them), numbered from 1 across all of them, each
+/// with the index of its file ([`Frame::capture`], [`Segment::capture`]:
+/// two files' packets are never one connection's) and without file offsets
+/// (an offset would not say which file). A file's read error names it and
+/// its own frame number; the other files go on.
+///
+/// [`Segment::capture`]: super::Segment::capture
+pub struct FileSource {
+    files: Vec<OneFile>,
+    /// Merging: each file's next frame, read ahead.
+    heads: Vec<Option<Seen>>,
+    /// Frames delivered.
+    frames: u64,
 }
 
 impl FileSource {
@@ -154,54 +178,70 @@ impl FileSource {
     /// Regular files are read by the zero-copy reader when it can (see the
     /// module doc), otherwise by libpcap.
     pub fn open(path: &str) -> Result<FileSource, CaptureError> {
-        match (path != "-").then(|| FastFile::open(path)).flatten() {
-            Some(f) => Ok(FileSource::new(f.link(), Reader::Fast(f), path)),
-            None => FileSource::open_libpcap(path),
-        }
+        Ok(FileSource::of(vec![OneFile::open(path)?]))
     }
 
-    fn new(link: LinkType, reader: Reader, path: &str) -> FileSource {
+    /// Open several files (at least one; `-` is standard input) to be read
+    /// together, merged by time (see the type's doc); one file is read as
+    /// [`FileSource::open`] reads it.
+    pub fn open_all(paths: &[String]) -> Result<FileSource, CaptureError> {
+        if paths.is_empty() || paths.len() > usize::from(u16::MAX) + 1 {
+            return Err(CaptureError::Open {
+                path: paths.first().cloned().unwrap_or_default(),
+                reason: format!(
+                    "{} files: between 1 and 65,536 are read together",
+                    paths.len()
+                ),
+            });
+        }
+        let files = paths
+            .iter()
+            .map(|p| OneFile::open(p))
+            .collect::<Result<_, _>>()?;
+        Ok(FileSource::of(files))
+    }
+
+    fn of(files: Vec<OneFile>) -> FileSource {
         FileSource {
-            reader,
-            path: path.to_string(),
-            link,
+            heads: files.iter().map(|_| None).collect(),
+            files,
             frames: 0,
-            done: false,
         }
     }
 
     /// Open a capture with libpcap whatever it is (`-` is standard input).
     /// Frames carry no file offset.
     pub fn open_libpcap(path: &str) -> Result<FileSource, CaptureError> {
-        let cap = Capture::from_file_with_precision(path, Precision::Nano).map_err(|e| {
-            CaptureError::Open {
-                path: path.to_string(),
-                reason: e.to_string(),
-            }
-        })?;
-        Ok(FileSource::new(
-            link_of(cap.get_datalink()),
-            Reader::Pcap(cap),
-            path,
-        ))
+        Ok(FileSource::of(vec![OneFile::open_libpcap(path)?]))
     }
 
-    /// The path this source was opened with.
+    /// The path this source was opened with (the first, when several).
     pub fn path(&self) -> &str {
-        &self.path
+        self.files.first().map_or("", |f| f.path.as_str())
+    }
+
+    /// The paths of the files read, in the order given (a frame's
+    /// [`Frame::capture`] is its file's place in it).
+    pub fn paths(&self) -> impl Iterator<Item = &str> {
+        self.files.iter().map(|f| f.path.as_str())
     }
 
     /// Where the TLS key log lines of a pcapng file's Decryption Secrets
     /// Blocks go (read by the zero-copy reader; libpcap skips them).
     pub fn set_tls_keys(&mut self, keys: Keys) {
-        if let Reader::Fast(f) = &mut self.reader {
-            f.set_tls_keys(keys);
+        for f in &mut self.files {
+            if let Reader::Fast(r) = &mut f.reader {
+                r.set_tls_keys(keys.clone());
+            }
         }
     }
 
-    /// Whether frames come from libpcap (else from the zero-copy reader).
+    /// Whether frames come from libpcap (else from the zero-copy reader),
+    /// for one file or more.
     pub fn uses_libpcap(&self) -> bool {
-        matches!(self.reader, Reader::Pcap(_))
+        self.files
+            .iter()
+            .any(|f| matches!(f.reader, Reader::Pcap(_)))
     }
 
     /// The next frame handed to `visit`, and what `visit` made of it;
@@ -212,14 +252,94 @@ impl FileSource {
     /// ([`Seen::Tcp`]): no [`Frame`] is made, and of the frame's bytes only
     /// the payload is sliced (a pure ACK takes no slice at all). The frame
     /// goes to `visit` where it was read, not returned through the readers'
-    /// layers (a segment is a large value to move).
+    /// layers (a segment is a large value to move); merging several files,
+    /// each file's next frame is read ahead.
     #[inline]
     pub fn poll_with<R>(
         &mut self,
         visit: impl FnOnce(Seen) -> R,
     ) -> Result<Option<R>, CaptureError> {
+        if let [one] = self.files.as_mut_slice() {
+            let got = one.poll_with(visit)?;
+            self.frames = one.frames;
+            return Ok(got);
+        }
+        for (f, head) in self.files.iter_mut().zip(self.heads.iter_mut()) {
+            if head.is_none() && !f.done {
+                *head = f.poll_with(|s| s)?;
+            }
+        }
+        Ok(self.next_head().map(visit))
+    }
+
+    /// Merging: the earliest of the files' next frames, numbered and
+    /// marked with its file.
+    fn next_head(&mut self) -> Option<Seen> {
+        let mut first: Option<(usize, Timestamp)> = None;
+        for (i, h) in self.heads.iter().enumerate() {
+            if let Some(h) = h {
+                let ts = h.place().0;
+                if first.is_none_or(|(_, t)| ts < t) {
+                    first = Some((i, ts));
+                }
+            }
+        }
+        let (i, _) = first?;
+        let mut seen = self.heads.get_mut(i)?.take()?;
+        self.frames = self.frames.saturating_add(1);
+        let capture = u16::try_from(i).unwrap_or(u16::MAX);
+        match &mut seen {
+            Seen::Tcp(f) => {
+                f.index = self.frames;
+                f.file_offset = None;
+                f.seg.capture = capture;
+            }
+            Seen::Frame(f) => {
+                f.index = self.frames;
+                f.file_offset = None;
+                f.capture = capture;
+            }
+        }
+        Some(seen)
+    }
+}
+
+impl OneFile {
+    fn open(path: &str) -> Result<OneFile, CaptureError> {
+        match (path != "-").then(|| FastFile::open(path)).flatten() {
+            Some(f) => Ok(OneFile::new(f.link(), Reader::Fast(f), path)),
+            None => OneFile::open_libpcap(path),
+        }
+    }
+
+    fn new(link: LinkType, reader: Reader, path: &str) -> OneFile {
+        OneFile {
+            reader,
+            path: path.to_string(),
+            link,
+            frames: 0,
+            done: false,
+        }
+    }
+
+    fn open_libpcap(path: &str) -> Result<OneFile, CaptureError> {
+        let cap = Capture::from_file_with_precision(path, Precision::Nano).map_err(|e| {
+            CaptureError::Open {
+                path: path.to_string(),
+                reason: e.to_string(),
+            }
+        })?;
+        Ok(OneFile::new(
+            link_of(cap.get_datalink()),
+            Reader::Pcap(cap),
+            path,
+        ))
+    }
+
+    #[inline]
+    fn poll_with<R>(&mut self, visit: impl FnOnce(Seen) -> R) -> Result<Option<R>, CaptureError> {
         let Reader::Fast(f) = &mut self.reader else {
-            return Ok(self.next_frame()?.map(|frame| visit(Seen::Frame(frame))));
+            return Ok(self.next()?.map(|frame| visit(Seen::Frame(frame))));
         };
         if self.done {
             return Ok(None);
@@ -229,8 +349,25 @@ impl FileSource {
         self.settle(index, got)
     }
 
+    /// The next whole frame; `None` at the end.
+    fn next(&mut self) -> Result<Option<Frame>, CaptureError> {
+        if self.done {
+            return Ok(None);
+        }
+        let index = self.frames.saturating_add(1);
+        let got = match &mut self.reader {
+            Reader::Fast(f) => f.next(index),
+            Reader::Pcap(cap) => match cap.next_packet() {
+                Ok(p) => Ok(Some(frame_from(index, self.link, true, p.header, p.data))),
+                Err(pcap::Error::NoMorePackets) => Ok(None),
+                Err(e) => Err(e.to_string()),
+            },
+        };
+        self.settle(index, got)
+    }
+
     /// Counts frame `index` when `got` is one; after the end or an error
-    /// the source is done (no error twice). An error names the file and
+    /// the file is done (no error twice). An error names the file and
     /// the frame.
     fn settle<T>(
         &mut self,
@@ -260,22 +397,28 @@ impl FileSource {
 
 impl FrameSource for FileSource {
     fn poll(&mut self) -> Result<Polled, CaptureError> {
-        if self.done {
-            return Ok(Polled::End);
-        }
-        let index = self.frames.saturating_add(1);
-        let got = match &mut self.reader {
-            Reader::Fast(f) => f.next(index),
-            Reader::Pcap(cap) => match cap.next_packet() {
-                Ok(p) => Ok(Some(frame_from(index, self.link, true, p.header, p.data))),
-                Err(pcap::Error::NoMorePackets) => Ok(None),
-                Err(e) => Err(e.to_string()),
-            },
+        let got = if let [one] = self.files.as_mut_slice() {
+            let got = one.next()?;
+            self.frames = one.frames;
+            got
+        } else {
+            // Whole frames read ahead (a source is read with `poll` or
+            // with `poll_with`, not both: a segment read ahead by
+            // `poll_with` is not a whole frame).
+            for (f, head) in self.files.iter_mut().zip(self.heads.iter_mut()) {
+                if head.is_none() && !f.done {
+                    *head = f.next()?.map(Seen::Frame);
+                }
+            }
+            loop {
+                match self.next_head() {
+                    Some(Seen::Frame(f)) => break Some(f),
+                    Some(Seen::Tcp(_)) => continue,
+                    None => break None,
+                }
+            }
         };
-        Ok(match self.settle(index, got)? {
-            Some(f) => Polled::Frame(f),
-            None => Polled::End,
-        })
+        Ok(got.map_or(Polled::End, Polled::Frame))
     }
 
     fn stats(&mut self) -> Result<CaptureStats, CaptureError> {
@@ -286,7 +429,7 @@ impl FrameSource for FileSource {
     }
 
     fn link(&self) -> LinkType {
-        self.link
+        self.files.first().map_or(LinkType::ETHERNET, |f| f.link)
     }
 }
 

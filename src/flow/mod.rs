@@ -178,6 +178,8 @@ pub struct Opened {
     pub frame: u64,
     /// Time of that frame.
     pub ts: Timestamp,
+    /// The capture it was seen in ([`Segment::capture`]).
+    pub capture: u16,
 }
 
 /// Where a connection's round-trip time comes from.
@@ -440,13 +442,15 @@ pub struct FlowStats {
     pub late_segments: u64,
 }
 
-type Key = (SocketAddr, SocketAddr);
+/// A connection: the capture it was seen in and its two endpoints.
+type Key = (u16, SocketAddr, SocketAddr);
 
-fn key_of(a: SocketAddr, b: SocketAddr) -> Key {
+fn key_of(seg: &Segment) -> Key {
+    let (a, b) = (seg.src, seg.dst);
     if a <= b {
-        (a, b)
+        (seg.capture, a, b)
     } else {
-        (b, a)
+        (seg.capture, b, a)
     }
 }
 
@@ -835,7 +839,7 @@ impl Reassembler {
         if self.deadline.is_some_and(|d| ts >= d) {
             self.expire_due(ts, out);
         }
-        let key = key_of(seg.src, seg.dst);
+        let key = key_of(seg);
         let pure_syn = seg.flags.syn && !seg.flags.ack;
 
         // A fresh SYN on a known pair with a different ISN is a new connection.
@@ -892,6 +896,7 @@ impl Reassembler {
             broker,
             frame,
             ts,
+            capture: seg.capture,
         }));
         let mut conn = Box::new(Conn {
             stream,
@@ -938,7 +943,7 @@ impl Reassembler {
         if self.sweep_due(ts) || self.deadline.is_some_and(|d| ts >= d) {
             return false;
         }
-        let key = key_of(seg.src, seg.dst);
+        let key = key_of(seg);
         let Some(conn) = self.conns.get_mut(&key) else {
             return false;
         };
@@ -1721,6 +1726,7 @@ mod tests {
             flags,
             payload: Bytes::copy_from_slice(payload),
             payload_truncated_by: 0,
+            capture: 0,
         }
     }
 

@@ -53,6 +53,7 @@ pub(super) fn msg(
         resynced: false,
         skipped_before: 0,
         topics: Vec::new(),
+        capture: 0,
     }
 }
 

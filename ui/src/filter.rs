@@ -57,6 +57,8 @@ pub trait Facts {
     fn client_id(&self) -> Option<&str>;
     /// Connection index.
     fn stream(&self) -> u64;
+    /// Which of the captures read together it came from.
+    fn capture(&self) -> u16;
     /// Correlation id.
     fn correlation_id(&self) -> Option<i32>;
     /// Frame that carried the first byte.
@@ -122,6 +124,9 @@ impl Facts for MessageInfo {
     fn stream(&self) -> u64 {
         self.stream
     }
+    fn capture(&self) -> u16 {
+        self.capture
+    }
     fn correlation_id(&self) -> Option<i32> {
         self.correlation_id
     }
@@ -182,6 +187,8 @@ impl Facts for MessageInfo {
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Filter {
     expr: Option<Expr>,
+    /// The names of the captures read ([`Filter::set_captures`]).
+    captures: Vec<String>,
 }
 
 /// Why a filter expression does not parse, and where.
@@ -206,7 +213,7 @@ impl Filter {
     pub fn parse(input: &str) -> Result<Filter, FilterError> {
         let (toks, end) = lex(input)?;
         if toks.is_empty() {
-            return Ok(Filter { expr: None });
+            return Ok(Filter::default());
         }
         let mut p = Parser {
             toks,
@@ -223,7 +230,16 @@ impl Filter {
             };
             return Err(error(t.col, message));
         }
-        Ok(Filter { expr: Some(expr) })
+        Ok(Filter {
+            expr: Some(expr),
+            captures: Vec::new(),
+        })
+    }
+
+    /// The names of the captures read, in order: what `capture` tests (a
+    /// message's [`Facts::capture`] is its place in them).
+    pub fn set_captures(&mut self, names: &[String]) {
+        self.captures = names.to_vec();
     }
 
     /// Whether message `m` passes; `peer` is its paired message, if any.
@@ -249,6 +265,7 @@ impl Filter {
             peer,
             tree,
             peer_tree,
+            captures: &self.captures,
         };
         self.expr.as_ref().is_none_or(|e| e.matches(&ctx))
     }
@@ -397,6 +414,7 @@ enum Field {
     Partition,
     Group,
     Records,
+    Capture,
 }
 
 /// What a field's value is ([`Type::expects`] says it in words): how it is
@@ -416,7 +434,7 @@ enum Type {
 
 /// Every field, in the order of [`Field`]'s variants: its names (shown as the
 /// first; the others are aliases), its type, and an example for messages.
-const FIELDS: [(Field, &[&str], Type, &str); 20] = [
+const FIELDS: [(Field, &[&str], Type, &str); 21] = [
     (Field::Api, &["api"], Type::Api, "api=Produce"),
     (Field::Version, &["version", "v"], Type::Integer, "v>=12"),
     (Field::Kind, &["kind"], Type::Kind, "kind=request"),
@@ -462,6 +480,7 @@ const FIELDS: [(Field, &[&str], Type, &str); 20] = [
     ),
     (Field::Group, &["group"], Type::Group, "group=billing-*"),
     (Field::Records, &["records"], Type::Integer, "records>100"),
+    (Field::Capture, &["capture"], Type::Text, "capture=broker-1"),
 ];
 
 /// Every flag (a predicate written alone) other than api names; a flag
@@ -1164,6 +1183,8 @@ struct Ctx<'a, 't, 'u, M> {
     peer: Option<&'a M>,
     tree: &'a Tree<'t>,
     peer_tree: &'a Tree<'u>,
+    /// The names of the captures read.
+    captures: &'a [String],
 }
 
 impl<M: Facts> Ctx<'_, '_, '_, M> {
@@ -1234,6 +1255,10 @@ impl Pred {
                     Field::ClientId => client_id_of(m, peer)
                         .is_some_and(|id| text_matches(*op, s, std::iter::once(id))),
                     Field::Broker => text_matches(*op, s, std::iter::once(&*m.broker_text())),
+                    Field::Capture => {
+                        let name = ctx.captures.get(usize::from(m.capture()));
+                        text_matches(*op, s, name.map(String::as_str).into_iter())
+                    }
                     Field::Group => {
                         let groups = ctx.own_or_peer(paths::groups);
                         match op {
@@ -1337,7 +1362,8 @@ impl Field {
             | Field::ClientId
             | Field::Broker
             | Field::Topic
-            | Field::Group => None,
+            | Field::Group
+            | Field::Capture => None,
         };
         have.is_some_and(|h| op.compare(h, n))
     }
@@ -1542,6 +1568,7 @@ mod tests {
             resynced: false,
             skipped_before: 0,
             topics: vec!["orders-eu".into()],
+            capture: 0,
         }
     }
 

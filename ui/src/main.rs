@@ -53,8 +53,9 @@ struct Cli {
 #[derive(clap::Args, Debug)]
 struct TuiArgs {
     /// A pcap or pcapng file to open in the terminal UI; `-` reads standard input.
-    /// A `.hex` file (or any file with --message) is one size-prefixed message.
-    file: Option<String>,
+    /// Several files or globs are read together, merged by time. A `.hex`
+    /// file (or any file with --message) is one size-prefixed message.
+    files: Vec<String>,
     /// Open FILE as one size-prefixed Kafka message (raw bytes or hex text).
     #[arg(long)]
     message: bool,
@@ -370,14 +371,17 @@ fn main() -> ExitCode {
 
 /// The TUI's input from the arguments given without a subcommand.
 fn open_tui_args(a: TuiArgs) -> Result<Option<tui::Options>, CliError> {
-    let Some(file) = a.file else {
+    let Some(file) = a.files.first().cloned() else {
         return Ok(None);
     };
     let input = if a.message || file.ends_with(".hex") {
+        if a.files.len() > 1 {
+            return Err(CliError::Usage("one message file at a time".into()));
+        }
         let bytes = read_message_file(&PathBuf::from(&file))?;
         tui::Input::Message { bytes, name: file }
     } else {
-        tui::Input::File(file)
+        tui::Input::Files(print::expand_globs(&a.files)?)
     };
     a.view.options(input, a.max_messages).map(Some)
 }

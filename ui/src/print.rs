@@ -25,8 +25,9 @@ use crate::reorder::Reorder;
 
 /// Where frames come from.
 pub enum Input {
-    /// A pcap/pcapng file, or `-` for standard input.
-    File(String),
+    /// pcap/pcapng files (`-` for standard input), several read together
+    /// merged by time ([`FileSource::open_all`]).
+    Files(Vec<String>),
     /// A live interface, with an optional BPF filter.
     Live {
         /// Interface name (`lo`, `eth0`, `any`).
@@ -138,9 +139,11 @@ pub(crate) fn pipeline_config(
 /// broker ports.
 #[derive(clap::Args, Debug)]
 pub struct CaptureArgs {
-    /// A pcap or pcapng file; `-` reads standard input.
+    /// pcap or pcapng files (`-` reads standard input), or globs
+    /// (`'broker-*.pcapng'`); several are read together, merged by time,
+    /// each message naming its capture.
     #[arg(required_unless_present = "interface", conflicts_with = "interface")]
-    file: Option<String>,
+    files: Vec<String>,
     /// Capture live on this interface (`any` for all).
     #[arg(short = 'i', long = "interface")]
     interface: Option<String>,
@@ -179,20 +182,63 @@ impl CaptureArgs {
     /// needs it).
     pub fn input(&self) -> Result<Input, CliError> {
         let filter = self.filter.clone();
-        match (self.interface.clone(), self.file.clone()) {
+        match (self.interface.clone(), self.files.is_empty()) {
             (Some(iface), _) => Ok(Input::Live { iface, filter }),
             // A BPF filter applies to live capture only: said, not ignored.
-            (None, Some(_)) if filter.is_some() => Err(CliError::Usage(
+            (None, false) if filter.is_some() => Err(CliError::Usage(
                 "-f/--filter is a BPF filter for live capture with -i/--interface; a file is read whole"
                     .into(),
             )),
-            (None, Some(f)) => Ok(Input::File(f)),
-            (None, None) => Err(CliError::Usage("give a FILE or -i IFACE".into())),
+            (None, false) => Ok(Input::Files(expand_globs(&self.files)?)),
+            (None, true) => Err(CliError::Usage("give a FILE or -i IFACE".into())),
         }
     }
 }
 
+/// The files `args` name: each as it is when it names a file (or is `-`),
+/// else, when it has a wildcard (`*`, `?`, `[`), the files it matches, in
+/// name order (a glob the shell did not expand, as on a quoted argument).
+pub fn expand_globs(args: &[String]) -> Result<Vec<String>, CliError> {
+    let mut out = Vec::new();
+    for a in args {
+        let wild = a.contains(['*', '?', '[']);
+        if a == "-" || !wild || std::path::Path::new(a).exists() {
+            out.push(a.clone());
+            continue;
+        }
+        let paths = glob::glob(a).map_err(|e| CliError::Usage(format!("{a}: {e}")))?;
+        let before = out.len();
+        for p in paths {
+            let p = p.map_err(|e| CliError::Usage(format!("{a}: {e}")))?;
+            out.push(p.to_string_lossy().into_owned());
+        }
+        if out.len() == before {
+            return Err(CliError::Usage(format!("{a}: no file matches")));
+        }
+    }
+    Ok(out)
+}
+
 impl Input {
+    /// What it is called in messages: the file (the first and how many
+    /// more, when several), or the interface.
+    pub fn name(&self) -> String {
+        match self {
+            Input::Files(p) if p.len() > 1 => format!("{} and {} more", p[0], p.len() - 1),
+            Input::Files(p) => p.first().cloned().unwrap_or_default(),
+            Input::Live { iface, .. } => iface.clone(),
+        }
+    }
+
+    /// The names of the captures read together (one for a single file or
+    /// an interface).
+    pub fn captures(&self) -> Vec<String> {
+        match self {
+            Input::Files(p) => p.clone(),
+            Input::Live { iface, .. } => vec![iface.clone()],
+        }
+    }
+
     /// Opens it frame by frame: a file, or a live interface (its BPF filter
     /// defaulting to the Kafka `ports`), privileges dropped once it is open.
     pub fn open(
@@ -201,8 +247,8 @@ impl Input {
         keys: &Keys,
     ) -> Result<Box<dyn FrameSource + Send>, CliError> {
         Ok(match self {
-            Input::File(path) => {
-                let mut src = FileSource::open(path).map_err(CliError::Capture)?;
+            Input::Files(paths) => {
+                let mut src = FileSource::open_all(paths).map_err(CliError::Capture)?;
                 src.set_tls_keys(keys.clone());
                 Box::new(src)
             }
@@ -213,6 +259,17 @@ impl Input {
             }
         })
     }
+}
+
+/// A display filter that knows the names of the captures read (`capture`).
+pub fn with_captures(
+    filter: &Option<crate::filter::Filter>,
+    captures: &[String],
+) -> Option<crate::filter::Filter> {
+    filter.clone().map(|mut f| {
+        f.set_captures(captures);
+        f
+    })
 }
 
 /// `--duration SECONDS` of `print` or `stats`.
@@ -254,22 +311,22 @@ pub fn run(a: &PrintArgs) -> Result<u64, CliError> {
             "--embed-keys writes a pcapng Decryption Secrets Block; save to a .pcapng".into(),
         ));
     }
-    if a.write.is_some() && !matches!(&input, Input::File(p) if p != "-") {
+    if a.write.is_some() && !matches!(&input, Input::Files(p) if p.len() == 1 && p[0] != "-") {
         return Err(CliError::Usage(
-            "-w saves from a capture file, which it reads twice; a live capture is saved with tcpdump -w".into(),
+            "-w saves from one capture file, which it reads twice; a live capture is saved with tcpdump -w".into(),
         ));
     }
     // A file is read and reassembled on a thread of its own (see `FileReader`).
     let mut file = match &input {
-        Input::File(path) if duration.is_none() => {
-            let mut src = FileSource::open(path).map_err(CliError::Capture)?;
+        Input::Files(paths) if duration.is_none() => {
+            let mut src = FileSource::open_all(paths).map_err(CliError::Capture)?;
             src.set_tls_keys(a.capture.keys());
             Some(src)
         }
         _ => None,
     };
-    let (Input::File(name) | Input::Live { iface: name, .. }) = &input;
-    let name = name.clone();
+    let name = input.name();
+    let captures = input.captures();
     // `-w` reads a file (checked above) without `--duration` (clap refuses
     // the two together): it is open.
     if let Some(out) = &a.write {
@@ -305,7 +362,7 @@ pub fn run(a: &PrintArgs) -> Result<u64, CliError> {
             big_message: crate::render_pool::BIG_MESSAGE,
             held_bytes: HELD_BYTES,
             held_on_disk: Some(std::env::temp_dir()),
-            filter: a.display_filter.clone(),
+            filter: with_captures(&a.display_filter, &captures),
             all_notices: a.notices == Notices::All,
             time: a.time,
             layout,
@@ -329,7 +386,7 @@ pub fn run(a: &PrintArgs) -> Result<u64, CliError> {
     });
     let live = matches!(input, Input::Live { .. });
     let (format, count, time) = (a.format, a.count, a.time);
-    let filter = a.display_filter.clone();
+    let filter = with_captures(&a.display_filter, &captures);
     let deep = filter
         .as_ref()
         .is_some_and(crate::filter::Filter::needs_tree);
@@ -338,7 +395,10 @@ pub fn run(a: &PrintArgs) -> Result<u64, CliError> {
     let stage = move || {
         let printer = Printer {
             save: None,
-            render: Render::new(format, verbose).time(time).layout(layout),
+            render: Render::new(format, verbose)
+                .time(time)
+                .layout(layout)
+                .captures(&captures),
             malformed: 0,
             buf: Vec::with_capacity(1024),
             chunk: if live { 0 } else { OUT_CHUNK },
@@ -417,7 +477,9 @@ fn save(
         ..Default::default()
     };
     let cfg = crate::render_pool::summary_config(pipeline.clone(), &decode, false);
-    let (count, filter, stage_name) = (a.count, a.display_filter.clone(), name.to_string());
+    let captures: Vec<String> = src.paths().map(str::to_string).collect();
+    let filter = with_captures(&a.display_filter, &captures);
+    let (count, stage_name) = (a.count, name.to_string());
     let keep = Keep {
         frames: true,
         bytes: filter
@@ -1143,6 +1205,15 @@ impl Render {
         Render { layout, ..self }
     }
 
+    /// The same, each JSONL line naming its capture when `names` are
+    /// several ([`JsonWriter::with_captures`]).
+    pub(crate) fn captures(self, names: &[String]) -> Render {
+        Render {
+            json: JsonWriter::with_captures(names),
+            ..self
+        }
+    }
+
     /// Appends the line (JSONL) or lines (text) of `m` to `out`, with its
     /// tree (`m.decoded`) under `-V`.
     pub(crate) fn message(&mut self, out: &mut Vec<u8>, m: &MessageRecord) {
@@ -1305,6 +1376,9 @@ pub fn message_json(m: &MessageRecord, verbose: bool) -> serde_json::Value {
 /// cache indexed by stream id: bounded, and streams are numbered in order).
 const ADDR_CACHE: usize = 1024;
 
+/// A stream's client, broker and capture, and their JSON text.
+type Endpoints = (SocketAddr, SocketAddr, u16, Vec<u8>);
+
 /// Writes messages as JSONL without building a JSON value: the same bytes
 /// `serde_json::to_string(&message_json(m, verbose))` gives (keys in sorted
 /// order, as serde_json's map keeps them; serde_json's number formats and
@@ -1313,10 +1387,34 @@ const ADDR_CACHE: usize = 1024;
 #[derive(Default)]
 pub struct JsonWriter {
     /// `"broker":"…","client":"…"` of a client and broker, at `stream % ADDR_CACHE`.
-    addrs: Vec<Option<(SocketAddr, SocketAddr, Vec<u8>)>>,
+    addrs: Vec<Option<Endpoints>>,
+    /// The names of the captures read together, as JSON strings; empty
+    /// when one is read (no `capture` key).
+    captures: Vec<Vec<u8>>,
 }
 
 impl JsonWriter {
+    /// Each message names the capture it came from (`"capture"`), of
+    /// `names` when there are several.
+    pub fn with_captures(names: &[String]) -> JsonWriter {
+        let captures = if names.len() > 1 {
+            names
+                .iter()
+                .map(|n| {
+                    let mut s = Vec::new();
+                    tree::json::str(&mut s, n);
+                    s
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
+        JsonWriter {
+            addrs: Vec::new(),
+            captures,
+        }
+    }
+
     /// Appends the JSON object of `m` (with its tree, `m.decoded`, when
     /// `verbose`).
     pub fn write(&mut self, out: &mut Vec<u8>, m: &MessageRecord, verbose: bool) {
@@ -1428,7 +1526,8 @@ impl JsonWriter {
         out.push(b'}');
     }
 
-    /// `"broker":"…","client":"…"` (socket addresses never need escaping).
+    /// `"broker":"…","client":"…"` (socket addresses never need escaping),
+    /// with `"capture":"…"` between them when several are read.
     fn endpoints(&mut self, out: &mut Vec<u8>, i: &MessageInfo) {
         if self.addrs.is_empty() {
             self.addrs = vec![None; ADDR_CACHE];
@@ -1438,16 +1537,20 @@ impl JsonWriter {
             return;
         };
         match entry {
-            Some((c, b, text)) if *c == i.client && *b == i.broker => out.extend_from_slice(text),
+            Some((c, b, k, text)) if *c == i.client && *b == i.broker && *k == i.capture => {
+                out.extend_from_slice(text)
+            }
             _ => {
                 let mut text = Vec::with_capacity(64);
-                let _ = write!(
-                    text,
-                    "\"broker\":\"{}\",\"client\":\"{}\"",
-                    i.broker, i.client
-                );
+                let _ = write!(text, "\"broker\":\"{}\",", i.broker);
+                if let Some(name) = self.captures.get(usize::from(i.capture)) {
+                    text.extend_from_slice(b"\"capture\":");
+                    text.extend_from_slice(name);
+                    text.push(b',');
+                }
+                let _ = write!(text, "\"client\":\"{}\"", i.client);
                 out.extend_from_slice(&text);
-                *entry = Some((i.client, i.broker, text));
+                *entry = Some((i.client, i.broker, i.capture, text));
             }
         }
     }

@@ -173,6 +173,7 @@ where
     F: FnOnce() -> W + Send + 'static,
 {
     let pipeline = crate::print::pipeline_config(&settings.ports, settings.reorder, &settings.keys);
+    let captures: Vec<String> = src.paths().map(str::to_string).collect();
     let reader = FileReader::spawn(src, pipeline.clone(), BATCH_FRAMES_TREES, None);
     let mut analyzer = MessageAnalyzer::new(summary_config(pipeline, &settings.decode, true));
     let stamps = Arc::new(Stamps::default());
@@ -185,7 +186,7 @@ where
         }
         stamps.learn(analyzer, outs.get_mut(from..).unwrap_or_default());
     };
-    let pool = Pool::spawn(&settings, stamps.clone(), out, note);
+    let pool = Pool::spawn(&settings, &captures, stamps.clone(), out, note);
     let mut reorder = Reorder::new(HELD_MESSAGES);
     reorder.limit_bytes(settings.held_bytes);
     if let Some(f) = settings.filter.clone() {
@@ -916,6 +917,7 @@ struct Pool {
 impl Pool {
     fn spawn<W, F>(
         settings: &Settings,
+        captures: &[String],
         stamps: Arc<Stamps>,
         out: F,
         note: impl FnMut(&str) + Send + 'static,
@@ -944,7 +946,8 @@ impl Pool {
                 to,
                 render: Render::new(settings.format, true)
                     .time(settings.time)
-                    .layout(settings.layout),
+                    .layout(settings.layout)
+                    .captures(captures),
                 opts: settings.decode.clone(),
                 stamps: stamps.clone(),
                 big: settings.big_message,

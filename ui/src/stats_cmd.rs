@@ -42,17 +42,17 @@ pub fn run(a: &StatsArgs) -> Result<(), CliError> {
     let duration = crate::print::duration_arg(a.duration)?;
     // Bound before reading anything: a bad address fails at once.
     let metrics = a.metrics.as_deref().map(MetricsServer::start).transpose()?;
-    if let (Input::File(path), None) = (&input, duration) {
-        return run_file(a, path, metrics);
+    if let (Input::Files(paths), None) = (&input, duration) {
+        return run_file(a, paths, &input.name(), metrics);
     }
     let mut source = input.open(&a.capture.ports, &a.capture.keys())?;
     let (title, live) = match &input {
-        Input::File(p) => (p.clone(), false),
+        Input::Files(_) => (input.name(), false),
         Input::Live { iface, .. } => (format!("live on {iface}"), true),
     };
     let (cfg, mut stats) = engine(a);
     let mut analyzer = Analyzer::new(cfg);
-    let mut chosen = Chosen::new(a);
+    let mut chosen = Chosen::new(a, &input.captures());
     let tty = std::io::stdout().is_terminal();
     let started = Instant::now();
     let mut last_draw = Instant::now();
@@ -135,8 +135,13 @@ fn engine(a: &StatsArgs) -> (AnalyzerConfig, Stats) {
 /// `stats` of a file on three threads: read and reassembled by
 /// `print::FileReader`, decoded and paired on this one, counted on a third —
 /// the same outputs in the same order as one thread, so the same report.
-fn run_file(a: &StatsArgs, path: &str, metrics: Option<MetricsServer>) -> Result<(), CliError> {
-    let mut src = FileSource::open(path).map_err(CliError::Capture)?;
+fn run_file(
+    a: &StatsArgs,
+    paths: &[String],
+    path: &str,
+    metrics: Option<MetricsServer>,
+) -> Result<(), CliError> {
+    let mut src = FileSource::open_all(paths).map_err(CliError::Capture)?;
     src.set_tls_keys(a.capture.keys());
     let (cfg, mut stats) = engine(a);
     let mut analyzer = MessageAnalyzer::new(cfg);
@@ -170,7 +175,7 @@ fn run_file(a: &StatsArgs, path: &str, metrics: Option<MetricsServer>) -> Result
     });
     let mut out = Vec::new();
     let mut read_error = None;
-    let mut chosen = Chosen::new(a);
+    let mut chosen = Chosen::new(a, paths);
     for mut batch in reader.rx.iter() {
         batch
             .evs
@@ -225,8 +230,9 @@ fn run_file(a: &StatsArgs, path: &str, metrics: Option<MetricsServer>) -> Result
 struct Chosen(Option<Reorder>);
 
 impl Chosen {
-    fn new(a: &StatsArgs) -> Chosen {
-        Chosen(a.display_filter.clone().map(|f| {
+    fn new(a: &StatsArgs, captures: &[String]) -> Chosen {
+        Chosen(a.display_filter.clone().map(|mut f| {
+            f.set_captures(captures);
             let mut r = Reorder::new(crate::print::HELD_MESSAGES);
             r.limit_bytes(crate::print::HELD_BYTES);
             r.filter(f);

@@ -491,6 +491,10 @@ pub struct App {
     pub col_want: [usize; columns::SPECS.len()],
     /// The highest connection whose endpoints were measured for `col_want`.
     widest_stream: Option<u64>,
+    /// The names of the captures read together (a message's
+    /// `MessageInfo::capture` is its place in them): the `capture` column
+    /// and filter field.
+    pub captures: Vec<String>,
     /// Partitions and records of listed messages, read from their trees
     /// (those columns): by entry index plus `dropped`, at most [`ROW_FACTS`].
     row_facts: std::cell::RefCell<HashMap<u64, (String, String)>>,
@@ -583,6 +587,7 @@ impl App {
             columns_saved: true,
             col_want: [0; columns::SPECS.len()],
             widest_stream: None,
+            captures: Vec::new(),
             row_facts: std::cell::RefCell::default(),
         }
     }
@@ -599,7 +604,7 @@ impl App {
             if matches!(c, Col::Route | Col::Client | Col::Broker) && !new_stream {
                 continue;
             }
-            if let Some(t) = ui::info_cell(c, i) {
+            if let Some(t) = ui::info_cell(c, i, &self.captures) {
                 let slot = &mut self.col_want[c as usize];
                 *slot = (*slot).max(t.chars().count());
             }
@@ -934,6 +939,9 @@ impl App {
 
     fn apply_filter(&mut self, text: &str) {
         self.filter = Filter::parse(text).ok().filter(|f| !f.is_empty());
+        if let Some(f) = &mut self.filter {
+            f.set_captures(&self.captures);
+        }
         self.filter_text = self.filter.as_ref().map_or(String::new(), |_| text.into());
         self.matched = match &self.filter {
             None => Bitset::filled(self.entries.len(), true),

@@ -33,6 +33,7 @@ pub enum Col {
     Records,
     Throttle,
     Notes,
+    Capture,
 }
 
 /// A column's name, header, alignment (right for numbers), the width its
@@ -65,7 +66,7 @@ const fn spec(
 }
 
 /// Every column, in the order of [`Col`].
-pub const SPECS: [Spec; 18] = [
+pub const SPECS: [Spec; 19] = [
     spec(Col::No, "no", "No.", true, 3, 20),
     spec(Col::Time, "time", "Time", true, 4, 32),
     spec(Col::Stream, "stream", "Str", false, 3, 21),
@@ -84,6 +85,7 @@ pub const SPECS: [Spec; 18] = [
     spec(Col::Records, "records", "Records", true, 7, 10),
     spec(Col::Throttle, "throttle", "Throttle", true, 8, 10),
     spec(Col::Notes, "notes", "Notes", false, 12, usize::MAX),
+    spec(Col::Capture, "capture", "Capture", false, 7, 40),
 ];
 
 impl Col {
@@ -108,10 +110,11 @@ pub const DEFAULT: [Col; 10] = [
 
 /// Which columns go when the list is too narrow, first first: `no` and
 /// `api` stay.
-const DROP: [Col; 16] = [
+const DROP: [Col; 17] = [
     Col::Route,
     Col::Broker,
     Col::Client,
+    Col::Capture,
     Col::ClientId,
     Col::Topics,
     Col::Partitions,

@@ -38,20 +38,22 @@ use crate::filter::Facts;
 
 pub mod record;
 
-/// A connection's endpoints and their text.
+/// A connection's endpoints and their text, and the capture it was seen in.
 #[derive(Debug, PartialEq, Eq, Hash)]
 struct Ends {
     client: SocketAddr,
     broker: SocketAddr,
+    capture: u16,
     client_text: String,
     broker_text: String,
 }
 
 impl Ends {
-    fn new(client: SocketAddr, broker: SocketAddr) -> Ends {
+    fn new(client: SocketAddr, broker: SocketAddr, capture: u16) -> Ends {
         Ends {
             client,
             broker,
+            capture,
             client_text: client.to_string(),
             broker_text: broker.to_string(),
         }
@@ -77,20 +79,21 @@ pub struct Shared {
 /// does not format its addresses again: at most [`Interner::MAX_ENDS`] pairs.
 #[derive(Debug, Default)]
 pub struct Interner {
-    ends: HashMap<(SocketAddr, SocketAddr), Arc<Ends>>,
+    ends: HashMap<(SocketAddr, SocketAddr, u16), Arc<Ends>>,
 }
 
 impl Interner {
     /// Most endpoint pairs kept (past it they are forgotten and made again).
     pub const MAX_ENDS: usize = 4096;
 
-    fn ends(&mut self, client: SocketAddr, broker: SocketAddr) -> Arc<Ends> {
-        if self.ends.len() >= Self::MAX_ENDS && !self.ends.contains_key(&(client, broker)) {
+    fn ends(&mut self, client: SocketAddr, broker: SocketAddr, capture: u16) -> Arc<Ends> {
+        let key = (client, broker, capture);
+        if self.ends.len() >= Self::MAX_ENDS && !self.ends.contains_key(&key) {
             self.ends.clear();
         }
         self.ends
-            .entry((client, broker))
-            .or_insert_with(|| Arc::new(Ends::new(client, broker)))
+            .entry(key)
+            .or_insert_with(|| Arc::new(Ends::new(client, broker, capture)))
             .clone()
     }
 
@@ -215,7 +218,7 @@ impl IndexEntry {
         let (piece_offset, piece_len) = raw.file_pieces.first().copied().unwrap_or((0, 0));
         let stream_offset = raw.stream_offset;
         let spill = (!common).then(|| Box::new(raw));
-        let ends = interner.ends(info.client, info.broker);
+        let ends = interner.ends(info.client, info.broker, info.capture);
         let shared = Arc::new(Shared {
             ends,
             client_id: info.client_id,
@@ -343,6 +346,7 @@ impl FactsEntry {
             decode_warning: s.decode_warning,
             resynced: self.resynced(),
             skipped_before: s.skipped_before,
+            capture: s.ends.capture,
             topics: s.topics.clone(),
         }
     }
@@ -426,6 +430,9 @@ impl Facts for FactsEntry {
     }
     fn stream(&self) -> u64 {
         self.stream
+    }
+    fn capture(&self) -> u16 {
+        self.shared.ends.capture
     }
     fn correlation_id(&self) -> Option<i32> {
         self.has(CORRELATION).then_some(self.correlation_id)

@@ -68,8 +68,8 @@ use store::Scratch;
 
 /// What the TUI reads.
 pub enum Input {
-    /// A pcap/pcapng file, or `-` for standard input.
-    File(String),
+    /// pcap/pcapng files (`-` for standard input), several merged by time.
+    Files(Vec<String>),
     /// A live interface and its BPF filter.
     Live {
         /// Interface name.
@@ -183,11 +183,10 @@ const POLL: Duration = Duration::from_millis(40);
 pub fn run(opts: Options) -> Result<(), CliError> {
     // Open the input before touching the terminal, so errors print plainly.
     let (title, kind, capture) = match &opts.input {
-        Input::File(p) => (
-            p.clone(),
-            SourceKind::File,
-            Some(print::Input::File(p.clone())),
-        ),
+        Input::Files(p) => {
+            let files = print::Input::Files(p.clone());
+            (files.name(), SourceKind::File, Some(files))
+        }
         Input::Live { iface, filter } => {
             let live = print::Input::Live {
                 iface: iface.clone(),
@@ -201,7 +200,9 @@ pub fn run(opts: Options) -> Result<(), CliError> {
         .map(|c| c.open(&opts.ports, &opts.keys))
         .transpose()?;
     let meta = match &opts.input {
-        Input::File(p) if p != "-" => std::fs::metadata(p).ok().map(|m| (p, m)),
+        Input::Files(p) if p.len() == 1 && p[0] != "-" => {
+            std::fs::metadata(&p[0]).ok().map(|m| (&p[0], m))
+        }
         _ => None,
     };
     let total = meta.as_ref().map(|(_, m)| m.len());
@@ -235,9 +236,23 @@ pub fn run(opts: Options) -> Result<(), CliError> {
         Ok(None) => {}
         Err(e) => app.notice = Some(e),
     }
+    // Several captures: the list shows each message's, after the stream
+    // when the columns chosen do not place it.
+    if let Input::Files(p) = &opts.input {
+        app.captures = p.clone();
+        if p.len() > 1 && !app.columns.contains(&columns::Col::Capture) {
+            let mut cols = app.columns.clone();
+            let at = cols
+                .iter()
+                .position(|&c| c == columns::Col::Stream)
+                .map_or(0, |k| k + 1);
+            cols.insert(at, columns::Col::Capture);
+            app.set_columns(cols);
+        }
+    }
     // The listed messages' packets can be saved from a file read again.
     app.save_from = match &opts.input {
-        Input::File(p) if reread => Some(p.clone()),
+        Input::Files(p) if reread => p.first().cloned(),
         _ => None,
     };
     if kind != SourceKind::Message {

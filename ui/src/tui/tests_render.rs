@@ -295,6 +295,51 @@ fn bad_filter() {
     }
 }
 
+/// Two captures read together: the list shows each message's capture by
+/// its file's name, and `capture` in the filter picks one capture's.
+#[test]
+fn several_captures_are_shown_and_filtered() {
+    use super::columns::Col;
+    const A3: &str = "captures/a3-kafka-python-admin.pcap";
+    let es = super::testutil::merged_entries(&[A1, A3]);
+    let from3 = es.iter().filter(|e| e.info.capture == 1).count();
+    assert_eq!(from3, entries(A3).len());
+    let mut app = super::testutil::app_of(A1, Vec::new(), 160, 45);
+    app.captures = vec![super::testutil::repo(A1), super::testutil::repo(A3)];
+    app.set_columns(vec![
+        Col::No,
+        Col::Stream,
+        Col::Capture,
+        Col::Api,
+        Col::Kind,
+    ]);
+    app.update(Msg::Loaded(es));
+    let text = screen_text(&draw(&app));
+    // a3 was recorded first: its messages open the list.
+    assert!(text.contains("a3-kafka-python-admin.pcap"), "{text}");
+    assert_eq!(
+        app.col_want[Col::Capture as usize],
+        A1.len() - "captures/".len()
+    );
+    key(&mut app, KeyCode::Char('/'));
+    keys(&mut app, "capture~python");
+    key(&mut app, KeyCode::Enter);
+    assert_eq!(app.view.len(), from3);
+    key(&mut app, KeyCode::Char('/'));
+    for _ in 0.."capture~python".len() {
+        key(&mut app, KeyCode::Backspace);
+    }
+    keys(&mut app, "capture~kcat");
+    key(&mut app, KeyCode::Enter);
+    assert_eq!(app.view.len(), app.entries.len() - from3);
+    let text = screen_text(&draw(&app));
+    assert!(
+        text.contains("a1-kcat-produce-consume-group.pcap"),
+        "{text}"
+    );
+    assert!(!text.contains("a3-kafka"), "{text}");
+}
+
 #[test]
 fn no_color_still_marks_the_selection() {
     let mut app = app_with(A1, 120, 40);

@@ -33,8 +33,19 @@ pub fn tls_entries(capture: &str) -> Vec<Entry> {
     entries_with(capture, cfg)
 }
 
-fn entries_with(capture: &str, mut cfg: AnalyzerConfig) -> Vec<Entry> {
-    let mut src = FileSource::open(&repo(capture)).expect("capture opens");
+/// Every message of several captures in `captures/` read together
+/// (merged by time, as the loader reads them).
+pub fn merged_entries(captures: &[&str]) -> Vec<Entry> {
+    entries_of(captures, AnalyzerConfig::default())
+}
+
+fn entries_with(capture: &str, cfg: AnalyzerConfig) -> Vec<Entry> {
+    entries_of(&[capture], cfg)
+}
+
+fn entries_of(captures: &[&str], mut cfg: AnalyzerConfig) -> Vec<Entry> {
+    let paths: Vec<String> = captures.iter().map(|c| repo(c)).collect();
+    let mut src = FileSource::open_all(&paths).expect("captures open");
     cfg.decode.records = false;
     let mut an = Analyzer::new(cfg);
     let mut out = Vec::new();

@@ -391,7 +391,7 @@ pub fn notes_text(e: &IndexEntry, throttle: bool, errors: bool) -> String {
 /// The text of column `c` for entry `e` (facts `i`, at index `idx`), shown
 /// after a row of time `prev`; `notes` is made once the columns are laid out.
 pub fn cell(app: &App, c: Col, e: &IndexEntry, i: &MessageInfo, prev: Option<Timestamp>) -> String {
-    info_cell(c, i).unwrap_or_else(|| match c {
+    info_cell(c, i, &app.captures).unwrap_or_else(|| match c {
         Col::Time => time_text(app, e, prev),
         Col::Partitions => app.row_facts(e.index() as usize).0,
         Col::Records => app.row_facts(e.index() as usize).1,
@@ -401,9 +401,18 @@ pub fn cell(app: &App, c: Col, e: &IndexEntry, i: &MessageInfo, prev: Option<Tim
 
 /// The text of column `c` that a message's facts alone give (the list's,
 /// and what `App` measures as messages load); `None` for the time, the
-/// partitions and records (read from the tree) and the notes.
-pub fn info_cell(c: Col, i: &MessageInfo) -> Option<String> {
+/// partitions and records (read from the tree) and the notes. A message's
+/// capture is shown by its file's name, of the `captures` read.
+pub fn info_cell(c: Col, i: &MessageInfo, captures: &[String]) -> Option<String> {
     Some(match c {
+        Col::Capture => {
+            let name = captures
+                .get(usize::from(i.capture))
+                .map_or("", String::as_str);
+            let path = std::path::Path::new(name);
+            path.file_name()
+                .map_or(name.into(), |n| n.to_string_lossy().into_owned())
+        }
         Col::No => i.frame.to_string(),
         Col::Stream => format!("s{}", i.stream),
         Col::Route => route(i),

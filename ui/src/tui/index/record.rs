@@ -432,12 +432,13 @@ fn put_addr(o: &mut Vec<u8>, a: &SocketAddr) {
 }
 
 /// The blob of shared facts: the endpoints (their text is made again when
-/// read), the client id, the topics, the error codes, the decode error and
+/// read) and the capture, the client id, the topics, the error codes, the decode error and
 /// warning, the bytes skipped before, the Fetch wait and the round trip.
 pub fn encode_shared(s: &Shared) -> Vec<u8> {
     let mut o = Vec::with_capacity(96 + s.topics.iter().map(|t| t.len() + 8).sum::<usize>());
     put_addr(&mut o, &s.ends.client);
     put_addr(&mut o, &s.ends.broker);
+    o.extend_from_slice(&s.ends.capture.to_le_bytes());
     put_opt_str(&mut o, s.client_id.as_deref());
     put_list(&mut o, &s.topics, |o, t| put_str(o, t));
     put_list(&mut o, &s.error_codes, |o, c| {
@@ -509,7 +510,9 @@ impl Reader<'_> {
 /// The shared facts of a blob (its fields read in the order written).
 pub fn decode_shared(b: &[u8]) -> Result<Shared, DecodeError> {
     let mut r = Reader { b, at: 0 };
-    let ends = Ends::new(r.addr("client address")?, r.addr("broker address")?);
+    let (client, broker) = (r.addr("client address")?, r.addr("broker address")?);
+    let capture = u16::from_le_bytes(r.array("capture")?);
+    let ends = Ends::new(client, broker, capture);
     let s = Shared {
         ends: Arc::new(ends),
         client_id: r.opt_string("client id")?,

@@ -1,0 +1,229 @@
+//! Several captures read together (`FileSource::open_all`): merged by time
+//! as `mergecap` merges them, each frame and message marked with its
+//! capture, two captures' packets never one connection's, a bad file named
+//! while the others are read on.
+
+mod support;
+
+use kafkashark::analyzer::{Analyzer, AnalyzerConfig, MessageRecord, Output};
+use kafkashark::capture::{FileSource, Frame, FrameSource, Seen};
+use kafkashark::flow::Ports;
+use kafkashark::pipeline::PipelineConfig;
+use std::path::Path;
+use support::{recorded, write_frames, Format, TempCapture};
+
+/// Every frame of one file, as its own reader gives them.
+fn frames(path: &Path) -> Vec<Frame> {
+    let mut src = FileSource::open(path.to_str().unwrap()).unwrap();
+    std::iter::from_fn(|| src.next_frame().unwrap()).collect()
+}
+
+/// A copy of the capture at `path` with every frame `by_ns` later (the
+/// frames' bytes and link type as they were).
+fn shifted(path: &Path, by_ns: u64, tag: &str) -> TempCapture {
+    let fs = frames(path);
+    let link = fs.first().map_or(1, |f| f.link.0);
+    let moved: Vec<_> = fs
+        .iter()
+        .map(|f| (f.ts.add_nanos(by_ns), f.data.to_vec()))
+        .collect();
+    write_frames(tag, link, Format::PcapNanos, &moved)
+}
+
+fn paths(ps: &[&Path]) -> Vec<String> {
+    ps.iter().map(|p| p.to_str().unwrap().to_string()).collect()
+}
+
+/// The messages of the files at `ps` read together.
+fn analyze_all(ps: &[&Path]) -> Vec<MessageRecord> {
+    let mut src = FileSource::open_all(&paths(ps)).unwrap();
+    let mut an = Analyzer::new(AnalyzerConfig {
+        pipeline: PipelineConfig::with_ports(Ports::default()),
+        ..AnalyzerConfig::default()
+    });
+    let mut out = Vec::new();
+    while let Some(f) = src.next_frame().unwrap() {
+        an.push(&f, &mut out);
+    }
+    an.finish(&mut out);
+    out.into_iter()
+        .filter_map(|o| match o {
+            Output::Message(m) => Some(*m),
+            Output::Notice(_) => None,
+        })
+        .collect()
+}
+
+/// What a message is, leaving out where it lies in the capture (frame
+/// numbers, times, connection numbers change when files are merged).
+type Exchange = (
+    String,
+    Option<i16>,
+    Option<i32>,
+    String,
+    i32,
+    Option<u64>,
+    Vec<i16>,
+    bool,
+);
+
+fn exchanges(ms: &[MessageRecord]) -> Vec<Exchange> {
+    let mut v: Vec<Exchange> = ms
+        .iter()
+        .map(|m| {
+            let i = &m.info;
+            (
+                format!("{:?} {:?} {}->{}", i.kind, i.api_key, i.client, i.broker),
+                i.api_version,
+                i.correlation_id,
+                i.decode_error.clone().unwrap_or_default(),
+                i.length,
+                i.latency_ns,
+                i.error_codes.clone(),
+                i.paired,
+            )
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+/// The same capture twice, the second copy a quarter second later: the two
+/// interleave packet by packet on the same addresses and ports, yet each is
+/// its own set of connections, decoded and paired as the capture alone is
+/// (were the copies one connection's packets, the second's would be taken
+/// for retransmissions and nothing of it decoded).
+#[test]
+fn the_same_capture_twice_is_two_captures() {
+    let Some(a1) = recorded("a1-kcat-produce-consume-group.pcap") else {
+        return;
+    };
+    let later = shifted(&a1, 250_000_000, "a1-later");
+    let alone = analyze_all(&[&a1]);
+    assert!(alone.len() > 100 && alone.iter().all(|m| m.info.capture == 0));
+    let both = analyze_all(&[&a1, &later.path]);
+    assert_eq!(both.len(), 2 * alone.len());
+    for capture in [0, 1] {
+        let of: Vec<MessageRecord> = both
+            .iter()
+            .filter(|m| m.info.capture == capture)
+            .cloned()
+            .collect();
+        assert_eq!(exchanges(&of), exchanges(&alone), "capture {capture}");
+    }
+    // Interleaved: the second copy's messages are not all after the first's.
+    let first_late = both.iter().position(|m| m.info.capture == 1).unwrap();
+    assert!(both[first_late..].iter().any(|m| m.info.capture == 0));
+    // Frames are numbered across both, each message's within the total.
+    let frames = 2 * frames(&a1).len() as u64;
+    assert!(both.iter().all(|m| m.info.frame <= frames));
+    assert!(both
+        .iter()
+        .any(|m| m.info.frame > frames / 2 && m.info.capture == 0));
+}
+
+/// Merged frames come in `mergecap`'s order and numbering (by time, a tie
+/// to the file given first), each with its file's place in the list and no
+/// file offset; `poll_with` (the file reader's segments) gives the same
+/// frames as `poll`. Checked against mergecap when it is installed.
+#[test]
+fn merged_frames_are_mergecaps() {
+    let (Some(a1), Some(a3)) = (
+        recorded("a1-kcat-produce-consume-group.pcap"),
+        recorded("a3-kafka-python-admin.pcap"),
+    ) else {
+        return;
+    };
+    // a3 moved into a1's time, and a1 again at the very same times (ties).
+    let (f1, f3) = (frames(&a1), frames(&a3));
+    let into = f1[0].ts.nanos_since(f3[0].ts) + 1_000_000_000;
+    let a3_in = shifted(&a3, into, "a3-in-a1");
+    let a1_again = shifted(&a1, 0, "a1-again");
+    let files = [a1.as_path(), a3_in.path.as_path(), a1_again.path.as_path()];
+    let mut src = FileSource::open_all(&paths(&files)).unwrap();
+    let merged: Vec<Frame> = std::iter::from_fn(|| src.next_frame().unwrap()).collect();
+    assert_eq!(merged.len(), 2 * f1.len() + f3.len());
+    for (k, f) in merged.iter().enumerate() {
+        assert_eq!(f.index, k as u64 + 1);
+        assert_eq!(f.file_offset, None);
+    }
+    let from = |c: u16| merged.iter().filter(|f| f.capture == c).count();
+    assert_eq!((from(0), from(1), from(2)), (f1.len(), f3.len(), f1.len()));
+    // Each file's frames keep their order; times never go back across files
+    // where each file's own do not.
+    for c in 0..3u16 {
+        let own: Vec<&Frame> = merged.iter().filter(|f| f.capture == c).collect();
+        let want = [&f1, &f3, &f1][usize::from(c)];
+        assert!(own.iter().zip(want.iter()).all(|(a, b)| a.data == b.data));
+    }
+    // poll_with: the same frames, numbers and captures.
+    let mut src = FileSource::open_all(&paths(&files)).unwrap();
+    let mut seen = Vec::new();
+    while let Some(s) = src
+        .poll_with(|s| match s {
+            Seen::Tcp(t) => (t.index, t.ts, t.seg.capture, t.file_offset),
+            Seen::Frame(f) => (f.index, f.ts, f.capture, f.file_offset),
+        })
+        .unwrap()
+    {
+        seen.push(s);
+    }
+    let want: Vec<_> = merged
+        .iter()
+        .map(|f| (f.index, f.ts, f.capture, None))
+        .collect();
+    assert_eq!(seen, want);
+    // mergecap's merge of the same files, frame for frame.
+    let out = support::temp_path("mergecap", "pcap");
+    let Ok(run) = std::process::Command::new("mergecap")
+        .args(["-F", "pcap", "-w"])
+        .arg(&out)
+        .args(files)
+        .output()
+    else {
+        eprintln!("no mergecap: its order not compared");
+        return;
+    };
+    assert!(run.status.success(), "{run:?}");
+    let theirs = frames(&out);
+    let _ = std::fs::remove_file(&out);
+    assert_eq!(theirs.len(), merged.len());
+    for (a, b) in merged.iter().zip(&theirs) {
+        assert_eq!((a.index, a.ts, &a.data), (b.index, b.ts, &b.data));
+    }
+}
+
+/// A file that stops short among several: its error names it and the
+/// frame of its own that could not be read; the frames before it and every
+/// other file's are read, and the other file's messages all decode.
+#[test]
+fn a_bad_file_among_several_is_named_and_the_others_read_on() {
+    let (Some(a1), Some(a3)) = (
+        recorded("a1-kcat-produce-consume-group.pcap"),
+        recorded("a3-kafka-python-admin.pcap"),
+    ) else {
+        return;
+    };
+    let whole = std::fs::read(&a3).unwrap();
+    let cut = support::temp_path("a3-cut", "pcap");
+    // Into the middle of a record: a few bytes short of the end.
+    std::fs::write(&cut, &whole[..whole.len() - 10]).unwrap();
+    let n3 = frames(&a3).len() as u64;
+    let files = [a1.as_path(), cut.as_path()];
+    let mut src = FileSource::open_all(&paths(&files)).unwrap();
+    let (mut got, mut errors) = (Vec::new(), Vec::new());
+    loop {
+        match src.next_frame() {
+            Ok(Some(f)) => got.push(f.capture),
+            Ok(None) => break,
+            Err(e) => errors.push(e.to_string()),
+        }
+    }
+    let _ = std::fs::remove_file(&cut);
+    assert_eq!(errors.len(), 1, "{errors:?}");
+    assert!(errors[0].contains(cut.to_str().unwrap()), "{}", errors[0]);
+    assert!(errors[0].contains(&format!("frame {n3}")), "{}", errors[0]);
+    let count = |c: u16| got.iter().filter(|&&g| g == c).count() as u64;
+    assert_eq!(count(0), frames(&a1).len() as u64);
+    assert_eq!(count(1), n3 - 1);
+}
