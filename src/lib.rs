@@ -11,6 +11,7 @@
 
 pub mod analyzer;
 pub mod capture;
+pub mod export;
 pub mod flow;
 pub mod kafka;
 pub mod pairing;

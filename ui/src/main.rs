@@ -11,6 +11,7 @@ use kafkashark::kafka::{decode_request, decode_response, tree, DecodeOptions, De
 
 mod alloc;
 mod cli_error;
+mod export_cmd;
 mod fields_cmd;
 mod filter;
 mod keylog;
@@ -164,6 +165,8 @@ enum Command {
     Live(LiveArgs),
     /// Latency, throttle, errors, traffic, clients and groups of a capture (file or -i IFACE).
     Stats(stats_cmd::StatsArgs),
+    /// Every Kafka message as a row: Parquet, JSONL or CSV, hive-partitioned by date and api.
+    Export(export_cmd::ExportArgs),
     /// The display filter's fields and words, or an api's message fields (`fields Produce`).
     Fields(fields_cmd::FieldsArgs),
 }
@@ -338,6 +341,7 @@ fn main() -> ExitCode {
         Some(Command::Decode(a)) => run_decode(&a),
         Some(Command::Print(a)) => print::run(&a).map(|_| ExitCode::SUCCESS),
         Some(Command::Stats(a)) => stats_cmd::run(&a).map(|()| ExitCode::SUCCESS),
+        Some(Command::Export(a)) => export_cmd::run(&a).map(|()| ExitCode::SUCCESS),
         Some(Command::Fields(a)) => fields_cmd::run(&a).map(|()| ExitCode::SUCCESS),
         Some(Command::Live(a)) => {
             privilege::configure(&a.privilege);

@@ -272,6 +272,26 @@ pub fn with_captures(
     })
 }
 
+/// One poll of `source` into `analyzer` (its outputs appended to `out`):
+/// `false` at the end of the input, or after a read error, kept in `error`.
+pub fn pump(
+    source: &mut dyn FrameSource,
+    analyzer: &mut Analyzer,
+    out: &mut Vec<Output>,
+    error: &mut Option<CaptureError>,
+) -> bool {
+    match source.poll() {
+        Ok(Polled::Frame(f)) => analyzer.push(&f, out),
+        Ok(Polled::Timeout) => {}
+        Ok(Polled::End) => return false,
+        Err(e) => {
+            *error = Some(e);
+            return false;
+        }
+    }
+    true
+}
+
 /// `--duration SECONDS` of `print` or `stats`.
 pub fn duration_arg(seconds: Option<f64>) -> Result<Option<Duration>, CliError> {
     match seconds {

@@ -10,7 +10,7 @@ use std::io::{IsTerminal, Write};
 use std::time::{Duration, Instant};
 
 use kafkashark::analyzer::{Analyzer, AnalyzerConfig, MessageAnalyzer, Notice, Output};
-use kafkashark::capture::{CaptureError, FileSource, Polled};
+use kafkashark::capture::{CaptureError, FileSource};
 use kafkashark::flow::ReorderWindow;
 use kafkashark::kafka::tree;
 use kafkashark::pipeline::{Event, Warning};
@@ -62,14 +62,8 @@ pub fn run(a: &StatsArgs) -> Result<(), CliError> {
         m.announce();
     }
     while duration.is_none_or(|d| started.elapsed() < d) {
-        match source.poll() {
-            Ok(Polled::Frame(f)) => analyzer.push(&f, &mut out),
-            Ok(Polled::Timeout) => {}
-            Ok(Polled::End) => break,
-            Err(e) => {
-                read_error = Some(e);
-                break;
-            }
+        if !crate::print::pump(source.as_mut(), &mut analyzer, &mut out, &mut read_error) {
+            break;
         }
         chosen.pass(&mut out, false);
         for o in out.drain(..) {

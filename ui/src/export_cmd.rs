@@ -1,0 +1,174 @@
+//! `kafkashark export`: every Kafka message of the captures as a row of the
+//! `messages` table (`kafkashark::export`), written by `kafkashark-export`
+//! (the `export/` package) as Parquet, JSONL or CSV, hive-partitioned by
+//! date and api under `--out`.
+//!
+//! This shell reads and analyses the captures as `print` does and hands
+//! the rows, one JSON object a line, to `kafkashark-export` through a pipe:
+//! the writer (the Arrow and Parquet crates) is a program of its own, so
+//! that this binary's optimised build does not carry them, and it writes
+//! on a second core while this one analyses.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Command, Stdio};
+
+use kafkashark::analyzer::{Analyzer, Output};
+use kafkashark::capture::CaptureError;
+use kafkashark::flow::ReorderWindow;
+
+use crate::cli_error::CliError;
+use crate::print::{duration_arg, notice_line, pipeline_config, report_end, CaptureArgs, Input};
+
+/// What `export` writes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum ExportFormat {
+    /// Apache Parquet (snappy), typed columns.
+    Parquet,
+    /// One JSON object a line.
+    Jsonl,
+    /// Comma-separated values with a header line.
+    Csv,
+}
+
+/// `kafkashark export` arguments.
+#[derive(clap::Args, Debug)]
+pub struct ExportArgs {
+    #[command(flatten)]
+    pub capture: CaptureArgs,
+    /// The directory the tables go in (`DIR/messages/date=…/api=…/part-N.…`).
+    #[arg(long, value_name = "DIR")]
+    pub out: PathBuf,
+    /// The files' format.
+    #[arg(long, value_enum, default_value = "parquet")]
+    pub format: ExportFormat,
+    /// Stop a live capture after this many seconds.
+    #[arg(long, value_name = "SECONDS")]
+    pub duration: Option<f64>,
+    /// How long a segment the capture puts late is waited for (see `print`).
+    #[arg(long, value_name = "SPEC", default_value = "64,1s,1MiB", value_parser = crate::parse_reorder_window)]
+    pub reorder_window: ReorderWindow,
+    #[command(flatten)]
+    pub privilege: crate::privilege::PrivilegeArgs,
+}
+
+/// The writer program: beside this one, else on the `PATH`.
+fn writer_program() -> PathBuf {
+    let name = "kafkashark-export";
+    std::env::current_exe()
+        .ok()
+        .map(|p| p.with_file_name(name))
+        .filter(|p| p.is_file())
+        .unwrap_or_else(|| PathBuf::from(name))
+}
+
+/// Starts the writer on `out`.
+fn spawn_writer(format: ExportFormat, out: &Path) -> Result<(Child, ChildStdin), CliError> {
+    let program = writer_program();
+    let format = match format {
+        ExportFormat::Parquet => "parquet",
+        ExportFormat::Jsonl => "jsonl",
+        ExportFormat::Csv => "csv",
+    };
+    let mut child = Command::new(&program)
+        .args(["--format", format, "--out"])
+        .arg(out)
+        .stdin(Stdio::piped())
+        .spawn()
+        .map_err(|e| {
+            CliError::Usage(format!(
+                "export writes through {} (built with `cargo build -p kafkashark-export`): {e}",
+                program.display()
+            ))
+        })?;
+    let stdin = child
+        .stdin
+        .take()
+        .ok_or_else(|| CliError::Usage("the export writer has no input".into()))?;
+    Ok((child, stdin))
+}
+
+/// Runs `export`.
+pub fn run(a: &ExportArgs) -> Result<(), CliError> {
+    crate::privilege::configure(&a.privilege);
+    let input = a.capture.input()?;
+    a.capture.load_keys()?;
+    let duration = duration_arg(a.duration)?;
+    let mut source = input.open(&a.capture.ports, &a.capture.keys())?;
+    let names = input.captures();
+    let name = input.name();
+    let pipeline = pipeline_config(&a.capture.ports, a.reorder_window, &a.capture.keys());
+    let cfg = crate::render_pool::summary_config(pipeline, &Default::default(), false);
+    let mut analyzer = Analyzer::new(cfg);
+    let (mut child, stdin) = spawn_writer(a.format, &a.out)?;
+    let mut w = std::io::BufWriter::with_capacity(1 << 16, stdin);
+    let mut out = Vec::new();
+    let mut row = Vec::with_capacity(1024);
+    // The Community IDs of recent connections, at `stream % IDS`.
+    const IDS: usize = 1024;
+    let mut ids: Vec<Option<(u64, String)>> = vec![None; IDS];
+    let started = std::time::Instant::now();
+    let mut read_error: Option<CaptureError> = None;
+    let mut write = |outs: &mut Vec<Output>, w: &mut dyn Write| -> std::io::Result<()> {
+        for o in outs.drain(..) {
+            match o {
+                Output::Message(m) => {
+                    let i = &m.info;
+                    let capture = names.get(usize::from(i.capture)).map_or("", String::as_str);
+                    let slot = &mut ids[(i.stream % IDS as u64) as usize];
+                    if slot.as_ref().is_none_or(|(s, _)| *s != i.stream) {
+                        let id = kafkashark::flow::community_id::tcp(i.client, i.broker);
+                        *slot = Some((i.stream, id));
+                    }
+                    let id = slot.as_ref().map_or("", |(_, id)| id.as_str());
+                    row.clear();
+                    kafkashark::export::message_row(&mut row, i, capture, id);
+                    row.push(b'\n');
+                    w.write_all(&row)?;
+                }
+                Output::Notice(n) => {
+                    if let Some(line) = notice_line(&name, &n) {
+                        eprintln!("{line}");
+                    }
+                }
+            }
+        }
+        Ok(())
+    };
+    // The writer gone before its input ended: its own failure says why
+    // (it wrote it), else the pipe's.
+    let broken = |child: &mut Child, e: std::io::Error| match child.wait() {
+        Ok(status) if !status.success() => failed(status),
+        _ => CliError::Usage(format!("the export writer stopped: {e}")),
+    };
+    while duration.is_none_or(|d| started.elapsed() < d) {
+        if !crate::print::pump(source.as_mut(), &mut analyzer, &mut out, &mut read_error) {
+            break;
+        }
+        if let Err(e) = write(&mut out, &mut w) {
+            return Err(broken(&mut child, e));
+        }
+    }
+    analyzer.finish(&mut out);
+    let written = write(&mut out, &mut w).and_then(|()| w.flush());
+    drop(w);
+    if let Err(e) = written {
+        return Err(broken(&mut child, e));
+    }
+    let status = child
+        .wait()
+        .map_err(|e| CliError::Usage(format!("the export writer: {e}")))?;
+    let live = matches!(input, Input::Live { .. });
+    report_end(source.as_mut(), live, &name, read_error);
+    if !status.success() {
+        return Err(failed(status));
+    }
+    Ok(())
+}
+
+/// The writer's failure (it said why on standard error).
+fn failed(status: std::process::ExitStatus) -> CliError {
+    CliError::Usage(format!(
+        "the export writer failed ({status}); see its message above"
+    ))
+}

@@ -1,0 +1,228 @@
+//! `kafkashark export` end to end: the shipped captures exported as
+//! Parquet, JSONL and CSV, queried with DuckDB (`export_duckdb.py`), agree
+//! with `stats --format json` on the same captures. Skips when python3 or
+//! its duckdb module is missing (CI installs it).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn bin() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_kafkashark"))
+}
+
+/// The shipped captures of `captures/` (not the TLS ones, which need keys).
+fn shipped() -> Vec<String> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../captures");
+    let mut v: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "pcap"))
+        .map(|p| p.to_string_lossy().into_owned())
+        .collect();
+    v.sort();
+    assert!(v.len() >= 10, "{v:?}");
+    v
+}
+
+/// `export FORMAT` of `files` into a fresh directory, then DuckDB's answers
+/// on it (`None` when DuckDB is not there).
+fn exported(files: &[String], format: &str) -> (PathBuf, Option<serde_json::Value>) {
+    let dir =
+        std::env::temp_dir().join(format!("kafkashark-export-{format}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let out = bin()
+        .arg("export")
+        .args(files)
+        .args(["--format", format, "--out"])
+        .arg(&dir)
+        .output()
+        .expect("run export");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/export_duckdb.py");
+    let q = Command::new("python3")
+        .arg(script)
+        .arg(&dir)
+        .arg(format)
+        .output();
+    let answers = match q {
+        Ok(q) if q.status.code() == Some(3) => None,
+        Ok(q) => {
+            assert!(q.status.success(), "{}", String::from_utf8_lossy(&q.stderr));
+            Some(serde_json::from_slice(&q.stdout).expect("the script's JSON"))
+        }
+        Err(_) => None,
+    };
+    (dir, answers)
+}
+
+/// Counts per api and version, latency percentiles (within the histogram's
+/// precision: a value's bucket is at most 0.1 % wide, and stats rounds to
+/// the microsecond) and error counts per api, as DuckDB reads them from the
+/// Parquet files, equal `stats --format json`'s; the JSONL and CSV exports
+/// give DuckDB the same answers.
+#[test]
+fn duckdb_on_the_export_agrees_with_stats() {
+    let files = shipped();
+    let (dir, answers) = exported(&files, "parquet");
+    let Some(db) = answers else {
+        eprintln!("no python3 with duckdb: skipped");
+        let _ = std::fs::remove_dir_all(&dir);
+        return;
+    };
+    // The table is partitioned by date and api.
+    let messages = dir.join("messages");
+    let dates: Vec<_> = std::fs::read_dir(&messages).unwrap().flatten().collect();
+    assert!(!dates.is_empty());
+    assert!(dates
+        .iter()
+        .all(|d| d.file_name().to_string_lossy().starts_with("date=")));
+    assert!(messages
+        .join(dates[0].file_name())
+        .read_dir()
+        .unwrap()
+        .flatten()
+        .all(|a| a.file_name().to_string_lossy().starts_with("api=")));
+    let _ = std::fs::remove_dir_all(&dir);
+    let out = bin()
+        .args(["stats", "--format", "json"])
+        .args(&files)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let stats: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(db["rows"], stats["summary"]["messages"]);
+    // Error names to codes, from the report's own list.
+    let mut code_of = std::collections::HashMap::new();
+    for e in stats["errors"].as_array().unwrap() {
+        code_of.insert(
+            e["error"].as_str().unwrap().to_string(),
+            e["code"].to_string(),
+        );
+    }
+    let apis = stats["apis"].as_array().unwrap();
+    assert_eq!(apis.len(), db["apis"].as_object().unwrap().len());
+    for a in apis {
+        let key = a["api_key"].to_string();
+        let d = &db["apis"][&key];
+        let name = &a["api_name"];
+        assert_eq!(d["requests"], a["requests"], "{name}");
+        assert_eq!(d["responses"], a["responses"], "{name}");
+        for v in a["versions"].as_array().unwrap() {
+            let dv = &d["versions"][v["version"].to_string()];
+            assert_eq!(dv["requests"], v["requests"], "{name} v{}", v["version"]);
+            assert_eq!(dv["responses"], v["responses"], "{name} v{}", v["version"]);
+        }
+        let lat = &a["latency_ms"];
+        if lat.is_null() || lat["count"] == 0 {
+            assert!(d.get("latency").is_none_or(|l| l["count"] == 0), "{name}");
+        } else {
+            assert_eq!(d["latency"]["count"], lat["count"], "{name}");
+            for p in ["p50", "p99"] {
+                let (theirs, ours) = (d["latency"][p].as_f64().unwrap(), lat[p].as_f64().unwrap());
+                assert!(
+                    ours >= theirs - 0.0005 && ours <= theirs * 1.001 + 0.0005,
+                    "{name} {p}: stats {ours}, duckdb {theirs}"
+                );
+            }
+        }
+        let mut errors = serde_json::Map::new();
+        for (e, n) in a["errors"].as_object().unwrap() {
+            errors.insert(code_of[e].clone(), n.clone());
+        }
+        assert_eq!(d["errors"], serde_json::Value::Object(errors), "{name}");
+    }
+    for format in ["jsonl", "csv"] {
+        let (dir, other) = exported(&files, format);
+        let _ = std::fs::remove_dir_all(&dir);
+        assert_eq!(other.as_ref(), Some(&db), "{format}");
+    }
+}
+
+/// Rows that come out the same whichever way the table is written: the
+/// JSONL export holds every column of the schema for every message, in
+/// the schema's order, and as many rows as `print` prints messages.
+#[test]
+fn the_jsonl_export_holds_every_message_and_column() {
+    let files = vec![shipped()[0].clone()];
+    let (dir, _) = exported(&files, "jsonl");
+    let mut rows = Vec::new();
+    let mut stack = vec![dir.join("messages")];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                let text = std::fs::read_to_string(&p).unwrap();
+                rows.extend(text.lines().map(|l| l.to_string()));
+            }
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    let printed = bin()
+        .args(["print", "--format", "jsonl"])
+        .args(&files)
+        .output()
+        .unwrap();
+    let n = String::from_utf8_lossy(&printed.stdout).lines().count();
+    assert_eq!(rows.len(), n);
+    let names: Vec<&str> = kafkashark::export::MESSAGES
+        .iter()
+        .map(|c| c.name)
+        .collect();
+    assert_eq!(documented_columns(), names, "docs/export.md");
+    let mut want: Vec<String> = names.iter().map(|s| s.to_string()).collect();
+    want.sort();
+    for r in &rows {
+        let keys: Vec<String> = serde_json::from_str::<serde_json::Value>(r)
+            .unwrap()
+            .as_object()
+            .unwrap()
+            .keys()
+            .cloned()
+            .collect();
+        assert_eq!(keys, want);
+        // In the schema's order in the line itself.
+        let at: Vec<usize> = names
+            .iter()
+            .map(|n| r.find(&format!("\"{n}\":")).unwrap())
+            .collect();
+        assert!(at.windows(2).all(|w| w[0] < w[1]), "{r}");
+    }
+}
+
+/// The columns docs/export.md lists for the messages table, in order.
+fn documented_columns() -> Vec<&'static str> {
+    let doc = include_str!("../../docs/export.md");
+    let table = doc
+        .split("## The messages table")
+        .nth(1)
+        .expect("the section");
+    let table = table.split("\n## ").next().unwrap_or(table);
+    table
+        .lines()
+        .filter_map(|l| l.strip_prefix("| `"))
+        .filter_map(|l| l.split('`').next())
+        .collect()
+}
+
+/// A directory that cannot be written: the writer says where and why, and
+/// `export` fails with it.
+#[test]
+fn an_unwritable_directory_fails_the_export_with_why() {
+    let out = bin()
+        .args(["export", &shipped()[0], "--out", "/proc/kafkashark-nowhere"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        said.contains("kafkashark-export: row 1: /proc/kafkashark-nowhere/messages/date="),
+        "{said}"
+    );
+    assert!(said.contains("the export writer failed"), "{said}");
+}
