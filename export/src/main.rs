@@ -75,7 +75,10 @@ fn main() -> ExitCode {
     match run(&a) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("kafkashark-export: {e}");
+            // One write: the other program writes to the same standard
+            // error, and a line written in pieces could be cut by its lines.
+            let line = format!("kafkashark-export: {e}\n");
+            let _ = std::io::stderr().write_all(line.as_bytes());
             ExitCode::from(2)
         }
     }
