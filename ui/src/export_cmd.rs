@@ -128,7 +128,8 @@ pub fn run(a: &ExportArgs) -> Result<(), CliError> {
                 }
                 Output::Notice(n) => {
                     if let Some(line) = notice_line(&name, &n) {
-                        eprintln!("{line}");
+                        // One write: the writer shares standard error.
+                        let _ = std::io::stderr().write_all(format!("{line}\n").as_bytes());
                     }
                 }
             }
