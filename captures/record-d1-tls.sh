@@ -19,6 +19,10 @@
 #                            (tls-sasl.py), to a tansu requiring them; needs TANSU_SQL, a tansu
 #                            0.6.0 built with --features dynostore,libsql (users are kept
 #                            across the restart that turns authentication on)
+#   record-d1-tls.sh plain  -> tls/d5-sasl-plain.pcap, tls/d5-sasl-plain-plain.pcap (and
+#                            tls/d5-sasl-plain-keys.pcapng): SASL_SSL over TLS 1.2, PLAIN logins
+#                            (tls-sasl.py plain); needs TANSU_PLAIN, tansu 0.6.0 built with
+#                            PLAIN by build-tansu-plain.sh (a stock tansu offers SCRAM only)
 #   record-d1-tls.sh bulk MB DIR -> DIR/bulk-tls13.pcap, DIR/bulk-tls13-plain.pcap: TLS 1.3,
 #                            kafka-python producing MB megabytes and reading them back, for
 #                            scripts/bench-tls.sh (not shipped: large)
@@ -35,11 +39,17 @@
 # Needs what reclib.sh needs, openssl, kafka-python, confluent-kafka and kafkajs
 # (NODE_PATH pointing at a node_modules holding kafkajs 2.2.4).
 set -euo pipefail
-VERSION=${1:?usage: record-d1-tls.sh 1.2|1.3|extras|sasl|bulk MB DIR}
+VERSION=${1:?usage: record-d1-tls.sh 1.2|1.3|extras|sasl|plain|bulk MB DIR}
 EXTRAS=""
 if [ "$VERSION" = extras ]; then EXTRAS=1; VERSION=1.3; fi
 SASL=""
 if [ "$VERSION" = sasl ]; then SASL=1; VERSION=1.3; fi
+# PLAIN: the SASL part of sasl with another broker build and TLS 1.2 (d4 is TLS 1.3).
+SASL_MODE=scram
+if [ "$VERSION" = plain ]; then
+  SASL=1; SASL_MODE=plain; VERSION=1.2
+  TANSU_SQL=${TANSU_PLAIN:?plain needs TANSU_PLAIN: tansu 0.6.0 built by build-tansu-plain.sh}
+fi
 BULK_MB=""
 if [ "$VERSION" = bulk ]; then
   BULK_MB=${2:?bulk MB DIR}
@@ -60,7 +70,8 @@ case $VERSION in
 esac
 if [ -n "$BULK_MB" ]; then OUT=$BULK_DIR; NAME=bulk-tls13; fi
 if [ -n "$EXTRAS" ]; then NAME=d3-tls-extras; fi
-if [ -n "$SASL" ]; then NAME=d4-sasl-ssl; TOPIC=sasl-topic; fi
+if [ -n "$SASL" ]; then NAME=d4-sasl-ssl; TOPIC=sasl-topic; SUITES=""; fi
+if [ "$SASL_MODE" = plain ]; then NAME=d5-sasl-plain; SUITES="ECDHE-RSA-AES256-GCM-SHA384,ECDHE-RSA-CHACHA20-POLY1305"; fi
 # The extras' second proxy: TLS 1.2, CBC suites, MAC-then-encrypt.
 MTE_PORT=9095
 MTE_SUITES="ECDHE-RSA-AES256-SHA384,ECDHE-RSA-AES128-SHA256,ECDHE-RSA-AES128-SHA"
@@ -100,8 +111,12 @@ if [ -n "$SASL" ]; then
   broker_stop
   sql_broker --authentication
   BROKER_DESC="tansu 0.6.0 (built with --features dynostore,libsql), storage sqlite, --authentication (SASL SCRAM-SHA-256/512 required)"
-  CLIENTS="kafka-python 3.0.12 and confluent-kafka 2.16.1 (librdkafka 2.16.0), SASL_SSL over TLS 1.3 through tls-proxy.py"
+  CLIENTS="kafka-python 3.0.12 and confluent-kafka 2.16.1 (librdkafka 2.16.0), SASL_SSL over TLS $VERSION through tls-proxy.py"
   WORKLOAD="see tls-sasl.py: topic $TOPIC (2 partitions); kafka-python logs in as alice with SCRAM-SHA-256, produces 5 records and reads them back; asks for PLAIN (refused: the broker offers SCRAM only); librdkafka logs in as bob with SCRAM-SHA-512 and produces 5 records."
+  if [ "$SASL_MODE" = plain ]; then
+    BROKER_DESC="tansu 0.6.0 (built with --features dynostore,libsql and rsasl's PLAIN: build-tansu-plain.sh), storage sqlite, --authentication (SASL required; PLAIN offered)"
+    WORKLOAD="see tls-sasl.py plain: topic $TOPIC (2 partitions); kafka-python logs in as carol with PLAIN, produces 5 records and reads them back; librdkafka logs in as dave with PLAIN and produces 5 records."
+  fi
 else
   broker_behind "$BACKEND_PORT" "$PORT" "$TOPIC" 2
 fi
@@ -132,7 +147,7 @@ suites13() {
 }
 [ "$VERSION" = 1.3 ] && JS_CIPHERS=TLS_CHACHA20_POLY1305_SHA256
 if [ -n "$SASL" ]; then
-  timeout 120 python3 "$HERE/tls-sasl.py" "127.0.0.1:$PORT" "$TOPIC" "$RUNDIR/broker.crt" "$CAP.client.keys"
+  timeout 120 python3 "$HERE/tls-sasl.py" "127.0.0.1:$PORT" "$TOPIC" "$RUNDIR/broker.crt" "$CAP.client.keys" "$SASL_MODE"
 fi
 if [ -n "$EXTRAS" ]; then
   CLIENTS="kafkajs 2.2.4 (node $(node --version)) resuming sessions, OpenSSL $(openssl version | cut -d' ' -f2) s_client, kafka-python 3.0.12 and confluent-kafka 2.16.1 (librdkafka 2.16.0) bootstrapping over TLS 1.2 CBC MAC-then-encrypt"
@@ -172,7 +187,8 @@ echo "$CAP: $(tcpdump -r "$CAP" 2>/dev/null | wc -l) packets; $PLAIN: $(tcpdump 
 echo "key log lines: server $(wc -l <"$CAP.server.keys"), client $(wc -l <"$CAP.client.keys")"
 # The same capture carrying its keys (pcapng Decryption Secrets Block), as
 # operators make one with Wireshark's editcap: tls/d1-tls13-keys.pcapng,
-# tls/d2-tls12-keys.pcapng, tls/d3-tls-extras-keys.pcapng, tls/d4-sasl-ssl-keys.pcapng.
+# tls/d2-tls12-keys.pcapng, tls/d3-tls-extras-keys.pcapng, tls/d4-sasl-ssl-keys.pcapng,
+# tls/d5-sasl-plain-keys.pcapng.
 editcap --inject-secrets "tls,$CAP.server.keys" "$CAP" "${CAP%.pcap}-keys.pcapng"
 # tshark's reading of the decrypted capture (its own TLS and Kafka dissectors).
 tshark -n -r "$CAP" -o "tls.keylog_file:$CAP.server.keys" -d "tls.port==$PORT,kafka" -d "tls.port==$MTE_PORT,kafka" -Y kafka -T fields \

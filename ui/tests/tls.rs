@@ -1,9 +1,10 @@
 //! Kafka over TLS from the command line, on the real captures of
 //! `captures/tls/`: the SASL_SSL logins of d4 (SCRAM-SHA-256 and
 //! SCRAM-SHA-512 to a broker that requires them, and PLAIN logins it
-//! hangs up on), decrypted, are redacted exactly as the same bytes in
-//! plaintext are; `--show-secrets` shows what was hidden; a key log line
-//! that cannot be read is named by its number, never its text.
+//! hangs up on) and of d5 (PLAIN logins over TLS 1.2, taken), decrypted,
+//! are redacted exactly as the same bytes in plaintext are;
+//! `--show-secrets` shows what was hidden; a key log line that cannot be
+//! read is named by its number, never its text.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -89,6 +90,48 @@ fn decrypted_sasl_is_redacted_as_plaintext_sasl_is() {
     for first in ["n,,n=alice,", "n,,n=bob,"] {
         assert!(shown.contains(&hex(first)), "{first}");
         assert!(!all.contains(&hex(first)), "{first}");
+    }
+}
+
+/// d5's PLAIN logins (kafka-python's producer and consumer as carol,
+/// librdkafka's producer as dave), decrypted: the same trees as the
+/// plaintext twin's, the passwords in their `AuthBytes`
+/// (`authzid\0user\0password`) redacted, and shown with `--show-secrets`
+/// (the tree shows a value's first 16 bytes).
+#[test]
+fn decrypted_plain_logins_are_redacted_as_plaintext_ones_are() {
+    let (Some(cap), Some(plain)) = (tls("d5-sasl-plain.pcap"), tls("d5-sasl-plain-plain.pcap"))
+    else {
+        return;
+    };
+    let keys = cap.with_extension("pcap.server.keys");
+    let args = |extra: &[&str]| {
+        let mut a: Vec<std::ffi::OsString> = vec![cap.clone().into(), "--tls-keylog".into()];
+        a.push(keys.clone().into());
+        a.extend(extra.iter().map(Into::into));
+        a
+    };
+    fn os(a: &[std::ffi::OsString]) -> Vec<&std::ffi::OsStr> {
+        a.iter().map(|a| a.as_os_str()).collect()
+    }
+    let got = sasl_trees(&os(&args(&[])));
+    let want = sasl_trees(&[plain.as_os_str(), "--ports".as_ref(), "9094".as_ref()]);
+    // Each login a handshake and an authenticate, asked and answered.
+    assert!(got.len() >= 12, "{}", got.len());
+    assert_eq!(got, want);
+    let all = got.join("\n");
+    assert!(all.contains(r#""value":"PLAIN""#), "{all}");
+    let hex = |s: &str| s.bytes().map(|b| format!("{b:02x}")).collect::<String>();
+    // kafka-python sends its user as the authzid too; librdkafka none.
+    let logins = ["carol\0carol\0caro", "\0dave\0dave-plain"];
+    for login in logins {
+        assert!(!all.contains(&hex(login)), "{login:?} shown");
+    }
+    assert!(!all.contains("plain-secret"));
+    assert!(all.contains("<redacted, "));
+    let shown = sasl_trees(&os(&args(&["--show-secrets"]))).join("\n");
+    for login in logins {
+        assert!(shown.contains(&hex(login)), "{login:?} not shown");
     }
 }
 
