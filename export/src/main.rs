@@ -1,9 +1,10 @@
 //! `kafkashark-export`: the writer of `kafkashark export`. It reads rows of
-//! the `messages` table on standard input, one JSON object a line as
-//! `kafkashark::export::message_row` writes them, and writes them under
-//! `--out` as Parquet (typed by `kafkashark::export::MESSAGES`, snappy),
-//! JSONL or CSV, hive-partitioned by the rows' `date` and `api`:
-//! `OUT/messages/date=YYYY-MM-DD/api=NAME/part-N.parquet`.
+//! the tables (`kafkashark::export::TABLES`: `messages`, `partitions`) on
+//! standard input, one JSON object a line as `kafkashark::export` writes
+//! them, and writes each under `--out` in its table's directory as Parquet
+//! (typed by the table's columns, snappy), JSONL or CSV, hive-partitioned
+//! by the rows' `date` and `api`:
+//! `OUT/TABLE/date=YYYY-MM-DD/api=NAME/part-N.parquet`.
 //!
 //! Memory is bounded whatever the input's size: a partition's rows go to
 //! its file in batches of [`BATCH_ROWS`] (a Parquet row group closes every
@@ -21,13 +22,13 @@ use std::sync::Arc;
 
 use arrow_array::builder::{
     BooleanBuilder, Float64Builder, Int16Builder, Int32Builder, Int64Builder, ListBuilder,
-    StringBuilder, StringDictionaryBuilder, TimestampNanosecondBuilder,
+    StringBuilder, StringDictionaryBuilder, TimestampMicrosecondBuilder,
 };
 use arrow_array::types::Int32Type;
 use arrow_array::{ArrayRef, RecordBatch};
 use arrow_schema::{DataType, Field, Schema, SchemaRef, TimeUnit};
 use clap::Parser;
-use kafkashark::export::{Column, ColumnType, MESSAGES, PARTITION_KEYS};
+use kafkashark::export::{Column, ColumnType, Table, PARTITION_KEYS, TABLES};
 use parquet::arrow::ArrowWriter;
 use parquet::basic::Compression;
 use parquet::file::properties::WriterProperties;
@@ -65,7 +66,7 @@ struct Args {
     /// The files' format.
     #[arg(long, value_enum)]
     format: Format,
-    /// The directory the `messages` table goes in.
+    /// The directory the tables go in.
     #[arg(long, value_name = "DIR")]
     out: PathBuf,
 }
@@ -85,7 +86,7 @@ fn main() -> ExitCode {
 }
 
 fn run(a: &Args) -> Result<(), String> {
-    let mut parts = Parts::new(a.out.join("messages"), a.format);
+    let mut parts = Parts::new(a.out.clone(), a.format);
     let stdin = std::io::stdin().lock();
     for (n, line) in stdin.split(b'\n').enumerate() {
         let line = line.map_err(|e| format!("reading rows: {e}"))?;
@@ -115,12 +116,15 @@ fn dir_value(v: &str) -> String {
         .collect()
 }
 
-/// The open files of the partitions, and how many parts each has had.
+/// A file's table (its index in `TABLES`) and partition key values.
+type PartKey = (usize, Vec<String>);
+
+/// The open files of the tables' partitions, and how many parts each has had.
 struct Parts {
     dir: PathBuf,
     format: Format,
-    open: HashMap<Vec<String>, (u64, Part)>,
-    made: HashMap<Vec<String>, u32>,
+    open: HashMap<PartKey, (u64, Part)>,
+    made: HashMap<PartKey, u32>,
     clock: u64,
 }
 
@@ -136,13 +140,21 @@ impl Parts {
     }
 
     fn push(&mut self, row: &Value) -> Result<(), String> {
-        let key: Vec<String> = PARTITION_KEYS
+        let table = match row.get("table") {
+            Some(Value::String(t)) => TABLES
+                .iter()
+                .position(|x| x.name == t)
+                .ok_or_else(|| format!("no table {t}"))?,
+            _ => return Err("no table key".into()),
+        };
+        let values: Vec<String> = PARTITION_KEYS
             .iter()
             .map(|k| match row.get(k) {
                 Some(Value::String(s)) => Ok(s.clone()),
                 _ => Err(format!("no partition key {k}")),
             })
             .collect::<Result<_, _>>()?;
+        let key = (table, values);
         self.clock += 1;
         if !self.open.contains_key(&key) {
             if self.open.len() >= MAX_OPEN {
@@ -156,14 +168,14 @@ impl Parts {
                 }
             }
             let n = self.made.entry(key.clone()).or_insert(0);
-            let mut dir = self.dir.clone();
-            for (k, v) in PARTITION_KEYS.iter().zip(&key) {
+            let mut dir = self.dir.join(TABLES[table].name);
+            for (k, v) in PARTITION_KEYS.iter().zip(&key.1) {
                 dir.push(format!("{k}={}", dir_value(v)));
             }
             std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
             let path = dir.join(format!("part-{n}.{}", self.format.ext()));
             *n += 1;
-            let part = Part::create(&path, self.format)?;
+            let part = Part::create(&path, self.format, TABLES[table])?;
             self.open.insert(key.clone(), (self.clock, part));
         }
         let (used, part) = self.open.get_mut(&key).ok_or("a partition not open")?;
@@ -182,22 +194,23 @@ impl Parts {
 /// One file being written.
 enum Part {
     Parquet(Box<ParquetPart>),
-    Jsonl(BufWriter<File>, PathBuf),
-    Csv(BufWriter<File>, PathBuf),
+    Jsonl(BufWriter<File>, PathBuf, &'static [Column]),
+    Csv(BufWriter<File>, PathBuf, &'static [Column]),
 }
 
 impl Part {
-    fn create(path: &Path, format: Format) -> Result<Part, String> {
+    fn create(path: &Path, format: Format, table: Table) -> Result<Part, String> {
         let io = |e: std::io::Error| format!("{}: {e}", path.display());
         let file = File::create(path).map_err(io)?;
+        let columns = table.columns;
         Ok(match format {
-            Format::Parquet => Part::Parquet(Box::new(ParquetPart::new(file, path)?)),
-            Format::Jsonl => Part::Jsonl(BufWriter::new(file), path.to_path_buf()),
+            Format::Parquet => Part::Parquet(Box::new(ParquetPart::new(file, path, columns)?)),
+            Format::Jsonl => Part::Jsonl(BufWriter::new(file), path.to_path_buf(), columns),
             Format::Csv => {
                 let mut w = BufWriter::new(file);
-                let names: Vec<&str> = MESSAGES.iter().map(|c| c.name).collect();
+                let names: Vec<&str> = columns.iter().map(|c| c.name).collect();
                 writeln!(w, "{}", names.join(",")).map_err(io)?;
-                Part::Csv(w, path.to_path_buf())
+                Part::Csv(w, path.to_path_buf(), columns)
             }
         })
     }
@@ -205,11 +218,11 @@ impl Part {
     fn push(&mut self, row: &Value) -> Result<(), String> {
         match self {
             Part::Parquet(p) => p.push(row),
-            Part::Jsonl(w, path) => {
+            Part::Jsonl(w, path, columns) => {
                 let io = |e: std::io::Error| format!("{}: {e}", path.display());
                 let mut first = true;
                 w.write_all(b"{").map_err(io)?;
-                for c in MESSAGES {
+                for c in columns.iter() {
                     if !std::mem::take(&mut first) {
                         w.write_all(b",").map_err(io)?;
                     }
@@ -220,8 +233,8 @@ impl Part {
                 }
                 w.write_all(b"}\n").map_err(io)
             }
-            Part::Csv(w, path) => {
-                let cells: Vec<String> = MESSAGES
+            Part::Csv(w, path, columns) => {
+                let cells: Vec<String> = columns
                     .iter()
                     .map(|c| csv_cell(row.get(c.name).unwrap_or(&Value::Null)))
                     .collect();
@@ -233,7 +246,7 @@ impl Part {
     fn close(self) -> Result<(), String> {
         match self {
             Part::Parquet(p) => p.close(),
-            Part::Jsonl(mut w, path) | Part::Csv(mut w, path) => {
+            Part::Jsonl(mut w, path, _) | Part::Csv(mut w, path, _) => {
                 w.flush().map_err(|e| format!("{}: {e}", path.display()))
             }
         }
@@ -264,7 +277,7 @@ enum Builder {
     I64(Int64Builder),
     F64(Float64Builder),
     Bool(BooleanBuilder),
-    Ts(TimestampNanosecondBuilder),
+    Ts(TimestampMicrosecondBuilder),
     ListI16(ListBuilder<Int16Builder>),
     ListStr(ListBuilder<StringBuilder>),
 }
@@ -282,15 +295,15 @@ fn arrow_type(ty: ColumnType) -> DataType {
         ColumnType::I64 => DataType::Int64,
         ColumnType::F64 => DataType::Float64,
         ColumnType::Bool => DataType::Boolean,
-        ColumnType::Timestamp => DataType::Timestamp(TimeUnit::Nanosecond, Some("UTC".into())),
+        ColumnType::Timestamp => DataType::Timestamp(TimeUnit::Microsecond, Some("UTC".into())),
         ColumnType::ListI16 => DataType::List(item(DataType::Int16)),
         ColumnType::ListStr => DataType::List(item(DataType::Utf8)),
     }
 }
 
-/// The Arrow schema of the `messages` files.
-fn schema() -> SchemaRef {
-    let fields: Vec<Field> = MESSAGES
+/// The Arrow schema of a table's files.
+fn schema(columns: &[Column]) -> SchemaRef {
+    let fields: Vec<Field> = columns
         .iter()
         .map(|c| Field::new(c.name, arrow_type(c.ty), true))
         .collect();
@@ -308,7 +321,7 @@ impl Builder {
             ColumnType::F64 => Builder::F64(Float64Builder::new()),
             ColumnType::Bool => Builder::Bool(BooleanBuilder::new()),
             ColumnType::Timestamp => {
-                Builder::Ts(TimestampNanosecondBuilder::new().with_timezone("UTC"))
+                Builder::Ts(TimestampMicrosecondBuilder::new().with_timezone("UTC"))
             }
             ColumnType::ListI16 => Builder::ListI16(ListBuilder::new(Int16Builder::new())),
             ColumnType::ListStr => Builder::ListStr(ListBuilder::new(StringBuilder::new())),
@@ -344,7 +357,7 @@ impl Builder {
             Builder::Ts(b) => {
                 let t = chrono::DateTime::parse_from_rfc3339(v.as_str().ok_or_else(bad)?)
                     .map_err(|_| bad())?;
-                b.append_value(t.timestamp_nanos_opt().ok_or_else(bad)?);
+                b.append_value(t.timestamp_micros());
             }
             Builder::ListI16(b) if null => b.append_null(),
             Builder::ListI16(b) => {
@@ -388,14 +401,15 @@ impl Builder {
 struct ParquetPart {
     path: PathBuf,
     schema: SchemaRef,
+    columns: &'static [Column],
     cols: Vec<Builder>,
     rows: usize,
     writer: ArrowWriter<File>,
 }
 
 impl ParquetPart {
-    fn new(file: File, path: &Path) -> Result<ParquetPart, String> {
-        let schema = schema();
+    fn new(file: File, path: &Path, columns: &'static [Column]) -> Result<ParquetPart, String> {
+        let schema = schema(columns);
         let props = WriterProperties::builder()
             .set_compression(Compression::SNAPPY)
             .set_max_row_group_row_count(Some(ROW_GROUP_ROWS))
@@ -406,14 +420,15 @@ impl ParquetPart {
         Ok(ParquetPart {
             path: path.to_path_buf(),
             schema,
-            cols: MESSAGES.iter().map(|c| Builder::new(c.ty)).collect(),
+            columns,
+            cols: columns.iter().map(|c| Builder::new(c.ty)).collect(),
             rows: 0,
             writer,
         })
     }
 
     fn push(&mut self, row: &Value) -> Result<(), String> {
-        for (b, c) in self.cols.iter_mut().zip(MESSAGES) {
+        for (b, c) in self.cols.iter_mut().zip(self.columns) {
             b.push(c, row.get(c.name).unwrap_or(&Value::Null))?;
         }
         self.rows += 1;
@@ -479,8 +494,8 @@ mod tests {
 
     fn row(api: usize, n: i64) -> Value {
         json!({
-            "date": "2026-12-01", "api": format!("Api{api}"),
-            "capture": "a.pcap", "ts": "2026-12-01T09:30:00.123456789Z",
+            "table": "messages", "date": "2026-12-01", "api": format!("Api{api}"),
+            "capture": "a.pcap", "ts": "2026-12-01T09:30:00.123456Z",
             "frame": n, "kind": "response", "api_key": api, "correlation_id": n,
             "latency_ms": 1.5, "error_codes": [3, 6], "topics": ["t-é"],
             "paired": true,
@@ -493,7 +508,7 @@ mod tests {
     #[test]
     fn every_row_lands_with_files_open_bounded() {
         let dir = temp_dir("parts");
-        let mut parts = Parts::new(dir.join("messages"), Format::Parquet);
+        let mut parts = Parts::new(dir.clone(), Format::Parquet);
         let apis = MAX_OPEN + 8;
         for turn in 0..2 {
             for api in 0..apis {
@@ -510,7 +525,7 @@ mod tests {
         assert_eq!(fs.len(), 2 * apis);
         assert!(fs
             .iter()
-            .any(|p| p.ends_with("date=2026-12-01/api=Api0/part-1.parquet")));
+            .any(|p| p.ends_with("messages/date=2026-12-01/api=Api0/part-1.parquet")));
         let mut frames = Vec::new();
         for f in &fs {
             let r = ParquetRecordBatchReaderBuilder::try_new(File::open(f).unwrap())
@@ -519,7 +534,7 @@ mod tests {
                 .unwrap();
             for b in r {
                 let b = b.unwrap();
-                assert_eq!(b.schema().fields().len(), MESSAGES.len());
+                assert_eq!(b.schema().fields().len(), TABLES[0].columns.len());
                 let frame = b
                     .column_by_name("frame")
                     .unwrap()
@@ -531,9 +546,9 @@ mod tests {
                     .column_by_name("ts")
                     .unwrap()
                     .as_any()
-                    .downcast_ref::<arrow_array::TimestampNanosecondArray>()
+                    .downcast_ref::<arrow_array::TimestampMicrosecondArray>()
                     .unwrap();
-                assert_eq!(ts.value(0), 1_796_117_400_123_456_789);
+                assert_eq!(ts.value(0), 1_796_117_400_123_456);
             }
         }
         frames.sort();
@@ -555,8 +570,56 @@ mod tests {
         assert!(e.contains("column length"), "{e}");
         r["api_key"] = json!(70_000);
         assert!(parts.push(&r).unwrap_err().contains("column api_key"));
-        let e = parts.push(&json!({"capture": "x"})).unwrap_err();
+        let e = parts
+            .push(&json!({"table": "messages", "capture": "x"}))
+            .unwrap_err();
         assert!(e.contains("partition key date"), "{e}");
+        let e = parts.push(&json!({"capture": "x"})).unwrap_err();
+        assert!(e.contains("no table"), "{e}");
+        r["table"] = json!("offsets");
+        let e = parts.push(&r).unwrap_err();
+        assert!(e.contains("no table offsets"), "{e}");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// A `partitions` row goes to the partitions table's directory, typed
+    /// by its columns (offsets as int64, the batches' time as a timestamp),
+    /// beside the messages of the same day and api.
+    #[test]
+    fn tables_go_to_their_own_directories() {
+        let dir = temp_dir("tables");
+        let mut parts = Parts::new(dir.clone(), Format::Parquet);
+        parts.push(&row(0, 1)).unwrap();
+        let p = json!({
+            "table": "partitions", "date": "2026-12-01", "api": "Api0",
+            "ts": "2026-12-01T09:30:00.123456Z", "frame": 1, "topic": "t",
+            "partition": 3, "high_watermark": 5_000_000_000_i64, "records": 12,
+            "codec": "zstd", "max_timestamp": "2026-12-01T09:29:59.999000Z",
+        });
+        parts.push(&p).unwrap();
+        parts.close().unwrap();
+        let fs = files(&dir);
+        assert_eq!(fs.len(), 2);
+        let f = dir.join("partitions/date=2026-12-01/api=Api0/part-0.parquet");
+        assert!(fs.contains(&f), "{fs:?}");
+        let mut r = ParquetRecordBatchReaderBuilder::try_new(File::open(&f).unwrap())
+            .unwrap()
+            .build()
+            .unwrap();
+        let b = r.next().unwrap().unwrap();
+        assert_eq!(b.schema().fields().len(), TABLES[1].columns.len());
+        let hw = b.column_by_name("high_watermark").unwrap();
+        let hw = hw
+            .as_any()
+            .downcast_ref::<arrow_array::Int64Array>()
+            .unwrap();
+        assert_eq!(hw.value(0), 5_000_000_000);
+        let at = b.column_by_name("max_timestamp").unwrap();
+        let at = at
+            .as_any()
+            .downcast_ref::<arrow_array::TimestampMicrosecondArray>()
+            .unwrap();
+        assert_eq!(at.value(0), 1_796_117_399_999_000);
         let _ = std::fs::remove_dir_all(&dir);
     }
 

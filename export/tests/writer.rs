@@ -21,7 +21,7 @@ fn writer(format: &str, out: &std::path::Path, rows: &str) -> std::process::Outp
     child.wait_with_output().unwrap()
 }
 
-const ROW: &str = r#"{"date":"2026-12-01","api":"Produce","capture":"a.pcap","ts":"2026-12-01T09:30:00.000000001Z","frame":7,"kind":"request","api_key":0,"topics":["t"]}"#;
+const ROW: &str = r#"{"table":"messages","date":"2026-12-01","api":"Produce","capture":"a.pcap","ts":"2026-12-01T09:30:00.000001Z","frame":7,"kind":"request","api_key":0,"topics":["t"]}"#;
 
 /// Two rows of one partition: one CSV file under date= and api=, its
 /// header the schema's columns, a row per input row; a third row that is
@@ -46,7 +46,7 @@ fn rows_become_partitioned_files_and_a_bad_row_is_named() {
         .collect();
     assert_eq!(lines[0], names.join(","));
     assert!(
-        lines[1].starts_with("a.pcap,2026-12-01T09:30:00.000000001Z,7,,"),
+        lines[1].starts_with("a.pcap,2026-12-01T09:30:00.000001Z,7,,"),
         "{}",
         lines[1]
     );

@@ -1,7 +1,8 @@
 //! `kafkashark export`: every Kafka message of the captures as a row of the
-//! `messages` table (`kafkashark::export`), written by `kafkashark-export`
-//! (the `export/` package) as Parquet, JSONL or CSV, hive-partitioned by
-//! date and api under `--out`.
+//! `messages` table, and each topic partition it places a fact at as a row
+//! of the `partitions` table (`kafkashark::export`), written by
+//! `kafkashark-export` (the `export/` package) as Parquet, JSONL or CSV,
+//! hive-partitioned by date and api under `--out`.
 //!
 //! This shell reads and analyses the captures as `print` does and hands
 //! the rows, one JSON object a line, to `kafkashark-export` through a pipe:
@@ -15,7 +16,9 @@ use std::process::{Child, ChildStdin, Command, Stdio};
 
 use kafkashark::analyzer::{Analyzer, Output};
 use kafkashark::capture::CaptureError;
+use kafkashark::export::TableRows;
 use kafkashark::flow::ReorderWindow;
+use kafkashark::stats::Stats;
 
 use crate::cli_error::CliError;
 use crate::print::{duration_arg, notice_line, pipeline_config, report_end, CaptureArgs, Input};
@@ -36,7 +39,8 @@ pub enum ExportFormat {
 pub struct ExportArgs {
     #[command(flatten)]
     pub capture: CaptureArgs,
-    /// The directory the tables go in (`DIR/messages/date=…/api=…/part-N.…`).
+    /// The directory the tables go in (`DIR/messages/date=…/api=…/part-N.…`,
+    /// `DIR/partitions/…`).
     #[arg(long, value_name = "DIR")]
     pub out: PathBuf,
     /// The files' format.
@@ -98,32 +102,27 @@ pub fn run(a: &ExportArgs) -> Result<(), CliError> {
     let names = input.captures();
     let name = input.name();
     let pipeline = pipeline_config(&a.capture.ports, a.reorder_window, &a.capture.keys());
-    let cfg = crate::render_pool::summary_config(pipeline, &Default::default(), false);
+    // What stats reads (each message's summary scan, or its tree where the
+    // scan cannot place its facts), with the messages' topics named.
+    let base = crate::render_pool::summary_config(pipeline, &Default::default(), false);
+    let mut cfg = Stats::analyzer_config(base);
+    cfg.info_topics = true;
+    cfg.response_topics = true;
     let mut analyzer = Analyzer::new(cfg);
+    let mut rows = TableRows::new();
     let (mut child, stdin) = spawn_writer(a.format, &a.out)?;
     let mut w = std::io::BufWriter::with_capacity(1 << 16, stdin);
     let mut out = Vec::new();
     let mut row = Vec::with_capacity(1024);
-    // The Community IDs of recent connections, at `stream % IDS`.
-    const IDS: usize = 1024;
-    let mut ids: Vec<Option<(u64, String)>> = vec![None; IDS];
     let started = std::time::Instant::now();
     let mut read_error: Option<CaptureError> = None;
     let mut write = |outs: &mut Vec<Output>, w: &mut dyn Write| -> std::io::Result<()> {
         for o in outs.drain(..) {
             match o {
                 Output::Message(m) => {
-                    let i = &m.info;
-                    let capture = names.get(usize::from(i.capture)).map_or("", String::as_str);
-                    let slot = &mut ids[(i.stream % IDS as u64) as usize];
-                    if slot.as_ref().is_none_or(|(s, _)| *s != i.stream) {
-                        let id = kafkashark::flow::community_id::tcp(i.client, i.broker);
-                        *slot = Some((i.stream, id));
-                    }
-                    let id = slot.as_ref().map_or("", |(_, id)| id.as_str());
+                    let capture = names.get(usize::from(m.info.capture));
                     row.clear();
-                    kafkashark::export::message_row(&mut row, i, capture, id);
-                    row.push(b'\n');
+                    rows.message(&mut row, &m, capture.map_or("", String::as_str));
                     w.write_all(&row)?;
                 }
                 Output::Notice(n) => {

@@ -135,6 +135,49 @@ fn duckdb_on_the_export_agrees_with_stats() {
         }
         assert_eq!(d["errors"], serde_json::Value::Object(errors), "{name}");
     }
+    // The partitions table: each topic partition's produced and fetched
+    // record sets, summed by DuckDB, are stats' topics table.
+    let mut sides = 0;
+    let topics = db["topics"].as_object().unwrap();
+    let reported = stats["topics"].as_array().unwrap();
+    for t in reported {
+        let at = format!("{}/{}", t["topic"].as_str().unwrap(), t["partition"]);
+        for side in ["produce", "fetch"] {
+            let ours = &t[side];
+            if ours["record_sets"] == 0 {
+                continue;
+            }
+            sides += 1;
+            let theirs = &topics[&at][side];
+            for k in [
+                "record_sets",
+                "bytes",
+                "batches",
+                "records",
+                "compressed_bytes",
+                "decompressed_bytes",
+            ] {
+                assert_eq!(theirs[k], ours[k], "{at} {side} {k}");
+            }
+        }
+    }
+    let theirs: usize = topics.values().map(|t| t.as_object().unwrap().len()).sum();
+    assert_eq!(theirs, sides);
+    assert!(sides >= 20, "{sides}");
+    // Consumer lag from the partitions table's Fetch requests and
+    // responses: each client's largest lag per partition is stats' max lag.
+    let mut lags = 0;
+    for r in stats["lag"]["partitions"].as_array().unwrap() {
+        let at = format!(
+            "{}/{}/{}",
+            r["client"].as_str().unwrap(),
+            r["topic"].as_str().unwrap(),
+            r["partition"]
+        );
+        assert_eq!(db["lag"][&at], r["max_lag"], "lag {at}");
+        lags += 1;
+    }
+    assert!(lags >= 6, "{lags}");
     for format in ["jsonl", "csv"] {
         let (dir, other) = exported(&files, format);
         let _ = std::fs::remove_dir_all(&dir);
@@ -142,15 +185,10 @@ fn duckdb_on_the_export_agrees_with_stats() {
     }
 }
 
-/// Rows that come out the same whichever way the table is written: the
-/// JSONL export holds every column of the schema for every message, in
-/// the schema's order, and as many rows as `print` prints messages.
-#[test]
-fn the_jsonl_export_holds_every_message_and_column() {
-    let files = vec![shipped()[0].clone()];
-    let (dir, _) = exported(&files, "jsonl");
+/// Every row of `table` in an export directory, as its lines.
+fn table_lines(dir: &Path, table: &str) -> Vec<String> {
     let mut rows = Vec::new();
-    let mut stack = vec![dir.join("messages")];
+    let mut stack = vec![dir.join(table)];
     while let Some(d) = stack.pop() {
         for e in std::fs::read_dir(&d).unwrap().flatten() {
             let p = e.path();
@@ -162,6 +200,20 @@ fn the_jsonl_export_holds_every_message_and_column() {
             }
         }
     }
+    rows
+}
+
+/// Rows that come out the same whichever way the tables are written: the
+/// JSONL export holds every column of each table's schema for every row,
+/// in the schema's order (the columns docs/export.md lists), as many
+/// messages rows as `print` prints messages, and partitions rows for the
+/// capture's Produce and Fetch traffic.
+#[test]
+fn the_jsonl_export_holds_every_message_and_column() {
+    let files = vec![shipped()[0].clone()];
+    let (dir, _) = exported(&files, "jsonl");
+    let rows = table_lines(&dir, "messages");
+    let parts = table_lines(&dir, "partitions");
     let _ = std::fs::remove_dir_all(&dir);
     let printed = bin()
         .args(["print", "--format", "jsonl"])
@@ -170,40 +222,44 @@ fn the_jsonl_export_holds_every_message_and_column() {
         .unwrap();
     let n = String::from_utf8_lossy(&printed.stdout).lines().count();
     assert_eq!(rows.len(), n);
-    let names: Vec<&str> = kafkashark::export::MESSAGES
-        .iter()
-        .map(|c| c.name)
-        .collect();
-    assert_eq!(documented_columns(), names, "docs/export.md");
-    let mut want: Vec<String> = names.iter().map(|s| s.to_string()).collect();
-    want.sort();
-    for r in &rows {
-        let keys: Vec<String> = serde_json::from_str::<serde_json::Value>(r)
-            .unwrap()
-            .as_object()
-            .unwrap()
-            .keys()
-            .cloned()
-            .collect();
-        assert_eq!(keys, want);
-        // In the schema's order in the line itself.
-        let at: Vec<usize> = names
+    assert!(parts.len() >= 10, "{}", parts.len());
+    for (table, lines) in [("messages", &rows), ("partitions", &parts)] {
+        let t = kafkashark::export::TABLES
             .iter()
-            .map(|n| r.find(&format!("\"{n}\":")).unwrap())
-            .collect();
-        assert!(at.windows(2).all(|w| w[0] < w[1]), "{r}");
+            .find(|t| t.name == table)
+            .unwrap();
+        let names: Vec<&str> = t.columns.iter().map(|c| c.name).collect();
+        assert_eq!(documented_columns(table), names, "docs/export.md {table}");
+        let mut want: Vec<String> = names.iter().map(|s| s.to_string()).collect();
+        want.sort();
+        for r in lines {
+            let keys: Vec<String> = serde_json::from_str::<serde_json::Value>(r)
+                .unwrap()
+                .as_object()
+                .unwrap()
+                .keys()
+                .cloned()
+                .collect();
+            assert_eq!(keys, want);
+            // In the schema's order in the line itself.
+            let at: Vec<usize> = names
+                .iter()
+                .map(|n| r.find(&format!("\"{n}\":")).unwrap())
+                .collect();
+            assert!(at.windows(2).all(|w| w[0] < w[1]), "{r}");
+        }
     }
 }
 
-/// The columns docs/export.md lists for the messages table, in order.
-fn documented_columns() -> Vec<&'static str> {
+/// The columns docs/export.md lists for `table`, in order.
+fn documented_columns(table: &str) -> Vec<&'static str> {
     let doc = include_str!("../../docs/export.md");
-    let table = doc
-        .split("## The messages table")
+    let section = doc
+        .split(&format!("## The {table} table"))
         .nth(1)
         .expect("the section");
-    let table = table.split("\n## ").next().unwrap_or(table);
-    table
+    let section = section.split("\n## ").next().unwrap_or(section);
+    section
         .lines()
         .filter_map(|l| l.strip_prefix("| `"))
         .filter_map(|l| l.split('`').next())

@@ -3,12 +3,15 @@
 
     export_duckdb.py DIR FORMAT
 
-Reads DIR/messages/**/*.FORMAT (parquet, jsonl or csv) with hive partitioning
-on and prints one JSON object: per api key, the requests and responses (in
-all and per version), the latency count and its 50th and 99th percentiles by
-nearest rank (the sample at rank ceil(q * n), as kafkashark's stats ranks
-them), the error codes counted, and per table the rows and the sum of the
-size fields. Exits 3 when the duckdb module is missing.
+Reads DIR/messages/**/*.FORMAT and DIR/partitions/**/*.FORMAT (parquet, jsonl
+or csv) with hive partitioning on and prints one JSON object: per api key, the
+requests and responses (in all and per version), the latency count and its
+50th and 99th percentiles by nearest rank (the sample at rank ceil(q * n), as
+kafkashark's stats ranks them), the error codes counted, the rows and the sum
+of the size fields; and per topic partition, the record sets of Produce
+requests and of Fetch responses summed where there are any (sets, bytes, batches, records,
+compressed and decompressed bytes); and per client and partition the largest
+consumer lag after a Fetch response. Exits 3 when the duckdb module is missing.
 """
 
 import json
@@ -21,14 +24,20 @@ except ImportError:
     sys.exit(3)
 
 path, fmt = sys.argv[1], sys.argv[2]
-glob = f"{path}/messages/**/*.{fmt}"
-reader = {
-    "parquet": f"read_parquet('{glob}', hive_partitioning = true)",
-    "jsonl": f"read_json('{glob}', hive_partitioning = true, format = 'newline_delimited')",
-    "csv": f"read_csv('{glob}', hive_partitioning = true, header = true)",
-}[fmt]
+
+
+def reader(table):
+    glob = f"{path}/{table}/**/*.{fmt}"
+    return {
+        "parquet": f"read_parquet('{glob}', hive_partitioning = true)",
+        "jsonl": f"read_json('{glob}', hive_partitioning = true, format = 'newline_delimited')",
+        "csv": f"read_csv('{glob}', hive_partitioning = true, header = true)",
+    }[fmt]
+
+
 db = duckdb.connect()
-db.sql(f"create view m as select * from {reader}")
+db.sql(f"create view m as select * from {reader('messages')}")
+db.sql(f"create view p as select * from {reader('partitions')}")
 out = {"apis": {}, "rows": None, "length": None}
 ((rows, length),) = db.sql("select count(*), sum(length) from m").fetchall()
 out["rows"], out["length"] = rows, int(length)
@@ -54,4 +63,32 @@ for key, code, n in db.sql(
         group by all"""
 ).fetchall():
     out["apis"][str(key)]["errors"][str(code)] = n
+# Produce requests' and Fetch responses' record sets, per topic partition.
+out["topics"] = {}
+for topic, partition, side, sets, nbytes, batches, records, comp, decomp in db.sql(
+    """select topic, partition, if(api_key = 0, 'produce', 'fetch') as side,
+              sum(record_sets), sum(bytes), sum(batches), sum(records),
+              sum(compressed_bytes), sum(decompressed_bytes)
+       from p
+       where (api_key = 0 and kind = 'request') or (api_key in (1, 78) and kind = 'response')
+       group by all having sum(record_sets) > 0"""
+).fetchall():
+    t = out["topics"].setdefault(f"{topic}/{partition}", {})
+    t[side] = {"record_sets": int(sets), "bytes": int(nbytes), "batches": int(batches),
+               "records": int(records), "compressed_bytes": int(comp),
+               "decompressed_bytes": int(decomp)}
+# Consumer lag after each Fetch response (the high watermark less the offset
+# after the records it returned, else the offset asked), its largest per
+# client, topic and partition: stats' max lag.
+out["lag"] = {}
+for client, topic, partition, lag in db.sql(
+    """select q.client_id, q.topic, q.partition,
+              max(r.high_watermark - greatest(q.fetch_offset, coalesce(r.last_offset + 1, q.fetch_offset)))
+       from p q join p r
+         on r.capture = q.capture and r.stream = q.stream and r.correlation_id = q.correlation_id
+        and r.topic = q.topic and r.partition = q.partition and r.kind = 'response'
+       where q.api_key = 1 and q.kind = 'request' and r.high_watermark is not null
+       group by all"""
+).fetchall():
+    out["lag"][f"{client}/{topic}/{partition}"] = int(lag)
 print(json.dumps(out, sort_keys=True))
