@@ -299,6 +299,87 @@ impl LatencyHist {
     }
 }
 
+/// A histogram as `stats --format json` carries it for merging (its
+/// `merge` section): from it [`LatencyHist::from_data`] makes the very
+/// histogram again, so reports of many captures add up bucket by bucket
+/// and give the percentiles one histogram of all their values would.
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct HistData {
+    /// Values recorded.
+    pub count: u64,
+    /// Their sum, in nanoseconds (exact).
+    pub sum_ns: u128,
+    /// The smallest, in nanoseconds (exact; 0 when empty).
+    pub min_ns: u64,
+    /// The largest, in nanoseconds (exact).
+    pub max_ns: u64,
+    /// Each non-empty bucket as (its lowest value in microseconds, its
+    /// count), in increasing order: HdrHistogram's buckets of [`SIGFIG`]
+    /// digits.
+    pub buckets: Vec<(u64, u64)>,
+}
+
+impl LatencyHist {
+    /// This histogram in its mergeable form.
+    pub fn data(&self) -> HistData {
+        let mut h = self.clone();
+        h.settle();
+        let buckets = match &h.counts {
+            Counts::Sparse(v) => v.iter().map(|&(k, c)| (k, u64::from(c))).collect(),
+            Counts::Dense(d) => d
+                .iter_recorded()
+                .map(|x| {
+                    (
+                        lowest_equivalent(x.value_iterated_to()),
+                        u64::from(x.count_at_value()),
+                    )
+                })
+                .collect(),
+        };
+        HistData {
+            count: self.count,
+            sum_ns: self.sum_ns,
+            min_ns: if self.count == 0 { 0 } else { self.min_ns },
+            max_ns: self.max_ns,
+            buckets,
+        }
+    }
+
+    /// The histogram `d` was made from ([`LatencyHist::data`]); an error
+    /// says what does not hold together (a bucket that is not one, counts
+    /// that do not sum to `count`, a minimum above the maximum). A count
+    /// past a bucket's capacity saturates, as recording does.
+    pub fn from_data(d: &HistData) -> Result<LatencyHist, String> {
+        let mut h = LatencyHist::new();
+        let mut total = 0u64;
+        for &(us, n) in &d.buckets {
+            if lowest_equivalent(us) != us {
+                return Err(format!("{us} µs is not the lowest value of a bucket"));
+            }
+            total = total
+                .checked_add(n)
+                .ok_or("bucket counts past 2^64".to_string())?;
+            h.add(us, u32::try_from(n).unwrap_or(u32::MAX));
+        }
+        if total != d.count {
+            return Err(format!(
+                "buckets hold {total} values, count says {}",
+                d.count
+            ));
+        }
+        if d.count > 0 && d.min_ns > d.max_ns {
+            return Err(format!("min {} ns above max {} ns", d.min_ns, d.max_ns));
+        }
+        h.count = d.count;
+        h.sum_ns = d.sum_ns;
+        if d.count > 0 {
+            h.min_ns = d.min_ns;
+            h.max_ns = d.max_ns;
+        }
+        Ok(h)
+    }
+}
+
 /// A histogram's counts at fixed bounds, for an exposition in buckets
 /// (OpenMetrics `_bucket`, `_count`, `_sum`).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -451,6 +532,46 @@ impl Timing {
     }
 }
 
+/// A [`Timing`] as `stats --format json` carries it for merging.
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct TimingData {
+    /// The latencies.
+    pub latency: HistData,
+    /// The service times, when some exchange waited (else the latencies).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub service: Option<HistData>,
+    /// Exchanges that waited behind the previous response.
+    pub hol_waits: u64,
+    /// Fetches that waited out their MaxWaitMs with nothing to return.
+    pub long_polls: u64,
+}
+
+impl Timing {
+    /// This timing in its mergeable form.
+    pub fn data(&self) -> TimingData {
+        TimingData {
+            latency: self.latency.data(),
+            service: self.service.as_ref().map(|s| s.data()),
+            hol_waits: self.hol_waits,
+            long_polls: self.long_polls,
+        }
+    }
+
+    /// The timing `d` was made from ([`Timing::data`]).
+    pub fn from_data(d: &TimingData) -> Result<Timing, String> {
+        let service = match &d.service {
+            Some(s) => Some(Box::new(LatencyHist::from_data(s)?)),
+            None => None,
+        };
+        Ok(Timing {
+            latency: LatencyHist::from_data(&d.latency)?,
+            service,
+            hol_waits: d.hol_waits,
+            long_polls: d.long_polls,
+        })
+    }
+}
+
 impl Timing {
     /// The latencies.
     pub fn latency(&self) -> &LatencyHist {
@@ -594,6 +715,49 @@ mod tests {
             );
             assert_eq!(m.parts().hol_waits, 1);
         }
+    }
+
+    /// A histogram's mergeable form makes the same histogram again, sparse
+    /// or dense, and two histograms rebuilt and merged are the one that
+    /// recorded both sets of values; forms that do not hold together are
+    /// refused.
+    #[test]
+    fn mergeable_form_round_trips_and_merges() {
+        let fill = |seed: u64, n: u64| {
+            let mut h = LatencyHist::new();
+            let mut x = seed;
+            for _ in 0..n {
+                x = x
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                h.record((x >> 33) % 2_000_000_000 + 1);
+            }
+            h
+        };
+        for n in [0, 1, 40, 5_000] {
+            let h = fill(n, n);
+            let d = h.data();
+            assert_eq!(d.buckets.iter().map(|b| b.1).sum::<u64>(), n);
+            let back = LatencyHist::from_data(&d).unwrap();
+            assert_eq!(back.summary(), h.summary(), "{n}");
+            assert_eq!(back.data(), d);
+        }
+        let (a, b) = (fill(7, 3_000), fill(8, 90));
+        let mut both = a.clone();
+        both.merge(&b);
+        let mut rebuilt = LatencyHist::from_data(&a.data()).unwrap();
+        rebuilt.merge(&LatencyHist::from_data(&b.data()).unwrap());
+        assert_eq!(rebuilt.summary(), both.summary());
+        assert_eq!(rebuilt.data(), both.data());
+        let mut bad = a.data();
+        bad.count += 1;
+        assert!(LatencyHist::from_data(&bad).is_err());
+        let mut bad = a.data();
+        bad.buckets[0].0 = 1_000_001;
+        assert!(LatencyHist::from_data(&bad).unwrap_err().contains("bucket"));
+        let mut bad = a.data();
+        bad.min_ns = bad.max_ns + 1;
+        assert!(LatencyHist::from_data(&bad).is_err());
     }
 
     #[test]

@@ -37,6 +37,7 @@ mod groups;
 mod hints;
 mod hist;
 pub mod lag;
+pub mod merge;
 mod openmetrics;
 mod report;
 pub mod text;
@@ -64,7 +65,7 @@ use clients::{ClientSlot, ClientTable, Who};
 use groups::GroupAcc;
 use traffic::Parts;
 
-pub use hist::{FetchSplit, LatencyHist, Timing, SIGFIG};
+pub use hist::{FetchSplit, HistData, LatencyHist, Timing, TimingData, SIGFIG};
 
 /// The group APIs whose responses say what a member got: JoinGroup,
 /// SyncGroup and ConsumerGroupHeartbeat (KIP-848).
@@ -1286,12 +1287,14 @@ impl Stats {
                 broker_rtts.entry(c.broker).or_default().push(r.ns);
             }
         }
+        let mut broker_timings = BTreeMap::new();
         let brokers = self
             .brokers
             .map
             .iter()
             .map(|(b, x)| {
                 let timing = with_held(&x.latency, broker_held.remove(b));
+                broker_timings.insert(b.to_string(), timing.data());
                 BrokerReport {
                     broker: b.to_string(),
                     requests: x.requests,
@@ -1321,6 +1324,7 @@ impl Stats {
         ReportLinks {
             brokers,
             connections,
+            broker_timings,
         }
     }
 
@@ -1334,7 +1338,7 @@ impl Stats {
             requests: e.count,
             frames: e.frames(),
         });
-        StatsReport {
+        let mut report = StatsReport {
             summary,
             apis: self.api_reports(),
             clients: self.client_reports(&clients),
@@ -1365,7 +1369,13 @@ impl Stats {
                 })
                 .collect(),
             tls: self.tls.report(),
-        }
+            merge: merge::Mergeable::default(),
+        };
+        let timings = (self.apis.map.iter())
+            .map(|(&k, a)| (k, self.api_timing(k, a).data()))
+            .collect();
+        report.merge = merge::Mergeable::of(&report, &timings);
+        report
     }
 
     /// Every API with its versions; an API's latencies are its versions' and its own.

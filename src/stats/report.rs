@@ -60,6 +60,9 @@ pub struct StatsReport {
     /// TLS connections: handshake, keys, alerts, bytes (absent when none).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub tls: Vec<super::tls::TlsReport>,
+    /// The counts and histograms that `stats --merge` adds up across
+    /// reports (docs/stats.md, "Merging reports").
+    pub merge: super::merge::Mergeable,
 }
 
 /// A connection with late segments: segments that arrived after data beyond
@@ -84,11 +87,15 @@ pub struct ReportLinks {
     pub brokers: Vec<BrokerReport>,
     /// Latency per connection.
     pub connections: Vec<ConnectionReport>,
+    /// The brokers' timings in mergeable form, by broker.
+    pub broker_timings: BTreeMap<String, super::TimingData>,
 }
 
 impl StatsReport {
     /// This report with `links`' brokers and connections.
     pub fn with_links(mut self, links: ReportLinks) -> StatsReport {
+        self.merge.brokers =
+            super::merge::Mergeable::brokers(&links.brokers, &links.broker_timings);
         self.brokers = links.brokers;
         self.connections = links.connections;
         self

@@ -165,6 +165,11 @@ pub struct CaptureArgs {
 }
 
 impl CaptureArgs {
+    /// The files (or globs) named, as given.
+    pub fn files(&self) -> &[String] {
+        &self.files
+    }
+
     /// Reads `--tls-keylog` (once; followed as it grows when live).
     pub fn load_keys(&self) -> Result<(), CliError> {
         let live = self.interface.is_some();

@@ -36,6 +36,9 @@ const CLEAR: &str = "\x1b[H\x1b[2J";
 
 /// Runs `stats` from its command-line arguments.
 pub fn run(a: &StatsArgs) -> Result<(), CliError> {
+    if a.merge {
+        return run_merge(a);
+    }
     crate::privilege::configure(&a.privilege);
     let input = a.capture.input()?;
     a.capture.load_keys()?;
@@ -401,8 +404,48 @@ pub struct StatsArgs {
     /// until the process is interrupted.
     #[arg(long, value_name = "ADDR:PORT")]
     metrics: Option<String>,
+    /// Add up reports instead of reading captures: the FILEs are `stats
+    /// --format json` reports (of captures, hosts, or earlier merges), and
+    /// the counts, latency percentiles (from the merged histogram buckets),
+    /// errors and record sets are those of one report of every capture.
+    #[arg(long, conflicts_with_all = ["interface", "display_filter", "metrics", "duration", "tls_keylog"])]
+    merge: bool,
     #[command(flatten)]
     privilege: crate::privilege::PrivilegeArgs,
+}
+
+/// `stats --merge`: the reports named, added up.
+fn run_merge(a: &StatsArgs) -> Result<(), CliError> {
+    let mut merged = kafkashark::stats::merge::Merged::new();
+    for f in a.capture.files() {
+        let file = std::fs::File::open(f).map_err(|err| CliError::Io {
+            path: f.clone(),
+            err,
+        })?;
+        let m = kafkashark::stats::merge::Mergeable::from_report(std::io::BufReader::new(file))
+            .map_err(|why| CliError::Input {
+                what: f.clone(),
+                why,
+            })?;
+        merged.add(&m).map_err(|why| CliError::Input {
+            what: f.clone(),
+            why,
+        })?;
+    }
+    let report = merged.report();
+    let text = match a.format {
+        StatsFormat::Text => report.to_text(),
+        StatsFormat::Json => {
+            let mut s =
+                serde_json::to_string(&report).map_err(|e| CliError::Usage(e.to_string()))?;
+            s.push('\n');
+            s
+        }
+    };
+    let mut w = std::io::stdout().lock();
+    w.write_all(text.as_bytes())
+        .and_then(|()| w.flush())
+        .map_err(CliError::Output)
 }
 
 /// `stats.report()` made on two threads: the brokers' and connections'

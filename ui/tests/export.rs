@@ -6,23 +6,8 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-fn bin() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_kafkashark"))
-}
-
-/// The shipped captures of `captures/` (not the TLS ones, which need keys).
-fn shipped() -> Vec<String> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../captures");
-    let mut v: Vec<String> = std::fs::read_dir(dir)
-        .unwrap()
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "pcap"))
-        .map(|p| p.to_string_lossy().into_owned())
-        .collect();
-    v.sort();
-    assert!(v.len() >= 10, "{v:?}");
-    v
-}
+mod common;
+use common::{bin, shipped};
 
 /// `export FORMAT` of `files` into a fresh directory, then DuckDB's answers
 /// on it (`None` when DuckDB is not there).
