@@ -227,3 +227,33 @@ fn a_bad_file_among_several_is_named_and_the_others_read_on() {
     assert_eq!(count(0), frames(&a1).len() as u64);
     assert_eq!(count(1), n3 - 1);
 }
+
+/// A merged source is read with `poll_with` or with `poll`, not both: a
+/// segment `poll_with` read ahead is not a whole frame, so `poll` coming to
+/// it fails, naming the frame, where it would otherwise drop it unseen.
+#[test]
+fn poll_after_poll_with_refuses_a_segment_read_ahead() {
+    let Some(a1) = recorded("a1-kcat-produce-consume-group.pcap") else {
+        return;
+    };
+    let later = shifted(&a1, 250_000_000, "poll-mix");
+    let mut src = FileSource::open_all(&paths(&[&a1, &later.path])).unwrap();
+    // The first frame of each file read ahead, as segments.
+    let first = src.poll_with(|s| matches!(s, Seen::Tcp(_))).unwrap();
+    assert_eq!(first, Some(true));
+    let mut whole = 0;
+    let err = loop {
+        match src.poll() {
+            Ok(kafkashark::capture::Polled::Frame(_)) => whole += 1,
+            Ok(_) => panic!("the end came without the segment read ahead"),
+            Err(e) => break e.to_string(),
+        }
+    };
+    // The first file's frames up to the second file's first (a tie goes to
+    // the first file), the one `poll_with` took among them.
+    let at = frames(&later.path)[0].ts;
+    let before = frames(&a1).iter().filter(|f| f.ts <= at).count();
+    assert!(before > 1);
+    assert_eq!(whole + 1, before);
+    assert!(err.contains("after poll_with"), "{err}");
+}

@@ -402,20 +402,24 @@ impl FrameSource for FileSource {
             self.frames = one.frames;
             got
         } else {
-            // Whole frames read ahead (a source is read with `poll` or
-            // with `poll_with`, not both: a segment read ahead by
-            // `poll_with` is not a whole frame).
+            // Whole frames read ahead. A source is read with `poll` or
+            // with `poll_with`, not both: a segment `poll_with` read ahead
+            // is not a whole frame, and is refused rather than skipped.
             for (f, head) in self.files.iter_mut().zip(self.heads.iter_mut()) {
                 if head.is_none() && !f.done {
                     *head = f.next()?.map(Seen::Frame);
                 }
             }
-            loop {
-                match self.next_head() {
-                    Some(Seen::Frame(f)) => break Some(f),
-                    Some(Seen::Tcp(_)) => continue,
-                    None => break None,
+            match self.next_head() {
+                Some(Seen::Frame(f)) => Some(f),
+                Some(Seen::Tcp(t)) => {
+                    return Err(CaptureError::Read {
+                        path: self.path().to_string(),
+                        frame: t.index,
+                        reason: "read by poll after poll_with: the frame read ahead is a segment, not a whole frame".into(),
+                    })
                 }
+                None => None,
             }
         };
         Ok(got.map_or(Polled::End, Polled::Frame))

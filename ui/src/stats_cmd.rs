@@ -418,11 +418,16 @@ pub struct StatsArgs {
 fn run_merge(a: &StatsArgs) -> Result<(), CliError> {
     let mut merged = kafkashark::stats::merge::Merged::new();
     for f in a.capture.files() {
-        let file = std::fs::File::open(f).map_err(|err| CliError::Io {
-            path: f.clone(),
-            err,
-        })?;
-        let m = kafkashark::stats::merge::Mergeable::from_report(std::io::BufReader::new(file))
+        // `-`: a report on standard input.
+        let read: Box<dyn std::io::Read> = if f == "-" {
+            Box::new(std::io::stdin().lock())
+        } else {
+            Box::new(std::fs::File::open(f).map_err(|err| CliError::Io {
+                path: f.clone(),
+                err,
+            })?)
+        };
+        let m = kafkashark::stats::merge::Mergeable::from_report(std::io::BufReader::new(read))
             .map_err(|why| CliError::Input {
                 what: f.clone(),
                 why,

@@ -140,6 +140,22 @@ fn merged_reports_equal_one_report_of_every_capture() {
     std::fs::write(&first, two.to_string()).unwrap();
     let again = merge(&[first, reports[2].clone()]).unwrap();
     assert_eq!(again, merged);
+    // A report on standard input (`-`) merges as its file does.
+    let mut child = bin()
+        .args(["stats", "--merge", "--format", "json", "-"])
+        .args(&reports[1..])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let report0 = std::fs::read(&reports[0]).unwrap();
+    std::io::Write::write_all(&mut child.stdin.take().unwrap(), &report0).unwrap();
+    let piped = child.wait_with_output().unwrap();
+    assert!(piped.status.success());
+    assert_eq!(
+        serde_json::from_slice::<Value>(&piped.stdout).unwrap(),
+        merged
+    );
     // The text report has a line per api.
     let text = bin()
         .args(["stats", "--merge"])
