@@ -251,6 +251,8 @@ pub enum Notice {
         client: SocketAddr,
         /// Broker endpoint.
         broker: SocketAddr,
+        /// The capture it was seen in ([`MessageInfo::capture`]).
+        capture: u16,
         /// Frame that showed it.
         frame: u64,
         /// Its time.
@@ -542,6 +544,7 @@ impl MessageAnalyzer {
                         stream,
                         client: st.client,
                         broker: st.broker,
+                        capture: st.capture,
                         frame,
                         ts,
                         what,

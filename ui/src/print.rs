@@ -336,9 +336,9 @@ pub fn run(a: &PrintArgs) -> Result<u64, CliError> {
             "--embed-keys writes a pcapng Decryption Secrets Block; save to a .pcapng".into(),
         ));
     }
-    if a.write.is_some() && !matches!(&input, Input::Files(p) if p.len() == 1 && p[0] != "-") {
+    if a.write.is_some() && !matches!(&input, Input::Files(p) if !p.iter().any(|f| f == "-")) {
         return Err(CliError::Usage(
-            "-w saves from one capture file, which it reads twice; a live capture is saved with tcpdump -w".into(),
+            "-w saves from capture files, which it reads twice (not standard input); a live capture is saved with tcpdump -w".into(),
         ));
     }
     // A file is read and reassembled on a thread of its own (see `FileReader`).
@@ -539,7 +539,7 @@ fn save(
         let randoms = chosen.tls_randoms();
         keys.with(|k| randoms.iter().map(|r| k.lines_of(r)).collect::<String>())
     });
-    let saved = crate::save::write(name, &chosen, out, secrets.as_deref())?;
+    let saved = crate::save::write(&captures, &chosen, out, secrets.as_deref())?;
     if let Some(s) = &secrets {
         let sessions = s
             .lines()
@@ -1119,7 +1119,7 @@ impl Emit for Printer {
     fn message(&mut self, mut m: Box<MessageRecord>) -> Result<bool, CliError> {
         if let Some(chosen) = &mut self.save {
             self.malformed += u64::from(m.info.decode_error.is_some());
-            chosen.add(m.info.client, m.info.broker, &m.raw);
+            chosen.add(m.info.capture, m.info.client, m.info.broker, &m.raw);
             return Ok(true);
         }
         if let Some(t) = &self.trees {
@@ -1147,12 +1147,13 @@ impl Emit for Printer {
             Notice::Tls {
                 client,
                 broker,
+                capture,
                 what: TlsEvent::ClientHello { random, .. },
                 ..
             },
         ) = (&mut self.save, n)
         {
-            chosen.tls(*client, *broker, *random);
+            chosen.tls(*capture, *client, *broker, *random);
         }
     }
 }

@@ -36,41 +36,46 @@ use rustc_hash::{FxHashMap, FxHashSet};
 use crate::cli_error::CliError;
 use crate::tui::store::Bitset;
 
+/// A connection as the files saved from see it: the capture it is in
+/// (its place among the files read together), client, broker.
+type Conn = (u16, SocketAddr, SocketAddr);
+
 /// The messages chosen for saving: their frames and connections.
 #[derive(Debug, Default)]
 pub struct Chosen {
     /// Bit `n` set: frame `n` carried bytes of a chosen message.
     frames: Bitset,
-    /// `(client, broker)` of every connection with a chosen message.
-    conns: FxHashSet<(SocketAddr, SocketAddr)>,
+    /// Every connection with a chosen message.
+    conns: FxHashSet<Conn>,
     /// The TLS connections seen, with their client randoms: one with a
     /// chosen message is saved whole (its records cannot be decrypted
     /// without every one before them).
-    tls: FxHashMap<(SocketAddr, SocketAddr), [u8; 32]>,
+    tls: FxHashMap<Conn, [u8; 32]>,
     /// Messages chosen.
     pub messages: u64,
 }
 
 impl Chosen {
-    /// Chooses the message `raw` of the connection `client` → `broker`:
-    /// the frames that carried its bytes, and its connection.
-    pub fn add(&mut self, client: SocketAddr, broker: SocketAddr, raw: &RawMessage) {
+    /// Chooses the message `raw` of the connection `client` → `broker` in
+    /// capture `capture`: the frames that carried its bytes, and its
+    /// connection.
+    pub fn add(&mut self, capture: u16, client: SocketAddr, broker: SocketAddr, raw: &RawMessage) {
         self.messages += 1;
-        self.conns.insert((client, broker));
+        self.conns.insert((capture, client, broker));
         self.set(raw.first_frame);
         for &(_, f) in &raw.provenance {
             self.set(f);
         }
     }
 
-    /// Notes that `client` → `broker` is a TLS connection, its session
-    /// `random`.
-    pub fn tls(&mut self, client: SocketAddr, broker: SocketAddr, random: [u8; 32]) {
-        self.tls.insert((client, broker), random);
+    /// Notes that `client` → `broker` in capture `capture` is a TLS
+    /// connection, its session `random`.
+    pub fn tls(&mut self, capture: u16, client: SocketAddr, broker: SocketAddr, random: [u8; 32]) {
+        self.tls.insert((capture, client, broker), random);
     }
 
     /// Whether the connection is saved whole: TLS with a chosen message.
-    fn whole(&self, key: &(SocketAddr, SocketAddr)) -> bool {
+    fn whole(&self, key: &Conn) -> bool {
         self.conns.contains(key) && self.tls.contains_key(key)
     }
 
@@ -124,28 +129,30 @@ impl Format {
     }
 }
 
-/// Copies the frames of `input` that `chosen` names, and its connections'
-/// handshake and close segments, to `out`. `input` must be a file that reads
-/// the same frames again (not standard input), and not `out` itself.
-/// With `secrets` (pcapng only), a Decryption Secrets Block holding those
-/// TLS key log lines comes before the frames.
+/// Copies the frames of `inputs` that `chosen` names, and its connections'
+/// handshake and close segments, to `out`: the files read together again,
+/// merged by time and numbered as their analysis numbered them
+/// ([`FileSource::open_all`]). Each input must be a file that reads the
+/// same frames again (not standard input), and not `out` itself. With
+/// `secrets` (pcapng only), a Decryption Secrets Block holding those TLS
+/// key log lines comes before the frames.
 pub fn write(
-    input: &str,
+    inputs: &[String],
     chosen: &Chosen,
     out: &Path,
     secrets: Option<&str>,
 ) -> Result<Saved, CliError> {
-    let same = std::fs::canonicalize(input)
-        .ok()
-        .zip(std::fs::canonicalize(out).ok())
-        .is_some_and(|(a, b)| a == b);
+    let written = std::fs::canonicalize(out).ok();
+    let same = inputs
+        .iter()
+        .any(|i| written.is_some() && std::fs::canonicalize(i).ok() == written);
     if same {
         return Err(CliError::Usage(format!(
-            "-w {}: that is the capture being read; save to another file",
+            "-w {}: that is a capture being read; save to another file",
             out.display()
         )));
     }
-    let mut src = FileSource::open(input).map_err(CliError::Capture)?;
+    let mut src = FileSource::open_all(inputs).map_err(CliError::Capture)?;
     let name = out.display().to_string();
     let io = |err: std::io::Error| CliError::Io {
         path: name.clone(),
@@ -169,7 +176,13 @@ pub fn write(
             continue;
         }
         w.frame(&frame).map_err(|why| CliError::Input {
-            what: format!("{input}: frame {}", frame.index),
+            what: format!(
+                "{}: frame {}",
+                inputs
+                    .get(usize::from(frame.capture))
+                    .map_or("", String::as_str),
+                frame.index
+            ),
             why: format!("cannot save it to {name}: {why}"),
         })?;
         saved.frames += 1;
@@ -186,7 +199,7 @@ pub fn write(
 struct Handshakes {
     /// Per chosen connection whose SYN/ACK was seen: the acknowledgment
     /// number the client's ACK of it carries.
-    expect: FxHashMap<(SocketAddr, SocketAddr), u32>,
+    expect: FxHashMap<Conn, u32>,
 }
 
 impl Handshakes {
@@ -194,10 +207,11 @@ impl Handshakes {
         let Ok(seg) = decode_segment(frame) else {
             return false;
         };
-        let (key, from_client) = if chosen.conns.contains(&(seg.src, seg.dst)) {
-            ((seg.src, seg.dst), true)
-        } else if chosen.conns.contains(&(seg.dst, seg.src)) {
-            ((seg.dst, seg.src), false)
+        let c = frame.capture;
+        let (key, from_client) = if chosen.conns.contains(&(c, seg.src, seg.dst)) {
+            ((c, seg.src, seg.dst), true)
+        } else if chosen.conns.contains(&(c, seg.dst, seg.src)) {
+            ((c, seg.dst, seg.src), false)
         } else {
             return false;
         };

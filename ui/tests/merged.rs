@@ -80,7 +80,8 @@ fn print_reads_several_captures_as_one() {
 }
 
 /// A glob the shell left alone is expanded (in name order); one that
-/// matches nothing, and `-w` from several files, are refused with why.
+/// matches nothing, and `-w` with standard input among the files, are
+/// refused with why.
 #[test]
 fn globs_are_expanded_and_refusals_say_why() {
     let glob = repo("a[13]-*.pcap");
@@ -95,13 +96,83 @@ fn globs_are_expanded_and_refusals_say_why() {
     assert!(String::from_utf8_lossy(&none.stderr).contains("no file matches"));
     let out = std::env::temp_dir().join(format!("kafkashark-merged-{}.pcap", std::process::id()));
     let save = bin()
-        .args(["print", &repo(A1), &repo(A3), "-w"])
+        .args(["print", &repo(A1), "-", "-w"])
         .arg(&out)
         .output()
         .unwrap();
     assert_eq!(save.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&save.stderr).contains("-w saves from one capture file"));
+    assert!(String::from_utf8_lossy(&save.stderr).contains("not standard input"));
     assert!(!out.exists());
+}
+
+/// `-w` from two files: the packets of the messages the filter matches in
+/// either, merged by time into one file, which reopens (in kafkashark, and
+/// in tshark when it is there) to those messages: the same apis, versions,
+/// correlation ids, kinds and pairing.
+#[test]
+fn several_files_save_into_one() {
+    let out = std::env::temp_dir().join(format!("kafkashark-merged-{}.pcapng", std::process::id()));
+    let filter = "produce or fetch or metadata";
+    let (a1, a3) = (repo(A1), repo(A3));
+    let saved = run(&["print", &a1, &a3, "-Y", filter, "-w", out.to_str().unwrap()]);
+    let said = String::from_utf8_lossy(&saved.stderr);
+    assert!(said.contains("saved "), "{said}");
+    let key = |v: &serde_json::Value| {
+        let v = placeless(v.clone());
+        let pick = [
+            "api_key",
+            "api_version",
+            "correlation_id",
+            "kind",
+            "paired",
+            "client",
+            "broker",
+            "length",
+        ];
+        pick.iter()
+            .map(|k| v[*k].to_string())
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    let mut want: Vec<String> = jsonl(&run(&[
+        "print", &a1, &a3, "-Y", filter, "--format", "jsonl",
+    ]))
+    .iter()
+    .map(key)
+    .collect();
+    let mut got: Vec<String> = jsonl(&run(&[
+        "print",
+        out.to_str().unwrap(),
+        "-Y",
+        filter,
+        "--format",
+        "jsonl",
+    ]))
+    .iter()
+    .map(key)
+    .collect();
+    want.sort();
+    got.sort();
+    assert!(want.len() >= 20, "{}", want.len());
+    assert_eq!(got, want);
+    // Both files' messages are in it.
+    let a3_only = jsonl(&run(&["print", &a3, "-Y", filter, "--format", "jsonl"]));
+    assert!(!a3_only.is_empty() && a3_only.len() < want.len());
+    if let Ok(t) = Command::new("tshark")
+        .arg("-r")
+        .arg(&out)
+        .args(["-Y", "kafka"])
+        .output()
+    {
+        if t.status.success() {
+            let frames = String::from_utf8_lossy(&t.stdout).lines().count();
+            assert!(
+                frames >= want.len() / 2,
+                "tshark read {frames} Kafka frames"
+            );
+        }
+    }
+    let _ = std::fs::remove_file(&out);
 }
 
 /// `capture` in a display filter picks the messages of the files whose

@@ -221,7 +221,7 @@ fn saving_refuses_what_it_cannot_do() {
     };
     let f = file.to_str().expect("path");
     // Over the capture itself.
-    assert!(err(&["print", f, "-w", f]).contains("that is the capture being read"));
+    assert!(err(&["print", f, "-w", f]).contains("that is a capture being read"));
     // From standard input, which cannot be read twice.
     assert!(err(&["print", "-", "-w", "/tmp/x.pcapng"]).contains("reads twice"));
     // -V prints trees; -w prints nothing.

@@ -128,7 +128,7 @@ pub fn message_of(e: &IndexEntry, store: Option<&dyn ByteStore>) -> Result<RawMe
 
 /// A TLS connection's event as the loader hands it on: stream, client,
 /// broker, frame, what.
-pub type TlsNote = (u64, SocketAddr, SocketAddr, u64, TlsEvent);
+pub type TlsNote = (u64, u16, SocketAddr, SocketAddr, u64, TlsEvent);
 
 /// TLS connections the UI remembers.
 const TLS_SESSIONS: usize = 100_000;
@@ -470,14 +470,15 @@ pub struct App {
     /// Filters applied, oldest first (at most [`HISTORY`]); the shell keeps
     /// them between sessions.
     pub history: Vec<String>,
-    /// The capture file the listed messages can be saved from (`w`): `None`
-    /// for standard input, a live capture or a single message.
-    pub save_from: Option<String>,
+    /// The capture files the listed messages can be saved from (`w`), as
+    /// read together: `None` for standard input, a live capture or a
+    /// single message.
+    pub save_from: Option<Vec<String>>,
     /// The TLS connections: what each showed (the stats view's TLS section).
     pub tls: kafkashark::stats::tls::TlsTable,
-    /// The TLS connections' client randoms by (client, broker): saved whole
-    /// (`w`) when a message of theirs is.
-    pub tls_sessions: rustc_hash::FxHashMap<(SocketAddr, SocketAddr), [u8; 32]>,
+    /// The TLS connections' client randoms by (capture, client, broker):
+    /// saved whole (`w`) when a message of theirs is.
+    pub tls_sessions: rustc_hash::FxHashMap<(u16, SocketAddr, SocketAddr), [u8; 32]>,
     /// Entries dropped from the front of the index by ring mode.
     pub dropped: u64,
     /// Messages recently read again from the file, by entry index plus `dropped`.
@@ -676,10 +677,10 @@ impl App {
             Msg::LoadError(e) => self.load_error = Some(e),
             Msg::Notice(n) => self.notice = Some(n),
             Msg::Tls(notes) => {
-                for (stream, client, broker, frame, what) in notes {
+                for (stream, capture, client, broker, frame, what) in notes {
                     if let TlsEvent::ClientHello { random, .. } = &what {
                         if self.tls_sessions.len() < TLS_SESSIONS {
-                            self.tls_sessions.insert((client, broker), *random);
+                            self.tls_sessions.insert((capture, client, broker), *random);
                         }
                     }
                     self.tls
@@ -1392,7 +1393,7 @@ impl App {
     /// Opens the bar that asks where to save the listed messages (`w`),
     /// with a name made from the capture's.
     fn open_save_bar(&mut self) {
-        let Some(from) = &self.save_from else {
+        let Some(from) = self.save_from.as_ref().and_then(|f| f.first()) else {
             self.notice = Some(
                 "saving needs a capture file: standard input and live captures cannot be read again (capture with tcpdump -w)"
                     .into(),

@@ -250,9 +250,11 @@ pub fn run(opts: Options) -> Result<(), CliError> {
             app.set_columns(cols);
         }
     }
-    // The listed messages' packets can be saved from a file read again.
+    // The listed messages' packets can be saved from the files read again
+    // (regular files: not standard input, nor a pipe).
+    let again = |p: &[String]| p.iter().all(|f| std::path::Path::new(f).is_file());
     app.save_from = match &opts.input {
-        Input::Files(p) if reread => p.first().cloned(),
+        Input::Files(p) if again(p) => Some(p.clone()),
         _ => None,
     };
     if kind != SourceKind::Message {
@@ -434,13 +436,13 @@ fn start_save(app: &App, out: std::path::PathBuf, done: &std::sync::mpsc::Sender
         return;
     };
     let mut chosen = crate::save::Chosen::default();
-    for (&(client, broker), &random) in &app.tls_sessions {
-        chosen.tls(client, broker, random);
+    for (&(capture, client, broker), &random) in &app.tls_sessions {
+        chosen.tls(capture, client, broker, random);
     }
     for &i in &app.view {
         if let Some(e) = app.entries.get(i as usize) {
             let (client, broker) = e.endpoints();
-            chosen.add(client, broker, &e.raw());
+            chosen.add(crate::filter::Facts::capture(&*e), client, broker, &e.raw());
         }
     }
     let tx = done.clone();
@@ -543,12 +545,13 @@ fn load(
                 }
                 Output::Notice(Notice::Tls {
                     stream,
+                    capture,
                     client,
                     broker,
                     frame,
                     what,
                     ..
-                }) => tls.push((stream, client, broker, frame, what)),
+                }) => tls.push((stream, capture, client, broker, frame, what)),
                 Output::Notice(_) => {}
             }
         }

@@ -909,12 +909,13 @@ fn tls_section_lists_every_connection() {
                 Output::Message(m) => entries.push(super::app::Entry::new(m.info, m.raw)),
                 Output::Notice(Notice::Tls {
                     stream,
+                    capture,
                     client,
                     broker,
                     frame,
                     what,
                     ..
-                }) => notes.push((stream, client, broker, frame, what)),
+                }) => notes.push((stream, capture, client, broker, frame, what)),
                 Output::Notice(_) => {}
             }
         }

@@ -817,10 +817,10 @@ fn w_asks_where_to_save_the_listed_messages() {
         "{:?}",
         app.notice
     );
-    app.save_from = Some(format!(
+    app.save_from = Some(vec![format!(
         "/some/dir/{}",
         A1.rsplit('/').next().expect("name")
-    ));
+    )]);
     key(&mut app, KeyCode::Char('w'));
     let b = app.bar.as_ref().expect("the save bar");
     assert!(b.kind == super::app::BarKind::Save && b.error.is_none());
