@@ -14,12 +14,11 @@
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
-use std::fmt::Write as _;
 
 use crate::analyzer::{MessageInfo, MessageRecord};
 use crate::kafka::decode::Kind;
 use crate::kafka::errors::error_name;
-use crate::kafka::records::{civil_from_days, BatchHead};
+use crate::kafka::records::{iso8601_bytes, second_text, BatchHead};
 use crate::kafka::schema::ApiKey;
 use crate::kafka::tree::json;
 use crate::stats::facts;
@@ -286,34 +285,68 @@ pub const PARTITIONS: &[Column] = &[
     ),
 ];
 
-/// The UTC day of `ts`: `YYYY-MM-DD`.
-pub fn date(ts: Timestamp) -> String {
-    let (y, m, d) = civil_from_days(ts.secs.div_euclid(86_400));
-    format!("{y:04}-{m:02}-{d:02}")
-}
+/// The last second [`rfc3339`] writes: 9999-12-31T23:59:59Z.
+const MAX_SECS: i64 = 253_402_300_799;
 
 /// `ts` in RFC 3339, UTC, to the microsecond (the nanoseconds of a pcapng
-/// clock cut): `2026-12-01T09:30:00.123456Z`.
-pub fn rfc3339(ts: Timestamp) -> String {
-    let secs = ts.secs.rem_euclid(86_400);
-    let mut s = date(ts);
-    let _ = write!(
-        s,
-        "T{:02}:{:02}:{:02}.{:06}Z",
-        secs / 3600,
-        secs / 60 % 60,
-        secs % 60,
-        ts.nanos / 1000
-    );
-    s
+/// clock cut), `2026-12-01T09:30:00.123456Z`, when it falls between 1970
+/// and the year 9999 (anything else is no wall-clock time: `None`). The
+/// date and time are the record timestamps' own writer's
+/// (`records::second_text`).
+pub fn rfc3339(ts: Timestamp) -> Option<String> {
+    rfc3339_bytes(ts).and_then(|t| String::from_utf8(t.to_vec()).ok())
 }
 
-/// The name a row's `api` partition key gives `i`'s api.
-pub fn api_key_name(i: &MessageInfo) -> String {
-    match (i.api_name(), i.api_key) {
-        (Some(n), _) => n.to_string(),
-        (None, Some(k)) => format!("api-{}", k.0),
-        (None, None) => "unknown".into(),
+/// [`rfc3339`]'s text as bytes, without an allocation.
+fn rfc3339_bytes(ts: Timestamp) -> Option<[u8; 27]> {
+    if !(0..=MAX_SECS).contains(&ts.secs) {
+        return None;
+    }
+    let mut t = [0u8; 27];
+    let (head, tail) = t.split_at_mut(20);
+    head.copy_from_slice(&second_text(ts.secs));
+    let mut us = ts.nanos / 1000;
+    for c in tail.iter_mut().take(6).rev() {
+        *c = b'0' + (us % 10) as u8;
+        us /= 10;
+    }
+    if let Some(z) = tail.last_mut() {
+        *z = b'Z';
+    }
+    Some(t)
+}
+
+/// What every row of one message starts with: its partition keys and time,
+/// made once for the message's rows.
+struct Head<'a> {
+    /// RFC 3339 of the message's time (none outside 1970–9999).
+    ts: Option<[u8; 27]>,
+    /// The `api` partition key: the api's name, `api-N` for a key this
+    /// build does not name, `unknown` without one.
+    api: Cow<'static, str>,
+    capture: &'a str,
+}
+
+impl<'a> Head<'a> {
+    fn of(i: &MessageInfo, capture: &'a str) -> Head<'a> {
+        let api = match (i.api_name(), i.api_key) {
+            (Some(n), _) => Cow::Borrowed(n),
+            (None, Some(k)) => Cow::Owned(format!("api-{}", k.0)),
+            (None, None) => Cow::Borrowed("unknown"),
+        };
+        Head {
+            ts: rfc3339_bytes(i.ts),
+            api,
+            capture,
+        }
+    }
+
+    /// The `date` partition key: `YYYY-MM-DD` (UTC), `unknown` outside
+    /// 1970–9999.
+    fn date(&self) -> &str {
+        (self.ts.as_ref())
+            .and_then(|t| std::str::from_utf8(t.get(..10)?).ok())
+            .unwrap_or("unknown")
     }
 }
 
@@ -321,13 +354,13 @@ pub fn api_key_name(i: &MessageInfo) -> String {
 struct Row<'a>(&'a mut Vec<u8>);
 
 impl<'a> Row<'a> {
-    /// Opens a row of `table` with its partition keys for message `i`.
-    fn start(out: &'a mut Vec<u8>, table: &str, i: &MessageInfo) -> Row<'a> {
+    /// Opens a row of `table` with its message's partition keys.
+    fn start(out: &'a mut Vec<u8>, table: &str, head: &Head<'_>) -> Row<'a> {
         out.extend_from_slice(b"{\"table\":");
         json::str(out, table);
         let mut r = Row(out);
-        r.str("date", &date(i.ts));
-        r.str("api", &api_key_name(i));
+        r.str("date", head.date());
+        r.str("api", &head.api);
         r
     }
 
@@ -372,10 +405,24 @@ impl<'a> Row<'a> {
         });
     }
 
+    /// Key `k` with the text `v` writes, quoted: text that needs no
+    /// escaping (an address), written without a string made for it.
+    fn display(&mut self, k: &str, v: impl std::fmt::Display) {
+        use std::io::Write as _;
+        self.key(k);
+        self.0.push(b'"');
+        let _ = write!(self.0, "{v}");
+        self.0.push(b'"');
+    }
+
     /// The columns every table starts with, for message `i`.
-    fn message_head(&mut self, i: &MessageInfo, capture: &str) {
-        self.str("capture", capture);
-        self.str("ts", &rfc3339(i.ts));
+    fn message_head(&mut self, i: &MessageInfo, head: &Head<'_>) {
+        self.str("capture", head.capture);
+        self.opt("ts", head.ts.as_ref(), |out, t| {
+            out.push(b'"');
+            out.extend_from_slice(t);
+            out.push(b'"');
+        });
         self.int("frame", i64::try_from(i.frame).ok());
     }
 
@@ -406,26 +453,26 @@ impl<'a> Row<'a> {
     }
 }
 
-/// Appends the row of message `i` from capture `capture`, on connection
+/// Appends the row of message `i` (its [`Head`]), on connection
 /// `community_id`, sent by `client_id` (a response: its request's), as a
 /// JSON object (no newline): its table, the partition keys, then
 /// [`MESSAGES`] in order, `null` where a column has no value.
-pub fn message_row(
+fn message_row(
     out: &mut Vec<u8>,
     i: &MessageInfo,
-    capture: &str,
+    head: &Head<'_>,
     community_id: &str,
     client_id: Option<&str>,
 ) {
     let req = i.kind == Kind::Request;
     let ms = |ns: Option<u64>| ns.map(|n| n as f64 / 1e6);
-    let mut r = Row::start(out, "messages", i);
-    r.message_head(i, capture);
+    let mut r = Row::start(out, "messages", head);
+    r.message_head(i, head);
     r.int("first_frame", i64::try_from(i.first_frame).ok());
     r.int("stream", i64::try_from(i.stream).ok());
     r.str("community_id", community_id);
-    r.str("client", &i.client.to_string());
-    r.str("broker", &i.broker.to_string());
+    r.display("client", i.client);
+    r.display("broker", i.broker);
     r.api(i);
     r.int("length", Some(i.length.into()));
     r.opt_str("client_id", client_id);
@@ -484,14 +531,37 @@ struct PartRow {
     max_timestamp: Option<i64>,
 }
 
-/// The row of (`topic`, `partition`), made if new; none without a partition.
-fn part<'p>(
-    parts: &'p mut BTreeMap<(Option<String>, i32), PartRow>,
-    topic: Option<Cow<'_, str>>,
-    partition: Option<i32>,
-) -> Option<&'p mut PartRow> {
-    let key = (topic.map(Cow::into_owned), partition?);
-    Some(parts.entry(key).or_default())
+/// A message's rows by topic, then partition (a topic's name is copied once,
+/// when its first row is made).
+#[derive(Default)]
+struct Parts {
+    named: BTreeMap<String, BTreeMap<i32, PartRow>>,
+    unnamed: BTreeMap<i32, PartRow>,
+}
+
+impl Parts {
+    /// The row of (`topic`, `partition`), made if new; none without a partition.
+    fn at(&mut self, topic: Option<&str>, partition: Option<i32>) -> Option<&mut PartRow> {
+        let p = partition?;
+        let rows = match topic {
+            None => &mut self.unnamed,
+            Some(t) => {
+                if !self.named.contains_key(t) {
+                    self.named.insert(t.to_string(), BTreeMap::new());
+                }
+                self.named.get_mut(t)?
+            }
+        };
+        Some(rows.entry(p).or_default())
+    }
+
+    /// Every row, in (topic, partition) order, those without a topic first.
+    fn into_rows(self) -> impl Iterator<Item = (Option<String>, i32, PartRow)> {
+        let unnamed = self.unnamed.into_iter().map(|(p, r)| (None, p, r));
+        let named = (self.named.into_iter())
+            .flat_map(|(t, rows)| rows.into_iter().map(move |(p, r)| (Some(t.clone()), p, r)));
+        unnamed.chain(named)
+    }
 }
 
 /// Requests remembered until their response, at most.
@@ -584,17 +654,18 @@ impl TableRows {
             true => i.client_id.as_deref(),
             false => answered.client_id.as_deref(),
         };
-        message_row(out, i, capture, id, client_id);
+        let head = Head::of(i, capture);
+        message_row(out, i, &head, id, client_id);
         out.push(b'\n');
         let Some(d) = d else {
             return;
         };
         let fallback = answered.topic.filter(|_| fetch);
-        let mut parts: BTreeMap<(Option<String>, i32), PartRow> = BTreeMap::new();
+        let mut parts = Parts::default();
         let topics = &self.topics;
         facts::each_set(d, topics, |s| {
-            let topic = s.topic.clone().or(fallback.as_deref().map(Cow::Borrowed));
-            let Some(r) = part(&mut parts, topic, s.partition) else {
+            let topic = s.topic.as_deref().or(fallback.as_deref());
+            let Some(r) = parts.at(topic, s.partition) else {
                 return;
             };
             let c = &s.counts;
@@ -625,7 +696,7 @@ impl TableRows {
             }
         });
         facts::each_int(d, topics, |n| {
-            let Some(r) = part(&mut parts, n.topic, n.partition) else {
+            let Some(r) = parts.at(n.topic.as_deref(), n.partition) else {
                 return;
             };
             let slot = match n.name {
@@ -644,17 +715,16 @@ impl TableRows {
                 None => facts::errors(&d.root, topics),
             };
             for e in errors {
-                if let Some(r) = part(&mut parts, e.place.topic.map(Cow::Owned), e.place.partition)
-                {
+                if let Some(r) = parts.at(e.place.topic.as_deref(), e.place.partition) {
                     if r.error == 0 {
                         r.error = e.code;
                     }
                 }
             }
         }
-        for ((topic, partition), p) in parts {
-            let mut r = Row::start(out, "partitions", i);
-            r.message_head(i, capture);
+        for (topic, partition, p) in parts.into_rows() {
+            let mut r = Row::start(out, "partitions", &head);
+            r.message_head(i, &head);
             r.int("stream", i64::try_from(i.stream).ok());
             r.str("community_id", id);
             r.api(i);
@@ -677,16 +747,14 @@ impl TableRows {
             r.int("decompressed_bytes", Some(p.decompressed));
             r.int("first_offset", p.first_offset);
             r.int("last_offset", p.last_offset);
-            match p.max_timestamp {
-                Some(ms) => {
-                    let nanos = (ms.rem_euclid(1000) * 1_000_000) as u32;
-                    r.str(
-                        "max_timestamp",
-                        &rfc3339(Timestamp::new(ms.div_euclid(1000), nanos)),
-                    );
-                }
-                None => r.null("max_timestamp"),
-            }
+            // A record time's own text (`iso8601_bytes`: RFC 3339 to the
+            // millisecond), none outside 1970–9999.
+            let at = p.max_timestamp.and_then(iso8601_bytes);
+            r.opt("max_timestamp", at.as_ref(), |out, t| {
+                out.push(b'"');
+                out.extend_from_slice(t);
+                out.push(b'"');
+            });
             r.end();
             out.push(b'\n');
         }
@@ -698,15 +766,24 @@ mod tests {
     use super::*;
 
     #[test]
-    fn times_are_utc_days_and_rfc3339() {
-        let ts = Timestamp::new(1_795_953_953, 431_032_000);
-        assert_eq!(date(ts), "2026-11-29");
-        assert_eq!(rfc3339(ts), "2026-11-29T12:05:53.431032Z");
-        let ns = Timestamp::new(1_795_953_953, 431_032_999);
-        assert_eq!(rfc3339(ns), "2026-11-29T12:05:53.431032Z");
+    fn times_are_rfc3339_to_the_microsecond_in_1970_to_9999() {
+        let at = |secs, nanos| rfc3339(Timestamp::new(secs, nanos));
+        let ts = Timestamp::new(1_795_953_953, 431_032_999);
         assert_eq!(
-            rfc3339(Timestamp::new(-1, 5_000)),
-            "1969-12-31T23:59:59.000005Z"
+            at(ts.secs, ts.nanos).unwrap(),
+            "2026-11-29T12:05:53.431032Z"
         );
+        assert_eq!(at(0, 5_000).unwrap(), "1970-01-01T00:00:00.000005Z");
+        assert_eq!(at(MAX_SECS, 0).unwrap(), "9999-12-31T23:59:59.000000Z");
+        assert_eq!(at(-1, 0), None);
+        assert_eq!(at(MAX_SECS + 1, 0), None);
+        // The date key is the time's day, `unknown` without a time.
+        let head = |secs| Head {
+            ts: rfc3339_bytes(Timestamp::new(secs, 0)),
+            api: Cow::Borrowed("Fetch"),
+            capture: "",
+        };
+        assert_eq!(head(ts.secs).date(), "2026-11-29");
+        assert_eq!(head(-5).date(), "unknown");
     }
 }

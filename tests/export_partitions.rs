@@ -118,11 +118,8 @@ fn check(name: &str, min_fetches: usize) {
                 assert_eq!(p["last_offset"], opt(r[11]), "{r:?}");
                 // The newest batch time, in milliseconds since the epoch.
                 let ms = int(r[12]);
-                let want = (ms >= 0).then(|| {
-                    let nanos = (ms.rem_euclid(1000) * 1_000_000) as u32;
-                    let t = kafkashark::vocab::Timestamp::new(ms.div_euclid(1000), nanos);
-                    Value::from(kafkashark::export::rfc3339(t))
-                });
+                let want = (ms >= 0)
+                    .then(|| Value::from(kafkashark::kafka::records::iso8601_ms(ms).unwrap()));
                 assert_eq!(p["max_timestamp"], want.unwrap_or(Value::Null), "{r:?}");
             }
             "commit" => {

@@ -1338,9 +1338,10 @@ impl Stats {
             requests: e.count,
             frames: e.frames(),
         });
+        let (apis, api_timings) = self.api_reports();
         let mut report = StatsReport {
             summary,
-            apis: self.api_reports(),
+            apis,
             clients: self.client_reports(&clients),
             brokers: Vec::new(),
             connections: Vec::new(),
@@ -1371,18 +1372,18 @@ impl Stats {
             tls: self.tls.report(),
             merge: merge::Mergeable::default(),
         };
-        let timings = (self.apis.map.iter())
-            .map(|(&k, a)| (k, self.api_timing(k, a).data()))
-            .collect();
-        report.merge = merge::Mergeable::of(&report, &timings);
+        report.merge = merge::Mergeable::of(&report, &api_timings);
         report
     }
 
-    /// Every API with its versions; an API's latencies are its versions' and its own.
-    fn api_reports(&self) -> Vec<ApiReport> {
+    /// Every API with its versions (an API's latencies are its versions'
+    /// and its own), and each API's timing in mergeable form.
+    fn api_reports(&self) -> (Vec<ApiReport>, BTreeMap<i16, TimingData>) {
+        let mut timings = BTreeMap::new();
         let each = self.apis.map.iter().map(|(&k, a)| {
             let versions = self.versions.map.range((k, i16::MIN)..=(k, i16::MAX));
             let latency = self.api_timing(k, a);
+            timings.insert(k, latency.data());
             let mut fetch: Option<FetchSplit> = None;
             for (_, x) in versions.clone() {
                 if let Some(f) = &x.fetch {
@@ -1416,7 +1417,8 @@ impl Stats {
                     .collect(),
             }
         });
-        each.collect()
+        let reports = each.collect();
+        (reports, timings)
     }
 
     /// An API's timing: its own and its versions'.

@@ -796,3 +796,53 @@ fn group_text(o: &mut String, g: &GroupReport) {
         vec![member, heartbeats, list(&h.epochs), assignment]
     });
 }
+
+impl super::merge::MergedReport {
+    /// The merged report (`stats --merge`) as readable tables, in the
+    /// cells of a report's.
+    pub fn to_text(&self) -> String {
+        let mut o = String::new();
+        let s = &self.summary;
+        let span = match (s.first_ts, s.last_ts) {
+            (Some(a), Some(b)) => format!(", {:.3} s", b - a),
+            _ => String::new(),
+        };
+        let _ = writeln!(
+            o,
+            "kafkashark stats — {} reports merged\n{} messages ({} requests, {} responses){span}; {} unanswered",
+            self.reports, s.messages, s.requests, s.responses, s.unanswered
+        );
+        let head =
+            format!("<api|req|resp|unanswered|{LAT_HEAD}|service p99|long-polls|throttled|<errors");
+        section(&mut o, "\nAPIS\n", &head, &self.apis, |a| {
+            let name = api(a.api_name, a.api_key);
+            let mut r = cells(&[&name, &a.requests, &a.responses, &a.unanswered]);
+            r.extend(lat_cells(&a.latency_ms));
+            let service = (a.parts.service_ms.as_ref()).map_or_else(|| "-".into(), |l| ms(l.p99));
+            let errors = counts(&a.errors);
+            r.extend(cells(&[
+                &service,
+                &a.parts.long_polls,
+                &a.throttled,
+                &errors,
+            ]));
+            r
+        });
+        let head = format!("<broker|req|resp|{LAT_HEAD}");
+        section(&mut o, "\nBROKERS\n", &head, &self.brokers, |b| {
+            let mut r = cells(&[&b.broker, &b.requests, &b.responses]);
+            r.extend(lat_cells(&b.latency_ms));
+            r
+        });
+        let head = "<topic|part|produce sets|bytes|records|fetch sets|bytes|records";
+        section(&mut o, "\nTOPICS\n", head, &self.topics, |t| {
+            let (p, f) = (&t.produce, &t.fetch);
+            let (topic, part) = (text(&t.topic), opt(&t.partition));
+            cells(&[&topic, &part, &p.record_sets, &p.bytes, &p.records])
+                .into_iter()
+                .chain(cells(&[&f.record_sets, &f.bytes, &f.records]))
+                .collect()
+        });
+        o
+    }
+}

@@ -261,7 +261,7 @@ pub(crate) fn iso8601_bytes(ms: i64) -> Option<[u8; 24]> {
 
 /// `YYYY-MM-DDTHH:MM:SS.` of a second since the epoch (0 ..= the last
 /// second of 9999), digits written in place (no formatter).
-fn second_text(secs: i64) -> [u8; 20] {
+pub(crate) fn second_text(secs: i64) -> [u8; 20] {
     let days = secs / 86_400;
     let sod = secs % 86_400;
     let (y, m, d) = civil_from_days(days);

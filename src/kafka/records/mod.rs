@@ -65,6 +65,7 @@ use crate::kafka::tree::{push_uint, ByteSource, Node, Role, Value};
 
 pub use compression::{codec_name, decompress, InflateError, Inflated};
 pub use cursor::{civil_from_days, iso8601_ms};
+pub(crate) use cursor::{iso8601_bytes, second_text};
 /// Exposed for the tests of the streamed JSON (`tests/stream_json.rs`).
 #[doc(hidden)]
 pub use json::RUN_BYTES;
