@@ -432,6 +432,10 @@ pub struct MessageAnalyzer {
     /// [`MessageAnalyzer::scan_opts`] for responses
     /// ([`AnalyzerConfig::response_topics`]).
     response_scan_opts: DecodeOptions,
+    /// A shard of a sharded analysis ([`MessageAnalyzer::shard`]): topics
+    /// are left to the [`crate::shard::Merge`], which sees every shard's
+    /// messages in order.
+    shard: bool,
 }
 
 impl MessageAnalyzer {
@@ -459,7 +463,36 @@ impl MessageAnalyzer {
             streams: FxHashMap::default(),
             next_index: 0,
             topics: TopicNames::default(),
+            shard: false,
         }
+    }
+
+    /// An analyzer of one shard of the connections (see [`crate::shard`]):
+    /// this one's settings and table of batch sizes, nothing it has seen.
+    /// Its messages take the numbers the [`crate::shard::Router`] gives
+    /// them ([`MessageAnalyzer::push_numbered`]); their topics are named,
+    /// and topic names learned, by the [`crate::shard::Merge`] (topic ids
+    /// are named across connections, in capture order), and until then
+    /// each message keeps its decode.
+    pub fn shard(&self) -> MessageAnalyzer {
+        MessageAnalyzer {
+            cfg: self.cfg.clone(),
+            pairer: Pairer::new(self.cfg.pipeline.max_pending_per_stream),
+            streams: FxHashMap::default(),
+            next_index: 0,
+            topics: TopicNames::default(),
+            scan_opts: self.scan_opts.clone(),
+            response_scan_opts: self.response_scan_opts.clone(),
+            shard: true,
+        }
+    }
+
+    /// [`MessageAnalyzer::push`] of an event whose message, if it makes
+    /// one, is numbered `index` (the [`crate::shard::Router`]'s numbering,
+    /// the one a single analyzer of every connection would give).
+    pub fn push_numbered(&mut self, index: u64, ev: Event, out: &mut Vec<Output>) {
+        self.next_index = index;
+        self.push(ev, out);
     }
 
     /// A scanner that makes, on another thread, the summary scan this
@@ -479,6 +512,11 @@ impl MessageAnalyzer {
         let lean = !self.cfg.keep_trees && !self.cfg.decode.records;
         let filter = self.cfg.tree_filter.filter(|_| self.cfg.keep_trees);
         (lean || filter.is_some(), filter)
+    }
+
+    /// The analysis' settings.
+    pub fn config(&self) -> &AnalyzerConfig {
+        &self.cfg
     }
 
     /// Topic names learned so far from the capture.
@@ -585,8 +623,8 @@ impl MessageAnalyzer {
         let decoded = slot.insert(decoded);
         let sasl_token = self.sasl_step(raw, sasl, info, decoded, facts.as_ref());
         self.settle(info, decoded, facts, sasl_token);
-        if !self.cfg.keep_trees {
-            *slot = None;
+        if !self.shard {
+            name_topics(&mut self.topics, &self.cfg, &mut rec);
         }
         out.push(Output::Message(rec));
     }
@@ -724,8 +762,7 @@ impl MessageAnalyzer {
     }
 
     /// The facts of a decoded message not set yet: a response's throttle
-    /// and errors, the decode error, the topics; topic names learned from
-    /// it and its tree annotated with them.
+    /// and errors, the decode error (its topics: [`name_topics`]).
     fn settle(
         &mut self,
         info: &mut MessageInfo,
@@ -758,26 +795,61 @@ impl MessageAnalyzer {
         if !sasl_token {
             info.decode_warning = decoded.warning;
         }
+    }
+}
+
+/// Whether [`name_topics`] of `rec` reads or changes topic names: a
+/// response that teaches them, a message with topic ids to name, a kept tree
+/// with a `TopicId` to annotate. For any other, it does what it would do
+/// with no name known, wherever it is made.
+pub(crate) fn needs_names(cfg: &AnalyzerConfig, rec: &MessageRecord) -> bool {
+    fn has_topic_id(n: &Node) -> bool {
+        (matches!(n.value, Value::Uuid(_)) && n.name.ends_with("TopicId"))
+            || n.children.iter().any(has_topic_id)
+    }
+    let Some(d) = &rec.decoded else {
+        return false;
+    };
+    let teaches = rec.info.api_key.is_some_and(|k| TEACHERS.contains(&k));
+    (rec.info.kind == Kind::Response && teaches)
+        || (cfg.info_topics && !d.topic_ids.is_empty())
+        || (cfg.keep_trees && has_topic_id(&d.root))
+}
+
+/// The last step of a message's analysis, made in capture order across
+/// connections: topic names learned from a response, the message's topics
+/// (names, and topic ids named by what was learned before), its tree
+/// annotated with them, and its decode dropped unless trees are kept.
+pub(crate) fn name_topics(topics: &mut TopicNames, cfg: &AnalyzerConfig, rec: &mut MessageRecord) {
+    let MessageRecord {
+        info,
+        decoded: slot,
+        ..
+    } = rec;
+    if let Some(decoded) = slot.as_mut() {
         if info.kind == Kind::Response {
-            self.topics.learn(info.api_key, &decoded.root);
+            topics.learn(info.api_key, &decoded.root);
         }
-        if self.cfg.info_topics {
-            info.topics = if self.cfg.keep_trees {
+        if cfg.info_topics {
+            info.topics = if cfg.keep_trees {
                 decoded.topics.clone()
             } else {
                 std::mem::take(&mut decoded.topics)
             };
             for id in &decoded.topic_ids {
-                if let Some(name) = self.topics.name(id) {
+                if let Some(name) = topics.name(id) {
                     if !info.topics.iter().any(|t| t == name) {
                         info.topics.push(name.to_string());
                     }
                 }
             }
         }
-        if self.cfg.keep_trees {
-            self.topics.annotate(&mut decoded.root);
+        if cfg.keep_trees {
+            topics.annotate(&mut decoded.root);
         }
+    }
+    if !cfg.keep_trees {
+        *slot = None;
     }
 }
 

@@ -16,6 +16,7 @@ pub mod flow;
 pub mod kafka;
 pub mod pairing;
 pub mod pipeline;
+pub mod shard;
 pub mod stats;
 pub mod tls;
 pub mod topics;

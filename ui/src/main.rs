@@ -21,6 +21,7 @@ mod privilege;
 mod render_pool;
 mod reorder;
 mod save;
+mod shards;
 mod stats_cmd;
 mod timefmt;
 mod tui;

@@ -129,9 +129,11 @@ fn engine(a: &StatsArgs) -> (AnalyzerConfig, Stats) {
     (cfg, stats)
 }
 
-/// `stats` of a file on three threads: read and reassembled by
-/// `print::FileReader`, decoded and paired on this one, counted on a third —
-/// the same outputs in the same order as one thread, so the same report.
+/// `stats` of files: read and reassembled by `print::FileReader`, decoded and
+/// paired by `--threads` shard threads, one per core by default
+/// (`crate::shards`: each connection's messages on its shard's thread),
+/// merged back in order on this one and counted on another — the same
+/// outputs in the same order as one thread, so the same report.
 fn run_file(
     a: &StatsArgs,
     paths: &[String],
@@ -141,73 +143,62 @@ fn run_file(
     let mut src = FileSource::open_all(paths).map_err(CliError::Capture)?;
     src.set_tls_keys(a.capture.keys());
     let (cfg, mut stats) = engine(a);
-    let mut analyzer = MessageAnalyzer::new(cfg);
-    // While the analyzer is behind, the reader's thread scans requests for
-    // it (`print::hand_over`): the analyzer's thread is the busiest of the
-    // three.
+    let analyzer = MessageAnalyzer::new(cfg);
+    let mut chosen = Chosen::new(a, paths);
+    // `Stats` reads facts, never bytes: the shards drop them, unless the
+    // filter reads fields.
+    let strip = chosen.0.as_ref().is_none_or(|r| !r.needs_tree());
+    let shards = a
+        .threads
+        .map_or_else(crate::shards::default_shards, usize::from);
+    let (mut dispatch, mut collect) =
+        crate::shards::spawn(&analyzer, shards, strip).map_err(|err| CliError::Io {
+            path: "the analysis threads".into(),
+            err,
+        })?;
     let reader = FileReader::spawn(
         src,
         crate::print::pipeline_config(&a.capture.ports, a.reorder_window, &a.capture.keys()),
         crate::print::BATCH_FRAMES,
-        analyzer.request_scanner(),
+        None,
     );
-    // The analyzer's outputs, a batch at a time; a few in flight bound the
-    // memory the analyzer can run ahead by. Counted batches come back to be
-    // dropped here, on the thread that allocated them: freed on the counting
-    // thread, every record went through another thread's malloc arena, under
-    // its lock (about 15 % of the CPU of `stats` on the corpus).
-    let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<Output>>(4);
-    let (back_tx, back_rx) = std::sync::mpsc::channel::<Vec<Output>>();
+    // This thread routes the reader's events to the shards; the counting
+    // thread merges their outputs, passes them through the filter, counts
+    // them and hands them back to be freed where they were made.
+    let name = path.to_string();
     let counter = std::thread::spawn(move || {
-        for outs in rx.iter() {
-            for o in &outs {
+        let mut out = Vec::new();
+        let mut told = Vec::new();
+        while collect.next(&mut out) {
+            chosen.pass(&mut out, false);
+            for o in &out {
                 stats.push(o);
             }
-            // The analyzer may have stopped taking them back: then they are
-            // freed here.
-            let _ = back_tx.send(outs);
+            told.extend(no_kafka(&name, &out));
+            collect.recycle(std::mem::take(&mut out));
+        }
+        chosen.pass(&mut out, true);
+        for o in &out {
+            stats.push(o);
         }
         stats.settle();
-        stats
+        (stats, told)
     });
-    let mut out = Vec::new();
     let mut read_error = None;
-    let mut chosen = Chosen::new(a, paths);
     for mut batch in reader.rx.iter() {
-        batch
-            .evs
-            .drain(..)
-            .for_each(|ev| analyzer.push(ev, &mut out));
+        if !dispatch.push(batch.evs.drain(..)) {
+            break;
+        }
         if let Some(fin) = batch.finish {
-            fin.into_iter().for_each(|ev| analyzer.push(ev, &mut out));
+            dispatch.push(fin);
             read_error = batch.error;
             break;
         }
-        chosen.pass(&mut out, false);
-        let made = out.len();
-        if tx.send(counted(&mut out)).is_err() {
-            break;
-        }
-        // At most the batches in flight are waiting: each is freed here, and
-        // the last one's vector becomes the next output buffer.
-        while let Ok(mut done) = back_rx.try_recv() {
-            done.clear();
-            out = done;
-        }
-        // Without one back yet, room for as many outputs as this batch made,
-        // at once (growing by doubling copied them over and over).
-        out.reserve(made);
     }
-    drop(back_rx);
+    drop(dispatch);
     drop(reader.rx);
     let _ = reader.handle.join();
-    analyzer.finish(&mut out);
-    let told = no_kafka(path, &out);
-    chosen.pass(&mut out, true);
-    // A closed channel means the counting thread panicked: its join says so.
-    let _ = tx.send(counted(&mut out));
-    drop(tx);
-    let stats = counter
+    let (stats, told) = counter
         .join()
         .unwrap_or_else(|p| std::panic::resume_unwind(p));
     emit(&report(&stats), path, a.format, false, false)?;
@@ -275,14 +266,6 @@ fn no_kafka(name: &str, outs: &[Output]) -> Vec<String> {
             Output::Message(_) => None,
         })
         .collect()
-}
-
-/// The outputs taken from `out` for the counting thread, without the bytes
-/// of their messages (`Stats` reads facts, never bytes): the buffers are
-/// released here, and the batches in flight stay small.
-fn counted(out: &mut Vec<Output>) -> Vec<Output> {
-    crate::print::strip_bytes(out, false);
-    std::mem::take(out)
 }
 
 /// Prints a live refresh: as [`emit`] does live, but text in a terminal of
@@ -410,6 +393,11 @@ pub struct StatsArgs {
     /// errors and record sets are those of one report of every capture.
     #[arg(long, conflicts_with_all = ["interface", "display_filter", "metrics", "duration", "tls_keylog"])]
     merge: bool,
+    /// Threads that decode and pair the messages of capture files, each
+    /// taking its share of the connections (default: one per core); the
+    /// report is the same with any number.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=64))]
+    threads: Option<u16>,
     #[command(flatten)]
     privilege: crate::privilege::PrivilegeArgs,
 }

@@ -1,0 +1,238 @@
+//! The analysis of a file's connections on several threads: the engine's
+//! sharded analysis (`kafkashark::shard`) with one thread per shard.
+//!
+//! The caller routes each batch of pipeline events (`Router`: the batch's
+//! events split by connection) and sends every shard its part, possibly
+//! empty, so every shard answers every batch; each shard thread decodes and
+//! pairs its part (`Shard`) and sends its outputs back; the caller takes
+//! each batch's answers from every shard, in turn, and merges them in the
+//! events' order (`Merge`). A few batches are in flight at once, so the
+//! shards work while the caller routes and merges; the outputs are those of
+//! one `MessageAnalyzer`, in the same order (`kafkashark::shard`'s tests,
+//! and `ui/tests/stats_threads.rs` for the command).
+
+use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
+use std::thread::JoinHandle;
+
+use kafkashark::analyzer::{MessageAnalyzer, Output};
+use kafkashark::pipeline::Event;
+use kafkashark::shard::{Merge, Routed, Router, Shard, ShardOutput};
+
+/// Batches routed and not merged yet, at most: enough that a shard finding
+/// its part of one batch small goes on with the next.
+const IN_FLIGHT: usize = 4;
+
+/// Most shard threads.
+pub const MAX_SHARDS: usize = 16;
+
+/// Shard threads for this machine: one per core.
+pub fn default_shards() -> usize {
+    std::thread::available_parallelism()
+        .map_or(1, std::num::NonZeroUsize::get)
+        .clamp(1, MAX_SHARDS)
+}
+
+/// What a shard thread is sent.
+enum Work {
+    /// Its part of one batch.
+    Part(Vec<Routed>),
+    /// The end of input (the [`Dispatch`] dropped): the [`Collect`] holds
+    /// senders too, so the channel does not close.
+    End,
+    /// Outputs it made, read and done with: dropped where they were
+    /// allocated (freed on another thread, each record would go through
+    /// that thread's allocator under a lock).
+    Drop(Vec<Output>),
+}
+
+/// What a shard thread sends back.
+enum Done {
+    /// The outputs of its part of one batch.
+    Batch(Vec<ShardOutput>),
+    /// Its end-of-input reports.
+    End(Vec<Output>),
+}
+
+/// The sending half of an analysis on shard threads: events in.
+pub struct Dispatch {
+    router: Router,
+    to: Vec<SyncSender<Work>>,
+}
+
+/// The receiving half: the shards' outputs merged, in order.
+pub struct Collect {
+    merge: Merge,
+    shard_of: Router,
+    from: Vec<Receiver<Done>>,
+    /// To hand outputs back to their shard ([`Collect::recycle`]).
+    back: Vec<SyncSender<Work>>,
+    handles: Vec<JoinHandle<()>>,
+    /// Each shard's outputs of the batch being merged.
+    parts: Vec<Vec<ShardOutput>>,
+    ended: bool,
+}
+
+/// Starts `shards` threads (at least one), each analysing its shard of
+/// `analyzer`'s analysis: events go in by the [`Dispatch`] (on one thread)
+/// and come out merged from the [`Collect`] (on another, or the same).
+/// With `strip`, the messages' bytes are dropped on the shard's thread once
+/// analysed (for a reader of facts only).
+pub fn spawn(
+    analyzer: &MessageAnalyzer,
+    shards: usize,
+    strip: bool,
+) -> std::io::Result<(Dispatch, Collect)> {
+    let router = Router::new(shards);
+    let n = router.shards();
+    let (mut to, mut from, mut handles) = (Vec::new(), Vec::new(), Vec::new());
+    for i in 0..n {
+        // Bounded both ways: at most a few batches in flight per shard.
+        let (tx, rx) = sync_channel::<Work>(IN_FLIGHT);
+        let (done_tx, done_rx) = sync_channel::<Done>(IN_FLIGHT);
+        let mut shard = Shard::new(analyzer);
+        let h = std::thread::Builder::new()
+            .name(format!("kafkashark-shard-{i}"))
+            .spawn(move || {
+                for work in rx.iter() {
+                    let part = match work {
+                        Work::Part(p) => p,
+                        Work::Drop(done) => {
+                            drop(done);
+                            continue;
+                        }
+                        Work::End => break,
+                    };
+                    let mut out = Vec::with_capacity(part.len());
+                    for r in part {
+                        shard.push(r, &mut out);
+                    }
+                    if strip {
+                        strip_bytes(&mut out);
+                    }
+                    if done_tx.send(Done::Batch(out)).is_err() {
+                        return;
+                    }
+                }
+                let mut end = Vec::new();
+                shard.finish(&mut end);
+                let _ = done_tx.send(Done::End(end));
+            })?;
+        handles.push(h);
+        to.push(tx);
+        from.push(done_rx);
+    }
+    let collect = Collect {
+        merge: Merge::new(analyzer),
+        shard_of: Router::new(n),
+        from,
+        back: to.clone(),
+        handles,
+        parts: (0..n).map(|_| Vec::new()).collect(),
+        ended: false,
+    };
+    Ok((Dispatch { router, to }, collect))
+}
+
+impl Dispatch {
+    /// Routes one batch of events to the shards (every shard gets its part,
+    /// possibly empty); `false` when a shard has stopped (the [`Collect`]
+    /// says why).
+    pub fn push(&mut self, evs: impl IntoIterator<Item = Event>) -> bool {
+        let mut split: Vec<Vec<Routed>> = (0..self.to.len()).map(|_| Vec::new()).collect();
+        for ev in evs {
+            let (i, r) = self.router.route(ev);
+            if let Some(p) = split.get_mut(i) {
+                p.push(r);
+            }
+        }
+        let sent = self.to.iter().zip(split);
+        sent.fold(true, |ok, (tx, part)| {
+            ok && tx.send(Work::Part(part)).is_ok()
+        })
+    }
+}
+
+impl Drop for Dispatch {
+    /// Input ends: every shard reports its end.
+    fn drop(&mut self) {
+        for tx in &self.to {
+            let _ = tx.send(Work::End);
+        }
+    }
+}
+
+impl Collect {
+    /// Appends the merged outputs of the next batch to `out`, or after the
+    /// last one (the [`Dispatch`] dropped) the shards' end-of-input reports;
+    /// `false` once those are given.
+    pub fn next(&mut self, out: &mut Vec<Output>) -> bool {
+        if self.ended {
+            return false;
+        }
+        let mut ends = Vec::new();
+        for (rx, part) in self.from.iter().zip(self.parts.iter_mut()) {
+            match rx.recv() {
+                Ok(Done::Batch(p)) => *part = p,
+                Ok(Done::End(e)) => ends.push(e),
+                Err(_) => self.fail(),
+            }
+        }
+        if ends.is_empty() {
+            self.merge.merge(&mut self.parts, out);
+            return true;
+        }
+        // Every shard gets every batch: all end together.
+        if ends.len() != self.from.len() {
+            self.fail();
+        }
+        self.merge.finish(&mut ends, out);
+        self.ended = true;
+        for h in self.handles.drain(..) {
+            let _ = h.join();
+        }
+        true
+    }
+
+    /// Outputs read and done with, each message dropped by the shard thread
+    /// that made it (when it has room for them; here otherwise, and notices
+    /// here).
+    pub fn recycle(&mut self, done: Vec<Output>) {
+        let mut back: Vec<Vec<Output>> = (0..self.back.len()).map(|_| Vec::new()).collect();
+        for o in done {
+            if let Output::Message(m) = &o {
+                let i = self.shard_of.shard_of(m.info.stream);
+                if let Some(b) = back.get_mut(i) {
+                    b.push(o);
+                }
+            }
+        }
+        for (tx, b) in self.back.iter().zip(back) {
+            if !b.is_empty() {
+                // Never waits: a shard whose queue is full is busy, and
+                // waiting for it could wait for this thread.
+                let _ = tx.try_send(Work::Drop(b));
+            }
+        }
+    }
+
+    /// A shard thread stopped before its end, which only a panic does:
+    /// the panic is raised again here.
+    fn fail(&mut self) -> ! {
+        // The others stop too: their next answer finds no one to take it.
+        self.back.clear();
+        self.from.clear();
+        for h in self.handles.drain(..) {
+            if let Err(p) = h.join() {
+                std::panic::resume_unwind(p);
+            }
+        }
+        unreachable!("a shard thread ended early without a panic")
+    }
+}
+
+/// [`crate::print::strip_bytes`] of shard outputs.
+fn strip_bytes(out: &mut [ShardOutput]) {
+    for o in out {
+        crate::print::strip_bytes(std::slice::from_mut(o.output_mut()), false);
+    }
+}
