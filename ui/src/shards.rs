@@ -20,7 +20,7 @@ use kafkashark::shard::{Merge, Routed, Router, Shard, ShardOutput};
 
 /// Batches routed and not merged yet, at most: enough that a shard finding
 /// its part of one batch small goes on with the next.
-const IN_FLIGHT: usize = 4;
+const IN_FLIGHT: usize = 2;
 
 /// Most shard threads.
 pub const MAX_SHARDS: usize = 16;
