@@ -476,14 +476,11 @@ impl MessageAnalyzer {
     /// each message keeps its decode.
     pub fn shard(&self) -> MessageAnalyzer {
         MessageAnalyzer {
-            cfg: self.cfg.clone(),
-            pairer: Pairer::new(self.cfg.pipeline.max_pending_per_stream),
-            streams: FxHashMap::default(),
-            next_index: 0,
-            topics: TopicNames::default(),
+            // The batch sizes remembered are shared with this one.
             scan_opts: self.scan_opts.clone(),
             response_scan_opts: self.response_scan_opts.clone(),
             shard: true,
+            ..MessageAnalyzer::new(self.cfg.clone())
         }
     }
 

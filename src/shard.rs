@@ -81,13 +81,6 @@ impl Router {
         self.shards
     }
 
-    /// The shard of a connection.
-    pub fn shard_of(&self, stream: u64) -> usize {
-        // Streams are numbered as connections open: consecutive
-        // connections go to different shards.
-        (stream % self.shards as u64) as usize
-    }
-
     /// The shard of `ev` and the event routed: a connection's events go to
     /// its shard, an event of no connection to the first.
     pub fn route(&mut self, ev: Event) -> (usize, Routed) {
@@ -107,9 +100,16 @@ impl Router {
         }
         let seq = self.seq;
         self.seq += 1;
-        let shard = stream.map_or(0, |s| self.shard_of(s));
+        let shard = stream.map_or(0, |s| shard_of(s, self.shards));
         (shard, Routed { seq, index, ev })
     }
+}
+
+/// The shard of connection `stream` among `shards` (at least one).
+pub fn shard_of(stream: u64, shards: usize) -> usize {
+    // Streams are numbered as connections open: consecutive connections go
+    // to different shards.
+    (stream % shards.max(1) as u64) as usize
 }
 
 /// The connection an event belongs to.

@@ -246,10 +246,7 @@ impl StatsReport {
     /// The title, the summary line and what latency means.
     fn head_text(&self, o: &mut String, title: &str) {
         let s = &self.summary;
-        let span = match (s.first_ts, s.last_ts) {
-            (Some(a), Some(b)) => format!(", {:.3} s", b - a),
-            _ => String::new(),
-        };
+        let span = span(s.first_ts, s.last_ts);
         let _ = writeln!(
             o,
             "kafkashark stats — {}\n{} messages ({} requests, {} responses){span}; {} unanswered, {} in flight, {} without api",
@@ -803,10 +800,7 @@ impl super::merge::MergedReport {
     pub fn to_text(&self) -> String {
         let mut o = String::new();
         let s = &self.summary;
-        let span = match (s.first_ts, s.last_ts) {
-            (Some(a), Some(b)) => format!(", {:.3} s", b - a),
-            _ => String::new(),
-        };
+        let span = span(s.first_ts, s.last_ts);
         let _ = writeln!(
             o,
             "kafkashark stats — {} reports merged\n{} messages ({} requests, {} responses){span}; {} unanswered",
@@ -844,5 +838,13 @@ impl super::merge::MergedReport {
                 .collect()
         });
         o
+    }
+}
+
+/// The time a report covers, as the summary line shows it (`, 1.234 s`).
+fn span(first: Option<f64>, last: Option<f64>) -> String {
+    match (first, last) {
+        (Some(a), Some(b)) => format!(", {:.3} s", b - a),
+        _ => String::new(),
     }
 }

@@ -520,6 +520,11 @@ fn parse_hex(s: &str) -> Result<Vec<u8>, String> {
         .collect()
 }
 
+/// The cores this process may run on (at least one).
+pub(crate) fn cores() -> usize {
+    std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

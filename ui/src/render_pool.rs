@@ -154,9 +154,7 @@ pub struct Settings {
 
 /// Render threads for this machine: one per core, at most [`MAX_RENDER_THREADS`].
 pub fn default_threads() -> usize {
-    std::thread::available_parallelism()
-        .map_or(1, std::num::NonZeroUsize::get)
-        .clamp(1, MAX_RENDER_THREADS)
+    crate::cores().min(MAX_RENDER_THREADS)
 }
 
 /// Prints the messages of `src` with their trees: `out` makes the writer's

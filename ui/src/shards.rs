@@ -16,7 +16,7 @@ use std::thread::JoinHandle;
 
 use kafkashark::analyzer::{MessageAnalyzer, Output};
 use kafkashark::pipeline::Event;
-use kafkashark::shard::{Merge, Routed, Router, Shard, ShardOutput};
+use kafkashark::shard::{shard_of, Merge, Routed, Router, Shard, ShardOutput};
 
 /// Batches routed and not merged yet, at most: enough that a shard finding
 /// its part of one batch small goes on with the next.
@@ -25,11 +25,9 @@ const IN_FLIGHT: usize = 2;
 /// Most shard threads.
 pub const MAX_SHARDS: usize = 16;
 
-/// Shard threads for this machine: one per core.
+/// Shard threads for this machine: one per core, at most [`MAX_SHARDS`].
 pub fn default_shards() -> usize {
-    std::thread::available_parallelism()
-        .map_or(1, std::num::NonZeroUsize::get)
-        .clamp(1, MAX_SHARDS)
+    crate::cores().min(MAX_SHARDS)
 }
 
 /// What a shard thread is sent.
@@ -62,7 +60,6 @@ pub struct Dispatch {
 /// The receiving half: the shards' outputs merged, in order.
 pub struct Collect {
     merge: Merge,
-    shard_of: Router,
     from: Vec<Receiver<Done>>,
     /// To hand outputs back to their shard ([`Collect::recycle`]).
     back: Vec<SyncSender<Work>>,
@@ -123,7 +120,6 @@ pub fn spawn(
     }
     let collect = Collect {
         merge: Merge::new(analyzer),
-        shard_of: Router::new(n),
         from,
         back: to.clone(),
         handles,
@@ -200,7 +196,7 @@ impl Collect {
         let mut back: Vec<Vec<Output>> = (0..self.back.len()).map(|_| Vec::new()).collect();
         for o in done {
             if let Output::Message(m) = &o {
-                let i = self.shard_of.shard_of(m.info.stream);
+                let i = shard_of(m.info.stream, self.back.len());
                 if let Some(b) = back.get_mut(i) {
                     b.push(o);
                 }
