@@ -20,7 +20,7 @@ use crate::capture::Frame;
 use crate::flow::Rtt;
 use crate::kafka::decode::Kind;
 use crate::kafka::decode::{summarize_request, summarize_response, Summary};
-use crate::kafka::framing::RawMessage;
+use crate::kafka::framing::{RawMessage, Twin};
 use crate::kafka::schema::{self, ApiKey, MessageKind};
 use crate::kafka::tree::{Node, Value};
 use crate::kafka::{decode_request, decode_response, DecodeOptions, DecodeWarning, Decoded};
@@ -142,6 +142,28 @@ pub struct MessageInfo {
     /// Which of the captures read together it came from (0 for the first or
     /// only one; [`crate::capture::Frame::capture`]).
     pub capture: u16,
+    /// The same message seen at another capture point, the connection
+    /// being read from two captures ([`crate::twins`]).
+    pub also: Option<Box<Also>>,
+}
+
+/// A message as another capture point saw it ([`MessageInfo::also`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Also {
+    /// The capture.
+    pub capture: u16,
+    /// Frame that completed the message there.
+    pub frame: u64,
+    /// Frame that carried its first byte there.
+    pub first_frame: u64,
+    /// Time of `frame`, on the first capture's clock.
+    pub ts: Timestamp,
+    /// Time of `first_frame`, on the first capture's clock.
+    pub first_ts: Timestamp,
+    /// For a paired response whose request that capture saw too: the
+    /// latency as it saw it (first byte of the response less the
+    /// request's last byte, both its own times).
+    pub latency_ns: Option<u64>,
 }
 
 /// A Fetch or ShareFetch exchange's wait: asked and answered.
@@ -605,7 +627,10 @@ impl MessageAnalyzer {
         let index = self.next_index;
         self.next_index += 1;
         let mut rec = new_record(index, raw, client, broker);
-        rec.info.capture = capture;
+        rec.info.capture = match rec.raw.twin.as_deref() {
+            Some(Twin::Only(c)) => *c,
+            _ => capture,
+        };
         rec.info.rtt = rtt;
         let MessageRecord {
             info,
@@ -683,6 +708,7 @@ impl MessageAnalyzer {
                     })
                     .flatten(),
                 ts: raw.last_ts,
+                also_ts: info.also.as_ref().map(|a| a.ts),
             };
             if !info.expects_response {
                 // acks=0: no response is due, but pair one if the broker sends it.
@@ -729,6 +755,9 @@ impl MessageAnalyzer {
         info.paired = true;
         info.peer = Some(req.index);
         info.latency_ns = Some(raw.first_ts.nanos_since(req.ts));
+        if let (Some(a), Some(t)) = (info.also.as_deref_mut(), req.also_ts) {
+            a.latency_ns = Some(a.first_ts.nanos_since(t));
+        }
         // Kafka answers in order: the time before the previous response had
         // finished, this one waited behind it.
         info.hol_wait_ns = Some(
@@ -950,6 +979,17 @@ pub fn new_record(
             skipped_before: raw.skipped_before,
             topics: Vec::new(),
             capture: 0,
+            also: match raw.twin.as_deref() {
+                Some(Twin::Also(s)) => Some(Box::new(Also {
+                    capture: s.capture,
+                    frame: s.last_frame,
+                    first_frame: s.first_frame,
+                    ts: s.last_ts,
+                    first_ts: s.first_ts,
+                    latency_ns: None,
+                })),
+                _ => None,
+            },
         },
         raw,
         decoded: None,

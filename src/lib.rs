@@ -20,6 +20,7 @@ pub mod shard;
 pub mod stats;
 pub mod tls;
 pub mod topics;
+pub mod twins;
 pub mod vocab;
 
 #[cfg(test)]

@@ -41,6 +41,9 @@ pub struct PendingRequest {
     pub wait: Option<FetchAsk>,
     /// The time of that frame.
     pub ts: Timestamp,
+    /// When another capture point saw it complete (the connection read
+    /// from two captures, [`crate::twins`]).
+    pub also_ts: Option<Timestamp>,
 }
 
 /// The requests waiting with one correlation id, oldest first: nearly
@@ -218,6 +221,7 @@ mod tests {
             frame: index + 1,
             wait: None,
             ts: Timestamp::new(0, 0),
+            also_ts: None,
         }
     }
 

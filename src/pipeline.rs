@@ -31,6 +31,7 @@ use crate::kafka::framing::{Framer, FramerConfig, FramerEvent, RawMessage, Reque
 use crate::tls::conn::{Conn as TlsConn, Out as TlsOut, TlsEvent};
 use crate::tls::keylog::Keys;
 use crate::tls::wire::starts_client_hello;
+use crate::twins::{TwinStats, Twins};
 use crate::vocab::{Direction, Timestamp};
 use rustc_hash::FxHashMap;
 use std::fmt;
@@ -59,6 +60,11 @@ pub struct PipelineConfig {
     /// ([`crate::tls::conn`]); every TLS connection is summarised
     /// ([`Event::Tls`]) with or without them.
     pub tls_keys: Keys,
+    /// Several captures read together: the same connection seen at two
+    /// capture points is reported once ([`crate::twins`]), a message
+    /// waiting at most this long (packet time) for its copy. `None` (the
+    /// default) for one capture.
+    pub twin_window_ns: Option<u64>,
     /// Most bytes of records the TLS connections parked for their key
     /// (closed while a growing key log may still bring it) hold together;
     /// past it the oldest are given up.
@@ -74,6 +80,7 @@ impl Default for PipelineConfig {
             max_pending_per_stream: 4096,
             locate_in_file: false,
             tls_keys: Keys::default(),
+            twin_window_ns: None,
             tls_park_bytes: 16 << 20,
         }
     }
@@ -262,6 +269,28 @@ pub enum Event {
     },
 }
 
+impl Event {
+    /// The connection the event concerns (a warning's, when it names one).
+    pub fn stream(&self) -> Option<u64> {
+        match self {
+            Event::StreamOpen(o) => Some(o.stream),
+            Event::Message(m) | Event::ScannedRequest(m, _) | Event::Partial(m) => Some(m.stream),
+            Event::Rtt { stream, .. }
+            | Event::Gap { stream, .. }
+            | Event::Resync { stream, .. }
+            | Event::Discarded { stream, .. }
+            | Event::StreamClosed { stream, .. }
+            | Event::Tls { stream, .. } => Some(*stream),
+            Event::Warning { what, .. } => match what {
+                Warning::Reordered { stream, .. } | Warning::BadSize { stream, .. } => {
+                    Some(*stream)
+                }
+                Warning::Packet(_) | Warning::AfterClose(_) | Warning::NoKafka { .. } => None,
+            },
+        }
+    }
+}
+
 /// Counters of the pipeline.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct PipelineStats {
@@ -358,6 +387,8 @@ pub struct Pipeline {
     parked: Vec<Parked>,
     /// Capture time before which parked connections are not looked at again.
     parked_check: Timestamp,
+    /// Several captures: twin connections reported once.
+    twins: Option<Twins>,
 }
 
 /// How long (capture time) a TLS connection that closed waiting for its
@@ -390,7 +421,6 @@ impl Pipeline {
     pub fn new(cfg: PipelineConfig) -> Pipeline {
         let flow = Reassembler::new(cfg.flow.clone());
         Pipeline {
-            cfg,
             flow,
             streams: FxHashMap::default(),
             scratch: Vec::new(),
@@ -401,7 +431,14 @@ impl Pipeline {
             other_ports: PortBytes::default(),
             parked: Vec::new(),
             parked_check: Timestamp::default(),
+            twins: cfg.twin_window_ns.map(Twins::new),
+            cfg,
         }
+    }
+
+    /// What the twin step found (zeros for one capture).
+    pub fn twin_stats(&self) -> TwinStats {
+        self.twins.as_ref().map(Twins::stats).unwrap_or_default()
     }
 
     /// Counters so far.
@@ -430,14 +467,23 @@ impl Pipeline {
     #[inline]
     pub fn push(&mut self, frame: impl Into<Seen>, out: &mut Vec<Event>) {
         self.stats.frames += 1;
-        match frame.into() {
+        let from = out.len();
+        let ts = match frame.into() {
             Seen::Tcp(mut f) => {
                 let file = (self.cfg.locate_in_file && !f.seg.payload.is_empty())
                     .then(|| f.file_offset?.checked_add(f.payload_at as u64))
                     .flatten();
                 self.segment(&mut f.seg, f.index, f.ts, file, out);
+                f.ts
             }
-            Seen::Frame(f) => self.frame(f, out),
+            Seen::Frame(f) => {
+                let ts = f.ts;
+                self.frame(f, out);
+                ts
+            }
+        };
+        if let Some(t) = &mut self.twins {
+            t.pass(out, from, ts);
         }
     }
 
@@ -513,6 +559,15 @@ impl Pipeline {
 
     /// End of input: flush every connection and framer.
     pub fn finish(&mut self, out: &mut Vec<Event>) {
+        let from = out.len();
+        self.finish_streams(out);
+        if let Some(t) = &mut self.twins {
+            t.pass(out, from, Timestamp::default());
+            t.finish(out);
+        }
+    }
+
+    fn finish_streams(&mut self, out: &mut Vec<Event>) {
         let mut evs = std::mem::take(&mut self.scratch);
         self.flow.finish(&mut evs);
         for ev in evs.drain(..) {
@@ -890,9 +945,13 @@ impl Pipeline {
                 stream,
                 dir,
                 syn_seen,
+                seq0,
                 ..
             } => {
                 let dir = map(dir);
+                if let Some(t) = &mut self.twins {
+                    t.start(stream, dir, seq0, syn_seen);
+                }
                 if let Some(slot) = st.framers.get_mut(dir.index()) {
                     *slot = Some(Framer::new(stream, dir, syn_seen, self.cfg.framing));
                 }

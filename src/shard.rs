@@ -84,7 +84,7 @@ impl Router {
     /// The shard of `ev` and the event routed: a connection's events go to
     /// its shard, an event of no connection to the first.
     pub fn route(&mut self, ev: Event) -> (usize, Routed) {
-        let stream = stream_of(&ev);
+        let stream = ev.stream();
         let index = self.next_index;
         match &ev {
             Event::StreamOpen(o) => {
@@ -110,21 +110,6 @@ pub fn shard_of(stream: u64, shards: usize) -> usize {
     // Streams are numbered as connections open: consecutive connections go
     // to different shards.
     (stream % shards.max(1) as u64) as usize
-}
-
-/// The connection an event belongs to.
-pub fn stream_of(ev: &Event) -> Option<u64> {
-    match ev {
-        Event::StreamOpen(o) => Some(o.stream),
-        Event::Message(m) | Event::ScannedRequest(m, _) | Event::Partial(m) => Some(m.stream),
-        Event::Rtt { stream, .. }
-        | Event::Gap { stream, .. }
-        | Event::Resync { stream, .. }
-        | Event::Discarded { stream, .. }
-        | Event::StreamClosed { stream, .. }
-        | Event::Tls { stream, .. } => Some(*stream),
-        Event::Warning { .. } => None,
-    }
 }
 
 /// One shard's analysis: [`MessageAnalyzer::shard`] taking routed events.

@@ -43,6 +43,32 @@ impl Timestamp {
         Timestamp::new(self.secs.saturating_add(secs), nanos)
     }
 
+    /// `ns` nanoseconds earlier when positive, later when negative (a
+    /// capture's clock set onto another's); saturating at the ends of time.
+    #[must_use]
+    pub fn minus_nanos(self, ns: i64) -> Timestamp {
+        let t = self.as_nanos() - i128::from(ns);
+        let secs = t.div_euclid(1_000_000_000);
+        let nanos = t.rem_euclid(1_000_000_000) as u32;
+        match i64::try_from(secs) {
+            Ok(secs) => Timestamp { secs, nanos },
+            Err(_) if secs < 0 => Timestamp {
+                secs: i64::MIN,
+                nanos: 0,
+            },
+            Err(_) => Timestamp {
+                secs: i64::MAX,
+                nanos: 999_999_999,
+            },
+        }
+    }
+
+    /// `self - earlier` in nanoseconds, signed.
+    pub fn signed_nanos_since(self, earlier: Timestamp) -> i64 {
+        let d = self.as_nanos() - earlier.as_nanos();
+        i64::try_from(d).unwrap_or(if d < 0 { i64::MIN } else { i64::MAX })
+    }
+
     /// `self - earlier` in nanoseconds, 0 when `earlier` is later (packet clocks can step back).
     pub fn nanos_since(self, earlier: Timestamp) -> u64 {
         let d = self.as_nanos() - earlier.as_nanos();

@@ -34,11 +34,16 @@ fn paths(ps: &[&Path]) -> Vec<String> {
     ps.iter().map(|p| p.to_str().unwrap().to_string()).collect()
 }
 
-/// The messages of the files at `ps` read together.
-fn analyze_all(ps: &[&Path]) -> Vec<MessageRecord> {
+/// The messages of the files at `ps` read together; with `twins`, a
+/// connection the files share is one (the source's twin window).
+fn analyze_all(ps: &[&Path], twins: bool) -> Vec<MessageRecord> {
     let mut src = FileSource::open_all(&paths(ps)).unwrap();
+    let mut pipeline = PipelineConfig::with_ports(Ports::default());
+    if twins {
+        pipeline.twin_window_ns = src.twin_window_ns();
+    }
     let mut an = Analyzer::new(AnalyzerConfig {
-        pipeline: PipelineConfig::with_ports(Ports::default()),
+        pipeline,
         ..AnalyzerConfig::default()
     });
     let mut out = Vec::new();
@@ -88,38 +93,49 @@ fn exchanges(ms: &[MessageRecord]) -> Vec<Exchange> {
     v
 }
 
-/// The same capture twice, the second copy a quarter second later: the two
-/// interleave packet by packet on the same addresses and ports, yet each is
-/// its own set of connections, decoded and paired as the capture alone is
-/// (were the copies one connection's packets, the second's would be taken
-/// for retransmissions and nothing of it decoded).
+/// The same capture twice, the second copy's clock a quarter second late:
+/// the same packets at two capture points. The clock is found (exact: the
+/// copies agree to the nanosecond), and with the twin step the copies are
+/// one set of connections, each message once with the other copy's frame
+/// and latency; without it (the engine's default for one pipeline), two
+/// sets, each decoded and paired as the capture alone is.
 #[test]
-fn the_same_capture_twice_is_two_captures() {
+fn the_same_capture_twice_is_one_connection_seen_twice() {
     let Some(a1) = recorded("a1-kcat-produce-consume-group.pcap") else {
         return;
     };
     let later = shifted(&a1, 250_000_000, "a1-later");
-    let alone = analyze_all(&[&a1]);
+    let src = FileSource::open_all(&paths(&[&a1, &later.path])).unwrap();
+    let [c] = src.clocks() else {
+        panic!("one clock: {:?}", src.clocks())
+    };
+    assert_eq!(
+        (c.capture, c.against, c.offset_ns, c.bound_ns),
+        (1, 0, 250_000_000, 0)
+    );
+    assert!(c.packets > 100, "{c:?}");
+    let alone = analyze_all(&[&a1], false);
     assert!(alone.len() > 100 && alone.iter().all(|m| m.info.capture == 0));
-    let both = analyze_all(&[&a1, &later.path]);
-    assert_eq!(both.len(), 2 * alone.len());
+    let apart = analyze_all(&[&a1, &later.path], false);
+    assert_eq!(apart.len(), 2 * alone.len());
     for capture in [0, 1] {
-        let of: Vec<MessageRecord> = both
-            .iter()
+        let of: Vec<MessageRecord> = (apart.iter())
             .filter(|m| m.info.capture == capture)
             .cloned()
             .collect();
         assert_eq!(exchanges(&of), exchanges(&alone), "capture {capture}");
     }
-    // Interleaved: the second copy's messages are not all after the first's.
-    let first_late = both.iter().position(|m| m.info.capture == 1).unwrap();
-    assert!(both[first_late..].iter().any(|m| m.info.capture == 0));
-    // Frames are numbered across both, each message's within the total.
-    let frames = 2 * frames(&a1).len() as u64;
-    assert!(both.iter().all(|m| m.info.frame <= frames));
-    assert!(both
-        .iter()
-        .any(|m| m.info.frame > frames / 2 && m.info.capture == 0));
+    let both = analyze_all(&[&a1, &later.path], true);
+    assert_eq!(exchanges(&both), exchanges(&alone));
+    for (m, a) in both.iter().zip(&alone) {
+        let also = m.info.also.as_deref().expect("seen at both");
+        assert_eq!((m.info.capture, also.capture), (0, 1));
+        // The copy's times, set back onto the first clock, are the same.
+        assert_eq!((also.ts, m.info.ts), (a.info.ts, a.info.ts));
+        if m.info.kind == kafkashark::kafka::decode::Kind::Response && a.info.paired {
+            assert_eq!(also.latency_ns, a.info.latency_ns);
+        }
+    }
 }
 
 /// Merged frames come in `mergecap`'s order and numbering (by time, a tie
@@ -233,10 +249,16 @@ fn a_bad_file_among_several_is_named_and_the_others_read_on() {
 /// it fails, naming the frame, where it would otherwise drop it unseen.
 #[test]
 fn poll_after_poll_with_refuses_a_segment_read_ahead() {
-    let Some(a1) = recorded("a1-kcat-produce-consume-group.pcap") else {
+    let (Some(a1), Some(a3)) = (
+        recorded("a1-kcat-produce-consume-group.pcap"),
+        recorded("a3-kafka-python-admin.pcap"),
+    ) else {
         return;
     };
-    let later = shifted(&a1, 250_000_000, "poll-mix");
+    // a3 moved to a quarter second into a1 (no packet in common: the
+    // clocks stay as they are).
+    let into = frames(&a1)[0].ts.nanos_since(frames(&a3)[0].ts) + 250_000_000;
+    let later = shifted(&a3, into, "poll-mix");
     let mut src = FileSource::open_all(&paths(&[&a1, &later.path])).unwrap();
     // The first frame of each file read ahead, as segments.
     let first = src.poll_with(|s| matches!(s, Seen::Tcp(_))).unwrap();

@@ -17,6 +17,7 @@
 
 #![deny(clippy::indexing_slicing)]
 
+pub mod clocks;
 pub mod fastfile;
 pub mod link;
 pub mod source;
@@ -26,7 +27,9 @@ use bytes::Bytes;
 use std::fmt;
 
 pub use link::{decode_link_owned, decode_segment, FramePlace, Segment, Skip, TcpFlags};
-pub use source::{CaptureStats, FileSource, LiveConfig, LiveSource, Polled, Seen, TcpFrame};
+pub use source::{
+    CaptureStats, ClockOffset, FileSource, LiveConfig, LiveSource, Polled, Seen, TcpFrame,
+};
 
 /// A link-layer header type, by its pcap `LINKTYPE_`/`DLT_` number.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -200,4 +203,16 @@ pub trait FrameSource {
 
     /// The link type of the frames this source yields.
     fn link(&self) -> LinkType;
+
+    /// Several captures read together: their clocks against each other
+    /// ([`FileSource::clocks`]); empty otherwise.
+    fn clocks(&self) -> &[ClockOffset] {
+        &[]
+    }
+
+    /// Several captures read together: the pipeline's twin window
+    /// ([`FileSource::twin_window_ns`]); `None` otherwise.
+    fn twin_window_ns(&self) -> Option<u64> {
+        None
+    }
 }

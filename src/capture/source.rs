@@ -17,7 +17,9 @@
 //! polling never loops on the same error. Frames read before a truncation
 //! have already been delivered when the error is returned.
 
+use super::clocks::{ClockMatch, Estimate};
 use super::fastfile::{self, FastFile};
+use super::link::decode_link_owned;
 use super::{CaptureError, Frame, FrameSource, LinkType, Segment};
 use crate::tls::keylog::Keys;
 use crate::vocab::Timestamp;
@@ -171,7 +173,42 @@ pub struct FileSource {
     heads: Vec<Option<Seen>>,
     /// Frames delivered.
     frames: u64,
+    /// Merging: each file's clock less the first file's, in nanoseconds
+    /// ([`FileSource::align_clocks`]); its frames' times are set back by it.
+    shift: Vec<i64>,
+    /// What [`FileSource::align_clocks`] found.
+    clocks: Vec<ClockOffset>,
 }
+
+/// How long a message of a connection seen at two capture points waits
+/// for its copy, besides the clocks' uncertainty: the network path between
+/// the points, on the merged clock (100 ms).
+pub const TWIN_WINDOW_NS: u64 = 100_000_000;
+
+/// A file's clock against another's, from the packets both captured
+/// ([`FileSource::align_clocks`], [`clocks`](super::clocks)).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ClockOffset {
+    /// The file (its place in the list).
+    pub capture: u16,
+    /// The file it was measured against, an earlier one.
+    pub against: u16,
+    /// `capture`'s clock less `against`'s, in nanoseconds.
+    pub offset_ns: i64,
+    /// How far off it can be (half the round trip between the two capture points).
+    pub bound_ns: u64,
+    /// Packets seen in both files.
+    pub packets: u64,
+    /// `capture`'s clock less the first file's: what its times are set back by.
+    pub shift_ns: i64,
+}
+
+/// Segments of a file's start looked for in another file.
+const CLOCK_PACKETS: usize = 4096;
+
+/// Frames of the other file read past the last one found before the search
+/// gives up (the packets in common lie together, where both captures ran).
+const CLOCK_SCAN_AFTER: u64 = 1 << 16;
 
 impl FileSource {
     /// Open a pcap/pcapng file; `-` reads the capture from standard input.
@@ -198,15 +235,73 @@ impl FileSource {
             .iter()
             .map(|p| OneFile::open(p))
             .collect::<Result<_, _>>()?;
-        Ok(FileSource::of(files))
+        let mut src = FileSource::of(files);
+        src.align_clocks();
+        Ok(src)
     }
 
     fn of(files: Vec<OneFile>) -> FileSource {
         FileSource {
             heads: files.iter().map(|_| None).collect(),
+            shift: files.iter().map(|_| 0).collect(),
+            clocks: Vec::new(),
             files,
             frames: 0,
         }
+    }
+
+    /// Sets every file's clock onto the first file's ([`FileSource::open_all`]
+    /// does, before any frame is read): for each later file, the packets at its start are looked for
+    /// in each earlier file, and the other way round, until a file shares
+    /// packets with it both ways on a connection ([`clocks`](super::clocks));
+    /// its offset is measured against that file's, whose own shift it adds.
+    /// Files that share no packet with an earlier one keep their clocks.
+    /// Each file is read again for this from its start, by path, at most
+    /// its first [`CLOCK_PACKETS`] segments and then for as long as packets
+    /// keep being found; standard input is not read ahead. Frames then
+    /// come with their times set back by their file's shift
+    /// ([`ClockOffset::shift_ns`]), merged in that order. A file that
+    /// cannot be read here is read as it is (its errors are the main
+    /// reading's to report).
+    fn align_clocks(&mut self) {
+        let mut found = Vec::new();
+        if self.files.len() < 2 || self.frames > 0 {
+            return;
+        }
+        let paths: Vec<String> = self.files.iter().map(|f| f.path.clone()).collect();
+        for i in 1..paths.len() {
+            for j in (0..i).rev() {
+                let (Some(pi), Some(pj)) = (paths.get(i), paths.get(j)) else {
+                    continue;
+                };
+                if pi == "-" || pj == "-" {
+                    continue;
+                }
+                let est = match clock_search(pi, pj) {
+                    Some(e) => Some(e),
+                    None => clock_search(pj, pi).map(|e| Estimate {
+                        offset_ns: e.offset_ns.saturating_neg(),
+                        ..e
+                    }),
+                };
+                let Some(e) = est else { continue };
+                let base = self.shift.get(j).copied().unwrap_or(0);
+                let shift = base.saturating_add(e.offset_ns);
+                if let Some(s) = self.shift.get_mut(i) {
+                    *s = shift;
+                }
+                found.push(ClockOffset {
+                    capture: u16::try_from(i).unwrap_or(u16::MAX),
+                    against: u16::try_from(j).unwrap_or(u16::MAX),
+                    offset_ns: e.offset_ns,
+                    bound_ns: e.bound_ns,
+                    packets: e.packets,
+                    shift_ns: shift,
+                });
+                break;
+            }
+        }
+        self.clocks = found;
     }
 
     /// Open a capture with libpcap whatever it is (`-` is standard input).
@@ -279,28 +374,72 @@ impl FileSource {
         for (i, h) in self.heads.iter().enumerate() {
             if let Some(h) = h {
                 let ts = h.place().0;
+                let ts = match self.shift.get(i) {
+                    Some(&s) if s != 0 => ts.minus_nanos(s),
+                    _ => ts,
+                };
                 if first.is_none_or(|(_, t)| ts < t) {
                     first = Some((i, ts));
                 }
             }
         }
-        let (i, _) = first?;
+        let (i, ts) = first?;
         let mut seen = self.heads.get_mut(i)?.take()?;
         self.frames = self.frames.saturating_add(1);
         let capture = u16::try_from(i).unwrap_or(u16::MAX);
         match &mut seen {
             Seen::Tcp(f) => {
                 f.index = self.frames;
+                f.ts = ts;
                 f.file_offset = None;
                 f.seg.capture = capture;
             }
             Seen::Frame(f) => {
                 f.index = self.frames;
+                f.ts = ts;
                 f.file_offset = None;
                 f.capture = capture;
             }
         }
         Some(seen)
+    }
+}
+
+/// The clock of the file at `wanted` against the one at `other`: the
+/// segments at `wanted`'s start looked for in `other` ([`ClockMatch`]).
+fn clock_search(wanted: &str, other: &str) -> Option<Estimate> {
+    let mut m = ClockMatch::default();
+    let mut f = OneFile::open(wanted).ok()?;
+    let mut taken = 0;
+    while taken < CLOCK_PACKETS {
+        match f.poll_with(segment_of).ok()? {
+            None => break,
+            Some(Some((seg, ts))) => {
+                m.want(&seg, ts);
+                taken += 1;
+            }
+            Some(None) => {}
+        }
+    }
+    let mut f = OneFile::open(other).ok()?;
+    let mut since = 0u64;
+    while m.wanted() > 0 && (m.packets() == 0 || since < CLOCK_SCAN_AFTER) {
+        match f.poll_with(segment_of) {
+            Ok(None) | Err(_) => break,
+            Ok(Some(Some((seg, ts)))) if m.find(&seg, ts) => since = 0,
+            Ok(Some(_)) => since += 1,
+        }
+    }
+    m.estimate()
+}
+
+/// A frame's TCP segment and time, when it has one.
+fn segment_of(seen: Seen) -> Option<(Segment, Timestamp)> {
+    match seen {
+        Seen::Tcp(t) => Some((t.seg, t.ts)),
+        Seen::Frame(f) => decode_link_owned(f.link, f.data, f.origlen)
+            .ok()
+            .map(|s| (s, f.ts)),
     }
 }
 
@@ -434,6 +573,20 @@ impl FrameSource for FileSource {
 
     fn link(&self) -> LinkType {
         self.files.first().map_or(LinkType::ETHERNET, |f| f.link)
+    }
+
+    /// The files' clocks found against earlier files' ([`FileSource::align_clocks`]).
+    fn clocks(&self) -> &[ClockOffset] {
+        &self.clocks
+    }
+
+    /// Several files: how long a message of a connection seen at two
+    /// capture points waits for its copy ([`PipelineConfig::twin_window_ns`](crate::pipeline::PipelineConfig::twin_window_ns)):
+    /// [`TWIN_WINDOW_NS`], and four times the largest bound of the clocks'
+    /// offsets on top. `None` for one file.
+    fn twin_window_ns(&self) -> Option<u64> {
+        let worst = self.clocks.iter().map(|c| c.bound_ns).max().unwrap_or(0);
+        (self.files.len() > 1).then(|| TWIN_WINDOW_NS.saturating_add(worst.saturating_mul(4)))
     }
 }
 

@@ -263,6 +263,10 @@ pub enum FlowEvent {
         dir: Direction,
         /// True when the SYN was seen, so offset 0 is the true start of the stream.
         syn_seen: bool,
+        /// The TCP sequence number of offset 0 (the SYN's + 1, else the
+        /// first payload's): with it a stream offset is a sequence number,
+        /// the same at every capture point ([`crate::twins`]).
+        seq0: u32,
         /// Frame that fixed it.
         frame: u64,
     },
@@ -1260,6 +1264,7 @@ impl Reassembler {
                 stream,
                 dir,
                 syn_seen: seg.flags.syn,
+                seq0: data_seq,
                 frame,
             });
         }

@@ -112,6 +112,36 @@ pub struct RawMessage {
     /// from, starting at offset 0 ([`Origin::Record`]: counted from 1 in the
     /// direction); empty unless the connection was decrypted.
     pub tls_records: Vec<(u32, u64)>,
+    /// The same message at another capture point, for a connection read
+    /// from two captures ([`crate::twins`]); `None` for nearly all.
+    pub twin: Option<Box<Twin>>,
+}
+
+/// A message of a connection read from two capture points: where the
+/// other one saw it, or that only the other one did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Twin {
+    /// Seen at both: the other capture point's sighting (the message's own
+    /// frames and times are its stream's capture's).
+    Also(Sighting),
+    /// Seen only at this other capture (its frames and times are that
+    /// capture's), though its stream is the first capture's.
+    Only(u16),
+}
+
+/// Where and when a capture saw a message.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Sighting {
+    /// The capture (its place among the files read together).
+    pub capture: u16,
+    /// Frame that carried its first byte.
+    pub first_frame: u64,
+    /// Frame that carried its last byte.
+    pub last_frame: u64,
+    /// Time of `first_frame` (on the first capture's clock).
+    pub first_ts: Timestamp,
+    /// Time of `last_frame` (on the first capture's clock).
+    pub last_ts: Timestamp,
 }
 
 impl RawMessage {
@@ -1181,6 +1211,7 @@ impl Framer {
             missing: 0,
             file_pieces,
             tls_records,
+            twin: None,
         };
         Some(m)
     }

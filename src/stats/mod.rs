@@ -39,6 +39,7 @@ mod hist;
 pub mod lag;
 pub mod merge;
 mod openmetrics;
+pub mod points;
 mod report;
 pub mod text;
 pub mod tls;
@@ -616,6 +617,7 @@ pub struct Stats {
     overflow: Overflow,
     lag: lag::Lag,
     delivery: delivery::Delivery,
+    points: points::Points,
 }
 
 impl Stats {
@@ -649,6 +651,7 @@ impl Stats {
             overflow: Overflow::default(),
             lag: lag::Lag::default(),
             delivery: delivery::Delivery::default(),
+            points: points::Points::new(cfg.max_keys),
             cfg,
         }
     }
@@ -740,6 +743,9 @@ impl Stats {
     /// Feeds one message given as its facts and (optionally) its tree.
     pub fn message_info(&mut self, i: &MessageInfo, d: Option<&Decoded>) {
         self.summary.messages += 1;
+        if i.also.is_some() {
+            self.points.message(i);
+        }
         let ts = i.ts.as_f64();
         if self.summary.first_ts.is_none() {
             self.summary.first_ts = Some(ts);
@@ -1328,6 +1334,12 @@ impl Stats {
         }
     }
 
+    /// The names of the captures read together and their clocks
+    /// ([`crate::capture::FileSource::clocks`]), for the capture points section.
+    pub fn set_capture_points(&mut self, names: &[String], clocks: &[crate::capture::ClockOffset]) {
+        self.points.set_clocks(names, clocks);
+    }
+
     /// [`Stats::report`] but its brokers and connections (left empty).
     pub fn report_rest(&self) -> StatsReport {
         let mut summary = self.summary.clone();
@@ -1370,6 +1382,7 @@ impl Stats {
                 })
                 .collect(),
             tls: self.tls.report(),
+            capture_points: self.points.report(),
             merge: merge::Mergeable::default(),
         };
         report.merge = merge::Mergeable::of(&report, &api_timings);

@@ -60,6 +60,10 @@ pub struct StatsReport {
     /// TLS connections: handshake, keys, alerts, bytes (absent when none).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub tls: Vec<super::tls::TlsReport>,
+    /// Captures read together that saw the same connections: their clocks,
+    /// and latency as each point saw it (absent for one capture point).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub capture_points: Option<super::points::PointsReport>,
     /// The counts and histograms that `stats --merge` adds up across
     /// reports (docs/stats.md, "Merging reports").
     pub merge: super::merge::Mergeable,

@@ -54,6 +54,7 @@ pub(super) fn msg(
         skipped_before: 0,
         topics: Vec::new(),
         capture: 0,
+        also: None,
     }
 }
 
@@ -401,6 +402,7 @@ fn unanswered_requests_and_orphan_responses_are_unpaired() {
             frame: 5,
             wait: None,
             ts: req.ts,
+            also_ts: None,
         },
     });
     let orphan = msg(1, Kind::Response, 1, 12, 9, 10);

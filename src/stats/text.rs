@@ -239,8 +239,51 @@ impl StatsReport {
             &self.reordered,
             |r| cells(&[&r.stream, &r.late_segments]),
         );
+        self.points_text(&mut o);
         self.overflow_text(&mut o);
         o
+    }
+
+    /// Capture points: the captures' clocks and latency at each point.
+    fn points_text(&self, o: &mut String) {
+        let Some(p) = &self.capture_points else {
+            return;
+        };
+        o.push_str("\nCAPTURE POINTS (a connection seen in two captures is reported once, from the first)\n");
+        table(
+            o,
+            "<capture|<against|clock offset s|±s|packets in common",
+            &p.clocks,
+            |c| {
+                vec![
+                    escape_text(&c.capture),
+                    escape_text(&c.against),
+                    format!("{:+.6}", c.offset_s),
+                    format!("{:.6}", c.bound_s),
+                    c.packets.to_string(),
+                ]
+            },
+        );
+        let _ = writeln!(
+            o,
+            "  {} connections and {} messages seen at both points",
+            p.connections, p.messages
+        );
+        let rows = [
+            ("latency at the first point", &p.latency_first_ms),
+            ("latency at the other point", &p.latency_other_ms),
+            ("difference (round trip between the points)", &p.between_ms),
+        ];
+        table(
+            o,
+            &format!("<exchanges seen at both|{LAT_HEAD}"),
+            &rows,
+            |(name, l)| {
+                let mut c = vec![name.to_string()];
+                c.extend(lat_cells(l));
+                c
+            },
+        );
     }
 
     /// The title, the summary line and what latency means.

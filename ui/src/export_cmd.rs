@@ -101,7 +101,8 @@ pub fn run(a: &ExportArgs) -> Result<(), CliError> {
     let mut source = input.open(&a.capture.ports, &a.capture.keys())?;
     let names = input.captures();
     let name = input.name();
-    let pipeline = pipeline_config(&a.capture.ports, a.reorder_window, &a.capture.keys());
+    let mut pipeline = pipeline_config(&a.capture.ports, a.reorder_window, &a.capture.keys());
+    pipeline.twin_window_ns = source.twin_window_ns();
     // What stats reads (each message's summary scan, or its tree where the
     // scan cannot place its facts), with the messages' topics named.
     let base = crate::render_pool::summary_config(pipeline, &Default::default(), false);

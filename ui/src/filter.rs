@@ -1569,6 +1569,7 @@ mod tests {
             skipped_before: 0,
             topics: vec!["orders-eu".into()],
             capture: 0,
+            also: None,
         }
     }
 

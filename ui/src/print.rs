@@ -9,7 +9,7 @@ use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use kafkashark::analyzer::{
-    Analyzer, MessageAnalyzer, MessageInfo, MessageRecord, Notice, Output, RequestScanner,
+    Also, Analyzer, MessageAnalyzer, MessageInfo, MessageRecord, Notice, Output, RequestScanner,
 };
 use kafkashark::capture::{CaptureError, FileSource, FrameSource, LiveConfig, LiveSource, Polled};
 use kafkashark::flow::{Ports, ReorderWindow};
@@ -443,6 +443,8 @@ pub fn run(a: &PrintArgs) -> Result<u64, CliError> {
     // Live, or a file read for a while (`--duration`): one thread, the same
     // last stage as for files' summaries.
     let mut source = input.open(&a.capture.ports, &a.capture.keys())?;
+    let mut cfg = cfg;
+    cfg.pipeline.twin_window_ns = source.twin_window_ns();
     let mut analyzer = Analyzer::new(cfg);
     let mut stage = stage();
     let mut out = Vec::new();
@@ -995,6 +997,10 @@ impl FileReader {
     ) -> FileReader {
         // A few batches in flight bound the memory the reader can run ahead by.
         let (tx, rx) = std::sync::mpsc::sync_channel::<Batch>(2);
+        let cfg = PipelineConfig {
+            twin_window_ns: src.twin_window_ns(),
+            ..cfg
+        };
         let handle = std::thread::spawn(move || {
             let mut pipeline = kafkashark::pipeline::Pipeline::new(cfg);
             let mut batch = Batch::default();
@@ -1297,6 +1303,12 @@ impl Render {
         if let Some(r) = i.rtt.filter(|_| i.kind == Kind::Response) {
             let _ = write!(s, " rtt={:.3}ms", r.ms());
         }
+        if let Some(a) = &i.also {
+            let _ = write!(s, " also_frame={}", a.frame);
+            if let Some(l) = a.latency_ns {
+                let _ = write!(s, " also_latency={:.3}ms", l as f64 / 1e6);
+            }
+        }
         if i.long_poll() {
             s.push_str(" [long-poll]");
         }
@@ -1463,7 +1475,12 @@ impl JsonWriter {
         use kafkashark::kafka::tree::json;
         let i = &m.info;
         let req = i.kind == Kind::Request;
-        out.extend_from_slice(b"{\"api_key\":");
+        out.push(b'{');
+        if let Some(a) = &i.also {
+            self.also(out, a, req);
+            out.push(b',');
+        }
+        out.extend_from_slice(b"\"api_key\":");
         or_null(out, i.api_key.map(|k| i64::from(k.0)), json::i64);
         out.extend_from_slice(b",\"api_name\":");
         or_null(out, i.api_name(), json::str);
@@ -1549,6 +1566,27 @@ impl JsonWriter {
         list(out, &i.topics, |out, t| json::str(out, t));
         out.extend_from_slice(b",\"ts\":");
         json::f64(out, i.ts.as_f64());
+        out.push(b'}');
+    }
+
+    /// `"also":{…}`: where the other capture point saw the message.
+    fn also(&self, out: &mut Vec<u8>, a: &Also, req: bool) {
+        use kafkashark::kafka::tree::json;
+        out.extend_from_slice(b"\"also\":{\"capture\":");
+        match self.captures.get(usize::from(a.capture)) {
+            Some(name) => out.extend_from_slice(name),
+            None => json::u64(out, a.capture.into()),
+        }
+        out.extend_from_slice(b",\"first_frame\":");
+        json::u64(out, a.first_frame);
+        out.extend_from_slice(b",\"frame\":");
+        json::u64(out, a.frame);
+        if !req {
+            out.extend_from_slice(b",\"latency_ms\":");
+            or_null(out, a.latency_ns.map(|n| n as f64 / 1e6), json::f64);
+        }
+        out.extend_from_slice(b",\"ts\":");
+        json::f64(out, a.ts.as_f64());
         out.push(b'}');
     }
 

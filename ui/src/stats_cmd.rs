@@ -10,7 +10,7 @@ use std::io::{IsTerminal, Write};
 use std::time::{Duration, Instant};
 
 use kafkashark::analyzer::{Analyzer, AnalyzerConfig, MessageAnalyzer, Notice, Output};
-use kafkashark::capture::{CaptureError, FileSource};
+use kafkashark::capture::{CaptureError, FileSource, FrameSource};
 use kafkashark::flow::ReorderWindow;
 use kafkashark::kafka::tree;
 use kafkashark::pipeline::{Event, Warning};
@@ -53,7 +53,9 @@ pub fn run(a: &StatsArgs) -> Result<(), CliError> {
         Input::Files(_) => (input.name(), false),
         Input::Live { iface, .. } => (format!("live on {iface}"), true),
     };
-    let (cfg, mut stats) = engine(a);
+    let (mut cfg, mut stats) = engine(a);
+    cfg.pipeline.twin_window_ns = source.twin_window_ns();
+    stats.set_capture_points(&input.captures(), source.clocks());
     let mut analyzer = Analyzer::new(cfg);
     let mut chosen = Chosen::new(a, &input.captures());
     let tty = std::io::stdout().is_terminal();
@@ -143,6 +145,7 @@ fn run_file(
     let mut src = FileSource::open_all(paths).map_err(CliError::Capture)?;
     src.set_tls_keys(a.capture.keys());
     let (cfg, mut stats) = engine(a);
+    stats.set_capture_points(paths, src.clocks());
     let analyzer = MessageAnalyzer::new(cfg);
     let mut chosen = Chosen::new(a, paths);
     // `Stats` reads facts, never bytes: the shards drop them, unless the

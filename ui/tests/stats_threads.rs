@@ -7,7 +7,7 @@ mod common;
 
 use std::path::Path;
 
-use common::{bin, shipped};
+use common::{bin, shipped, two_points};
 
 /// The report of `stats ARGS`, its standard error after it.
 fn stats(args: &[&str]) -> (String, String) {
@@ -23,19 +23,28 @@ fn stats(args: &[&str]) -> (String, String) {
     )
 }
 
-/// Every shipped capture alone, and all of them read together: the JSON
-/// report and standard error with 1, 2, 3 and 7 shard threads and the
-/// default equal the one-thread analysis'.
+/// Every shipped capture alone, all of them read together, and the two
+/// capture points of one run (`captures/two-points`, one connection seen
+/// twice) in either order: the JSON report and standard error with 1, 2, 3
+/// and 7 shard threads and the default equal the one-thread analysis'.
 #[test]
 fn any_number_of_threads_gives_the_one_thread_report() {
     let files = shipped();
     let mut runs: Vec<Vec<&str>> = files.iter().map(|f| vec![f.as_str()]).collect();
     runs.push(files.iter().map(String::as_str).collect());
+    let points = two_points();
+    if let Some([a, b]) = &points {
+        runs.push(vec![a, b]);
+        runs.push(vec![b, a]);
+    }
     for files in &runs {
         let mut one = vec!["--format", "json", "--duration", "86400"];
         one.extend(files);
         let (reference, said) = stats(&one);
         assert!(reference.contains("\"messages\""), "{files:?}");
+        if files.len() == 2 && files.iter().all(|f| f.contains("two-points")) {
+            assert!(reference.contains("\"capture_points\""), "{files:?}");
+        }
         for t in ["1", "2", "3", "7", ""] {
             let mut args = vec!["--format", "json"];
             if !t.is_empty() {

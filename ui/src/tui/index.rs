@@ -28,7 +28,7 @@ use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use kafkashark::analyzer::{FetchWait, MessageInfo};
+use kafkashark::analyzer::{Also, FetchWait, MessageInfo};
 use kafkashark::flow::Rtt;
 use kafkashark::kafka::decode::{DecodeWarning, Kind};
 use kafkashark::kafka::framing::RawMessage;
@@ -73,6 +73,7 @@ pub struct Shared {
     skipped_before: u64,
     fetch: Option<FetchWait>,
     rtt: Option<Rtt>,
+    also: Option<Box<Also>>,
 }
 
 /// Endpoints of the recent connections with their text, so that a message
@@ -229,6 +230,7 @@ impl IndexEntry {
             skipped_before: info.skipped_before,
             fetch: info.fetch,
             rtt: info.rtt,
+            also: info.also,
         });
         let facts = FactsEntry {
             shared,
@@ -281,6 +283,7 @@ impl IndexEntry {
             missing: 0,
             file_pieces: vec![(f.piece_offset, f.piece_len)],
             tls_records: Vec::new(),
+            twin: None,
         }
     }
 
@@ -348,6 +351,7 @@ impl FactsEntry {
             skipped_before: s.skipped_before,
             capture: s.ends.capture,
             topics: s.topics.clone(),
+            also: s.also.clone(),
         }
     }
 

@@ -487,6 +487,7 @@ fn load(
     let mut cfg = AnalyzerConfig {
         pipeline: PipelineConfig {
             locate_in_file: true,
+            twin_window_ns: src.twin_window_ns(),
             ..print::pipeline_config(&ports, reorder, &keys)
         },
         keep_trees: false,
@@ -624,6 +625,7 @@ pub fn message_entry(bytes: Vec<u8>) -> Entry {
         missing: 0,
         file_pieces: Vec::new(),
         tls_records: Vec::new(),
+        twin: None,
     };
     let nowhere = SocketAddr::from((Ipv4Addr::UNSPECIFIED, 0));
     let mut m = *new_record(0, raw, nowhere, nowhere);

@@ -1,5 +1,8 @@
 //! What the command-line tests share: the binary, and the shipped captures.
 
+// Each test crate that includes this module uses some of it.
+#![allow(dead_code)]
+
 use std::path::Path;
 use std::process::Command;
 
@@ -21,4 +24,14 @@ pub fn shipped() -> Vec<String> {
     v.sort();
     assert!(v.len() >= 10, "{v:?}");
     v
+}
+
+/// The two capture points of one run (`captures/two-points`: the client
+/// side, then the broker side), when present.
+pub fn two_points() -> Option<[String; 2]> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../captures/two-points");
+    let p = ["e1-client-side.pcap", "e1-broker-side.pcap"].map(|f| dir.join(f));
+    p.iter()
+        .all(|p| p.exists())
+        .then(|| p.map(|p| p.to_string_lossy().into_owned()))
 }

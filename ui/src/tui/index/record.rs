@@ -18,7 +18,7 @@
 //! is checked against the bytes there are before anything is allocated, and a
 //! bad value is a [`DecodeError`], never a panic.
 
-use kafkashark::analyzer::FetchWait;
+use kafkashark::analyzer::{Also, FetchWait};
 use kafkashark::flow::{Rtt, RttFrom};
 use kafkashark::kafka::decode::{DecodeWarning, Kind};
 use kafkashark::kafka::framing::RawMessage;
@@ -390,6 +390,8 @@ pub fn decode_raw(b: &[u8]) -> Result<RawMessage, DecodeError> {
             Ok((r.u32("TLS record")?, r.u64("TLS record")?))
         })?,
         bytes: r.bytes("byte count")?.to_vec().into(),
+        // The other capture point's sighting is in the message's facts.
+        twin: None,
     };
     r.end()?;
     Ok(m)
@@ -468,6 +470,22 @@ pub fn encode_shared(s: &Shared) -> Vec<u8> {
         Some(r) => {
             o.push(if r.from == RttFrom::Handshake { 1 } else { 2 });
             o.extend_from_slice(&r.ns.to_le_bytes());
+        }
+    }
+    match &s.also {
+        None => o.push(0),
+        Some(a) => {
+            o.push(if a.latency_ns.is_some() { 2 } else { 1 });
+            o.extend_from_slice(&a.capture.to_le_bytes());
+            o.extend_from_slice(&a.frame.to_le_bytes());
+            o.extend_from_slice(&a.first_frame.to_le_bytes());
+            for t in [a.ts, a.first_ts] {
+                o.extend_from_slice(&t.secs.to_le_bytes());
+                o.extend_from_slice(&t.nanos.to_le_bytes());
+            }
+            if let Some(l) = a.latency_ns {
+                o.extend_from_slice(&l.to_le_bytes());
+            }
         }
     }
     o
@@ -558,6 +576,22 @@ pub fn decode_shared(b: &[u8]) -> Result<Shared, DecodeError> {
                 ns: r.u64("round trip")?,
             }),
             _ => return Err(bad("round trip", r.at - 1)),
+        },
+        also: match r.u8("other capture point")? {
+            0 => None,
+            k @ (1 | 2) => Some(Box::new(Also {
+                capture: u16::from_le_bytes(r.array("other capture")?),
+                frame: r.u64("other frame")?,
+                first_frame: r.u64("other first frame")?,
+                ts: r.ts("other time")?,
+                first_ts: r.ts("other first time")?,
+                latency_ns: if k == 2 {
+                    Some(r.u64("other latency")?)
+                } else {
+                    None
+                },
+            })),
+            _ => return Err(bad("other capture point", r.at - 1)),
         },
     };
     r.end()?;

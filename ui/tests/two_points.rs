@@ -1,0 +1,98 @@
+//! One run captured at two points (`captures/two-points`): `print` and
+//! `stats` report each message once, with the other point's frame, time and
+//! latency, and the clock offset between the two files.
+
+mod common;
+
+use common::{bin, two_points as points};
+
+fn run(args: &[&str]) -> String {
+    let out = bin().args(args).output().unwrap();
+    assert!(out.status.success(), "{args:?}");
+    String::from_utf8(out.stdout).unwrap()
+}
+
+fn jsonl(args: &[&str]) -> Vec<serde_json::Value> {
+    run(args)
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a JSON line"))
+        .collect()
+}
+
+/// JSONL: the messages of the client side alone, each once; those the
+/// broker side saw carry `also` naming it, with a frame of the merged
+/// numbering and, on responses whose request it saw, its latency, which
+/// equals the broker side's own reading of the exchange.
+#[test]
+fn print_reports_each_message_once_with_the_other_points_view() {
+    let Some([client, broker]) = points() else {
+        return;
+    };
+    let key = |v: &serde_json::Value| {
+        (
+            v["client"].as_str().unwrap_or("").to_string(),
+            v["kind"].as_str().unwrap_or("").to_string(),
+            v["correlation_id"].as_i64(),
+        )
+    };
+    let alone = jsonl(&["print", &client, "--format", "jsonl"]);
+    let theirs = jsonl(&["print", &broker, "--format", "jsonl"]);
+    let both = jsonl(&["print", &client, &broker, "--format", "jsonl"]);
+    let mut want: Vec<_> = alone.iter().map(key).collect();
+    let mut got: Vec<_> = both.iter().map(key).collect();
+    want.sort();
+    got.sort();
+    assert_eq!(got, want);
+    let broker_latency: std::collections::HashMap<_, _> = (theirs.iter())
+        .filter(|v| v["latency_ms"].is_f64())
+        .map(|v| (key(v), v["latency_ms"].as_f64()))
+        .collect();
+    let (mut seen, mut timed) = (0, 0);
+    for v in &both {
+        assert_eq!(v["capture"].as_str(), Some(client.as_str()));
+        let Some(a) = v.get("also") else { continue };
+        seen += 1;
+        assert_eq!(a["capture"].as_str(), Some(broker.as_str()));
+        assert!(a["frame"].as_u64().is_some_and(|f| f >= 1));
+        if let Some(l) = a.get("latency_ms").and_then(|l| l.as_f64()) {
+            timed += 1;
+            assert_eq!(Some(Some(l)), broker_latency.get(&key(v)).copied(), "{v}");
+        }
+    }
+    assert!(
+        seen > 150 && timed > 50,
+        "{seen} seen at both, {timed} timed"
+    );
+    let text = run(&["print", &client, &broker]);
+    assert_eq!(text.lines().count(), alone.len());
+    assert_eq!(
+        text.lines().filter(|l| l.contains(" also_frame=")).count(),
+        seen
+    );
+}
+
+/// `stats`: the offset `editcap -t 2.75` put on the broker side, found from
+/// the packets in common, and the messages counted once.
+#[test]
+fn stats_reports_the_clock_offset_and_counts_once() {
+    let Some([client, broker]) = points() else {
+        return;
+    };
+    let one = |args: &[&str]| -> serde_json::Value {
+        serde_json::from_str(&run(args)).expect("JSON report")
+    };
+    let alone = one(&["stats", &client, "--format", "json"]);
+    let both = one(&["stats", &client, &broker, "--format", "json"]);
+    assert_eq!(both["summary"]["messages"], alone["summary"]["messages"]);
+    let p = &both["capture_points"];
+    let c = &p["clocks"][0];
+    assert_eq!(c["capture"].as_str(), Some(broker.as_str()));
+    let offset = c["offset_s"].as_f64().expect("offset");
+    assert!((offset - 2.75).abs() < 20e-6, "{offset}");
+    assert!(c["packets"].as_u64().is_some_and(|n| n > 100));
+    assert!(p["messages"].as_u64().is_some_and(|n| n > 150));
+    let text = run(&["stats", &client, &broker]);
+    assert!(text.contains("CAPTURE POINTS"), "{text}");
+    assert!(text.contains("+2.7499"), "{text}");
+    assert!(alone.get("capture_points").is_none());
+}
