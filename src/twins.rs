@@ -474,7 +474,10 @@ impl Twins {
             }
             let Some(mut ev) = h.ev else { continue };
             if let Event::Message(m) = &mut ev {
-                if !matches!(m.twin.as_deref(), Some(Twin::Also(_))) {
+                // Only a connection with a twin can see a copy come late:
+                // one without has no other point that saw this message.
+                let linked = self.conns.get(&m.stream).is_some_and(|c| c.twin.is_some());
+                if linked && !matches!(m.twin.as_deref(), Some(Twin::Also(_))) {
                     if let Some(k) = self.key(m) {
                         self.remember(k);
                     }
