@@ -12,8 +12,13 @@ use common::{bin, shipped};
 /// `export FORMAT` of `files` into a fresh directory, then DuckDB's answers
 /// on it (`None` when DuckDB is not there).
 fn exported(files: &[String], format: &str) -> (PathBuf, Option<serde_json::Value>) {
-    let dir =
-        std::env::temp_dir().join(format!("kafkashark-export-{format}-{}", std::process::id()));
+    // A directory per export: tests run at once.
+    static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let dir = std::env::temp_dir().join(format!(
+        "kafkashark-export-{format}-{}-{n}",
+        std::process::id()
+    ));
     let _ = std::fs::remove_dir_all(&dir);
     let out = bin()
         .arg("export")
@@ -27,21 +32,112 @@ fn exported(files: &[String], format: &str) -> (PathBuf, Option<serde_json::Valu
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/export_duckdb.py");
+    let answers = answers("export_duckdb.py", &dir, &[format]);
+    (dir, answers)
+}
+
+/// What the script `tests/NAME` answers on the export in `dir` (`None`
+/// when python3 or its engine module is missing: exit code 3).
+fn answers(name: &str, dir: &Path, args: &[&str]) -> Option<serde_json::Value> {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests")
+        .join(name);
     let q = Command::new("python3")
         .arg(script)
-        .arg(&dir)
-        .arg(format)
+        .arg(dir)
+        .args(args)
         .output();
-    let answers = match q {
+    match q {
         Ok(q) if q.status.code() == Some(3) => None,
         Ok(q) => {
             assert!(q.status.success(), "{}", String::from_utf8_lossy(&q.stderr));
             Some(serde_json::from_slice(&q.stdout).expect("the script's JSON"))
         }
         Err(_) => None,
+    }
+}
+
+/// `stats --format json` of `files`.
+fn stats_of(files: &[String]) -> serde_json::Value {
+    let out = bin()
+        .args(["stats", "--format", "json"])
+        .args(files)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// docs/export.md's ClickHouse queries, run as written by ClickHouse's own
+/// engine (chdb, embedded; `file()` where the documentation's error query
+/// reads `s3()`) on the Parquet export of the shipped captures: latency
+/// counts and percentiles (within the histogram's precision) and error
+/// counts per api, and bytes and records of Produce requests per topic
+/// partition, equal `stats --format json`'s.
+#[test]
+fn clickhouse_on_the_export_agrees_with_stats() {
+    let files = shipped();
+    let (dir, _) = exported(&files, "parquet");
+    let ch = answers("export_clickhouse.py", &dir, &[]);
+    let _ = std::fs::remove_dir_all(&dir);
+    let Some(ch) = ch else {
+        eprintln!("no python3 with chdb: skipped");
+        return;
     };
-    (dir, answers)
+    eprintln!("ClickHouse {}", ch["version"]);
+    let stats = stats_of(&files);
+    let mut code_of = std::collections::HashMap::new();
+    for e in stats["errors"].as_array().unwrap() {
+        code_of.insert(e["error"].as_str().unwrap(), e["code"].to_string());
+    }
+    let (mut timed, mut erred) = (0, 0);
+    for a in stats["apis"].as_array().unwrap() {
+        let name = a["api_name"].as_str().unwrap_or("?");
+        let lat = &a["latency_ms"];
+        let theirs = &ch["latency"][name];
+        if lat.is_null() || lat["count"] == 0 {
+            assert!(theirs.is_null(), "{name}");
+        } else {
+            timed += 1;
+            assert_eq!(theirs["count"], lat["count"], "{name}");
+            for p in ["p50", "p99"] {
+                let (t, o) = (theirs[p].as_f64().unwrap(), lat[p].as_f64().unwrap());
+                assert!(
+                    o >= t - 0.0005 && o <= t * 1.001 + 0.0005,
+                    "{name} {p}: stats {o}, ClickHouse {t}"
+                );
+            }
+        }
+        let mut errors = serde_json::Map::new();
+        for (e, n) in a["errors"].as_object().unwrap() {
+            errors.insert(code_of[e.as_str()].clone(), n.clone());
+        }
+        if !errors.is_empty() {
+            erred += 1;
+            assert_eq!(
+                ch["errors"][name],
+                serde_json::Value::Object(errors),
+                "{name}"
+            );
+        }
+    }
+    let mut produced = 0;
+    for t in stats["topics"].as_array().unwrap() {
+        let ours = &t["produce"];
+        if ours["record_sets"] == 0 {
+            continue;
+        }
+        produced += 1;
+        let at = format!("{}/{}", t["topic"].as_str().unwrap(), t["partition"]);
+        let theirs = &ch["produce"][&at];
+        assert_eq!(theirs["bytes"], ours["bytes"], "{at}");
+        assert_eq!(theirs["records"], ours["records"], "{at}");
+    }
+    assert_eq!(ch["produce"].as_object().unwrap().len(), produced);
+    assert!(
+        timed >= 20 && erred >= 3 && produced >= 10,
+        "{timed} {erred} {produced}"
+    );
 }
 
 /// Counts per api and version, latency percentiles (within the histogram's
@@ -72,13 +168,7 @@ fn duckdb_on_the_export_agrees_with_stats() {
         .flatten()
         .all(|a| a.file_name().to_string_lossy().starts_with("api=")));
     let _ = std::fs::remove_dir_all(&dir);
-    let out = bin()
-        .args(["stats", "--format", "json"])
-        .args(&files)
-        .output()
-        .unwrap();
-    assert!(out.status.success());
-    let stats: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let stats = stats_of(&files);
     assert_eq!(db["rows"], stats["summary"]["messages"]);
     // Error names to codes, from the report's own list.
     let mut code_of = std::collections::HashMap::new();
