@@ -225,6 +225,35 @@ fn detail_title_shows_the_latency_parts() {
     );
 }
 
+/// A connection read from two capture points (`captures/two-points`): a
+/// response's title adds the latency the other point saw.
+#[test]
+fn detail_title_shows_the_other_capture_points_latency() {
+    let files = [
+        "captures/two-points/e1-client-side.pcap",
+        "captures/two-points/e1-broker-side.pcap",
+    ];
+    let es = crate::tui::testutil::merged_entries(&files);
+    let Some(at) = es
+        .iter()
+        .position(|e| e.info.also.as_ref().is_some_and(|a| a.latency_ns.is_some()))
+    else {
+        panic!("a response seen at both points")
+    };
+    let (frame, l) = (
+        es[at].info.frame,
+        es[at].info.also.as_ref().and_then(|a| a.latency_ns),
+    );
+    let mut app = crate::tui::testutil::app_of(files[0], es, 120, 40);
+    select_where(&mut app, |e| e.frame() == frame);
+    let title = screen_text(&draw(&app));
+    let want = format!(
+        "│ other point {} ms",
+        kafkashark::stats::text::ms(l.unwrap_or(0) as f64 / 1e6)
+    );
+    assert!(title.contains(&want), "{want} in {title}");
+}
+
 /// A throttled response says so in the title (b4's proxy throttles).
 #[test]
 fn detail_title_shows_the_throttle() {

@@ -47,6 +47,7 @@ fn entries_of(captures: &[&str], mut cfg: AnalyzerConfig) -> Vec<Entry> {
     let paths: Vec<String> = captures.iter().map(|c| repo(c)).collect();
     let mut src = FileSource::open_all(&paths).expect("captures open");
     cfg.decode.records = false;
+    cfg.pipeline.twin_window_ns = src.twin_window_ns();
     let mut an = Analyzer::new(cfg);
     let mut out = Vec::new();
     while let Some(f) = src.next_frame().expect("frame") {

@@ -344,7 +344,8 @@ fn latency_text(ns: u64) -> String {
 /// A paired response's timing: its latency and, when it waited behind the
 /// connection's earlier responses, the parts (`latency 503.2 ms = hol 502.9 +
 /// service 0.225 ms`, as `stats` writes milliseconds); `[long-poll]`, the
-/// throttle and the connection's round trip when there.
+/// throttle and the connection's round trip when there; the latency at the
+/// other capture point, for a connection read from two.
 fn timing_text(r: &MessageInfo) -> Option<String> {
     let in_ms = |ns: u64| ms(ns as f64 / 1e6);
     let mut s = format!("latency {}", in_ms(r.latency_ns?));
@@ -360,6 +361,10 @@ fn timing_text(r: &MessageInfo) -> Option<String> {
     }
     if let Some(rtt) = r.rtt {
         s.push_str(&format!(" rtt {} ms", in_ms(rtt.ns)));
+    }
+    // The same exchange as the other capture point saw it.
+    if let Some(l) = r.also.as_ref().and_then(|a| a.latency_ns) {
+        s.push_str(&format!(" │ other point {} ms", in_ms(l)));
     }
     Some(s)
 }
