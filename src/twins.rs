@@ -172,16 +172,20 @@ impl Twins {
             Event::Message(m) => self.message(m),
             ev => {
                 let stream = ev.stream();
+                // The twin's own view of its connection is not reported.
+                let (hidden, until) = match stream.and_then(|s| self.conns.get(&s)) {
+                    Some(c) if c.twin.is_some() && !c.reported => (true, None),
+                    Some(c) if c.twin.is_none() && self.young(c) => {
+                        (false, Some(self.settle_by(c)))
+                    }
+                    _ => (false, None),
+                };
                 if let Event::StreamClosed { stream, .. } = &ev {
                     self.close(*stream);
                 }
-                let until = match stream.and_then(|s| self.conns.get(&s)) {
-                    // The twin's own view of its connection is not reported.
-                    Some(c) if c.twin.is_some() && !c.reported => return,
-                    Some(c) if c.twin.is_none() && self.young(c) => Some(self.settle_by(c)),
-                    _ => None,
-                };
-                self.push(Some(ev), until, None);
+                if !hidden {
+                    self.push(Some(ev), until, None);
+                }
             }
         }
     }
@@ -546,7 +550,7 @@ impl Twins {
 #[cfg(test)]
 mod tests {
     use super::Twins;
-    use crate::analyzer::{Analyzer, AnalyzerConfig, MessageInfo, Output};
+    use crate::analyzer::{Analyzer, AnalyzerConfig, MessageInfo, Notice, Output};
     use crate::capture::{ClockOffset, FileSource, FrameSource, Polled};
     use crate::flow::Opened;
     use crate::kafka::decode::Kind;
@@ -568,7 +572,8 @@ mod tests {
         )
     }
 
-    /// The messages of `files` read together, and the clocks found.
+    /// The messages of `files` read together, and the clocks found; the
+    /// connections closed are counted in `CLOSED`.
     fn run(files: &[&str]) -> Option<(Vec<MessageInfo>, Vec<ClockOffset>)> {
         let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("captures/two-points");
         let paths: Vec<String> = (files.iter())
@@ -586,6 +591,15 @@ mod tests {
             a.push(&f, &mut out);
         }
         a.finish(&mut out);
+        let closed = (out.iter())
+            .filter(|o| {
+                matches!(
+                    o,
+                    Output::Notice(Notice::Stream(Event::StreamClosed { .. }))
+                )
+            })
+            .count();
+        CLOSED.with(|c| c.set(closed));
         let infos = (out.into_iter())
             .filter_map(|o| match o {
                 Output::Message(m) => Some(m.info),
@@ -637,6 +651,10 @@ mod tests {
         }
     }
 
+    thread_local! {
+        static CLOSED: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+    }
+
     const CLIENT: &str = "e1-client-side.pcap";
     const BROKER: &str = "e1-broker-side.pcap";
 
@@ -651,6 +669,8 @@ mod tests {
         let Some((client, _)) = run(&[CLIENT]) else {
             return;
         };
+        let closed = CLOSED.with(std::cell::Cell::get);
+        assert_eq!(closed, 5, "the client side's connections");
         let (broker, _) = run(&[BROKER]).expect("broker side");
         let by_id = |v: &[MessageInfo]| -> HashMap<Id, MessageInfo> {
             v.iter().map(|i| (id(i), i.clone())).collect()
@@ -659,6 +679,8 @@ mod tests {
         assert_eq!(client_ids.len(), client.len(), "ids are unique");
         for (first, other, sign) in [(CLIENT, BROKER, 1), (BROKER, CLIENT, -1)] {
             let (both, clocks) = run(&[first, other]).expect("both");
+            // Each connection closes once: the twin's close is not reported.
+            assert_eq!(CLOSED.with(std::cell::Cell::get), closed, "{first} first");
             let [c] = clocks.as_slice() else {
                 panic!("one clock: {clocks:?}")
             };
