@@ -31,7 +31,7 @@ use crate::kafka::framing::{Framer, FramerConfig, FramerEvent, RawMessage, Reque
 use crate::tls::conn::{Conn as TlsConn, Out as TlsOut, TlsEvent};
 use crate::tls::keylog::Keys;
 use crate::tls::wire::starts_client_hello;
-use crate::twins::{TwinStats, Twins};
+use crate::twins::Twins;
 use crate::vocab::{Direction, Timestamp};
 use rustc_hash::FxHashMap;
 use std::fmt;
@@ -434,11 +434,6 @@ impl Pipeline {
             twins: cfg.twin_window_ns.map(Twins::new),
             cfg,
         }
-    }
-
-    /// What the twin step found (zeros for one capture).
-    pub fn twin_stats(&self) -> TwinStats {
-        self.twins.as_ref().map(Twins::stats).unwrap_or_default()
     }
 
     /// Counters so far.

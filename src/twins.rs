@@ -43,21 +43,6 @@ use std::net::SocketAddr;
 /// Most events held at once.
 pub const MAX_HELD: usize = 1 << 16;
 
-/// What the twin step found.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct TwinStats {
-    /// Connections seen at two capture points (each counted once).
-    pub connections: u64,
-    /// Messages seen at both.
-    pub matched: u64,
-    /// Messages of twin connections only the first capture saw.
-    pub first_only: u64,
-    /// Messages of twin connections only the other capture saw.
-    pub other_only: u64,
-    /// Copies that came after their message had gone out alone (not reported again).
-    pub late: u64,
-}
-
 /// One connection as the twin step knows it.
 struct Conn {
     ends: (SocketAddr, SocketAddr),
@@ -105,7 +90,6 @@ pub struct Twins {
     recent: FxHashMap<Key, Timestamp>,
     recent_order: VecDeque<(Timestamp, Key)>,
     now: Timestamp,
-    stats: TwinStats,
 }
 
 /// How many windows a message that went out alone is remembered for.
@@ -126,18 +110,7 @@ impl Twins {
             recent: FxHashMap::default(),
             recent_order: VecDeque::new(),
             now: Timestamp::default(),
-            stats: TwinStats::default(),
         }
-    }
-
-    /// What it found so far.
-    pub fn stats(&self) -> TwinStats {
-        self.stats
-    }
-
-    /// Events held now.
-    pub fn held(&self) -> usize {
-        self.queue.len()
     }
 
     /// A Kafka connection's direction started: the TCP sequence number of
@@ -184,7 +157,7 @@ impl Twins {
                     self.close(*stream);
                 }
                 if !hidden {
-                    self.push(Some(ev), until, None);
+                    self.push(ev, until);
                 }
             }
         }
@@ -246,10 +219,9 @@ impl Twins {
         self.open.entry(ends).or_default().push(o.stream);
         let Some(t) = twin else {
             let until = Some(o.ts.add_nanos(self.window));
-            self.push(Some(Event::StreamOpen(o)), until, None);
+            self.push(Event::StreamOpen(o), until);
             return;
         };
-        self.stats.connections += 1;
         // The connection from the capture given first is reported, unless
         // the other's opening has gone out already: that one stays.
         let earlier_reported = self
@@ -300,7 +272,7 @@ impl Twins {
             }
         }
         if let Some(ev) = open {
-            self.push(Some(ev), None, None);
+            self.push(ev, None);
         }
         for id in offer {
             self.offer(id);
@@ -319,13 +291,12 @@ impl Twins {
 
     fn message(&mut self, mut m: RawMessage) {
         let Some(c) = self.conns.get(&m.stream) else {
-            self.push(Some(Event::Message(m)), None, None);
+            self.push(Event::Message(m), None);
             return;
         };
         if let (Some(t), false) = (c.twin, c.reported) {
             if !self.conns.contains_key(&t) {
                 // The reported connection is over: a copy too late to meet.
-                self.stats.other_only += 1;
                 return;
             }
             m.twin = Some(Box::new(Twin::Only(c.capture)));
@@ -336,7 +307,7 @@ impl Twins {
         // twin: the twin may open with that copy (a capture that starts
         // while the connection is open sees it from mid-stream).
         let until = self.now.max(m.last_ts).add_nanos(self.window);
-        self.push(Some(Event::Message(m)), Some(until), None);
+        self.push(Event::Message(m), Some(until));
         if linked {
             let id = self.next_id - 1;
             self.offer(id);
@@ -365,7 +336,6 @@ impl Twins {
             if let Some(h) = self.queue.get_mut(pos) {
                 h.ev = None;
             }
-            self.stats.late += 1;
             return;
         }
         let Some(other_id) = self.waiting.get(&key).copied().filter(|&o| o != id) else {
@@ -404,7 +374,6 @@ impl Twins {
             first_ts: seen.first_ts,
             last_ts: seen.last_ts,
         })));
-        self.stats.matched += 1;
         if let Some(h) = self.queue.get_mut(early) {
             h.ev = Some(Event::Message(kept));
             h.until = None;
@@ -448,12 +417,12 @@ impl Twins {
         (pos < self.queue.len()).then_some(pos)
     }
 
-    fn push(&mut self, ev: Option<Event>, until: Option<Timestamp>, key: Option<Key>) {
+    fn push(&mut self, ev: Event, until: Option<Timestamp>) {
         self.queue.push_back(Held {
             id: self.next_id,
-            ev,
+            ev: Some(ev),
             until,
-            key,
+            key: None,
         });
         self.next_id += 1;
     }
@@ -486,7 +455,6 @@ impl Twins {
                         self.remember(k);
                     }
                 }
-                self.alone(m);
             }
             if let Event::StreamOpen(o) = &ev {
                 if let Some(c) = self.conns.get_mut(&o.stream) {
@@ -514,18 +482,6 @@ impl Twins {
         }
         self.recent.insert(k, self.now);
         self.recent_order.push_back((self.now, k));
-    }
-
-    /// A message of twin connections that goes out without its copy.
-    fn alone(&mut self, m: &mut RawMessage) {
-        let Some(c) = self.conns.get(&m.stream) else {
-            return;
-        };
-        match (c.twin, m.twin.as_deref()) {
-            (Some(_), None) => self.stats.first_only += 1,
-            (Some(_), Some(Twin::Only(_))) => self.stats.other_only += 1,
-            _ => {}
-        }
     }
 
     /// A reported connection's close went out: it and its twin are done.
@@ -647,7 +603,6 @@ mod tests {
                 .collect();
             let want: &[u64] = if twins { &[0] } else { &[0, 1] };
             assert_eq!(streams, want, "isn {isn}");
-            assert_eq!(t.stats().connections, u64::from(twins));
         }
     }
 
