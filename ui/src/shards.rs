@@ -133,9 +133,18 @@ impl Dispatch {
     /// Routes one batch of events to the shards (every shard gets its part,
     /// possibly empty); `false` when a shard has stopped (the [`Collect`]
     /// says why).
-    pub fn push(&mut self, evs: impl IntoIterator<Item = Event>) -> bool {
-        let mut split: Vec<Vec<Routed>> = (0..self.to.len()).map(|_| Vec::new()).collect();
-        for ev in evs {
+    pub fn push(&mut self, evs: &mut Vec<Event>) -> bool {
+        // Each part sized for its events at once: grown by doubling, a
+        // batch's events were copied again and again.
+        let n = self.to.len();
+        let mut sizes = vec![0usize; n];
+        for ev in evs.iter() {
+            if let Some(k) = sizes.get_mut(ev.stream().map_or(0, |s| shard_of(s, n))) {
+                *k += 1;
+            }
+        }
+        let mut split: Vec<Vec<Routed>> = sizes.into_iter().map(Vec::with_capacity).collect();
+        for ev in evs.drain(..) {
             let (i, r) = self.router.route(ev);
             if let Some(p) = split.get_mut(i) {
                 p.push(r);
@@ -193,7 +202,19 @@ impl Collect {
     /// that made it (when it has room for them; here otherwise, and notices
     /// here).
     pub fn recycle(&mut self, done: Vec<Output>) {
-        let mut back: Vec<Vec<Output>> = (0..self.back.len()).map(|_| Vec::new()).collect();
+        let n = self.back.len();
+        let shard = |o: &Output| match o {
+            Output::Message(m) => Some(shard_of(m.info.stream, n)),
+            Output::Notice(_) => None,
+        };
+        // Each shard's share counted first: its vector is made to size.
+        let mut sizes = vec![0usize; n];
+        for i in done.iter().filter_map(shard) {
+            if let Some(k) = sizes.get_mut(i) {
+                *k += 1;
+            }
+        }
+        let mut back: Vec<Vec<Output>> = sizes.into_iter().map(Vec::with_capacity).collect();
         for o in done {
             if let Output::Message(m) = &o {
                 let i = shard_of(m.info.stream, self.back.len());

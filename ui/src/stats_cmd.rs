@@ -189,11 +189,11 @@ fn run_file(
     });
     let mut read_error = None;
     for mut batch in reader.rx.iter() {
-        if !dispatch.push(batch.evs.drain(..)) {
+        if !dispatch.push(&mut batch.evs) {
             break;
         }
-        if let Some(fin) = batch.finish {
-            dispatch.push(fin);
+        if let Some(mut fin) = batch.finish {
+            dispatch.push(&mut fin);
             read_error = batch.error;
             break;
         }
