@@ -538,7 +538,7 @@ mod tests {
         if !paths.iter().all(|p| Path::new(p).exists()) {
             return None;
         }
-        let mut src = FileSource::open_all(&paths).expect("open");
+        let mut src = FileSource::open_all(&paths, &crate::capture::InLine).expect("open");
         let mut cfg = AnalyzerConfig::default();
         cfg.pipeline.twin_window_ns = src.twin_window_ns();
         let mut a = Analyzer::new(cfg);

@@ -6,7 +6,7 @@
 mod support;
 
 use kafkashark::analyzer::{Analyzer, AnalyzerConfig, MessageRecord, Output};
-use kafkashark::capture::{FileSource, Frame, FrameSource, Seen};
+use kafkashark::capture::{FileSource, Frame, FrameSource, InLine, Join, Seen};
 use kafkashark::flow::Ports;
 use kafkashark::pipeline::PipelineConfig;
 use std::path::Path;
@@ -37,7 +37,7 @@ fn paths(ps: &[&Path]) -> Vec<String> {
 /// The messages of the files at `ps` read together; with `twins`, a
 /// connection the files share is one (the source's twin window).
 fn analyze_all(ps: &[&Path], twins: bool) -> Vec<MessageRecord> {
-    let mut src = FileSource::open_all(&paths(ps)).unwrap();
+    let mut src = FileSource::open_all(&paths(ps), &InLine).unwrap();
     let mut pipeline = PipelineConfig::with_ports(Ports::default());
     if twins {
         pipeline.twin_window_ns = src.twin_window_ns();
@@ -105,7 +105,7 @@ fn the_same_capture_twice_is_one_connection_seen_twice() {
         return;
     };
     let later = shifted(&a1, 250_000_000, "a1-later");
-    let src = FileSource::open_all(&paths(&[&a1, &later.path])).unwrap();
+    let src = FileSource::open_all(&paths(&[&a1, &later.path]), &InLine).unwrap();
     let [c] = src.clocks() else {
         panic!("one clock: {:?}", src.clocks())
     };
@@ -156,7 +156,7 @@ fn merged_frames_are_mergecaps() {
     let a3_in = shifted(&a3, into, "a3-in-a1");
     let a1_again = shifted(&a1, 0, "a1-again");
     let files = [a1.as_path(), a3_in.path.as_path(), a1_again.path.as_path()];
-    let mut src = FileSource::open_all(&paths(&files)).unwrap();
+    let mut src = FileSource::open_all(&paths(&files), &InLine).unwrap();
     let merged: Vec<Frame> = std::iter::from_fn(|| src.next_frame().unwrap()).collect();
     assert_eq!(merged.len(), 2 * f1.len() + f3.len());
     for (k, f) in merged.iter().enumerate() {
@@ -173,7 +173,7 @@ fn merged_frames_are_mergecaps() {
         assert!(own.iter().zip(want.iter()).all(|(a, b)| a.data == b.data));
     }
     // poll_with: the same frames, numbers and captures.
-    let mut src = FileSource::open_all(&paths(&files)).unwrap();
+    let mut src = FileSource::open_all(&paths(&files), &InLine).unwrap();
     let mut seen = Vec::new();
     while let Some(s) = src
         .poll_with(|s| match s {
@@ -226,7 +226,7 @@ fn a_bad_file_among_several_is_named_and_the_others_read_on() {
     std::fs::write(&cut, &whole[..whole.len() - 10]).unwrap();
     let n3 = frames(&a3).len() as u64;
     let files = [a1.as_path(), cut.as_path()];
-    let mut src = FileSource::open_all(&paths(&files)).unwrap();
+    let mut src = FileSource::open_all(&paths(&files), &InLine).unwrap();
     let (mut got, mut errors) = (Vec::new(), Vec::new());
     loop {
         match src.next_frame() {
@@ -259,7 +259,7 @@ fn poll_after_poll_with_refuses_a_segment_read_ahead() {
     // clocks stay as they are).
     let into = frames(&a1)[0].ts.nanos_since(frames(&a3)[0].ts) + 250_000_000;
     let later = shifted(&a3, into, "poll-mix");
-    let mut src = FileSource::open_all(&paths(&[&a1, &later.path])).unwrap();
+    let mut src = FileSource::open_all(&paths(&[&a1, &later.path]), &InLine).unwrap();
     // The first frame of each file read ahead, as segments.
     let first = src.poll_with(|s| matches!(s, Seen::Tcp(_))).unwrap();
     assert_eq!(first, Some(true));
@@ -278,4 +278,48 @@ fn poll_after_poll_with_refuses_a_segment_read_ahead() {
     assert!(before > 1);
     assert_eq!(whole + 1, before);
     assert!(err.contains("after poll_with"), "{err}");
+}
+
+/// [`Join`] on two threads, as the command line's is.
+struct Threads;
+
+impl Join for Threads {
+    fn join<A: Send, B: Send>(
+        &self,
+        a: impl FnOnce() -> A + Send,
+        b: impl FnOnce() -> B + Send,
+    ) -> (A, B) {
+        std::thread::scope(|s| {
+            let h = s.spawn(b);
+            let ra = a();
+            (ra, h.join().unwrap())
+        })
+    }
+}
+
+/// The two searches of a pair of files give the same clocks whether they
+/// run one after the other or at once (the second then stops when the
+/// first finds packets): the pair recorded at two points in both orders
+/// (the file given second is the one starting late, then the one starting
+/// first), and a capture with a shifted copy of itself.
+#[test]
+fn clocks_are_the_same_searched_at_once() {
+    let (Some(client), Some(broker), Some(a1)) = (
+        recorded("two-points/e1-client-side.pcap"),
+        recorded("two-points/e1-broker-side.pcap"),
+        recorded("a1-kcat-produce-consume-group.pcap"),
+    ) else {
+        return;
+    };
+    let later = shifted(&a1, 250_000_000, "a1-later-join");
+    let pairs: [[&Path; 2]; 3] = [[&client, &broker], [&broker, &client], [&a1, &later.path]];
+    for files in pairs {
+        let one = FileSource::open_all(&paths(&files), &InLine).unwrap();
+        let both = FileSource::open_all(&paths(&files), &Threads).unwrap();
+        let [c] = one.clocks() else {
+            panic!("one clock for {files:?}: {:?}", one.clocks())
+        };
+        assert!(c.packets > 100, "{c:?}");
+        assert_eq!(one.clocks(), both.clocks(), "{files:?}");
+    }
 }

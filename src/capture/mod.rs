@@ -28,7 +28,8 @@ use std::fmt;
 
 pub use link::{decode_link_owned, decode_segment, FramePlace, Segment, Skip, TcpFlags};
 pub use source::{
-    CaptureStats, ClockOffset, FileSource, LiveConfig, LiveSource, Polled, Seen, TcpFrame,
+    CaptureStats, ClockOffset, FileSource, InLine, Join, LiveConfig, LiveSource, Polled, Seen,
+    TcpFrame,
 };
 
 /// A link-layer header type, by its pcap `LINKTYPE_`/`DLT_` number.

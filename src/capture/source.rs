@@ -25,6 +25,7 @@ use crate::tls::keylog::Keys;
 use crate::vocab::Timestamp;
 use bytes::Bytes;
 use pcap::{Active, Capture, Offline, Precision};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 /// What one poll of a source produced.
@@ -210,6 +211,32 @@ const CLOCK_PACKETS: usize = 4096;
 /// gives up (the packets in common lie together, where both captures ran).
 const CLOCK_SCAN_AFTER: u64 = 1 << 16;
 
+/// Runs two jobs and gives both results: on two threads where the caller
+/// has them (the engine starts none; `kafkashark-ui` joins on a thread of
+/// its own), else one after the other ([`InLine`]).
+pub trait Join {
+    /// `a`'s result and `b`'s, once both have run.
+    fn join<A: Send, B: Send>(
+        &self,
+        a: impl FnOnce() -> A + Send,
+        b: impl FnOnce() -> B + Send,
+    ) -> (A, B);
+}
+
+/// [`Join`] on the calling thread: `a`, then `b`.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct InLine;
+
+impl Join for InLine {
+    fn join<A: Send, B: Send>(
+        &self,
+        a: impl FnOnce() -> A + Send,
+        b: impl FnOnce() -> B + Send,
+    ) -> (A, B) {
+        (a(), b())
+    }
+}
+
 impl FileSource {
     /// Open a pcap/pcapng file; `-` reads the capture from standard input.
     /// Regular files are read by the zero-copy reader when it can (see the
@@ -221,7 +248,7 @@ impl FileSource {
     /// Open several files (at least one; `-` is standard input) to be read
     /// together, merged by time (see the type's doc); one file is read as
     /// [`FileSource::open`] reads it.
-    pub fn open_all(paths: &[String]) -> Result<FileSource, CaptureError> {
+    pub fn open_all(paths: &[String], join: &impl Join) -> Result<FileSource, CaptureError> {
         if paths.is_empty() || paths.len() > usize::from(u16::MAX) + 1 {
             return Err(CaptureError::Open {
                 path: paths.first().cloned().unwrap_or_default(),
@@ -236,7 +263,7 @@ impl FileSource {
             .map(|p| OneFile::open(p))
             .collect::<Result<_, _>>()?;
         let mut src = FileSource::of(files);
-        src.align_clocks();
+        src.align_clocks(join);
         Ok(src)
     }
 
@@ -262,8 +289,11 @@ impl FileSource {
     /// come with their times set back by their file's shift
     /// ([`ClockOffset::shift_ns`]), merged in that order. A file that
     /// cannot be read here is read as it is (its errors are the main
-    /// reading's to report).
-    fn align_clocks(&mut self) {
+    /// reading's to report). The two searches of a pair of files (this
+    /// file's packets in the other, the other's in this) run together by
+    /// `join`; the first is the one taken when both find packets, and once
+    /// it has found some the second stops.
+    fn align_clocks(&mut self, join: &impl Join) {
         let mut found = Vec::new();
         if self.files.len() < 2 || self.frames > 0 {
             return;
@@ -277,13 +307,21 @@ impl FileSource {
                 if pi == "-" || pj == "-" {
                     continue;
                 }
-                let est = match clock_search(pi, pj) {
-                    Some(e) => Some(e),
-                    None => clock_search(pj, pi).map(|e| Estimate {
+                let (never, seen) = (AtomicBool::new(false), AtomicBool::new(false));
+                let (ahead, behind) = join.join(
+                    || {
+                        let e = clock_search(pi, pj, &never);
+                        seen.store(e.is_some(), Ordering::Relaxed);
+                        e
+                    },
+                    || clock_search(pj, pi, &seen),
+                );
+                let est = ahead.or_else(|| {
+                    behind.map(|e| Estimate {
                         offset_ns: e.offset_ns.saturating_neg(),
                         ..e
-                    }),
-                };
+                    })
+                });
                 let Some(e) = est else { continue };
                 let base = self.shift.get(j).copied().unwrap_or(0);
                 let shift = base.saturating_add(e.offset_ns);
@@ -406,12 +444,14 @@ impl FileSource {
 }
 
 /// The clock of the file at `wanted` against the one at `other`: the
-/// segments at `wanted`'s start looked for in `other` ([`ClockMatch`]).
-fn clock_search(wanted: &str, other: &str) -> Option<Estimate> {
+/// segments at `wanted`'s start looked for in `other` ([`ClockMatch`]);
+/// cut short, what is left unread, once `stop` is set.
+fn clock_search(wanted: &str, other: &str, stop: &AtomicBool) -> Option<Estimate> {
     let mut m = ClockMatch::default();
     let mut f = OneFile::open(wanted).ok()?;
     let mut taken = 0;
-    while taken < CLOCK_PACKETS {
+    let go = || !stop.load(Ordering::Relaxed);
+    while taken < CLOCK_PACKETS && go() {
         match f.poll_with(segment_of).ok()? {
             None => break,
             Some(Some((seg, ts))) => {
@@ -423,7 +463,7 @@ fn clock_search(wanted: &str, other: &str) -> Option<Estimate> {
     }
     let mut f = OneFile::open(other).ok()?;
     let mut since = 0u64;
-    while m.wanted() > 0 && (m.packets() == 0 || since < CLOCK_SCAN_AFTER) {
+    while m.wanted() > 0 && (m.packets() == 0 || since < CLOCK_SCAN_AFTER) && go() {
         match f.poll_with(segment_of) {
             Ok(None) | Err(_) => break,
             Ok(Some(Some((seg, ts)))) if m.find(&seg, ts) => since = 0,

@@ -525,9 +525,62 @@ pub(crate) fn cores() -> usize {
     std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get)
 }
 
+/// The engine's [`Join`](kafkashark::capture::Join) on two threads: `b` on
+/// a thread of its own (scoped: it may borrow), `a` on the caller's; both
+/// on the caller's, one after the other, on one core or when no thread can
+/// be started.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Both;
+
+impl kafkashark::capture::Join for Both {
+    fn join<A: Send, B: Send>(
+        &self,
+        a: impl FnOnce() -> A + Send,
+        b: impl FnOnce() -> B + Send,
+    ) -> (A, B) {
+        if cores() < 2 {
+            return (a(), b());
+        }
+        // `b` waits in a slot: the thread takes it out, or this one when
+        // the thread could not be started.
+        let slot = std::sync::Mutex::new(Some(b));
+        let take = || slot.lock().ok().and_then(|mut s| s.take());
+        std::thread::scope(|s| {
+            let spawned = std::thread::Builder::new()
+                .name("kafkashark-join".into())
+                .spawn_scoped(s, || take().map(|b| b()));
+            let ra = a();
+            let rb = match spawned {
+                Ok(h) => h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)),
+                Err(_) => None,
+            };
+            match rb.or_else(|| take().map(|b| b())) {
+                Some(rb) => (ra, rb),
+                // Taken and run by the thread, which gave its result: not reached.
+                None => unreachable!("the second job ran and returned"),
+            }
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn both_jobs_run_and_give_their_results() {
+        use kafkashark::capture::Join;
+        let here = std::thread::current().id();
+        let (a, b) = Both.join(
+            || (1, std::thread::current().id()),
+            || ("b", std::thread::current().id()),
+        );
+        assert_eq!((a.0, b.0), (1, "b"));
+        assert_eq!(a.1, here, "the first job runs on the caller's thread");
+        if cores() >= 2 {
+            assert_ne!(b.1, here, "the second job runs on a thread of its own");
+        }
+    }
 
     #[test]
     fn hex_parsing() {

@@ -253,7 +253,8 @@ impl Input {
     ) -> Result<Box<dyn FrameSource + Send>, CliError> {
         Ok(match self {
             Input::Files(paths) => {
-                let mut src = FileSource::open_all(paths).map_err(CliError::Capture)?;
+                let mut src =
+                    FileSource::open_all(paths, &crate::Both).map_err(CliError::Capture)?;
                 src.set_tls_keys(keys.clone());
                 Box::new(src)
             }
@@ -344,7 +345,7 @@ pub fn run(a: &PrintArgs) -> Result<u64, CliError> {
     // A file is read and reassembled on a thread of its own (see `FileReader`).
     let mut file = match &input {
         Input::Files(paths) if duration.is_none() => {
-            let mut src = FileSource::open_all(paths).map_err(CliError::Capture)?;
+            let mut src = FileSource::open_all(paths, &crate::Both).map_err(CliError::Capture)?;
             src.set_tls_keys(a.capture.keys());
             Some(src)
         }

@@ -152,7 +152,7 @@ pub fn write(
             out.display()
         )));
     }
-    let mut src = FileSource::open_all(inputs).map_err(CliError::Capture)?;
+    let mut src = FileSource::open_all(inputs, &crate::Both).map_err(CliError::Capture)?;
     let name = out.display().to_string();
     let io = |err: std::io::Error| CliError::Io {
         path: name.clone(),

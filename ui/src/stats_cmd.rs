@@ -142,7 +142,7 @@ fn run_file(
     path: &str,
     metrics: Option<MetricsServer>,
 ) -> Result<(), CliError> {
-    let mut src = FileSource::open_all(paths).map_err(CliError::Capture)?;
+    let mut src = FileSource::open_all(paths, &crate::Both).map_err(CliError::Capture)?;
     src.set_tls_keys(a.capture.keys());
     let (cfg, mut stats) = engine(a);
     stats.set_capture_points(paths, src.clocks());

@@ -45,7 +45,7 @@ fn entries_with(capture: &str, cfg: AnalyzerConfig) -> Vec<Entry> {
 
 fn entries_of(captures: &[&str], mut cfg: AnalyzerConfig) -> Vec<Entry> {
     let paths: Vec<String> = captures.iter().map(|c| repo(c)).collect();
-    let mut src = FileSource::open_all(&paths).expect("captures open");
+    let mut src = FileSource::open_all(&paths, &crate::Both).expect("captures open");
     cfg.decode.records = false;
     cfg.pipeline.twin_window_ns = src.twin_window_ns();
     let mut an = Analyzer::new(cfg);
