@@ -20,7 +20,7 @@ use std::borrow::Cow;
 use std::fmt;
 use std::sync::OnceLock;
 
-use kafkashark::analyzer::MessageInfo;
+use kafkashark::analyzer::{Also, MessageInfo};
 use kafkashark::kafka::decode::DecodeOptions;
 use kafkashark::kafka::decode::Kind;
 use kafkashark::kafka::errors::{error_code, error_name};
@@ -98,6 +98,8 @@ pub trait Facts {
     fn malformed(&self) -> bool;
     /// It decoded with a warning (bytes after the body).
     fn warned(&self) -> bool;
+    /// The same message as another capture point saw it (`MessageInfo::also`).
+    fn also(&self) -> Option<&Also>;
 }
 
 /// `print -Y` tests the analyzer's messages as they leave its reorder
@@ -180,6 +182,9 @@ impl Facts for MessageInfo {
     }
     fn warned(&self) -> bool {
         self.decode_warning.is_some()
+    }
+    fn also(&self) -> Option<&Also> {
+        self.also.as_deref()
     }
 }
 
@@ -383,6 +388,8 @@ enum Pred {
     AnyError,
     Unpaired,
     Inferred,
+    /// Seen at another capture point too.
+    Also,
     Resynced,
     Malformed,
     Warning,
@@ -415,6 +422,7 @@ enum Field {
     Group,
     Records,
     Capture,
+    AlsoLatency,
 }
 
 /// What a field's value is ([`Type::expects`] says it in words): how it is
@@ -434,7 +442,7 @@ enum Type {
 
 /// Every field, in the order of [`Field`]'s variants: its names (shown as the
 /// first; the others are aliases), its type, and an example for messages.
-const FIELDS: [(Field, &[&str], Type, &str); 21] = [
+const FIELDS: [(Field, &[&str], Type, &str); 22] = [
     (Field::Api, &["api"], Type::Api, "api=Produce"),
     (Field::Version, &["version", "v"], Type::Integer, "v>=12"),
     (Field::Kind, &["kind"], Type::Kind, "kind=request"),
@@ -481,6 +489,12 @@ const FIELDS: [(Field, &[&str], Type, &str); 21] = [
     (Field::Group, &["group"], Type::Group, "group=billing-*"),
     (Field::Records, &["records"], Type::Integer, "records>100"),
     (Field::Capture, &["capture"], Type::Text, "capture=broker-1"),
+    (
+        Field::AlsoLatency,
+        &["also_latency"],
+        Type::Duration,
+        "also_latency>50ms",
+    ),
 ];
 
 /// Every flag (a predicate written alone) other than api names; a flag
@@ -494,6 +508,7 @@ const FLAGS: &[(&str, Pred)] = &[
     ("error", Pred::AnyError),
     ("unpaired", Pred::Unpaired),
     ("inferred", Pred::Inferred),
+    ("also", Pred::Also),
     ("resync", Pred::Resynced),
     ("resynced", Pred::Resynced),
     ("malformed", Pred::Malformed),
@@ -1285,6 +1300,7 @@ impl Pred {
             Pred::AnyError => response_of(m, peer).is_some_and(|r| !r.error_codes().is_empty()),
             Pred::Unpaired => !m.paired() && (m.kind() == Kind::Response || m.expects_response()),
             Pred::Inferred => m.inferred(),
+            Pred::Also => m.also().is_some(),
             Pred::Resynced => m.resynced(),
             Pred::Malformed => m.malformed(),
             Pred::Warning => m.warned(),
@@ -1343,6 +1359,11 @@ impl Field {
                 })
                 .map(i128::from),
             Field::Rtt => m.rtt_ns().map(i128::from),
+            // The latency at the other capture point; a request's is its response's.
+            Field::AlsoLatency => response_of(m, peer)
+                .and_then(|r| r.also())
+                .and_then(|a| a.latency_ns)
+                .map(i128::from),
             Field::Throttle => response_of(m, peer)
                 .and_then(|r| r.throttle_time_ms())
                 .map(|ms| i128::from(ms) * 1_000_000),

@@ -494,4 +494,7 @@ impl Facts for FactsEntry {
     fn warned(&self) -> bool {
         self.shared.decode_warning.is_some()
     }
+    fn also(&self) -> Option<&Also> {
+        self.shared.also.as_deref()
+    }
 }
