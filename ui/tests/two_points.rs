@@ -12,6 +12,15 @@ fn run(args: &[&str]) -> String {
     String::from_utf8(out.stdout).unwrap()
 }
 
+/// A message's identity in both readings: connection, side, correlation id.
+fn key(v: &serde_json::Value) -> (String, String, Option<i64>) {
+    (
+        v["client"].as_str().unwrap_or("").to_string(),
+        v["kind"].as_str().unwrap_or("").to_string(),
+        v["correlation_id"].as_i64(),
+    )
+}
+
 fn jsonl(args: &[&str]) -> Vec<serde_json::Value> {
     run(args)
         .lines()
@@ -27,13 +36,6 @@ fn jsonl(args: &[&str]) -> Vec<serde_json::Value> {
 fn print_reports_each_message_once_with_the_other_points_view() {
     let Some([client, broker]) = points() else {
         return;
-    };
-    let key = |v: &serde_json::Value| {
-        (
-            v["client"].as_str().unwrap_or("").to_string(),
-            v["kind"].as_str().unwrap_or("").to_string(),
-            v["correlation_id"].as_i64(),
-        )
     };
     let alone = jsonl(&["print", &client, "--format", "jsonl"]);
     let theirs = jsonl(&["print", &broker, "--format", "jsonl"]);
@@ -109,13 +111,6 @@ fn stats_reports_the_clock_offset_and_counts_once() {
 fn filter_chooses_by_the_other_point() {
     let Some([client, broker]) = points() else {
         return;
-    };
-    let key = |v: &serde_json::Value| {
-        (
-            v["client"].as_str().unwrap_or("").to_string(),
-            v["kind"].as_str().unwrap_or("").to_string(),
-            v["correlation_id"].as_i64(),
-        )
     };
     let keys = |vs: &[serde_json::Value]| {
         let mut k: Vec<_> = vs.iter().map(key).collect();
