@@ -84,7 +84,6 @@ impl Router {
     /// The shard of `ev` and the event routed: a connection's events go to
     /// its shard, an event of no connection to the first.
     pub fn route(&mut self, ev: Event) -> (usize, Routed) {
-        let stream = ev.stream();
         let index = self.next_index;
         match &ev {
             Event::StreamOpen(o) => {
@@ -100,8 +99,14 @@ impl Router {
         }
         let seq = self.seq;
         self.seq += 1;
-        let shard = stream.map_or(0, |s| shard_of(s, self.shards));
+        let shard = self.shard(&ev);
         (shard, Routed { seq, index, ev })
+    }
+
+    /// The shard [`Router::route`] sends `ev` to (an event of no
+    /// connection: the first).
+    pub fn shard(&self, ev: &Event) -> usize {
+        ev.stream().map_or(0, |s| shard_of(s, self.shards))
     }
 }
 

@@ -528,9 +528,17 @@ mod tests {
         )
     }
 
-    /// The messages of `files` read together, and the clocks found; the
-    /// connections closed are counted in `CLOSED`.
-    fn run(files: &[&str]) -> Option<(Vec<MessageInfo>, Vec<ClockOffset>)> {
+    /// What `files` read together give.
+    struct Run {
+        infos: Vec<MessageInfo>,
+        clocks: Vec<ClockOffset>,
+        /// Connections reported closed.
+        closed: usize,
+    }
+
+    /// The messages of `files` read together, the clocks found and the
+    /// connections closed.
+    fn run(files: &[&str]) -> Option<Run> {
         let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("captures/two-points");
         let paths: Vec<String> = (files.iter())
             .map(|f| dir.join(f).to_string_lossy().into_owned())
@@ -555,14 +563,17 @@ mod tests {
                 )
             })
             .count();
-        CLOSED.with(|c| c.set(closed));
         let infos = (out.into_iter())
             .filter_map(|o| match o {
                 Output::Message(m) => Some(m.info),
                 _ => None,
             })
             .collect();
-        Some((infos, src.clocks().to_vec()))
+        Some(Run {
+            infos,
+            clocks: src.clocks().to_vec(),
+            closed,
+        })
     }
 
     fn opened(stream: u64, capture: u16, ms: i64) -> Event {
@@ -606,10 +617,6 @@ mod tests {
         }
     }
 
-    thread_local! {
-        static CLOSED: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
-    }
-
     const CLIENT: &str = "e1-client-side.pcap";
     const BROKER: &str = "e1-broker-side.pcap";
 
@@ -621,21 +628,29 @@ mod tests {
     /// the other capture gives read alone.
     #[test]
     fn two_capture_points_are_one_connection() {
-        let Some((client, _)) = run(&[CLIENT]) else {
+        let Some(Run {
+            infos: client,
+            closed,
+            ..
+        }) = run(&[CLIENT])
+        else {
             return;
         };
-        let closed = CLOSED.with(std::cell::Cell::get);
         assert_eq!(closed, 5, "the client side's connections");
-        let (broker, _) = run(&[BROKER]).expect("broker side");
+        let broker = run(&[BROKER]).expect("broker side").infos;
         let by_id = |v: &[MessageInfo]| -> HashMap<Id, MessageInfo> {
             v.iter().map(|i| (id(i), i.clone())).collect()
         };
         let (client_ids, broker_ids) = (by_id(&client), by_id(&broker));
         assert_eq!(client_ids.len(), client.len(), "ids are unique");
         for (first, other, sign) in [(CLIENT, BROKER, 1), (BROKER, CLIENT, -1)] {
-            let (both, clocks) = run(&[first, other]).expect("both");
+            let Run {
+                infos: both,
+                clocks,
+                closed: both_closed,
+            } = run(&[first, other]).expect("both");
             // Each connection closes once: the twin's close is not reported.
-            assert_eq!(CLOSED.with(std::cell::Cell::get), closed, "{first} first");
+            assert_eq!(both_closed, closed, "{first} first");
             let [c] = clocks.as_slice() else {
                 panic!("one clock: {clocks:?}")
             };

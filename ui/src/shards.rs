@@ -132,14 +132,13 @@ pub fn spawn(
 impl Dispatch {
     /// Routes one batch of events to the shards (every shard gets its part,
     /// possibly empty); `false` when a shard has stopped (the [`Collect`]
-    /// says why).
+    /// says why). `evs` is drained.
     pub fn push(&mut self, evs: &mut Vec<Event>) -> bool {
         // Each part sized for its events at once: grown by doubling, a
         // batch's events were copied again and again.
-        let n = self.to.len();
-        let mut sizes = vec![0usize; n];
+        let mut sizes = vec![0usize; self.to.len()];
         for ev in evs.iter() {
-            if let Some(k) = sizes.get_mut(ev.stream().map_or(0, |s| shard_of(s, n))) {
+            if let Some(k) = sizes.get_mut(self.router.shard(ev)) {
                 *k += 1;
             }
         }
@@ -216,11 +215,8 @@ impl Collect {
         }
         let mut back: Vec<Vec<Output>> = sizes.into_iter().map(Vec::with_capacity).collect();
         for o in done {
-            if let Output::Message(m) = &o {
-                let i = shard_of(m.info.stream, self.back.len());
-                if let Some(b) = back.get_mut(i) {
-                    b.push(o);
-                }
+            if let Some(b) = shard(&o).and_then(|i| back.get_mut(i)) {
+                b.push(o);
             }
         }
         for (tx, b) in self.back.iter().zip(back) {
