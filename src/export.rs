@@ -202,6 +202,27 @@ pub const MESSAGES: &[Column] = &[
         T::Str,
         "why it did not decode, when it did not",
     ),
+    col(
+        "also_capture",
+        T::Dict,
+        "the other capture point that saw the message, when the connection was read from two files",
+    ),
+    col(
+        "also_ts",
+        T::Timestamp,
+        "time of the frame that completed it there, on the first file's clock (UTC)",
+    ),
+    col("also_frame", T::I64, "frame that completed it there"),
+    col(
+        "also_first_frame",
+        T::I64,
+        "frame that carried its first byte there",
+    ),
+    col(
+        "also_latency_ms",
+        T::F64,
+        "a response: its latency there, when that point saw the request too",
+    ),
 ];
 
 /// The `partitions` table's columns: one row per message and topic
@@ -463,6 +484,7 @@ fn message_row(
     head: &Head<'_>,
     community_id: &str,
     client_id: Option<&str>,
+    captures: &[String],
 ) {
     let req = i.kind == Kind::Request;
     let ms = |ns: Option<u64>| ns.map(|n| n as f64 / 1e6);
@@ -504,6 +526,27 @@ fn message_row(
     }
     r.0.push(b']');
     r.opt_str("decode_error", i.decode_error.as_deref());
+    let also = i.also.as_deref();
+    r.opt_str(
+        "also_capture",
+        also.and_then(|a| captures.get(usize::from(a.capture)))
+            .map(String::as_str),
+    );
+    r.opt(
+        "also_ts",
+        also.and_then(|a| rfc3339_bytes(a.ts)),
+        |out, t| {
+            out.push(b'"');
+            out.extend_from_slice(&t);
+            out.push(b'"');
+        },
+    );
+    r.int("also_frame", also.and_then(|a| i64::try_from(a.frame).ok()));
+    r.int(
+        "also_first_frame",
+        also.and_then(|a| i64::try_from(a.first_frame).ok()),
+    );
+    r.float("also_latency_ms", ms(also.and_then(|a| a.latency_ns)));
     r.end();
 }
 
@@ -615,13 +658,18 @@ impl TableRows {
         TableRows::default()
     }
 
-    /// The rows of message `m`, from capture `capture`: its `messages` row,
+    /// The rows of message `m`, from the capture of `captures` it names
+    /// (the files read, in order; a message seen at two capture points
+    /// names the other one too): its `messages` row,
     /// then its `partitions` rows in (topic, partition) order, each a JSON
     /// object and a newline, appended to `out`. `m` needs its decoded
     /// summary or tree for its partitions (the analyzer set up with
     /// [`crate::stats::Stats::analyzer_config`]); without one it has none.
-    pub fn message(&mut self, out: &mut Vec<u8>, m: &MessageRecord, capture: &str) {
+    pub fn message(&mut self, out: &mut Vec<u8>, m: &MessageRecord, captures: &[String]) {
         let i = &m.info;
+        let capture = captures
+            .get(usize::from(i.capture))
+            .map_or("", String::as_str);
         let slot = &mut self.ids[(i.stream % IDS as u64) as usize];
         if slot.as_ref().is_none_or(|(s, _)| *s != i.stream) {
             *slot = Some((i.stream, crate::flow::community_id::tcp(i.client, i.broker)));
@@ -655,7 +703,7 @@ impl TableRows {
             false => answered.client_id.as_deref(),
         };
         let head = Head::of(i, capture);
-        message_row(out, i, &head, id, client_id);
+        message_row(out, i, &head, id, client_id, captures);
         out.push(b'\n');
         let Some(d) = d else {
             return;

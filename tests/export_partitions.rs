@@ -25,7 +25,7 @@ fn table_rows(cap: &std::path::Path) -> Vec<Value> {
     let mut out = Vec::new();
     for o in wire::outputs(cap, cfg) {
         if let Output::Message(m) = o {
-            rows.message(&mut out, &m, "cap");
+            rows.message(&mut out, &m, &["cap".to_string()]);
         }
     }
     let text = String::from_utf8(out).expect("UTF-8 rows");

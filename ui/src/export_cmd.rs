@@ -121,9 +121,8 @@ pub fn run(a: &ExportArgs) -> Result<(), CliError> {
         for o in outs.drain(..) {
             match o {
                 Output::Message(m) => {
-                    let capture = names.get(usize::from(m.info.capture));
                     row.clear();
-                    rows.message(&mut row, &m, capture.map_or("", String::as_str));
+                    rows.message(&mut row, &m, &names);
                     w.write_all(&row)?;
                 }
                 Output::Notice(n) => {

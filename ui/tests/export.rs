@@ -253,10 +253,103 @@ fn duckdb_on_the_export_agrees_with_stats() {
         lags += 1;
     }
     assert!(lags >= 6, "{lags}");
+    // The same values in every format (the types are Parquet's alone).
+    let mut db = db;
+    if let Some(o) = db.as_object_mut() {
+        o.remove("also_types");
+    }
     for format in ["jsonl", "csv"] {
         let (dir, other) = exported(&files, format);
         let _ = std::fs::remove_dir_all(&dir);
         assert_eq!(other.as_ref(), Some(&db), "{format}");
+    }
+}
+
+/// A message's identity in two readings: connection, side, correlation id.
+fn key(v: &serde_json::Value) -> (String, String, Option<i64>) {
+    (
+        v["client"].as_str().unwrap_or("").to_string(),
+        v["kind"].as_str().unwrap_or("").to_string(),
+        v["correlation_id"].as_i64(),
+    )
+}
+
+/// `print --format jsonl` of `files`, a value a line.
+fn printed(files: &[String]) -> Vec<serde_json::Value> {
+    let out = bin()
+        .args(["print", "--format", "jsonl"])
+        .args(files)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    (String::from_utf8_lossy(&out.stdout).lines())
+        .map(|l| serde_json::from_str(l).expect("a JSON line"))
+        .collect()
+}
+
+/// One run captured at two points (`captures/two-points`), exported
+/// together in each format: every message once, those the broker side saw
+/// too with that file, its time and its latency there in the `also_*`
+/// columns (Parquet: a timestamp, integers and a double), as DuckDB reads
+/// them. The latencies are the broker side's own reading of the same
+/// exchanges (`print` of that file alone): as many and the same sum; the
+/// two points' times of a message are one instant on the first file's
+/// clock (a loopback recording: both saw each packet at once).
+#[test]
+fn the_export_carries_the_other_points_view() {
+    let Some([client, broker]) = common::two_points() else {
+        return;
+    };
+    let files = vec![client.clone(), broker.clone()];
+    let theirs: std::collections::HashMap<_, _> = (printed(std::slice::from_ref(&broker)))
+        .iter()
+        .map(|v| (key(v), v["latency_ms"].as_f64()))
+        .collect();
+    let both = printed(&files);
+    let seen: Vec<_> = both.iter().filter(|v| v.get("also").is_some()).collect();
+    assert!(seen.len() > 150, "{}", seen.len());
+    let latencies: Vec<f64> = (seen.iter())
+        .filter_map(|v| *theirs.get(&key(v)).expect("seen by the broker side"))
+        .collect();
+    assert!(latencies.len() > 50, "{}", latencies.len());
+    for format in ["parquet", "jsonl", "csv"] {
+        let (dir, answers) = exported(&files, format);
+        let _ = std::fs::remove_dir_all(&dir);
+        let Some(db) = answers else {
+            eprintln!("no python3 with duckdb: skipped");
+            return;
+        };
+        assert_eq!(db["rows"].as_u64(), Some(both.len() as u64), "{format}");
+        let also = &db["also"];
+        assert_eq!(
+            also.as_object().map(|o| o.len()),
+            Some(1),
+            "{format}: {also}"
+        );
+        let a = &also[broker.as_str()];
+        assert_eq!(a["messages"].as_u64(), Some(seen.len() as u64), "{format}");
+        assert_eq!(
+            a["timed"].as_u64(),
+            Some(latencies.len() as u64),
+            "{format}"
+        );
+        let sum: f64 = latencies.iter().sum();
+        let got = a["latency_ms"].as_f64().unwrap();
+        assert!((got - sum).abs() < 1e-6, "{format}: {got} against {sum}");
+        assert!(
+            a["apart_ms"].as_f64().is_some_and(|d| d <= 0.001),
+            "{format}: {a}"
+        );
+        if format == "parquet" {
+            let want = [
+                "VARCHAR",
+                "TIMESTAMP WITH TIME ZONE",
+                "BIGINT",
+                "BIGINT",
+                "DOUBLE",
+            ];
+            assert_eq!(db["also_types"], serde_json::json!(want));
+        }
     }
 }
 

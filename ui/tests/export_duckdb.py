@@ -11,7 +11,11 @@ kafkashark's stats ranks them), the error codes counted, the rows and the sum
 of the size fields; and per topic partition, the record sets of Produce
 requests and of Fetch responses summed where there are any (sets, bytes, batches, records,
 compressed and decompressed bytes); and per client and partition the largest
-consumer lag after a Fetch response. Exits 3 when the duckdb module is missing.
+consumer lag after a Fetch response; and the messages another capture point saw
+too, per that capture, with those of them that carry a latency there, the sum
+of those latencies and the largest distance between a message's two times
+(its own and the other point's, on the first file's clock). Exits 3 when the
+duckdb module is missing.
 """
 
 import json
@@ -31,7 +35,7 @@ def reader(table):
     return {
         "parquet": f"read_parquet('{glob}', hive_partitioning = true)",
         "jsonl": f"read_json('{glob}', hive_partitioning = true, format = 'newline_delimited')",
-        "csv": f"read_csv('{glob}', hive_partitioning = true, header = true)",
+        "csv": f"read_csv('{glob}', hive_partitioning = true, header = true, quote = '\"', escape = '\"')",
     }[fmt]
 
 
@@ -91,4 +95,21 @@ for client, topic, partition, lag in db.sql(
        group by all"""
 ).fetchall():
     out["lag"][f"{client}/{topic}/{partition}"] = int(lag)
+# The messages another capture point saw: per that capture, how many, how
+# many carry its latency, their sum, and how far apart (in ms) the two
+# points' times of one message are at most (cast: in JSONL and CSV a column
+# with no value in any row has no type), and the types Parquet gave them.
+out["also"] = {}
+for capture, n, timed, total, apart in db.sql(
+    """select also_capture, count(*), count(also_latency_ms), sum(also_latency_ms::double),
+              max(abs(epoch_us(also_ts::timestamp) - epoch_us(ts::timestamp))) / 1000
+       from m where also_capture is not null group by all"""
+).fetchall():
+    out["also"][capture] = {"messages": n, "timed": timed, "latency_ms": total or 0.0,
+                            "apart_ms": float(apart)}
+if fmt == "parquet":
+    ((out["also_types"]),) = db.sql(
+        """select [typeof(also_capture), typeof(also_ts), typeof(also_frame),
+                   typeof(also_first_frame), typeof(also_latency_ms)] from m limit 1"""
+    ).fetchall()[0]
 print(json.dumps(out, sort_keys=True))
