@@ -362,13 +362,6 @@ fn row(name: &str, c: &[Count; 2]) {
     println!("{name:<56} {} | {}", cell(&c[0]), cell(&c[1]));
 }
 
-/// Captures on which a cut is known to invent messages, counted apart:
-/// `two-points/e1-broker-side.pcap` starts mid-stream inside a gzip Produce
-/// request, and cut a few bytes further in, the request direction's resync
-/// accepts a boundary inside that request's records that the next boundary
-/// confirms (docs/streams.md, "Trusted and untrusted starts": the limit).
-const KNOWN_FALSE_BOUNDARIES: &[&str] = &["e1-broker-side.pcap"];
-
 #[test]
 fn cut_captures_keep_every_message_and_invent_none() {
     let t0 = std::time::Instant::now();
@@ -387,7 +380,6 @@ fn cut_captures_keep_every_message_and_invent_none() {
     );
     // RESYNC_CUTS=NAME runs only the captures whose file name contains NAME.
     let only = std::env::var("RESYNC_CUTS").unwrap_or_default();
-    let mut known = 0;
     for path in support::unique_names(support::capture_files(true)) {
         let name = path.file_name().unwrap().to_string_lossy().into_owned();
         if !name.contains(&only) {
@@ -398,14 +390,9 @@ fn cut_captures_keep_every_message_and_invent_none() {
             continue;
         };
         row(&name, &c);
-        if KNOWN_FALSE_BOUNDARIES.contains(&name.as_str()) {
-            known += c.iter().map(|c| c.invented[0] + c.invented[1]).sum::<u64>();
-            continue;
-        }
         all[0] += c[0];
         all[1] += c[1];
     }
-    println!("(known false boundaries, not in TOTAL: {known} invented)");
     row("TOTAL", &all);
     println!("({:.1} s)", t0.elapsed().as_secs_f64());
     let invented = all

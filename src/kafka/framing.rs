@@ -44,7 +44,7 @@
 use crate::flow::Origin;
 use crate::kafka::decode::{
     decode_request, decode_response, summarize_request, summarize_response, DecodeOptions,
-    EMBEDDING_APIS,
+    DecodeWarning, EMBEDDING_APIS,
 };
 use crate::kafka::schema;
 
@@ -778,20 +778,46 @@ impl Framer {
         }
         // The body must decode: a header inside a record set or an array of structs
         // can pass every check above, a whole request of garbage does not.
-        let decodes = !self.decode_requests
-            || (q - p <= self.cfg.resync_wait as u64
-                && self.copy_out(p, q - p).is_some_and(|m| request_decodes(&m)));
-        if !decodes {
+        let decodes = match self.decode_requests {
+            false => Decodes::Whole,
+            true if q - p > self.cfg.resync_wait as u64 => Decodes::No,
+            true => self
+                .copy_out(p, q - p)
+                .map_or(Decodes::No, |m| request_decodes(&m)),
+        };
+        match decodes {
+            Decodes::No => Verdict::Reject,
+            Decodes::Whole => match self.read::<14>(q) {
+                Some(h2) => {
+                    Verdict::of(request_header_plausible(&h2, self.cfg.max_message).is_some())
+                }
+                // The candidate ends exactly where the data ends: segments end on messages.
+                None if self.avail == q || eof => Verdict::Accept,
+                None => self.wait_for(p, q + 14, eof),
+            },
+            Decodes::LeftOver => self.check_request_follower(p, q, eof),
+        }
+    }
+
+    /// The request after a candidate at `p` whose body decoded with more bytes left
+    /// over than it read ([`Decodes::LeftOver`]: the shape of a header found inside a
+    /// record set): it must be there, whole, and decode, where a candidate read to its
+    /// last byte needs only a plausible header after it.
+    fn check_request_follower(&self, p: u64, q: u64, eof: bool) -> Verdict {
+        let Some(h2) = self.read::<14>(q) else {
+            return self.wait_for(p, q + 14, eof);
+        };
+        let Some(size2) = request_header_plausible(&h2, self.cfg.max_message) else {
             return Verdict::Reject;
+        };
+        let end = q + 4 + u64::from(size2);
+        if end > self.avail {
+            return self.wait_for(p, end, eof);
         }
-        if let Some(h2) = self.read::<14>(q) {
-            return Verdict::of(request_header_plausible(&h2, self.cfg.max_message).is_some());
-        }
-        if self.avail == q || eof {
-            // The candidate ends exactly where the data ends: segments end on messages.
-            return Verdict::Accept;
-        }
-        self.wait_for(p, q + 14, eof)
+        Verdict::of(
+            self.copy_out(q, end - q)
+                .is_some_and(|m| request_decodes(&m) != Decodes::No),
+        )
     }
 
     /// Whether a response starts at buffer offset `p`. Once the connection has shown a
@@ -1217,11 +1243,33 @@ impl Framer {
     }
 }
 
-/// Whether the request `msg` (size prefix included) decodes without an error (bytes
-/// after a whole body are allowed: brokers ignore them).
-fn request_decodes(msg: &[u8]) -> bool {
+/// How a resync candidate's request decodes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Decodes {
+    /// With an error.
+    No,
+    /// To its last byte, or with a few bytes after its body (brokers ignore
+    /// them: librdkafka sends three after a Metadata v12 request).
+    Whole,
+    /// Without an error, but more bytes left after its body than the message
+    /// took to reach them: a short body at the head of a long size.
+    LeftOver,
+}
+
+/// How the request `msg` (size prefix included) decodes.
+fn request_decodes(msg: &[u8]) -> Decodes {
     let opts = probe_options();
-    summarize_request(msg, &opts).is_some() || decode_request(msg, &opts).error.is_none()
+    if summarize_request(msg, &opts).is_some() {
+        return Decodes::Whole;
+    }
+    let d = decode_request(msg, &opts);
+    match (&d.error, &d.warning) {
+        (Some(_), _) => Decodes::No,
+        (None, Some(DecodeWarning::Trailing { offset, len, .. })) if len > offset => {
+            Decodes::LeftOver
+        }
+        (None, _) => Decodes::Whole,
+    }
 }
 
 /// How a resync candidate is decoded: without its records and topics.
@@ -1562,6 +1610,58 @@ mod tests {
         assert!(ms[0].resynced && !ms[1].resynced);
         assert_eq!(ms[0].skipped_before, a.len() as u64 - 5);
         assert_eq!(ms[0].stream_offset, 100 + a.len() as u64 - 5);
+    }
+
+    /// A mid-stream start: the messages of `stream` that framed, to its end.
+    fn framed_to_the_end(stream: Vec<u8>) -> Vec<(u64, usize)> {
+        let mut f = Framer::new(4, Direction::ClientToBroker, false, FramerConfig::default());
+        f.push(Bytes::from(stream), 0, 1, T, Origin::Unknown);
+        let requests = RequestLog::default();
+        let mut ev = drain(&mut f, &requests);
+        f.finish(&requests, &mut ev);
+        (ev.iter())
+            .filter_map(|e| match e {
+                FramerEvent::Message(m) | FramerEvent::Partial(m) => {
+                    Some((m.stream_offset, m.bytes.len()))
+                }
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// A header found inside a record set decodes with most of its size left
+    /// over (a short body at the head of a long size): taken at a mid-stream
+    /// start only when the message after it is whole and decodes, not on a
+    /// plausible header alone. A real request with a few bytes after its body
+    /// (librdkafka's Metadata v12) needs only the header after it.
+    #[test]
+    fn a_short_body_in_a_long_size_needs_a_whole_request_after_it() {
+        let null_topics = (-1i32).to_be_bytes();
+        let mut fake = request(7, &null_topics);
+        fake.extend_from_slice(&[0u8; 80]); // 80 bytes left over, 21 read
+        let len = (fake.len() - 4) as i32;
+        fake[..4].copy_from_slice(&len.to_be_bytes());
+        let mut cut_follower = request(8, &null_topics);
+        cut_follower.extend_from_slice(&[0u8; 1000]);
+        let len = (cut_follower.len() - 4) as i32;
+        cut_follower[..4].copy_from_slice(&len.to_be_bytes());
+        cut_follower.truncate(40);
+        // Its follower's header alone, the stream ending inside it: nothing framed.
+        let stream = [&[0xaa, 0xbb][..], &fake, &cut_follower].concat();
+        assert_eq!(framed_to_the_end(stream), vec![]);
+        // Followed by a whole request that decodes: both framed.
+        let real = request(8, &null_topics);
+        let stream = [&[0xaa, 0xbb][..], &fake, &real].concat();
+        let want = vec![(2, fake.len()), (2 + fake.len() as u64, real.len())];
+        assert_eq!(framed_to_the_end(stream), want);
+        // A few bytes over: the header after it is enough, as before.
+        let mut few = request(7, &null_topics);
+        few.extend_from_slice(&[0u8; 3]);
+        let len = (few.len() - 4) as i32;
+        few[..4].copy_from_slice(&len.to_be_bytes());
+        let stream = [&[0xaa, 0xbb][..], &few, &cut_follower].concat();
+        let got = framed_to_the_end(stream);
+        assert_eq!(got.first(), Some(&(2, few.len())), "{got:?}");
     }
 
     /// A log holding requests `corrs` of `(api key, version)`, after messages of up
