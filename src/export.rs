@@ -436,14 +436,20 @@ impl<'a> Row<'a> {
         self.0.push(b'"');
     }
 
-    /// The columns every table starts with, for message `i`.
-    fn message_head(&mut self, i: &MessageInfo, head: &Head<'_>) {
-        self.str("capture", head.capture);
-        self.opt("ts", head.ts.as_ref(), |out, t| {
+    /// Key `k` with the text `v` quoted, or `null`: text that needs no
+    /// escaping (a time written by [`rfc3339_bytes`] or `iso8601_bytes`).
+    fn plain(&mut self, k: &str, v: Option<&[u8]>) {
+        self.opt(k, v, |out, t| {
             out.push(b'"');
             out.extend_from_slice(t);
             out.push(b'"');
         });
+    }
+
+    /// The columns every table starts with, for message `i`.
+    fn message_head(&mut self, i: &MessageInfo, head: &Head<'_>) {
+        self.str("capture", head.capture);
+        self.plain("ts", head.ts.as_ref().map(|t| &t[..]));
         self.int("frame", i64::try_from(i.frame).ok());
     }
 
@@ -532,15 +538,8 @@ fn message_row(
         also.and_then(|a| captures.get(usize::from(a.capture)))
             .map(String::as_str),
     );
-    r.opt(
-        "also_ts",
-        also.and_then(|a| rfc3339_bytes(a.ts)),
-        |out, t| {
-            out.push(b'"');
-            out.extend_from_slice(&t);
-            out.push(b'"');
-        },
-    );
+    let also_ts = also.and_then(|a| rfc3339_bytes(a.ts));
+    r.plain("also_ts", also_ts.as_ref().map(|t| &t[..]));
     r.int("also_frame", also.and_then(|a| i64::try_from(a.frame).ok()));
     r.int(
         "also_first_frame",
@@ -798,11 +797,7 @@ impl TableRows {
             // A record time's own text (`iso8601_bytes`: RFC 3339 to the
             // millisecond), none outside 1970–9999.
             let at = p.max_timestamp.and_then(iso8601_bytes);
-            r.opt("max_timestamp", at.as_ref(), |out, t| {
-                out.push(b'"');
-                out.extend_from_slice(t);
-                out.push(b'"');
-            });
+            r.plain("max_timestamp", at.as_ref().map(|t| &t[..]));
             r.end();
             out.push(b'\n');
         }

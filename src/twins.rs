@@ -41,7 +41,7 @@ use crate::flow::Opened;
 use crate::kafka::framing::{RawMessage, Sighting, Twin};
 use crate::pipeline::Event;
 use crate::vocab::{Direction, Timestamp};
-use rustc_hash::{FxHashMap, FxHashSet};
+use rustc_hash::FxHashMap;
 use std::collections::VecDeque;
 use std::net::SocketAddr;
 
@@ -84,9 +84,8 @@ pub struct Twins {
     queue: VecDeque<Held>,
     next_id: u64,
     waiting: FxHashMap<Key, u64>,
-    /// Each Kafka connection's direction's offset 0: its sequence number,
-    /// whether its SYN was seen.
-    seq0: FxHashMap<(u64, usize), (u32, bool)>,
+    /// Each Kafka connection's direction's start.
+    seq0: FxHashMap<(u64, usize), Start>,
     scratch: Vec<Event>,
     /// Messages that went out without their copy, by key, with when (at
     /// most [`MAX_HELD`], for [`RECENT_WINDOWS`] windows): a copy that
@@ -94,10 +93,19 @@ pub struct Twins {
     /// seen from mid-stream) is known and not reported again.
     recent: FxHashMap<Key, Timestamp>,
     recent_order: VecDeque<(Timestamp, Key)>,
-    /// Directions whose SYN was not seen that have framed no message yet:
-    /// their framer is still looking for a first boundary.
-    unlocked: FxHashSet<(u64, usize)>,
     now: Timestamp,
+}
+
+/// A Kafka connection's direction as it started.
+#[derive(Clone, Copy)]
+struct Start {
+    /// The TCP sequence number of its offset 0.
+    seq0: u32,
+    /// Its SYN was seen.
+    syn: bool,
+    /// False while its SYN was not seen and it has framed no message: its
+    /// framer is still looking for a first boundary.
+    locked: bool,
 }
 
 /// How many windows a message that went out alone is remembered for.
@@ -117,7 +125,6 @@ impl Twins {
             scratch: Vec::new(),
             recent: FxHashMap::default(),
             recent_order: VecDeque::new(),
-            unlocked: FxHashSet::default(),
             now: Timestamp::default(),
         }
     }
@@ -125,10 +132,12 @@ impl Twins {
     /// A Kafka connection's direction started: the TCP sequence number of
     /// its offset 0, and whether its SYN was seen.
     pub fn start(&mut self, stream: u64, dir: Direction, seq0: u32, syn_seen: bool) {
-        self.seq0.insert((stream, dir.index()), (seq0, syn_seen));
-        if !syn_seen {
-            self.unlocked.insert((stream, dir.index()));
-        }
+        let start = Start {
+            seq0,
+            syn: syn_seen,
+            locked: syn_seen,
+        };
+        self.seq0.insert((stream, dir.index()), start);
     }
 
     /// Takes the pipeline's new events out of `out[from..]` and puts back
@@ -194,7 +203,6 @@ impl Twins {
                     self.conns.remove(&stream);
                     for d in 0..2 {
                         self.seq0.remove(&(stream, d));
-                        self.unlocked.remove(&(stream, d));
                     }
                 }
             }
@@ -297,13 +305,15 @@ impl Twins {
     /// endpoints used again).
     fn same_start(&self, a: u64, b: u64) -> bool {
         (0..2).all(|d| match (self.seq0.get(&(a, d)), self.seq0.get(&(b, d))) {
-            (Some(&(x, true)), Some(&(y, true))) => x == y,
+            (Some(x), Some(y)) if x.syn && y.syn => x.seq0 == y.seq0,
             _ => true,
         })
     }
 
     fn message(&mut self, mut m: RawMessage) {
-        if self.unlocked.remove(&(m.stream, m.dir.index())) {
+        let start = self.seq0.get_mut(&(m.stream, m.dir.index()));
+        if let Some(st) = start.filter(|st| !st.locked) {
+            st.locked = true;
             self.locked(m.stream, m.dir);
         }
         let Some(c) = self.conns.get(&m.stream) else {
@@ -405,20 +415,11 @@ impl Twins {
     /// the next one).
     fn hold_until(&self, m: &RawMessage) -> Timestamp {
         let base = self.now.max(m.last_ts);
-        let resyncing =
-            (self.other_point(m)).is_some_and(|o| self.unlocked.contains(&(o, m.dir.index())));
+        let resyncing = other_point(&self.conns, m)
+            .and_then(|o| self.seq0.get(&(o, m.dir.index())))
+            .is_some_and(|st| !st.locked);
         let windows = if resyncing { RECENT_WINDOWS } else { 1 };
         base.add_nanos(self.window.saturating_mul(windows))
-    }
-
-    /// The connection at the other capture point that may hold message
-    /// `m`'s copy: its own connection's twin (for a copy moved onto the
-    /// reported connection, the reported one).
-    fn other_point(&self, m: &RawMessage) -> Option<u64> {
-        match m.twin.as_deref() {
-            Some(Twin::Only(_)) => Some(m.stream),
-            _ => self.conns.get(&m.stream).and_then(|c| c.twin),
-        }
     }
 
     /// Direction `dir` of `stream` framed its first message: the messages
@@ -426,17 +427,11 @@ impl Twins {
     /// window now (their copies come in order behind this one, or never).
     fn locked(&mut self, stream: u64, dir: Direction) {
         let until = self.now.add_nanos(self.window);
-        let mut shorter = Vec::new();
-        for (pos, h) in self.queue.iter().enumerate() {
+        for h in &mut self.queue {
             if let (Some(Event::Message(m)), Some(_)) = (&h.ev, h.key) {
-                if m.dir == dir && self.other_point(m) == Some(stream) {
-                    shorter.push(pos);
+                if m.dir == dir && other_point(&self.conns, m) == Some(stream) {
+                    h.until = h.until.map(|u| u.min(until));
                 }
-            }
-        }
-        for pos in shorter {
-            if let Some(h) = self.queue.get_mut(pos) {
-                h.until = h.until.map(|u| u.min(until));
             }
         }
     }
@@ -457,7 +452,7 @@ impl Twins {
             Some(Twin::Only(_)) => c.twin?,
             _ => m.stream,
         };
-        let &(seq0, syn) = self.seq0.get(&(own, m.dir.index()))?;
+        let &Start { seq0, syn, .. } = self.seq0.get(&(own, m.dir.index()))?;
         // A decrypted connection's offsets are the plaintext's: the same
         // at both points when both saw it from its SYN.
         let seq = if !m.tls_records.is_empty() {
@@ -551,17 +546,25 @@ impl Twins {
         };
         for d in 0..2 {
             self.seq0.remove(&(stream, d));
-            self.unlocked.remove(&(stream, d));
         }
         if let Some(t) = c.twin {
             if self.conns.get(&t).is_some_and(|t| t.closed) {
                 self.conns.remove(&t);
                 for d in 0..2 {
                     self.seq0.remove(&(t, d));
-                    self.unlocked.remove(&(t, d));
                 }
             }
         }
+    }
+}
+
+/// The connection at the other capture point that may hold message `m`'s
+/// copy: its own connection's twin (for a copy moved onto the reported
+/// connection, the reported one).
+fn other_point(conns: &FxHashMap<u64, Conn>, m: &RawMessage) -> Option<u64> {
+    match m.twin.as_deref() {
+        Some(Twin::Only(_)) => Some(m.stream),
+        _ => conns.get(&m.stream).and_then(|c| c.twin),
     }
 }
 

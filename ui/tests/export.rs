@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 mod common;
-use common::{bin, shipped};
+use common::{bin, jsonl, message_key as key, shipped};
 
 /// `export FORMAT` of `files` into a fresh directory, then DuckDB's answers
 /// on it (`None` when DuckDB is not there).
@@ -265,28 +265,6 @@ fn duckdb_on_the_export_agrees_with_stats() {
     }
 }
 
-/// A message's identity in two readings: connection, side, correlation id.
-fn key(v: &serde_json::Value) -> (String, String, Option<i64>) {
-    (
-        v["client"].as_str().unwrap_or("").to_string(),
-        v["kind"].as_str().unwrap_or("").to_string(),
-        v["correlation_id"].as_i64(),
-    )
-}
-
-/// `print --format jsonl` of `files`, a value a line.
-fn printed(files: &[String]) -> Vec<serde_json::Value> {
-    let out = bin()
-        .args(["print", "--format", "jsonl"])
-        .args(files)
-        .output()
-        .unwrap();
-    assert!(out.status.success());
-    (String::from_utf8_lossy(&out.stdout).lines())
-        .map(|l| serde_json::from_str(l).expect("a JSON line"))
-        .collect()
-}
-
 /// One run captured at two points (`captures/two-points`), exported
 /// together in each format: every message once, those the broker side saw
 /// too with that file, its time and its latency there in the `also_*`
@@ -301,11 +279,11 @@ fn the_export_carries_the_other_points_view() {
         return;
     };
     let files = vec![client.clone(), broker.clone()];
-    let theirs: std::collections::HashMap<_, _> = (printed(std::slice::from_ref(&broker)))
+    let theirs: std::collections::HashMap<_, _> = (jsonl(&["print", &broker, "--format", "jsonl"]))
         .iter()
         .map(|v| (key(v), v["latency_ms"].as_f64()))
         .collect();
-    let both = printed(&files);
+    let both = jsonl(&["print", &client, &broker, "--format", "jsonl"]);
     let seen: Vec<_> = both.iter().filter(|v| v.get("also").is_some()).collect();
     assert!(seen.len() > 150, "{}", seen.len());
     let latencies: Vec<f64> = (seen.iter())

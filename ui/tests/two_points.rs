@@ -4,29 +4,7 @@
 
 mod common;
 
-use common::{bin, two_points as points};
-
-fn run(args: &[&str]) -> String {
-    let out = bin().args(args).output().unwrap();
-    assert!(out.status.success(), "{args:?}");
-    String::from_utf8(out.stdout).unwrap()
-}
-
-/// A message's identity in both readings: connection, side, correlation id.
-fn key(v: &serde_json::Value) -> (String, String, Option<i64>) {
-    (
-        v["client"].as_str().unwrap_or("").to_string(),
-        v["kind"].as_str().unwrap_or("").to_string(),
-        v["correlation_id"].as_i64(),
-    )
-}
-
-fn jsonl(args: &[&str]) -> Vec<serde_json::Value> {
-    run(args)
-        .lines()
-        .map(|l| serde_json::from_str(l).expect("a JSON line"))
-        .collect()
-}
+use common::{jsonl, message_key as key, run, two_points as points};
 
 /// JSONL: the messages of the client side alone, each once; those the
 /// broker side saw carry `also` naming it, with a frame of the merged

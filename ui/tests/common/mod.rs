@@ -1,4 +1,5 @@
-//! What the command-line tests share: the binary, and the shipped captures.
+//! What the command-line tests share: the binary, its output read, and the
+//! shipped captures.
 
 // Each test crate that includes this module uses some of it.
 #![allow(dead_code)]
@@ -34,4 +35,29 @@ pub fn two_points() -> Option<[String; 2]> {
     p.iter()
         .all(|p| p.exists())
         .then(|| p.map(|p| p.to_string_lossy().into_owned()))
+}
+
+/// The binary's standard output for `args`, which must succeed.
+pub fn run(args: &[&str]) -> String {
+    let out = bin().args(args).output().unwrap();
+    assert!(out.status.success(), "{args:?}");
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// The binary's JSONL output for `args`, a value a line.
+pub fn jsonl(args: &[&str]) -> Vec<serde_json::Value> {
+    run(args)
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a JSON line"))
+        .collect()
+}
+
+/// A message's identity in two readings of one run (JSONL): connection,
+/// side, correlation id.
+pub fn message_key(v: &serde_json::Value) -> (String, String, Option<i64>) {
+    (
+        v["client"].as_str().unwrap_or("").to_string(),
+        v["kind"].as_str().unwrap_or("").to_string(),
+        v["correlation_id"].as_i64(),
+    )
 }
