@@ -11,7 +11,7 @@
 //! one `MessageAnalyzer`, in the same order (`kafkashark::shard`'s tests,
 //! and `ui/tests/stats_threads.rs` for the command).
 
-use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
+use std::sync::mpsc::{channel, sync_channel, Receiver, Sender, SyncSender};
 use std::thread::JoinHandle;
 
 use kafkashark::analyzer::{MessageAnalyzer, Output};
@@ -30,19 +30,6 @@ pub fn default_shards() -> usize {
     crate::cores().min(MAX_SHARDS)
 }
 
-/// What a shard thread is sent.
-enum Work {
-    /// Its part of one batch.
-    Part(Vec<Routed>),
-    /// The end of input (the [`Dispatch`] dropped): the [`Collect`] holds
-    /// senders too, so the channel does not close.
-    End,
-    /// Outputs it made, read and done with: dropped where they were
-    /// allocated (freed on another thread, each record would go through
-    /// that thread's allocator under a lock).
-    Drop(Vec<Output>),
-}
-
 /// What a shard thread sends back.
 enum Done {
     /// The outputs of its part of one batch.
@@ -54,15 +41,19 @@ enum Done {
 /// The sending half of an analysis on shard threads: events in.
 pub struct Dispatch {
     router: Router,
-    to: Vec<SyncSender<Work>>,
+    /// Each shard's parts; dropped, the end of input.
+    to: Vec<SyncSender<Vec<Routed>>>,
 }
 
 /// The receiving half: the shards' outputs merged, in order.
 pub struct Collect {
     merge: Merge,
     from: Vec<Receiver<Done>>,
-    /// To hand outputs back to their shard ([`Collect::recycle`]).
-    back: Vec<SyncSender<Work>>,
+    /// To hand outputs back to their shard ([`Collect::recycle`]): not
+    /// bounded, so that the hand-back never waits nor falls back to freeing
+    /// here, but a shard empties it at each part it is sent, so it holds at
+    /// most the outputs of the batches in flight.
+    back: Vec<Sender<Vec<Output>>>,
     handles: Vec<JoinHandle<()>>,
     /// Each shard's outputs of the batch being merged.
     parts: Vec<Vec<ShardOutput>>,
@@ -81,24 +72,22 @@ pub fn spawn(
 ) -> std::io::Result<(Dispatch, Collect)> {
     let router = Router::new(shards);
     let n = router.shards();
-    let (mut to, mut from, mut handles) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut to, mut from, mut back, mut handles) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     for i in 0..n {
         // Bounded both ways: at most a few batches in flight per shard.
-        let (tx, rx) = sync_channel::<Work>(IN_FLIGHT);
+        let (tx, rx) = sync_channel::<Vec<Routed>>(IN_FLIGHT);
         let (done_tx, done_rx) = sync_channel::<Done>(IN_FLIGHT);
+        let (back_tx, back_rx) = channel::<Vec<Output>>();
         let mut shard = Shard::new(analyzer);
         let h = std::thread::Builder::new()
             .name(format!("kafkashark-shard-{i}"))
             .spawn(move || {
-                for work in rx.iter() {
-                    let part = match work {
-                        Work::Part(p) => p,
-                        Work::Drop(done) => {
-                            drop(done);
-                            continue;
-                        }
-                        Work::End => break,
-                    };
+                for part in rx.iter() {
+                    // Outputs read and done with, dropped where they were
+                    // allocated: freed on another thread, each record would
+                    // go back to this thread's allocator the slow way.
+                    back_rx.try_iter().for_each(drop);
                     let mut out = Vec::with_capacity(part.len());
                     for r in part {
                         shard.push(r, &mut out);
@@ -117,11 +106,12 @@ pub fn spawn(
         handles.push(h);
         to.push(tx);
         from.push(done_rx);
+        back.push(back_tx);
     }
     let collect = Collect {
         merge: Merge::new(analyzer),
         from,
-        back: to.clone(),
+        back,
         handles,
         parts: (0..n).map(|_| Vec::new()).collect(),
         ended: false,
@@ -150,18 +140,7 @@ impl Dispatch {
             }
         }
         let sent = self.to.iter().zip(split);
-        sent.fold(true, |ok, (tx, part)| {
-            ok && tx.send(Work::Part(part)).is_ok()
-        })
-    }
-}
-
-impl Drop for Dispatch {
-    /// Input ends: every shard reports its end.
-    fn drop(&mut self) {
-        for tx in &self.to {
-            let _ = tx.send(Work::End);
-        }
+        sent.fold(true, |ok, (tx, part)| ok && tx.send(part).is_ok())
     }
 }
 
@@ -198,8 +177,7 @@ impl Collect {
     }
 
     /// Outputs read and done with, each message dropped by the shard thread
-    /// that made it (when it has room for them; here otherwise, and notices
-    /// here).
+    /// that made it (notices here).
     pub fn recycle(&mut self, done: Vec<Output>) {
         let n = self.back.len();
         let shard = |o: &Output| match o {
@@ -221,9 +199,8 @@ impl Collect {
         }
         for (tx, b) in self.back.iter().zip(back) {
             if !b.is_empty() {
-                // Never waits: a shard whose queue is full is busy, and
-                // waiting for it could wait for this thread.
-                let _ = tx.try_send(Work::Drop(b));
+                // A shard that has ended frees nothing more: dropped here.
+                let _ = tx.send(b);
             }
         }
     }
