@@ -81,6 +81,11 @@ impl Router {
         self.shards
     }
 
+    /// The `seq` the next event routed takes: the events routed so far.
+    pub fn seq(&self) -> u64 {
+        self.seq
+    }
+
     /// The shard of `ev` and the event routed: a connection's events go to
     /// its shard, an event of no connection to the first.
     pub fn route(&mut self, ev: Event) -> (usize, Routed) {
@@ -185,8 +190,15 @@ impl Merge {
 
     /// Takes the outputs every shard made of the same run of routed events
     /// (each in its own `seq` order) and appends them in `seq` order, each
-    /// message's topics named.
-    pub fn merge(&mut self, parts: &mut [Vec<ShardOutput>], out: &mut Vec<Output>) {
+    /// message's topics named; with `seqs`, the `seq` of the event that made
+    /// each one there (where a front end printing frame by frame finds the
+    /// frames' ends).
+    pub fn merge(
+        &mut self,
+        parts: &mut [Vec<ShardOutput>],
+        out: &mut Vec<Output>,
+        mut seqs: Option<&mut Vec<u64>>,
+    ) {
         let mut heads: Vec<_> = parts
             .iter_mut()
             .map(|p| std::mem::take(p).into_iter().peekable())
@@ -207,6 +219,9 @@ impl Merge {
             };
             if let (true, Output::Message(rec)) = (o.to_name, &mut o.output) {
                 name_topics(&mut self.topics, &self.cfg, rec);
+            }
+            if let Some(s) = seqs.as_deref_mut() {
+                s.push(o.seq);
             }
             out.push(o.output);
         }
@@ -283,11 +298,17 @@ mod tests {
         let mut parts: Vec<Vec<ShardOutput>> = (0..n).map(|_| Vec::new()).collect();
         let mut out = Vec::new();
         let mut run = |evs: &mut Vec<Event>, out: &mut Vec<Output>| {
+            let (from, had) = (router.seq(), out.len());
             for ev in evs.drain(..) {
                 let (i, r) = router.route(ev);
                 shards[i].push(r, &mut parts[i]);
             }
-            merge.merge(&mut parts, out);
+            // Each output's seq, in order, among the run's events.
+            let mut seqs = Vec::new();
+            merge.merge(&mut parts, out, Some(&mut seqs));
+            assert_eq!(seqs.len(), out.len() - had);
+            assert!(seqs.is_sorted(), "{seqs:?}");
+            assert!(seqs.iter().all(|s| (from..router.seq()).contains(s)));
         };
         // Frames in runs of 7, as a front end hands over batches.
         let mut frames = 0;

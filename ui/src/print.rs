@@ -107,6 +107,12 @@ pub struct PrintArgs {
     /// Most bytes a compressed batch may decompress to.
     #[arg(long, default_value_t = 64 << 20)]
     max_decompressed: usize,
+    /// Threads that decode the messages of capture files: summaries by
+    /// connection (each thread its share of them, one per core by
+    /// default), `-V` trees by message (one per core, at most 4, by
+    /// default). The output is the same with any number.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=64))]
+    threads: Option<u16>,
     #[command(flatten)]
     privilege: crate::privilege::PrivilegeArgs,
 }
@@ -384,7 +390,9 @@ pub fn run(a: &PrintArgs) -> Result<u64, CliError> {
             count: a.count,
             decode,
             name,
-            threads: crate::render_pool::default_threads(),
+            threads: a
+                .threads
+                .map_or_else(crate::render_pool::default_threads, usize::from),
             big_message: crate::render_pool::BIG_MESSAGE,
             held_bytes: HELD_BYTES,
             held_on_disk: Some(std::env::temp_dir()),
@@ -439,7 +447,8 @@ pub fn run(a: &PrintArgs) -> Result<u64, CliError> {
             frames: false,
             bytes: deep,
         };
-        return run_file(src, pipeline, MessageAnalyzer::new(cfg), keep, stage).map(|(n, _)| n);
+        let analyzer = MessageAnalyzer::new(cfg);
+        return run_file(src, pipeline, analyzer, keep, shards(a), stage).map(|(n, _)| n);
     }
     // Live, or a file read for a while (`--duration`): one thread, the same
     // last stage as for files' summaries.
@@ -535,7 +544,7 @@ fn save(
         )
     };
     let analyzer = MessageAnalyzer::new(cfg);
-    let (malformed, chosen) = run_file(src, pipeline, analyzer, keep, stage)?;
+    let (malformed, chosen) = run_file(src, pipeline, analyzer, keep, shards(a), stage)?;
     let chosen = chosen.unwrap_or_default();
     let secrets = a.embed_keys.then(|| {
         let keys = a.capture.keys();
@@ -618,12 +627,6 @@ pub(crate) const HELD_BYTES: usize = 32 << 20;
 
 /// Messages held for their pairing when reading a file (1,024 live).
 pub(crate) const HELD_MESSAGES: usize = 65_536;
-
-/// Message bytes after which the analyzer hands its outputs to the writer
-/// thread: large enough that the two threads rarely wait on each other (each
-/// wait is a futex sleep and a context switch; at 64 KiB there were about
-/// 5,000 of them on the 330 MB corpus, at 512 KiB about 400).
-const WORK_BYTES: usize = 512 * 1024;
 
 /// What takes the messages and notice lines that leave an [`Ordered`], in
 /// order: a [`Printer`], or `render_pool`'s render threads.
@@ -774,100 +777,157 @@ impl Ordered<Printer> {
 
 /// `print` of a file, summaries (`-V` goes to `render_pool`): the
 /// `FileReader` reads, reassembles and frames on its own thread; this thread
-/// decodes and pairs (`Analyzer`); `stage` (an [`Ordered`] [`Printer`]),
-/// made on a writer thread of its own, orders, formats and writes there. Each stage sees what one thread running them
-/// in turn would see, in the same order, so the output is the same (`-c`
-/// included: the stage checks the count at the same frame boundaries). The
-/// messages' bytes are released on this thread (the writer reads only facts).
+/// routes its events to `threads` shard threads that decode and pair
+/// (`crate::shards`: each connection's messages on its shard's thread);
+/// `stage` (an [`Ordered`] [`Printer`]), made on a writer thread of its
+/// own, takes their outputs merged back in order there, and orders, formats
+/// and writes them. Each stage sees what one thread running them in turn
+/// would see, in the same order, frame by frame, so the output is the same
+/// (`-c` included: the stage checks the count at the same frame
+/// boundaries). What the stage does not read of the messages (`keep`) is
+/// released on the shard threads that made them.
 fn run_file(
     src: FileSource,
     pipeline: PipelineConfig,
-    mut analyzer: MessageAnalyzer,
+    analyzer: MessageAnalyzer,
     keep: Keep,
+    threads: usize,
     stage: impl FnOnce() -> Ordered<Printer> + Send + 'static,
 ) -> Result<(u64, Option<crate::save::Chosen>), CliError> {
-    use std::sync::atomic::{AtomicBool, Ordering};
+    let (mut dispatch, mut collect) =
+        crate::shards::spawn(&analyzer, threads, keep).map_err(|err| CliError::Io {
+            path: "the analysis threads".into(),
+            err,
+        })?;
+    // The reader scans requests ahead while the shards are behind.
     let reader = FileReader::spawn(src, pipeline, BATCH_FRAMES, analyzer.request_scanner());
-    // Set by the writer thread when it needs nothing more (count reached, output error).
-    let done = std::sync::Arc::new(AtomicBool::new(false));
-    let (tx, rx) = std::sync::mpsc::sync_channel::<Work>(4);
-    let writer_done = done.clone();
+    // Where each batch's frames end among the events routed, sent before
+    // the batch itself: the writer finds each frame's outputs by the places
+    // of the events that made them. As many as the batches in flight.
+    let (tx, rx) = std::sync::mpsc::sync_channel::<Frames>(8);
     let writer = std::thread::spawn(move || {
         let mut stage = stage();
-        // Until the stage wants no more (count reached, end, output error).
-        let stop = rx
-            .iter()
-            .map(|work| stage.take(work))
-            .find(|r| !matches!(r, Ok(true)));
-        writer_done.store(true, Ordering::Relaxed);
-        stop.unwrap_or(Ok(true)).and_then(|_| stage.end())
-    });
-    // The writer prints summaries, which never read the messages' bytes:
-    // they are released here, on the thread that made them (their frames
-    // are kept when they are to be saved), unless a display filter reads
-    // their fields.
-    let send = |mut work: Work| -> bool {
-        if !keep.bytes {
-            strip_bytes(&mut work.outs, keep.frames);
-            if let Some(fin) = &mut work.finish {
-                strip_bytes(fin, keep.frames);
+        let (mut outs, mut seqs) = (Vec::new(), Vec::new());
+        // The last batch's outputs (the pipeline's `finish`), then the
+        // shards' end reports: the stage's `finish`, with the read's error.
+        let mut last: Option<(Vec<Output>, Option<CaptureError>)> = None;
+        while collect.next(&mut outs, Some(&mut seqs)) {
+            if collect.ended() {
+                let (mut fin, error) = last.take().unwrap_or_default();
+                fin.append(&mut outs);
+                let work = Work {
+                    finish: Some(fin),
+                    error,
+                    ..Work::default()
+                };
+                return stage.take(work).and_then(|_| stage.end());
+            }
+            let frames = rx.recv().unwrap_or_default();
+            let outs = std::mem::take(&mut outs);
+            if frames.last {
+                last = Some((outs, frames.error));
+                seqs.clear();
+                continue;
+            }
+            let ends = frames.output_ends(&seqs, outs.len());
+            seqs.clear();
+            let work = Work {
+                outs,
+                ends,
+                first_ts: frames.first_ts,
+                ..Work::default()
+            };
+            // The stage wants no more (count reached, output error): what
+            // the shards still make is dropped with the `Collect`.
+            if !stage.take(work)? {
+                return stage.end();
             }
         }
-        tx.send(work).is_ok()
-    };
-    let mut work = Work::default();
-    let mut bytes = 0;
-    'batches: for batch in reader.rx.iter() {
-        if done.load(Ordering::Relaxed) {
+        stage.end()
+    });
+    for batch in reader.rx.iter() {
+        let from = dispatch.seq();
+        let frames = Frames {
+            ends: batch.ends.iter().map(|&e| from + e as u64).collect(),
+            first_ts: batch.first_ts,
+            ..Frames::default()
+        };
+        let mut evs = batch.evs;
+        if tx.send(frames).is_err() || !dispatch.push(&mut evs) {
             break;
         }
-        if batch.first_ts.is_some() {
-            work.first_ts = batch.first_ts;
-        }
-        let mut evs = batch.evs.into_iter();
-        let mut at = 0;
-        for end in batch.ends {
-            for ev in evs.by_ref().take(end - at) {
-                if let Event::Message(m) | Event::ScannedRequest(m, _) = &ev {
-                    bytes += m.bytes.len();
-                }
-                analyzer.push(ev, &mut work.outs);
-            }
-            at = end;
-            work.ends.push(work.outs.len());
-            if bytes >= WORK_BYTES {
-                bytes = 0;
-                if !send(std::mem::take(&mut work)) {
-                    break 'batches;
-                }
-            }
-        }
         if let Some(mut fin) = batch.finish {
-            let mut outs = Vec::new();
-            fin.drain(..).for_each(|ev| analyzer.push(ev, &mut outs));
-            analyzer.finish(&mut outs);
-            work.finish = Some(outs);
-            work.error = batch.error;
-            send(work);
+            let last = Frames {
+                last: true,
+                error: batch.error,
+                ..Frames::default()
+            };
+            if tx.send(last).is_ok() {
+                dispatch.push(&mut fin);
+            }
             break;
         }
     }
-    // Stopped early (-c, output error): the reader sees its channel closed and ends.
+    // Input ends (or the writer stopped: the reader sees its channel closed).
+    drop(dispatch);
     drop(reader.rx);
     let _ = reader.handle.join();
-    drop(tx);
     writer
         .join()
         .unwrap_or_else(|p| std::panic::resume_unwind(p))
 }
 
-/// What of the messages [`run_file`] hands to its stage.
+/// A batch's frames, for the writer of [`run_file`].
+#[derive(Default)]
+struct Frames {
+    /// Where each frame's events end, as places in the order of all events
+    /// ([`crate::shards::Dispatch::seq`]).
+    ends: Vec<u64>,
+    /// The time of the capture's first frame (first batch only).
+    first_ts: Option<Timestamp>,
+    /// The last batch: the events of the pipeline's `finish`.
+    last: bool,
+    /// The last batch: what stopped the read early.
+    error: Option<CaptureError>,
+}
+
+impl Frames {
+    /// Where each frame's outputs end among `n` outputs made by the events
+    /// at `seqs` (in order): every output is its event's frame's.
+    fn output_ends(&self, seqs: &[u64], n: usize) -> Vec<usize> {
+        let mut at = 0;
+        let mut ends: Vec<usize> = self
+            .ends
+            .iter()
+            .map(|&e| {
+                while seqs.get(at).is_some_and(|&s| s < e) {
+                    at += 1;
+                }
+                at
+            })
+            .collect();
+        // Outputs past the last frame's end cannot be: kept all the same.
+        if ends.last().is_some_and(|&l| l < n) || ends.is_empty() && n > 0 {
+            ends.push(n);
+        }
+        ends
+    }
+}
+
+/// The shard threads of `print` of files: `--threads`, or one per core.
+fn shards(a: &PrintArgs) -> usize {
+    a.threads
+        .map_or_else(crate::shards::default_shards, usize::from)
+}
+
+/// What of the messages a stage reads ([`run_file`]'s, `stats`'), the rest
+/// released where they were made.
 #[derive(Clone, Copy)]
-struct Keep {
+pub(crate) struct Keep {
     /// Their frames (`print -w` saves them).
-    frames: bool,
+    pub(crate) frames: bool,
     /// Their bytes (a display filter reads their fields).
-    bytes: bool,
+    pub(crate) bytes: bool,
 }
 
 /// Drops the bytes of the messages in `outs` (their facts and trees stay,

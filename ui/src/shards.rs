@@ -1,15 +1,19 @@
 //! The analysis of a file's connections on several threads: the engine's
-//! sharded analysis (`kafkashark::shard`) with one thread per shard.
+//! sharded analysis (`kafkashark::shard`) with one thread per shard, or,
+//! with one shard, on the routing thread.
 //!
 //! The caller routes each batch of pipeline events (`Router`: the batch's
 //! events split by connection) and sends every shard its part, possibly
 //! empty, so every shard answers every batch; each shard thread decodes and
-//! pairs its part (`Shard`) and sends its outputs back; the caller takes
-//! each batch's answers from every shard, in turn, and merges them in the
-//! events' order (`Merge`). A few batches are in flight at once, so the
-//! shards work while the caller routes and merges; the outputs are those of
-//! one `MessageAnalyzer`, in the same order (`kafkashark::shard`'s tests,
-//! and `ui/tests/stats_threads.rs` for the command).
+//! pairs its part (`Shard`) and sends its outputs on; the collecting thread
+//! takes each batch's answers from every shard, in turn, and merges them in
+//! the events' order (`Merge`). A few batches are in flight at once, so the
+//! shards work while the caller routes and the collector merges. One shard
+//! is run by the caller itself, each event analysed as it is routed, its
+//! outputs sent on the same way. The outputs are those of one
+//! `MessageAnalyzer`, in the same order (`kafkashark::shard`'s tests, and
+//! `ui/tests/stats_threads.rs` and `ui/tests/print_threads.rs` for the
+//! commands).
 
 use std::sync::mpsc::{channel, sync_channel, Receiver, Sender, SyncSender};
 use std::thread::JoinHandle;
@@ -18,6 +22,8 @@ use kafkashark::analyzer::{MessageAnalyzer, Output};
 use kafkashark::pipeline::Event;
 use kafkashark::shard::{shard_of, Merge, Routed, Router, Shard, ShardOutput};
 
+use crate::print::Keep;
+
 /// Batches routed and not merged yet, at most: enough that a shard finding
 /// its part of one batch small goes on with the next.
 const IN_FLIGHT: usize = 2;
@@ -25,9 +31,13 @@ const IN_FLIGHT: usize = 2;
 /// Most shard threads.
 pub const MAX_SHARDS: usize = 16;
 
-/// Shard threads for this machine: one per core, at most [`MAX_SHARDS`].
+/// Shards for this machine: one per core but the reader's, at most
+/// [`MAX_SHARDS`]. On two cores that is one, run on the routing thread:
+/// the reader, that thread and the collecting one keep both cores busy,
+/// where shard threads added a hop per event and per output (`stats` of the
+/// corpus 0.432 → 0.355 s, docs/performance.md, "Threads in `stats`").
 pub fn default_shards() -> usize {
-    crate::cores().min(MAX_SHARDS)
+    crate::cores().saturating_sub(1).clamp(1, MAX_SHARDS)
 }
 
 /// What a shard thread sends back.
@@ -41,8 +51,10 @@ enum Done {
 /// The sending half of an analysis on shard threads: events in.
 pub struct Dispatch {
     router: Router,
-    /// Each shard's parts; dropped, the end of input.
+    /// Each shard thread's parts; dropped, the end of input.
     to: Vec<SyncSender<Vec<Routed>>>,
+    /// The one shard, run here.
+    here: Option<Worker>,
 }
 
 /// The receiving half: the shards' outputs merged, in order.
@@ -60,53 +72,90 @@ pub struct Collect {
     ended: bool,
 }
 
-/// Starts `shards` threads (at least one), each analysing its shard of
-/// `analyzer`'s analysis: events go in by the [`Dispatch`] (on one thread)
-/// and come out merged from the [`Collect`] (on another, or the same).
-/// With `strip`, the messages' bytes are dropped on the shard's thread once
-/// analysed (for a reader of facts only).
+/// One shard's analysis where it runs (its thread, or the [`Dispatch`]'s
+/// when there is one shard): parts of batches in, outputs out to the
+/// [`Collect`].
+struct Worker {
+    shard: Shard,
+    keep: Keep,
+    done: SyncSender<Done>,
+    /// Outputs handed back by [`Collect::recycle`].
+    back: Receiver<Vec<Output>>,
+}
+
+impl Worker {
+    /// Analyses one part and sends its outputs on; false once the
+    /// [`Collect`] is gone.
+    fn part(&mut self, part: impl ExactSizeIterator<Item = Routed>) -> bool {
+        // Outputs read and done with, dropped where they were allocated:
+        // freed on another thread, each record would go back to this
+        // thread's allocator the slow way.
+        self.back.try_iter().for_each(drop);
+        let mut out = Vec::with_capacity(part.len());
+        for r in part {
+            self.shard.push(r, &mut out);
+        }
+        if !self.keep.bytes {
+            strip_bytes(&mut out, self.keep.frames);
+        }
+        self.done.send(Done::Batch(out)).is_ok()
+    }
+
+    /// The end of input: the shard's end-of-input reports sent on.
+    fn end(mut self) {
+        let mut end = Vec::new();
+        self.shard.finish(&mut end);
+        let _ = self.done.send(Done::End(end));
+    }
+}
+
+/// Starts the analysis of `analyzer` in `shards` shards (at least one):
+/// events go in by the [`Dispatch`] (on one thread) and come out merged
+/// from the [`Collect`] (on another). Each shard runs on a thread of its
+/// own; one shard runs on the [`Dispatch`]'s thread, in its `push`: the
+/// same analysis, one hop of every event fewer (on two cores the reader,
+/// this thread and the collecting one keep both busy). What `keep` does
+/// not keep of the messages (their bytes, their frames) is dropped where
+/// they were analysed (for a reader of facts only).
 pub fn spawn(
     analyzer: &MessageAnalyzer,
     shards: usize,
-    strip: bool,
+    keep: Keep,
 ) -> std::io::Result<(Dispatch, Collect)> {
     let router = Router::new(shards);
     let n = router.shards();
     let (mut to, mut from, mut back, mut handles) =
         (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let mut here = None;
     for i in 0..n {
         // Bounded both ways: at most a few batches in flight per shard.
-        let (tx, rx) = sync_channel::<Vec<Routed>>(IN_FLIGHT);
         let (done_tx, done_rx) = sync_channel::<Done>(IN_FLIGHT);
         let (back_tx, back_rx) = channel::<Vec<Output>>();
-        let mut shard = Shard::new(analyzer);
+        let mut worker = Worker {
+            shard: Shard::new(analyzer),
+            keep,
+            done: done_tx,
+            back: back_rx,
+        };
+        from.push(done_rx);
+        back.push(back_tx);
+        if n == 1 {
+            here = Some(worker);
+            break;
+        }
+        let (tx, rx) = sync_channel::<Vec<Routed>>(IN_FLIGHT);
         let h = std::thread::Builder::new()
             .name(format!("kafkashark-shard-{i}"))
             .spawn(move || {
                 for part in rx.iter() {
-                    // Outputs read and done with, dropped where they were
-                    // allocated: freed on another thread, each record would
-                    // go back to this thread's allocator the slow way.
-                    back_rx.try_iter().for_each(drop);
-                    let mut out = Vec::with_capacity(part.len());
-                    for r in part {
-                        shard.push(r, &mut out);
-                    }
-                    if strip {
-                        strip_bytes(&mut out);
-                    }
-                    if done_tx.send(Done::Batch(out)).is_err() {
+                    if !worker.part(part.into_iter()) {
                         return;
                     }
                 }
-                let mut end = Vec::new();
-                shard.finish(&mut end);
-                let _ = done_tx.send(Done::End(end));
+                worker.end();
             })?;
         handles.push(h);
         to.push(tx);
-        from.push(done_rx);
-        back.push(back_tx);
     }
     let collect = Collect {
         merge: Merge::new(analyzer),
@@ -116,14 +165,24 @@ pub fn spawn(
         parts: (0..n).map(|_| Vec::new()).collect(),
         ended: false,
     };
-    Ok((Dispatch { router, to }, collect))
+    Ok((Dispatch { router, to, here }, collect))
 }
 
 impl Dispatch {
+    /// The place in the order of the next event pushed: the events pushed
+    /// so far ([`Collect::next`]'s `seqs`).
+    pub fn seq(&self) -> u64 {
+        self.router.seq()
+    }
+
     /// Routes one batch of events to the shards (every shard gets its part,
     /// possibly empty); `false` when a shard has stopped (the [`Collect`]
     /// says why). `evs` is drained.
     pub fn push(&mut self, evs: &mut Vec<Event>) -> bool {
+        if let Some(w) = &mut self.here {
+            let router = &mut self.router;
+            return w.part(evs.drain(..).map(|ev| router.route(ev).1));
+        }
         // Each part sized for its events at once: grown by doubling, a
         // batch's events were copied again and again.
         let mut sizes = vec![0usize; self.to.len()];
@@ -144,11 +203,23 @@ impl Dispatch {
     }
 }
 
+impl Drop for Dispatch {
+    /// Input ends: the shard run here reports its end (the threads' see
+    /// their channels closed).
+    fn drop(&mut self) {
+        if let Some(w) = self.here.take() {
+            w.end();
+        }
+    }
+}
+
 impl Collect {
-    /// Appends the merged outputs of the next batch to `out`, or after the
-    /// last one (the [`Dispatch`] dropped) the shards' end-of-input reports;
-    /// `false` once those are given.
-    pub fn next(&mut self, out: &mut Vec<Output>) -> bool {
+    /// Appends the merged outputs of the next batch to `out` (with `seqs`,
+    /// the place of the event that made each one there: [`Dispatch::seq`]),
+    /// or after the last one (the [`Dispatch`] dropped) the shards'
+    /// end-of-input reports ([`Collect::ended`] then); `false` once those
+    /// are given.
+    pub fn next(&mut self, out: &mut Vec<Output>, seqs: Option<&mut Vec<u64>>) -> bool {
         if self.ended {
             return false;
         }
@@ -161,7 +232,7 @@ impl Collect {
             }
         }
         if ends.is_empty() {
-            self.merge.merge(&mut self.parts, out);
+            self.merge.merge(&mut self.parts, out, seqs);
             return true;
         }
         // Every shard gets every batch: all end together.
@@ -174,6 +245,11 @@ impl Collect {
             let _ = h.join();
         }
         true
+    }
+
+    /// Whether the last [`Collect::next`] gave the end-of-input reports.
+    pub fn ended(&self) -> bool {
+        self.ended
     }
 
     /// Outputs read and done with, each message dropped by the shard thread
@@ -221,8 +297,8 @@ impl Collect {
 }
 
 /// [`crate::print::strip_bytes`] of shard outputs.
-fn strip_bytes(out: &mut [ShardOutput]) {
+fn strip_bytes(out: &mut [ShardOutput], keep_frames: bool) {
     for o in out {
-        crate::print::strip_bytes(std::slice::from_mut(o.output_mut()), false);
+        crate::print::strip_bytes(std::slice::from_mut(o.output_mut()), keep_frames);
     }
 }

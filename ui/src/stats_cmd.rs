@@ -150,12 +150,15 @@ fn run_file(
     let mut chosen = Chosen::new(a, paths);
     // `Stats` reads facts, never bytes: the shards drop them, unless the
     // filter reads fields.
-    let strip = chosen.0.as_ref().is_none_or(|r| !r.needs_tree());
+    let keep = crate::print::Keep {
+        frames: false,
+        bytes: chosen.0.as_ref().is_some_and(Reorder::needs_tree),
+    };
     let shards = a
         .threads
         .map_or_else(crate::shards::default_shards, usize::from);
     let (mut dispatch, mut collect) =
-        crate::shards::spawn(&analyzer, shards, strip).map_err(|err| CliError::Io {
+        crate::shards::spawn(&analyzer, shards, keep).map_err(|err| CliError::Io {
             path: "the analysis threads".into(),
             err,
         })?;
@@ -172,7 +175,7 @@ fn run_file(
     let counter = std::thread::spawn(move || {
         let mut out = Vec::new();
         let mut told = Vec::new();
-        while collect.next(&mut out) {
+        while collect.next(&mut out, None) {
             chosen.pass(&mut out, false);
             for o in &out {
                 stats.push(o);

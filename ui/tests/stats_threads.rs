@@ -5,9 +5,7 @@
 
 mod common;
 
-use std::path::Path;
-
-use common::{bin, shipped, two_points};
+use common::{bin, public_captures, shipped, two_points};
 
 /// The report of `stats ARGS`, its standard error after it.
 fn stats(args: &[&str]) -> (String, String) {
@@ -78,17 +76,9 @@ fn filtered_and_public_captures_too() {
         many.extend(["--threads", t]);
         assert!(stats(&many).0 == reference, "filtered, --threads {t}");
     }
-    let public = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/captures/public");
-    let Ok(dir) = std::fs::read_dir(&public) else {
-        eprintln!("skipped: {} not present", public.display());
+    let Some(pcaps) = public_captures() else {
         return;
     };
-    let mut pcaps: Vec<String> = dir
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "pcap" || x == "pcapng"))
-        .map(|p| p.to_string_lossy().into_owned())
-        .collect();
-    pcaps.sort();
     for p in &pcaps {
         // Every port: the content decides what is Kafka.
         let (reference, said) = stats(&[

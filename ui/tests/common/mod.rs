@@ -37,6 +37,23 @@ pub fn two_points() -> Option<[String; 2]> {
         .then(|| p.map(|p| p.to_string_lossy().into_owned()))
 }
 
+/// The public captures of `../shared/captures/public` (pcap and pcapng),
+/// sorted; `None`, said on standard error, where they are not present.
+pub fn public_captures() -> Option<Vec<String>> {
+    let public = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/captures/public");
+    let Ok(dir) = std::fs::read_dir(&public) else {
+        eprintln!("skipped: {} not present", public.display());
+        return None;
+    };
+    let mut pcaps: Vec<String> = dir
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "pcap" || x == "pcapng"))
+        .map(|p| p.to_string_lossy().into_owned())
+        .collect();
+    pcaps.sort();
+    Some(pcaps)
+}
+
 /// The binary's standard output for `args`, which must succeed.
 pub fn run(args: &[&str]) -> String {
     let out = bin().args(args).output().unwrap();
