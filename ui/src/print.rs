@@ -107,10 +107,11 @@ pub struct PrintArgs {
     /// Most bytes a compressed batch may decompress to.
     #[arg(long, default_value_t = 64 << 20)]
     max_decompressed: usize,
-    /// Threads that decode the messages of capture files: summaries by
-    /// connection (each thread its share of them, one per core by
-    /// default), `-V` trees by message (one per core, at most 4, by
-    /// default). The output is the same with any number.
+    /// Threads that decode the messages of capture files: summaries in
+    /// shards of the connections (by default one per core but the
+    /// reader's; one runs on the thread that routes them), `-V` trees by
+    /// message (by default one per core, at most 4). The output is the
+    /// same with any number.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=64))]
     threads: Option<u16>,
     #[command(flatten)]
@@ -914,7 +915,7 @@ impl Frames {
     }
 }
 
-/// The shard threads of `print` of files: `--threads`, or one per core.
+/// The shards of `print` of files: `--threads`, or `shards::default_shards`.
 fn shards(a: &PrintArgs) -> usize {
     a.threads
         .map_or_else(crate::shards::default_shards, usize::from)

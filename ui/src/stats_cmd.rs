@@ -132,10 +132,10 @@ fn engine(a: &StatsArgs) -> (AnalyzerConfig, Stats) {
 }
 
 /// `stats` of files: read and reassembled by `print::FileReader`, decoded and
-/// paired by `--threads` shard threads, one per core by default
-/// (`crate::shards`: each connection's messages on its shard's thread),
-/// merged back in order on this one and counted on another — the same
-/// outputs in the same order as one thread, so the same report.
+/// paired in `--threads` shards (`crate::shards`: each connection's
+/// messages in its shard; one shard on this thread, as it routes, more on
+/// a thread each), merged back in order and counted on another thread —
+/// the same outputs in the same order as one thread, so the same report.
 fn run_file(
     a: &StatsArgs,
     paths: &[String],
@@ -399,9 +399,10 @@ pub struct StatsArgs {
     /// errors and record sets are those of one report of every capture.
     #[arg(long, conflicts_with_all = ["interface", "display_filter", "metrics", "duration", "tls_keylog"])]
     merge: bool,
-    /// Threads that decode and pair the messages of capture files, each
-    /// taking its share of the connections (default: one per core); the
-    /// report is the same with any number.
+    /// Shards that decode and pair the messages of capture files, each
+    /// taking its share of the connections (by default one per core but
+    /// the reader's; one runs on the thread that routes them, more on a
+    /// thread each); the report is the same with any number.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=64))]
     threads: Option<u16>,
     #[command(flatten)]
