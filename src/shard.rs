@@ -233,8 +233,11 @@ impl Merge {
         let mut all: Vec<Output> = parts.iter_mut().flat_map(std::mem::take).collect();
         // Stable: a stream's reports keep their order.
         all.sort_by_key(|o| match o {
-            Output::Notice(Notice::Unanswered { stream, .. }) => *stream,
-            _ => u64::MAX,
+            Output::Notice(n) => match **n {
+                Notice::Unanswered { stream, .. } => stream,
+                _ => u64::MAX,
+            },
+            Output::Message(_) => u64::MAX,
         });
         out.extend(all);
     }

@@ -623,8 +623,8 @@ mod tests {
         let closed = (out.iter())
             .filter(|o| {
                 matches!(
-                    o,
-                    Output::Notice(Notice::Stream(Event::StreamClosed { .. }))
+                    o.as_notice(),
+                    Some(Notice::Stream(Event::StreamClosed { .. }))
                 )
             })
             .count();

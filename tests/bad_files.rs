@@ -67,7 +67,7 @@ fn read(path: &str) -> Result<Read, CaptureError> {
     for o in out {
         match o {
             Output::Message(m) => r.messages.push(*m),
-            Output::Notice(n) => r.notices.push(n),
+            Output::Notice(n) => r.notices.push(*n),
         }
     }
     Ok(r)

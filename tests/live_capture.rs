@@ -310,8 +310,8 @@ fn live_loopback_apiversions_and_metadata() {
     let closed = |out: &[Output]| {
         out.iter().any(|o| {
             matches!(
-                o,
-                Output::Notice(Notice::Stream(
+                o.as_notice(),
+                Some(Notice::Stream(
                     kafkashark::pipeline::Event::StreamClosed { .. }
                 ))
             )
@@ -437,7 +437,7 @@ fn live_loopback_apiversions_and_metadata() {
         if let Output::Notice(n) = o {
             assert!(
                 matches!(
-                    n,
+                    **n,
                     Notice::Stream(kafkashark::pipeline::Event::StreamClosed { .. })
                         | Notice::Stream(kafkashark::pipeline::Event::Rtt {
                             rtt: kafkashark::flow::Rtt {

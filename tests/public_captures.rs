@@ -45,7 +45,7 @@ fn analyze(path: &Path) -> Run {
     for o in out {
         match o {
             Output::Message(m) => run.messages.push(m.info),
-            Output::Notice(Notice::Unanswered { .. }) => run.unanswered += 1,
+            Output::Notice(n) if matches!(*n, Notice::Unanswered { .. }) => run.unanswered += 1,
             Output::Notice(_) => {}
         }
     }

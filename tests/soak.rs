@@ -312,9 +312,11 @@ fn soak(target_messages: u64, check_rss: bool) {
                             assert!(m.info.paired, "response {} unpaired", m.info.index);
                         }
                     }
-                    Output::Notice(Notice::Unanswered { .. }) => *unanswered += 1,
-                    Output::Notice(Notice::Stream(Event::StreamClosed { .. })) => *closed += 1,
-                    Output::Notice(_) => {}
+                    Output::Notice(n) => match *n {
+                        Notice::Unanswered { .. } => *unanswered += 1,
+                        Notice::Stream(Event::StreamClosed { .. }) => *closed += 1,
+                        _ => {}
+                    },
                 }
             }
         };

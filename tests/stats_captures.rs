@@ -92,8 +92,11 @@ fn run(path: &Path, slow: usize) -> Run {
                     ));
                     r.infos.push(m.info);
                 }
-                Output::Notice(Notice::Unanswered { .. }) => r.unanswered_notices += 1,
-                Output::Notice(_) => {}
+                Output::Notice(n) => {
+                    if matches!(*n, Notice::Unanswered { .. }) {
+                        r.unanswered_notices += 1;
+                    }
+                }
             }
         }
     };

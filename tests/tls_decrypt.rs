@@ -86,7 +86,7 @@ fn exchanges(outs: &[Output]) -> Vec<Exchanges> {
 fn tls_events(outs: &[Output]) -> BTreeMap<u64, Vec<TlsEvent>> {
     let mut by: BTreeMap<u64, Vec<TlsEvent>> = BTreeMap::new();
     for o in outs {
-        if let Output::Notice(Notice::Tls { stream, what, .. }) = o {
+        if let Some(Notice::Tls { stream, what, .. }) = o.as_notice() {
             by.entry(*stream).or_default().push(what.clone());
         }
     }
@@ -112,7 +112,7 @@ fn same_connections(tls: &str, plain: &str) {
     assert_eq!(got.len(), want.len(), "{}", tls.display());
     let unanswered = |outs: &[Output]| {
         (outs.iter())
-            .filter(|o| matches!(o, Output::Notice(Notice::Unanswered { .. })))
+            .filter(|o| matches!(o.as_notice(), Some(Notice::Unanswered { .. })))
             .count()
     };
     let mut undelivered = 0;
@@ -600,8 +600,8 @@ fn server_certificates_are_read() {
         let outs = run(&cap, k);
         let certs: Vec<(bool, kafkashark::tls::wire::Certificate)> = outs
             .iter()
-            .filter_map(|o| match o {
-                Output::Notice(Notice::Tls {
+            .filter_map(|o| match o.as_notice() {
+                Some(Notice::Tls {
                     what: TlsEvent::Certificate { cert, invalid },
                     ..
                 }) => Some((*invalid, cert.clone())),
@@ -756,8 +756,8 @@ fn a_key_that_comes_after_its_connection_closed_still_decrypts_it() {
     // The first connection to close, and when.
     let (stream, closed_at, closed_ts) = want
         .iter()
-        .find_map(|o| match o {
-            Output::Notice(Notice::Stream(kafkashark::pipeline::Event::StreamClosed {
+        .find_map(|o| match o.as_notice() {
+            Some(Notice::Stream(kafkashark::pipeline::Event::StreamClosed {
                 stream,
                 frame,
                 ts,
@@ -786,7 +786,7 @@ fn a_key_that_comes_after_its_connection_closed_still_decrypts_it() {
     let (never, _, _, end) = analyse(None, 16 << 20);
     assert!(exchanges(&never).is_empty());
     let no_key = never.iter().position(|o| {
-        matches!(o, Output::Notice(Notice::Tls { stream: s, what: TlsEvent::NoKey { .. }, .. }) if *s == stream)
+        matches!(o.as_notice(), Some(Notice::Tls { stream: s, what: TlsEvent::NoKey { .. }, .. }) if *s == stream)
     });
     let no_key = no_key.expect("given up");
     let later = times
@@ -797,18 +797,17 @@ fn a_key_that_comes_after_its_connection_closed_still_decrypts_it() {
     // the one before it: the first, when the second closes.
     let second = want
         .iter()
-        .filter_map(|o| match o {
-            Output::Notice(Notice::Stream(kafkashark::pipeline::Event::StreamClosed {
-                frame,
-                ..
-            })) => Some(*frame),
+        .filter_map(|o| match o.as_notice() {
+            Some(Notice::Stream(kafkashark::pipeline::Event::StreamClosed { frame, .. })) => {
+                Some(*frame)
+            }
             _ => None,
         })
         .nth(1)
         .expect("a second connection closes");
     let (never, made, _, _) = analyse(None, 0);
     let no_key = never.iter().position(|o| {
-        matches!(o, Output::Notice(Notice::Tls { stream: s, what: TlsEvent::NoKey { .. }, .. }) if *s == stream)
+        matches!(o.as_notice(), Some(Notice::Tls { stream: s, what: TlsEvent::NoKey { .. }, .. }) if *s == stream)
     });
     assert_eq!(made[no_key.expect("given up")], second);
 }

@@ -122,10 +122,11 @@ fn trips(out: &[Output]) -> HashMap<u64, Trips> {
                 t.client = Some(m.info.client.to_string());
                 t.stamped.push(m.info.rtt);
             }
-            Output::Notice(Notice::Stream(Event::Rtt { stream, rtt, .. })) => {
-                by.entry(*stream).or_default().reported.push(*rtt);
+            Output::Notice(n) => {
+                if let Notice::Stream(Event::Rtt { stream, rtt, .. }) = &**n {
+                    by.entry(*stream).or_default().reported.push(*rtt);
+                }
             }
-            _ => {}
         }
     }
     by

@@ -692,7 +692,7 @@ pub fn analyze_with(path: &Path, cfg: AnalyzerConfig) -> Analysis {
     for o in out {
         match o {
             Output::Message(m) => a.messages.push(*m),
-            Output::Notice(n) => a.notices.push(n),
+            Output::Notice(n) => a.notices.push(*n),
         }
     }
     a

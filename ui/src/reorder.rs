@@ -33,7 +33,7 @@ pub struct Reorder {
     /// the last message queued before it: it leaves right after that message,
     /// so a notice never overtakes what came before it (at most
     /// [`MAX_HELD_NOTICES`]; past that they leave at once).
-    notices: std::collections::VecDeque<(u64, Notice)>,
+    notices: std::collections::VecDeque<(u64, Box<Notice>)>,
     /// The display filter (`-Y`): only messages it matches leave, each tested
     /// with its paired message, as the TUI tests them.
     filter: Option<Filter>,
@@ -369,7 +369,7 @@ impl Reorder {
                 return;
             }
             Output::Notice(n) => {
-                if let Notice::Unanswered { request, .. } = &n {
+                if let Notice::Unanswered { request, .. } = &*n {
                     if let Some((_, waiting)) = self.find(request.index) {
                         *waiting = false;
                     }
@@ -471,8 +471,8 @@ impl Reorder {
 
     /// A notice leaves, unless it says that a request the filter left out
     /// got no response.
-    fn notice_out(&mut self, n: Notice, out: &mut Vec<Output>) {
-        if let Notice::Unanswered { request, .. } = &n {
+    fn notice_out(&mut self, n: Box<Notice>, out: &mut Vec<Output>) {
+        if let Notice::Unanswered { request, .. } = &*n {
             if let Some(at) = self.dropped.iter().position(|&i| i == request.index) {
                 self.dropped.remove(at);
                 return;

@@ -260,7 +260,7 @@ fn no_kafka(name: &str, outs: &[Output]) -> Vec<String> {
     let said = |o: &&Output| {
         matches!(
             o,
-            Output::Notice(Notice::Stream(Event::Warning {
+            Output::Notice(n) if matches!(**n, Notice::Stream(Event::Warning {
                 what: Warning::NoKafka { .. },
                 ..
             }))

@@ -535,25 +535,18 @@ fn load(
             match o {
                 Output::Message(m) if reread => batch.push(Entry::indexed(m.info, m.raw)),
                 Output::Message(m) => batch.push(Entry::new(m.info, m.raw)),
-                Output::Notice(Notice::Stream(PipeEvent::Gap { .. })) => gaps += 1,
-                Output::Notice(Notice::Stream(PipeEvent::Warning {
-                    what: what @ kafkashark::pipeline::Warning::NoKafka { .. },
-                    ..
-                })) => {
-                    if tx.send(Msg::Notice(what.to_string())).is_err() {
-                        return;
+                Output::Notice(n) => match *n {
+                    Notice::Stream(PipeEvent::Gap { .. }) => gaps += 1,
+                    Notice::Stream(PipeEvent::Warning {
+                        what: what @ kafkashark::pipeline::Warning::NoKafka { .. },
+                        ..
+                    }) => {
+                        let Ok(()) = tx.send(Msg::Notice(what.to_string())) else {
+                            return;
+                        };
                     }
-                }
-                Output::Notice(Notice::Tls {
-                    stream,
-                    capture,
-                    client,
-                    broker,
-                    frame,
-                    what,
-                    ..
-                }) => tls.push((stream, capture, client, broker, frame, what)),
-                Output::Notice(_) => {}
+                    n => tls.extend(tls_note(n)),
+                },
             }
         }
         if let Some(f) = &mut feed {
@@ -639,4 +632,20 @@ pub fn message_entry(bytes: Vec<u8>) -> Entry {
     m.info.decode_warning = d.warning;
     m.info.topics = d.topics.clone();
     Entry::new(m.info, m.raw)
+}
+
+/// What a TLS notice tells the TUI (`Msg::Tls`); `None` for other notices.
+pub(crate) fn tls_note(n: Notice) -> Option<app::TlsNote> {
+    match n {
+        Notice::Tls {
+            stream,
+            capture,
+            client,
+            broker,
+            frame,
+            what,
+            ..
+        } => Some((stream, capture, client, broker, frame, what)),
+        _ => None,
+    }
 }

@@ -876,7 +876,7 @@ fn lag_and_delivery_of_b6_are_the_stats_commands() {
 /// connection is there, red, `no key`.
 #[test]
 fn tls_section_lists_every_connection() {
-    use kafkashark::analyzer::{Analyzer, AnalyzerConfig, Notice, Output};
+    use kafkashark::analyzer::{Analyzer, AnalyzerConfig, Output};
     use kafkashark::capture::{FileSource, FrameSource};
     use kafkashark::tls::keylog::{KeyLog, Keys};
     let path = super::testutil::repo("captures/tls/d2-tls12.pcap");
@@ -907,16 +907,7 @@ fn tls_section_lists_every_connection() {
         for o in out {
             match o {
                 Output::Message(m) => entries.push(super::app::Entry::new(m.info, m.raw)),
-                Output::Notice(Notice::Tls {
-                    stream,
-                    capture,
-                    client,
-                    broker,
-                    frame,
-                    what,
-                    ..
-                }) => notes.push((stream, capture, client, broker, frame, what)),
-                Output::Notice(_) => {}
+                Output::Notice(n) => notes.extend(crate::tui::tls_note(*n)),
             }
         }
         assert_eq!(entries.is_empty(), !with_keys);
