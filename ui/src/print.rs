@@ -960,6 +960,11 @@ pub struct Batch {
     pub finish: Option<Vec<Event>>,
     /// Last batch: what stopped the read early.
     pub error: Option<CaptureError>,
+    /// The frames' captured bytes, with 16 bytes of record header each (how
+    /// far the file is read).
+    pub bytes: u64,
+    /// The pipeline's counters once the batch's frames were pushed.
+    pub counters: kafkashark::pipeline::PipelineStats,
 }
 
 /// Frames per batch sent by the reader thread (fewer, larger batches: fewer
@@ -1094,6 +1099,7 @@ impl FileReader {
                     batch.first_ts = Some(ts);
                 }
                 held = held.saturating_add(len);
+                batch.bytes = batch.bytes.saturating_add(len as u64 + 16);
                 batch.ends.push(batch.evs.len());
                 if batch.ends.len() >= limit || held >= tail.batch_bytes(end) {
                     held = 0;
@@ -1105,6 +1111,7 @@ impl FileReader {
                     let room = batch.evs.len().saturating_mul(grown / limit);
                     let room = room.saturating_add(room / 2);
                     limit = grown;
+                    batch.counters = pipeline.stats();
                     let full = std::mem::replace(
                         &mut batch,
                         Batch {
@@ -1121,6 +1128,7 @@ impl FileReader {
             let mut fin = Vec::new();
             pipeline.finish(&mut fin);
             batch.finish = Some(fin);
+            batch.counters = pipeline.stats();
             let _ = tx.send(batch);
         });
         FileReader { rx, handle }

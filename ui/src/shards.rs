@@ -247,6 +247,11 @@ impl Collect {
         true
     }
 
+    /// Topic names learned so far (in the outputs merged).
+    pub fn topic_names(&self) -> &kafkashark::topics::TopicNames {
+        self.merge.topic_names()
+    }
+
     /// Whether the last [`Collect::next`] gave the end-of-input reports.
     pub fn ended(&self) -> bool {
         self.ended

@@ -25,6 +25,8 @@ pub mod ui;
 #[cfg(test)]
 mod tests_index;
 #[cfg(test)]
+mod tests_load;
+#[cfg(test)]
 mod tests_render;
 #[cfg(test)]
 mod tests_stats;
@@ -56,7 +58,7 @@ use kafkashark::capture::{FrameSource, Polled};
 use kafkashark::flow::Ports;
 use kafkashark::kafka::framing::RawMessage;
 use kafkashark::kafka::{decode_request, DecodeOptions};
-use kafkashark::pipeline::{Event as PipeEvent, PipelineConfig};
+use kafkashark::pipeline::{Event as PipeEvent, PipelineConfig, PipelineStats};
 use ratatui::backend::CrosstermBackend;
 use ratatui::Terminal;
 
@@ -196,9 +198,19 @@ pub fn run(opts: Options) -> Result<(), CliError> {
         }
         Input::Message { name, .. } => (name.clone(), SourceKind::Message, None),
     };
-    let source = capture
-        .map(|c| c.open(&opts.ports, &opts.keys))
-        .transpose()?;
+    // Files are read by a reader thread of their own (`load_files`).
+    let source = match (&opts.input, capture) {
+        (Input::Files(p), _) => {
+            let mut src = kafkashark::capture::FileSource::open_all(p, &crate::Both)
+                .map_err(CliError::Capture)?;
+            src.set_tls_keys(opts.keys.clone());
+            Some(Source::Files(src))
+        }
+        (_, c) => c
+            .map(|c| c.open(&opts.ports, &opts.keys))
+            .transpose()?
+            .map(Source::Frames),
+    };
     let meta = match &opts.input {
         Input::Files(p) if p.len() == 1 && p[0] != "-" => {
             std::fs::metadata(&p[0]).ok().map(|m| (&p[0], m))
@@ -278,7 +290,16 @@ pub fn run(opts: Options) -> Result<(), CliError> {
             let ports = (opts.ports.clone(), opts.reorder, opts.keys.clone());
             std::thread::Builder::new()
                 .name("kafkashark-loader".into())
-                .spawn(move || load(src, ports, total, reread, &tx, &stop2, feed))
+                .spawn(move || {
+                    let loading = Loading::new(&tx, reread, feed, total);
+                    match src {
+                        Source::Files(f) => {
+                            let shards = crate::shards::default_shards();
+                            load_files(f, ports, &stop2, loading, shards);
+                        }
+                        Source::Frames(f) => load(f, ports, &stop2, loading),
+                    }
+                })
                 .map_err(|e| CliError::Io {
                     path: "loader thread".into(),
                     err: e,
@@ -467,42 +488,163 @@ fn start_save(app: &App, out: std::path::PathBuf, done: &std::sync::mpsc::Sender
     }
 }
 
-/// The loader: frames → analyzer → batches of entries, progress and counters.
-/// With `reread`, messages located in the file leave their bytes behind.
-/// With a `feed` (`--metrics`), every output is counted for it too, the
-/// analyzer keeping the trees and record batch headers that `Stats` reads.
-fn load(
-    mut src: Box<dyn FrameSource + Send>,
-    (ports, reorder, keys): (
-        Ports,
-        kafkashark::flow::ReorderWindow,
-        kafkashark::tls::keylog::Keys,
-    ),
-    total: Option<u64>,
-    reread: bool,
-    tx: &SyncSender<Msg>,
-    stop: &AtomicBool,
-    mut feed: Option<Feed>,
-) {
+/// What a loader reads.
+enum Source {
+    /// Capture files ([`load_files`]).
+    Files(kafkashark::capture::FileSource),
+    /// A live capture ([`load`]).
+    Frames(Box<dyn FrameSource + Send>),
+}
+
+/// The loader's settings: the analyzer's for `ports`, `reorder` and `keys`,
+/// messages located in the file (`Entry::indexed` reads them back), and
+/// with a `feed` (`--metrics`) the trees and record batch headers that
+/// `Stats` reads.
+fn loader_config(
+    (ports, reorder, keys): &LoaderInput,
+    twin_window_ns: Option<u64>,
+    feed: bool,
+) -> AnalyzerConfig {
     let mut cfg = AnalyzerConfig {
         pipeline: PipelineConfig {
             locate_in_file: true,
-            twin_window_ns: src.twin_window_ns(),
-            ..print::pipeline_config(&ports, reorder, &keys)
+            twin_window_ns,
+            ..print::pipeline_config(ports, *reorder, keys)
         },
         keep_trees: false,
         ..AnalyzerConfig::default()
     };
     cfg.decode.records = false;
-    if feed.is_some() {
+    if feed {
         cfg = Feed::analyzer_config(cfg);
     }
+    cfg
+}
+
+/// The broker ports, reorder window and TLS keys a loader reads with.
+type LoaderInput = (
+    Ports,
+    kafkashark::flow::ReorderWindow,
+    kafkashark::tls::keylog::Keys,
+);
+
+/// What a loader sends the UI, made of the analysis' outputs: entries in
+/// batches of [`BATCH`] (or every [`BATCH_WAIT`]), each with the counters,
+/// the progress and the topic names when they grew; TLS notes; the
+/// `NoKafka` notice. With `reread`, messages located in the file leave
+/// their bytes behind. With a `feed` (`--metrics`), every output is
+/// counted for it too.
+struct Loading<'a> {
+    tx: &'a SyncSender<Msg>,
+    reread: bool,
+    feed: Option<Feed>,
+    total: Option<u64>,
+    batch: Vec<Entry>,
+    tls: Vec<app::TlsNote>,
+    gaps: u64,
+    topics_known: usize,
+    last: Instant,
+}
+
+impl<'a> Loading<'a> {
+    fn new(tx: &'a SyncSender<Msg>, reread: bool, feed: Option<Feed>, total: Option<u64>) -> Self {
+        Loading {
+            tx,
+            reread,
+            feed,
+            total,
+            batch: Vec::new(),
+            tls: Vec::new(),
+            gaps: 0,
+            topics_known: 0,
+            last: Instant::now(),
+        }
+    }
+
+    /// Takes `out`'s outputs; false once the UI is gone.
+    fn outputs(&mut self, out: &mut Vec<Output>) -> bool {
+        for o in out.drain(..) {
+            if let Some(f) = &mut self.feed {
+                f.push(&o);
+            }
+            match o {
+                Output::Message(m) if self.reread => {
+                    self.batch.push(Entry::indexed(m.info, m.raw));
+                }
+                Output::Message(m) => self.batch.push(Entry::new(m.info, m.raw)),
+                Output::Notice(n) => match *n {
+                    Notice::Stream(PipeEvent::Gap { .. }) => self.gaps += 1,
+                    Notice::Stream(PipeEvent::Warning {
+                        what: what @ kafkashark::pipeline::Warning::NoKafka { .. },
+                        ..
+                    }) => {
+                        let Ok(()) = self.tx.send(Msg::Notice(what.to_string())) else {
+                            return false;
+                        };
+                    }
+                    n => self.tls.extend(tls_note(n)),
+                },
+            }
+        }
+        true
+    }
+
+    /// Sends what was gathered when a batch is due, or at the end (`done`):
+    /// with the pipeline's `counters` and the kernel's drops, `bytes` read
+    /// and the topic `names` known. False once the UI is gone.
+    fn send(
+        &mut self,
+        done: bool,
+        counters: impl FnOnce() -> (PipelineStats, Option<u64>),
+        bytes: u64,
+        names: &kafkashark::topics::TopicNames,
+    ) -> bool {
+        if let Some(f) = &mut self.feed {
+            f.tick(done);
+        }
+        if !done && self.batch.len() < BATCH && self.last.elapsed() < BATCH_WAIT {
+            return true;
+        }
+        self.last = Instant::now();
+        let (ps, drops) = counters();
+        let mut msgs = vec![
+            Msg::Stats(LoadStats {
+                frames: ps.frames,
+                streams: ps.kafka_streams,
+                gaps: self.gaps,
+                late: ps.flow.late_segments,
+                resyncs: ps.resyncs,
+                kernel_drops: drops,
+            }),
+            Msg::Progress(self.total.map_or(bytes, |t| bytes.min(t)), self.total),
+        ];
+        if names.len() != self.topics_known {
+            self.topics_known = names.len();
+            msgs.push(Msg::Topics(Box::new(names.clone())));
+        }
+        if !self.tls.is_empty() {
+            msgs.push(Msg::Tls(std::mem::take(&mut self.tls)));
+        }
+        if !self.batch.is_empty() {
+            msgs.push(Msg::Loaded(std::mem::take(&mut self.batch)));
+        }
+        msgs.into_iter().all(|m| self.tx.send(m).is_ok())
+    }
+}
+
+/// The loader of a live capture or standard input: frames → analyzer →
+/// [`Loading`], frame by frame.
+fn load(
+    mut src: Box<dyn FrameSource + Send>,
+    input: LoaderInput,
+    stop: &AtomicBool,
+    mut loading: Loading<'_>,
+) {
+    let (tx, total) = (loading.tx, loading.total);
+    let cfg = loader_config(&input, src.twin_window_ns(), loading.feed.is_some());
     let mut an = Analyzer::new(cfg);
     let mut out = Vec::new();
-    let mut batch: Vec<Entry> = Vec::new();
-    let mut tls = Vec::new();
-    let (mut gaps, mut bytes, mut topics_known) = (0u64, 24u64, 0usize);
-    let (mut first, mut done, mut last) = (true, false, Instant::now());
+    let (mut bytes, mut first, mut done) = (24u64, true, false);
     while !done {
         if stop.load(Ordering::Relaxed) {
             return;
@@ -528,67 +670,106 @@ fn load(
                 done = true;
             }
         }
-        for o in out.drain(..) {
-            if let Some(f) = &mut feed {
-                f.push(&o);
-            }
-            match o {
-                Output::Message(m) if reread => batch.push(Entry::indexed(m.info, m.raw)),
-                Output::Message(m) => batch.push(Entry::new(m.info, m.raw)),
-                Output::Notice(n) => match *n {
-                    Notice::Stream(PipeEvent::Gap { .. }) => gaps += 1,
-                    Notice::Stream(PipeEvent::Warning {
-                        what: what @ kafkashark::pipeline::Warning::NoKafka { .. },
-                        ..
-                    }) => {
-                        let Ok(()) = tx.send(Msg::Notice(what.to_string())) else {
-                            return;
-                        };
-                    }
-                    n => tls.extend(tls_note(n)),
-                },
-            }
+        if !loading.outputs(&mut out) {
+            return;
         }
-        if let Some(f) = &mut feed {
-            f.tick(done);
-        }
-        if !done && batch.len() < BATCH && last.elapsed() < BATCH_WAIT {
-            continue;
-        }
-        // The counters, the topic names when they grew, and the batch.
-        last = Instant::now();
-        let ps = an.pipeline_stats();
-        let drops = src.stats().ok().and_then(|s| {
-            s.dropped
-                .map(|d| u64::from(d) + u64::from(s.if_dropped.unwrap_or(0)))
-        });
-        let mut msgs = vec![
-            Msg::Stats(LoadStats {
-                frames: ps.frames,
-                streams: ps.kafka_streams,
-                gaps,
-                late: ps.flow.late_segments,
-                resyncs: ps.resyncs,
-                kernel_drops: drops,
-            }),
-            Msg::Progress(total.map_or(bytes, |t| bytes.min(t)), total),
-        ];
-        let names = an.messages().topic_names();
-        if names.len() != topics_known {
-            topics_known = names.len();
-            msgs.push(Msg::Topics(Box::new(names.clone())));
-        }
-        if !tls.is_empty() {
-            msgs.push(Msg::Tls(std::mem::take(&mut tls)));
-        }
-        if !batch.is_empty() {
-            msgs.push(Msg::Loaded(std::mem::take(&mut batch)));
-        }
-        if !msgs.into_iter().all(|m| tx.send(m).is_ok()) {
+        let counters = || {
+            let drops = src.stats().ok().and_then(|s| {
+                s.dropped
+                    .map(|d| u64::from(d) + u64::from(s.if_dropped.unwrap_or(0)))
+            });
+            (an.pipeline_stats(), drops)
+        };
+        if !loading.send(done, counters, bytes, an.messages().topic_names()) {
             return;
         }
     }
     let _ = tx.send(Msg::LoadDone);
+}
+
+/// The loader of capture files: read, reassembled and framed on a reader
+/// thread (`print::FileReader`), decoded and paired in shards of the
+/// connections (`crate::shards`: on this thread as it routes, or on shard
+/// threads), merged back in order here → [`Loading`], batch by batch: the
+/// same entries as [`load`] makes of the same files.
+fn load_files(
+    src: kafkashark::capture::FileSource,
+    input: LoaderInput,
+    stop: &AtomicBool,
+    mut loading: Loading<'_>,
+    shards: usize,
+) {
+    let (tx, total) = (loading.tx, loading.total);
+    let cfg = loader_config(&input, src.twin_window_ns(), loading.feed.is_some());
+    let analyzer = kafkashark::analyzer::MessageAnalyzer::new(cfg.clone());
+    // Entries keep what they are given: nothing is dropped on the shards.
+    let keep = print::Keep {
+        frames: true,
+        bytes: true,
+    };
+    let (mut dispatch, mut collect) = match crate::shards::spawn(&analyzer, shards, keep) {
+        Ok(d) => d,
+        Err(e) => {
+            let _ = tx.send(Msg::LoadError(format!("the analysis threads: {e}")));
+            let _ = tx.send(Msg::LoadDone);
+            return;
+        }
+    };
+    let reader = print::FileReader::spawn(
+        src,
+        cfg.pipeline,
+        print::BATCH_FRAMES,
+        analyzer.request_scanner(),
+    );
+    let (mut out, mut bytes, mut counters) = (Vec::new(), 24u64, PipelineStats::default());
+    // Each batch's events in turn through the shards and back, merged.
+    let analyse = |d: &mut crate::shards::Dispatch,
+                   c: &mut crate::shards::Collect,
+                   evs: &mut Vec<PipeEvent>,
+                   out: &mut Vec<Output>| { d.push(evs) && c.next(out, None) };
+    for batch in reader.rx.iter() {
+        if stop.load(Ordering::Relaxed) {
+            return;
+        }
+        if let Some(ts) = batch.first_ts {
+            if tx.send(Msg::Origin(ts)).is_err() {
+                return;
+            }
+        }
+        if let Some(e) = &batch.error {
+            let _ = tx.send(Msg::LoadError(e.to_string()));
+        }
+        bytes += batch.bytes;
+        counters = batch.counters;
+        let mut evs = batch.evs;
+        if !analyse(&mut dispatch, &mut collect, &mut evs, &mut out) || !loading.outputs(&mut out) {
+            return;
+        }
+        if let Some(mut fin) = batch.finish {
+            if !analyse(&mut dispatch, &mut collect, &mut fin, &mut out)
+                || !loading.outputs(&mut out)
+            {
+                return;
+            }
+            break;
+        }
+        let names = collect.topic_names();
+        if !loading.send(false, || (counters, None), bytes, names) {
+            return;
+        }
+    }
+    // The end: the shards' reports of requests never answered.
+    drop(dispatch);
+    drop(reader.rx);
+    let _ = reader.handle.join();
+    collect.next(&mut out, None);
+    if !loading.outputs(&mut out) {
+        return;
+    }
+    let bytes = total.unwrap_or(bytes);
+    if loading.send(true, || (counters, None), bytes, collect.topic_names()) {
+        let _ = tx.send(Msg::LoadDone);
+    }
 }
 
 /// An entry for a single size-prefixed message read from a file (decoded as a
