@@ -4,18 +4,19 @@
 //! `kafkashark-export` (the `export/` package) as Parquet, JSONL or CSV,
 //! hive-partitioned by date and api under `--out`.
 //!
-//! This shell reads and analyses the captures as `print` does and hands
-//! the rows, one JSON object a line, to `kafkashark-export` through a pipe:
-//! the writer (the Arrow and Parquet crates) is a program of its own, so
-//! that this binary's optimised build does not carry them, and it writes
-//! on a second core while this one analyses.
+//! This shell reads and analyses the captures as `print` does (capture
+//! files: read on a reader thread, decoded in shards of the connections)
+//! and hands the rows, one JSON object a line, to `kafkashark-export`
+//! through a pipe: the writer (the Arrow and Parquet crates) is a program
+//! of its own, so that this binary's optimised build does not carry them,
+//! and it writes on another core while this one analyses.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
 
-use kafkashark::analyzer::{Analyzer, Output};
-use kafkashark::capture::CaptureError;
+use kafkashark::analyzer::{Analyzer, MessageAnalyzer, Output};
+use kafkashark::capture::{CaptureError, FileSource, FrameSource};
 use kafkashark::export::TableRows;
 use kafkashark::flow::ReorderWindow;
 use kafkashark::stats::Stats;
@@ -52,6 +53,12 @@ pub struct ExportArgs {
     /// How long a segment the capture puts late is waited for (see `print`).
     #[arg(long, value_name = "SPEC", default_value = "64,1s,1MiB", value_parser = crate::parse_reorder_window)]
     pub reorder_window: ReorderWindow,
+    /// Shards that decode and pair the messages of capture files, each
+    /// taking its share of the connections (by default one per core but
+    /// the reader's; one runs on the thread that routes them, more on a
+    /// thread each); the rows are the same with any number.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=64))]
+    pub threads: Option<u16>,
     #[command(flatten)]
     pub privilege: crate::privilege::PrivilegeArgs,
 }
@@ -98,18 +105,28 @@ pub fn run(a: &ExportArgs) -> Result<(), CliError> {
     let input = a.capture.input()?;
     a.capture.load_keys()?;
     let duration = duration_arg(a.duration)?;
-    let mut source = input.open(&a.capture.ports, &a.capture.keys())?;
+    // Capture files are read on a reader thread (below); a live capture,
+    // or files read for a while, frame by frame.
+    let (files, mut source) = match &input {
+        Input::Files(paths) if duration.is_none() => {
+            let mut src = FileSource::open_all(paths, &crate::Both).map_err(CliError::Capture)?;
+            src.set_tls_keys(a.capture.keys());
+            (Some(src), None)
+        }
+        _ => (None, Some(input.open(&a.capture.ports, &a.capture.keys())?)),
+    };
     let names = input.captures();
     let name = input.name();
     let mut pipeline = pipeline_config(&a.capture.ports, a.reorder_window, &a.capture.keys());
-    pipeline.twin_window_ns = source.twin_window_ns();
+    pipeline.twin_window_ns = (source.as_ref().map(|s| s.twin_window_ns()))
+        .or_else(|| files.as_ref().map(FileSource::twin_window_ns))
+        .flatten();
     // What stats reads (each message's summary scan, or its tree where the
     // scan cannot place its facts), with the messages' topics named.
     let base = crate::render_pool::summary_config(pipeline, &Default::default(), false);
     let mut cfg = Stats::analyzer_config(base);
     cfg.info_topics = true;
     cfg.response_topics = true;
-    let mut analyzer = Analyzer::new(cfg);
     let mut rows = TableRows::new();
     let (mut child, stdin) = spawn_writer(a.format, &a.out)?;
     let mut w = std::io::BufWriter::with_capacity(1 << 16, stdin);
@@ -141,16 +158,70 @@ pub fn run(a: &ExportArgs) -> Result<(), CliError> {
         Ok(status) if !status.success() => failed(status),
         _ => CliError::Usage(format!("the export writer stopped: {e}")),
     };
-    while duration.is_none_or(|d| started.elapsed() < d) {
-        if !crate::print::pump(source.as_mut(), &mut analyzer, &mut out, &mut read_error) {
-            break;
+    let written = match files {
+        // Capture files: read, reassembled and framed on a reader thread,
+        // decoded in shards of the connections, merged back in order here.
+        Some(src) => {
+            let read = cfg.pipeline.clone();
+            let analyzer = MessageAnalyzer::new(cfg);
+            let keep = crate::print::Keep {
+                frames: false,
+                bytes: false,
+            };
+            let shards = a
+                .threads
+                .map_or_else(crate::shards::default_shards, usize::from);
+            let (mut dispatch, mut collect) = crate::shards::spawn(&analyzer, shards, keep)
+                .map_err(|err| CliError::Io {
+                    path: "the analysis threads".into(),
+                    err,
+                })?;
+            let reader = crate::print::FileReader::spawn(
+                src,
+                read,
+                crate::print::BATCH_FRAMES,
+                analyzer.request_scanner(),
+            );
+            for batch in reader.rx.iter() {
+                let mut evs = batch.evs;
+                let mut fin = batch.finish.unwrap_or_default();
+                read_error = read_error.or(batch.error);
+                for evs in [&mut evs, &mut fin] {
+                    let analysed =
+                        evs.is_empty() || dispatch.push(evs) && collect.next(&mut out, None);
+                    if !analysed {
+                        break;
+                    }
+                    if let Err(e) = write(&mut out, &mut w) {
+                        return Err(broken(&mut child, e));
+                    }
+                }
+            }
+            // The shards' reports of requests never answered.
+            drop(dispatch);
+            collect.next(&mut out, None);
+            drop(reader.rx);
+            let _ = reader.handle.join();
+            write(&mut out, &mut w)
         }
-        if let Err(e) = write(&mut out, &mut w) {
-            return Err(broken(&mut child, e));
+        None => {
+            let mut analyzer = Analyzer::new(cfg);
+            let Some(source) = source.as_mut() else {
+                return Err(CliError::Usage("no input".into()));
+            };
+            while duration.is_none_or(|d| started.elapsed() < d) {
+                if !crate::print::pump(source.as_mut(), &mut analyzer, &mut out, &mut read_error) {
+                    break;
+                }
+                if let Err(e) = write(&mut out, &mut w) {
+                    return Err(broken(&mut child, e));
+                }
+            }
+            analyzer.finish(&mut out);
+            write(&mut out, &mut w)
         }
     }
-    analyzer.finish(&mut out);
-    let written = write(&mut out, &mut w).and_then(|()| w.flush());
+    .and_then(|()| w.flush());
     drop(w);
     if let Err(e) = written {
         return Err(broken(&mut child, e));
@@ -159,7 +230,11 @@ pub fn run(a: &ExportArgs) -> Result<(), CliError> {
         .wait()
         .map_err(|e| CliError::Usage(format!("the export writer: {e}")))?;
     let live = matches!(input, Input::Live { .. });
-    report_end(source.as_mut(), live, &name, read_error);
+    let live = source
+        .as_mut()
+        .filter(|_| live)
+        .map(|s| s.as_mut() as &mut dyn FrameSource);
+    report_end(live, &name, read_error);
     if !status.success() {
         return Err(failed(status));
     }

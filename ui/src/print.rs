@@ -314,16 +314,11 @@ pub fn duration_arg(seconds: Option<f64>) -> Result<Option<Duration>, CliError> 
     }
 }
 
-/// The end of a read frame by frame, on standard error: the kernel drops of
-/// a `live` capture of `name` (lost messages: always said), then what
-/// stopped the read early (everything before it was printed).
-pub fn report_end(
-    source: &mut dyn FrameSource,
-    live: bool,
-    name: &str,
-    error: Option<CaptureError>,
-) {
-    if let Some(line) = live.then(|| source.stats().ok()?.drop_summary()).flatten() {
+/// The end of a read, on standard error: the kernel drops of a `live`
+/// capture of `name` (lost messages: always said), then what stopped the
+/// read early (everything before it was printed).
+pub fn report_end(live: Option<&mut dyn FrameSource>, name: &str, error: Option<CaptureError>) {
+    if let Some(line) = live.and_then(|s| s.stats().ok()?.drop_summary()) {
         eprintln!("kafkashark: {}: {line}", tree::escape_text(name));
     }
     if let Some(e) = error {
@@ -496,7 +491,7 @@ pub fn run(a: &PrintArgs) -> Result<u64, CliError> {
     }
     stage.finish(std::mem::take(&mut out), None)?;
     stage.emit.flush()?;
-    report_end(&mut *source, live, &stage.name, read_error);
+    report_end(live.then_some(&mut *source), &stage.name, read_error);
     stage.end().map(|(n, _)| n)
 }
 

@@ -95,7 +95,7 @@ pub fn run(a: &StatsArgs) -> Result<(), CliError> {
     stats.settle();
     emit(&report(&stats), &title, a.format, live, live && tty)?;
     told.iter().for_each(|l| eprintln!("{l}"));
-    report_end(&mut *source, live, &title, read_error);
+    report_end(live.then_some(&mut *source), &title, read_error);
     match metrics {
         Some(m) if !live => serve_final(&m, &stats),
         Some(m) => m.publish_stats(&stats),

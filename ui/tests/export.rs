@@ -333,20 +333,12 @@ fn the_export_carries_the_other_points_view() {
 
 /// Every row of `table` in an export directory, as its lines.
 fn table_lines(dir: &Path, table: &str) -> Vec<String> {
-    let mut rows = Vec::new();
-    let mut stack = vec![dir.join(table)];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).unwrap().flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                stack.push(p);
-            } else {
-                let text = std::fs::read_to_string(&p).unwrap();
-                rows.extend(text.lines().map(|l| l.to_string()));
-            }
-        }
-    }
-    rows
+    let files = files_under(&dir.join(table));
+    let text = files
+        .values()
+        .map(|b| String::from_utf8(b.clone()).unwrap());
+    text.flat_map(|t| t.lines().map(str::to_string).collect::<Vec<_>>())
+        .collect()
 }
 
 /// Rows that come out the same whichever way the tables are written: the
@@ -427,4 +419,67 @@ fn an_unwritable_directory_fails_the_export_with_why() {
     let why = "kafkashark-export: row 1: /proc/kafkashark-nowhere/messages/date=";
     assert!(said.contains(why), "{said}");
     assert!(said.contains("the export writer failed"), "{said}");
+}
+
+/// Every file under `dir`, by its path there, with its bytes.
+fn files_under(dir: &Path) -> std::collections::BTreeMap<PathBuf, Vec<u8>> {
+    let mut files = std::collections::BTreeMap::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                let rel = p.strip_prefix(dir).unwrap().to_path_buf();
+                files.insert(rel, std::fs::read(&p).unwrap());
+            }
+        }
+    }
+    files
+}
+
+/// Capture files are read on a reader thread and decoded in shards of the
+/// connections: the JSONL export of the shipped captures (and of the two
+/// capture points of one run) with one shard and with three is, file for
+/// file and byte for byte, the one read frame by frame on one thread
+/// (`--duration`), and says the same on standard error.
+#[test]
+fn the_export_is_the_same_with_any_number_of_threads() {
+    let mut runs = vec![shipped()];
+    if let Some(points) = common::two_points() {
+        runs.push(points.to_vec());
+    }
+    for (k, files) in runs.iter().enumerate() {
+        let export = |extra: &[&str]| {
+            let dir = std::env::temp_dir().join(format!(
+                "kafkashark-export-threads-{}-{k}-{}",
+                std::process::id(),
+                extra.join("")
+            ));
+            let _ = std::fs::remove_dir_all(&dir);
+            let out = bin()
+                .arg("export")
+                .args(files)
+                .args(["--format", "jsonl", "--out"])
+                .arg(&dir)
+                .args(extra)
+                .output()
+                .unwrap();
+            assert!(
+                out.status.success(),
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            let tables = files_under(&dir);
+            let _ = std::fs::remove_dir_all(&dir);
+            (tables, out.stderr)
+        };
+        let reference = export(&["--duration", "86400"]);
+        assert!(reference.0.len() >= 4, "{:?}", reference.0.keys());
+        for t in ["1", "3"] {
+            let got = export(&["--threads", t]);
+            assert!(got == reference, "{files:?} --threads {t}: exports differ");
+        }
+    }
 }
