@@ -16,13 +16,15 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
 
 use kafkashark::analyzer::{Analyzer, MessageAnalyzer, Output};
-use kafkashark::capture::{CaptureError, FileSource, FrameSource};
+use kafkashark::capture::{CaptureError, FrameSource};
 use kafkashark::export::TableRows;
 use kafkashark::flow::ReorderWindow;
 use kafkashark::stats::Stats;
 
 use crate::cli_error::CliError;
-use crate::print::{duration_arg, notice_line, pipeline_config, report_end, CaptureArgs, Input};
+use crate::print::{
+    duration_arg, notice_line, pipeline_config, report_end, CaptureArgs, Input, Source,
+};
 
 /// What `export` writes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -107,20 +109,14 @@ pub fn run(a: &ExportArgs) -> Result<(), CliError> {
     let duration = duration_arg(a.duration)?;
     // Capture files are read on a reader thread (below); a live capture,
     // or files read for a while, frame by frame.
-    let (files, mut source) = match &input {
-        Input::Files(paths) if duration.is_none() => {
-            let mut src = FileSource::open_all(paths, &crate::Both).map_err(CliError::Capture)?;
-            src.set_tls_keys(a.capture.keys());
-            (Some(src), None)
-        }
-        _ => (None, Some(input.open(&a.capture.ports, &a.capture.keys())?)),
-    };
+    let source = input.open_source(&a.capture.ports, &a.capture.keys(), duration.is_some())?;
     let names = input.captures();
     let name = input.name();
     let mut pipeline = pipeline_config(&a.capture.ports, a.reorder_window, &a.capture.keys());
-    pipeline.twin_window_ns = (source.as_ref().map(|s| s.twin_window_ns()))
-        .or_else(|| files.as_ref().map(FileSource::twin_window_ns))
-        .flatten();
+    pipeline.twin_window_ns = match &source {
+        Source::Files(f) => f.twin_window_ns(),
+        Source::Frames(f) => f.twin_window_ns(),
+    };
     // What stats reads (each message's summary scan, or its tree where the
     // scan cannot place its facts), with the messages' topics named.
     let base = crate::render_pool::summary_config(pipeline, &Default::default(), false);
@@ -158,11 +154,12 @@ pub fn run(a: &ExportArgs) -> Result<(), CliError> {
         Ok(status) if !status.success() => failed(status),
         _ => CliError::Usage(format!("the export writer stopped: {e}")),
     };
-    let written = match files {
+    // A live source, kept for its kernel drops.
+    let mut live_source = None;
+    let written = match source {
         // Capture files: read, reassembled and framed on a reader thread,
         // decoded in shards of the connections, merged back in order here.
-        Some(src) => {
-            let read = cfg.pipeline.clone();
+        Source::Files(src) => {
             let analyzer = MessageAnalyzer::new(cfg);
             let keep = crate::print::Keep {
                 frames: false,
@@ -171,44 +168,23 @@ pub fn run(a: &ExportArgs) -> Result<(), CliError> {
             let shards = a
                 .threads
                 .map_or_else(crate::shards::default_shards, usize::from);
-            let (mut dispatch, mut collect) = crate::shards::spawn(&analyzer, shards, keep)
+            let mut files = crate::shards::FileAnalysis::spawn(src, &analyzer, shards, keep)
                 .map_err(|err| CliError::Io {
                     path: "the analysis threads".into(),
                     err,
                 })?;
-            let reader = crate::print::FileReader::spawn(
-                src,
-                read,
-                crate::print::BATCH_FRAMES,
-                analyzer.request_scanner(),
-            );
-            for batch in reader.rx.iter() {
-                let mut evs = batch.evs;
-                let mut fin = batch.finish.unwrap_or_default();
-                read_error = read_error.or(batch.error);
-                for evs in [&mut evs, &mut fin] {
-                    let analysed =
-                        evs.is_empty() || dispatch.push(evs) && collect.next(&mut out, None);
-                    if !analysed {
-                        break;
-                    }
-                    if let Err(e) = write(&mut out, &mut w) {
-                        return Err(broken(&mut child, e));
-                    }
+            let mut written = Ok(());
+            while let Some(b) = files.next(&mut out) {
+                read_error = read_error.or(b.error);
+                written = write(&mut out, &mut w);
+                if written.is_err() {
+                    break;
                 }
             }
-            // The shards' reports of requests never answered.
-            drop(dispatch);
-            collect.next(&mut out, None);
-            drop(reader.rx);
-            let _ = reader.handle.join();
-            write(&mut out, &mut w)
+            written
         }
-        None => {
+        Source::Frames(mut source) => {
             let mut analyzer = Analyzer::new(cfg);
-            let Some(source) = source.as_mut() else {
-                return Err(CliError::Usage("no input".into()));
-            };
             while duration.is_none_or(|d| started.elapsed() < d) {
                 if !crate::print::pump(source.as_mut(), &mut analyzer, &mut out, &mut read_error) {
                     break;
@@ -218,6 +194,7 @@ pub fn run(a: &ExportArgs) -> Result<(), CliError> {
                 }
             }
             analyzer.finish(&mut out);
+            live_source = Some(source);
             write(&mut out, &mut w)
         }
     }
@@ -230,7 +207,7 @@ pub fn run(a: &ExportArgs) -> Result<(), CliError> {
         .wait()
         .map_err(|e| CliError::Usage(format!("the export writer: {e}")))?;
     let live = matches!(input, Input::Live { .. });
-    let live = source
+    let live = live_source
         .as_mut()
         .filter(|_| live)
         .map(|s| s.as_mut() as &mut dyn FrameSource);

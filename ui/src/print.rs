@@ -251,6 +251,21 @@ impl Input {
         }
     }
 
+    /// Opens it as a whole: capture files as they are (to be read on a
+    /// reader thread: `crate::shards::FileAnalysis`), unless `by_frame`
+    /// (a read for a while); else as [`Input::open`] does.
+    pub fn open_source(
+        &self,
+        ports: &Ports,
+        keys: &Keys,
+        by_frame: bool,
+    ) -> Result<Source, CliError> {
+        match self {
+            Input::Files(paths) if !by_frame => Ok(Source::Files(open_files(paths, keys)?)),
+            _ => self.open(ports, keys).map(Source::Frames),
+        }
+    }
+
     /// Opens it frame by frame: a file, or a live interface (its BPF filter
     /// defaulting to the Kafka `ports`), privileges dropped once it is open.
     pub fn open(
@@ -259,12 +274,7 @@ impl Input {
         keys: &Keys,
     ) -> Result<Box<dyn FrameSource + Send>, CliError> {
         Ok(match self {
-            Input::Files(paths) => {
-                let mut src =
-                    FileSource::open_all(paths, &crate::Both).map_err(CliError::Capture)?;
-                src.set_tls_keys(keys.clone());
-                Box::new(src)
-            }
+            Input::Files(paths) => Box::new(open_files(paths, keys)?),
             Input::Live { iface, filter } => {
                 let mut cfg = LiveConfig::new(iface);
                 cfg.filter = filter.clone().or_else(|| default_filter(ports));
@@ -272,6 +282,21 @@ impl Input {
             }
         })
     }
+}
+
+/// What a command reads ([`Input::open_source`]).
+pub enum Source {
+    /// Capture files, read whole on a reader thread.
+    Files(FileSource),
+    /// Frame by frame: a live capture, or files read for a while.
+    Frames(Box<dyn FrameSource + Send>),
+}
+
+/// Capture files opened together, with the TLS keys.
+pub(crate) fn open_files(paths: &[String], keys: &Keys) -> Result<FileSource, CliError> {
+    let mut src = FileSource::open_all(paths, &crate::Both).map_err(CliError::Capture)?;
+    src.set_tls_keys(keys.clone());
+    Ok(src)
 }
 
 /// A display filter that knows the names of the captures read (`capture`).
@@ -346,11 +371,7 @@ pub fn run(a: &PrintArgs) -> Result<u64, CliError> {
     }
     // A file is read and reassembled on a thread of its own (see `FileReader`).
     let mut file = match &input {
-        Input::Files(paths) if duration.is_none() => {
-            let mut src = FileSource::open_all(paths, &crate::Both).map_err(CliError::Capture)?;
-            src.set_tls_keys(a.capture.keys());
-            Some(src)
-        }
+        Input::Files(paths) if duration.is_none() => Some(open_files(paths, &a.capture.keys())?),
         _ => None,
     };
     let name = input.name();

@@ -34,8 +34,8 @@ pub const MAX_SHARDS: usize = 16;
 /// Shards for this machine: one per core but the reader's, at most
 /// [`MAX_SHARDS`]. On two cores that is one, run on the routing thread:
 /// the reader, that thread and the collecting one keep both cores busy,
-/// where shard threads added a hop per event and per output (`stats` of the
-/// corpus 0.432 → 0.355 s, docs/performance.md, "Threads in `stats`").
+/// where shard threads added a hop per event and per output
+/// (docs/performance.md, "Threads in `stats`").
 pub fn default_shards() -> usize {
     crate::cores().saturating_sub(1).clamp(1, MAX_SHARDS)
 }
@@ -305,5 +305,97 @@ impl Collect {
 fn strip_bytes(out: &mut [ShardOutput], keep_frames: bool) {
     for o in out {
         crate::print::strip_bytes(std::slice::from_mut(o.output_mut()), keep_frames);
+    }
+}
+
+/// Capture files analysed batch by batch for a caller that takes each
+/// batch's outputs on the thread that routes it (the TUI's loader,
+/// `export`): read, reassembled and framed on a reader thread
+/// (`print::FileReader`, which scans requests ahead while the shards are
+/// behind), decoded in shards, merged back in order.
+pub struct FileAnalysis {
+    reader: crate::print::FileReader,
+    /// Until the last batch is analysed.
+    dispatch: Option<Dispatch>,
+    collect: Collect,
+}
+
+/// What a batch read says beside its outputs ([`FileAnalysis::next`]).
+pub struct BatchFacts {
+    /// The time of the capture's first frame (first batch only).
+    pub first_ts: Option<kafkashark::vocab::Timestamp>,
+    /// Its frames' captured bytes, with 16 bytes of record header each.
+    pub bytes: u64,
+    /// The pipeline's counters once its frames were pushed.
+    pub counters: kafkashark::pipeline::PipelineStats,
+    /// What stopped the read early (last batch).
+    pub error: Option<kafkashark::capture::CaptureError>,
+    /// The last batch: its outputs end with the shards' end-of-input reports.
+    pub last: bool,
+}
+
+impl FileAnalysis {
+    /// Starts reading `src` with `analyzer`'s pipeline settings and analysing
+    /// it in `shards` shards (see [`spawn`]).
+    pub fn spawn(
+        src: kafkashark::capture::FileSource,
+        analyzer: &MessageAnalyzer,
+        shards: usize,
+        keep: Keep,
+    ) -> std::io::Result<FileAnalysis> {
+        let (dispatch, collect) = spawn(analyzer, shards, keep)?;
+        let reader = crate::print::FileReader::spawn(
+            src,
+            analyzer.config().pipeline.clone(),
+            crate::print::BATCH_FRAMES,
+            analyzer.request_scanner(),
+        );
+        Ok(FileAnalysis {
+            reader,
+            dispatch: Some(dispatch),
+            collect,
+        })
+    }
+
+    /// Appends the outputs of the next batch to `out` and says what the
+    /// batch read; `None` after the last one (or once a shard stopped).
+    pub fn next(&mut self, out: &mut Vec<Output>) -> Option<BatchFacts> {
+        let d = self.dispatch.as_mut()?;
+        // The reader ends with a batch marked last; without it, it stopped.
+        let batch = self
+            .reader
+            .rx
+            .recv()
+            .unwrap_or_else(|_| crate::print::Batch {
+                finish: Some(Vec::new()),
+                ..Default::default()
+            });
+        let mut evs = batch.evs;
+        if !(d.push(&mut evs) && self.collect.next(out, None)) {
+            self.dispatch = None;
+            return None;
+        }
+        let last = batch.finish.is_some();
+        if let Some(mut fin) = batch.finish {
+            if !(d.push(&mut fin) && self.collect.next(out, None)) {
+                self.dispatch = None;
+                return None;
+            }
+            // Input ends: the shards' reports of requests never answered.
+            self.dispatch = None;
+            self.collect.next(out, None);
+        }
+        Some(BatchFacts {
+            first_ts: batch.first_ts,
+            bytes: batch.bytes,
+            counters: batch.counters,
+            error: batch.error,
+            last,
+        })
+    }
+
+    /// Topic names learned so far.
+    pub fn topic_names(&self) -> &kafkashark::topics::TopicNames {
+        self.collect.topic_names()
     }
 }

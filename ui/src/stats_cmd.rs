@@ -10,7 +10,7 @@ use std::io::{IsTerminal, Write};
 use std::time::{Duration, Instant};
 
 use kafkashark::analyzer::{Analyzer, AnalyzerConfig, MessageAnalyzer, Notice, Output};
-use kafkashark::capture::{CaptureError, FileSource, FrameSource};
+use kafkashark::capture::{CaptureError, FrameSource};
 use kafkashark::flow::ReorderWindow;
 use kafkashark::kafka::tree;
 use kafkashark::pipeline::{Event, Warning};
@@ -142,8 +142,7 @@ fn run_file(
     path: &str,
     metrics: Option<MetricsServer>,
 ) -> Result<(), CliError> {
-    let mut src = FileSource::open_all(paths, &crate::Both).map_err(CliError::Capture)?;
-    src.set_tls_keys(a.capture.keys());
+    let src = crate::print::open_files(paths, &a.capture.keys())?;
     let (cfg, mut stats) = engine(a);
     stats.set_capture_points(paths, src.clocks());
     let analyzer = MessageAnalyzer::new(cfg);

@@ -199,18 +199,9 @@ pub fn run(opts: Options) -> Result<(), CliError> {
         Input::Message { name, .. } => (name.clone(), SourceKind::Message, None),
     };
     // Files are read by a reader thread of their own (`load_files`).
-    let source = match (&opts.input, capture) {
-        (Input::Files(p), _) => {
-            let mut src = kafkashark::capture::FileSource::open_all(p, &crate::Both)
-                .map_err(CliError::Capture)?;
-            src.set_tls_keys(opts.keys.clone());
-            Some(Source::Files(src))
-        }
-        (_, c) => c
-            .map(|c| c.open(&opts.ports, &opts.keys))
-            .transpose()?
-            .map(Source::Frames),
-    };
+    let source = capture
+        .map(|c| c.open_source(&opts.ports, &opts.keys, false))
+        .transpose()?;
     let meta = match &opts.input {
         Input::Files(p) if p.len() == 1 && p[0] != "-" => {
             std::fs::metadata(&p[0]).ok().map(|m| (&p[0], m))
@@ -293,11 +284,11 @@ pub fn run(opts: Options) -> Result<(), CliError> {
                 .spawn(move || {
                     let loading = Loading::new(&tx, reread, feed, total);
                     match src {
-                        Source::Files(f) => {
+                        print::Source::Files(f) => {
                             let shards = crate::shards::default_shards();
                             load_files(f, ports, &stop2, loading, shards);
                         }
-                        Source::Frames(f) => load(f, ports, &stop2, loading),
+                        print::Source::Frames(f) => load(f, ports, &stop2, loading),
                     }
                 })
                 .map_err(|e| CliError::Io {
@@ -486,14 +477,6 @@ fn start_save(app: &App, out: std::path::PathBuf, done: &std::sync::mpsc::Sender
     if let Err(e) = spawned {
         let _ = done.send(Msg::Notice(format!("not saved: {e}")));
     }
-}
-
-/// What a loader reads.
-enum Source {
-    /// Capture files ([`load_files`]).
-    Files(kafkashark::capture::FileSource),
-    /// A live capture ([`load`]).
-    Frames(Box<dyn FrameSource + Send>),
 }
 
 /// The loader's settings: the analyzer's for `ports`, `reorder` and `keys`,
@@ -701,75 +684,45 @@ fn load_files(
 ) {
     let (tx, total) = (loading.tx, loading.total);
     let cfg = loader_config(&input, src.twin_window_ns(), loading.feed.is_some());
-    let analyzer = kafkashark::analyzer::MessageAnalyzer::new(cfg.clone());
+    let analyzer = kafkashark::analyzer::MessageAnalyzer::new(cfg);
     // Entries keep what they are given: nothing is dropped on the shards.
     let keep = print::Keep {
         frames: true,
         bytes: true,
     };
-    let (mut dispatch, mut collect) = match crate::shards::spawn(&analyzer, shards, keep) {
-        Ok(d) => d,
+    let mut files = match crate::shards::FileAnalysis::spawn(src, &analyzer, shards, keep) {
+        Ok(f) => f,
         Err(e) => {
             let _ = tx.send(Msg::LoadError(format!("the analysis threads: {e}")));
             let _ = tx.send(Msg::LoadDone);
             return;
         }
     };
-    let reader = print::FileReader::spawn(
-        src,
-        cfg.pipeline,
-        print::BATCH_FRAMES,
-        analyzer.request_scanner(),
-    );
-    let (mut out, mut bytes, mut counters) = (Vec::new(), 24u64, PipelineStats::default());
-    // Each batch's events in turn through the shards and back, merged.
-    let analyse = |d: &mut crate::shards::Dispatch,
-                   c: &mut crate::shards::Collect,
-                   evs: &mut Vec<PipeEvent>,
-                   out: &mut Vec<Output>| { d.push(evs) && c.next(out, None) };
-    for batch in reader.rx.iter() {
+    let (mut out, mut bytes) = (Vec::new(), 24u64);
+    while let Some(b) = files.next(&mut out) {
         if stop.load(Ordering::Relaxed) {
             return;
         }
-        if let Some(ts) = batch.first_ts {
+        if let Some(ts) = b.first_ts {
             if tx.send(Msg::Origin(ts)).is_err() {
                 return;
             }
         }
-        if let Some(e) = &batch.error {
+        if let Some(e) = &b.error {
             let _ = tx.send(Msg::LoadError(e.to_string()));
         }
-        bytes += batch.bytes;
-        counters = batch.counters;
-        let mut evs = batch.evs;
-        if !analyse(&mut dispatch, &mut collect, &mut evs, &mut out) || !loading.outputs(&mut out) {
-            return;
+        bytes += b.bytes;
+        if b.last {
+            bytes = total.unwrap_or(bytes);
         }
-        if let Some(mut fin) = batch.finish {
-            if !analyse(&mut dispatch, &mut collect, &mut fin, &mut out)
-                || !loading.outputs(&mut out)
-            {
-                return;
-            }
-            break;
-        }
-        let names = collect.topic_names();
-        if !loading.send(false, || (counters, None), bytes, names) {
+        let counters = || (b.counters, None);
+        if !(loading.outputs(&mut out)
+            && loading.send(b.last, counters, bytes, files.topic_names()))
+        {
             return;
         }
     }
-    // The end: the shards' reports of requests never answered.
-    drop(dispatch);
-    drop(reader.rx);
-    let _ = reader.handle.join();
-    collect.next(&mut out, None);
-    if !loading.outputs(&mut out) {
-        return;
-    }
-    let bytes = total.unwrap_or(bytes);
-    if loading.send(true, || (counters, None), bytes, collect.topic_names()) {
-        let _ = tx.send(Msg::LoadDone);
-    }
+    let _ = tx.send(Msg::LoadDone);
 }
 
 /// An entry for a single size-prefixed message read from a file (decoded as a
