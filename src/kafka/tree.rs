@@ -319,26 +319,45 @@ fn push_decimal(s: &mut String, mut v: u64, negative: bool) {
 
 /// Appends `v` in lower-case hex, without leading zeros (`0` for zero).
 fn push_hex(s: &mut String, v: u64) {
-    for &d in hex_text(&mut [0; 16], v) {
+    let (digits, n) = hex_digits(v);
+    for &d in digits.get(..n).unwrap_or_default() {
         s.push(char::from(d));
     }
 }
 
-/// `v` in lower-case hex, without leading zeros (`0` for zero), written
-/// at the end of `buf`.
-pub(crate) fn hex_text(buf: &mut [u8; 16], mut v: u64) -> &[u8] {
-    let mut at = buf.len();
-    loop {
-        at -= 1;
-        if let Some(d) = buf.get_mut(at) {
-            *d = b"0123456789abcdef"[(v & 15) as usize];
-        }
-        v >>= 4;
-        if v == 0 || at == 0 {
-            break;
-        }
-    }
-    buf.get(at..).unwrap_or_default()
+/// Appends `v` in lower-case hex, without leading zeros (`0` for zero):
+/// one fixed-size copy, cut back to the digits.
+pub(crate) fn put_hex(out: &mut Vec<u8>, v: u64) {
+    let (digits, n) = hex_digits(v);
+    let at = out.len();
+    out.extend_from_slice(&digits);
+    out.truncate(at + n);
+}
+
+/// The lower-case hex digits of `v` without leading zeros (`0` for zero),
+/// first in the array (NULs after them), and how many there are: every
+/// nibble turned into its digit at once, eight to a word, without a loop.
+pub(crate) fn hex_digits(v: u64) -> ([u8; 16], usize) {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    // Byte k of the word: nibble k of `x`, the most significant digit last.
+    let spread = |x: u32| {
+        let mut x = u64::from(x);
+        x = (x | x << 16) & 0x0000_ffff_0000_ffff;
+        x = (x | x << 8) & 0x00ff_00ff_00ff_00ff;
+        (x | x << 4) & 0x0f0f_0f0f_0f0f_0f0f
+    };
+    // Each nibble's digit: `0` + it, and 39 more from `a` on; then the most
+    // significant digit first in memory.
+    let text = |x: u64| {
+        let letters = ((x + 6 * ONES) >> 4) & ONES;
+        (x + b'0' as u64 * ONES + letters * 39).swap_bytes()
+    };
+    let high = text(spread((v >> 32) as u32));
+    let low = text(spread(v as u32));
+    let n = (64 - (v | 1).leading_zeros()).div_ceil(4) as usize;
+    // The 16 digits in order; the leading zeros shifted out of the front.
+    let all = u128::from(high) | u128::from(low) << 64;
+    ((all >> (8 * (16 - n))).to_le_bytes(), n)
 }
 
 /// A uuid in its canonical 8-4-4-4-12 hex form.
@@ -658,7 +677,7 @@ pub mod json {
 
     /// High bit of each byte of `x` that is `"` or `\\`, exact for every
     /// byte: the sums of the low seven bits carry into no other byte.
-    pub(crate) const fn quote_or_backslash(x: u64) -> u64 {
+    const fn quote_or_backslash(x: u64) -> u64 {
         const LOW7: u64 = !HIGH;
         let q = x ^ (ONES * b'"' as u64);
         let s = x ^ (ONES * b'\\' as u64);
@@ -673,7 +692,7 @@ pub mod json {
     /// the bytes before its first special one: text dense in quotes, such as
     /// JSON record values, costs no call per plain run.
     #[inline(always)]
-    pub(crate) fn escape_words(
+    fn escape_words(
         out: &mut Vec<u8>,
         bytes: &[u8],
         special: impl Fn(u64) -> u64,
@@ -848,62 +867,102 @@ pub mod json {
         quotes: usize,
     ) {
         display.extend_from_slice(b"\\\"");
-        if quotes == 0 {
-            display.extend_from_slice(b);
-            value.extend_from_slice(b);
-        } else {
-            // Both texts are written in place, into room for their lengths
-            // (each quote takes three more bytes in `display`, one in
-            // `value`) and a word's room more for the whole-word stores,
-            // then cut back to what was written.
-            let (mut d, mut v) = (display.len(), value.len());
-            display.resize(d + b.len() + 3 * quotes + WORD_ROOM.0, 0);
-            value.resize(v + b.len() + quotes + WORD_ROOM.1, 0);
-            let mut words = b.chunks_exact(8);
-            for w in &mut words {
-                let word = u64::from_le_bytes(w.try_into().unwrap_or_default());
-                both_escapes_of_word(display, value, &mut d, &mut v, word, 8);
-            }
-            let rest = words.remainder();
-            if !rest.is_empty() {
-                // Zero bytes pad the word: they are neither `"` nor `\\`.
-                let mut w = [0u8; 8];
-                if let Some(head) = w.get_mut(..rest.len()) {
-                    head.copy_from_slice(rest);
-                }
-                let word = u64::from_le_bytes(w);
-                both_escapes_of_word(display, value, &mut d, &mut v, word, rest.len());
-            }
-            display.truncate(d);
-            value.truncate(v);
-        }
+        quotes_escaped_counted(Some(display), value, b, quotes);
         display.extend_from_slice(b"\\\"");
     }
 
-    /// Room [`both_escapes_of_word`] writes in, in `display` and `value`,
-    /// from where a word's text starts: eight bytes escaped take at most 32
-    /// and 16, and the last store is a whole word.
-    const WORD_ROOM: (usize, usize) = (40, 24);
+    /// Appends `b`, printable-ASCII bytes (see [`is_printable_ascii`]; the
+    /// caller checks) of which `quotes` are `"` or `\` (as
+    /// [`printable_ascii_quotes`] counts them), with a backslash before each
+    /// of those: Rust's `Debug` text of them without its quotes, as the
+    /// compact text shows a record's key or value (and their JSON escape,
+    /// as [`debug_and_escape_counted`] writes it).
+    pub(crate) fn backslashed_counted(out: &mut Vec<u8>, b: &[u8], quotes: usize) {
+        quotes_escaped_counted(None, out, b, quotes);
+    }
 
-    /// Writes the first `n` bytes of `word` at `d` in `display` and at `v`
-    /// in `value`, with each `"` or `\\` escaped in both texts (three
-    /// backslashes before it in `display`, one in `value`), and moves `d` and
-    /// `v` past them. Each store is a whole word, possibly past the bytes
-    /// kept, within [`WORD_ROOM`] of where the word starts: the room
-    /// [`debug_and_escape_counted`] makes covers it, and later stores
-    /// overwrite what is past the text.
+    /// Appends `b` (as [`backslashed_counted`] says) to `value` with a
+    /// backslash before each of its `quotes` `"` or `\`, and to `display`,
+    /// when given, with three. Both are written in place, into room for
+    /// their lengths (each quote takes three more bytes in `display`, one in
+    /// `value`) and a word's room more for the whole-word stores, then cut
+    /// back to what was written.
     #[inline(always)]
-    fn both_escapes_of_word(
-        display: &mut [u8],
-        value: &mut [u8],
-        d: &mut usize,
-        v: &mut usize,
+    fn quotes_escaped_counted(
+        mut display: Option<&mut Vec<u8>>,
+        value: &mut Vec<u8>,
+        b: &[u8],
+        quotes: usize,
+    ) {
+        if quotes == 0 {
+            if let Some(x) = display {
+                x.extend_from_slice(b);
+            }
+            value.extend_from_slice(b);
+            return;
+        }
+        let mut d = display.as_ref().map_or(0, |x| x.len());
+        if let Some(x) = display.as_deref_mut() {
+            x.resize(d + b.len() + 3 * quotes + DISPLAY_ROOM, 0);
+        }
+        let mut v = value.len();
+        value.resize(v + b.len() + quotes + VALUE_ROOM, 0);
+        let mut words = b.chunks_exact(8);
+        for w in &mut words {
+            let word = u64::from_le_bytes(w.try_into().unwrap_or_default());
+            let to_display = display.as_deref_mut().map(|x| (x.as_mut_slice(), &mut d));
+            escapes_of_word(to_display, (value, &mut v), word, 8);
+        }
+        let rest = words.remainder();
+        if !rest.is_empty() {
+            // Zero bytes pad the word: they are neither `"` nor `\`.
+            let mut w = [0u8; 8];
+            if let Some(head) = w.get_mut(..rest.len()) {
+                head.copy_from_slice(rest);
+            }
+            let word = u64::from_le_bytes(w);
+            let to_display = display.as_deref_mut().map(|x| (x.as_mut_slice(), &mut d));
+            escapes_of_word(to_display, (value, &mut v), word, rest.len());
+        }
+        if let Some(x) = display {
+            x.truncate(d);
+        }
+        value.truncate(v);
+    }
+
+    /// Room a word's escapes are written in, from where its text starts:
+    /// eight bytes escaped take at most 32 with three backslashes before a
+    /// quote and 16 with one, and the last store is a whole word.
+    const DISPLAY_ROOM: usize = 40;
+    const VALUE_ROOM: usize = 24;
+
+    /// Writes the first `n` bytes of `word` at `v` in `value` with a
+    /// backslash before each `"` or `\` (their JSON escape, or `Debug`'s)
+    /// and, with `display`, at `d` in it with three (`Debug`'s, JSON-escaped),
+    /// moving `v` and `d` past them: both texts from one scan of the word (a
+    /// record value's display and JSON value are written in one pass). Each
+    /// store is a whole word, possibly past the bytes kept, within
+    /// [`DISPLAY_ROOM`] and [`VALUE_ROOM`] of where the word starts: the room
+    /// the callers make covers it, and later stores overwrite what is past
+    /// the text. Inlined, a call without `display` writes no code for it.
+    #[inline(always)]
+    fn escapes_of_word(
+        display: Option<(&mut [u8], &mut usize)>,
+        (value, v): (&mut [u8], &mut usize),
         word: u64,
         n: usize,
     ) {
-        let dw = display.get_mut(*d..*d + WORD_ROOM.0);
-        let vw = value.get_mut(*v..*v + WORD_ROOM.1);
-        let (Some(dw), Some(vw)) = (dw, vw) else {
+        let mut dw = match display {
+            Some((buf, d)) => match buf.get_mut(*d..*d + DISPLAY_ROOM) {
+                Some(w) => Some((w, d)),
+                None => {
+                    debug_assert!(false, "room for a word's escapes");
+                    return;
+                }
+            },
+            None => None,
+        };
+        let Some(vw) = value.get_mut(*v..*v + VALUE_ROOM) else {
             debug_assert!(false, "room for a word's escapes");
             return;
         };
@@ -915,7 +974,9 @@ pub mod json {
                 s.copy_from_slice(&x.to_le_bytes());
             }
         };
-        put(dw, 0, word);
+        if let Some((dw, _)) = &mut dw {
+            put(dw, 0, word);
+        }
         put(vw, 0, word);
         let mut mask = quote_or_backslash(word);
         let (mut od, mut ov, mut done) = (0, 0, 0);
@@ -931,12 +992,14 @@ pub mod json {
             } else {
                 done
             };
-            od += k - done;
-            ov += k - done;
             let from = word >> (8 * k);
-            put(dw, od & 31, 0x005c_5c5c);
-            od += 3 * has;
-            put(dw, od & 31, from);
+            if let Some((dw, _)) = &mut dw {
+                od += k - done;
+                put(dw, od & 31, 0x005c_5c5c);
+                od += 3 * has;
+                put(dw, od & 31, from);
+            }
+            ov += k - done;
             put(vw, ov & 15, u64::from(b'\\'));
             ov += has;
             put(vw, ov & 15, from);
@@ -950,7 +1013,9 @@ pub mod json {
             step(mask, 1);
             mask &= mask - 1;
         }
-        *d += od + n - done;
+        if let Some((_, d)) = dw {
+            *d += od + n - done;
+        }
         *v += ov + n - done;
     }
 
@@ -2625,6 +2690,36 @@ mod tests {
                 String::from_utf8(got).expect("utf8"),
                 want.get(1..want.len() - 1).expect("quoted")
             );
+        }
+
+        #[test]
+        fn backslashed_is_debug_of_printable_ascii(
+            s in "[ -~]{0,80}",
+            dense in "[\"\\\\a-c]{0,40}",
+            plain in "[a-z ]{24,100}",
+        ) {
+            for t in [&s, &dense, &plain, &format!("{plain}{dense}{s}")] {
+                let quotes = json::printable_ascii_quotes(t.as_bytes()).expect("printable");
+                let mut got = b"x".to_vec();
+                json::backslashed_counted(&mut got, t.as_bytes(), quotes);
+                let want = format!("{t:?}");
+                proptest::prop_assert_eq!(
+                    String::from_utf8(got).expect("utf8"),
+                    format!("x{}", want.get(1..want.len() - 1).expect("quoted"))
+                );
+            }
+        }
+
+        #[test]
+        fn hex_digits_are_lower_hex(v in proptest::prelude::any::<u64>(), bits in 0u32..64) {
+            for v in [v, v >> bits, 1 << bits, (1 << bits) - 1] {
+                let mut got = b"x".to_vec();
+                put_hex(&mut got, v);
+                proptest::prop_assert_eq!(String::from_utf8(got).expect("utf8"), format!("x{v:x}"));
+                let mut got = String::from("y");
+                push_hex(&mut got, v);
+                proptest::prop_assert_eq!(got, format!("y{v:x}"));
+            }
         }
 
         #[test]

@@ -70,9 +70,9 @@ struct Text<'o> {
     failed: bool,
     /// The lines' leads: a record's (`prefix` and two spaces), its fields'
     /// and headers', its headers' fields'.
-    record_lead: Vec<u8>,
-    field_lead: Vec<u8>,
-    header_field_lead: Vec<u8>,
+    record_lead: Lead,
+    field_lead: Lead,
+    header_field_lead: Lead,
     /// What a span starts with after its `[`: `0x`, after `#N:` for a
     /// source other than the message.
     source: Pad,
@@ -90,7 +90,7 @@ struct Text<'o> {
 
 impl<'o> Text<'o> {
     fn new(out: &'o mut Vec<u8>, prefix: &str, source: u16, about: bool) -> Self {
-        let lead = |n: usize| format!("{prefix}{}", "  ".repeat(n)).into_bytes();
+        let lead = |n: usize| Lead::new(format!("{prefix}{}", "  ".repeat(n)).into_bytes());
         let mut src = Vec::new();
         if source != 0 {
             src.push(b'#');
@@ -120,13 +120,14 @@ impl<'o> Text<'o> {
     /// The current field's line, started with its lead, its name and `: `;
     /// then the source text, whether descriptions show, the scratch and
     /// the record's summary.
+    #[inline(always)]
     fn start(&mut self, name: &Pad) -> Line<'_> {
         let (s, lead) = match (self.in_header, self.state) {
-            (true, _) => (&mut self.hdr, self.header_field_lead.as_slice()),
-            (false, Rec::Written(..)) => (&mut *self.out, self.field_lead.as_slice()),
-            (false, _) => (&mut self.rec, self.field_lead.as_slice()),
+            (true, _) => (&mut self.hdr, &self.header_field_lead),
+            (false, Rec::Written(..)) => (&mut *self.out, &self.field_lead),
+            (false, _) => (&mut self.rec, &self.field_lead),
         };
-        s.extend_from_slice(lead);
+        lead.put(s);
         name.put(s);
         (
             s,
@@ -144,7 +145,7 @@ impl Text<'_> {
     fn write_record_line(&mut self, at: usize, len: usize) {
         let l = &mut self.line;
         l.clear();
-        l.extend_from_slice(&self.record_lead);
+        self.record_lead.put(l);
         l.extend_from_slice(b"Record[");
         json::u64(l, self.index);
         l.push(b']');
@@ -164,6 +165,39 @@ impl Text<'_> {
         self.out.extend_from_slice(&self.line);
         self.out.extend_from_slice(&self.rec);
         self.rec.clear();
+    }
+}
+
+/// A line's lead (the records' parent's indent and guides, two spaces a
+/// level below it), kept padded to [`Lead::ROOM`] bytes: appended as a
+/// fixed-size copy cut back to its length, not a call to `memcpy` per line
+/// (a longer lead is copied as it is).
+struct Lead {
+    text: Vec<u8>,
+    len: usize,
+}
+
+impl Lead {
+    const ROOM: usize = 64;
+
+    fn new(mut text: Vec<u8>) -> Lead {
+        let len = text.len();
+        if len < Lead::ROOM {
+            text.resize(Lead::ROOM, b' ');
+        }
+        Lead { text, len }
+    }
+
+    #[inline(always)]
+    fn put(&self, out: &mut Vec<u8>) {
+        match <&[u8; Lead::ROOM]>::try_from(self.text.as_slice()) {
+            Ok(room) => {
+                let at = out.len();
+                out.extend_from_slice(room);
+                out.truncate(at + self.len);
+            }
+            Err(_) => out.extend_from_slice(&self.text),
+        }
     }
 }
 
@@ -205,7 +239,7 @@ fn tail(
 ) {
     ty.put(s);
     source.put(s);
-    s.extend_from_slice(tree::hex_text(&mut [0; 16], offset as u64));
+    tree::put_hex(s, offset as u64);
     s.push(b'+');
     json::u64(s, length as u64);
     s.push(b']');
@@ -266,15 +300,10 @@ impl FieldOut for Text<'_> {
         let (s, source, about, scratch, _) = self.start(&f.text_name);
         // Printable ASCII, the usual content, is quoted as it is (`Debug`'s
         // plain form), `"` and `\` escaped.
-        if json::is_printable_ascii(data) && (string || data.len() <= MAX_STR) {
+        let plain = json::printable_ascii_quotes(data);
+        if let (Some(quotes), true) = (plain, string || data.len() <= MAX_STR) {
             s.push(b'"');
-            json::escape_words(
-                s,
-                data,
-                json::quote_or_backslash,
-                |b| b == b'"' || b == b'\\',
-                |s, b| s.extend_from_slice(&[b'\\', b]),
-            );
+            json::backslashed_counted(s, data, quotes);
             s.push(b'"');
         } else {
             let value = if string {
@@ -334,7 +363,7 @@ impl FieldOut for Text<'_> {
             Rec::Written(..) => &mut *self.out,
             _ => &mut self.rec,
         };
-        rec.extend_from_slice(&self.field_lead);
+        self.field_lead.put(rec);
         rec.extend_from_slice(b"Header[");
         json::u64(rec, j);
         rec.extend_from_slice(b"]: ");
