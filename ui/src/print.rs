@@ -1354,9 +1354,12 @@ impl Render {
         }
     }
 
-    /// Appends the text summary line of `m` (without its tree).
+    /// Appends the text summary line of `m` (without its tree), written
+    /// into `out` piece by piece: no `format!` of the whole line, no
+    /// `String` made for it or for its numbers (a line for every message of
+    /// `print`).
     pub(crate) fn summary_line(&mut self, out: &mut Vec<u8>, m: &MessageRecord) {
-        use std::fmt::Write as _;
+        use tree::json;
         let i = &m.info;
         let mut time = std::mem::take(&mut self.time_buf);
         time.clear();
@@ -1367,66 +1370,102 @@ impl Render {
             Kind::Request => (i.client, i.broker, "Request"),
             Kind::Response => (i.broker, i.client, "Response"),
         };
-        let mut s = format!(
-            "{:>6} {time:>12} s{:<3} {from} → {to}  {} {kind}  corr={} len={}",
-            i.frame,
-            i.stream,
-            api_text(i),
-            i.correlation_id.map_or("?".into(), |c| c.to_string()),
-            i.length
-        );
+        // `{:>6} {time:>12} s{:<3} {from} → {to}  {api} {kind}  corr={} len={}`.
+        spaces(out, 6usize.saturating_sub(decimal_len(i.frame)));
+        json::u64(out, i.frame);
+        out.push(b' ');
+        spaces(out, 12usize.saturating_sub(time.chars().count()));
+        out.extend_from_slice(time.as_bytes());
         self.time_buf = time;
-        // Writing to a `String` cannot fail.
+        out.extend_from_slice(b" s");
+        json::u64(out, i.stream);
+        spaces(out, 3usize.saturating_sub(decimal_len(i.stream)));
+        // Writing to a `Vec` cannot fail.
+        let _ = write!(out, " {from} → {to}  ");
+        put_api_text(out, i);
+        out.push(b' ');
+        out.extend_from_slice(kind.as_bytes());
+        out.extend_from_slice(b"  corr=");
+        match i.correlation_id {
+            Some(c) => json::i64(out, c.into()),
+            None => out.push(b'?'),
+        }
+        out.extend_from_slice(b" len=");
+        json::i64(out, i.length.into());
         if let Some(c) = &i.client_id {
-            let _ = write!(s, " client_id={:?}", tree::escape_text(c));
+            let _ = write!(out, " client_id={:?}", tree::escape_text(c));
         }
         if let Some(l) = i.latency_ms() {
-            let _ = write!(s, " latency={l:.3}ms");
+            let _ = write!(out, " latency={l:.3}ms");
         }
         if let Some(h) = i.hol_wait_ns.filter(|&h| h > 0) {
-            let _ = write!(s, " hol_wait={:.3}ms", h as f64 / 1e6);
+            let _ = write!(out, " hol_wait={:.3}ms", h as f64 / 1e6);
         }
         if let Some(r) = i.rtt.filter(|_| i.kind == Kind::Response) {
-            let _ = write!(s, " rtt={:.3}ms", r.ms());
+            let _ = write!(out, " rtt={:.3}ms", r.ms());
         }
         if let Some(a) = &i.also {
-            let _ = write!(s, " also_frame={}", a.frame);
+            let _ = write!(out, " also_frame={}", a.frame);
             if let Some(l) = a.latency_ns {
-                let _ = write!(s, " also_latency={:.3}ms", l as f64 / 1e6);
+                let _ = write!(out, " also_latency={:.3}ms", l as f64 / 1e6);
             }
         }
         if i.long_poll() {
-            s.push_str(" [long-poll]");
+            out.extend_from_slice(b" [long-poll]");
         }
         if let Some(t) = i.throttle_time_ms.filter(|&t| t > 0) {
-            let _ = write!(s, " throttle={t}ms");
+            let _ = write!(out, " throttle={t}ms");
         }
         if !i.error_codes.is_empty() {
-            let _ = write!(s, " errors={}", error_names(&i.error_codes));
+            let _ = write!(out, " errors={}", error_names(&i.error_codes));
         }
         for m in pairing_marks(i) {
-            s.push(' ');
-            s.push_str(&m);
+            out.push(b' ');
+            out.extend_from_slice(m.as_bytes());
         }
         if let Some(e) = &i.decode_error {
-            let _ = write!(s, " [malformed: {}]", tree::escape_text(e));
+            let _ = write!(out, " [malformed: {}]", tree::escape_text(e));
         }
         if let Some(w) = &i.decode_warning {
-            let _ = write!(s, " [warning: {w}]");
+            let _ = write!(out, " [warning: {w}]");
         }
-        s.push('\n');
-        out.extend_from_slice(s.as_bytes());
+        out.push(b'\n');
     }
+}
+
+/// Appends `n` spaces.
+fn spaces(out: &mut Vec<u8>, n: usize) {
+    out.resize(out.len() + n, b' ');
+}
+
+/// How many decimal digits `v` has.
+fn decimal_len(v: u64) -> usize {
+    v.checked_ilog10().map_or(1, |d| d as usize + 1)
 }
 
 /// The API and its version as the lines show them: `Produce v9`, `Produce`
 /// (no version), `api 99` (a key this build does not name), `unknown`.
 pub fn api_text(i: &MessageInfo) -> String {
+    let mut b = Vec::new();
+    put_api_text(&mut b, i);
+    String::from_utf8_lossy(&b).into_owned()
+}
+
+/// Appends [`api_text`].
+fn put_api_text(out: &mut Vec<u8>, i: &MessageInfo) {
     match (i.api_name(), i.api_version, i.api_key) {
-        (Some(n), Some(v), _) => format!("{n} v{v}"),
-        (Some(n), None, _) => n.to_string(),
-        (None, _, Some(k)) => format!("api {k}"),
-        (None, _, None) => "unknown".into(),
+        (Some(n), v, _) => {
+            out.extend_from_slice(n.as_bytes());
+            if let Some(v) = v {
+                out.extend_from_slice(b" v");
+                tree::json::i64(out, v.into());
+            }
+        }
+        (None, _, Some(k)) => {
+            // Writing to a `Vec` cannot fail.
+            let _ = write!(out, "api {k}");
+        }
+        (None, _, None) => out.extend_from_slice(b"unknown"),
     }
 }
 
