@@ -113,10 +113,7 @@ pub fn run(a: &ExportArgs) -> Result<(), CliError> {
     let names = input.captures();
     let name = input.name();
     let mut pipeline = pipeline_config(&a.capture.ports, a.reorder_window, &a.capture.keys());
-    pipeline.twin_window_ns = match &source {
-        Source::Files(f) => f.twin_window_ns(),
-        Source::Frames(f) => f.twin_window_ns(),
-    };
+    pipeline.twin_window_ns = source.twin_window_ns();
     // What stats reads (each message's summary scan, or its tree where the
     // scan cannot place its facts), with the messages' topics named.
     let base = crate::render_pool::summary_config(pipeline, &Default::default(), false);

@@ -292,6 +292,17 @@ pub enum Source {
     Frames(Box<dyn FrameSource + Send>),
 }
 
+impl Source {
+    /// The pipeline's twin window for what it reads
+    /// (`FrameSource::twin_window_ns`).
+    pub fn twin_window_ns(&self) -> Option<u64> {
+        match self {
+            Source::Files(f) => f.twin_window_ns(),
+            Source::Frames(f) => f.twin_window_ns(),
+        }
+    }
+}
+
 /// Capture files opened together, with the TLS keys.
 pub(crate) fn open_files(paths: &[String], keys: &Keys) -> Result<FileSource, CliError> {
     let mut src = FileSource::open_all(paths, &crate::Both).map_err(CliError::Capture)?;
@@ -1448,7 +1459,8 @@ fn decimal_len(v: u64) -> usize {
 pub fn api_text(i: &MessageInfo) -> String {
     let mut b = Vec::new();
     put_api_text(&mut b, i);
-    String::from_utf8_lossy(&b).into_owned()
+    // Names and numbers: UTF-8 (checked, not copied).
+    String::from_utf8(b).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
 }
 
 /// Appends [`api_text`].

@@ -70,9 +70,9 @@ struct Text<'o> {
     failed: bool,
     /// The lines' leads: a record's (`prefix` and two spaces), its fields'
     /// and headers', its headers' fields'.
-    record_lead: Lead,
-    field_lead: Lead,
-    header_field_lead: Lead,
+    record_lead: Vec<u8>,
+    field_lead: Vec<u8>,
+    header_field_lead: Vec<u8>,
     /// What a span starts with after its `[`: `0x`, after `#N:` for a
     /// source other than the message.
     source: Pad,
@@ -90,7 +90,7 @@ struct Text<'o> {
 
 impl<'o> Text<'o> {
     fn new(out: &'o mut Vec<u8>, prefix: &str, source: u16, about: bool) -> Self {
-        let lead = |n: usize| Lead::new(format!("{prefix}{}", "  ".repeat(n)).into_bytes());
+        let lead = |n: usize| format!("{prefix}{}", "  ".repeat(n)).into_bytes();
         let mut src = Vec::new();
         if source != 0 {
             src.push(b'#');
@@ -123,11 +123,11 @@ impl<'o> Text<'o> {
     #[inline(always)]
     fn start(&mut self, name: &Pad) -> Line<'_> {
         let (s, lead) = match (self.in_header, self.state) {
-            (true, _) => (&mut self.hdr, &self.header_field_lead),
-            (false, Rec::Written(..)) => (&mut *self.out, &self.field_lead),
-            (false, _) => (&mut self.rec, &self.field_lead),
+            (true, _) => (&mut self.hdr, self.header_field_lead.as_slice()),
+            (false, Rec::Written(..)) => (&mut *self.out, self.field_lead.as_slice()),
+            (false, _) => (&mut self.rec, self.field_lead.as_slice()),
         };
-        lead.put(s);
+        s.extend_from_slice(lead);
         name.put(s);
         (
             s,
@@ -145,7 +145,7 @@ impl Text<'_> {
     fn write_record_line(&mut self, at: usize, len: usize) {
         let l = &mut self.line;
         l.clear();
-        self.record_lead.put(l);
+        l.extend_from_slice(&self.record_lead);
         l.extend_from_slice(b"Record[");
         json::u64(l, self.index);
         l.push(b']');
@@ -165,39 +165,6 @@ impl Text<'_> {
         self.out.extend_from_slice(&self.line);
         self.out.extend_from_slice(&self.rec);
         self.rec.clear();
-    }
-}
-
-/// A line's lead (the records' parent's indent and guides, two spaces a
-/// level below it), kept padded to [`Lead::ROOM`] bytes: appended as a
-/// fixed-size copy cut back to its length, not a call to `memcpy` per line
-/// (a longer lead is copied as it is).
-struct Lead {
-    text: Vec<u8>,
-    len: usize,
-}
-
-impl Lead {
-    const ROOM: usize = 64;
-
-    fn new(mut text: Vec<u8>) -> Lead {
-        let len = text.len();
-        if len < Lead::ROOM {
-            text.resize(Lead::ROOM, b' ');
-        }
-        Lead { text, len }
-    }
-
-    #[inline(always)]
-    fn put(&self, out: &mut Vec<u8>) {
-        match <&[u8; Lead::ROOM]>::try_from(self.text.as_slice()) {
-            Ok(room) => {
-                let at = out.len();
-                out.extend_from_slice(room);
-                out.truncate(at + self.len);
-            }
-            Err(_) => out.extend_from_slice(&self.text),
-        }
     }
 }
 
@@ -363,7 +330,7 @@ impl FieldOut for Text<'_> {
             Rec::Written(..) => &mut *self.out,
             _ => &mut self.rec,
         };
-        self.field_lead.put(rec);
+        rec.extend_from_slice(&self.field_lead);
         rec.extend_from_slice(b"Header[");
         json::u64(rec, j);
         rec.extend_from_slice(b"]: ");
