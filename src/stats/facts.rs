@@ -11,7 +11,7 @@
 
 use std::borrow::Cow;
 
-use super::lag::FetchAnswer;
+use super::lag::{FetchAnswer, Lag, TopicId, TopicMemo};
 use super::report::TopicPartitions;
 use crate::kafka::decode::{Decoded, ScanFacts, ScanPlace, ScanSet, ScanTopic};
 use crate::kafka::records::{stored_crc, BatchHead, SetCounts};
@@ -394,79 +394,105 @@ pub(crate) fn each_int<'d>(d: &'d Decoded, topics: &'d TopicNames, mut f: impl F
     found.into_iter().for_each(f);
 }
 
-/// The partitions a Fetch response answers, for consumer lag: each
-/// `HighWatermark` opens one at its place, the `LastStableOffset`,
-/// `LogStartOffset`, non-zero error and record set at the same place fill
-/// it. A place without a topic takes `fallback` (the request's one topic).
-pub(crate) fn fetch_answers<'d>(
-    d: &'d Decoded,
-    topics: &'d TopicNames,
-    fallback: Option<&'d str>,
-) -> Vec<FetchAnswer<'d>> {
-    let mut out: Vec<FetchAnswer<'d>> = Vec::new();
-    let or = |t: Option<Cow<'d, str>>| t.or_else(|| fallback.map(Cow::Borrowed));
-    let same = |a: &FetchAnswer<'_>, t: Option<&str>, p: Option<i32>| {
-        Some(a.partition) == p && Some(&*a.topic) == t
-    };
-    // A partition's `HighWatermark` comes first in its struct: its other
-    // integers belong to the answer made last.
-    each_int(d, topics, |n| {
-        let topic = or(n.topic);
-        match (n.name, topic, n.partition) {
-            ("HighWatermark", Some(topic), Some(partition)) => out.push(FetchAnswer {
-                topic,
-                partition,
-                error: 0,
-                high_watermark: n.value,
-                last_stable_offset: -1,
-                log_start_offset: -1,
-                last_offset: None,
-                records: 0,
-            }),
-            (name, topic, partition) => {
-                let last = out.last_mut();
-                if let Some(a) = last.filter(|a| same(a, topic.as_deref(), partition)) {
-                    match name {
-                        "LastStableOffset" => a.last_stable_offset = n.value,
-                        "LogStartOffset" => a.log_start_offset = n.value,
-                        _ => {}
+/// The partitions a Fetch response answers, for consumer lag. Made from
+/// the response's placed integers ([`FetchAnswers::new`]); its errors and
+/// record sets are placed in them as `Stats` counts those
+/// ([`FetchAnswers::error`], [`FetchAnswers::set`]), not in walks of their own.
+#[derive(Debug, Default)]
+pub(crate) struct FetchAnswers {
+    list: Vec<FetchAnswer>,
+    /// Positions in `list` in (topic, partition) order, stable: the last of
+    /// a partition answered twice is the last of its run.
+    index: Vec<usize>,
+}
+
+impl FetchAnswers {
+    /// Each `HighWatermark` opens an answer at its place, the
+    /// `LastStableOffset` and `LogStartOffset` at the same place fill it (a
+    /// partition's `HighWatermark` comes first in its struct). A place
+    /// without a topic takes `fallback` (the request's one topic); topics are
+    /// interned by `lag` (a topic past its cap answers nothing).
+    pub(crate) fn new<'d>(
+        d: &'d Decoded,
+        topics: &'d TopicNames,
+        fallback: Option<&'d str>,
+        lag: &mut Lag,
+    ) -> FetchAnswers {
+        // Three integers a partition, in the usual response.
+        let ints = d.facts.as_ref().map_or(0, |x| x.ints.len());
+        let mut list: Vec<FetchAnswer> = Vec::with_capacity(ints.div_ceil(3));
+        let mut memo = TopicMemo::default();
+        each_int(d, topics, |n| {
+            let Some(partition) = n.partition else { return };
+            let last = list.last_mut().filter(|a| a.partition == partition);
+            if n.name != "HighWatermark" && last.is_none() {
+                return;
+            }
+            let topic = n.topic.or(fallback.map(Cow::Borrowed));
+            let Some(topic) = topic.and_then(|t| memo.topic(lag, t)) else {
+                return;
+            };
+            match n.name {
+                "HighWatermark" => list.push(FetchAnswer {
+                    topic,
+                    partition,
+                    error: 0,
+                    high_watermark: n.value,
+                    last_stable_offset: -1,
+                    log_start_offset: -1,
+                    last_offset: None,
+                    records: 0,
+                }),
+                name => {
+                    if let Some(a) = list.last_mut().filter(|a| a.topic == topic) {
+                        match name {
+                            "LastStableOffset" => a.last_stable_offset = n.value,
+                            "LogStartOffset" => a.log_start_offset = n.value,
+                            _ => {}
+                        }
                     }
                 }
             }
-        }
-    });
-    // Errors and record sets find their partition's answer (the last, if
-    // named twice) by binary search: a response may hold thousands.
-    let mut index: Vec<usize> = (0..out.len()).collect();
-    let key = |i: usize| out.get(i).map(|a| (&*a.topic, a.partition));
-    index.sort_by(|&x, &y| key(x).cmp(&key(y)));
-    let at = |out: &[FetchAnswer<'_>], t: Option<&str>, p: Option<i32>| -> Option<usize> {
-        let (t, p) = (t?, p?);
-        let end = index.partition_point(|&i| {
-            out.get(i)
-                .is_some_and(|a| (&*a.topic, a.partition) <= (t, p))
         });
-        let i = *index.get(end.checked_sub(1)?)?;
-        out.get(i).filter(|a| same(a, Some(t), Some(p))).map(|_| i)
-    };
-    let errors = match &d.facts {
-        Some(x) => scanned_errors(x, topics),
-        None => errors(&d.root, topics),
-    };
-    for e in errors {
-        let topic = e.place.topic.as_deref().or(fallback);
-        if let Some(a) = at(&out, topic, e.place.partition).and_then(|i| out.get_mut(i)) {
-            a.error = e.code;
+        // Errors and record sets find their partition's answer by binary
+        // search: a response may hold thousands.
+        let mut index: Vec<usize> = (0..list.len()).collect();
+        let key = |i: usize| list.get(i).map(|a| (a.topic, a.partition));
+        index.sort_by_key(|&i| key(i));
+        FetchAnswers { list, index }
+    }
+
+    /// The answers, in the response's order.
+    pub(crate) fn list(&self) -> &[FetchAnswer] {
+        &self.list
+    }
+
+    /// The answer of (`topic`, `partition`) (the last, if named twice).
+    fn at(&mut self, topic: TopicId, partition: i32) -> Option<&mut FetchAnswer> {
+        let list = &self.list;
+        let end = self.index.partition_point(|&i| {
+            list.get(i)
+                .is_some_and(|a| (a.topic, a.partition) <= (topic, partition))
+        });
+        let i = *self.index.get(end.checked_sub(1)?)?;
+        let a = self.list.get_mut(i)?;
+        (a.topic == topic && a.partition == partition).then_some(a)
+    }
+
+    /// A non-zero error `code` at (`topic`, `partition`).
+    pub(crate) fn error(&mut self, topic: TopicId, partition: i32, code: i16) {
+        if let Some(a) = self.at(topic, partition) {
+            a.error = code;
         }
     }
-    each_set(d, topics, |s| {
-        let topic = s.topic.as_deref().or(fallback);
-        if let Some(a) = at(&out, topic, s.partition).and_then(|i| out.get_mut(i)) {
-            a.records += s.counts.records;
-            a.last_offset = s.counts.heads.iter().map(BatchHead::last_offset).max();
+
+    /// A record set of (`topic`, `partition`) with `counts`.
+    pub(crate) fn set(&mut self, topic: TopicId, partition: i32, counts: &SetCounts) {
+        if let Some(a) = self.at(topic, partition) {
+            a.records += counts.records;
+            a.last_offset = counts.heads.iter().map(BatchHead::last_offset).max();
         }
-    });
-    out
+    }
 }
 
 /// Leaf messages of a legacy message (a wrapper holds its inner messages).

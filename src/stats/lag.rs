@@ -76,9 +76,9 @@ impl FetchAsks {
 
 /// One partition of a Fetch response.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct FetchAnswer<'a> {
-    /// Topic name (or id).
-    pub topic: Cow<'a, str>,
+pub struct FetchAnswer {
+    /// Topic (interned by [`Lag::topic`]).
+    pub topic: TopicId,
     /// Partition.
     pub partition: i32,
     /// The partition's `ErrorCode`.
@@ -94,6 +94,31 @@ pub struct FetchAnswer<'a> {
     pub last_offset: Option<i64>,
     /// Records returned.
     pub records: u64,
+}
+
+/// Topics interned within one message ([`Lag::topic`]): a name at the
+/// address and length of the last one given is that name (the message holds
+/// it while this borrows it: a struct's facts share their topic's name), so
+/// a message's partitions mostly find their topic without its name read.
+#[derive(Default)]
+pub struct TopicMemo<'a>(Option<(&'a str, TopicId)>);
+
+impl<'a> TopicMemo<'a> {
+    /// [`Lag::topic`] of `name`.
+    pub fn topic(&mut self, lag: &mut Lag, name: Cow<'a, str>) -> Option<TopicId> {
+        let name = match name {
+            Cow::Borrowed(name) => name,
+            Cow::Owned(name) => return lag.topic(&name),
+        };
+        if let Some((last, id)) = self.0 {
+            if std::ptr::eq(last, name) {
+                return Some(id);
+            }
+        }
+        let id = lag.topic(name)?;
+        self.0 = Some((name, id));
+        Some(id)
+    }
 }
 
 /// Who fetched: the client id on a host (a consumer's group is learned
@@ -295,15 +320,13 @@ impl Lag {
         who: ConsumerId,
         ts: Timestamp,
         asks: &FetchAsks,
-        answers: &[FetchAnswer<'_>],
+        answers: &[FetchAnswer],
     ) {
         for a in answers {
             if a.error != 0 || a.high_watermark < 0 {
                 continue;
             }
-            let Some(topic) = self.topic(&a.topic) else {
-                continue;
-            };
+            let topic = a.topic;
             let part = a.partition;
             self.high.insert((topic, part), (a.high_watermark, ts));
             let key = (who, topic, part);
@@ -545,9 +568,9 @@ mod tests {
         FetchAsks::new(vec![(0, p, offset)])
     }
 
-    fn answer(p: i32, hw: i64, last: Option<i64>, records: u64) -> FetchAnswer<'static> {
+    fn answer(p: i32, hw: i64, last: Option<i64>, records: u64) -> FetchAnswer {
         FetchAnswer {
-            topic: "t".into(),
+            topic: 0,
             partition: p,
             error: 0,
             high_watermark: hw,
@@ -716,5 +739,31 @@ mod tests {
         }
         let r = l.report();
         assert_eq!((r.partitions.len(), r.overflow), (MAX_PARTITIONS, 5));
+    }
+
+    #[test]
+    fn a_memo_gives_the_ids_the_lag_interns() {
+        let mut l = Lag::default();
+        let (a, b) = (String::from("alpha"), String::from("beta"));
+        let a_again = String::from("alpha");
+        let mut memo = TopicMemo::default();
+        let ids: Vec<_> = [
+            a.as_str(),
+            a.as_str(),
+            b.as_str(),
+            a_again.as_str(),
+            "alpha",
+        ]
+        .into_iter()
+        .map(|t| memo.topic(&mut l, Cow::Borrowed(t)))
+        .collect();
+        let owned = memo.topic(&mut l, Cow::Owned("beta".into()));
+        assert_eq!(ids, [Some(0), Some(0), Some(1), Some(0), Some(0)]);
+        assert_eq!(owned, Some(1));
+        assert_eq!((l.topic("alpha"), l.topic("beta")), (Some(0), Some(1)));
+        assert_eq!(
+            (l.topic_name(0), l.topic_name(1)),
+            (Some("alpha"), Some("beta"))
+        );
     }
 }

@@ -170,6 +170,9 @@ struct Capped<K, V, M = BTreeMap<K, V>> {
     kv: std::marker::PhantomData<fn() -> (K, V)>,
 }
 
+/// A [`Capped`] in a hash map (sorted when reported: [`Capped::sorted`]).
+type Hashed<K, V> = Capped<K, V, HashMap<K, V>>;
+
 /// The maps a [`Capped`] keeps its entries in.
 trait CapMap<K, V>: Default {
     /// The entry for `k`, made by `f` while the map holds fewer than `cap`.
@@ -223,6 +226,24 @@ impl<K: Ord + Copy, V> Capped<K, V, HashMap<K, V>> {
         v.sort_unstable_by_key(|e| *e.0);
         v
     }
+}
+
+/// What [`Stats::response_tree`] reads beside the tree: the topic of a
+/// record set that names none, the group request answered, who fetched.
+type ResponseContext<'a> = (
+    Option<&'a str>,
+    Option<&'a facts::GroupRequest>,
+    Option<lag::ConsumerId>,
+);
+
+/// The versions of `api` among `sorted` (every version, in key order).
+fn api_versions<'s, 'a, V>(
+    sorted: &'s [(&'a (i16, i16), &'a V)],
+    api: i16,
+) -> &'s [(&'a (i16, i16), &'a V)] {
+    let from = sorted.partition_point(|e| e.0 .0 < api);
+    let to = sorted.partition_point(|e| e.0 .0 <= api);
+    sorted.get(from..to).unwrap_or_default()
 }
 
 /// The requests waiting for their response, by message index: a hash map,
@@ -469,6 +490,9 @@ struct Pending {
 #[derive(Clone, Debug, Default)]
 struct StreamFacts {
     software: Option<(String, String)>,
+    /// The consumer (`Lag::consumer`) of the connection's last client id
+    /// that had one, and that client id.
+    consumer: Option<(Option<String>, lag::ConsumerId)>,
     /// The connection's last client, so the next message finds it without
     /// building its key.
     client: Option<StreamClient>,
@@ -586,18 +610,18 @@ pub struct Stats {
     topics: TopicNames,
     pending: PendingTable,
     /// What each connection told, at most `max_keys` connections.
-    streams: Capped<u64, StreamFacts, HashMap<u64, StreamFacts>>,
+    streams: Hashed<u64, StreamFacts>,
     /// Late segments by stream ([`Warning::Reordered`]), at most `max_keys` streams.
     reordered: BTreeMap<u64, u64>,
     /// TLS connections, at most `max_keys`.
     tls: tls::TlsTable,
     summary: Summary,
-    apis: Capped<i16, ApiAcc>,
-    versions: Capped<(i16, i16), Exchanges>,
+    apis: Hashed<i16, ApiAcc>,
+    versions: Hashed<(i16, i16), Exchanges>,
     /// Clients' counters (capped at `max_keys`) and latency histograms
     /// (capped at `max_histograms`).
     clients: ClientTable<ClientAcc>,
-    brokers: Capped<SocketAddr, Exchanges>,
+    brokers: Hashed<SocketAddr, Exchanges>,
     conns: Capped<u64, ConnAcc, HashMap<u64, ConnAcc>>,
     slow: Top<u64, SlowExchange>,
     /// Long-poll Fetches kept out of the slow list.
@@ -859,17 +883,19 @@ impl Stats {
         if let (Some(root), Some(d)) = (root, d) {
             match ApiKey(api) {
                 ApiKey::FETCH => {
-                    let mut asks = Vec::new();
-                    let lag = &mut self.lag;
+                    // Sized once: a partition's placed integers, `FetchOffset` among them.
+                    let ints = d.facts.as_ref().map_or(0, |x| x.ints.len());
+                    let mut asks = Vec::with_capacity(ints);
+                    let (lag, mut memo) = (&mut self.lag, lag::TopicMemo::default());
                     facts::each_int(d, &self.topics, |n| {
                         if let ("FetchOffset", Some(t), Some(p)) = (n.name, n.topic, n.partition) {
-                            if let Some(t) = lag.topic(&t) {
+                            if let Some(t) = memo.topic(lag, t) {
                                 asks.push((t, p, n.value));
                             }
                         }
                     });
                     let asks = lag::FetchAsks::new(asks);
-                    fetch = consumer(lag, i).map(|c| Box::new((c, asks)));
+                    fetch = consumer(lag, &mut self.streams, i).map(|c| Box::new((c, asks)));
                 }
                 ApiKey::OFFSET_COMMIT => {
                     let group = match &d.facts {
@@ -877,7 +903,7 @@ impl Stats {
                         None => facts::body(root).and_then(|b| facts::str_child(b, "GroupId")),
                     };
                     if let Some(g) = group {
-                        if let Some(c) = consumer(&mut self.lag, i) {
+                        if let Some(c) = consumer(&mut self.lag, &mut self.streams, i) {
                             self.lag.member(c, g);
                         }
                         let lag = &mut self.lag;
@@ -900,7 +926,7 @@ impl Stats {
                 key if key.is_group() => {
                     group = facts::group_request(root).map(Box::new);
                     if let Some(g) = &group {
-                        if let Some(c) = consumer(&mut self.lag, i) {
+                        if let Some(c) = consumer(&mut self.lag, &mut self.streams, i) {
                             self.lag.member(c, &g.group);
                         }
                         let max = self.cfg.max_list;
@@ -940,18 +966,19 @@ impl Stats {
         let (mut any, mut bytes, mut plain) = (false, 0, 0);
         if let Some(d) = d {
             // A producer is named as a consumer is: its client id on its host.
-            let producer = consumer(&mut self.lag, i);
+            let producer = consumer(&mut self.lag, &mut self.streams, i);
             let (parts, delivery, lag) = (&mut self.parts, &mut self.delivery, &mut self.lag);
+            let mut memo = lag::TopicMemo::default();
             facts::each_set(d, &self.topics, |s| {
-                if let (Some(w), Some(t), Some(p)) = (producer, s.topic.as_deref(), s.partition) {
-                    if let Some(t) = lag.topic(t) {
-                        delivery.produced(w, i.ts, !any, (t, p), &s.counts.heads);
-                    }
+                // The topic interned once, for delivery and the partition's counters.
+                let id = s.topic.clone().and_then(|t| memo.topic(lag, t));
+                if let (Some(w), Some(t), Some(p)) = (producer, id, s.partition) {
+                    delivery.produced(w, i.ts, !any, (t, p), &s.counts.heads);
                 }
                 any = true;
                 bytes += s.bytes;
                 plain += s.counts.plain_bytes;
-                let Some(p) = parts.entry(s.topic.as_deref(), s.partition) else {
+                let Some(p) = parts.entry(s.topic.as_deref(), id, s.partition) else {
                     return;
                 };
                 p.produce_frames.add(i.frame);
@@ -1016,14 +1043,25 @@ impl Stats {
         // A response that does not say its topic (a zero TopicId) answers the
         // request's topic when the request named only one.
         let fallback = topic.as_deref();
-        self.count_errors(i, api, d, fallback);
+        // The partitions a Fetch answers, for its consumer's lag: their
+        // errors and record sets are placed as they are counted.
+        let mut answers = match (ApiKey(api), &fetch, d) {
+            (ApiKey::FETCH, Some(_), Some(d)) => Some(facts::FetchAnswers::new(
+                d,
+                &self.topics,
+                fallback,
+                &mut self.lag,
+            )),
+            _ => None,
+        };
+        self.count_errors(i, api, d, fallback, answers.as_mut());
         if let Some(d) = d {
             let consumer = fetch.as_ref().map(|f| f.0);
-            self.response_tree(i, api, d, fallback, group.as_deref(), consumer);
-            if let (ApiKey::FETCH, Some(f)) = (ApiKey(api), fetch) {
-                let answers = facts::fetch_answers(d, &self.topics, fallback);
-                self.lag.fetch(f.0, i.ts, &f.1, &answers);
-            }
+            let tree = (fallback, group.as_deref(), consumer);
+            self.response_tree(i, api, d, tree, answers.as_mut());
+        }
+        if let (Some(f), Some(a)) = (fetch, answers) {
+            self.lag.fetch(f.0, i.ts, &f.1, a.list());
         }
     }
 
@@ -1134,13 +1172,15 @@ impl Stats {
 
     /// Counts a response's errors by code, API and place: placed by its
     /// facts or tree, else (without either) from the JSONL `error_codes`;
-    /// `fallback` is the topic of a nested error that names none.
+    /// `fallback` is the topic of a nested error that names none (and of
+    /// any error placed in a Fetch's `answers`).
     fn count_errors(
         &mut self,
         i: &MessageInfo,
         api: i16,
         d: Option<&Decoded>,
         fallback: Option<&str>,
+        mut answers: Option<&mut facts::FetchAnswers>,
     ) {
         let placed = match d.and_then(|d| d.facts.as_ref()) {
             Some(x) => Some(facts::scanned_errors(x, &self.topics)),
@@ -1155,6 +1195,12 @@ impl Stats {
             i.error_codes.iter().map(at).collect()
         };
         for e in placed.unwrap_or_else(unplaced) {
+            if let (Some(a), Some(p)) = (answers.as_deref_mut(), e.place.partition) {
+                let t = e.place.topic.as_deref().or(fallback);
+                if let Some(t) = t.and_then(|t| self.lag.topic(t)) {
+                    a.error(t, p, e.code);
+                }
+            }
             let topic = match e.place.topic {
                 None if e.nested => fallback.map(str::to_string),
                 topic => topic,
@@ -1171,15 +1217,17 @@ impl Stats {
     }
 
     /// What a response's tree adds: a Produce response's record errors,
-    /// a Fetch response's record sets, a group request's answer.
+    /// a Fetch response's record sets (placed in its `answers` too), a
+    /// group request's answer. `fallback`: the topic of a record set that
+    /// names none; `group`: the group request answered; `consumer`: who
+    /// fetched.
     fn response_tree(
         &mut self,
         i: &MessageInfo,
         api: i16,
         d: &Decoded,
-        fallback: Option<&str>,
-        group: Option<&facts::GroupRequest>,
-        consumer: Option<lag::ConsumerId>,
+        (fallback, group, consumer): ResponseContext<'_>,
+        mut answers: Option<&mut facts::FetchAnswers>,
     ) {
         if ApiKey(api) == ApiKey::PRODUCE {
             for r in facts::record_errors(&d.root, &self.topics) {
@@ -1198,14 +1246,23 @@ impl Stats {
         }
         if matches!(ApiKey(api), ApiKey::FETCH | ApiKey::SHARE_FETCH) {
             let (parts, delivery, lag) = (&mut self.parts, &mut self.delivery, &mut self.lag);
+            let mut memo = lag::TopicMemo::default();
             facts::each_set(d, &self.topics, |s| {
                 let topic = s.topic.as_deref().or(fallback);
-                if let (Some(t), Some(p)) = (topic, s.partition) {
-                    if let (false, Some(t)) = (s.counts.heads.is_empty(), lag.topic(t)) {
+                // The topic interned once, for delivery, lag and the partition's counters.
+                let id = match &s.topic {
+                    Some(t) => memo.topic(lag, t.clone()),
+                    None => fallback.and_then(|t| lag.topic(t)),
+                };
+                if let (Some(t), Some(p)) = (id, s.partition) {
+                    if !s.counts.heads.is_empty() {
                         delivery.fetched(consumer, i.first_ts, (t, p), &s.counts.heads);
                     }
+                    if let Some(a) = answers.as_deref_mut() {
+                        a.set(t, p, &s.counts);
+                    }
                 }
-                if let Some(p) = parts.entry(topic, s.partition) {
+                if let Some(p) = parts.entry(topic, id, s.partition) {
                     p.add(&s, false);
                 }
             });
@@ -1296,8 +1353,8 @@ impl Stats {
         let mut broker_timings = BTreeMap::new();
         let brokers = self
             .brokers
-            .map
-            .iter()
+            .sorted()
+            .into_iter()
             .map(|(b, x)| {
                 let timing = with_held(&x.latency, broker_held.remove(b));
                 broker_timings.insert(b.to_string(), timing.data());
@@ -1393,12 +1450,13 @@ impl Stats {
     /// and its own), and each API's timing in mergeable form.
     fn api_reports(&self) -> (Vec<ApiReport>, BTreeMap<i16, TimingData>) {
         let mut timings = BTreeMap::new();
-        let each = self.apis.map.iter().map(|(&k, a)| {
-            let versions = self.versions.map.range((k, i16::MIN)..=(k, i16::MAX));
+        let all_versions = self.versions.sorted();
+        let each = self.apis.sorted().into_iter().map(|(&k, a)| {
+            let versions = api_versions(&all_versions, k);
             let latency = self.api_timing(k, a);
             timings.insert(k, latency.data());
             let mut fetch: Option<FetchSplit> = None;
-            for (_, x) in versions.clone() {
+            for (_, x) in versions.iter() {
                 if let Some(f) = &x.fetch {
                     fetch.get_or_insert_with(FetchSplit::default).merge(f);
                 }
@@ -1418,6 +1476,7 @@ impl Stats {
                 throttle_time_ms: a.throttle.ms(),
                 errors: by_label(&a.errors),
                 versions: versions
+                    .iter()
                     .map(|(&(_, v), x)| VersionReport {
                         version: v,
                         requests: x.requests,
@@ -1437,7 +1496,13 @@ impl Stats {
     /// An API's timing: its own and its versions'.
     fn api_timing(&self, k: i16, a: &ApiAcc) -> Timing {
         let mut latency = a.latency.clone();
-        for (_, x) in self.versions.map.range((k, i16::MIN)..=(k, i16::MAX)) {
+        for x in self
+            .versions
+            .map
+            .iter()
+            .filter(|e| e.0 .0 == k)
+            .map(|e| e.1)
+        {
             latency.merge(&x.latency);
         }
         latency
@@ -1606,8 +1671,25 @@ impl Stats {
 
 /// The consumer of a message's connection, for consumer lag: its client id
 /// on its host.
-fn consumer(lag: &mut lag::Lag, i: &MessageInfo) -> Option<lag::ConsumerId> {
-    lag.consumer(i.client_id.as_deref().unwrap_or(""), i.client.ip())
+fn consumer(
+    lag: &mut lag::Lag,
+    streams: &mut Hashed<u64, StreamFacts>,
+    i: &MessageInfo,
+) -> Option<lag::ConsumerId> {
+    // The connection remembers its client's: one lookup, not two by name.
+    let st = streams.map.get_mut(&i.stream);
+    if let Some((_, c)) = st
+        .as_ref()
+        .and_then(|s| s.consumer.as_ref())
+        .filter(|(id, _)| *id == i.client_id)
+    {
+        return Some(*c);
+    }
+    let c = lag.consumer(i.client_id.as_deref().unwrap_or(""), i.client.ip())?;
+    if let Some(st) = st {
+        st.consumer = Some((i.client_id.clone(), c));
+    }
+    Some(c)
 }
 
 /// The median of round trips in nanoseconds, in milliseconds: the lower

@@ -208,7 +208,7 @@ impl Stats {
         self.api_families(&mut p);
         self.client_families(&mut p);
         let mut held = self.broker_held();
-        let brokers = self.brokers.map.iter().map(|(b, x)| {
+        let brokers = self.brokers.sorted().into_iter().map(|(b, x)| {
             let timing = with_held(&x.latency, held.remove(b));
             (vec![b.to_string()], timing)
         });
@@ -559,7 +559,7 @@ mod tests {
         // Asked 10, got 10..=19 of 100: lag 80; the group committed 40: 60.
         let asks = FetchAsks::new(vec![(topic, 0, 10)]);
         let answer = FetchAnswer {
-            topic: "t".into(),
+            topic,
             partition: 0,
             error: 0,
             high_watermark: 100,

@@ -3,16 +3,19 @@
 //! with the Produce `Acks` and the frames that carried them.
 //!
 //! Invariants: the table stops growing at its cap (what it refuses is
-//! counted in `overflow`); an entry is found by a borrowed topic name, so no
-//! key is made per record set; the report lists entries in (topic,
+//! counted in `overflow`); an entry is found by the topic as `Lag::topic`
+//! interned it, or else by its borrowed name, so no key is made per record
+//! set; the report lists entries in (topic,
 //! partition) order.
 
 use rustc_hash::FxHashMap as HashMap;
 use std::collections::BTreeMap;
 
 use super::facts::SetFacts;
+use super::lag::TopicId;
 use super::report::{SideReport, TopicReport};
 use super::Evidence;
+use crate::kafka::records::Codecs;
 
 /// A topic and partition.
 type PartKey = (Option<String>, Option<i32>);
@@ -22,6 +25,10 @@ type PartKey = (Option<String>, Option<i32>);
 pub(super) struct Parts {
     /// Position in `list` by topic name, then partition.
     named: HashMap<String, HashMap<Option<i32>, usize>>,
+    /// Position in `list` by the topic as `Lag::topic` interns it, and
+    /// partition: the entries of `named` found before, found again
+    /// without hashing their name.
+    by_id: HashMap<(TopicId, Option<i32>), usize>,
     /// Position in `list` of the places without a topic, by partition.
     unnamed: HashMap<Option<i32>, usize>,
     list: Vec<(PartKey, PartAcc)>,
@@ -38,8 +45,8 @@ pub(super) struct Side {
     pub(super) batches: u64,
     pub(super) records: u64,
     partial: u64,
-    /// Batches per codec name (a handful: searched in place, sorted when reported).
-    codecs: Vec<(&'static str, u64)>,
+    /// Batches per codec.
+    codecs: Codecs,
     compressed: u64,
     decompressed: u64,
 }
@@ -59,6 +66,7 @@ impl Parts {
     pub(super) fn new(cap: usize) -> Parts {
         Parts {
             named: HashMap::default(),
+            by_id: HashMap::default(),
             unnamed: HashMap::default(),
             list: Vec::new(),
             cap,
@@ -67,12 +75,17 @@ impl Parts {
     }
 
     /// The counters of (`topic`, `partition`), made if there is room;
-    /// `None` (counted) if full.
+    /// `None` (counted) if full. `id`: the topic as `Lag::topic` interned
+    /// it, when it did.
     pub(super) fn entry(
         &mut self,
         topic: Option<&str>,
+        id: Option<TopicId>,
         partition: Option<i32>,
     ) -> Option<&mut PartAcc> {
+        if let Some(&at) = id.and_then(|t| self.by_id.get(&(t, partition))) {
+            return self.list.get_mut(at).map(|e| &mut e.1);
+        }
         let found = match topic {
             Some(t) => self.named.get(t).and_then(|m| m.get(&partition)),
             None => self.unnamed.get(&partition),
@@ -98,6 +111,9 @@ impl Parts {
                 at
             }
         };
+        if let (Some(t), Some(_)) = (id, topic) {
+            self.by_id.insert((t, partition), at);
+        }
         self.list.get_mut(at).map(|e| &mut e.1)
     }
 
@@ -135,12 +151,7 @@ impl PartAcc {
         side.batches += x.batches;
         side.records += x.records;
         side.partial += x.partial;
-        for (c, n) in x.codecs.iter() {
-            match side.codecs.iter_mut().find(|x| x.0 == c) {
-                Some(x) => x.1 += n,
-                None => side.codecs.push((c, n)),
-            }
-        }
+        side.codecs.merge(&x.codecs);
         side.compressed += x.compressed;
         side.decompressed += x.decompressed;
     }
@@ -160,7 +171,7 @@ impl Side {
             codecs: self
                 .codecs
                 .iter()
-                .map(|(k, v)| (k.to_string(), *v))
+                .map(|(k, v)| (k.to_string(), v))
                 .collect(),
             compressed_bytes: self.compressed,
             decompressed_bytes: self.decompressed,

@@ -310,7 +310,7 @@ fn strip_bytes(out: &mut [ShardOutput], keep_frames: bool) {
 
 /// Capture files analysed batch by batch for a caller that takes each
 /// batch's outputs on the thread that routes it (the TUI's loader,
-/// `export`): read, reassembled and framed on a reader thread
+/// `export`, `stats`): read, reassembled and framed on a reader thread
 /// (`print::FileReader`, which scans requests ahead while the shards are
 /// behind), decoded in shards, merged back in order.
 pub struct FileAnalysis {
@@ -397,5 +397,11 @@ impl FileAnalysis {
     /// Topic names learned so far.
     pub fn topic_names(&self) -> &kafkashark::topics::TopicNames {
         self.collect.topic_names()
+    }
+
+    /// Outputs read and done with, each message dropped by the shard that
+    /// made it ([`Collect::recycle`]).
+    pub fn recycle(&mut self, done: Vec<Output>) {
+        self.collect.recycle(done);
     }
 }

@@ -18,7 +18,7 @@ use kafkashark::stats::{Stats, StatsConfig, StatsReport};
 
 use crate::cli_error::CliError;
 use crate::metrics::MetricsServer;
-use crate::print::{report_end, CaptureArgs, FileReader, Input};
+use crate::print::{report_end, CaptureArgs, Input};
 use crate::reorder::Reorder;
 
 /// Output format of `stats`.
@@ -131,11 +131,15 @@ fn engine(a: &StatsArgs) -> (AnalyzerConfig, Stats) {
     (cfg, stats)
 }
 
-/// `stats` of files: read and reassembled by `print::FileReader`, decoded and
-/// paired in `--threads` shards (`crate::shards`: each connection's
-/// messages in its shard; one shard on this thread, as it routes, more on
-/// a thread each), merged back in order and counted on another thread —
-/// the same outputs in the same order as one thread, so the same report.
+/// `stats` of files: read, reassembled and framed on a reader thread, which
+/// also scans the requests ahead (`crate::shards::FileAnalysis`), decoded and
+/// paired in `--threads` shards (each connection's messages in its shard;
+/// one shard on this thread, as it routes, more on a thread each), merged
+/// back in order and counted here, batch by batch — the same outputs in the
+/// same order as one thread, so the same report. On two cores the reader
+/// and this thread keep both busy; a third thread for the counting only
+/// shared them, and took the reader's scan of the requests onto this one
+/// (docs/performance.md, "stats").
 fn run_file(
     a: &StatsArgs,
     paths: &[String],
@@ -156,56 +160,34 @@ fn run_file(
     let shards = a
         .threads
         .map_or_else(crate::shards::default_shards, usize::from);
-    let (mut dispatch, mut collect) =
-        crate::shards::spawn(&analyzer, shards, keep).map_err(|err| CliError::Io {
-            path: "the analysis threads".into(),
-            err,
-        })?;
-    let reader = FileReader::spawn(
-        src,
-        crate::print::pipeline_config(&a.capture.ports, a.reorder_window, &a.capture.keys()),
-        crate::print::BATCH_FRAMES,
-        None,
-    );
-    // This thread routes the reader's events to the shards; the counting
-    // thread merges their outputs, passes them through the filter, counts
-    // them and hands them back to be freed where they were made.
-    let name = path.to_string();
-    let counter = std::thread::spawn(move || {
-        let mut out = Vec::new();
-        let mut told = Vec::new();
-        while collect.next(&mut out, None) {
-            chosen.pass(&mut out, false);
-            for o in &out {
-                stats.push(o);
+    let mut files =
+        crate::shards::FileAnalysis::spawn(src, &analyzer, shards, keep).map_err(|err| {
+            CliError::Io {
+                path: "the analysis threads".into(),
+                err,
             }
-            told.extend(no_kafka(&name, &out));
-            collect.recycle(std::mem::take(&mut out));
+        })?;
+    let (mut out, mut told, mut read_error) = (Vec::new(), Vec::new(), None);
+    let mut flushed = false;
+    while let Some(b) = files.next(&mut out) {
+        read_error = read_error.or(b.error);
+        told.extend(no_kafka(path, &out));
+        // The last batch ends with the shards' end-of-input reports: the
+        // filter gives back what it held.
+        flushed = b.last;
+        chosen.pass(&mut out, flushed);
+        for o in &out {
+            stats.push(o);
         }
+        files.recycle(std::mem::take(&mut out));
+    }
+    if !flushed {
         chosen.pass(&mut out, true);
         for o in &out {
             stats.push(o);
         }
-        stats.settle();
-        (stats, told)
-    });
-    let mut read_error = None;
-    for mut batch in reader.rx.iter() {
-        if !dispatch.push(&mut batch.evs) {
-            break;
-        }
-        if let Some(mut fin) = batch.finish {
-            dispatch.push(&mut fin);
-            read_error = batch.error;
-            break;
-        }
     }
-    drop(dispatch);
-    drop(reader.rx);
-    let _ = reader.handle.join();
-    let (stats, told) = counter
-        .join()
-        .unwrap_or_else(|p| std::panic::resume_unwind(p));
+    stats.settle();
     emit(&report(&stats), path, a.format, false, false)?;
     told.iter().for_each(|l| eprintln!("{l}"));
     if let Some(e) = read_error {

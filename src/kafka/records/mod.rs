@@ -159,6 +159,18 @@ impl Codecs {
         }
     }
 
+    /// Counts `other`'s batches, codec by codec (by number: no name compared).
+    pub fn merge(&mut self, other: &Codecs) {
+        for (&c, &n) in other
+            .codes
+            .iter()
+            .zip(&other.counts)
+            .take(usize::from(other.len))
+        {
+            self.add(c, n);
+        }
+    }
+
     /// The codecs' names and their counts, in order of first appearance.
     pub fn iter(&self) -> impl Iterator<Item = (&'static str, u64)> + '_ {
         self.codes

@@ -1155,3 +1155,16 @@ mod json_props {
         }
     }
 }
+
+#[test]
+fn codecs_merge_by_number_in_order_of_first_appearance() {
+    let (mut a, mut b) = (Codecs::default(), Codecs::default());
+    a.add(3, 2);
+    a.add(0, 1);
+    b.add(4, 5);
+    b.add(3, 1);
+    b.add(11, 1); // the low 3 bits: codec 3
+    a.merge(&b);
+    let got: Vec<_> = a.iter().collect();
+    assert_eq!(got, [("lz4", 4), ("none", 1), ("zstd", 5)]);
+}
