@@ -139,7 +139,7 @@ fn engine(a: &StatsArgs) -> (AnalyzerConfig, Stats) {
 /// same order as one thread, so the same report. On two cores the reader
 /// and this thread keep both busy; a third thread for the counting only
 /// shared them, and took the reader's scan of the requests onto this one
-/// (docs/performance.md, "stats").
+/// (docs/performance.md, "Threads in `stats`").
 fn run_file(
     a: &StatsArgs,
     paths: &[String],
