@@ -171,6 +171,9 @@ pub type ConsumerId = u32;
 /// A topic interned by [`Lag::topic`].
 pub type TopicId = u32;
 
+/// A group's committed offsets: topic → partition → (offset, when).
+type Commits = BTreeMap<String, BTreeMap<i32, (i64, Timestamp)>>;
+
 /// The consumer lag of a capture.
 #[derive(Clone, Debug, Default)]
 pub struct Lag {
@@ -184,8 +187,11 @@ pub struct Lag {
     last_topic: Option<TopicId>,
     /// Rows by (consumer, topic, partition).
     rows: FxHashMap<(ConsumerId, TopicId, i32), Row>,
-    /// (group, topic, partition) → (committed offset, when).
-    committed: BTreeMap<(String, String, i32), (i64, Timestamp)>,
+    /// group → topic → partition → (committed offset, when): a commit
+    /// already known is found by borrowed names, no key made.
+    committed: BTreeMap<String, Commits>,
+    /// The committed offsets in `committed`.
+    committed_len: usize,
     /// (topic, partition) → the latest high watermark answered, and when.
     high: FxHashMap<(TopicId, i32), (i64, Timestamp)>,
     /// The group each consumer last named in a group request.
@@ -384,20 +390,44 @@ impl Lag {
 
     /// An OffsetCommit request's partition: `group` committed `offset`.
     pub fn commit(&mut self, group: &str, topic: &str, partition: i32, offset: i64, ts: Timestamp) {
-        let key = (group.to_string(), topic.to_string(), partition);
-        if self.committed.len() >= MAX_PARTITIONS && !self.committed.contains_key(&key) {
+        let known = (self.committed.get_mut(group))
+            .and_then(|t| t.get_mut(topic))
+            .and_then(|p| p.get_mut(&partition));
+        if let Some(c) = known {
+            *c = (offset, ts);
+            return;
+        }
+        if self.committed_len >= MAX_PARTITIONS {
             self.overflow += 1;
             return;
         }
-        self.committed.insert(key, (offset, ts));
+        let topics = self.committed.entry(group.to_string()).or_default();
+        let parts = topics.entry(topic.to_string()).or_default();
+        parts.insert(partition, (offset, ts));
+        self.committed_len += 1;
     }
 
-    /// The committed offset of (group, topic, partition) and its lag against
-    /// the partition's latest high watermark, when both are known.
-    fn committed_lag(&self, key: &(String, String, i32)) -> Option<(i64, Option<i64>)> {
-        let &(off, _) = self.committed.get(key)?;
-        let topic = self.topic_ids.get(key.1.as_str());
-        let hw = topic.and_then(|&t| self.high.get(&(t, key.2)));
+    /// Every committed (group, topic, partition), in that order.
+    fn commits(&self) -> impl Iterator<Item = (&str, &str, i32)> + '_ {
+        self.committed.iter().flat_map(|(g, topics)| {
+            topics
+                .iter()
+                .flat_map(move |(t, parts)| parts.keys().map(move |&p| (g.as_str(), t.as_str(), p)))
+        })
+    }
+
+    /// The committed offset of (`group`, `topic`, `partition`) and its lag
+    /// against the partition's latest high watermark, when both are known.
+    fn committed_lag(
+        &self,
+        group: &str,
+        topic: &str,
+        partition: i32,
+    ) -> Option<(i64, Option<i64>)> {
+        let parts = self.committed.get(group)?.get(topic)?;
+        let &(off, _) = parts.get(&partition)?;
+        let topic = self.topic_ids.get(topic);
+        let hw = topic.and_then(|&t| self.high.get(&(t, partition)));
         Some((off, hw.map(|&(h, _)| h.saturating_sub(off).max(0))))
     }
 
@@ -436,8 +466,7 @@ impl Lag {
             .iter()
             .map(|&(who, topic, partition, c, r)| {
                 let group = self.groups.get(&c);
-                let committed = group
-                    .and_then(|g| self.committed_lag(&(g.clone(), topic.to_string(), partition)));
+                let committed = group.and_then(|g| self.committed_lag(g, topic, partition));
                 PartitionLag {
                     client: who.client.clone(),
                     host: who.host.clone(),
@@ -469,10 +498,10 @@ impl Lag {
             committed_lag: 0,
             fetch_lag: 0,
         };
-        for key in self.committed.keys() {
-            let e = groups.entry(&key.0).or_insert_with(|| new(&key.0));
+        for (g, t, p) in self.commits() {
+            let e = groups.entry(g).or_insert_with(|| new(g));
             e.partitions += 1;
-            if let Some((_, Some(l))) = self.committed_lag(key) {
+            if let Some((_, Some(l))) = self.committed_lag(g, t, p) {
                 e.committed_lag += l;
             }
         }
@@ -548,9 +577,9 @@ impl Lag {
     /// The committed lag of every (group, topic, partition) whose high
     /// watermark the capture saw: (group, topic, partition, lag).
     pub(crate) fn committed_lags(&self) -> impl Iterator<Item = (&str, &str, i32, i64)> + '_ {
-        self.committed.keys().filter_map(|key| {
-            let (_, lag) = self.committed_lag(key)?;
-            Some((key.0.as_str(), key.1.as_str(), key.2, lag?))
+        self.commits().filter_map(|(g, t, p)| {
+            let (_, lag) = self.committed_lag(g, t, p)?;
+            Some((g, t, p, lag?))
         })
     }
 }
@@ -764,6 +793,31 @@ mod tests {
         assert_eq!(
             (l.topic_name(0), l.topic_name(1)),
             (Some("alpha"), Some("beta"))
+        );
+    }
+
+    #[test]
+    fn commits_stop_at_the_cap_and_a_known_one_still_moves() {
+        let mut l = Lag::default();
+        let n = i32::try_from(MAX_PARTITIONS).unwrap();
+        for p in 0..n + 5 {
+            l.commit(if p % 2 == 0 { "g" } else { "h" }, "t", p, 1, t(1.0));
+        }
+        assert_eq!((l.committed_len, l.overflow), (MAX_PARTITIONS, 5));
+        // Full, a partition already committed takes its new offset.
+        l.commit("g", "t", 0, 9, t(2.0));
+        assert_eq!(l.overflow, 5);
+        assert_eq!(l.committed_lag("g", "t", 0), Some((9, None)));
+        assert_eq!(l.committed_lag("g", "t", n + 2), None);
+        let r = l.report();
+        let parts: Vec<_> = r
+            .groups
+            .iter()
+            .map(|g| (g.group.as_str(), g.partitions))
+            .collect();
+        assert_eq!(
+            parts,
+            [("g", MAX_PARTITIONS / 2), ("h", MAX_PARTITIONS / 2)]
         );
     }
 }
