@@ -429,7 +429,7 @@ impl FetchAnswers {
                 return;
             }
             let topic = n.topic.or(fallback.map(Cow::Borrowed));
-            let Some(topic) = topic.and_then(|t| memo.topic(lag, t)) else {
+            let Some(topic) = topic.and_then(|t| memo.topic(lag, &t)) else {
                 return;
             };
             match n.name {

@@ -104,11 +104,14 @@ pub struct FetchAnswer {
 pub struct TopicMemo<'a>(Option<(&'a str, TopicId)>);
 
 impl<'a> TopicMemo<'a> {
-    /// [`Lag::topic`] of `name`.
-    pub fn topic(&mut self, lag: &mut Lag, name: Cow<'a, str>) -> Option<TopicId> {
+    /// [`Lag::topic`] of `name`: remembered when it is borrowed for `'a`
+    /// (a name made for the call, on the tree path, is interned as it is).
+    // A `&Cow`, not a `&str`: whether the name lives for `'a` is what decides.
+    #[allow(clippy::ptr_arg)]
+    pub fn topic(&mut self, lag: &mut Lag, name: &Cow<'a, str>) -> Option<TopicId> {
         let name = match name {
-            Cow::Borrowed(name) => name,
-            Cow::Owned(name) => return lag.topic(&name),
+            Cow::Borrowed(name) => *name,
+            Cow::Owned(name) => return lag.topic(name),
         };
         if let Some((last, id)) = self.0 {
             if std::ptr::eq(last, name) {
@@ -784,9 +787,9 @@ mod tests {
             "alpha",
         ]
         .into_iter()
-        .map(|t| memo.topic(&mut l, Cow::Borrowed(t)))
+        .map(|t| memo.topic(&mut l, &Cow::Borrowed(t)))
         .collect();
-        let owned = memo.topic(&mut l, Cow::Owned("beta".into()));
+        let owned = memo.topic(&mut l, &Cow::Owned("beta".into()));
         assert_eq!(ids, [Some(0), Some(0), Some(1), Some(0), Some(0)]);
         assert_eq!(owned, Some(1));
         assert_eq!((l.topic("alpha"), l.topic("beta")), (Some(0), Some(1)));

@@ -236,8 +236,17 @@ type ResponseContext<'a> = (
     Option<lag::ConsumerId>,
 );
 
+/// An API's timing: its own (`a`) and its `versions'`.
+fn api_timing(a: &ApiAcc, versions: &[(&(i16, i16), &Exchanges)]) -> Timing {
+    let mut latency = a.latency.clone();
+    for (_, x) in versions {
+        latency.merge(&x.latency);
+    }
+    latency
+}
+
 /// The versions of `api` among `sorted` (every version, in key order).
-fn api_versions<'s, 'a, V>(
+pub(super) fn api_versions<'s, 'a, V>(
     sorted: &'s [(&'a (i16, i16), &'a V)],
     api: i16,
 ) -> &'s [(&'a (i16, i16), &'a V)] {
@@ -528,7 +537,7 @@ struct ConnAcc {
     rtt: Option<Rtt>,
 }
 
-impl Capped<u64, ConnAcc, HashMap<u64, ConnAcc>> {
+impl Hashed<u64, ConnAcc> {
     /// The client id of a connection's last request.
     fn client_id(&self, stream: u64) -> Option<&str> {
         self.map.get(&stream)?.client_id.as_deref()
@@ -622,7 +631,7 @@ pub struct Stats {
     /// (capped at `max_histograms`).
     clients: ClientTable<ClientAcc>,
     brokers: Hashed<SocketAddr, Exchanges>,
-    conns: Capped<u64, ConnAcc, HashMap<u64, ConnAcc>>,
+    conns: Hashed<u64, ConnAcc>,
     slow: Top<u64, SlowExchange>,
     /// Long-poll Fetches kept out of the slow list.
     slow_long_polls_left_out: u64,
@@ -889,7 +898,7 @@ impl Stats {
                     let (lag, mut memo) = (&mut self.lag, lag::TopicMemo::default());
                     facts::each_int(d, &self.topics, |n| {
                         if let ("FetchOffset", Some(t), Some(p)) = (n.name, n.topic, n.partition) {
-                            if let Some(t) = memo.topic(lag, t) {
+                            if let Some(t) = memo.topic(lag, &t) {
                                 asks.push((t, p, n.value));
                             }
                         }
@@ -971,7 +980,7 @@ impl Stats {
             let mut memo = lag::TopicMemo::default();
             facts::each_set(d, &self.topics, |s| {
                 // The topic interned once, for delivery and the partition's counters.
-                let id = s.topic.clone().and_then(|t| memo.topic(lag, t));
+                let id = s.topic.as_ref().and_then(|t| memo.topic(lag, t));
                 if let (Some(w), Some(t), Some(p)) = (producer, id, s.partition) {
                     delivery.produced(w, i.ts, !any, (t, p), &s.counts.heads);
                 }
@@ -1251,7 +1260,7 @@ impl Stats {
                 let topic = s.topic.as_deref().or(fallback);
                 // The topic interned once, for delivery, lag and the partition's counters.
                 let id = match &s.topic {
-                    Some(t) => memo.topic(lag, t.clone()),
+                    Some(t) => memo.topic(lag, t),
                     None => fallback.and_then(|t| lag.topic(t)),
                 };
                 if let (Some(t), Some(p)) = (id, s.partition) {
@@ -1453,7 +1462,7 @@ impl Stats {
         let all_versions = self.versions.sorted();
         let each = self.apis.sorted().into_iter().map(|(&k, a)| {
             let versions = api_versions(&all_versions, k);
-            let latency = self.api_timing(k, a);
+            let latency = api_timing(a, versions);
             timings.insert(k, latency.data());
             let mut fetch: Option<FetchSplit> = None;
             for (_, x) in versions.iter() {
@@ -1491,21 +1500,6 @@ impl Stats {
         });
         let reports = each.collect();
         (reports, timings)
-    }
-
-    /// An API's timing: its own and its versions'.
-    fn api_timing(&self, k: i16, a: &ApiAcc) -> Timing {
-        let mut latency = a.latency.clone();
-        for x in self
-            .versions
-            .map
-            .iter()
-            .filter(|e| e.0 .0 == k)
-            .map(|e| e.1)
-        {
-            latency.merge(&x.latency);
-        }
-        latency
     }
 
     /// The latencies the connections hold for their broker, by broker.

@@ -24,7 +24,7 @@ use std::collections::BTreeMap;
 use std::fmt::{Display, Write};
 
 use super::hist::{LatencyHist, Timing};
-use super::{by_label, schema, with_held, Stats};
+use super::{api_timing, by_label, schema, with_held, Stats};
 
 /// Bucket bounds of latencies, service times and delivery times, in
 /// microseconds: 0.5 ms to 60 s.
@@ -231,11 +231,12 @@ impl Stats {
     /// Requests, responses, errors, long-polls, head-of-line waits, latency
     /// and service time per API.
     fn api_families(&self, p: &mut Page) {
-        let apis: Vec<(Vec<String>, &super::ApiAcc, Timing)> = self
-            .apis
-            .map
-            .iter()
-            .map(|(&k, a)| (vec![api_label(k)], a, self.api_timing(k, a)))
+        let versions = self.versions.sorted();
+        let apis: Vec<(Vec<String>, &super::ApiAcc, Timing)> = (self.apis.sorted().into_iter())
+            .map(|(&k, a)| {
+                let timing = api_timing(a, super::api_versions(&versions, k));
+                (vec![api_label(k)], a, timing)
+            })
             .collect();
         let each = |f: fn(&super::ApiAcc, &Timing) -> u64| {
             apis.iter().map(move |(l, a, t)| (l.clone(), f(a, t)))
@@ -509,6 +510,12 @@ mod tests {
         ] {
             assert!(page.lines().any(|l| l == want), "{want} in\n{page}");
         }
+        // A family's samples come in API key order (Metadata, key 3, came before Fetch, key 1).
+        let order: Vec<&str> = lines(&page, "kafkashark_requests_total{")
+            .into_iter()
+            .map(|l| l.split('"').nth(1).unwrap_or(""))
+            .collect();
+        assert_eq!(order, ["Produce", "Fetch", "Metadata"]);
         // 3 ms and 40 ms: at or below 5 ms one, 50 ms both; sum 0.043 s.
         let produce = histogram(&page, "kafkashark_latency_seconds", "api=\"Produce\"");
         let counts = [0, 0, 0, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2];
