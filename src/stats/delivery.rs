@@ -27,8 +27,10 @@
 
 use std::collections::hash_map::Entry;
 use std::collections::{BTreeMap, VecDeque};
+use std::hash::BuildHasher;
 
-use rustc_hash::FxHashMap as HashMap;
+use hashbrown::HashTable;
+use rustc_hash::{FxBuildHasher, FxHashMap as HashMap};
 
 use serde::Serialize;
 
@@ -70,6 +72,88 @@ impl Key {
     }
 }
 
+/// The produced batches remembered for matching: (key, when its Produce
+/// request completed, ns since the epoch) in the order they were first
+/// produced, at most [`MAX_PRODUCED`] (the oldest are forgotten first), and
+/// an index of their places by key. The batches lie in the order they come,
+/// so remembering one writes where the last was written; only the index,
+/// 4 bytes a batch, is reached at random, and it stays small enough for
+/// the cache the rest of the analysis works in. A batch produced again (a
+/// retry) keeps its place and takes the new time.
+#[derive(Clone, Debug, Default)]
+struct Produced {
+    ring: VecDeque<(Key, i64)>,
+    /// The number of the batch at the ring's front (numbers wrap; at most
+    /// [`MAX_PRODUCED`] + 1 are live, so none is taken twice).
+    front: u32,
+    /// Batch numbers, found by their key's hash.
+    index: HashTable<u32>,
+}
+
+/// The hash a key is indexed by.
+fn key_hash(k: &Key) -> u64 {
+    FxBuildHasher.hash_one(k)
+}
+
+impl Produced {
+    fn len(&self) -> usize {
+        self.ring.len()
+    }
+
+    /// The place in the ring of batch number `n`.
+    fn at(&self, n: u32) -> Option<&(Key, i64)> {
+        self.ring.get(n.wrapping_sub(self.front) as usize)
+    }
+
+    /// When `k` was last produced, if it is remembered.
+    fn get(&self, k: &Key) -> Option<i64> {
+        let n = *self
+            .index
+            .find(key_hash(k), |&n| self.at(n).is_some_and(|e| e.0 == *k))?;
+        self.at(n).map(|e| e.1)
+    }
+
+    /// Remembers `k` produced at `at` (its time updated if it is remembered).
+    fn insert(&mut self, k: Key, at: i64) {
+        if self.ring.is_empty() {
+            // Sized at the first batch: grown by doubling, the ring and the
+            // index would be moved again and again.
+            self.ring.reserve(MAX_PRODUCED + 1);
+            self.index.reserve(MAX_PRODUCED + 1, |_| 0);
+        }
+        let h = key_hash(&k);
+        let (ring, front) = (&mut self.ring, self.front);
+        let place = |n: u32| n.wrapping_sub(front) as usize;
+        let found = self
+            .index
+            .find(h, |&n| ring.get(place(n)).is_some_and(|e| e.0 == k));
+        if let Some(&n) = found {
+            if let Some(e) = ring.get_mut(place(n)) {
+                e.1 = at;
+            }
+            return;
+        }
+        // Not past the length reserved: never rehashed.
+        let n = front.wrapping_add(ring.len() as u32);
+        ring.push_back((k, at));
+        let rehash = |&n: &u32| ring.get(place(n)).map_or(0, |e| key_hash(&e.0));
+        self.index.insert_unique(h, n, rehash);
+    }
+
+    /// Forgets the oldest batch; `false` when none is remembered.
+    fn forget_oldest(&mut self) -> bool {
+        let Some((k, _)) = self.ring.pop_front() else {
+            return false;
+        };
+        let front = self.front;
+        if let Ok(e) = self.index.find_entry(key_hash(&k), |&n| n == front) {
+            e.remove();
+        }
+        self.front = front.wrapping_add(1);
+        true
+    }
+}
+
 #[derive(Clone, Debug, Default)]
 struct Age {
     hist: LatencyHist,
@@ -106,12 +190,8 @@ impl Producer {
 /// topics are the ids [`Lag`] interns; [`Delivery::report`] names them.
 #[derive(Clone, Debug, Default)]
 pub struct Delivery {
-    /// Produced batches → when their Produce request completed (ns since
-    /// the epoch; 40 bytes an entry). Sized for [`MAX_PRODUCED`] at the
-    /// first batch: grown by doubling, it would move every entry again and
-    /// again, through the cache the rest of the analysis works in.
-    produced: HashMap<Key, i64>,
-    order: VecDeque<Key>,
+    /// Produced batches and when their Produce request completed.
+    produced: Produced,
     ages: HashMap<(TopicId, i32), Age>,
     /// consumer → delivery times and batches.
     delivered: HashMap<ConsumerId, (LatencyHist, u64)>,
@@ -237,20 +317,10 @@ impl Delivery {
         let Ok(at) = i64::try_from(ts.as_nanos()) else {
             return;
         };
-        if self.order.is_empty() && !batches.is_empty() {
-            self.produced.reserve(MAX_PRODUCED + 1);
-            self.order.reserve(MAX_PRODUCED + 1);
-        }
         for b in batches {
-            let k = Key::of(topic, partition, b);
-            if self.produced.insert(k, at).is_none() {
-                self.order.push_back(k);
-            }
-            while self.order.len() > MAX_PRODUCED {
-                if let Some(old) = self.order.pop_front() {
-                    self.produced.remove(&old);
-                    self.forgotten += 1;
-                }
+            self.produced.insert(Key::of(topic, partition, b), at);
+            while self.produced.len() > MAX_PRODUCED && self.produced.forget_oldest() {
+                self.forgotten += 1;
             }
         }
     }
@@ -292,7 +362,7 @@ impl Delivery {
         let room = self.delivered.len() < MAX_KEYS;
         let mut delivered = None;
         for b in batches {
-            let Some(&at) = self.produced.get(&Key::of(topic, partition, b)) else {
+            let Some(at) = self.produced.get(&Key::of(topic, partition, b)) else {
                 self.unmatched += 1;
                 continue;
             };
@@ -522,6 +592,66 @@ mod tests {
             (3, 1, 1)
         );
         assert!(d.produced.len() <= MAX_PRODUCED);
+    }
+
+    #[test]
+    fn a_batch_produced_again_keeps_its_place_and_takes_the_new_time() {
+        let (mut d, mut names) = (Delivery::default(), Names::new());
+        let (p, c, t0) = (names.client("p"), names.client("c"), names.part("t", 0));
+        // Batch 0 is produced, then retried at 2 s after MAX_PRODUCED - 1
+        // others: still one place, so none is forgotten.
+        d.produced(p, t(0), true, t0, &[batch(0, 0, 1)]);
+        let n = u32::try_from(MAX_PRODUCED).unwrap();
+        for crc in 1..n {
+            d.produced(p, t(1_000), true, t0, &[batch(crc, 0, 1)]);
+        }
+        d.produced(p, t(2_000), true, t0, &[batch(0, 0, 1)]);
+        d.fetched(Some(c), t(2_500), t0, &[batch(0, 0, 1)]);
+        // One more: the oldest place (batch 0's, the retry's time with it) goes.
+        d.produced(p, t(3_000), true, t0, &[batch(n, 0, 1)]);
+        d.fetched(Some(c), t(3_500), t0, &[batch(0, 0, 1), batch(1, 0, 1)]);
+        d.settle();
+        let r = d.report(&names.0);
+        let dm = r.delivery[0].delivery_ms.as_ref().unwrap();
+        assert_eq!(
+            (
+                r.forgotten_batches,
+                r.unmatched_batches,
+                r.delivery[0].batches
+            ),
+            (1, 1, 2)
+        );
+        // From the retry (2 s) to 2.5 s; batch 1 from 1 s to 3.5 s.
+        assert_eq!((dm.min, dm.max), (500.0, 2_500.0));
+        assert_eq!(d.produced.len(), MAX_PRODUCED);
+    }
+
+    #[test]
+    fn the_produced_batches_stay_found_through_many_turns_of_the_ring() {
+        let (mut d, mut names) = (Delivery::default(), Names::new());
+        let (p, c, t0) = (names.client("p"), names.client("c"), names.part("t", 0));
+        let n = 3 * u32::try_from(MAX_PRODUCED).unwrap() + 7;
+        for crc in 0..n {
+            d.produced(p, t(1_000), true, t0, &[batch(crc, 0, 1)]);
+            if crc % 1_000 == 0 {
+                // The newest is found; the one just past the window is not.
+                d.fetched(Some(c), t(1_001), t0, &[batch(crc, 0, 1)]);
+            }
+        }
+        let oldest = n - u32::try_from(MAX_PRODUCED).unwrap();
+        d.fetched(Some(c), t(1_002), t0, &[batch(oldest, 0, 1)]);
+        d.fetched(Some(c), t(1_002), t0, &[batch(oldest - 1, 0, 1)]);
+        d.settle();
+        let r = d.report(&names.0);
+        let found = u64::from(n.div_ceil(1_000)) + 1;
+        assert_eq!(
+            (
+                r.delivery[0].batches,
+                r.unmatched_batches,
+                r.forgotten_batches
+            ),
+            (found, 1, u64::from(oldest))
+        );
     }
 
     #[test]
