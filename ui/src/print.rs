@@ -994,9 +994,12 @@ pub struct Batch {
     pub counters: kafkashark::pipeline::PipelineStats,
 }
 
-/// Frames per batch sent by the reader thread (fewer, larger batches: fewer
-/// context switches; a batch holds about 2 MB of frames).
-pub const BATCH_FRAMES: usize = 2048;
+/// Frames per batch sent by the reader thread: enough that handing a batch
+/// over is rare (a batch holds about 500 KB of frames), few enough that the
+/// batches in flight and the messages made of them stay small. At 2,048
+/// frames `stats` took 12 MB more memory and a fifth more CPU on the
+/// benchmark corpus (docs/performance.md, "Batches").
+pub const BATCH_FRAMES: usize = 512;
 
 /// Captured bytes after which a batch is handed over even short of its
 /// frames: frames of a loopback capture hold up to 64 KB each, and the

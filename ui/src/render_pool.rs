@@ -109,11 +109,6 @@ const QUEUED_SEGMENTS: usize = 64;
 /// become the limit).
 pub const MAX_RENDER_THREADS: usize = 4;
 
-/// Frames per batch from the reader thread: fewer than for summaries
-/// (`print::BATCH_FRAMES`), as a loopback capture's frames can hold 64 KB
-/// each and memory here goes to trees.
-const BATCH_FRAMES_TREES: usize = 512;
-
 /// Settings of one `print -V` run.
 pub struct Settings {
     /// Broker ports.
@@ -172,7 +167,7 @@ where
 {
     let pipeline = crate::print::pipeline_config(&settings.ports, settings.reorder, &settings.keys);
     let captures: Vec<String> = src.paths().map(str::to_string).collect();
-    let reader = FileReader::spawn(src, pipeline.clone(), BATCH_FRAMES_TREES, None);
+    let reader = FileReader::spawn(src, pipeline.clone(), crate::print::BATCH_FRAMES, None);
     let mut analyzer = MessageAnalyzer::new(summary_config(pipeline, &settings.decode, true));
     let stamps = Arc::new(Stamps::default());
     // An event's outputs (the analyzer's `finish` for `None`), their topic ids noted.
