@@ -341,19 +341,35 @@ enum SaslState {
     RawTokens,
 }
 
-/// The summary scan of requests (`summarize_request` with an analyzer's
-/// options), made where the messages are framed: a reader thread that runs
-/// the [`Pipeline`] scans requests while the analyzer is behind (`print`'s
-/// `hand_over`), and the analyzer's thread, the busiest of `stats`, takes
-/// the result ([`Event::ScannedRequest`]) instead of scanning. A request's scan
-/// needs only its bytes; a response's needs its request, known only after
-/// pairing, so responses are scanned by the analyzer.
+/// The summary scan of messages (`summarize_request` and
+/// `summarize_response` with an analyzer's options), made where the
+/// messages are framed: a reader thread that runs the [`Pipeline`] scans
+/// messages while the analyzer is behind (`print`'s `hand_over`), and the
+/// analyzer's thread, the busiest of `stats`, takes the result
+/// ([`Event::ScannedRequest`], [`Event::ScannedResponse`]) instead of
+/// scanning. A request's scan needs only its bytes; a response's needs its
+/// request's api and version, which the analyzer knows only once it pairs
+/// them: the scanner pairs responses with the requests it noted, by
+/// connection and correlation id ([`AheadScanner::pair`]), scans each as
+/// the answer to its request's api and version, and the analyzer takes the
+/// scan only when it paired the response with a request of those (else
+/// it scans the response itself). Which thread scans a message changes
+/// nothing else.
 #[derive(Clone, Debug)]
-pub struct RequestScanner {
+pub struct AheadScanner {
     opts: DecodeOptions,
+    response_opts: DecodeOptions,
+    /// Requests noted ([`AheadScanner::pair`]) and not answered yet:
+    /// (connection, correlation id) → (api key, api version).
+    asked: FxHashMap<(u64, i32), (i16, i16)>,
 }
 
-impl RequestScanner {
+/// Most requests a [`AheadScanner`] remembers for pairing responses
+/// (past it, it forgets them all: a response not paired is scanned by the
+/// analyzer).
+const SCANNER_ASKED: usize = 1 << 16;
+
+impl AheadScanner {
     /// Whether `ev` is a complete request not scanned yet.
     pub fn wants(ev: &Event) -> bool {
         matches!(ev, Event::Message(raw) if raw.dir == Direction::ClientToBroker)
@@ -363,7 +379,7 @@ impl RequestScanner {
     /// yet; returns where the next search starts (`None`: none was left).
     pub fn scan_next(&self, evs: &mut [Event], from: usize) -> Option<usize> {
         let rest = evs.get_mut(from..)?;
-        let i = rest.iter().position(RequestScanner::wants)?;
+        let i = rest.iter().position(AheadScanner::wants)?;
         self.scan(rest.get_mut(i)?);
         Some(from + i + 1)
     }
@@ -392,6 +408,66 @@ impl RequestScanner {
             *ev = Event::ScannedRequest(raw, Box::new(sum));
         }
     }
+
+    /// Notes the requests of `evs` and pairs its responses with the
+    /// requests noted by correlation id, on their connection: appends
+    /// (index in `evs`, api key, api version) of each response paired to
+    /// `answers`. The analyzer pairs them itself; this is a guess it checks.
+    pub fn pair(&mut self, evs: &[Event], answers: &mut Vec<(usize, i16, i16)>) {
+        for (i, ev) in evs.iter().enumerate() {
+            let (Event::Message(raw) | Event::ScannedRequest(raw, _)) = ev else {
+                continue;
+            };
+            let Some(c) = raw.correlation_id() else {
+                continue;
+            };
+            match raw.request_key_version() {
+                Some(kv) => {
+                    if self.asked.len() >= SCANNER_ASKED {
+                        self.asked.clear();
+                    }
+                    self.asked.insert((raw.stream, c), kv);
+                }
+                None => {
+                    if let Some((k, v)) = self.asked.remove(&(raw.stream, c)) {
+                        answers.push((i, k, v));
+                    }
+                }
+            }
+        }
+    }
+
+    /// Scans `ev` when it is a complete response not scanned yet, as the
+    /// answer to a request of (`api_key`, `api_version`); when the scan
+    /// succeeds, `ev` becomes an [`Event::ScannedResponse`] with it.
+    pub fn scan_response(&self, ev: &mut Event, api_key: i16, api_version: i16) {
+        let Event::Message(raw) = ev else {
+            return;
+        };
+        if raw.dir != Direction::BrokerToClient {
+            return;
+        }
+        let Some(sum) = summarize_response(&raw.bytes, api_key, api_version, &self.response_opts)
+        else {
+            return;
+        };
+        let placeholder = Event::Discarded {
+            stream: raw.stream,
+            dir: raw.dir,
+            bytes: 0,
+            frame: raw.last_frame,
+        };
+        if let Event::Message(raw) = std::mem::replace(ev, placeholder) {
+            *ev = Event::ScannedResponse(raw, Box::new((api_key, api_version, sum)));
+        }
+    }
+}
+
+/// A message's scan made ahead ([`AheadScanner`]), as it came.
+enum Ahead {
+    None,
+    Request(Box<Summary>),
+    Response(Box<(i16, i16, Summary)>),
 }
 
 /// Frames in, decoded and paired messages out: a [`Pipeline`] feeding a
@@ -531,11 +607,13 @@ impl MessageAnalyzer {
     }
 
     /// A scanner that makes, on another thread, the summary scan this
-    /// analyzer makes of every request (see [`RequestScanner`]); `None` when
-    /// this analyzer does not scan requests (it builds their trees).
-    pub fn request_scanner(&self) -> Option<RequestScanner> {
-        self.scan_mode().0.then(|| RequestScanner {
+    /// analyzer makes of every message (see [`AheadScanner`]); `None` when
+    /// this analyzer does not scan messages (it builds their trees).
+    pub fn ahead_scanner(&self) -> Option<AheadScanner> {
+        self.scan_mode().0.then(|| AheadScanner {
             opts: self.scan_opts.clone(),
+            response_opts: self.response_scan_opts.clone(),
+            asked: Default::default(),
         })
     }
 
@@ -600,8 +678,9 @@ impl MessageAnalyzer {
                 }
                 out.push(Output::notice(Notice::Stream(ev)));
             }
-            Event::Message(m) => self.message(m, None, out),
-            Event::ScannedRequest(m, s) => self.message(m, Some(s), out),
+            Event::Message(m) => self.message(m, Ahead::None, out),
+            Event::ScannedRequest(m, s) => self.message(m, Ahead::Request(s), out),
+            Event::ScannedResponse(m, s) => self.message(m, Ahead::Response(s), out),
             Event::StreamClosed { stream, .. } => {
                 out.push(Output::notice(Notice::Stream(ev)));
                 self.close(stream, out);
@@ -629,7 +708,7 @@ impl MessageAnalyzer {
     }
 
     /// A message, with its summary when it was scanned ahead.
-    fn message(&mut self, raw: RawMessage, scanned: Option<Box<Summary>>, out: &mut Vec<Output>) {
+    fn message(&mut self, raw: RawMessage, scanned: Ahead, out: &mut Vec<Output>) {
         let Some(st) = self.streams.get_mut(&raw.stream) else {
             return;
         };
@@ -655,8 +734,20 @@ impl MessageAnalyzer {
         } = &mut *rec;
         let mut facts: Option<LeanFacts> = None;
         let decoded = match raw.dir {
-            Direction::ClientToBroker => self.request(info, raw, scanned, sasl, &mut facts, out),
-            Direction::BrokerToClient => self.response(info, raw, sasl, previous_end, &mut facts),
+            Direction::ClientToBroker => {
+                let scanned = match scanned {
+                    Ahead::Request(s) => Some(s),
+                    _ => None,
+                };
+                self.request(info, raw, scanned, sasl, &mut facts, out)
+            }
+            Direction::BrokerToClient => {
+                let scanned = match scanned {
+                    Ahead::Response(s) => Some(s),
+                    _ => None,
+                };
+                self.response(info, raw, scanned, sasl, previous_end, &mut facts)
+            }
         };
         let decoded = slot.insert(decoded);
         let sasl_token = self.sasl_step(raw, sasl, info, decoded, facts.as_ref());
@@ -680,7 +771,7 @@ impl MessageAnalyzer {
     ) -> Decoded {
         let (scan, filter) = self.scan_mode();
         // A scan made ahead on the reader's thread is the one this would
-        // make (same bytes, same options: `RequestScanner`).
+        // make (same bytes, same options: `AheadScanner`).
         let summary = scan
             .then(|| match scanned {
                 Some(s) => Some(*s),
@@ -745,6 +836,7 @@ impl MessageAnalyzer {
         &mut self,
         info: &mut MessageInfo,
         raw: &RawMessage,
+        scanned: Option<Box<(i16, i16, Summary)>>,
         sasl: SaslState,
         previous_end: Option<Timestamp>,
         facts: &mut Option<LeanFacts>,
@@ -792,8 +884,13 @@ impl MessageAnalyzer {
         // read as trees when they carry a topic id to learn.
         let teaches = TEACHERS.contains(&req.api_key);
         let (k, v) = (req.api_key.0, req.api_version);
+        // A scan made ahead as the answer to this request's api and version
+        // is the one this would make (same bytes, same options).
         let summary = scan
-            .then(|| summarize_response(&raw.bytes, k, v, &self.response_scan_opts))
+            .then(|| match scanned {
+                Some(s) if (s.0, s.1) == (k, v) => Some(s.2),
+                _ => summarize_response(&raw.bytes, k, v, &self.response_scan_opts),
+            })
             .flatten()
             .filter(|s| !teaches || s.topic_ids.is_empty())
             .filter(|s| filter.is_none_or(|f| !f(Kind::Response, k, v, s)));
@@ -1241,9 +1338,10 @@ mod tests {
     use super::*;
 
     /// What an analyzer with `cfg` outputs for the capture at `path`, fed
-    /// by a pipeline of its own whose requests (every one, or one in
-    /// `every`) are scanned by the analyzer's scanner before it sees them;
-    /// `None` when the file does not open or the analyzer has no scanner.
+    /// by a pipeline of its own whose requests and paired responses (every
+    /// one, or one in `every`) are scanned by the analyzer's scanner before
+    /// it sees them; `None` when the file does not open or the analyzer has
+    /// no scanner.
     fn outputs_scanned(
         path: &std::path::Path,
         cfg: AnalyzerConfig,
@@ -1252,12 +1350,15 @@ mod tests {
         use crate::capture::{FileSource, FrameSource, Polled};
         let mut src = FileSource::open(path.to_str()?).ok()?;
         let mut a = MessageAnalyzer::new(cfg.clone());
-        let scanner = a.request_scanner()?;
+        let mut scanner = a.ahead_scanner()?;
         let mut pipeline = Pipeline::new(cfg.pipeline);
         let (mut evs, mut out, mut n) = (Vec::new(), Vec::new(), 0usize);
+        let mut answers = Vec::new();
         let mut scan = |evs: &mut Vec<Event>| {
+            answers.clear();
+            scanner.pair(evs, &mut answers);
             for ev in evs.iter_mut() {
-                if RequestScanner::wants(ev) {
+                if AheadScanner::wants(ev) {
                     n += 1;
                     if n % every == 0 {
                         let Event::Message(raw) = &*ev else {
@@ -1269,6 +1370,18 @@ mod tests {
                         assert_eq!(matches!(ev, Event::ScannedRequest(..)), clean);
                     }
                 }
+            }
+            for &(i, k, v) in &answers {
+                n += 1;
+                let Some(ev) = evs.get_mut(i).filter(|_| n % every == 0) else {
+                    continue;
+                };
+                let Event::Message(raw) = &*ev else {
+                    unreachable!("a response not scanned yet")
+                };
+                let clean = summarize_response(&raw.bytes, k, v, &scanner.response_opts);
+                scanner.scan_response(ev, k, v);
+                assert_eq!(matches!(ev, Event::ScannedResponse(..)), clean.is_some());
             }
         };
         loop {
@@ -1287,13 +1400,13 @@ mod tests {
         Some(out)
     }
 
-    /// Requests scanned ahead (on the reader's thread in `stats` and
+    /// Messages scanned ahead (on the reader's thread in `stats` and
     /// `print`) change nothing: the analyzer's outputs are those it makes
-    /// scanning them itself, for every capture, whether all requests or
-    /// every other one came scanned, with summaries only and with the
-    /// trees a filter asks for.
+    /// scanning them itself, for every capture, whether all requests and
+    /// paired responses or every other one came scanned, with summaries
+    /// only and with the trees a filter asks for.
     #[test]
-    fn requests_scanned_ahead_change_no_output() {
+    fn messages_scanned_ahead_change_no_output() {
         fn wants_produce(k: Kind, key: i16, _: i16, _: &Summary) -> bool {
             k == Kind::Request && ApiKey(key) == ApiKey::PRODUCE
         }
@@ -1351,7 +1464,7 @@ mod tests {
     fn a_request_scanned_ahead_is_taken_as_it_is() {
         let (cfg, mut evs) = lean_events_of_a1();
         let mut a = MessageAnalyzer::new(cfg);
-        let scanner = a.request_scanner().expect("a scanner");
+        let scanner = a.ahead_scanner().expect("a scanner");
         let mut out = Vec::new();
         let mut tampered = 0;
         for ev in &mut evs {
@@ -1374,13 +1487,100 @@ mod tests {
         assert_eq!(taken, tampered);
     }
 
+    /// The analyzer takes a response's scan made ahead when it pairs the
+    /// response with a request of the api and version it was scanned as,
+    /// and scans it again otherwise.
+    #[test]
+    fn a_response_scanned_ahead_is_taken_only_as_the_answer_it_was() {
+        let taken = |wrong_version: bool| {
+            let (cfg, mut evs) = lean_events_of_a1();
+            let mut a = MessageAnalyzer::new(cfg);
+            let mut scanner = a.ahead_scanner().expect("a scanner");
+            let mut answers = Vec::new();
+            scanner.pair(&evs, &mut answers);
+            let mut tampered = 0;
+            for &(i, k, v) in &answers {
+                let v = if wrong_version { v + 1 } else { v };
+                let ev = evs.get_mut(i).expect("an event");
+                scanner.scan_response(ev, k, v);
+                if let Event::ScannedResponse(_, s) = ev {
+                    s.2.throttle_time_ms = Some(424_242);
+                    // Those that teach topic ids are read as trees.
+                    let teaches = TEACHERS.contains(&ApiKey(k)) && !s.2.topic_ids.is_empty();
+                    tampered += usize::from(!teaches);
+                }
+            }
+            let mut out = Vec::new();
+            evs.drain(..).for_each(|ev| a.push(ev, &mut out));
+            a.finish(&mut out);
+            let seen = out
+                .iter()
+                .filter(|o| {
+                    matches!(o, Output::Message(m)
+                        if m.info.throttle_time_ms == Some(424_242))
+                })
+                .count();
+            (tampered, seen)
+        };
+        let (tampered, seen) = taken(false);
+        assert!(tampered > 10, "{tampered}");
+        assert_eq!(seen, tampered);
+        // As the answer to another version: scanned again by the analyzer
+        // (those that scan as the other version at all).
+        assert_eq!(taken(true).1, 0);
+    }
+
+    /// The scanner pairs a response with the request it noted on the same
+    /// connection with the same correlation id, once; a response whose
+    /// request it did not note is not paired.
+    #[test]
+    fn the_scanner_pairs_responses_with_the_requests_it_noted() {
+        let (cfg, evs) = lean_events_of_a1();
+        let mut scanner = MessageAnalyzer::new(cfg)
+            .ahead_scanner()
+            .expect("a scanner");
+        let mut answers = Vec::new();
+        scanner.pair(&evs, &mut answers);
+        let raw = |i: usize| match evs.get(i) {
+            Some(Event::Message(m)) => m,
+            _ => unreachable!("a message"),
+        };
+        for &(i, k, v) in &answers {
+            let r = raw(i);
+            assert_eq!(r.dir, Direction::BrokerToClient);
+            // Its request: the last one before it with its connection and id.
+            let asked = (0..i).rev().find_map(|j| match evs.get(j) {
+                Some(Event::Message(q))
+                    if q.stream == r.stream
+                        && q.dir == Direction::ClientToBroker
+                        && q.correlation_id() == r.correlation_id() =>
+                {
+                    q.request_key_version()
+                }
+                _ => None,
+            });
+            assert_eq!(asked, Some((k, v)));
+        }
+        let responses = (evs.iter())
+            .filter(|ev| matches!(ev, Event::Message(m) if m.dir == Direction::BrokerToClient))
+            .count();
+        assert!(answers.len() > 10 && answers.len() <= responses);
+        // Noted once: seen again, the responses find no request.
+        let (mut again, evs2) = (Vec::new(), evs.clone());
+        let only_responses: Vec<Event> = (evs2.into_iter())
+            .filter(|ev| matches!(ev, Event::Message(m) if m.dir == Direction::BrokerToClient))
+            .collect();
+        scanner.pair(&only_responses, &mut again);
+        assert!(again.is_empty());
+    }
+
     /// `scan_next` scans the requests one at a time, in order, each once,
     /// and says when none is left.
     #[test]
     fn scan_next_takes_the_requests_in_order() {
         let (cfg, mut evs) = lean_events_of_a1();
         let scanner = MessageAnalyzer::new(cfg)
-            .request_scanner()
+            .ahead_scanner()
             .expect("a scanner");
         let mut all = evs.clone();
         all.iter_mut().for_each(|ev| scanner.scan(ev));
@@ -1421,16 +1621,16 @@ mod tests {
             keep_trees: true,
             ..AnalyzerConfig::default()
         };
-        assert!(MessageAnalyzer::new(trees).request_scanner().is_none());
+        assert!(MessageAnalyzer::new(trees).ahead_scanner().is_none());
         // Record sets decoded: no summaries (print -V on one thread).
         assert!(MessageAnalyzer::new(AnalyzerConfig::default())
-            .request_scanner()
+            .ahead_scanner()
             .is_none());
         let mut lean = AnalyzerConfig::default();
         lean.decode.records = false;
-        assert!(MessageAnalyzer::new(lean).request_scanner().is_some());
+        assert!(MessageAnalyzer::new(lean).ahead_scanner().is_some());
         let stats = crate::stats::Stats::analyzer_config(AnalyzerConfig::default());
-        assert!(MessageAnalyzer::new(stats).request_scanner().is_some());
+        assert!(MessageAnalyzer::new(stats).ahead_scanner().is_some());
     }
 
     /// `info_topics: false` leaves only `MessageInfo::topics` empty: every

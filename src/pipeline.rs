@@ -189,9 +189,14 @@ pub enum Event {
     Message(RawMessage),
     /// A complete request with the summary scan the analyzer would make of
     /// it, made ahead on the thread that framed it
-    /// ([`crate::analyzer::RequestScanner`]); the pipeline itself yields
+    /// ([`crate::analyzer::AheadScanner`]); the pipeline itself yields
     /// [`Event::Message`].
     ScannedRequest(RawMessage, Box<Summary>),
+    /// A complete response with the summary scan the analyzer would make
+    /// of it as the answer to a request of (api key, api version), made
+    /// ahead as [`Event::ScannedRequest`]: the analyzer takes it only when
+    /// it pairs the response with a request of those.
+    ScannedResponse(RawMessage, Box<(i16, i16, Summary)>),
     /// The received prefix of a message whose rest is missing (`missing > 0`).
     Partial(RawMessage),
     /// Bytes missing from a direction.
@@ -274,7 +279,10 @@ impl Event {
     pub fn stream(&self) -> Option<u64> {
         match self {
             Event::StreamOpen(o) => Some(o.stream),
-            Event::Message(m) | Event::ScannedRequest(m, _) | Event::Partial(m) => Some(m.stream),
+            Event::Message(m)
+            | Event::ScannedRequest(m, _)
+            | Event::ScannedResponse(m, _)
+            | Event::Partial(m) => Some(m.stream),
             Event::Rtt { stream, .. }
             | Event::Gap { stream, .. }
             | Event::Resync { stream, .. }

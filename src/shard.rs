@@ -97,7 +97,9 @@ impl Router {
             Event::StreamClosed { stream, .. } => {
                 self.open.remove(stream);
             }
-            Event::Message(m) | Event::ScannedRequest(m, _) if self.open.contains(&m.stream) => {
+            Event::Message(m) | Event::ScannedRequest(m, _) | Event::ScannedResponse(m, _)
+                if self.open.contains(&m.stream) =>
+            {
                 self.next_index += 1;
             }
             _ => {}

@@ -9,7 +9,7 @@ use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use kafkashark::analyzer::{
-    Also, Analyzer, MessageAnalyzer, MessageInfo, MessageRecord, Notice, Output, RequestScanner,
+    AheadScanner, Also, Analyzer, MessageAnalyzer, MessageInfo, MessageRecord, Notice, Output,
 };
 use kafkashark::capture::{CaptureError, FileSource, FrameSource, LiveConfig, LiveSource, Polled};
 use kafkashark::flow::{Ports, ReorderWindow};
@@ -827,8 +827,8 @@ fn run_file(
             path: "the analysis threads".into(),
             err,
         })?;
-    // The reader scans requests ahead while the shards are behind.
-    let reader = FileReader::spawn(src, pipeline, BATCH_FRAMES, analyzer.request_scanner());
+    // The reader scans messages ahead while the shards are behind.
+    let reader = FileReader::spawn(src, pipeline, BATCH_FRAMES, analyzer.ahead_scanner());
     // Where each batch's frames end among the events routed, sent before
     // the batch itself: the writer finds each frame's outputs by the places
     // of the events that made them. As many as the batches in flight.
@@ -1090,7 +1090,7 @@ impl FileReader {
         mut src: FileSource,
         cfg: PipelineConfig,
         batch_frames: usize,
-        scanner: Option<RequestScanner>,
+        mut scanner: Option<AheadScanner>,
     ) -> FileReader {
         // A few batches in flight bound the memory the reader can run ahead by.
         let (tx, rx) = std::sync::mpsc::sync_channel::<Batch>(2);
@@ -1150,7 +1150,7 @@ impl FileReader {
                             ..Batch::default()
                         },
                     );
-                    if !hand_over(&tx, full, scanner.as_ref()) {
+                    if !hand_over(&tx, full, scanner.as_mut()) {
                         return;
                     }
                 }
@@ -1166,30 +1166,44 @@ impl FileReader {
 }
 
 /// Sends `batch` to the caller; `false` when it has gone. While the channel
-/// is full (the caller is behind), the reader scans the batch's requests
-/// itself, one at a time, with `scanner`, instead of waiting idle: the
-/// caller's thread is then spared their scans. When the caller keeps up, the
-/// batch goes at once and the caller scans them. Which thread scans a request
-/// changes nothing else (see [`RequestScanner`]).
+/// is full (the caller is behind), the reader scans the batch's messages
+/// itself, one at a time, with `scanner`, instead of waiting idle: its
+/// requests, then its responses paired with requests the scanner noted
+/// (every batch's requests are noted, scanned or not). The caller's thread
+/// is then spared their scans. When the caller keeps up, the batch goes at
+/// once and the caller scans them. Which thread scans a message changes
+/// nothing else (see [`AheadScanner`]).
 fn hand_over(
     tx: &std::sync::mpsc::SyncSender<Batch>,
     mut batch: Batch,
-    scanner: Option<&RequestScanner>,
+    scanner: Option<&mut AheadScanner>,
 ) -> bool {
     use std::sync::mpsc::TrySendError;
     let Some(scanner) = scanner else {
         return tx.send(batch).is_ok();
     };
-    let mut next = 0;
+    let mut answers = Vec::new();
+    scanner.pair(&batch.evs, &mut answers);
+    let (mut next, mut answer) = (Some(0), 0);
     loop {
         match tx.try_send(batch) {
             Ok(()) => return true,
             Err(TrySendError::Disconnected(_)) => return false,
             Err(TrySendError::Full(back)) => batch = back,
         }
-        match scanner.scan_next(&mut batch.evs, next) {
-            Some(after) => next = after,
-            None => return tx.send(batch).is_ok(),
+        // The requests first, then the responses paired.
+        if let Some(from) = next {
+            next = scanner.scan_next(&mut batch.evs, from);
+            if next.is_some() {
+                continue;
+            }
+        }
+        let Some(&(i, k, v)) = answers.get(answer) else {
+            return tx.send(batch).is_ok();
+        };
+        answer += 1;
+        if let Some(ev) = batch.evs.get_mut(i) {
+            scanner.scan_response(ev, k, v);
         }
     }
 }
@@ -2047,22 +2061,22 @@ mod reader_tests {
         };
         let mut cfg = AnalyzerConfig::default();
         cfg.decode.records = false;
-        let scanner = MessageAnalyzer::new(cfg)
-            .request_scanner()
+        let mut scanner = MessageAnalyzer::new(cfg)
+            .ahead_scanner()
             .expect("a scanner");
         let (tx, rx) = std::sync::mpsc::sync_channel::<Batch>(1);
-        assert!(hand_over(&tx, batch(1), Some(&scanner)));
+        assert!(hand_over(&tx, batch(1), Some(&mut scanner)));
         // The channel is full: the second waits for room.
         let waiting = std::thread::spawn(move || {
-            let sent = hand_over(&tx, batch(2), Some(&scanner));
+            let sent = hand_over(&tx, batch(2), Some(&mut scanner));
             (sent, tx, scanner)
         });
         assert_eq!(rx.recv().map(|b| b.ends.len()).ok(), Some(1));
         assert_eq!(rx.recv().map(|b| b.ends.len()).ok(), Some(2));
-        let (sent, tx, scanner) = waiting.join().expect("join");
+        let (sent, tx, mut scanner) = waiting.join().expect("join");
         assert!(sent);
         drop(rx);
-        assert!(!hand_over(&tx, batch(3), Some(&scanner)));
+        assert!(!hand_over(&tx, batch(3), Some(&mut scanner)));
         assert!(!hand_over(&tx, batch(3), None));
     }
 

@@ -311,7 +311,7 @@ fn strip_bytes(out: &mut [ShardOutput], keep_frames: bool) {
 /// Capture files analysed batch by batch for a caller that takes each
 /// batch's outputs on the thread that routes it (the TUI's loader,
 /// `export`, `stats`): read, reassembled and framed on a reader thread
-/// (`print::FileReader`, which scans requests ahead while the shards are
+/// (`print::FileReader`, which scans messages ahead while the shards are
 /// behind), decoded in shards, merged back in order.
 pub struct FileAnalysis {
     reader: crate::print::FileReader,
@@ -348,7 +348,7 @@ impl FileAnalysis {
             src,
             analyzer.config().pipeline.clone(),
             crate::print::BATCH_FRAMES,
-            analyzer.request_scanner(),
+            analyzer.ahead_scanner(),
         );
         Ok(FileAnalysis {
             reader,

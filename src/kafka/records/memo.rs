@@ -28,7 +28,7 @@
 //! - a table belongs to one analysis: the [`crate::analyzer::Analyzer`] that
 //!   counts record sets makes it and hands it, in its scan options
 //!   ([`DecodeOptions::batch_sizes`](crate::kafka::DecodeOptions)), to the
-//!   [`crate::analyzer::RequestScanner`] a front end may run on another thread;
+//!   [`crate::analyzer::AheadScanner`] a front end may run on another thread;
 //! - the table is shared by the scans of one analysis without a lock:
 //!   each entry is two atomic words, the key stored XORed with the value, so
 //!   that a torn read (a word of one entry, a word of another) fails the
