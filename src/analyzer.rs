@@ -387,26 +387,10 @@ impl AheadScanner {
     /// Scans `ev` when it is a complete request not scanned yet; when the
     /// scan succeeds, `ev` becomes an [`Event::ScannedRequest`] with it.
     pub fn scan(&self, ev: &mut Event) {
-        let Event::Message(raw) = ev else {
-            return;
-        };
-        if raw.dir != Direction::ClientToBroker {
-            return;
-        }
-        let Some(sum) = summarize_request(&raw.bytes, &self.opts) else {
-            return;
-        };
-        // The message moves into the new event; what stands in its place
-        // for that moment is never seen.
-        let placeholder = Event::Discarded {
-            stream: raw.stream,
-            dir: raw.dir,
-            bytes: 0,
-            frame: raw.last_frame,
-        };
-        if let Event::Message(raw) = std::mem::replace(ev, placeholder) {
-            *ev = Event::ScannedRequest(raw, Box::new(sum));
-        }
+        scanned(ev, Direction::ClientToBroker, |raw| {
+            let sum = summarize_request(&raw.bytes, &self.opts)?;
+            Some(|raw| Event::ScannedRequest(raw, Box::new(sum)))
+        });
     }
 
     /// Notes the requests of `evs` and pairs its responses with the
@@ -441,25 +425,40 @@ impl AheadScanner {
     /// answer to a request of (`api_key`, `api_version`); when the scan
     /// succeeds, `ev` becomes an [`Event::ScannedResponse`] with it.
     pub fn scan_response(&self, ev: &mut Event, api_key: i16, api_version: i16) {
-        let Event::Message(raw) = ev else {
-            return;
-        };
-        if raw.dir != Direction::BrokerToClient {
-            return;
-        }
-        let Some(sum) = summarize_response(&raw.bytes, api_key, api_version, &self.response_opts)
-        else {
-            return;
-        };
-        let placeholder = Event::Discarded {
-            stream: raw.stream,
-            dir: raw.dir,
-            bytes: 0,
-            frame: raw.last_frame,
-        };
-        if let Event::Message(raw) = std::mem::replace(ev, placeholder) {
-            *ev = Event::ScannedResponse(raw, Box::new((api_key, api_version, sum)));
-        }
+        scanned(ev, Direction::BrokerToClient, |raw| {
+            let sum = summarize_response(&raw.bytes, api_key, api_version, &self.response_opts)?;
+            Some(|raw| Event::ScannedResponse(raw, Box::new((api_key, api_version, sum))))
+        });
+    }
+}
+
+/// Replaces `ev`, a complete message in direction `dir` not scanned yet,
+/// with the event `scan` makes of it (when it makes one: the scan
+/// succeeded).
+fn scanned<E: FnOnce(RawMessage) -> Event>(
+    ev: &mut Event,
+    dir: Direction,
+    scan: impl FnOnce(&RawMessage) -> Option<E>,
+) {
+    let Event::Message(raw) = ev else {
+        return;
+    };
+    if raw.dir != dir {
+        return;
+    }
+    let Some(make) = scan(raw) else {
+        return;
+    };
+    // The message moves into the new event; what stands in its place for
+    // that moment is never seen.
+    let placeholder = Event::Discarded {
+        stream: raw.stream,
+        dir: raw.dir,
+        bytes: 0,
+        frame: raw.last_frame,
+    };
+    if let Event::Message(raw) = std::mem::replace(ev, placeholder) {
+        *ev = make(raw);
     }
 }
 
