@@ -1169,10 +1169,11 @@ impl FileReader {
 /// is full (the caller is behind), the reader scans the batch's messages
 /// itself, one at a time, with `scanner`, instead of waiting idle: its
 /// requests, then its responses paired with requests the scanner noted
-/// (every batch's requests are noted, scanned or not). The caller's thread
-/// is then spared their scans. When the caller keeps up, the batch goes at
-/// once and the caller scans them. Which thread scans a message changes
-/// nothing else (see [`AheadScanner`]).
+/// (those of the batches it found the caller behind on, which in a run
+/// where the caller is behind are nearly all). The caller's thread is then
+/// spared their scans. When the caller keeps up, the batch goes at once and
+/// the caller scans them. Which thread scans a message changes nothing else
+/// (see [`AheadScanner`]).
 fn hand_over(
     tx: &std::sync::mpsc::SyncSender<Batch>,
     mut batch: Batch,
@@ -1182,14 +1183,18 @@ fn hand_over(
     let Some(scanner) = scanner else {
         return tx.send(batch).is_ok();
     };
-    let mut answers = Vec::new();
-    scanner.pair(&batch.evs, &mut answers);
+    let (mut answers, mut paired) = (Vec::new(), false);
     let (mut next, mut answer) = (Some(0), 0);
     loop {
         match tx.try_send(batch) {
             Ok(()) => return true,
             Err(TrySendError::Disconnected(_)) => return false,
             Err(TrySendError::Full(back)) => batch = back,
+        }
+        // Paired only when the caller is behind: a caller that keeps up
+        // would have it cost the reader a lookup per message for nothing.
+        if !std::mem::replace(&mut paired, true) {
+            scanner.pair(&batch.evs, &mut answers);
         }
         // The requests first, then the responses paired.
         if let Some(from) = next {
