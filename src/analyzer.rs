@@ -1529,35 +1529,48 @@ mod tests {
         assert_eq!(taken(true).1, 0);
     }
 
-    /// The scanner pairs a response with the request it noted on the same
-    /// connection with the same correlation id, once; a response whose
-    /// request it did not note is not paired.
-    #[test]
-    fn the_scanner_pairs_responses_with_the_requests_it_noted() {
+    /// A scanner of the kcat capture's events that noted them all, the
+    /// events, and the responses it paired.
+    fn paired_a1() -> (AheadScanner, Vec<Event>, Vec<(usize, i16, i16)>) {
         let (cfg, evs) = lean_events_of_a1();
         let mut scanner = MessageAnalyzer::new(cfg)
             .ahead_scanner()
             .expect("a scanner");
         let mut answers = Vec::new();
         scanner.pair(&evs, &mut answers);
-        let raw = |i: usize| match evs.get(i) {
-            Some(Event::Message(m)) => m,
-            _ => unreachable!("a message"),
+        (scanner, evs, answers)
+    }
+
+    /// The request the message at `i` of `evs` answers: the last one before
+    /// it on its connection with its correlation id.
+    fn request_before(evs: &[Event], i: usize) -> Option<&RawMessage> {
+        let Some(Event::Message(r)) = evs.get(i) else {
+            return None;
         };
+        (evs.iter().take(i).rev()).find_map(|ev| match ev {
+            Event::Message(q)
+                if q.stream == r.stream
+                    && q.dir == Direction::ClientToBroker
+                    && q.correlation_id() == r.correlation_id() =>
+            {
+                Some(q)
+            }
+            _ => None,
+        })
+    }
+
+    /// The scanner pairs a response with the request it noted on the same
+    /// connection with the same correlation id, once; a response whose
+    /// request it did not note is not paired.
+    #[test]
+    fn the_scanner_pairs_responses_with_the_requests_it_noted() {
+        let (mut scanner, evs, answers) = paired_a1();
         for &(i, k, v) in &answers {
-            let r = raw(i);
+            let Some(Event::Message(r)) = evs.get(i) else {
+                unreachable!("a message")
+            };
             assert_eq!(r.dir, Direction::BrokerToClient);
-            // Its request: the last one before it with its connection and id.
-            let asked = (0..i).rev().find_map(|j| match evs.get(j) {
-                Some(Event::Message(q))
-                    if q.stream == r.stream
-                        && q.dir == Direction::ClientToBroker
-                        && q.correlation_id() == r.correlation_id() =>
-                {
-                    q.request_key_version()
-                }
-                _ => None,
-            });
+            let asked = request_before(&evs, i).and_then(RawMessage::request_key_version);
             assert_eq!(asked, Some((k, v)));
         }
         let responses = (evs.iter())
@@ -1571,6 +1584,49 @@ mod tests {
             .collect();
         scanner.pair(&only_responses, &mut again);
         assert!(again.is_empty());
+    }
+
+    /// The scanner remembers at most [`SCANNER_ASKED`] requests: one more
+    /// and it forgets those it held (their responses are then scanned by
+    /// the analyzer), keeping the new one.
+    #[test]
+    fn the_scanner_forgets_its_requests_past_its_bound() {
+        let (_, evs, answers) = paired_a1();
+        let &(i, k, v) = answers.first().expect("a paired response");
+        let Some(Event::Message(response)) = evs.get(i) else {
+            unreachable!("a response")
+        };
+        let request = request_before(&evs, i).expect("its request");
+        // The message with correlation id `c` (at `at` in its bytes).
+        let with_id = |m: &RawMessage, at: usize, c: i32| {
+            let mut b = m.bytes.to_vec();
+            if let Some(id) = b.get_mut(at..at + 4) {
+                id.copy_from_slice(&c.to_be_bytes());
+            }
+            Event::Message(RawMessage {
+                bytes: b.into(),
+                ..m.clone()
+            })
+        };
+        let bound = i32::try_from(SCANNER_ASKED).expect("a bound");
+        let paired = |scanner: &mut AheadScanner, c: i32| {
+            let mut got = Vec::new();
+            scanner.pair(&[with_id(response, 4, c)], &mut got);
+            got.first().map(|&(_, k, v)| (k, v))
+        };
+        let mut scanner = MessageAnalyzer::new(lean_events_of_a1().0)
+            .ahead_scanner()
+            .expect("a scanner");
+        let requests: Vec<Event> = (0..bound).map(|c| with_id(request, 8, c)).collect();
+        scanner.pair(&requests, &mut Vec::new());
+        assert_eq!(scanner.asked.len(), SCANNER_ASKED);
+        assert_eq!(paired(&mut scanner, 0), Some((k, v)));
+        // Back to the bound, then one more: all forgotten but the newest.
+        scanner.pair(&[with_id(request, 8, 0)], &mut Vec::new());
+        scanner.pair(&[with_id(request, 8, bound)], &mut Vec::new());
+        assert_eq!(scanner.asked.len(), 1);
+        assert_eq!(paired(&mut scanner, 1), None);
+        assert_eq!(paired(&mut scanner, bound), Some((k, v)));
     }
 
     /// `scan_next` scans the requests one at a time, in order, each once,
