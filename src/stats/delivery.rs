@@ -117,7 +117,8 @@ impl Produced {
     fn insert(&mut self, k: Key, at: i64) {
         if self.ring.is_empty() {
             // Sized at the first batch: grown by doubling, the ring and the
-            // index would be moved again and again.
+            // index would be moved again and again. (The index is empty
+            // with the ring: nothing to rehash.)
             self.ring.reserve(MAX_PRODUCED + 1);
             self.index.reserve(MAX_PRODUCED + 1, |_| 0);
         }
@@ -133,7 +134,8 @@ impl Produced {
             }
             return;
         }
-        // Not past the length reserved: never rehashed.
+        // Within the room reserved the index never grows; it may rehash
+        // in place (past forgotten entries), each place by its key.
         let n = front.wrapping_add(ring.len() as u32);
         ring.push_back((k, at));
         let rehash = |&n: &u32| ring.get(place(n)).map_or(0, |e| key_hash(&e.0));
