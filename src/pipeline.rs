@@ -52,8 +52,10 @@ pub struct PipelineConfig {
     pub max_pending_per_stream: usize,
     /// Work out where each message's bytes lie in the capture file
     /// ([`RawMessage::file_pieces`](crate::kafka::framing::RawMessage::file_pieces)),
-    /// for readers that drop message bytes and read them again (the TUI's index).
-    /// Off by default: it costs an allocation per message nobody else reads.
+    /// for readers that drop message bytes and read them again (the TUI's index),
+    /// or that copy held bytes only once the file has moved on past them
+    /// (`print -V`'s reorder). Off by default: it costs an allocation per
+    /// message nobody else reads.
     pub locate_in_file: bool,
     /// TLS session keys: a TLS connection whose session the key log has is
     /// decrypted and its application data framed as Kafka

@@ -317,16 +317,9 @@ fn push_decimal(s: &mut String, mut v: u64, negative: bool) {
     }
 }
 
-/// Appends `v` in lower-case hex, without leading zeros (`0` for zero).
-fn push_hex(s: &mut String, v: u64) {
-    let (digits, n) = hex_digits(v);
-    for &d in digits.get(..n).unwrap_or_default() {
-        s.push(char::from(d));
-    }
-}
-
 /// Appends `v` in lower-case hex, without leading zeros (`0` for zero):
 /// one fixed-size copy, cut back to the digits.
+#[inline(always)]
 pub(crate) fn put_hex(out: &mut Vec<u8>, v: u64) {
     let (digits, n) = hex_digits(v);
     let at = out.len();
@@ -337,6 +330,7 @@ pub(crate) fn put_hex(out: &mut Vec<u8>, v: u64) {
 /// The lower-case hex digits of `v` without leading zeros (`0` for zero),
 /// first in the array (NULs after them), and how many there are: every
 /// nibble turned into its digit at once, eight to a word, without a loop.
+#[inline(always)]
 pub(crate) fn hex_digits(v: u64) -> ([u8; 16], usize) {
     const ONES: u64 = 0x0101_0101_0101_0101;
     // Byte k of the word: nibble k of `x`, the most significant digit last.
@@ -877,6 +871,7 @@ pub mod json {
     /// of those: Rust's `Debug` text of them without its quotes, as the
     /// compact text shows a record's key or value (and their JSON escape,
     /// as [`debug_and_escape_counted`] writes it).
+    #[inline(always)]
     pub(crate) fn backslashed_counted(out: &mut Vec<u8>, b: &[u8], quotes: usize) {
         quotes_escaped_counted(None, out, b, quotes);
     }
@@ -1171,6 +1166,7 @@ pub mod json {
     }
 
     /// Appends a signed integer.
+    #[inline]
     pub fn i64(out: &mut Vec<u8>, v: i64) {
         if v < 0 {
             out.push(b'-');
@@ -1580,6 +1576,13 @@ pub(crate) trait Lines {
     /// A node's line: its cells in `f`.
     fn line(&mut self, f: &Fields);
 
+    /// The line of `n` (the top of the tree when `top`), under the guides
+    /// in `f`: its cells set in `f`, then handed to [`Lines::line`].
+    fn node(&mut self, f: &mut Fields, n: &Node, top: bool) {
+        f.set(n, top);
+        self.line(f);
+    }
+
     /// A run of records' compact lines, appended by `write` to a byte buffer
     /// (false, with nothing appended, when the records do not read
     /// cleanly): whether they were. Unless the lines go straight to their
@@ -1611,6 +1614,22 @@ pub(crate) struct Writer<'a, S: ?Sized> {
 impl<S: TextSink + ?Sized> Lines for Writer<'_, S> {
     fn line(&mut self, f: &Fields) {
         f.write(self.out, self.cols, self.indent);
+    }
+
+    /// A compact line is made in place in the output (no copy of it made
+    /// first).
+    fn node(&mut self, f: &mut Fields, n: &Node, top: bool) {
+        if let Layout::Wide = f.layout {
+            f.set(n, top);
+            return self.line(f);
+        }
+        f.set_about(n);
+        let indent = self.indent;
+        self.out.push_utf8_with(&mut |b| {
+            b.extend_from_slice(indent.as_bytes());
+            f.put_line(b, n, top);
+            true
+        });
     }
 
     fn block(&mut self, _: &mut Fields, write: &mut dyn FnMut(&mut Vec<u8>) -> bool) -> bool {
@@ -1660,16 +1679,6 @@ impl TextSink for Vec<u8> {
     }
 }
 
-/// A sink that only counts the bytes pushed (a compact line's length).
-struct Count(usize);
-
-impl TextSink for Count {
-    fn push_text(&mut self, s: &str) {
-        self.0 += s.len();
-    }
-    fn reserve_text(&mut self, _: usize) {}
-}
-
 /// A line's columns, rebuilt in place for every node (no allocation once
 /// they have grown). `prefix` holds the guides of the node's parent.
 #[derive(Default)]
@@ -1681,9 +1690,9 @@ pub(crate) struct Fields {
     value: String,
     span: String,
     about: String,
-    /// Compact: the whole line, made by [`Fields::set`] instead of the
-    /// cells above.
-    line: String,
+    /// Compact: the whole line (UTF-8, without its indent), made by
+    /// [`Fields::set`] instead of the cells above.
+    line: Vec<u8>,
     /// Lines written whole (a run of records, `Deferred::write_text`),
     /// each after `indent`: the line [`Lines::line`] is given instead of
     /// the cells above when not empty (UTF-8).
@@ -1693,6 +1702,9 @@ pub(crate) struct Fields {
     indent: String,
     /// Scratch: `indent` and `prefix`, the lead of `block`'s lines.
     lead: String,
+    /// Scratch: a value shown otherwise than by [`Fields::put_line`]'s
+    /// own writing.
+    scratch: String,
 }
 
 /// Column widths in characters (each the widest cell plus 2, at least the
@@ -1748,10 +1760,8 @@ impl Size {
                 self.compact_bytes += f.block.len();
                 return;
             }
-            let mut n = Count(0);
-            f.write_compact(&mut n, "");
             self.lines += 1;
-            self.compact_bytes += n.0;
+            self.compact_bytes += f.line.len();
             return;
         }
         let nc = f.name.chars().count();
@@ -1816,11 +1826,12 @@ impl Fields {
     /// The guide the children of a node draw under it: a line down unless
     /// it is its parent's last child (compact: two spaces).
     pub(crate) fn push_guide(&mut self, last: bool) {
-        self.prefix.push_str(match self.layout {
-            Layout::Compact { .. } => "  ",
-            Layout::Wide if last => "    ",
-            Layout::Wide => "|   ",
-        });
+        // Each a constant (copied in place, no call).
+        match self.layout {
+            Layout::Compact { .. } => self.prefix.push_str("  "),
+            Layout::Wide if last => self.prefix.push_str("    "),
+            Layout::Wide => self.prefix.push_str("|   "),
+        }
     }
 
     /// Takes back the last [`Fields::push_guide`].
@@ -1889,52 +1900,58 @@ impl Fields {
         }
     }
 
-    /// The compact line of `n` (without the indent it is written after):
-    /// the name after its guides, `: value` when there is one, the type,
-    /// the span and the description (or error), two spaces apart, `\n` —
-    /// made in place, not from cells (`print -V` writes many lines).
+    /// The compact line of `n` (without the indent it is written after),
+    /// made in `line`.
     fn set_line(&mut self, n: &Node, top: bool) {
-        let l = &mut self.line;
+        let mut l = std::mem::take(&mut self.line);
         l.clear();
+        self.put_line(&mut l, n, top);
+        self.line = l;
+    }
+
+    /// Appends the compact line of `n`, its description (or error) set
+    /// ([`Fields::set_about`]): the name after its guides, `: value` when
+    /// there is one, the type, the span and the description, two spaces
+    /// apart, `\n` — as bytes, the numbers and plain strings written as
+    /// the JSON output writes them (`print -V` writes many lines).
+    pub(crate) fn put_line(&mut self, l: &mut Vec<u8>, n: &Node, top: bool) {
         if top {
-            l.push_str(&n.name);
+            l.extend_from_slice(n.name.as_bytes());
         } else {
-            l.push_str(&self.prefix);
-            l.push_str("  ");
-            push_text(l, &n.name);
+            l.extend_from_slice(self.prefix.as_bytes());
+            l.extend_from_slice(b"  ");
+            put_text(l, &n.name);
         }
         // A struct's value says only what its type says.
         if !matches!(&n.value, Value::Text(t) if *t == "struct") {
             let mark = l.len();
-            l.push_str(": ");
-            push_value_escaped(&n.value, n.detail.as_ref(), l);
+            l.extend_from_slice(b": ");
+            put_value(l, &n.value, n.detail.as_ref(), &mut self.scratch);
             if l.len() == mark + 2 {
                 l.truncate(mark);
             }
         }
-        let mark = l.len();
-        l.push_str("  ");
-        push_text(l, &n.ty);
-        if l.len() == mark + 2 {
-            l.truncate(mark);
+        if !n.ty.is_empty() {
+            l.extend_from_slice(b"  ");
+            put_text(l, &n.ty);
         }
-        l.push_str("  [");
+        l.extend_from_slice(b"  [");
         if n.source != 0 {
-            l.push('#');
-            push_decimal(l, n.source.into(), false);
-            l.push(':');
+            l.push(b'#');
+            json::u64(l, n.source.into());
+            l.push(b':');
         }
-        l.push_str("0x");
-        push_hex(l, n.offset as u64);
-        l.push('+');
-        push_decimal(l, n.length as u64, false);
-        l.push(']');
+        l.extend_from_slice(b"0x");
+        put_hex(l, n.offset as u64);
+        l.push(b'+');
+        json::u64(l, n.length as u64);
+        l.push(b']');
         let about = self.about.trim_end();
         if !about.is_empty() {
-            l.push_str("  ");
-            l.push_str(about);
+            l.extend_from_slice(b"  ");
+            l.extend_from_slice(about.as_bytes());
         }
-        l.push('\n');
+        l.push(b'\n');
     }
 
     /// Appends the line: `indent`, the padded cells, the span and the
@@ -1970,8 +1987,11 @@ impl Fields {
             });
             return;
         }
-        out.push_text(indent);
-        out.push_text(&self.line);
+        out.push_utf8_with(&mut |b| {
+            b.extend_from_slice(indent.as_bytes());
+            b.extend_from_slice(&self.line);
+            true
+        });
     }
 }
 
@@ -2031,8 +2051,7 @@ pub(crate) fn walk_node(
     f: &mut Fields,
     line: &mut dyn Lines,
 ) {
-    f.set(n, top);
-    line.line(f);
+    line.node(f, n, top);
     let at = f.prefix.len();
     if !top {
         f.push_guide(last);
@@ -2118,6 +2137,83 @@ fn push_escaped(out: &mut String, s: &str) {
             out.push(c);
         }
     }
+}
+
+/// [`push_text`] into bytes.
+fn put_text(out: &mut Vec<u8>, t: &Text) {
+    match t {
+        Cow::Borrowed(s) => out.extend_from_slice(s.as_bytes()),
+        Cow::Owned(s) => put_escaped(out, s),
+    }
+}
+
+/// [`push_escaped`] into bytes.
+fn put_escaped(out: &mut Vec<u8>, s: &str) {
+    if !has_control(s) {
+        out.extend_from_slice(s.as_bytes());
+        return;
+    }
+    let mut e = String::with_capacity(s.len() + 8);
+    push_escaped(&mut e, s);
+    out.extend_from_slice(e.as_bytes());
+}
+
+/// [`push_value_escaped`] into bytes: integers, printable ASCII strings
+/// and texts written in place, and the detail after them, each escaped on
+/// its own where [`push_value_escaped`] escapes the two together (an
+/// integer's or a printable string's text has nothing to escape: after one,
+/// a `'static` detail is not escaped either); other values made by
+/// [`push_value_escaped`] in `scratch`.
+fn put_value(out: &mut Vec<u8>, value: &Value, detail: Option<&Text>, scratch: &mut String) {
+    let start = out.len();
+    let clean = match value {
+        Value::Int(v) => {
+            json::i64(out, *v);
+            true
+        }
+        Value::Uint(v) => {
+            json::u64(out, *v);
+            true
+        }
+        Value::Str(v) => match json::printable_ascii_quotes(v.as_bytes()) {
+            Some(quotes) => {
+                out.push(b'"');
+                json::backslashed_counted(out, v.as_bytes(), quotes);
+                out.push(b'"');
+                true
+            }
+            None => return put_value_made(out, value, detail, scratch),
+        },
+        Value::Text(t) => {
+            put_escaped(out, t);
+            false
+        }
+        Value::None => false,
+        _ => return put_value_made(out, value, detail, scratch),
+    };
+    let Some(d) = detail else {
+        return;
+    };
+    // After a value, in parentheses; alone, as it is.
+    let alone = out.len() == start;
+    if !alone {
+        out.extend_from_slice(b" (");
+    }
+    match d {
+        Cow::Borrowed(d) if clean => out.extend_from_slice(d.as_bytes()),
+        d => put_escaped(out, d),
+    }
+    if !alone {
+        out.push(b')');
+    }
+}
+
+/// [`put_value`] by [`push_value_escaped`].
+#[inline(never)]
+fn put_value_made(out: &mut Vec<u8>, value: &Value, detail: Option<&Text>, scratch: &mut String) {
+    scratch.clear();
+    push_value_escaped(value, detail, scratch);
+    out.extend_from_slice(scratch.as_bytes());
 }
 
 /// Escapes control characters (ESC, CR, BEL, ...) so captured bytes can never
@@ -2635,6 +2731,40 @@ mod tests {
     }
 
     proptest::proptest! {
+        /// A compact line's value as bytes is the text line's value: every
+        /// kind of value, with and without a detail made at run time or
+        /// `'static`, control characters in either.
+        #[test]
+        fn a_value_put_as_bytes_is_its_escaped_text(
+            s in escape_heavy(),
+            d in escape_heavy(),
+            i: i64,
+            kind in 0usize..9,
+            detail in 0usize..3,
+        ) {
+            let value = match kind {
+                0 => Value::Int(i),
+                1 => Value::Uint(i.unsigned_abs()),
+                2 => Value::Str(s.clone()),
+                3 => Value::Str(s.replace(|c: char| !c.is_ascii_graphic(), "_")),
+                4 => Value::Text(Text::Owned(s.clone())),
+                5 => Value::Text(Text::Borrowed("3 elements")),
+                6 => Value::None,
+                7 => Value::bytes(s.as_bytes()),
+                _ => Value::Null,
+            };
+            let detail = match detail {
+                0 => None,
+                1 => Some(Text::Owned(d.clone())),
+                _ => Some(Text::Borrowed("compact, len+1=4\u{1b}")),
+            };
+            let mut want = String::from("x");
+            push_value_escaped(&value, detail.as_ref(), &mut want);
+            let mut got = b"x".to_vec();
+            put_value(&mut got, &value, detail.as_ref(), &mut String::new());
+            proptest::prop_assert_eq!(String::from_utf8(got).expect("utf8"), want);
+        }
+
         #[test]
         fn fast_escape_is_serde_json_escape(s in escape_heavy(), t in ".*") {
             for s in [&s, &t] {
@@ -2716,9 +2846,6 @@ mod tests {
                 let mut got = b"x".to_vec();
                 put_hex(&mut got, v);
                 proptest::prop_assert_eq!(String::from_utf8(got).expect("utf8"), format!("x{v:x}"));
-                let mut got = String::from("y");
-                push_hex(&mut got, v);
-                proptest::prop_assert_eq!(got, format!("y{v:x}"));
             }
         }
 

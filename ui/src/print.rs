@@ -440,7 +440,10 @@ pub fn run(a: &PrintArgs) -> Result<u64, CliError> {
     // `render_pool`'s does) and each message's tree is decoded once, as it
     // is printed (`Trees`), with the facts a tree-keeping analyzer takes from
     // it: the same output as `render_pool`, on one thread.
-    let pipeline = pipeline_config(&a.capture.ports, a.reorder_window, &a.capture.keys());
+    let mut pipeline = pipeline_config(&a.capture.ports, a.reorder_window, &a.capture.keys());
+    // Held messages keep their bytes for their trees: located in the file,
+    // they are copied only once the file has moved on (`Reorder`).
+    pipeline.locate_in_file = verbose;
     let cfg = crate::render_pool::summary_config(pipeline.clone(), &decode, verbose);
     let trees = verbose.then(|| Trees {
         opts: decode,

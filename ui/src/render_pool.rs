@@ -165,7 +165,11 @@ where
     W: Write,
     F: FnOnce() -> W + Send + 'static,
 {
-    let pipeline = crate::print::pipeline_config(&settings.ports, settings.reorder, &settings.keys);
+    let mut pipeline =
+        crate::print::pipeline_config(&settings.ports, settings.reorder, &settings.keys);
+    // Held messages keep their bytes for their trees: located in the file,
+    // they are copied only once the file has moved on (`Reorder`).
+    pipeline.locate_in_file = true;
     let captures: Vec<String> = src.paths().map(str::to_string).collect();
     let reader = FileReader::spawn(src, pipeline.clone(), crate::print::BATCH_FRAMES, None);
     let mut analyzer = MessageAnalyzer::new(summary_config(pipeline, &settings.decode, true));

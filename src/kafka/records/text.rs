@@ -77,8 +77,8 @@ struct Text<'o> {
     /// source other than the message.
     source: Pad,
     about: bool,
-    /// The open record's line and field lines, and the open header's.
-    line: Vec<u8>,
+    /// The open record's field lines written before its own line, and
+    /// the open header's.
     rec: Vec<u8>,
     hdr: Vec<u8>,
     in_header: bool,
@@ -108,7 +108,6 @@ impl<'o> Text<'o> {
             header_field_lead: lead(3),
             source: Pad::new(&[&src]),
             about,
-            line: Vec::with_capacity(128),
             rec: Vec::with_capacity(1024),
             hdr: Vec::new(),
             in_header: false,
@@ -143,8 +142,7 @@ impl Text<'_> {
     /// Writes the open record's line, showing the span (`at`, `len`), and
     /// the field lines that waited for it.
     fn write_record_line(&mut self, at: usize, len: usize) {
-        let l = &mut self.line;
-        l.clear();
+        let l = &mut *self.out;
         l.extend_from_slice(&self.record_lead);
         l.extend_from_slice(b"Record[");
         json::u64(l, self.index);
@@ -162,7 +160,6 @@ impl Text<'_> {
             len,
             self.about.then_some(about),
         );
-        self.out.extend_from_slice(&self.line);
         self.out.extend_from_slice(&self.rec);
         self.rec.clear();
     }
