@@ -113,8 +113,10 @@ pub struct Deferred {
 
 /// [`Deferred::write_text`]: the run, its bytes, their offset and source,
 /// the lead of the records' lines, whether descriptions are shown, the text
-/// (UTF-8, appended to the bytes of the output it goes to).
-pub type WriteTextRecords = fn(&Deferred, &[u8], usize, u16, &str, bool, &mut Vec<u8>) -> bool;
+/// (UTF-8, appended to the bytes of the output it goes to), and buffers to
+/// reuse (taken and given back).
+pub type WriteTextRecords =
+    fn(&Deferred, &[u8], usize, u16, &str, bool, &mut Vec<u8>, &mut Vec<Vec<u8>>) -> bool;
 
 /// [`Deferred::expand`]: the run, its bytes, their offset and source, and
 /// where each record's node goes (with whether it is the last).
@@ -1702,6 +1704,9 @@ pub(crate) struct Fields {
     indent: String,
     /// Scratch: `indent` and `prefix`, the lead of `block`'s lines.
     lead: String,
+    /// Buffers the records' text writer reuses from run to run
+    /// ([`Deferred::write_text`]).
+    pool: Vec<Vec<u8>>,
     /// Scratch: a value shown otherwise than by [`Fields::put_line`]'s
     /// own writing.
     scratch: String,
@@ -2067,11 +2072,12 @@ pub(crate) fn walk_node(
                     lead.clear();
                     lead.push_str(&f.indent);
                     lead.push_str(&f.prefix);
+                    let mut pool = std::mem::take(&mut f.pool);
                     let (at, source) = (c.offset, c.source);
                     let taken = line.block(f, &mut |out| {
-                        (d.write_text)(d, b, at, source, &lead, about, out)
+                        (d.write_text)(d, b, at, source, &lead, about, out, &mut pool)
                     });
-                    f.lead = lead;
+                    (f.lead, f.pool) = (lead, pool);
                     if taken {
                         continue;
                     }
