@@ -1541,10 +1541,45 @@ pub fn write_text_in(
     bytes: &SourceBytes<'_>,
     layout: Layout,
 ) {
+    TextWriter::default().write(out, root, indent, bytes, layout);
+}
+
+/// [`write_text_in`] with its line buffers kept from one tree to the next
+/// (a thread that writes many trees, as `print -V`'s, makes them once).
+#[derive(Default)]
+pub struct TextWriter {
+    f: Fields,
+}
+
+impl TextWriter {
+    /// [`write_text_in`].
+    pub fn write(
+        &mut self,
+        out: &mut impl TextSink,
+        root: &Node,
+        indent: &str,
+        bytes: &SourceBytes<'_>,
+        layout: Layout,
+    ) {
+        self.f.reset(layout);
+        write_with(&mut self.f, out, root, indent, bytes, layout);
+        self.f.trim();
+    }
+}
+
+/// [`write_text_in`] with the lines' buffers in `f` (reset for `layout`).
+fn write_with(
+    f: &mut Fields,
+    out: &mut impl TextSink,
+    root: &Node,
+    indent: &str,
+    bytes: &SourceBytes<'_>,
+    layout: Layout,
+) {
     if !indent.is_empty() && root.name.contains(['\n', '\r']) {
         // `lines()` would cut the (unescaped) top name: indent what it gives.
         let mut text = String::new();
-        write_text_in(&mut text, root, "", bytes, layout);
+        write_with(f, &mut text, root, "", bytes, layout);
         out.reserve_text(text.len() + text.lines().count() * indent.len());
         for line in text.lines() {
             out.push_text(indent);
@@ -1553,15 +1588,12 @@ pub fn write_text_in(
         }
         return;
     }
-    let mut f = Fields::new(layout);
     let mut size = Size::new(layout);
     if let Layout::Compact { .. } = layout {
         // Nothing to measure: one walk, writing.
         f.set_indent(indent);
     } else {
-        walk_node(root, (true, true), bytes, &mut f, &mut |f: &Fields| {
-            size.add(f)
-        });
+        walk_node(root, (true, true), bytes, f, &mut |f: &Fields| size.add(f));
     }
     let cols = size.columns();
     out.reserve_text(size.total(&cols, indent.len()));
@@ -1570,7 +1602,7 @@ pub fn write_text_in(
         cols: &cols,
         indent,
     };
-    walk_node(root, (true, true), bytes, &mut f, &mut w);
+    walk_node(root, (true, true), bytes, f, &mut w);
 }
 
 /// Where [`walk_node`] hands the lines of a tree.
@@ -1817,6 +1849,41 @@ impl Fields {
         Fields {
             layout,
             ..Fields::default()
+        }
+    }
+
+    /// Cells for lines in `layout`, with the buffers these had (no guides,
+    /// no indent).
+    fn reset(&mut self, layout: Layout) {
+        self.layout = layout;
+        self.prefix.clear();
+        self.indent.clear();
+        self.block.clear();
+    }
+
+    /// Drops the buffers a long line grew (kept, one per thread writing
+    /// trees, they would hold its size for good).
+    fn trim(&mut self) {
+        const KEEP: usize = 64 << 10;
+        for s in [
+            &mut self.prefix,
+            &mut self.name,
+            &mut self.ty,
+            &mut self.value,
+            &mut self.span,
+            &mut self.about,
+            &mut self.indent,
+            &mut self.lead,
+            &mut self.scratch,
+        ] {
+            if s.capacity() > KEEP {
+                *s = String::new();
+            }
+        }
+        for b in [&mut self.line, &mut self.block] {
+            if b.capacity() > KEEP {
+                *b = Vec::new();
+            }
         }
     }
 

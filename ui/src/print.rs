@@ -1332,6 +1332,8 @@ pub(crate) struct Render {
     time_buf: String,
     /// Writes the JSONL lines.
     pub(crate) json: JsonWriter,
+    /// Writes the text trees.
+    pub(crate) text: tree::TextWriter,
 }
 
 impl Render {
@@ -1346,6 +1348,7 @@ impl Render {
             prev_ts: None,
             time_buf: String::new(),
             json: JsonWriter::default(),
+            text: tree::TextWriter::default(),
         }
     }
 
@@ -1383,7 +1386,7 @@ impl Render {
                         // Straight into `out`, sized once: a tree's text can be
                         // a hundred times its message's bytes.
                         let bytes = tree::SourceBytes::default();
-                        tree::write_text_in(out, &d.root, "    ", &bytes, self.layout);
+                        self.text.write(out, &d.root, "    ", &bytes, self.layout);
                     }
                 }
             }

@@ -544,7 +544,10 @@ impl RenderThread {
             message: &m.raw.bytes,
             sources: &d.sources,
         };
-        tree::write_text_in(&mut sink, &d.root, "    ", &bytes, self.render.layout);
+        let layout = self.render.layout;
+        self.render
+            .text
+            .write(&mut sink, &d.root, "    ", &bytes, layout);
         sink.ok.then_some(malformed)
     }
 

@@ -472,10 +472,9 @@ fn sized<'a, O: FieldOut>(
 /// `,"source":N` for a source other than the message, else nothing: what
 /// a node's JSON holds between its offset and its type.
 pub(super) fn source_text(source: u16) -> Pad {
-    let mut t = Vec::with_capacity(16);
-    if source != 0 {
-        t.extend_from_slice(b",\"source\":");
-        json::u64(&mut t, source.into());
+    if source == 0 {
+        return Pad::new(&[]);
     }
-    Pad::new(&[&t])
+    let mut digits = [0u8; 20];
+    Pad::new(&[b",\"source\":", json::u64_text(&mut digits, source.into())])
 }
