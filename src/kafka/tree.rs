@@ -288,13 +288,12 @@ pub(crate) fn value_text_clean(value: &Value, detail: Option<&Text>, s: &mut Str
 }
 
 /// [`value_text_clean`], its control characters escaped as a text line
-/// shows them.
+/// shows them: [`put_value`]'s bytes.
 pub(crate) fn push_value_escaped(value: &Value, detail: Option<&Text>, s: &mut String) {
-    let start = s.len();
-    if !value_text_clean(value, detail, s) && has_control(s.get(start..).unwrap_or_default()) {
-        let raw = s.split_off(start);
-        push_escaped(s, &raw);
-    }
+    let mut b = std::mem::take(s).into_bytes();
+    put_value(&mut b, value, detail, &mut String::new());
+    // UTF-8: `s` and the value's text.
+    *s = String::from_utf8(b).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into());
 }
 
 /// Appends `v` in decimal, after a `-` when `negative`.
@@ -2231,13 +2230,19 @@ fn put_escaped(out: &mut Vec<u8>, s: &str) {
     out.extend_from_slice(e.as_bytes());
 }
 
-/// [`push_value_escaped`] into bytes: integers, printable ASCII strings
-/// and texts written in place, and the detail after them, each escaped on
-/// its own where [`push_value_escaped`] escapes the two together (an
-/// integer's or a printable string's text has nothing to escape: after one,
-/// a `'static` detail is not escaped either); other values made by
-/// [`push_value_escaped`] in `scratch`.
-fn put_value(out: &mut Vec<u8>, value: &Value, detail: Option<&Text>, scratch: &mut String) {
+/// Appends a value's text with its detail, as a text line shows them
+/// ([`value_text_clean`], control characters escaped when the text is not
+/// known clean): integers, printable ASCII strings and texts written in
+/// place, and the detail after them, each escaped on its own (an integer's
+/// or a printable string's text has nothing to escape: after one, a
+/// `'static` detail is not escaped either); other values made by
+/// [`value_text_clean`] in `scratch`.
+pub(crate) fn put_value(
+    out: &mut Vec<u8>,
+    value: &Value,
+    detail: Option<&Text>,
+    scratch: &mut String,
+) {
     let start = out.len();
     let clean = match value {
         Value::Int(v) => {
@@ -2281,12 +2286,15 @@ fn put_value(out: &mut Vec<u8>, value: &Value, detail: Option<&Text>, scratch: &
     }
 }
 
-/// [`put_value`] by [`push_value_escaped`].
+/// [`put_value`] of the other values, by [`value_text_clean`].
 #[inline(never)]
 fn put_value_made(out: &mut Vec<u8>, value: &Value, detail: Option<&Text>, scratch: &mut String) {
     scratch.clear();
-    push_value_escaped(value, detail, scratch);
-    out.extend_from_slice(scratch.as_bytes());
+    if value_text_clean(value, detail, scratch) {
+        out.extend_from_slice(scratch.as_bytes());
+    } else {
+        put_escaped(out, scratch);
+    }
 }
 
 /// Escapes control characters (ESC, CR, BEL, ...) so captured bytes can never
@@ -2804,8 +2812,8 @@ mod tests {
     }
 
     proptest::proptest! {
-        /// A compact line's value as bytes is the text line's value: every
-        /// kind of value, with and without a detail made at run time or
+        /// A line's value as bytes is the value's text, escaped unless it is
+        /// known clean: every kind of value, with and without a detail made at run time or
         /// `'static`, control characters in either.
         #[test]
         fn a_value_put_as_bytes_is_its_escaped_text(
@@ -2831,8 +2839,10 @@ mod tests {
                 1 => Some(Text::Owned(d.clone())),
                 _ => Some(Text::Borrowed("compact, len+1=4\u{1b}")),
             };
-            let mut want = String::from("x");
-            push_value_escaped(&value, detail.as_ref(), &mut want);
+            // The value's text, escaped unless known clean.
+            let mut raw = String::new();
+            let clean = value_text_clean(&value, detail.as_ref(), &mut raw);
+            let want = format!("x{}", if clean { raw } else { escape_text(&raw) });
             let mut got = b"x".to_vec();
             put_value(&mut got, &value, detail.as_ref(), &mut String::new());
             proptest::prop_assert_eq!(String::from_utf8(got).expect("utf8"), want);

@@ -320,9 +320,7 @@ impl FieldOut for Text<'_> {
             } else {
                 content_value(data)
             };
-            scratch.clear();
-            tree::push_value_escaped(&value, None, scratch);
-            s.extend_from_slice(scratch.as_bytes());
+            tree::put_value(s, &value, None, scratch);
         }
         tail(
             s,
@@ -378,9 +376,7 @@ impl FieldOut for Text<'_> {
         rec.extend_from_slice(b"]: ");
         // A string: quoted, never empty.
         let key = Value::Str(String::from_utf8_lossy(key).into_owned());
-        self.scratch.clear();
-        tree::push_value_escaped(&key, None, &mut self.scratch);
-        rec.extend_from_slice(self.scratch.as_bytes());
+        tree::put_value(rec, &key, None, &mut self.scratch);
         let about = "a key/value pair attached to the record";
         tail(
             rec,
