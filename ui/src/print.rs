@@ -1009,6 +1009,10 @@ pub const BATCH_FRAMES: usize = 512;
 /// messages of a batch keep the buffers of those bytes alive.
 pub const BATCH_BYTES: usize = 4 << 20;
 
+/// Frames the reader reads between two offers of a batch it holds back
+/// ([`Handover::poll`]).
+const POLL_FRAMES: usize = 16;
+
 /// Frames in the reader's first batch (each next one twice as many, up to
 /// the batch size asked for).
 const FIRST_BATCH_FRAMES: usize = 128;
@@ -1027,7 +1031,7 @@ const TAIL_BATCH_BYTES: usize = 64 << 10;
 /// corpus with batches of about 2 MB, 0.1 ms with these. Batches that
 /// shrink with what is left make the backlog small when the read ends, and
 /// the reader scans the requests of its last batches while it waits
-/// ([`hand_over`]). Past the size the file had (one that grows while
+/// ([`Handover::offer`]). Past the size the file had (one that grows while
 /// read), its size is read again, at most once per [`TAIL_BATCH_BYTES`]
 /// read.
 struct Tail {
@@ -1088,7 +1092,7 @@ impl FileReader {
     /// Starts reading `src` through a pipeline with `cfg`, handing over
     /// `batch_frames` frames' events (at most about [`BATCH_BYTES`] of
     /// frames) at a time. With a `scanner`, requests are scanned here while
-    /// the caller is behind ([`hand_over`]); the analyzer takes their scans.
+    /// the caller is behind ([`Handover`]); the analyzer takes their scans.
     pub fn spawn(
         mut src: FileSource,
         cfg: PipelineConfig,
@@ -1112,6 +1116,7 @@ impl FileReader {
             // Captured bytes of the frames in `batch`.
             let mut held = 0usize;
             let mut tail = Tail::new(src.path());
+            let mut out = Handover::new(tx);
             loop {
                 // Frames decoded to their segments in the read buffer where
                 // they can be (`poll_with`): a pure ACK makes no slice of it.
@@ -1134,6 +1139,10 @@ impl FileReader {
                 held = held.saturating_add(len);
                 batch.bytes = batch.bytes.saturating_add(len as u64 + 16);
                 batch.ends.push(batch.evs.len());
+                // A batch held back goes as soon as there is room.
+                if batch.ends.len() % POLL_FRAMES == 0 && !out.poll() {
+                    return;
+                }
                 if batch.ends.len() >= limit || held >= tail.batch_bytes(end) {
                     held = 0;
                     let grown = limit.saturating_mul(2).min(batch_frames).max(1);
@@ -1153,7 +1162,7 @@ impl FileReader {
                             ..Batch::default()
                         },
                     );
-                    if !hand_over(&tx, full, scanner.as_mut()) {
+                    if !out.offer(full, scanner.as_mut()) {
                         return;
                     }
                 }
@@ -1162,56 +1171,147 @@ impl FileReader {
             pipeline.finish(&mut fin);
             batch.finish = Some(fin);
             batch.counters = pipeline.stats();
-            let _ = tx.send(batch);
+            out.last(batch);
         });
         FileReader { rx, handle }
     }
 }
 
-/// Sends `batch` to the caller; `false` when it has gone. While the channel
-/// is full (the caller is behind), the reader scans the batch's messages
-/// itself, one at a time, with `scanner`, instead of waiting idle: its
-/// requests, then its responses paired with requests the scanner noted
-/// (those of the batches it found the caller behind on, which in a run
-/// where the caller is behind are nearly all). The caller's thread is then
-/// spared their scans. When the caller keeps up, the batch goes at once and
-/// the caller scans them. Which thread scans a message changes nothing else
-/// (see [`AheadScanner`]).
-fn hand_over(
-    tx: &std::sync::mpsc::SyncSender<Batch>,
-    mut batch: Batch,
-    scanner: Option<&mut AheadScanner>,
-) -> bool {
-    use std::sync::mpsc::TrySendError;
-    let Some(scanner) = scanner else {
-        return tx.send(batch).is_ok();
-    };
-    let (mut answers, mut paired) = (Vec::new(), false);
-    let (mut next, mut answer) = (Some(0), 0);
-    loop {
-        match tx.try_send(batch) {
-            Ok(()) => return true,
-            Err(TrySendError::Disconnected(_)) => return false,
-            Err(TrySendError::Full(back)) => batch = back,
+/// The reader's end of the channel to the caller, and the batch it holds
+/// back: one whose messages it has all scanned while the channel stayed
+/// full. The reader reads on instead of waiting idle, offers the held batch
+/// again as it goes ([`Handover::poll`]) and scans the next batch while the
+/// held one waits ([`Handover::offer`]); batches go over in order. When the
+/// caller is behind, the reader thus scans for as long as it is, not only
+/// until one batch is scanned (docs/performance.md, "Threads in `stats`").
+struct Handover {
+    tx: std::sync::mpsc::SyncSender<Batch>,
+    /// A batch scanned through, waiting for room in the channel.
+    held: Option<Batch>,
+}
+
+/// How far the reader's scan of one batch has come: its responses paired
+/// (once, when the caller is found behind), the next request to look for,
+/// the next paired response to scan.
+struct ScanProgress {
+    answers: Vec<kafkashark::analyzer::Answer>,
+    paired: bool,
+    next: Option<usize>,
+    answer: usize,
+}
+
+impl ScanProgress {
+    fn new() -> ScanProgress {
+        ScanProgress {
+            answers: Vec::new(),
+            paired: false,
+            next: Some(0),
+            answer: 0,
         }
+    }
+
+    /// Scans one more message of `evs` with `scanner`: its requests first,
+    /// then its responses paired with requests the scanner noted (those of
+    /// the batches it found the caller behind on, which in a run where the
+    /// caller is behind are nearly all); `false` when none is left.
+    fn scan_one(&mut self, scanner: &mut AheadScanner, evs: &mut [Event]) -> bool {
         // Paired only when the caller is behind: a caller that keeps up
         // would have it cost the reader a lookup per message for nothing.
-        if !std::mem::replace(&mut paired, true) {
-            scanner.pair(&batch.evs, &mut answers);
+        if !std::mem::replace(&mut self.paired, true) {
+            scanner.pair(evs, &mut self.answers);
         }
-        // The requests first, then the responses paired.
-        if let Some(from) = next {
-            next = scanner.scan_next(&mut batch.evs, from);
-            if next.is_some() {
-                continue;
+        if let Some(from) = self.next {
+            self.next = scanner.scan_next(evs, from);
+            if self.next.is_some() {
+                return true;
             }
         }
-        let Some(&(i, k, v)) = answers.get(answer) else {
-            return tx.send(batch).is_ok();
+        let Some(&(i, k, v)) = self.answers.get(self.answer) else {
+            return false;
         };
-        answer += 1;
-        if let Some(ev) = batch.evs.get_mut(i) {
+        self.answer += 1;
+        if let Some(ev) = evs.get_mut(i) {
             scanner.scan_response(ev, k, v);
+        }
+        true
+    }
+}
+
+impl Handover {
+    fn new(tx: std::sync::mpsc::SyncSender<Batch>) -> Handover {
+        Handover { tx, held: None }
+    }
+
+    /// Hands over a full `batch` (after the held one); `false` when the
+    /// caller has gone. While the channel is full (the caller is behind),
+    /// the reader scans the batch's messages itself, one at a time, with
+    /// `scanner`, and the caller's thread is spared their scans; a batch
+    /// scanned through is held back while the reader reads on. When the
+    /// caller keeps up, the batch goes at once and the caller scans its
+    /// messages. Which thread scans a message changes nothing else (see
+    /// [`AheadScanner`]).
+    fn offer(&mut self, mut batch: Batch, scanner: Option<&mut AheadScanner>) -> bool {
+        use std::sync::mpsc::TrySendError;
+        let Some(scanner) = scanner else {
+            return self.flush() && self.tx.send(batch).is_ok();
+        };
+        let mut progress = ScanProgress::new();
+        // The held batch goes first; this one is scanned while it waits.
+        if let Some(mut held) = self.held.take() {
+            loop {
+                match self.tx.try_send(held) {
+                    Ok(()) => break,
+                    Err(TrySendError::Disconnected(_)) => return false,
+                    Err(TrySendError::Full(back)) => held = back,
+                }
+                if !progress.scan_one(scanner, &mut batch.evs) {
+                    if self.tx.send(held).is_err() {
+                        return false;
+                    }
+                    break;
+                }
+            }
+        }
+        loop {
+            match self.tx.try_send(batch) {
+                Ok(()) => return true,
+                Err(TrySendError::Disconnected(_)) => return false,
+                Err(TrySendError::Full(back)) => batch = back,
+            }
+            if !progress.scan_one(scanner, &mut batch.evs) {
+                self.held = Some(batch);
+                return true;
+            }
+        }
+    }
+
+    /// Hands over the held batch if the channel has room now; `false` when
+    /// the caller has gone.
+    fn poll(&mut self) -> bool {
+        use std::sync::mpsc::TrySendError;
+        let Some(held) = self.held.take() else {
+            return true;
+        };
+        match self.tx.try_send(held) {
+            Ok(()) => true,
+            Err(TrySendError::Full(back)) => {
+                self.held = Some(back);
+                true
+            }
+            Err(TrySendError::Disconnected(_)) => false,
+        }
+    }
+
+    /// Hands over the held batch, waiting for room; `false` when the caller
+    /// has gone.
+    fn flush(&mut self) -> bool {
+        self.held.take().is_none_or(|b| self.tx.send(b).is_ok())
+    }
+
+    /// Hands over the last batch (after the held one).
+    fn last(mut self, batch: Batch) {
+        if self.flush() {
+            let _ = self.tx.send(batch);
         }
     }
 }
@@ -2062,10 +2162,11 @@ mod reader_tests {
         f
     }
 
-    /// A batch is handed over at once when there is room, after the
-    /// reader's scans when there is none, and never to a caller that left.
+    /// A batch is handed over at once when there is room; when there is
+    /// none it is held (its messages scanned) while the reader reads on,
+    /// and goes before the next one. Nothing goes to a caller that left.
     #[test]
-    fn hand_over_delivers_or_says_the_caller_left() {
+    fn handover_holds_a_batch_and_keeps_the_order() {
         let batch = |frames: usize| Batch {
             ends: vec![0; frames],
             ..Batch::default()
@@ -2076,25 +2177,60 @@ mod reader_tests {
             .ahead_scanner()
             .expect("a scanner");
         let (tx, rx) = std::sync::mpsc::sync_channel::<Batch>(1);
-        assert!(hand_over(&tx, batch(1), Some(&mut scanner)));
-        // The channel is full: the second waits for room.
-        let waiting = std::thread::spawn(move || {
-            let sent = hand_over(&tx, batch(2), Some(&mut scanner));
-            (sent, tx, scanner)
+        let mut out = Handover::new(tx);
+        let frames = |b: Result<Batch, _>| b.map(|b: Batch| b.ends.len()).ok();
+        assert!(out.offer(batch(1), Some(&mut scanner)));
+        assert!(out.held.is_none());
+        // The channel is full: the second is held, not waited on.
+        assert!(out.offer(batch(2), Some(&mut scanner)));
+        assert_eq!(out.held.as_ref().map(|b| b.ends.len()), Some(2));
+        assert!(out.poll());
+        assert!(out.held.is_some());
+        assert_eq!(frames(rx.recv()), Some(1));
+        // Room again: the held batch goes at the next poll.
+        assert!(out.poll());
+        assert!(out.held.is_none());
+        assert_eq!(frames(rx.recv()), Some(2));
+        // Held again; the next offer waits for room to send it first.
+        assert!(out.offer(batch(3), Some(&mut scanner)));
+        assert!(out.offer(batch(4), Some(&mut scanner)));
+        let offering = std::thread::spawn(move || {
+            let sent = out.offer(batch(5), Some(&mut scanner));
+            (sent, out, scanner)
         });
-        assert_eq!(rx.recv().map(|b| b.ends.len()).ok(), Some(1));
-        assert_eq!(rx.recv().map(|b| b.ends.len()).ok(), Some(2));
-        let (sent, tx, mut scanner) = waiting.join().expect("join");
+        assert_eq!(frames(rx.recv()), Some(3));
+        assert_eq!(frames(rx.recv()), Some(4));
+        let (sent, out, mut scanner) = offering.join().expect("join");
         assert!(sent);
+        // The last batch goes after the held one.
+        let mut out = out;
+        if out.held.is_none() {
+            assert_eq!(frames(rx.recv()), Some(5));
+            assert!(out.offer(batch(6), Some(&mut scanner)));
+        }
+        let last = std::thread::spawn(move || out.last(batch(7)));
+        let rest: Vec<usize> = rx.iter().map(|b| b.ends.len()).collect();
+        last.join().expect("join");
+        assert!(rest == [5, 7] || rest == [6, 7], "{rest:?}");
+        // A caller that left takes nothing.
+        let (tx, rx) = std::sync::mpsc::sync_channel::<Batch>(1);
         drop(rx);
-        assert!(!hand_over(&tx, batch(3), Some(&mut scanner)));
-        assert!(!hand_over(&tx, batch(3), None));
+        let mut out = Handover::new(tx);
+        assert!(!out.offer(batch(1), Some(&mut scanner)));
+        assert!(!out.offer(batch(1), None));
     }
 
     /// The frames of each batch a `FileReader` hands over for a file of
     /// `n` frames of `size` bytes (written to a temporary file named after
     /// `name`), and the file's length.
     fn batches_of_file(name: &str, n: usize, size: usize) -> (Vec<usize>, u64) {
+        batches_of_file_read(name, n, size, false)
+    }
+
+    /// [`batches_of_file`], read with a scanner by a caller that is slow
+    /// (`slow`: it sleeps a millisecond per batch, so that the reader holds
+    /// batches back): each batch's frames, checked to come in order.
+    fn batches_of_file_read(name: &str, n: usize, size: usize, slow: bool) -> (Vec<usize>, u64) {
         let path = std::env::temp_dir().join(format!(
             "kafkashark-{name}-{}-{:?}.pcap",
             std::process::id(),
@@ -2104,9 +2240,22 @@ mod reader_tests {
         let file_len = file.len() as u64;
         std::fs::write(&path, file).expect("write");
         let src = FileSource::open(path.to_str().expect("path")).expect("open");
-        let reader = FileReader::spawn(src, PipelineConfig::default(), BATCH_FRAMES, None);
-        let mut frames = Vec::new();
+        let scanner = slow.then(|| {
+            let mut cfg = AnalyzerConfig::default();
+            cfg.decode.records = false;
+            MessageAnalyzer::new(cfg)
+                .ahead_scanner()
+                .expect("a scanner")
+        });
+        let reader = FileReader::spawn(src, PipelineConfig::default(), BATCH_FRAMES, scanner);
+        let (mut frames, mut seen) = (Vec::new(), 0);
         for b in reader.rx.iter() {
+            if slow {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            // The pipeline's count of frames once the batch was read.
+            seen += b.ends.len() as u64;
+            assert_eq!(b.counters.frames, seen, "batches out of order");
             frames.push(b.ends.len());
             if b.finish.is_some() {
                 break;
@@ -2137,6 +2286,18 @@ mod reader_tests {
             batches >= n * size / (BATCH_BYTES + size),
             "{batches} batches"
         );
+    }
+
+    /// A reader whose caller falls behind holds a batch back while it
+    /// reads on: every frame still arrives, in order, in batches cut as
+    /// they are for a caller that keeps up.
+    #[test]
+    fn a_slow_caller_gets_every_batch_in_order() {
+        let (n, size) = (6000, 200);
+        let (fast, len) = batches_of_file_read("fast", n, size, false);
+        let (slow, slow_len) = batches_of_file_read("slow", n, size, true);
+        assert_eq!(slow.iter().sum::<usize>(), n);
+        assert_eq!((slow, slow_len), (fast, len));
     }
 
     /// A batch's byte limit: [`BATCH_BYTES`] far from the end, an eighth
