@@ -1341,15 +1341,16 @@ impl Stats {
 
     /// The report of everything fed so far.
     pub fn report(&self) -> StatsReport {
-        let links = self.report_links();
-        self.report_rest().with_links(links)
+        let side = self.report_side();
+        self.report_rest().with_side(side)
     }
 
-    /// The brokers' and the connections' part of [`Stats::report`] (about
-    /// half of its work: histogram merges and percentiles), made apart so
-    /// that a front end may make it on another thread beside
-    /// [`Stats::report_rest`] and join them with [`StatsReport::with_links`].
-    pub fn report_links(&self) -> ReportLinks {
+    /// The brokers', the connections' and the delivery part of
+    /// [`Stats::report`] (about half of its work: histogram merges and
+    /// percentiles), made apart so that a front end may make it on another
+    /// thread beside [`Stats::report_rest`] and join them with
+    /// [`StatsReport::with_side`].
+    pub fn report_side(&self) -> ReportSide {
         let conns = self.conns.sorted();
         let mut broker_held = self.broker_held();
         // The connections' round trips, by broker.
@@ -1393,10 +1394,11 @@ impl Stats {
                 rtt_from: c.rtt.map(|r| r.from.name()),
             })
             .collect();
-        ReportLinks {
+        ReportSide {
             brokers,
             connections,
             broker_timings,
+            delivery: self.delivery.report(&self.lag),
         }
     }
 
@@ -1406,7 +1408,8 @@ impl Stats {
         self.points.set_clocks(names, clocks);
     }
 
-    /// [`Stats::report`] but its brokers and connections (left empty).
+    /// [`Stats::report`] but its brokers, connections and delivery (left
+    /// empty).
     pub fn report_rest(&self) -> StatsReport {
         let mut summary = self.summary.clone();
         summary.in_flight = self.pending.len() as u64;
@@ -1438,7 +1441,7 @@ impl Stats {
             warnings: self.warning_reports(),
             overflow: self.overflow_report(),
             lag: self.lag.report(),
-            delivery: self.delivery.report(&self.lag),
+            delivery: Default::default(),
             reordered: self
                 .reordered
                 .iter()

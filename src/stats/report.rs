@@ -83,25 +83,28 @@ fn is_zero(n: &u64) -> bool {
     *n == 0
 }
 
-/// The brokers' and the connections' part of a [`StatsReport`]
-/// ([`super::Stats::report_links`]).
+/// The part of a [`StatsReport`] that may be made beside the rest
+/// ([`super::Stats::report_side`]): the brokers, the connections and the
+/// record age and delivery sections.
 #[derive(Clone, Debug, Default)]
-pub struct ReportLinks {
+pub struct ReportSide {
     /// Latency per broker endpoint.
     pub brokers: Vec<BrokerReport>,
     /// Latency per connection.
     pub connections: Vec<ConnectionReport>,
     /// The brokers' timings in mergeable form, by broker.
     pub broker_timings: BTreeMap<String, super::TimingData>,
+    /// Record age, produce → fetch delivery and producer batching.
+    pub delivery: super::delivery::DeliveryReports,
 }
 
 impl StatsReport {
-    /// This report with `links`' brokers and connections.
-    pub fn with_links(mut self, links: ReportLinks) -> StatsReport {
-        self.merge.brokers =
-            super::merge::Mergeable::brokers(&links.brokers, &links.broker_timings);
-        self.brokers = links.brokers;
-        self.connections = links.connections;
+    /// This report with `side`'s brokers, connections and delivery.
+    pub fn with_side(mut self, side: ReportSide) -> StatsReport {
+        self.merge.brokers = super::merge::Mergeable::brokers(&side.brokers, &side.broker_timings);
+        self.brokers = side.brokers;
+        self.connections = side.connections;
+        self.delivery = side.delivery;
         self
     }
 }

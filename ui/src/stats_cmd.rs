@@ -430,17 +430,18 @@ fn run_merge(a: &StatsArgs) -> Result<(), CliError> {
 }
 
 /// `stats.report()` made on two threads: the brokers' and connections'
-/// latencies (about half of the work) beside the rest, when the capture has
-/// been read and the other core is idle.
+/// latencies and the record age and delivery sections (about half of the
+/// work) beside the rest, when the capture has been read and the other
+/// core is idle.
 fn report(stats: &Stats) -> StatsReport {
     std::thread::scope(|sc| {
-        let side = std::thread::Builder::new().spawn_scoped(sc, || stats.report_links());
+        let side = std::thread::Builder::new().spawn_scoped(sc, || stats.report_side());
         let rest = stats.report_rest();
-        let links = match side {
+        let side = match side {
             Ok(h) => h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)),
-            Err(_) => stats.report_links(),
+            Err(_) => stats.report_side(),
         };
-        rest.with_links(links)
+        rest.with_side(side)
     })
 }
 
