@@ -647,8 +647,8 @@ impl StatsReport {
     pub fn to_json_pretty(&self) -> serde_json::Result<String> {
         let mut out = Vec::with_capacity(1 << 18);
         let f = ShallowPretty {
-            pretty: serde_json::ser::PrettyFormatter::new(),
             open: 0,
+            has_value: false,
         };
         self.serialize(&mut serde_json::Serializer::with_formatter(&mut out, f))?;
         // serde_json writes only valid UTF-8.
@@ -656,110 +656,117 @@ impl StatsReport {
     }
 }
 
-/// serde_json's pretty formatter for the outer [`PRETTY_DEPTH`] levels of
-/// containers, its compact one inside them.
-struct ShallowPretty<'a> {
-    pretty: serde_json::ser::PrettyFormatter<'a>,
+/// serde_json's pretty layout (`PrettyFormatter`: two spaces a level) for
+/// the outer [`PRETTY_DEPTH`] levels of containers, its compact one inside
+/// them. A line's break and indentation are written at once (the pretty
+/// formatter writes the indentation a level at a time: five calls for each
+/// of a lag series' samples).
+struct ShallowPretty {
     /// Containers open.
     open: usize,
+    /// The innermost pretty container has a value (the pretty formatter's
+    /// `has_value`).
+    has_value: bool,
 }
 
-type Pretty<'a> = serde_json::ser::PrettyFormatter<'a>;
 type Io = std::io::Result<()>;
 
-impl ShallowPretty<'_> {
+/// A comma, a line break and the indentation of [`PRETTY_DEPTH`] levels.
+const BREAK: &[u8; 2 + 2 * PRETTY_DEPTH] = b",\n          ";
+
+impl ShallowPretty {
     /// Values of the innermost open container are written compact.
     fn compact(&self) -> bool {
         self.open > PRETTY_DEPTH
     }
 
-    /// A container opens: `bracket` when compact, else the pretty layout.
-    fn begin<W: ?Sized + std::io::Write>(
-        &mut self,
-        w: &mut W,
-        bracket: &[u8],
-        pretty: impl FnOnce(&mut Pretty<'_>, &mut W) -> Io,
-    ) -> Io {
-        self.open += 1;
-        match self.compact() {
-            true => w.write_all(bracket),
-            false => pretty(&mut self.pretty, w),
-        }
+    /// A line break (after a comma unless `first`) and the indentation of
+    /// the containers open.
+    fn line<W: ?Sized + std::io::Write>(&self, w: &mut W, first: bool) -> Io {
+        let indent = 2 * self.open.min(PRETTY_DEPTH);
+        w.write_all(
+            BREAK
+                .get(usize::from(first)..2 + indent)
+                .unwrap_or_default(),
+        )
     }
 
-    /// The innermost container closes.
-    fn end<W: ?Sized + std::io::Write>(
-        &mut self,
-        w: &mut W,
-        bracket: &[u8],
-        pretty: impl FnOnce(&mut Pretty<'_>, &mut W) -> Io,
-    ) -> Io {
+    /// A container opens with `bracket`.
+    fn begin<W: ?Sized + std::io::Write>(&mut self, w: &mut W, bracket: &[u8]) -> Io {
+        self.open += 1;
+        if !self.compact() {
+            self.has_value = false;
+        }
+        w.write_all(bracket)
+    }
+
+    /// The innermost container closes with `bracket`, on a line of its own
+    /// when it is pretty and holds a value.
+    fn end<W: ?Sized + std::io::Write>(&mut self, w: &mut W, bracket: &[u8]) -> Io {
         let compact = self.compact();
         self.open = self.open.saturating_sub(1);
-        match compact {
-            true => w.write_all(bracket),
-            false => pretty(&mut self.pretty, w),
+        if !compact && self.has_value {
+            self.line(w, true)?;
+        }
+        w.write_all(bracket)
+    }
+
+    /// Before a value or key: a comma unless `first`, and when pretty a
+    /// line break.
+    fn before<W: ?Sized + std::io::Write>(&mut self, w: &mut W, first: bool) -> Io {
+        match (self.compact(), first) {
+            (false, _) => self.line(w, first),
+            (true, true) => Ok(()),
+            (true, false) => w.write_all(b","),
         }
     }
 
-    /// Around a container's values: `compact` when compact, else the
-    /// pretty layout.
-    fn between<W: ?Sized + std::io::Write>(
-        &mut self,
-        w: &mut W,
-        compact: &[u8],
-        pretty: impl FnOnce(&mut Pretty<'_>, &mut W) -> Io,
-    ) -> Io {
-        match self.compact() {
-            true => w.write_all(compact),
-            false => pretty(&mut self.pretty, w),
+    /// After a value: the pretty container has one.
+    fn after(&mut self) -> Io {
+        if !self.compact() {
+            self.has_value = true;
         }
+        Ok(())
     }
 }
 
-/// What separates a value from the one before it, compact.
-fn comma(first: bool) -> &'static [u8] {
-    if first {
-        b""
-    } else {
-        b","
-    }
-}
-
-impl serde_json::ser::Formatter for ShallowPretty<'_> {
+impl serde_json::ser::Formatter for ShallowPretty {
     fn begin_array<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> Io {
-        self.begin(w, b"[", |p, w| p.begin_array(w))
+        self.begin(w, b"[")
     }
 
     fn end_array<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> Io {
-        self.end(w, b"]", |p, w| p.end_array(w))
+        self.end(w, b"]")
     }
 
     fn begin_array_value<W: ?Sized + std::io::Write>(&mut self, w: &mut W, first: bool) -> Io {
-        self.between(w, comma(first), |p, w| p.begin_array_value(w, first))
+        self.before(w, first)
     }
 
-    fn end_array_value<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> Io {
-        self.between(w, b"", |p, w| p.end_array_value(w))
+    fn end_array_value<W: ?Sized + std::io::Write>(&mut self, _w: &mut W) -> Io {
+        self.after()
     }
 
     fn begin_object<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> Io {
-        self.begin(w, b"{", |p, w| p.begin_object(w))
+        self.begin(w, b"{")
     }
 
     fn end_object<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> Io {
-        self.end(w, b"}", |p, w| p.end_object(w))
+        self.end(w, b"}")
     }
 
     fn begin_object_key<W: ?Sized + std::io::Write>(&mut self, w: &mut W, first: bool) -> Io {
-        self.between(w, comma(first), |p, w| p.begin_object_key(w, first))
+        self.before(w, first)
     }
 
     fn begin_object_value<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> Io {
-        self.between(w, b":", |p, w| p.begin_object_value(w))
+        match self.compact() {
+            true => w.write_all(b":"),
+            false => w.write_all(b": "),
+        }
     }
 
-    fn end_object_value<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> Io {
-        self.between(w, b"", |p, w| p.end_object_value(w))
+    fn end_object_value<W: ?Sized + std::io::Write>(&mut self, _w: &mut W) -> Io {
+        self.after()
     }
 }

@@ -827,25 +827,35 @@ proptest::proptest! {
     }
 }
 
-#[test]
-fn the_json_report_is_indented_five_levels_and_compact_below() {
+/// Stats whose only figures are the lag of one consumer's partition, asked
+/// from offset 10 at each (time, high watermark) of `fetches`.
+fn one_lag_row(fetches: &[(Timestamp, i64)]) -> Stats {
     let mut s = Stats::new(StatsConfig::default());
     let c = s.lag.consumer("c", "10.0.0.1".parse().unwrap()).unwrap();
     let topic = s.lag.topic("t").unwrap();
     let asks = lag::FetchAsks::new(vec![(topic, 0, 10)]);
-    let answer = |hw| lag::FetchAnswer {
-        topic,
-        partition: 0,
-        error: 0,
-        high_watermark: hw,
-        last_stable_offset: hw,
-        log_start_offset: 0,
-        last_offset: None,
-        records: 0,
-    };
-    s.lag.fetch(c, Timestamp::new(100, 0), &asks, &[answer(50)]);
-    s.lag
-        .fetch(c, Timestamp::new(102, 500_000_000), &asks, &[answer(70)]);
+    for &(ts, hw) in fetches {
+        let answer = lag::FetchAnswer {
+            topic,
+            partition: 0,
+            error: 0,
+            high_watermark: hw,
+            last_stable_offset: hw,
+            log_start_offset: 0,
+            last_offset: None,
+            records: 0,
+        };
+        s.lag.fetch(c, ts, &asks, &[answer]);
+    }
+    s
+}
+
+#[test]
+fn the_json_report_is_indented_five_levels_and_compact_below() {
+    let s = one_lag_row(&[
+        (Timestamp::new(100, 0), 50),
+        (Timestamp::new(102, 500_000_000), 70),
+    ]);
     let r = s.report();
     let text = r.to_json_pretty().unwrap();
     // The same value as serde_json's own layouts give.
@@ -866,6 +876,26 @@ fn the_json_report_is_indented_five_levels_and_compact_below() {
         lines[at + 1]
     );
     assert!(text.starts_with("{\n  \"summary\": {\n"), "{}", &text[..40]);
+}
+
+#[test]
+fn the_json_report_is_serde_json_s_pretty_layout_down_to_five_levels() {
+    // A report with nothing nested deeper than five containers is laid out
+    // exactly as serde_json's own pretty formatter lays it out.
+    let s = one_lag_row(&[(Timestamp::new(100, 0), 50)]);
+    for r in [Stats::new(StatsConfig::default()).report(), s.report()] {
+        let ours = r.to_json_pretty().unwrap();
+        let theirs = serde_json::to_string_pretty(&r).unwrap();
+        // serde_json's layout with the series' samples (the only containers
+        // deeper than five here) each on one line.
+        let series = |t: &str| {
+            t.replace(
+                "[\n            100.0,\n            40\n          ]",
+                "[100.0,40]",
+            )
+        };
+        assert_eq!(ours, series(&theirs));
+    }
 }
 
 #[test]

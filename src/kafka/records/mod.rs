@@ -212,8 +212,9 @@ pub struct SetCounts {
     pub compressed: u64,
     /// What they decompressed to.
     pub decompressed: u64,
-    /// The complete batches' headers, in order.
-    pub heads: Vec<BatchHead>,
+    /// The complete batches' headers, in order (one, nearly always: held
+    /// in place, not allocated).
+    pub heads: smallvec::SmallVec<[BatchHead; 1]>,
 }
 
 /// The header fields of one v2 batch that consumer lag, record age and
