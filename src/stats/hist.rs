@@ -16,6 +16,8 @@
 //! are HdrHistogram's own (`lowest_equivalent` of [`SIGFIG`] digits, lowest
 //! discernible value 1), so both forms give the same percentiles.
 
+use std::borrow::Cow;
+
 use hdrhistogram::Histogram;
 
 use crate::analyzer::{FetchOutcome, MessageInfo};
@@ -345,8 +347,16 @@ pub struct HistData {
 impl LatencyHist {
     /// This histogram in its mergeable form.
     pub fn data(&self) -> HistData {
-        let mut h = self.clone();
-        h.settle();
+        // A settled histogram is read where it is (a dense one is tens of
+        // KiB to copy); one holding values back, from a settled copy.
+        let h = match self.pending_len {
+            0 => Cow::Borrowed(self),
+            _ => {
+                let mut h = self.clone();
+                h.settle();
+                Cow::Owned(h)
+            }
+        };
         let buckets = match &h.counts {
             Counts::Sparse(v) => v.iter().map(|&(k, c)| (k, u64::from(c))).collect(),
             Counts::Dense(d) => d

@@ -1563,8 +1563,8 @@ impl Stats {
                 responses: c.responses,
                 unanswered: c.unanswered,
                 errors: c.errors,
-                latency_ms: timing.as_ref().and_then(Timing::summary),
-                parts: timing.as_ref().map(Timing::parts).unwrap_or_default(),
+                latency_ms: timing.as_deref().and_then(Timing::summary),
+                parts: timing.as_deref().map(Timing::parts).unwrap_or_default(),
                 rtt_ms: median_ms(Some(rtt.collect())),
                 throttled: c.throttle.count,
                 throttle_time_ms: c.throttle.ms(),
@@ -1701,13 +1701,14 @@ fn median_ms(rtts: Option<Vec<u64>>) -> Option<f64> {
 /// The summary of `own` with the latencies `held` for it elsewhere: the
 /// held ones (the report's own copy) take the owner's, the same histogram
 /// as the other way round without copying the owner's.
-fn with_held(own: &Timing, held: Option<Timing>) -> Timing {
+fn with_held(own: &Timing, held: Option<Timing>) -> Cow<'_, Timing> {
     match held {
         Some(mut all) => {
             all.merge(own);
-            all
+            Cow::Owned(all)
         }
-        None => own.clone(),
+        // Read where it is: a dense histogram is tens of KiB to copy.
+        None => Cow::Borrowed(own),
     }
 }
 

@@ -209,7 +209,7 @@ impl Stats {
         self.client_families(&mut p);
         let mut held = self.broker_held();
         let brokers = self.brokers.sorted().into_iter().map(|(b, x)| {
-            let timing = with_held(&x.latency, held.remove(b));
+            let timing = with_held(&x.latency, held.remove(b)).into_owned();
             (vec![b.to_string()], timing)
         });
         let brokers = timings(brokers);
@@ -331,7 +331,7 @@ impl Stats {
         };
         let latency = sorted.iter().filter_map(|&(at, s)| {
             let t = s.latency.as_ref()?;
-            Some((label(&s.key), with_held(t, held.remove(&at))))
+            Some((label(&s.key), with_held(t, held.remove(&at)).into_owned()))
         });
         let latency = timings(latency);
         let accs = || {
