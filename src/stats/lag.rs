@@ -449,17 +449,36 @@ impl Lag {
 
     /// The rows with their consumer, topic name and partition, in that order.
     fn sorted_rows(&self) -> Vec<(&Consumer, &str, i32, ConsumerId, &Row)> {
+        // Consumers and topics are ranked once, and the rows sorted by the
+        // ranks: each is one of a kind (interned), so the order is theirs
+        // without comparing their strings at every step of the sort.
+        let rank = |order: &[usize]| {
+            let mut ranks = vec![0; order.len()];
+            for (r, &i) in order.iter().enumerate() {
+                if let Some(x) = ranks.get_mut(i) {
+                    *x = r;
+                }
+            }
+            ranks
+        };
+        let mut by_consumer: Vec<usize> = (0..self.consumers.len()).collect();
+        by_consumer.sort_by(|&a, &b| self.consumers.get(a).cmp(&self.consumers.get(b)));
+        let mut by_topic: Vec<usize> = (0..self.topic_names.len()).collect();
+        by_topic.sort_by(|&a, &b| self.topic_names.get(a).cmp(&self.topic_names.get(b)));
+        let (consumer_rank, topic_rank) = (rank(&by_consumer), rank(&by_topic));
         let mut rows: Vec<_> = self
             .rows
             .iter()
             .filter_map(|(&(c, t, p), r)| {
-                let who = self.consumers.get(usize::try_from(c).ok()?)?;
-                let topic = self.topic_names.get(usize::try_from(t).ok()?)?;
-                Some((who, &**topic, p, c, r))
+                let (c_at, t_at) = (usize::try_from(c).ok()?, usize::try_from(t).ok()?);
+                let who = self.consumers.get(c_at)?;
+                let topic = self.topic_names.get(t_at)?;
+                let key = (*consumer_rank.get(c_at)?, *topic_rank.get(t_at)?, p);
+                Some((key, (who, &**topic, p, c, r)))
             })
             .collect();
-        rows.sort_by(|a, b| (a.0, a.1, a.2).cmp(&(b.0, b.1, b.2)));
-        rows
+        rows.sort_unstable_by_key(|r| r.0);
+        rows.into_iter().map(|r| r.1).collect()
     }
 
     /// The report.
@@ -621,6 +640,47 @@ mod tests {
             l.member(who, g);
         }
         who
+    }
+
+    #[test]
+    fn rows_are_reported_by_consumer_then_topic_then_partition() {
+        // Interned in the reverse of their order: ids say nothing of it.
+        let mut l = Lag::default();
+        let hosts: [IpAddr; 2] = [[10, 0, 0, 2].into(), [10, 0, 0, 1].into()];
+        let who = [("b", hosts[1]), ("a", hosts[0]), ("a", hosts[1])];
+        let ids: Vec<ConsumerId> = who
+            .iter()
+            .map(|&(c, h)| l.consumer(c, h).unwrap())
+            .collect();
+        let topics: Vec<TopicId> = ["z", "y"].iter().map(|t| l.topic(t).unwrap()).collect();
+        for &c in &ids {
+            for &topic in &topics {
+                for p in [2, 0] {
+                    let mut a = answer(p, 100, None, 0);
+                    a.topic = topic;
+                    l.fetch(c, t(1.0), &FetchAsks::new(vec![(topic, p, 10)]), &[a]);
+                }
+            }
+        }
+        let order: Vec<(String, String, String, i32)> = (l.report().partitions.iter())
+            .map(|r| {
+                (
+                    r.client.clone(),
+                    r.host.clone(),
+                    r.topic.clone(),
+                    r.partition,
+                )
+            })
+            .collect();
+        let mut want = Vec::new();
+        for (c, h) in [("a", "10.0.0.1"), ("a", "10.0.0.2"), ("b", "10.0.0.1")] {
+            for topic in ["y", "z"] {
+                for p in [0, 2] {
+                    want.push((c.to_string(), h.to_string(), topic.to_string(), p));
+                }
+            }
+        }
+        assert_eq!(order, want);
     }
 
     #[test]
