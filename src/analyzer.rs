@@ -344,7 +344,7 @@ enum SaslState {
 /// The summary scan of messages (`summarize_request` and
 /// `summarize_response` with an analyzer's options), made where the
 /// messages are framed: a reader thread that runs the [`Pipeline`] scans
-/// messages while the analyzer is behind (`print`'s `hand_over`), and the
+/// messages while the analyzer is behind (`print`'s `Handover`), and the
 /// analyzer's thread, the busiest of `stats`, takes the result
 /// ([`Event::ScannedRequest`], [`Event::ScannedResponse`]) instead of
 /// scanning. A request's scan needs only its bytes; a response's needs its
