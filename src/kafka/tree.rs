@@ -1712,6 +1712,11 @@ impl TextSink for Vec<u8> {
     }
 }
 
+/// The largest line buffer kept from one tree (or run of records) to the
+/// next: one a long value or header grew past it is dropped, so that a
+/// thread writing trees does not hold its size for good.
+pub(crate) const KEPT_BUFFER: usize = 64 << 10;
+
 /// A line's columns, rebuilt in place for every node (no allocation once
 /// they have grown). `prefix` holds the guides of the node's parent.
 #[derive(Default)]
@@ -1863,7 +1868,6 @@ impl Fields {
     /// Drops the buffers a long line grew (kept, one per thread writing
     /// trees, they would hold its size for good).
     fn trim(&mut self) {
-        const KEEP: usize = 64 << 10;
         for s in [
             &mut self.prefix,
             &mut self.name,
@@ -1875,12 +1879,12 @@ impl Fields {
             &mut self.lead,
             &mut self.scratch,
         ] {
-            if s.capacity() > KEEP {
+            if s.capacity() > KEPT_BUFFER {
                 *s = String::new();
             }
         }
         for b in [&mut self.line, &mut self.block] {
-            if b.capacity() > KEEP {
+            if b.capacity() > KEPT_BUFFER {
                 *b = Vec::new();
             }
         }

@@ -2200,10 +2200,10 @@ mod reader_tests {
         });
         assert_eq!(frames(rx.recv()), Some(3));
         assert_eq!(frames(rx.recv()), Some(4));
-        let (sent, out, mut scanner) = offering.join().expect("join");
+        let (sent, mut out, mut scanner) = offering.join().expect("join");
         assert!(sent);
-        // The last batch goes after the held one.
-        let mut out = out;
+        // The fifth went, or is held if the caller had not taken the fourth
+        // yet; the last batch goes after a held one.
         if out.held.is_none() {
             assert_eq!(frames(rx.recv()), Some(5));
             assert!(out.offer(batch(6), Some(&mut scanner)));

@@ -155,7 +155,10 @@ impl<'o> Text<'o> {
             self.summary,
             self.scratch.into_bytes(),
         ];
-        pool.extend(bufs.into_iter().filter(|b| b.capacity() <= POOLED));
+        pool.extend(
+            bufs.into_iter()
+                .filter(|b| b.capacity() <= tree::KEPT_BUFFER),
+        );
     }
 
     /// The current field's line, started with its lead, its name and `: `;
@@ -206,9 +209,6 @@ impl Text<'_> {
         self.rec.clear();
     }
 }
-
-/// The largest buffer a [`Text`] gives back for the next run.
-const POOLED: usize = 64 << 10;
 
 /// Where a [`Text`]'s open record is.
 #[derive(Clone, Copy, PartialEq, Eq)]
