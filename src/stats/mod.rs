@@ -1345,11 +1345,11 @@ impl Stats {
         self.report_rest().with_side(side)
     }
 
-    /// The brokers', the connections' and the delivery part of
+    /// The brokers', the connections', the delivery and the lag part of
     /// [`Stats::report`] (about half of its work: histogram merges and
-    /// percentiles), made apart so that a front end may make it on another
-    /// thread beside [`Stats::report_rest`] and join them with
-    /// [`StatsReport::with_side`].
+    /// percentiles, and the lag rows), made apart so that a front end may
+    /// make it on another thread beside [`Stats::report_rest`] and join
+    /// them with [`StatsReport::with_side`].
     pub fn report_side(&self) -> ReportSide {
         let conns = self.conns.sorted();
         let mut broker_held = self.broker_held();
@@ -1399,6 +1399,7 @@ impl Stats {
             connections,
             broker_timings,
             delivery: self.delivery.report(&self.lag),
+            lag: self.lag.report(),
         }
     }
 
@@ -1408,8 +1409,8 @@ impl Stats {
         self.points.set_clocks(names, clocks);
     }
 
-    /// [`Stats::report`] but its brokers, connections and delivery (left
-    /// empty).
+    /// [`Stats::report`] but its brokers, connections, delivery and lag
+    /// (left empty).
     pub fn report_rest(&self) -> StatsReport {
         let mut summary = self.summary.clone();
         summary.in_flight = self.pending.len() as u64;
@@ -1440,7 +1441,7 @@ impl Stats {
             record_errors: self.record_errors.clone(),
             warnings: self.warning_reports(),
             overflow: self.overflow_report(),
-            lag: self.lag.report(),
+            lag: Default::default(),
             delivery: Default::default(),
             reordered: self
                 .reordered

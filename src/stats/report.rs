@@ -11,6 +11,8 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
+use super::lag::LagReport;
+
 pub use super::hist::{FetchSplitMs, LatencyMs, PartsMs};
 
 /// Everything `stats` reports.
@@ -50,7 +52,7 @@ pub struct StatsReport {
     /// Facts dropped because a bounded table was full.
     pub overflow: Overflow,
     /// Consumer lag per consumer, topic and partition, and per group.
-    pub lag: super::lag::LagReport,
+    pub lag: LagReport,
     /// Record age, produce → fetch delivery and producer batching.
     pub delivery: super::delivery::DeliveryReports,
     /// Connections whose segments the capture put out of order, by stream
@@ -84,8 +86,8 @@ fn is_zero(n: &u64) -> bool {
 }
 
 /// The part of a [`StatsReport`] that may be made beside the rest
-/// ([`super::Stats::report_side`]): the brokers, the connections and the
-/// record age and delivery sections.
+/// ([`super::Stats::report_side`]): the brokers, the connections, the
+/// record age and delivery sections and the lag section.
 #[derive(Clone, Debug, Default)]
 pub struct ReportSide {
     /// Latency per broker endpoint.
@@ -96,15 +98,18 @@ pub struct ReportSide {
     pub broker_timings: BTreeMap<String, super::TimingData>,
     /// Record age, produce → fetch delivery and producer batching.
     pub delivery: super::delivery::DeliveryReports,
+    /// Consumer lag.
+    pub lag: LagReport,
 }
 
 impl StatsReport {
-    /// This report with `side`'s brokers, connections and delivery.
+    /// This report with `side`'s brokers, connections, delivery and lag.
     pub fn with_side(mut self, side: ReportSide) -> StatsReport {
         self.merge.brokers = super::merge::Mergeable::brokers(&side.brokers, &side.broker_timings);
         self.brokers = side.brokers;
         self.connections = side.connections;
         self.delivery = side.delivery;
+        self.lag = side.lag;
         self
     }
 }
@@ -640,20 +645,75 @@ pub struct Overflow {
 /// (a lag series' samples, `[time, lag]`, one line each instead of four).
 const PRETTY_DEPTH: usize = 5;
 
+/// The key of the lag section as the pretty layout writes it: a key of
+/// the report's own object (one level of indentation) on a line of its own.
+/// No other line holds it: keys nested deeper are indented further, and a
+/// string value's line breaks are escaped.
+const LAG_KEY: &[u8] = b"\n  \"lag\": ";
+
 impl StatsReport {
     /// The report as JSON for a file: indented as
     /// `serde_json::to_string_pretty` does down to [`PRETTY_DEPTH`] nested
     /// containers, the deeper ones compact.
-    pub fn to_json_pretty(&self) -> serde_json::Result<String> {
-        let mut out = Vec::with_capacity(1 << 18);
-        let f = ShallowPretty {
-            open: 0,
-            has_value: false,
-        };
-        self.serialize(&mut serde_json::Serializer::with_formatter(&mut out, f))?;
-        // serde_json writes only valid UTF-8.
-        Ok(String::from_utf8(out).unwrap_or_default())
+    ///
+    /// Written in two parts, the lag section (most of the text on a capture
+    /// of many partitions: each row's series of samples) and the rest
+    /// around it, so that a front end may write them on two threads:
+    /// [`StatsReport::lag_json`] and [`StatsReport::json_around_lag`],
+    /// whose pieces go in order head, lag, tail.
+    pub fn into_json_pretty(mut self) -> serde_json::Result<String> {
+        let lag = Self::lag_json(&std::mem::take(&mut self.lag))?;
+        let (mut head, tail) = self.json_around_lag()?;
+        head.reserve(lag.len() + tail.len());
+        head.extend_from_slice(&lag);
+        head.extend_from_slice(&tail);
+        // serde_json writes only valid UTF-8, and the pieces are cut at
+        // the ends of values.
+        Ok(String::from_utf8(head).unwrap_or_default())
     }
+
+    /// The value of the `lag` section as [`StatsReport::into_json_pretty`]
+    /// writes it, `lag` being the report's.
+    pub fn lag_json(lag: &LagReport) -> serde_json::Result<Vec<u8>> {
+        pretty_at(lag, 1, 1 << 20)
+    }
+
+    /// This report as JSON for a file, its lag section left out: the text
+    /// before the section's value and the text after it. The report's own
+    /// `lag` must be empty (taken out for [`StatsReport::lag_json`]).
+    pub fn json_around_lag(&self) -> serde_json::Result<(Vec<u8>, Vec<u8>)> {
+        use serde::ser::Error;
+        let empty = LagReport::default();
+        if self.lag != empty {
+            return Err(serde_json::Error::custom(
+                "the lag section is written apart (StatsReport::lag_json)",
+            ));
+        }
+        let mut head = pretty_at(self, 0, 1 << 18)?;
+        // The empty section's value follows its key: cut out.
+        let value = pretty_at(&empty, 1, 64)?;
+        let mut at_key = LAG_KEY.to_vec();
+        at_key.extend_from_slice(&value);
+        let Some(at) = memchr::memmem::find(&head, &at_key) else {
+            return Err(serde_json::Error::custom("no lag section in the report"));
+        };
+        let start = at + LAG_KEY.len();
+        let tail = head.get(start + value.len()..).unwrap_or_default().to_vec();
+        head.truncate(start);
+        Ok((head, tail))
+    }
+}
+
+/// `value` as [`StatsReport::into_json_pretty`] lays it out inside `open`
+/// containers (`capacity`: the bytes it is expected to take).
+fn pretty_at(value: &impl Serialize, open: usize, capacity: usize) -> serde_json::Result<Vec<u8>> {
+    let mut out = Vec::with_capacity(capacity);
+    let f = ShallowPretty {
+        open,
+        has_value: false,
+    };
+    value.serialize(&mut serde_json::Serializer::with_formatter(&mut out, f))?;
+    Ok(out)
 }
 
 /// serde_json's pretty layout (`PrettyFormatter`: two spaces a level) for

@@ -857,7 +857,7 @@ fn the_json_report_is_indented_five_levels_and_compact_below() {
         (Timestamp::new(102, 500_000_000), 70),
     ]);
     let r = s.report();
-    let text = r.to_json_pretty().unwrap();
+    let text = r.clone().into_json_pretty().unwrap();
     // The same value as serde_json's own layouts give.
     let parsed: serde_json::Value = serde_json::from_str(&text).unwrap();
     assert_eq!(parsed, serde_json::to_value(&r).unwrap());
@@ -884,7 +884,7 @@ fn the_json_report_is_serde_json_s_pretty_layout_down_to_five_levels() {
     // exactly as serde_json's own pretty formatter lays it out.
     let s = one_lag_row(&[(Timestamp::new(100, 0), 50)]);
     for r in [Stats::new(StatsConfig::default()).report(), s.report()] {
-        let ours = r.to_json_pretty().unwrap();
+        let ours = r.clone().into_json_pretty().unwrap();
         let theirs = serde_json::to_string_pretty(&r).unwrap();
         // serde_json's layout with the series' samples (the only containers
         // deeper than five here) each on one line.
@@ -957,4 +957,63 @@ fn fetch_answers_place_every_partition_of_a_large_response() {
         );
         assert_eq!((a.topic, got), (t, want));
     }
+}
+
+/// What a front end may make of a report on two threads is the report's
+/// own text: on every capture, the first tables of the rest part alone are
+/// those of the whole report, and the JSON of the lag section made apart,
+/// put between the text around it, is serde_json's value of the report.
+#[test]
+fn a_report_made_in_parts_reads_as_the_whole() {
+    let captures = crate::test_captures::all();
+    assert!(!captures.is_empty());
+    let mut lag_rows = 0;
+    for p in captures {
+        let mut stats = Stats::new(StatsConfig::default());
+        let cfg = Stats::analyzer_config(AnalyzerConfig::default());
+        for o in &crate::test_captures::outputs(&p, cfg) {
+            stats.push(o);
+        }
+        let whole = stats.report();
+        let title = p.display().to_string();
+        let head = stats.report_rest().text_head(&title);
+        assert!(whole.to_text(&title).starts_with(&head), "{title}");
+        assert_eq!(head, whole.text_head(&title), "{title}");
+
+        let mut rest = whole.clone();
+        let lag = std::mem::take(&mut rest.lag);
+        lag_rows += lag.partitions.len();
+        let (before, after) = rest.json_around_lag().unwrap();
+        let mut json = before;
+        json.extend(StatsReport::lag_json(&lag).unwrap());
+        json.extend(after);
+        let parsed: serde_json::Value = serde_json::from_slice(&json).unwrap();
+        assert_eq!(parsed, serde_json::to_value(&whole).unwrap(), "{title}");
+    }
+    // Lag rows were made somewhere: the section written apart held some.
+    assert!(lag_rows > 0, "{lag_rows}");
+}
+
+/// The text around the lag section is made only of a report whose lag
+/// section was taken out for writing apart: with it, an error, not the
+/// section twice.
+#[test]
+fn the_text_around_the_lag_wants_the_lag_taken_out() {
+    let r = one_lag_row(&[(Timestamp::new(100, 0), 50)]).report();
+    assert!(!r.lag.partitions.is_empty());
+    let err = r.json_around_lag().unwrap_err().to_string();
+    assert!(err.contains("lag section"), "{err}");
+    let mut rest = r.clone();
+    rest.lag = Default::default();
+    let (before, after) = rest.json_around_lag().unwrap();
+    assert!(
+        before.ends_with(b"\n  \"lag\": "),
+        "{:?}",
+        String::from_utf8_lossy(&before)
+    );
+    assert!(
+        after.starts_with(b",\n  \"delivery\": "),
+        "{:?}",
+        String::from_utf8_lossy(&after[..40])
+    );
 }

@@ -200,6 +200,15 @@ fn section<T>(
 impl StatsReport {
     /// The report as readable tables. `title` heads it (the file or interface).
     pub fn to_text(&self, title: &str) -> String {
+        let mut o = self.text_head(title);
+        self.text_tail(&mut o);
+        o
+    }
+
+    /// The first tables of [`StatsReport::to_text`]: those of
+    /// [`super::Stats::report_rest`]'s part alone, which a front end may
+    /// write while the side part is made ([`StatsReport::with_side`]).
+    pub fn text_head(&self, title: &str) -> String {
         let mut o = String::new();
         self.head_text(&mut o, title);
         self.apis_text(&mut o);
@@ -209,19 +218,25 @@ impl StatsReport {
         self.throttle_text(&mut o);
         self.errors_text(&mut o);
         self.topics_text(&mut o);
-        self.lag_text(&mut o);
-        self.delivery_text(&mut o);
-        self.clients_text(&mut o);
-        self.links_text(&mut o);
+        o
+    }
+
+    /// The tables of [`StatsReport::to_text`] after [`StatsReport::text_head`]'s,
+    /// appended to `o`.
+    pub fn text_tail(&self, o: &mut String) {
+        self.lag_text(o);
+        self.delivery_text(o);
+        self.clients_text(o);
+        self.links_text(o);
         section(
-            &mut o,
+            o,
             "\nPRODUCE ACKS\n",
             "acks|requests|<frames",
             &self.acks,
             |a| cells(&[&a.acks, &a.requests, &list(&a.frames)]),
         );
         for g in &self.groups {
-            group_text(&mut o, g);
+            group_text(o, g);
         }
         if !self.hints.is_empty() {
             o.push_str("\nHINTS\n");
@@ -231,17 +246,16 @@ impl StatsReport {
                 let _ = writeln!(o, "  [{severity}] {kind}: {message}  (frames {frames})");
             }
         }
-        self.tls_text(&mut o);
+        self.tls_text(o);
         section(
-            &mut o,
+            o,
             "\nREORDERED (segments the capture put after data beyond them or after their ACK; reassembled in order)\n",
             "stream|late segments",
             &self.reordered,
             |r| cells(&[&r.stream, &r.late_segments]),
         );
-        self.points_text(&mut o);
-        self.overflow_text(&mut o);
-        o
+        self.points_text(o);
+        self.overflow_text(o);
     }
 
     /// Capture points: the captures' clocks and latency at each point.

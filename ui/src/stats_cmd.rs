@@ -93,7 +93,7 @@ pub fn run(a: &StatsArgs) -> Result<(), CliError> {
         stats.push(&o);
     }
     stats.settle();
-    emit(&report(&stats), &title, a.format, live, live && tty)?;
+    emit_final(&stats, &title, a.format, live, live && tty)?;
     told.iter().for_each(|l| eprintln!("{l}"));
     report_end(live.then_some(&mut *source), &title, read_error);
     match metrics {
@@ -188,7 +188,7 @@ fn run_file(
         }
     }
     stats.settle();
-    emit(&report(&stats), path, a.format, false, false)?;
+    emit_final(&stats, path, a.format, false, false)?;
     told.iter().for_each(|l| eprintln!("{l}"));
     if let Some(e) = read_error {
         eprintln!("kafkashark: {}", tree::escape_text(&e.to_string()));
@@ -265,7 +265,7 @@ fn refresh(
     screen: Option<(u16, u16)>,
 ) -> Result<(), CliError> {
     let (StatsFormat::Text, Some((cols, rows))) = (format, screen) else {
-        return emit(r, title, format, true, clear);
+        return emit(r, title, format, clear);
     };
     let text = fit_screen(&r.to_text(title), cols.into(), rows.into());
     let mut w = std::io::stdout().lock();
@@ -307,23 +307,86 @@ fn fit_screen(text: &str, cols: usize, rows: usize) -> String {
     out
 }
 
-/// Prints a report: text (after a clear screen when `clear`), or JSON —
-/// pretty for a file, one compact line per refresh when `live`.
-fn emit(
-    r: &StatsReport,
+/// Prints the last report of `stats`: as [`emit`] when `live`; else made
+/// on two threads, the side part of the report beside the rest (as
+/// [`report`]), and the text with them: the first tables while the side
+/// part is made ([`StatsReport::text_head`]), or, in JSON, the lag section
+/// (most of the text on a capture of many partitions) on the side thread
+/// beside the rest ([`StatsReport::lag_json`]).
+fn emit_final(
+    stats: &Stats,
     title: &str,
     format: StatsFormat,
     live: bool,
     clear: bool,
 ) -> Result<(), CliError> {
+    if live {
+        return emit(&report(stats), title, format, clear);
+    }
+    let json = format == StatsFormat::Json;
+    let pieces = std::thread::scope(|sc| {
+        let (tx, rx) = std::sync::mpsc::sync_channel(1);
+        let spawned = std::thread::Builder::new().spawn_scoped(sc, move || {
+            let mut side = stats.report_side();
+            let lag = json.then(|| std::mem::take(&mut side.lag));
+            let _ = tx.send(side);
+            lag.map(|lag| StatsReport::lag_json(&lag)).transpose()
+        });
+        let rest = stats.report_rest();
+        let Ok(h) = spawned else {
+            let r = rest.with_side(stats.report_side());
+            return match format {
+                StatsFormat::Text => Ok([r.to_text(title).into_bytes(), Vec::new(), Vec::new()]),
+                StatsFormat::Json => r
+                    .into_json_pretty()
+                    .map(|j| [j.into_bytes(), Vec::new(), Vec::new()]),
+            };
+        };
+        let head = (!json).then(|| rest.text_head(title));
+        // The rest of the text is written while the side thread writes the
+        // lag section's.
+        let around = rx.recv().map(|side| {
+            let r = rest.with_side(side);
+            match head {
+                Some(mut text) => {
+                    r.text_tail(&mut text);
+                    Ok((text.into_bytes(), Vec::new()))
+                }
+                None => r.json_around_lag(),
+            }
+        });
+        let lag = h.join().unwrap_or_else(|p| std::panic::resume_unwind(p));
+        // The side thread sends its part first: only a panic, raised again
+        // by `join`, leaves none.
+        let no_side = |_| {
+            let why = "the report's side part was not made";
+            serde_json::Error::io(std::io::Error::other(why))
+        };
+        let (head, tail) = around.map_err(no_side)??;
+        Ok([head, lag?.unwrap_or_default(), tail])
+    })
+    .map_err(|e| CliError::Output(e.into()))?;
+    // Ended by a line break, as `emit` ends a report.
+    let last = pieces.iter().rev().find_map(|p| p.last().copied());
+    let end: &[u8] = if last == Some(b'\n') { b"" } else { b"\n" };
+    let mut w = std::io::stdout().lock();
+    let written = pieces.iter().try_for_each(|p| w.write_all(p));
+    written
+        .and_then(|()| w.write_all(end))
+        .and_then(|()| w.flush())
+        .map_err(CliError::Output)
+}
+
+/// Prints a report: text (after a clear screen when `clear`), or JSON
+/// (one compact line; a file's last report is [`emit_final`]'s).
+fn emit(r: &StatsReport, title: &str, format: StatsFormat, clear: bool) -> Result<(), CliError> {
     let mut s = match format {
         StatsFormat::Text => Ok(format!(
             "{}{}",
             if clear { CLEAR } else { "" },
             r.to_text(title)
         )),
-        StatsFormat::Json if live => serde_json::to_string(r),
-        StatsFormat::Json => r.to_json_pretty(),
+        StatsFormat::Json => serde_json::to_string(r),
     }
     .map_err(|e| CliError::Output(e.into()))?;
     if !s.ends_with('\n') {
@@ -430,8 +493,8 @@ fn run_merge(a: &StatsArgs) -> Result<(), CliError> {
 }
 
 /// `stats.report()` made on two threads: the brokers' and connections'
-/// latencies and the record age and delivery sections (about half of the
-/// work) beside the rest, when the capture has been read and the other
+/// latencies and the record age, delivery and lag sections (about half of
+/// the work) beside the rest, when the capture has been read and the other
 /// core is idle.
 fn report(stats: &Stats) -> StatsReport {
     std::thread::scope(|sc| {
