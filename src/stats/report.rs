@@ -669,7 +669,7 @@ impl StatsReport {
         head.extend_from_slice(&tail);
         // serde_json writes only valid UTF-8, and the pieces are cut at
         // the ends of values.
-        Ok(String::from_utf8(head).unwrap_or_default())
+        String::from_utf8(head).map_err(serde::ser::Error::custom)
     }
 
     /// The value of the `lag` section as [`StatsReport::into_json_pretty`]

@@ -324,24 +324,31 @@ fn emit_final(
         return emit(&report(stats), title, format, clear);
     }
     let json = format == StatsFormat::Json;
+    // The side part, sent as soon as it is made, then in JSON the lag
+    // section's text.
+    let side_part = move |tx: std::sync::mpsc::SyncSender<_>| {
+        let mut side = stats.report_side();
+        let lag = json.then(|| std::mem::take(&mut side.lag));
+        let _ = tx.send(side);
+        lag.map(|lag| StatsReport::lag_json(&lag)).transpose()
+    };
     let pieces = std::thread::scope(|sc| {
         let (tx, rx) = std::sync::mpsc::sync_channel(1);
-        let spawned = std::thread::Builder::new().spawn_scoped(sc, move || {
-            let mut side = stats.report_side();
-            let lag = json.then(|| std::mem::take(&mut side.lag));
-            let _ = tx.send(side);
-            lag.map(|lag| StatsReport::lag_json(&lag)).transpose()
+        let thread = std::thread::Builder::new().spawn_scoped(sc, {
+            let tx = tx.clone();
+            move || side_part(tx)
         });
-        let rest = stats.report_rest();
-        let Ok(h) = spawned else {
-            let r = rest.with_side(stats.report_side());
-            return match format {
-                StatsFormat::Text => Ok([r.to_text(title).into_bytes(), Vec::new(), Vec::new()]),
-                StatsFormat::Json => r
-                    .into_json_pretty()
-                    .map(|j| [j.into_bytes(), Vec::new(), Vec::new()]),
-            };
+        // Without a thread the side part is made here first (the channel
+        // holds it); with one, only the thread may send, so that a panic
+        // there leaves the channel closed, not waited on.
+        let made_here = match &thread {
+            Ok(_) => {
+                drop(tx);
+                None
+            }
+            Err(_) => Some(side_part(tx)),
         };
+        let rest = stats.report_rest();
         let head = (!json).then(|| rest.text_head(title));
         // The rest of the text is written while the side thread writes the
         // lag section's.
@@ -355,15 +362,18 @@ fn emit_final(
                 None => r.json_around_lag(),
             }
         });
-        let lag = h.join().unwrap_or_else(|p| std::panic::resume_unwind(p));
-        // The side thread sends its part first: only a panic, raised again
-        // by `join`, leaves none.
+        let lag = match (thread, made_here) {
+            (Ok(h), _) => h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)),
+            (Err(_), made) => made.unwrap_or(Ok(None)),
+        };
+        // The side part is sent first: only a panic, raised again by
+        // `join`, leaves none.
         let no_side = |_| {
             let why = "the report's side part was not made";
             serde_json::Error::io(std::io::Error::other(why))
         };
         let (head, tail) = around.map_err(no_side)??;
-        Ok([head, lag?.unwrap_or_default(), tail])
+        Ok::<_, serde_json::Error>([head, lag?.unwrap_or_default(), tail])
     })
     .map_err(|e| CliError::Output(e.into()))?;
     // Ended by a line break, as `emit` ends a report.
