@@ -901,8 +901,7 @@ fn run_file(
     }
     // Input ends (or the writer stopped: the reader sees its channel closed).
     drop(dispatch);
-    drop(reader.rx);
-    let _ = reader.handle.join();
+    reader.end();
     writer
         .join()
         .unwrap_or_else(|p| std::panic::resume_unwind(p))
@@ -1084,11 +1083,32 @@ fn tail_bytes(left: u64) -> usize {
 pub struct FileReader {
     /// The batches; the last one has `finish` set.
     pub rx: std::sync::mpsc::Receiver<Batch>,
-    /// The reader thread.
-    pub handle: std::thread::JoinHandle<()>,
+    /// The reader thread, until it is waited for.
+    handle: Option<std::thread::JoinHandle<()>>,
 }
 
 impl FileReader {
+    /// Stops the reader (its channel closed: it ends at its next hand-over)
+    /// and waits for it; a panic there is raised again here, rather than
+    /// taken for the input's end.
+    pub fn end(self) {
+        let FileReader { rx, mut handle } = self;
+        drop(rx);
+        FileReader::joined(&mut handle);
+    }
+
+    /// Waits for the reader thread, once its channel is closed (it sent
+    /// its last batch, or it stopped); a panic there is raised again here.
+    pub fn join(&mut self) {
+        FileReader::joined(&mut self.handle);
+    }
+
+    fn joined(handle: &mut Option<std::thread::JoinHandle<()>>) {
+        if let Some(Err(p)) = handle.take().map(std::thread::JoinHandle::join) {
+            std::panic::resume_unwind(p);
+        }
+    }
+
     /// Starts reading `src` through a pipeline with `cfg`, handing over
     /// `batch_frames` frames' events (at most about [`BATCH_BYTES`] of
     /// frames) at a time. With a `scanner`, requests are scanned here while
@@ -1173,7 +1193,10 @@ impl FileReader {
             batch.counters = pipeline.stats();
             out.last(batch);
         });
-        FileReader { rx, handle }
+        FileReader {
+            rx,
+            handle: Some(handle),
+        }
     }
 }
 
@@ -2261,7 +2284,7 @@ mod reader_tests {
                 break;
             }
         }
-        let _ = reader.handle.join();
+        reader.end();
         let _ = std::fs::remove_file(&path);
         (frames, file_len)
     }

@@ -234,8 +234,7 @@ where
         }
     }
     // Stopped early (-c, output error): the reader sees its channel closed and ends.
-    drop(reader.rx);
-    let _ = reader.handle.join();
+    reader.end();
     order.emit.pool.end(order.emit.chunk)
 }
 

@@ -361,15 +361,15 @@ impl FileAnalysis {
     /// batch read; `None` after the last one (or once a shard stopped).
     pub fn next(&mut self, out: &mut Vec<Output>) -> Option<BatchFacts> {
         let d = self.dispatch.as_mut()?;
-        // The reader ends with a batch marked last; without it, it stopped.
-        let batch = self
-            .reader
-            .rx
-            .recv()
-            .unwrap_or_else(|_| crate::print::Batch {
+        // The reader ends with a batch marked last; without it, it stopped
+        // (a panic there is raised again here).
+        let batch = self.reader.rx.recv().unwrap_or_else(|_| {
+            self.reader.join();
+            crate::print::Batch {
                 finish: Some(Vec::new()),
                 ..Default::default()
-            });
+            }
+        });
         let mut evs = batch.evs;
         if !(d.push(&mut evs) && self.collect.next(out, None)) {
             self.dispatch = None;
