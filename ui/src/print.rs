@@ -2169,6 +2169,50 @@ mod reader_tests {
     use super::*;
     use kafkashark::analyzer::AnalyzerConfig;
 
+    /// A reader thread that panics closes its channel without a last
+    /// batch; waiting for it raises its panic again, where taking the
+    /// closed channel for the end of the input would print a truncated
+    /// capture as if it were whole.
+    #[test]
+    fn a_reader_that_panics_is_not_taken_for_the_end_of_input() {
+        let (tx, rx) = std::sync::mpsc::sync_channel::<Batch>(1);
+        let handle = std::thread::spawn(move || {
+            drop(tx);
+            panic!("the reader failed");
+        });
+        let mut reader = FileReader {
+            rx,
+            handle: Some(handle),
+        };
+        assert!(reader.rx.recv().is_err());
+        let raised =
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| reader.join())).unwrap_err();
+        assert_eq!(raised.downcast_ref::<&str>(), Some(&"the reader failed"));
+        // Waited for once: nothing is left to wait for.
+        reader.end();
+    }
+
+    /// A reader stopped early (its channel dropped while it reads on)
+    /// ends at its next hand-over, and `end` waits for it.
+    #[test]
+    fn a_reader_stopped_early_ends_and_is_waited_for() {
+        let path = std::env::temp_dir().join(format!(
+            "kafkashark-stopped-early-{}-{:?}.pcap",
+            std::process::id(),
+            std::thread::current().id()
+        ));
+        std::fs::write(&path, pcap_of_frames(20_000, 100)).expect("write");
+        let src = FileSource::open(path.to_str().expect("path")).expect("open");
+        let reader = FileReader::spawn(src, PipelineConfig::default(), 16, None);
+        let first = reader.rx.recv().expect("a first batch");
+        assert!(
+            first.finish.is_none(),
+            "the capture is read in many batches"
+        );
+        reader.end();
+        let _ = std::fs::remove_file(&path);
+    }
+
     /// A classic pcap (`LINKTYPE_RAW`) of `n` frames of `size` bytes each.
     fn pcap_of_frames(n: usize, size: usize) -> Vec<u8> {
         let mut f = Vec::with_capacity(24 + n * (16 + size));
