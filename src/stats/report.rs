@@ -654,34 +654,32 @@ const LAG_KEY: &[u8] = b"\n  \"lag\": ";
 impl StatsReport {
     /// The report as JSON for a file: indented as
     /// `serde_json::to_string_pretty` does down to [`PRETTY_DEPTH`] nested
-    /// containers, the deeper ones compact.
-    ///
-    /// Written in two parts, the lag section (most of the text on a capture
-    /// of many partitions: each row's series of samples) and the rest
-    /// around it, so that a front end may write them on two threads:
-    /// [`StatsReport::lag_json`] and [`StatsReport::json_around_lag`],
-    /// whose pieces go in order head, lag, tail.
-    pub fn into_json_pretty(mut self) -> serde_json::Result<String> {
+    /// containers, the deeper ones compact. A front end writes it in two
+    /// parts, on two threads: the lag section (most of the text on a
+    /// capture of many partitions: each row's series of samples),
+    /// [`StatsReport::lag_json`], in the place
+    /// [`StatsReport::json_around_lag`] leaves for it; as here.
+    #[cfg(test)]
+    pub(crate) fn into_json_pretty(mut self) -> serde_json::Result<String> {
         let lag = Self::lag_json(&std::mem::take(&mut self.lag))?;
-        let (mut head, tail) = self.json_around_lag()?;
-        head.reserve(lag.len() + tail.len());
-        head.extend_from_slice(&lag);
-        head.extend_from_slice(&tail);
-        // serde_json writes only valid UTF-8, and the pieces are cut at
-        // the ends of values.
-        String::from_utf8(head).map_err(serde::ser::Error::custom)
+        let (mut text, place) = self.json_around_lag()?;
+        text.splice(place, lag);
+        // serde_json writes only valid UTF-8, and the lag's text replaces
+        // a whole value.
+        String::from_utf8(text).map_err(serde::ser::Error::custom)
     }
 
-    /// The value of the `lag` section as [`StatsReport::into_json_pretty`]
+    /// The value of the `lag` section as the report's JSON for a file
     /// writes it, `lag` being the report's.
     pub fn lag_json(lag: &LagReport) -> serde_json::Result<Vec<u8>> {
         pretty_at(lag, 1, 1 << 20)
     }
 
-    /// This report as JSON for a file, its lag section left out: the text
-    /// before the section's value and the text after it. The report's own
-    /// `lag` must be empty (taken out for [`StatsReport::lag_json`]).
-    pub fn json_around_lag(&self) -> serde_json::Result<(Vec<u8>, Vec<u8>)> {
+    /// This report as JSON for a file, and the place in it of its lag
+    /// section's value, which [`StatsReport::lag_json`]'s text replaces.
+    /// The report's own `lag` must be empty (taken out for
+    /// [`StatsReport::lag_json`]): the place holds an empty section's value.
+    pub fn json_around_lag(&self) -> serde_json::Result<(Vec<u8>, std::ops::Range<usize>)> {
         use serde::ser::Error;
         let empty = LagReport::default();
         if self.lag != empty {
@@ -689,22 +687,20 @@ impl StatsReport {
                 "the lag section is written apart (StatsReport::lag_json)",
             ));
         }
-        let mut head = pretty_at(self, 0, 1 << 18)?;
-        // The empty section's value follows its key: cut out.
+        let text = pretty_at(self, 0, 1 << 18)?;
+        // The empty section's value follows its key.
         let value = pretty_at(&empty, 1, 64)?;
         let mut at_key = LAG_KEY.to_vec();
         at_key.extend_from_slice(&value);
-        let Some(at) = memchr::memmem::find(&head, &at_key) else {
+        let Some(at) = memchr::memmem::find(&text, &at_key) else {
             return Err(serde_json::Error::custom("no lag section in the report"));
         };
         let start = at + LAG_KEY.len();
-        let tail = head.get(start + value.len()..).unwrap_or_default().to_vec();
-        head.truncate(start);
-        Ok((head, tail))
+        Ok((text, start..start + value.len()))
     }
 }
 
-/// `value` as [`StatsReport::into_json_pretty`] lays it out inside `open`
+/// `value` as the report's JSON for a file lays it out inside `open`
 /// containers (`capacity`: the bytes it is expected to take).
 fn pretty_at(value: &impl Serialize, open: usize, capacity: usize) -> serde_json::Result<Vec<u8>> {
     let mut out = Vec::with_capacity(capacity);

@@ -983,10 +983,8 @@ fn a_report_made_in_parts_reads_as_the_whole() {
         let mut rest = whole.clone();
         let lag = std::mem::take(&mut rest.lag);
         lag_rows += lag.partitions.len();
-        let (before, after) = rest.json_around_lag().unwrap();
-        let mut json = before;
-        json.extend(StatsReport::lag_json(&lag).unwrap());
-        json.extend(after);
+        let (mut json, place) = rest.json_around_lag().unwrap();
+        json.splice(place, StatsReport::lag_json(&lag).unwrap());
         let parsed: serde_json::Value = serde_json::from_slice(&json).unwrap();
         assert_eq!(parsed, serde_json::to_value(&whole).unwrap(), "{title}");
     }
@@ -1005,11 +1003,18 @@ fn the_text_around_the_lag_wants_the_lag_taken_out() {
     assert!(err.contains("lag section"), "{err}");
     let mut rest = r.clone();
     rest.lag = Default::default();
-    let (before, after) = rest.json_around_lag().unwrap();
+    let (text, place) = rest.json_around_lag().unwrap();
+    let (before, after) = (&text[..place.start], &text[place.end..]);
     assert!(
         before.ends_with(b"\n  \"lag\": "),
         "{:?}",
-        String::from_utf8_lossy(&before)
+        String::from_utf8_lossy(before)
+    );
+    // The place holds the empty section's value.
+    let empty: serde_json::Value = serde_json::from_slice(&text[place.clone()]).unwrap();
+    assert_eq!(
+        empty,
+        serde_json::to_value(lag::LagReport::default()).unwrap()
     );
     assert!(
         after.starts_with(b",\n  \"delivery\": "),

@@ -352,12 +352,15 @@ fn emit_final(
         let head = (!json).then(|| rest.text_head(title));
         // The rest of the text is written while the side thread writes the
         // lag section's.
+        // The text, and the place in it of the lag section's JSON (none in
+        // the text).
         let around = rx.recv().map(|side| {
             let r = rest.with_side(side);
             match head {
                 Some(mut text) => {
                     r.text_tail(&mut text);
-                    Ok((text.into_bytes(), Vec::new()))
+                    let end = text.len();
+                    Ok((text.into_bytes(), end..end))
                 }
                 None => r.json_around_lag(),
             }
@@ -372,10 +375,16 @@ fn emit_final(
             let why = "the report's side part was not made";
             serde_json::Error::io(std::io::Error::other(why))
         };
-        let (head, tail) = around.map_err(no_side)??;
-        Ok::<_, serde_json::Error>([head, lag?.unwrap_or_default(), tail])
+        let (text, place) = around.map_err(no_side)??;
+        Ok::<_, serde_json::Error>((text, place, lag?.unwrap_or_default()))
     })
     .map_err(|e| CliError::Output(e.into()))?;
+    let (text, place, lag) = pieces;
+    let pieces = [
+        text.get(..place.start).unwrap_or_default(),
+        &lag,
+        text.get(place.end..).unwrap_or_default(),
+    ];
     // Ended by a line break, as `emit` ends a report.
     let last = pieces.iter().rev().find_map(|p| p.last().copied());
     let end: &[u8] = if last == Some(b'\n') { b"" } else { b"\n" };
