@@ -19,7 +19,7 @@ use std::net::SocketAddr;
 use crate::capture::Frame;
 use crate::flow::Rtt;
 use crate::kafka::decode::Kind;
-use crate::kafka::decode::{summarize_request, summarize_response, Summary};
+use crate::kafka::decode::{summarize_request, summarize_response, Summary, Topics};
 use crate::kafka::framing::{RawMessage, Twin};
 use crate::kafka::schema::{self, ApiKey, MessageKind};
 use crate::kafka::tree::{Node, Value};
@@ -138,7 +138,7 @@ pub struct MessageInfo {
     /// Bytes skipped just before it.
     pub skipped_before: u64,
     /// Topics the message names, by name or by a topic id learned from the capture.
-    pub topics: Vec<String>,
+    pub topics: Topics,
     /// Which of the captures read together it came from (0 for the first or
     /// only one; [`crate::capture::Frame::capture`]).
     pub capture: u16,
@@ -980,8 +980,8 @@ pub(crate) fn name_topics(topics: &mut TopicNames, cfg: &AnalyzerConfig, rec: &m
             };
             for id in &decoded.topic_ids {
                 if let Some(name) = topics.name(id) {
-                    if !info.topics.iter().any(|t| t == name) {
-                        info.topics.push(name.to_string());
+                    if !info.topics.iter().any(|t| **t == *name) {
+                        info.topics.push(name.into());
                     }
                 }
             }
@@ -1093,7 +1093,7 @@ pub fn new_record(
             decode_warning: None,
             resynced: raw.resynced,
             skipped_before: raw.skipped_before,
-            topics: Vec::new(),
+            topics: Topics::new(),
             capture: 0,
             also: match raw.twin.as_deref() {
                 Some(Twin::Also(s)) => Some(Box::new(Also {

@@ -617,7 +617,7 @@ const IDS: usize = 1024;
 struct Pending {
     client_id: Option<String>,
     /// A Fetch request's one topic.
-    topic: Option<String>,
+    topic: Option<std::sync::Arc<str>>,
 }
 
 /// The rows of both tables, message by message, in capture order

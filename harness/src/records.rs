@@ -323,7 +323,7 @@ pub fn check_record_set(set: &[u8]) {
         sources,
         error: None,
         warning: None,
-        topics: Vec::new(),
+        topics: Default::default(),
         topic_ids: Vec::new(),
         facts: None,
     };

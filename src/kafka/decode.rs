@@ -210,7 +210,7 @@ pub struct Decoded {
     /// Something unusual that leaves the message standing (bytes after its body).
     pub warning: Option<DecodeWarning>,
     /// Topic names the message mentions (fields of entity type topicName), in order, deduplicated.
-    pub topics: Vec<String>,
+    pub topics: Topics,
     /// Topic ids the message mentions (fields named `TopicId`), deduplicated.
     pub topic_ids: Vec<[u8; 16]>,
     /// For a message read by the summary scan without its tree, with
@@ -218,6 +218,11 @@ pub struct Decoded {
     /// would otherwise read from the tree. `None` for decoded trees.
     pub facts: Option<Box<ScanFacts>>,
 }
+
+/// The topic names a message mentions: most messages name one, held in
+/// place; each name is shared with the scan's places of that topic
+/// ([`ScanTopic::Name`]) and with whoever keeps it past the message.
+pub type Topics = smallvec::SmallVec<[std::sync::Arc<str>; 1]>;
 
 /// Most topic names or ids remembered per message.
 const MAX_TOPICS: usize = 64;
@@ -367,7 +372,7 @@ pub struct Summary {
     /// Every non-zero `*ErrorCode` of the body, in byte order (as `analyzer::response_facts`).
     pub error_codes: Vec<i16>,
     /// As [`Decoded::topics`].
-    pub topics: Vec<String>,
+    pub topics: Topics,
     /// As [`Decoded::topic_ids`].
     pub topic_ids: Vec<[u8; 16]>,
     /// With [`DecodeOptions::records_headers_only`]: every non-zero error code
@@ -513,11 +518,51 @@ thread_local! {
     static MIN_SIZES: std::cell::RefCell<MinSizes> =
         const { std::cell::RefCell::new([(0, 0, false, 0); 64]) };
 
-    /// The open-struct stack and waiting list of the last summary scan on
-    /// this thread, lent to the next one: a few allocations fewer per
-    /// message.
-    static SCAN_SCRATCH: std::cell::Cell<(Vec<ScanFrame>, Vec<Waiting>)> =
-        const { std::cell::Cell::new((Vec::new(), Vec::new())) };
+    /// The open-struct stack, waiting list and fact lists of the last
+    /// summary scan on this thread, lent to the next one: a few
+    /// allocations fewer per message.
+    static SCAN_SCRATCH: std::cell::RefCell<Scratch> =
+        const { std::cell::RefCell::new(Scratch::new()) };
+}
+
+/// A summary scan's buffers kept from message to message: the open
+/// structs and waiting facts, and the lists the facts are gathered in
+/// before each is moved into a vector of its own size (growing a list
+/// by doubling allocated it again and again, a Fetch's placed integers
+/// five or six times a message).
+struct Scratch {
+    frames: Vec<ScanFrame>,
+    waiting: Vec<Waiting>,
+    errors: Vec<ScanError>,
+    sets: Vec<ScanSet>,
+    ints: Vec<ScanInt>,
+    sources: Vec<ByteSource>,
+}
+
+impl Scratch {
+    const fn new() -> Scratch {
+        Scratch {
+            frames: Vec::new(),
+            waiting: Vec::new(),
+            errors: Vec::new(),
+            sets: Vec::new(),
+            ints: Vec::new(),
+            sources: Vec::new(),
+        }
+    }
+}
+
+/// A scratch fact list keeps at most this many entries' room.
+const KEPT_FACTS: usize = 1024;
+
+/// Moves what `list` gathered into a vector of its own size and leaves
+/// `list` empty with its room (up to [`KEPT_FACTS`] entries) to be lent
+/// again.
+fn exact<T>(list: &mut Vec<T>) -> Vec<T> {
+    let mut out = Vec::with_capacity(list.len());
+    out.append(list);
+    list.shrink_to(KEPT_FACTS);
+    out
 }
 
 /// A scratch topic-name buffer keeps at most this much room (Kafka's topic
@@ -530,16 +575,23 @@ const KEPT_WAITING: usize = 1024;
 impl ScanFacts {
     /// Empty facts, with the thread's scratch buffers.
     fn with_scratch() -> Box<ScanFacts> {
-        let (frames, mut waiting) = SCAN_SCRATCH.take();
-        waiting.clear();
-        Box::new(ScanFacts {
-            frames,
-            waiting,
-            ..ScanFacts::default()
+        use std::mem::take;
+        SCAN_SCRATCH.with_borrow_mut(|k| {
+            k.waiting.clear();
+            Box::new(ScanFacts {
+                frames: take(&mut k.frames),
+                waiting: take(&mut k.waiting),
+                errors: take(&mut k.errors),
+                sets: take(&mut k.sets),
+                ints: take(&mut k.ints),
+                sources: take(&mut k.sources),
+                ..ScanFacts::default()
+            })
         })
     }
 
-    /// Gives the scratch buffers back to the thread (the facts keep none).
+    /// Gives the scratch buffers back to the thread, the facts gathered in
+    /// them moved into lists of their own size (the facts keep no scratch).
     fn return_scratch(&mut self) {
         self.depth = 0;
         let mut waiting = std::mem::take(&mut self.waiting);
@@ -551,7 +603,20 @@ impl ScanFacts {
         for f in &mut frames {
             f.name.shrink_to(KEPT_NAME);
         }
-        SCAN_SCRATCH.set((frames, waiting));
+        SCAN_SCRATCH.with_borrow_mut(|k| {
+            // Each list goes back to the thread emptied, what it gathered
+            // moved into the facts' own (the thread's were lent: empty).
+            k.frames = frames;
+            k.waiting = waiting;
+            k.errors = std::mem::take(&mut self.errors);
+            self.errors = exact(&mut k.errors);
+            k.sets = std::mem::take(&mut self.sets);
+            self.sets = exact(&mut k.sets);
+            k.ints = std::mem::take(&mut self.ints);
+            self.ints = exact(&mut k.ints);
+            k.sources = std::mem::take(&mut self.sources);
+            self.sources = exact(&mut k.sources);
+        });
     }
 
     fn open(&mut self) {
@@ -687,11 +752,13 @@ impl ScanFacts {
     }
 
     /// A non-empty string field marked [`Marks::PLACE_TOPIC`], as text.
-    fn place_name(&mut self, name: &str) {
+    /// `noted`: the message's topic list's copy of the name, shared rather
+    /// than made again when a fact is placed.
+    fn place_name(&mut self, name: &str, noted: Option<&std::sync::Arc<str>>) {
         if let Some(f) = self.innermost() {
             if !f.named {
                 f.named = true;
-                f.shared = None;
+                f.shared = noted.cloned();
                 f.name.clear();
                 f.name.push_str(name);
             }
@@ -1121,11 +1188,12 @@ impl Sink for Scan<'_> {
                     let place = self.sum.facts.is_some() && f.marks.has(Marks::PLACE_TOPIC);
                     if (topic || place) && !b.is_empty() {
                         let name = name_text(b);
-                        if topic {
-                            d.note_topic(f, &name);
-                        }
+                        let noted = match topic {
+                            true => d.note_topic(f, &name),
+                            false => None,
+                        };
                         if let (true, Some(x)) = (place, &mut self.sum.facts) {
-                            x.place_name(&name);
+                            x.place_name(&name, noted.as_ref());
                         }
                     }
                 }
@@ -1322,7 +1390,7 @@ struct Decoder<'a> {
     protocol_type: Option<String>,
     /// Set once a `malformed` node has taken the rest of the bytes.
     stopped: bool,
-    topics: Vec<String>,
+    topics: Topics,
     topic_ids: Vec<[u8; 16]>,
 }
 
@@ -1353,7 +1421,7 @@ impl<'a> Decoder<'a> {
             client_id: None,
             protocol_type: None,
             stopped: false,
-            topics: Vec::new(),
+            topics: Topics::new(),
             topic_ids: Vec::new(),
         }
     }
@@ -2410,14 +2478,21 @@ impl<'a> Decoder<'a> {
         n
     }
 
-    fn note_topic(&mut self, f: &FieldDef, name: &str) {
-        if f.marks.has(Marks::TOPIC_NAME)
-            && !name.is_empty()
-            && self.topics.len() < MAX_TOPICS
-            && !self.topics.iter().any(|t| t == name)
-        {
-            self.topics.push(name.to_string());
+    /// Notes topic `name` in the message's list; returns the list's copy
+    /// of it (`None` when it is not listed: no topic field, or the list full).
+    fn note_topic(&mut self, f: &FieldDef, name: &str) -> Option<std::sync::Arc<str>> {
+        if !f.marks.has(Marks::TOPIC_NAME) || name.is_empty() {
+            return None;
         }
+        if let Some(t) = self.topics.iter().find(|t| &***t == name) {
+            return Some(t.clone());
+        }
+        if self.topics.len() >= MAX_TOPICS {
+            return None;
+        }
+        let t: std::sync::Arc<str> = name.into();
+        self.topics.push(t.clone());
+        Some(t)
     }
 
     fn note_topic_id(&mut self, f: &FieldDef, id: &[u8; 16]) {

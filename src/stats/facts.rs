@@ -10,6 +10,7 @@
 //! `error_codes`.
 
 use std::borrow::Cow;
+use std::sync::Arc;
 
 use super::lag::{FetchAnswer, Lag, TopicId, TopicMemo};
 use super::report::TopicPartitions;
@@ -514,19 +515,19 @@ fn leaves(n: &Node) -> u64 {
 
 /// The one topic a request names (by name, or by id: learned name or the id
 /// itself), if it names exactly one.
-pub(crate) fn single_topic(d: &Decoded, topics: &TopicNames) -> Option<String> {
+pub(crate) fn single_topic(d: &Decoded, topics: &TopicNames) -> Option<Arc<str>> {
     // Every non-empty name counts (a name listed twice is two); an id counts
     // unless it names a topic already counted.
     let mut names = d.topics.iter().filter(|t| !t.is_empty());
-    let mut one: Option<Cow<'_, str>> = names.next().map(|t| Cow::Borrowed(t.as_str()));
+    let mut one: Option<Cow<'_, Arc<str>>> = names.next().map(Cow::Borrowed);
     if names.next().is_some() {
         return None;
     }
     for id in d.topic_ids.iter().filter(|u| **u != [0; 16]) {
         let t = topics.label(id);
         match &one {
-            None => one = Some(t),
-            Some(o) if *o == t => {}
+            None => one = Some(Cow::Owned(t.as_ref().into())),
+            Some(o) if ***o == *t => {}
             Some(_) => return None,
         }
     }
@@ -727,7 +728,7 @@ mod tests {
                 sources: Vec::new(),
                 error: None,
                 warning: None,
-                topics: names.iter().map(|s| s.to_string()).collect(),
+                topics: names.iter().map(|&s| s.into()).collect(),
                 topic_ids: ids.to_vec(),
                 facts: None,
             };
@@ -739,7 +740,7 @@ mod tests {
         // A name listed twice is two names; an id naming a known one is not new.
         assert_eq!(one(&["t", "t"], &[]), None);
         assert_eq!(one(&["t"], &[a, a]).as_deref(), Some("t"));
-        assert_eq!(one(&[], &[b, b]), Some(format_uuid(&b)));
+        assert_eq!(one(&[], &[b, b]).as_deref(), Some(format_uuid(&b).as_str()));
         assert_eq!(one(&["t"], &[b]), None);
         assert_eq!(one(&["u"], &[a]), None);
     }

@@ -490,7 +490,7 @@ struct Pending {
     frame: u64,
     client: Who,
     /// The one topic the request names: where a response's unplaced facts belong.
-    topic: Option<String>,
+    topic: Option<std::sync::Arc<str>>,
     group: Option<Box<facts::GroupRequest>>,
     /// A Fetch request's consumer and the partitions it asked for.
     fetch: Option<Box<(lag::ConsumerId, lag::FetchAsks)>>,

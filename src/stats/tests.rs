@@ -52,7 +52,7 @@ pub(super) fn msg(
         decode_warning: None,
         resynced: false,
         skipped_before: 0,
-        topics: Vec::new(),
+        topics: Default::default(),
         capture: 0,
         also: None,
     }
@@ -469,7 +469,7 @@ fn decoded(kind: Kind, body: Vec<Node>) -> Decoded {
         sources: Vec::new(),
         error: None,
         warning: None,
-        topics: Vec::new(),
+        topics: Default::default(),
         topic_ids: Vec::new(),
         facts: None,
     }
@@ -722,6 +722,7 @@ fn the_summary_scan_places_what_the_full_tree_places() {
     };
     let topics = TopicNames::default();
     let (mut messages, mut placed, mut sets, mut errors, mut ints) = (0, 0, 0, 0, 0);
+    let mut shared = 0;
     for p in crate::test_captures::all() {
         // Full trees, records decoded in full: what the facts must equal.
         for m in crate::test_captures::messages(&p, crate::test_captures::full_trees()) {
@@ -734,11 +735,27 @@ fn the_summary_scan_places_what_the_full_tree_places() {
                 }
                 _ => None,
             };
-            let Some(x) = s.and_then(|s| s.facts) else {
+            let Some((x, names)) = s.and_then(|s| Some((s.facts?, s.topics))) else {
                 continue;
             };
             placed += 1;
             let at = format!("{} frame {}", p.display(), m.info.frame);
+            // Each list made to its size (the scan gathers in the thread's
+            // lists), each place's topic name the message's own copy.
+            assert!(x.errors.capacity() == x.errors.len(), "{at}");
+            assert!(x.sets.capacity() == x.sets.len(), "{at}");
+            assert!(x.ints.capacity() == x.ints.len(), "{at}");
+            let places = x.errors.iter().map(|e| &e.place);
+            let places = places.chain(x.sets.iter().map(|s| &s.place));
+            for place in places.chain(x.ints.iter().map(|n| &n.place)) {
+                let Some(crate::kafka::decode::ScanTopic::Name(t)) = &place.topic else {
+                    continue;
+                };
+                if let Some(listed) = names.iter().find(|n| n == &t) {
+                    assert!(std::sync::Arc::ptr_eq(listed, t), "{at}: {t}");
+                    shared += 1;
+                }
+            }
             assert_eq!(
                 facts::scanned_errors(&x, &topics),
                 facts::errors(&d.root, &topics),
@@ -786,8 +803,8 @@ fn the_summary_scan_places_what_the_full_tree_places() {
         }
     }
     assert!(
-        placed > 0 && sets > 0 && errors > 0 && ints > 1000,
-        "{messages} {placed} {sets} {errors} {ints}"
+        placed > 0 && sets > 0 && errors > 0 && ints > 1000 && shared > 100,
+        "{messages} {placed} {sets} {errors} {ints} {shared}"
     );
 }
 

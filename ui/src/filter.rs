@@ -68,7 +68,7 @@ pub trait Facts {
     /// The size field.
     fn length(&self) -> i32;
     /// Topics the message names.
-    fn topics(&self) -> &[String];
+    fn topics(&self) -> &[std::sync::Arc<str>];
     /// Latency of a paired response.
     fn latency_ns(&self) -> Option<u64>;
     /// The part of a paired response's latency spent waiting behind the
@@ -141,7 +141,7 @@ impl Facts for MessageInfo {
     fn length(&self) -> i32 {
         self.length
     }
-    fn topics(&self) -> &[String] {
+    fn topics(&self) -> &[std::sync::Arc<str>] {
         &self.topics
     }
     fn latency_ns(&self) -> Option<u64> {
@@ -1177,7 +1177,7 @@ fn client_id_of<'a, M: Facts>(m: &'a M, peer: Option<&'a M>) -> Option<&'a str> 
 }
 
 /// A message's own topics, or its peer's when it names none.
-pub fn topics_of<'a, M: Facts>(m: &'a M, peer: Option<&'a M>) -> &'a [String] {
+pub fn topics_of<'a, M: Facts>(m: &'a M, peer: Option<&'a M>) -> &'a [std::sync::Arc<str>] {
     match peer {
         Some(p) if m.topics().is_empty() => p.topics(),
         _ => m.topics(),
@@ -1588,7 +1588,7 @@ mod tests {
             decode_warning: None,
             resynced: false,
             skipped_before: 0,
-            topics: vec!["orders-eu".into()],
+            topics: ["orders-eu".into()].into_iter().collect(),
             capture: 0,
             also: None,
         }
@@ -1636,7 +1636,7 @@ mod tests {
             fetch: None,
             throttle_time_ms: Some(0),
             error_codes: Vec::new(),
-            topics: vec!["payments".into()],
+            topics: ["payments".into()].into_iter().collect(),
             ..request()
         }
     }
@@ -1902,7 +1902,7 @@ mod tests {
             assert!(!hit(f, &req), "{f}");
         }
         let none = MessageInfo {
-            topics: Vec::new(),
+            topics: Default::default(),
             ..response()
         };
         assert!(!hit("topic=*", &none));

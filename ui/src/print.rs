@@ -1663,7 +1663,7 @@ pub fn message_json(m: &MessageRecord, verbose: bool) -> serde_json::Value {
         "length": i.length,
         "paired": i.paired,
         "decode_error": i.decode_error,
-        "topics": i.topics,
+        "topics": i.topics.iter().map(|t| &**t).collect::<Vec<_>>(),
     });
     if let Some(map) = o.as_object_mut() {
         if i.kind == Kind::Request {

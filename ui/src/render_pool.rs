@@ -51,7 +51,7 @@ use kafkashark::analyzer::{
 };
 use kafkashark::capture::FileSource;
 use kafkashark::flow::Ports;
-use kafkashark::kafka::decode::{Kind, Summary};
+use kafkashark::kafka::decode::{Kind, Summary, Topics};
 use kafkashark::kafka::tree::{self, Node, Value};
 use kafkashark::kafka::DecodeOptions;
 use kafkashark::pipeline::Event;
@@ -382,7 +382,7 @@ impl Stamps {
     /// Names the `TopicId`s of the tree of message `index` as
     /// `TopicNames::annotate` did when the analyzer read it; appends to
     /// `topics` the names of `ids` known then, as the analyzer does.
-    fn annotate(&self, index: u64, root: &mut Node, ids: &[[u8; 16]], topics: &mut Vec<String>) {
+    fn annotate(&self, index: u64, root: &mut Node, ids: &[[u8; 16]], topics: &mut Topics) {
         if !self.any.load(Ordering::Acquire) {
             return;
         }
@@ -392,15 +392,15 @@ impl Stamps {
 
     /// Appends to `topics` the names of `ids` known when the analyzer read
     /// message `index` (see [`Stamps::annotate`]).
-    fn names(&self, index: u64, ids: &[[u8; 16]], topics: &mut Vec<String>) {
+    fn names(&self, index: u64, ids: &[[u8; 16]], topics: &mut Topics) {
         if !self.any.load(Ordering::Acquire) || ids.is_empty() {
             return;
         }
         let Ok(map) = self.map.read() else { return };
         for id in ids {
             if let Some((_, name, _)) = map.get(id).filter(|(at, _, _)| *at <= index) {
-                if !topics.iter().any(|t| t == name) {
-                    topics.push(name.clone());
+                if !topics.iter().any(|t| **t == **name) {
+                    topics.push(name.as_str().into());
                 }
             }
         }
@@ -1417,15 +1417,18 @@ mod tests {
                 16,
                 Role::RequestBody,
             ));
-            let mut topics = vec!["other".to_string()];
+            let mut topics: Topics = ["other".into()].into_iter().collect();
             stamps.annotate(index, &mut root, &[[7; 16], [8; 16]], &mut topics);
             let detail = root.children[0].detail.as_deref();
             if named {
                 assert_eq!(detail, Some("topic \"orders\""));
-                assert_eq!(topics, ["other", "orders"]);
+                assert_eq!(
+                    topics.iter().map(|t| &**t).collect::<Vec<_>>(),
+                    ["other", "orders"]
+                );
             } else {
                 assert_eq!(detail, None);
-                assert_eq!(topics, ["other"]);
+                assert_eq!(topics.iter().map(|t| &**t).collect::<Vec<_>>(), ["other"]);
             }
         }
     }

@@ -259,8 +259,19 @@ fn vec_heap<T>(v: &Vec<T>) -> usize {
 fn held_footprint(m: &MessageRecord) -> usize {
     let i = &m.info;
     let opt = |s: &Option<String>| s.as_ref().map_or(0, |s| heap(s.capacity()));
-    let topics = i.topics.iter().fold(vec_heap(&i.topics), |n, t| {
-        n.saturating_add(heap(t.capacity()))
+    // The list's own buffer past its one name held in place, and each
+    // name's shared text (counted in full: a name shared with a tree is
+    // held by it too).
+    let list = match i.topics.spilled() {
+        true => heap(
+            i.topics
+                .capacity()
+                .saturating_mul(size_of::<std::sync::Arc<str>>()),
+        ),
+        false => 0,
+    };
+    let topics = i.topics.iter().fold(list, |n, t| {
+        n.saturating_add(heap(t.len().saturating_add(2 * size_of::<usize>())))
     });
     [
         size_of::<MessageRecord>() + MALLOC_SLACK,

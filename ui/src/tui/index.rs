@@ -66,7 +66,7 @@ impl Ends {
 pub struct Shared {
     ends: Arc<Ends>,
     client_id: Option<String>,
-    topics: Vec<String>,
+    topics: kafkashark::kafka::decode::Topics,
     error_codes: Vec<i16>,
     decode_error: Option<String>,
     decode_warning: Option<DecodeWarning>,
@@ -450,7 +450,7 @@ impl Facts for FactsEntry {
     fn length(&self) -> i32 {
         self.length
     }
-    fn topics(&self) -> &[String] {
+    fn topics(&self) -> &[Arc<str>] {
         &self.shared.topics
     }
     fn latency_ns(&self) -> Option<u64> {

@@ -471,7 +471,7 @@ pub fn compute(entries: &EntryStore, limit: usize, store: Option<&dyn ByteStore>
                 let peer = e
                     .peer()
                     .and_then(|p| entries.facts(usize::try_from(p).ok()?));
-                error_topics.extend(topics_of(e, peer.as_ref()).iter().cloned());
+                error_topics.extend(topics_of(e, peer.as_ref()).iter().map(|t| t.to_string()));
             }
         }
     }

@@ -748,7 +748,7 @@ fn lag_and_delivery_rows_of_a_hand_made_report() {
         .into_iter()
         .filter(|e| {
             let i = e.info();
-            i.api_key == Some(ApiKey::FETCH) && i.topics.iter().any(|t| t == "kcat-demo")
+            i.api_key == Some(ApiKey::FETCH) && i.topics.iter().any(|t| &**t == "kcat-demo")
         })
         .filter(|e| {
             let i = e.info();
@@ -861,7 +861,7 @@ fn lag_and_delivery_of_b6_are_the_stats_commands() {
                 },
             };
             req.client_id.as_deref() == Some("slow-consumer")
-                && req.topics.iter().any(|t| t == "lag-topic")
+                && req.topics.iter().any(|t| &**t == "lag-topic")
         })
         .map(|e| e.info().index as usize)
         .collect();

@@ -135,7 +135,9 @@ fn variants() -> Vec<Entry> {
         i.client_id = (mask % 3 != 0).then(|| format!("client-{}", mask % 5));
         i.decode_error = (mask % 7 == 0).then(|| "bad \u{1b} thing".into());
         i.error_codes = (0..mask % 4).map(|k| -(k as i16)).collect();
-        i.topics = (0..mask % 3).map(|k| format!("topic-é{k}")).collect();
+        i.topics = (0..mask % 3)
+            .map(|k| format!("topic-é{k}").into())
+            .collect();
         i.capture = [0, 1, u16::MAX][mask as usize % 3];
         i.length = if mask % 2 == 0 { i32::MIN } else { i32::MAX };
         i.ts = Timestamp {

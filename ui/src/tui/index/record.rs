@@ -442,7 +442,7 @@ pub fn encode_shared(s: &Shared) -> Vec<u8> {
     put_addr(&mut o, &s.ends.broker);
     o.extend_from_slice(&s.ends.capture.to_le_bytes());
     put_opt_str(&mut o, s.client_id.as_deref());
-    put_list(&mut o, &s.topics, |o, t| put_str(o, t));
+    put_list(&mut o, &s.topics, |o, t| put_str(o, t.as_bytes()));
     put_list(&mut o, &s.error_codes, |o, c| {
         o.extend_from_slice(&c.to_le_bytes())
     });
@@ -535,7 +535,11 @@ pub fn decode_shared(b: &[u8]) -> Result<Shared, DecodeError> {
         ends: Arc::new(ends),
         client_id: r.opt_string("client id")?,
         // Each topic takes at least its 8-byte length.
-        topics: r.list(8, "topic count", |r| r.string("topic"))?,
+        topics: r
+            .list(8, "topic count", |r| r.string("topic"))?
+            .into_iter()
+            .map(String::into)
+            .collect(),
         error_codes: r.list(2, "error code count", |r| {
             r.array("error code").map(i16::from_le_bytes)
         })?,
