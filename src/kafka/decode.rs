@@ -527,9 +527,9 @@ thread_local! {
 
 /// A summary scan's buffers kept from message to message: the open
 /// structs and waiting facts, and the lists the facts are gathered in
-/// before each is moved into a vector of its own size (growing a list
-/// by doubling allocated it again and again, a Fetch's placed integers
-/// five or six times a message).
+/// before each is moved into a vector of its own size (a list grown by
+/// doubling was allocated again at each power of two: a Fetch's placed
+/// integers, several times a message).
 struct Scratch {
     frames: Vec<ScanFrame>,
     waiting: Vec<Waiting>,
