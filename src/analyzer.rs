@@ -724,15 +724,12 @@ impl MessageAnalyzer {
         };
         let index = self.next_index;
         self.next_index += 1;
-        // A scan reads a whole message that decodes cleanly: its size
-        // prefix counts the bytes after it.
-        let size = i32::try_from(raw.bytes.len().saturating_sub(4)).ok();
-        let known = match &scanned {
-            Ahead::Request(s) => size.map(|n| (s.correlation_id, n)),
-            Ahead::Response(s) => size.map(|n| (s.2.correlation_id, n)),
+        let scanned_id = match &scanned {
+            Ahead::Request(s) => Some(s.correlation_id),
+            Ahead::Response(s) => Some(s.2.correlation_id),
             Ahead::None => None,
         };
-        let mut rec = record(index, raw, (client, broker), known);
+        let mut rec = record(index, raw, (client, broker), scanned_id);
         rec.info.capture = match rec.raw.twin.as_deref() {
             Some(Twin::Only(c)) => *c,
             _ => capture,
@@ -1074,18 +1071,20 @@ pub fn new_record(
     record(index, raw, (client, broker), None)
 }
 
-/// [`new_record`], given the correlation id and size a scan of the whole
-/// message read already (`known`): the bytes are not read again, which on
-/// another core than the scan's was a miss in the cache per message.
+/// [`new_record`] of a message a scan read whole (`scanned_id`: the
+/// correlation id it read): the bytes are not read again, which on another
+/// core than the scan's was a miss in the cache per message. A clean scan
+/// read a size prefix that counts the bytes after it.
 #[inline]
 fn record(
     index: u64,
     raw: RawMessage,
     (client, broker): (SocketAddr, SocketAddr),
-    known: Option<(Option<i32>, i32)>,
+    scanned_id: Option<Option<i32>>,
 ) -> Box<MessageRecord> {
-    let (correlation_id, length) = match known {
-        Some(k) => k,
+    let scanned_size = i32::try_from(raw.bytes.len().saturating_sub(4)).ok();
+    let (correlation_id, length) = match scanned_id.zip(scanned_size) {
+        Some(known) => known,
         None => (raw.correlation_id(), raw.size().unwrap_or(0)),
     };
     Box::new(MessageRecord {

@@ -519,19 +519,19 @@ pub(crate) fn single_topic(d: &Decoded, topics: &TopicNames) -> Option<Arc<str>>
     // Every non-empty name counts (a name listed twice is two); an id counts
     // unless it names a topic already counted.
     let mut names = d.topics.iter().filter(|t| !t.is_empty());
-    let mut one: Option<Cow<'_, Arc<str>>> = names.next().map(Cow::Borrowed);
+    let mut one: Option<Arc<str>> = names.next().cloned();
     if names.next().is_some() {
         return None;
     }
     for id in d.topic_ids.iter().filter(|u| **u != [0; 16]) {
         let t = topics.label(id);
         match &one {
-            None => one = Some(Cow::Owned(t.as_ref().into())),
-            Some(o) if ***o == *t => {}
+            None => one = Some(t.as_ref().into()),
+            Some(o) if **o == *t => {}
             Some(_) => return None,
         }
     }
-    one.map(Cow::into_owned)
+    one
 }
 
 /// `ClientSoftwareName` and `ClientSoftwareVersion` of an ApiVersions v3+ request.

@@ -742,9 +742,9 @@ fn the_summary_scan_places_what_the_full_tree_places() {
             let at = format!("{} frame {}", p.display(), m.info.frame);
             // Each list made to its size (the scan gathers in the thread's
             // lists), each place's topic name the message's own copy.
-            assert!(x.errors.capacity() == x.errors.len(), "{at}");
-            assert!(x.sets.capacity() == x.sets.len(), "{at}");
-            assert!(x.ints.capacity() == x.ints.len(), "{at}");
+            assert_eq!(x.errors.capacity(), x.errors.len(), "{at}");
+            assert_eq!(x.sets.capacity(), x.sets.len(), "{at}");
+            assert_eq!(x.ints.capacity(), x.ints.len(), "{at}");
             let places = x.errors.iter().map(|e| &e.place);
             let places = places.chain(x.sets.iter().map(|s| &s.place));
             for place in places.chain(x.ints.iter().map(|n| &n.place)) {

@@ -332,6 +332,11 @@ impl Emit for Chunker {
     }
 }
 
+/// A topic id's name as taught: the index of the message that taught it,
+/// the name (shared by every message's topic list that names it) and the
+/// tree's annotation.
+type Stamp = (u64, Arc<str>, tree::Text);
+
 /// Topic names with the message at which the analyzer learned them: a
 /// message's `TopicId`s are named as the analyzer would have named them when
 /// it read that message (names learned later do not show). Written by the
@@ -339,8 +344,8 @@ impl Emit for Chunker {
 /// the analyzer's own table (`TopicNames`).
 #[derive(Default)]
 pub(crate) struct Stamps {
-    /// Topic id → (index of the message that taught it, the annotation).
-    map: RwLock<HashMap<[u8; 16], (u64, String, tree::Text)>>,
+    /// Topic id → what it was taught.
+    map: RwLock<HashMap<[u8; 16], Stamp>>,
     /// Set once `map` has an entry.
     any: AtomicBool,
 }
@@ -368,7 +373,7 @@ impl Stamps {
                 if let (Value::Uuid(u), true) = (&n.value, &*n.name == "TopicId") {
                     if let Some(name) = analyzer.topic_names().name(u) {
                         map.entry(*u).or_insert_with(|| {
-                            (index, name.to_string(), format!("topic {name:?}").into())
+                            (index, name.into(), format!("topic {name:?}").into())
                         });
                     }
                 }
@@ -399,8 +404,8 @@ impl Stamps {
         let Ok(map) = self.map.read() else { return };
         for id in ids {
             if let Some((_, name, _)) = map.get(id).filter(|(at, _, _)| *at <= index) {
-                if !topics.iter().any(|t| **t == **name) {
-                    topics.push(name.as_str().into());
+                if !topics.contains(name) {
+                    topics.push(name.clone());
                 }
             }
         }
@@ -1404,7 +1409,7 @@ mod tests {
         let name = "orders".to_string();
         stamps.map.write().expect("lock").insert(
             [7; 16],
-            (10, name.clone(), format!("topic {name:?}").into()),
+            (10, name.as_str().into(), format!("topic {name:?}").into()),
         );
         stamps.any.store(true, Ordering::Release);
         for (index, named) in [(9, false), (10, true), (11, true)] {
