@@ -300,11 +300,7 @@ impl<'j> TextStream<'j> {
                 message: self.message,
                 sources,
             };
-            let mut w = tree::Writer {
-                out: &mut **out,
-                cols: &plan.cols,
-                indent,
-            };
+            let mut w = tree::Writer::new(&mut **out, &plan.cols, indent);
             tree::walk_node(&n, (last, false), &bytes, &mut self.fields, &mut w);
         }
     }

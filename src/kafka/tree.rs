@@ -318,6 +318,21 @@ fn push_decimal(s: &mut String, mut v: u64, negative: bool) {
     }
 }
 
+/// Appends `n` spaces: up to 64 (a compact line's indent and guides) as
+/// one fixed-size copy cut back to `n`, not a call to `memcpy` or
+/// `memset` for every line.
+#[inline(always)]
+pub(crate) fn put_spaces(out: &mut Vec<u8>, n: usize) {
+    const SPACES: [u8; 64] = [b' '; 64];
+    if n <= SPACES.len() {
+        let at = out.len();
+        out.extend_from_slice(&SPACES);
+        out.truncate(at + n);
+    } else {
+        out.resize(out.len() + n, b' ');
+    }
+}
+
 /// Appends `v` in lower-case hex, without leading zeros (`0` for zero):
 /// one fixed-size copy, cut back to the digits.
 #[inline(always)]
@@ -1596,11 +1611,7 @@ fn write_with(
     }
     let cols = size.columns();
     out.reserve_text(size.total(&cols, indent.len()));
-    let mut w = Writer {
-        out,
-        cols: &cols,
-        indent,
-    };
+    let mut w = Writer::new(out, &cols, indent);
     walk_node(root, (true, true), bytes, f, &mut w);
 }
 
@@ -1639,9 +1650,24 @@ impl<F: FnMut(&Fields)> Lines for F {
 /// Writes the lines to `out` in `cols`' layout, each after `indent`, and
 /// the records' lines straight into it (no copy of them gathered first).
 pub(crate) struct Writer<'a, S: ?Sized> {
-    pub(crate) out: &'a mut S,
-    pub(crate) cols: &'a Columns,
-    pub(crate) indent: &'a str,
+    out: &'a mut S,
+    cols: &'a Columns,
+    indent: &'a str,
+    /// `indent`'s length when it is only spaces (`print -V`'s four).
+    spaces: Option<usize>,
+}
+
+impl<'a, S: ?Sized> Writer<'a, S> {
+    /// Lines written to `out`, in `cols`, each after `indent`.
+    pub(crate) fn new(out: &'a mut S, cols: &'a Columns, indent: &'a str) -> Self {
+        let spaces = indent.bytes().all(|b| b == b' ').then_some(indent.len());
+        Writer {
+            out,
+            cols,
+            indent,
+            spaces,
+        }
+    }
 }
 
 impl<S: TextSink + ?Sized> Lines for Writer<'_, S> {
@@ -1657,9 +1683,12 @@ impl<S: TextSink + ?Sized> Lines for Writer<'_, S> {
             return self.line(f);
         }
         f.set_about(n);
-        let indent = self.indent;
+        let (indent, spaces) = (self.indent, self.spaces);
         self.out.push_utf8_with(&mut |b| {
-            b.extend_from_slice(indent.as_bytes());
+            match spaces {
+                Some(k) => put_spaces(b, k),
+                None => b.extend_from_slice(indent.as_bytes()),
+            }
             f.put_line(b, n, top);
             true
         });
@@ -1993,8 +2022,9 @@ impl Fields {
         if top {
             l.extend_from_slice(n.name.as_bytes());
         } else {
-            l.extend_from_slice(self.prefix.as_bytes());
-            l.extend_from_slice(b"  ");
+            // A compact line's guides are spaces (`push_guide`).
+            debug_assert!(self.prefix.bytes().all(|b| b == b' '));
+            put_spaces(l, self.prefix.len() + 2);
             put_text(l, &n.name);
         }
         // A struct's value says only what its type says.
@@ -2318,6 +2348,16 @@ impl fmt::Display for Node {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn put_spaces_appends_exactly_n_spaces() {
+        for n in [0, 1, 4, 63, 64, 65, 200] {
+            let mut out = b"x".to_vec();
+            put_spaces(&mut out, n);
+            assert_eq!(out.len(), 1 + n, "{n}");
+            assert!(out[1..].iter().all(|&b| b == b' '), "{n}");
+        }
+    }
 
     /// `Value::push_display` (integers and printable strings written
     /// without `fmt`) gives `Value::write_display`'s text for every node of

@@ -75,9 +75,9 @@ struct Text<'o> {
     failed: bool,
     /// The lines' leads: a record's (`prefix` and two spaces), its fields'
     /// and headers', its headers' fields'.
-    record_lead: Vec<u8>,
-    field_lead: Vec<u8>,
-    header_field_lead: Vec<u8>,
+    record_lead: Lead,
+    field_lead: Lead,
+    header_field_lead: Lead,
     /// What a span starts with after its `[`: `0x`, after `#N:` for a
     /// source other than the message.
     source: Pad,
@@ -110,7 +110,7 @@ impl<'o> Text<'o> {
             let mut b = take();
             b.extend_from_slice(prefix.as_bytes());
             b.resize(b.len() + 2 * n, b' ');
-            b
+            Lead::new(b)
         };
         let (record_lead, field_lead, header_field_lead) = (lead(1), lead(2), lead(3));
         let (rec, hdr, summary) = (take(), take(), take());
@@ -147,9 +147,9 @@ impl<'o> Text<'o> {
     /// value or header grew.
     fn give_back(self, pool: &mut Vec<Vec<u8>>) {
         let bufs = [
-            self.record_lead,
-            self.field_lead,
-            self.header_field_lead,
+            self.record_lead.bytes,
+            self.field_lead.bytes,
+            self.header_field_lead.bytes,
             self.rec,
             self.hdr,
             self.summary,
@@ -167,11 +167,11 @@ impl<'o> Text<'o> {
     #[inline(always)]
     fn start(&mut self, name: &Pad) -> Line<'_> {
         let (s, lead) = match (self.in_header, self.state) {
-            (true, _) => (&mut self.hdr, self.header_field_lead.as_slice()),
-            (false, Rec::Written(..)) => (&mut *self.out, self.field_lead.as_slice()),
-            (false, _) => (&mut self.rec, self.field_lead.as_slice()),
+            (true, _) => (&mut self.hdr, &self.header_field_lead),
+            (false, Rec::Written(..)) => (&mut *self.out, &self.field_lead),
+            (false, _) => (&mut self.rec, &self.field_lead),
         };
-        s.extend_from_slice(lead);
+        lead.put(s);
         name.put(s);
         (
             s,
@@ -188,7 +188,7 @@ impl Text<'_> {
     /// the field lines that waited for it.
     fn write_record_line(&mut self, at: usize, len: usize) {
         let l = &mut *self.out;
-        l.extend_from_slice(&self.record_lead);
+        self.record_lead.put(l);
         l.extend_from_slice(b"Record[");
         json::u64(l, self.index);
         l.push(b']');
@@ -207,6 +207,59 @@ impl Text<'_> {
         );
         self.out.extend_from_slice(&self.rec);
         self.rec.clear();
+    }
+}
+
+/// Appends `data` as the text of a string (`put_value` of its lossy
+/// UTF-8 as a `Value::Str`); `plain`, [`json::printable_ascii_quotes`] of
+/// it: printable ASCII, the usual content, is quoted as it is (`Debug`'s
+/// plain form, `"` and `\` escaped), without making the string.
+fn put_str(s: &mut Vec<u8>, data: &[u8], plain: Option<usize>, scratch: &mut String) {
+    match plain {
+        Some(quotes) => {
+            s.push(b'"');
+            json::backslashed_counted(s, data, quotes);
+            s.push(b'"');
+        }
+        None => {
+            let value = Value::Str(String::from_utf8_lossy(data).into_owned());
+            tree::put_value(s, &value, None, scratch);
+        }
+    }
+}
+
+/// Bytes a line's lead is put with at once ([`Lead::put`]).
+const LEAD_COPY: usize = 64;
+
+/// A line's lead, its bytes padded to [`LEAD_COPY`]: putting one is a copy
+/// of a fixed size cut back to the lead's length, not a call to `memcpy`
+/// for a few dozen spaces on every line of every record. A longer lead
+/// (deep guides) is copied as it is.
+struct Lead {
+    bytes: Vec<u8>,
+    len: usize,
+}
+
+impl Lead {
+    fn new(mut bytes: Vec<u8>) -> Lead {
+        let len = bytes.len();
+        if len < LEAD_COPY {
+            bytes.resize(LEAD_COPY, b' ');
+        }
+        Lead { bytes, len }
+    }
+
+    /// Appends the lead.
+    #[inline(always)]
+    fn put(&self, out: &mut Vec<u8>) {
+        match self.bytes.first_chunk::<LEAD_COPY>() {
+            Some(all) if self.len <= LEAD_COPY => {
+                let at = out.len();
+                out.extend_from_slice(all);
+                out.truncate(at + self.len);
+            }
+            _ => out.extend_from_slice(self.bytes.get(..self.len).unwrap_or_default()),
+        }
     }
 }
 
@@ -307,20 +360,11 @@ impl FieldOut for Text<'_> {
     fn content(&mut self, f: &'static Field, data: &[u8], at: usize) {
         let string = f.kind == Kind::String;
         let (s, source, about, scratch, _) = self.start(&f.text_name);
-        // Printable ASCII, the usual content, is quoted as it is (`Debug`'s
-        // plain form), `"` and `\` escaped.
         let plain = json::printable_ascii_quotes(data);
-        if let (Some(quotes), true) = (plain, string || data.len() <= MAX_STR) {
-            s.push(b'"');
-            json::backslashed_counted(s, data, quotes);
-            s.push(b'"');
+        if string || (plain.is_some() && data.len() <= MAX_STR) {
+            put_str(s, data, plain, scratch);
         } else {
-            let value = if string {
-                Value::Str(String::from_utf8_lossy(data).into_owned())
-            } else {
-                content_value(data)
-            };
-            tree::put_value(s, &value, None, scratch);
+            tree::put_value(s, &content_value(data), None, scratch);
         }
         tail(
             s,
@@ -370,13 +414,17 @@ impl FieldOut for Text<'_> {
             Rec::Written(..) => &mut *self.out,
             _ => &mut self.rec,
         };
-        rec.extend_from_slice(&self.field_lead);
+        self.field_lead.put(rec);
         rec.extend_from_slice(b"Header[");
         json::u64(rec, j);
         rec.extend_from_slice(b"]: ");
         // A string: quoted, never empty.
-        let key = Value::Str(String::from_utf8_lossy(key).into_owned());
-        tree::put_value(rec, &key, None, &mut self.scratch);
+        put_str(
+            rec,
+            key,
+            json::printable_ascii_quotes(key),
+            &mut self.scratch,
+        );
         let about = "a key/value pair attached to the record";
         tail(
             rec,
@@ -387,5 +435,23 @@ impl FieldOut for Text<'_> {
             self.about.then_some(about),
         );
         rec.extend_from_slice(&self.hdr);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Lead;
+
+    #[test]
+    fn a_lead_is_put_as_it_was_made_whatever_its_length() {
+        for n in [0, 2, 30, 63, 64, 65, 130] {
+            // Guides that are not spaces, to see where the padding would show.
+            let made: Vec<u8> = b"|+-".iter().copied().cycle().take(n).collect();
+            let lead = Lead::new(made.clone());
+            let mut out = b"ab".to_vec();
+            lead.put(&mut out);
+            lead.put(&mut out);
+            assert_eq!(out, [&b"ab"[..], &made, &made].concat(), "{n}");
+        }
     }
 }
