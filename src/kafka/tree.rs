@@ -2025,7 +2025,7 @@ impl Fields {
             // A compact line's guides are spaces (`push_guide`).
             debug_assert!(self.prefix.bytes().all(|b| b == b' '));
             put_spaces(l, self.prefix.len() + 2);
-            put_text(l, &n.name);
+            push_text(l, &n.name);
         }
         // A struct's value says only what its type says.
         if !matches!(&n.value, Value::Text(t) if *t == "struct") {
@@ -2038,7 +2038,7 @@ impl Fields {
         }
         if !n.ty.is_empty() {
             l.extend_from_slice(b"  ");
-            put_text(l, &n.ty);
+            push_text(l, &n.ty);
         }
         l.extend_from_slice(b"  [");
         if n.source != 0 {
@@ -2223,45 +2223,29 @@ fn has_control(s: &str) -> bool {
 /// schema's and the project's own words, which hold no control character
 /// (`static_texts_need_no_escape`), and is copied as it is; a text made at
 /// run time is escaped.
-fn push_text(out: &mut String, t: &Text) {
+#[inline]
+fn push_text<S: TextSink + ?Sized>(out: &mut S, t: &Text) {
     match t {
-        Cow::Borrowed(s) => out.push_str(s),
+        Cow::Borrowed(s) => out.push_text(s),
         Cow::Owned(s) => push_escaped(out, s),
     }
 }
 
 /// Appends `s` with its control characters escaped, as [`escape_text`] does.
-fn push_escaped(out: &mut String, s: &str) {
+fn push_escaped<S: TextSink + ?Sized>(out: &mut S, s: &str) {
     if !has_control(s) {
-        out.push_str(s);
+        out.push_text(s);
         return;
     }
+    let mut utf8 = [0u8; 4];
     for c in s.chars() {
         if c.is_control() {
-            out.extend(c.escape_default());
+            c.escape_default()
+                .for_each(|e| out.push_text(e.encode_utf8(&mut utf8)));
         } else {
-            out.push(c);
+            out.push_text(c.encode_utf8(&mut utf8));
         }
     }
-}
-
-/// [`push_text`] into bytes.
-fn put_text(out: &mut Vec<u8>, t: &Text) {
-    match t {
-        Cow::Borrowed(s) => out.extend_from_slice(s.as_bytes()),
-        Cow::Owned(s) => put_escaped(out, s),
-    }
-}
-
-/// [`push_escaped`] into bytes.
-fn put_escaped(out: &mut Vec<u8>, s: &str) {
-    if !has_control(s) {
-        out.extend_from_slice(s.as_bytes());
-        return;
-    }
-    let mut e = String::with_capacity(s.len() + 8);
-    push_escaped(&mut e, s);
-    out.extend_from_slice(e.as_bytes());
 }
 
 /// Appends a value's text with its detail, as a text line shows them
@@ -2297,7 +2281,7 @@ pub(crate) fn put_value(
             None => return put_value_made(out, value, detail, scratch),
         },
         Value::Text(t) => {
-            put_escaped(out, t);
+            push_escaped(out, t);
             false
         }
         Value::None => false,
@@ -2313,7 +2297,7 @@ pub(crate) fn put_value(
     }
     match d {
         Cow::Borrowed(d) if clean => out.extend_from_slice(d.as_bytes()),
-        d => put_escaped(out, d),
+        d => push_escaped(out, d),
     }
     if !alone {
         out.push(b')');
@@ -2327,7 +2311,7 @@ fn put_value_made(out: &mut Vec<u8>, value: &Value, detail: Option<&Text>, scrat
     if value_text_clean(value, detail, scratch) {
         out.extend_from_slice(scratch.as_bytes());
     } else {
-        put_escaped(out, scratch);
+        push_escaped(out, scratch);
     }
 }
 
