@@ -697,3 +697,46 @@ pub fn analyze_with(path: &Path, cfg: AnalyzerConfig) -> Analysis {
     }
     a
 }
+
+/// The messages of a capture, connection by connection in capture order:
+/// (client → broker, bytes with the size prefix), to replay live.
+pub fn conversations(capture: &str) -> Vec<Vec<(bool, Vec<u8>)>> {
+    use kafkashark::vocab::Direction;
+    let analysis = analyze(Path::new(capture), Ports::default());
+    let mut by_stream: std::collections::BTreeMap<u64, Vec<(bool, Vec<u8>)>> =
+        std::collections::BTreeMap::new();
+    for m in analysis.messages {
+        let up = m.raw.dir == Direction::ClientToBroker;
+        let conv = by_stream.entry(m.raw.stream).or_default();
+        conv.push((up, m.raw.bytes.to_vec()));
+    }
+    by_stream.into_values().collect()
+}
+
+/// Replays `conversations` over loopback TCP to a broker of the test's at
+/// `listener`: one connection each, in turn; each side writes its messages
+/// and reads the other's, in the capture's order.
+pub fn replay(listener: &std::net::TcpListener, conversations: &[Vec<(bool, Vec<u8>)>]) {
+    use std::io::{Read, Write};
+    use std::net::TcpStream;
+    use std::time::Duration;
+    let addr = listener.local_addr().unwrap();
+    for conv in conversations {
+        let mut client = TcpStream::connect(addr).unwrap();
+        let (mut broker, _) = listener.accept().unwrap();
+        for s in [&client, &broker] {
+            s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        }
+        let mut buf = Vec::new();
+        for (up, bytes) in conv {
+            let (from, to) = if *up {
+                (&mut client, &mut broker)
+            } else {
+                (&mut broker, &mut client)
+            };
+            from.write_all(bytes).unwrap();
+            buf.resize(bytes.len(), 0);
+            to.read_exact(&mut buf).unwrap();
+        }
+    }
+}

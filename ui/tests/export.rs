@@ -9,6 +9,9 @@ use std::process::Command;
 mod common;
 use common::{bin, jsonl, message_key as key, shipped};
 
+#[path = "../../tests/support/mod.rs"]
+mod support;
+
 /// `export FORMAT` of `files` into a fresh directory, then DuckDB's answers
 /// on it (`None` when DuckDB is not there).
 fn exported(files: &[String], format: &str) -> (PathBuf, Option<serde_json::Value>) {
@@ -482,4 +485,109 @@ fn the_export_is_the_same_with_any_number_of_threads() {
             assert!(got == reference, "{files:?} --threads {t}: exports differ");
         }
     }
+}
+
+/// What identifies a message row whichever way its bytes were captured:
+/// kind, API and version, correlation id, length, client id, whether it
+/// was paired and its error.
+fn row_identity(row: &str) -> String {
+    let v: serde_json::Value = serde_json::from_str(row).unwrap();
+    let cols = [
+        "kind",
+        "api_name",
+        "api_version",
+        "correlation_id",
+        "length",
+        "client_id",
+        "paired",
+        "error_code",
+    ];
+    cols.map(|c| v[c].to_string()).join(" ")
+}
+
+/// The real uid of process `pid` (`/proc`), if it is still there.
+fn uid_of(pid: u32) -> Option<u32> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let line = status.lines().find(|l| l.starts_with("Uid:"))?;
+    line.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// Live: `export -i lo` of a shipped capture's connections replayed over
+/// loopback writes a row for every message replayed, the rows `export` of
+/// the capture file writes (kind, API, version, correlation id, length,
+/// client id, pairing, error), and ends at its `--duration` (skipped
+/// without the right to capture on `lo`).
+#[test]
+fn a_live_export_writes_a_row_for_every_message_on_the_interface() {
+    use std::os::unix::fs::PermissionsExt;
+    let capture = shipped()
+        .into_iter()
+        .find(|c| c.ends_with("a1-kcat-produce-consume-group.pcap"))
+        .expect("the a1 capture");
+    let (file_dir, _) = exported(std::slice::from_ref(&capture), "jsonl");
+    let mut want: Vec<String> = table_lines(&file_dir, "messages")
+        .iter()
+        .map(|r| row_identity(r))
+        .collect();
+    let _ = std::fs::remove_dir_all(&file_dir);
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port().to_string();
+    let dir = std::env::temp_dir().join(format!("kafkashark-export-live-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    // As root the export runs as nobody once the interface is open.
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let out = dir.join("out");
+    let mut child = bin()
+        .args(["export", "-i", "lo", "--ports", &port, "--duration", "8"])
+        .args(["--format", "jsonl", "--out"])
+        .arg(&out)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("run export");
+    // Open once it no longer runs as root (or, started without root, a
+    // moment after it started); refused, it ends at once.
+    let started = std::time::Instant::now();
+    let as_root = uid_of(child.id()) == Some(0);
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            let mut said = String::new();
+            use std::io::Read;
+            let _ = child.stderr.take().unwrap().read_to_string(&mut said);
+            let _ = std::fs::remove_dir_all(&dir);
+            assert!(!status.success(), "ended before the replay: {said}");
+            eprintln!("skipped: no live capture on lo: {said}");
+            return;
+        }
+        let open = match as_root {
+            true => uid_of(child.id()).is_some_and(|u| u != 0),
+            false => started.elapsed() > std::time::Duration::from_secs(2),
+        };
+        if open {
+            break;
+        }
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(6),
+            "the export did not open lo"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    support::replay(&listener, &support::conversations(&capture));
+    let ended = child.wait_with_output().expect("wait for export");
+    assert!(
+        ended.status.success(),
+        "{}",
+        String::from_utf8_lossy(&ended.stderr)
+    );
+    let mut got: Vec<String> = table_lines(&out, "messages")
+        .iter()
+        .map(|r| row_identity(r))
+        .collect();
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(want.len() > 100, "{}", want.len());
+    want.sort();
+    got.sort();
+    assert_eq!(got, want);
 }

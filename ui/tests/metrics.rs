@@ -12,7 +12,6 @@ use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
 
-use kafkashark::flow::Ports;
 use serde_json::Value;
 
 #[path = "../../tests/support/mod.rs"]
@@ -585,45 +584,6 @@ fn prometheus_scrapes_the_figures() {
     );
 }
 
-/// The messages of a capture, connection by connection in capture order:
-/// (client → broker, bytes with the size prefix).
-fn conversations(capture: &str) -> Vec<Vec<(bool, Vec<u8>)>> {
-    use kafkashark::vocab::Direction;
-    let analysis = support::analyze(std::path::Path::new(capture), Ports::default());
-    let mut by_stream: BTreeMap<u64, Vec<(bool, Vec<u8>)>> = BTreeMap::new();
-    for m in analysis.messages {
-        let up = m.raw.dir == Direction::ClientToBroker;
-        let conv = by_stream.entry(m.raw.stream).or_default();
-        conv.push((up, m.raw.bytes.to_vec()));
-    }
-    by_stream.into_values().collect()
-}
-
-/// Replays `conversations` over loopback TCP to a broker of this test at
-/// `listener`: one connection each, in turn; each side writes its messages
-/// and reads the other's, in the capture's order.
-fn replay(listener: &std::net::TcpListener, conversations: &[Vec<(bool, Vec<u8>)>]) {
-    let addr = listener.local_addr().unwrap();
-    for conv in conversations {
-        let mut client = TcpStream::connect(addr).unwrap();
-        let (mut broker, _) = listener.accept().unwrap();
-        for s in [&client, &broker] {
-            s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-        }
-        let mut buf = Vec::new();
-        for (up, bytes) in conv {
-            let (from, to) = if *up {
-                (&mut client, &mut broker)
-            } else {
-                (&mut broker, &mut client)
-            };
-            from.write_all(bytes).unwrap();
-            buf.resize(bytes.len(), 0);
-            to.read_exact(&mut buf).unwrap();
-        }
-    }
-}
-
 /// Live: `stats -i lo` sees a shipped capture's connections replayed over
 /// loopback and publishes their figures at its next refresh: the responses
 /// per API and the throttling of the capture (skipped without the right to
@@ -646,7 +606,7 @@ fn stats_on_a_live_interface_publishes_at_every_refresh() {
     let (_, page) = scrape(&addr);
     assert!(page.ends_with("# EOF\n"), "{page}");
     assert!(!page.contains("kafkashark_responses_total{"), "{page}");
-    replay(&listener, &conversations(&capture));
+    support::replay(&listener, &support::conversations(&capture));
     publishes_the_figures_of(&addr, &r);
 }
 
@@ -744,7 +704,7 @@ fn live_serves_the_figures_of_its_capture() {
         return;
     };
     t.wait_for("live: lo");
-    replay(&listener, &conversations(&capture));
+    support::replay(&listener, &support::conversations(&capture));
     publishes_the_figures_of(&addr, &r);
     t.keys(&["q"]);
     t.wait_for("kafkashark exited 0");
