@@ -89,6 +89,41 @@ fn replay_pipeline() {
 }
 
 #[test]
+fn replay_stats() {
+    replay("stats");
+}
+
+/// The `stats` harness reaches the lag and record age of a real consumer:
+/// the first connection of b6 whose Fetch responses carry records, replayed
+/// as the harness's segment operations, is counted message for message,
+/// every request answered, with lag rows and record ages; the corpus holds
+/// it (`b6-consumer-fetches`).
+#[test]
+fn the_stats_harness_counts_a_real_consumers_lag_and_ages() {
+    let p = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("captures")
+        .join("b6-consumer-lag.pcap");
+    let a = support::analyze(&p, Ports::List(vec![9092]));
+    let convo = fetch_conversation(&a).expect("a Fetch with records");
+    let input = pipeline_input(&convo);
+    let r = harness::stats_report(&input);
+    assert_eq!(
+        r.summary.messages,
+        convo.len() as u64,
+        "every message counted"
+    );
+    assert_eq!(r.summary.unanswered, 0, "every request answered");
+    assert!(!r.lag.partitions.is_empty(), "no lag rows");
+    assert!(!r.delivery.record_age.is_empty(), "no record ages");
+    // The committed corpus starts from this input.
+    let seed = fuzz_dir()
+        .join("corpus")
+        .join("stats")
+        .join("b6-consumer-fetches");
+    assert_eq!(std::fs::read(seed).ok(), Some(input), "the corpus' seed");
+}
+
+#[test]
 fn replay_link() {
     replay("link");
 }
@@ -203,9 +238,42 @@ fn put(dir: &Path, name: &str, data: &[u8]) {
     std::fs::write(dir.join(name), data).expect("write seed");
 }
 
-/// Segment operations (the `harness::reassembly` / `pipeline` encoding) for a
-/// conversation on connection 0: handshake, then `msgs` (true = to broker).
+/// The messages of `a`'s first connection whose Fetch responses carry
+/// records, in order, each direction within the segment operations' 64 KiB.
+fn fetch_conversation(a: &support::Analysis) -> Option<Vec<(bool, &[u8])>> {
+    let stream = a
+        .messages
+        .iter()
+        .find(|m| {
+            m.info.kind == Kind::Response
+                && m.info.api_key == Some(schema::ApiKey::FETCH)
+                && m.info.fetch.is_some_and(|f| f.record_bytes > 0)
+        })?
+        .info
+        .stream;
+    let (mut sent, mut convo) = ([0usize; 2], Vec::new());
+    for m in a.messages.iter().filter(|m| m.info.stream == stream) {
+        let to_broker = m.info.kind == Kind::Request;
+        let side = &mut sent[usize::from(to_broker)];
+        if *side + m.raw.bytes.len() > 60_000 {
+            break;
+        }
+        *side += m.raw.bytes.len();
+        convo.push((to_broker, &m.raw.bytes[..]));
+    }
+    Some(convo)
+}
+
+/// One connection's messages (to the broker or not, bytes) as the segment
+/// operations of the `reassembly`, `pipeline` and `stats` harnesses:
+/// connection 0's handshake, each message in segments of up to 255 bytes,
+/// acknowledging what the other side sent, 1 ms apart, then both FINs.
+/// (An operation's first byte picks the connection, `% 3`, and the side:
+/// bit 2 set is the broker's; so the broker's are 0x24, of connection 0
+/// too, with bit 3 clear: no shift of the sequence number.)
 fn seg_ops(msgs: &[(bool, &[u8])]) -> Vec<u8> {
+    const CLIENT: u8 = 0;
+    const BROKER: u8 = 0x24;
     fn op(out: &mut Vec<u8>, a: u8, flags: u8, rel: u16, ack: u16, payload: &[u8]) {
         for chunk in payload.chunks(255).chain(if payload.is_empty() {
             Some(&[][..])
@@ -220,25 +288,30 @@ fn seg_ops(msgs: &[(bool, &[u8])]) -> Vec<u8> {
             out.extend_from_slice(chunk);
         }
     }
-    let mut out = vec![0u8]; // pipeline: Ports::List
-    out.extend_from_slice(&[0; 8]); // reassembly: connection 1's initial sequence numbers
+    let mut out = Vec::new();
     let (mut c, mut b) = (1u16, 1u16);
-    op(&mut out, 0, 0x01, 0, 0, &[]); // SYN
-    op(&mut out, 4, 0x09, 0, 1, &[]); // SYN-ACK
+    op(&mut out, CLIENT, 0x01, 0, 0, &[]); // SYN
+    op(&mut out, BROKER, 0x09, 0, 1, &[]); // SYN-ACK
     for (to_broker, m) in msgs {
         for chunk in m.chunks(255) {
             if *to_broker {
-                op(&mut out, 0, 0x08, c, b, chunk);
+                op(&mut out, CLIENT, 0x08, c, b, chunk);
                 c = c.wrapping_add(chunk.len() as u16);
             } else {
-                op(&mut out, 4, 0x08, b, c, chunk);
+                op(&mut out, BROKER, 0x08, b, c, chunk);
                 b = b.wrapping_add(chunk.len() as u16);
             }
         }
     }
-    op(&mut out, 0, 0x0a, c, b, &[]); // FIN
-    op(&mut out, 4, 0x0a, b, c.wrapping_add(1), &[]); // FIN
+    op(&mut out, CLIENT, 0x0a, c, b, &[]); // FIN
+    op(&mut out, BROKER, 0x0a, b, c.wrapping_add(1), &[]); // FIN
     out
+}
+
+/// [`seg_ops`] as the `pipeline` and `stats` harnesses read them: after
+/// byte 0 (`Ports::List`, long-polls left out of the slow list).
+fn pipeline_input(msgs: &[(bool, &[u8])]) -> Vec<u8> {
+    [&[0u8][..], &seg_ops(msgs)].concat()
 }
 
 /// Framing operations: trusted start, chunks of up to 255 bytes.
@@ -380,9 +453,23 @@ fn write_seeds() {
             &framing_ops(3, &stream_resp),
         );
         let convo: Vec<(bool, &[u8])> = convo.iter().map(|(d, b)| (*d, &b[..])).collect();
+        // The reassembly harness reads connection 1's initial sequence
+        // numbers first; the conversation is connection 0's.
         let ops = seg_ops(&convo);
-        put(&seeds.join("reassembly"), &stem, &ops);
-        put(&seeds.join("pipeline"), &stem, &ops);
+        put(
+            &seeds.join("reassembly"),
+            &stem,
+            &[&[0u8; 8][..], &ops].concat(),
+        );
+        put(&seeds.join("pipeline"), &stem, &pipeline_input(&convo));
+        put(&seeds.join("stats"), &stem, &pipeline_input(&convo));
+        if let Some(fetches) = fetch_conversation(&a) {
+            put(
+                &seeds.join("stats"),
+                &format!("{stem}-fetches"),
+                &pipeline_input(&fetches),
+            );
+        }
     }
     // Record sets with each codec, in each shape.
     let sample: Vec<u8> = (0..600u32).map(|i| (i * 7 % 251) as u8).collect();

@@ -23,7 +23,8 @@
 //! Modules: [`tree`] the invariants of a decoded tree and its streamed
 //! outputs, [`decode`] the request and response harnesses, [`records`] record
 //! sets and their byte builders, [`streams`] framing, reassembly and the
-//! pipeline, [`capture`] link layers and whole capture files (the one harness
+//! pipeline, [`stats`] the pipeline's messages counted and reported,
+//! [`capture`] link layers and whole capture files (the one harness
 //! that writes files: a temp file per input).
 
 use kafkashark::kafka::DecodeOptions;
@@ -31,6 +32,7 @@ use kafkashark::kafka::DecodeOptions;
 pub mod capture;
 pub mod decode;
 pub mod records;
+pub mod stats;
 pub mod streams;
 pub mod tls;
 pub mod tree;
@@ -43,7 +45,8 @@ pub use records::{
     check_declared, check_record_set, compress, declared, legacy_message, mixed, put_varint,
     record_batch, record_set, records_from,
 };
-pub use streams::{frame_of_segment, framing, messages, pipeline, reassembly};
+pub use stats::{check_exposition, stats, stats_report};
+pub use streams::{frame_of_segment, framing, messages, pipeline, pipeline_frames, reassembly};
 pub use tls::{tls_keylog, tls_records};
 pub use tree::{check_decoded, deferred_differs, streamed_text};
 
@@ -142,6 +145,7 @@ pub const TARGETS: &[(&str, Harness)] = &[
     ("framing", framing),
     ("reassembly", reassembly),
     ("pipeline", pipeline),
+    ("stats", stats),
     ("link", link),
     ("pcap_file", pcap_file),
     ("declared", declared),

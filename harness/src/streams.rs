@@ -344,14 +344,37 @@ pub fn reassembly(data: &[u8]) {
 /// fed the same kind of segment operations as [`reassembly`], built into raw
 /// IP frames. Byte 0 bit 0 selects `Ports::Any`.
 pub fn pipeline(data: &[u8]) {
+    let (cfg, frames) = pipeline_frames(data);
+    let mut p = Pipeline::new(cfg.clone());
+    let mut an = Analyzer::new(AnalyzerConfig {
+        pipeline: cfg,
+        keep_trees: true,
+        decode: fuzz_opts(),
+        ..AnalyzerConfig::default()
+    });
+    let mut evs = Vec::new();
+    let mut outs = Vec::new();
+    let mut input = 0usize;
+    for f in frames {
+        input += f.data.len();
+        p.push(f.clone(), &mut evs);
+        an.push(&f, &mut outs);
+        check_pipeline_events(&mut evs, input);
+        check_outputs(&mut outs);
+    }
+    p.finish(&mut evs);
+    an.finish(&mut outs);
+    check_pipeline_events(&mut evs, input);
+    check_outputs(&mut outs);
+}
+
+/// [`pipeline`]'s input read as raw IP frames: the settings to read them
+/// with (byte 0 bit 0: `Ports::Any`, else port 9092; small bounds, so that
+/// inputs reach them) and the frames of the segment operations that follow
+/// (as [`reassembly`]'s), numbered from 1 and timed as the operations step.
+pub fn pipeline_frames(data: &[u8]) -> (PipelineConfig, PipelineFrames<'_>) {
     let mut c = Choices::new(data);
-    let any = c.byte() & 1 == 1;
-    let isn = [
-        [u32::MAX - 100, 7],
-        [1000, 2000],
-        [u32::MAX - 3000, u32::MAX],
-    ];
-    let mut cfg = PipelineConfig::with_ports(if any {
+    let mut cfg = PipelineConfig::with_ports(if c.byte() & 1 == 1 {
         Ports::Any
     } else {
         Ports::List(vec![9092])
@@ -363,33 +386,38 @@ pub fn pipeline(data: &[u8]) {
     cfg.detect_limit = 4096;
     cfg.flow.max_connections = 2;
     cfg.flow.gap_timeout_ns = 2_000_000_000;
-    let mut p = Pipeline::new(cfg.clone());
-    let mut an = Analyzer::new(AnalyzerConfig {
-        pipeline: cfg,
-        keep_trees: true,
-        decode: fuzz_opts(),
-        ..AnalyzerConfig::default()
-    });
-    let mut ts_ns = 1_700_000_000u64 * 1_000_000_000;
-    let mut frame = 0u64;
-    let mut evs = Vec::new();
-    let mut outs = Vec::new();
-    let mut input = 0usize;
-    while !c.is_empty() {
-        let op = seg_op(&mut c, &isn);
-        frame += 1;
-        ts_ns = ts_ns.saturating_add(op.dt_ns);
-        let f = frame_of_segment(&op.seg, frame, ts_ns);
-        input += f.data.len();
-        p.push(f.clone(), &mut evs);
-        an.push(&f, &mut outs);
-        check_pipeline_events(&mut evs, input);
-        check_outputs(&mut outs);
+    let frames = PipelineFrames {
+        c,
+        ts_ns: 1_700_000_000u64 * 1_000_000_000,
+        frame: 0,
+    };
+    (cfg, frames)
+}
+
+/// The frames of [`pipeline_frames`].
+pub struct PipelineFrames<'a> {
+    c: Choices<'a>,
+    ts_ns: u64,
+    frame: u64,
+}
+
+impl Iterator for PipelineFrames<'_> {
+    type Item = Frame;
+
+    fn next(&mut self) -> Option<Frame> {
+        const ISN: [[u32; 2]; 3] = [
+            [u32::MAX - 100, 7],
+            [1000, 2000],
+            [u32::MAX - 3000, u32::MAX],
+        ];
+        if self.c.is_empty() {
+            return None;
+        }
+        let op = seg_op(&mut self.c, &ISN);
+        self.frame += 1;
+        self.ts_ns = self.ts_ns.saturating_add(op.dt_ns);
+        Some(frame_of_segment(&op.seg, self.frame, self.ts_ns))
     }
-    p.finish(&mut evs);
-    an.finish(&mut outs);
-    check_pipeline_events(&mut evs, input);
-    check_outputs(&mut outs);
 }
 
 fn check_pipeline_events(evs: &mut Vec<Event>, input: usize) {
