@@ -93,34 +93,44 @@ fn replay_stats() {
     replay("stats");
 }
 
-/// The `stats` harness reaches the lag and record age of a real consumer:
-/// the first connection of b6 whose Fetch responses carry records, replayed
-/// as the harness's segment operations, is counted message for message,
-/// every request answered, with lag rows and record ages; the corpus holds
-/// it (`b6-consumer-fetches`).
+/// The `stats` harness reaches the lag, record age and delivery of a real
+/// consumer: the first connection of b6 whose Fetch responses carry
+/// records, alone and beside the producer's first connection, replayed as
+/// the harness's segment operations, is counted message for message, every
+/// request answered, with lag rows and record ages, and with the producer's
+/// batches delivered; the corpus holds both (`b6-consumer-fetches`,
+/// `b6-delivery`; `WRITE_STATS_SEEDS=1` writes them again).
 #[test]
 fn the_stats_harness_counts_a_real_consumers_lag_and_ages() {
     let p = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("captures")
         .join("b6-consumer-lag.pcap");
     let a = support::analyze(&p, Ports::List(vec![9092]));
-    let convo = fetch_conversation(&a).expect("a Fetch with records");
-    let input = pipeline_input(&convo);
-    let r = harness::stats_report(&input);
-    assert_eq!(
-        r.summary.messages,
-        convo.len() as u64,
-        "every message counted"
-    );
-    assert_eq!(r.summary.unanswered, 0, "every request answered");
-    assert!(!r.lag.partitions.is_empty(), "no lag rows");
-    assert!(!r.delivery.record_age.is_empty(), "no record ages");
-    // The committed corpus starts from this input.
-    let seed = fuzz_dir()
-        .join("corpus")
-        .join("stats")
-        .join("b6-consumer-fetches");
-    assert_eq!(std::fs::read(seed).ok(), Some(input), "the corpus' seed");
+    for (producer, seed) in [(false, "b6-consumer-fetches"), (true, "b6-delivery")] {
+        let convo = fetch_conversation(&a, producer).expect("a Fetch with records");
+        let input = pipeline_input(&convo);
+        let r = harness::stats_report(&input);
+        let n = convo.len() as u64;
+        assert_eq!(r.summary.messages, n, "{seed}: every message counted");
+        assert_eq!(r.summary.unanswered, 0, "{seed}: every request answered");
+        assert!(!r.lag.partitions.is_empty(), "{seed}: no lag rows");
+        let d = &r.delivery;
+        assert!(!d.record_age.is_empty(), "{seed}: no record ages");
+        // With the producer's connection, its batches are fetched too.
+        assert_eq!(!d.delivery.is_empty(), producer, "{seed}: deliveries");
+        assert_eq!(!d.producers.is_empty(), producer, "{seed}: producers");
+        // The committed corpus starts from these inputs.
+        let path = fuzz_dir().join("corpus").join("stats").join(seed);
+        if std::env::var_os("WRITE_STATS_SEEDS").is_some() {
+            std::fs::write(&path, &input).expect("write the seed");
+        }
+        let committed = std::fs::read(&path).ok();
+        assert!(
+            committed == Some(input),
+            "{} differs from {seed}",
+            path.display()
+        );
+    }
 }
 
 #[test]
@@ -239,40 +249,54 @@ fn put(dir: &Path, name: &str, data: &[u8]) {
 }
 
 /// The messages of `a`'s first connection whose Fetch responses carry
-/// records, in order, each direction within the segment operations' 64 KiB.
-fn fetch_conversation(a: &support::Analysis) -> Option<Vec<(bool, &[u8])>> {
-    let stream = a
-        .messages
-        .iter()
-        .find(|m| {
-            m.info.kind == Kind::Response
-                && m.info.api_key == Some(schema::ApiKey::FETCH)
-                && m.info.fetch.is_some_and(|f| f.record_bytes > 0)
-        })?
-        .info
-        .stream;
-    let (mut sent, mut convo) = ([0usize; 2], Vec::new());
-    for m in a.messages.iter().filter(|m| m.info.stream == stream) {
+/// records (as connection 0) and, with `producer`, of its first connection
+/// with a Produce request (as connection 1), in capture order, each
+/// direction of each within the segment operations' 64 KiB.
+fn fetch_conversation(a: &support::Analysis, producer: bool) -> Option<Vec<(u8, bool, &[u8])>> {
+    let first = |f: &dyn Fn(&kafkashark::analyzer::MessageRecord) -> bool| {
+        a.messages.iter().find(|m| f(m)).map(|m| m.info.stream)
+    };
+    let consumer = first(&|m| {
+        m.info.kind == Kind::Response
+            && m.info.api_key == Some(schema::ApiKey::FETCH)
+            && m.info.fetch.is_some_and(|f| f.record_bytes > 0)
+    })?;
+    let producer = match producer {
+        true => Some(first(&|m| {
+            m.info.kind == Kind::Request && m.info.api_key == Some(schema::ApiKey::PRODUCE)
+        })?),
+        false => None,
+    };
+    let mut sent = [[0usize; 2]; 2];
+    let mut full = [false; 2];
+    let mut convo = Vec::new();
+    for m in &a.messages {
+        let conn = match m.info.stream {
+            s if s == consumer => 0,
+            s if Some(s) == producer => 1,
+            _ => continue,
+        };
         let to_broker = m.info.kind == Kind::Request;
-        let side = &mut sent[usize::from(to_broker)];
-        if *side + m.raw.bytes.len() > 60_000 {
-            break;
+        let side = &mut sent[usize::from(conn)][usize::from(to_broker)];
+        full[usize::from(conn)] |= *side + m.raw.bytes.len() > 60_000;
+        if full[usize::from(conn)] {
+            continue;
         }
         *side += m.raw.bytes.len();
-        convo.push((to_broker, &m.raw.bytes[..]));
+        convo.push((conn, to_broker, &m.raw.bytes[..]));
     }
     Some(convo)
 }
 
-/// One connection's messages (to the broker or not, bytes) as the segment
-/// operations of the `reassembly`, `pipeline` and `stats` harnesses:
-/// connection 0's handshake, each message in segments of up to 255 bytes,
-/// acknowledging what the other side sent, 1 ms apart, then both FINs.
-/// (An operation's first byte picks the connection, `% 3`, and the side:
-/// bit 2 set is the broker's; so the broker's are 0x24, of connection 0
-/// too, with bit 3 clear: no shift of the sequence number.)
-fn seg_ops(msgs: &[(bool, &[u8])]) -> Vec<u8> {
-    const CLIENT: u8 = 0;
+/// Messages of up to three connections (connection, to the broker or not,
+/// bytes) as the segment operations of the `reassembly`, `pipeline` and
+/// `stats` harnesses: a connection's handshake before its first message,
+/// each message in segments of up to 255 bytes acknowledging what the
+/// other side sent, 1 ms apart, then both FINs of each. (An operation's
+/// first byte picks the connection, `% 3`, and the side: bit 2 set is the
+/// broker's; so the broker's are 0x24 + the connection, bit 3 clear: no
+/// shift of the sequence number.)
+fn seg_ops(msgs: &[(u8, bool, &[u8])]) -> Vec<u8> {
     const BROKER: u8 = 0x24;
     fn op(out: &mut Vec<u8>, a: u8, flags: u8, rel: u16, ack: u16, payload: &[u8]) {
         for chunk in payload.chunks(255).chain(if payload.is_empty() {
@@ -289,28 +313,43 @@ fn seg_ops(msgs: &[(bool, &[u8])]) -> Vec<u8> {
         }
     }
     let mut out = Vec::new();
-    let (mut c, mut b) = (1u16, 1u16);
-    op(&mut out, CLIENT, 0x01, 0, 0, &[]); // SYN
-    op(&mut out, BROKER, 0x09, 0, 1, &[]); // SYN-ACK
-    for (to_broker, m) in msgs {
+    // Each connection's next client and broker sequence numbers (relative),
+    // in the order they opened.
+    let mut conns: Vec<(u8, u16, u16)> = Vec::new();
+    for &(conn, to_broker, m) in msgs {
+        let conn = conn % 3;
+        let at = match conns.iter().position(|s| s.0 == conn) {
+            Some(at) => at,
+            None => {
+                op(&mut out, conn, 0x01, 0, 0, &[]); // SYN
+                op(&mut out, BROKER + conn, 0x09, 0, 1, &[]); // SYN-ACK
+                conns.push((conn, 1, 1));
+                conns.len() - 1
+            }
+        };
+        let Some((_, c, b)) = conns.get_mut(at) else {
+            continue;
+        };
         for chunk in m.chunks(255) {
-            if *to_broker {
-                op(&mut out, CLIENT, 0x08, c, b, chunk);
-                c = c.wrapping_add(chunk.len() as u16);
+            if to_broker {
+                op(&mut out, conn, 0x08, *c, *b, chunk);
+                *c = c.wrapping_add(chunk.len() as u16);
             } else {
-                op(&mut out, BROKER, 0x08, b, c, chunk);
-                b = b.wrapping_add(chunk.len() as u16);
+                op(&mut out, BROKER + conn, 0x08, *b, *c, chunk);
+                *b = b.wrapping_add(chunk.len() as u16);
             }
         }
     }
-    op(&mut out, CLIENT, 0x0a, c, b, &[]); // FIN
-    op(&mut out, BROKER, 0x0a, b, c.wrapping_add(1), &[]); // FIN
+    for (conn, c, b) in conns {
+        op(&mut out, conn, 0x0a, c, b, &[]); // FIN
+        op(&mut out, BROKER + conn, 0x0a, b, c.wrapping_add(1), &[]); // FIN
+    }
     out
 }
 
 /// [`seg_ops`] as the `pipeline` and `stats` harnesses read them: after
 /// byte 0 (`Ports::List`, long-polls left out of the slow list).
-fn pipeline_input(msgs: &[(bool, &[u8])]) -> Vec<u8> {
+fn pipeline_input(msgs: &[(u8, bool, &[u8])]) -> Vec<u8> {
     [&[0u8][..], &seg_ops(msgs)].concat()
 }
 
@@ -452,7 +491,7 @@ fn write_seeds() {
             &format!("{stem}-resp"),
             &framing_ops(3, &stream_resp),
         );
-        let convo: Vec<(bool, &[u8])> = convo.iter().map(|(d, b)| (*d, &b[..])).collect();
+        let convo: Vec<(u8, bool, &[u8])> = convo.iter().map(|(d, b)| (0, *d, &b[..])).collect();
         // The reassembly harness reads connection 1's initial sequence
         // numbers first; the conversation is connection 0's.
         let ops = seg_ops(&convo);
@@ -463,12 +502,13 @@ fn write_seeds() {
         );
         put(&seeds.join("pipeline"), &stem, &pipeline_input(&convo));
         put(&seeds.join("stats"), &stem, &pipeline_input(&convo));
-        if let Some(fetches) = fetch_conversation(&a) {
-            put(
-                &seeds.join("stats"),
-                &format!("{stem}-fetches"),
-                &pipeline_input(&fetches),
-            );
+        if let Some(fetches) = fetch_conversation(&a, false) {
+            let input = pipeline_input(&fetches);
+            put(&seeds.join("stats"), &format!("{stem}-fetches"), &input);
+        }
+        if let Some(both) = fetch_conversation(&a, true) {
+            let input = pipeline_input(&both);
+            put(&seeds.join("stats"), &format!("{stem}-delivery"), &input);
         }
     }
     // Record sets with each codec, in each shape.
