@@ -318,29 +318,34 @@ fn push_decimal(s: &mut String, mut v: u64, negative: bool) {
     }
 }
 
+/// Appends the first `n` bytes of `bytes` (all `N` when `n` is more) as one copy
+/// of a fixed size cut back to `n`: for the short pieces a line is made of
+/// (digits, spaces, keys, leads), not a call to `memcpy` for each.
+#[inline(always)]
+pub(crate) fn put_cut<const N: usize>(out: &mut Vec<u8>, bytes: &[u8; N], n: usize) {
+    let at = out.len();
+    out.extend_from_slice(bytes);
+    out.truncate(at + n);
+}
+
 /// Appends `n` spaces: up to 64 (a compact line's indent and guides) as
-/// one fixed-size copy cut back to `n`, not a call to `memcpy` or
-/// `memset` for every line.
+/// one fixed-size copy ([`put_cut`]), not a `memset` for every line.
 #[inline(always)]
 pub(crate) fn put_spaces(out: &mut Vec<u8>, n: usize) {
     const SPACES: [u8; 64] = [b' '; 64];
     if n <= SPACES.len() {
-        let at = out.len();
-        out.extend_from_slice(&SPACES);
-        out.truncate(at + n);
+        put_cut(out, &SPACES, n);
     } else {
         out.resize(out.len() + n, b' ');
     }
 }
 
 /// Appends `v` in lower-case hex, without leading zeros (`0` for zero):
-/// one fixed-size copy, cut back to the digits.
+/// one fixed-size copy, cut back to the digits ([`put_cut`]).
 #[inline(always)]
 pub(crate) fn put_hex(out: &mut Vec<u8>, v: u64) {
     let (digits, n) = hex_digits(v);
-    let at = out.len();
-    out.extend_from_slice(&digits);
-    out.truncate(at + n);
+    put_cut(out, &digits, n);
 }
 
 /// The lower-case hex digits of `v` without leading zeros (`0` for zero),
@@ -1253,9 +1258,7 @@ pub mod json {
         /// Appends the text.
         #[inline(always)]
         pub(crate) fn put(&self, out: &mut Vec<u8>) {
-            let at = out.len();
-            out.extend_from_slice(&self.text);
-            out.truncate(at + self.len);
+            super::put_cut(out, &self.text, self.len);
         }
     }
 

@@ -232,8 +232,8 @@ fn put_str(s: &mut Vec<u8>, data: &[u8], plain: Option<usize>, scratch: &mut Str
 const LEAD_COPY: usize = 64;
 
 /// A line's lead, its bytes padded to [`LEAD_COPY`]: putting one is a copy
-/// of a fixed size cut back to the lead's length, not a call to `memcpy`
-/// for a few dozen spaces on every line of every record. A longer lead
+/// of a fixed size cut back to the lead's length ([`tree::put_cut`]), not a
+/// call to `memcpy` for a few dozen bytes on every line of every record. A longer lead
 /// (deep guides) is copied as it is.
 struct Lead {
     bytes: Vec<u8>,
@@ -253,11 +253,7 @@ impl Lead {
     #[inline(always)]
     fn put(&self, out: &mut Vec<u8>) {
         match self.bytes.first_chunk::<LEAD_COPY>() {
-            Some(all) if self.len <= LEAD_COPY => {
-                let at = out.len();
-                out.extend_from_slice(all);
-                out.truncate(at + self.len);
-            }
+            Some(all) if self.len <= LEAD_COPY => tree::put_cut(out, all, self.len),
             _ => out.extend_from_slice(self.bytes.get(..self.len).unwrap_or_default()),
         }
     }
