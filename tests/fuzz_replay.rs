@@ -95,19 +95,26 @@ fn replay_stats() {
 
 /// The `stats` harness reaches the lag, record age and delivery of a real
 /// consumer: the first connection of b6 whose Fetch responses carry
-/// records, alone and beside the producer's first connection, replayed as
-/// the harness's segment operations, is counted message for message, every
+/// records, alone, beside the producer's first connection, and beside both
+/// that and the other consumer's first such connection, replayed as the
+/// harness's segment operations, is counted message for message, every
 /// request answered, with lag rows and record ages, and with the producer's
-/// batches delivered; the corpus holds both (`b6-consumer-fetches`,
-/// `b6-delivery`; `WRITE_STATS_SEEDS=1` writes them again).
+/// batches delivered to each consumer there; the corpus holds the three
+/// (`b6-consumer-fetches`, `b6-delivery`, `b6-two-consumers`;
+/// `WRITE_STATS_SEEDS=1` writes them again).
 #[test]
 fn the_stats_harness_counts_a_real_consumers_lag_and_ages() {
     let p = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("captures")
         .join("b6-consumer-lag.pcap");
     let a = support::analyze(&p, Ports::List(vec![9092]));
-    for (producer, seed) in [(false, "b6-consumer-fetches"), (true, "b6-delivery")] {
-        let convo = fetch_conversation(&a, producer).expect("a Fetch with records");
+    let inputs = [
+        (false, false, "b6-consumer-fetches"),
+        (true, false, "b6-delivery"),
+        (true, true, "b6-two-consumers"),
+    ];
+    for (producer, two, seed) in inputs {
+        let convo = fetch_conversation(&a, producer, two).expect("a Fetch with records");
         let input = pipeline_input(&convo);
         let r = harness::stats_report(&input);
         let n = convo.len() as u64;
@@ -117,7 +124,14 @@ fn the_stats_harness_counts_a_real_consumers_lag_and_ages() {
         let d = &r.delivery;
         assert!(!d.record_age.is_empty(), "{seed}: no record ages");
         // With the producer's connection, its batches are fetched too.
-        assert_eq!(!d.delivery.is_empty(), producer, "{seed}: deliveries");
+        // To each consumer whose connection is there (three connections
+        // tracked: the second consumer's too).
+        let consumers = usize::from(producer) + usize::from(producer && two);
+        assert_eq!(
+            d.delivery.len(),
+            consumers,
+            "{seed}: consumers delivered to"
+        );
         assert_eq!(!d.producers.is_empty(), producer, "{seed}: producers");
         // The committed corpus starts from these inputs.
         let path = fuzz_dir().join("corpus").join("stats").join(seed);
@@ -249,43 +263,81 @@ fn put(dir: &Path, name: &str, data: &[u8]) {
 }
 
 /// The messages of `a`'s first connection whose Fetch responses carry
-/// records (as connection 0) and, with `producer`, of its first connection
-/// with a Produce request (as connection 1), in capture order, each
-/// direction of each within the segment operations' 64 KiB.
-fn fetch_conversation(a: &support::Analysis, producer: bool) -> Option<Vec<(u8, bool, &[u8])>> {
+/// records (as connection 0), with `two_consumers` also of the first such
+/// connection of another client id (as connection 2) and, with `producer`, of
+/// its first connection with a Produce request (as connection 1), in
+/// capture order, each direction of each within the segment operations'
+/// 64 KiB.
+fn fetch_conversation(
+    a: &support::Analysis,
+    producer: bool,
+    two_consumers: bool,
+) -> Option<Vec<(u8, bool, &[u8])>> {
     let first = |f: &dyn Fn(&kafkashark::analyzer::MessageRecord) -> bool| {
         a.messages.iter().find(|m| f(m)).map(|m| m.info.stream)
     };
-    let consumer = first(&|m| {
+    // A connection's client id, as its requests give it.
+    let client_id = |stream: u64| {
+        let request = a.messages.iter().find(|m| {
+            m.info.stream == stream && m.info.kind == Kind::Request && m.info.client_id.is_some()
+        });
+        request.and_then(|m| m.info.client_id.as_deref())
+    };
+    let fetched = |m: &kafkashark::analyzer::MessageRecord| {
         m.info.kind == Kind::Response
             && m.info.api_key == Some(schema::ApiKey::FETCH)
             && m.info.fetch.is_some_and(|f| f.record_bytes > 0)
-    })?;
+    };
+    let consumer = first(&fetched)?;
+    let other = match two_consumers {
+        true => Some(first(&|m| {
+            fetched(m) && client_id(m.info.stream) != client_id(consumer)
+        })?),
+        false => None,
+    };
     let producer = match producer {
         true => Some(first(&|m| {
             m.info.kind == Kind::Request && m.info.api_key == Some(schema::ApiKey::PRODUCE)
         })?),
         false => None,
     };
-    let mut sent = [[0usize; 2]; 2];
-    let mut full = [false; 2];
+    let mut sent = [[0usize; 2]; 3];
+    let mut full = [false; 3];
     let mut convo = Vec::new();
+    // Requests not answered yet: (connection, correlation id, place).
+    let mut waiting: Vec<(u8, Option<i32>, usize)> = Vec::new();
     for m in &a.messages {
-        let conn = match m.info.stream {
+        let conn: u8 = match m.info.stream {
             s if s == consumer => 0,
             s if Some(s) == producer => 1,
+            s if Some(s) == other => 2,
             _ => continue,
         };
+        let c = usize::from(conn);
         let to_broker = m.info.kind == Kind::Request;
-        let side = &mut sent[usize::from(conn)][usize::from(to_broker)];
-        full[usize::from(conn)] |= *side + m.raw.bytes.len() > 60_000;
-        if full[usize::from(conn)] {
+        let side = &mut sent[c][usize::from(to_broker)];
+        if !full[c] && *side + m.raw.bytes.len() > 60_000 {
+            // The connection ends here: a request whose answer is left out
+            // goes too.
+            full[c] = true;
+            for &(_, _, at) in waiting.iter().filter(|w| w.0 == conn) {
+                if let Some(x) = convo.get_mut(at) {
+                    *x = None;
+                }
+            }
+        }
+        if full[c] {
             continue;
         }
         *side += m.raw.bytes.len();
-        convo.push((conn, to_broker, &m.raw.bytes[..]));
+        let id = m.info.correlation_id;
+        match to_broker {
+            true => waiting.push((conn, id, convo.len())),
+            false => waiting.retain(|w| (w.0, w.1) != (conn, id)),
+        }
+        convo.push(Some((conn, to_broker, &m.raw.bytes[..])));
     }
-    Some(convo)
+    Some(convo.into_iter().flatten().collect())
 }
 
 /// Messages of up to three connections (connection, to the broker or not,
@@ -502,11 +554,11 @@ fn write_seeds() {
         );
         put(&seeds.join("pipeline"), &stem, &pipeline_input(&convo));
         put(&seeds.join("stats"), &stem, &pipeline_input(&convo));
-        if let Some(fetches) = fetch_conversation(&a, false) {
+        if let Some(fetches) = fetch_conversation(&a, false, false) {
             let input = pipeline_input(&fetches);
             put(&seeds.join("stats"), &format!("{stem}-fetches"), &input);
         }
-        if let Some(both) = fetch_conversation(&a, true) {
+        if let Some(both) = fetch_conversation(&a, true, false) {
             let input = pipeline_input(&both);
             put(&seeds.join("stats"), &format!("{stem}-delivery"), &input);
         }

@@ -29,7 +29,11 @@ pub fn stats(data: &[u8]) {
 
 /// [`stats`], giving back the report it checked.
 pub fn stats_report(data: &[u8]) -> StatsReport {
-    let (pipeline, frames) = pipeline_frames(data);
+    let (mut pipeline, frames) = pipeline_frames(data);
+    // Every connection the frames may open (a producer, a consumer and one
+    // more: a batch delivered to two consumers), where the pipeline
+    // harness keeps two so that inputs reach the cap.
+    pipeline.flow.max_connections = 3;
     let mut an = Analyzer::new(Stats::analyzer_config(AnalyzerConfig {
         pipeline,
         decode: fuzz_opts(),
