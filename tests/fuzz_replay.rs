@@ -123,9 +123,9 @@ fn the_stats_harness_counts_a_real_consumers_lag_and_ages() {
         assert!(!r.lag.partitions.is_empty(), "{seed}: no lag rows");
         let d = &r.delivery;
         assert!(!d.record_age.is_empty(), "{seed}: no record ages");
-        // With the producer's connection, its batches are fetched too.
-        // To each consumer whose connection is there (three connections
-        // tracked: the second consumer's too).
+        // With the producer's connection, its batches are delivered to
+        // each consumer whose connection is there (the harness tracks
+        // three: the second consumer's too).
         let consumers = usize::from(producer) + usize::from(producer && two);
         assert_eq!(
             d.delivery.len(),
@@ -289,10 +289,9 @@ fn fetch_conversation(
             && m.info.fetch.is_some_and(|f| f.record_bytes > 0)
     };
     let consumer = first(&fetched)?;
+    let by = client_id(consumer);
     let other = match two_consumers {
-        true => Some(first(&|m| {
-            fetched(m) && client_id(m.info.stream) != client_id(consumer)
-        })?),
+        true => Some(first(&|m| fetched(m) && client_id(m.info.stream) != by)?),
         false => None,
     };
     let producer = match producer {
