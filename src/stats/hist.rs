@@ -273,13 +273,20 @@ impl LatencyHist {
                 v.last().map_or(0, |&(k, _)| highest_equivalent(k))
             }
             // No bucket can have saturated (each holds at most `n` values)
-            // and the counts sum to `n`: HdrHistogram's own scan (counts
-            // summed eight at a time) finds each rank, asked as the quantile
-            // whose `ceil(q·n)` is the rank: (rank − ½)/n, exact in `f64`
-            // far beyond 2³² values.
+            // and the counts sum to `n`: HdrHistogram's own scan finds each
+            // rank, asked as the quantile whose `ceil(q·n)` is the rank:
+            // (rank − ½)/n, exact in `f64` far beyond 2³² values. Ranks in
+            // increasing order are found in one pass over the counts; one
+            // out of order, by a scan of its own.
             Counts::Dense(h) if h.len() == n && n < u64::from(u32::MAX) => {
-                for (o, &rank) in out.iter_mut().zip(&ranks) {
-                    *o = Some(h.value_at_quantile((rank as f64 - 0.5) / n as f64));
+                let quantiles = ranks.map(|rank| (rank as f64 - 0.5) / n as f64);
+                for (o, v) in out.iter_mut().zip(h.value_at_quantiles(quantiles)) {
+                    *o = Some(v);
+                }
+                for (o, &q) in out.iter_mut().zip(&quantiles) {
+                    if o.is_none() {
+                        *o = Some(h.value_at_quantile(q));
+                    }
                 }
                 return out;
             }
@@ -555,13 +562,21 @@ impl Timing {
         self.latency.summary()
     }
 
-    /// Service time, head-of-line waits and long-polls.
-    pub fn parts(&self) -> PartsMs {
-        PartsMs {
-            service_ms: self.service().summary(),
+    /// The latency summary, and the service times, head-of-line waits and
+    /// long-polls: while no exchange waited the service times are the
+    /// latencies, and their summary is not made twice.
+    pub fn summaries(&self) -> (Option<LatencyMs>, PartsMs) {
+        let latency = self.latency.summary();
+        let service_ms = match &self.service {
+            Some(s) => s.summary(),
+            None => latency.clone(),
+        };
+        let parts = PartsMs {
+            service_ms,
             hol_waits: self.hol_waits,
             long_polls: self.long_polls,
-        }
+        };
+        (latency, parts)
     }
 }
 
@@ -721,7 +736,7 @@ mod tests {
     #[test]
     fn service_times_part_from_latencies_at_the_first_wait_only() {
         let ms = |v: u64| v * 1_000_000;
-        let both = |t: &Timing| (t.summary(), t.parts().service_ms);
+        let both = |t: &Timing| (t.summary(), t.summaries().1.service_ms);
         // Nothing waited: service times are the latencies.
         let mut a = Timing::default();
         a.add(ms(10), ms(10), false, false);
@@ -733,7 +748,7 @@ mod tests {
         let mut b = Timing::default();
         b.add(ms(5), ms(5), false, false);
         b.add(ms(30), ms(15), true, false);
-        let svc = b.parts().service_ms.unwrap();
+        let svc = b.summaries().1.service_ms.unwrap();
         assert_eq!((svc.count, svc.min, svc.max), (2, 5.0, 15.0));
         // Merged either way: four service times 5, 10, 15, 20.
         for (x, y) in [(&a, &b), (&b, &a)] {
@@ -746,7 +761,7 @@ mod tests {
                 (svc.count, svc.min, svc.max, svc.mean),
                 (4, 5.0, 20.0, 12.5)
             );
-            assert_eq!(m.parts().hol_waits, 1);
+            assert_eq!(m.summaries().1.hol_waits, 1);
         }
     }
 
@@ -855,6 +870,18 @@ mod tests {
         let all = h.values_at_permilles(PERMILLES);
         for (p, got) in PERMILLES.iter().zip(all) {
             assert_eq!(got, reference(&one, *p), "p{p} of {values_ns:?}");
+        }
+        // Asked out of order: the first in one pass, each after it by a
+        // scan of its own, the same values.
+        let mut reversed = PERMILLES;
+        reversed.reverse();
+        let back = h.values_at_permilles(reversed);
+        for (p, got) in reversed.iter().zip(back) {
+            assert_eq!(
+                got,
+                reference(&one, *p),
+                "p{p} (out of order) of {values_ns:?}"
+            );
         }
     }
 

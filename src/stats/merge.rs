@@ -426,27 +426,33 @@ impl Merged {
                 .collect::<Vec<_>>()
         };
         let apis: Vec<MergedApi> = (self.apis.iter())
-            .map(|(&k, s)| MergedApi {
-                api_key: k,
-                api_name: schema::api_name(k),
-                requests: s.counts.requests,
-                responses: s.counts.responses,
-                unanswered: s.counts.unanswered,
-                responses_without_request: s.counts.responses_without_request,
-                latency_ms: s.timing.summary(),
-                parts: s.timing.parts(),
-                throttled: s.counts.throttled,
-                errors: s.counts.errors.clone(),
-                versions: versions(s),
+            .map(|(&k, s)| {
+                let (latency_ms, parts) = s.timing.summaries();
+                MergedApi {
+                    api_key: k,
+                    api_name: schema::api_name(k),
+                    requests: s.counts.requests,
+                    responses: s.counts.responses,
+                    unanswered: s.counts.unanswered,
+                    responses_without_request: s.counts.responses_without_request,
+                    latency_ms,
+                    parts,
+                    throttled: s.counts.throttled,
+                    errors: s.counts.errors.clone(),
+                    versions: versions(s),
+                }
             })
             .collect();
         let brokers: Vec<MergedBroker> = (self.brokers.iter())
-            .map(|(b, s)| MergedBroker {
-                broker: b.clone(),
-                requests: s.requests,
-                responses: s.responses,
-                latency_ms: s.timing.summary(),
-                parts: s.timing.parts(),
+            .map(|(b, s)| {
+                let (latency_ms, parts) = s.timing.summaries();
+                MergedBroker {
+                    broker: b.clone(),
+                    requests: s.requests,
+                    responses: s.responses,
+                    latency_ms,
+                    parts,
+                }
             })
             .collect();
         let topics: Vec<MergeTopic> = (self.topics.iter())

@@ -1368,30 +1368,34 @@ impl Stats {
             .map(|(b, x)| {
                 let timing = with_held(&x.latency, broker_held.remove(b));
                 broker_timings.insert(b.to_string(), timing.data());
+                let (latency_ms, parts) = timing.summaries();
                 BrokerReport {
                     broker: b.to_string(),
                     requests: x.requests,
                     responses: x.responses,
-                    latency_ms: timing.summary(),
-                    parts: timing.parts(),
+                    latency_ms,
+                    parts,
                     rtt_ms: median_ms(broker_rtts.remove(b)),
                 }
             })
             .collect();
         let connections = conns
             .into_iter()
-            .map(|(&s, c)| ConnectionReport {
-                stream: s,
-                client: c.client.to_string(),
-                broker: c.broker.to_string(),
-                community_id: crate::flow::community_id::tcp(c.client, c.broker),
-                client_id: c.client_id.clone(),
-                requests: c.requests,
-                responses: c.responses,
-                latency_ms: c.latency.summary(),
-                parts: c.latency.parts(),
-                rtt_ms: c.rtt.map(Rtt::ms),
-                rtt_from: c.rtt.map(|r| r.from.name()),
+            .map(|(&s, c)| {
+                let (latency_ms, parts) = c.latency.summaries();
+                ConnectionReport {
+                    stream: s,
+                    client: c.client.to_string(),
+                    broker: c.broker.to_string(),
+                    community_id: crate::flow::community_id::tcp(c.client, c.broker),
+                    client_id: c.client_id.clone(),
+                    requests: c.requests,
+                    responses: c.responses,
+                    latency_ms,
+                    parts,
+                    rtt_ms: c.rtt.map(Rtt::ms),
+                    rtt_from: c.rtt.map(|r| r.from.name()),
+                }
             })
             .collect();
         ReportSide {
@@ -1474,6 +1478,7 @@ impl Stats {
                     fetch.get_or_insert_with(FetchSplit::default).merge(f);
                 }
             }
+            let (latency_ms, parts) = latency.summaries();
             ApiReport {
                 api_key: k,
                 api_name: schema::api_name(k),
@@ -1482,22 +1487,25 @@ impl Stats {
                 unpaired: a.unanswered + a.orphans,
                 unanswered: a.unanswered,
                 responses_without_request: a.orphans,
-                latency_ms: latency.summary(),
-                parts: latency.parts(),
+                latency_ms,
+                parts,
                 fetch: fetch.map(|f| f.summary()),
                 throttled: a.throttle.count,
                 throttle_time_ms: a.throttle.ms(),
                 errors: by_label(&a.errors),
                 versions: versions
                     .iter()
-                    .map(|(&(_, v), x)| VersionReport {
-                        version: v,
-                        requests: x.requests,
-                        responses: x.responses,
-                        latency_ms: x.latency.summary(),
-                        parts: x.latency.parts(),
-                        fetch: x.fetch.as_ref().map(|f| f.summary()),
-                        removed_in_kafka_4: removed_in_kafka_4(k, v),
+                    .map(|(&(_, v), x)| {
+                        let (latency_ms, parts) = x.latency.summaries();
+                        VersionReport {
+                            version: v,
+                            requests: x.requests,
+                            responses: x.responses,
+                            latency_ms,
+                            parts,
+                            fetch: x.fetch.as_ref().map(|f| f.summary()),
+                            removed_in_kafka_4: removed_in_kafka_4(k, v),
+                        }
                     })
                     .collect(),
             }
@@ -1555,6 +1563,7 @@ impl Stats {
             let mut addresses: Vec<String> = c.addresses.iter().map(|a| a.to_string()).collect();
             addresses.sort_unstable();
             let rtt = c.addresses.iter().filter_map(|a| rtts.get(a).copied());
+            let (latency_ms, parts) = timing.as_deref().map(Timing::summaries).unwrap_or_default();
             Some(ClientReport {
                 client_id: k.client_id.clone(),
                 software_name: k.software_name.clone(),
@@ -1564,8 +1573,8 @@ impl Stats {
                 responses: c.responses,
                 unanswered: c.unanswered,
                 errors: c.errors,
-                latency_ms: timing.as_deref().and_then(Timing::summary),
-                parts: timing.as_deref().map(Timing::parts).unwrap_or_default(),
+                latency_ms,
+                parts,
                 rtt_ms: median_ms(Some(rtt.collect())),
                 throttled: c.throttle.count,
                 throttle_time_ms: c.throttle.ms(),

@@ -1082,7 +1082,7 @@ fn tail_bytes(left: u64) -> usize {
 /// running `Analyzer::push`: two cores instead of one.
 pub struct FileReader {
     /// The batches; the last one has `finish` set.
-    pub rx: std::sync::mpsc::Receiver<Batch>,
+    pub rx: std::sync::mpsc::Receiver<Box<Batch>>,
     /// The reader thread, until it is waited for.
     handle: Option<std::thread::JoinHandle<()>>,
 }
@@ -1120,14 +1120,14 @@ impl FileReader {
         mut scanner: Option<AheadScanner>,
     ) -> FileReader {
         // A few batches in flight bound the memory the reader can run ahead by.
-        let (tx, rx) = std::sync::mpsc::sync_channel::<Batch>(2);
+        let (tx, rx) = std::sync::mpsc::sync_channel::<Box<Batch>>(2);
         let cfg = PipelineConfig {
             twin_window_ns: src.twin_window_ns(),
             ..cfg
         };
         let handle = std::thread::spawn(move || {
             let mut pipeline = kafkashark::pipeline::Pipeline::new(cfg);
-            let mut batch = Batch::default();
+            let mut batch = Box::<Batch>::default();
             let mut first = true;
             // The first batches are small, growing to `batch_frames`: the
             // caller starts on the first frames at once instead of waiting
@@ -1176,11 +1176,11 @@ impl FileReader {
                     batch.counters = pipeline.stats();
                     let full = std::mem::replace(
                         &mut batch,
-                        Batch {
+                        Box::new(Batch {
                             evs: Vec::with_capacity(room),
                             ends: Vec::with_capacity(limit),
                             ..Batch::default()
-                        },
+                        }),
                     );
                     if !out.offer(full, scanner.as_mut()) {
                         return;
@@ -1208,9 +1208,13 @@ impl FileReader {
 /// caller is behind, the reader thus scans for as long as it is, not only
 /// until one batch is scanned (docs/performance.md, "Threads in `stats`").
 struct Handover {
-    tx: std::sync::mpsc::SyncSender<Batch>,
+    /// Batches go boxed: an offer that finds the channel full gets its
+    /// batch back, and a batch is offered after every message scanned
+    /// while the caller is behind (moved in and out of `try_send` by value,
+    /// its 368 bytes were copied three times a message).
+    tx: std::sync::mpsc::SyncSender<Box<Batch>>,
     /// A batch scanned through, waiting for room in the channel.
-    held: Option<Batch>,
+    held: Option<Box<Batch>>,
 }
 
 /// How far the reader's scan of one batch has come: its responses paired
@@ -1261,7 +1265,7 @@ impl ScanProgress {
 }
 
 impl Handover {
-    fn new(tx: std::sync::mpsc::SyncSender<Batch>) -> Handover {
+    fn new(tx: std::sync::mpsc::SyncSender<Box<Batch>>) -> Handover {
         Handover { tx, held: None }
     }
 
@@ -1273,7 +1277,7 @@ impl Handover {
     /// caller keeps up, the batch goes at once and the caller scans its
     /// messages. Which thread scans a message changes nothing else (see
     /// [`AheadScanner`]).
-    fn offer(&mut self, mut batch: Batch, scanner: Option<&mut AheadScanner>) -> bool {
+    fn offer(&mut self, mut batch: Box<Batch>, scanner: Option<&mut AheadScanner>) -> bool {
         use std::sync::mpsc::TrySendError;
         let Some(scanner) = scanner else {
             return self.flush() && self.tx.send(batch).is_ok();
@@ -1332,7 +1336,7 @@ impl Handover {
     }
 
     /// Hands over the last batch (after the held one).
-    fn last(mut self, batch: Batch) {
+    fn last(mut self, batch: Box<Batch>) {
         if self.flush() {
             let _ = self.tx.send(batch);
         }
@@ -2175,7 +2179,7 @@ mod reader_tests {
     /// capture as if it were whole.
     #[test]
     fn a_reader_that_panics_is_not_taken_for_the_end_of_input() {
-        let (tx, rx) = std::sync::mpsc::sync_channel::<Batch>(1);
+        let (tx, rx) = std::sync::mpsc::sync_channel::<Box<Batch>>(1);
         let handle = std::thread::spawn(move || {
             drop(tx);
             panic!("the reader failed");
@@ -2234,18 +2238,20 @@ mod reader_tests {
     /// and goes before the next one. Nothing goes to a caller that left.
     #[test]
     fn handover_holds_a_batch_and_keeps_the_order() {
-        let batch = |frames: usize| Batch {
-            ends: vec![0; frames],
-            ..Batch::default()
+        let batch = |frames: usize| {
+            Box::new(Batch {
+                ends: vec![0; frames],
+                ..Batch::default()
+            })
         };
         let mut cfg = AnalyzerConfig::default();
         cfg.decode.records = false;
         let mut scanner = MessageAnalyzer::new(cfg)
             .ahead_scanner()
             .expect("a scanner");
-        let (tx, rx) = std::sync::mpsc::sync_channel::<Batch>(1);
+        let (tx, rx) = std::sync::mpsc::sync_channel::<Box<Batch>>(1);
         let mut out = Handover::new(tx);
-        let frames = |b: Result<Batch, _>| b.map(|b: Batch| b.ends.len()).ok();
+        let frames = |b: Result<Box<Batch>, _>| b.map(|b| b.ends.len()).ok();
         assert!(out.offer(batch(1), Some(&mut scanner)));
         assert!(out.held.is_none());
         // The channel is full: the second is held, not waited on.
@@ -2278,7 +2284,7 @@ mod reader_tests {
         last.join().expect("join");
         assert_eq!(rest, [5, 7]);
         // A caller that left takes nothing.
-        let (tx, rx) = std::sync::mpsc::sync_channel::<Batch>(1);
+        let (tx, rx) = std::sync::mpsc::sync_channel::<Box<Batch>>(1);
         drop(rx);
         let mut out = Handover::new(tx);
         assert!(!out.offer(batch(1), Some(&mut scanner)));

@@ -365,10 +365,10 @@ impl FileAnalysis {
         // (a panic there is raised again here).
         let batch = self.reader.rx.recv().unwrap_or_else(|_| {
             self.reader.join();
-            crate::print::Batch {
+            Box::new(crate::print::Batch {
                 finish: Some(Vec::new()),
                 ..Default::default()
-            }
+            })
         });
         let mut evs = batch.evs;
         if !(d.push(&mut evs) && self.collect.next(out, None)) {
