@@ -1211,7 +1211,7 @@ struct Handover {
     /// Batches go boxed: an offer that finds the channel full gets its
     /// batch back, and a batch is offered after every message scanned
     /// while the caller is behind (moved in and out of `try_send` by value,
-    /// its 368 bytes were copied three times a message).
+    /// its 368 bytes would be copied three times a message).
     tx: std::sync::mpsc::SyncSender<Box<Batch>>,
     /// A batch scanned through, waiting for room in the channel.
     held: Option<Box<Batch>>,
