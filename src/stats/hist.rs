@@ -557,11 +557,6 @@ impl Timing {
         self.latency.count()
     }
 
-    /// The latency summary.
-    pub fn summary(&self) -> Option<LatencyMs> {
-        self.latency.summary()
-    }
-
     /// The latency summary, and the service times, head-of-line waits and
     /// long-polls: while no exchange waited the service times are the
     /// latencies, and their summary is not made twice.
@@ -736,7 +731,10 @@ mod tests {
     #[test]
     fn service_times_part_from_latencies_at_the_first_wait_only() {
         let ms = |v: u64| v * 1_000_000;
-        let both = |t: &Timing| (t.summary(), t.summaries().1.service_ms);
+        let both = |t: &Timing| {
+            let (latency, parts) = t.summaries();
+            (latency, parts.service_ms)
+        };
         // Nothing waited: service times are the latencies.
         let mut a = Timing::default();
         a.add(ms(10), ms(10), false, false);
