@@ -275,18 +275,13 @@ impl LatencyHist {
             // No bucket can have saturated (each holds at most `n` values)
             // and the counts sum to `n`: HdrHistogram's own scan finds each
             // rank, asked as the quantile whose `ceil(q·n)` is the rank:
-            // (rank − ½)/n, exact in `f64` far beyond 2³² values. Ranks in
-            // increasing order are found in one pass over the counts; one
-            // out of order, by a scan of its own.
+            // (rank − ½)/n, exact in `f64` far beyond 2³² values. A scan
+            // per rank, each from the first count: it sums the counts eight
+            // at a time, and four of them take fewer instructions than one
+            // pass that adds them one by one (`value_at_quantiles`).
             Counts::Dense(h) if h.len() == n && n < u64::from(u32::MAX) => {
-                let quantiles = ranks.map(|rank| (rank as f64 - 0.5) / n as f64);
-                for (o, v) in out.iter_mut().zip(h.value_at_quantiles(quantiles)) {
-                    *o = Some(v);
-                }
-                for (o, &q) in out.iter_mut().zip(&quantiles) {
-                    if o.is_none() {
-                        *o = Some(h.value_at_quantile(q));
-                    }
+                for (o, &rank) in out.iter_mut().zip(&ranks) {
+                    *o = Some(h.value_at_quantile((rank as f64 - 0.5) / n as f64));
                 }
                 return out;
             }
@@ -869,8 +864,8 @@ mod tests {
         for (p, got) in PERMILLES.iter().zip(all) {
             assert_eq!(got, reference(&one, *p), "p{p} of {values_ns:?}");
         }
-        // Asked out of order: the first in one pass, each after it by a
-        // scan of its own, the same values.
+        // Asked in any order: each rank is found by a scan of its own, the
+        // same values.
         let mut reversed = PERMILLES;
         reversed.reverse();
         let back = h.values_at_permilles(reversed);
