@@ -832,8 +832,9 @@ mod tests {
         assert_eq!((s.p50, s.max, s.count), (0.0, 0.0, 1));
     }
 
-    /// The percentile of the former implementation: every value recorded in
-    /// one HdrHistogram, one pass per percentile.
+    /// The nearest-rank percentile read independently of
+    /// `values_at_permilles`: every value recorded in one HdrHistogram, its
+    /// recorded values walked until the rank.
     fn reference(h: &Histogram<u32>, permille: u64) -> Option<u64> {
         if h.is_empty() {
             return None;
@@ -864,8 +865,7 @@ mod tests {
         for (p, got) in PERMILLES.iter().zip(all) {
             assert_eq!(got, reference(&one, *p), "p{p} of {values_ns:?}");
         }
-        // Asked in any order: each rank is found by a scan of its own, the
-        // same values.
+        // Asked in any order, the same values.
         let mut reversed = PERMILLES;
         reversed.reverse();
         let back = h.values_at_permilles(reversed);
