@@ -89,8 +89,17 @@ impl Router {
     /// The shard of `ev` and the event routed: a connection's events go to
     /// its shard, an event of no connection to the first.
     pub fn route(&mut self, ev: Event) -> (usize, Routed) {
+        let (shard, seq, index) = self.place(&ev);
+        (shard, Routed { seq, index, ev })
+    }
+
+    /// What [`Router::route`] gives `ev`, without taking it: its shard, its
+    /// `seq` and its number. A shard run where the events are routed takes
+    /// each one as it comes ([`Shard::push_at`]): an event of a few hundred
+    /// bytes is not moved into a [`Routed`] and out again.
+    pub fn place(&mut self, ev: &Event) -> (usize, u64, u64) {
         let index = self.next_index;
-        match &ev {
+        match ev {
             Event::StreamOpen(o) => {
                 self.open.insert(o.stream);
             }
@@ -106,8 +115,7 @@ impl Router {
         }
         let seq = self.seq;
         self.seq += 1;
-        let shard = self.shard(&ev);
-        (shard, Routed { seq, index, ev })
+        (self.shard(ev), seq, index)
     }
 
     /// The shard [`Router::route`] sends `ev` to (an event of no
@@ -149,8 +157,12 @@ impl Shard {
     /// Analyses one routed event (in the order routed), appending its
     /// outputs with its `seq`.
     pub fn push(&mut self, r: Routed, out: &mut Vec<ShardOutput>) {
-        self.analyzer
-            .push_numbered(r.index, r.ev, &mut self.scratch);
+        self.push_at(r.seq, r.index, r.ev, out);
+    }
+
+    /// [`Shard::push`] of an event placed by [`Router::place`].
+    pub fn push_at(&mut self, seq: u64, index: u64, ev: Event, out: &mut Vec<ShardOutput>) {
+        self.analyzer.push_numbered(index, ev, &mut self.scratch);
         for mut output in self.scratch.drain(..) {
             let to_name = match &mut output {
                 Output::Message(rec) if !needs_names(&self.cfg, rec) => {
@@ -161,7 +173,7 @@ impl Shard {
                 Output::Notice(_) => false,
             };
             out.push(ShardOutput {
-                seq: r.seq,
+                seq,
                 to_name,
                 output,
             });

@@ -84,17 +84,15 @@ struct Worker {
 }
 
 impl Worker {
-    /// Analyses one part and sends its outputs on; false once the
-    /// [`Collect`] is gone.
-    fn part(&mut self, part: impl ExactSizeIterator<Item = Routed>) -> bool {
+    /// Analyses one part of `len` events, pushed to the shard by `push`,
+    /// and sends its outputs on; false once the [`Collect`] is gone.
+    fn part(&mut self, len: usize, push: impl FnOnce(&mut Shard, &mut Vec<ShardOutput>)) -> bool {
         // Outputs read and done with, dropped where they were allocated:
         // freed on another thread, each record would go back to this
         // thread's allocator the slow way.
         self.back.try_iter().for_each(drop);
-        let mut out = Vec::with_capacity(part.len());
-        for r in part {
-            self.shard.push(r, &mut out);
-        }
+        let mut out = Vec::with_capacity(len);
+        push(&mut self.shard, &mut out);
         if !self.keep.bytes {
             strip_bytes(&mut out, self.keep.frames);
         }
@@ -148,7 +146,11 @@ pub fn spawn(
             .name(format!("kafkashark-shard-{i}"))
             .spawn(move || {
                 for part in rx.iter() {
-                    if !worker.part(part.into_iter()) {
+                    let len = part.len();
+                    let push = |shard: &mut Shard, out: &mut Vec<ShardOutput>| {
+                        part.into_iter().for_each(|r| shard.push(r, out));
+                    };
+                    if !worker.part(len, push) {
                         return;
                     }
                 }
@@ -180,8 +182,14 @@ impl Dispatch {
     /// says why). `evs` is drained.
     pub fn push(&mut self, evs: &mut Vec<Event>) -> bool {
         if let Some(w) = &mut self.here {
-            let router = &mut self.router;
-            return w.part(evs.drain(..).map(|ev| router.route(ev).1));
+            let (router, len) = (&mut self.router, evs.len());
+            let push = |shard: &mut Shard, out: &mut Vec<ShardOutput>| {
+                for ev in evs.drain(..) {
+                    let (_, seq, index) = router.place(&ev);
+                    shard.push_at(seq, index, ev, out);
+                }
+            };
+            return w.part(len, push);
         }
         // Each part sized for its events at once: grown by doubling, a
         // batch's events were copied again and again.
