@@ -3,6 +3,7 @@
 //! and reported in every form the front ends write.
 
 use kafkashark::analyzer::{Analyzer, AnalyzerConfig, Output};
+use kafkashark::stats::lag::LagReport;
 use kafkashark::stats::merge::{Mergeable, Merged};
 use kafkashark::stats::{Stats, StatsConfig, StatsReport};
 
@@ -15,10 +16,11 @@ use crate::streams::pipeline_frames;
 /// input to reach them; byte 0 bit 1 puts long-polls in the slow list.
 ///
 /// Checks, besides no panic: the report counts every message the analyzer
-/// made; made in two parts (`report_side`, then `report_rest`, as `stats`
-/// makes its last report) it is the report made at once; its JSON written
-/// around the lag section, with the lag section's JSON put in its place (as
-/// `stats --format json` writes it), is serde_json's JSON of the report
+/// made; made in parts (`report_side_but_lag`, `lag_report` and
+/// `report_rest`, as `stats` makes its last report) it is the report made
+/// at once; its JSON written around the lag section, with the lag section's
+/// JSON put in its place, made of its rows' text in pieces (as `stats
+/// --format json` writes it), is serde_json's JSON of the report
 /// (the same value); its `merge` section reads back and merges into the
 /// same totals; its text holds no ESC (names from the wire are escaped);
 /// the OpenMetrics exposition is well formed ([`check_exposition`]) whatever
@@ -66,16 +68,30 @@ pub fn stats_report(data: &[u8]) -> StatsReport {
     let r = st.report();
     assert_eq!(r.summary.messages, messages, "messages counted");
     let whole = serde_json::to_value(&r).expect("the report as JSON");
-    let mut side = st.report_side();
-    let lag = std::mem::take(&mut side.lag);
+    let side = st.report_side_but_lag();
+    let lag = st.lag_report();
     let parts = st.report_rest().with_side(side);
     let lag_json = StatsReport::lag_json(&lag).expect("the lag section as JSON");
+    // The lag section as `stats` writes it: its rows' text in pieces (of
+    // three rows here), around them the section's text without rows.
+    let without_rows = LagReport {
+        partitions: Vec::new(),
+        groups: lag.groups.clone(),
+        overflow: lag.overflow,
+    };
+    let without_rows = StatsReport::lag_json(&without_rows).expect("the lag section without rows");
+    let pieces: Vec<Vec<u8>> = (lag.partitions.chunks(3))
+        .map(|rows| StatsReport::lag_rows_json(rows).expect("lag rows as JSON"))
+        .collect();
+    let lag_parts =
+        StatsReport::lag_json_parts(&without_rows, &pieces).expect("the lag section in parts");
+    assert!(lag_parts.concat() == lag_json, "the lag section in pieces");
     let (around, place) = parts
         .json_around_lag()
         .expect("the report around its lag section");
     let spliced = [
         around.get(..place.start).expect("the lag section's place"),
-        &lag_json,
+        &lag_parts.concat(),
         around.get(place.end..).expect("the lag section's place"),
     ]
     .concat();

@@ -1351,6 +1351,23 @@ impl Stats {
     /// make it on another thread beside [`Stats::report_rest`] and join
     /// them with [`StatsReport::with_side`].
     pub fn report_side(&self) -> ReportSide {
+        ReportSide {
+            lag: self.lag_report(),
+            ..self.report_side_but_lag()
+        }
+    }
+
+    /// The `lag` section of [`Stats::report`] (a row per consumer and
+    /// partition, with its series), which [`Stats::report_side_but_lag`]
+    /// leaves out: a front end may make it (and its text) on a thread of
+    /// its own.
+    pub fn lag_report(&self) -> lag::LagReport {
+        self.lag.report()
+    }
+
+    /// [`Stats::report_side`] with its lag section left empty
+    /// ([`Stats::lag_report`] makes it).
+    pub fn report_side_but_lag(&self) -> ReportSide {
         let conns = self.conns.sorted();
         let mut broker_held = self.broker_held();
         // The connections' round trips, by broker.
@@ -1403,7 +1420,7 @@ impl Stats {
             connections,
             broker_timings,
             delivery: self.delivery.report(&self.lag),
-            lag: self.lag.report(),
+            lag: lag::LagReport::default(),
         }
     }
 

@@ -651,6 +651,21 @@ const PRETTY_DEPTH: usize = 5;
 /// string value's line breaks are escaped.
 const LAG_KEY: &[u8] = b"\n  \"lag\": ";
 
+/// How the lag section's text opens: its first key, the rows.
+const ROWS_AT: &[u8] = b"{\n    \"partitions\": ";
+
+/// [`ROWS_AT`] with no rows.
+const EMPTY_ROWS: &[u8] = b"{\n    \"partitions\": []";
+
+/// The rows' array opens: its bracket, the first row's line.
+const ROWS_OPEN: &[u8] = b"[\n      ";
+
+/// Between two rows.
+const ROW_BREAK: &[u8] = b",\n      ";
+
+/// The rows' array closes, on a line of its own.
+const ROWS_CLOSE: &[u8] = b"\n    ]";
+
 impl StatsReport {
     /// The report as JSON for a file: indented as
     /// `serde_json::to_string_pretty` does down to [`PRETTY_DEPTH`] nested
@@ -673,6 +688,57 @@ impl StatsReport {
     /// writes it, `lag` being the report's.
     pub fn lag_json(lag: &LagReport) -> serde_json::Result<Vec<u8>> {
         pretty_at(lag, 1, 1 << 20)
+    }
+
+    /// The text of `rows`, consecutive rows of a lag section's
+    /// `partitions`, as [`StatsReport::lag_json`] writes them, without
+    /// the line break before the first: a piece of
+    /// [`StatsReport::lag_json_parts`]. The rows' text is most of
+    /// the section's, and its pieces may be made on several threads.
+    pub fn lag_rows_json(rows: &[super::lag::PartitionLag]) -> serde_json::Result<Vec<u8>> {
+        // The rows as the section's array, two containers deep (the
+        // report, the section), less its brackets and the line breaks
+        // inside them.
+        let text = pretty_at(&rows, 2, rows.len() * 1024)?;
+        let inner = text
+            .strip_prefix(ROWS_OPEN)
+            .and_then(|t| t.strip_suffix(ROWS_CLOSE));
+        match inner {
+            Some(inner) => Ok(inner.to_vec()),
+            None if rows.is_empty() => Ok(Vec::new()),
+            None => Err(serde::ser::Error::custom(
+                "the lag rows' text is not an array",
+            )),
+        }
+    }
+
+    /// [`StatsReport::lag_json`] of a lag section made of pieces, as the
+    /// consecutive parts of its text: `without_rows` the text of the
+    /// section with its `partitions` left empty, each of `pieces`
+    /// [`StatsReport::lag_rows_json`] of the next rows, in order. The
+    /// parts are written one after the other (the rows' text is not copied
+    /// into one buffer: on a capture of many partitions, megabytes).
+    pub fn lag_json_parts<'a>(
+        without_rows: &'a [u8],
+        pieces: &'a [Vec<u8>],
+    ) -> serde_json::Result<Vec<&'a [u8]>> {
+        use serde::ser::Error;
+        let mut rows = (pieces.iter().map(Vec::as_slice)).filter(|p| !p.is_empty());
+        let Some(first) = rows.next() else {
+            return Ok(vec![without_rows]);
+        };
+        // The section opens with its rows: the empty array they fill.
+        let Some(after) = without_rows.strip_prefix(EMPTY_ROWS) else {
+            return Err(serde_json::Error::custom(
+                "no empty lag rows' array to fill",
+            ));
+        };
+        let mut parts = vec![ROWS_AT, ROWS_OPEN, first];
+        for p in rows {
+            parts.extend([ROW_BREAK, p]);
+        }
+        parts.extend([ROWS_CLOSE, after]);
+        Ok(parts)
     }
 
     /// This report as JSON for a file, and the place in it of its lag

@@ -1000,8 +1000,29 @@ fn a_report_made_in_parts_reads_as_the_whole() {
         let mut rest = whole.clone();
         let lag = std::mem::take(&mut rest.lag);
         lag_rows += lag.partitions.len();
+        let lag_text = StatsReport::lag_json(&lag).unwrap();
+        // The section made of its rows' text in pieces, however cut (an
+        // empty piece among them), is the section's text.
+        let no_rows = lag::LagReport {
+            partitions: Vec::new(),
+            ..lag.clone()
+        };
+        let without_rows = StatsReport::lag_json(&no_rows).unwrap();
+        for size in [1, 2, 7, lag.partitions.len().max(1)] {
+            let mut pieces: Vec<Vec<u8>> = (lag.partitions.chunks(size))
+                .map(|rows| StatsReport::lag_rows_json(rows).unwrap())
+                .collect();
+            pieces.insert(pieces.len() / 2, Vec::new());
+            let parts = StatsReport::lag_json_parts(&without_rows, &pieces).unwrap();
+            assert!(parts.concat() == lag_text, "{title}: pieces of {size} rows");
+        }
+        if !lag.partitions.is_empty() {
+            // Rows given twice: in the text and as pieces.
+            let pieces = [StatsReport::lag_rows_json(&lag.partitions).unwrap()];
+            assert!(StatsReport::lag_json_parts(&lag_text, &pieces).is_err());
+        }
         let (mut json, place) = rest.json_around_lag().unwrap();
-        json.splice(place, StatsReport::lag_json(&lag).unwrap());
+        json.splice(place, lag_text);
         let parsed: serde_json::Value = serde_json::from_slice(&json).unwrap();
         assert_eq!(parsed, serde_json::to_value(&whole).unwrap(), "{title}");
     }

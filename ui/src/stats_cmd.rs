@@ -7,6 +7,9 @@
 //! figures, served until the process is interrupted.
 
 use std::io::{IsTerminal, Write};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc::{sync_channel, SyncSender};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use kafkashark::analyzer::{Analyzer, AnalyzerConfig, MessageAnalyzer, Notice, Output};
@@ -14,6 +17,7 @@ use kafkashark::capture::{CaptureError, FrameSource};
 use kafkashark::flow::ReorderWindow;
 use kafkashark::kafka::tree;
 use kafkashark::pipeline::{Event, Warning};
+use kafkashark::stats::lag::LagReport;
 use kafkashark::stats::{Stats, StatsConfig, StatsReport};
 
 use crate::cli_error::CliError;
@@ -307,12 +311,20 @@ fn fit_screen(text: &str, cols: usize, rows: usize) -> String {
     out
 }
 
+/// The lag rows whose text a thread makes at a time at the end of `stats`
+/// in JSON (about 0.2 ms of rows with long series).
+const LAG_ROWS: usize = 64;
+
 /// Prints the last report of `stats`: as [`emit`] when `live`; else made
 /// on two threads, the side part of the report beside the rest (as
 /// [`report`]), and the text with them: the first tables while the side
-/// part is made ([`StatsReport::text_head`]), or, in JSON, the lag section
-/// (most of the text on a capture of many partitions) on the side thread
-/// beside the rest ([`StatsReport::lag_json`]).
+/// part is made ([`StatsReport::text_head`]). In JSON the side part is
+/// sent without the lag section, which the side thread makes after it
+/// ([`Stats::lag_report`]); the lag rows' text (most of the text on a
+/// capture of many partitions) is then made in pieces by both threads, the
+/// calling thread once it has made the text around the section
+/// ([`StatsReport::lag_rows_json`]), and written piece by piece
+/// ([`StatsReport::lag_json_parts`]).
 fn emit_final(
     stats: &Stats,
     title: &str,
@@ -324,34 +336,52 @@ fn emit_final(
         return emit(&report(stats), title, format, clear);
     }
     let json = format == StatsFormat::Json;
-    // The side part, sent as soon as it is made, then in JSON the lag
-    // section's text.
-    let side_part = move |tx: std::sync::mpsc::SyncSender<_>| {
-        let mut side = stats.report_side();
-        let lag = json.then(|| std::mem::take(&mut side.lag));
-        let _ = tx.send(side);
-        lag.map(|lag| StatsReport::lag_json(&lag)).transpose()
+    // In JSON, the lag rows' text, made a piece of `LAG_ROWS` rows at a
+    // time by both threads: each takes the next piece until none is left.
+    let next_piece = AtomicUsize::new(0);
+    let pieces_of = |lag: &LagReport| {
+        let mut made = Vec::new();
+        loop {
+            let i = next_piece.fetch_add(1, Ordering::Relaxed);
+            let Some(rows) = lag.partitions.chunks(LAG_ROWS).nth(i) else {
+                return Ok::<_, serde_json::Error>(made);
+            };
+            made.push((i, StatsReport::lag_rows_json(rows)?));
+        }
+    };
+    // The side part, sent as soon as it is made; then, in JSON, the lag
+    // section (made apart: the side part reaches the rest sooner), sent
+    // for the rest to make pieces of its rows' text too, and this thread's
+    // pieces.
+    let side_part = |tx: SyncSender<_>, lag_tx: SyncSender<_>| {
+        if !json {
+            let _ = tx.send(stats.report_side());
+            return Ok(None);
+        }
+        let _ = tx.send(stats.report_side_but_lag());
+        let lag = Arc::new(stats.lag_report());
+        let _ = lag_tx.send(Arc::clone(&lag));
+        pieces_of(&lag).map(|made| Some((lag, made)))
     };
     let pieces = std::thread::scope(|sc| {
-        let (tx, rx) = std::sync::mpsc::sync_channel(1);
+        let (tx, rx) = sync_channel(1);
+        let (lag_tx, lag_rx) = sync_channel(1);
         let thread = std::thread::Builder::new().spawn_scoped(sc, {
-            let tx = tx.clone();
-            move || side_part(tx)
+            let (tx, lag_tx) = (tx.clone(), lag_tx.clone());
+            move || side_part(tx, lag_tx)
         });
-        // Without a thread the side part is made here first (the channel
-        // holds it); with one, only the thread may send, so that a panic
-        // there leaves the channel closed, not waited on.
+        // Without a thread the side part is made here first (the channels
+        // hold what it sends); with one, only the thread may send, so that
+        // a panic there leaves the channels closed, not waited on.
         let made_here = match &thread {
             Ok(_) => {
-                drop(tx);
+                drop((tx, lag_tx));
                 None
             }
-            Err(_) => Some(side_part(tx)),
+            Err(_) => Some(side_part(tx, lag_tx)),
         };
         let rest = stats.report_rest();
         let head = (!json).then(|| rest.text_head(title));
-        // The rest of the text is written while the side thread writes the
-        // lag section's.
         // The text, and the place in it of the lag section's JSON (none in
         // the text).
         let around = rx.recv().map(|side| {
@@ -365,8 +395,13 @@ fn emit_final(
                 None => r.json_around_lag(),
             }
         });
-        let lag = match (thread, made_here) {
-            (Ok(h), _) => h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)),
+        // The lag rows' pieces the side thread has not taken.
+        let mine = match lag_rx.recv() {
+            Ok(lag) => pieces_of(&lag)?,
+            Err(_) => Vec::new(),
+        };
+        let side = match (thread, made_here) {
+            (Ok(h), _) => join(h),
             (Err(_), made) => made.unwrap_or(Ok(None)),
         };
         // The side part is sent first: only a panic, raised again by
@@ -376,15 +411,34 @@ fn emit_final(
             serde_json::Error::io(std::io::Error::other(why))
         };
         let (text, place) = around.map_err(no_side)??;
-        Ok::<_, serde_json::Error>((text, place, lag?.unwrap_or_default()))
+        // The lag section: its text without rows, and the rows' pieces in order.
+        let lag = match side? {
+            Some((lag, theirs)) => {
+                let mut made = mine;
+                made.extend(theirs);
+                made.sort_unstable_by_key(|m| m.0);
+                let made: Vec<Vec<u8>> = made.into_iter().map(|m| m.1).collect();
+                let without_rows = LagReport {
+                    partitions: Vec::new(),
+                    groups: lag.groups.clone(),
+                    overflow: lag.overflow,
+                };
+                Some((StatsReport::lag_json(&without_rows)?, made))
+            }
+            None => None,
+        };
+        Ok::<_, serde_json::Error>((text, place, lag))
     })
     .map_err(|e| CliError::Output(e.into()))?;
     let (text, place, lag) = pieces;
-    let pieces = [
-        text.get(..place.start).unwrap_or_default(),
-        &lag,
-        text.get(place.end..).unwrap_or_default(),
-    ];
+    let lag_parts = match &lag {
+        Some((without_rows, made)) => StatsReport::lag_json_parts(without_rows, made)
+            .map_err(|e| CliError::Output(e.into()))?,
+        None => Vec::new(),
+    };
+    let mut pieces = vec![text.get(..place.start).unwrap_or_default()];
+    pieces.extend(lag_parts);
+    pieces.push(text.get(place.end..).unwrap_or_default());
     // Ended by a line break, as `emit` ends a report.
     let last = pieces.iter().rev().find_map(|p| p.last().copied());
     let end: &[u8] = if last == Some(b'\n') { b"" } else { b"\n" };
@@ -394,6 +448,11 @@ fn emit_final(
         .and_then(|()| w.write_all(end))
         .and_then(|()| w.flush())
         .map_err(CliError::Output)
+}
+
+/// What a scoped thread returned; its panic raised again here.
+fn join<T>(h: std::thread::ScopedJoinHandle<'_, T>) -> T {
+    h.join().unwrap_or_else(|p| std::panic::resume_unwind(p))
 }
 
 /// Prints a report: text (after a clear screen when `clear`), or JSON
