@@ -3,7 +3,6 @@
 //! and reported in every form the front ends write.
 
 use kafkashark::analyzer::{Analyzer, AnalyzerConfig, Output};
-use kafkashark::stats::lag::LagReport;
 use kafkashark::stats::merge::{Mergeable, Merged};
 use kafkashark::stats::{Stats, StatsConfig, StatsReport};
 
@@ -74,12 +73,8 @@ pub fn stats_report(data: &[u8]) -> StatsReport {
     let lag_json = StatsReport::lag_json(&lag).expect("the lag section as JSON");
     // The lag section as `stats` writes it: its rows' text in pieces (of
     // three rows here), around them the section's text without rows.
-    let without_rows = LagReport {
-        partitions: Vec::new(),
-        groups: lag.groups.clone(),
-        overflow: lag.overflow,
-    };
-    let without_rows = StatsReport::lag_json(&without_rows).expect("the lag section without rows");
+    let without_rows =
+        StatsReport::lag_json_without_rows(&lag).expect("the lag section without rows");
     let pieces: Vec<Vec<u8>> = (lag.partitions.chunks(3))
         .map(|rows| StatsReport::lag_rows_json(rows).expect("lag rows as JSON"))
         .collect();

@@ -690,41 +690,52 @@ impl StatsReport {
         pretty_at(lag, 1, 1 << 20)
     }
 
+    /// [`StatsReport::lag_json`] of `lag` with its `partitions` left
+    /// empty: the text around its rows, which [`StatsReport::lag_json_parts`]
+    /// fills with the rows' pieces.
+    pub fn lag_json_without_rows(lag: &LagReport) -> serde_json::Result<Vec<u8>> {
+        let without = LagReport {
+            partitions: Vec::new(),
+            groups: lag.groups.clone(),
+            overflow: lag.overflow,
+        };
+        Self::lag_json(&without)
+    }
+
     /// The text of `rows`, consecutive rows of a lag section's
-    /// `partitions`, as [`StatsReport::lag_json`] writes them, without
-    /// the line break before the first: a piece of
-    /// [`StatsReport::lag_json_parts`]. The rows' text is most of
-    /// the section's, and its pieces may be made on several threads.
+    /// `partitions`, laid out as [`StatsReport::lag_json`] lays them out,
+    /// in their own array: a piece of [`StatsReport::lag_json_parts`]. The
+    /// rows' text is most of the section's, and its pieces may be made on
+    /// several threads.
     pub fn lag_rows_json(rows: &[super::lag::PartitionLag]) -> serde_json::Result<Vec<u8>> {
         // The rows as the section's array, two containers deep (the
-        // report, the section), less its brackets and the line breaks
-        // inside them.
-        let text = pretty_at(&rows, 2, rows.len() * 1024)?;
-        let inner = text
-            .strip_prefix(ROWS_OPEN)
-            .and_then(|t| t.strip_suffix(ROWS_CLOSE));
-        match inner {
-            Some(inner) => Ok(inner.to_vec()),
-            None if rows.is_empty() => Ok(Vec::new()),
-            None => Err(serde::ser::Error::custom(
-                "the lag rows' text is not an array",
-            )),
-        }
+        // report, the section).
+        pretty_at(&rows, 2, rows.len() * 1024)
     }
 
     /// [`StatsReport::lag_json`] of a lag section made of pieces, as the
-    /// consecutive parts of its text: `without_rows` the text of the
-    /// section with its `partitions` left empty, each of `pieces`
-    /// [`StatsReport::lag_rows_json`] of the next rows, in order. The
-    /// parts are written one after the other (the rows' text is not copied
-    /// into one buffer: on a capture of many partitions, megabytes).
+    /// consecutive parts of its text: `without_rows` its
+    /// [`StatsReport::lag_json_without_rows`], each of `pieces`
+    /// [`StatsReport::lag_rows_json`] of the next rows, in order. The parts
+    /// borrow the pieces' rows (without their arrays' brackets) and are
+    /// written one after the other: the rows' text is not copied into one
+    /// buffer (on a capture of many partitions, megabytes).
     pub fn lag_json_parts<'a>(
         without_rows: &'a [u8],
         pieces: &'a [Vec<u8>],
     ) -> serde_json::Result<Vec<&'a [u8]>> {
         use serde::ser::Error;
-        let mut rows = (pieces.iter().map(Vec::as_slice)).filter(|p| !p.is_empty());
-        let Some(first) = rows.next() else {
+        let mut rows = Vec::with_capacity(pieces.len());
+        for p in pieces.iter().filter(|p| p.as_slice() != b"[]") {
+            let inner = (p.strip_prefix(ROWS_OPEN)).and_then(|t| t.strip_suffix(ROWS_CLOSE));
+            let Some(inner) = inner else {
+                return Err(serde_json::Error::custom(
+                    "a lag rows' piece is not their array",
+                ));
+            };
+            rows.push(inner);
+        }
+        let Some((first, rest)) = rows.split_first() else {
             return Ok(vec![without_rows]);
         };
         // The section opens with its rows: the empty array they fill.
@@ -733,9 +744,9 @@ impl StatsReport {
                 "no empty lag rows' array to fill",
             ));
         };
-        let mut parts = vec![ROWS_AT, ROWS_OPEN, first];
-        for p in rows {
-            parts.extend([ROW_BREAK, p]);
+        let mut parts = vec![ROWS_AT, ROWS_OPEN, *first];
+        for p in rest {
+            parts.extend([ROW_BREAK, *p]);
         }
         parts.extend([ROWS_CLOSE, after]);
         Ok(parts)

@@ -1001,18 +1001,14 @@ fn a_report_made_in_parts_reads_as_the_whole() {
         let lag = std::mem::take(&mut rest.lag);
         lag_rows += lag.partitions.len();
         let lag_text = StatsReport::lag_json(&lag).unwrap();
-        // The section made of its rows' text in pieces, however cut (an
-        // empty piece among them), is the section's text.
-        let no_rows = lag::LagReport {
-            partitions: Vec::new(),
-            ..lag.clone()
-        };
-        let without_rows = StatsReport::lag_json(&no_rows).unwrap();
+        // The section made of its rows' text in pieces, however cut (a
+        // piece of no rows among them), is the section's text.
+        let without_rows = StatsReport::lag_json_without_rows(&lag).unwrap();
         for size in [1, 2, 7, lag.partitions.len().max(1)] {
             let mut pieces: Vec<Vec<u8>> = (lag.partitions.chunks(size))
                 .map(|rows| StatsReport::lag_rows_json(rows).unwrap())
                 .collect();
-            pieces.insert(pieces.len() / 2, Vec::new());
+            pieces.insert(pieces.len() / 2, StatsReport::lag_rows_json(&[]).unwrap());
             let parts = StatsReport::lag_json_parts(&without_rows, &pieces).unwrap();
             assert!(parts.concat() == lag_text, "{title}: pieces of {size} rows");
         }
@@ -1020,6 +1016,9 @@ fn a_report_made_in_parts_reads_as_the_whole() {
             // Rows given twice: in the text and as pieces.
             let pieces = [StatsReport::lag_rows_json(&lag.partitions).unwrap()];
             assert!(StatsReport::lag_json_parts(&lag_text, &pieces).is_err());
+            // A piece that is not a rows' array.
+            let pieces = [lag_text.clone()];
+            assert!(StatsReport::lag_json_parts(&without_rows, &pieces).is_err());
         }
         let (mut json, place) = rest.json_around_lag().unwrap();
         json.splice(place, lag_text);

@@ -418,12 +418,7 @@ fn emit_final(
                 made.extend(theirs);
                 made.sort_unstable_by_key(|m| m.0);
                 let made: Vec<Vec<u8>> = made.into_iter().map(|m| m.1).collect();
-                let without_rows = LagReport {
-                    partitions: Vec::new(),
-                    groups: lag.groups.clone(),
-                    overflow: lag.overflow,
-                };
-                Some((StatsReport::lag_json(&without_rows)?, made))
+                Some((StatsReport::lag_json_without_rows(&lag)?, made))
             }
             None => None,
         };
