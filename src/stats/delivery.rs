@@ -29,7 +29,6 @@ use std::collections::hash_map::Entry;
 use std::collections::{BTreeMap, VecDeque};
 use std::hash::BuildHasher;
 
-use hashbrown::HashTable;
 use rustc_hash::{FxBuildHasher, FxHashMap as HashMap};
 
 use serde::Serialize;
@@ -77,9 +76,8 @@ impl Key {
 /// produced, at most [`MAX_PRODUCED`] (the oldest are forgotten first), and
 /// an index of their places by key. The batches lie in the order they come,
 /// so remembering one writes where the last was written; only the index,
-/// 4 bytes a batch, is reached at random, and it stays small enough for
-/// the cache the rest of the analysis works in. A batch produced again (a
-/// retry) keeps its place and takes the new time.
+/// 8 bytes a place, is reached at random. A batch produced again (a retry)
+/// keeps its place and takes the new time.
 #[derive(Clone, Debug, Default)]
 struct Produced {
     ring: VecDeque<(Key, i64)>,
@@ -87,12 +85,139 @@ struct Produced {
     /// [`MAX_PRODUCED`] + 1 are live, so none is taken twice).
     front: u32,
     /// Batch numbers, found by their key's hash.
-    index: HashTable<u32>,
+    index: Index,
 }
 
 /// The hash a key is indexed by.
 fn key_hash(k: &Key) -> u64 {
     FxBuildHasher.hash_one(k)
+}
+
+/// Places in the index: a power of two with at least a fifth of it left
+/// empty at [`MAX_PRODUCED`] + 1 batches, so that a probe ends within a
+/// line or two.
+const INDEX_PLACES: usize = ((MAX_PRODUCED + 1) * 5 / 4).next_power_of_two();
+
+/// A place in use (an empty place is 0).
+const USED: u64 = 1 << 63;
+
+/// The bits of a key's hash a place keeps (the home place is taken from
+/// its low bits: [`INDEX_PLACES`] is far below 2³¹).
+const HASH_BITS: u64 = 0x7fff_ffff;
+
+/// The hash bits place `e` keeps.
+fn kept_hash(e: u64) -> u64 {
+    (e >> 32) & HASH_BITS
+}
+
+/// Batch numbers by their key's hash: an open-addressed table of 8-byte
+/// places, each 31 bits of the hash beside the batch's number (and a bit
+/// saying the place is used), probed in order from the place the hash's
+/// low bits name, and emptied by shifting the places after it back (so
+/// that no probe meets a hole before its key).
+/// A key's first place is known from its hash alone, before the table is
+/// read: [`Delivery`] reads the places of many batches first, all at once,
+/// where a table that hides its places (hashbrown's) can only be probed
+/// one key at a time, each probe waiting on its own misses in the cache.
+#[derive(Clone, Debug, Default)]
+struct Index {
+    /// Empty until the first batch; then [`INDEX_PLACES`] long.
+    places: Vec<u64>,
+}
+
+impl Index {
+    /// The index's place for `h` first probes.
+    fn home(&self, h: u64) -> usize {
+        (h as usize) & self.places.len().wrapping_sub(1)
+    }
+
+    /// The next place after `i`, wrapping.
+    fn next(&self, i: usize) -> usize {
+        (i + 1) & self.places.len().wrapping_sub(1)
+    }
+
+    /// The place holding a number with hash `h` for which `is` holds, and
+    /// the number.
+    fn find(&self, h: u64, is: impl Fn(u32) -> bool) -> Option<(usize, u32)> {
+        let mut i = self.home(h);
+        // At most every place once (the table is never full).
+        for _ in 0..self.places.len() {
+            let e = *self.places.get(i)?;
+            if e == 0 {
+                return None;
+            }
+            let n = e as u32;
+            if kept_hash(e) == h & HASH_BITS && is(n) {
+                return Some((i, n));
+            }
+            i = self.next(i);
+        }
+        None
+    }
+
+    /// The place a probe for `h` reads first (0 when there is none), read
+    /// without looking at it: nothing waits on the read.
+    fn home_place(&self, h: u64) -> u64 {
+        self.places.get(self.home(h)).copied().unwrap_or(0)
+    }
+
+    /// The number in the first place with `h`'s hash bits, if any (a key
+    /// of that hash may be elsewhere, or another key's).
+    fn candidate(&self, h: u64) -> Option<u32> {
+        self.find(h, |_| true).map(|(_, n)| n)
+    }
+
+    /// Adds number `n` with hash `h` (the caller knows it is not there).
+    fn insert(&mut self, h: u64, n: u32) {
+        if self.places.is_empty() {
+            self.places = vec![0; INDEX_PLACES];
+        }
+        let mut i = self.home(h);
+        for _ in 0..self.places.len() {
+            match self.places.get_mut(i) {
+                Some(e) if *e == 0 => {
+                    *e = USED | ((h & HASH_BITS) << 32) | u64::from(n);
+                    return;
+                }
+                Some(_) => i = self.next(i),
+                None => return,
+            }
+        }
+    }
+
+    /// Empties place `i`, moving the places after it back where their
+    /// probes would otherwise meet the hole.
+    fn remove_at(&mut self, mut hole: usize) {
+        let Some(e) = self.places.get_mut(hole) else {
+            return;
+        };
+        *e = 0;
+        let mut j = hole;
+        for _ in 0..self.places.len() {
+            j = self.next(j);
+            let e = self.places.get(j).copied().unwrap_or(0);
+            if e == 0 {
+                return;
+            }
+            // The place at `j` fills the hole unless its home lies
+            // cyclically in (hole, j]: then its probe never passes the hole.
+            let home = self.home(kept_hash(e));
+            let stays = if hole <= j {
+                hole < home && home <= j
+            } else {
+                hole < home || home <= j
+            };
+            if !stays {
+                if let Some(h) = self.places.get_mut(hole) {
+                    *h = e;
+                }
+                if let Some(x) = self.places.get_mut(j) {
+                    *x = 0;
+                }
+                hole = j;
+            }
+        }
+    }
 }
 
 impl Produced {
@@ -105,41 +230,37 @@ impl Produced {
         self.ring.get(n.wrapping_sub(self.front) as usize)
     }
 
-    /// When `k` was last produced, if it is remembered.
-    fn get(&self, k: &Key) -> Option<i64> {
-        let n = *self
-            .index
-            .find(key_hash(k), |&n| self.at(n).is_some_and(|e| e.0 == *k))?;
-        self.at(n).map(|e| e.1)
-    }
-
-    /// Remembers `k` produced at `at` (its time updated if it is remembered).
-    fn insert(&mut self, k: Key, at: i64) {
-        if self.ring.is_empty() {
-            // Sized at the first batch: grown by doubling, the ring and the
-            // index would be moved again and again. (The index is empty
-            // with the ring: nothing to rehash.)
-            self.ring.reserve(MAX_PRODUCED + 1);
-            self.index.reserve(MAX_PRODUCED + 1, |_| 0);
-        }
-        let h = key_hash(&k);
-        let (ring, front) = (&mut self.ring, self.front);
-        let place = |n: u32| n.wrapping_sub(front) as usize;
+    /// The number of the batch remembered as `k` (hash `h`), if any.
+    fn number(&self, k: &Key, h: u64) -> Option<u32> {
         let found = self
             .index
-            .find(h, |&n| ring.get(place(n)).is_some_and(|e| e.0 == k));
-        if let Some(&n) = found {
-            if let Some(e) = ring.get_mut(place(n)) {
+            .find(h, |n| self.at(n).is_some_and(|e| e.0 == *k));
+        found.map(|(_, n)| n)
+    }
+
+    /// When `k` (hash `h`) was last produced, if it is remembered.
+    fn get(&self, k: &Key, h: u64) -> Option<i64> {
+        self.number(k, h).and_then(|n| self.at(n)).map(|e| e.1)
+    }
+
+    /// Remembers `k` (hash `h`) produced at `at` (its time updated if it
+    /// is remembered).
+    fn insert(&mut self, k: Key, h: u64, at: i64) {
+        if self.ring.is_empty() {
+            // Sized at the first batch: grown by doubling, the ring would
+            // be moved again and again.
+            self.ring.reserve(MAX_PRODUCED + 1);
+        }
+        if let Some(n) = self.number(&k, h) {
+            let place = n.wrapping_sub(self.front) as usize;
+            if let Some(e) = self.ring.get_mut(place) {
                 e.1 = at;
             }
             return;
         }
-        // Within the room reserved the index never grows; it may rehash
-        // in place (past forgotten entries), each place by its key.
-        let n = front.wrapping_add(ring.len() as u32);
-        ring.push_back((k, at));
-        let rehash = |&n: &u32| ring.get(place(n)).map_or(0, |e| key_hash(&e.0));
-        self.index.insert_unique(h, n, rehash);
+        let n = self.front.wrapping_add(self.ring.len() as u32);
+        self.ring.push_back((k, at));
+        self.index.insert(h, n);
     }
 
     /// Forgets the oldest batch; `false` when none is remembered.
@@ -148,8 +269,8 @@ impl Produced {
             return false;
         };
         let front = self.front;
-        if let Ok(e) = self.index.find_entry(key_hash(&k), |&n| n == front) {
-            e.remove();
+        if let Some((i, _)) = self.index.find(key_hash(&k), |n| n == front) {
+            self.index.remove_at(i);
         }
         self.front = front.wrapping_add(1);
         true
@@ -194,6 +315,13 @@ impl Producer {
 pub struct Delivery {
     /// Produced batches and when their Produce request completed.
     produced: Produced,
+    /// Batches produced and fetched, not yet remembered or looked up: at
+    /// most [`HELD`], applied in order ([`Delivery::apply`]).
+    held: Vec<Held>,
+    /// The consumer of the fetched batch applied last was refused at
+    /// [`MAX_KEYS`]: the rest of its partition's batches in that response
+    /// are not counted.
+    refused: bool,
     ages: HashMap<(TopicId, i32), Age>,
     /// consumer → delivery times and batches.
     delivered: HashMap<ConsumerId, (LatencyHist, u64)>,
@@ -201,6 +329,28 @@ pub struct Delivery {
     unmatched: u64,
     forgotten: u64,
     overflow: u64,
+}
+
+/// Batches held before they are remembered or looked up: the index's and
+/// the ring's places of so many are read first, all at once, so that their
+/// misses in the cache overlap (a Produce request or a Fetch response
+/// carries a few batches, too few to overlap much).
+const HELD: usize = 64;
+
+/// A batch waiting for [`Delivery::apply`], with its key's hash.
+#[derive(Clone, Debug)]
+enum Held {
+    /// Produced at `at` (ns since the epoch).
+    Produced { key: Key, hash: u64, at: i64 },
+    /// Fetched by `consumer` in a response whose first frame came at `now`
+    /// (ns since the epoch); `first` of its partition's batches there.
+    Fetched {
+        key: Key,
+        hash: u64,
+        consumer: ConsumerId,
+        now: i128,
+        first: bool,
+    },
 }
 
 /// Record age of one partition.
@@ -320,11 +470,94 @@ impl Delivery {
             return;
         };
         for b in batches {
-            self.produced.insert(Key::of(topic, partition, b), at);
-            while self.produced.len() > MAX_PRODUCED && self.produced.forget_oldest() {
-                self.forgotten += 1;
+            let key = Key::of(topic, partition, b);
+            let hash = key_hash(&key);
+            self.hold(Held::Produced { key, hash, at });
+        }
+    }
+
+    /// Holds `h` for [`Delivery::apply`], which runs when [`HELD`] are held.
+    fn hold(&mut self, h: Held) {
+        if self.held.capacity() == 0 {
+            self.held.reserve_exact(HELD);
+        }
+        self.held.push(h);
+        if self.held.len() >= HELD {
+            self.apply();
+        }
+    }
+
+    /// Remembers and looks up the batches held, in the order they came:
+    /// first the index's places of them all are read, then the remembered
+    /// batches the lookups will compare, so that the misses in the cache of
+    /// these reads, which depend on nothing, overlap; the work in order
+    /// then finds them in the cache.
+    fn apply(&mut self) {
+        let mut held = std::mem::take(&mut self.held);
+        let hash = |h: &Held| match h {
+            Held::Produced { hash, .. } | Held::Fetched { hash, .. } => *hash,
+        };
+        // Reads that nothing branches on: a read whose value decides a
+        // branch holds up the reads after it until it arrives.
+        let (index, p) = (&self.produced.index, &self.produced);
+        let seen = held
+            .iter()
+            .fold(0u64, |a, h| a.wrapping_add(index.home_place(hash(h))));
+        std::hint::black_box(seen);
+        let found = held.iter().filter_map(|h| match h {
+            Held::Fetched { hash, .. } => index.candidate(*hash).and_then(|n| p.at(n)),
+            Held::Produced { .. } => None,
+        });
+        // Both ends of a remembered batch: its 40 bytes may straddle lines.
+        let seen = found.fold(0i64, |a, e| {
+            a.wrapping_add(e.0.producer_id).wrapping_add(e.1)
+        });
+        std::hint::black_box(seen);
+        for h in held.drain(..) {
+            match h {
+                Held::Produced { key, hash, at } => {
+                    self.produced.insert(key, hash, at);
+                    while self.produced.len() > MAX_PRODUCED && self.produced.forget_oldest() {
+                        self.forgotten += 1;
+                    }
+                }
+                Held::Fetched {
+                    key,
+                    hash,
+                    consumer,
+                    now,
+                    first,
+                } => {
+                    self.refused &= !first;
+                    if !self.refused {
+                        self.refused = !self.deliver(&key, hash, consumer, now);
+                    }
+                }
             }
         }
+        self.held = held;
+    }
+
+    /// A fetched batch looked up: its delivery time counted for `consumer`
+    /// when the capture saw it produced. `false` when the consumer is
+    /// refused ([`MAX_KEYS`] consumers are counted already).
+    fn deliver(&mut self, key: &Key, hash: u64, consumer: ConsumerId, now: i128) -> bool {
+        let Some(at) = self.produced.get(key, hash) else {
+            self.unmatched += 1;
+            return true;
+        };
+        let room = self.delivered.len() < MAX_KEYS;
+        let d = match self.delivered.entry(consumer) {
+            Entry::Occupied(o) => o.into_mut(),
+            Entry::Vacant(v) if room => v.insert(Default::default()),
+            Entry::Vacant(_) => {
+                self.overflow += 1;
+                return false;
+            }
+        };
+        d.0.record(u64::try_from((now - i128::from(at)).max(0)).unwrap_or(u64::MAX));
+        d.1 += 1;
+        true
     }
 
     /// A Fetch response to `consumer` (when its request was seen), its
@@ -361,27 +594,16 @@ impl Delivery {
             }
         }
         let Some(consumer) = consumer else { return };
-        let room = self.delivered.len() < MAX_KEYS;
-        let mut delivered = None;
-        for b in batches {
-            let Some(at) = self.produced.get(&Key::of(topic, partition, b)) else {
-                self.unmatched += 1;
-                continue;
-            };
-            if delivered.is_none() {
-                delivered = match self.delivered.entry(consumer) {
-                    Entry::Occupied(o) => Some(o.into_mut()),
-                    Entry::Vacant(v) if room => Some(v.insert(Default::default())),
-                    Entry::Vacant(_) => {
-                        self.overflow += 1;
-                        return;
-                    }
-                };
-            }
-            if let Some(d) = delivered.as_mut() {
-                d.0.record(u64::try_from((now - i128::from(at)).max(0)).unwrap_or(u64::MAX));
-                d.1 += 1;
-            }
+        for (i, b) in batches.iter().enumerate() {
+            let key = Key::of(topic, partition, b);
+            let hash = key_hash(&key);
+            self.hold(Held::Fetched {
+                key,
+                hash,
+                consumer,
+                now,
+                first: i == 0,
+            });
         }
     }
 
@@ -396,7 +618,13 @@ impl Delivery {
 
     /// The consumers' delivery times by name ([`Lag::label`]); clients of
     /// one name (the same client id on two hosts) are merged.
-    fn delivered_by_name<'a>(&'a self, names: &'a Lag) -> BTreeMap<&'a str, (LatencyHist, u64)> {
+    fn delivered_by_name<'a>(&self, names: &'a Lag) -> BTreeMap<&'a str, (LatencyHist, u64)> {
+        if !self.held.is_empty() {
+            // As in `report`.
+            let mut applied = self.clone();
+            applied.apply();
+            return applied.delivered_by_name(names);
+        }
         let mut out: BTreeMap<&str, (LatencyHist, u64)> = BTreeMap::new();
         for (&c, (h, n)) in &self.delivered {
             let Some(name) = names.label(c) else { continue };
@@ -409,6 +637,7 @@ impl Delivery {
 
     /// Counts every pending histogram value (before [`report`](Self::report)).
     pub fn settle(&mut self) {
+        self.apply();
         for a in self.ages.values_mut() {
             a.hist.settle();
         }
@@ -422,6 +651,13 @@ impl Delivery {
 
     /// The report, clients and topics named by `names`.
     pub fn report(&self, names: &Lag) -> DeliveryReports {
+        if !self.held.is_empty() {
+            // Batches held are remembered and looked up in a copy (a
+            // caller settles first: `Stats::settle`).
+            let mut applied = self.clone();
+            applied.apply();
+            return applied.report(names);
+        }
         let ratio = |a: u64, b: u64| (b > 0).then(|| a as f64 / b as f64);
         let mut producers: BTreeMap<&str, Producer> = BTreeMap::new();
         for (&c, p) in &self.producers {
@@ -654,6 +890,99 @@ mod tests {
             ),
             (found, 1, u64::from(oldest))
         );
+    }
+
+    #[test]
+    fn a_consumer_refused_at_the_cap_leaves_its_partitions_batches_uncounted() {
+        let (mut d, mut names) = (Delivery::default(), Names::new());
+        let (p, t0) = (names.client("p"), names.part("t", 0));
+        // More batches than are held at once, so that one response's
+        // batches are applied in two turns.
+        let n = u32::try_from(HELD).unwrap() + 3;
+        for crc in 0..n {
+            d.produced(p, t(0), true, t0, &[batch(crc, 0, 1)]);
+        }
+        // Consumers by id (more than the names `Lag` keeps).
+        let ids = 1_000..1_000 + ConsumerId::try_from(MAX_KEYS).unwrap();
+        for c in ids.clone() {
+            d.fetched(Some(c), t(10), t0, &[batch(0, 0, 1)]);
+        }
+        // One consumer too many: its first batch is refused, and so is
+        // the rest of that response's batches for the partition (one of
+        // them never produced: not counted as unmatched either).
+        let late = ids.end;
+        let mut batches: Vec<BatchHead> = (0..n).map(|crc| batch(crc, 0, 1)).collect();
+        batches.push(batch(n + 100, 0, 1));
+        d.fetched(Some(late), t(20), t0, &batches);
+        // Its next response's batch never produced is counted.
+        d.fetched(Some(late), t(30), t0, &[batch(n + 200, 0, 1)]);
+        d.settle();
+        let r = d.report(&names.0);
+        assert_eq!((r.overflow, r.unmatched_batches), (1, 1));
+        assert_eq!(d.delivered.len(), MAX_KEYS);
+        assert!(ids
+            .map(|c| d.delivered.get(&c).map(|x| x.1))
+            .all(|n| n == Some(1)));
+        assert!(!d.delivered.contains_key(&late));
+    }
+
+    #[test]
+    fn batches_held_back_are_counted_in_a_report_made_before_settling() {
+        let (mut d, mut names) = (Delivery::default(), Names::new());
+        let (p, c, t0) = (names.client("p"), names.client("c"), names.part("t", 0));
+        d.produced(p, t(100), true, t0, &[batch(1, 0, 1), batch(2, 0, 1)]);
+        d.fetched(Some(c), t(600), t0, &[batch(1, 0, 1), batch(3, 0, 1)]);
+        assert!(!d.held.is_empty());
+        let before = d.report(&names.0);
+        let hists = d.delivery_hists(&names.0);
+        assert_eq!(hists.get("c").map(LatencyHist::count), Some(1));
+        d.settle();
+        assert!(d.held.is_empty());
+        assert_eq!(d.report(&names.0), before);
+        assert_eq!(
+            (before.unmatched_batches, before.delivery[0].batches),
+            (1, 1)
+        );
+        let ms = before.delivery[0].delivery_ms.as_ref().map(|l| l.max);
+        assert_eq!(ms, Some(500.0));
+    }
+
+    proptest::proptest! {
+        /// The index finds every number it holds and none it gave up, with
+        /// keys sharing a home place and probes wrapping past the table's
+        /// end (a removal moves the places after it back).
+        #[test]
+        fn the_index_finds_what_it_holds_and_nothing_removed(
+            ops in proptest::collection::vec((0u8..3, 0u64..24, 0u64..1024), 1..400)
+        ) {
+            let mut index = Index::default();
+            let mut held: BTreeMap<u32, u64> = BTreeMap::new();
+            let mut gone: Vec<(u32, u64)> = Vec::new();
+            let mut next = 0u32;
+            for (op, home, tag) in ops {
+                // Homes at the table's start and at its end.
+                let low = if home < 12 { home } else { INDEX_PLACES as u64 - 24 + home };
+                let h = (tag << 20) | low;
+                if op < 2 || held.is_empty() {
+                    index.insert(h, next);
+                    held.insert(next, h);
+                    next += 1;
+                } else {
+                    let k = usize::try_from(tag).unwrap() % held.len();
+                    let (&n, &hn) = held.iter().nth(k).unwrap();
+                    let (i, _) = index.find(hn, |m| m == n).unwrap();
+                    index.remove_at(i);
+                    held.remove(&n);
+                    gone.push((n, hn));
+                }
+                for (&n, &hn) in &held {
+                    proptest::prop_assert_eq!(index.find(hn, |m| m == n).map(|x| x.1), Some(n));
+                }
+                for &(n, hn) in &gone {
+                    proptest::prop_assert!(index.find(hn, |m| m == n).is_none());
+                }
+            }
+        }
     }
 
     #[test]
