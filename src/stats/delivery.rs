@@ -34,6 +34,7 @@ use rustc_hash::{FxBuildHasher, FxHashMap as HashMap};
 use serde::Serialize;
 
 use super::hist::{LatencyHist, LatencyMs};
+use super::index::Index;
 use super::lag::{ConsumerId, Lag, TopicId};
 use crate::kafka::records::BatchHead;
 use crate::vocab::Timestamp;
@@ -98,128 +99,6 @@ fn key_hash(k: &Key) -> u64 {
 /// line or two.
 const INDEX_PLACES: usize = ((MAX_PRODUCED + 1) * 5 / 4).next_power_of_two();
 
-/// A place in use (an empty place is 0).
-const USED: u64 = 1 << 63;
-
-/// The bits of a key's hash a place keeps (the home place is taken from
-/// its low bits: [`INDEX_PLACES`] is far below 2³¹).
-const HASH_BITS: u64 = 0x7fff_ffff;
-
-/// The hash bits place `e` keeps.
-fn kept_hash(e: u64) -> u64 {
-    (e >> 32) & HASH_BITS
-}
-
-/// Batch numbers by their key's hash: an open-addressed table of 8-byte
-/// places, each 31 bits of the hash beside the batch's number (and a bit
-/// saying the place is used), probed in order from the place the hash's
-/// low bits name, and emptied by shifting the places after it back (so
-/// that no probe meets a hole before its key).
-/// A key's first place is known from its hash alone, before the table is
-/// read: [`Delivery`] reads the places of many batches first, all at once,
-/// where a table that hides its places (hashbrown's) can only be probed
-/// one key at a time, each probe waiting on its own misses in the cache.
-#[derive(Clone, Debug, Default)]
-struct Index {
-    /// Empty until the first batch; then [`INDEX_PLACES`] long.
-    places: Vec<u64>,
-}
-
-impl Index {
-    /// The index's place for `h` first probes.
-    fn home(&self, h: u64) -> usize {
-        (h as usize) & self.places.len().wrapping_sub(1)
-    }
-
-    /// The next place after `i`, wrapping.
-    fn next(&self, i: usize) -> usize {
-        (i + 1) & self.places.len().wrapping_sub(1)
-    }
-
-    /// The place holding a number with hash `h` for which `is` holds, and
-    /// the number.
-    fn find(&self, h: u64, is: impl Fn(u32) -> bool) -> Option<(usize, u32)> {
-        let mut i = self.home(h);
-        // At most every place once (the table is never full).
-        for _ in 0..self.places.len() {
-            let e = *self.places.get(i)?;
-            if e == 0 {
-                return None;
-            }
-            let n = e as u32;
-            if kept_hash(e) == h & HASH_BITS && is(n) {
-                return Some((i, n));
-            }
-            i = self.next(i);
-        }
-        None
-    }
-
-    /// The place a probe for `h` reads first (0 when there is none), read
-    /// without looking at it: nothing waits on the read.
-    fn home_place(&self, h: u64) -> u64 {
-        self.places.get(self.home(h)).copied().unwrap_or(0)
-    }
-
-    /// The number in the first place with `h`'s hash bits, if any (a key
-    /// of that hash may be elsewhere, or another key's).
-    fn candidate(&self, h: u64) -> Option<u32> {
-        self.find(h, |_| true).map(|(_, n)| n)
-    }
-
-    /// Adds number `n` with hash `h` (the caller knows it is not there).
-    fn insert(&mut self, h: u64, n: u32) {
-        if self.places.is_empty() {
-            self.places = vec![0; INDEX_PLACES];
-        }
-        let mut i = self.home(h);
-        for _ in 0..self.places.len() {
-            match self.places.get_mut(i) {
-                Some(e) if *e == 0 => {
-                    *e = USED | ((h & HASH_BITS) << 32) | u64::from(n);
-                    return;
-                }
-                Some(_) => i = self.next(i),
-                None => return,
-            }
-        }
-    }
-
-    /// Empties place `i`, moving the places after it back where their
-    /// probes would otherwise meet the hole.
-    fn remove_at(&mut self, mut hole: usize) {
-        let Some(e) = self.places.get_mut(hole) else {
-            return;
-        };
-        *e = 0;
-        let mut j = hole;
-        for _ in 0..self.places.len() {
-            j = self.next(j);
-            let e = self.places.get(j).copied().unwrap_or(0);
-            if e == 0 {
-                return;
-            }
-            // The place at `j` fills the hole unless its home lies
-            // cyclically in (hole, j]: then its probe never passes the hole.
-            let home = self.home(kept_hash(e));
-            let stays = if hole <= j {
-                hole < home && home <= j
-            } else {
-                hole < home || home <= j
-            };
-            if !stays {
-                if let Some(h) = self.places.get_mut(hole) {
-                    *h = e;
-                }
-                if let Some(x) = self.places.get_mut(j) {
-                    *x = 0;
-                }
-                hole = j;
-            }
-        }
-    }
-}
-
 impl Produced {
     fn len(&self) -> usize {
         self.ring.len()
@@ -260,7 +139,7 @@ impl Produced {
         }
         let n = self.front.wrapping_add(self.ring.len() as u32);
         self.ring.push_back((k, at));
-        self.index.insert(h, n);
+        self.index.insert(h, n, INDEX_PLACES);
     }
 
     /// Forgets the oldest batch; `false` when none is remembered.
@@ -945,44 +824,6 @@ mod tests {
         );
         let ms = before.delivery[0].delivery_ms.as_ref().map(|l| l.max);
         assert_eq!(ms, Some(500.0));
-    }
-
-    proptest::proptest! {
-        /// The index finds every number it holds and none it gave up, with
-        /// keys sharing a home place and probes wrapping past the table's
-        /// end (a removal moves the places after it back).
-        #[test]
-        fn the_index_finds_what_it_holds_and_nothing_removed(
-            ops in proptest::collection::vec((0u8..3, 0u64..24, 0u64..1024), 1..400)
-        ) {
-            let mut index = Index::default();
-            let mut held: BTreeMap<u32, u64> = BTreeMap::new();
-            let mut gone: Vec<(u32, u64)> = Vec::new();
-            let mut next = 0u32;
-            for (op, home, tag) in ops {
-                // Homes at the table's start and at its end.
-                let low = if home < 12 { home } else { INDEX_PLACES as u64 - 24 + home };
-                let h = (tag << 20) | low;
-                if op < 2 || held.is_empty() {
-                    index.insert(h, next);
-                    held.insert(next, h);
-                    next += 1;
-                } else {
-                    let k = usize::try_from(tag).unwrap() % held.len();
-                    let (&n, &hn) = held.iter().nth(k).unwrap();
-                    let (i, _) = index.find(hn, |m| m == n).unwrap();
-                    index.remove_at(i);
-                    held.remove(&n);
-                    gone.push((n, hn));
-                }
-                for (&n, &hn) in &held {
-                    proptest::prop_assert_eq!(index.find(hn, |m| m == n).map(|x| x.1), Some(n));
-                }
-                for &(n, hn) in &gone {
-                    proptest::prop_assert!(index.find(hn, |m| m == n).is_none());
-                }
-            }
-        }
     }
 
     #[test]

@@ -25,14 +25,15 @@
 //! sample.
 
 use std::borrow::Cow;
-use std::collections::hash_map::Entry;
 use std::collections::BTreeMap;
+use std::hash::BuildHasher;
 use std::net::IpAddr;
 
-use rustc_hash::FxHashMap;
+use rustc_hash::{FxBuildHasher, FxHashMap};
 
 use serde::Serialize;
 
+use super::index::Index;
 use crate::vocab::Timestamp;
 
 /// Most (consumer, topic, partition) rows and committed offsets kept.
@@ -43,6 +44,34 @@ pub const SERIES: usize = 120;
 
 /// The trend is the lag's change over (at most) this many seconds.
 pub const TREND_SECONDS: f64 = 60.0;
+
+/// Answered partitions held before they are counted, at most: the rows of
+/// so many are read first, all at once ([`Lag::apply`]).
+const HELD: usize = 64;
+
+/// Places in the rows' index: at least a fifth of it left empty at
+/// [`MAX_PARTITIONS`] rows.
+const ROW_PLACES: usize = MAX_PARTITIONS * 5 / 4;
+
+/// A row's key: (consumer, topic, partition).
+type RowKey = (ConsumerId, TopicId, i32);
+
+/// The hash a row's key is indexed by.
+fn row_hash(k: &RowKey) -> u64 {
+    FxBuildHasher.hash_one(k)
+}
+
+/// An answered partition waiting for [`Lag::apply`]: the consumer, the
+/// response's time, the offset its request asked for (if it did) and the
+/// answer, with its row's hash.
+#[derive(Clone, Debug)]
+struct HeldAnswer {
+    hash: u64,
+    who: ConsumerId,
+    ts: Timestamp,
+    asked: Option<i64>,
+    answer: FetchAnswer,
+}
 
 /// The partitions of a Fetch request and their `FetchOffset`s, sorted by
 /// (topic, partition) so that each answer finds its ask in O(log n) (a
@@ -147,6 +176,7 @@ impl Consumer {
 
 #[derive(Clone, Debug)]
 struct Row {
+    key: RowKey,
     fetches: u64,
     records: u64,
     asked: i64,
@@ -188,8 +218,12 @@ pub struct Lag {
     topic_names: Vec<Box<str>>,
     /// The topic interned last: a message's partitions mostly share one.
     last_topic: Option<TopicId>,
-    /// Rows by (consumer, topic, partition).
-    rows: FxHashMap<(ConsumerId, TopicId, i32), Row>,
+    /// Rows, in the order they were made.
+    rows: Vec<Row>,
+    /// Their numbers by (consumer, topic, partition).
+    row_index: Index,
+    /// Answered partitions not counted yet (at most [`HELD`]).
+    held: Vec<HeldAnswer>,
     /// group → topic → partition → (committed offset, when): a commit
     /// already known is found by borrowed names, no key made.
     committed: BTreeMap<String, Commits>,
@@ -323,7 +357,9 @@ impl Lag {
     }
 
     /// A paired Fetch exchange of consumer `who`: the partitions asked and
-    /// answered (matched by topic and partition), at the response's time `ts`.
+    /// answered (matched by topic and partition), at the response's time
+    /// `ts`. The answers are counted [`HELD`] at a time, in the order they
+    /// came ([`Lag::apply`]); [`Lag::settle`] counts the rest.
     pub fn fetch(
         &mut self,
         who: ConsumerId,
@@ -335,22 +371,78 @@ impl Lag {
             if a.error != 0 || a.high_watermark < 0 {
                 continue;
             }
-            let topic = a.topic;
-            let part = a.partition;
-            self.high.insert((topic, part), (a.high_watermark, ts));
-            let key = (who, topic, part);
-            let asked = asks
-                .offset(topic, part)
-                .or_else(|| self.rows.get(&key).map(|r| r.next));
-            let Some(asked) = asked else { continue };
-            let next = a
-                .last_offset
-                .map_or(asked, |l| l.saturating_add(1).max(asked));
-            let lag = a.high_watermark.saturating_sub(next).max(0);
-            let room = self.rows.len() < MAX_PARTITIONS;
-            let row = match self.rows.entry(key) {
-                Entry::Occupied(o) => o.into_mut(),
-                Entry::Vacant(v) if room => v.insert(Row {
+            if self.held.capacity() == 0 {
+                self.held.reserve_exact(HELD);
+            }
+            self.held.push(HeldAnswer {
+                hash: row_hash(&(who, a.topic, a.partition)),
+                who,
+                ts,
+                asked: asks.offset(a.topic, a.partition),
+                answer: a.clone(),
+            });
+            if self.held.len() >= HELD {
+                self.apply();
+            }
+        }
+    }
+
+    /// Counts the answers held, in the order they came: first the rows'
+    /// places in the index are read, then the rows, with nothing branching
+    /// on what these reads return, so that their misses in the cache
+    /// overlap (each row is mostly a miss: docs/performance.md); counting
+    /// then finds them in the cache.
+    fn apply(&mut self) {
+        let mut held = std::mem::take(&mut self.held);
+        let index = &self.row_index;
+        let seen = held
+            .iter()
+            .fold(0u64, |a, h| a.wrapping_add(index.home_place(h.hash)));
+        std::hint::black_box(seen);
+        let rows = held.iter().filter_map(|h| {
+            let n = usize::try_from(index.candidate(h.hash)?).ok()?;
+            self.rows.get(n)
+        });
+        // The row, and the end of its series, where a sample may join it.
+        let seen = rows.fold(0u64, |a, r| {
+            let end = r.series.last().map_or(0, |&(_, l)| l as u64);
+            let far = r.step_ns ^ r.last_ts.secs as u64 ^ end;
+            a.wrapping_add(r.fetches ^ r.next as u64 ^ far)
+        });
+        std::hint::black_box(seen);
+        for h in held.drain(..) {
+            self.count(h);
+        }
+        self.held = held;
+    }
+
+    /// Counts one answered partition into its row.
+    fn count(&mut self, h: HeldAnswer) {
+        let (a, ts) = (&h.answer, h.ts);
+        let (topic, part) = (a.topic, a.partition);
+        self.high.insert((topic, part), (a.high_watermark, ts));
+        let key = (h.who, topic, part);
+        let rows = &self.rows;
+        let found = self.row_index.find(h.hash, |n| {
+            let r = usize::try_from(n).ok().and_then(|n| rows.get(n));
+            r.is_some_and(|r| r.key == key)
+        });
+        let found = found.and_then(|(_, n)| usize::try_from(n).ok());
+        let asked = h
+            .asked
+            .or_else(|| found.and_then(|n| self.rows.get(n)).map(|r| r.next));
+        let Some(asked) = asked else { return };
+        let next = a
+            .last_offset
+            .map_or(asked, |l| l.saturating_add(1).max(asked));
+        let lag = a.high_watermark.saturating_sub(next).max(0);
+        let n = match found {
+            Some(n) => n,
+            None if self.rows.len() < MAX_PARTITIONS => {
+                let n = self.rows.len();
+                let Ok(number) = u32::try_from(n) else { return };
+                self.rows.push(Row {
+                    key,
                     fetches: 0,
                     records: 0,
                     asked: 0,
@@ -365,22 +457,43 @@ impl Lag {
                     series: Vec::new(),
                     settled: None,
                     step_ns: 1_000_000_000,
-                }),
-                Entry::Vacant(_) => {
-                    self.overflow += 1;
-                    continue;
-                }
-            };
-            row.sample(ts, lag);
-            row.fetches += 1;
-            row.records += a.records;
-            row.asked = asked;
-            row.next = next;
-            row.high_watermark = a.high_watermark;
-            row.last_stable_offset = a.last_stable_offset;
-            row.log_start_offset = a.log_start_offset;
-            row.max_lag = row.max_lag.max(lag);
+                });
+                self.row_index.insert(h.hash, number, ROW_PLACES);
+                n
+            }
+            None => {
+                self.overflow += 1;
+                return;
+            }
+        };
+        let Some(row) = self.rows.get_mut(n) else {
+            return;
+        };
+        row.sample(ts, lag);
+        row.fetches += 1;
+        row.records += a.records;
+        row.asked = asked;
+        row.next = next;
+        row.high_watermark = a.high_watermark;
+        row.last_stable_offset = a.last_stable_offset;
+        row.log_start_offset = a.log_start_offset;
+        row.max_lag = row.max_lag.max(lag);
+    }
+
+    /// Counts the answers held ([`Lag::fetch`]): before a report.
+    pub fn settle(&mut self) {
+        self.apply();
+    }
+
+    /// This lag with every answer counted: itself, or (answers held, no
+    /// [`Lag::settle`] first) a copy that counted them.
+    pub(crate) fn settled(&self) -> Cow<'_, Lag> {
+        if self.held.is_empty() {
+            return Cow::Borrowed(self);
         }
+        let mut settled = self.clone();
+        settled.apply();
+        Cow::Owned(settled)
     }
 
     /// `who` named `group` in a group request (JoinGroup, SyncGroup,
@@ -469,7 +582,8 @@ impl Lag {
         let mut rows: Vec<_> = self
             .rows
             .iter()
-            .filter_map(|(&(c, t, p), r)| {
+            .filter_map(|r| {
+                let (c, t, p) = r.key;
                 let (c_at, t_at) = (usize::try_from(c).ok()?, usize::try_from(t).ok()?);
                 let who = self.consumers.get(c_at)?;
                 let topic = self.topic_names.get(t_at)?;
@@ -481,8 +595,12 @@ impl Lag {
         rows.into_iter().map(|r| r.1).collect()
     }
 
-    /// The report.
+    /// The report (of every answer: a copy counts those held, without
+    /// [`Lag::settle`] first).
     pub fn report(&self) -> LagReport {
+        if !self.held.is_empty() {
+            return self.settled().report();
+        }
         let rows = self.sorted_rows();
         let partitions = rows
             .iter()
@@ -551,6 +669,7 @@ impl Row {
         if self.fetches > 0 && !close {
             // The last sample stays: it joins the series.
             self.series.push((self.last_ts, self.lag));
+            self.settled = Some(self.last_ts);
             if self.series.len() == SERIES {
                 let mut i = 0;
                 self.series.retain(|_| {
@@ -558,8 +677,8 @@ impl Row {
                     i % 2 == 1
                 });
                 self.step_ns = self.step_ns.saturating_mul(2);
+                self.settled = self.series.last().map(|&(t, _)| t);
             }
-            self.settled = self.series.last().map(|&(t, _)| t);
         }
         self.last_ts = ts;
         self.lag = lag;
@@ -818,6 +937,40 @@ mod tests {
             (p.trend_per_s.unwrap() - 2.0).abs() < 0.1,
             "{:?}",
             p.trend_per_s
+        );
+    }
+
+    #[test]
+    fn answers_held_are_counted_in_order_and_in_a_report_before_settling() {
+        let mut l = Lag::default();
+        let c = consumer(&mut l, "c", None);
+        // Two responses of 40 partitions each, more answers than are held
+        // at once: the second answers them unasked, so each takes its
+        // row's next offset from the first, counted in the same turn or
+        // the one before; the last ones are still held at the report.
+        let parts = 0..40;
+        let asks = FetchAsks::new(parts.clone().map(|p| (0, p, 10)).collect());
+        let first: Vec<_> = parts
+            .clone()
+            .map(|p| answer(p, 100, Some(19), 10))
+            .collect();
+        let second: Vec<_> = parts.clone().map(|p| answer(p, 120, None, 0)).collect();
+        l.fetch(c, t(1.0), &asks, &first);
+        l.fetch(c, t(2.0), &FetchAsks::default(), &second);
+        assert!(!l.held.is_empty());
+        let before = l.report();
+        let lags: Vec<i64> = l.settled().lags().map(|x| x.4).collect();
+        assert_eq!(lags, vec![100; parts.len()]);
+        l.settle();
+        assert!(l.held.is_empty());
+        assert_eq!(l.report(), before);
+        assert_eq!(before.partitions.len(), parts.len());
+        let rows = before.partitions.iter();
+        let figures = rows.map(|r| (r.next_offset, r.lag, r.max_lag, r.fetches));
+        assert!(
+            figures.clone().all(|x| x == (20, 100, 100, 2)),
+            "{:?}",
+            figures.collect::<Vec<_>>()
         );
     }
 

@@ -36,6 +36,7 @@ pub(crate) mod facts;
 mod groups;
 mod hints;
 mod hist;
+mod index;
 pub mod lag;
 pub mod merge;
 mod openmetrics;
@@ -766,6 +767,7 @@ impl Stats {
         self.clients.settle();
         self.throttle_latency.settle();
         self.delivery.settle();
+        self.lag.settle();
     }
 
     /// Feeds one message, in capture order.

@@ -378,7 +378,8 @@ impl Stats {
     /// Consumer lag per (client, group, topic, partition) and committed lag
     /// per (group, topic, partition).
     fn lag_families(&self, p: &mut Page) {
-        let fetch = self.lag.lags().map(|(who, group, topic, partition, lag)| {
+        let lag = self.lag.settled();
+        let fetch = lag.lags().map(|(who, group, topic, partition, lag)| {
             let labels = vec![
                 who.client.clone(),
                 who.host.clone(),
@@ -398,8 +399,7 @@ impl Stats {
             &["client", "host", "group", "topic", "partition"],
             rows(fetch, |a, b| *a = a.saturating_add(b)),
         );
-        let committed = self
-            .lag
+        let committed = lag
             .committed_lags()
             .map(|(g, t, part, lag)| (vec![g.to_string(), t.to_string(), part.to_string()], lag));
         p.scalars(
