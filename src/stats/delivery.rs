@@ -499,10 +499,7 @@ impl Delivery {
     /// one name (the same client id on two hosts) are merged.
     fn delivered_by_name<'a>(&self, names: &'a Lag) -> BTreeMap<&'a str, (LatencyHist, u64)> {
         if !self.held.is_empty() {
-            // As in `report`.
-            let mut applied = self.clone();
-            applied.apply();
-            return applied.delivered_by_name(names);
+            return self.settled().delivered_by_name(names);
         }
         let mut out: BTreeMap<&str, (LatencyHist, u64)> = BTreeMap::new();
         for (&c, (h, n)) in &self.delivered {
@@ -512,6 +509,17 @@ impl Delivery {
             e.1 += n;
         }
         out
+    }
+
+    /// This delivery with every held batch remembered or looked up: itself,
+    /// or (batches held, no [`Delivery::settle`] first) a copy that did it.
+    fn settled(&self) -> std::borrow::Cow<'_, Delivery> {
+        if self.held.is_empty() {
+            return std::borrow::Cow::Borrowed(self);
+        }
+        let mut settled = self.clone();
+        settled.apply();
+        std::borrow::Cow::Owned(settled)
     }
 
     /// Counts every pending histogram value (before [`report`](Self::report)).
@@ -531,11 +539,7 @@ impl Delivery {
     /// The report, clients and topics named by `names`.
     pub fn report(&self, names: &Lag) -> DeliveryReports {
         if !self.held.is_empty() {
-            // Batches held are remembered and looked up in a copy (a
-            // caller settles first: `Stats::settle`).
-            let mut applied = self.clone();
-            applied.apply();
-            return applied.report(names);
+            return self.settled().report(names);
         }
         let ratio = |a: u64, b: u64| (b > 0).then(|| a as f64 / b as f64);
         let mut producers: BTreeMap<&str, Producer> = BTreeMap::new();
