@@ -195,7 +195,8 @@ pub struct Delivery {
     /// Produced batches and when their Produce request completed.
     produced: Produced,
     /// Batches produced and fetched, not yet remembered or looked up: at
-    /// most [`HELD`], applied in order ([`Delivery::apply`]).
+    /// most [`HELD`](super::index::HELD), applied in order
+    /// ([`Delivery::apply`]).
     held: Vec<Held>,
     /// The consumer of the fetched batch applied last was refused at
     /// [`MAX_KEYS`]: the rest of its partition's batches in that response
@@ -209,12 +210,6 @@ pub struct Delivery {
     forgotten: u64,
     overflow: u64,
 }
-
-/// Batches held before they are remembered or looked up: the index's and
-/// the ring's places of so many are read first, all at once, so that their
-/// misses in the cache overlap (a Produce request or a Fetch response
-/// carries a few batches, too few to overlap much).
-const HELD: usize = 64;
 
 /// A batch waiting for [`Delivery::apply`], with its key's hash.
 #[derive(Clone, Debug)]
@@ -355,13 +350,10 @@ impl Delivery {
         }
     }
 
-    /// Holds `h` for [`Delivery::apply`], which runs when [`HELD`] are held.
+    /// Holds `h` for [`Delivery::apply`], which runs when
+    /// [`HELD`](super::index::HELD) are held.
     fn hold(&mut self, h: Held) {
-        if self.held.capacity() == 0 {
-            self.held.reserve_exact(HELD);
-        }
-        self.held.push(h);
-        if self.held.len() >= HELD {
+        if super::index::hold(&mut self.held, h) {
             self.apply();
         }
     }
@@ -781,7 +773,7 @@ mod tests {
         let (p, t0) = (names.client("p"), names.part("t", 0));
         // More batches than are held at once, so that one response's
         // batches are applied in two turns.
-        let n = u32::try_from(HELD).unwrap() + 3;
+        let n = u32::try_from(crate::stats::index::HELD).unwrap() + 3;
         for crc in 0..n {
             d.produced(p, t(0), true, t0, &[batch(crc, 0, 1)]);
         }

@@ -19,6 +19,22 @@
 //! size is a power of two fixed at the first number, and the caller keeps
 //! it from filling (every loop is bounded by the size anyway).
 
+/// Keys a caller holds before it looks them up, at most: their places are
+/// read one after the other, then looked up in order (a message carries a
+/// few keys, too few for their misses to overlap much).
+pub(crate) const HELD: usize = 64;
+
+/// Holds `t` in `held` (room for [`HELD`] made at the first): `true` once
+/// [`HELD`] are held, for the caller to read their places ahead and look
+/// them up.
+pub(crate) fn hold<T>(held: &mut Vec<T>, t: T) -> bool {
+    if held.capacity() == 0 {
+        held.reserve_exact(HELD);
+    }
+    held.push(t);
+    held.len() >= HELD
+}
+
 /// A place in use (an empty place is 0).
 const USED: u64 = 1 << 63;
 

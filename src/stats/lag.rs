@@ -45,10 +45,6 @@ pub const SERIES: usize = 120;
 /// The trend is the lag's change over (at most) this many seconds.
 pub const TREND_SECONDS: f64 = 60.0;
 
-/// Answered partitions held before they are counted, at most: the rows of
-/// so many are read first, all at once ([`Lag::apply`]).
-const HELD: usize = 64;
-
 /// Places in the rows' index: at least a fifth of it left empty at
 /// [`MAX_PARTITIONS`] rows.
 const ROW_PLACES: usize = MAX_PARTITIONS * 5 / 4;
@@ -222,7 +218,8 @@ pub struct Lag {
     rows: Vec<Row>,
     /// Their numbers by (consumer, topic, partition).
     row_index: Index,
-    /// Answered partitions not counted yet (at most [`HELD`]).
+    /// Answered partitions not counted yet (at most
+    /// [`HELD`](super::index::HELD)).
     held: Vec<HeldAnswer>,
     /// group → topic → partition → (committed offset, when): a commit
     /// already known is found by borrowed names, no key made.
@@ -358,8 +355,9 @@ impl Lag {
 
     /// A paired Fetch exchange of consumer `who`: the partitions asked and
     /// answered (matched by topic and partition), at the response's time
-    /// `ts`. The answers are counted [`HELD`] at a time, in the order they
-    /// came ([`Lag::apply`]); [`Lag::settle`] counts the rest.
+    /// `ts`. The answers are counted [`HELD`](super::index::HELD) at a
+    /// time, in the order they came ([`Lag::apply`]); [`Lag::settle`]
+    /// counts the rest.
     pub fn fetch(
         &mut self,
         who: ConsumerId,
@@ -371,17 +369,14 @@ impl Lag {
             if a.error != 0 || a.high_watermark < 0 {
                 continue;
             }
-            if self.held.capacity() == 0 {
-                self.held.reserve_exact(HELD);
-            }
-            self.held.push(HeldAnswer {
+            let held = HeldAnswer {
                 hash: row_hash(&(who, a.topic, a.partition)),
                 who,
                 ts,
                 asked: asks.offset(a.topic, a.partition),
                 answer: a.clone(),
-            });
-            if self.held.len() >= HELD {
+            };
+            if super::index::hold(&mut self.held, held) {
                 self.apply();
             }
         }
