@@ -747,17 +747,16 @@ impl MessageAnalyzer {
                     Ahead::Request(s) => Some(s),
                     _ => None,
                 };
-                self.request(info, raw, scanned, sasl, &mut facts, out)
+                self.request(info, raw, scanned, sasl, &mut facts, out, slot)
             }
             Direction::BrokerToClient => {
                 let scanned = match scanned {
                     Ahead::Response(s) => Some(s),
                     _ => None,
                 };
-                self.response(info, raw, scanned, sasl, previous_end, &mut facts)
+                self.response(info, raw, scanned, sasl, previous_end, &mut facts, slot)
             }
         };
-        let decoded = slot.insert(decoded);
         let sasl_token = self.sasl_step(raw, sasl, info, decoded, facts.as_ref());
         self.settle(info, decoded, facts, sasl_token);
         if !self.shard {
@@ -768,7 +767,10 @@ impl MessageAnalyzer {
 
     /// A request: read by its summary scan (made ahead when `scanned`) or
     /// decoded, and registered for pairing unless it is a raw SASL token.
-    fn request(
+    /// Its [`Decoded`] is made in `slot`, the record's (424 bytes, which a
+    /// return by value would copy once more).
+    #[allow(clippy::too_many_arguments)]
+    fn request<'d>(
         &mut self,
         info: &mut MessageInfo,
         raw: &RawMessage,
@@ -776,25 +778,31 @@ impl MessageAnalyzer {
         sasl: SaslState,
         facts: &mut Option<LeanFacts>,
         out: &mut Vec<Output>,
-    ) -> Decoded {
+        slot: &'d mut Option<Decoded>,
+    ) -> &'d mut Decoded {
         let (scan, filter) = self.scan_mode();
         // A scan made ahead on the reader's thread is the one this would
-        // make (same bytes, same options: `AheadScanner`).
-        let summary = scan
-            .then(|| match scanned {
-                Some(s) => Some(*s),
-                None => summarize_request(&raw.bytes, &self.scan_opts),
+        // make (same bytes, same options: `AheadScanner`). The summary is
+        // read where it lies, in its box or here.
+        let mut ahead = scanned;
+        let mut here;
+        let summary = match (scan, ahead.as_deref_mut()) {
+            (false, _) => None,
+            (true, Some(s)) => Some(s),
+            (true, None) => {
+                here = summarize_request(&raw.bytes, &self.scan_opts);
+                here.as_mut()
+            }
+        };
+        let summary = summary.filter(|s| {
+            filter.is_none_or(|f| {
+                let (k, v) = (s.api_key.unwrap_or(-1), s.api_version.unwrap_or(-1));
+                !f(Kind::Request, k, v, s)
             })
-            .flatten()
-            .filter(|s| {
-                filter.is_none_or(|f| {
-                    let (k, v) = (s.api_key.unwrap_or(-1), s.api_version.unwrap_or(-1));
-                    !f(Kind::Request, k, v, s)
-                })
-            });
-        let mut d = match summary {
-            Some(s) => lean_decoded(Kind::Request, s, facts),
-            None => decode_request(&raw.bytes, &self.cfg.decode),
+        });
+        let d = match summary {
+            Some(s) => lean_decoded(Kind::Request, s, facts, slot),
+            None => slot.insert(decode_request(&raw.bytes, &self.cfg.decode)),
         };
         info.api_key = d.api_key.map(ApiKey);
         info.api_version = d.api_version;
@@ -802,7 +810,7 @@ impl MessageAnalyzer {
         info.client_id = d.client_id.take();
         info.expects_response = match facts {
             Some(f) => d.api_key.map(ApiKey) != Some(ApiKey::PRODUCE) || f.acks != Some(0),
-            None => expects_response(&d),
+            None => expects_response(d),
         };
         let raw_token = sasl == SaslState::RawTokens && !d.clean();
         // A request whose body is malformed still pairs: its header is enough.
@@ -839,8 +847,10 @@ impl MessageAnalyzer {
     }
 
     /// A response: paired with its request and read as that request's
-    /// answer, or its api inferred from the body, or only its header read.
-    fn response(
+    /// answer, or its api inferred from the body, or only its header read;
+    /// its [`Decoded`] made in `slot`, as a request's.
+    #[allow(clippy::too_many_arguments)]
+    fn response<'d>(
         &mut self,
         info: &mut MessageInfo,
         raw: &RawMessage,
@@ -848,7 +858,8 @@ impl MessageAnalyzer {
         sasl: SaslState,
         previous_end: Option<Timestamp>,
         facts: &mut Option<LeanFacts>,
-    ) -> Decoded {
+        slot: &'d mut Option<Decoded>,
+    ) -> &'d mut Decoded {
         info.kind = Kind::Response;
         let req = info
             .correlation_id
@@ -857,7 +868,7 @@ impl MessageAnalyzer {
             let inferred = (self.cfg.infer_unpaired && sasl != SaslState::RawTokens)
                 .then(|| infer_response(&raw.bytes, &self.cfg.decode))
                 .flatten();
-            return match inferred {
+            return slot.insert(match inferred {
                 Some((k, v, d)) => {
                     info.api_key = Some(ApiKey(k));
                     info.api_version = Some(v);
@@ -866,7 +877,7 @@ impl MessageAnalyzer {
                 }
                 // Only the header can be read: decode it with an unknown api.
                 None => decode_response(&raw.bytes, -1, 0, &self.cfg.decode),
-            };
+            });
         };
         info.paired = true;
         info.peer = Some(req.index);
@@ -893,18 +904,24 @@ impl MessageAnalyzer {
         let teaches = TEACHERS.contains(&req.api_key);
         let (k, v) = (req.api_key.0, req.api_version);
         // A scan made ahead as the answer to this request's api and version
-        // is the one this would make (same bytes, same options).
-        let summary = scan
-            .then(|| match scanned {
-                Some(s) if (s.0, s.1) == (k, v) => Some(s.2),
-                _ => summarize_response(&raw.bytes, k, v, &self.response_scan_opts),
-            })
-            .flatten()
+        // is the one this would make (same bytes, same options). The
+        // summary is read where it lies, in its box or here.
+        let mut ahead = scanned;
+        let mut here;
+        let summary = match (scan, ahead.as_deref_mut()) {
+            (false, _) => None,
+            (true, Some(s)) if (s.0, s.1) == (k, v) => Some(&mut s.2),
+            (true, _) => {
+                here = summarize_response(&raw.bytes, k, v, &self.response_scan_opts);
+                here.as_mut()
+            }
+        };
+        let summary = summary
             .filter(|s| !teaches || s.topic_ids.is_empty())
             .filter(|s| filter.is_none_or(|f| !f(Kind::Response, k, v, s)));
         match summary {
-            Some(s) => lean_decoded(Kind::Response, s, facts),
-            None => decode_paired_response(&raw.bytes, k, v, &self.cfg.decode),
+            Some(s) => lean_decoded(Kind::Response, s, facts, slot),
+            None => slot.insert(decode_paired_response(&raw.bytes, k, v, &self.cfg.decode)),
         }
     }
 
@@ -1174,7 +1191,7 @@ fn sasl_token_tree(raw: &RawMessage, kind: Kind, show_secrets: bool) -> Decoded 
     let mut token = Node::new("token", "bytes", value, 4, len, role);
     token.secret = !show_secrets;
     root.children.push(token);
-    summary_decoded(kind, root, Summary::default())
+    summary_decoded(kind, root, &mut Summary::default())
 }
 
 /// What a message read without its tree tells besides the header.
@@ -1186,8 +1203,14 @@ struct LeanFacts {
     record_bytes: u64,
 }
 
-/// A tree-less [`Decoded`] (a bare root) of a [`Summary`], whose other facts go to `facts`.
-fn lean_decoded(kind: Kind, mut s: Summary, facts: &mut Option<LeanFacts>) -> Decoded {
+/// A tree-less [`Decoded`] (a bare root) of a [`Summary`], made in `slot`;
+/// the summary's other facts go to `facts`.
+fn lean_decoded<'d>(
+    kind: Kind,
+    s: &mut Summary,
+    facts: &mut Option<LeanFacts>,
+    slot: &'d mut Option<Decoded>,
+) -> &'d mut Decoded {
     let root = Node::new(
         match kind {
             Kind::Request => "Request",
@@ -1209,24 +1232,27 @@ fn lean_decoded(kind: Kind, mut s: Summary, facts: &mut Option<LeanFacts>) -> De
         }),
         record_bytes: s.record_bytes,
     });
-    summary_decoded(kind, root, s)
+    slot.insert(summary_decoded(kind, root, s))
 }
 
-/// The [`Decoded`] with tree `root` and the header facts and topics of `s`.
-fn summary_decoded(kind: Kind, root: Node, s: Summary) -> Decoded {
+/// The [`Decoded`] with tree `root` and the header facts and topics of `s`,
+/// taken out of it where it lies: a summary is 176 bytes, which each step
+/// that took it by value would copy.
+fn summary_decoded(kind: Kind, root: Node, s: &mut Summary) -> Decoded {
+    use std::mem::take;
     Decoded {
         kind,
         api_key: s.api_key,
         api_version: s.api_version,
         correlation_id: s.correlation_id,
-        client_id: s.client_id,
+        client_id: s.client_id.take(),
         root,
         sources: Vec::new(),
         error: None,
         warning: None,
-        topics: s.topics,
-        topic_ids: s.topic_ids,
-        facts: s.facts,
+        topics: take(&mut s.topics),
+        topic_ids: take(&mut s.topic_ids),
+        facts: s.facts.take(),
     }
 }
 
@@ -1257,7 +1283,7 @@ pub fn rescan(
     opts: &DecodeOptions,
     wants_tree: TreeFilter,
 ) -> Option<Decoded> {
-    let s = match (info.kind, info.api_key, info.api_version) {
+    let mut s = match (info.kind, info.api_key, info.api_version) {
         (Kind::Request, _, _) => summarize_request(&raw.bytes, opts),
         (Kind::Response, Some(k), Some(v)) => summarize_response(&raw.bytes, k.0, v, opts),
         (Kind::Response, _, _) => None,
@@ -1266,7 +1292,9 @@ pub fn rescan(
     if wants_tree(info.kind, k, v, &s) {
         return None;
     }
-    Some(lean_decoded(info.kind, s, &mut None))
+    let mut slot = None;
+    lean_decoded(info.kind, &mut s, &mut None, &mut slot);
+    slot
 }
 
 /// Decodes a response with its request's api key and version. A broker that does
