@@ -782,18 +782,11 @@ impl MessageAnalyzer {
     ) -> &'d mut Decoded {
         let (scan, filter) = self.scan_mode();
         // A scan made ahead on the reader's thread is the one this would
-        // make (same bytes, same options: `AheadScanner`). The summary is
-        // read where it lies, in its box or here.
-        let mut ahead = scanned;
-        let mut here;
-        let summary = match (scan, ahead.as_deref_mut()) {
-            (false, _) => None,
-            (true, Some(s)) => Some(s),
-            (true, None) => {
-                here = summarize_request(&raw.bytes, &self.scan_opts);
-                here.as_mut()
-            }
-        };
+        // make (same bytes, same options: `AheadScanner`).
+        let (mut ahead, mut here) = (scanned, None);
+        let summary = summary_in(scan, ahead.as_deref_mut(), &mut here, || {
+            summarize_request(&raw.bytes, &self.scan_opts)
+        });
         let summary = summary.filter(|s| {
             filter.is_none_or(|f| {
                 let (k, v) = (s.api_key.unwrap_or(-1), s.api_version.unwrap_or(-1));
@@ -904,18 +897,15 @@ impl MessageAnalyzer {
         let teaches = TEACHERS.contains(&req.api_key);
         let (k, v) = (req.api_key.0, req.api_version);
         // A scan made ahead as the answer to this request's api and version
-        // is the one this would make (same bytes, same options). The
-        // summary is read where it lies, in its box or here.
-        let mut ahead = scanned;
-        let mut here;
-        let summary = match (scan, ahead.as_deref_mut()) {
-            (false, _) => None,
-            (true, Some(s)) if (s.0, s.1) == (k, v) => Some(&mut s.2),
-            (true, _) => {
-                here = summarize_response(&raw.bytes, k, v, &self.response_scan_opts);
-                here.as_mut()
-            }
-        };
+        // is the one this would make (same bytes, same options).
+        let (mut ahead, mut here) = (scanned, None);
+        let made = ahead
+            .as_deref_mut()
+            .filter(|s| (s.0, s.1) == (k, v))
+            .map(|s| &mut s.2);
+        let summary = summary_in(scan, made, &mut here, || {
+            summarize_response(&raw.bytes, k, v, &self.response_scan_opts)
+        });
         let summary = summary
             .filter(|s| !teaches || s.topic_ids.is_empty())
             .filter(|s| filter.is_none_or(|f| !f(Kind::Response, k, v, s)));
@@ -1194,6 +1184,27 @@ fn sasl_token_tree(raw: &RawMessage, kind: Kind, show_secrets: bool) -> Decoded 
     summary_decoded(kind, root, &mut Summary::default())
 }
 
+/// The summary a message is read by, where it lies (a summary is 176
+/// bytes, which each step that took it by value would copy): the one made
+/// ahead, else one `make` makes into `here`; none unless `scan`.
+fn summary_in<'s>(
+    scan: bool,
+    ahead: Option<&'s mut Summary>,
+    here: &'s mut Option<Summary>,
+    make: impl FnOnce() -> Option<Summary>,
+) -> Option<&'s mut Summary> {
+    if !scan {
+        return None;
+    }
+    match ahead {
+        Some(s) => Some(s),
+        None => {
+            *here = make();
+            here.as_mut()
+        }
+    }
+}
+
 /// What a message read without its tree tells besides the header.
 struct LeanFacts {
     throttle: Option<i32>,
@@ -1236,8 +1247,7 @@ fn lean_decoded<'d>(
 }
 
 /// The [`Decoded`] with tree `root` and the header facts and topics of `s`,
-/// taken out of it where it lies: a summary is 176 bytes, which each step
-/// that took it by value would copy.
+/// taken out of it where it lies ([`summary_in`]).
 fn summary_decoded(kind: Kind, root: Node, s: &mut Summary) -> Decoded {
     use std::mem::take;
     Decoded {

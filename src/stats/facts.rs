@@ -182,7 +182,7 @@ pub(crate) fn record_errors(root: &Node, topics: &TopicNames) -> Vec<RecordError
 }
 
 /// What one `records` field held.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, PartialEq)]
 pub(crate) struct SetFacts<'a> {
     /// Its topic (borrowed from the message when it names it).
     pub(crate) topic: Option<Cow<'a, str>>,
@@ -205,12 +205,6 @@ pub(crate) enum Counts<'a> {
     Borrowed(&'a SetCounts),
     /// Counted from the set's nodes.
     Owned(Box<SetCounts>),
-}
-
-impl Default for Counts<'_> {
-    fn default() -> Self {
-        Counts::Owned(Box::default())
-    }
 }
 
 /// Counts are equal by what they count, borrowed or not.
