@@ -24,8 +24,9 @@
 # must print byte for byte what the instrumented one printed (exit 1
 # otherwise). Takes about 6 minutes on two cores (two builds with fat LTO,
 # each in a target directory of its own so that the normal release build is
-# left alone; CI makes them without LTO, .ci/run). Needs llvm-profdata of the toolchain's LLVM: the rustup
-# component llvm-tools, added here when missing (exit 3 when it cannot be).
+# left alone; .ci/run makes them without LTO). Needs llvm-profdata of the
+# toolchain's LLVM: the rustup component llvm-tools, added here when
+# missing (exit 3 when it cannot be).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"

@@ -774,7 +774,7 @@ impl MessageAnalyzer {
         &mut self,
         info: &mut MessageInfo,
         raw: &RawMessage,
-        scanned: Option<Box<Summary>>,
+        mut scanned: Option<Box<Summary>>,
         sasl: SaslState,
         facts: &mut Option<LeanFacts>,
         out: &mut Vec<Output>,
@@ -783,8 +783,8 @@ impl MessageAnalyzer {
         let (scan, filter) = self.scan_mode();
         // A scan made ahead on the reader's thread is the one this would
         // make (same bytes, same options: `AheadScanner`).
-        let (mut ahead, mut here) = (scanned, None);
-        let summary = summary_in(scan, ahead.as_deref_mut(), &mut here, || {
+        let mut here = None;
+        let summary = summary_in(scan, scanned.as_deref_mut(), &mut here, || {
             summarize_request(&raw.bytes, &self.scan_opts)
         });
         let summary = summary.filter(|s| {
@@ -847,7 +847,7 @@ impl MessageAnalyzer {
         &mut self,
         info: &mut MessageInfo,
         raw: &RawMessage,
-        scanned: Option<Box<(i16, i16, Summary)>>,
+        mut scanned: Option<Box<(i16, i16, Summary)>>,
         sasl: SaslState,
         previous_end: Option<Timestamp>,
         facts: &mut Option<LeanFacts>,
@@ -898,8 +898,8 @@ impl MessageAnalyzer {
         let (k, v) = (req.api_key.0, req.api_version);
         // A scan made ahead as the answer to this request's api and version
         // is the one this would make (same bytes, same options).
-        let (mut ahead, mut here) = (scanned, None);
-        let made = ahead
+        let mut here = None;
+        let made = scanned
             .as_deref_mut()
             .filter(|s| (s.0, s.1) == (k, v))
             .map(|s| &mut s.2);
